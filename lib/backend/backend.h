@@ -1,0 +1,78 @@
+// Backend: one per device. Makes the heavy ops (ops.h) and runs the light element-wise work
+// that layers, losses and optimizers need. Dispatch follows the tensor's device:
+// backend_for(t.device()). There is no global mode.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/ops.h"
+#include "tensor/tensor.h"
+
+namespace dlt {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual std::string name() const = 0;
+
+  virtual std::unique_ptr<ConvOp> make_conv(const ConvDesc& d) = 0;
+  virtual std::unique_ptr<FcOp> make_fc(const FcDesc& d) = 0;
+  virtual std::unique_ptr<PoolOp> make_pool(const PoolDesc& d) = 0;
+  virtual std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormDesc& d) = 0;
+  virtual std::unique_ptr<LrnOp> make_lrn(const LrnDesc& d) = 0;
+  virtual std::unique_ptr<ActOp> make_act(const ActDesc& d) = 0;
+  virtual std::unique_ptr<SoftmaxOp> make_softmax(int64_t rows, int64_t channels) = 0;
+  virtual std::unique_ptr<ConcatOp> make_concat(int64_t n, int64_t h, int64_t w,
+                                                const std::vector<int64_t>& channels) = 0;
+
+  // ---- element-wise (all tensors on this backend's device, same numel unless stated) ----
+  virtual void fill(Tensor& t, float value) = 0;
+  virtual void copy(const Tensor& src, Tensor& dst) = 0;
+  // y = a * x + b * y
+  virtual void axpby(float a, const Tensor& x, float b, Tensor& y) = 0;
+  // y = x0 + x1 + ...
+  virtual void sum(const std::vector<const Tensor*>& xs, Tensor& y) = 0;
+  virtual void scale(Tensor& t, float s) = 0;
+  virtual void clamp(Tensor& t, float lo, float hi) = 0;
+  virtual double sum_squares(const Tensor& t) = 0;
+  // y = (x - shift) * mul, shift and mul broadcast over the leading dimensions of x:
+  // their numel divides x's and they repeat every numel(shift) elements (a mean image of
+  // H*W*C, or per-channel values of C). mul may be undefined (then 1).
+  virtual void shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) = 0;
+  // Dropout: mask gets 0 or 1/(1-p) per element from (seed, stream); y = x * mask.
+  virtual void dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t seed,
+                               uint64_t stream) = 0;
+  // Mean over the batch of per-sample reductions is done by the layers; this is y = x * m.
+  virtual void mul(const Tensor& x, const Tensor& m, Tensor& y) = 0;
+
+  // ---- loss: probs (N, C) after softmax, labels int32 (N) on this device ----
+  // Returns the mean cross-entropy; writes dlogits = (probs - onehot(labels)) / N when
+  // dlogits is defined (the gradient with respect to the softmax input).
+  virtual double cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
+                               int64_t* correct) = 0;
+
+  // ---- optimizers (w, g and state of equal numel) ----
+  // v = momentum * v - lr * (g + l2 * w); w += v      (MATLAB's sgdm)
+  virtual void sgdm_update(Tensor& w, const Tensor& g, Tensor& v, float lr, float momentum,
+                           float l2) = 0;
+  // g' = g + l2 * w; m = b1 m + (1-b1) g'; s = b2 s + (1-b2) g'^2;
+  // w -= lr * (m / (1-b1^t)) / (sqrt(s / (1-b2^t)) + eps)
+  virtual void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& s, float lr, float b1,
+                           float b2, float eps, int64_t t, float l2) = 0;
+  // g' = g + l2 * w; s = b2 s + (1-b2) g'^2; w -= lr * g' / (sqrt(s) + eps)
+  virtual void rmsprop_update(Tensor& w, const Tensor& g, Tensor& s, float lr, float b2, float eps,
+                              float l2) = 0;
+
+  virtual void synchronize() {}
+};
+
+// The backend of a device. The CPU backend always exists; asking for a GPU in a build
+// without CUDA throws DeviceError("built without CUDA ...").
+Backend& backend_for(Device device);
+// Number of usable GPUs (0 in a CPU-only build or when no driver/device is present).
+int cuda_device_count();
+
+}  // namespace dlt

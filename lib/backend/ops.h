@@ -1,0 +1,138 @@
+// Descriptors and interfaces of the heavy ops. Each layer creates its ops once per batch
+// size (Backend::make_*) and keeps them: they hold oneDNN primitives or cuDNN descriptors,
+// workspaces and chosen algorithms between forward and backward.
+//
+// Layouts (every backend): activations (N, H, W, C) NHWC float32; conv weights (K, kh, kw, C)
+// "OHWI"; fully-connected weights (K, H*W*C) over the input flattened in HWC order; biases
+// and batch-norm scale/offset/mean/variance (C) or (K).
+// Ops overwrite their outputs, including parameter gradients (each parameter has one owner).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace dlt {
+
+struct ConvDesc {
+  int64_t n = 1, h = 1, w = 1, c = 1;  // input
+  int64_t k = 1, kh = 1, kw = 1;       // filters
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_t = 0, pad_b = 0, pad_l = 0, pad_r = 0;
+  int64_t dilation_h = 1, dilation_w = 1;  // MATLAB's DilationFactor: 1 = dense
+  bool fuse_relu = false;                  // forward writes relu(conv(x) + b)
+  int64_t out_h() const { return (h + pad_t + pad_b - ((kh - 1) * dilation_h + 1)) / stride_h + 1; }
+  int64_t out_w() const { return (w + pad_l + pad_r - ((kw - 1) * dilation_w + 1)) / stride_w + 1; }
+};
+
+class ConvOp {
+ public:
+  virtual ~ConvOp() = default;
+  virtual void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) = 0;
+  virtual void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) = 0;
+  virtual void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) = 0;
+};
+
+struct FcDesc {
+  int64_t n = 1, in = 1, out = 1;  // in = H*W*C of the input
+  bool fuse_relu = false;
+};
+
+class FcOp {
+ public:
+  virtual ~FcOp() = default;
+  virtual void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) = 0;
+  virtual void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) = 0;
+  virtual void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) = 0;
+};
+
+enum class PoolKind { kMax, kAverage };
+
+struct PoolDesc {
+  int64_t n = 1, h = 1, w = 1, c = 1;
+  int64_t kh = 1, kw = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_t = 0, pad_b = 0, pad_l = 0, pad_r = 0;
+  PoolKind kind = PoolKind::kMax;
+  int64_t out_h() const { return (h + pad_t + pad_b - kh) / stride_h + 1; }
+  int64_t out_w() const { return (w + pad_l + pad_r - kw) / stride_w + 1; }
+};
+
+// Average pooling counts padding as zeros (MATLAB's PaddingValue 0). Global average pooling
+// is a PoolDesc with kh = h, kw = w.
+class PoolOp {
+ public:
+  virtual ~PoolOp() = default;
+  // training = true keeps what backward needs (max-pooling indices).
+  virtual void forward(const Tensor& x, Tensor& y, bool training) = 0;
+  virtual void backward(const Tensor& dy, Tensor& dx) = 0;
+};
+
+struct BatchNormDesc {
+  int64_t n = 1, h = 1, w = 1, c = 1;
+  float epsilon = 1e-5f;
+  bool fuse_relu = false;
+};
+
+class BatchNormOp {
+ public:
+  virtual ~BatchNormOp() = default;
+  // Normalizes with the batch statistics and writes them (biased variance) to mean and var.
+  virtual void forward_training(const Tensor& x, const Tensor& scale, const Tensor& offset,
+                                Tensor& y, Tensor& mean, Tensor& var) = 0;
+  virtual void forward_inference(const Tensor& x, const Tensor& scale, const Tensor& offset,
+                                 const Tensor& mean, const Tensor& var, Tensor& y) = 0;
+  // Uses the statistics of the last forward_training. dy is the gradient of y (after relu
+  // when fused: the op applies the relu backward itself).
+  virtual void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& mean,
+                        const Tensor& var, Tensor& dx, Tensor& dscale, Tensor& doffset) = 0;
+};
+
+struct LrnDesc {
+  int64_t n = 1, h = 1, w = 1, c = 1;
+  int64_t size = 5;  // WindowChannelSize
+  float alpha = 1e-4f, beta = 0.75f, k = 2.f;
+};
+
+// y = x / (k + alpha / size * sum over the window of x^2) ^ beta   (MATLAB and oneDNN agree)
+class LrnOp {
+ public:
+  virtual ~LrnOp() = default;
+  virtual void forward(const Tensor& x, Tensor& y, bool training) = 0;
+  virtual void backward(const Tensor& x, const Tensor& dy, Tensor& dx) = 0;
+};
+
+enum class ActKind { kRelu, kLeakyRelu, kElu };
+
+struct ActDesc {
+  int64_t numel = 1;
+  ActKind kind = ActKind::kRelu;
+  float alpha = 0.f;  // LeakyRelu's Scale, Elu's Alpha
+};
+
+class ActOp {
+ public:
+  virtual ~ActOp() = default;
+  virtual void forward(const Tensor& x, Tensor& y) = 0;
+  // x and y are the forward input and output; dx may alias dy.
+  virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
+};
+
+// Softmax over the channel (last) dimension of (N, H, W, C).
+class SoftmaxOp {
+ public:
+  virtual ~SoftmaxOp() = default;
+  virtual void forward(const Tensor& x, Tensor& y) = 0;
+  virtual void backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
+};
+
+// Concatenation along channels of NHWC tensors with equal N, H, W.
+class ConcatOp {
+ public:
+  virtual ~ConcatOp() = default;
+  virtual void forward(const std::vector<const Tensor*>& xs, Tensor& y) = 0;
+  // Splits dy into the inputs' gradients; null entries are skipped.
+  virtual void backward(const Tensor& dy, const std::vector<Tensor*>& dxs) = 0;
+};
+
+}  // namespace dlt

@@ -1,0 +1,87 @@
+// Typed training and data options with MATLAB's names and defaults. lib/config fills them
+// from YAML (and --set overrides); the trainer and data pipeline read them. No YAML here.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlt {
+
+// trainingOptions(...)
+struct TrainingOptions {
+  std::string solver = "sgdm";  // sgdm | adam | rmsprop
+  double initial_learn_rate = 0.01;  // MATLAB: 0.01 for sgdm, 0.001 for adam/rmsprop
+  bool initial_learn_rate_set = false;
+  std::string learn_rate_schedule = "none";  // none | piecewise
+  double learn_rate_drop_factor = 0.1;
+  int64_t learn_rate_drop_period = 10;
+  double momentum = 0.9;
+  double gradient_decay_factor = 0.9;           // adam beta1
+  double squared_gradient_decay_factor = 0.999;  // adam 0.999, rmsprop 0.9 (set at resolve)
+  bool squared_gradient_decay_factor_set = false;
+  double epsilon = 1e-8;
+  double l2_regularization = 1e-4;
+  double gradient_threshold = -1;  // <= 0 or inf: off
+  std::string gradient_threshold_method = "l2norm";  // l2norm | global-l2norm | absolute-value
+  int64_t max_epochs = 30;
+  int64_t mini_batch_size = 128;
+  std::string shuffle = "once";  // once | never | every-epoch
+  int64_t validation_frequency = 50;
+  int64_t validation_patience = -1;  // < 0: off (MATLAB's Inf)
+  std::string output_network = "last-iteration";  // last-iteration | best-validation-loss
+  bool verbose = true;
+  int64_t verbose_frequency = 50;
+  std::string checkpoint_path;  // empty: no checkpoints
+  int64_t checkpoint_frequency = 1;
+  std::string checkpoint_frequency_unit = "epoch";  // epoch | iteration
+  std::string execution_environment = "auto";  // auto | cpu | gpu | multi-gpu | parallel
+  std::vector<double> worker_load;             // empty: equal shares
+  int64_t num_workers = 0;                     // 0: one per GPU / core group
+  int gpu_device = 0;
+  std::string precision = "single";  // single | mixed
+  bool dispatch_in_background = true;
+  uint64_t seed = 0;
+  bool seed_set = false;
+  int threads = 0;  // 0: all cores
+
+  // MATLAB's solver-dependent defaults, applied after reading.
+  void resolve_defaults() {
+    if (!initial_learn_rate_set) initial_learn_rate = solver == "sgdm" ? 0.01 : 0.001;
+    if (!squared_gradient_decay_factor_set)
+      squared_gradient_decay_factor = solver == "rmsprop" ? 0.9 : 0.999;
+  }
+};
+
+// imageDataAugmenter(...)
+struct AugmentOptions {
+  bool rand_x_reflection = false;
+  bool rand_y_reflection = false;
+  double rand_rotation[2] = {0, 0};      // degrees
+  double rand_scale[2] = {1, 1};
+  double rand_x_translation[2] = {0, 0};  // pixels
+  double rand_y_translation[2] = {0, 0};
+  int64_t pad_crop = 0;  // padded random crop: pad by this many pixels, crop back
+  bool any() const {
+    return rand_x_reflection || rand_y_reflection || rand_rotation[0] != 0 || rand_rotation[1] != 0 ||
+           rand_scale[0] != 1 || rand_scale[1] != 1 || rand_x_translation[0] != 0 ||
+           rand_x_translation[1] != 0 || rand_y_translation[0] != 0 || rand_y_translation[1] != 0 ||
+           pad_crop != 0;
+  }
+};
+
+// The data: section: imageDatastore + splitEachLabel + augmentedImageDatastore.
+struct DataOptions {
+  std::string train;       // folder of class folders
+  std::string validation;  // folder, or empty
+  double validation_split = 0;  // splitEachLabel fraction for validation when no folder given
+  bool include_subfolders = true;
+  std::string label_source = "foldernames";
+  std::vector<std::string> file_extensions;  // empty: every format stb_image reads
+  std::string output_size_mode = "resize";   // resize | centercrop | randcrop
+  AugmentOptions augment;
+  std::string on_bad_image = "error";  // error | skip
+  std::string cache = "auto";          // auto | memory | file | none
+  int64_t loader_threads = 0;          // 0: automatic
+};
+
+}  // namespace dlt

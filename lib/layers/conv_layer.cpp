@@ -1,0 +1,146 @@
+// convolution2d: MATLAB's convolution2dLayer on the backend's ConvOp. Weights (K, kh, kw, C),
+// Bias (K). Fuses a following ReLU into the forward pass (the network decides).
+#include <memory>
+
+#include "layers/layer_util.h"
+
+namespace dlt {
+
+namespace {
+
+class Convolution2dLayer final : public Layer {
+ public:
+  explicit Convolution2dLayer(const LayerSpec& spec);
+  Shape infer(const std::vector<Shape>& inputs) override;
+  void setup(int64_t n, Backend& be) override;
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override;
+  void backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy,
+                const std::vector<Tensor*>& dx, const RunContext& ctx) override;
+  int64_t flops_per_image() const override;
+  bool can_fuse_relu() const override { return true; }
+  int64_t num_filters() const { return k_; }
+
+ private:
+  ConvDesc desc(int64_t n) const;
+  int64_t kh_ = 1, kw_ = 1, k_ = 1, sh_ = 1, sw_ = 1, dh_ = 1, dw_ = 1;
+  int64_t pt_ = 0, pb_ = 0, pl_ = 0, pr_ = 0;
+  int64_t h_ = 0, w_ = 0, c_ = 0;  // input (H, W, C)
+  Init weight_init_ = Init::kGlorot, bias_init_ = Init::kZeros;
+  Param weight_param_, bias_param_;  // factors read from the spec; shapes set in infer()
+  std::unique_ptr<ConvOp> op_;
+  std::unique_ptr<ActOp> relu_;  // relu backward when fused
+};
+
+Convolution2dLayer::Convolution2dLayer(const LayerSpec& spec) : Layer(spec) {
+  auto fs = spec_.get_ints("FilterSize", {}, 2, 1);
+  if (fs.empty()) throw ConfigError(spec.where() + "option FilterSize is required (e.g. FilterSize: 5)");
+  kh_ = fs[0];
+  kw_ = fs[1];
+  k_ = spec_.get_int("NumFilters", 0, 1);
+  if (k_ == 0) throw ConfigError(spec.where() + "option NumFilters is required (e.g. NumFilters: 32)");
+  auto st = spec_.get_ints("Stride", {1, 1}, 2, 1);
+  sh_ = st[0];
+  sw_ = st[1];
+  auto dl = spec_.get_ints("DilationFactor", {1, 1}, 2, 1);
+  dh_ = dl[0];
+  dw_ = dl[1];
+  weight_init_ = parse_initializer(spec_, "WeightsInitializer", "glorot");
+  bias_init_ = parse_initializer(spec_, "BiasInitializer", "zeros");
+  spec_.get("Padding");  // read in infer(): 'same' depends on the input size
+  spec_.get("NumChannels");
+  weight_param_ = make_param(spec_, "Weight", Shape{}, weight_init_, 1.f);
+  bias_param_ = make_param(spec_, "Bias", Shape{}, bias_init_, 0.f);
+}
+
+Shape Convolution2dLayer::infer(const std::vector<Shape>& inputs) {
+  expect_inputs(spec_, inputs, 1);
+  const Shape& in = inputs[0];
+  h_ = in[0];
+  w_ = in[1];
+  c_ = in[2];
+  int64_t nc = spec_.get_int("NumChannels", c_, 1);
+  if (nc != c_)
+    shape_error(spec_, "NumChannels is " + std::to_string(nc) + " but the input has " + std::to_string(c_) + " channels");
+  auto pad = parse_padding(spec_, h_, w_, (kh_ - 1) * dh_ + 1, (kw_ - 1) * dw_ + 1, sh_, sw_);
+  pt_ = pad[0];
+  pb_ = pad[1];
+  pl_ = pad[2];
+  pr_ = pad[3];
+  ConvDesc d = desc(1);
+  int64_t eh = (kh_ - 1) * dh_ + 1, ew = (kw_ - 1) * dw_ + 1;
+  if (h_ + pt_ + pb_ < eh || w_ + pl_ + pr_ < ew) {
+    std::string pad_s = (pt_ || pb_ || pl_ || pr_) ? "padding [" + std::to_string(pt_) + " " + std::to_string(pb_) + " " +
+                                                          std::to_string(pl_) + " " + std::to_string(pr_) + "]"
+                                                    : "no padding";
+    shape_error(spec_, "input is " + in.str() + " but FilterSize is " + std::to_string(kh_) + "x" + std::to_string(kw_) +
+                           (dh_ > 1 || dw_ > 1 ? " dilated to " + std::to_string(eh) + "x" + std::to_string(ew) : "") +
+                           " with " + pad_s + " (add Padding: same, or use a smaller FilterSize)");
+  }
+  // The MATLAB names are Weights and Bias; the option prefixes are Weight... and Bias...
+  Param w = weight_param_, b = bias_param_;
+  w.name = "Weights";
+  w.shape = Shape{k_, kh_, kw_, c_};
+  w.fan_in = kh_ * kw_ * c_;
+  w.fan_out = kh_ * kw_ * k_;
+  b.name = "Bias";
+  b.shape = Shape{k_};
+  b.fan_in = w.fan_in;
+  b.fan_out = w.fan_out;
+  params_ = {w, b};
+  return Shape{d.out_h(), d.out_w(), k_};
+}
+
+ConvDesc Convolution2dLayer::desc(int64_t n) const {
+  ConvDesc d;
+  d.n = n;
+  d.h = h_;
+  d.w = w_;
+  d.c = c_;
+  d.k = k_;
+  d.kh = kh_;
+  d.kw = kw_;
+  d.stride_h = sh_;
+  d.stride_w = sw_;
+  d.pad_t = pt_;
+  d.pad_b = pb_;
+  d.pad_l = pl_;
+  d.pad_r = pr_;
+  d.dilation_h = dh_;
+  d.dilation_w = dw_;
+  d.fuse_relu = fuse_relu_;
+  return d;
+}
+
+void Convolution2dLayer::setup(int64_t n, Backend& be) {
+  op_ = be.make_conv(desc(n));
+  if (fuse_relu_) {
+    ConvDesc d = desc(n);
+    relu_ = be.make_act(ActDesc{n * d.out_h() * d.out_w() * k_, ActKind::kRelu, 0.f});
+  }
+}
+
+void Convolution2dLayer::forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) {
+  op_->forward(*x[0], params_[0].value, params_[1].value, y);
+}
+
+void Convolution2dLayer::backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy,
+                                  const std::vector<Tensor*>& dx, const RunContext&) {
+  if (fuse_relu_) relu_->backward(y, y, dy, dy);
+  Param& w = params_[0];
+  Param& b = params_[1];
+  if (!w.frozen() || !b.frozen()) op_->backward_weights(*x[0], dy, w.grad, b.grad);
+  if (dx[0]) op_->backward_data(dy, w.value, *dx[0]);
+}
+
+int64_t Convolution2dLayer::flops_per_image() const {
+  ConvDesc d = desc(1);
+  return 2 * k_ * kh_ * kw_ * c_ * d.out_h() * d.out_w();
+}
+
+}  // namespace
+
+std::unique_ptr<Layer> make_convolution_layer(const LayerSpec& spec) {
+  return std::make_unique<Convolution2dLayer>(spec);
+}
+
+}  // namespace dlt

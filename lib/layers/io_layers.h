@@ -1,0 +1,36 @@
+// The image input layer, which the network and trainer address directly (normalization
+// statistics). The other layer types are reached only through make_layer().
+#pragma once
+#include <string>
+
+#include "layers/layer.h"
+
+namespace dlt {
+
+class ImageInputLayer final : public Layer {
+ public:
+  explicit ImageInputLayer(const LayerSpec& spec);
+  int num_inputs() const override { return 0; }
+  Shape infer(const std::vector<Shape>& inputs) override;
+  void setup(int64_t n, Backend& be) override;
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override;
+  void backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy,
+                const std::vector<Tensor*>& dx, const RunContext& ctx) override;
+
+  const Shape& input_size() const { return shape_; }  // (H, W, C)
+  const std::string& normalization() const { return normalization_; }
+  // mean_image (H, W, C), channel_mean and channel_std (C), host or device tensors.
+  void set_statistics(const Tensor& mean_image, const Tensor& channel_mean, const Tensor& channel_std);
+  // Values stored for normalization that count toward the memory footprint (seed 001's
+  // getMemoryFootprint counts the zerocenter mean image).
+  int64_t stored_statistics() const;
+  // Call after the states were loaded from a model file.
+  void refresh_inv_std();
+
+ private:
+  Shape shape_;
+  std::string normalization_;
+  Tensor inv_std_;  // (C) 1 / StandardDeviation for zscore
+};
+
+}  // namespace dlt

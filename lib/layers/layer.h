@@ -1,0 +1,102 @@
+// Layer: the contract every layer type implements (CAFFE's, with FL's backend split).
+// Life cycle:  construct(spec) -> infer(input shapes) -> [params() allocated and bound by the
+// Network] -> init_params(rng) -> setup(batch, backend) -> forward / backward ...
+// A layer is written once and calls the Backend; it never includes oneDNN or CUDA.
+// Per-image shapes are (H, W, C); tensors are (N, H, W, C).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "net/spec.h"
+#include "tensor/tensor.h"
+#include "util/rng.h"
+
+namespace dlt {
+
+enum class Init { kZeros, kOnes, kGlorot, kHe, kNarrowNormal };
+
+// A learnable parameter. value and grad are views into the network's flat buffers.
+struct Param {
+  std::string name;  // MATLAB's property name: Weights, Bias, Scale, Offset
+  Shape shape;
+  Init init = Init::kZeros;
+  int64_t fan_in = 1, fan_out = 1;  // for glorot / he
+  float learn_rate_factor = 1.f;    // 0 freezes the parameter
+  float l2_factor = 1.f;
+  Tensor value;
+  Tensor grad;
+  bool frozen() const { return learn_rate_factor == 0.f; }
+};
+
+// Non-learnable state saved in the model: batch-norm running statistics, input normalization.
+struct State {
+  std::string name;  // TrainedMean, TrainedVariance, Mean, StandardDeviation
+  Shape shape;
+  float init_value = 0.f;
+  Tensor value;  // owned by the layer, on the network's device
+};
+
+struct RunContext {
+  bool training = false;
+  uint64_t seed = 0;       // for dropout: masks derive from (seed, iteration, layer)
+  uint64_t iteration = 0;  // global iteration number
+};
+
+class Layer {
+ public:
+  explicit Layer(const LayerSpec& spec) : spec_(spec) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const std::string& name() const { return spec_.name; }
+  const std::string& type() const { return spec_.type; }
+  const LayerSpec& spec() const { return spec_; }
+
+  // Per-image output shape from per-image input shapes; declares params_ and states_.
+  // Throws ShapeError naming the layer and the numbers.
+  virtual Shape infer(const std::vector<Shape>& inputs) = 0;
+  // Number of inputs this layer takes (-1: any number >= 2, e.g. addition).
+  virtual int num_inputs() const { return 1; }
+
+  std::vector<Param>& params() { return params_; }
+  std::vector<State>& states() { return states_; }
+  // Fills params per their Init (and states to init_value). Overridable for special inits.
+  virtual void init_params(Rng& rng);
+
+  // Creates the ops for batch size n on backend be. Called again when n changes.
+  virtual void setup(int64_t n, Backend& be) = 0;
+  virtual void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) = 0;
+  // dy may be overwritten (e.g. relu backward in place). dx[i] is null when input i needs no
+  // gradient. Parameter gradients are overwritten (not accumulated); frozen ones are skipped.
+  virtual void backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy,
+                        const std::vector<Tensor*>& dx, const RunContext& ctx) = 0;
+
+  // Forward multiply-adds x 2 per image (0 for layers without arithmetic worth counting).
+  virtual int64_t flops_per_image() const { return 0; }
+
+  // Fusion with a following ReLU (conv, fullyConnected, batchNormalization): forward then
+  // writes relu(out) and backward applies the relu backward to dy first.
+  virtual bool can_fuse_relu() const { return false; }
+  void set_fuse_relu(bool on) { fuse_relu_ = on; }
+  bool fuse_relu() const { return fuse_relu_; }
+
+  // Whether backward needs the forward input / output kept (all layers keep them now; the
+  // network uses this to decide in-place execution).
+  virtual bool backward_needs_input() const { return true; }
+
+ protected:
+  LayerSpec spec_;
+  std::vector<Param> params_;
+  std::vector<State> states_;
+  bool fuse_relu_ = false;
+};
+
+// The one list of layer types (layers/registry.cpp).
+std::unique_ptr<Layer> make_layer(const LayerSpec& spec);
+std::vector<std::string> layer_types();
+
+}  // namespace dlt

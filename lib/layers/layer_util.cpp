@@ -1,0 +1,68 @@
+#include "layers/layer_util.h"
+
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace dlt {
+
+std::array<int64_t, 4> parse_padding(const LayerSpec& spec, int64_t in_h, int64_t in_w,
+                                     int64_t k_h, int64_t k_w, int64_t s_h, int64_t s_w) {
+  const SpecValue* v = spec.get("Padding");
+  if (!v) return {0, 0, 0, 0};
+  if (!v->is_list && v->items.size() == 1 && iequals(v->items[0], "same")) {
+    auto same = [](int64_t in, int64_t k, int64_t s) {
+      int64_t out = (in + s - 1) / s;
+      int64_t total = std::max<int64_t>((out - 1) * s + k - in, 0);
+      return std::array<int64_t, 2>{total / 2, total - total / 2};
+    };
+    auto h = same(in_h, k_h, s_h), w = same(in_w, k_w, s_w);
+    return {h[0], h[1], w[0], w[1]};
+  }
+  std::vector<int64_t> p;
+  for (const auto& t : v->items) {
+    char* end = nullptr;
+    long long x = std::strtoll(t.c_str(), &end, 10);
+    if (t.empty() || *end != '\0' || x < 0)
+      throw ConfigError(spec.where() + "option Padding must be 'same', a number >= 0, [vertical horizontal] or [t b l r], got '" + v->str() + "'");
+    p.push_back(x);
+  }
+  if (p.size() == 1) return {p[0], p[0], p[0], p[0]};
+  if (p.size() == 2) return {p[0], p[0], p[1], p[1]};
+  if (p.size() == 4) return {p[0], p[1], p[2], p[3]};
+  throw ConfigError(spec.where() + "option Padding must have 1, 2 or 4 values, got '" + v->str() + "'");
+}
+
+Init parse_initializer(const LayerSpec& spec, const std::string& key, const std::string& def) {
+  std::string s = spec.get_choice(key, def, {"glorot", "he", "narrow-normal", "zeros", "ones"});
+  if (s == "glorot") return Init::kGlorot;
+  if (s == "he") return Init::kHe;
+  if (s == "narrow-normal") return Init::kNarrowNormal;
+  if (s == "ones") return Init::kOnes;
+  return Init::kZeros;
+}
+
+Param make_param(const LayerSpec& spec, const std::string& name, const Shape& shape, Init init,
+                 float default_l2_factor) {
+  Param p;
+  p.name = name;
+  p.shape = shape;
+  p.init = init;
+  double lr = spec.get_double(name + "LearnRateFactor", 1.0);
+  double l2 = spec.get_double(name + "L2Factor", default_l2_factor);
+  if (lr < 0) throw ConfigError(spec.where() + "option " + name + "LearnRateFactor must be >= 0 (0 freezes " + name + ")");
+  if (l2 < 0) throw ConfigError(spec.where() + "option " + name + "L2Factor must be >= 0");
+  p.learn_rate_factor = static_cast<float>(lr);
+  p.l2_factor = static_cast<float>(l2);
+  return p;
+}
+
+void shape_error(const LayerSpec& spec, const std::string& what) {
+  throw ShapeError(spec.loc.prefix() + spec.name + ": " + what);
+}
+
+void expect_inputs(const LayerSpec& spec, const std::vector<Shape>& inputs, size_t n) {
+  if (inputs.size() != n)
+    shape_error(spec, "takes " + std::to_string(n) + " input(s) but is given " + std::to_string(inputs.size()));
+}
+
+}  // namespace dlt

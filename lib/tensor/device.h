@@ -1,0 +1,37 @@
+// Devices and allocators. A CPU build has only Device::cpu(); the CUDA backend registers its
+// allocator and copy routine when it is compiled in. Bytes cross host<->device only through
+// copy_bytes() (called by Tensor::to and Tensor::copy_from).
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace dlt {
+
+enum class DeviceType { kCpu, kCuda };
+
+struct Device {
+  DeviceType type = DeviceType::kCpu;
+  int index = 0;
+  static Device cpu() { return {DeviceType::kCpu, 0}; }
+  static Device cuda(int i) { return {DeviceType::kCuda, i}; }
+  bool is_cpu() const { return type == DeviceType::kCpu; }
+  bool operator==(const Device& o) const { return type == o.type && index == o.index; }
+  bool operator!=(const Device& o) const { return !(*this == o); }
+  std::string str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void deallocate(void* ptr, size_t bytes) = 0;
+};
+
+// The allocator for a device: 64-byte aligned host memory for the CPU; the CUDA backend's
+// caching allocator for a GPU (throws DeviceError in a build without CUDA).
+Allocator& allocator_for(Device device);
+
+// Copies bytes between any two devices (synchronous with respect to the host).
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
+
+}  // namespace dlt

@@ -1,0 +1,16 @@
+// Small string helpers: did-you-mean suggestions, joining, case-insensitive compare.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace dlt {
+
+// Levenshtein distance, case-insensitive.
+size_t edit_distance(const std::string& a, const std::string& b);
+// " (did you mean 'X'?)" for the closest candidate within a reasonable distance, else "".
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
+std::string join(const std::vector<std::string>& items, const std::string& sep);
+bool iequals(const std::string& a, const std::string& b);
+std::string to_lower(std::string s);
+
+}  // namespace dlt
