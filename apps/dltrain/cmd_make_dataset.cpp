@@ -1,0 +1,144 @@
+// `dltrain make-dataset`: generates the shapes task, and (hidden modes) converts CIFAR-10
+// binary / MNIST IDX files to class folders for datasets/*.sh and benchmarks the data loader
+// alone (bench-loader) for scripts/bench/data_vs_pil.
+#include <cstdio>
+#include <string>
+
+#include "commands.h"
+#include "data/batch_loader.h"
+#include "data/binary_datasets.h"
+#include "data/datastore.h"
+#include "data/decode.h"
+#include "data/shapes.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+#include "util/timer.h"
+
+namespace dlt::app {
+namespace {
+
+struct MakeDatasetArgs {
+  std::string kind, dir, from, size = "32x32";
+  int classes = 4, per_class = 300;
+  uint64_t seed = 0;
+  double split = 0.2;
+  // bench-loader
+  int threads = 1, epochs = 1;
+  int64_t batch_size = 64;
+  bool augment = false, decode_only = false;
+  std::string cache = "none", jpeg, mode = "resize";
+};
+
+// "HxW" or "HxWxC" -> dims; C defaults to 3.
+void parse_size(const std::string& s, int& h, int& w, int& c) {
+  c = 3;
+  int n = std::sscanf(s.c_str(), "%dx%dx%d", &h, &w, &c);
+  if (n < 2 || h <= 0 || w <= 0 || (c != 1 && c != 3))
+    throw UsageError("--size '" + s + "' must look like 32x32 or 227x227x3");
+}
+
+int run_bench(const MakeDatasetArgs& a) {
+  if (!a.jpeg.empty()) set_jpeg_decoder(a.jpeg);
+  int h, w, c;
+  parse_size(a.size, h, w, c);
+  DataOptions data;
+  ImageDatastore ds(a.dir, data);
+  Timer timer;
+  int64_t images = 0;
+  if (a.decode_only) {
+    Image img;
+    for (int e = 0; e < a.epochs; ++e)
+      for (int64_t i = 0; i < ds.size(); ++i, ++images) decode_image(ds.path(i), c, img);
+  } else {
+    LoaderOptions o;
+    o.input = Shape{h, w, c};
+    o.batch_size = a.batch_size;
+    o.shuffle = "never";
+    o.drop_last = false;
+    o.training = a.augment;
+    o.threads = a.threads;
+    o.cache = a.cache;
+    o.output_size_mode = a.mode;
+    if (a.augment) {  // the same augmentation as scripts/bench/data_vs_pil.py
+      o.augment.rand_x_reflection = true;
+      o.augment.rand_rotation[0] = -10;
+      o.augment.rand_rotation[1] = 10;
+      o.augment.rand_scale[0] = 0.9;
+      o.augment.rand_scale[1] = 1.1;
+      o.augment.rand_x_translation[0] = o.augment.rand_y_translation[0] = -3;
+      o.augment.rand_x_translation[1] = o.augment.rand_y_translation[1] = 3;
+    }
+    BatchLoader loader(ds, o);
+    Batch batch;
+    for (int e = 0; e < a.epochs; ++e) {
+      loader.start_epoch(e);
+      while (loader.next(batch)) images += batch.size;
+    }
+  }
+  const double s = timer.seconds();
+  std::printf("bench-loader: %lld images in %.3f s: %.1f images/s (threads %d, jpeg %s, %s%s)\n",
+              static_cast<long long>(images), s, images / s, a.decode_only ? 1 : a.threads,
+              jpeg_decoder().c_str(), a.decode_only ? "decode only" : a.size.c_str(),
+              a.augment ? ", augment" : "");
+  return 0;
+}
+
+int run(const MakeDatasetArgs& a) {
+  if (a.kind == "shapes") {
+    ShapesDatasetOptions o;
+    int c;
+    parse_size(a.size, o.height, o.width, c);
+    o.classes = a.classes;
+    o.per_class = a.per_class;
+    o.seed = a.seed;
+    o.test_fraction = a.split;
+    Timer t;
+    const int64_t n = write_shapes_dataset(a.dir, o);
+    std::printf("make-dataset: wrote %lld shape images (%d classes, %dx%d) to %s/{train,test} "
+                "in %.1f s\n",
+                static_cast<long long>(n), o.classes, o.height, o.width, a.dir.c_str(),
+                t.seconds());
+    return 0;
+  }
+  if (a.kind == "cifar10-bin" || a.kind == "mnist-idx") {
+    if (a.from.empty()) throw UsageError("make-dataset " + a.kind + " needs --from FOLDER");
+    const int64_t n = a.kind == "cifar10-bin" ? convert_cifar10_binary(a.from, a.dir)
+                                              : convert_mnist_idx(a.from, a.dir);
+    std::printf("make-dataset: wrote %lld images to %s/{train,test}\n",
+                static_cast<long long>(n), a.dir.c_str());
+    return 0;
+  }
+  if (a.kind == "bench-loader") return run_bench(a);
+  throw UsageError("make-dataset: unknown kind '" + a.kind + "' (use shapes)");
+}
+
+}  // namespace
+
+Runner add_make_dataset(CLI::App& app) {
+  auto args = std::make_shared<MakeDatasetArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "make-dataset", "Generate a dataset: 'shapes' writes coloured shapes as PNG class folders");
+  sub->add_option("kind", args->kind, "Dataset kind: shapes")->required();
+  sub->add_option("dir", args->dir, "Output folder (gets train/ and test/)")->required();
+  sub->add_option("--classes", args->classes, "Number of shape classes (2-8)")
+      ->capture_default_str();
+  sub->add_option("--per-class", args->per_class, "Images per class, train and test together")
+      ->capture_default_str();
+  sub->add_option("--size", args->size, "Image size HxW")->capture_default_str();
+  sub->add_option("--seed", args->seed, "Random seed")->capture_default_str();
+  sub->add_option("--split", args->split, "Fraction of each class written to test/")
+      ->capture_default_str();
+  // Hidden: converters (datasets/*.sh) and the loader benchmark (scripts/bench/data_vs_pil).
+  sub->add_option("--from", args->from, "Source folder for cifar10-bin / mnist-idx")->group("");
+  sub->add_option("--threads", args->threads, "bench-loader: decode threads")->group("");
+  sub->add_option("--epochs", args->epochs, "bench-loader: passes over the data")->group("");
+  sub->add_option("--batch-size", args->batch_size, "bench-loader: batch size")->group("");
+  sub->add_flag("--augment", args->augment, "bench-loader: augment")->group("");
+  sub->add_flag("--decode-only", args->decode_only, "bench-loader: decode only")->group("");
+  sub->add_option("--cache", args->cache, "bench-loader: cache mode")->group("");
+  sub->add_option("--jpeg", args->jpeg, "bench-loader: stb or turbo")->group("");
+  sub->add_option("--mode", args->mode, "bench-loader: OutputSizeMode")->group("");
+  return [args] { return run(*args); };
+}
+
+}  // namespace dlt::app

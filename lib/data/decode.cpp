@@ -1,0 +1,185 @@
+// Image decoding: file bytes -> stb_image (or libjpeg-turbo for JPEG) -> channel conversion.
+// The file is read here so that open/read failures report the OS reason.
+#include "data/decode.h"
+
+#include <stb/stb_image.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "util/error.h"
+
+#ifndef DLT_HAVE_TURBOJPEG
+#define DLT_HAVE_TURBOJPEG 0
+#endif
+#if DLT_HAVE_TURBOJPEG
+#include <turbojpeg.h>
+#endif
+
+namespace dlt {
+namespace {
+
+std::atomic<bool> g_use_turbo{DLT_HAVE_TURBOJPEG != 0};
+
+[[noreturn]] void fail(const std::string& name, const std::string& reason) {
+  throw DataError(name + ": cannot decode image: " + reason +
+                  " (remove or replace the file, or set OnBadImage: skip)");
+}
+
+void read_file(const std::string& path, std::vector<uint8_t>& bytes) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw DataError(path + ": cannot open image: " + std::strerror(errno));
+  std::unique_ptr<FILE, int (*)(FILE*)> guard(f, &std::fclose);
+  bytes.clear();
+  uint8_t buf[1 << 16];
+  size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.insert(bytes.end(), buf, buf + got);
+  if (std::ferror(f)) throw DataError(path + ": cannot read image: " + std::strerror(errno));
+}
+
+// Converts interleaved pixels with `src_c` channels (1..4) into `out` with `channels`.
+void convert(const uint8_t* src, int h, int w, int src_c, int channels, Image& out) {
+  out.height = h;
+  out.width = w;
+  out.channels = channels;
+  out.pixels.resize(size_t(h) * w * channels);
+  const size_t n = size_t(h) * w;
+  uint8_t* dst = out.pixels.data();
+  if (src_c == channels) {
+    std::memcpy(dst, src, n * channels);
+    return;
+  }
+  const bool colour = src_c >= 3;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* p = src + i * src_c;
+    if (channels == 1) {
+      dst[i] = colour ? rgb_to_grey(p[0], p[1], p[2]) : p[0];
+    } else if (colour) {
+      dst[3 * i] = p[0];
+      dst[3 * i + 1] = p[1];
+      dst[3 * i + 2] = p[2];
+    } else {
+      dst[3 * i] = dst[3 * i + 1] = dst[3 * i + 2] = p[0];
+    }
+  }
+}
+
+bool is_jpeg(const std::vector<uint8_t>& b) {
+  return b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF;
+}
+
+#if DLT_HAVE_TURBOJPEG
+struct TurboHandle {
+  tjhandle h = tjInitDecompress();
+  std::vector<uint8_t> scratch;
+  ~TurboHandle() {
+    if (h) tjDestroy(h);
+  }
+};
+
+// False when libjpeg-turbo only warns (slightly damaged data): the caller then tries stb.
+bool decode_turbo(const std::vector<uint8_t>& bytes, const std::string& name, int channels,
+                  Image& out) {
+  thread_local TurboHandle t;
+  if (!t.h) fail(name, "libjpeg-turbo could not start");
+  int w = 0, h = 0, subsamp = 0, colorspace = 0;
+  auto* data = const_cast<unsigned char*>(bytes.data());
+  if (tjDecompressHeader3(t.h, data, bytes.size(), &w, &h, &subsamp, &colorspace) != 0)
+    fail(name, std::string("libjpeg-turbo: ") + tjGetErrorStr2(t.h));
+  const bool grey = colorspace == TJCS_GRAY;
+  const int src_c = grey ? 1 : 3;
+  uint8_t* dst;
+  if (src_c == channels) {
+    out.height = h;
+    out.width = w;
+    out.channels = channels;
+    out.pixels.resize(size_t(h) * w * channels);
+    dst = out.pixels.data();
+  } else {
+    t.scratch.resize(size_t(h) * w * src_c);
+    dst = t.scratch.data();
+  }
+  if (tjDecompress2(t.h, data, bytes.size(), dst, w, 0, h, grey ? TJPF_GRAY : TJPF_RGB, 0) != 0) {
+    if (tjGetErrorCode(t.h) == TJERR_FATAL)
+      fail(name, std::string("libjpeg-turbo: ") + tjGetErrorStr2(t.h));
+    return false;
+  }
+  if (src_c != channels) convert(dst, h, w, src_c, channels, out);
+  return true;
+}
+#endif
+
+}  // namespace
+
+const std::vector<std::string>& supported_image_extensions() {
+  static const std::vector<std::string> exts = {".png", ".jpg", ".jpeg", ".bmp", ".tga",
+                                                ".gif", ".pnm", ".ppm",  ".pgm"};
+  return exts;
+}
+
+void decode_image_memory(const std::vector<uint8_t>& bytes, const std::string& name,
+                         int channels, Image& out) {
+  if (channels != 1 && channels != 3)
+    throw DataError(name + ": cannot decode to " + std::to_string(channels) +
+                    " channels (InputSize must end in 1 or 3)");
+  if (bytes.empty()) fail(name, "the file is empty (0 bytes)");
+#if DLT_HAVE_TURBOJPEG
+  if (is_jpeg(bytes) && g_use_turbo.load(std::memory_order_relaxed) &&
+      decode_turbo(bytes, name, channels, out))
+    return;
+#endif
+  int w = 0, h = 0, n = 0;
+  if (bytes.size() > size_t(INT32_MAX)) fail(name, "file larger than 2 GiB");
+  uint8_t* px = stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n, 0);
+  if (!px) {
+    const char* why = stbi_failure_reason();
+    fail(name, std::string("stb_image: ") + (why ? why : "unknown error") +
+                   (is_jpeg(bytes) ? "" : " (not a PNG, JPEG, BMP, TGA, GIF or PNM image?)"));
+  }
+  std::unique_ptr<uint8_t, void (*)(void*)> guard(px, &stbi_image_free);
+  convert(px, h, w, n, channels, out);
+}
+
+void decode_image(const std::string& path, int channels, Image& out) {
+  thread_local std::vector<uint8_t> bytes;
+  read_file(path, bytes);
+  decode_image_memory(bytes, path, channels, out);
+}
+
+Image decode_image(const std::string& path, int channels) {
+  Image img;
+  decode_image(path, channels, img);
+  return img;
+}
+
+void image_size(const std::string& path, int& height, int& width) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw DataError(path + ": cannot open image: " + std::strerror(errno));
+  int n = 0;
+  int ok = stbi_info_from_file(f, &width, &height, &n);
+  std::fclose(f);
+  if (!ok) {
+    const char* why = stbi_failure_reason();
+    fail(path, std::string("stb_image: ") + (why ? why : "unknown error"));
+  }
+}
+
+void set_jpeg_decoder(const std::string& name) {
+  if (name == "stb") {
+    g_use_turbo = false;
+  } else if (name == "turbo") {
+    if (!have_turbojpeg())
+      throw UsageError("JPEG decoder 'turbo': this build has no libjpeg-turbo (use stb)");
+    g_use_turbo = true;
+  } else {
+    throw UsageError("unknown JPEG decoder '" + name + "' (use stb or turbo)");
+  }
+}
+
+std::string jpeg_decoder() { return g_use_turbo ? "turbo" : "stb"; }
+bool have_turbojpeg() { return DLT_HAVE_TURBOJPEG != 0; }
+
+}  // namespace dlt

@@ -1,0 +1,38 @@
+// Decoding image files (PNG, JPEG, BMP, TGA, GIF, PNM) into 8-bit HWC Images with 1 or 3
+// channels. stb_image decodes everything; JPEG goes through libjpeg-turbo when the build has
+// it (faster, see docs/performance.md). Failures throw DataError naming the file and reason.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "data/image.h"
+
+namespace dlt {
+
+// Every extension stb_image reads (lower case, with the dot).
+const std::vector<std::string>& supported_image_extensions();
+
+// Decodes `path` into `out` (its buffer is reused) with `channels` = 1 or 3: grey is
+// replicated to RGB, RGB becomes grey by MATLAB rgb2gray weights (0.2989, 0.5870, 0.1140),
+// alpha is dropped. Throws DataError for missing, unreadable, empty, corrupt or non-image files.
+void decode_image(const std::string& path, int channels, Image& out);
+Image decode_image(const std::string& path, int channels);
+// Same from bytes already in memory; `name` is used in error messages.
+void decode_image_memory(const std::vector<uint8_t>& bytes, const std::string& name,
+                         int channels, Image& out);
+
+// Width and height from the file header without decoding; throws DataError like decode.
+void image_size(const std::string& path, int& height, int& width);
+
+// JPEG decoder: "turbo" (default when built with libjpeg-turbo) or "stb". For benchmarks.
+void set_jpeg_decoder(const std::string& name);
+std::string jpeg_decoder();
+bool have_turbojpeg();
+
+// rgb2gray on one pixel, rounded like MATLAB's uint8 output.
+inline uint8_t rgb_to_grey(uint8_t r, uint8_t g, uint8_t b) {
+  float v = 0.2989f * r + 0.5870f * g + 0.1140f * b;
+  return static_cast<uint8_t>(v + 0.5f > 255.f ? 255.f : v + 0.5f);
+}
+
+}  // namespace dlt

@@ -1,0 +1,33 @@
+// A synthetic but real classification task: coloured shapes (circle, square, triangle, cross,
+// ring, star, hexagon, half-disc) at random position, scale, rotation and colours on a noisy
+// background, anti-aliased. Deterministic from the seed. Used by `dltrain make-dataset shapes`
+// and by the end-to-end tests.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/image.h"
+#include "util/rng.h"
+
+namespace dlt {
+
+// Every shape class name, in label order; at most this many classes.
+const std::vector<std::string>& shape_class_names();
+
+// One image of class `label` (index into shape_class_names()) drawn from rng.
+Image render_shape(int label, int height, int width, Rng& rng);
+
+struct ShapesDatasetOptions {
+  int classes = 4;
+  int per_class = 300;  // images per class, train + test together
+  int height = 32, width = 32;
+  uint64_t seed = 0;
+  double test_fraction = 0.2;
+};
+// Writes DIR/train/<class>/NNNNN.png and DIR/test/<class>/NNNNN.png (each file written to a
+// temporary name and renamed). Throws DataError when the folder cannot be written and
+// UsageError for out-of-range options. Returns the number of files written.
+int64_t write_shapes_dataset(const std::string& dir, const ShapesDatasetOptions& options);
+
+}  // namespace dlt

@@ -1,0 +1,216 @@
+// Resize, crops and augmentation on 8-bit HWC images. Plain loops: this is per-image work on
+// loader threads, not a compute hot path.
+#include "data/transform.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "util/check.h"
+#include "util/error.h"
+
+namespace dlt {
+namespace {
+
+// Per output index: first input index and normalized weights (triangle filter).
+struct Contrib {
+  std::vector<int> first, count;
+  std::vector<float> weights;  // count[o] weights for output o at offset o * max_count
+  int max_count = 0;
+};
+
+void contributions(int in, int out, Contrib& c) {
+  const double scale = double(in) / out;
+  const double support = std::max(1.0, scale);
+  c.max_count = static_cast<int>(std::ceil(support)) * 2 + 1;
+  c.first.assign(out, 0);
+  c.count.assign(out, 0);
+  c.weights.assign(size_t(out) * c.max_count, 0.f);
+  for (int o = 0; o < out; ++o) {
+    const double center = (o + 0.5) * scale - 0.5;
+    int lo = static_cast<int>(std::floor(center - support)) + 1;
+    int hi = static_cast<int>(std::ceil(center + support)) - 1;
+    lo = std::max(lo, 0);
+    hi = std::min(hi, in - 1);
+    if (hi - lo + 1 > c.max_count) hi = lo + c.max_count - 1;
+    double total = 0;
+    float* w = &c.weights[size_t(o) * c.max_count];
+    for (int x = lo; x <= hi; ++x) {
+      double v = 1.0 - std::abs(x - center) / support;
+      v = v > 0 ? v : 0;
+      w[x - lo] = static_cast<float>(v);
+      total += v;
+    }
+    if (total <= 0) {  // centre outside the image: nearest edge pixel
+      lo = hi = std::clamp(static_cast<int>(std::lround(center)), 0, in - 1);
+      w[0] = 1.f;
+      total = 1;
+    }
+    for (int x = lo; x <= hi; ++x) w[x - lo] = static_cast<float>(w[x - lo] / total);
+    c.first[o] = lo;
+    c.count[o] = hi - lo + 1;
+  }
+}
+
+inline uint8_t to_u8(float v) {
+  v = v + 0.5f;
+  return static_cast<uint8_t>(v <= 0.f ? 0.f : (v >= 255.f ? 255.f : v));
+}
+
+[[noreturn]] void too_small(const Image& in, int height, int width, const std::string& name) {
+  throw DataError(name + ": image is " + std::to_string(in.height) + "x" +
+                  std::to_string(in.width) + " but the crop needs at least " +
+                  std::to_string(height) + "x" + std::to_string(width) +
+                  " (use OutputSizeMode: resize, or a smaller InputSize)");
+}
+
+}  // namespace
+
+void resize_bilinear(const Image& in, int height, int width, Image& out) {
+  const int c = in.channels;
+  if (in.height == height && in.width == width) {
+    out = in;
+    return;
+  }
+  thread_local Contrib cx, cy;
+  thread_local std::vector<float> tmp;
+  contributions(in.width, width, cx);
+  contributions(in.height, height, cy);
+  tmp.assign(size_t(in.height) * width * c, 0.f);
+  for (int y = 0; y < in.height; ++y) {  // horizontal pass: (in.height, width, c)
+    const uint8_t* row = in.at(y, 0);
+    float* dst = &tmp[size_t(y) * width * c];
+    for (int x = 0; x < width; ++x) {
+      const float* w = &cx.weights[size_t(x) * cx.max_count];
+      const uint8_t* src = row + size_t(cx.first[x]) * c;
+      for (int k = 0; k < c; ++k) {
+        float acc = 0;
+        for (int t = 0; t < cx.count[x]; ++t) acc += w[t] * src[t * c + k];
+        dst[x * c + k] = acc;
+      }
+    }
+  }
+  out.height = height;
+  out.width = width;
+  out.channels = c;
+  out.pixels.resize(size_t(height) * width * c);
+  const size_t row_len = size_t(width) * c;
+  thread_local std::vector<float> acc;
+  acc.resize(row_len);
+  for (int y = 0; y < height; ++y) {  // vertical pass
+    std::fill(acc.begin(), acc.end(), 0.f);
+    const float* w = &cy.weights[size_t(y) * cy.max_count];
+    for (int t = 0; t < cy.count[y]; ++t) {
+      const float* src = &tmp[size_t(cy.first[y] + t) * row_len];
+      for (size_t i = 0; i < row_len; ++i) acc[i] += w[t] * src[i];
+    }
+    uint8_t* dst = out.at(y, 0);
+    for (size_t i = 0; i < row_len; ++i) dst[i] = to_u8(acc[i]);
+  }
+}
+
+void crop(const Image& in, int top, int left, int height, int width, Image& out) {
+  DLT_CHECK(top >= 0 && left >= 0 && top + height <= in.height && left + width <= in.width,
+            "crop window outside the image");
+  out.height = height;
+  out.width = width;
+  out.channels = in.channels;
+  out.pixels.resize(size_t(height) * width * in.channels);
+  for (int y = 0; y < height; ++y)
+    std::memcpy(out.at(y, 0), in.at(top + y, left), size_t(width) * in.channels);
+}
+
+void center_crop(const Image& in, int height, int width, const std::string& name, Image& out) {
+  if (in.height < height || in.width < width) too_small(in, height, width, name);
+  crop(in, (in.height - height) / 2, (in.width - width) / 2, height, width, out);
+}
+
+void random_crop(const Image& in, int height, int width, const std::string& name, Rng& rng,
+                 Image& out) {
+  if (in.height < height || in.width < width) too_small(in, height, width, name);
+  const int top = static_cast<int>(rng.below(uint64_t(in.height - height) + 1));
+  const int left = static_cast<int>(rng.below(uint64_t(in.width - width) + 1));
+  crop(in, top, left, height, width, out);
+}
+
+AffineDraw draw_affine(const AugmentOptions& o, Rng& rng) {
+  AffineDraw d;
+  const double fx = rng.uniform(), fy = rng.uniform();
+  const double rot = rng.uniform(o.rand_rotation[0], o.rand_rotation[1]);
+  const double sc = rng.uniform(o.rand_scale[0], o.rand_scale[1]);
+  const double tx = rng.uniform(o.rand_x_translation[0], o.rand_x_translation[1]);
+  const double ty = rng.uniform(o.rand_y_translation[0], o.rand_y_translation[1]);
+  d.flip_x = o.rand_x_reflection && fx < 0.5;
+  d.flip_y = o.rand_y_reflection && fy < 0.5;
+  d.rotation_deg = o.rand_rotation[0] == o.rand_rotation[1] ? o.rand_rotation[0] : rot;
+  d.scale = o.rand_scale[0] == o.rand_scale[1] ? o.rand_scale[0] : sc;
+  d.tx = o.rand_x_translation[0] == o.rand_x_translation[1] ? o.rand_x_translation[0] : tx;
+  d.ty = o.rand_y_translation[0] == o.rand_y_translation[1] ? o.rand_y_translation[0] : ty;
+  return d;
+}
+
+void warp_affine(const Image& in, const AffineDraw& d, Image& out) {
+  const int h = in.height, w = in.width, c = in.channels;
+  out.height = h;
+  out.width = w;
+  out.channels = c;
+  out.pixels.assign(in.pixels.size(), 0);
+  const double cx = (w - 1) / 2.0, cy = (h - 1) / 2.0;
+  const double th = d.rotation_deg * 3.14159265358979323846 / 180.0;
+  const double cs = std::cos(th) / d.scale, sn = std::sin(th) / d.scale;
+  const double sx = d.flip_x ? -1 : 1, sy = d.flip_y ? -1 : 1;
+  for (int yo = 0; yo < h; ++yo) {
+    for (int xo = 0; xo < w; ++xo) {
+      const double dx = xo - cx - d.tx, dy = yo - cy - d.ty;
+      const double x = cx + sx * (cs * dx + sn * dy);
+      const double y = cy + sy * (-sn * dx + cs * dy);
+      const double x0f = std::floor(x), y0f = std::floor(y);
+      if (x0f < -1 || y0f < -1 || x0f >= w || y0f >= h) continue;
+      const int x0 = static_cast<int>(x0f), y0 = static_cast<int>(y0f);
+      const float ax = static_cast<float>(x - x0f), ay = static_cast<float>(y - y0f);
+      const float wts[4] = {(1 - ax) * (1 - ay), ax * (1 - ay), (1 - ax) * ay, ax * ay};
+      const int xs[4] = {x0, x0 + 1, x0, x0 + 1}, ys[4] = {y0, y0, y0 + 1, y0 + 1};
+      uint8_t* dst = out.at(yo, xo);
+      for (int k = 0; k < c; ++k) {
+        float acc = 0;
+        for (int t = 0; t < 4; ++t)
+          if (wts[t] != 0.f && xs[t] >= 0 && xs[t] < w && ys[t] >= 0 && ys[t] < h)
+            acc += wts[t] * in.at(ys[t], xs[t])[k];
+        dst[k] = to_u8(acc);
+      }
+    }
+  }
+}
+
+void pad_crop(const Image& in, int64_t pad, Rng& rng, Image& out) {
+  const int p = static_cast<int>(pad);
+  const int ox = static_cast<int>(rng.below(uint64_t(2 * p) + 1)) - p;
+  const int oy = static_cast<int>(rng.below(uint64_t(2 * p) + 1)) - p;
+  const int h = in.height, w = in.width, c = in.channels;
+  out.height = h;
+  out.width = w;
+  out.channels = c;
+  out.pixels.assign(in.pixels.size(), 0);
+  for (int y = 0; y < h; ++y) {
+    const int ys = y + oy;
+    if (ys < 0 || ys >= h) continue;
+    const int x_lo = std::max(0, -ox), x_hi = std::min(w, w - ox);
+    if (x_hi > x_lo)
+      std::memcpy(out.at(y, x_lo), in.at(ys, x_lo + ox), size_t(x_hi - x_lo) * c);
+  }
+}
+
+void augment(Image& image, const AugmentOptions& options, Rng& rng, Image& scratch) {
+  const AffineDraw d = draw_affine(options, rng);
+  if (!d.identity()) {
+    warp_affine(image, d, scratch);
+    std::swap(image, scratch);
+  }
+  if (options.pad_crop > 0) {
+    pad_crop(image, options.pad_crop, rng, scratch);
+    std::swap(image, scratch);
+  }
+}
+
+}  // namespace dlt

@@ -1,0 +1,46 @@
+// Image transforms of augmentedImageDatastore / imageDataAugmenter: resize (antialiased
+// bilinear), center and random crops, and the augmentation (reflections, rotation, scale and
+// translation as one affine warp with bilinear sampling and zero fill; PadCrop). Each random
+// transform takes an Rng& so callers derive it from (seed, epoch, image index).
+#pragma once
+#include <string>
+
+#include "config/options.h"
+#include "data/image.h"
+#include "util/rng.h"
+
+namespace dlt {
+
+// Bilinear resize to (height, width); when shrinking, the triangle filter is widened by the
+// scale factor (like PIL and MATLAB imresize with antialiasing) so small outputs do not alias.
+void resize_bilinear(const Image& in, int height, int width, Image& out);
+
+// Crops the (height, width) window whose top-left corner is (top, left); must fit.
+void crop(const Image& in, int top, int left, int height, int width, Image& out);
+// Centered and uniformly random windows. Throw DataError naming `name` and both sizes when
+// the image is smaller than the window.
+void center_crop(const Image& in, int height, int width, const std::string& name, Image& out);
+void random_crop(const Image& in, int height, int width, const std::string& name, Rng& rng,
+                 Image& out);
+
+// The affine part of the augmentation, drawn from rng: out(p') = in(A^-1 (p' - c - t) + c)
+// about the image centre c. Always draws the same number of values from rng.
+struct AffineDraw {
+  bool flip_x = false, flip_y = false;
+  double rotation_deg = 0, scale = 1, tx = 0, ty = 0;
+  bool identity() const {
+    return !flip_x && !flip_y && rotation_deg == 0 && scale == 1 && tx == 0 && ty == 0;
+  }
+};
+AffineDraw draw_affine(const AugmentOptions& options, Rng& rng);
+// Applies a drawn affine warp (same size, zero fill). Pure reflections and integer
+// translations are exact pixel moves.
+void warp_affine(const Image& in, const AffineDraw& draw, Image& out);
+// Zero-pad by `pad` on every side, then crop back to the original size at a random offset.
+void pad_crop(const Image& in, int64_t pad, Rng& rng, Image& out);
+
+// The whole imageDataAugmenter: affine warp, then PadCrop. `scratch` is reused; the result is
+// left in `image`.
+void augment(Image& image, const AugmentOptions& options, Rng& rng, Image& scratch);
+
+}  // namespace dlt

@@ -1,0 +1,46 @@
+// A fixed pool of worker threads with one blocking primitive, parallel_for. Used by the data
+// loader to decode and augment images; not used for compute (oneDNN uses OpenMP).
+// Thread safety: parallel_for may be called from one thread at a time per pool.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace dlt {
+
+class ThreadPool {
+ public:
+  // threads <= 0: one per hardware thread. A pool of 1 runs work on its single worker.
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()); }
+  // Runs fn(i, worker) for i in [0, n) on the workers (worker in [0, size())) and waits.
+  // Indices are handed out dynamically. The first exception thrown is rethrown here after
+  // every started call has finished; remaining indices are skipped.
+  void parallel_for(int64_t n, const std::function<void(int64_t, int)>& fn);
+
+ private:
+  void worker_loop(int worker);
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  const std::function<void(int64_t, int)>* fn_ = nullptr;
+  int64_t n_ = 0, next_ = 0, finished_ = 0;
+  uint64_t generation_ = 0;
+  int active_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+};
+
+// Threads to use when 0 ("automatic") is asked for.
+int default_thread_count();
+
+}  // namespace dlt

@@ -1,0 +1,120 @@
+// decode_image: PNG/BMP/TGA exact, JPEG close, grey<->RGB conversion, and every bad input.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdlib>
+
+#include "data/decode.h"
+#include "data_test_util.h"
+#include "util/error.h"
+
+using namespace dlt;
+using dlt::test::TempDir;
+
+namespace {
+
+std::string decode_error(const std::string& path) {
+  try {
+    decode_image(path, 3);
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "no DataError";
+}
+
+double mean_abs_diff(const Image& a, const Image& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.pixels.size(); ++i) s += std::abs(int(a.pixels[i]) - int(b.pixels[i]));
+  return s / double(a.pixels.size());
+}
+
+}  // namespace
+
+TEST_CASE("decode lossless formats exactly", "[data]") {
+  TempDir d;
+  const Image rgb = test::pattern_image(5, 7, 3, 11);
+  for (const char* name : {"a.png", "a.bmp", "a.tga"}) {
+    test::put_image(d / name, rgb);
+    Image out = decode_image(d / name, 3);
+    CHECK(out.height == 5);
+    CHECK(out.width == 7);
+    CHECK(out.channels == 3);
+    CHECK(out.pixels == rgb.pixels);
+  }
+}
+
+TEST_CASE("decode converts grey and RGB like MATLAB", "[data]") {
+  TempDir d;
+  const Image grey = test::pattern_image(3, 4, 1, 5);
+  test::put_image(d / "g.png", grey);
+  Image rgb = decode_image(d / "g.png", 3);
+  REQUIRE(rgb.channels == 3);
+  for (int i = 0; i < 12; ++i) {
+    CHECK(rgb.pixels[3 * i] == grey.pixels[i]);
+    CHECK(rgb.pixels[3 * i + 2] == grey.pixels[i]);
+  }
+  Image colour(1, 2, 3);
+  colour.pixels = {255, 0, 0, 10, 200, 30};
+  test::put_image(d / "c.png", colour);
+  Image g = decode_image(d / "c.png", 1);
+  REQUIRE(g.channels == 1);
+  CHECK(int(g.pixels[0]) == 76);   // round(0.2989 * 255)
+  CHECK(int(g.pixels[1]) == 124);  // round(2.989 + 117.4 + 3.42)
+}
+
+TEST_CASE("decode JPEG with stb and turbo", "[data]") {
+  TempDir d;
+  Image smooth(16, 16, 3);
+  for (int y = 0; y < 16; ++y)
+    for (int x = 0; x < 16; ++x)
+      for (int k = 0; k < 3; ++k) smooth.at(y, x)[k] = uint8_t(40 + 8 * x + 4 * y + 20 * k);
+  test::put_image(d / "s.jpg", smooth);
+  const std::string before = jpeg_decoder();
+  set_jpeg_decoder("stb");
+  Image a = decode_image(d / "s.jpg", 3);
+  CHECK(mean_abs_diff(a, smooth) < 6.0);
+  if (have_turbojpeg()) {
+    set_jpeg_decoder("turbo");
+    Image b = decode_image(d / "s.jpg", 3);
+    CHECK(mean_abs_diff(b, smooth) < 6.0);
+    CHECK(mean_abs_diff(a, b) < 1.5);
+    Image gb = decode_image(d / "s.jpg", 1);
+    CHECK(gb.channels == 1);
+    CHECK(std::abs(int(gb.pixels[0]) - int(rgb_to_grey(b.pixels[0], b.pixels[1], b.pixels[2]))) <= 1);
+  }
+  set_jpeg_decoder(before);
+}
+
+TEST_CASE("decode failures throw DataError naming the file", "[data]") {
+  TempDir d;
+  test::write_file(d / "empty.png", "");
+  std::string msg = decode_error(d / "empty.png");
+  CHECK(msg.find(d / "empty.png") != std::string::npos);
+  CHECK(msg.find("empty") != std::string::npos);
+
+  test::write_file(d / "text.jpg", "this is not an image at all");
+  msg = decode_error(d / "text.jpg");
+  CHECK(msg.find(d / "text.jpg") != std::string::npos);
+
+  msg = decode_error(d / "missing.png");
+  CHECK(msg.find(d / "missing.png") != std::string::npos);
+  CHECK(msg.find("No such file") != std::string::npos);
+
+  // A PNG cut in half and a JPEG with its header torn off.
+  test::put_image(d / "full.png", test::pattern_image(32, 32, 3));
+  test::put_image(d / "full.jpg", test::pattern_image(32, 32, 3));
+  for (const char* name : {"full.png", "full.jpg"}) {
+    std::ifstream f(d / name, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), {});
+    const std::string cut = std::string(name) == "full.png" ? bytes.substr(0, bytes.size() / 2)
+                                                            : bytes.substr(0, 40);
+    const std::string bad = d / (std::string("cut_") + name);
+    test::write_file(bad, cut);
+    for (const char* dec : {"stb", "turbo"}) {
+      if (std::string(dec) == "turbo" && !have_turbojpeg()) continue;
+      set_jpeg_decoder(dec);
+      msg = decode_error(bad);
+      CHECK(msg.find(bad) != std::string::npos);
+    }
+  }
+  set_jpeg_decoder(have_turbojpeg() ? "turbo" : "stb");
+}
