@@ -1,0 +1,180 @@
+// Convolution on oneDNN: NHWC activations, weights format chosen by oneDNN (format_tag::any)
+// for each direction, with reorders between our OHWI weights and the blocked buffers kept
+// inside the op. fuse_relu adds a relu post-op to the forward (the caller does relu backward).
+#include <string>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_ops.h"
+
+namespace dlt::cpu {
+namespace {
+
+using dnnl::algorithm;
+using dnnl::prop_kind;
+
+// A user-layout (OHWI) weight tensor and, when oneDNN wants another layout, a blocked copy
+// with the reorder between them. `to_blocked` selects the direction.
+struct WeightPath {
+  memory user;     // bound to the caller's tensor per call
+  memory blocked;  // the op's own buffer (or == user when no reorder is needed)
+  dnnl::reorder reorder;
+  Args args;
+  Tensor buf;
+  bool needed = false;
+
+  void init(const memory::desc& user_md, const memory::desc& want, const dnnl::engine& eng,
+            bool to_blocked) {
+    user = unbound(user_md, eng);
+    needed = user_md != want;
+    if (!needed) {
+      blocked = user;
+      return;
+    }
+    buf = host_buffer(want.get_size());
+    blocked = memory(want, eng, buf.data());
+    if (to_blocked) {
+      reorder = dnnl::reorder(user, blocked);
+      args = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, blocked}};
+    } else {
+      reorder = dnnl::reorder(blocked, user);
+      args = {{DNNL_ARG_FROM, blocked}, {DNNL_ARG_TO, user}};
+    }
+  }
+  void run(dnnl::stream& s) {
+    if (needed) reorder.execute(s, args);
+  }
+};
+
+class CpuConvOp final : public ConvOp, public ImplInfo {
+ public:
+  CpuConvOp(const ConvDesc& d, DnnlContext& ctx) : d_(d), ctx_(ctx) {
+    const auto& eng = ctx.eng;
+    const int64_t oh = d.out_h(), ow = d.out_w();
+    DLT_CHECK(oh > 0 && ow > 0, "conv: output " << oh << "x" << ow << " is empty");
+    auto x_md = nhwc_md(d.n, d.h, d.w, d.c);
+    auto y_md = nhwc_md(d.n, oh, ow, d.k);
+    auto b_md = vec_md(d.k);
+    auto w_user_md = memory::desc({d.k, d.c, d.kh, d.kw}, kF32, Tag::ohwi);
+    auto w_any = memory::desc({d.k, d.c, d.kh, d.kw}, kF32, Tag::any);
+    memory::dims strides{d.stride_h, d.stride_w};
+    memory::dims dil{d.dilation_h - 1, d.dilation_w - 1};
+    memory::dims pl{d.pad_t, d.pad_l}, pr{d.pad_b, d.pad_r};
+
+    convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, x_md,
+                                 w_any, b_md, y_md, strides, dil, pl, pr);
+    fwd_pd_ = convolution_forward::primitive_desc(fd, relu_attr(d.fuse_relu), eng);
+    convolution_backward_data::desc bdd(algorithm::convolution_direct, x_md, w_any, y_md, strides,
+                                        dil, pl, pr);
+    bwd_d_pd_ = convolution_backward_data::primitive_desc(bdd, user_scratchpad_attr(), eng,
+                                                          fwd_pd_);
+    convolution_backward_weights::desc bwd(algorithm::convolution_direct, x_md, w_any, b_md, y_md,
+                                           strides, dil, pl, pr);
+    bwd_w_pd_ = convolution_backward_weights::primitive_desc(bwd, user_scratchpad_attr(), eng,
+                                                             fwd_pd_);
+    fwd_ = convolution_forward(fwd_pd_);
+    bwd_d_ = convolution_backward_data(bwd_d_pd_);
+    bwd_w_ = convolution_backward_weights(bwd_w_pd_);
+
+    w_fwd_.init(w_user_md, fwd_pd_.weights_desc(), eng, true);
+    w_bwd_d_.init(w_user_md, bwd_d_pd_.weights_desc(), eng, true);
+    dw_.init(w_user_md, bwd_w_pd_.diff_weights_desc(), eng, false);
+
+    pad_.need(fwd_pd_.scratchpad_desc());
+    pad_.need(bwd_d_pd_.scratchpad_desc());
+    pad_.need(bwd_w_pd_.scratchpad_desc());
+    pad_.allocate();
+
+    x_ = unbound(x_md, eng);
+    y_ = unbound(y_md, eng);
+    b_ = unbound(b_md, eng);
+    db_ = unbound(b_md, eng);
+    db_own_ = Tensor(Shape{d.k});
+    fwd_args_ = {{DNNL_ARG_SRC, x_},
+                 {DNNL_ARG_WEIGHTS, w_fwd_.blocked},
+                 {DNNL_ARG_BIAS, b_},
+                 {DNNL_ARG_DST, y_},
+                 {DNNL_ARG_SCRATCHPAD, pad_.memory_for(fwd_pd_.scratchpad_desc(), eng)}};
+    bwd_d_args_ = {{DNNL_ARG_DIFF_DST, y_},
+                   {DNNL_ARG_WEIGHTS, w_bwd_d_.blocked},
+                   {DNNL_ARG_DIFF_SRC, x_},
+                   {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_d_pd_.scratchpad_desc(), eng)}};
+    bwd_w_args_ = {{DNNL_ARG_SRC, x_},
+                   {DNNL_ARG_DIFF_DST, y_},
+                   {DNNL_ARG_DIFF_WEIGHTS, dw_.blocked},
+                   {DNNL_ARG_DIFF_BIAS, db_},
+                   {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_w_pd_.scratchpad_desc(), eng)}};
+  }
+
+  void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
+    expect_numel(x, d_.n * d_.h * d_.w * d_.c, "conv forward", "x");
+    expect_numel(w, d_.k * d_.kh * d_.kw * d_.c, "conv forward", "w");
+    expect_numel(b, d_.k, "conv forward", "b");
+    expect_numel(y, d_.n * d_.out_h() * d_.out_w() * d_.k, "conv forward", "y");
+    bind(w_fwd_.user, w);
+    w_fwd_.run(ctx_.strm);
+    bind(x_, x);
+    bind(b_, b);
+    bind(y_, y);
+    fwd_.execute(ctx_.strm, fwd_args_);
+    ctx_.strm.wait();
+  }
+
+  void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
+    expect_numel(dy, d_.n * d_.out_h() * d_.out_w() * d_.k, "conv backward_data", "dy");
+    expect_numel(w, d_.k * d_.kh * d_.kw * d_.c, "conv backward_data", "w");
+    expect_numel(dx, d_.n * d_.h * d_.w * d_.c, "conv backward_data", "dx");
+    bind(w_bwd_d_.user, w);
+    w_bwd_d_.run(ctx_.strm);
+    bind(y_, dy);
+    bind(x_, dx);
+    bwd_d_.execute(ctx_.strm, bwd_d_args_);
+    ctx_.strm.wait();
+  }
+
+  void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
+    expect_numel(x, d_.n * d_.h * d_.w * d_.c, "conv backward_weights", "x");
+    expect_numel(dy, d_.n * d_.out_h() * d_.out_w() * d_.k, "conv backward_weights", "dy");
+    expect_numel(dw, d_.k * d_.kh * d_.kw * d_.c, "conv backward_weights", "dw");
+    bind(x_, x);
+    bind(y_, dy);
+    bind(db_, db.defined() ? db : db_own_);
+    bind(dw_.user, dw);
+    bwd_w_.execute(ctx_.strm, bwd_w_args_);
+    dw_.run(ctx_.strm);
+    ctx_.strm.wait();
+  }
+
+  std::string impl_info() const override {
+    auto fmt = [](const WeightPath& p) { return p.needed ? std::string("blocked") : "ohwi"; };
+    return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) +
+           " bwd_w=" + impl_of(bwd_w_pd_) + " w=" + fmt(w_fwd_) + "/" + fmt(w_bwd_d_) + "/" +
+           fmt(dw_);
+  }
+
+ private:
+  using convolution_forward = dnnl::convolution_forward;
+  using convolution_backward_data = dnnl::convolution_backward_data;
+  using convolution_backward_weights = dnnl::convolution_backward_weights;
+
+  ConvDesc d_;
+  DnnlContext& ctx_;
+  convolution_forward::primitive_desc fwd_pd_;
+  convolution_backward_data::primitive_desc bwd_d_pd_;
+  convolution_backward_weights::primitive_desc bwd_w_pd_;
+  convolution_forward fwd_;
+  convolution_backward_data bwd_d_;
+  convolution_backward_weights bwd_w_;
+  WeightPath w_fwd_, w_bwd_d_, dw_;
+  Scratchpad pad_;
+  memory x_, y_, b_, db_;  // x_/y_ double as diff_src/diff_dst in the backward passes
+  Tensor db_own_;          // (K) target for db when the caller passes none
+  Args fwd_args_, bwd_d_args_, bwd_w_args_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx) {
+  return std::make_unique<CpuConvOp>(d, ctx);
+}
+
+}  // namespace dlt::cpu

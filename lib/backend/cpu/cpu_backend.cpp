@@ -1,0 +1,81 @@
+// CpuBackend: owns the oneDNN engine and stream and makes the ops. The element-wise methods
+// are in elementwise.cpp; each op is in its own <op>_op.cpp.
+#include "backend/cpu/cpu_backend.h"
+
+#include <omp.h>
+
+#include "backend/cpu/cpu_ops.h"
+#include "util/error.h"
+
+namespace dlt {
+
+Backend& cpu_backend() {
+  static CpuBackend backend;
+  return backend;
+}
+
+void cpu_set_threads(int n) {
+  if (n < 1)
+    throw UsageError("cpu threads: " + std::to_string(n) + " is not a thread count (use 1 or more)");
+  omp_set_num_threads(n);
+}
+
+int cpu_threads() { return omp_get_max_threads(); }
+
+CpuBackend::CpuBackend() {
+  try {
+    ctx_ = std::make_unique<cpu::DnnlContext>();
+  } catch (const dnnl::error& e) {
+    throw DeviceError(std::string("cpu backend: oneDNN could not create a CPU engine (") +
+                      e.what() + "); check the libdnnl installation");
+  }
+}
+
+CpuBackend::~CpuBackend() = default;
+
+std::string CpuBackend::name() const {
+  const dnnl_version_t* v = dnnl_version();
+  return "cpu (oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+         std::to_string(v->patch) + ", " + std::to_string(cpu_threads()) + " threads)";
+}
+
+namespace {
+// oneDNN rejects some configurations at primitive creation; say which op and what to change.
+template <class F>
+auto guarded(const char* op, F make) {
+  try {
+    return make();
+  } catch (const dnnl::error& e) {
+    throw ShapeError(std::string(op) + ": oneDNN cannot create this operation (" + e.what() +
+                     "); check its filter size, stride and padding against the input size");
+  }
+}
+}  // namespace
+
+std::unique_ptr<ConvOp> CpuBackend::make_conv(const ConvDesc& d) {
+  return guarded("convolution", [&] { return cpu::make_conv_op(d, *ctx_); });
+}
+std::unique_ptr<FcOp> CpuBackend::make_fc(const FcDesc& d) {
+  return guarded("fully connected", [&] { return cpu::make_fc_op(d, *ctx_); });
+}
+std::unique_ptr<PoolOp> CpuBackend::make_pool(const PoolDesc& d) {
+  return guarded("pooling", [&] { return cpu::make_pool_op(d, *ctx_); });
+}
+std::unique_ptr<BatchNormOp> CpuBackend::make_batch_norm(const BatchNormDesc& d) {
+  return guarded("batch normalization", [&] { return cpu::make_batch_norm_op(d, *ctx_); });
+}
+std::unique_ptr<LrnOp> CpuBackend::make_lrn(const LrnDesc& d) {
+  return guarded("cross-channel normalization", [&] { return cpu::make_lrn_op(d, *ctx_); });
+}
+std::unique_ptr<ActOp> CpuBackend::make_act(const ActDesc& d) {
+  return guarded("activation", [&] { return cpu::make_act_op(d, *ctx_); });
+}
+std::unique_ptr<SoftmaxOp> CpuBackend::make_softmax(int64_t rows, int64_t channels) {
+  return guarded("softmax", [&] { return cpu::make_softmax_op(rows, channels, *ctx_); });
+}
+std::unique_ptr<ConcatOp> CpuBackend::make_concat(int64_t n, int64_t h, int64_t w,
+                                                  const std::vector<int64_t>& channels) {
+  return cpu::make_concat_op(n, h, w, channels);
+}
+
+}  // namespace dlt

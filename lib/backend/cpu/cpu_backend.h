@@ -1,0 +1,77 @@
+// The CPU backend: heavy ops on oneDNN (NHWC activations, primitives built once per op),
+// element-wise work, losses and optimizer updates as plain OpenMP loops (elementwise.cpp).
+// This header does not include oneDNN; the ops live in cpu_ops.h.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+
+namespace dlt {
+
+// The one CPU backend (a function-local static; thread-safe to obtain).
+Backend& cpu_backend();
+// Sets the OpenMP (and so oneDNN) thread count for subsequent calls.
+void cpu_set_threads(int n);
+int cpu_threads();
+
+// Debugging aid: CPU ops report the oneDNN implementations they chose, e.g.
+// "fwd=brg:avx512_core bwd_d=jit:avx512_core bwd_w=jit:avx512_core".
+class ImplInfo {
+ public:
+  virtual ~ImplInfo() = default;
+  virtual std::string impl_info() const = 0;
+};
+// The implementation string of any op (empty for ops that do not report one).
+template <class Op>
+std::string impl_info(const Op& op) {
+  auto* p = dynamic_cast<const ImplInfo*>(&op);
+  return p ? p->impl_info() : std::string();
+}
+
+namespace cpu {
+struct DnnlContext;  // engine + stream, defined in cpu_ops.h
+}
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend();
+  ~CpuBackend() override;
+  Device device() const override { return Device::cpu(); }
+  std::string name() const override;
+
+  std::unique_ptr<ConvOp> make_conv(const ConvDesc& d) override;
+  std::unique_ptr<FcOp> make_fc(const FcDesc& d) override;
+  std::unique_ptr<PoolOp> make_pool(const PoolDesc& d) override;
+  std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormDesc& d) override;
+  std::unique_ptr<LrnOp> make_lrn(const LrnDesc& d) override;
+  std::unique_ptr<ActOp> make_act(const ActDesc& d) override;
+  std::unique_ptr<SoftmaxOp> make_softmax(int64_t rows, int64_t channels) override;
+  std::unique_ptr<ConcatOp> make_concat(int64_t n, int64_t h, int64_t w,
+                                        const std::vector<int64_t>& channels) override;
+
+  void fill(Tensor& t, float value) override;
+  void copy(const Tensor& src, Tensor& dst) override;
+  void axpby(float a, const Tensor& x, float b, Tensor& y) override;
+  void sum(const std::vector<const Tensor*>& xs, Tensor& y) override;
+  void scale(Tensor& t, float s) override;
+  void clamp(Tensor& t, float lo, float hi) override;
+  double sum_squares(const Tensor& t) override;
+  void shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) override;
+  void dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t seed,
+                       uint64_t stream) override;
+  void mul(const Tensor& x, const Tensor& m, Tensor& y) override;
+  double cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
+                       int64_t* correct) override;
+  void sgdm_update(Tensor& w, const Tensor& g, Tensor& v, float lr, float momentum,
+                   float l2) override;
+  void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& s, float lr, float b1, float b2,
+                   float eps, int64_t t, float l2) override;
+  void rmsprop_update(Tensor& w, const Tensor& g, Tensor& s, float lr, float b2, float eps,
+                      float l2) override;
+
+ private:
+  std::unique_ptr<cpu::DnnlContext> ctx_;
+};
+
+}  // namespace dlt

@@ -1,0 +1,28 @@
+// Internal to the CPU backend: the oneDNN engine/stream context and the factories of the
+// oneDNN-backed ops (one .cpp per op). Each op builds its primitives, memory descriptors,
+// workspaces and scratchpad in its constructor; forward/backward only bind pointers and run.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "backend/cpu/dnnl_util.h"
+#include "backend/ops.h"
+
+namespace dlt::cpu {
+
+struct DnnlContext {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+};
+
+std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx);
+std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, DnnlContext& ctx);
+std::unique_ptr<PoolOp> make_pool_op(const PoolDesc& d, DnnlContext& ctx);
+std::unique_ptr<BatchNormOp> make_batch_norm_op(const BatchNormDesc& d, DnnlContext& ctx);
+std::unique_ptr<LrnOp> make_lrn_op(const LrnDesc& d, DnnlContext& ctx);
+std::unique_ptr<ActOp> make_act_op(const ActDesc& d, DnnlContext& ctx);
+std::unique_ptr<SoftmaxOp> make_softmax_op(int64_t rows, int64_t channels, DnnlContext& ctx);
+std::unique_ptr<ConcatOp> make_concat_op(int64_t n, int64_t h, int64_t w,
+                                         const std::vector<int64_t>& channels);
+
+}  // namespace dlt::cpu

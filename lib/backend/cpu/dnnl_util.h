@@ -1,0 +1,89 @@
+// Small oneDNN helpers shared by the CPU ops: memory descriptors for NHWC/2-D/1-D float32
+// tensors, unbound memory objects that wrap Tensor::data() per call without copies, and an
+// op-owned scratchpad buffer. Only lib/backend/cpu includes this header (and oneDNN).
+#pragma once
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "tensor/tensor.h"
+#include "util/check.h"
+
+namespace dlt::cpu {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+using Args = std::unordered_map<int, memory>;
+constexpr auto kF32 = memory::data_type::f32;
+
+// oneDNN's logical dims are (N, C, H, W); the nhwc tag lays them out as our NHWC tensors.
+inline memory::desc nhwc_md(int64_t n, int64_t h, int64_t w, int64_t c) {
+  return memory::desc({n, c, h, w}, kF32, Tag::nhwc);
+}
+inline memory::desc nc_md(int64_t rows, int64_t cols) {
+  return memory::desc({rows, cols}, kF32, Tag::nc);
+}
+inline memory::desc vec_md(int64_t n) { return memory::desc({n}, kF32, Tag::x); }
+
+// A memory object with no buffer yet; bind() points it at a tensor before each execute.
+inline memory unbound(const memory::desc& md, const dnnl::engine& eng) {
+  return memory(md, eng, DNNL_MEMORY_NONE);
+}
+inline void bind(const memory& m, const Tensor& t) {
+  m.set_data_handle(const_cast<float*>(t.data()));
+}
+// Raises a clear error when a caller passes a tensor of the wrong size.
+inline void expect_numel(const Tensor& t, int64_t numel, const char* op, const char* what) {
+  DLT_CHECK(t.defined() && t.numel() == numel,
+            op << ": " << what << " has " << (t.defined() ? t.numel() : 0)
+               << " elements, expected " << numel << " (set up the op for this shape)");
+}
+
+// A 64-byte aligned host buffer of at least `bytes` (float storage of a Tensor).
+inline Tensor host_buffer(size_t bytes) {
+  return Tensor(Shape{static_cast<int64_t>(std::max<size_t>(bytes, 4) + 3) / 4});
+}
+
+// One preallocated scratchpad per op: call need() with every primitive's scratchpad size,
+// then allocate(), then memory_for() each primitive (all share the one buffer, as the op's
+// primitives run one after another).
+class Scratchpad {
+ public:
+  void need(const memory::desc& md) { bytes_ = std::max(bytes_, md.get_size()); }
+  void allocate() { buf_ = host_buffer(bytes_); }
+  memory memory_for(const memory::desc& md, const dnnl::engine& eng) const {
+    return memory(md, eng, const_cast<float*>(buf_.data()));
+  }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  size_t bytes_ = 0;
+  Tensor buf_;
+};
+
+// The scratchpad-in-user-mode attribute every CPU primitive is created with.
+inline dnnl::primitive_attr user_scratchpad_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+inline dnnl::primitive_attr relu_attr(bool fuse_relu) {
+  dnnl::primitive_attr attr = user_scratchpad_attr();
+  if (fuse_relu) {
+    dnnl::post_ops po;
+    po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    attr.set_post_ops(po);
+  }
+  return attr;
+}
+
+// The implementation name oneDNN chose ("brg:avx512_core", "jit:avx2", "gemm:jit", "ref").
+template <class PD>
+std::string impl_of(const PD& pd) {
+  return pd.impl_info_str();
+}
+
+}  // namespace dlt::cpu

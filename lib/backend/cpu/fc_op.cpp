@@ -1,0 +1,122 @@
+// Fully connected layer on oneDNN inner product: src (N, H*W*C) is a reshape of the NHWC
+// input, weights (K, H*W*C) "oi" as stored by the layer, so nothing is reordered per call.
+// fuse_relu adds a relu post-op to the forward (the caller applies relu backward to dy).
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_ops.h"
+
+namespace dlt::cpu {
+namespace {
+
+using dnnl::inner_product_backward_data;
+using dnnl::inner_product_backward_weights;
+using dnnl::inner_product_forward;
+using dnnl::prop_kind;
+
+class CpuFcOp final : public FcOp, public ImplInfo {
+ public:
+  CpuFcOp(const FcDesc& d, DnnlContext& ctx) : d_(d), ctx_(ctx) {
+    const auto& eng = ctx.eng;
+    auto x_md = nc_md(d.n, d.in);
+    auto y_md = nc_md(d.n, d.out);
+    auto w_md = memory::desc({d.out, d.in}, kF32, Tag::oi);
+    auto b_md = vec_md(d.out);
+    inner_product_forward::desc fd(prop_kind::forward_training, x_md, w_md, b_md, y_md);
+    fwd_pd_ = inner_product_forward::primitive_desc(fd, relu_attr(d.fuse_relu), eng);
+    inner_product_backward_data::desc bdd(x_md, w_md, y_md);
+    bwd_d_pd_ = inner_product_backward_data::primitive_desc(bdd, user_scratchpad_attr(), eng,
+                                                            fwd_pd_);
+    inner_product_backward_weights::desc bwd(x_md, w_md, b_md, y_md);
+    bwd_w_pd_ = inner_product_backward_weights::primitive_desc(bwd, user_scratchpad_attr(), eng,
+                                                               fwd_pd_);
+    fwd_ = inner_product_forward(fwd_pd_);
+    bwd_d_ = inner_product_backward_data(bwd_d_pd_);
+    bwd_w_ = inner_product_backward_weights(bwd_w_pd_);
+    pad_.need(fwd_pd_.scratchpad_desc());
+    pad_.need(bwd_d_pd_.scratchpad_desc());
+    pad_.need(bwd_w_pd_.scratchpad_desc());
+    pad_.allocate();
+
+    x_ = unbound(x_md, eng);
+    y_ = unbound(y_md, eng);
+    w_ = unbound(w_md, eng);
+    b_ = unbound(b_md, eng);
+    db_own_ = Tensor(Shape{d.out});
+    fwd_args_ = {{DNNL_ARG_SRC, x_},
+                 {DNNL_ARG_WEIGHTS, w_},
+                 {DNNL_ARG_BIAS, b_},
+                 {DNNL_ARG_DST, y_},
+                 {DNNL_ARG_SCRATCHPAD, pad_.memory_for(fwd_pd_.scratchpad_desc(), eng)}};
+    bwd_d_args_ = {{DNNL_ARG_DIFF_DST, y_},
+                   {DNNL_ARG_WEIGHTS, w_},
+                   {DNNL_ARG_DIFF_SRC, x_},
+                   {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_d_pd_.scratchpad_desc(), eng)}};
+    bwd_w_args_ = {{DNNL_ARG_SRC, x_},
+                   {DNNL_ARG_DIFF_DST, y_},
+                   {DNNL_ARG_DIFF_WEIGHTS, w_},
+                   {DNNL_ARG_DIFF_BIAS, b_},
+                   {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_w_pd_.scratchpad_desc(), eng)}};
+  }
+
+  void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
+    expect_numel(x, d_.n * d_.in, "fc forward", "x");
+    expect_numel(w, d_.out * d_.in, "fc forward", "w");
+    expect_numel(b, d_.out, "fc forward", "b");
+    expect_numel(y, d_.n * d_.out, "fc forward", "y");
+    bind(x_, x);
+    bind(w_, w);
+    bind(b_, b);
+    bind(y_, y);
+    fwd_.execute(ctx_.strm, fwd_args_);
+    ctx_.strm.wait();
+  }
+
+  void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
+    expect_numel(dy, d_.n * d_.out, "fc backward_data", "dy");
+    expect_numel(w, d_.out * d_.in, "fc backward_data", "w");
+    expect_numel(dx, d_.n * d_.in, "fc backward_data", "dx");
+    bind(y_, dy);
+    bind(w_, w);
+    bind(x_, dx);
+    bwd_d_.execute(ctx_.strm, bwd_d_args_);
+    ctx_.strm.wait();
+  }
+
+  void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
+    expect_numel(x, d_.n * d_.in, "fc backward_weights", "x");
+    expect_numel(dy, d_.n * d_.out, "fc backward_weights", "dy");
+    expect_numel(dw, d_.out * d_.in, "fc backward_weights", "dw");
+    bind(x_, x);
+    bind(y_, dy);
+    bind(w_, dw);
+    bind(b_, db.defined() ? db : db_own_);
+    bwd_w_.execute(ctx_.strm, bwd_w_args_);
+    ctx_.strm.wait();
+  }
+
+  std::string impl_info() const override {
+    return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) +
+           " bwd_w=" + impl_of(bwd_w_pd_);
+  }
+
+ private:
+  FcDesc d_;
+  DnnlContext& ctx_;
+  inner_product_forward::primitive_desc fwd_pd_;
+  inner_product_backward_data::primitive_desc bwd_d_pd_;
+  inner_product_backward_weights::primitive_desc bwd_w_pd_;
+  inner_product_forward fwd_;
+  inner_product_backward_data bwd_d_;
+  inner_product_backward_weights bwd_w_;
+  Scratchpad pad_;
+  memory x_, y_, w_, b_;  // (diff_)src, (diff_)dst, (diff_)weights, (diff_)bias
+  Tensor db_own_;         // (K) target for db when the caller passes none
+  Args fwd_args_, bwd_d_args_, bwd_w_args_;
+};
+
+}  // namespace
+
+std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, DnnlContext& ctx) {
+  return std::make_unique<CpuFcOp>(d, ctx);
+}
+
+}  // namespace dlt::cpu

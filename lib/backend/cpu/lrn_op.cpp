@@ -1,0 +1,180 @@
+// Local response normalization across channels on oneDNN (NHWC). Training forward keeps the
+// workspace backward needs; inference forward has none. oneDNN sums only size-1 channels for
+// an even window, so even sizes use a plain OpenMP implementation of the documented window
+// [c - (size-1)/2, c - (size-1)/2 + size) (Caffe's and Torch's convention).
+#include <cmath>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_ops.h"
+
+namespace dlt::cpu {
+namespace {
+
+using dnnl::algorithm;
+using dnnl::lrn_backward;
+using dnnl::lrn_forward;
+using dnnl::prop_kind;
+
+class CpuLrnOp final : public LrnOp, public ImplInfo {
+ public:
+  CpuLrnOp(const LrnDesc& d, DnnlContext& ctx) : d_(d), ctx_(ctx) {
+    const auto& eng = ctx.eng;
+    auto x_md = nhwc_md(d.n, d.h, d.w, d.c);
+    auto alg = algorithm::lrn_across_channels;
+    lrn_forward::desc train_d(prop_kind::forward_training, alg, x_md, d.size, d.alpha, d.beta,
+                              d.k);
+    lrn_forward::desc infer_d(prop_kind::forward_inference, alg, x_md, d.size, d.alpha, d.beta,
+                              d.k);
+    lrn_backward::desc bwd_d(alg, x_md, x_md, d.size, d.alpha, d.beta, d.k);
+    train_pd_ = lrn_forward::primitive_desc(train_d, user_scratchpad_attr(), eng);
+    infer_pd_ = lrn_forward::primitive_desc(infer_d, user_scratchpad_attr(), eng);
+    bwd_pd_ = lrn_backward::primitive_desc(bwd_d, user_scratchpad_attr(), eng, train_pd_);
+    train_ = lrn_forward(train_pd_);
+    infer_ = lrn_forward(infer_pd_);
+    bwd_ = lrn_backward(bwd_pd_);
+    pad_.need(train_pd_.scratchpad_desc());
+    pad_.need(infer_pd_.scratchpad_desc());
+    pad_.need(bwd_pd_.scratchpad_desc());
+    pad_.allocate();
+
+    x_ = unbound(x_md, eng);
+    y_ = unbound(x_md, eng);
+    dx_ = unbound(x_md, eng);
+    train_args_ = {{DNNL_ARG_SRC, x_},
+                   {DNNL_ARG_DST, y_},
+                   {DNNL_ARG_SCRATCHPAD, pad_.memory_for(train_pd_.scratchpad_desc(), eng)}};
+    infer_args_ = {{DNNL_ARG_SRC, x_},
+                   {DNNL_ARG_DST, y_},
+                   {DNNL_ARG_SCRATCHPAD, pad_.memory_for(infer_pd_.scratchpad_desc(), eng)}};
+    bwd_args_ = {{DNNL_ARG_SRC, x_},
+                 {DNNL_ARG_DIFF_DST, y_},
+                 {DNNL_ARG_DIFF_SRC, dx_},
+                 {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_pd_.scratchpad_desc(), eng)}};
+    auto ws_md = train_pd_.workspace_desc();
+    if (ws_md.get_size() > 0) {
+      ws_buf_ = host_buffer(ws_md.get_size());
+      memory ws(ws_md, eng, ws_buf_.data());
+      train_args_[DNNL_ARG_WORKSPACE] = ws;
+      bwd_args_[DNNL_ARG_WORKSPACE] = ws;
+    }
+  }
+
+  void forward(const Tensor& x, Tensor& y, bool training) override {
+    const int64_t numel = d_.n * d_.h * d_.w * d_.c;
+    expect_numel(x, numel, "lrn forward", "x");
+    expect_numel(y, numel, "lrn forward", "y");
+    bind(x_, x);
+    bind(y_, y);
+    if (training) {
+      train_.execute(ctx_.strm, train_args_);
+    } else {
+      infer_.execute(ctx_.strm, infer_args_);
+    }
+    ctx_.strm.wait();
+  }
+
+  void backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
+    const int64_t numel = d_.n * d_.h * d_.w * d_.c;
+    expect_numel(x, numel, "lrn backward", "x");
+    expect_numel(dy, numel, "lrn backward", "dy");
+    expect_numel(dx, numel, "lrn backward", "dx");
+    bind(x_, x);
+    bind(y_, dy);
+    bind(dx_, dx);
+    bwd_.execute(ctx_.strm, bwd_args_);
+    ctx_.strm.wait();
+  }
+
+  std::string impl_info() const override {
+    return "fwd=" + impl_of(train_pd_) + " infer=" + impl_of(infer_pd_) +
+           " bwd=" + impl_of(bwd_pd_);
+  }
+
+ private:
+  LrnDesc d_;
+  DnnlContext& ctx_;
+  lrn_forward::primitive_desc train_pd_, infer_pd_;
+  lrn_backward::primitive_desc bwd_pd_;
+  lrn_forward train_, infer_;
+  lrn_backward bwd_;
+  Scratchpad pad_;
+  memory x_, y_, dx_;  // src, dst / diff_dst, diff_src: (N, H, W, C)
+  Tensor ws_buf_;      // what the last training forward left for backward
+  Args train_args_, infer_args_, bwd_args_;
+};
+
+// Even window sizes: direct loops over pixels; ws_ holds the denominators s = k + a/n sum x^2.
+class ManualLrnOp final : public LrnOp, public ImplInfo {
+ public:
+  explicit ManualLrnOp(const LrnDesc& d) : d_(d), ws_(Shape{d.n, d.h, d.w, d.c}) {}
+
+  void forward(const Tensor& x, Tensor& y, bool) override {
+    const int64_t numel = d_.n * d_.h * d_.w * d_.c;
+    expect_numel(x, numel, "lrn forward", "x");
+    expect_numel(y, numel, "lrn forward", "y");
+    const float* px = x.data();
+    float* py = y.data();
+    float* ps = ws_.data();
+    const int64_t pixels = d_.n * d_.h * d_.w, c = d_.c;
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < pixels; ++p) {
+      denominators(px + p * c, ps + p * c);
+      for (int64_t i = 0; i < c; ++i) py[p * c + i] = px[p * c + i] * std::pow(ps[p * c + i], -d_.beta);
+    }
+  }
+
+  void backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
+    const int64_t numel = d_.n * d_.h * d_.w * d_.c;
+    expect_numel(x, numel, "lrn backward", "x");
+    expect_numel(dy, numel, "lrn backward", "dy");
+    expect_numel(dx, numel, "lrn backward", "dx");
+    const float* px = x.data();
+    const float* pdy = dy.data();
+    float* pdx = dx.data();
+    float* ps = ws_.data();
+    const int64_t pixels = d_.n * d_.h * d_.w, c = d_.c, half = (d_.size - 1) / 2;
+    const float coef = -2.f * d_.alpha * d_.beta / static_cast<float>(d_.size);
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < pixels; ++p) {
+      const float* xp = px + p * c;
+      const float* dyp = pdy + p * c;
+      float* s = ps + p * c;
+      denominators(xp, s);
+      for (int64_t j = 0; j < c; ++j) {
+        // channels i whose window holds j: i in [j + half - size + 1, j + half]
+        const int64_t lo = std::max<int64_t>(j + half - d_.size + 1, 0);
+        const int64_t hi = std::min<int64_t>(j + half, c - 1);
+        float acc = 0.f;
+        for (int64_t i = lo; i <= hi; ++i) acc += dyp[i] * xp[i] * std::pow(s[i], -d_.beta - 1.f);
+        pdx[p * c + j] = dyp[j] * std::pow(s[j], -d_.beta) + coef * xp[j] * acc;
+      }
+    }
+  }
+
+  std::string impl_info() const override { return "manual (even window)"; }
+
+ private:
+  void denominators(const float* x, float* s) const {
+    const int64_t c = d_.c, half = (d_.size - 1) / 2;
+    const float a = d_.alpha / static_cast<float>(d_.size);
+    for (int64_t i = 0; i < c; ++i) {
+      const int64_t lo = std::max<int64_t>(i - half, 0), hi = std::min<int64_t>(i - half + d_.size, c);
+      float sum = 0.f;
+      for (int64_t j = lo; j < hi; ++j) sum += x[j] * x[j];
+      s[i] = d_.k + a * sum;
+    }
+  }
+
+  LrnDesc d_;
+  Tensor ws_;  // (N, H, W, C) denominators
+};
+
+}  // namespace
+
+std::unique_ptr<LrnOp> make_lrn_op(const LrnDesc& d, DnnlContext& ctx) {
+  DLT_CHECK(d.size >= 1, "lrn: window size " << d.size << " must be at least 1");
+  if (d.size % 2 == 0) return std::make_unique<ManualLrnOp>(d);
+  return std::make_unique<CpuLrnOp>(d, ctx);
+}
+
+}  // namespace dlt::cpu

@@ -1,0 +1,339 @@
+// The backend agreement table: every heavy op and the loss, forward and backward, on random
+// inputs against the double-precision reference (support/reference_ops.h). Header-only so
+// that any backend's test binary (CPU here, a future CUDA binary) runs the same rows:
+//   for (auto& row : agreement_rows()) { INFO(row.name); row.run(backend, tol); }
+// A new op or shape is one more row. Inputs are made on the host and moved to be.device().
+#pragma once
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "support/reference_ops.h"
+#include "support/tensor_utils.h"
+
+namespace dlt::test {
+
+struct AgreementRow {
+  std::string name;
+  std::function<void(Backend& be, double tol)> run;
+};
+
+namespace agreement {
+
+inline void check_close(const char* what, const Tensor& got, const Vec& want, double tol) {
+  Comparison c = compare(got, want);
+  INFO(what << ": " << c.str());
+  CHECK(c.rel <= tol);
+}
+
+// Zeroes dy where y <= 0 (the relu backward a layer applies before calling a fused op).
+inline Vec relu_mask(const Vec& dy, const Vec& y) {
+  Vec out(dy);
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!(y[i] > 0)) out[i] = 0;
+  return out;
+}
+
+inline AgreementRow conv_row(std::string name, ConvDesc d) {
+  return {"conv " + name, [d](Backend& be, double tol) {
+            Rng rng(17);
+            const Device dev = be.device();
+            const int64_t oh = d.out_h(), ow = d.out_w();
+            Vec x = random_vec(d.n * d.h * d.w * d.c, rng), w = random_vec(d.k * d.kh * d.kw * d.c, rng);
+            Vec b = random_vec(d.k, rng), dy = random_vec(d.n * oh * ow * d.k, rng);
+            Tensor tx = to_tensor(x, {d.n, d.h, d.w, d.c}, dev);
+            Tensor tw = to_tensor(w, {d.k, d.kh, d.kw, d.c}, dev);
+            Tensor tb = to_tensor(b, {d.k}, dev);
+            Tensor ty(Shape{d.n, oh, ow, d.k}, dev), tdx(tx.shape(), dev);
+            Tensor tdw(tw.shape(), dev), tdb(tb.shape(), dev);
+            auto op = be.make_conv(d);
+            op->forward(tx, tw, tb, ty);
+            check_close("forward", ty, ref::conv_forward(d, x, w, b), tol);
+            if (d.fuse_relu) dy = relu_mask(dy, to_vec(ty));
+            Tensor tdy = to_tensor(dy, ty.shape(), dev);
+            op->backward_data(tdy, tw, tdx);
+            check_close("backward_data", tdx, ref::conv_backward_data(d, dy, w), tol);
+            be.fill(tdw, 123.f);  // must be overwritten, not accumulated
+            op->backward_weights(tx, tdy, tdw, tdb);
+            Vec dw, db;
+            ref::conv_backward_weights(d, x, dy, dw, db);
+            check_close("backward_weights dw", tdw, dw, tol);
+            check_close("backward_weights db", tdb, db, tol);
+          }};
+}
+
+inline AgreementRow fc_row(std::string name, FcDesc d) {
+  return {"fc " + name, [d](Backend& be, double tol) {
+            Rng rng(23);
+            const Device dev = be.device();
+            Vec x = random_vec(d.n * d.in, rng), w = random_vec(d.out * d.in, rng);
+            Vec b = random_vec(d.out, rng), dy = random_vec(d.n * d.out, rng);
+            Tensor tx = to_tensor(x, {d.n, d.in}, dev), tw = to_tensor(w, {d.out, d.in}, dev);
+            Tensor tb = to_tensor(b, {d.out}, dev);
+            Tensor ty(Shape{d.n, d.out}, dev), tdx(tx.shape(), dev);
+            Tensor tdw(tw.shape(), dev), tdb(tb.shape(), dev);
+            auto op = be.make_fc(d);
+            op->forward(tx, tw, tb, ty);
+            check_close("forward", ty, ref::fc_forward(d, x, w, b), tol);
+            if (d.fuse_relu) dy = relu_mask(dy, to_vec(ty));
+            Tensor tdy = to_tensor(dy, ty.shape(), dev);
+            op->backward_data(tdy, tw, tdx);
+            check_close("backward_data", tdx, ref::fc_backward_data(d, dy, w), tol);
+            op->backward_weights(tx, tdy, tdw, tdb);
+            Vec dw, db;
+            ref::fc_backward_weights(d, x, dy, dw, db);
+            check_close("backward_weights dw", tdw, dw, tol);
+            check_close("backward_weights db", tdb, db, tol);
+          }};
+}
+
+inline AgreementRow pool_row(std::string name, PoolDesc d) {
+  return {"pool " + name, [d](Backend& be, double tol) {
+            Rng rng(29);
+            const Device dev = be.device();
+            const Shape ys{d.n, d.out_h(), d.out_w(), d.c};
+            Vec x = random_vec(d.n * d.h * d.w * d.c, rng), dy = random_vec(ys.numel(), rng);
+            Tensor tx = to_tensor(x, {d.n, d.h, d.w, d.c}, dev), tdy = to_tensor(dy, ys, dev);
+            Tensor ty(ys, dev), tdx(tx.shape(), dev);
+            auto op = be.make_pool(d);
+            Vec want = ref::pool_forward(d, x);
+            op->forward(tx, ty, false);
+            check_close("forward inference", ty, want, tol);
+            be.fill(ty, 0.f);
+            op->forward(tx, ty, true);
+            check_close("forward training", ty, want, tol);
+            op->backward(tdy, tdx);
+            check_close("backward", tdx, ref::pool_backward(d, x, dy), tol);
+          }};
+}
+
+inline AgreementRow batch_norm_row(std::string name, BatchNormDesc d) {
+  return {"batch_norm " + name, [d](Backend& be, double tol) {
+            Rng rng(31);
+            const Device dev = be.device();
+            const Shape xs{d.n, d.h, d.w, d.c}, cs{d.c};
+            Vec x = random_vec(xs.numel(), rng, -2.0, 3.0), dy = random_vec(xs.numel(), rng);
+            Vec scale = random_vec(d.c, rng, 0.5, 1.5), offset = random_vec(d.c, rng);
+            Tensor tx = to_tensor(x, xs, dev), tdy = to_tensor(dy, xs, dev);
+            Tensor tscale = to_tensor(scale, cs, dev), toffset = to_tensor(offset, cs, dev);
+            Tensor ty(xs, dev), tdx(xs, dev), tmean(cs, dev), tvar(cs, dev);
+            Tensor tdscale(cs, dev), tdoffset(cs, dev);
+            auto op = be.make_batch_norm(d);
+            Vec mean, var;
+            Vec want = ref::bn_forward_training(d, x, scale, offset, &mean, &var);
+            op->forward_training(tx, tscale, toffset, ty, tmean, tvar);
+            check_close("forward_training y", ty, want, tol);
+            check_close("forward_training mean", tmean, mean, tol);
+            check_close("forward_training var", tvar, var, tol);
+            // backward: the fused op applies the relu mask itself; the reference does not
+            Vec dy_pre = d.fuse_relu ? relu_mask(dy, want) : dy;
+            op->backward(tx, tdy, tscale, tmean, tvar, tdx, tdscale, tdoffset);
+            Vec dx, dscale, doffset;
+            ref::bn_backward(d, x, dy_pre, scale, mean, var, dx, dscale, doffset);
+            check_close("backward dx", tdx, dx, tol);
+            check_close("backward dscale", tdscale, dscale, tol);
+            check_close("backward doffset", tdoffset, doffset, tol);
+            // inference with other statistics than the batch's
+            Vec rmean = random_vec(d.c, rng), rvar = random_vec(d.c, rng, 0.5, 2.0);
+            op->forward_inference(tx, tscale, toffset, to_tensor(rmean, cs, dev),
+                                  to_tensor(rvar, cs, dev), ty);
+            check_close("forward_inference", ty,
+                        ref::bn_forward_inference(d, x, scale, offset, rmean, rvar), tol);
+          }};
+}
+
+inline AgreementRow lrn_row(std::string name, LrnDesc d) {
+  return {"lrn " + name, [d](Backend& be, double tol) {
+            Rng rng(37);
+            const Device dev = be.device();
+            const Shape xs{d.n, d.h, d.w, d.c};
+            Vec x = random_vec(xs.numel(), rng, -3.0, 3.0), dy = random_vec(xs.numel(), rng);
+            Tensor tx = to_tensor(x, xs, dev), tdy = to_tensor(dy, xs, dev);
+            Tensor ty(xs, dev), tdx(xs, dev);
+            auto op = be.make_lrn(d);
+            Vec want = ref::lrn_forward(d, x);
+            op->forward(tx, ty, false);
+            check_close("forward inference", ty, want, tol);
+            op->forward(tx, ty, true);
+            check_close("forward training", ty, want, tol);
+            op->backward(tx, tdy, tdx);
+            check_close("backward", tdx, ref::lrn_backward(d, x, dy), tol);
+          }};
+}
+
+inline AgreementRow act_row(std::string name, ActDesc d) {
+  return {"activation " + name, [d](Backend& be, double tol) {
+            Rng rng(41);
+            const Device dev = be.device();
+            const Shape s{d.numel};
+            Vec x = random_vec(d.numel, rng, -3.0, 3.0), dy = random_vec(d.numel, rng);
+            Tensor tx = to_tensor(x, s, dev), ty(s, dev), tdx(s, dev);
+            auto op = be.make_act(d);
+            op->forward(tx, ty);
+            check_close("forward", ty, ref::act_forward(d.kind, d.alpha, x), tol);
+            Tensor tdy = to_tensor(dy, s, dev);
+            op->backward(tx, ty, tdy, tdx);
+            Vec want = ref::act_backward(d.kind, d.alpha, x, dy);
+            check_close("backward", tdx, want, tol);
+            op->backward(tx, ty, tdy, tdy);  // dx may alias dy
+            check_close("backward in place", tdy, want, tol);
+          }};
+}
+
+inline AgreementRow softmax_row(std::string name, int64_t rows, int64_t c) {
+  return {"softmax " + name, [rows, c](Backend& be, double tol) {
+            Rng rng(43);
+            const Device dev = be.device();
+            const Shape s{rows, 1, 1, c};
+            Vec x = random_vec(rows * c, rng, -5.0, 5.0), dy = random_vec(rows * c, rng);
+            Tensor tx = to_tensor(x, s, dev), ty(s, dev), tdx(s, dev);
+            auto op = be.make_softmax(rows, c);
+            op->forward(tx, ty);
+            Vec y = ref::softmax_forward(rows, c, x);
+            check_close("forward", ty, y, tol);
+            op->backward(ty, to_tensor(dy, s, dev), tdx);
+            check_close("backward", tdx, ref::softmax_backward(rows, c, to_vec(ty), dy), tol);
+          }};
+}
+
+inline AgreementRow concat_row(std::string name, int64_t n, int64_t h, int64_t w,
+                               std::vector<int64_t> channels) {
+  return {"concat " + name, [=](Backend& be, double tol) {
+            Rng rng(47);
+            const Device dev = be.device();
+            const int64_t pixels = n * h * w;
+            int64_t total = 0;
+            std::vector<Vec> xs;
+            std::vector<Tensor> txs, tdxs;
+            std::vector<const Tensor*> in;
+            std::vector<Tensor*> out;
+            for (int64_t c : channels) {
+              total += c;
+              xs.push_back(random_vec(pixels * c, rng));
+              txs.push_back(to_tensor(xs.back(), {n, h, w, c}, dev));
+              tdxs.emplace_back(Shape{n, h, w, c}, dev);
+            }
+            for (size_t i = 0; i < channels.size(); ++i) {
+              in.push_back(&txs[i]);
+              out.push_back(i == 1 ? nullptr : &tdxs[i]);  // input 1 needs no gradient
+            }
+            Tensor ty(Shape{n, h, w, total}, dev);
+            auto op = be.make_concat(n, h, w, channels);
+            op->forward(in, ty);
+            check_close("forward", ty, ref::concat_forward(pixels, channels, xs), tol);
+            Vec dy = random_vec(pixels * total, rng);
+            op->backward(to_tensor(dy, ty.shape(), dev), out);
+            auto want = ref::concat_backward(pixels, channels, dy);
+            for (size_t i = 0; i < channels.size(); ++i)
+              if (out[i]) check_close("backward", tdxs[i], want[i], tol);
+          }};
+}
+
+inline AgreementRow cross_entropy_row(std::string name, int64_t n, int64_t c) {
+  return {"cross_entropy " + name, [n, c](Backend& be, double tol) {
+            Rng rng(53);
+            const Device dev = be.device();
+            Vec probs = ref::softmax_forward(n, c, random_vec(n * c, rng, -4.0, 4.0));
+            std::vector<int32_t> labels(n);
+            Tensor tl(Shape{n}, Device::cpu(), DType::kI32);
+            for (int64_t i = 0; i < n; ++i) tl.data_i32()[i] = labels[i] = rng.below(c);
+            Tensor tp = to_tensor(probs, {n, 1, 1, c}, dev), td(tp.shape(), dev);
+            Tensor tl_dev = tl.to(dev);
+            Vec dl;
+            int64_t want_correct = 0, correct = -1;
+            double want = ref::cross_entropy(n, c, probs, labels, &dl, &want_correct);
+            double got = be.cross_entropy(tp, tl_dev, td, &correct);
+            CHECK(got == Approx(want).epsilon(tol));
+            CHECK(correct == want_correct);
+            check_close("dlogits", td, dl, tol);
+          }};
+}
+
+}  // namespace agreement
+
+// The rows: several shapes per op, including odd sizes, stride 2, asymmetric padding,
+// dilation 2 and fused relu. Small enough that the double reference runs in well under a
+// second in total.
+inline std::vector<AgreementRow> agreement_rows() {
+  using namespace agreement;
+  auto conv = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t kh, int64_t kw) {
+    ConvDesc d;
+    d.n = n, d.h = h, d.w = w, d.c = c, d.k = k, d.kh = kh, d.kw = kw;
+    return d;
+  };
+  std::vector<AgreementRow> rows;
+  ConvDesc d = conv(2, 7, 6, 3, 4, 3, 3);
+  d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
+  rows.push_back(conv_row("3x3 pad 1 odd sizes", d));
+  d = conv(3, 9, 8, 5, 6, 3, 2);
+  d.stride_h = d.stride_w = 2, d.pad_t = 0, d.pad_b = 1, d.pad_l = 2, d.pad_r = 1;
+  rows.push_back(conv_row("3x2 stride 2 asymmetric padding", d));
+  d = conv(2, 10, 9, 4, 5, 3, 3);
+  d.dilation_h = d.dilation_w = 2, d.pad_t = d.pad_b = d.pad_l = d.pad_r = 2;
+  rows.push_back(conv_row("3x3 dilation 2", d));
+  d = conv(2, 11, 13, 4, 3, 3, 3);
+  d.dilation_h = 2, d.stride_w = 2, d.pad_t = 1, d.pad_r = 1;
+  rows.push_back(conv_row("dilation 2 x stride 2 mixed", d));
+  d = conv(2, 8, 8, 16, 32, 5, 5);
+  d.pad_t = d.pad_b = d.pad_l = d.pad_r = 2, d.fuse_relu = true;
+  rows.push_back(conv_row("5x5 16->32 pad 2 fused relu", d));
+  d = conv(2, 15, 15, 32, 32, 5, 5);
+  d.pad_t = d.pad_b = d.pad_l = d.pad_r = 2;
+  rows.push_back(conv_row("CIFAR conv2 shape, N=2", d));
+  d = conv(4, 5, 5, 17, 7, 1, 1);
+  rows.push_back(conv_row("1x1 17->7", d));
+  d = conv(2, 12, 12, 3, 8, 5, 5);
+  d.stride_h = d.stride_w = 2, d.pad_t = d.pad_l = 2, d.pad_b = d.pad_r = 1, d.fuse_relu = true;
+  rows.push_back(conv_row("5x5 stride 2 'same' padding fused relu", d));
+
+  rows.push_back(fc_row("37->11", {5, 37, 11, false}));
+  rows.push_back(fc_row("4x4x8->10 fused relu", {3, 128, 10, true}));
+  rows.push_back(fc_row("1 sample", {1, 64, 64, false}));
+
+  auto pool = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t s, PoolKind kind) {
+    PoolDesc p;
+    p.n = n, p.h = h, p.w = w, p.c = c, p.kh = p.kw = k, p.stride_h = p.stride_w = s, p.kind = kind;
+    return p;
+  };
+  rows.push_back(pool_row("max 3x3 stride 2 on 15x15", pool(2, 15, 15, 5, 3, 2, PoolKind::kMax)));
+  rows.push_back(pool_row("max 2x2 stride 2", pool(2, 8, 6, 16, 2, 2, PoolKind::kMax)));
+  rows.push_back(pool_row("avg 3x3 stride 2", pool(2, 15, 15, 5, 3, 2, PoolKind::kAverage)));
+  PoolDesc p = pool(2, 7, 9, 3, 3, 2, PoolKind::kAverage);
+  p.pad_t = 1, p.pad_b = 0, p.pad_l = 0, p.pad_r = 2;
+  rows.push_back(pool_row("avg asymmetric padding counts zeros", p));
+  p.kind = PoolKind::kMax;
+  rows.push_back(pool_row("max asymmetric padding", p));
+  p = pool(3, 4, 5, 8, 1, 1, PoolKind::kAverage);
+  p.kh = 4, p.kw = 5;
+  rows.push_back(pool_row("global average", p));
+
+  rows.push_back(batch_norm_row("odd sizes", {4, 5, 3, 7, 1e-5f, false}));
+  rows.push_back(batch_norm_row("32 channels fused relu", {8, 4, 4, 32, 1e-5f, true}));
+  rows.push_back(batch_norm_row("large epsilon", {2, 3, 3, 16, 0.1f, false}));
+
+  rows.push_back(lrn_row("size 5 default", {2, 4, 3, 12, 5, 1e-4f, 0.75f, 2.f}));
+  rows.push_back(lrn_row("size 5 strong", {2, 3, 3, 16, 5, 0.5f, 0.75f, 1.f}));
+  rows.push_back(lrn_row("size 3 odd channels", {1, 2, 3, 5, 3, 1.f, 0.6f, 1.f}));
+  rows.push_back(lrn_row("size 4 even window", {1, 2, 2, 9, 4, 1.f, 0.75f, 1.f}));
+
+  rows.push_back(act_row("relu", {1001, ActKind::kRelu, 0.f}));
+  rows.push_back(act_row("leaky relu 0.1", {1001, ActKind::kLeakyRelu, 0.1f}));
+  rows.push_back(act_row("elu 1.0", {777, ActKind::kElu, 1.f}));
+  rows.push_back(act_row("elu 0.5", {100, ActKind::kElu, 0.5f}));
+
+  rows.push_back(softmax_row("7x10", 7, 10));
+  rows.push_back(softmax_row("18x5 (spatial rows)", 18, 5));
+  rows.push_back(softmax_row("3x1000", 3, 1000));
+
+  rows.push_back(concat_row("3+5+1 channels", 2, 3, 3, {3, 5, 1}));
+  rows.push_back(concat_row("16+32", 2, 4, 4, {16, 32}));
+
+  rows.push_back(cross_entropy_row("100x10", 100, 10));
+  rows.push_back(cross_entropy_row("3x1000", 3, 1000));
+  return rows;
+}
+
+}  // namespace dlt::test

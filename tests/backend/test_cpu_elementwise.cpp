@@ -1,0 +1,177 @@
+// CPU backend element-wise ops, cross-entropy, optimizer updates (closed-form values) and the
+// dropout mask (reproducible, independent of thread count, fraction ~ p).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "backend/cpu/cpu_backend.h"
+#include "support/tensor_utils.h"
+
+namespace dlt::test {
+
+TEST_CASE("fill, copy, axpby, sum, scale, clamp, mul", "[backend][cpu]") {
+  Backend& be = cpu_backend();
+  const int64_t n = 50000;  // above the parallel threshold
+  Rng rng(5);
+  Vec xv = random_vec(n, rng), yv = random_vec(n, rng);
+  Tensor x = to_tensor(xv, {n}), y = to_tensor(yv, {n});
+
+  be.axpby(2.f, x, -0.5f, y);
+  Vec want(n);
+  for (int64_t i = 0; i < n; ++i) want[i] = 2 * xv[i] - 0.5 * yv[i];
+  CHECK(compare(y, want).rel < 1e-6);
+
+  be.fill(y, std::nanf(""));
+  be.axpby(3.f, x, 0.f, y);  // b = 0 must not read the NaNs
+  for (int64_t i = 0; i < n; ++i) want[i] = 3 * xv[i];
+  CHECK(compare(y, want).rel < 1e-6);
+
+  Tensor z(Shape{n});
+  be.fill(z, 1.5f);
+  CHECK(to_vec(z) == Vec(n, 1.5));
+  be.copy(x, z);
+  CHECK(to_vec(z) == xv);
+
+  Tensor s(Shape{n});
+  be.sum({&x, &y, &z}, s);
+  for (int64_t i = 0; i < n; ++i) want[i] = xv[i] + 3 * xv[i] + xv[i];
+  CHECK(compare(s, want).rel < 1e-6);
+
+  be.scale(s, 0.2f);
+  for (auto& v : want) v *= 0.2;
+  CHECK(compare(s, want).rel < 1e-6);
+
+  be.clamp(s, -0.25f, 0.5f);
+  for (auto& v : want) v = std::min(std::max(v, -0.25), 0.5);
+  CHECK(compare(s, want).rel < 1e-6);
+
+  be.mul(x, y, z);
+  for (int64_t i = 0; i < n; ++i) want[i] = xv[i] * 3 * xv[i];
+  CHECK(compare(z, want).rel < 1e-6);
+}
+
+TEST_CASE("sum_squares and shift_scale", "[backend][cpu]") {
+  Backend& be = cpu_backend();
+  Tensor t = to_tensor({1, -2, 3, 0.5}, {4});
+  CHECK(be.sum_squares(t) == Approx(14.25));
+  const int64_t n = 100000;
+  Tensor big(Shape{n});
+  be.fill(big, 0.5f);
+  CHECK(be.sum_squares(big) == Approx(0.25 * n).epsilon(1e-12));
+
+  // per-channel (C = 3) shift and multiplier over 2 pixels
+  Tensor x = to_tensor({10, 20, 30, 11, 21, 31}, {1, 1, 2, 3});
+  Tensor y(x.shape());
+  be.shift_scale(x, to_tensor({10, 20, 30}, {3}), to_tensor({1, 2, 0.5}, {3}), y);
+  CHECK(to_vec(y) == Vec{0, 0, 0, 1, 2, 0.5});
+  // a mean image (H*W*C = 6) repeated over N = 2, no multiplier
+  Tensor x2 = to_tensor({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {2, 1, 2, 3});
+  Tensor y2(x2.shape());
+  be.shift_scale(x2, to_tensor({1, 1, 1, 2, 2, 2}, {1, 2, 3}), Tensor(), y2);
+  CHECK(to_vec(y2) == Vec{0, 1, 2, 2, 3, 4, 6, 7, 8, 8, 9, 10});
+}
+
+TEST_CASE("cross_entropy by hand", "[backend][cpu]") {
+  Backend& be = cpu_backend();
+  Tensor probs = to_tensor({0.7, 0.2, 0.1, 0.1, 0.3, 0.6}, {2, 1, 1, 3});
+  Tensor labels(Shape{2}, Device::cpu(), DType::kI32);
+  labels.data_i32()[0] = 0;
+  labels.data_i32()[1] = 1;
+  Tensor d(probs.shape());
+  int64_t correct = -1;
+  double loss = be.cross_entropy(probs, labels, d, &correct);
+  CHECK(loss == Approx((-std::log(0.7) - std::log(0.3)) / 2).epsilon(1e-6));
+  CHECK(correct == 1);
+  CHECK(all_close(to_vec(d), {-0.15, 0.1, 0.05, 0.05, -0.35, 0.3}, 1e-6, 1e-7));
+  Tensor none;
+  labels.data_i32()[1] = 2;
+  CHECK(be.cross_entropy(probs, labels, none, nullptr) ==
+        Approx((-std::log(0.7) - std::log(0.6)) / 2).epsilon(1e-6));
+  // probability 0 for the true class gives a large finite loss
+  Tensor zero = to_tensor({1, 0}, {1, 2});
+  Tensor one_label(Shape{1}, Device::cpu(), DType::kI32);
+  one_label.data_i32()[0] = 1;
+  double l0 = be.cross_entropy(zero, one_label, none, nullptr);
+  CHECK(std::isfinite(l0));
+  CHECK(l0 == Approx(-std::log(1e-37)).epsilon(1e-6));
+  one_label.data_i32()[0] = 2;
+  CHECK_THROWS_AS(be.cross_entropy(zero, one_label, none, nullptr), DataError);
+}
+
+TEST_CASE("sgdm, adam and rmsprop updates match closed-form values", "[backend][cpu]") {
+  Backend& be = cpu_backend();
+  SECTION("sgdm") {
+    Tensor w = to_tensor({1, -2}, {2}), g = to_tensor({0.5, 1}, {2}), v = to_tensor({0.2, 0}, {2});
+    be.sgdm_update(w, g, v, 0.1f, 0.9f, 0.01f);
+    // v = 0.9*0.2 - 0.1*(0.5 + 0.01*1) = 0.129; w = 1.129
+    // v = 0 - 0.1*(1 + 0.01*-2) = -0.098;      w = -2.098
+    CHECK(all_close(to_vec(v), {0.129, -0.098}, 1e-6, 1e-7));
+    CHECK(all_close(to_vec(w), {1.129, -2.098}, 1e-6, 1e-7));
+  }
+  SECTION("adam, two steps") {
+    Tensor w = to_tensor({1}, {1}), g = to_tensor({0.5}, {1});
+    Tensor m = to_tensor({0}, {1}), s = to_tensor({0}, {1});
+    // step 1: m = 0.05, s = 0.00025; mhat = 0.5, shat = 0.25 -> w -= 0.1 * 0.5 / 0.5
+    be.adam_update(w, g, m, s, 0.1f, 0.9f, 0.999f, 1e-8f, 1, 0.f);
+    CHECK(to_vec(w)[0] == Approx(0.9).epsilon(1e-6));
+    CHECK(to_vec(m)[0] == Approx(0.05).epsilon(1e-6));
+    CHECK(to_vec(s)[0] == Approx(0.00025).epsilon(1e-4));  // 1 - 0.999 rounds in float
+    // step 2: m = 0.095, mhat = 0.095/0.19 = 0.5; s = 0.00049975, shat = 0.25 -> w = 0.8
+    be.adam_update(w, g, m, s, 0.1f, 0.9f, 0.999f, 1e-8f, 2, 0.f);
+    CHECK(to_vec(w)[0] == Approx(0.8).epsilon(1e-5));
+    // with L2: g' = 0.5 + 0.1 * 1 = 0.6, first step still moves by lr
+    Tensor w2 = to_tensor({1}, {1}), m2 = to_tensor({0}, {1}), s2 = to_tensor({0}, {1});
+    be.adam_update(w2, g, m2, s2, 0.1f, 0.9f, 0.999f, 1e-8f, 1, 0.1f);
+    CHECK(to_vec(m2)[0] == Approx(0.06).epsilon(1e-6));
+    CHECK(to_vec(w2)[0] == Approx(0.9).epsilon(1e-6));
+  }
+  SECTION("rmsprop") {
+    Tensor w = to_tensor({1}, {1}), g = to_tensor({0.5}, {1}), s = to_tensor({0}, {1});
+    be.rmsprop_update(w, g, s, 0.01f, 0.9f, 1e-8f, 0.f);
+    // s = 0.1 * 0.25 = 0.025; w -= 0.01 * 0.5 / sqrt(0.025)
+    CHECK(to_vec(s)[0] == Approx(0.025).epsilon(1e-6));
+    CHECK(to_vec(w)[0] == Approx(1 - 0.005 / std::sqrt(0.025)).epsilon(1e-6));
+    be.rmsprop_update(w, g, s, 0.01f, 0.9f, 1e-8f, 0.2f);
+    const double w1 = 1 - 0.005 / std::sqrt(0.025), g1 = 0.5 + 0.2 * w1;
+    const double s1 = 0.9 * 0.025 + 0.1 * g1 * g1;
+    CHECK(to_vec(w)[0] == Approx(w1 - 0.01 * g1 / std::sqrt(s1)).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("dropout mask is reproducible, thread-independent and drops about p", "[backend][cpu]") {
+  Backend& be = cpu_backend();
+  const int64_t n = 100000;
+  const float p = 0.3f;
+  Rng rng(9);
+  Tensor x = random_tensor(Shape{n}, rng);
+  Tensor y(Shape{n}), mask(Shape{n}), y2(Shape{n}), mask2(Shape{n});
+  be.dropout_forward(x, y, mask, p, 42, 7);
+  Vec m = to_vec(mask), xv = to_vec(x), yv = to_vec(y);
+  int64_t zeros = 0, bad = 0, wrong_y = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    zeros += m[i] == 0;
+    bad += !(m[i] == 0 || m[i] == static_cast<double>(1.f / (1.f - p)));
+    wrong_y += yv[i] != static_cast<double>(static_cast<float>(xv[i]) * static_cast<float>(m[i]));
+  }
+  CHECK(bad == 0);
+  CHECK(wrong_y == 0);
+  CHECK(static_cast<double>(zeros) / n == Approx(p).margin(0.01));
+
+  const int threads = cpu_threads();
+  cpu_set_threads(1);
+  be.dropout_forward(x, y2, mask2, p, 42, 7);
+  cpu_set_threads(threads);
+  CHECK(to_vec(mask2) == m);
+  CHECK(to_vec(y2) == yv);
+
+  be.dropout_forward(x, y2, mask2, p, 42, 8);  // another stream: another mask
+  int64_t same = 0;
+  Vec m2 = to_vec(mask2);
+  for (int64_t i = 0; i < n; ++i) same += m2[i] == m[i];
+  CHECK(same < n * 0.7);  // independent masks agree on p^2 + (1-p)^2 = 58% of elements
+
+  be.dropout_forward(x, y2, mask2, 0.f, 42, 7);
+  CHECK(to_vec(y2) == xv);
+}
+
+}  // namespace dlt::test

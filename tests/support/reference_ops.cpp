@@ -1,0 +1,372 @@
+// Double-precision NHWC reference ops (see reference_ops.h): direct loops, no cleverness.
+#include "support/reference_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace dlt::ref {
+namespace {
+
+inline int64_t nhwc(int64_t n, int64_t y, int64_t x, int64_t c, int64_t h, int64_t w,
+                    int64_t ch) {
+  return ((n * h + y) * w + x) * ch + c;
+}
+
+// Calls f(n, oy, ox, k, iy, ix, i, j) for every in-bounds tap of every conv output.
+template <class F>
+void conv_taps(const ConvDesc& d, F f) {
+  const int64_t oh = d.out_h(), ow = d.out_w();
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t oy = 0; oy < oh; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox)
+        for (int64_t i = 0; i < d.kh; ++i)
+          for (int64_t j = 0; j < d.kw; ++j) {
+            const int64_t iy = oy * d.stride_h - d.pad_t + i * d.dilation_h;
+            const int64_t ix = ox * d.stride_w - d.pad_l + j * d.dilation_w;
+            if (iy < 0 || iy >= d.h || ix < 0 || ix >= d.w) continue;
+            f(n, oy, ox, iy, ix, i, j);
+          }
+}
+
+}  // namespace
+
+Vec conv_forward(const ConvDesc& d, const Vec& x, const Vec& w, const Vec& b) {
+  const int64_t oh = d.out_h(), ow = d.out_w();
+  Vec y(d.n * oh * ow * d.k, 0.0);
+  conv_taps(d, [&](int64_t n, int64_t oy, int64_t ox, int64_t iy, int64_t ix, int64_t i,
+                   int64_t j) {
+    for (int64_t k = 0; k < d.k; ++k) {
+      double s = 0;
+      for (int64_t c = 0; c < d.c; ++c)
+        s += x[nhwc(n, iy, ix, c, d.h, d.w, d.c)] * w[((k * d.kh + i) * d.kw + j) * d.c + c];
+      y[nhwc(n, oy, ox, k, oh, ow, d.k)] += s;
+    }
+  });
+  for (int64_t p = 0; p < d.n * oh * ow; ++p)
+    for (int64_t k = 0; k < d.k; ++k) {
+      double& v = y[p * d.k + k];
+      v += b[k];
+      if (d.fuse_relu) v = std::max(v, 0.0);
+    }
+  return y;
+}
+
+Vec conv_backward_data(const ConvDesc& d, const Vec& dy, const Vec& w) {
+  const int64_t oh = d.out_h(), ow = d.out_w();
+  Vec dx(d.n * d.h * d.w * d.c, 0.0);
+  conv_taps(d, [&](int64_t n, int64_t oy, int64_t ox, int64_t iy, int64_t ix, int64_t i,
+                   int64_t j) {
+    for (int64_t k = 0; k < d.k; ++k) {
+      const double g = dy[nhwc(n, oy, ox, k, oh, ow, d.k)];
+      for (int64_t c = 0; c < d.c; ++c)
+        dx[nhwc(n, iy, ix, c, d.h, d.w, d.c)] += g * w[((k * d.kh + i) * d.kw + j) * d.c + c];
+    }
+  });
+  return dx;
+}
+
+void conv_backward_weights(const ConvDesc& d, const Vec& x, const Vec& dy, Vec& dw, Vec& db) {
+  const int64_t oh = d.out_h(), ow = d.out_w();
+  dw.assign(d.k * d.kh * d.kw * d.c, 0.0);
+  db.assign(d.k, 0.0);
+  conv_taps(d, [&](int64_t n, int64_t oy, int64_t ox, int64_t iy, int64_t ix, int64_t i,
+                   int64_t j) {
+    for (int64_t k = 0; k < d.k; ++k) {
+      const double g = dy[nhwc(n, oy, ox, k, oh, ow, d.k)];
+      for (int64_t c = 0; c < d.c; ++c)
+        dw[((k * d.kh + i) * d.kw + j) * d.c + c] += g * x[nhwc(n, iy, ix, c, d.h, d.w, d.c)];
+    }
+  });
+  for (int64_t p = 0; p < d.n * oh * ow; ++p)
+    for (int64_t k = 0; k < d.k; ++k) db[k] += dy[p * d.k + k];
+}
+
+Vec fc_forward(const FcDesc& d, const Vec& x, const Vec& w, const Vec& b) {
+  Vec y(d.n * d.out);
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t o = 0; o < d.out; ++o) {
+      double s = b[o];
+      for (int64_t i = 0; i < d.in; ++i) s += x[n * d.in + i] * w[o * d.in + i];
+      y[n * d.out + o] = d.fuse_relu ? std::max(s, 0.0) : s;
+    }
+  return y;
+}
+
+Vec fc_backward_data(const FcDesc& d, const Vec& dy, const Vec& w) {
+  Vec dx(d.n * d.in, 0.0);
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t o = 0; o < d.out; ++o)
+      for (int64_t i = 0; i < d.in; ++i) dx[n * d.in + i] += dy[n * d.out + o] * w[o * d.in + i];
+  return dx;
+}
+
+void fc_backward_weights(const FcDesc& d, const Vec& x, const Vec& dy, Vec& dw, Vec& db) {
+  dw.assign(d.out * d.in, 0.0);
+  db.assign(d.out, 0.0);
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t o = 0; o < d.out; ++o) {
+      db[o] += dy[n * d.out + o];
+      for (int64_t i = 0; i < d.in; ++i) dw[o * d.in + i] += dy[n * d.out + o] * x[n * d.in + i];
+    }
+}
+
+namespace {
+
+// For every pool output calls f(out_index, window) where window lists the in-bounds input
+// indices in row-major window order; `taps` = kh*kw counts padded positions too.
+template <class F>
+void pool_windows(const PoolDesc& d, F f) {
+  const int64_t oh = d.out_h(), ow = d.out_w();
+  std::vector<int64_t> window;
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t oy = 0; oy < oh; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox)
+        for (int64_t c = 0; c < d.c; ++c) {
+          window.clear();
+          for (int64_t i = 0; i < d.kh; ++i)
+            for (int64_t j = 0; j < d.kw; ++j) {
+              const int64_t iy = oy * d.stride_h - d.pad_t + i;
+              const int64_t ix = ox * d.stride_w - d.pad_l + j;
+              if (iy >= 0 && iy < d.h && ix >= 0 && ix < d.w)
+                window.push_back(nhwc(n, iy, ix, c, d.h, d.w, d.c));
+            }
+          f(nhwc(n, oy, ox, c, oh, ow, d.c), window);
+        }
+}
+
+}  // namespace
+
+Vec pool_forward(const PoolDesc& d, const Vec& x) {
+  Vec y(d.n * d.out_h() * d.out_w() * d.c, 0.0);
+  const double taps = static_cast<double>(d.kh * d.kw);
+  pool_windows(d, [&](int64_t o, const std::vector<int64_t>& win) {
+    if (d.kind == PoolKind::kMax) {
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t i : win) m = std::max(m, x[i]);
+      y[o] = m;
+    } else {
+      double s = 0;
+      for (int64_t i : win) s += x[i];
+      y[o] = s / taps;
+    }
+  });
+  return y;
+}
+
+Vec pool_backward(const PoolDesc& d, const Vec& x, const Vec& dy) {
+  Vec dx(d.n * d.h * d.w * d.c, 0.0);
+  const double taps = static_cast<double>(d.kh * d.kw);
+  pool_windows(d, [&](int64_t o, const std::vector<int64_t>& win) {
+    if (win.empty()) return;
+    if (d.kind == PoolKind::kMax) {
+      int64_t best = win[0];
+      for (int64_t i : win)
+        if (x[i] > x[best]) best = i;
+      dx[best] += dy[o];
+    } else {
+      for (int64_t i : win) dx[i] += dy[o] / taps;
+    }
+  });
+  return dx;
+}
+
+Vec bn_forward_training(const BatchNormDesc& d, const Vec& x, const Vec& scale,
+                        const Vec& offset, Vec* mean_out, Vec* var_out) {
+  const int64_t m = d.n * d.h * d.w;
+  Vec mean(d.c, 0.0), var(d.c, 0.0);
+  for (int64_t p = 0; p < m; ++p)
+    for (int64_t c = 0; c < d.c; ++c) mean[c] += x[p * d.c + c] / m;
+  for (int64_t p = 0; p < m; ++p)
+    for (int64_t c = 0; c < d.c; ++c) {
+      const double t = x[p * d.c + c] - mean[c];
+      var[c] += t * t / m;
+    }
+  Vec y = bn_forward_inference(d, x, scale, offset, mean, var);
+  if (mean_out) *mean_out = mean;
+  if (var_out) *var_out = var;
+  return y;
+}
+
+Vec bn_forward_inference(const BatchNormDesc& d, const Vec& x, const Vec& scale,
+                         const Vec& offset, const Vec& mean, const Vec& var) {
+  const int64_t m = d.n * d.h * d.w;
+  Vec y(x.size());
+  for (int64_t p = 0; p < m; ++p)
+    for (int64_t c = 0; c < d.c; ++c) {
+      const int64_t i = p * d.c + c;
+      const double v = scale[c] * (x[i] - mean[c]) / std::sqrt(var[c] + d.epsilon) + offset[c];
+      y[i] = d.fuse_relu ? std::max(v, 0.0) : v;
+    }
+  return y;
+}
+
+void bn_backward(const BatchNormDesc& d, const Vec& x, const Vec& dy, const Vec& scale,
+                 const Vec& mean, const Vec& var, Vec& dx, Vec& dscale, Vec& doffset) {
+  const int64_t m = d.n * d.h * d.w;
+  dscale.assign(d.c, 0.0);
+  doffset.assign(d.c, 0.0);
+  dx.assign(x.size(), 0.0);
+  Vec inv_std(d.c);
+  for (int64_t c = 0; c < d.c; ++c) inv_std[c] = 1.0 / std::sqrt(var[c] + d.epsilon);
+  for (int64_t p = 0; p < m; ++p)
+    for (int64_t c = 0; c < d.c; ++c) {
+      const int64_t i = p * d.c + c;
+      doffset[c] += dy[i];
+      dscale[c] += dy[i] * (x[i] - mean[c]) * inv_std[c];
+    }
+  for (int64_t p = 0; p < m; ++p)
+    for (int64_t c = 0; c < d.c; ++c) {
+      const int64_t i = p * d.c + c;
+      const double xhat = (x[i] - mean[c]) * inv_std[c];
+      dx[i] = scale[c] * inv_std[c] * (dy[i] - doffset[c] / m - xhat * dscale[c] / m);
+    }
+}
+
+namespace {
+
+// Window [lo, hi) of channel c.
+inline void lrn_window(const LrnDesc& d, int64_t c, int64_t& lo, int64_t& hi) {
+  const int64_t half = (d.size - 1) / 2;
+  lo = std::max<int64_t>(c - half, 0);
+  hi = std::min<int64_t>(c - half + d.size, d.c);
+}
+
+Vec lrn_denominators(const LrnDesc& d, const Vec& x) {  // s = k + alpha/size * sum x^2
+  Vec s(x.size());
+  for (int64_t p = 0; p < d.n * d.h * d.w; ++p)
+    for (int64_t c = 0; c < d.c; ++c) {
+      int64_t lo, hi;
+      lrn_window(d, c, lo, hi);
+      double sum = 0;
+      for (int64_t j = lo; j < hi; ++j) sum += x[p * d.c + j] * x[p * d.c + j];
+      s[p * d.c + c] = d.k + d.alpha / d.size * sum;
+    }
+  return s;
+}
+
+}  // namespace
+
+Vec lrn_forward(const LrnDesc& d, const Vec& x) {
+  Vec s = lrn_denominators(d, x);
+  Vec y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * std::pow(s[i], -static_cast<double>(d.beta));
+  return y;
+}
+
+Vec lrn_backward(const LrnDesc& d, const Vec& x, const Vec& dy) {
+  const double beta = d.beta;
+  Vec s = lrn_denominators(d, x);
+  Vec dx(x.size(), 0.0);
+  for (int64_t p = 0; p < d.n * d.h * d.w; ++p)
+    for (int64_t c = 0; c < d.c; ++c) {
+      // y_c = x_c s_c^-beta ; dy_c/dx_j = [c == j] s_c^-beta - 2 beta alpha/size x_c x_j s_c^(-beta-1)
+      const int64_t i = p * d.c + c;
+      dx[i] += dy[i] * std::pow(s[i], -beta);
+      int64_t lo, hi;
+      lrn_window(d, c, lo, hi);
+      const double common = -2.0 * beta * d.alpha / d.size * dy[i] * x[i] * std::pow(s[i], -beta - 1);
+      for (int64_t j = lo; j < hi; ++j) dx[p * d.c + j] += common * x[p * d.c + j];
+    }
+  return dx;
+}
+
+Vec act_forward(ActKind kind, double alpha, const Vec& x) {
+  Vec y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    switch (kind) {
+      case ActKind::kRelu: y[i] = v > 0 ? v : 0; break;
+      case ActKind::kLeakyRelu: y[i] = v > 0 ? v : alpha * v; break;
+      case ActKind::kElu: y[i] = v > 0 ? v : alpha * (std::exp(v) - 1); break;
+    }
+  }
+  return y;
+}
+
+Vec act_backward(ActKind kind, double alpha, const Vec& x, const Vec& dy) {
+  Vec dx(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    switch (kind) {
+      case ActKind::kRelu: dx[i] = v > 0 ? dy[i] : 0; break;
+      case ActKind::kLeakyRelu: dx[i] = v > 0 ? dy[i] : alpha * dy[i]; break;
+      case ActKind::kElu: dx[i] = v > 0 ? dy[i] : alpha * std::exp(v) * dy[i]; break;
+    }
+  }
+  return dx;
+}
+
+Vec softmax_forward(int64_t rows, int64_t c, const Vec& x) {
+  Vec y(x.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = x[r * c];
+    for (int64_t j = 1; j < c; ++j) m = std::max(m, x[r * c + j]);
+    double s = 0;
+    for (int64_t j = 0; j < c; ++j) s += y[r * c + j] = std::exp(x[r * c + j] - m);
+    for (int64_t j = 0; j < c; ++j) y[r * c + j] /= s;
+  }
+  return y;
+}
+
+Vec softmax_backward(int64_t rows, int64_t c, const Vec& y, const Vec& dy) {
+  Vec dx(y.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double dot = 0;
+    for (int64_t j = 0; j < c; ++j) dot += y[r * c + j] * dy[r * c + j];
+    for (int64_t j = 0; j < c; ++j) dx[r * c + j] = y[r * c + j] * (dy[r * c + j] - dot);
+  }
+  return dx;
+}
+
+Vec concat_forward(int64_t pixels, const std::vector<int64_t>& channels,
+                   const std::vector<Vec>& xs) {
+  int64_t total = 0;
+  for (int64_t c : channels) total += c;
+  Vec y(pixels * total);
+  for (int64_t p = 0; p < pixels; ++p) {
+    int64_t off = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      for (int64_t c = 0; c < channels[i]; ++c) y[p * total + off + c] = xs[i][p * channels[i] + c];
+      off += channels[i];
+    }
+  }
+  return y;
+}
+
+std::vector<Vec> concat_backward(int64_t pixels, const std::vector<int64_t>& channels,
+                                 const Vec& dy) {
+  int64_t total = 0;
+  for (int64_t c : channels) total += c;
+  std::vector<Vec> dxs;
+  int64_t off = 0;
+  for (int64_t ch : channels) {
+    Vec dx(pixels * ch);
+    for (int64_t p = 0; p < pixels; ++p)
+      for (int64_t c = 0; c < ch; ++c) dx[p * ch + c] = dy[p * total + off + c];
+    dxs.push_back(std::move(dx));
+    off += ch;
+  }
+  return dxs;
+}
+
+double cross_entropy(int64_t n, int64_t c, const Vec& probs, const std::vector<int32_t>& labels,
+                     Vec* dlogits, int64_t* correct) {
+  double loss = 0;
+  int64_t right = 0;
+  if (dlogits) dlogits->assign(n * c, 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t l = labels[i];
+    loss -= std::log(std::max(probs[i * c + l], 1e-37));
+    int64_t best = 0;
+    for (int64_t j = 1; j < c; ++j)
+      if (probs[i * c + j] > probs[i * c + best]) best = j;
+    right += best == l;
+    if (dlogits)
+      for (int64_t j = 0; j < c; ++j) (*dlogits)[i * c + j] = (probs[i * c + j] - (j == l)) / n;
+  }
+  if (correct) *correct = right;
+  return loss / n;
+}
+
+}  // namespace dlt::ref

@@ -1,0 +1,72 @@
+// Reference ops: plain, obviously-correct double-precision NHWC implementations of every
+// heavy backend op, forward and backward. They are the oracle for the backend agreement
+// tests and for the layers' gradient checks; never used on the hot path.
+//
+// Conventions (the same as ops.h): tensors are flat std::vector<double> in NHWC order,
+// conv weights (K, kh, kw, C), fc weights (K, in) over the HWC-flattened input, per-channel
+// vectors (C). Shapes come from the same Desc structs the backends take. Backward functions
+// return/overwrite gradients (never accumulate). Where an op fuses a relu (ConvDesc/FcDesc/
+// BatchNormDesc::fuse_relu) the reference forward applies it too, but every reference
+// backward takes dy as the gradient of the PRE-relu output: apply the relu mask first.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "backend/ops.h"
+
+namespace dlt::ref {
+
+using Vec = std::vector<double>;
+
+// ---- convolution: x (N,H,W,C), w (K,kh,kw,C), b (K) -> y (N,OH,OW,K) ----
+// Stride, asymmetric padding (zeros), dilation (MATLAB factor: 1 = dense).
+Vec conv_forward(const ConvDesc& d, const Vec& x, const Vec& w, const Vec& b);
+Vec conv_backward_data(const ConvDesc& d, const Vec& dy, const Vec& w);  // -> dx
+void conv_backward_weights(const ConvDesc& d, const Vec& x, const Vec& dy, Vec& dw, Vec& db);
+
+// ---- fully connected: x (N, in), w (out, in), b (out) -> y (N, out) ----
+Vec fc_forward(const FcDesc& d, const Vec& x, const Vec& w, const Vec& b);
+Vec fc_backward_data(const FcDesc& d, const Vec& dy, const Vec& w);
+void fc_backward_weights(const FcDesc& d, const Vec& x, const Vec& dy, Vec& dw, Vec& db);
+
+// ---- pooling: x (N,H,W,C) -> y (N,OH,OW,C) ----
+// Max ignores padding (and sends the gradient to the first maximum of the window in
+// row-major window order); average divides by kh*kw, counting padding as zeros.
+Vec pool_forward(const PoolDesc& d, const Vec& x);
+Vec pool_backward(const PoolDesc& d, const Vec& x, const Vec& dy);  // -> dx
+
+// ---- batch norm over N*H*W per channel; var is the biased variance ----
+Vec bn_forward_training(const BatchNormDesc& d, const Vec& x, const Vec& scale,
+                        const Vec& offset, Vec* mean, Vec* var);
+Vec bn_forward_inference(const BatchNormDesc& d, const Vec& x, const Vec& scale,
+                         const Vec& offset, const Vec& mean, const Vec& var);
+// Training-mode backward (through the batch statistics). dy: gradient of the pre-relu output.
+void bn_backward(const BatchNormDesc& d, const Vec& x, const Vec& dy, const Vec& scale,
+                 const Vec& mean, const Vec& var, Vec& dx, Vec& dscale, Vec& doffset);
+
+// ---- LRN across channels: y = x / (k + alpha/size * sum_window x^2)^beta ----
+// Window of channel c: [c - (size-1)/2, c - (size-1)/2 + size), clipped to [0, C).
+Vec lrn_forward(const LrnDesc& d, const Vec& x);
+Vec lrn_backward(const LrnDesc& d, const Vec& x, const Vec& dy);  // -> dx
+
+// ---- activations (elementwise): relu, leaky relu (alpha = scale), elu (alpha) ----
+Vec act_forward(ActKind kind, double alpha, const Vec& x);
+Vec act_backward(ActKind kind, double alpha, const Vec& x, const Vec& dy);  // -> dx
+
+// ---- softmax over the last dimension of (rows, C) ----
+Vec softmax_forward(int64_t rows, int64_t c, const Vec& x);
+Vec softmax_backward(int64_t rows, int64_t c, const Vec& y, const Vec& dy);  // -> dx
+
+// ---- channel concatenation of NHWC tensors with `pixels` = N*H*W ----
+Vec concat_forward(int64_t pixels, const std::vector<int64_t>& channels,
+                   const std::vector<Vec>& xs);
+std::vector<Vec> concat_backward(int64_t pixels, const std::vector<int64_t>& channels,
+                                 const Vec& dy);
+
+// ---- cross-entropy of softmax probabilities (N, C) with integer labels (N) ----
+// Returns mean -log(max(p_true, 1e-37)); dlogits (if non-null) = (probs - onehot) / N;
+// correct (if non-null) counts rows whose first argmax equals the label.
+double cross_entropy(int64_t n, int64_t c, const Vec& probs, const std::vector<int32_t>& labels,
+                     Vec* dlogits, int64_t* correct);
+
+}  // namespace dlt::ref

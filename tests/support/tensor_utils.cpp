@@ -1,0 +1,74 @@
+// Random tensors, conversions and tolerant comparisons for the tests (see tensor_utils.h).
+#include "support/tensor_utils.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace dlt::test {
+
+Tensor random_tensor(const Shape& shape, Rng& rng, float lo, float hi) {
+  Tensor t(shape);
+  float* p = t.data();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>(rng.uniform(lo, hi));
+  return t;
+}
+
+Vec random_vec(int64_t n, Rng& rng, double lo, double hi) {
+  Vec v(static_cast<size_t>(n));
+  for (auto& x : v) x = static_cast<float>(rng.uniform(lo, hi));
+  return v;
+}
+
+Tensor to_tensor(const Vec& v, const Shape& shape, Device device) {
+  Tensor host(shape);
+  for (int64_t i = 0; i < host.numel(); ++i) host.data()[i] = static_cast<float>(v[i]);
+  return device.is_cpu() ? host : host.to(device);
+}
+
+Vec to_vec(const Tensor& t) {
+  Tensor host = t.device().is_cpu() ? t : t.to(Device::cpu());
+  Vec v(static_cast<size_t>(host.numel()));
+  for (int64_t i = 0; i < host.numel(); ++i) v[i] = host.data()[i];
+  return v;
+}
+
+Comparison compare(const Vec& got, const Vec& want) {
+  Comparison c;
+  if (got.size() != want.size()) {
+    c.size_mismatch = true;
+    c.rel = INFINITY;
+    return c;
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    double d = std::fabs(got[i] - want[i]);
+    if (std::isnan(got[i]) || std::isnan(want[i])) d = INFINITY;
+    c.scale = std::max(c.scale, std::fabs(want[i]));
+    if (d > c.max_abs || c.worst < 0) {
+      c.max_abs = std::max(c.max_abs, d);
+      if (d >= c.max_abs) {
+        c.worst = static_cast<int64_t>(i);
+        c.got_at_worst = got[i];
+        c.want_at_worst = want[i];
+      }
+    }
+  }
+  c.rel = c.max_abs / std::max(c.scale, 1e-30);
+  return c;
+}
+
+std::string Comparison::str() const {
+  std::ostringstream os;
+  if (size_mismatch) return "sizes differ";
+  os << "rel " << rel << " (max |diff| " << max_abs << " at " << worst << ": got " << got_at_worst
+     << " want " << want_at_worst << "; max |want| " << scale << ")";
+  return os.str();
+}
+
+bool all_close(const Vec& got, const Vec& want, double rtol, double atol) {
+  if (got.size() != want.size()) return false;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(got[i] - want[i]) <= atol + rtol * std::fabs(want[i]))) return false;
+  return true;
+}
+
+}  // namespace dlt::test
