@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  dlt::log::init(0, 1, false);
   try {
     return dlt::app::run_selected(app);
   } catch (const CLI::ParseError& e) {

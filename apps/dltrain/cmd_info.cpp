@@ -1,0 +1,81 @@
+// dltrain info CONFIG.yaml|MODEL.bin [--json]: the layer table (name, type, activations,
+// learnables), total learnables, the memory footprint as seed 001's getMemoryFootprint
+// computes it, and forward FLOPs per image.
+#include <cstdio>
+#include <memory>
+
+#include "commands.h"
+#include "config/config.h"
+#include "net/model_file.h"
+#include "net/network.h"
+#include "util/json.h"
+
+namespace dlt::app {
+
+namespace {
+
+std::unique_ptr<Network> load_network(const std::string& path, const std::vector<std::string>& sets) {
+  if (looks_like_model(path)) {
+    ModelData m = load_model(path);
+    auto net = std::make_unique<Network>(m.network, Device::cpu());
+    net->load_weights(m);
+    return net;
+  }
+  Config c = load_config(path, sets);
+  return std::make_unique<Network>(c.network, Device::cpu());
+}
+
+int64_t learnables(Layer& l) {
+  int64_t n = 0;
+  for (const Param& p : l.params()) n += p.shape.numel();
+  return n;
+}
+
+}  // namespace
+
+Runner add_info(CLI::App& app) {
+  auto* cmd = app.add_subcommand("info", "Show a network's layers, learnables, memory footprint and FLOPs");
+  struct Args {
+    std::string path;
+    bool json = false;
+    std::vector<std::string> sets;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("file", args->path, "A config (.yaml) or a model file (model.bin)")->required();
+  cmd->add_flag("--json", args->json, "Print JSON instead of a table");
+  cmd->add_option("--set", args->sets, "Override a config option: section.path=value");
+  return [args]() {
+    auto net = load_network(args->path, args->sets);
+    if (args->json) {
+      JsonWriter j;
+      j.begin_object().key("layers").begin_array();
+      for (size_t i = 0; i < net->size(); ++i) {
+        Layer& l = net->layer(i);
+        j.begin_object();
+        j.field("name", l.name()).field("type", l.type()).field("output_shape", net->output_shape(i).str());
+        j.field("learnables", learnables(l));
+        j.end_object();
+      }
+      j.end_array();
+      j.field("total_learnables", net->total_learnables());
+      j.field("memory_bytes", net->memory_bytes());
+      j.field("flops_per_image", net->flops_per_image());
+      j.end_object();
+      std::printf("%s\n", j.str().c_str());
+      return 0;
+    }
+    std::printf("%-4s %-24s %-26s %-16s %12s\n", "#", "Name", "Type", "Activations", "Learnables");
+    for (size_t i = 0; i < net->size(); ++i) {
+      Layer& l = net->layer(i);
+      std::printf("%-4zu %-24s %-26s %-16s %12lld\n", i + 1, l.name().c_str(), l.type().c_str(),
+                  net->output_shape(i).str().c_str(), static_cast<long long>(learnables(l)));
+    }
+    std::printf("\nTotal learnables:  %lld\n", static_cast<long long>(net->total_learnables()));
+    std::printf("Memory footprint:  %lld bytes\n", static_cast<long long>(net->memory_bytes()));
+    std::printf("Forward FLOPs:     %lld per image\n", static_cast<long long>(net->flops_per_image()));
+    if (!net->classes().empty()) std::printf("Classes:           %zu\n", net->classes().size());
+    return 0;
+  };
+}
+
+}  // namespace dlt::app

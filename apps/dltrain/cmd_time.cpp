@@ -1,0 +1,123 @@
+// dltrain time CONFIG.yaml [--batch N] [--iterations N]: like `caffe time`. Times forward and
+// backward per layer and whole training steps (forward, loss, backward, solver update) and
+// inference passes on synthetic data, and reports images/s.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+#include "backend/cpu/cpu_backend.h"
+#include "commands.h"
+#include "config/config.h"
+#include "net/network.h"
+#include "optim/optimizer.h"
+#include "train/trainer.h"
+#include "util/json.h"
+#include "util/timer.h"
+
+namespace dlt::app {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+Runner add_time(CLI::App& app) {
+  auto* cmd = app.add_subcommand("time", "Time a network's layers and training/inference throughput on synthetic data");
+  struct Args {
+    std::string path;
+    int64_t batch = 0;
+    int iterations = 20, warmup = 5, threads = 0;
+    bool json = false;
+    std::vector<std::string> sets;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("config", a->path, "A config file (.yaml)")->required();
+  cmd->add_option("--batch", a->batch, "Mini-batch size (default: training.MiniBatchSize)");
+  cmd->add_option("--iterations", a->iterations, "Timed iterations (default 20)");
+  cmd->add_option("--warmup", a->warmup, "Untimed warm-up iterations (default 5)");
+  cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
+  cmd->add_flag("--json", a->json, "Print one JSON object");
+  cmd->add_option("--set", a->sets, "Override a config option: section.path=value");
+  return [a]() {
+    Config c = load_config(a->path, a->sets);
+    if (a->threads > 0) cpu_set_threads(a->threads);
+    int64_t n = a->batch > 0 ? a->batch : c.training.mini_batch_size;
+    Device dev = resolve_device(c.training);
+    Network net(c.network, dev);
+    net.init_params(c.training.seed);
+    net.set_batch(n);
+    Optimizer opt(c.training, net.params());
+    const Shape& in = net.input_shape();
+    Tensor x_host(batch_shape(n, in)), y_host(Shape{n}, Device::cpu(), DType::kI32);
+    Rng rng(1);
+    for (int64_t i = 0; i < x_host.numel(); ++i) x_host.data()[i] = static_cast<float>(rng.below(256));
+    for (int64_t i = 0; i < n; ++i) y_host.data_i32()[i] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(net.num_classes())));
+    Tensor x = x_host.to(dev), y = y_host.to(dev);
+    Backend& be = backend_for(dev);
+
+    std::vector<double> step_times, infer_times;
+    std::vector<double> fwd(net.size(), 0.0), bwd(net.size(), 0.0);
+    for (int it = 0; it < a->warmup + a->iterations; ++it) {
+      RunContext ctx{true, 0, static_cast<uint64_t>(it + 1)};
+      bool timed = it >= a->warmup;
+      be.synchronize();
+      Timer t;
+      net.forward(x, ctx);
+      net.loss_and_backward(y, ctx, true, nullptr);
+      opt.step(c.training.initial_learn_rate * 1e-3);
+      be.synchronize();
+      if (timed) step_times.push_back(t.seconds());
+    }
+    RunContext eval{false, 0, 0};
+    for (int it = 0; it < a->warmup + a->iterations; ++it) {
+      be.synchronize();
+      Timer t;
+      net.forward(x, eval);
+      be.synchronize();
+      if (it >= a->warmup) infer_times.push_back(t.seconds());
+    }
+    net.set_profile(&fwd, &bwd);  // per-layer timing, in separate passes (it synchronizes)
+    for (int it = 0; it < a->iterations; ++it) {
+      RunContext ctx{true, 0, static_cast<uint64_t>(it + 1)};
+      net.forward(x, ctx);
+      net.loss_and_backward(y, ctx, true, nullptr);
+    }
+    net.set_profile(nullptr, nullptr);
+    double step = median(step_times), infer = median(infer_times);
+    double train_ips = static_cast<double>(n) / step, infer_ips = static_cast<double>(n) / infer;
+    if (a->json) {
+      JsonWriter j;
+      j.begin_object();
+      j.field("config", a->path).field("batch", n).field("device", dev.str());
+      j.field("train_images_per_second", train_ips).field("inference_images_per_second", infer_ips);
+      j.field("train_step_ms", step * 1e3).field("inference_ms", infer * 1e3);
+      j.field("flops_per_image", net.flops_per_image());
+      j.key("layers").begin_array();
+      for (size_t i = 0; i < net.size(); ++i) {
+        j.begin_object().field("name", net.layer(i).name()).field("type", net.layer(i).type());
+        j.field("fused", net.fused(i));
+        j.field("forward_ms", fwd[i] / a->iterations * 1e3).field("backward_ms", bwd[i] / a->iterations * 1e3);
+        j.end_object();
+      }
+      j.end_array().end_object();
+      std::printf("%s\n", j.str().c_str());
+      return 0;
+    }
+    std::printf("%-24s %-26s %12s %12s\n", "Layer", "Type", "Forward ms", "Backward ms");
+    for (size_t i = 0; i < net.size(); ++i)
+      std::printf("%-24s %-26s %12.3f %12.3f%s\n", net.layer(i).name().c_str(), net.layer(i).type().c_str(),
+                  fwd[i] / a->iterations * 1e3, bwd[i] / a->iterations * 1e3, net.fused(i) ? "  (fused)" : "");
+    std::printf("\nBatch %lld on %s: training step %.2f ms (%.0f images/s), inference %.2f ms (%.0f images/s)\n",
+                static_cast<long long>(n), dev.str().c_str(), step * 1e3, train_ips, infer * 1e3, infer_ips);
+    std::printf("Forward FLOPs per image: %lld (training about 3x: %.1f GFLOP/s)\n",
+                static_cast<long long>(net.flops_per_image()),
+                3.0 * static_cast<double>(net.flops_per_image()) * train_ips / 1e9);
+    return 0;
+  };
+}
+
+}  // namespace dlt::app

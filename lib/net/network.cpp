@@ -1,0 +1,311 @@
+#include "net/network.h"
+
+#include <algorithm>
+#include <map>
+
+#include "net/model_file.h"
+#include "util/error.h"
+#include "util/strings.h"
+#include "util/timer.h"
+
+namespace dlt {
+
+Network::Network(const NetworkSpec& spec, Device device) : spec_(spec), device_(device) {
+  build();
+  plan_fusion();
+  allocate_params();
+}
+
+Network::~Network() = default;
+
+void Network::build() {
+  if (spec_.layers.empty()) throw ConfigError("the network has no layers (add a layers: list)");
+  std::map<std::string, int> index;
+  for (size_t i = 0; i < spec_.layers.size(); ++i) {
+    const LayerSpec& ls = spec_.layers[i];
+    if (index.count(ls.name))
+      throw ConfigError(ls.loc.prefix() + "layer name '" + ls.name + "' is used twice (names must be unique)");
+    Node node;
+    node.layer = make_layer(ls);
+    if (i == 0 && node.layer->type() != "imageInput")
+      throw ConfigError(ls.loc.prefix() + "layer '" + ls.name + "': the first layer must be imageInput, not " + node.layer->type());
+    if (i > 0 && node.layer->type() == "imageInput")
+      throw ConfigError(ls.loc.prefix() + "layer '" + ls.name + "': imageInput can only be the first layer");
+    if (i > 0) {
+      if (ls.inputs.empty()) node.inputs.push_back(static_cast<int>(i) - 1);
+      for (const auto& in : ls.inputs) {
+        auto it = index.find(in);
+        if (it == index.end()) {
+          std::vector<std::string> names;
+          for (const auto& [n, _] : index) names.push_back(n);
+          throw ConfigError(ls.loc.prefix() + "layer '" + ls.name + "': Inputs names '" + in +
+                            "', which is not an earlier layer" + did_you_mean(in, names));
+        }
+        node.inputs.push_back(it->second);
+      }
+    }
+    int want = node.layer->num_inputs();
+    int have = static_cast<int>(node.inputs.size());
+    if ((want >= 0 && have != want) || (want < 0 && have < 2))
+      throw ConfigError(ls.loc.prefix() + "layer '" + ls.name + "' (" + node.layer->type() + ") takes " +
+                        (want < 0 ? std::string("2 or more") : std::to_string(want)) + " input(s) but has " +
+                        std::to_string(have) + (want < 0 ? " (list them with Inputs: [a, b])" : ""));
+    std::vector<Shape> in_shapes;
+    for (int p : node.inputs) in_shapes.push_back(nodes_[p].shape);
+    node.shape = node.layer->infer(in_shapes);
+    node.layer->spec().check_all_used();
+    index[ls.name] = static_cast<int>(i);
+    nodes_.push_back(std::move(node));
+  }
+  input_ = static_cast<ImageInputLayer*>(nodes_[0].layer.get());
+
+  const Node& last = nodes_.back();
+  if (last.layer->type() != "classification")
+    throw ConfigError(spec_.layers.back().loc.prefix() + "the last layer must be classification (after softmax), not " +
+                      last.layer->type() + " '" + last.layer->name() + "'");
+  softmax_ = last.inputs[0];
+  if (nodes_[softmax_].layer->type() != "softmax")
+    throw ConfigError(spec_.layers.back().loc.prefix() + "layer '" + last.layer->name() +
+                      "': the classification layer must follow a softmax layer, not " + nodes_[softmax_].layer->type());
+  std::vector<int> uses(nodes_.size(), 0);
+  for (const Node& n : nodes_)
+    for (int p : n.inputs) ++uses[p];
+  for (size_t i = 0; i + 1 < nodes_.size(); ++i)
+    if (uses[i] == 0)
+      throw ConfigError(spec_.layers[i].loc.prefix() + "layer '" + nodes_[i].layer->name() +
+                        "': its output is not used by any layer (name it in a later layer's Inputs)");
+}
+
+void Network::plan_fusion() {
+  std::vector<std::vector<int>> users(nodes_.size());
+  for (size_t j = 0; j < nodes_.size(); ++j)
+    for (int p : nodes_[j].inputs) users[p].push_back(static_cast<int>(j));
+  for (size_t p = 0; p < nodes_.size(); ++p) {
+    if (!nodes_[p].layer->can_fuse_relu() || users[p].size() != 1) continue;
+    int r = users[p][0];
+    if (nodes_[r].layer->type() != "relu") continue;
+    nodes_[p].layer->set_fuse_relu(true);
+    nodes_[r].alias_of = static_cast<int>(p);
+  }
+  nodes_.back().alias_of = softmax_;
+
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    Node& n = nodes_[i];
+    bool trainable = false;
+    for (const Param& p : n.layer->params()) trainable = trainable || !p.frozen();
+    bool upstream = false;
+    for (int p : n.inputs) upstream = upstream || nodes_[root(p)].needs_grad;
+    n.needs_grad = trainable || upstream;
+  }
+  for (size_t j = 0; j < nodes_.size(); ++j) {
+    if (nodes_[j].alias_of >= 0) continue;
+    for (int p : nodes_[j].inputs) nodes_[root(p)].consumers.push_back(static_cast<int>(j));
+  }
+}
+
+void Network::allocate_params() {
+  int64_t total = 0;
+  for (Node& n : nodes_)
+    for (Param& p : n.layer->params()) total += p.shape.numel();
+  flat_values_ = Tensor::zeros(Shape{std::max<int64_t>(total, 1)}, device_);
+  flat_grads_ = Tensor::zeros(Shape{std::max<int64_t>(total, 1)}, device_);
+  int64_t offset = 0;
+  for (Node& n : nodes_) {
+    for (Param& p : n.layer->params()) {
+      p.value = flat_values_.view(p.shape, offset);
+      p.grad = flat_grads_.view(p.shape, offset);
+      offset += p.shape.numel();
+    }
+    for (State& s : n.layer->states()) s.value = Tensor::zeros(s.shape, device_);
+  }
+}
+
+void Network::init_params(uint64_t seed) {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    Rng rng = Rng::derive(seed, {0x1a7e5ULL, i});
+    nodes_[i].layer->init_params(rng);
+  }
+  input_->refresh_inv_std();
+}
+
+void Network::set_batch(int64_t n) {
+  DLT_CHECK(n > 0, "batch size must be positive");
+  for (Node& node : nodes_) {
+    if (node.alias_of >= 0) continue;
+    Shape s = batch_shape(n, node.shape);
+    if (!node.out.defined()) node.out = Tensor(s, device_);
+    node.out.resize(s);
+    if (node.needs_grad) {
+      if (!node.grad.defined()) node.grad = Tensor(s, device_);
+      node.grad.resize(s);
+      if (node.consumers.size() > 1) {
+        node.edge_grads.resize(node.consumers.size());
+        for (Tensor& t : node.edge_grads) {
+          if (!t.defined()) t = Tensor(s, device_);
+          t.resize(s);
+        }
+      }
+    }
+  }
+  for (Node& node : nodes_) {
+    if (node.alias_of < 0) continue;
+    node.out = nodes_[root(node.alias_of)].out;
+    node.grad = nodes_[root(node.alias_of)].grad;
+  }
+  if (n != batch_) {
+    Backend& be = backend_for(device_);
+    for (Node& node : nodes_)
+      if (node.alias_of < 0) node.layer->setup(n, be);
+    batch_ = n;
+  }
+}
+
+Tensor* Network::grad_target(int consumer, int producer) {
+  Node& p = nodes_[root(producer)];
+  if (!p.needs_grad) return nullptr;
+  if (p.consumers.size() == 1) return &p.grad;
+  // A consumer naming the same producer twice gets one edge buffer per mention.
+  for (size_t k = 0; k < p.consumers.size(); ++k)
+    if (p.consumers[k] == consumer) return &p.edge_grads[k];
+  DLT_CHECK(false, "no edge from " << producer << " to " << consumer);
+}
+
+const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
+  DLT_CHECK(x.shape() == batch_shape(batch_, input_shape()),
+            "forward: input " << x.shape().str() << " but the network expects " << batch_shape(batch_, input_shape()).str());
+  std::vector<const Tensor*> xs;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    Node& n = nodes_[i];
+    if (n.alias_of >= 0) continue;
+    xs.clear();
+    if (i == 0) xs.push_back(&x);
+    for (int p : n.inputs) xs.push_back(&nodes_[root(p)].out);
+    if (!prof_fwd_) {
+      n.layer->forward(xs, n.out, ctx);
+      continue;
+    }
+    Backend& be = backend_for(device_);
+    be.synchronize();
+    Timer t;
+    n.layer->forward(xs, n.out, ctx);
+    be.synchronize();
+    (*prof_fwd_)[i] += t.seconds();
+  }
+  return nodes_[softmax_].out;
+}
+
+double Network::loss_and_backward(const Tensor& labels, const RunContext& ctx, bool backward, int64_t* correct) {
+  Backend& be = backend_for(device_);
+  Node& sm = nodes_[softmax_];
+  Tensor none;
+  Tensor* dlogits = backward ? grad_target(softmax_, sm.inputs[0]) : nullptr;
+  Tensor probs = sm.out.reshaped(Shape{batch_, num_classes()});
+  double loss = be.cross_entropy(probs, labels, dlogits ? *dlogits : none, correct);
+  if (!backward) return loss;
+
+  std::vector<const Tensor*> xs;
+  std::vector<Tensor*> dxs;
+  std::vector<const Tensor*> parts;
+  for (int i = softmax_ - 1; i >= 1; --i) {
+    Node& n = nodes_[i];
+    if (n.alias_of >= 0 || !n.needs_grad) continue;
+    if (n.consumers.size() > 1) {
+      parts.clear();
+      for (const Tensor& t : n.edge_grads) parts.push_back(&t);
+      be.sum(parts, n.grad);
+    }
+    xs.clear();
+    dxs.clear();
+    for (int p : n.inputs) {
+      xs.push_back(&nodes_[root(p)].out);
+      dxs.push_back(grad_target(i, p));
+    }
+    Timer t;
+    n.layer->backward(xs, n.out, n.grad, dxs, ctx);
+    if (prof_bwd_) {
+      be.synchronize();
+      (*prof_bwd_)[i] += t.seconds();
+    }
+  }
+  return loss;
+}
+
+std::vector<Param*> Network::params() {
+  std::vector<Param*> out;
+  for (Node& n : nodes_)
+    for (Param& p : n.layer->params()) out.push_back(&p);
+  return out;
+}
+
+int64_t Network::total_learnables() const {
+  int64_t total = 0;
+  for (const Node& n : nodes_)
+    for (const Param& p : n.layer->params()) total += p.shape.numel();
+  return total;
+}
+
+int64_t Network::memory_bytes() const { return 4 * (total_learnables() + input_->stored_statistics()); }
+
+int64_t Network::flops_per_image() const {
+  int64_t total = 0;
+  for (const Node& n : nodes_) total += n.layer->flops_per_image();
+  return total;
+}
+
+namespace {
+
+NamedTensor named(const std::string& layer, const std::string& name, const Tensor& t) {
+  Tensor host = t.to(Device::cpu());
+  NamedTensor nt;
+  nt.layer = layer;
+  nt.name = name;
+  nt.shape = t.shape();
+  nt.data.assign(host.data(), host.data() + host.numel());
+  return nt;
+}
+
+const NamedTensor& find_named(const std::vector<NamedTensor>& list, const std::string& layer, const std::string& name,
+                              const Shape& shape) {
+  for (const NamedTensor& nt : list) {
+    if (nt.layer != layer || nt.name != name) continue;
+    if (nt.shape != shape || static_cast<int64_t>(nt.data.size()) != shape.numel())
+      throw ModelError("layer '" + layer + "' " + name + " is " + nt.shape.str() + " in the model file but the network needs " +
+                       shape.str());
+    return nt;
+  }
+  throw ModelError("the model file has no " + name + " for layer '" + layer + "'");
+}
+
+}  // namespace
+
+ModelData Network::to_model_data() const {
+  ModelData m;
+  m.network = spec_;
+  m.classes = classes_;
+  for (const Node& n : nodes_) {
+    for (const Param& p : n.layer->params()) m.params.push_back(named(n.layer->name(), p.name, p.value));
+    for (const State& s : n.layer->states()) m.states.push_back(named(n.layer->name(), s.name, s.value));
+  }
+  return m;
+}
+
+void Network::load_weights(const ModelData& m) {
+  for (Node& n : nodes_) {
+    for (Param& p : n.layer->params()) {
+      const NamedTensor& nt = find_named(m.params, n.layer->name(), p.name, p.shape);
+      Tensor h(p.shape);
+      std::copy(nt.data.begin(), nt.data.end(), h.data());
+      p.value.copy_from(h);
+    }
+    for (State& s : n.layer->states()) {
+      const NamedTensor& nt = find_named(m.states, n.layer->name(), s.name, s.shape);
+      Tensor h(s.shape);
+      std::copy(nt.data.begin(), nt.data.end(), h.data());
+      s.value.copy_from(h);
+    }
+  }
+  classes_ = m.classes;
+  input_->refresh_inv_std();
+}
+
+}  // namespace dlt

@@ -1,0 +1,101 @@
+// Network: the layer DAG built from a NetworkSpec, run in list (topological) order.
+// Builds layers, infers shapes (errors name the layer and the numbers), fuses ReLUs into the
+// producing conv / fullyConnected / batchNormalization and softmax into the loss, keeps all
+// parameters and gradients as views of two flat buffers (one all-reduce for data-parallel
+// training), and allocates every activation buffer once per batch capacity.
+// Not thread-safe; one Network per device.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "layers/io_layers.h"
+#include "layers/layer.h"
+#include "net/spec.h"
+
+namespace dlt {
+
+struct ModelData;
+
+class Network {
+ public:
+  Network(const NetworkSpec& spec, Device device);
+  ~Network();
+
+  Device device() const { return device_; }
+  const NetworkSpec& spec() const { return spec_; }
+  size_t size() const { return nodes_.size(); }
+  Layer& layer(size_t i) { return *nodes_[i].layer; }
+  const Layer& layer(size_t i) const { return *nodes_[i].layer; }
+  const Shape& output_shape(size_t i) const { return nodes_[i].shape; }  // per image (H, W, C)
+  bool fused(size_t i) const { return nodes_[i].alias_of >= 0; }
+  ImageInputLayer& input_layer() { return *input_; }
+  const Shape& input_shape() const { return nodes_[0].shape; }
+  int64_t num_classes() const { return nodes_.back().shape[2]; }
+  std::vector<std::string>& classes() { return classes_; }
+  const std::vector<std::string>& classes() const { return classes_; }
+
+  // Fills every parameter per its initializer from seed (same seed -> same weights).
+  void init_params(uint64_t seed);
+  // Creates the ops for batch size n; buffers only grow.
+  void set_batch(int64_t n);
+  int64_t batch() const { return batch_; }
+
+  // x: (N, H, W, C) on the network's device with N == batch(). Returns the class
+  // probabilities (N, 1, 1, K), valid until the next forward.
+  const Tensor& forward(const Tensor& x, const RunContext& ctx);
+  // After forward: mean cross-entropy against labels (int32 (N) on the device); counts
+  // correct predictions when correct is not null. With backward = true also fills every
+  // parameter gradient (overwriting).
+  double loss_and_backward(const Tensor& labels, const RunContext& ctx, bool backward, int64_t* correct);
+
+  // Per-layer timing for `dltrain time`: when set, forward and backward add each layer's
+  // seconds (synchronizing the device around it) into these vectors of size().
+  void set_profile(std::vector<double>* forward_seconds, std::vector<double>* backward_seconds) {
+    prof_fwd_ = forward_seconds;
+    prof_bwd_ = backward_seconds;
+  }
+
+  std::vector<Param*> params();
+  Tensor& flat_values() { return flat_values_; }
+  Tensor& flat_grads() { return flat_grads_; }
+
+  int64_t total_learnables() const;
+  // Seed 001's getMemoryFootprint: 4 bytes per learnable plus the zerocenter mean image.
+  int64_t memory_bytes() const;
+  int64_t flops_per_image() const;
+
+  // Model file conversion (host copies of parameters and states).
+  ModelData to_model_data() const;
+  void load_weights(const ModelData& m);  // throws ModelError on a name or shape mismatch
+
+ private:
+  struct Node {
+    std::unique_ptr<Layer> layer;
+    std::vector<int> inputs;
+    Shape shape;
+    int alias_of = -1;           // fused ReLU / output layer: shares this node's tensors
+    bool needs_grad = false;     // a gradient must flow into this node's output
+    std::vector<int> consumers;  // non-alias nodes reading this node's storage
+    Tensor out, grad;
+    std::vector<Tensor> edge_grads;  // one per consumer when there are several
+  };
+  int root(int i) const { return nodes_[i].alias_of < 0 ? i : root(nodes_[i].alias_of); }
+  Tensor* grad_target(int consumer, int producer);
+  void build();
+  void plan_fusion();
+  void allocate_params();
+
+  NetworkSpec spec_;
+  Device device_;
+  std::vector<Node> nodes_;
+  ImageInputLayer* input_ = nullptr;
+  int softmax_ = -1;  // the softmax node feeding the classification layer
+  std::vector<std::string> classes_;
+  Tensor flat_values_, flat_grads_;
+  int64_t batch_ = 0;
+  std::vector<double>* prof_fwd_ = nullptr;
+  std::vector<double>* prof_bwd_ = nullptr;
+};
+
+}  // namespace dlt

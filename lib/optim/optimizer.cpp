@@ -1,0 +1,80 @@
+#include "optim/optimizer.h"
+
+#include <cmath>
+
+#include "backend/backend.h"
+
+namespace dlt {
+
+double learn_rate_at(const TrainingOptions& o, int64_t epoch) {
+  if (o.learn_rate_schedule != "piecewise" || o.learn_rate_drop_period <= 0) return o.initial_learn_rate;
+  return o.initial_learn_rate * std::pow(o.learn_rate_drop_factor, static_cast<double>(epoch / o.learn_rate_drop_period));
+}
+
+Optimizer::Optimizer(const TrainingOptions& options, std::vector<Param*> params)
+    : o_(options), params_(std::move(params)) {
+  for (Param* p : params_) {
+    Device dev = p->value.device();
+    m_.push_back(o_.solver == "rmsprop" ? Tensor() : Tensor::zeros(p->shape, dev));
+    s_.push_back(o_.solver == "sgdm" ? Tensor() : Tensor::zeros(p->shape, dev));
+  }
+}
+
+void Optimizer::clip() {
+  double t = o_.gradient_threshold;
+  if (!(t > 0) || std::isinf(t)) return;
+  const std::string& method = o_.gradient_threshold_method;
+  if (method == "absolute-value") {
+    for (Param* p : params_)
+      if (!p->frozen()) backend_for(p->grad.device()).clamp(p->grad, static_cast<float>(-t), static_cast<float>(t));
+    return;
+  }
+  if (method == "global-l2norm") {
+    double sq = 0;
+    for (Param* p : params_)
+      if (!p->frozen()) sq += backend_for(p->grad.device()).sum_squares(p->grad);
+    double norm = std::sqrt(sq);
+    if (norm > t)
+      for (Param* p : params_)
+        if (!p->frozen()) backend_for(p->grad.device()).scale(p->grad, static_cast<float>(t / norm));
+    return;
+  }
+  for (Param* p : params_) {  // l2norm: each learnable parameter on its own
+    if (p->frozen()) continue;
+    Backend& be = backend_for(p->grad.device());
+    double norm = std::sqrt(be.sum_squares(p->grad));
+    if (norm > t) be.scale(p->grad, static_cast<float>(t / norm));
+  }
+}
+
+void Optimizer::step(double lr) {
+  clip();
+  ++t_;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Param& p = *params_[i];
+    if (p.frozen()) continue;
+    Backend& be = backend_for(p.value.device());
+    float plr = static_cast<float>(lr * p.learn_rate_factor);
+    float l2 = static_cast<float>(o_.l2_regularization * p.l2_factor);
+    if (o_.solver == "sgdm") {
+      be.sgdm_update(p.value, p.grad, m_[i], plr, static_cast<float>(o_.momentum), l2);
+    } else if (o_.solver == "adam") {
+      be.adam_update(p.value, p.grad, m_[i], s_[i], plr, static_cast<float>(o_.gradient_decay_factor),
+                     static_cast<float>(o_.squared_gradient_decay_factor), static_cast<float>(o_.epsilon), t_, l2);
+    } else {
+      be.rmsprop_update(p.value, p.grad, s_[i], plr, static_cast<float>(o_.squared_gradient_decay_factor),
+                        static_cast<float>(o_.epsilon), l2);
+    }
+  }
+}
+
+std::vector<Optimizer::Slot> Optimizer::state() {
+  std::vector<Slot> out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (m_[i].defined()) out.push_back({"p" + std::to_string(i) + "/m", &m_[i]});
+    if (s_[i].defined()) out.push_back({"p" + std::to_string(i) + "/s", &s_[i]});
+  }
+  return out;
+}
+
+}  // namespace dlt

@@ -1,0 +1,41 @@
+// Solvers (sgdm, adam, rmsprop) over the network's parameters, with MATLAB's per-parameter
+// learn-rate and L2 factors, gradient clipping (GradientThreshold / GradientThresholdMethod)
+// and the learning-rate schedule. State tensors are allocated once, on the parameters' device.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/options.h"
+#include "layers/layer.h"
+
+namespace dlt {
+
+// The learning rate of an epoch (0-based): piecewise drops by LearnRateDropFactor every
+// LearnRateDropPeriod epochs.
+double learn_rate_at(const TrainingOptions& o, int64_t epoch);
+
+class Optimizer {
+ public:
+  Optimizer(const TrainingOptions& options, std::vector<Param*> params);
+  // Clips the gradients, then updates every non-frozen parameter with base rate lr.
+  void step(double lr);
+  int64_t steps() const { return t_; }
+
+  // Solver state for checkpoints: named per parameter index ("p3/m").
+  struct Slot {
+    std::string name;
+    Tensor* tensor;
+  };
+  std::vector<Slot> state();
+  void set_steps(int64_t t) { t_ = t; }
+
+ private:
+  void clip();
+  TrainingOptions o_;
+  std::vector<Param*> params_;
+  std::vector<Tensor> m_, s_;  // sgdm velocity / adam first moment; adam and rmsprop second moment
+  int64_t t_ = 0;
+};
+
+}  // namespace dlt

@@ -1,0 +1,30 @@
+// Checkpoints: the model (weights, statistics, classes, spec) plus the solver state, the
+// position in training and the iteration log, in the model file format (a checkpoint is a
+// loadable model). Written atomically, so kill -9 leaves the previous one intact.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "net/model_file.h"
+#include "net/network.h"
+#include "optim/optimizer.h"
+#include "train/progress.h"
+
+namespace dlt {
+
+struct TrainPosition {
+  int64_t epoch = 0;           // 0-based epoch to continue in
+  int64_t batch_in_epoch = 0;  // batches of that epoch already done
+  int64_t iteration = 0;       // iterations done
+  double elapsed = 0;          // training seconds so far
+  double best_val_loss = 1e300;
+  int64_t patience_count = 0;
+};
+
+void save_checkpoint(const std::string& path, Network& net, Optimizer& opt, const TrainPosition& pos,
+                     const IterationLog& log, const std::string& training_yaml);
+// Restores weights, statistics, solver state and the log; returns the position.
+TrainPosition load_checkpoint(const std::string& path, Network& net, Optimizer& opt, IterationLog& log);
+
+}  // namespace dlt

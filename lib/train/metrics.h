@@ -1,0 +1,44 @@
+// Classification results: predictions per image, and when the true labels are known,
+// accuracy, the confusion matrix (rows: true class, columns: predicted) and per-class
+// precision and recall. Formats them as CSV, JSON and a text report.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlt {
+
+struct Prediction {
+  std::string path;
+  int32_t truth = -1;  // -1: unknown
+  int32_t label = 0;
+  float score = 0;
+  std::vector<std::pair<int32_t, float>> top;  // best first
+};
+
+class Predictions {
+ public:
+  std::vector<std::string> classes;
+  int top = 1;
+  bool labelled = false;  // every image has a known true class
+
+  void add(const std::string& path, int32_t truth, const std::vector<float>& probs);
+  const std::vector<Prediction>& items() const { return items_; }
+
+  double accuracy() const;  // percent
+  std::vector<std::vector<int64_t>> confusion() const;
+  struct ClassStats {
+    double precision, recall;  // percent; NaN when undefined
+    int64_t support;
+  };
+  std::vector<ClassStats> per_class() const;
+
+  std::string csv() const;
+  std::string json() const;
+  std::string report() const;  // accuracy, per-class table and confusion matrix (labelled only)
+
+ private:
+  std::vector<Prediction> items_;
+};
+
+}  // namespace dlt

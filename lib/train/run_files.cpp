@@ -1,0 +1,73 @@
+#include "train/run_files.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "train/plot.h"
+#include "util/files.h"
+#include "util/json.h"
+#include "util/log.h"
+
+namespace dlt {
+
+namespace fs = std::filesystem;
+
+std::string summary_json(const RunFiles& f) {
+  const auto& recs = f.log->records();
+  double mb_acc = recs.empty() ? NAN : recs.back().minibatch_accuracy;
+  double mb_loss = recs.empty() ? NAN : recs.back().minibatch_loss;
+  JsonWriter j;
+  j.begin_object();
+  j.field("status", f.status);
+  j.field("epochs", f.epochs);
+  j.field("iterations", f.iterations);
+  j.field("minibatch_accuracy", mb_acc);
+  j.field("minibatch_loss", mb_loss);
+  j.field("validation_accuracy", f.validation_accuracy);
+  j.field("validation_loss", f.validation_loss);
+  j.field("total_learnables", f.total_learnables);
+  j.field("memory_bytes", f.memory_bytes);
+  j.field("wall_seconds", f.wall_seconds);
+  j.field("train_images_per_second", f.train_images_per_second);
+  j.field("train_images", f.train_images);
+  j.field("validation_images", f.validation_images);
+  j.field("skipped_images", f.skipped_images);
+  j.field("device", f.device);
+  j.field("seed", static_cast<int64_t>(f.seed));
+  j.key("classes").begin_array();
+  for (const auto& c : f.classes) j.value(c);
+  j.end_array();
+  j.field("model", f.model ? std::string("model.bin") : std::string());
+  j.end_object();
+  return j.str() + "\n";
+}
+
+void write_run_files(const RunFiles& f) {
+  fs::path dir(f.dir);
+  if (f.model) save_model((dir / "model.bin").string(), *f.model);
+  write_file_atomic((dir / "log.csv").string(), f.log->csv());
+  write_file_atomic((dir / "config.yaml").string(), f.config_text);
+  ProgressSeries s;
+  int64_t last_epoch = 0;
+  for (const auto& r : f.log->records()) {
+    s.iteration.push_back(static_cast<double>(r.iteration));
+    s.minibatch_accuracy.push_back(r.minibatch_accuracy);
+    s.minibatch_loss.push_back(r.minibatch_loss);
+    if (!std::isnan(r.validation_loss)) {
+      s.val_iteration.push_back(static_cast<double>(r.iteration));
+      s.val_accuracy.push_back(r.validation_accuracy);
+      s.val_loss.push_back(r.validation_loss);
+    }
+    if (r.epoch != last_epoch) {
+      s.epoch_start_iterations.push_back(r.iteration);
+      last_epoch = r.epoch;
+    }
+  }
+  s.title = "Training progress (" + f.status + ")";
+  write_progress_png((dir / "progress.png").string(), s);
+  // The summary goes last: its presence means the run's other files are complete.
+  write_file_atomic((dir / "summary.json").string(), summary_json(f));
+  log::info("wrote {}", (dir / "summary.json").string());
+}
+
+}  // namespace dlt

@@ -1,0 +1,32 @@
+// The files a training run leaves in its output folder: model.bin, summary.json, log.csv,
+// config.yaml and progress.png. Each is written to a temporary name and renamed.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "net/model_file.h"
+#include "train/progress.h"
+
+namespace dlt {
+
+struct RunFiles {
+  std::string dir;
+  std::string status;  // completed | stopped-early | diverged
+  std::string config_text;
+  const IterationLog* log = nullptr;
+  const ModelData* model = nullptr;  // null: no model.bin (diverged)
+  int64_t epochs = 0, iterations = 0;
+  double validation_accuracy = 0, validation_loss = 0;  // NaN when not computed
+  int64_t total_learnables = 0, memory_bytes = 0;
+  double wall_seconds = 0, train_images_per_second = 0;
+  std::vector<std::string> classes;
+  int64_t train_images = 0, validation_images = 0, skipped_images = 0;
+  std::string device;
+  uint64_t seed = 0;
+};
+
+void write_run_files(const RunFiles& f);
+std::string summary_json(const RunFiles& f);
+
+}  // namespace dlt

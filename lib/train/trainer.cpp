@@ -1,0 +1,345 @@
+#include "train/trainer.h"
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "data/batch_loader.h"
+#include "data/datastore.h"
+#include "net/model_file.h"
+#include "net/network.h"
+#include "optim/optimizer.h"
+#include "train/checkpoint.h"
+#include "train/plot.h"
+#include "train/progress.h"
+#include "train/run_files.h"
+#include "util/error.h"
+#include "util/files.h"
+#include "util/log.h"
+#include "util/timer.h"
+
+namespace dlt {
+
+namespace fs = std::filesystem;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+Device resolve_device(const TrainingOptions& o) {
+  const std::string& env = o.execution_environment;
+  if (env == "cpu") return Device::cpu();
+  if (env == "auto") return cuda_device_count() > 0 ? Device::cuda(o.gpu_device) : Device::cpu();
+  if (env == "gpu") {
+    if (cuda_device_count() == 0) backend_for(Device::cuda(o.gpu_device));  // throws "built without CUDA"
+    if (o.gpu_device >= cuda_device_count())
+      throw DeviceError("GPUDevice " + std::to_string(o.gpu_device) + " does not exist (" +
+                        std::to_string(cuda_device_count()) + " GPU(s) visible)");
+    return Device::cuda(o.gpu_device);
+  }
+  throw ConfigError("training.ExecutionEnvironment '" + env +
+                    "' is not available in this version of dltrain yet (use auto, cpu or gpu)");
+}
+
+namespace {
+
+struct Eval {
+  double loss = kNaN, accuracy = kNaN;  // accuracy in percent
+};
+
+class Trainer {
+ public:
+  Trainer(const Config& c, const TrainArgs& a) : cfg_(c), args_(a), o_(c.training) {}
+  TrainResult run();
+
+ private:
+  void prepare_data();
+  void prepare_network();
+  bool step(Batch& batch, const RunContext& ctx, double lr, IterationRecord& rec);
+  Eval evaluate();
+  void checkpoint(const TrainPosition& pos);
+  void write_outputs(const std::string& status, const Eval& final_val, double wall);
+
+  const Config& cfg_;
+  TrainArgs args_;
+  TrainingOptions o_;
+  Device device_;
+  ImageDatastore train_ds_, val_ds_;
+  bool has_val_ = false;
+  std::unique_ptr<Network> net_;
+  std::unique_ptr<Optimizer> opt_;
+  std::unique_ptr<BatchLoader> train_loader_, val_loader_;
+  Tensor images_dev_, labels_dev_;  // device copies of the batch (GPU only)
+  IterationLog log_;
+  int64_t images_trained_ = 0;
+  double train_seconds_ = 0, val_seconds_ = 0;
+  ModelData best_;
+  bool have_best_ = false;
+};
+
+void Trainer::prepare_data() {
+  const DataOptions& d = cfg_.data;
+  if (d.train.empty()) throw ConfigError(cfg_.path + ": data.train is not set (a folder of class folders)");
+  ImageDatastore all(d.train, d);
+  if (!d.validation.empty()) {
+    train_ds_ = all;
+    val_ds_ = ImageDatastore(d.validation, d, all.classes());
+    has_val_ = true;
+  } else if (d.validation_split > 0) {
+    auto parts = all.split_each_label(1.0 - d.validation_split, o_.seed);
+    train_ds_ = parts.first;
+    val_ds_ = parts.second;
+    has_val_ = !val_ds_.empty();
+  } else {
+    train_ds_ = all;
+  }
+  if (train_ds_.num_classes() < 2)
+    throw DataError(d.train + ": only one class folder ('" + train_ds_.classes().at(0) +
+                    "'); classification needs at least 2 (one folder per class)");
+  if (train_ds_.size() < o_.mini_batch_size)
+    throw ConfigError("training.MiniBatchSize is " + std::to_string(o_.mini_batch_size) + " but " + d.train + " has only " +
+                      std::to_string(train_ds_.size()) + " training images (use a smaller MiniBatchSize)");
+}
+
+void Trainer::prepare_network() {
+  net_ = std::make_unique<Network>(cfg_.network, device_);
+  net_->classes() = train_ds_.classes();
+  if (net_->num_classes() != train_ds_.num_classes()) {
+    const Layer& fc = net_->layer(net_->size() - 3);
+    throw ConfigError(fc.spec().loc.prefix() + "layer '" + fc.name() + "' outputs " + std::to_string(net_->num_classes()) +
+                      " classes but " + cfg_.data.train + " has " + std::to_string(train_ds_.num_classes()) +
+                      " class folders (set OutputSize: " + std::to_string(train_ds_.num_classes()) + ")");
+  }
+  net_->init_params(o_.seed);
+  const Shape& in = net_->input_shape();
+  train_loader_ = std::make_unique<BatchLoader>(train_ds_, loader_options(cfg_.data, o_, in, true));
+  if (has_val_) val_loader_ = std::make_unique<BatchLoader>(val_ds_, loader_options(cfg_.data, o_, in, false));
+  if (net_->input_layer().normalization() != "none") {
+    Timer t;
+    DatasetStats st = compute_stats(train_ds_, loader_options(cfg_.data, o_, in, false));
+    int64_t c = in[2];
+    Tensor mean(Shape{c}), sd(Shape{c});
+    for (int64_t i = 0; i < c; ++i) {
+      mean.data()[i] = static_cast<float>(st.channel_mean[i]);
+      sd.data()[i] = static_cast<float>(st.channel_std[i]);
+    }
+    net_->input_layer().set_statistics(st.mean_image, mean, sd);
+    log::info("input normalization '{}' from {} training images ({:.1f} s)", net_->input_layer().normalization(),
+              st.count, t.seconds());
+  }
+  opt_ = std::make_unique<Optimizer>(o_, net_->params());
+  net_->set_batch(o_.mini_batch_size);
+}
+
+// One training iteration: batch -> forward -> loss -> backward -> optimizer step.
+bool Trainer::step(Batch& batch, const RunContext& ctx, double lr, IterationRecord& rec) {
+  if (batch.size != net_->batch()) net_->set_batch(batch.size);
+  const Tensor* x = &batch.images;
+  const Tensor* y = &batch.labels;
+  if (!device_.is_cpu()) {
+    images_dev_.resize(batch.images.shape());
+    images_dev_.copy_from(batch.images);
+    labels_dev_.resize(batch.labels.shape());
+    labels_dev_.copy_from(batch.labels);
+    x = &images_dev_;
+    y = &labels_dev_;
+  }
+  net_->forward(*x, ctx);
+  int64_t correct = 0;
+  double loss = net_->loss_and_backward(*y, ctx, true, &correct);
+  rec.minibatch_loss = loss;
+  rec.minibatch_accuracy = 100.0 * static_cast<double>(correct) / static_cast<double>(batch.size);
+  if (!std::isfinite(loss)) return false;
+  opt_->step(lr);
+  images_trained_ += batch.size;
+  return true;
+}
+
+Eval Trainer::evaluate() {
+  Eval e;
+  if (!val_loader_) return e;
+  Timer timer;
+  RunContext ctx;
+  ctx.training = false;
+  double loss_sum = 0;
+  int64_t correct_sum = 0, count = 0;
+  Batch b;
+  val_loader_->start_epoch(0);
+  while (val_loader_->next(b)) {
+    if (b.size == 0) continue;
+    if (b.size != net_->batch()) net_->set_batch(b.size);
+    const Tensor* x = &b.images;
+    const Tensor* y = &b.labels;
+    if (!device_.is_cpu()) {
+      images_dev_.resize(b.images.shape());
+      images_dev_.copy_from(b.images);
+      labels_dev_.resize(b.labels.shape());
+      labels_dev_.copy_from(b.labels);
+      x = &images_dev_;
+      y = &labels_dev_;
+    }
+    net_->forward(*x, ctx);
+    int64_t correct = 0;
+    loss_sum += net_->loss_and_backward(*y, ctx, false, &correct) * static_cast<double>(b.size);
+    correct_sum += correct;
+    count += b.size;
+  }
+  if (count > 0) {
+    e.loss = loss_sum / static_cast<double>(count);
+    e.accuracy = 100.0 * static_cast<double>(correct_sum) / static_cast<double>(count);
+  }
+  val_seconds_ += timer.seconds();
+  return e;
+}
+
+void Trainer::checkpoint(const TrainPosition& pos) {
+  make_dirs(o_.checkpoint_path);
+  std::string name = "checkpoint-iteration-" + std::to_string(pos.iteration) + ".bin";
+  std::string path = (fs::path(o_.checkpoint_path) / name).string();
+  save_checkpoint(path, *net_, *opt_, pos, log_, args_.config_text);
+  // "latest.bin" is what --resume usually points at; written the same atomic way.
+  save_checkpoint((fs::path(o_.checkpoint_path) / "latest.bin").string(), *net_, *opt_, pos, log_, args_.config_text);
+  log::info("checkpoint: {}", path);
+}
+
+TrainResult Trainer::run() {
+  Timer wall;
+  device_ = resolve_device(o_);
+  if (o_.threads > 0) cpu_set_threads(o_.threads);
+  make_dirs(args_.output_dir);
+  prepare_data();
+  prepare_network();
+  log::info("training on {} with {} images in {} classes{}; {} learnables", device_.str(), train_ds_.size(),
+            train_ds_.num_classes(), has_val_ ? ", validating on " + std::to_string(val_ds_.size()) : std::string(),
+            net_->total_learnables());
+
+  TrainPosition pos;
+  if (!args_.resume.empty()) {
+    pos = load_checkpoint(args_.resume, *net_, *opt_, log_);
+    log::info("resuming from {} at iteration {} (epoch {})", args_.resume, pos.iteration, pos.epoch + 1);
+  }
+  const int64_t per_epoch = train_loader_->batches_per_epoch();
+  const int64_t total_iterations = per_epoch * o_.max_epochs;
+  ProgressTable table(o_.verbose, has_val_);
+  table.header();
+  std::string status = "completed";
+  Eval last_val;
+  Timer train_timer;
+  double elapsed_before = pos.elapsed;
+  Batch batch;
+  bool stop = false;
+  for (int64_t epoch = pos.epoch; epoch < o_.max_epochs && !stop; ++epoch) {
+    double lr = learn_rate_at(o_, epoch);
+    train_loader_->start_epoch(epoch);
+    int64_t b = 0;
+    for (; b < pos.batch_in_epoch && train_loader_->next(batch); ++b) {
+    }
+    pos.batch_in_epoch = 0;
+    while (!stop && train_loader_->next(batch)) {
+      ++b;
+      int64_t it = ++pos.iteration;
+      RunContext ctx{true, o_.seed, static_cast<uint64_t>(it)};
+      IterationRecord rec;
+      rec.epoch = epoch + 1;
+      rec.iteration = it;
+      rec.learn_rate = lr;
+      rec.validation_accuracy = rec.validation_loss = kNaN;
+      if (!step(batch, ctx, lr, rec)) {
+        table.footer();
+        status = "diverged";
+        rec.seconds = elapsed_before + train_timer.seconds();
+        log_.add(rec);
+        write_outputs(status, last_val, wall.seconds());
+        throw TrainingError("training diverged: the mini-batch loss is " + std::to_string(rec.minibatch_loss) +
+                            " at iteration " + std::to_string(it) + " (epoch " + std::to_string(epoch + 1) +
+                            "); lower training.InitialLearnRate or set GradientThreshold");
+      }
+      bool last = it == total_iterations;
+      bool validate = has_val_ && (it == 1 || it % std::max<int64_t>(o_.validation_frequency, 1) == 0 || last);
+      if (validate) {
+        last_val = evaluate();
+        net_->set_batch(o_.mini_batch_size);
+        rec.validation_accuracy = last_val.accuracy;
+        rec.validation_loss = last_val.loss;
+        if (last_val.loss < pos.best_val_loss) {
+          pos.best_val_loss = last_val.loss;
+          pos.patience_count = 0;
+          if (o_.output_network == "best-validation-loss") {
+            best_ = net_->to_model_data();
+            have_best_ = true;
+          }
+        } else if (++pos.patience_count >= o_.validation_patience && o_.validation_patience > 0) {
+          status = "stopped-early";
+          stop = true;
+        }
+      }
+      rec.seconds = elapsed_before + train_timer.seconds();
+      log_.add(rec);
+      if (it == 1 || it % std::max<int64_t>(o_.verbose_frequency, 1) == 0 || validate || last || stop) table.row(rec);
+      table.bar(it, total_iterations, rec.seconds);
+      bool end_of_epoch = b == per_epoch;
+      if (!o_.checkpoint_path.empty()) {
+        bool due = o_.checkpoint_frequency_unit == "iteration"
+                       ? it % std::max<int64_t>(o_.checkpoint_frequency, 1) == 0
+                       : end_of_epoch && (epoch + 1) % std::max<int64_t>(o_.checkpoint_frequency, 1) == 0;
+        if (due) {
+          TrainPosition cp = pos;
+          cp.epoch = end_of_epoch ? epoch + 1 : epoch;
+          cp.batch_in_epoch = end_of_epoch ? 0 : b;
+          cp.elapsed = rec.seconds;
+          checkpoint(cp);
+        }
+      }
+    }
+  }
+  table.footer();
+  train_seconds_ = train_timer.seconds() - val_seconds_;
+  if (has_val_ && (log_.records().empty() || std::isnan(log_.records().back().validation_loss))) last_val = evaluate();
+  if (have_best_) net_->load_weights(best_);
+  if (have_best_) last_val = evaluate();
+  write_outputs(status, last_val, wall.seconds());
+  TrainResult r;
+  r.status = status;
+  r.model_path = (fs::path(args_.output_dir) / "model.bin").string();
+  r.validation_accuracy = last_val.accuracy;
+  return r;
+}
+
+void Trainer::write_outputs(const std::string& status, const Eval& val, double wall) {
+  RunFiles files;
+  files.dir = args_.output_dir;
+  files.status = status;
+  files.config_text = args_.config_text;
+  files.log = &log_;
+  files.epochs = log_.records().empty() ? 0 : log_.records().back().epoch;
+  files.iterations = log_.records().empty() ? 0 : log_.records().back().iteration;
+  files.validation_accuracy = val.accuracy;
+  files.validation_loss = val.loss;
+  files.total_learnables = net_->total_learnables();
+  files.memory_bytes = net_->memory_bytes();
+  files.wall_seconds = wall;
+  files.train_images_per_second = train_seconds_ > 0 ? static_cast<double>(images_trained_) / train_seconds_ : 0;
+  files.classes = net_->classes();
+  files.train_images = train_ds_.size();
+  files.validation_images = has_val_ ? val_ds_.size() : 0;
+  files.skipped_images = train_loader_->skipped_images() + (val_loader_ ? val_loader_->skipped_images() : 0);
+  files.device = device_.str();
+  files.seed = o_.seed;
+  if (status != "diverged") {
+    ModelData m = net_->to_model_data();
+    m.training_yaml = args_.config_text;
+    m.metadata_json = "{\"kind\":\"model\",\"status\":\"" + status + "\"}";
+    files.model = &m;
+    write_run_files(files);
+  } else {
+    write_run_files(files);
+  }
+}
+
+}  // namespace
+
+TrainResult train_network(const Config& config, const TrainArgs& args) {
+  Trainer t(config, args);
+  return t.run();
+}
+
+}  // namespace dlt

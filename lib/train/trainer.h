@@ -1,0 +1,32 @@
+// trainNetwork: trains a network from a Config and writes the run's outputs into a folder:
+// model.bin, summary.json, log.csv, config.yaml and progress.png. The training step reads
+// top to bottom in Trainer::step(); validation, checkpoints and logging run at their
+// frequencies. Checkpoints (CheckpointPath) can be resumed bit-identically.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "config/config.h"
+#include "tensor/device.h"
+
+namespace dlt {
+
+struct TrainArgs {
+  std::string output_dir = "runs/latest";
+  std::string resume;       // checkpoint file to continue from, or empty
+  std::string config_text;  // the resolved config (written as config.yaml and into the model)
+};
+
+struct TrainResult {
+  std::string status;  // completed | stopped-early | diverged
+  std::string model_path;
+  double validation_accuracy = 0;  // percent (NaN when there is no validation data)
+};
+
+TrainResult train_network(const Config& config, const TrainArgs& args);
+
+// The device an ExecutionEnvironment resolves to in this build (auto: a GPU when one is
+// usable, else the CPU). Throws ConfigError/DeviceError for what this build cannot do.
+Device resolve_device(const TrainingOptions& options);
+
+}  // namespace dlt

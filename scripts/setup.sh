@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages dltrain needs to build, test and benchmark, when missing.
+# Runs as root or through sudo. Safe to run again: installed packages are skipped.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config ccache git
+  libyaml-cpp-dev libcli11-dev libstb-dev libspdlog-dev catch2
+  libdnnl-dev libgloo-dev libturbojpeg0-dev
+)
+# The benchmarks also use PyTorch and PIL from Debian's Python (not needed to build or test).
+if [[ "${DLTRAIN_BENCH:-0}" == "1" ]]; then
+  packages+=(python3-torch python3-numpy python3-pil python3-yaml libtcmalloc-minimal4)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+if [[ $(id -u) -eq 0 ]]; then
+  sudo_cmd=()
+elif command -v sudo >/dev/null 2>&1; then
+  sudo_cmd=(sudo)
+else
+  echo "setup: missing packages (${missing[*]}) and not root; install them as root or install sudo" >&2
+  exit 1
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

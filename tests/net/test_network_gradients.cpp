@@ -1,0 +1,116 @@
+// Whole-network gradient checks: fused conv+relu, fused softmax+cross-entropy, DAG branches
+// whose gradients are summed, and shape inference errors.
+#include <catch2/catch.hpp>
+
+#include "net/network.h"
+#include "support/grad_check.h"
+#include "util/error.h"
+
+using namespace dlt;
+using namespace dlt::test;
+
+namespace {
+
+NetworkSpec spec_of(std::vector<LayerSpec> layers) {
+  NetworkSpec s;
+  s.layers = std::move(layers);
+  return s;
+}
+
+LayerSpec named(LayerSpec s, const std::string& name, std::vector<std::string> inputs = {}) {
+  s.name = name;
+  s.inputs = std::move(inputs);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("network gradients: conv-bn-relu-pool-fc with fusions", "[net][grad]") {
+  NetworkSpec s = spec_of({
+      named(layer_spec("imageInput", {"InputSize=[6,6,2]", "Normalization=none"}), "in"),
+      named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=3", "Padding=same"}), "conv1"),
+      named(layer_spec("relu", {}), "relu1"),
+      named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=4"}), "conv2"),
+      named(layer_spec("batchNormalization", {}), "bn2"),
+      named(layer_spec("relu", {}), "relu2"),
+      named(layer_spec("maxPooling2d", {"PoolSize=2", "Stride=2"}), "pool"),
+      named(layer_spec("fullyConnected", {"OutputSize=5"}), "fc1"),
+      named(layer_spec("relu", {}), "relu3"),
+      named(layer_spec("fullyConnected", {"OutputSize=3"}), "fc2"),
+      named(layer_spec("softmax", {}), "sm"),
+      named(layer_spec("classification", {}), "out"),
+  });
+  Network net(s, Device::cpu());
+  CHECK(net.fused(2));  // relu1 into conv1
+  CHECK(net.fused(5));  // relu2 into bn2
+  CHECK(net.fused(8));  // relu3 into fc1
+  GradCheckOptions o;
+  o.batch = 4;
+  o.samples = 12;
+  o.step = 1e-3;
+  auto r = check_network(s, o);
+  INFO("worst " << r.worst << " error " << r.max_error << " kinks " << r.skipped_kinks);
+  CHECK(r.checked > 60);
+  CHECK(r.failed == 0);
+}
+
+TEST_CASE("network gradients: residual DAG with a shared branch point", "[net][grad]") {
+  NetworkSpec s = spec_of({
+      named(layer_spec("imageInput", {"InputSize=[5,5,3]", "Normalization=none"}), "in"),
+      named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=4", "Padding=same"}), "stem"),
+      named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=4", "Padding=same"}), "a", {"stem"}),
+      named(layer_spec("leakyRelu", {"Scale=0.1"}), "act", {"a"}),
+      named(layer_spec("addition", {}), "add", {"act", "stem"}),
+      named(layer_spec("convolution2d", {"FilterSize=1", "NumFilters=2"}), "b", {"stem"}),
+      named(layer_spec("depthConcatenation", {}), "cat", {"add", "b"}),
+      named(layer_spec("globalAveragePooling2d", {}), "gap"),
+      named(layer_spec("fullyConnected", {"OutputSize=3"}), "fc"),
+      named(layer_spec("softmax", {}), "sm"),
+      named(layer_spec("classification", {}), "out"),
+  });
+  GradCheckOptions o;
+  o.batch = 3;
+  o.samples = 16;
+  o.step = 1e-3;
+  auto r = check_network(s, o);
+  INFO("worst " << r.worst << " error " << r.max_error);
+  CHECK(r.checked > 60);
+  CHECK(r.failed == 0);
+}
+
+TEST_CASE("shape errors name the layer and the numbers", "[net]") {
+  NetworkSpec s = spec_of({
+      named(layer_spec("imageInput", {"InputSize=[3,3,64]"}), "in"),
+      named(layer_spec("convolution2d", {"FilterSize=5", "NumFilters=8"}), "conv3"),
+      named(layer_spec("fullyConnected", {"OutputSize=2"}), "fc"),
+      named(layer_spec("softmax", {}), "sm"),
+      named(layer_spec("classification", {}), "out"),
+  });
+  CHECK_THROWS_WITH(Network(s, Device::cpu()),
+                    Catch::Contains("conv3: input is 3x3x64 but FilterSize is 5x5 with no padding"));
+  s.layers[1] = named(layer_spec("convolution2d", {"FilterSize=5", "NumFilter=8"}), "conv3");
+  CHECK_THROWS_WITH(Network(s, Device::cpu()), Catch::Contains("NumFilters is required"));
+  s.layers[1] = named(layer_spec("convolution2d", {"FilterSize=5", "NumFilters=8", "Padding=2", "Strid=2"}), "conv3");
+  CHECK_THROWS_WITH(Network(s, Device::cpu()), Catch::Contains("unknown option 'Strid' (did you mean 'Stride'?)"));
+  s.layers[1] = named(layer_spec("convolution2d", {"FilterSize=5", "NumFilters=8", "Padding=2"}), "conv3");
+  s.layers[3] = named(layer_spec("relu", {}), "sm");
+  CHECK_THROWS_WITH(Network(s, Device::cpu()), Catch::Contains("must follow a softmax layer"));
+}
+
+TEST_CASE("memory footprint follows seed 001's getMemoryFootprint", "[net]") {
+  NetworkSpec s = spec_of({
+      named(layer_spec("imageInput", {"InputSize=[32,32,3]", "Normalization=zerocenter"}), "in"),
+      named(layer_spec("convolution2d", {"FilterSize=5", "NumFilters=32", "Padding=2"}), "conv1"),
+      named(layer_spec("relu", {}), "relu1"),
+      named(layer_spec("maxPooling2d", {"PoolSize=3", "Stride=2"}), "pool1"),
+      named(layer_spec("fullyConnected", {"OutputSize=10"}), "fc"),
+      named(layer_spec("softmax", {}), "sm"),
+      named(layer_spec("classification", {}), "out"),
+  });
+  Network net(s, Device::cpu());
+  // conv: (5*5*3 + 1) * 32; fc: (15*15*32 + 1) * 10; mean image 32*32*3.
+  int64_t learnables = (5 * 5 * 3 + 1) * 32 + (15 * 15 * 32 + 1) * 10;
+  CHECK(net.total_learnables() == learnables);
+  CHECK(net.memory_bytes() == 4 * (learnables + 32 * 32 * 3));
+  CHECK(net.flops_per_image() == 2 * 32 * 5 * 5 * 3 * 32 * 32 + 2 * 15 * 15 * 32 * 10);
+}

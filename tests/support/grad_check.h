@@ -1,0 +1,43 @@
+// Numerical gradient checks: central differences, accumulated in double precision, against
+// a layer's (or a whole network's) analytical backward. A random subset of elements is
+// checked for big tensors; elements where the derivative changes between step sizes (a
+// ReLU or max-pool kink inside the step) are skipped and counted.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "net/spec.h"
+#include "tensor/shape.h"
+
+namespace dlt::test {
+
+struct GradCheckOptions {
+  int64_t batch = 2;
+  int samples = 24;         // elements checked per tensor
+  double step = 1e-2;       // finite-difference step
+  double rtol = 2e-2, atol = 2e-3;
+  bool training = true;
+  double input_scale = 1.0;  // inputs ~ U(-scale, scale)
+  double kink_guard = 0.0;   // inputs with |x| < guard are pushed away from 0
+  uint64_t seed = 1;
+};
+
+struct GradCheckReport {
+  int checked = 0, failed = 0, skipped_kinks = 0;
+  double max_error = 0;  // worst |analytic - numeric| / (atol + rtol * max(|a|, |n|))
+  std::string worst;     // which tensor and element
+};
+
+// Layer alone: loss = sum(y .* r) for a fixed random r. Checks every input and parameter.
+GradCheckReport check_layer(const LayerSpec& spec, const std::vector<Shape>& input_shapes,
+                            const GradCheckOptions& options);
+
+// Whole network with its cross-entropy loss on random labels: checks every parameter.
+GradCheckReport check_network(const NetworkSpec& spec, const GradCheckOptions& options);
+
+// A LayerSpec from "type" and "key=value" options (lists as "[1,2]").
+LayerSpec layer_spec(const std::string& type, const std::vector<std::string>& options,
+                     const std::string& name = "layer");
+
+}  // namespace dlt::test
