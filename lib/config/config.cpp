@@ -1,0 +1,109 @@
+// load_config / dump_config: file -> YAML tree -> --set overrides -> typed sections, and back.
+#include "config/config.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "config/sections.h"
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace dlt {
+
+namespace {
+
+const std::vector<std::string> kTopLevel = {"layers", "data", "training"};
+
+Config convert(YAML::Node root, const std::string& origin_name, const std::vector<std::string>& overrides) {
+  cfg::Origin origin(origin_name);
+  if (root.IsDefined() && !root.IsNull() && !root.IsMap())
+    throw ConfigError(origin.at(root) + "a config is a map with the sections layers, data and training, got '" +
+                      cfg::node_text(root) + "'");
+  cfg::apply_overrides(root, overrides, origin);
+  Config c;
+  c.path = origin_name;
+  YAML::Node layers, data, training;
+  if (root.IsMap()) {
+    for (const cfg::Entry& e : cfg::map_entries(root, origin, "the config")) {
+      if (e.key == "layers") layers = e.value;
+      else if (e.key == "data") data = e.value;
+      else if (e.key == "training") training = e.value;
+      else {
+        std::string hint = did_you_mean(e.key, kTopLevel);
+        throw ConfigError(origin.at(e.key_node) + "unknown section '" + e.key + "'" +
+                          (hint.empty() ? " (sections: layers, data, training)" : hint));
+      }
+    }
+  }
+  c.network = cfg::read_layers(layers, origin);
+  cfg::read_data(data, origin, c.data);
+  cfg::read_training(training, origin, c.training);
+  c.training.resolve_defaults();
+  return c;
+}
+
+}  // namespace
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    int err = errno;
+    throw ConfigError(path + ": cannot read the config file (" + std::strerror(err) + "; check the path)");
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return load_config_text(ss.str(), path, overrides);
+}
+
+Config load_config_text(const std::string& text, const std::string& origin,
+                        const std::vector<std::string>& overrides) {
+  return convert(cfg::parse_yaml(text, origin), origin, overrides);
+}
+
+std::string dump_config(const Config& c) {
+  YAML::Emitter e;
+  e << YAML::Comment("dltrain resolved config (every option written out); load it with dltrain train");
+  e << YAML::BeginMap;
+  e << YAML::Key << "layers" << YAML::Value;
+  cfg::write_layers(e, c.network);
+  e << YAML::Key << "data" << YAML::Value;
+  cfg::write_data(e, c.data);
+  e << YAML::Key << "training" << YAML::Value;
+  cfg::write_training(e, c.training);
+  e << YAML::EndMap;
+  return std::string(e.c_str()) + "\n";
+}
+
+std::string network_spec_to_yaml(const NetworkSpec& net) {
+  YAML::Emitter e;
+  e << YAML::BeginMap << YAML::Key << "layers" << YAML::Value;
+  cfg::write_layers(e, net);
+  e << YAML::EndMap;
+  return std::string(e.c_str()) + "\n";
+}
+
+NetworkSpec network_spec_from_yaml(const std::string& text, const std::string& origin_name) {
+  YAML::Node root = cfg::parse_yaml(text, origin_name);
+  cfg::Origin origin(origin_name);
+  YAML::Node layers;
+  if (root.IsMap()) {
+    for (const cfg::Entry& e : cfg::map_entries(root, origin, "the network"))
+      if (e.key == "layers") layers = e.value;
+      else throw ConfigError(origin.at(e.key_node) + "unexpected key '" + e.key + "' in a network spec (only layers:)");
+  } else if (root.IsSequence()) {
+    layers = root;  // a bare list of layers
+  }
+  return cfg::read_layers(layers, origin);
+}
+
+std::string training_options_to_yaml(const TrainingOptions& opts) {
+  YAML::Emitter e;
+  cfg::write_training(e, opts);
+  return std::string(e.c_str()) + "\n";
+}
+
+const std::vector<std::string>& config_layer_types() { return cfg::known_layer_types(); }
+
+}  // namespace dlt

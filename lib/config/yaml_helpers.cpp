@@ -1,0 +1,159 @@
+// Node origins, value text and strict scalar parsing for the config readers.
+#include "config/yaml_helpers.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <set>
+
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace dlt::cfg {
+
+void Origin::mark_override(const YAML::Node& node, const std::string& what) {
+  overrides_.emplace_back(node, what);
+  if (node.IsSequence()) {
+    for (const auto& child : node) mark_override(child, what);
+  } else if (node.IsMap()) {
+    for (const auto& kv : node) {
+      mark_override(kv.first, what);
+      mark_override(kv.second, what);
+    }
+  }
+}
+
+SourceLoc Origin::loc(const YAML::Node& node) const {
+  for (const auto& [n, what] : overrides_)
+    if (n.is(node)) return SourceLoc{what, 0};
+  YAML::Mark m = node.Mark();
+  if (m.is_null()) return SourceLoc{file_, 0};
+  return SourceLoc{file_, m.line + 1};  // yaml-cpp lines are 0-based
+}
+
+SourceLoc Origin::loc(const YAML::Node& key, const YAML::Node& value) const {
+  for (const auto& [n, what] : overrides_)
+    if (n.is(value)) return SourceLoc{what, 0};
+  SourceLoc k = loc(key);
+  return k.line > 0 ? k : loc(value);
+}
+
+std::vector<Entry> map_entries(const YAML::Node& node, const Origin& origin, const std::string& what) {
+  if (!node.IsMap())
+    throw ConfigError(origin.at(node) + what + " must be a map of key: value lines, got '" +
+                      node_text(node) + "'");
+  std::vector<Entry> out;
+  std::set<std::string> seen;
+  for (const auto& kv : node) {
+    if (!kv.first.IsScalar())
+      throw ConfigError(origin.at(kv.first) + "keys in " + what + " must be plain words, got '" +
+                        node_text(kv.first) + "'");
+    std::string key = kv.first.Scalar();
+    if (!seen.insert(key).second)
+      throw ConfigError(origin.at(kv.first) + "duplicate key '" + key + "' in " + what +
+                        " (give each key once)");
+    out.push_back(Entry{key, kv.first, kv.second});
+  }
+  return out;
+}
+
+std::string node_text(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "";
+  if (node.IsScalar()) return node.Scalar();
+  std::vector<std::string> parts;
+  if (node.IsSequence()) {
+    for (const auto& child : node) parts.push_back(node_text(child));
+    std::string out = "[";  // built step by step: GCC 12 warns falsely on "[" + string&&
+    out += join(parts, ", ");
+    out += "]";
+    return out;
+  }
+  for (const auto& kv : node) parts.push_back(node_text(kv.first) + ": " + node_text(kv.second));
+  std::string out = "{";
+  out += join(parts, ", ");
+  out += "}";
+  return out;
+}
+
+bool parse_bool(const std::string& text, bool* out) {
+  std::string t = to_lower(text);
+  if (t == "true" || t == "yes" || t == "on" || t == "1") {
+    *out = true;
+    return true;
+  }
+  if (t == "false" || t == "no" || t == "off" || t == "0") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+bool parse_double(const std::string& text, double* out) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return false;
+  char* end = nullptr;
+  errno = 0;
+  double d = std::strtod(text.c_str(), &end);
+  if (errno != 0 || *end != '\0' || !std::isfinite(d)) return false;
+  // strtod accepts hex floats and "nan"/"inf"; the first are fine, the last rejected above.
+  *out = d;
+  return true;
+}
+
+bool parse_int(const std::string& text, int64_t* out) {
+  int64_t v = 0;
+  const char* b = text.data();
+  const char* e = b + text.size();
+  if (!text.empty() && *b == '+') ++b;
+  auto r = std::from_chars(b, e, v);
+  if (r.ec == std::errc() && r.ptr == e && b != e) {
+    *out = v;
+    return true;
+  }
+  double d;  // 1e3, 100.0
+  if (!parse_double(text, &d) || d != std::floor(d) || std::fabs(d) > 9e15) return false;
+  *out = static_cast<int64_t>(d);
+  return true;
+}
+
+bool parse_uint(const std::string& text, uint64_t* out) {
+  uint64_t v = 0;
+  const char* b = text.data();
+  const char* e = b + text.size();
+  auto r = std::from_chars(b, e, v);
+  if (r.ec == std::errc() && r.ptr == e && b != e) {
+    *out = v;
+    return true;
+  }
+  int64_t i;
+  if (!parse_int(text, &i) || i < 0) return false;
+  *out = static_cast<uint64_t>(i);
+  return true;
+}
+
+bool is_inf_text(const std::string& text) {
+  std::string t = to_lower(text);
+  return t == "inf" || t == ".inf" || t == "+inf" || t == "+.inf";
+}
+
+std::string format_double(double d) {
+  if (std::isinf(d)) return d > 0 ? "Inf" : "-Inf";
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof(buf), d);
+  std::string s(buf, r.ptr);
+  // Keep integral values readable as numbers ("2", not "2e+00"); to_chars already does.
+  return s;
+}
+
+YAML::Node parse_yaml(const std::string& text, const std::string& origin) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    std::string where = origin;
+    if (!e.mark.is_null()) where += ":" + std::to_string(e.mark.line + 1);
+    throw ConfigError(where + ": YAML syntax error: " + e.msg +
+                      " (check indentation, colons, quotes and brackets)");
+  }
+}
+
+}  // namespace dlt::cfg

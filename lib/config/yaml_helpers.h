@@ -1,0 +1,60 @@
+// Internal to lib/config (and the model file): where a YAML node came from (file:line, or the
+// --set override that produced it), value text for messages, and strict scalar parsing.
+// Not for use outside lib/config and lib/net/model_file.cpp: it exposes yaml-cpp.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "net/spec.h"
+
+namespace dlt::cfg {
+
+// Maps nodes to source locations. Nodes from the file report "file:line"; nodes a --set
+// override produced report the override text ("--set training.MaxEpochs=abc").
+class Origin {
+ public:
+  explicit Origin(std::string file) : file_(std::move(file)) {}
+  const std::string& file() const { return file_; }
+  // Registers node and everything under it as coming from the override `what`.
+  void mark_override(const YAML::Node& node, const std::string& what);
+  SourceLoc loc(const YAML::Node& node) const;
+  // Location of a map entry: the override that set the value, else the key's line (the
+  // line a reader looks for, also for empty values and block lists under the key).
+  SourceLoc loc(const YAML::Node& key, const YAML::Node& value) const;
+  std::string at(const YAML::Node& node) const { return loc(node).prefix(); }
+
+ private:
+  std::string file_;
+  std::vector<std::pair<YAML::Node, std::string>> overrides_;
+};
+
+// One key/value pair of a map, in file order.
+struct Entry {
+  std::string key;
+  YAML::Node key_node;
+  YAML::Node value;
+};
+// The entries of a map node. Throws ConfigError (with file:line) when node is not a map,
+// a key is not a plain scalar, or a key repeats. `what` names the map in messages.
+std::vector<Entry> map_entries(const YAML::Node& node, const Origin& origin, const std::string& what);
+
+// The value as it would be written in flow style: "abc", "[1, 2]", "{a: 1}", "" for null.
+std::string node_text(const YAML::Node& node);
+
+// Strict scalar parsing (whole string, finite values).
+bool parse_bool(const std::string& text, bool* out);
+bool parse_int(const std::string& text, int64_t* out);
+bool parse_uint(const std::string& text, uint64_t* out);
+bool parse_double(const std::string& text, double* out);
+bool is_inf_text(const std::string& text);  // Inf, inf, .inf, +Inf
+// Shortest text that parses back to exactly d ("0.001", "1e-08").
+std::string format_double(double d);
+
+// Parses YAML text; syntax errors become ConfigError "origin:line: YAML syntax error: ...".
+YAML::Node parse_yaml(const std::string& text, const std::string& origin);
+
+}  // namespace dlt::cfg
