@@ -3,19 +3,14 @@
 #include <map>
 
 #include "config/sections.h"
+#include "layers/layer.h"
 #include "util/error.h"
 #include "util/strings.h"
 
 namespace dlt::cfg {
 
 const std::vector<std::string>& known_layer_types() {
-  // Mirrors the layer registry (layers/registry.cpp); kept here so lib/config does not depend
-  // on the layer implementations.
-  static const std::vector<std::string> types = {
-      "imageInput",      "convolution2d",          "batchNormalization", "relu",
-      "leakyRelu",       "elu",                    "maxPooling2d",       "averagePooling2d",
-      "globalAveragePooling2d", "crossChannelNormalization", "dropout", "fullyConnected",
-      "softmax",         "classification",         "addition",           "depthConcatenation"};
+  static const std::vector<std::string> types = layer_types();  // the registry's one list
   return types;
 }
 
