@@ -108,6 +108,10 @@ BatchLoader::BatchLoader(const ImageDatastore& datastore, LoaderOptions options)
   const int64_t n = ds_.size();
   batch_ = opt_.drop_last ? std::min(opt_.batch_size, std::max<int64_t>(n, 1)) : opt_.batch_size;
   num_batches_ = opt_.drop_last ? n / batch_ : (n + batch_ - 1) / batch_;
+  full_share_ = shares(batch_, opt_.world_size, opt_.worker_load);
+  const int64_t last = n - (num_batches_ - 1) * batch_;
+  last_share_ = shares(num_batches_ > 0 ? std::min(last, batch_) : 0, opt_.world_size,
+                       opt_.worker_load);
   bad_.reset(new std::atomic<uint8_t>[std::max<int64_t>(n, 1)]);
   for (int64_t i = 0; i < n; ++i) bad_[i].store(0, std::memory_order_relaxed);
   pool_ = std::make_unique<ThreadPool>(opt_.threads);
@@ -230,17 +234,16 @@ void BatchLoader::process(int64_t item, int worker, float* dst) {
 void BatchLoader::fill(int64_t g, Batch& out) {
   const int64_t n = ds_.size();
   const int64_t begin = g * batch_, end = std::min(n, begin + batch_);
-  const auto share = shares(end - begin, opt_.world_size, opt_.worker_load);
+  const auto& share = end - begin == batch_ ? full_share_ : last_share_;
   int64_t lo = begin;
   for (int r = 0; r < opt_.rank; ++r) lo += share[r];
   const int64_t count = share[opt_.rank];
   const Shape& in = opt_.input;
   const int64_t per_image = in.numel();
-  const int64_t cap = std::max<int64_t>(count, 1);
-  if (!out.images.defined() || out.images.numel() < cap * per_image)  // first use only
-    out.images = Tensor(batch_shape(std::max(cap, batch_), in));
-  if (!out.labels.defined() || out.labels.numel() < cap)
-    out.labels = Tensor(Shape{std::max(cap, batch_)}, Device::cpu(), DType::kI32);
+  if (!out.images.defined() || out.images.numel() < batch_ * per_image)  // first use only
+    out.images = Tensor(batch_shape(batch_, in));
+  if (!out.labels.defined() || out.labels.numel() < batch_)
+    out.labels = Tensor(Shape{batch_}, Device::cpu(), DType::kI32);
   out.images.resize(batch_shape(count, in));
   out.labels.resize(Shape{count});
   out.items.reserve(size_t(batch_));
@@ -249,17 +252,24 @@ void BatchLoader::fill(int64_t g, Batch& out) {
   out.global_size = end - begin;
 
   float* images = out.images.data();
-  const bool skip = opt_.on_bad_image == "skip";
-  pool_->parallel_for(count, [&](int64_t k, int worker) {
-    const int64_t item = out.items[k];
-    if (bad_[item].load(std::memory_order_relaxed)) return;
+  struct Work {
+    BatchLoader* self;
+    const int64_t* items;
+    float* images;
+    int64_t per_image;
+    bool skip;
+  } work{this, out.items.data(), images, per_image, opt_.on_bad_image == "skip"};
+  // One captured pointer: fits std::function's inline buffer, so no allocation per batch.
+  pool_->parallel_for(count, [w = &work](int64_t k, int worker) {
+    const int64_t item = w->items[k];
+    if (w->self->bad_[item].load(std::memory_order_relaxed)) return;
     try {
-      process(item, worker, images + k * per_image);
+      w->self->process(item, worker, w->images + k * w->per_image);
     } catch (const DataError& e) {
-      if (!skip) throw;
+      if (!w->skip) throw;
       uint8_t expected = 0;
-      if (bad_[item].compare_exchange_strong(expected, 1)) {
-        skipped_.fetch_add(1);
+      if (w->self->bad_[item].compare_exchange_strong(expected, 1)) {
+        w->self->skipped_.fetch_add(1);
         log::warn("skipping bad image: {}", e.what());
       }
     }

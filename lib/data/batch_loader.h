@@ -95,6 +95,7 @@ class BatchLoader {
   const ImageDatastore& ds_;
   LoaderOptions opt_;
   int64_t num_batches_ = 0, batch_ = 0;
+  std::vector<int64_t> full_share_, last_share_;  // (world_size) images per rank
   int64_t epoch_ = -1;
   std::vector<int64_t> order_, once_order_;
   std::unique_ptr<ThreadPool> pool_;
