@@ -1,0 +1,293 @@
+// write_progress_png: lays out two panels (accuracy, loss) that share the iteration axis, each
+// with a legend and the last values in the right-hand column. Drawing primitives: canvas.h.
+#include "train/plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+namespace dlt {
+namespace {
+
+const Rgb kWhite{255, 255, 255}, kBlack{0, 0, 0}, kText{30, 30, 30};
+const Rgb kEpochColour{170, 170, 195};
+constexpr double kScale = 2.0;  // stb_easy_font units -> pixels
+constexpr double kPlotLeft = 110, kPlotRight = 760, kLegendLeft = 780;
+constexpr double kValDash = 6, kMarkerRadius = 4;
+
+struct XY {
+  std::vector<double> x, y;
+};
+
+// Pairs (x[i], y[i]) where both are finite, in input order.
+XY finite_pairs(const std::vector<double>& x, const std::vector<double>& y) {
+  XY out;
+  const size_t n = std::min(x.size(), y.size());
+  for (size_t i = 0; i < n; ++i)
+    if (std::isfinite(x[i]) && std::isfinite(y[i])) {
+      out.x.push_back(x[i]);
+      out.y.push_back(y[i]);
+    }
+  return out;
+}
+
+XY to_pixels(const Axes& ax, const XY& d) {
+  XY p;
+  for (size_t i = 0; i < d.x.size(); ++i) {
+    p.x.push_back(ax.px(d.x[i]));
+    p.y.push_back(ax.py(d.y[i]));
+  }
+  return p;
+}
+
+std::string fit_text(std::string s, double max_width) {
+  if (Canvas::text_width(s, kScale) <= max_width) return s;
+  while (!s.empty() && Canvas::text_width(s + "...", kScale) > max_width) s.pop_back();
+  return s + "...";
+}
+
+struct Panel {
+  std::string ylabel, unit;  // unit: "%" for accuracy, "" for loss
+  Rgb colour;
+  XY raw, val;
+  double ymin, ymax;
+};
+
+enum class Sample { kThick, kThin, kDashedMarker, kEpoch };
+
+void legend_entry(Canvas& c, double x, double y, Sample kind, Rgb colour,
+                  const std::string& label) {
+  const double mid = y + Canvas::text_height(kScale) / 2;
+  switch (kind) {
+    case Sample::kThick:
+      c.line(x, mid, x + 32, mid, colour, 2.5);
+      break;
+    case Sample::kThin:
+      c.line(x, mid, x + 32, mid, colour, 1.0);
+      break;
+    case Sample::kDashedMarker:
+      c.line(x, mid, x + 32, mid, colour, 1.5, kValDash);
+      c.disc(x + 16, mid, kMarkerRadius, colour);
+      break;
+    case Sample::kEpoch:
+      c.fill_rect({x + 15, y - 3, x + 16, y + Canvas::text_height(kScale) + 3}, colour);
+      break;
+  }
+  c.text(x + 42, y, label, kText, kScale);
+}
+
+std::string format_value(double v, const std::string& unit) {
+  char buf[48];
+  if (unit == "%")
+    std::snprintf(buf, sizeof buf, "%.2f%%", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+void draw_panel(Canvas& c, const Axes& ax, const Panel& p, const std::vector<double>& epochs,
+                bool x_title) {
+  AxesStyle style;
+  style.ylabel = p.ylabel;
+  style.xlabel = x_title ? "Iteration" : "";
+  style.text_scale = kScale;
+  draw_axes(c, ax, style);
+
+  c.set_clip(ax.area);
+  for (double e : epochs)
+    c.fill_rect({std::round(ax.px(e)), ax.area.y0, std::round(ax.px(e)) + 1, ax.area.y1},
+                kEpochColour);
+  const XY raw = to_pixels(ax, p.raw);
+  // Smooth what the axis can show, so that one exploding value lifts the curve to the top of
+  // the panel for a while instead of pushing it off the chart for the rest of the run.
+  std::vector<double> shown = p.raw.y;
+  for (double& v : shown) v = std::clamp(v, ax.ymin, ax.ymax);
+  // MATLAB-like 0.6 for sparse runs; for dense ones an average over about three pixels.
+  const double per_pixel = static_cast<double>(shown.size()) / (ax.area.x1 - ax.area.x0);
+  const double factor = std::max(kSmoothingFactor, 1 - 1 / (3 * per_pixel + 1e-12));
+  const XY smooth = to_pixels(ax, {p.raw.x, smooth_ema(shown, factor)});
+  c.polyline(raw.x, raw.y, mix(p.colour, kWhite, 0.6), 1.25);
+  c.polyline(smooth.x, smooth.y, p.colour, 2.0);
+  if (raw.x.size() == 1) c.disc(raw.x[0], raw.y[0], 3, p.colour);
+  const XY val = to_pixels(ax, p.val);
+  c.polyline(val.x, val.y, kBlack, 1.5, kValDash);
+  c.set_clip({ax.area.x0 - kMarkerRadius - 1, ax.area.y0 - kMarkerRadius - 1,
+              ax.area.x1 + kMarkerRadius + 1, ax.area.y1 + kMarkerRadius + 1});
+  for (size_t i = 0; i < val.x.size(); ++i)
+    if (p.val.y[i] >= ax.ymin && p.val.y[i] <= ax.ymax)
+      c.disc(val.x[i], val.y[i], kMarkerRadius, kBlack);
+  c.reset_clip();
+
+  if (p.raw.x.empty() && p.val.x.empty()) {
+    const std::string msg = "No data";
+    c.text(std::round((ax.area.x0 + ax.area.x1 - Canvas::text_width(msg, kScale)) / 2),
+           std::round((ax.area.y0 + ax.area.y1) / 2 - 7), msg, kText, kScale);
+  }
+
+  // Legend and last values in the right-hand column, one row every 26 pixels.
+  double y = ax.area.y0 + 4;
+  auto entry = [&](Sample kind, Rgb colour, const std::string& label) {
+    legend_entry(c, kLegendLeft, y, kind, colour, label);
+    y += 26;
+  };
+  auto value = [&](const std::string& label, double v) {
+    c.text(kLegendLeft, y, label + format_value(v, p.unit), kText, kScale);
+    y += 26;
+  };
+  if (!p.raw.x.empty()) {
+    entry(Sample::kThick, p.colour, "Smoothed");
+    entry(Sample::kThin, mix(p.colour, kWhite, 0.6), "Mini-batch");
+  }
+  if (!p.val.x.empty()) entry(Sample::kDashedMarker, kBlack, "Validation");
+  if (!epochs.empty()) entry(Sample::kEpoch, kEpochColour, "Epoch start");
+  y += 12;
+  if (!p.raw.y.empty()) value("Last: ", p.raw.y.back());
+  if (!p.val.y.empty()) value("Val:  ", p.val.y.back());
+}
+
+// Every stride-th epoch start gets a line and every label_stride-th epoch a centred label, with
+// strides from 1, 2, 5, 10, 20, 50... chosen so that lines and labels do not crowd.
+struct EpochMarks {
+  std::vector<double> lines;                           // iterations
+  std::vector<std::pair<double, std::string>> labels;  // pixel x centre, text
+};
+
+int64_t crowd_stride(double need, double have) {
+  for (int64_t mag = 1;; mag *= 10)
+    for (int64_t m : {1, 2, 5})
+      if (m * mag * have >= need || mag > 1000000000) return m * mag;
+}
+
+EpochMarks epoch_marks(const Axes& ax, const std::vector<double>& starts, double first_iteration) {
+  EpochMarks marks;
+  struct Band {
+    size_t epoch;  // 0-based
+    double x0, x1;
+  };
+  std::vector<Band> bands;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    const double b0 = std::max(starts[k], ax.xmin);
+    const double b1 = std::min(k + 1 < starts.size() ? starts[k + 1] : ax.xmax, ax.xmax);
+    if (b1 > b0) bands.push_back({k, ax.px(b0), ax.px(b1)});
+  }
+  if (bands.empty()) return marks;
+  // Narrowest whole band: the first and last may be cut by the axis ends.
+  double narrowest = INFINITY;
+  for (size_t i = 0; i < bands.size(); ++i)
+    if (bands.size() <= 2 || (i > 0 && i + 1 < bands.size()))
+      narrowest = std::min(narrowest, bands[i].x1 - bands[i].x0);
+  const int64_t line_stride = crowd_stride(6, narrowest);
+  for (const Band& b : bands) {
+    const double start = starts[b.epoch];
+    if (start > first_iteration && start <= ax.xmax && b.epoch % line_stride == 0)
+      marks.lines.push_back(start);
+  }
+  bool words = true;
+  for (const Band& b : bands)
+    words = words &&
+            Canvas::text_width("Epoch " + std::to_string(b.epoch + 1), kScale) + 8 <= b.x1 - b.x0;
+  const double widest = Canvas::text_width(std::to_string(bands.back().epoch + 1), kScale);
+  const int64_t label_stride = words ? 1 : crowd_stride(widest + 8, narrowest);
+  for (const Band& b : bands) {
+    const size_t number = b.epoch + 1;
+    if (number % label_stride != 0 && label_stride > 1) continue;
+    const std::string text = (words ? "Epoch " : "") + std::to_string(number);
+    if (label_stride == 1 && Canvas::text_width(text, kScale) + 8 > b.x1 - b.x0) continue;
+    marks.labels.push_back({(b.x0 + b.x1) / 2, text});
+  }
+  return marks;
+}
+
+void draw_epoch_labels(Canvas& c, const EpochMarks& marks, double y) {
+  for (const auto& [centre, text] : marks.labels)
+    c.text(std::round(centre - Canvas::text_width(text, kScale) / 2), y, text, kEpochColour,
+           kScale);
+}
+
+}  // namespace
+
+std::vector<double> smooth_ema(const std::vector<double>& values, double factor) {
+  std::vector<double> out(values.size(), NAN);
+  double avg = 0, weight = 1;  // weight: factor^(number of finite values seen)
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) continue;
+    avg = factor * avg + (1 - factor) * values[i];
+    weight *= factor;
+    out[i] = avg / (1 - weight);
+  }
+  return out;
+}
+
+double robust_max(std::vector<double> values) {
+  values.erase(
+      std::remove_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); }),
+      values.end());
+  if (values.empty()) return 1;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  const double q99 = values[static_cast<size_t>(0.99 * (n - 1))], median = values[(n - 1) / 2];
+  const double cap = std::max(10 * q99, 20 * median);
+  if (!(cap > 0)) return values.back();
+  auto it = std::upper_bound(values.begin(), values.end(), cap);
+  return it == values.begin() ? values.back() : *(it - 1);
+}
+
+void write_progress_png(const std::string& path, const ProgressSeries& s) {
+  Canvas c(kProgressWidth, kProgressHeight, kWhite);
+  Panel acc{"Accuracy (%)",
+            "%",
+            kAccuracyColour,
+            finite_pairs(s.iteration, s.minibatch_accuracy),
+            finite_pairs(s.val_iteration, s.val_accuracy),
+            0,
+            100};
+  Panel loss{"Loss",
+             "",
+             kLossColour,
+             finite_pairs(s.iteration, s.minibatch_loss),
+             finite_pairs(s.val_iteration, s.val_loss),
+             0,
+             1};
+
+  // Shared iteration axis: from 0 (or the first iteration when training resumed) to the last.
+  double xlo = INFINITY, xhi = -INFINITY;
+  for (const XY* d : {&acc.raw, &acc.val, &loss.raw, &loss.val})
+    for (double x : d->x) xlo = std::min(xlo, x), xhi = std::max(xhi, x);
+  if (!std::isfinite(xlo)) xlo = 0, xhi = 1;
+  const double first_iteration = xlo;
+  if (xlo >= 0 && xlo <= 1) xlo = 0;
+  xhi = std::max(xhi, xlo + 5);  // at least 5 iterations wide, so that ticks are integers
+  const double xstep = nice_step(xlo, xhi, AxesStyle{}.max_xticks);
+  xlo = std::floor(xlo / xstep) * xstep;
+
+  std::vector<double> all_loss = loss.raw.y;
+  all_loss.insert(all_loss.end(), loss.val.y.begin(), loss.val.y.end());
+  double lo = 0;
+  for (double v : all_loss) lo = std::min(lo, v);
+  double hi = robust_max(all_loss);
+  if (!(hi > lo)) hi = lo + 1;
+  const double step = nice_step(lo, hi, 6);
+  loss.ymin = std::floor(lo / step) * step;
+  loss.ymax = std::ceil(hi / step - 1e-9) * step;
+
+  std::vector<double> epoch_starts(s.epoch_start_iterations.begin(),
+                                   s.epoch_start_iterations.end());
+  std::sort(epoch_starts.begin(), epoch_starts.end());
+
+  const std::string title =
+      fit_text(s.title.empty() ? "Training progress" : s.title, kProgressWidth - 20);
+  c.text(std::round((kProgressWidth - Canvas::text_width(title, kScale)) / 2), 12, title, kText,
+         kScale);
+
+  const Axes top{{kPlotLeft, 64, kPlotRight, 310}, xlo, xhi, acc.ymin, acc.ymax};
+  const Axes bottom{{kPlotLeft, 372, kPlotRight, 618}, xlo, xhi, loss.ymin, loss.ymax};
+  const EpochMarks marks = epoch_marks(top, epoch_starts, first_iteration);
+  draw_epoch_labels(c, marks, 42);
+  draw_panel(c, top, acc, marks.lines, false);
+  draw_panel(c, bottom, loss, marks.lines, true);
+  c.write_png(path);
+}
+
+}  // namespace dlt
