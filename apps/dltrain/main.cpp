@@ -16,14 +16,19 @@ int main(int argc, char** argv) {
   dlt::app::register_commands(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    std::fprintf(stderr, "dltrain: error: %s (see dltrain --help)\n", e.what());
+    return 2;
   }
   dlt::log::init(0, 1, false);
   try {
     return dlt::app::run_selected(app);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
   } catch (const dlt::ConfigError& e) {
     std::fprintf(stderr, "dltrain: error: %s\n", e.what());
     return 2;

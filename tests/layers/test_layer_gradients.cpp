@@ -79,3 +79,16 @@ TEST_CASE("gradients: dropout, softmax, addition, depthConcatenation", "[layers]
   cat.inputs = {"a", "b"};
   expect_ok(check_layer(cat, {Shape{3, 3, 2}, Shape{3, 3, 5}}, o));
 }
+
+TEST_CASE("gradients: layers at training sizes (blocked oneDNN kernels)", "[layers][grad]") {
+  GradCheckOptions o;
+  o.batch = 8;
+  o.samples = 16;
+  o.step = 5e-3;
+  o.rtol = 3e-2;
+  o.atol = 1e-2;
+  expect_ok(check_layer(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=32", "Padding=same"}), {Shape{16, 16, 16}}, o));
+  expect_ok(check_layer(layer_spec("convolution2d", {"FilterSize=5", "NumFilters=32", "Padding=2"}), {Shape{32, 32, 3}}, o));
+  expect_ok(check_layer(layer_spec("batchNormalization", {}), {Shape{16, 16, 32}}, o));
+  expect_ok(check_layer(layer_spec("fullyConnected", {"OutputSize=64"}), {Shape{3, 3, 64}}, o));
+}

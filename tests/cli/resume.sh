@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# kill -9 mid-run, then --resume from the last checkpoint: the final weights equal those of
+# an uninterrupted run with the same Seed, bit for bit.
+source "$(dirname "$0")/common.sh" "$@"
+make_shapes "$TMP/data" 100
+common=(--quiet --threads 2 --set data.train="$TMP/data/train" --set data.validation="$TMP/data/test"
+        --set training.MaxEpochs=4 --set training.Seed=11 --set training.ValidationFrequency=1000
+        --set training.CheckpointFrequency=3 --set training.CheckpointFrequencyUnit=iteration)
+# Both runs use the same CheckpointPath so that their resolved configs (stored in the
+# model) are the same.
+"$DLTRAIN" train "$SRC/configs/shapes.yaml" "${common[@]}" --output-dir "$TMP/full" \
+  --set training.CheckpointPath="$TMP/ck" > /dev/null
+rm -rf "$TMP/ck"
+
+"$DLTRAIN" train "$SRC/configs/shapes.yaml" "${common[@]}" --output-dir "$TMP/cut" \
+  --set training.CheckpointPath="$TMP/ck" > /dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  [[ -f "$TMP/ck/checkpoint-iteration-9.bin" ]] && break
+  sleep 0.05
+done
+kill -9 $pid 2>/dev/null || fail "the run ended before it could be killed"
+wait $pid 2>/dev/null || true
+[[ -f "$TMP/ck/latest.bin" ]] || fail "no checkpoint survived kill -9"
+[[ -f "$TMP/cut/model.bin" ]] && fail "the killed run left a model.bin"
+ls "$TMP/ck"
+"$DLTRAIN" train "$SRC/configs/shapes.yaml" "${common[@]}" --output-dir "$TMP/cut" \
+  --set training.CheckpointPath="$TMP/ck" --resume "$TMP/ck/latest.bin" > /dev/null
+cmp "$TMP/full/model.bin" "$TMP/cut/model.bin" || fail "resumed weights differ from the uninterrupted run"
+[[ $(wc -l < "$TMP/full/log.csv") -eq $(wc -l < "$TMP/cut/log.csv") ]] || fail "resumed log.csv has a different length"
+echo "resume: ok (identical model.bin)"

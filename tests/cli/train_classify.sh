@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# End to end: generate data, train configs/shapes.yaml to >= 95% validation accuracy, check
+# every output file's format, --set overrides, and classify (labels, accuracy, confusion).
+source "$(dirname "$0")/common.sh" "$@"
+make_shapes "$TMP/data" 200
+run="$TMP/run"
+"$DLTRAIN" train "$SRC/configs/shapes.yaml" --quiet --output-dir "$run" \
+  --set data.train="$TMP/data/train" --set data.validation="$TMP/data/test" --set training.Seed=5 \
+  > "$TMP/train.out"
+
+for f in model.bin summary.json log.csv config.yaml progress.png; do
+  [[ -s "$run/$f" ]] || fail "missing $run/$f"
+done
+ls "$run" | grep -q 'tmp' && fail "temporary files left in $run: $(ls "$run")"
+acc=$(json_number "$run/summary.json" validation_accuracy)
+echo "validation accuracy: $acc%"
+at_least "$acc" 95 || fail "validation accuracy $acc% < 95%"
+for key in status epochs iterations minibatch_accuracy minibatch_loss validation_loss total_learnables \
+           memory_bytes wall_seconds train_images_per_second; do
+  grep -q "\"$key\":" "$run/summary.json" || fail "summary.json lacks $key"
+done
+grep -q '"status":"completed"' "$run/summary.json" || fail "status is not completed"
+head -1 "$run/log.csv" | grep -q '^epoch,iteration,time_elapsed_seconds,minibatch_accuracy,validation_accuracy,minibatch_loss,validation_loss,base_learning_rate$' \
+  || fail "log.csv header: $(head -1 "$run/log.csv")"
+iters=$(json_number "$run/summary.json" iterations)
+[[ $(($(wc -l < "$run/log.csv") - 1)) -eq $iters ]] || fail "log.csv rows != iterations ($iters)"
+[[ "$(head -c 8 "$run/progress.png" | od -An -tx1 | tr -d ' \n')" == "89504e470d0a1a0a" ]] || fail "progress.png is not a PNG"
+[[ "$(head -c 8 "$run/model.bin")" == "DLTMODEL" ]] || fail "model.bin magic"
+grep -q "Seed: 5" "$run/config.yaml" || fail "config.yaml does not record the --set override"
+
+# --set reaches layer options: 20 filters in conv1 changes the learnable count.
+"$DLTRAIN" info "$SRC/configs/shapes.yaml" --json --set layers.conv1.NumFilters=20 > "$TMP/info.json"
+base=$("$DLTRAIN" info "$SRC/configs/shapes.yaml" --json | grep -o '"total_learnables":[0-9]*' | cut -d: -f2)
+over=$(grep -o '"total_learnables":[0-9]*' "$TMP/info.json" | cut -d: -f2)
+[[ $over -gt $base ]] || fail "--set layers.conv1.NumFilters=20 did not change learnables ($base -> $over)"
+
+# classify: CSV, accuracy report, JSON with confusion matrix.
+"$DLTRAIN" classify "$run/model.bin" "$TMP/data/test" --output "$TMP/preds.csv" --top 2 > "$TMP/report.txt"
+n=$(find "$TMP/data/test" -name '*.png' | wc -l)
+[[ $(($(wc -l < "$TMP/preds.csv") - 1)) -eq $n ]] || fail "preds.csv rows != $n images"
+head -1 "$TMP/preds.csv" | grep -q '^path,label,score,true_label,label2,score2$' || fail "preds.csv header: $(head -1 "$TMP/preds.csv")"
+grep -q 'Accuracy:' "$TMP/report.txt" || fail "no accuracy in the classify report"
+grep -q 'Confusion matrix' "$TMP/report.txt" || fail "no confusion matrix"
+cacc=$(grep 'Accuracy:' "$TMP/report.txt" | grep -o '[0-9.]*%' | tr -d '%')
+awk -v a="$cacc" -v b="$acc" 'BEGIN { exit !((a - b) < 0.01 && (b - a) < 0.01) }' \
+  || fail "classify accuracy $cacc% differs from the run's validation accuracy $acc%"
+"$DLTRAIN" classify "$run/model.bin" "$TMP/data/test" --json > "$TMP/preds.json"
+grep -q '"confusion":\[\[' "$TMP/preds.json" || fail "JSON lacks the confusion matrix"
+grep -q '"per_class":\[{"class":' "$TMP/preds.json" || fail "JSON lacks per_class"
+# A single image file, no labels: one prediction row, no accuracy.
+one=$(find "$TMP/data/test" -name '*.png' | head -1)
+cp "$one" "$TMP/single.png"
+"$DLTRAIN" classify "$run/model.bin" "$TMP/single.png" > "$TMP/single.txt"
+[[ $(wc -l < "$TMP/single.txt") -eq 2 ]] || fail "single-image output: $(cat "$TMP/single.txt")"
+echo "train_classify: ok"
