@@ -23,6 +23,10 @@ std::vector<std::string> normalized_extensions(const std::vector<std::string>& g
   for (const auto& e : given.empty() ? supported_image_extensions() : given) {
     std::string x = to_lower(e);
     if (!x.empty() && x[0] != '.') x = "." + x;
+    const auto& ok = supported_image_extensions();
+    if (std::find(ok.begin(), ok.end(), x) == ok.end())
+      throw ConfigError("FileExtensions: '" + e + "' is not a format dltrain reads (use " +
+                        join(ok, " ") + ")");
     exts.push_back(x);
   }
   return exts;

@@ -67,6 +67,27 @@ inline uint8_t to_u8(float v) {
 
 }  // namespace
 
+namespace {
+
+// Horizontal pass for C channels: (in.height, in.width, C) u8 -> (in.height, width, C) float.
+template <int C>
+void resize_rows(const Image& in, int width, const Contrib& cx, float* tmp) {
+  for (int y = 0; y < in.height; ++y) {
+    const uint8_t* row = in.at(y, 0);
+    float* dst = tmp + size_t(y) * width * C;
+    for (int x = 0; x < width; ++x) {
+      const float* w = &cx.weights[size_t(x) * cx.max_count];
+      const uint8_t* src = row + size_t(cx.first[x]) * C;
+      float acc[C] = {};
+      for (int t = 0; t < cx.count[x]; ++t)
+        for (int k = 0; k < C; ++k) acc[k] += w[t] * float(src[t * C + k]);
+      for (int k = 0; k < C; ++k) dst[x * C + k] = acc[k];
+    }
+  }
+}
+
+}  // namespace
+
 void resize_bilinear(const Image& in, int height, int width, Image& out) {
   const int c = in.channels;
   if (in.height == height && in.width == width) {
@@ -74,39 +95,37 @@ void resize_bilinear(const Image& in, int height, int width, Image& out) {
     return;
   }
   thread_local Contrib cx, cy;
-  thread_local std::vector<float> tmp;
+  thread_local std::vector<float> tmp, acc;
   contributions(in.width, width, cx);
   contributions(in.height, height, cy);
-  tmp.assign(size_t(in.height) * width * c, 0.f);
-  for (int y = 0; y < in.height; ++y) {  // horizontal pass: (in.height, width, c)
-    const uint8_t* row = in.at(y, 0);
-    float* dst = &tmp[size_t(y) * width * c];
-    for (int x = 0; x < width; ++x) {
-      const float* w = &cx.weights[size_t(x) * cx.max_count];
-      const uint8_t* src = row + size_t(cx.first[x]) * c;
-      for (int k = 0; k < c; ++k) {
-        float acc = 0;
-        for (int t = 0; t < cx.count[x]; ++t) acc += w[t] * src[t * c + k];
-        dst[x * c + k] = acc;
-      }
-    }
+  tmp.resize(size_t(in.height) * width * c);
+  if (c == 3) {
+    resize_rows<3>(in, width, cx, tmp.data());
+  } else if (c == 1) {
+    resize_rows<1>(in, width, cx, tmp.data());
+  } else {
+    DLT_CHECK(c == 4 || c == 2, "resize of " << c << " channels");
+    if (c == 4) resize_rows<4>(in, width, cx, tmp.data());
+    else resize_rows<2>(in, width, cx, tmp.data());
   }
   out.height = height;
   out.width = width;
   out.channels = c;
   out.pixels.resize(size_t(height) * width * c);
   const size_t row_len = size_t(width) * c;
-  thread_local std::vector<float> acc;
   acc.resize(row_len);
   for (int y = 0; y < height; ++y) {  // vertical pass
-    std::fill(acc.begin(), acc.end(), 0.f);
     const float* w = &cy.weights[size_t(y) * cy.max_count];
-    for (int t = 0; t < cy.count[y]; ++t) {
+    float* a = acc.data();
+    const float* src0 = &tmp[size_t(cy.first[y]) * row_len];
+    for (size_t i = 0; i < row_len; ++i) a[i] = w[0] * src0[i];
+    for (int t = 1; t < cy.count[y]; ++t) {
       const float* src = &tmp[size_t(cy.first[y] + t) * row_len];
-      for (size_t i = 0; i < row_len; ++i) acc[i] += w[t] * src[i];
+      const float wt = w[t];
+      for (size_t i = 0; i < row_len; ++i) a[i] += wt * src[i];
     }
     uint8_t* dst = out.at(y, 0);
-    for (size_t i = 0; i < row_len; ++i) dst[i] = to_u8(acc[i]);
+    for (size_t i = 0; i < row_len; ++i) dst[i] = to_u8(a[i]);
   }
 }
 
@@ -150,29 +169,43 @@ AffineDraw draw_affine(const AugmentOptions& o, Rng& rng) {
   return d;
 }
 
-void warp_affine(const Image& in, const AffineDraw& d, Image& out) {
-  const int h = in.height, w = in.width, c = in.channels;
-  out.height = h;
-  out.width = w;
-  out.channels = c;
-  out.pixels.assign(in.pixels.size(), 0);
+namespace {
+
+// Bilinear sample at (x0 + ax, y0 + ay) with all four neighbours inside the image.
+template <int C>
+inline void sample_inside(const Image& in, int x0, int y0, float ax, float ay, uint8_t* dst) {
+  const uint8_t* p = in.at(y0, x0);
+  const uint8_t* q = p + size_t(in.width) * C;
+  const float w00 = (1 - ax) * (1 - ay), w01 = ax * (1 - ay), w10 = (1 - ax) * ay, w11 = ax * ay;
+  for (int k = 0; k < C; ++k)
+    dst[k] = to_u8(w00 * p[k] + w01 * p[C + k] + w10 * q[k] + w11 * q[C + k]);
+}
+
+template <int C>
+void warp_rows(const Image& in, const AffineDraw& d, Image& out) {
+  const int h = in.height, w = in.width;
   const double cx = (w - 1) / 2.0, cy = (h - 1) / 2.0;
   const double th = d.rotation_deg * 3.14159265358979323846 / 180.0;
   const double cs = std::cos(th) / d.scale, sn = std::sin(th) / d.scale;
   const double sx = d.flip_x ? -1 : 1, sy = d.flip_y ? -1 : 1;
+  // Source coordinates are affine in xo along a row: x = bx + kx * xo, y = by + ky * xo.
+  const double kx = sx * cs, ky = -sy * sn;
   for (int yo = 0; yo < h; ++yo) {
+    const double dy = yo - cy - d.ty, dx0 = -cx - d.tx;
+    const double bx = cx + sx * (cs * dx0 + sn * dy), by = cy + sy * (-sn * dx0 + cs * dy);
     for (int xo = 0; xo < w; ++xo) {
-      const double dx = xo - cx - d.tx, dy = yo - cy - d.ty;
-      const double x = cx + sx * (cs * dx + sn * dy);
-      const double y = cy + sy * (-sn * dx + cs * dy);
-      const double x0f = std::floor(x), y0f = std::floor(y);
-      if (x0f < -1 || y0f < -1 || x0f >= w || y0f >= h) continue;
-      const int x0 = static_cast<int>(x0f), y0 = static_cast<int>(y0f);
-      const float ax = static_cast<float>(x - x0f), ay = static_cast<float>(y - y0f);
+      const double x = bx + kx * xo, y = by + ky * xo;
+      if (!(x >= -1 && y >= -1 && x < w && y < h)) continue;  // zero fill
+      const int x0 = static_cast<int>(x + 1) - 1, y0 = static_cast<int>(y + 1) - 1;  // floor
+      const float ax = static_cast<float>(x - x0), ay = static_cast<float>(y - y0);
+      uint8_t* dst = out.at(yo, xo);
+      if (x0 >= 0 && y0 >= 0 && x0 + 1 < w && y0 + 1 < h) {
+        sample_inside<C>(in, x0, y0, ax, ay, dst);
+        continue;
+      }
       const float wts[4] = {(1 - ax) * (1 - ay), ax * (1 - ay), (1 - ax) * ay, ax * ay};
       const int xs[4] = {x0, x0 + 1, x0, x0 + 1}, ys[4] = {y0, y0, y0 + 1, y0 + 1};
-      uint8_t* dst = out.at(yo, xo);
-      for (int k = 0; k < c; ++k) {
+      for (int k = 0; k < C; ++k) {
         float acc = 0;
         for (int t = 0; t < 4; ++t)
           if (wts[t] != 0.f && xs[t] >= 0 && xs[t] < w && ys[t] >= 0 && ys[t] < h)
@@ -180,6 +213,21 @@ void warp_affine(const Image& in, const AffineDraw& d, Image& out) {
         dst[k] = to_u8(acc);
       }
     }
+  }
+}
+
+}  // namespace
+
+void warp_affine(const Image& in, const AffineDraw& d, Image& out) {
+  out.height = in.height;
+  out.width = in.width;
+  out.channels = in.channels;
+  out.pixels.assign(in.pixels.size(), 0);
+  switch (in.channels) {
+    case 1: warp_rows<1>(in, d, out); break;
+    case 2: warp_rows<2>(in, d, out); break;
+    case 3: warp_rows<3>(in, d, out); break;
+    default: warp_rows<4>(in, d, out); break;
   }
 }
 

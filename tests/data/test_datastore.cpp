@@ -58,6 +58,8 @@ TEST_CASE("datastore FileExtensions and IncludeSubfolders", "[data]") {
   ImageDatastore ds(d / "root", o);
   CHECK(ds.size() == 3);
   CHECK(ds.path(0) == d / "root/cat/z.bmp");
+  o.file_extensions = {".webp"};
+  CHECK_THROWS_AS(ImageDatastore(d / "root", o), ConfigError);
 
   DataOptions flat;
   flat.include_subfolders = false;
