@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# dltrain info (table and --json, from a config and from a model) and dltrain time.
+source "$(dirname "$0")/common.sh" "$@"
+cfg="$SRC/configs/cifar10.yaml"
+"$DLTRAIN" info "$cfg" --json > "$TMP/info.json"
+# Seed 001's network: conv (5*5*3+1)*32 + (5*5*32+1)*32 + (5*5*32+1)*64, fc (3*3*64+1)*64 + (64+1)*10
+learn=$(( (5*5*3+1)*32 + (5*5*32+1)*32 + (5*5*32+1)*64 + (3*3*64+1)*64 + (64+1)*10 ))
+[[ $(json_number "$TMP/info.json" total_learnables) -eq $learn ]] || fail "total_learnables != $learn: $(cat "$TMP/info.json")"
+[[ $(json_number "$TMP/info.json" memory_bytes) -eq $(( 4 * (learn + 32*32*3) )) ]] || fail "memory_bytes"
+grep -q '"layers":\[{"name":"input","type":"imageInput","output_shape":"32x32x3","learnables":0}' "$TMP/info.json" \
+  || fail "layers array format: $(head -c 200 "$TMP/info.json")"
+grep -q '"flops_per_image":[1-9]' "$TMP/info.json" || fail "flops_per_image"
+"$DLTRAIN" info "$cfg" > "$TMP/info.txt"
+grep -q "Memory footprint:  $(( 4 * (learn + 32*32*3) )) bytes" "$TMP/info.txt" || fail "table: $(cat "$TMP/info.txt")"
+
+"$DLTRAIN" time "$cfg" --batch 8 --iterations 2 --warmup 1 --json > "$TMP/time.json"
+for key in train_images_per_second inference_images_per_second flops_per_image; do
+  at_least "$(json_number "$TMP/time.json" $key)" 0.001 || fail "time: $key missing or zero: $(cat "$TMP/time.json")"
+done
+grep -q '"name":"conv2","type":"convolution2d","fused":false,"forward_ms":' "$TMP/time.json" || fail "time: per-layer rows"
+grep -q '"name":"relu2","type":"relu","fused":true' "$TMP/time.json" || fail "time: relu2 should be fused into conv2"
+echo "info_time: ok"
