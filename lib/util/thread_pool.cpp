@@ -63,7 +63,10 @@ void ThreadPool::worker_loop(int worker) {
         err = std::current_exception();
       }
       lock.lock();
-      if (err && !error_) error_ = err;
+      if (err && (!error_ || i < error_index_)) {  // the lowest failing index wins
+        error_ = err;
+        error_index_ = i;
+      }
       ++finished_;
     }
     --active_;

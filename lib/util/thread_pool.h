@@ -22,8 +22,9 @@ class ThreadPool {
 
   int size() const { return static_cast<int>(workers_.size()); }
   // Runs fn(i, worker) for i in [0, n) on the workers (worker in [0, size())) and waits.
-  // Indices are handed out dynamically. The first exception thrown is rethrown here after
-  // every started call has finished; remaining indices are skipped.
+  // Indices are handed out dynamically, in increasing order. After a call throws, indices not
+  // yet started are skipped; once every started call has finished, the exception of the
+  // lowest failing index is rethrown here (deterministic for any thread count).
   void parallel_for(int64_t n, const std::function<void(int64_t, int)>& fn);
 
  private:
@@ -33,7 +34,7 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable work_cv_, done_cv_;
   const std::function<void(int64_t, int)>* fn_ = nullptr;
-  int64_t n_ = 0, next_ = 0, finished_ = 0;
+  int64_t n_ = 0, next_ = 0, finished_ = 0, error_index_ = 0;
   uint64_t generation_ = 0;
   int active_ = 0;
   bool stop_ = false;
