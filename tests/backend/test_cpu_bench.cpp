@@ -1,0 +1,109 @@
+// Hidden benchmark (run with: dltrain_tests "[.bench]" -s): oneDNN implementations chosen and
+// per-op times for the CIFAR-10 example network at N = 100 on the CPU backend.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+
+#include "backend/cpu/cpu_backend.h"
+#include "support/tensor_utils.h"
+#include "util/timer.h"
+
+namespace dlt::test {
+namespace {
+
+// The best of several rounds: the CI and dev machines are shared, the minimum is stable.
+double time_ms(const std::function<void()>& f, int rounds = 8, int reps = 3) {
+  f();  // warm up
+  double best = 1e30;
+  for (int r = 0; r < rounds; ++r) {
+    Timer t;
+    for (int i = 0; i < reps; ++i) f();
+    best = std::min(best, t.seconds() * 1e3 / reps);
+  }
+  return best;
+}
+
+ConvDesc cifar_conv(int64_t hw, int64_t c, int64_t k) {
+  ConvDesc d;
+  d.n = 100, d.h = d.w = hw, d.c = c, d.k = k, d.kh = d.kw = 5;
+  d.pad_t = d.pad_b = d.pad_l = d.pad_r = 2, d.fuse_relu = true;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("cpu backend: CIFAR-10 net op timings", "[.bench]") {
+  Backend& be = cpu_backend();
+  Rng rng(1);
+  std::printf("%s\n", be.name().c_str());
+  double total = 0;
+  for (ConvDesc d : {cifar_conv(32, 3, 32), cifar_conv(15, 32, 32), cifar_conv(7, 32, 64)}) {
+    auto op = be.make_conv(d);
+    Tensor x = random_tensor({d.n, d.h, d.w, d.c}, rng), w = random_tensor({d.k, d.kh, d.kw, d.c}, rng);
+    Tensor b = random_tensor({d.k}, rng), y({d.n, d.out_h(), d.out_w(), d.k});
+    Tensor dx(x.shape()), dw(w.shape()), db(b.shape()), dy = random_tensor(y.shape(), rng);
+    double f = time_ms([&] { op->forward(x, w, b, y); });
+    double bd = time_ms([&] { op->backward_data(dy, w, dx); });
+    double bw = time_ms([&] { op->backward_weights(x, dy, dw, db); });
+    total += f + (d.c == 3 ? 0 : bd) + bw;
+    std::printf("conv %ldx%ldx%ld->%ld: fwd %.2f ms, bwd_data %.2f ms, bwd_weights %.2f ms\n  %s\n",
+                d.h, d.w, d.c, d.k, f, bd, bw, impl_info(*op).c_str());
+  }
+  struct P { int64_t hw, c; };
+  for (P p : {P{32, 32}, P{15, 32}, P{7, 64}}) {
+    PoolDesc d;
+    d.n = 100, d.h = d.w = p.hw, d.c = p.c, d.kh = d.kw = 3, d.stride_h = d.stride_w = 2;
+    auto op = be.make_pool(d);
+    Tensor x = random_tensor({d.n, d.h, d.w, d.c}, rng), y({d.n, d.out_h(), d.out_w(), d.c});
+    Tensor dx(x.shape()), dy = random_tensor(y.shape(), rng);
+    double f = time_ms([&] { op->forward(x, y, true); });
+    double bk = time_ms([&] { op->backward(dy, dx); });
+    total += f + bk;
+    std::printf("maxpool %ldx%ldx%ld: fwd %.3f ms, bwd %.3f ms  %s\n", d.h, d.w, d.c, f, bk,
+                impl_info(*op).c_str());
+  }
+  for (FcDesc d : {FcDesc{100, 576, 64, true}, FcDesc{100, 64, 10, false}}) {
+    auto op = be.make_fc(d);
+    Tensor x = random_tensor({d.n, d.in}, rng), w = random_tensor({d.out, d.in}, rng);
+    Tensor b = random_tensor({d.out}, rng), y({d.n, d.out}), dy = random_tensor(y.shape(), rng);
+    Tensor dx(x.shape()), dw(w.shape()), db(b.shape());
+    double f = time_ms([&] { op->forward(x, w, b, y); });
+    double bd = time_ms([&] { op->backward_data(dy, w, dx); });
+    double bw = time_ms([&] { op->backward_weights(x, dy, dw, db); });
+    total += f + bd + bw;
+    std::printf("fc %ld->%ld: fwd %.3f ms, bwd_data %.3f ms, bwd_weights %.3f ms  %s\n", d.in,
+                d.out, f, bd, bw, impl_info(*op).c_str());
+  }
+  {
+    auto op = be.make_softmax(100, 10);
+    Tensor x = random_tensor({100, 1, 1, 10}, rng), y(x.shape()), dx(x.shape());
+    double f = time_ms([&] { op->forward(x, y); });
+    std::printf("softmax 100x10: fwd %.4f ms  %s\n", f, impl_info(*op).c_str());
+  }
+  {
+    BatchNormDesc d{100, 32, 32, 32, 1e-5f, true};
+    auto op = be.make_batch_norm(d);
+    Tensor x = random_tensor({d.n, d.h, d.w, d.c}, rng), y(x.shape()), dx(x.shape());
+    Tensor s = random_tensor({d.c}, rng), o(s.shape()), m(s.shape()), v(s.shape());
+    Tensor ds(s.shape()), dof(s.shape());
+    double f = time_ms([&] { op->forward_training(x, s, o, y, m, v); });
+    double bk = time_ms([&] { op->backward(x, y, s, m, v, dx, ds, dof); });
+    std::printf("batch_norm 32x32x32 (not in the net): fwd %.3f ms, bwd %.3f ms  %s\n", f, bk,
+                impl_info(*op).c_str());
+  }
+  {
+    LrnDesc d{100, 15, 15, 32, 5, 1e-4f, 0.75f, 2.f};
+    auto op = be.make_lrn(d);
+    Tensor x = random_tensor({d.n, d.h, d.w, d.c}, rng), y(x.shape()), dx(x.shape());
+    double f = time_ms([&] { op->forward(x, y, true); });
+    double bk = time_ms([&] { op->backward(x, y, dx); });
+    std::printf("lrn 15x15x32 (not in the net): fwd %.3f ms, bwd %.3f ms  %s\n", f, bk,
+                impl_info(*op).c_str());
+  }
+  std::printf("CIFAR-10 net conv+pool+fc per training step (N=100): %.2f ms\n", total);
+  CHECK(total > 0);
+}
+
+}  // namespace dlt::test
