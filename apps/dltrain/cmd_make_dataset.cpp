@@ -19,7 +19,7 @@ namespace {
 
 struct MakeDatasetArgs {
   std::string kind, dir, from, size = "32x32";
-  int classes = 4, per_class = 300;
+  int classes = 4, per_class = 1000;
   uint64_t seed = 0;
   double split = 0.2;
   // bench-loader

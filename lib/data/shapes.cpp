@@ -69,16 +69,16 @@ Image render_shape(int label, int height, int width, Rng& rng) {
   Image img(height, width, 3);
   double bg[3], fg[3];
   random_colour(rng, bg);
-  do {  // keep the shape visible: mean channel difference at least 60
+  do {  // keep the shape visible: mean channel difference at least 80
     random_colour(rng, fg);
-  } while ((std::abs(fg[0] - bg[0]) + std::abs(fg[1] - bg[1]) + std::abs(fg[2] - bg[2])) / 3 < 60);
+  } while ((std::abs(fg[0] - bg[0]) + std::abs(fg[1] - bg[1]) + std::abs(fg[2] - bg[2])) / 3 < 80);
   const double side = std::min(height, width);
-  const double radius = side * rng.uniform(0.22, 0.42);
+  const double radius = side * rng.uniform(0.28, 0.45);
   const double cx = rng.uniform(radius * 0.8, width - radius * 0.8);
   const double cy = rng.uniform(radius * 0.8, height - radius * 0.8);
   const double angle = rng.uniform(0, 2 * kPi);
   const double ca = std::cos(angle), sa = std::sin(angle);
-  const double noise = rng.uniform(4, 16);
+  const double noise = rng.uniform(2, 10);
   constexpr int kSub = 4;
   for (int y = 0; y < height; ++y) {
     for (int x = 0; x < width; ++x) {

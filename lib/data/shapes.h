@@ -20,7 +20,7 @@ Image render_shape(int label, int height, int width, Rng& rng);
 
 struct ShapesDatasetOptions {
   int classes = 4;
-  int per_class = 300;  // images per class, train + test together
+  int per_class = 1000;  // images per class, train + test together
   int height = 32, width = 32;
   uint64_t seed = 0;
   double test_fraction = 0.2;
