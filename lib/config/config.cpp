@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -47,6 +48,9 @@ Config convert(YAML::Node root, const std::string& origin_name, const std::vecto
 }  // namespace
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ConfigError(path + ": is a directory, not a config file (give the .yaml file)");
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     int err = errno;

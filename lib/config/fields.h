@@ -60,9 +60,12 @@ template <class T, class F>
 FieldDef<T> int_field(std::string name, int64_t min, std::string expect, F ref) {
   return {name,
           [ref, min, expect](const ValueCtx& c, T& o) {
+            using I = std::remove_reference_t<decltype(ref(o))>;
             int64_t v;
-            if (!parse_int(c.scalar(expect), &v) || v < min) c.bad(expect);
-            ref(o) = static_cast<std::remove_reference_t<decltype(ref(o))>>(v);
+            if (!parse_int(c.scalar(expect), &v) || v < min ||
+                v > static_cast<int64_t>(std::numeric_limits<I>::max()))
+              c.bad(expect);
+            ref(o) = static_cast<I>(v);
           },
           [ref](YAML::Emitter& e, const T& o) {
             e << std::to_string(ref(o));

@@ -57,6 +57,8 @@ TEST_CASE("config errors: training value types and ranges", "[config]") {
         "cfg.yaml:10: training.ValidationPatience must be a positive integer or Inf, got '0'");
   CHECK(error_of(head + "  GradientThreshold: -1\n") ==
         "cfg.yaml:10: training.GradientThreshold must be a positive number or Inf, got '-1'");
+  CHECK(error_of(head + "  GPUDevice: 99999999999\n") ==
+        "cfg.yaml:10: training.GPUDevice must be an integer >= 0, got '99999999999'");
   CHECK(error_of(head + "  Seed: -3\n") == "cfg.yaml:10: training.Seed must be an integer >= 0, got '-3'");
   CHECK(error_of(head + "  WorkerLoad: [1, -1]\n") ==
         "cfg.yaml:10: training.WorkerLoad must be a list of numbers >= 0, got '[1, -1]'");
@@ -172,6 +174,13 @@ TEST_CASE("config errors: YAML syntax and files", "[config]") {
   CHECK(error_of("layers:\n  - {type: relu}\n training: x\n").rfind("cfg.yaml:3: YAML syntax error: ", 0) == 0);
   CHECK(error_of("layers:\n  - {type: relu}\ntraining: a: b\n") ==
         "cfg.yaml:3: YAML syntax error: illegal map value (check indentation, colons, quotes and brackets)");
+  test::TempDir dir;
+  try {
+    load_config(dir.file(""), {});
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()).find(": is a directory, not a config file (give the .yaml file)") != std::string::npos);
+  }
   try {
     load_config("/nonexistent/dir/cfg.yaml", {});
     FAIL("expected ConfigError");

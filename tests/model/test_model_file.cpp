@@ -271,5 +271,32 @@ TEST_CASE("model file: crafted payloads with lying lengths fail cleanly", "[mode
   CHECK(has(decode_error(b), "section SPEC needs 255 bytes but only 22 remain"));
 }
 
+// Random corruption behind valid checksums (what a buggy or hostile writer could produce):
+// decoding either succeeds or throws ModelError; nothing else escapes, nothing crashes.
+TEST_CASE("model file: random payload corruption with fixed checksums", "[model]") {
+  ModelData m = sample_model();
+  m.params.resize(1);  // keep it small so structure bytes are hit often
+  m.params[0].data.resize(4);
+  m.params[0].shape = Shape{2, 2};
+  const std::vector<uint8_t> full = encode_model(m);
+  Rng rng(7);
+  int ok = 0, model_errors = 0;
+  for (int iter = 0; iter < 3000; ++iter) {
+    std::vector<uint8_t> b = full;
+    int flips = 1 + static_cast<int>(rng.below(4));
+    for (int f = 0; f < flips; ++f) b[32 + rng.below(b.size() - 32)] = static_cast<uint8_t>(rng.below(256));
+    fix_checksums(b);
+    try {
+      decode_model(b, "model.bin");
+      ++ok;
+    } catch (const ModelError& e) {
+      ++model_errors;
+      REQUIRE(std::string(e.what()).rfind("model.bin: ", 0) == 0);
+    }
+  }
+  CHECK(ok + model_errors == 3000);
+  CHECK(model_errors > 300);  // structure bytes were hit
+}
+
 }  // namespace
 }  // namespace dlt
