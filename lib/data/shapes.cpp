@@ -53,10 +53,6 @@ bool inside(int label, double u, double v) {
   }
 }
 
-void random_colour(Rng& rng, double* c) {
-  for (int k = 0; k < 3; ++k) c[k] = rng.uniform(0, 255);
-}
-
 }  // namespace
 
 const std::vector<std::string>& shape_class_names() {
@@ -67,18 +63,17 @@ const std::vector<std::string>& shape_class_names() {
 
 Image render_shape(int label, int height, int width, Rng& rng) {
   Image img(height, width, 3);
+  // Dark background, bright shape (every channel), random hues: the colour carries no label.
   double bg[3], fg[3];
-  random_colour(rng, bg);
-  do {  // keep the shape visible: mean channel difference at least 80
-    random_colour(rng, fg);
-  } while ((std::abs(fg[0] - bg[0]) + std::abs(fg[1] - bg[1]) + std::abs(fg[2] - bg[2])) / 3 < 80);
+  for (int k = 0; k < 3; ++k) bg[k] = rng.uniform(0, 110);
+  for (int k = 0; k < 3; ++k) fg[k] = rng.uniform(150, 255);
   const double side = std::min(height, width);
-  const double radius = side * rng.uniform(0.28, 0.45);
+  const double radius = side * rng.uniform(0.3, 0.45);
   const double cx = rng.uniform(radius * 0.8, width - radius * 0.8);
   const double cy = rng.uniform(radius * 0.8, height - radius * 0.8);
   const double angle = rng.uniform(0, 2 * kPi);
   const double ca = std::cos(angle), sa = std::sin(angle);
-  const double noise = rng.uniform(2, 10);
+  const double noise = rng.uniform(2, 8);
   constexpr int kSub = 4;
   for (int y = 0; y < height; ++y) {
     for (int x = 0; x < width; ++x) {
