@@ -27,7 +27,8 @@ struct Batch {
   Tensor images;  // (N, H, W, C) float32 host, 0..255
   Tensor labels;  // (N) int32 host (DType::kI32)
   std::vector<int64_t> items;  // datastore indices, one per image
-  int64_t size = 0;            // N: this rank's images (skipped bad images are left out)
+  int64_t size = 0;  // N: this rank's images (bad images skipped); may be 0 for a rank
+                     // whose WorkerLoad share is 0: it must still join the all-reduce
   int64_t global_size = 0;     // images in the whole global mini-batch, all ranks
 };
 

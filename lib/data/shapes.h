@@ -1,7 +1,7 @@
-// A synthetic but real classification task: coloured shapes (circle, square, triangle, cross,
-// ring, star, hexagon, half-disc) at random position, scale, rotation and colours on a noisy
-// background, anti-aliased. Deterministic from the seed. Used by `dltrain make-dataset shapes`
-// and by the end-to-end tests.
+// A synthetic but real classification task: bright shapes (circle, square, triangle, cross,
+// ring, star, hexagon, half-disc) of random hue, position, scale and rotation on a dark
+// random-hue background with pixel noise, anti-aliased. Deterministic from the seed. Used by
+// `dltrain make-dataset shapes` and the end-to-end tests.
 #pragma once
 #include <cstdint>
 #include <string>
