@@ -11,7 +11,7 @@ out=runs/demo
 
 if [[ ! -d $data/train ]]; then
   echo "== Generating the shapes dataset in $data"
-  "$dltrain" make-dataset shapes "$data" --classes 4 --per-class 300 --size 32x32 --seed 1
+  "$dltrain" make-dataset shapes "$data" --classes 4 --size 32x32 --seed 1
 fi
 
 echo "== Training configs/shapes.yaml (outputs in $out)"

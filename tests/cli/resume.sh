@@ -22,7 +22,7 @@ done
 kill -9 $pid 2>/dev/null || fail "the run ended before it could be killed"
 wait $pid 2>/dev/null || true
 [[ -f "$TMP/ck/latest.bin" ]] || fail "no checkpoint survived kill -9"
-[[ -f "$TMP/cut/model.bin" ]] && fail "the killed run left a model.bin"
+if [[ -f "$TMP/cut/model.bin" ]]; then fail "the killed run left a model.bin"; fi
 ls "$TMP/ck"
 "$DLTRAIN" train "$SRC/configs/shapes.yaml" "${common[@]}" --output-dir "$TMP/cut" \
   --set training.CheckpointPath="$TMP/ck" --resume "$TMP/ck/latest.bin" > /dev/null

@@ -2,7 +2,7 @@
 # End to end: generate data, train configs/shapes.yaml to >= 95% validation accuracy, check
 # every output file's format, --set overrides, and classify (labels, accuracy, confusion).
 source "$(dirname "$0")/common.sh" "$@"
-make_shapes "$TMP/data" 200
+make_shapes "$TMP/data" 1000
 run="$TMP/run"
 "$DLTRAIN" train "$SRC/configs/shapes.yaml" --quiet --output-dir "$run" \
   --set data.train="$TMP/data/train" --set data.validation="$TMP/data/test" --set training.Seed=5 \
@@ -11,7 +11,7 @@ run="$TMP/run"
 for f in model.bin summary.json log.csv config.yaml progress.png; do
   [[ -s "$run/$f" ]] || fail "missing $run/$f"
 done
-ls "$run" | grep -q 'tmp' && fail "temporary files left in $run: $(ls "$run")"
+if ls "$run" | grep -q 'tmp'; then fail "temporary files left in $run: $(ls "$run")"; fi
 acc=$(json_number "$run/summary.json" validation_accuracy)
 echo "validation accuracy: $acc%"
 at_least "$acc" 95 || fail "validation accuracy $acc% < 95%"
@@ -48,7 +48,7 @@ awk -v a="$cacc" -v b="$acc" 'BEGIN { exit !((a - b) < 0.01 && (b - a) < 0.01) }
 grep -q '"confusion":\[\[' "$TMP/preds.json" || fail "JSON lacks the confusion matrix"
 grep -q '"per_class":\[{"class":' "$TMP/preds.json" || fail "JSON lacks per_class"
 # A single image file, no labels: one prediction row, no accuracy.
-one=$(find "$TMP/data/test" -name '*.png' | head -1)
+one=$(find "$TMP/data/test" -name '*.png' -print -quit)
 cp "$one" "$TMP/single.png"
 "$DLTRAIN" classify "$run/model.bin" "$TMP/single.png" > "$TMP/single.txt"
 [[ $(wc -l < "$TMP/single.txt") -eq 2 ]] || fail "single-image output: $(cat "$TMP/single.txt")"
