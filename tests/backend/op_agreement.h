@@ -288,6 +288,16 @@ inline std::vector<AgreementRow> agreement_rows() {
   d = conv(2, 12, 12, 3, 8, 5, 5);
   d.stride_h = d.stride_w = 2, d.pad_t = d.pad_l = 2, d.pad_b = d.pad_r = 1, d.fuse_relu = true;
   rows.push_back(conv_row("5x5 stride 2 'same' padding fused relu", d));
+  // 3x3 stride 1 with 32+ channels takes the Winograd path on AVX-512 (conv_winograd_op.cpp).
+  d = conv(2, 8, 8, 32, 48, 3, 3);
+  d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
+  rows.push_back(conv_row("3x3 32->48 Winograd", d));
+  d = conv(3, 6, 7, 64, 32, 3, 3);
+  d.fuse_relu = true;
+  rows.push_back(conv_row("3x3 64->32 Winograd no padding fused relu", d));
+  d = conv(3, 6, 7, 64, 32, 3, 3);
+  d.pad_t = d.pad_l = 1;
+  rows.push_back(conv_row("3x3 64->32 asymmetric padding (direct, not Winograd)", d));
 
   rows.push_back(fc_row("37->11", {5, 37, 11, false}));
   rows.push_back(fc_row("4x4x8->10 fused relu", {3, 128, 10, true}));

@@ -89,6 +89,8 @@ TEST_CASE("gradients: layers at training sizes (blocked oneDNN kernels)", "[laye
   o.atol = 1e-2;
   expect_ok(check_layer(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=32", "Padding=same"}), {Shape{16, 16, 16}}, o));
   expect_ok(check_layer(layer_spec("convolution2d", {"FilterSize=5", "NumFilters=32", "Padding=2"}), {Shape{32, 32, 3}}, o));
+  // 3x3 'same' with 32+ channels: the Winograd path.
+  expect_ok(check_layer(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=32", "Padding=same"}), {Shape{8, 8, 32}}, o));
   expect_ok(check_layer(layer_spec("batchNormalization", {}), {Shape{16, 16, 32}}, o));
   expect_ok(check_layer(layer_spec("fullyConnected", {"OutputSize=64"}), {Shape{3, 3, 64}}, o));
 }

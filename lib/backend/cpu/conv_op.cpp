@@ -5,45 +5,13 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/layout_path.h"
 
 namespace dlt::cpu {
 namespace {
 
 using dnnl::algorithm;
 using dnnl::prop_kind;
-
-// A user-layout (OHWI) weight tensor and, when oneDNN wants another layout, a blocked copy
-// with the reorder between them. `to_blocked` selects the direction.
-struct WeightPath {
-  memory user;     // bound to the caller's tensor per call
-  memory blocked;  // the op's own buffer (or == user when no reorder is needed)
-  dnnl::reorder reorder;
-  Args args;
-  Tensor buf;
-  bool needed = false;
-
-  void init(const memory::desc& user_md, const memory::desc& want, const dnnl::engine& eng,
-            bool to_blocked) {
-    user = unbound(user_md, eng);
-    needed = user_md != want;
-    if (!needed) {
-      blocked = user;
-      return;
-    }
-    buf = host_buffer(want.get_size());
-    blocked = memory(want, eng, buf.data());
-    if (to_blocked) {
-      reorder = dnnl::reorder(user, blocked);
-      args = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, blocked}};
-    } else {
-      reorder = dnnl::reorder(blocked, user);
-      args = {{DNNL_ARG_FROM, blocked}, {DNNL_ARG_TO, user}};
-    }
-  }
-  void run(dnnl::stream& s) {
-    if (needed) reorder.execute(s, args);
-  }
-};
 
 class CpuConvOp final : public ConvOp, public ImplInfo {
  public:
@@ -145,7 +113,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   }
 
   std::string impl_info() const override {
-    auto fmt = [](const WeightPath& p) { return p.needed ? std::string("blocked") : "ohwi"; };
+    auto fmt = [](const LayoutPath& p) { return p.needed ? std::string("blocked") : "ohwi"; };
     return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) +
            " bwd_w=" + impl_of(bwd_w_pd_) + " w=" + fmt(w_fwd_) + "/" + fmt(w_bwd_d_) + "/" +
            fmt(dw_);
@@ -164,7 +132,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   convolution_forward fwd_;
   convolution_backward_data bwd_d_;
   convolution_backward_weights bwd_w_;
-  WeightPath w_fwd_, w_bwd_d_, dw_;
+  LayoutPath w_fwd_, w_bwd_d_, dw_;
   Scratchpad pad_;
   memory x_, y_, b_, db_;  // x_/y_ double as diff_src/diff_dst in the backward passes
   Tensor db_own_;          // (K) target for db when the caller passes none
@@ -174,6 +142,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
 }  // namespace
 
 std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx) {
+  if (auto wino = make_winograd_conv_op(d, ctx)) return wino;
   return std::make_unique<CpuConvOp>(d, ctx);
 }
 

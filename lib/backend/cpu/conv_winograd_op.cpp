@@ -1,0 +1,202 @@
+// Winograd convolution (oneDNN's jit_wino_4x3) for 3x3 stride-1 convolutions with symmetric
+// padding 0 or 1: about 2.6x
+// fewer cycles than direct convolution on AVX-512 for all three passes. It needs blocked
+// activations, so the op reorders NHWC <-> blocked around each primitive (3-5 ms for a
+// 128x32x32x64 tensor against ~26 ms saved per pass) and keeps the blocked input of the
+// forward pass for the weight gradient. Results differ from direct convolution by ~1e-6
+// relative (Winograd's transforms round differently).
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/layout_path.h"
+
+namespace dlt::cpu {
+namespace {
+
+using dnnl::algorithm;
+using dnnl::prop_kind;
+using convolution_forward = dnnl::convolution_forward;
+using convolution_backward_data = dnnl::convolution_backward_data;
+using convolution_backward_weights = dnnl::convolution_backward_weights;
+
+bool eligible(const ConvDesc& d) {
+  const char* algo = std::getenv("DLT_CONV_ALGO");
+  if (algo && std::strcmp(algo, "direct") == 0) return false;
+  // oneDNN 2.6's Winograd backward-data is wrong with asymmetric padding (measured against
+  // the reference in tests/backend), so only symmetric padding of 0 or 1 takes this path.
+  const bool symmetric = d.pad_t == d.pad_b && d.pad_l == d.pad_r && d.pad_t == d.pad_l && d.pad_t <= 1;
+  return d.kh == 3 && d.kw == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 &&
+         d.dilation_w == 1 && symmetric && d.c >= 32 && d.k >= 32 && d.c % 16 == 0 && d.k % 16 == 0;
+}
+
+class WinogradConvOp final : public ConvOp, public ImplInfo {
+ public:
+  // Throws dnnl::error when oneDNN has no Winograd kernel for this shape or machine.
+  WinogradConvOp(const ConvDesc& d, DnnlContext& ctx) : d_(d), ctx_(ctx) {
+    const auto& eng = ctx.eng;
+    const int64_t oh = d.out_h(), ow = d.out_w();
+    auto x_user = nhwc_md(d.n, d.h, d.w, d.c);
+    auto y_user = nhwc_md(d.n, oh, ow, d.k);
+    auto x_any = memory::desc({d.n, d.c, d.h, d.w}, kF32, Tag::any);
+    auto y_any = memory::desc({d.n, d.k, oh, ow}, kF32, Tag::any);
+    auto w_user = memory::desc({d.k, d.c, d.kh, d.kw}, kF32, Tag::ohwi);
+    auto w_any = memory::desc({d.k, d.c, d.kh, d.kw}, kF32, Tag::any);
+    auto b_md = vec_md(d.k);
+    memory::dims strides{1, 1}, pl{d.pad_t, d.pad_l}, pr{d.pad_b, d.pad_r};
+
+    convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_winograd, x_any, w_any,
+                                 b_md, y_any, strides, pl, pr);
+    fwd_pd_ = convolution_forward::primitive_desc(fd, relu_attr(d.fuse_relu), eng);
+    convolution_backward_data::desc bdd(algorithm::convolution_winograd, x_any, w_any, y_any, strides, pl, pr);
+    bwd_d_pd_ = convolution_backward_data::primitive_desc(bdd, user_scratchpad_attr(), eng, fwd_pd_);
+    convolution_backward_weights::desc bwd(algorithm::convolution_winograd, x_any, w_any, b_md, y_any, strides,
+                                           pl, pr);
+    bwd_w_pd_ = convolution_backward_weights::primitive_desc(bwd, user_scratchpad_attr(), eng, fwd_pd_);
+    fwd_ = convolution_forward(fwd_pd_);
+    bwd_d_ = convolution_backward_data(bwd_d_pd_);
+    bwd_w_ = convolution_backward_weights(bwd_w_pd_);
+
+    x_fwd_.init(x_user, fwd_pd_.src_desc(), eng, true);
+    y_fwd_.init(y_user, fwd_pd_.dst_desc(), eng, false);
+    dy_bwd_d_.init(y_user, bwd_d_pd_.diff_dst_desc(), eng, true);
+    dx_bwd_d_.init(x_user, bwd_d_pd_.diff_src_desc(), eng, false);
+    x_bwd_w_same_ = bwd_w_pd_.src_desc() == fwd_pd_.src_desc();
+    dy_bwd_w_same_ = bwd_w_pd_.diff_dst_desc() == bwd_d_pd_.diff_dst_desc();
+    if (!x_bwd_w_same_) x_bwd_w_.init(x_user, bwd_w_pd_.src_desc(), eng, true);
+    if (!dy_bwd_w_same_) dy_bwd_w_.init(y_user, bwd_w_pd_.diff_dst_desc(), eng, true);
+    w_fwd_.init(w_user, fwd_pd_.weights_desc(), eng, true);
+    w_bwd_d_.init(w_user, bwd_d_pd_.weights_desc(), eng, true);
+    dw_.init(w_user, bwd_w_pd_.diff_weights_desc(), eng, false);
+
+    pad_.need(fwd_pd_.scratchpad_desc());
+    pad_.need(bwd_d_pd_.scratchpad_desc());
+    pad_.need(bwd_w_pd_.scratchpad_desc());
+    pad_.allocate();
+    b_ = unbound(b_md, eng);
+    db_ = unbound(b_md, eng);
+    db_own_ = Tensor(Shape{d.k});
+    const memory& x_w = x_bwd_w_same_ ? x_fwd_.blocked : x_bwd_w_.blocked;
+    const memory& dy_w = dy_bwd_w_same_ ? dy_bwd_d_.blocked : dy_bwd_w_.blocked;
+    fwd_args_ = {{DNNL_ARG_SRC, x_fwd_.blocked},
+                 {DNNL_ARG_WEIGHTS, w_fwd_.blocked},
+                 {DNNL_ARG_BIAS, b_},
+                 {DNNL_ARG_DST, y_fwd_.blocked},
+                 {DNNL_ARG_SCRATCHPAD, pad_.memory_for(fwd_pd_.scratchpad_desc(), eng)}};
+    bwd_d_args_ = {{DNNL_ARG_DIFF_DST, dy_bwd_d_.blocked},
+                   {DNNL_ARG_WEIGHTS, w_bwd_d_.blocked},
+                   {DNNL_ARG_DIFF_SRC, dx_bwd_d_.blocked},
+                   {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_d_pd_.scratchpad_desc(), eng)}};
+    bwd_w_args_ = {{DNNL_ARG_SRC, x_w},
+                   {DNNL_ARG_DIFF_DST, dy_w},
+                   {DNNL_ARG_DIFF_WEIGHTS, dw_.blocked},
+                   {DNNL_ARG_DIFF_BIAS, db_},
+                   {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_w_pd_.scratchpad_desc(), eng)}};
+  }
+
+  bool uses_winograd() const { return impl_of(fwd_pd_).find("wino") != std::string::npos; }
+
+  void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
+    expect_numel(x, d_.n * d_.h * d_.w * d_.c, "conv forward", "x");
+    expect_numel(w, d_.k * d_.kh * d_.kw * d_.c, "conv forward", "w");
+    expect_numel(y, d_.n * d_.out_h() * d_.out_w() * d_.k, "conv forward", "y");
+    bind(w_fwd_.user, w);
+    w_fwd_.run(ctx_.strm);
+    bind(x_fwd_.user, x);
+    x_fwd_.run(ctx_.strm);
+    blocked_x_of_ = x.data();
+    blocked_dy_of_ = nullptr;
+    bind(b_, b);
+    fwd_.execute(ctx_.strm, fwd_args_);
+    bind(y_fwd_.user, y);
+    y_fwd_.run(ctx_.strm);
+    ctx_.strm.wait();
+  }
+
+  void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
+    expect_numel(x, d_.n * d_.h * d_.w * d_.c, "conv backward_weights", "x");
+    expect_numel(dy, d_.n * d_.out_h() * d_.out_w() * d_.k, "conv backward_weights", "dy");
+    expect_numel(dw, d_.k * d_.kh * d_.kw * d_.c, "conv backward_weights", "dw");
+    if (x_bwd_w_same_) {
+      if (blocked_x_of_ != x.data()) {  // backward without the matching forward: reorder now
+        bind(x_fwd_.user, x);
+        x_fwd_.run(ctx_.strm);
+        blocked_x_of_ = x.data();
+      }
+    } else {
+      bind(x_bwd_w_.user, x);
+      x_bwd_w_.run(ctx_.strm);
+    }
+    if (dy_bwd_w_same_) {
+      bind(dy_bwd_d_.user, dy);
+      dy_bwd_d_.run(ctx_.strm);
+      blocked_dy_of_ = dy.data();  // backward_data reuses it
+    } else {
+      bind(dy_bwd_w_.user, dy);
+      dy_bwd_w_.run(ctx_.strm);
+    }
+    bind(db_, db.defined() ? db : db_own_);
+    bind(dw_.user, dw);
+    bwd_w_.execute(ctx_.strm, bwd_w_args_);
+    dw_.run(ctx_.strm);
+    ctx_.strm.wait();
+  }
+
+  void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
+    expect_numel(dy, d_.n * d_.out_h() * d_.out_w() * d_.k, "conv backward_data", "dy");
+    expect_numel(w, d_.k * d_.kh * d_.kw * d_.c, "conv backward_data", "w");
+    expect_numel(dx, d_.n * d_.h * d_.w * d_.c, "conv backward_data", "dx");
+    if (blocked_dy_of_ != dy.data()) {
+      bind(dy_bwd_d_.user, dy);
+      dy_bwd_d_.run(ctx_.strm);
+    }
+    blocked_dy_of_ = nullptr;
+    bind(w_bwd_d_.user, w);
+    w_bwd_d_.run(ctx_.strm);
+    bwd_d_.execute(ctx_.strm, bwd_d_args_);
+    bind(dx_bwd_d_.user, dx);
+    dx_bwd_d_.run(ctx_.strm);
+    ctx_.strm.wait();
+  }
+
+  std::string impl_info() const override {
+    return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) + " bwd_w=" + impl_of(bwd_w_pd_) +
+           " act=blocked";
+  }
+
+ private:
+  ConvDesc d_;
+  DnnlContext& ctx_;
+  convolution_forward::primitive_desc fwd_pd_;
+  convolution_backward_data::primitive_desc bwd_d_pd_;
+  convolution_backward_weights::primitive_desc bwd_w_pd_;
+  convolution_forward fwd_;
+  convolution_backward_data bwd_d_;
+  convolution_backward_weights bwd_w_;
+  LayoutPath x_fwd_, y_fwd_, dy_bwd_d_, dx_bwd_d_, x_bwd_w_, dy_bwd_w_;  // NHWC <-> blocked
+  LayoutPath w_fwd_, w_bwd_d_, dw_;                                     // OHWI <-> blocked
+  bool x_bwd_w_same_ = true, dy_bwd_w_same_ = true;
+  const float* blocked_x_of_ = nullptr;   // the x whose blocked copy x_fwd_ holds
+  const float* blocked_dy_of_ = nullptr;  // the dy whose blocked copy dy_bwd_d_ holds
+  Scratchpad pad_;
+  memory b_, db_;
+  Tensor db_own_;
+  Args fwd_args_, bwd_d_args_, bwd_w_args_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConvOp> make_winograd_conv_op(const ConvDesc& d, DnnlContext& ctx) {
+  if (!eligible(d)) return nullptr;
+  try {
+    auto op = std::make_unique<WinogradConvOp>(d, ctx);
+    if (op->uses_winograd()) return op;
+  } catch (const dnnl::error&) {
+    // No Winograd kernel for this shape or instruction set: direct convolution instead.
+  }
+  return nullptr;
+}
+
+}  // namespace dlt::cpu
