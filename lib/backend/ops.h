@@ -35,7 +35,7 @@ class ConvOp {
 
 struct FcDesc {
   int64_t n = 1, in = 1, out = 1;  // in = H*W*C of the input
-  bool fuse_relu = false;
+  bool fuse_relu = false;          // as ConvDesc: the caller applies the relu backward to dy
 };
 
 class FcOp {
