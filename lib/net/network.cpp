@@ -173,7 +173,7 @@ Tensor* Network::grad_target(int consumer, int producer) {
 const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
   DLT_CHECK(x.shape() == batch_shape(batch_, input_shape()),
             "forward: input " << x.shape().str() << " but the network expects " << batch_shape(batch_, input_shape()).str());
-  std::vector<const Tensor*> xs;
+  std::vector<const Tensor*>& xs = scratch_xs_;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
     if (n.alias_of >= 0) continue;
@@ -203,9 +203,9 @@ double Network::loss_and_backward(const Tensor& labels, const RunContext& ctx, b
   double loss = be.cross_entropy(probs, labels, dlogits ? *dlogits : none, correct);
   if (!backward) return loss;
 
-  std::vector<const Tensor*> xs;
-  std::vector<Tensor*> dxs;
-  std::vector<const Tensor*> parts;
+  std::vector<const Tensor*>& xs = scratch_xs_;
+  std::vector<Tensor*>& dxs = scratch_dxs_;
+  std::vector<const Tensor*>& parts = scratch_parts_;
   for (int i = softmax_ - 1; i >= 1; --i) {
     Node& n = nodes_[i];
     if (n.alias_of >= 0 || !n.needs_grad) continue;

@@ -94,6 +94,9 @@ class Network {
   std::vector<std::string> classes_;
   Tensor flat_values_, flat_grads_;
   int64_t batch_ = 0;
+  // Argument lists reused by forward/backward so an iteration allocates nothing.
+  std::vector<const Tensor*> scratch_xs_, scratch_parts_;
+  std::vector<Tensor*> scratch_dxs_;
   std::vector<double>* prof_fwd_ = nullptr;
   std::vector<double>* prof_bwd_ = nullptr;
 };
