@@ -24,6 +24,7 @@ void register_commands(CLI::App& app) {
   add(app, add_info);
   add(app, add_time);
   add(app, add_make_dataset);
+  add(app, add_report);
 }
 
 int run_selected(CLI::App& app) {

@@ -17,5 +17,6 @@ Runner add_time(CLI::App& app);
 Runner add_train(CLI::App& app);
 Runner add_classify(CLI::App& app);
 Runner add_make_dataset(CLI::App& app);
+Runner add_report(CLI::App& app);
 
 }  // namespace dlt::app
