@@ -123,4 +123,9 @@ learn=$(( (75 + 1) * 20 + (500 + 1) * 40 + (7 * 7 * 40 + 1) * 64 + (64 + 1) * 10
 "$DLTRAIN" info "$SRC/configs/cifar10-sweep/net16.yaml" --json > "$TMP/net16.json"
 learn=$(( (27 + 1) * 32 + (288 + 1) * 64 + (576 + 1) * 64 + (8 * 8 * 64 + 1) * 64 + (64 + 1) * 10 ))
 [[ $(json_number "$TMP/net16.json" total_learnables) -eq $learn ]] || fail "net16 learnables: $(cat "$TMP/net16.json")"
+# The seed workflow configs load (they may need GPUs or workers to train, not to load).
+for cfg in cifar10-multigpu digits-parallel execution-options; do
+  "$DLTRAIN" info "$SRC/configs/$cfg.yaml" --json > "$TMP/$cfg.json" || fail "configs/$cfg.yaml does not load"
+  at_least "$(json_number "$TMP/$cfg.json" total_learnables)" 1000 || fail "configs/$cfg.yaml: learnables"
+done
 echo "sweep: ok"
