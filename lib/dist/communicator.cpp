@@ -1,0 +1,35 @@
+// Communicator factory and options shared by every implementation.
+#include "dist/communicator.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "build_config.h"
+#include "util/error.h"
+#if DLT_HAVE_GLOO
+#include "dist/gloo_communicator.h"
+#endif
+
+namespace dlt {
+
+std::chrono::milliseconds comm_timeout_from_env() {
+  const char* v = std::getenv("DLT_COMM_TIMEOUT");
+  if (!v || !*v) return std::chrono::milliseconds(60000);
+  char* end = nullptr;
+  double s = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(s > 0))
+    throw ConfigError(std::string("DLT_COMM_TIMEOUT is '") + v + "'; set it to a positive number of seconds");
+  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+}
+
+std::unique_ptr<Communicator> make_cpu_communicator(const CommOptions& o) {
+  if (o.size <= 1) return std::make_unique<LocalCommunicator>();
+#if DLT_HAVE_GLOO
+  return make_gloo_communicator(o);
+#else
+  throw CommError("rank " + std::to_string(o.rank) + ": this dltrain was built without Gloo, so CPU workers " +
+                  "cannot communicate (install libgloo-dev and rebuild, or train in one process)");
+#endif
+}
+
+}  // namespace dlt

@@ -1,0 +1,57 @@
+// Communicator: the collectives data-parallel training needs (FL's DistributedApi): rank,
+// size, in-place sum all-reduce, broadcast, barrier. LocalCommunicator is the world of one
+// process (no-ops); GlooCommunicator (CPU tensors, TCP) and, later, an NCCL one (device
+// tensors) implement it. Every collective of a multi-process world has a timeout and throws
+// CommError naming the rank and the collective when a peer dies, hangs or misbehaves.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tensor/tensor.h"
+
+namespace dlt {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Element-wise sum over all ranks, in place (float32 tensors; contiguous).
+  virtual void all_reduce_sum(Tensor& t) = 0;
+  virtual void all_reduce_sum(double* values, int64_t n) = 0;
+  // Every rank receives root's values, in place.
+  virtual void broadcast(Tensor& t, int root) = 0;
+  virtual void barrier() = 0;
+  // "gloo", "nccl" or "local", for logs.
+  virtual std::string kind() const = 0;
+};
+
+class LocalCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  void all_reduce_sum(Tensor&) override {}
+  void all_reduce_sum(double*, int64_t) override {}
+  void broadcast(Tensor&, int) override {}
+  void barrier() override {}
+  std::string kind() const override { return "local"; }
+};
+
+struct CommOptions {
+  int rank = 0, size = 1;
+  std::string rendezvous_dir;  // shared directory for the FileStore rendezvous
+  std::string hostname;        // address other ranks reach this one at (empty: loopback)
+  std::string iface;           // or a network interface name (e.g. ib0); wins over hostname
+  std::chrono::milliseconds timeout{60000};  // every collective and the rendezvous
+};
+
+// The collective timeout from env DLT_COMM_TIMEOUT (seconds), else 60 s.
+std::chrono::milliseconds comm_timeout_from_env();
+
+// A communicator for a CPU world: Local for size 1, else Gloo (throws CommError when this
+// build has no Gloo, or when the rendezvous fails).
+std::unique_ptr<Communicator> make_cpu_communicator(const CommOptions& options);
+
+}  // namespace dlt

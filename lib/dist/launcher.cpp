@@ -1,0 +1,303 @@
+// Launcher: cluster launcher variables, and local worker processes (fork + exec of
+// /proc/self/exe) watched until all finish; the first failure stops the rest.
+#include "dist/launcher.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "dist/communicator.h"
+#include "util/error.h"
+
+extern char** environ;
+
+namespace dlt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+const std::string* find(const Env& env, const std::string& key) {
+  auto it = env.find(key);
+  return it == env.end() ? nullptr : &it->second;
+}
+
+int parse_int(const Env& env, const std::string& key, int min_value) {
+  const std::string* v = find(env, key);
+  if (!v) return -1;
+  char* end = nullptr;
+  errno = 0;
+  long x = std::strtol(v->c_str(), &end, 10);
+  if (v->empty() || *end != '\0' || errno != 0 || x < min_value || x > 1000000)
+    throw ConfigError("environment variable " + key + " is '" + *v + "'; it must be an integer >= " +
+                      std::to_string(min_value) + " (set by the cluster launcher: check how dltrain was started)");
+  return static_cast<int>(x);
+}
+
+// rank / size / local_rank from three variables; source "none" when rank_var is unset.
+WorldInfo read_world(const Env& env, const std::string& source, const std::string& rank_var,
+                     const std::string& size_var, const std::string& local_var) {
+  WorldInfo w;
+  int rank = parse_int(env, rank_var, 0);
+  if (rank < 0) return w;
+  int size = parse_int(env, size_var, 1);
+  if (size < 0)
+    throw ConfigError(rank_var + " is set but " + size_var + " is not (" + source +
+                      " sets both; start dltrain through the launcher or unset " + rank_var + ")");
+  if (rank >= size)
+    throw ConfigError(rank_var + " is " + std::to_string(rank) + " but " + size_var + " is " + std::to_string(size) +
+                      " (ranks run from 0 to " + size_var + " - 1)");
+  int local = parse_int(env, local_var, 0);
+  w.rank = rank;
+  w.size = size;
+  w.local_rank = local < 0 ? 0 : local;
+  w.source = source;
+  return w;
+}
+
+std::string get(const Env& env, const std::string& key) {
+  const std::string* v = find(env, key);
+  return v ? *v : std::string();
+}
+
+volatile sig_atomic_t g_stop_signal = 0;
+void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+std::string describe(int status) {
+  if (WIFSIGNALED(status)) {
+    int s = WTERMSIG(status);
+    return "was killed by signal " + std::to_string(s) + " (" + strsignal(s) + ")";
+  }
+  return "exited with code " + std::to_string(WEXITSTATUS(status));
+}
+
+std::string first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (in) std::getline(in, line);
+  return line;
+}
+
+}  // namespace
+
+WorldInfo parse_launcher_env(const Env& env) {
+  WorldInfo w = read_world(env, "torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK");
+  if (w.source != "none") {
+    std::string addr = get(env, "MASTER_ADDR"), port = get(env, "MASTER_PORT");
+    if (!addr.empty() && !port.empty()) w.master = addr + ":" + port;
+    w.job_id = get(env, "TORCHELASTIC_RUN_ID");
+    if (w.job_id.empty() || w.job_id == "none") w.job_id = w.master;
+    return w;
+  }
+  w = read_world(env, "mpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK");
+  if (w.source != "none") {
+    w.job_id = get(env, "OMPI_MCA_ess_base_jobid");
+    if (w.job_id.empty()) w.job_id = get(env, "OMPI_MCA_orte_ess_jobid");
+    return w;
+  }
+  w = read_world(env, "slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID");
+  if (w.source != "none") {
+    w.job_id = get(env, "SLURM_JOB_ID");
+    std::string step = get(env, "SLURM_STEP_ID");
+    if (!step.empty()) w.job_id += "." + step;
+  }
+  return w;
+}
+
+Env environment_map() {
+  Env env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+std::string cluster_rendezvous_dir(const WorldInfo& world, const std::string& output_dir, const Env& env) {
+  std::string dir = get(env, "DLT_RENDEZVOUS");
+  if (!dir.empty()) return dir;
+  std::string id = world.job_id.empty() ? "default" : world.job_id;
+  for (char& c : id)
+    if (c == '/' || c == ':') c = '_';
+  return (fs::path(output_dir) / ".rendezvous" / (world.source + "-" + id)).string();
+}
+
+std::vector<std::string> self_command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  std::string a;
+  while (std::getline(in, a, '\0')) args.push_back(a);
+  if (args.empty()) throw CommError("cannot read /proc/self/cmdline to start the worker processes");
+  return args;
+}
+
+WorldInfo local_worker_world(int rank, const Env& env) {
+  WorldInfo w;
+  int size = parse_int(env, "DLT_WORLD_SIZE", 1);
+  if (size < 0 || get(env, "DLT_RENDEZVOUS").empty())
+    throw UsageError("--worker-rank is for the worker processes dltrain starts itself (DLT_WORLD_SIZE and "
+                     "DLT_RENDEZVOUS are not set); leave it out");
+  if (rank >= size)
+    throw UsageError("--worker-rank " + std::to_string(rank) + " is outside a world of " + std::to_string(size));
+  w.rank = w.local_rank = rank;
+  w.size = size;
+  w.source = "local";
+  return w;
+}
+
+std::shared_ptr<Communicator> join_world(const WorldInfo& w, const std::string& output_dir, const Env& env) {
+  CommOptions o;
+  o.rank = w.rank;
+  o.size = w.size;
+  o.timeout = comm_timeout_from_env();
+  if (w.source == "local") {
+    o.rendezvous_dir = get(env, "DLT_RENDEZVOUS");
+    o.hostname = "127.0.0.1";
+  } else {
+    o.rendezvous_dir = cluster_rendezvous_dir(w, output_dir, env);
+    o.iface = get(env, "DLT_GLOO_IFACE");
+    o.hostname = get(env, "DLT_GLOO_HOSTNAME");
+    if (o.hostname.empty()) {
+      char host[256] = {0};
+      if (gethostname(host, sizeof(host) - 1) == 0) o.hostname = host;
+    }
+  }
+  return make_cpu_communicator(o);
+}
+
+std::string worker_error_file(int rank) {
+  const char* dir = std::getenv("DLT_RENDEZVOUS");
+  const char* local = std::getenv("DLT_LOCAL_LAUNCH");
+  if (!dir || !local || std::string(local) != "1") return {};
+  return (fs::path(dir) / ("error-rank-" + std::to_string(rank) + ".txt")).string();
+}
+
+int run_local_workers(const LocalLaunch& l) {
+  char tmpl[] = "/tmp/dltrain-rendezvous-XXXXXX";
+  if (!mkdtemp(tmpl))
+    throw CommError(std::string("cannot create a rendezvous directory in /tmp: ") + std::strerror(errno) +
+                    " (free space in /tmp or set TMPDIR)");
+  const std::string dir = tmpl;
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old_int {}, old_term {};
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+
+  const pid_t parent = getpid();
+  std::vector<pid_t> pids(l.workers, -1);
+  for (int r = 0; r < l.workers; ++r) {
+    std::vector<std::string> args = l.args;
+    args.push_back("--worker-rank");
+    args.push_back(std::to_string(r));
+    if (l.threads_per_worker > 0) {
+      args.push_back("--threads");
+      args.push_back(std::to_string(l.threads_per_worker));
+    }
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = fork();
+    if (pid < 0) {
+      for (pid_t p : pids)
+        if (p > 0) kill(p, SIGKILL);
+      throw CommError(std::string("cannot start worker processes: fork failed: ") + std::strerror(errno));
+    }
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // no orphans when the launcher itself is killed
+      if (getppid() != parent) _exit(1);
+      sigaction(SIGINT, &old_int, nullptr);
+      sigaction(SIGTERM, &old_term, nullptr);
+      setenv("DLT_RENDEZVOUS", dir.c_str(), 1);
+      setenv("DLT_WORLD_SIZE", std::to_string(l.workers).c_str(), 1);
+      setenv("DLT_LOCAL_LAUNCH", "1", 1);
+      execv("/proc/self/exe", argv.data());
+      std::fprintf(stderr, "dltrain: worker %d: cannot run /proc/self/exe: %s\n", r, std::strerror(errno));
+      _exit(127);
+    }
+    pids[r] = pid;
+  }
+
+  // Watch: the first failure (or a stop signal) stops the rest.
+  std::vector<int> status(l.workers, 0);
+  std::vector<bool> done(l.workers, false), stopped_by_us(l.workers, false);
+  int alive = l.workers, first_failed = -1;
+  bool stopping = false;
+  auto kill_deadline = std::chrono::steady_clock::time_point::max();
+  while (alive > 0) {
+    int st = 0;
+    pid_t pid = waitpid(-1, &st, WNOHANG);
+    if (pid > 0) {
+      for (int r = 0; r < l.workers; ++r) {
+        if (pids[r] != pid) continue;
+        done[r] = true;
+        status[r] = st;
+        --alive;
+        bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        if (!ok && !stopped_by_us[r] && first_failed < 0) first_failed = r;
+      }
+      continue;
+    }
+    if ((first_failed >= 0 || g_stop_signal) && !stopping) {
+      stopping = true;
+      for (int r = 0; r < l.workers; ++r)
+        if (!done[r]) {
+          stopped_by_us[r] = true;
+          kill(pids[r], SIGTERM);
+        }
+      kill_deadline = std::chrono::steady_clock::now() +
+                      std::chrono::milliseconds(static_cast<int64_t>(l.stop_grace_seconds * 1000));
+    }
+    if (stopping && std::chrono::steady_clock::now() > kill_deadline) {
+      for (int r = 0; r < l.workers; ++r)
+        if (!done[r]) kill(pids[r], SIGKILL);
+      kill_deadline = std::chrono::steady_clock::time_point::max();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+
+  // The root cause: a worker killed from outside, else one that failed on its own (not a
+  // communication error caused by another's death), else the first failure seen.
+  int cause = first_failed;
+  auto failed = [&](int r) { return !stopped_by_us[r] && !(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0); };
+  auto own = [&](int r) { return WIFEXITED(status[r]) && WEXITSTATUS(status[r]) != 3; };
+  for (int r = l.workers - 1; r >= 0; --r)
+    if (failed(r) && own(r) && (cause < 0 || !WIFSIGNALED(status[cause]))) cause = r;
+  for (int r = l.workers - 1; r >= 0; --r)
+    if (failed(r) && WIFSIGNALED(status[r])) cause = r;
+  std::string message = cause >= 0 ? first_line((fs::path(dir) / ("error-rank-" + std::to_string(cause) + ".txt")).string())
+                                   : std::string();
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  int others = l.workers - 1;
+  if (g_stop_signal) {
+    int sig = g_stop_signal;
+    std::fprintf(stderr, "dltrain: interrupted by signal %d (%s); stopped all %d workers\n", sig, strsignal(sig),
+                 l.workers);
+    return 128 + sig;
+  }
+  if (cause >= 0) {
+    std::fprintf(stderr, "dltrain: worker error: rank %d of %d %s%s%s; stopped the other %d worker(s)\n", cause,
+                 l.workers, describe(status[cause]).c_str(), message.empty() ? "" : ": ", message.c_str(), others);
+    return 3;
+  }
+  return 0;
+}
+
+}  // namespace dlt
