@@ -106,8 +106,8 @@ grep -q '"metric":"validation_accuracy"' "$TMP/report.json" || fail "report --js
 grep -q '"front":\["InitialLearnRate=' "$TMP/report.json" || fail "report --json front: $(cat "$TMP/report.json")"
 [[ -s "$TMP/grid.png" ]] || fail "report --output"
 # A single run folder is a report of one run.
-"$DLTRAIN" report "$out/InitialLearnRate=0.01_conv1.NumFilters=4" --output "$TMP/one.png" | grep -q '^\* ' \
-  || fail "report of one run folder"
+"$DLTRAIN" report "$out/InitialLearnRate=0.01_conv1.NumFilters=4" --output "$TMP/one.png" > "$TMP/one.txt"
+grep -q '^\* ' "$TMP/one.txt" || fail "report of one run folder: $(cat "$TMP/one.txt")"
 expect_error "report of an empty folder" 2 "no summary.json" -- "$DLTRAIN" report "$TMP/data/train/$(ls "$TMP/data/train" | head -1)"
 echo "ok: dltrain report"
 
