@@ -93,6 +93,28 @@ grep -q '^MiniBatchSize=0,.*,0,failed,,,,,,,2,.*MiniBatchSize' "$fout/results.cs
 [[ $(grep -c ',completed,' "$fout/results.csv") -eq 2 ]] || fail "other points: $(cat "$fout/results.csv")"
 echo "ok: failing point recorded ($(cat "$bad/error.txt"))"
 
+# --- --gpus: one job per GPU, each with its own CUDA_VISIBLE_DEVICES and ExecutionEnvironment gpu.
+# A stand-in dltrain records its GPU and flags when two jobs share a GPU (no GPU needed).
+cat > "$TMP/dltrain-fakegpu" <<EOF
+#!/usr/bin/env bash
+for a in "\$@"; do [[ \${prev:-} == --output-dir ]] && dir=\$a; prev=\$a; done
+lock="$TMP/gpu\$CUDA_VISIBLE_DEVICES.busy"
+[[ -e \$lock ]] && echo "GPU \$CUDA_VISIBLE_DEVICES shared" >> "$TMP/overlap"
+touch "\$lock"; sleep 0.3; rm -f "\$lock"
+echo "\$CUDA_VISIBLE_DEVICES \$*" > "\$dir/fake.txt"
+echo '{"status":"completed","validation_accuracy":50,"memory_bytes":100}' > "\$dir/summary.json"
+EOF
+chmod +x "$TMP/dltrain-fakegpu"
+gout="$TMP/gpus"
+bash "$SWEEP" --dltrain "$TMP/dltrain-fakegpu" --config "$TMP/tiny.yaml" --grid training.MaxEpochs=1,2,3,4 \
+  --gpus "3 5" --out "$gout" > "$TMP/gpus.log" || fail "--gpus sweep: $(cat "$TMP/gpus.log")"
+[[ ! -e "$TMP/overlap" ]] || fail "--gpus: $(cat "$TMP/overlap")"
+[[ $(cat "$gout"/*/fake.txt | grep -c -E '^[35] train .*--set training.ExecutionEnvironment=gpu') -eq 4 ]] \
+  || fail "--gpus: each point on GPU 3 or 5 with ExecutionEnvironment gpu: $(cat "$gout"/*/fake.txt)"
+[[ $(cut -d' ' -f1 "$gout"/*/fake.txt | sort -u | tr '\n' ' ') == "3 5 " ]] || fail "--gpus: both GPUs used"
+[[ $(grep -c ',completed,' "$gout/results.csv") -eq 4 ]] || fail "--gpus results: $(cat "$gout/results.csv")"
+echo "ok: --gpus runs one job per GPU"
+
 # --- dltrain report: table with the front marked, PNG, CSV, JSON
 "$DLTRAIN" report "$fout" --csv "$TMP/report.csv" > "$TMP/report.txt" || fail "report exit code $?"
 grep -q 'MiniBatchSize=0 .*failed (exit 2)' "$TMP/report.txt" || fail "report: failed row: $(cat "$TMP/report.txt")"
