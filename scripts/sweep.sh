@@ -29,6 +29,7 @@
 set -uo pipefail  # no -e: a failing point is expected and handled
 
 die() { echo "sweep.sh: error: $*" >&2; exit 2; }
+((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501)) || die "needs bash 5.1 or newer (wait -n -p)"
 usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 # ---------------------------------------------------------------- arguments
@@ -199,7 +200,7 @@ run_point() {  # runs point $1 on slot $2 (in the background); leaves its files 
 }
 
 mkdir -p "$out" || die "cannot create $out"
-where="CPU, $threads threads per job"
+where="CPU, --threads $threads per job"
 ((${#gpu_list[@]})) && where="GPUs ${gpu_list[*]}, one job each"
 echo "[sweep] $n points, $jobs at once ($where), results in $out"
 
