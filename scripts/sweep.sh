@@ -200,7 +200,7 @@ run_point() {  # runs point $1 on slot $2 (in the background); leaves its files 
 }
 
 mkdir -p "$out" || die "cannot create $out"
-where="CPU, --threads $threads per job"
+where="CPU, $threads thread(s) per job"
 ((${#gpu_list[@]})) && where="GPUs ${gpu_list[*]}, one job each"
 echo "[sweep] $n points, $jobs at once ($where), results in $out"
 
