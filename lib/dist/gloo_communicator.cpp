@@ -11,6 +11,7 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <csignal>
 #include <filesystem>
 #include <functional>
 
@@ -23,6 +24,9 @@ namespace {
 class GlooCommunicator final : public Communicator {
  public:
   explicit GlooCommunicator(const CommOptions& o) : rank_(o.rank), size_(o.size), timeout_(o.timeout) {
+    // A peer that dies closes its sockets; writing to them must fail (EPIPE -> CommError),
+    // not kill this process with SIGPIPE.
+    signal(SIGPIPE, SIG_IGN);
     std::error_code ec;
     std::filesystem::create_directories(o.rendezvous_dir, ec);
     if (ec)

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "dist/communicator.h"
@@ -186,10 +188,11 @@ std::string worker_error_file(int rank) {
 }
 
 int run_local_workers(const LocalLaunch& l) {
-  char tmpl[] = "/tmp/dltrain-rendezvous-XXXXXX";
-  if (!mkdtemp(tmpl))
-    throw CommError(std::string("cannot create a rendezvous directory in /tmp: ") + std::strerror(errno) +
-                    " (free space in /tmp or set TMPDIR)");
+  const char* tmp = std::getenv("TMPDIR");
+  std::string tmpl = (fs::path(tmp && *tmp ? tmp : "/tmp") / "dltrain-rendezvous-XXXXXX").string();
+  if (!mkdtemp(tmpl.data()))
+    throw CommError("cannot create the rendezvous directory " + tmpl + ": " + std::strerror(errno) +
+                    " (set TMPDIR to a writable directory)");
   const std::string dir = tmpl;
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
@@ -235,7 +238,8 @@ int run_local_workers(const LocalLaunch& l) {
   // Watch: the first failure (or a stop signal) stops the rest.
   std::vector<int> status(l.workers, 0);
   std::vector<bool> done(l.workers, false), stopped_by_us(l.workers, false);
-  int alive = l.workers, first_failed = -1;
+  std::vector<int> reaped_failures;  // ranks, in the order their failure was seen
+  int alive = l.workers;
   bool stopping = false;
   auto kill_deadline = std::chrono::steady_clock::time_point::max();
   while (alive > 0) {
@@ -248,16 +252,17 @@ int run_local_workers(const LocalLaunch& l) {
         status[r] = st;
         --alive;
         bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-        if (!ok && !stopped_by_us[r] && first_failed < 0) first_failed = r;
+        if (!ok && !stopped_by_us[r]) reaped_failures.push_back(r);
       }
       continue;
     }
-    if ((first_failed >= 0 || g_stop_signal) && !stopping) {
+    if ((!reaped_failures.empty() || g_stop_signal) && !stopping) {
       stopping = true;
       for (int r = 0; r < l.workers; ++r)
         if (!done[r]) {
           stopped_by_us[r] = true;
           kill(pids[r], SIGTERM);
+          kill(pids[r], SIGCONT);  // a stopped (SIGSTOP) worker acts on SIGTERM only when continued
         }
       kill_deadline = std::chrono::steady_clock::now() +
                       std::chrono::milliseconds(static_cast<int64_t>(l.stop_grace_seconds * 1000));
@@ -272,15 +277,19 @@ int run_local_workers(const LocalLaunch& l) {
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
 
-  // The root cause: a worker killed from outside, else one that failed on its own (not a
-  // communication error caused by another's death), else the first failure seen.
-  int cause = first_failed;
-  auto failed = [&](int r) { return !stopped_by_us[r] && !(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0); };
-  auto own = [&](int r) { return WIFEXITED(status[r]) && WEXITSTATUS(status[r]) != 3; };
-  for (int r = l.workers - 1; r >= 0; --r)
-    if (failed(r) && own(r) && (cause < 0 || !WIFSIGNALED(status[cause]))) cause = r;
-  for (int r = l.workers - 1; r >= 0; --r)
-    if (failed(r) && WIFSIGNALED(status[r])) cause = r;
+  // The root cause, in the order the failures were seen: a worker killed by a signal from
+  // outside, else one that failed on its own (not a communication error, exit code 3,
+  // caused by another's death), else the first failure.
+  int cause = reaped_failures.empty() ? -1 : reaped_failures.front();
+  std::function<bool(int)> external = [&](int r) { return WIFSIGNALED(status[r]) && WTERMSIG(status[r]) != SIGPIPE; };
+  std::function<bool(int)> own = [&](int r) { return WIFEXITED(status[r]) && WEXITSTATUS(status[r]) != 3; };
+  for (const auto& wanted : {external, own}) {
+    auto it = std::find_if(reaped_failures.begin(), reaped_failures.end(), wanted);
+    if (it != reaped_failures.end()) {
+      cause = *it;
+      break;
+    }
+  }
   std::string message = cause >= 0 ? first_line((fs::path(dir) / ("error-rank-" + std::to_string(cause) + ".txt")).string())
                                    : std::string();
   std::error_code ec;

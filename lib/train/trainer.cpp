@@ -6,8 +6,10 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "build_config.h"
 #include "data/batch_loader.h"
 #include "data/datastore.h"
+#include "dist/data_parallel.h"
 #include "net/model_file.h"
 #include "net/network.h"
 #include "optim/optimizer.h"
@@ -36,6 +38,15 @@ Device resolve_device(const TrainingOptions& o) {
                         std::to_string(cuda_device_count()) + " GPU(s) visible)");
     return Device::cuda(o.gpu_device);
   }
+  if (env == "parallel") return Device::cpu();  // CPU workers over Gloo (GPU workers need NCCL)
+  if (env == "multi-gpu") {
+    if (cuda_device_count() == 0)
+      throw DeviceError("ExecutionEnvironment 'multi-gpu' needs CUDA GPUs, but " +
+                        std::string(DLT_HAVE_CUDA ? "none is visible" : "this dltrain was built without CUDA") +
+                        " (use 'parallel' for CPU workers)");
+    throw DeviceError("ExecutionEnvironment 'multi-gpu' needs the NCCL communicator, which this version does not "
+                      "have yet (use 'gpu' for one GPU or 'parallel' for CPU workers)");
+  }
   throw ConfigError("training.ExecutionEnvironment '" + env +
                     "' is not available in this version of dltrain yet (use auto, cpu or gpu)");
 }
@@ -62,6 +73,8 @@ class Trainer {
   const Config& cfg_;
   TrainArgs args_;
   TrainingOptions o_;
+  std::shared_ptr<Communicator> comm_;  // the data-parallel world (Local: one process)
+  bool lead_ = true;                    // rank 0: prints, checkpoints, writes the outputs
   Device device_;
   ImageDatastore train_ds_, val_ds_;
   bool has_val_ = false;
@@ -111,8 +124,12 @@ void Trainer::prepare_network() {
   }
   net_->init_params(o_.seed);
   const Shape& in = net_->input_shape();
-  train_loader_ = std::make_unique<BatchLoader>(train_ds_, loader_options(cfg_.data, o_, in, true));
-  if (has_val_) val_loader_ = std::make_unique<BatchLoader>(val_ds_, loader_options(cfg_.data, o_, in, false));
+  // Each rank loads its own share of every global mini-batch (training and validation).
+  LoaderOptions train_opt = loader_options(cfg_.data, o_, in, true), val_opt = loader_options(cfg_.data, o_, in, false);
+  train_opt.rank = val_opt.rank = comm_->rank();
+  train_opt.world_size = val_opt.world_size = comm_->size();
+  train_loader_ = std::make_unique<BatchLoader>(train_ds_, train_opt);
+  if (has_val_) val_loader_ = std::make_unique<BatchLoader>(val_ds_, val_opt);
   if (net_->input_layer().normalization() != "none") {
     Timer t;
     DatasetStats st = compute_stats(train_ds_, loader_options(cfg_.data, o_, in, false));
@@ -126,31 +143,43 @@ void Trainer::prepare_network() {
     log::info("input normalization '{}' from {} training images ({:.1f} s)", net_->input_layer().normalization(),
               st.count, t.seconds());
   }
+  broadcast_model(*comm_, *net_);  // identical seeds already agree; rank 0's model wins
   opt_ = std::make_unique<Optimizer>(o_, net_->params());
   net_->set_batch(o_.mini_batch_size);
 }
 
-// One training iteration: batch -> forward -> loss -> backward -> optimizer step.
+// One training iteration: batch -> forward -> loss -> backward -> [all-reduce] -> optimizer
+// step. A rank with an empty share (WorkerLoad 0) skips the compute but joins the collectives.
 bool Trainer::step(Batch& batch, const RunContext& ctx, double lr, IterationRecord& rec) {
-  if (batch.size != net_->batch()) net_->set_batch(batch.size);
-  const Tensor* x = &batch.images;
-  const Tensor* y = &batch.labels;
-  if (!device_.is_cpu()) {
-    images_dev_.resize(batch.images.shape());
-    images_dev_.copy_from(batch.images);
-    labels_dev_.resize(batch.labels.shape());
-    labels_dev_.copy_from(batch.labels);
-    x = &images_dev_;
-    y = &labels_dev_;
-  }
-  net_->forward(*x, ctx);
+  double loss = 0;
   int64_t correct = 0;
-  double loss = net_->loss_and_backward(*y, ctx, true, &correct);
-  rec.minibatch_loss = loss;
-  rec.minibatch_accuracy = 100.0 * static_cast<double>(correct) / static_cast<double>(batch.size);
-  if (!std::isfinite(loss)) return false;
+  if (batch.size > 0) {
+    if (batch.size != net_->batch()) net_->set_batch(batch.size);
+    const Tensor* x = &batch.images;
+    const Tensor* y = &batch.labels;
+    if (!device_.is_cpu()) {
+      images_dev_.resize(batch.images.shape());
+      images_dev_.copy_from(batch.images);
+      labels_dev_.resize(batch.labels.shape());
+      labels_dev_.copy_from(batch.labels);
+      x = &images_dev_;
+      y = &labels_dev_;
+    }
+    net_->forward(*x, ctx);
+    loss = net_->loss_and_backward(*y, ctx, true, &correct);
+  } else {
+    backend_for(device_).fill(net_->flat_grads(), 0.f);
+  }
+  // Data parallel (seed 004): weight each rank's mean gradient and batch-norm statistics by
+  // its share of the global mini-batch and sum over ranks (no-ops in one process).
+  GlobalTotals g = all_reduce_totals(*comm_, batch.size, loss, correct);
+  all_reduce_gradients(*comm_, net_->flat_grads(), g.weight);
+  aggregate_batch_norm_states(*comm_, *net_, g.weight);
+  rec.minibatch_loss = g.loss;
+  rec.minibatch_accuracy = 100.0 * g.correct / g.images;
+  if (!std::isfinite(g.loss)) return false;
   opt_->step(lr);
-  images_trained_ += batch.size;
+  images_trained_ += static_cast<int64_t>(g.images);
   return true;
 }
 
@@ -183,6 +212,13 @@ Eval Trainer::evaluate() {
     correct_sum += correct;
     count += b.size;
   }
+  double sums[3] = {loss_sum, static_cast<double>(correct_sum), static_cast<double>(count)};
+  if (comm_->size() > 1) {  // each rank validated its share
+    comm_->all_reduce_sum(sums, 3);
+    loss_sum = sums[0];
+    correct_sum = static_cast<int64_t>(sums[1]);
+    count = static_cast<int64_t>(sums[2]);
+  }
   if (count > 0) {
     e.loss = loss_sum / static_cast<double>(count);
     e.accuracy = 100.0 * static_cast<double>(correct_sum) / static_cast<double>(count);
@@ -192,6 +228,7 @@ Eval Trainer::evaluate() {
 }
 
 void Trainer::checkpoint(const TrainPosition& pos) {
+  if (!lead_) return;
   make_dirs(o_.checkpoint_path);
   std::string name = "checkpoint-iteration-" + std::to_string(pos.iteration) + ".bin";
   std::string path = (fs::path(o_.checkpoint_path) / name).string();
@@ -203,14 +240,19 @@ void Trainer::checkpoint(const TrainPosition& pos) {
 
 TrainResult Trainer::run() {
   Timer wall;
+  comm_ = args_.comm ? args_.comm : std::make_shared<LocalCommunicator>();
+  lead_ = comm_->rank() == 0;
   device_ = resolve_device(o_);
   if (o_.threads > 0) cpu_set_threads(o_.threads);
-  make_dirs(args_.output_dir);
+  if (lead_) make_dirs(args_.output_dir);
   prepare_data();
   prepare_network();
   log::info("training on {} with {} images in {} classes{}; {} learnables", device_.str(), train_ds_.size(),
             train_ds_.num_classes(), has_val_ ? ", validating on " + std::to_string(val_ds_.size()) : std::string(),
             net_->total_learnables());
+  if (comm_->size() > 1)
+    log::info("data parallel: {} workers ({}), global MiniBatchSize {}", comm_->size(), comm_->kind(),
+              o_.mini_batch_size);
 
   TrainPosition pos;
   if (!args_.resume.empty()) {
@@ -219,7 +261,7 @@ TrainResult Trainer::run() {
   }
   const int64_t per_epoch = train_loader_->batches_per_epoch();
   const int64_t total_iterations = per_epoch * o_.max_epochs;
-  ProgressTable table(o_.verbose, has_val_);
+  ProgressTable table(o_.verbose && lead_, has_val_);
   table.header();
   std::string status = "completed";
   Eval last_val;
@@ -275,7 +317,7 @@ TrainResult Trainer::run() {
       rec.seconds = elapsed_before + train_timer.seconds();
       log_.add(rec);
       if (it == 1 || it % std::max<int64_t>(o_.verbose_frequency, 1) == 0 || validate || last || stop) table.row(rec);
-      table.bar(it, total_iterations, rec.seconds);
+      if (lead_) table.bar(it, total_iterations, rec.seconds);
       bool end_of_epoch = b == per_epoch;
       if (!o_.checkpoint_path.empty()) {
         bool due = o_.checkpoint_frequency_unit == "iteration"
@@ -305,6 +347,7 @@ TrainResult Trainer::run() {
 }
 
 void Trainer::write_outputs(const std::string& status, const Eval& val, double wall) {
+  if (!lead_) return;
   RunFiles files;
   files.dir = args_.output_dir;
   files.status = status;

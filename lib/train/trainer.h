@@ -7,6 +7,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "dist/communicator.h"
 #include "tensor/device.h"
 
 namespace dlt {
@@ -15,6 +16,9 @@ struct TrainArgs {
   std::string output_dir = "runs/latest";
   std::string resume;       // checkpoint file to continue from, or empty
   std::string config_text;  // the resolved config (written as config.yaml and into the model)
+  // Data-parallel world (docs/distributed.md); null: this process alone. Each rank trains on
+  // its share of every global mini-batch; only rank 0 prints and writes files.
+  std::shared_ptr<Communicator> comm;
 };
 
 struct TrainResult {
@@ -26,7 +30,7 @@ struct TrainResult {
 TrainResult train_network(const Config& config, const TrainArgs& args);
 
 // The device an ExecutionEnvironment resolves to in this build (auto: a GPU when one is
-// usable, else the CPU). Throws ConfigError/DeviceError for what this build cannot do.
+// usable, else the CPU; parallel: CPU workers until the NCCL path exists). Throws ConfigError/DeviceError for what this build cannot do.
 Device resolve_device(const TrainingOptions& options);
 
 }  // namespace dlt
