@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache git
   libyaml-cpp-dev libcli11-dev libstb-dev libspdlog-dev catch2
   libdnnl-dev libgloo-dev libturbojpeg0-dev
+  libonnx-dev libprotobuf-dev python3-onnx python3-opencv
 )
 # The benchmarks also use PyTorch and PIL from Debian's Python (not needed to build or test).
 if [[ "${DLTRAIN_BENCH:-0}" == "1" ]]; then

@@ -18,5 +18,7 @@ Runner add_train(CLI::App& app);
 Runner add_classify(CLI::App& app);
 Runner add_make_dataset(CLI::App& app);
 Runner add_report(CLI::App& app);
+Runner add_import(CLI::App& app);
+Runner add_export(CLI::App& app);
 
 }  // namespace dlt::app

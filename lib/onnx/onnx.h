@@ -1,0 +1,28 @@
+// ONNX import and export of trained models (docs/transfer.md). Always declared; a build
+// without libonnx-dev compiles onnx_stub.cpp, whose functions throw one clear UsageError.
+// Layouts: ONNX is NCHW with OIHW conv weights and CHW-order flattening; dltrain is NHWC
+// with OHWI conv weights and HWC-order flattening. Both directions permute the weights.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "net/model_file.h"
+
+namespace dlt {
+
+struct OnnxImportOptions {
+  std::vector<std::string> classes;  // empty: class_1 .. class_K
+  std::vector<int64_t> input_size;   // (H, W, C) when the graph input has symbolic sizes
+};
+
+// True when this build reads and writes ONNX.
+bool onnx_available();
+// ONNX file -> model (network spec with imageInput first and softmax + classification last,
+// weights in dltrain's layout). Throws ModelError naming the file, the node and the operator.
+ModelData import_onnx(const std::string& path, const OnnxImportOptions& options);
+// Model -> ONNX file (opset 13, NCHW input "input" (N, C, H, W), output "prob" (N, K)),
+// written atomically. Throws ModelError naming the layer that has no ONNX form.
+void export_onnx(const ModelData& model, const std::string& path);
+
+}  // namespace dlt

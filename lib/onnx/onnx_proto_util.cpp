@@ -1,0 +1,169 @@
+// Protobuf tensor / attribute helpers and the layout permutations for ONNX import and export.
+#include "onnx/onnx_proto_util.h"
+
+#include <cstring>
+
+#include "util/error.h"
+
+namespace dlt::onnxu {
+
+std::vector<int64_t> dims_of(const onnx::TensorProto& t) { return {t.dims().begin(), t.dims().end()}; }
+
+namespace {
+
+int64_t count_of(const onnx::TensorProto& t) {
+  int64_t n = 1;
+  for (int64_t d : t.dims()) n *= d;
+  return n;
+}
+
+template <typename T>
+std::vector<T> raw_values(const onnx::TensorProto& t, const std::string& what) {
+  const std::string& raw = t.raw_data();
+  if (raw.size() != static_cast<size_t>(count_of(t)) * sizeof(T))
+    throw ModelError(what + ": tensor '" + t.name() + "' has " + std::to_string(raw.size()) + " bytes of data for " +
+                     std::to_string(count_of(t)) + " values (the file is corrupt)");
+  std::vector<T> v(raw.size() / sizeof(T));
+  if (!v.empty()) std::memcpy(v.data(), raw.data(), raw.size());
+  return v;
+}
+
+void check_local(const onnx::TensorProto& t, const std::string& what) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    throw ModelError(what + ": tensor '" + t.name() + "' keeps its data in an external file, which dltrain does not "
+                     "read (save the model with its weights inside, e.g. onnx.save(m, f, save_as_external_data=False))");
+}
+
+}  // namespace
+
+std::vector<float> floats_of(const onnx::TensorProto& t, const std::string& what) {
+  check_local(t, what);
+  if (t.data_type() == onnx::TensorProto::FLOAT) {
+    if (t.has_raw_data()) return raw_values<float>(t, what);
+    return {t.float_data().begin(), t.float_data().end()};
+  }
+  if (t.data_type() == onnx::TensorProto::DOUBLE) {
+    std::vector<double> d = t.has_raw_data() ? raw_values<double>(t, what)
+                                             : std::vector<double>(t.double_data().begin(), t.double_data().end());
+    return {d.begin(), d.end()};
+  }
+  throw ModelError(what + ": tensor '" + t.name() + "' has data type " + std::to_string(t.data_type()) +
+                   ", expected float (convert the model to float32)");
+}
+
+std::vector<int64_t> ints_of(const onnx::TensorProto& t, const std::string& what) {
+  check_local(t, what);
+  if (t.data_type() == onnx::TensorProto::INT64) {
+    if (t.has_raw_data()) return raw_values<int64_t>(t, what);
+    return {t.int64_data().begin(), t.int64_data().end()};
+  }
+  if (t.data_type() == onnx::TensorProto::INT32) {
+    std::vector<int32_t> d = t.has_raw_data() ? raw_values<int32_t>(t, what)
+                                              : std::vector<int32_t>(t.int32_data().begin(), t.int32_data().end());
+    return {d.begin(), d.end()};
+  }
+  throw ModelError(what + ": tensor '" + t.name() + "' has data type " + std::to_string(t.data_type()) +
+                   ", expected int64");
+}
+
+void set_floats(onnx::TensorProto& t, const std::string& name, const std::vector<int64_t>& dims,
+                const std::vector<float>& values) {
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t.add_dims(d);
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+}
+
+const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+int64_t attr_int(const onnx::NodeProto& n, const std::string& name, int64_t def) {
+  const auto* a = find_attr(n, name);
+  return a ? a->i() : def;
+}
+
+float attr_float(const onnx::NodeProto& n, const std::string& name, float def) {
+  const auto* a = find_attr(n, name);
+  return a ? a->f() : def;
+}
+
+std::string attr_string(const onnx::NodeProto& n, const std::string& name, const std::string& def) {
+  const auto* a = find_attr(n, name);
+  return a ? a->s() : def;
+}
+
+std::vector<int64_t> attr_ints(const onnx::NodeProto& n, const std::string& name, std::vector<int64_t> def) {
+  const auto* a = find_attr(n, name);
+  if (!a) return def;
+  return {a->ints().begin(), a->ints().end()};
+}
+
+void add_attr(onnx::NodeProto& n, const std::string& name, int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+void add_attr(onnx::NodeProto& n, const std::string& name, float v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
+void add_attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+std::vector<float> oihw_to_ohwi(const std::vector<float>& w, int64_t k, int64_t c, int64_t kh, int64_t kw) {
+  std::vector<float> out(w.size());
+  for (int64_t o = 0; o < k; ++o)
+    for (int64_t i = 0; i < c; ++i)
+      for (int64_t y = 0; y < kh; ++y)
+        for (int64_t x = 0; x < kw; ++x) out[((o * kh + y) * kw + x) * c + i] = w[((o * c + i) * kh + y) * kw + x];
+  return out;
+}
+
+std::vector<float> ohwi_to_oihw(const std::vector<float>& w, int64_t k, int64_t c, int64_t kh, int64_t kw) {
+  std::vector<float> out(w.size());
+  for (int64_t o = 0; o < k; ++o)
+    for (int64_t i = 0; i < c; ++i)
+      for (int64_t y = 0; y < kh; ++y)
+        for (int64_t x = 0; x < kw; ++x) out[((o * c + i) * kh + y) * kw + x] = w[((o * kh + y) * kw + x) * c + i];
+  return out;
+}
+
+std::vector<float> chw_cols_to_hwc(const std::vector<float>& w, int64_t k, int64_t h, int64_t wd, int64_t c) {
+  std::vector<float> out(w.size());
+  const int64_t n = h * wd * c;
+  for (int64_t o = 0; o < k; ++o)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < h * wd; ++p) out[o * n + p * c + ch] = w[o * n + ch * h * wd + p];
+  return out;
+}
+
+std::vector<float> hwc_cols_to_chw(const std::vector<float>& w, int64_t k, int64_t h, int64_t wd, int64_t c) {
+  std::vector<float> out(w.size());
+  const int64_t n = h * wd * c;
+  for (int64_t o = 0; o < k; ++o)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < h * wd; ++p) out[o * n + ch * h * wd + p] = w[o * n + p * c + ch];
+  return out;
+}
+
+std::vector<float> hwc_to_chw(const std::vector<float>& x, int64_t h, int64_t w, int64_t c) {
+  return hwc_cols_to_chw(x, 1, h, w, c);
+}
+
+std::vector<float> chw_to_hwc(const std::vector<float>& x, int64_t h, int64_t w, int64_t c) {
+  return chw_cols_to_hwc(x, 1, h, w, c);
+}
+
+}  // namespace dlt::onnxu
