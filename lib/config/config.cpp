@@ -15,7 +15,35 @@ namespace dlt {
 
 namespace {
 
-const std::vector<std::string> kTopLevel = {"layers", "data", "training"};
+const std::vector<std::string> kTopLevel = {"layers", "data", "training", "base"};
+const std::vector<std::string> kBaseKeys = {"Model", "KeepLayers", "RemoveLast", "KeepUntil", "FreezeUntil"};
+
+// base: {Model: path, KeepLayers: N | RemoveLast: N | KeepUntil: name, FreezeUntil: name}
+void read_base(const YAML::Node& node, const cfg::Origin& origin, TransferBase& b) {
+  b.loc = origin.loc(node);
+  for (const cfg::Entry& e : cfg::map_entries(node, origin, "base")) {
+    SourceLoc at = origin.loc(e.key_node, e.value);
+    if (!e.value.IsScalar() || e.value.Scalar().empty())
+      throw ConfigError(at.prefix() + "base: " + e.key + " must be a single value, got '" + cfg::node_text(e.value) + "'");
+    const std::string& v = e.value.Scalar();
+    auto count = [&](int64_t* out) {
+      if (!cfg::parse_int(v, out) || *out < 0)
+        throw ConfigError(at.prefix() + "base: " + e.key + " must be a whole number >= 0, got '" + v + "'");
+    };
+    if (e.key == "Model") b.model = v;
+    else if (e.key == "KeepLayers") count(&b.keep_layers);
+    else if (e.key == "RemoveLast") count(&b.remove_last);
+    else if (e.key == "KeepUntil") b.keep_until = v;
+    else if (e.key == "FreezeUntil") b.freeze_until = v;
+    else {
+      std::string hint = did_you_mean(e.key, kBaseKeys);
+      throw ConfigError(at.prefix() + "unknown base: key '" + e.key + "'" +
+                        (hint.empty() ? " (keys: " + join(kBaseKeys, ", ") + ")" : hint));
+    }
+  }
+  if (b.model.empty())
+    throw ConfigError(b.loc.prefix() + "base: needs Model: (the model.bin or .onnx file to start from)");
+}
 
 Config convert(YAML::Node root, const std::string& origin_name, const std::vector<std::string>& overrides) {
   cfg::Origin origin(origin_name);
@@ -25,12 +53,13 @@ Config convert(YAML::Node root, const std::string& origin_name, const std::vecto
   cfg::apply_overrides(root, overrides, origin);
   Config c;
   c.path = origin_name;
-  YAML::Node layers, data, training;
+  YAML::Node layers, data, training, base;
   if (root.IsMap()) {
     for (const cfg::Entry& e : cfg::map_entries(root, origin, "the config")) {
       if (e.key == "layers") layers = e.value;
       else if (e.key == "data") data = e.value;
       else if (e.key == "training") training = e.value;
+      else if (e.key == "base") base = e.value;
       else {
         std::string hint = did_you_mean(e.key, kTopLevel);
         throw ConfigError(origin.at(e.key_node) + "unknown section '" + e.key + "'" +
@@ -39,6 +68,10 @@ Config convert(YAML::Node root, const std::string& origin_name, const std::vecto
     }
   }
   c.network = cfg::read_layers(layers, origin);
+  if (base.IsDefined() && !base.IsNull()) {
+    read_base(base, origin, c.base);
+    c.network = apply_transfer(c.base, c.network);
+  }
   cfg::read_data(data, origin, c.data);
   cfg::read_training(training, origin, c.training);
   c.training.resolve_defaults();
@@ -70,8 +103,19 @@ std::string dump_config(const Config& c) {
   YAML::Emitter e;
   e << YAML::Comment("dltrain resolved config (every option written out); load it with dltrain train");
   e << YAML::BeginMap;
+  NetworkSpec added = c.network;
+  if (!c.base.model.empty()) {
+    // The base layers come from the model again (KeepLayers, with any freezing); layers: is
+    // the list appended after them.
+    e << YAML::Key << "base" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "Model" << YAML::Value << c.base.model;
+    e << YAML::Key << "KeepLayers" << YAML::Value << c.base.kept;
+    if (!c.base.freeze_until.empty()) e << YAML::Key << "FreezeUntil" << YAML::Value << c.base.freeze_until;
+    e << YAML::EndMap;
+    added.layers.erase(added.layers.begin(), added.layers.begin() + c.base.kept);
+  }
   e << YAML::Key << "layers" << YAML::Value;
-  cfg::write_layers(e, c.network);
+  cfg::write_layers(e, added);
   e << YAML::Key << "data" << YAML::Value;
   cfg::write_data(e, c.data);
   e << YAML::Key << "training" << YAML::Value;

@@ -8,6 +8,7 @@
 
 #include "config/options.h"
 #include "net/spec.h"
+#include "onnx/transfer.h"
 
 namespace dlt {
 
@@ -16,6 +17,10 @@ struct Config {
   DataOptions data;
   TrainingOptions training;  // resolve_defaults() already applied
   std::string path;          // the file it came from
+  // base: (transfer learning). When base.model is set, network holds the kept base layers
+  // followed by the layers: list, and base.weights the kept layers' trained tensors; the
+  // trainer copies them after init_params with apply_base_weights (onnx/transfer.h).
+  TransferBase base;
 };
 
 // Reads path, applies overrides ("section.path=value", values parsed as YAML) to the tree,
