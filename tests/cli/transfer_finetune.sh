@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Transfer learning end to end: train a small network on 4 generated shape classes, then a
+# config with base: (RemoveLast 3, FreezeUntil relu2) adds a new fullyConnected head for a
+# different 3-class dataset and fine-tunes. Asserts: frozen weights bit-identical to the base
+# model, test accuracy >= 70%, and backward time per iteration well below the unfrozen one.
+source "$(dirname "$0")/common.sh" "$@"
+"$DLTRAIN" make-dataset shapes "$TMP/a" --classes 4 --per-class 60 --size 32x32 --seed 3 >/dev/null
+"$DLTRAIN" make-dataset shapes "$TMP/b" --classes 3 --per-class 60 --size 32x32 --seed 7 >/dev/null
+training="training: {Solver: adam, InitialLearnRate: 0.003, MaxEpochs: 4, MiniBatchSize: 32, Shuffle: every-epoch, Verbose: false, ExecutionEnvironment: cpu, Seed: 1}"
+cat > "$TMP/base.yaml" <<YAML
+layers:
+  - {type: imageInput, Name: input, InputSize: [32, 32, 3], Normalization: none}
+  - {type: convolution2d, Name: conv1, FilterSize: 3, NumFilters: 16, Padding: same, WeightsInitializer: he}
+  - {type: batchNormalization, Name: bn1}
+  - {type: relu, Name: relu1}
+  - {type: maxPooling2d, Name: pool1, PoolSize: 2, Stride: 2}
+  - {type: convolution2d, Name: conv2, FilterSize: 3, NumFilters: 32, Padding: same, WeightsInitializer: he}
+  - {type: batchNormalization, Name: bn2}
+  - {type: relu, Name: relu2}
+  - {type: globalAveragePooling2d, Name: gap}
+  - {type: fullyConnected, Name: fc, OutputSize: 4}
+  - {type: softmax, Name: softmax}
+  - {type: classification, Name: output}
+data: {train: $TMP/a/train}
+$training
+YAML
+"$DLTRAIN" train "$TMP/base.yaml" --quiet --output-dir "$TMP/base" >/dev/null
+# seed 000: layers(1:end-3) + fullyConnected(K, WeightLearnRateFactor 10, BiasLearnRateFactor 20)
+for freeze in frozen unfrozen; do
+  {
+    echo "base: {Model: $TMP/base/model.bin, RemoveLast: 3$([[ $freeze == frozen ]] && echo ", FreezeUntil: relu2")}"
+    echo "layers:"
+    echo "  - {type: fullyConnected, Name: fc_new, OutputSize: 3, WeightLearnRateFactor: 10, BiasLearnRateFactor: 20}"
+    echo "  - {type: softmax, Name: softmax_new}"
+    echo "  - {type: classification, Name: output_new}"
+    echo "data: {train: $TMP/b/train}"
+    echo "$training"
+  } > "$TMP/$freeze.yaml"
+done
+"$DLTRAIN" train "$TMP/frozen.yaml" --quiet --set training.InitialLearnRate=0.001 --output-dir "$TMP/tuned" >/dev/null
+# 1. frozen layers bit-identical (CRC-32 of every learnable of conv1, bn1, conv2, bn2)
+"$DLTRAIN" export "$TMP/base/model.bin" --debug-params | grep -E '^(conv|bn)[12]/' > "$TMP/before.txt"
+"$DLTRAIN" export "$TMP/tuned/model.bin" --debug-params | grep -E '^(conv|bn)[12]/' > "$TMP/after.txt"
+[[ $(wc -l < "$TMP/before.txt") -eq 8 ]] || fail "expected 8 frozen learnables: $(cat "$TMP/before.txt")"
+diff -q "$TMP/before.txt" "$TMP/after.txt" >/dev/null || fail "frozen weights changed during fine-tuning"
+"$DLTRAIN" export "$TMP/tuned/model.bin" --debug-params | grep -q '^fc_new/Weights 96 ' || fail "no new 3x32 head"
+echo "ok: 8 frozen learnables bit-identical"
+# 2. accuracy on the new task's test images
+"$DLTRAIN" classify "$TMP/tuned/model.bin" "$TMP/b/test" --json > "$TMP/preds.json"
+acc=$(json_number "$TMP/preds.json" accuracy)
+at_least "$acc" 70 || fail "fine-tuned accuracy $acc% < 70%"
+echo "ok: fine-tuned test accuracy $acc% (bar 70%)"
+# 3. frozen layers skip backward work: total backward ms well below the unfrozen network's
+bwd() { "$DLTRAIN" time "$TMP/$1.yaml" --json --batch 32 --iterations 10 --warmup 2 --threads 1 |
+        grep -o '"backward_ms":[0-9.e+-]*' | cut -d: -f2 | awk '{s += $1} END {print s}'; }
+f=$(bwd frozen) u=$(bwd unfrozen)
+awk -v f="$f" -v u="$u" 'BEGIN { exit !(f < 0.5 * u) }' || fail "frozen backward $f ms is not < 0.5 x unfrozen $u ms"
+echo "ok: backward per iteration frozen $f ms vs unfrozen $u ms"
+echo "PASS"
