@@ -135,9 +135,15 @@ std::string Predictions::report() const {
   std::snprintf(buf, sizeof buf, "%-*s %10s %10s %8s\n", static_cast<int>(w), "class", "precision", "recall", "images");
   out += buf;
   auto stats = per_class();
+  auto pct = [](double v) {  // "-" where undefined (no image predicted / present)
+    char b[32];
+    if (std::isnan(v)) return std::string("-");
+    std::snprintf(b, sizeof b, "%.2f%%", v);
+    return std::string(b);
+  };
   for (size_t c = 0; c < classes.size(); ++c) {
-    std::snprintf(buf, sizeof buf, "%-*s %9.2f%% %9.2f%% %8lld\n", static_cast<int>(w), classes[c].c_str(),
-                  stats[c].precision, stats[c].recall, static_cast<long long>(stats[c].support));
+    std::snprintf(buf, sizeof buf, "%-*s %10s %10s %8lld\n", static_cast<int>(w), classes[c].c_str(),
+                  pct(stats[c].precision).c_str(), pct(stats[c].recall).c_str(), static_cast<long long>(stats[c].support));
     out += buf;
   }
   out += "\nConfusion matrix (rows: true class, columns: predicted)\n";
