@@ -12,6 +12,7 @@
 #include "dist/data_parallel.h"
 #include "net/model_file.h"
 #include "net/network.h"
+#include "onnx/transfer.h"
 #include "optim/optimizer.h"
 #include "train/checkpoint.h"
 #include "train/plot.h"
@@ -123,6 +124,7 @@ void Trainer::prepare_network() {
                       " class folders (set OutputSize: " + std::to_string(train_ds_.num_classes()) + ")");
   }
   net_->init_params(o_.seed);
+  if (cfg_.base.weights) apply_base_weights(*net_, *cfg_.base.weights);  // transfer: kept layers
   const Shape& in = net_->input_shape();
   // Each rank loads its own share of every global mini-batch (training and validation).
   LoaderOptions train_opt = loader_options(cfg_.data, o_, in, true), val_opt = loader_options(cfg_.data, o_, in, false);

@@ -4,8 +4,8 @@
 # different 3-class dataset and fine-tunes. Asserts: frozen weights bit-identical to the base
 # model, test accuracy >= 70%, and backward time per iteration well below the unfrozen one.
 source "$(dirname "$0")/common.sh" "$@"
-"$DLTRAIN" make-dataset shapes "$TMP/a" --classes 4 --per-class 60 --size 32x32 --seed 3 >/dev/null
-"$DLTRAIN" make-dataset shapes "$TMP/b" --classes 3 --per-class 60 --size 32x32 --seed 7 >/dev/null
+"$DLTRAIN" make-dataset shapes "$TMP/a" --classes 4 --per-class 400 --size 32x32 --seed 3 >/dev/null
+"$DLTRAIN" make-dataset shapes "$TMP/b" --classes 3 --per-class 100 --size 32x32 --seed 7 >/dev/null
 training="training: {Solver: adam, InitialLearnRate: 0.003, MaxEpochs: 4, MiniBatchSize: 32, Shuffle: every-epoch, Verbose: false, ExecutionEnvironment: cpu, Seed: 1}"
 cat > "$TMP/base.yaml" <<YAML
 layers:
@@ -24,7 +24,7 @@ layers:
 data: {train: $TMP/a/train}
 $training
 YAML
-"$DLTRAIN" train "$TMP/base.yaml" --quiet --output-dir "$TMP/base" >/dev/null
+"$DLTRAIN" train "$TMP/base.yaml" --quiet --output-dir "$TMP/base" --set training.MaxEpochs=8 >/dev/null
 # seed 000: layers(1:end-3) + fullyConnected(K, WeightLearnRateFactor 10, BiasLearnRateFactor 20)
 for freeze in frozen unfrozen; do
   {
@@ -37,7 +37,7 @@ for freeze in frozen unfrozen; do
     echo "$training"
   } > "$TMP/$freeze.yaml"
 done
-"$DLTRAIN" train "$TMP/frozen.yaml" --quiet --set training.InitialLearnRate=0.001 --output-dir "$TMP/tuned" >/dev/null
+"$DLTRAIN" train "$TMP/frozen.yaml" --quiet --set training.MaxEpochs=20 --set training.InitialLearnRate=0.0005 --output-dir "$TMP/tuned" >/dev/null
 # 1. frozen layers bit-identical (CRC-32 of every learnable of conv1, bn1, conv2, bn2)
 "$DLTRAIN" export "$TMP/base/model.bin" --debug-params | grep -E '^(conv|bn)[12]/' > "$TMP/before.txt"
 "$DLTRAIN" export "$TMP/tuned/model.bin" --debug-params | grep -E '^(conv|bn)[12]/' > "$TMP/after.txt"
