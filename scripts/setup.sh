@@ -7,11 +7,13 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache git
   libyaml-cpp-dev libcli11-dev libstb-dev libspdlog-dev catch2
   libdnnl-dev libgloo-dev libturbojpeg0-dev
-  libonnx-dev libprotobuf-dev python3-onnx python3-opencv
+  libonnx-dev libprotobuf-dev
+  # The ONNX tests check dltrain against PyTorch and OpenCV's dnn on the same networks.
+  python3-torch python3-numpy python3-onnx python3-opencv
 )
-# The benchmarks also use PyTorch and PIL from Debian's Python (not needed to build or test).
+# The benchmarks also use PIL, YAML and tcmalloc from Debian (not needed to build or test).
 if [[ "${DLTRAIN_BENCH:-0}" == "1" ]]; then
-  packages+=(python3-torch python3-numpy python3-pil python3-yaml libtcmalloc-minimal4)
+  packages+=(python3-pil python3-yaml libtcmalloc-minimal4)
 fi
 
 missing=()
