@@ -2,10 +2,10 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 
 #include "util/error.h"
+#include "util/flat_json.h"
 
 namespace dlt {
 
@@ -22,26 +22,6 @@ std::string position_json(const TrainPosition& p) {
                 static_cast<long long>(p.epoch), static_cast<long long>(p.batch_in_epoch),
                 static_cast<long long>(p.iteration), p.elapsed, p.best_val_loss, static_cast<long long>(p.patience_count));
   return buf;
-}
-
-// Reads the flat {"key":number,...} object written above.
-std::map<std::string, double> parse_numbers(const std::string& s) {
-  std::map<std::string, double> out;
-  size_t i = 0;
-  while ((i = s.find('"', i)) != std::string::npos) {
-    size_t j = s.find('"', i + 1);
-    if (j == std::string::npos) break;
-    std::string key = s.substr(i + 1, j - i - 1);
-    size_t colon = j + 1;
-    if (colon < s.size() && s[colon] == ':') {
-      const char* start = s.c_str() + colon + 1;
-      char* end = nullptr;
-      double v = std::strtod(start, &end);
-      if (end != start) out[key] = v;
-    }
-    i = j + 1;
-  }
-  return out;
 }
 
 }  // namespace
@@ -71,8 +51,8 @@ void save_checkpoint(const std::string& path, Network& net, Optimizer& opt, cons
 
 TrainPosition load_checkpoint(const std::string& path, Network& net, Optimizer& opt, IterationLog& log) {
   ModelData m = load_model(path);
-  auto meta = parse_numbers(m.metadata_json);
-  if (!meta.count("iteration") || !meta.count("epoch"))
+  FlatJson meta = parse_flat_json(m.metadata_json.empty() ? "{}" : m.metadata_json, path + " metadata");
+  if (json_string_or(meta, "kind", "") != "checkpoint")
     throw ModelError(path + ": not a training checkpoint (a final model.bin cannot be resumed; use a file from CheckpointPath)");
   if (m.classes != net.classes())
     throw ModelError(path + ": the checkpoint's classes differ from the training data's classes");
@@ -110,12 +90,12 @@ TrainPosition load_checkpoint(const std::string& path, Network& net, Optimizer& 
   }
   log.set(std::move(recs));
   TrainPosition p;
-  p.epoch = static_cast<int64_t>(meta["epoch"]);
-  p.batch_in_epoch = static_cast<int64_t>(meta["batch_in_epoch"]);
-  p.iteration = static_cast<int64_t>(meta["iteration"]);
-  p.elapsed = meta["elapsed"];
-  p.best_val_loss = meta.count("best_val_loss") ? meta["best_val_loss"] : 1e300;
-  p.patience_count = static_cast<int64_t>(meta["patience_count"]);
+  p.epoch = static_cast<int64_t>(json_number_or(meta, "epoch", 0));
+  p.batch_in_epoch = static_cast<int64_t>(json_number_or(meta, "batch_in_epoch", 0));
+  p.iteration = static_cast<int64_t>(json_number_or(meta, "iteration", 0));
+  p.elapsed = json_number_or(meta, "elapsed", 0);
+  p.best_val_loss = json_number_or(meta, "best_val_loss", 1e300);
+  p.patience_count = static_cast<int64_t>(json_number_or(meta, "patience_count", 0));
   return p;
 }
 
