@@ -44,6 +44,7 @@ std::string summary_json(const RunFiles& f) {
 
 void write_run_files(const RunFiles& f) {
   fs::path dir(f.dir);
+  make_dirs(f.dir);  // only now: a run that fails before its end leaves no folder behind
   if (f.model) save_model((dir / "model.bin").string(), *f.model);
   write_file_atomic((dir / "log.csv").string(), f.log->csv());
   write_file_atomic((dir / "config.yaml").string(), f.config_text);

@@ -246,7 +246,6 @@ TrainResult Trainer::run() {
   lead_ = comm_->rank() == 0;
   device_ = resolve_device(o_);
   if (o_.threads > 0) cpu_set_threads(o_.threads);
-  if (lead_) make_dirs(args_.output_dir);
   prepare_data();
   prepare_network();
   log::info("training on {} with {} images in {} classes{}; {} learnables", device_.str(), train_ds_.size(),

@@ -11,8 +11,8 @@ train() {  # train DATA_DIR [more args]: trains into $TMP/out, which must stay e
   "$DLTRAIN" train "$cfg" --quiet --output-dir "$TMP/out" --set data.train="$data" \
     --set data.validation="$TMP/good/test" --set training.MaxEpochs=1 --set training.MiniBatchSize=8 "$@"
 }
-no_outputs() {
-  if [[ -d "$TMP/out" ]] && [[ -n "$(ls -A "$TMP/out")" ]]; then fail "$1 left files: $(ls "$TMP/out")"; fi
+no_outputs() {  # a failed run leaves not even its output folder
+  if [[ -e "$TMP/out" ]]; then fail "$1 left $TMP/out behind: $(ls -A "$TMP/out")"; fi
 }
 copy_good() { rm -rf "$1"; cp -r "$TMP/good/train" "$1"; }
 
