@@ -66,6 +66,7 @@ class Trainer {
  private:
   void prepare_data();
   void prepare_network();
+  Batch& upload(Batch& batch);
   bool step(Batch& batch, const RunContext& ctx, double lr, IterationRecord& rec);
   Eval evaluate();
   void checkpoint(const TrainPosition& pos);
@@ -82,7 +83,7 @@ class Trainer {
   std::unique_ptr<Network> net_;
   std::unique_ptr<Optimizer> opt_;
   std::unique_ptr<BatchLoader> train_loader_, val_loader_;
-  Tensor images_dev_, labels_dev_;  // device copies of the batch (GPU only)
+  Batch device_batch_;  // the batch on the GPU (unused on the CPU)
   IterationLog log_;
   int64_t images_trained_ = 0;
   double train_seconds_ = 0, val_seconds_ = 0;
@@ -152,23 +153,30 @@ void Trainer::prepare_network() {
 
 // One training iteration: batch -> forward -> loss -> backward -> [all-reduce] -> optimizer
 // step. A rank with an empty share (WorkerLoad 0) skips the compute but joins the collectives.
+// Sizes the network for the batch and returns it on the training device: the batch itself on
+// the CPU, else device_batch_ filled through the one named host->device copy.
+Batch& Trainer::upload(Batch& batch) {
+  if (batch.size != net_->batch()) net_->set_batch(batch.size);
+  if (device_.is_cpu()) return batch;
+  if (!device_batch_.images.defined()) {  // an empty Tensor would resize onto the host
+    device_batch_.images = Tensor(batch.images.shape(), device_);
+    device_batch_.labels = Tensor(batch.labels.shape(), device_, DType::kI32);
+  }
+  device_batch_.images.resize(batch.images.shape());
+  device_batch_.images.copy_from(batch.images);
+  device_batch_.labels.resize(batch.labels.shape());
+  device_batch_.labels.copy_from(batch.labels);
+  device_batch_.size = batch.size;
+  return device_batch_;
+}
+
 bool Trainer::step(Batch& batch, const RunContext& ctx, double lr, IterationRecord& rec) {
   double loss = 0;
   int64_t correct = 0;
   if (batch.size > 0) {
-    if (batch.size != net_->batch()) net_->set_batch(batch.size);
-    const Tensor* x = &batch.images;
-    const Tensor* y = &batch.labels;
-    if (!device_.is_cpu()) {
-      images_dev_.resize(batch.images.shape());
-      images_dev_.copy_from(batch.images);
-      labels_dev_.resize(batch.labels.shape());
-      labels_dev_.copy_from(batch.labels);
-      x = &images_dev_;
-      y = &labels_dev_;
-    }
-    net_->forward(*x, ctx);
-    loss = net_->loss_and_backward(*y, ctx, true, &correct);
+    Batch& on_device = upload(batch);
+    net_->forward(on_device.images, ctx);
+    loss = net_->loss_and_backward(on_device.labels, ctx, true, &correct);
   } else {
     backend_for(device_).fill(net_->flat_grads(), 0.f);
   }
@@ -197,20 +205,10 @@ Eval Trainer::evaluate() {
   val_loader_->start_epoch(0);
   while (val_loader_->next(b)) {
     if (b.size == 0) continue;
-    if (b.size != net_->batch()) net_->set_batch(b.size);
-    const Tensor* x = &b.images;
-    const Tensor* y = &b.labels;
-    if (!device_.is_cpu()) {
-      images_dev_.resize(b.images.shape());
-      images_dev_.copy_from(b.images);
-      labels_dev_.resize(b.labels.shape());
-      labels_dev_.copy_from(b.labels);
-      x = &images_dev_;
-      y = &labels_dev_;
-    }
-    net_->forward(*x, ctx);
+    Batch& on_device = upload(b);
+    net_->forward(on_device.images, ctx);
     int64_t correct = 0;
-    loss_sum += net_->loss_and_backward(*y, ctx, false, &correct) * static_cast<double>(b.size);
+    loss_sum += net_->loss_and_backward(on_device.labels, ctx, false, &correct) * static_cast<double>(b.size);
     correct_sum += correct;
     count += b.size;
   }
