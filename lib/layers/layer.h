@@ -84,10 +84,6 @@ class Layer {
   void set_fuse_relu(bool on) { fuse_relu_ = on; }
   bool fuse_relu() const { return fuse_relu_; }
 
-  // Whether backward needs the forward input / output kept (all layers keep them now; the
-  // network uses this to decide in-place execution).
-  virtual bool backward_needs_input() const { return true; }
-
  protected:
   LayerSpec spec_;
   std::vector<Param> params_;

@@ -82,10 +82,6 @@ void ProgressTable::clear_bar() {
 
 void IterationLog::add(const IterationRecord& r) { records_.push_back(r); }
 
-void IterationLog::truncate(int64_t n) {
-  while (!records_.empty() && records_.back().iteration > n) records_.pop_back();
-}
-
 std::string IterationLog::csv() const {
   std::string out =
       "epoch,iteration,time_elapsed_seconds,minibatch_accuracy,validation_accuracy,minibatch_loss,validation_loss,"

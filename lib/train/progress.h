@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -14,8 +15,8 @@ struct IterationRecord {
   double seconds = 0;
   double minibatch_accuracy = 0;  // percent
   double minibatch_loss = 0;
-  double validation_accuracy;  // NaN when not computed at this iteration
-  double validation_loss;
+  double validation_accuracy = std::numeric_limits<double>::quiet_NaN();  // NaN: not computed
+  double validation_loss = std::numeric_limits<double>::quiet_NaN();       // at this iteration
   double learn_rate = 0;
 };
 
@@ -43,8 +44,6 @@ class IterationLog {
   void add(const IterationRecord& r);
   std::string csv() const;
   const std::vector<IterationRecord>& records() const { return records_; }
-  // Keeps rows with iteration <= n (resume from a checkpoint taken at iteration n).
-  void truncate(int64_t n);
   void set(std::vector<IterationRecord> records) { records_ = std::move(records); }
 
  private:

@@ -283,7 +283,6 @@ TrainResult Trainer::run() {
       rec.epoch = epoch + 1;
       rec.iteration = it;
       rec.learn_rate = lr;
-      rec.validation_accuracy = rec.validation_loss = kNaN;
       if (!step(batch, ctx, lr, rec)) {
         table.footer();
         status = "diverged";
@@ -335,8 +334,10 @@ TrainResult Trainer::run() {
   table.footer();
   train_seconds_ = train_timer.seconds() - val_seconds_;
   if (has_val_ && (log_.records().empty() || std::isnan(log_.records().back().validation_loss))) last_val = evaluate();
-  if (have_best_) net_->load_weights(best_);
-  if (have_best_) last_val = evaluate();
+  if (have_best_) {  // OutputNetwork best-validation-loss
+    net_->load_weights(best_);
+    last_val = evaluate();
+  }
   write_outputs(status, last_val, wall.seconds());
   TrainResult r;
   r.status = status;
