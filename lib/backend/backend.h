@@ -48,6 +48,26 @@ class Backend {
   // Mean over the batch of per-sample reductions is done by the layers; this is y = x * m.
   virtual void mul(const Tensor& x, const Tensor& m, Tensor& y) = 0;
 
+  // ---- synchronized batch norm (data-parallel training; x is (N, H, W, C), stats are (C)) ----
+  // Per-channel mean and biased variance of x over its N*H*W positions (N may be 0: then
+  // mean = var = 0).
+  virtual void channel_moments(const Tensor& x, Tensor& mean, Tensor& var) = 0;
+  // dx[., c] -= scale[c] / (sigma[c] * m) * (dshift[c] + xhat * dscale[c]),
+  //   sigma = sqrt(var + epsilon), xhat = (x - mean[c]) / sigma,
+  // which turns the gradient of a batch norm with constant (global) statistics into the exact
+  // gradient through those statistics, given dshift / dscale summed over the global batch.
+  virtual void batch_norm_dx_correction(const Tensor& x, const Tensor& mean, const Tensor& var,
+                                        const Tensor& scale, float epsilon, double m,
+                                        const Tensor& dshift, const Tensor& dscale, Tensor& dx) = 0;
+
+  // ---- host -> device transfers that overlap compute ----
+  // Starts copying host (CPU memory) into dst (on this device); work issued after
+  // upload_wait() sees the data. The CPU backend copies at once.
+  virtual void upload_begin(const Tensor& host, Tensor& dst) { dst.copy_from(host); }
+  virtual void upload_wait() {}
+  // Peak bytes of device memory held by this backend's allocator (0 for the CPU).
+  virtual size_t peak_memory_bytes() const { return 0; }
+
   // ---- loss: probs (N, C) after softmax, labels int32 (N) on this device ----
   // Returns the mean cross-entropy; writes dlogits = (probs - onehot(labels)) / N when
   // dlogits is defined (the gradient with respect to the softmax input).

@@ -72,6 +72,10 @@ struct BatchNormDesc {
   int64_t n = 1, h = 1, w = 1, c = 1;
   float epsilon = 1e-5f;
   bool fuse_relu = false;
+  // Synchronized batch norm: forward_training normalizes with the mean and var it is GIVEN
+  // (statistics of the global batch; nothing is written to them) and backward treats them
+  // as constants (dx = scale / sigma * dy); Backend::batch_norm_dx_correction completes dx.
+  bool global_stats = false;
 };
 
 class BatchNormOp {

@@ -21,6 +21,12 @@ class Communicator {
   // Element-wise sum over all ranks, in place (float32 tensors; contiguous).
   virtual void all_reduce_sum(Tensor& t) = 0;
   virtual void all_reduce_sum(double* values, int64_t n) = 0;
+  // Starts an in-place sum all-reduce that may run while the caller goes on computing (the
+  // gradient buckets of backward). Collectives run in the order they are issued, started or
+  // not; t must stay alive and unchanged until wait_all() returns. Default: synchronous.
+  virtual void all_reduce_sum_async(Tensor& t) { all_reduce_sum(t); }
+  // Waits for every started all-reduce; rethrows the first failure.
+  virtual void wait_all() {}
   // Every rank receives root's values, in place.
   virtual void broadcast(Tensor& t, int root) = 0;
   virtual void barrier() = 0;

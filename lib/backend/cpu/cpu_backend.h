@@ -61,6 +61,10 @@ class CpuBackend final : public Backend {
   void dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t seed,
                        uint64_t stream) override;
   void mul(const Tensor& x, const Tensor& m, Tensor& y) override;
+  void channel_moments(const Tensor& x, Tensor& mean, Tensor& var) override;
+  void batch_norm_dx_correction(const Tensor& x, const Tensor& mean, const Tensor& var,
+                                const Tensor& scale, float epsilon, double m, const Tensor& dshift,
+                                const Tensor& dscale, Tensor& dx) override;
   double cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
                        int64_t* correct) override;
   void sgdm_update(Tensor& w, const Tensor& g, Tensor& v, float lr, float momentum,

@@ -1,0 +1,69 @@
+// Internal to the CUDA backend: the per-device context (compute and copy streams, cuDNN and
+// cuBLAS handles bound to the compute stream, a shared workspace), error checks that throw
+// DeviceError naming the call and the fix, and the factories of the cuDNN / cuBLAS ops.
+// Every op runs on ctx.stream; nothing synchronizes the host unless a value must be read.
+#pragma once
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "backend/ops.h"
+
+namespace dlt::cuda {
+
+[[noreturn]] void throw_cuda(cudaError_t e, const char* expr, const char* file, int line);
+[[noreturn]] void throw_cudnn(cudnnStatus_t s, const char* expr, const char* file, int line);
+[[noreturn]] void throw_cublas(cublasStatus_t s, const char* expr, const char* file, int line);
+
+#define DLT_CUDA(expr)                                                              \
+  do {                                                                              \
+    cudaError_t dlt_e_ = (expr);                                                    \
+    if (dlt_e_ != cudaSuccess) ::dlt::cuda::throw_cuda(dlt_e_, #expr, __FILE__, __LINE__); \
+  } while (0)
+#define DLT_CUDNN(expr)                                                                       \
+  do {                                                                                        \
+    cudnnStatus_t dlt_s_ = (expr);                                                            \
+    if (dlt_s_ != CUDNN_STATUS_SUCCESS) ::dlt::cuda::throw_cudnn(dlt_s_, #expr, __FILE__, __LINE__); \
+  } while (0)
+#define DLT_CUBLAS(expr)                                                                        \
+  do {                                                                                          \
+    cublasStatus_t dlt_s_ = (expr);                                                             \
+    if (dlt_s_ != CUBLAS_STATUS_SUCCESS) ::dlt::cuda::throw_cublas(dlt_s_, #expr, __FILE__, __LINE__); \
+  } while (0)
+
+struct CudaContext {
+  int device = 0;
+  cudaStream_t stream = nullptr;       // compute: every op and kernel
+  cudaStream_t copy_stream = nullptr;  // host -> device uploads (Backend::upload_begin)
+  cudnnHandle_t cudnn = nullptr;       // bound to stream
+  cublasHandle_t cublas = nullptr;     // bound to stream
+  // Upper bound for one convolution's workspace when choosing algorithms (bytes), from env
+  // DLT_CUDNN_WORKSPACE_MB (default 1024).
+  size_t workspace_limit = size_t(1) << 30;
+  // A device scratch buffer of at least bytes shared by all ops of this device (they run one
+  // at a time on stream); grows on demand through the caching allocator.
+  void* workspace(size_t bytes);
+
+ private:
+  void* ws_ = nullptr;
+  size_t ws_bytes_ = 0;
+};
+
+// The context of device index (created on first use; makes that device current).
+CudaContext& context(int device);
+
+std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, CudaContext& ctx);
+std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, CudaContext& ctx);
+std::unique_ptr<PoolOp> make_pool_op(const PoolDesc& d, CudaContext& ctx);
+std::unique_ptr<BatchNormOp> make_batch_norm_op(const BatchNormDesc& d, CudaContext& ctx);
+std::unique_ptr<LrnOp> make_lrn_op(const LrnDesc& d, CudaContext& ctx);
+std::unique_ptr<ActOp> make_act_op(const ActDesc& d, CudaContext& ctx);
+std::unique_ptr<SoftmaxOp> make_softmax_op(int64_t rows, int64_t channels, CudaContext& ctx);
+std::unique_ptr<ConcatOp> make_concat_op(int64_t n, int64_t h, int64_t w,
+                                         const std::vector<int64_t>& channels, CudaContext& ctx);
+
+}  // namespace dlt::cuda
