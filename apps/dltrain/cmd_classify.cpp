@@ -16,6 +16,7 @@
 #include "data/decode.h"
 #include "net/model_file.h"
 #include "net/network.h"
+#include "train/trainer.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/strings.h"
@@ -63,7 +64,7 @@ Runner add_classify(CLI::App& app) {
     std::vector<std::string> paths;
     std::string output;
     bool json = false;
-    int top = 1, threads = 0;
+    int top = 1, threads = 0, gpu = -1;
     int64_t batch = 128;
   };
   auto a = std::make_shared<Args>();
@@ -74,10 +75,18 @@ Runner add_classify(CLI::App& app) {
   cmd->add_option("--top", a->top, "Also list the top K classes and scores")->check(CLI::Range(1, 1000));
   cmd->add_option("--batch", a->batch, "Images per forward pass (default 128)")->check(CLI::Range(1, 65536));
   cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
+  cmd->add_option("--gpu", a->gpu, "Run on this GPU (default: the CPU)")->check(CLI::NonNegativeNumber);
   return [a]() {
     if (a->threads > 0) cpu_set_threads(a->threads);
     ModelData m = load_model(a->model);
-    Network net(m.network, Device::cpu());
+    Device dev = Device::cpu();
+    if (a->gpu >= 0) {
+      TrainingOptions o;
+      o.execution_environment = "gpu";
+      o.gpu_device = a->gpu;
+      dev = resolve_device(o);  // one clear DeviceError without CUDA or that GPU
+    }
+    Network net(m.network, dev);
     net.load_weights(m);
     const auto& classes = net.classes();
     if (classes.empty()) throw ModelError(a->model + ": the model has no class names");
@@ -113,7 +122,9 @@ Runner add_classify(CLI::App& app) {
     while (loader.next(b)) {
       if (b.size == 0) continue;
       if (b.size != net.batch()) net.set_batch(b.size);
-      const Tensor& probs = net.forward(b.images, ctx);
+      const Tensor& out = net.forward(dev.is_cpu() ? b.images : b.images.to(dev), ctx);
+      Tensor host = dev.is_cpu() ? out : out.to(Device::cpu());
+      const Tensor& probs = host;
       for (int64_t i = 0; i < b.size; ++i) {
         int64_t item = b.items[i];
         const float* p = probs.data() + i * k;
