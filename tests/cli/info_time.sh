@@ -19,4 +19,8 @@ for key in train_images_per_second inference_images_per_second flops_per_image; 
 done
 grep -q '"name":"conv2","type":"convolution2d","fused":false,"forward_ms":' "$TMP/time.json" || fail "time: per-layer rows"
 grep -q '"name":"relu2","type":"relu","fused":true' "$TMP/time.json" || fail "time: relu2 should be fused into conv2"
+# --gpu on a machine without a usable GPU: one line naming the problem, exit 3 (device error).
+if ! "$DLTRAIN" time "$cfg" --batch 2 --iterations 1 --warmup 0 --gpu 0 >/dev/null 2>&1; then
+  expect_error "time --gpu without a GPU" 3 "GPU\|CUDA" -- "$DLTRAIN" time "$cfg" --batch 2 --iterations 1 --gpu 0
+fi
 echo "info_time: ok"
