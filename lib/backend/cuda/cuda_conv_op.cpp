@@ -1,0 +1,273 @@
+// Convolution on cuDNN: NHWC activations, KRSC (= our OHWI) filters, cross-correlation.
+// Algorithms for forward, backward data and backward filter are measured once per shape
+// (cudnnFind*AlgorithmEx within ctx.workspace_limit) on first use and cached process-wide
+// (conv_algo_cache.h). cuDNN pads symmetrically only: asymmetric padding pads the excess
+// explicitly into the workspace and crops the data gradient back.
+#include <algorithm>
+#include <sstream>
+
+#include "backend/cuda/conv_algo_cache.h"
+#include "backend/cuda/cuda_op_kernels.h"
+#include "backend/cuda/cuda_op_util.h"
+
+namespace dlt::cuda {
+namespace {
+
+// Math mode: CUDNN_DEFAULT_MATH would allow TF32 tensor cores for float32 on Ampere and later
+// (cuDNN >= 8), which breaks 1e-4 agreement with the CPU; CUDNN_FMA_MATH forbids them.
+// DLT_ALLOW_TF32=1 selects CUDNN_TENSOR_OP_MATH (TF32 allowed) for speed.
+cudnnMathType_t conv_math() { return tf32_allowed() ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH; }
+bool math_ok(cudnnMathType_t m) {
+  return tf32_allowed() || (m != CUDNN_TENSOR_OP_MATH && m != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+}
+
+class CudaConvOp final : public ConvOp {
+ public:
+  CudaConvOp(const ConvDesc& d, CudaContext& ctx) : d_(d), ctx_(ctx), name_(describe(d)) {
+    oh_ = d.out_h();
+    ow_ = d.out_w();
+    if (oh_ <= 0 || ow_ <= 0 || d.stride_h < 1 || d.stride_w < 1 || d.dilation_h < 1 ||
+        d.dilation_w < 1 || std::min({d.pad_t, d.pad_b, d.pad_l, d.pad_r}) < 0)
+      throw ShapeError(name_ + ": the output would be " + std::to_string(oh_) + "x" +
+                       std::to_string(ow_) + " (check FilterSize, Stride, Padding)");
+    // cuDNN pads min(top, bottom) x min(left, right); the rest is padded explicitly.
+    ph_ = std::min(d.pad_t, d.pad_b);
+    pw_ = std::min(d.pad_l, d.pad_r);
+    et_ = d.pad_t - ph_, eb_ = d.pad_b - ph_, el_ = d.pad_l - pw_, er_ = d.pad_r - pw_;
+    explicit_pad_ = et_ || eb_ || el_ || er_;
+    hx_ = d.h + et_ + eb_;
+    wx_ = d.w + el_ + er_;
+    set_nhwc(x_desc_, d.n, hx_, wx_, d.c, name_);
+    set_nhwc(y_desc_, d.n, oh_, ow_, d.k, name_);
+    set_channels(b_desc_, d.k, name_);
+    DLT_CUDNN(cudnnSetFilter4dDescriptor(w_desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC,
+                                         to_int(d.k, name_, "K"), to_int(d.c, name_, "C"),
+                                         to_int(d.kh, name_, "kh"), to_int(d.kw, name_, "kw")));
+    DLT_CUDNN(cudnnSetConvolution2dDescriptor(
+        conv_desc_, to_int(ph_, name_, "padding"), to_int(pw_, name_, "padding"),
+        to_int(d.stride_h, name_, "stride"), to_int(d.stride_w, name_, "stride"),
+        to_int(d.dilation_h, name_, "dilation"), to_int(d.dilation_w, name_, "dilation"),
+        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    DLT_CUDNN(cudnnSetConvolutionMathType(conv_desc_, conv_math()));
+    DLT_CUDNN(cudnnSetActivationDescriptor(act_desc_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+    int n = 0, k = 0, oh = 0, ow = 0;
+    DLT_CUDNN(cudnnGetConvolution2dForwardOutputDim(conv_desc_, x_desc_, w_desc_, &n, &k, &oh, &ow));
+    if (n != d.n || k != d.k || oh != oh_ || ow != ow_) {
+      std::ostringstream os;
+      os << name_ << ": cuDNN computes an output of " << n << "x" << oh << "x" << ow << "x" << k
+         << " but the layer expects " << d.n << "x" << oh_ << "x" << ow_ << "x" << d.k
+         << " (report this shape as a bug)";
+      throw ShapeError(os.str());
+    }
+    key_ = ConvAlgoKey{ctx.device, tf32_allowed() ? 1 : 0, d.n, hx_, wx_, d.c, d.k, d.kh, d.kw,
+                       ph_, pw_, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w};
+    algos_ = conv_algo_cache().get(key_);
+    xp_bytes_ = explicit_pad_ ? aligned_bytes(sizeof(float) * d.n * hx_ * wx_ * d.c) : 0;
+    max_ws_fwd_ = heuristic_ws_fwd();
+    max_ws_bwd_data_ = heuristic_ws_bwd_data();
+    max_ws_bwd_filter_ = heuristic_ws_bwd_filter();
+  }
+
+  void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
+    expect_gpu(x, d_.n * d_.h * d_.w * d_.c, ctx_, "conv forward", "x");
+    expect_gpu(w, d_.k * d_.kh * d_.kw * d_.c, ctx_, "conv forward", "w");
+    expect_gpu(y, d_.n * oh_ * ow_ * d_.k, ctx_, "conv forward", "y");
+    if (b.defined()) expect_gpu(b, d_.k, ctx_, "conv forward", "b");
+    if (!algos_.has_fwd) conv_algo_cache().refresh(key_, algos_);
+    const size_t ws_bytes = algos_.has_fwd ? algos_.fwd_ws : max_ws_fwd_;
+    char* base = static_cast<char*>(ctx_.workspace(xp_bytes_ + ws_bytes));
+    const float* xin = padded_input(x, base);
+    void* ws = base + xp_bytes_;
+    if (!algos_.has_fwd) {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      int got = 0;
+      DLT_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(
+          ctx_.cudnn, x_desc_, xin, w_desc_, w.data(), conv_desc_, y_desc_, y.data(),
+          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf, ws, ws_bytes));
+      const int i = pick(perf, got, ws_bytes, "forward");
+      algos_.fwd = perf[i].algo;
+      algos_.fwd_ws = perf[i].memory;
+      algos_.has_fwd = true;
+      conv_algo_cache().put(key_, algos_);
+    }
+    const float one = 1.f, zero = 0.f;
+    if (d_.fuse_relu && b.defined() && fused_ok_ &&
+        algos_.fwd == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) {
+      // y = relu(conv(x) + 0 * y + b); cuDNN supports the relu fusion only for this algorithm.
+      cudnnStatus_t s = cudnnConvolutionBiasActivationForward(
+          ctx_.cudnn, &one, x_desc_, xin, w_desc_, w.data(), conv_desc_, algos_.fwd, ws,
+          algos_.fwd_ws, &zero, y_desc_, y.data(), b_desc_, b.data(), act_desc_, y_desc_, y.data());
+      if (s == CUDNN_STATUS_SUCCESS) return;
+      if (!cudnn_not_supported(s))
+        throw_cudnn(s, "cudnnConvolutionBiasActivationForward", __FILE__, __LINE__);
+      fused_ok_ = false;  // unsupported for this shape: conv + bias + relu from now on
+    }
+    DLT_CUDNN(cudnnConvolutionForward(ctx_.cudnn, &one, x_desc_, xin, w_desc_, w.data(), conv_desc_,
+                                      algos_.fwd, ws, algos_.fwd_ws, &zero, y_desc_, y.data()));
+    if (b.defined())
+      DLT_CUDNN(cudnnAddTensor(ctx_.cudnn, &one, b_desc_, b.data(), &one, y_desc_, y.data()));
+    if (d_.fuse_relu)
+      DLT_CUDNN(cudnnActivationForward(ctx_.cudnn, act_desc_, &one, y_desc_, y.data(), &zero,
+                                       y_desc_, y.data()));
+  }
+
+  void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
+    expect_gpu(dy, d_.n * oh_ * ow_ * d_.k, ctx_, "conv backward_data", "dy");
+    expect_gpu(w, d_.k * d_.kh * d_.kw * d_.c, ctx_, "conv backward_data", "w");
+    expect_gpu(dx, d_.n * d_.h * d_.w * d_.c, ctx_, "conv backward_data", "dx");
+    if (!algos_.has_bwd_data) conv_algo_cache().refresh(key_, algos_);
+    const size_t ws_bytes = algos_.has_bwd_data ? algos_.bwd_data_ws : max_ws_bwd_data_;
+    char* base = static_cast<char*>(ctx_.workspace(xp_bytes_ + ws_bytes));
+    float* dxp = explicit_pad_ ? reinterpret_cast<float*>(base) : dx.data();
+    void* ws = base + xp_bytes_;
+    if (!algos_.has_bwd_data) {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      int got = 0;
+      DLT_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
+          ctx_.cudnn, w_desc_, w.data(), y_desc_, dy.data(), conv_desc_, x_desc_, dxp,
+          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf, ws, ws_bytes));
+      const int i = pick(perf, got, ws_bytes, "backward data");
+      algos_.bwd_data = perf[i].algo;
+      algos_.bwd_data_ws = perf[i].memory;
+      algos_.has_bwd_data = true;
+      conv_algo_cache().put(key_, algos_);
+    }
+    const float one = 1.f, zero = 0.f;
+    DLT_CUDNN(cudnnConvolutionBackwardData(ctx_.cudnn, &one, w_desc_, w.data(), y_desc_, dy.data(),
+                                           conv_desc_, algos_.bwd_data, ws, algos_.bwd_data_ws,
+                                           &zero, x_desc_, dxp));
+    if (explicit_pad_)
+      DLT_CUDA(crop_nhwc(dxp, dx.data(), d_.n, d_.h, d_.w, d_.c, et_, eb_, el_, er_, ctx_.stream));
+  }
+
+  void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
+    expect_gpu(x, d_.n * d_.h * d_.w * d_.c, ctx_, "conv backward_weights", "x");
+    expect_gpu(dy, d_.n * oh_ * ow_ * d_.k, ctx_, "conv backward_weights", "dy");
+    expect_gpu(dw, d_.k * d_.kh * d_.kw * d_.c, ctx_, "conv backward_weights", "dw");
+    const float one = 1.f, zero = 0.f;
+    if (db.defined()) {
+      expect_gpu(db, d_.k, ctx_, "conv backward_weights", "db");
+      DLT_CUDNN(cudnnConvolutionBackwardBias(ctx_.cudnn, &one, y_desc_, dy.data(), &zero, b_desc_,
+                                             db.data()));
+    }
+    if (!algos_.has_bwd_filter) conv_algo_cache().refresh(key_, algos_);
+    const size_t ws_bytes = algos_.has_bwd_filter ? algos_.bwd_filter_ws : max_ws_bwd_filter_;
+    char* base = static_cast<char*>(ctx_.workspace(xp_bytes_ + ws_bytes));
+    const float* xin = padded_input(x, base);
+    void* ws = base + xp_bytes_;
+    if (!algos_.has_bwd_filter) {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      int got = 0;
+      DLT_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+          ctx_.cudnn, x_desc_, xin, y_desc_, dy.data(), conv_desc_, w_desc_, dw.data(),
+          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf, ws, ws_bytes));
+      const int i = pick(perf, got, ws_bytes, "backward filter");
+      algos_.bwd_filter = perf[i].algo;
+      algos_.bwd_filter_ws = perf[i].memory;
+      algos_.has_bwd_filter = true;
+      conv_algo_cache().put(key_, algos_);
+    }
+    DLT_CUDNN(cudnnConvolutionBackwardFilter(ctx_.cudnn, &one, x_desc_, xin, y_desc_, dy.data(),
+                                             conv_desc_, algos_.bwd_filter, ws,
+                                             algos_.bwd_filter_ws, &zero, w_desc_, dw.data()));
+  }
+
+ private:
+  static std::string describe(const ConvDesc& d) {
+    std::ostringstream os;
+    os << "conv (input " << d.n << "x" << d.h << "x" << d.w << "x" << d.c << ", " << d.k
+       << " filters " << d.kh << "x" << d.kw << ", stride " << d.stride_h << "x" << d.stride_w
+       << ", padding t" << d.pad_t << " b" << d.pad_b << " l" << d.pad_l << " r" << d.pad_r
+       << ", dilation " << d.dilation_h << "x" << d.dilation_w << ")";
+    return os.str();
+  }
+
+  // x itself, or x padded by the explicit excess into the start of the workspace.
+  const float* padded_input(const Tensor& x, char* base) {
+    if (!explicit_pad_) return x.data();
+    float* xp = reinterpret_cast<float*>(base);
+    DLT_CUDA(pad_nhwc(x.data(), xp, d_.n, d_.h, d_.w, d_.c, et_, eb_, el_, er_, 0.f, ctx_.stream));
+    return xp;
+  }
+
+  // The fastest measured algorithm that succeeded within the workspace and the math mode.
+  template <class Perf>
+  int pick(const Perf* perf, int got, size_t ws_bytes, const char* dir) const {
+    for (int i = 0; i < got; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_bytes &&
+          math_ok(perf[i].mathType))
+        return i;
+    throw DeviceError(name_ + ": cuDNN found no " + dir + " algorithm within a workspace of " +
+                      std::to_string(ws_bytes >> 20) +
+                      " MiB (raise DLT_CUDNN_WORKSPACE_MB or set DLT_ALLOW_TF32=1)");
+  }
+
+  // The largest workspace among the heuristics' supported algorithms that fit the limit: the
+  // budget for measuring. Throws when cuDNN supports no algorithm for this shape at all.
+  template <class Perf>
+  size_t budget(const Perf* perf, int got, const char* dir) const {
+    size_t best = 0;
+    bool any = false;
+    for (int i = 0; i < got; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ctx_.workspace_limit &&
+          math_ok(perf[i].mathType)) {
+        any = true;
+        best = std::max(best, perf[i].memory);
+      }
+    if (!any)
+      throw ShapeError(name_ + ": cuDNN has no " + dir + " algorithm for this shape within " +
+                       std::to_string(ctx_.workspace_limit >> 20) +
+                       " MiB of workspace (raise DLT_CUDNN_WORKSPACE_MB or change the layer)");
+    return best;
+  }
+  size_t heuristic_ws_fwd() const {
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int got = 0;
+    DLT_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(ctx_.cudnn, x_desc_, w_desc_, conv_desc_,
+                                                     y_desc_, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                     &got, perf));
+    return budget(perf, got, "forward");
+  }
+  size_t heuristic_ws_bwd_data() const {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int got = 0;
+    DLT_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        ctx_.cudnn, w_desc_, y_desc_, conv_desc_, x_desc_, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+        &got, perf));
+    return budget(perf, got, "backward data");
+  }
+  size_t heuristic_ws_bwd_filter() const {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    int got = 0;
+    DLT_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        ctx_.cudnn, x_desc_, y_desc_, conv_desc_, w_desc_, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+        &got, perf));
+    return budget(perf, got, "backward filter");
+  }
+
+  ConvDesc d_;
+  CudaContext& ctx_;
+  std::string name_;
+  int64_t oh_ = 0, ow_ = 0;
+  int64_t ph_ = 0, pw_ = 0;                  // symmetric padding cuDNN applies
+  int64_t et_ = 0, eb_ = 0, el_ = 0, er_ = 0;  // excess padded explicitly
+  int64_t hx_ = 0, wx_ = 0;                  // input size after the explicit padding
+  bool explicit_pad_ = false;
+  bool fused_ok_ = true;
+  size_t xp_bytes_ = 0;  // workspace head for the padded x or the padded dx
+  size_t max_ws_fwd_ = 0, max_ws_bwd_data_ = 0, max_ws_bwd_filter_ = 0;  // measuring budgets
+  TensorDesc x_desc_, y_desc_, b_desc_;  // (N, Hx, Wx, C), (N, OH, OW, K), (1, K, 1, 1)
+  FilterDesc w_desc_;                    // (K, kh, kw, C)
+  ConvolutionDesc conv_desc_;
+  ActivationDesc act_desc_;  // relu
+  ConvAlgoKey key_{};
+  ConvAlgos algos_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, CudaContext& ctx) {
+  return std::make_unique<CudaConvOp>(d, ctx);
+}
+
+}  // namespace dlt::cuda

@@ -1,0 +1,102 @@
+// Helpers shared by the cuDNN / cuBLAS ops: RAII descriptor handles, NHWC tensor descriptors,
+// int range checks that throw ShapeError naming the op, argument size checks, the TF32 switch
+// (env DLT_ALLOW_TF32=1) and workspace carving. Internal to lib/backend/cuda.
+#pragma once
+#include <climits>
+#include <cstdlib>
+#include <string>
+
+#include "backend/cuda/cuda_common.h"
+#include "util/check.h"
+#include "util/error.h"
+
+namespace dlt::cuda {
+
+// Non-copyable owner of one cuDNN descriptor.
+template <class T, cudnnStatus_t (*Create)(T*), cudnnStatus_t (*Destroy)(T)>
+class CudnnDesc {
+ public:
+  CudnnDesc() { DLT_CUDNN(Create(&d_)); }
+  ~CudnnDesc() { Destroy(d_); }
+  CudnnDesc(const CudnnDesc&) = delete;
+  CudnnDesc& operator=(const CudnnDesc&) = delete;
+  operator T() const { return d_; }  // NOLINT: passes straight into cuDNN calls
+
+ private:
+  T d_{};
+};
+
+using TensorDesc =
+    CudnnDesc<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+using FilterDesc =
+    CudnnDesc<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
+using ConvolutionDesc = CudnnDesc<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
+                                  cudnnDestroyConvolutionDescriptor>;
+using PoolingDesc =
+    CudnnDesc<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor>;
+using ActivationDesc = CudnnDesc<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor,
+                                 cudnnDestroyActivationDescriptor>;
+using LrnDescriptor =
+    CudnnDesc<cudnnLRNDescriptor_t, cudnnCreateLRNDescriptor, cudnnDestroyLRNDescriptor>;
+
+// v as an int for cuDNN / cuBLAS, or ShapeError "<op>: <what> = v exceeds ...".
+inline int to_int(int64_t v, const std::string& op, const char* what) {
+  if (v < 0 || v > INT_MAX)
+    throw ShapeError(op + ": " + what + " = " + std::to_string(v) +
+                     " does not fit cuDNN/cuBLAS's 32-bit sizes (use a smaller MiniBatchSize)");
+  return static_cast<int>(v);
+}
+
+// A packed (n, h, w, c) float tensor in NHWC memory order.
+inline void set_nhwc(cudnnTensorDescriptor_t d, int64_t n, int64_t h, int64_t w, int64_t c,
+                     const std::string& op) {
+  DLT_CUDNN(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT,
+                                       to_int(n, op, "N"), to_int(c, op, "C"), to_int(h, op, "H"),
+                                       to_int(w, op, "W")));
+  if (n * h * w * c > INT_MAX)
+    throw ShapeError(op + ": " + std::to_string(n) + "x" + std::to_string(h) + "x" +
+                     std::to_string(w) + "x" + std::to_string(c) +
+                     " has more than 2^31 elements (use a smaller MiniBatchSize)");
+}
+
+// A (1, c, 1, 1) per-channel vector (bias, scale, statistics).
+inline void set_channels(cudnnTensorDescriptor_t d, int64_t c, const std::string& op) {
+  DLT_CUDNN(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
+                                       to_int(c, op, "C"), 1, 1));
+}
+
+// Throws when a caller passes a tensor of the wrong size or on the wrong device.
+inline void expect_gpu(const Tensor& t, int64_t numel, const CudaContext& ctx, const char* op,
+                       const char* what) {
+  DLT_CHECK(t.defined() && t.numel() == numel,
+            op << ": " << what << " has " << (t.defined() ? t.numel() : 0)
+               << " elements, expected " << numel << " (set up the op for this shape)");
+  DLT_CHECK(t.device() == Device::cuda(ctx.device),
+            op << ": " << what << " is on " << t.device().str() << ", expected cuda:" << ctx.device
+               << " (move it with Tensor::to)");
+}
+
+// Float32 convolutions and matrix products may use TF32 tensor cores only when the user
+// asks for it (DLT_ALLOW_TF32=1): TF32's 10-bit mantissa breaks 1e-4 agreement with the CPU.
+inline bool tf32_allowed() {
+  static const bool allowed = [] {
+    const char* v = std::getenv("DLT_ALLOW_TF32");
+    return v && std::string(v) == "1";
+  }();
+  return allowed;
+}
+
+// An owned device buffer of count floats (through the backend's caching allocator).
+inline Tensor device_floats(int64_t count, const CudaContext& ctx) {
+  return Tensor(Shape{count > 0 ? count : 1}, Device::cuda(ctx.device));
+}
+
+// Bytes rounded up so that buffers carved out of one workspace stay 256-byte aligned.
+inline size_t aligned_bytes(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// True for cuDNN 9's "not supported" family of statuses (3000..3999).
+inline bool cudnn_not_supported(cudnnStatus_t s) {
+  return static_cast<int>(s) / 1000 == static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED) / 1000;
+}
+
+}  // namespace dlt::cuda
