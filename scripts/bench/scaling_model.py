@@ -81,8 +81,9 @@ def predict(step_s, backward_fraction, grad_bytes, batch, bucket_bytes, loader_i
             "exposed_ms": 1e3 * exposed,
             "step_ms": 1e3 * total,
             "images_per_second": gpus * batch / total,
-            "efficiency": step_s / total,
         })
+    for r in rows:  # scaling efficiency: images/s over gpus x the one-GPU images/s
+        r["efficiency"] = r["images_per_second"] / (r["gpus"] * rows[0]["images_per_second"])
     return rows
 
 
