@@ -1,0 +1,106 @@
+// Fully connected on cuBLAS: y (N, K) = x (N, in) W^T + b with W (K, in), all row-major;
+// optional fused relu (forward only: the caller applies the relu backward to dy).
+// FP32 compute (CUBLAS_COMPUTE_32F) unless DLT_ALLOW_TF32=1 allows TF32 tensor cores.
+//
+// Row-major to cuBLAS (column-major): a row-major (r, c) matrix with leading dimension c is
+// the column-major (c, r) matrix, its transpose. So every product below is written for the
+// transposes:
+//   y = x W^T      ->  y^T (K, N)  = W (K, in) x^T (in, N):   gemm(T, N, K, N, in, W, in, x, in, y, K)
+//   dx = dy W      ->  dx^T (in, N) = W^T (in, K) dy^T (K, N): gemm(N, N, in, N, K, W, in, dy, K, dx, in)
+//   dW = dy^T x    ->  dW^T (in, K) = x^T (in, N) dy (N, K):   gemm(N, T, in, K, N, x, in, dy, K, dW, in)
+//   db = dy^T 1    ->  db (K) = dy^T (K, N) ones (N):          gemv(N, K, N, dy, K, ones)
+//   bias broadcast ->  y^T (K, N) = b (K, 1) ones^T (1, N):     gemm(N, N, K, N, 1, b, K, ones, 1, y, K)
+#include <sstream>
+
+#include "backend/cuda/cuda_op_kernels.h"
+#include "backend/cuda/cuda_op_util.h"
+
+namespace dlt::cuda {
+namespace {
+
+class CudaFcOp final : public FcOp {
+ public:
+  CudaFcOp(const FcDesc& d, CudaContext& ctx) : d_(d), ctx_(ctx) {
+    std::ostringstream os;
+    os << "fully connected (" << d.n << " samples, " << d.in << " -> " << d.out << ")";
+    name_ = os.str();
+    if (d.n < 1 || d.in < 1 || d.out < 1)
+      throw ShapeError(name_ + ": every size must be at least 1");
+    n_ = to_int(d.n, name_, "N");
+    in_ = to_int(d.in, name_, "input size");
+    out_ = to_int(d.out, name_, "OutputSize");
+    to_int(d.n * d.in, name_, "N x input size");
+    to_int(d.n * d.out, name_, "N x OutputSize");
+    to_int(d.out * d.in, name_, "weight count");
+    compute_ = tf32_allowed() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    ones_ = device_floats(d.n, ctx);
+    DLT_CUDA(fill(ones_.data(), d.n, 1.f, ctx.stream));
+    DLT_CUDNN(cudnnSetTensor4dDescriptor(y_desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, 1,
+                                         to_int(d.n * d.out, name_, "N x OutputSize")));
+    DLT_CUDNN(cudnnSetActivationDescriptor(act_desc_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+  }
+
+  void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
+    expect_gpu(x, d_.n * d_.in, ctx_, "fc forward", "x");
+    expect_gpu(w, d_.out * d_.in, ctx_, "fc forward", "w");
+    expect_gpu(y, d_.n * d_.out, ctx_, "fc forward", "y");
+    const float one = 1.f, zero = 0.f;
+    float beta = 0.f;
+    if (b.defined()) {
+      expect_gpu(b, d_.out, ctx_, "fc forward", "b");
+      gemm(CUBLAS_OP_N, CUBLAS_OP_N, out_, n_, 1, b.data(), out_, ones_.data(), 1, zero, y.data(), out_);
+      beta = 1.f;
+    }
+    gemm(CUBLAS_OP_T, CUBLAS_OP_N, out_, n_, in_, w.data(), in_, x.data(), in_, beta, y.data(), out_);
+    if (d_.fuse_relu)
+      DLT_CUDNN(cudnnActivationForward(ctx_.cudnn, act_desc_, &one, y_desc_, y.data(), &zero,
+                                       y_desc_, y.data()));
+  }
+
+  void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
+    expect_gpu(dy, d_.n * d_.out, ctx_, "fc backward_data", "dy");
+    expect_gpu(w, d_.out * d_.in, ctx_, "fc backward_data", "w");
+    expect_gpu(dx, d_.n * d_.in, ctx_, "fc backward_data", "dx");
+    gemm(CUBLAS_OP_N, CUBLAS_OP_N, in_, n_, out_, w.data(), in_, dy.data(), out_, 0.f, dx.data(), in_);
+  }
+
+  void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
+    expect_gpu(x, d_.n * d_.in, ctx_, "fc backward_weights", "x");
+    expect_gpu(dy, d_.n * d_.out, ctx_, "fc backward_weights", "dy");
+    expect_gpu(dw, d_.out * d_.in, ctx_, "fc backward_weights", "dw");
+    gemm(CUBLAS_OP_N, CUBLAS_OP_T, in_, out_, n_, x.data(), in_, dy.data(), out_, 0.f, dw.data(), in_);
+    if (db.defined()) {
+      expect_gpu(db, d_.out, ctx_, "fc backward_weights", "db");
+      const float one = 1.f, zero = 0.f;
+      DLT_CUBLAS(cublasSgemv(ctx_.cublas, CUBLAS_OP_N, out_, n_, &one, dy.data(), out_,
+                             ones_.data(), 1, &zero, db.data(), 1));
+    }
+  }
+
+ private:
+  // C (m, n) = op(A) op(B) + beta C, column-major, alpha = 1, host scalars.
+  void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* a,
+            int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+    const float alpha = 1.f;
+    DLT_CUBLAS(cublasGemmEx(ctx_.cublas, ta, tb, m, n, k, &alpha, a, CUDA_R_32F, lda, b,
+                            CUDA_R_32F, ldb, &beta, c, CUDA_R_32F, ldc, compute_,
+                            CUBLAS_GEMM_DEFAULT));
+  }
+
+  FcDesc d_;
+  CudaContext& ctx_;
+  std::string name_;
+  int n_ = 0, in_ = 0, out_ = 0;
+  cublasComputeType_t compute_ = CUBLAS_COMPUTE_32F;
+  Tensor ones_;          // (N) ones: bias broadcast and bias gradient
+  TensorDesc y_desc_;    // (N * K) flat, for the fused relu
+  ActivationDesc act_desc_;
+};
+
+}  // namespace
+
+std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, CudaContext& ctx) {
+  return std::make_unique<CudaFcOp>(d, ctx);
+}
+
+}  // namespace dlt::cuda
