@@ -1,0 +1,128 @@
+// Max and average pooling on cuDNN (NHWC). Max is CUDNN_POOLING_MAX_DETERMINISTIC; average is
+// CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING (padding counts as zeros, as MATLAB). cuDNN pads
+// symmetrically only: the excess of asymmetric padding is padded explicitly (-FLT_MAX for
+// max, 0 for average) and the gradient cropped back. backward(dy, dx) gets no x or y, so a
+// training forward keeps them: x (or its padded copy) and, for max pooling, a copy of y.
+#include <algorithm>
+#include <cfloat>
+#include <sstream>
+
+#include "backend/cuda/cuda_op_kernels.h"
+#include "backend/cuda/cuda_op_util.h"
+
+namespace dlt::cuda {
+namespace {
+
+class CudaPoolOp final : public PoolOp {
+ public:
+  CudaPoolOp(const PoolDesc& d, CudaContext& ctx) : d_(d), ctx_(ctx) {
+    std::ostringstream os;
+    os << (d.kind == PoolKind::kMax ? "max" : "average") << " pool (input " << d.n << "x" << d.h
+       << "x" << d.w << "x" << d.c << ", window " << d.kh << "x" << d.kw << ", stride "
+       << d.stride_h << "x" << d.stride_w << ", padding t" << d.pad_t << " b" << d.pad_b << " l"
+       << d.pad_l << " r" << d.pad_r << ")";
+    name_ = os.str();
+    oh_ = d.out_h();
+    ow_ = d.out_w();
+    if (oh_ <= 0 || ow_ <= 0 || d.stride_h < 1 || d.stride_w < 1 ||
+        std::min({d.pad_t, d.pad_b, d.pad_l, d.pad_r}) < 0)
+      throw ShapeError(name_ + ": the output would be " + std::to_string(oh_) + "x" +
+                       std::to_string(ow_) + " (check PoolSize, Stride, Padding)");
+    ph_ = std::min(d.pad_t, d.pad_b);
+    pw_ = std::min(d.pad_l, d.pad_r);
+    et_ = d.pad_t - ph_, eb_ = d.pad_b - ph_, el_ = d.pad_l - pw_, er_ = d.pad_r - pw_;
+    explicit_pad_ = et_ || eb_ || el_ || er_;
+    hx_ = d.h + et_ + eb_;
+    wx_ = d.w + el_ + er_;
+    set_nhwc(x_desc_, d.n, hx_, wx_, d.c, name_);
+    set_nhwc(y_desc_, d.n, oh_, ow_, d.c, name_);
+    const cudnnPoolingMode_t mode = d.kind == PoolKind::kMax
+                                        ? CUDNN_POOLING_MAX_DETERMINISTIC
+                                        : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+    DLT_CUDNN(cudnnSetPooling2dDescriptor(
+        pool_desc_, mode, CUDNN_PROPAGATE_NAN, to_int(d.kh, name_, "PoolSize"),
+        to_int(d.kw, name_, "PoolSize"), to_int(ph_, name_, "Padding"), to_int(pw_, name_, "Padding"),
+        to_int(d.stride_h, name_, "Stride"), to_int(d.stride_w, name_, "Stride")));
+    int n = 0, c = 0, oh = 0, ow = 0;
+    DLT_CUDNN(cudnnGetPooling2dForwardOutputDim(pool_desc_, x_desc_, &n, &c, &oh, &ow));
+    if (n != d.n || c != d.c || oh != oh_ || ow != ow_) {
+      std::ostringstream e;
+      e << name_ << ": cuDNN computes an output of " << oh << "x" << ow << " but the layer expects "
+        << oh_ << "x" << ow_ << " (report this shape as a bug)";
+      throw ShapeError(e.str());
+    }
+    xp_bytes_ = explicit_pad_ ? aligned_bytes(sizeof(float) * d.n * hx_ * wx_ * d.c) : 0;
+  }
+
+  void forward(const Tensor& x, Tensor& y, bool training) override {
+    expect_gpu(x, d_.n * d_.h * d_.w * d_.c, ctx_, "pool forward", "x");
+    expect_gpu(y, d_.n * oh_ * ow_ * d_.c, ctx_, "pool forward", "y");
+    const float* xin = x.data();
+    if (explicit_pad_) {
+      // Training keeps the padded input for backward; inference pads into the workspace.
+      float* xp;
+      if (training) {
+        if (!xp_.defined()) xp_ = device_floats(d_.n * hx_ * wx_ * d_.c, ctx_);
+        xp = xp_.data();
+      } else {
+        xp = static_cast<float*>(ctx_.workspace(xp_bytes_));
+      }
+      const float pad = d_.kind == PoolKind::kMax ? -FLT_MAX : 0.f;
+      DLT_CUDA(pad_nhwc(x.data(), xp, d_.n, d_.h, d_.w, d_.c, et_, eb_, el_, er_, pad, ctx_.stream));
+      xin = xp;
+    }
+    const float one = 1.f, zero = 0.f;
+    DLT_CUDNN(cudnnPoolingForward(ctx_.cudnn, pool_desc_, &one, x_desc_, xin, &zero, y_desc_, y.data()));
+    if (!training) return;
+    if (!explicit_pad_) x_kept_ = x;  // a handle: the layer's input stays until its backward
+    if (d_.kind == PoolKind::kMax) {
+      // A copy: a following in-place layer may change y before backward.
+      if (!y_copy_.defined()) y_copy_ = device_floats(y.numel(), ctx_);
+      DLT_CUDA(cudaMemcpyAsync(y_copy_.data(), y.data(), y.bytes(), cudaMemcpyDeviceToDevice,
+                               ctx_.stream));
+      y_kept_ = y_copy_;
+    } else {
+      y_kept_ = y;  // average pooling's backward does not read y's values
+    }
+    have_forward_ = true;
+  }
+
+  void backward(const Tensor& dy, Tensor& dx) override {
+    expect_gpu(dy, d_.n * oh_ * ow_ * d_.c, ctx_, "pool backward", "dy");
+    expect_gpu(dx, d_.n * d_.h * d_.w * d_.c, ctx_, "pool backward", "dx");
+    if (!have_forward_)
+      throw Error(name_ + ": backward called before a training forward (call forward with "
+                          "training = true first)");
+    const float* xin = explicit_pad_ ? xp_.data() : x_kept_.data();
+    float* dxp = explicit_pad_ ? static_cast<float*>(ctx_.workspace(xp_bytes_)) : dx.data();
+    const float one = 1.f, zero = 0.f;
+    DLT_CUDNN(cudnnPoolingBackward(ctx_.cudnn, pool_desc_, &one, y_desc_, y_kept_.data(), y_desc_,
+                                   dy.data(), x_desc_, xin, &zero, x_desc_, dxp));
+    if (explicit_pad_)
+      DLT_CUDA(crop_nhwc(dxp, dx.data(), d_.n, d_.h, d_.w, d_.c, et_, eb_, el_, er_, ctx_.stream));
+  }
+
+ private:
+  PoolDesc d_;
+  CudaContext& ctx_;
+  std::string name_;
+  int64_t oh_ = 0, ow_ = 0, ph_ = 0, pw_ = 0;
+  int64_t et_ = 0, eb_ = 0, el_ = 0, er_ = 0;  // excess padded explicitly
+  int64_t hx_ = 0, wx_ = 0;
+  bool explicit_pad_ = false, have_forward_ = false;
+  size_t xp_bytes_ = 0;
+  TensorDesc x_desc_, y_desc_;  // (N, Hx, Wx, C), (N, OH, OW, C)
+  PoolingDesc pool_desc_;
+  Tensor xp_;      // (N, Hx, Wx, C) padded input of the last training forward
+  Tensor x_kept_;  // (N, H, W, C) input of the last training forward (no explicit padding)
+  Tensor y_copy_;  // (N, OH, OW, C) max pooling's output of the last training forward
+  Tensor y_kept_;  // what backward passes as y
+};
+
+}  // namespace
+
+std::unique_ptr<PoolOp> make_pool_op(const PoolDesc& d, CudaContext& ctx) {
+  return std::make_unique<CudaPoolOp>(d, ctx);
+}
+
+}  // namespace dlt::cuda
