@@ -1,0 +1,66 @@
+// Elementwise activations: relu and elu through cudnnActivationForward / Backward over a flat
+// (numel, 1, 1, 1) tensor (in place allowed with identical descriptors, so dx may alias dy);
+// leaky relu, which cuDNN's legacy activations lack, through our own kernel.
+#include <sstream>
+
+#include "backend/cuda/cuda_op_kernels.h"
+#include "backend/cuda/cuda_op_util.h"
+
+namespace dlt::cuda {
+namespace {
+
+class CudaActOp final : public ActOp {
+ public:
+  CudaActOp(const ActDesc& d, CudaContext& ctx) : d_(d), ctx_(ctx) {
+    const char* kind = d.kind == ActKind::kRelu ? "relu" : d.kind == ActKind::kElu ? "elu" : "leaky relu";
+    name_ = std::string(kind) + " (" + std::to_string(d.numel) + " values)";
+    if (d.numel < 1) throw ShapeError(name_ + ": needs at least one value");
+    if (d.kind == ActKind::kLeakyRelu) return;
+    DLT_CUDNN(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                         to_int(d.numel, name_, "numel"), 1, 1, 1));
+    const cudnnActivationMode_t mode =
+        d.kind == ActKind::kRelu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_ELU;
+    DLT_CUDNN(cudnnSetActivationDescriptor(act_, mode, CUDNN_PROPAGATE_NAN,
+                                           d.kind == ActKind::kElu ? double(d.alpha) : 0.0));
+  }
+
+  void forward(const Tensor& x, Tensor& y) override {
+    expect_gpu(x, d_.numel, ctx_, "activation forward", "x");
+    expect_gpu(y, d_.numel, ctx_, "activation forward", "y");
+    if (d_.kind == ActKind::kLeakyRelu) {
+      DLT_CUDA(leaky_relu_forward(x.data(), y.data(), d_.numel, d_.alpha, ctx_.stream));
+      return;
+    }
+    const float one = 1.f, zero = 0.f;
+    DLT_CUDNN(cudnnActivationForward(ctx_.cudnn, act_, &one, desc_, x.data(), &zero, desc_, y.data()));
+  }
+
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) override {
+    expect_gpu(x, d_.numel, ctx_, "activation backward", "x");
+    expect_gpu(dy, d_.numel, ctx_, "activation backward", "dy");
+    expect_gpu(dx, d_.numel, ctx_, "activation backward", "dx");
+    if (d_.kind == ActKind::kLeakyRelu) {
+      DLT_CUDA(leaky_relu_backward(x.data(), dy.data(), dx.data(), d_.numel, d_.alpha, ctx_.stream));
+      return;
+    }
+    expect_gpu(y, d_.numel, ctx_, "activation backward", "y");
+    const float one = 1.f, zero = 0.f;
+    DLT_CUDNN(cudnnActivationBackward(ctx_.cudnn, act_, &one, desc_, y.data(), desc_, dy.data(),
+                                      desc_, x.data(), &zero, desc_, dx.data()));
+  }
+
+ private:
+  ActDesc d_;
+  CudaContext& ctx_;
+  std::string name_;
+  TensorDesc desc_;  // (numel, 1, 1, 1) for x, y, dy, dx
+  ActivationDesc act_;
+};
+
+}  // namespace
+
+std::unique_ptr<ActOp> make_act_op(const ActDesc& d, CudaContext& ctx) {
+  return std::make_unique<CudaActOp>(d, ctx);
+}
+
+}  // namespace dlt::cuda
