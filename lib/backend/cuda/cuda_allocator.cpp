@@ -1,0 +1,193 @@
+// The caching device allocator (size-class free lists, one retry after freeing the cache on
+// out-of-memory, peak counters), the synchronous host<->device copies behind Tensor::to and
+// copy_from, and the device count. Overlapped uploads are CudaBackend::upload_begin's.
+#include "backend/cuda/cuda_allocator.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_common.h"
+#include "util/error.h"
+
+namespace dlt::cuda {
+
+namespace {
+
+constexpr size_t kMinBlock = 512;
+constexpr size_t kLargeBlock = size_t(32) << 20;  // from here: multiples of kLargeStep
+constexpr size_t kLargeStep = size_t(2) << 20;
+
+std::string mib(size_t bytes) {
+  return std::to_string((bytes + (size_t(1) << 19)) >> 20) + " MiB";
+}
+
+}  // namespace
+
+void use_device(int device) {
+  int current = -1;
+  DLT_CUDA(cudaGetDevice(&current));
+  if (current != device) DLT_CUDA(cudaSetDevice(device));
+}
+
+size_t size_class(size_t bytes) {
+  if (bytes <= kMinBlock) return kMinBlock;
+  if (bytes >= kLargeBlock) return (bytes + kLargeStep - 1) / kLargeStep * kLargeStep;
+  size_t top = kMinBlock;  // the power of two at or above bytes
+  while (top < bytes) top <<= 1;
+  const size_t step = top / 8;  // classes top/2 + k * top/8: four per power of two
+  return (bytes + step - 1) / step * step;
+}
+
+void* CachingAllocator::allocate(size_t bytes) {
+  const size_t size = size_class(bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  char* ptr = nullptr;
+  // Reuse the smallest cached block that fits with at most 1/8 slack (the same class below
+  // 32 MiB, where neighbouring classes differ by more than that).
+  auto it = free_.lower_bound(size);
+  if (it != free_.end() && it->first <= size + size / 8) {
+    ptr = it->second;
+    live_[ptr] = it->first;
+    in_use_ += it->first;
+    free_.erase(it);
+  } else {
+    ptr = static_cast<char*>(malloc_or_throw(size, bytes));
+    live_[ptr] = size;
+    in_use_ += size;
+  }
+  if (in_use_ > peak_in_use_) peak_in_use_ = in_use_;
+  return ptr;
+}
+
+void CachingAllocator::deallocate(void* ptr, size_t) {
+  // Called from Storage's destructor: must not throw. A pointer this allocator did not hand
+  // out is ignored (there is nothing safe to do with it).
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(static_cast<char*>(ptr));
+  if (it == live_.end()) return;
+  in_use_ -= it->second;
+  free_.emplace(it->second, it->first);
+  live_.erase(it);
+}
+
+void* CachingAllocator::malloc_or_throw(size_t size, size_t requested) {
+  use_device(device_);
+  void* ptr = nullptr;
+  cudaError_t e = cudaMalloc(&ptr, size);
+  if (e == cudaErrorMemoryAllocation && !free_.empty()) {
+    (void)cudaGetLastError();  // out-of-memory is not sticky; clear it before retrying
+    release_cache_locked();
+    e = cudaMalloc(&ptr, size);
+  }
+  if (e == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) (void)cudaGetLastError();
+    throw DeviceError("out of GPU memory: cuda:" + std::to_string(device_) +
+                      " could not allocate " + mib(requested) + " (tensors hold " + mib(in_use_) + "; the GPU has " +
+                      mib(free_bytes) + " free of " + mib(total_bytes) +
+                      "); lower MiniBatchSize or use a smaller network");
+  }
+  if (e != cudaSuccess) throw_cuda(e, "cudaMalloc", __FILE__, __LINE__);
+  reserved_ += size;
+  if (reserved_ > peak_reserved_) peak_reserved_ = reserved_;
+  return ptr;
+}
+
+void CachingAllocator::release_cache() {
+  std::lock_guard<std::mutex> lock(mu_);
+  release_cache_locked();
+}
+
+void CachingAllocator::release_cache_locked() {
+  use_device(device_);
+  // Freed blocks may still be read by queued kernels; cudaFree only after they finished.
+  DLT_CUDA(cudaDeviceSynchronize());
+  for (auto& [size, ptr] : free_) {
+    DLT_CUDA(cudaFree(ptr));
+    reserved_ -= size;
+  }
+  free_.clear();
+}
+
+size_t CachingAllocator::reserved_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reserved_;
+}
+size_t CachingAllocator::peak_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return peak_reserved_;
+}
+size_t CachingAllocator::in_use_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_use_;
+}
+size_t CachingAllocator::peak_in_use_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return peak_in_use_;
+}
+
+CachingAllocator& caching_allocator(int device) {
+  static std::mutex mu;
+  // Leaked on purpose: device memory must not be freed after the CUDA runtime shut down.
+  static auto* allocators = new std::vector<CachingAllocator*>();
+  std::lock_guard<std::mutex> lock(mu);
+  if (device < 0 || device >= cuda_device_count())
+    throw DeviceError("cuda:" + std::to_string(device) + " does not exist: " +
+                      std::to_string(cuda_device_count()) +
+                      " CUDA GPU(s) are visible (check nvidia-smi and CUDA_VISIBLE_DEVICES, or "
+                      "use ExecutionEnvironment: cpu)");
+  if (allocators->size() <= static_cast<size_t>(device))
+    allocators->resize(static_cast<size_t>(device) + 1, nullptr);
+  CachingAllocator*& a = (*allocators)[static_cast<size_t>(device)];
+  if (!a) a = new CachingAllocator(device);
+  return *a;
+}
+
+}  // namespace dlt::cuda
+
+namespace dlt {
+
+int cuda_device_count() {
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {  // no driver, no device, driver too old
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+Allocator& cuda_allocator(int device_index) { return cuda::caching_allocator(device_index); }
+
+// Synchronous with respect to the host. Copies run on the compute stream of the GPU involved,
+// so they are ordered after every kernel already queued there (the non-blocking compute
+// stream does not synchronize with the legacy default stream that plain cudaMemcpy uses).
+void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
+                     size_t bytes) {
+  if (bytes == 0) return;
+  if (!dst_device.is_cpu() && !src_device.is_cpu() && dst_device.index != src_device.index) {
+    cuda::CudaContext& d = cuda::context(dst_device.index);
+    cuda::CudaContext& s = cuda::context(src_device.index);
+    cuda::use_device(dst_device.index);
+    DLT_CUDA(cudaStreamSynchronize(d.stream));  // dst's queued readers are done
+    cuda::use_device(src_device.index);
+    DLT_CUDA(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, bytes, s.stream));
+    DLT_CUDA(cudaStreamSynchronize(s.stream));
+    return;
+  }
+  const int index = dst_device.is_cpu() ? src_device.index : dst_device.index;
+  const cudaMemcpyKind kind = dst_device.is_cpu()   ? cudaMemcpyDeviceToHost
+                              : src_device.is_cpu() ? cudaMemcpyHostToDevice
+                                                    : cudaMemcpyDeviceToDevice;
+  cuda::CudaContext& ctx = cuda::context(index);
+  cuda::use_device(index);
+  DLT_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, ctx.stream));
+  DLT_CUDA(cudaStreamSynchronize(ctx.stream));
+}
+
+}  // namespace dlt

@@ -1,0 +1,53 @@
+// The caching device allocator of one GPU (internal to the CUDA backend). Blocks are
+// cudaMalloc'ed in size classes and kept on free lists when released, so steady-state training
+// calls neither cudaMalloc nor cudaFree. Reuse is ordered on the device's compute stream; work
+// on another stream (the upload copy stream) first waits for the compute stream.
+#pragma once
+#include <cstddef>
+#include <map>
+#include <mutex>
+
+#include "tensor/device.h"
+
+namespace dlt::cuda {
+
+// Makes device current for the calling thread (cheap when it already is).
+void use_device(int device);
+
+// Size class of a request: at least 512 bytes; below 32 MiB four classes per power of two
+// (at most 25% over); from 32 MiB multiples of 2 MiB.
+size_t size_class(size_t bytes);
+
+// Thread-safe. Freed blocks go back to a free list immediately (no event): every consumer on
+// the compute stream is queued after the previous owner's last use, which is what makes the
+// reuse safe without synchronizing the host.
+class CachingAllocator final : public Allocator {
+ public:
+  explicit CachingAllocator(int device) : device_(device) {}
+  void* allocate(size_t bytes) override;
+  void deallocate(void* ptr, size_t bytes) override;
+
+  // Synchronizes the device and cudaFree's every cached (free) block.
+  void release_cache();
+
+  size_t reserved_bytes() const;   // cudaMalloc'ed now (in use + cached)
+  size_t peak_bytes() const;       // most bytes cudaMalloc'ed at once since start
+  size_t in_use_bytes() const;     // handed out to tensors now (size classes)
+  size_t peak_in_use_bytes() const;
+
+ private:
+  void* malloc_or_throw(size_t size, size_t requested);
+  void release_cache_locked();
+
+  int device_;
+  mutable std::mutex mu_;
+  std::map<char*, size_t> live_;            // handed out: base address -> block size
+  std::multimap<size_t, char*> free_;       // cached, by size
+  size_t reserved_ = 0, peak_reserved_ = 0, in_use_ = 0, peak_in_use_ = 0;
+};
+
+// The allocator of device (created on first use, never destroyed: tensors released during
+// static destruction still find it).
+CachingAllocator& caching_allocator(int device);
+
+}  // namespace dlt::cuda
