@@ -1,0 +1,241 @@
+// The CUDA backend's reductions: sum of squares, cross-entropy (loss, correct count and the
+// first bad label reduced on the device for one small read-back), per-channel moments of NHWC
+// tensors (two passes in double) and the synchronized batch-norm dx correction. Every sum runs
+// over a fixed grid in a fixed order: results do not change from run to run.
+#include <cmath>
+
+#include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_launch.cuh"
+
+namespace dlt::cuda {
+
+namespace {
+
+constexpr int kReduceBlocks = 1024;  // partial sums of sum_squares
+
+// One partial per block: partials[blockIdx.x] = sum over its grid-stride share of x^2.
+__global__ void sum_squares_partial_kernel(const float* x, int64_t n, double* partials) {
+  double s = 0;
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    const double v = x[i];
+    s += v * v;
+  }
+  s = block_sum(s);
+  if (threadIdx.x == 0) partials[blockIdx.x] = s;
+}
+
+// One block: *out = sum of values[0..count).
+__global__ void sum_doubles_kernel(const double* values, int64_t count, double* out) {
+  double s = 0;
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) s += values[i];
+  s = block_sum(s);
+  if (threadIdx.x == 0) *out = s;
+}
+
+// One warp per sample: loss (double), whether the first maximal probability is the label's,
+// and dlogits = (probs - onehot) / n. A bad label records its sample and writes nothing.
+__global__ void cross_entropy_rows_kernel(const float* probs, const int32_t* labels, int64_t n,
+                                          int64_t c, float* dlogits, double* row_loss,
+                                          int32_t* row_correct, CrossEntropyResult* result) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
+  const float inv_n = __fdiv_rn(1.f, static_cast<float>(n));
+  for (int64_t i = first_index() >> 5; i < n; i += warps) {
+    const int32_t l = labels[i];
+    if (l < 0 || l >= c) {
+      if (lane == 0) {
+        atomicMin(&result->first_bad, static_cast<unsigned long long>(i));
+        row_loss[i] = 0;
+        row_correct[i] = 0;
+      }
+      continue;
+    }
+    const float* row = probs + i * c;
+    float best = -INFINITY;
+    int64_t best_j = c;  // no candidate yet
+    for (int64_t j = lane; j < c; j += 32) {
+      const float v = row[j];
+      if (best_j == c || v > best) {  // strictly greater: the first maximum in this lane
+        best = v;
+        best_j = j;
+      }
+      if (dlogits) {
+        const float d = __fmul_rn(v, inv_n);
+        dlogits[i * c + j] = j == l ? __fsub_rn(d, inv_n) : d;
+      }
+    }
+    for (int offset = 16; offset > 0; offset >>= 1) {  // keep the larger, on ties the first
+      const float ov = __shfl_down_sync(0xffffffffu, best, offset);
+      const int64_t oj = __shfl_down_sync(0xffffffffu, best_j, offset);
+      if (oj != c && (best_j == c || ov > best || (ov == best && oj < best_j))) {
+        best = ov;
+        best_j = oj;
+      }
+    }
+    if (lane == 0) {
+      const double pl = row[l];
+      row_loss[i] = -log(pl < 1e-37 ? 1e-37 : pl);  // std::max's NaN behaviour, as the CPU
+      row_correct[i] = best_j == l ? 1 : 0;
+    }
+  }
+}
+
+// One block: the loss sum and correct count over the rows.
+__global__ void cross_entropy_total_kernel(const double* row_loss, const int32_t* row_correct,
+                                           int64_t n, CrossEntropyResult* result) {
+  double loss = 0, right = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    loss += row_loss[i];
+    right += row_correct[i];
+  }
+  loss = block_sum(loss);
+  right = block_sum(right);
+  if (threadIdx.x == 0) {
+    result->loss_sum = loss;
+    result->correct = static_cast<unsigned long long>(right);
+  }
+}
+
+constexpr int kMomentLanes = 32;  // channels per block (threadIdx.x)
+constexpr int kMomentRows = 8;    // positions per block step (threadIdx.y)
+
+// partials[blockIdx.y * c + ch] = sum over this block's positions of x (center == null) or of
+// (x - center[ch])^2, for the 32 channels of blockIdx.x.
+__global__ void channel_partial_kernel(const float* x, int64_t positions, int64_t c,
+                                       const double* center, double* partials) {
+  __shared__ double acc[kMomentRows][kMomentLanes];
+  const int64_t ch = static_cast<int64_t>(blockIdx.x) * kMomentLanes + threadIdx.x;
+  double s = 0;
+  if (ch < c) {
+    const double mu = center ? center[ch] : 0.0;
+    const int64_t step = static_cast<int64_t>(gridDim.y) * kMomentRows;
+    for (int64_t p = static_cast<int64_t>(blockIdx.y) * kMomentRows + threadIdx.y; p < positions;
+         p += step) {
+      const double v = static_cast<double>(x[p * c + ch]) - mu;
+      s += center ? v * v : v;
+    }
+  }
+  acc[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && ch < c) {
+    double t = 0;
+    for (int r = 0; r < kMomentRows; ++r) t += acc[r][threadIdx.x];
+    partials[static_cast<int64_t>(blockIdx.y) * c + ch] = t;
+  }
+}
+
+// out[ch] = (sum over the groups of partials) / positions, as float and (when out_d) double.
+__global__ void channel_finalize_kernel(const double* partials, int64_t groups, int64_t c,
+                                        int64_t positions, float* out, double* out_d) {
+  for (int64_t ch = first_index(); ch < c; ch += grid_stride()) {
+    double s = 0;
+    for (int64_t g = 0; g < groups; ++g) s += partials[g * c + ch];
+    const double r = s / static_cast<double>(positions);
+    out[ch] = static_cast<float>(r);
+    if (out_d) out_d[ch] = r;
+  }
+}
+
+// Per channel, as the CPU backend: k = scale / (sigma m), a = k dshift, b = k dscale / sigma.
+__global__ void bn_correction_coef_kernel(const float* mean, const float* var, const float* scale,
+                                          float epsilon, double m, const float* dshift,
+                                          const float* dscale, int64_t c, float* coef) {
+  for (int64_t j = first_index(); j < c; j += grid_stride()) {
+    const double sigma = sqrt(static_cast<double>(var[j]) + static_cast<double>(epsilon));
+    const double k = static_cast<double>(scale[j]) / (sigma * m);
+    coef[j] = static_cast<float>(k * static_cast<double>(dshift[j]));
+    coef[c + j] = static_cast<float>(k * static_cast<double>(dscale[j]) / sigma);
+    coef[2 * c + j] = mean[j];
+  }
+}
+
+// dx -= a + b * (x - mean), per element of (positions, c).
+__global__ void bn_correction_kernel(const float* x, int64_t n, int64_t c, const float* coef,
+                                     float* dx) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    const int64_t j = i % c;
+    const float corr = __fadd_rn(coef[j], __fmul_rn(coef[c + j], __fsub_rn(x[i], coef[2 * c + j])));
+    dx[i] = __fsub_rn(dx[i], corr);
+  }
+}
+
+int64_t moment_groups(int64_t positions) {
+  // Each thread sums at least 32 positions; at most 256 groups of partials per channel.
+  int64_t g = (positions + kMomentRows * 32 - 1) / (kMomentRows * 32);
+  if (g < 1) g = 1;
+  if (g > 256) g = 256;
+  return g;
+}
+
+}  // namespace
+
+size_t sum_squares_scratch() { return kReduceBlocks; }
+
+void sum_squares(const float* x, int64_t n, double* scratch, double* result, cudaStream_t stream) {
+  const unsigned blocks = n > 0 ? grid_for(n) : 1;
+  const unsigned used = blocks < kReduceBlocks ? blocks : kReduceBlocks;
+  sum_squares_partial_kernel<<<used, kThreads, 0, stream>>>(x, n, scratch);
+  DLT_LAUNCH_CHECK();
+  sum_doubles_kernel<<<1, kThreads, 0, stream>>>(scratch, used, result);
+  DLT_LAUNCH_CHECK();
+}
+
+size_t cross_entropy_scratch(int64_t n) {
+  return static_cast<size_t>(n) * (sizeof(double) + sizeof(int32_t));
+}
+
+void cross_entropy(const float* probs, const int32_t* labels, int64_t n, int64_t c,
+                   float* dlogits, void* scratch, CrossEntropyResult* result,
+                   cudaStream_t stream) {
+  auto* row_loss = static_cast<double*>(scratch);
+  auto* row_correct = reinterpret_cast<int32_t*>(row_loss + n);
+  // 0xff bytes: first_bad = UINT64_MAX (no bad label); the other fields are overwritten.
+  DLT_CUDA(cudaMemsetAsync(result, 0xff, sizeof(CrossEntropyResult), stream));
+  if (n > 0) {
+    cross_entropy_rows_kernel<<<grid_for(n, kThreads / 32), kThreads, 0, stream>>>(
+        probs, labels, n, c, dlogits, row_loss, row_correct, result);
+    DLT_LAUNCH_CHECK();
+  }
+  cross_entropy_total_kernel<<<1, kThreads, 0, stream>>>(row_loss, row_correct, n, result);
+  DLT_LAUNCH_CHECK();
+}
+
+size_t channel_moments_scratch(int64_t positions, int64_t c) {
+  return static_cast<size_t>((moment_groups(positions) + 1) * c);
+}
+
+void channel_moments(const float* x, int64_t positions, int64_t c, float* mean, float* var,
+                     double* scratch, cudaStream_t stream) {
+  if (positions <= 0 || c <= 0) return;
+  const int64_t groups = moment_groups(positions);
+  double* partials = scratch;
+  double* mean_d = scratch + groups * c;
+  const dim3 block(kMomentLanes, kMomentRows);
+  const dim3 grid(static_cast<unsigned>((c + kMomentLanes - 1) / kMomentLanes),
+                  static_cast<unsigned>(groups));
+  channel_partial_kernel<<<grid, block, 0, stream>>>(x, positions, c, nullptr, partials);
+  DLT_LAUNCH_CHECK();
+  channel_finalize_kernel<<<grid_for(c), kThreads, 0, stream>>>(partials, groups, c, positions,
+                                                                mean, mean_d);
+  DLT_LAUNCH_CHECK();
+  channel_partial_kernel<<<grid, block, 0, stream>>>(x, positions, c, mean_d, partials);
+  DLT_LAUNCH_CHECK();
+  channel_finalize_kernel<<<grid_for(c), kThreads, 0, stream>>>(partials, groups, c, positions,
+                                                                var, nullptr);
+  DLT_LAUNCH_CHECK();
+}
+
+void batch_norm_dx_correction(const float* x, int64_t positions, int64_t c, const float* mean,
+                              const float* var, const float* scale, float epsilon, double m,
+                              const float* dshift, const float* dscale, float* dx,
+                              float* scratch, cudaStream_t stream) {
+  if (positions <= 0 || c <= 0 || m <= 0) return;
+  bn_correction_coef_kernel<<<grid_for(c), kThreads, 0, stream>>>(mean, var, scale, epsilon, m,
+                                                                  dshift, dscale, c, scratch);
+  DLT_LAUNCH_CHECK();
+  const int64_t n = positions * c;
+  bn_correction_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, n, c, scratch, dx);
+  DLT_LAUNCH_CHECK();
+}
+
+}  // namespace dlt::cuda
