@@ -1,0 +1,213 @@
+// CudaBackend: construction, name, the op factories, overlapped uploads (pinned staging
+// buffers on the copy stream, events between the streams), synchronize, the peak memory, and
+// cuda_backend(index). The element-wise methods are in cuda_elementwise.cpp.
+#include "backend/cuda/cuda_backend.h"
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+#include "backend/cuda/cuda_allocator.h"
+#include "backend/cuda/cuda_common.h"
+#include "util/error.h"
+
+namespace dlt {
+
+namespace {
+constexpr size_t kResultBytes = 256;  // room for the values read back (CrossEntropyResult)
+constexpr size_t kMaxStaging = 8;     // uploads in flight before upload_begin waits for one
+constexpr size_t kStagingStep = size_t(1) << 20;
+}  // namespace
+
+CudaBackend::CudaBackend(int device)
+    : device_(device), ctx_(cuda::context(device)), alloc_(cuda::caching_allocator(device)) {
+  enter();
+  result_d_ = alloc_.allocate(kResultBytes);
+  DLT_CUDA(cudaMallocHost(&result_h_, kResultBytes));
+  DLT_CUDA(cudaEventCreateWithFlags(&compute_mark_, cudaEventDisableTiming));
+  DLT_CUDA(cudaEventCreateWithFlags(&upload_mark_, cudaEventDisableTiming));
+}
+
+// Backends live until the process ends (cuda_backend leaks them on purpose); this exists for
+// completeness and ignores errors, as a destructor must.
+CudaBackend::~CudaBackend() {
+  cudaSetDevice(device_);
+  cudaStreamSynchronize(ctx_.stream);
+  cudaStreamSynchronize(ctx_.copy_stream);
+  for (Staging& s : staging_) {
+    cudaFreeHost(s.host);
+    cudaEventDestroy(s.done);
+  }
+  cudaFreeHost(result_h_);
+  cudaEventDestroy(compute_mark_);
+  cudaEventDestroy(upload_mark_);
+  if (scratch_) alloc_.deallocate(scratch_, scratch_bytes_);
+  alloc_.deallocate(result_d_, kResultBytes);
+}
+
+void CudaBackend::enter() const { cuda::use_device(device_); }
+
+std::string CudaBackend::name() const {
+  cudaDeviceProp prop{};
+  DLT_CUDA(cudaGetDeviceProperties(&prop, device_));
+  int runtime = 0;
+  DLT_CUDA(cudaRuntimeGetVersion(&runtime));
+  const size_t cudnn = cudnnGetVersion();  // major * 10000 + minor * 100 + patch (cuDNN 9)
+  char gib[32];
+  std::snprintf(gib, sizeof(gib), "%.1f", static_cast<double>(prop.totalGlobalMem) / (1 << 30));
+  return "cuda:" + std::to_string(device_) + " (" + prop.name + ", compute capability " +
+         std::to_string(prop.major) + "." + std::to_string(prop.minor) + ", " + gib +
+         " GiB, cuDNN " + std::to_string(cudnn / 10000) + "." + std::to_string(cudnn / 100 % 100) +
+         "." + std::to_string(cudnn % 100) + ", CUDA " + std::to_string(runtime / 1000) + "." +
+         std::to_string(runtime % 1000 / 10) + ")";
+}
+
+std::unique_ptr<ConvOp> CudaBackend::make_conv(const ConvDesc& d) {
+  enter();
+  return cuda::make_conv_op(d, ctx_);
+}
+std::unique_ptr<FcOp> CudaBackend::make_fc(const FcDesc& d) {
+  enter();
+  return cuda::make_fc_op(d, ctx_);
+}
+std::unique_ptr<PoolOp> CudaBackend::make_pool(const PoolDesc& d) {
+  enter();
+  return cuda::make_pool_op(d, ctx_);
+}
+std::unique_ptr<BatchNormOp> CudaBackend::make_batch_norm(const BatchNormDesc& d) {
+  enter();
+  return cuda::make_batch_norm_op(d, ctx_);
+}
+std::unique_ptr<LrnOp> CudaBackend::make_lrn(const LrnDesc& d) {
+  enter();
+  return cuda::make_lrn_op(d, ctx_);
+}
+std::unique_ptr<ActOp> CudaBackend::make_act(const ActDesc& d) {
+  enter();
+  return cuda::make_act_op(d, ctx_);
+}
+std::unique_ptr<SoftmaxOp> CudaBackend::make_softmax(int64_t rows, int64_t channels) {
+  enter();
+  return cuda::make_softmax_op(rows, channels, ctx_);
+}
+std::unique_ptr<ConcatOp> CudaBackend::make_concat(int64_t n, int64_t h, int64_t w,
+                                                   const std::vector<int64_t>& channels) {
+  enter();
+  return cuda::make_concat_op(n, h, w, channels, ctx_);
+}
+
+void* CudaBackend::scratch(size_t bytes) {
+  if (scratch_ && bytes <= scratch_bytes_) return scratch_;
+  // The old block may still be read by queued kernels; it goes back to the cache, whose next
+  // user is queued after them on the same stream.
+  const size_t want = cuda::size_class(bytes);
+  void* fresh = alloc_.allocate(want);
+  if (scratch_) alloc_.deallocate(scratch_, scratch_bytes_);
+  scratch_ = fresh;
+  scratch_bytes_ = want;
+  return scratch_;
+}
+
+void CudaBackend::read_back(size_t bytes) {
+  DLT_CHECK(bytes <= kResultBytes, "read_back: " << bytes << " bytes");
+  DLT_CUDA(cudaMemcpyAsync(result_h_, result_d_, bytes, cudaMemcpyDeviceToHost, ctx_.stream));
+  DLT_CUDA(cudaStreamSynchronize(ctx_.stream));
+}
+
+CudaBackend::Staging& CudaBackend::free_staging(size_t bytes) {
+  auto is_free = [](const Staging& s) {
+    const cudaError_t e = cudaEventQuery(s.done);
+    if (e == cudaErrorNotReady) return false;
+    DLT_CUDA(e);
+    return true;
+  };
+  Staging* pick = nullptr;
+  for (Staging& s : staging_)  // a free buffer that is large enough
+    if (s.bytes >= bytes && is_free(s)) return s;
+  for (Staging& s : staging_)  // else a free one to grow
+    if (is_free(s)) {
+      pick = &s;
+      break;
+    }
+  if (!pick && staging_.size() < kMaxStaging) {
+    staging_.emplace_back();
+    pick = &staging_.back();
+    DLT_CUDA(cudaEventCreateWithFlags(&pick->done, cudaEventDisableTiming));
+  }
+  if (!pick) {  // every buffer is in flight: wait for the first one's copy
+    pick = &staging_.front();
+    DLT_CUDA(cudaEventSynchronize(pick->done));
+  }
+  if (pick->bytes < bytes) {
+    if (pick->host) DLT_CUDA(cudaFreeHost(pick->host));
+    pick->host = nullptr;
+    pick->bytes = 0;
+    const size_t want = (bytes + kStagingStep - 1) / kStagingStep * kStagingStep;
+    DLT_CUDA(cudaMallocHost(&pick->host, want));
+    pick->bytes = want;
+  }
+  return *pick;
+}
+
+void CudaBackend::upload_begin(const Tensor& host, Tensor& dst) {
+  DLT_CHECK(dst.device() == device(),
+            "upload_begin: destination is on " << dst.device().str() << ", not " << device().str());
+  DLT_CHECK(host.numel() == dst.numel(),
+            "upload_begin: " << host.shape().str() << " into " << dst.shape().str());
+  if (!host.device().is_cpu()) {  // already on a GPU: an ordinary (synchronous) copy
+    dst.copy_from(host);
+    return;
+  }
+  const size_t bytes = host.bytes();
+  if (bytes == 0) return;
+  enter();
+  Staging& s = free_staging(bytes);
+  std::memcpy(s.host, host.data(), bytes);
+  // The copy must not overwrite dst (or a reused block behind it) while work queued so far
+  // may still read it.
+  DLT_CUDA(cudaEventRecord(compute_mark_, ctx_.stream));
+  DLT_CUDA(cudaStreamWaitEvent(ctx_.copy_stream, compute_mark_, 0));
+  DLT_CUDA(cudaMemcpyAsync(dst.data(), s.host, bytes, cudaMemcpyHostToDevice, ctx_.copy_stream));
+  DLT_CUDA(cudaEventRecord(s.done, ctx_.copy_stream));
+  upload_pending_ = true;
+}
+
+void CudaBackend::upload_wait() {
+  if (!upload_pending_) return;
+  enter();
+  DLT_CUDA(cudaEventRecord(upload_mark_, ctx_.copy_stream));
+  DLT_CUDA(cudaStreamWaitEvent(ctx_.stream, upload_mark_, 0));
+  upload_pending_ = false;
+}
+
+size_t CudaBackend::peak_memory_bytes() const { return alloc_.peak_bytes(); }
+
+void CudaBackend::synchronize() {
+  enter();
+  DLT_CUDA(cudaStreamSynchronize(ctx_.copy_stream));
+  DLT_CUDA(cudaStreamSynchronize(ctx_.stream));
+}
+
+Backend& cuda_backend(int index) {
+  static std::mutex mu;
+  // Leaked on purpose, as the contexts and allocators: nothing CUDA may run at static
+  // destruction time.
+  static auto* backends = new std::vector<CudaBackend*>();
+  std::lock_guard<std::mutex> lock(mu);
+  const int count = cuda_device_count();
+  if (count == 0)
+    throw DeviceError(
+        "no CUDA GPU is visible (this dltrain is built with CUDA, but the driver reports no "
+        "device): check nvidia-smi and CUDA_VISIBLE_DEVICES, or use ExecutionEnvironment: cpu");
+  if (index < 0 || index >= count)
+    throw DeviceError("cuda:" + std::to_string(index) + " does not exist: " +
+                      std::to_string(count) + " CUDA GPU(s) are visible (choose GPUDevice 0.." +
+                      std::to_string(count - 1) + ")");
+  if (backends->size() <= static_cast<size_t>(index))
+    backends->resize(static_cast<size_t>(index) + 1, nullptr);
+  CudaBackend*& b = (*backends)[static_cast<size_t>(index)];
+  if (!b) b = new CudaBackend(index);
+  return *b;
+}
+
+}  // namespace dlt

@@ -1,0 +1,100 @@
+// The CUDA backend of one GPU: heavy ops from the cuDNN / cuBLAS factories (cuda_common.h),
+// element-wise work, losses and optimizer updates as own kernels (cuda_kernels.h), all on the
+// context's compute stream. Only sum_squares and cross_entropy wait for the GPU (they return
+// values); uploads overlap compute through pinned staging buffers on the copy stream.
+// One host thread drives a device at a time (the scratch and staging buffers are not locked).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace dlt::cuda {
+struct CudaContext;
+class CachingAllocator;
+}  // namespace dlt::cuda
+
+namespace dlt {
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device);
+  ~CudaBackend() override;
+  Device device() const override { return Device::cuda(device_); }
+  // "cuda:0 (NVIDIA H100 80GB HBM3, compute capability 9.0, 79.2 GiB, cuDNN 9.19.0, CUDA 13.0)"
+  std::string name() const override;
+
+  std::unique_ptr<ConvOp> make_conv(const ConvDesc& d) override;
+  std::unique_ptr<FcOp> make_fc(const FcDesc& d) override;
+  std::unique_ptr<PoolOp> make_pool(const PoolDesc& d) override;
+  std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormDesc& d) override;
+  std::unique_ptr<LrnOp> make_lrn(const LrnDesc& d) override;
+  std::unique_ptr<ActOp> make_act(const ActDesc& d) override;
+  std::unique_ptr<SoftmaxOp> make_softmax(int64_t rows, int64_t channels) override;
+  std::unique_ptr<ConcatOp> make_concat(int64_t n, int64_t h, int64_t w,
+                                        const std::vector<int64_t>& channels) override;
+
+  void fill(Tensor& t, float value) override;
+  void copy(const Tensor& src, Tensor& dst) override;
+  void axpby(float a, const Tensor& x, float b, Tensor& y) override;
+  void sum(const std::vector<const Tensor*>& xs, Tensor& y) override;
+  void scale(Tensor& t, float s) override;
+  void clamp(Tensor& t, float lo, float hi) override;
+  double sum_squares(const Tensor& t) override;
+  void shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) override;
+  void dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t seed,
+                       uint64_t stream) override;
+  void mul(const Tensor& x, const Tensor& m, Tensor& y) override;
+  void channel_moments(const Tensor& x, Tensor& mean, Tensor& var) override;
+  void batch_norm_dx_correction(const Tensor& x, const Tensor& mean, const Tensor& var,
+                                const Tensor& scale, float epsilon, double m, const Tensor& dshift,
+                                const Tensor& dscale, Tensor& dx) override;
+  double cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
+                       int64_t* correct) override;
+  void sgdm_update(Tensor& w, const Tensor& g, Tensor& v, float lr, float momentum,
+                   float l2) override;
+  void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& s, float lr, float b1, float b2,
+                   float eps, int64_t t, float l2) override;
+  void rmsprop_update(Tensor& w, const Tensor& g, Tensor& s, float lr, float b2, float eps,
+                      float l2) override;
+
+  // Copies host into a pinned staging buffer (host may be reused on return) and enqueues the
+  // upload on the copy stream after all work already queued on the compute stream (so dst
+  // may still be read by that work). Until upload_wait(), nothing may read or write dst.
+  void upload_begin(const Tensor& host, Tensor& dst) override;
+  // Makes the compute stream wait for the uploads begun so far; does not block the host.
+  void upload_wait() override;
+  // Peak bytes cudaMalloc'ed by this device's caching allocator (tensors + cache + workspace).
+  size_t peak_memory_bytes() const override;
+  // Waits for the compute and copy streams.
+  void synchronize() override;
+
+ private:
+  struct Staging {
+    void* host = nullptr;  // pinned
+    size_t bytes = 0;
+    cudaEvent_t done = nullptr;  // recorded after the copy out of it
+  };
+  void enter() const;  // makes device_ current for the calling thread
+  void* scratch(size_t bytes);
+  Staging& free_staging(size_t bytes);
+  // Copies bytes of result_d_ to the pinned result_h_ and waits for the compute stream.
+  void read_back(size_t bytes);
+
+  int device_;
+  cuda::CudaContext& ctx_;
+  cuda::CachingAllocator& alloc_;
+  void* scratch_ = nullptr;  // device, grows on demand; used by one call at a time
+  size_t scratch_bytes_ = 0;
+  void* result_d_ = nullptr;  // device, kResultBytes: values that are read back
+  void* result_h_ = nullptr;  // pinned host mirror of result_d_
+  std::vector<Staging> staging_;
+  cudaEvent_t compute_mark_ = nullptr;  // compute stream -> copy stream
+  cudaEvent_t upload_mark_ = nullptr;   // copy stream -> compute stream
+  bool upload_pending_ = false;
+};
+
+}  // namespace dlt
