@@ -37,7 +37,7 @@ void on(const Tensor& t, Device d, const char* op) {
 void CudaBackend::fill(Tensor& t, float value) {
   on(t, device(), "fill");
   enter();
-  cuda::fill(t.data(), t.numel(), value, ctx_.stream);
+  cuda::fill_value(t.data(), t.numel(), value, ctx_.stream);
 }
 
 void CudaBackend::copy(const Tensor& src, Tensor& dst) {
@@ -146,8 +146,8 @@ void CudaBackend::channel_moments(const Tensor& x, Tensor& mean, Tensor& var) {
   const int64_t positions = x.numel() / c;
   enter();
   if (positions == 0) {
-    cuda::fill(mean.data(), c, 0.f, ctx_.stream);
-    cuda::fill(var.data(), c, 0.f, ctx_.stream);
+    cuda::fill_value(mean.data(), c, 0.f, ctx_.stream);
+    cuda::fill_value(var.data(), c, 0.f, ctx_.stream);
     return;
   }
   on(x, device(), "channel_moments");

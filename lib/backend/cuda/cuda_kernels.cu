@@ -128,7 +128,7 @@ __global__ void rmsprop_kernel(float* w, const float* g, float* s, int64_t n, fl
 
 }  // namespace
 
-void fill(float* p, int64_t n, float value, cudaStream_t stream) {
+void fill_value(float* p, int64_t n, float value, cudaStream_t stream) {
   if (n <= 0) return;
   fill_kernel<<<grid_for(n), kThreads, 0, stream>>>(p, n, value);
   DLT_LAUNCH_CHECK();

@@ -11,7 +11,7 @@
 
 namespace dlt::cuda {
 
-void fill(float* p, int64_t n, float value, cudaStream_t stream);
+void fill_value(float* p, int64_t n, float value, cudaStream_t stream);
 // y = a * x + b * y (y is not read when b == 0)
 void axpby(float a, const float* x, float b, float* y, int64_t n, cudaStream_t stream);
 // y = xs[0] + ... + xs[k-1], added in that order; y may alias xs[0..kSumChunk-1] only.
