@@ -34,7 +34,7 @@ class CudaBatchNormOp final : public BatchNormOp {
     size_t rs = 0;
     use_ex_ =
         cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
-            ctx.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN, x_desc_, nullptr, x_desc_, bn_desc_, nullptr,
+            ctx.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN, x_desc_, x_desc_, x_desc_, bn_desc_, nullptr,
             &fwd_ws_) == CUDNN_STATUS_SUCCESS &&
         cudnnGetBatchNormalizationBackwardExWorkspaceSize(
             ctx.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN, x_desc_, x_desc_, x_desc_, nullptr, x_desc_,
