@@ -31,6 +31,16 @@ void use_device(int device) {
   if (current != device) DLT_CUDA(cudaSetDevice(device));
 }
 
+DeviceGuard::DeviceGuard(int device) {
+  DLT_CUDA(cudaGetDevice(&previous_));
+  if (previous_ != device) DLT_CUDA(cudaSetDevice(device));
+}
+
+DeviceGuard::~DeviceGuard() {
+  int current = -1;
+  if (cudaGetDevice(&current) == cudaSuccess && current != previous_) cudaSetDevice(previous_);
+}
+
 size_t size_class(size_t bytes) {
   if (bytes <= kMinBlock) return kMinBlock;
   if (bytes >= kLargeBlock) return (bytes + kLargeStep - 1) / kLargeStep * kLargeStep;
@@ -73,7 +83,7 @@ void CachingAllocator::deallocate(void* ptr, size_t) {
 }
 
 void* CachingAllocator::malloc_or_throw(size_t size, size_t requested) {
-  use_device(device_);
+  DeviceGuard guard(device_);
   void* ptr = nullptr;
   cudaError_t e = cudaMalloc(&ptr, size);
   if (e == cudaErrorMemoryAllocation && !free_.empty()) {
@@ -102,7 +112,7 @@ void CachingAllocator::release_cache() {
 }
 
 void CachingAllocator::release_cache_locked() {
-  use_device(device_);
+  DeviceGuard guard(device_);
   // Freed blocks may still be read by queued kernels; cudaFree only after they finished.
   DLT_CUDA(cudaDeviceSynchronize());
   for (auto& [size, ptr] : free_) {
@@ -171,11 +181,11 @@ void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_d
                      size_t bytes) {
   if (bytes == 0) return;
   if (!dst_device.is_cpu() && !src_device.is_cpu() && dst_device.index != src_device.index) {
+    cuda::DeviceGuard guard(src_device.index);  // restores the caller's device at the end
     cuda::CudaContext& d = cuda::context(dst_device.index);
-    cuda::CudaContext& s = cuda::context(src_device.index);
-    cuda::use_device(dst_device.index);
-    DLT_CUDA(cudaStreamSynchronize(d.stream));  // dst's queued readers are done
+    cuda::CudaContext& s = cuda::context(src_device.index);  // (creating one makes it current)
     cuda::use_device(src_device.index);
+    DLT_CUDA(cudaStreamSynchronize(d.stream));  // dst's queued readers are done
     DLT_CUDA(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, bytes, s.stream));
     DLT_CUDA(cudaStreamSynchronize(s.stream));
     return;
@@ -184,8 +194,8 @@ void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_d
   const cudaMemcpyKind kind = dst_device.is_cpu()   ? cudaMemcpyDeviceToHost
                               : src_device.is_cpu() ? cudaMemcpyHostToDevice
                                                     : cudaMemcpyDeviceToDevice;
+  cuda::DeviceGuard guard(index);
   cuda::CudaContext& ctx = cuda::context(index);
-  cuda::use_device(index);
   DLT_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, ctx.stream));
   DLT_CUDA(cudaStreamSynchronize(ctx.stream));
 }

@@ -14,6 +14,19 @@ namespace dlt::cuda {
 // Makes device current for the calling thread (cheap when it already is).
 void use_device(int device);
 
+// Makes device current for a scope and restores the caller's device after it: the allocator
+// and the copies do not change which device the calling thread works on.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
 // Size class of a request: at least 512 bytes; below 32 MiB four classes per power of two
 // (at most 25% over); from 32 MiB multiples of 2 MiB.
 size_t size_class(size_t bytes);
