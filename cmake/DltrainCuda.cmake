@@ -18,6 +18,12 @@ if(NOT DLTRAIN_CUDA STREQUAL "OFF")
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES 80 90)
     endif()
+    # .cu files are C++17 (CMake 3.25 does not know that nvcc 13 accepts C++20); they include
+    # only the CUDA backend's own plain headers.
+    if(NOT DEFINED CMAKE_CUDA_STANDARD)
+      set(CMAKE_CUDA_STANDARD 17)
+      set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    endif()
     enable_language(CUDA)
     set(DLT_HAVE_CUDA 1)
     set(DLT_CUDA_SOURCES ${_dlt_cuda_files})
