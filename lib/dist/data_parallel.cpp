@@ -1,12 +1,125 @@
-// Data-parallel aggregation of gradients, batch-norm states and progress numbers.
+// Data-parallel aggregation of gradients (whole or in buckets during backward), batch-norm
+// statistics and states, and progress numbers.
 #include "dist/data_parallel.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "net/network.h"
+#include "util/check.h"
+#include "util/error.h"
 
 namespace dlt {
+
+GlobalShare global_share(Communicator& comm, int64_t images) {
+  GlobalShare s;
+  s.images = images;
+  if (comm.size() == 1) return s;
+  double n = static_cast<double>(images);
+  comm.all_reduce_sum(&n, 1);
+  s.images = static_cast<int64_t>(n + 0.5);
+  s.weight = s.images > 0 ? static_cast<double>(images) / static_cast<double>(s.images) : 0.0;
+  return s;
+}
+
+namespace {
+
+// Runs f on host views of a and b (C each), copying device tensors there and back.
+template <class F>
+void on_host(Tensor& a, Tensor& b, F f) {
+  if (a.device().is_cpu() && b.device().is_cpu()) {
+    f(a.data(), b.data());
+    return;
+  }
+  Tensor ha = a.to(Device::cpu()), hb = b.to(Device::cpu());
+  f(ha.data(), hb.data());
+  a.copy_from(ha);
+  b.copy_from(hb);
+}
+
+}  // namespace
+
+void sync_batch_norm_moments(Communicator& comm, double weight, Tensor& mean, Tensor& var) {
+  const int64_t c = mean.numel();
+  DLT_CHECK(var.numel() == c, "sync_batch_norm_moments: mean has " << c << " channels, var " << var.numel());
+  on_host(mean, var, [&](float* m, float* v) {
+    std::vector<double> buf(static_cast<size_t>(2 * c));
+    for (int64_t j = 0; j < c; ++j) {
+      const double mj = m[j];
+      buf[static_cast<size_t>(j)] = weight * mj;
+      buf[static_cast<size_t>(c + j)] = weight * (static_cast<double>(v[j]) + mj * mj);
+    }
+    comm.all_reduce_sum(buf.data(), 2 * c);
+    for (int64_t j = 0; j < c; ++j) {
+      const double mj = buf[static_cast<size_t>(j)];
+      m[j] = static_cast<float>(mj);
+      v[j] = static_cast<float>(std::max(0.0, buf[static_cast<size_t>(c + j)] - mj * mj));
+    }
+  });
+}
+
+void sync_batch_norm_sums(Communicator& comm, double weight, Tensor& a, Tensor& b) {
+  const int64_t c = a.numel();
+  DLT_CHECK(b.numel() == c, "sync_batch_norm_sums: " << c << " and " << b.numel() << " channels");
+  on_host(a, b, [&](float* pa, float* pb) {
+    std::vector<double> buf(static_cast<size_t>(2 * c));
+    for (int64_t j = 0; j < c; ++j) {
+      buf[static_cast<size_t>(j)] = weight * pa[j];
+      buf[static_cast<size_t>(c + j)] = weight * pb[j];
+    }
+    comm.all_reduce_sum(buf.data(), 2 * c);
+    for (int64_t j = 0; j < c; ++j) {
+      pa[j] = static_cast<float>(buf[static_cast<size_t>(j)]);
+      pb[j] = static_cast<float>(buf[static_cast<size_t>(c + j)]);
+    }
+  });
+}
+
+int64_t gradient_bucket_elements() {
+  double mb = kBucketMB;
+  if (const char* v = std::getenv("DLT_BUCKET_MB"); v && *v) {
+    char* end = nullptr;
+    mb = std::strtod(v, &end);
+    if (end == v || *end != '\0' || !(mb > 0))
+      throw ConfigError(std::string("DLT_BUCKET_MB is '") + v + "'; set it to a positive number of megabytes");
+  }
+  return std::max<int64_t>(1, static_cast<int64_t>(mb * 1024 * 1024 / 4));
+}
+
+GradientBuckets::GradientBuckets(Communicator& comm, Tensor& flat_grads, int64_t bucket_elements) : comm_(comm) {
+  if (comm.size() == 1) return;
+  const int64_t b = bucket_elements > 0 ? bucket_elements : gradient_bucket_elements();
+  const int64_t total = flat_grads.numel();
+  for (int64_t end = total; end > 0;) {
+    // A remainder under half a bucket joins the bucket before it.
+    int64_t start = end - b < b / 2 ? 0 : end - b;
+    buckets_.push_back(flat_grads.view(Shape{end - start}, start));
+    starts_.push_back(start);
+    end = start;
+  }
+}
+
+void GradientBuckets::begin(double weight) {
+  weight_ = weight;
+  next_ = 0;
+}
+
+void GradientBuckets::ready_from(int64_t offset) {
+  for (; next_ < buckets_.size() && starts_[next_] >= offset; ++next_) {
+    Tensor& t = buckets_[next_];
+    backend_for(t.device()).scale(t, static_cast<float>(weight_));
+    comm_.all_reduce_sum_async(t);
+  }
+}
+
+void GradientBuckets::finish() {
+  if (buckets_.empty()) return;
+  ready_from(0);
+  comm_.wait_all();
+}
 
 GlobalTotals all_reduce_totals(Communicator& comm, int64_t images, double mean_loss, int64_t correct) {
   double n = static_cast<double>(images);

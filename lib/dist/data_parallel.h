@@ -5,6 +5,7 @@
 // mean over the global mini-batch.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "dist/communicator.h"
 
@@ -19,16 +20,61 @@ struct GlobalTotals {
   double weight = 1;    // this rank's w = n / N
 };
 
+// This rank's share of the global mini-batch, known before forward (synchronized batch norm
+// and the gradient buckets need it): all-reduces n, one double; in one process {n, 1}.
+struct GlobalShare {
+  int64_t images = 0;  // N
+  double weight = 1;   // w = n / N (0 when N is 0)
+};
+GlobalShare global_share(Communicator& comm, int64_t images);
+
 // All-reduces (n, n * loss, correct) of this rank's share.
 GlobalTotals all_reduce_totals(Communicator& comm, int64_t images, double mean_loss, int64_t correct);
 
-// grads <- sum over ranks of w_i * grads_i (one all-reduce of the flat buffer).
+// grads <- sum over ranks of w_i * grads_i (one all-reduce of the flat buffer, after backward).
 void all_reduce_gradients(Communicator& comm, Tensor& flat_grads, double weight);
 
-// Batch-norm TrainedMean / TrainedVariance combined across ranks (seed 004's aggregateState):
+// Batch-norm TrainedMean / TrainedVariance combined across ranks (seed 004's aggregateState,
+// for per-worker batch statistics; synchronized batch norm needs no aggregation):
 //   mean = sum_i w_i mean_i;  variance = sum_i w_i (var_i + (mean_i - mean)^2).
 // Two all-reduces for all batch-norm layers together. No-op without batch norm.
 void aggregate_batch_norm_states(Communicator& comm, Network& net, double weight);
+
+// Synchronized batch norm's collectives, called by the batchNormalization layer during
+// forward and backward (every rank in the same order; a rank with an empty share passes
+// zeros and weight 0). Host tensors are reduced in place, device ones through host copies.
+// mean, var (C): in, this rank's batch mean and biased variance; out, the global batch's:
+//   mean = sum_i w_i mean_i,  var = sum_i w_i (var_i + mean_i^2) - mean^2
+// in double precision (one all-reduce of 2C doubles; the float inputs bound the error).
+void sync_batch_norm_moments(Communicator& comm, double weight, Tensor& mean, Tensor& var);
+// a, b (C): in, this rank's values; out, sum_i w_i a_i and sum_i w_i b_i (2C doubles).
+void sync_batch_norm_sums(Communicator& comm, double weight, Tensor& a, Tensor& b);
+
+// The gradient all-reduce in buckets that start while backward is still running (PyTorch
+// DDP's reducer). The flat gradient buffer is laid out in layer order and backward completes
+// it from the end, so buckets are contiguous ranges cut from the end: bucket k starts (scaled
+// by w, then all_reduce_sum_async) as soon as backward reports every gradient from its first
+// element on final. Every rank cuts the same buckets and starts them in the same order.
+class GradientBuckets {
+ public:
+  // bucket_elements <= 0: gradient_bucket_elements(). Nothing to do in a world of one.
+  GradientBuckets(Communicator& comm, Tensor& flat_grads, int64_t bucket_elements = 0);
+  void begin(double weight);        // before backward: this iteration's share
+  void ready_from(int64_t offset);  // gradients at flat offsets >= offset are final
+  void finish();                    // starts the remaining buckets and waits for all of them
+  size_t count() const { return buckets_.size(); }
+
+ private:
+  Communicator& comm_;
+  std::vector<Tensor> buckets_;   // views of flat_grads, last range first
+  std::vector<int64_t> starts_;   // flat offset of each bucket's first element
+  size_t next_ = 0;
+  double weight_ = 1;
+};
+
+// Elements per gradient bucket: env DLT_BUCKET_MB (megabytes of float32), else kBucketMB.
+constexpr double kBucketMB = 0.25;
+int64_t gradient_bucket_elements();
 
 // Every rank takes rank 0's learnables and states (identical seeds make them equal already;
 // this makes it certain, input normalization statistics included).

@@ -2,9 +2,13 @@
 // TrainedMean and TrainedVariance (C) are moving averages updated in training as
 //   trained = (1 - decay) * trained + decay * batch   (MeanDecay, VarianceDecay: 0.1)
 // with the unbiased batch variance. Inference uses the trained statistics. Fuses a following
-// ReLU (the backend op then applies the relu backward itself).
+// ReLU (the backend op then applies the relu backward itself). In data-parallel training
+// (RunContext::comm of size > 1) it is synchronized: every rank normalizes with the global
+// batch's statistics and backward adds the terms through them (docs/distributed.md).
 #include <memory>
 
+#include "dist/communicator.h"
+#include "dist/data_parallel.h"
 #include "layers/layer_util.h"
 
 namespace dlt {
@@ -50,6 +54,8 @@ class BatchNormLayer final : public Layer {
     d.epsilon = static_cast<float>(epsilon_);
     d.fuse_relu = fuse_relu_;
     op_ = be.make_batch_norm(d);
+    sync_op_.reset();  // made on first synchronized use
+    be_ = &be;
     Device dev = be.device();
     if (!batch_mean_.defined()) {
       batch_mean_ = Tensor(Shape{c_}, dev);
@@ -64,9 +70,14 @@ class BatchNormLayer final : public Layer {
       op_->forward_inference(*x[0], s.value, o.value, states_[0].value, states_[1].value, y);
       return;
     }
-    op_->forward_training(*x[0], s.value, o.value, y, batch_mean_, batch_var_);
-    Backend& be = backend_for(y.device());
-    int64_t m = n_ * shape_[0] * shape_[1];
+    int64_t m = n_ * shape_[0] * shape_[1];  // positions the statistics are over
+    if (synchronized(ctx)) {
+      forward_synchronized(*x[0], y, ctx);
+      m = ctx.global_images * shape_[0] * shape_[1];
+    } else {
+      op_->forward_training(*x[0], s.value, o.value, y, batch_mean_, batch_var_);
+    }
+    Backend& be = *be_;
     float unbias = m > 1 ? static_cast<float>(m) / static_cast<float>(m - 1) : 1.f;
     be.axpby(static_cast<float>(mean_decay_), batch_mean_, static_cast<float>(1 - mean_decay_), states_[0].value);
     be.axpby(static_cast<float>(var_decay_) * unbias, batch_var_, static_cast<float>(1 - var_decay_),
@@ -74,7 +85,11 @@ class BatchNormLayer final : public Layer {
   }
 
   void backward(const std::vector<const Tensor*>& x, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
-                const RunContext&) override {
+                const RunContext& ctx) override {
+    if (synchronized(ctx)) {
+      backward_synchronized(*x[0], dy, dx[0], ctx);
+      return;
+    }
     Param& s = params_[0];
     Param& o = params_[1];
     // oneDNN/cuDNN compute dx together with dscale/doffset; a scratch dx when none is needed.
@@ -87,6 +102,76 @@ class BatchNormLayer final : public Layer {
     op_->backward(*x[0], dy, s.value, batch_mean_, batch_var_, *out, s.grad, o.grad);
   }
 
+  // Forward and backward of this rank's n images (n = 0 for an empty share: it only joins
+  // the collectives) with the global statistics, for rank weight w = n / N, M_l = n * H * W:
+  //   forward:  global mean / var from every rank's moments; normalize with them.
+  //   backward: the op gives dx0 = scale / sigma * dy' and this rank's dscale, dshift;
+  //             D = sum w dshift, S = sum w dscale over ranks;
+  //             dx = dx0 - scale / (sigma * M_l) * (D + xhat * S),
+  // the exact gradient of this rank's mean loss through the global statistics (dy' is the
+  // gradient after the fused relu's mask). Parameter gradients stay this rank's own: the
+  // weighted gradient all-reduce makes them global.
+  static bool synchronized(const RunContext& ctx) { return ctx.comm && ctx.comm->size() > 1; }
+
+  void forward_synchronized(const Tensor& x, Tensor& y, const RunContext& ctx) {
+    const bool empty = x.shape()[0] == 0;
+    if (empty) {
+      be_->fill(batch_mean_, 0.f);
+      be_->fill(batch_var_, 0.f);
+    } else {
+      be_->channel_moments(x, batch_mean_, batch_var_);
+    }
+    sync_batch_norm_moments(*ctx.comm, ctx.weight, batch_mean_, batch_var_);
+    if (empty) return;
+    global_op().forward_training(x, params_[0].value, params_[1].value, y, batch_mean_, batch_var_);
+  }
+
+  void backward_synchronized(const Tensor& x, Tensor& dy, Tensor* dx, const RunContext& ctx) {
+    Param& s = params_[0];
+    Param& o = params_[1];
+    const int64_t n = x.shape()[0];
+    if (n > 0) {
+      Tensor* out = dx;
+      if (!out) {
+        if (!scratch_dx_.defined() || scratch_dx_.numel() < x.numel()) scratch_dx_ = Tensor(x.shape(), x.device());
+        scratch_dx_.resize(x.shape());
+        out = &scratch_dx_;
+      }
+      global_op().backward(x, dy, s.value, batch_mean_, batch_var_, *out, s.grad, o.grad);
+    }
+    if (!dx) return;  // no input gradient: dscale / doffset are final (same on every rank)
+    if (!sum_shift_.defined()) {
+      sum_shift_ = Tensor(Shape{c_}, s.value.device());
+      sum_scale_ = Tensor(Shape{c_}, s.value.device());
+    }
+    if (n > 0) {
+      be_->copy(o.grad, sum_shift_);
+      be_->copy(s.grad, sum_scale_);
+    } else {
+      be_->fill(sum_shift_, 0.f);
+      be_->fill(sum_scale_, 0.f);
+    }
+    sync_batch_norm_sums(*ctx.comm, ctx.weight, sum_shift_, sum_scale_);
+    if (n == 0) return;
+    be_->batch_norm_dx_correction(x, batch_mean_, batch_var_, s.value, static_cast<float>(epsilon_),
+                                  static_cast<double>(n * shape_[0] * shape_[1]), sum_shift_, sum_scale_, *dx);
+  }
+
+  BatchNormOp& global_op() {
+    if (!sync_op_) {
+      BatchNormDesc d;
+      d.n = n_;
+      d.h = shape_[0];
+      d.w = shape_[1];
+      d.c = c_;
+      d.epsilon = static_cast<float>(epsilon_);
+      d.fuse_relu = fuse_relu_;
+      d.global_stats = true;
+      sync_op_ = be_->make_batch_norm(d);
+    }
+    return *sync_op_;
+  }
+
   int64_t flops_per_image() const override { return 2 * shape_.numel(); }
   bool can_fuse_relu() const override { return true; }
 
@@ -95,9 +180,11 @@ class BatchNormLayer final : public Layer {
   Param scale_, offset_;
   Shape shape_;
   int64_t c_ = 0, n_ = 0;
-  Tensor batch_mean_, batch_var_;  // (C) statistics of the last training forward
+  Tensor batch_mean_, batch_var_;  // (C) statistics of the last training forward (global when synchronized)
   Tensor scratch_dx_;
-  std::unique_ptr<BatchNormOp> op_;
+  Tensor sum_shift_, sum_scale_;   // (C) D and S of synchronized backward
+  std::unique_ptr<BatchNormOp> op_, sync_op_;  // sync_op_: global_stats, for data parallel
+  Backend* be_ = nullptr;
 };
 
 }  // namespace

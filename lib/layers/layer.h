@@ -39,10 +39,18 @@ struct State {
   Tensor value;  // owned by the layer, on the network's device
 };
 
+class Communicator;
+
 struct RunContext {
   bool training = false;
   uint64_t seed = 0;       // for dropout: masks derive from (seed, iteration, layer)
   uint64_t iteration = 0;  // global iteration number
+  // Data-parallel training (docs/distributed.md): the world, this rank's share w = n / N of
+  // the global mini-batch and N. Batch norm then trains with the statistics of the global
+  // batch (synchronized). comm null or of size 1: one process, no collectives.
+  Communicator* comm = nullptr;
+  double weight = 1;
+  int64_t global_images = 0;
 };
 
 class Layer {

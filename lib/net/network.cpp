@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "dist/communicator.h"
 #include "net/model_file.h"
 #include "util/error.h"
 #include "util/strings.h"
@@ -111,6 +112,7 @@ void Network::allocate_params() {
   flat_grads_ = Tensor::zeros(Shape{std::max<int64_t>(total, 1)}, device_);
   int64_t offset = 0;
   for (Node& n : nodes_) {
+    n.param_offset = offset;
     for (Param& p : n.layer->params()) {
       p.value = flat_values_.view(p.shape, offset);
       p.grad = flat_grads_.view(p.shape, offset);
@@ -203,31 +205,65 @@ double Network::loss_and_backward(const Tensor& labels, const RunContext& ctx, b
   double loss = be.cross_entropy(probs, labels, dlogits ? *dlogits : none, correct);
   if (!backward) return loss;
 
-  std::vector<const Tensor*>& xs = scratch_xs_;
-  std::vector<Tensor*>& dxs = scratch_dxs_;
-  std::vector<const Tensor*>& parts = scratch_parts_;
   for (int i = softmax_ - 1; i >= 1; --i) {
-    Node& n = nodes_[i];
-    if (n.alias_of >= 0 || !n.needs_grad) continue;
-    if (n.consumers.size() > 1) {
-      parts.clear();
-      for (const Tensor& t : n.edge_grads) parts.push_back(&t);
-      be.sum(parts, n.grad);
-    }
-    xs.clear();
-    dxs.clear();
-    for (int p : n.inputs) {
-      xs.push_back(&nodes_[root(p)].out);
-      dxs.push_back(grad_target(i, p));
-    }
-    Timer t;
-    n.layer->backward(xs, n.out, n.grad, dxs, ctx);
-    if (prof_bwd_) {
-      be.synchronize();
-      (*prof_bwd_)[i] += t.seconds();
-    }
+    backward_node(i, ctx);
+    if (grads_ready_) grads_ready_(nodes_[i].param_offset);
   }
+  if (grads_ready_) grads_ready_(0);
   return loss;
+}
+
+void Network::backward_node(int i, const RunContext& ctx) {
+  Node& n = nodes_[i];
+  if (n.alias_of >= 0 || !n.needs_grad) return;
+  Backend& be = backend_for(device_);
+  if (n.consumers.size() > 1) {
+    scratch_parts_.clear();
+    for (const Tensor& t : n.edge_grads) scratch_parts_.push_back(&t);
+    be.sum(scratch_parts_, n.grad);
+  }
+  scratch_xs_.clear();
+  scratch_dxs_.clear();
+  for (int p : n.inputs) {
+    scratch_xs_.push_back(&nodes_[root(p)].out);
+    scratch_dxs_.push_back(grad_target(i, p));
+  }
+  Timer t;
+  n.layer->backward(scratch_xs_, n.out, n.grad, scratch_dxs_, ctx);
+  if (prof_bwd_) {
+    be.synchronize();
+    (*prof_bwd_)[i] += t.seconds();
+  }
+}
+
+void Network::run_empty_share(const RunContext& ctx) {
+  backend_for(device_).fill(flat_grads_, 0.f);
+  if (ctx.comm && ctx.comm->size() > 1) {
+    auto joins = [&](const Node& n) { return n.alias_of < 0 && n.layer->type() == "batchNormalization"; };
+    Tensor y, dy, dx;
+    for (size_t i = 1; i < nodes_.size(); ++i) {
+      Node& n = nodes_[i];
+      if (!joins(n)) continue;
+      Tensor x(batch_shape(0, nodes_[root(n.inputs[0])].shape), device_);
+      y = Tensor(batch_shape(0, n.shape), device_);
+      n.layer->forward({&x}, y, ctx);
+    }
+    for (int i = softmax_ - 1; i >= 1; --i) {
+      Node& n = nodes_[i];
+      if (joins(n) && n.needs_grad) {
+        Tensor x(batch_shape(0, nodes_[root(n.inputs[0])].shape), device_);
+        y = Tensor(batch_shape(0, n.shape), device_);
+        dy = Tensor(batch_shape(0, n.shape), device_);
+        dx = Tensor(x.shape(), device_);
+        n.layer->backward({&x}, y, dy, {grad_target(i, n.inputs[0]) ? &dx : nullptr}, ctx);
+      }
+      if (grads_ready_) grads_ready_(n.param_offset);
+    }
+  } else {
+    for (int i = softmax_ - 1; i >= 1; --i)
+      if (grads_ready_) grads_ready_(nodes_[i].param_offset);
+  }
+  if (grads_ready_) grads_ready_(0);
 }
 
 std::vector<Param*> Network::params() {

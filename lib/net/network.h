@@ -5,6 +5,8 @@
 // training), and allocates every activation buffer once per batch capacity.
 // Not thread-safe; one Network per device.
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +51,16 @@ class Network {
   // parameter gradient (overwriting).
   double loss_and_backward(const Tensor& labels, const RunContext& ctx, bool backward, int64_t* correct);
 
+  // Data parallel (lib/dist/data_parallel.h, GradientBuckets): loss_and_backward calls the
+  // hook whenever every gradient at flat offsets >= offset has become final (backward fills
+  // the flat buffer from its end; offsets only decrease), last with 0. Empty: no hook.
+  void set_grads_ready_hook(std::function<void(int64_t offset)> hook) { grads_ready_ = std::move(hook); }
+  // A data-parallel rank whose share of the global mini-batch is empty: zeroes the gradients
+  // and runs the layers that take part in collectives (synchronized batchNormalization) on
+  // no images, forward then backward in the order a full pass calls them, calling the
+  // grads-ready hook as loss_and_backward does. ctx.comm null or of size 1: only the zeroing.
+  void run_empty_share(const RunContext& ctx);
+
   // Per-layer timing for `dltrain time`: when set, forward and backward add each layer's
   // seconds (synchronizing the device around it) into these vectors of size().
   void set_profile(std::vector<double>* forward_seconds, std::vector<double>* backward_seconds) {
@@ -79,7 +91,9 @@ class Network {
     std::vector<int> consumers;  // non-alias nodes reading this node's storage
     Tensor out, grad;
     std::vector<Tensor> edge_grads;  // one per consumer when there are several
+    int64_t param_offset = 0;        // flat offset of this layer's first parameter
   };
+  void backward_node(int i, const RunContext& ctx);
   int root(int i) const { return nodes_[i].alias_of < 0 ? i : root(nodes_[i].alias_of); }
   Tensor* grad_target(int consumer, int producer);
   void build();
@@ -99,6 +113,7 @@ class Network {
   std::vector<Tensor*> scratch_dxs_;
   std::vector<double>* prof_fwd_ = nullptr;
   std::vector<double>* prof_bwd_ = nullptr;
+  std::function<void(int64_t)> grads_ready_;
 };
 
 }  // namespace dlt

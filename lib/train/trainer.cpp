@@ -67,7 +67,7 @@ class Trainer {
   void prepare_data();
   void prepare_network();
   Batch& upload(Batch& batch);
-  bool step(Batch& batch, const RunContext& ctx, double lr, IterationRecord& rec);
+  bool step(Batch& batch, RunContext ctx, double lr, IterationRecord& rec);
   Eval evaluate();
   void checkpoint(const TrainPosition& pos);
   void write_outputs(const std::string& status, const Eval& final_val, double wall);
@@ -82,6 +82,7 @@ class Trainer {
   bool has_val_ = false;
   std::unique_ptr<Network> net_;
   std::unique_ptr<Optimizer> opt_;
+  std::unique_ptr<GradientBuckets> buckets_;  // the data-parallel gradient all-reduce
   std::unique_ptr<BatchLoader> train_loader_, val_loader_;
   Batch device_batch_;  // the batch on the GPU (unused on the CPU)
   IterationLog log_;
@@ -149,6 +150,8 @@ void Trainer::prepare_network() {
   broadcast_model(*comm_, *net_);  // identical seeds already agree; rank 0's model wins
   opt_ = std::make_unique<Optimizer>(o_, net_->params());
   net_->set_batch(o_.mini_batch_size);
+  buckets_ = std::make_unique<GradientBuckets>(*comm_, net_->flat_grads());
+  if (buckets_->count() > 0) net_->set_grads_ready_hook([this](int64_t offset) { buckets_->ready_from(offset); });
 }
 
 // One training iteration: batch -> forward -> loss -> backward -> [all-reduce] -> optimizer
@@ -170,7 +173,17 @@ Batch& Trainer::upload(Batch& batch) {
   return device_batch_;
 }
 
-bool Trainer::step(Batch& batch, const RunContext& ctx, double lr, IterationRecord& rec) {
+bool Trainer::step(Batch& batch, RunContext ctx, double lr, IterationRecord& rec) {
+  // Data parallel: this rank's share w = n / N, known before forward (synchronized batch
+  // norm uses it; no collective in one process). Backward starts the gradient buckets
+  // (weighted by w, summed over ranks) as it completes them; finish() waits for all.
+  GlobalShare share = global_share(*comm_, batch.size);
+  if (comm_->size() > 1) {
+    ctx.comm = comm_.get();
+    ctx.weight = share.weight;
+    ctx.global_images = share.images;
+  }
+  buckets_->begin(share.weight);
   double loss = 0;
   int64_t correct = 0;
   if (batch.size > 0) {
@@ -178,13 +191,10 @@ bool Trainer::step(Batch& batch, const RunContext& ctx, double lr, IterationReco
     net_->forward(on_device.images, ctx);
     loss = net_->loss_and_backward(on_device.labels, ctx, true, &correct);
   } else {
-    backend_for(device_).fill(net_->flat_grads(), 0.f);
+    net_->run_empty_share(ctx);  // joins the collectives with zeros
   }
-  // Data parallel (seed 004): weight each rank's mean gradient and batch-norm statistics by
-  // its share of the global mini-batch and sum over ranks (no-ops in one process).
+  buckets_->finish();
   GlobalTotals g = all_reduce_totals(*comm_, batch.size, loss, correct);
-  all_reduce_gradients(*comm_, net_->flat_grads(), g.weight);
-  aggregate_batch_norm_states(*comm_, *net_, g.weight);
   rec.minibatch_loss = g.loss;
   rec.minibatch_accuracy = 100.0 * g.correct / g.images;
   if (!std::isfinite(g.loss)) return false;

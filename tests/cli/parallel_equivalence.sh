@@ -2,7 +2,8 @@
 # Data-parallel CPU workers over Gloo (ExecutionEnvironment: parallel) against one process
 # with the same global mini-batch and Seed: final model.bin weights within 1e-5 relative
 # (per tensor: max |a - b| / max |b|, tests/dist/compare_models.py) for equal and uneven
-# WorkerLoad, an empty share, batch norm, worlds joined through torchrun / srun variables,
+# WorkerLoad, an empty share, batch norm (synchronized; equal, uneven and empty shares),
+# worlds joined through torchrun / srun variables,
 # and --resume with a different number of workers. Tiny data: 39 images of 16x16.
 source "$(dirname "$0")/common.sh" "$@"
 "$DLTRAIN" train --help | grep -q -- '--threads' || fail "dltrain train --help"
@@ -54,15 +55,17 @@ echo -n "2 workers, WorkerLoad [3 1]:    "; compare "$TMP/uneven/model.bin" "$TM
 train plain three "${par[@]}" --set training.NumWorkers=3
 echo -n "3 workers:                      "; compare "$TMP/three/model.bin" "$TMP/one/model.bin" || fail "3 workers"
 
-# Batch norm: forward statistics are per worker (as in seed 004), so only a run whose first
-# worker holds the whole global batch is exact; it checks the state aggregation with an
-# empty share. Equal shares are reported, not asserted (see docs/distributed.md).
+# Batch norm is synchronized across workers (global batch statistics in forward, their terms
+# in backward, running statistics from the global batch), so it matches one process too.
 train bn bn_one
+train bn bn_two "${par[@]}"
+echo -n "batch norm, 2 workers, equal:   "; compare "$TMP/bn_two/model.bin" "$TMP/bn_one/model.bin" || fail "batch norm, 2 workers"
+train bn bn_uneven "${par[@]}" --set "training.WorkerLoad=[3,1]"
+echo -n "batch norm, WorkerLoad [3 1]:   "; compare "$TMP/bn_uneven/model.bin" "$TMP/bn_one/model.bin" || fail "batch norm, [3 1]"
 train bn bn_empty "${par[@]}" --set "training.WorkerLoad=[1,0]"
 echo -n "batch norm, WorkerLoad [1 0]:   "; compare "$TMP/bn_empty/model.bin" "$TMP/bn_one/model.bin" || fail "batch norm, [1 0]"
-train bn bn_two "${par[@]}"
-echo -n "batch norm, equal shares (per-worker batch statistics, not asserted): "
-compare "$TMP/bn_two/model.bin" "$TMP/bn_one/model.bin" --tol 1 || true
+train bn bn_three "${par[@]}" --set training.NumWorkers=3 --set "training.WorkerLoad=[2,0,1]"
+echo -n "batch norm, 3 workers [2 0 1]:  "; compare "$TMP/bn_three/model.bin" "$TMP/bn_one/model.bin" || fail "batch norm, 3 workers"
 
 # Worlds started by a cluster launcher: one process per rank, variables as srun / torchrun set them.
 join() {  # join OUT VAR=VALUE... : ranks 0 and 1 with those variables (RANKVAR, SIZEVAR named below)

@@ -1,6 +1,8 @@
 // Batch normalization on oneDNN (NHWC, per-channel scale/offset, biased batch variance).
 // fuse_relu uses oneDNN's fuse_norm_relu: forward writes relu(bn(x)) and keeps a workspace
-// mask that backward uses to apply the relu backward itself.
+// mask that backward uses to apply the relu backward itself. global_stats (synchronized batch
+// norm) adds use_global_stats to the training forward and the backward: the given mean / var
+// are inputs and backward treats them as constants (dx = scale / sigma * dy).
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
 
@@ -20,10 +22,11 @@ class CpuBatchNormOp final : public BatchNormOp, public ImplInfo {
     auto c_md = vec_md(d.c);
     auto flags = normalization_flags::use_scale | normalization_flags::use_shift;
     if (d.fuse_relu) flags |= normalization_flags::fuse_norm_relu;
-    batch_normalization_forward::desc train_d(prop_kind::forward_training, x_md, d.epsilon, flags);
+    auto train_flags = d.global_stats ? flags | normalization_flags::use_global_stats : flags;
+    batch_normalization_forward::desc train_d(prop_kind::forward_training, x_md, d.epsilon, train_flags);
     batch_normalization_forward::desc infer_d(prop_kind::forward_inference, x_md, d.epsilon,
                                               flags | normalization_flags::use_global_stats);
-    batch_normalization_backward::desc bwd_d(prop_kind::backward, x_md, x_md, d.epsilon, flags);
+    batch_normalization_backward::desc bwd_d(prop_kind::backward, x_md, x_md, d.epsilon, train_flags);
     train_pd_ = batch_normalization_forward::primitive_desc(train_d, user_scratchpad_attr(), eng);
     infer_pd_ = batch_normalization_forward::primitive_desc(infer_d, user_scratchpad_attr(), eng);
     bwd_pd_ = batch_normalization_backward::primitive_desc(bwd_d, user_scratchpad_attr(), eng,
