@@ -1,0 +1,71 @@
+// Helpers of the GPU test binary (gpu_test_util.h).
+#include "gpu/gpu_test_util.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "config/config.h"
+#include "util/error.h"
+
+namespace dlt::test::gpu {
+
+TensorPair random_pair(const Shape& shape, Rng& rng, float lo, float hi) {
+  Tensor host = random_tensor(shape, rng, lo, hi);
+  return {host, host.to(device_under_test())};
+}
+
+Comparison compare_tensors(const Tensor& got, const Tensor& want) {
+  return compare(to_vec(got), to_vec(want));
+}
+
+NetworkSpec config_network(const std::string& name) {
+  return load_config(std::string(DLT_SOURCE_DIR) + "/configs/" + name + ".yaml").network;
+}
+
+NetworkPair network_pair(const NetworkSpec& spec, uint64_t seed) {
+  NetworkPair p;
+  p.cpu = std::make_unique<Network>(spec, Device::cpu());
+  p.cpu->init_params(seed);
+  ModelData m = p.cpu->to_model_data();
+  Rng rng(seed + 1);
+  for (NamedTensor& s : m.states) {
+    for (float& v : s.data) {
+      if (s.name == "Mean") v = static_cast<float>(rng.uniform(100.0, 150.0));
+      else if (s.name == "StandardDeviation") v = static_cast<float>(rng.uniform(40.0, 80.0));
+      else if (s.name == "TrainedMean") v = static_cast<float>(rng.uniform(-0.5, 0.5));
+      else if (s.name == "TrainedVariance") v = static_cast<float>(rng.uniform(0.5, 2.0));
+    }
+  }
+  p.cpu->load_weights(m);
+  p.dev = std::make_unique<Network>(spec, device_under_test());
+  p.dev->load_weights(m);
+  return p;
+}
+
+Tensor random_images(int64_t n, const Shape& per_image, Rng& rng) {
+  Tensor x(Shape{n, per_image[0], per_image[1], per_image[2]});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] = static_cast<float>(rng.below(256));
+  return x;
+}
+
+Tensor random_labels(int64_t n, int64_t num_classes, Rng& rng) {
+  Tensor y(Shape{n}, Device::cpu(), DType::kI32);
+  for (int64_t i = 0; i < n; ++i) y.data_i32()[i] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(num_classes)));
+  return y;
+}
+
+TempDir::TempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "dltrain_gpu_tests.XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) throw DataError("dltrain_gpu_tests: cannot create a temporary folder under " +
+                                             std::filesystem::temp_directory_path().string() + " (set TMPDIR)");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+}  // namespace dlt::test::gpu

@@ -1,0 +1,59 @@
+// Helpers for the GPU test binary: the device under test (cuda:0, or the CPU when
+// DLT_GPU_TEST_DEVICE=cpu, a self-check of the test code on machines without a GPU), pairs of
+// equal random tensors on the CPU and the device, and networks from the repository's configs.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "net/model_file.h"
+#include "net/network.h"
+#include "support/tensor_utils.h"
+
+namespace dlt::test::gpu {
+
+// cuda:0 normally; the CPU under DLT_GPU_TEST_DEVICE=cpu (gpu_main.cpp).
+Device device_under_test();
+inline bool testing_a_gpu() { return !device_under_test().is_cpu(); }
+inline Backend& dut_backend() { return backend_for(device_under_test()); }
+inline Backend& cpu_be() { return backend_for(Device::cpu()); }
+
+// The same random values on the CPU (first) and on the device under test (second).
+struct TensorPair {
+  Tensor cpu, dev;
+};
+TensorPair random_pair(const Shape& shape, Rng& rng, float lo = -1.f, float hi = 1.f);
+
+// Normwise relative difference (tensor_utils' compare) of a device tensor against a CPU one.
+Comparison compare_tensors(const Tensor& got, const Tensor& want);
+
+// The `layers:` of a config under configs/ (e.g. "cifar10-bn") as a NetworkSpec.
+NetworkSpec config_network(const std::string& name);
+
+// A CPU network initialised from seed, with non-trivial input normalization (a random mean
+// image in [100, 150)) and batch-norm running statistics, and the same weights loaded into a
+// network on the device under test.
+struct NetworkPair {
+  std::unique_ptr<Network> cpu, dev;
+};
+NetworkPair network_pair(const NetworkSpec& spec, uint64_t seed);
+
+// Random pixel values in [0, 256) as (n, H, W, C) on the CPU and labels below num_classes.
+Tensor random_images(int64_t n, const Shape& per_image, Rng& rng);
+Tensor random_labels(int64_t n, int64_t num_classes, Rng& rng);
+
+// A temporary folder removed by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace dlt::test::gpu

@@ -1,0 +1,260 @@
+// (b) The element-wise, loss, optimizer, synchronized-batch-norm and upload methods of the
+// device backend against the CPU backend on the same random inputs. Sizes are odd and large
+// enough (> 1e5 elements) to take several blocks and the CPU's parallel paths.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "gpu/gpu_test_util.h"
+#include "support/reference_ops.h"
+
+namespace dlt::test::gpu {
+
+namespace {
+
+constexpr int64_t kN = 100003;  // odd, several blocks, above the CPU's parallel threshold
+
+void check_close(const char* what, const Tensor& got, const Tensor& want, double tol) {
+  Comparison c = compare_tensors(got, want);
+  INFO(what << ": " << c.str());
+  CHECK(!c.size_mismatch);
+  CHECK(c.rel <= tol);
+}
+
+void check_equal(const char* what, const Tensor& got, const Tensor& want) {
+  Vec g = to_vec(got), w = to_vec(want);
+  REQUIRE(g.size() == w.size());
+  int64_t differ = 0, first = -1;
+  for (size_t i = 0; i < g.size(); ++i)
+    if (g[i] != w[i] && !(std::isnan(g[i]) && std::isnan(w[i]))) {
+      if (first < 0) first = static_cast<int64_t>(i);
+      ++differ;
+    }
+  INFO(what << ": " << differ << " of " << g.size() << " elements differ"
+            << (first >= 0 ? " (first at " + std::to_string(first) + ": " + std::to_string(g[first]) +
+                                 " vs " + std::to_string(w[first]) + ")"
+                           : std::string()));
+  CHECK(differ == 0);
+}
+
+}  // namespace
+
+TEST_CASE("gpu elementwise: fill, copy, axpby, sum, scale, clamp, mul", "[gpu][elementwise]") {
+  Backend& be = dut_backend();
+  Backend& cpu = cpu_be();
+  Rng rng(101);
+  const Shape s{kN};
+  Tensor t(s, device_under_test());
+  be.fill(t, 0.375f);
+  Tensor want = Tensor(s);
+  cpu.fill(want, 0.375f);
+  check_equal("fill", t, want);
+
+  auto x = random_pair(s, rng), y = random_pair(s, rng);
+  Tensor yc = y.cpu.clone(), yd = y.dev.clone();
+  be.copy(x.dev, yd);
+  check_equal("copy", yd, x.cpu);
+
+  yc = y.cpu.clone(), yd = y.dev.clone();
+  cpu.axpby(0.7f, x.cpu, -1.3f, yc);
+  be.axpby(0.7f, x.dev, -1.3f, yd);
+  check_close("axpby", yd, yc, 1e-6);
+  cpu.axpby(1.f, x.cpu, 0.f, yc);  // b = 0: y is overwritten
+  be.axpby(1.f, x.dev, 0.f, yd);
+  check_equal("axpby b=0", yd, x.cpu);
+
+  auto z = random_pair(s, rng);
+  Tensor sc(s), sd(s, device_under_test());
+  cpu.sum({&x.cpu, &y.cpu, &z.cpu}, sc);
+  be.sum({&x.dev, &y.dev, &z.dev}, sd);
+  check_close("sum of 3", sd, sc, 1e-6);
+  cpu.sum({&x.cpu}, sc);
+  be.sum({&x.dev}, sd);
+  check_equal("sum of 1", sd, x.cpu);
+
+  yc = y.cpu.clone(), yd = y.dev.clone();
+  cpu.scale(yc, -2.5f);
+  be.scale(yd, -2.5f);
+  check_equal("scale", yd, yc);
+
+  yc = y.cpu.clone(), yd = y.dev.clone();
+  cpu.clamp(yc, -0.25f, 0.5f);
+  be.clamp(yd, -0.25f, 0.5f);
+  check_equal("clamp", yd, yc);
+
+  cpu.mul(x.cpu, y.cpu, sc);
+  be.mul(x.dev, y.dev, sd);
+  check_equal("mul", sd, sc);
+}
+
+TEST_CASE("gpu elementwise: sum_squares", "[gpu][elementwise]") {
+  Rng rng(102);
+  for (int64_t n : {int64_t{1}, int64_t{1000}, kN, int64_t{3} << 20}) {
+    auto x = random_pair(Shape{n}, rng, -2.f, 3.f);
+    const double want = cpu_be().sum_squares(x.cpu);
+    const double got = dut_backend().sum_squares(x.dev);
+    INFO("n = " << n << ": " << got << " vs " << want);
+    CHECK(got == Approx(want).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("gpu elementwise: shift_scale per image and per channel", "[gpu][elementwise]") {
+  Rng rng(103);
+  const Shape xs{7, 9, 11, 3};
+  auto x = random_pair(xs, rng, 0.f, 255.f);
+  auto mean_image = random_pair(Shape{9, 11, 3}, rng, 100.f, 150.f);
+  auto mean_channel = random_pair(Shape{3}, rng, 100.f, 150.f);
+  auto inv_std = random_pair(Shape{3}, rng, 0.01f, 0.03f);
+  Tensor yc(xs), yd(xs, device_under_test());
+  cpu_be().shift_scale(x.cpu, mean_image.cpu, Tensor(), yc);
+  dut_backend().shift_scale(x.dev, mean_image.dev, Tensor(), yd);
+  check_equal("shift by a mean image, no mul", yd, yc);
+  cpu_be().shift_scale(x.cpu, mean_channel.cpu, inv_std.cpu, yc);
+  dut_backend().shift_scale(x.dev, mean_channel.dev, inv_std.dev, yd);
+  check_close("per-channel shift and scale", yd, yc, 1e-6);
+}
+
+TEST_CASE("gpu elementwise: dropout masks are bit-identical to the CPU's", "[gpu][elementwise]") {
+  Rng rng(104);
+  const Shape s{kN};
+  auto x = random_pair(s, rng);
+  for (float p : {0.1f, 0.5f, 0.9f}) {
+    for (uint64_t stream : {uint64_t{0}, uint64_t{17}}) {
+      Tensor yc(s), mc(s), yd(s, device_under_test()), md(s, device_under_test());
+      cpu_be().dropout_forward(x.cpu, yc, mc, p, 1234, stream);
+      dut_backend().dropout_forward(x.dev, yd, md, p, 1234, stream);
+      INFO("p = " << p << ", stream " << stream);
+      check_equal("dropout mask", md, mc);
+      check_equal("dropout y", yd, yc);
+      Vec m = to_vec(md);
+      int64_t zeros = 0;
+      for (double v : m) zeros += v == 0;
+      CHECK(static_cast<double>(zeros) / kN == Approx(p).margin(0.01));
+    }
+  }
+  // Another seed gives another mask.
+  Tensor y1(s, device_under_test()), m1(s, device_under_test()), m2(s, device_under_test());
+  dut_backend().dropout_forward(x.dev, y1, m1, 0.5f, 1, 0);
+  dut_backend().dropout_forward(x.dev, y1, m2, 0.5f, 2, 0);
+  CHECK(compare_tensors(m1, m2).rel > 0.5);
+}
+
+TEST_CASE("gpu loss: cross_entropy loss, correct count and dlogits", "[gpu][loss]") {
+  Rng rng(105);
+  for (auto [n, c] : {std::pair<int64_t, int64_t>{256, 10}, {3, 1000}, {1, 2}, {1000, 37}}) {
+    Vec probs = ref::softmax_forward(n, c, random_vec(n * c, rng, -4.0, 4.0));
+    Tensor pc = to_tensor(probs, {n, 1, 1, c}), pd = pc.to(device_under_test());
+    Tensor lc = random_labels(n, c, rng), ld = lc.to(device_under_test());
+    Tensor dc(pc.shape()), dd(pc.shape(), device_under_test());
+    int64_t cc = -1, cd = -2;
+    const double want = cpu_be().cross_entropy(pc, lc, dc, &cc);
+    const double got = dut_backend().cross_entropy(pd, ld, dd, &cd);
+    INFO(n << "x" << c);
+    CHECK(got == Approx(want).epsilon(1e-5));
+    CHECK(cd == cc);
+    check_close("dlogits", dd, dc, 1e-6);
+    Tensor none;
+    int64_t c2 = -1;
+    CHECK(dut_backend().cross_entropy(pd, ld, none, &c2) == Approx(want).epsilon(1e-5));  // no dlogits
+    CHECK(c2 == cc);
+    CHECK(dut_backend().cross_entropy(pd, ld, none, nullptr) == Approx(want).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("gpu optimizers: sgdm, adam, rmsprop over several steps", "[gpu][optim]") {
+  Rng rng(106);
+  const Shape s{kN};
+  auto w = random_pair(s, rng), g = random_pair(s, rng);
+  SECTION("sgdm") {
+    Tensor vc = Tensor::zeros(s), vd = Tensor::zeros(s).to(device_under_test());
+    for (int t = 0; t < 3; ++t) {
+      cpu_be().sgdm_update(w.cpu, g.cpu, vc, 0.01f, 0.9f, 5e-4f);
+      dut_backend().sgdm_update(w.dev, g.dev, vd, 0.01f, 0.9f, 5e-4f);
+    }
+    check_close("sgdm w", w.dev, w.cpu, 1e-5);
+    check_close("sgdm v", vd, vc, 1e-5);
+  }
+  SECTION("adam") {
+    Tensor mc = Tensor::zeros(s), sc = Tensor::zeros(s);
+    Tensor md = mc.to(device_under_test()), sd = sc.to(device_under_test());
+    for (int64_t t = 1; t <= 3; ++t) {
+      cpu_be().adam_update(w.cpu, g.cpu, mc, sc, 1e-3f, 0.9f, 0.999f, 1e-8f, t, 1e-4f);
+      dut_backend().adam_update(w.dev, g.dev, md, sd, 1e-3f, 0.9f, 0.999f, 1e-8f, t, 1e-4f);
+    }
+    check_close("adam w", w.dev, w.cpu, 1e-5);
+    check_close("adam m", md, mc, 1e-5);
+    check_close("adam s", sd, sc, 1e-5);
+  }
+  SECTION("rmsprop") {
+    Tensor sc = Tensor::zeros(s), sd = Tensor::zeros(s).to(device_under_test());
+    for (int t = 0; t < 3; ++t) {
+      cpu_be().rmsprop_update(w.cpu, g.cpu, sc, 1e-3f, 0.9f, 1e-8f, 1e-4f);
+      dut_backend().rmsprop_update(w.dev, g.dev, sd, 1e-3f, 0.9f, 1e-8f, 1e-4f);
+    }
+    check_close("rmsprop w", w.dev, w.cpu, 1e-5);
+    check_close("rmsprop s", sd, sc, 1e-5);
+  }
+}
+
+TEST_CASE("gpu synchronized batch norm: channel_moments and batch_norm_dx_correction", "[gpu][bn]") {
+  Rng rng(107);
+  for (Shape xs : {Shape{8, 7, 5, 3}, Shape{32, 16, 16, 64}, Shape{2, 1, 1, 1000}}) {
+    const int64_t c = xs[3];
+    auto x = random_pair(xs, rng, 2.f, 5.f);  // an offset mean: variance by cancellation would lose digits
+    Tensor mc(Shape{c}), vc(Shape{c}), md(Shape{c}, device_under_test()), vd(Shape{c}, device_under_test());
+    cpu_be().channel_moments(x.cpu, mc, vc);
+    dut_backend().channel_moments(x.dev, md, vd);
+    INFO("x " << xs.str());
+    check_close("mean", md, mc, 1e-5);
+    check_close("var", vd, vc, 1e-4);
+
+    auto scale = random_pair(Shape{c}, rng, 0.5f, 1.5f), dshift = random_pair(Shape{c}, rng);
+    auto dscale = random_pair(Shape{c}, rng), dx = random_pair(xs, rng);
+    const double m = static_cast<double>(xs.numel() / c) * 4;  // a global batch of 4 ranks
+    cpu_be().batch_norm_dx_correction(x.cpu, mc, vc, scale.cpu, 1e-5f, m, dshift.cpu, dscale.cpu, dx.cpu);
+    dut_backend().batch_norm_dx_correction(x.dev, mc.to(device_under_test()), vc.to(device_under_test()),
+                                           scale.dev, 1e-5f, m, dshift.dev, dscale.dev, dx.dev);
+    check_close("dx corrected", dx.dev, dx.cpu, 1e-5);
+  }
+  // No positions on this rank: mean = var = 0.
+  Tensor empty(Shape{0, 4, 4, 8}, device_under_test());
+  Tensor md(Shape{8}, device_under_test()), vd(Shape{8}, device_under_test());
+  dut_backend().fill(md, 7.f);
+  dut_backend().fill(vd, 7.f);
+  dut_backend().channel_moments(empty, md, vd);
+  CHECK(to_vec(md) == Vec(8, 0.0));
+  CHECK(to_vec(vd) == Vec(8, 0.0));
+}
+
+TEST_CASE("gpu uploads: upload_begin / upload_wait deliver the host data", "[gpu][upload]") {
+  Backend& be = dut_backend();
+  Rng rng(108);
+  const Shape xs{64, 32, 32, 3};
+  Tensor a = random_images(64, Shape{32, 32, 3}, rng), b = random_images(64, Shape{32, 32, 3}, rng);
+  Tensor da(xs, device_under_test()), db(xs, device_under_test());
+  be.fill(da, -1.f);
+  be.fill(db, -1.f);
+  for (int round = 0; round < 3; ++round) {
+    be.upload_begin(a, da);
+    be.upload_begin(b, db);
+    be.upload_wait();
+    be.scale(db, 0.5f);  // compute issued after the wait sees the data
+    be.synchronize();
+    INFO("round " << round);
+    check_equal("upload a", da, a);
+    Tensor half = b.clone();
+    cpu_be().scale(half, 0.5f);
+    check_equal("upload b then scale", db, half);
+    std::swap(a, b);
+  }
+  // labels (int32) travel the same way
+  Tensor lab = random_labels(64, 10, rng), dl(Shape{64}, device_under_test(), DType::kI32);
+  be.upload_begin(lab, dl);
+  be.upload_wait();
+  Tensor back = dl.to(Device::cpu());
+  bool same = true;
+  for (int64_t i = 0; i < 64; ++i) same = same && back.data_i32()[i] == lab.data_i32()[i];
+  CHECK(same);
+}
+
+}  // namespace dlt::test::gpu

@@ -1,0 +1,141 @@
+// (c) Whole networks forward and backward on the device against the CPU with the same weights:
+// probabilities, loss and every parameter gradient within 1e-4 relative (normwise, per
+// parameter). (f) The caching allocator: once warmed up, training and inference iterations
+// take no new device memory (peak_memory_bytes stays put).
+#include <catch2/catch.hpp>
+
+#include "config/config.h"
+#include "gpu/gpu_test_util.h"
+#include "optim/optimizer.h"
+
+namespace dlt::test::gpu {
+
+namespace {
+
+void check_close(const std::string& what, const Tensor& got, const Tensor& want, double tol) {
+  Comparison c = compare_tensors(got, want);
+  INFO(what << ": " << c.str());
+  CHECK(!c.size_mismatch);
+  CHECK(c.rel <= tol);
+}
+
+// Forward (training mode: batch statistics, dropout masks from the seed) and backward of the
+// same batch on both networks; compares what comes out.
+void check_forward_backward(NetworkPair& p, int64_t batch, uint64_t seed) {
+  Rng rng(seed);
+  p.cpu->set_batch(batch);
+  p.dev->set_batch(batch);
+  Tensor x = random_images(batch, p.cpu->input_shape(), rng);
+  Tensor y = random_labels(batch, p.cpu->num_classes(), rng);
+  Tensor xd = x.to(p.dev->device()), yd = y.to(p.dev->device());
+  for (bool training : {false, true}) {
+    INFO((training ? "training" : "inference") << " pass");
+    RunContext ctx{training, 11, 5};
+    const Tensor& pc = p.cpu->forward(x, ctx);
+    const Tensor& pd = p.dev->forward(xd, ctx);
+    check_close("probabilities", pd, pc, 1e-4);
+    int64_t cc = -1, cd = -2;
+    const double lc = p.cpu->loss_and_backward(y, ctx, training, &cc);
+    const double ld = p.dev->loss_and_backward(yd, ctx, training, &cd);
+    CHECK(ld == Approx(lc).epsilon(1e-4));
+    CHECK(cd == cc);
+    if (!training) continue;
+    std::vector<Param*> gc = p.cpu->params(), gd = p.dev->params();
+    REQUIRE(gc.size() == gd.size());
+    REQUIRE(!gc.empty());
+    for (size_t i = 0; i < gc.size(); ++i) check_close("gradient of parameter " + std::to_string(i) + " (" + gc[i]->name + ")",
+                                                      gd[i]->grad, gc[i]->grad, 1e-4);
+    check_close("flat gradient buffer", p.dev->flat_grads(), p.cpu->flat_grads(), 1e-4);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gpu network: cifar10-bn forward and backward agree with the CPU", "[gpu][net]") {
+  NetworkPair p = network_pair(config_network("cifar10-bn"), 3);
+  check_forward_backward(p, 16, 1);
+  check_forward_backward(p, 5, 2);  // a smaller last batch reuses the buffers
+}
+
+TEST_CASE("gpu network: cifar10 (the seed network, no batch norm) agrees with the CPU", "[gpu][net]") {
+  NetworkPair p = network_pair(config_network("cifar10"), 4);
+  check_forward_backward(p, 8, 3);
+}
+
+TEST_CASE("gpu network: a DAG with dropout, concat, addition, LRN, elu and average pooling", "[gpu][net]") {
+  NetworkSpec s = network_spec_from_yaml(R"(layers:
+  - {type: imageInput, Name: in, InputSize: [12, 12, 3], Normalization: zscore}
+  - {type: convolution2d, Name: stem, FilterSize: 3, NumFilters: 8, Padding: same}
+  - {type: crossChannelNormalization, Name: lrn, WindowChannelSize: 5}
+  - {type: convolution2d, Name: a, FilterSize: 3, NumFilters: 8, Padding: same, Inputs: [lrn]}
+  - {type: batchNormalization, Name: bna}
+  - {type: elu, Name: act}
+  - {type: addition, Name: add, Inputs: [act, lrn]}
+  - {type: convolution2d, Name: b, FilterSize: 1, NumFilters: 4, Stride: 2, Inputs: [lrn]}
+  - {type: averagePooling2d, Name: avg, PoolSize: 2, Stride: 2, Inputs: [add]}
+  - {type: depthConcatenation, Name: cat, Inputs: [avg, b]}
+  - {type: leakyRelu, Name: lrelu, Scale: 0.1}
+  - {type: dropout, Name: drop, Probability: 0.3}
+  - {type: fullyConnected, Name: fc, OutputSize: 5}
+  - {type: softmax, Name: sm}
+  - {type: classification, Name: out}
+)",
+                                         "gpu DAG test");
+  NetworkPair p = network_pair(s, 5);
+  check_forward_backward(p, 6, 4);
+}
+
+TEST_CASE("gpu network: resnet18-cifar (residual additions, projections, global pooling)", "[gpu][net]") {
+  NetworkPair p = network_pair(config_network("resnet18-cifar"), 6);
+  check_forward_backward(p, 4, 5);
+}
+
+TEST_CASE("gpu caching allocator: warmed-up iterations take no new device memory", "[gpu][memory]") {
+  Config c = load_config(std::string(DLT_SOURCE_DIR) + "/configs/cifar10-bn.yaml");
+  const Device dev = device_under_test();
+  Network net(c.network, dev);
+  net.init_params(1);
+  const int64_t n = 64;
+  net.set_batch(n);
+  Optimizer opt(c.training, net.params());
+  Backend& be = backend_for(dev);
+  Rng rng(9);
+  Tensor x_host = random_images(n, net.input_shape(), rng), y_host = random_labels(n, 10, rng);
+  Tensor x(x_host.shape(), dev), y(y_host.shape(), dev, DType::kI32);
+  auto iteration = [&](uint64_t it) {
+    be.upload_begin(x_host, x);
+    be.upload_begin(y_host, y);
+    be.upload_wait();
+    RunContext ctx{true, 0, it};
+    net.forward(x, ctx);
+    int64_t correct = 0;
+    net.loss_and_backward(y, ctx, true, &correct);
+    opt.step(1e-3);
+    RunContext eval{false, 0, 0};
+    net.forward(x, eval);  // validation passes interleave with training
+    net.loss_and_backward(y, eval, false, &correct);
+    Tensor copy = x.to(Device::cpu());  // a host read-back each iteration, as metrics do
+    (void)copy;
+  };
+  for (uint64_t it = 1; it <= 3; ++it) iteration(it);
+  be.synchronize();
+  const size_t warm = be.peak_memory_bytes();
+  INFO("peak after warm-up: " << warm << " bytes");
+  if (testing_a_gpu()) {
+    CHECK(warm > static_cast<size_t>(4 * net.total_learnables()));  // weights, grads, activations at least
+  }
+  for (uint64_t it = 4; it <= 10; ++it) iteration(it);
+  be.synchronize();
+  const size_t after = be.peak_memory_bytes();
+  INFO("peak after 7 more iterations: " << after << " bytes");
+  CHECK(after == warm);
+  // Temporary device tensors freed each iteration are recycled, not added to the peak.
+  for (int i = 0; i < 20; ++i) {
+    Tensor tmp = x_host.to(dev);
+    be.scale(tmp, 2.f);
+  }
+  be.synchronize();
+  CHECK(be.peak_memory_bytes() <= after + x_host.bytes());
+}
+
+}  // namespace dlt::test::gpu
