@@ -1,7 +1,8 @@
 // dltrain train CONFIG.yaml [--set section.path=value]... [--output-dir DIR] [--resume FILE]
-// With ExecutionEnvironment parallel this process either joins a cluster launcher's world
-// (srun, mpirun, torchrun) or starts NumWorkers local workers and watches them
-// (docs/distributed.md); the hidden --worker-rank marks such a worker.
+// With ExecutionEnvironment parallel or multi-gpu this process either joins a cluster
+// launcher's world (srun, mpirun, torchrun) or starts local workers and watches them (CPU
+// workers over Gloo, or one per GPU over NCCL; docs/distributed.md); the hidden
+// --worker-rank marks such a worker.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <memory>
 #include <thread>
 
+#include "backend/backend.h"
 #include "commands.h"
 #include "config/config.h"
 #include "dist/communicator.h"
@@ -21,12 +23,17 @@ namespace dlt::app {
 
 namespace {
 
-// This process becomes the launcher of NumWorkers local workers (default 2 on CPU), each
-// with an equal share of the cores unless the threads are set explicitly.
-int launch_local_workers(const Config& c, int threads_flag) {
+// This process becomes the launcher of NumWorkers local workers (default 2 on CPU, one per
+// visible GPU for GPU workers), each with an equal share of the cores unless the threads are
+// set explicitly.
+int launch_local_workers(const Config& c, int threads_flag, bool gpu_workers) {
   LocalLaunch l;
   l.args = self_command_line();
-  l.workers = c.training.num_workers > 0 ? static_cast<int>(c.training.num_workers) : 2;
+  const int num_workers = static_cast<int>(c.training.num_workers);
+  if (gpu_workers)
+    l.workers = gpu_worker_count(num_workers, cuda_device_count());
+  else
+    l.workers = num_workers > 0 ? num_workers : 2;
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   if (threads_flag <= 0 && c.training.threads <= 0)
     l.threads_per_worker = std::max(1, static_cast<int>(cores) / l.workers);
@@ -86,18 +93,27 @@ Runner add_train(CLI::App& app) {
     args.output_dir = a->output_dir;
     args.resume = a->resume;
     args.config_text = dump_config(c);
-    const std::string& environment = c.training.execution_environment;
-    if (environment == "multi-gpu") resolve_device(c.training);  // a clear DeviceError without CUDA / NCCL
+    const std::string environment = c.training.execution_environment;
     std::string error_file;
-    if (environment == "parallel" || a->worker_rank >= 0) {
+    if (environment == "parallel" || environment == "multi-gpu" || a->worker_rank >= 0) {
       auto env = environment_map();
+      if (environment == "multi-gpu") check_gpu_workers(cuda_device_count(), env);  // one clear DeviceError
+      const bool gpu_workers = uses_gpu_workers(environment);
       WorldInfo w = a->worker_rank >= 0 ? local_worker_world(a->worker_rank, env) : parse_launcher_env(env);
-      if (w.source == "none") return launch_local_workers(c, a->threads);
+      // multi-gpu in a one-task allocation (sbatch without srun) starts its own workers too.
+      bool own_workers = w.source == "none" || (environment == "multi-gpu" && w.source != "local" && w.size == 1);
+      if (own_workers) return launch_local_workers(c, a->threads, gpu_workers);
       spdlog::drop("dltrain");
       log::init(w.rank, w.size, false);
       error_file = worker_error_file(w.rank);
       try {
-        args.comm = join_world(w, a->output_dir, env);
+        if (gpu_workers) {
+          // The trainer's resolve_device takes this rank's GPU from GPUDevice.
+          c.training.gpu_device = gpu_for_rank(w, cuda_device_count());
+          args.comm = join_gpu_world(w, c.training.gpu_device, a->output_dir, env);
+        } else {
+          args.comm = join_world(w, a->output_dir, env);
+        }
       } catch (...) {
         if (error_file.empty()) throw;
         return report_worker_error(error_file);

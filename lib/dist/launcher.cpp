@@ -1,5 +1,6 @@
-// Launcher: cluster launcher variables, and local worker processes (fork + exec of
-// /proc/self/exe) watched until all finish; the first failure stops the rest.
+// Launcher: cluster launcher variables, local worker processes (fork + exec of
+// /proc/self/exe) watched until all finish (the first failure stops the rest), and which
+// GPU each GPU worker takes.
 #include "dist/launcher.h"
 
 #include <signal.h>
@@ -18,8 +19,13 @@
 #include <functional>
 #include <thread>
 
+#include "backend/backend.h"
+#include "build_config.h"
 #include "dist/communicator.h"
 #include "util/error.h"
+#if DLT_HAVE_NCCL
+#include "dist/nccl_communicator.h"
+#endif
 
 extern char** environ;
 
@@ -185,6 +191,103 @@ std::string worker_error_file(int rank) {
   const char* local = std::getenv("DLT_LOCAL_LAUNCH");
   if (!dir || !local || std::string(local) != "1") return {};
   return (fs::path(dir) / ("error-rank-" + std::to_string(rank) + ".txt")).string();
+}
+
+bool uses_gpu_workers(const std::string& environment) {
+  if (environment == "multi-gpu") return true;
+  return environment == "parallel" && DLT_HAVE_NCCL && cuda_device_count() > 0;
+}
+
+std::vector<std::string> parse_visible_devices(const std::string& value) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t comma = value.find(',', start);
+    std::string e = value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    e.erase(0, e.find_first_not_of(' '));
+    e.erase(e.find_last_not_of(' ') + 1);
+    bool index = !e.empty() && e.find_first_not_of("0123456789") == std::string::npos;
+    bool uuid = e.rfind("GPU-", 0) == 0 || e.rfind("MIG-", 0) == 0;
+    if (!index && !uuid) break;  // CUDA ignores this entry and every one after it
+    out.push_back(e);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+void check_gpu_workers(int visible_gpus, const Env& env, bool have_cuda, bool have_nccl) {
+  const std::string head = "ExecutionEnvironment 'multi-gpu' needs ";
+  if (!have_cuda)
+    throw DeviceError(head + "CUDA GPUs, but this dltrain was built without CUDA (rebuild with the CUDA "
+                             "toolkit, cuDNN and NCCL; use 'parallel' for CPU workers)");
+  if (!have_nccl)
+    throw DeviceError(head + "NCCL, but this dltrain was built without it (install NCCL and rebuild; "
+                             "'gpu' trains on one GPU)");
+  if (visible_gpus <= 0) {
+    const std::string* cvd = find(env, "CUDA_VISIBLE_DEVICES");
+    std::string why = cvd && parse_visible_devices(*cvd).empty()
+                          ? "CUDA_VISIBLE_DEVICES='" + *cvd + "' hides them all"
+                          : "check nvidia-smi and the driver";
+    throw DeviceError(head + "CUDA GPUs, but none is visible (" + why + "; use 'parallel' for CPU workers)");
+  }
+}
+
+void check_gpu_workers(int visible_gpus, const Env& env) {
+  check_gpu_workers(visible_gpus, env, DLT_HAVE_CUDA != 0, DLT_HAVE_NCCL != 0);
+}
+
+int gpu_worker_count(int num_workers, int visible_gpus) {
+  if (num_workers <= 0) return visible_gpus;
+  if (num_workers > visible_gpus)
+    throw DeviceError("NumWorkers is " + std::to_string(num_workers) + " but only " + std::to_string(visible_gpus) +
+                      " GPU(s) are visible; NCCL needs one GPU per worker (set NumWorkers to at most " +
+                      std::to_string(visible_gpus) + ", or 0 for one per GPU)");
+  return num_workers;
+}
+
+int gpu_for_rank(const WorldInfo& w, int visible_gpus) {
+  if (visible_gpus == 1) return 0;
+  if (w.local_rank < visible_gpus) return w.local_rank;
+  throw DeviceError("rank " + std::to_string(w.rank) + " of " + std::to_string(w.size) + " is local rank " +
+                    std::to_string(w.local_rank) + " on its node, which has only " + std::to_string(visible_gpus) +
+                    " GPU(s) visible; NCCL needs one GPU per rank (start at most " + std::to_string(visible_gpus) +
+                    " tasks per node, or bind one GPU per task: srun --gpus-per-task=1)");
+}
+
+namespace {
+
+// The NCCL watchdog's last word: one line where the launcher (or the user) reads it, exit 3.
+[[maybe_unused]] void exit_on_comm_failure(int rank, const std::string& message) {
+  std::string file = worker_error_file(rank);
+  if (!file.empty()) {
+    std::ofstream(file) << message << "\n";
+  } else {
+    std::fprintf(stderr, "dltrain: communication error: %s\n", message.c_str());
+    std::fflush(stderr);
+  }
+  _exit(3);
+}
+
+}  // namespace
+
+std::shared_ptr<Communicator> join_gpu_world(const WorldInfo& w, int device, const std::string& output_dir,
+                                             const Env& env) {
+  if (w.size <= 1) return std::make_shared<LocalCommunicator>();
+#if DLT_HAVE_NCCL
+  CommOptions o;
+  o.rank = w.rank;
+  o.size = w.size;
+  o.timeout = comm_timeout_from_env();
+  o.rendezvous_dir = w.source == "local" ? get(env, "DLT_RENDEZVOUS") : cluster_rendezvous_dir(w, output_dir, env);
+  const int rank = w.rank;
+  return make_nccl_communicator(o, device, [rank](const std::string& m) { exit_on_comm_failure(rank, m); });
+#else
+  (void)device, (void)output_dir, (void)env;
+  throw DeviceError("rank " + std::to_string(w.rank) + ": this dltrain was built without NCCL, so GPU workers " +
+                    "cannot communicate (install NCCL and rebuild with CUDA; 'gpu' trains on one GPU, " +
+                    "'parallel' on CPU workers in a build without GPUs)");
+#endif
 }
 
 int run_local_workers(const LocalLaunch& l) {

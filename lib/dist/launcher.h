@@ -1,8 +1,8 @@
 // Process management for data-parallel training. Either a cluster launcher started every
 // rank (srun, mpirun, torchrun: parse_launcher_env reads its variables), or `dltrain train`
-// with ExecutionEnvironment parallel starts local workers itself (run_local_workers): it
-// re-executes /proc/self/exe once per rank with a hidden --worker-rank flag, watches them,
-// and stops them all when one fails or on Ctrl-C.
+// with ExecutionEnvironment parallel / multi-gpu starts local workers itself
+// (run_local_workers): it re-executes /proc/self/exe once per rank with a hidden
+// --worker-rank flag, watches them, and stops them all when one fails or on Ctrl-C.
 #pragma once
 #include <map>
 #include <memory>
@@ -62,5 +62,42 @@ std::shared_ptr<Communicator> join_world(const WorldInfo& world, const std::stri
 // In a worker started by run_local_workers: where it writes its error message instead of
 // printing it (the launcher prints one line for the whole run). Empty elsewhere.
 std::string worker_error_file(int rank);
+
+// ---- GPU workers: one rank per GPU, NCCL between them (docs/distributed.md) ----
+
+// Whether ExecutionEnvironment `environment` runs GPU workers over NCCL: 'multi-gpu' always;
+// 'parallel' when this build has NCCL and cuda_device_count() > 0 (else CPU workers, Gloo).
+bool uses_gpu_workers(const std::string& environment);
+
+// The entries of a CUDA_VISIBLE_DEVICES value as CUDA reads it: comma-separated indices or
+// GPU-/MIG- UUIDs, cut at the first entry that is neither ("" and "NoDevFiles": none).
+std::vector<std::string> parse_visible_devices(const std::string& value);
+
+// Throws DeviceError "ExecutionEnvironment 'multi-gpu' needs ..." (one line: the reason and
+// the fix) when this build lacks CUDA or NCCL or no GPU is visible. The first form uses this
+// build's DLT_HAVE_CUDA / DLT_HAVE_NCCL.
+void check_gpu_workers(int visible_gpus, const std::map<std::string, std::string>& env);
+void check_gpu_workers(int visible_gpus, const std::map<std::string, std::string>& env, bool have_cuda,
+                       bool have_nccl);
+
+// How many local GPU workers to start: num_workers (NumWorkers), 0 meaning one per visible
+// GPU. Throws DeviceError when that is more than the visible GPUs (NCCL needs one GPU per rank).
+int gpu_worker_count(int num_workers, int visible_gpus);
+
+// The CUDA device index (among the visible GPUs) of a GPU rank: its local rank, so local
+// worker i gets GPU i; 0 when a single GPU is visible (the launcher bound one GPU per task,
+// e.g. srun --gpus-per-task=1). Throws DeviceError when the local rank has no GPU of its own.
+// Workers are bound by this index (cudaSetDevice), not by narrowing CUDA_VISIBLE_DEVICES,
+// which would keep NCCL from CUDA IPC / NVLink between the processes.
+int gpu_for_rank(const WorldInfo& world, int visible_gpus);
+
+// Joins the world of GPU ranks on CUDA device `device`: NCCL (Local for a world of one). The
+// ncclUniqueId goes from rank 0 to the others through the same rendezvous directory as
+// join_world (DLT_RENDEZVOUS, else cluster_rendezvous_dir()); timeout DLT_COMM_TIMEOUT. When
+// the communicator's watchdog finds a failed or hung collective it writes the one-line
+// message (to the launcher's error file for local workers, else stderr) and exits with code 3.
+// Throws DeviceError "built without NCCL" in builds without NCCL, CommError when joining fails.
+std::shared_ptr<Communicator> join_gpu_world(const WorldInfo& world, int device, const std::string& output_dir,
+                                             const std::map<std::string, std::string>& env);
 
 }  // namespace dlt
