@@ -1,6 +1,8 @@
 // Gloo implementation of Communicator: FileStore rendezvous, full TCP mesh, one context.
 // Every collective carries the timeout and a fresh tag; Gloo's exceptions (peer closed the
-// connection, timeout) become CommError "rank R: <collective> failed: <cause>".
+// connection, timeout) become CommError "rank R: <collective> failed: <cause>". One
+// background thread runs every collective in issue order: all_reduce_sum_async returns at
+// once (gradient buckets during backward), synchronous calls queue behind it and wait.
 #include "dist/gloo_communicator.h"
 
 #include <gloo/allreduce.h>
@@ -11,11 +13,20 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <condition_variable>
 #include <csignal>
+#include <cstdlib>
+#include <deque>
+#include <exception>
 #include <filesystem>
 #include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
 
 #include "util/error.h"
+#include "util/log.h"
+#include "util/timer.h"
 
 namespace dlt {
 
@@ -49,6 +60,21 @@ class GlooCommunicator final : public Communicator {
                       ": rendezvous in " + o.rendezvous_dir + " failed: " + e.what() +
                       " (did every worker start, with the same world size and rendezvous directory?)");
     }
+    const char* timing = std::getenv("DLT_COMM_TIMING");
+    report_timing_ = timing && *timing && std::string(timing) != "0";
+    thread_ = std::thread([this] { loop(); });
+  }
+
+  ~GlooCommunicator() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;  // collectives not yet started are dropped
+    }
+    cv_.notify_all();
+    thread_.join();
+    if (report_timing_ && count_ > 0)
+      log::warn("gloo: {} collectives, {:.1f} ms busy in total ({:.3f} ms each)", count_, busy_ * 1e3,
+                busy_ * 1e3 / static_cast<double>(count_));
   }
 
   int rank() const override { return rank_; }
@@ -57,77 +83,172 @@ class GlooCommunicator final : public Communicator {
 
   void all_reduce_sum(Tensor& t) override {
     check_cpu(t, "all_reduce_sum");
-    float* p = t.data();
-    size_t n = static_cast<size_t>(t.numel());
-    run("all_reduce_sum(" + std::to_string(n) + " floats)", [&] {
-      gloo::AllreduceOptions opts(ctx_);
-      opts.setOutput(p, n);
-      opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
-      opts.setTag(next_tag());
-      opts.setTimeout(timeout_);
-      gloo::allreduce(opts);
-    });
+    run(all_reduce_floats(t.data(), static_cast<size_t>(t.numel())));
+  }
+
+  void all_reduce_sum_async(Tensor& t) override {
+    check_cpu(t, "all_reduce_sum_async");
+    enqueue(all_reduce_floats(t.data(), static_cast<size_t>(t.numel())), nullptr);
+  }
+
+  void wait_all() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_.wait(lock, [&] { return queue_.empty() && !busy_now_; });
+    if (async_error_) {
+      std::exception_ptr e = async_error_;
+      async_error_ = nullptr;
+      std::rethrow_exception(e);
+    }
   }
 
   void all_reduce_sum(double* values, int64_t n) override {
-    run("all_reduce_sum(" + std::to_string(n) + " doubles)", [&] {
+    run({"all_reduce_sum(" + std::to_string(n) + " doubles)", [=, this] {
       gloo::AllreduceOptions opts(ctx_);
       opts.setOutput(values, static_cast<size_t>(n));
       opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<double>));
       opts.setTag(next_tag());
       opts.setTimeout(timeout_);
       gloo::allreduce(opts);
-    });
+    }});
   }
 
   void broadcast(Tensor& t, int root) override {
     check_cpu(t, "broadcast");
     float* p = t.data();
     size_t n = static_cast<size_t>(t.numel());
-    run("broadcast(" + std::to_string(n) + " floats from rank " + std::to_string(root) + ")", [&] {
+    run({"broadcast(" + std::to_string(n) + " floats from rank " + std::to_string(root) + ")", [=, this] {
       gloo::BroadcastOptions opts(ctx_);
       opts.setOutput(p, n);
       opts.setRoot(root);
       opts.setTag(next_tag());
       opts.setTimeout(timeout_);
       gloo::broadcast(opts);
-    });
+    }});
   }
 
   void barrier() override {
-    run("barrier", [&] {
+    run({"barrier", [this] {
       gloo::BarrierOptions opts(ctx_);
       opts.setTag(next_tag());
       opts.setTimeout(timeout_);
       gloo::barrier(opts);
-    });
+    }});
   }
 
  private:
-  uint32_t next_tag() { return tag_++; }
+  struct Task {
+    std::string what;           // for the error message
+    std::function<void()> run;  // the Gloo call; runs on the collective thread
+  };
+
+  Task all_reduce_floats(float* p, size_t n) {
+    return {"all_reduce_sum(" + std::to_string(n) + " floats)", [=, this] {
+              gloo::AllreduceOptions opts(ctx_);
+              opts.setOutput(p, n);
+              opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+              opts.setTag(next_tag());
+              opts.setTimeout(timeout_);
+              gloo::allreduce(opts);
+            }};
+  }
+
+  uint32_t next_tag() { return tag_++; }  // collective thread only
   void check_cpu(const Tensor& t, const char* what) const {
     if (!t.device().is_cpu())
       throw CommError("rank " + std::to_string(rank_) + ": " + what + " over Gloo needs a CPU tensor, got one on " +
                       t.device().str() + " (GPU workers use the NCCL communicator)");
   }
-  void run(const std::string& what, const std::function<void()>& f) {
-    if (failed_)
-      throw CommError("rank " + std::to_string(rank_) + ": " + what + " after an earlier collective failed");
-    try {
-      f();
-    } catch (const std::exception& e) {
-      failed_ = true;
-      throw CommError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": " + what +
-                      " failed: " + e.what() + " (a worker died, hung or was stopped; timeout " +
-                      std::to_string(timeout_.count() / 1000.0).substr(0, 5) + " s, env DLT_COMM_TIMEOUT)");
+
+  // A synchronous collective: queued behind every started one; rethrows its failure.
+  void run(Task task) {
+    std::promise<void> done;
+    std::future<void> f = done.get_future();
+    enqueue(std::move(task), &done);
+    f.get();
+  }
+
+  void enqueue(Task task, std::promise<void>* done) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back({std::move(task), done});
+    }
+    cv_.notify_all();
+  }
+
+  void loop() {
+    for (;;) {
+      Pending p;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (stop_) {
+          for (Pending& q : queue_)
+            if (q.done) q.done->set_exception(std::make_exception_ptr(CommError(stopped(q.task.what))));
+          queue_.clear();
+          idle_.notify_all();
+          return;
+        }
+        p = std::move(queue_.front());
+        queue_.pop_front();
+        busy_now_ = true;
+      }
+      std::exception_ptr error = execute(p.task);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        busy_now_ = false;
+        if (error && !p.done && !async_error_) async_error_ = error;
+      }
+      if (p.done) {
+        if (error)
+          p.done->set_exception(error);
+        else
+          p.done->set_value();
+      }
+      idle_.notify_all();
     }
   }
+
+  std::exception_ptr execute(const Task& task) {
+    if (first_error_) return first_error_;  // the root cause, for every later collective
+    Timer t;
+    try {
+      task.run();
+    } catch (const std::exception& e) {
+      return first_error_ = std::make_exception_ptr(
+          CommError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": " + task.what +
+                    " failed: " + e.what() + " (a worker died, hung or was stopped; timeout " +
+                    std::to_string(timeout_.count() / 1000.0).substr(0, 5) + " s, env DLT_COMM_TIMEOUT)"));
+    }
+    busy_ += t.seconds();
+    ++count_;
+    return nullptr;
+  }
+
+  std::string stopped(const std::string& what) const {
+    return "rank " + std::to_string(rank_) + ": " + what + " after an earlier collective failed";
+  }
+
+  struct Pending {
+    Task task;
+    std::promise<void>* done = nullptr;  // null: started with all_reduce_sum_async
+  };
 
   int rank_, size_;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<gloo::Context> ctx_;
   uint32_t tag_ = 1;
-  bool failed_ = false;
+  std::exception_ptr first_error_;  // collective thread only
+  // The queue of collectives, in issue order, and the thread that runs them.
+  std::mutex mu_;
+  std::condition_variable cv_, idle_;
+  std::deque<Pending> queue_;
+  bool busy_now_ = false, stop_ = false;
+  std::exception_ptr async_error_;  // first failure of a started all-reduce, for wait_all()
+  std::thread thread_;
+  // DLT_COMM_TIMING=1: seconds spent inside collectives, reported at the end.
+  bool report_timing_ = false;
+  double busy_ = 0;
+  int64_t count_ = 0;
 };
 
 }  // namespace

@@ -3,7 +3,7 @@
 # with the same global mini-batch and Seed: final model.bin weights within 1e-5 relative
 # (per tensor: max |a - b| / max |b|, tests/dist/compare_models.py) for equal and uneven
 # WorkerLoad, an empty share, batch norm (synchronized; equal, uneven and empty shares),
-# worlds joined through torchrun / srun variables,
+# small gradient buckets overlapping backward, worlds joined through torchrun / srun variables,
 # and --resume with a different number of workers. Tiny data: 39 images of 16x16.
 source "$(dirname "$0")/common.sh" "$@"
 "$DLTRAIN" train --help | grep -q -- '--threads' || fail "dltrain train --help"
@@ -66,6 +66,10 @@ train bn bn_empty "${par[@]}" --set "training.WorkerLoad=[1,0]"
 echo -n "batch norm, WorkerLoad [1 0]:   "; compare "$TMP/bn_empty/model.bin" "$TMP/bn_one/model.bin" || fail "batch norm, [1 0]"
 train bn bn_three "${par[@]}" --set training.NumWorkers=3 --set "training.WorkerLoad=[2,0,1]"
 echo -n "batch norm, 3 workers [2 0 1]:  "; compare "$TMP/bn_three/model.bin" "$TMP/bn_one/model.bin" || fail "batch norm, 3 workers"
+# Gradient buckets of 31 floats (the net has 891 learnables): several all-reduces start while
+# backward runs, interleaved with the batch-norm ones.
+(export DLT_BUCKET_MB=0.000122; train bn bn_buckets "${par[@]}" --set "training.WorkerLoad=[3,1]") || exit 1
+echo -n "batch norm, 31-float buckets:   "; compare "$TMP/bn_buckets/model.bin" "$TMP/bn_one/model.bin" || fail "buckets"
 
 # Worlds started by a cluster launcher: one process per rank, variables as srun / torchrun set them.
 join() {  # join OUT VAR=VALUE... : ranks 0 and 1 with those variables (RANKVAR, SIZEVAR named below)
