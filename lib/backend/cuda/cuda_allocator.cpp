@@ -96,8 +96,8 @@ void* CachingAllocator::malloc_or_throw(size_t size, size_t requested) {
     size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) (void)cudaGetLastError();
     throw DeviceError("out of GPU memory: cuda:" + std::to_string(device_) +
-                      " could not allocate " + mib(requested) + " (tensors hold " + mib(in_use_) + "; the GPU has " +
-                      mib(free_bytes) + " free of " + mib(total_bytes) +
+                      " could not allocate " + mib(requested) + " (tensors hold " + mib(in_use_) +
+                      "; the GPU has " + mib(free_bytes) + " free of " + mib(total_bytes) +
                       "); lower MiniBatchSize or use a smaller network");
   }
   if (e != cudaSuccess) throw_cuda(e, "cudaMalloc", __FILE__, __LINE__);
