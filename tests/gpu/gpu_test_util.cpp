@@ -20,9 +20,14 @@ Comparison compare_tensors(const Tensor& got, const Tensor& want) {
   return compare(to_vec(got), to_vec(want));
 }
 
-NetworkSpec config_network(const std::string& name) {
-  return load_config(std::string(DLT_SOURCE_DIR) + "/configs/" + name + ".yaml").network;
+std::string config_path(const std::string& name) {
+  const std::string file = "/configs/" + name + ".yaml";
+  if (const char* env = std::getenv("DLT_SOURCE_DIR"); env && *env) return env + file;
+  if (std::filesystem::exists(DLT_SOURCE_DIR + file)) return DLT_SOURCE_DIR + file;
+  return "." + file;
 }
+
+NetworkSpec config_network(const std::string& name) { return load_config(config_path(name)).network; }
 
 NetworkPair network_pair(const NetworkSpec& spec, uint64_t seed) {
   NetworkPair p;

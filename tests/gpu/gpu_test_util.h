@@ -28,6 +28,10 @@ TensorPair random_pair(const Shape& shape, Rng& rng, float lo = -1.f, float hi =
 // Normwise relative difference (tensor_utils' compare) of a device tensor against a CPU one.
 Comparison compare_tensors(const Tensor& got, const Tensor& want);
 
+// configs/NAME.yaml of the repository: under $DLT_SOURCE_DIR when set (a bundled binary run
+// from another checkout, scripts/device/gpu_session.sh), else the source tree it was built
+// from, else the current directory.
+std::string config_path(const std::string& name);
 // The `layers:` of a config under configs/ (e.g. "cifar10-bn") as a NetworkSpec.
 NetworkSpec config_network(const std::string& name);
 

@@ -91,7 +91,7 @@ TEST_CASE("gpu network: resnet18-cifar (residual additions, projections, global 
 }
 
 TEST_CASE("gpu caching allocator: warmed-up iterations take no new device memory", "[gpu][memory]") {
-  Config c = load_config(std::string(DLT_SOURCE_DIR) + "/configs/cifar10-bn.yaml");
+  Config c = load_config(config_path("cifar10-bn"));
   const Device dev = device_under_test();
   Network net(c.network, dev);
   net.init_params(1);

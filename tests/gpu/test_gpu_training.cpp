@@ -77,7 +77,7 @@ struct RunOutcome {
 };
 
 RunOutcome train_shapes(const std::string& data, const std::string& out, const std::string& env) {
-  Config c = load_config(std::string(DLT_SOURCE_DIR) + "/configs/shapes.yaml",
+  Config c = load_config(config_path("shapes"),
                          {"data.train=" + data + "/train", "data.validation=" + data + "/test",
                           "training.ExecutionEnvironment=" + env, "training.MaxEpochs=6",
                           "training.Seed=5", "training.Verbose=false", "training.ValidationFrequency=1000"});
@@ -119,7 +119,7 @@ TEST_CASE("gpu training: shapes data reaches the CPU's accuracy band", "[gpu][tr
 
 TEST_CASE("gpu model files: saved on the device, loaded on the CPU, and the other way round", "[gpu][model]") {
   TempDir tmp;
-  Config c = load_config(std::string(DLT_SOURCE_DIR) + "/configs/cifar10-bn.yaml");
+  Config c = load_config(config_path("cifar10-bn"));
   SECTION("device -> cpu") {
     Network dev(c.network, device_under_test());
     dev.init_params(7);
