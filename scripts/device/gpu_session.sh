@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# What one call on a lent GPU machine runs (docs/gpu.md), from the repository root, in under
+# 9 minutes: unpacks .devbundle/dltrain-bundle.tar.xz (scripts/device/bundle.sh), puts the
+# bundle and the device's own CUDA libraries (/usr/local/cuda, the pip nvidia-* packages) on
+# LD_LIBRARY_PATH, checks that every library resolves, then nvidia-smi, dltrain_gpu_tests, a
+# short `dltrain train` on generated shapes data on the GPU, and scripts/bench/gpu_vs_pytorch.
+# Everything is logged under $OUT (at most 8 files come back: see the end). Exit codes: 0 all
+# stages passed, 1 a stage failed, 3 libraries missing, 77 no GPU (stops before GPU stages).
+#   bash scripts/device/gpu_session.sh [--stages "tests train bench"] [--test-args "[net]"]
+#     --stages     which of the GPU stages to run (default: all three, in that order)
+#     --test-args  arguments for dltrain_gpu_tests (a Catch2 tag or test name filter)
+set -uo pipefail
+
+stages="tests train bench"
+test_args=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --stages) stages="$2"; shift 2 ;;
+    --test-args) read -ra test_args <<< "$2"; shift 2 ;;
+    *) echo "gpu_session: unknown argument '$1' (--stages \"tests train bench\", --test-args ARGS)" >&2; exit 2 ;;
+  esac
+done
+want() { [[ " $stages " == *" $1 "* ]]; }
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+export DLT_SOURCE_DIR="$root"  # the tests' configs/ (their compiled-in path is this machine's)
+OUT="${OUT:-/tmp/gpu_session_out}"
+budget="${SESSION_SECONDS:-510}"  # the device tool's limit is 600 s per command
+start=$SECONDS
+work="${TMPDIR:-/tmp}/gpu_session"
+rm -rf "$work"
+mkdir -p "$OUT" "$work/logs"
+exec > >(tee -a "$OUT/session.log") 2>&1
+
+left() { echo $((budget - (SECONDS - start))); }
+stage() { echo; echo "=== [$((SECONDS - start))s] $*"; }
+failures=()
+
+# Copies what should come back into $OUT: at most 8 files, flat (the device tool's limits).
+finish() {
+  local rc=$1
+  stage "done: exit $rc; failures: ${failures[*]:-none}"
+  [[ -f "$work/logs/gpu_tests.log" ]] && cp "$work/logs/gpu_tests.log" "$OUT/"
+  [[ -f "$work/bench/table.md" ]] && cp "$work/bench/table.md" "$OUT/bench_table.md"
+  [[ -f "$work/bench/results.json" ]] && cp "$work/bench/results.json" "$OUT/bench_results.json"
+  [[ -f "$work/run/summary.json" ]] && cp "$work/run/summary.json" "$OUT/train_summary.json"
+  tar -C "$work" -czf "$OUT/all_logs.tar.gz" --exclude=data --exclude=bundle --exclude='*.bin' . 2> /dev/null || true
+  exit "$rc"
+}
+
+stage "dltrain GPU session: $(git rev-parse --short HEAD 2> /dev/null || echo '?'), budget ${budget}s, OUT=$OUT"
+uname -a
+nproc
+python3 --version 2>&1 || true
+
+# --- 1. the bundle ------------------------------------------------------------------------------
+stage "unpacking the bundle"
+archive="$root/.devbundle/dltrain-bundle.tar.xz"
+if [[ ! -f "$archive" ]]; then
+  echo "gpu_session: $archive missing: run scripts/device/bundle.sh before the call and carry .devbundle"
+  finish 3
+fi
+B="$work/bundle"
+mkdir -p "$B"
+if ! tar -xJf "$archive" -C "$B" 2> "$work/logs/untar.err"; then
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$archive" "$B" ||
+    { echo "gpu_session: cannot unpack $archive: $(cat "$work/logs/untar.err")"; finish 3; }
+fi
+echo "bundle of commit $(cat "$B/COMMIT" 2> /dev/null || echo '?'); $(grep -c 'DLT_HAVE_CUDA 1' "$B/build_config.h") = CUDA backend"
+[[ -s "$B/DIRTY" ]] && { echo "built from a tree with uncommitted changes in:"; cat "$B/DIRTY"; }
+
+# --- 2. library path: bundle, then the device's CUDA toolkit, then pip nvidia-* ----------------
+stage "finding the CUDA libraries"
+dirs=("$B/lib")
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
+  [[ -d "$d" ]] && dirs+=("$d")
+done
+nv_root=$(python3 -c 'import nvidia, os; print(os.pathsep.join(list(nvidia.__path__)))' 2> /dev/null || true)
+if [[ -n "$nv_root" ]]; then
+  IFS=: read -ra nv_roots <<< "$nv_root"
+  while read -r d; do dirs+=("$d"); done < <(find "${nv_roots[@]}" -name 'lib*.so*' -printf '%h\n' 2> /dev/null | sort -u)
+else
+  echo "(python3 has no 'nvidia' package: cuDNN / NCCL must come from /usr/local/cuda)"
+fi
+# Only our binaries get this path (through wrappers in $work/bin): exported, it would put our
+# libgomp / libibverbs / the toolkit's cuBLAS ahead of PyTorch's own in the benchmark.
+dlt_ld="$(IFS=:; echo "${dirs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+echo "LD_LIBRARY_PATH for dltrain: $dlt_ld"
+mkdir -p "$work/bin"
+for b in dltrain dltrain_gpu_tests dltrain_tests; do
+  printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$dlt_ld" "$B/bin/$b" > "$work/bin/$b"
+  chmod +x "$work/bin/$b"
+done
+ldd() { LD_LIBRARY_PATH="$dlt_ld" command ldd "$@"; }
+for b in dltrain dltrain_gpu_tests dltrain_tests; do
+  echo "-- ldd $b"
+  ldd "$B/bin/$b" | grep -E 'cuda|cublas|cudnn|nccl|dnnl|stdc|not found' | sed 's/ (0x.*//'
+done
+notfound=$(for b in dltrain dltrain_gpu_tests; do ldd "$B/bin/$b"; done | grep 'not found' | sort -u)
+if [[ -n "$notfound" ]]; then
+  echo "gpu_session: unresolved libraries:"
+  echo "$notfound"
+  if echo "$notfound" | grep -qv 'libcuda\.so' || nvidia-smi -L > /dev/null 2>&1; then
+    echo "gpu_session: cannot run the binaries (look for the libraries above: find / -name 'libcudnn.so*')"
+    finish 3
+  fi
+  echo "(only the driver's libcuda is missing: this machine has no NVIDIA driver)"
+fi
+undefined=$(ldd -r "$B/bin/dltrain_gpu_tests" 2>&1 | grep -i 'undefined symbol' | grep -v 'libcuda\.so' | head -5)
+[[ -n "$undefined" ]] && { echo "gpu_session: symbols the device's libraries lack (older cuDNN / cuBLAS?):"; echo "$undefined"; }
+
+# --- 3. the GPU ---------------------------------------------------------------------------------
+stage "nvidia-smi"
+if ! nvidia-smi 2>&1; then
+  echo "gpu_session: no GPU: stopping before the GPU stages (nvidia-smi failed or is missing)"
+  finish 77
+fi
+nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm,power.limit,driver_version --format=csv 2>&1 || true
+
+# --- 4. GPU tests ---------------------------------------------------------------------------------
+if want tests; then
+stage "dltrain_gpu_tests (at most $(( $(left) > 240 ? 200 : $(left) / 2 ))s)"
+t=$(( $(left) > 240 ? 200 : $(left) / 2 ))
+timeout -k 5 "$t" "$work/bin/dltrain_gpu_tests" --durations yes "${test_args[@]}" > "$work/logs/gpu_tests.log" 2>&1
+rc=$?
+grep -E 'no GPU|test cases|assertions|FAILED|failed|passed|^[0-9.]+ s: ' "$work/logs/gpu_tests.log" | tail -60
+case $rc in
+  0) echo "gpu tests: passed" ;;
+  77) echo "gpu tests: skipped (no GPU)"; failures+=(gpu_tests_skipped) ;;
+  124|137) echo "gpu tests: TIMED OUT after ${t}s"; failures+=(gpu_tests_timeout) ;;
+  *) echo "gpu tests: FAILED (exit $rc); first failures:"; grep -B3 -A12 'FAILED' "$work/logs/gpu_tests.log" | head -80
+     failures+=(gpu_tests) ;;
+esac
+fi
+
+# --- 5. a short training run on the GPU ------------------------------------------------------------
+if want train; then
+stage "dltrain train configs/shapes.yaml on the GPU (generated data)"
+"$work/bin/dltrain" make-dataset shapes "$work/data" --classes 4 --per-class 300 --size 32x32 --seed 3 > "$work/logs/make_dataset.log" 2>&1 ||
+  { echo "make-dataset failed: $(tail -3 "$work/logs/make_dataset.log")"; failures+=(make_dataset); }
+t=$(( $(left) > 300 ? 90 : $(left) / 4 ))
+timeout -k 5 "$t" "$work/bin/dltrain" train configs/shapes.yaml --output-dir "$work/run" \
+  --set data.train="$work/data/train" --set data.validation="$work/data/test" \
+  --set training.ExecutionEnvironment=gpu --set training.MaxEpochs=6 --set training.Seed=5 \
+  > "$work/logs/train.log" 2>&1
+rc=$?
+tail -15 "$work/logs/train.log"
+if [[ $rc -ne 0 ]]; then
+  echo "train: FAILED (exit $rc)"; failures+=(train)
+else
+  acc=$(grep -o '"validation_accuracy":[-0-9.e+]*' "$work/run/summary.json" | cut -d: -f2)
+  ips=$(grep -o '"train_images_per_second":[-0-9.e+]*' "$work/run/summary.json" | cut -d: -f2)
+  echo "train: validation accuracy $acc%, $ips images/s (shapes, 960 training images, 6 epochs)"
+  awk -v a="$acc" 'BEGIN { exit !(a + 0 >= 90) }' || { echo "train: accuracy below 90%"; failures+=(train_accuracy); }
+fi
+fi
+
+# --- 6. benchmark against PyTorch ------------------------------------------------------------------
+if want bench; then
+t=$(( $(left) - 15 ))
+stage "scripts/bench/gpu_vs_pytorch (at most ${t}s)"
+if [[ $t -lt 60 ]]; then
+  echo "bench: skipped, only ${t}s left"; failures+=(bench_no_time)
+else
+  compile_t=$(( t > 330 ? 150 : 0 ))
+  extra=()
+  [[ $compile_t -eq 0 ]] && extra+=(--no-compile)
+  DLTRAIN="$work/bin/dltrain" timeout -k 5 "$t" scripts/bench/gpu_vs_pytorch --output-dir "$work/bench" \
+    --compile-networks "resnet18-cifar" --compile-timeout "$compile_t" "${extra[@]}" > "$work/logs/bench.log" 2>&1
+  rc=$?
+  tail -40 "$work/logs/bench.log"
+  [[ $rc -eq 0 ]] || { echo "bench: exit $rc"; failures+=(bench); }
+fi
+fi
+
+[[ ${#failures[@]} -eq 0 ]] && finish 0
+finish 1
