@@ -171,6 +171,10 @@ else
   rc=$?
   tail -40 "$work/logs/bench.log"
   [[ $rc -eq 0 ]] || { echo "bench: exit $rc"; failures+=(bench); }
+  if [[ ! -s "$work/bench/table.md" && -s "$work/bench/results.jsonl" ]]; then  # cut off: table of what ran
+    python3 scripts/bench/gpu_vs_pytorch_table.py "$work/bench/results.jsonl" "cifar10 cifar10-bn resnet18-cifar" \
+      "$(nvidia-smi -L 2> /dev/null | head -1)" "$work/bench/results.json" > "$work/bench/table.md" && cat "$work/bench/table.md"
+  fi
 fi
 fi
 
