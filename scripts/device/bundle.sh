@@ -132,6 +132,9 @@ total=$((packed + tracked + untracked + shared))
   echo "files (stripped, uncompressed bytes):"
   (cd "$stage" && find bin lib -type f -printf '%s\t%p\n' | sort -k2)
   echo
+  need() { (cd "$stage" && for f in bin/* lib/*; do objdump -T "$f" 2> /dev/null; done) | grep -o "$1[0-9.]*" | sort -uV | tail -1; }
+  echo "needs from the device: glibc $(need GLIBC_2 | sed 's/GLIBC_//'), libstdc++ $(need GLIBCXX_3 | sed 's/GLIBCXX_//') (Ubuntu 22.04 and later have both)"
+  echo
   echo "left to the device (ldd of the bundled binaries, not bundled):"
   for b in "${bins[@]}"; do ldd "$stage/bin/$b" | awk '$2 == "=>" {print $1}'; done | sort -u |
     grep -E "$from_device_re" | sed 's/^/  /' || true

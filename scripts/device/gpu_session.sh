@@ -51,7 +51,7 @@ finish() {
 
 stage "dltrain GPU session: $(git rev-parse --short HEAD 2> /dev/null || echo '?'), budget ${budget}s, OUT=$OUT"
 uname -a
-nproc
+echo "$(nproc) cores; $(ldd --version 2>&1 | head -1); $(grep PRETTY_NAME /etc/os-release 2> /dev/null)"
 python3 --version 2>&1 || true
 
 # --- 1. the bundle ------------------------------------------------------------------------------
