@@ -24,6 +24,8 @@ if(NOT DLTRAIN_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_STANDARD 17)
       set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     endif()
+    # One CUDA runtime: the shared libcudart that CUDA::cudart links (not also cudart_static).
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     enable_language(CUDA)
     set(DLT_HAVE_CUDA 1)
     set(DLT_CUDA_SOURCES ${_dlt_cuda_files})
