@@ -11,6 +11,7 @@
 #include "net/network.h"
 #include "util/check.h"
 #include "util/error.h"
+#include "util/log.h"
 
 namespace dlt {
 
@@ -100,14 +101,27 @@ GradientBuckets::GradientBuckets(Communicator& comm, Tensor& flat_grads, int64_t
     starts_.push_back(start);
     end = start;
   }
+  const char* v = std::getenv("DLT_COMM_TIMING");
+  timing_ = v && *v && std::string(v) != "0";
+}
+
+GradientBuckets::~GradientBuckets() {
+  if (timing_ && iterations_ > 0)
+    log::warn("gradient buckets: {} of about {:.2f} MB; per iteration {:.2f} ms forward + backward, {:.2f} ms "
+              "waiting for the all-reduce after backward ({} iterations)",
+              buckets_.size(), static_cast<double>(buckets_.front().numel()) * 4 / (1024 * 1024),
+              compute_ * 1e3 / static_cast<double>(iterations_), exposed_ * 1e3 / static_cast<double>(iterations_),
+              iterations_);
 }
 
 void GradientBuckets::begin(double weight) {
   weight_ = weight;
   next_ = 0;
+  if (timing_) began_ = std::chrono::steady_clock::now();
 }
 
 void GradientBuckets::ready_from(int64_t offset) {
+  if (timing_ && offset == 0 && next_ < buckets_.size()) backward_done_ = std::chrono::steady_clock::now();
   for (; next_ < buckets_.size() && starts_[next_] >= offset; ++next_) {
     Tensor& t = buckets_[next_];
     backend_for(t.device()).scale(t, static_cast<float>(weight_));
@@ -119,6 +133,11 @@ void GradientBuckets::finish() {
   if (buckets_.empty()) return;
   ready_from(0);
   comm_.wait_all();
+  if (!timing_) return;
+  auto now = std::chrono::steady_clock::now();
+  compute_ += std::chrono::duration<double>(backward_done_ - began_).count();
+  exposed_ += std::chrono::duration<double>(now - backward_done_).count();
+  ++iterations_;
 }
 
 GlobalTotals all_reduce_totals(Communicator& comm, int64_t images, double mean_loss, int64_t correct) {

@@ -4,6 +4,7 @@
 // means over its own images; weighting by w_i = n_i / N before summing gives exactly the
 // mean over the global mini-batch.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -59,7 +60,10 @@ class GradientBuckets {
  public:
   // bucket_elements <= 0: gradient_bucket_elements(). Nothing to do in a world of one.
   GradientBuckets(Communicator& comm, Tensor& flat_grads, int64_t bucket_elements = 0);
-  void begin(double weight);        // before backward: this iteration's share
+  // With env DLT_COMM_TIMING=1, logs the mean forward + backward time and the time finish()
+  // waited per iteration (the all-reduce not hidden behind backward).
+  ~GradientBuckets();
+  void begin(double weight);        // before forward: this iteration's share
   void ready_from(int64_t offset);  // gradients at flat offsets >= offset are final
   void finish();                    // starts the remaining buckets and waits for all of them
   size_t count() const { return buckets_.size(); }
@@ -70,6 +74,11 @@ class GradientBuckets {
   std::vector<int64_t> starts_;   // flat offset of each bucket's first element
   size_t next_ = 0;
   double weight_ = 1;
+  // DLT_COMM_TIMING: seconds since begin(), at the end of backward and after finish().
+  bool timing_ = false;
+  std::chrono::steady_clock::time_point began_, backward_done_;
+  double compute_ = 0, exposed_ = 0;
+  int64_t iterations_ = 0;
 };
 
 // Elements per gradient bucket: env DLT_BUCKET_MB (megabytes of float32), else kBucketMB.
