@@ -103,22 +103,17 @@ double max_rel(const Tensor& got, const Tensor& want) {
   return worst / std::max(scale, 1e-30);
 }
 
-// One training forward + backward of the whole batch in one process, then the same on
-// ranks with `shares` images each (synchronized); compares everything.
-void check_shares(const std::vector<int64_t>& shares, bool relu) {
-  int64_t n = 0;
-  for (int64_t s : shares) n += s;
-  Rng rng(7);
-  Tensor x = random_tensor(Shape{n, kH, kW, kC}, rng, -2.f, 3.f);
-  Tensor r = random_tensor(Shape{n, kH, kW, kC}, rng);  // loss = sum(y .* r)
-  Tensor scale = random_tensor(Shape{kC}, rng, 0.5f, 1.5f), offset = random_tensor(Shape{kC}, rng, -0.3f, 0.3f);
+// What the ranks computed, gathered over the whole batch: y, the gradient of the global loss
+// sum(y .* r) with respect to x (w_k * dx_k per rank), and the weighted parameter gradients.
+struct Gathered {
+  Tensor y, dx, dscale, doffset;
+  std::vector<Tensor> trained_mean, trained_var;  // per rank
+};
 
-  auto ref = make_bn(relu, scale, offset, n);
-  Tensor y(x.shape()), dx(x.shape()), dy = r.clone();
-  RunContext one{true, 7, 3};
-  ref->forward({&x}, y, one);
-  ref->backward({&x}, y, dy, {&dx}, one);
-
+// Training forward + backward of the ranks' shares of x, synchronized, on threads.
+Gathered run_ranks(const std::vector<int64_t>& shares, bool relu, const Tensor& x, const Tensor& r,
+                   const Tensor& scale, const Tensor& offset) {
+  const int64_t n = x.shape()[0];
   const int size = static_cast<int>(shares.size());
   ThreadWorld world(size);
   std::vector<BnRun> runs(static_cast<size_t>(size));
@@ -147,32 +142,67 @@ void check_shares(const std::vector<int64_t>& shares, bool relu) {
   }
   for (auto& t : threads) t.join();
 
-  // Gather: y and w_k * dx_k per image; parameter gradients as the weighted all-reduce sums them.
-  Tensor y_all(x.shape()), dx_all(x.shape()), dscale = Tensor::zeros(Shape{kC}), doffset = Tensor::zeros(Shape{kC});
+  Gathered g;
+  g.y = Tensor(x.shape());
+  g.dx = Tensor(x.shape());
+  g.dscale = Tensor::zeros(Shape{kC});
+  g.doffset = Tensor::zeros(Shape{kC});
   int64_t pos = 0;
   for (int k = 0; k < size; ++k) {
     const BnRun& run = runs[static_cast<size_t>(k)];
     const int64_t nk = shares[static_cast<size_t>(k)];
     const float w = static_cast<float>(nk) / static_cast<float>(n);
     for (int64_t i = 0; i < run.x.numel(); ++i) {
-      y_all.data()[pos + i] = run.y.data()[i];
-      dx_all.data()[pos + i] = w * run.dx.data()[i];
+      g.y.data()[pos + i] = run.y.data()[i];
+      g.dx.data()[pos + i] = w * run.dx.data()[i];
     }
     pos += run.x.numel();
+    g.trained_mean.push_back(run.layer->states()[0].value);
+    g.trained_var.push_back(run.layer->states()[1].value);
     if (nk == 0) continue;
     for (int64_t j = 0; j < kC; ++j) {
-      dscale.data()[j] += w * run.layer->params()[0].grad.data()[j];
-      doffset.data()[j] += w * run.layer->params()[1].grad.data()[j];
+      g.dscale.data()[j] += w * run.layer->params()[0].grad.data()[j];
+      g.doffset.data()[j] += w * run.layer->params()[1].grad.data()[j];
     }
   }
+  return g;
+}
+
+struct Problem {
+  Tensor x, r, scale, offset;
+};
+
+Problem make_problem(int64_t n) {
+  Rng rng(7);
+  Problem p;
+  p.x = random_tensor(Shape{n, kH, kW, kC}, rng, -2.f, 3.f);
+  p.r = random_tensor(Shape{n, kH, kW, kC}, rng);  // loss = sum(y .* r)
+  p.scale = random_tensor(Shape{kC}, rng, 0.5f, 1.5f);
+  p.offset = random_tensor(Shape{kC}, rng, -0.3f, 0.3f);
+  return p;
+}
+
+// One training forward + backward of the whole batch in one process, then the same on
+// ranks with `shares` images each (synchronized); compares everything.
+void check_shares(const std::vector<int64_t>& shares, bool relu) {
+  int64_t n = 0;
+  for (int64_t s : shares) n += s;
+  Problem p = make_problem(n);
+  auto ref = make_bn(relu, p.scale, p.offset, n);
+  Tensor y(p.x.shape()), dx(p.x.shape()), dy = p.r.clone();
+  RunContext one{true, 7, 3};
+  ref->forward({&p.x}, y, one);
+  ref->backward({&p.x}, y, dy, {&dx}, one);
+
+  Gathered g = run_ranks(shares, relu, p.x, p.r, p.scale, p.offset);
   INFO("shares " << Catch::Detail::stringify(shares) << (relu ? ", fused relu" : ""));
-  CHECK(max_rel(y_all, y) < 1e-5);
-  CHECK(max_rel(dx_all, dx) < 1e-5);
-  CHECK(max_rel(dscale, ref->params()[0].grad) < 1e-5);
-  CHECK(max_rel(doffset, ref->params()[1].grad) < 1e-5);
-  for (const BnRun& run : runs) {  // every rank, the empty one included, has the same running statistics
-    CHECK(max_rel(run.layer->states()[0].value, ref->states()[0].value) < 1e-5);
-    CHECK(max_rel(run.layer->states()[1].value, ref->states()[1].value) < 1e-5);
+  CHECK(max_rel(g.y, y) < 1e-5);
+  CHECK(max_rel(g.dx, dx) < 1e-5);
+  CHECK(max_rel(g.dscale, ref->params()[0].grad) < 1e-5);
+  CHECK(max_rel(g.doffset, ref->params()[1].grad) < 1e-5);
+  for (size_t k = 0; k < shares.size(); ++k) {  // every rank, an empty one included, has the same running statistics
+    CHECK(max_rel(g.trained_mean[k], ref->states()[0].value) < 1e-5);
+    CHECK(max_rel(g.trained_var[k], ref->states()[1].value) < 1e-5);
   }
 }
 
@@ -185,6 +215,42 @@ TEST_CASE("synchronized batchNormalization on ranks equals one process", "[layer
     check_shares({6, 0}, relu);
     check_shares({0, 2, 4}, relu);
   }
+}
+
+TEST_CASE("synchronized batchNormalization: gradients match central differences of the global loss",
+          "[layers][dist][grad]") {
+  const std::vector<int64_t> shares{3, 1};
+  Problem p = make_problem(4);
+  Gathered g = run_ranks(shares, false, p.x, p.r, p.scale, p.offset);
+  auto loss = [&] {
+    Gathered h = run_ranks(shares, false, p.x, p.r, p.scale, p.offset);
+    double l = 0;
+    for (int64_t i = 0; i < h.y.numel(); ++i) l += static_cast<double>(h.y.data()[i]) * p.r.data()[i];
+    return l;
+  };
+  int checked = 0, failed = 0;
+  auto check = [&](Tensor& t, const Tensor& analytic, int64_t stride) {
+    for (int64_t i = 0; i < t.numel(); i += stride) {
+      const float orig = t.data()[i];
+      const double h = 5e-3;
+      t.data()[i] = static_cast<float>(orig + h);
+      const double up = loss();
+      t.data()[i] = static_cast<float>(orig - h);
+      const double down = loss();
+      t.data()[i] = orig;
+      const double numeric = (up - down) / (2 * h), a = analytic.data()[i];
+      ++checked;
+      if (std::fabs(numeric - a) > 2e-3 + 2e-2 * std::max(std::fabs(numeric), std::fabs(a))) {
+        ++failed;
+        UNSCOPED_INFO("element " << i << ": analytic " << a << ", numeric " << numeric);
+      }
+    }
+  };
+  check(p.x, g.dx, 7);  // inputs on both ranks
+  check(p.scale, g.dscale, 1);
+  check(p.offset, g.doffset, 1);
+  CHECK(checked > 30);
+  CHECK(failed == 0);
 }
 
 TEST_CASE("batch norm op with global_stats normalizes with the given statistics", "[backend]") {
