@@ -74,6 +74,17 @@ class Backend {
   virtual double cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
                                int64_t* correct) = 0;
 
+  // ---- the same loss without waiting for the device ----
+  // Writes dlogits as cross_entropy does and leaves the totals (loss sum, correct count, first
+  // bad label) in `totals`, a tensor of kLossTotalsFloats floats on this device; read_loss()
+  // waits for them and returns the mean loss. A training step issues backward and the update
+  // before it reads its loss, so the device does not idle while the host issues work. The
+  // defaults run cross_entropy at once (right for the CPU).
+  static constexpr int64_t kLossTotalsFloats = 8;
+  virtual void cross_entropy_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
+                                   Tensor& totals);
+  virtual double read_loss(const Tensor& totals, const Tensor& labels, int64_t* correct);
+
   // ---- optimizers (w, g and state of equal numel) ----
   // v = momentum * v - lr * (g + l2 * w); w += v      (MATLAB's sgdm)
   virtual void sgdm_update(Tensor& w, const Tensor& g, Tensor& v, float lr, float momentum,

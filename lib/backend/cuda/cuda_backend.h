@@ -54,6 +54,9 @@ class CudaBackend final : public Backend {
                                 const Tensor& dscale, Tensor& dx) override;
   double cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
                        int64_t* correct) override;
+  void cross_entropy_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
+                           Tensor& totals) override;
+  double read_loss(const Tensor& totals, const Tensor& labels, int64_t* correct) override;
   void sgdm_update(Tensor& w, const Tensor& g, Tensor& v, float lr, float momentum,
                    float l2) override;
   void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& s, float lr, float b1, float b2,

@@ -178,23 +178,42 @@ void CudaBackend::batch_norm_dx_correction(const Tensor& x, const Tensor& mean, 
 
 double CudaBackend::cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
                                   int64_t* correct) {
+  Tensor totals(Shape{kLossTotalsFloats}, device());
+  cross_entropy_async(probs, labels, dlogits, totals);
+  return read_loss(totals, labels, correct);
+}
+
+// The kernel writes its CrossEntropyResult straight into the totals tensor; nothing waits.
+void CudaBackend::cross_entropy_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
+                                      Tensor& totals) {
+  static_assert(sizeof(cuda::CrossEntropyResult) <= kLossTotalsFloats * sizeof(float));
   const int64_t n = labels.numel();
   DLT_CHECK(n > 0 && probs.numel() % n == 0,
             "cross_entropy: " << probs.numel() << " probabilities for " << n << " labels");
+  DLT_CHECK(totals.numel() >= kLossTotalsFloats, "cross_entropy: totals too small");
   const int64_t c = probs.numel() / n;
   on(probs, device(), "cross_entropy");
   on(labels, device(), "cross_entropy labels");
+  on(totals, device(), "cross_entropy totals");
   if (dlogits.defined()) {
     same_numel(probs, dlogits, "cross_entropy dlogits");
     on(dlogits, device(), "cross_entropy dlogits");
   }
   enter();
-  auto* result = static_cast<cuda::CrossEntropyResult*>(result_d_);
   cuda::cross_entropy(probs.data(), labels.data_i32(), n, c,
                       dlogits.defined() ? dlogits.data() : nullptr,
-                      scratch(cuda::cross_entropy_scratch(n)), result, ctx_.stream);
-  read_back(sizeof(cuda::CrossEntropyResult));
-  const cuda::CrossEntropyResult r = *static_cast<const cuda::CrossEntropyResult*>(result_h_);
+                      scratch(cuda::cross_entropy_scratch(n)),
+                      reinterpret_cast<cuda::CrossEntropyResult*>(totals.data()), ctx_.stream);
+}
+
+double CudaBackend::read_loss(const Tensor& totals, const Tensor& labels, int64_t* correct) {
+  on(totals, device(), "read_loss");
+  enter();
+  cuda::CrossEntropyResult r;
+  DLT_CUDA(cudaMemcpyAsync(result_h_, totals.data(), sizeof(r), cudaMemcpyDeviceToHost, ctx_.stream));
+  DLT_CUDA(cudaStreamSynchronize(ctx_.stream));
+  std::memcpy(&r, result_h_, sizeof(r));
+  const int64_t n = labels.numel();
   if (r.first_bad != UINT64_MAX) {
     const auto bad = static_cast<int64_t>(r.first_bad);
     int32_t label = 0;
@@ -203,11 +222,10 @@ double CudaBackend::cross_entropy(const Tensor& probs, const Tensor& labels, Ten
     DLT_CUDA(cudaStreamSynchronize(ctx_.stream));
     std::memcpy(&label, result_h_, sizeof(label));
     throw DataError("cross_entropy: label " + std::to_string(label) + " of sample " +
-                    std::to_string(bad) + " is outside 0.." + std::to_string(c - 1) +
-                    " (the network has " + std::to_string(c) + " classes; check the labels)");
+                    std::to_string(bad) + " is outside the network's classes (check the labels)");
   }
   if (correct) *correct = static_cast<int64_t>(r.correct);
-  return r.loss_sum / static_cast<double>(n);
+  return n > 0 ? r.loss_sum / static_cast<double>(n) : 0.0;
 }
 
 void CudaBackend::sgdm_update(Tensor& w, const Tensor& g, Tensor& v, float lr, float momentum,
