@@ -104,16 +104,23 @@ void Network::plan_fusion() {
   }
 }
 
+// Each parameter starts on a 64-byte boundary (cuDNN and cuBLAS pick faster kernels for
+// aligned pointers, and an algorithm chosen for one layer must fit every layer of its shape);
+// the gaps stay zero in both buffers.
+constexpr int64_t kParamAlign = 16;  // floats
+
 void Network::allocate_params() {
+  auto aligned = [](int64_t v) { return (v + kParamAlign - 1) / kParamAlign * kParamAlign; };
   int64_t total = 0;
   for (Node& n : nodes_)
-    for (Param& p : n.layer->params()) total += p.shape.numel();
+    for (Param& p : n.layer->params()) total = aligned(total) + p.shape.numel();
   flat_values_ = Tensor::zeros(Shape{std::max<int64_t>(total, 1)}, device_);
   flat_grads_ = Tensor::zeros(Shape{std::max<int64_t>(total, 1)}, device_);
   int64_t offset = 0;
   for (Node& n : nodes_) {
     n.param_offset = offset;
     for (Param& p : n.layer->params()) {
+      offset = aligned(offset);
       p.value = flat_values_.view(p.shape, offset);
       p.grad = flat_grads_.view(p.shape, offset);
       offset += p.shape.numel();
@@ -130,24 +137,26 @@ void Network::init_params(uint64_t seed) {
   input_->refresh_inv_std();
 }
 
+namespace {
+// Runs f for layer l; an out-of-memory DeviceError then names the layer (the allocator's
+// message already suggests a smaller MiniBatchSize).
+template <class F>
+void for_layer(const Layer& l, F f) {
+  try {
+    f();
+  } catch (const DeviceError& e) {
+    const std::string what = e.what();
+    if (what.rfind("out of GPU memory", 0) != 0) throw;
+    throw DeviceError("layer '" + l.name() + "' (" + l.type() + "): " + what);
+  }
+}
+}  // namespace
+
 void Network::set_batch(int64_t n) {
   DLT_CHECK(n > 0, "batch size must be positive");
   for (Node& node : nodes_) {
     if (node.alias_of >= 0) continue;
-    Shape s = batch_shape(n, node.shape);
-    if (!node.out.defined()) node.out = Tensor(s, device_);
-    node.out.resize(s);
-    if (node.needs_grad) {
-      if (!node.grad.defined()) node.grad = Tensor(s, device_);
-      node.grad.resize(s);
-      if (node.consumers.size() > 1) {
-        node.edge_grads.resize(node.consumers.size());
-        for (Tensor& t : node.edge_grads) {
-          if (!t.defined()) t = Tensor(s, device_);
-          t.resize(s);
-        }
-      }
-    }
+    for_layer(*node.layer, [&] { allocate_buffers(node, n); });
   }
   for (Node& node : nodes_) {
     if (node.alias_of < 0) continue;
@@ -157,8 +166,23 @@ void Network::set_batch(int64_t n) {
   if (n != batch_) {
     Backend& be = backend_for(device_);
     for (Node& node : nodes_)
-      if (node.alias_of < 0) node.layer->setup(n, be);
+      if (node.alias_of < 0) for_layer(*node.layer, [&] { node.layer->setup(n, be); });
     batch_ = n;
+  }
+}
+
+void Network::allocate_buffers(Node& node, int64_t n) {
+  Shape s = batch_shape(n, node.shape);
+  if (!node.out.defined()) node.out = Tensor(s, device_);
+  node.out.resize(s);
+  if (!node.needs_grad) return;
+  if (!node.grad.defined()) node.grad = Tensor(s, device_);
+  node.grad.resize(s);
+  if (node.consumers.size() < 2) return;
+  node.edge_grads.resize(node.consumers.size());
+  for (Tensor& t : node.edge_grads) {
+    if (!t.defined()) t = Tensor(s, device_);
+    t.resize(s);
   }
 }
 
@@ -183,7 +207,7 @@ const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
     if (i == 0) xs.push_back(&x);
     for (int p : n.inputs) xs.push_back(&nodes_[root(p)].out);
     if (!prof_fwd_) {
-      n.layer->forward(xs, n.out, ctx);
+      for_layer(*n.layer, [&] { n.layer->forward(xs, n.out, ctx); });
       continue;
     }
     Backend& be = backend_for(device_);
@@ -197,20 +221,31 @@ const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
 }
 
 double Network::loss_and_backward(const Tensor& labels, const RunContext& ctx, bool backward, int64_t* correct) {
+  loss_and_backward_async(labels, ctx, backward);
+  return read_loss(correct);
+}
+
+void Network::loss_and_backward_async(const Tensor& labels, const RunContext& ctx, bool backward) {
   Backend& be = backend_for(device_);
   Node& sm = nodes_[softmax_];
   Tensor none;
   Tensor* dlogits = backward ? grad_target(softmax_, sm.inputs[0]) : nullptr;
   Tensor probs = sm.out.reshaped(Shape{batch_, num_classes()});
-  double loss = be.cross_entropy(probs, labels, dlogits ? *dlogits : none, correct);
-  if (!backward) return loss;
+  if (!loss_totals_.defined()) loss_totals_ = Tensor(Shape{Backend::kLossTotalsFloats}, device_);
+  loss_labels_ = labels;
+  be.cross_entropy_async(probs, labels, dlogits ? *dlogits : none, loss_totals_);
+  if (!backward) return;
 
   for (int i = softmax_ - 1; i >= 1; --i) {
     backward_node(i, ctx);
     if (grads_ready_) grads_ready_(nodes_[i].param_offset);
   }
   if (grads_ready_) grads_ready_(0);
-  return loss;
+}
+
+double Network::read_loss(int64_t* correct) {
+  DLT_CHECK(loss_totals_.defined() && loss_labels_.defined(), "read_loss before loss_and_backward_async");
+  return backend_for(device_).read_loss(loss_totals_, loss_labels_, correct);
 }
 
 void Network::backward_node(int i, const RunContext& ctx) {
@@ -229,7 +264,7 @@ void Network::backward_node(int i, const RunContext& ctx) {
     scratch_dxs_.push_back(grad_target(i, p));
   }
   Timer t;
-  n.layer->backward(scratch_xs_, n.out, n.grad, scratch_dxs_, ctx);
+  for_layer(*n.layer, [&] { n.layer->backward(scratch_xs_, n.out, n.grad, scratch_dxs_, ctx); });
   if (prof_bwd_) {
     be.synchronize();
     (*prof_bwd_)[i] += t.seconds();

@@ -50,6 +50,10 @@ class Network {
   // correct predictions when correct is not null. With backward = true also fills every
   // parameter gradient (overwriting).
   double loss_and_backward(const Tensor& labels, const RunContext& ctx, bool backward, int64_t* correct);
+  // The same in two halves: issue the loss (and backward) without waiting for the device,
+  // then read the mean loss (waits). labels must stay unchanged until read_loss.
+  void loss_and_backward_async(const Tensor& labels, const RunContext& ctx, bool backward);
+  double read_loss(int64_t* correct);
 
   // Data parallel (lib/dist/data_parallel.h, GradientBuckets): loss_and_backward calls the
   // hook whenever every gradient at flat offsets >= offset has become final (backward fills
@@ -99,6 +103,7 @@ class Network {
   void build();
   void plan_fusion();
   void allocate_params();
+  void allocate_buffers(Node& node, int64_t n);
 
   NetworkSpec spec_;
   Device device_;
@@ -107,6 +112,7 @@ class Network {
   int softmax_ = -1;  // the softmax node feeding the classification layer
   std::vector<std::string> classes_;
   Tensor flat_values_, flat_grads_;
+  Tensor loss_totals_, loss_labels_;  // the last loss_and_backward_async's result and labels
   int64_t batch_ = 0;
   // Argument lists reused by forward/backward so an iteration allocates nothing.
   std::vector<const Tensor*> scratch_xs_, scratch_parts_;

@@ -154,14 +154,11 @@ GradCheckReport check_network(const NetworkSpec& spec, const GradCheckOptions& o
   };
   net.forward(x, ctx);
   net.loss_and_backward(labels, ctx, true, nullptr);
-  std::vector<float> grads = host_vector(net.flat_grads());
+  std::vector<std::vector<float>> grads;  // copied before check_tensor reruns backward-free passes
+  for (Param* p : net.params()) grads.push_back(host_vector(p->grad));
   GradCheckReport rep;
-  int64_t offset = 0;
-  for (Param* p : net.params()) {
-    std::vector<float> g(grads.begin() + offset, grads.begin() + offset + p->shape.numel());
-    offset += p->shape.numel();
-    check_tensor(p->name, p->value, g, loss, o, rng, rep);
-  }
+  size_t k = 0;
+  for (Param* p : net.params()) check_tensor(p->name, p->value, grads[k++], loss, o, rng, rep);
   return rep;
 }
 
