@@ -10,11 +10,13 @@
 #include "data/batch_loader.h"
 #include "data/datastore.h"
 #include "dist/data_parallel.h"
+#include "dist/launcher.h"
 #include "net/model_file.h"
 #include "net/network.h"
 #include "onnx/transfer.h"
 #include "optim/optimizer.h"
 #include "train/checkpoint.h"
+#include "train/device_batches.h"
 #include "train/plot.h"
 #include "train/progress.h"
 #include "train/run_files.h"
@@ -39,14 +41,15 @@ Device resolve_device(const TrainingOptions& o) {
                         std::to_string(cuda_device_count()) + " GPU(s) visible)");
     return Device::cuda(o.gpu_device);
   }
-  if (env == "parallel") return Device::cpu();  // CPU workers over Gloo (GPU workers need NCCL)
-  if (env == "multi-gpu") {
-    if (cuda_device_count() == 0)
-      throw DeviceError("ExecutionEnvironment 'multi-gpu' needs CUDA GPUs, but " +
-                        std::string(DLT_HAVE_CUDA ? "none is visible" : "this dltrain was built without CUDA") +
-                        " (use 'parallel' for CPU workers)");
-    throw DeviceError("ExecutionEnvironment 'multi-gpu' needs the NCCL communicator, which this version does not "
-                      "have yet (use 'gpu' for one GPU or 'parallel' for CPU workers)");
+  if (env == "parallel" && !uses_gpu_workers(env)) return Device::cpu();  // CPU workers over Gloo
+  if (env == "parallel" || env == "multi-gpu") {
+    // GPU workers over NCCL: `dltrain train` put this rank's GPU (gpu_for_rank: its local
+    // rank) into GPUDevice before joining the NCCL world on that device.
+    check_gpu_workers(cuda_device_count(), environment_map());
+    if (o.gpu_device >= cuda_device_count())
+      throw DeviceError("GPUDevice " + std::to_string(o.gpu_device) + " does not exist (" +
+                        std::to_string(cuda_device_count()) + " GPU(s) visible)");
+    return Device::cuda(o.gpu_device);
   }
   throw ConfigError("training.ExecutionEnvironment '" + env +
                     "' is not available in this version of dltrain yet (use auto, cpu or gpu)");
@@ -67,7 +70,7 @@ class Trainer {
   void prepare_data();
   void prepare_network();
   Batch& upload(Batch& batch);
-  bool step(Batch& batch, RunContext ctx, double lr, IterationRecord& rec);
+  bool step(Batch& batch, const Batch* next, RunContext ctx, double lr, IterationRecord& rec);
   Eval evaluate();
   void checkpoint(const TrainPosition& pos);
   void write_outputs(const std::string& status, const Eval& final_val, double wall);
@@ -84,7 +87,8 @@ class Trainer {
   std::unique_ptr<Optimizer> opt_;
   std::unique_ptr<GradientBuckets> buckets_;  // the data-parallel gradient all-reduce
   std::unique_ptr<BatchLoader> train_loader_, val_loader_;
-  Batch device_batch_;  // the batch on the GPU (unused on the CPU)
+  Batch device_batch_;  // a validation batch on the GPU (unused on the CPU)
+  std::unique_ptr<DeviceBatches> train_batches_;  // training batches, uploaded one ahead
   IterationLog log_;
   int64_t images_trained_ = 0;
   double train_seconds_ = 0, val_seconds_ = 0;
@@ -173,7 +177,7 @@ Batch& Trainer::upload(Batch& batch) {
   return device_batch_;
 }
 
-bool Trainer::step(Batch& batch, RunContext ctx, double lr, IterationRecord& rec) {
+bool Trainer::step(Batch& batch, const Batch* next, RunContext ctx, double lr, IterationRecord& rec) {
   // Data parallel: this rank's share w = n / N, known before forward (synchronized batch
   // norm uses it; no collective in one process). Backward starts the gradient buckets
   // (weighted by w, summed over ranks) as it completes them; finish() waits for all.
@@ -186,19 +190,25 @@ bool Trainer::step(Batch& batch, RunContext ctx, double lr, IterationRecord& rec
   buckets_->begin(share.weight);
   double loss = 0;
   int64_t correct = 0;
+  // The whole step is issued before the host waits for anything (the loss read at the end):
+  // the next batch's upload and this batch's compute overlap on a GPU.
   if (batch.size > 0) {
-    Batch& on_device = upload(batch);
+    if (batch.size != net_->batch()) net_->set_batch(batch.size);
+    Batch& on_device = train_batches_->take(batch);
+    if (next) train_batches_->stage(*next);
     net_->forward(on_device.images, ctx);
-    loss = net_->loss_and_backward(on_device.labels, ctx, true, &correct);
+    net_->loss_and_backward_async(on_device.labels, ctx, true);
   } else {
+    if (next) train_batches_->stage(*next);
     net_->run_empty_share(ctx);  // joins the collectives with zeros
   }
   buckets_->finish();
+  opt_->step(lr);  // a non-finite loss ends the run below; the updated weights are not kept
+  if (batch.size > 0) loss = net_->read_loss(&correct);
   GlobalTotals g = all_reduce_totals(*comm_, batch.size, loss, correct);
   rec.minibatch_loss = g.loss;
   rec.minibatch_accuracy = 100.0 * g.correct / g.images;
   if (!std::isfinite(g.loss)) return false;
-  opt_->step(lr);
   images_trained_ += static_cast<int64_t>(g.images);
   return true;
 }
@@ -256,6 +266,10 @@ TrainResult Trainer::run() {
   if (o_.threads > 0) cpu_set_threads(o_.threads);
   prepare_data();
   prepare_network();
+  if (o_.execution_environment == "auto")
+    log::info("ExecutionEnvironment auto: {}", device_.is_cpu() ? "no usable GPU, training on the CPU"
+                                                                  : "training on GPU " + device_.str());
+  log::info("backend: {}", backend_for(device_).name());
   log::info("training on {} with {} images in {} classes{}; {} learnables", device_.str(), train_ds_.size(),
             train_ds_.num_classes(), has_val_ ? ", validating on " + std::to_string(val_ds_.size()) : std::string(),
             net_->total_learnables());
@@ -276,16 +290,21 @@ TrainResult Trainer::run() {
   Eval last_val;
   Timer train_timer;
   double elapsed_before = pos.elapsed;
-  Batch batch;
+  Batch host_batches[2];  // the current and the next mini-batch
+  train_batches_ = std::make_unique<DeviceBatches>(device_);
   bool stop = false;
   for (int64_t epoch = pos.epoch; epoch < o_.max_epochs && !stop; ++epoch) {
     double lr = learn_rate_at(o_, epoch);
     train_loader_->start_epoch(epoch);
+    Batch* batch = &host_batches[0];
+    Batch* next = &host_batches[1];
     int64_t b = 0;
-    for (; b < pos.batch_in_epoch && train_loader_->next(batch); ++b) {
+    for (; b < pos.batch_in_epoch && train_loader_->next(*batch); ++b) {
     }
     pos.batch_in_epoch = 0;
-    while (!stop && train_loader_->next(batch)) {
+    bool have = train_loader_->next(*batch);
+    for (; !stop && have; std::swap(batch, next)) {
+      have = train_loader_->next(*next);  // fetched ahead: its upload overlaps this step
       ++b;
       int64_t it = ++pos.iteration;
       RunContext ctx{true, o_.seed, static_cast<uint64_t>(it)};
@@ -293,7 +312,7 @@ TrainResult Trainer::run() {
       rec.epoch = epoch + 1;
       rec.iteration = it;
       rec.learn_rate = lr;
-      if (!step(batch, ctx, lr, rec)) {
+      if (!step(*batch, have ? next : nullptr, ctx, lr, rec)) {
         table.footer();
         status = "diverged";
         rec.seconds = elapsed_before + train_timer.seconds();
@@ -376,6 +395,7 @@ void Trainer::write_outputs(const std::string& status, const Eval& val, double w
   files.validation_images = has_val_ ? val_ds_.size() : 0;
   files.skipped_images = train_loader_->skipped_images() + (val_loader_ ? val_loader_->skipped_images() : 0);
   files.device = device_.str();
+  files.peak_device_memory_bytes = static_cast<int64_t>(backend_for(device_).peak_memory_bytes());
   files.seed = o_.seed;
   if (status != "diverged") {
     ModelData m = net_->to_model_data();
