@@ -79,8 +79,8 @@ void sync_batch_norm_sums(Communicator& comm, double weight, Tensor& a, Tensor& 
   });
 }
 
-int64_t gradient_bucket_elements() {
-  double mb = kBucketMB;
+int64_t gradient_bucket_elements(const std::string& comm_kind) {
+  double mb = comm_kind == "nccl" ? kNcclBucketMB : kBucketMB;
   if (const char* v = std::getenv("DLT_BUCKET_MB"); v && *v) {
     char* end = nullptr;
     mb = std::strtod(v, &end);
@@ -92,7 +92,7 @@ int64_t gradient_bucket_elements() {
 
 GradientBuckets::GradientBuckets(Communicator& comm, Tensor& flat_grads, int64_t bucket_elements) : comm_(comm) {
   if (comm.size() == 1) return;
-  const int64_t b = bucket_elements > 0 ? bucket_elements : gradient_bucket_elements();
+  const int64_t b = bucket_elements > 0 ? bucket_elements : gradient_bucket_elements(comm.kind());
   const int64_t total = flat_grads.numel();
   for (int64_t end = total; end > 0;) {
     // A remainder under half a bucket joins the bucket before it.
