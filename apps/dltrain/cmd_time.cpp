@@ -19,20 +19,21 @@ namespace dlt::app {
 namespace {
 
 // Seconds per call of f over `iterations` calls after `warmup` untimed ones; the loop is
-// timed as a whole and repeated `repeats` times, the fastest repeat wins.
+// timed as a whole and repeated `repeats` times; the median repeat is returned (as the
+// PyTorch scripts of scripts/bench report theirs).
 template <class F>
 double seconds_per_call(Backend& be, int warmup, int iterations, int repeats, F f) {
   for (int i = 0; i < warmup; ++i) f(i);
   be.synchronize();
-  double best = 0;
+  std::vector<double> times;
   for (int r = 0; r < repeats; ++r) {
     Timer t;
     for (int i = 0; i < iterations; ++i) f(warmup + r * iterations + i);
     be.synchronize();
-    double s = t.seconds() / iterations;
-    if (r == 0 || s < best) best = s;
+    times.push_back(t.seconds() / iterations);
   }
-  return best;
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
 }
 
 }  // namespace
@@ -42,15 +43,18 @@ Runner add_time(CLI::App& app) {
   struct Args {
     std::string path;
     int64_t batch = 0;
-    int iterations = 20, warmup = 5, threads = 0, gpu = -1;
+    int iterations = 20, warmup = 5, repeats = 3, threads = 0, gpu = -1;
     bool json = false;
     std::vector<std::string> sets;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("config", a->path, "A config file (.yaml)")->required();
   cmd->add_option("--batch", a->batch, "Mini-batch size (default: training.MiniBatchSize)");
-  cmd->add_option("--iterations", a->iterations, "Timed iterations (default 20)");
+  cmd->add_option("--iterations", a->iterations, "Timed iterations per repeat (default 20)")
+      ->check(CLI::Range(1, 1000000));
   cmd->add_option("--warmup", a->warmup, "Untimed warm-up iterations (default 5)");
+  cmd->add_option("--repeats", a->repeats, "Timed loops of --iterations; the median counts (default 3)")
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
   cmd->add_option("--gpu", a->gpu, "Run on this GPU (same as training.ExecutionEnvironment=gpu, GPUDevice=N)")
       ->check(CLI::NonNegativeNumber);
@@ -78,7 +82,7 @@ Runner add_time(CLI::App& app) {
     Backend& be = backend_for(dev);
 
     std::vector<double> fwd(net.size(), 0.0), bwd(net.size(), 0.0);
-    const int repeats = 3;
+    const int repeats = a->repeats;
     double step = seconds_per_call(be, a->warmup, a->iterations, repeats, [&](int it) {
       RunContext ctx{true, 0, static_cast<uint64_t>(it + 1)};
       net.forward(x, ctx);
