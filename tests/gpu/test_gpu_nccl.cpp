@@ -1,0 +1,68 @@
+// The NCCL communicator in a world of one rank on the device under test (two ranks cannot
+// share one GPU): init through the rendezvous file, every collective's values and ordering
+// against the compute stream, async all-reduce + wait_all, and a prompt destructor. Multi-GPU
+// behaviour is for machines with several GPUs (docs/distributed.md).
+#include <catch2/catch.hpp>
+
+#include <chrono>
+
+#include "build_config.h"
+#include "gpu/gpu_test_util.h"
+
+#if DLT_HAVE_NCCL
+#include "dist/nccl_communicator.h"
+#endif
+
+namespace dlt::test::gpu {
+
+#if DLT_HAVE_NCCL
+TEST_CASE("gpu: NCCL communicator of one rank", "[gpu][nccl]") {
+  if (!testing_a_gpu()) {
+    SUCCEED("needs a GPU (the CPU stands in for it here)");
+    return;
+  }
+  TempDir dir;
+  CommOptions o;
+  o.rank = 0;
+  o.size = 1;
+  o.rendezvous_dir = dir.path();
+  o.timeout = std::chrono::milliseconds(30000);
+  const Device dev = device_under_test();
+  std::string fatal;
+  auto t0 = std::chrono::steady_clock::now();
+  {
+    auto comm = make_nccl_communicator(o, dev.index, [&](const std::string& m) { fatal = m; });
+    REQUIRE(comm->kind() == "nccl");
+    CHECK(comm->size() == 1);
+    Backend& be = dut_backend();
+    Rng rng(3);
+    TensorPair p = random_pair(Shape{1000}, rng);
+    // A value written on the compute stream just before the collective must be what it reduces.
+    be.scale(p.dev, 2.f);
+    comm->all_reduce_sum(p.dev);
+    be.scale(p.dev, 0.5f);  // ordered after the collective
+    CHECK(compare_tensors(p.dev, p.cpu).rel == 0.0);
+
+    Tensor a = p.dev.clone(), b = p.dev.clone();
+    comm->all_reduce_sum_async(a);
+    comm->all_reduce_sum_async(b);
+    comm->wait_all();
+    be.axpby(1.f, a, -1.f, b);  // a - b, both reduced in a world of one: zero
+    CHECK(be.sum_squares(b) == 0.0);
+    CHECK(compare_tensors(a, p.cpu).rel == 0.0);
+
+    double totals[3] = {1.5, -2.0, 7.0};
+    comm->all_reduce_sum(totals, 3);
+    CHECK(totals[0] == 1.5);
+    CHECK(totals[2] == 7.0);
+    comm->broadcast(a, 0);
+    CHECK(compare_tensors(a, p.cpu).rel == 0.0);
+    comm->barrier();
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(fatal.empty());
+  CHECK(seconds < 20);
+}
+#endif
+
+}  // namespace dlt::test::gpu
