@@ -15,13 +15,17 @@
 
 namespace dlt {
 
-GlobalShare global_share(Communicator& comm, int64_t images) {
+GlobalShare global_share(Communicator& comm, int64_t images, int64_t known_global) {
   GlobalShare s;
   s.images = images;
   if (comm.size() == 1) return s;
-  double n = static_cast<double>(images);
-  comm.all_reduce_sum(&n, 1);
-  s.images = static_cast<int64_t>(n + 0.5);
+  if (known_global > 0) {
+    s.images = known_global;
+  } else {
+    double n = static_cast<double>(images);
+    comm.all_reduce_sum(&n, 1);
+    s.images = static_cast<int64_t>(n + 0.5);
+  }
   s.weight = s.images > 0 ? static_cast<double>(images) / static_cast<double>(s.images) : 0.0;
   return s;
 }

@@ -23,12 +23,14 @@ struct GlobalTotals {
 };
 
 // This rank's share of the global mini-batch, known before forward (synchronized batch norm
-// and the gradient buckets need it): all-reduces n, one double; in one process {n, 1}.
+// and the gradient buckets need it). known_global > 0 is N when every rank knows it (no image
+// was skipped: the loader's global batch size), so nothing is communicated; otherwise one
+// all-reduce of n (one double, a host wait). In one process {n, 1}.
 struct GlobalShare {
   int64_t images = 0;  // N
   double weight = 1;   // w = n / N (0 when N is 0)
 };
-GlobalShare global_share(Communicator& comm, int64_t images);
+GlobalShare global_share(Communicator& comm, int64_t images, int64_t known_global = 0);
 
 // All-reduces (n, n * loss, correct) of this rank's share.
 GlobalTotals all_reduce_totals(Communicator& comm, int64_t images, double mean_loss, int64_t correct);

@@ -181,7 +181,9 @@ bool Trainer::step(Batch& batch, const Batch* next, RunContext ctx, double lr, I
   // Data parallel: this rank's share w = n / N, known before forward (synchronized batch
   // norm uses it; no collective in one process). Backward starts the gradient buckets
   // (weighted by w, summed over ranks) as it completes them; finish() waits for all.
-  GlobalShare share = global_share(*comm_, batch.size);
+  // With OnBadImage skip a rank's share can shrink, so N is counted; otherwise it is the
+  // loader's global batch size and costs no collective (no host wait before forward).
+  GlobalShare share = global_share(*comm_, batch.size, cfg_.data.on_bad_image == "skip" ? 0 : batch.global_size);
   if (comm_->size() > 1) {
     ctx.comm = comm_.get();
     ctx.weight = share.weight;
