@@ -47,7 +47,31 @@ void on_host(Tensor& a, Tensor& b, F f) {
 
 }  // namespace
 
+void sync_batch_norm_moments_float(Communicator& comm, double weight, Tensor& mean, Tensor& var) {
+  DLT_CHECK(var.numel() == mean.numel(), "sync_batch_norm_moments: mean has " << mean.numel() << " channels, var "
+                                                                              << var.numel());
+  Backend& be = backend_for(mean.device());
+  const float w = static_cast<float>(weight);
+  Tensor d = mean.clone();  // this rank's mean
+  be.scale(mean, w);
+  comm.all_reduce_sum(mean);    // the global mean
+  be.axpby(-1.f, mean, 1.f, d);  // d = mean_i - mean
+  be.mul(d, d, d);
+  be.axpby(w, d, w, var);  // w (var_i + d^2)
+  comm.all_reduce_sum(var);
+}
+
+void sync_batch_norm_sums_float(Communicator& comm, double weight, Tensor& a, Tensor& b) {
+  DLT_CHECK(b.numel() == a.numel(), "sync_batch_norm_sums: " << a.numel() << " and " << b.numel() << " channels");
+  Backend& be = backend_for(a.device());
+  be.scale(a, static_cast<float>(weight));
+  be.scale(b, static_cast<float>(weight));
+  comm.all_reduce_sum(a);
+  comm.all_reduce_sum(b);
+}
+
 void sync_batch_norm_moments(Communicator& comm, double weight, Tensor& mean, Tensor& var) {
+  if (!mean.device().is_cpu()) return sync_batch_norm_moments_float(comm, weight, mean, var);
   const int64_t c = mean.numel();
   DLT_CHECK(var.numel() == c, "sync_batch_norm_moments: mean has " << c << " channels, var " << var.numel());
   on_host(mean, var, [&](float* m, float* v) {
@@ -67,6 +91,7 @@ void sync_batch_norm_moments(Communicator& comm, double weight, Tensor& mean, Te
 }
 
 void sync_batch_norm_sums(Communicator& comm, double weight, Tensor& a, Tensor& b) {
+  if (!a.device().is_cpu()) return sync_batch_norm_sums_float(comm, weight, a, b);
   const int64_t c = a.numel();
   DLT_CHECK(b.numel() == c, "sync_batch_norm_sums: " << c << " and " << b.numel() << " channels");
   on_host(a, b, [&](float* pa, float* pb) {

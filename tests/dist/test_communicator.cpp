@@ -174,4 +174,39 @@ TEST_CASE("data parallel: gradients, totals and batch-norm states weighted by sh
   CHECK(errors[0] < 1e-5);
   CHECK(errors[1] < 1e-5);
 }
+
+// The float, on-device path of synchronized batch norm (used for GPU tensors) against the
+// double-precision host path, here on CPU tensors over Gloo: activations of 0..255 pixels
+// (means near 128, variances near 5000) must not lose the variance to cancellation.
+TEST_CASE("synchronized batch-norm collectives: the float path matches the double path", "[dist]") {
+  const int64_t c = 5;
+  auto errors = on_ranks<double>(2, [&](Communicator& comm) {
+    const double w = comm.rank() == 0 ? 0.75 : 0.25;
+    Tensor m1(Shape{c}), v1(Shape{c}), a1(Shape{c}), b1(Shape{c});
+    for (int64_t j = 0; j < c; ++j) {
+      m1.data()[j] = static_cast<float>(120 + 3 * j + 7 * comm.rank());
+      v1.data()[j] = static_cast<float>(4000 + 100 * j + 900 * comm.rank());
+      a1.data()[j] = static_cast<float>(0.5 * j - comm.rank());
+      b1.data()[j] = static_cast<float>(2 - j + 3 * comm.rank());
+    }
+    Tensor m2 = m1.clone(), v2 = v1.clone(), a2 = a1.clone(), b2 = b1.clone();
+    sync_batch_norm_moments(comm, w, m1, v1);
+    sync_batch_norm_moments_float(comm, w, m2, v2);
+    sync_batch_norm_sums(comm, w, a1, b1);
+    sync_batch_norm_sums_float(comm, w, a2, b2);
+    double err = 0;
+    for (int64_t j = 0; j < c; ++j) {
+      err = std::max<double>(err, std::abs(m1.data()[j] - m2.data()[j]) / std::abs(m1.data()[j]));
+      err = std::max<double>(err, std::abs(v1.data()[j] - v2.data()[j]) / std::abs(v1.data()[j]));
+      err = std::max<double>(err, std::abs(a1.data()[j] - a2.data()[j]) / (1 + std::abs(a1.data()[j])));
+      err = std::max<double>(err, std::abs(b1.data()[j] - b2.data()[j]) / (1 + std::abs(b1.data()[j])));
+    }
+    // The two ranks' mean differ by 7: the global variance is the weighted one plus 0.75*0.25*49.
+    const double want_var0 = 0.75 * 4000 + 0.25 * 4900 + 0.75 * 0.25 * 49;
+    err = std::max<double>(err, std::abs(v2.data()[0] - want_var0) / want_var0);
+    return err;
+  });
+  CHECK(errors[0] < 1e-6);
+  CHECK(errors[1] < 1e-6);
+}
 #endif
