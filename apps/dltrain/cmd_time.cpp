@@ -107,6 +107,7 @@ Runner add_time(CLI::App& app) {
       j.field("train_step_ms", step * 1e3).field("inference_ms", infer * 1e3);
       j.field("flops_per_image", net.flops_per_image());
       j.field("peak_device_memory_bytes", static_cast<int64_t>(be.peak_memory_bytes()));
+      j.field("activation_bytes", net.activation_bytes());
       j.key("layers").begin_array();
       for (size_t i = 0; i < net.size(); ++i) {
         j.begin_object().field("name", net.layer(i).name()).field("type", net.layer(i).type());
@@ -124,6 +125,7 @@ Runner add_time(CLI::App& app) {
                   fwd[i] / a->iterations * 1e3, bwd[i] / a->iterations * 1e3, net.fused(i) ? "  (fused)" : "");
     std::printf("\nBatch %lld on %s: training step %.2f ms (%.0f images/s), inference %.2f ms (%.0f images/s)\n",
                 static_cast<long long>(n), dev.str().c_str(), step * 1e3, train_ips, infer * 1e3, infer_ips);
+    std::printf("Layer outputs and gradients: %.1f MiB\n", static_cast<double>(net.activation_bytes()) / (1 << 20));
     std::printf("Forward FLOPs per image: %lld (training about 3x: %.1f GFLOP/s)\n",
                 static_cast<long long>(net.flops_per_image()),
                 3.0 * static_cast<double>(net.flops_per_image()) * train_ips / 1e9);

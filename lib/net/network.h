@@ -41,6 +41,11 @@ class Network {
   void init_params(uint64_t seed);
   // Creates the ops for batch size n; buffers only grow.
   void set_batch(int64_t n);
+  // Gradient buffers of layer outputs share memory where their lifetimes in backward do not
+  // overlap (on by default; off keeps one buffer per gradient, for tests). Call before set_batch.
+  void set_gradient_reuse(bool on) { grad_reuse_ = on; }
+  // Bytes held for layer outputs and their gradients at the current batch size.
+  int64_t activation_bytes() const;
   int64_t batch() const { return batch_; }
 
   // x: (N, H, W, C) on the network's device with N == batch(). Returns the class
@@ -103,7 +108,7 @@ class Network {
   void build();
   void plan_fusion();
   void allocate_params();
-  void allocate_buffers(Node& node, int64_t n);
+  void plan_gradients(int64_t n);
 
   NetworkSpec spec_;
   Device device_;
@@ -113,6 +118,8 @@ class Network {
   std::vector<std::string> classes_;
   Tensor flat_values_, flat_grads_;
   Tensor loss_totals_, loss_labels_;  // the last loss_and_backward_async's result and labels
+  bool grad_reuse_ = true;
+  std::vector<Tensor> grad_slots_;  // storage shared by gradients (plan_gradients)
   int64_t batch_ = 0;
   // Argument lists reused by forward/backward so an iteration allocates nothing.
   std::vector<const Tensor*> scratch_xs_, scratch_parts_;
