@@ -139,16 +139,20 @@ size_t CachingAllocator::peak_in_use_bytes() const {
   return peak_in_use_;
 }
 
-CachingAllocator& caching_allocator(int device) {
-  static std::mutex mu;
-  // Leaked on purpose: device memory must not be freed after the CUDA runtime shut down.
-  static auto* allocators = new std::vector<CachingAllocator*>();
-  std::lock_guard<std::mutex> lock(mu);
+void check_device_index(int device) {
   if (device < 0 || device >= cuda_device_count())
     throw DeviceError("cuda:" + std::to_string(device) + " does not exist: " +
                       std::to_string(cuda_device_count()) +
                       " CUDA GPU(s) are visible (check nvidia-smi and CUDA_VISIBLE_DEVICES, or "
                       "use ExecutionEnvironment: cpu)");
+}
+
+CachingAllocator& caching_allocator(int device) {
+  static std::mutex mu;
+  // Leaked on purpose: device memory must not be freed after the CUDA runtime shut down.
+  static auto* allocators = new std::vector<CachingAllocator*>();
+  std::lock_guard<std::mutex> lock(mu);
+  check_device_index(device);
   if (allocators->size() <= static_cast<size_t>(device))
     allocators->resize(static_cast<size_t>(device) + 1, nullptr);
   CachingAllocator*& a = (*allocators)[static_cast<size_t>(device)];

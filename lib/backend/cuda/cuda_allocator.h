@@ -13,6 +13,8 @@ namespace dlt::cuda {
 
 // Makes device current for the calling thread (cheap when it already is).
 void use_device(int device);
+// Throws DeviceError naming the device and the fix unless 0 <= device < cuda_device_count().
+void check_device_index(int device);
 
 // Makes device current for a scope and restores the caller's device after it: the allocator
 // and the copies do not change which device the calling thread works on.

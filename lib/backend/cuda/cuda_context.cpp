@@ -169,11 +169,7 @@ CudaContext& context(int device) {
   // destruction order) fails.
   static auto* contexts = new std::vector<CudaContext*>();
   std::lock_guard<std::mutex> lock(mu);
-  if (device < 0 || device >= cuda_device_count())
-    throw DeviceError("cuda:" + std::to_string(device) + " does not exist: " +
-                      std::to_string(cuda_device_count()) +
-                      " CUDA GPU(s) are visible (check nvidia-smi and CUDA_VISIBLE_DEVICES, or "
-                      "use ExecutionEnvironment: cpu)");
+  check_device_index(device);
   if (contexts->size() <= static_cast<size_t>(device))
     contexts->resize(static_cast<size_t>(device) + 1, nullptr);
   CudaContext*& c = (*contexts)[static_cast<size_t>(device)];

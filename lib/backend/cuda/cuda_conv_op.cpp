@@ -30,21 +30,15 @@ class CudaConvOp final : public ConvOp {
         d.dilation_w < 1 || std::min({d.pad_t, d.pad_b, d.pad_l, d.pad_r}) < 0)
       throw ShapeError(name_ + ": the output would be " + std::to_string(oh_) + "x" +
                        std::to_string(ow_) + " (check FilterSize, Stride, Padding)");
-    // cuDNN pads min(top, bottom) x min(left, right); the rest is padded explicitly.
-    ph_ = std::min(d.pad_t, d.pad_b);
-    pw_ = std::min(d.pad_l, d.pad_r);
-    et_ = d.pad_t - ph_, eb_ = d.pad_b - ph_, el_ = d.pad_l - pw_, er_ = d.pad_r - pw_;
-    explicit_pad_ = et_ || eb_ || el_ || er_;
-    hx_ = d.h + et_ + eb_;
-    wx_ = d.w + el_ + er_;
-    set_nhwc(x_desc_, d.n, hx_, wx_, d.c, name_);
+    pad_ = PadSplit(d.h, d.w, d.pad_t, d.pad_b, d.pad_l, d.pad_r);
+    set_nhwc(x_desc_, d.n, pad_.hx, pad_.wx, d.c, name_);
     set_nhwc(y_desc_, d.n, oh_, ow_, d.k, name_);
     set_channels(b_desc_, d.k, name_);
     DLT_CUDNN(cudnnSetFilter4dDescriptor(w_desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC,
                                          to_int(d.k, name_, "K"), to_int(d.c, name_, "C"),
                                          to_int(d.kh, name_, "kh"), to_int(d.kw, name_, "kw")));
     DLT_CUDNN(cudnnSetConvolution2dDescriptor(
-        conv_desc_, to_int(ph_, name_, "padding"), to_int(pw_, name_, "padding"),
+        conv_desc_, to_int(pad_.ph, name_, "padding"), to_int(pad_.pw, name_, "padding"),
         to_int(d.stride_h, name_, "stride"), to_int(d.stride_w, name_, "stride"),
         to_int(d.dilation_h, name_, "dilation"), to_int(d.dilation_w, name_, "dilation"),
         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
@@ -59,10 +53,10 @@ class CudaConvOp final : public ConvOp {
          << " (report this shape as a bug)";
       throw ShapeError(os.str());
     }
-    key_ = ConvAlgoKey{ctx.device, tf32_allowed() ? 1 : 0, d.n, hx_, wx_, d.c, d.k, d.kh, d.kw,
-                       ph_, pw_, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w};
+    key_ = ConvAlgoKey{ctx.device, tf32_allowed() ? 1 : 0, d.n, pad_.hx, pad_.wx, d.c, d.k, d.kh, d.kw,
+                       pad_.ph, pad_.pw, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w};
     algos_ = conv_algo_cache().get(key_);
-    xp_bytes_ = explicit_pad_ ? aligned_bytes(sizeof(float) * d.n * hx_ * wx_ * d.c) : 0;
+    xp_bytes_ = pad_.explicit_pad ? aligned_bytes(sizeof(float) * d.n * pad_.hx * pad_.wx * d.c) : 0;
     max_ws_fwd_ = heuristic_ws_fwd();
     max_ws_bwd_data_ = heuristic_ws_bwd_data();
     max_ws_bwd_filter_ = heuristic_ws_bwd_filter();
@@ -118,7 +112,7 @@ class CudaConvOp final : public ConvOp {
     if (!algos_.has_bwd_data) conv_algo_cache().refresh(key_, algos_);
     const size_t ws_bytes = algos_.has_bwd_data ? algos_.bwd_data_ws : max_ws_bwd_data_;
     char* base = static_cast<char*>(ctx_.workspace(xp_bytes_ + ws_bytes));
-    float* dxp = explicit_pad_ ? reinterpret_cast<float*>(base) : dx.data();
+    float* dxp = pad_.explicit_pad ? reinterpret_cast<float*>(base) : dx.data();
     void* ws = base + xp_bytes_;
     if (!algos_.has_bwd_data) {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
@@ -136,8 +130,8 @@ class CudaConvOp final : public ConvOp {
     DLT_CUDNN(cudnnConvolutionBackwardData(ctx_.cudnn, &one, w_desc_, w.data(), y_desc_, dy.data(),
                                            conv_desc_, algos_.bwd_data, ws, algos_.bwd_data_ws,
                                            &zero, x_desc_, dxp));
-    if (explicit_pad_)
-      DLT_CUDA(crop_nhwc(dxp, dx.data(), d_.n, d_.h, d_.w, d_.c, et_, eb_, el_, er_, ctx_.stream));
+    if (pad_.explicit_pad)
+      DLT_CUDA(crop_nhwc(dxp, dx.data(), d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb, pad_.el, pad_.er, ctx_.stream));
   }
 
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
@@ -184,9 +178,9 @@ class CudaConvOp final : public ConvOp {
 
   // x itself, or x padded by the explicit excess into the start of the workspace.
   const float* padded_input(const Tensor& x, char* base) {
-    if (!explicit_pad_) return x.data();
+    if (!pad_.explicit_pad) return x.data();
     float* xp = reinterpret_cast<float*>(base);
-    DLT_CUDA(pad_nhwc(x.data(), xp, d_.n, d_.h, d_.w, d_.c, et_, eb_, el_, er_, 0.f, ctx_.stream));
+    DLT_CUDA(pad_nhwc(x.data(), xp, d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb, pad_.el, pad_.er, 0.f, ctx_.stream));
     return xp;
   }
 
@@ -249,10 +243,7 @@ class CudaConvOp final : public ConvOp {
   CudaContext& ctx_;
   std::string name_;
   int64_t oh_ = 0, ow_ = 0;
-  int64_t ph_ = 0, pw_ = 0;                  // symmetric padding cuDNN applies
-  int64_t et_ = 0, eb_ = 0, el_ = 0, er_ = 0;  // excess padded explicitly
-  int64_t hx_ = 0, wx_ = 0;                  // input size after the explicit padding
-  bool explicit_pad_ = false;
+  PadSplit pad_;  // symmetric padding for cuDNN + the excess padded explicitly
   bool fused_ok_ = true;
   size_t xp_bytes_ = 0;  // workspace head for the padded x or the padded dx
   size_t max_ws_fwd_ = 0, max_ws_bwd_data_ = 0, max_ws_bwd_filter_ = 0;  // measuring budgets

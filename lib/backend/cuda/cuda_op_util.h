@@ -2,7 +2,9 @@
 // int range checks that throw ShapeError naming the op, argument size checks, the TF32 switch
 // (env DLT_ALLOW_TF32=1) and workspace carving. Internal to lib/backend/cuda.
 #pragma once
+#include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -93,6 +95,18 @@ inline Tensor device_floats(int64_t count, const CudaContext& ctx) {
 
 // Bytes rounded up so that buffers carved out of one workspace stay 256-byte aligned.
 inline size_t aligned_bytes(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// cuDNN pads symmetrically: it applies ph = min(top, bottom) and pw = min(left, right); the
+// excess (et, eb, el, er) the op pads explicitly into an input of hx x wx.
+struct PadSplit {
+  int64_t ph = 0, pw = 0, et = 0, eb = 0, el = 0, er = 0, hx = 0, wx = 0;
+  bool explicit_pad = false;
+  PadSplit() = default;
+  PadSplit(int64_t h, int64_t w, int64_t top, int64_t bottom, int64_t left, int64_t right)
+      : ph(std::min(top, bottom)), pw(std::min(left, right)), et(top - ph), eb(bottom - ph),
+        el(left - pw), er(right - pw), hx(h + et + eb), wx(w + el + er),
+        explicit_pad(et || eb || el || er) {}
+};
 
 // True for cuDNN 9's "not supported" family of statuses (3000..3999).
 inline bool cudnn_not_supported(cudnnStatus_t s) {

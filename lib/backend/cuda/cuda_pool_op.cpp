@@ -28,20 +28,15 @@ class CudaPoolOp final : public PoolOp {
         std::min({d.pad_t, d.pad_b, d.pad_l, d.pad_r}) < 0)
       throw ShapeError(name_ + ": the output would be " + std::to_string(oh_) + "x" +
                        std::to_string(ow_) + " (check PoolSize, Stride, Padding)");
-    ph_ = std::min(d.pad_t, d.pad_b);
-    pw_ = std::min(d.pad_l, d.pad_r);
-    et_ = d.pad_t - ph_, eb_ = d.pad_b - ph_, el_ = d.pad_l - pw_, er_ = d.pad_r - pw_;
-    explicit_pad_ = et_ || eb_ || el_ || er_;
-    hx_ = d.h + et_ + eb_;
-    wx_ = d.w + el_ + er_;
-    set_nhwc(x_desc_, d.n, hx_, wx_, d.c, name_);
+    pad_ = PadSplit(d.h, d.w, d.pad_t, d.pad_b, d.pad_l, d.pad_r);
+    set_nhwc(x_desc_, d.n, pad_.hx, pad_.wx, d.c, name_);
     set_nhwc(y_desc_, d.n, oh_, ow_, d.c, name_);
     const cudnnPoolingMode_t mode = d.kind == PoolKind::kMax
                                         ? CUDNN_POOLING_MAX_DETERMINISTIC
                                         : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
     DLT_CUDNN(cudnnSetPooling2dDescriptor(
         pool_desc_, mode, CUDNN_PROPAGATE_NAN, to_int(d.kh, name_, "PoolSize"),
-        to_int(d.kw, name_, "PoolSize"), to_int(ph_, name_, "Padding"), to_int(pw_, name_, "Padding"),
+        to_int(d.kw, name_, "PoolSize"), to_int(pad_.ph, name_, "Padding"), to_int(pad_.pw, name_, "Padding"),
         to_int(d.stride_h, name_, "Stride"), to_int(d.stride_w, name_, "Stride")));
     int n = 0, c = 0, oh = 0, ow = 0;
     DLT_CUDNN(cudnnGetPooling2dForwardOutputDim(pool_desc_, x_desc_, &n, &c, &oh, &ow));
@@ -51,30 +46,30 @@ class CudaPoolOp final : public PoolOp {
         << oh_ << "x" << ow_ << " (report this shape as a bug)";
       throw ShapeError(e.str());
     }
-    xp_bytes_ = explicit_pad_ ? aligned_bytes(sizeof(float) * d.n * hx_ * wx_ * d.c) : 0;
+    xp_bytes_ = pad_.explicit_pad ? aligned_bytes(sizeof(float) * d.n * pad_.hx * pad_.wx * d.c) : 0;
   }
 
   void forward(const Tensor& x, Tensor& y, bool training) override {
     expect_gpu(x, d_.n * d_.h * d_.w * d_.c, ctx_, "pool forward", "x");
     expect_gpu(y, d_.n * oh_ * ow_ * d_.c, ctx_, "pool forward", "y");
     const float* xin = x.data();
-    if (explicit_pad_) {
+    if (pad_.explicit_pad) {
       // Training keeps the padded input for backward; inference pads into the workspace.
       float* xp;
       if (training) {
-        if (!xp_.defined()) xp_ = device_floats(d_.n * hx_ * wx_ * d_.c, ctx_);
+        if (!xp_.defined()) xp_ = device_floats(d_.n * pad_.hx * pad_.wx * d_.c, ctx_);
         xp = xp_.data();
       } else {
         xp = static_cast<float*>(ctx_.workspace(xp_bytes_));
       }
       const float pad = d_.kind == PoolKind::kMax ? -FLT_MAX : 0.f;
-      DLT_CUDA(pad_nhwc(x.data(), xp, d_.n, d_.h, d_.w, d_.c, et_, eb_, el_, er_, pad, ctx_.stream));
+      DLT_CUDA(pad_nhwc(x.data(), xp, d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb, pad_.el, pad_.er, pad, ctx_.stream));
       xin = xp;
     }
     const float one = 1.f, zero = 0.f;
     DLT_CUDNN(cudnnPoolingForward(ctx_.cudnn, pool_desc_, &one, x_desc_, xin, &zero, y_desc_, y.data()));
     if (!training) return;
-    if (!explicit_pad_) x_kept_ = x;  // a handle: the layer's input stays until its backward
+    if (!pad_.explicit_pad) x_kept_ = x;  // a handle: the layer's input stays until its backward
     if (d_.kind == PoolKind::kMax) {
       // A copy: a following in-place layer may change y before backward.
       if (!y_copy_.defined()) y_copy_ = device_floats(y.numel(), ctx_);
@@ -93,23 +88,22 @@ class CudaPoolOp final : public PoolOp {
     if (!have_forward_)
       throw Error(name_ + ": backward called before a training forward (call forward with "
                           "training = true first)");
-    const float* xin = explicit_pad_ ? xp_.data() : x_kept_.data();
-    float* dxp = explicit_pad_ ? static_cast<float*>(ctx_.workspace(xp_bytes_)) : dx.data();
+    const float* xin = pad_.explicit_pad ? xp_.data() : x_kept_.data();
+    float* dxp = pad_.explicit_pad ? static_cast<float*>(ctx_.workspace(xp_bytes_)) : dx.data();
     const float one = 1.f, zero = 0.f;
     DLT_CUDNN(cudnnPoolingBackward(ctx_.cudnn, pool_desc_, &one, y_desc_, y_kept_.data(), y_desc_,
                                    dy.data(), x_desc_, xin, &zero, x_desc_, dxp));
-    if (explicit_pad_)
-      DLT_CUDA(crop_nhwc(dxp, dx.data(), d_.n, d_.h, d_.w, d_.c, et_, eb_, el_, er_, ctx_.stream));
+    if (pad_.explicit_pad)
+      DLT_CUDA(crop_nhwc(dxp, dx.data(), d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb, pad_.el, pad_.er, ctx_.stream));
   }
 
  private:
   PoolDesc d_;
   CudaContext& ctx_;
   std::string name_;
-  int64_t oh_ = 0, ow_ = 0, ph_ = 0, pw_ = 0;
-  int64_t et_ = 0, eb_ = 0, el_ = 0, er_ = 0;  // excess padded explicitly
-  int64_t hx_ = 0, wx_ = 0;
-  bool explicit_pad_ = false, have_forward_ = false;
+  int64_t oh_ = 0, ow_ = 0;
+  PadSplit pad_;  // symmetric padding for cuDNN + the excess padded explicitly
+  bool have_forward_ = false;
   size_t xp_bytes_ = 0;
   TensorDesc x_desc_, y_desc_;  // (N, Hx, Wx, C), (N, OH, OW, C)
   PoolingDesc pool_desc_;
