@@ -30,29 +30,15 @@ GlobalShare global_share(Communicator& comm, int64_t images, int64_t known_globa
   return s;
 }
 
-namespace {
-
-// Runs f on host views of a and b (C each), copying device tensors there and back.
-template <class F>
-void on_host(Tensor& a, Tensor& b, F f) {
-  if (a.device().is_cpu() && b.device().is_cpu()) {
-    f(a.data(), b.data());
-    return;
-  }
-  Tensor ha = a.to(Device::cpu()), hb = b.to(Device::cpu());
-  f(ha.data(), hb.data());
-  a.copy_from(ha);
-  b.copy_from(hb);
-}
-
-}  // namespace
-
-void sync_batch_norm_moments_float(Communicator& comm, double weight, Tensor& mean, Tensor& var) {
+void sync_batch_norm_moments_float(Communicator& comm, double weight, Tensor& mean, Tensor& var,
+                                   Tensor& scratch) {
   DLT_CHECK(var.numel() == mean.numel(), "sync_batch_norm_moments: mean has " << mean.numel() << " channels, var "
                                                                               << var.numel());
   Backend& be = backend_for(mean.device());
   const float w = static_cast<float>(weight);
-  Tensor d = mean.clone();  // this rank's mean
+  DLT_CHECK(scratch.numel() == mean.numel(), "sync_batch_norm_moments: scratch of " << scratch.numel() << " floats");
+  Tensor& d = scratch;
+  be.copy(mean, d);  // this rank's mean
   be.scale(mean, w);
   comm.all_reduce_sum(mean);    // the global mean
   be.axpby(-1.f, mean, 1.f, d);  // d = mean_i - mean
@@ -70,42 +56,42 @@ void sync_batch_norm_sums_float(Communicator& comm, double weight, Tensor& a, Te
   comm.all_reduce_sum(b);
 }
 
-void sync_batch_norm_moments(Communicator& comm, double weight, Tensor& mean, Tensor& var) {
-  if (!mean.device().is_cpu()) return sync_batch_norm_moments_float(comm, weight, mean, var);
+void sync_batch_norm_moments(Communicator& comm, double weight, Tensor& mean, Tensor& var, Tensor& scratch) {
+  if (!mean.device().is_cpu()) return sync_batch_norm_moments_float(comm, weight, mean, var, scratch);
   const int64_t c = mean.numel();
   DLT_CHECK(var.numel() == c, "sync_batch_norm_moments: mean has " << c << " channels, var " << var.numel());
-  on_host(mean, var, [&](float* m, float* v) {
-    std::vector<double> buf(static_cast<size_t>(2 * c));
-    for (int64_t j = 0; j < c; ++j) {
-      const double mj = m[j];
-      buf[static_cast<size_t>(j)] = weight * mj;
-      buf[static_cast<size_t>(c + j)] = weight * (static_cast<double>(v[j]) + mj * mj);
-    }
-    comm.all_reduce_sum(buf.data(), 2 * c);
-    for (int64_t j = 0; j < c; ++j) {
-      const double mj = buf[static_cast<size_t>(j)];
-      m[j] = static_cast<float>(mj);
-      v[j] = static_cast<float>(std::max(0.0, buf[static_cast<size_t>(c + j)] - mj * mj));
-    }
-  });
+  float* m = mean.data();
+  float* v = var.data();
+  std::vector<double> buf(static_cast<size_t>(2 * c));
+  for (int64_t j = 0; j < c; ++j) {
+    const double mj = m[j];
+    buf[static_cast<size_t>(j)] = weight * mj;
+    buf[static_cast<size_t>(c + j)] = weight * (static_cast<double>(v[j]) + mj * mj);
+  }
+  comm.all_reduce_sum(buf.data(), 2 * c);
+  for (int64_t j = 0; j < c; ++j) {
+    const double mj = buf[static_cast<size_t>(j)];
+    m[j] = static_cast<float>(mj);
+    v[j] = static_cast<float>(std::max(0.0, buf[static_cast<size_t>(c + j)] - mj * mj));
+  }
 }
 
 void sync_batch_norm_sums(Communicator& comm, double weight, Tensor& a, Tensor& b) {
   if (!a.device().is_cpu()) return sync_batch_norm_sums_float(comm, weight, a, b);
   const int64_t c = a.numel();
   DLT_CHECK(b.numel() == c, "sync_batch_norm_sums: " << c << " and " << b.numel() << " channels");
-  on_host(a, b, [&](float* pa, float* pb) {
-    std::vector<double> buf(static_cast<size_t>(2 * c));
-    for (int64_t j = 0; j < c; ++j) {
-      buf[static_cast<size_t>(j)] = weight * pa[j];
-      buf[static_cast<size_t>(c + j)] = weight * pb[j];
-    }
-    comm.all_reduce_sum(buf.data(), 2 * c);
-    for (int64_t j = 0; j < c; ++j) {
-      pa[j] = static_cast<float>(buf[static_cast<size_t>(j)]);
-      pb[j] = static_cast<float>(buf[static_cast<size_t>(c + j)]);
-    }
-  });
+  float* pa = a.data();
+  float* pb = b.data();
+  std::vector<double> buf(static_cast<size_t>(2 * c));
+  for (int64_t j = 0; j < c; ++j) {
+    buf[static_cast<size_t>(j)] = weight * pa[j];
+    buf[static_cast<size_t>(c + j)] = weight * pb[j];
+  }
+  comm.all_reduce_sum(buf.data(), 2 * c);
+  for (int64_t j = 0; j < c; ++j) {
+    pa[j] = static_cast<float>(buf[static_cast<size_t>(j)]);
+    pb[j] = static_cast<float>(buf[static_cast<size_t>(c + j)]);
+  }
 }
 
 int64_t gradient_bucket_elements(const std::string& comm_kind) {

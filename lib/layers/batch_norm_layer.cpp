@@ -121,7 +121,8 @@ class BatchNormLayer final : public Layer {
     } else {
       be_->channel_moments(x, batch_mean_, batch_var_);
     }
-    sync_batch_norm_moments(*ctx.comm, ctx.weight, batch_mean_, batch_var_);
+    if (!sync_scratch_.defined()) sync_scratch_ = Tensor(Shape{c_}, batch_mean_.device());
+    sync_batch_norm_moments(*ctx.comm, ctx.weight, batch_mean_, batch_var_, sync_scratch_);
     if (empty) return;
     global_op().forward_training(x, params_[0].value, params_[1].value, y, batch_mean_, batch_var_);
   }
@@ -182,6 +183,7 @@ class BatchNormLayer final : public Layer {
   int64_t c_ = 0, n_ = 0;
   Tensor batch_mean_, batch_var_;  // (C) statistics of the last training forward (global when synchronized)
   Tensor scratch_dx_;
+  Tensor sync_scratch_;  // (C) for the synchronized moments on a device
   Tensor sum_shift_, sum_scale_;   // (C) D and S of synchronized backward
   std::unique_ptr<BatchNormOp> op_, sync_op_;  // sync_op_: global_stats, for data parallel
   Backend* be_ = nullptr;

@@ -190,8 +190,9 @@ TEST_CASE("synchronized batch-norm collectives: the float path matches the doubl
       b1.data()[j] = static_cast<float>(2 - j + 3 * comm.rank());
     }
     Tensor m2 = m1.clone(), v2 = v1.clone(), a2 = a1.clone(), b2 = b1.clone();
-    sync_batch_norm_moments(comm, w, m1, v1);
-    sync_batch_norm_moments_float(comm, w, m2, v2);
+    Tensor scratch(Shape{c});
+    sync_batch_norm_moments(comm, w, m1, v1, scratch);
+    sync_batch_norm_moments_float(comm, w, m2, v2, scratch);
     sync_batch_norm_sums(comm, w, a1, b1);
     sync_batch_norm_sums_float(comm, w, a2, b2);
     double err = 0;
