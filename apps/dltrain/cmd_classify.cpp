@@ -16,6 +16,7 @@
 #include "data/decode.h"
 #include "net/model_file.h"
 #include "net/network.h"
+#include "train/device_batches.h"
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -119,12 +120,18 @@ Runner add_classify(CLI::App& app) {
     RunContext ctx;
     Batch b;
     const int64_t k = net.num_classes();
+    DeviceBatches on_device(dev);
+    Tensor host;  // the probabilities on the host (reused)
     while (loader.next(b)) {
       if (b.size == 0) continue;
       if (b.size != net.batch()) net.set_batch(b.size);
-      const Tensor& out = net.forward(dev.is_cpu() ? b.images : b.images.to(dev), ctx);
-      Tensor host = dev.is_cpu() ? out : out.to(Device::cpu());
-      const Tensor& probs = host;
+      const Tensor& out = net.forward(on_device.take(b).images, ctx);
+      if (!dev.is_cpu()) {
+        if (!host.defined()) host = Tensor(out.shape());
+        host.resize(out.shape());
+        host.copy_from(out);
+      }
+      const Tensor& probs = dev.is_cpu() ? out : host;
       for (int64_t i = 0; i < b.size; ++i) {
         int64_t item = b.items[i];
         const float* p = probs.data() + i * k;

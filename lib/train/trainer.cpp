@@ -69,7 +69,6 @@ class Trainer {
  private:
   void prepare_data();
   void prepare_network();
-  Batch& upload(Batch& batch);
   bool step(Batch& batch, const Batch* next, RunContext ctx, double lr, IterationRecord& rec);
   Eval evaluate();
   void checkpoint(const TrainPosition& pos);
@@ -87,8 +86,8 @@ class Trainer {
   std::unique_ptr<Optimizer> opt_;
   std::unique_ptr<GradientBuckets> buckets_;  // the data-parallel gradient all-reduce
   std::unique_ptr<BatchLoader> train_loader_, val_loader_;
-  Batch device_batch_;  // a validation batch on the GPU (unused on the CPU)
   std::unique_ptr<DeviceBatches> train_batches_;  // training batches, uploaded one ahead
+  std::unique_ptr<DeviceBatches> val_batches_;    // validation batches on the device
   IterationLog log_;
   int64_t images_trained_ = 0;
   double train_seconds_ = 0, val_seconds_ = 0;
@@ -160,23 +159,6 @@ void Trainer::prepare_network() {
 
 // One training iteration: batch -> forward -> loss -> backward -> [all-reduce] -> optimizer
 // step. A rank with an empty share (WorkerLoad 0) skips the compute but joins the collectives.
-// Sizes the network for the batch and returns it on the training device: the batch itself on
-// the CPU, else device_batch_ filled through the one named host->device copy.
-Batch& Trainer::upload(Batch& batch) {
-  if (batch.size != net_->batch()) net_->set_batch(batch.size);
-  if (device_.is_cpu()) return batch;
-  if (!device_batch_.images.defined()) {  // an empty Tensor would resize onto the host
-    device_batch_.images = Tensor(batch.images.shape(), device_);
-    device_batch_.labels = Tensor(batch.labels.shape(), device_, DType::kI32);
-  }
-  device_batch_.images.resize(batch.images.shape());
-  device_batch_.images.copy_from(batch.images);
-  device_batch_.labels.resize(batch.labels.shape());
-  device_batch_.labels.copy_from(batch.labels);
-  device_batch_.size = batch.size;
-  return device_batch_;
-}
-
 bool Trainer::step(Batch& batch, const Batch* next, RunContext ctx, double lr, IterationRecord& rec) {
   // Data parallel: this rank's share w = n / N, known before forward (synchronized batch
   // norm uses it; no collective in one process). Backward starts the gradient buckets
@@ -227,7 +209,8 @@ Eval Trainer::evaluate() {
   val_loader_->start_epoch(0);
   while (val_loader_->next(b)) {
     if (b.size == 0) continue;
-    Batch& on_device = upload(b);
+    if (b.size != net_->batch()) net_->set_batch(b.size);
+    Batch& on_device = val_batches_->take(b);
     net_->forward(on_device.images, ctx);
     int64_t correct = 0;
     loss_sum += net_->loss_and_backward(on_device.labels, ctx, false, &correct) * static_cast<double>(b.size);
@@ -294,6 +277,7 @@ TrainResult Trainer::run() {
   double elapsed_before = pos.elapsed;
   Batch host_batches[2];  // the current and the next mini-batch
   train_batches_ = std::make_unique<DeviceBatches>(device_);
+  val_batches_ = std::make_unique<DeviceBatches>(device_);
   bool stop = false;
   for (int64_t epoch = pos.epoch; epoch < o_.max_epochs && !stop; ++epoch) {
     double lr = learn_rate_at(o_, epoch);
