@@ -71,6 +71,7 @@ Runner add_time(CLI::App& app) {
     Device dev = resolve_device(c.training);
     Network net(c.network, dev);
     net.init_params(c.training.seed);
+    net.set_mixed_precision(c.training.precision == "mixed");
     net.set_batch(n);
     Optimizer opt(c.training, net.params());
     const Shape& in = net.input_shape();
@@ -103,6 +104,7 @@ Runner add_time(CLI::App& app) {
       JsonWriter j;
       j.begin_object();
       j.field("config", a->path).field("batch", n).field("device", dev.str());
+      j.field("precision", c.training.precision);
       j.field("train_images_per_second", train_ips).field("inference_images_per_second", infer_ips);
       j.field("train_step_ms", step * 1e3).field("inference_ms", infer * 1e3);
       j.field("flops_per_image", net.flops_per_image());
@@ -123,8 +125,8 @@ Runner add_time(CLI::App& app) {
     for (size_t i = 0; i < net.size(); ++i)
       std::printf("%-24s %-26s %12.3f %12.3f%s\n", net.layer(i).name().c_str(), net.layer(i).type().c_str(),
                   fwd[i] / a->iterations * 1e3, bwd[i] / a->iterations * 1e3, net.fused(i) ? "  (fused)" : "");
-    std::printf("\nBatch %lld on %s: training step %.2f ms (%.0f images/s), inference %.2f ms (%.0f images/s)\n",
-                static_cast<long long>(n), dev.str().c_str(), step * 1e3, train_ips, infer * 1e3, infer_ips);
+    std::printf("\nBatch %lld on %s (Precision %s): training step %.2f ms (%.0f images/s), inference %.2f ms (%.0f images/s)\n",
+                static_cast<long long>(n), dev.str().c_str(), c.training.precision.c_str(), step * 1e3, train_ips, infer * 1e3, infer_ips);
     std::printf("Layer outputs and gradients: %.1f MiB\n", static_cast<double>(net.activation_bytes()) / (1 << 20));
     std::printf("Forward FLOPs per image: %lld (training about 3x: %.1f GFLOP/s)\n",
                 static_cast<long long>(net.flops_per_image()),

@@ -21,6 +21,9 @@ struct ConvDesc {
   int64_t pad_t = 0, pad_b = 0, pad_l = 0, pad_r = 0;
   int64_t dilation_h = 1, dilation_w = 1;  // MATLAB's DilationFactor: 1 = dense
   bool fuse_relu = false;                  // forward writes relu(conv(x) + b)
+  // Precision: mixed. x, w and dy are rounded to bfloat16 for the multiply; products are
+  // summed, and y, dx, dw, db written, in float32 (the tensors stay float32).
+  bool bf16 = false;
   int64_t out_h() const { return (h + pad_t + pad_b - ((kh - 1) * dilation_h + 1)) / stride_h + 1; }
   int64_t out_w() const { return (w + pad_l + pad_r - ((kw - 1) * dilation_w + 1)) / stride_w + 1; }
 };
@@ -36,6 +39,7 @@ class ConvOp {
 struct FcDesc {
   int64_t n = 1, in = 1, out = 1;  // in = H*W*C of the input
   bool fuse_relu = false;          // as ConvDesc: the caller applies the relu backward to dy
+  bool bf16 = false;               // as ConvDesc: bfloat16 multiplies, float32 sums and outputs
 };
 
 class FcOp {

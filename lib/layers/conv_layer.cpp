@@ -108,6 +108,7 @@ ConvDesc Convolution2dLayer::desc(int64_t n) const {
   d.dilation_h = dh_;
   d.dilation_w = dw_;
   d.fuse_relu = fuse_relu_;
+  d.bf16 = mixed_;
   return d;
 }
 

@@ -42,7 +42,7 @@ class FullyConnectedLayer final : public Layer {
   }
 
   void setup(int64_t n, Backend& be) override {
-    op_ = be.make_fc(FcDesc{n, in_, out_, fuse_relu_});
+    op_ = be.make_fc(FcDesc{n, in_, out_, fuse_relu_, mixed_});
     if (fuse_relu_) relu_ = be.make_act(ActDesc{n * out_, ActKind::kRelu, 0.f});
   }
 

@@ -91,12 +91,17 @@ class Layer {
   virtual bool can_fuse_relu() const { return false; }
   void set_fuse_relu(bool on) { fuse_relu_ = on; }
   bool fuse_relu() const { return fuse_relu_; }
+  // Precision: mixed. Layers with heavy multiplies (conv, fullyConnected) then ask the backend
+  // for bfloat16 ops (ConvDesc::bf16); the others ignore it. Takes effect at the next setup().
+  void set_mixed_precision(bool on) { mixed_ = on; }
+
 
  protected:
   LayerSpec spec_;
   std::vector<Param> params_;
   std::vector<State> states_;
   bool fuse_relu_ = false;
+  bool mixed_ = false;
 };
 
 // The one list of layer types (layers/registry.cpp).

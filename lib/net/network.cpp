@@ -152,6 +152,13 @@ void for_layer(const Layer& l, F f) {
 }
 }  // namespace
 
+void Network::set_mixed_precision(bool on) {
+  if (on == mixed_) return;
+  mixed_ = on;
+  for (Node& node : nodes_) node.layer->set_mixed_precision(on);
+  batch_ = 0;  // the next set_batch makes every op again
+}
+
 void Network::set_batch(int64_t n) {
   DLT_CHECK(n > 0, "batch size must be positive");
   for (Node& node : nodes_) {

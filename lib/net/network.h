@@ -44,6 +44,10 @@ class Network {
   // Gradient buffers of layer outputs share memory where their lifetimes in backward do not
   // overlap (on by default; off keeps one buffer per gradient, for tests). Call before set_batch.
   void set_gradient_reuse(bool on) { grad_reuse_ = on; }
+  // Precision: mixed (docs/config.md): conv and fullyConnected multiply in bfloat16 with
+  // float32 sums, outputs and master weights. The ops are made again at the next set_batch.
+  void set_mixed_precision(bool on);
+  bool mixed_precision() const { return mixed_; }
   // Bytes held for layer outputs and their gradients at the current batch size.
   int64_t activation_bytes() const;
   int64_t batch() const { return batch_; }
@@ -119,6 +123,7 @@ class Network {
   Tensor flat_values_, flat_grads_;
   Tensor loss_totals_, loss_labels_;  // the last loss_and_backward_async's result and labels
   bool grad_reuse_ = true;
+  bool mixed_ = false;
   std::vector<Tensor> grad_slots_;  // storage shared by gradients (plan_gradients)
   int64_t batch_ = 0;
   // Argument lists reused by forward/backward so an iteration allocates nothing.

@@ -152,6 +152,7 @@ void Trainer::prepare_network() {
   }
   broadcast_model(*comm_, *net_);  // identical seeds already agree; rank 0's model wins
   opt_ = std::make_unique<Optimizer>(o_, net_->params());
+  net_->set_mixed_precision(o_.precision == "mixed");
   net_->set_batch(o_.mini_batch_size);
   buckets_ = std::make_unique<GradientBuckets>(*comm_, net_->flat_grads());
   if (buckets_->count() > 0) net_->set_grads_ready_hook([this](int64_t offset) { buckets_->ready_from(offset); });
@@ -255,6 +256,7 @@ TrainResult Trainer::run() {
     log::info("ExecutionEnvironment auto: {}", device_.is_cpu() ? "no usable GPU, training on the CPU"
                                                                   : "training on GPU " + device_.str());
   log::info("backend: {}", backend_for(device_).name());
+  if (net_->mixed_precision()) log::info("Precision mixed: convolution and fullyConnected multiply in bfloat16 (float32 sums and weights)");
   log::info("training on {} with {} images in {} classes{}; {} learnables", device_.str(), train_ds_.size(),
             train_ds_.num_classes(), has_val_ ? ", validating on " + std::to_string(val_ds_.size()) : std::string(),
             net_->total_learnables());

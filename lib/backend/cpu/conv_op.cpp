@@ -1,6 +1,8 @@
 // Convolution on oneDNN: NHWC activations, weights format chosen by oneDNN (format_tag::any)
 // for each direction, with reorders between our OHWI weights and the blocked buffers kept
 // inside the op. fuse_relu adds a relu post-op to the forward (the caller does relu backward).
+// bf16 (Precision: mixed): x, dy and w are reordered to bfloat16 copies the op owns; outputs
+// and gradients stay float32.
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
@@ -24,19 +26,24 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     auto b_md = vec_md(d.k);
     auto w_user_md = memory::desc({d.k, d.c, d.kh, d.kw}, kF32, Tag::ohwi);
     auto w_any = memory::desc({d.k, d.c, d.kh, d.kw}, kF32, Tag::any);
+    // The multiplied operands: float32, or bfloat16 copies under Precision: mixed.
+    const auto lp = d.bf16 ? kBf16 : kF32;
+    auto x_lp_md = memory::desc({d.n, d.c, d.h, d.w}, lp, Tag::nhwc);
+    auto dy_lp_md = memory::desc({d.n, d.k, oh, ow}, lp, Tag::nhwc);
+    auto w_lp_any = memory::desc({d.k, d.c, d.kh, d.kw}, lp, Tag::any);
     memory::dims strides{d.stride_h, d.stride_w};
     memory::dims dil{d.dilation_h - 1, d.dilation_w - 1};
     memory::dims pl{d.pad_t, d.pad_l}, pr{d.pad_b, d.pad_r};
 
-    convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, x_md,
-                                 w_any, b_md, y_md, strides, dil, pl, pr);
+    convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct,
+                                 x_lp_md, w_lp_any, b_md, y_md, strides, dil, pl, pr);
     fwd_pd_ = convolution_forward::primitive_desc(fd, relu_attr(d.fuse_relu), eng);
-    convolution_backward_data::desc bdd(algorithm::convolution_direct, x_md, w_any, y_md, strides,
-                                        dil, pl, pr);
+    convolution_backward_data::desc bdd(algorithm::convolution_direct, x_md, w_lp_any, dy_lp_md,
+                                        strides, dil, pl, pr);
     bwd_d_pd_ = convolution_backward_data::primitive_desc(bdd, user_scratchpad_attr(), eng,
                                                           fwd_pd_);
-    convolution_backward_weights::desc bwd(algorithm::convolution_direct, x_md, w_any, b_md, y_md,
-                                           strides, dil, pl, pr);
+    convolution_backward_weights::desc bwd(algorithm::convolution_direct, x_lp_md, w_any, b_md,
+                                           dy_lp_md, strides, dil, pl, pr);
     bwd_w_pd_ = convolution_backward_weights::primitive_desc(bwd, user_scratchpad_attr(), eng,
                                                              fwd_pd_);
     fwd_ = convolution_forward(fwd_pd_);
@@ -52,22 +59,24 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     pad_.need(bwd_w_pd_.scratchpad_desc());
     pad_.allocate();
 
-    x_ = unbound(x_md, eng);
-    y_ = unbound(y_md, eng);
+    x_lp_.init(x_md, x_lp_md, eng, true);
+    dy_lp_.init(y_md, dy_lp_md, eng, true);
+    x_ = x_lp_.user;
+    y_ = dy_lp_.user;
     b_ = unbound(b_md, eng);
     db_ = unbound(b_md, eng);
     db_own_ = Tensor(Shape{d.k});
-    fwd_args_ = {{DNNL_ARG_SRC, x_},
+    fwd_args_ = {{DNNL_ARG_SRC, x_lp_.blocked},
                  {DNNL_ARG_WEIGHTS, w_fwd_.blocked},
                  {DNNL_ARG_BIAS, b_},
                  {DNNL_ARG_DST, y_},
                  {DNNL_ARG_SCRATCHPAD, pad_.memory_for(fwd_pd_.scratchpad_desc(), eng)}};
-    bwd_d_args_ = {{DNNL_ARG_DIFF_DST, y_},
+    bwd_d_args_ = {{DNNL_ARG_DIFF_DST, dy_lp_.blocked},
                    {DNNL_ARG_WEIGHTS, w_bwd_d_.blocked},
                    {DNNL_ARG_DIFF_SRC, x_},
                    {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_d_pd_.scratchpad_desc(), eng)}};
-    bwd_w_args_ = {{DNNL_ARG_SRC, x_},
-                   {DNNL_ARG_DIFF_DST, y_},
+    bwd_w_args_ = {{DNNL_ARG_SRC, x_lp_.blocked},
+                   {DNNL_ARG_DIFF_DST, dy_lp_.blocked},
                    {DNNL_ARG_DIFF_WEIGHTS, dw_.blocked},
                    {DNNL_ARG_DIFF_BIAS, db_},
                    {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_w_pd_.scratchpad_desc(), eng)}};
@@ -81,6 +90,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     bind(w_fwd_.user, w);
     w_fwd_.run(ctx_.strm);
     bind(x_, x);
+    x_lp_.run(ctx_.strm);
     bind(b_, b);
     bind(y_, y);
     fwd_.execute(ctx_.strm, fwd_args_);
@@ -94,6 +104,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     bind(w_bwd_d_.user, w);
     w_bwd_d_.run(ctx_.strm);
     bind(y_, dy);
+    dy_lp_.run(ctx_.strm);
     bind(x_, dx);
     bwd_d_.execute(ctx_.strm, bwd_d_args_);
     ctx_.strm.wait();
@@ -104,7 +115,9 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     expect_numel(dy, d_.n * d_.out_h() * d_.out_w() * d_.k, "conv backward_weights", "dy");
     expect_numel(dw, d_.k * d_.kh * d_.kw * d_.c, "conv backward_weights", "dw");
     bind(x_, x);
+    x_lp_.run(ctx_.strm);
     bind(y_, dy);
+    dy_lp_.run(ctx_.strm);
     bind(db_, db.defined() ? db : db_own_);
     bind(dw_.user, dw);
     bwd_w_.execute(ctx_.strm, bwd_w_args_);
@@ -116,7 +129,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     auto fmt = [](const LayoutPath& p) { return p.needed ? std::string("blocked") : "ohwi"; };
     return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) +
            " bwd_w=" + impl_of(bwd_w_pd_) + " w=" + fmt(w_fwd_) + "/" + fmt(w_bwd_d_) + "/" +
-           fmt(dw_);
+           fmt(dw_) + (d_.bf16 ? " bf16" : "");
   }
 
  private:
@@ -134,7 +147,8 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   convolution_backward_weights bwd_w_;
   LayoutPath w_fwd_, w_bwd_d_, dw_;
   Scratchpad pad_;
-  memory x_, y_, b_, db_;  // x_/y_ double as diff_src/diff_dst in the backward passes
+  LayoutPath x_lp_, dy_lp_;  // x and dy as multiplied (bfloat16 copies, or x / dy themselves)
+  memory x_, y_, b_, db_;    // x_/y_ double as diff_src/diff_dst in the backward passes
   Tensor db_own_;          // (K) target for db when the caller passes none
   Args fwd_args_, bwd_d_args_, bwd_w_args_;
 };
@@ -142,8 +156,15 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
 }  // namespace
 
 std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx) {
-  if (auto wino = make_winograd_conv_op(d, ctx)) return wino;
-  return std::make_unique<CpuConvOp>(d, ctx);
+  if (!d.bf16) {
+    if (auto wino = make_winograd_conv_op(d, ctx)) return wino;
+    return std::make_unique<CpuConvOp>(d, ctx);
+  }
+  try {
+    return std::make_unique<CpuConvOp>(d, ctx);
+  } catch (const dnnl::error&) {
+    throw DeviceError(kNoCpuBf16);
+  }
 }
 
 }  // namespace dlt::cpu

@@ -7,6 +7,7 @@
 
 #include "backend/cpu/dnnl_util.h"
 #include "backend/ops.h"
+#include "util/error.h"
 
 namespace dlt::cpu {
 
@@ -14,6 +15,11 @@ struct DnnlContext {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   dnnl::stream strm{eng};
 };
+
+// The error when oneDNN has no bfloat16 kernel for this CPU (Precision: mixed).
+inline constexpr const char* kNoCpuBf16 =
+    "Precision mixed: this CPU has no bfloat16 convolution or inner-product kernels in oneDNN "
+    "(they need AVX-512); set Precision: single";
 
 std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx);
 // Winograd F(4x4, 3x3) for 3x3 stride-1 convolutions with 32+ channels and symmetric padding 0 or 1, or null when it does

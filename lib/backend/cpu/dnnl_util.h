@@ -18,6 +18,7 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 using Args = std::unordered_map<int, memory>;
 constexpr auto kF32 = memory::data_type::f32;
+constexpr auto kBf16 = memory::data_type::bf16;
 
 // oneDNN's logical dims are (N, C, H, W); the nhwc tag lays them out as our NHWC tensors.
 inline memory::desc nhwc_md(int64_t n, int64_t h, int64_t w, int64_t c) {

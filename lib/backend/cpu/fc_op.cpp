@@ -1,8 +1,11 @@
 // Fully connected layer on oneDNN inner product: src (N, H*W*C) is a reshape of the NHWC
 // input, weights (K, H*W*C) "oi" as stored by the layer, so nothing is reordered per call.
 // fuse_relu adds a relu post-op to the forward (the caller applies relu backward to dy).
+// bf16 (Precision: mixed): x, dy and w are reordered to bfloat16 copies the op owns; y, dx,
+// dw and db stay float32.
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/layout_path.h"
 
 namespace dlt::cpu {
 namespace {
@@ -20,12 +23,16 @@ class CpuFcOp final : public FcOp, public ImplInfo {
     auto y_md = nc_md(d.n, d.out);
     auto w_md = memory::desc({d.out, d.in}, kF32, Tag::oi);
     auto b_md = vec_md(d.out);
-    inner_product_forward::desc fd(prop_kind::forward_training, x_md, w_md, b_md, y_md);
+    const auto lp = d.bf16 ? kBf16 : kF32;  // the multiplied operands' type
+    auto x_lp_md = memory::desc({d.n, d.in}, lp, Tag::nc);
+    auto dy_lp_md = memory::desc({d.n, d.out}, lp, Tag::nc);
+    auto w_lp_md = memory::desc({d.out, d.in}, lp, Tag::oi);
+    inner_product_forward::desc fd(prop_kind::forward_training, x_lp_md, w_lp_md, b_md, y_md);
     fwd_pd_ = inner_product_forward::primitive_desc(fd, relu_attr(d.fuse_relu), eng);
-    inner_product_backward_data::desc bdd(x_md, w_md, y_md);
+    inner_product_backward_data::desc bdd(x_md, w_lp_md, dy_lp_md);
     bwd_d_pd_ = inner_product_backward_data::primitive_desc(bdd, user_scratchpad_attr(), eng,
                                                             fwd_pd_);
-    inner_product_backward_weights::desc bwd(x_md, w_md, b_md, y_md);
+    inner_product_backward_weights::desc bwd(x_lp_md, w_md, b_md, dy_lp_md);
     bwd_w_pd_ = inner_product_backward_weights::primitive_desc(bwd, user_scratchpad_attr(), eng,
                                                                fwd_pd_);
     fwd_ = inner_product_forward(fwd_pd_);
@@ -36,22 +43,25 @@ class CpuFcOp final : public FcOp, public ImplInfo {
     pad_.need(bwd_w_pd_.scratchpad_desc());
     pad_.allocate();
 
-    x_ = unbound(x_md, eng);
-    y_ = unbound(y_md, eng);
-    w_ = unbound(w_md, eng);
+    x_lp_.init(x_md, x_lp_md, eng, true);
+    dy_lp_.init(y_md, dy_lp_md, eng, true);
+    w_lp_.init(w_md, w_lp_md, eng, true);
+    x_ = x_lp_.user;
+    y_ = dy_lp_.user;
+    w_ = w_lp_.user;
     b_ = unbound(b_md, eng);
     db_own_ = Tensor(Shape{d.out});
-    fwd_args_ = {{DNNL_ARG_SRC, x_},
-                 {DNNL_ARG_WEIGHTS, w_},
+    fwd_args_ = {{DNNL_ARG_SRC, x_lp_.blocked},
+                 {DNNL_ARG_WEIGHTS, w_lp_.blocked},
                  {DNNL_ARG_BIAS, b_},
                  {DNNL_ARG_DST, y_},
                  {DNNL_ARG_SCRATCHPAD, pad_.memory_for(fwd_pd_.scratchpad_desc(), eng)}};
-    bwd_d_args_ = {{DNNL_ARG_DIFF_DST, y_},
-                   {DNNL_ARG_WEIGHTS, w_},
+    bwd_d_args_ = {{DNNL_ARG_DIFF_DST, dy_lp_.blocked},
+                   {DNNL_ARG_WEIGHTS, w_lp_.blocked},
                    {DNNL_ARG_DIFF_SRC, x_},
                    {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_d_pd_.scratchpad_desc(), eng)}};
-    bwd_w_args_ = {{DNNL_ARG_SRC, x_},
-                   {DNNL_ARG_DIFF_DST, y_},
+    bwd_w_args_ = {{DNNL_ARG_SRC, x_lp_.blocked},
+                   {DNNL_ARG_DIFF_DST, dy_lp_.blocked},
                    {DNNL_ARG_DIFF_WEIGHTS, w_},
                    {DNNL_ARG_DIFF_BIAS, b_},
                    {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_w_pd_.scratchpad_desc(), eng)}};
@@ -63,7 +73,9 @@ class CpuFcOp final : public FcOp, public ImplInfo {
     expect_numel(b, d_.out, "fc forward", "b");
     expect_numel(y, d_.n * d_.out, "fc forward", "y");
     bind(x_, x);
+    x_lp_.run(ctx_.strm);
     bind(w_, w);
+    w_lp_.run(ctx_.strm);
     bind(b_, b);
     bind(y_, y);
     fwd_.execute(ctx_.strm, fwd_args_);
@@ -75,7 +87,9 @@ class CpuFcOp final : public FcOp, public ImplInfo {
     expect_numel(w, d_.out * d_.in, "fc backward_data", "w");
     expect_numel(dx, d_.n * d_.in, "fc backward_data", "dx");
     bind(y_, dy);
+    dy_lp_.run(ctx_.strm);
     bind(w_, w);
+    w_lp_.run(ctx_.strm);
     bind(x_, dx);
     bwd_d_.execute(ctx_.strm, bwd_d_args_);
     ctx_.strm.wait();
@@ -86,7 +100,9 @@ class CpuFcOp final : public FcOp, public ImplInfo {
     expect_numel(dy, d_.n * d_.out, "fc backward_weights", "dy");
     expect_numel(dw, d_.out * d_.in, "fc backward_weights", "dw");
     bind(x_, x);
+    x_lp_.run(ctx_.strm);
     bind(y_, dy);
+    dy_lp_.run(ctx_.strm);
     bind(w_, dw);
     bind(b_, db.defined() ? db : db_own_);
     bwd_w_.execute(ctx_.strm, bwd_w_args_);
@@ -95,7 +111,7 @@ class CpuFcOp final : public FcOp, public ImplInfo {
 
   std::string impl_info() const override {
     return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) +
-           " bwd_w=" + impl_of(bwd_w_pd_);
+           " bwd_w=" + impl_of(bwd_w_pd_) + (d_.bf16 ? " bf16" : "");
   }
 
  private:
@@ -108,7 +124,8 @@ class CpuFcOp final : public FcOp, public ImplInfo {
   inner_product_backward_data bwd_d_;
   inner_product_backward_weights bwd_w_;
   Scratchpad pad_;
-  memory x_, y_, w_, b_;  // (diff_)src, (diff_)dst, (diff_)weights, (diff_)bias
+  LayoutPath x_lp_, dy_lp_, w_lp_;  // the multiplied operands (bfloat16 copies under bf16)
+  memory x_, y_, w_, b_;  // (diff_)src, (diff_)dst, (diff_)weights, (diff_)bias (float32)
   Tensor db_own_;         // (K) target for db when the caller passes none
   Args fwd_args_, bwd_d_args_, bwd_w_args_;
 };
@@ -116,7 +133,12 @@ class CpuFcOp final : public FcOp, public ImplInfo {
 }  // namespace
 
 std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, DnnlContext& ctx) {
-  return std::make_unique<CpuFcOp>(d, ctx);
+  try {
+    return std::make_unique<CpuFcOp>(d, ctx);
+  } catch (const dnnl::error&) {
+    if (d.bf16) throw DeviceError(kNoCpuBf16);
+    throw;
+  }
 }
 
 }  // namespace dlt::cpu
