@@ -33,6 +33,7 @@ std::string summary_json(const RunFiles& f) {
   j.field("validation_images", f.validation_images);
   j.field("skipped_images", f.skipped_images);
   j.field("device", f.device);
+  j.field("precision", f.precision);
   j.field("peak_device_memory_bytes", f.peak_device_memory_bytes);
   j.field("seed", static_cast<int64_t>(f.seed));
   j.key("classes").begin_array();

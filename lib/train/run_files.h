@@ -23,6 +23,7 @@ struct RunFiles {
   std::vector<std::string> classes;
   int64_t train_images = 0, validation_images = 0, skipped_images = 0;
   std::string device;
+  std::string precision;  // training.Precision: single | mixed
   int64_t peak_device_memory_bytes = 0;  // the GPU allocator's peak (0 on the CPU)
   uint64_t seed = 0;
 };

@@ -20,6 +20,7 @@
 #include "train/plot.h"
 #include "train/progress.h"
 #include "train/run_files.h"
+#include "train/step_graph.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/log.h"
@@ -70,6 +71,8 @@ class Trainer {
   void prepare_data();
   void prepare_network();
   bool step(Batch& batch, const Batch* next, RunContext ctx, double lr, IterationRecord& rec);
+  void prepare_step_graph();
+  void graphed_step(Batch& on_device, const Batch* next, const RunContext& ctx, double lr);
   Eval evaluate();
   void checkpoint(const TrainPosition& pos);
   void write_outputs(const std::string& status, const Eval& final_val, double wall);
@@ -88,6 +91,8 @@ class Trainer {
   std::unique_ptr<BatchLoader> train_loader_, val_loader_;
   std::unique_ptr<DeviceBatches> train_batches_;  // training batches, uploaded one ahead
   std::unique_ptr<DeviceBatches> val_batches_;    // validation batches on the device
+  std::unique_ptr<StepGraph> graph_;              // DLT_CUDA_GRAPH=1: captured steps
+  Tensor graph_images_, graph_labels_;            // the captured step's fixed inputs
   IterationLog log_;
   int64_t images_trained_ = 0;
   double train_seconds_ = 0, val_seconds_ = 0;
@@ -156,6 +161,7 @@ void Trainer::prepare_network() {
   net_->set_batch(o_.mini_batch_size);
   buckets_ = std::make_unique<GradientBuckets>(*comm_, net_->flat_grads());
   if (buckets_->count() > 0) net_->set_grads_ready_hook([this](int64_t offset) { buckets_->ready_from(offset); });
+  prepare_step_graph();
 }
 
 // One training iteration: batch -> forward -> loss -> backward -> [all-reduce] -> optimizer
@@ -180,15 +186,21 @@ bool Trainer::step(Batch& batch, const Batch* next, RunContext ctx, double lr, I
   if (batch.size > 0) {
     if (batch.size != net_->batch()) net_->set_batch(batch.size);
     Batch& on_device = train_batches_->take(batch);
-    if (next) train_batches_->stage(*next);
-    net_->forward(on_device.images, ctx);
-    net_->loss_and_backward_async(on_device.labels, ctx, true);
+    if (graph_) {
+      graphed_step(on_device, next, ctx, lr);  // forward, backward and the update
+    } else {
+      if (next) train_batches_->stage(*next);
+      net_->forward(on_device.images, ctx);
+      net_->loss_and_backward_async(on_device.labels, ctx, true);
+    }
   } else {
     if (next) train_batches_->stage(*next);
     net_->run_empty_share(ctx);  // joins the collectives with zeros
   }
-  buckets_->finish();
-  opt_->step(lr);  // a non-finite loss ends the run below; the updated weights are not kept
+  if (!graph_ || batch.size == 0) {
+    buckets_->finish();
+    opt_->step(lr);  // a non-finite loss ends the run below; the updated weights are not kept
+  }
   if (batch.size > 0) loss = net_->read_loss(&correct);
   GlobalTotals g = all_reduce_totals(*comm_, batch.size, loss, correct);
   rec.minibatch_loss = g.loss;
@@ -196,6 +208,50 @@ bool Trainer::step(Batch& batch, const Batch* next, RunContext ctx, double lr, I
   if (!std::isfinite(g.loss)) return false;
   images_trained_ += static_cast<int64_t>(g.images);
   return true;
+}
+
+// DLT_CUDA_GRAPH=1 (docs/gpu.md "CUDA Graphs"): steps of the full batch size read fixed
+// input buffers and the optimizer's per-step scalars from device memory, so that one
+// captured graph can replay them; off, with the reason logged, where that cannot work.
+void Trainer::prepare_step_graph() {
+  if (!step_graph_requested()) return;
+  const std::string why = step_graph_blocker(*net_, o_, device_, comm_->size());
+  if (!why.empty()) {
+    log::info("CUDA graph: off ({}); DLT_CUDA_GRAPH=1 is ignored", why);
+    return;
+  }
+  graph_ = std::make_unique<StepGraph>(device_);
+  opt_->set_device_scalars(true);
+  graph_images_ = Tensor(batch_shape(o_.mini_batch_size, net_->input_shape()), device_);
+  graph_labels_ = Tensor(Shape{o_.mini_batch_size}, device_, DType::kI32);
+  log::info("CUDA graph: on (DLT_CUDA_GRAPH=1): steps of batch size {} are captured after warm-up and replayed",
+            o_.mini_batch_size);
+}
+
+// One step through the StepGraph: the optimizer's scalars uploaded and the batch copied into
+// the fixed inputs outside the graph, then the step issued (warm-up), captured or replayed.
+void Trainer::graphed_step(Batch& on_device, const Batch* next, const RunContext& ctx, double lr) {
+  opt_->prepare(lr);  // counts the step; its learning rates and Adam's corrections: one upload
+  const bool fixed = on_device.size == graph_labels_.numel();
+  if (fixed) {
+    Backend& be = backend_for(device_);
+    be.copy(on_device.images, graph_images_);
+    be.copy(on_device.labels, graph_labels_);
+  }
+  if (next) train_batches_->stage(*next);  // the slot not in use; overlaps the step
+  const Tensor& x = fixed ? graph_images_ : on_device.images;
+  const Tensor& y = fixed ? graph_labels_ : on_device.labels;
+  auto issue = [&] {
+    net_->forward(x, ctx);
+    net_->loss_and_backward_async(y, ctx, true);
+    buckets_->finish();  // (one process: no buckets)
+    opt_->update();
+  };
+  if (fixed)
+    graph_->run(on_device.size, issue);
+  else
+    graph_->run_uncaptured(issue);  // an epoch's last, smaller batch
+  net_->set_loss_labels(y);         // a replay did not set them
 }
 
 Eval Trainer::evaluate() {
@@ -350,6 +406,7 @@ TrainResult Trainer::run() {
   }
   table.footer();
   train_seconds_ = train_timer.seconds() - val_seconds_;
+  if (graph_) log::info("{}", graph_->summary());
   if (has_val_ && (log_.records().empty() || std::isnan(log_.records().back().validation_loss))) last_val = evaluate();
   if (have_best_) {  // OutputNetwork best-validation-loss
     net_->load_weights(best_);
@@ -383,6 +440,7 @@ void Trainer::write_outputs(const std::string& status, const Eval& val, double w
   files.validation_images = has_val_ ? val_ds_.size() : 0;
   files.skipped_images = train_loader_->skipped_images() + (val_loader_ ? val_loader_->skipped_images() : 0);
   files.device = device_.str();
+  files.precision = o_.precision;
   files.peak_device_memory_bytes = static_cast<int64_t>(backend_for(device_).peak_memory_bytes());
   files.seed = o_.seed;
   if (status != "diverged") {

@@ -332,6 +332,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=3, help="untimed iterations first")
     ap.add_argument("--threads", type=int, default=2, help="threads for the 'best' preset")
     ap.add_argument("--modes", default="train,inference")
+    ap.add_argument("--precision", choices=["single", "mixed"], default="single",
+                    help="mixed: torch.autocast('cpu', bfloat16) around forward and loss, "
+                         "as dltrain's Precision: mixed (bfloat16 conv/linear, float32 weights)")
     args = ap.parse_args()
 
     ensure_environment(args.preset, args.threads)
@@ -356,16 +359,22 @@ def main():
                               weight_decay=float(topts.get("L2Regularization", 1e-4)))
         last_loss = [float("nan")]
 
+        mixed = args.precision == "mixed"
+
+        def autocast():
+            return torch.autocast("cpu", dtype=torch.bfloat16, enabled=mixed)
+
         def train_step():
             opt.zero_grad(set_to_none=True)
-            loss = torch.nn.functional.cross_entropy(net(images), labels)
+            with autocast():
+                loss = torch.nn.functional.cross_entropy(net(images), labels)
             loss.backward()
             opt.step()
             last_loss[0] = loss.item()
 
         def infer_step():
-            with torch.no_grad():
-                torch.softmax(net(images), dim=1)
+            with torch.no_grad(), autocast():
+                torch.softmax(net(images).float(), dim=1)
 
         name = os.path.splitext(os.path.basename(path))[0]
         for mode in args.modes.split(","):
@@ -384,6 +393,7 @@ def main():
             ips = batch * args.iterations / med
             rec = {
                 "network": name, "config_file": path, "preset": args.preset, "mode": mode,
+                "precision": args.precision,
                 "batch": batch, "images_per_second": round(ips, 2),
                 "ms_per_iteration": round(1000 * med / args.iterations, 3),
                 "repeat_ms_per_iteration": [round(1000 * t / args.iterations, 3) for t in times],

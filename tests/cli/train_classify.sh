@@ -52,4 +52,25 @@ one=$(find "$TMP/data/test" -name '*.png' -print -quit)
 cp "$one" "$TMP/single.png"
 "$DLTRAIN" classify "$run/model.bin" "$TMP/single.png" > "$TMP/single.txt"
 [[ $(wc -l < "$TMP/single.txt") -eq 2 ]] || fail "single-image output: $(cat "$TMP/single.txt")"
+# Precision: mixed (bfloat16 multiplies) trains the same network to the same accuracy band,
+# and its model classifies on the float32 path with the accuracy the run reported.
+grep -q '"precision":"single"' "$run/summary.json" || fail "summary.json lacks precision single"
+if grep -qw avx512bw /proc/cpuinfo; then
+  mixed="$TMP/mixed"
+  "$DLTRAIN" train "$SRC/configs/shapes.yaml" --quiet --output-dir "$mixed" \
+    --set data.train="$TMP/data/train" --set data.validation="$TMP/data/test" --set training.Seed=5 \
+    --set training.Precision=mixed > "$TMP/mixed.out"
+  grep -q '"precision":"mixed"' "$mixed/summary.json" || fail "summary.json lacks precision mixed"
+  macc=$(json_number "$mixed/summary.json" validation_accuracy)
+  echo "validation accuracy with Precision mixed: $macc% (single: $acc%)"
+  at_least "$macc" 95 || fail "Precision mixed: validation accuracy $macc% < 95%"
+  awk -v a="$macc" -v b="$acc" 'BEGIN { exit !((a - b) < 3 && (b - a) < 3) }' \
+    || fail "Precision mixed: accuracy $macc% is not within 3 points of single's $acc%"
+  "$DLTRAIN" classify "$mixed/model.bin" "$TMP/data/test" --json > "$TMP/mixed_preds.json"
+  mcacc=$(json_number "$TMP/mixed_preds.json" accuracy)
+  awk -v a="$mcacc" -v b="$macc" 'BEGIN { exit !((a - b) < 1.5 && (b - a) < 1.5) }' \
+    || fail "a mixed-precision model classified in float32: $mcacc% vs the run's $macc%"
+else
+  echo "skipped Precision mixed: this CPU has no AVX-512 (oneDNN has no bfloat16 kernels for it)"
+fi
 echo "train_classify: ok"

@@ -1,0 +1,142 @@
+// Precision: mixed on the CPU backend (ConvDesc::bf16, FcDesc::bf16). The ops must equal a
+// double-precision reference run on inputs rounded to bfloat16 (so: bfloat16 operands, float32
+// sums), and differ from the unrounded reference by bfloat16's rounding (so the rounding ran).
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+
+#include "backend/cpu/cpu_backend.h"
+#include "support/reference_ops.h"
+#include "support/tensor_utils.h"
+
+using namespace dlt;
+using namespace dlt::test;
+
+namespace {
+
+// float32 -> bfloat16 -> float32 with round-to-nearest-even (what oneDNN's reorder does).
+double round_bf16(double v) {
+  float f = static_cast<float>(v);
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+Vec rounded(const Vec& v) {
+  Vec out(v);
+  for (double& e : out) e = round_bf16(static_cast<float>(e));
+  return out;
+}
+
+// Tolerances: against the rounded-input reference only float32 summation order remains;
+// against the exact reference bfloat16's 8-bit mantissa (relative 2^-9 per operand) shows.
+constexpr double kSumTol = 2e-5;
+constexpr double kMixedTol = 1e-2;
+constexpr double kMinRoundingSeen = 1e-4;
+
+void expect_mixed(const char* what, const Tensor& got, const Vec& want_rounded, const Vec& want_exact) {
+  Comparison r = compare(got, want_rounded), e = compare(got, want_exact);
+  INFO(what << ": vs rounded inputs " << r.str() << "; vs exact " << e.str());
+  CHECK(r.rel <= kSumTol);
+  CHECK(e.rel <= kMixedTol);
+  CHECK(e.rel >= kMinRoundingSeen);
+}
+
+bool cpu_has_bf16_kernels() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
+
+void check_conv(ConvDesc d) {
+  d.bf16 = true;
+  Rng rng(41);
+  const int64_t oh = d.out_h(), ow = d.out_w();
+  Vec x = random_vec(d.n * d.h * d.w * d.c, rng), w = random_vec(d.k * d.kh * d.kw * d.c, rng);
+  Vec b = random_vec(d.k, rng), dy = random_vec(d.n * oh * ow * d.k, rng);
+  Tensor tx = to_tensor(x, {d.n, d.h, d.w, d.c}), tw = to_tensor(w, {d.k, d.kh, d.kw, d.c});
+  Tensor tb = to_tensor(b, {d.k}), ty(Shape{d.n, oh, ow, d.k}), tdx(tx.shape());
+  Tensor tdw(tw.shape()), tdb(tb.shape());
+  auto op = cpu_backend().make_conv(d);
+  INFO(impl_info(*op));
+  CHECK(impl_info(*op).find("bf16") != std::string::npos);
+  const Vec xr = rounded(x), wr = rounded(w);
+  op->forward(tx, tw, tb, ty);
+  Vec y_exact = ref::conv_forward(d, x, w, b);
+  expect_mixed("forward", ty, ref::conv_forward(d, xr, wr, b), y_exact);
+  if (d.fuse_relu)
+    for (size_t i = 0; i < dy.size(); ++i)
+      if (!(to_vec(ty)[i] > 0)) dy[i] = 0;
+  const Vec dyr = rounded(dy);
+  Tensor tdy = to_tensor(dy, ty.shape());
+  op->backward_data(tdy, tw, tdx);
+  expect_mixed("backward_data", tdx, ref::conv_backward_data(d, dyr, wr), ref::conv_backward_data(d, dy, w));
+  op->backward_weights(tx, tdy, tdw, tdb);
+  Vec dw_r, db_r, dw_e, db_e;
+  ref::conv_backward_weights(d, xr, dyr, dw_r, db_r);
+  ref::conv_backward_weights(d, x, dy, dw_e, db_e);
+  expect_mixed("backward_weights dw", tdw, dw_r, dw_e);
+  INFO("db " << compare(tdb, db_e).str());
+  CHECK(compare(tdb, db_e).rel <= kMixedTol);
+}
+
+}  // namespace
+
+TEST_CASE("CPU conv with Precision mixed: bfloat16 operands, float32 sums", "[backend][mixed]") {
+  if (!cpu_has_bf16_kernels()) {
+    WARN("skipped: this CPU has no AVX-512, so oneDNN has no bfloat16 kernels");
+    return;
+  }
+  ConvDesc d;
+  SECTION("3x3 pad 1, 32 -> 48 (a Winograd shape in float32)") {
+    d.n = 2, d.h = 9, d.w = 7, d.c = 32, d.k = 48, d.kh = d.kw = 3;
+    d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
+    check_conv(d);
+  }
+  SECTION("3x2 stride 2, asymmetric padding") {
+    d.n = 3, d.h = 11, d.w = 10, d.c = 5, d.k = 6, d.kh = 3, d.kw = 2;
+    d.stride_h = d.stride_w = 2, d.pad_t = 1, d.pad_b = 0, d.pad_l = 0, d.pad_r = 1;
+    check_conv(d);
+  }
+  SECTION("5x5 3 -> 16 pad 2, fused relu") {
+    d.n = 2, d.h = d.w = 12, d.c = 3, d.k = 16, d.kh = d.kw = 5;
+    d.pad_t = d.pad_b = d.pad_l = d.pad_r = 2;
+    d.fuse_relu = true;
+    check_conv(d);
+  }
+  SECTION("1x1 17 -> 7") {
+    d.n = 4, d.h = d.w = 5, d.c = 17, d.k = 7;
+    check_conv(d);
+  }
+}
+
+TEST_CASE("CPU fullyConnected with Precision mixed: bfloat16 operands, float32 sums", "[backend][mixed]") {
+  if (!cpu_has_bf16_kernels()) {
+    WARN("skipped: this CPU has no AVX-512, so oneDNN has no bfloat16 kernels");
+    return;
+  }
+  for (FcDesc d : {FcDesc{5, 96, 11, false, true}, FcDesc{3, 128, 10, true, true}, FcDesc{1, 64, 64, false, true}}) {
+    INFO("fc " << d.n << " x " << d.in << " -> " << d.out << (d.fuse_relu ? " fused relu" : ""));
+    Rng rng(43);
+    Vec x = random_vec(d.n * d.in, rng), w = random_vec(d.out * d.in, rng);
+    Vec b = random_vec(d.out, rng), dy = random_vec(d.n * d.out, rng);
+    Tensor tx = to_tensor(x, {d.n, d.in}), tw = to_tensor(w, {d.out, d.in}), tb = to_tensor(b, {d.out});
+    Tensor ty(Shape{d.n, d.out}), tdx(tx.shape()), tdw(tw.shape()), tdb(tb.shape());
+    auto op = cpu_backend().make_fc(d);
+    INFO(impl_info(*op));
+    const Vec xr = rounded(x), wr = rounded(w);
+    op->forward(tx, tw, tb, ty);
+    expect_mixed("forward", ty, ref::fc_forward(d, xr, wr, b), ref::fc_forward(d, x, w, b));
+    if (d.fuse_relu)
+      for (size_t i = 0; i < dy.size(); ++i)
+        if (!(to_vec(ty)[i] > 0)) dy[i] = 0;
+    const Vec dyr = rounded(dy);
+    Tensor tdy = to_tensor(dy, ty.shape());
+    op->backward_data(tdy, tw, tdx);
+    expect_mixed("backward_data", tdx, ref::fc_backward_data(d, dyr, wr), ref::fc_backward_data(d, dy, w));
+    op->backward_weights(tx, tdy, tdw, tdb);
+    Vec dw_r, db_r, dw_e, db_e;
+    ref::fc_backward_weights(d, xr, dyr, dw_r, db_r);
+    ref::fc_backward_weights(d, x, dy, dw_e, db_e);
+    expect_mixed("backward_weights dw", tdw, dw_r, dw_e);
+    CHECK(compare(tdb, db_e).rel <= kMixedTol);
+  }
+}
