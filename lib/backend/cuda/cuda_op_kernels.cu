@@ -1,5 +1,6 @@
 // The CUDA ops' own small kernels (see cuda_op_kernels.h): grid-stride elementwise kernels and
-// a deterministic two-pass per-channel reduction for batch norm with constant statistics.
+// a deterministic two-pass per-channel reduction for batch norm with constant statistics, and
+// the bfloat16 conversions of Precision: mixed.
 #include "backend/cuda/cuda_op_kernels.h"
 
 namespace dlt::cuda {
@@ -149,6 +150,62 @@ __global__ void bn_global_finalize_kernel(const float* partial, int64_t splits, 
   if (dscale) dscale[ch] = static_cast<float>(b);
 }
 
+__global__ void float_to_bf16_kernel(const float* x, __nv_bfloat16* y, int64_t count) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = __float2bfloat16_rn(x[i]);
+}
+
+__global__ void bf16_to_float_kernel(const __nv_bfloat16* x, float* y, int64_t count) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = __bfloat162float(x[i]);
+}
+
+__global__ void bf16_bias_act_kernel(const __nv_bfloat16* x, const float* b, float* y,
+                                     int64_t total, int64_t c, bool relu) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float v = __bfloat162float(x[i]);
+    if (b) v += b[i % c];
+    y[i] = (relu && v < 0.f) ? 0.f : v;  // a NaN passes through, as CUDNN_PROPAGATE_NAN
+  }
+}
+
+__global__ void pad_nhwc_bf16_kernel(const float* x, __nv_bfloat16* xp, int64_t n, int64_t h,
+                                     int64_t w, int64_t c, int64_t pt, int64_t pl, int64_t hp,
+                                     int64_t wp) {
+  const int64_t total = n * hp * wp * c;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t ch = i % c;
+    int64_t r = i / c;
+    const int64_t xw = r % wp - pl;
+    r /= wp;
+    const int64_t xh = r % hp - pt;
+    const int64_t b = r / hp;
+    const float v =
+        (xh >= 0 && xh < h && xw >= 0 && xw < w) ? x[((b * h + xh) * w + xw) * c + ch] : 0.f;
+    xp[i] = __float2bfloat16_rn(v);
+  }
+}
+
+__global__ void crop_nhwc_bf16_kernel(const __nv_bfloat16* xp, float* x, int64_t n, int64_t h,
+                                      int64_t w, int64_t c, int64_t pt, int64_t pl, int64_t hp,
+                                      int64_t wp) {
+  const int64_t total = n * h * w * c;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t ch = i % c;
+    int64_t r = i / c;
+    const int64_t xw = r % w;
+    r /= w;
+    const int64_t xh = r % h;
+    const int64_t b = r / h;
+    x[i] = __bfloat162float(xp[((b * hp + xh + pt) * wp + xw + pl) * c + ch]);
+  }
+}
+
 }  // namespace
 
 cudaError_t pad_nhwc(const float* x, float* xp, int64_t n, int64_t h, int64_t w, int64_t c,
@@ -219,6 +276,40 @@ cudaError_t bn_global_backward(const float* x, const float* dy, const float* mea
   if (e != cudaSuccess) return e;
   bn_global_finalize_kernel<<<blocks_for(c), kThreads, 0, stream>>>(partial, splits, c, dscale,
                                                                     doffset);
+  return cudaGetLastError();
+}
+
+cudaError_t float_to_bf16(const float* x, __nv_bfloat16* y, int64_t count, cudaStream_t stream) {
+  float_to_bf16_kernel<<<blocks_for(count), kThreads, 0, stream>>>(x, y, count);
+  return cudaGetLastError();
+}
+
+cudaError_t bf16_to_float(const __nv_bfloat16* x, float* y, int64_t count, cudaStream_t stream) {
+  bf16_to_float_kernel<<<blocks_for(count), kThreads, 0, stream>>>(x, y, count);
+  return cudaGetLastError();
+}
+
+cudaError_t bf16_bias_act(const __nv_bfloat16* x, const float* b, float* y, int64_t rows,
+                          int64_t c, bool relu, cudaStream_t stream) {
+  bf16_bias_act_kernel<<<blocks_for(rows * c), kThreads, 0, stream>>>(x, b, y, rows * c, c, relu);
+  return cudaGetLastError();
+}
+
+cudaError_t pad_nhwc_bf16(const float* x, __nv_bfloat16* xp, int64_t n, int64_t h, int64_t w,
+                          int64_t c, int64_t pt, int64_t pb, int64_t pl, int64_t pr,
+                          cudaStream_t stream) {
+  const int64_t hp = h + pt + pb, wp = w + pl + pr;
+  pad_nhwc_bf16_kernel<<<blocks_for(n * hp * wp * c), kThreads, 0, stream>>>(x, xp, n, h, w, c,
+                                                                            pt, pl, hp, wp);
+  return cudaGetLastError();
+}
+
+cudaError_t crop_nhwc_bf16(const __nv_bfloat16* xp, float* x, int64_t n, int64_t h, int64_t w,
+                           int64_t c, int64_t pt, int64_t pb, int64_t pl, int64_t pr,
+                           cudaStream_t stream) {
+  const int64_t hp = h + pt + pb, wp = w + pl + pr;
+  crop_nhwc_bf16_kernel<<<blocks_for(n * h * w * c), kThreads, 0, stream>>>(xp, x, n, h, w, c,
+                                                                           pt, pl, hp, wp);
   return cudaGetLastError();
 }
 

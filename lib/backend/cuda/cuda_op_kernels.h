@@ -1,8 +1,10 @@
 // Launchers of the CUDA ops' own small kernels (cuda_op_kernels.cu): explicit NHWC padding and
 // cropping (cuDNN pads symmetrically only), leaky relu, fills, and the batch-norm pieces cuDNN
-// has no call for (biased variance, relu mask, backward with constant statistics).
+// has no call for (biased variance, relu mask, backward with constant statistics), and the
+// bfloat16 conversions of Precision: mixed.
 // Every launcher enqueues on stream and returns cudaGetLastError(); callers wrap it in DLT_CUDA.
 #pragma once
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -45,5 +47,23 @@ cudaError_t bn_global_backward(const float* x, const float* dy, const float* mea
                                const float* invstd, const float* scale, const float* offset,
                                float* dx, float* dscale, float* doffset, float* partial,
                                int64_t p, int64_t c, cudaStream_t stream);
+
+// ---- Precision: mixed (bfloat16 operands, float32 results) ----
+// Rounding to bfloat16 is round-to-nearest-even (__float2bfloat16_rn), as oneDNN's reorders.
+// y (count) = bf16(x).
+cudaError_t float_to_bf16(const float* x, __nv_bfloat16* y, int64_t count, cudaStream_t stream);
+// y (count) = float(x) (exact).
+cudaError_t bf16_to_float(const __nv_bfloat16* x, float* y, int64_t count, cudaStream_t stream);
+// y (rows, c) = float(x) + b, then relu when relu is set (NaN stays NaN); b (c) may be null.
+cudaError_t bf16_bias_act(const __nv_bfloat16* x, const float* b, float* y, int64_t rows,
+                          int64_t c, bool relu, cudaStream_t stream);
+// pad_nhwc with value 0 into a bfloat16 xp: xp = bf16(x) surrounded by zeros.
+cudaError_t pad_nhwc_bf16(const float* x, __nv_bfloat16* xp, int64_t n, int64_t h, int64_t w,
+                          int64_t c, int64_t pt, int64_t pb, int64_t pl, int64_t pr,
+                          cudaStream_t stream);
+// crop_nhwc from a bfloat16 xp: x = float(the interior of xp).
+cudaError_t crop_nhwc_bf16(const __nv_bfloat16* xp, float* x, int64_t n, int64_t h, int64_t w,
+                           int64_t c, int64_t pt, int64_t pb, int64_t pl, int64_t pr,
+                           cudaStream_t stream);
 
 }  // namespace dlt::cuda

@@ -1,12 +1,15 @@
 // Helpers shared by the cuDNN / cuBLAS ops: RAII descriptor handles, NHWC tensor descriptors,
 // int range checks that throw ShapeError naming the op, argument size checks, the TF32 switch
-// (env DLT_ALLOW_TF32=1) and workspace carving. Internal to lib/backend/cuda.
+// (env DLT_ALLOW_TF32=1), workspace carving and the bfloat16 scratch of Precision: mixed.
+// Internal to lib/backend/cuda.
 #pragma once
 #include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+
+#include <cuda_bf16.h>
 
 #include "backend/cuda/cuda_common.h"
 #include "util/check.h"
@@ -49,10 +52,10 @@ inline int to_int(int64_t v, const std::string& op, const char* what) {
   return static_cast<int>(v);
 }
 
-// A packed (n, h, w, c) float tensor in NHWC memory order.
+// A packed (n, h, w, c) tensor in NHWC memory order (float32 unless type says otherwise).
 inline void set_nhwc(cudnnTensorDescriptor_t d, int64_t n, int64_t h, int64_t w, int64_t c,
-                     const std::string& op) {
-  DLT_CUDNN(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT,
+                     const std::string& op, cudnnDataType_t type = CUDNN_DATA_FLOAT) {
+  DLT_CUDNN(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NHWC, type,
                                        to_int(n, op, "N"), to_int(c, op, "C"), to_int(h, op, "H"),
                                        to_int(w, op, "W")));
   if (n * h * w * c > INT_MAX)
@@ -91,6 +94,27 @@ inline bool tf32_allowed() {
 // An owned device buffer of count floats (through the backend's caching allocator).
 inline Tensor device_floats(int64_t count, const CudaContext& ctx) {
   return Tensor(Shape{count > 0 ? count : 1}, Device::cuda(ctx.device));
+}
+
+// An owned device buffer of count bfloat16 values (Precision: mixed scratch), held as a float
+// tensor of half as many elements; as_bf16 gives its typed pointer.
+inline Tensor device_bf16(int64_t count, const CudaContext& ctx) {
+  return device_floats((count + 1) / 2, ctx);
+}
+inline __nv_bfloat16* as_bf16(Tensor& t) { return reinterpret_cast<__nv_bfloat16*>(t.data()); }
+
+// Precision: mixed multiplies bfloat16 on tensor cores: cuDNN's bfloat16 convolutions (its
+// PSEUDO_BFLOAT16_CONFIG) need compute capability 8.0 or later, and the cuBLAS products follow
+// the same rule so that a network is mixed everywhere or nowhere. Throws DeviceError otherwise.
+inline void require_bf16(const CudaContext& ctx, const std::string& op) {
+  int major = 0, minor = 0;
+  DLT_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ctx.device));
+  DLT_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, ctx.device));
+  if (major < 8)
+    throw DeviceError(op + ": Precision mixed needs bfloat16 tensor cores (compute capability 8.0 "
+                      "or later) but cuda:" + std::to_string(ctx.device) + " is " +
+                      std::to_string(major) + "." + std::to_string(minor) +
+                      " (set Precision: single)");
 }
 
 // Bytes rounded up so that buffers carved out of one workspace stay 256-byte aligned.
