@@ -1,6 +1,9 @@
 // Fully connected on cuBLAS: y (N, K) = x (N, in) W^T + b with W (K, in), all row-major;
 // optional fused relu (forward only: the caller applies the relu backward to dy).
 // FP32 compute (CUBLAS_COMPUTE_32F) unless DLT_ALLOW_TF32=1 allows TF32 tensor cores.
+// bf16 (Precision: mixed): x, w and dy are rounded to bfloat16 copies the op owns and the
+// three products take them as CUDA_R_16BF A and B with a CUDA_R_32F C and CUBLAS_COMPUTE_32F
+// (float32 sums, y / dx / dw written in float32); the bias broadcast and db stay float32.
 //
 // Row-major to cuBLAS (column-major): a row-major (r, c) matrix with leading dimension c is
 // the column-major (c, r) matrix, its transpose. So every product below is written for the
@@ -38,6 +41,12 @@ class CudaFcOp final : public FcOp {
     DLT_CUDNN(cudnnSetTensor4dDescriptor(y_desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, 1,
                                          to_int(d.n * d.out, name_, "N x OutputSize")));
     DLT_CUDNN(cudnnSetActivationDescriptor(act_desc_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+    if (d.bf16) {
+      require_bf16(ctx, name_);
+      x_bf_ = device_bf16(d.n * d.in, ctx);
+      w_bf_ = device_bf16(d.out * d.in, ctx);
+      dy_bf_ = device_bf16(d.n * d.out, ctx);
+    }
   }
 
   void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
@@ -51,7 +60,11 @@ class CudaFcOp final : public FcOp {
       gemm(CUBLAS_OP_N, CUBLAS_OP_N, out_, n_, 1, b.data(), out_, ones_.data(), 1, zero, y.data(), out_);
       beta = 1.f;
     }
-    gemm(CUBLAS_OP_T, CUBLAS_OP_N, out_, n_, in_, w.data(), in_, x.data(), in_, beta, y.data(), out_);
+    if (d_.bf16)
+      gemm_bf16(CUBLAS_OP_T, CUBLAS_OP_N, out_, n_, in_, to_bf16(w, w_bf_), in_, to_bf16(x, x_bf_),
+                in_, beta, y.data(), out_);
+    else
+      gemm(CUBLAS_OP_T, CUBLAS_OP_N, out_, n_, in_, w.data(), in_, x.data(), in_, beta, y.data(), out_);
     if (d_.fuse_relu)
       DLT_CUDNN(cudnnActivationForward(ctx_.cudnn, act_desc_, &one, y_desc_, y.data(), &zero,
                                        y_desc_, y.data()));
@@ -61,14 +74,22 @@ class CudaFcOp final : public FcOp {
     expect_gpu(dy, d_.n * d_.out, ctx_, "fc backward_data", "dy");
     expect_gpu(w, d_.out * d_.in, ctx_, "fc backward_data", "w");
     expect_gpu(dx, d_.n * d_.in, ctx_, "fc backward_data", "dx");
-    gemm(CUBLAS_OP_N, CUBLAS_OP_N, in_, n_, out_, w.data(), in_, dy.data(), out_, 0.f, dx.data(), in_);
+    if (d_.bf16)
+      gemm_bf16(CUBLAS_OP_N, CUBLAS_OP_N, in_, n_, out_, to_bf16(w, w_bf_), in_,
+                to_bf16(dy, dy_bf_), out_, 0.f, dx.data(), in_);
+    else
+      gemm(CUBLAS_OP_N, CUBLAS_OP_N, in_, n_, out_, w.data(), in_, dy.data(), out_, 0.f, dx.data(), in_);
   }
 
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
     expect_gpu(x, d_.n * d_.in, ctx_, "fc backward_weights", "x");
     expect_gpu(dy, d_.n * d_.out, ctx_, "fc backward_weights", "dy");
     expect_gpu(dw, d_.out * d_.in, ctx_, "fc backward_weights", "dw");
-    gemm(CUBLAS_OP_N, CUBLAS_OP_T, in_, out_, n_, x.data(), in_, dy.data(), out_, 0.f, dw.data(), in_);
+    if (d_.bf16)
+      gemm_bf16(CUBLAS_OP_N, CUBLAS_OP_T, in_, out_, n_, to_bf16(x, x_bf_), in_,
+                to_bf16(dy, dy_bf_), out_, 0.f, dw.data(), in_);
+    else
+      gemm(CUBLAS_OP_N, CUBLAS_OP_T, in_, out_, n_, x.data(), in_, dy.data(), out_, 0.f, dw.data(), in_);
     if (db.defined()) {
       expect_gpu(db, d_.out, ctx_, "fc backward_weights", "db");
       const float one = 1.f, zero = 0.f;
@@ -87,12 +108,29 @@ class CudaFcOp final : public FcOp {
                             CUBLAS_GEMM_DEFAULT));
   }
 
+  // As gemm with bfloat16 A and B: C (float32) = op(A) op(B) + beta C, float32 sums.
+  void gemm_bf16(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                 const __nv_bfloat16* a, int lda, const __nv_bfloat16* b, int ldb, float beta,
+                 float* c, int ldc) {
+    const float alpha = 1.f;
+    DLT_CUBLAS(cublasGemmEx(ctx_.cublas, ta, tb, m, n, k, &alpha, a, CUDA_R_16BF, lda, b,
+                            CUDA_R_16BF, ldb, &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT));
+  }
+
+  // src rounded into the scratch dst (sized for it in the constructor); returns dst.
+  const __nv_bfloat16* to_bf16(const Tensor& src, Tensor& dst) {
+    DLT_CUDA(float_to_bf16(src.data(), as_bf16(dst), src.numel(), ctx_.stream));
+    return as_bf16(dst);
+  }
+
   FcDesc d_;
   CudaContext& ctx_;
   std::string name_;
   int n_ = 0, in_ = 0, out_ = 0;
   cublasComputeType_t compute_ = CUBLAS_COMPUTE_32F;
   Tensor ones_;          // (N) ones: bias broadcast and bias gradient
+  Tensor x_bf_, w_bf_, dy_bf_;  // bf16 only: (N, in), (K, in), (N, K) bfloat16 copies
   TensorDesc y_desc_;    // (N * K) flat, for the fused relu
   ActivationDesc act_desc_;
 };
