@@ -3,6 +3,10 @@
 // (cudnnFind*AlgorithmEx within ctx.workspace_limit) on first use and cached process-wide
 // (conv_algo_cache.h). cuDNN pads symmetrically only: asymmetric padding pads the excess
 // explicitly into the workspace and crops the data gradient back.
+// bf16 (Precision: mixed): cuDNN's PSEUDO_BFLOAT16_CONFIG (x, w, y bfloat16, float32 compute,
+// tensor-op math, compute capability 8.0+). x / w / dy are rounded into bfloat16 copies at the
+// head of the shared workspace; cuDNN's bfloat16 y / dx / dw come back to float32 by a kernel
+// (y with the bias and relu), so the caller's tensors stay float32; db sums the float32 dy.
 #include <algorithm>
 #include <sstream>
 
@@ -17,13 +21,15 @@ namespace {
 // (cuDNN >= 8), which breaks 1e-4 agreement with the CPU; CUDNN_FMA_MATH forbids them.
 // DLT_ALLOW_TF32=1 selects CUDNN_TENSOR_OP_MATH (TF32 allowed) for speed.
 cudnnMathType_t conv_math() { return tf32_allowed() ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH; }
-bool math_ok(cudnnMathType_t m) {
+bool fp32_math_ok(cudnnMathType_t m) {
   return tf32_allowed() || (m != CUDNN_TENSOR_OP_MATH && m != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
 }
 
 class CudaConvOp final : public ConvOp {
  public:
   CudaConvOp(const ConvDesc& d, CudaContext& ctx) : d_(d), ctx_(ctx), name_(describe(d)) {
+    if (d.bf16) require_bf16(ctx, name_);
+    const cudnnDataType_t dtype = d.bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
     oh_ = d.out_h();
     ow_ = d.out_w();
     if (oh_ <= 0 || ow_ <= 0 || d.stride_h < 1 || d.stride_w < 1 || d.dilation_h < 1 ||
@@ -31,10 +37,11 @@ class CudaConvOp final : public ConvOp {
       throw ShapeError(name_ + ": the output would be " + std::to_string(oh_) + "x" +
                        std::to_string(ow_) + " (check FilterSize, Stride, Padding)");
     pad_ = PadSplit(d.h, d.w, d.pad_t, d.pad_b, d.pad_l, d.pad_r);
-    set_nhwc(x_desc_, d.n, pad_.hx, pad_.wx, d.c, name_);
-    set_nhwc(y_desc_, d.n, oh_, ow_, d.k, name_);
+    set_nhwc(x_desc_, d.n, pad_.hx, pad_.wx, d.c, name_, dtype);
+    set_nhwc(y_desc_, d.n, oh_, ow_, d.k, name_, dtype);
+    set_nhwc(yf_desc_, d.n, oh_, ow_, d.k, name_);
     set_channels(b_desc_, d.k, name_);
-    DLT_CUDNN(cudnnSetFilter4dDescriptor(w_desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC,
+    DLT_CUDNN(cudnnSetFilter4dDescriptor(w_desc_, dtype, CUDNN_TENSOR_NHWC,
                                          to_int(d.k, name_, "K"), to_int(d.c, name_, "C"),
                                          to_int(d.kh, name_, "kh"), to_int(d.kw, name_, "kw")));
     DLT_CUDNN(cudnnSetConvolution2dDescriptor(
@@ -42,7 +49,8 @@ class CudaConvOp final : public ConvOp {
         to_int(d.stride_h, name_, "stride"), to_int(d.stride_w, name_, "stride"),
         to_int(d.dilation_h, name_, "dilation"), to_int(d.dilation_w, name_, "dilation"),
         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    DLT_CUDNN(cudnnSetConvolutionMathType(conv_desc_, conv_math()));
+    // Compute type float32 in both modes (bfloat16 sums are not offered, nor wanted).
+    DLT_CUDNN(cudnnSetConvolutionMathType(conv_desc_, d.bf16 ? CUDNN_TENSOR_OP_MATH : conv_math()));
     DLT_CUDNN(cudnnSetActivationDescriptor(act_desc_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
     int n = 0, k = 0, oh = 0, ow = 0;
     DLT_CUDNN(cudnnGetConvolution2dForwardOutputDim(conv_desc_, x_desc_, w_desc_, &n, &k, &oh, &ow));
@@ -53,10 +61,18 @@ class CudaConvOp final : public ConvOp {
          << " (report this shape as a bug)";
       throw ShapeError(os.str());
     }
-    key_ = ConvAlgoKey{ctx.device, tf32_allowed() ? 1 : 0, d.n, pad_.hx, pad_.wx, d.c, d.k, d.kh, d.kw,
-                       pad_.ph, pad_.pw, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w};
+    key_ = ConvAlgoKey{ctx.device, !d.bf16 && tf32_allowed() ? 1 : 0, dtype, d.n, pad_.hx, pad_.wx,
+                       d.c, d.k, d.kh, d.kw, pad_.ph, pad_.pw, d.stride_h, d.stride_w,
+                       d.dilation_h, d.dilation_w};
     algos_ = conv_algo_cache().get(key_);
-    xp_bytes_ = pad_.explicit_pad ? aligned_bytes(sizeof(float) * d.n * pad_.hx * pad_.wx * d.c) : 0;
+    if (d.bf16) {
+      act_bf_bytes_ = aligned_bytes(sizeof(__nv_bfloat16) * d.n * pad_.hx * pad_.wx * d.c);
+      w_bf_bytes_ = aligned_bytes(sizeof(__nv_bfloat16) * d.k * d.kh * d.kw * d.c);
+      head_bytes_ = act_bf_bytes_ + w_bf_bytes_ +
+                    aligned_bytes(sizeof(__nv_bfloat16) * d.n * oh_ * ow_ * d.k);
+    } else {
+      head_bytes_ = pad_.explicit_pad ? aligned_bytes(sizeof(float) * d.n * pad_.hx * pad_.wx * d.c) : 0;
+    }
     max_ws_fwd_ = heuristic_ws_fwd();
     max_ws_bwd_data_ = heuristic_ws_bwd_data();
     max_ws_bwd_filter_ = heuristic_ws_bwd_filter();
@@ -69,14 +85,16 @@ class CudaConvOp final : public ConvOp {
     if (b.defined()) expect_gpu(b, d_.k, ctx_, "conv forward", "b");
     if (!algos_.has_fwd) conv_algo_cache().refresh(key_, algos_);
     const size_t ws_bytes = algos_.has_fwd ? algos_.fwd_ws : max_ws_fwd_;
-    char* base = static_cast<char*>(ctx_.workspace(xp_bytes_ + ws_bytes));
-    const float* xin = padded_input(x, base);
-    void* ws = base + xp_bytes_;
+    char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + ws_bytes));
+    const void* xin = d_.bf16 ? bf16_input(x, base) : static_cast<const void*>(padded_input(x, base));
+    const void* win = d_.bf16 ? bf16_weights(w, base) : static_cast<const void*>(w.data());
+    void* yout = d_.bf16 ? static_cast<void*>(bf16_out(base)) : static_cast<void*>(y.data());
+    void* ws = base + head_bytes_;
     if (!algos_.has_fwd) {
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       int got = 0;
       DLT_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(
-          ctx_.cudnn, x_desc_, xin, w_desc_, w.data(), conv_desc_, y_desc_, y.data(),
+          ctx_.cudnn, x_desc_, xin, w_desc_, win, conv_desc_, y_desc_, yout,
           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf, ws, ws_bytes));
       const int i = pick(perf, got, ws_bytes, "forward");
       algos_.fwd = perf[i].algo;
@@ -85,6 +103,14 @@ class CudaConvOp final : public ConvOp {
       conv_algo_cache().put(key_, algos_);
     }
     const float one = 1.f, zero = 0.f;
+    if (d_.bf16) {
+      // y (float32) = [relu](float(conv in bfloat16) + b): one kernel replaces the fused path.
+      DLT_CUDNN(cudnnConvolutionForward(ctx_.cudnn, &one, x_desc_, xin, w_desc_, win, conv_desc_,
+                                        algos_.fwd, ws, algos_.fwd_ws, &zero, y_desc_, yout));
+      DLT_CUDA(bf16_bias_act(bf16_out(base), b.defined() ? b.data() : nullptr, y.data(),
+                             d_.n * oh_ * ow_, d_.k, d_.fuse_relu, ctx_.stream));
+      return;
+    }
     if (d_.fuse_relu && b.defined() && fused_ok_ &&
         algos_.fwd == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) {
       // y = relu(conv(x) + 0 * y + b); cuDNN supports the relu fusion only for this algorithm.
@@ -99,10 +125,10 @@ class CudaConvOp final : public ConvOp {
     DLT_CUDNN(cudnnConvolutionForward(ctx_.cudnn, &one, x_desc_, xin, w_desc_, w.data(), conv_desc_,
                                       algos_.fwd, ws, algos_.fwd_ws, &zero, y_desc_, y.data()));
     if (b.defined())
-      DLT_CUDNN(cudnnAddTensor(ctx_.cudnn, &one, b_desc_, b.data(), &one, y_desc_, y.data()));
+      DLT_CUDNN(cudnnAddTensor(ctx_.cudnn, &one, b_desc_, b.data(), &one, yf_desc_, y.data()));
     if (d_.fuse_relu)
-      DLT_CUDNN(cudnnActivationForward(ctx_.cudnn, act_desc_, &one, y_desc_, y.data(), &zero,
-                                       y_desc_, y.data()));
+      DLT_CUDNN(cudnnActivationForward(ctx_.cudnn, act_desc_, &one, yf_desc_, y.data(), &zero,
+                                       yf_desc_, y.data()));
   }
 
   void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
@@ -111,14 +137,19 @@ class CudaConvOp final : public ConvOp {
     expect_gpu(dx, d_.n * d_.h * d_.w * d_.c, ctx_, "conv backward_data", "dx");
     if (!algos_.has_bwd_data) conv_algo_cache().refresh(key_, algos_);
     const size_t ws_bytes = algos_.has_bwd_data ? algos_.bwd_data_ws : max_ws_bwd_data_;
-    char* base = static_cast<char*>(ctx_.workspace(xp_bytes_ + ws_bytes));
-    float* dxp = pad_.explicit_pad ? reinterpret_cast<float*>(base) : dx.data();
-    void* ws = base + xp_bytes_;
+    char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + ws_bytes));
+    // The (padded) dx cuDNN writes: float32 into dx or the workspace head, or bfloat16.
+    void* dxp = d_.bf16            ? static_cast<void*>(bf16_act(base))
+                : pad_.explicit_pad ? static_cast<void*>(base)
+                                    : static_cast<void*>(dx.data());
+    const void* win = d_.bf16 ? bf16_weights(w, base) : static_cast<const void*>(w.data());
+    const void* dyin = d_.bf16 ? bf16_dy(dy, base) : static_cast<const void*>(dy.data());
+    void* ws = base + head_bytes_;
     if (!algos_.has_bwd_data) {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       int got = 0;
       DLT_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
-          ctx_.cudnn, w_desc_, w.data(), y_desc_, dy.data(), conv_desc_, x_desc_, dxp,
+          ctx_.cudnn, w_desc_, win, y_desc_, dyin, conv_desc_, x_desc_, dxp,
           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf, ws, ws_bytes));
       const int i = pick(perf, got, ws_bytes, "backward data");
       algos_.bwd_data = perf[i].algo;
@@ -127,11 +158,16 @@ class CudaConvOp final : public ConvOp {
       conv_algo_cache().put(key_, algos_);
     }
     const float one = 1.f, zero = 0.f;
-    DLT_CUDNN(cudnnConvolutionBackwardData(ctx_.cudnn, &one, w_desc_, w.data(), y_desc_, dy.data(),
+    DLT_CUDNN(cudnnConvolutionBackwardData(ctx_.cudnn, &one, w_desc_, win, y_desc_, dyin,
                                            conv_desc_, algos_.bwd_data, ws, algos_.bwd_data_ws,
                                            &zero, x_desc_, dxp));
-    if (pad_.explicit_pad)
-      DLT_CUDA(crop_nhwc(dxp, dx.data(), d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb, pad_.el, pad_.er, ctx_.stream));
+    if (d_.bf16 && pad_.explicit_pad)
+      DLT_CUDA(crop_nhwc_bf16(bf16_act(base), dx.data(), d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb,
+                              pad_.el, pad_.er, ctx_.stream));
+    else if (d_.bf16)
+      DLT_CUDA(bf16_to_float(bf16_act(base), dx.data(), d_.n * d_.h * d_.w * d_.c, ctx_.stream));
+    else if (pad_.explicit_pad)
+      DLT_CUDA(crop_nhwc(static_cast<float*>(dxp), dx.data(), d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb, pad_.el, pad_.er, ctx_.stream));
   }
 
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
@@ -141,19 +177,21 @@ class CudaConvOp final : public ConvOp {
     const float one = 1.f, zero = 0.f;
     if (db.defined()) {
       expect_gpu(db, d_.k, ctx_, "conv backward_weights", "db");
-      DLT_CUDNN(cudnnConvolutionBackwardBias(ctx_.cudnn, &one, y_desc_, dy.data(), &zero, b_desc_,
+      DLT_CUDNN(cudnnConvolutionBackwardBias(ctx_.cudnn, &one, yf_desc_, dy.data(), &zero, b_desc_,
                                              db.data()));
     }
     if (!algos_.has_bwd_filter) conv_algo_cache().refresh(key_, algos_);
     const size_t ws_bytes = algos_.has_bwd_filter ? algos_.bwd_filter_ws : max_ws_bwd_filter_;
-    char* base = static_cast<char*>(ctx_.workspace(xp_bytes_ + ws_bytes));
-    const float* xin = padded_input(x, base);
-    void* ws = base + xp_bytes_;
+    char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + ws_bytes));
+    const void* xin = d_.bf16 ? bf16_input(x, base) : static_cast<const void*>(padded_input(x, base));
+    const void* dyin = d_.bf16 ? bf16_dy(dy, base) : static_cast<const void*>(dy.data());
+    void* dwout = d_.bf16 ? static_cast<void*>(bf16_w(base)) : static_cast<void*>(dw.data());
+    void* ws = base + head_bytes_;
     if (!algos_.has_bwd_filter) {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       int got = 0;
       DLT_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-          ctx_.cudnn, x_desc_, xin, y_desc_, dy.data(), conv_desc_, w_desc_, dw.data(),
+          ctx_.cudnn, x_desc_, xin, y_desc_, dyin, conv_desc_, w_desc_, dwout,
           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf, ws, ws_bytes));
       const int i = pick(perf, got, ws_bytes, "backward filter");
       algos_.bwd_filter = perf[i].algo;
@@ -161,9 +199,11 @@ class CudaConvOp final : public ConvOp {
       algos_.has_bwd_filter = true;
       conv_algo_cache().put(key_, algos_);
     }
-    DLT_CUDNN(cudnnConvolutionBackwardFilter(ctx_.cudnn, &one, x_desc_, xin, y_desc_, dy.data(),
+    DLT_CUDNN(cudnnConvolutionBackwardFilter(ctx_.cudnn, &one, x_desc_, xin, y_desc_, dyin,
                                              conv_desc_, algos_.bwd_filter, ws,
-                                             algos_.bwd_filter_ws, &zero, w_desc_, dw.data()));
+                                             algos_.bwd_filter_ws, &zero, w_desc_, dwout));
+    if (d_.bf16)
+      DLT_CUDA(bf16_to_float(bf16_w(base), dw.data(), d_.k * d_.kh * d_.kw * d_.c, ctx_.stream));
   }
 
  private:
@@ -183,6 +223,35 @@ class CudaConvOp final : public ConvOp {
     DLT_CUDA(pad_nhwc(x.data(), xp, d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb, pad_.el, pad_.er, 0.f, ctx_.stream));
     return xp;
   }
+
+  // bf16: the workspace head holds act (N, Hx, Wx, C) (x rounded and padded, or the padded dx),
+  // w (K, kh, kw, C) (w rounded, or dw) and out (N, OH, OW, K) (y, or dy rounded), bfloat16.
+  __nv_bfloat16* bf16_act(char* base) const { return reinterpret_cast<__nv_bfloat16*>(base); }
+  __nv_bfloat16* bf16_w(char* base) const {
+    return reinterpret_cast<__nv_bfloat16*>(base + act_bf_bytes_);
+  }
+  __nv_bfloat16* bf16_out(char* base) const {
+    return reinterpret_cast<__nv_bfloat16*>(base + act_bf_bytes_ + w_bf_bytes_);
+  }
+  const __nv_bfloat16* bf16_input(const Tensor& x, char* base) {
+    if (pad_.explicit_pad)
+      DLT_CUDA(pad_nhwc_bf16(x.data(), bf16_act(base), d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb,
+                             pad_.el, pad_.er, ctx_.stream));
+    else
+      DLT_CUDA(float_to_bf16(x.data(), bf16_act(base), x.numel(), ctx_.stream));
+    return bf16_act(base);
+  }
+  const __nv_bfloat16* bf16_weights(const Tensor& w, char* base) {
+    DLT_CUDA(float_to_bf16(w.data(), bf16_w(base), w.numel(), ctx_.stream));
+    return bf16_w(base);
+  }
+  const __nv_bfloat16* bf16_dy(const Tensor& dy, char* base) {
+    DLT_CUDA(float_to_bf16(dy.data(), bf16_out(base), dy.numel(), ctx_.stream));
+    return bf16_out(base);
+  }
+
+  // Float32 may not use tensor cores unless TF32 is allowed; bfloat16 is meant for them.
+  bool math_ok(cudnnMathType_t m) const { return d_.bf16 || fp32_math_ok(m); }
 
   // The fastest measured algorithm that succeeded within the workspace and the math mode.
   template <class Perf>
@@ -245,10 +314,14 @@ class CudaConvOp final : public ConvOp {
   int64_t oh_ = 0, ow_ = 0;
   PadSplit pad_;  // symmetric padding for cuDNN + the excess padded explicitly
   bool fused_ok_ = true;
-  size_t xp_bytes_ = 0;  // workspace head for the padded x or the padded dx
+  // Workspace head: float32 the padded x or padded dx (explicit padding only); bf16 the
+  // bfloat16 act, w and out buffers (act_bf_bytes_ and w_bf_bytes_ are their first two).
+  size_t head_bytes_ = 0, act_bf_bytes_ = 0, w_bf_bytes_ = 0;
   size_t max_ws_fwd_ = 0, max_ws_bwd_data_ = 0, max_ws_bwd_filter_ = 0;  // measuring budgets
-  TensorDesc x_desc_, y_desc_, b_desc_;  // (N, Hx, Wx, C), (N, OH, OW, K), (1, K, 1, 1)
-  FilterDesc w_desc_;                    // (K, kh, kw, C)
+  // x, y and w as cuDNN convolves them (float32, or bfloat16 under bf16); yf is y in float32
+  // (bias, relu, bias gradient), b the bias (1, K, 1, 1).
+  TensorDesc x_desc_, y_desc_, yf_desc_, b_desc_;  // (N, Hx, Wx, C), (N, OH, OW, K) x2, (K)
+  FilterDesc w_desc_;                              // (K, kh, kw, C)
   ConvolutionDesc conv_desc_;
   ActivationDesc act_desc_;  // relu
   ConvAlgoKey key_{};
