@@ -4,6 +4,7 @@
 // and a check that bf16 really ran (its results differ from float32).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
