@@ -67,6 +67,7 @@ Runner add_classify(CLI::App& app) {
     bool json = false;
     int top = 1, threads = 0, gpu = -1;
     int64_t batch = 128;
+    std::string precision = "single";
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("model", a->model, "A model file (model.bin)")->required();
@@ -77,6 +78,8 @@ Runner add_classify(CLI::App& app) {
   cmd->add_option("--batch", a->batch, "Images per forward pass (default 128)")->check(CLI::Range(1, 65536));
   cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
   cmd->add_option("--gpu", a->gpu, "Run on this GPU (default: the CPU)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--precision", a->precision, "single (default) or mixed: bfloat16 multiplies in conv and fullyConnected")
+      ->check(CLI::IsMember({"single", "mixed"}));
   return [a]() {
     if (a->threads > 0) cpu_set_threads(a->threads);
     ModelData m = load_model(a->model);
@@ -89,6 +92,7 @@ Runner add_classify(CLI::App& app) {
     }
     Network net(m.network, dev);
     net.load_weights(m);
+    net.set_mixed_precision(a->precision == "mixed");
     const auto& classes = net.classes();
     if (classes.empty()) throw ModelError(a->model + ": the model has no class names");
 

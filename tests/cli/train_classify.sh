@@ -70,6 +70,9 @@ if grep -qw avx512bw /proc/cpuinfo; then
   mcacc=$(json_number "$TMP/mixed_preds.json" accuracy)
   awk -v a="$mcacc" -v b="$macc" 'BEGIN { exit !((a - b) < 1.5 && (b - a) < 1.5) }' \
     || fail "a mixed-precision model classified in float32: $mcacc% vs the run's $macc%"
+  "$DLTRAIN" classify "$mixed/model.bin" "$TMP/data/test" --json --precision mixed > "$TMP/mixed_preds2.json"
+  [[ "$(json_number "$TMP/mixed_preds2.json" accuracy)" == "$macc" ]] \
+    || fail "classify --precision mixed: $(json_number "$TMP/mixed_preds2.json" accuracy)% vs the run's validation $macc%"
 else
   echo "skipped Precision mixed: this CPU has no AVX-512 (oneDNN has no bfloat16 kernels for it)"
 fi
