@@ -1,5 +1,8 @@
-// backend_for() and the Backend defaults: the loss read later (run at once here).
+// backend_for() and the Backend defaults: the loss read later (run at once here), Adam's
+// bias correction.
 #include "backend/backend.h"
+
+#include <cmath>
 
 #include "util/error.h"
 
@@ -39,6 +42,10 @@ double Backend::read_loss(const Tensor& totals, const Tensor& labels, int64_t* c
   copy_bytes(&t, Device::cpu(), totals.data(), totals.device(), sizeof(t));
   if (correct) *correct = static_cast<int64_t>(t.correct);
   return labels.numel() > 0 ? t.loss_sum / static_cast<double>(labels.numel()) : 0.0;
+}
+
+float Backend::adam_correction(float b, int64_t t) {
+  return 1.f / (1.f - static_cast<float>(std::pow(double(b), double(t))));
 }
 
 Backend& backend_for(Device device) {

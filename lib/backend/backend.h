@@ -96,6 +96,39 @@ class Backend {
   // g' = g + l2 * w; s = b2 s + (1-b2) g'^2; w -= lr * g' / (sqrt(s) + eps)
   virtual void rmsprop_update(Tensor& w, const Tensor& g, Tensor& s, float lr, float b2, float eps,
                               float l2) = 0;
+  // Adam's bias correction 1 / (1 - b^t), as both backends compute it (float from a double power).
+  static float adam_correction(float b, int64_t t);
+
+  // ---- the same updates with the per-step scalars in device memory (CUDA Graphs) ----
+  // A captured step replays its kernels with the arguments they were captured with, so what
+  // changes between steps (the learning rate, Adam's corrections) is read from values (float,
+  // on this device) at the given indices; the caller refreshes values before each step. The
+  // results are bit-identical to the by-value updates given the same numbers.
+  struct StepScalars {
+    const Tensor* values = nullptr;
+    int64_t lr = 0;             // the parameter's learning rate
+    int64_t c1 = -1, c2 = -1;   // adam: adam_correction(b1, t), adam_correction(b2, t)
+  };
+  virtual void sgdm_update_from(Tensor& w, const Tensor& g, Tensor& v, const StepScalars& k,
+                           float momentum, float l2) = 0;
+  virtual void adam_update_from(Tensor& w, const Tensor& g, Tensor& m, Tensor& s, const StepScalars& k,
+                           float b1, float b2, float eps, float l2) = 0;
+  virtual void rmsprop_update_from(Tensor& w, const Tensor& g, Tensor& s, const StepScalars& k,
+                              float b2, float eps, float l2) = 0;
+
+  // ---- CUDA Graphs (docs/gpu.md "CUDA Graphs"): record a step's device work once, replay it ----
+  // begin_capture() starts recording the work issued to this device (false: this backend
+  // cannot capture, e.g. the CPU). Until end_capture() the work is recorded, not run, and
+  // nothing may allocate or free device memory, wait for the device or upload. end_capture()
+  // instantiates the graph (throws DeviceError naming the cause when the capture failed);
+  // abort_capture() ends a failed capture and keeps nothing. replay() launches the graph and
+  // returns true, or false (launching nothing) when there is none or memory it uses has been
+  // freed since the capture. drop_capture() frees the graph.
+  virtual bool begin_capture() { return false; }
+  virtual void end_capture() {}
+  virtual void abort_capture() noexcept {}
+  virtual bool replay() { return false; }
+  virtual void drop_capture() {}
 
   virtual void synchronize() {}
 };

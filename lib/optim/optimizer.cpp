@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "backend/backend.h"
+#include "util/check.h"
 
 namespace dlt {
 
@@ -48,6 +49,11 @@ void Optimizer::clip() {
 }
 
 void Optimizer::step(double lr) {
+  if (device_scalars()) {
+    prepare(lr);
+    update();
+    return;
+  }
   clip();
   ++t_;
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -66,6 +72,55 @@ void Optimizer::step(double lr) {
                         static_cast<float>(o_.epsilon), l2);
     }
   }
+}
+
+void Optimizer::set_device_scalars(bool on) {
+  DLT_CHECK(!prepared_, "Optimizer::set_device_scalars between prepare() and update()");
+  if (!on || params_.empty()) {
+    scalars_ = scalars_host_ = Tensor();
+    return;
+  }
+  const Shape shape{2 + static_cast<int64_t>(params_.size())};
+  scalars_host_ = Tensor::zeros(shape, Device::cpu());
+  scalars_ = Tensor::zeros(shape, params_[0]->value.device());
+}
+
+void Optimizer::prepare(double lr) {
+  DLT_CHECK(device_scalars(), "Optimizer::prepare without set_device_scalars(true)");
+  DLT_CHECK(!prepared_, "Optimizer::prepare twice without update()");
+  ++t_;
+  float* h = scalars_host_.data();
+  if (o_.solver == "adam") {
+    h[0] = Backend::adam_correction(static_cast<float>(o_.gradient_decay_factor), t_);
+    h[1] = Backend::adam_correction(static_cast<float>(o_.squared_gradient_decay_factor), t_);
+  }
+  for (size_t i = 0; i < params_.size(); ++i) h[2 + i] = static_cast<float>(lr * params_[i]->learn_rate_factor);
+  Backend& be = backend_for(scalars_.device());
+  be.upload_begin(scalars_host_, scalars_);  // the CPU copies at once
+  be.upload_wait();
+  prepared_ = true;
+}
+
+void Optimizer::update() {
+  DLT_CHECK(prepared_, "Optimizer::update without prepare()");
+  clip();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Param& p = *params_[i];
+    if (p.frozen()) continue;
+    Backend& be = backend_for(p.value.device());
+    Backend::StepScalars k{&scalars_, 2 + static_cast<int64_t>(i), 0, 1};
+    float l2 = static_cast<float>(o_.l2_regularization * p.l2_factor);
+    if (o_.solver == "sgdm") {
+      be.sgdm_update_from(p.value, p.grad, m_[i], k, static_cast<float>(o_.momentum), l2);
+    } else if (o_.solver == "adam") {
+      be.adam_update_from(p.value, p.grad, m_[i], s_[i], k, static_cast<float>(o_.gradient_decay_factor),
+                          static_cast<float>(o_.squared_gradient_decay_factor), static_cast<float>(o_.epsilon), l2);
+    } else {
+      be.rmsprop_update_from(p.value, p.grad, s_[i], k, static_cast<float>(o_.squared_gradient_decay_factor),
+                             static_cast<float>(o_.epsilon), l2);
+    }
+  }
+  prepared_ = false;  // only now: a capture that failed midway issues update() again
 }
 
 std::vector<Optimizer::Slot> Optimizer::state() {

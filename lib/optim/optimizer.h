@@ -22,6 +22,16 @@ class Optimizer {
   void step(double lr);
   int64_t steps() const { return t_; }
 
+  // Per-step scalars in device memory, for a step captured as a CUDA graph (docs/gpu.md):
+  // step(lr) becomes prepare(lr) + update(). prepare counts the step and uploads its learning
+  // rates and Adam's corrections in one copy (outside any capture); update clips and issues
+  // the updates reading them (capturable when clipping reads nothing back). Bit-identical to
+  // the by-value updates. Off by default.
+  void set_device_scalars(bool on);
+  bool device_scalars() const { return scalars_.defined(); }
+  void prepare(double lr);
+  void update();
+
   // Solver state for checkpoints: named per parameter index ("p3/m").
   struct Slot {
     std::string name;
@@ -36,6 +46,9 @@ class Optimizer {
   std::vector<Param*> params_;
   std::vector<Tensor> m_, s_;  // sgdm velocity / adam first moment; adam and rmsprop second moment
   int64_t t_ = 0;
+  // Device-scalar mode: [c1, c2, lr of parameter 0, 1, ...] on the host and on the device.
+  Tensor scalars_host_, scalars_;
+  bool prepared_ = false;  // prepare() ran and update() has not yet
 };
 
 }  // namespace dlt

@@ -73,6 +73,12 @@ class CpuBackend final : public Backend {
                    float eps, int64_t t, float l2) override;
   void rmsprop_update(Tensor& w, const Tensor& g, Tensor& s, float lr, float b2, float eps,
                       float l2) override;
+  void sgdm_update_from(Tensor& w, const Tensor& g, Tensor& v, const StepScalars& k,
+                        float momentum, float l2) override;
+  void adam_update_from(Tensor& w, const Tensor& g, Tensor& m, Tensor& s, const StepScalars& k,
+                        float b1, float b2, float eps, float l2) override;
+  void rmsprop_update_from(Tensor& w, const Tensor& g, Tensor& s, const StepScalars& k, float b2,
+                           float eps, float l2) override;
 
  private:
   std::unique_ptr<cpu::DnnlContext> ctx_;

@@ -194,14 +194,12 @@ void CpuBackend::sgdm_update(Tensor& w, const Tensor& g, Tensor& v, float lr, fl
   }
 }
 
-void CpuBackend::adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& s, float lr, float b1,
-                             float b2, float eps, int64_t t, float l2) {
+namespace {
+void adam_loop(Tensor& w, const Tensor& g, Tensor& m, Tensor& s, float lr, float b1, float b2,
+               float eps, float c1, float c2, float l2) {
   same_numel(w, g, "adam_update");
   same_numel(w, m, "adam_update");
   same_numel(w, s, "adam_update");
-  DLT_CHECK(t >= 1, "adam_update: step " << t << " must start at 1");
-  const float c1 = 1.f / (1.f - static_cast<float>(std::pow(double(b1), double(t))));
-  const float c2 = 1.f / (1.f - static_cast<float>(std::pow(double(b2), double(t))));
   float* pw = w.data();
   const float* pg = g.data();
   float* pm = m.data();
@@ -214,6 +212,20 @@ void CpuBackend::adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& s, f
     ps[i] = b2 * ps[i] + (1.f - b2) * gi * gi;
     pw[i] -= lr * (pm[i] * c1) / (std::sqrt(ps[i] * c2) + eps);
   }
+}
+
+// The value at index i of a step-scalars tensor (on the CPU).
+float scalar_at(const Backend::StepScalars& k, int64_t i, const char* op) {
+  DLT_CHECK(k.values && k.values->device().is_cpu() && i >= 0 && i < k.values->numel(),
+            op << ": step scalar " << i << " is not in a CPU tensor of that many floats");
+  return k.values->data()[i];
+}
+}  // namespace
+
+void CpuBackend::adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& s, float lr, float b1,
+                             float b2, float eps, int64_t t, float l2) {
+  DLT_CHECK(t >= 1, "adam_update: step " << t << " must start at 1");
+  adam_loop(w, g, m, s, lr, b1, b2, eps, adam_correction(b1, t), adam_correction(b2, t), l2);
 }
 
 void CpuBackend::rmsprop_update(Tensor& w, const Tensor& g, Tensor& s, float lr, float b2,
@@ -230,6 +242,22 @@ void CpuBackend::rmsprop_update(Tensor& w, const Tensor& g, Tensor& s, float lr,
     ps[i] = b2 * ps[i] + (1.f - b2) * gi * gi;
     pw[i] -= lr * gi / (std::sqrt(ps[i]) + eps);
   }
+}
+
+void CpuBackend::sgdm_update_from(Tensor& w, const Tensor& g, Tensor& v, const StepScalars& k,
+                                  float momentum, float l2) {
+  sgdm_update(w, g, v, scalar_at(k, k.lr, "sgdm_update"), momentum, l2);
+}
+
+void CpuBackend::adam_update_from(Tensor& w, const Tensor& g, Tensor& m, Tensor& s,
+                                  const StepScalars& k, float b1, float b2, float eps, float l2) {
+  adam_loop(w, g, m, s, scalar_at(k, k.lr, "adam_update"), b1, b2, eps,
+            scalar_at(k, k.c1, "adam_update"), scalar_at(k, k.c2, "adam_update"), l2);
+}
+
+void CpuBackend::rmsprop_update_from(Tensor& w, const Tensor& g, Tensor& s, const StepScalars& k,
+                                     float b2, float eps, float l2) {
+  rmsprop_update(w, g, s, scalar_at(k, k.lr, "rmsprop_update"), b2, eps, l2);
 }
 
 }  // namespace dlt

@@ -53,6 +53,13 @@ size_t size_class(size_t bytes) {
 void* CachingAllocator::allocate(size_t bytes) {
   const size_t size = size_class(bytes);
   std::lock_guard<std::mutex> lock(mu_);
+  if (capturing_) {
+    const std::string what = "cuda:" + std::to_string(device_) + " was asked for " +
+                             std::to_string(bytes) + " bytes while capturing a CUDA graph";
+    if (capture_fault_.empty()) capture_fault_ = what;
+    throw DeviceError(what + " (a captured step must allocate nothing: run more warm-up steps "
+                      "before capturing, or unset DLT_CUDA_GRAPH)");
+  }
   char* ptr = nullptr;
   // Reuse the smallest cached block that fits with at most 1/8 slack (the same class below
   // 32 MiB, where neighbouring classes differ by more than that).
@@ -77,6 +84,13 @@ void CachingAllocator::deallocate(void* ptr, size_t) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = live_.find(static_cast<char*>(ptr));
   if (it == live_.end()) return;
+  if (capturing_ && capture_fault_.empty())
+    capture_fault_ = "a block of " + std::to_string(it->second) + " bytes was freed on cuda:" +
+                     std::to_string(device_) + " while capturing a CUDA graph";
+  if (graph_valid_ && graph_blocks_.count(it->first)) {  // the graph would write into it
+    graph_valid_ = false;
+    graph_blocks_.clear();
+  }
   in_use_ -= it->second;
   free_.emplace(it->second, it->first);
   live_.erase(it);
@@ -121,6 +135,38 @@ void CachingAllocator::release_cache_locked() {
   }
   free_.clear();
 }
+
+void CachingAllocator::begin_capture() {
+  std::lock_guard<std::mutex> lock(mu_);
+  capturing_ = true;
+  capture_fault_.clear();
+  graph_valid_ = false;
+  graph_blocks_.clear();
+}
+
+void CachingAllocator::end_capture() {
+  std::lock_guard<std::mutex> lock(mu_);
+  capturing_ = false;
+  if (!capture_fault_.empty())
+    throw DeviceError("CUDA graph capture failed: " + capture_fault_ +
+                      " (a captured step must allocate and free nothing)");
+  for (const auto& entry : live_) graph_blocks_.insert(entry.first);
+  graph_valid_ = true;
+}
+
+void CachingAllocator::cancel_capture() noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  capturing_ = false;
+  graph_valid_ = false;
+  graph_blocks_.clear();
+}
+
+bool CachingAllocator::graph_valid() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return graph_valid_;
+}
+
+void CachingAllocator::drop_graph() { cancel_capture(); }
 
 size_t CachingAllocator::reserved_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <map>
 #include <mutex>
+#include <set>
+#include <string>
 
 #include "tensor/device.h"
 
@@ -50,6 +52,17 @@ class CachingAllocator final : public Allocator {
   size_t in_use_bytes() const;     // handed out to tensors now (size classes)
   size_t peak_in_use_bytes() const;
 
+  // CUDA Graphs. Between begin_capture() and end_capture() allocate() throws DeviceError and
+  // deallocate() records the fault (a destructor must not throw), which end_capture() then
+  // throws: a captured graph must only use blocks that outlive it. From end_capture() on, the
+  // blocks in use are the graph's; freeing any of them marks it stale (graph_valid() false)
+  // until the next capture, as its kernels would write into memory that is no longer theirs.
+  void begin_capture();
+  void end_capture();
+  void cancel_capture() noexcept;  // a failed capture: no graph
+  bool graph_valid() const;
+  void drop_graph();
+
  private:
   void* malloc_or_throw(size_t size, size_t requested);
   void release_cache_locked();
@@ -59,6 +72,10 @@ class CachingAllocator final : public Allocator {
   std::map<char*, size_t> live_;            // handed out: base address -> block size
   std::multimap<size_t, char*> free_;       // cached, by size
   size_t reserved_ = 0, peak_reserved_ = 0, in_use_ = 0, peak_in_use_ = 0;
+  bool capturing_ = false;
+  std::string capture_fault_;      // the first allocation or free seen while capturing
+  std::set<char*> graph_blocks_;   // blocks in use when the graph was captured
+  bool graph_valid_ = false;
 };
 
 // The allocator of device (created on first use, never destroyed: tensors released during

@@ -41,6 +41,7 @@ CudaBackend::~CudaBackend() {
   cudaFreeHost(result_h_);
   cudaEventDestroy(compute_mark_);
   cudaEventDestroy(upload_mark_);
+  if (graph_) cudaGraphExecDestroy(graph_);
   if (scratch_) alloc_.deallocate(scratch_, scratch_bytes_);
   alloc_.deallocate(result_d_, kResultBytes);
 }
@@ -110,6 +111,7 @@ void* CudaBackend::scratch(size_t bytes) {
 
 void CudaBackend::read_back(size_t bytes) {
   DLT_CHECK(bytes <= kResultBytes, "read_back: " << bytes << " bytes");
+  not_capturing("reading a value back");
   DLT_CUDA(cudaMemcpyAsync(result_h_, result_d_, bytes, cudaMemcpyDeviceToHost, ctx_.stream));
   DLT_CUDA(cudaStreamSynchronize(ctx_.stream));
 }
@@ -160,6 +162,7 @@ void CudaBackend::upload_begin(const Tensor& host, Tensor& dst) {
   }
   const size_t bytes = host.bytes();
   if (bytes == 0) return;
+  not_capturing("an upload");
   enter();
   Staging& s = free_staging(bytes);
   std::memcpy(s.host, host.data(), bytes);
@@ -183,6 +186,7 @@ void CudaBackend::upload_wait() {
 size_t CudaBackend::peak_memory_bytes() const { return alloc_.peak_bytes(); }
 
 void CudaBackend::synchronize() {
+  not_capturing("synchronize");
   enter();
   DLT_CUDA(cudaStreamSynchronize(ctx_.copy_stream));
   DLT_CUDA(cudaStreamSynchronize(ctx_.stream));

@@ -63,6 +63,21 @@ class CudaBackend final : public Backend {
                    float eps, int64_t t, float l2) override;
   void rmsprop_update(Tensor& w, const Tensor& g, Tensor& s, float lr, float b2, float eps,
                       float l2) override;
+  void sgdm_update_from(Tensor& w, const Tensor& g, Tensor& v, const StepScalars& k,
+                        float momentum, float l2) override;
+  void adam_update_from(Tensor& w, const Tensor& g, Tensor& m, Tensor& s, const StepScalars& k,
+                        float b1, float b2, float eps, float l2) override;
+  void rmsprop_update_from(Tensor& w, const Tensor& g, Tensor& s, const StepScalars& k, float b2,
+                           float eps, float l2) override;
+
+  // CUDA Graphs (cuda_graph.cpp): stream capture of the compute stream in thread-local mode;
+  // the allocator refuses to allocate or free while capturing and reports when a block the
+  // graph uses is freed later (replay() then returns false).
+  bool begin_capture() override;
+  void end_capture() override;
+  void abort_capture() noexcept override;
+  bool replay() override;
+  void drop_capture() override;
 
   // Copies host into a pinned staging buffer (host may be reused on return) and enqueues the
   // upload on the copy stream after all work already queued on the compute stream (so dst
@@ -82,6 +97,7 @@ class CudaBackend final : public Backend {
     cudaEvent_t done = nullptr;  // recorded after the copy out of it
   };
   void enter() const;  // makes device_ current for the calling thread
+  void not_capturing(const char* what) const;  // throws DeviceError while capturing
   void* scratch(size_t bytes);
   Staging& free_staging(size_t bytes);
   // Copies bytes of result_d_ to the pinned result_h_ and waits for the compute stream.
@@ -98,6 +114,8 @@ class CudaBackend final : public Backend {
   cudaEvent_t compute_mark_ = nullptr;  // compute stream -> copy stream
   cudaEvent_t upload_mark_ = nullptr;   // copy stream -> compute stream
   bool upload_pending_ = false;
+  bool capturing_ = false;
+  cudaGraphExec_t graph_ = nullptr;  // the instantiated capture, or null
 };
 
 }  // namespace dlt

@@ -208,6 +208,7 @@ void CudaBackend::cross_entropy_async(const Tensor& probs, const Tensor& labels,
 
 double CudaBackend::read_loss(const Tensor& totals, const Tensor& labels, int64_t* correct) {
   on(totals, device(), "read_loss");
+  not_capturing("read_loss");
   enter();
   cuda::CrossEntropyResult r;
   DLT_CUDA(cudaMemcpyAsync(result_h_, totals.data(), sizeof(r), cudaMemcpyDeviceToHost, ctx_.stream));
@@ -245,8 +246,8 @@ void CudaBackend::adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& s, 
   DLT_CHECK(t >= 1, "adam_update: step " << t << " must start at 1");
   for (const Tensor* x : Tensors{&w, &g, &m, &s}) on(*x, device(), "adam_update");
   // As the CPU backend computes them.
-  const float c1 = 1.f / (1.f - static_cast<float>(std::pow(double(b1), double(t))));
-  const float c2 = 1.f / (1.f - static_cast<float>(std::pow(double(b2), double(t))));
+  const float c1 = adam_correction(b1, t);
+  const float c2 = adam_correction(b2, t);
   enter();
   cuda::adam_update(w.data(), g.data(), m.data(), s.data(), w.numel(), lr, b1, b2, eps, c1, c2,
                     l2, ctx_.stream);
@@ -259,6 +260,49 @@ void CudaBackend::rmsprop_update(Tensor& w, const Tensor& g, Tensor& s, float lr
   for (const Tensor* t : Tensors{&w, &g, &s}) on(*t, device(), "rmsprop_update");
   enter();
   cuda::rmsprop_update(w.data(), g.data(), s.data(), w.numel(), lr, b2, eps, l2, ctx_.stream);
+}
+
+namespace {
+// The device address of a step scalar (one float of k.values, on device d).
+const float* scalar_at(const Backend::StepScalars& k, int64_t i, Device d, const char* op) {
+  DLT_CHECK(k.values && k.values->device() == d && i >= 0 && i < k.values->numel(),
+            op << ": step scalar " << i << " is not in a tensor of that many floats on " << d.str());
+  return k.values->data() + i;
+}
+}  // namespace
+
+void CudaBackend::sgdm_update_from(Tensor& w, const Tensor& g, Tensor& v, const StepScalars& k,
+                                   float momentum, float l2) {
+  same_numel(w, g, "sgdm_update");
+  same_numel(w, v, "sgdm_update");
+  for (const Tensor* t : Tensors{&w, &g, &v}) on(*t, device(), "sgdm_update");
+  enter();
+  cuda::sgdm_update_from(w.data(), g.data(), v.data(), w.numel(),
+                         scalar_at(k, k.lr, device(), "sgdm_update"), momentum, l2, ctx_.stream);
+}
+
+void CudaBackend::adam_update_from(Tensor& w, const Tensor& g, Tensor& m, Tensor& s,
+                                   const StepScalars& k, float b1, float b2, float eps, float l2) {
+  same_numel(w, g, "adam_update");
+  same_numel(w, m, "adam_update");
+  same_numel(w, s, "adam_update");
+  for (const Tensor* x : Tensors{&w, &g, &m, &s}) on(*x, device(), "adam_update");
+  enter();
+  cuda::adam_update_from(w.data(), g.data(), m.data(), s.data(), w.numel(),
+                         scalar_at(k, k.lr, device(), "adam_update"), b1, b2, eps,
+                         scalar_at(k, k.c1, device(), "adam_update"),
+                         scalar_at(k, k.c2, device(), "adam_update"), l2, ctx_.stream);
+}
+
+void CudaBackend::rmsprop_update_from(Tensor& w, const Tensor& g, Tensor& s, const StepScalars& k,
+                                      float b2, float eps, float l2) {
+  same_numel(w, g, "rmsprop_update");
+  same_numel(w, s, "rmsprop_update");
+  for (const Tensor* t : Tensors{&w, &g, &s}) on(*t, device(), "rmsprop_update");
+  enter();
+  cuda::rmsprop_update_from(w.data(), g.data(), s.data(), w.numel(),
+                            scalar_at(k, k.lr, device(), "rmsprop_update"), b2, eps, l2,
+                            ctx_.stream);
 }
 
 }  // namespace dlt

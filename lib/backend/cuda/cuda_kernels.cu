@@ -88,9 +88,16 @@ __global__ void copy_strided_kernel(const float* src, int64_t src_pitch, float* 
   }
 }
 
+// A per-step scalar: by value (captured as it was), or read from device memory (what a
+// replayed CUDA graph needs: the caller refreshes the value before each launch).
+__device__ inline float load(float v) { return v; }
+__device__ inline float load(const float* p) { return *p; }
+
 // v = momentum * v - lr * (g + l2 * w); w += v
-__global__ void sgdm_kernel(float* w, const float* g, float* v, int64_t n, float lr,
+template <class S>
+__global__ void sgdm_kernel(float* w, const float* g, float* v, int64_t n, S lr_in,
                             float momentum, float l2) {
+  const float lr = load(lr_in);
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const float vi = fsub(fmul(momentum, v[i]), fmul(lr, fadd(g[i], fmul(l2, w[i]))));
     v[i] = vi;
@@ -99,8 +106,10 @@ __global__ void sgdm_kernel(float* w, const float* g, float* v, int64_t n, float
 }
 
 // g' = g + l2 w; m = b1 m + (1-b1) g'; s = b2 s + (1-b2) g' g'; w -= lr (m c1) / (sqrt(s c2) + eps)
-__global__ void adam_kernel(float* w, const float* g, float* m, float* s, int64_t n, float lr,
-                            float b1, float b2, float eps, float c1, float c2, float l2) {
+template <class S>
+__global__ void adam_kernel(float* w, const float* g, float* m, float* s, int64_t n, S lr_in,
+                            float b1, float b2, float eps, S c1_in, S c2_in, float l2) {
+  const float lr = load(lr_in), c1 = load(c1_in), c2 = load(c2_in);
   const float one_b1 = fsub(1.f, b1), one_b2 = fsub(1.f, b2);
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const float wi = w[i];
@@ -114,8 +123,10 @@ __global__ void adam_kernel(float* w, const float* g, float* m, float* s, int64_
 }
 
 // g' = g + l2 w; s = b2 s + (1-b2) g' g'; w -= lr g' / (sqrt(s) + eps)
-__global__ void rmsprop_kernel(float* w, const float* g, float* s, int64_t n, float lr, float b2,
+template <class S>
+__global__ void rmsprop_kernel(float* w, const float* g, float* s, int64_t n, S lr_in, float b2,
                                float eps, float l2) {
+  const float lr = load(lr_in);
   const float one_b2 = fsub(1.f, b2);
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const float wi = w[i];
@@ -208,6 +219,28 @@ void adam_update(float* w, const float* g, float* m, float* s, int64_t n, float 
 
 void rmsprop_update(float* w, const float* g, float* s, int64_t n, float lr, float b2, float eps,
                     float l2, cudaStream_t stream) {
+  if (n <= 0) return;
+  rmsprop_kernel<<<grid_for(n), kThreads, 0, stream>>>(w, g, s, n, lr, b2, eps, l2);
+  DLT_LAUNCH_CHECK();
+}
+
+void sgdm_update_from(float* w, const float* g, float* v, int64_t n, const float* lr,
+                      float momentum, float l2, cudaStream_t stream) {
+  if (n <= 0) return;
+  sgdm_kernel<<<grid_for(n), kThreads, 0, stream>>>(w, g, v, n, lr, momentum, l2);
+  DLT_LAUNCH_CHECK();
+}
+
+void adam_update_from(float* w, const float* g, float* m, float* s, int64_t n, const float* lr,
+                      float b1, float b2, float eps, const float* c1, const float* c2, float l2,
+                      cudaStream_t stream) {
+  if (n <= 0) return;
+  adam_kernel<<<grid_for(n), kThreads, 0, stream>>>(w, g, m, s, n, lr, b1, b2, eps, c1, c2, l2);
+  DLT_LAUNCH_CHECK();
+}
+
+void rmsprop_update_from(float* w, const float* g, float* s, int64_t n, const float* lr, float b2,
+                         float eps, float l2, cudaStream_t stream) {
   if (n <= 0) return;
   rmsprop_kernel<<<grid_for(n), kThreads, 0, stream>>>(w, g, s, n, lr, b2, eps, l2);
   DLT_LAUNCH_CHECK();

@@ -40,6 +40,15 @@ void adam_update(float* w, const float* g, float* m, float* s, int64_t n, float 
                  float b2, float eps, float c1, float c2, float l2, cudaStream_t stream);
 void rmsprop_update(float* w, const float* g, float* s, int64_t n, float lr, float b2, float eps,
                     float l2, cudaStream_t stream);
+// The same with the per-step scalars read from device memory (one float each), so a captured
+// CUDA graph replays with the values current at its launch.
+void sgdm_update_from(float* w, const float* g, float* v, int64_t n, const float* lr,
+                      float momentum, float l2, cudaStream_t stream);
+void adam_update_from(float* w, const float* g, float* m, float* s, int64_t n, const float* lr,
+                      float b1, float b2, float eps, const float* c1, const float* c2, float l2,
+                      cudaStream_t stream);
+void rmsprop_update_from(float* w, const float* g, float* s, int64_t n, const float* lr, float b2,
+                         float eps, float l2, cudaStream_t stream);
 
 // ---- reductions (cuda_reduce.cu); deterministic: a fixed grid, fixed summation order ----
 

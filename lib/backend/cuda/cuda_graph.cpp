@@ -1,0 +1,93 @@
+// CudaBackend's CUDA Graphs: the compute stream captured in thread-local mode (this thread may
+// make no unsafe call, other threads are unaffected), instantiated once, launched per step.
+// The caching allocator guards the memory: nothing may be allocated or freed while capturing,
+// and a graph whose blocks were freed since is never launched. docs/gpu.md "CUDA Graphs".
+#include <string>
+
+#include "backend/cuda/cuda_allocator.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_common.h"
+#include "util/error.h"
+
+namespace dlt {
+
+void CudaBackend::not_capturing(const char* what) const {
+  if (capturing_)
+    throw DeviceError(std::string(what) + " on cuda:" + std::to_string(device_) +
+                      " while a CUDA graph is being captured (a captured step may not wait for "
+                      "the device, read values back or upload; unset DLT_CUDA_GRAPH)");
+}
+
+bool CudaBackend::begin_capture() {
+  DLT_CHECK(!capturing_, "begin_capture: cuda:" << device_ << " is already capturing");
+  enter();
+  drop_capture();
+  // Uploads begun so far must be joined before the capture (a cross-stream wait inside it
+  // would pull the copy stream into the graph).
+  upload_wait();
+  alloc_.begin_capture();
+  const cudaError_t e = cudaStreamBeginCapture(ctx_.stream, cudaStreamCaptureModeThreadLocal);
+  if (e != cudaSuccess) {
+    alloc_.cancel_capture();
+    cuda::throw_cuda(e, "cudaStreamBeginCapture", __FILE__, __LINE__);
+  }
+  capturing_ = true;
+  return true;
+}
+
+void CudaBackend::end_capture() {
+  DLT_CHECK(capturing_, "end_capture: cuda:" << device_ << " is not capturing");
+  enter();
+  capturing_ = false;
+  cudaGraph_t graph = nullptr;
+  const cudaError_t e = cudaStreamEndCapture(ctx_.stream, &graph);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (graph) cudaGraphDestroy(graph);
+    alloc_.cancel_capture();
+    cuda::throw_cuda(e, "cudaStreamEndCapture (something in the step cannot be captured)",
+                     __FILE__, __LINE__);
+  }
+  try {
+    alloc_.end_capture();  // throws when the step allocated or freed while capturing
+    DLT_CUDA(cudaGraphInstantiate(&graph_, graph, 0));
+  } catch (...) {
+    cudaGraphDestroy(graph);
+    graph_ = nullptr;
+    alloc_.cancel_capture();
+    throw;
+  }
+  DLT_CUDA(cudaGraphDestroy(graph));  // the executable graph keeps what it needs
+}
+
+void CudaBackend::abort_capture() noexcept {
+  if (!capturing_) return;
+  capturing_ = false;
+  cudaSetDevice(device_);
+  cudaGraph_t graph = nullptr;
+  if (cudaStreamEndCapture(ctx_.stream, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
+  (void)cudaGetLastError();  // capture errors are not sticky; clear them
+  alloc_.cancel_capture();
+}
+
+bool CudaBackend::replay() {
+  if (!graph_) return false;
+  if (!alloc_.graph_valid()) {  // memory it writes has been freed (ops made again, a resize)
+    drop_capture();
+    return false;
+  }
+  enter();
+  upload_wait();
+  DLT_CUDA(cudaGraphLaunch(graph_, ctx_.stream));
+  return true;
+}
+
+void CudaBackend::drop_capture() {
+  if (!graph_) return;
+  enter();
+  DLT_CUDA(cudaGraphExecDestroy(graph_));
+  graph_ = nullptr;
+  alloc_.drop_graph();
+}
+
+}  // namespace dlt
