@@ -10,6 +10,7 @@
 #include "config/config.h"
 #include "net/network.h"
 #include "optim/optimizer.h"
+#include "train/step_graph.h"
 #include "train/trainer.h"
 #include "util/json.h"
 #include "util/timer.h"
@@ -84,12 +85,38 @@ Runner add_time(CLI::App& app) {
 
     std::vector<double> fwd(net.size(), 0.0), bwd(net.size(), 0.0);
     const int repeats = a->repeats;
+    // DLT_CUDA_GRAPH=1: the steps are captured once (after StepGraph's warm-up, within
+    // --warmup) and replayed, as `dltrain train` does (docs/gpu.md "CUDA Graphs").
+    std::unique_ptr<StepGraph> graph;
+    std::string graph_state = "off";
+    if (step_graph_requested()) {
+      const std::string why = step_graph_blocker(net, c.training, dev, 1);
+      if (why.empty()) {
+        graph = std::make_unique<StepGraph>(dev);
+        opt.set_device_scalars(true);
+      } else {
+        graph_state = "off (" + why + ")";
+      }
+    }
+    const double lr = c.training.initial_learn_rate * 1e-3;
     double step = seconds_per_call(be, a->warmup, a->iterations, repeats, [&](int it) {
       RunContext ctx{true, 0, static_cast<uint64_t>(it + 1)};
-      net.forward(x, ctx);
-      net.loss_and_backward(y, ctx, true, nullptr);
-      opt.step(c.training.initial_learn_rate * 1e-3);
+      if (!graph) {
+        net.forward(x, ctx);
+        net.loss_and_backward(y, ctx, true, nullptr);
+        opt.step(lr);
+        return;
+      }
+      opt.prepare(lr);  // outside the graph: the step's scalars, one upload
+      graph->run(n, [&] {
+        net.forward(x, ctx);
+        net.loss_and_backward_async(y, ctx, true);
+        opt.update();
+      });
+      net.set_loss_labels(y);
+      net.read_loss(nullptr);  // waits for the step, as the uncaptured loop does
     });
+    if (graph) graph_state = graph->summary();
     RunContext eval{false, 0, 0};
     double infer = seconds_per_call(be, a->warmup, a->iterations, repeats, [&](int) { net.forward(x, eval); });
     net.set_profile(&fwd, &bwd);  // per-layer timing, in separate passes (it synchronizes)
@@ -105,6 +132,7 @@ Runner add_time(CLI::App& app) {
       j.begin_object();
       j.field("config", a->path).field("batch", n).field("device", dev.str());
       j.field("precision", c.training.precision);
+      j.field("cuda_graph", graph_state).field("cuda_graph_replays", graph ? graph->replays() : int64_t(0));
       j.field("train_images_per_second", train_ips).field("inference_images_per_second", infer_ips);
       j.field("train_step_ms", step * 1e3).field("inference_ms", infer * 1e3);
       j.field("flops_per_image", net.flops_per_image());
@@ -128,6 +156,7 @@ Runner add_time(CLI::App& app) {
     std::printf("\nBatch %lld on %s (Precision %s): training step %.2f ms (%.0f images/s), inference %.2f ms (%.0f images/s)\n",
                 static_cast<long long>(n), dev.str().c_str(), c.training.precision.c_str(), step * 1e3, train_ips, infer * 1e3, infer_ips);
     std::printf("Layer outputs and gradients: %.1f MiB\n", static_cast<double>(net.activation_bytes()) / (1 << 20));
+    if (step_graph_requested()) std::printf("Training steps: %s\n", graph_state.c_str());
     std::printf("Forward FLOPs per image: %lld (training about 3x: %.1f GFLOP/s)\n",
                 static_cast<long long>(net.flops_per_image()),
                 3.0 * static_cast<double>(net.flops_per_image()) * train_ips / 1e9);

@@ -63,6 +63,9 @@ class Network {
   // then read the mean loss (waits). labels must stay unchanged until read_loss.
   void loss_and_backward_async(const Tensor& labels, const RunContext& ctx, bool backward);
   double read_loss(int64_t* correct);
+  // A replayed CUDA graph (lib/train/step_graph.h) ran the loss of its capture without this
+  // host calling loss_and_backward_async: read_loss must count against the labels it captured.
+  void set_loss_labels(const Tensor& labels) { loss_labels_ = labels; }
 
   // Data parallel (lib/dist/data_parallel.h, GradientBuckets): loss_and_backward calls the
   // hook whenever every gradient at flat offsets >= offset has become final (backward fills

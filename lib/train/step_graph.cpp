@@ -1,0 +1,108 @@
+// StepGraph: warm-up, capture, replay and the fallbacks (see the header).
+#include "train/step_graph.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <exception>
+
+#include "backend/backend.h"
+#include "net/network.h"
+#include "util/log.h"
+
+namespace dlt {
+
+bool step_graph_requested() {
+  const char* v = std::getenv("DLT_CUDA_GRAPH");
+  return v && std::string(v) == "1";
+}
+
+std::string step_graph_blocker(const Network& net, const TrainingOptions& o, Device device,
+                               int world_size) {
+  if (device.is_cpu()) return "training on the CPU (graphs are a CUDA feature)";
+  if (world_size > 1)
+    return "data-parallel training (" + std::to_string(world_size) +
+           " workers: collectives and synchronized batch norm are not captured)";
+  for (size_t i = 0; i < net.size(); ++i)
+    if (net.layer(i).type() == "dropout")
+      return "layer '" + net.layer(i).name() + "' is dropout (its mask changes every step)";
+  const double t = o.gradient_threshold;
+  if (t > 0 && !std::isinf(t) && o.gradient_threshold_method != "absolute-value")
+    return "GradientThresholdMethod " + o.gradient_threshold_method +
+           " reads the gradient norm back mid-step (absolute-value can be captured)";
+  return "";
+}
+
+StepGraph::StepGraph(Device device, int warmup) : device_(device), warmup_(warmup) {}
+
+void StepGraph::disable(const std::string& why) {
+  if (!enabled_) return;
+  enabled_ = false;
+  why_off_ = why;
+  backend_for(device_).drop_capture();
+  log::warn("CUDA graph: off ({}); steps run uncaptured", why);
+}
+
+StepGraph::How StepGraph::run_uncaptured(const std::function<void()>& issue) {
+  issue();
+  ++direct_;
+  return How::kDirect;
+}
+
+StepGraph::How StepGraph::run(int64_t n, const std::function<void()>& issue) {
+  if (!enabled_) return run_uncaptured(issue);
+  Backend& be = backend_for(device_);
+  if (n == captured_batch_) {
+    if (be.replay()) {
+      ++replays_;
+      ++since_capture_;
+      return How::kReplayed;
+    }
+    // Memory the graph uses was freed (ops made again for another batch size, a workspace
+    // grown by validation): warm up at this size again and capture anew.
+    if (since_capture_ == 0) {
+      disable("the graph went stale before its first replay (memory it uses is freed every step)");
+      return run_uncaptured(issue);
+    }
+    log::debug("CUDA graph: stale after {} replays; capturing again", since_capture_);
+    captured_batch_ = 0;
+    warm_ = 0;
+  }
+  if (n != batch_) {  // another batch size (an epoch's last, smaller batch): warm up at it
+    batch_ = n;
+    warm_ = 0;
+  }
+  if (warm_ < warmup_) {
+    ++warm_;
+    return run_uncaptured(issue);
+  }
+  if (!be.begin_capture()) {
+    disable("the " + device_.str() + " backend cannot capture");
+    return run_uncaptured(issue);
+  }
+  try {
+    issue();
+    be.end_capture();
+  } catch (const std::exception& e) {
+    be.abort_capture();
+    disable(std::string("capture failed: ") + e.what());
+    return run_uncaptured(issue);  // nothing of the capture ran: issue the step for real
+  }
+  ++captures_;
+  captured_batch_ = n;
+  since_capture_ = 0;
+  if (captures_ == 1) log::info("CUDA graph: training step captured at batch size {}", n);
+  if (!be.replay()) {
+    disable("the graph went stale right after its capture");
+    return run_uncaptured(issue);
+  }
+  return How::kCaptured;
+}
+
+std::string StepGraph::summary() const {
+  if (!enabled_ && captures_ == 0) return "CUDA graph: off (" + why_off_ + ")";
+  return "CUDA graph: " + std::to_string(replays_) + " steps replayed, " +
+         std::to_string(captures_) + " captured, " + std::to_string(direct_) + " direct" +
+         (enabled_ ? std::string() : " (then off: " + why_off_ + ")");
+}
+
+}  // namespace dlt

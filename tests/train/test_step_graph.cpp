@@ -1,0 +1,114 @@
+// The CUDA-graph step's CPU-side logic: DLT_CUDA_GRAPH parsing, the conditions that keep a
+// step uncaptured (each named in the reason), and StepGraph on a backend that cannot capture
+// (the CPU): warm-up steps, then off with the reason, every step issued exactly once.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+#include "config/config.h"
+#include "net/network.h"
+#include "train/step_graph.h"
+
+namespace dlt::test {
+
+namespace {
+
+NetworkSpec network(bool dropout) {
+  std::string yaml =
+      "layers:\n"
+      "  - {type: imageInput, Name: input, InputSize: [8, 8, 1], Normalization: none}\n"
+      "  - {type: fullyConnected, Name: fc1, OutputSize: 6}\n"
+      "  - {type: relu, Name: relu1}\n";
+  if (dropout) yaml += "  - {type: dropout, Name: drop1, Probability: 0.3}\n";
+  yaml +=
+      "  - {type: fullyConnected, Name: fc2, OutputSize: 3}\n"
+      "  - {type: softmax, Name: softmax}\n"
+      "  - {type: classification, Name: output}\n";
+  return load_config_text(yaml, "step_graph_test").network;
+}
+
+// Sets or unsets an environment variable for a scope.
+class EnvVar {
+ public:
+  EnvVar(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
+  }
+  ~EnvVar() {
+    if (had_)
+      ::setenv(name_, old_.c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+}  // namespace
+
+TEST_CASE("step graph: DLT_CUDA_GRAPH=1 asks for it, anything else does not", "[train]") {
+  {
+    EnvVar v("DLT_CUDA_GRAPH", "1");
+    CHECK(step_graph_requested());
+  }
+  for (const char* value : {"0", "", "yes", "true"}) {
+    EnvVar v("DLT_CUDA_GRAPH", value);
+    CHECK_FALSE(step_graph_requested());
+  }
+  EnvVar v("DLT_CUDA_GRAPH", nullptr);
+  CHECK_FALSE(step_graph_requested());
+}
+
+TEST_CASE("step graph: the conditions that keep a step uncaptured", "[train]") {
+  Network plain(network(false), Device::cpu()), with_dropout(network(true), Device::cpu());
+  TrainingOptions o;
+  o.resolve_defaults();
+  const Device gpu = Device::cuda(0);  // only named: nothing runs on it
+  CHECK(step_graph_blocker(plain, o, gpu, 1).empty());
+  CHECK_THAT(step_graph_blocker(plain, o, Device::cpu(), 1), Catch::Contains("CPU"));
+  CHECK_THAT(step_graph_blocker(plain, o, gpu, 2), Catch::Contains("data-parallel"));
+  CHECK_THAT(step_graph_blocker(with_dropout, o, gpu, 1), Catch::Contains("'drop1' is dropout"));
+  o.gradient_threshold = 1.0;
+  o.gradient_threshold_method = "absolute-value";
+  CHECK(step_graph_blocker(plain, o, gpu, 1).empty());
+  for (const char* m : {"l2norm", "global-l2norm"}) {
+    o.gradient_threshold_method = m;
+    CHECK_THAT(step_graph_blocker(plain, o, gpu, 1), Catch::Contains(m));
+  }
+}
+
+TEST_CASE("step graph: a backend that cannot capture runs every step directly", "[train]") {
+  StepGraph g(Device::cpu(), 2);
+  int issued = 0;
+  auto issue = [&] { ++issued; };
+  CHECK(g.run(4, issue) == StepGraph::How::kDirect);  // warm-up
+  CHECK(g.run(4, issue) == StepGraph::How::kDirect);
+  CHECK(g.enabled());
+  CHECK(g.run(4, issue) == StepGraph::How::kDirect);  // the capture is refused: off
+  CHECK_FALSE(g.enabled());
+  CHECK(g.run(4, issue) == StepGraph::How::kDirect);
+  CHECK(g.run_uncaptured(issue) == StepGraph::How::kDirect);
+  CHECK(issued == 5);
+  CHECK(g.direct_steps() == 5);
+  CHECK(g.replays() == 0);
+  CHECK(g.captures() == 0);
+  CHECK_THAT(g.summary(), Catch::Contains("off") && Catch::Contains("cannot capture"));
+}
+
+TEST_CASE("step graph: a failed capture issues the step again, for real", "[train]") {
+  // On the CPU begin_capture() refuses before issue() runs; the count shows the step ran
+  // once per call even on the path where the capture is attempted.
+  StepGraph g(Device::cpu(), 0);
+  int issued = 0;
+  CHECK(g.run(8, [&] { ++issued; }) == StepGraph::How::kDirect);
+  CHECK(issued == 1);
+  CHECK_FALSE(g.enabled());
+}
+
+}  // namespace dlt::test
