@@ -28,6 +28,7 @@ def main():
     torch = {(r["network"], r["preset"], r.get("mode")): r for r in rows if "preset" in r}
     compile_failed = {r["network"]: r["failed"] for r in rows if r.get("preset") == "compile" and "failed" in r}
     dlt = {r["network"]: r for r in rows if r.get("source") == "dltrain"}
+    dlt_graph = {r["network"]: r for r in rows if r.get("source") == "dltrain-graph"}
     info = next((r for r in rows if "gpu" in r), {})
 
     def ips(r, mode):
@@ -65,6 +66,22 @@ def main():
             table.append({"network": net, "mode": mode, "batch": batch, "images_per_second": v,
                           "flops_per_image_forward": flops})
     p("")
+    graph_rows = []
+    if dlt_graph:
+        p("dltrain training step captured as a CUDA graph (DLT_CUDA_GRAPH=1) against the same step uncaptured:")
+        p("")
+        p("| network | batch | dltrain train | + CUDA graph | graph / plain | graph state |")
+        p("|---|---:|---:|---:|---:|---|")
+        for net in nets:
+            g = dlt_graph.get(net)
+            if g is None:
+                continue
+            plain, graphed = ips(dlt.get(net), "train"), ips(g, "train")
+            state = g.get("failed") or g.get("cuda_graph", "?")
+            p(f"| {net} | {g.get('batch') or '—'} | {fmt(plain)} | {fmt(graphed)} | {ratio(graphed, plain)} | {state} |")
+            graph_rows.append({"network": net, "train_images_per_second": plain,
+                               "graph_train_images_per_second": graphed, "state": state})
+        p("")
     if fp32 or tf32:
         p(f"Peak (measured now with torch.matmul 8192^3 on random data, median): float32 {fmt(fp32, 1)} TFLOP/s, "
           f"TF32 {fmt(tf32, 1)} TFLOP/s; device copy {fmt(copy, 2)} TB/s (read + write).")
@@ -106,7 +123,7 @@ def main():
         p("- dltrain: not measured (no binary, or --no-dltrain).")
     print("\n".join(out))
     with open(json_out, "w") as f:
-        json.dump({"gpu": gpu_line, "device": info, "peak": peak, "rows": table, "resnet18_mfu": mfu,
+        json.dump({"gpu": gpu_line, "device": info, "peak": peak, "rows": table, "resnet18_mfu": mfu, "cuda_graph": graph_rows,
                    "raw": rows}, f, indent=1)
 
 

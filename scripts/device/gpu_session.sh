@@ -3,7 +3,8 @@
 # 9 minutes: unpacks .devbundle/dltrain-bundle.tar.xz (scripts/device/bundle.sh), puts the
 # bundle and the device's own CUDA libraries (/usr/local/cuda, the pip nvidia-* packages) on
 # LD_LIBRARY_PATH, checks that every library resolves, then nvidia-smi, dltrain_gpu_tests, a
-# short `dltrain train` on generated shapes data on the GPU, and scripts/bench/gpu_vs_pytorch.
+# short `dltrain train` on generated shapes data on the GPU (again with DLT_CUDA_GRAPH=1 when
+# time allows), and scripts/bench/gpu_vs_pytorch (with CUDA-graph rows for two networks).
 # Everything is logged under $OUT (at most 8 files come back: see the end). Exit codes: 0 all
 # stages passed, 1 a stage failed, 3 libraries missing, 77 no GPU (stops before GPU stages).
 #   bash scripts/device/gpu_session.sh [--stages "tests train bench"] [--test-args "[net]"]
@@ -154,6 +155,26 @@ else
   echo "train: validation accuracy $acc%, $ips images/s (shapes, 960 training images, 6 epochs)"
   awk -v a="$acc" 'BEGIN { exit !(a + 0 >= 90) }' || { echo "train: accuracy below 90%"; failures+=(train_accuracy); }
 fi
+# The same run with the training step captured as a CUDA graph (docs/gpu.md "CUDA Graphs").
+if [[ $(left) -gt 360 ]]; then
+  stage "dltrain train configs/shapes.yaml on the GPU with DLT_CUDA_GRAPH=1"
+  DLT_CUDA_GRAPH=1 timeout -k 5 60 "$work/bin/dltrain" train configs/shapes.yaml --output-dir "$work/run_graph" \
+    --set data.train="$work/data/train" --set data.validation="$work/data/test" \
+    --set training.ExecutionEnvironment=gpu --set training.MaxEpochs=6 --set training.Seed=5 \
+    > "$work/logs/train_graph.log" 2>&1
+  rc=$?
+  grep -E 'CUDA graph|error|Error' "$work/logs/train_graph.log" | head -10
+  if [[ $rc -ne 0 ]]; then
+    echo "train (CUDA graph): FAILED (exit $rc)"; tail -5 "$work/logs/train_graph.log"; failures+=(train_graph)
+  else
+    acc=$(grep -o '"validation_accuracy":[-0-9.e+]*' "$work/run_graph/summary.json" | cut -d: -f2)
+    ips=$(grep -o '"train_images_per_second":[-0-9.e+]*' "$work/run_graph/summary.json" | cut -d: -f2)
+    echo "train (CUDA graph): validation accuracy $acc%, $ips images/s"
+    awk -v a="$acc" 'BEGIN { exit !(a + 0 >= 90) }' || { echo "train (CUDA graph): accuracy below 90%"; failures+=(train_graph_accuracy); }
+  fi
+else
+  echo "train (CUDA graph): skipped, only $(left)s left"
+fi
 fi
 
 # --- 6. benchmark against PyTorch ------------------------------------------------------------------
@@ -167,7 +188,8 @@ else
   extra=()
   [[ $compile_t -eq 0 ]] && extra+=(--no-compile)
   DLTRAIN="$work/bin/dltrain" timeout -k 5 "$t" scripts/bench/gpu_vs_pytorch --output-dir "$work/bench" \
-    --compile-networks "resnet18-cifar" --compile-timeout "$compile_t" "${extra[@]}" > "$work/logs/bench.log" 2>&1
+    --compile-networks "resnet18-cifar" --compile-timeout "$compile_t" --graph-networks "cifar10 resnet18-cifar" \
+    "${extra[@]}" > "$work/logs/bench.log" 2>&1
   rc=$?
   tail -40 "$work/logs/bench.log"
   [[ $rc -eq 0 ]] || { echo "bench: exit $rc"; failures+=(bench); }
