@@ -34,6 +34,15 @@ std::string step_graph_blocker(const Network& net, const TrainingOptions& o, Dev
 
 StepGraph::StepGraph(Device device, int warmup) : device_(device), warmup_(warmup) {}
 
+StepGraph::~StepGraph() {
+  if (captures_ == 0) return;
+  try {
+    backend_for(device_).drop_capture();
+  } catch (const std::exception& e) {  // a destructor must not throw
+    log::warn("CUDA graph: freeing the graph failed: {}", e.what());
+  }
+}
+
 void StepGraph::disable(const std::string& why) {
   if (!enabled_) return;
   enabled_ = false;

@@ -28,6 +28,9 @@ class StepGraph {
   enum class How { kDirect, kCaptured, kReplayed };
   // warmup: direct steps at a batch size before capturing at it.
   explicit StepGraph(Device device, int warmup = 2);
+  ~StepGraph();  // frees the backend's graph if this made one
+  StepGraph(const StepGraph&) = delete;
+  StepGraph& operator=(const StepGraph&) = delete;
   bool enabled() const { return enabled_; }
   // Stops capturing for good; logs why (once).
   void disable(const std::string& why);
