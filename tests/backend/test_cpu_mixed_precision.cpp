@@ -86,9 +86,10 @@ TEST_CASE("CPU conv with Precision mixed: bfloat16 operands, float32 sums", "[ba
     return;
   }
   ConvDesc d;
-  SECTION("3x3 pad 1, 32 -> 48 (a Winograd shape in float32)") {
+  SECTION("3x3 pad 1 dilation 2, 32 -> 48 (not a Winograd shape)") {
     d.n = 2, d.h = 9, d.w = 7, d.c = 32, d.k = 48, d.kh = d.kw = 3;
     d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
+    d.dilation_h = d.dilation_w = 2;
     check_conv(d);
   }
   SECTION("3x2 stride 2, asymmetric padding") {
@@ -139,4 +140,27 @@ TEST_CASE("CPU fullyConnected with Precision mixed: bfloat16 operands, float32 s
     expect_mixed("backward_weights dw", tdw, dw_r, dw_e);
     CHECK(compare(tdb, db_e).rel <= kMixedTol);
   }
+}
+
+TEST_CASE("Precision mixed keeps float32 Winograd for 3x3 stride-1 convs on CPUs without AMX", "[backend][mixed]") {
+  ConvDesc d;
+  d.n = 2, d.h = 9, d.w = 7, d.c = 32, d.k = 48, d.kh = d.kw = 3;
+  d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
+  d.bf16 = true;
+  auto op = cpu_backend().make_conv(d);
+  INFO(impl_info(*op));
+  if (impl_info(*op).find("amx") != std::string::npos) {  // AMX: bfloat16 direct is the faster
+    CHECK(impl_info(*op).find("bf16") != std::string::npos);
+    return;
+  }
+  CHECK(impl_info(*op).find("wino") != std::string::npos);
+  // float32 Winograd: float32 accuracy, not bfloat16's.
+  Rng rng(47);
+  Vec x = random_vec(d.n * d.h * d.w * d.c, rng), w = random_vec(d.k * 9 * d.c, rng), b = random_vec(d.k, rng);
+  Tensor tx = to_tensor(x, {d.n, d.h, d.w, d.c}), tw = to_tensor(w, {d.k, 3, 3, d.c}), tb = to_tensor(b, {d.k});
+  Tensor ty(Shape{d.n, d.out_h(), d.out_w(), d.k});
+  op->forward(tx, tw, tb, ty);
+  Comparison c = compare(ty, ref::conv_forward(d, x, w, b));
+  INFO(c.str());
+  CHECK(c.rel <= 1e-4);
 }
