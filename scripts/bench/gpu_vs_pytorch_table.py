@@ -29,6 +29,7 @@ def main():
     compile_failed = {r["network"]: r["failed"] for r in rows if r.get("preset") == "compile" and "failed" in r}
     dlt = {r["network"]: r for r in rows if r.get("source") == "dltrain"}
     dlt_graph = {r["network"]: r for r in rows if r.get("source") == "dltrain-graph"}
+    dlt_mixed = {r["network"]: r for r in rows if r.get("source") == "dltrain-mixed"}
     info = next((r for r in rows if "gpu" in r), {})
 
     def ips(r, mode):
@@ -82,6 +83,28 @@ def main():
             graph_rows.append({"network": net, "train_images_per_second": plain,
                                "graph_train_images_per_second": graphed, "state": state})
         p("")
+    mixed_rows = []
+    if dlt_mixed or any(k[1] == "mixed" for k in torch):
+        p("Precision: mixed (bfloat16 multiplies, float32 sums and master weights) against PyTorch eager "
+          "under torch.autocast(bfloat16), channels_last, cudnn.benchmark:")
+        p("")
+        p("| network | mode | batch | dltrain mixed | PyTorch autocast bf16 | ratio | dltrain mixed / single |")
+        p("|---|---|---:|---:|---:|---:|---:|")
+        for net in nets:
+            d = dlt_mixed.get(net)
+            for mode in ("train", "inference"):
+                t = torch.get((net, "mixed", mode))
+                if d is None and t is None:
+                    continue
+                m, pt, single = ips(d, mode), ips(t, mode), ips(dlt.get(net), mode)
+                batch = (d or {}).get("batch") or (t or {}).get("batch")
+                p(f"| {net} | {mode} | {batch or '—'} | {fmt(m)} | {fmt(pt)} | {ratio(m, pt)} | {ratio(m, single)} |")
+                mixed_rows.append({"network": net, "mode": mode, "dltrain_mixed": m, "pytorch_autocast_bf16": pt,
+                                   "dltrain_single": single})
+        for n, d in dlt_mixed.items():
+            if "failed" in d:
+                p(f"- dltrain {n} mixed: failed: {d['failed']}")
+        p("")
     if fp32 or tf32:
         p(f"Peak (measured now with torch.matmul 8192^3 on random data, median): float32 {fmt(fp32, 1)} TFLOP/s, "
           f"TF32 {fmt(tf32, 1)} TFLOP/s; device copy {fmt(copy, 2)} TB/s (read + write).")
@@ -123,7 +146,7 @@ def main():
         p("- dltrain: not measured (no binary, or --no-dltrain).")
     print("\n".join(out))
     with open(json_out, "w") as f:
-        json.dump({"gpu": gpu_line, "device": info, "peak": peak, "rows": table, "resnet18_mfu": mfu, "cuda_graph": graph_rows,
+        json.dump({"gpu": gpu_line, "device": info, "peak": peak, "rows": table, "resnet18_mfu": mfu, "cuda_graph": graph_rows, "mixed": mixed_rows,
                    "raw": rows}, f, indent=1)
 
 

@@ -121,7 +121,9 @@ def device_info(torch):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("configs", nargs="*", help="dltrain YAML config files")
-    ap.add_argument("--preset", choices=["strict", "default", "compile"], default="strict")
+    ap.add_argument("--preset", choices=["strict", "default", "compile", "mixed"], default="strict",
+                    help="mixed: torch.autocast('cuda', bfloat16) around forward and loss (dltrain's "
+                         "Precision: mixed), TF32 off")
     ap.add_argument("--batch", type=int, default=0, help="0: the config's MiniBatchSize")
     ap.add_argument("--iterations", type=int, default=20, help="iterations per timed repeat")
     ap.add_argument("--repeats", type=int, default=5, help="timed repeats (median reported)")
@@ -164,16 +166,22 @@ def main():
             model = torch.compile(net)
         last_loss = [None]
 
+        mixed = args.preset == "mixed"
+
+        def autocast():
+            return torch.autocast(DEV, dtype=torch.bfloat16, enabled=mixed)
+
         def train_step():
             opt.zero_grad(set_to_none=True)
-            loss = torch.nn.functional.cross_entropy(model(images), labels)
+            with autocast():
+                loss = torch.nn.functional.cross_entropy(model(images), labels)
             loss.backward()
             opt.step()
             last_loss[0] = loss
 
         def infer_step():
-            with torch.no_grad():
-                torch.softmax(model(images), dim=1)
+            with torch.no_grad(), autocast():
+                torch.softmax(model(images).float(), dim=1)
 
         name = os.path.splitext(os.path.basename(path))[0]
         for mode in args.modes.split(","):
@@ -197,6 +205,7 @@ def main():
             ips = batch / (med * 1e-3)
             rec = {
                 "network": name, "config_file": path, "preset": args.preset, "mode": mode,
+                "precision": "mixed" if mixed else "single",
                 "batch": batch, "images_per_second": round(ips, 1), "ms_per_iteration": round(med, 3),
                 "repeat_ms_per_iteration": [round(t, 3) for t in ms],
                 "iterations": args.iterations, "repeats": args.repeats, "warmup": args.warmup,

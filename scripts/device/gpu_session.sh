@@ -4,7 +4,8 @@
 # bundle and the device's own CUDA libraries (/usr/local/cuda, the pip nvidia-* packages) on
 # LD_LIBRARY_PATH, checks that every library resolves, then nvidia-smi, dltrain_gpu_tests, a
 # short `dltrain train` on generated shapes data on the GPU (again with DLT_CUDA_GRAPH=1 when
-# time allows), and scripts/bench/gpu_vs_pytorch (with CUDA-graph rows for two networks).
+# time allows), and scripts/bench/gpu_vs_pytorch (with CUDA-graph rows for two networks and
+# Precision: mixed rows for resnet18-cifar).
 # Everything is logged under $OUT (at most 8 files come back: see the end). Exit codes: 0 all
 # stages passed, 1 a stage failed, 3 libraries missing, 77 no GPU (stops before GPU stages).
 #   bash scripts/device/gpu_session.sh [--stages "tests train bench"] [--test-args "[net]"]
@@ -188,7 +189,7 @@ else
   extra=()
   [[ $compile_t -eq 0 ]] && extra+=(--no-compile)
   DLTRAIN="$work/bin/dltrain" timeout -k 5 "$t" scripts/bench/gpu_vs_pytorch --output-dir "$work/bench" \
-    --compile-networks "resnet18-cifar" --compile-timeout "$compile_t" --graph-networks "cifar10 resnet18-cifar" \
+    --compile-networks "resnet18-cifar" --compile-timeout "$compile_t" --graph-networks "cifar10 resnet18-cifar" --mixed-networks "resnet18-cifar" \
     "${extra[@]}" > "$work/logs/bench.log" 2>&1
   rc=$?
   tail -40 "$work/logs/bench.log"
