@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/op_agreement.h"
 #include "support/reference_ops.h"
 #include "support/tensor_utils.h"
 
@@ -62,9 +63,7 @@ void check_conv(ConvDesc d) {
   op->forward(tx, tw, tb, ty);
   Vec y_exact = ref::conv_forward(d, x, w, b);
   expect_mixed("forward", ty, ref::conv_forward(d, xr, wr, b), y_exact);
-  if (d.fuse_relu)
-    for (size_t i = 0; i < dy.size(); ++i)
-      if (!(to_vec(ty)[i] > 0)) dy[i] = 0;
+  if (d.fuse_relu) dy = agreement::relu_mask(dy, to_vec(ty));
   const Vec dyr = rounded(dy);
   Tensor tdy = to_tensor(dy, ty.shape());
   op->backward_data(tdy, tw, tdx);
@@ -126,9 +125,7 @@ TEST_CASE("CPU fullyConnected with Precision mixed: bfloat16 operands, float32 s
     const Vec xr = rounded(x), wr = rounded(w);
     op->forward(tx, tw, tb, ty);
     expect_mixed("forward", ty, ref::fc_forward(d, xr, wr, b), ref::fc_forward(d, x, w, b));
-    if (d.fuse_relu)
-      for (size_t i = 0; i < dy.size(); ++i)
-        if (!(to_vec(ty)[i] > 0)) dy[i] = 0;
+    if (d.fuse_relu) dy = agreement::relu_mask(dy, to_vec(ty));
     const Vec dyr = rounded(dy);
     Tensor tdy = to_tensor(dy, ty.shape());
     op->backward_data(tdy, tw, tdx);
