@@ -22,7 +22,9 @@ struct ConvDesc {
   int64_t dilation_h = 1, dilation_w = 1;  // MATLAB's DilationFactor: 1 = dense
   bool fuse_relu = false;                  // forward writes relu(conv(x) + b)
   // Precision: mixed. x, w and dy are rounded to bfloat16 for the multiply; products are
-  // summed, and y, dx, dw, db written, in float32 (the tensors stay float32).
+  // summed, and y, dx, dw, db written, in float32 (the tensors stay float32). The op may keep
+  // forward's rounded x and w for the backward passes, and one rounded dy for both: between
+  // forward and backward of one step the caller leaves x, w and dy unchanged.
   bool bf16 = false;
   int64_t out_h() const { return (h + pad_t + pad_b - ((kh - 1) * dilation_h + 1)) / stride_h + 1; }
   int64_t out_w() const { return (w + pad_l + pad_r - ((kw - 1) * dilation_w + 1)) / stride_w + 1; }

@@ -161,3 +161,66 @@ TEST_CASE("Precision mixed keeps float32 Winograd for 3x3 stride-1 convs on CPUs
   INFO(c.str());
   CHECK(c.rel <= 1e-4);
 }
+
+namespace {
+
+// Writes v into t's own storage, so the op sees the same pointer with new contents.
+void refill(Tensor& t, const Vec& v) {
+  float* p = t.data();
+  for (size_t i = 0; i < v.size(); ++i) p[i] = static_cast<float>(v[i]);
+}
+
+}  // namespace
+
+// The ops keep forward's bfloat16 x (and fc's w) for backward, and one bfloat16 dy for both
+// backward passes. A later step with new contents in the same tensors must not see stale
+// copies, including a step whose only backward pass is the one that did not convert dy before.
+TEST_CASE("Precision mixed: the ops' reused bfloat16 copies are never stale", "[backend][mixed]") {
+  if (!cpu_has_bf16_kernels()) {
+    WARN("skipped: this CPU has no AVX-512, so oneDNN has no bfloat16 kernels");
+    return;
+  }
+  ConvDesc d;
+  d.n = 2, d.h = d.w = 8, d.c = 6, d.k = 5, d.kh = d.kw = 3, d.stride_h = d.stride_w = 2;
+  d.bf16 = true;
+  FcDesc f{3, 40, 7, false, true};
+  auto conv = cpu_backend().make_conv(d);
+  auto fc = cpu_backend().make_fc(f);
+  const int64_t oh = d.out_h(), ow = d.out_w();
+  Tensor x(Shape{d.n, d.h, d.w, d.c}), w(Shape{d.k, 3, 3, d.c}), b(Shape{d.k}), y(Shape{d.n, oh, ow, d.k});
+  Tensor dy(y.shape()), dx(x.shape()), dw(w.shape()), db(b.shape());
+  Tensor fx(Shape{f.n, f.in}), fw(Shape{f.out, f.in}), fb(Shape{f.out}), fy(Shape{f.n, f.out});
+  Tensor fdy(fy.shape()), fdx(fx.shape()), fdw(fw.shape()), fdb(fb.shape());
+  Rng rng(53);
+  // The backward passes per step, in order: "wd" = weights then data (the layers' order).
+  // Step 1 leaves its dy copy unused; step 2 (data only) must still convert the new dy.
+  for (std::string passes : {"wd", "w", "d", "dw"}) {
+    INFO("backward passes " << passes);
+    Vec xv = random_vec(x.numel(), rng), wv = random_vec(w.numel(), rng), bv = random_vec(d.k, rng);
+    Vec dyv = random_vec(dy.numel(), rng);
+    refill(x, xv), refill(w, wv), refill(b, bv), refill(dy, dyv);
+    Vec fxv = random_vec(fx.numel(), rng), fwv = random_vec(fw.numel(), rng), fbv = random_vec(f.out, rng);
+    Vec fdyv = random_vec(fdy.numel(), rng);
+    refill(fx, fxv), refill(fw, fwv), refill(fb, fbv), refill(fdy, fdyv);
+    conv->forward(x, w, b, y);
+    fc->forward(fx, fw, fb, fy);
+    CHECK(compare(y, ref::conv_forward(d, rounded(xv), rounded(wv), bv)).rel <= kSumTol);
+    CHECK(compare(fy, ref::fc_forward(f, rounded(fxv), rounded(fwv), fbv)).rel <= kSumTol);
+    for (char pass : passes) {
+      if (pass == 'w') {
+        conv->backward_weights(x, dy, dw, db);
+        fc->backward_weights(fx, fdy, fdw, fdb);
+        Vec dw_r, db_r;
+        ref::conv_backward_weights(d, rounded(xv), rounded(dyv), dw_r, db_r);
+        CHECK(compare(dw, dw_r).rel <= kSumTol);
+        ref::fc_backward_weights(f, rounded(fxv), rounded(fdyv), dw_r, db_r);
+        CHECK(compare(fdw, dw_r).rel <= kSumTol);
+      } else {
+        conv->backward_data(dy, w, dx);
+        fc->backward_data(fdy, fw, fdx);
+        CHECK(compare(dx, ref::conv_backward_data(d, rounded(dyv), rounded(wv))).rel <= kSumTol);
+        CHECK(compare(fdx, ref::fc_backward_data(f, rounded(fdyv), rounded(fwv))).rel <= kSumTol);
+      }
+    }
+  }
+}

@@ -2,7 +2,8 @@
 // for each direction, with reorders between our OHWI weights and the blocked buffers kept
 // inside the op. fuse_relu adds a relu post-op to the forward (the caller does relu backward).
 // bf16 (Precision: mixed): x, dy and w are reordered to bfloat16 copies the op owns; outputs
-// and gradients stay float32.
+// and gradients stay float32. forward's copy of x serves backward_weights, and one copy of dy
+// both backward passes.
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
@@ -90,7 +91,8 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     bind(w_fwd_.user, w);
     w_fwd_.run(ctx_.strm);
     bind(x_, x);
-    x_lp_.run(ctx_.strm);
+    x_reuse_.convert(x_lp_, x, ReuseOnce::kForward, ctx_.strm);
+    dy_reuse_.forget();
     bind(b_, b);
     bind(y_, y);
     fwd_.execute(ctx_.strm, fwd_args_);
@@ -104,7 +106,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     bind(w_bwd_d_.user, w);
     w_bwd_d_.run(ctx_.strm);
     bind(y_, dy);
-    dy_lp_.run(ctx_.strm);
+    dy_reuse_.convert(dy_lp_, dy, ReuseOnce::kBackwardData, ctx_.strm);
     bind(x_, dx);
     bwd_d_.execute(ctx_.strm, bwd_d_args_);
     ctx_.strm.wait();
@@ -115,9 +117,9 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     expect_numel(dy, d_.n * d_.out_h() * d_.out_w() * d_.k, "conv backward_weights", "dy");
     expect_numel(dw, d_.k * d_.kh * d_.kw * d_.c, "conv backward_weights", "dw");
     bind(x_, x);
-    x_lp_.run(ctx_.strm);
+    x_reuse_.convert(x_lp_, x, ReuseOnce::kBackwardWeights, ctx_.strm);
     bind(y_, dy);
-    dy_lp_.run(ctx_.strm);
+    dy_reuse_.convert(dy_lp_, dy, ReuseOnce::kBackwardWeights, ctx_.strm);
     bind(db_, db.defined() ? db : db_own_);
     bind(dw_.user, dw);
     bwd_w_.execute(ctx_.strm, bwd_w_args_);
@@ -148,6 +150,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   LayoutPath w_fwd_, w_bwd_d_, dw_;
   Scratchpad pad_;
   LayoutPath x_lp_, dy_lp_;  // x and dy as multiplied (bfloat16 copies, or x / dy themselves)
+  ReuseOnce x_reuse_, dy_reuse_;
   memory x_, y_, b_, db_;    // x_/y_ double as diff_src/diff_dst in the backward passes
   Tensor db_own_;          // (K) target for db when the caller passes none
   Args fwd_args_, bwd_d_args_, bwd_w_args_;

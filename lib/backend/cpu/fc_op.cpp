@@ -2,7 +2,8 @@
 // input, weights (K, H*W*C) "oi" as stored by the layer, so nothing is reordered per call.
 // fuse_relu adds a relu post-op to the forward (the caller applies relu backward to dy).
 // bf16 (Precision: mixed): x, dy and w are reordered to bfloat16 copies the op owns; y, dx,
-// dw and db stay float32.
+// dw and db stay float32. forward's copies of x and w serve backward_weights and
+// backward_data, and one copy of dy both backward passes.
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/layout_path.h"
@@ -73,9 +74,10 @@ class CpuFcOp final : public FcOp, public ImplInfo {
     expect_numel(b, d_.out, "fc forward", "b");
     expect_numel(y, d_.n * d_.out, "fc forward", "y");
     bind(x_, x);
-    x_lp_.run(ctx_.strm);
+    x_reuse_.convert(x_lp_, x, ReuseOnce::kForward, ctx_.strm);
     bind(w_, w);
-    w_lp_.run(ctx_.strm);
+    w_reuse_.convert(w_lp_, w, ReuseOnce::kForward, ctx_.strm);
+    dy_reuse_.forget();
     bind(b_, b);
     bind(y_, y);
     fwd_.execute(ctx_.strm, fwd_args_);
@@ -87,9 +89,9 @@ class CpuFcOp final : public FcOp, public ImplInfo {
     expect_numel(w, d_.out * d_.in, "fc backward_data", "w");
     expect_numel(dx, d_.n * d_.in, "fc backward_data", "dx");
     bind(y_, dy);
-    dy_lp_.run(ctx_.strm);
+    dy_reuse_.convert(dy_lp_, dy, ReuseOnce::kBackwardData, ctx_.strm);
     bind(w_, w);
-    w_lp_.run(ctx_.strm);
+    w_reuse_.convert(w_lp_, w, ReuseOnce::kBackwardData, ctx_.strm);
     bind(x_, dx);
     bwd_d_.execute(ctx_.strm, bwd_d_args_);
     ctx_.strm.wait();
@@ -100,9 +102,9 @@ class CpuFcOp final : public FcOp, public ImplInfo {
     expect_numel(dy, d_.n * d_.out, "fc backward_weights", "dy");
     expect_numel(dw, d_.out * d_.in, "fc backward_weights", "dw");
     bind(x_, x);
-    x_lp_.run(ctx_.strm);
+    x_reuse_.convert(x_lp_, x, ReuseOnce::kBackwardWeights, ctx_.strm);
     bind(y_, dy);
-    dy_lp_.run(ctx_.strm);
+    dy_reuse_.convert(dy_lp_, dy, ReuseOnce::kBackwardWeights, ctx_.strm);
     bind(w_, dw);
     bind(b_, db.defined() ? db : db_own_);
     bwd_w_.execute(ctx_.strm, bwd_w_args_);
@@ -125,6 +127,7 @@ class CpuFcOp final : public FcOp, public ImplInfo {
   inner_product_backward_weights bwd_w_;
   Scratchpad pad_;
   LayoutPath x_lp_, dy_lp_, w_lp_;  // the multiplied operands (bfloat16 copies under bf16)
+  ReuseOnce x_reuse_, dy_reuse_, w_reuse_;
   memory x_, y_, w_, b_;  // (diff_)src, (diff_)dst, (diff_)weights, (diff_)bias (float32)
   Tensor db_own_;         // (K) target for db when the caller passes none
   Args fwd_args_, bwd_d_args_, bwd_w_args_;

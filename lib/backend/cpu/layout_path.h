@@ -1,5 +1,6 @@
 // LayoutPath: the reorder between a caller's tensor layout and the layout a oneDNN
-// primitive chose, with the op-owned buffer for the latter. Used by the convolution ops.
+// primitive chose, with the op-owned buffer for the latter; ReuseOnce lets an op skip a
+// conversion it made moments ago. Used by the convolution and fully connected ops.
 #pragma once
 #include "backend/cpu/cpu_ops.h"
 
@@ -37,6 +38,29 @@ struct LayoutPath {
   void run(dnnl::stream& s) {
     if (needed) reorder.execute(s, args);
   }
+};
+
+// Remembers which tensor an op's converted copy (a LayoutPath's buffer) holds, so that one later
+// pass of the same step can use the copy instead of converting again: forward's bfloat16 x in
+// backward_weights, dy between the two backward passes. Each conversion serves one other pass,
+// and forward forgets dy's. The caller keeps the tensor unchanged in between (ops.h).
+class ReuseOnce {
+ public:
+  enum Pass { kForward, kBackwardData, kBackwardWeights };
+  // Converts `t` through `p` unless the copy already holds it from another pass.
+  void convert(LayoutPath& p, const Tensor& t, Pass pass, dnnl::stream& s) {
+    const bool reuse = p.needed && src_ == t.data() && by_ != pass;
+    src_ = nullptr;
+    if (reuse) return;
+    p.run(s);
+    src_ = t.data();
+    by_ = pass;
+  }
+  void forget() { src_ = nullptr; }
+
+ private:
+  const void* src_ = nullptr;
+  Pass by_ = kForward;
 };
 
 }  // namespace dlt::cpu
