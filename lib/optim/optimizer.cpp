@@ -75,7 +75,7 @@ void Optimizer::step(double lr) {
 }
 
 void Optimizer::set_device_scalars(bool on) {
-  DLT_CHECK(!prepared_, "Optimizer::set_device_scalars between prepare() and update()");
+  prepared_step_ = -1;
   if (!on || params_.empty()) {
     scalars_ = scalars_host_ = Tensor();
     return;
@@ -87,7 +87,6 @@ void Optimizer::set_device_scalars(bool on) {
 
 void Optimizer::prepare(double lr) {
   DLT_CHECK(device_scalars(), "Optimizer::prepare without set_device_scalars(true)");
-  DLT_CHECK(!prepared_, "Optimizer::prepare twice without update()");
   ++t_;
   float* h = scalars_host_.data();
   if (o_.solver == "adam") {
@@ -98,11 +97,11 @@ void Optimizer::prepare(double lr) {
   Backend& be = backend_for(scalars_.device());
   be.upload_begin(scalars_host_, scalars_);  // the CPU copies at once
   be.upload_wait();
-  prepared_ = true;
+  prepared_step_ = t_;
 }
 
 void Optimizer::update() {
-  DLT_CHECK(prepared_, "Optimizer::update without prepare()");
+  DLT_CHECK(device_scalars() && prepared_step_ == t_, "Optimizer::update without prepare() for this step");
   clip();
   for (size_t i = 0; i < params_.size(); ++i) {
     Param& p = *params_[i];
@@ -120,7 +119,6 @@ void Optimizer::update() {
                              static_cast<float>(o_.epsilon), l2);
     }
   }
-  prepared_ = false;  // only now: a capture that failed midway issues update() again
 }
 
 std::vector<Optimizer::Slot> Optimizer::state() {

@@ -26,7 +26,9 @@ class Optimizer {
   // step(lr) becomes prepare(lr) + update(). prepare counts the step and uploads its learning
   // rates and Adam's corrections in one copy (outside any capture); update clips and issues
   // the updates reading them (capturable when clipping reads nothing back). Bit-identical to
-  // the by-value updates. Off by default.
+  // the by-value updates. Off by default. A replayed graph runs the updates without update()
+  // being called, so prepare() may follow prepare(); update() may be issued again for the
+  // same step (a capture that failed is issued directly).
   void set_device_scalars(bool on);
   bool device_scalars() const { return scalars_.defined(); }
   void prepare(double lr);
@@ -48,7 +50,7 @@ class Optimizer {
   int64_t t_ = 0;
   // Device-scalar mode: [c1, c2, lr of parameter 0, 1, ...] on the host and on the device.
   Tensor scalars_host_, scalars_;
-  bool prepared_ = false;  // prepare() ran and update() has not yet
+  int64_t prepared_step_ = -1;  // t_ of the last prepare(): update() needs it to be t_
 };
 
 }  // namespace dlt
