@@ -123,7 +123,8 @@ class Backend {
   // instantiates the graph (throws DeviceError naming the cause when the capture failed);
   // abort_capture() ends a failed capture and keeps nothing. replay() launches the graph and
   // returns true, or false (launching nothing) when there is none or memory it uses has been
-  // freed since the capture. drop_capture() frees the graph.
+  // freed since the capture; it does not join uploads begun before it (upload_wait() those
+  // the graph reads). drop_capture() frees the graph.
   virtual bool begin_capture() { return false; }
   virtual void end_capture() {}
   virtual void abort_capture() noexcept {}

@@ -52,6 +52,9 @@ void CudaBackend::end_capture() {
     alloc_.end_capture();  // throws when the step allocated or freed while capturing
     DLT_CUDA(cudaGraphInstantiate(&graph_, graph, 0));
   } catch (...) {
+    // A failed instantiation stays this thread's last error, which the next kernel launch
+    // check would report; the caller goes on uncaptured, so clear it.
+    (void)cudaGetLastError();
     cudaGraphDestroy(graph);
     graph_ = nullptr;
     alloc_.cancel_capture();
@@ -77,7 +80,8 @@ bool CudaBackend::replay() {
     return false;
   }
   enter();
-  upload_wait();
+  // Uploads begun since are not joined: the next batch's upload overlaps the graph (what the
+  // graph reads from uploads, the optimizer's scalars, was joined by their owner).
   DLT_CUDA(cudaGraphLaunch(graph_, ctx_.stream));
   return true;
 }
