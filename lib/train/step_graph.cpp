@@ -64,12 +64,16 @@ StepGraph::How StepGraph::run(int64_t n, const std::function<void()>& issue) {
     if (be.replay()) {
       ++replays_;
       ++since_capture_;
+      stale_unreplayed_ = 0;
       return How::kReplayed;
     }
     // Memory the graph uses was freed (ops made again for another batch size, a workspace
-    // grown by validation): warm up at this size again and capture anew.
-    if (since_capture_ == 0) {
-      disable("the graph went stale before its first replay (memory it uses is freed every step)");
+    // grown by validation): warm up at this size again and capture anew. Once can be bad
+    // timing (validation right after the capturing step); twice in a row means the step
+    // itself frees memory the graph uses.
+    if (since_capture_ == 0 && ++stale_unreplayed_ >= 2) {
+      disable("the graph went stale before its first replay twice (memory it uses is freed "
+              "every step)");
       return run_uncaptured(issue);
     }
     log::debug("CUDA graph: stale after {} replays; capturing again", since_capture_);

@@ -53,6 +53,7 @@ class StepGraph {
   int64_t batch_ = 0, captured_batch_ = 0;  // the batch size warming up / the graph's
   int warm_ = 0;                            // direct steps at batch_ since it changed
   int64_t replays_ = 0, captures_ = 0, direct_ = 0, since_capture_ = 0;
+  int stale_unreplayed_ = 0;  // graphs in a row that went stale before their first replay
 };
 
 }  // namespace dlt
