@@ -1,6 +1,7 @@
 // Communicator factory and options shared by every implementation.
 #include "dist/communicator.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -19,7 +20,9 @@ std::chrono::milliseconds comm_timeout_from_env() {
   double s = std::strtod(v, &end);
   if (end == v || *end != '\0' || !(s > 0))
     throw ConfigError(std::string("DLT_COMM_TIMEOUT is '") + v + "'; set it to a positive number of seconds");
-  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+  // Deadlines are steady_clock::now() + timeout in int64 nanoseconds: a huge value (or inf,
+  // meant as "never") would overflow into a deadline in the past, so every wait would time out.
+  return std::chrono::milliseconds(static_cast<int64_t>(std::min(s, kMaxCommTimeoutSeconds) * 1000));
 }
 
 std::unique_ptr<Communicator> make_cpu_communicator(const CommOptions& o) {

@@ -53,7 +53,9 @@ struct CommOptions {
   std::chrono::milliseconds timeout{60000};  // every collective and the rendezvous
 };
 
-// The collective timeout from env DLT_COMM_TIMEOUT (seconds), else 60 s.
+// The collective timeout from env DLT_COMM_TIMEOUT (seconds), else 60 s; larger values than
+// kMaxCommTimeoutSeconds (about 115 days, e.g. "inf" for no timeout) are capped to it.
+constexpr double kMaxCommTimeoutSeconds = 1e7;
 std::chrono::milliseconds comm_timeout_from_env();
 
 // A communicator for a CPU world: Local for size 1, else Gloo (throws CommError when this

@@ -304,6 +304,22 @@ int run_local_workers(const LocalLaunch& l) {
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
 
+  // The workers' environment, made before fork: the child of a multithreaded process (the
+  // CUDA driver's threads, started by cuda_device_count()) may only make async-signal-safe
+  // calls until exec, and setenv is not one (its lock may be held by a thread that is gone).
+  std::vector<std::string> env_strings;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv(*e);
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key != "DLT_RENDEZVOUS" && key != "DLT_WORLD_SIZE" && key != "DLT_LOCAL_LAUNCH") env_strings.push_back(kv);
+  }
+  env_strings.push_back("DLT_RENDEZVOUS=" + dir);
+  env_strings.push_back("DLT_WORLD_SIZE=" + std::to_string(l.workers));
+  env_strings.push_back("DLT_LOCAL_LAUNCH=1");
+  std::vector<char*> envp;
+  for (auto& kv : env_strings) envp.push_back(kv.data());
+  envp.push_back(nullptr);
+
   const pid_t parent = getpid();
   std::vector<pid_t> pids(l.workers, -1);
   for (int r = 0; r < l.workers; ++r) {
@@ -328,10 +344,7 @@ int run_local_workers(const LocalLaunch& l) {
       if (getppid() != parent) _exit(1);
       sigaction(SIGINT, &old_int, nullptr);
       sigaction(SIGTERM, &old_term, nullptr);
-      setenv("DLT_RENDEZVOUS", dir.c_str(), 1);
-      setenv("DLT_WORLD_SIZE", std::to_string(l.workers).c_str(), 1);
-      setenv("DLT_LOCAL_LAUNCH", "1", 1);
-      execv("/proc/self/exe", argv.data());
+      execve("/proc/self/exe", argv.data(), envp.data());
       std::fprintf(stderr, "dltrain: worker %d: cannot run /proc/self/exe: %s\n", r, std::strerror(errno));
       _exit(127);
     }

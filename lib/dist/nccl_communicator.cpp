@@ -29,6 +29,15 @@ constexpr const char* kIdFile = "nccl-unique-id";
 // The watchdog acts this long after a deadline, so a caller waiting on the host reports first.
 constexpr std::chrono::milliseconds kWatchdogGrace{2000};
 
+// cudaEventQuery without a trace: cudaErrorNotReady is no error, but the runtime keeps it as
+// the thread's last error, which the next kernel launch check (cudaGetLastError) would report
+// as that kernel's failure; clear it (PyTorch does the same after its stream / event queries).
+cudaError_t query_event(cudaEvent_t e) {
+  const cudaError_t r = cudaEventQuery(e);
+  if (r == cudaErrorNotReady) (void)cudaGetLastError();
+  return r;
+}
+
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(const CommOptions& o, int device, CommFatalHandler on_fatal)
@@ -68,9 +77,11 @@ class NcclCommunicator final : public Communicator {
     watchdog_ = std::thread([this] { watch(); });
   }
 
-  // Waits (at most a few seconds, locally) for the issued collectives, then aborts: unlike
-  // ncclCommFinalize / ncclCommDestroy, ncclCommAbort never waits for peers, so a rank that
-  // leaves with an error is not held back by ranks still inside a collective.
+  // Within at most a few seconds: waits for the issued collectives, then ncclCommFinalize +
+  // ncclCommDestroy, which flush this rank's last sends (ncclCommAbort may drop data a peer on
+  // another node is still receiving: its kernels finish before the proxy has sent it all).
+  // Falls back to ncclCommAbort, which never waits for peers, so a rank that leaves with an
+  // error is not held back by ranks still inside a collective.
   ~NcclCommunicator() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -82,14 +93,14 @@ class NcclCommunicator final : public Communicator {
     if (aborted_) return;  // leave CUDA resources to process exit: freeing may synchronize
     const auto deadline = Clock::now() + std::min<std::chrono::milliseconds>(timeout_, std::chrono::seconds(5));
     while (!pending_.empty() && Clock::now() < deadline) {
-      if (cudaEventQuery(pending_.front().done) == cudaErrorNotReady) {
+      if (query_event(pending_.front().done) == cudaErrorNotReady) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
         continue;
       }
       free_events_.push_back(pending_.front().done);
       pending_.pop_front();
     }
-    abort_locked();
+    if (!pending_.empty() || !finalize_locked(deadline)) abort_locked();
     if (!pending_.empty()) return;  // unfinished work: freeing would synchronize with it
     for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
     cudaEventDestroy(ready_);
@@ -161,6 +172,20 @@ class NcclCommunicator final : public Communicator {
     if (aborted_) return;
     aborted_ = true;
     ncclCommAbort(comm_);
+  }
+  // The orderly end (under mu_, no collective pending): ncclCommFinalize polled until it is
+  // done or the deadline passes, then ncclCommDestroy. False, with the communicator still to
+  // be aborted, when finalizing fails or takes too long (a peer gone or still training).
+  bool finalize_locked(Clock::time_point deadline) {
+    ncclResult_t r = ncclCommFinalize(comm_);
+    while (r == ncclInProgress && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      r = state_locked();
+    }
+    if (r != ncclSuccess) return false;
+    ncclCommDestroy(comm_);
+    aborted_ = true;  // released: nothing may use comm_ any more
+    return true;
   }
 
   // The communicator's state, under mu_: ncclSuccess, ncclInProgress or an error.
@@ -293,7 +318,7 @@ class NcclCommunicator final : public Communicator {
     DLT_CUDA(cudaEventRecord(copied, comm_stream_));
     const auto deadline = Clock::now() + timeout_;
     for (int spins = 0;; ++spins) {
-      cudaError_t e = cudaEventQuery(copied);
+      cudaError_t e = query_event(copied);
       if (e == cudaSuccess) break;
       if (e != cudaErrorNotReady) fail(what, std::string("CUDA error ") + cudaGetErrorString(e));
       if (spins % 64 == 0) check_health(what);
@@ -315,7 +340,7 @@ class NcclCommunicator final : public Communicator {
     while (!stop_ && !aborted_) {
       wake_.wait_for(lock, std::chrono::milliseconds(100));
       if (stop_ || aborted_) break;
-      while (!pending_.empty() && cudaEventQuery(pending_.front().done) == cudaSuccess) {
+      while (!pending_.empty() && query_event(pending_.front().done) == cudaSuccess) {
         free_events_.push_back(pending_.front().done);
         pending_.pop_front();
       }
