@@ -138,17 +138,22 @@ void Network::init_params(uint64_t seed) {
 }
 
 namespace {
-// Runs f for layer l; an out-of-memory DeviceError then names the layer (the allocator's
-// message already suggests a smaller MiniBatchSize).
-template <class F>
-void for_layer(const Layer& l, F f) {
+// Runs f; an out-of-memory DeviceError then starts with where() (a layer, a buffer's layers);
+// the allocator's message already suggests a smaller MiniBatchSize.
+template <class Where, class F>
+void out_of_memory_in(Where where, F f) {
   try {
     f();
   } catch (const DeviceError& e) {
     const std::string what = e.what();
     if (what.rfind("out of GPU memory", 0) != 0) throw;
-    throw DeviceError("layer '" + l.name() + "' (" + l.type() + "): " + what);
+    throw DeviceError(where() + ": " + what);
   }
+}
+
+template <class F>
+void for_layer(const Layer& l, F f) {
+  out_of_memory_in([&] { return "layer '" + l.name() + "' (" + l.type() + ")"; }, f);
 }
 }  // namespace
 
@@ -194,6 +199,7 @@ void Network::plan_gradients(int64_t n) {
     Tensor* t;
     Shape shape;
     int first, last;  // written first at step `first`, last read at step `last` (first >= last)
+    int node;         // whose output's gradient (names the layers in an out-of-memory error)
     int slot = -1;
   };
   std::vector<Use> uses;
@@ -203,12 +209,12 @@ void Network::plan_gradients(int64_t n) {
     const Shape s = batch_shape(n, node.shape);
     const int pi = static_cast<int>(p);
     if (node.consumers.size() < 2) {
-      uses.push_back({&node.grad, s, node.consumers.empty() ? pi : node.consumers[0], pi});
+      uses.push_back({&node.grad, s, node.consumers.empty() ? pi : node.consumers[0], pi, pi});
       continue;
     }
     node.edge_grads.resize(node.consumers.size());
-    uses.push_back({&node.grad, s, pi, pi});
-    for (size_t k = 0; k < node.consumers.size(); ++k) uses.push_back({&node.edge_grads[k], s, node.consumers[k], pi});
+    uses.push_back({&node.grad, s, pi, pi, pi});
+    for (size_t k = 0; k < node.consumers.size(); ++k) uses.push_back({&node.edge_grads[k], s, node.consumers[k], pi, pi});
   }
   std::vector<int64_t> need;  // elements per slot
   if (grad_reuse_) {
@@ -249,9 +255,20 @@ void Network::plan_gradients(int64_t n) {
   }
   if (grad_slots_.size() < need.size()) grad_slots_.resize(need.size());
   for (size_t s = 0; s < need.size(); ++s) {
-    Tensor& slot = grad_slots_[s];
-    if (!slot.defined()) slot = Tensor(Shape{need[s]}, device_);
-    slot.resize(Shape{std::max(slot.numel(), need[s])});
+    auto where = [&] {  // the layers whose output gradients share this buffer
+      std::string names;
+      for (const Use& u : uses) {
+        const std::string name = "'" + nodes_[static_cast<size_t>(u.node)].layer->name() + "'";
+        if (u.slot == static_cast<int>(s) && names.find(name) == std::string::npos)
+          names += (names.empty() ? "" : ", ") + name;
+      }
+      return "output gradient of layer " + names + " (batch " + std::to_string(n) + ")";
+    };
+    out_of_memory_in(where, [&] {
+      Tensor& slot = grad_slots_[s];
+      if (!slot.defined()) slot = Tensor(Shape{need[s]}, device_);
+      slot.resize(Shape{std::max(slot.numel(), need[s])});
+    });
   }
   for (Use& u : uses) *u.t = grad_slots_[static_cast<size_t>(u.slot)].view(u.shape);
 }

@@ -6,6 +6,14 @@
 
 namespace dlt {
 
+DeviceBatches::~DeviceBatches() {
+  if (device_.is_cpu() || staged_slot_ < 0) return;
+  try {
+    backend_for(device_).upload_wait();
+  } catch (...) {  // a destructor must not throw; a failed device reports at its next call
+  }
+}
+
 void DeviceBatches::begin(const Batch& host, Batch& slot) {
   Backend& be = backend_for(device_);
   if (!slot.images.defined()) {  // an empty Tensor would resize onto the host

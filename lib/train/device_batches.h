@@ -10,6 +10,12 @@ namespace dlt {
 class DeviceBatches {
  public:
   explicit DeviceBatches(Device device) : device_(device) {}
+  // A staged upload never taken (training stopped early or threw) may still write a slot on
+  // the copy stream: the compute stream waits for it before the slots go back to the caching
+  // allocator, whose next user is ordered on the compute stream only.
+  ~DeviceBatches();
+  DeviceBatches(const DeviceBatches&) = delete;
+  DeviceBatches& operator=(const DeviceBatches&) = delete;
   // Starts the upload of host into the slot not in use. host must not change until take().
   void stage(const Batch& host);
   // host's batch on the device, for work issued after this call (uploads it now unless it

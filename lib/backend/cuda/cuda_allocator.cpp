@@ -3,6 +3,8 @@
 // copy_from, and the device count. Overlapped uploads are CudaBackend::upload_begin's.
 #include "backend/cuda/cuda_allocator.h"
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,22 +25,39 @@ std::string mib(size_t bytes) {
   return std::to_string((bytes + (size_t(1) << 19)) >> 20) + " MiB";
 }
 
+// Devices this process has made current with cudaSetDevice (bit per index below 64). Since
+// CUDA 12 cudaSetDevice initializes the device's primary context at once (hundreds of MiB of
+// GPU memory), so a guard switches back only to a device in this set: a thread that never
+// chose one reports device 0 from cudaGetDevice, and switching "back" to it would create a
+// context on GPU 0 in a process that trains on GPU N.
+std::atomic<uint64_t> g_set_devices{0};
+
+void set_device(int device) {
+  DLT_CUDA(cudaSetDevice(device));
+  if (device < 64) g_set_devices.fetch_or(uint64_t{1} << device);
+}
+
+bool was_set(int device) {
+  return device >= 0 && device < 64 && (g_set_devices.load() >> device & 1) != 0;
+}
+
 }  // namespace
 
 void use_device(int device) {
   int current = -1;
   DLT_CUDA(cudaGetDevice(&current));
-  if (current != device) DLT_CUDA(cudaSetDevice(device));
+  if (current != device || !was_set(device)) set_device(device);
 }
 
 DeviceGuard::DeviceGuard(int device) {
   DLT_CUDA(cudaGetDevice(&previous_));
-  if (previous_ != device) DLT_CUDA(cudaSetDevice(device));
+  if (previous_ != device || !was_set(device)) set_device(device);
 }
 
 DeviceGuard::~DeviceGuard() {
   int current = -1;
-  if (cudaGetDevice(&current) == cudaSuccess && current != previous_) cudaSetDevice(previous_);
+  if (cudaGetDevice(&current) != cudaSuccess || current == previous_ || !was_set(previous_)) return;
+  if (cudaSetDevice(previous_) != cudaSuccess) (void)cudaGetLastError();  // not for a launch check
 }
 
 size_t size_class(size_t bytes) {

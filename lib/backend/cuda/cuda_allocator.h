@@ -19,7 +19,9 @@ void use_device(int device);
 void check_device_index(int device);
 
 // Makes device current for a scope and restores the caller's device after it: the allocator
-// and the copies do not change which device the calling thread works on.
+// and the copies do not change which device the calling thread works on. A thread that had
+// not chosen a device (cudaGetDevice's default 0, never set) keeps device instead: switching
+// to an unused GPU would create a CUDA context there.
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device);

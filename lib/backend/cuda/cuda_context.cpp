@@ -73,9 +73,11 @@ void throw_cudnn(cudnnStatus_t s, const char* expr, const char* file, int line) 
   std::string what = cudnnGetErrorString(s);
   if (detail[0]) what += std::string(": ") + detail;
   if (s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED ||
-      s == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED)
+      s == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED) {
+    (void)cudaGetLastError();  // the library's failed cudaMalloc, not for a later launch check
     throw DeviceError("out of GPU memory in " + where(expr, file, line) + " (cuDNN " + what +
                       "); " + kOomFix);
+  }
   std::string fix;
   switch (CUDNN_STATUS_CATEGORY(s)) {
     case CUDNN_STATUS_NOT_SUPPORTED:
@@ -98,9 +100,11 @@ void throw_cudnn(cudnnStatus_t s, const char* expr, const char* file, int line) 
 
 void throw_cublas(cublasStatus_t s, const char* expr, const char* file, int line) {
   const std::string what = cublasGetStatusString(s);
-  if (s == CUBLAS_STATUS_ALLOC_FAILED)
+  if (s == CUBLAS_STATUS_ALLOC_FAILED) {
+    (void)cudaGetLastError();  // as for cuDNN above
     throw DeviceError("out of GPU memory in " + where(expr, file, line) + " (cuBLAS " + what +
                       "); " + kOomFix);
+  }
   std::string fix;
   switch (s) {
     case CUBLAS_STATUS_NOT_INITIALIZED:
@@ -150,7 +154,7 @@ size_t workspace_limit_from_env() {
 CudaContext* create_context(int device) {
   auto ctx = std::make_unique<CudaContext>();
   ctx->device = device;
-  DLT_CUDA(cudaSetDevice(device));
+  use_device(device);
   DLT_CUDA(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
   DLT_CUDA(cudaStreamCreateWithFlags(&ctx->copy_stream, cudaStreamNonBlocking));
   DLT_CUDNN(cudnnCreate(&ctx->cudnn));
