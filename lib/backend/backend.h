@@ -78,8 +78,9 @@ class Backend {
   // Writes dlogits as cross_entropy does and leaves the totals (loss sum, correct count, first
   // bad label) in `totals`, a tensor of kLossTotalsFloats floats on this device; read_loss()
   // waits for them and returns the mean loss. A training step issues backward and the update
-  // before it reads its loss, so the device does not idle while the host issues work. The
-  // defaults run cross_entropy at once (right for the CPU).
+  // before it reads its loss, so the device does not idle while the host issues work; on CUDA
+  // read_loss waits for the loss alone, not for the work issued after it (so it is no
+  // synchronize). The defaults run cross_entropy at once (right for the CPU).
   static constexpr int64_t kLossTotalsFloats = 8;
   virtual void cross_entropy_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
                                    Tensor& totals);

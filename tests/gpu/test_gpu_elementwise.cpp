@@ -161,6 +161,43 @@ TEST_CASE("gpu loss: cross_entropy loss, correct count and dlogits", "[gpu][loss
   }
 }
 
+// read_loss waits for the loss kernel only (an event behind a pinned copy of the totals) when
+// the totals are those of the last cross_entropy_async; otherwise it reads them from the
+// device after the stream. Both must give the CPU's values, with other read-backs and kernels
+// issued in between and with two losses in flight.
+TEST_CASE("gpu loss: cross_entropy_async then read_loss, two losses in flight", "[gpu][loss]") {
+  Rng rng(107);
+  const int64_t n = 64, c = 10;
+  Vec pa = ref::softmax_forward(n, c, random_vec(n * c, rng, -4.0, 4.0));
+  Vec pb = ref::softmax_forward(n, c, random_vec(n * c, rng, -4.0, 4.0));
+  Tensor pac = to_tensor(pa, {n, c}), pbc = to_tensor(pb, {n, c});
+  Tensor lc = random_labels(n, c, rng);
+  Tensor pad = pac.to(device_under_test()), pbd = pbc.to(device_under_test()), ld = lc.to(device_under_test());
+  Tensor none;
+  int64_t ca = -1, cb = -1;
+  const double want_a = cpu_be().cross_entropy(pac, lc, none, &ca);
+  const double want_b = cpu_be().cross_entropy(pbc, lc, none, &cb);
+  Tensor ta(Shape{Backend::kLossTotalsFloats}, device_under_test());
+  Tensor tb(Shape{Backend::kLossTotalsFloats}, device_under_test());
+  Tensor work = to_tensor(random_vec(kN, rng), {kN}).to(device_under_test());
+  Backend& be = dut_backend();
+  be.cross_entropy_async(pad, ld, none, ta);
+  be.cross_entropy_async(pbd, ld, none, tb);
+  const double squares = be.sum_squares(work);  // a read-back of its own in between
+  be.scale(work, 0.5f);                         // and a kernel
+  int64_t got_ca = -2, got_cb = -2, again_cb = -2;
+  const double got_b = be.read_loss(tb, ld, &got_cb);    // the last one: its event
+  const double got_a = be.read_loss(ta, ld, &got_ca);    // an earlier one: from the device
+  const double again_b = be.read_loss(tb, ld, &again_cb);  // read twice: from the device
+  CHECK(got_a == Approx(want_a).epsilon(1e-5));
+  CHECK(got_b == Approx(want_b).epsilon(1e-5));
+  CHECK(again_b == got_b);
+  CHECK(got_ca == ca);
+  CHECK(got_cb == cb);
+  CHECK(again_cb == cb);
+  CHECK(be.sum_squares(work) == Approx(squares * 0.25).epsilon(1e-5));
+}
+
 TEST_CASE("gpu optimizers: sgdm, adam, rmsprop over several steps", "[gpu][optim]") {
   Rng rng(106);
   const Shape s{kN};

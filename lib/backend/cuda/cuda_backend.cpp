@@ -24,6 +24,8 @@ CudaBackend::CudaBackend(int device)
   enter();
   result_d_ = alloc_.allocate(kResultBytes);
   DLT_CUDA(cudaMallocHost(&result_h_, kResultBytes));
+  DLT_CUDA(cudaMallocHost(&loss_h_, kResultBytes));
+  DLT_CUDA(cudaEventCreateWithFlags(&loss_mark_, cudaEventDisableTiming));
   DLT_CUDA(cudaEventCreateWithFlags(&compute_mark_, cudaEventDisableTiming));
   DLT_CUDA(cudaEventCreateWithFlags(&upload_mark_, cudaEventDisableTiming));
 }
@@ -39,6 +41,8 @@ CudaBackend::~CudaBackend() {
     cudaEventDestroy(s.done);
   }
   cudaFreeHost(result_h_);
+  cudaFreeHost(loss_h_);
+  cudaEventDestroy(loss_mark_);
   cudaEventDestroy(compute_mark_);
   cudaEventDestroy(upload_mark_);
   if (graph_) cudaGraphExecDestroy(graph_);

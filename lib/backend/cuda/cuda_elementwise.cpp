@@ -184,6 +184,7 @@ double CudaBackend::cross_entropy(const Tensor& probs, const Tensor& labels, Ten
 }
 
 // The kernel writes its CrossEntropyResult straight into the totals tensor; nothing waits.
+// Outside a capture the result is also copied to pinned memory behind an event, for read_loss.
 void CudaBackend::cross_entropy_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
                                       Tensor& totals) {
   static_assert(sizeof(cuda::CrossEntropyResult) <= kLossTotalsFloats * sizeof(float));
@@ -204,6 +205,12 @@ void CudaBackend::cross_entropy_async(const Tensor& probs, const Tensor& labels,
                       dlogits.defined() ? dlogits.data() : nullptr,
                       scratch(cuda::cross_entropy_scratch(n)),
                       reinterpret_cast<cuda::CrossEntropyResult*>(totals.data()), ctx_.stream);
+  loss_pending_ = nullptr;
+  if (capturing_) return;  // a replay records no event: read_loss then waits for the stream
+  DLT_CUDA(cudaMemcpyAsync(loss_h_, totals.data(), sizeof(cuda::CrossEntropyResult),
+                           cudaMemcpyDeviceToHost, ctx_.stream));
+  DLT_CUDA(cudaEventRecord(loss_mark_, ctx_.stream));
+  loss_pending_ = totals.data();
 }
 
 double CudaBackend::read_loss(const Tensor& totals, const Tensor& labels, int64_t* correct) {
@@ -211,9 +218,17 @@ double CudaBackend::read_loss(const Tensor& totals, const Tensor& labels, int64_
   not_capturing("read_loss");
   enter();
   cuda::CrossEntropyResult r;
-  DLT_CUDA(cudaMemcpyAsync(result_h_, totals.data(), sizeof(r), cudaMemcpyDeviceToHost, ctx_.stream));
-  DLT_CUDA(cudaStreamSynchronize(ctx_.stream));
-  std::memcpy(&r, result_h_, sizeof(r));
+  if (loss_pending_ == totals.data()) {
+    // The copy made right after the loss kernel: wait for it alone, so the device goes on with
+    // the backward pass and the update (issued since) while the host issues the next step.
+    loss_pending_ = nullptr;
+    DLT_CUDA(cudaEventSynchronize(loss_mark_));
+    std::memcpy(&r, loss_h_, sizeof(r));
+  } else {
+    DLT_CUDA(cudaMemcpyAsync(result_h_, totals.data(), sizeof(r), cudaMemcpyDeviceToHost, ctx_.stream));
+    DLT_CUDA(cudaStreamSynchronize(ctx_.stream));
+    std::memcpy(&r, result_h_, sizeof(r));
+  }
   const int64_t n = labels.numel();
   if (r.first_bad != UINT64_MAX) {
     const auto bad = static_cast<int64_t>(r.first_bad);

@@ -80,6 +80,7 @@ bool CudaBackend::replay() {
     return false;
   }
   enter();
+  loss_pending_ = nullptr;  // the replayed loss is read from the device, after the stream
   // Uploads begun since are not joined: the next batch's upload overlaps the graph (what the
   // graph reads from uploads, the optimizer's scalars, was joined by their owner).
   DLT_CUDA(cudaGraphLaunch(graph_, ctx_.stream));
