@@ -114,7 +114,7 @@ Runner add_time(CLI::App& app) {
         opt.update();
       });
       net.set_loss_labels(y);
-      net.read_loss(nullptr);  // waits for the step, as the uncaptured loop does
+      net.read_loss(nullptr);  // waits for the loss, as the uncaptured loop does
     });
     if (graph) graph_state = graph->summary();
     RunContext eval{false, 0, 0};

@@ -110,12 +110,15 @@ class CudaBackend final : public Backend {
   size_t scratch_bytes_ = 0;
   void* result_d_ = nullptr;  // device, kResultBytes: values that are read back
   void* result_h_ = nullptr;  // pinned host mirror of result_d_
-  // The last cross_entropy_async outside a capture also copies its totals to the pinned loss_h_
-  // and records loss_mark_, so read_loss waits for the loss only, not for backward and the
-  // update issued after it. loss_pending_: the totals tensor that copy is of (read once).
+  // cross_entropy_async also copies its totals to the pinned loss_h_ and records loss_mark_,
+  // so read_loss waits for the loss only, not for backward and the update issued after it.
+  // loss_pending_: the totals tensor that copy is of (read once). In a capture both become
+  // nodes of the graph (the record as cudaEventRecordExternal) and graph_loss_ names the
+  // totals, which each replay makes pending.
   void* loss_h_ = nullptr;
   cudaEvent_t loss_mark_ = nullptr;
   const void* loss_pending_ = nullptr;
+  const void* graph_loss_ = nullptr;
   std::vector<Staging> staging_;
   cudaEvent_t compute_mark_ = nullptr;  // compute stream -> copy stream
   cudaEvent_t upload_mark_ = nullptr;   // copy stream -> compute stream

@@ -184,7 +184,8 @@ double CudaBackend::cross_entropy(const Tensor& probs, const Tensor& labels, Ten
 }
 
 // The kernel writes its CrossEntropyResult straight into the totals tensor; nothing waits.
-// Outside a capture the result is also copied to pinned memory behind an event, for read_loss.
+// The result is also copied to pinned memory behind an event, for read_loss; in a capture
+// the event record is a node of the graph, so every replay records it.
 void CudaBackend::cross_entropy_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
                                       Tensor& totals) {
   static_assert(sizeof(cuda::CrossEntropyResult) <= kLossTotalsFloats * sizeof(float));
@@ -206,11 +207,11 @@ void CudaBackend::cross_entropy_async(const Tensor& probs, const Tensor& labels,
                       scratch(cuda::cross_entropy_scratch(n)),
                       reinterpret_cast<cuda::CrossEntropyResult*>(totals.data()), ctx_.stream);
   loss_pending_ = nullptr;
-  if (capturing_) return;  // a replay records no event: read_loss then waits for the stream
   DLT_CUDA(cudaMemcpyAsync(loss_h_, totals.data(), sizeof(cuda::CrossEntropyResult),
                            cudaMemcpyDeviceToHost, ctx_.stream));
-  DLT_CUDA(cudaEventRecord(loss_mark_, ctx_.stream));
-  loss_pending_ = totals.data();
+  DLT_CUDA(cudaEventRecordWithFlags(loss_mark_, ctx_.stream,
+                                    capturing_ ? cudaEventRecordExternal : cudaEventRecordDefault));
+  (capturing_ ? graph_loss_ : loss_pending_) = totals.data();
 }
 
 double CudaBackend::read_loss(const Tensor& totals, const Tensor& labels, int64_t* correct) {

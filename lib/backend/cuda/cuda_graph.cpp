@@ -26,6 +26,7 @@ bool CudaBackend::begin_capture() {
   // would pull the copy stream into the graph).
   upload_wait();
   alloc_.begin_capture();
+  graph_loss_ = nullptr;
   const cudaError_t e = cudaStreamBeginCapture(ctx_.stream, cudaStreamCaptureModeThreadLocal);
   if (e != cudaSuccess) {
     alloc_.cancel_capture();
@@ -80,10 +81,10 @@ bool CudaBackend::replay() {
     return false;
   }
   enter();
-  loss_pending_ = nullptr;  // the replayed loss is read from the device, after the stream
   // Uploads begun since are not joined: the next batch's upload overlaps the graph (what the
   // graph reads from uploads, the optimizer's scalars, was joined by their owner).
   DLT_CUDA(cudaGraphLaunch(graph_, ctx_.stream));
+  loss_pending_ = graph_loss_;  // the graph copies its loss and records loss_mark_ after it
   return true;
 }
 
