@@ -29,14 +29,7 @@ constexpr const char* kIdFile = "nccl-unique-id";
 // The watchdog acts this long after a deadline, so a caller waiting on the host reports first.
 constexpr std::chrono::milliseconds kWatchdogGrace{2000};
 
-// cudaEventQuery without a trace: cudaErrorNotReady is no error, but the runtime keeps it as
-// the thread's last error, which the next kernel launch check (cudaGetLastError) would report
-// as that kernel's failure; clear it (PyTorch does the same after its stream / event queries).
-cudaError_t query_event(cudaEvent_t e) {
-  const cudaError_t r = cudaEventQuery(e);
-  if (r == cudaErrorNotReady) (void)cudaGetLastError();
-  return r;
-}
+using cuda::query_event;
 
 class NcclCommunicator final : public Communicator {
  public:

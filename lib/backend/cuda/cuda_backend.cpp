@@ -122,13 +122,8 @@ void CudaBackend::read_back(size_t bytes) {
 
 CudaBackend::Staging& CudaBackend::free_staging(size_t bytes) {
   auto is_free = [](const Staging& s) {
-    const cudaError_t e = cudaEventQuery(s.done);
-    if (e == cudaErrorNotReady) {
-      // Not an error, but the runtime may keep it as the thread's last error, which the next
-      // launch check (cudaGetLastError) would then report: clear it, as PyTorch's allocator does.
-      (void)cudaGetLastError();
-      return false;
-    }
+    const cudaError_t e = cuda::query_event(s.done);
+    if (e == cudaErrorNotReady) return false;
     DLT_CUDA(e);
     return true;
   };

@@ -35,6 +35,11 @@ namespace dlt::cuda {
     if (dlt_s_ != CUBLAS_STATUS_SUCCESS) ::dlt::cuda::throw_cublas(dlt_s_, #expr, __FILE__, __LINE__); \
   } while (0)
 
+// cudaEventQuery without a trace: cudaErrorNotReady is no error, but the runtime keeps it as
+// the thread's last error, which the next kernel launch check (cudaGetLastError) would report
+// as that kernel's failure; it is cleared (PyTorch does the same after its event queries).
+cudaError_t query_event(cudaEvent_t e);
+
 struct CudaContext {
   int device = 0;
   cudaStream_t stream = nullptr;       // compute: every op and kernel

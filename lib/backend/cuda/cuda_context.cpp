@@ -124,6 +124,12 @@ void throw_cublas(cublasStatus_t s, const char* expr, const char* file, int line
   throw DeviceError("cuBLAS error in " + where(expr, file, line) + ": " + what + " (" + fix + ")");
 }
 
+cudaError_t query_event(cudaEvent_t e) {
+  const cudaError_t r = cudaEventQuery(e);
+  if (r == cudaErrorNotReady) (void)cudaGetLastError();
+  return r;
+}
+
 void* CudaContext::workspace(size_t bytes) {
   if (ws_ && bytes <= ws_bytes_) return ws_;
   CachingAllocator& alloc = caching_allocator(device);
