@@ -90,7 +90,7 @@ Runner add_time(CLI::App& app) {
     std::unique_ptr<StepGraph> graph;
     std::string graph_state = "off";
     if (step_graph_requested()) {
-      const std::string why = step_graph_blocker(net, c.training, dev, 1);
+      const std::string why = step_graph_blocker(net, dev, 1);
       if (why.empty()) {
         graph = std::make_unique<StepGraph>(dev);
         opt.set_device_scalars(true);

@@ -38,6 +38,12 @@ class Backend {
   virtual void scale(Tensor& t, float s) = 0;
   virtual void clamp(Tensor& t, float lo, float hi) = 0;
   virtual double sum_squares(const Tensor& t) = 0;
+  // Clipping by L2 norm with nothing read back (so a CUDA graph can hold it): norms is a
+  // float32 tensor on this device; sum_squares_into sets norms[index] to the sum of t's squares
+  // (adds it when accumulate), clip_to_norm scales t by threshold / sqrt(norms[index]) when that
+  // norm exceeds threshold and leaves it unchanged otherwise (also for a NaN norm).
+  virtual void sum_squares_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) = 0;
+  virtual void clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) = 0;
   // y = (x - shift) * mul, shift and mul broadcast over the leading dimensions of x:
   // their numel divides x's and they repeat every numel(shift) elements (a mean image of
   // H*W*C, or per-channel values of C). mul may be undefined (then 1).

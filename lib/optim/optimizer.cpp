@@ -12,6 +12,15 @@ double learn_rate_at(const TrainingOptions& o, int64_t epoch) {
   return o.initial_learn_rate * std::pow(o.learn_rate_drop_factor, static_cast<double>(epoch / o.learn_rate_drop_period));
 }
 
+namespace {
+
+bool clips_by_norm(const TrainingOptions& o) {
+  const double t = o.gradient_threshold;
+  return t > 0 && !std::isinf(t) && o.gradient_threshold_method != "absolute-value";
+}
+
+}  // namespace
+
 Optimizer::Optimizer(const TrainingOptions& options, std::vector<Param*> params)
     : o_(options), params_(std::move(params)) {
   for (Param* p : params_) {
@@ -19,32 +28,42 @@ Optimizer::Optimizer(const TrainingOptions& options, std::vector<Param*> params)
     m_.push_back(o_.solver == "rmsprop" ? Tensor() : Tensor::zeros(p->shape, dev));
     s_.push_back(o_.solver == "sgdm" ? Tensor() : Tensor::zeros(p->shape, dev));
   }
+  if (clips_by_norm(o_) && !params_.empty()) {
+    const bool global = o_.gradient_threshold_method == "global-l2norm";
+    norms_ = Tensor::zeros(Shape{global ? 1 : static_cast<int64_t>(params_.size())},
+                           params_[0]->value.device());
+  }
 }
 
+// Clipping by norm stays on the parameters' device: the sums of squares go to norms_ and the
+// scale kernels read them there, so a GPU step waits for nothing and a CUDA graph can hold it.
 void Optimizer::clip() {
   double t = o_.gradient_threshold;
   if (!(t > 0) || std::isinf(t)) return;
   const std::string& method = o_.gradient_threshold_method;
   if (method == "absolute-value") {
+    const auto limit = static_cast<float>(t);
     for (Param* p : params_)
-      if (!p->frozen()) backend_for(p->grad.device()).clamp(p->grad, static_cast<float>(-t), static_cast<float>(t));
+      if (!p->frozen()) backend_for(p->grad.device()).clamp(p->grad, -limit, limit);
     return;
   }
   if (method == "global-l2norm") {
-    double sq = 0;
+    bool first = true;
+    for (Param* p : params_) {
+      if (p->frozen()) continue;
+      backend_for(p->grad.device()).sum_squares_into(p->grad, norms_, 0, !first);
+      first = false;
+    }
     for (Param* p : params_)
-      if (!p->frozen()) sq += backend_for(p->grad.device()).sum_squares(p->grad);
-    double norm = std::sqrt(sq);
-    if (norm > t)
-      for (Param* p : params_)
-        if (!p->frozen()) backend_for(p->grad.device()).scale(p->grad, static_cast<float>(t / norm));
+      if (!p->frozen()) backend_for(p->grad.device()).clip_to_norm(p->grad, norms_, 0, t);
     return;
   }
-  for (Param* p : params_) {  // l2norm: each learnable parameter on its own
+  for (size_t i = 0; i < params_.size(); ++i) {  // l2norm: each learnable parameter on its own
+    Param* p = params_[i];
     if (p->frozen()) continue;
     Backend& be = backend_for(p->grad.device());
-    double norm = std::sqrt(be.sum_squares(p->grad));
-    if (norm > t) be.scale(p->grad, static_cast<float>(t / norm));
+    be.sum_squares_into(p->grad, norms_, static_cast<int64_t>(i), false);
+    be.clip_to_norm(p->grad, norms_, static_cast<int64_t>(i), t);
   }
 }
 

@@ -25,7 +25,7 @@ class Optimizer {
   // Per-step scalars in device memory, for a step captured as a CUDA graph (docs/gpu.md):
   // step(lr) becomes prepare(lr) + update(). prepare counts the step and uploads its learning
   // rates and Adam's corrections in one copy (outside any capture); update clips and issues
-  // the updates reading them (capturable when clipping reads nothing back). Bit-identical to
+  // the updates reading them (capturable: clipping reads nothing back either). Bit-identical to
   // the by-value updates. Off by default. A replayed graph runs the updates without update()
   // being called, so prepare() may follow prepare(); update() may be issued again for the
   // same step (a capture that failed is issued directly).
@@ -47,6 +47,7 @@ class Optimizer {
   TrainingOptions o_;
   std::vector<Param*> params_;
   std::vector<Tensor> m_, s_;  // sgdm velocity / adam first moment; adam and rmsprop second moment
+  Tensor norms_;  // clipping by norm: sums of squares, per parameter (l2norm) or one (global)
   int64_t t_ = 0;
   // Device-scalar mode: [c1, c2, lr of parameter 0, 1, ...] on the host and on the device.
   Tensor scalars_host_, scalars_;

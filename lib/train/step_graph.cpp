@@ -1,7 +1,6 @@
 // StepGraph: warm-up, capture, replay and the fallbacks (see the header).
 #include "train/step_graph.h"
 
-#include <cmath>
 #include <cstdlib>
 #include <exception>
 
@@ -16,8 +15,7 @@ bool step_graph_requested() {
   return v && std::string(v) == "1";
 }
 
-std::string step_graph_blocker(const Network& net, const TrainingOptions& o, Device device,
-                               int world_size) {
+std::string step_graph_blocker(const Network& net, Device device, int world_size) {
   if (device.is_cpu()) return "training on the CPU (graphs are a CUDA feature)";
   if (world_size > 1)
     return "data-parallel training (" + std::to_string(world_size) +
@@ -25,10 +23,6 @@ std::string step_graph_blocker(const Network& net, const TrainingOptions& o, Dev
   for (size_t i = 0; i < net.size(); ++i)
     if (net.layer(i).type() == "dropout")
       return "layer '" + net.layer(i).name() + "' is dropout (its mask changes every step)";
-  const double t = o.gradient_threshold;
-  if (t > 0 && !std::isinf(t) && o.gradient_threshold_method != "absolute-value")
-    return "GradientThresholdMethod " + o.gradient_threshold_method +
-           " reads the gradient norm back mid-step (absolute-value can be captured)";
   return "";
 }
 

@@ -8,7 +8,6 @@
 #include <functional>
 #include <string>
 
-#include "config/options.h"
 #include "tensor/device.h"
 
 namespace dlt {
@@ -17,11 +16,10 @@ class Network;
 
 // DLT_CUDA_GRAPH=1 asks for captured steps (unset or 0: off).
 bool step_graph_requested();
-// Why a training step of net cannot be captured on device with these options in a world of
-// world_size processes, or "" when it can: a CPU device, a data-parallel world, a dropout
-// layer (its mask changes every step), gradient clipping by an L2 norm (read back mid-step).
-std::string step_graph_blocker(const Network& net, const TrainingOptions& o, Device device,
-                               int world_size);
+// Why a training step of net cannot be captured on device in a world of world_size processes,
+// or "" when it can: a CPU device, a data-parallel world, a dropout layer (its mask changes
+// every step). No training option blocks it: gradient clipping reads nothing back.
+std::string step_graph_blocker(const Network& net, Device device, int world_size);
 
 class StepGraph {
  public:

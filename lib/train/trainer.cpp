@@ -215,7 +215,7 @@ bool Trainer::step(Batch& batch, const Batch* next, RunContext ctx, double lr, I
 // captured graph can replay them; off, with the reason logged, where that cannot work.
 void Trainer::prepare_step_graph() {
   if (!step_graph_requested()) return;
-  const std::string why = step_graph_blocker(*net_, o_, device_, comm_->size());
+  const std::string why = step_graph_blocker(*net_, device_, comm_->size());
   if (!why.empty()) {
     log::info("CUDA graph: off ({}); DLT_CUDA_GRAPH=1 is ignored", why);
     return;

@@ -59,6 +59,24 @@ TEST_CASE("sum_squares and shift_scale", "[backend][cpu]") {
   be.fill(big, 0.5f);
   CHECK(be.sum_squares(big) == Approx(0.25 * n).epsilon(1e-12));
 
+  // clipping by norm into device-side slots: set, accumulate, clip, leave, refuse a bad slot
+  Tensor norms(Shape{2});
+  be.sum_squares_into(t, norms, 0, false);  // 14.25
+  be.sum_squares_into(t, norms, 1, false);
+  be.sum_squares_into(to_tensor({2, 0}, {2}), norms, 1, true);  // 14.25 + 4
+  CHECK(to_vec(norms) == Vec{14.25f, 18.25f});
+  Tensor u = to_tensor({3, 4}, {2});
+  be.sum_squares_into(u, norms, 0, false);  // norm 5
+  be.clip_to_norm(u, norms, 0, 2.5);
+  CHECK(to_vec(u) == Vec{1.5f, 2.f});
+  be.clip_to_norm(u, norms, 0, 5.0);  // the slot still says 5: not above 5, unchanged
+  CHECK(to_vec(u) == Vec{1.5f, 2.f});
+  norms.data()[1] = std::nanf("");
+  be.clip_to_norm(u, norms, 1, 1.0);
+  CHECK(to_vec(u) == Vec{1.5f, 2.f});
+  CHECK_THROWS_WITH(be.sum_squares_into(u, norms, 2, false), Catch::Contains("slot 2 of 2"));
+  CHECK_THROWS_WITH(be.clip_to_norm(u, norms, -1, 1.0), Catch::Contains("slot -1 of 2"));
+
   // per-channel (C = 3) shift and multiplier over 2 pixels
   Tensor x = to_tensor({10, 20, 30, 11, 21, 31}, {1, 1, 2, 3});
   Tensor y(x.shape());

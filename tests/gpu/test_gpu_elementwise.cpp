@@ -98,6 +98,42 @@ TEST_CASE("gpu elementwise: sum_squares", "[gpu][elementwise]") {
   }
 }
 
+TEST_CASE("gpu clipping by norm: sum_squares_into and clip_to_norm, nothing read back", "[gpu][elementwise]") {
+  Rng rng(107);
+  auto a = random_pair(Shape{kN}, rng, -2.f, 3.f);  // norm ~ 500: clipped to 10
+  auto b = random_pair(Shape{777}, rng, -1e-3f, 1e-3f);  // norm ~ 0.016: under 10, unchanged
+  auto norms = random_pair(Shape{3}, rng);  // slot 2 starts as garbage and is overwritten
+  for (const bool dev : {false, true}) {
+    Backend* be = dev ? &dut_backend() : &cpu_be();
+    Tensor& n = dev ? norms.dev : norms.cpu;
+    be->sum_squares_into(dev ? a.dev : a.cpu, n, 0, false);
+    be->sum_squares_into(dev ? b.dev : b.cpu, n, 1, false);
+    be->sum_squares_into(dev ? a.dev : a.cpu, n, 2, false);
+    be->sum_squares_into(dev ? b.dev : b.cpu, n, 2, true);  // the global norm of a and b
+    be->clip_to_norm(dev ? a.dev : a.cpu, n, 0, 10.0);
+    be->clip_to_norm(dev ? b.dev : b.cpu, n, 1, 10.0);
+  }
+  const Vec nc = to_vec(norms.cpu), nd = to_vec(norms.dev);
+  INFO("norms^2 CPU " << nc[0] << " " << nc[1] << " " << nc[2] << ", device " << nd[0] << " "
+                      << nd[1] << " " << nd[2]);
+  for (int i = 0; i < 3; ++i) CHECK(nd[i] == Approx(nc[i]).epsilon(1e-6));
+  CHECK(nc[2] == Approx(static_cast<double>(nc[0]) + nc[1]).epsilon(1e-6));
+  CHECK(std::sqrt(cpu_be().sum_squares(a.cpu)) == Approx(10.0).epsilon(1e-5));
+  check_close("clipped", a.dev, a.cpu, 1e-6);
+  check_equal("under the threshold", b.dev, b.cpu);
+  CHECK(std::sqrt(nc[1]) < 10.0);
+  // A NaN norm leaves the tensor unchanged on both.
+  auto c = random_pair(Shape{1000}, rng);
+  Tensor nan_c = Tensor::zeros(Shape{1});
+  nan_c.data()[0] = std::nanf("");
+  Tensor nan_d = nan_c.to(device_under_test());
+  const Vec before = to_vec(c.cpu);
+  cpu_be().clip_to_norm(c.cpu, nan_c, 0, 1.0);
+  dut_backend().clip_to_norm(c.dev, nan_d, 0, 1.0);
+  CHECK(to_vec(c.cpu) == before);
+  check_equal("NaN norm", c.dev, c.cpu);
+}
+
 TEST_CASE("gpu elementwise: shift_scale per image and per channel", "[gpu][elementwise]") {
   Rng rng(103);
   const Shape xs{7, 9, 11, 3};

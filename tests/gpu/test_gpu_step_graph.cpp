@@ -1,13 +1,17 @@
 // CUDA Graphs (DLT_CUDA_GRAPH=1, lib/train/step_graph.h): a few training steps on the shapes
 // network with the step captured once and replayed give the weights, batch-norm statistics
 // and losses of the same steps run directly (within 1e-6), with a learning rate that changes
-// after the capture and a new batch every step. On the CPU stand-in nothing can be captured:
+// after the capture and a new batch every step, with and without gradient clipping by norm
+// (its sums of squares stay on the device inside the graph). On the CPU stand-in nothing can be captured:
 // the device-scalar path is still compared with the direct one, and the graph comparison is
 // reported as skipped (a printed reason), not passed.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "gpu/gpu_test_util.h"
 #include "optim/optimizer.h"
@@ -24,7 +28,7 @@ struct Outcome {
   std::string summary;
 };
 
-Outcome train(const std::string& solver, bool graphed) {
+Outcome train(const std::string& solver, const std::string& clip, bool graphed) {
   const int64_t n = 16;
   const int steps = 8;
   NetworkPair pair = network_pair(config_network("shapes"), 9);
@@ -35,6 +39,10 @@ Outcome train(const std::string& solver, bool graphed) {
   TrainingOptions o;
   o.solver = solver;
   o.l2_regularization = 1e-4;
+  if (!clip.empty()) {
+    o.gradient_threshold = 0.01;  // below the shapes network's gradient norms: clips every step
+    o.gradient_threshold_method = clip;
+  }
   o.resolve_defaults();
   Optimizer opt(o, net.params());
   if (graphed) opt.set_device_scalars(true);
@@ -81,9 +89,20 @@ Outcome train(const std::string& solver, bool graphed) {
 }  // namespace
 
 TEST_CASE("gpu CUDA graph: captured and replayed steps give the direct steps' weights", "[gpu][graph]") {
-  for (const std::string solver : {"adam", "sgdm"}) {
-    INFO(solver);
-    Outcome direct = train(solver, false), graphed = train(solver, true);
+  const std::pair<std::string, std::string> cases[] = {
+      {"adam", ""}, {"sgdm", ""}, {"sgdm", "global-l2norm"}, {"adam", "l2norm"}};
+  std::vector<double> sgdm_plain;
+  for (const auto& [solver, clip] : cases) {
+    INFO(solver << " " << clip);
+    Outcome direct = train(solver, clip, false), graphed = train(solver, clip, true);
+    if (solver == "sgdm" && clip.empty()) sgdm_plain = direct.values;
+    if (solver == "sgdm" && !clip.empty()) {  // the clipping really changed the steps
+      REQUIRE(sgdm_plain.size() == direct.values.size());
+      double change = 0;
+      for (size_t i = 0; i < direct.values.size(); ++i)
+        change = std::max(change, std::fabs(direct.values[i] - sgdm_plain[i]));
+      CHECK(change > 1e-4);
+    }
     INFO(graphed.summary);
     REQUIRE(direct.values.size() == graphed.values.size());
     double worst = 0;
@@ -92,8 +111,10 @@ TEST_CASE("gpu CUDA graph: captured and replayed steps give the direct steps' we
     double worst_loss = 0;
     for (size_t k = 0; k < direct.losses.size(); ++k)
       worst_loss = std::max(worst_loss, std::fabs(direct.losses[k] - graphed.losses[k]));
-    std::printf("CUDA graph (%s on %s): %s; largest difference: weights and states %.3g, losses %.3g\n",
-                solver.c_str(), device_under_test().str().c_str(), graphed.summary.c_str(), worst, worst_loss);
+    std::printf("CUDA graph (%s%s%s on %s): %s; largest difference: weights and states %.3g, "
+                "losses %.3g\n",
+                solver.c_str(), clip.empty() ? "" : ", clipping by ", clip.c_str(),
+                device_under_test().str().c_str(), graphed.summary.c_str(), worst, worst_loss);
     CHECK(worst <= 1e-6);
     CHECK(worst_loss <= 1e-6);
     // The steps moved the weights (two untouched copies would also agree).

@@ -91,6 +91,21 @@ double CpuBackend::sum_squares(const Tensor& t) {
   return s;
 }
 
+void CpuBackend::sum_squares_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) {
+  DLT_CHECK(index >= 0 && index < norms.numel(),
+            "sum_squares_into: slot " << index << " of " << norms.numel() << " norms");
+  float* r = norms.data() + index;
+  const double s = sum_squares(t);
+  *r = static_cast<float>(accumulate ? *r + s : s);
+}
+
+void CpuBackend::clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) {
+  DLT_CHECK(index >= 0 && index < norms.numel(),
+            "clip_to_norm: slot " << index << " of " << norms.numel() << " norms");
+  const double norm = std::sqrt(static_cast<double>(norms.data()[index]));
+  if (norm > threshold) scale(t, static_cast<float>(threshold / norm));
+}
+
 void CpuBackend::shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) {
   same_numel(x, y, "shift_scale");
   const int64_t n = x.numel(), ns = shift.numel(), nm = mul.defined() ? mul.numel() : 1;

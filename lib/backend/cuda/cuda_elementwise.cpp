@@ -97,6 +97,26 @@ double CudaBackend::sum_squares(const Tensor& t) {
   return *static_cast<const double*>(result_h_);
 }
 
+void CudaBackend::sum_squares_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) {
+  on(t, device(), "sum_squares_into");
+  on(norms, device(), "sum_squares_into");
+  DLT_CHECK(index >= 0 && index < norms.numel(),
+            "sum_squares_into: slot " << index << " of " << norms.numel() << " norms");
+  enter();
+  auto* partials = static_cast<double*>(scratch(cuda::sum_squares_scratch() * sizeof(double)));
+  cuda::sum_squares_into(t.data(), t.numel(), partials, norms.data() + index, accumulate,
+                         ctx_.stream);
+}
+
+void CudaBackend::clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) {
+  on(t, device(), "clip_to_norm");
+  on(norms, device(), "clip_to_norm");
+  DLT_CHECK(index >= 0 && index < norms.numel(),
+            "clip_to_norm: slot " << index << " of " << norms.numel() << " norms");
+  enter();
+  cuda::clip_to_norm(t.data(), t.numel(), norms.data() + index, threshold, ctx_.stream);
+}
+
 void CudaBackend::shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) {
   same_numel(x, y, "shift_scale");
   on(x, device(), "shift_scale");

@@ -32,6 +32,23 @@ __global__ void sum_doubles_kernel(const double* values, int64_t count, double* 
   if (threadIdx.x == 0) *out = s;
 }
 
+// One block: *norm = (accumulate ? *norm : 0) + sum of values[0..count), rounded to float once.
+__global__ void sum_doubles_into_kernel(const double* values, int64_t count, float* norm,
+                                        bool accumulate) {
+  double s = 0;
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) s += values[i];
+  s = block_sum(s);
+  if (threadIdx.x == 0) *norm = static_cast<float>(accumulate ? static_cast<double>(*norm) + s : s);
+}
+
+// p *= threshold / sqrt(*norm) when the norm exceeds threshold, as CpuBackend::clip_to_norm.
+__global__ void clip_to_norm_kernel(float* p, int64_t n, const float* norm, double threshold) {
+  const double r = sqrt(static_cast<double>(*norm));
+  if (!(r > threshold)) return;
+  const float s = static_cast<float>(threshold / r);
+  for (int64_t i = first_index(); i < n; i += grid_stride()) p[i] = __fmul_rn(p[i], s);
+}
+
 // One warp per sample: loss (double), whether the first maximal probability is the label's,
 // and dlogits = (probs - onehot) / n. A bad label records its sample and writes nothing.
 __global__ void cross_entropy_rows_kernel(const float* probs, const int32_t* labels, int64_t n,
@@ -177,6 +194,22 @@ void sum_squares(const float* x, int64_t n, double* scratch, double* result, cud
   sum_squares_partial_kernel<<<used, kThreads, 0, stream>>>(x, n, scratch);
   DLT_LAUNCH_CHECK();
   sum_doubles_kernel<<<1, kThreads, 0, stream>>>(scratch, used, result);
+  DLT_LAUNCH_CHECK();
+}
+
+void sum_squares_into(const float* x, int64_t n, double* scratch, float* norms, bool accumulate,
+                      cudaStream_t stream) {
+  const unsigned blocks = n > 0 ? grid_for(n) : 1;
+  const unsigned used = blocks < kReduceBlocks ? blocks : kReduceBlocks;
+  sum_squares_partial_kernel<<<used, kThreads, 0, stream>>>(x, n, scratch);
+  DLT_LAUNCH_CHECK();
+  sum_doubles_into_kernel<<<1, kThreads, 0, stream>>>(scratch, used, norms, accumulate);
+  DLT_LAUNCH_CHECK();
+}
+
+void clip_to_norm(float* p, int64_t n, const float* norms, double threshold, cudaStream_t stream) {
+  if (n <= 0) return;
+  clip_to_norm_kernel<<<grid_for(n), kThreads, 0, stream>>>(p, n, norms, threshold);
   DLT_LAUNCH_CHECK();
 }
 
