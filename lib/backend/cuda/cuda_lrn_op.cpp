@@ -3,6 +3,7 @@
 // documented for packed NCHW only, so NHWC tensors are transposed with cudnnTransformTensor
 // into the workspace, normalized there and transposed back. Backward recomputes the NCHW
 // input and output from x (it is given), so no state lives between forward and backward.
+#include <algorithm>
 #include <sstream>
 
 #include "backend/cuda/cuda_op_util.h"
@@ -21,7 +22,9 @@ class CudaLrnOp final : public LrnOp {
       throw ShapeError(name_ + ": cuDNN supports WindowChannelSize " +
                        std::to_string(CUDNN_LRN_MIN_N) + " to " + std::to_string(CUDNN_LRN_MAX_N) +
                        " (use a smaller window or train on the CPU)");
-    if (d.beta < CUDNN_LRN_MIN_BETA || d.k < CUDNN_LRN_MIN_K)
+    // The minima are doubles that floats round below (0.01f < 0.01): compare in float and give
+    // cuDNN at least its minimum, so that Beta 0.01 and K 1e-5 themselves are accepted.
+    if (d.beta < static_cast<float>(CUDNN_LRN_MIN_BETA) || d.k < static_cast<float>(CUDNN_LRN_MIN_K))
       throw ShapeError(name_ + ": cuDNN needs Beta >= " + std::to_string(CUDNN_LRN_MIN_BETA) +
                        " and K >= " + std::to_string(CUDNN_LRN_MIN_K) +
                        " (change the layer or train on the CPU)");
@@ -30,7 +33,9 @@ class CudaLrnOp final : public LrnOp {
     DLT_CUDNN(cudnnSetTensor4dDescriptor(nchw_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
                                          to_int(d.n, name_, "N"), to_int(d.c, name_, "C"),
                                          to_int(d.h, name_, "H"), to_int(d.w, name_, "W")));
-    DLT_CUDNN(cudnnSetLRNDescriptor(lrn_, static_cast<unsigned>(d.size), d.alpha, d.beta, d.k));
+    DLT_CUDNN(cudnnSetLRNDescriptor(lrn_, static_cast<unsigned>(d.size), d.alpha,
+                                    std::max<double>(d.beta, CUDNN_LRN_MIN_BETA),
+                                    std::max<double>(d.k, CUDNN_LRN_MIN_K)));
     buf_bytes_ = aligned_bytes(sizeof(float) * numel_);
   }
 
