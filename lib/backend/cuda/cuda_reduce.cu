@@ -72,7 +72,10 @@ __global__ void cross_entropy_rows_kernel(const float* probs, const int32_t* lab
     int64_t best_j = c;  // no candidate yet
     for (int64_t j = lane; j < c; j += 32) {
       const float v = row[j];
-      if (best_j == c || v > best) {  // strictly greater: the first maximum in this lane
+      // Strictly greater: the first maximum in this lane. As the CPU's scan (best starts at 0,
+      // row[j] > row[best]): a NaN at j = 0 wins, a NaN elsewhere is never a candidate (it
+      // must not hide a larger value later in this lane).
+      if (best_j == c ? (j == 0 || !isnan(v)) : v > best) {
         best = v;
         best_j = j;
       }
