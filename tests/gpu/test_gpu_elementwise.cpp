@@ -58,7 +58,7 @@ TEST_CASE("gpu elementwise: fill, copy, axpby, sum, scale, clamp, mul", "[gpu][e
   yc = y.cpu.clone(), yd = y.dev.clone();
   cpu.axpby(0.7f, x.cpu, -1.3f, yc);
   be.axpby(0.7f, x.dev, -1.3f, yd);
-  check_close("axpby", yd, yc, 1e-6);
+  check_equal("axpby", yd, yc);  // no FMA contraction: bit for bit
   cpu.axpby(1.f, x.cpu, 0.f, yc);  // b = 0: y is overwritten
   be.axpby(1.f, x.dev, 0.f, yd);
   check_equal("axpby b=0", yd, x.cpu);
@@ -67,7 +67,7 @@ TEST_CASE("gpu elementwise: fill, copy, axpby, sum, scale, clamp, mul", "[gpu][e
   Tensor sc(s), sd(s, device_under_test());
   cpu.sum({&x.cpu, &y.cpu, &z.cpu}, sc);
   be.sum({&x.dev, &y.dev, &z.dev}, sd);
-  check_close("sum of 3", sd, sc, 1e-6);
+  check_equal("sum of 3", sd, sc);
   cpu.sum({&x.cpu}, sc);
   be.sum({&x.dev}, sd);
   check_equal("sum of 1", sd, x.cpu);
@@ -147,7 +147,7 @@ TEST_CASE("gpu elementwise: shift_scale per image and per channel", "[gpu][eleme
   check_equal("shift by a mean image, no mul", yd, yc);
   cpu_be().shift_scale(x.cpu, mean_channel.cpu, inv_std.cpu, yc);
   dut_backend().shift_scale(x.dev, mean_channel.dev, inv_std.dev, yd);
-  check_close("per-channel shift and scale", yd, yc, 1e-6);
+  check_equal("per-channel shift and scale", yd, yc);
 }
 
 TEST_CASE("gpu elementwise: dropout masks are bit-identical to the CPU's", "[gpu][elementwise]") {
@@ -188,7 +188,7 @@ TEST_CASE("gpu loss: cross_entropy loss, correct count and dlogits", "[gpu][loss
     INFO(n << "x" << c);
     CHECK(got == Approx(want).epsilon(1e-5));
     CHECK(cd == cc);
-    check_close("dlogits", dd, dc, 1e-6);
+    check_equal("dlogits", dd, dc);
     Tensor none;
     int64_t c2 = -1;
     CHECK(dut_backend().cross_entropy(pd, ld, none, &c2) == Approx(want).epsilon(1e-5));  // no dlogits
@@ -244,8 +244,8 @@ TEST_CASE("gpu optimizers: sgdm, adam, rmsprop over several steps", "[gpu][optim
       cpu_be().sgdm_update(w.cpu, g.cpu, vc, 0.01f, 0.9f, 5e-4f);
       dut_backend().sgdm_update(w.dev, g.dev, vd, 0.01f, 0.9f, 5e-4f);
     }
-    check_close("sgdm w", w.dev, w.cpu, 1e-5);
-    check_close("sgdm v", vd, vc, 1e-5);
+    check_equal("sgdm w", w.dev, w.cpu);  // the update kernels are bit-equal
+    check_equal("sgdm v", vd, vc);
   }
   SECTION("adam") {
     Tensor mc = Tensor::zeros(s), sc = Tensor::zeros(s);
@@ -254,9 +254,9 @@ TEST_CASE("gpu optimizers: sgdm, adam, rmsprop over several steps", "[gpu][optim
       cpu_be().adam_update(w.cpu, g.cpu, mc, sc, 1e-3f, 0.9f, 0.999f, 1e-8f, t, 1e-4f);
       dut_backend().adam_update(w.dev, g.dev, md, sd, 1e-3f, 0.9f, 0.999f, 1e-8f, t, 1e-4f);
     }
-    check_close("adam w", w.dev, w.cpu, 1e-5);
-    check_close("adam m", md, mc, 1e-5);
-    check_close("adam s", sd, sc, 1e-5);
+    check_equal("adam w", w.dev, w.cpu);
+    check_equal("adam m", md, mc);
+    check_equal("adam s", sd, sc);
   }
   SECTION("rmsprop") {
     Tensor sc = Tensor::zeros(s), sd = Tensor::zeros(s).to(device_under_test());
@@ -264,8 +264,8 @@ TEST_CASE("gpu optimizers: sgdm, adam, rmsprop over several steps", "[gpu][optim
       cpu_be().rmsprop_update(w.cpu, g.cpu, sc, 1e-3f, 0.9f, 1e-8f, 1e-4f);
       dut_backend().rmsprop_update(w.dev, g.dev, sd, 1e-3f, 0.9f, 1e-8f, 1e-4f);
     }
-    check_close("rmsprop w", w.dev, w.cpu, 1e-5);
-    check_close("rmsprop s", sd, sc, 1e-5);
+    check_equal("rmsprop w", w.dev, w.cpu);
+    check_equal("rmsprop s", sd, sc);
   }
 }
 
@@ -287,7 +287,7 @@ TEST_CASE("gpu synchronized batch norm: channel_moments and batch_norm_dx_correc
     cpu_be().batch_norm_dx_correction(x.cpu, mc, vc, scale.cpu, 1e-5f, m, dshift.cpu, dscale.cpu, dx.cpu);
     dut_backend().batch_norm_dx_correction(x.dev, mc.to(device_under_test()), vc.to(device_under_test()),
                                            scale.dev, 1e-5f, m, dshift.dev, dscale.dev, dx.dev);
-    check_close("dx corrected", dx.dev, dx.cpu, 1e-5);
+    check_equal("dx corrected", dx.dev, dx.cpu);  // same coefficients, no FMA
   }
   // No positions on this rank: mean = var = 0.
   Tensor empty(Shape{0, 4, 4, 8}, device_under_test());
