@@ -59,6 +59,9 @@ TEST_CASE("sum_squares and shift_scale", "[backend][cpu]") {
   be.fill(big, 0.5f);
   CHECK(be.sum_squares(big) == Approx(0.25 * n).epsilon(1e-12));
 
+  CHECK_THROWS_WITH(be.shift_scale(t, to_tensor({1}, {1}), Tensor(Shape{0}), t),
+                    Catch::Contains("0 multipliers"));  // an empty multiplier, not a crash
+
   // clipping by norm into device-side slots: set, accumulate, clip, leave, refuse a bad slot
   Tensor norms(Shape{2});
   be.sum_squares_into(t, norms, 0, false);  // 14.25

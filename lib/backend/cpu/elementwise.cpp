@@ -109,7 +109,7 @@ void CpuBackend::clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, dou
 void CpuBackend::shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) {
   same_numel(x, y, "shift_scale");
   const int64_t n = x.numel(), ns = shift.numel(), nm = mul.defined() ? mul.numel() : 1;
-  DLT_CHECK(ns > 0 && n % ns == 0 && n % nm == 0,
+  DLT_CHECK(ns > 0 && nm > 0 && n % ns == 0 && n % nm == 0,
             "shift_scale: " << ns << " shifts / " << nm << " multipliers do not tile " << n
                             << " elements");
   const float* px = x.data();
