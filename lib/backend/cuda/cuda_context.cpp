@@ -167,6 +167,17 @@ CudaContext* create_context(int device) {
   DLT_CUDNN(cudnnSetStream(ctx->cudnn, ctx->stream));
   DLT_CUBLAS(cublasCreate(&ctx->cublas));
   DLT_CUBLAS(cublasSetStream(ctx->cublas, ctx->stream));
+  // cuBLAS's workspace: one block of the caching allocator for the context's life, set after
+  // cublasSetStream (which resets it to cuBLAS's own pool). Otherwise cuBLAS allocates from
+  // its stream-ordered pool, outside our cache: a CUDA graph capture records those
+  // allocations and each recapture takes another workspace (PyTorch sets one for that
+  // reason), and the cache's free blocks cannot serve it. Size as NVIDIA recommends for
+  // cublasSetWorkspace: 32 MiB on Hopper (compute capability 9) and later, 4 MiB before.
+  int major = 0;
+  DLT_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  const size_t cublas_bytes = (major >= 9 ? size_t(32) : size_t(4)) << 20;
+  void* cublas_ws = caching_allocator(device).allocate(cublas_bytes);
+  DLT_CUBLAS(cublasSetWorkspace(ctx->cublas, cublas_ws, cublas_bytes));
   ctx->workspace_limit = workspace_limit_from_env();
   return ctx.release();
 }
