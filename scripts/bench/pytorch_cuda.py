@@ -2,8 +2,8 @@
 """PyTorch CUDA reference for dltrain's GPU benchmark (scripts/bench/gpu_vs_pytorch): builds the
 network of a dltrain YAML config with pytorch_cpu.py's builder, moves it to the GPU and times
 training and inference on synthetic data with CUDA events. Prints one JSON line per
-(network, preset, mode); `--peak` instead measures the float32 and TF32 matrix-multiply rates
-that serve as the peak for model FLOP utilisation.
+(network, preset, mode); `--peak` instead measures the float32, TF32 and bfloat16
+matrix-multiply rates that serve as the peaks for model FLOP utilisation.
 
   python3 scripts/bench/pytorch_cuda.py configs/resnet18-cifar.yaml --batch 512 --preset strict
   python3 scripts/bench/pytorch_cuda.py --peak
@@ -12,6 +12,12 @@ Presets (all float32 weights and activations, channels_last, cudnn.benchmark=Tru
   strict   TF32 off for convolutions and matmuls: the arithmetic dltrain's tests hold it to
   default  PyTorch's defaults: TF32 on for cuDNN convolutions, off for matmuls
   compile  strict + torch.compile (inductor); reported separately, may fail offline
+  mixed    strict + torch.autocast(bfloat16) around forward and loss (dltrain's Precision: mixed)
+Timing as `dltrain time`: images and labels uploaded once before timing (no data loading on
+either side), warm-up, then repeats of N iterations each timed as a whole (CUDA events; dltrain
+synchronizes and reads a host clock), the median repeat reported. One difference, against
+dltrain: this loop never reads the loss back, while dltrain's step waits for its loss (not for
+backward or the update) once per step.
 Exit code 77 when no CUDA GPU is visible. `--dry-run-cpu` runs everything on the CPU with host
 timers (a check of this script on machines without a GPU; its numbers mean nothing). FLOPs as pytorch_cpu.py: 2 x MACs of conv + fc,
 forward; a training step counts 3x forward.
@@ -81,19 +87,23 @@ def event_time(torch, fn, iterations, warmup, repeats):
 
 
 def measure_peak(torch, n, repeats):
-    """float32 matmul TFLOP/s with TF32 off and on, on random data (never zeros)."""
+    """matmul TFLOP/s on random data (never zeros): float32 with TF32 off and on, and bfloat16
+    (the peak for Precision: mixed / autocast rows)."""
     recs = []
     g = torch.Generator(device=DEV).manual_seed(0)
     a = torch.randn(n, n, device=DEV, generator=g)
     b = torch.randn(n, n, device=DEV, generator=g)
     ref = (a[:64].double() @ b.double()[:, :64])
-    for tf32 in (False, True):
+    for name, tf32, dtype in (("torch_matmul_fp32", False, torch.float32),
+                              ("torch_matmul_fp32_tf32", True, torch.float32),
+                              ("torch_matmul_bf16", False, torch.bfloat16)):
         torch.backends.cuda.matmul.allow_tf32 = tf32
-        c = a @ b
+        x, y = a.to(dtype), b.to(dtype)
+        c = x @ y
         err = ((c[:64, :64].double() - ref).norm() / ref.norm()).item()
-        ms = event_time(torch, lambda: torch.matmul(a, b, out=c), 5, 3, repeats)
+        ms = event_time(torch, lambda: torch.matmul(x, y, out=c), 5, 3, repeats)
         med = statistics.median(ms)
-        recs.append({"benchmark": "torch_matmul_fp32" + ("_tf32" if tf32 else ""), "n": n,
+        recs.append({"benchmark": name, "n": n, "dtype": str(dtype).replace("torch.", ""),
                      "tf32": tf32, "tflops_median": round(2 * n ** 3 / (med * 1e-3) / 1e12, 2),
                      "tflops_best": round(2 * n ** 3 / (min(ms) * 1e-3) / 1e12, 2),
                      "ms_median": round(med, 3), "relative_error_vs_fp64": err})
