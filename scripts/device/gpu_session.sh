@@ -9,7 +9,9 @@
 # Everything is logged under $OUT (at most 8 files come back: see the end). Exit codes: 0 all
 # stages passed, 1 a stage failed, 3 libraries missing, 77 no GPU (stops before GPU stages).
 #   bash scripts/device/gpu_session.sh [--stages "tests train bench"] [--test-args "[net]"]
-#     --stages     which of the GPU stages to run (default: all three, in that order)
+#     --stages     which of the GPU stages to run (default: the first three, in that order;
+#                  "sanitize" runs dltrain_gpu_tests' kernel tags under compute-sanitizer
+#                  memcheck: out-of-bounds and misaligned accesses a passing test can hide)
 #     --test-args  arguments for dltrain_gpu_tests (a Catch2 tag or test name filter)
 set -uo pipefail
 
@@ -19,7 +21,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --stages) stages="$2"; shift 2 ;;
     --test-args) read -ra test_args <<< "$2"; shift 2 ;;
-    *) echo "gpu_session: unknown argument '$1' (--stages \"tests train bench\", --test-args ARGS)" >&2; exit 2 ;;
+    *) echo "gpu_session: unknown argument '$1' (--stages \"tests train bench sanitize\", --test-args ARGS)" >&2; exit 2 ;;
   esac
 done
 want() { [[ " $stages " == *" $1 "* ]]; }
@@ -134,6 +136,28 @@ case $rc in
   *) echo "gpu tests: FAILED (exit $rc); first failures:"; grep -B3 -A12 'FAILED' "$work/logs/gpu_tests.log" | head -80
      failures+=(gpu_tests) ;;
 esac
+fi
+
+# --- 4b. compute-sanitizer memcheck over our own kernels (opt-in stage "sanitize") -----------------
+if want sanitize; then
+san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2> /dev/null || true)
+t=$(( $(left) > 300 ? 240 : $(left) / 2 ))
+stage "compute-sanitizer memcheck (at most ${t}s)"
+if [[ -z "$san" ]]; then
+  echo "sanitize: no compute-sanitizer on this machine"; failures+=(sanitize_missing)
+else
+  tags=("${test_args[@]}")
+  [[ ${#tags[@]} -eq 0 ]] && tags=("[elementwise],[loss],[optim],[bn],[upload]")
+  timeout -k 5 "$t" env LD_LIBRARY_PATH="$dlt_ld" "$san" --tool memcheck --error-exitcode 9 \
+    --print-limit 20 "$B/bin/dltrain_gpu_tests" "${tags[@]}" > "$work/logs/sanitize.log" 2>&1
+  rc=$?
+  grep -E 'ERROR SUMMARY|Invalid|test cases|assertions' "$work/logs/sanitize.log" | head -30
+  case $rc in
+    0) echo "sanitize: memcheck clean (${tags[*]})" ;;
+    124|137) echo "sanitize: TIMED OUT after ${t}s"; failures+=(sanitize_timeout) ;;
+    *) echo "sanitize: exit $rc"; grep -A8 -m3 '========= Invalid' "$work/logs/sanitize.log"; failures+=(sanitize) ;;
+  esac
+fi
 fi
 
 # --- 5. a short training run on the GPU ------------------------------------------------------------
