@@ -210,7 +210,8 @@ if [[ $t -lt 60 ]]; then
   echo "bench: skipped, only ${t}s left"; failures+=(bench_no_time)
 else
   compile_t=$(( t > 330 ? 150 : 0 ))
-  extra=()
+  run_t=$(( t / 3 < 240 ? t / 3 : 240 ))  # one hung run costs at most a third of the stage
+  extra=(--run-timeout "$run_t")
   [[ $compile_t -eq 0 ]] && extra+=(--no-compile)
   DLTRAIN="$work/bin/dltrain" timeout -k 5 "$t" scripts/bench/gpu_vs_pytorch --output-dir "$work/bench" \
     --compile-networks "resnet18-cifar" --compile-timeout "$compile_t" --graph-networks "cifar10 resnet18-cifar" --mixed-networks "resnet18-cifar" \
