@@ -154,6 +154,7 @@ else
   grep -E 'ERROR SUMMARY|Invalid|test cases|assertions' "$work/logs/sanitize.log" | head -30
   case $rc in
     0) echo "sanitize: memcheck clean (${tags[*]})" ;;
+    77) echo "sanitize: skipped (no GPU)"; failures+=(sanitize_skipped) ;;
     124|137) echo "sanitize: TIMED OUT after ${t}s"; failures+=(sanitize_timeout) ;;
     *) echo "sanitize: exit $rc"; grep -A8 -m3 '========= Invalid' "$work/logs/sanitize.log"; failures+=(sanitize) ;;
   esac
