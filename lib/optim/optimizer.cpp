@@ -35,7 +35,7 @@ Optimizer::Optimizer(const TrainingOptions& options, std::vector<Param*> params)
   }
 }
 
-// Clipping by norm stays on the parameters' device: the sums of squares go to norms_ and the
+// Clipping by norm stays on the parameters' device: the L2 norms go to norms_ and the
 // scale kernels read them there, so a GPU step waits for nothing and a CUDA graph can hold it.
 void Optimizer::clip() {
   double t = o_.gradient_threshold;

@@ -114,14 +114,14 @@ TEST_CASE("gpu clipping by norm: sum_squares_into and clip_to_norm, nothing read
     be->clip_to_norm(dev ? b.dev : b.cpu, n, 1, 10.0);
   }
   const Vec nc = to_vec(norms.cpu), nd = to_vec(norms.dev);
-  INFO("norms^2 CPU " << nc[0] << " " << nc[1] << " " << nc[2] << ", device " << nd[0] << " "
+  INFO("norms CPU " << nc[0] << " " << nc[1] << " " << nc[2] << ", device " << nd[0] << " "
                       << nd[1] << " " << nd[2]);
   for (int i = 0; i < 3; ++i) CHECK(nd[i] == Approx(nc[i]).epsilon(1e-6));
-  CHECK(nc[2] == Approx(static_cast<double>(nc[0]) + nc[1]).epsilon(1e-6));
+  CHECK(nc[2] == Approx(std::hypot(static_cast<double>(nc[0]), nc[1])).epsilon(1e-6));
   CHECK(std::sqrt(cpu_be().sum_squares(a.cpu)) == Approx(10.0).epsilon(1e-5));
   check_close("clipped", a.dev, a.cpu, 1e-6);
   check_equal("under the threshold", b.dev, b.cpu);
-  CHECK(std::sqrt(nc[1]) < 10.0);
+  CHECK(nc[1] < 10.0);
   // A NaN norm leaves the tensor unchanged on both.
   auto c = random_pair(Shape{1000}, rng);
   Tensor nan_c = Tensor::zeros(Shape{1});
@@ -132,6 +132,16 @@ TEST_CASE("gpu clipping by norm: sum_squares_into and clip_to_norm, nothing read
   dut_backend().clip_to_norm(c.dev, nan_d, 0, 1.0);
   CHECK(to_vec(c.cpu) == before);
   check_equal("NaN norm", c.dev, c.cpu);
+  // A norm whose square is above FLT_MAX (5e30 * sqrt(2)) is kept, and clips (not zeroes).
+  Tensor h = to_tensor({3e30f, 4e30f}, {2}).to(device_under_test());
+  Tensor hn = Tensor::zeros(Shape{1}).to(device_under_test());
+  dut_backend().sum_squares_into(h, hn, 0, false);
+  dut_backend().sum_squares_into(h, hn, 0, true);
+  CHECK(to_vec(hn)[0] == Approx(5e30 * std::sqrt(2.0)).epsilon(1e-6));
+  dut_backend().clip_to_norm(h, hn, 0, std::sqrt(2.0));
+  const Vec hv = to_vec(h);
+  CHECK(hv[0] == Approx(0.6).epsilon(1e-6));
+  CHECK(hv[1] == Approx(0.8).epsilon(1e-6));
 }
 
 TEST_CASE("gpu elementwise: shift_scale per image and per channel", "[gpu][elementwise]") {

@@ -109,6 +109,20 @@ TEST_CASE("gradient clipping: l2norm, global-l2norm and absolute-value", "[optim
     CHECK(f.a.value.data()[0] == Approx(-3.0 / 13));
     CHECK(f.b.value.data()[0] == Approx(-12.0 / 13));
   }
+  SECTION("exploding gradients (sum of squares above FLT_MAX) are clipped, not zeroed") {
+    Fixture f({0, 0}, {3e19f, 4e19f}, {0}, {1.2e20f});
+    for (const char* m : {"l2norm", "global-l2norm"}) {
+      INFO(m);
+      f.a.value.data()[0] = f.a.value.data()[1] = f.b.value.data()[0] = 0;
+      f.a.grad.data()[0] = 3e19f, f.a.grad.data()[1] = 4e19f, f.b.grad.data()[0] = 1.2e20f;
+      o.gradient_threshold_method = m;
+      Optimizer(o, f.params()).step(1.0);
+      const bool global = std::string(m) == "global-l2norm";
+      CHECK(f.a.value.data()[0] == Approx(global ? -3.0 / 13 : -0.6));
+      CHECK(f.a.value.data()[1] == Approx(global ? -4.0 / 13 : -0.8));
+      CHECK(f.b.value.data()[0] == Approx(global ? -12.0 / 13 : -1.0));
+    }
+  }
   SECTION("absolute-value clamps each element") {
     Fixture f({0, 0}, {3, -0.5f}, {0}, {-7});
     o.gradient_threshold_method = "absolute-value";

@@ -95,14 +95,14 @@ void CpuBackend::sum_squares_into(const Tensor& t, Tensor& norms, int64_t index,
   DLT_CHECK(index >= 0 && index < norms.numel(),
             "sum_squares_into: slot " << index << " of " << norms.numel() << " norms");
   float* r = norms.data() + index;
-  const double s = sum_squares(t);
-  *r = static_cast<float>(accumulate ? *r + s : s);
+  const double before = accumulate ? static_cast<double>(*r) : 0.0;
+  *r = static_cast<float>(std::sqrt(before * before + sum_squares(t)));
 }
 
 void CpuBackend::clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) {
   DLT_CHECK(index >= 0 && index < norms.numel(),
             "clip_to_norm: slot " << index << " of " << norms.numel() << " norms");
-  const double norm = std::sqrt(static_cast<double>(norms.data()[index]));
+  const double norm = static_cast<double>(norms.data()[index]);
   if (norm > threshold) scale(t, static_cast<float>(threshold / norm));
 }
 

@@ -55,9 +55,9 @@ void rmsprop_update_from(float* w, const float* g, float* s, int64_t n, const fl
 // *result (device) = sum of x[i]^2 in double. scratch: sum_squares_scratch() doubles.
 size_t sum_squares_scratch();
 void sum_squares(const float* x, int64_t n, double* scratch, double* result, cudaStream_t stream);
-// Clipping by norm with nothing read back: norms[0] = (accumulate ? norms[0] : 0) + sum of
-// x[i]^2 (summed in double, stored as float; scratch as sum_squares); clip_to_norm scales p by
-// threshold / sqrt(norms[0]) (in double, rounded to float once) when that norm > threshold.
+// Clipping by norm with nothing read back: norms[0] = sqrt((accumulate ? norms[0]^2 : 0) + sum
+// of x[i]^2) (in double, stored as float; scratch as sum_squares); clip_to_norm scales p by
+// threshold / norms[0] (in double, rounded to float once) when that norm > threshold.
 void sum_squares_into(const float* x, int64_t n, double* scratch, float* norms, bool accumulate,
                       cudaStream_t stream);
 void clip_to_norm(float* p, int64_t n, const float* norms, double threshold, cudaStream_t stream);

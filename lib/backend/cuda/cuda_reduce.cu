@@ -32,18 +32,22 @@ __global__ void sum_doubles_kernel(const double* values, int64_t count, double* 
   if (threadIdx.x == 0) *out = s;
 }
 
-// One block: *norm = (accumulate ? *norm : 0) + sum of values[0..count), rounded to float once.
+// One block: *norm = sqrt((accumulate ? *norm^2 : 0) + sum of values[0..count)), in double,
+// rounded to float once (a norm, not a sum of squares: float holds norms up to FLT_MAX).
 __global__ void sum_doubles_into_kernel(const double* values, int64_t count, float* norm,
                                         bool accumulate) {
   double s = 0;
   for (int64_t i = threadIdx.x; i < count; i += blockDim.x) s += values[i];
   s = block_sum(s);
-  if (threadIdx.x == 0) *norm = static_cast<float>(accumulate ? static_cast<double>(*norm) + s : s);
+  if (threadIdx.x == 0) {
+    const double before = accumulate ? static_cast<double>(*norm) : 0.0;
+    *norm = static_cast<float>(sqrt(__dadd_rn(__dmul_rn(before, before), s)));
+  }
 }
 
-// p *= threshold / sqrt(*norm) when the norm exceeds threshold, as CpuBackend::clip_to_norm.
+// p *= threshold / *norm when the norm exceeds threshold, as CpuBackend::clip_to_norm.
 __global__ void clip_to_norm_kernel(float* p, int64_t n, const float* norm, double threshold) {
-  const double r = sqrt(static_cast<double>(*norm));
+  const double r = static_cast<double>(*norm);
   if (!(r > threshold)) return;
   const float s = static_cast<float>(threshold / r);
   for (int64_t i = first_index(); i < n; i += grid_stride()) p[i] = __fmul_rn(p[i], s);
