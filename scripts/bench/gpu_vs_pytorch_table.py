@@ -173,7 +173,8 @@ def main():
             for who, label, i in whos:
                 if not i:
                     continue
-                tfl = i * t["flops_per_image_forward"] * (3 if t["mode"] == "train" else 1) / 1e12
+                # the header's count for every row (a mode whose own runs failed has none)
+                tfl = i * rn[0]["flops_per_image_forward"] * (3 if t["mode"] == "train" else 1) / 1e12
                 pct = {k: (100 * tfl / v if v else None) for k, v in (("fp32", fp32), ("tf32", tf32), ("bf16", bf16))}
                 p(f"| {label} | {t['mode']} | {tfl:.2f} | {fmt(pct['fp32'], 0)}% | {fmt(pct['tf32'], 0)}% "
                   f"| {fmt(pct['bf16'], 0)}% |")
