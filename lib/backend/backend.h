@@ -39,11 +39,11 @@ class Backend {
   virtual void clamp(Tensor& t, float lo, float hi) = 0;
   virtual double sum_squares(const Tensor& t) = 0;
   // Clipping by L2 norm with nothing read back (so a CUDA graph can hold it): norms is a
-  // float32 tensor on this device; sum_squares_into sets norms[index] to the L2 norm of t
+  // float32 tensor on this device; l2_norm_into sets norms[index] to the L2 norm of t
   // (accumulate: to sqrt(norms[index]^2 + sum of t's squares), in double; a norm, not its
   // square, so that norms up to FLT_MAX fit), clip_to_norm scales t by threshold / norms[index]
   // when that norm exceeds threshold and leaves it unchanged otherwise (also for a NaN norm).
-  virtual void sum_squares_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) = 0;
+  virtual void l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) = 0;
   virtual void clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) = 0;
   // y = (x - shift) * mul, shift and mul broadcast over the leading dimensions of x:
   // their numel divides x's and they repeat every numel(shift) elements (a mean image of

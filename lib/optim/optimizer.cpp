@@ -51,7 +51,7 @@ void Optimizer::clip() {
     bool first = true;
     for (Param* p : params_) {
       if (p->frozen()) continue;
-      backend_for(p->grad.device()).sum_squares_into(p->grad, norms_, 0, !first);
+      backend_for(p->grad.device()).l2_norm_into(p->grad, norms_, 0, !first);
       first = false;
     }
     for (Param* p : params_)
@@ -62,7 +62,7 @@ void Optimizer::clip() {
     Param* p = params_[i];
     if (p->frozen()) continue;
     Backend& be = backend_for(p->grad.device());
-    be.sum_squares_into(p->grad, norms_, static_cast<int64_t>(i), false);
+    be.l2_norm_into(p->grad, norms_, static_cast<int64_t>(i), false);
     be.clip_to_norm(p->grad, norms_, static_cast<int64_t>(i), t);
   }
 }

@@ -64,16 +64,16 @@ TEST_CASE("sum_squares and shift_scale", "[backend][cpu]") {
 
   // clipping by norm into device-side slots: set, accumulate, clip, leave, refuse a bad slot
   Tensor norms(Shape{2});
-  be.sum_squares_into(t, norms, 0, false);  // sqrt(14.25)
-  be.sum_squares_into(t, norms, 1, false);
-  be.sum_squares_into(to_tensor({2, 0}, {2}), norms, 1, true);  // sqrt(14.25 + 4)
+  be.l2_norm_into(t, norms, 0, false);  // sqrt(14.25)
+  be.l2_norm_into(t, norms, 1, false);
+  be.l2_norm_into(to_tensor({2, 0}, {2}), norms, 1, true);  // sqrt(14.25 + 4)
   CHECK(to_vec(norms) == Vec{static_cast<float>(std::sqrt(14.25)), static_cast<float>(std::sqrt(18.25))});
   Tensor huge = to_tensor({3e30f, 4e30f}, {2});  // norm 5e30: its square is above FLT_MAX
-  be.sum_squares_into(huge, norms, 1, false);
-  be.sum_squares_into(huge, norms, 1, true);
+  be.l2_norm_into(huge, norms, 1, false);
+  be.l2_norm_into(huge, norms, 1, true);
   CHECK(norms.data()[1] == Approx(5e30 * std::sqrt(2.0)).epsilon(1e-6));
   Tensor u = to_tensor({3, 4}, {2});
-  be.sum_squares_into(u, norms, 0, false);  // norm 5
+  be.l2_norm_into(u, norms, 0, false);  // norm 5
   be.clip_to_norm(u, norms, 0, 2.5);
   CHECK(to_vec(u) == Vec{1.5f, 2.f});
   be.clip_to_norm(u, norms, 0, 5.0);  // the slot still says 5: not above 5, unchanged
@@ -81,7 +81,7 @@ TEST_CASE("sum_squares and shift_scale", "[backend][cpu]") {
   norms.data()[1] = std::nanf("");
   be.clip_to_norm(u, norms, 1, 1.0);
   CHECK(to_vec(u) == Vec{1.5f, 2.f});
-  CHECK_THROWS_WITH(be.sum_squares_into(u, norms, 2, false), Catch::Contains("slot 2 of 2"));
+  CHECK_THROWS_WITH(be.l2_norm_into(u, norms, 2, false), Catch::Contains("slot 2 of 2"));
   CHECK_THROWS_WITH(be.clip_to_norm(u, norms, -1, 1.0), Catch::Contains("slot -1 of 2"));
 
   // per-channel (C = 3) shift and multiplier over 2 pixels

@@ -98,7 +98,7 @@ TEST_CASE("gpu elementwise: sum_squares", "[gpu][elementwise]") {
   }
 }
 
-TEST_CASE("gpu clipping by norm: sum_squares_into and clip_to_norm, nothing read back", "[gpu][elementwise]") {
+TEST_CASE("gpu clipping by norm: l2_norm_into and clip_to_norm, nothing read back", "[gpu][elementwise]") {
   Rng rng(107);
   auto a = random_pair(Shape{kN}, rng, -2.f, 3.f);  // norm ~ 500: clipped to 10
   auto b = random_pair(Shape{777}, rng, -1e-3f, 1e-3f);  // norm ~ 0.016: under 10, unchanged
@@ -106,10 +106,10 @@ TEST_CASE("gpu clipping by norm: sum_squares_into and clip_to_norm, nothing read
   for (const bool dev : {false, true}) {
     Backend* be = dev ? &dut_backend() : &cpu_be();
     Tensor& n = dev ? norms.dev : norms.cpu;
-    be->sum_squares_into(dev ? a.dev : a.cpu, n, 0, false);
-    be->sum_squares_into(dev ? b.dev : b.cpu, n, 1, false);
-    be->sum_squares_into(dev ? a.dev : a.cpu, n, 2, false);
-    be->sum_squares_into(dev ? b.dev : b.cpu, n, 2, true);  // the global norm of a and b
+    be->l2_norm_into(dev ? a.dev : a.cpu, n, 0, false);
+    be->l2_norm_into(dev ? b.dev : b.cpu, n, 1, false);
+    be->l2_norm_into(dev ? a.dev : a.cpu, n, 2, false);
+    be->l2_norm_into(dev ? b.dev : b.cpu, n, 2, true);  // the global norm of a and b
     be->clip_to_norm(dev ? a.dev : a.cpu, n, 0, 10.0);
     be->clip_to_norm(dev ? b.dev : b.cpu, n, 1, 10.0);
   }
@@ -135,8 +135,8 @@ TEST_CASE("gpu clipping by norm: sum_squares_into and clip_to_norm, nothing read
   // A norm whose square is above FLT_MAX (5e30 * sqrt(2)) is kept, and clips (not zeroes).
   Tensor h = to_tensor({3e30f, 4e30f}, {2}).to(device_under_test());
   Tensor hn = Tensor::zeros(Shape{1}).to(device_under_test());
-  dut_backend().sum_squares_into(h, hn, 0, false);
-  dut_backend().sum_squares_into(h, hn, 0, true);
+  dut_backend().l2_norm_into(h, hn, 0, false);
+  dut_backend().l2_norm_into(h, hn, 0, true);
   CHECK(to_vec(hn)[0] == Approx(5e30 * std::sqrt(2.0)).epsilon(1e-6));
   dut_backend().clip_to_norm(h, hn, 0, std::sqrt(2.0));
   const Vec hv = to_vec(h);

@@ -102,8 +102,8 @@ TEST_CASE("gpu elementwise: empty tensors launch nothing and fail nothing", "[gp
   CHECK(be.sum_squares(a) == 0.0);
   Tensor norms = Tensor::zeros(Shape{2}).to(d);
   be.fill(norms, 5.f);
-  be.sum_squares_into(a, norms, 0, false);
-  be.sum_squares_into(a, norms, 1, true);
+  be.l2_norm_into(a, norms, 0, false);
+  be.l2_norm_into(a, norms, 1, true);
   be.clip_to_norm(a, norms, 1, 1.0);
   CHECK(to_vec(norms) == Vec{0.0, 5.0});
   be.sgdm_update(a, b, c, 0.1f, 0.9f, 0.f);

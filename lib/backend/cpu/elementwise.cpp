@@ -91,9 +91,9 @@ double CpuBackend::sum_squares(const Tensor& t) {
   return s;
 }
 
-void CpuBackend::sum_squares_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) {
+void CpuBackend::l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) {
   DLT_CHECK(index >= 0 && index < norms.numel(),
-            "sum_squares_into: slot " << index << " of " << norms.numel() << " norms");
+            "l2_norm_into: slot " << index << " of " << norms.numel() << " norms");
   float* r = norms.data() + index;
   const double before = accumulate ? static_cast<double>(*r) : 0.0;
   *r = static_cast<float>(std::sqrt(before * before + sum_squares(t)));

@@ -44,7 +44,7 @@ class CudaBackend final : public Backend {
   void scale(Tensor& t, float s) override;
   void clamp(Tensor& t, float lo, float hi) override;
   double sum_squares(const Tensor& t) override;
-  void sum_squares_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) override;
+  void l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) override;
   void clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) override;
   void shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) override;
   void dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t seed,

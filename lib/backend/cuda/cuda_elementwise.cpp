@@ -97,15 +97,15 @@ double CudaBackend::sum_squares(const Tensor& t) {
   return *static_cast<const double*>(result_h_);
 }
 
-void CudaBackend::sum_squares_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) {
-  on(t, device(), "sum_squares_into");
-  on(norms, device(), "sum_squares_into");
+void CudaBackend::l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) {
+  on(t, device(), "l2_norm_into");
+  on(norms, device(), "l2_norm_into");
   DLT_CHECK(index >= 0 && index < norms.numel(),
-            "sum_squares_into: slot " << index << " of " << norms.numel() << " norms");
+            "l2_norm_into: slot " << index << " of " << norms.numel() << " norms");
   enter();
   auto* partials = static_cast<double*>(scratch(cuda::sum_squares_scratch() * sizeof(double)));
-  cuda::sum_squares_into(t.data(), t.numel(), partials, norms.data() + index, accumulate,
-                         ctx_.stream);
+  cuda::l2_norm_into(t.data(), t.numel(), partials, norms.data() + index, accumulate,
+                     ctx_.stream);
 }
 
 void CudaBackend::clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) {

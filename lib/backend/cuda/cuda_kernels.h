@@ -58,8 +58,8 @@ void sum_squares(const float* x, int64_t n, double* scratch, double* result, cud
 // Clipping by norm with nothing read back: norms[0] = sqrt((accumulate ? norms[0]^2 : 0) + sum
 // of x[i]^2) (in double, stored as float; scratch as sum_squares); clip_to_norm scales p by
 // threshold / norms[0] (in double, rounded to float once) when that norm > threshold.
-void sum_squares_into(const float* x, int64_t n, double* scratch, float* norms, bool accumulate,
-                      cudaStream_t stream);
+void l2_norm_into(const float* x, int64_t n, double* scratch, float* norms, bool accumulate,
+                  cudaStream_t stream);
 void clip_to_norm(float* p, int64_t n, const float* norms, double threshold, cudaStream_t stream);
 
 // Written by cross_entropy (device memory); first_bad = the first sample whose label is

@@ -195,21 +195,28 @@ int64_t moment_groups(int64_t positions) {
 
 size_t sum_squares_scratch() { return kReduceBlocks; }
 
-void sum_squares(const float* x, int64_t n, double* scratch, double* result, cudaStream_t stream) {
+namespace {
+
+// Launches the per-block partial sums of x^2 into scratch; returns how many blocks wrote one.
+unsigned sum_squares_partials(const float* x, int64_t n, double* scratch, cudaStream_t stream) {
   const unsigned blocks = n > 0 ? grid_for(n) : 1;
   const unsigned used = blocks < kReduceBlocks ? blocks : kReduceBlocks;
   sum_squares_partial_kernel<<<used, kThreads, 0, stream>>>(x, n, scratch);
   DLT_LAUNCH_CHECK();
+  return used;
+}
+
+}  // namespace
+
+void sum_squares(const float* x, int64_t n, double* scratch, double* result, cudaStream_t stream) {
+  const unsigned used = sum_squares_partials(x, n, scratch, stream);
   sum_doubles_kernel<<<1, kThreads, 0, stream>>>(scratch, used, result);
   DLT_LAUNCH_CHECK();
 }
 
-void sum_squares_into(const float* x, int64_t n, double* scratch, float* norms, bool accumulate,
-                      cudaStream_t stream) {
-  const unsigned blocks = n > 0 ? grid_for(n) : 1;
-  const unsigned used = blocks < kReduceBlocks ? blocks : kReduceBlocks;
-  sum_squares_partial_kernel<<<used, kThreads, 0, stream>>>(x, n, scratch);
-  DLT_LAUNCH_CHECK();
+void l2_norm_into(const float* x, int64_t n, double* scratch, float* norms, bool accumulate,
+                  cudaStream_t stream) {
+  const unsigned used = sum_squares_partials(x, n, scratch, stream);
   sum_doubles_into_kernel<<<1, kThreads, 0, stream>>>(scratch, used, norms, accumulate);
   DLT_LAUNCH_CHECK();
 }
