@@ -1,4 +1,4 @@
-// Gloo implementation of Communicator: FileStore rendezvous, full TCP mesh, one context.
+// Gloo implementation of Communicator: FileStore or TCP-store rendezvous, full TCP mesh, one context.
 // Every collective carries the timeout and a fresh tag; Gloo's exceptions (peer closed the
 // connection, timeout) become CommError "rank R: <collective> failed: <cause>". One
 // background thread runs every collective in issue order: all_reduce_sum_async returns at
@@ -24,6 +24,8 @@
 #include <mutex>
 #include <thread>
 
+#include "dist/rendezvous.h"
+#include "dist/tcp_store.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/timer.h"
@@ -32,17 +34,51 @@ namespace dlt {
 
 namespace {
 
+// Gloo's Store over our key-value store (a TCP rendezvous): get and wait poll until the key is
+// set, with the communicator's timeout.
+class GlooKeyValueStore final : public gloo::rendezvous::Store {
+ public:
+  GlooKeyValueStore(KeyValueStore& kv, std::chrono::milliseconds timeout, std::string who)
+      : kv_(kv), timeout_(timeout), who_(std::move(who)) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    kv_.set(key, std::string(data.begin(), data.end()));
+  }
+  std::vector<char> get(const std::string& key) override {
+    const std::string v = kv_.wait_get(key, timeout_, who_);
+    return std::vector<char>(v.begin(), v.end());
+  }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    for (const std::string& k : keys) kv_.wait_get(k, timeout, who_);
+  }
+
+ private:
+  KeyValueStore& kv_;
+  std::chrono::milliseconds timeout_;
+  std::string who_;
+};
+
 class GlooCommunicator final : public Communicator {
  public:
   explicit GlooCommunicator(const CommOptions& o) : rank_(o.rank), size_(o.size), timeout_(o.timeout) {
     // A peer that dies closes its sockets; writing to them must fail (EPIPE -> CommError),
     // not kill this process with SIGPIPE.
     signal(SIGPIPE, SIG_IGN);
-    std::error_code ec;
-    std::filesystem::create_directories(o.rendezvous_dir, ec);
-    if (ec)
-      throw CommError("rank " + std::to_string(rank_) + ": cannot create the rendezvous directory " + o.rendezvous_dir +
-                      ": " + ec.message() + " (set DLT_RENDEZVOUS to a directory every worker can write)");
+    std::unique_ptr<gloo::rendezvous::Store> store;
+    if (o.rendezvous_tcp.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(o.rendezvous_dir, ec);
+      if (ec)
+        throw CommError("rank " + std::to_string(rank_) + ": cannot create the rendezvous directory " +
+                        o.rendezvous_dir + ": " + ec.message() +
+                        " (set DLT_RENDEZVOUS to a directory every worker can write)");
+      store = std::make_unique<gloo::rendezvous::FileStore>(o.rendezvous_dir);
+    } else {
+      // Rank 0's server lives as long as this communicator: a rank done with connectFullMesh
+      // cannot tell whether the others have read every address yet.
+      kv_ = open_rendezvous_store(o);
+      store = std::make_unique<GlooKeyValueStore>(*kv_, timeout_, rank_of(o));
+    }
     try {
       gloo::transport::tcp::attr attr;
       if (!o.iface.empty())
@@ -50,15 +86,15 @@ class GlooCommunicator final : public Communicator {
       else
         attr.hostname = o.hostname.empty() ? "127.0.0.1" : o.hostname;
       auto device = gloo::transport::tcp::CreateDevice(attr);
-      gloo::rendezvous::FileStore store(o.rendezvous_dir);
       auto ctx = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
       ctx->setTimeout(timeout_);
-      ctx->connectFullMesh(store, device);
+      ctx->connectFullMesh(*store, device);
       ctx_ = ctx;
+    } catch (const CommError&) {
+      throw;
     } catch (const std::exception& e) {
-      throw CommError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
-                      ": rendezvous in " + o.rendezvous_dir + " failed: " + e.what() +
-                      " (did every worker start, with the same world size and rendezvous directory?)");
+      throw CommError(rank_of(o) + ": rendezvous through " + rendezvous_place(o) + " failed: " + e.what() +
+                      " (did every worker start, with the same world size and rendezvous?)");
     }
     const char* timing = std::getenv("DLT_COMM_TIMING");
     report_timing_ = timing && *timing && std::string(timing) != "0";
@@ -235,6 +271,7 @@ class GlooCommunicator final : public Communicator {
 
   int rank_, size_;
   std::chrono::milliseconds timeout_;
+  std::unique_ptr<KeyValueStore> kv_;  // a TCP rendezvous's store (rank 0: its server)
   std::shared_ptr<gloo::Context> ctx_;
   uint32_t tag_ = 1;
   std::exception_ptr first_error_;  // collective thread only

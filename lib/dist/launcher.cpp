@@ -22,6 +22,7 @@
 #include "backend/backend.h"
 #include "build_config.h"
 #include "dist/communicator.h"
+#include "dist/tcp_store.h"
 #include "util/error.h"
 #if DLT_HAVE_NCCL
 #include "dist/nccl_communicator.h"
@@ -143,6 +144,29 @@ std::string cluster_rendezvous_dir(const WorldInfo& world, const std::string& ou
   return (fs::path(output_dir) / ".rendezvous" / (world.source + "-" + id)).string();
 }
 
+void set_cluster_rendezvous(CommOptions& o, const WorldInfo& world, const std::string& output_dir, const Env& env) {
+  const std::string given = get(env, "DLT_RENDEZVOUS");
+  constexpr const char* kTcp = "tcp://";
+  if (given.rfind(kTcp, 0) == 0) {
+    o.rendezvous_tcp = parse_tcp_address(given.substr(std::strlen(kTcp)), "DLT_RENDEZVOUS").str();
+    return;
+  }
+  if (given.empty() && world.source == "torchrun" && !world.master.empty()) {
+    TcpAddress a = parse_tcp_address(world.master, "MASTER_ADDR:MASTER_PORT");
+    const std::string agent = get(env, "TORCHELASTIC_USE_AGENT_STORE");
+    if (agent == "True" || agent == "true" || agent == "1") {
+      if (a.port == 65535)
+        throw ConfigError("MASTER_PORT is 65535 and torchrun's agent holds it (TORCHELASTIC_USE_AGENT_STORE=" + agent +
+                          "), so dltrain's rendezvous would need port 65536: choose a lower --master-port or set "
+                          "DLT_RENDEZVOUS=tcp://HOST:PORT");
+      ++a.port;
+    }
+    o.rendezvous_tcp = a.str();
+    return;
+  }
+  o.rendezvous_dir = cluster_rendezvous_dir(world, output_dir, env);
+}
+
 std::vector<std::string> self_command_line() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::vector<std::string> args;
@@ -175,7 +199,7 @@ std::shared_ptr<Communicator> join_world(const WorldInfo& w, const std::string& 
     o.rendezvous_dir = get(env, "DLT_RENDEZVOUS");
     o.hostname = "127.0.0.1";
   } else {
-    o.rendezvous_dir = cluster_rendezvous_dir(w, output_dir, env);
+    set_cluster_rendezvous(o, w, output_dir, env);
     o.iface = get(env, "DLT_GLOO_IFACE");
     o.hostname = get(env, "DLT_GLOO_HOSTNAME");
     if (o.hostname.empty()) {
@@ -279,7 +303,10 @@ std::shared_ptr<Communicator> join_gpu_world(const WorldInfo& w, int device, con
   o.rank = w.rank;
   o.size = w.size;
   o.timeout = comm_timeout_from_env();
-  o.rendezvous_dir = w.source == "local" ? get(env, "DLT_RENDEZVOUS") : cluster_rendezvous_dir(w, output_dir, env);
+  if (w.source == "local")
+    o.rendezvous_dir = get(env, "DLT_RENDEZVOUS");
+  else
+    set_cluster_rendezvous(o, w, output_dir, env);
   const int rank = w.rank;
   return make_nccl_communicator(o, device, [rank](const std::string& m) { exit_on_comm_failure(rank, m); });
 #else

@@ -33,6 +33,20 @@ std::map<std::string, std::string> environment_map();
 std::string cluster_rendezvous_dir(const WorldInfo& world, const std::string& output_dir,
                                    const std::map<std::string, std::string>& env);
 
+struct CommOptions;
+
+// Where the ranks of a cluster job meet (docs/distributed.md "Rendezvous"), into o:
+//  - env DLT_RENDEZVOUS=tcp://HOST:PORT: rank 0 serves a TCP store on PORT, the others
+//    connect to HOST:PORT (tcp_store.h);
+//  - env DLT_RENDEZVOUS=DIR: that shared directory;
+//  - torchrun's MASTER_ADDR and MASTER_PORT: the TCP store at MASTER_ADDR on MASTER_PORT, or
+//    on MASTER_PORT + 1 when torchrun's agent holds MASTER_PORT itself
+//    (TORCHELASTIC_USE_AGENT_STORE=True);
+//  - otherwise cluster_rendezvous_dir().
+// Throws ConfigError naming the variable when an address or port is bad.
+void set_cluster_rendezvous(CommOptions& o, const WorldInfo& world, const std::string& output_dir,
+                            const std::map<std::string, std::string>& env);
+
 struct LocalLaunch {
   std::vector<std::string> args;  // argv of this process (argv[0] is replaced by /proc/self/exe)
   int workers = 2;
@@ -53,7 +67,7 @@ std::vector<std::string> self_command_line();
 WorldInfo local_worker_world(int rank, const std::map<std::string, std::string>& env);
 
 // Joins the world: Gloo over TCP, rendezvous in env DLT_RENDEZVOUS (local workers) or
-// cluster_rendezvous_dir(); the address is loopback for local workers, else env
+// set_cluster_rendezvous(); the address is loopback for local workers, else env
 // DLT_GLOO_IFACE (an interface), DLT_GLOO_HOSTNAME or this host's name. Timeout: env
 // DLT_COMM_TIMEOUT seconds (60).
 std::shared_ptr<Communicator> join_world(const WorldInfo& world, const std::string& output_dir,
@@ -92,8 +106,8 @@ int gpu_worker_count(int num_workers, int visible_gpus);
 int gpu_for_rank(const WorldInfo& world, int visible_gpus);
 
 // Joins the world of GPU ranks on CUDA device `device`: NCCL (Local for a world of one). The
-// ncclUniqueId goes from rank 0 to the others through the same rendezvous directory as
-// join_world (DLT_RENDEZVOUS, else cluster_rendezvous_dir()); timeout DLT_COMM_TIMEOUT. When
+// ncclUniqueId goes from rank 0 to the others through the same rendezvous as join_world
+// (DLT_RENDEZVOUS, else set_cluster_rendezvous()); timeout DLT_COMM_TIMEOUT. When
 // the communicator's watchdog finds a failed or hung collective it writes the one-line
 // message (to the launcher's error file for local workers, else stderr) and exits with code 3.
 // Throws DeviceError "built without NCCL" in builds without NCCL, CommError when joining fails.

@@ -44,13 +44,13 @@ class NcclCommunicator final : public Communicator {
 
     ncclUniqueId id;
     std::memset(&id, 0, sizeof(id));
-    if (rank_ == 0) {
-      check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-      publish_file(o.rendezvous_dir, kIdFile, std::string(reinterpret_cast<const char*>(&id), sizeof(id)));
-    } else {
-      std::string bytes = wait_for_file(o.rendezvous_dir, kIdFile, sizeof(id), timeout_, who());
-      std::memcpy(&id, bytes.data(), sizeof(id));
-    }
+    if (rank_ == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    // Rank 0's TCP store (when the rendezvous is one) serves until every rank has joined below,
+    // so every rank has read the id by then.
+    std::unique_ptr<KeyValueStore> id_server;
+    const std::string bytes =
+        share_from_rank0(o, kIdFile, std::string(reinterpret_cast<const char*>(&id), sizeof(id)), sizeof(id), id_server);
+    std::memcpy(&id, bytes.data(), sizeof(id));
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     const auto deadline = Clock::now() + timeout_;
@@ -62,8 +62,9 @@ class NcclCommunicator final : public Communicator {
       throw CommError(who() + ": NCCL init on GPU " + std::to_string(device_) + " failed: " +
                       ncclGetErrorString(r) + (detail.empty() ? "" : " (" + detail + ")") + hint());
     }
-    wait_state("NCCL init (rendezvous in " + o.rendezvous_dir + ")", deadline);
-    if (rank_ == 0) {  // every rank has joined, so all have read it; a later job must not reuse it
+    wait_state("NCCL init (rendezvous through " + rendezvous_place(o) + ")", deadline);
+    // Every rank has joined, so all have read the id file; a later job must not reuse it.
+    if (rank_ == 0 && o.rendezvous_tcp.empty()) {
       std::error_code ec;
       std::filesystem::remove(std::filesystem::path(o.rendezvous_dir) / kIdFile, ec);
     }

@@ -1,4 +1,5 @@
-// File rendezvous: atomic publish (temporary file + rename) and polling with a deadline.
+// Rendezvous of small blobs: atomic file publish (temporary file + rename) and polling with a
+// deadline, or rank 0's TCP store.
 #include "dist/rendezvous.h"
 
 #include <unistd.h>
@@ -58,6 +59,41 @@ std::string wait_for_file(const std::string& dir, const std::string& name, size_
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }
+}
+
+std::unique_ptr<KeyValueStore> open_rendezvous_store(const CommOptions& o) {
+  const TcpAddress a = parse_tcp_address(o.rendezvous_tcp, "the TCP rendezvous address");
+  if (o.rank == 0) return serve_tcp_store(a.port, rank_of(o));
+  return connect_tcp_store(a, o.timeout, rank_of(o));
+}
+
+std::string share_from_rank0(const CommOptions& o, const std::string& name, const std::string& bytes, size_t size,
+                             std::unique_ptr<KeyValueStore>& keep) {
+  if (o.rendezvous_tcp.empty()) {
+    if (o.rank != 0) return wait_for_file(o.rendezvous_dir, name, size, o.timeout, rank_of(o));
+    publish_file(o.rendezvous_dir, name, bytes);
+    return bytes;
+  }
+  std::unique_ptr<KeyValueStore> store = open_rendezvous_store(o);
+  std::string got = bytes;
+  if (o.rank == 0) {
+    store->set(name, bytes);
+    keep = std::move(store);
+  } else {
+    got = store->wait_get(name, o.timeout, rank_of(o));
+  }
+  if (got.size() != size)
+    throw CommError(rank_of(o) + ": '" + name + "' from " + rendezvous_place(o) + " has " +
+                    std::to_string(got.size()) + " bytes, not " + std::to_string(size) +
+                    " (do all ranks run the same dltrain build?)");
+  return got;
+}
+
+std::string rank_of(const CommOptions& o) { return "rank " + std::to_string(o.rank) + " of " + std::to_string(o.size); }
+
+std::string rendezvous_place(const CommOptions& o) {
+  return o.rendezvous_tcp.empty() ? "the rendezvous directory " + o.rendezvous_dir
+                                  : "the rendezvous server at " + o.rendezvous_tcp;
 }
 
 }  // namespace dlt

@@ -3,8 +3,9 @@
 # with the same global mini-batch and Seed: final model.bin weights within 1e-5 relative
 # (per tensor: max |a - b| / max |b|, tests/dist/compare_models.py) for equal and uneven
 # WorkerLoad, an empty share, batch norm (synchronized; equal, uneven and empty shares),
-# small gradient buckets overlapping backward, worlds joined through torchrun / srun variables,
-# and --resume with a different number of workers. Tiny data: 39 images of 16x16.
+# small gradient buckets overlapping backward, worlds joined through torchrun / srun variables
+# (a shared directory, or rank 0's TCP store at MASTER_ADDR:MASTER_PORT), and --resume with a
+# different number of workers. Tiny data: 39 images of 16x16.
 source "$(dirname "$0")/common.sh" "$@"
 "$DLTRAIN" train --help | grep -q -- '--threads' || fail "dltrain train --help"
 compare() { python3 "$SRC/tests/dist/compare_models.py" "$@"; }
@@ -85,6 +86,28 @@ join srun SLURM_PROCID SLURM_NTASKS
 echo -n "srun variables (SLURM_PROCID):  "; compare "$TMP/srun/model.bin" "$TMP/one/model.bin" || fail "srun world"
 join torchrun RANK WORLD_SIZE
 echo -n "torchrun variables (RANK):      "; compare "$TMP/torchrun/model.bin" "$TMP/one/model.bin" || fail "torchrun world"
+
+# torchrun with no shared directory: the ranks meet through rank 0's TCP store at
+# MASTER_ADDR:MASTER_PORT, each with its own --output-dir. A rank whose rank 0 never comes
+# ends within DLT_COMM_TIMEOUT with one line naming the address and exit code 3.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')
+for r in 0 1; do
+  env -u DLT_RENDEZVOUS RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+    "$DLTRAIN" train "$TMP/plain.yaml" --output-dir "$TMP/tcp-$r" --threads 1 "${par[@]}" > "$TMP/tcp-$r.log" 2>&1 &
+done
+wait %1 || fail "TCP rendezvous rank 0: $(cat "$TMP/tcp-0.log")"
+wait %2 || fail "TCP rendezvous rank 1: $(cat "$TMP/tcp-1.log")"
+echo -n "torchrun, MASTER_ADDR (TCP):    "; compare "$TMP/tcp-0/model.bin" "$TMP/one/model.bin" || fail "TCP rendezvous world"
+[[ ! -e "$TMP/tcp-1/model.bin" ]] || fail "rank 1 wrote a model"
+[[ ! -e "$TMP/tcp-0/.rendezvous" && ! -e "$TMP/tcp-1/.rendezvous" ]] || fail "a rendezvous directory was made"
+set +e
+DLT_COMM_TIMEOUT=1 RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+  "$DLTRAIN" train "$TMP/plain.yaml" --output-dir "$TMP/tcp-alone" --threads 1 "${par[@]}" > "$TMP/tcp-alone.log" 2>&1
+code=$?
+set -e
+[[ $code -eq 3 ]] || fail "a rank without rank 0 exited with $code, not 3: $(cat "$TMP/tcp-alone.log")"
+grep -q "rank 1 of 2: no rendezvous server at 127.0.0.1:$port" "$TMP/tcp-alone.log" \
+  || fail "a rank without rank 0 did not name the address: $(cat "$TMP/tcp-alone.log")"
 
 # --resume with a different number of workers: a 2-worker checkpoint at iteration 3,
 # continued by 3 workers, ends where one uninterrupted process ends.
