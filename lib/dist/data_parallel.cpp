@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -171,6 +172,34 @@ GlobalTotals all_reduce_totals(Communicator& comm, int64_t images, double mean_l
   t.correct = v[2];
   t.weight = v[0] > 0 ? n / v[0] : 0.0;
   return t;
+}
+
+std::string broadcast_from_rank0(Communicator& comm, const std::string& bytes, bool failed, Device device,
+                                 const std::string& what) {
+  const bool root = comm.rank() == 0;
+  double head[2] = {root && !failed ? static_cast<double>(bytes.size()) : 0.0, root && failed ? 1.0 : 0.0};
+  comm.all_reduce_sum(head, 2);
+  if (head[1] != 0) {
+    if (root) return {};
+    throw CommError("rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.size()) +
+                    ": rank 0 could not " + what + " (its own error says why)");
+  }
+  const auto size = static_cast<size_t>(head[0]);
+  if (size == 0) return {};
+  Tensor host(Shape{static_cast<int64_t>((size + sizeof(float) - 1) / sizeof(float))});
+  if (root) {
+    std::memset(host.data(), 0, static_cast<size_t>(host.numel()) * sizeof(float));
+    std::memcpy(host.data(), bytes.data(), size);
+  }
+  // A broadcast copies bits (no arithmetic), so any byte pattern survives the float packing.
+  if (device.is_cpu()) {
+    comm.broadcast(host, 0);
+  } else {
+    Tensor on_device = host.to(device);
+    comm.broadcast(on_device, 0);
+    host = on_device.to(Device::cpu());
+  }
+  return std::string(reinterpret_cast<const char*>(host.data()), size);
 }
 
 void all_reduce_gradients(Communicator& comm, Tensor& flat_grads, double weight) {

@@ -35,6 +35,13 @@ GlobalShare global_share(Communicator& comm, int64_t images, int64_t known_globa
 // All-reduces (n, n * loss, correct) of this rank's share.
 GlobalTotals all_reduce_totals(Communicator& comm, int64_t images, double mean_loss, int64_t correct);
 
+// Rank 0's `bytes` on every rank (others pass anything): one all-reduce of two doubles (the
+// size, and whether rank 0 `failed`), then one broadcast of the bytes packed into floats on
+// `device` (the communicator's: CPU for Gloo, the rank's GPU for NCCL). When rank 0 failed,
+// the other ranks throw CommError "rank R of N: rank 0 could not <what>" and rank 0 gets ""
+// back (it reports its own error).
+std::string broadcast_from_rank0(Communicator& comm, const std::string& bytes, bool failed, Device device,
+                                 const std::string& what);
 // grads <- sum over ranks of w_i * grads_i (one all-reduce of the flat buffer, after backward).
 void all_reduce_gradients(Communicator& comm, Tensor& flat_grads, double weight);
 

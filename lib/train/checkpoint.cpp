@@ -1,10 +1,15 @@
 #include "train/checkpoint.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
+#include "dist/data_parallel.h"
 #include "util/error.h"
+#include "util/files.h"
 #include "util/flat_json.h"
 
 namespace dlt {
@@ -97,6 +102,42 @@ TrainPosition load_checkpoint(const std::string& path, Network& net, Optimizer& 
   p.best_val_loss = json_number_or(meta, "best_val_loss", 1e300);
   p.patience_count = static_cast<int64_t>(json_number_or(meta, "patience_count", 0));
   return p;
+}
+
+TrainPosition load_checkpoint_from_rank0(Communicator& comm, Device device, const std::string& path, Network& net,
+                                         Optimizer& opt, IterationLog& log) {
+  if (comm.size() <= 1) return load_checkpoint(path, net, opt, log);
+  std::string bytes;
+  bool failed = false;
+  if (comm.rank() == 0) {
+    try {
+      bytes = read_file(path);
+    } catch (const Error&) {
+      failed = true;  // load_checkpoint below reports it; the others learn it from the broadcast
+    }
+  }
+  bytes = broadcast_from_rank0(comm, bytes, failed, device, "read the checkpoint " + path);
+  if (comm.rank() == 0) return load_checkpoint(path, net, opt, log);
+  // The other ranks load a private copy, removed again.
+  const char* tmp = std::getenv("TMPDIR");
+  std::string copy = std::string(tmp && *tmp ? tmp : "/tmp") + "/dltrain-resume-XXXXXX";
+  const int fd = mkstemp(copy.data());
+  if (fd < 0)
+    throw Error("rank " + std::to_string(comm.rank()) + ": cannot make a temporary copy of the checkpoint in " +
+                (tmp && *tmp ? tmp : "/tmp") + " (set TMPDIR to a writable directory)");
+  ::close(fd);
+  struct Remove {
+    std::string p;
+    ~Remove() { std::remove(p.c_str()); }
+  } remove_copy{copy};
+  write_file_atomic(copy, bytes);
+  try {
+    return load_checkpoint(copy, net, opt, log);
+  } catch (const ModelError& e) {  // name rank 0's file, not the copy
+    std::string m = e.what();
+    for (size_t at = m.find(copy); at != std::string::npos; at = m.find(copy, at)) m.replace(at, copy.size(), path);
+    throw ModelError(m + " (rank 0's file, sent to rank " + std::to_string(comm.rank()) + ")");
+  }
 }
 
 }  // namespace dlt

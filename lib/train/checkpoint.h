@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/communicator.h"
 #include "net/model_file.h"
 #include "net/network.h"
 #include "optim/optimizer.h"
@@ -26,5 +27,10 @@ void save_checkpoint(const std::string& path, Network& net, Optimizer& opt, cons
                      const IterationLog& log, const std::string& training_yaml);
 // Restores weights, statistics, solver state and the log; returns the position.
 TrainPosition load_checkpoint(const std::string& path, Network& net, Optimizer& opt, IterationLog& log);
+// The same in a data-parallel world: rank 0 reads its file at path and sends the bytes to
+// every rank (broadcast_from_rank0 on `device`), so the other ranks need no copy of it (no
+// shared file system); every rank then restores the same state.
+TrainPosition load_checkpoint_from_rank0(Communicator& comm, Device device, const std::string& path, Network& net,
+                                         Optimizer& opt, IterationLog& log);
 
 }  // namespace dlt

@@ -322,7 +322,7 @@ TrainResult Trainer::run() {
 
   TrainPosition pos;
   if (!args_.resume.empty()) {
-    pos = load_checkpoint(args_.resume, *net_, *opt_, log_);
+    pos = load_checkpoint_from_rank0(*comm_, device_, args_.resume, *net_, *opt_, log_);
     log::info("resuming from {} at iteration {} (epoch {})", args_.resume, pos.iteration, pos.epoch + 1);
   }
   const int64_t per_epoch = train_loader_->batches_per_epoch();

@@ -5,7 +5,7 @@
 # WorkerLoad, an empty share, batch norm (synchronized; equal, uneven and empty shares),
 # small gradient buckets overlapping backward, worlds joined through torchrun / srun variables
 # (a shared directory, or rank 0's TCP store at MASTER_ADDR:MASTER_PORT), and --resume with a
-# different number of workers. Tiny data: 39 images of 16x16.
+# different number of workers or from a file only rank 0 has. Tiny data: 39 images of 16x16.
 source "$(dirname "$0")/common.sh" "$@"
 "$DLTRAIN" train --help | grep -q -- '--threads' || fail "dltrain train --help"
 compare() { python3 "$SRC/tests/dist/compare_models.py" "$@"; }
@@ -116,4 +116,17 @@ train plain ck2 "${par[@]}" --set training.CheckpointPath="$TMP/ck" --set traini
 [[ -f "$TMP/ck/checkpoint-iteration-3.bin" ]] || fail "no checkpoint from the 2-worker run: $(ls "$TMP/ck")"
 train plain resumed "${par[@]}" --set training.NumWorkers=3 --resume "$TMP/ck/checkpoint-iteration-3.bin"
 echo -n "resume 2 -> 3 workers:          "; compare "$TMP/resumed/model.bin" "$TMP/one/model.bin" || fail "resume"
+# --resume without a shared file system: rank 0 reads the checkpoint and sends it to rank 1,
+# whose own --resume path does not exist.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')
+for r in 0 1; do
+  ck="$TMP/ck/checkpoint-iteration-3.bin"
+  [[ $r == 0 ]] || ck="$TMP/nowhere/checkpoint-iteration-3.bin"
+  env -u DLT_RENDEZVOUS RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+    "$DLTRAIN" train "$TMP/plain.yaml" --output-dir "$TMP/tcp-resume-$r" --threads 1 "${par[@]}" --resume "$ck" \
+    > "$TMP/tcp-resume-$r.log" 2>&1 &
+done
+wait %1 || fail "resume from rank 0's file, rank 0: $(cat "$TMP/tcp-resume-0.log")"
+wait %2 || fail "resume from rank 0's file, rank 1: $(cat "$TMP/tcp-resume-1.log")"
+echo -n "resume from rank 0's file only: "; compare "$TMP/tcp-resume-0/model.bin" "$TMP/one/model.bin" || fail "resume via rank 0"
 echo "parallel equivalence: ok"

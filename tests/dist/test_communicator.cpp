@@ -231,3 +231,25 @@ TEST_CASE("synchronized batch-norm collectives: the float path matches the doubl
   CHECK(errors[1] < 1e-6);
 }
 #endif
+
+TEST_CASE("broadcast_from_rank0: any bytes (NaN patterns, odd length) reach every rank; a failed rank 0 is named", "[dist]") {
+  std::string bytes(4097, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i % 4 == 3 ? 0x7f : 0xff - i % 7);
+  auto got = on_ranks<std::string>(3, [&](Communicator& c) {
+    return broadcast_from_rank0(c, c.rank() == 0 ? bytes : std::string("other"), false, Device::cpu(), "x");
+  });
+  for (const std::string& g : got) CHECK(g == bytes);
+  auto empty = on_ranks<std::string>(2, [&](Communicator& c) {
+    return broadcast_from_rank0(c, std::string(), false, Device::cpu(), "x");
+  });
+  CHECK(empty == std::vector<std::string>{"", ""});
+  auto failed = on_ranks<std::string>(2, [&](Communicator& c) {
+    try {
+      return broadcast_from_rank0(c, "unused", c.rank() == 0, Device::cpu(), "read the checkpoint a.bin");
+    } catch (const CommError& e) {
+      return std::string(e.what());
+    }
+  });
+  CHECK(failed[0].empty());
+  CHECK(failed[1] == "rank 1 of 2: rank 0 could not read the checkpoint a.bin (its own error says why)");
+}
