@@ -18,8 +18,9 @@ namespace dlt {
 using CommFatalHandler = std::function<void(const std::string& message)>;
 
 // Joins the NCCL world of options.size ranks on CUDA device `device` (made current).
-// Rank 0 creates the ncclUniqueId and publishes it as options.rendezvous_dir/nccl-unique-id
-// (temporary file + rename); the other ranks poll for it until options.timeout. The
+// Rank 0 creates the ncclUniqueId and shares it (share_from_rank0: the file
+// options.rendezvous_dir/nccl-unique-id, or the key nccl-unique-id of rank 0's TCP store when
+// options.rendezvous_tcp is set); the other ranks poll for it until options.timeout. The
 // communicator is non-blocking (ncclConfig_t::blocking = 0): init and every collective are
 // bounded by options.timeout and end in CommError "rank R of N: <collective> ..." after
 // ncclCommAbort instead of hanging.
