@@ -1,5 +1,5 @@
 // backend_for() and the Backend defaults: the loss read later (run at once here), Adam's
-// bias correction.
+// bias correction, the batch-norm correction's shape checks.
 #include "backend/backend.h"
 
 #include <cmath>
@@ -46,6 +46,17 @@ double Backend::read_loss(const Tensor& totals, const Tensor& labels, int64_t* c
 
 float Backend::adam_correction(float b, int64_t t) {
   return 1.f / (1.f - static_cast<float>(std::pow(double(b), double(t))));
+}
+
+int64_t Backend::dx_correction_positions(const Tensor& x, const Tensor& mean, const Tensor& var,
+                                         const Tensor& scale, const Tensor& dshift,
+                                         const Tensor& dscale, const Tensor& dx) {
+  const int64_t c = mean.numel();
+  DLT_CHECK(c > 0 && x.numel() % c == 0 && dx.numel() == x.numel() && var.numel() == c &&
+                scale.numel() == c && dshift.numel() == c && dscale.numel() == c,
+            "batch_norm_dx_correction: shapes do not agree (" << x.numel() << " elements, " << c
+                                                              << " channels)");
+  return x.numel() / c;
 }
 
 Backend& backend_for(Device device) {

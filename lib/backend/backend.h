@@ -66,6 +66,11 @@ class Backend {
   virtual void batch_norm_dx_correction(const Tensor& x, const Tensor& mean, const Tensor& var,
                                         const Tensor& scale, float epsilon, double m,
                                         const Tensor& dshift, const Tensor& dscale, Tensor& dx) = 0;
+  // batch_norm_dx_correction's shape checks, shared by the backends: throws when the shapes
+  // do not agree, else returns the positions (x.numel() / channels).
+  static int64_t dx_correction_positions(const Tensor& x, const Tensor& mean, const Tensor& var,
+                                         const Tensor& scale, const Tensor& dshift,
+                                         const Tensor& dscale, const Tensor& dx);
 
   // ---- host -> device transfers that overlap compute ----
   // Starts copying host (CPU memory) into dst (on this device); work issued after

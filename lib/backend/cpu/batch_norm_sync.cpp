@@ -62,11 +62,7 @@ void CpuBackend::batch_norm_dx_correction(const Tensor& x, const Tensor& mean, c
                                           const Tensor& scale, float epsilon, double m,
                                           const Tensor& dshift, const Tensor& dscale, Tensor& dx) {
   const int64_t c = mean.numel();
-  DLT_CHECK(c > 0 && x.numel() % c == 0 && dx.numel() == x.numel() && var.numel() == c &&
-                scale.numel() == c && dshift.numel() == c && dscale.numel() == c,
-            "batch_norm_dx_correction: shapes do not agree (" << x.numel() << " elements, " << c
-                                                              << " channels)");
-  const int64_t positions = x.numel() / c;
+  const int64_t positions = dx_correction_positions(x, mean, var, scale, dshift, dscale, dx);
   if (positions == 0 || m <= 0) return;
   // Per channel: dx -= a + b * (x - mean) with a = k * dshift, b = k * dscale / sigma,
   // k = scale / (sigma * m).
