@@ -306,11 +306,12 @@ TEST_CASE("channel_moments: mean and variance of a large offset channel in doubl
 TEST_CASE("batch_norm_dx_correction: shapes that do not agree are one clear error", "[backend]") {
   Backend& be = backend_for(Device::cpu());
   const int64_t c = 3;
-  Tensor x(Shape{4, 1, 1, c}), dx(Shape{4, 1, 1, c}), stats(Shape{c}), wrong(Shape{c + 1});
+  Tensor x = Tensor::zeros(Shape{4, 1, 1, c}), dx = Tensor::zeros(Shape{4, 1, 1, c});
+  Tensor stats = Tensor::zeros(Shape{c}), wrong = Tensor::zeros(Shape{c + 1});
   CHECK_NOTHROW(be.batch_norm_dx_correction(x, stats, stats, stats, 1e-5f, 4.0, stats, stats, dx));
   CHECK_THROWS_WITH(be.batch_norm_dx_correction(x, stats, stats, wrong, 1e-5f, 4.0, stats, stats, dx),
                     Catch::Contains("batch_norm_dx_correction: shapes do not agree (12 elements, 3 channels)"));
-  Tensor short_dx(Shape{3, 1, 1, c});
+  Tensor short_dx = Tensor::zeros(Shape{3, 1, 1, c});
   CHECK_THROWS_WITH(be.batch_norm_dx_correction(x, stats, stats, stats, 1e-5f, 4.0, stats, stats, short_dx),
                     Catch::Contains("shapes do not agree"));
 }
