@@ -7,6 +7,9 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache git
   libyaml-cpp-dev libcli11-dev libstb-dev libspdlog-dev catch2
   libdnnl-dev libgloo-dev libturbojpeg0-dev
+  # Debian's oneDNN is built with its OpenCL runtime: dnnl-config.cmake calls
+  # find_package(OpenCL REQUIRED), and libdnnl-dev only recommends the package that has it.
+  ocl-icd-opencl-dev
   libonnx-dev libprotobuf-dev
   # The ONNX tests check dltrain against PyTorch and OpenCV's dnn on the same networks.
   python3-torch python3-numpy python3-onnx python3-opencv

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Runs the README's commands on a brand-new Debian 12: a pristine minbase root made with
+# debootstrap, a clean `git archive` of HEAD copied into it, and `scripts/test.sh` (with --demo
+# `scripts/demo.sh` first) run inside it with chroot as root, as a newcomer would. Nothing from
+# this machine's own packages reaches the root; with /usr/local/cuda present it is bind-mounted
+# read-only, so the CUDA build is checked too (a user who installed NVIDIA's toolkit).
+#
+#   scripts/check-fresh-machine.sh [--demo] [--keep] [--no-cuda] [--refresh]
+#
+# Cached between runs in $DLT_FRESH_CACHE (default /var/cache/dltrain-fresh): the pristine root
+# as a tarball (made once by debootstrap) and the .deb files apt downloads. Neither can hide a
+# missing install step: the root is unpacked anew each run and the packages are still installed
+# by scripts/setup.sh. Uncommitted changes are not checked (HEAD is). Needs root (or sudo).
+# Exit 0 when every step passed; otherwise non-zero and the failing step on the last line.
+set -euo pipefail
+
+demo=0 keep=0 cuda=1 refresh=0
+for a in "$@"; do
+  case $a in
+    --demo) demo=1 ;;
+    --keep) keep=1 ;;
+    --no-cuda) cuda=0 ;;
+    --refresh) refresh=1 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "check-fresh-machine: unknown argument '$a' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null 2>&1 || { echo "check-fresh-machine: needs root (chroot, mount) and sudo is not installed" >&2; exit 2; }
+  exec sudo -E "$0" "$@"
+fi
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+suite=bookworm
+mirror=${DLT_FRESH_MIRROR:-http://deb.debian.org/debian}
+security=${DLT_FRESH_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+cache=${DLT_FRESH_CACHE:-/var/cache/dltrain-fresh}
+tarball=$cache/$suite-minbase.tar
+debs=$cache/debs
+step="start"
+root=""
+mounts=()
+
+cleanup() {
+  local i stuck=0
+  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
+    umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}" 2>/dev/null ||
+      { echo "check-fresh-machine: could not unmount ${mounts[i]}" >&2; stuck=1; }
+  done
+  mounts=()
+  if [[ -n $root && -d $root ]]; then
+    if [[ $keep -eq 1 || $stuck -eq 1 ]]; then
+      echo "check-fresh-machine: root left in $root"
+    else
+      rm -rf --one-file-system "$root"
+    fi
+  fi
+}
+on_exit() {
+  local rc=$?
+  cleanup
+  [[ $rc -ne 0 ]] && echo "check-fresh-machine: FAILED at step '$step' (exit $rc)" >&2
+  exit $rc
+}
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+
+mount_in() {  # mount_in TARGET MOUNT-ARGS...: mounts and remembers it for cleanup
+  local target=$1; shift
+  mkdir -p "$target"
+  mount "$@" "$target"
+  mounts+=("$target")
+}
+
+timed() {  # timed NAME COMMAND...: runs the step, prints its wall time
+  step=$1; shift
+  local t0=$SECONDS
+  echo "== [fresh] $step"
+  "$@"
+  echo "== [fresh] $step: $((SECONDS - t0)) s"
+  times+=("$step $((SECONDS - t0)) s")
+}
+times=()
+
+make_root() {
+  if [[ $refresh -eq 1 ]]; then rm -f "$tarball"; fi
+  mkdir -p "$cache" "$debs"
+  if [[ ! -s $tarball ]]; then
+    if ! command -v debootstrap >/dev/null 2>&1; then
+      echo "check-fresh-machine: installing debootstrap on this machine (not in the root)"
+      DEBIAN_FRONTEND=noninteractive apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+    fi
+    local tmp
+    tmp=$(mktemp -d /var/tmp/dltrain-debootstrap.XXXXXX)
+    debootstrap --variant=minbase "$suite" "$tmp" "$mirror" >"$cache/debootstrap.log" 2>&1 ||
+      { tail -20 "$cache/debootstrap.log" >&2; rm -rf --one-file-system "$tmp"; return 1; }
+    rm -f "$tmp"/var/cache/apt/archives/*.deb
+    tar -C "$tmp" -cf "$tarball.part" . && mv "$tarball.part" "$tarball"
+    rm -rf --one-file-system "$tmp"
+  fi
+  root=$(mktemp -d /var/tmp/dltrain-fresh.XXXXXX)
+  tar -C "$root" -xf "$tarball"
+  # What a new Debian 12 machine has: the release, its updates and security. The machine's own
+  # name is deliberately not in /etc/hosts (as in containers and fresh roots): dltrain must
+  # neither need nor crash on it.
+  cat >"$root/etc/apt/sources.list" <<EOF
+deb $mirror $suite main
+deb $mirror $suite-updates main
+deb $security $suite-security main
+EOF
+  printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
+  cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+  mount_in "$root/proc" -t proc proc
+  mount_in "$root/sys" -t sysfs sysfs
+  mount_in "$root/dev" --bind /dev
+  mount_in "$root/dev/pts" --bind /dev/pts
+  mount_in "$root/dev/shm" -t tmpfs -o mode=1777 tmpfs
+  mount_in "$root/var/cache/apt/archives" --bind "$debs"
+  if [[ $cuda -eq 1 && -d /usr/local/cuda ]]; then
+    mount_in "$root/usr/local/cuda" --bind "$(readlink -f /usr/local/cuda)"
+    mount -o remount,bind,ro "$root/usr/local/cuda"
+    echo "check-fresh-machine: /usr/local/cuda bind-mounted read-only (CUDA build checked too)"
+  fi
+  mkdir -p "$root/root/dltrain"
+  git -C "$repo" archive --format=tar HEAD | tar -C "$root/root/dltrain" -xf -
+  if [[ -n $(git -C "$repo" status --porcelain --untracked-files=no) ]]; then
+    echo "check-fresh-machine: note: uncommitted changes are not part of the check (HEAD $(git -C "$repo" rev-parse --short HEAD) is)"
+  fi
+}
+
+in_root() {  # runs a command line inside the root as root, in the project's folder, clean env
+  env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    TERM=dumb LANG=C.UTF-8 ${CI:+CI=$CI} \
+    chroot "$root" /bin/bash -c "cd /root/dltrain && $1"
+}
+
+timed "root" make_root
+in_root 'echo "inside the fresh root: Debian $(cat /etc/debian_version), $(dpkg-query -f . -W | wc -c) packages, hostname $(hostname) $(getent hosts "$(hostname)" >/dev/null && echo resolves || echo "does not resolve")"'
+if [[ $demo -eq 1 ]]; then
+  timed "scripts/demo.sh" in_root 'scripts/demo.sh'
+fi
+timed "scripts/test.sh" in_root 'scripts/test.sh'
+step="done"
+echo "check-fresh-machine: passed ($(IFS=';'; echo "${times[*]}"); total $SECONDS s)"
