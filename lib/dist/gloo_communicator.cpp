@@ -81,10 +81,7 @@ class GlooCommunicator final : public Communicator {
     }
     try {
       gloo::transport::tcp::attr attr;
-      if (!o.iface.empty())
-        attr.iface = o.iface;
-      else
-        attr.hostname = o.hostname.empty() ? "127.0.0.1" : o.hostname;
+      attr.hostname = o.hostname.empty() ? "127.0.0.1" : o.hostname;
       auto device = gloo::transport::tcp::CreateDevice(attr);
       auto ctx = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
       ctx->setTimeout(timeout_);

@@ -22,6 +22,7 @@
 #include "backend/backend.h"
 #include "build_config.h"
 #include "dist/communicator.h"
+#include "dist/host_address.h"
 #include "dist/tcp_store.h"
 #include "util/error.h"
 #if DLT_HAVE_NCCL
@@ -200,12 +201,8 @@ std::shared_ptr<Communicator> join_world(const WorldInfo& w, const std::string& 
     o.hostname = "127.0.0.1";
   } else {
     set_cluster_rendezvous(o, w, output_dir, env);
-    o.iface = get(env, "DLT_GLOO_IFACE");
-    o.hostname = get(env, "DLT_GLOO_HOSTNAME");
-    if (o.hostname.empty()) {
-      char host[256] = {0};
-      if (gethostname(host, sizeof(host) - 1) == 0) o.hostname = host;
-    }
+    const std::string who = "rank " + std::to_string(w.rank) + " of " + std::to_string(w.size);
+    o.hostname = gloo_address(env, world_on_this_host(w, o.rendezvous_tcp, env), who);
   }
   return make_cpu_communicator(o);
 }

@@ -67,8 +67,9 @@ std::vector<std::string> self_command_line();
 WorldInfo local_worker_world(int rank, const std::map<std::string, std::string>& env);
 
 // Joins the world: Gloo over TCP, rendezvous in env DLT_RENDEZVOUS (local workers) or
-// set_cluster_rendezvous(); the address is loopback for local workers, else env
-// DLT_GLOO_IFACE (an interface), DLT_GLOO_HOSTNAME or this host's name. Timeout: env
+// set_cluster_rendezvous(); the address is loopback for local workers, else gloo_address()
+// (host_address.h: DLT_GLOO_IFACE / GLOO_SOCKET_IFNAME, DLT_GLOO_HOSTNAME or this host's name,
+// resolved here; loopback when it does not resolve and every rank is local). Timeout: env
 // DLT_COMM_TIMEOUT seconds (60).
 std::shared_ptr<Communicator> join_world(const WorldInfo& world, const std::string& output_dir,
                                          const std::map<std::string, std::string>& env);

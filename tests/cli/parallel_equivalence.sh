@@ -73,18 +73,20 @@ echo -n "batch norm, 3 workers [2 0 1]:  "; compare "$TMP/bn_three/model.bin" "$
 echo -n "batch norm, 31-float buckets:   "; compare "$TMP/bn_buckets/model.bin" "$TMP/bn_one/model.bin" || fail "buckets"
 
 # Worlds started by a cluster launcher: one process per rank, variables as srun / torchrun set them.
-join() {  # join OUT VAR=VALUE... : ranks 0 and 1 with those variables (RANKVAR, SIZEVAR named below)
-  local out=$1 rank_var=$2 size_var=$3
+# join OUT RANKVAR SIZEVAR ONEHOST: ranks 0 and 1 with those variables; ONEHOST is the variable
+# that launcher sets to say both ranks share this machine (host_address.h).
+join() {
+  local out=$1 rank_var=$2 size_var=$3 one_host=$4
   for r in 0 1; do
-    env "$rank_var=$r" "$size_var=2" DLT_RENDEZVOUS="$TMP/rdv-$out" "$DLTRAIN" train "$TMP/plain.yaml" \
+    env "$rank_var=$r" "$size_var=2" "$one_host" DLT_RENDEZVOUS="$TMP/rdv-$out" "$DLTRAIN" train "$TMP/plain.yaml" \
       --output-dir "$TMP/$out" --threads 1 "${par[@]}" > "$TMP/$out-$r.log" 2>&1 &
   done
   wait %1 || fail "$out rank 0: $(cat "$TMP/$out-0.log")"
   wait %2 || fail "$out rank 1: $(cat "$TMP/$out-1.log")"
 }
-join srun SLURM_PROCID SLURM_NTASKS
+join srun SLURM_PROCID SLURM_NTASKS SLURM_NNODES=1
 echo -n "srun variables (SLURM_PROCID):  "; compare "$TMP/srun/model.bin" "$TMP/one/model.bin" || fail "srun world"
-join torchrun RANK WORLD_SIZE
+join torchrun RANK WORLD_SIZE LOCAL_WORLD_SIZE=2
 echo -n "torchrun variables (RANK):      "; compare "$TMP/torchrun/model.bin" "$TMP/one/model.bin" || fail "torchrun world"
 
 # torchrun with no shared directory: the ranks meet through rank 0's TCP store at
