@@ -11,9 +11,13 @@
 
 namespace dlt {
 
+// The metadata_props key under which export_onnx writes the class names, one per line.
+inline constexpr const char* kOnnxClassNamesKey = "class_names";
+
 struct OnnxImportOptions {
-  std::vector<std::string> classes;  // empty: class_1 .. class_K
+  std::vector<std::string> classes;  // empty: the file's class_names metadata, else class_1 .. class_K
   std::vector<int64_t> input_size;   // (H, W, C) when the graph input has symbolic sizes
+  std::string classes_from = "the class list";  // where `classes` came from, for errors
 };
 
 // True when this build reads and writes ONNX.

@@ -1,7 +1,8 @@
 // dltrain model -> ONNX (opset 13) with NCHW semantics: input "input" (N, C, H, W), output
 // "prob" (N, K). Conv weights go OHWI -> OIHW; the first fullyConnected after an image gets
 // a Flatten and its columns permuted from HWC to CHW order; zerocenter / zscore input
-// normalization becomes Sub / Div nodes; dropout and classification have no ONNX node.
+// normalization becomes Sub / Div nodes; dropout and classification have no ONNX node; the
+// class names go into metadata_props.
 #include <map>
 
 #include "build_config.h"
@@ -58,6 +59,16 @@ class Exporter {
     tt->set_elem_type(onnx::TensorProto::FLOAT);
     tt->mutable_shape()->add_dim()->set_dim_param("N");
     tt->mutable_shape()->add_dim()->set_dim_value(last.shape[2]);
+    // The class names travel in the model's metadata, one per line (as for --classes FILE).
+    std::string names;
+    for (const auto& c : m_.classes) {
+      if (c.find('\n') != std::string::npos)
+        throw ModelError(path_ + ": class name '" + c + "' contains a line break; rename that class");
+      names += (names.empty() ? "" : "\n") + c;
+    }
+    auto* meta = model_.add_metadata_props();
+    meta->set_key(kOnnxClassNamesKey);
+    meta->set_value(names);
     std::string bytes;
     if (!model_.SerializeToString(&bytes)) throw ModelError(path_ + ": protobuf could not serialize the model (over 2 GB?)");
     return bytes;

@@ -511,8 +511,8 @@ class Importer {
     if (m_.classes.empty())
       for (int64_t i = 1; i <= k; ++i) m_.classes.push_back("class_" + std::to_string(i));
     if (static_cast<int64_t>(m_.classes.size()) != k)
-      throw ModelError(path_ + ": the network outputs " + std::to_string(k) + " classes but the class list has " +
-                       std::to_string(m_.classes.size()) + " names (one per line)");
+      throw ModelError(path_ + ": the network outputs " + std::to_string(k) + " classes but " + opt_.classes_from +
+                       " has " + std::to_string(m_.classes.size()) + " names (--classes FILE gives one per line)");
     // Input normalization found at the front of the graph.
     LayerSpec& in = m_.network.layers.front();
     int64_t h = in.get_ints("InputSize", {}, 3)[0], w = in.get_ints("InputSize", {}, 3)[1], c = in.get_ints("InputSize", {}, 3)[2];
@@ -553,7 +553,18 @@ ModelData import_onnx(const std::string& path, const OnnxImportOptions& options)
   onnx::ModelProto model;
   if (!model.ParseFromIstream(&f))
     throw ModelError(path + ": not a readable ONNX model (protobuf parse failed; is it an .onnx file?)");
-  ModelData m = Importer(path, model, options).run();
+  OnnxImportOptions o = options;
+  if (o.classes.empty())
+    for (const auto& meta : model.metadata_props())
+      if (meta.key() == kOnnxClassNamesKey && !meta.value().empty()) {
+        const std::string& v = meta.value();
+        for (size_t start = 0, end; start <= v.size(); start = end + 1) {
+          end = std::min(v.find('\n', start), v.size());
+          o.classes.push_back(v.substr(start, end - start));
+        }
+        o.classes_from = "its class_names metadata";
+      }
+  ModelData m = Importer(path, model, o).run();
   m.metadata_json = "{\"imported_from\": \"onnx\"}";
   return m;
 }
