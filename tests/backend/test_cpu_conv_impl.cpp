@@ -1,18 +1,24 @@
 // Which convolution implementation the CPU backend picks: Winograd for 3x3 stride-1 convs
-// with 32+ channels, direct NHWC otherwise (DLT_CONV_ALGO=direct forces direct).
+// with 32+ channels where oneDNN's ISA has it, direct NHWC otherwise (DLT_CONV_ALGO=direct
+// forces direct); and which ISA that is.
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <cstring>
+#include <strings.h>
 
 #include "backend/cpu/cpu_backend.h"
 
 using namespace dlt;
 
-TEST_CASE("CPU conv picks Winograd for 3x3 stride-1 convs with 32+ channels", "[backend]") {
+TEST_CASE("CPU conv picks Winograd for 3x3 stride-1 convs with 32+ channels where oneDNN has it", "[backend]") {
   ConvDesc d;
   d.n = 4, d.h = d.w = 16, d.c = 64, d.k = 64, d.kh = d.kw = 3;
   d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
   auto op = cpu_backend().make_conv(d);
-  CHECK(impl_info(*op).find("wino") != std::string::npos);
+  INFO("oneDNN ISA " << cpu_isa().name << ": " << impl_info(*op));
+  // Winograd needs avx512_core: on AVX2 CPUs (or under DNNL_MAX_CPU_ISA=AVX2) the same
+  // convolution runs direct, and the agreement tests check its numbers either way.
+  CHECK((impl_info(*op).find("wino") != std::string::npos) == cpu_isa().winograd);
   d.stride_h = d.stride_w = 2;
   CHECK(impl_info(*cpu_backend().make_conv(d)).find("wino") == std::string::npos);
   d.stride_h = d.stride_w = 1;
@@ -25,4 +31,21 @@ TEST_CASE("CPU conv picks Winograd for 3x3 stride-1 convs with 32+ channels", "[
   setenv("DLT_CONV_ALGO", "direct", 1);
   CHECK(impl_info(*cpu_backend().make_conv(d)).find("wino") == std::string::npos);
   unsetenv("DLT_CONV_ALGO");
+}
+
+// CTest runs this binary a second time with DNNL_MAX_CPU_ISA=AVX2 (tests/CMakeLists.txt): then
+// oneDNN and every choice dltrain makes from cpu_isa() are those of an AVX2 CPU.
+TEST_CASE("cpu_isa is the ISA oneDNN uses, DNNL_MAX_CPU_ISA included", "[backend]") {
+  const CpuIsa isa = cpu_isa();
+  const char* cap = std::getenv("DNNL_MAX_CPU_ISA");
+  INFO("oneDNN ISA " << isa.name << ", DNNL_MAX_CPU_ISA=" << (cap ? cap : "(unset)"));
+  CHECK(isa.name != "no SIMD");
+  if (!__builtin_cpu_supports("avx512f") || (cap && strcasecmp(cap, "AVX2") == 0)) {
+    CHECK((isa.name == "avx2" || isa.name == "avx2_vnni" || isa.name == "avx" || isa.name == "sse41"));
+    CHECK_FALSE(isa.winograd);
+    CHECK_FALSE(isa.bf16);
+    CHECK_FALSE(isa.amx);
+  }
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && !cap) CHECK(isa.winograd);
+  CHECK(cpu_backend().name().find(", " + isa.name + ", ") != std::string::npos);
 }

@@ -45,7 +45,17 @@ void expect_mixed(const char* what, const Tensor& got, const Vec& want_rounded, 
   CHECK(e.rel >= kMinRoundingSeen);
 }
 
-bool cpu_has_bf16_kernels() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
+// Whether oneDNN has bfloat16 kernels at the ISA it dispatches to (DNNL_MAX_CPU_ISA caps it).
+// Where it has none, the ops must refuse with the one-line error that names that ISA.
+bool cpu_has_bf16_kernels() {
+  if (cpu_isa().bf16) return true;
+  ConvDesc c;
+  c.n = 1, c.h = c.w = 4, c.c = 3, c.k = 2, c.kh = c.kw = 3, c.bf16 = true;
+  const std::string want = "Precision mixed: oneDNN runs this CPU at " + cpu_isa().name + ", which has no bfloat16";
+  CHECK_THROWS_WITH(cpu_backend().make_conv(c), Catch::Contains(want));
+  CHECK_THROWS_WITH(cpu_backend().make_fc(FcDesc{2, 8, 3, false, true}), Catch::Contains(want));
+  return false;
+}
 
 void check_conv(ConvDesc d) {
   d.bf16 = true;
@@ -81,7 +91,7 @@ void check_conv(ConvDesc d) {
 
 TEST_CASE("CPU conv with Precision mixed: bfloat16 operands, float32 sums", "[backend][mixed]") {
   if (!cpu_has_bf16_kernels()) {
-    WARN("skipped: this CPU has no AVX-512, so oneDNN has no bfloat16 kernels");
+    WARN("bfloat16 kernels skipped: oneDNN runs this CPU at " << cpu_isa().name << " (they need avx512_core)");
     return;
   }
   ConvDesc d;
@@ -110,7 +120,7 @@ TEST_CASE("CPU conv with Precision mixed: bfloat16 operands, float32 sums", "[ba
 
 TEST_CASE("CPU fullyConnected with Precision mixed: bfloat16 operands, float32 sums", "[backend][mixed]") {
   if (!cpu_has_bf16_kernels()) {
-    WARN("skipped: this CPU has no AVX-512, so oneDNN has no bfloat16 kernels");
+    WARN("bfloat16 kernels skipped: oneDNN runs this CPU at " << cpu_isa().name << " (they need avx512_core)");
     return;
   }
   for (FcDesc d : {FcDesc{5, 96, 11, false, true}, FcDesc{3, 128, 10, true, true}, FcDesc{1, 64, 64, false, true}}) {
@@ -144,9 +154,14 @@ TEST_CASE("Precision mixed keeps float32 Winograd for 3x3 stride-1 convs on CPUs
   d.n = 2, d.h = 9, d.w = 7, d.c = 32, d.k = 48, d.kh = d.kw = 3;
   d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
   d.bf16 = true;
+  if (!cpu_isa().winograd) {  // no Winograd and no bfloat16 at this ISA: the one-line refusal
+    CHECK_FALSE(cpu_has_bf16_kernels());
+    return;
+  }
   auto op = cpu_backend().make_conv(d);
   INFO(impl_info(*op));
-  if (impl_info(*op).find("amx") != std::string::npos) {  // AMX: bfloat16 direct is the faster
+  CHECK((impl_info(*op).find("amx") != std::string::npos) == cpu_isa().amx);
+  if (cpu_isa().amx) {  // AMX: bfloat16 direct is the faster
     CHECK(impl_info(*op).find("bf16") != std::string::npos);
     return;
   }
@@ -177,7 +192,7 @@ void refill(Tensor& t, const Vec& v) {
 // copies, including a step whose only backward pass is the one that did not convert dy before.
 TEST_CASE("Precision mixed: the ops' reused bfloat16 copies are never stale", "[backend][mixed]") {
   if (!cpu_has_bf16_kernels()) {
-    WARN("skipped: this CPU has no AVX-512, so oneDNN has no bfloat16 kernels");
+    WARN("bfloat16 kernels skipped: oneDNN runs this CPU at " << cpu_isa().name << " (they need avx512_core)");
     return;
   }
   ConvDesc d;

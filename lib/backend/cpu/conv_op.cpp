@@ -156,18 +156,13 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   Args fwd_args_, bwd_d_args_, bwd_w_args_;
 };
 
-bool cpu_has_amx() {
-  const auto amx = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx);
-  return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & amx) == amx;
-}
-
 }  // namespace
 
 std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx) {
   // Precision mixed keeps float32 Winograd where it beats bfloat16 direct convolution: on CPUs
   // without AMX, 3x3 stride-1 layers run faster in float32 Winograd (4x fewer multiplies) than
   // in bfloat16 (measured on resnet18-cifar, docs/performance.md), and are more exact.
-  if (!d.bf16 || !cpu_has_amx()) {
+  if (!d.bf16 || !cpu_isa().amx) {
     ConvDesc f32 = d;
     f32.bf16 = false;
     if (auto wino = make_winograd_conv_op(f32, ctx)) return wino;
@@ -176,7 +171,7 @@ std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx) {
   try {
     return std::make_unique<CpuConvOp>(d, ctx);
   } catch (const dnnl::error&) {
-    throw DeviceError(kNoCpuBf16);
+    throw DeviceError(no_cpu_bf16_message());
   }
 }
 

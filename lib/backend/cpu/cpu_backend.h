@@ -15,6 +15,17 @@ Backend& cpu_backend();
 void cpu_set_threads(int n);
 int cpu_threads();
 
+// The instruction set oneDNN dispatches to: dnnl::get_effective_cpu_isa(), the CPU's own
+// capped by the environment variable DNNL_MAX_CPU_ISA (so DNNL_MAX_CPU_ISA=AVX2 makes every
+// choice below as on an AVX2 CPU). In oneDNN 2.6 Winograd and the bfloat16 convolution and
+// inner-product kernels need avx512_core; with AMX, Precision mixed prefers bfloat16 direct
+// convolution to float32 Winograd (conv_op.cpp).
+struct CpuIsa {
+  std::string name;  // "sse41", "avx2", "avx512_core", "avx512_core_amx", ...
+  bool winograd = false, bf16 = false, amx = false;
+};
+CpuIsa cpu_isa();
+
 // Debugging aid: CPU ops report the oneDNN implementations they chose, e.g.
 // "fwd=brg:avx512_core bwd_d=jit:avx512_core bwd_w=jit:avx512_core".
 class ImplInfo {

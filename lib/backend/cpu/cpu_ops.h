@@ -3,6 +3,7 @@
 // workspaces and scratchpad in its constructor; forward/backward only bind pointers and run.
 #pragma once
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/dnnl_util.h"
@@ -16,10 +17,8 @@ struct DnnlContext {
   dnnl::stream strm{eng};
 };
 
-// The error when oneDNN has no bfloat16 kernel for this CPU (Precision: mixed).
-inline constexpr const char* kNoCpuBf16 =
-    "Precision mixed: this CPU has no bfloat16 convolution or inner-product kernels in oneDNN "
-    "(they need AVX-512); set Precision: single";
+// The error when oneDNN has no bfloat16 kernel at the ISA it uses (Precision: mixed).
+std::string no_cpu_bf16_message();
 
 std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx);
 // Winograd F(4x4, 3x3) for 3x3 stride-1 convolutions with 32+ channels and symmetric padding 0 or 1, or null when it does

@@ -139,7 +139,7 @@ std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, DnnlContext& ctx) {
   try {
     return std::make_unique<CpuFcOp>(d, ctx);
   } catch (const dnnl::error&) {
-    if (d.bf16) throw DeviceError(kNoCpuBf16);
+    if (d.bf16) throw DeviceError(no_cpu_bf16_message());
     throw;
   }
 }
