@@ -5,6 +5,15 @@ set(DLT_HAVE_NCCL 0)
 set(DLT_CUDA_SOURCES "")
 set(DLT_CUDA_LIBS "")
 if(NOT DLTRAIN_CUDA STREQUAL "OFF")
+  # CMake looks for nvcc on PATH only, and NVIDIA's installer leaves /usr/local/cuda/bin off
+  # it: look there too (and in CUDAToolkit_ROOT / CUDA_PATH, as FindCUDAToolkit does), and hand
+  # the result to check_language and enable_language through CUDACXX.
+  if(NOT DEFINED CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX})
+    find_program(DLT_NVCC nvcc PATHS ENV CUDAToolkit_ROOT ENV CUDA_PATH /usr/local/cuda PATH_SUFFIXES bin)
+    if(DLT_NVCC)
+      set(ENV{CUDACXX} "${DLT_NVCC}")
+    endif()
+  endif()
   include(CheckLanguage)
   check_language(CUDA)
   find_package(CUDAToolkit QUIET)

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The demo: set-up, build, generate the shapes dataset, train configs/shapes.yaml, classify
-# the held-out images and print the accuracy. A few minutes on 2 cores.
+# the held-out images and print the accuracy. A few minutes on 2 cores. Prints each stage's
+# wall time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+t=$SECONDS
 scripts/setup.sh
+echo "== set-up: $((SECONDS - t)) s"; t=$SECONDS
 scripts/build.sh
+echo "== build: $((SECONDS - t)) s"; t=$SECONDS
 dltrain=${DLTRAIN_BUILD_DIR:-build}/dltrain
 data=data/shapes
 out=runs/demo
@@ -16,9 +20,11 @@ fi
 
 echo "== Training configs/shapes.yaml (outputs in $out)"
 "$dltrain" train configs/shapes.yaml --output-dir "$out"
+echo "== dataset + train: $((SECONDS - t)) s"; t=$SECONDS
 
 echo "== Classifying the held-out images in $data/test"
 "$dltrain" classify "$out/model.bin" "$data/test" --output "$out/predictions.csv"
+echo "== classify: $((SECONDS - t)) s"
 
 echo
 echo "Model:       $out/model.bin"
