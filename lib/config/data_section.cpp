@@ -65,4 +65,11 @@ void write_data(YAML::Emitter& e, const DataOptions& opts) { write_section(e, da
 std::vector<std::string> data_keys() { return field_names(data_fields()); }
 std::vector<std::string> augmentation_keys() { return field_names(aug_fields()); }
 
+std::string unknown_data_message(const std::string& key) {
+  return unknown_key_message("data key", key, data_keys(), data_hint);
+}
+std::string unknown_augmentation_message(const std::string& key) {
+  return unknown_key_message("data.Augmentation option", key, augmentation_keys(), nullptr);
+}
+
 }  // namespace dlt::cfg

@@ -242,6 +242,18 @@ std::vector<std::string> field_names(const std::vector<FieldDef<T>>& fields) {
   return out;
 }
 
+// "unknown <what> '<key>'" and its fix: hint_for's for a known MATLAB name that dltrain spells or
+// places differently, else a did-you-mean, else the known keys. read_section (YAML) and
+// apply_overrides (--set) both build their message here, so a key gets the same hint from both.
+inline std::string unknown_key_message(const std::string& what, const std::string& key,
+                                       const std::vector<std::string>& known,
+                                       const std::function<std::string(const std::string&)>& hint_for) {
+  std::string hint = hint_for ? hint_for(key) : "";
+  if (hint.empty()) hint = did_you_mean(key, known);
+  if (hint.empty()) hint = " (known: " + join(known, ", ") + ")";
+  return "unknown " + what + " '" + key + "'" + hint;
+}
+
 // Reads a map section. `prefix` qualifies names ("training"); `what` names an unknown key in
 // messages ("training option"). `hint_for` may return a fix for a known-but-unsupported key.
 template <class T>
@@ -253,12 +265,8 @@ void read_section(const YAML::Node& node, const Origin& origin, const std::vecto
     const FieldDef<T>* f = nullptr;
     for (const auto& fd : fields)
       if (fd.name == e.key) f = &fd;
-    if (!f) {
-      std::string hint = hint_for ? hint_for(e.key) : "";
-      if (hint.empty()) hint = did_you_mean(e.key, field_names(fields));
-      if (hint.empty()) hint = " (known: " + join(field_names(fields), ", ") + ")";
-      throw ConfigError(origin.at(e.key_node) + "unknown " + what + " '" + e.key + "'" + hint);
-    }
+    if (!f)
+      throw ConfigError(origin.at(e.key_node) + unknown_key_message(what, e.key, field_names(fields), hint_for));
     f->read(ValueCtx{origin, prefix + "." + e.key, e.key_node, e.value}, out);
   }
 }

@@ -57,7 +57,7 @@ void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides
       fail("value '" + text + "' is not valid YAML: " + e.msg + " (quote it)");
     }
     size_t dot = path.find('.');
-    const std::string section = path.substr(0, dot);
+    std::string section = path.substr(0, dot);
     if (!contains(kSections, section)) {
       std::string hint = did_you_mean(section, kSections);
       fail("unknown section '" + section + "'" + (hint.empty() ? " (sections: layers, data, training)" : hint));
@@ -65,7 +65,11 @@ void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides
     if (dot == std::string::npos || dot + 1 == path.size())
       fail("name a key inside " + section + " (e.g. training.MaxEpochs=1, data.train=/data/x, "
            "layers.conv1.NumFilters=20)");
-    const std::string rest = path.substr(dot + 1);
+    std::string rest = path.substr(dot + 1);
+    if (section == "training" && rest == "ValidationData") {  // MATLAB's name for data.validation
+      section = "data";
+      rest = "validation";
+    }
     if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
     YAML::Node target;  // the map receiving the key
     std::string key;
@@ -74,20 +78,17 @@ void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides
       key = rest;
       if (rest.find('.') != std::string::npos)
         fail("training options have no sub-keys (write training.<Option>=value)");
-      if (!contains(training_keys(), key))
-        fail("unknown training option '" + key + "'" + did_you_mean(key, training_keys()));
+      if (!contains(training_keys(), key)) fail(unknown_training_message(key));
       if (!child_map(root, "training", &target)) fail("the file's training: section is not a map");
     } else if (section == "data") {
       std::vector<std::string> parts = split(rest, '.');
-      if (!contains(data_keys(), parts[0]))
-        fail("unknown data key '" + parts[0] + "'" + did_you_mean(parts[0], data_keys()));
+      if (!contains(data_keys(), parts[0])) fail(unknown_data_message(parts[0]));
       if (!child_map(root, "data", &target)) fail("the file's data: section is not a map");
       key = parts[0];
       if (parts.size() > 1) {
         if (parts[0] != "Augmentation" || parts.size() > 2)
           fail("data." + parts[0] + " has no sub-key '" + parts.back() + "'");
-        if (!contains(augmentation_keys(), parts[1]))
-          fail("unknown data.Augmentation option '" + parts[1] + "'" + did_you_mean(parts[1], augmentation_keys()));
+        if (!contains(augmentation_keys(), parts[1])) fail(unknown_augmentation_message(parts[1]));
         YAML::Node aug;
         if (!child_map(target, "Augmentation", &aug)) fail("the file's data.Augmentation is not a map");
         target.reset(aug);

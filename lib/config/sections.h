@@ -14,11 +14,19 @@ namespace dlt::cfg {
 void read_training(const YAML::Node& node, const Origin& origin, TrainingOptions& out);
 void write_training(YAML::Emitter& e, const TrainingOptions& opts);
 std::vector<std::string> training_keys();
+// "unknown training option 'K' (fix)": the one message for an unknown key from YAML or --set.
+std::string unknown_training_message(const std::string& key);
+// MATLAB's trainingOptions ValidationData is dltrain's data.validation: moves the file's
+// training.ValidationData there (ConfigError when both are given). --set
+// training.ValidationData=DIR is redirected by apply_overrides itself.
+void move_training_aliases(YAML::Node& root, const Origin& origin);
 
 void read_data(const YAML::Node& node, const Origin& origin, DataOptions& out);
 void write_data(YAML::Emitter& e, const DataOptions& opts);
 std::vector<std::string> data_keys();
 std::vector<std::string> augmentation_keys();
+std::string unknown_data_message(const std::string& key);
+std::string unknown_augmentation_message(const std::string& key);
 
 // layers: a sequence of maps -> NetworkSpec (types canonical, default names filled in).
 NetworkSpec read_layers(const YAML::Node& node, const Origin& origin);

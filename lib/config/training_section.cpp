@@ -65,6 +65,10 @@ const std::vector<FieldDef<TO>>& fields() {
     v.push_back(bool_field<TO>("Verbose", [](auto& o) -> auto& { return o.verbose; }));
     v.push_back(int_field<TO>("VerboseFrequency", 1, "a positive integer",
                               [](auto& o) -> auto& { return o.verbose_frequency; }));
+    v.push_back(choice_field<TO>("Plots", {"training-progress", "none"},
+                                 [](auto& o) -> auto& { return o.plots; }));
+    v.push_back(double_field<TO>("PlotIntervalSeconds", 0, true, kInf, true, "a positive number of seconds",
+                                 [](auto& o) -> auto& { return o.plot_interval_seconds; }));
     v.push_back(string_field<TO>("CheckpointPath", [](auto& o) -> auto& { return o.checkpoint_path; }));
     v.push_back(int_field<TO>("CheckpointFrequency", 1, "a positive integer",
                               [](auto& o) -> auto& { return o.checkpoint_frequency; }));
@@ -97,11 +101,16 @@ const std::vector<FieldDef<TO>>& fields() {
   return f;
 }
 
-// MATLAB trainingOptions names that have a different home in dltrain.
+// MATLAB trainingOptions names that dltrain does not read, with what to write instead.
+// (ValidationData arrives here only when data: is not a map; move_training_aliases maps it.)
 std::string matlab_hint(const std::string& key) {
   if (key == "ValidationData") return " (give the validation folder as data.validation, or data.ValidationSplit)";
-  if (key == "Plots") return " (not supported; dltrain prints a progress table instead, remove it)";
   if (key == "SolverName") return " (write Solver: sgdm)";
+  if (key == "OutputFcn")
+    return " (dltrain runs no callbacks: read log.csv and progress.png in the output folder, which are "
+           "updated while training runs)";
+  if (key == "SequenceLength" || key == "SequencePaddingValue" || key == "SequencePaddingDirection")
+    return " (a sequence option: dltrain trains image classifiers only, remove it)";
   return "";
 }
 
@@ -114,5 +123,40 @@ void read_training(const YAML::Node& node, const Origin& origin, TrainingOptions
 void write_training(YAML::Emitter& e, const TrainingOptions& opts) { write_section(e, fields(), opts); }
 
 std::vector<std::string> training_keys() { return field_names(fields()); }
+
+std::string unknown_training_message(const std::string& key) {
+  return unknown_key_message("training option", key, training_keys(), matlab_hint);
+}
+
+void move_training_aliases(YAML::Node& root, const Origin& origin) {
+  if (!root.IsMap()) return;
+  const YAML::Node& lookup = root;  // const lookups add no keys
+  YAML::Node training = lookup["training"];  // missing: undefined (IsMap would throw)
+  if (!training.IsDefined() || !training.IsMap()) return;
+  YAML::Node key, value;  // rebound with reset(): operator= would overwrite the node
+  bool found = false;
+  for (auto it = training.begin(); it != training.end(); ++it)
+    if (it->first.IsScalar() && it->first.Scalar() == "ValidationData") {
+      key.reset(it->first);
+      value.reset(it->second);
+      found = true;
+    }
+  if (!found) return;
+  YAML::Node data = lookup["data"];
+  if (data.IsDefined() && !data.IsNull() && !data.IsMap()) return;  // read_data reports it
+  if (!value.IsNull() && !value.IsScalar())
+    throw ConfigError(origin.loc(key, value).prefix() + "training.ValidationData must be a folder of class folders " +
+                      "(dltrain reads it as data.validation), got '" + node_text(value) + "'");
+  if (data.IsDefined() && data.IsMap())
+    for (auto it = data.begin(); it != data.end(); ++it)
+      if (it->first.IsScalar() && it->first.Scalar() == "validation")
+        throw ConfigError(origin.at(key) + "training.ValidationData and data.validation (line " +
+                          std::to_string(origin.loc(it->first).line) +
+                          ") both give the validation folder (keep data.validation)");
+  if (!data.IsDefined() || !data.IsMap()) root["data"] = YAML::Node(YAML::NodeType::Map);
+  YAML::Node target = lookup["data"];  // a new handle: reset() throws on an undefined one
+  target["validation"] = value;
+  training.remove("ValidationData");
+}
 
 }  // namespace dlt::cfg

@@ -168,6 +168,8 @@ training:
   OutputNetwork: best-validation-loss
   Verbose: false
   VerboseFrequency: 10
+  Plots: none
+  PlotIntervalSeconds: 2.5
   CheckpointPath: "ckpt: dir #1"
   CheckpointFrequency: 2
   CheckpointFrequencyUnit: iteration
@@ -211,6 +213,8 @@ TEST_CASE("config: every field is read", "[config]") {
   CHECK(t.seed == 1234);
   CHECK(t.threads == 2);
   CHECK_FALSE(t.verbose);
+  CHECK(t.plots == "none");
+  CHECK(t.plot_interval_seconds == 2.5);
   CHECK(c.network.find("fc 1") != nullptr);
   CHECK(c.network.find("cat")->inputs == std::vector<std::string>{"c", "dropout_1"});
 }

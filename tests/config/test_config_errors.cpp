@@ -82,9 +82,8 @@ TEST_CASE("config errors: unknown keys and sections", "[config]") {
   // Option names are exact; a case-only mismatch is suggested.
   CHECK(error_of(kNet + "training:\n  maxepochs: 3\n") ==
         "cfg.yaml:9: unknown training option 'maxepochs' (did you mean 'MaxEpochs'?)");
-  CHECK(error_of(kNet + "training:\n  ValidationData: val\n") ==
-        "cfg.yaml:9: unknown training option 'ValidationData' (give the validation folder as data.validation, "
-        "or data.ValidationSplit)");
+  CHECK(error_of(kNet + "training:\n  SolverName: sgdm\n") ==
+        "cfg.yaml:9: unknown training option 'SolverName' (write Solver: sgdm)");
   CHECK(error_of(kNet + "data:\n  Train: x\n") == "cfg.yaml:9: unknown data key 'Train' (did you mean 'train'?)");
   CHECK(error_of(kNet + "data:\n  Augmentation:\n    RandXReflect: true\n") ==
         "cfg.yaml:10: unknown data.Augmentation option 'RandXReflect' (did you mean 'RandXReflection'?)");

@@ -1,0 +1,144 @@
+// MATLAB trainingOptions names from the seed scripts (shared/seeds/000-004): each one is either
+// read, from the YAML file and from --set alike, or refused with the same hint from both.
+// Also Plots / PlotIntervalSeconds and training.ValidationData, which is data.validation.
+#include <catch2/catch.hpp>
+
+#include <utility>
+
+#include "config/config.h"
+#include "config_test_util.h"
+#include "util/error.h"
+
+namespace dlt {
+namespace {
+
+const std::string kNet = R"(layers:
+  - {type: imageInput, Name: input, InputSize: [32, 32, 3]}
+  - {type: convolution2d, Name: conv1, FilterSize: 5, NumFilters: 8}
+  - {type: relu}
+  - {type: fullyConnected, Name: fc, OutputSize: 10}
+  - {type: softmax}
+  - {type: classification}
+)";  // 7 lines: "training:" is line 8, its first option line 9
+
+// The ConfigError message for loading `text` with `overrides`, the temp path shown as cfg.yaml.
+std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  test::TempDir dir;
+  const std::string path = dir.write("cfg.yaml", text);
+  try {
+    load_config(path, overrides);
+  } catch (const ConfigError& e) {
+    std::string msg = e.what();
+    for (size_t p; (p = msg.find(path)) != std::string::npos;) msg.replace(p, path.size(), "cfg.yaml");
+    return msg;
+  }
+  return "no error";
+}
+
+Config load(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  test::TempDir dir;
+  return load_config(dir.write("cfg.yaml", text), overrides);
+}
+
+// Every trainingOptions name-value pair in the seeds, with a value a seed gives it
+// (DispatchInBackground is a datastore property there, a training option here), and whether
+// that value is also dltrain's default.
+struct SeedOption {
+  std::string name, value;
+  bool is_default;
+};
+const std::vector<SeedOption> kSeedOptions = {
+    {"InitialLearnRate", "0.00125", false},     {"LearnRateSchedule", "piecewise", false},
+    {"LearnRateDropFactor", "0.1", true},       {"LearnRateDropPeriod", "20", false},
+    {"L2Regularization", "0.004", false},       {"Momentum", "0.9", true},
+    {"MaxEpochs", "40", false},                 {"MiniBatchSize", "250", false},
+    {"Shuffle", "every-epoch", false},          {"Verbose", "false", false},
+    {"VerboseFrequency", "2", false},           {"ExecutionEnvironment", "multi-gpu", false},
+    {"WorkerLoad", "[2, 1]", false},            {"Plots", "training-progress", true},
+    {"DispatchInBackground", "true", true},
+};
+
+// MATLAB names dltrain does not read, each with the hint both sources must give.
+const std::vector<std::pair<std::string, std::string>> kRefused = {
+    {"SolverName", "(write Solver: sgdm)"},
+    {"OutputFcn", "(dltrain runs no callbacks: read log.csv and progress.png in the output folder"},
+    {"SequenceLength", "(a sequence option: dltrain trains image classifiers only, remove it)"},
+};
+
+TEST_CASE("matlab options: every seed trainingOptions name loads from YAML and from --set alike", "[config]") {
+  const std::string plain = dump_config(load(kNet));
+  for (const SeedOption& o : kSeedOptions) {
+    INFO(o.name << ": " << o.value);
+    Config from_file = load(kNet + "training:\n  " + o.name + ": " + o.value + "\n");
+    Config from_set = load(kNet, {"training." + o.name + "=" + o.value});
+    test::require_same_training(from_file.training, from_set.training);
+    // The value took: the resolved config differs from the defaults unless it is the default.
+    CHECK((dump_config(from_file) == plain) == o.is_default);
+  }
+}
+
+TEST_CASE("matlab options: a refused name gets the same hint from YAML and --set", "[config]") {
+  for (const auto& [name, hint] : kRefused) {
+    INFO(name);
+    const std::string file = error_of(kNet + "training:\n  " + name + ": x\n");
+    const std::string set = error_of(kNet, {"training." + name + "=x"});
+    const std::string what = "unknown training option '" + name + "' " + hint;
+    CHECK(file.rfind("cfg.yaml:9: " + what, 0) == 0);
+    CHECK(set.rfind("--set training." + name + "=x: " + what, 0) == 0);
+    CHECK(file.substr(file.find("unknown")) == set.substr(set.find("unknown")));
+  }
+  // Unknown names without a hint: the same did-you-mean, or the same list of known keys.
+  for (const std::string name : {"MaxEpoch", "Plot", "Zzzzzz"}) {
+    INFO(name);
+    const std::string file = error_of(kNet + "training:\n  " + name + ": 1\n");
+    const std::string set = error_of(kNet, {"training." + name + "=1"});
+    REQUIRE(file.find("unknown") != std::string::npos);
+    REQUIRE(set.find("unknown") != std::string::npos);
+    CHECK(file.substr(file.find("unknown")) == set.substr(set.find("unknown")));
+  }
+  CHECK(error_of(kNet + "training:\n  Zzzzzz: 1\n").find("(known: Solver, InitialLearnRate,") != std::string::npos);
+  // The data section's hints too.
+  const std::string file = error_of(kNet + "data:\n  ValidationData: v\n");
+  const std::string set = error_of(kNet, {"data.ValidationData=v"});
+  CHECK(file == "cfg.yaml:9: unknown data key 'ValidationData' (write validation: <folder>)");
+  CHECK(set == "--set data.ValidationData=v: unknown data key 'ValidationData' (write validation: <folder>)");
+}
+
+TEST_CASE("matlab options: Plots and PlotIntervalSeconds", "[config]") {
+  Config def = load(kNet);
+  CHECK(def.training.plots == "training-progress");
+  CHECK(def.training.plot_interval_seconds == 10);
+  CHECK(load(kNet + "training:\n  Plots: none\n").training.plots == "none");
+  CHECK(load(kNet, {"training.Plots=none"}).training.plots == "none");
+  CHECK(load(kNet, {"training.PlotIntervalSeconds=0.5"}).training.plot_interval_seconds == 0.5);
+  CHECK(error_of(kNet + "training:\n  Plots: training_progress\n") ==
+        "cfg.yaml:9: training.Plots must be one of training-progress, none, got 'training_progress' "
+        "(did you mean 'training-progress'?)");
+  CHECK(error_of(kNet, {"training.PlotIntervalSeconds=0"}) ==
+        "--set training.PlotIntervalSeconds=0: training.PlotIntervalSeconds must be a positive number of "
+        "seconds, got '0'");
+}
+
+TEST_CASE("matlab options: training.ValidationData is data.validation", "[config]") {
+  CHECK(load(kNet + "training:\n  ValidationData: data/val\n").data.validation == "data/val");
+  CHECK(load(kNet + "data:\n  train: t\ntraining:\n  MaxEpochs: 2\n  ValidationData: data/val\n").data.validation ==
+        "data/val");
+  CHECK(load(kNet, {"training.ValidationData=data/val"}).data.validation == "data/val");
+  // --set wins over the file, whichever name either uses.
+  CHECK(load(kNet + "data:\n  validation: a\n", {"training.ValidationData=b"}).data.validation == "b");
+  CHECK(load(kNet + "training:\n  ValidationData: a\n", {"data.validation=b"}).data.validation == "b");
+  // The resolved config names it data.validation.
+  const std::string dumped = dump_config(load(kNet + "training:\n  ValidationData: data/val\n"));
+  CHECK(dumped.find("ValidationData") == std::string::npos);
+  CHECK(dumped.find("validation: \"data/val\"") != std::string::npos);
+  // Given twice in the file, or not a folder name.
+  CHECK(error_of(kNet + "data:\n  validation: a\ntraining:\n  ValidationData: b\n") ==
+        "cfg.yaml:11: training.ValidationData and data.validation (line 9) both give the validation folder "
+        "(keep data.validation)");
+  CHECK(error_of(kNet + "training:\n  ValidationData: [a, b]\n") ==
+        "cfg.yaml:9: training.ValidationData must be a folder of class folders (dltrain reads it as "
+        "data.validation), got '[a, b]'");
+}
+
+}  // namespace
+}  // namespace dlt
