@@ -1,5 +1,6 @@
 // write_progress_png: lays out two panels (accuracy, loss) that share the iteration axis, each
-// with a legend and the last values in the right-hand column. Drawing primitives: canvas.h.
+// with a legend and the last values in the right-hand column, and the info panel below them.
+// Drawing primitives: canvas.h.
 #include "train/plot.h"
 
 #include <algorithm>
@@ -8,11 +9,13 @@
 #include <string>
 #include <utility>
 
+#include "train/progress.h"
+
 namespace dlt {
 namespace {
 
 const Rgb kWhite{255, 255, 255}, kBlack{0, 0, 0}, kText{30, 30, 30};
-const Rgb kEpochColour{170, 170, 195};
+const Rgb kEpochColour{170, 170, 195}, kInfoLabel{110, 110, 110}, kRule{200, 200, 200};
 constexpr double kScale = 2.0;  // stb_easy_font units -> pixels
 constexpr double kPlotLeft = 110, kPlotRight = 760, kLegendLeft = 780;
 constexpr double kValDash = 6, kMarkerRadius = 4;
@@ -33,6 +36,22 @@ XY finite_pairs(const std::vector<double>& x, const std::vector<double>& y) {
   return out;
 }
 
+// Runs of consecutive finite pairs: a non-finite value ends one, so the line joining the
+// points of a run never bridges a missing check.
+std::vector<XY> finite_runs(const std::vector<double>& x, const std::vector<double>& y) {
+  std::vector<XY> runs(1);
+  const size_t n = std::min(x.size(), y.size());
+  for (size_t i = 0; i < n; ++i)
+    if (std::isfinite(x[i]) && std::isfinite(y[i])) {
+      runs.back().x.push_back(x[i]);
+      runs.back().y.push_back(y[i]);
+    } else if (!runs.back().x.empty()) {
+      runs.emplace_back();
+    }
+  if (runs.back().x.empty()) runs.pop_back();
+  return runs;
+}
+
 XY to_pixels(const Axes& ax, const XY& d) {
   XY p;
   for (size_t i = 0; i < d.x.size(); ++i) {
@@ -51,7 +70,8 @@ std::string fit_text(std::string s, double max_width) {
 struct Panel {
   std::string ylabel, unit;  // unit: "%" for accuracy, "" for loss
   Rgb colour;
-  XY raw, val;
+  XY raw, val;               // val: every finite validation point (markers)
+  std::vector<XY> val_runs;  // the consecutive ones, joined by the dashed line
   double ymin, ymax;
 };
 
@@ -111,8 +131,11 @@ void draw_panel(Canvas& c, const Axes& ax, const Panel& p, const std::vector<dou
   c.polyline(raw.x, raw.y, mix(p.colour, kWhite, 0.6), 1.25);
   c.polyline(smooth.x, smooth.y, p.colour, 2.0);
   if (raw.x.size() == 1) c.disc(raw.x[0], raw.y[0], 3, p.colour);
+  for (const XY& run : p.val_runs) {
+    const XY line = to_pixels(ax, run);
+    c.polyline(line.x, line.y, kBlack, 1.5, kValDash);
+  }
   const XY val = to_pixels(ax, p.val);
-  c.polyline(val.x, val.y, kBlack, 1.5, kValDash);
   c.set_clip({ax.area.x0 - kMarkerRadius - 1, ax.area.y0 - kMarkerRadius - 1,
               ax.area.x1 + kMarkerRadius + 1, ax.area.y1 + kMarkerRadius + 1});
   for (size_t i = 0; i < val.x.size(); ++i)
@@ -206,7 +229,82 @@ void draw_epoch_labels(Canvas& c, const EpochMarks& marks, double y) {
            kScale);
 }
 
+// The title centred on the top line; the note, if any, right after it in kNoteColour.
+void draw_title(Canvas& c, const std::string& title_text, const std::string& note_text) {
+  const double room = kProgressWidth - 20, gap = 16;
+  const std::string title = fit_text(title_text, room);
+  std::string note;
+  const double title_width = Canvas::text_width(title, kScale);
+  if (!note_text.empty() && title_width + gap + Canvas::text_width("...", kScale) <= room)
+    note = fit_text(note_text, room - title_width - gap);
+  const double width = title_width + (note.empty() ? 0 : gap + Canvas::text_width(note, kScale));
+  const double x = std::round((kProgressWidth - width) / 2);
+  c.text(x, 12, title, kText, kScale);
+  if (!note.empty()) c.text(x + title_width + gap, 12, note, kNoteColour, kScale);
+}
+
+// The info panel below kInfoTop: a rule, then the lines that are not wide two to a row (label
+// in grey, values aligned per column), then each wide line on its own row.
+void draw_info(Canvas& c, const std::vector<InfoLine>& lines) {
+  if (lines.empty()) return;
+  c.fill_rect({20, kInfoTop, kProgressWidth - 20.0, kInfoTop + 1.0}, kRule);
+  const double row = 24, top = kInfoTop + 12, right = kProgressWidth - 20;
+  const double columns[2] = {30, kProgressWidth / 2.0 + 10};
+  struct Placed {
+    const InfoLine* line;
+    int row, column;  // column -1: the whole row
+  };
+  std::vector<Placed> placed;
+  int narrow = 0;
+  for (const InfoLine& l : lines)
+    if (!l.wide) {
+      placed.push_back({&l, narrow / 2, narrow % 2});
+      ++narrow;
+    }
+  int rows = (narrow + 1) / 2;
+  for (const InfoLine& l : lines)
+    if (l.wide) placed.push_back({&l, rows++, -1});
+  auto group = [](const Placed& p) { return p.column < 0 ? 0 : p.column; };  // wide lines align with the left
+  double label_width[2] = {0, 0};  // the widest label of each column, to align its values
+  for (const Placed& p : placed)
+    label_width[group(p)] = std::max(label_width[group(p)], Canvas::text_width(p.line->label + ":", kScale));
+  for (const Placed& p : placed) {
+    const double x = p.column < 0 ? columns[0] : columns[p.column], y = top + p.row * row;
+    const double value_x = x + label_width[group(p)] + 12;
+    const double end = p.column == 0 ? columns[1] - 20 : right;
+    c.text(x, y, p.line->label + ":", kInfoLabel, kScale);
+    c.text(value_x, y, fit_text(p.line->value, end - value_x), kText, kScale);
+  }
+}
+
 }  // namespace
+
+std::vector<InfoLine> progress_info_lines(const ProgressInfo& info) {
+  std::vector<InfoLine> out;
+  auto of = [](int64_t a, int64_t b) { return std::to_string(a) + " of " + std::to_string(b); };
+  if (!info.start_time.empty()) out.push_back({"Start time", info.start_time});
+  if (info.elapsed_seconds >= 0) out.push_back({"Elapsed time", format_hms(info.elapsed_seconds)});
+  if (info.max_epochs > 0) out.push_back({"Epoch", of(info.epoch, info.max_epochs)});
+  if (info.max_iterations > 0) {
+    std::string v = of(info.iteration, info.max_iterations);
+    if (info.iterations_per_epoch > 0) v += " (" + std::to_string(info.iterations_per_epoch) + " per epoch)";
+    out.push_back({"Iteration", v});
+  }
+  if (info.learn_rate >= 0) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4g", info.learn_rate);
+    out.push_back({"Learning rate", buf});
+  }
+  if (!info.hardware.empty()) out.push_back({"Hardware", info.hardware, true});
+  if (!info.status.empty()) {
+    std::string v = info.status;
+    if (info.status == "completed") v = "finished";
+    if (info.status == "stopped-early") v = "stopped early";
+    if (info.status != "running" && !info.stop_reason.empty()) v += ": " + info.stop_reason;
+    out.push_back({"Status", v, true});
+  }
+  return out;
+}
 
 std::vector<double> smooth_ema(const std::vector<double>& values, double factor) {
   std::vector<double> out(values.size(), NAN);
@@ -241,6 +339,7 @@ void write_progress_png(const std::string& path, const ProgressSeries& s) {
             kAccuracyColour,
             finite_pairs(s.iteration, s.minibatch_accuracy),
             finite_pairs(s.val_iteration, s.val_accuracy),
+            finite_runs(s.val_iteration, s.val_accuracy),
             0,
             100};
   Panel loss{"Loss",
@@ -248,6 +347,7 @@ void write_progress_png(const std::string& path, const ProgressSeries& s) {
              kLossColour,
              finite_pairs(s.iteration, s.minibatch_loss),
              finite_pairs(s.val_iteration, s.val_loss),
+             finite_runs(s.val_iteration, s.val_loss),
              0,
              1};
 
@@ -276,10 +376,7 @@ void write_progress_png(const std::string& path, const ProgressSeries& s) {
                                    s.epoch_start_iterations.end());
   std::sort(epoch_starts.begin(), epoch_starts.end());
 
-  const std::string title =
-      fit_text(s.title.empty() ? "Training progress" : s.title, kProgressWidth - 20);
-  c.text(std::round((kProgressWidth - Canvas::text_width(title, kScale)) / 2), 12, title, kText,
-         kScale);
+  draw_title(c, s.title.empty() ? "Training progress" : s.title, s.title_note);
 
   const Axes top{{kPlotLeft, 64, kPlotRight, 310}, xlo, xhi, acc.ymin, acc.ymax};
   const Axes bottom{{kPlotLeft, 372, kPlotRight, 618}, xlo, xhi, loss.ymin, loss.ymax};
@@ -287,6 +384,7 @@ void write_progress_png(const std::string& path, const ProgressSeries& s) {
   draw_epoch_labels(c, marks, 42);
   draw_panel(c, top, acc, marks.lines, false);
   draw_panel(c, bottom, loss, marks.lines, true);
+  draw_info(c, progress_info_lines(s.info));
   c.write_png(path);
 }
 

@@ -1,6 +1,8 @@
 // Training-progress PNG like MATLAB's trainingOptions('Plots','training-progress'): accuracy on
 // top, loss below, raw mini-batch values, their smoothed curve, validation points and epoch
-// boundaries. Written once from the recorded series (no live window, no Python).
+// boundaries, and under them the text of MATLAB's side panel (start, elapsed, epoch and
+// iteration of total, learning rate, hardware, why training stopped). Drawn from the recorded
+// series whenever the trainer asks (no window, no Python).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -10,21 +12,47 @@
 
 namespace dlt {
 
+// The text panel under the plots. Fields left at their defaults are not shown.
+struct ProgressInfo {
+  std::string start_time;          // "2026-11-03 14:02:11" (local time)
+  double elapsed_seconds = -1;     // training time so far
+  int64_t epoch = 0, max_epochs = 0;
+  int64_t iteration = 0, max_iterations = 0, iterations_per_epoch = 0;
+  double learn_rate = -1;          // the current base learning rate
+  std::string hardware;            // e.g. the backend's name and the data-parallel workers
+  std::string status;              // running | completed | stopped-early | diverged
+  std::string stop_reason;         // why training stopped ("" while running)
+};
+
+struct InfoLine {
+  std::string label, value;
+  bool wide = false;  // gets a whole row (long values); the others share rows two by two
+};
+// The panel's lines, in order: Start time, Elapsed time, Epoch, Iteration, Learning rate, then
+// the wide Hardware and Status (running, or "stopped: <reason>" / "finished: <reason>").
+std::vector<InfoLine> progress_info_lines(const ProgressInfo& info);
+
 struct ProgressSeries {
   std::vector<double> iteration;           // x of the mini-batch values
   std::vector<double> minibatch_accuracy;  // percent, one per iteration (may be empty)
   std::vector<double> minibatch_loss;      // one per iteration (may be empty)
+  // One entry per validation check, in order; a non-finite value breaks the dashed line, so
+  // that only consecutive checks are joined.
   std::vector<double> val_iteration;       // x of the validation values
   std::vector<double> val_accuracy;        // percent
   std::vector<double> val_loss;
   std::vector<int64_t> epoch_start_iterations;  // first iteration of each epoch
   std::string title;
+  std::string title_note;  // drawn after the title in kNoteColour (e.g. a warning); "" for none
+  ProgressInfo info;
 };
 
 // Colours of the smoothed curves; the raw curves are the same colours mixed 60% toward white.
 inline constexpr Rgb kAccuracyColour{0, 114, 189};
 inline constexpr Rgb kLossColour{217, 83, 25};
-inline constexpr int kProgressWidth = 1000, kProgressHeight = 700;
+inline constexpr Rgb kNoteColour{200, 0, 0};
+// The plots fill the top 700 pixels; the info panel is the strip below kInfoTop.
+inline constexpr int kProgressWidth = 1000, kProgressHeight = 830, kInfoTop = 684;
 inline constexpr double kSmoothingFactor = 0.6;
 
 // Writes a kProgressWidth x kProgressHeight PNG to path + ".tmp", then renames it onto path.

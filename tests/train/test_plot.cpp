@@ -86,7 +86,8 @@ void done_with(const fs::path& p) {
   fs::remove(p.parent_path(), ec);  // only once empty
 }
 
-// Panel rectangles of the 1000x700 layout (plot.cpp): accuracy on top, loss below.
+// Panel rectangles of the layout (plot.cpp): accuracy on top, loss below; the info panel
+// below kInfoTop.
 constexpr int kX0 = 110, kX1 = 760, kTopY0 = 64, kTopY1 = 310, kBotY0 = 372, kBotY1 = 618;
 const Rgb kBlackPx{0, 0, 0};
 
@@ -224,6 +225,97 @@ TEST_CASE("progress plot edge cases still write a valid image", "[train][plot]")
     const Png png = write_and_read(s, "resumed.png");
     CHECK(png.count(kLossColour, kX0, kBotY0, kX1, kBotY1) > 50);
   }
+}
+
+TEST_CASE("progress info lines carry MATLAB's side panel", "[train][plot]") {
+  CHECK(progress_info_lines(ProgressInfo{}).empty());
+  ProgressInfo info;
+  info.start_time = "2026-11-03 14:02:11";
+  info.elapsed_seconds = 3725.4;
+  info.epoch = 3;
+  info.max_epochs = 40;
+  info.iteration = 150;
+  info.max_iterations = 2000;
+  info.iterations_per_epoch = 50;
+  info.learn_rate = 0.001;
+  info.hardware = "cpu (oneDNN 3.0.0, avx2, 2 threads)";
+  info.status = "running";
+  info.stop_reason = "ignored while running";
+  auto value_of = [](const std::vector<InfoLine>& lines, const std::string& label) {
+    for (const InfoLine& l : lines)
+      if (l.label == label) return l.value;
+    return std::string("(none)");
+  };
+  std::vector<InfoLine> lines = progress_info_lines(info);
+  REQUIRE(lines.size() == 7);
+  CHECK(value_of(lines, "Start time") == "2026-11-03 14:02:11");
+  CHECK(value_of(lines, "Elapsed time") == "01:02:05");
+  CHECK(value_of(lines, "Epoch") == "3 of 40");
+  CHECK(value_of(lines, "Iteration") == "150 of 2000 (50 per epoch)");
+  CHECK(value_of(lines, "Learning rate") == "0.001");
+  CHECK(value_of(lines, "Hardware") == "cpu (oneDNN 3.0.0, avx2, 2 threads)");
+  CHECK(value_of(lines, "Status") == "running");
+  CHECK(lines[5].wide);
+  CHECK(lines[6].wide);
+  CHECK_FALSE(lines[0].wide);
+  info.status = "completed";
+  info.stop_reason = "max epochs completed";
+  CHECK(value_of(progress_info_lines(info), "Status") == "finished: max epochs completed");
+  info.status = "stopped-early";
+  info.stop_reason = "validation loss did not improve for 5 checks (ValidationPatience)";
+  CHECK(value_of(progress_info_lines(info), "Status") ==
+        "stopped early: validation loss did not improve for 5 checks (ValidationPatience)");
+  info.status = "diverged";
+  info.stop_reason = "non-finite mini-batch loss at iteration 7";
+  CHECK(value_of(progress_info_lines(info), "Status") == "diverged: non-finite mini-batch loss at iteration 7");
+  // A learning rate of 0 is shown; an unknown one (< 0) is not.
+  info.learn_rate = 0;
+  CHECK(value_of(progress_info_lines(info), "Learning rate") == "0");
+  info.learn_rate = -1;
+  CHECK(value_of(progress_info_lines(info), "Learning rate") == "(none)");
+}
+
+TEST_CASE("progress plot draws the info panel and the title note", "[train][plot]") {
+  const Rgb white{255, 255, 255};
+  ProgressSeries plain = typical(120);
+  const Png without = write_and_read(plain, "noinfo.png");
+  CHECK(without.count(white, 0, kInfoTop, kProgressWidth, kProgressHeight) == kProgressWidth * (kProgressHeight - kInfoTop));
+  CHECK(without.count_near(kNoteColour, 40, 0, 0, kProgressWidth, 40) == 0);
+
+  ProgressSeries s = plain;
+  s.info.start_time = "2026-11-03 14:02:11";
+  s.info.epoch = 2;
+  s.info.max_epochs = 4;
+  s.info.hardware = "cpu";
+  s.info.status = "running";
+  s.title_note = "learning rate too high?";
+  const Png with = write_and_read(s, "info.png");
+  // Text below the plots, in the panel only; the plots are unchanged.
+  const int text = kProgressWidth * (kProgressHeight - kInfoTop) - with.count(white, 0, kInfoTop, kProgressWidth, kProgressHeight);
+  CHECK(text > 500);
+  CHECK(with.count(kAccuracyColour, kX0, kTopY0, kX1, kTopY1) == without.count(kAccuracyColour, kX0, kTopY0, kX1, kTopY1));
+  // The note in its colour on the title line.
+  CHECK(with.count_near(kNoteColour, 40, 0, 0, kProgressWidth, 40) > 50);
+  // Different info, different pixels: a watcher sees the panel change.
+  s.info.epoch = 3;
+  const Png later = write_and_read(s, "info3.png");
+  CHECK(later.px != with.px);
+}
+
+TEST_CASE("progress plot joins only consecutive validation checks", "[train][plot]") {
+  // Checks every 50 iterations; the one at 150 has no value (NaN): no dashed line may cross it.
+  ProgressSeries s = typical(300);
+  REQUIRE(s.val_iteration.size() == 6);
+  const double x = kX0 + (kX1 - kX0) * 150.0 / 300.0;  // the axis runs 0..300
+  const int x0 = static_cast<int>(x) - 25, x1 = static_cast<int>(x) + 25;  // 20 px from the neighbours' markers
+  auto dark = [&](const Png& png) { return png.count_near(kBlackPx, 60, x0, kTopY0, x1, kTopY1); };
+  const Png joined = write_and_read(s, "val_joined.png");
+  CHECK(dark(joined) > 10);
+  s.val_accuracy[2] = NAN;
+  s.val_loss[2] = NAN;
+  const Png broken = write_and_read(s, "val_broken.png");
+  CHECK(dark(broken) == 0);
+  CHECK(broken.count(kBlackPx, kX0, kTopY0, kX1, kTopY1) > 5 * 20);  // the other 5 markers stay
 }
 
 TEST_CASE("progress plot reports an unwritable path", "[train][plot]") {
