@@ -20,8 +20,8 @@ struct ProgressInfo {
   int64_t iteration = 0, max_iterations = 0, iterations_per_epoch = 0;
   double learn_rate = -1;          // the current base learning rate
   std::string hardware;            // e.g. the backend's name and the data-parallel workers
-  std::string status;              // running | completed | stopped-early | diverged
-  std::string stop_reason;         // why training stopped ("" while running)
+  std::string status;              // running | completed | stopped-early | diverged | failed
+  std::string stop_reason;         // why training stopped, or the error ("" while running)
 };
 
 struct InfoLine {
@@ -29,7 +29,7 @@ struct InfoLine {
   bool wide = false;  // gets a whole row (long values); the others share rows two by two
 };
 // The panel's lines, in order: Start time, Elapsed time, Epoch, Iteration, Learning rate, then
-// the wide Hardware and Status (running, or "stopped: <reason>" / "finished: <reason>").
+// the wide Hardware and Status ("running", or e.g. "finished: <reason>", "failed: <error>").
 std::vector<InfoLine> progress_info_lines(const ProgressInfo& info);
 
 struct ProgressSeries {

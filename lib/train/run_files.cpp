@@ -40,23 +40,22 @@ std::string summary_json(const RunFiles& f) {
   for (const auto& c : f.classes) j.value(c);
   j.end_array();
   j.field("model", f.model ? std::string("model.bin") : std::string());
+  j.key("warnings").begin_array();
+  for (const auto& w : f.warnings) j.value(w);
+  j.end_array();
   j.end_object();
   return j.str() + "\n";
 }
 
-void write_run_files(const RunFiles& f) {
-  fs::path dir(f.dir);
-  make_dirs(f.dir);  // only now: a run that fails before its end leaves no folder behind
-  if (f.model) save_model((dir / "model.bin").string(), *f.model);
-  write_file_atomic((dir / "log.csv").string(), f.log->csv());
-  write_file_atomic((dir / "config.yaml").string(), f.config_text);
+ProgressSeries progress_series(const IterationLog& log) {
   ProgressSeries s;
   int64_t last_epoch = 0;
-  for (const auto& r : f.log->records()) {
+  for (const auto& r : log.records()) {
     s.iteration.push_back(static_cast<double>(r.iteration));
     s.minibatch_accuracy.push_back(r.minibatch_accuracy);
     s.minibatch_loss.push_back(r.minibatch_loss);
-    if (!std::isnan(r.validation_loss)) {
+    // A check whose loss is NaN (diverging) is still a check: it breaks the validation line.
+    if (!std::isnan(r.validation_loss) || !std::isnan(r.validation_accuracy)) {
       s.val_iteration.push_back(static_cast<double>(r.iteration));
       s.val_accuracy.push_back(r.validation_accuracy);
       s.val_loss.push_back(r.validation_loss);
@@ -66,8 +65,22 @@ void write_run_files(const RunFiles& f) {
       last_epoch = r.epoch;
     }
   }
-  s.title = "Training progress (" + f.status + ")";
-  write_progress_png((dir / "progress.png").string(), s);
+  return s;
+}
+
+void write_run_files(const RunFiles& f) {
+  fs::path dir(f.dir);
+  make_dirs(f.dir);
+  if (f.model) save_model((dir / "model.bin").string(), *f.model);
+  write_file_atomic((dir / "log.csv").string(), f.log->csv());
+  write_file_atomic((dir / "config.yaml").string(), f.config_text);
+  if (f.plot) {
+    ProgressSeries s = progress_series(*f.log);
+    s.title = "Training progress (" + f.status + ")";
+    s.title_note = f.plot_note;
+    s.info = f.progress_info;
+    write_progress_png((dir / "progress.png").string(), s);
+  }
   // The summary goes last: its presence means the run's other files are complete.
   write_file_atomic((dir / "summary.json").string(), summary_json(f));
   log::info("wrote {}", (dir / "summary.json").string());

@@ -1,11 +1,14 @@
-// The files a training run leaves in its output folder: model.bin, summary.json, log.csv,
-// config.yaml and progress.png. Each is written to a temporary name and renamed.
+// The files a training run leaves in its output folder when it ends: model.bin, summary.json,
+// log.csv, config.yaml and progress.png (unless Plots: none). Each is written to a temporary
+// name and renamed; summary.json last. While the run trains, live_files.h keeps config.yaml,
+// log.csv and progress.png current.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "net/model_file.h"
+#include "train/plot.h"
 #include "train/progress.h"
 
 namespace dlt {
@@ -26,9 +29,18 @@ struct RunFiles {
   std::string precision;  // training.Precision: single | mixed
   int64_t peak_device_memory_bytes = 0;  // the GPU allocator's peak (0 on the CPU)
   uint64_t seed = 0;
+  // Findings about the run that a reader should see (e.g. from a learning watchdog): the
+  // "warnings" list of summary.json, empty when there are none.
+  std::vector<std::string> warnings;
+  bool plot = true;             // Plots: training-progress; false (none): no progress.png
+  ProgressInfo progress_info;   // the plot's info panel
+  std::string plot_note;        // marked next to the plot's title; "" for none
 };
 
 void write_run_files(const RunFiles& f);
 std::string summary_json(const RunFiles& f);
+// The plot's series from the log: every iteration's mini-batch values, one validation entry
+// per row that has a validation check, and the first iteration of each epoch.
+ProgressSeries progress_series(const IterationLog& log);
 
 }  // namespace dlt

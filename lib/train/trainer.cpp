@@ -17,6 +17,7 @@
 #include "optim/optimizer.h"
 #include "train/checkpoint.h"
 #include "train/device_batches.h"
+#include "train/live_files.h"
 #include "train/plot.h"
 #include "train/progress.h"
 #include "train/run_files.h"
@@ -68,6 +69,7 @@ class Trainer {
   TrainResult run();
 
  private:
+  TrainResult train();
   void prepare_data();
   void prepare_network();
   bool step(Batch& batch, const Batch* next, RunContext ctx, double lr, IterationRecord& rec);
@@ -75,6 +77,11 @@ class Trainer {
   void graphed_step(Batch& on_device, const Batch* next, const RunContext& ctx, double lr);
   Eval evaluate();
   void checkpoint(const TrainPosition& pos);
+  void start_live_files(const TrainPosition& pos);
+  void draw_live_plot(int64_t epoch, int64_t iteration, double lr, const std::string& status = "running",
+                      const std::string& reason = "");
+  ProgressInfo progress_info(const std::string& status, int64_t epoch, int64_t iteration, double lr) const;
+  double training_elapsed() const { return elapsed_before_ + train_timer_.seconds(); }
   void write_outputs(const std::string& status, const Eval& final_val, double wall);
 
   const Config& cfg_;
@@ -94,8 +101,16 @@ class Trainer {
   std::unique_ptr<StepGraph> graph_;              // DLT_CUDA_GRAPH=1: captured steps
   Tensor graph_images_, graph_labels_;            // the captured step's fixed inputs
   IterationLog log_;
+  std::unique_ptr<LiveFiles> live_;  // rank 0: the files to watch while training runs
+  std::string start_time_, hardware_;  // for the progress plot's info panel
+  int64_t per_epoch_ = 0, max_iterations_ = 0;
+  Timer train_timer_;          // restarted when the training loop starts
+  double elapsed_before_ = 0;  // training time before a resumed checkpoint
   int64_t images_trained_ = 0;
-  double train_seconds_ = 0, val_seconds_ = 0;
+  double train_seconds_ = 0, val_seconds_ = 0, live_seconds_ = 0;  // live_seconds_: writing live files
+  // For a learning watchdog: summary.json's "warnings" and the note next to the plot's title.
+  std::vector<std::string> warnings_;
+  std::string plot_note_;
   ModelData best_;
   bool have_best_ = false;
 };
@@ -300,8 +315,63 @@ void Trainer::checkpoint(const TrainPosition& pos) {
   log::info("checkpoint: {}", path);
 }
 
+// config.yaml and log.csv (with a resumed run's rows) as training starts, and a first plot.
+void Trainer::start_live_files(const TrainPosition& pos) {
+  if (!lead_) return;
+  live_ = std::make_unique<LiveFiles>(args_.output_dir, args_.config_text, log_, o_.plots != "none",
+                                      o_.plot_interval_seconds);
+  const int64_t epoch = std::min(pos.epoch, o_.max_epochs - 1);
+  draw_live_plot(epoch + 1, pos.iteration, learn_rate_at(o_, epoch));
+}
+
+void Trainer::draw_live_plot(int64_t epoch, int64_t iteration, double lr, const std::string& status,
+                             const std::string& reason) {
+  if (!live_) return;
+  ProgressSeries s = progress_series(log_);
+  s.title = "Training progress (" + status + ")";
+  s.title_note = plot_note_;
+  s.info = progress_info(status, epoch, iteration, lr);
+  if (!reason.empty()) s.info.stop_reason = reason;
+  live_->plot(s);
+}
+
+ProgressInfo Trainer::progress_info(const std::string& status, int64_t epoch, int64_t iteration, double lr) const {
+  ProgressInfo i;
+  i.start_time = start_time_;
+  i.elapsed_seconds = training_elapsed();
+  i.epoch = epoch;
+  i.max_epochs = o_.max_epochs;
+  i.iteration = iteration;
+  i.max_iterations = max_iterations_;
+  i.iterations_per_epoch = per_epoch_;
+  i.learn_rate = lr;
+  i.hardware = hardware_;
+  i.status = status;
+  i.stop_reason = stop_reason(status, o_, iteration);
+  return i;
+}
+
+// A run that fails after its live files started leaves a plot that says so, with the error.
 TrainResult Trainer::run() {
+  try {
+    return train();
+  } catch (const std::exception& e) {
+    if (live_) {
+      const auto& recs = log_.records();
+      try {
+        draw_live_plot(recs.empty() ? 0 : recs.back().epoch, recs.empty() ? 0 : recs.back().iteration,
+                       recs.empty() ? -1 : recs.back().learn_rate, "failed", e.what());
+      } catch (const std::exception& plot_error) {
+        log::warn("{}", plot_error.what());
+      }
+    }
+    throw;
+  }
+}
+
+TrainResult Trainer::train() {
   Timer wall;
+  start_time_ = local_time_now();
   comm_ = args_.comm ? args_.comm : std::make_shared<LocalCommunicator>();
   lead_ = comm_->rank() == 0;
   device_ = resolve_device(o_);
@@ -312,6 +382,8 @@ TrainResult Trainer::run() {
     log::info("ExecutionEnvironment auto: {}", device_.is_cpu() ? "no usable GPU, training on the CPU"
                                                                   : "training on GPU " + device_.str());
   log::info("backend: {}", backend_for(device_).name());
+  hardware_ = backend_for(device_).name();
+  if (comm_->size() > 1) hardware_ += ", " + std::to_string(comm_->size()) + " workers (" + comm_->kind() + ")";
   if (net_->mixed_precision()) log::info("Precision mixed: convolution and fullyConnected multiply in bfloat16 (float32 sums and weights)");
   log::info("training on {} with {} images in {} classes{}; {} learnables", device_.str(), train_ds_.size(),
             train_ds_.num_classes(), has_val_ ? ", validating on " + std::to_string(val_ds_.size()) : std::string(),
@@ -327,12 +399,15 @@ TrainResult Trainer::run() {
   }
   const int64_t per_epoch = train_loader_->batches_per_epoch();
   const int64_t total_iterations = per_epoch * o_.max_epochs;
+  per_epoch_ = per_epoch;
+  max_iterations_ = total_iterations;
+  elapsed_before_ = pos.elapsed;
+  start_live_files(pos);
   ProgressTable table(o_.verbose && lead_, has_val_);
   table.header();
   std::string status = "completed";
   Eval last_val;
-  Timer train_timer;
-  double elapsed_before = pos.elapsed;
+  train_timer_.reset();
   Batch host_batches[2];  // the current and the next mini-batch
   train_batches_ = std::make_unique<DeviceBatches>(device_);
   val_batches_ = std::make_unique<DeviceBatches>(device_);
@@ -359,8 +434,9 @@ TrainResult Trainer::run() {
       if (!step(*batch, have ? next : nullptr, ctx, lr, rec)) {
         table.footer();
         status = "diverged";
-        rec.seconds = elapsed_before + train_timer.seconds();
+        rec.seconds = training_elapsed();
         log_.add(rec);
+        if (live_) live_->append(rec);
         write_outputs(status, last_val, wall.seconds());
         throw TrainingError("training diverged: the mini-batch loss is " + std::to_string(rec.minibatch_loss) +
                             " at iteration " + std::to_string(it) + " (epoch " + std::to_string(epoch + 1) +
@@ -385,8 +461,14 @@ TrainResult Trainer::run() {
           stop = true;
         }
       }
-      rec.seconds = elapsed_before + train_timer.seconds();
+      rec.seconds = training_elapsed();
       log_.add(rec);
+      if (live_) {  // a row per iteration; the plot at each validation and every PlotIntervalSeconds
+        Timer t;
+        live_->append(rec);
+        if (live_->plot_due(validate)) draw_live_plot(rec.epoch, it, lr);
+        live_seconds_ += t.seconds();
+      }
       if (it == 1 || it % std::max<int64_t>(o_.verbose_frequency, 1) == 0 || validate || last || stop) table.row(rec);
       if (lead_) table.bar(it, total_iterations, rec.seconds);
       bool end_of_epoch = b == per_epoch;
@@ -405,7 +487,7 @@ TrainResult Trainer::run() {
     }
   }
   table.footer();
-  train_seconds_ = train_timer.seconds() - val_seconds_;
+  train_seconds_ = train_timer_.seconds() - val_seconds_ - live_seconds_;
   if (graph_) log::info("{}", graph_->summary());
   if (has_val_ && (log_.records().empty() || std::isnan(log_.records().back().validation_loss))) last_val = evaluate();
   if (have_best_) {  // OutputNetwork best-validation-loss
@@ -422,6 +504,7 @@ TrainResult Trainer::run() {
 
 void Trainer::write_outputs(const std::string& status, const Eval& val, double wall) {
   if (!lead_) return;
+  live_.reset();  // the final files replace the live ones
   RunFiles files;
   files.dir = args_.output_dir;
   files.status = status;
@@ -443,6 +526,11 @@ void Trainer::write_outputs(const std::string& status, const Eval& val, double w
   files.precision = o_.precision;
   files.peak_device_memory_bytes = static_cast<int64_t>(backend_for(device_).peak_memory_bytes());
   files.seed = o_.seed;
+  files.warnings = warnings_;
+  files.plot = o_.plots != "none";
+  files.plot_note = plot_note_;
+  const IterationRecord* last = log_.records().empty() ? nullptr : &log_.records().back();
+  files.progress_info = progress_info(status, last ? last->epoch : 0, files.iterations, last ? last->learn_rate : -1);
   if (status != "diverged") {
     ModelData m = net_->to_model_data();
     m.training_yaml = args_.config_text;

@@ -1,5 +1,6 @@
 // trainNetwork: trains a network from a Config and writes the run's outputs into a folder:
-// model.bin, summary.json, log.csv, config.yaml and progress.png. The training step reads
+// model.bin, summary.json, log.csv, config.yaml and progress.png; config.yaml, log.csv and
+// progress.png are kept current while it trains (live_files.h). The training step reads
 // top to bottom in Trainer::step(); validation, checkpoints and logging run at their
 // frequencies. Checkpoints (CheckpointPath) can be resumed bit-identically.
 #pragma once

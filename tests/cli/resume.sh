@@ -23,9 +23,16 @@ kill -9 $pid 2>/dev/null || fail "the run ended before it could be killed"
 wait $pid 2>/dev/null || true
 [[ -f "$TMP/ck/latest.bin" ]] || fail "no checkpoint survived kill -9"
 if [[ -f "$TMP/cut/model.bin" ]]; then fail "the killed run left a model.bin"; fi
+# The killed run's live files: its config and whole log rows up to the kill, no summary.
+[[ -s "$TMP/cut/config.yaml" && ! -e "$TMP/cut/summary.json" ]] || fail "killed run's folder: $(ls "$TMP/cut")"
+killed_rows=$(($(wc -l < "$TMP/cut/log.csv") - 1))
+[[ $killed_rows -ge 9 ]] || fail "the killed run's log.csv has $killed_rows rows, expected >= 9"
 ls "$TMP/ck"
 "$DLTRAIN" train "$SRC/configs/shapes.yaml" "${common[@]}" --output-dir "$TMP/cut" \
   --set training.CheckpointPath="$TMP/ck" --resume "$TMP/ck/latest.bin" > /dev/null
 cmp "$TMP/full/model.bin" "$TMP/cut/model.bin" || fail "resumed weights differ from the uninterrupted run"
 [[ $(wc -l < "$TMP/full/log.csv") -eq $(wc -l < "$TMP/cut/log.csv") ]] || fail "resumed log.csv has a different length"
+# Complete: every row of the uninterrupted run, the same but for the elapsed time (column 3).
+cmp <(cut -d, -f1,2,4- "$TMP/full/log.csv") <(cut -d, -f1,2,4- "$TMP/cut/log.csv") \
+  || fail "the resumed log.csv differs from the uninterrupted run's"
 echo "resume: ok (identical model.bin)"

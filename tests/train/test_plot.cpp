@@ -268,6 +268,9 @@ TEST_CASE("progress info lines carry MATLAB's side panel", "[train][plot]") {
   info.status = "diverged";
   info.stop_reason = "non-finite mini-batch loss at iteration 7";
   CHECK(value_of(progress_info_lines(info), "Status") == "diverged: non-finite mini-batch loss at iteration 7");
+  info.status = "failed";
+  info.stop_reason = "data/x.png: cannot decode";
+  CHECK(value_of(progress_info_lines(info), "Status") == "failed: data/x.png: cannot decode");
   // A learning rate of 0 is shown; an unknown one (< 0) is not.
   info.learn_rate = 0;
   CHECK(value_of(progress_info_lines(info), "Learning rate") == "0");
