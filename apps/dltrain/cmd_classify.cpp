@@ -2,6 +2,8 @@
 // Labels images (files or folders) with the model's classes. When every image sits in a
 // folder named after one of the classes, also reports accuracy, per-class precision and
 // recall, and the confusion matrix (MATLAB's classify + confusionmat).
+// stdout carries data only: the predictions as CSV (no --output) or the JSON (--json); the
+// report for people goes to stderr, or to stdout when --output took the CSV.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -72,8 +74,9 @@ Runner add_classify(CLI::App& app) {
   auto a = std::make_shared<Args>();
   cmd->add_option("model", a->model, "A model file (model.bin)")->required();
   cmd->add_option("paths", a->paths, "Image files or folders (class folders give accuracy)")->required();
-  cmd->add_option("--output,-o", a->output, "Write the predictions as CSV to this file");
-  cmd->add_flag("--json", a->json, "Print the predictions and metrics as JSON");
+  cmd->add_option("--output,-o", a->output,
+                  "Write the predictions as CSV to this file (default: stdout, the report then goes to stderr)");
+  cmd->add_flag("--json", a->json, "Print only the predictions and metrics as JSON");
   cmd->add_option("--top", a->top, "Also list the top K classes and scores")->check(CLI::Range(1, 1000));
   cmd->add_option("--batch", a->batch, "Images per forward pass (default 128)")->check(CLI::Range(1, 65536));
   cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
@@ -146,8 +149,11 @@ Runner add_classify(CLI::App& app) {
     if (!a->output.empty()) write_file_atomic(a->output, preds.csv());
     if (a->json) {
       std::printf("%s\n", preds.json().c_str());
+    } else if (a->output.empty()) {
+      std::fputs(preds.csv().c_str(), stdout);
+      std::fflush(stdout);
+      std::fputs(preds.report().c_str(), stderr);
     } else {
-      if (a->output.empty()) std::fputs(preds.csv().c_str(), stdout);
       std::fputs(preds.report().c_str(), stdout);
     }
     return 0;

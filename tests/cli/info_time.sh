@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# dltrain info (table and --json, from a config and from a model) and dltrain time.
+# dltrain info (table and --json, from a config and from a model) and dltrain time; --json
+# prints only JSON on stdout.
 source "$(dirname "$0")/common.sh" "$@"
 cfg="$SRC/configs/cifar10.yaml"
 "$DLTRAIN" info "$cfg" --json > "$TMP/info.json"
@@ -10,10 +11,14 @@ learn=$(( (5*5*3+1)*32 + (5*5*32+1)*32 + (5*5*32+1)*64 + (3*3*64+1)*64 + (64+1)*
 grep -q '"layers":\[{"name":"input","type":"imageInput","output_shape":"32x32x3","learnables":0}' "$TMP/info.json" \
   || fail "layers array format: $(head -c 200 "$TMP/info.json")"
 grep -q '"flops_per_image":[1-9]' "$TMP/info.json" || fail "flops_per_image"
+# stdout is data: --json prints one JSON object and nothing else (logs go to stderr).
+json_only() { [[ $(wc -l < "$1") -eq 1 && $(head -c 1 "$1") == "{" && $(tail -c 2 "$1") == "}" ]] || fail "$2 --json printed more than JSON: $(head -c 300 "$1")"; }
+json_only "$TMP/info.json" info
 "$DLTRAIN" info "$cfg" > "$TMP/info.txt"
 grep -q "Memory footprint:  $(( 4 * (learn + 32*32*3) )) bytes" "$TMP/info.txt" || fail "table: $(cat "$TMP/info.txt")"
 
 "$DLTRAIN" time "$cfg" --batch 8 --iterations 2 --warmup 1 --json > "$TMP/time.json"
+json_only "$TMP/time.json" time
 for key in train_images_per_second inference_images_per_second flops_per_image; do
   at_least "$(json_number "$TMP/time.json" $key)" 0.001 || fail "time: $key missing or zero: $(cat "$TMP/time.json")"
 done

@@ -123,6 +123,8 @@ grep -q 'Pareto front, smallest first' "$TMP/report.txt" || fail "report: front 
 [[ $(head -c 8 "$fout/pareto.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "pareto.png is not a PNG"
 [[ $(wc -l < "$TMP/report.csv") -eq 4 ]] || fail "report.csv: $(cat "$TMP/report.csv")"
 "$DLTRAIN" report "$out" --json --output "$TMP/grid.png" > "$TMP/report.json" || fail "report --json"
+[[ $(wc -l < "$TMP/report.json") -eq 1 && $(head -c 1 "$TMP/report.json") == "{" ]] \
+  || fail "report --json printed more than JSON: $(cat "$TMP/report.json")"
 [[ $(grep -o '"run":' "$TMP/report.json" | wc -l) -eq 4 ]] || fail "report --json: 4 runs: $(cat "$TMP/report.json")"
 grep -q '"metric":"validation_accuracy"' "$TMP/report.json" || fail "report --json metric"
 grep -q '"front":\["InitialLearnRate=' "$TMP/report.json" || fail "report --json front: $(cat "$TMP/report.json")"

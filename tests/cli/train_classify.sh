@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End to end: generate data, train configs/shapes.yaml to >= 95% validation accuracy, check
-# every output file's format, --set overrides, and classify (labels, accuracy, confusion).
+# every output file's format, --set overrides, and classify (labels, accuracy, confusion; stdout
+# carries only the CSV or the JSON).
 source "$(dirname "$0")/common.sh" "$@"
 make_shapes "$TMP/data" 1000
 run="$TMP/run"
@@ -44,7 +45,13 @@ grep -q 'Confusion matrix' "$TMP/report.txt" || fail "no confusion matrix"
 cacc=$(grep 'Accuracy:' "$TMP/report.txt" | grep -o '[0-9.]*%' | tr -d '%')
 awk -v a="$cacc" -v b="$acc" 'BEGIN { exit !((a - b) < 0.01 && (b - a) < 0.01) }' \
   || fail "classify accuracy $cacc% differs from the run's validation accuracy $acc%"
+# Without --output, stdout is the CSV alone (> preds.csv makes a CSV file); the report goes to stderr.
+"$DLTRAIN" classify "$run/model.bin" "$TMP/data/test" --top 2 > "$TMP/stdout.csv" 2> "$TMP/stderr.txt"
+cmp "$TMP/stdout.csv" "$TMP/preds.csv" || fail "classify's stdout is not the same CSV as --output: $(tail -3 "$TMP/stdout.csv")"
+grep -q 'Accuracy:' "$TMP/stderr.txt" || fail "no accuracy report on stderr: $(cat "$TMP/stderr.txt")"
+grep -q 'Confusion matrix' "$TMP/stderr.txt" || fail "no confusion matrix on stderr"
 "$DLTRAIN" classify "$run/model.bin" "$TMP/data/test" --json > "$TMP/preds.json"
+[[ $(wc -l < "$TMP/preds.json") -eq 1 && $(head -c 1 "$TMP/preds.json") == "{" ]] || fail "--json printed more than the JSON"
 grep -q '"confusion":\[\[' "$TMP/preds.json" || fail "JSON lacks the confusion matrix"
 grep -q '"per_class":\[{"class":' "$TMP/preds.json" || fail "JSON lacks per_class"
 # A single image file, no labels: one prediction row, no accuracy.
