@@ -51,6 +51,8 @@ const std::vector<FieldDef<DO>>& data_fields() {
 std::string data_hint(const std::string& key) {
   if (key == "Train" || key == "Validation") return " (did you mean '" + to_lower(key) + "'?)";
   if (key == "ValidationData") return " (write validation: <folder>)";
+  if (key == "DataAugmentation")  // augmentedImageDatastore's name
+    return " (write Augmentation: {RandXReflection: true, ...}, imageDataAugmenter's options)";
   return "";
 }
 

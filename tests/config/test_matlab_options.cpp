@@ -97,11 +97,29 @@ TEST_CASE("matlab options: a refused name gets the same hint from YAML and --set
     CHECK(file.substr(file.find("unknown")) == set.substr(set.find("unknown")));
   }
   CHECK(error_of(kNet + "training:\n  Zzzzzz: 1\n").find("(known: Solver, InitialLearnRate,") != std::string::npos);
-  // The data section's hints too.
-  const std::string file = error_of(kNet + "data:\n  ValidationData: v\n");
-  const std::string set = error_of(kNet, {"data.ValidationData=v"});
-  CHECK(file == "cfg.yaml:9: unknown data key 'ValidationData' (write validation: <folder>)");
-  CHECK(set == "--set data.ValidationData=v: unknown data key 'ValidationData' (write validation: <folder>)");
+}
+
+TEST_CASE("matlab options: the seeds' datastore names, from YAML and --set alike", "[config]") {
+  // Read: imageDatastore's IncludeSubfolders and LabelSource.
+  for (const std::string& kv : {std::string("IncludeSubfolders=false"), std::string("LabelSource=foldernames")}) {
+    const std::string name = kv.substr(0, kv.find('=')), value = kv.substr(kv.find('=') + 1);
+    INFO(name);
+    Config from_file = load(kNet + "data:\n  " + name + ": " + value + "\n");
+    Config from_set = load(kNet, {"data." + kv});
+    test::require_same_data(from_file.data, from_set.data);
+  }
+  // Refused with one hint: seed 000's 'IncludeSubFolders' spelling, DataAugmentation, ValidationData.
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"IncludeSubFolders", "(did you mean 'IncludeSubfolders'?)"},
+      {"DataAugmentation", "(write Augmentation: {RandXReflection: true, ...}, imageDataAugmenter's options)"},
+      {"ValidationData", "(write validation: <folder>)"},
+  };
+  for (const auto& [name, hint] : refused) {
+    INFO(name);
+    CHECK(error_of(kNet + "data:\n  " + name + ": x\n") == "cfg.yaml:9: unknown data key '" + name + "' " + hint);
+    CHECK(error_of(kNet, {"data." + name + "=x"}) ==
+          "--set data." + name + "=x: unknown data key '" + name + "' " + hint);
+  }
 }
 
 TEST_CASE("matlab options: Plots and PlotIntervalSeconds", "[config]") {
