@@ -168,6 +168,7 @@ training:
   OutputNetwork: best-validation-loss
   Verbose: false
   VerboseFrequency: 10
+  VerboseLayout: compact
   CheckpointPath: "ckpt: dir #1"
   CheckpointFrequency: 2
   CheckpointFrequencyUnit: iteration
@@ -211,6 +212,7 @@ TEST_CASE("config: every field is read", "[config]") {
   CHECK(t.seed == 1234);
   CHECK(t.threads == 2);
   CHECK_FALSE(t.verbose);
+  CHECK(t.verbose_layout == "compact");
   CHECK(c.network.find("fc 1") != nullptr);
   CHECK(c.network.find("cat")->inputs == std::vector<std::string>{"c", "dropout_1"});
 }
