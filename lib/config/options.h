@@ -31,6 +31,7 @@ struct TrainingOptions {
   std::string output_network = "last-iteration";  // last-iteration | best-validation-loss
   bool verbose = true;
   int64_t verbose_frequency = 50;
+  std::string verbose_layout = "auto";  // auto | wide | compact: the verbose table (dltrain's)
   std::string checkpoint_path;  // empty: no checkpoints
   int64_t checkpoint_frequency = 1;
   std::string checkpoint_frequency_unit = "epoch";  // epoch | iteration

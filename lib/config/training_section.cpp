@@ -65,6 +65,8 @@ const std::vector<FieldDef<TO>>& fields() {
     v.push_back(bool_field<TO>("Verbose", [](auto& o) -> auto& { return o.verbose; }));
     v.push_back(int_field<TO>("VerboseFrequency", 1, "a positive integer",
                               [](auto& o) -> auto& { return o.verbose_frequency; }));
+    v.push_back(choice_field<TO>("VerboseLayout", {"auto", "wide", "compact"},
+                                 [](auto& o) -> auto& { return o.verbose_layout; }));
     v.push_back(string_field<TO>("CheckpointPath", [](auto& o) -> auto& { return o.checkpoint_path; }));
     v.push_back(int_field<TO>("CheckpointFrequency", 1, "a positive integer",
                               [](auto& o) -> auto& { return o.checkpoint_frequency; }));

@@ -327,7 +327,7 @@ TrainResult Trainer::run() {
   }
   const int64_t per_epoch = train_loader_->batches_per_epoch();
   const int64_t total_iterations = per_epoch * o_.max_epochs;
-  ProgressTable table(o_.verbose && lead_, has_val_);
+  ProgressTable table(o_.verbose && lead_, has_val_, o_.verbose_layout);
   table.header();
   std::string status = "completed";
   Eval last_val;
