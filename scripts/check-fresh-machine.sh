@@ -85,8 +85,11 @@ timed() {  # timed NAME COMMAND...: runs the step, prints its wall time
 times=()
 
 make_root() {
-  if [[ $refresh -eq 1 ]]; then rm -f "$tarball"; fi
   mkdir -p "$cache" "$debs"
+  # One check at a time per cache: the .deb folder is shared by every root's apt.
+  exec 9>"$cache/lock"
+  flock -w 7200 9 || { echo "check-fresh-machine: another check holds $cache/lock" >&2; return 1; }
+  if [[ $refresh -eq 1 ]]; then rm -f "$tarball"; fi
   if [[ ! -s $tarball ]]; then
     if ! command -v debootstrap >/dev/null 2>&1; then
       echo "check-fresh-machine: installing debootstrap on this machine (not in the root)"
@@ -137,11 +140,16 @@ in_root() {  # runs a command line inside the root as root, in the project's fol
     chroot "$root" /bin/bash -c "cd /root/dltrain && $1"
 }
 
-timed "root" make_root
-in_root 'echo "inside the fresh root: Debian $(cat /etc/debian_version), $(dpkg-query -f . -W | wc -c) packages, hostname $(hostname) $(getent hosts "$(hostname)" >/dev/null && echo resolves || echo "does not resolve")"'
-if [[ $demo -eq 1 ]]; then
-  timed "scripts/demo.sh" in_root 'scripts/demo.sh'
-fi
-timed "scripts/test.sh" in_root 'scripts/test.sh'
-step="done"
-echo "check-fresh-machine: passed ($(IFS=';'; echo "${times[*]}"); total $SECONDS s)"
+# Everything runs from main(), which bash has read whole before it starts: editing or checking
+# out this file while a check runs (it takes minutes) cannot change what the check executes.
+main() {
+  timed "root" make_root
+  in_root 'echo "inside the fresh root: Debian $(cat /etc/debian_version), $(dpkg-query -f . -W | wc -c) packages, hostname $(hostname) $(getent hosts "$(hostname)" >/dev/null && echo resolves || echo "does not resolve")"'
+  if [[ $demo -eq 1 ]]; then
+    timed "scripts/demo.sh" in_root 'scripts/demo.sh'
+  fi
+  timed "scripts/test.sh" in_root 'scripts/test.sh'
+  step="done"
+  echo "check-fresh-machine: passed ($(IFS=';'; echo "${times[*]}"); total $SECONDS s)"
+}
+main; exit

@@ -30,7 +30,8 @@ set -uo pipefail  # no -e: a failing point is expected and handled
 
 die() { echo "sweep.sh: error: $*" >&2; exit 2; }
 ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501)) || die "needs bash 5.1 or newer (wait -n -p)"
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+# The comment block at the top of this file, without its '#' (up to the first code line).
+usage() { awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit "${1:-0}"; }
 
 # ---------------------------------------------------------------- arguments
 configs=() grids=() base_sets=() out="" jobs="" threads="" gpus="" dry_run=0

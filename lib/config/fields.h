@@ -169,7 +169,7 @@ FieldDef<T> nonneg_list_field(std::string name, F ref) {
               out.push_back(v);
             };
             if (c.value.IsSequence()) {
-              for (const auto& n : c.value) one(n);
+              for (const auto& n : list_items(c.value)) one(n);  // [2 1] counts as [2, 1]
             } else if (!c.value.IsNull()) {
               one(c.value);
             }
@@ -215,10 +215,12 @@ FieldDef<T> range_field(std::string name, bool positive_only, F ref) {
                                            : "a range [min, max] of numbers with min <= max";
   return {name,
           [ref, expect, positive_only](const ValueCtx& c, T& o) {
-            if (!c.value.IsSequence() || c.value.size() != 2) c.bad(expect);
+            if (!c.value.IsSequence()) c.bad(expect);
+            const std::vector<YAML::Node> items = list_items(c.value);  // [-10 10] counts as [-10, 10]
+            if (items.size() != 2) c.bad(expect);
             double v[2];
             for (size_t i = 0; i < 2; ++i) {
-              YAML::Node n = c.value[i];
+              const YAML::Node& n = items[i];
               if (!n.IsScalar() || !parse_double(n.Scalar(), &v[i])) c.bad(expect);
               if (positive_only && !(v[i] > 0)) c.bad(expect);
             }

@@ -72,7 +72,7 @@ SpecValue option_value(const Entry& e, const Origin& origin, const std::string& 
     v.items = {e.value.Scalar()};
   } else if (e.value.IsSequence()) {
     v.is_list = true;
-    for (const auto& n : e.value) {
+    for (const auto& n : list_items(e.value)) {  // [32 32 3] counts as [32, 32, 3]
       if (!n.IsScalar()) fail("must be a number, a word or a list of them (no nested lists or maps)");
       v.items.push_back(n.Scalar());
     }

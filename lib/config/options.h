@@ -31,6 +31,7 @@ struct TrainingOptions {
   std::string output_network = "last-iteration";  // last-iteration | best-validation-loss
   bool verbose = true;
   int64_t verbose_frequency = 50;
+  std::string verbose_layout = "auto";  // auto | wide | compact: the verbose table (dltrain's)
   std::string plots = "training-progress";  // training-progress | none: progress.png or not
   double plot_interval_seconds = 10;        // dltrain: the live progress.png at least this often
   std::string checkpoint_path;  // empty: no checkpoints

@@ -65,6 +65,8 @@ const std::vector<FieldDef<TO>>& fields() {
     v.push_back(bool_field<TO>("Verbose", [](auto& o) -> auto& { return o.verbose; }));
     v.push_back(int_field<TO>("VerboseFrequency", 1, "a positive integer",
                               [](auto& o) -> auto& { return o.verbose_frequency; }));
+    v.push_back(choice_field<TO>("VerboseLayout", {"auto", "wide", "compact"},
+                                 [](auto& o) -> auto& { return o.verbose_layout; }));
     v.push_back(choice_field<TO>("Plots", {"training-progress", "none"},
                                  [](auto& o) -> auto& { return o.plots; }));
     v.push_back(double_field<TO>("PlotIntervalSeconds", 0, true, kInf, true, "a positive number of seconds",

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <set>
+#include <sstream>
 
 #include "util/error.h"
 #include "util/strings.h"
@@ -145,11 +146,56 @@ std::string format_double(double d) {
   return s;
 }
 
+std::vector<YAML::Node> list_items(const YAML::Node& seq) {
+  std::vector<YAML::Node> out;
+  for (const auto& n : seq) {
+    std::vector<std::string> parts;
+    if (n.IsScalar() && n.Tag() == "?") {  // "?": plain, not quoted
+      std::string word;
+      for (std::istringstream in(n.Scalar()); in >> word;) parts.push_back(word);
+    }
+    double d;
+    bool numbers = parts.size() > 1;
+    for (const auto& p : parts) numbers = numbers && parse_double(p, &d);
+    if (!numbers) {
+      out.push_back(n);
+      continue;
+    }
+    for (const auto& p : parts) out.emplace_back(p);
+  }
+  return out;
+}
+
+namespace {
+
+// 1-based number of the first line, up to `last` (0: any), whose indentation holds a tab
+// before content other than a comment; 0 when none. Asked only after a parse error: a tab
+// inside a flow list is valid YAML, while a tab-indented block gets yaml-cpp's generic
+// "illegal map value" or the like.
+int first_tab_indented_line(const std::string& text, int last) {
+  int line = 1;
+  for (size_t pos = 0; pos < text.size() && (last == 0 || line <= last); ++line) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    size_t content = text.find_first_not_of(" \t", pos);
+    bool blank = content >= end || text[content] == '\r' || text[content] == '#';
+    if (!blank && text.find('\t', pos) < content) return line;
+    pos = end + 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
 YAML::Node parse_yaml(const std::string& text, const std::string& origin) {
   try {
     return YAML::Load(text);
   } catch (const YAML::Exception& e) {
     std::string where = origin;
+    int tab_line = first_tab_indented_line(text, e.mark.is_null() ? 0 : e.mark.line + 1);
+    if (tab_line > 0)
+      throw ConfigError(origin + ":" + std::to_string(tab_line) +
+                        ": a tab in the indentation; YAML indents with spaces (replace the tab with spaces)");
     if (!e.mark.is_null()) where += ":" + std::to_string(e.mark.line + 1);
     throw ConfigError(where + ": YAML syntax error: " + e.msg +
                       " (check indentation, colons, quotes and brackets)");

@@ -54,7 +54,13 @@ bool is_inf_text(const std::string& text);  // Inf, inf, .inf, +Inf
 // Shortest text that parses back to exactly d ("0.001", "1e-08").
 std::string format_double(double d);
 
-// Parses YAML text; syntax errors become ConfigError "origin:line: YAML syntax error: ...".
+// The items of a sequence node. MATLAB separates numbers with spaces ([32 32 3]), which YAML
+// reads as one item "32 32 3": a plain (unquoted) item of several space-separated numbers
+// becomes one scalar node per number.
+std::vector<YAML::Node> list_items(const YAML::Node& seq);
+
+// Parses YAML text; syntax errors become ConfigError "origin:line: YAML syntax error: ...",
+// or "origin:line: a tab in the indentation ..." when a tab-indented line explains them.
 YAML::Node parse_yaml(const std::string& text, const std::string& origin);
 
 }  // namespace dlt::cfg

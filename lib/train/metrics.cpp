@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "util/json.h"
+#include "util/terminal.h"
 
 namespace dlt {
 
@@ -123,7 +124,7 @@ std::string Predictions::json() const {
   return j.str();
 }
 
-std::string Predictions::report() const {
+std::string Predictions::report(int width) const {
   if (!labelled) return "";
   std::string out;
   char buf[256];
@@ -146,20 +147,34 @@ std::string Predictions::report() const {
                   pct(stats[c].precision).c_str(), pct(stats[c].recall).c_str(), static_cast<long long>(stats[c].support));
     out += buf;
   }
-  out += "\nConfusion matrix (rows: true class, columns: predicted)\n";
-  std::snprintf(buf, sizeof buf, "%-*s", static_cast<int>(w), "");
-  out += buf;
-  for (size_t c = 0; c < classes.size(); ++c) {
-    std::snprintf(buf, sizeof buf, " %8.8s", classes[c].c_str());
-    out += buf;
+  // The matrix: full class names over the columns when they fit, else numbers that also start
+  // the rows (never names cut short).
+  auto m = confusion();
+  int64_t most = 0;
+  for (const auto& row : m)
+    for (int64_t v : row) most = std::max(most, v);
+  const size_t k = classes.size(), count_w = std::to_string(most).size();
+  if (width <= 0) width = terminal_columns(stdout);
+  size_t longest = 0;
+  for (const auto& c : classes) longest = std::max(longest, c.size());
+  const size_t name_cw = std::max(longest, count_w);
+  const bool names = w + k * (name_cw + 1) <= static_cast<size_t>(width);
+  const size_t num_w = std::to_string(k).size(), cw = names ? name_cw : std::max(num_w, count_w);
+  const size_t label_w = names ? w : num_w + 1 + w;
+  out += names ? "\nConfusion matrix (rows: true class, columns: predicted)\n"
+               : "\nConfusion matrix (rows: true class, columns: predicted, numbered as the rows)\n";
+  out += std::string(label_w, ' ');
+  for (size_t c = 0; c < k; ++c) {
+    std::string head = names ? classes[c] : std::to_string(c + 1);
+    out += " " + std::string(cw - std::min(cw, head.size()), ' ') + head;
   }
   out += "\n";
-  auto m = confusion();
-  for (size_t r = 0; r < classes.size(); ++r) {
-    std::snprintf(buf, sizeof buf, "%-*s", static_cast<int>(w), classes[r].c_str());
+  for (size_t r = 0; r < k; ++r) {
+    if (names) std::snprintf(buf, sizeof buf, "%-*s", static_cast<int>(w), classes[r].c_str());
+    else std::snprintf(buf, sizeof buf, "%*zu %-*s", static_cast<int>(num_w), r + 1, static_cast<int>(w), classes[r].c_str());
     out += buf;
     for (int64_t v : m[r]) {
-      std::snprintf(buf, sizeof buf, " %8lld", static_cast<long long>(v));
+      std::snprintf(buf, sizeof buf, " %*lld", static_cast<int>(cw), static_cast<long long>(v));
       out += buf;
     }
     out += "\n";

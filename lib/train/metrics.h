@@ -35,7 +35,10 @@ class Predictions {
 
   std::string csv() const;
   std::string json() const;
-  std::string report() const;  // accuracy, per-class table and confusion matrix (labelled only)
+  // Accuracy, per-class table and confusion matrix (labelled only), for `width` columns (0: the
+  // width of stdout, terminal_columns). The matrix's columns carry the full class names when
+  // that fits the width, else the class numbers that also start its rows.
+  std::string report(int width = 0) const;
 
  private:
   std::vector<Prediction> items_;

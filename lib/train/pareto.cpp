@@ -14,7 +14,7 @@ const Rgb kWhite{255, 255, 255}, kText{30, 30, 30};
 const Rgb kPointColour{0, 114, 189}, kFrontColour{215, 25, 28};
 constexpr int kWidth = 900, kHeight = 650;
 constexpr double kScale = 2.0, kRadius = 5;
-constexpr size_t kMaxLabelled = 40, kMaxLabelChars = 18;
+constexpr size_t kMaxLabelled = 40, kMaxLabelChars = 24;
 
 bool finite_point(const ParetoPoint& p) {
   return std::isfinite(p.memory_bytes) && std::isfinite(p.accuracy);
@@ -32,7 +32,72 @@ void axis_range(double lo, double hi, double& out_lo, double& out_hi) {
   out_hi = std::ceil(b / step) * step;
 }
 
+// A sweep point name split into its parts: the text before the first key=value (a config
+// name, or the whole name), and the key=value parts. A key is the run of characters other
+// than '_' before an '='; its value runs up to the '_' that precedes the next key.
+struct NameParts {
+  std::string prefix;
+  std::vector<std::pair<std::string, std::string>> kv;
+};
+
+NameParts split_name(const std::string& name) {
+  NameParts out;
+  std::vector<std::pair<size_t, size_t>> keys;  // [start, '=' position)
+  for (size_t eq = name.find('='); eq != std::string::npos; eq = name.find('=', eq + 1)) {
+    size_t start = name.rfind('_', eq);
+    start = start == std::string::npos ? 0 : start + 1;
+    if (start < eq && (keys.empty() || start > keys.back().second)) keys.emplace_back(start, eq);
+  }
+  if (keys.empty()) {
+    out.prefix = name;
+    return out;
+  }
+  out.prefix = name.substr(0, keys[0].first > 0 ? keys[0].first - 1 : 0);
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const size_t value_start = keys[k].second + 1;
+    const size_t value_end = k + 1 < keys.size() ? keys[k + 1].first - 1 : name.size();
+    out.kv.emplace_back(name.substr(keys[k].first, keys[k].second - keys[k].first),
+                        name.substr(value_start, value_end > value_start ? value_end - value_start : 0));
+  }
+  return out;
+}
+
+std::string shorten_middle(const std::string& s, size_t max_chars) {
+  if (s.size() <= max_chars) return s;
+  const size_t keep = max_chars - 3, head = keep / 2;
+  return s.substr(0, head) + "..." + s.substr(s.size() - (keep - head));
+}
+
 }  // namespace
+
+std::vector<std::string> pareto_labels(const std::vector<std::string>& names, std::string* keys) {
+  std::vector<NameParts> parts;
+  for (const auto& n : names) parts.push_back(split_name(n));
+  // Keys every name has, in the first name's order.
+  std::vector<std::string> common;
+  if (!parts.empty())
+    for (const auto& [key, value] : parts[0].kv) {
+      bool everywhere = true;
+      for (const auto& p : parts) {
+        bool has = false;
+        for (const auto& kv : p.kv) has = has || kv.first == key;
+        everywhere = everywhere && has;
+      }
+      if (everywhere) common.push_back(key);
+    }
+  keys->clear();
+  for (const auto& k : common) *keys += (keys->empty() ? "" : ", ") + k;
+  std::vector<std::string> out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string label = parts[i].prefix;
+    for (const auto& [key, value] : parts[i].kv) {
+      const bool shared = std::find(common.begin(), common.end(), key) != common.end();
+      label += (label.empty() ? "" : " ") + (shared ? value : key + "=" + value);
+    }
+    out.push_back(shorten_middle(label, kMaxLabelChars));
+  }
+  return out;
+}
 
 std::vector<size_t> pareto_front(const std::vector<ParetoPoint>& pts) {
   std::vector<size_t> front;
@@ -97,10 +162,22 @@ void write_pareto_png(const std::string& path, const std::vector<ParetoPoint>& p
 
   c.reset_clip();
   if (n_finite <= kMaxLabelled) {
+    std::vector<std::string> names;
+    for (const ParetoPoint& p : pts)
+      if (finite_point(p)) names.push_back(p.label);
+    std::string keys;
+    const std::vector<std::string> labels = pareto_labels(names, &keys);
+    if (!keys.empty()) {  // what the values in the labels are, under the title
+      std::string k = "Labels: " + keys;
+      const double small = kScale * 0.75;
+      while (k.size() > 3 && Canvas::text_width(k, small) > kWidth - 20) k.resize(k.size() - 4), k += "...";
+      c.text(std::round((kWidth - Canvas::text_width(k, small)) / 2), 40, k, kText, small);
+    }
+    size_t next = 0;
     for (const ParetoPoint& p : pts) {
-      if (!finite_point(p) || p.label.empty()) continue;
-      std::string s =
-          p.label.size() > kMaxLabelChars ? p.label.substr(0, kMaxLabelChars - 3) + "..." : p.label;
+      if (!finite_point(p)) continue;
+      const std::string& s = labels[next++];
+      if (s.empty()) continue;
       double x = ax.px(p.memory_bytes) + kRadius + 4;
       if (x + Canvas::text_width(s, kScale) > kWidth - 4)
         x = ax.px(p.memory_bytes) - kRadius - 4 - Canvas::text_width(s, kScale);

@@ -18,8 +18,15 @@ struct ParetoPoint {
 // all kept; points with a non-finite memory or accuracy are never on the front.
 std::vector<size_t> pareto_front(const std::vector<ParetoPoint>& pts);
 
+// The labels drawn next to the points. Sweep point names are key=value parts joined by '_'
+// (scripts/sweep.sh: "InitialLearnRate=0.01_conv1.NumFilters=20"); a key that every name has
+// is left out and only its value shown ("0.01 20"), with *keys listing the keys left out in
+// order ("InitialLearnRate, conv1.NumFilters"; empty when none). Other names stay whole; a
+// label over 24 characters loses its middle ("net_very_lo...variant_12"), never its end.
+std::vector<std::string> pareto_labels(const std::vector<std::string>& names, std::string* keys);
+
 // Writes a PNG scatter of accuracy (%) against memory footprint (bytes) with the front as a red
-// line; points are labelled when there are at most 40 of them. Writes path + ".tmp", then
+// line; points are labelled (pareto_labels, the keys under the title) when there are at most 40. Writes path + ".tmp", then
 // renames; throws Error naming the path when the file cannot be written.
 void write_pareto_png(const std::string& path, const std::vector<ParetoPoint>& pts,
                       const std::string& title);

@@ -1,8 +1,9 @@
 #include "train/progress.h"
 
-#include <unistd.h>
-
+#include <algorithm>
 #include <cmath>
+
+#include "util/terminal.h"
 
 namespace dlt {
 
@@ -14,70 +15,188 @@ std::string format_hms(double seconds) {
   return buf;
 }
 
-ProgressTable::ProgressTable(bool verbose, bool has_validation, FILE* out)
-    : verbose_(verbose), has_validation_(has_validation), tty_(::isatty(2) != 0), out_(out) {}
-
 namespace {
-const char* kRule =
-    "|======================================================================================================================|\n";
+
+// A column of the table: content width and its two heading lines.
+struct Column {
+  int width;
+  const char* line1;
+  const char* line2;
+};
+constexpr int kNumColumns = 8;
+const Column kWide[kNumColumns] = {  // MATLAB's table
+    {7, "Epoch", ""},
+    {11, "Iteration", ""},
+    {14, "Time Elapsed", "(hh:mm:ss)"},
+    {12, "Mini-batch", "Accuracy"},
+    {12, "Validation", "Accuracy"},
+    {12, "Mini-batch", "Loss"},
+    {12, "Validation", "Loss"},
+    {15, "Base Learning", "Rate"}};
+const Column kCompact[kNumColumns] = {  // the same columns in 79 characters
+    {5, "Epoch", ""},
+    {9, "Iteration", ""},
+    {8, "Time", "Elapsed"},
+    {7, "Batch", "Acc."},
+    {7, "Val", "Acc."},
+    {6, "Batch", "Loss"},
+    {6, "Val", "Loss"},
+    {6, "Base", "LR"}};
+
+const Column* columns_of(TableLayout layout) { return layout == TableLayout::kWide ? kWide : kCompact; }
+
+std::string centred(const std::string& s, size_t width) {
+  if (s.size() >= width) return s;
+  size_t left = (width - s.size()) / 2;
+  return std::string(left, ' ') + s + std::string(width - s.size() - left, ' ');
+}
+
+// "| a | b |\n" with each cell right-aligned in its column's width.
+std::string table_line(TableLayout layout, const std::string (&cells)[kNumColumns], bool centre) {
+  const Column* cols = columns_of(layout);
+  std::string out = "|";
+  for (int i = 0; i < kNumColumns; ++i) {
+    size_t w = static_cast<size_t>(cols[i].width);
+    const std::string& c = cells[i];
+    if (centre) out += centred(c, w + 2);
+    else out += " " + (c.size() < w ? std::string(w - c.size(), ' ') + c : c) + " ";
+    out += "|";
+  }
+  return out + "\n";
+}
+
 std::string pct(double v) {
   if (std::isnan(v)) return "";
   char b[32];
   std::snprintf(b, sizeof b, "%.2f%%", v);
   return b;
 }
-std::string num(double v) {
+
+// v with 4 decimals, fewer when that is wider than `width` ("0.1235", "123.46", "12346").
+std::string num(double v, int width) {
   if (std::isnan(v)) return "";
-  char b[32];
-  std::snprintf(b, sizeof b, "%.4f", v);
+  char b[64];
+  for (int decimals = 4; decimals >= 0; --decimals) {
+    std::snprintf(b, sizeof b, "%.*f", decimals, v);
+    if (static_cast<int>(std::char_traits<char>::length(b)) <= width) return b;
+  }
+  std::snprintf(b, sizeof b, "%.0e", v);  // 1e+07
   return b;
 }
+
 }  // namespace
+
+TableLayout choose_table_layout(const std::string& option, int columns) {
+  if (option == "wide") return TableLayout::kWide;
+  if (option == "compact") return TableLayout::kCompact;
+  return columns >= kWideTableColumns ? TableLayout::kWide : TableLayout::kCompact;
+}
+
+std::string table_rule(TableLayout layout) {
+  size_t inner = 0;
+  for (int i = 0; i < kNumColumns; ++i) inner += static_cast<size_t>(columns_of(layout)[i].width) + 3;
+  return "|" + std::string(inner - 1, '=') + "|\n";
+}
+
+std::string table_heading(TableLayout layout) {
+  const Column* cols = columns_of(layout);
+  std::string l1[kNumColumns], l2[kNumColumns];
+  for (int i = 0; i < kNumColumns; ++i) l1[i] = cols[i].line1, l2[i] = cols[i].line2;
+  return table_line(layout, l1, true) + table_line(layout, l2, true);
+}
+
+std::string table_row(TableLayout layout, const IterationRecord& r) {
+  const Column* cols = columns_of(layout);
+  const std::string cells[kNumColumns] = {std::to_string(r.epoch),
+                                          std::to_string(r.iteration),
+                                          format_hms(r.seconds),
+                                          pct(r.minibatch_accuracy),
+                                          pct(r.validation_accuracy),
+                                          num(r.minibatch_loss, cols[5].width),
+                                          num(r.validation_loss, cols[6].width),
+                                          num(r.learn_rate, cols[7].width)};
+  return table_line(layout, cells, false);
+}
+
+std::string format_bar(int64_t iteration, int64_t total, double elapsed, int columns) {
+  const size_t budget = static_cast<size_t>(std::max(columns - 1, 1));
+  constexpr size_t kMaxBar = 40, kMinBar = 10;
+  const double f = total > 0 ? std::clamp(static_cast<double>(iteration) / static_cast<double>(total), 0.0, 1.0) : 0;
+  const double eta =
+      iteration > 0 ? elapsed / static_cast<double>(iteration) * static_cast<double>(std::max<int64_t>(total - iteration, 0)) : 0;
+  char p[16];
+  std::snprintf(p, sizeof p, " %3d%%", static_cast<int>(f * 100));
+  const std::string counts = std::to_string(iteration) + "/" + std::to_string(total);
+  const std::string eta_text = "  ETA " + format_hms(eta);
+  // The text after the bar, from the most to the least informative.
+  const std::string tails[] = {std::string(p) + "  iteration " + counts + eta_text,
+                               std::string(p) + "  " + counts + eta_text, std::string(p) + "  " + counts,
+                               std::string(p)};
+  for (const std::string& tail : tails) {
+    if (tail.size() + 2 + kMinBar > budget) continue;
+    const size_t width = std::min(kMaxBar, budget - tail.size() - 2);
+    const size_t filled = static_cast<size_t>(f * static_cast<double>(width));
+    std::string b(filled, '=');
+    if (filled < width) b += '>';
+    b.resize(width, ' ');
+    return "[" + b + "]" + tail;
+  }
+  // Too narrow for a bar: the numbers that fit, never a number cut short.
+  const std::string percent = std::to_string(static_cast<int>(f * 100)) + "%";
+  for (const std::string& s : {percent + " " + counts, percent + " " + std::to_string(iteration), percent})
+    if (s.size() <= budget) return s;
+  return percent.substr(0, budget);
+}
+
+ProgressTable::ProgressTable(bool verbose, bool has_validation, const std::string& layout, FILE* out,
+                             FILE* bar_out)
+    : verbose_(verbose),
+      has_validation_(has_validation),
+      tty_(is_terminal(bar_out)),
+      layout_(choose_table_layout(layout, terminal_columns(out))),
+      out_(out),
+      bar_out_(bar_out) {}
 
 void ProgressTable::header() {
   if (!verbose_) return;
-  std::fputs(kRule, out_);
-  std::fprintf(out_, "|  Epoch  |  Iteration  |  Time Elapsed  |  Mini-batch  |  Validation  |  Mini-batch  |  Validation  |  Base Learning  |\n");
-  std::fprintf(out_, "|         |             |   (hh:mm:ss)   |   Accuracy   |   Accuracy   |     Loss     |     Loss     |      Rate       |\n");
-  std::fputs(kRule, out_);
+  std::fputs((table_rule(layout_) + table_heading(layout_) + table_rule(layout_)).c_str(), out_);
   std::fflush(out_);
 }
 
 void ProgressTable::row(const IterationRecord& r) {
   if (!verbose_) return;
   clear_bar();
-  std::fprintf(out_, "| %7lld | %11lld | %14s | %12s | %12s | %12s | %12s | %15s |\n", static_cast<long long>(r.epoch),
-               static_cast<long long>(r.iteration), format_hms(r.seconds).c_str(), pct(r.minibatch_accuracy).c_str(),
-               pct(r.validation_accuracy).c_str(), num(r.minibatch_loss).c_str(), num(r.validation_loss).c_str(),
-               num(r.learn_rate).c_str());
+  std::fputs(table_row(layout_, r).c_str(), out_);
   std::fflush(out_);
 }
 
 void ProgressTable::footer() {
   if (!verbose_) return;
   clear_bar();
-  std::fputs(kRule, out_);
+  std::fputs(table_rule(layout_).c_str(), out_);
   std::fflush(out_);
 }
 
 void ProgressTable::bar(int64_t iteration, int64_t total, double elapsed) {
   if (!tty_ || total <= 0) return;
-  double f = static_cast<double>(iteration) / static_cast<double>(total);
-  int width = 40, filled = static_cast<int>(f * width);
-  std::string b(static_cast<size_t>(filled), '=');
-  if (filled < width) b += '>';
-  b.resize(static_cast<size_t>(width), ' ');
-  double eta = iteration > 0 ? elapsed / static_cast<double>(iteration) * static_cast<double>(total - iteration) : 0;
-  std::fprintf(stderr, "\r[%s] %3d%%  iteration %lld/%lld  ETA %s ", b.c_str(), static_cast<int>(f * 100),
-               static_cast<long long>(iteration), static_cast<long long>(total), format_hms(eta).c_str());
-  std::fflush(stderr);
-  bar_shown_ = true;
+  // Measured on every redraw: the terminal may have been resized.
+  const int columns = terminal_columns(bar_out_);
+  const std::string line = format_bar(iteration, total, elapsed, columns);
+  // Blank what is left of a longer previous bar, within the current width.
+  const size_t old = std::min(bar_chars_, static_cast<size_t>(std::max(columns - 1, 1)));
+  const int stale = old > line.size() ? static_cast<int>(old - line.size()) : 0;
+  std::fprintf(bar_out_, "\r%s%*s", line.c_str(), stale, "");
+  if (stale) std::fprintf(bar_out_, "\r%s", line.c_str());
+  std::fflush(bar_out_);
+  bar_chars_ = line.size();
 }
 
 void ProgressTable::clear_bar() {
-  if (!bar_shown_) return;
-  std::fprintf(stderr, "\r%100s\r", "");
-  bar_shown_ = false;
+  if (bar_chars_ == 0) return;
+  const size_t n = std::min(bar_chars_, static_cast<size_t>(std::max(terminal_columns(bar_out_) - 1, 1)));
+  std::fprintf(bar_out_, "\r%*s\r", static_cast<int>(n), "");
+  std::fflush(bar_out_);
+  bar_chars_ = 0;
 }
 
 void IterationLog::add(const IterationRecord& r) { records_.push_back(r); }

@@ -1,5 +1,7 @@
 // MATLAB's verbose training table, the per-iteration log (log.csv) and a terminal progress
-// bar with ETA (only when stderr is a terminal).
+// bar with ETA (only when stderr is a terminal). Both fit the terminal: the bar is redrawn in
+// place and never wider than the terminal; the table has MATLAB's 120-column layout and a
+// compact one with the same columns in 79 (chosen by width, or by TrainingOptions.VerboseLayout).
 #pragma once
 #include <cstdint>
 #include <cstdio>
@@ -22,20 +24,42 @@ struct IterationRecord {
 
 std::string format_hms(double seconds);  // "00:01:05"
 
+// kWide: MATLAB's table, 120 characters a line. kCompact: the same columns with abbreviated
+// headings (Batch = Mini-batch, Val = Validation, Base LR = Base Learning Rate), 79 a line.
+enum class TableLayout { kWide, kCompact };
+constexpr int kWideTableColumns = 120;
+// `option` is auto | wide | compact; auto is wide when `columns` >= kWideTableColumns.
+TableLayout choose_table_layout(const std::string& option, int columns);
+
+// The table's lines, each ending in '\n': the rule (====), the two heading lines, a row.
+std::string table_rule(TableLayout layout);
+std::string table_heading(TableLayout layout);
+std::string table_row(TableLayout layout, const IterationRecord& r);
+
+// The progress bar line for a terminal `columns` wide, without the leading '\r': at most
+// columns - 1 characters (the last column stays free so a redraw never wraps). Parts are
+// dropped as the width shrinks: the word "iteration", then the ETA, then the counts.
+std::string format_bar(int64_t iteration, int64_t total, double elapsed, int columns);
+
 class ProgressTable {
  public:
-  ProgressTable(bool verbose, bool has_validation, FILE* out = stdout);
+  // layout: auto | wide | compact; auto measures `out` (terminal_columns). The bar goes to
+  // `bar_out` when that is a terminal.
+  ProgressTable(bool verbose, bool has_validation, const std::string& layout = "auto", FILE* out = stdout,
+                FILE* bar_out = stderr);
   void header();
   void row(const IterationRecord& r);
   void footer();
-  // Redraws the progress bar on stderr when it is a terminal (no-op otherwise).
+  // Redraws the progress bar in place, sized to the terminal's current width.
   void bar(int64_t iteration, int64_t total, double elapsed);
   void clear_bar();
+  TableLayout layout() const { return layout_; }
 
  private:
   bool verbose_, has_validation_, tty_;
-  FILE* out_;
-  bool bar_shown_ = false;
+  TableLayout layout_;
+  FILE *out_, *bar_out_;
+  size_t bar_chars_ = 0;  // length of the bar on screen; 0: none
 };
 
 // log.csv: one row per iteration with the table's columns.

@@ -403,7 +403,7 @@ TrainResult Trainer::train() {
   max_iterations_ = total_iterations;
   elapsed_before_ = pos.elapsed;
   start_live_files(pos);
-  ProgressTable table(o_.verbose && lead_, has_val_);
+  ProgressTable table(o_.verbose && lead_, has_val_, o_.verbose_layout);
   table.header();
   std::string status = "completed";
   Eval last_val;

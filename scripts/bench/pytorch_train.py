@@ -35,8 +35,8 @@ IMAGE_EXTENSIONS = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".
 HANDLED = {"Solver", "InitialLearnRate", "LearnRateSchedule", "LearnRateDropFactor",
            "LearnRateDropPeriod", "L2Regularization", "MaxEpochs", "MiniBatchSize", "Momentum",
            "Shuffle", "Seed"}
-IGNORED = {"ValidationFrequency", "Verbose", "VerboseFrequency", "ExecutionEnvironment", "Plots",
-           "Threads", "CheckpointPath", "CheckpointFrequency", "CheckpointFrequencyUnit",
+IGNORED = {"ValidationFrequency", "Verbose", "VerboseFrequency", "VerboseLayout", "ExecutionEnvironment",
+           "Plots", "Threads", "CheckpointPath", "CheckpointFrequency", "CheckpointFrequencyUnit",
            "DispatchInBackground", "OutputNetwork", "ValidationPatience"}
 
 

@@ -74,7 +74,12 @@ out="$root/.devbundle"
 stage="$build/devbundle-stage"
 rm -rf "$stage"
 mkdir -p "$stage/bin" "$stage/lib" "$out"
-grep -qx '/.devbundle/' "$root/.git/info/exclude" 2> /dev/null || echo '/.devbundle/' >> "$root/.git/info/exclude"
+# Keep the bundle out of git status. A fresh clone may have no .git/info/, a worktree keeps it
+# elsewhere, and a git archive has no .git at all: ask git where, and create the folder.
+if exclude=$(git -C "$root" rev-parse --path-format=absolute --git-path info/exclude 2> /dev/null); then
+  mkdir -p "$(dirname "$exclude")"
+  grep -qx '/.devbundle/' "$exclude" 2> /dev/null || echo '/.devbundle/' >> "$exclude"
+fi
 
 declare -A seen=()
 missing=()

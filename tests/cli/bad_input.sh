@@ -54,5 +54,12 @@ expect_error "missing config" 2 "nope.yaml" -- "$DLTRAIN" train "$TMP/nope.yaml"
 expect_error "bad command-line flag" 2 "--bogus" -- "$DLTRAIN" train "$cfg" --bogus
 printf 'layers:\n  - {type: imageInput, InputSize: [8, 8, 3]\n' > "$TMP/broken.yaml"
 expect_error "YAML syntax" 2 "broken.yaml:" -- "$DLTRAIN" train "$TMP/broken.yaml"
+printf 'layers:\n  - {type: relu}\ntraining:\n\tMaxEpochs: 1\n' > "$TMP/tab.yaml"
+expect_error "tab in the indentation" 2 "tab.yaml:4: a tab in the indentation; YAML indents with spaces" -- \
+  "$DLTRAIN" train "$TMP/tab.yaml"
+# MATLAB's spacing [48 48 3] is read as three numbers, so the run gets as far as the data check
+# above (before, the config stopped it: "InputSize must be [height, width, channels]").
+expect_error "InputSize [48 48 3]" 1 "is 32x32 but the crop needs at least 48x48" -- \
+  train "$TMP/good/train" --set data.OutputSizeMode=centercrop --set "layers.input.InputSize=[48 48 3]"
 expect_error "corrupt model" 1 "model" -- "$DLTRAIN" classify "$TMP/broken.yaml" "$TMP/good/test"
 echo "bad_input: ok"

@@ -28,6 +28,13 @@ EOF
 chmod +x "$TMP/dltrain-logged"
 sweep() { bash "$SWEEP" --dltrain "$TMP/dltrain-logged" "$@"; }
 
+# --- --help prints the comment block at the top and nothing of the code below it
+help=$(bash "$SWEEP" --help) || fail "sweep.sh --help: exit $?"
+[[ $(head -1 <<< "$help") == "sweep.sh: train one network per point"* ]] || fail "--help first line: $(head -1 <<< "$help")"
+[[ $(tail -1 <<< "$help") == "Exit code: 0 when every point finished"* ]] || fail "--help last line: $(tail -1 <<< "$help")"
+! grep -qE 'pipefail|^set |^#' <<< "$help" || fail "--help prints source lines: $(grep -E 'pipefail|^set |^#' <<< "$help")"
+echo "ok: --help prints $(wc -l <<< "$help") lines of usage"
+
 # --- usage errors exit 2
 rc=0; sweep --config "$TMP/tiny.yaml" > /dev/null 2>&1 || rc=$?
 [[ $rc -eq 2 ]] || fail "sweep without --out: exit $rc, expected 2"

@@ -85,6 +85,7 @@ inline void require_same_training(const TrainingOptions& a, const TrainingOption
   CHECK(a.output_network == b.output_network);
   CHECK(a.verbose == b.verbose);
   CHECK(a.verbose_frequency == b.verbose_frequency);
+  CHECK(a.verbose_layout == b.verbose_layout);
   CHECK(a.plots == b.plots);
   CHECK(a.plot_interval_seconds == b.plot_interval_seconds);
   CHECK(a.checkpoint_path == b.checkpoint_path);

@@ -168,6 +168,7 @@ training:
   OutputNetwork: best-validation-loss
   Verbose: false
   VerboseFrequency: 10
+  VerboseLayout: compact
   Plots: none
   PlotIntervalSeconds: 2.5
   CheckpointPath: "ckpt: dir #1"
@@ -213,6 +214,7 @@ TEST_CASE("config: every field is read", "[config]") {
   CHECK(t.seed == 1234);
   CHECK(t.threads == 2);
   CHECK_FALSE(t.verbose);
+  CHECK(t.verbose_layout == "compact");
   CHECK(t.plots == "none");
   CHECK(t.plot_interval_seconds == 2.5);
   CHECK(c.network.find("fc 1") != nullptr);
@@ -293,6 +295,43 @@ TEST_CASE("config: layer names may contain dots in overrides", "[config]") {
   Config c = load_config(dir.write("n.yaml", "layers:\n  - {type: relu, Name: block1.relu}\n"),
                          {"layers.block1.relu.Extra=1"});
   CHECK(c.network.layers[0].options.at("Extra").items[0] == "1");
+}
+
+
+TEST_CASE("config: MATLAB's space-separated lists ([32 32 3]) read as comma-separated ones", "[config]") {
+  test::TempDir dir;
+  Config c = load_config(dir.write("m.yaml", R"(layers:
+  - {type: imageInput, Name: in, InputSize: [32 32 3]}
+  - {type: convolution2d, Name: c, FilterSize: [5 3], NumFilters: 4, Stride: [2  1], Padding: [1 1 2 2]}
+  - {type: fullyConnected, Name: fc, OutputSize: 3}
+data:
+  Augmentation: {RandXTranslation: [-10 10], RandScale: [0.9 1.1]}
+training:
+  WorkerLoad: [2 1]
+)"),
+                         {});
+  const LayerSpec* in = c.network.find("in");
+  REQUIRE(in);
+  CHECK(in->options.at("InputSize").items == std::vector<std::string>{"32", "32", "3"});
+  CHECK(in->get_ints("InputSize", {}, 3, 1) == std::vector<int64_t>{32, 32, 3});
+  const LayerSpec* conv = c.network.find("c");
+  CHECK(conv->get_ints("FilterSize", {}, 2, 1) == std::vector<int64_t>{5, 3});
+  CHECK(conv->get_ints("Stride", {}, 2, 1) == std::vector<int64_t>{2, 1});
+  CHECK(conv->options.at("Padding").items == std::vector<std::string>{"1", "1", "2", "2"});
+  CHECK(c.data.augment.rand_x_translation[0] == -10);
+  CHECK(c.data.augment.rand_x_translation[1] == 10);
+  CHECK(c.data.augment.rand_scale[1] == 1.1);
+  CHECK(c.training.worker_load == std::vector<double>{2, 1});
+  // Written back with commas; the same from --set.
+  CHECK(dump_config(c).find("InputSize: [32, 32, 3]") != std::string::npos);
+  Config o = load_config(dir.write("o.yaml", "layers: [{type: imageInput, Name: in, InputSize: [8, 8, 1]}]\n"),
+                         {"layers.in.InputSize=[28 28 1]"});
+  CHECK(o.network.find("in")->options.at("InputSize").items == std::vector<std::string>{"28", "28", "1"});
+  // Only numbers split; a quoted item or words stay one item.
+  Config q = load_config(dir.write("q.yaml", "layers: [{type: imageInput, Name: in, InputSize: [\"32 32 3\"]}]\n"
+                                             "data: {FileExtensions: [.png .jpg]}\n"),
+                         {});
+  CHECK(q.network.find("in")->options.at("InputSize").items == std::vector<std::string>{"32 32 3"});
 }
 
 }  // namespace

@@ -173,6 +173,14 @@ TEST_CASE("config errors: YAML syntax and files", "[config]") {
   CHECK(error_of("layers:\n  - {type: relu}\n training: x\n").rfind("cfg.yaml:3: YAML syntax error: ", 0) == 0);
   CHECK(error_of("layers:\n  - {type: relu}\ntraining: a: b\n") ==
         "cfg.yaml:3: YAML syntax error: illegal map value (check indentation, colons, quotes and brackets)");
+  // A tab in the indentation: yaml-cpp says "illegal map value" or "illegal block entry".
+  const std::string tab = ": a tab in the indentation; YAML indents with spaces (replace the tab with spaces)";
+  CHECK(error_of(kNet + "training:\n\tMaxEpochs: 1\n") == "cfg.yaml:9" + tab);
+  CHECK(error_of(kNet + "training:\n  MaxEpochs: 1\n  \tVerbose: false\n") == "cfg.yaml:10" + tab);
+  CHECK(error_of("layers:\n  - {type: relu}\n\t- {type: softmax}\n") == "cfg.yaml:3" + tab);
+  CHECK(error_of("# a comment\n\t# tab-indented comment\nlayers:\n  - {type: relu}\n  -\t{type: softmax\n")
+            .rfind("cfg.yaml:6: YAML syntax error: end of map flow not found", 0) == 0);  // a tab after the indentation is not blamed
+  CHECK(error_of(kNet + "training: {\n\tMaxEpochs: 2}\n") == "no error");  // a tab inside braces is valid YAML
   test::TempDir dir;
   try {
     load_config(dir.file(""), {});

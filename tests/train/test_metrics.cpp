@@ -37,3 +37,47 @@ TEST_CASE("classification metrics on a known set", "[train]") {
   CHECK(json.find("\"recall\":null") != std::string::npos);
   CHECK(p.report().find("Accuracy: 60.00% (5 images)") != std::string::npos);
 }
+
+TEST_CASE("confusion matrix headers: full class names when they fit, else numbers", "[train]") {
+  Predictions p;
+  p.classes = {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
+  p.labelled = true;
+  for (int t = 0; t < 10; ++t)
+    for (int i = 0; i < 100 + t; ++i) {
+      std::vector<float> probs(10, 0.f);
+      probs[static_cast<size_t>(i % 7 == 0 ? (t + 1) % 10 : t)] = 1.f;  // every 7th wrong
+      p.add("x.png", t, probs);
+    }
+  auto lines_of = [](const std::string& s) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    for (size_t nl; (nl = s.find('\n', start)) != std::string::npos; start = nl + 1) out.push_back(s.substr(start, nl - start));
+    return out;
+  };
+  auto matrix = [&](int width) {  // the title, the header and the 10 rows
+    std::vector<std::string> l = lines_of(p.report(width));
+    size_t at = 0;
+    while (at < l.size() && l[at].rfind("Confusion matrix", 0) != 0) ++at;
+    REQUIRE(at + 12 == l.size());
+    return std::vector<std::string>(l.begin() + static_cast<long>(at), l.end());
+  };
+  // 10-character names + 10 cells of 11 = 120 columns: the names fit at 120.
+  std::vector<std::string> wide = matrix(120);
+  CHECK(wide[0] == "Confusion matrix (rows: true class, columns: predicted)");
+  CHECK(wide[1] == "             airplane automobile       bird        cat       deer        dog       frog      "
+                   "horse       ship      truck");
+  CHECK(wide[3] == "automobile          0         86         15          0          0          0          0          "
+                   "0          0          0");
+  for (const auto& l : wide) CHECK(l.size() <= 120);
+  // At 80 (and 119) the columns are numbered as the rows, which keep the full names.
+  for (int width : {80, 119}) {
+    std::vector<std::string> narrow = matrix(width);
+    CHECK(narrow[0] == "Confusion matrix (rows: true class, columns: predicted, numbered as the rows)");
+    CHECK(narrow[1] == "               1  2  3  4  5  6  7  8  9 10");
+    CHECK(narrow[3] == " 2 automobile  0 86 15  0  0  0  0  0  0  0");
+    CHECK(narrow[11] == "10 truck      16  0  0  0  0  0  0  0  0 93");
+    for (const auto& l : narrow) CHECK(l.size() <= 80);
+  }
+  // The per-class table keeps full names at any width.
+  CHECK(p.report(80).find("\nautomobile     85.15%     85.15%      101\n") != std::string::npos);
+}

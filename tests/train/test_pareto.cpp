@@ -80,6 +80,30 @@ TEST_CASE("pareto_front matches the definition on random sets with ties", "[trai
   }
 }
 
+TEST_CASE("pareto labels keep what distinguishes the points", "[train][pareto]") {
+  std::string keys;
+  // scripts/sweep.sh names: key=value parts joined by '_'. Before, every label was cut to
+  // "InitialLearnRat..." (the first 15 characters), the same for all four points.
+  CHECK(pareto_labels({"InitialLearnRate=0.01_conv1.NumFilters=4", "InitialLearnRate=0.01_conv1.NumFilters=8",
+                       "InitialLearnRate=0.001_conv1.NumFilters=4", "InitialLearnRate=0.001_conv1.NumFilters=8"},
+                      &keys) == std::vector<std::string>{"0.01 4", "0.01 8", "0.001 4", "0.001 8"});
+  CHECK(keys == "InitialLearnRate, conv1.NumFilters");
+  // --networks with a grid: the config name first; a value with '_' (from [28,28,1]) whole.
+  CHECK(pareto_labels({"net01_conv1.NumFilters=20", "net02_conv1.NumFilters=32"}, &keys) ==
+        std::vector<std::string>{"net01 20", "net02 32"});
+  CHECK(keys == "conv1.NumFilters");
+  CHECK(pareto_labels({"input.InputSize=_28_28_1__InitialLearnRate=0.1", "input.InputSize=_32_32_1__InitialLearnRate=0.1"},
+                      &keys) == std::vector<std::string>{"_28_28_1_ 0.1", "_32_32_1_ 0.1"});
+  CHECK(keys == "input.InputSize, InitialLearnRate");
+  // A key not in every name keeps its name; plain names stay whole, long ones lose the middle.
+  CHECK(pareto_labels({"a=1_b=2", "a=3"}, &keys) == std::vector<std::string>{"1 b=2", "3"});
+  CHECK(keys == "a");
+  CHECK(pareto_labels({"2x16", "a_very_long_network_name_variant_12"}, &keys) ==
+        std::vector<std::string>{"2x16", "a_very_lon..._variant_12"});
+  CHECK(keys.empty());
+  CHECK(pareto_labels({}, &keys).empty());
+}
+
 TEST_CASE("pareto plot writes a scatter with a red front", "[train][pareto]") {
   const fs::path dir =
       fs::temp_directory_path() / ("dlt_test_pareto_" + std::to_string(::getpid()));
