@@ -1,5 +1,6 @@
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -22,6 +23,7 @@
 #include "train/progress.h"
 #include "train/run_files.h"
 #include "train/step_graph.h"
+#include "train/watchdog.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/log.h"
@@ -111,6 +113,7 @@ class Trainer {
   // For a learning watchdog: summary.json's "warnings" and the note next to the plot's title.
   std::vector<std::string> warnings_;
   std::string plot_note_;
+  WatchdogContext watchdog_context();
   ModelData best_;
   bool have_best_ = false;
 };
@@ -304,6 +307,27 @@ Eval Trainer::evaluate() {
   return e;
 }
 
+// What the learning watchdog's warning names: the initializers of the layers with Weights,
+// the learning rate and the input normalization, as this run has them.
+WatchdogContext Trainer::watchdog_context() {
+  WatchdogContext c;
+  std::vector<std::string> inits;
+  for (size_t i = 0; i < net_->size(); ++i) {
+    Layer& l = net_->layer(i);
+    bool has_weights = false;
+    for (const auto& p : l.params()) has_weights = has_weights || p.name == "Weights";
+    if (!has_weights) continue;
+    std::string init = l.spec().has("WeightsInitializer") ? l.spec().get_string("WeightsInitializer", "glorot")
+                                                           : "glorot (the default)";
+    if (std::find(inits.begin(), inits.end(), init) == inits.end()) inits.push_back(init);
+  }
+  for (const auto& i : inits) c.initializers += (c.initializers.empty() ? "" : ", ") + i;
+  if (c.initializers.empty()) c.initializers = "none";
+  c.initial_learn_rate = o_.initial_learn_rate;
+  c.normalization = net_->size() > 0 ? net_->layer(0).spec().get_string("Normalization", "zerocenter") : "none";
+  return c;
+}
+
 void Trainer::checkpoint(const TrainPosition& pos) {
   if (!lead_) return;
   make_dirs(o_.checkpoint_path);
@@ -405,6 +429,7 @@ TrainResult Trainer::train() {
   start_live_files(pos);
   ProgressTable table(o_.verbose && lead_, has_val_, o_.verbose_layout);
   table.header();
+  LearningWatchdog watchdog(static_cast<int64_t>(train_ds_.num_classes()), per_epoch, watchdog_context());
   std::string status = "completed";
   Eval last_val;
   train_timer_.reset();
@@ -469,6 +494,13 @@ TrainResult Trainer::train() {
         if (live_->plot_due(validate)) draw_live_plot(rec.epoch, it, lr);
         live_seconds_ += t.seconds();
       }
+      if (auto warning = watchdog.observe(rec); warning && lead_) {  // the run goes on, as in MATLAB
+        table.clear_bar();
+        log::warn("{}", *warning);
+        warnings_.push_back(*warning);
+        plot_note_ = "warning: not learning (summary.json)";
+        draw_live_plot(rec.epoch, it, lr);
+      }
       if (it == 1 || it % std::max<int64_t>(o_.verbose_frequency, 1) == 0 || validate || last || stop) table.row(rec);
       if (lead_) table.bar(it, total_iterations, rec.seconds);
       bool end_of_epoch = b == per_epoch;
@@ -481,6 +513,7 @@ TrainResult Trainer::train() {
           cp.epoch = end_of_epoch ? epoch + 1 : epoch;
           cp.batch_in_epoch = end_of_epoch ? 0 : b;
           cp.elapsed = rec.seconds;
+          table.clear_bar();  // the checkpoint's line starts at the left, not after the bar
           checkpoint(cp);
         }
       }

@@ -14,18 +14,23 @@ std::optional<std::string> LearningWatchdog::observe(const IterationRecord& r) {
   if (warned_ || classes_ < 2 || r.iteration <= per_epoch_) return std::nullopt;
   const double chance_loss = std::log(static_cast<double>(classes_));
   char text[160];
-  if (std::isfinite(r.minibatch_loss) && std::fabs(r.minibatch_loss - chance_loss) <= kBand * chance_loss) {
-    if (++flat_loss_ >= kWindow) {
+  const bool near = std::isfinite(r.minibatch_loss) && std::fabs(r.minibatch_loss - chance_loss) <= kSpread * chance_loss;
+  if (!near) {
+    losses_.clear();
+  } else {
+    losses_.push_back(r.minibatch_loss);
+    if (static_cast<int64_t>(losses_.size()) > kWindow) losses_.pop_front();
+    double mean = 0;
+    for (double l : losses_) mean += l / static_cast<double>(losses_.size());
+    if (static_cast<int64_t>(losses_.size()) == kWindow && std::fabs(mean - chance_loss) <= kBand * chance_loss) {
       warned_ = true;
       std::snprintf(text, sizeof(text),
-                    "the mini-batch loss has stayed at ln(%lld) = %.4f (chance for %lld classes) for %lld iterations "
-                    "after epoch 1",
-                    static_cast<long long>(classes_), chance_loss, static_cast<long long>(classes_),
+                    "the mini-batch loss has stayed at ln(%lld) = %.4f (chance for %lld classes; mean %.4f) for %lld "
+                    "iterations after epoch 1",
+                    static_cast<long long>(classes_), chance_loss, static_cast<long long>(classes_), mean,
                     static_cast<long long>(kWindow));
       return warning(text);
     }
-  } else {
-    flat_loss_ = 0;
   }
   if (!std::isnan(r.validation_accuracy)) {
     const double chance = 100.0 / static_cast<double>(classes_);

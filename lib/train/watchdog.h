@@ -5,6 +5,7 @@
 // the progress plot.
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 
@@ -21,10 +22,11 @@ struct WatchdogContext {
 
 class LearningWatchdog {
  public:
-  // Iterations after the first epoch that the loss must stay in the band, and the band:
-  // |loss - ln K| <= kBand * ln K.
+  // The last kWindow mini-batch losses after the first epoch: their mean within kBand of
+  // ln K, and each within kSpread of it (small mini-batches scatter by a few percent).
   static constexpr int64_t kWindow = 50;
   static constexpr double kBand = 0.01;
+  static constexpr double kSpread = 0.05;
   // Consecutive validations after the first epoch at or below kChanceFactor * 100 / K percent.
   static constexpr int kValidations = 2;
   static constexpr double kChanceFactor = 1.1;
@@ -39,7 +41,7 @@ class LearningWatchdog {
 
   int64_t classes_, per_epoch_;
   WatchdogContext ctx_;
-  int64_t flat_loss_ = 0;
+  std::deque<double> losses_;  // the last kWindow mini-batch losses after the first epoch
   int chance_validations_ = 0;
   bool warned_ = false;
 };

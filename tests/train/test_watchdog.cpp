@@ -35,8 +35,8 @@ TEST_CASE("watchdog: a loss pinned at ln(K) after the first epoch warns once", "
   }
   CHECK(warned_at == 100 + LearningWatchdog::kWindow);
   CHECK(text ==
-        "the network is not learning: the mini-batch loss has stayed at ln(10) = 2.3026 (chance for 10 classes) for 50 "
-        "iterations after epoch 1. Likely causes: the weights initializer (glorot (the default); networks written "
+        "the network is not learning: the mini-batch loss has stayed at ln(10) = 2.3026 (chance for 10 classes; mean "
+        "2.3026) for 50 iterations after epoch 1. Likely causes: the weights initializer (glorot (the default); networks written "
         "for MATLAB before R2019a, such as seed 001's, need WeightsInitializer: narrow-normal), the learning rate "
         "(InitialLearnRate 0.001: try 10x lower or higher), or the input scale (imageInput Normalization zerocenter)");
 }
@@ -48,12 +48,19 @@ TEST_CASE("watchdog: no warning for a run that learns, a flat first epoch or a b
   LearningWatchdog first_epoch(4, 200, context());  // flat for the whole first epoch, then learns
   for (int64_t it = 1; it <= 200; ++it) CHECK_FALSE(first_epoch.observe(rec(it, chance)));
   for (int64_t it = 201; it <= 400; ++it) CHECK_FALSE(first_epoch.observe(rec(it, 0.8 * chance)));
-  LearningWatchdog broken(4, 10, context());  // 49 in the band, one outside, 49 in again
+  LearningWatchdog broken(4, 10, context());  // 49 near chance, one far off, 49 near again
   int64_t it = 10;
   for (int i = 0; i < 49; ++i) CHECK_FALSE(broken.observe(rec(++it, chance)));
-  CHECK_FALSE(broken.observe(rec(++it, 1.05 * chance)));
+  CHECK_FALSE(broken.observe(rec(++it, 1.06 * chance)));
   for (int i = 0; i < 49; ++i) CHECK_FALSE(broken.observe(rec(++it, chance)));
   CHECK(broken.observe(rec(++it, chance)));  // the 50th in a row
+  // Scattered by 4% around ln K (a small mini-batch) still counts; a mean 2% above does not.
+  LearningWatchdog scattered(4, 10, context());
+  std::optional<std::string> m;
+  for (it = 11; it <= 60 && !m; ++it) m = scattered.observe(rec(it, chance * (it % 2 ? 1.04 : 0.96)));
+  CHECK(m);
+  LearningWatchdog above(4, 10, context());
+  for (it = 11; it <= 300; ++it) CHECK_FALSE(above.observe(rec(it, chance * (it % 2 ? 1.04 : 1.0))));
 }
 
 TEST_CASE("watchdog: validation accuracy at chance after the first epoch", "[train]") {
