@@ -13,6 +13,8 @@ packages=(
   libonnx-dev libprotobuf-dev
   # The ONNX tests check dltrain against PyTorch and OpenCV's dnn on the same networks.
   python3-torch python3-numpy python3-onnx python3-opencv
+  # tests/cli/terminal_width.sh runs training inside tmux at 80 and 140 columns.
+  tmux
 )
 # The benchmarks also use PIL, YAML and tcmalloc from Debian (not needed to build or test).
 if [[ "${DLTRAIN_BENCH:-0}" == "1" ]]; then
