@@ -14,6 +14,17 @@
 
 namespace dlt::test {
 
+// A small classification network as a config's layers: section: 7 lines, so "training:"
+// appended after it is line 8 and its first option line 9.
+inline const std::string kNet = R"(layers:
+  - {type: imageInput, Name: input, InputSize: [32, 32, 3]}
+  - {type: convolution2d, Name: conv1, FilterSize: 5, NumFilters: 8}
+  - {type: relu}
+  - {type: fullyConnected, Name: fc, OutputSize: 10}
+  - {type: softmax}
+  - {type: classification}
+)";
+
 // A directory under the system temp dir, removed at destruction.
 class TempDir {
  public:

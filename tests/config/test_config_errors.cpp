@@ -10,14 +10,8 @@
 namespace dlt {
 namespace {
 
-const std::string kNet = R"(layers:
-  - {type: imageInput, Name: input, InputSize: [32, 32, 3]}
-  - {type: convolution2d, Name: conv1, FilterSize: 5, NumFilters: 8}
-  - {type: relu}
-  - {type: fullyConnected, Name: fc, OutputSize: 10}
-  - {type: softmax}
-  - {type: classification}
-)";  // 7 lines
+using test::kNet;
+
 
 // The ConfigError message for loading `text` (with overrides), path shown as cfg.yaml.
 std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
