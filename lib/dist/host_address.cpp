@@ -97,6 +97,16 @@ bool world_on_this_host(const WorldInfo& world, const std::string& rendezvous_tc
   return false;
 }
 
+bool host_resolves(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) return false;
+  freeaddrinfo(res);
+  return true;
+}
+
 std::string resolve_local_address(const std::string& name, std::string* why) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;

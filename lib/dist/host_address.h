@@ -28,6 +28,9 @@ bool world_on_this_host(const WorldInfo& world, const std::string& rendezvous_tc
 // `who` begins the error messages ("rank 1 of 2").
 std::string gloo_address(const std::map<std::string, std::string>& env, bool on_this_host, const std::string& who);
 
+// Whether `host` (a name or a numeric address) resolves to any address.
+bool host_resolves(const std::string& host);
+
 // The first address `name` resolves to that a socket on this machine can bind, numeric;
 // empty when none (then *why says why: the resolver's message, or the addresses found).
 std::string resolve_local_address(const std::string& name, std::string* why);

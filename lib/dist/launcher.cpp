@@ -145,11 +145,21 @@ std::string cluster_rendezvous_dir(const WorldInfo& world, const std::string& ou
   return (fs::path(output_dir) / ".rendezvous" / (world.source + "-" + id)).string();
 }
 
+namespace {
+// torchrun --standalone names this machine (Python's socket.getfqdn()) as MASTER_ADDR. Where
+// that name does not resolve and every rank runs here, the ranks meet at loopback instead:
+// rank 0's server listens on every interface.
+TcpAddress reachable(TcpAddress a, const WorldInfo& world, const Env& env) {
+  if (world_on_this_host(world, "", env) && !host_resolves(a.host)) a.host = "127.0.0.1";
+  return a;
+}
+}  // namespace
+
 void set_cluster_rendezvous(CommOptions& o, const WorldInfo& world, const std::string& output_dir, const Env& env) {
   const std::string given = get(env, "DLT_RENDEZVOUS");
   constexpr const char* kTcp = "tcp://";
   if (given.rfind(kTcp, 0) == 0) {
-    o.rendezvous_tcp = parse_tcp_address(given.substr(std::strlen(kTcp)), "DLT_RENDEZVOUS").str();
+    o.rendezvous_tcp = reachable(parse_tcp_address(given.substr(std::strlen(kTcp)), "DLT_RENDEZVOUS"), world, env).str();
     return;
   }
   if (given.empty() && world.source == "torchrun" && !world.master.empty()) {
@@ -162,7 +172,7 @@ void set_cluster_rendezvous(CommOptions& o, const WorldInfo& world, const std::s
                           "DLT_RENDEZVOUS=tcp://HOST:PORT");
       ++a.port;
     }
-    o.rendezvous_tcp = a.str();
+    o.rendezvous_tcp = reachable(a, world, env).str();
     return;
   }
   o.rendezvous_dir = cluster_rendezvous_dir(world, output_dir, env);

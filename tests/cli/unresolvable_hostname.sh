@@ -4,8 +4,9 @@
 # localhost: ranks that are all on this machine meet over loopback and match one process;
 # a world spread over nodes stops with exit code 3 and one line naming the host name and the
 # fixes; GLOO_SOCKET_IFNAME=lo works; a missing interface or a DLT_GLOO_HOSTNAME that does not
-# resolve is one line, exit code 3. Before dltrain resolved the address itself, Debian's
-# libgloo crashed (SIGSEGV) on the name. Needs root and unshare -m; skipped otherwise.
+# resolve is one line, exit code 3; MASTER_ADDR naming the unresolved machine (as torchrun
+# --standalone sets it) means loopback for a local world. Before dltrain resolved the address
+# itself, Debian's libgloo crashed (SIGSEGV) on the name. Needs root and unshare -m.
 source "$(dirname "$0")/common.sh" "$@"
 if [[ $(id -u) -ne 0 ]] || ! unshare -m true 2>/dev/null; then
   echo "skipped: needs root and mount namespaces (unshare -m) to hide the host name"; exit 77
@@ -61,6 +62,16 @@ done
 wait %1 || fail "torchrun rank 0: $(cat "$TMP/torchrun-0.log")"
 wait %2 || fail "torchrun rank 1: $(cat "$TMP/torchrun-1.log")"
 echo -n "torchrun, LOCAL_WORLD_SIZE 2:          "; compare "$TMP/torchrun/model.bin" "$TMP/one/model.bin" || fail "torchrun"
+
+# torchrun --standalone sets MASTER_ADDR to this machine's name: the ranks meet at loopback.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')
+for r in 0 1; do
+  in_ns env -u DLT_RENDEZVOUS LOCAL_WORLD_SIZE=2 RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR="$host" MASTER_PORT=$port \
+    "$DLTRAIN" train "$TMP/net.yaml" --output-dir "$TMP/standalone-$r" --threads 1 "${par[@]}" > "$TMP/standalone-$r.log" 2>&1 &
+done
+wait %1 || fail "standalone rank 0: $(cat "$TMP/standalone-0.log")"
+wait %2 || fail "standalone rank 1: $(cat "$TMP/standalone-1.log")"
+echo -n "MASTER_ADDR=$host (unresolved):       "; compare "$TMP/standalone-0/model.bin" "$TMP/one/model.bin" || fail "standalone"
 
 # One rank of a world spread over two nodes stops before any rendezvous.
 rank1=(env SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_NNODES=2 DLT_RENDEZVOUS="$TMP/rdv-x"

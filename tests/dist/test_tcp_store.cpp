@@ -243,6 +243,22 @@ TEST_CASE("launcher: the rendezvous comes from DLT_RENDEZVOUS, else torchrun's M
   o = CommOptions{};
   set_cluster_rendezvous(o, slurm, "/shared/run", {{"DLT_RENDEZVOUS", "tcp://node001:29400"}});
   CHECK(o.rendezvous_tcp == "node001:29400");
+  // torchrun --standalone names this machine; where that name does not resolve and every rank
+  // is local, the ranks meet at loopback. A world over nodes keeps the name (its error names it).
+  WorldInfo standalone = parse_launcher_env({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "no-such-host.invalid"},
+                                             {"MASTER_PORT", "29500"}});
+  o = CommOptions{};
+  set_cluster_rendezvous(o, standalone, "out", {{"LOCAL_WORLD_SIZE", "2"}});
+  CHECK(o.rendezvous_tcp == "127.0.0.1:29500");
+  o = CommOptions{};
+  set_cluster_rendezvous(o, standalone, "out", {{"LOCAL_WORLD_SIZE", "1"}});
+  CHECK(o.rendezvous_tcp == "no-such-host.invalid:29500");
+  o = CommOptions{};
+  set_cluster_rendezvous(o, slurm, "out", {{"SLURM_NNODES", "1"}, {"DLT_RENDEZVOUS", "tcp://no-such-host.invalid:7"}});
+  CHECK(o.rendezvous_tcp == "127.0.0.1:7");
+  o = CommOptions{};
+  set_cluster_rendezvous(o, standalone, "out", {{"LOCAL_WORLD_SIZE", "2"}, {"DLT_RENDEZVOUS", "tcp://127.0.0.1:9"}});
+  CHECK(o.rendezvous_tcp == "127.0.0.1:9");
   // Bad values name the variable.
   CHECK(message_of([&] { set_cluster_rendezvous(o, slurm, "x", {{"DLT_RENDEZVOUS", "tcp://node001"}}); })
             .find("DLT_RENDEZVOUS is 'node001': no port") == 0);
