@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs a CUDA build of dltrain for a lent GPU machine (docs/gpu.md): the binaries dltrain,
 # dltrain_tests and dltrain_gpu_tests plus every shared library they need that the device image
-# lacks (oneDNN, yaml-cpp, spdlog/fmt, Gloo, protobuf/ONNX, turbojpeg, stb, ...), stripped, into
+# lacks (oneDNN, yaml-cpp, spdlog/fmt, Gloo, protobuf/ONNX, turbojpeg, stb, ...), stripped
+# (the test binaries keep their symbols; the CUDA code has -lineinfo), into
 # one xz archive .devbundle/dltrain-bundle.tar.xz that a device call carries (carry: .devbundle).
 # Left out on purpose: glibc, libstdc++, libgcc_s (the device's are newer) and the large CUDA
 # libraries (libcuda, cuBLAS/cuBLASLt, cuDNN, NCCL), which the device has in /usr/local/cuda and
@@ -42,7 +43,8 @@ if [[ $do_build == 1 ]]; then
   if [[ ! -f "$build/build.ninja" ]]; then
     echo "== configuring $build (CUDA on, sm_90)" >&2
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDLTRAIN_CUDA=ON \
-      -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc >&2
+      -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc \
+      -DCMAKE_CUDA_FLAGS=-lineinfo >&2  # compute-sanitizer and crash reports name source lines
   fi
   echo "== building ${bins[*]} in $build" >&2
   ninja -C "$build" -j "$jobs" "${bins[@]}" >&2
@@ -85,7 +87,8 @@ declare -A seen=()
 missing=()
 for b in "${bins[@]}"; do
   cp "$(bin_path "$b")" "$stage/bin/$b"
-  strip --strip-unneeded "$stage/bin/$b"
+  # The test binaries keep their symbols: a first GPU run's backtraces must name functions.
+  [[ $b == dltrain ]] && strip --strip-unneeded "$stage/bin/$b"
   while read -r name arrow path _; do
     [[ "$arrow" == "=>" ]] || continue
     if [[ "$name" =~ $from_device_re ]]; then continue; fi
@@ -116,6 +119,43 @@ leftover=$(for b in "${bins[@]}"; do LD_LIBRARY_PATH="$stage/lib" ldd "$stage/bi
 if [[ -n "$leftover" ]]; then
   echo "bundle.sh: not resolved into the bundle: $leftover" >&2
   exit 1
+fi
+
+# Every kernel must have sm_90 machine code (no JIT from PTX on the device, which would hide
+# compile errors until run time and cost start-up time), and none may spill registers to local
+# memory (a slow path nobody chose).
+# cuobjdump: on PATH, in the toolkit, or NVIDIA's PyPI wheel unpacked under the build folder
+# (this machine's toolkit ships without it; the wheel is a tool for this check, not a dependency).
+cuobjdump=$(command -v cuobjdump || true)
+[[ -z $cuobjdump && -x /usr/local/cuda/bin/cuobjdump ]] && cuobjdump=/usr/local/cuda/bin/cuobjdump
+if [[ -z $cuobjdump ]]; then
+  wheel="$build/cuobjdump"
+  if [[ ! -x $wheel/nvidia/cu13/bin/cuobjdump ]]; then
+    mkdir -p "$wheel"
+    python3 -m pip download -q --no-deps -d "$wheel" nvidia-cuda-cuobjdump >&2 &&
+      (cd "$wheel" && python3 -m zipfile -e nvidia_cuda_cuobjdump-*.whl .) || true
+    chmod +x "$wheel/nvidia/cu13/bin/cuobjdump" 2> /dev/null || true
+  fi
+  [[ -x $wheel/nvidia/cu13/bin/cuobjdump ]] && cuobjdump=$wheel/nvidia/cu13/bin/cuobjdump
+fi
+if [[ -n $cuobjdump ]]; then
+  elfs=$("$cuobjdump" --list-elf "$stage/bin/dltrain" 2> /dev/null || true)
+  if [[ $(grep -c 'sm_90' <<< "$elfs") -lt 1 ]] || grep -v 'sm_90' <<< "$elfs" | grep -q 'ELF'; then
+    echo "bundle.sh: dltrain's kernels are not all sm_90 ELF (cuobjdump --list-elf: ${elfs:-none})" >&2
+    exit 1
+  fi
+  usage=$("$cuobjdump" --dump-resource-usage "$stage/bin/dltrain" 2> /dev/null | grep -A1 'Function' || true)
+  kernels=$(grep -c 'Function' <<< "$usage" || true)
+  spills=$(grep -B1 -E 'LOCAL:[1-9]' <<< "$usage" | grep 'Function' | c++filt || true)
+  if [[ -n "$spills" ]]; then
+    echo "bundle.sh: kernels using local memory (register spills):" >&2
+    echo "$spills" | sed 's/^/  /' >&2
+    exit 1
+  fi
+  stacks=$(grep -B1 -E 'STACK:[1-9]' <<< "$usage" | grep 'Function' | c++filt | sed 's/^ *Function //; s/(anonymous namespace)/{anon}/g; s/(.*//' | tr '\n' ' ' || true)
+  echo "== $(wc -l <<< "$elfs") sm_90 cubins, $kernels kernels, none spills registers (LOCAL 0)${stacks:+; with a stack frame: $stacks}" >&2
+else
+  echo "bundle.sh: no cuobjdump (not on PATH, not in /usr/local/cuda/bin, pip download failed): sm_90 code and spills not checked" >&2
 fi
 
 echo "== packing" >&2
