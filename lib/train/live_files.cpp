@@ -1,3 +1,5 @@
+// LiveFiles (live_files.h): the run's config.yaml, growing log.csv and redrawn progress.png
+// while it trains; the plot's stop reason and start time.
 #include "train/live_files.h"
 
 #include <fcntl.h>
@@ -14,14 +16,6 @@
 namespace dlt {
 
 namespace fs = std::filesystem;
-
-std::string log_csv_line(const IterationRecord& r) {
-  // IterationLog::csv is the one formatter: a log of this one record, without the header.
-  IterationLog one;
-  one.add(r);
-  const std::string csv = one.csv();
-  return csv.substr(csv.find('\n') + 1);
-}
 
 LiveFiles::LiveFiles(const std::string& dir, const std::string& config_text, const IterationLog& log, bool plot,
                      double plot_interval_seconds)

@@ -48,9 +48,6 @@ class LiveFiles {
   Timer since_plot_;
 };
 
-// One log.csv line for r, as IterationLog::csv writes it (with its newline).
-std::string log_csv_line(const IterationRecord& r);
-
 // Why training ended, for the plot's info panel: "max epochs completed" (completed),
 // "validation loss did not improve for N checks (ValidationPatience)" (stopped-early),
 // "non-finite mini-batch loss at iteration N" (diverged); "" while running.

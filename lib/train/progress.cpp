@@ -201,24 +201,26 @@ void ProgressTable::clear_bar() {
 
 void IterationLog::add(const IterationRecord& r) { records_.push_back(r); }
 
-std::string IterationLog::csv() const {
-  std::string out =
-      "epoch,iteration,time_elapsed_seconds,minibatch_accuracy,validation_accuracy,minibatch_loss,validation_loss,"
-      "base_learning_rate\n";
-  char buf[256];
+std::string log_csv_line(const IterationRecord& r) {
   auto opt = [](double v) {
     if (std::isnan(v)) return std::string();
     char b[32];
     std::snprintf(b, sizeof b, "%.6g", v);
     return std::string(b);
   };
-  for (const auto& r : records_) {
-    std::snprintf(buf, sizeof buf, "%lld,%lld,%.3f,%s,%s,%s,%s,%s\n", static_cast<long long>(r.epoch),
-                  static_cast<long long>(r.iteration), r.seconds, opt(r.minibatch_accuracy).c_str(),
-                  opt(r.validation_accuracy).c_str(), opt(r.minibatch_loss).c_str(), opt(r.validation_loss).c_str(),
-                  opt(r.learn_rate).c_str());
-    out += buf;
-  }
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%lld,%lld,%.3f,%s,%s,%s,%s,%s\n", static_cast<long long>(r.epoch),
+                static_cast<long long>(r.iteration), r.seconds, opt(r.minibatch_accuracy).c_str(),
+                opt(r.validation_accuracy).c_str(), opt(r.minibatch_loss).c_str(), opt(r.validation_loss).c_str(),
+                opt(r.learn_rate).c_str());
+  return buf;
+}
+
+std::string IterationLog::csv() const {
+  std::string out =
+      "epoch,iteration,time_elapsed_seconds,minibatch_accuracy,validation_accuracy,minibatch_loss,validation_loss,"
+      "base_learning_rate\n";
+  for (const auto& r : records_) out += log_csv_line(r);
   return out;
 }
 

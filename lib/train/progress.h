@@ -62,6 +62,9 @@ class ProgressTable {
   size_t bar_chars_ = 0;  // length of the bar on screen; 0: none
 };
 
+// One log.csv row for r, with its newline (IterationLog::csv and the live log both use it).
+std::string log_csv_line(const IterationRecord& r);
+
 // log.csv: one row per iteration with the table's columns.
 class IterationLog {
  public:

@@ -405,8 +405,8 @@ TrainResult Trainer::train() {
   if (o_.execution_environment == "auto")
     log::info("ExecutionEnvironment auto: {}", device_.is_cpu() ? "no usable GPU, training on the CPU"
                                                                   : "training on GPU " + device_.str());
-  log::info("backend: {}", backend_for(device_).name());
   hardware_ = backend_for(device_).name();
+  log::info("backend: {}", hardware_);
   if (comm_->size() > 1) hardware_ += ", " + std::to_string(comm_->size()) + " workers (" + comm_->kind() + ")";
   if (net_->mixed_precision()) log::info("Precision mixed: convolution and fullyConnected multiply in bfloat16 (float32 sums and weights)");
   log::info("training on {} with {} images in {} classes{}; {} learnables", device_.str(), train_ds_.size(),
