@@ -215,7 +215,7 @@ std::vector<std::pair<Tensor*, Tensor*>> batch_norm_states(Network& net) {
   std::vector<std::pair<Tensor*, Tensor*>> out;
   for (size_t i = 0; i < net.size(); ++i) {
     auto& st = net.layer(i).states();
-    if (net.layer(i).type() == "batchNormalization" && st.size() == 2 && st[0].name == "TrainedMean" &&
+    if (net.layer(i).joins_collectives() && st.size() == 2 && st[0].name == "TrainedMean" &&
         st[1].name == "TrainedVariance")
       out.emplace_back(&st[0].value, &st[1].value);
   }

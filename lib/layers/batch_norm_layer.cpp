@@ -175,6 +175,41 @@ class BatchNormLayer final : public Layer {
 
   int64_t flops_per_image() const override { return 2 * shape_.numel(); }
   bool can_fuse_relu() const override { return true; }
+  bool joins_collectives() const override { return true; }
+  std::vector<std::string> learnable_options() const override { return {"Scale", "Offset"}; }
+
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    const std::string& n = name();
+    const OnnxValue& x = inputs.at(0);
+    g.add_floats(n + "_scale", {c_}, host_values(params_[0].value));
+    g.add_floats(n + "_offset", {c_}, host_values(params_[1].value));
+    g.add_floats(n + "_mean", {c_}, host_values(states_[0].value));
+    g.add_floats(n + "_var", {c_}, host_values(states_[1].value));
+    g.add_node("BatchNormalization", n, {x.name, n + "_scale", n + "_offset", n + "_mean", n + "_var"}, n,
+               {OnnxAttr("epsilon", static_cast<float>(epsilon_))});
+    return OnnxValue{n, out, x.flat};
+  }
+
+  static void from_onnx(OnnxNodeReader& r) {
+    const OnnxValue in = r.input(0);
+    int64_t c = in.shape[2];
+    if (in.flat && in.shape[0] * in.shape[1] > 1) r.fail("its input is flattened; batch normalization needs (N, C, H, W) or (N, C)");
+    std::vector<std::vector<float>> t;
+    const char* roles[] = {"scale", "bias", "mean", "var"};
+    for (int i = 0; i < 4; ++i) {
+      t.push_back(r.floats(i + 1, roles[i]));
+      if (static_cast<int64_t>(t.back().size()) != c)
+        r.fail(std::string(roles[i]) + " has " + std::to_string(t.back().size()) + " values for " + std::to_string(c) + " channels");
+    }
+    LayerSpec& s = r.add_layer("batchNormalization", {in.name});
+    s.set("Epsilon", onnx_number(r.attr_float("epsilon", 1e-5f)));
+    const std::string name = s.name;
+    r.add_param(name, "Scale", Shape{c}, t[0]);
+    r.add_param(name, "Offset", Shape{c}, t[1]);
+    r.add_state(name, "TrainedMean", Shape{c}, t[2]);
+    r.add_state(name, "TrainedVariance", Shape{c}, t[3]);
+    r.set_output(OnnxValue{name, in.shape, in.flat});
+  }
 
  private:
   double epsilon_, mean_decay_, var_decay_;
@@ -191,8 +226,12 @@ class BatchNormLayer final : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> make_batch_norm_layer(const LayerSpec& spec) {
-  return std::make_unique<BatchNormLayer>(spec);
+const LayerType& batch_normalization_layer_type() {
+  static const LayerType t{"batchNormalization", [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+                             return std::make_unique<BatchNormLayer>(s);
+                           },
+                           {"BatchNormalization"}, BatchNormLayer::from_onnx};
+  return t;
 }
 
 }  // namespace dlt

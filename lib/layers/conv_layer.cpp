@@ -18,7 +18,9 @@ class Convolution2dLayer final : public Layer {
                 const std::vector<Tensor*>& dx, const RunContext& ctx) override;
   int64_t flops_per_image() const override;
   bool can_fuse_relu() const override { return true; }
-  int64_t num_filters() const { return k_; }
+  std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override;
+  static void from_onnx(OnnxNodeReader& r);
 
  private:
   ConvDesc desc(int64_t n) const;
@@ -138,10 +140,62 @@ int64_t Convolution2dLayer::flops_per_image() const {
   return 2 * k_ * kh_ * kw_ * c_ * d.out_h() * d.out_w();
 }
 
+OnnxValue Convolution2dLayer::to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const {
+  const std::string& n = name();
+  OnnxValue x = g.image(n, inputs.at(0));
+  g.add_floats(n + "_W", {k_, c_, kh_, kw_}, ohwi_to_oihw(host_values(params_[0].value), k_, c_, kh_, kw_));
+  g.add_floats(n + "_B", {k_}, host_values(params_[1].value));
+  g.add_node("Conv", n, {x.name, n + "_W", n + "_B"}, n,
+             {OnnxAttr("kernel_shape", std::vector<int64_t>{kh_, kw_}), OnnxAttr("strides", std::vector<int64_t>{sh_, sw_}),
+              OnnxAttr("dilations", std::vector<int64_t>{dh_, dw_}),
+              OnnxAttr("pads", std::vector<int64_t>{pt_, pl_, pb_, pr_}), OnnxAttr("group", int64_t{1})});
+  return OnnxValue{n, out, false};
+}
+
+void Convolution2dLayer::from_onnx(OnnxNodeReader& r) {
+  const OnnxValue in = r.input(0, true);
+  r.need_image(in);
+  auto wd = r.dims(1, "weight");
+  if (wd.size() != 4) r.fail("weight has " + std::to_string(wd.size()) + " dimensions (only 2-D convolutions)");
+  int64_t group = r.attr_int("group", 1);
+  if (group != 1)
+    r.fail("group is " + std::to_string(group) + " (grouped and depthwise convolutions are not supported; only group 1)");
+  int64_t k = wd[0], c = wd[1], kh = wd[2], kw = wd[3];
+  if (c != in.shape[2])
+    r.fail("weight expects " + std::to_string(c) + " input channels but the input has " + std::to_string(in.shape[2]));
+  auto st = r.attr_ints("strides", {1, 1});
+  auto dl = r.attr_ints("dilations", {1, 1});
+  if (st.size() != 2 || dl.size() != 2) r.fail("strides / dilations must have 2 values");
+  int64_t ekh = (kh - 1) * dl[0] + 1, ekw = (kw - 1) * dl[1] + 1;
+  auto p = r.pads(in.shape, ekh, ekw, st[0], st[1]);
+  for (int i = 0; i < 4; ++i) p[i] += in.pad[i];
+  int64_t oh = (in.shape[0] + p[0] + p[2] - ekh) / st[0] + 1, ow = (in.shape[1] + p[1] + p[3] - ekw) / st[1] + 1;
+  if (oh < 1 || ow < 1) r.fail("the kernel is larger than the padded input");
+  LayerSpec& s = r.add_layer("convolution2d", {in.name});
+  set_list(s, "FilterSize", {kh, kw});
+  s.set("NumFilters", std::to_string(k));
+  s.set("NumChannels", std::to_string(c));
+  set_list(s, "Stride", st);
+  set_list(s, "DilationFactor", dl);
+  set_list(s, "Padding", {p[0], p[2], p[1], p[3]});
+  const std::string name = s.name;
+  r.add_param(name, "Weights", Shape{k, kh, kw, c}, oihw_to_ohwi(r.floats(1, "weight"), k, c, kh, kw));
+  std::vector<float> b(static_cast<size_t>(k), 0.f);
+  if (r.has_input(2)) b = r.floats(2, "bias");
+  if (static_cast<int64_t>(b.size()) != k)
+    r.fail("bias has " + std::to_string(b.size()) + " values for " + std::to_string(k) + " filters");
+  r.add_param(name, "Bias", Shape{k}, b);
+  r.set_output(OnnxValue{name, Shape{oh, ow, k}, false});
+}
+
 }  // namespace
 
-std::unique_ptr<Layer> make_convolution_layer(const LayerSpec& spec) {
-  return std::make_unique<Convolution2dLayer>(spec);
+const LayerType& convolution2d_layer_type() {
+  static const LayerType t{"convolution2d", [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+                             return std::make_unique<Convolution2dLayer>(s);
+                           },
+                           {"Conv"}, Convolution2dLayer::from_onnx};
+  return t;
 }
 
 }  // namespace dlt

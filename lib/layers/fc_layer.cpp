@@ -61,6 +61,57 @@ class FullyConnectedLayer final : public Layer {
 
   int64_t flops_per_image() const override { return 2 * in_ * out_; }
   bool can_fuse_relu() const override { return true; }
+  std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
+
+  // The first fullyConnected after an image gets a Flatten, and its columns go from HWC to
+  // CHW order.
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    const std::string& n = name();
+    OnnxValue x = g.flat(inputs.at(0));
+    int64_t h = x.shape[0], w = x.shape[1], c = x.shape[2];
+    std::vector<float> wt = host_values(params_[0].value);
+    if (h * w > 1) wt = hwc_cols_to_chw(wt, out_, h, w, c);
+    g.add_floats(n + "_W", {out_, in_}, wt);
+    g.add_floats(n + "_B", {out_}, host_values(params_[1].value));
+    g.add_node("Gemm", n, {x.name, n + "_W", n + "_B"}, n, {OnnxAttr("transB", int64_t{1})});
+    return OnnxValue{n, out, true};
+  }
+
+  // Gemm (alpha, beta and transB folded in) or MatMul (a following Add of a constant becomes
+  // the bias: lib/onnx/onnx_import.cpp).
+  static void from_onnx(OnnxNodeReader& r) {
+    const OnnxValue in = r.input(0);
+    bool gemm = r.op() == "Gemm";
+    if (gemm && r.attr_int("transA", 0) != 0) r.fail("transA 1 is not supported");
+    auto bd = r.dims(1, "weight");
+    if (bd.size() != 2) r.fail("weight has " + std::to_string(bd.size()) + " dimensions, expected 2");
+    bool trans_b = gemm && r.attr_int("transB", 0) != 0;
+    int64_t k = trans_b ? bd[0] : bd[1], inputs = trans_b ? bd[1] : bd[0];
+    int64_t h = in.shape[0], w = in.shape[1], c = in.shape[2];
+    if (inputs != in.shape.numel())
+      r.fail("weight expects " + std::to_string(inputs) + " inputs but its input has " + std::to_string(in.shape.numel()));
+    if (!in.flat && h * w > 1) r.fail("its input is an image (N, C, H, W); flatten it first");
+    std::vector<float> b = r.floats(1, "weight"), wk(static_cast<size_t>(k * inputs));
+    float alpha = gemm ? r.attr_float("alpha", 1.f) : 1.f, beta = gemm ? r.attr_float("beta", 1.f) : 1.f;
+    for (int64_t o = 0; o < k; ++o)
+      for (int64_t i = 0; i < inputs; ++i)
+        wk[static_cast<size_t>(o * inputs + i)] = alpha * (trans_b ? b[static_cast<size_t>(o * inputs + i)] : b[static_cast<size_t>(i * k + o)]);
+    if (h * w > 1) wk = chw_cols_to_hwc(wk, k, h, w, c);
+    std::vector<float> bias(static_cast<size_t>(k), 0.f);
+    if (gemm && r.has_input(2)) {
+      std::vector<float> cb = r.floats(2, "bias");
+      if (cb.size() == 1) cb.assign(static_cast<size_t>(k), cb[0]);
+      if (static_cast<int64_t>(cb.size()) != k)
+        r.fail("bias has " + std::to_string(cb.size()) + " values for " + std::to_string(k) + " outputs");
+      for (size_t o = 0; o < cb.size(); ++o) bias[o] = beta * cb[o];
+    }
+    LayerSpec& s = r.add_layer("fullyConnected", {in.name});
+    s.set("OutputSize", std::to_string(k));
+    const std::string name = s.name;
+    r.add_param(name, "Weights", Shape{k, inputs}, wk);
+    r.add_param(name, "Bias", Shape{k}, bias);
+    r.set_output(OnnxValue{name, Shape{1, 1, k}, true});
+  }
 
  private:
   int64_t in_ = 0, out_ = 0;
@@ -71,8 +122,12 @@ class FullyConnectedLayer final : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> make_fully_connected_layer(const LayerSpec& spec) {
-  return std::make_unique<FullyConnectedLayer>(spec);
+const LayerType& fully_connected_layer_type() {
+  static const LayerType t{"fullyConnected", [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+                             return std::make_unique<FullyConnectedLayer>(s);
+                           },
+                           {"Gemm", "MatMul"}, FullyConnectedLayer::from_onnx};
+  return t;
 }
 
 }  // namespace dlt

@@ -64,6 +64,26 @@ void ImageInputLayer::forward(const std::vector<const Tensor*>& x, Tensor& y, co
 void ImageInputLayer::backward(const std::vector<const Tensor*>&, const Tensor&, Tensor&, const std::vector<Tensor*>&,
                                const RunContext&) {}
 
+OnnxValue ImageInputLayer::to_onnx(OnnxGraph& g, const std::vector<OnnxValue>&, const Shape& out) const {
+  const std::string& n = name();
+  int64_t h = shape_[0], w = shape_[1], c = shape_[2];
+  g.add_input("input", {c, h, w});
+  if (normalization_ == "zerocenter") {
+    g.add_floats(n + "_mean", {1, c, h, w}, hwc_to_chw(host_values(states_[0].value), h, w, c));
+    g.add_node("Sub", n + "_zerocenter", {"input", n + "_mean"}, n + "_norm");
+  } else if (normalization_ == "zscore") {
+    std::vector<float> sd = host_values(states_[1].value);
+    for (float& v : sd) v = v > 0 ? v : 1.f;  // as forward: 1 / sd, or 1 where sd is 0
+    g.add_floats(n + "_mean", {1, c, 1, 1}, host_values(states_[0].value));
+    g.add_floats(n + "_std", {1, c, 1, 1}, sd);
+    g.add_node("Sub", n + "_center", {"input", n + "_mean"}, n + "_centered");
+    g.add_node("Div", n + "_scale", {n + "_centered", n + "_std"}, n + "_norm");
+  } else {
+    return OnnxValue{"input", out, false};
+  }
+  return OnnxValue{n + "_norm", out, false};
+}
+
 int64_t ImageInputLayer::stored_statistics() const {
   return normalization_ == "zerocenter" ? shape_.numel() : 0;
 }
@@ -78,6 +98,16 @@ class ClassificationLayer final : public Layer {
     if (inputs[0][0] != 1 || inputs[0][1] != 1)
       shape_error(spec_, "input is " + inputs[0].str() + " but classification needs 1x1xK class scores (put a fullyConnected and a softmax layer before it)");
     return inputs[0];
+  }
+  Role role() const override { return Role::kOutput; }
+  void check_producers(const std::vector<const Layer*>& producers) const override {
+    if (producers.at(0)->type() != "softmax")
+      throw ConfigError(spec_.loc.prefix() + "layer '" + name() + "': the classification layer must follow a softmax layer, not " +
+                        producers[0]->type());
+  }
+  // Inference has no loss: the softmax output is the graph's output.
+  OnnxValue to_onnx(OnnxGraph&, const std::vector<OnnxValue>& inputs, const Shape&) const override {
+    return inputs.at(0);
   }
   void setup(int64_t, Backend&) override {}
   // The network computes the loss from the softmax output; this layer holds no data.
@@ -112,6 +142,38 @@ class AdditionLayer final : public Layer {
   }
   int64_t flops_per_image() const override { return 0; }
 
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    const std::string& n = name();
+    std::string acc = inputs.at(0).name;
+    for (size_t i = 1; i < inputs.size(); ++i) {
+      if (inputs[i].flat != inputs[0].flat)
+        throw ModelError(g.path() + ": layer '" + n + "' adds a flattened and an image input");
+      std::string o = i + 1 == inputs.size() ? n : n + "_" + std::to_string(i);
+      g.add_node("Add", o, {acc, inputs[i].name}, o);
+      acc = o;
+    }
+    return OnnxValue{n, out, inputs[0].flat};
+  }
+
+  // Add / Sum of computed values (an Add of a constant after MatMul is that layer's bias:
+  // lib/onnx/onnx_import.cpp takes it before this).
+  static void from_onnx(OnnxNodeReader& r) {
+    std::vector<std::string> ins;
+    OnnxValue first = r.input(0);
+    for (int i = 0; i < r.num_inputs(); ++i) {
+      if (r.is_constant(i)) r.fail("adding a constant is supported only as the bias after MatMul or at the input");
+      const OnnxValue v = r.input(i);
+      if (v.shape != first.shape || v.flat != first.flat)
+        r.fail("its inputs have different shapes (" + first.shape.str() + " and " + v.shape.str() + ")");
+      ins.push_back(v.name);
+    }
+    if (ins.size() < 2) r.fail("needs at least two inputs");
+    LayerSpec& s = r.add_layer("addition", ins);
+    s.set("NumInputs", std::to_string(ins.size()));
+    s.inputs = ins;
+    r.set_output(OnnxValue{s.name, first.shape, first.flat});
+  }
+
  private:
   int64_t num_ = 0;
 };
@@ -144,6 +206,35 @@ class DepthConcatenationLayer final : public Layer {
     op_->backward(dy, dx);
   }
 
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    std::vector<std::string> names;
+    for (const auto& in : inputs) names.push_back(g.image(name(), in).name);
+    g.add_node("Concat", name(), names, name(), {OnnxAttr("axis", int64_t{1})});
+    return OnnxValue{name(), out, false};
+  }
+
+  static void from_onnx(OnnxNodeReader& r) {
+    OnnxValue first = r.input(0);
+    int64_t axis = r.attr_int("axis", 1);
+    int64_t rank = first.flat ? 2 : 4;
+    if (axis != 1 && axis != 1 - rank) r.fail("only concatenation along channels (axis 1) is supported");
+    std::vector<std::string> ins;
+    int64_t c = 0;
+    for (int i = 0; i < r.num_inputs(); ++i) {
+      const OnnxValue v = r.input(i);
+      if (v.shape[0] != first.shape[0] || v.shape[1] != first.shape[1] || v.flat != first.flat)
+        r.fail("its inputs differ in height or width (" + first.shape.str() + " and " + v.shape.str() + ")");
+      if (v.flat && v.shape[0] * v.shape[1] > 1) r.fail("concatenating flattened images is not supported");
+      c += v.shape[2];
+      ins.push_back(v.name);
+    }
+    if (ins.size() < 2) return r.set_output(first);
+    LayerSpec& s = r.add_layer("depthConcatenation", ins);
+    s.set("NumInputs", std::to_string(ins.size()));
+    s.inputs = ins;
+    r.set_output(OnnxValue{s.name, Shape{first.shape[0], first.shape[1], c}, first.flat});
+  }
+
  private:
   int64_t num_ = 0, h_ = 0, w_ = 0;
   std::vector<int64_t> channels_;
@@ -152,11 +243,28 @@ class DepthConcatenationLayer final : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> make_image_input_layer(const LayerSpec& s) { return std::make_unique<ImageInputLayer>(s); }
-std::unique_ptr<Layer> make_classification_layer(const LayerSpec& s) { return std::make_unique<ClassificationLayer>(s); }
-std::unique_ptr<Layer> make_addition_layer(const LayerSpec& s) { return std::make_unique<AdditionLayer>(s); }
-std::unique_ptr<Layer> make_depth_concatenation_layer(const LayerSpec& s) {
-  return std::make_unique<DepthConcatenationLayer>(s);
+const LayerType& image_input_layer_type() {
+  static const LayerType t{"imageInput", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<ImageInputLayer>(s); },
+                           {}, nullptr};
+  return t;
+}
+
+const LayerType& classification_layer_type() {
+  static const LayerType t{"classification", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<ClassificationLayer>(s); },
+                           {}, nullptr};
+  return t;
+}
+
+const LayerType& addition_layer_type() {
+  static const LayerType t{"addition", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<AdditionLayer>(s); },
+                           {"Add", "Sum"}, AdditionLayer::from_onnx};
+  return t;
+}
+
+const LayerType& depth_concatenation_layer_type() {
+  static const LayerType t{"depthConcatenation", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<DepthConcatenationLayer>(s); },
+                           {"Concat"}, DepthConcatenationLayer::from_onnx};
+  return t;
 }
 
 }  // namespace dlt

@@ -11,6 +11,9 @@ class ImageInputLayer final : public Layer {
  public:
   explicit ImageInputLayer(const LayerSpec& spec);
   int num_inputs() const override { return 0; }
+  Role role() const override { return Role::kInput; }
+  // The graph input "input" (N, C, H, W); zerocenter / zscore become Sub / Div nodes.
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override;
   Shape infer(const std::vector<Shape>& inputs) override;
   void setup(int64_t n, Backend& be) override;
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override;

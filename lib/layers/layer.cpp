@@ -3,6 +3,8 @@
 #include <cmath>
 #include <vector>
 
+#include "util/error.h"
+
 namespace dlt {
 
 namespace {
@@ -46,6 +48,10 @@ void Layer::init_params(Rng& rng) {
     std::fill(h.data(), h.data() + h.numel(), s.init_value);
     s.value.copy_from(h);
   }
+}
+
+OnnxValue Layer::to_onnx(OnnxGraph& g, const std::vector<OnnxValue>&, const Shape&) const {
+  throw ModelError(g.path() + ": layer '" + name() + "' (" + type() + ") has no ONNX export");
 }
 
 }  // namespace dlt

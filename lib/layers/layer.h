@@ -12,6 +12,7 @@
 #include "backend/backend.h"
 #include "net/spec.h"
 #include "tensor/tensor.h"
+#include "layers/onnx_graph.h"
 #include "util/rng.h"
 
 namespace dlt {
@@ -95,6 +96,30 @@ class Layer {
   // for bfloat16 ops (ConvDesc::bf16); the others ignore it. Takes effect at the next setup().
   void set_mixed_precision(bool on) { mixed_ = on; }
 
+  // ---- What the rest of the program asks of a layer, instead of comparing type names ----
+  // Where the layer may stand: the network starts with its one input layer and ends with an
+  // output layer (the loss).
+  enum class Role { kHidden, kInput, kOutput };
+  virtual Role role() const { return Role::kHidden; }
+  // Checks the layers that feed this one (classification must follow softmax); throws
+  // ConfigError naming the layers. Called once the network is built.
+  virtual void check_producers(const std::vector<const Layer*>& producers) const { (void)producers; }
+  // A plain ReLU, which a producing layer that can_fuse_relu() absorbs.
+  virtual bool is_relu() const { return false; }
+  // Its training forward changes from step to step (dropout's mask), so a captured CUDA graph
+  // cannot replay it.
+  virtual bool stochastic() const { return false; }
+  // It runs collectives when training data-parallel (synchronized batch norm): a rank whose
+  // share of the batch is empty still calls its forward and backward, and its states() are
+  // a (TrainedMean, TrainedVariance) pair the ranks combine after training.
+  virtual bool joins_collectives() const { return false; }
+  // The option prefixes of its learnables (Weight, Bias, Scale, Offset): freezing a layer sets
+  // <prefix>LearnRateFactor to 0 in its spec (freeze_layer in layers/registry.cpp).
+  virtual std::vector<std::string> learnable_options() const { return {}; }
+  // Its ONNX form (layers/onnx_graph.h): adds nodes for this layer to g, given its inputs'
+  // ONNX values, and returns its output's value. Throws ModelError when it has none.
+  virtual OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const;
+
 
  protected:
   LayerSpec spec_;
@@ -104,8 +129,23 @@ class Layer {
   bool mixed_ = false;
 };
 
+// A layer type: its MATLAB name (without "Layer"), its factory, and the ONNX operators it
+// reads itself from (import; export is Layer::to_onnx). Each layer file defines one (a
+// function returning a static LayerType) and registry.cpp lists them.
+struct LayerType {
+  std::string name;
+  std::unique_ptr<Layer> (*make)(const LayerSpec&) = nullptr;
+  std::vector<std::string> onnx_ops;
+  OnnxImportFn from_onnx = nullptr;
+};
+
 // The one list of layer types (layers/registry.cpp).
+const std::vector<const LayerType*>& layer_registry();
+// The type that imports ONNX operator op, or null.
+const LayerType* layer_type_for_onnx(const std::string& op);
 std::unique_ptr<Layer> make_layer(const LayerSpec& spec);
 std::vector<std::string> layer_types();
+// Sets the spec's learn-rate factors to 0 (base: FreezeUntil), as the layer type names them.
+void freeze_layer(LayerSpec& spec);
 
 }  // namespace dlt

@@ -65,4 +65,11 @@ void expect_inputs(const LayerSpec& spec, const std::vector<Shape>& inputs, size
     shape_error(spec, "takes " + std::to_string(n) + " input(s) but is given " + std::to_string(inputs.size()));
 }
 
+void set_list(LayerSpec& spec, const std::string& key, const std::vector<int64_t>& v) {
+  SpecValue sv;
+  sv.is_list = true;
+  for (int64_t x : v) sv.items.push_back(std::to_string(x));
+  spec.options[key] = sv;
+}
+
 }  // namespace dlt

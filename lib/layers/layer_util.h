@@ -20,5 +20,7 @@ Param make_param(const LayerSpec& spec, const std::string& name, const Shape& sh
                  float default_l2_factor);
 [[noreturn]] void shape_error(const LayerSpec& spec, const std::string& what);
 void expect_inputs(const LayerSpec& spec, const std::vector<Shape>& inputs, size_t n);
+// Sets option key to the list v (ONNX import).
+void set_list(LayerSpec& spec, const std::string& key, const std::vector<int64_t>& v);
 
 }  // namespace dlt

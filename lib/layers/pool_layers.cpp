@@ -1,5 +1,6 @@
 // maxPooling2d, averagePooling2d and globalAveragePooling2d on the backend's PoolOp.
 // MATLAB defaults: Stride 1, Padding 0; average pooling counts padding as zeros.
+#include <algorithm>
 #include <memory>
 
 #include "layers/layer_util.h"
@@ -58,6 +59,79 @@ class PoolingLayer final : public Layer {
     if (dx[0]) op_->backward(dy, *dx[0]);
   }
 
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    const std::string& n = name();
+    OnnxValue x = g.image(n, inputs.at(0));
+    if (global_) {
+      g.add_node("GlobalAveragePool", n, {x.name}, n);
+      return OnnxValue{n, out, false};
+    }
+    const bool avg = kind_ == PoolKind::kAverage;
+    std::string src = x.name;
+    std::vector<int64_t> pads = {pt_, pl_, pb_, pr_};
+    if (avg && (pt_ || pb_ || pl_ || pr_)) {
+      // Zeros counted in the average: an explicit Pad, as PyTorch exports it (OpenCV 4.6
+      // gets AveragePool with pads and count_include_pad wrong).
+      g.add_ints(n + "_pads", {8}, {0, 0, pt_, pl_, 0, 0, pb_, pr_});
+      g.add_node("Pad", n + "_pad", {src, n + "_pads"}, n + "_padded");
+      src = n + "_padded";
+      pads = {0, 0, 0, 0};
+    }
+    g.add_node(avg ? "AveragePool" : "MaxPool", n, {src}, n,
+               {OnnxAttr("kernel_shape", std::vector<int64_t>{kh_, kw_}),
+                OnnxAttr("strides", std::vector<int64_t>{sh_, sw_}), OnnxAttr("pads", pads)});
+    return OnnxValue{n, out, false};
+  }
+
+  // MaxPool / AveragePool; a preceding zero Pad folds into an AveragePool's padding (it
+  // counts padding as zeros), ceil_mode into extra bottom / right padding of a MaxPool.
+  static void from_onnx(OnnxNodeReader& r) {
+    bool avg = r.op() == "AveragePool";
+    const OnnxValue in = r.input(0, avg);
+    r.need_image(in);
+    auto ks = r.attr_ints("kernel_shape", {});
+    auto st = r.attr_ints("strides", {1, 1});
+    if (ks.size() != 2 || st.size() != 2) r.fail("kernel_shape and strides must have 2 values (2-D pooling only)");
+    for (int64_t d : r.attr_ints("dilations", {1, 1}))
+      if (d != 1) r.fail("dilated pooling is not supported");
+    auto p = r.pads(in.shape, ks[0], ks[1], st[0], st[1]);
+    bool has_pad = p[0] || p[1] || p[2] || p[3];
+    if (avg && has_pad && r.attr_int("count_include_pad", 0) == 0)
+      r.fail("count_include_pad is 0 with padding, but dltrain's average pooling counts padding as zeros "
+             "(export with count_include_pad=True, or remove the padding)");
+    for (int i = 0; i < 4; ++i) p[i] += in.pad[i];  // a Pad node's zeros count in the average
+    int64_t h = in.shape[0], w = in.shape[1];
+    auto size = [](int64_t x, int64_t a, int64_t b, int64_t k, int64_t s, bool ceil_mode) {
+      int64_t span = x + a + b - k;
+      int64_t o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+      if (ceil_mode && (o - 1) * s >= x + a) --o;  // the last window must start inside the input
+      return o;
+    };
+    bool ceil_mode = r.attr_int("ceil_mode", 0) != 0;
+    int64_t oh = size(h, p[0], p[2], ks[0], st[0], ceil_mode), ow = size(w, p[1], p[3], ks[1], st[1], ceil_mode);
+    int64_t eb = std::max<int64_t>((oh - 1) * st[0] + ks[0] - (h + p[0] + p[2]), 0);
+    int64_t er = std::max<int64_t>((ow - 1) * st[1] + ks[1] - (w + p[1] + p[3]), 0);
+    if (eb || er) {
+      if (avg)
+        r.fail("ceil_mode 1 changes the output size, which dltrain's average pooling cannot reproduce (export with "
+               "ceil_mode=False)");
+      p[2] += eb;  // max pooling: extra bottom / right padding never wins the max
+      p[3] += er;
+    }
+    LayerSpec& s = r.add_layer(avg ? "averagePooling2d" : "maxPooling2d", {in.name});
+    set_list(s, "PoolSize", ks);
+    set_list(s, "Stride", st);
+    set_list(s, "Padding", {p[0], p[2], p[1], p[3]});
+    r.set_output(OnnxValue{s.name, Shape{oh, ow, in.shape[2]}, false});
+  }
+
+  static void global_from_onnx(OnnxNodeReader& r) {
+    const OnnxValue in = r.input(0);
+    r.need_image(in);
+    const std::string name = r.add_layer("globalAveragePooling2d", {in.name}).name;
+    r.set_output(OnnxValue{name, Shape{1, 1, in.shape[2]}, false});
+  }
+
  private:
   PoolDesc desc(int64_t n) const {
     PoolDesc d;
@@ -85,14 +159,28 @@ class PoolingLayer final : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> make_max_pooling_layer(const LayerSpec& spec) {
-  return std::make_unique<PoolingLayer>(spec, PoolKind::kMax, false);
+const LayerType& max_pooling_layer_type() {
+  static const LayerType t{"maxPooling2d", [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+                             return std::make_unique<PoolingLayer>(s, PoolKind::kMax, false);
+                           },
+                           {"MaxPool"}, PoolingLayer::from_onnx};
+  return t;
 }
-std::unique_ptr<Layer> make_average_pooling_layer(const LayerSpec& spec) {
-  return std::make_unique<PoolingLayer>(spec, PoolKind::kAverage, false);
+
+const LayerType& average_pooling_layer_type() {
+  static const LayerType t{"averagePooling2d", [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+                             return std::make_unique<PoolingLayer>(s, PoolKind::kAverage, false);
+                           },
+                           {"AveragePool"}, PoolingLayer::from_onnx};
+  return t;
 }
-std::unique_ptr<Layer> make_global_average_pooling_layer(const LayerSpec& spec) {
-  return std::make_unique<PoolingLayer>(spec, PoolKind::kAverage, true);
+
+const LayerType& global_average_pooling_layer_type() {
+  static const LayerType t{"globalAveragePooling2d", [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+                             return std::make_unique<PoolingLayer>(s, PoolKind::kAverage, true);
+                           },
+                           {"GlobalAveragePool"}, PoolingLayer::global_from_onnx};
+  return t;
 }
 
 }  // namespace dlt

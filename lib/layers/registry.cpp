@@ -1,5 +1,5 @@
-// The one list of layer types: MATLAB's names (without the "Layer" suffix) and factories.
-#include <functional>
+// The one list of layer types. Adding a type: its file defines a function returning its
+// LayerType (name, factory, ONNX operators it imports); declare it here and list it below.
 #include <memory>
 #include <utility>
 
@@ -9,67 +9,71 @@
 
 namespace dlt {
 
-std::unique_ptr<Layer> make_image_input_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_convolution_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_batch_norm_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_relu_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_leaky_relu_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_elu_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_max_pooling_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_average_pooling_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_global_average_pooling_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_lrn_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_dropout_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_fully_connected_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_softmax_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_classification_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_addition_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_depth_concatenation_layer(const LayerSpec&);
+const LayerType& image_input_layer_type();
+const LayerType& convolution2d_layer_type();
+const LayerType& batch_normalization_layer_type();
+const LayerType& relu_layer_type();
+const LayerType& leaky_relu_layer_type();
+const LayerType& elu_layer_type();
+const LayerType& max_pooling_layer_type();
+const LayerType& average_pooling_layer_type();
+const LayerType& global_average_pooling_layer_type();
+const LayerType& cross_channel_normalization_layer_type();
+const LayerType& dropout_layer_type();
+const LayerType& fully_connected_layer_type();
+const LayerType& softmax_layer_type();
+const LayerType& classification_layer_type();
+const LayerType& addition_layer_type();
+const LayerType& depth_concatenation_layer_type();
 
-namespace {
-
-using Factory = std::unique_ptr<Layer> (*)(const LayerSpec&);
-
-const std::vector<std::pair<std::string, Factory>>& registry() {
-  static const std::vector<std::pair<std::string, Factory>> kLayers = {
-      {"imageInput", make_image_input_layer},
-      {"convolution2d", make_convolution_layer},
-      {"batchNormalization", make_batch_norm_layer},
-      {"relu", make_relu_layer},
-      {"leakyRelu", make_leaky_relu_layer},
-      {"elu", make_elu_layer},
-      {"maxPooling2d", make_max_pooling_layer},
-      {"averagePooling2d", make_average_pooling_layer},
-      {"globalAveragePooling2d", make_global_average_pooling_layer},
-      {"crossChannelNormalization", make_lrn_layer},
-      {"dropout", make_dropout_layer},
-      {"fullyConnected", make_fully_connected_layer},
-      {"softmax", make_softmax_layer},
-      {"classification", make_classification_layer},
-      {"addition", make_addition_layer},
-      {"depthConcatenation", make_depth_concatenation_layer},
+const std::vector<const LayerType*>& layer_registry() {
+  static const std::vector<const LayerType*> kLayers = {
+      &image_input_layer_type(),
+      &convolution2d_layer_type(),
+      &batch_normalization_layer_type(),
+      &relu_layer_type(),
+      &leaky_relu_layer_type(),
+      &elu_layer_type(),
+      &max_pooling_layer_type(),
+      &average_pooling_layer_type(),
+      &global_average_pooling_layer_type(),
+      &cross_channel_normalization_layer_type(),
+      &dropout_layer_type(),
+      &fully_connected_layer_type(),
+      &softmax_layer_type(),
+      &classification_layer_type(),
+      &addition_layer_type(),
+      &depth_concatenation_layer_type(),
   };
   return kLayers;
 }
 
-}  // namespace
-
 std::vector<std::string> layer_types() {
   std::vector<std::string> names;
-  for (const auto& [name, factory] : registry()) names.push_back(name);
+  for (const LayerType* t : layer_registry()) names.push_back(t->name);
   return names;
 }
 
+const LayerType* layer_type_for_onnx(const std::string& op) {
+  for (const LayerType* t : layer_registry())
+    for (const auto& o : t->onnx_ops)
+      if (o == op) return t;
+  return nullptr;
+}
+
 std::unique_ptr<Layer> make_layer(const LayerSpec& spec) {
-  for (const auto& [name, factory] : registry()) {
-    if (!iequals(name, spec.type)) continue;
+  for (const LayerType* t : layer_registry()) {
+    if (!iequals(t->name, spec.type)) continue;
     LayerSpec canonical = spec;
-    canonical.type = name;
-    auto layer = factory(canonical);
-    return layer;
+    canonical.type = t->name;
+    return t->make(canonical);
   }
   throw ConfigError(spec.loc.prefix() + "layer '" + spec.name + "': unknown layer type '" + spec.type + "'" +
                     did_you_mean(spec.type, layer_types()));
+}
+
+void freeze_layer(LayerSpec& spec) {
+  for (const std::string& prefix : make_layer(spec)->learnable_options()) spec.set(prefix + "LearnRateFactor", "0");
 }
 
 }  // namespace dlt

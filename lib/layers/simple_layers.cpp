@@ -25,7 +25,33 @@ class ActivationLayer final : public Layer {
                 const RunContext&) override {
     if (dx[0]) op_->backward(*x[0], y, dy, *dx[0]);
   }
-  bool is_relu() const { return kind_ == ActKind::kRelu; }
+  bool is_relu() const override { return kind_ == ActKind::kRelu; }
+
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    const std::string& n = name();
+    const OnnxValue& x = inputs.at(0);
+    if (kind_ == ActKind::kRelu) g.add_node("Relu", n, {x.name}, n);
+    if (kind_ == ActKind::kLeakyRelu) g.add_node("LeakyRelu", n, {x.name}, n, {OnnxAttr("alpha", alpha_)});
+    if (kind_ == ActKind::kElu) g.add_node("Elu", n, {x.name}, n, {OnnxAttr("alpha", alpha_)});
+    return OnnxValue{n, out, x.flat};
+  }
+
+  static void from_onnx(OnnxNodeReader& r) {
+    const OnnxValue in = r.input(0);
+    std::string name;
+    if (r.op() == "Relu") name = r.add_layer("relu", {in.name}).name;
+    if (r.op() == "LeakyRelu") {
+      LayerSpec& s = r.add_layer("leakyRelu", {in.name});
+      s.set("Scale", onnx_number(r.attr_float("alpha", 0.01f)));
+      name = s.name;
+    }
+    if (r.op() == "Elu") {
+      LayerSpec& s = r.add_layer("elu", {in.name});
+      s.set("Alpha", onnx_number(r.attr_float("alpha", 1.f)));
+      name = s.name;
+    }
+    r.set_output(OnnxValue{name, in.shape, in.flat});
+  }
 
  private:
   ActKind kind_;
@@ -59,6 +85,24 @@ class LrnLayer final : public Layer {
                 const RunContext&) override {
     if (dx[0]) op_->backward(*x[0], dy, *dx[0]);
   }
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    const std::string& n = name();
+    g.add_node("LRN", n, {g.image(n, inputs.at(0)).name}, n,
+               {OnnxAttr("size", size_), OnnxAttr("alpha", alpha_), OnnxAttr("beta", beta_), OnnxAttr("bias", k_)});
+    return OnnxValue{n, out, false};
+  }
+
+  static void from_onnx(OnnxNodeReader& r) {
+    const OnnxValue in = r.input(0);
+    r.need_image(in);
+    LayerSpec& s = r.add_layer("crossChannelNormalization", {in.name});
+    s.set("WindowChannelSize", std::to_string(r.attr_int("size", 0)));
+    s.set("Alpha", onnx_number(r.attr_float("alpha", 1e-4f)));
+    s.set("Beta", onnx_number(r.attr_float("beta", 0.75f)));
+    s.set("K", onnx_number(r.attr_float("bias", 1.f)));
+    r.set_output(OnnxValue{s.name, in.shape, false});
+  }
+
   int64_t flops_per_image() const override { return 2 * size_ * shape_.numel(); }
 
  private:
@@ -99,6 +143,19 @@ class DropoutLayer final : public Layer {
     if (p_ == 0) be.copy(dy, *dx[0]);
     else be.mul(dy, mask_, *dx[0]);
   }
+  bool stochastic() const override { return true; }
+  // Inference: the identity, so no ONNX node.
+  OnnxValue to_onnx(OnnxGraph&, const std::vector<OnnxValue>& inputs, const Shape&) const override {
+    return inputs.at(0);
+  }
+  static void from_onnx(OnnxNodeReader& r) {
+    const OnnxValue in = r.input(0);
+    float ratio = r.attr_float("ratio", 0.5f);
+    if (r.has_input(1)) ratio = r.floats(1, "ratio").at(0);
+    LayerSpec& s = r.add_layer("dropout", {in.name});
+    s.set("Probability", onnx_number(ratio));
+    r.set_output(OnnxValue{s.name, in.shape, in.flat});
+  }
 
  private:
   uint64_t stream_id(const RunContext& ctx) const {
@@ -126,6 +183,21 @@ class SoftmaxLayer final : public Layer {
     if (dx[0]) op_->backward(y, dy, *dx[0]);
   }
 
+  // Its output is the graph's output "prob" (N, K).
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    OnnxValue x = g.flat(inputs.at(0));
+    g.add_node("Softmax", name(), {x.name}, "prob", {OnnxAttr("axis", int64_t{1})});
+    return OnnxValue{"prob", out, true};
+  }
+
+  static void from_onnx(OnnxNodeReader& r) {
+    const OnnxValue in = r.input(0);
+    int64_t axis = r.attr_int("axis", r.opset() >= 13 ? -1 : 1);
+    bool channel = in.shape[0] * in.shape[1] == 1 && (axis == 1 || (in.flat && axis == -1));
+    if (!channel) r.fail("only a softmax over the class scores (N, K) is supported");
+    r.set_output(OnnxValue{r.add_layer("softmax", {in.name}).name, in.shape, true});
+  }
+
  private:
   Shape shape_;
   std::unique_ptr<SoftmaxOp> op_;
@@ -133,13 +205,40 @@ class SoftmaxLayer final : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> make_relu_layer(const LayerSpec& s) { return std::make_unique<ActivationLayer>(s, ActKind::kRelu); }
-std::unique_ptr<Layer> make_leaky_relu_layer(const LayerSpec& s) {
-  return std::make_unique<ActivationLayer>(s, ActKind::kLeakyRelu);
+const LayerType& relu_layer_type() {
+  static const LayerType t{"relu", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<ActivationLayer>(s, ActKind::kRelu); },
+                           {"Relu"}, ActivationLayer::from_onnx};
+  return t;
 }
-std::unique_ptr<Layer> make_elu_layer(const LayerSpec& s) { return std::make_unique<ActivationLayer>(s, ActKind::kElu); }
-std::unique_ptr<Layer> make_lrn_layer(const LayerSpec& s) { return std::make_unique<LrnLayer>(s); }
-std::unique_ptr<Layer> make_dropout_layer(const LayerSpec& s) { return std::make_unique<DropoutLayer>(s); }
-std::unique_ptr<Layer> make_softmax_layer(const LayerSpec& s) { return std::make_unique<SoftmaxLayer>(s); }
+
+const LayerType& leaky_relu_layer_type() {
+  static const LayerType t{"leakyRelu", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<ActivationLayer>(s, ActKind::kLeakyRelu); },
+                           {"LeakyRelu"}, ActivationLayer::from_onnx};
+  return t;
+}
+
+const LayerType& elu_layer_type() {
+  static const LayerType t{"elu", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<ActivationLayer>(s, ActKind::kElu); },
+                           {"Elu"}, ActivationLayer::from_onnx};
+  return t;
+}
+
+const LayerType& cross_channel_normalization_layer_type() {
+  static const LayerType t{"crossChannelNormalization", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<LrnLayer>(s); },
+                           {"LRN"}, LrnLayer::from_onnx};
+  return t;
+}
+
+const LayerType& dropout_layer_type() {
+  static const LayerType t{"dropout", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<DropoutLayer>(s); },
+                           {"Dropout"}, DropoutLayer::from_onnx};
+  return t;
+}
+
+const LayerType& softmax_layer_type() {
+  static const LayerType t{"softmax", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<SoftmaxLayer>(s); },
+                           {"Softmax"}, SoftmaxLayer::from_onnx};
+  return t;
+}
 
 }  // namespace dlt

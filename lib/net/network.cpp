@@ -28,10 +28,11 @@ void Network::build() {
       throw ConfigError(ls.loc.prefix() + "layer name '" + ls.name + "' is used twice (names must be unique)");
     Node node;
     node.layer = make_layer(ls);
-    if (i == 0 && node.layer->type() != "imageInput")
+    const Layer::Role role = node.layer->role();
+    if (i == 0 && role != Layer::Role::kInput)
       throw ConfigError(ls.loc.prefix() + "layer '" + ls.name + "': the first layer must be imageInput, not " + node.layer->type());
-    if (i > 0 && node.layer->type() == "imageInput")
-      throw ConfigError(ls.loc.prefix() + "layer '" + ls.name + "': imageInput can only be the first layer");
+    if (i > 0 && role == Layer::Role::kInput)
+      throw ConfigError(ls.loc.prefix() + "layer '" + ls.name + "': " + node.layer->type() + " can only be the first layer");
     if (i > 0) {
       if (ls.inputs.empty()) node.inputs.push_back(static_cast<int>(i) - 1);
       for (const auto& in : ls.inputs) {
@@ -60,14 +61,18 @@ void Network::build() {
   }
   input_ = static_cast<ImageInputLayer*>(nodes_[0].layer.get());
 
+  for (size_t i = 1; i + 1 < nodes_.size(); ++i)
+    if (nodes_[i].layer->role() == Layer::Role::kOutput)
+      throw ConfigError(spec_.layers[i].loc.prefix() + "layer '" + nodes_[i].layer->name() + "' (" +
+                        nodes_[i].layer->type() + ") is an output layer and must be the last layer");
   const Node& last = nodes_.back();
-  if (last.layer->type() != "classification")
+  if (last.layer->role() != Layer::Role::kOutput)
     throw ConfigError(spec_.layers.back().loc.prefix() + "the last layer must be classification (after softmax), not " +
                       last.layer->type() + " '" + last.layer->name() + "'");
+  std::vector<const Layer*> producers;
+  for (int p : last.inputs) producers.push_back(nodes_[p].layer.get());
+  last.layer->check_producers(producers);
   softmax_ = last.inputs[0];
-  if (nodes_[softmax_].layer->type() != "softmax")
-    throw ConfigError(spec_.layers.back().loc.prefix() + "layer '" + last.layer->name() +
-                      "': the classification layer must follow a softmax layer, not " + nodes_[softmax_].layer->type());
   std::vector<int> uses(nodes_.size(), 0);
   for (const Node& n : nodes_)
     for (int p : n.inputs) ++uses[p];
@@ -84,7 +89,7 @@ void Network::plan_fusion() {
   for (size_t p = 0; p < nodes_.size(); ++p) {
     if (!nodes_[p].layer->can_fuse_relu() || users[p].size() != 1) continue;
     int r = users[p][0];
-    if (nodes_[r].layer->type() != "relu") continue;
+    if (!nodes_[r].layer->is_relu()) continue;
     nodes_[p].layer->set_fuse_relu(true);
     nodes_[r].alias_of = static_cast<int>(p);
   }
@@ -369,7 +374,7 @@ void Network::backward_node(int i, const RunContext& ctx) {
 void Network::run_empty_share(const RunContext& ctx) {
   backend_for(device_).fill(flat_grads_, 0.f);
   if (ctx.comm && ctx.comm->size() > 1) {
-    auto joins = [&](const Node& n) { return n.alias_of < 0 && n.layer->type() == "batchNormalization"; };
+    auto joins = [&](const Node& n) { return n.alias_of < 0 && n.layer->joins_collectives(); };
     Tensor y, dy, dx;
     for (size_t i = 1; i < nodes_.size(); ++i) {
       Node& n = nodes_[i];

@@ -122,48 +122,4 @@ void add_attr(onnx::NodeProto& n, const std::string& name, const std::vector<int
   for (int64_t x : v) a->add_ints(x);
 }
 
-std::vector<float> oihw_to_ohwi(const std::vector<float>& w, int64_t k, int64_t c, int64_t kh, int64_t kw) {
-  std::vector<float> out(w.size());
-  for (int64_t o = 0; o < k; ++o)
-    for (int64_t i = 0; i < c; ++i)
-      for (int64_t y = 0; y < kh; ++y)
-        for (int64_t x = 0; x < kw; ++x) out[((o * kh + y) * kw + x) * c + i] = w[((o * c + i) * kh + y) * kw + x];
-  return out;
-}
-
-std::vector<float> ohwi_to_oihw(const std::vector<float>& w, int64_t k, int64_t c, int64_t kh, int64_t kw) {
-  std::vector<float> out(w.size());
-  for (int64_t o = 0; o < k; ++o)
-    for (int64_t i = 0; i < c; ++i)
-      for (int64_t y = 0; y < kh; ++y)
-        for (int64_t x = 0; x < kw; ++x) out[((o * c + i) * kh + y) * kw + x] = w[((o * kh + y) * kw + x) * c + i];
-  return out;
-}
-
-std::vector<float> chw_cols_to_hwc(const std::vector<float>& w, int64_t k, int64_t h, int64_t wd, int64_t c) {
-  std::vector<float> out(w.size());
-  const int64_t n = h * wd * c;
-  for (int64_t o = 0; o < k; ++o)
-    for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t p = 0; p < h * wd; ++p) out[o * n + p * c + ch] = w[o * n + ch * h * wd + p];
-  return out;
-}
-
-std::vector<float> hwc_cols_to_chw(const std::vector<float>& w, int64_t k, int64_t h, int64_t wd, int64_t c) {
-  std::vector<float> out(w.size());
-  const int64_t n = h * wd * c;
-  for (int64_t o = 0; o < k; ++o)
-    for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t p = 0; p < h * wd; ++p) out[o * n + ch * h * wd + p] = w[o * n + p * c + ch];
-  return out;
-}
-
-std::vector<float> hwc_to_chw(const std::vector<float>& x, int64_t h, int64_t w, int64_t c) {
-  return hwc_cols_to_chw(x, 1, h, w, c);
-}
-
-std::vector<float> chw_to_hwc(const std::vector<float>& x, int64_t h, int64_t w, int64_t c) {
-  return chw_cols_to_hwc(x, 1, h, w, c);
-}
-
 }  // namespace dlt::onnxu

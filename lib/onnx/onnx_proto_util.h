@@ -1,5 +1,5 @@
-// Internal to lib/onnx: protobuf tensors and attributes <-> plain vectors, and the two
-// weight-layout permutations (OIHW <-> OHWI conv weights, CHW <-> HWC flattened FC columns).
+// Internal to lib/onnx: protobuf tensors and attributes <-> plain vectors. The weight-layout
+// permutations are in layers/onnx_graph.h (the layers use them).
 #pragma once
 #include <onnx/onnx_pb.h>
 
@@ -24,15 +24,5 @@ std::vector<int64_t> attr_ints(const onnx::NodeProto& n, const std::string& name
 void add_attr(onnx::NodeProto& n, const std::string& name, int64_t v);
 void add_attr(onnx::NodeProto& n, const std::string& name, float v);
 void add_attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v);
-
-// (K, C, kh, kw) -> (K, kh, kw, C) and back.
-std::vector<float> oihw_to_ohwi(const std::vector<float>& w, int64_t k, int64_t c, int64_t kh, int64_t kw);
-std::vector<float> ohwi_to_oihw(const std::vector<float>& w, int64_t k, int64_t c, int64_t kh, int64_t kw);
-// FC weights (K, H*W*C): columns in CHW order -> HWC order, and back.
-std::vector<float> chw_cols_to_hwc(const std::vector<float>& w, int64_t k, int64_t h, int64_t wd, int64_t c);
-std::vector<float> hwc_cols_to_chw(const std::vector<float>& w, int64_t k, int64_t h, int64_t wd, int64_t c);
-// (H, W, C) image -> (C, H, W).
-std::vector<float> hwc_to_chw(const std::vector<float>& x, int64_t h, int64_t w, int64_t c);
-std::vector<float> chw_to_hwc(const std::vector<float>& x, int64_t h, int64_t w, int64_t c);
 
 }  // namespace dlt::onnxu

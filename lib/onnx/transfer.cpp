@@ -47,23 +47,15 @@ NetworkSpec apply_transfer(TransferBase& base, const NetworkSpec& new_layers) {
   out.layers.assign(m.network.layers.begin(), m.network.layers.begin() + keep);
   if (!base.freeze_until.empty()) {
     int64_t last = index_of(out, base.freeze_until, where, "FreezeUntil");
-    for (int64_t i = 0; i <= last; ++i) {
-      LayerSpec& s = out.layers[i];
-      if (s.type == "convolution2d" || s.type == "fullyConnected") {
-        s.set("WeightLearnRateFactor", "0");
-        s.set("BiasLearnRateFactor", "0");
-      } else if (s.type == "batchNormalization") {
-        s.set("ScaleLearnRateFactor", "0");
-        s.set("OffsetLearnRateFactor", "0");
-      }
-    }
+    for (int64_t i = 0; i <= last; ++i) freeze_layer(out.layers[static_cast<size_t>(i)]);
   }
   for (const LayerSpec& s : new_layers.layers) {
     for (const LayerSpec& k : out.layers)
       if (k.name == s.name)
         throw ConfigError(s.loc.prefix() + "layer '" + s.name + "' has the name of a kept base layer (give it another Name)");
-    if (s.type == "imageInput")
-      throw ConfigError(s.loc.prefix() + "layer '" + s.name + "': with base:, the layers: list only adds layers after the kept ones (remove imageInput)");
+    if (make_layer(s)->role() == Layer::Role::kInput)
+      throw ConfigError(s.loc.prefix() + "layer '" + s.name + "': with base:, the layers: list only adds layers after the kept ones (remove " +
+                        s.type + ")");
     out.layers.push_back(s);
   }
   base.kept = keep;

@@ -21,8 +21,8 @@ std::string step_graph_blocker(const Network& net, Device device, int world_size
     return "data-parallel training (" + std::to_string(world_size) +
            " workers: collectives and synchronized batch norm are not captured)";
   for (size_t i = 0; i < net.size(); ++i)
-    if (net.layer(i).type() == "dropout")
-      return "layer '" + net.layer(i).name() + "' is dropout (its mask changes every step)";
+    if (net.layer(i).stochastic())
+      return "layer '" + net.layer(i).name() + "' is " + net.layer(i).type() + " (its mask changes every step)";
   return "";
 }
 

@@ -1,0 +1,100 @@
+// OnnxGraph's and OnnxNodeReader's helpers and the layout permutations (onnx_graph.h).
+#include "layers/onnx_graph.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "tensor/tensor.h"
+#include "util/error.h"
+
+namespace dlt {
+
+OnnxValue OnnxGraph::flat(const OnnxValue& in) {
+  if (in.flat) return in;
+  add_node("Flatten", in.name + "_flatten", {in.name}, in.name + "_flat", {OnnxAttr("axis", int64_t{1})});
+  return OnnxValue{in.name + "_flat", in.shape, true};
+}
+
+OnnxValue OnnxGraph::image(const std::string& layer, const OnnxValue& in) {
+  if (!in.flat) return in;
+  if (in.shape[0] * in.shape[1] != 1)
+    throw ModelError(path() + ": layer '" + layer + "' reads a flattened image, which has no ONNX form here");
+  add_ints(layer + "_shape", {4}, {0, in.shape[2], 1, 1});
+  add_node("Reshape", layer + "_unflatten", {in.name, layer + "_shape"}, layer + "_image");
+  return OnnxValue{layer + "_image", in.shape, false};
+}
+
+void OnnxNodeReader::need_image(const OnnxValue& v) const {
+  if (v.flat && v.shape[0] * v.shape[1] > 1) fail("its input is flattened (N, C*H*W); it needs an image (N, C, H, W)");
+}
+
+std::array<int64_t, 4> OnnxNodeReader::pads(const Shape& in, int64_t eh, int64_t ew, int64_t sh, int64_t sw) const {
+  std::string ap = attr_string("auto_pad", "NOTSET");
+  if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+    auto total = [](int64_t x, int64_t k, int64_t s) { return std::max<int64_t>(((x + s - 1) / s - 1) * s + k - x, 0); };
+    int64_t th = total(in[0], eh, sh), tw = total(in[1], ew, sw);
+    bool upper = ap == "SAME_UPPER";
+    return {upper ? th / 2 : th - th / 2, upper ? tw / 2 : tw - tw / 2, upper ? th - th / 2 : th / 2, upper ? tw - tw / 2 : tw / 2};
+  }
+  if (ap == "VALID") return {0, 0, 0, 0};
+  auto p = attr_ints("pads", {0, 0, 0, 0});
+  if (p.size() != 4) fail("pads has " + std::to_string(p.size()) + " values, expected 4 (2-D only)");
+  return {p[0], p[1], p[2], p[3]};
+}
+
+std::vector<float> oihw_to_ohwi(const std::vector<float>& w, int64_t k, int64_t c, int64_t kh, int64_t kw) {
+  std::vector<float> out(w.size());
+  for (int64_t o = 0; o < k; ++o)
+    for (int64_t i = 0; i < c; ++i)
+      for (int64_t y = 0; y < kh; ++y)
+        for (int64_t x = 0; x < kw; ++x) out[((o * kh + y) * kw + x) * c + i] = w[((o * c + i) * kh + y) * kw + x];
+  return out;
+}
+
+std::vector<float> ohwi_to_oihw(const std::vector<float>& w, int64_t k, int64_t c, int64_t kh, int64_t kw) {
+  std::vector<float> out(w.size());
+  for (int64_t o = 0; o < k; ++o)
+    for (int64_t i = 0; i < c; ++i)
+      for (int64_t y = 0; y < kh; ++y)
+        for (int64_t x = 0; x < kw; ++x) out[((o * c + i) * kh + y) * kw + x] = w[((o * kh + y) * kw + x) * c + i];
+  return out;
+}
+
+std::vector<float> chw_cols_to_hwc(const std::vector<float>& w, int64_t k, int64_t h, int64_t wd, int64_t c) {
+  std::vector<float> out(w.size());
+  const int64_t n = h * wd * c;
+  for (int64_t o = 0; o < k; ++o)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < h * wd; ++p) out[o * n + p * c + ch] = w[o * n + ch * h * wd + p];
+  return out;
+}
+
+std::vector<float> hwc_cols_to_chw(const std::vector<float>& w, int64_t k, int64_t h, int64_t wd, int64_t c) {
+  std::vector<float> out(w.size());
+  const int64_t n = h * wd * c;
+  for (int64_t o = 0; o < k; ++o)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < h * wd; ++p) out[o * n + ch * h * wd + p] = w[o * n + p * c + ch];
+  return out;
+}
+
+std::vector<float> hwc_to_chw(const std::vector<float>& x, int64_t h, int64_t w, int64_t c) {
+  return hwc_cols_to_chw(x, 1, h, w, c);
+}
+
+std::vector<float> chw_to_hwc(const std::vector<float>& x, int64_t h, int64_t w, int64_t c) {
+  return chw_cols_to_hwc(x, 1, h, w, c);
+}
+
+std::vector<float> host_values(const Tensor& t) {
+  Tensor host = t.to(Device::cpu());
+  return std::vector<float>(host.data(), host.data() + host.numel());
+}
+
+std::string onnx_number(float v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
+  return buf;
+}
+
+}  // namespace dlt

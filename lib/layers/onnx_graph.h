@@ -1,0 +1,122 @@
+// A layer's ONNX form, written in the layer's own file: what a layer needs to add its nodes to
+// an ONNX graph (OnnxGraph, export) and to read itself back from an ONNX node (OnnxNodeReader,
+// import). Plain C++: lib/onnx implements both with protobuf; a build without libonnx-dev
+// never calls them. ONNX is NCHW with OIHW conv weights and CHW-order flattening; dltrain is
+// NHWC with OHWI weights and HWC-order flattening: the permutations are below.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "net/spec.h"
+#include "tensor/shape.h"
+
+namespace dlt {
+
+class Tensor;
+
+// A value in the ONNX graph. Export: name is the ONNX value's name. Import: name is the
+// dltrain layer that produces it. shape is per image (H, W, C); flat: the ONNX value is
+// (N, C*H*W); pad: a zero Pad node's [top, left, bottom, right] not yet absorbed by a
+// following Conv / pooling node (import only).
+struct OnnxValue {
+  std::string name;
+  Shape shape;
+  bool flat = false;
+  std::array<int64_t, 4> pad{};
+};
+
+// One attribute of a node: an integer, a float or a list of integers.
+struct OnnxAttr {
+  OnnxAttr(std::string n, int64_t v) : name(std::move(n)), kind(kInt), i(v) {}
+  OnnxAttr(std::string n, float v) : name(std::move(n)), kind(kFloat), f(v) {}
+  OnnxAttr(std::string n, std::vector<int64_t> v) : name(std::move(n)), kind(kInts), ints(std::move(v)) {}
+  std::string name;
+  enum Kind { kInt, kFloat, kInts } kind;
+  int64_t i = 0;
+  float f = 0.f;
+  std::vector<int64_t> ints;
+};
+
+// Export: the graph being written (lib/onnx/onnx_export.cpp).
+class OnnxGraph {
+ public:
+  virtual ~OnnxGraph() = default;
+  // The graph input "input" (N, dims...) with a symbolic batch.
+  virtual void add_input(const std::string& name, const std::vector<int64_t>& dims) = 0;
+  // A float initializer (returns its name).
+  virtual std::string add_floats(const std::string& name, const std::vector<int64_t>& dims,
+                                 const std::vector<float>& values) = 0;
+  virtual std::string add_ints(const std::string& name, const std::vector<int64_t>& dims,
+                               const std::vector<int64_t>& values) = 0;
+  virtual void add_node(const std::string& op, const std::string& name, const std::vector<std::string>& inputs,
+                        const std::string& output, const std::vector<OnnxAttr>& attrs = {}) = 0;
+  // The file being written, for errors ("m.onnx").
+  virtual const std::string& path() const = 0;
+
+  // Helpers on top of the above. flat(): a Flatten to (N, C*H*W) unless already flat.
+  // image(): a flat (N, C) value reshaped to (N, C, 1, 1); a flat image larger than 1x1 has
+  // no ONNX form here (ModelError naming the layer).
+  OnnxValue flat(const OnnxValue& in);
+  OnnxValue image(const std::string& layer, const OnnxValue& in);
+};
+
+// Import: one ONNX node being read (lib/onnx/onnx_import.cpp). A layer type's from_onnx
+// function reads the node's inputs and attributes and adds its layer, parameters and states.
+class OnnxNodeReader {
+ public:
+  virtual ~OnnxNodeReader() = default;
+  virtual const std::string& op() const = 0;
+  virtual int opset() const = 0;
+  virtual int num_inputs() const = 0;
+  // Input i is given (present and not the empty name).
+  virtual bool has_input(int i) const = 0;
+  virtual bool is_constant(int i) const = 0;
+  // The value of input i, made earlier in the graph. A pending zero Pad is an error unless
+  // absorb_pad (the caller adds value.pad to its own padding).
+  virtual OnnxValue input(int i, bool absorb_pad = false) = 0;
+  // A constant input (initializer or Constant node) as floats / its dimensions; role names
+  // it in errors ("weight", "bias").
+  virtual std::vector<float> floats(int i, const std::string& role) = 0;
+  virtual std::vector<int64_t> dims(int i, const std::string& role) = 0;
+  virtual int64_t attr_int(const std::string& name, int64_t def) const = 0;
+  virtual float attr_float(const std::string& name, float def) const = 0;
+  virtual std::string attr_string(const std::string& name, const std::string& def) const = 0;
+  virtual std::vector<int64_t> attr_ints(const std::string& name, std::vector<int64_t> def) const = 0;
+  // Throws ModelError: "<file>: node '<name>' (<op>): <why>".
+  [[noreturn]] virtual void fail(const std::string& why) const = 0;
+
+  // Adds a layer named after the node, reading `inputs` (layer names); returns its spec.
+  virtual LayerSpec& add_layer(const std::string& type, const std::vector<std::string>& inputs) = 0;
+  virtual void add_param(const std::string& layer, const std::string& name, const Shape& shape,
+                         std::vector<float> values) = 0;
+  virtual void add_state(const std::string& layer, const std::string& name, const Shape& shape,
+                         std::vector<float> values) = 0;
+  // The node's (first) output is this value.
+  virtual void set_output(const OnnxValue& v) = 0;
+
+  // Helpers: a pending image input check, and ONNX pads / auto_pad as dltrain's
+  // [top, left, bottom, right] for an effective kernel (eh, ew) and strides (sh, sw).
+  void need_image(const OnnxValue& v) const;
+  std::array<int64_t, 4> pads(const Shape& in, int64_t eh, int64_t ew, int64_t sh, int64_t sw) const;
+};
+
+// How a layer type reads itself from ONNX: the operators it takes and the function that does.
+using OnnxImportFn = void (*)(OnnxNodeReader&);
+
+// Layout permutations. (K, C, kh, kw) <-> (K, kh, kw, C):
+std::vector<float> oihw_to_ohwi(const std::vector<float>& w, int64_t k, int64_t c, int64_t kh, int64_t kw);
+std::vector<float> ohwi_to_oihw(const std::vector<float>& w, int64_t k, int64_t c, int64_t kh, int64_t kw);
+// FC weights (K, H*W*C): columns in CHW order <-> HWC order.
+std::vector<float> chw_cols_to_hwc(const std::vector<float>& w, int64_t k, int64_t h, int64_t wd, int64_t c);
+std::vector<float> hwc_cols_to_chw(const std::vector<float>& w, int64_t k, int64_t h, int64_t wd, int64_t c);
+// (H, W, C) image <-> (C, H, W).
+std::vector<float> hwc_to_chw(const std::vector<float>& x, int64_t h, int64_t w, int64_t c);
+std::vector<float> chw_to_hwc(const std::vector<float>& x, int64_t h, int64_t w, int64_t c);
+// A tensor's values on the host, as a vector.
+std::vector<float> host_values(const Tensor& t);
+// A number as the shortest text that reads back to the same float ("0.01").
+std::string onnx_number(float v);
+
+}  // namespace dlt
