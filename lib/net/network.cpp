@@ -1,15 +1,20 @@
+// Network: the DAG from the spec (build), ReLU and softmax fusion (plan_fusion), the
+// parameter buffers, batch set-up, forward, loss and backward. Gradient buffers are planned in
+// network_gradients.cpp, model data in network_model_data.cpp, an empty data-parallel share
+// in network_empty_share.cpp.
 #include "net/network.h"
 
 #include <algorithm>
 #include <map>
 
-#include "dist/communicator.h"
-#include "net/model_file.h"
+#include "net/network_internal.h"
 #include "util/error.h"
 #include "util/strings.h"
 #include "util/timer.h"
 
 namespace dlt {
+
+using net_internal::for_layer;
 
 Network::Network(const NetworkSpec& spec, Device device) : spec_(spec), device_(device) {
   build();
@@ -142,26 +147,6 @@ void Network::init_params(uint64_t seed) {
   input_->refresh_inv_std();
 }
 
-namespace {
-// Runs f; an out-of-memory DeviceError then starts with where() (a layer, a buffer's layers);
-// the allocator's message already suggests a smaller MiniBatchSize.
-template <class Where, class F>
-void out_of_memory_in(Where where, F f) {
-  try {
-    f();
-  } catch (const DeviceError& e) {
-    const std::string what = e.what();
-    if (what.rfind("out of GPU memory", 0) != 0) throw;
-    throw DeviceError(where() + ": " + what);
-  }
-}
-
-template <class F>
-void for_layer(const Layer& l, F f) {
-  out_of_memory_in([&] { return "layer '" + l.name() + "' (" + l.type() + ")"; }, f);
-}
-}  // namespace
-
 void Network::set_mixed_precision(bool on) {
   if (on == mixed_) return;
   mixed_ = on;
@@ -191,109 +176,6 @@ void Network::set_batch(int64_t n) {
       if (node.alias_of < 0) for_layer(*node.layer, [&] { node.layer->setup(n, be); });
     batch_ = n;
   }
-}
-
-// Gradient buffers by liveness. Backward runs steps softmax_-1 .. 1 (the loss writes the
-// softmax input's gradient at step softmax_). The gradient of node p is written at the step of
-// each consumer c (into an edge buffer per consumer when there are several, summed into
-// p's own buffer at step p) and read at step p: it lives on steps [p, c]. Buffers whose steps
-// are disjoint share one slot; slots are assigned greedily in backward order and sized by
-// their largest user. Results are bit-identical to one buffer per gradient.
-void Network::plan_gradients(int64_t n) {
-  struct Use {
-    Tensor* t;
-    Shape shape;
-    int first, last;  // written first at step `first`, last read at step `last` (first >= last)
-    int node;         // whose output's gradient (names the layers in an out-of-memory error)
-    int slot = -1;
-  };
-  std::vector<Use> uses;
-  for (size_t p = 0; p < nodes_.size(); ++p) {
-    Node& node = nodes_[p];
-    if (node.alias_of >= 0 || !node.needs_grad) continue;
-    const Shape s = batch_shape(n, node.shape);
-    const int pi = static_cast<int>(p);
-    if (node.consumers.size() < 2) {
-      uses.push_back({&node.grad, s, node.consumers.empty() ? pi : node.consumers[0], pi, pi});
-      continue;
-    }
-    node.edge_grads.resize(node.consumers.size());
-    uses.push_back({&node.grad, s, pi, pi, pi});
-    for (size_t k = 0; k < node.consumers.size(); ++k) uses.push_back({&node.edge_grads[k], s, node.consumers[k], pi, pi});
-  }
-  std::vector<int64_t> need;  // elements per slot
-  if (grad_reuse_) {
-    std::vector<size_t> order(uses.size());
-    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return uses[a].first > uses[b].first; });
-    std::vector<int> busy_until;  // per slot: the last step reading it (free for steps below)
-    for (size_t k : order) {
-      Use& u = uses[k];
-      int best = -1;
-      for (size_t s = 0; s < need.size(); ++s) {
-        if (busy_until[s] <= u.first) continue;  // still live at u's first step
-        // Prefer a slot that already fits, the smallest such; else the largest.
-        const bool fits = need[s] >= u.shape.numel();
-        if (best < 0) {
-          best = static_cast<int>(s);
-          continue;
-        }
-        const bool best_fits = need[static_cast<size_t>(best)] >= u.shape.numel();
-        if ((fits && (!best_fits || need[s] < need[static_cast<size_t>(best)])) ||
-            (!fits && !best_fits && need[s] > need[static_cast<size_t>(best)]))
-          best = static_cast<int>(s);
-      }
-      if (best < 0) {
-        best = static_cast<int>(need.size());
-        need.push_back(0);
-        busy_until.push_back(0);
-      }
-      need[static_cast<size_t>(best)] = std::max(need[static_cast<size_t>(best)], u.shape.numel());
-      busy_until[static_cast<size_t>(best)] = u.last;
-      u.slot = best;
-    }
-  } else {
-    for (size_t k = 0; k < uses.size(); ++k) {
-      uses[k].slot = static_cast<int>(k);
-      need.push_back(uses[k].shape.numel());
-    }
-  }
-  if (grad_slots_.size() < need.size()) grad_slots_.resize(need.size());
-  for (size_t s = 0; s < need.size(); ++s) {
-    auto where = [&] {  // the layers whose output gradients share this buffer
-      std::string names;
-      for (const Use& u : uses) {
-        const std::string name = "'" + nodes_[static_cast<size_t>(u.node)].layer->name() + "'";
-        if (u.slot == static_cast<int>(s) && names.find(name) == std::string::npos)
-          names += (names.empty() ? "" : ", ") + name;
-      }
-      return "output gradient of layer " + names + " (batch " + std::to_string(n) + ")";
-    };
-    out_of_memory_in(where, [&] {
-      Tensor& slot = grad_slots_[s];
-      if (!slot.defined()) slot = Tensor(Shape{need[s]}, device_);
-      slot.resize(Shape{std::max(slot.numel(), need[s])});
-    });
-  }
-  for (Use& u : uses) *u.t = grad_slots_[static_cast<size_t>(u.slot)].view(u.shape);
-}
-
-int64_t Network::activation_bytes() const {
-  int64_t bytes = 0;
-  for (const Node& n : nodes_)
-    if (n.alias_of < 0 && n.out.defined()) bytes += static_cast<int64_t>(n.out.bytes());
-  for (const Tensor& t : grad_slots_) bytes += static_cast<int64_t>(t.bytes());
-  return bytes;
-}
-
-Tensor* Network::grad_target(int consumer, int producer) {
-  Node& p = nodes_[root(producer)];
-  if (!p.needs_grad) return nullptr;
-  if (p.consumers.size() == 1) return &p.grad;
-  // A consumer naming the same producer twice gets one edge buffer per mention.
-  for (size_t k = 0; k < p.consumers.size(); ++k)
-    if (p.consumers[k] == consumer) return &p.edge_grads[k];
-  DLT_CHECK(false, "no edge from " << producer << " to " << consumer);
 }
 
 const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
@@ -369,114 +251,6 @@ void Network::backward_node(int i, const RunContext& ctx) {
     be.synchronize();
     (*prof_bwd_)[i] += t.seconds();
   }
-}
-
-void Network::run_empty_share(const RunContext& ctx) {
-  backend_for(device_).fill(flat_grads_, 0.f);
-  if (ctx.comm && ctx.comm->size() > 1) {
-    auto joins = [&](const Node& n) { return n.alias_of < 0 && n.layer->joins_collectives(); };
-    Tensor y, dy, dx;
-    for (size_t i = 1; i < nodes_.size(); ++i) {
-      Node& n = nodes_[i];
-      if (!joins(n)) continue;
-      Tensor x(batch_shape(0, nodes_[root(n.inputs[0])].shape), device_);
-      y = Tensor(batch_shape(0, n.shape), device_);
-      n.layer->forward({&x}, y, ctx);
-    }
-    for (int i = softmax_ - 1; i >= 1; --i) {
-      Node& n = nodes_[i];
-      if (joins(n) && n.needs_grad) {
-        Tensor x(batch_shape(0, nodes_[root(n.inputs[0])].shape), device_);
-        y = Tensor(batch_shape(0, n.shape), device_);
-        dy = Tensor(batch_shape(0, n.shape), device_);
-        dx = Tensor(x.shape(), device_);
-        n.layer->backward({&x}, y, dy, {grad_target(i, n.inputs[0]) ? &dx : nullptr}, ctx);
-      }
-      if (grads_ready_) grads_ready_(n.param_offset);
-    }
-  } else {
-    for (int i = softmax_ - 1; i >= 1; --i)
-      if (grads_ready_) grads_ready_(nodes_[i].param_offset);
-  }
-  if (grads_ready_) grads_ready_(0);
-}
-
-std::vector<Param*> Network::params() {
-  std::vector<Param*> out;
-  for (Node& n : nodes_)
-    for (Param& p : n.layer->params()) out.push_back(&p);
-  return out;
-}
-
-int64_t Network::total_learnables() const {
-  int64_t total = 0;
-  for (const Node& n : nodes_)
-    for (const Param& p : n.layer->params()) total += p.shape.numel();
-  return total;
-}
-
-int64_t Network::memory_bytes() const { return 4 * (total_learnables() + input_->stored_statistics()); }
-
-int64_t Network::flops_per_image() const {
-  int64_t total = 0;
-  for (const Node& n : nodes_) total += n.layer->flops_per_image();
-  return total;
-}
-
-namespace {
-
-NamedTensor named(const std::string& layer, const std::string& name, const Tensor& t) {
-  Tensor host = t.to(Device::cpu());
-  NamedTensor nt;
-  nt.layer = layer;
-  nt.name = name;
-  nt.shape = t.shape();
-  nt.data.assign(host.data(), host.data() + host.numel());
-  return nt;
-}
-
-const NamedTensor& find_named(const std::vector<NamedTensor>& list, const std::string& layer, const std::string& name,
-                              const Shape& shape) {
-  for (const NamedTensor& nt : list) {
-    if (nt.layer != layer || nt.name != name) continue;
-    if (nt.shape != shape || static_cast<int64_t>(nt.data.size()) != shape.numel())
-      throw ModelError("layer '" + layer + "' " + name + " is " + nt.shape.str() + " in the model file but the network needs " +
-                       shape.str());
-    return nt;
-  }
-  throw ModelError("the model file has no " + name + " for layer '" + layer + "'");
-}
-
-}  // namespace
-
-ModelData Network::to_model_data() const {
-  ModelData m;
-  m.network = spec_;
-  m.classes = classes_;
-  for (const Node& n : nodes_) {
-    for (const Param& p : n.layer->params()) m.params.push_back(named(n.layer->name(), p.name, p.value));
-    for (const State& s : n.layer->states()) m.states.push_back(named(n.layer->name(), s.name, s.value));
-  }
-  return m;
-}
-
-void Network::load_weights(const ModelData& m) {
-  for (Node& n : nodes_) {
-    for (Param& p : n.layer->params()) {
-      const NamedTensor& nt = find_named(m.params, n.layer->name(), p.name, p.shape);
-      Tensor h(p.shape);
-      std::copy(nt.data.begin(), nt.data.end(), h.data());
-      p.value.copy_from(h);
-    }
-    for (State& s : n.layer->states()) {
-      const NamedTensor& nt = find_named(m.states, n.layer->name(), s.name, s.shape);
-      Tensor h(s.shape);
-      std::copy(nt.data.begin(), nt.data.end(), h.data());
-      s.value.copy_from(h);
-    }
-  }
-  classes_ = m.classes;
-  input_->refresh_inv_std();
 }
 
 }  // namespace dlt
