@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "config/config.h"
+#include "onnx/transfer.h"
 #include "net/model_file.h"
 #include "net/network.h"
 #include "util/json.h"
@@ -22,6 +23,7 @@ std::unique_ptr<Network> load_network(const std::string& path, const std::vector
     return net;
   }
   Config c = load_config(path, sets);
+  apply_transfer(c);  // base: loads the base model
   return std::make_unique<Network>(c.network, Device::cpu());
 }
 

@@ -8,6 +8,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "commands.h"
 #include "config/config.h"
+#include "onnx/transfer.h"
 #include "net/network.h"
 #include "optim/optimizer.h"
 #include "train/step_graph.h"
@@ -63,6 +64,7 @@ Runner add_time(CLI::App& app) {
   cmd->add_option("--set", a->sets, "Override a config option: section.path=value");
   return [a]() {
     Config c = load_config(a->path, a->sets);
+    apply_transfer(c);  // base: loads the base model
     if (a->threads > 0) cpu_set_threads(a->threads);
     if (a->gpu >= 0) {
       c.training.execution_environment = "gpu";

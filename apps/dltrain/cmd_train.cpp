@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "commands.h"
 #include "config/config.h"
+#include "onnx/transfer.h"
 #include "dist/communicator.h"
 #include "dist/launcher.h"
 #include "train/trainer.h"
@@ -89,6 +90,7 @@ Runner add_train(CLI::App& app) {
     if (a->threads > 0) sets.push_back("training.Threads=" + std::to_string(a->threads));
     if (a->quiet) sets.push_back("training.Verbose=false");
     Config c = load_config(a->config, sets);
+    apply_transfer(c);  // base: loads the base model
     TrainArgs args;
     args.output_dir = a->output_dir;
     args.resume = a->resume;

@@ -71,7 +71,6 @@ Config convert(YAML::Node root, const std::string& origin_name, const std::vecto
   c.network = cfg::read_layers(layers, origin);
   if (base.IsDefined() && !base.IsNull()) {
     read_base(base, origin, c.base);
-    c.network = apply_transfer(c.base, c.network);
   }
   cfg::read_data(data, origin, c.data);
   cfg::read_training(training, origin, c.training);

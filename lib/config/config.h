@@ -3,23 +3,39 @@
 // This and lib/net/model_file.cpp are the only places that see yaml-cpp. Every error is a
 // ConfigError with one line "file:line: what (fix)". Schema: docs/config.md.
 #pragma once
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "config/options.h"
 #include "net/spec.h"
-#include "onnx/transfer.h"
 
 namespace dlt {
+
+// base: (transfer learning, docs/transfer.md), as the config gives it. lib/config only reads
+// it; apply_transfer (onnx/transfer.h) loads the model and fills kept and weights.
+struct ModelData;
+struct TransferBase {
+  std::string model;            // model.bin or .onnx; empty: no transfer
+  int64_t keep_layers = -1;     // keep the first N layers
+  int64_t remove_last = -1;     // keep all but the last N (MATLAB's layers(1:end-N))
+  std::string keep_until;       // keep up to and including this layer
+  std::string freeze_until;     // freeze kept layers up to and including this one
+  SourceLoc loc;                // the base: section, for messages
+  int64_t kept = 0;             // filled by apply_transfer: layers taken from the base
+  std::shared_ptr<const ModelData> weights;  // filled by apply_transfer: the base model
+};
 
 struct Config {
   NetworkSpec network;
   DataOptions data;
   TrainingOptions training;  // resolve_defaults() already applied
   std::string path;          // the file it came from
-  // base: (transfer learning). When base.model is set, network holds the kept base layers
-  // followed by the layers: list, and base.weights the kept layers' trained tensors; the
-  // trainer copies them after init_params with apply_base_weights (onnx/transfer.h).
+  // base: (transfer learning). After apply_transfer (onnx/transfer.h), network holds the kept
+  // base layers followed by the layers: list, and base.weights the kept layers' trained
+  // tensors; the trainer copies them after init_params with apply_base_weights. load_config
+  // leaves network as the layers: list (it reads no model files).
   TransferBase base;
 };
 

@@ -72,6 +72,11 @@ NetworkSpec apply_transfer(TransferBase& base, const NetworkSpec& new_layers) {
   return out;
 }
 
+void apply_transfer(Config& config) {
+  if (config.base.model.empty()) return;
+  config.network = apply_transfer(config.base, config.network);
+}
+
 int64_t apply_base_weights(Network& net, const ModelData& weights) {
   auto find = [](const std::vector<NamedTensor>& list, const std::string& layer, const std::string& name) -> const NamedTensor* {
     for (const auto& t : list)
