@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "util/error.h"
+#include "util/numbers.h"
 
 namespace dlt {
 
@@ -361,7 +362,8 @@ TcpAddress parse_tcp_address(const std::string& text, const std::string& what) {
     port = text.substr(colon + 1);
   }
   const bool digits = !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
-  a.port = digits ? std::stoi(port) : 0;
+  int64_t p = 0;
+  a.port = digits && parse_int(port, &p) ? static_cast<int>(p) : 0;
   if (a.host.empty() || a.port < 1 || a.port > 65535)
     throw ConfigError(what + " is '" + text + "'" + (a.host.empty() ? ": no host" : ": port not in 1..65535") + form);
   return a;
