@@ -12,7 +12,7 @@
 
 #include <cstring>
 
-#include "dist/launcher.h"
+#include "dist/launcher_env.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/numbers.h"

@@ -12,7 +12,8 @@
 #include "backend/backend.h"
 #include "build_config.h"
 #include "dist/communicator.h"
-#include "dist/launcher.h"
+#include "dist/gpu_workers.h"
+#include "dist/join_world.h"
 #include "dist/rendezvous.h"
 #include "util/error.h"
 
