@@ -19,7 +19,7 @@
 #include "net/model_file.h"
 #include "net/network.h"
 #include "train/device_batches.h"
-#include "train/trainer.h"
+#include "train/execution.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/strings.h"

@@ -11,7 +11,7 @@
 #include "net/network.h"
 #include "optim/optimizer.h"
 #include "train/step_graph.h"
-#include "train/trainer.h"
+#include "train/execution.h"
 #include "util/json.h"
 #include "util/timer.h"
 

@@ -10,9 +10,14 @@ namespace dlt {
 
 using Env = std::map<std::string, std::string>;
 
-bool uses_gpu_workers(const std::string& environment) {
+bool uses_gpu_workers(const std::string& environment, int visible_gpus) {
   if (environment == "multi-gpu") return true;
-  return environment == "parallel" && DLT_HAVE_NCCL && cuda_device_count() > 0;
+  return environment == "parallel" && DLT_HAVE_NCCL && visible_gpus > 0;
+}
+
+bool uses_gpu_workers(const std::string& environment) {
+  const bool ask = environment == "parallel" && DLT_HAVE_NCCL;  // starts the CUDA driver
+  return uses_gpu_workers(environment, ask ? cuda_device_count() : 0);
 }
 
 std::vector<std::string> parse_visible_devices(const std::string& value) {

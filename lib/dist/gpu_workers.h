@@ -12,8 +12,10 @@
 namespace dlt {
 
 // Whether ExecutionEnvironment `environment` runs GPU workers over NCCL: 'multi-gpu' always;
-// 'parallel' when this build has NCCL and cuda_device_count() > 0 (else CPU workers, Gloo).
+// 'parallel' when this build has NCCL and a GPU is visible (else CPU workers, Gloo). The
+// first form asks cuda_device_count().
 bool uses_gpu_workers(const std::string& environment);
+bool uses_gpu_workers(const std::string& environment, int visible_gpus);
 
 // The entries of a CUDA_VISIBLE_DEVICES value as CUDA reads it: comma-separated indices or
 // GPU-/MIG- UUIDs, cut at the first entry that is neither ("" and "NoDevFiles": none).

@@ -11,14 +11,13 @@
 #include "data/batch_loader.h"
 #include "data/datastore.h"
 #include "dist/data_parallel.h"
-#include "dist/gpu_workers.h"
-#include "dist/launcher_env.h"
 #include "net/model_file.h"
 #include "net/network.h"
 #include "onnx/transfer.h"
 #include "optim/optimizer.h"
 #include "train/checkpoint.h"
 #include "train/device_batches.h"
+#include "train/execution.h"
 #include "train/live_files.h"
 #include "train/plot.h"
 #include "train/progress.h"
@@ -34,31 +33,6 @@ namespace dlt {
 
 namespace fs = std::filesystem;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-Device resolve_device(const TrainingOptions& o) {
-  const std::string& env = o.execution_environment;
-  if (env == "cpu") return Device::cpu();
-  if (env == "auto") return cuda_device_count() > 0 ? Device::cuda(o.gpu_device) : Device::cpu();
-  if (env == "gpu") {
-    if (cuda_device_count() == 0) backend_for(Device::cuda(o.gpu_device));  // throws "built without CUDA"
-    if (o.gpu_device >= cuda_device_count())
-      throw DeviceError("GPUDevice " + std::to_string(o.gpu_device) + " does not exist (" +
-                        std::to_string(cuda_device_count()) + " GPU(s) visible)");
-    return Device::cuda(o.gpu_device);
-  }
-  if (env == "parallel" && !uses_gpu_workers(env)) return Device::cpu();  // CPU workers over Gloo
-  if (env == "parallel" || env == "multi-gpu") {
-    // GPU workers over NCCL: `dltrain train` put this rank's GPU (gpu_for_rank: its local
-    // rank) into GPUDevice before joining the NCCL world on that device.
-    check_gpu_workers(cuda_device_count(), environment_map());
-    if (o.gpu_device >= cuda_device_count())
-      throw DeviceError("GPUDevice " + std::to_string(o.gpu_device) + " does not exist (" +
-                        std::to_string(cuda_device_count()) + " GPU(s) visible)");
-    return Device::cuda(o.gpu_device);
-  }
-  throw ConfigError("training.ExecutionEnvironment '" + env +
-                    "' is not available in this version of dltrain yet (use auto, cpu or gpu)");
-}
 
 namespace {
 

@@ -9,7 +9,6 @@
 
 #include "config/config.h"
 #include "dist/communicator.h"
-#include "tensor/device.h"
 
 namespace dlt {
 
@@ -29,9 +28,5 @@ struct TrainResult {
 };
 
 TrainResult train_network(const Config& config, const TrainArgs& args);
-
-// The device an ExecutionEnvironment resolves to in this build (auto: a GPU when one is
-// usable, else the CPU; parallel: CPU workers until the NCCL path exists). Throws ConfigError/DeviceError for what this build cannot do.
-Device resolve_device(const TrainingOptions& options);
 
 }  // namespace dlt
