@@ -17,9 +17,9 @@
 #include "dist/join_world.h"
 #include "dist/launcher_env.h"
 #include "dist/local_workers.h"
+#include "exit_codes.h"
 #include "train/execution.h"
 #include "train/trainer.h"
-#include "util/error.h"
 #include "util/log.h"
 
 namespace dlt::app {
@@ -41,23 +41,9 @@ int launch_local_workers(const Config& c, int threads_flag, int workers) {
 // A local worker reports its error to the launcher (one line for the whole run) instead of
 // printing it; the exit codes are main's.
 int report_worker_error(const std::string& file) {
-  std::string message;
-  int code = 1;
-  try {
-    throw;
-  } catch (const ConfigError& e) {
-    message = e.what(), code = 2;
-  } catch (const UsageError& e) {
-    message = e.what(), code = 2;
-  } catch (const DeviceError& e) {
-    message = e.what(), code = 3;
-  } catch (const CommError& e) {
-    message = e.what(), code = 3;
-  } catch (const std::exception& e) {
-    message = e.what();
-  }
-  std::ofstream(file) << message << "\n";
-  return code;
+  const Failure f = current_failure();
+  std::ofstream(file) << f.message << "\n";
+  return f.exit_code;
 }
 
 }  // namespace
