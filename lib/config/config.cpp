@@ -76,6 +76,7 @@ Config convert(YAML::Node root, const std::string& origin_name, const std::vecto
   cfg::read_data(data, origin, c.data);
   cfg::read_training(training, origin, c.training);
   c.training.resolve_defaults();
+  apply_environment_overrides(c.training);
   return c;
 }
 

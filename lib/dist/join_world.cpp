@@ -65,11 +65,11 @@ void set_cluster_rendezvous(CommOptions& o, const WorldInfo& world, const std::s
   o.rendezvous_dir = cluster_rendezvous_dir(world, output_dir, env);
 }
 
-std::shared_ptr<Communicator> join_world(const WorldInfo& w, const std::string& output_dir, const Env& env) {
-  CommOptions o;
+std::shared_ptr<Communicator> join_world(const WorldInfo& w, const std::string& output_dir, const Env& env,
+                                         const CommOptions& settings) {
+  CommOptions o = settings;
   o.rank = w.rank;
   o.size = w.size;
-  o.timeout = comm_timeout_from_env();
   if (w.source == "local") {
     o.rendezvous_dir = env_value(env, "DLT_RENDEZVOUS");
     o.hostname = "127.0.0.1";
@@ -98,13 +98,12 @@ namespace {
 }  // namespace
 
 std::shared_ptr<Communicator> join_gpu_world(const WorldInfo& w, int device, const std::string& output_dir,
-                                             const Env& env) {
+                                             const Env& env, const CommOptions& settings) {
   if (w.size <= 1) return std::make_shared<LocalCommunicator>();
 #if DLT_HAVE_NCCL
-  CommOptions o;
+  CommOptions o = settings;
   o.rank = w.rank;
   o.size = w.size;
-  o.timeout = comm_timeout_from_env();
   if (w.source == "local")
     o.rendezvous_dir = env_value(env, "DLT_RENDEZVOUS");
   else
@@ -112,7 +111,7 @@ std::shared_ptr<Communicator> join_gpu_world(const WorldInfo& w, int device, con
   const int rank = w.rank;
   return make_nccl_communicator(o, device, [rank](const std::string& m) { exit_on_comm_failure(rank, m); });
 #else
-  (void)device, (void)output_dir, (void)env;
+  (void)device, (void)output_dir, (void)env, (void)settings;
   throw DeviceError("rank " + std::to_string(w.rank) + ": this dltrain was built without NCCL, so GPU workers " +
                     "cannot communicate (install NCCL and rebuild with CUDA; 'gpu' trains on one GPU, " +
                     "'parallel' on CPU workers in a build without GPUs)");

@@ -6,12 +6,10 @@
 #include <memory>
 #include <string>
 
+#include "dist/communicator.h"
 #include "dist/launcher_env.h"
 
 namespace dlt {
-
-class Communicator;
-struct CommOptions;
 
 // The shared directory ranks of a cluster job meet in: env DLT_RENDEZVOUS when set, else
 // <output_dir>/.rendezvous/<source>-<job id> (output_dir must be on a shared file system).
@@ -33,18 +31,21 @@ void set_cluster_rendezvous(CommOptions& o, const WorldInfo& world, const std::s
 // Joins the world: Gloo over TCP, rendezvous in env DLT_RENDEZVOUS (local workers) or
 // set_cluster_rendezvous(); the address is loopback for local workers, else gloo_address()
 // (host_address.h: DLT_GLOO_IFACE / GLOO_SOCKET_IFNAME, DLT_GLOO_HOSTNAME or this host's name,
-// resolved here; loopback when it does not resolve and every rank is local). Timeout: env
-// DLT_COMM_TIMEOUT seconds (60).
+// resolved here; loopback when it does not resolve and every rank is local). The timeout and
+// timing report come from `settings` (CommunicationTimeout, CommunicationTiming); join_world
+// fills in the rest.
 std::shared_ptr<Communicator> join_world(const WorldInfo& world, const std::string& output_dir,
-                                         const std::map<std::string, std::string>& env);
+                                         const std::map<std::string, std::string>& env,
+                                         const CommOptions& settings);
 
 // Joins the world of GPU ranks on CUDA device `device`: NCCL (Local for a world of one). The
 // ncclUniqueId goes from rank 0 to the others through the same rendezvous as join_world
-// (DLT_RENDEZVOUS, else set_cluster_rendezvous()); timeout DLT_COMM_TIMEOUT. When
+// (DLT_RENDEZVOUS, else set_cluster_rendezvous()); the timeout is settings.timeout. When
 // the communicator's watchdog finds a failed or hung collective it writes the one-line
 // message (to the launcher's error file for local workers, else stderr) and exits with code 3.
 // Throws DeviceError "built without NCCL" in builds without NCCL, CommError when joining fails.
 std::shared_ptr<Communicator> join_gpu_world(const WorldInfo& world, int device, const std::string& output_dir,
-                                             const std::map<std::string, std::string>& env);
+                                             const std::map<std::string, std::string>& env,
+                                             const CommOptions& settings);
 
 }  // namespace dlt

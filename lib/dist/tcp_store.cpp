@@ -214,7 +214,7 @@ class StoreClient final : public KeyValueStore {
       if (fd_ >= 0) break;
       if (Clock::now() + pause > deadline)
         throw CommError(who_ + ": no rendezvous server at " + address_.str() + " within " + seconds(timeout) +
-                        " s (" + last + "; did rank 0 start, and is its address right? env DLT_COMM_TIMEOUT)");
+                        " s (" + last + "; did rank 0 start, and is its address right? training.CommunicationTimeout)");
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::milliseconds(500));
     }
@@ -377,7 +377,7 @@ std::string KeyValueStore::wait_get(const std::string& key, std::chrono::millise
     if (std::optional<std::string> v = try_get(key)) return *v;
     if (Clock::now() > deadline)
       throw CommError(who + ": timed out after " + seconds(timeout) + " s waiting for '" + key + "' from " + where() +
-                      " (did every rank start, with the same world size? env DLT_COMM_TIMEOUT)");
+                      " (did every rank start, with the same world size? training.CommunicationTimeout)");
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }

@@ -59,4 +59,22 @@ Device resolve_device(const TrainingOptions& o) {
   return checked_gpu(o.gpu_device);
 }
 
+BackendOptions backend_options_for(const TrainingOptions& o) {
+  BackendOptions b;
+  b.allow_tf32 = o.allow_tf32;
+  b.direct_convolution = o.convolution_algorithm == "direct";
+  b.cudnn_workspace_mb = o.cudnn_workspace_mb;
+  b.deterministic = o.deterministic;
+  b.fused_convolution = o.fused_convolution;
+  b.batch_norm_ex = o.batch_norm_ex;
+  return b;
+}
+
+CommOptions comm_settings_for(const TrainingOptions& o) {
+  CommOptions c;
+  c.timeout = comm_timeout(o.communication_timeout);
+  c.report_timing = o.communication_timing;
+  return c;
+}
+
 }  // namespace dlt

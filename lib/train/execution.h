@@ -8,7 +8,9 @@
 #include <map>
 #include <string>
 
+#include "backend/backend_options.h"
 #include "config/options.h"
+#include "dist/communicator.h"
 #include "dist/launcher_env.h"
 #include "tensor/device.h"
 
@@ -40,5 +42,13 @@ Execution plan_execution(const TrainingOptions& o, int worker_rank, const std::m
 // multi-gpu (and parallel on GPUs): GPUDevice, which plan_execution's gpu_device set for a
 // rank. Throws DeviceError for a GPU this build or machine does not have.
 Device resolve_device(const TrainingOptions& options);
+
+// The backend options (backend_options.h) the training options ask for: AllowTF32,
+// ConvolutionAlgorithm, CudnnWorkspaceMB, Deterministic, FusedConvolution, BatchNormEx.
+BackendOptions backend_options_for(const TrainingOptions& options);
+
+// What a rank's communicator takes from the training options: the timeout
+// (CommunicationTimeout) and the timing report (CommunicationTiming).
+CommOptions comm_settings_for(const TrainingOptions& options);
 
 }  // namespace dlt

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "backend/backend.h"
+#include "backend/backend_options.h"
 #include "backend/cpu/cpu_backend.h"
 #include "build_config.h"
 #include "data/batch_loader.h"
@@ -75,7 +76,7 @@ class Trainer {
   std::unique_ptr<BatchLoader> train_loader_, val_loader_;
   std::unique_ptr<DeviceBatches> train_batches_;  // training batches, uploaded one ahead
   std::unique_ptr<DeviceBatches> val_batches_;    // validation batches on the device
-  std::unique_ptr<StepGraph> graph_;              // DLT_CUDA_GRAPH=1: captured steps
+  std::unique_ptr<StepGraph> graph_;              // CudaGraph: captured steps
   Tensor graph_images_, graph_labels_;            // the captured step's fixed inputs
   IterationLog log_;
   std::unique_ptr<LiveFiles> live_;  // rank 0: the files to watch while training runs
@@ -152,7 +153,9 @@ void Trainer::prepare_network() {
   opt_ = std::make_unique<Optimizer>(o_, net_->params());
   net_->set_mixed_precision(o_.precision == "mixed");
   net_->set_batch(o_.mini_batch_size);
-  buckets_ = std::make_unique<GradientBuckets>(*comm_, net_->flat_grads());
+  buckets_ = std::make_unique<GradientBuckets>(
+      *comm_, net_->flat_grads(), gradient_bucket_elements(comm_->kind(), o_.gradient_bucket_size_mb),
+      o_.communication_timing);
   if (buckets_->count() > 0) net_->set_grads_ready_hook([this](int64_t offset) { buckets_->ready_from(offset); });
   prepare_step_graph();
 }
@@ -203,21 +206,21 @@ bool Trainer::step(Batch& batch, const Batch* next, RunContext ctx, double lr, I
   return true;
 }
 
-// DLT_CUDA_GRAPH=1 (docs/gpu.md "CUDA Graphs"): steps of the full batch size read fixed
-// input buffers and the optimizer's per-step scalars from device memory, so that one
-// captured graph can replay them; off, with the reason logged, where that cannot work.
+// CudaGraph (docs/gpu.md "CUDA Graphs"): steps of the full batch size read fixed input
+// buffers and the optimizer's per-step scalars from device memory, so that one captured
+// graph can replay them; off, with the reason logged, where that cannot work.
 void Trainer::prepare_step_graph() {
-  if (!step_graph_requested()) return;
+  if (!o_.cuda_graph) return;
   const std::string why = step_graph_blocker(*net_, device_, comm_->size());
   if (!why.empty()) {
-    log::info("CUDA graph: off ({}); DLT_CUDA_GRAPH=1 is ignored", why);
+    log::info("CUDA graph: off ({}); CudaGraph: true is ignored", why);
     return;
   }
   graph_ = std::make_unique<StepGraph>(device_);
   opt_->set_device_scalars(true);
   graph_images_ = Tensor(batch_shape(o_.mini_batch_size, net_->input_shape()), device_);
   graph_labels_ = Tensor(Shape{o_.mini_batch_size}, device_, DType::kI32);
-  log::info("CUDA graph: on (DLT_CUDA_GRAPH=1): steps of batch size {} are captured after warm-up and replayed",
+  log::info("CUDA graph: on (CudaGraph): steps of batch size {} are captured after warm-up and replayed",
             o_.mini_batch_size);
 }
 
@@ -373,6 +376,7 @@ TrainResult Trainer::train() {
   start_time_ = local_time_now();
   comm_ = args_.comm ? args_.comm : std::make_shared<LocalCommunicator>();
   lead_ = comm_->rank() == 0;
+  set_backend_options(backend_options_for(o_));
   device_ = resolve_device(o_);
   if (o_.threads > 0) cpu_set_threads(o_.threads);
   prepare_data();
