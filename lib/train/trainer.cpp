@@ -50,10 +50,19 @@ class Trainer {
   TrainResult train();
   void prepare_data();
   void prepare_network();
+  void log_run_start();
   bool step(Batch& batch, const Batch* next, RunContext ctx, double lr, IterationRecord& rec);
+  bool validation_due(int64_t iteration, bool last) const;
+  void update_live_files(const IterationRecord& rec, bool validated);
+  void watch_learning(LearningWatchdog& watchdog, const IterationRecord& rec, ProgressTable& table);
   void prepare_step_graph();
   void graphed_step(Batch& on_device, const Batch* next, const RunContext& ctx, double lr);
   Eval evaluate();
+  bool record_if_best(const Eval& val, TrainPosition& pos);
+  bool out_of_patience(TrainPosition& pos) const;
+  bool checkpoint_due(int64_t iteration, int64_t epoch, bool end_of_epoch) const;
+  static TrainPosition resume_point(const TrainPosition& pos, int64_t epoch, int64_t batch, bool end_of_epoch,
+                                    double elapsed);
   void checkpoint(const TrainPosition& pos);
   void start_live_files(const TrainPosition& pos);
   void draw_live_plot(int64_t epoch, int64_t iteration, double lr, const std::string& status = "running",
@@ -306,6 +315,73 @@ WatchdogContext Trainer::watchdog_context() {
   return c;
 }
 
+// At the first iteration, every ValidationFrequency iterations and at the last.
+bool Trainer::validation_due(int64_t iteration, bool last) const {
+  return has_val_ && (iteration == 1 || iteration % std::max<int64_t>(o_.validation_frequency, 1) == 0 || last);
+}
+
+// A row per iteration in log.csv; progress.png at each validation and every PlotIntervalSeconds.
+void Trainer::update_live_files(const IterationRecord& rec, bool validated) {
+  if (!live_) return;
+  Timer t;
+  live_->append(rec);
+  if (live_->plot_due(validated)) draw_live_plot(rec.epoch, rec.iteration, rec.learn_rate);
+  live_seconds_ += t.seconds();
+}
+
+// The learning watchdog's warning, once: logged, kept for summary.json and noted on the plot.
+// The run goes on, as in MATLAB.
+void Trainer::watch_learning(LearningWatchdog& watchdog, const IterationRecord& rec, ProgressTable& table) {
+  auto warning = watchdog.observe(rec);
+  if (!warning || !lead_) return;
+  table.clear_bar();
+  log::warn("{}", *warning);
+  warnings_.push_back(*warning);
+  plot_note_ = "warning: not learning (summary.json)";
+  draw_live_plot(rec.epoch, rec.iteration, rec.learn_rate);
+}
+
+// Best-model tracking after a validation: a new lowest validation loss is recorded in pos,
+// resets the patience count and, with OutputNetwork best-validation-loss, keeps the weights.
+// Returns whether the loss was a new best.
+bool Trainer::record_if_best(const Eval& val, TrainPosition& pos) {
+  if (!(val.loss < pos.best_val_loss)) return false;
+  pos.best_val_loss = val.loss;
+  pos.patience_count = 0;
+  if (o_.output_network == "best-validation-loss") {
+    best_ = net_->to_model_data();
+    have_best_ = true;
+  }
+  return true;
+}
+
+// Early stop: counts a validation without a new best; true once ValidationPatience of them
+// came in a row (never with ValidationPatience Inf).
+bool Trainer::out_of_patience(TrainPosition& pos) const {
+  return ++pos.patience_count >= o_.validation_patience && o_.validation_patience > 0;
+}
+
+// Whether a checkpoint is written after this iteration: every CheckpointFrequency iterations,
+// or at the end of every CheckpointFrequency-th epoch (CheckpointFrequencyUnit); never
+// without a CheckpointPath.
+bool Trainer::checkpoint_due(int64_t iteration, int64_t epoch, bool end_of_epoch) const {
+  if (o_.checkpoint_path.empty()) return false;
+  const int64_t every = std::max<int64_t>(o_.checkpoint_frequency, 1);
+  if (o_.checkpoint_frequency_unit == "iteration") return iteration % every == 0;
+  return end_of_epoch && (epoch + 1) % every == 0;
+}
+
+// Where a run resumed from a checkpoint taken after `batch` batches of `epoch` goes on: the
+// next epoch's start at an epoch's end, else the next batch of this one.
+TrainPosition Trainer::resume_point(const TrainPosition& pos, int64_t epoch, int64_t batch, bool end_of_epoch,
+                                    double elapsed) {
+  TrainPosition cp = pos;
+  cp.epoch = end_of_epoch ? epoch + 1 : epoch;
+  cp.batch_in_epoch = end_of_epoch ? 0 : batch;
+  cp.elapsed = elapsed;
+  return cp;
+}
+
 void Trainer::checkpoint(const TrainPosition& pos) {
   if (!lead_) return;
   make_dirs(o_.checkpoint_path);
@@ -371,16 +447,8 @@ TrainResult Trainer::run() {
   }
 }
 
-TrainResult Trainer::train() {
-  Timer wall;
-  start_time_ = local_time_now();
-  comm_ = args_.comm ? args_.comm : std::make_shared<LocalCommunicator>();
-  lead_ = comm_->rank() == 0;
-  set_backend_options(backend_options_for(o_));
-  device_ = resolve_device(o_);
-  if (o_.threads > 0) cpu_set_threads(o_.threads);
-  prepare_data();
-  prepare_network();
+// What the run trains on and with, logged once before the first step; hardware_ for the plot.
+void Trainer::log_run_start() {
   if (o_.execution_environment == "auto")
     log::info("ExecutionEnvironment auto: {}", device_.is_cpu() ? "no usable GPU, training on the CPU"
                                                                   : "training on GPU " + device_.str());
@@ -394,6 +462,19 @@ TrainResult Trainer::train() {
   if (comm_->size() > 1)
     log::info("data parallel: {} workers ({}), global MiniBatchSize {}", comm_->size(), comm_->kind(),
               o_.mini_batch_size);
+}
+
+TrainResult Trainer::train() {
+  Timer wall;
+  start_time_ = local_time_now();
+  comm_ = args_.comm ? args_.comm : std::make_shared<LocalCommunicator>();
+  lead_ = comm_->rank() == 0;
+  set_backend_options(backend_options_for(o_));
+  device_ = resolve_device(o_);
+  if (o_.threads > 0) cpu_set_threads(o_.threads);
+  prepare_data();
+  prepare_network();
+  log_run_start();
 
   TrainPosition pos;
   if (!args_.resume.empty()) {
@@ -446,55 +527,28 @@ TrainResult Trainer::train() {
                             " at iteration " + std::to_string(it) + " (epoch " + std::to_string(epoch + 1) +
                             "); lower training.InitialLearnRate or set GradientThreshold");
       }
-      bool last = it == total_iterations;
-      bool validate = has_val_ && (it == 1 || it % std::max<int64_t>(o_.validation_frequency, 1) == 0 || last);
+      const bool last = it == total_iterations;
+      const bool validate = validation_due(it, last);
       if (validate) {
         last_val = evaluate();
         net_->set_batch(o_.mini_batch_size);
         rec.validation_accuracy = last_val.accuracy;
         rec.validation_loss = last_val.loss;
-        if (last_val.loss < pos.best_val_loss) {
-          pos.best_val_loss = last_val.loss;
-          pos.patience_count = 0;
-          if (o_.output_network == "best-validation-loss") {
-            best_ = net_->to_model_data();
-            have_best_ = true;
-          }
-        } else if (++pos.patience_count >= o_.validation_patience && o_.validation_patience > 0) {
+        if (!record_if_best(last_val, pos) && out_of_patience(pos)) {
           status = "stopped-early";
           stop = true;
         }
       }
       rec.seconds = training_elapsed();
       log_.add(rec);
-      if (live_) {  // a row per iteration; the plot at each validation and every PlotIntervalSeconds
-        Timer t;
-        live_->append(rec);
-        if (live_->plot_due(validate)) draw_live_plot(rec.epoch, it, lr);
-        live_seconds_ += t.seconds();
-      }
-      if (auto warning = watchdog.observe(rec); warning && lead_) {  // the run goes on, as in MATLAB
-        table.clear_bar();
-        log::warn("{}", *warning);
-        warnings_.push_back(*warning);
-        plot_note_ = "warning: not learning (summary.json)";
-        draw_live_plot(rec.epoch, it, lr);
-      }
+      update_live_files(rec, validate);
+      watch_learning(watchdog, rec, table);
       if (it == 1 || it % std::max<int64_t>(o_.verbose_frequency, 1) == 0 || validate || last || stop) table.row(rec);
       if (lead_) table.bar(it, total_iterations, rec.seconds);
-      bool end_of_epoch = b == per_epoch;
-      if (!o_.checkpoint_path.empty()) {
-        bool due = o_.checkpoint_frequency_unit == "iteration"
-                       ? it % std::max<int64_t>(o_.checkpoint_frequency, 1) == 0
-                       : end_of_epoch && (epoch + 1) % std::max<int64_t>(o_.checkpoint_frequency, 1) == 0;
-        if (due) {
-          TrainPosition cp = pos;
-          cp.epoch = end_of_epoch ? epoch + 1 : epoch;
-          cp.batch_in_epoch = end_of_epoch ? 0 : b;
-          cp.elapsed = rec.seconds;
-          table.clear_bar();  // the checkpoint's line starts at the left, not after the bar
-          checkpoint(cp);
-        }
+      const bool end_of_epoch = b == per_epoch;
+      if (checkpoint_due(it, epoch, end_of_epoch)) {
+        table.clear_bar();  // the checkpoint's line starts at the left, not after the bar
+        checkpoint(resume_point(pos, epoch, b, end_of_epoch, rec.seconds));
       }
     }
   }
