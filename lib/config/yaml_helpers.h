@@ -1,6 +1,6 @@
-// Internal to lib/config (and the model file): where a YAML node came from (file:line, or the
-// --set override that produced it), value text for messages, the list reader and YAML parsing.
-// Not for use outside lib/config and lib/net/model_file.cpp: it exposes yaml-cpp.
+// Internal to lib/config: where a YAML node came from (file:line, or the --set override that
+// produced it), value text for messages, the list reader and YAML parsing. It exposes
+// yaml-cpp, so nothing outside lib/config includes it.
 #pragma once
 #include <yaml-cpp/yaml.h>
 
