@@ -3,7 +3,6 @@
 #include "dist/data_parallel.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>

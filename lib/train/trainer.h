@@ -22,7 +22,7 @@ struct TrainArgs {
 };
 
 struct TrainResult {
-  std::string status;  // completed | stopped-early | diverged
+  std::string status;  // completed | stopped-early (a diverged run throws TrainingError after writing its outputs)
   std::string model_path;
   double validation_accuracy = 0;  // percent (NaN when there is no validation data)
 };
