@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <memory>
 
+#include "backend/backend_options.h"
 #include "backend/cpu/cpu_backend.h"
+#include "config/config.h"
 #include "train/metrics.h"
 #include "commands.h"
 #include "data/batch_loader.h"
@@ -19,7 +21,7 @@
 #include "net/model_file.h"
 #include "net/network.h"
 #include "train/device_batches.h"
-#include "train/trainer.h"
+#include "train/execution.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/strings.h"
@@ -87,8 +89,10 @@ Runner add_classify(CLI::App& app) {
     if (a->threads > 0) cpu_set_threads(a->threads);
     ModelData m = load_model(a->model);
     Device dev = Device::cpu();
+    TrainingOptions o;  // the run-environment defaults and their environment variables
+    apply_environment_overrides(o);
+    set_backend_options(backend_options_for(o));
     if (a->gpu >= 0) {
-      TrainingOptions o;
       o.execution_environment = "gpu";
       o.gpu_device = a->gpu;
       dev = resolve_device(o);  // one clear DeviceError without CUDA or that GPU

@@ -9,6 +9,7 @@
 #include "net/network.h"
 #include "onnx/onnx.h"
 #include "util/error.h"
+#include "util/numbers.h"
 
 namespace dlt::app {
 
@@ -31,14 +32,10 @@ std::vector<int64_t> parse_size(const std::string& s) {
   while (pos <= s.size()) {
     size_t x = s.find('x', pos);
     std::string part = s.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
-    try {
-      size_t used = 0;
-      long long n = std::stoll(part, &used);
-      if (used != part.size() || n < 1) throw std::invalid_argument(part);
-      v.push_back(n);
-    } catch (const std::exception&) {
+    int64_t n = 0;
+    if (!parse_int(part, &n) || n < 1)
       throw UsageError("--input-size '" + s + "' is not HxWxC (e.g. --input-size 227x227x3)");
-    }
+    v.push_back(n);
     if (x == std::string::npos) break;
     pos = x + 1;
   }

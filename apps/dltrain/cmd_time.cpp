@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "backend/backend_options.h"
 #include "backend/cpu/cpu_backend.h"
 #include "commands.h"
 #include "config/config.h"
@@ -12,7 +13,7 @@
 #include "net/network.h"
 #include "optim/optimizer.h"
 #include "train/step_graph.h"
-#include "train/trainer.h"
+#include "train/execution.h"
 #include "util/json.h"
 #include "util/timer.h"
 
@@ -71,6 +72,7 @@ Runner add_time(CLI::App& app) {
       c.training.gpu_device = a->gpu;
     }
     int64_t n = a->batch > 0 ? a->batch : c.training.mini_batch_size;
+    set_backend_options(backend_options_for(c.training));
     Device dev = resolve_device(c.training);
     Network net(c.network, dev);
     net.init_params(c.training.seed);
@@ -87,11 +89,11 @@ Runner add_time(CLI::App& app) {
 
     std::vector<double> fwd(net.size(), 0.0), bwd(net.size(), 0.0);
     const int repeats = a->repeats;
-    // DLT_CUDA_GRAPH=1: the steps are captured once (after StepGraph's warm-up, within
+    // CudaGraph: the steps are captured once (after StepGraph's warm-up, within
     // --warmup) and replayed, as `dltrain train` does (docs/gpu.md "CUDA Graphs").
     std::unique_ptr<StepGraph> graph;
     std::string graph_state = "off";
-    if (step_graph_requested()) {
+    if (c.training.cuda_graph) {
       const std::string why = step_graph_blocker(net, dev, 1);
       if (why.empty()) {
         graph = std::make_unique<StepGraph>(dev);
@@ -158,7 +160,7 @@ Runner add_time(CLI::App& app) {
     std::printf("\nBatch %lld on %s (Precision %s): training step %.2f ms (%.0f images/s), inference %.2f ms (%.0f images/s)\n",
                 static_cast<long long>(n), dev.str().c_str(), c.training.precision.c_str(), step * 1e3, train_ips, infer * 1e3, infer_ips);
     std::printf("Layer outputs and gradients: %.1f MiB\n", static_cast<double>(net.activation_bytes()) / (1 << 20));
-    if (step_graph_requested()) std::printf("Training steps: %s\n", graph_state.c_str());
+    if (c.training.cuda_graph) std::printf("Training steps: %s\n", graph_state.c_str());
     std::printf("Forward FLOPs per image: %lld (training about 3x: %.1f GFLOP/s)\n",
                 static_cast<long long>(net.flops_per_image()),
                 3.0 * static_cast<double>(net.flops_per_image()) * train_ips / 1e9);

@@ -11,30 +11,29 @@
 #include <thread>
 
 #include "backend/backend.h"
+#include "backend/backend_options.h"
 #include "commands.h"
 #include "config/config.h"
 #include "onnx/transfer.h"
 #include "dist/communicator.h"
-#include "dist/launcher.h"
+#include "dist/join_world.h"
+#include "dist/launcher_env.h"
+#include "dist/local_workers.h"
+#include "exit_codes.h"
+#include "train/execution.h"
 #include "train/trainer.h"
-#include "util/error.h"
 #include "util/log.h"
 
 namespace dlt::app {
 
 namespace {
 
-// This process becomes the launcher of NumWorkers local workers (default 2 on CPU, one per
-// visible GPU for GPU workers), each with an equal share of the cores unless the threads are
-// set explicitly.
-int launch_local_workers(const Config& c, int threads_flag, bool gpu_workers) {
+// This process becomes the launcher of the local workers plan_execution chose, each with an
+// equal share of the cores unless the threads are set explicitly.
+int launch_local_workers(const Config& c, int threads_flag, int workers) {
   LocalLaunch l;
   l.args = self_command_line();
-  const int num_workers = static_cast<int>(c.training.num_workers);
-  if (gpu_workers)
-    l.workers = gpu_worker_count(num_workers, cuda_device_count());
-  else
-    l.workers = num_workers > 0 ? num_workers : 2;
+  l.workers = workers;
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   if (threads_flag <= 0 && c.training.threads <= 0)
     l.threads_per_worker = std::max(1, static_cast<int>(cores) / l.workers);
@@ -44,23 +43,9 @@ int launch_local_workers(const Config& c, int threads_flag, bool gpu_workers) {
 // A local worker reports its error to the launcher (one line for the whole run) instead of
 // printing it; the exit codes are main's.
 int report_worker_error(const std::string& file) {
-  std::string message;
-  int code = 1;
-  try {
-    throw;
-  } catch (const ConfigError& e) {
-    message = e.what(), code = 2;
-  } catch (const UsageError& e) {
-    message = e.what(), code = 2;
-  } catch (const DeviceError& e) {
-    message = e.what(), code = 3;
-  } catch (const CommError& e) {
-    message = e.what(), code = 3;
-  } catch (const std::exception& e) {
-    message = e.what();
-  }
-  std::ofstream(file) << message << "\n";
-  return code;
+  const Failure f = current_failure();
+  std::ofstream(file) << f.message << "\n";
+  return f.exit_code;
 }
 
 }  // namespace
@@ -95,34 +80,25 @@ Runner add_train(CLI::App& app) {
     args.output_dir = a->output_dir;
     args.resume = a->resume;
     args.config_text = dump_config(c);
-    const std::string environment = c.training.execution_environment;
-    std::string error_file;
-    if (environment == "parallel" || environment == "multi-gpu" || a->worker_rank >= 0) {
-      auto env = environment_map();
-      if (environment == "multi-gpu") check_gpu_workers(cuda_device_count(), env);  // one clear DeviceError
-      const bool gpu_workers = uses_gpu_workers(environment);
-      WorldInfo w = a->worker_rank >= 0 ? local_worker_world(a->worker_rank, env) : parse_launcher_env(env);
-      // multi-gpu in a one-task allocation (sbatch without srun) starts its own workers too.
-      bool own_workers = w.source == "none" || (environment == "multi-gpu" && w.source != "local" && w.size == 1);
-      if (own_workers) return launch_local_workers(c, a->threads, gpu_workers);
-      spdlog::drop("dltrain");
-      log::init(w.rank, w.size, false);
-      error_file = worker_error_file(w.rank);
-      try {
-        if (gpu_workers) {
-          // The trainer's resolve_device takes this rank's GPU from GPUDevice.
-          c.training.gpu_device = gpu_for_rank(w, cuda_device_count());
-          args.comm = join_gpu_world(w, c.training.gpu_device, a->output_dir, env);
-        } else {
-          args.comm = join_world(w, a->output_dir, env);
-        }
-      } catch (...) {
-        if (error_file.empty()) throw;
-        return report_worker_error(error_file);
-      }
-    }
+    const auto env = environment_map();
+    // A local worker reports every error to its launcher (one line for the whole run).
+    const std::string error_file = a->worker_rank >= 0 ? worker_error_file(a->worker_rank) : std::string();
     TrainResult r;
     try {
+      const Execution x = plan_execution(c.training, a->worker_rank, env, [] { return cuda_device_count(); });
+      if (x.role == Execution::Role::kLauncher) return launch_local_workers(c, a->threads, x.workers);
+      if (x.role == Execution::Role::kRank) {
+        spdlog::drop("dltrain");
+        log::init(x.world.rank, x.world.size, false);
+        const CommOptions settings = comm_settings_for(c.training);
+        if (x.comm == Execution::Comm::kNccl) {
+          c.training.gpu_device = x.gpu_device;  // resolve_device trains this rank on its own GPU
+          set_backend_options(backend_options_for(c.training));  // before joining creates the CUDA context
+          args.comm = join_gpu_world(x.world, x.gpu_device, a->output_dir, env, settings);
+        } else {
+          args.comm = join_world(x.world, a->output_dir, env, settings);
+        }
+      }
       r = train_network(c, args);
     } catch (...) {
       if (error_file.empty()) throw;

@@ -27,7 +27,7 @@ void read_base(const YAML::Node& node, const cfg::Origin& origin, TransferBase& 
       throw ConfigError(at.prefix() + "base: " + e.key + " must be a single value, got '" + cfg::node_text(e.value) + "'");
     const std::string& v = e.value.Scalar();
     auto count = [&](int64_t* out) {
-      if (!cfg::parse_int(v, out) || *out < 0)
+      if (!parse_int(v, out) || *out < 0)
         throw ConfigError(at.prefix() + "base: " + e.key + " must be a whole number >= 0, got '" + v + "'");
     };
     if (e.key == "Model") b.model = v;
@@ -75,6 +75,7 @@ Config convert(YAML::Node root, const std::string& origin_name, const std::vecto
   cfg::read_data(data, origin, c.data);
   cfg::read_training(training, origin, c.training);
   c.training.resolve_defaults();
+  apply_environment_overrides(c.training);
   return c;
 }
 

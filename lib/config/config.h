@@ -1,7 +1,9 @@
-// Loading a dltrain YAML config (sections layers, data, training; MATLAB option names) into
-// typed specs, applying --set overrides, and writing the resolved config back as YAML.
-// This and lib/net/model_file.cpp are the only places that see yaml-cpp. Every error is a
-// ConfigError with one line "file:line: what (fix)". Schema: docs/config.md.
+// Loading a dltrain YAML config (sections layers, data, training, base; MATLAB option names)
+// into typed specs, applying --set overrides and the environment variables that override
+// training options, and writing the resolved config back as YAML. lib/config is the only
+// place that sees yaml-cpp (model files hold YAML text written and read by the functions
+// below). Every error is a ConfigError with one line "file:line: what (fix)", or for an
+// environment variable "VARIABLE is 'value' (...)". Schema: docs/config.md.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -45,6 +47,15 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 // The same from YAML text; `origin` names it in messages (used by tests and the model file).
 Config load_config_text(const std::string& text, const std::string& origin,
                         const std::vector<std::string>& overrides = {});
+
+// Overrides the run-environment training options from environment variables that are set
+// and not empty (docs/config.md "Run environment"): DLT_CUDA_GRAPH=1 (CudaGraph),
+// DLT_ALLOW_TF32=1 (AllowTF32), DLT_CONV_ALGO=direct (ConvolutionAlgorithm),
+// DLT_CUDNN_WORKSPACE_MB (CudnnWorkspaceMB), DLT_BUCKET_MB (GradientBucketSizeMB),
+// DLT_COMM_TIMEOUT (CommunicationTimeout), DLT_COMM_TIMING (CommunicationTiming, unless 0).
+// load_config applies them, so the resolved config.yaml shows what the run used. Throws
+// ConfigError naming the variable and the option for a bad number.
+void apply_environment_overrides(TrainingOptions& options);
 
 // The resolved config as YAML (every option written out); loads back to an equal Config.
 std::string dump_config(const Config& config);

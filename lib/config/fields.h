@@ -123,6 +123,35 @@ FieldDef<T> double_or_inf_field(std::string name, F ref) {
           }};
 }
 
+// auto or a positive number; auto is stored as 0 (GradientBucketSizeMB: the communicator's).
+template <class T, class F>
+FieldDef<T> auto_or_positive_field(std::string name, std::string expect, F ref) {
+  return {name,
+          [ref, expect](const ValueCtx& c, T& o) {
+            std::string t = c.scalar(expect);
+            double v = 0;
+            if (!iequals(t, "auto") && (!parse_double(t, &v) || !(v > 0))) c.bad(expect);
+            ref(o) = v;
+          },
+          [ref](YAML::Emitter& e, const T& o) {
+            double v = ref(o);
+            e << (v > 0 ? format_double(v) : std::string("auto"));
+          }};
+}
+
+// A positive number or Inf, stored as infinity (CommunicationTimeout: no timeout).
+template <class T, class F>
+FieldDef<T> positive_or_inf_field(std::string name, std::string expect, F ref) {
+  return {name,
+          [ref, expect](const ValueCtx& c, T& o) {
+            std::string t = c.scalar(expect);
+            double v = std::numeric_limits<double>::infinity();
+            if (!is_inf_text(t) && (!parse_double(t, &v) || !(v > 0))) c.bad(expect);
+            ref(o) = v;
+          },
+          [ref](YAML::Emitter& e, const T& o) { e << format_double(ref(o)); }};
+}
+
 // One of a list of words, matched case-insensitively, stored in canonical spelling.
 template <class T, class F>
 FieldDef<T> choice_field(std::string name, std::vector<std::string> choices, F ref) {

@@ -46,6 +46,18 @@ struct TrainingOptions {
   uint64_t seed = 0;
   bool seed_set = false;
   int threads = 0;  // 0: all cores
+  // How this process computes and communicates (docs/config.md "Run environment"). Each has an
+  // environment variable that, when set, overrides it (apply_environment_overrides).
+  bool cuda_graph = false;                     // CudaGraph (DLT_CUDA_GRAPH): captured steps
+  bool allow_tf32 = false;                     // AllowTF32 (DLT_ALLOW_TF32)
+  std::string convolution_algorithm = "auto";  // ConvolutionAlgorithm (DLT_CONV_ALGO): auto | direct
+  int64_t cudnn_workspace_mb = 1024;           // CudnnWorkspaceMB (DLT_CUDNN_WORKSPACE_MB)
+  bool deterministic = false;                  // Deterministic: cuDNN's deterministic algorithms only
+  bool fused_convolution = true;               // FusedConvolution: cuDNN's conv + bias + relu
+  bool batch_norm_ex = true;                   // BatchNormEx: cuDNN's batch norm Ex calls
+  double gradient_bucket_size_mb = 0;          // GradientBucketSizeMB (DLT_BUCKET_MB); 0: auto
+  double communication_timeout = 60;           // CommunicationTimeout (DLT_COMM_TIMEOUT), seconds
+  bool communication_timing = false;           // CommunicationTiming (DLT_COMM_TIMING)
 
   // MATLAB's solver-dependent defaults, applied after reading.
   void resolve_defaults() {

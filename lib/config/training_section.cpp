@@ -98,6 +98,20 @@ const std::vector<FieldDef<TO>>& fields() {
     v.push_back(seed);
     v.push_back(int_field<TO>("Threads", 0, "an integer >= 0",
                               [](auto& o) -> auto& { return o.threads; }));
+    v.push_back(bool_field<TO>("CudaGraph", [](auto& o) -> auto& { return o.cuda_graph; }));
+    v.push_back(bool_field<TO>("AllowTF32", [](auto& o) -> auto& { return o.allow_tf32; }));
+    v.push_back(choice_field<TO>("ConvolutionAlgorithm", {"auto", "direct"},
+                                 [](auto& o) -> auto& { return o.convolution_algorithm; }));
+    v.push_back(int_field<TO>("CudnnWorkspaceMB", 0, "an integer >= 0 (MiB)",
+                              [](auto& o) -> auto& { return o.cudnn_workspace_mb; }));
+    v.push_back(bool_field<TO>("Deterministic", [](auto& o) -> auto& { return o.deterministic; }));
+    v.push_back(bool_field<TO>("FusedConvolution", [](auto& o) -> auto& { return o.fused_convolution; }));
+    v.push_back(bool_field<TO>("BatchNormEx", [](auto& o) -> auto& { return o.batch_norm_ex; }));
+    v.push_back(auto_or_positive_field<TO>("GradientBucketSizeMB", "auto or a positive number of megabytes",
+                                           [](auto& o) -> auto& { return o.gradient_bucket_size_mb; }));
+    v.push_back(positive_or_inf_field<TO>("CommunicationTimeout", "a positive number of seconds or Inf",
+                                          [](auto& o) -> auto& { return o.communication_timeout; }));
+    v.push_back(bool_field<TO>("CommunicationTiming", [](auto& o) -> auto& { return o.communication_timing; }));
     return v;
   }();
   return f;

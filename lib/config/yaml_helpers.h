@@ -1,6 +1,6 @@
-// Internal to lib/config (and the model file): where a YAML node came from (file:line, or the
-// --set override that produced it), value text for messages, and strict scalar parsing.
-// Not for use outside lib/config and lib/net/model_file.cpp: it exposes yaml-cpp.
+// Internal to lib/config: where a YAML node came from (file:line, or the --set override that
+// produced it), value text for messages, the list reader and YAML parsing. It exposes
+// yaml-cpp, so nothing outside lib/config includes it.
 #pragma once
 #include <yaml-cpp/yaml.h>
 
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "net/spec.h"
+#include "util/numbers.h"  // parse_bool, parse_int, parse_double, format_double
 
 namespace dlt::cfg {
 
@@ -44,15 +45,6 @@ std::vector<Entry> map_entries(const YAML::Node& node, const Origin& origin, con
 
 // The value as it would be written in flow style: "abc", "[1, 2]", "{a: 1}", "" for null.
 std::string node_text(const YAML::Node& node);
-
-// Strict scalar parsing (whole string, finite values).
-bool parse_bool(const std::string& text, bool* out);
-bool parse_int(const std::string& text, int64_t* out);
-bool parse_uint(const std::string& text, uint64_t* out);
-bool parse_double(const std::string& text, double* out);
-bool is_inf_text(const std::string& text);  // Inf, inf, .inf, +Inf
-// Shortest text that parses back to exactly d ("0.001", "1e-08").
-std::string format_double(double d);
 
 // The items of a sequence node. MATLAB separates numbers with spaces ([32 32 3]), which YAML
 // reads as one item "32 32 3": a plain (unquoted) item of several space-separated numbers

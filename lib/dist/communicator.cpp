@@ -2,7 +2,6 @@
 #include "dist/communicator.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "build_config.h"
@@ -13,13 +12,7 @@
 
 namespace dlt {
 
-std::chrono::milliseconds comm_timeout_from_env() {
-  const char* v = std::getenv("DLT_COMM_TIMEOUT");
-  if (!v || !*v) return std::chrono::milliseconds(60000);
-  char* end = nullptr;
-  double s = std::strtod(v, &end);
-  if (end == v || *end != '\0' || !(s > 0))
-    throw ConfigError(std::string("DLT_COMM_TIMEOUT is '") + v + "'; set it to a positive number of seconds");
+std::chrono::milliseconds comm_timeout(double s) {
   // Deadlines are steady_clock::now() + timeout in int64 nanoseconds: a huge value (or inf,
   // meant as "never") would overflow into a deadline in the past, so every wait would time out.
   return std::chrono::milliseconds(static_cast<int64_t>(std::min(s, kMaxCommTimeoutSeconds) * 1000));

@@ -1,7 +1,7 @@
 // Communicator: the collectives data-parallel training needs (FL's DistributedApi): rank,
 // size, in-place sum all-reduce, broadcast, barrier. LocalCommunicator is the world of one
-// process (no-ops); GlooCommunicator (CPU tensors, TCP) and, later, an NCCL one (device
-// tensors) implement it. Every collective of a multi-process world has a timeout and throws
+// process (no-ops); GlooCommunicator (CPU tensors, TCP) and NcclCommunicator (device tensors,
+// one GPU per rank) implement it. Every collective of a multi-process world has a timeout and throws
 // CommError naming the rank and the collective when a peer dies, hangs or misbehaves.
 #pragma once
 #include <chrono>
@@ -52,12 +52,13 @@ struct CommOptions {
   std::string hostname;        // numeric address other ranks reach this one at (empty: loopback;
                                // Gloo crashes on a name that does not resolve: host_address.h)
   std::chrono::milliseconds timeout{60000};  // every collective and the rendezvous
+  bool report_timing = false;  // CommunicationTiming: log the time spent in collectives at the end
 };
 
-// The collective timeout from env DLT_COMM_TIMEOUT (seconds), else 60 s; larger values than
-// kMaxCommTimeoutSeconds (about 115 days, e.g. "inf" for no timeout) are capped to it.
+// The collective timeout of CommunicationTimeout seconds; larger values than
+// kMaxCommTimeoutSeconds (about 115 days, e.g. Inf for no timeout) are capped to it.
 constexpr double kMaxCommTimeoutSeconds = 1e7;
-std::chrono::milliseconds comm_timeout_from_env();
+std::chrono::milliseconds comm_timeout(double seconds);
 
 // A communicator for a CPU world: Local for size 1, else Gloo (throws CommError when this
 // build has no Gloo, or when the rendezvous fails).

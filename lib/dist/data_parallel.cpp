@@ -3,7 +3,6 @@
 #include "dist/data_parallel.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -95,18 +94,13 @@ void sync_batch_norm_sums(Communicator& comm, double weight, Tensor& a, Tensor& 
   }
 }
 
-int64_t gradient_bucket_elements(const std::string& comm_kind) {
-  double mb = comm_kind == "nccl" ? kNcclBucketMB : kBucketMB;
-  if (const char* v = std::getenv("DLT_BUCKET_MB"); v && *v) {
-    char* end = nullptr;
-    mb = std::strtod(v, &end);
-    if (end == v || *end != '\0' || !(mb > 0))
-      throw ConfigError(std::string("DLT_BUCKET_MB is '") + v + "'; set it to a positive number of megabytes");
-  }
+int64_t gradient_bucket_elements(const std::string& comm_kind, double mb) {
+  if (!(mb > 0)) mb = comm_kind == "nccl" ? kNcclBucketMB : kBucketMB;
   return std::max<int64_t>(1, static_cast<int64_t>(mb * 1024 * 1024 / 4));
 }
 
-GradientBuckets::GradientBuckets(Communicator& comm, Tensor& flat_grads, int64_t bucket_elements) : comm_(comm) {
+GradientBuckets::GradientBuckets(Communicator& comm, Tensor& flat_grads, int64_t bucket_elements, bool timing)
+    : comm_(comm), timing_(timing) {
   if (comm.size() == 1) return;
   const int64_t b = bucket_elements > 0 ? bucket_elements : gradient_bucket_elements(comm.kind());
   const int64_t total = flat_grads.numel();
@@ -117,8 +111,6 @@ GradientBuckets::GradientBuckets(Communicator& comm, Tensor& flat_grads, int64_t
     starts_.push_back(start);
     end = start;
   }
-  const char* v = std::getenv("DLT_COMM_TIMING");
-  timing_ = v && *v && std::string(v) != "0";
 }
 
 GradientBuckets::~GradientBuckets() {

@@ -77,9 +77,10 @@ void sync_batch_norm_sums_float(Communicator& comm, double weight, Tensor& a, Te
 // element on final. Every rank cuts the same buckets and starts them in the same order.
 class GradientBuckets {
  public:
-  // bucket_elements <= 0: gradient_bucket_elements(). Nothing to do in a world of one.
-  GradientBuckets(Communicator& comm, Tensor& flat_grads, int64_t bucket_elements = 0);
-  // With env DLT_COMM_TIMING=1, logs the mean forward + backward time and the time finish()
+  // bucket_elements <= 0: gradient_bucket_elements(comm.kind()). Nothing to do in a world of
+  // one. timing (CommunicationTiming): the destructor logs the timing below.
+  GradientBuckets(Communicator& comm, Tensor& flat_grads, int64_t bucket_elements = 0, bool timing = false);
+  // With timing, logs the mean forward + backward time and the time finish()
   // waited per iteration (the all-reduce not hidden behind backward).
   ~GradientBuckets();
   void begin(double weight);        // before forward: this iteration's share
@@ -93,19 +94,20 @@ class GradientBuckets {
   std::vector<int64_t> starts_;   // flat offset of each bucket's first element
   size_t next_ = 0;
   double weight_ = 1;
-  // DLT_COMM_TIMING: seconds since begin(), at the end of backward and after finish().
+  // timing: seconds since begin(), at the end of backward and after finish().
   bool timing_ = false;
   std::chrono::steady_clock::time_point began_, backward_done_;
   double compute_ = 0, exposed_ = 0;
   int64_t iterations_ = 0;
 };
 
-// Elements per gradient bucket: env DLT_BUCKET_MB (megabytes of float32), else kBucketMB for
+// Elements per gradient bucket: megabytes of float32 (GradientBucketSizeMB), or with mb <= 0
+// (auto) kBucketMB for
 // Gloo (CPU: each all-reduce costs ~0.15 ms, measured) or kNcclBucketMB for NCCL (PyTorch
 // DDP's 25 MB: over NVLink a collective's fixed cost is tens of microseconds).
 constexpr double kBucketMB = 0.25;
 constexpr double kNcclBucketMB = 25;
-int64_t gradient_bucket_elements(const std::string& comm_kind = "gloo");
+int64_t gradient_bucket_elements(const std::string& comm_kind = "gloo", double mb = 0);
 
 // Every rank takes rank 0's learnables and states (identical seeds make them equal already;
 // this makes it certain, input normalization statistics included).

@@ -60,7 +60,8 @@ class GlooKeyValueStore final : public gloo::rendezvous::Store {
 
 class GlooCommunicator final : public Communicator {
  public:
-  explicit GlooCommunicator(const CommOptions& o) : rank_(o.rank), size_(o.size), timeout_(o.timeout) {
+  explicit GlooCommunicator(const CommOptions& o)
+      : rank_(o.rank), size_(o.size), timeout_(o.timeout), report_timing_(o.report_timing) {
     // A peer that dies closes its sockets; writing to them must fail (EPIPE -> CommError),
     // not kill this process with SIGPIPE.
     signal(SIGPIPE, SIG_IGN);
@@ -93,8 +94,6 @@ class GlooCommunicator final : public Communicator {
       throw CommError(rank_of(o) + ": rendezvous through " + rendezvous_place(o) + " failed: " + e.what() +
                       " (did every worker start, with the same world size and rendezvous?)");
     }
-    const char* timing = std::getenv("DLT_COMM_TIMING");
-    report_timing_ = timing && *timing && std::string(timing) != "0";
     thread_ = std::thread([this] { loop(); });
   }
 
@@ -250,7 +249,7 @@ class GlooCommunicator final : public Communicator {
       return first_error_ = std::make_exception_ptr(
           CommError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": " + task.what +
                     " failed: " + e.what() + " (a worker died, hung or was stopped; timeout " +
-                    std::to_string(timeout_.count() / 1000.0).substr(0, 5) + " s, env DLT_COMM_TIMEOUT)"));
+                    std::to_string(timeout_.count() / 1000.0).substr(0, 5) + " s, training.CommunicationTimeout)"));
     }
     busy_ += t.seconds();
     ++count_;
@@ -279,7 +278,7 @@ class GlooCommunicator final : public Communicator {
   bool busy_now_ = false, stop_ = false;
   std::exception_ptr async_error_;  // first failure of a started all-reduce, for wait_all()
   std::thread thread_;
-  // DLT_COMM_TIMING=1: seconds spent inside collectives, reported at the end.
+  // CommunicationTiming: seconds spent inside collectives, reported at the end.
   bool report_timing_ = false;
   double busy_ = 0;
   int64_t count_ = 0;

@@ -12,9 +12,10 @@
 
 #include <cstring>
 
-#include "dist/launcher.h"
+#include "dist/launcher_env.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/numbers.h"
 
 namespace dlt {
 
@@ -30,8 +31,10 @@ std::string get(const Env& env, const std::string& key) {
 // The value of an integer variable, or -1 when unset or not a plain integer.
 long get_int(const Env& env, const std::string& key) {
   const std::string v = get(env, key);
-  if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos) return -1;
-  return std::stol(v);
+  int64_t n = 0;
+  if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos || !parse_int(v, &n))
+    return -1;
+  return static_cast<long>(n);
 }
 
 std::string numeric(const sockaddr* a, socklen_t len) {

@@ -1,7 +1,7 @@
 // The address a CPU (Gloo) rank tells the other ranks to reach it at, resolved by dltrain
 // before Gloo sees it: Debian's libgloo crashes inside CreateDevice on a host name that does
 // not resolve (fresh roots, containers, some cluster nodes), so Gloo only ever gets a numeric
-// address that this machine can bind. Does not decide the rendezvous (launcher.h does).
+// address that this machine can bind. Does not decide the rendezvous (join_world.h does).
 #pragma once
 #include <map>
 #include <string>

@@ -146,7 +146,7 @@ class NcclCommunicator final : public Communicator {
   std::string seconds() const { return std::to_string(timeout_.count() / 1000.0).substr(0, 5) + " s"; }
   std::string hint() const {
     return " (a worker died, hung or was stopped, or the network failed; timeout " + seconds() +
-           ", env DLT_COMM_TIMEOUT; NCCL_DEBUG=WARN shows NCCL's view)";
+           ", training.CommunicationTimeout; NCCL_DEBUG=WARN shows NCCL's view)";
   }
 
   void check_nccl(ncclResult_t r, const char* what) {

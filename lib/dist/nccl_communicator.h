@@ -1,6 +1,6 @@
 // NcclCommunicator: collectives on CUDA tensors of one device over NCCL (one rank per GPU).
 // Built only when CUDA and NCCL are found (DLT_HAVE_NCCL); everything else reaches it through
-// join_gpu_world() in dist/launcher.h, which exists in every build. No CUDA types here.
+// join_gpu_world() in dist/join_world.h, which exists in every build. No CUDA types here.
 #pragma once
 #include <functional>
 #include <memory>

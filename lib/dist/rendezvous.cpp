@@ -55,7 +55,7 @@ std::string wait_for_file(const std::string& dir, const std::string& name, size_
       throw CommError(who + ": timed out after " + std::to_string(timeout.count() / 1000.0).substr(0, 5) +
                       " s waiting for " + path.string() +
                       " from rank 0 (did rank 0 start, and do all ranks see the same rendezvous directory? set "
-                      "DLT_RENDEZVOUS to a shared directory; env DLT_COMM_TIMEOUT)");
+                      "DLT_RENDEZVOUS to a shared directory; training.CommunicationTimeout)");
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "util/error.h"
+#include "util/numbers.h"
 
 namespace dlt {
 
@@ -213,7 +214,7 @@ class StoreClient final : public KeyValueStore {
       if (fd_ >= 0) break;
       if (Clock::now() + pause > deadline)
         throw CommError(who_ + ": no rendezvous server at " + address_.str() + " within " + seconds(timeout) +
-                        " s (" + last + "; did rank 0 start, and is its address right? env DLT_COMM_TIMEOUT)");
+                        " s (" + last + "; did rank 0 start, and is its address right? training.CommunicationTimeout)");
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::milliseconds(500));
     }
@@ -361,7 +362,8 @@ TcpAddress parse_tcp_address(const std::string& text, const std::string& what) {
     port = text.substr(colon + 1);
   }
   const bool digits = !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
-  a.port = digits ? std::stoi(port) : 0;
+  int64_t p = 0;
+  a.port = digits && parse_int(port, &p) ? static_cast<int>(p) : 0;
   if (a.host.empty() || a.port < 1 || a.port > 65535)
     throw ConfigError(what + " is '" + text + "'" + (a.host.empty() ? ": no host" : ": port not in 1..65535") + form);
   return a;
@@ -375,7 +377,7 @@ std::string KeyValueStore::wait_get(const std::string& key, std::chrono::millise
     if (std::optional<std::string> v = try_get(key)) return *v;
     if (Clock::now() > deadline)
       throw CommError(who + ": timed out after " + seconds(timeout) + " s waiting for '" + key + "' from " + where() +
-                      " (did every rank start, with the same world size? env DLT_COMM_TIMEOUT)");
+                      " (did every rank start, with the same world size? training.CommunicationTimeout)");
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }

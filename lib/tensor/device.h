@@ -1,6 +1,7 @@
-// Devices and allocators. A CPU build has only Device::cpu(); the CUDA backend registers its
-// allocator and copy routine when it is compiled in. Bytes cross host<->device only through
-// copy_bytes() (called by Tensor::to and Tensor::copy_from).
+// Devices and allocators. The GPU allocator and copies are linked in from backend/cuda, or
+// from the CPU-only stub whose functions throw DeviceError. Synchronous host<->device copies go
+// through copy_bytes() (called by Tensor::to and Tensor::copy_from); the backend's staged
+// uploads (Backend::upload_begin) are the asynchronous path.
 #pragma once
 #include <cstddef>
 #include <string>

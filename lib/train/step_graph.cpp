@@ -1,7 +1,6 @@
 // StepGraph: warm-up, capture, replay and the fallbacks (see the header).
 #include "train/step_graph.h"
 
-#include <cstdlib>
 #include <exception>
 
 #include "backend/backend.h"
@@ -9,11 +8,6 @@
 #include "util/log.h"
 
 namespace dlt {
-
-bool step_graph_requested() {
-  const char* v = std::getenv("DLT_CUDA_GRAPH");
-  return v && std::string(v) == "1";
-}
 
 std::string step_graph_blocker(const Network& net, Device device, int world_size) {
   if (device.is_cpu()) return "training on the CPU (graphs are a CUDA feature)";

@@ -1,5 +1,5 @@
 // StepGraph: a training step captured once as a CUDA graph and replayed (opt-in,
-// DLT_CUDA_GRAPH=1; docs/gpu.md "CUDA Graphs"). The caller issues its step through run();
+// CudaGraph: true or env DLT_CUDA_GRAPH=1; docs/gpu.md "CUDA Graphs"). The caller issues its step through run();
 // StepGraph runs it directly while warming up (cuDNN algorithm search, workspaces grown),
 // captures it, then replays the graph while the batch size stays the same. Anything that
 // fails or cannot be captured falls back to direct steps with one log line saying why.
@@ -14,8 +14,6 @@ namespace dlt {
 
 class Network;
 
-// DLT_CUDA_GRAPH=1 asks for captured steps (unset or 0: off).
-bool step_graph_requested();
 // Why a training step of net cannot be captured on device in a world of world_size processes,
 // or "" when it can: a CPU device, a data-parallel world, a dropout layer (its mask changes
 // every step). No training option blocks it: gradient clipping reads nothing back.

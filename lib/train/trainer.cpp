@@ -6,18 +6,19 @@
 #include <limits>
 
 #include "backend/backend.h"
+#include "backend/backend_options.h"
 #include "backend/cpu/cpu_backend.h"
 #include "build_config.h"
 #include "data/batch_loader.h"
 #include "data/datastore.h"
 #include "dist/data_parallel.h"
-#include "dist/launcher.h"
 #include "net/model_file.h"
 #include "net/network.h"
 #include "onnx/transfer.h"
 #include "optim/optimizer.h"
 #include "train/checkpoint.h"
 #include "train/device_batches.h"
+#include "train/execution.h"
 #include "train/live_files.h"
 #include "train/plot.h"
 #include "train/progress.h"
@@ -34,31 +35,6 @@ namespace dlt {
 namespace fs = std::filesystem;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-Device resolve_device(const TrainingOptions& o) {
-  const std::string& env = o.execution_environment;
-  if (env == "cpu") return Device::cpu();
-  if (env == "auto") return cuda_device_count() > 0 ? Device::cuda(o.gpu_device) : Device::cpu();
-  if (env == "gpu") {
-    if (cuda_device_count() == 0) backend_for(Device::cuda(o.gpu_device));  // throws "built without CUDA"
-    if (o.gpu_device >= cuda_device_count())
-      throw DeviceError("GPUDevice " + std::to_string(o.gpu_device) + " does not exist (" +
-                        std::to_string(cuda_device_count()) + " GPU(s) visible)");
-    return Device::cuda(o.gpu_device);
-  }
-  if (env == "parallel" && !uses_gpu_workers(env)) return Device::cpu();  // CPU workers over Gloo
-  if (env == "parallel" || env == "multi-gpu") {
-    // GPU workers over NCCL: `dltrain train` put this rank's GPU (gpu_for_rank: its local
-    // rank) into GPUDevice before joining the NCCL world on that device.
-    check_gpu_workers(cuda_device_count(), environment_map());
-    if (o.gpu_device >= cuda_device_count())
-      throw DeviceError("GPUDevice " + std::to_string(o.gpu_device) + " does not exist (" +
-                        std::to_string(cuda_device_count()) + " GPU(s) visible)");
-    return Device::cuda(o.gpu_device);
-  }
-  throw ConfigError("training.ExecutionEnvironment '" + env +
-                    "' is not available in this version of dltrain yet (use auto, cpu or gpu)");
-}
-
 namespace {
 
 struct Eval {
@@ -74,10 +50,19 @@ class Trainer {
   TrainResult train();
   void prepare_data();
   void prepare_network();
+  void log_run_start();
   bool step(Batch& batch, const Batch* next, RunContext ctx, double lr, IterationRecord& rec);
+  bool validation_due(int64_t iteration, bool last) const;
+  void update_live_files(const IterationRecord& rec, bool validated);
+  void watch_learning(LearningWatchdog& watchdog, const IterationRecord& rec, ProgressTable& table);
   void prepare_step_graph();
   void graphed_step(Batch& on_device, const Batch* next, const RunContext& ctx, double lr);
   Eval evaluate();
+  bool record_if_best(const Eval& val, TrainPosition& pos);
+  bool out_of_patience(TrainPosition& pos) const;
+  bool checkpoint_due(int64_t iteration, int64_t epoch, bool end_of_epoch) const;
+  static TrainPosition resume_point(const TrainPosition& pos, int64_t epoch, int64_t batch, bool end_of_epoch,
+                                    double elapsed);
   void checkpoint(const TrainPosition& pos);
   void start_live_files(const TrainPosition& pos);
   void draw_live_plot(int64_t epoch, int64_t iteration, double lr, const std::string& status = "running",
@@ -100,7 +85,7 @@ class Trainer {
   std::unique_ptr<BatchLoader> train_loader_, val_loader_;
   std::unique_ptr<DeviceBatches> train_batches_;  // training batches, uploaded one ahead
   std::unique_ptr<DeviceBatches> val_batches_;    // validation batches on the device
-  std::unique_ptr<StepGraph> graph_;              // DLT_CUDA_GRAPH=1: captured steps
+  std::unique_ptr<StepGraph> graph_;              // CudaGraph: captured steps
   Tensor graph_images_, graph_labels_;            // the captured step's fixed inputs
   IterationLog log_;
   std::unique_ptr<LiveFiles> live_;  // rank 0: the files to watch while training runs
@@ -177,7 +162,9 @@ void Trainer::prepare_network() {
   opt_ = std::make_unique<Optimizer>(o_, net_->params());
   net_->set_mixed_precision(o_.precision == "mixed");
   net_->set_batch(o_.mini_batch_size);
-  buckets_ = std::make_unique<GradientBuckets>(*comm_, net_->flat_grads());
+  buckets_ = std::make_unique<GradientBuckets>(
+      *comm_, net_->flat_grads(), gradient_bucket_elements(comm_->kind(), o_.gradient_bucket_size_mb),
+      o_.communication_timing);
   if (buckets_->count() > 0) net_->set_grads_ready_hook([this](int64_t offset) { buckets_->ready_from(offset); });
   prepare_step_graph();
 }
@@ -228,21 +215,21 @@ bool Trainer::step(Batch& batch, const Batch* next, RunContext ctx, double lr, I
   return true;
 }
 
-// DLT_CUDA_GRAPH=1 (docs/gpu.md "CUDA Graphs"): steps of the full batch size read fixed
-// input buffers and the optimizer's per-step scalars from device memory, so that one
-// captured graph can replay them; off, with the reason logged, where that cannot work.
+// CudaGraph (docs/gpu.md "CUDA Graphs"): steps of the full batch size read fixed input
+// buffers and the optimizer's per-step scalars from device memory, so that one captured
+// graph can replay them; off, with the reason logged, where that cannot work.
 void Trainer::prepare_step_graph() {
-  if (!step_graph_requested()) return;
+  if (!o_.cuda_graph) return;
   const std::string why = step_graph_blocker(*net_, device_, comm_->size());
   if (!why.empty()) {
-    log::info("CUDA graph: off ({}); DLT_CUDA_GRAPH=1 is ignored", why);
+    log::info("CUDA graph: off ({}); CudaGraph: true is ignored", why);
     return;
   }
   graph_ = std::make_unique<StepGraph>(device_);
   opt_->set_device_scalars(true);
   graph_images_ = Tensor(batch_shape(o_.mini_batch_size, net_->input_shape()), device_);
   graph_labels_ = Tensor(Shape{o_.mini_batch_size}, device_, DType::kI32);
-  log::info("CUDA graph: on (DLT_CUDA_GRAPH=1): steps of batch size {} are captured after warm-up and replayed",
+  log::info("CUDA graph: on (CudaGraph): steps of batch size {} are captured after warm-up and replayed",
             o_.mini_batch_size);
 }
 
@@ -328,6 +315,73 @@ WatchdogContext Trainer::watchdog_context() {
   return c;
 }
 
+// At the first iteration, every ValidationFrequency iterations and at the last.
+bool Trainer::validation_due(int64_t iteration, bool last) const {
+  return has_val_ && (iteration == 1 || iteration % std::max<int64_t>(o_.validation_frequency, 1) == 0 || last);
+}
+
+// A row per iteration in log.csv; progress.png at each validation and every PlotIntervalSeconds.
+void Trainer::update_live_files(const IterationRecord& rec, bool validated) {
+  if (!live_) return;
+  Timer t;
+  live_->append(rec);
+  if (live_->plot_due(validated)) draw_live_plot(rec.epoch, rec.iteration, rec.learn_rate);
+  live_seconds_ += t.seconds();
+}
+
+// The learning watchdog's warning, once: logged, kept for summary.json and noted on the plot.
+// The run goes on, as in MATLAB.
+void Trainer::watch_learning(LearningWatchdog& watchdog, const IterationRecord& rec, ProgressTable& table) {
+  auto warning = watchdog.observe(rec);
+  if (!warning || !lead_) return;
+  table.clear_bar();
+  log::warn("{}", *warning);
+  warnings_.push_back(*warning);
+  plot_note_ = "warning: not learning (summary.json)";
+  draw_live_plot(rec.epoch, rec.iteration, rec.learn_rate);
+}
+
+// Best-model tracking after a validation: a new lowest validation loss is recorded in pos,
+// resets the patience count and, with OutputNetwork best-validation-loss, keeps the weights.
+// Returns whether the loss was a new best.
+bool Trainer::record_if_best(const Eval& val, TrainPosition& pos) {
+  if (!(val.loss < pos.best_val_loss)) return false;
+  pos.best_val_loss = val.loss;
+  pos.patience_count = 0;
+  if (o_.output_network == "best-validation-loss") {
+    best_ = net_->to_model_data();
+    have_best_ = true;
+  }
+  return true;
+}
+
+// Early stop: counts a validation without a new best; true once ValidationPatience of them
+// came in a row (never with ValidationPatience Inf).
+bool Trainer::out_of_patience(TrainPosition& pos) const {
+  return ++pos.patience_count >= o_.validation_patience && o_.validation_patience > 0;
+}
+
+// Whether a checkpoint is written after this iteration: every CheckpointFrequency iterations,
+// or at the end of every CheckpointFrequency-th epoch (CheckpointFrequencyUnit); never
+// without a CheckpointPath.
+bool Trainer::checkpoint_due(int64_t iteration, int64_t epoch, bool end_of_epoch) const {
+  if (o_.checkpoint_path.empty()) return false;
+  const int64_t every = std::max<int64_t>(o_.checkpoint_frequency, 1);
+  if (o_.checkpoint_frequency_unit == "iteration") return iteration % every == 0;
+  return end_of_epoch && (epoch + 1) % every == 0;
+}
+
+// Where a run resumed from a checkpoint taken after `batch` batches of `epoch` goes on: the
+// next epoch's start at an epoch's end, else the next batch of this one.
+TrainPosition Trainer::resume_point(const TrainPosition& pos, int64_t epoch, int64_t batch, bool end_of_epoch,
+                                    double elapsed) {
+  TrainPosition cp = pos;
+  cp.epoch = end_of_epoch ? epoch + 1 : epoch;
+  cp.batch_in_epoch = end_of_epoch ? 0 : batch;
+  cp.elapsed = elapsed;
+  return cp;
+}
+
 void Trainer::checkpoint(const TrainPosition& pos) {
   if (!lead_) return;
   make_dirs(o_.checkpoint_path);
@@ -393,15 +447,8 @@ TrainResult Trainer::run() {
   }
 }
 
-TrainResult Trainer::train() {
-  Timer wall;
-  start_time_ = local_time_now();
-  comm_ = args_.comm ? args_.comm : std::make_shared<LocalCommunicator>();
-  lead_ = comm_->rank() == 0;
-  device_ = resolve_device(o_);
-  if (o_.threads > 0) cpu_set_threads(o_.threads);
-  prepare_data();
-  prepare_network();
+// What the run trains on and with, logged once before the first step; hardware_ for the plot.
+void Trainer::log_run_start() {
   if (o_.execution_environment == "auto")
     log::info("ExecutionEnvironment auto: {}", device_.is_cpu() ? "no usable GPU, training on the CPU"
                                                                   : "training on GPU " + device_.str());
@@ -415,6 +462,19 @@ TrainResult Trainer::train() {
   if (comm_->size() > 1)
     log::info("data parallel: {} workers ({}), global MiniBatchSize {}", comm_->size(), comm_->kind(),
               o_.mini_batch_size);
+}
+
+TrainResult Trainer::train() {
+  Timer wall;
+  start_time_ = local_time_now();
+  comm_ = args_.comm ? args_.comm : std::make_shared<LocalCommunicator>();
+  lead_ = comm_->rank() == 0;
+  set_backend_options(backend_options_for(o_));
+  device_ = resolve_device(o_);
+  if (o_.threads > 0) cpu_set_threads(o_.threads);
+  prepare_data();
+  prepare_network();
+  log_run_start();
 
   TrainPosition pos;
   if (!args_.resume.empty()) {
@@ -467,55 +527,28 @@ TrainResult Trainer::train() {
                             " at iteration " + std::to_string(it) + " (epoch " + std::to_string(epoch + 1) +
                             "); lower training.InitialLearnRate or set GradientThreshold");
       }
-      bool last = it == total_iterations;
-      bool validate = has_val_ && (it == 1 || it % std::max<int64_t>(o_.validation_frequency, 1) == 0 || last);
+      const bool last = it == total_iterations;
+      const bool validate = validation_due(it, last);
       if (validate) {
         last_val = evaluate();
         net_->set_batch(o_.mini_batch_size);
         rec.validation_accuracy = last_val.accuracy;
         rec.validation_loss = last_val.loss;
-        if (last_val.loss < pos.best_val_loss) {
-          pos.best_val_loss = last_val.loss;
-          pos.patience_count = 0;
-          if (o_.output_network == "best-validation-loss") {
-            best_ = net_->to_model_data();
-            have_best_ = true;
-          }
-        } else if (++pos.patience_count >= o_.validation_patience && o_.validation_patience > 0) {
+        if (!record_if_best(last_val, pos) && out_of_patience(pos)) {
           status = "stopped-early";
           stop = true;
         }
       }
       rec.seconds = training_elapsed();
       log_.add(rec);
-      if (live_) {  // a row per iteration; the plot at each validation and every PlotIntervalSeconds
-        Timer t;
-        live_->append(rec);
-        if (live_->plot_due(validate)) draw_live_plot(rec.epoch, it, lr);
-        live_seconds_ += t.seconds();
-      }
-      if (auto warning = watchdog.observe(rec); warning && lead_) {  // the run goes on, as in MATLAB
-        table.clear_bar();
-        log::warn("{}", *warning);
-        warnings_.push_back(*warning);
-        plot_note_ = "warning: not learning (summary.json)";
-        draw_live_plot(rec.epoch, it, lr);
-      }
+      update_live_files(rec, validate);
+      watch_learning(watchdog, rec, table);
       if (it == 1 || it % std::max<int64_t>(o_.verbose_frequency, 1) == 0 || validate || last || stop) table.row(rec);
       if (lead_) table.bar(it, total_iterations, rec.seconds);
-      bool end_of_epoch = b == per_epoch;
-      if (!o_.checkpoint_path.empty()) {
-        bool due = o_.checkpoint_frequency_unit == "iteration"
-                       ? it % std::max<int64_t>(o_.checkpoint_frequency, 1) == 0
-                       : end_of_epoch && (epoch + 1) % std::max<int64_t>(o_.checkpoint_frequency, 1) == 0;
-        if (due) {
-          TrainPosition cp = pos;
-          cp.epoch = end_of_epoch ? epoch + 1 : epoch;
-          cp.batch_in_epoch = end_of_epoch ? 0 : b;
-          cp.elapsed = rec.seconds;
-          table.clear_bar();  // the checkpoint's line starts at the left, not after the bar
-          checkpoint(cp);
-        }
+      const bool end_of_epoch = b == per_epoch;
+      if (checkpoint_due(it, epoch, end_of_epoch)) {
+        table.clear_bar();  // the checkpoint's line starts at the left, not after the bar
+        checkpoint(resume_point(pos, epoch, b, end_of_epoch, rec.seconds));
       }
     }
   }

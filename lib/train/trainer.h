@@ -9,7 +9,6 @@
 
 #include "config/config.h"
 #include "dist/communicator.h"
-#include "tensor/device.h"
 
 namespace dlt {
 
@@ -23,15 +22,11 @@ struct TrainArgs {
 };
 
 struct TrainResult {
-  std::string status;  // completed | stopped-early | diverged
+  std::string status;  // completed | stopped-early (a diverged run throws TrainingError after writing its outputs)
   std::string model_path;
   double validation_accuracy = 0;  // percent (NaN when there is no validation data)
 };
 
 TrainResult train_network(const Config& config, const TrainArgs& args);
-
-// The device an ExecutionEnvironment resolves to in this build (auto: a GPU when one is
-// usable, else the CPU; parallel: CPU workers until the NCCL path exists). Throws ConfigError/DeviceError for what this build cannot do.
-Device resolve_device(const TrainingOptions& options);
 
 }  // namespace dlt

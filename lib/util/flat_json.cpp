@@ -6,6 +6,7 @@
 
 #include "util/error.h"
 #include "util/files.h"
+#include "util/numbers.h"
 
 namespace dlt {
 
@@ -73,9 +74,7 @@ class Scanner {
       size_t start = pos_;
       while (pos_ < s_.size() && std::string("+-0123456789.eE").find(s_[pos_]) != std::string::npos) ++pos_;
       v.text = s_.substr(start, pos_ - start);
-      char* end = nullptr;
-      v.number = v.text.empty() ? 0 : std::strtod(v.text.c_str(), &end);
-      if (v.text.empty() || end != v.text.c_str() + v.text.size()) {
+      if (!parse_double(v.text, &v.number)) {
         pos_ = start;
         fail("a value (string, number, true, false, null, array or object)");
       }

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "util/numbers.h"
+
 namespace dlt {
 
 namespace {
@@ -21,9 +23,8 @@ int terminal_columns(FILE* stream) {
     if (::ioctl(::fileno(stream), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
   }
   if (const char* env = std::getenv("COLUMNS")) {
-    char* end = nullptr;
-    long v = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && v > 0 && v < 100000) return static_cast<int>(v);
+    int64_t v = 0;
+    if (parse_int(env, &v) && v > 0 && v < 100000) return static_cast<int>(v);
   }
   return kDefaultColumns;
 }

@@ -1,11 +1,12 @@
 // Which convolution implementation the CPU backend picks: Winograd for 3x3 stride-1 convs
-// with 32+ channels where oneDNN's ISA has it, direct NHWC otherwise (DLT_CONV_ALGO=direct
+// with 32+ channels where oneDNN's ISA has it, direct NHWC otherwise (ConvolutionAlgorithm: direct
 // forces direct); and which ISA that is.
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <strings.h>
 
+#include "backend/backend_options.h"
 #include "backend/cpu/cpu_backend.h"
 
 using namespace dlt;
@@ -28,9 +29,11 @@ TEST_CASE("CPU conv picks Winograd for 3x3 stride-1 convs with 32+ channels wher
   d.pad_b = 0;  // asymmetric padding: oneDNN's Winograd backward-data is wrong there
   CHECK(impl_info(*cpu_backend().make_conv(d)).find("wino") == std::string::npos);
   d.pad_b = 1;
-  setenv("DLT_CONV_ALGO", "direct", 1);
+  BackendOptions direct;
+  direct.direct_convolution = true;  // ConvolutionAlgorithm: direct (env DLT_CONV_ALGO=direct)
+  set_backend_options(direct);
   CHECK(impl_info(*cpu_backend().make_conv(d)).find("wino") == std::string::npos);
-  unsetenv("DLT_CONV_ALGO");
+  set_backend_options(BackendOptions{});
 }
 
 // CTest runs this binary a second time with DNNL_MAX_CPU_ISA=AVX2 (tests/CMakeLists.txt): then

@@ -110,6 +110,16 @@ inline void require_same_training(const TrainingOptions& a, const TrainingOption
   CHECK(a.dispatch_in_background == b.dispatch_in_background);
   CHECK(a.seed == b.seed);
   CHECK(a.threads == b.threads);
+  CHECK(a.cuda_graph == b.cuda_graph);
+  CHECK(a.allow_tf32 == b.allow_tf32);
+  CHECK(a.convolution_algorithm == b.convolution_algorithm);
+  CHECK(a.cudnn_workspace_mb == b.cudnn_workspace_mb);
+  CHECK(a.deterministic == b.deterministic);
+  CHECK(a.fused_convolution == b.fused_convolution);
+  CHECK(a.batch_norm_ex == b.batch_norm_ex);
+  CHECK(a.gradient_bucket_size_mb == b.gradient_bucket_size_mb);
+  CHECK(a.communication_timeout == b.communication_timeout);
+  CHECK(a.communication_timing == b.communication_timing);
 }
 
 inline void require_same_data(const DataOptions& a, const DataOptions& b) {

@@ -12,7 +12,8 @@
 #include "backend/backend.h"
 #include "build_config.h"
 #include "dist/communicator.h"
-#include "dist/launcher.h"
+#include "dist/gpu_workers.h"
+#include "dist/join_world.h"
 #include "dist/rendezvous.h"
 #include "util/error.h"
 
@@ -97,10 +98,10 @@ TEST_CASE("gpu workers: rank -> GPU is the local rank, 0 when one GPU per task",
 
 TEST_CASE("gpu workers: a world of one needs no NCCL", "[dist]") {
   WorldInfo w;
-  auto comm = join_gpu_world(w, 0, "unused", {});
+  auto comm = join_gpu_world(w, 0, "unused", {}, {});
   CHECK(comm->size() == 1);
   CHECK(comm->kind() == "local");
-  if (!DLT_HAVE_NCCL) CHECK_THROWS_AS(join_gpu_world(world(0, 2, 0), 0, "unused", {}), DeviceError);
+  if (!DLT_HAVE_NCCL) CHECK_THROWS_AS(join_gpu_world(world(0, 2, 0), 0, "unused", {}, {}), DeviceError);
 }
 
 TEST_CASE("rendezvous file: published atomically, read by a waiting rank", "[dist]") {

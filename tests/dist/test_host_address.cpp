@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "dist/host_address.h"
-#include "dist/launcher.h"
+#include "dist/launcher_env.h"
 #include "util/error.h"
 
 using namespace dlt;

@@ -2,7 +2,8 @@
 // ConfigErrors naming the variable; the rendezvous directory each launcher's ranks share.
 #include <catch2/catch.hpp>
 
-#include "dist/launcher.h"
+#include "dist/join_world.h"
+#include "dist/launcher_env.h"
 #include "util/error.h"
 
 using namespace dlt;

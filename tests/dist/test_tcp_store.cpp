@@ -16,7 +16,7 @@
 
 #include "build_config.h"
 #include "dist/communicator.h"
-#include "dist/launcher.h"
+#include "dist/join_world.h"
 #include "dist/rendezvous.h"
 #include "dist/tcp_store.h"
 #include "tensor/tensor.h"

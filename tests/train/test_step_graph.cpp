@@ -1,9 +1,7 @@
-// The CUDA-graph step's CPU-side logic: DLT_CUDA_GRAPH parsing, the conditions that keep a
+// The CUDA-graph step's CPU-side logic: the conditions that keep a
 // step uncaptured (each named in the reason), and StepGraph on a backend that cannot capture
 // (the CPU): warm-up steps, then off with the reason, every step issued exactly once.
 #include <catch2/catch.hpp>
-
-#include <cstdlib>
 
 #include "config/config.h"
 #include "net/network.h"
@@ -27,43 +25,7 @@ NetworkSpec network(bool dropout) {
   return load_config_text(yaml, "step_graph_test").network;
 }
 
-// Sets or unsets an environment variable for a scope.
-class EnvVar {
- public:
-  EnvVar(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    if (value)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~EnvVar() {
-    if (had_)
-      ::setenv(name_, old_.c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
-
 }  // namespace
-
-TEST_CASE("step graph: DLT_CUDA_GRAPH=1 asks for it, anything else does not", "[train]") {
-  {
-    EnvVar v("DLT_CUDA_GRAPH", "1");
-    CHECK(step_graph_requested());
-  }
-  for (const char* value : {"0", "", "yes", "true"}) {
-    EnvVar v("DLT_CUDA_GRAPH", value);
-    CHECK_FALSE(step_graph_requested());
-  }
-  EnvVar v("DLT_CUDA_GRAPH", nullptr);
-  CHECK_FALSE(step_graph_requested());
-}
 
 TEST_CASE("step graph: the conditions that keep a step uncaptured", "[train]") {
   Network plain(network(false), Device::cpu()), with_dropout(network(true), Device::cpu());

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "backend/backend_options.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/layout_path.h"
@@ -23,8 +24,7 @@ using convolution_backward_data = dnnl::convolution_backward_data;
 using convolution_backward_weights = dnnl::convolution_backward_weights;
 
 bool eligible(const ConvDesc& d) {
-  const char* algo = std::getenv("DLT_CONV_ALGO");
-  if (algo && std::strcmp(algo, "direct") == 0) return false;
+  if (backend_options().direct_convolution) return false;  // ConvolutionAlgorithm: direct
   // oneDNN 2.6's Winograd backward-data is wrong with asymmetric padding (measured against
   // the reference in tests/backend), so only symmetric padding of 0 or 1 takes this path.
   const bool symmetric = d.pad_t == d.pad_b && d.pad_l == d.pad_r && d.pad_t == d.pad_l && d.pad_t <= 1;

@@ -1,7 +1,7 @@
 // The process-wide cache of measured cuDNN convolution algorithms, keyed by the problem cuDNN
-// sees (device, TF32 switch, data type, padded input, filters, symmetric padding, stride,
-// dilation), so a second op of the same shape (another layer, the smaller last batch seen
-// again) does not measure again. Thread-safe; directions are measured and stored independently.
+// sees (device, TF32 and deterministic switches, data type, padded input, filters, symmetric
+// padding, stride, dilation), so a second op of the same shape (another layer, the smaller
+// last batch seen again) does not measure again. Thread-safe; directions are measured and stored independently.
 #pragma once
 #include <array>
 #include <map>
@@ -11,8 +11,8 @@
 
 namespace dlt::cuda {
 
-// device, tf32, data type (a cudnnDataType_t: float or bfloat16), n, h, w, c, k, kh, kw, pad_h,
-// pad_w, stride_h, stride_w, dilation_h, dilation_w
+// device, math switches (bit 0 TF32, bit 1 deterministic), data type (a cudnnDataType_t: float
+// or bfloat16), n, h, w, c, k, kh, kw, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w
 using ConvAlgoKey = std::array<int64_t, 16>;
 
 struct ConvAlgos {

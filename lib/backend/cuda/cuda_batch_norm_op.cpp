@@ -1,6 +1,7 @@
 // Batch normalization on cuDNN, NHWC, per-channel (spatial) statistics.
 // Training: cudnnBatchNormalizationForwardTrainingEx / BackwardEx in SPATIAL_PERSISTENT mode
-// with CUDNN_BATCHNORM_OPS_BN (falls back to the plain SPATIAL calls where cuDNN refuses).
+// with CUDNN_BATCHNORM_OPS_BN (falls back to the plain SPATIAL calls where cuDNN refuses, or
+// when BatchNormEx is false: backend_options.h).
 // The interface wants the batch mean and BIASED variance: cuDNN writes those to its running
 // buffers with exponentialAverageFactor = 1, the variance unbiased (m / (m - 1)), which a
 // small kernel rescales. Fused relu: relu in place after cuDNN; backward masks dy itself
@@ -28,11 +29,13 @@ class CudaBatchNormOp final : public BatchNormOp {
                        std::to_string(CUDNN_BN_MIN_EPSILON));
     set_nhwc(x_desc_, d.n, d.h, d.w, d.c, name_);
     DLT_CUDNN(cudnnSetActivationDescriptor(act_desc_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
-    // SPATIAL_PERSISTENT through the Ex API when cuDNN accepts this shape, else SPATIAL.
+    // SPATIAL_PERSISTENT through the Ex API when cuDNN accepts this shape and BatchNormEx is
+    // on, else SPATIAL.
     mode_ = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
     DLT_CUDNN(cudnnDeriveBNTensorDescriptor(bn_desc_, x_desc_, mode_));
     size_t rs = 0;
     use_ex_ =
+        backend_options().batch_norm_ex &&
         cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
             ctx.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN, x_desc_, x_desc_, x_desc_, bn_desc_, nullptr,
             &fwd_ws_) == CUDNN_STATUS_SUCCESS &&

@@ -46,8 +46,8 @@ struct CudaContext {
   cudaStream_t copy_stream = nullptr;  // host -> device uploads (Backend::upload_begin)
   cudnnHandle_t cudnn = nullptr;       // bound to stream
   cublasHandle_t cublas = nullptr;     // bound to stream
-  // Upper bound for one convolution's workspace when choosing algorithms (bytes), from env
-  // DLT_CUDNN_WORKSPACE_MB (default 1024).
+  // Upper bound for one convolution's workspace when choosing algorithms (bytes), from
+  // CudnnWorkspaceMB (backend_options.h) when the context is created.
   size_t workspace_limit = size_t(1) << 30;
   // A device scratch buffer of at least bytes shared by all ops of this device (they run one
   // at a time on stream); grows on demand through the caching allocator.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/backend_options.h"
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_common.h"
 #include "util/error.h"
@@ -146,17 +147,6 @@ void* CudaContext::workspace(size_t bytes) {
 
 namespace {
 
-size_t workspace_limit_from_env() {
-  const char* v = std::getenv("DLT_CUDNN_WORKSPACE_MB");
-  if (!v || !*v) return size_t(1024) << 20;
-  char* end = nullptr;
-  const long long mb = std::strtoll(v, &end, 10);
-  if (*end != '\0' || mb < 0)
-    throw UsageError(std::string("DLT_CUDNN_WORKSPACE_MB='") + v +
-                     "' is not a number of MiB (use e.g. 256, or unset it for 1024)");
-  return static_cast<size_t>(mb) << 20;
-}
-
 CudaContext* create_context(int device) {
   auto ctx = std::make_unique<CudaContext>();
   ctx->device = device;
@@ -178,7 +168,7 @@ CudaContext* create_context(int device) {
   const size_t cublas_bytes = (major >= 9 ? size_t(32) : size_t(4)) << 20;
   void* cublas_ws = caching_allocator(device).allocate(cublas_bytes);
   DLT_CUBLAS(cublasSetWorkspace(ctx->cublas, cublas_ws, cublas_bytes));
-  ctx->workspace_limit = workspace_limit_from_env();
+  ctx->workspace_limit = static_cast<size_t>(backend_options().cudnn_workspace_mb) << 20;
   return ctx.release();
 }
 

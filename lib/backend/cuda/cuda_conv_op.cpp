@@ -1,8 +1,10 @@
 // Convolution on cuDNN: NHWC activations, KRSC (= our OHWI) filters, cross-correlation.
 // Algorithms for forward, backward data and backward filter are measured once per shape
 // (cudnnFind*AlgorithmEx within ctx.workspace_limit) on first use and cached process-wide
-// (conv_algo_cache.h). cuDNN pads symmetrically only: asymmetric padding pads the excess
-// explicitly into the workspace and crops the data gradient back.
+// (conv_algo_cache.h); Deterministic keeps to deterministic ones, FusedConvolution false
+// skips cudnnConvolutionBiasActivationForward (backend_options.h). cuDNN pads symmetrically
+// only: asymmetric padding pads the excess explicitly into the workspace and crops the data
+// gradient back.
 // bf16 (Precision: mixed): cuDNN's PSEUDO_BFLOAT16_CONFIG (x, w, y bfloat16, float32 compute,
 // tensor-op math, compute capability 8.0+). x / w / dy are rounded into bfloat16 copies at the
 // head of the shared workspace; cuDNN's bfloat16 y / dx / dw come back to float32 by a kernel
@@ -19,7 +21,7 @@ namespace {
 
 // Math mode: CUDNN_DEFAULT_MATH would allow TF32 tensor cores for float32 on Ampere and later
 // (cuDNN >= 8), which breaks 1e-4 agreement with the CPU; CUDNN_FMA_MATH forbids them.
-// DLT_ALLOW_TF32=1 selects CUDNN_TENSOR_OP_MATH (TF32 allowed) for speed.
+// AllowTF32 (env DLT_ALLOW_TF32=1) selects CUDNN_TENSOR_OP_MATH (TF32 allowed) for speed.
 cudnnMathType_t conv_math() { return tf32_allowed() ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH; }
 bool fp32_math_ok(cudnnMathType_t m) {
   return tf32_allowed() || (m != CUDNN_TENSOR_OP_MATH && m != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
@@ -61,7 +63,9 @@ class CudaConvOp final : public ConvOp {
          << " (report this shape as a bug)";
       throw ShapeError(os.str());
     }
-    key_ = ConvAlgoKey{ctx.device, !d.bf16 && tf32_allowed() ? 1 : 0, dtype, d.n, pad_.hx, pad_.wx,
+    // The math switches: bit 0 TF32 (float32 only), bit 1 deterministic algorithms only.
+    const int64_t math = (!d.bf16 && tf32_allowed() ? 1 : 0) | (deterministic_ ? 2 : 0);
+    key_ = ConvAlgoKey{ctx.device, math, dtype, d.n, pad_.hx, pad_.wx,
                        d.c, d.k, d.kh, d.kw, pad_.ph, pad_.pw, d.stride_h, d.stride_w,
                        d.dilation_h, d.dilation_w};
     algos_ = conv_algo_cache().get(key_);
@@ -251,18 +255,23 @@ class CudaConvOp final : public ConvOp {
   }
 
   // Float32 may not use tensor cores unless TF32 is allowed; bfloat16 is meant for them.
-  bool math_ok(cudnnMathType_t m) const { return d_.bf16 || fp32_math_ok(m); }
+  // Deterministic: no algorithm cuDNN marks non-deterministic.
+  template <class Perf>
+  bool usable(const Perf& p) const {
+    if (deterministic_ && p.determinism != CUDNN_DETERMINISTIC) return false;
+    return d_.bf16 || fp32_math_ok(p.mathType);
+  }
 
   // The fastest measured algorithm that succeeded within the workspace and the math mode.
   template <class Perf>
   int pick(const Perf* perf, int got, size_t ws_bytes, const char* dir) const {
     for (int i = 0; i < got; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_bytes &&
-          math_ok(perf[i].mathType))
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_bytes && usable(perf[i]))
         return i;
     throw DeviceError(name_ + ": cuDNN found no " + dir + " algorithm within a workspace of " +
                       std::to_string(ws_bytes >> 20) +
-                      " MiB (raise DLT_CUDNN_WORKSPACE_MB or set DLT_ALLOW_TF32=1)");
+                      " MiB (raise CudnnWorkspaceMB or set AllowTF32: true" +
+                      (deterministic_ ? std::string(", or Deterministic: false") : std::string()) + ")");
   }
 
   // The largest workspace among the heuristics' supported algorithms that fit the limit: the
@@ -272,15 +281,14 @@ class CudaConvOp final : public ConvOp {
     size_t best = 0;
     bool any = false;
     for (int i = 0; i < got; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ctx_.workspace_limit &&
-          math_ok(perf[i].mathType)) {
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ctx_.workspace_limit && usable(perf[i])) {
         any = true;
         best = std::max(best, perf[i].memory);
       }
     if (!any)
       throw ShapeError(name_ + ": cuDNN has no " + dir + " algorithm for this shape within " +
                        std::to_string(ctx_.workspace_limit >> 20) +
-                       " MiB of workspace (raise DLT_CUDNN_WORKSPACE_MB or change the layer)");
+                       " MiB of workspace (raise CudnnWorkspaceMB or change the layer)");
     return best;
   }
   size_t heuristic_ws_fwd() const {
@@ -313,7 +321,8 @@ class CudaConvOp final : public ConvOp {
   std::string name_;
   int64_t oh_ = 0, ow_ = 0;
   PadSplit pad_;  // symmetric padding for cuDNN + the excess padded explicitly
-  bool fused_ok_ = true;
+  bool deterministic_ = backend_options().deterministic;  // Deterministic
+  bool fused_ok_ = backend_options().fused_convolution;  // FusedConvolution; off once unsupported
   // Workspace head: float32 the padded x or padded dx (explicit padding only); bf16 the
   // bfloat16 act, w and out buffers (act_bf_bytes_ and w_bf_bytes_ are their first two).
   size_t head_bytes_ = 0, act_bf_bytes_ = 0, w_bf_bytes_ = 0;

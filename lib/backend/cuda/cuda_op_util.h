@@ -1,6 +1,6 @@
 // Helpers shared by the cuDNN / cuBLAS ops: RAII descriptor handles, NHWC tensor descriptors,
 // int range checks that throw ShapeError naming the op, argument size checks, the TF32 switch
-// (env DLT_ALLOW_TF32=1), workspace carving and the bfloat16 scratch of Precision: mixed.
+// (AllowTF32), workspace carving and the bfloat16 scratch of Precision: mixed.
 // Internal to lib/backend/cuda.
 #pragma once
 #include <algorithm>
@@ -11,6 +11,7 @@
 
 #include <cuda_bf16.h>
 
+#include "backend/backend_options.h"
 #include "backend/cuda/cuda_common.h"
 #include "util/check.h"
 #include "util/error.h"
@@ -82,14 +83,9 @@ inline void expect_gpu(const Tensor& t, int64_t numel, const CudaContext& ctx, c
 }
 
 // Float32 convolutions and matrix products may use TF32 tensor cores only when the user
-// asks for it (DLT_ALLOW_TF32=1): TF32's 10-bit mantissa breaks 1e-4 agreement with the CPU.
-inline bool tf32_allowed() {
-  static const bool allowed = [] {
-    const char* v = std::getenv("DLT_ALLOW_TF32");
-    return v && std::string(v) == "1";
-  }();
-  return allowed;
-}
+// asks for it (AllowTF32, env DLT_ALLOW_TF32=1): TF32's 10-bit mantissa breaks 1e-4
+// agreement with the CPU.
+inline bool tf32_allowed() { return backend_options().allow_tf32; }
 
 // An owned device buffer of count floats (through the backend's caching allocator).
 inline Tensor device_floats(int64_t count, const CudaContext& ctx) {

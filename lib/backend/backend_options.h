@@ -1,0 +1,24 @@
+// How the backends compute, for the whole process: the run-environment training options that
+// reach backend code (TF32, the CPU convolution algorithm, cuDNN's workspace, deterministic
+// algorithms, cuDNN's fused convolution and batch norm Ex paths). The trainer (and dltrain
+// time / classify) sets them once, before the first op is created; ops read them when they
+// are created. Per process, not per backend or per thread: set them while no op is running.
+#pragma once
+#include <cstdint>
+
+namespace dlt {
+
+struct BackendOptions {
+  bool allow_tf32 = false;           // AllowTF32: TF32 tensor cores for float32 (CUDA)
+  bool direct_convolution = false;   // ConvolutionAlgorithm direct: no Winograd (CPU)
+  int64_t cudnn_workspace_mb = 1024;  // CudnnWorkspaceMB: cuDNN's convolution workspace limit
+  bool deterministic = false;        // Deterministic: only deterministic cuDNN algorithms
+  bool fused_convolution = true;     // FusedConvolution: cudnnConvolutionBiasActivationForward
+  bool batch_norm_ex = true;         // BatchNormEx: cuDNN's Ex batch norm (SPATIAL_PERSISTENT)
+};
+
+void set_backend_options(const BackendOptions& options);
+// The options set last (defaults before any set_backend_options).
+const BackendOptions& backend_options();
+
+}  // namespace dlt

@@ -1,0 +1,178 @@
+// The run-environment training options (CudaGraph, AllowTF32, ConvolutionAlgorithm,
+// CudnnWorkspaceMB, Deterministic, FusedConvolution, BatchNormEx, GradientBucketSizeMB,
+// CommunicationTimeout, CommunicationTiming): defaults, parsing, one-line errors with
+// file:line, the resolved config.yaml, and the environment variables that override them.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "config/config.h"
+#include "config_test_util.h"
+#include "support/env_var.h"
+#include "train/execution.h"
+#include "util/error.h"
+
+namespace dlt {
+
+namespace {
+
+using test::EnvVar;
+using test::kNet;
+
+const char* const kVariables[] = {"DLT_CUDA_GRAPH", "DLT_ALLOW_TF32",   "DLT_CONV_ALGO",  "DLT_CUDNN_WORKSPACE_MB",
+                                  "DLT_BUCKET_MB",  "DLT_COMM_TIMEOUT", "DLT_COMM_TIMING"};
+
+// Unsets every overriding variable for a scope, so the host's environment cannot leak in.
+struct CleanEnvironment {
+  std::vector<std::unique_ptr<EnvVar>> vars;
+  CleanEnvironment() {
+    for (const char* v : kVariables) vars.push_back(std::make_unique<EnvVar>(v, nullptr));
+  }
+};
+
+Config load(const std::string& training) { return load_config_text(kNet + "training:\n" + training, "cfg.yaml"); }
+
+std::string error_of(const std::string& training) {
+  try {
+    load(training);
+  } catch (const ConfigError& e) {
+    std::string msg = e.what();
+    CHECK(msg.find('\n') == std::string::npos);  // one line
+    return msg;
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("run environment options: defaults keep today's behaviour", "[config]") {
+  CleanEnvironment clean;
+  const TrainingOptions o = load("  MaxEpochs: 1\n").training;
+  CHECK_FALSE(o.cuda_graph);
+  CHECK_FALSE(o.allow_tf32);
+  CHECK(o.convolution_algorithm == "auto");
+  CHECK(o.cudnn_workspace_mb == 1024);
+  CHECK_FALSE(o.deterministic);
+  CHECK(o.fused_convolution);
+  CHECK(o.batch_norm_ex);
+  CHECK(o.gradient_bucket_size_mb == 0);  // auto
+  CHECK(o.communication_timeout == 60);
+  CHECK_FALSE(o.communication_timing);
+  const BackendOptions b = backend_options_for(o);
+  CHECK_FALSE(b.allow_tf32);
+  CHECK_FALSE(b.direct_convolution);
+  CHECK(b.cudnn_workspace_mb == 1024);
+  CHECK(comm_settings_for(o).timeout.count() == 60000);
+}
+
+TEST_CASE("run environment options: read, handed on, and written to the resolved config", "[config]") {
+  CleanEnvironment clean;
+  const Config c = load(
+      "  CudaGraph: true\n  AllowTF32: true\n  ConvolutionAlgorithm: Direct\n  CudnnWorkspaceMB: 256\n"
+      "  Deterministic: true\n  FusedConvolution: false\n  BatchNormEx: false\n  GradientBucketSizeMB: 4\n"
+      "  CommunicationTimeout: Inf\n  CommunicationTiming: true\n");
+  const TrainingOptions& o = c.training;
+  CHECK(o.cuda_graph);
+  CHECK(o.convolution_algorithm == "direct");
+  CHECK(std::isinf(o.communication_timeout));
+  const BackendOptions b = backend_options_for(o);
+  CHECK(b.allow_tf32);
+  CHECK(b.direct_convolution);
+  CHECK(b.cudnn_workspace_mb == 256);
+  CHECK(b.deterministic);
+  CHECK_FALSE(b.fused_convolution);
+  CHECK_FALSE(b.batch_norm_ex);
+  CHECK(comm_settings_for(o).report_timing);
+  const std::string yaml = dump_config(c);
+  for (const char* line : {"CudaGraph: true", "AllowTF32: true", "ConvolutionAlgorithm: direct",
+                           "CudnnWorkspaceMB: 256", "Deterministic: true", "FusedConvolution: false",
+                           "BatchNormEx: false", "GradientBucketSizeMB: 4", "CommunicationTimeout: Inf",
+                           "CommunicationTiming: true"}) {
+    INFO(line);
+    CHECK(yaml.find(line) != std::string::npos);
+  }
+  const Config back = load_config_text(yaml, "back.yaml");  // the resolved config loads back the same
+  CHECK(dump_config(back) == yaml);
+  const std::string defaults = dump_config(load("  MaxEpochs: 1\n"));
+  CHECK(defaults.find("GradientBucketSizeMB: auto") != std::string::npos);
+  CHECK(defaults.find("CommunicationTimeout: 60") != std::string::npos);
+}
+
+TEST_CASE("run environment options: bad values are one line with file:line", "[config]") {
+  CleanEnvironment clean;  // kNet is 7 lines and "training:" line 8: the option is on line 9
+  CHECK(error_of("  CudaGraph: sometimes\n") ==
+        "cfg.yaml:9: training.CudaGraph must be true or false, got 'sometimes'");
+  CHECK(error_of("  ConvolutionAlgorithm: winograd\n") ==
+        "cfg.yaml:9: training.ConvolutionAlgorithm must be one of auto, direct, got 'winograd'");
+  CHECK(error_of("  CudnnWorkspaceMB: -1\n") ==
+        "cfg.yaml:9: training.CudnnWorkspaceMB must be an integer >= 0 (MiB), got '-1'");
+  CHECK(error_of("  GradientBucketSizeMB: 0\n") ==
+        "cfg.yaml:9: training.GradientBucketSizeMB must be auto or a positive number of megabytes, got '0'");
+  CHECK(error_of("  CommunicationTimeout: -5\n") ==
+        "cfg.yaml:9: training.CommunicationTimeout must be a positive number of seconds or Inf, got '-5'");
+  CHECK(error_of("  Deterministic: 2\n") == "cfg.yaml:9: training.Deterministic must be true or false, got '2'");
+}
+
+TEST_CASE("run environment options: a set environment variable overrides the option", "[config]") {
+  CleanEnvironment clean;
+  const std::string training = "  CudaGraph: false\n  ConvolutionAlgorithm: auto\n  CommunicationTimeout: 30\n";
+  {
+    EnvVar graph("DLT_CUDA_GRAPH", "1"), tf32("DLT_ALLOW_TF32", "1"), algo("DLT_CONV_ALGO", "direct"),
+        ws("DLT_CUDNN_WORKSPACE_MB", "128"), bucket("DLT_BUCKET_MB", "0.000122"), timeout("DLT_COMM_TIMEOUT", "2.5"),
+        timing("DLT_COMM_TIMING", "1");
+    const Config c = load(training);
+    const TrainingOptions& o = c.training;
+    CHECK(o.cuda_graph);
+    CHECK(o.allow_tf32);
+    CHECK(o.convolution_algorithm == "direct");
+    CHECK(o.cudnn_workspace_mb == 128);
+    CHECK(o.gradient_bucket_size_mb == 0.000122);
+    CHECK(comm_settings_for(o).timeout.count() == 2500);
+    CHECK(o.communication_timing);
+    const std::string yaml = dump_config(c);  // the run's config.yaml says what it used
+    CHECK(yaml.find("CudaGraph: true") != std::string::npos);
+    CHECK(yaml.find("CommunicationTimeout: 2.5") != std::string::npos);
+  }
+  {  // each keeps its old meaning: only 1 turns CudaGraph and AllowTF32 on, 0 turns timing off
+    EnvVar graph("DLT_CUDA_GRAPH", "yes"), timing("DLT_COMM_TIMING", "0"), algo("DLT_CONV_ALGO", "winograd");
+    const TrainingOptions o =
+        load("  CudaGraph: true\n  CommunicationTiming: true\n  ConvolutionAlgorithm: direct\n").training;
+    CHECK_FALSE(o.cuda_graph);
+    CHECK_FALSE(o.communication_timing);
+    CHECK(o.convolution_algorithm == "auto");
+  }
+  {  // empty: as if unset
+    EnvVar graph("DLT_CUDA_GRAPH", "");
+    CHECK(load("  CudaGraph: true\n").training.cuda_graph);
+  }
+  {  // huge timeouts are capped where they are used
+    EnvVar timeout("DLT_COMM_TIMEOUT", "inf");
+    const auto capped = static_cast<int64_t>(kMaxCommTimeoutSeconds * 1000);
+    CHECK(comm_settings_for(load("  MaxEpochs: 1\n").training).timeout.count() == capped);
+  }
+}
+
+TEST_CASE("run environment options: a bad environment value names the variable and the option", "[config]") {
+  CleanEnvironment clean;
+  {
+    EnvVar timeout("DLT_COMM_TIMEOUT", "-1");
+    CHECK(error_of("  MaxEpochs: 1\n") ==
+          "DLT_COMM_TIMEOUT is '-1' (it overrides training.CommunicationTimeout); set it to a positive number of "
+          "seconds");
+  }
+  {
+    EnvVar bucket("DLT_BUCKET_MB", "lots");
+    CHECK(error_of("  MaxEpochs: 1\n") ==
+          "DLT_BUCKET_MB is 'lots' (it overrides training.GradientBucketSizeMB); set it to a positive number of "
+          "megabytes");
+  }
+  {
+    EnvVar ws("DLT_CUDNN_WORKSPACE_MB", "1.5");
+    CHECK(error_of("  MaxEpochs: 1\n") ==
+          "DLT_CUDNN_WORKSPACE_MB is '1.5' (it overrides training.CudnnWorkspaceMB); set it to a number of MiB "
+          "(e.g. 256), or unset it");
+  }
+}
+
+}  // namespace dlt
