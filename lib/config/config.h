@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "config/options.h"
-#include "net/spec.h"
+#include "layers/spec.h"
 
 namespace dlt {
 

@@ -7,7 +7,7 @@
 
 #include "config/options.h"
 #include "config/yaml_helpers.h"
-#include "net/spec.h"
+#include "layers/spec.h"
 
 namespace dlt::cfg {
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "net/spec.h"
+#include "layers/spec.h"
 #include "util/numbers.h"  // parse_bool, parse_int, parse_double, format_double
 
 namespace dlt::cfg {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dist/communicator.h"
+#include "layers/batch_norm_sync.h"
 
 namespace dlt {
 
@@ -51,24 +52,7 @@ void all_reduce_gradients(Communicator& comm, Tensor& flat_grads, double weight)
 // Two all-reduces for all batch-norm layers together. No-op without batch norm.
 void aggregate_batch_norm_states(Communicator& comm, Network& net, double weight);
 
-// Synchronized batch norm's collectives, called by the batchNormalization layer during
-// forward and backward (every rank in the same order; a rank with an empty share passes
-// zeros and weight 0). Host tensors are reduced in place in double precision; device tensors
-// with the *_float versions below (no host wait).
-// mean, var (C): in, this rank's batch mean and biased variance; out, the global batch's:
-//   mean = sum_i w_i mean_i,  var = sum_i w_i (var_i + mean_i^2) - mean^2
-// in double precision (one all-reduce of 2C doubles; the float inputs bound the error).
-// scratch: (C) on the same device, kept by the caller (the device path needs a copy of the
-// rank's mean; no allocation per call).
-void sync_batch_norm_moments(Communicator& comm, double weight, Tensor& mean, Tensor& var, Tensor& scratch);
-// a, b (C): in, this rank's values; out, sum_i w_i a_i and sum_i w_i b_i (2C doubles).
-void sync_batch_norm_sums(Communicator& comm, double weight, Tensor& a, Tensor& b);
-// The same with float collectives on the tensors' own device (backend element-wise ops, no
-// host copies): the variance in two passes, var = sum_i w_i (var_i + (mean_i - mean)^2), so no
-// cancellation; two all-reduces of C floats each for the moments and for the sums.
-void sync_batch_norm_moments_float(Communicator& comm, double weight, Tensor& mean, Tensor& var,
-                                   Tensor& scratch);
-void sync_batch_norm_sums_float(Communicator& comm, double weight, Tensor& a, Tensor& b);
+// Synchronized batch norm's collectives: layers/batch_norm_sync.h.
 
 // The gradient all-reduce in buckets that start while backward is still running (PyTorch
 // DDP's reducer). The flat gradient buffer is laid out in layer order and backward completes

@@ -7,8 +7,8 @@
 // batch's statistics and backward adds the terms through them (docs/distributed.md).
 #include <memory>
 
-#include "dist/communicator.h"
-#include "dist/data_parallel.h"
+#include "backend/communicator.h"
+#include "layers/batch_norm_sync.h"
 #include "layers/layer_util.h"
 
 namespace dlt {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "net/spec.h"
+#include "layers/spec.h"
 #include "tensor/tensor.h"
 #include "layers/onnx_graph.h"
 #include "util/rng.h"

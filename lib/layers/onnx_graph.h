@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "net/spec.h"
+#include "layers/spec.h"
 #include "tensor/shape.h"
 
 namespace dlt {

@@ -13,7 +13,7 @@
 
 #include "layers/io_layers.h"
 #include "layers/layer.h"
-#include "net/spec.h"
+#include "layers/spec.h"
 
 namespace dlt {
 

@@ -10,7 +10,7 @@
 
 #include "config/config.h"
 #include "net/model_file.h"
-#include "net/spec.h"
+#include "layers/spec.h"
 
 namespace dlt {
 

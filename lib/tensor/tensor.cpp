@@ -23,11 +23,6 @@ class CpuAllocator final : public Allocator {
 
 }  // namespace
 
-// Defined in backend/cuda (or the CPU-only stub): the GPU allocator and copies.
-Allocator& cuda_allocator(int device_index);
-void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
-                     size_t bytes);
-
 Allocator& allocator_for(Device device) {
   static CpuAllocator cpu;
   if (device.is_cpu()) return cpu;

@@ -1,4 +1,4 @@
-#include "net/spec.h"
+#include "layers/spec.h"
 
 #include <cerrno>
 #include <cmath>
