@@ -28,19 +28,9 @@ std::vector<std::string> read_classes(const std::string& path) {
 
 std::vector<int64_t> parse_size(const std::string& s) {
   std::vector<int64_t> v;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t x = s.find('x', pos);
-    std::string part = s.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
-    int64_t n = 0;
-    if (!parse_int(part, &n) || n < 1)
-      throw UsageError("--input-size '" + s + "' is not HxWxC (e.g. --input-size 227x227x3)");
-    v.push_back(n);
-    if (x == std::string::npos) break;
-    pos = x + 1;
-  }
+  if (!parse_dims(s, &v) || v.size() < 2 || v.size() > 3)
+    throw UsageError("--input-size '" + s + "' is not HxWxC (e.g. --input-size 227x227x3)");
   if (v.size() == 2) v.push_back(1);
-  if (v.size() != 3) throw UsageError("--input-size '" + s + "' is not HxWxC (e.g. --input-size 227x227x3)");
   return v;
 }
 

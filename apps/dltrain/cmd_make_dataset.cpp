@@ -3,6 +3,7 @@
 // alone (bench-loader) for scripts/bench/data_vs_pil.
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "data/batch_loader.h"
@@ -11,6 +12,7 @@
 #include "data/decode.h"
 #include "data/shapes.h"
 #include "util/error.h"
+#include "util/numbers.h"
 #include "util/thread_pool.h"
 #include "util/timer.h"
 
@@ -31,10 +33,12 @@ struct MakeDatasetArgs {
 
 // "HxW" or "HxWxC" -> dims; C defaults to 3.
 void parse_size(const std::string& s, int& h, int& w, int& c) {
-  c = 3;
-  int n = std::sscanf(s.c_str(), "%dx%dx%d", &h, &w, &c);
-  if (n < 2 || h <= 0 || w <= 0 || (c != 1 && c != 3))
+  std::vector<int64_t> v;
+  if (!parse_dims(s, &v) || v.size() < 2 || v.size() > 3 || (v.size() == 3 && v[2] != 1 && v[2] != 3))
     throw UsageError("--size '" + s + "' must look like 32x32 or 227x227x3");
+  h = static_cast<int>(v[0]);
+  w = static_cast<int>(v[1]);
+  c = v.size() == 3 ? static_cast<int>(v[2]) : 3;
 }
 
 int run_bench(const MakeDatasetArgs& a) {

@@ -66,6 +66,24 @@ bool parse_uint(const std::string& text, uint64_t* out) {
   return true;
 }
 
+bool parse_dims(const std::string& text, std::vector<int64_t>* out) {
+  std::vector<int64_t> dims;
+  size_t start = 0;
+  while (true) {
+    const size_t x = text.find('x', start);
+    int64_t v = 0;
+    const std::string part = text.substr(start, x == std::string::npos ? std::string::npos : x - start);
+    if (part.find_first_not_of("0123456789") != std::string::npos || !parse_int(part, &v) || v < 1 ||
+        v > 2147483647)
+      return false;
+    dims.push_back(v);
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  *out = dims;
+  return true;
+}
+
 bool is_inf_text(const std::string& text) {
   std::string t = to_lower(text);
   return t == "inf" || t == ".inf" || t == "+inf" || t == "+.inf";

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dlt {
 
@@ -18,6 +19,8 @@ bool parse_uint(const std::string& text, uint64_t* out);
 bool parse_double(const std::string& text, double* out);
 // Inf, inf, .inf, +Inf: MATLAB's and YAML's spellings of infinity.
 bool is_inf_text(const std::string& text);
+// Sizes written as "227x227x3": whole integers >= 1 (up to INT32_MAX) separated by 'x'.
+bool parse_dims(const std::string& text, std::vector<int64_t>* out);
 // Shortest text that parses back to exactly d ("0.001", "1e-08"; "Inf" for infinity).
 std::string format_double(double d);
 

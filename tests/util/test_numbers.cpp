@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "util/numbers.h"
 
@@ -55,4 +56,14 @@ TEST_CASE("parse_bool: MATLAB's and YAML's spellings", "[util]") {
   CHECK((parse_bool("On", &b) && b));
   CHECK((parse_bool("0", &b) && !b));
   CHECK_FALSE(parse_bool("2", &b));
+}
+
+TEST_CASE("parse_dims: HxW and HxWxC sizes of whole integers >= 1", "[util]") {
+  std::vector<int64_t> v;
+  CHECK((parse_dims("227x227x3", &v) && v == std::vector<int64_t>{227, 227, 3}));
+  CHECK((parse_dims("32x32", &v) && v == std::vector<int64_t>{32, 32}));
+  for (const char* bad : {"", "x", "32x", "32x0", "32x-1", "32x32junk", "1e3x2", " 3x3", "3x3 ", "99999999999x1"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_dims(bad, &v));
+  }
 }
