@@ -1,6 +1,7 @@
 #include "layers/layer_util.h"
 
 #include "util/error.h"
+#include "util/numbers.h"
 #include "util/strings.h"
 
 namespace dlt {
@@ -20,9 +21,8 @@ std::array<int64_t, 4> parse_padding(const LayerSpec& spec, int64_t in_h, int64_
   }
   std::vector<int64_t> p;
   for (const auto& t : v->items) {
-    char* end = nullptr;
-    long long x = std::strtoll(t.c_str(), &end, 10);
-    if (t.empty() || *end != '\0' || x < 0)
+    int64_t x = 0;
+    if (!parse_int(t, &x) || x < 0)
       throw ConfigError(spec.where() + "option Padding must be 'same', a number >= 0, [vertical horizontal] or [t b l r], got '" + v->str() + "'");
     p.push_back(x);
   }

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "util/error.h"
+#include "util/numbers.h"
 #include "util/strings.h"
 
 namespace dlt {
@@ -36,23 +37,6 @@ namespace {
                       const std::string& expected) {
   std::string at = v.loc.prefix().empty() ? s.where() : v.loc.prefix() + "layer '" + s.name + "' (" + s.type + "): ";
   throw ConfigError(at + "option " + key + " must be " + expected + ", got '" + v.str() + "'");
-}
-
-bool parse_double(const std::string& t, double* out) {
-  if (t.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  double d = std::strtod(t.c_str(), &end);
-  if (errno != 0 || *end != '\0' || !std::isfinite(d)) return false;
-  *out = d;
-  return true;
-}
-
-bool parse_int(const std::string& t, int64_t* out) {
-  double d;
-  if (!parse_double(t, &d) || d != std::floor(d) || std::fabs(d) > 9e15) return false;
-  *out = static_cast<int64_t>(d);
-  return true;
 }
 
 }  // namespace
