@@ -1,10 +1,13 @@
-// backend_for() and the Backend defaults: the loss read later (run at once here), Adam's
-// bias correction, the batch-norm correction's shape checks.
+// Backend's public methods: every argument check, written once for all backends, then the
+// device's do_*; the loss read later where there is no AsyncDevice (computed at once);
+// StepScalars and Adam's bias correction; backend_for().
 #include "backend/backend.h"
 
 #include <cmath>
 
+#include "backend/async_device.h"
 #include "util/error.h"
+#include "util/rng.h"
 
 namespace dlt {
 
@@ -12,6 +15,24 @@ Backend& cpu_backend();            // backend/cpu/cpu_backend.cpp
 Backend& cuda_backend(int index);  // backend/cuda or cuda_stub.cpp
 
 namespace {
+
+void same_numel(const Tensor& a, const Tensor& b, const char* op) {
+  DLT_CHECK(a.numel() == b.numel(),
+            op << ": tensors of " << a.numel() << " and " << b.numel() << " elements");
+}
+
+// t is defined and on device d.
+void on(const Tensor& t, Device d, const char* op) {
+  DLT_CHECK(t.defined() && t.device() == d,
+            op << ": a tensor is " << (t.defined() ? "on " + t.device().str() : "undefined")
+               << ", expected " << d.str() << " (move it with Tensor::to)");
+}
+
+void slot(const Tensor& norms, int64_t index, const char* op) {
+  DLT_CHECK(index >= 0 && index < norms.numel(),
+            op << ": slot " << index << " of " << norms.numel() << " norms");
+}
+
 // The layout of a totals tensor (the CUDA backend's kernel writes the same struct).
 struct LossTotals {
   double loss_sum = 0;
@@ -20,44 +41,232 @@ struct LossTotals {
 };
 static_assert(sizeof(LossTotals) <= Backend::kLossTotalsFloats * sizeof(float));
 
-void check_totals(const Tensor& totals) {
+void check_totals(const Tensor& totals, Device d) {
   DLT_CHECK(totals.defined() && totals.numel() >= Backend::kLossTotalsFloats,
             "loss totals: need a tensor of " << Backend::kLossTotalsFloats << " floats");
+  on(totals, d, "loss totals");
+}
+
+}  // namespace
+
+void Backend::fill(Tensor& t, float value) {
+  on(t, device(), "fill");
+  do_fill(t, value);
+}
+
+void Backend::copy(const Tensor& src, Tensor& dst) {
+  same_numel(src, dst, "copy");
+  on(src, device(), "copy");
+  on(dst, device(), "copy");
+  do_copy(src, dst);
+}
+
+void Backend::axpby(float a, const Tensor& x, float b, Tensor& y) {
+  same_numel(x, y, "axpby");
+  on(x, device(), "axpby");
+  on(y, device(), "axpby");
+  do_axpby(a, x, b, y);
+}
+
+void Backend::sum(const std::vector<const Tensor*>& xs, Tensor& y) {
+  DLT_CHECK(!xs.empty(), "sum: no inputs");
+  on(y, device(), "sum");
+  for (const Tensor* x : xs) {
+    same_numel(*x, y, "sum");
+    on(*x, device(), "sum");
+  }
+  do_sum(xs, y);
+}
+
+void Backend::scale(Tensor& t, float s) {
+  on(t, device(), "scale");
+  do_scale(t, s);
+}
+
+void Backend::clamp(Tensor& t, float lo, float hi) {
+  on(t, device(), "clamp");
+  do_clamp(t, lo, hi);
+}
+
+double Backend::sum_squares(const Tensor& t) {
+  on(t, device(), "sum_squares");
+  return do_sum_squares(t);
+}
+
+void Backend::l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) {
+  on(t, device(), "l2_norm_into");
+  on(norms, device(), "l2_norm_into");
+  slot(norms, index, "l2_norm_into");
+  do_l2_norm_into(t, norms, index, accumulate);
+}
+
+void Backend::clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) {
+  on(t, device(), "clip_to_norm");
+  on(norms, device(), "clip_to_norm");
+  slot(norms, index, "clip_to_norm");
+  do_clip_to_norm(t, norms, index, threshold);
+}
+
+void Backend::shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) {
+  same_numel(x, y, "shift_scale");
+  const int64_t n = x.numel(), ns = shift.numel(), nm = mul.defined() ? mul.numel() : 1;
+  DLT_CHECK(ns > 0 && nm > 0 && n % ns == 0 && n % nm == 0,
+            "shift_scale: " << ns << " shifts / " << nm << " multipliers do not tile " << n
+                            << " elements");
+  on(x, device(), "shift_scale");
+  on(shift, device(), "shift_scale");
+  on(y, device(), "shift_scale");
+  if (mul.defined()) on(mul, device(), "shift_scale");
+  do_shift_scale(x, shift, mul, y);
+}
+
+void Backend::dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t seed,
+                              uint64_t stream) {
+  same_numel(x, y, "dropout");
+  same_numel(x, mask, "dropout mask");
+  on(x, device(), "dropout");
+  on(y, device(), "dropout");
+  on(mask, device(), "dropout");
+  // Every backend: the same key, so the same mask for the same (seed, stream); kept values
+  // are scaled by 1 / (1 - p).
+  const uint64_t key = Rng::derive(seed, {stream}).next_u64();
+  const float keep_value = p < 1.f ? 1.f / (1.f - p) : 0.f;
+  do_dropout_forward(x, y, mask, p, key, keep_value);
+}
+
+void Backend::mul(const Tensor& x, const Tensor& m, Tensor& y) {
+  same_numel(x, m, "mul");
+  same_numel(x, y, "mul");
+  on(x, device(), "mul");
+  on(m, device(), "mul");
+  on(y, device(), "mul");
+  do_mul(x, m, y);
+}
+
+void Backend::channel_moments(const Tensor& x, Tensor& mean, Tensor& var) {
+  const int64_t c = mean.numel();
+  DLT_CHECK(c > 0 && var.numel() == c && x.numel() % c == 0,
+            "channel_moments: " << x.numel() << " elements do not tile " << c << " channels");
+  on(mean, device(), "channel_moments");
+  on(var, device(), "channel_moments");
+  const int64_t positions = x.numel() / c;
+  if (positions == 0) {
+    do_fill(mean, 0.f);
+    do_fill(var, 0.f);
+    return;
+  }
+  on(x, device(), "channel_moments");
+  do_channel_moments(x, positions, mean, var);
+}
+
+void Backend::batch_norm_dx_correction(const Tensor& x, const Tensor& mean, const Tensor& var,
+                                       const Tensor& scale, float epsilon, double m,
+                                       const Tensor& dshift, const Tensor& dscale, Tensor& dx) {
+  const int64_t c = mean.numel();
+  DLT_CHECK(c > 0 && x.numel() % c == 0 && dx.numel() == x.numel() && var.numel() == c &&
+                scale.numel() == c && dshift.numel() == c && dscale.numel() == c,
+            "batch_norm_dx_correction: shapes do not agree (" << x.numel() << " elements, " << c
+                                                              << " channels)");
+  const int64_t positions = x.numel() / c;
+  if (positions == 0 || m <= 0) return;
+  for (const Tensor* t : {&x, &mean, &var, &scale, &dshift, &dscale, &static_cast<const Tensor&>(dx)})
+    on(*t, device(), "batch_norm_dx_correction");
+  do_batch_norm_dx_correction(x, positions, mean, var, scale, epsilon, m, dshift, dscale, dx);
+}
+
+namespace {
+void check_loss(const Tensor& probs, const Tensor& labels, const Tensor& dlogits, Device d) {
+  const int64_t n = labels.numel();
+  DLT_CHECK(n > 0 && probs.numel() % n == 0,
+            "cross_entropy: " << probs.numel() << " probabilities for " << n << " labels");
+  on(probs, d, "cross_entropy");
+  on(labels, d, "cross_entropy labels");
+  if (dlogits.defined()) {
+    same_numel(probs, dlogits, "cross_entropy dlogits");
+    on(dlogits, d, "cross_entropy dlogits");
+  }
 }
 }  // namespace
 
+double Backend::cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
+                              int64_t* correct) {
+  check_loss(probs, labels, dlogits, device());
+  return do_cross_entropy(probs, labels, dlogits, correct);
+}
+
 void Backend::cross_entropy_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
                                   Tensor& totals) {
-  check_totals(totals);
+  check_loss(probs, labels, dlogits, device());
+  check_totals(totals, device());
+  if (async_) {
+    async_->loss_async(probs, labels, dlogits, totals);
+    return;
+  }
   int64_t correct = 0;
   LossTotals t;
-  t.loss_sum = cross_entropy(probs, labels, dlogits, &correct) * static_cast<double>(labels.numel());
+  t.loss_sum = do_cross_entropy(probs, labels, dlogits, &correct) *
+               static_cast<double>(labels.numel());
   t.correct = static_cast<uint64_t>(correct);
   copy_bytes(totals.data(), totals.device(), &t, Device::cpu(), sizeof(t));
 }
 
 double Backend::read_loss(const Tensor& totals, const Tensor& labels, int64_t* correct) {
-  check_totals(totals);
+  check_totals(totals, device());
+  if (async_) return async_->read_loss_totals(totals, labels, correct);
   LossTotals t;
   copy_bytes(&t, Device::cpu(), totals.data(), totals.device(), sizeof(t));
   if (correct) *correct = static_cast<int64_t>(t.correct);
   return labels.numel() > 0 ? t.loss_sum / static_cast<double>(labels.numel()) : 0.0;
 }
 
-float Backend::adam_correction(float b, int64_t t) {
+float adam_correction(float b, int64_t t) {
   return 1.f / (1.f - static_cast<float>(std::pow(double(b), double(t))));
 }
 
-int64_t Backend::dx_correction_positions(const Tensor& x, const Tensor& mean, const Tensor& var,
-                                         const Tensor& scale, const Tensor& dshift,
-                                         const Tensor& dscale, const Tensor& dx) {
-  const int64_t c = mean.numel();
-  DLT_CHECK(c > 0 && x.numel() % c == 0 && dx.numel() == x.numel() && var.numel() == c &&
-                scale.numel() == c && dshift.numel() == c && dscale.numel() == c,
-            "batch_norm_dx_correction: shapes do not agree (" << x.numel() << " elements, " << c
-                                                              << " channels)");
-  return x.numel() / c;
+StepScalars StepScalars::at_step(const UpdateRule& rule, float lr, int64_t t) {
+  StepScalars k;
+  k.lr.value = lr;
+  if (rule.solver == Solver::kAdam) {
+    DLT_CHECK(t >= 1, "adam_update: step " << t << " must start at 1");
+    k.c1.value = adam_correction(rule.b1, t);
+    k.c2.value = adam_correction(rule.b2, t);
+  }
+  return k;
 }
+
+void Backend::optimizer_update(const UpdateRule& rule, const StepScalars& k, Tensor& w,
+                               const Tensor& g, Tensor& m, Tensor& s) {
+  const char* op = rule.solver == Solver::kSgdm   ? "sgdm_update"
+                   : rule.solver == Solver::kAdam ? "adam_update"
+                                                  : "rmsprop_update";
+  const bool uses_m = rule.solver != Solver::kRmsprop, uses_s = rule.solver != Solver::kSgdm;
+  same_numel(w, g, op);
+  if (uses_m) same_numel(w, m, op);
+  if (uses_s) same_numel(w, s, op);
+  on(w, device(), op);
+  on(g, device(), op);
+  if (uses_m) on(m, device(), op);
+  if (uses_s) on(s, device(), op);
+  auto resolve = [&](const StepScalar& v) {
+    if (!v.in) return ScalarArg{v.value, nullptr};
+    DLT_CHECK(v.in->device() == device() && v.index >= 0 && v.index < v.in->numel(),
+              op << ": step scalar " << v.index << " is not in a tensor of that many floats on "
+                 << device().str());
+    return ScalarArg{0.f, v.in->data() + v.index};
+  };
+  UpdateScalars u{resolve(k.lr), ScalarArg{1.f, nullptr}, ScalarArg{1.f, nullptr}};
+  if (rule.solver == Solver::kAdam) {
+    u.c1 = resolve(k.c1);
+    u.c2 = resolve(k.c2);
+  }
+  do_optimizer_update(rule, u, w, g, m, s);
+}
+
+void Backend::synchronize() {
+  if (async_) async_->synchronize();
+}
+
+size_t Backend::peak_memory_bytes() const { return async_ ? async_->peak_memory_bytes() : 0; }
 
 Backend& backend_for(Device device) {
   if (device.is_cpu()) return cpu_backend();

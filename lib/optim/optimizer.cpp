@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "backend/async_device.h"
 #include "backend/backend.h"
 #include "util/check.h"
 
@@ -67,6 +68,17 @@ void Optimizer::clip() {
   }
 }
 
+UpdateRule Optimizer::rule(const Param& p) const {
+  UpdateRule r;
+  r.solver = o_.solver == "sgdm" ? Solver::kSgdm : o_.solver == "adam" ? Solver::kAdam : Solver::kRmsprop;
+  r.momentum = static_cast<float>(o_.momentum);
+  r.b1 = static_cast<float>(o_.gradient_decay_factor);
+  r.b2 = static_cast<float>(o_.squared_gradient_decay_factor);
+  r.eps = static_cast<float>(o_.epsilon);
+  r.l2 = static_cast<float>(o_.l2_regularization * p.l2_factor);
+  return r;
+}
+
 void Optimizer::step(double lr) {
   if (device_scalars()) {
     prepare(lr);
@@ -78,18 +90,9 @@ void Optimizer::step(double lr) {
   for (size_t i = 0; i < params_.size(); ++i) {
     Param& p = *params_[i];
     if (p.frozen()) continue;
-    Backend& be = backend_for(p.value.device());
-    float plr = static_cast<float>(lr * p.learn_rate_factor);
-    float l2 = static_cast<float>(o_.l2_regularization * p.l2_factor);
-    if (o_.solver == "sgdm") {
-      be.sgdm_update(p.value, p.grad, m_[i], plr, static_cast<float>(o_.momentum), l2);
-    } else if (o_.solver == "adam") {
-      be.adam_update(p.value, p.grad, m_[i], s_[i], plr, static_cast<float>(o_.gradient_decay_factor),
-                     static_cast<float>(o_.squared_gradient_decay_factor), static_cast<float>(o_.epsilon), t_, l2);
-    } else {
-      be.rmsprop_update(p.value, p.grad, s_[i], plr, static_cast<float>(o_.squared_gradient_decay_factor),
-                        static_cast<float>(o_.epsilon), l2);
-    }
+    const UpdateRule r = rule(p);
+    const StepScalars k = StepScalars::at_step(r, static_cast<float>(lr * p.learn_rate_factor), t_);
+    backend_for(p.value.device()).optimizer_update(r, k, p.value, p.grad, m_[i], s_[i]);
   }
 }
 
@@ -109,13 +112,16 @@ void Optimizer::prepare(double lr) {
   ++t_;
   float* h = scalars_host_.data();
   if (o_.solver == "adam") {
-    h[0] = Backend::adam_correction(static_cast<float>(o_.gradient_decay_factor), t_);
-    h[1] = Backend::adam_correction(static_cast<float>(o_.squared_gradient_decay_factor), t_);
+    h[0] = adam_correction(static_cast<float>(o_.gradient_decay_factor), t_);
+    h[1] = adam_correction(static_cast<float>(o_.squared_gradient_decay_factor), t_);
   }
   for (size_t i = 0; i < params_.size(); ++i) h[2 + i] = static_cast<float>(lr * params_[i]->learn_rate_factor);
-  Backend& be = backend_for(scalars_.device());
-  be.upload_begin(scalars_host_, scalars_);  // the CPU copies at once
-  be.upload_wait();
+  if (AsyncDevice* dev = backend_for(scalars_.device()).async_device()) {
+    dev->upload_begin(scalars_host_, scalars_);
+    dev->upload_wait();
+  } else {
+    scalars_.copy_from(scalars_host_);
+  }
   prepared_step_ = t_;
 }
 
@@ -125,18 +131,11 @@ void Optimizer::update() {
   for (size_t i = 0; i < params_.size(); ++i) {
     Param& p = *params_[i];
     if (p.frozen()) continue;
-    Backend& be = backend_for(p.value.device());
-    Backend::StepScalars k{&scalars_, 2 + static_cast<int64_t>(i), 0, 1};
-    float l2 = static_cast<float>(o_.l2_regularization * p.l2_factor);
-    if (o_.solver == "sgdm") {
-      be.sgdm_update_from(p.value, p.grad, m_[i], k, static_cast<float>(o_.momentum), l2);
-    } else if (o_.solver == "adam") {
-      be.adam_update_from(p.value, p.grad, m_[i], s_[i], k, static_cast<float>(o_.gradient_decay_factor),
-                          static_cast<float>(o_.squared_gradient_decay_factor), static_cast<float>(o_.epsilon), l2);
-    } else {
-      be.rmsprop_update_from(p.value, p.grad, s_[i], k, static_cast<float>(o_.squared_gradient_decay_factor),
-                             static_cast<float>(o_.epsilon), l2);
-    }
+    StepScalars k;
+    k.lr = StepScalar::at(scalars_, 2 + static_cast<int64_t>(i));
+    k.c1 = StepScalar::at(scalars_, 0);
+    k.c2 = StepScalar::at(scalars_, 1);
+    backend_for(p.value.device()).optimizer_update(rule(p), k, p.value, p.grad, m_[i], s_[i]);
   }
 }
 

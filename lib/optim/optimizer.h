@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "config/options.h"
 #include "layers/layer.h"
 
@@ -44,6 +45,7 @@ class Optimizer {
 
  private:
   void clip();
+  UpdateRule rule(const Param& p) const;  // the solver's constants and p's L2 factor
   TrainingOptions o_;
   std::vector<Param*> params_;
   std::vector<Tensor> m_, s_;  // sgdm velocity / adam first moment; adam and rmsprop second moment

@@ -1,6 +1,7 @@
 // DeviceBatches: double-buffered uploads of training mini-batches (see the header).
 #include "train/device_batches.h"
 
+#include "backend/async_device.h"
 #include "backend/backend.h"
 #include "util/error.h"
 
@@ -9,21 +10,25 @@ namespace dlt {
 DeviceBatches::~DeviceBatches() {
   if (device_.is_cpu() || staged_slot_ < 0) return;
   try {
-    backend_for(device_).upload_wait();
+    if (AsyncDevice* dev = backend_for(device_).async_device()) dev->upload_wait();
   } catch (...) {  // a destructor must not throw; a failed device reports at its next call
   }
 }
 
 void DeviceBatches::begin(const Batch& host, Batch& slot) {
-  Backend& be = backend_for(device_);
   if (!slot.images.defined()) {  // an empty Tensor would resize onto the host
     slot.images = Tensor(host.images.shape(), device_);
     slot.labels = Tensor(host.labels.shape(), device_, DType::kI32);
   }
   slot.images.resize(host.images.shape());
   slot.labels.resize(host.labels.shape());
-  be.upload_begin(host.images, slot.images);
-  be.upload_begin(host.labels, slot.labels);
+  if (AsyncDevice* dev = backend_for(device_).async_device()) {
+    dev->upload_begin(host.images, slot.images);
+    dev->upload_begin(host.labels, slot.labels);
+  } else {  // a device without staged uploads: copy at once
+    slot.images.copy_from(host.images);
+    slot.labels.copy_from(host.labels);
+  }
   slot.items = host.items;
   slot.size = host.size;
   slot.global_size = host.global_size;
@@ -48,7 +53,7 @@ Batch& DeviceBatches::take(Batch& host) {
   DLT_CHECK(slots_[slot].size == host.size, "DeviceBatches: the staged batch is not this one");
   staged_host_ = nullptr;
   staged_slot_ = -1;
-  backend_for(device_).upload_wait();
+  if (AsyncDevice* dev = backend_for(device_).async_device()) dev->upload_wait();
   return slots_[slot];
 }
 

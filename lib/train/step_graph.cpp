@@ -3,6 +3,7 @@
 
 #include <exception>
 
+#include "backend/async_device.h"
 #include "backend/backend.h"
 #include "net/network.h"
 #include "util/log.h"
@@ -25,7 +26,7 @@ StepGraph::StepGraph(Device device, int warmup) : device_(device), warmup_(warmu
 StepGraph::~StepGraph() {
   if (captures_ == 0) return;
   try {
-    backend_for(device_).drop_capture();
+    if (AsyncDevice* dev = backend_for(device_).async_device()) dev->drop_capture();
   } catch (const std::exception& e) {  // a destructor must not throw
     log::warn("CUDA graph: freeing the graph failed: {}", e.what());
   }
@@ -35,7 +36,7 @@ void StepGraph::disable(const std::string& why) {
   if (!enabled_) return;
   enabled_ = false;
   why_off_ = why;
-  backend_for(device_).drop_capture();
+  if (AsyncDevice* dev = backend_for(device_).async_device()) dev->drop_capture();
   log::warn("CUDA graph: off ({}); steps run uncaptured", why);
 }
 
@@ -47,9 +48,9 @@ StepGraph::How StepGraph::run_uncaptured(const std::function<void()>& issue) {
 
 StepGraph::How StepGraph::run(int64_t n, const std::function<void()>& issue) {
   if (!enabled_) return run_uncaptured(issue);
-  Backend& be = backend_for(device_);
+  AsyncDevice* dev = backend_for(device_).async_device();  // null: the CPU
   if (n == captured_batch_) {
-    if (be.replay()) {
+    if (dev && dev->replay()) {
       ++replays_;
       ++since_capture_;
       stale_unreplayed_ = 0;
@@ -76,15 +77,16 @@ StepGraph::How StepGraph::run(int64_t n, const std::function<void()>& issue) {
     ++warm_;
     return run_uncaptured(issue);
   }
-  if (!be.begin_capture()) {
+  if (!dev) {
     disable("the " + device_.str() + " backend cannot capture");
     return run_uncaptured(issue);
   }
   try {
+    dev->begin_capture();
     issue();
-    be.end_capture();
+    dev->end_capture();
   } catch (const std::exception& e) {
-    be.abort_capture();
+    dev->abort_capture();
     disable(std::string("capture failed: ") + e.what());
     return run_uncaptured(issue);  // nothing of the capture ran: issue the step for real
   }
@@ -92,7 +94,7 @@ StepGraph::How StepGraph::run(int64_t n, const std::function<void()>& issue) {
   captured_batch_ = n;
   since_capture_ = 0;
   if (captures_ == 1) log::info("CUDA graph: training step captured at batch size {}", n);
-  if (!be.replay()) {
+  if (!dev->replay()) {
     disable("the graph went stale right after its capture");
     return run_uncaptured(issue);
   }

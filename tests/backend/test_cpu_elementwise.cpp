@@ -6,6 +6,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "support/tensor_utils.h"
+#include "support/updates.h"
 
 namespace dlt::test {
 
@@ -127,7 +128,7 @@ TEST_CASE("sgdm, adam and rmsprop updates match closed-form values", "[backend][
   Backend& be = cpu_backend();
   SECTION("sgdm") {
     Tensor w = to_tensor({1, -2}, {2}), g = to_tensor({0.5, 1}, {2}), v = to_tensor({0.2, 0}, {2});
-    be.sgdm_update(w, g, v, 0.1f, 0.9f, 0.01f);
+    sgdm_update(be, w, g, v, 0.1f, 0.9f, 0.01f);
     // v = 0.9*0.2 - 0.1*(0.5 + 0.01*1) = 0.129; w = 1.129
     // v = 0 - 0.1*(1 + 0.01*-2) = -0.098;      w = -2.098
     CHECK(all_close(to_vec(v), {0.129, -0.098}, 1e-6, 1e-7));
@@ -137,26 +138,26 @@ TEST_CASE("sgdm, adam and rmsprop updates match closed-form values", "[backend][
     Tensor w = to_tensor({1}, {1}), g = to_tensor({0.5}, {1});
     Tensor m = to_tensor({0}, {1}), s = to_tensor({0}, {1});
     // step 1: m = 0.05, s = 0.00025; mhat = 0.5, shat = 0.25 -> w -= 0.1 * 0.5 / 0.5
-    be.adam_update(w, g, m, s, 0.1f, 0.9f, 0.999f, 1e-8f, 1, 0.f);
+    adam_update(be, w, g, m, s, 0.1f, 0.9f, 0.999f, 1e-8f, 1, 0.f);
     CHECK(to_vec(w)[0] == Approx(0.9).epsilon(1e-6));
     CHECK(to_vec(m)[0] == Approx(0.05).epsilon(1e-6));
     CHECK(to_vec(s)[0] == Approx(0.00025).epsilon(1e-4));  // 1 - 0.999 rounds in float
     // step 2: m = 0.095, mhat = 0.095/0.19 = 0.5; s = 0.00049975, shat = 0.25 -> w = 0.8
-    be.adam_update(w, g, m, s, 0.1f, 0.9f, 0.999f, 1e-8f, 2, 0.f);
+    adam_update(be, w, g, m, s, 0.1f, 0.9f, 0.999f, 1e-8f, 2, 0.f);
     CHECK(to_vec(w)[0] == Approx(0.8).epsilon(1e-5));
     // with L2: g' = 0.5 + 0.1 * 1 = 0.6, first step still moves by lr
     Tensor w2 = to_tensor({1}, {1}), m2 = to_tensor({0}, {1}), s2 = to_tensor({0}, {1});
-    be.adam_update(w2, g, m2, s2, 0.1f, 0.9f, 0.999f, 1e-8f, 1, 0.1f);
+    adam_update(be, w2, g, m2, s2, 0.1f, 0.9f, 0.999f, 1e-8f, 1, 0.1f);
     CHECK(to_vec(m2)[0] == Approx(0.06).epsilon(1e-6));
     CHECK(to_vec(w2)[0] == Approx(0.9).epsilon(1e-6));
   }
   SECTION("rmsprop") {
     Tensor w = to_tensor({1}, {1}), g = to_tensor({0.5}, {1}), s = to_tensor({0}, {1});
-    be.rmsprop_update(w, g, s, 0.01f, 0.9f, 1e-8f, 0.f);
+    rmsprop_update(be, w, g, s, 0.01f, 0.9f, 1e-8f, 0.f);
     // s = 0.1 * 0.25 = 0.025; w -= 0.01 * 0.5 / sqrt(0.025)
     CHECK(to_vec(s)[0] == Approx(0.025).epsilon(1e-6));
     CHECK(to_vec(w)[0] == Approx(1 - 0.005 / std::sqrt(0.025)).epsilon(1e-6));
-    be.rmsprop_update(w, g, s, 0.01f, 0.9f, 1e-8f, 0.2f);
+    rmsprop_update(be, w, g, s, 0.01f, 0.9f, 1e-8f, 0.2f);
     const double w1 = 1 - 0.005 / std::sqrt(0.025), g1 = 0.5 + 0.2 * w1;
     const double s1 = 0.9 * 0.025 + 0.1 * g1 * g1;
     CHECK(to_vec(w)[0] == Approx(w1 - 0.01 * g1 / std::sqrt(s1)).epsilon(1e-6));

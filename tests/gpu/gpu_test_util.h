@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/async_device.h"
 #include "backend/backend.h"
 #include "net/model_file.h"
 #include "net/network.h"
@@ -17,6 +18,16 @@ namespace dlt::test::gpu {
 Device device_under_test();
 inline bool testing_a_gpu() { return !device_under_test().is_cpu(); }
 inline Backend& dut_backend() { return backend_for(device_under_test()); }
+// A staged upload on an AsyncDevice; on the CPU (the self-check) a copy at once.
+inline void upload_begin(Backend& be, const Tensor& host, Tensor& dst) {
+  if (AsyncDevice* dev = be.async_device())
+    dev->upload_begin(host, dst);
+  else
+    dst.copy_from(host);
+}
+inline void upload_wait(Backend& be) {
+  if (AsyncDevice* dev = be.async_device()) dev->upload_wait();
+}
 inline Backend& cpu_be() { return backend_for(Device::cpu()); }
 
 // The same random values on the CPU (first) and on the device under test (second).

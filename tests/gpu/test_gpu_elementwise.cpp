@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "gpu/gpu_test_util.h"
+#include "support/updates.h"
 #include "support/reference_ops.h"
 
 namespace dlt::test::gpu {
@@ -251,8 +252,8 @@ TEST_CASE("gpu optimizers: sgdm, adam, rmsprop over several steps", "[gpu][optim
   SECTION("sgdm") {
     Tensor vc = Tensor::zeros(s), vd = Tensor::zeros(s).to(device_under_test());
     for (int t = 0; t < 3; ++t) {
-      cpu_be().sgdm_update(w.cpu, g.cpu, vc, 0.01f, 0.9f, 5e-4f);
-      dut_backend().sgdm_update(w.dev, g.dev, vd, 0.01f, 0.9f, 5e-4f);
+      sgdm_update(cpu_be(), w.cpu, g.cpu, vc, 0.01f, 0.9f, 5e-4f);
+      sgdm_update(dut_backend(), w.dev, g.dev, vd, 0.01f, 0.9f, 5e-4f);
     }
     check_equal("sgdm w", w.dev, w.cpu);  // the update kernels are bit-equal
     check_equal("sgdm v", vd, vc);
@@ -261,8 +262,8 @@ TEST_CASE("gpu optimizers: sgdm, adam, rmsprop over several steps", "[gpu][optim
     Tensor mc = Tensor::zeros(s), sc = Tensor::zeros(s);
     Tensor md = mc.to(device_under_test()), sd = sc.to(device_under_test());
     for (int64_t t = 1; t <= 3; ++t) {
-      cpu_be().adam_update(w.cpu, g.cpu, mc, sc, 1e-3f, 0.9f, 0.999f, 1e-8f, t, 1e-4f);
-      dut_backend().adam_update(w.dev, g.dev, md, sd, 1e-3f, 0.9f, 0.999f, 1e-8f, t, 1e-4f);
+      adam_update(cpu_be(), w.cpu, g.cpu, mc, sc, 1e-3f, 0.9f, 0.999f, 1e-8f, t, 1e-4f);
+      adam_update(dut_backend(), w.dev, g.dev, md, sd, 1e-3f, 0.9f, 0.999f, 1e-8f, t, 1e-4f);
     }
     check_equal("adam w", w.dev, w.cpu);
     check_equal("adam m", md, mc);
@@ -271,8 +272,8 @@ TEST_CASE("gpu optimizers: sgdm, adam, rmsprop over several steps", "[gpu][optim
   SECTION("rmsprop") {
     Tensor sc = Tensor::zeros(s), sd = Tensor::zeros(s).to(device_under_test());
     for (int t = 0; t < 3; ++t) {
-      cpu_be().rmsprop_update(w.cpu, g.cpu, sc, 1e-3f, 0.9f, 1e-8f, 1e-4f);
-      dut_backend().rmsprop_update(w.dev, g.dev, sd, 1e-3f, 0.9f, 1e-8f, 1e-4f);
+      rmsprop_update(cpu_be(), w.cpu, g.cpu, sc, 1e-3f, 0.9f, 1e-8f, 1e-4f);
+      rmsprop_update(dut_backend(), w.dev, g.dev, sd, 1e-3f, 0.9f, 1e-8f, 1e-4f);
     }
     check_equal("rmsprop w", w.dev, w.cpu);
     check_equal("rmsprop s", sd, sc);
@@ -318,9 +319,9 @@ TEST_CASE("gpu uploads: upload_begin / upload_wait deliver the host data", "[gpu
   be.fill(da, -1.f);
   be.fill(db, -1.f);
   for (int round = 0; round < 3; ++round) {
-    be.upload_begin(a, da);
-    be.upload_begin(b, db);
-    be.upload_wait();
+    upload_begin(be, a, da);
+    upload_begin(be, b, db);
+    upload_wait(be);
     be.scale(db, 0.5f);  // compute issued after the wait sees the data
     be.synchronize();
     INFO("round " << round);
@@ -332,8 +333,8 @@ TEST_CASE("gpu uploads: upload_begin / upload_wait deliver the host data", "[gpu
   }
   // labels (int32) travel the same way
   Tensor lab = random_labels(64, 10, rng), dl(Shape{64}, device_under_test(), DType::kI32);
-  be.upload_begin(lab, dl);
-  be.upload_wait();
+  upload_begin(be, lab, dl);
+  upload_wait(be);
   Tensor back = dl.to(Device::cpu());
   bool same = true;
   for (int64_t i = 0; i < 64; ++i) same = same && back.data_i32()[i] == lab.data_i32()[i];

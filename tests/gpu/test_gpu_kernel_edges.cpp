@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "gpu/gpu_test_util.h"
+#include "support/updates.h"
 
 namespace dlt::test::gpu {
 
@@ -106,9 +107,9 @@ TEST_CASE("gpu elementwise: empty tensors launch nothing and fail nothing", "[gp
   be.l2_norm_into(a, norms, 1, true);
   be.clip_to_norm(a, norms, 1, 1.0);
   CHECK(to_vec(norms) == Vec{0.0, 5.0});
-  be.sgdm_update(a, b, c, 0.1f, 0.9f, 0.f);
-  be.adam_update(a, b, c, m, 0.1f, 0.9f, 0.999f, 1e-8f, 1, 0.f);
-  be.rmsprop_update(a, b, c, 0.1f, 0.9f, 1e-8f, 0.f);
+  sgdm_update(be, a, b, c, 0.1f, 0.9f, 0.f);
+  adam_update(be, a, b, c, m, 0.1f, 0.9f, 0.999f, 1e-8f, 1, 0.f);
+  rmsprop_update(be, a, b, c, 0.1f, 0.9f, 1e-8f, 0.f);
   Tensor x(Shape{0, 3, 3, 4}, d), ones(Shape{4}, d);
   be.fill(ones, 1.f);
   be.batch_norm_dx_correction(x, ones, ones, ones, 1e-5f, 8.0, ones, ones, x);
@@ -121,9 +122,13 @@ TEST_CASE("gpu optimizers: scalars read from device memory give the by-value upd
   const Shape s{50021};
   const float lr = 3e-3f, b1 = 0.9f, b2 = 0.99f;
   const int64_t t = 4;
-  Tensor scalars = to_tensor(Vec{lr, Backend::adam_correction(b1, t), Backend::adam_correction(b2, t)},
-                             {3}, device_under_test());
-  const Backend::StepScalars k{&scalars, 0, 1, 2};
+  Tensor scalars = to_tensor(Vec{lr, adam_correction(b1, t), adam_correction(b2, t)}, {3},
+                             device_under_test());
+  StepScalars k;
+  k.lr = StepScalar::at(scalars, 0);
+  k.c1 = StepScalar::at(scalars, 1);
+  k.c2 = StepScalar::at(scalars, 2);
+  Tensor none;
   Backend& be = dut_backend();
   auto g = random_pair(s, rng);
   for (const char* opt : {"sgdm", "adam", "rmsprop"}) {
@@ -133,14 +138,17 @@ TEST_CASE("gpu optimizers: scalars read from device memory give the by-value upd
     const std::string name = opt;
     for (int step = 0; step < 2; ++step) {
       if (name == "sgdm") {
-        be.sgdm_update(w.dev, g.dev, st1.dev, lr, 0.9f, 1e-4f);
-        be.sgdm_update_from(w2, g.dev, st2, k, 0.9f, 1e-4f);
+        sgdm_update(be, w.dev, g.dev, st1.dev, lr, 0.9f, 1e-4f);
+        be.optimizer_update(UpdateRule{Solver::kSgdm, 0.9f, b1, b2, 1e-8f, 1e-4f}, k, w2, g.dev,
+                            st2, none);
       } else if (name == "adam") {
-        be.adam_update(w.dev, g.dev, m1, st1.dev, lr, b1, b2, 1e-8f, t, 1e-4f);
-        be.adam_update_from(w2, g.dev, m2, st2, k, b1, b2, 1e-8f, 1e-4f);
+        adam_update(be, w.dev, g.dev, m1, st1.dev, lr, b1, b2, 1e-8f, t, 1e-4f);
+        be.optimizer_update(UpdateRule{Solver::kAdam, 0.9f, b1, b2, 1e-8f, 1e-4f}, k, w2, g.dev,
+                            m2, st2);
       } else {
-        be.rmsprop_update(w.dev, g.dev, st1.dev, lr, b2, 1e-8f, 1e-4f);
-        be.rmsprop_update_from(w2, g.dev, st2, k, b2, 1e-8f, 1e-4f);
+        rmsprop_update(be, w.dev, g.dev, st1.dev, lr, b2, 1e-8f, 1e-4f);
+        be.optimizer_update(UpdateRule{Solver::kRmsprop, 0.9f, b1, b2, 1e-8f, 1e-4f}, k, w2,
+                            g.dev, none, st2);
       }
     }
     INFO(name);

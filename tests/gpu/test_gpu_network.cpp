@@ -103,9 +103,9 @@ TEST_CASE("gpu caching allocator: warmed-up iterations take no new device memory
   Tensor x_host = random_images(n, net.input_shape(), rng), y_host = random_labels(n, 10, rng);
   Tensor x(x_host.shape(), dev), y(y_host.shape(), dev, DType::kI32);
   auto iteration = [&](uint64_t it) {
-    be.upload_begin(x_host, x);
-    be.upload_begin(y_host, y);
-    be.upload_wait();
+    upload_begin(be, x_host, x);
+    upload_begin(be, y_host, y);
+    upload_wait(be);
     RunContext ctx{true, 0, it};
     net.forward(x, ctx);
     int64_t correct = 0;

@@ -82,7 +82,7 @@ Outcome train(const std::string& solver, const std::string& clip, bool graphed) 
   out.replays = graph.replays();
   out.captures = graph.captures();
   out.summary = graph.summary();
-  be.drop_capture();
+  if (AsyncDevice* async = be.async_device()) async->drop_capture();
   return out;
 }
 

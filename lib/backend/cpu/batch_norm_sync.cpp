@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
-#include "util/error.h"
 
 namespace dlt {
 
@@ -33,18 +32,12 @@ void channel_sums(int64_t positions, int64_t c, std::vector<double>& out, F f) {
 
 }  // namespace
 
-void CpuBackend::channel_moments(const Tensor& x, Tensor& mean, Tensor& var) {
+void CpuBackend::do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean,
+                                    Tensor& var) {
   const int64_t c = mean.numel();
-  DLT_CHECK(c > 0 && var.numel() == c && x.numel() % c == 0,
-            "channel_moments: " << x.numel() << " elements do not tile " << c << " channels");
-  const int64_t positions = x.numel() / c;
   const float* px = x.data();
   float* pm = mean.data();
   float* pv = var.data();
-  if (positions == 0) {
-    for (int64_t j = 0; j < c; ++j) pm[j] = pv[j] = 0.f;
-    return;
-  }
   std::vector<double> sums, squares;
   channel_sums(positions, c, sums, [&](int64_t p, int64_t j) { return static_cast<double>(px[p * c + j]); });
   for (auto& s : sums) s /= static_cast<double>(positions);
@@ -58,12 +51,12 @@ void CpuBackend::channel_moments(const Tensor& x, Tensor& mean, Tensor& var) {
   }
 }
 
-void CpuBackend::batch_norm_dx_correction(const Tensor& x, const Tensor& mean, const Tensor& var,
-                                          const Tensor& scale, float epsilon, double m,
-                                          const Tensor& dshift, const Tensor& dscale, Tensor& dx) {
+void CpuBackend::do_batch_norm_dx_correction(const Tensor& x, int64_t positions,
+                                             const Tensor& mean, const Tensor& var,
+                                             const Tensor& scale, float epsilon, double m,
+                                             const Tensor& dshift, const Tensor& dscale,
+                                             Tensor& dx) {
   const int64_t c = mean.numel();
-  const int64_t positions = dx_correction_positions(x, mean, var, scale, dshift, dscale, dx);
-  if (positions == 0 || m <= 0) return;
   // Per channel: dx -= a + b * (x - mean) with a = k * dshift, b = k * dscale / sigma,
   // k = scale / (sigma * m).
   std::vector<float> a(static_cast<size_t>(c)), b(static_cast<size_t>(c)), mu(static_cast<size_t>(c));

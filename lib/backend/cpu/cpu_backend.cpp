@@ -53,7 +53,7 @@ std::string no_cpu_bf16_message() {
 }
 }  // namespace cpu
 
-CpuBackend::CpuBackend() {
+CpuBackend::CpuBackend() : Backend(Device::cpu()) {
   try {
     ctx_ = std::make_unique<cpu::DnnlContext>();
   } catch (const dnnl::error& e) {

@@ -48,7 +48,6 @@ class CpuBackend final : public Backend {
  public:
   CpuBackend();
   ~CpuBackend() override;
-  Device device() const override { return Device::cpu(); }
   std::string name() const override;
 
   std::unique_ptr<ConvOp> make_conv(const ConvDesc& d) override;
@@ -61,37 +60,31 @@ class CpuBackend final : public Backend {
   std::unique_ptr<ConcatOp> make_concat(int64_t n, int64_t h, int64_t w,
                                         const std::vector<int64_t>& channels) override;
 
-  void fill(Tensor& t, float value) override;
-  void copy(const Tensor& src, Tensor& dst) override;
-  void axpby(float a, const Tensor& x, float b, Tensor& y) override;
-  void sum(const std::vector<const Tensor*>& xs, Tensor& y) override;
-  void scale(Tensor& t, float s) override;
-  void clamp(Tensor& t, float lo, float hi) override;
-  double sum_squares(const Tensor& t) override;
-  void l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) override;
-  void clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) override;
-  void shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) override;
-  void dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t seed,
-                       uint64_t stream) override;
-  void mul(const Tensor& x, const Tensor& m, Tensor& y) override;
-  void channel_moments(const Tensor& x, Tensor& mean, Tensor& var) override;
-  void batch_norm_dx_correction(const Tensor& x, const Tensor& mean, const Tensor& var,
-                                const Tensor& scale, float epsilon, double m, const Tensor& dshift,
-                                const Tensor& dscale, Tensor& dx) override;
-  double cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                       int64_t* correct) override;
-  void sgdm_update(Tensor& w, const Tensor& g, Tensor& v, float lr, float momentum,
-                   float l2) override;
-  void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& s, float lr, float b1, float b2,
-                   float eps, int64_t t, float l2) override;
-  void rmsprop_update(Tensor& w, const Tensor& g, Tensor& s, float lr, float b2, float eps,
-                      float l2) override;
-  void sgdm_update_from(Tensor& w, const Tensor& g, Tensor& v, const StepScalars& k,
-                        float momentum, float l2) override;
-  void adam_update_from(Tensor& w, const Tensor& g, Tensor& m, Tensor& s, const StepScalars& k,
-                        float b1, float b2, float eps, float l2) override;
-  void rmsprop_update_from(Tensor& w, const Tensor& g, Tensor& s, const StepScalars& k, float b2,
-                           float eps, float l2) override;
+ protected:
+  void do_fill(Tensor& t, float value) override;
+  void do_copy(const Tensor& src, Tensor& dst) override;
+  void do_axpby(float a, const Tensor& x, float b, Tensor& y) override;
+  void do_sum(const std::vector<const Tensor*>& xs, Tensor& y) override;
+  void do_scale(Tensor& t, float s) override;
+  void do_clamp(Tensor& t, float lo, float hi) override;
+  double do_sum_squares(const Tensor& t) override;
+  void do_l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) override;
+  void do_clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) override;
+  void do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul,
+                      Tensor& y) override;
+  void do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key,
+                          float keep_value) override;
+  void do_mul(const Tensor& x, const Tensor& m, Tensor& y) override;
+  void do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean,
+                          Tensor& var) override;  // batch_norm_sync.cpp
+  void do_batch_norm_dx_correction(const Tensor& x, int64_t positions, const Tensor& mean,
+                                   const Tensor& var, const Tensor& scale, float epsilon,
+                                   double m, const Tensor& dshift, const Tensor& dscale,
+                                   Tensor& dx) override;  // batch_norm_sync.cpp
+  double do_cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
+                          int64_t* correct) override;
+  void do_optimizer_update(const UpdateRule& rule, const UpdateScalars& k, Tensor& w,
+                           const Tensor& g, Tensor& m, Tensor& s) override;
 
  private:
   std::unique_ptr<cpu::DnnlContext> ctx_;

@@ -20,7 +20,8 @@ constexpr size_t kStagingStep = size_t(1) << 20;
 }  // namespace
 
 CudaBackend::CudaBackend(int device)
-    : device_(device), ctx_(cuda::context(device)), alloc_(cuda::caching_allocator(device)) {
+    : Backend(Device::cuda(device), this),
+      device_(device), ctx_(cuda::context(device)), alloc_(cuda::caching_allocator(device)) {
   enter();
   result_d_ = alloc_.allocate(kResultBytes);
   DLT_CUDA(cudaMallocHost(&result_h_, kResultBytes));
@@ -156,7 +157,7 @@ CudaBackend::Staging& CudaBackend::free_staging(size_t bytes) {
 }
 
 void CudaBackend::upload_begin(const Tensor& host, Tensor& dst) {
-  DLT_CHECK(dst.device() == device(),
+  DLT_CHECK(dst.defined() && dst.device() == device(),
             "upload_begin: destination is on " << dst.device().str() << ", not " << device().str());
   DLT_CHECK(host.numel() == dst.numel(),
             "upload_begin: " << host.shape().str() << " into " << dst.shape().str());

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/async_device.h"
 #include "backend/backend.h"
 
 namespace dlt::cuda {
@@ -19,11 +20,10 @@ class CachingAllocator;
 
 namespace dlt {
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public Backend, public AsyncDevice {
  public:
   explicit CudaBackend(int device);
   ~CudaBackend() override;
-  Device device() const override { return Device::cuda(device_); }
   // "cuda:0 (NVIDIA H100 80GB HBM3, compute capability 9.0, 79.2 GiB, cuDNN 9.19.0, CUDA 13.0)"
   std::string name() const override;
 
@@ -37,45 +37,11 @@ class CudaBackend final : public Backend {
   std::unique_ptr<ConcatOp> make_concat(int64_t n, int64_t h, int64_t w,
                                         const std::vector<int64_t>& channels) override;
 
-  void fill(Tensor& t, float value) override;
-  void copy(const Tensor& src, Tensor& dst) override;
-  void axpby(float a, const Tensor& x, float b, Tensor& y) override;
-  void sum(const std::vector<const Tensor*>& xs, Tensor& y) override;
-  void scale(Tensor& t, float s) override;
-  void clamp(Tensor& t, float lo, float hi) override;
-  double sum_squares(const Tensor& t) override;
-  void l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) override;
-  void clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) override;
-  void shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) override;
-  void dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t seed,
-                       uint64_t stream) override;
-  void mul(const Tensor& x, const Tensor& m, Tensor& y) override;
-  void channel_moments(const Tensor& x, Tensor& mean, Tensor& var) override;
-  void batch_norm_dx_correction(const Tensor& x, const Tensor& mean, const Tensor& var,
-                                const Tensor& scale, float epsilon, double m, const Tensor& dshift,
-                                const Tensor& dscale, Tensor& dx) override;
-  double cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                       int64_t* correct) override;
-  void cross_entropy_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                           Tensor& totals) override;
-  double read_loss(const Tensor& totals, const Tensor& labels, int64_t* correct) override;
-  void sgdm_update(Tensor& w, const Tensor& g, Tensor& v, float lr, float momentum,
-                   float l2) override;
-  void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& s, float lr, float b1, float b2,
-                   float eps, int64_t t, float l2) override;
-  void rmsprop_update(Tensor& w, const Tensor& g, Tensor& s, float lr, float b2, float eps,
-                      float l2) override;
-  void sgdm_update_from(Tensor& w, const Tensor& g, Tensor& v, const StepScalars& k,
-                        float momentum, float l2) override;
-  void adam_update_from(Tensor& w, const Tensor& g, Tensor& m, Tensor& s, const StepScalars& k,
-                        float b1, float b2, float eps, float l2) override;
-  void rmsprop_update_from(Tensor& w, const Tensor& g, Tensor& s, const StepScalars& k, float b2,
-                           float eps, float l2) override;
-
+  // ---- AsyncDevice ----
   // CUDA Graphs (cuda_graph.cpp): stream capture of the compute stream in thread-local mode;
   // the allocator refuses to allocate or free while capturing and reports when a block the
   // graph uses is freed later (replay() then returns false).
-  bool begin_capture() override;
+  void begin_capture() override;
   void end_capture() override;
   void abort_capture() noexcept override;
   bool replay() override;
@@ -91,6 +57,35 @@ class CudaBackend final : public Backend {
   size_t peak_memory_bytes() const override;
   // Waits for the compute and copy streams.
   void synchronize() override;
+
+ protected:
+  void do_fill(Tensor& t, float value) override;
+  void do_copy(const Tensor& src, Tensor& dst) override;
+  void do_axpby(float a, const Tensor& x, float b, Tensor& y) override;
+  void do_sum(const std::vector<const Tensor*>& xs, Tensor& y) override;
+  void do_scale(Tensor& t, float s) override;
+  void do_clamp(Tensor& t, float lo, float hi) override;
+  double do_sum_squares(const Tensor& t) override;
+  void do_l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) override;
+  void do_clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) override;
+  void do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul,
+                      Tensor& y) override;
+  void do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key,
+                          float keep_value) override;
+  void do_mul(const Tensor& x, const Tensor& m, Tensor& y) override;
+  void do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean,
+                          Tensor& var) override;
+  void do_batch_norm_dx_correction(const Tensor& x, int64_t positions, const Tensor& mean,
+                                   const Tensor& var, const Tensor& scale, float epsilon,
+                                   double m, const Tensor& dshift, const Tensor& dscale,
+                                   Tensor& dx) override;
+  double do_cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
+                          int64_t* correct) override;
+  void do_optimizer_update(const UpdateRule& rule, const UpdateScalars& k, Tensor& w,
+                           const Tensor& g, Tensor& m, Tensor& s) override;
+  void loss_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
+                  Tensor& totals) override;
+  double read_loss_totals(const Tensor& totals, const Tensor& labels, int64_t* correct) override;
 
  private:
   struct Staging {
@@ -112,8 +107,8 @@ class CudaBackend final : public Backend {
   size_t scratch_bytes_ = 0;
   void* result_d_ = nullptr;  // device, kResultBytes: values that are read back
   void* result_h_ = nullptr;  // pinned host mirror of result_d_
-  // cross_entropy_async also copies its totals to the pinned loss_h_ and records loss_mark_,
-  // so read_loss waits for the loss only, not for backward and the update issued after it.
+  // loss_async also copies its totals to the pinned loss_h_ and records loss_mark_,
+  // so read_loss_totals waits for the loss only, not for backward and the update issued after it.
   // loss_pending_: the totals tensor that copy is of (read once). In a capture both become
   // nodes of the graph (the record as cudaEventRecordExternal) and graph_loss_ names the
   // totals, which each replay makes pending.

@@ -18,7 +18,7 @@ void CudaBackend::not_capturing(const char* what) const {
                       "the device, read values back or upload; unset DLT_CUDA_GRAPH)");
 }
 
-bool CudaBackend::begin_capture() {
+void CudaBackend::begin_capture() {
   DLT_CHECK(!capturing_, "begin_capture: cuda:" << device_ << " is already capturing");
   enter();
   drop_capture();
@@ -33,7 +33,6 @@ bool CudaBackend::begin_capture() {
     cuda::throw_cuda(e, "cudaStreamBeginCapture", __FILE__, __LINE__);
   }
   capturing_ = true;
-  return true;
 }
 
 void CudaBackend::end_capture() {

@@ -4,6 +4,7 @@
 // CPU backend's plain float expression gives. Reductions are in cuda_reduce.cu.
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_launch.cuh"
+#include "backend/dropout_hash.h"
 
 namespace dlt::cuda {
 
@@ -60,19 +61,12 @@ __global__ void shift_scale_kernel(const float* x, const float* shift, int64_t n
   }
 }
 
-// The CPU backend's hash_index (elementwise.cpp): masks agree bit for bit.
-__device__ inline uint64_t hash_index(uint64_t key, uint64_t i) {
-  uint64_t z = key + (i + 1) * 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 __global__ void dropout_kernel(const float* x, float* y, float* mask, int64_t n, uint64_t key,
                                float p, float keep_value) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    // The CPU backend's hash (dropout_hash.h): masks agree bit for bit.
     const float u =
-        fmul(static_cast<float>(hash_index(key, static_cast<uint64_t>(i)) >> 40), 0x1p-24f);
+        fmul(static_cast<float>(dropout_hash(key, static_cast<uint64_t>(i)) >> 40), 0x1p-24f);
     const float m = u >= p ? keep_value : 0.f;
     mask[i] = m;
     y[i] = fmul(x[i], m);
@@ -90,12 +84,10 @@ __global__ void copy_strided_kernel(const float* src, int64_t src_pitch, float* 
 
 // A per-step scalar: by value (captured as it was), or read from device memory (what a
 // replayed CUDA graph needs: the caller refreshes the value before each launch).
-__device__ inline float load(float v) { return v; }
-__device__ inline float load(const float* p) { return *p; }
+__device__ inline float load(Scalar s) { return s.at ? *s.at : s.value; }
 
 // v = momentum * v - lr * (g + l2 * w); w += v
-template <class S>
-__global__ void sgdm_kernel(float* w, const float* g, float* v, int64_t n, S lr_in,
+__global__ void sgdm_kernel(float* w, const float* g, float* v, int64_t n, Scalar lr_in,
                             float momentum, float l2) {
   const float lr = load(lr_in);
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
@@ -106,9 +98,8 @@ __global__ void sgdm_kernel(float* w, const float* g, float* v, int64_t n, S lr_
 }
 
 // g' = g + l2 w; m = b1 m + (1-b1) g'; s = b2 s + (1-b2) g' g'; w -= lr (m c1) / (sqrt(s c2) + eps)
-template <class S>
-__global__ void adam_kernel(float* w, const float* g, float* m, float* s, int64_t n, S lr_in,
-                            float b1, float b2, float eps, S c1_in, S c2_in, float l2) {
+__global__ void adam_kernel(float* w, const float* g, float* m, float* s, int64_t n, Scalar lr_in,
+                            float b1, float b2, float eps, Scalar c1_in, Scalar c2_in, float l2) {
   const float lr = load(lr_in), c1 = load(c1_in), c2 = load(c2_in);
   const float one_b1 = fsub(1.f, b1), one_b2 = fsub(1.f, b2);
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
@@ -123,8 +114,7 @@ __global__ void adam_kernel(float* w, const float* g, float* m, float* s, int64_
 }
 
 // g' = g + l2 w; s = b2 s + (1-b2) g' g'; w -= lr g' / (sqrt(s) + eps)
-template <class S>
-__global__ void rmsprop_kernel(float* w, const float* g, float* s, int64_t n, S lr_in, float b2,
+__global__ void rmsprop_kernel(float* w, const float* g, float* s, int64_t n, Scalar lr_in, float b2,
                                float eps, float l2) {
   const float lr = load(lr_in);
   const float one_b2 = fsub(1.f, b2);
@@ -203,44 +193,22 @@ void copy_strided(const float* src, int64_t src_pitch, float* dst, int64_t dst_p
   DLT_LAUNCH_CHECK();
 }
 
-void sgdm_update(float* w, const float* g, float* v, int64_t n, float lr, float momentum,
+void sgdm_update(float* w, const float* g, float* v, int64_t n, Scalar lr, float momentum,
                  float l2, cudaStream_t stream) {
   if (n <= 0) return;
   sgdm_kernel<<<grid_for(n), kThreads, 0, stream>>>(w, g, v, n, lr, momentum, l2);
   DLT_LAUNCH_CHECK();
 }
 
-void adam_update(float* w, const float* g, float* m, float* s, int64_t n, float lr, float b1,
-                 float b2, float eps, float c1, float c2, float l2, cudaStream_t stream) {
+void adam_update(float* w, const float* g, float* m, float* s, int64_t n, Scalar lr, float b1,
+                 float b2, float eps, Scalar c1, Scalar c2, float l2, cudaStream_t stream) {
   if (n <= 0) return;
   adam_kernel<<<grid_for(n), kThreads, 0, stream>>>(w, g, m, s, n, lr, b1, b2, eps, c1, c2, l2);
   DLT_LAUNCH_CHECK();
 }
 
-void rmsprop_update(float* w, const float* g, float* s, int64_t n, float lr, float b2, float eps,
+void rmsprop_update(float* w, const float* g, float* s, int64_t n, Scalar lr, float b2, float eps,
                     float l2, cudaStream_t stream) {
-  if (n <= 0) return;
-  rmsprop_kernel<<<grid_for(n), kThreads, 0, stream>>>(w, g, s, n, lr, b2, eps, l2);
-  DLT_LAUNCH_CHECK();
-}
-
-void sgdm_update_from(float* w, const float* g, float* v, int64_t n, const float* lr,
-                      float momentum, float l2, cudaStream_t stream) {
-  if (n <= 0) return;
-  sgdm_kernel<<<grid_for(n), kThreads, 0, stream>>>(w, g, v, n, lr, momentum, l2);
-  DLT_LAUNCH_CHECK();
-}
-
-void adam_update_from(float* w, const float* g, float* m, float* s, int64_t n, const float* lr,
-                      float b1, float b2, float eps, const float* c1, const float* c2, float l2,
-                      cudaStream_t stream) {
-  if (n <= 0) return;
-  adam_kernel<<<grid_for(n), kThreads, 0, stream>>>(w, g, m, s, n, lr, b1, b2, eps, c1, c2, l2);
-  DLT_LAUNCH_CHECK();
-}
-
-void rmsprop_update_from(float* w, const float* g, float* s, int64_t n, const float* lr, float b2,
-                         float eps, float l2, cudaStream_t stream) {
   if (n <= 0) return;
   rmsprop_kernel<<<grid_for(n), kThreads, 0, stream>>>(w, g, s, n, lr, b2, eps, l2);
   DLT_LAUNCH_CHECK();

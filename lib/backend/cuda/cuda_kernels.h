@@ -32,23 +32,20 @@ void dropout_forward(const float* x, float* y, float* mask, int64_t n, uint64_t 
 void copy_strided(const float* src, int64_t src_pitch, float* dst, int64_t dst_pitch,
                   int64_t rows, int64_t width, cudaStream_t stream);
 
-// Fused optimizer updates, formulas as Backend's.
-void sgdm_update(float* w, const float* g, float* v, int64_t n, float lr, float momentum,
+// A per-step scalar of an update: `at` (device memory, read by the kernel, so a captured CUDA
+// graph replays with the value current at its launch) when set, else `value`.
+struct Scalar {
+  float value;
+  const float* at;
+};
+// Fused optimizer updates, formulas as Backend's (UpdateRule in backend.h).
+void sgdm_update(float* w, const float* g, float* v, int64_t n, Scalar lr, float momentum,
                  float l2, cudaStream_t stream);
 // c1 = 1 / (1 - b1^t), c2 = 1 / (1 - b2^t), computed by the caller.
-void adam_update(float* w, const float* g, float* m, float* s, int64_t n, float lr, float b1,
-                 float b2, float eps, float c1, float c2, float l2, cudaStream_t stream);
-void rmsprop_update(float* w, const float* g, float* s, int64_t n, float lr, float b2, float eps,
+void adam_update(float* w, const float* g, float* m, float* s, int64_t n, Scalar lr, float b1,
+                 float b2, float eps, Scalar c1, Scalar c2, float l2, cudaStream_t stream);
+void rmsprop_update(float* w, const float* g, float* s, int64_t n, Scalar lr, float b2, float eps,
                     float l2, cudaStream_t stream);
-// The same with the per-step scalars read from device memory (one float each), so a captured
-// CUDA graph replays with the values current at its launch.
-void sgdm_update_from(float* w, const float* g, float* v, int64_t n, const float* lr,
-                      float momentum, float l2, cudaStream_t stream);
-void adam_update_from(float* w, const float* g, float* m, float* s, int64_t n, const float* lr,
-                      float b1, float b2, float eps, const float* c1, const float* c2, float l2,
-                      cudaStream_t stream);
-void rmsprop_update_from(float* w, const float* g, float* s, int64_t n, const float* lr, float b2,
-                         float eps, float l2, cudaStream_t stream);
 
 // ---- reductions (cuda_reduce.cu); deterministic: a fixed grid, fixed summation order ----
 
