@@ -124,13 +124,22 @@ TEST_CASE("Gloo: started all-reduces and synchronous ones run in issue order", "
 
 TEST_CASE("Gloo: a started all-reduce whose peer is gone fails in wait_all()", "[dist]") {
   std::string dir = fresh_dir();
-  std::promise<void> connected;
+  // The peer leaves only once both ends are connected: rank 1's communicator can be complete
+  // before rank 0's, and closing it then fails rank 0's rendezvous instead of its collective.
+  std::promise<void> rank0_connected;
   auto peer = std::async(std::launch::async, [&] {
     auto c = make_cpu_communicator(options(1, dir, 1000));
-    connected.set_value();  // then closes its connections without any collective
+    rank0_connected.get_future().wait();  // then closes its connections without any collective
   });
-  auto c = make_cpu_communicator(options(0, dir, 1000));
-  connected.get_future().wait();
+  std::unique_ptr<Communicator> c;
+  try {
+    c = make_cpu_communicator(options(0, dir, 1000));
+  } catch (...) {
+    rank0_connected.set_value();
+    peer.get();
+    throw;
+  }
+  rank0_connected.set_value();
   peer.get();
   Tensor t(Shape{64});
   auto start = std::chrono::steady_clock::now();
