@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/loss.h"
 #include "tensor/tensor.h"
 
 namespace dlt {
@@ -46,10 +47,9 @@ class AsyncDevice {
   // Backend::cross_entropy_async and read_loss, after their checks: the loss kernel and a copy
   // of its totals that read_loss waits for alone (not for work issued after the loss).
   friend class Backend;
-  virtual void loss_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                          Tensor& totals) = 0;
-  virtual double read_loss_totals(const Tensor& totals, const Tensor& labels,
-                                  int64_t* correct) = 0;
+  virtual void loss_async(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
+                          Tensor& dlogits, Tensor& totals) = 0;
+  virtual LossTotals read_loss_totals(const Tensor& totals) = 0;
 };
 
 }  // namespace dlt

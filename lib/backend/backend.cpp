@@ -34,11 +34,6 @@ void slot(const Tensor& norms, int64_t index, const char* op) {
 }
 
 // The layout of a totals tensor (the CUDA backend's kernel writes the same struct).
-struct LossTotals {
-  double loss_sum = 0;
-  uint64_t correct = 0;
-  uint64_t first_bad = UINT64_MAX;
-};
 static_assert(sizeof(LossTotals) <= Backend::kLossTotalsFloats * sizeof(float));
 
 void check_totals(const Tensor& totals, Device d) {
@@ -175,7 +170,8 @@ void Backend::batch_norm_dx_correction(const Tensor& x, const Tensor& mean, cons
 }
 
 namespace {
-void check_loss(const Tensor& probs, const Tensor& labels, const Tensor& dlogits, Device d) {
+void check_loss(const Tensor& probs, const Tensor& labels, const Tensor& dlogits,
+                const LossOptions& opt, Device d) {
   const int64_t n = labels.numel();
   DLT_CHECK(n > 0 && probs.numel() % n == 0,
             "cross_entropy: " << probs.numel() << " probabilities for " << n << " labels");
@@ -185,38 +181,58 @@ void check_loss(const Tensor& probs, const Tensor& labels, const Tensor& dlogits
     same_numel(probs, dlogits, "cross_entropy dlogits");
     on(dlogits, d, "cross_entropy dlogits");
   }
+  if (opt.class_weights.defined()) {
+    DLT_CHECK(opt.class_weights.numel() == probs.numel() / n,
+              "cross_entropy: " << opt.class_weights.numel() << " class weights for "
+                                << probs.numel() / n << " classes");
+    on(opt.class_weights, d, "cross_entropy class weights");
+  }
+}
+
+// The mean loss of totals; throws DataError for a bad label (read from the device).
+double finish_loss(const LossTotals& t, const Tensor& labels, int64_t* correct, int64_t* counted) {
+  if (t.first_bad != UINT64_MAX) {
+    int32_t label = 0;
+    copy_bytes(&label, Device::cpu(), labels.data_i32() + t.first_bad, labels.device(),
+               sizeof(label));
+    throw DataError("cross_entropy: label " + std::to_string(label) + " of sample " +
+                    std::to_string(t.first_bad) + " is outside 0.." +
+                    std::to_string(static_cast<int64_t>(t.classes) - 1) + " (the network has " +
+                    std::to_string(t.classes) + " classes; check the labels)");
+  }
+  if (correct) *correct = static_cast<int64_t>(t.correct);
+  if (counted) *counted = static_cast<int64_t>(t.counted);
+  return t.weight_sum > 0 ? t.loss_sum / t.weight_sum : 0.0;
 }
 }  // namespace
 
 double Backend::cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                              int64_t* correct) {
-  check_loss(probs, labels, dlogits, device());
-  return do_cross_entropy(probs, labels, dlogits, correct);
+                              int64_t* correct, const LossOptions& opt, int64_t* counted) {
+  check_loss(probs, labels, dlogits, opt, device());
+  return finish_loss(do_cross_entropy(probs, labels, opt, dlogits), labels, correct, counted);
 }
 
 void Backend::cross_entropy_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                                  Tensor& totals) {
-  check_loss(probs, labels, dlogits, device());
+                                  Tensor& totals, const LossOptions& opt) {
+  check_loss(probs, labels, dlogits, opt, device());
   check_totals(totals, device());
   if (async_) {
-    async_->loss_async(probs, labels, dlogits, totals);
+    async_->loss_async(probs, labels, opt, dlogits, totals);
     return;
   }
-  int64_t correct = 0;
-  LossTotals t;
-  t.loss_sum = do_cross_entropy(probs, labels, dlogits, &correct) *
-               static_cast<double>(labels.numel());
-  t.correct = static_cast<uint64_t>(correct);
+  const LossTotals t = do_cross_entropy(probs, labels, opt, dlogits);
   copy_bytes(totals.data(), totals.device(), &t, Device::cpu(), sizeof(t));
 }
 
-double Backend::read_loss(const Tensor& totals, const Tensor& labels, int64_t* correct) {
+double Backend::read_loss(const Tensor& totals, const Tensor& labels, int64_t* correct,
+                          int64_t* counted) {
   check_totals(totals, device());
-  if (async_) return async_->read_loss_totals(totals, labels, correct);
   LossTotals t;
-  copy_bytes(&t, Device::cpu(), totals.data(), totals.device(), sizeof(t));
-  if (correct) *correct = static_cast<int64_t>(t.correct);
-  return labels.numel() > 0 ? t.loss_sum / static_cast<double>(labels.numel()) : 0.0;
+  if (async_)
+    t = async_->read_loss_totals(totals);
+  else
+    copy_bytes(&t, Device::cpu(), totals.data(), totals.device(), sizeof(t));
+  return finish_loss(t, labels, correct, counted);
 }
 
 float adam_correction(float b, int64_t t) {

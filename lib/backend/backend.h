@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/loss.h"
 #include "backend/ops.h"
 #include "tensor/tensor.h"
 
@@ -119,21 +120,27 @@ class Backend {
                                 const Tensor& dshift, const Tensor& dscale, Tensor& dx);
 
   // ---- loss: probs (N, C) after softmax, labels int32 (N) on this device ----
-  // Returns the mean cross-entropy; writes dlogits = (probs - onehot(labels)) / N when
-  // dlogits is defined (the gradient with respect to the softmax input).
+  // The weighted mean cross-entropy over the counted labels,
+  //   loss = sum_i w[l_i] * -log(probs[i, l_i]) / W,   W = sum_i w[l_i],
+  // with w = opt.class_weights (all 1 when undefined), and the gradient with respect to the
+  // softmax input, dlogits[i] = w[l_i] * (probs[i] - onehot(l_i)) / W, written when dlogits is
+  // defined. Without weights and undefined labels this is the mean over N. A label of -1 is an
+  // undefined pixel when opt.undefined_labels is set (it counts in no loss, gradient or count:
+  // its dlogits row is 0); any other label outside 0..C-1 is a DataError. correct: counted
+  // labels whose first maximal probability is theirs; counted: labels that are not undefined.
   double cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                       int64_t* correct);
+                       int64_t* correct, const LossOptions& opt = {}, int64_t* counted = nullptr);
   // The same loss without waiting for the device: writes dlogits as cross_entropy does and
-  // leaves the totals (loss sum, correct count, first bad label) in `totals`, a tensor of
-  // kLossTotalsFloats floats on this device; read_loss() waits for them and returns the mean
-  // loss. A training step issues backward and the update before it reads its loss, so the
-  // device does not idle while the host issues work. An AsyncDevice does this (its read waits
-  // for the loss alone, not for the work issued after it); elsewhere the loss is computed at
-  // once.
-  static constexpr int64_t kLossTotalsFloats = 8;
+  // leaves the totals (LossTotals) in `totals`, a tensor of kLossTotalsFloats floats on this
+  // device; read_loss() waits for them and returns the mean loss. A training step issues
+  // backward and the update before it reads its loss, so the device does not idle while the
+  // host issues work. An AsyncDevice does this (its read waits for the loss alone, not for the
+  // work issued after it); elsewhere the loss is computed at once.
+  static constexpr int64_t kLossTotalsFloats = 16;
   void cross_entropy_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                           Tensor& totals);
-  double read_loss(const Tensor& totals, const Tensor& labels, int64_t* correct);
+                           Tensor& totals, const LossOptions& opt = {});
+  double read_loss(const Tensor& totals, const Tensor& labels, int64_t* correct,
+                   int64_t* counted = nullptr);
 
   // ---- optimizers ----
   // One update of w by g (UpdateRule's formulas). m is sgdm's velocity or Adam's first
@@ -187,9 +194,10 @@ class Backend {
                                            const Tensor& var, const Tensor& scale, float epsilon,
                                            double m, const Tensor& dshift, const Tensor& dscale,
                                            Tensor& dx) = 0;
-  // labels.numel() = N > 0, probs.numel() = N * C; dlogits undefined or of probs' numel.
-  virtual double do_cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                                  int64_t* correct) = 0;
+  // labels.numel() = N > 0, probs.numel() = N * C; dlogits undefined or of probs' numel;
+  // class weights undefined or C floats on this device. A bad label sets first_bad.
+  virtual LossTotals do_cross_entropy(const Tensor& probs, const Tensor& labels,
+                                      const LossOptions& opt, Tensor& dlogits) = 0;
   // m or s undefined when the solver does not use it.
   virtual void do_optimizer_update(const UpdateRule& rule, const UpdateScalars& k, Tensor& w,
                                    const Tensor& g, Tensor& m, Tensor& s) = 0;

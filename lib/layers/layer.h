@@ -101,6 +101,17 @@ class Layer {
   // output layer (the loss).
   enum class Role { kHidden, kInput, kOutput };
   virtual Role role() const { return Role::kHidden; }
+  // An output layer's loss: its class weights (empty: all 1) and whether it classifies each
+  // pixel of an (H, W, K) score map (pixelClassification: labels (N, H, W), -1 = an undefined
+  // pixel that counts in no loss or metric) rather than each image (labels (N)).
+  // median_frequency: the weights are still to be computed from the training labels
+  // (ClassWeights: median-frequency; `dltrain train` writes the numbers into the spec).
+  struct LossSpec {
+    std::vector<float> class_weights;
+    bool per_pixel = false;
+    bool median_frequency = false;
+  };
+  virtual LossSpec loss_spec() const { return {}; }
   // Checks the layers that feed this one (classification must follow softmax); throws
   // ConfigError naming the layers. Called once the network is built.
   virtual void check_producers(const std::vector<const Layer*>& producers) const { (void)producers; }

@@ -23,6 +23,7 @@ const LayerType& dropout_layer_type();
 const LayerType& fully_connected_layer_type();
 const LayerType& softmax_layer_type();
 const LayerType& classification_layer_type();
+const LayerType& pixel_classification_layer_type();
 const LayerType& addition_layer_type();
 const LayerType& depth_concatenation_layer_type();
 
@@ -42,6 +43,7 @@ const std::vector<const LayerType*>& layer_registry() {
       &fully_connected_layer_type(),
       &softmax_layer_type(),
       &classification_layer_type(),
+      &pixel_classification_layer_type(),
       &addition_layer_type(),
       &depth_concatenation_layer_type(),
   };

@@ -78,6 +78,16 @@ void Network::build() {
   for (int p : last.inputs) producers.push_back(nodes_[p].layer.get());
   last.layer->check_producers(producers);
   softmax_ = last.inputs[0];
+  loss_ = last.layer->loss_spec();
+  if (!loss_.class_weights.empty()) {
+    if (static_cast<int64_t>(loss_.class_weights.size()) != num_classes())
+      throw ConfigError(spec_.layers.back().loc.prefix() + "layer '" + last.layer->name() + "': " +
+                        std::to_string(loss_.class_weights.size()) + " ClassWeights for " +
+                        std::to_string(num_classes()) + " classes (give one weight per class)");
+    Tensor host(Shape{num_classes()});
+    std::copy(loss_.class_weights.begin(), loss_.class_weights.end(), host.data());
+    loss_weights_ = host.to(device_);
+  }
   std::vector<int> uses(nodes_.size(), 0);
   for (const Node& n : nodes_)
     for (int p : n.inputs) ++uses[p];
@@ -202,9 +212,10 @@ const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
   return nodes_[softmax_].out;
 }
 
-double Network::loss_and_backward(const Tensor& labels, const RunContext& ctx, bool backward, int64_t* correct) {
+double Network::loss_and_backward(const Tensor& labels, const RunContext& ctx, bool backward, int64_t* correct,
+                                  int64_t* counted) {
   loss_and_backward_async(labels, ctx, backward);
-  return read_loss(correct);
+  return read_loss(correct, counted);
 }
 
 void Network::loss_and_backward_async(const Tensor& labels, const RunContext& ctx, bool backward) {
@@ -212,10 +223,17 @@ void Network::loss_and_backward_async(const Tensor& labels, const RunContext& ct
   Node& sm = nodes_[softmax_];
   Tensor none;
   Tensor* dlogits = backward ? grad_target(softmax_, sm.inputs[0]) : nullptr;
-  Tensor probs = sm.out.reshaped(Shape{batch_, num_classes()});
+  const int64_t rows = batch_ * sm.shape[0] * sm.shape[1];
+  DLT_CHECK(labels.numel() == (loss_.per_pixel ? rows : batch_),
+            "loss: " << labels.numel() << " labels for a batch of " << batch_ << " images"
+                     << (loss_.per_pixel ? " of " + sm.shape.str() + " scores (one label per pixel)" : ""));
+  Tensor probs = sm.out.reshaped(Shape{rows, num_classes()});
   if (!loss_totals_.defined()) loss_totals_ = Tensor(Shape{Backend::kLossTotalsFloats}, device_);
   loss_labels_ = labels;
-  be.cross_entropy_async(probs, labels, dlogits ? *dlogits : none, loss_totals_);
+  LossOptions opt;
+  opt.class_weights = loss_weights_;
+  opt.undefined_labels = loss_.per_pixel;
+  be.cross_entropy_async(probs, labels, dlogits ? *dlogits : none, loss_totals_, opt);
   if (!backward) return;
 
   for (int i = softmax_ - 1; i >= 1; --i) {
@@ -225,9 +243,9 @@ void Network::loss_and_backward_async(const Tensor& labels, const RunContext& ct
   if (grads_ready_) grads_ready_(0);
 }
 
-double Network::read_loss(int64_t* correct) {
+double Network::read_loss(int64_t* correct, int64_t* counted) {
   DLT_CHECK(loss_totals_.defined() && loss_labels_.defined(), "read_loss before loss_and_backward_async");
-  return backend_for(device_).read_loss(loss_totals_, loss_labels_, correct);
+  return backend_for(device_).read_loss(loss_totals_, loss_labels_, correct, counted);
 }
 
 void Network::backward_node(int i, const RunContext& ctx) {

@@ -52,17 +52,26 @@ class Network {
   int64_t activation_bytes() const;
   int64_t batch() const { return batch_; }
 
+  // Per-pixel classification (pixelClassification output): labels are (N, H, W) with -1 for
+  // undefined pixels, and the output is an (H, W, K) map of class probabilities.
+  bool per_pixel() const { return loss_.per_pixel; }
+  // The output layer's class weights (empty: all 1).
+  const std::vector<float>& class_weights() const { return loss_.class_weights; }
+
   // x: (N, H, W, C) on the network's device with N == batch(). Returns the class
-  // probabilities (N, 1, 1, K), valid until the next forward.
+  // probabilities (N, 1, 1, K), or (N, H, W, K) per pixel, valid until the next forward.
   const Tensor& forward(const Tensor& x, const RunContext& ctx);
-  // After forward: mean cross-entropy against labels (int32 (N) on the device); counts
-  // correct predictions when correct is not null. With backward = true also fills every
+  // After forward: mean cross-entropy against labels (int32 (N), or (N, H, W) per pixel, on
+  // the device; weighted by the class weights, undefined pixels left out: Backend::cross_entropy);
+  // counts correct predictions when correct is not null, and the labels counted (pixels that
+  // are not undefined) when counted is not null. With backward = true also fills every
   // parameter gradient (overwriting).
-  double loss_and_backward(const Tensor& labels, const RunContext& ctx, bool backward, int64_t* correct);
+  double loss_and_backward(const Tensor& labels, const RunContext& ctx, bool backward, int64_t* correct,
+                           int64_t* counted = nullptr);
   // The same in two halves: issue the loss (and backward) without waiting for the device,
   // then read the mean loss (waits). labels must stay unchanged until read_loss.
   void loss_and_backward_async(const Tensor& labels, const RunContext& ctx, bool backward);
-  double read_loss(int64_t* correct);
+  double read_loss(int64_t* correct, int64_t* counted = nullptr);
   // A replayed CUDA graph (lib/train/step_graph.h) ran the loss of its capture without this
   // host calling loss_and_backward_async: read_loss must count against the labels it captured.
   void set_loss_labels(const Tensor& labels) { loss_labels_ = labels; }
@@ -124,6 +133,8 @@ class Network {
   int softmax_ = -1;  // the softmax node feeding the classification layer
   std::vector<std::string> classes_;
   Tensor flat_values_, flat_grads_;
+  Layer::LossSpec loss_;           // the output layer's
+  Tensor loss_weights_;            // its class weights on the device (undefined: none)
   Tensor loss_totals_, loss_labels_;  // the last loss_and_backward_async's result and labels
   bool grad_reuse_ = true;
   bool mixed_ = false;

@@ -232,22 +232,33 @@ inline AgreementRow concat_row(std::string name, int64_t n, int64_t h, int64_t w
           }};
 }
 
-inline AgreementRow cross_entropy_row(std::string name, int64_t n, int64_t c) {
-  return {"cross_entropy " + name, [n, c](Backend& be, double tol) {
+// weighted: per-class weights in [0.2, 3); undefined: about a quarter of the labels are -1.
+inline AgreementRow cross_entropy_row(std::string name, int64_t n, int64_t c, bool weighted = false,
+                                      bool undefined = false) {
+  return {"cross_entropy " + name, [n, c, weighted, undefined](Backend& be, double tol) {
             Rng rng(53);
             const Device dev = be.device();
             Vec probs = ref::softmax_forward(n, c, random_vec(n * c, rng, -4.0, 4.0));
             std::vector<int32_t> labels(n);
             Tensor tl(Shape{n}, Device::cpu(), DType::kI32);
-            for (int64_t i = 0; i < n; ++i) tl.data_i32()[i] = labels[i] = rng.below(c);
+            for (int64_t i = 0; i < n; ++i) {
+              labels[i] = rng.below(c);
+              if (undefined && rng.below(4) == 0) labels[i] = -1;
+              tl.data_i32()[i] = labels[i];
+            }
+            Vec weights = weighted ? random_vec(c, rng, 0.2, 3.0) : Vec{};
+            LossOptions opt;
+            opt.undefined_labels = undefined;
+            if (weighted) opt.class_weights = to_tensor(weights, {c}, dev);
             Tensor tp = to_tensor(probs, {n, 1, 1, c}, dev), td(tp.shape(), dev);
             Tensor tl_dev = tl.to(dev);
             Vec dl;
-            int64_t want_correct = 0, correct = -1;
-            double want = ref::cross_entropy(n, c, probs, labels, &dl, &want_correct);
-            double got = be.cross_entropy(tp, tl_dev, td, &correct);
+            int64_t want_correct = 0, correct = -1, want_counted = 0, counted = -1;
+            double want = ref::cross_entropy(n, c, probs, labels, &dl, &want_correct, weights, &want_counted);
+            double got = be.cross_entropy(tp, tl_dev, td, &correct, opt, &counted);
             CHECK(got == Approx(want).epsilon(tol));
             CHECK(correct == want_correct);
+            CHECK(counted == want_counted);
             check_close("dlogits", td, dl, tol);
           }};
 }
@@ -346,6 +357,9 @@ inline std::vector<AgreementRow> agreement_rows() {
 
   rows.push_back(cross_entropy_row("100x10", 100, 10));
   rows.push_back(cross_entropy_row("3x1000", 3, 1000));
+  rows.push_back(cross_entropy_row("weighted 700x11", 700, 11, true, false));
+  rows.push_back(cross_entropy_row("undefined 700x11", 700, 11, false, true));
+  rows.push_back(cross_entropy_row("weighted undefined 40000x11", 40000, 11, true, true));
   return rows;
 }
 

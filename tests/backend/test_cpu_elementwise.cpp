@@ -124,6 +124,40 @@ TEST_CASE("cross_entropy by hand", "[backend][cpu]") {
   CHECK_THROWS_AS(be.cross_entropy(zero, one_label, none, nullptr), DataError);
 }
 
+TEST_CASE("cross_entropy with class weights and undefined labels, by hand", "[backend][cpu]") {
+  Backend& be = cpu_backend();
+  Tensor probs = to_tensor({0.7, 0.2, 0.1, 0.1, 0.3, 0.6, 0.2, 0.5, 0.3}, {3, 1, 1, 3});
+  Tensor labels(Shape{3}, Device::cpu(), DType::kI32);
+  labels.data_i32()[0] = 0;
+  labels.data_i32()[1] = -1;  // undefined
+  labels.data_i32()[2] = 1;
+  LossOptions opt;
+  opt.undefined_labels = true;
+  opt.class_weights = to_tensor({2, 0.5, 1}, {3});
+  Tensor d(probs.shape());
+  int64_t correct = -1, counted = -1;
+  // W = 2 + 0.5; loss = (2 * -log 0.7 + 0.5 * -log 0.5) / W; dlogits = w (p - onehot) / W
+  const double loss = be.cross_entropy(probs, labels, d, &correct, opt, &counted);
+  CHECK(loss == Approx((-2 * std::log(0.7) - 0.5 * std::log(0.5)) / 2.5).epsilon(1e-6));
+  CHECK(correct == 2);
+  CHECK(counted == 2);
+  CHECK(all_close(to_vec(d), {0.8 * -0.3, 0.8 * 0.2, 0.8 * 0.1, 0, 0, 0, 0.2 * 0.2, 0.2 * -0.5, 0.2 * 0.3},
+                  1e-6, 1e-7));
+  // Without undefined_labels a -1 is a bad label; with it, every label undefined is loss 0.
+  Tensor none;
+  opt.undefined_labels = false;
+  CHECK_THROWS_WITH(be.cross_entropy(probs, labels, none, nullptr, opt),
+                    Catch::Contains("label -1 of sample 1 is outside 0..2"));
+  opt.undefined_labels = true;
+  for (int i = 0; i < 3; ++i) labels.data_i32()[i] = -1;
+  CHECK(be.cross_entropy(probs, labels, d, &correct, opt, &counted) == 0.0);
+  CHECK(counted == 0);
+  CHECK(to_vec(d) == Vec(9, 0.0));
+  // A label beyond the classes is an error also when undefined labels are allowed.
+  labels.data_i32()[2] = 3;
+  CHECK_THROWS_AS(be.cross_entropy(probs, labels, none, nullptr, opt), DataError);
+}
+
 TEST_CASE("sgdm, adam and rmsprop updates match closed-form values", "[backend][cpu]") {
   Backend& be = cpu_backend();
   SECTION("sgdm") {

@@ -114,3 +114,50 @@ TEST_CASE("memory footprint follows seed 001's getMemoryFootprint", "[net]") {
   CHECK(net.memory_bytes() == 4 * (learnables + 32 * 32 * 3));
   CHECK(net.flops_per_image() == 2 * 32 * 5 * 5 * 3 * 32 * 32 + 2 * 15 * 15 * 32 * 10);
 }
+
+TEST_CASE("network gradients: per-pixel weighted loss with undefined pixels", "[net][grad]") {
+  // A fully convolutional network: every pixel's scores feed pixelClassification, whose class
+  // weights scale each pixel's loss and whose undefined pixels (-1) count nowhere.
+  NetworkSpec s = spec_of({
+      named(layer_spec("imageInput", {"InputSize=[5,6,2]", "Normalization=none"}), "in"),
+      named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=4", "Padding=same"}), "conv1"),
+      named(layer_spec("relu", {}), "relu1"),
+      named(layer_spec("convolution2d", {"FilterSize=1", "NumFilters=3"}), "score"),
+      named(layer_spec("softmax", {}), "sm"),
+      named(layer_spec("pixelClassification", {"ClassWeights=[0.5,2,1.25]"}), "labels"),
+  });
+  Network net(s, Device::cpu());
+  CHECK(net.per_pixel());
+  CHECK(net.class_weights() == std::vector<float>{0.5f, 2.f, 1.25f});
+  GradCheckOptions o;
+  o.batch = 3;
+  o.samples = 16;
+  o.step = 1e-3;
+  o.undefined_fraction = 0.3;
+  auto r = check_network(s, o);
+  INFO("worst " << r.worst << " error " << r.max_error << " kinks " << r.skipped_kinks);
+  CHECK(r.checked > 30);
+  CHECK(r.failed == 0);
+}
+
+TEST_CASE("pixelClassification: class weights and placement errors", "[net]") {
+  auto net_with = [](const std::string& weights, const std::string& before) {
+    return spec_of({
+        named(layer_spec("imageInput", {"InputSize=[4,4,1]", "Normalization=none"}), "in"),
+        named(layer_spec("convolution2d", {"FilterSize=1", "NumFilters=3"}), "score"),
+        named(layer_spec(before, {}), "sm"),
+        named(layer_spec("pixelClassification", weights.empty() ? std::vector<std::string>{}
+                                                               : std::vector<std::string>{weights}),
+              "labels"),
+    });
+  };
+  CHECK_NOTHROW(Network(net_with("", "softmax"), Device::cpu()));
+  CHECK_THROWS_WITH(Network(net_with("ClassWeights=[1,2]", "softmax"), Device::cpu()),
+                    Catch::Contains("ClassWeights has 2 weights for 3 classes"));
+  CHECK_THROWS_WITH(Network(net_with("ClassWeights=[1,-2,1]", "softmax"), Device::cpu()),
+                    Catch::Contains("ClassWeights must be none, median-frequency or a list"));
+  CHECK_THROWS_WITH(Network(net_with("", "relu"), Device::cpu()),
+                    Catch::Contains("must follow a softmax layer, not relu"));
+  Network mf(net_with("ClassWeights=median-frequency", "softmax"), Device::cpu());
+  CHECK(mf.layer(3).loss_spec().median_frequency);
+}

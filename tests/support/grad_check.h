@@ -21,6 +21,7 @@ struct GradCheckOptions {
   double input_scale = 1.0;  // inputs ~ U(-scale, scale)
   double kink_guard = 0.0;   // inputs with |x| < guard are pushed away from 0
   uint64_t seed = 1;
+  double undefined_fraction = 0.25;  // per-pixel losses: labels left undefined (-1)
 };
 
 struct GradCheckReport {
@@ -33,7 +34,8 @@ struct GradCheckReport {
 GradCheckReport check_layer(const LayerSpec& spec, const std::vector<Shape>& input_shapes,
                             const GradCheckOptions& options);
 
-// Whole network with its cross-entropy loss on random labels: checks every parameter.
+// Whole network with its cross-entropy loss on random labels (per pixel for a
+// pixelClassification output, some undefined): checks every parameter.
 GradCheckReport check_network(const NetworkSpec& spec, const GradCheckOptions& options);
 
 // A LayerSpec from "type" and "key=value" options (lists as "[1,2]").

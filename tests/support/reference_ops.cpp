@@ -351,22 +351,28 @@ std::vector<Vec> concat_backward(int64_t pixels, const std::vector<int64_t>& cha
 }
 
 double cross_entropy(int64_t n, int64_t c, const Vec& probs, const std::vector<int32_t>& labels,
-                     Vec* dlogits, int64_t* correct) {
-  double loss = 0;
-  int64_t right = 0;
+                     Vec* dlogits, int64_t* correct, const Vec& weights, int64_t* counted) {
+  double loss = 0, wsum = 0;
+  int64_t right = 0, count = 0;
   if (dlogits) dlogits->assign(n * c, 0.0);
+  auto weight = [&](int64_t l) { return weights.empty() ? 1.0 : weights[l]; };
+  for (int64_t i = 0; i < n; ++i)
+    if (labels[i] >= 0) wsum += weight(labels[i]), ++count;
   for (int64_t i = 0; i < n; ++i) {
     const int64_t l = labels[i];
-    loss -= std::log(std::max(probs[i * c + l], 1e-37));
+    if (l < 0) continue;  // undefined: no loss, zero gradient
+    loss -= weight(l) * std::log(std::max(probs[i * c + l], 1e-37));
     int64_t best = 0;
     for (int64_t j = 1; j < c; ++j)
       if (probs[i * c + j] > probs[i * c + best]) best = j;
     right += best == l;
     if (dlogits)
-      for (int64_t j = 0; j < c; ++j) (*dlogits)[i * c + j] = (probs[i * c + j] - (j == l)) / n;
+      for (int64_t j = 0; j < c; ++j)
+        (*dlogits)[i * c + j] = weight(l) * (probs[i * c + j] - (j == l)) / wsum;
   }
   if (correct) *correct = right;
-  return loss / n;
+  if (counted) *counted = count;
+  return wsum > 0 ? loss / wsum : 0.0;
 }
 
 }  // namespace dlt::ref

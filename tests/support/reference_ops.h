@@ -64,9 +64,12 @@ std::vector<Vec> concat_backward(int64_t pixels, const std::vector<int64_t>& cha
                                  const Vec& dy);
 
 // ---- cross-entropy of softmax probabilities (N, C) with integer labels (N) ----
-// Returns mean -log(max(p_true, 1e-37)); dlogits (if non-null) = (probs - onehot) / N;
-// correct (if non-null) counts rows whose first argmax equals the label.
+// Returns the weighted mean sum w[l] * -log(max(p_l, 1e-37)) / sum w[l] over the rows whose
+// label is not -1 (undefined); dlogits (if non-null) = w[l] (probs - onehot) / sum w[l], 0 for
+// undefined rows; correct (if non-null) counts rows whose first argmax equals the label;
+// counted the rows that are not undefined. weights empty: all 1.
 double cross_entropy(int64_t n, int64_t c, const Vec& probs, const std::vector<int32_t>& labels,
-                     Vec* dlogits, int64_t* correct);
+                     Vec* dlogits, int64_t* correct, const Vec& weights = {},
+                     int64_t* counted = nullptr);
 
 }  // namespace dlt::ref

@@ -81,8 +81,8 @@ class CpuBackend final : public Backend {
                                    const Tensor& var, const Tensor& scale, float epsilon,
                                    double m, const Tensor& dshift, const Tensor& dscale,
                                    Tensor& dx) override;  // batch_norm_sync.cpp
-  double do_cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                          int64_t* correct) override;
+  LossTotals do_cross_entropy(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
+                              Tensor& dlogits) override;
   void do_optimizer_update(const UpdateRule& rule, const UpdateScalars& k, Tensor& w,
                            const Tensor& g, Tensor& m, Tensor& s) override;
 

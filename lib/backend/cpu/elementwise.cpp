@@ -2,6 +2,7 @@
 // OpenMP loops (memory-bound; oneDNN would add nothing), on arguments Backend has checked.
 // Results do not depend on the thread count except for the rounding of the double-precision
 // reductions.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -127,39 +128,48 @@ void CpuBackend::do_mul(const Tensor& x, const Tensor& m, Tensor& y) {
   for (int64_t i = 0; i < n; ++i) py[i] = px[i] * pm[i];
 }
 
-double CpuBackend::do_cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                                    int64_t* correct) {
+LossTotals CpuBackend::do_cross_entropy(const Tensor& probs, const Tensor& labels,
+                                        const LossOptions& opt, Tensor& dlogits) {
   const int64_t n = labels.numel();
   const int64_t c = probs.numel() / n;
   const float* p = probs.data();
   const int32_t* lab = labels.data_i32();
+  const float* cw = opt.class_weights.defined() ? opt.class_weights.data() : nullptr;
   float* d = dlogits.defined() ? dlogits.data() : nullptr;
-  const float inv_n = 1.f / static_cast<float>(n);
-  double loss = 0;
-  int64_t right = 0, bad = -1;
+  LossTotals t;
+  t.classes = static_cast<uint64_t>(c);
+  // Pass 1: the labels' validity and the weight sum W, the gradient's denominator.
   for (int64_t i = 0; i < n; ++i) {
     const int32_t l = lab[i];
+    if (l == -1 && opt.undefined_labels) continue;
     if (l < 0 || l >= c) {
-      bad = i;
-      break;
+      t.first_bad = static_cast<uint64_t>(i);
+      return t;
+    }
+    t.weight_sum += cw ? static_cast<double>(cw[l]) : 1.0;
+    ++t.counted;
+  }
+  const float inv_w = t.weight_sum > 0 ? 1.f / static_cast<float>(t.weight_sum) : 0.f;
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t l = lab[i];
+    if (l < 0) {  // undefined: no loss, no gradient
+      if (d) std::fill(d + i * c, d + (i + 1) * c, 0.f);
+      continue;
     }
     const float* row = p + i * c;
-    loss -= std::log(std::max(static_cast<double>(row[l]), 1e-37));
+    const float w = cw ? cw[l] : 1.f;
+    t.loss_sum -= static_cast<double>(w) * std::log(std::max(static_cast<double>(row[l]), 1e-37));
     int64_t best = 0;
     for (int64_t j = 1; j < c; ++j)
       if (row[j] > row[best]) best = j;
-    right += best == l;
+    t.correct += best == l;
     if (d) {
-      for (int64_t j = 0; j < c; ++j) d[i * c + j] = row[j] * inv_n;
-      d[i * c + l] -= inv_n;
+      const float scale = cw ? w * inv_w : inv_w;
+      for (int64_t j = 0; j < c; ++j) d[i * c + j] = row[j] * scale;
+      d[i * c + l] -= scale;
     }
   }
-  if (bad >= 0)
-    throw DataError("cross_entropy: label " + std::to_string(lab[bad]) + " of sample " +
-                    std::to_string(bad) + " is outside 0.." + std::to_string(c - 1) +
-                    " (the network has " + std::to_string(c) + " classes; check the labels)");
-  if (correct) *correct = right;
-  return loss / static_cast<double>(n);
+  return t;
 }
 
 void CpuBackend::do_optimizer_update(const UpdateRule& r, const UpdateScalars& k, Tensor& w,

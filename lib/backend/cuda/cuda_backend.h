@@ -79,13 +79,13 @@ class CudaBackend final : public Backend, public AsyncDevice {
                                    const Tensor& var, const Tensor& scale, float epsilon,
                                    double m, const Tensor& dshift, const Tensor& dscale,
                                    Tensor& dx) override;
-  double do_cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                          int64_t* correct) override;
+  LossTotals do_cross_entropy(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
+                              Tensor& dlogits) override;
   void do_optimizer_update(const UpdateRule& rule, const UpdateScalars& k, Tensor& w,
                            const Tensor& g, Tensor& m, Tensor& s) override;
-  void loss_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                  Tensor& totals) override;
-  double read_loss_totals(const Tensor& totals, const Tensor& labels, int64_t* correct) override;
+  void loss_async(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
+                  Tensor& dlogits, Tensor& totals) override;
+  LossTotals read_loss_totals(const Tensor& totals) override;
 
  private:
   struct Staging {

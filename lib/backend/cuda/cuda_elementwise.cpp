@@ -120,39 +120,40 @@ void CudaBackend::do_batch_norm_dx_correction(const Tensor& x, int64_t positions
                                  ctx_.stream);
 }
 
-double CudaBackend::do_cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                                     int64_t* correct) {
+LossTotals CudaBackend::do_cross_entropy(const Tensor& probs, const Tensor& labels,
+                                         const LossOptions& opt, Tensor& dlogits) {
   Tensor totals(Shape{kLossTotalsFloats}, device());
-  loss_async(probs, labels, dlogits, totals);
-  return read_loss_totals(totals, labels, correct);
+  loss_async(probs, labels, opt, dlogits, totals);
+  return read_loss_totals(totals);
 }
 
-// The kernel writes its CrossEntropyResult straight into the totals tensor; nothing waits.
+// The kernels write their LossTotals straight into the totals tensor; nothing waits.
 // The result is also copied to pinned memory behind an event, for read_loss_totals; in a
 // capture the event record is a node of the graph, so every replay records it.
-void CudaBackend::loss_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                             Tensor& totals) {
-  static_assert(sizeof(cuda::CrossEntropyResult) <= kLossTotalsFloats * sizeof(float));
+void CudaBackend::loss_async(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
+                             Tensor& dlogits, Tensor& totals) {
+  static_assert(sizeof(cuda::CrossEntropyResult) == sizeof(LossTotals));
+  static_assert(sizeof(LossTotals) <= kLossTotalsFloats * sizeof(float));
   const int64_t n = labels.numel();
   const int64_t c = probs.numel() / n;
   enter();
   cuda::cross_entropy(probs.data(), labels.data_i32(), n, c,
-                      dlogits.defined() ? dlogits.data() : nullptr,
+                      opt.class_weights.defined() ? opt.class_weights.data() : nullptr,
+                      opt.undefined_labels, dlogits.defined() ? dlogits.data() : nullptr,
                       scratch(cuda::cross_entropy_scratch(n)),
                       reinterpret_cast<cuda::CrossEntropyResult*>(totals.data()), ctx_.stream);
   loss_pending_ = nullptr;
-  DLT_CUDA(cudaMemcpyAsync(loss_h_, totals.data(), sizeof(cuda::CrossEntropyResult),
-                           cudaMemcpyDeviceToHost, ctx_.stream));
+  DLT_CUDA(cudaMemcpyAsync(loss_h_, totals.data(), sizeof(LossTotals), cudaMemcpyDeviceToHost,
+                           ctx_.stream));
   DLT_CUDA(cudaEventRecordWithFlags(loss_mark_, ctx_.stream,
                                     capturing_ ? cudaEventRecordExternal : cudaEventRecordDefault));
   (capturing_ ? graph_loss_ : loss_pending_) = totals.data();
 }
 
-double CudaBackend::read_loss_totals(const Tensor& totals, const Tensor& labels,
-                                     int64_t* correct) {
+LossTotals CudaBackend::read_loss_totals(const Tensor& totals) {
   not_capturing("read_loss");
   enter();
-  cuda::CrossEntropyResult r;
+  LossTotals r;
   if (loss_pending_ == totals.data()) {
     // The copy made right after the loss kernel: wait for it alone, so the device goes on with
     // the backward pass and the update (issued since) while the host issues the next step.
@@ -164,19 +165,7 @@ double CudaBackend::read_loss_totals(const Tensor& totals, const Tensor& labels,
     DLT_CUDA(cudaStreamSynchronize(ctx_.stream));
     std::memcpy(&r, result_h_, sizeof(r));
   }
-  const int64_t n = labels.numel();
-  if (r.first_bad != UINT64_MAX) {
-    const auto bad = static_cast<int64_t>(r.first_bad);
-    int32_t label = 0;
-    DLT_CUDA(cudaMemcpyAsync(result_h_, labels.data_i32() + bad, sizeof(int32_t),
-                             cudaMemcpyDeviceToHost, ctx_.stream));
-    DLT_CUDA(cudaStreamSynchronize(ctx_.stream));
-    std::memcpy(&label, result_h_, sizeof(label));
-    throw DataError("cross_entropy: label " + std::to_string(label) + " of sample " +
-                    std::to_string(bad) + " is outside the network's classes (check the labels)");
-  }
-  if (correct) *correct = static_cast<int64_t>(r.correct);
-  return n > 0 ? r.loss_sum / static_cast<double>(n) : 0.0;
+  return r;
 }
 
 void CudaBackend::do_optimizer_update(const UpdateRule& r, const UpdateScalars& k, Tensor& w,

@@ -59,18 +59,24 @@ void l2_norm_into(const float* x, int64_t n, double* scratch, float* norms, bool
                   cudaStream_t stream);
 void clip_to_norm(float* p, int64_t n, const float* norms, double threshold, cudaStream_t stream);
 
-// Written by cross_entropy (device memory); first_bad = the first sample whose label is
-// outside 0..c-1, or UINT64_MAX when all are valid.
+// Written by cross_entropy (device memory), laid out as LossTotals (backend/loss.h):
+// first_bad = the first sample whose label is outside 0..c-1 (and not an allowed -1), or
+// UINT64_MAX when all are valid.
 struct CrossEntropyResult {
   double loss_sum;
+  double weight_sum;
   unsigned long long correct;
+  unsigned long long counted;
   unsigned long long first_bad;
+  unsigned long long classes;
 };
-// scratch: cross_entropy_scratch(n) bytes (8-byte aligned). dlogits may be null.
+// The weighted mean cross-entropy of Backend::cross_entropy. class_weights (c) and dlogits may
+// be null; undefined_labels: a label of -1 counts nowhere (its dlogits row is 0).
+// scratch: cross_entropy_scratch(n) bytes (8-byte aligned).
 size_t cross_entropy_scratch(int64_t n);
 void cross_entropy(const float* probs, const int32_t* labels, int64_t n, int64_t c,
-                   float* dlogits, void* scratch, CrossEntropyResult* result,
-                   cudaStream_t stream);
+                   const float* class_weights, bool undefined_labels, float* dlogits,
+                   void* scratch, CrossEntropyResult* result, cudaStream_t stream);
 
 // Per-channel mean and biased variance of x (positions, c) in double, two passes.
 // scratch: channel_moments_scratch(positions, c) doubles. positions > 0.

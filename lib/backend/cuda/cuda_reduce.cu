@@ -53,24 +53,55 @@ __global__ void clip_to_norm_kernel(float* p, int64_t n, const float* norm, doub
   for (int64_t i = first_index(); i < n; i += grid_stride()) p[i] = __fmul_rn(p[i], s);
 }
 
-// One warp per sample: loss (double), whether the first maximal probability is the label's,
-// and dlogits = (probs - onehot) / n. A bad label records its sample and writes nothing.
+// One block: the weight sum W (the gradient's denominator) and the count of the labels that
+// are not undefined, into result; the first bad label into result->first_bad.
+__global__ void cross_entropy_weight_kernel(const int32_t* labels, int64_t n, int64_t c,
+                                            const float* class_weights, bool undefined_labels,
+                                            CrossEntropyResult* result) {
+  double w = 0, counted = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const int32_t l = labels[i];
+    if (l == -1 && undefined_labels) continue;
+    if (l < 0 || l >= c) {
+      atomicMin(&result->first_bad, static_cast<unsigned long long>(i));
+      continue;
+    }
+    w += class_weights ? static_cast<double>(class_weights[l]) : 1.0;
+    counted += 1;
+  }
+  w = block_sum(w);
+  counted = block_sum(counted);
+  if (threadIdx.x == 0) {
+    result->weight_sum = w;
+    result->counted = static_cast<unsigned long long>(counted);
+    result->classes = static_cast<unsigned long long>(c);
+  }
+}
+
+// One warp per sample: weighted loss (double), whether the first maximal probability is the
+// label's, and dlogits = w[l] * (probs - onehot) / W. An undefined label writes a zero row;
+// a bad one (recorded by the weight kernel) writes nothing.
 __global__ void cross_entropy_rows_kernel(const float* probs, const int32_t* labels, int64_t n,
-                                          int64_t c, float* dlogits, double* row_loss,
-                                          int32_t* row_correct, CrossEntropyResult* result) {
+                                          int64_t c, const float* class_weights, float* dlogits,
+                                          double* row_loss, int32_t* row_correct,
+                                          const CrossEntropyResult* result) {
   const int lane = threadIdx.x & 31;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
-  const float inv_n = __fdiv_rn(1.f, static_cast<float>(n));
+  const double wsum = result->weight_sum;
+  const float inv_w = wsum > 0 ? __fdiv_rn(1.f, static_cast<float>(wsum)) : 0.f;
   for (int64_t i = first_index() >> 5; i < n; i += warps) {
     const int32_t l = labels[i];
     if (l < 0 || l >= c) {
       if (lane == 0) {
-        atomicMin(&result->first_bad, static_cast<unsigned long long>(i));
         row_loss[i] = 0;
         row_correct[i] = 0;
       }
+      if (l == -1 && dlogits)
+        for (int64_t j = lane; j < c; j += 32) dlogits[i * c + j] = 0.f;
       continue;
     }
+    const float w = class_weights ? class_weights[l] : 1.f;
+    const float scale = class_weights ? __fmul_rn(w, inv_w) : inv_w;
     const float* row = probs + i * c;
     float best = -INFINITY;
     int64_t best_j = c;  // no candidate yet
@@ -84,8 +115,8 @@ __global__ void cross_entropy_rows_kernel(const float* probs, const int32_t* lab
         best_j = j;
       }
       if (dlogits) {
-        const float d = __fmul_rn(v, inv_n);
-        dlogits[i * c + j] = j == l ? __fsub_rn(d, inv_n) : d;
+        const float d = __fmul_rn(v, scale);
+        dlogits[i * c + j] = j == l ? __fsub_rn(d, scale) : d;
       }
     }
     for (int offset = 16; offset > 0; offset >>= 1) {  // keep the larger, on ties the first
@@ -98,7 +129,7 @@ __global__ void cross_entropy_rows_kernel(const float* probs, const int32_t* lab
     }
     if (lane == 0) {
       const double pl = row[l];
-      row_loss[i] = -log(pl < 1e-37 ? 1e-37 : pl);  // std::max's NaN behaviour, as the CPU
+      row_loss[i] = static_cast<double>(w) * -log(pl < 1e-37 ? 1e-37 : pl);  // std::max's NaN behaviour, as the CPU
       row_correct[i] = best_j == l ? 1 : 0;
     }
   }
@@ -232,15 +263,18 @@ size_t cross_entropy_scratch(int64_t n) {
 }
 
 void cross_entropy(const float* probs, const int32_t* labels, int64_t n, int64_t c,
-                   float* dlogits, void* scratch, CrossEntropyResult* result,
-                   cudaStream_t stream) {
+                   const float* class_weights, bool undefined_labels, float* dlogits,
+                   void* scratch, CrossEntropyResult* result, cudaStream_t stream) {
   auto* row_loss = static_cast<double*>(scratch);
   auto* row_correct = reinterpret_cast<int32_t*>(row_loss + n);
   // 0xff bytes: first_bad = UINT64_MAX (no bad label); the other fields are overwritten.
   DLT_CUDA(cudaMemsetAsync(result, 0xff, sizeof(CrossEntropyResult), stream));
+  cross_entropy_weight_kernel<<<1, kThreads, 0, stream>>>(labels, n, c, class_weights,
+                                                         undefined_labels, result);
+  DLT_LAUNCH_CHECK();
   if (n > 0) {
     cross_entropy_rows_kernel<<<grid_for(n, kThreads / 32), kThreads, 0, stream>>>(
-        probs, labels, n, c, dlogits, row_loss, row_correct, result);
+        probs, labels, n, c, class_weights, dlogits, row_loss, row_correct, result);
     DLT_LAUNCH_CHECK();
   }
   cross_entropy_total_kernel<<<1, kThreads, 0, stream>>>(row_loss, row_correct, n, result);
