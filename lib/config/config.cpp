@@ -51,6 +51,7 @@ Config convert(YAML::Node root, const std::string& origin_name, const std::vecto
     throw ConfigError(origin.at(root) + "a config is a map with the sections layers, data and training, got '" +
                       cfg::node_text(root) + "'");
   cfg::move_training_aliases(root, origin);  // the file's; --set redirects its own
+  cfg::expand_layer_generators(root, origin);  // before --set, which names generated layers
   cfg::apply_overrides(root, overrides, origin);
   Config c;
   c.path = origin_name;
