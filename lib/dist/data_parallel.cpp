@@ -84,20 +84,24 @@ void GradientBuckets::finish() {
   ++iterations_;
 }
 
-GlobalTotals all_reduce_totals(Communicator& comm, int64_t images, double mean_loss, int64_t correct) {
+GlobalTotals all_reduce_totals(Communicator& comm, int64_t images, double mean_loss, int64_t correct,
+                               int64_t counted) {
   double n = static_cast<double>(images);
-  double v[3] = {n, images > 0 ? mean_loss * n : 0.0, static_cast<double>(correct)};
-  comm.all_reduce_sum(v, 3);
+  double v[4] = {n, images > 0 ? mean_loss * n : 0.0, static_cast<double>(correct),
+                 static_cast<double>(counted < 0 ? images : counted)};
+  comm.all_reduce_sum(v, 4);
   GlobalTotals t;
   if (comm.size() == 1) {  // exactly the single-process numbers
     t.images = n;
     t.loss = mean_loss;
     t.correct = v[2];
+    t.counted = v[3];
     return t;
   }
   t.images = v[0];
   t.loss = v[0] > 0 ? v[1] / v[0] : 0.0;
   t.correct = v[2];
+  t.counted = v[3];
   t.weight = v[0] > 0 ? n / v[0] : 0.0;
   return t;
 }

@@ -185,7 +185,7 @@ bool Trainer::step(Batch& batch, const Batch* next, RunContext ctx, double lr, I
   }
   buckets_->begin(share.weight);
   double loss = 0;
-  int64_t correct = 0;
+  int64_t correct = 0, counted = 0;
   // The whole step is issued before the host waits for anything (the loss read at the end):
   // the next batch's upload and this batch's compute overlap on a GPU.
   if (batch.size > 0) {
@@ -206,10 +206,11 @@ bool Trainer::step(Batch& batch, const Batch* next, RunContext ctx, double lr, I
     buckets_->finish();
     opt_->step(lr);  // a non-finite loss ends the run below; the updated weights are not kept
   }
-  if (batch.size > 0) loss = net_->read_loss(&correct);
-  GlobalTotals g = all_reduce_totals(*comm_, batch.size, loss, correct);
+  if (batch.size > 0) loss = net_->read_loss(&correct, &counted);
+  GlobalTotals g = all_reduce_totals(*comm_, batch.size, loss, correct, counted);
   rec.minibatch_loss = g.loss;
-  rec.minibatch_accuracy = 100.0 * g.correct / g.images;
+  // Classification: images right; per pixel: pixels right among those not undefined.
+  rec.minibatch_accuracy = g.counted > 0 ? 100.0 * g.correct / g.counted : kNaN;
   if (!std::isfinite(g.loss)) return false;
   images_trained_ += static_cast<int64_t>(g.images);
   return true;
