@@ -1,7 +1,9 @@
 // Network generators with MATLAB's names: `layers: {segnetLayers: {...}}` or
 // `layers: {unetLayers: {...}}` expands, when the config loads and before --set, into the
 // layer list MATLAB's function returns (same layer names and order), so that
-// `--set layers.NAME.Option=...` and the resolved config.yaml see ordinary layers.
+// `--set layers.NAME.Option=...` and the resolved config.yaml see ordinary layers. Beyond
+// MATLAB's options, ClassWeights goes to the pixelClassification layer (seed 003 replaces
+// that layer by one with weights; here it is one key).
 #include <cmath>
 #include <functional>
 #include <map>
@@ -85,6 +87,11 @@ class GeneratorArgs {
       fail(*find(key), "must be one integer or one per encoder stage (" + std::to_string(stages) + ")");
     return v;
   }
+  // The value of key as written (a scalar or a list), or null.
+  YAML::Node raw(const std::string& key) {
+    const Entry* e = find(key);
+    return e ? e->value : YAML::Node();
+  }
   void check_all_used() const {
     for (const auto& [key, e] : entries_) {
       bool used = false;
@@ -126,15 +133,15 @@ YAML::Node list_of(const std::vector<int64_t>& v) {
 
 class LayerList {
  public:
-  YAML::Node& add(const std::string& type, const std::string& name) {
+  YAML::Node add(const std::string& type, const std::string& name) {  // a handle: edits reach the list
     YAML::Node n(YAML::NodeType::Map);
     n["type"] = type;
     n["Name"] = name;
     layers_.push_back(n);
     return layers_.back();
   }
-  YAML::Node& conv(const std::string& name, int64_t filter, int64_t filters) {
-    YAML::Node& n = add("convolution2d", name);
+  YAML::Node conv(const std::string& name, int64_t filter, int64_t filters) {
+    YAML::Node n = add("convolution2d", name);
     n["FilterSize"] = filter;
     n["NumFilters"] = filters;
     n["Padding"] = "same";
@@ -169,10 +176,11 @@ YAML::Node segnet(const YAML::Node& node, const Origin& origin) {
   const std::vector<int64_t> channels = a.per_stage("NumOutputChannels", def_channels, depth);
   const int64_t filter = a.integer("FilterSize", 3, 1);
   const std::string norm = a.word("Normalization", "zerocenter", {"zerocenter", "zscore", "none"});
+  const YAML::Node weights = a.raw("ClassWeights");
   a.check_all_used();
 
   LayerList l;
-  YAML::Node& in = l.add("imageInput", "inputImage");
+  YAML::Node in = l.add("imageInput", "inputImage");
   in["InputSize"] = list_of(size);
   in["Normalization"] = norm;
   auto conv_bn_relu = [&](const std::string& stage, int64_t j, int64_t k) {
@@ -183,20 +191,21 @@ YAML::Node segnet(const YAML::Node& node, const Origin& origin) {
   for (int64_t i = 1; i <= depth; ++i) {
     const std::string stage = "encoder" + str(i);
     for (int64_t j = 1; j <= convs[i - 1]; ++j) conv_bn_relu(stage, j, channels[i - 1]);
-    YAML::Node& pool = l.add("maxPooling2d", stage + "_maxpool");
+    YAML::Node pool = l.add("maxPooling2d", stage + "_maxpool");
     pool["PoolSize"] = 2;
     pool["Stride"] = 2;
     pool["HasUnpoolingOutputs"] = "true";
   }
   for (int64_t i = depth; i >= 1; --i) {
     const std::string stage = "decoder" + str(i);
-    YAML::Node& unpool = l.add("maxUnpooling2d", stage + "_unpool");
+    YAML::Node unpool = l.add("maxUnpooling2d", stage + "_unpool");
     unpool["PoolingLayer"] = "encoder" + str(i) + "_maxpool";
     for (int64_t j = convs[i - 1]; j >= 1; --j)
       conv_bn_relu(stage, j, j > 1 ? channels[i - 1] : i > 1 ? channels[i - 2] : classes);
   }
   l.add("softmax", "softmax");
-  l.add("pixelClassification", "pixelLabels");
+  YAML::Node out = l.add("pixelClassification", "pixelLabels");
+  if (weights) out["ClassWeights"] = YAML::Clone(weights);
   return l.node();
 }
 
@@ -213,10 +222,11 @@ YAML::Node unet(const YAML::Node& node, const Origin& origin) {
   const int64_t first = a.integer("NumFirstEncoderFilters", 64, 1);
   const int64_t filter = a.integer("FilterSize", 3, 1);
   const std::string norm = a.word("Normalization", "zerocenter", {"zerocenter", "zscore", "none"});
+  const YAML::Node weights = a.raw("ClassWeights");
   a.check_all_used();
 
   LayerList l;
-  YAML::Node& in = l.add("imageInput", "ImageInputLayer");
+  YAML::Node in = l.add("imageInput", "ImageInputLayer");
   in["InputSize"] = list_of(size);
   in["Normalization"] = norm;
   auto conv_relu_twice = [&](const std::string& stage, int64_t k) {
@@ -235,7 +245,7 @@ YAML::Node unet(const YAML::Node& node, const Origin& origin) {
       dropout(stage + "-DropOut");
       skips.back() = stage + "-DropOut";
     }
-    YAML::Node& pool = l.add("maxPooling2d", stage + "-MaxPool");
+    YAML::Node pool = l.add("maxPooling2d", stage + "-MaxPool");
     pool["PoolSize"] = 2;
     pool["Stride"] = 2;
   }
@@ -244,13 +254,13 @@ YAML::Node unet(const YAML::Node& node, const Origin& origin) {
   for (int64_t i = 1; i <= depth; ++i) {
     const std::string stage = "Decoder-Stage-" + str(i);
     const int64_t k = first << (depth - i);
-    YAML::Node& up = l.add("transposedConv2d", stage + "-UpConv");
+    YAML::Node up = l.add("transposedConv2d", stage + "-UpConv");
     up["FilterSize"] = 2;
     up["NumFilters"] = k;
     up["Stride"] = 2;
     up["WeightsInitializer"] = "he";
     l.add("relu", stage + "-UpReLU");
-    YAML::Node& cat = l.add("depthConcatenation", stage + "-DepthConcatenation");
+    YAML::Node cat = l.add("depthConcatenation", stage + "-DepthConcatenation");
     cat["NumInputs"] = 2;
     YAML::Node inputs(YAML::NodeType::Sequence);
     inputs.push_back(stage + "-UpReLU");
@@ -258,12 +268,13 @@ YAML::Node unet(const YAML::Node& node, const Origin& origin) {
     cat["Inputs"] = inputs;
     conv_relu_twice(stage, k);
   }
-  YAML::Node& final_conv = l.add("convolution2d", "Final-ConvolutionLayer");
+  YAML::Node final_conv = l.add("convolution2d", "Final-ConvolutionLayer");
   final_conv["FilterSize"] = 1;
   final_conv["NumFilters"] = classes;
   final_conv["WeightsInitializer"] = "he";
   l.add("softmax", "Softmax-Layer");
-  l.add("pixelClassification", "Segmentation-Layer");
+  YAML::Node out = l.add("pixelClassification", "Segmentation-Layer");
+  if (weights) out["ClassWeights"] = YAML::Clone(weights);
   return l.node();
 }
 
