@@ -212,5 +212,13 @@ class Backend {
 Backend& backend_for(Device device);
 // Number of usable GPUs (0 in a CPU-only build or when no driver/device is present).
 int cuda_device_count();
+// Why cuda_device_count() is 0: the failing cudaGetDeviceCount's error name and text (e.g.
+// "cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime
+// version"), "no device" when it succeeded with none, or that the build has no CUDA; "" when
+// GPUs are usable.
+std::string cuda_unavailable_reason();
+// The versions of the GPU libraries this process actually loaded: "CUDA driver 13.0, runtime
+// 13.0, cuDNN 9.13.0, cuBLAS 13.0.2" (the driver's, when no GPU is usable); "" in a CPU build.
+std::string cuda_library_versions();
 
 }  // namespace dlt

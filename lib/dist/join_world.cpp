@@ -97,6 +97,14 @@ namespace {
 
 }  // namespace
 
+std::string nccl_library_version() {
+#if DLT_HAVE_NCCL
+  return nccl_loaded_version();
+#else
+  return "";
+#endif
+}
+
 std::shared_ptr<Communicator> join_gpu_world(const WorldInfo& w, int device, const std::string& output_dir,
                                              const Env& env, const CommOptions& settings) {
   if (w.size <= 1) return std::make_shared<LocalCommunicator>();

@@ -11,6 +11,9 @@
 
 namespace dlt {
 
+// The NCCL library this process loaded, "NCCL 2.27.7", or "" in a build without NCCL.
+std::string nccl_library_version();
+
 // The shared directory ranks of a cluster job meet in: env DLT_RENDEZVOUS when set, else
 // <output_dir>/.rendezvous/<source>-<job id> (output_dir must be on a shared file system).
 std::string cluster_rendezvous_dir(const WorldInfo& world, const std::string& output_dir,

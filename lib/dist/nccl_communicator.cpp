@@ -377,6 +377,13 @@ class NcclCommunicator final : public Communicator {
 
 }  // namespace
 
+std::string nccl_loaded_version() {
+  int v = 0;
+  if (ncclGetVersion(&v) != ncclSuccess) return "NCCL (version unknown)";
+  // NCCL >= 2.9: major * 10000 + minor * 100 + patch
+  return "NCCL " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
 std::unique_ptr<Communicator> make_nccl_communicator(const CommOptions& options, int device,
                                                      CommFatalHandler on_fatal) {
   return std::make_unique<NcclCommunicator>(options, device, std::move(on_fatal));

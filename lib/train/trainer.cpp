@@ -12,6 +12,7 @@
 #include "data/batch_loader.h"
 #include "data/datastore.h"
 #include "dist/data_parallel.h"
+#include "dist/join_world.h"
 #include "net/model_file.h"
 #include "net/network.h"
 #include "onnx/transfer.h"
@@ -455,6 +456,9 @@ void Trainer::log_run_start() {
                                                                   : "training on GPU " + device_.str());
   hardware_ = backend_for(device_).name();
   log::info("backend: {}", hardware_);
+  if (!device_.is_cpu())  // what a first GPU run needs to know: the libraries actually loaded
+    log::info("loaded: {}{}", cuda_library_versions(),
+              comm_->kind() == "nccl" ? ", " + nccl_library_version() : std::string());
   if (comm_->size() > 1) hardware_ += ", " + std::to_string(comm_->size()) + " workers (" + comm_->kind() + ")";
   if (net_->mixed_precision()) log::info("Precision mixed: convolution and fullyConnected multiply in bfloat16 (float32 sums and weights)");
   log::info("training on {} with {} images in {} classes{}; {} learnables", device_.str(), train_ds_.size(),

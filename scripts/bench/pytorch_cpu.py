@@ -161,9 +161,12 @@ def build(config_path, torch):
             super().__init__()
             self.mods = nn.ModuleDict()
             self.order = []  # (name, type, input names)
+            self.keeps_indices = set()  # pooling layers whose indices an unpooling layer reuses
+            self.unpool_of = {}         # maxUnpooling2d name -> its PoolingLayer
 
         def forward(self, x):
             values = {}
+            indices = {}  # maxPooling2d with HasUnpoolingOutputs: name -> (indices, input size)
             last = None
             for name, kind, inputs in self.order:
                 if kind == "imageInput":
@@ -176,6 +179,14 @@ def build(config_path, torch):
                             out = out + a
                     elif kind == "depthConcatenation":
                         out = torch.cat(args, dim=1)
+                    elif name in self.keeps_indices:
+                        out, idx = self.mods[name](args[0])
+                        indices[name] = (idx, args[0].shape[2:])
+                    elif name in self.unpool_of:
+                        idx, size = indices[self.unpool_of[name]]
+                        out = self.mods[name](args[0], idx, output_size=size)
+                    elif kind == "crop2d":
+                        out = self.mods[name](args[0], args[1])
                     else:
                         out = self.mods[name](args[0])
                 values[name] = out
@@ -196,10 +207,10 @@ def build(config_path, torch):
         inputs = spec.pop("Inputs", [prev] if prev is not None else [])
         if isinstance(inputs, str):
             inputs = [inputs]
-        if kind in ("softmax", "classification"):
+        if kind in ("softmax", "classification", "pixelClassification"):
             # The model returns logits; training uses the fused softmax + cross-entropy loss,
             # inference applies softmax (see run_inference).
-            if kind == "classification" and num_classes is None:
+            if kind != "softmax" and num_classes is None:
                 num_classes = shapes[prev][0]
             continue
         x = values[inputs[0]] if inputs else None
@@ -238,9 +249,33 @@ def build(config_path, torch):
             is_max = kind == "maxPooling2d"
             sym = pad[0] == pad[1] and pad[2] == pad[3] and pad[0] <= k[0] // 2 and pad[2] <= k[1] // 2
             p = (pad[0], pad[2]) if sym else 0
-            pool = nn.MaxPool2d(k, stride, padding=p) if is_max else \
+            keep = is_max and str(spec.get("HasUnpoolingOutputs", False)).lower() in ("true", "1")
+            pool = nn.MaxPool2d(k, stride, padding=p, return_indices=keep) if is_max else \
                 nn.AvgPool2d(k, stride, padding=p, count_include_pad=True)
+            if keep:
+                if not sym:
+                    raise ValueError(f"{config_path}: layer '{name}': asymmetric padding with unpooling")
+                net.keeps_indices.add(name)
             mod = pool if sym else nn.Sequential(Pad(pad, -math.inf if is_max else 0.0), pool)
+        elif kind == "maxUnpooling2d":
+            pool_name = spec["PoolingLayer"]
+            pool_spec = next(s for s in specs if s.get("Name") == pool_name)
+            mod = nn.MaxUnpool2d(pairs(pool_spec["PoolSize"]), pairs(pool_spec.get("Stride", 1)))
+            net.unpool_of[name] = pool_name
+        elif kind == "transposedConv2d":
+            c_in = x.shape[1]
+            k = pairs(spec["FilterSize"])
+            stride = pairs(spec.get("Stride", 1))
+            crop = spec.get("Cropping", 0)
+            if isinstance(crop, list) and len(set(crop)) > 1:
+                raise ValueError(f"{config_path}: layer '{name}': only symmetric Cropping here")
+            crop = int(crop[0] if isinstance(crop, list) else crop)
+            nf = int(spec["NumFilters"])
+            mod = nn.ConvTranspose2d(c_in, nf, k, stride=stride, padding=crop, bias=True)
+            # dltrain's fan-in of a transposed convolution: FilterSize * NumChannels (its input)
+            init_weight(mod.weight, spec.get("WeightsInitializer"), c_in * k[0] * k[1], nf * k[0] * k[1], torch)
+            with torch.no_grad():
+                mod.bias.zero_()
         elif kind == "globalAveragePooling2d":
             mod = nn.AdaptiveAvgPool2d(1)
         elif kind == "crossChannelNormalization":
@@ -271,6 +306,12 @@ def build(config_path, torch):
                 out = sum(values[n] for n in inputs)
             elif kind == "depthConcatenation":
                 out = torch.cat([values[n] for n in inputs], dim=1)
+            elif name in net.keeps_indices:
+                out, idx = mod.eval()(x)
+                values[name + "#indices"] = (idx, x.shape[2:])
+            elif name in net.unpool_of:
+                idx, size = values[net.unpool_of[name] + "#indices"]
+                out = mod(x, idx, output_size=size)
             else:
                 out = mod.eval()(x)
         if kind == "convolution2d":

@@ -9,7 +9,9 @@
 #include <cstring>
 #include <exception>
 
+#include "backend/backend.h"
 #include "build_config.h"
+#include "dist/join_world.h"
 #include "gpu/gpu_test_util.h"
 
 namespace dlt::test::gpu {
@@ -36,13 +38,14 @@ int main(int argc, char* argv[]) {
       return 77;
     }
     if (count == 0) {
-      std::printf("no GPU: skipped (%s)\n",
-                  DLT_HAVE_CUDA ? "cuda_device_count() is 0: no NVIDIA driver or device visible; "
-                                  "check nvidia-smi and CUDA_VISIBLE_DEVICES"
-                                : "this build has no CUDA backend; configure with -DDLTRAIN_CUDA=ON");
+      std::printf("no GPU: skipped (%s%s)\n", dlt::cuda_unavailable_reason().c_str(),
+                  DLT_HAVE_CUDA ? "; check nvidia-smi and CUDA_VISIBLE_DEVICES" : "");
+      if (DLT_HAVE_CUDA) std::printf("loaded: %s\n", dlt::cuda_library_versions().c_str());
       return 77;
     }
     std::printf("dltrain_gpu_tests: %d GPU(s); testing cuda:0 against the CPU backend\n", count);
+    std::printf("loaded: %s%s%s\n", dlt::cuda_library_versions().c_str(),
+                dlt::nccl_library_version().empty() ? "" : ", ", dlt::nccl_library_version().c_str());
   }
   std::fflush(stdout);
   return Catch::Session().run(argc, argv);

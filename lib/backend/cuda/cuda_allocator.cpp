@@ -229,17 +229,30 @@ CachingAllocator& caching_allocator(int device) {
 
 namespace dlt {
 
-int cuda_device_count() {
-  static const int count = [] {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {  // no driver, no device, driver too old
+namespace {
+struct DeviceProbe {
+  int count = 0;
+  std::string reason;  // why count is 0
+};
+const DeviceProbe& probe_devices() {
+  static const DeviceProbe probe = [] {
+    DeviceProbe p;
+    const cudaError_t st = cudaGetDeviceCount(&p.count);
+    if (st != cudaSuccess) {  // no driver, no device, driver too old
+      p.count = 0;
+      p.reason = std::string(cudaGetErrorName(st)) + ": " + cudaGetErrorString(st);
       (void)cudaGetLastError();
-      return 0;
+    } else if (p.count == 0) {
+      p.reason = "cudaGetDeviceCount found no device";
     }
-    return n;
+    return p;
   }();
-  return count;
+  return probe;
 }
+}  // namespace
+
+int cuda_device_count() { return probe_devices().count; }
+std::string cuda_unavailable_reason() { return probe_devices().reason; }
 
 Allocator& cuda_allocator(int device_index) { return cuda::caching_allocator(device_index); }
 

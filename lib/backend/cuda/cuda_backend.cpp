@@ -53,6 +53,26 @@ CudaBackend::~CudaBackend() {
 
 void CudaBackend::enter() const { cuda::use_device(device_); }
 
+std::string cuda_library_versions() {
+  auto dotted = [](int v, int major_div, int minor_div, int minor_mod) {
+    return std::to_string(v / major_div) + "." + std::to_string(v / minor_div % minor_mod);
+  };
+  int driver = 0, runtime = 0;
+  std::string out = "CUDA driver ";
+  out += cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0 ? dotted(driver, 1000, 10, 100) : "none";
+  (void)cudaGetLastError();
+  if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) out += ", runtime " + dotted(runtime, 1000, 10, 100);
+  const size_t cudnn = cudnnGetVersion();  // major * 10000 + minor * 100 + patch (cuDNN 9)
+  out += ", cuDNN " + std::to_string(cudnn / 10000) + "." + std::to_string(cudnn / 100 % 100) + "." +
+         std::to_string(cudnn % 100);
+  int major = 0, minor = 0, patch = 0;
+  if (cublasGetProperty(MAJOR_VERSION, &major) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(MINOR_VERSION, &minor) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(PATCH_LEVEL, &patch) == CUBLAS_STATUS_SUCCESS)
+    out += ", cuBLAS " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+  return out;
+}
+
 std::string CudaBackend::name() const {
   cudaDeviceProp prop{};
   DLT_CUDA(cudaGetDeviceProperties(&prop, device_));
