@@ -2,6 +2,9 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include <cstdlib>
+#include <cstring>
+
 namespace dlt::log {
 namespace {
 int g_rank = 0;
@@ -14,7 +17,10 @@ void init(int rank, int world_size, bool verbose) {
     logger->set_pattern("[rank " + std::to_string(rank) + "] %^%l%$: %v");
   else
     logger->set_pattern("%^%l%$: %v");
-  logger->set_level(verbose ? spdlog::level::debug : spdlog::level::info);
+  // DLT_LOG=debug shows the debug lines too (e.g. each convolution's cuDNN algorithm).
+  const char* env = std::getenv("DLT_LOG");
+  const bool debug = verbose || (env && std::strcmp(env, "debug") == 0);
+  logger->set_level(debug ? spdlog::level::debug : spdlog::level::info);
   spdlog::set_default_logger(logger);
 }
 

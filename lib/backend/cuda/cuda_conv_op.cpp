@@ -15,6 +15,7 @@
 #include "backend/cuda/conv_algo_cache.h"
 #include "backend/cuda/cuda_op_kernels.h"
 #include "backend/cuda/cuda_op_util.h"
+#include "util/log.h"
 
 namespace dlt::cuda {
 namespace {
@@ -262,12 +263,22 @@ class CudaConvOp final : public ConvOp {
     return d_.bf16 || fp32_math_ok(p.mathType);
   }
 
-  // The fastest measured algorithm that succeeded within the workspace and the math mode.
+  // The fastest measured algorithm that succeeded within the workspace and the math mode;
+  // logged at debug level (--log-level debug) with its time, math type, determinism and
+  // workspace, what a first run on a new GPU needs to see.
   template <class Perf>
   int pick(const Perf* perf, int got, size_t ws_bytes, const char* dir) const {
     for (int i = 0; i < got; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_bytes && usable(perf[i]))
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_bytes && usable(perf[i])) {
+        log::debug("{} {}: cuDNN algorithm {} ({:.3f} ms, {} math, {}, workspace {} KiB of {} KiB; {} measured)",
+                   name_, dir, static_cast<int>(perf[i].algo), static_cast<double>(perf[i].time),
+                   perf[i].mathType == CUDNN_TENSOR_OP_MATH ? "tensor-op"
+                   : perf[i].mathType == CUDNN_FMA_MATH     ? "fma"
+                                                            : "default",
+                   perf[i].determinism == CUDNN_DETERMINISTIC ? "deterministic" : "non-deterministic",
+                   perf[i].memory >> 10, ws_bytes >> 10, got);
         return i;
+      }
     throw DeviceError(name_ + ": cuDNN found no " + dir + " algorithm within a workspace of " +
                       std::to_string(ws_bytes >> 20) +
                       " MiB (raise CudnnWorkspaceMB or set AllowTF32: true" +
