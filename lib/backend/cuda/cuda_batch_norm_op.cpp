@@ -36,11 +36,13 @@ class CudaBatchNormOp final : public BatchNormOp {
     size_t rs = 0;
     use_ex_ =
         backend_options().batch_norm_ex &&
+        // The same descriptors as the calls below: no z (OPS_BN adds nothing) in forward, no
+        // y in backward (the calls pass null for both), no activation.
         cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
-            ctx.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN, x_desc_, x_desc_, x_desc_, bn_desc_, nullptr,
+            ctx.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN, x_desc_, nullptr, x_desc_, bn_desc_, nullptr,
             &fwd_ws_) == CUDNN_STATUS_SUCCESS &&
         cudnnGetBatchNormalizationBackwardExWorkspaceSize(
-            ctx.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN, x_desc_, x_desc_, x_desc_, nullptr, x_desc_,
+            ctx.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN, x_desc_, nullptr, x_desc_, nullptr, x_desc_,
             bn_desc_, nullptr, &bwd_ws_) == CUDNN_STATUS_SUCCESS &&
         cudnnGetBatchNormalizationTrainingExReserveSpaceSize(
             ctx.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN, nullptr, x_desc_, &rs) == CUDNN_STATUS_SUCCESS;

@@ -123,9 +123,11 @@ class CudaConvOp final : public ConvOp {
           ctx_.cudnn, &one, x_desc_, xin, w_desc_, w.data(), conv_desc_, algos_.fwd, ws,
           algos_.fwd_ws, &zero, y_desc_, y.data(), b_desc_, b.data(), act_desc_, y_desc_, y.data());
       if (s == CUDNN_STATUS_SUCCESS) return;
-      if (!cudnn_not_supported(s))
-        throw_cudnn(s, "cudnnConvolutionBiasActivationForward", __FILE__, __LINE__);
-      fused_ok_ = false;  // unsupported for this shape: conv + bias + relu from now on
+      // Any failure (not only "not supported"): conv + bias + relu from now on. A sticky
+      // device error fails the unfused calls below as well and is reported there.
+      log::warn("{}: cudnnConvolutionBiasActivationForward failed ({}); using convolution, bias "
+                "and relu as separate calls from now on", name_, cudnnGetErrorString(s));
+      fused_ok_ = false;
     }
     DLT_CUDNN(cudnnConvolutionForward(ctx_.cudnn, &one, x_desc_, xin, w_desc_, w.data(), conv_desc_,
                                       algos_.fwd, ws, algos_.fwd_ws, &zero, y_desc_, y.data()));
