@@ -22,7 +22,8 @@ same options (sgdm with each learnable's L2 factor, MiniBatchSize with the parti
 dropped, Shuffle every-epoch / once / never, MaxEpochs, constant or piecewise learn rate).
 Runs channels_last with torch.set_num_threads(THREADS) and tcmalloc (pytorch_cpu's "best").
 
-epoch_seconds: the training loop's time per epoch (mean over the epochs after the first).
+train_images_per_second: images trained / seconds in the training loop (augmentation included,
+as dltrain's summary.json counts it).
 Progress goes to stderr, the JSON line to stdout.
 """
 import argparse
@@ -246,10 +247,9 @@ def main():
                 stem = val_items[s + k][0]
                 Image.fromarray(pred[k].numpy().astype(np.uint8)).save(
                     os.path.join(args.predictions, stem + ".png"))
-    steady = epoch_seconds[1:] or epoch_seconds
     print(json.dumps({
         "side": "pytorch", "seed": args.seed, "epochs": epochs,
-        "epoch_seconds": round(sum(steady) / len(steady), 3),
+        "train_images_per_second": round(epochs * per_epoch * bsz / max(sum(epoch_seconds), 1e-9), 3),
         "wall_seconds": round(time.perf_counter() - t_start, 3),
         "train_images": int(n), "val_images": int(val_x.shape[0]), "mini_batch_size": bsz,
         "threads": torch.get_num_threads(), "torch": torch.__version__,
