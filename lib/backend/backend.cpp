@@ -170,6 +170,40 @@ void Backend::batch_norm_dx_correction(const Tensor& x, const Tensor& mean, cons
 }
 
 namespace {
+void check_unpool(const Tensor& in, const Tensor& idx, const Tensor& out, const PoolDesc& d, Device dev,
+                  const char* op) {
+  const int64_t big = d.n * d.h * d.w * d.c, small = d.n * d.out_h() * d.out_w() * d.c;
+  DLT_CHECK(in.defined() && idx.defined() && out.defined(), op << ": undefined tensor");
+  DLT_CHECK(big == in.numel() + out.numel() - small && (in.numel() == big || in.numel() == small) &&
+                idx.numel() == small && idx.dtype() == DType::kI32,
+            op << ": tensors of " << in.numel() << ", " << idx.numel() << " and " << out.numel()
+               << " elements for pooling " << d.h << "x" << d.w << " -> " << d.out_h() << "x"
+               << d.out_w() << " of " << d.n << "x" << d.c << " planes (idx: int32)");
+  on(in, dev, op);
+  on(idx, dev, op);
+  on(out, dev, op);
+}
+}  // namespace
+
+void Backend::max_pool_indices(const Tensor& x, Tensor& idx, const PoolDesc& d) {
+  check_unpool(x, idx, idx, d, device(), "max_pool_indices");
+  DLT_CHECK(x.numel() == d.n * d.h * d.w * d.c, "max_pool_indices: x has " << x.numel() << " elements");
+  do_max_pool_indices(x, idx, d);
+}
+
+void Backend::max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d) {
+  check_unpool(y, idx, x, d, device(), "max_unpool");
+  DLT_CHECK(y.numel() == d.n * d.h * d.w * d.c, "max_unpool: y has " << y.numel() << " elements");
+  do_max_unpool(x, idx, y, d);
+}
+
+void Backend::max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx, const PoolDesc& d) {
+  check_unpool(dy, idx, dx, d, device(), "max_unpool_backward");
+  DLT_CHECK(dy.numel() == d.n * d.h * d.w * d.c, "max_unpool_backward: dy has " << dy.numel() << " elements");
+  do_max_unpool_backward(dy, idx, dx, d);
+}
+
+namespace {
 void check_loss(const Tensor& probs, const Tensor& labels, const Tensor& dlogits,
                 const LossOptions& opt, Device d) {
   const int64_t n = labels.numel();

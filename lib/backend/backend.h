@@ -119,6 +119,16 @@ class Backend {
                                 const Tensor& scale, float epsilon, double m,
                                 const Tensor& dshift, const Tensor& dscale, Tensor& dx);
 
+  // ---- max unpooling (SegNet's decoder): idx is int32 of the pooling output's shape
+  // (N, Ho, Wo, C) and holds, for each max-pooling output, the position h * W + w of its
+  // maximum in the input plane (n, c) (d: the pooling; padding never wins) ----
+  // idx from x (N, H, W, C): the first maximum in the window, rows first (a NaN never wins).
+  void max_pool_indices(const Tensor& x, Tensor& idx, const PoolDesc& d);
+  // y (N, H, W, C) = 0 except y[n, idx[n, i, c], c] += x[n, i, c] for x of idx's shape.
+  void max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d);
+  // dx[n, i, c] = dy[n, idx[n, i, c], c]: the gradient of max_unpool.
+  void max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx, const PoolDesc& d);
+
   // ---- loss: probs (N, C) after softmax, labels int32 (N) on this device ----
   // The weighted mean cross-entropy over the counted labels,
   //   loss = sum_i w[l_i] * -log(probs[i, l_i]) / W,   W = sum_i w[l_i],
@@ -194,6 +204,12 @@ class Backend {
                                            const Tensor& var, const Tensor& scale, float epsilon,
                                            double m, const Tensor& dshift, const Tensor& dscale,
                                            Tensor& dx) = 0;
+  // Sizes as the public methods check them (x / y / dx of the pooling input's numel, the
+  // others of its output's).
+  virtual void do_max_pool_indices(const Tensor& x, Tensor& idx, const PoolDesc& d) = 0;
+  virtual void do_max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d) = 0;
+  virtual void do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx,
+                                      const PoolDesc& d) = 0;
   // labels.numel() = N > 0, probs.numel() = N * C; dlogits undefined or of probs' numel;
   // class weights undefined or C floats on this device. A bad label sets first_bad.
   virtual LossTotals do_cross_entropy(const Tensor& probs, const Tensor& labels,

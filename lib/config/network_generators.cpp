@@ -1,5 +1,4 @@
-// Network generators with MATLAB's names: `layers: {segnetLayers: {...}}` or
-// `layers: {unetLayers: {...}}` expands, when the config loads and before --set, into the
+// Network generators with MATLAB's names: `layers: {segnetLayers: {...}}` expands, when the config loads and before --set, into the
 // layer list MATLAB's function returns (same layer names and order), so that
 // `--set layers.NAME.Option=...` and the resolved config.yaml see ordinary layers. Beyond
 // MATLAB's options, ClassWeights goes to the pixelClassification layer (seed 003 replaces
@@ -205,76 +204,7 @@ YAML::Node segnet(const YAML::Node& node, const Origin& origin) {
   }
   l.add("softmax", "softmax");
   YAML::Node out = l.add("pixelClassification", "pixelLabels");
-  if (weights) out["ClassWeights"] = YAML::Clone(weights);
-  return l.node();
-}
-
-// unetLayers(imageSize, numClasses, EncoderDepth=4, NumFirstEncoderFilters=64, FilterSize=3):
-// encoder stages conv-relu-conv-relu and 2x2 max pooling (dropout 0.5 before the last
-// pooling), a bridge with dropout, decoder stages of a 2x2 stride-2 transposed convolution,
-// concatenation with the encoder stage's output, conv-relu-conv-relu; a 1x1 convolution to
-// NumClasses, softmax and pixelClassification. 'same' padding, so no cropping is needed.
-YAML::Node unet(const YAML::Node& node, const Origin& origin) {
-  GeneratorArgs a("unetLayers", node, origin);
-  const int64_t depth = a.integer("EncoderDepth", 4, 1);
-  const std::vector<int64_t> size = image_size(a, node, origin, "unetLayers", depth);
-  const int64_t classes = a.integer("NumClasses", 0, 2, true);
-  const int64_t first = a.integer("NumFirstEncoderFilters", 64, 1);
-  const int64_t filter = a.integer("FilterSize", 3, 1);
-  const std::string norm = a.word("Normalization", "zerocenter", {"zerocenter", "zscore", "none"});
-  const YAML::Node weights = a.raw("ClassWeights");
-  a.check_all_used();
-
-  LayerList l;
-  YAML::Node in = l.add("imageInput", "ImageInputLayer");
-  in["InputSize"] = list_of(size);
-  in["Normalization"] = norm;
-  auto conv_relu_twice = [&](const std::string& stage, int64_t k) {
-    for (int j = 1; j <= 2; ++j) {
-      l.conv(stage + "-Conv-" + str(j), filter, k);
-      l.add("relu", stage + "-ReLU-" + str(j));
-    }
-  };
-  auto dropout = [&](const std::string& name) { l.add("dropout", name)["Probability"] = 0.5; };
-  std::vector<std::string> skips;
-  for (int64_t i = 1; i <= depth; ++i) {
-    const std::string stage = "Encoder-Stage-" + str(i);
-    conv_relu_twice(stage, first << (i - 1));
-    skips.push_back(stage + "-ReLU-2");
-    if (i == depth) {
-      dropout(stage + "-DropOut");
-      skips.back() = stage + "-DropOut";
-    }
-    YAML::Node pool = l.add("maxPooling2d", stage + "-MaxPool");
-    pool["PoolSize"] = 2;
-    pool["Stride"] = 2;
-  }
-  conv_relu_twice("Bridge", first << depth);
-  dropout("Bridge-DropOut");
-  for (int64_t i = 1; i <= depth; ++i) {
-    const std::string stage = "Decoder-Stage-" + str(i);
-    const int64_t k = first << (depth - i);
-    YAML::Node up = l.add("transposedConv2d", stage + "-UpConv");
-    up["FilterSize"] = 2;
-    up["NumFilters"] = k;
-    up["Stride"] = 2;
-    up["WeightsInitializer"] = "he";
-    l.add("relu", stage + "-UpReLU");
-    YAML::Node cat = l.add("depthConcatenation", stage + "-DepthConcatenation");
-    cat["NumInputs"] = 2;
-    YAML::Node inputs(YAML::NodeType::Sequence);
-    inputs.push_back(stage + "-UpReLU");
-    inputs.push_back(skips[static_cast<size_t>(depth - i)]);
-    cat["Inputs"] = inputs;
-    conv_relu_twice(stage, k);
-  }
-  YAML::Node final_conv = l.add("convolution2d", "Final-ConvolutionLayer");
-  final_conv["FilterSize"] = 1;
-  final_conv["NumFilters"] = classes;
-  final_conv["WeightsInitializer"] = "he";
-  l.add("softmax", "Softmax-Layer");
-  YAML::Node out = l.add("pixelClassification", "Segmentation-Layer");
-  if (weights) out["ClassWeights"] = YAML::Clone(weights);
+  if (weights.IsDefined() && !weights.IsNull()) out["ClassWeights"] = YAML::Clone(weights);
   return l.node();
 }
 
@@ -283,7 +213,7 @@ struct Generator {
   YAML::Node (*expand)(const YAML::Node&, const Origin&);
 };
 const std::vector<Generator>& generators() {
-  static const std::vector<Generator> g = {{"segnetLayers", segnet}, {"unetLayers", unet}};
+  static const std::vector<Generator> g = {{"segnetLayers", segnet}};
   return g;
 }
 

@@ -38,7 +38,7 @@ const std::vector<std::string>& known_layer_types();
 // validating anything else; used to address layers from --set.
 std::vector<std::string> layer_names(const YAML::Node& layers);
 
-// layers: {segnetLayers: {...}} or {unetLayers: {...}} becomes the list of layers MATLAB's
+// layers: {segnetLayers: {...}} becomes the list of layers MATLAB's
 // function returns (config/network_generators.cpp); the generated nodes are registered with
 // origin as coming from the generator's line. Anything else is left alone.
 void expand_layer_generators(YAML::Node& root, Origin& origin);

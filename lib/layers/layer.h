@@ -5,6 +5,7 @@
 // Per-image shapes are (H, W, C); tensors are (N, H, W, C).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -112,6 +113,10 @@ class Layer {
     bool median_frequency = false;
   };
   virtual LossSpec loss_spec() const { return {}; }
+  // Called by the Network just before infer(), with a lookup of the layers built before this
+  // one by name (null for any other name): a layer that uses another layer's state (the
+  // maxUnpooling2d of a maxPooling2d) finds it here and throws ConfigError when it cannot.
+  virtual void link(const std::function<Layer*(const std::string&)>& find_earlier) { (void)find_earlier; }
   // Checks the layers that feed this one (classification must follow softmax); throws
   // ConfigError naming the layers. Called once the network is built.
   virtual void check_producers(const std::vector<const Layer*>& producers) const { (void)producers; }

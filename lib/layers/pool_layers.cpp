@@ -1,6 +1,7 @@
 // maxPooling2d, averagePooling2d and globalAveragePooling2d on the backend's PoolOp.
 // MATLAB defaults: Stride 1, Padding 0; average pooling counts padding as zeros.
 #include <algorithm>
+#include <functional>
 #include <memory>
 
 #include "layers/layer_util.h"
@@ -21,8 +22,16 @@ class PoolingLayer final : public Layer {
       sh_ = st[0];
       sw_ = st[1];
       spec_.get("Padding");
+      // SegNet: keep where each maximum came from, for a maxUnpooling2d (MATLAB's 'indices'
+      // and 'size' outputs; here the unpooling layer names this layer).
+      if (kind_ == PoolKind::kMax) keep_indices_ = spec_.get_bool("HasUnpoolingOutputs", false);
     }
   }
+
+  bool keeps_indices() const { return keep_indices_; }
+  // int32 (N, Ho, Wo, C): the input-plane position h * W + w of each output's maximum, from
+  // the last forward (training or inference).
+  const Tensor& indices() const { return indices_; }
 
   Shape infer(const std::vector<Shape>& inputs) override {
     expect_inputs(spec_, inputs, 1);
@@ -48,10 +57,16 @@ class PoolingLayer final : public Layer {
     return Shape{d.out_h(), d.out_w(), c_};
   }
 
-  void setup(int64_t n, Backend& be) override { op_ = be.make_pool(desc(n)); }
+  void setup(int64_t n, Backend& be) override {
+    op_ = be.make_pool(desc(n));
+    be_ = &be;
+    n_ = n;
+    if (keep_indices_) indices_ = Tensor(Shape{n, desc(1).out_h(), desc(1).out_w(), c_}, be.device(), DType::kI32);
+  }
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
     op_->forward(*x[0], y, ctx.training);
+    if (keep_indices_) be_->max_pool_indices(*x[0], indices_, desc(n_));
   }
 
   void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
@@ -132,7 +147,6 @@ class PoolingLayer final : public Layer {
     r.set_output(OnnxValue{name, Shape{1, 1, in.shape[2]}, false});
   }
 
- private:
   PoolDesc desc(int64_t n) const {
     PoolDesc d;
     d.n = n;
@@ -150,14 +164,79 @@ class PoolingLayer final : public Layer {
     d.kind = kind_;
     return d;
   }
+
+ private:
   PoolKind kind_;
   bool global_;
+  bool keep_indices_ = false;
+  Tensor indices_;
+  Backend* be_ = nullptr;
+  int64_t n_ = 0;
   int64_t kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, pt_ = 0, pb_ = 0, pl_ = 0, pr_ = 0;
   int64_t h_ = 0, w_ = 0, c_ = 0;
   std::unique_ptr<PoolOp> op_;
 };
 
+// maxUnpooling2d (MATLAB's maxUnpooling2dLayer): the inverse of the maxPooling2d named by
+// PoolingLayer (which has HasUnpoolingOutputs: true): each input value goes back to where its
+// pooling window's maximum was, the rest is zero. Its input has the pooling's output shape,
+// its output the pooling's input shape (MATLAB connects the pooling's 'indices' and 'size'
+// outputs; here the option names the layer).
+class MaxUnpoolingLayer final : public Layer {
+ public:
+  explicit MaxUnpoolingLayer(const LayerSpec& spec) : Layer(spec) {
+    pool_name_ = spec_.get_string("PoolingLayer", "");
+    if (pool_name_.empty())
+      throw ConfigError(spec_.where() + "option PoolingLayer is required: the name of the maxPooling2d layer "
+                        "(with HasUnpoolingOutputs: true) whose indices this layer uses");
+  }
+  void link(const std::function<Layer*(const std::string&)>& find_earlier) override {
+    Layer* l = find_earlier(pool_name_);
+    if (!l)
+      throw ConfigError(spec_.where() + "PoolingLayer '" + pool_name_ +
+                        "' is not a layer above this one (name the maxPooling2d it undoes)");
+    pool_ = dynamic_cast<PoolingLayer*>(l);
+    if (!pool_ || !pool_->keeps_indices())
+      throw ConfigError(spec_.where() + "PoolingLayer '" + pool_name_ + "' (" + l->type() +
+                        ") must be a maxPooling2d with HasUnpoolingOutputs: true");
+  }
+  Shape infer(const std::vector<Shape>& inputs) override {
+    expect_inputs(spec_, inputs, 1);
+    const PoolDesc d = pool_->desc(1);
+    const Shape pooled{d.out_h(), d.out_w(), d.c};
+    if (inputs[0] != pooled)
+      shape_error(spec_, "input is " + inputs[0].str() + " but '" + pool_name_ + "' outputs " + pooled.str() +
+                             " (unpooling takes the shape its pooling layer produced)");
+    return Shape{d.h, d.w, d.c};
+  }
+  void setup(int64_t n, Backend& be) override {
+    be_ = &be;
+    d_ = pool_->desc(n);
+  }
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
+    be_->max_unpool(*x[0], pool_->indices(), y, d_);
+  }
+  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext&) override {
+    if (dx[0]) be_->max_unpool_backward(dy, pool_->indices(), *dx[0], d_);
+  }
+
+ private:
+  std::string pool_name_;
+  PoolingLayer* pool_ = nullptr;
+  Backend* be_ = nullptr;
+  PoolDesc d_;
+};
+
 }  // namespace
+
+const LayerType& max_unpooling_layer_type() {
+  static const LayerType t{"maxUnpooling2d", [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+                             return std::make_unique<MaxUnpoolingLayer>(s);
+                           },
+                           {}, nullptr};
+  return t;
+}
 
 const LayerType& max_pooling_layer_type() {
   static const LayerType t{"maxPooling2d", [](const LayerSpec& s) -> std::unique_ptr<Layer> {

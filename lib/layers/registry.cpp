@@ -16,6 +16,7 @@ const LayerType& relu_layer_type();
 const LayerType& leaky_relu_layer_type();
 const LayerType& elu_layer_type();
 const LayerType& max_pooling_layer_type();
+const LayerType& max_unpooling_layer_type();
 const LayerType& average_pooling_layer_type();
 const LayerType& global_average_pooling_layer_type();
 const LayerType& cross_channel_normalization_layer_type();
@@ -36,6 +37,7 @@ const std::vector<const LayerType*>& layer_registry() {
       &leaky_relu_layer_type(),
       &elu_layer_type(),
       &max_pooling_layer_type(),
+      &max_unpooling_layer_type(),
       &average_pooling_layer_type(),
       &global_average_pooling_layer_type(),
       &cross_channel_normalization_layer_type(),

@@ -57,6 +57,10 @@ void Network::build() {
       throw ConfigError(ls.loc.prefix() + "layer '" + ls.name + "' (" + node.layer->type() + ") takes " +
                         (want < 0 ? std::string("2 or more") : std::to_string(want)) + " input(s) but has " +
                         std::to_string(have) + (want < 0 ? " (list them with Inputs: [a, b])" : ""));
+    node.layer->link([&](const std::string& name) -> Layer* {
+      auto it = index.find(name);
+      return it == index.end() ? nullptr : nodes_[it->second].layer.get();
+    });
     std::vector<Shape> in_shapes;
     for (int p : node.inputs) in_shapes.push_back(nodes_[p].shape);
     node.shape = node.layer->infer(in_shapes);

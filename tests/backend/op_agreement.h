@@ -232,6 +232,32 @@ inline AgreementRow concat_row(std::string name, int64_t n, int64_t h, int64_t w
           }};
 }
 
+// Max pooling indices, unpooling and its backward (a gather) against the reference.
+inline AgreementRow unpool_row(std::string name, PoolDesc d) {
+  return {"max_unpool " + name, [d](Backend& be, double tol) {
+            Rng rng(71);
+            const Device dev = be.device();
+            const int64_t big = d.n * d.h * d.w * d.c, small = d.n * d.out_h() * d.out_w() * d.c;
+            Vec x = random_vec(big, rng), pooled = random_vec(small, rng);
+            Tensor idx(Shape{small}, dev, DType::kI32);
+            be.max_pool_indices(to_tensor(x, {d.n, d.h, d.w, d.c}, dev), idx, d);
+            const std::vector<int32_t> want = ref::max_pool_indices(d, x);
+            Tensor host = idx.to(Device::cpu());
+            CHECK(std::vector<int32_t>(host.data_i32(), host.data_i32() + small) == want);
+            Tensor y(Shape{d.n, d.h, d.w, d.c}, dev);
+            be.max_unpool(to_tensor(pooled, {small}, dev), idx, y, d);
+            check_close("unpool", y, ref::max_unpool(d, pooled, want), tol);
+            Tensor dx(Shape{small}, dev);
+            be.max_unpool_backward(to_tensor(x, {big}, dev), idx, dx, d);
+            Vec gathered(small);
+            for (int64_t k = 0; k < small; ++k) {
+              const int64_t n = k / (d.out_h() * d.out_w() * d.c), c = k % d.c;
+              gathered[k] = x[(n * d.h * d.w + want[k]) * d.c + c];
+            }
+            check_close("unpool backward", dx, gathered, tol);
+          }};
+}
+
 // weighted: per-class weights in [0.2, 3); undefined: about a quarter of the labels are -1.
 inline AgreementRow cross_entropy_row(std::string name, int64_t n, int64_t c, bool weighted = false,
                                       bool undefined = false) {
@@ -360,6 +386,15 @@ inline std::vector<AgreementRow> agreement_rows() {
   rows.push_back(cross_entropy_row("weighted 700x11", 700, 11, true, false));
   rows.push_back(cross_entropy_row("undefined 700x11", 700, 11, false, true));
   rows.push_back(cross_entropy_row("weighted undefined 40000x11", 40000, 11, true, true));
+  auto unpool = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t s, int64_t pad) {
+    PoolDesc d;
+    d.n = n, d.h = h, d.w = w, d.c = c, d.kh = d.kw = k, d.stride_h = d.stride_w = s;
+    d.pad_t = d.pad_b = d.pad_l = d.pad_r = pad;
+    return d;
+  };
+  rows.push_back(unpool_row("2x2/2 4x12x16x5", unpool(4, 12, 16, 5, 2, 2, 0)));
+  rows.push_back(unpool_row("3x3/2 pad 1 2x9x7x3", unpool(2, 9, 7, 3, 3, 2, 1)));
+  rows.push_back(unpool_row("2x2/2 2x96x128x64 (over 1M elements)", unpool(2, 96, 128, 64, 2, 2, 0)));
   return rows;
 }
 

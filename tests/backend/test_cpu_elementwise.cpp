@@ -158,6 +158,41 @@ TEST_CASE("cross_entropy with class weights and undefined labels, by hand", "[ba
   CHECK_THROWS_AS(be.cross_entropy(probs, labels, none, nullptr, opt), DataError);
 }
 
+TEST_CASE("max pooling indices and max unpooling by hand, with ties", "[backend][cpu]") {
+  Backend& be = cpu_backend();
+  // One 4x4 plane, 2x2 windows, stride 2. The top-left window has a tie (5 at (0,0) and (1,1)):
+  // the first in row order wins.
+  Tensor x = to_tensor({5, 1, 2, 3,
+                        0, 5, 4, 1,
+                        7, 1, 0, 0,
+                        1, 1, 0, 9}, {1, 4, 4, 1});
+  PoolDesc d;
+  d.n = 1, d.h = 4, d.w = 4, d.c = 1, d.kh = 2, d.kw = 2, d.stride_h = 2, d.stride_w = 2;
+  Tensor idx(Shape{1, 2, 2, 1}, Device::cpu(), DType::kI32);
+  be.max_pool_indices(x, idx, d);
+  CHECK(std::vector<int32_t>(idx.data_i32(), idx.data_i32() + 4) == std::vector<int32_t>{0, 6, 8, 15});
+  Tensor y(Shape{1, 4, 4, 1});
+  be.max_unpool(to_tensor({10, 20, 30, 40}, {1, 2, 2, 1}), idx, y, d);
+  CHECK(to_vec(y) == Vec{10, 0, 0, 0, 0, 0, 20, 0, 30, 0, 0, 0, 0, 0, 0, 40});
+  Tensor dx(Shape{1, 2, 2, 1});
+  be.max_unpool_backward(x, idx, dx, d);  // gathers x at the indices: the window maxima
+  CHECK(to_vec(dx) == Vec{5, 4, 7, 9});
+  // Overlapping windows (3x3, stride 1) on a 1x3 plane with channels 2: both windows' maxima
+  // at the same position add up when unpooled.
+  PoolDesc o;
+  o.n = 1, o.h = 1, o.w = 3, o.c = 2, o.kh = 1, o.kw = 2, o.stride_h = 1, o.stride_w = 1;
+  Tensor x2 = to_tensor({1, 6, 9, 2, 3, 4}, {1, 1, 3, 2});
+  Tensor idx2(Shape{1, 1, 2, 2}, Device::cpu(), DType::kI32);
+  be.max_pool_indices(x2, idx2, o);
+  CHECK(std::vector<int32_t>(idx2.data_i32(), idx2.data_i32() + 4) == std::vector<int32_t>{1, 0, 1, 2});
+  Tensor y2(Shape{1, 1, 3, 2});
+  be.max_unpool(to_tensor({1, 2, 3, 4}, {1, 1, 2, 2}), idx2, y2, o);
+  CHECK(to_vec(y2) == Vec{0, 2, 4, 0, 0, 4});
+  // Sizes that do not fit the pooling are refused.
+  Tensor wrong(Shape{1, 3, 3, 1});
+  CHECK_THROWS(be.max_unpool(to_tensor({10, 20, 30, 40}, {1, 2, 2, 1}), idx, wrong, d));
+}
+
 TEST_CASE("sgdm, adam and rmsprop updates match closed-form values", "[backend][cpu]") {
   Backend& be = cpu_backend();
   SECTION("sgdm") {

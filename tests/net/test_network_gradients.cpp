@@ -161,3 +161,56 @@ TEST_CASE("pixelClassification: class weights and placement errors", "[net]") {
   Network mf(net_with("ClassWeights=median-frequency", "softmax"), Device::cpu());
   CHECK(mf.layer(3).loss_spec().median_frequency);
 }
+
+TEST_CASE("network gradients: max pooling with indices and max unpooling (SegNet)", "[net][grad]") {
+  // Overlapping 3x3 stride-2 windows with padding: one input position can be the maximum of
+  // several windows, and unpooling adds their values there.
+  for (const std::vector<std::string>& pool : {std::vector<std::string>{"PoolSize=2", "Stride=2"},
+                                               std::vector<std::string>{"PoolSize=3", "Stride=2", "Padding=1"}}) {
+    std::vector<std::string> opts = pool;
+    opts.push_back("HasUnpoolingOutputs=true");
+    NetworkSpec s = spec_of({
+        named(layer_spec("imageInput", {"InputSize=[6,8,2]", "Normalization=none"}), "in"),
+        named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=3", "Padding=same"}), "conv1"),
+        named(layer_spec("maxPooling2d", opts), "pool"),
+        named(layer_spec("convolution2d", {"FilterSize=1", "NumFilters=3"}), "mid"),
+        named(layer_spec("maxUnpooling2d", {"PoolingLayer=pool"}), "unpool"),
+        named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=4", "Padding=same"}), "score"),
+        named(layer_spec("softmax", {}), "sm"),
+        named(layer_spec("pixelClassification", {}), "labels"),
+    });
+    Network net(s, Device::cpu());
+    CHECK(net.output_shape(4) == Shape{6, 8, 3});
+    GradCheckOptions o;
+    o.batch = 2;
+    o.samples = 16;
+    o.step = 1e-3;
+    auto r = check_network(s, o);
+    INFO("pool " << pool[0] << ": worst " << r.worst << " error " << r.max_error << " kinks " << r.skipped_kinks);
+    CHECK(r.checked > 40);
+    CHECK(r.failed == 0);
+  }
+}
+
+TEST_CASE("maxUnpooling2d: errors name both layers", "[net]") {
+  auto with = [](std::vector<std::string> pool_opts, const std::string& target, const std::string& pool_type) {
+    return spec_of({
+        named(layer_spec("imageInput", {"InputSize=[4,4,1]", "Normalization=none"}), "in"),
+        named(layer_spec(pool_type, pool_opts), "pool"),
+        named(layer_spec("maxUnpooling2d", {"PoolingLayer=" + target}), "unpool"),
+        named(layer_spec("convolution2d", {"FilterSize=1", "NumFilters=2"}), "score"),
+        named(layer_spec("softmax", {}), "sm"),
+        named(layer_spec("pixelClassification", {}), "labels"),
+    });
+  };
+  CHECK_NOTHROW(Network(with({"PoolSize=2", "Stride=2", "HasUnpoolingOutputs=true"}, "pool", "maxPooling2d"),
+                        Device::cpu()));
+  CHECK_THROWS_WITH(Network(with({"PoolSize=2", "Stride=2"}, "pool", "maxPooling2d"), Device::cpu()),
+                    Catch::Contains("layer 'unpool' (maxUnpooling2d): PoolingLayer 'pool' (maxPooling2d) must be a "
+                                    "maxPooling2d with HasUnpoolingOutputs: true"));
+  CHECK_THROWS_WITH(Network(with({"PoolSize=2", "Stride=2"}, "pool", "averagePooling2d"), Device::cpu()),
+                    Catch::Contains("(averagePooling2d) must be a maxPooling2d with HasUnpoolingOutputs: true"));
+  CHECK_THROWS_WITH(Network(with({"PoolSize=2", "Stride=2", "HasUnpoolingOutputs=true"}, "pool1", "maxPooling2d"),
+                            Device::cpu()),
+                    Catch::Contains("PoolingLayer 'pool1' is not a layer above this one"));
+}

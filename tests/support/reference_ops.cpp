@@ -350,6 +350,38 @@ std::vector<Vec> concat_backward(int64_t pixels, const std::vector<int64_t>& cha
   return dxs;
 }
 
+std::vector<int32_t> max_pool_indices(const PoolDesc& d, const Vec& x) {
+  const int64_t oh = d.out_h(), ow = d.out_w();
+  std::vector<int32_t> idx(d.n * oh * ow * d.c);
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j)
+        for (int64_t c = 0; c < d.c; ++c) {
+          int64_t best = -1;
+          for (int64_t a = 0; a < d.kh; ++a)
+            for (int64_t b = 0; b < d.kw; ++b) {
+              const int64_t h = i * d.stride_h - d.pad_t + a, w = j * d.stride_w - d.pad_l + b;
+              if (h < 0 || h >= d.h || w < 0 || w >= d.w) continue;
+              const int64_t p = h * d.w + w;
+              if (best < 0 || x[(n * d.h * d.w + p) * d.c + c] > x[(n * d.h * d.w + best) * d.c + c]) best = p;
+            }
+          idx[((n * oh + i) * ow + j) * d.c + c] = static_cast<int32_t>(best);
+        }
+  return idx;
+}
+
+Vec max_unpool(const PoolDesc& d, const Vec& pooled, const std::vector<int32_t>& idx) {
+  const int64_t plane_in = d.out_h() * d.out_w(), plane_out = d.h * d.w;
+  Vec y(d.n * plane_out * d.c, 0.0);
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t p = 0; p < plane_in; ++p)
+      for (int64_t c = 0; c < d.c; ++c) {
+        const int64_t k = (n * plane_in + p) * d.c + c;
+        y[(n * plane_out + idx[k]) * d.c + c] += pooled[k];
+      }
+  return y;
+}
+
 double cross_entropy(int64_t n, int64_t c, const Vec& probs, const std::vector<int32_t>& labels,
                      Vec* dlogits, int64_t* correct, const Vec& weights, int64_t* counted) {
   double loss = 0, wsum = 0;

@@ -34,6 +34,11 @@ void fc_backward_weights(const FcDesc& d, const Vec& x, const Vec& dy, Vec& dw, 
 // row-major window order); average divides by kh*kw, counting padding as zeros.
 Vec pool_forward(const PoolDesc& d, const Vec& x);
 Vec pool_backward(const PoolDesc& d, const Vec& x, const Vec& dy);  // -> dx
+// Max unpooling (Backend::max_pool_indices / max_unpool): each max-pooling output's position
+// h * W + w of the first maximum of its window (rows first); the unpooled plane (sums where
+// positions repeat).
+std::vector<int32_t> max_pool_indices(const PoolDesc& d, const Vec& x);
+Vec max_unpool(const PoolDesc& d, const Vec& pooled, const std::vector<int32_t>& idx);
 
 // ---- batch norm over N*H*W per channel; var is the biased variance ----
 Vec bn_forward_training(const BatchNormDesc& d, const Vec& x, const Vec& scale,

@@ -81,6 +81,9 @@ class CpuBackend final : public Backend {
                                    const Tensor& var, const Tensor& scale, float epsilon,
                                    double m, const Tensor& dshift, const Tensor& dscale,
                                    Tensor& dx) override;  // batch_norm_sync.cpp
+  void do_max_pool_indices(const Tensor& x, Tensor& idx, const PoolDesc& d) override;
+  void do_max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d) override;
+  void do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx, const PoolDesc& d) override;
   LossTotals do_cross_entropy(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
                               Tensor& dlogits) override;
   void do_optimizer_update(const UpdateRule& rule, const UpdateScalars& k, Tensor& w,

@@ -128,6 +128,62 @@ void CpuBackend::do_mul(const Tensor& x, const Tensor& m, Tensor& y) {
   for (int64_t i = 0; i < n; ++i) py[i] = px[i] * pm[i];
 }
 
+// Max unpooling (backend.h). One plane position per (n, output position, channel); the
+// window loops are the definition, not a GEMM.
+void CpuBackend::do_max_pool_indices(const Tensor& x, Tensor& idx, const PoolDesc& d) {
+  const int64_t oh = d.out_h(), ow = d.out_w(), c = d.c;
+  const float* px = x.data();
+  int32_t* pi = idx.data_i32();
+#pragma omp parallel for collapse(2)
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j)
+        for (int64_t ch = 0; ch < c; ++ch) {
+          int64_t best = -1;
+          float bv = 0.f;
+          for (int64_t a = 0; a < d.kh; ++a) {
+            const int64_t h = i * d.stride_h - d.pad_t + a;
+            if (h < 0 || h >= d.h) continue;
+            for (int64_t b = 0; b < d.kw; ++b) {
+              const int64_t w = j * d.stride_w - d.pad_l + b;
+              if (w < 0 || w >= d.w) continue;
+              const float v = px[((n * d.h + h) * d.w + w) * c + ch];
+              if (best < 0 || v > bv) best = h * d.w + w, bv = v;
+            }
+          }
+          pi[((n * oh + i) * ow + j) * c + ch] = static_cast<int32_t>(best < 0 ? 0 : best);
+        }
+}
+
+void CpuBackend::do_max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d) {
+  const int64_t plane_in = d.out_h() * d.out_w(), plane_out = d.h * d.w, c = d.c;
+  const float* px = x.data();
+  const int32_t* pi = idx.data_i32();
+  float* py = y.data();
+  std::fill(py, py + y.numel(), 0.f);
+#pragma omp parallel for
+  for (int64_t n = 0; n < d.n; ++n)  // a sample's outputs are its own: no two threads add to one
+    for (int64_t p = 0; p < plane_in; ++p)
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const int64_t k = (n * plane_in + p) * c + ch;
+        py[(n * plane_out + pi[k]) * c + ch] += px[k];
+      }
+}
+
+void CpuBackend::do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx, const PoolDesc& d) {
+  const int64_t plane_in = d.out_h() * d.out_w(), plane_out = d.h * d.w, c = d.c;
+  const float* pdy = dy.data();
+  const int32_t* pi = idx.data_i32();
+  float* pdx = dx.data();
+#pragma omp parallel for
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t p = 0; p < plane_in; ++p)
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const int64_t k = (n * plane_in + p) * c + ch;
+        pdx[k] = pdy[(n * plane_out + pi[k]) * c + ch];
+      }
+}
+
 LossTotals CpuBackend::do_cross_entropy(const Tensor& probs, const Tensor& labels,
                                         const LossOptions& opt, Tensor& dlogits) {
   const int64_t n = labels.numel();

@@ -120,6 +120,24 @@ void CudaBackend::do_batch_norm_dx_correction(const Tensor& x, int64_t positions
                                  ctx_.stream);
 }
 
+void CudaBackend::do_max_pool_indices(const Tensor& x, Tensor& idx, const PoolDesc& d) {
+  enter();
+  cuda::max_pool_indices(x.data(), idx.data_i32(), d.n, d.h, d.w, d.c, d.out_h(), d.out_w(), d.kh, d.kw,
+                         d.stride_h, d.stride_w, d.pad_t, d.pad_l, ctx_.stream);
+}
+
+void CudaBackend::do_max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d) {
+  enter();
+  DLT_CUDA(cudaMemsetAsync(y.data(), 0, y.bytes(), ctx_.stream));
+  cuda::max_unpool(x.data(), idx.data_i32(), y.data(), d.n, d.out_h() * d.out_w(), d.h * d.w, d.c, ctx_.stream);
+}
+
+void CudaBackend::do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx, const PoolDesc& d) {
+  enter();
+  cuda::max_unpool_backward(dy.data(), idx.data_i32(), dx.data(), d.n, d.out_h() * d.out_w(), d.h * d.w, d.c,
+                            ctx_.stream);
+}
+
 LossTotals CudaBackend::do_cross_entropy(const Tensor& probs, const Tensor& labels,
                                          const LossOptions& opt, Tensor& dlogits) {
   Tensor totals(Shape{kLossTotalsFloats}, device());

@@ -215,3 +215,74 @@ void rmsprop_update(float* w, const float* g, float* s, int64_t n, Scalar lr, fl
 }
 
 }  // namespace dlt::cuda
+
+namespace dlt::cuda {
+namespace {
+
+// One thread per pooled element: the first maximum of its window, rows first (as the CPU).
+__global__ void max_pool_indices_kernel(const float* x, int32_t* idx, int64_t total, int64_t h, int64_t w,
+                                        int64_t c, int64_t oh, int64_t ow, int64_t kh, int64_t kw, int64_t sh,
+                                        int64_t sw, int64_t pad_t, int64_t pad_l) {
+  for (int64_t k = first_index(); k < total; k += grid_stride()) {
+    const int64_t ch = k % c, j = k / c % ow, i = k / (c * ow) % oh, n = k / (c * ow * oh);
+    int64_t best = -1;
+    float bv = 0.f;
+    for (int64_t a = 0; a < kh; ++a) {
+      const int64_t y = i * sh - pad_t + a;
+      if (y < 0 || y >= h) continue;
+      for (int64_t b = 0; b < kw; ++b) {
+        const int64_t xw = j * sw - pad_l + b;
+        if (xw < 0 || xw >= w) continue;
+        const float v = x[((n * h + y) * w + xw) * c + ch];
+        if (best < 0 || v > bv) best = y * w + xw, bv = v;
+      }
+    }
+    idx[k] = static_cast<int32_t>(best < 0 ? 0 : best);
+  }
+}
+
+__global__ void max_unpool_kernel(const float* x, const int32_t* idx, float* y, int64_t total,
+                                  int64_t plane_in, int64_t plane_out, int64_t c) {
+  for (int64_t k = first_index(); k < total; k += grid_stride()) {
+    const int64_t n = k / (plane_in * c), ch = k % c;
+    atomicAdd(y + (n * plane_out + idx[k]) * c + ch, x[k]);  // overlapping windows may share
+  }
+}
+
+__global__ void max_unpool_backward_kernel(const float* dy, const int32_t* idx, float* dx, int64_t total,
+                                           int64_t plane_in, int64_t plane_out, int64_t c) {
+  for (int64_t k = first_index(); k < total; k += grid_stride()) {
+    const int64_t n = k / (plane_in * c), ch = k % c;
+    dx[k] = dy[(n * plane_out + idx[k]) * c + ch];
+  }
+}
+
+}  // namespace
+
+void max_pool_indices(const float* x, int32_t* idx, int64_t n, int64_t h, int64_t w, int64_t c,
+                      int64_t oh, int64_t ow, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                      int64_t pad_t, int64_t pad_l, cudaStream_t stream) {
+  const int64_t total = n * oh * ow * c;
+  if (total == 0) return;
+  max_pool_indices_kernel<<<grid_for(total), kThreads, 0, stream>>>(x, idx, total, h, w, c, oh, ow, kh, kw, sh,
+                                                                   sw, pad_t, pad_l);
+  DLT_LAUNCH_CHECK();
+}
+
+void max_unpool(const float* x, const int32_t* idx, float* y, int64_t n, int64_t plane_in,
+                int64_t plane_out, int64_t c, cudaStream_t stream) {
+  const int64_t total = n * plane_in * c;
+  if (total == 0) return;
+  max_unpool_kernel<<<grid_for(total), kThreads, 0, stream>>>(x, idx, y, total, plane_in, plane_out, c);
+  DLT_LAUNCH_CHECK();
+}
+
+void max_unpool_backward(const float* dy, const int32_t* idx, float* dx, int64_t n, int64_t plane_in,
+                         int64_t plane_out, int64_t c, cudaStream_t stream) {
+  const int64_t total = n * plane_in * c;
+  if (total == 0) return;
+  max_unpool_backward_kernel<<<grid_for(total), kThreads, 0, stream>>>(dy, idx, dx, total, plane_in, plane_out, c);
+  DLT_LAUNCH_CHECK();
+}
+
+}  // namespace dlt::cuda

@@ -59,6 +59,16 @@ void l2_norm_into(const float* x, int64_t n, double* scratch, float* norms, bool
                   cudaStream_t stream);
 void clip_to_norm(float* p, int64_t n, const float* norms, double threshold, cudaStream_t stream);
 
+// Max unpooling (Backend::max_pool_indices, max_unpool, max_unpool_backward): planes of
+// plane_in pooled and plane_out input positions, NHWC. max_unpool adds into a zeroed y.
+void max_pool_indices(const float* x, int32_t* idx, int64_t n, int64_t h, int64_t w, int64_t c,
+                      int64_t oh, int64_t ow, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                      int64_t pad_t, int64_t pad_l, cudaStream_t stream);
+void max_unpool(const float* x, const int32_t* idx, float* y, int64_t n, int64_t plane_in,
+                int64_t plane_out, int64_t c, cudaStream_t stream);
+void max_unpool_backward(const float* dy, const int32_t* idx, float* dx, int64_t n, int64_t plane_in,
+                         int64_t plane_out, int64_t c, cudaStream_t stream);
+
 // Written by cross_entropy (device memory), laid out as LossTotals (backend/loss.h):
 // first_bad = the first sample whose label is outside 0..c-1 (and not an allowed -1), or
 // UINT64_MAX when all are valid.

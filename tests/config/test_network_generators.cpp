@@ -1,0 +1,97 @@
+// segnetLayers: expansion into MATLAB's layer lists (names, order, options),
+// --set on generated layers, the resolved config, the built networks' shapes, and errors.
+#include <catch2/catch.hpp>
+
+#include "config/config.h"
+#include "net/network.h"
+#include "util/error.h"
+
+using namespace dlt;
+
+namespace {
+
+std::vector<std::string> names(const NetworkSpec& net) {
+  std::vector<std::string> out;
+  for (const auto& l : net.layers) out.push_back(l.name);
+  return out;
+}
+
+const LayerSpec& layer(const NetworkSpec& net, const std::string& name) {
+  const LayerSpec* s = net.find(name);
+  REQUIRE(s != nullptr);
+  return *s;
+}
+
+}  // namespace
+
+TEST_CASE("segnetLayers expands to MATLAB's encoder-decoder", "[config][generators]") {
+  const std::string text = R"(layers:
+  segnetLayers: {ImageSize: [32, 48, 3], NumClasses: 5, EncoderDepth: 2, NumOutputChannels: [8, 16]}
+)";
+  Config c = load_config_text(text, "seg.yaml");
+  const std::vector<std::string> want = {
+      "inputImage",
+      "encoder1_conv1", "encoder1_bn_1", "encoder1_relu_1", "encoder1_conv2", "encoder1_bn_2", "encoder1_relu_2",
+      "encoder1_maxpool",
+      "encoder2_conv1", "encoder2_bn_1", "encoder2_relu_1", "encoder2_conv2", "encoder2_bn_2", "encoder2_relu_2",
+      "encoder2_maxpool",
+      "decoder2_unpool",
+      "decoder2_conv2", "decoder2_bn_2", "decoder2_relu_2", "decoder2_conv1", "decoder2_bn_1", "decoder2_relu_1",
+      "decoder1_unpool",
+      "decoder1_conv2", "decoder1_bn_2", "decoder1_relu_2", "decoder1_conv1", "decoder1_bn_1", "decoder1_relu_1",
+      "softmax", "pixelLabels"};
+  CHECK(names(c.network) == want);
+  CHECK(layer(c.network, "encoder2_conv1").get_int("NumFilters", 0) == 16);
+  CHECK(layer(c.network, "decoder2_conv2").get_int("NumFilters", 0) == 16);
+  CHECK(layer(c.network, "decoder2_conv1").get_int("NumFilters", 0) == 8);  // the stage above's
+  CHECK(layer(c.network, "decoder1_conv1").get_int("NumFilters", 0) == 5);  // NumClasses
+  CHECK(layer(c.network, "decoder1_unpool").get_string("PoolingLayer", "") == "encoder1_maxpool");
+  CHECK(layer(c.network, "encoder1_maxpool").get_bool("HasUnpoolingOutputs", false));
+  CHECK(layer(c.network, "pixelLabels").type == "pixelClassification");
+
+  SECTION("the network builds and outputs per-pixel scores at the input size") {
+    Network net(c.network, Device::cpu());
+    CHECK(net.per_pixel());
+    CHECK(net.output_shape(net.size() - 1) == Shape{32, 48, 5});
+  }
+  SECTION("--set reaches a generated layer, and the resolved config lists the layers") {
+    Config o = load_config_text(text, "seg.yaml", {"layers.decoder1_conv2.NumFilters=12"});
+    CHECK(layer(o.network, "decoder1_conv2").get_int("NumFilters", 0) == 12);
+    const std::string dumped = dump_config(o);
+    CHECK(dumped.find("decoder1_unpool") != std::string::npos);
+    CHECK(dumped.find("segnetLayers") == std::string::npos);
+    Config back = load_config_text(dumped, "resolved.yaml");
+    CHECK(names(back.network) == names(o.network));
+  }
+}
+
+TEST_CASE("segnetLayers options: per-stage lists, ClassWeights, and errors", "[config][generators]") {
+  Config c = load_config_text(R"(layers:
+  segnetLayers:
+    ImageSize: [16, 16]
+    NumClasses: 3
+    EncoderDepth: 3
+    NumConvolutionLayers: [1, 2, 3]
+    NumOutputChannels: 4
+    ClassWeights: [1, 2, 0.5]
+)", "seg.yaml");
+  CHECK(layer(c.network, "inputImage").get_ints("InputSize", {}, 3) == std::vector<int64_t>{16, 16, 1});
+  CHECK(c.network.find("encoder1_conv2") == nullptr);
+  CHECK(c.network.find("encoder3_conv3") != nullptr);
+  CHECK(layer(c.network, "pixelLabels").get_doubles("ClassWeights", {}) == std::vector<double>{1, 2, 0.5});
+
+  auto fails = [](const std::string& options) {
+    return load_config_text("layers:\n  segnetLayers: {" + options + "}\n", "bad.yaml");
+  };
+  CHECK_THROWS_WITH(fails("ImageSize: [30, 32, 3], NumClasses: 3, EncoderDepth: 2"),
+                    Catch::Contains("bad.yaml:2: segnetLayers: ImageSize must have a height and width divisible by "
+                                    "2^EncoderDepth = 4"));
+  CHECK_THROWS_WITH(fails("ImageSize: [32, 32, 3], NumClasses: 3"), Catch::Contains("segnetLayers needs EncoderDepth"));
+  CHECK_THROWS_WITH(fails("ImageSize: [32, 32, 3], NumClasses: 3, EncoderDepth: 2, NumConvolutionLayer: 2"),
+                    Catch::Contains("unknown option 'NumConvolutionLayer' (did you mean 'NumConvolutionLayers'?)"));
+  CHECK_THROWS_WITH(fails("ImageSize: [32, 32, 3], NumClasses: 3, EncoderDepth: 2, NumOutputChannels: [8, 8, 8]"),
+                    Catch::Contains("NumOutputChannels must be one integer or one per encoder stage (2)"));
+  CHECK_THROWS_WITH(load_config_text("layers:\n  segnetLayer: {NumClasses: 3}\n", "bad.yaml"),
+                    Catch::Contains("bad.yaml:2: layers: unknown network generator 'segnetLayer' (did you mean "
+                                    "'segnetLayers'?)"));
+}
