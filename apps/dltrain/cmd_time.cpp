@@ -80,10 +80,14 @@ Runner add_time(CLI::App& app) {
     net.set_batch(n);
     Optimizer opt(c.training, net.params());
     const Shape& in = net.input_shape();
-    Tensor x_host(batch_shape(n, in)), y_host(Shape{n}, Device::cpu(), DType::kI32);
+    // One label per image, or per output pixel for a segmentation network.
+    const Shape out = net.output_shape(net.size() - 1);
+    Tensor x_host(batch_shape(n, in)),
+        y_host(net.per_pixel() ? Shape{n, out[0], out[1]} : Shape{n}, Device::cpu(), DType::kI32);
     Rng rng(1);
     for (int64_t i = 0; i < x_host.numel(); ++i) x_host.data()[i] = static_cast<float>(rng.below(256));
-    for (int64_t i = 0; i < n; ++i) y_host.data_i32()[i] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(net.num_classes())));
+    for (int64_t i = 0; i < y_host.numel(); ++i)
+      y_host.data_i32()[i] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(net.num_classes())));
     Tensor x = x_host.to(dev), y = y_host.to(dev);
     Backend& be = backend_for(dev);
 

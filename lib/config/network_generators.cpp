@@ -109,7 +109,10 @@ class GeneratorArgs {
   std::vector<std::string> used_;
 };
 
-// The image size [H W] or [H W C] and its divisibility by 2^depth (each stage halves it).
+// The image size [H W] or [H W C], big enough for depth halvings. Sizes need not divide by
+// 2^depth: a pooling floors an odd size and its unpooling restores it (the last row or column
+// of the decoder's map is then zero until the next convolution), as seed 003's 360x480 with
+// five stages does in MATLAB.
 std::vector<int64_t> image_size(GeneratorArgs& a, const YAML::Node& node, const Origin& origin,
                                 const std::string& gen, int64_t depth) {
   if (!node["ImageSize"])
@@ -118,9 +121,9 @@ std::vector<int64_t> image_size(GeneratorArgs& a, const YAML::Node& node, const 
   if (size.size() == 2) size.push_back(1);  // MATLAB: [h w] is one channel
   if (size.size() != 3) a.fail(*a.find("ImageSize"), "must be [height width] or [height width channels]");
   const int64_t f = int64_t{1} << depth;
-  if (size[0] % f != 0 || size[1] % f != 0)
-    a.fail(*a.find("ImageSize"), "must have a height and width divisible by 2^EncoderDepth = " + std::to_string(f) +
-                                      " (each encoder stage halves them)");
+  if (size[0] < f || size[1] < f)
+    a.fail(*a.find("ImageSize"), "must be at least 2^EncoderDepth = " + std::to_string(f) +
+                                      " high and wide (each encoder stage halves it)");
   return size;
 }
 

@@ -28,4 +28,17 @@ grep -q '"name":"relu2","type":"relu","fused":true' "$TMP/time.json" || fail "ti
 if ! "$DLTRAIN" time "$cfg" --batch 2 --iterations 1 --warmup 0 --gpu 0 >/dev/null 2>&1; then
   expect_error "time --gpu without a GPU" 3 "GPU\|CUDA" -- "$DLTRAIN" time "$cfg" --batch 2 --iterations 1 --gpu 0
 fi
+# A segmentation network from segnetLayers: info lists the generated layers, time trains it
+# on per-pixel labels (pixelClassification with class weights).
+cat > "$TMP/segnet.yaml" <<'YAML'
+layers:
+  segnetLayers: {ImageSize: [24, 32, 3], NumClasses: 4, EncoderDepth: 2, NumOutputChannels: 8, ClassWeights: [1, 2, 0.5, 1]}
+YAML
+"$DLTRAIN" info "$TMP/segnet.yaml" > "$TMP/segnet.txt" || fail "info on segnetLayers: $(cat "$TMP/segnet.txt")"
+grep -q "decoder1_unpool *maxUnpooling2d *24x32x8" "$TMP/segnet.txt" || fail "segnet info: $(cat "$TMP/segnet.txt")"
+grep -q "pixelLabels *pixelClassification *24x32x4" "$TMP/segnet.txt" || fail "segnet info: output layer"
+"$DLTRAIN" time "$TMP/segnet.yaml" --batch 2 --iterations 2 --warmup 1 --json > "$TMP/segnet-time.json" ||
+  fail "time on segnetLayers"
+at_least "$(json_number "$TMP/segnet-time.json" train_images_per_second)" 0.001 || fail "segnet time: $(cat "$TMP/segnet-time.json")"
+grep -q '"name":"encoder2_maxpool","type":"maxPooling2d"' "$TMP/segnet-time.json" || fail "segnet time: per-layer rows"
 echo "info_time: ok"

@@ -54,6 +54,11 @@ TEST_CASE("segnetLayers expands to MATLAB's encoder-decoder", "[config][generato
     CHECK(net.per_pixel());
     CHECK(net.output_shape(net.size() - 1) == Shape{32, 48, 5});
   }
+  SECTION("an odd size: pooling floors it, unpooling restores it (seed 003's 360x480, 5 stages)") {
+    Config odd = load_config_text(text, "seg.yaml", {"layers.inputImage.InputSize=[30,46,3]"});
+    Network net(odd.network, Device::cpu());
+    CHECK(net.output_shape(net.size() - 1) == Shape{30, 46, 5});
+  }
   SECTION("--set reaches a generated layer, and the resolved config lists the layers") {
     Config o = load_config_text(text, "seg.yaml", {"layers.decoder1_conv2.NumFilters=12"});
     CHECK(layer(o.network, "decoder1_conv2").get_int("NumFilters", 0) == 12);
@@ -83,9 +88,9 @@ TEST_CASE("segnetLayers options: per-stage lists, ClassWeights, and errors", "[c
   auto fails = [](const std::string& options) {
     return load_config_text("layers:\n  segnetLayers: {" + options + "}\n", "bad.yaml");
   };
-  CHECK_THROWS_WITH(fails("ImageSize: [30, 32, 3], NumClasses: 3, EncoderDepth: 2"),
-                    Catch::Contains("bad.yaml:2: segnetLayers: ImageSize must have a height and width divisible by "
-                                    "2^EncoderDepth = 4"));
+  CHECK_THROWS_WITH(fails("ImageSize: [30, 3, 3], NumClasses: 3, EncoderDepth: 2"),
+                    Catch::Contains("bad.yaml:2: segnetLayers: ImageSize must be at least 2^EncoderDepth = 4 high "
+                                    "and wide"));
   CHECK_THROWS_WITH(fails("ImageSize: [32, 32, 3], NumClasses: 3"), Catch::Contains("segnetLayers needs EncoderDepth"));
   CHECK_THROWS_WITH(fails("ImageSize: [32, 32, 3], NumClasses: 3, EncoderDepth: 2, NumConvolutionLayer: 2"),
                     Catch::Contains("unknown option 'NumConvolutionLayer' (did you mean 'NumConvolutionLayers'?)"));
