@@ -88,32 +88,23 @@ int64_t ImageInputLayer::stored_statistics() const {
   return normalization_ == "zerocenter" ? shape_.numel() : 0;
 }
 
+void SoftmaxOutputLayer::check_producers(const std::vector<const Layer*>& producers) const {
+  if (producers.at(0)->type() != "softmax")
+    throw ConfigError(spec_.loc.prefix() + "layer '" + name() + "': the " + type() +
+                      " layer must follow a softmax layer, not " + producers[0]->type());
+}
+
 namespace {
 
-class ClassificationLayer final : public Layer {
+class ClassificationLayer final : public SoftmaxOutputLayer {
  public:
-  explicit ClassificationLayer(const LayerSpec& spec) : Layer(spec) { spec_.get("Classes"); }
+  explicit ClassificationLayer(const LayerSpec& spec) : SoftmaxOutputLayer(spec) {}
   Shape infer(const std::vector<Shape>& inputs) override {
     expect_inputs(spec_, inputs, 1);
     if (inputs[0][0] != 1 || inputs[0][1] != 1)
       shape_error(spec_, "input is " + inputs[0].str() + " but classification needs 1x1xK class scores (put a fullyConnected and a softmax layer before it)");
     return inputs[0];
   }
-  Role role() const override { return Role::kOutput; }
-  void check_producers(const std::vector<const Layer*>& producers) const override {
-    if (producers.at(0)->type() != "softmax")
-      throw ConfigError(spec_.loc.prefix() + "layer '" + name() + "': the classification layer must follow a softmax layer, not " +
-                        producers[0]->type());
-  }
-  // Inference has no loss: the softmax output is the graph's output.
-  OnnxValue to_onnx(OnnxGraph&, const std::vector<OnnxValue>& inputs, const Shape&) const override {
-    return inputs.at(0);
-  }
-  void setup(int64_t, Backend&) override {}
-  // The network computes the loss from the softmax output; this layer holds no data.
-  void forward(const std::vector<const Tensor*>&, Tensor&, const RunContext&) override {}
-  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor&, const std::vector<Tensor*>&,
-                const RunContext&) override {}
 };
 
 class AdditionLayer final : public Layer {

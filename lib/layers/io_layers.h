@@ -36,4 +36,22 @@ class ImageInputLayer final : public Layer {
   Tensor inv_std_;  // (C) 1 / StandardDeviation for zscore
 };
 
+// The output layers after a softmax (classification, pixelClassification): the network
+// computes their loss from the softmax output (Layer::loss_spec), so they hold no data, run
+// nothing, and in ONNX the softmax output is the graph's output. `what` names the layer type
+// in the message when it does not follow a softmax.
+class SoftmaxOutputLayer : public Layer {
+ public:
+  explicit SoftmaxOutputLayer(const LayerSpec& spec) : Layer(spec) { spec_.get("Classes"); }
+  Role role() const override { return Role::kOutput; }
+  void check_producers(const std::vector<const Layer*>& producers) const override;
+  OnnxValue to_onnx(OnnxGraph&, const std::vector<OnnxValue>& inputs, const Shape&) const override {
+    return inputs.at(0);
+  }
+  void setup(int64_t, Backend&) override {}
+  void forward(const std::vector<const Tensor*>&, Tensor&, const RunContext&) override {}
+  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor&, const std::vector<Tensor*>&,
+                const RunContext&) override {}
+};
+
 }  // namespace dlt

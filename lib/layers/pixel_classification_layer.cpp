@@ -11,7 +11,7 @@
 #include <cmath>
 #include <memory>
 
-#include "layers/layer.h"
+#include "layers/io_layers.h"
 #include "layers/layer_util.h"
 #include "util/error.h"
 #include "util/numbers.h"
@@ -21,10 +21,9 @@ namespace dlt {
 
 namespace {
 
-class PixelClassificationLayer final : public Layer {
+class PixelClassificationLayer final : public SoftmaxOutputLayer {
  public:
-  explicit PixelClassificationLayer(const LayerSpec& spec) : Layer(spec) {
-    spec_.get("Classes");  // class names come from the data (ClassNames), as for classification
+  explicit PixelClassificationLayer(const LayerSpec& spec) : SoftmaxOutputLayer(spec) {
     const SpecValue* w = spec_.get("ClassWeights");
     if (!w) return;
     if (!w->is_list && w->items.size() == 1) {
@@ -54,23 +53,7 @@ class PixelClassificationLayer final : public Layer {
                         " weights for " + std::to_string(inputs[0][2]) + " classes (give one per class)");
     return inputs[0];
   }
-  Role role() const override { return Role::kOutput; }
   LossSpec loss_spec() const override { return {weights_, true, median_frequency_}; }
-  void check_producers(const std::vector<const Layer*>& producers) const override {
-    if (producers.at(0)->type() != "softmax")
-      throw ConfigError(spec_.loc.prefix() + "layer '" + name() +
-                        "': the pixelClassification layer must follow a softmax layer, not " +
-                        producers[0]->type());
-  }
-  // Inference has no loss: the softmax output is the graph's output.
-  OnnxValue to_onnx(OnnxGraph&, const std::vector<OnnxValue>& inputs, const Shape&) const override {
-    return inputs.at(0);
-  }
-  void setup(int64_t, Backend&) override {}
-  // The network computes the loss from the softmax output; this layer holds no data.
-  void forward(const std::vector<const Tensor*>&, Tensor&, const RunContext&) override {}
-  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor&, const std::vector<Tensor*>&,
-                const RunContext&) override {}
 
  private:
   std::vector<float> weights_;
