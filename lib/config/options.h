@@ -84,10 +84,18 @@ struct AugmentOptions {
   }
 };
 
-// The data: section: imageDatastore + splitEachLabel + augmentedImageDatastore.
+// The data: section: imageDatastore + splitEachLabel + augmentedImageDatastore, or for
+// segmentation imageDatastore + pixelLabelDatastore pairs (train: {images, labels}).
 struct DataOptions {
-  std::string train;       // folder of class folders
-  std::string validation;  // folder, or empty
+  std::string train;       // folder of class folders; segmentation: the images folder
+  std::string validation;  // folder, or empty; segmentation: the images folder
+  std::string train_labels;       // segmentation: the label images folder (pixelLabelDatastore)
+  std::string validation_labels;  // segmentation: the validation label images folder
+  std::vector<std::string> class_names;  // ClassNames (segmentation)
+  // LabelIDs (segmentation): per class, the pixel values that mean it, each either one integer
+  // (index / grey label images) or an RGB triplet (colour-coded labels, camvidPixelLabelIDs).
+  std::vector<std::vector<std::vector<int64_t>>> label_ids;
+  bool segmentation() const { return !train_labels.empty(); }
   double validation_split = 0;  // splitEachLabel fraction for validation when no folder given
   bool include_subfolders = true;
   std::string label_source = "foldernames";

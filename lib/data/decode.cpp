@@ -149,6 +149,21 @@ void decode_image(const std::string& path, int channels, Image& out) {
   decode_image_memory(bytes, path, channels, out);
 }
 
+void decode_image_as_stored(const std::string& path, Image& out) {
+  thread_local std::vector<uint8_t> bytes;
+  read_file(path, bytes);
+  if (bytes.empty()) fail(path, "the file is empty (0 bytes)");
+  if (bytes.size() > size_t(INT32_MAX)) fail(path, "file larger than 2 GiB");
+  int w = 0, h = 0, n = 0;
+  uint8_t* px = stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n, 0);
+  if (!px) {
+    const char* why = stbi_failure_reason();
+    fail(path, std::string("stb_image: ") + (why ? why : "unknown error"));
+  }
+  std::unique_ptr<uint8_t, void (*)(void*)> guard(px, &stbi_image_free);
+  convert(px, h, w, n, n >= 3 ? 3 : 1, out);
+}
+
 Image decode_image(const std::string& path, int channels) {
   Image img;
   decode_image(path, channels, img);

@@ -17,6 +17,10 @@ const std::vector<std::string>& supported_image_extensions();
 // alpha is dropped. Throws DataError for missing, unreadable, empty, corrupt or non-image files.
 void decode_image(const std::string& path, int channels, Image& out);
 Image decode_image(const std::string& path, int channels);
+// Decodes with the channels the file stores: 1 for grey (and grey + alpha), 3 for RGB (and
+// RGBA, palette images as their colours); no conversion, so label values stay exact (stb_image
+// for every format, never a lossy colour conversion). Throws DataError like decode_image.
+void decode_image_as_stored(const std::string& path, Image& out);
 // Same from bytes already in memory; `name` is used in error messages.
 void decode_image_memory(const std::vector<uint8_t>& bytes, const std::string& name,
                          int channels, Image& out);
