@@ -20,6 +20,7 @@
 #include "dist/launcher_env.h"
 #include "dist/local_workers.h"
 #include "exit_codes.h"
+#include "train/class_weights.h"
 #include "train/execution.h"
 #include "train/trainer.h"
 #include "util/log.h"
@@ -76,6 +77,7 @@ Runner add_train(CLI::App& app) {
     if (a->quiet) sets.push_back("training.Verbose=false");
     Config c = load_config(a->config, sets);
     apply_transfer(c);  // base: loads the base model
+    resolve_median_frequency(c);  // ClassWeights: median-frequency -> numbers, before config.yaml
     TrainArgs args;
     args.output_dir = a->output_dir;
     args.resume = a->resume;
@@ -105,7 +107,10 @@ Runner add_train(CLI::App& app) {
       return report_worker_error(error_file);
     }
     if (args.comm && args.comm->rank() != 0) return 0;
-    if (std::isnan(r.validation_accuracy))
+    if (!std::isnan(r.validation_mean_iou))
+      std::printf("%s: model %s, validation pixel accuracy %.2f%%, mean IoU %.4f\n", r.status.c_str(),
+                  r.model_path.c_str(), r.validation_accuracy, r.validation_mean_iou);
+    else if (std::isnan(r.validation_accuracy))
       std::printf("%s: model %s\n", r.status.c_str(), r.model_path.c_str());
     else
       std::printf("%s: model %s, validation accuracy %.2f%%\n", r.status.c_str(), r.model_path.c_str(),

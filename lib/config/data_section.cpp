@@ -1,4 +1,6 @@
 // The data: section (imageDatastore, splitEachLabel, imageDataAugmenter names) <-> DataOptions.
+#include <map>
+
 #include "config/fields.h"
 #include "config/sections.h"
 
@@ -22,10 +24,135 @@ const std::vector<FieldDef<AO>>& aug_fields() {
   return f;
 }
 
+// train / validation: a folder of class folders (imageDatastore), or for segmentation a pair
+// {images: DIR, labels: DIR} (imageDatastore + pixelLabelDatastore).
+template <class F, class G>
+FieldDef<DO> folder_or_pair_field(std::string name, F images, G labels) {
+  return {name,
+          [images, labels, name](const ValueCtx& c, DO& o) {
+            images(o).clear();
+            labels(o).clear();
+            if (c.value.IsNull()) return;
+            if (!c.value.IsMap()) {
+              images(o) = c.scalar("a folder, or {images: DIR, labels: DIR} for segmentation");
+              return;
+            }
+            for (const Entry& e : map_entries(c.value, c.origin, c.name)) {
+              std::string* dst = e.key == "images" ? &images(o) : e.key == "labels" ? &labels(o) : nullptr;
+              if (!dst)
+                throw ConfigError(c.origin.at(e.key_node) + "unknown key '" + e.key + "' in " + c.name +
+                                  did_you_mean(e.key, {"images", "labels"}) + " (write {images: DIR, labels: DIR})");
+              if (!e.value.IsScalar() || e.value.Scalar().empty())
+                throw ConfigError(c.origin.loc(e.key_node, e.value).prefix() + c.name + "." + e.key +
+                                  " must be a folder");
+              *dst = e.value.Scalar();
+            }
+            if (images(o).empty() || labels(o).empty())
+              throw ConfigError(c.origin.loc(c.key, c.value).prefix() + c.name + " needs both images and labels (" +
+                                c.name + ": {images: DIR, labels: DIR})");
+          },
+          [images, labels](YAML::Emitter& e, const DO& o) {
+            if (labels(o).empty()) {
+              e << YAML::DoubleQuoted << images(o);
+              return;
+            }
+            e << YAML::BeginMap << YAML::Key << "images" << YAML::Value << YAML::DoubleQuoted << images(o)
+              << YAML::Key << "labels" << YAML::Value << YAML::DoubleQuoted << labels(o) << YAML::EndMap;
+          }};
+}
+
+// ClassNames: a list of names (pixelLabelDatastore's classes).
+FieldDef<DO> class_names_field() {
+  return {"ClassNames",
+          [](const ValueCtx& c, DO& o) {
+            const std::string expect = "a list of class names, e.g. [sky, road, car]";
+            o.class_names.clear();
+            if (c.value.IsNull()) return;
+            if (!c.value.IsSequence()) c.bad(expect);
+            for (const auto& n : c.value) {
+              if (!n.IsScalar() || n.Scalar().empty()) c.bad(expect);
+              o.class_names.push_back(n.Scalar());
+            }
+          },
+          [](YAML::Emitter& e, const DO& o) {
+            e << YAML::Flow << YAML::BeginSeq;
+            for (const auto& n : o.class_names) e << n;
+            e << YAML::EndSeq;
+          }};
+}
+
+// LabelIDs: one entry per class, MATLAB's pixelLabelIDs: an integer (index / grey labels), an
+// RGB triplet [r, g, b], a list of integers [1, 7], or a list of triplets [[r, g, b], ...]. A
+// flat list of exactly three numbers is a triplet (MATLAB's 1x3 row); three integer IDs for one
+// class are written [[1], [2], [3]].
+FieldDef<DO> label_ids_field() {
+  return {"LabelIDs",
+          [](const ValueCtx& c, DO& o) {
+            const std::string expect =
+                "a list with one entry per class: an integer, an RGB triplet [r, g, b], or a list of them";
+            o.label_ids.clear();
+            if (c.value.IsNull()) return;
+            if (!c.value.IsSequence()) c.bad(expect);
+            auto number = [&](const YAML::Node& n) {
+              int64_t v;
+              if (!n.IsScalar() || !parse_int(n.Scalar(), &v)) c.bad(expect);
+              return v;
+            };
+            auto values = [&](const YAML::Node& n) {  // a scalar or a flat list of scalars
+              std::vector<int64_t> v;
+              if (n.IsScalar()) return std::vector<int64_t>{number(n)};
+              for (const auto& x : list_items(n)) v.push_back(number(x));
+              return v;
+            };
+            for (const auto& entry : c.value) {
+              std::vector<std::vector<int64_t>> ids;
+              if (entry.IsScalar()) {
+                ids.push_back({number(entry)});
+              } else if (!entry.IsSequence() || entry.size() == 0) {
+                c.bad(expect);
+              } else if (entry[0].IsSequence()) {
+                for (const auto& x : entry) {
+                  if (!x.IsSequence()) c.bad(expect);
+                  ids.push_back(values(x));
+                }
+              } else {
+                std::vector<int64_t> flat = values(entry);
+                if (flat.size() == 3) {
+                  ids.push_back(flat);
+                } else {
+                  for (int64_t v : flat) ids.push_back({v});
+                }
+              }
+              o.label_ids.push_back(std::move(ids));
+            }
+          },
+          [](YAML::Emitter& e, const DO& o) {
+            e << YAML::Flow << YAML::BeginSeq;
+            for (const auto& ids : o.label_ids) {
+              if (ids.size() == 1 && ids[0].size() == 1) {
+                e << ids[0][0];
+                continue;
+              }
+              e << YAML::BeginSeq;
+              for (const auto& v : ids) {
+                e << YAML::BeginSeq;
+                for (int64_t x : v) e << x;
+                e << YAML::EndSeq;
+              }
+              e << YAML::EndSeq;
+            }
+            e << YAML::EndSeq;
+          }};
+}
+
 const std::vector<FieldDef<DO>>& data_fields() {
   static const std::vector<FieldDef<DO>> f = {
-      string_field<DO>("train", [](auto& o) -> auto& { return o.train; }),
-      string_field<DO>("validation", [](auto& o) -> auto& { return o.validation; }),
+      folder_or_pair_field("train", [](auto& o) -> auto& { return o.train; },
+                           [](auto& o) -> auto& { return o.train_labels; }),
+      folder_or_pair_field("validation", [](auto& o) -> auto& { return o.validation; },
+                           [](auto& o) -> auto& { return o.validation_labels; }),
+      class_names_field(),
+      label_ids_field(),
       double_field<DO>("ValidationSplit", 0, false, 1, true, "a number in [0, 1)",
                        [](auto& o) -> auto& { return o.validation_split; }),
       bool_field<DO>("IncludeSubfolders", [](auto& o) -> auto& { return o.include_subfolders; }),
@@ -60,6 +187,35 @@ std::string data_hint(const std::string& key) {
 
 void read_data(const YAML::Node& node, const Origin& origin, DataOptions& out) {
   read_section(node, origin, data_fields(), "data", "data key", out, data_hint);
+  // Where to point at: the key's line, or the data: section's when the key is absent.
+  auto where = [&](const std::string& key) {
+    if (node.IsMap())
+      for (const Entry& e : map_entries(node, origin, "data"))
+        if (e.key == key) return origin.loc(e.key_node, e.value).prefix();
+    return origin.at(node);
+  };
+  const bool has_classes = !out.class_names.empty() || !out.label_ids.empty();
+  if (!out.segmentation()) {
+    if (!out.validation_labels.empty())
+      throw ConfigError(where("validation") + "data.validation has labels but data.train is a folder (write "
+                        "train: {images: DIR, labels: DIR} too)");
+    if (has_classes)
+      throw ConfigError(where(out.class_names.empty() ? "LabelIDs" : "ClassNames") +
+                        "ClassNames and LabelIDs are for pixel-label data (write train: {images: DIR, labels: "
+                        "DIR}); classification takes its classes from the folder names");
+    return;
+  }
+  if (!out.validation.empty() && out.validation_labels.empty())
+    throw ConfigError(where("validation") + "data.validation must be {images: DIR, labels: DIR} when data.train is");
+  if (out.class_names.empty())
+    throw ConfigError(where("ClassNames") + "segmentation data needs ClassNames (e.g. ClassNames: [sky, road, car])");
+  if (out.label_ids.empty())  // MATLAB requires pixelLabelIDs; index labels 0..K-1 is the common case
+    for (size_t c = 0; c < out.class_names.size(); ++c) out.label_ids.push_back({{int64_t(c)}});
+  const std::string problem = label_ids_problem(out.class_names, out.label_ids);
+  if (!problem.empty()) throw ConfigError(where("LabelIDs") + "data.LabelIDs: " + problem);
+  if (out.output_size_mode == "randcrop")
+    throw ConfigError(where("OutputSizeMode") + "data.OutputSizeMode randcrop is not supported for segmentation "
+                      "data (use resize or centercrop; random crops come from Augmentation)");
 }
 
 void write_data(YAML::Emitter& e, const DataOptions& opts) { write_section(e, data_fields(), opts); }
@@ -75,3 +231,45 @@ std::string unknown_augmentation_message(const std::string& key) {
 }
 
 }  // namespace dlt::cfg
+
+namespace dlt {
+
+namespace {
+std::string value_str(const std::vector<int64_t>& v) {
+  if (v.size() == 1) return std::to_string(v[0]);
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+}  // namespace
+
+std::string label_ids_problem(const std::vector<std::string>& class_names,
+                              const std::vector<std::vector<std::vector<int64_t>>>& label_ids) {
+  constexpr size_t kMaxClasses = 255;  // class indices 0..254 in 8-bit label images; 255: undefined
+  const size_t n = class_names.size();
+  if (n == 0) return "ClassNames is empty (list the classes, e.g. [sky, road])";
+  if (n > kMaxClasses) return std::to_string(n) + " classes; at most " + std::to_string(kMaxClasses);
+  if (label_ids.size() != n)
+    return "ClassNames has " + std::to_string(n) + " classes but LabelIDs has " + std::to_string(label_ids.size()) +
+           " entries (give one value or list of values per class)";
+  bool seen_int = false, seen_rgb = false;
+  std::map<std::vector<int64_t>, size_t> owner;
+  for (size_t c = 0; c < n; ++c) {
+    const std::string cls = "class '" + class_names[c] + "'";
+    if (label_ids[c].empty()) return cls + " has no label value";
+    for (const auto& v : label_ids[c]) {
+      if (v.size() != 1 && v.size() != 3)
+        return cls + " value " + value_str(v) + " must be one integer or an RGB triplet [r, g, b]";
+      for (int64_t x : v)
+        if (x < 0 || x > 255) return cls + " value " + value_str(v) + " is outside 0..255";
+      (v.size() == 1 ? seen_int : seen_rgb) = true;
+      if (seen_int && seen_rgb) return "LabelIDs mixes integers and RGB triplets (use one kind for every class)";
+      auto [it, fresh] = owner.emplace(v, c);
+      if (!fresh)
+        return "value " + value_str(v) + " is given to both class '" + class_names[it->second] + "' and " + cls;
+    }
+  }
+  return "";
+}
+
+}  // namespace dlt

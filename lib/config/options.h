@@ -107,4 +107,11 @@ struct DataOptions {
   int64_t loader_threads = 0;          // 0: automatic
 };
 
+// What is wrong with ClassNames / LabelIDs, or "" when nothing: no classes, more than 255,
+// different lengths, a class with no value, a value outside 0..255, a value that is neither
+// one integer nor an RGB triplet, integers mixed with triplets, or one value for two classes.
+// config/ reports it at LabelIDs' line; data/pixel_labels checks again where it builds its map.
+std::string label_ids_problem(const std::vector<std::string>& class_names,
+                              const std::vector<std::vector<std::vector<int64_t>>>& label_ids);
+
 }  // namespace dlt

@@ -85,7 +85,17 @@ void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides
       if (!contains(data_keys(), parts[0])) fail(unknown_data_message(parts[0]));
       if (!child_map(root, "data", &target)) fail("the file's data: section is not a map");
       key = parts[0];
-      if (parts.size() > 1) {
+      if (parts.size() == 2 && (parts[0] == "train" || parts[0] == "validation")) {
+        // Segmentation: data.train.images / data.train.labels (pixelLabelDatastore pairs).
+        if (parts[1] != "images" && parts[1] != "labels")
+          fail("data." + parts[0] + " has no sub-key '" + parts[1] + "' (images or labels)");
+        YAML::Node pair;
+        if (!child_map(target, parts[0], &pair))
+          fail("the file's data." + parts[0] + " is a folder, not {images, labels} (set data." + parts[0] +
+               "={images: DIR, labels: DIR})");
+        target.reset(pair);
+        key = parts[1];
+      } else if (parts.size() > 1) {
         if (parts[0] != "Augmentation" || parts.size() > 2)
           fail("data." + parts[0] + " has no sub-key '" + parts.back() + "'");
         if (!contains(augmentation_keys(), parts[1])) fail(unknown_augmentation_message(parts[1]));

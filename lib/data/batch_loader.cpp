@@ -25,6 +25,8 @@ constexpr uint64_t kShuffleStream = 0x5348554646ULL;
 
 struct BatchLoader::Scratch {
   Image decoded, base, work, tmp;
+  Image label_decoded, label_base, label_work;  // segmentation
+  int source_height = 0, source_width = 0;      // the decoded image's size
 };
 
 int64_t memory_cache_limit() {
@@ -159,6 +161,12 @@ void BatchLoader::setup_cache() {
   const std::string geometry = opt_.input.str() + "/" + opt_.output_size_mode;
   const uint64_t key = kind == ImageCache::Kind::kFile ? cache_key(ds_.paths(), geometry) : 0;
   cache_ = std::make_unique<ImageCache>(kind, n, key, dir);
+  // Label images: one byte per pixel at the same geometry, cached the same way.
+  const uint64_t label_key = ds_.has_pixel_labels() && kind == ImageCache::Kind::kFile
+                                 ? cache_key(ds_.label_paths(), geometry + "/labels/" + ds_.pixel_ids().key())
+                                 : 0;
+  label_cache_ = std::make_unique<ImageCache>(ds_.has_pixel_labels() ? kind : ImageCache::Kind::kNone, n,
+                                              label_key, dir);
   if (kind != ImageCache::Kind::kNone)
     log::debug("image cache: {} ({} MiB estimated){}", cache_kind(), bytes >> 20,
                cache_->file_path().empty() ? "" : " at " + cache_->file_path());
@@ -195,13 +203,33 @@ void BatchLoader::make_order(int64_t epoch) {
   }
 }
 
-void BatchLoader::process(int64_t item, int worker, float* dst) {
+void BatchLoader::base_labels(int64_t item, Scratch& s, int image_height, int image_width) {
+  if (label_cache_->get(item, s.label_base)) return;
+  const int h = int(opt_.input[0]), w = int(opt_.input[1]);
+  const std::string& path = ds_.label_path(item);
+  if (image_height == 0) image_size(ds_.path(item), image_height, image_width);
+  ds_.pixel_ids().decode(path, s.label_decoded);
+  if (s.label_decoded.height != image_height || s.label_decoded.width != image_width)
+    throw DataError(path + ": label image is " + std::to_string(s.label_decoded.height) + "x" +
+                    std::to_string(s.label_decoded.width) + " but its image " + ds_.path(item) + " is " +
+                    std::to_string(image_height) + "x" + std::to_string(image_width) + " (they must match)");
+  if (opt_.output_size_mode == "resize")
+    resize_nearest(s.label_decoded, h, w, s.label_base);
+  else
+    center_crop(s.label_decoded, h, w, path, s.label_base);
+  label_cache_->put(item, s.label_base);
+}
+
+void BatchLoader::process(int64_t item, int worker, float* dst, int32_t* label_dst) {
   Scratch& s = *scratch_[worker];
   const int h = int(opt_.input[0]), w = int(opt_.input[1]), c = int(opt_.input[2]);
   const std::string& path = ds_.path(item);
   const bool resize_mode = opt_.output_size_mode == "resize";
+  s.source_height = s.source_width = 0;
   if (!cache_->get(item, s.base)) {
     decode_image(path, c, s.decoded);
+    s.source_height = s.decoded.height;
+    s.source_width = s.decoded.width;
     decoded_.fetch_add(1, std::memory_order_relaxed);
     if (resize_mode) {
       resize_bilinear(s.decoded, h, w, s.base);
@@ -213,6 +241,21 @@ void BatchLoader::process(int64_t item, int worker, float* dst) {
     cache_->put(item, s.base);
   }
   Rng rng = Rng::derive(opt_.seed, {uint64_t(epoch_), uint64_t(item)});
+  if (label_dst) {  // segmentation: centre crop (no randcrop) and joint augmentation
+    base_labels(item, s, s.source_height, s.source_width);
+    if (resize_mode) s.work = s.base; else center_crop(s.base, h, w, path, s.work);
+    s.label_work = s.label_base;
+    if (opt_.training && opt_.augment.any())
+      augment_pair(s.work, s.label_work, opt_.augment, kUndefinedPixel, rng, s.tmp);
+    const size_t count = size_t(h) * w * c;
+    for (size_t i = 0; i < count; ++i) dst[i] = s.work.pixels[i];
+    const size_t pixels = size_t(h) * w;
+    for (size_t i = 0; i < pixels; ++i) {
+      const uint8_t l = s.label_work.pixels[i];
+      label_dst[i] = l == kUndefinedPixel ? -1 : int32_t(l);
+    }
+    return;
+  }
   const Image* img = &s.base;
   if (!resize_mode) {
     if (opt_.training && opt_.output_size_mode == "randcrop")
@@ -242,29 +285,35 @@ void BatchLoader::fill(int64_t g, Batch& out) {
   const int64_t per_image = in.numel();
   if (!out.images.defined() || out.images.numel() < batch_ * per_image)  // first use only
     out.images = Tensor(batch_shape(batch_, in));
-  if (!out.labels.defined() || out.labels.numel() < batch_)
-    out.labels = Tensor(Shape{batch_}, Device::cpu(), DType::kI32);
+  const bool pixels = ds_.has_pixel_labels();
+  const int64_t per_label = pixels ? in[0] * in[1] : 1;
+  auto label_shape = [&](int64_t k) { return pixels ? Shape{k, in[0], in[1]} : Shape{k}; };
+  if (!out.labels.defined() || out.labels.numel() < batch_ * per_label)
+    out.labels = Tensor(label_shape(batch_), Device::cpu(), DType::kI32);
   out.images.resize(batch_shape(count, in));
-  out.labels.resize(Shape{count});
+  out.labels.resize(label_shape(count));
   out.items.reserve(size_t(batch_));
   out.items.resize(size_t(count));
   for (int64_t k = 0; k < count; ++k) out.items[k] = order_[lo + k];
   out.global_size = end - begin;
 
   float* images = out.images.data();
+  int32_t* labels = out.labels.data_i32();
   struct Work {
     BatchLoader* self;
     const int64_t* items;
     float* images;
-    int64_t per_image;
+    int32_t* labels;  // segmentation: (N, H, W); null otherwise
+    int64_t per_image, per_label;
     bool skip;
-  } work{this, out.items.data(), images, per_image, opt_.on_bad_image == "skip"};
+  } work{this, out.items.data(), images, pixels ? labels : nullptr, per_image, per_label, opt_.on_bad_image == "skip"};
   // One captured pointer: fits std::function's inline buffer, so no allocation per batch.
   pool_->parallel_for(count, [w = &work](int64_t k, int worker) {
     const int64_t item = w->items[k];
     if (w->self->bad_[item].load(std::memory_order_relaxed)) return;
     try {
-      w->self->process(item, worker, w->images + k * w->per_image);
+      w->self->process(item, worker, w->images + k * w->per_image,
+                       w->labels ? w->labels + k * w->per_label : nullptr);
     } catch (const DataError& e) {
       if (!w->skip) throw;
       uint8_t expected = 0;
@@ -275,20 +324,21 @@ void BatchLoader::fill(int64_t g, Batch& out) {
     }
   });
   int64_t kept = 0;  // compact away skipped images
-  int32_t* labels = out.labels.data_i32();
   for (int64_t k = 0; k < count; ++k) {
     const int64_t item = out.items[k];
     if (bad_[item].load(std::memory_order_relaxed)) continue;
-    if (kept != k)
+    if (kept != k) {
       std::copy(images + k * per_image, images + (k + 1) * per_image, images + kept * per_image);
+      if (pixels) std::copy(labels + k * per_label, labels + (k + 1) * per_label, labels + kept * per_label);
+    }
     out.items[kept] = item;
-    labels[kept] = ds_.label(item);
+    if (!pixels) labels[kept] = ds_.label(item);
     ++kept;
   }
   out.items.resize(size_t(kept));
   out.size = kept;
   out.images.resize(batch_shape(kept, in));
-  out.labels.resize(Shape{kept});
+  out.labels.resize(label_shape(kept));
 }
 
 void BatchLoader::stop_producer() {

@@ -25,7 +25,7 @@ class ImageCache;
 
 struct Batch {
   Tensor images;  // (N, H, W, C) float32 host, 0..255
-  Tensor labels;  // (N) int32 host (DType::kI32)
+  Tensor labels;  // (N) int32 host (DType::kI32); segmentation: (N, H, W), -1 = undefined pixel
   std::vector<int64_t> items;  // datastore indices, one per image
   int64_t size = 0;  // N: this rank's images (bad images skipped); may be 0 for a rank
                      // whose WorkerLoad share is 0: it must still join the all-reduce
@@ -88,10 +88,12 @@ class BatchLoader {
   struct Scratch;
   void make_order(int64_t epoch);
   void fill(int64_t g, Batch& out);
-  void process(int64_t item, int worker, float* dst);
+  void process(int64_t item, int worker, float* dst, int32_t* label_dst);
   void producer_loop(int64_t epoch_generation);
   void stop_producer();
   void setup_cache();
+  // Segmentation: the item's label image at the input size, before augmentation (cached).
+  void base_labels(int64_t item, Scratch& s, int image_height, int image_width);
 
   const ImageDatastore& ds_;
   LoaderOptions opt_;
@@ -101,7 +103,7 @@ class BatchLoader {
   std::vector<int64_t> order_, once_order_;
   std::unique_ptr<ThreadPool> pool_;
   std::vector<std::unique_ptr<Scratch>> scratch_;
-  std::unique_ptr<ImageCache> cache_;
+  std::unique_ptr<ImageCache> cache_, label_cache_;
   std::unique_ptr<std::atomic<uint8_t>[]> bad_;
   std::atomic<int64_t> skipped_{0}, decoded_{0};
 

@@ -160,13 +160,62 @@ ImageDatastore ImageDatastore::subset(const std::vector<int64_t>& indices) const
   ImageDatastore out;
   out.root_ = root_;
   out.classes_ = classes_;
+  out.pixel_ids_ = pixel_ids_;
   out.paths_.reserve(indices.size());
   out.labels_.reserve(indices.size());
   for (int64_t i : indices) {
     out.paths_.push_back(paths_[i]);
     out.labels_.push_back(labels_[i]);
+    if (has_pixel_labels()) out.label_paths_.push_back(label_paths_[i]);
   }
   return out;
+}
+
+ImageDatastore ImageDatastore::pixel_pairs(const std::string& images, const std::string& labels,
+                                           const DataOptions& options) {
+  auto folder = [&](const std::string& dir, const char* what) {
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) throw DataError(dir + ": " + what + " folder does not exist (check the data path)");
+    if (!fs::is_directory(dir, ec)) throw DataError(dir + ": is not a folder (give the " + what + " folder)");
+  };
+  folder(images, "image");
+  folder(labels, "label image");
+  const auto exts = normalized_extensions(options.file_extensions);
+  const auto image_files = images_in(images, options.include_subfolders, exts);
+  const auto label_files = images_in(labels, options.include_subfolders, supported_image_extensions());
+  if (image_files.empty()) throw DataError(images + ": no images found (looked for " + join(exts, " ") + ")");
+  // Pair by stem: the path below the folder without its extension (a/b.jpg pairs a/b.png).
+  auto stem_of = [](const std::string& root, const std::string& file) {
+    fs::path rel = fs::path(file).lexically_relative(root);
+    return rel.replace_extension().string();
+  };
+  std::map<std::string, std::string> by_stem;
+  for (const auto& f : label_files) {
+    auto [it, fresh] = by_stem.emplace(stem_of(labels, f), f);
+    if (!fresh) throw DataError(f + ": two label images for one image (" + it->second + " too); keep one");
+  }
+  ImageDatastore ds;
+  ds.root_ = images;
+  ds.pixel_ids_ = std::make_shared<PixelLabelIds>(options.class_names, options.label_ids, "data.LabelIDs");
+  ds.classes_ = options.class_names;
+  std::map<std::string, std::string> image_of_stem;
+  for (const auto& f : image_files) {
+    const std::string stem = stem_of(images, f);
+    auto [seen, fresh] = image_of_stem.emplace(stem, f);
+    if (!fresh) throw DataError(f + ": two images for one label image (" + seen->second + " too); keep one");
+    auto it = by_stem.find(stem);
+    if (it == by_stem.end())
+      throw DataError(f + ": no label image for it in " + labels + " (expected " + (fs::path(labels) / stem).string() +
+                      ".png)");
+    ds.paths_.push_back(f);
+    ds.labels_.push_back(0);
+    ds.label_paths_.push_back(it->second);
+    by_stem.erase(it);
+  }
+  if (!by_stem.empty())
+    throw DataError(by_stem.begin()->second + ": label image with no image in " + images + " (" +
+                    std::to_string(by_stem.size()) + " such; remove them or add the images)");
+  return ds;
 }
 
 std::pair<ImageDatastore, ImageDatastore> ImageDatastore::split_each_label(double fraction,

@@ -3,11 +3,13 @@
 // and splits them per label (splitEachLabel). Lists files only; decoding is decode.h's job.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "config/options.h"
+#include "data/pixel_labels.h"
 
 namespace dlt {
 
@@ -44,6 +46,18 @@ class ImageDatastore {
   // The datastore restricted to the given indices (in that order).
   ImageDatastore subset(const std::vector<int64_t>& indices) const;
 
+  // Segmentation (imageDatastore + pixelLabelDatastore): the images under `images` (with
+  // IncludeSubfolders, recursively) paired by file stem with the label images under `labels`.
+  // classes() are ClassNames; label(i) is 0. Throws DataError naming the file for an image
+  // without a label image or a label image without an image (two files with one stem count as
+  // both), and for missing or empty folders; ConfigError for bad ClassNames / LabelIDs.
+  static ImageDatastore pixel_pairs(const std::string& images, const std::string& labels,
+                                    const DataOptions& options);
+  bool has_pixel_labels() const { return !label_paths_.empty(); }
+  const std::string& label_path(int64_t i) const { return label_paths_[i]; }
+  const std::vector<std::string>& label_paths() const { return label_paths_; }
+  const PixelLabelIds& pixel_ids() const { return *pixel_ids_; }
+
   // Builds a datastore from explicit lists (tests, converters). Labels index `classes`.
   static ImageDatastore from_lists(std::vector<std::string> paths, std::vector<int32_t> labels,
                                    std::vector<std::string> classes, std::string root = "");
@@ -56,6 +70,8 @@ class ImageDatastore {
   std::vector<std::string> paths_;
   std::vector<int32_t> labels_;
   std::vector<std::string> classes_;
+  std::vector<std::string> label_paths_;  // segmentation: one label image per path
+  std::shared_ptr<const PixelLabelIds> pixel_ids_;
 };
 
 }  // namespace dlt

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "config/options.h"
 #include "data/decode.h"
 #include "util/error.h"
 
@@ -13,49 +14,22 @@ namespace {
 
 uint32_t pack(int64_t r, int64_t g, int64_t b) { return uint32_t(r) << 16 | uint32_t(g) << 8 | uint32_t(b); }
 
-std::string value_str(const std::vector<int64_t>& v) {
-  if (v.size() == 1) return std::to_string(v[0]);
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
 }  // namespace
 
 PixelLabelIds::PixelLabelIds(std::vector<std::string> class_names,
                              const std::vector<std::vector<std::vector<int64_t>>>& ids, const std::string& where)
     : class_names_(std::move(class_names)), ids_(ids) {
+  const std::string problem = label_ids_problem(class_names_, ids_);
+  if (!problem.empty()) throw ConfigError(where + ": " + problem);
   grey_.fill(kUndefinedPixel);
-  const size_t n = class_names_.size();
-  if (n == 0) throw ConfigError(where + ": ClassNames is empty (list the classes, e.g. [sky, road])");
-  if (n > size_t(kMaxPixelClasses))
-    throw ConfigError(where + ": " + std::to_string(n) + " classes; at most " + std::to_string(kMaxPixelClasses));
-  if (ids.size() != n)
-    throw ConfigError(where + ": ClassNames has " + std::to_string(n) + " classes but LabelIDs has " +
-                      std::to_string(ids.size()) + " entries (give one value or list of values per class)");
-  bool seen_int = false, seen_rgb = false;
-  for (size_t c = 0; c < n; ++c) {
-    const std::string cls = "class '" + class_names_[c] + "'";
-    if (ids[c].empty()) throw ConfigError(where + ": " + cls + " has no label value");
-    for (const auto& v : ids[c]) {
-      if (v.size() != 1 && v.size() != 3)
-        throw ConfigError(where + ": " + cls + " value " + value_str(v) +
-                          " must be one integer or an RGB triplet [r, g, b]");
-      for (int64_t x : v)
-        if (x < 0 || x > 255)
-          throw ConfigError(where + ": " + cls + " value " + value_str(v) + " is outside 0..255");
-      (v.size() == 1 ? seen_int : seen_rgb) = true;
-      if (seen_int && seen_rgb)
-        throw ConfigError(where + ": LabelIDs mixes integers and RGB triplets (use one kind for every class)");
-      uint8_t& slot = v.size() == 1 ? grey_[size_t(v[0])]
-                                    : colour_.try_emplace(pack(v[0], v[1], v[2]), kUndefinedPixel).first->second;
-      if (slot != kUndefinedPixel)
-        throw ConfigError(where + ": value " + value_str(v) + " is given to both class '" + class_names_[slot] +
-                          "' and " + cls);
-      slot = static_cast<uint8_t>(c);
+  for (size_t c = 0; c < ids_.size(); ++c)
+    for (const auto& v : ids_[c]) {
+      rgb_ = v.size() == 3;
+      if (rgb_)
+        colour_[pack(v[0], v[1], v[2])] = static_cast<uint8_t>(c);
+      else
+        grey_[size_t(v[0])] = static_cast<uint8_t>(c);
     }
-  }
-  rgb_ = seen_rgb;
 }
 
 uint8_t PixelLabelIds::class_of(uint8_t r, uint8_t g, uint8_t b) const {
@@ -73,6 +47,18 @@ std::vector<std::array<uint8_t, 3>> PixelLabelIds::colours() const {
       out.push_back({uint8_t(v[0]), uint8_t(v[0]), uint8_t(v[0])});
   }
   return out;
+}
+
+std::string PixelLabelIds::key() const {
+  std::string k;
+  for (const auto& values : ids_) {
+    for (const auto& v : values) {
+      for (int64_t x : v) k += std::to_string(x) + ".";
+      k += ",";
+    }
+    k += ";";
+  }
+  return k;
 }
 
 void PixelLabelIds::decode(const std::string& path, Image& out) const {

@@ -33,6 +33,8 @@ class PixelLabelIds {
   // The first value of each class as an RGB colour (an integer v gives (v, v, v)): the colours
   // `dltrain segment --colour` writes, so its output reads back through the same LabelIDs.
   std::vector<std::array<uint8_t, 3>> colours() const;
+  // The mapping as text ("0;1,7;200"), part of the label cache's key.
+  std::string key() const;
 
   // Decodes the label image at `path` into `out` (1 channel, class index or kUndefinedPixel).
   // Throws DataError naming the file: unreadable or corrupt, a colour image when LabelIDs are

@@ -181,9 +181,9 @@ inline void sample_inside(const Image& in, int x0, int y0, float ax, float ay, u
     dst[k] = to_u8(w00 * p[k] + w01 * p[C + k] + w10 * q[k] + w11 * q[C + k]);
 }
 
-template <int C>
-void warp_rows(const Image& in, const AffineDraw& d, Image& out) {
-  const int h = in.height, w = in.width;
+// Calls f(xo, yo, x, y) for every output pixel with its source position (x, y) under the warp.
+template <class F>
+void for_each_source(int h, int w, const AffineDraw& d, F&& f) {
   const double cx = (w - 1) / 2.0, cy = (h - 1) / 2.0;
   const double th = d.rotation_deg * 3.14159265358979323846 / 180.0;
   const double cs = std::cos(th) / d.scale, sn = std::sin(th) / d.scale;
@@ -193,27 +193,32 @@ void warp_rows(const Image& in, const AffineDraw& d, Image& out) {
   for (int yo = 0; yo < h; ++yo) {
     const double dy = yo - cy - d.ty, dx0 = -cx - d.tx;
     const double bx = cx + sx * (cs * dx0 + sn * dy), by = cy + sy * (-sn * dx0 + cs * dy);
-    for (int xo = 0; xo < w; ++xo) {
-      const double x = bx + kx * xo, y = by + ky * xo;
-      if (!(x >= -1 && y >= -1 && x < w && y < h)) continue;  // zero fill
-      const int x0 = static_cast<int>(x + 1) - 1, y0 = static_cast<int>(y + 1) - 1;  // floor
-      const float ax = static_cast<float>(x - x0), ay = static_cast<float>(y - y0);
-      uint8_t* dst = out.at(yo, xo);
-      if (x0 >= 0 && y0 >= 0 && x0 + 1 < w && y0 + 1 < h) {
-        sample_inside<C>(in, x0, y0, ax, ay, dst);
-        continue;
-      }
-      const float wts[4] = {(1 - ax) * (1 - ay), ax * (1 - ay), (1 - ax) * ay, ax * ay};
-      const int xs[4] = {x0, x0 + 1, x0, x0 + 1}, ys[4] = {y0, y0, y0 + 1, y0 + 1};
-      for (int k = 0; k < C; ++k) {
-        float acc = 0;
-        for (int t = 0; t < 4; ++t)
-          if (wts[t] != 0.f && xs[t] >= 0 && xs[t] < w && ys[t] >= 0 && ys[t] < h)
-            acc += wts[t] * in.at(ys[t], xs[t])[k];
-        dst[k] = to_u8(acc);
-      }
-    }
+    for (int xo = 0; xo < w; ++xo) f(xo, yo, bx + kx * xo, by + ky * xo);
   }
+}
+
+template <int C>
+void warp_rows(const Image& in, const AffineDraw& d, Image& out) {
+  const int h = in.height, w = in.width;
+  for_each_source(h, w, d, [&](int xo, int yo, double x, double y) {
+    if (!(x >= -1 && y >= -1 && x < w && y < h)) return;  // zero fill
+    const int x0 = static_cast<int>(x + 1) - 1, y0 = static_cast<int>(y + 1) - 1;  // floor
+    const float ax = static_cast<float>(x - x0), ay = static_cast<float>(y - y0);
+    uint8_t* dst = out.at(yo, xo);
+    if (x0 >= 0 && y0 >= 0 && x0 + 1 < w && y0 + 1 < h) {
+      sample_inside<C>(in, x0, y0, ax, ay, dst);
+      return;
+    }
+    const float wts[4] = {(1 - ax) * (1 - ay), ax * (1 - ay), (1 - ax) * ay, ax * ay};
+    const int xs[4] = {x0, x0 + 1, x0, x0 + 1}, ys[4] = {y0, y0, y0 + 1, y0 + 1};
+    for (int k = 0; k < C; ++k) {
+      float acc = 0;
+      for (int t = 0; t < 4; ++t)
+        if (wts[t] != 0.f && xs[t] >= 0 && xs[t] < w && ys[t] >= 0 && ys[t] < h)
+          acc += wts[t] * in.at(ys[t], xs[t])[k];
+      dst[k] = to_u8(acc);
+    }
+  });
 }
 
 }  // namespace
@@ -231,21 +236,63 @@ void warp_affine(const Image& in, const AffineDraw& d, Image& out) {
   }
 }
 
-void pad_crop(const Image& in, int64_t pad, Rng& rng, Image& out) {
-  const int p = static_cast<int>(pad);
-  const int ox = static_cast<int>(rng.below(uint64_t(2 * p) + 1)) - p;
-  const int oy = static_cast<int>(rng.below(uint64_t(2 * p) + 1)) - p;
+void warp_affine_nearest(const Image& in, const AffineDraw& d, uint8_t fill, Image& out) {
+  out.height = in.height;
+  out.width = in.width;
+  out.channels = in.channels;
+  out.pixels.assign(in.pixels.size(), fill);
+  const int h = in.height, w = in.width, c = in.channels;
+  for_each_source(h, w, d, [&](int xo, int yo, double x, double y) {
+    const double xr = std::floor(x + 0.5), yr = std::floor(y + 0.5);
+    if (xr >= 0 && yr >= 0 && xr < w && yr < h) std::memcpy(out.at(yo, xo), in.at(int(yr), int(xr)), size_t(c));
+  });
+}
+
+namespace {
+void pad_crop_at(const Image& in, int ox, int oy, uint8_t fill, Image& out) {
   const int h = in.height, w = in.width, c = in.channels;
   out.height = h;
   out.width = w;
   out.channels = c;
-  out.pixels.assign(in.pixels.size(), 0);
+  out.pixels.assign(in.pixels.size(), fill);
   for (int y = 0; y < h; ++y) {
     const int ys = y + oy;
     if (ys < 0 || ys >= h) continue;
     const int x_lo = std::max(0, -ox), x_hi = std::min(w, w - ox);
     if (x_hi > x_lo)
       std::memcpy(out.at(y, x_lo), in.at(ys, x_lo + ox), size_t(x_hi - x_lo) * c);
+  }
+}
+
+// PadCrop's offset in [-pad, pad] for x, then y.
+std::pair<int, int> draw_pad_offset(int64_t pad, Rng& rng) {
+  const int p = static_cast<int>(pad);
+  const int ox = static_cast<int>(rng.below(uint64_t(2 * p) + 1)) - p;
+  const int oy = static_cast<int>(rng.below(uint64_t(2 * p) + 1)) - p;
+  return {ox, oy};
+}
+}  // namespace
+
+void pad_crop(const Image& in, int64_t pad, Rng& rng, Image& out) {
+  const auto [ox, oy] = draw_pad_offset(pad, rng);
+  pad_crop_at(in, ox, oy, 0, out);
+}
+
+void augment_pair(Image& image, Image& labels, const AugmentOptions& options, uint8_t fill, Rng& rng,
+                  Image& scratch) {
+  const AffineDraw d = draw_affine(options, rng);
+  if (!d.identity()) {
+    warp_affine(image, d, scratch);
+    std::swap(image, scratch);
+    warp_affine_nearest(labels, d, fill, scratch);
+    std::swap(labels, scratch);
+  }
+  if (options.pad_crop > 0) {
+    const auto [ox, oy] = draw_pad_offset(options.pad_crop, rng);
+    pad_crop_at(image, ox, oy, 0, scratch);
+    std::swap(image, scratch);
+    pad_crop_at(labels, ox, oy, fill, scratch);
+    std::swap(labels, scratch);
   }
 }
 

@@ -36,11 +36,20 @@ AffineDraw draw_affine(const AugmentOptions& options, Rng& rng);
 // Applies a drawn affine warp (same size, zero fill). Pure reflections and integer
 // translations are exact pixel moves.
 void warp_affine(const Image& in, const AffineDraw& draw, Image& out);
+// The same warp sampling the nearest pixel (label images: classes are never blended); output
+// pixels whose source falls outside the image get `fill`.
+void warp_affine_nearest(const Image& in, const AffineDraw& draw, uint8_t fill, Image& out);
 // Zero-pad by `pad` on every side, then crop back to the original size at a random offset.
 void pad_crop(const Image& in, int64_t pad, Rng& rng, Image& out);
 
 // The whole imageDataAugmenter: affine warp, then PadCrop. `scratch` is reused; the result is
 // left in `image`.
 void augment(Image& image, const AugmentOptions& options, Rng& rng, Image& scratch);
+
+// Segmentation: the same random augmentation applied to an image and its label image (one draw
+// from rng, the same one augment() makes): the image sampled bilinearly with zero fill, the
+// labels nearest with `fill` (undefined) where the warp or PadCrop brings in outside pixels.
+void augment_pair(Image& image, Image& labels, const AugmentOptions& options, uint8_t fill, Rng& rng,
+                  Image& scratch);
 
 }  // namespace dlt

@@ -247,6 +247,18 @@ std::vector<uint8_t> encode_model(const ModelData& m) {
   w.u32(static_cast<uint32_t>(m.classes.size()));
   for (const auto& c : m.classes) w.str(c);
   w.end_section(at);
+  if (!m.label_ids.empty()) {  // a later section: older version-1 readers skip it
+    at = w.begin_section("LBID");
+    w.u32(static_cast<uint32_t>(m.label_ids.size()));
+    for (const auto& values : m.label_ids) {
+      w.u32(static_cast<uint32_t>(values.size()));
+      for (const auto& v : values) {
+        w.u32(static_cast<uint32_t>(v.size()));
+        for (int64_t x : v) w.u32(static_cast<uint32_t>(x));
+      }
+    }
+    w.end_section(at);
+  }
   write_tensors(w, "PARM", m.params);
   write_tensors(w, "STAT", m.states);
   at = w.begin_section("TRNG");
@@ -310,6 +322,17 @@ ModelData decode_model(const std::vector<uint8_t>& b, const std::string& name) {
       uint32_t n = r.count(4);
       m.classes.reserve(n);
       for (uint32_t i = 0; i < n; ++i) m.classes.push_back(r.str());
+    } else if (tag == "LBID") {
+      uint32_t n = r.count(4);
+      m.label_ids.resize(n);
+      for (auto& values : m.label_ids) {
+        values.resize(r.count(4));
+        for (auto& v : values) {
+          v.resize(r.count(4));
+          if (v.size() != 1 && v.size() != 3) r.fail("a label ID has " + std::to_string(v.size()) + " values");
+          for (auto& x : v) x = r.u32();
+        }
+      }
     } else if (tag == "PARM") {
       m.params = read_tensors(r);
     } else if (tag == "STAT") {

@@ -24,6 +24,9 @@ struct ModelData {
   std::vector<NamedTensor> params;
   std::vector<NamedTensor> states;
   std::vector<std::string> classes;
+  // Segmentation: the LabelIDs of each class (data.LabelIDs; see DataOptions), so that
+  // `dltrain segment` reads ground-truth label images as training did. Empty otherwise.
+  std::vector<std::vector<std::vector<int64_t>>> label_ids;
   std::string training_yaml;  // the training: section it was trained with
   std::string metadata_json;  // free-form (dltrain version, date, accuracy, ...)
 };

@@ -36,6 +36,9 @@ class Network {
   int64_t num_classes() const { return nodes_.back().shape[2]; }
   std::vector<std::string>& classes() { return classes_; }
   const std::vector<std::string>& classes() const { return classes_; }
+  // Segmentation: each class's label-image values (ModelData::label_ids); empty otherwise.
+  std::vector<std::vector<std::vector<int64_t>>>& label_ids() { return label_ids_; }
+  const std::vector<std::vector<std::vector<int64_t>>>& label_ids() const { return label_ids_; }
 
   // Fills every parameter per its initializer from seed (same seed -> same weights).
   void init_params(uint64_t seed);
@@ -132,6 +135,7 @@ class Network {
   ImageInputLayer* input_ = nullptr;
   int softmax_ = -1;  // the softmax node feeding the classification layer
   std::vector<std::string> classes_;
+  std::vector<std::vector<std::vector<int64_t>>> label_ids_;
   Tensor flat_values_, flat_grads_;
   Layer::LossSpec loss_;           // the output layer's
   Tensor loss_weights_;            // its class weights on the device (undefined: none)

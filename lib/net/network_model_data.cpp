@@ -61,6 +61,7 @@ ModelData Network::to_model_data() const {
   ModelData m;
   m.network = spec_;
   m.classes = classes_;
+  m.label_ids = label_ids_;
   for (const Node& n : nodes_) {
     for (const Param& p : n.layer->params()) m.params.push_back(named(n.layer->name(), p.name, p.value));
     for (const State& s : n.layer->states()) m.states.push_back(named(n.layer->name(), s.name, s.value));
@@ -84,6 +85,7 @@ void Network::load_weights(const ModelData& m) {
     }
   }
   classes_ = m.classes;
+  label_ids_ = m.label_ids;
   input_->refresh_inv_std();
 }
 

@@ -25,6 +25,7 @@ std::string summary_json(const RunFiles& f) {
   j.field("minibatch_loss", mb_loss);
   j.field("validation_accuracy", f.validation_accuracy);
   j.field("validation_loss", f.validation_loss);
+  if (!std::isnan(f.validation_mean_iou)) j.field("validation_mean_iou", f.validation_mean_iou);
   j.field("total_learnables", f.total_learnables);
   j.field("memory_bytes", f.memory_bytes);
   j.field("wall_seconds", f.wall_seconds);

@@ -4,6 +4,7 @@
 // log.csv and progress.png current.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct RunFiles {
   const ModelData* model = nullptr;  // null: no model.bin (diverged)
   int64_t epochs = 0, iterations = 0;
   double validation_accuracy = 0, validation_loss = 0;  // NaN when not computed
+  // Segmentation: validation accuracy is pixel accuracy; mean IoU over the classes (NaN when not
+  // computed; not written for classification).
+  double validation_mean_iou = std::numeric_limits<double>::quiet_NaN();
   int64_t total_learnables = 0, memory_bytes = 0;
   double wall_seconds = 0, train_images_per_second = 0;
   std::vector<std::string> classes;

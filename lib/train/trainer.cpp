@@ -18,6 +18,7 @@
 #include "onnx/transfer.h"
 #include "optim/optimizer.h"
 #include "train/checkpoint.h"
+#include "train/class_weights.h"
 #include "train/device_batches.h"
 #include "train/execution.h"
 #include "train/live_files.h"
@@ -39,7 +40,52 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 namespace {
 
 struct Eval {
-  double loss = kNaN, accuracy = kNaN;  // accuracy in percent
+  double loss = kNaN, accuracy = kNaN;  // accuracy in percent (segmentation: pixel accuracy)
+  double mean_iou = kNaN;               // segmentation: mean over classes of IoU (0..1)
+};
+
+// Validation of a segmentation network: the confusion matrix over labelled pixels (rows: true
+// class, columns: the first class of maximal probability), summed over ranks, and mean IoU.
+class SegmentationMetrics {
+ public:
+  explicit SegmentationMetrics(int classes) : k_(classes), counts_(size_t(classes) * classes, 0) {}
+  // probs (N, H, W, K) and labels (N, H, W) on the host; labels < 0 are undefined.
+  void add_batch(const Tensor& probs, const Tensor& labels) {
+    const int64_t pixels = labels.numel();
+    const float* p = probs.data();
+    const int32_t* l = labels.data_i32();
+    for (int64_t i = 0; i < pixels; ++i) {
+      if (l[i] < 0) continue;
+      const float* row = p + i * k_;
+      const int64_t predicted = std::max_element(row, row + k_) - row;
+      ++counts_[size_t(l[i]) * k_ + size_t(predicted)];
+    }
+  }
+  void append_counts(std::vector<double>& out) const { out.insert(out.end(), counts_.begin(), counts_.end()); }
+  void set_counts(const double* in) {
+    for (size_t i = 0; i < counts_.size(); ++i) counts_[i] = static_cast<int64_t>(in[i]);
+  }
+  // Mean over the classes present in the truth or the predictions of TP / (TP + FP + FN).
+  double mean_iou() const {
+    double sum = 0;
+    int present = 0;
+    for (int c = 0; c < k_; ++c) {
+      int64_t tp = counts_[size_t(c) * k_ + c], row = 0, col = 0;
+      for (int j = 0; j < k_; ++j) {
+        row += counts_[size_t(c) * k_ + j];
+        col += counts_[size_t(j) * k_ + c];
+      }
+      const int64_t uni = row + col - tp;
+      if (uni == 0) continue;
+      sum += double(tp) / double(uni);
+      ++present;
+    }
+    return present ? sum / present : kNaN;
+  }
+
+ private:
+  int k_;
+  std::vector<int64_t> counts_;
 };
 
 class Trainer {
@@ -107,19 +153,13 @@ class Trainer {
 void Trainer::prepare_data() {
   const DataOptions& d = cfg_.data;
   if (d.train.empty()) throw ConfigError(cfg_.path + ": data.train is not set (a folder of class folders)");
-  ImageDatastore all(d.train, d);
-  if (!d.validation.empty()) {
-    train_ds_ = all;
-    val_ds_ = ImageDatastore(d.validation, d, all.classes());
-    has_val_ = true;
-  } else if (d.validation_split > 0) {
-    auto parts = all.split_each_label(1.0 - d.validation_split, o_.seed);
-    train_ds_ = parts.first;
-    val_ds_ = parts.second;
-    has_val_ = !val_ds_.empty();
-  } else {
-    train_ds_ = all;
-  }
+  const bool pixels = d.segmentation();
+  TrainValData data = load_train_val(d, o_.seed);
+  train_ds_ = std::move(data.train);
+  val_ds_ = std::move(data.validation);
+  has_val_ = data.has_validation;
+  if (pixels && train_ds_.num_classes() < 2)
+    throw ConfigError(cfg_.path + ": data.ClassNames has one class; segmentation needs at least 2");
   if (train_ds_.num_classes() < 2)
     throw DataError(d.train + ": only one class folder ('" + train_ds_.classes().at(0) +
                     "'); classification needs at least 2 (one folder per class)");
@@ -131,6 +171,26 @@ void Trainer::prepare_data() {
 void Trainer::prepare_network() {
   net_ = std::make_unique<Network>(cfg_.network, device_);
   net_->classes() = train_ds_.classes();
+  net_->label_ids() = cfg_.data.label_ids;
+  const Layer& output = net_->layer(net_->size() - 1);
+  if (net_->per_pixel() != cfg_.data.segmentation())
+    throw ConfigError(output.spec().loc.prefix() + "layer '" + output.name() + "' is a" +
+                      (net_->per_pixel() ? " per-pixel output but data.train is a folder of class folders (give "
+                                           "train: {images: DIR, labels: DIR}, ClassNames and LabelIDs)"
+                                         : "n image-level output but data.train has pixel labels (end the network "
+                                           "in softmax + pixelClassification)"));
+  if (net_->per_pixel()) {
+    const Shape out = net_->output_shape(net_->size() - 1), in = net_->input_shape();
+    if (out[0] != in[0] || out[1] != in[1])
+      throw ConfigError(output.spec().loc.prefix() + "layer '" + output.name() + "' outputs " + out.str() +
+                        " but the labels are " + std::to_string(in[0]) + "x" + std::to_string(in[1]) +
+                        " (the input size); the network must restore the input's height and width");
+    if (net_->num_classes() != train_ds_.num_classes())
+      throw ConfigError(output.spec().loc.prefix() + "layer '" + output.name() + "' scores " +
+                        std::to_string(net_->num_classes()) + " classes but data.ClassNames has " +
+                        std::to_string(train_ds_.num_classes()) + " (set NumClasses / NumFilters of the last "
+                        "convolution to " + std::to_string(train_ds_.num_classes()) + ")");
+  }
   if (net_->num_classes() != train_ds_.num_classes()) {
     const Layer& fc = net_->layer(net_->size() - 3);
     throw ConfigError(fc.spec().loc.prefix() + "layer '" + fc.name() + "' outputs " + std::to_string(net_->num_classes()) +
@@ -268,30 +328,39 @@ Eval Trainer::evaluate() {
   RunContext ctx;
   ctx.training = false;
   double loss_sum = 0;
-  int64_t correct_sum = 0, count = 0;
+  int64_t correct_sum = 0, count = 0, images = 0;
+  const bool pixels = net_->per_pixel();
+  SegmentationMetrics seg(pixels ? static_cast<int>(net_->num_classes()) : 0);
   Batch b;
   val_loader_->start_epoch(0);
   while (val_loader_->next(b)) {
     if (b.size == 0) continue;
     if (b.size != net_->batch()) net_->set_batch(b.size);
     Batch& on_device = val_batches_->take(b);
-    net_->forward(on_device.images, ctx);
-    int64_t correct = 0;
-    loss_sum += net_->loss_and_backward(on_device.labels, ctx, false, &correct) * static_cast<double>(b.size);
+    const Tensor& probs = net_->forward(on_device.images, ctx);
+    if (pixels) seg.add_batch(probs.to(Device::cpu()), b.labels);
+    int64_t correct = 0, counted = 0;
+    loss_sum += net_->loss_and_backward(on_device.labels, ctx, false, &correct, &counted) * static_cast<double>(b.size);
     correct_sum += correct;
-    count += b.size;
+    count += counted;
+    images += b.size;
   }
-  double sums[3] = {loss_sum, static_cast<double>(correct_sum), static_cast<double>(count)};
+  std::vector<double> sums = {loss_sum, static_cast<double>(correct_sum), static_cast<double>(count),
+                              static_cast<double>(images)};
+  if (pixels) seg.append_counts(sums);
   if (comm_->size() > 1) {  // each rank validated its share
-    comm_->all_reduce_sum(sums, 3);
+    comm_->all_reduce_sum(sums.data(), sums.size());
     loss_sum = sums[0];
     correct_sum = static_cast<int64_t>(sums[1]);
     count = static_cast<int64_t>(sums[2]);
+    images = static_cast<int64_t>(sums[3]);
+    if (pixels) seg.set_counts(sums.data() + 4);
   }
   if (count > 0) {
-    e.loss = loss_sum / static_cast<double>(count);
+    e.loss = loss_sum / static_cast<double>(images);
     e.accuracy = 100.0 * static_cast<double>(correct_sum) / static_cast<double>(count);
   }
+  if (pixels) e.mean_iou = seg.mean_iou();
   val_seconds_ += timer.seconds();
   return e;
 }
@@ -537,6 +606,9 @@ TrainResult Trainer::train() {
       if (validate) {
         last_val = evaluate();
         net_->set_batch(o_.mini_batch_size);
+        if (!std::isnan(last_val.mean_iou))
+          log::info("validation at iteration {}: pixel accuracy {:.2f}%, mean IoU {:.4f}", it, last_val.accuracy,
+                    last_val.mean_iou);
         rec.validation_accuracy = last_val.accuracy;
         rec.validation_loss = last_val.loss;
         if (!record_if_best(last_val, pos) && out_of_patience(pos)) {
@@ -570,6 +642,7 @@ TrainResult Trainer::train() {
   r.status = status;
   r.model_path = (fs::path(args_.output_dir) / "model.bin").string();
   r.validation_accuracy = last_val.accuracy;
+  r.validation_mean_iou = last_val.mean_iou;
   return r;
 }
 
@@ -585,6 +658,7 @@ void Trainer::write_outputs(const std::string& status, const Eval& val, double w
   files.iterations = log_.records().empty() ? 0 : log_.records().back().iteration;
   files.validation_accuracy = val.accuracy;
   files.validation_loss = val.loss;
+  files.validation_mean_iou = val.mean_iou;
   files.total_learnables = net_->total_learnables();
   files.memory_bytes = net_->memory_bytes();
   files.wall_seconds = wall;

@@ -4,6 +4,7 @@
 // top to bottom in Trainer::step(); validation, checkpoints and logging run at their
 // frequencies. Checkpoints (CheckpointPath) can be resumed bit-identically.
 #pragma once
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -24,7 +25,8 @@ struct TrainArgs {
 struct TrainResult {
   std::string status;  // completed | stopped-early (a diverged run throws TrainingError after writing its outputs)
   std::string model_path;
-  double validation_accuracy = 0;  // percent (NaN when there is no validation data)
+  double validation_accuracy = 0;  // percent (NaN when there is no validation data); segmentation: pixels
+  double validation_mean_iou = std::numeric_limits<double>::quiet_NaN();  // segmentation: 0..1 (NaN for classification or no validation data)
 };
 
 TrainResult train_network(const Config& config, const TrainArgs& args);

@@ -103,7 +103,7 @@ TEST_CASE("config errors: data values", "[config]") {
         "cfg.yaml:9: data.Augmentation.RandScale must be a range [min, max] of numbers > 0 with min <= max, "
         "got '[0, 2]'");
   CHECK(error_of(kNet + "data:\n  train: [a, b]\n") ==
-        "cfg.yaml:9: data.train must be a single value (a path or a word), got '[a, b]'");
+        "cfg.yaml:9: data.train must be a folder, or {images: DIR, labels: DIR} for segmentation, got '[a, b]'");
 }
 
 TEST_CASE("config errors: layer structure", "[config]") {
@@ -205,7 +205,7 @@ TEST_CASE("config errors: --set overrides name the override", "[config]") {
   CHECK(error_of(kNet, {"data.Augmentation.RandXReflect=1"}) ==
         "--set data.Augmentation.RandXReflect=1: unknown data.Augmentation option 'RandXReflect' (did you mean "
         "'RandXReflection'?)");
-  CHECK(error_of(kNet, {"data.train.x=1"}) == "--set data.train.x=1: data.train has no sub-key 'x'");
+  CHECK(error_of(kNet, {"data.train.x=1"}) == "--set data.train.x=1: data.train has no sub-key 'x' (images or labels)");
   CHECK(error_of(kNet, {"training.MaxEpochs"}) ==
         "--set training.MaxEpochs: expected section.key=value (e.g. training.MaxEpochs=1 or "
         "layers.conv1.NumFilters=20)");

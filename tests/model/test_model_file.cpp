@@ -120,6 +120,17 @@ TEST_CASE("model file: save/load round trip is bit-identical", "[model]") {
   CHECK(load_model(path).network.layers[0].name == "relu_1");
 }
 
+TEST_CASE("model file: segmentation LabelIDs round trip; a model without them has none", "[model]") {
+  ModelData m = sample_model();
+  CHECK(decode_model(encode_model(m), "m").label_ids.empty());
+  m.label_ids = {{{0}}, {{1}, {7}}, {{128, 64, 128}, {0, 0, 192}}};
+  const std::vector<uint8_t> bytes = encode_model(m);
+  ModelData r = decode_model(bytes, "m");
+  CHECK(r.label_ids == m.label_ids);
+  CHECK(r.classes == m.classes);
+  CHECK(encode_model(r) == bytes);
+}
+
 TEST_CASE("model file: truncation at every offset is reported", "[model]") {
   const std::vector<uint8_t> full = encode_model(sample_model());
   REQUIRE(full.size() > 500);

@@ -1,0 +1,43 @@
+// Segmentation data for training: the training / validation split of pixel-label pairs, and
+// seed 003's class weights: countEachLabel over the training label images and
+// ClassWeights: median-frequency resolved to median(imageFreq) ./ imageFreq.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "data/datastore.h"
+
+namespace dlt {
+
+// The run's training and validation datastores: data.validation when given, else a
+// ValidationSplit of data.train (splitEachLabel, from training.Seed), else no validation.
+// Classification (class folders) and segmentation (pixel-label pairs) alike.
+struct TrainValData {
+  ImageDatastore train, validation;
+  bool has_validation = false;
+};
+TrainValData load_train_val(const DataOptions& data, uint64_t seed);
+
+// MATLAB's countEachLabel on a pixelLabelDatastore: per class the labelled pixels of that class
+// (PixelCount) and the pixels of the images in which it occurs (ImagePixelCount). Label images
+// are decoded at their own size on `threads` threads (0: every core).
+struct PixelLabelCounts {
+  std::vector<int64_t> pixel_count, image_pixel_count;
+};
+PixelLabelCounts count_each_pixel_label(const ImageDatastore& ds, int threads = 0);
+
+// imageFreq = PixelCount ./ ImagePixelCount; weights = median(imageFreq) ./ imageFreq over the
+// classes that occur. A class that never occurs gets weight 0 (it has no pixel to weigh) and is
+// named in `absent`.
+std::vector<double> median_frequency_weights(const PixelLabelCounts& counts, std::vector<std::string>* absent,
+                                             const std::vector<std::string>& classes);
+
+// For every layer with ClassWeights: median-frequency, counts the training labels and writes
+// the numbers into the layer spec (so config.yaml and the model show them) and the log.
+// Does nothing when no layer asks for it. Throws ConfigError when a layer asks for it but the
+// data are not pixel-label pairs.
+void resolve_median_frequency(Config& config);
+
+}  // namespace dlt
