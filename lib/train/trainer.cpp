@@ -290,7 +290,9 @@ void Trainer::prepare_step_graph() {
   graph_ = std::make_unique<StepGraph>(device_);
   opt_->set_device_scalars(true);
   graph_images_ = Tensor(batch_shape(o_.mini_batch_size, net_->input_shape()), device_);
-  graph_labels_ = Tensor(Shape{o_.mini_batch_size}, device_, DType::kI32);
+  const Shape& in = net_->input_shape();  // per pixel: (N, H, W) labels
+  graph_labels_ = Tensor(net_->per_pixel() ? Shape{o_.mini_batch_size, in[0], in[1]} : Shape{o_.mini_batch_size},
+                         device_, DType::kI32);
   log::info("CUDA graph: on (CudaGraph): steps of batch size {} are captured after warm-up and replayed",
             o_.mini_batch_size);
 }
@@ -299,7 +301,7 @@ void Trainer::prepare_step_graph() {
 // the fixed inputs outside the graph, then the step issued (warm-up), captured or replayed.
 void Trainer::graphed_step(Batch& on_device, const Batch* next, const RunContext& ctx, double lr) {
   opt_->prepare(lr);  // counts the step; its learning rates and Adam's corrections: one upload
-  const bool fixed = on_device.size == graph_labels_.numel();
+  const bool fixed = on_device.size == graph_labels_.shape()[0];
   if (fixed) {
     Backend& be = backend_for(device_);
     be.copy(on_device.images, graph_images_);
