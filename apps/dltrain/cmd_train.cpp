@@ -77,7 +77,7 @@ Runner add_train(CLI::App& app) {
     if (a->quiet) sets.push_back("training.Verbose=false");
     Config c = load_config(a->config, sets);
     apply_transfer(c);  // base: loads the base model
-    resolve_median_frequency(c);  // ClassWeights: median-frequency -> numbers, before config.yaml
+    prepare_pixel_labels(c);  // countEachLabel; ClassWeights: median-frequency -> numbers, before config.yaml
     TrainArgs args;
     args.output_dir = a->output_dir;
     args.resume = a->resume;

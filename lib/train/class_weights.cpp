@@ -47,6 +47,8 @@ PixelLabelCounts count_each_pixel_label(const ImageDatastore& ds, int threads) {
     for (uint8_t v : labels.pixels) ++count[v == kUndefinedPixel ? k : v];
     const int64_t pixels = int64_t(labels.height) * labels.width;
     std::lock_guard<std::mutex> lock(mu);
+    total.undefined += count[k];
+    total.total += pixels;
     for (size_t c = 0; c < k; ++c) {
       total.pixel_count[c] += count[c];
       if (count[c] > 0) total.image_pixel_count[c] += pixels;
@@ -77,21 +79,32 @@ std::vector<double> median_frequency_weights(const PixelLabelCounts& counts, std
   return w;
 }
 
-void resolve_median_frequency(Config& config) {
+void prepare_pixel_labels(Config& config) {
   std::vector<LayerSpec*> asking;
   for (LayerSpec& spec : config.network.layers) {
     const SpecValue* v = spec.has("ClassWeights") ? &spec.options.at("ClassWeights") : nullptr;
     if (v && !v->is_list && v->items.size() == 1 && iequals(v->items[0], "median-frequency")) asking.push_back(&spec);
   }
-  if (asking.empty()) return;
-  if (!config.data.segmentation())
+  if (!asking.empty() && !config.data.segmentation())
     throw ConfigError(asking[0]->where() + "ClassWeights: median-frequency needs pixel-label training data "
                       "(data.train: {images: DIR, labels: DIR})");
+  if (!config.data.segmentation()) return;
   Timer t;
   const TrainValData data = load_train_val(config.data, config.training.seed);
   const PixelLabelCounts counts = count_each_pixel_label(data.train, static_cast<int>(config.data.loader_threads));
+  const double undefined = counts.total ? double(counts.undefined) / double(counts.total) : 0;
+  log::info("countEachLabel: {} training label images, {:.1f}% of their pixels undefined ({:.1f} s)",
+            data.train.size(), 100 * undefined, t.seconds());
+  if (undefined > 0.5)
+    log::warn("{:.0f}% of the training label pixels have a value in no class of data.LabelIDs: check that "
+              "LabelIDs match the label images (integers for grey / index PNGs, [r, g, b] for colour ones)",
+              100 * undefined);
   std::vector<std::string> absent;
   const std::vector<double> w = median_frequency_weights(counts, &absent, data.train.classes());
+  if (!absent.empty())
+    log::warn("classes with no pixel in the training labels{}: {}", asking.empty() ? "" : " (weight 0)",
+              join(absent, ", "));
+  if (asking.empty()) return;
   std::string list;
   std::vector<std::string> items;
   for (size_t c = 0; c < w.size(); ++c) {
@@ -105,10 +118,7 @@ void resolve_median_frequency(Config& config) {
     v.items = items;
     v.is_list = true;
   }
-  log::info("ClassWeights: median-frequency over {} training label images ({:.1f} s): [{}]", data.train.size(),
-            t.seconds(), list);
-  if (!absent.empty())
-    log::warn("classes with no pixel in the training labels get weight 0: {}", join(absent, ", "));
+  log::info("ClassWeights: median-frequency: [{}]", list);
 }
 
 }  // namespace dlt

@@ -25,6 +25,7 @@ TrainValData load_train_val(const DataOptions& data, uint64_t seed);
 // are decoded at their own size on `threads` threads (0: every core).
 struct PixelLabelCounts {
   std::vector<int64_t> pixel_count, image_pixel_count;
+  int64_t undefined = 0, total = 0;  // pixels whose value is in no class; all pixels
 };
 PixelLabelCounts count_each_pixel_label(const ImageDatastore& ds, int threads = 0);
 
@@ -34,10 +35,12 @@ PixelLabelCounts count_each_pixel_label(const ImageDatastore& ds, int threads = 
 std::vector<double> median_frequency_weights(const PixelLabelCounts& counts, std::vector<std::string>* absent,
                                              const std::vector<std::string>& classes);
 
-// For every layer with ClassWeights: median-frequency, counts the training labels and writes
-// the numbers into the layer spec (so config.yaml and the model show them) and the log.
-// Does nothing when no layer asks for it. Throws ConfigError when a layer asks for it but the
-// data are not pixel-label pairs.
-void resolve_median_frequency(Config& config);
+// Segmentation training data, before training: counts the training labels (countEachLabel),
+// warns when most pixels are undefined (LabelIDs that do not match the label images) or a
+// class never occurs, and for every layer with ClassWeights: median-frequency writes the
+// numbers into the layer spec (so config.yaml and the model show them) and the log. Does
+// nothing for classification data; throws ConfigError when a layer asks for median-frequency
+// weights without pixel-label data.
+void prepare_pixel_labels(Config& config);
 
 }  // namespace dlt

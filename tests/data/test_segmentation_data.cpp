@@ -192,6 +192,8 @@ TEST_CASE("countEachLabel and median-frequency class weights by hand", "[data][s
   PixelLabelCounts n = count_each_pixel_label(ds, 2);
   CHECK(n.pixel_count == std::vector<int64_t>{3, 1, 5, 0});
   CHECK(n.image_pixel_count == std::vector<int64_t>{10, 4, 6, 0});
+  CHECK(n.undefined == 1);
+  CHECK(n.total == 10);
   // imageFreq = 0.3, 0.25, 0.8333; median 0.3; weights 1, 1.2, 0.36; the absent class 0.
   std::vector<std::string> absent;
   auto w = median_frequency_weights(n, &absent, ds.classes());
