@@ -128,15 +128,25 @@ SegmentationMetrics::SegmentationMetrics(std::vector<std::string> class_names) :
   raw_.bf_images.assign(k, 0);
 }
 
+// Both overloads check every prediction first, so a bad one throws with nothing counted.
 void SegmentationMetrics::add_pixels(const uint8_t* truth, const uint8_t* predicted, int64_t pixels) {
   const size_t k = classes_.size();
-  for (int64_t i = 0; i < pixels; ++i) {
-    if (truth[i] >= k) continue;
-    if (predicted[i] >= k)
+  for (int64_t i = 0; i < pixels; ++i)
+    if (truth[i] < k && predicted[i] >= k)
       throw std::invalid_argument("SegmentationMetrics: predicted class " + std::to_string(predicted[i]) +
                                   " with " + std::to_string(k) + " classes");
-    ++raw_.confusion[truth[i] * k + predicted[i]];
-  }
+  for (int64_t i = 0; i < pixels; ++i)
+    if (truth[i] < k) ++raw_.confusion[truth[i] * k + predicted[i]];
+}
+
+void SegmentationMetrics::add_pixels(const int32_t* truth, const int32_t* predicted, int64_t pixels) {
+  const int32_t k = num_classes();
+  for (int64_t i = 0; i < pixels; ++i)
+    if (truth[i] >= 0 && truth[i] < k && (predicted[i] < 0 || predicted[i] >= k))
+      throw std::invalid_argument("SegmentationMetrics: predicted class " + std::to_string(predicted[i]) +
+                                  " with " + std::to_string(k) + " classes");
+  for (int64_t i = 0; i < pixels; ++i)
+    if (truth[i] >= 0 && truth[i] < k) ++raw_.confusion[size_t(truth[i]) * size_t(k) + size_t(predicted[i])];
 }
 
 void SegmentationMetrics::add(const uint8_t* truth, const uint8_t* predicted, int height, int width,

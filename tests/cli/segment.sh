@@ -11,7 +11,7 @@ CHECK="$SRC/tests/cli/seg_check.py"
 TESTS="$(dirname "$DLTRAIN")/tests/dltrain_tests"
 [[ -x "$TESTS" ]] || fail "$TESTS not built (it writes the fixture model)"
 $PY -c "import numpy" 2>/dev/null || { echo "SKIP: /usr/bin/python3 has no numpy"; exit 77; }
-DLT_SEG_MODEL="$TMP/seg.bin" "$TESTS" "[make_seg_model]" > "$TMP/make.log" || fail "writing the model: $(cat "$TMP/make.log")"
+DLT_SEG_MODEL="$TMP/seg.bin" DLT_CLASS_MODEL="$TMP/class.bin" "$TESTS" "[make_seg_model]" > "$TMP/make.log" || fail "writing the model: $(cat "$TMP/make.log")"
 $PY "$CHECK" make "$TMP/data"
 img="$TMP/data/img"
 
@@ -73,4 +73,10 @@ mkdir -p "$TMP/twins/x" && cp "$img/a.png" "$TMP/twins/a.png" && cp "$img/b.png"
 expect_error "two images with one stem" 1 "would overwrite" -- \
   "$DLTRAIN" segment "$TMP/seg.bin" "$TMP/twins" --output "$TMP/bad"
 no_outputs "two images with one stem"
+expect_error "an image classifier" 2 "class.bin: the network does not end in pixelClassification" -- \
+  "$DLTRAIN" segment "$TMP/class.bin" "$img" --output "$TMP/bad"
+no_outputs "an image classifier"
+expect_error "not a model" 1 "notes.txt" -- "$DLTRAIN" segment "$TMP/keep/notes.txt" "$img" --output "$TMP/bad"
+expect_error "no such image" 1 "missing.png: no such file" -- "$DLTRAIN" segment "$TMP/seg.bin" "$TMP/missing.png" --output "$TMP/bad"
+no_outputs "bad paths"
 echo "segment: ok"

@@ -86,4 +86,17 @@ TEST_CASE("write the fixed per-pixel model for tests/cli/segment.sh", "[.][make_
   const char* path = std::getenv("DLT_SEG_MODEL");
   REQUIRE(path != nullptr);
   save_model(path, seg_model());
+  // An image classifier too, which segment must refuse.
+  if (const char* cls = std::getenv("DLT_CLASS_MODEL")) {
+    Config c = load_config_text(R"(layers:
+  - {type: imageInput, Name: input, InputSize: [12, 16, 3], Normalization: none}
+  - {type: fullyConnected, Name: fc, OutputSize: 2}
+  - {type: softmax}
+  - {type: classification}
+)", "class_model.yaml");
+    Network net(c.network, Device::cpu());
+    net.init_params(1);
+    net.classes() = {"no", "yes"};
+    save_model(cls, net.to_model_data());
+  }
 }
