@@ -20,7 +20,10 @@ img="$TMP/data/img"
   || fail "segment --json"
 [[ $(wc -l < "$TMP/seg.json") -eq 1 && $(head -c 1 "$TMP/seg.json") == "{" ]] || fail "--json printed more than JSON"
 grep -q '"label_ids":"index"' "$TMP/seg.json" || fail "label_ids source: $(head -c 300 "$TMP/seg.json")"
-grep -q '"DataSetMetrics":{"GlobalAccuracy":' "$TMP/seg.json" || fail "metrics in --json"
+$PY -c "import json, sys; j = json.load(open(sys.argv[1])); m = json.load(open(sys.argv[2]))
+assert j['DataSetMetrics'] == m['DataSetMetrics'] and j['ClassMetrics'] == m['ClassMetrics'], 'metrics differ'
+assert [f['labels'] for f in j['files']] == ['a.png', 'b.png', 'c.png', 'd.png', 'e.png'], j['files']" \
+  "$TMP/seg.json" "$TMP/out/metrics.json" || fail "--json is not metrics.json's metrics: $(head -c 300 "$TMP/seg.json")"
 [[ $(ls "$TMP/out" | wc -l) -eq 11 ]] || fail "expected 5 label PNGs, 5 overlays, metrics.json: $(ls -a "$TMP/out")"
 [[ -z $(ls -A "$TMP/out" | grep '^\.') ]] || fail "temporary files left: $(ls -A "$TMP/out")"
 $PY "$CHECK" check "$TMP/out" "$img" "$TMP/data/lab" || fail "metrics or outputs disagree"
