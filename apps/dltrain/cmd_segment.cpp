@@ -172,7 +172,7 @@ Runner add_segment(CLI::App& app) {
       it.image = f;
       it.stem = fs::path(f).stem().string();
       for (const std::string& n : {it.stem + ".png", it.stem + "_overlay.png"})
-        if (!names.insert(n).second || n == "metrics.json")
+        if (!names.insert(n).second)
           throw DataError(f + ": its output " + n + " would overwrite another image's (give images distinct file names)");
       image_size(f, it.height, it.width);
       items.push_back(std::move(it));
