@@ -20,5 +20,6 @@ Runner add_make_dataset(CLI::App& app);
 Runner add_report(CLI::App& app);
 Runner add_import(CLI::App& app);
 Runner add_export(CLI::App& app);
+Runner add_segment(CLI::App& app);
 
 }  // namespace dlt::app

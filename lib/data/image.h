@@ -1,6 +1,7 @@
 // Image: an 8-bit HWC pixel buffer, the unit every decode and transform works on.
 // Pixels are row-major, channels interleaved (RGB or grey), values 0..255.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
