@@ -25,6 +25,7 @@
 #include "train/plot.h"
 #include "train/progress.h"
 #include "train/run_files.h"
+#include "train/seg_metrics.h"
 #include "train/step_graph.h"
 #include "train/watchdog.h"
 #include "util/error.h"
@@ -42,50 +43,6 @@ namespace {
 struct Eval {
   double loss = kNaN, accuracy = kNaN;  // accuracy in percent (segmentation: pixel accuracy)
   double mean_iou = kNaN;               // segmentation: mean over classes of IoU (0..1)
-};
-
-// Validation of a segmentation network: the confusion matrix over labelled pixels (rows: true
-// class, columns: the first class of maximal probability), summed over ranks, and mean IoU.
-class SegmentationMetrics {
- public:
-  explicit SegmentationMetrics(int classes) : k_(classes), counts_(size_t(classes) * classes, 0) {}
-  // probs (N, H, W, K) and labels (N, H, W) on the host; labels < 0 are undefined.
-  void add_batch(const Tensor& probs, const Tensor& labels) {
-    const int64_t pixels = labels.numel();
-    const float* p = probs.data();
-    const int32_t* l = labels.data_i32();
-    for (int64_t i = 0; i < pixels; ++i) {
-      if (l[i] < 0) continue;
-      const float* row = p + i * k_;
-      const int64_t predicted = std::max_element(row, row + k_) - row;
-      ++counts_[size_t(l[i]) * k_ + size_t(predicted)];
-    }
-  }
-  void append_counts(std::vector<double>& out) const { out.insert(out.end(), counts_.begin(), counts_.end()); }
-  void set_counts(const double* in) {
-    for (size_t i = 0; i < counts_.size(); ++i) counts_[i] = static_cast<int64_t>(in[i]);
-  }
-  // Mean over the classes present in the truth or the predictions of TP / (TP + FP + FN).
-  double mean_iou() const {
-    double sum = 0;
-    int present = 0;
-    for (int c = 0; c < k_; ++c) {
-      int64_t tp = counts_[size_t(c) * k_ + c], row = 0, col = 0;
-      for (int j = 0; j < k_; ++j) {
-        row += counts_[size_t(c) * k_ + j];
-        col += counts_[size_t(j) * k_ + c];
-      }
-      const int64_t uni = row + col - tp;
-      if (uni == 0) continue;
-      sum += double(tp) / double(uni);
-      ++present;
-    }
-    return present ? sum / present : kNaN;
-  }
-
- private:
-  int k_;
-  std::vector<int64_t> counts_;
 };
 
 class Trainer {
@@ -332,7 +289,8 @@ Eval Trainer::evaluate() {
   double loss_sum = 0;
   int64_t correct_sum = 0, count = 0, images = 0;
   const bool pixels = net_->per_pixel();
-  SegmentationMetrics seg(pixels ? static_cast<int>(net_->num_classes()) : 0);
+  SegmentationMetrics seg(pixels ? net_->classes() : std::vector<std::string>{});
+  Tensor predicted;  // (N, H, W) int32: each pixel's first class of maximal probability
   Batch b;
   val_loader_->start_epoch(0);
   while (val_loader_->next(b)) {
@@ -340,7 +298,16 @@ Eval Trainer::evaluate() {
     if (b.size != net_->batch()) net_->set_batch(b.size);
     Batch& on_device = val_batches_->take(b);
     const Tensor& probs = net_->forward(on_device.images, ctx);
-    if (pixels) seg.add_batch(probs.to(Device::cpu()), b.labels);
+    if (pixels) {
+      const Tensor host = probs.to(Device::cpu());
+      const int64_t n = b.labels.numel(), k = net_->num_classes();
+      if (!predicted.defined() || predicted.numel() < n) predicted = Tensor(b.labels.shape(), Device::cpu(), DType::kI32);
+      for (int64_t i = 0; i < n; ++i) {
+        const float* row = host.data() + i * k;
+        predicted.data_i32()[i] = static_cast<int32_t>(std::max_element(row, row + k) - row);
+      }
+      seg.add_pixels(b.labels.data_i32(), predicted.data_i32(), n);
+    }
     int64_t correct = 0, counted = 0;
     loss_sum += net_->loss_and_backward(on_device.labels, ctx, false, &correct, &counted) * static_cast<double>(b.size);
     correct_sum += correct;
@@ -349,14 +316,21 @@ Eval Trainer::evaluate() {
   }
   std::vector<double> sums = {loss_sum, static_cast<double>(correct_sum), static_cast<double>(count),
                               static_cast<double>(images)};
-  if (pixels) seg.append_counts(sums);
+  if (pixels) sums.insert(sums.end(), seg.raw().confusion.begin(), seg.raw().confusion.end());  // exact in double
   if (comm_->size() > 1) {  // each rank validated its share
     comm_->all_reduce_sum(sums.data(), sums.size());
     loss_sum = sums[0];
     correct_sum = static_cast<int64_t>(sums[1]);
     count = static_cast<int64_t>(sums[2]);
     images = static_cast<int64_t>(sums[3]);
-    if (pixels) seg.set_counts(sums.data() + 4);
+    if (pixels) {
+      SegmentationMetrics::Raw all;
+      for (size_t i = 4; i < sums.size(); ++i) all.confusion.push_back(static_cast<int64_t>(sums[i]));
+      all.bf_sum.assign(net_->classes().size(), 0);
+      all.bf_images.assign(net_->classes().size(), 0);
+      seg = SegmentationMetrics(net_->classes());
+      seg.add_raw(all);
+    }
   }
   if (count > 0) {
     e.loss = loss_sum / static_cast<double>(images);
