@@ -1,7 +1,7 @@
 // `dltrain make-dataset`: generates the shapes task (class folders) and the shapes-seg task
-// (image/label folders, printing the ClassNames and LabelIDs lines for a config), and (hidden modes) converts CIFAR-10
-// binary / MNIST IDX files to class folders for datasets/*.sh and benchmarks the data loader
-// alone (bench-loader) for scripts/bench/data_vs_pil.
+// (image/label folders; prints the ClassNames and LabelIDs lines for a config), and (hidden
+// modes) converts CIFAR-10 binary / MNIST IDX files to class folders for datasets/*.sh and
+// benchmarks the data loader alone (bench-loader) for scripts/bench/data_vs_pil.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -106,9 +106,11 @@ int run_shapes_seg(const MakeDatasetArgs& a) {
   parse_size(a.size, o.height, o.width, c);
   if (c != 3) throw UsageError("--size '" + a.size + "': shapes-seg writes RGB images (HxW)");
   o.classes = a.classes;
-  // --per-class N: N images per shape class on average (each image holds 1-4 classes).
+  // --per-class N: N x classes pairs, as many images as `shapes` writes (each pair holds 1-4
+  // of the classes, so each class appears in more than N images).
+  if (a.per_class_given && (a.per_class < 1 || a.per_class > 1000000))
+    throw UsageError("--per-class must be 1..1000000");
   o.count = a.per_class_given ? a.per_class * a.classes : a.count;
-  if (a.per_class_given && a.per_class < 1) throw UsageError("--per-class must be at least 1");
   o.seed = a.seed;
   o.test_fraction = a.split;
   Timer t;
