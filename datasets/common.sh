@@ -45,16 +45,24 @@ tar_has_cifar_batches() {
   { tar -tf "$1" 2>/dev/null || true; } | grep -q 'data_batch_1\.bin$'
 }
 
-# finish STAGE DEST: moves STAGE/train and STAGE/test into DEST (created) and counts files.
+# The split folders a script produces; get-camvid.sh sets SPLITS="train val" before parse_args.
+SPLITS="${SPLITS:-train test}"
+
+# finish STAGE DEST: moves the STAGE/<split> folders into DEST (created) and counts files.
 finish() {
-  [ -d "$1/train" ] && [ -d "$1/test" ] || die "no train/ and test/ folders were produced in $1"
+  local s
+  for s in $SPLITS; do
+    [ -d "$1/$s" ] || die "no $s/ folder was produced in $1 (expected: $SPLITS)"
+  done
   mkdir -p "$2"
-  rm -rf "$2/train" "$2/test"
-  mv "$1/train" "$1/test" "$2/"
-  local ntrain ntest
-  ntrain=$(find "$2/train" -type f | wc -l)
-  ntest=$(find "$2/test" -type f | wc -l)
-  say "done: $2/train ($ntrain images), $2/test ($ntest images)"
+  for s in $SPLITS; do rm -rf "${2:?}/$s"; done
+  for s in $SPLITS; do mv "$1/$s" "$2/"; done
+  local counts="" n
+  for s in $SPLITS; do
+    n=$(find "$2/$s" -type f | wc -l)
+    counts="$counts${counts:+, }$2/$s ($n files)"
+  done
+  say "done: $counts"
 }
 
 # parse_args "$@": sets DEST and FROM; prints usage for -h.
@@ -70,8 +78,10 @@ parse_args() {
     esac
   done
   [ -n "$DEST" ] || { usage >&2; exit 2; }
-  if [ -d "$DEST/train" ] && [ -d "$DEST/test" ]; then
-    say "$DEST already holds train/ and test/; nothing to do (delete them to redo)"
+  local s all=1
+  for s in $SPLITS; do [ -d "$DEST/$s" ] || all=0; done
+  if [ "$all" = 1 ]; then
+    say "$DEST already holds ${SPLITS// // and }/; nothing to do (delete them to redo)"
     exit 0
   fi
 }

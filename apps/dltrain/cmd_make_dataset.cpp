@@ -1,6 +1,7 @@
-// `dltrain make-dataset`: generates the shapes task, and (hidden modes) converts CIFAR-10
-// binary / MNIST IDX files to class folders for datasets/*.sh and benchmarks the data loader
-// alone (bench-loader) for scripts/bench/data_vs_pil.
+// `dltrain make-dataset`: generates the shapes task (class folders) and the shapes-seg task
+// (image/label folders; prints the ClassNames and LabelIDs lines for a config), and (hidden
+// modes) converts CIFAR-10 binary / MNIST IDX files to class folders for datasets/*.sh and
+// benchmarks the data loader alone (bench-loader) for scripts/bench/data_vs_pil.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "data/datastore.h"
 #include "data/decode.h"
 #include "data/shapes.h"
+#include "data/shapes_seg.h"
 #include "util/error.h"
 #include "util/numbers.h"
 #include "util/thread_pool.h"
@@ -21,7 +23,8 @@ namespace {
 
 struct MakeDatasetArgs {
   std::string kind, dir, from, size = "32x32";
-  int classes = 4, per_class = 1000;
+  int classes = 4, per_class = 1000, count = 1000;
+  bool per_class_given = false, count_given = false;  // shapes-seg: which of the two was set
   uint64_t seed = 0;
   double split = 0.2;
   // bench-loader
@@ -87,8 +90,46 @@ int run_bench(const MakeDatasetArgs& a) {
   return 0;
 }
 
+// Prints a YAML flow list: [a, b, c].
+template <typename T, typename F>
+void print_list(const char* key, const std::vector<T>& v, F format) {
+  std::printf("%s: [", key);
+  for (size_t i = 0; i < v.size(); ++i) std::printf("%s%s", i ? ", " : "", format(v[i]).c_str());
+  std::printf("]\n");
+}
+
+int run_shapes_seg(const MakeDatasetArgs& a) {
+  if (a.per_class_given && a.count_given)
+    throw UsageError("make-dataset shapes-seg: give --per-class or --count, not both");
+  ShapesSegOptions o;
+  int c;
+  parse_size(a.size, o.height, o.width, c);
+  if (c != 3) throw UsageError("--size '" + a.size + "': shapes-seg writes RGB images (HxW)");
+  o.classes = a.classes;
+  // --per-class N: N x classes pairs, as many images as `shapes` writes (each pair holds 1-4
+  // of the classes, so each class appears in more than N images).
+  if (a.per_class_given && (a.per_class < 1 || a.per_class > 1000000))
+    throw UsageError("--per-class must be 1..1000000");
+  o.count = a.per_class_given ? a.per_class * a.classes : a.count;
+  o.seed = a.seed;
+  o.test_fraction = a.split;
+  Timer t;
+  const int64_t n = write_shapes_seg_dataset(a.dir, o);
+  std::fprintf(stderr,
+               "make-dataset: wrote %lld image/label pairs (%d shape classes + background, "
+               "%dx%d) to %s/{train,test}/{images,labels} in %.1f s; for the config's data:\n",
+               static_cast<long long>(n), o.classes, o.height, o.width, a.dir.c_str(),
+               t.seconds());
+  std::vector<int> ids;
+  for (int k = 0; k <= o.classes; ++k) ids.push_back(k);
+  print_list("ClassNames", shapes_seg_class_names(o.classes), [](const std::string& s) { return s; });
+  print_list("LabelIDs", ids, [](int v) { return std::to_string(v); });
+  return 0;
+}
+
 int run(const MakeDatasetArgs& a) {
   if (a.kind == "shapes") {
+    if (a.count_given) throw UsageError("--count is for shapes-seg; shapes takes --per-class");
     ShapesDatasetOptions o;
     int c;
     parse_size(a.size, o.height, o.width, c);
@@ -104,6 +145,7 @@ int run(const MakeDatasetArgs& a) {
                 t.seconds());
     return 0;
   }
+  if (a.kind == "shapes-seg") return run_shapes_seg(a);
   if (a.kind == "cifar10-bin" || a.kind == "mnist-idx") {
     if (a.from.empty()) throw UsageError("make-dataset " + a.kind + " needs --from FOLDER");
     const int64_t n = a.kind == "cifar10-bin" ? convert_cifar10_binary(a.from, a.dir)
@@ -113,7 +155,7 @@ int run(const MakeDatasetArgs& a) {
     return 0;
   }
   if (a.kind == "bench-loader") return run_bench(a);
-  throw UsageError("make-dataset: unknown kind '" + a.kind + "' (use shapes)");
+  throw UsageError("make-dataset: unknown kind '" + a.kind + "' (use shapes or shapes-seg)");
 }
 
 }  // namespace
@@ -121,16 +163,24 @@ int run(const MakeDatasetArgs& a) {
 Runner add_make_dataset(CLI::App& app) {
   auto args = std::make_shared<MakeDatasetArgs>();
   CLI::App* sub = app.add_subcommand(
-      "make-dataset", "Generate a dataset: 'shapes' writes coloured shapes as PNG class folders");
-  sub->add_option("kind", args->kind, "Dataset kind: shapes")->required();
+      "make-dataset",
+      "Generate a dataset: 'shapes' writes coloured shapes as PNG class folders, 'shapes-seg' "
+      "images with 1-4 shapes and their label PNGs (0 background, 1..K shapes, 255 void edges)");
+  sub->add_option("kind", args->kind, "Dataset kind: shapes or shapes-seg")->required();
   sub->add_option("dir", args->dir, "Output folder (gets train/ and test/)")->required();
-  sub->add_option("--classes", args->classes, "Number of shape classes (2-8)")
+  sub->add_option("--classes", args->classes, "Number of shape classes (shapes 2-8, shapes-seg 1-8)")
       ->capture_default_str();
-  sub->add_option("--per-class", args->per_class, "Images per class, train and test together")
-      ->capture_default_str();
+  CLI::Option* per_class =
+      sub->add_option("--per-class", args->per_class,
+                      "Images per class, train and test together (shapes-seg: count = this x "
+                      "classes)")
+          ->capture_default_str();
+  CLI::Option* count =
+      sub->add_option("--count", args->count, "shapes-seg: image/label pairs, train and test together")
+          ->capture_default_str();
   sub->add_option("--size", args->size, "Image size HxW")->capture_default_str();
   sub->add_option("--seed", args->seed, "Random seed")->capture_default_str();
-  sub->add_option("--split", args->split, "Fraction of each class written to test/")
+  sub->add_option("--split", args->split, "Fraction written to test/ (shapes: of each class)")
       ->capture_default_str();
   // Hidden: converters (datasets/*.sh) and the loader benchmark (scripts/bench/data_vs_pil).
   sub->add_option("--from", args->from, "Source folder for cifar10-bin / mnist-idx")->group("");
@@ -142,7 +192,11 @@ Runner add_make_dataset(CLI::App& app) {
   sub->add_option("--cache", args->cache, "bench-loader: cache mode")->group("");
   sub->add_option("--jpeg", args->jpeg, "bench-loader: stb or turbo")->group("");
   sub->add_option("--mode", args->mode, "bench-loader: OutputSizeMode")->group("");
-  return [args] { return run(*args); };
+  return [args, per_class, count] {
+    args->per_class_given = per_class->count() > 0;
+    args->count_given = count->count() > 0;
+    return run(*args);
+  };
 }
 
 }  // namespace dlt::app

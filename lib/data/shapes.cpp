@@ -1,5 +1,6 @@
 // Shapes rendering: an inside-test per class in shape coordinates (radius 1), 4x4 supersampled
-// coverage, blended over a background colour, plus Gaussian pixel noise.
+// coverage (shape_coverage, shared with shapes_seg.cpp), blended over a background colour, plus
+// Gaussian pixel noise.
 #include "data/shapes.h"
 
 #include <algorithm>
@@ -61,6 +62,33 @@ const std::vector<std::string>& shape_class_names() {
   return names;
 }
 
+std::vector<float> shape_coverage(int label, const ShapePose& pose, int height, int width) {
+  std::vector<float> cov(size_t(height) * width, 0.0f);
+  // Every shape lies within 1.15 radii of its centre (the triangle's shifted vertices).
+  const double reach = 1.2 * pose.radius + 1;
+  const int y0 = std::max(0, int(std::floor(pose.cy - reach)));
+  const int y1 = std::min(height, int(std::ceil(pose.cy + reach)) + 1);
+  const int x0 = std::max(0, int(std::floor(pose.cx - reach)));
+  const int x1 = std::min(width, int(std::ceil(pose.cx + reach)) + 1);
+  const double ca = std::cos(pose.angle), sa = std::sin(pose.angle);
+  constexpr int kSub = 4;
+  for (int y = y0; y < y1; ++y) {
+    for (int x = x0; x < x1; ++x) {
+      int hits = 0;
+      for (int sy = 0; sy < kSub; ++sy) {
+        for (int sx = 0; sx < kSub; ++sx) {
+          const double px = x + (sx + 0.5) / kSub - pose.cx, py = y + (sy + 0.5) / kSub - pose.cy;
+          const double u = (ca * px + sa * py) / pose.radius,
+                       v = (-sa * px + ca * py) / pose.radius;
+          hits += inside(label, u, v);
+        }
+      }
+      cov[size_t(y) * width + x] = float(hits) / (kSub * kSub);
+    }
+  }
+  return cov;
+}
+
 Image render_shape(int label, int height, int width, Rng& rng) {
   Image img(height, width, 3);
   // Dark background, bright shape (every channel), random hues: the colour carries no label.
@@ -68,24 +96,16 @@ Image render_shape(int label, int height, int width, Rng& rng) {
   for (int k = 0; k < 3; ++k) bg[k] = rng.uniform(0, 110);
   for (int k = 0; k < 3; ++k) fg[k] = rng.uniform(150, 255);
   const double side = std::min(height, width);
-  const double radius = side * rng.uniform(0.3, 0.45);
-  const double cx = rng.uniform(radius * 0.8, width - radius * 0.8);
-  const double cy = rng.uniform(radius * 0.8, height - radius * 0.8);
-  const double angle = rng.uniform(0, 2 * kPi);
-  const double ca = std::cos(angle), sa = std::sin(angle);
+  ShapePose pose;
+  pose.radius = side * rng.uniform(0.3, 0.45);
+  pose.cx = rng.uniform(pose.radius * 0.8, width - pose.radius * 0.8);
+  pose.cy = rng.uniform(pose.radius * 0.8, height - pose.radius * 0.8);
+  pose.angle = rng.uniform(0, 2 * kPi);
   const double noise = rng.uniform(2, 8);
-  constexpr int kSub = 4;
+  const std::vector<float> cov = shape_coverage(label, pose, height, width);
   for (int y = 0; y < height; ++y) {
     for (int x = 0; x < width; ++x) {
-      int hits = 0;
-      for (int sy = 0; sy < kSub; ++sy) {
-        for (int sx = 0; sx < kSub; ++sx) {
-          const double px = x + (sx + 0.5) / kSub - cx, py = y + (sy + 0.5) / kSub - cy;
-          const double u = (ca * px + sa * py) / radius, v = (-sa * px + ca * py) / radius;
-          hits += inside(label, u, v);
-        }
-      }
-      const double a = double(hits) / (kSub * kSub);
+      const double a = cov[size_t(y) * width + x];
       uint8_t* p = img.at(y, x);
       for (int k = 0; k < 3; ++k) {
         const double val = a * fg[k] + (1 - a) * bg[k] + noise * rng.normal();

@@ -15,6 +15,16 @@ namespace dlt {
 // Every shape class name, in label order; at most this many classes.
 const std::vector<std::string>& shape_class_names();
 
+// Where a shape lies: centre (cx, cy) and circumradius in pixels, rotation in radians.
+struct ShapePose {
+  double cx = 0, cy = 0, radius = 1, angle = 0;
+};
+
+// Coverage in [0, 1] (4x4 supersampled, so a multiple of 1/16) of shape `label` at `pose` on
+// each pixel of a height x width grid, row-major (height * width). Zero outside the shape's
+// bounding box; the shape may extend past the grid's edges.
+std::vector<float> shape_coverage(int label, const ShapePose& pose, int height, int width);
+
 // One image of class `label` (index into shape_class_names()) drawn from rng.
 Image render_shape(int label, int height, int width, Rng& rng);
 

@@ -1,6 +1,8 @@
-// Shapes generator (deterministic by seed, balanced folders) and the binary converters.
+// Shapes generator (shape coverage, deterministic by seed, balanced folders) and the binary
+// converters.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <numeric>
 
 #include "data/binary_datasets.h"
 #include "data/datastore.h"
@@ -11,6 +13,45 @@
 
 using namespace dlt;
 using dlt::test::TempDir;
+
+namespace {
+double sum(const std::vector<float>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
+}  // namespace
+
+TEST_CASE("shape_coverage: areas and the bounding box", "[data]") {
+  ShapePose pose;
+  pose.cx = 20;
+  pose.cy = 21;
+  pose.radius = 10;
+  pose.angle = 0.3;
+  // circle r = 0.9 radius: pi * 81 = 254.5 px; square of side 1.5 radius: 225 px.
+  CHECK(sum(shape_coverage(0, pose, 40, 40)) == Approx(254.47).epsilon(0.01));
+  CHECK(sum(shape_coverage(1, pose, 40, 40)) == Approx(225.0).epsilon(0.01));
+  // ring 0.55..0.95: pi * (90.25 - 30.25) = 188.5 px.
+  CHECK(sum(shape_coverage(4, pose, 40, 40)) == Approx(188.50).epsilon(0.01));
+  const std::vector<float> c = shape_coverage(0, pose, 40, 40);
+  CHECK(c[21 * 40 + 20] == 1.0f);  // centre
+  CHECK(c[21 * 40 + 31] == 0.0f);  // 11 px right: outside r = 9
+  CHECK(c[0] == 0.0f);
+  // Half off the grid: the half that is inside.
+  pose.cx = 0;
+  CHECK(sum(shape_coverage(1, pose, 40, 40)) == Approx(112.5).epsilon(0.01));
+}
+
+TEST_CASE("render_shape is bit-identical to before shape_coverage was split out", "[data]") {
+  // FNV-1a of the pixels from the pre-refactor shapes.cpp (commit e70ba67), same draws.
+  const std::vector<std::pair<int, uint64_t>> expected = {{0, 0x3ccffa15e3e0ad40ULL},
+                                                          {2, 0xd785b17bea6b99c7ULL},
+                                                          {5, 0xa15b03dcc81a503dULL},
+                                                          {7, 0xf06e2404784964b2ULL}};
+  for (const auto& [label, fnv] : expected) {
+    Rng rng = Rng::derive(5, {1, 2});
+    const Image img = render_shape(label, 24, 20, rng);
+    uint64_t h = 1469598103934665603ULL;
+    for (uint8_t p : img.pixels) h = (h ^ p) * 1099511628211ULL;
+    CHECK(h == fnv);
+  }
+}
 
 TEST_CASE("render_shape is deterministic by seed and classes differ", "[data]") {
   Rng a = Rng::derive(5, {1, 2}), b = Rng::derive(5, {1, 2}), c = Rng::derive(6, {1, 2});
