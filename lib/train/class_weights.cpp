@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "data/decode.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/numbers.h"
@@ -43,6 +44,12 @@ PixelLabelCounts count_each_pixel_label(const ImageDatastore& ds, int threads) {
   pool.parallel_for(ds.size(), [&](int64_t i, int) {
     Image labels;
     ds.pixel_ids().decode(ds.label_path(i), labels);
+    int h = 0, w = 0;  // the image's header only: a size mismatch stops the run before it starts
+    image_size(ds.path(i), h, w);
+    if (labels.height != h || labels.width != w)
+      throw DataError(ds.label_path(i) + ": label image is " + std::to_string(labels.height) + "x" +
+                      std::to_string(labels.width) + " but its image " + ds.path(i) + " is " + std::to_string(h) +
+                      "x" + std::to_string(w) + " (they must match)");
     std::vector<int64_t> count(k + 1, 0);  // the last: undefined
     for (uint8_t v : labels.pixels) ++count[v == kUndefinedPixel ? k : v];
     const int64_t pixels = int64_t(labels.height) * labels.width;

@@ -22,7 +22,8 @@ TrainValData load_train_val(const DataOptions& data, uint64_t seed);
 
 // MATLAB's countEachLabel on a pixelLabelDatastore: per class the labelled pixels of that class
 // (PixelCount) and the pixels of the images in which it occurs (ImagePixelCount). Label images
-// are decoded at their own size on `threads` threads (0: every core).
+// are decoded at their own size on `threads` threads (0: every core). Throws DataError naming
+// both files when a label image's size differs from its image's.
 struct PixelLabelCounts {
   std::vector<int64_t> pixel_count, image_pixel_count;
   int64_t undefined = 0, total = 0;  // pixels whose value is in no class; all pixels
