@@ -71,6 +71,7 @@ class Backend {
 
   // ---- the heavy ops (nothing to check before the op exists) ----
   virtual std::unique_ptr<ConvOp> make_conv(const ConvDesc& d) = 0;
+  virtual std::unique_ptr<DeconvOp> make_deconv(const DeconvDesc& d) = 0;
   virtual std::unique_ptr<FcOp> make_fc(const FcDesc& d) = 0;
   virtual std::unique_ptr<PoolOp> make_pool(const PoolDesc& d) = 0;
   virtual std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormDesc& d) = 0;

@@ -6,6 +6,7 @@
 #pragma once
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <functional>
 #include <string>
 #include <vector>
@@ -60,6 +61,35 @@ inline AgreementRow conv_row(std::string name, ConvDesc d) {
             op->backward_weights(tx, tdy, tdw, tdb);
             Vec dw, db;
             ref::conv_backward_weights(d, x, dy, dw, db);
+            check_close("backward_weights dw", tdw, dw, tol);
+            check_close("backward_weights db", tdb, db, tol);
+          }};
+}
+
+inline AgreementRow deconv_row(std::string name, DeconvDesc d) {
+  return {"transposed conv " + name, [d](Backend& be, double tol) {
+            Rng rng(19);
+            const Device dev = be.device();
+            const int64_t oh = d.out_h(), ow = d.out_w();
+            Vec x = random_vec(d.n * d.h * d.w * d.c, rng), w = random_vec(d.c * d.kh * d.kw * d.k, rng);
+            Vec b = random_vec(d.k, rng), dy = random_vec(d.n * oh * ow * d.k, rng);
+            Tensor tx = to_tensor(x, {d.n, d.h, d.w, d.c}, dev);
+            Tensor tw = to_tensor(w, {d.c, d.kh, d.kw, d.k}, dev);
+            Tensor tb = to_tensor(b, {d.k}, dev);
+            Tensor ty(Shape{d.n, oh, ow, d.k}, dev), tdx(tx.shape(), dev);
+            Tensor tdw(tw.shape(), dev), tdb(tb.shape(), dev);
+            Tensor tdy = to_tensor(dy, ty.shape(), dev);
+            auto op = be.make_deconv(d);
+            be.fill(ty, 77.f);  // must be overwritten
+            op->forward(tx, tw, tb, ty);
+            check_close("forward", ty, ref::deconv_forward(d, x, w, b), tol);
+            op->backward_data(tdy, tw, tdx);
+            check_close("backward_data", tdx, ref::deconv_backward_data(d, dy, w), tol);
+            be.fill(tdw, 123.f);  // must be overwritten, not accumulated
+            be.fill(tdb, 123.f);
+            op->backward_weights(tx, tdy, tdw, tdb);
+            Vec dw, db;
+            ref::deconv_backward_weights(d, x, dy, dw, db);
             check_close("backward_weights dw", tdw, dw, tol);
             check_close("backward_weights db", tdb, db, tol);
           }};
@@ -392,6 +422,18 @@ inline std::vector<AgreementRow> agreement_rows() {
     d.pad_t = d.pad_b = d.pad_l = d.pad_r = pad;
     return d;
   };
+  auto deconv = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t kh, int64_t kw, int64_t s,
+                   std::array<int64_t, 4> crop) {
+    DeconvDesc d;
+    d.n = n, d.h = h, d.w = w, d.c = c, d.k = k, d.kh = kh, d.kw = kw, d.stride_h = d.stride_w = s;
+    d.crop_t = crop[0], d.crop_b = crop[1], d.crop_l = crop[2], d.crop_r = crop[3];
+    return d;
+  };
+  rows.push_back(deconv_row("2x2/2 (U-Net up-convolution) 2x5x6x8->4", deconv(2, 5, 6, 8, 4, 2, 2, 2, {0, 0, 0, 0})));
+  rows.push_back(deconv_row("3x3/1 crop 1 3x4x4x3->5", deconv(3, 4, 4, 3, 5, 3, 3, 1, {1, 1, 1, 1})));
+  rows.push_back(deconv_row("4x3/2 asymmetric crop [1 2 0 1] 2x5x4x3->2", deconv(2, 5, 4, 3, 2, 4, 3, 2, {1, 2, 0, 1})));
+  rows.push_back(deconv_row("3x3/3 (stride > filter - 1) 1x3x3x2->3", deconv(1, 3, 3, 2, 3, 3, 3, 3, {0, 0, 0, 0})));
+  rows.push_back(deconv_row("2x2/2 4x16x16x64->32", deconv(4, 16, 16, 64, 32, 2, 2, 2, {0, 0, 0, 0})));
   rows.push_back(unpool_row("2x2/2 4x12x16x5", unpool(4, 12, 16, 5, 2, 2, 0)));
   rows.push_back(unpool_row("3x3/2 pad 1 2x9x7x3", unpool(2, 9, 7, 3, 3, 2, 1)));
   rows.push_back(unpool_row("2x2/2 2x96x128x64 (over 1M elements)", unpool(2, 96, 128, 64, 2, 2, 0)));

@@ -24,6 +24,13 @@ Vec conv_forward(const ConvDesc& d, const Vec& x, const Vec& w, const Vec& b);
 Vec conv_backward_data(const ConvDesc& d, const Vec& dy, const Vec& w);  // -> dx
 void conv_backward_weights(const ConvDesc& d, const Vec& x, const Vec& dy, Vec& dw, Vec& db);
 
+// ---- transposed convolution: x (N,H,W,C), w (C,kh,kw,K), b (K) -> y (N,OH,OW,K) ----
+// Each input pixel scatters into y at (i * stride + a - crop_t, j * stride + b - crop_l);
+// taps that land in the cropped border are dropped.
+Vec deconv_forward(const DeconvDesc& d, const Vec& x, const Vec& w, const Vec& b);
+Vec deconv_backward_data(const DeconvDesc& d, const Vec& dy, const Vec& w);  // -> dx
+void deconv_backward_weights(const DeconvDesc& d, const Vec& x, const Vec& dy, Vec& dw, Vec& db);
+
 // ---- fully connected: x (N, in), w (out, in), b (out) -> y (N, out) ----
 Vec fc_forward(const FcDesc& d, const Vec& x, const Vec& w, const Vec& b);
 Vec fc_backward_data(const FcDesc& d, const Vec& dy, const Vec& w);

@@ -51,6 +51,7 @@ class CpuBackend final : public Backend {
   std::string name() const override;
 
   std::unique_ptr<ConvOp> make_conv(const ConvDesc& d) override;
+  std::unique_ptr<DeconvOp> make_deconv(const DeconvDesc& d) override;
   std::unique_ptr<FcOp> make_fc(const FcDesc& d) override;
   std::unique_ptr<PoolOp> make_pool(const PoolDesc& d) override;
   std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormDesc& d) override;
