@@ -28,6 +28,7 @@ const LayerType& classification_layer_type();
 const LayerType& pixel_classification_layer_type();
 const LayerType& addition_layer_type();
 const LayerType& depth_concatenation_layer_type();
+const LayerType& crop2d_layer_type();
 
 const std::vector<const LayerType*>& layer_registry() {
   static const std::vector<const LayerType*> kLayers = {
@@ -50,6 +51,7 @@ const std::vector<const LayerType*>& layer_registry() {
       &pixel_classification_layer_type(),
       &addition_layer_type(),
       &depth_concatenation_layer_type(),
+      &crop2d_layer_type(),
   };
   return kLayers;
 }

@@ -95,6 +95,16 @@ TEST_CASE("gradients: dropout, softmax, addition, depthConcatenation", "[layers]
   expect_ok(check_layer(cat, {Shape{3, 3, 2}, Shape{3, 3, 5}}, o));
 }
 
+TEST_CASE("gradients: crop2d (the reference input gets a zero gradient)", "[layers][grad]") {
+  GradCheckOptions o;
+  LayerSpec center = layer_spec("crop2d", {});
+  center.inputs = {"in", "ref"};
+  expect_ok(check_layer(center, {Shape{7, 6, 3}, Shape{4, 3, 2}}, o));
+  LayerSpec custom = layer_spec("crop2d", {"Mode=custom", "Location=[3,2]"});
+  custom.inputs = {"in", "ref"};
+  expect_ok(check_layer(custom, {Shape{5, 6, 2}, Shape{3, 4, 1}}, o));
+}
+
 TEST_CASE("gradients: layers at training sizes (blocked oneDNN kernels)", "[layers][grad]") {
   GradCheckOptions o;
   o.batch = 8;

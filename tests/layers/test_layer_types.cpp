@@ -105,3 +105,21 @@ TEST_CASE("transposedConv2d: output sizes, Cropping forms, parameters and errors
   CHECK_THROWS_WITH(out({"FilterSize=2", "NumFilters=4", "NumChannels=3"}, Shape{2, 2, 1}),
                     Catch::Contains("NumChannels is 3 but the input has 1 channels"));
 }
+
+TEST_CASE("crop2d: window placement and errors", "[layers]") {
+  auto out = [](std::vector<std::string> opts, Shape in, Shape ref) {
+    auto l = make_layer(layer_spec("crop2d", std::move(opts)));
+    return l->infer({in, ref});
+  };
+  CHECK(out({}, Shape{9, 8, 3}, Shape{5, 4, 7}) == Shape{5, 4, 3});  // ref's size, in's channels
+  CHECK(out({"Mode=custom", "Location=[5,5]"}, Shape{9, 8, 3}, Shape{5, 4, 1}) == Shape{5, 4, 3});
+  CHECK(make_layer(layer_spec("crop2d", {}))->num_inputs() == 2);
+  CHECK_THROWS_WITH(out({"Mode=custom", "Location=[6,1]"}, Shape{9, 8, 3}, Shape{5, 4, 1}),
+                    Catch::Contains("Location [6 1] puts the 5x4 window outside the 9x8 input"));
+  CHECK_THROWS_WITH(out({}, Shape{4, 8, 3}, Shape{5, 4, 1}), Catch::Contains("the window must fit"));
+  CHECK_THROWS_WITH(make_layer(layer_spec("crop2d", {"Mode=custom"})),
+                    Catch::Contains("layer 'layer' (crop2d): option Location ([x y], 1-based"));
+  CHECK_THROWS_WITH(make_layer(layer_spec("crop2d", {"Location=[1,1]"})),
+                    Catch::Contains("option Location applies to Mode: custom only"));
+  CHECK_THROWS_WITH(make_layer(layer_spec("crop2d", {"Mode=center"})), Catch::Contains("Mode"));
+}

@@ -444,6 +444,26 @@ Vec max_unpool(const PoolDesc& d, const Vec& pooled, const std::vector<int32_t>&
   return y;
 }
 
+Vec crop2d_forward(const CropDesc& d, const Vec& x) {
+  Vec y(d.n * d.out_h * d.out_w * d.c);
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t i = 0; i < d.out_h; ++i)
+      for (int64_t j = 0; j < d.out_w; ++j)
+        for (int64_t c = 0; c < d.c; ++c)
+          y[nhwc(n, i, j, c, d.out_h, d.out_w, d.c)] = x[nhwc(n, d.top + i, d.left + j, c, d.h, d.w, d.c)];
+  return y;
+}
+
+Vec crop2d_backward(const CropDesc& d, const Vec& dy) {
+  Vec dx(d.n * d.h * d.w * d.c, 0.0);
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t i = 0; i < d.out_h; ++i)
+      for (int64_t j = 0; j < d.out_w; ++j)
+        for (int64_t c = 0; c < d.c; ++c)
+          dx[nhwc(n, d.top + i, d.left + j, c, d.h, d.w, d.c)] = dy[nhwc(n, i, j, c, d.out_h, d.out_w, d.c)];
+  return dx;
+}
+
 double cross_entropy(int64_t n, int64_t c, const Vec& probs, const std::vector<int32_t>& labels,
                      Vec* dlogits, int64_t* correct, const Vec& weights, int64_t* counted) {
   double loss = 0, wsum = 0;

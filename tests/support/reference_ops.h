@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/backend.h"
 #include "backend/ops.h"
 
 namespace dlt::ref {
@@ -74,6 +75,10 @@ Vec concat_forward(int64_t pixels, const std::vector<int64_t>& channels,
                    const std::vector<Vec>& xs);
 std::vector<Vec> concat_backward(int64_t pixels, const std::vector<int64_t>& channels,
                                  const Vec& dy);
+
+// ---- cropping (Backend::crop2d): x (N,H,W,C) -> y (N,out_h,out_w,C) at (top, left) ----
+Vec crop2d_forward(const CropDesc& d, const Vec& x);
+Vec crop2d_backward(const CropDesc& d, const Vec& dy);  // -> dx, zero outside the window
 
 // ---- cross-entropy of softmax probabilities (N, C) with integer labels (N) ----
 // Returns the weighted mean sum w[l] * -log(max(p_l, 1e-37)) / sum w[l] over the rows whose
