@@ -161,11 +161,18 @@ OnnxValue TransposedConv2dLayer::to_onnx(OnnxGraph& g, const std::vector<OnnxVal
   // (C, kh, kw, K) -> ONNX's (C, K, kh, kw): the OHWI -> OIHW permutation with O = C, I = K.
   g.add_floats(n + "_W", {c_, k_, kh_, kw_}, ohwi_to_oihw(host_values(params_[0].value), c_, k_, kh_, kw_));
   g.add_floats(n + "_B", {k_}, host_values(params_[1].value));
-  g.add_node("ConvTranspose", n, {x.name, n + "_W", n + "_B"}, n,
-             {OnnxAttr("kernel_shape", std::vector<int64_t>{kh_, kw_}),
-              OnnxAttr("strides", std::vector<int64_t>{sh_, sw_}),
-              OnnxAttr("dilations", std::vector<int64_t>{1, 1}),
-              OnnxAttr("pads", std::vector<int64_t>{ct_, cl_, cb_, cr_}), OnnxAttr("group", int64_t{1})});
+  std::vector<OnnxAttr> attrs = {OnnxAttr("kernel_shape", std::vector<int64_t>{kh_, kw_}),
+                                 OnnxAttr("strides", std::vector<int64_t>{sh_, sw_}),
+                                 OnnxAttr("dilations", std::vector<int64_t>{1, 1}), OnnxAttr("group", int64_t{1})};
+  if (ct_ >= cb_ && cl_ >= cr_ && ct_ - cb_ < sh_ && cl_ - cr_ < sw_) {
+    // Less cropped at the bottom / right: symmetric pads and output_padding, as PyTorch writes
+    // ConvTranspose2d(padding, output_padding) (OpenCV's importer takes no asymmetric pads).
+    attrs.emplace_back("pads", std::vector<int64_t>{ct_, cl_, ct_, cl_});
+    if (ct_ > cb_ || cl_ > cr_) attrs.emplace_back("output_padding", std::vector<int64_t>{ct_ - cb_, cl_ - cr_});
+  } else {
+    attrs.emplace_back("pads", std::vector<int64_t>{ct_, cl_, cb_, cr_});
+  }
+  g.add_node("ConvTranspose", n, {x.name, n + "_W", n + "_B"}, n, attrs);
   return OnnxValue{n, out, false};
 }
 
