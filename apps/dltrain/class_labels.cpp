@@ -1,111 +1,33 @@
 // --label-ids parsing and the choice of LabelIDs for dltrain segment.
 #include "class_labels.h"
 
-#include <cctype>
-#include <cstdio>
 
 #include "config/config.h"
 #include "util/error.h"
 
 namespace dlt::app {
 
-namespace {
-
-struct Node {
-  bool list = false;
-  int64_t value = 0;
-  std::vector<Node> items;
-};
-
-class Parser {
- public:
-  explicit Parser(const std::string& s) : s_(s) {}
-  Node parse() {
-    Node n = item();
-    skip();
-    if (pos_ != s_.size()) fail("unexpected '" + std::string(1, s_[pos_]) + "'");
-    return n;
-  }
-
- private:
-  void skip() {
-    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-  }
-  [[noreturn]] void fail(const std::string& what) const {
-    throw UsageError("--label-ids '" + s_ + "': " + what + " at character " + std::to_string(pos_ + 1) +
+std::vector<std::vector<std::vector<int64_t>>> parse_label_ids(const std::string& text,
+                                                              const std::vector<std::string>& classes) {
+  const size_t first = text.find_first_not_of(" \t");
+  if (first == std::string::npos)
+    throw UsageError("--label-ids is empty (write one value per class, e.g. [0, 1, 2])");
+  // The config's own LabelIDs reader, so the flag follows data.LabelIDs' rules exactly; the outer
+  // brackets may be left out ("0, 1, 2").
+  std::string names;
+  for (const auto& c : classes) names += (names.empty() ? "\"" : ", \"") + c + "\"";
+  const std::string value = text[first] == '[' ? text : "[" + text + "]";
+  const std::string yaml = "data:\n  train: {images: i, labels: l}\n  ClassNames: [" + names + "]\n  LabelIDs: " +
+                           value + "\n";
+  try {
+    return load_config_text(yaml, "--label-ids").data.label_ids;
+  } catch (const ConfigError& e) {
+    std::string why = e.what();
+    const size_t at = why.find("data.LabelIDs");  // drop the stand-in file's position
+    if (at != std::string::npos) why = why.substr(at);
+    throw UsageError("--label-ids '" + text + "': " + why +
                      " (write one value per class: [0, 1, 2] or [[128, 0, 0], [0, 128, 0]])");
   }
-  Node item() {
-    skip();
-    Node n;
-    if (pos_ < s_.size() && s_[pos_] == '[') {
-      ++pos_;
-      n.list = true;
-      skip();
-      if (pos_ < s_.size() && s_[pos_] == ']') fail("empty list");
-      while (true) {
-        n.items.push_back(item());
-        skip();
-        if (pos_ < s_.size() && s_[pos_] == ',') {
-          ++pos_;
-          continue;
-        }
-        if (pos_ < s_.size() && s_[pos_] == ']') {
-          ++pos_;
-          break;
-        }
-        fail("expected ',' or ']'");
-      }
-      return n;
-    }
-    size_t start = pos_;
-    while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-    if (start == pos_ || pos_ - start > 6) fail("expected an integer 0..255");
-    n.value = std::stoll(s_.substr(start, pos_ - start));
-    return n;
-  }
-  const std::string& s_;
-  size_t pos_ = 0;
-};
-
-bool all_ints(const Node& n) {
-  for (const auto& i : n.items)
-    if (i.list) return false;
-  return true;
-}
-
-std::vector<int64_t> ints(const Node& n) {
-  std::vector<int64_t> v;
-  for (const auto& i : n.items) v.push_back(i.value);
-  return v;
-}
-
-}  // namespace
-
-std::vector<std::vector<std::vector<int64_t>>> parse_label_ids(const std::string& text) {
-  const std::string& t = text;
-  if (t.find_first_not_of(" \t") == std::string::npos)
-    throw UsageError("--label-ids is empty (write one value per class, e.g. [0, 1, 2])");
-  // The outer brackets may be left out: "0, 1, 2".
-  const bool bracketed = t[t.find_first_not_of(" \t")] == '[';
-  Node top = bracketed ? Parser(t).parse() : Parser("[" + t + "]").parse();
-  if (!top.list) top = Parser("[" + t + "]").parse();
-  std::vector<std::vector<std::vector<int64_t>>> out;
-  for (const Node& cls : top.items) {
-    if (!cls.list) {
-      out.push_back({{cls.value}});
-    } else if (all_ints(cls)) {
-      if (cls.items.size() != 3)
-        throw UsageError("--label-ids '" + text + "': a class's list of " + std::to_string(cls.items.size()) +
-                         " integers is no RGB triplet (write [r, g, b], or [[v1], [v2]] for several grey values)");
-      out.push_back({ints(cls)});
-    } else {
-      std::vector<std::vector<int64_t>> values;
-      for (const Node& v : cls.items) values.push_back(v.list ? ints(v) : std::vector<int64_t>{v.value});
-      out.push_back(values);
-    }
-  }
-  return out;
 }
 
 ClassLabels class_labels(const ModelData& model, const std::string& model_path, const std::string& label_ids_flag,
@@ -117,23 +39,17 @@ ClassLabels class_labels(const ModelData& model, const std::string& model_path, 
   };
   if (!label_ids_flag.empty()) {
     try {
-      return with_colours(PixelLabelIds(classes, parse_label_ids(label_ids_flag), "--label-ids"), "--label-ids");
+      return with_colours(PixelLabelIds(classes, parse_label_ids(label_ids_flag, classes), "--label-ids"),
+                          "--label-ids");
     } catch (const ConfigError& e) {
       throw UsageError(e.what());
     }
   }
-  if (!model.training_yaml.empty()) {
+  if (!model.label_ids.empty()) {  // the training data's LabelIDs, kept in the model file
     try {
-      Config c = load_config_text(model.training_yaml, model_path + " (its stored config)");
-      if (!c.data.label_ids.empty()) {
-        if (c.data.class_names != classes)
-          throw ModelError(model_path + ": its stored config's data.ClassNames differ from the model's classes "
-                           "(give --label-ids)");
-        return with_colours(PixelLabelIds(c.data.class_names, c.data.label_ids, model_path + " data.LabelIDs"),
-                            "model");
-      }
+      return with_colours(PixelLabelIds(classes, model.label_ids, model_path + " LabelIDs"), "model");
     } catch (const ConfigError& e) {
-      std::fprintf(stderr, "dltrain: warning: %s; reading label images as class indices (give --label-ids)\n", e.what());
+      throw ModelError(std::string(e.what()) + " (the model file is corrupt; give --label-ids)");
     }
   }
   std::vector<std::vector<std::vector<int64_t>>> ids;

@@ -1,6 +1,7 @@
 // dltrain info CONFIG.yaml|MODEL.bin [--json]: the layer table (name, type, activations,
 // learnables), total learnables, the memory footprint as seed 001's getMemoryFootprint
 // computes it, and forward FLOPs per image.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -66,10 +67,13 @@ Runner add_info(CLI::App& app) {
       std::printf("%s\n", j.str().c_str());
       return 0;
     }
-    std::printf("%-4s %-24s %-26s %-16s %12s\n", "#", "Name", "Type", "Activations", "Learnables");
+    int name_width = 24;  // wider for long generated names (unetLayers' Decoder-Stage-1-DepthConcatenation)
+    for (size_t i = 0; i < net->size(); ++i)
+      name_width = std::max(name_width, static_cast<int>(net->layer(i).name().size()));
+    std::printf("%-4s %-*s %-26s %-16s %12s\n", "#", name_width, "Name", "Type", "Activations", "Learnables");
     for (size_t i = 0; i < net->size(); ++i) {
       Layer& l = net->layer(i);
-      std::printf("%-4zu %-24s %-26s %-16s %12lld\n", i + 1, l.name().c_str(), l.type().c_str(),
+      std::printf("%-4zu %-*s %-26s %-16s %12lld\n", i + 1, name_width, l.name().c_str(), l.type().c_str(),
                   net->output_shape(i).str().c_str(), static_cast<long long>(learnables(l)));
     }
     std::printf("\nTotal learnables:  %lld\n", static_cast<long long>(net->total_learnables()));

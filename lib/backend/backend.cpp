@@ -204,6 +204,31 @@ void Backend::max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& d
 }
 
 namespace {
+void check_crop(const Tensor& big, const Tensor& small, const CropDesc& d, Device dev, const char* op) {
+  DLT_CHECK(big.defined() && small.defined(), op << ": undefined tensor");
+  DLT_CHECK(d.out_h >= 1 && d.out_w >= 1 && d.top >= 0 && d.left >= 0 && d.top + d.out_h <= d.h &&
+                d.left + d.out_w <= d.w,
+            op << ": the window " << d.out_h << "x" << d.out_w << " at (" << d.top << ", " << d.left
+               << ") is not inside " << d.h << "x" << d.w);
+  DLT_CHECK(big.numel() == d.n * d.h * d.w * d.c && small.numel() == d.n * d.out_h * d.out_w * d.c,
+            op << ": tensors of " << big.numel() << " and " << small.numel() << " elements for cropping "
+               << d.n << "x" << d.h << "x" << d.w << "x" << d.c << " to " << d.out_h << "x" << d.out_w);
+  on(big, dev, op);
+  on(small, dev, op);
+}
+}  // namespace
+
+void Backend::crop2d(const Tensor& x, Tensor& y, const CropDesc& d) {
+  check_crop(x, y, d, device(), "crop2d");
+  do_crop2d(x, y, d);
+}
+
+void Backend::crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) {
+  check_crop(dx, dy, d, device(), "crop2d_backward");
+  do_crop2d_backward(dy, dx, d);
+}
+
+namespace {
 void check_loss(const Tensor& probs, const Tensor& labels, const Tensor& dlogits,
                 const LossOptions& opt, Device d) {
   const int64_t n = labels.numel();

@@ -58,6 +58,12 @@ struct StepScalars {
 // Adam's bias correction 1 / (1 - b^t), as every backend uses it (float from a double power).
 float adam_correction(float b, int64_t t);
 
+// A crop window: x is (n, h, w, c), the window (out_h, out_w) starts at row top, column left.
+struct CropDesc {
+  int64_t n = 1, h = 1, w = 1, c = 1;
+  int64_t out_h = 1, out_w = 1, top = 0, left = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -71,6 +77,7 @@ class Backend {
 
   // ---- the heavy ops (nothing to check before the op exists) ----
   virtual std::unique_ptr<ConvOp> make_conv(const ConvDesc& d) = 0;
+  virtual std::unique_ptr<DeconvOp> make_deconv(const DeconvDesc& d) = 0;
   virtual std::unique_ptr<FcOp> make_fc(const FcDesc& d) = 0;
   virtual std::unique_ptr<PoolOp> make_pool(const PoolDesc& d) = 0;
   virtual std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormDesc& d) = 0;
@@ -128,6 +135,13 @@ class Backend {
   void max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d);
   // dx[n, i, c] = dy[n, idx[n, i, c], c]: the gradient of max_unpool.
   void max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx, const PoolDesc& d);
+
+  // ---- cropping (crop2d, U-Net's skip connections): x (N, H, W, C), y (N, out_h, out_w, C)
+  // with the window inside x (d: CropDesc) ----
+  // y = x[:, top : top + out_h, left : left + out_w, :].
+  void crop2d(const Tensor& x, Tensor& y, const CropDesc& d);
+  // dx = 0 except dx[:, top : top + out_h, left : left + out_w, :] = dy: the gradient of crop2d.
+  void crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d);
 
   // ---- loss: probs (N, C) after softmax, labels int32 (N) on this device ----
   // The weighted mean cross-entropy over the counted labels,
@@ -210,6 +224,9 @@ class Backend {
   virtual void do_max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d) = 0;
   virtual void do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx,
                                       const PoolDesc& d) = 0;
+  // x / dx of d.n * d.h * d.w * d.c, y / dy of d.n * d.out_h * d.out_w * d.c; the window inside.
+  virtual void do_crop2d(const Tensor& x, Tensor& y, const CropDesc& d) = 0;
+  virtual void do_crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) = 0;
   // labels.numel() = N > 0, probs.numel() = N * C; dlogits undefined or of probs' numel;
   // class weights undefined or C floats on this device. A bad label sets first_bad.
   virtual LossTotals do_cross_entropy(const Tensor& probs, const Tensor& labels,

@@ -38,6 +38,28 @@ class ConvOp {
   virtual void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) = 0;
 };
 
+// Transposed convolution (MATLAB's transposedConv2dLayer, ONNX ConvTranspose): each input
+// pixel scatters x[n, i, j, :] . w[:, a, b, k] into y[n, i * stride_h + a - crop_t,
+// j * stride_w + b - crop_l, k]; outputs cropped away are dropped. Weights (C, kh, kw, K):
+// input channel first, as ONNX's (C, K, kh, kw) and cuDNN's filter of the convolution whose
+// data gradient this is. The adjoint of ConvDesc{h = out_h(), c = k, k = c, pad = crop}.
+struct DeconvDesc {
+  int64_t n = 1, h = 1, w = 1, c = 1;  // input
+  int64_t k = 1, kh = 1, kw = 1;       // output channels, filter
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t crop_t = 0, crop_b = 0, crop_l = 0, crop_r = 0;
+  int64_t out_h() const { return (h - 1) * stride_h + kh - crop_t - crop_b; }
+  int64_t out_w() const { return (w - 1) * stride_w + kw - crop_l - crop_r; }
+};
+
+class DeconvOp {
+ public:
+  virtual ~DeconvOp() = default;
+  virtual void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) = 0;
+  virtual void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) = 0;
+  virtual void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) = 0;
+};
+
 struct FcDesc {
   int64_t n = 1, in = 1, out = 1;  // in = H*W*C of the input
   bool fuse_relu = false;          // as ConvDesc: the caller applies the relu backward to dy

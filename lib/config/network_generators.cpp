@@ -1,4 +1,4 @@
-// Network generators with MATLAB's names: `layers: {segnetLayers: {...}}` expands, when the config loads and before --set, into the
+// Network generators with MATLAB's names: `layers: {segnetLayers: {...}}` (or unetLayers) expands, when the config loads and before --set, into the
 // layer list MATLAB's function returns (same layer names and order), so that
 // `--set layers.NAME.Option=...` and the resolved config.yaml see ordinary layers. Beyond
 // MATLAB's options, ClassWeights goes to the pixelClassification layer (seed 003 replaces
@@ -211,12 +211,81 @@ YAML::Node segnet(const YAML::Node& node, const Origin& origin) {
   return l.node();
 }
 
+// unetLayers(imageSize, numClasses, EncoderDepth=4, NumFirstEncoderFilters=32, FilterSize=3,
+// ConvolutionPadding='same'), with MATLAB's layer names: encoder stages of two conv-relu pairs
+// (Encoder-Stage-i-Conv-j, -ReLU-j) and a 2x2 stride-2 max pooling, the last stage with a
+// dropout before it; a bridge of two conv-relu pairs and a dropout; decoder stages that
+// up-convolve (2x2 stride-2 transposedConv2d, -UpConv, -UpReLU), concatenate the encoder
+// stage's ReLU-2 output of the same size (-DepthConcatenation) and apply two conv-relu pairs;
+// a 1x1 convolution to NumClasses, softmax and pixelClassification. Channels double per
+// encoder stage from NumFirstEncoderFilters and halve per decoder stage.
+YAML::Node unet(const YAML::Node& node, const Origin& origin) {
+  GeneratorArgs a("unetLayers", node, origin);
+  const int64_t depth = a.integer("EncoderDepth", 4, 1);
+  const std::vector<int64_t> size = image_size(a, node, origin, "unetLayers", depth);
+  const int64_t classes = a.integer("NumClasses", 0, 2, true);
+  const int64_t first = a.integer("NumFirstEncoderFilters", 32, 1);
+  const int64_t filter = a.integer("FilterSize", 3, 1);
+  a.word("ConvolutionPadding", "same", {"same"});  // MATLAB's 'valid' (with crop layers) is not offered yet
+  const std::string norm = a.word("Normalization", "zerocenter", {"zerocenter", "zscore", "none"});
+  const YAML::Node weights = a.raw("ClassWeights");
+  a.check_all_used();
+  const int64_t f = int64_t{1} << depth;
+  if (size[0] % f || size[1] % f)
+    a.fail(*a.find("ImageSize"), "must be a multiple of 2^EncoderDepth = " + std::to_string(f) +
+                                      " high and wide with ConvolutionPadding 'same' (each decoder stage doubles "
+                                      "the size and concatenates the encoder map of that size)");
+
+  LayerList l;
+  YAML::Node in = l.add("imageInput", "ImageInputLayer");
+  in["InputSize"] = list_of(size);
+  in["Normalization"] = norm;
+  auto conv_relu = [&](const std::string& prefix, int64_t j, int64_t k) {
+    l.conv(prefix + "-Conv-" + str(j), filter, k);
+    l.add("relu", prefix + "-ReLU-" + str(j));
+  };
+  for (int64_t i = 1; i <= depth; ++i) {
+    const std::string stage = "Encoder-Stage-" + str(i);
+    conv_relu(stage, 1, first << (i - 1));
+    conv_relu(stage, 2, first << (i - 1));
+    if (i == depth) l.add("dropout", stage + "-DropOut")["Probability"] = 0.5;
+    YAML::Node pool = l.add("maxPooling2d", stage + "-MaxPool");
+    pool["PoolSize"] = 2;
+    pool["Stride"] = 2;
+  }
+  conv_relu("Bridge", 1, first << depth);
+  conv_relu("Bridge", 2, first << depth);
+  l.add("dropout", "Bridge-DropOut")["Probability"] = 0.5;
+  for (int64_t i = 1; i <= depth; ++i) {
+    const std::string stage = "Decoder-Stage-" + str(i);
+    const int64_t k = first << (depth - i);
+    YAML::Node up = l.add("transposedConv2d", stage + "-UpConv");
+    up["FilterSize"] = 2;
+    up["NumFilters"] = k;
+    up["Stride"] = 2;
+    up["WeightsInitializer"] = "he";
+    l.add("relu", stage + "-UpReLU");
+    YAML::Node cat = l.add("depthConcatenation", stage + "-DepthConcatenation");
+    cat["NumInputs"] = 2;
+    cat["Inputs"] = YAML::Node(YAML::NodeType::Sequence);
+    cat["Inputs"].push_back(stage + "-UpReLU");
+    cat["Inputs"].push_back("Encoder-Stage-" + str(depth - i + 1) + "-ReLU-2");
+    conv_relu(stage, 1, k);
+    conv_relu(stage, 2, k);
+  }
+  l.conv("Final-ConvolutionLayer", 1, classes);
+  l.add("softmax", "Softmax-Layer");
+  YAML::Node out = l.add("pixelClassification", "Segmentation-Layer");
+  if (weights.IsDefined() && !weights.IsNull()) out["ClassWeights"] = YAML::Clone(weights);
+  return l.node();
+}
+
 struct Generator {
   const char* name;
   YAML::Node (*expand)(const YAML::Node&, const Origin&);
 };
 const std::vector<Generator>& generators() {
-  static const std::vector<Generator> g = {{"segnetLayers", segnet}};
+  static const std::vector<Generator> g = {{"segnetLayers", segnet}, {"unetLayers", unet}};
   return g;
 }
 

@@ -19,12 +19,15 @@ class Tensor;
 // A value in the ONNX graph. Export: name is the ONNX value's name. Import: name is the
 // dltrain layer that produces it. shape is per image (H, W, C); flat: the ONNX value is
 // (N, C*H*W); pad: a zero Pad node's [top, left, bottom, right] not yet absorbed by a
-// following Conv / pooling node (import only).
+// following Conv / pooling node (import only). indices (import only): a MaxPool's Indices
+// output; name is then the maxPooling2d layer and shape that layer's INPUT shape, and only
+// MaxUnpool reads it (OnnxNodeReader::indices_input).
 struct OnnxValue {
   std::string name;
   Shape shape;
   bool flat = false;
   std::array<int64_t, 4> pad{};
+  bool indices = false;
 };
 
 // One attribute of a node: an integer, a float or a list of integers.
@@ -52,6 +55,9 @@ class OnnxGraph {
                                const std::vector<int64_t>& values) = 0;
   virtual void add_node(const std::string& op, const std::string& name, const std::vector<std::string>& inputs,
                         const std::string& output, const std::vector<OnnxAttr>& attrs = {}) = 0;
+  // A node with several outputs (MaxPool's values and indices).
+  virtual void add_node_outputs(const std::string& op, const std::string& name, const std::vector<std::string>& inputs,
+                                const std::vector<std::string>& outputs, const std::vector<OnnxAttr>& attrs = {}) = 0;
   // The file being written, for errors ("m.onnx").
   virtual const std::string& path() const = 0;
 
@@ -74,8 +80,13 @@ class OnnxNodeReader {
   virtual bool has_input(int i) const = 0;
   virtual bool is_constant(int i) const = 0;
   // The value of input i, made earlier in the graph. A pending zero Pad is an error unless
-  // absorb_pad (the caller adds value.pad to its own padding).
+  // absorb_pad (the caller adds value.pad to its own padding); so is a MaxPool's Indices.
   virtual OnnxValue input(int i, bool absorb_pad = false) = 0;
+  // Input i, which must be a MaxPool's Indices output (OnnxValue::indices).
+  virtual OnnxValue indices_input(int i) = 0;
+  // The node's outputs, and whether output i is named (an optional output may be left out).
+  virtual int num_outputs() const = 0;
+  virtual bool has_output(int i) const = 0;
   // A constant input (initializer or Constant node) as floats / its dimensions; role names
   // it in errors ("weight", "bias").
   virtual std::vector<float> floats(int i, const std::string& role) = 0;
@@ -95,6 +106,8 @@ class OnnxNodeReader {
                          std::vector<float> values) = 0;
   // The node's (first) output is this value.
   virtual void set_output(const OnnxValue& v) = 0;
+  // Output i (> 0) is this value.
+  virtual void set_output_at(int i, const OnnxValue& v) = 0;
 
   // Helpers: a pending image input check, and ONNX pads / auto_pad as dltrain's
   // [top, left, bottom, right] for an effective kernel (eh, ew) and strides (sh, sw).

@@ -92,14 +92,20 @@ class PoolingLayer final : public Layer {
       src = n + "_padded";
       pads = {0, 0, 0, 0};
     }
-    g.add_node(avg ? "AveragePool" : "MaxPool", n, {src}, n,
-               {OnnxAttr("kernel_shape", std::vector<int64_t>{kh_, kw_}),
-                OnnxAttr("strides", std::vector<int64_t>{sh_, sw_}), OnnxAttr("pads", pads)});
+    const std::vector<OnnxAttr> attrs = {OnnxAttr("kernel_shape", std::vector<int64_t>{kh_, kw_}),
+                                         OnnxAttr("strides", std::vector<int64_t>{sh_, sw_}), OnnxAttr("pads", pads)};
+    if (keep_indices_)  // MaxPool's Indices output, which the maxUnpooling2d's MaxUnpool reads
+      g.add_node_outputs("MaxPool", n, {src}, {n, indices_onnx_name()}, attrs);
+    else
+      g.add_node(avg ? "AveragePool" : "MaxPool", n, {src}, n, attrs);
     return OnnxValue{n, out, false};
   }
 
+  std::string indices_onnx_name() const { return name() + "_indices"; }
+
   // MaxPool / AveragePool; a preceding zero Pad folds into an AveragePool's padding (it
-  // counts padding as zeros), ceil_mode into extra bottom / right padding of a MaxPool.
+  // counts padding as zeros), ceil_mode into extra bottom / right padding of a MaxPool. A
+  // MaxPool's Indices output makes a maxPooling2d with HasUnpoolingOutputs (read by MaxUnpool).
   static void from_onnx(OnnxNodeReader& r) {
     bool avg = r.op() == "AveragePool";
     const OnnxValue in = r.input(0, avg);
@@ -138,6 +144,12 @@ class PoolingLayer final : public Layer {
     set_list(s, "Stride", st);
     set_list(s, "Padding", {p[0], p[2], p[1], p[3]});
     r.set_output(OnnxValue{s.name, Shape{oh, ow, in.shape[2]}, false});
+    if (!avg && r.has_output(1)) {
+      s.set("HasUnpoolingOutputs", "true");
+      OnnxValue idx{s.name, in.shape, false};
+      idx.indices = true;
+      r.set_output_at(1, idx);
+    }
   }
 
   static void global_from_onnx(OnnxNodeReader& r) {
@@ -221,6 +233,48 @@ class MaxUnpoolingLayer final : public Layer {
     if (dx[0]) be_->max_unpool_backward(dy, pool_->indices(), *dx[0], d_);
   }
 
+  // MaxUnpool(x, the pooling's Indices) with its kernel, strides and pads; ONNX's default
+  // output size must then be the pooling's input size (an odd size the pooling floored has
+  // no such form here: MaxUnpool would need output_shape with the batch size).
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    const std::string& n = name();
+    const PoolDesc d = pool_->desc(1);
+    if ((d.out_h() - 1) * d.stride_h + d.kh - d.pad_t - d.pad_b != d.h ||
+        (d.out_w() - 1) * d.stride_w + d.kw - d.pad_l - d.pad_r != d.w)
+      throw ModelError(g.path() + ": layer '" + n + "' (maxUnpooling2d) restores " + std::to_string(d.h) + "x" +
+                       std::to_string(d.w) + ", which ONNX MaxUnpool's default output size for its pooling does not "
+                       "give (use an input size the pooling divides)");
+    OnnxValue x = g.image(n, inputs.at(0));
+    std::vector<OnnxAttr> attrs = {OnnxAttr("kernel_shape", std::vector<int64_t>{d.kh, d.kw}),
+                                   OnnxAttr("strides", std::vector<int64_t>{d.stride_h, d.stride_w})};
+    if (d.pad_t || d.pad_l || d.pad_b || d.pad_r)  // only when needed: OpenCV 4.6 misreads 4 pads here
+      attrs.emplace_back("pads", std::vector<int64_t>{d.pad_t, d.pad_l, d.pad_b, d.pad_r});
+    g.add_node("MaxUnpool", n, {x.name, pool_->indices_onnx_name()}, n, attrs);
+    return OnnxValue{n, out, false};
+  }
+
+  // MaxUnpool(X, I): I must be a MaxPool's Indices (that layer becomes PoolingLayer); ONNX's
+  // default output size must be that pooling's input size (output_shape is refused).
+  static void from_onnx(OnnxNodeReader& r) {
+    const OnnxValue x = r.input(0);
+    r.need_image(x);
+    const OnnxValue idx = r.indices_input(1);  // name: the maxPooling2d; shape: its input
+    if (r.has_input(2))
+      r.fail("output_shape is not read (dltrain's maxUnpooling2d restores its pooling's input size; export without it)");
+    auto ks = r.attr_ints("kernel_shape", {});
+    auto st = r.attr_ints("strides", {1, 1});
+    auto p = r.attr_ints("pads", {0, 0, 0, 0});
+    if (ks.size() != 2 || st.size() != 2 || p.size() != 4) r.fail("kernel_shape, strides and pads must be 2-D");
+    const int64_t h = (x.shape[0] - 1) * st[0] + ks[0] - p[0] - p[2], w = (x.shape[1] - 1) * st[1] + ks[1] - p[1] - p[3];
+    if (h != idx.shape[0] || w != idx.shape[1])
+      r.fail("the output is " + std::to_string(h) + "x" + std::to_string(w) + " but the MaxPool whose indices it uses "
+             "pooled a " + std::to_string(idx.shape[0]) + "x" + std::to_string(idx.shape[1]) + " input (dltrain's "
+             "maxUnpooling2d restores its pooling's input size)");
+    LayerSpec& s = r.add_layer("maxUnpooling2d", {x.name});
+    s.set("PoolingLayer", idx.name);
+    r.set_output(OnnxValue{s.name, idx.shape, false});
+  }
+
  private:
   std::string pool_name_;
   PoolingLayer* pool_ = nullptr;
@@ -234,7 +288,7 @@ const LayerType& max_unpooling_layer_type() {
   static const LayerType t{"maxUnpooling2d", [](const LayerSpec& s) -> std::unique_ptr<Layer> {
                              return std::make_unique<MaxUnpoolingLayer>(s);
                            },
-                           {}, nullptr};
+                           {"MaxUnpool"}, MaxUnpoolingLayer::from_onnx};
   return t;
 }
 

@@ -11,6 +11,7 @@ namespace dlt {
 
 const LayerType& image_input_layer_type();
 const LayerType& convolution2d_layer_type();
+const LayerType& transposed_conv2d_layer_type();
 const LayerType& batch_normalization_layer_type();
 const LayerType& relu_layer_type();
 const LayerType& leaky_relu_layer_type();
@@ -27,11 +28,13 @@ const LayerType& classification_layer_type();
 const LayerType& pixel_classification_layer_type();
 const LayerType& addition_layer_type();
 const LayerType& depth_concatenation_layer_type();
+const LayerType& crop2d_layer_type();
 
 const std::vector<const LayerType*>& layer_registry() {
   static const std::vector<const LayerType*> kLayers = {
       &image_input_layer_type(),
       &convolution2d_layer_type(),
+      &transposed_conv2d_layer_type(),
       &batch_normalization_layer_type(),
       &relu_layer_type(),
       &leaky_relu_layer_type(),
@@ -48,6 +51,7 @@ const std::vector<const LayerType*>& layer_registry() {
       &pixel_classification_layer_type(),
       &addition_layer_type(),
       &depth_concatenation_layer_type(),
+      &crop2d_layer_type(),
   };
   return kLayers;
 }

@@ -91,11 +91,15 @@ class Exporter final : public OnnxGraph {
   }
   void add_node(const std::string& op, const std::string& name, const std::vector<std::string>& ins,
                 const std::string& output, const std::vector<OnnxAttr>& attrs) override {
+    add_node_outputs(op, name, ins, {output}, attrs);
+  }
+  void add_node_outputs(const std::string& op, const std::string& name, const std::vector<std::string>& ins,
+                        const std::vector<std::string>& outputs, const std::vector<OnnxAttr>& attrs) override {
     auto* n = g_->add_node();
     n->set_op_type(op);
     n->set_name(name);
     for (const auto& i : ins) n->add_input(i);
-    n->add_output(output);
+    for (const auto& o : outputs) n->add_output(o);
     for (const OnnxAttr& a : attrs) {
       if (a.kind == OnnxAttr::kInt) add_attr(*n, a.name, a.i);
       if (a.kind == OnnxAttr::kFloat) add_attr(*n, a.name, a.f);

@@ -73,17 +73,20 @@ class Importer {
     if (!t) fail(n, role + " '" + n.input(i) + "' is computed, not a constant initializer (dltrain imports fixed weights only)");
     return *t;
   }
-  Value& value(const onnx::NodeProto& n, int i, bool pad_ok = false) {
+  Value& value(const onnx::NodeProto& n, int i, bool pad_ok = false, bool indices = false) {
     if (n.input_size() <= i) fail(n, "has too few inputs");
     auto it = values_.find(n.input(i));
     if (it == values_.end()) fail(n, "input '" + n.input(i) + "' is neither the graph input nor a supported node's output");
     if (padded(it->second) && !pad_ok)
       fail(n, "its input comes from a Pad node; dltrain folds zero padding only into Conv and AveragePool");
+    if (it->second.indices && !indices)
+      fail(n, "input '" + n.input(i) + "' is a MaxPool's Indices output, which dltrain reads only in MaxUnpool");
+    if (!it->second.indices && indices) fail(n, "input '" + n.input(i) + "' is not a MaxPool's Indices output");
     return it->second;
   }
-  void set_out(const onnx::NodeProto& n, const Value& v) {
-    if (n.output_size() < 1) fail(n, "has no output");
-    values_[n.output(0)] = v;
+  void set_out(const onnx::NodeProto& n, const Value& v, int i = 0) {
+    if (n.output_size() <= i || n.output(i).empty()) fail(n, "has no output " + std::to_string(i));
+    values_[n.output(i)] = v;
   }
 
   // ---- building the spec
@@ -324,6 +327,9 @@ class NodeReader final : public OnnxNodeReader {
   bool has_input(int i) const override { return n_.input_size() > i && !n_.input(i).empty(); }
   bool is_constant(int i) const override { return has_input(i) && im_.constant(n_.input(i)) != nullptr; }
   OnnxValue input(int i, bool absorb_pad) override { return im_.value(n_, i, absorb_pad); }
+  OnnxValue indices_input(int i) override { return im_.value(n_, i, false, true); }
+  int num_outputs() const override { return n_.output_size(); }
+  bool has_output(int i) const override { return n_.output_size() > i && !n_.output(i).empty(); }
   std::vector<float> floats(int i, const std::string& role) override { return im_.need_floats(n_, i, role); }
   std::vector<int64_t> dims(int i, const std::string& role) override { return dims_of(im_.need_const(n_, i, role)); }
   int64_t attr_int(const std::string& name, int64_t def) const override { return onnxu::attr_int(n_, name, def); }
@@ -346,6 +352,7 @@ class NodeReader final : public OnnxNodeReader {
     im_.add_state(layer, name, shape, std::move(v));
   }
   void set_output(const OnnxValue& v) override { im_.set_out(n_, v); }
+  void set_output_at(int i, const OnnxValue& v) override { im_.set_out(n_, v, i); }
 
  private:
   Importer& im_;

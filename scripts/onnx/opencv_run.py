@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Test helper: runs an ONNX file in OpenCV's dnn module (an independent runtime) on raw
-float32 NHWC images and writes the outputs as raw float32.
+float32 NHWC images, one image at a time (OpenCV 4.6's MaxUnpool takes a batch of 1), and
+writes the outputs as raw float32.
 Usage: opencv_run.py MODEL.onnx IN.f32 H W C OUT.f32"""
 import sys
 import numpy as np
@@ -10,7 +11,10 @@ model, inp, h, w, c, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.a
 x = np.fromfile(inp, np.float32).reshape(-1, h, w, c).transpose(0, 3, 1, 2).copy()
 net = cv2.dnn.readNetFromONNX(model)
 net.setPreferableBackend(cv2.dnn.DNN_BACKEND_OPENCV)
-net.setInput(x)
-y = net.forward()
+outs = []
+for i in range(x.shape[0]):
+    net.setInput(x[i:i + 1])
+    outs.append(net.forward().copy())
+y = np.concatenate(outs)
 y.astype(np.float32).tofile(out)
 print(f"opencv {cv2.__version__}: {model} -> output {y.shape}")

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""Test helper: builds torchvision-style AlexNet (64x64) and ResNet-18 (32x32) with random
-weights (no downloads, no torchvision), exports them with torch.onnx.export, and writes
-test images (raw float32 NHWC, 0..255) and PyTorch's softmax probabilities (raw float32).
-Usage: torch_models.py OUTDIR        (writes {alexnet,resnet18}.{onnx,in.f32,probs.f32})"""
+"""Test helper: builds torchvision-style AlexNet (64x64), ResNet-18 (32x32) and a small
+up-convolution network (16x16, ConvTranspose2d with output_padding) with random weights (no
+downloads, no torchvision), exports them with torch.onnx.export, and writes test images (raw
+float32 NHWC, 0..255) and PyTorch's softmax probabilities (raw float32).
+Usage: torch_models.py OUTDIR        (writes {alexnet,resnet18,upconv}.{onnx,in.f32,probs.f32})"""
 import sys
 import numpy as np
 import torch
@@ -87,6 +88,21 @@ class ResNet18(nn.Module):  # torchvision.models.resnet18's layout
         return torch.softmax(self.fc(torch.flatten(x, 1)), dim=1)
 
 
+class UpConv(nn.Module):
+    """ConvTranspose2d as U-Net and FCNs use it: 3x3 stride 2 with padding 1 and output_padding
+    1 (asymmetric: one row and column more at the bottom / right), and 2x2 stride 2."""
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(inplace=True),               # 8x8
+            nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1, output_padding=1), nn.ReLU(),  # 16x16
+            nn.ConvTranspose2d(6, 4, 2, stride=2), nn.ReLU())                               # 32x32
+        self.classifier = nn.Linear(4 * 32 * 32, num_classes)
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.features(x), 1))
+
+
 def randomize_bn(model, gen):
     for m in model.modules():
         if isinstance(m, nn.BatchNorm2d):
@@ -100,22 +116,23 @@ def randomize_bn(model, gen):
 def main(out):
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(1)
-    for name, model, size in [("alexnet", AlexNet(), 64), ("resnet18", ResNet18(), 32)]:
+    for name, model, size in [("alexnet", AlexNet(), 64), ("resnet18", ResNet18(), 32), ("upconv", UpConv(), 16)]:
         model.eval()
         with torch.no_grad():
             randomize_bn(model, gen)
             x = torch.rand(4, 3, size, size, generator=gen) * 255
             # The images are 0..255 (as dltrain feeds them): scale the first conv instead.
-            first = model.features[0] if name == "alexnet" else model.conv1
+            first = model.conv1 if name == "resnet18" else model.features[0]
             first.weight.mul_(1 / 255.0)
             # Keep the class scores moderate (no saturated softmax): scale the last layer.
-            last = model.classifier[-1] if name == "alexnet" else model.fc
-            z = model(x) if name == "alexnet" else torch.log(model(x))
+            last = {"alexnet": lambda: model.classifier[-1], "resnet18": lambda: model.fc,
+                    "upconv": lambda: model.classifier}[name]()
+            z = torch.log(model(x)) if name == "resnet18" else model(x)
             s = 3.0 / max(float(z.std()), 1e-6)
             last.weight.mul_(s)
             last.bias.mul_(s)
             y = model(x)
-            probs = torch.softmax(y, 1) if name == "alexnet" else y
+            probs = y if name == "resnet18" else torch.softmax(y, 1)
         torch.onnx.export(model, x, f"{out}/{name}.onnx", input_names=["data"], output_names=["scores"],
                           opset_version=13, dynamic_axes={"data": {0: "batch"}, "scores": {0: "batch"}})
         x.permute(0, 2, 3, 1).contiguous().numpy().astype(np.float32).tofile(f"{out}/{name}.in.f32")

@@ -6,6 +6,7 @@
 #pragma once
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <functional>
 #include <string>
 #include <vector>
@@ -60,6 +61,35 @@ inline AgreementRow conv_row(std::string name, ConvDesc d) {
             op->backward_weights(tx, tdy, tdw, tdb);
             Vec dw, db;
             ref::conv_backward_weights(d, x, dy, dw, db);
+            check_close("backward_weights dw", tdw, dw, tol);
+            check_close("backward_weights db", tdb, db, tol);
+          }};
+}
+
+inline AgreementRow deconv_row(std::string name, DeconvDesc d) {
+  return {"transposed conv " + name, [d](Backend& be, double tol) {
+            Rng rng(19);
+            const Device dev = be.device();
+            const int64_t oh = d.out_h(), ow = d.out_w();
+            Vec x = random_vec(d.n * d.h * d.w * d.c, rng), w = random_vec(d.c * d.kh * d.kw * d.k, rng);
+            Vec b = random_vec(d.k, rng), dy = random_vec(d.n * oh * ow * d.k, rng);
+            Tensor tx = to_tensor(x, {d.n, d.h, d.w, d.c}, dev);
+            Tensor tw = to_tensor(w, {d.c, d.kh, d.kw, d.k}, dev);
+            Tensor tb = to_tensor(b, {d.k}, dev);
+            Tensor ty(Shape{d.n, oh, ow, d.k}, dev), tdx(tx.shape(), dev);
+            Tensor tdw(tw.shape(), dev), tdb(tb.shape(), dev);
+            Tensor tdy = to_tensor(dy, ty.shape(), dev);
+            auto op = be.make_deconv(d);
+            be.fill(ty, 77.f);  // must be overwritten
+            op->forward(tx, tw, tb, ty);
+            check_close("forward", ty, ref::deconv_forward(d, x, w, b), tol);
+            op->backward_data(tdy, tw, tdx);
+            check_close("backward_data", tdx, ref::deconv_backward_data(d, dy, w), tol);
+            be.fill(tdw, 123.f);  // must be overwritten, not accumulated
+            be.fill(tdb, 123.f);
+            op->backward_weights(tx, tdy, tdw, tdb);
+            Vec dw, db;
+            ref::deconv_backward_weights(d, x, dy, dw, db);
             check_close("backward_weights dw", tdw, dw, tol);
             check_close("backward_weights db", tdb, db, tol);
           }};
@@ -258,6 +288,22 @@ inline AgreementRow unpool_row(std::string name, PoolDesc d) {
           }};
 }
 
+// Cropping and its gradient (a scatter into zeros) against the reference.
+inline AgreementRow crop_row(std::string name, CropDesc d) {
+  return {"crop2d " + name, [d](Backend& be, double tol) {
+            Rng rng(73);
+            const Device dev = be.device();
+            const Shape big{d.n, d.h, d.w, d.c}, small{d.n, d.out_h, d.out_w, d.c};
+            Vec x = random_vec(big.numel(), rng), dy = random_vec(small.numel(), rng);
+            Tensor y(small, dev), dx(big, dev);
+            be.fill(dx, 5.f);  // must be overwritten everywhere, zeros outside the window
+            be.crop2d(to_tensor(x, big, dev), y, d);
+            check_close("crop2d", y, ref::crop2d_forward(d, x), tol);
+            be.crop2d_backward(to_tensor(dy, small, dev), dx, d);
+            check_close("crop2d backward", dx, ref::crop2d_backward(d, dy), tol);
+          }};
+}
+
 // weighted: per-class weights in [0.2, 3); undefined: about a quarter of the labels are -1.
 inline AgreementRow cross_entropy_row(std::string name, int64_t n, int64_t c, bool weighted = false,
                                       bool undefined = false) {
@@ -392,6 +438,27 @@ inline std::vector<AgreementRow> agreement_rows() {
     d.pad_t = d.pad_b = d.pad_l = d.pad_r = pad;
     return d;
   };
+  auto deconv = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t kh, int64_t kw, int64_t s,
+                   std::array<int64_t, 4> crop) {
+    DeconvDesc d;
+    d.n = n, d.h = h, d.w = w, d.c = c, d.k = k, d.kh = kh, d.kw = kw, d.stride_h = d.stride_w = s;
+    d.crop_t = crop[0], d.crop_b = crop[1], d.crop_l = crop[2], d.crop_r = crop[3];
+    return d;
+  };
+  rows.push_back(deconv_row("2x2/2 (U-Net up-convolution) 2x5x6x8->4", deconv(2, 5, 6, 8, 4, 2, 2, 2, {0, 0, 0, 0})));
+  rows.push_back(deconv_row("3x3/1 crop 1 3x4x4x3->5", deconv(3, 4, 4, 3, 5, 3, 3, 1, {1, 1, 1, 1})));
+  rows.push_back(deconv_row("4x3/2 asymmetric crop [1 2 0 1] 2x5x4x3->2", deconv(2, 5, 4, 3, 2, 4, 3, 2, {1, 2, 0, 1})));
+  rows.push_back(deconv_row("3x3/3 (stride > filter - 1) 1x3x3x2->3", deconv(1, 3, 3, 2, 3, 3, 3, 3, {0, 0, 0, 0})));
+  rows.push_back(deconv_row("2x2/2 4x16x16x64->32", deconv(4, 16, 16, 64, 32, 2, 2, 2, {0, 0, 0, 0})));
+  auto crop = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow, int64_t top, int64_t left) {
+    CropDesc d;
+    d.n = n, d.h = h, d.w = w, d.c = c, d.out_h = oh, d.out_w = ow, d.top = top, d.left = left;
+    return d;
+  };
+  rows.push_back(crop_row("center 2x9x8x3 -> 5x4", crop(2, 9, 8, 3, 5, 4, 2, 2)));
+  rows.push_back(crop_row("corner 3x6x7x2 -> 6x3 at (0, 4)", crop(3, 6, 7, 2, 6, 3, 0, 4)));
+  rows.push_back(crop_row("same size 1x4x4x5", crop(1, 4, 4, 5, 4, 4, 0, 0)));
+  rows.push_back(crop_row("2x100x120x64 -> 96x112 (over 1M elements)", crop(2, 100, 120, 64, 96, 112, 2, 4)));
   rows.push_back(unpool_row("2x2/2 4x12x16x5", unpool(4, 12, 16, 5, 2, 2, 0)));
   rows.push_back(unpool_row("3x3/2 pad 1 2x9x7x3", unpool(2, 9, 7, 3, 3, 2, 1)));
   rows.push_back(unpool_row("2x2/2 2x96x128x64 (over 1M elements)", unpool(2, 96, 128, 64, 2, 2, 0)));

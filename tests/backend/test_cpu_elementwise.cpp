@@ -193,6 +193,28 @@ TEST_CASE("max pooling indices and max unpooling by hand, with ties", "[backend]
   CHECK_THROWS(be.max_unpool(to_tensor({10, 20, 30, 40}, {1, 2, 2, 1}), idx, wrong, d));
 }
 
+TEST_CASE("crop2d and its backward by hand", "[backend][cpu]") {
+  Backend& be = cpu_backend();
+  // One 3x4 plane of 2 channels (channel 1 = -channel 0); the 2x2 window at row 1, column 2.
+  Vec v;
+  for (int i = 1; i <= 12; ++i) v.insert(v.end(), {double(i), double(-i)});
+  Tensor x = to_tensor(v, {1, 3, 4, 2});
+  CropDesc d;
+  d.n = 1, d.h = 3, d.w = 4, d.c = 2, d.out_h = 2, d.out_w = 2, d.top = 1, d.left = 2;
+  Tensor y(Shape{1, 2, 2, 2});
+  be.crop2d(x, y, d);
+  CHECK(to_vec(y) == Vec{7, -7, 8, -8, 11, -11, 12, -12});
+  Tensor dx(Shape{1, 3, 4, 2});
+  be.fill(dx, 9.f);
+  be.crop2d_backward(to_tensor({1, 2, 3, 4, 5, 6, 7, 8}, {1, 2, 2, 2}), dx, d);
+  CHECK(to_vec(dx) == Vec{0, 0, 0, 0, 0, 0, 0, 0,  //
+                          0, 0, 0, 0, 1, 2, 3, 4,  //
+                          0, 0, 0, 0, 5, 6, 7, 8});
+  // A window that does not fit is refused.
+  d.left = 3;
+  CHECK_THROWS_WITH(be.crop2d(x, y, d), Catch::Contains("is not inside 3x4"));
+}
+
 TEST_CASE("sgdm, adam and rmsprop updates match closed-form values", "[backend][cpu]") {
   Backend& be = cpu_backend();
   SECTION("sgdm") {

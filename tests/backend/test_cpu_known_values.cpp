@@ -44,6 +44,39 @@ TEST_CASE("conv 3x3 input with a 2x2 kernel by hand", "[backend][cpu]") {
   check_values(db, {4});
 }
 
+TEST_CASE("transposed conv by hand: stride 2, then cropping [1 0 0 1]", "[backend][cpu]") {
+  Backend& be = cpu_backend();
+  DeconvDesc d;
+  d.h = d.w = 2, d.kh = d.kw = 2, d.stride_h = d.stride_w = 2;
+  Tensor x = to_tensor({1, 2, 3, 4}, {1, 2, 2, 1});
+  Tensor w = to_tensor({1, 2, 3, 4}, {1, 2, 2, 1});
+  Tensor b = to_tensor({0.5}, {1});
+  // Each input pixel v writes v * w into its own 2x2 block of the 4x4 output.
+  REQUIRE(d.out_h() == 4);
+  Tensor y(Shape{1, 4, 4, 1});
+  be.make_deconv(d)->forward(x, w, b, y);
+  check_values(y, {1.5, 2.5, 2.5, 4.5, 3.5, 4.5, 6.5, 8.5, 3.5, 6.5, 4.5, 8.5, 9.5, 12.5, 12.5, 16.5});
+
+  // Crop the top row and the right column: 3x3.
+  d.crop_t = 1, d.crop_r = 1;
+  REQUIRE(d.out_h() == 3);
+  REQUIRE(d.out_w() == 3);
+  auto op = be.make_deconv(d);
+  Tensor yc(Shape{1, 3, 3, 1});
+  op->forward(x, w, b, yc);
+  check_values(yc, {3.5, 4.5, 6.5, 3.5, 6.5, 4.5, 9.5, 12.5, 12.5});
+  // dy = 1..9: dx[i, j] = sum of dy[2i + a - 1, 2j + b] * w[a, b] over the taps kept, e.g.
+  // dx[0, 0] = dy[0, 0] * w[1, 0] + dy[0, 1] * w[1, 1] = 1 * 3 + 2 * 4 = 11.
+  Tensor dy = to_tensor({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 3, 3, 1});
+  Tensor dx(x.shape()), dw(w.shape()), db(b.shape());
+  op->backward_data(dy, w, dx);
+  check_values(dx, {11, 9, 67, 33});
+  // dw[a, b] = sum of x[i, j] * dy[2i + a - 1, 2j + b]: dw[0, 0] = 3 * 4 + 4 * 6 = 36.
+  op->backward_weights(x, dy, dw, db);
+  check_values(dw, {36, 15, 64, 26});
+  check_values(db, {45});
+}
+
 TEST_CASE("conv with asymmetric padding, stride 2 and fused relu by hand", "[backend][cpu]") {
   Backend& be = cpu_backend();
   ConvDesc d;

@@ -41,4 +41,19 @@ grep -q "pixelLabels *pixelClassification *24x32x4" "$TMP/segnet.txt" || fail "s
   fail "time on segnetLayers"
 at_least "$(json_number "$TMP/segnet-time.json" train_images_per_second)" 0.001 || fail "segnet time: $(cat "$TMP/segnet-time.json")"
 grep -q '"name":"encoder2_maxpool","type":"maxPooling2d"' "$TMP/segnet-time.json" || fail "segnet time: per-layer rows"
+# unetLayers: MATLAB's names (the name column widens for the long ones), the up-convolutions
+# double the size, the concatenations join the encoder's maps; time trains it.
+cat > "$TMP/unet.yaml" <<'YAML'
+layers:
+  unetLayers: {ImageSize: [32, 48, 3], NumClasses: 4, EncoderDepth: 2, NumFirstEncoderFilters: 8}
+YAML
+"$DLTRAIN" info "$TMP/unet.yaml" > "$TMP/unet.txt" || fail "info on unetLayers: $(cat "$TMP/unet.txt")"
+grep -q "Decoder-Stage-1-UpConv  *transposedConv2d  *16x24x16  *2064$" "$TMP/unet.txt" || fail "unet info: $(cat "$TMP/unet.txt")"
+grep -q "Decoder-Stage-2-DepthConcatenation depthConcatenation  *32x48x16 " "$TMP/unet.txt" || fail "unet info: concatenation"
+grep -q "Segmentation-Layer  *pixelClassification  *32x48x4 " "$TMP/unet.txt" || fail "unet info: output layer"
+grep -q "Total learnables:  29492$" "$TMP/unet.txt" || fail "unet info: learnables"
+"$DLTRAIN" time "$TMP/unet.yaml" --batch 2 --iterations 2 --warmup 1 --json > "$TMP/unet-time.json" ||
+  fail "time on unetLayers"
+at_least "$(json_number "$TMP/unet-time.json" train_images_per_second)" 0.001 || fail "unet time: $(cat "$TMP/unet-time.json")"
+grep -q '"name":"Decoder-Stage-1-UpConv","type":"transposedConv2d"' "$TMP/unet-time.json" || fail "unet time: per-layer rows"
 echo "info_time: ok"

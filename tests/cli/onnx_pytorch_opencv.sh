@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # ONNX against other implementations: torchvision-style AlexNet (64x64, with LRN, ceil-mode
-# max pooling, padded average pooling, LeakyReLU, ELU, dropout) and ResNet-18 (32x32) built
-# in PyTorch with random weights are exported with torch.onnx.export, imported, and must give
-# PyTorch's class probabilities within 1e-4 relative; dltrain's export of both must run in
+# max pooling, padded average pooling, LeakyReLU, ELU, dropout), ResNet-18 (32x32) and a small
+# up-convolution network (16x16, ConvTranspose2d with output_padding and stride 2) built
+# in PyTorch with random weights are exported with torch.onnx.export (and a MaxPool-with-
+# Indices + MaxUnpool graph written with onnx.helper, computed by torch.nn.functional), imported, and must give
+# PyTorch's class probabilities within 1e-4 relative; dltrain's export of each must run in
 # OpenCV's dnn with dltrain's outputs. Also: unsupported operators and group>1 are one line.
 source "$(dirname "$0")/common.sh" "$@"
 PY=/usr/bin/python3
@@ -12,6 +14,7 @@ if "$DLTRAIN" import /nonexistent.onnx --output "$TMP/x.bin" 2>&1 | grep -q "bui
 fi
 $PY -c "import torch, numpy" 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks torch/numpy (apt-get install python3-torch)"; exit 77; }
 $PY "$SRC/scripts/onnx/torch_models.py" "$TMP" 2>/dev/null
+$PY "$SRC/scripts/onnx/unpool_model.py" "$TMP" 2>/dev/null
 # compare A.f32 B.f32 TOL: max relative difference
 compare() {
   $PY - "$1" "$2" "$3" <<'PYEOF'
@@ -25,7 +28,7 @@ PYEOF
 }
 have_cv=1
 $PY -c "import cv2" 2>/dev/null || { have_cv=0; echo "note: no python3-opencv; skipping the OpenCV half"; }
-for net in alexnet:64 resnet18:32; do
+for net in alexnet:64 resnet18:32 upconv:16 unpool:16; do
   n=${net%%:*} s=${net##*:}
   "$DLTRAIN" import "$TMP/$n.onnx" --output "$TMP/$n.bin" >/dev/null
   "$DLTRAIN" export "$TMP/$n.bin" --debug-forward "$TMP/$n.in.f32" --output "$TMP/$n.ours.f32"
@@ -49,11 +52,28 @@ class Odd(nn.Module):
     def forward(self, x): return torch.sigmoid(self.c(x))
 class Grouped(Odd):
     def forward(self, x): return self.g(self.c(x))
+class GroupedUp(Odd):
+    def __init__(self):
+        super().__init__(); self.u = nn.ConvTranspose2d(4, 4, 2, stride=2, groups=2)
+    def forward(self, x): return self.u(self.c(x))
 x = torch.rand(1, 3, 8, 8)
 torch.onnx.export(Odd().eval(), x, sys.argv[1] + "/sigmoid.onnx", opset_version=13)
 torch.onnx.export(Grouped().eval(), x, sys.argv[1] + "/grouped.onnx", opset_version=13)
+torch.onnx.export(GroupedUp().eval(), x, sys.argv[1] + "/grouped_up.onnx", opset_version=13)
 PYEOF
 expect_error "unsupported operator" 1 "operator 'Sigmoid'" -- "$DLTRAIN" import "$TMP/sigmoid.onnx" --output "$TMP/bad.bin"
 expect_error "grouped convolution" 1 "group is 2" -- "$DLTRAIN" import "$TMP/grouped.onnx" --output "$TMP/bad.bin"
+expect_error "grouped transposed convolution" 1 "ConvTranspose): group is not 1" -- "$DLTRAIN" import "$TMP/grouped_up.onnx" --output "$TMP/bad.bin"
+# MaxUnpool whose default output size is not its MaxPool's input (15x15 pooled to 7x7 -> 14x14)
+$PY - "$TMP" <<'PYEOF'
+import sys, onnx
+from onnx import helper, TensorProto
+nodes = [helper.make_node("MaxPool", ["data"], ["p", "i"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+         helper.make_node("MaxUnpool", ["p", "i"], ["u"], name="unpool", kernel_shape=[2, 2], strides=[2, 2])]
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("data", TensorProto.FLOAT, [1, 3, 15, 15])],
+                      [helper.make_tensor_value_info("u", TensorProto.FLOAT, [1, 3, 14, 14])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1] + "/odd_unpool.onnx")
+PYEOF
+expect_error "MaxUnpool of an odd size" 1 "pooled a 15x15 input" -- "$DLTRAIN" import "$TMP/odd_unpool.onnx" --output "$TMP/bad.bin"
 [[ ! -e "$TMP/bad.bin" ]] || fail "a failed import left a file"
 echo "PASS"

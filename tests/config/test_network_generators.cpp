@@ -1,4 +1,4 @@
-// segnetLayers: expansion into MATLAB's layer lists (names, order, options),
+// segnetLayers and unetLayers: expansion into MATLAB's layer lists (names, order, options),
 // --set on generated layers, the resolved config, the built networks' shapes, and errors.
 #include <catch2/catch.hpp>
 
@@ -99,4 +99,69 @@ TEST_CASE("segnetLayers options: per-stage lists, ClassWeights, and errors", "[c
   CHECK_THROWS_WITH(load_config_text("layers:\n  segnetLayer: {NumClasses: 3}\n", "bad.yaml"),
                     Catch::Contains("bad.yaml:2: layers: unknown network generator 'segnetLayer' (did you mean "
                                     "'segnetLayers'?)"));
+}
+
+TEST_CASE("unetLayers expands to MATLAB's U-Net (names, channels, skips) and builds", "[config][generators]") {
+  const std::string text = R"(layers:
+  unetLayers: {ImageSize: [32, 48, 3], NumClasses: 5, EncoderDepth: 2, NumFirstEncoderFilters: 4}
+)";
+  Config c = load_config_text(text, "unet.yaml");
+  const std::vector<std::string> want = {
+      "ImageInputLayer",
+      "Encoder-Stage-1-Conv-1", "Encoder-Stage-1-ReLU-1", "Encoder-Stage-1-Conv-2", "Encoder-Stage-1-ReLU-2",
+      "Encoder-Stage-1-MaxPool",
+      "Encoder-Stage-2-Conv-1", "Encoder-Stage-2-ReLU-1", "Encoder-Stage-2-Conv-2", "Encoder-Stage-2-ReLU-2",
+      "Encoder-Stage-2-DropOut", "Encoder-Stage-2-MaxPool",
+      "Bridge-Conv-1", "Bridge-ReLU-1", "Bridge-Conv-2", "Bridge-ReLU-2", "Bridge-DropOut",
+      "Decoder-Stage-1-UpConv", "Decoder-Stage-1-UpReLU", "Decoder-Stage-1-DepthConcatenation",
+      "Decoder-Stage-1-Conv-1", "Decoder-Stage-1-ReLU-1", "Decoder-Stage-1-Conv-2", "Decoder-Stage-1-ReLU-2",
+      "Decoder-Stage-2-UpConv", "Decoder-Stage-2-UpReLU", "Decoder-Stage-2-DepthConcatenation",
+      "Decoder-Stage-2-Conv-1", "Decoder-Stage-2-ReLU-1", "Decoder-Stage-2-Conv-2", "Decoder-Stage-2-ReLU-2",
+      "Final-ConvolutionLayer", "Softmax-Layer", "Segmentation-Layer"};
+  CHECK(names(c.network) == want);
+  CHECK(layer(c.network, "Encoder-Stage-2-Conv-1").get_int("NumFilters", 0) == 8);
+  CHECK(layer(c.network, "Bridge-Conv-2").get_int("NumFilters", 0) == 16);
+  CHECK(layer(c.network, "Decoder-Stage-1-UpConv").type == "transposedConv2d");
+  CHECK(layer(c.network, "Decoder-Stage-1-UpConv").get_int("NumFilters", 0) == 8);
+  CHECK(layer(c.network, "Decoder-Stage-2-Conv-2").get_int("NumFilters", 0) == 4);
+  CHECK(layer(c.network, "Final-ConvolutionLayer").get_int("NumFilters", 0) == 5);
+  CHECK(layer(c.network, "Decoder-Stage-1-DepthConcatenation").inputs ==
+        std::vector<std::string>{"Decoder-Stage-1-UpReLU", "Encoder-Stage-2-ReLU-2"});
+  CHECK(layer(c.network, "Decoder-Stage-2-DepthConcatenation").inputs ==
+        std::vector<std::string>{"Decoder-Stage-2-UpReLU", "Encoder-Stage-1-ReLU-2"});
+
+  Network net(c.network, Device::cpu());
+  CHECK(net.per_pixel());
+  CHECK(net.output_shape(net.size() - 1) == Shape{32, 48, 5});
+  auto shape_of = [&](const std::string& name) {
+    for (size_t i = 0; i < net.size(); ++i)
+      if (net.layer(i).name() == name) return net.output_shape(i);
+    FAIL("no layer " << name);
+    return Shape{};
+  };
+  CHECK(shape_of("Bridge-ReLU-2") == Shape{8, 12, 16});
+  CHECK(shape_of("Decoder-Stage-1-UpConv") == Shape{16, 24, 8});
+  CHECK(shape_of("Decoder-Stage-1-DepthConcatenation") == Shape{16, 24, 16});
+  CHECK(shape_of("Decoder-Stage-2-DepthConcatenation") == Shape{32, 48, 8});
+
+  SECTION("MATLAB's defaults: EncoderDepth 4, 32 first filters (46 + 12 layers for depth 4)") {
+    Config d = load_config_text("layers:\n  unetLayers: {ImageSize: [64, 64], NumClasses: 2}\n", "unet.yaml");
+    // MATLAB: 46 layers for EncoderDepth 3, 12 more per stage.
+    CHECK(d.network.layers.size() == 58);
+    CHECK(layer(d.network, "Encoder-Stage-1-Conv-1").get_int("NumFilters", 0) == 32);
+    CHECK(layer(d.network, "Bridge-Conv-1").get_int("NumFilters", 0) == 512);
+    CHECK(layer(d.network, "Encoder-Stage-4-DropOut").type == "dropout");
+  }
+  SECTION("errors") {
+    auto fails = [](const std::string& options) {
+      return load_config_text("layers:\n  unetLayers: {" + options + "}\n", "bad.yaml");
+    };
+    CHECK_THROWS_WITH(fails("ImageSize: [36, 48, 3], NumClasses: 3, EncoderDepth: 3"),
+                      Catch::Contains("bad.yaml:2: unetLayers: ImageSize must be a multiple of 2^EncoderDepth = 8"));
+    CHECK_THROWS_WITH(fails("ImageSize: [32, 32, 3], NumClasses: 3, ConvolutionPadding: valid"),
+                      Catch::Contains("unetLayers: ConvolutionPadding must be one of same"));
+    CHECK_THROWS_WITH(fails("ImageSize: [32, 32, 3], NumClasses: 3, NumFirstEncoderFilter: 8"),
+                      Catch::Contains("unknown option 'NumFirstEncoderFilter' (did you mean 'NumFirstEncoderFilters'?)"));
+    CHECK_THROWS_WITH(fails("ImageSize: [32, 32, 3]"), Catch::Contains("unetLayers needs NumClasses"));
+  }
 }

@@ -33,6 +33,21 @@ TEST_CASE("gradients: convolution2d", "[layers][grad]") {
   }
 }
 
+TEST_CASE("gradients: transposedConv2d", "[layers][grad]") {
+  GradCheckOptions o;
+  SECTION("2x2 stride 2 (U-Net's up-convolution)") {
+    expect_ok(check_layer(layer_spec("transposedConv2d", {"FilterSize=2", "NumFilters=3", "Stride=2"}), {Shape{3, 4, 5}}, o));
+  }
+  SECTION("stride 2, asymmetric cropping, non-square filter") {
+    expect_ok(check_layer(layer_spec("transposedConv2d", {"FilterSize=[4,3]", "NumFilters=3", "Stride=2", "Cropping=[1,2,0,1]"}),
+                          {Shape{4, 3, 2}}, o));
+  }
+  SECTION("3x3 stride 2, Cropping same") {
+    expect_ok(check_layer(layer_spec("transposedConv2d", {"FilterSize=3", "NumFilters=2", "Stride=2", "Cropping=same"}),
+                          {Shape{3, 3, 4}}, o));
+  }
+}
+
 TEST_CASE("gradients: fullyConnected", "[layers][grad]") {
   GradCheckOptions o;
   expect_ok(check_layer(layer_spec("fullyConnected", {"OutputSize=5"}), {Shape{3, 2, 4}}, o));
@@ -78,6 +93,16 @@ TEST_CASE("gradients: dropout, softmax, addition, depthConcatenation", "[layers]
   LayerSpec cat = layer_spec("depthConcatenation", {});
   cat.inputs = {"a", "b"};
   expect_ok(check_layer(cat, {Shape{3, 3, 2}, Shape{3, 3, 5}}, o));
+}
+
+TEST_CASE("gradients: crop2d (the reference input gets a zero gradient)", "[layers][grad]") {
+  GradCheckOptions o;
+  LayerSpec center = layer_spec("crop2d", {});
+  center.inputs = {"in", "ref"};
+  expect_ok(check_layer(center, {Shape{7, 6, 3}, Shape{4, 3, 2}}, o));
+  LayerSpec custom = layer_spec("crop2d", {"Mode=custom", "Location=[3,2]"});
+  custom.inputs = {"in", "ref"};
+  expect_ok(check_layer(custom, {Shape{5, 6, 2}, Shape{3, 4, 1}}, o));
 }
 
 TEST_CASE("gradients: layers at training sizes (blocked oneDNN kernels)", "[layers][grad]") {

@@ -214,3 +214,32 @@ TEST_CASE("maxUnpooling2d: errors name both layers", "[net]") {
                             Device::cpu()),
                     Catch::Contains("PoolingLayer 'pool1' is not a layer above this one"));
 }
+
+TEST_CASE("network gradients: U-Net skip with transposedConv2d (stride 2, cropping) and crop2d", "[net][grad]") {
+  // Encoder: conv -> pool 2x2/2 (3x4) -> conv; decoder: a 4x4 stride-2 up-convolution (8x10)
+  // cropping [1 0 0 0] (7x10), center-cropped to the 6x8 skip (rows 0-5, columns 1-8) and
+  // concatenated with it.
+  NetworkSpec s = spec_of({
+      named(layer_spec("imageInput", {"InputSize=[6,8,2]", "Normalization=none"}), "in"),
+      named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=3", "Padding=same"}), "enc"),
+      named(layer_spec("maxPooling2d", {"PoolSize=2", "Stride=2"}), "pool"),
+      named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=4", "Padding=same"}), "mid"),
+      named(layer_spec("transposedConv2d", {"FilterSize=4", "NumFilters=2", "Stride=2", "Cropping=[1,0,0,0]"}), "up"),
+      named(layer_spec("crop2d", {}), "crop", {"up", "enc"}),
+      named(layer_spec("depthConcatenation", {"NumInputs=2"}), "cat", {"enc", "crop"}),
+      named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=3", "Padding=same"}), "score"),
+      named(layer_spec("softmax", {}), "sm"),
+      named(layer_spec("pixelClassification", {}), "labels"),
+  });
+  Network net(s, Device::cpu());
+  CHECK(net.output_shape(4) == Shape{7, 10, 2});
+  CHECK(net.output_shape(5) == Shape{6, 8, 2});
+  GradCheckOptions o;
+  o.batch = 2;
+  o.samples = 16;
+  o.step = 1e-3;
+  auto r = check_network(s, o);
+  INFO("worst " << r.worst << " error " << r.max_error << " kinks " << r.skipped_kinks);
+  CHECK(r.checked > 60);
+  CHECK(r.failed == 0);
+}

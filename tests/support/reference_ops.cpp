@@ -82,6 +82,68 @@ void conv_backward_weights(const ConvDesc& d, const Vec& x, const Vec& dy, Vec& 
     for (int64_t k = 0; k < d.k; ++k) db[k] += dy[p * d.k + k];
 }
 
+namespace {
+// Calls f(n, i, j, oy, ox, a, b) for every tap of every input pixel that lands inside the
+// cropped transposed-convolution output.
+template <class F>
+void deconv_taps(const DeconvDesc& d, F f) {
+  const int64_t oh = d.out_h(), ow = d.out_w();
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t i = 0; i < d.h; ++i)
+      for (int64_t j = 0; j < d.w; ++j)
+        for (int64_t a = 0; a < d.kh; ++a)
+          for (int64_t b = 0; b < d.kw; ++b) {
+            const int64_t oy = i * d.stride_h + a - d.crop_t, ox = j * d.stride_w + b - d.crop_l;
+            if (oy < 0 || oy >= oh || ox < 0 || ox >= ow) continue;
+            f(n, i, j, oy, ox, a, b);
+          }
+}
+}  // namespace
+
+Vec deconv_forward(const DeconvDesc& d, const Vec& x, const Vec& w, const Vec& b) {
+  const int64_t oh = d.out_h(), ow = d.out_w();
+  Vec y(d.n * oh * ow * d.k, 0.0);
+  deconv_taps(d, [&](int64_t n, int64_t i, int64_t j, int64_t oy, int64_t ox, int64_t a, int64_t bb) {
+    for (int64_t c = 0; c < d.c; ++c) {
+      const double v = x[nhwc(n, i, j, c, d.h, d.w, d.c)];
+      for (int64_t k = 0; k < d.k; ++k)
+        y[nhwc(n, oy, ox, k, oh, ow, d.k)] += v * w[((c * d.kh + a) * d.kw + bb) * d.k + k];
+    }
+  });
+  for (int64_t p = 0; p < d.n * oh * ow; ++p)
+    for (int64_t k = 0; k < d.k; ++k) y[p * d.k + k] += b[k];
+  return y;
+}
+
+Vec deconv_backward_data(const DeconvDesc& d, const Vec& dy, const Vec& w) {
+  const int64_t oh = d.out_h(), ow = d.out_w();
+  Vec dx(d.n * d.h * d.w * d.c, 0.0);
+  deconv_taps(d, [&](int64_t n, int64_t i, int64_t j, int64_t oy, int64_t ox, int64_t a, int64_t bb) {
+    for (int64_t c = 0; c < d.c; ++c) {
+      double s = 0;
+      for (int64_t k = 0; k < d.k; ++k)
+        s += dy[nhwc(n, oy, ox, k, oh, ow, d.k)] * w[((c * d.kh + a) * d.kw + bb) * d.k + k];
+      dx[nhwc(n, i, j, c, d.h, d.w, d.c)] += s;
+    }
+  });
+  return dx;
+}
+
+void deconv_backward_weights(const DeconvDesc& d, const Vec& x, const Vec& dy, Vec& dw, Vec& db) {
+  const int64_t oh = d.out_h(), ow = d.out_w();
+  dw.assign(d.c * d.kh * d.kw * d.k, 0.0);
+  db.assign(d.k, 0.0);
+  deconv_taps(d, [&](int64_t n, int64_t i, int64_t j, int64_t oy, int64_t ox, int64_t a, int64_t bb) {
+    for (int64_t c = 0; c < d.c; ++c) {
+      const double v = x[nhwc(n, i, j, c, d.h, d.w, d.c)];
+      for (int64_t k = 0; k < d.k; ++k)
+        dw[((c * d.kh + a) * d.kw + bb) * d.k + k] += v * dy[nhwc(n, oy, ox, k, oh, ow, d.k)];
+    }
+  });
+  for (int64_t p = 0; p < d.n * oh * ow; ++p)
+    for (int64_t k = 0; k < d.k; ++k) db[k] += dy[p * d.k + k];
+}
+
 Vec fc_forward(const FcDesc& d, const Vec& x, const Vec& w, const Vec& b) {
   Vec y(d.n * d.out);
   for (int64_t n = 0; n < d.n; ++n)
@@ -380,6 +442,26 @@ Vec max_unpool(const PoolDesc& d, const Vec& pooled, const std::vector<int32_t>&
         y[(n * plane_out + idx[k]) * d.c + c] += pooled[k];
       }
   return y;
+}
+
+Vec crop2d_forward(const CropDesc& d, const Vec& x) {
+  Vec y(d.n * d.out_h * d.out_w * d.c);
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t i = 0; i < d.out_h; ++i)
+      for (int64_t j = 0; j < d.out_w; ++j)
+        for (int64_t c = 0; c < d.c; ++c)
+          y[nhwc(n, i, j, c, d.out_h, d.out_w, d.c)] = x[nhwc(n, d.top + i, d.left + j, c, d.h, d.w, d.c)];
+  return y;
+}
+
+Vec crop2d_backward(const CropDesc& d, const Vec& dy) {
+  Vec dx(d.n * d.h * d.w * d.c, 0.0);
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t i = 0; i < d.out_h; ++i)
+      for (int64_t j = 0; j < d.out_w; ++j)
+        for (int64_t c = 0; c < d.c; ++c)
+          dx[nhwc(n, d.top + i, d.left + j, c, d.h, d.w, d.c)] = dy[nhwc(n, i, j, c, d.out_h, d.out_w, d.c)];
+  return dx;
 }
 
 double cross_entropy(int64_t n, int64_t c, const Vec& probs, const std::vector<int32_t>& labels,

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/backend.h"
 #include "backend/ops.h"
 
 namespace dlt::ref {
@@ -23,6 +24,13 @@ using Vec = std::vector<double>;
 Vec conv_forward(const ConvDesc& d, const Vec& x, const Vec& w, const Vec& b);
 Vec conv_backward_data(const ConvDesc& d, const Vec& dy, const Vec& w);  // -> dx
 void conv_backward_weights(const ConvDesc& d, const Vec& x, const Vec& dy, Vec& dw, Vec& db);
+
+// ---- transposed convolution: x (N,H,W,C), w (C,kh,kw,K), b (K) -> y (N,OH,OW,K) ----
+// Each input pixel scatters into y at (i * stride + a - crop_t, j * stride + b - crop_l);
+// taps that land in the cropped border are dropped.
+Vec deconv_forward(const DeconvDesc& d, const Vec& x, const Vec& w, const Vec& b);
+Vec deconv_backward_data(const DeconvDesc& d, const Vec& dy, const Vec& w);  // -> dx
+void deconv_backward_weights(const DeconvDesc& d, const Vec& x, const Vec& dy, Vec& dw, Vec& db);
 
 // ---- fully connected: x (N, in), w (out, in), b (out) -> y (N, out) ----
 Vec fc_forward(const FcDesc& d, const Vec& x, const Vec& w, const Vec& b);
@@ -67,6 +75,10 @@ Vec concat_forward(int64_t pixels, const std::vector<int64_t>& channels,
                    const std::vector<Vec>& xs);
 std::vector<Vec> concat_backward(int64_t pixels, const std::vector<int64_t>& channels,
                                  const Vec& dy);
+
+// ---- cropping (Backend::crop2d): x (N,H,W,C) -> y (N,out_h,out_w,C) at (top, left) ----
+Vec crop2d_forward(const CropDesc& d, const Vec& x);
+Vec crop2d_backward(const CropDesc& d, const Vec& dy);  // -> dx, zero outside the window
 
 // ---- cross-entropy of softmax probabilities (N, C) with integer labels (N) ----
 // Returns the weighted mean sum w[l] * -log(max(p_l, 1e-37)) / sum w[l] over the rows whose

@@ -88,6 +88,9 @@ auto guarded(const char* op, F make) {
 std::unique_ptr<ConvOp> CpuBackend::make_conv(const ConvDesc& d) {
   return guarded("convolution", [&] { return cpu::make_conv_op(d, *ctx_); });
 }
+std::unique_ptr<DeconvOp> CpuBackend::make_deconv(const DeconvDesc& d) {
+  return guarded("transposed convolution", [&] { return cpu::make_deconv_op(d, *ctx_); });
+}
 std::unique_ptr<FcOp> CpuBackend::make_fc(const FcDesc& d) {
   return guarded("fully connected", [&] { return cpu::make_fc_op(d, *ctx_); });
 }

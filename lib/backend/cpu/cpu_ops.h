@@ -24,6 +24,7 @@ std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx);
 // Winograd F(4x4, 3x3) for 3x3 stride-1 convolutions with 32+ channels and symmetric padding 0 or 1, or null when it does
 // not apply (or DLT_CONV_ALGO=direct). make_conv_op tries it first.
 std::unique_ptr<ConvOp> make_winograd_conv_op(const ConvDesc& d, DnnlContext& ctx);
+std::unique_ptr<DeconvOp> make_deconv_op(const DeconvDesc& d, DnnlContext& ctx);
 std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, DnnlContext& ctx);
 std::unique_ptr<PoolOp> make_pool_op(const PoolDesc& d, DnnlContext& ctx);
 std::unique_ptr<BatchNormOp> make_batch_norm_op(const BatchNormDesc& d, DnnlContext& ctx);

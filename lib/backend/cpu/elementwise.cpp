@@ -184,6 +184,30 @@ void CpuBackend::do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Ten
       }
 }
 
+// Cropping (backend.h): one row copy of out_w * c values per (n, output row).
+void CpuBackend::do_crop2d(const Tensor& x, Tensor& y, const CropDesc& d) {
+  const int64_t row = d.out_w * d.c;
+  const float* px = x.data();
+  float* py = y.data();
+#pragma omp parallel for collapse(2)
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t i = 0; i < d.out_h; ++i)
+      std::memcpy(py + (n * d.out_h + i) * row, px + ((n * d.h + d.top + i) * d.w + d.left) * d.c,
+                  sizeof(float) * row);
+}
+
+void CpuBackend::do_crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) {
+  const int64_t row = d.out_w * d.c;
+  const float* pdy = dy.data();
+  float* pdx = dx.data();
+  std::fill(pdx, pdx + dx.numel(), 0.f);
+#pragma omp parallel for collapse(2)
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t i = 0; i < d.out_h; ++i)
+      std::memcpy(pdx + ((n * d.h + d.top + i) * d.w + d.left) * d.c, pdy + (n * d.out_h + i) * row,
+                  sizeof(float) * row);
+}
+
 LossTotals CpuBackend::do_cross_entropy(const Tensor& probs, const Tensor& labels,
                                         const LossOptions& opt, Tensor& dlogits) {
   const int64_t n = labels.numel();

@@ -92,6 +92,10 @@ std::unique_ptr<ConvOp> CudaBackend::make_conv(const ConvDesc& d) {
   enter();
   return cuda::make_conv_op(d, ctx_);
 }
+std::unique_ptr<DeconvOp> CudaBackend::make_deconv(const DeconvDesc& d) {
+  enter();
+  return cuda::make_deconv_op(d, ctx_);
+}
 std::unique_ptr<FcOp> CudaBackend::make_fc(const FcDesc& d) {
   enter();
   return cuda::make_fc_op(d, ctx_);

@@ -28,6 +28,7 @@ class CudaBackend final : public Backend, public AsyncDevice {
   std::string name() const override;
 
   std::unique_ptr<ConvOp> make_conv(const ConvDesc& d) override;
+  std::unique_ptr<DeconvOp> make_deconv(const DeconvDesc& d) override;
   std::unique_ptr<FcOp> make_fc(const FcDesc& d) override;
   std::unique_ptr<PoolOp> make_pool(const PoolDesc& d) override;
   std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormDesc& d) override;
@@ -82,6 +83,8 @@ class CudaBackend final : public Backend, public AsyncDevice {
   void do_max_pool_indices(const Tensor& x, Tensor& idx, const PoolDesc& d) override;
   void do_max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d) override;
   void do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx, const PoolDesc& d) override;
+  void do_crop2d(const Tensor& x, Tensor& y, const CropDesc& d) override;
+  void do_crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) override;
   LossTotals do_cross_entropy(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
                               Tensor& dlogits) override;
   void do_optimizer_update(const UpdateRule& rule, const UpdateScalars& k, Tensor& w,

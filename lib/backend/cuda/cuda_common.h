@@ -62,6 +62,7 @@ struct CudaContext {
 CudaContext& context(int device);
 
 std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, CudaContext& ctx);
+std::unique_ptr<DeconvOp> make_deconv_op(const DeconvDesc& d, CudaContext& ctx);
 std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, CudaContext& ctx);
 std::unique_ptr<PoolOp> make_pool_op(const PoolDesc& d, CudaContext& ctx);
 std::unique_ptr<BatchNormOp> make_batch_norm_op(const BatchNormDesc& d, CudaContext& ctx);

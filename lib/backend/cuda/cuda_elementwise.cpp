@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_op_kernels.h"
 #include "util/error.h"
 
 namespace dlt {
@@ -136,6 +137,22 @@ void CudaBackend::do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Te
   enter();
   cuda::max_unpool_backward(dy.data(), idx.data_i32(), dx.data(), d.n, d.out_h() * d.out_w(), d.h * d.w, d.c,
                             ctx_.stream);
+}
+
+// Cropping is the interior of an explicit padding: the conv ops' crop_nhwc kernel, and its
+// gradient their zero pad_nhwc kernel (which writes every element of dx).
+void CudaBackend::do_crop2d(const Tensor& x, Tensor& y, const CropDesc& d) {
+  enter();
+  if (d.n == 0) return;
+  DLT_CUDA(cuda::crop_nhwc(x.data(), y.data(), d.n, d.out_h, d.out_w, d.c, d.top, d.h - d.out_h - d.top,
+                           d.left, d.w - d.out_w - d.left, ctx_.stream));
+}
+
+void CudaBackend::do_crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) {
+  enter();
+  if (d.n == 0) return;
+  DLT_CUDA(cuda::pad_nhwc(dy.data(), dx.data(), d.n, d.out_h, d.out_w, d.c, d.top, d.h - d.out_h - d.top,
+                          d.left, d.w - d.out_w - d.left, 0.f, ctx_.stream));
 }
 
 LossTotals CudaBackend::do_cross_entropy(const Tensor& probs, const Tensor& labels,
