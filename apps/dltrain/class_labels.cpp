@@ -17,8 +17,8 @@ std::vector<std::vector<std::vector<int64_t>>> parse_label_ids(const std::string
   std::string names;
   for (const auto& c : classes) names += (names.empty() ? "\"" : ", \"") + c + "\"";
   const std::string value = text[first] == '[' ? text : "[" + text + "]";
-  const std::string yaml = "data:\n  train: {images: i, labels: l}\n  ClassNames: [" + names + "]\n  LabelIDs: " +
-                           value + "\n";
+  const std::string yaml = "layers: [{type: relu}]\ndata:\n  train: {images: i, labels: l}\n  ClassNames: [" + names +
+                           "]\n  LabelIDs: " + value + "\n";
   try {
     return load_config_text(yaml, "--label-ids").data.label_ids;
   } catch (const ConfigError& e) {
