@@ -80,7 +80,9 @@ for s in $seeds; do
   "$dltrain" segment "$run/model.bin" "$data/val/images" --output "$run/pred" >>"$run.log" 2>&1 ||
     { tail -n 20 "$run.log" >&2; die "dltrain segment failed for seed $s (log $run.log)"; }
   mkdir -p "$run/pred-index"
-  for f in "$run"/pred/*_labels.png; do ln -sf "$f" "$run/pred-index/$(basename "${f%_labels.png}").png"; done
+  for f in "$run"/pred/*.png; do  # <stem>.png class indices; <stem>_overlay.png are for people
+    [[ "$f" == *_overlay.png ]] || ln -sf "$f" "$run/pred-index/$(basename "$f")"
+  done
   "$python" "$root/scripts/bench/seg_metrics.py" "$run/config.yaml" "$run/pred-index" "$data/val/labels" \
       >"$run.metrics.json"
   "$python" - "$run/summary.json" "$run.metrics.json" "$s" >>"$results" <<'PY'

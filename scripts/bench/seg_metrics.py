@@ -4,8 +4,9 @@ index PNGs (PRED/<stem>.png, class indices) and ground-truth label images (LABEL
 mapped to classes with the config's LabelIDs; values of no class are undefined and count
 nowhere), accumulates one confusion matrix over the set and prints a JSON line with
 evaluateSemanticSegmentation's data-set metrics: GlobalAccuracy, MeanAccuracy, MeanIoU,
-WeightedIoU (classes absent from the ground truth are left out of the means, as MATLAB's NaN
-handling does). A prediction whose size differs from its label image is resized to it with
+WeightedIoU, as MATLAB's NaN handling does: a class absent from the ground truth is left out of
+MeanAccuracy, and out of MeanIoU only when it is not predicted either (its IoU is then NaN; a
+class predicted but absent has IoU 0), as dltrain's SegmentationMetrics. A prediction whose size differs from its label image is resized to it with
 nearest neighbour first (what `dltrain segment` does with the network's output).
 
   /usr/bin/python3 scripts/bench/seg_metrics.py RUN/config.yaml PRED_DIR LABELS_DIR
@@ -53,7 +54,8 @@ def main():
     pred_count = conf.sum(0).astype(np.float64)
     present = truth_count > 0
     acc = tp[present] / truth_count[present]
-    iou = tp[present] / (truth_count + pred_count - tp)[present]
+    union = truth_count + pred_count - tp
+    iou = tp[union > 0] / union[union > 0]  # a class predicted but absent from the truth: IoU 0
     print(json.dumps({
         "images": len(preds),
         "GlobalAccuracy": round(float(tp.sum() / conf.sum()), 6),
