@@ -169,7 +169,10 @@ def main():
     l2 = float(topts.get("L2Regularization", 1e-4))
     shuffle = str(topts.get("Shuffle", "once")).lower()
     aug = data.get("Augmentation", {}) or {}
-    unsupported = set(aug) - {"RandXReflection", "RandXTranslation", "RandYTranslation"}
+    # The resolved config writes every key; the ones at their no-op value need nothing here.
+    noop = {"RandYReflection": False, "RandRotation": [0, 0], "RandScale": [1, 1], "PadCrop": 0}
+    unsupported = {k for k in set(aug) - {"RandXReflection", "RandXTranslation", "RandYTranslation"}
+                   if aug[k] != noop.get(k, object())}
     if unsupported:
         raise SystemExit(f"pytorch_segment: augmentation {sorted(unsupported)} not implemented here")
 
