@@ -213,9 +213,6 @@ void read_data(const YAML::Node& node, const Origin& origin, DataOptions& out) {
     for (size_t c = 0; c < out.class_names.size(); ++c) out.label_ids.push_back({{int64_t(c)}});
   const std::string problem = label_ids_problem(out.class_names, out.label_ids);
   if (!problem.empty()) throw ConfigError(where("LabelIDs") + "data.LabelIDs: " + problem);
-  if (out.output_size_mode == "randcrop")
-    throw ConfigError(where("OutputSizeMode") + "data.OutputSizeMode randcrop is not supported for segmentation "
-                      "data (use resize or centercrop; random crops come from Augmentation)");
 }
 
 void write_data(YAML::Emitter& e, const DataOptions& opts) { write_section(e, data_fields(), opts); }

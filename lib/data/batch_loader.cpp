@@ -215,8 +215,8 @@ void BatchLoader::base_labels(int64_t item, Scratch& s, int image_height, int im
                     std::to_string(image_height) + "x" + std::to_string(image_width) + " (they must match)");
   if (opt_.output_size_mode == "resize")
     resize_nearest(s.label_decoded, h, w, s.label_base);
-  else
-    center_crop(s.label_decoded, h, w, path, s.label_base);
+  else  // the crop modes keep the whole label image, as the image cache keeps the whole image
+    std::swap(s.label_base, s.label_decoded);
   label_cache_->put(item, s.label_base);
 }
 
@@ -241,10 +241,19 @@ void BatchLoader::process(int64_t item, int worker, float* dst, int32_t* label_d
     cache_->put(item, s.base);
   }
   Rng rng = Rng::derive(opt_.seed, {uint64_t(epoch_), uint64_t(item)});
-  if (label_dst) {  // segmentation: centre crop (no randcrop) and joint augmentation
+  if (label_dst) {  // segmentation: the same crop window and augmentation for image and labels
     base_labels(item, s, s.source_height, s.source_width);
-    if (resize_mode) s.work = s.base; else center_crop(s.base, h, w, path, s.work);
-    s.label_work = s.label_base;
+    if (resize_mode) {
+      s.work = s.base;
+      s.label_work = s.label_base;
+    } else if (opt_.training && opt_.output_size_mode == "randcrop") {
+      Rng same = rng;  // the labels' window from the same draws as the image's
+      random_crop(s.base, h, w, path, rng, s.work);
+      random_crop(s.label_base, h, w, ds_.label_path(item), same, s.label_work);
+    } else {
+      center_crop(s.base, h, w, path, s.work);
+      center_crop(s.label_base, h, w, ds_.label_path(item), s.label_work);
+    }
     if (opt_.training && opt_.augment.any())
       augment_pair(s.work, s.label_work, opt_.augment, kUndefinedPixel, rng, s.tmp);
     const size_t count = size_t(h) * w * c;

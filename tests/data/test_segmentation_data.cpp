@@ -3,6 +3,7 @@
 // (image and labels stay aligned), countEachLabel and median-frequency weights.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <set>
 
 #include "data/batch_loader.h"
 #include "data/datastore.h"
@@ -176,6 +177,38 @@ TEST_CASE("segmentation loader: joint augmentation keeps image and labels aligne
   warp.rand_scale[0] = 0.8;
   warp.rand_scale[1] = 1.2;
   CHECK(run(warp, 0.70) > 0);
+}
+
+TEST_CASE("segmentation loader: centercrop and randcrop cut the same window from image and labels",
+          "[data][segmentation]") {
+  TempDir d;
+  for (int i = 0; i < 3; ++i) write_pair(d, "r" + std::to_string(i), 32, 40);
+  ImageDatastore ds = ImageDatastore::pixel_pairs(d / "images", d / "labels", seg_options(d));
+  for (const char* mode : {"centercrop", "randcrop"}) {
+    LoaderOptions o = seg_loader(20, 20);
+    o.output_size_mode = mode;
+    o.training = true;
+    o.seed = 5;
+    o.batch_size = 3;
+    BatchLoader loader(ds, o);
+    std::set<int32_t> first_labels;
+    for (int epoch = 0; epoch < 4; ++epoch) {
+      loader.start_epoch(epoch);
+      Batch b;
+      REQUIRE(loader.next(b));
+      REQUIRE(b.labels.shape() == Shape{3, 20, 20});
+      const float* px = b.images.data();
+      const int32_t* l = b.labels.data_i32();
+      for (int64_t i = 0; i < b.labels.numel(); ++i) {
+        INFO(mode << " pixel " << i);
+        if (l[i] >= 0) REQUIRE(px[3 * i] == float(40 + 60 * l[i]));
+      }
+      for (int k = 0; k < 3; ++k) first_labels.insert(l[k * 400] * 1000 + l[k * 400 + 7] * 100 + l[k * 400 + 19]);
+    }
+    // Centre crops are all alike; random windows differ between draws.
+    if (std::string(mode) == "centercrop") CHECK(first_labels.size() == 1);
+    else CHECK(first_labels.size() > 1);
+  }
 }
 
 TEST_CASE("countEachLabel and median-frequency class weights by hand", "[data][segmentation]") {
