@@ -253,7 +253,8 @@ TEST_CASE("crop2d: both inputs must be named", "[net]") {
       named(layer_spec("pixelClassification", {}), "labels"),
   });
   CHECK_THROWS_WITH(Network(s, Device::cpu()),
-                    Catch::Contains("layer 'crop' (crop2d) takes 2 input(s) but has 1 (list them with Inputs: [a, b])"));
+                    Catch::Contains("layer 'crop' (crop2d) takes 2 input(s) but has 1 (list them with Inputs: "
+                                    "[a, b])"));
   s.layers[2].inputs = {"in", "conv"};  // the 6x6 input cropped to conv's 4x4
   Network net(s, Device::cpu());
   CHECK(net.output_shape(2) == Shape{4, 4, 2});
