@@ -1,4 +1,5 @@
-// Network generators with MATLAB's names: `layers: {segnetLayers: {...}}` (or unetLayers) expands, when the config loads and before --set, into the
+// Network generators with MATLAB's names: `layers: {segnetLayers: {...}}` (or unetLayers)
+// expands, when the config loads and before --set, into the
 // layer list MATLAB's function returns (same layer names and order), so that
 // `--set layers.NAME.Option=...` and the resolved config.yaml see ordinary layers. Beyond
 // MATLAB's options, ClassWeights goes to the pixelClassification layer (seed 003 replaces

@@ -22,7 +22,8 @@ class Crop2dLayer final : public Layer {
     }
     auto loc = spec_.get_ints("Location", {}, 2, 1);
     if (loc.empty())
-      throw ConfigError(spec_.where() + "option Location ([x y], 1-based: the window's top-left column and row) is "
+      throw ConfigError(spec_.where() +
+                        "option Location ([x y], 1-based: the window's top-left column and row) is "
                         "required with Mode: custom");
     left_ = loc[0] - 1;
     top_ = loc[1] - 1;
@@ -77,10 +78,11 @@ class Crop2dLayer final : public Layer {
 }  // namespace
 
 const LayerType& crop2d_layer_type() {
-  static const LayerType t{"crop2d", [](const LayerSpec& s) -> std::unique_ptr<Layer> {
-                             return std::make_unique<Crop2dLayer>(s);
-                           },
-                           {}, nullptr};
+  static const LayerType t{
+      "crop2d",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<Crop2dLayer>(s); },
+      {},
+      nullptr};
   return t;
 }
 

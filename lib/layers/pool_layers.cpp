@@ -260,12 +260,14 @@ class MaxUnpoolingLayer final : public Layer {
     r.need_image(x);
     const OnnxValue idx = r.indices_input(1);  // name: the maxPooling2d; shape: its input
     if (r.has_input(2))
-      r.fail("output_shape is not read (dltrain's maxUnpooling2d restores its pooling's input size; export without it)");
+      r.fail("output_shape is not read (dltrain's maxUnpooling2d restores its pooling's input size; "
+             "export without it)");
     auto ks = r.attr_ints("kernel_shape", {});
     auto st = r.attr_ints("strides", {1, 1});
     auto p = r.attr_ints("pads", {0, 0, 0, 0});
     if (ks.size() != 2 || st.size() != 2 || p.size() != 4) r.fail("kernel_shape, strides and pads must be 2-D");
-    const int64_t h = (x.shape[0] - 1) * st[0] + ks[0] - p[0] - p[2], w = (x.shape[1] - 1) * st[1] + ks[1] - p[1] - p[3];
+    const int64_t h = (x.shape[0] - 1) * st[0] + ks[0] - p[0] - p[2];
+    const int64_t w = (x.shape[1] - 1) * st[1] + ks[1] - p[1] - p[3];
     if (h != idx.shape[0] || w != idx.shape[1])
       r.fail("the output is " + std::to_string(h) + "x" + std::to_string(w) + " but the MaxPool whose indices it uses "
              "pooled a " + std::to_string(idx.shape[0]) + "x" + std::to_string(idx.shape[1]) + " input (dltrain's "

@@ -33,7 +33,7 @@ class TransposedConv2dLayer final : public Layer {
   int64_t kh_ = 1, kw_ = 1, k_ = 1, sh_ = 1, sw_ = 1;
   bool crop_same_ = false;
   int64_t ct_ = 0, cb_ = 0, cl_ = 0, cr_ = 0;
-  int64_t h_ = 0, w_ = 0, c_ = 0;  // input (H, W, C)
+  int64_t h_ = 0, w_ = 0, c_ = 0;    // input (H, W, C)
   Param weight_param_, bias_param_;  // factors read from the spec; shapes set in infer()
   std::unique_ptr<DeconvOp> op_;
 };
@@ -65,12 +65,16 @@ void TransposedConv2dLayer::read_cropping() {
   for (const auto& t : v->items) {
     int64_t x = 0;
     if (!parse_int(t, &x) || x < 0)
-      throw ConfigError(spec_.where() + "option Cropping must be 'same', a number >= 0, [vertical horizontal] or "
-                        "[t b l r], got '" + v->str() + "'");
+      throw ConfigError(spec_.where() +
+                        "option Cropping must be 'same', a number >= 0, [vertical horizontal] or "
+                        "[t b l r], got '" +
+                        v->str() + "'");
     c.push_back(x);
   }
-  if (c.size() == 1) c = {c[0], c[0], c[0], c[0]};
-  else if (c.size() == 2) c = {c[0], c[0], c[1], c[1]};
+  if (c.size() == 1)
+    c = {c[0], c[0], c[0], c[0]};
+  else if (c.size() == 2)
+    c = {c[0], c[0], c[1], c[1]};
   else if (c.size() != 4)
     throw ConfigError(spec_.where() + "option Cropping must have 1, 2 or 4 values, got '" + v->str() + "'");
   ct_ = c[0];
@@ -86,12 +90,14 @@ Shape TransposedConv2dLayer::infer(const std::vector<Shape>& inputs) {
   c_ = inputs[0][2];
   int64_t nc = spec_.get_int("NumChannels", c_, 1);
   if (nc != c_)
-    shape_error(spec_, "NumChannels is " + std::to_string(nc) + " but the input has " + std::to_string(c_) + " channels");
+    shape_error(spec_,
+                "NumChannels is " + std::to_string(nc) + " but the input has " + std::to_string(c_) + " channels");
   if (crop_same_) {
     if (kh_ < sh_ || kw_ < sw_)
-      shape_error(spec_, "Cropping 'same' needs FilterSize >= Stride (the output is input * Stride), but FilterSize is " +
-                             std::to_string(kh_) + "x" + std::to_string(kw_) + " and Stride " + std::to_string(sh_) +
-                             "x" + std::to_string(sw_));
+      shape_error(spec_,
+                  "Cropping 'same' needs FilterSize >= Stride (the output is input * Stride), but FilterSize is " +
+                      std::to_string(kh_) + "x" + std::to_string(kw_) + " and Stride " + std::to_string(sh_) + "x" +
+                      std::to_string(sw_));
     ct_ = (kh_ - sh_) / 2;
     cb_ = kh_ - sh_ - ct_;
     cl_ = (kw_ - sw_) / 2;
@@ -182,7 +188,8 @@ void TransposedConv2dLayer::from_onnx(OnnxNodeReader& r) {
   const OnnxValue in = r.input(0);
   r.need_image(in);
   auto wd = r.dims(1, "weight");
-  if (wd.size() != 4) r.fail("weight has " + std::to_string(wd.size()) + " dimensions (only 2-D transposed convolutions)");
+  if (wd.size() != 4)
+    r.fail("weight has " + std::to_string(wd.size()) + " dimensions (only 2-D transposed convolutions)");
   if (r.attr_int("group", 1) != 1) r.fail("group is not 1 (grouped transposed convolutions are not supported)");
   for (int64_t d : r.attr_ints("dilations", {1, 1}))
     if (d != 1) r.fail("dilated transposed convolutions are not supported");
@@ -220,10 +227,11 @@ void TransposedConv2dLayer::from_onnx(OnnxNodeReader& r) {
 }  // namespace
 
 const LayerType& transposed_conv2d_layer_type() {
-  static const LayerType t{"transposedConv2d", [](const LayerSpec& s) -> std::unique_ptr<Layer> {
-                             return std::make_unique<TransposedConv2dLayer>(s);
-                           },
-                           {"ConvTranspose"}, TransposedConv2dLayer::from_onnx};
+  static const LayerType t{
+      "transposedConv2d",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<TransposedConv2dLayer>(s); },
+      {"ConvTranspose"},
+      TransposedConv2dLayer::from_onnx};
   return t;
 }
 

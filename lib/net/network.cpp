@@ -56,7 +56,7 @@ void Network::build() {
     if ((want >= 0 && have != want) || (want < 0 && have < 2))
       throw ConfigError(ls.loc.prefix() + "layer '" + ls.name + "' (" + node.layer->type() + ") takes " +
                         (want < 0 ? std::string("2 or more") : std::to_string(want)) + " input(s) but has " +
-                        std::to_string(have) + (want < 0 ? " (list them with Inputs: [a, b])" : ""));
+                        std::to_string(have) + (want != 1 ? " (list them with Inputs: [a, b])" : ""));
     node.layer->link([&](const std::string& name) -> Layer* {
       auto it = index.find(name);
       return it == index.end() ? nullptr : nodes_[it->second].layer.get();

@@ -447,7 +447,8 @@ inline std::vector<AgreementRow> agreement_rows() {
   };
   rows.push_back(deconv_row("2x2/2 (U-Net up-convolution) 2x5x6x8->4", deconv(2, 5, 6, 8, 4, 2, 2, 2, {0, 0, 0, 0})));
   rows.push_back(deconv_row("3x3/1 crop 1 3x4x4x3->5", deconv(3, 4, 4, 3, 5, 3, 3, 1, {1, 1, 1, 1})));
-  rows.push_back(deconv_row("4x3/2 asymmetric crop [1 2 0 1] 2x5x4x3->2", deconv(2, 5, 4, 3, 2, 4, 3, 2, {1, 2, 0, 1})));
+  rows.push_back(
+      deconv_row("4x3/2 asymmetric crop [1 2 0 1] 2x5x4x3->2", deconv(2, 5, 4, 3, 2, 4, 3, 2, {1, 2, 0, 1})));
   rows.push_back(deconv_row("3x3/3 (stride > filter - 1) 1x3x3x2->3", deconv(1, 3, 3, 2, 3, 3, 3, 3, {0, 0, 0, 0})));
   rows.push_back(deconv_row("2x2/2 4x16x16x64->32", deconv(4, 16, 16, 64, 32, 2, 2, 2, {0, 0, 0, 0})));
   auto crop = [](int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow, int64_t top, int64_t left) {

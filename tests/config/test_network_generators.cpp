@@ -161,7 +161,8 @@ TEST_CASE("unetLayers expands to MATLAB's U-Net (names, channels, skips) and bui
     CHECK_THROWS_WITH(fails("ImageSize: [32, 32, 3], NumClasses: 3, ConvolutionPadding: valid"),
                       Catch::Contains("unetLayers: ConvolutionPadding must be one of same"));
     CHECK_THROWS_WITH(fails("ImageSize: [32, 32, 3], NumClasses: 3, NumFirstEncoderFilter: 8"),
-                      Catch::Contains("unknown option 'NumFirstEncoderFilter' (did you mean 'NumFirstEncoderFilters'?)"));
+                      Catch::Contains("unknown option 'NumFirstEncoderFilter' (did you mean "
+                                      "'NumFirstEncoderFilters'?)"));
     CHECK_THROWS_WITH(fails("ImageSize: [32, 32, 3]"), Catch::Contains("unetLayers needs NumClasses"));
   }
 }

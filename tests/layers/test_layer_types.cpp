@@ -74,8 +74,8 @@ TEST_CASE("transposedConv2d: output sizes, Cropping forms, parameters and errors
   CHECK(out({"FilterSize=3", "NumFilters=2", "Stride=2", "Cropping=same"}, Shape{5, 7, 3}) == Shape{10, 14, 2});
   CHECK(out({"FilterSize=4", "NumFilters=2", "Stride=1", "Cropping=same"}, Shape{5, 7, 3}) == Shape{5, 7, 2});
 
-  auto l = make_layer(layer_spec("transposedConv2d", {"FilterSize=[3,2]", "NumFilters=4", "Stride=2", "BiasL2Factor=0.5",
-                                                      "WeightLearnRateFactor=2"}));
+  auto l = make_layer(layer_spec("transposedConv2d", {"FilterSize=[3,2]", "NumFilters=4", "Stride=2",
+                                                      "BiasL2Factor=0.5", "WeightLearnRateFactor=2"}));
   l->infer({Shape{3, 3, 5}});
   REQUIRE(l->params().size() == 2);
   CHECK(l->params()[0].name == "Weights");

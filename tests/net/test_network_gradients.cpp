@@ -243,3 +243,19 @@ TEST_CASE("network gradients: U-Net skip with transposedConv2d (stride 2, croppi
   CHECK(r.checked > 60);
   CHECK(r.failed == 0);
 }
+
+TEST_CASE("crop2d: both inputs must be named", "[net]") {
+  NetworkSpec s = spec_of({
+      named(layer_spec("imageInput", {"InputSize=[6,6,2]", "Normalization=none"}), "in"),
+      named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=2"}), "conv"),
+      named(layer_spec("crop2d", {}), "crop"),
+      named(layer_spec("softmax", {}), "sm"),
+      named(layer_spec("pixelClassification", {}), "labels"),
+  });
+  CHECK_THROWS_WITH(Network(s, Device::cpu()),
+                    Catch::Contains("layer 'crop' (crop2d) takes 2 input(s) but has 1 (list them with Inputs: "
+                                    "[a, b])"));
+  s.layers[2].inputs = {"in", "conv"};  // the 6x6 input cropped to conv's 4x4
+  Network net(s, Device::cpu());
+  CHECK(net.output_shape(2) == Shape{4, 4, 2});
+}

@@ -24,20 +24,17 @@ class CpuDeconvOp final : public DeconvOp, public ImplInfo {
     auto y_md = nhwc_md(d.n, oh, ow, d.k);
     auto b_md = vec_md(d.k);
     // Ours: (C, kh, kw, K) row-major. oneDNN's logical dims: (K, C, kh, kw).
-    auto w_user_md = memory::desc({d.k, d.c, d.kh, d.kw}, kF32,
-                                  memory::dims{1, d.kh * d.kw * d.k, d.kw * d.k, d.k});
+    auto w_user_md = memory::desc({d.k, d.c, d.kh, d.kw}, kF32, memory::dims{1, d.kh * d.kw * d.k, d.kw * d.k, d.k});
     auto w_any = memory::desc({d.k, d.c, d.kh, d.kw}, kF32, Tag::any);
     memory::dims strides{d.stride_h, d.stride_w};
     memory::dims pl{d.crop_t, d.crop_l}, pr{d.crop_b, d.crop_r};
 
-    deconvolution_forward::desc fd(prop_kind::forward_training, algorithm::deconvolution_direct,
-                                   x_md, w_any, b_md, y_md, strides, pl, pr);
+    deconvolution_forward::desc fd(prop_kind::forward_training, algorithm::deconvolution_direct, x_md, w_any, b_md,
+                                   y_md, strides, pl, pr);
     fwd_pd_ = deconvolution_forward::primitive_desc(fd, user_scratchpad_attr(), eng);
-    deconvolution_backward_data::desc bdd(algorithm::deconvolution_direct, x_md, w_any, y_md,
-                                          strides, pl, pr);
+    deconvolution_backward_data::desc bdd(algorithm::deconvolution_direct, x_md, w_any, y_md, strides, pl, pr);
     bwd_d_pd_ = deconvolution_backward_data::primitive_desc(bdd, user_scratchpad_attr(), eng, fwd_pd_);
-    deconvolution_backward_weights::desc bwd(algorithm::deconvolution_direct, x_md, w_any, b_md,
-                                             y_md, strides, pl, pr);
+    deconvolution_backward_weights::desc bwd(algorithm::deconvolution_direct, x_md, w_any, b_md, y_md, strides, pl, pr);
     bwd_w_pd_ = deconvolution_backward_weights::primitive_desc(bwd, user_scratchpad_attr(), eng, fwd_pd_);
     fwd_ = deconvolution_forward(fwd_pd_);
     bwd_d_ = deconvolution_backward_data(bwd_d_pd_);

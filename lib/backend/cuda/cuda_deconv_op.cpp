@@ -42,8 +42,8 @@ class CudaDeconvOp final : public DeconvOp {
     DLT_CUDNN(cudnnGetConvolution2dForwardOutputDim(conv_desc_, full_desc_, w_desc_, &n, &c, &h, &w));
     if (n != d.n || c != d.c || h != d.h || w != d.w) {
       std::ostringstream os;
-      os << name_ << ": cuDNN's adjoint convolution maps " << d.n << "x" << crop_.hx << "x" << crop_.wx << "x"
-         << d.k << " to " << n << "x" << h << "x" << w << "x" << c << ", not to the input (report this shape as a bug)";
+      os << name_ << ": cuDNN's adjoint convolution maps " << d.n << "x" << crop_.hx << "x" << crop_.wx << "x" << d.k
+         << " to " << n << "x" << h << "x" << w << "x" << c << ", not to the input (report this shape as a bug)";
       throw ShapeError(os.str());
     }
     head_bytes_ = crop_.explicit_pad ? aligned_bytes(sizeof(float) * d.n * crop_.hx * crop_.wx * d.k) : 0;
@@ -59,8 +59,7 @@ class CudaDeconvOp final : public DeconvOp {
     float* full = crop_.explicit_pad ? reinterpret_cast<float*>(base) : y.data();
     const float one = 1.f, zero = 0.f;
     DLT_CUDNN(cudnnConvolutionBackwardData(ctx_.cudnn, &one, w_desc_, w.data(), in_desc_, x.data(), conv_desc_,
-                                           bwd_data_algo_, base + head_bytes_, bwd_data_ws_, &zero, full_desc_,
-                                           full));
+                                           bwd_data_algo_, base + head_bytes_, bwd_data_ws_, &zero, full_desc_, full));
     if (crop_.explicit_pad)
       DLT_CUDA(crop_nhwc(full, y.data(), d_.n, oh_, ow_, d_.k, crop_.et, crop_.eb, crop_.el, crop_.er, ctx_.stream));
     if (b.defined()) DLT_CUDNN(cudnnAddTensor(ctx_.cudnn, &one, b_desc_, b.data(), &one, out_desc_, y.data()));
@@ -106,8 +105,7 @@ class CudaDeconvOp final : public DeconvOp {
   const float* padded_dy(const Tensor& dy, char* base) {
     if (!crop_.explicit_pad) return dy.data();
     float* full = reinterpret_cast<float*>(base);
-    DLT_CUDA(pad_nhwc(dy.data(), full, d_.n, oh_, ow_, d_.k, crop_.et, crop_.eb, crop_.el, crop_.er, 0.f,
-                      ctx_.stream));
+    DLT_CUDA(pad_nhwc(dy.data(), full, d_.n, oh_, ow_, d_.k, crop_.et, crop_.eb, crop_.el, crop_.er, 0.f, ctx_.stream));
     return full;
   }
 
@@ -115,7 +113,8 @@ class CudaDeconvOp final : public DeconvOp {
   bool usable(const Perf& p) const {
     if (p.status != CUDNN_STATUS_SUCCESS || p.memory > ctx_.workspace_limit) return false;
     if (deterministic_ && p.determinism != CUDNN_DETERMINISTIC) return false;
-    return tf32_allowed() || (p.mathType != CUDNN_TENSOR_OP_MATH && p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+    return tf32_allowed() ||
+           (p.mathType != CUDNN_TENSOR_OP_MATH && p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
   }
   template <class Perf>
   const Perf& first_usable(const Perf* perf, int got, const char* dir) const {
