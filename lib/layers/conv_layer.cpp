@@ -79,16 +79,7 @@ Shape Convolution2dLayer::infer(const std::vector<Shape>& inputs) {
                            " with " + pad_s + " (add Padding: same, or use a smaller FilterSize)");
   }
   // The MATLAB names are Weights and Bias; the option prefixes are Weight... and Bias...
-  Param w = weight_param_, b = bias_param_;
-  w.name = "Weights";
-  w.shape = Shape{k_, kh_, kw_, c_};
-  w.fan_in = kh_ * kw_ * c_;
-  w.fan_out = kh_ * kw_ * k_;
-  b.name = "Bias";
-  b.shape = Shape{k_};
-  b.fan_in = w.fan_in;
-  b.fan_out = w.fan_out;
-  params_ = {w, b};
+  params_ = weights_and_bias(weight_param_, bias_param_, Shape{k_, kh_, kw_, c_}, k_, kh_ * kw_ * c_, kh_ * kw_ * k_);
   return Shape{d.out_h(), d.out_w(), k_};
 }
 

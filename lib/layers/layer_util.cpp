@@ -41,6 +41,17 @@ Init parse_initializer(const LayerSpec& spec, const std::string& key, const std:
   return Init::kZeros;
 }
 
+std::vector<Param> weights_and_bias(Param w, Param b, const Shape& weight_shape, int64_t k, int64_t fan_in,
+                                    int64_t fan_out) {
+  w.name = "Weights";
+  w.shape = weight_shape;
+  b.name = "Bias";
+  b.shape = Shape{k};
+  w.fan_in = b.fan_in = fan_in;
+  w.fan_out = b.fan_out = fan_out;
+  return {w, b};
+}
+
 Param make_param(const LayerSpec& spec, const std::string& name, const Shape& shape, Init init,
                  float default_l2_factor) {
   Param p;

@@ -18,6 +18,11 @@ Init parse_initializer(const LayerSpec& spec, const std::string& key, const std:
 // A learnable declared with MATLAB's <Name>LearnRateFactor and <Name>L2Factor options.
 Param make_param(const LayerSpec& spec, const std::string& name, const Shape& shape, Init init,
                  float default_l2_factor);
+// The "Weights" and "Bias" learnables of a filter layer (convolution2d, transposedConv2d) from
+// the factors read at construction (make_param's "Weight" and "Bias"): their MATLAB names, the
+// weights' shape, the bias' (k), and the fans both initializers use.
+std::vector<Param> weights_and_bias(Param weight, Param bias, const Shape& weight_shape, int64_t k, int64_t fan_in,
+                                    int64_t fan_out);
 [[noreturn]] void shape_error(const LayerSpec& spec, const std::string& what);
 void expect_inputs(const LayerSpec& spec, const std::vector<Shape>& inputs, size_t n);
 // Sets option key to the list v (ONNX import).

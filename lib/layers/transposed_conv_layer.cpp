@@ -113,16 +113,7 @@ Shape TransposedConv2dLayer::infer(const std::vector<Shape>& inputs) {
                            "] (crop less)");
   // MATLAB's names Weights and Bias; for a transposed convolution the fan-in counts the
   // filters and the fan-out the input channels (the adjoint convolution's).
-  Param w = weight_param_, b = bias_param_;
-  w.name = "Weights";
-  w.shape = Shape{c_, kh_, kw_, k_};
-  w.fan_in = kh_ * kw_ * k_;
-  w.fan_out = kh_ * kw_ * c_;
-  b.name = "Bias";
-  b.shape = Shape{k_};
-  b.fan_in = w.fan_in;
-  b.fan_out = w.fan_out;
-  params_ = {w, b};
+  params_ = weights_and_bias(weight_param_, bias_param_, Shape{c_, kh_, kw_, k_}, k_, kh_ * kw_ * k_, kh_ * kw_ * c_);
   return Shape{d.out_h(), d.out_w(), k_};
 }
 
