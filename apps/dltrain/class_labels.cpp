@@ -1,17 +1,15 @@
 // --label-ids parsing and the choice of LabelIDs for dltrain segment.
 #include "class_labels.h"
 
-
 #include "config/config.h"
 #include "util/error.h"
 
 namespace dlt::app {
 
 std::vector<std::vector<std::vector<int64_t>>> parse_label_ids(const std::string& text,
-                                                              const std::vector<std::string>& classes) {
+                                                               const std::vector<std::string>& classes) {
   const size_t first = text.find_first_not_of(" \t");
-  if (first == std::string::npos)
-    throw UsageError("--label-ids is empty (write one value per class, e.g. [0, 1, 2])");
+  if (first == std::string::npos) throw UsageError("--label-ids is empty (write one value per class, e.g. [0, 1, 2])");
   // The config's own LabelIDs reader, so the flag follows data.LabelIDs' rules exactly; the outer
   // brackets may be left out ("0, 1, 2").
   std::string names;

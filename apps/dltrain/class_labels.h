@@ -21,7 +21,7 @@ struct ClassLabels {
 // "[[128,0,0], [0,128,0]]" (the outer brackets may be left out). Throws UsageError naming
 // --label-ids and what is wrong.
 std::vector<std::vector<std::vector<int64_t>>> parse_label_ids(const std::string& text,
-                                                              const std::vector<std::string>& classes);
+                                                               const std::vector<std::string>& classes);
 
 // The labels for `classes` (the model's): from label_ids_flag when not empty, else the model's
 // LabelIDs when it has them, else index labels. Throws UsageError for a bad flag.

@@ -12,17 +12,17 @@
 
 #include "backend/backend_options.h"
 #include "backend/cpu/cpu_backend.h"
-#include "config/config.h"
-#include "train/metrics.h"
 #include "commands.h"
-#include "image_files.h"
+#include "config/config.h"
 #include "data/batch_loader.h"
 #include "data/datastore.h"
 #include "data/decode.h"
+#include "image_files.h"
 #include "net/model_file.h"
 #include "net/network.h"
 #include "train/device_batches.h"
 #include "train/execution.h"
+#include "train/metrics.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/strings.h"
@@ -52,7 +52,8 @@ Runner add_classify(CLI::App& app) {
   cmd->add_option("--batch", a->batch, "Images per forward pass (default 128)")->check(CLI::Range(1, 65536));
   cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
   cmd->add_option("--gpu", a->gpu, "Run on this GPU (default: the CPU)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--precision", a->precision, "single (default) or mixed: bfloat16 multiplies in conv and fullyConnected")
+  cmd->add_option("--precision", a->precision,
+                  "single (default) or mixed: bfloat16 multiplies in conv and fullyConnected")
       ->check(CLI::IsMember({"single", "mixed"}));
   return [a]() {
     if (a->threads > 0) cpu_set_threads(a->threads);
@@ -78,8 +79,10 @@ Runner add_classify(CLI::App& app) {
     for (size_t i = 0; i < files.size(); ++i) {
       std::string parent = fs::path(files[i]).parent_path().filename().string();
       auto it = std::find(classes.begin(), classes.end(), parent);
-      if (it == classes.end()) labelled = false;
-      else truth[i] = static_cast<int32_t>(it - classes.begin());
+      if (it == classes.end())
+        labelled = false;
+      else
+        truth[i] = static_cast<int32_t>(it - classes.begin());
     }
     std::vector<int32_t> loader_labels(files.size());
     for (size_t i = 0; i < files.size(); ++i) loader_labels[i] = std::max(truth[i], 0);

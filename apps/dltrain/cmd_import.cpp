@@ -44,7 +44,9 @@ Runner add_import(CLI::App& app) {
   auto a = std::make_shared<Args>();
   cmd->add_option("model", a->onnx, "The ONNX file (.onnx)")->required();
   cmd->add_option("--output,-o", a->output, "The model file to write (model.bin)")->required();
-  cmd->add_option("--classes", a->classes, "Class names, one per line (default: the file's class_names metadata, which dltrain export writes, else class_1 .. class_K)");
+  cmd->add_option("--classes", a->classes,
+                  "Class names, one per line (default: the file's class_names metadata, which dltrain export writes, "
+                  "else class_1 .. class_K)");
   cmd->add_option("--input-size", a->input_size, "HxWxC when the ONNX input has symbolic sizes");
   return [a]() {
     OnnxImportOptions opt;

@@ -7,9 +7,9 @@
 
 #include "commands.h"
 #include "config/config.h"
-#include "onnx/transfer.h"
 #include "net/model_file.h"
 #include "net/network.h"
+#include "onnx/transfer.h"
 #include "util/json.h"
 
 namespace dlt::app {

@@ -84,9 +84,8 @@ int run_bench(const MakeDatasetArgs& a) {
   }
   const double s = timer.seconds();
   std::printf("bench-loader: %lld images in %.3f s: %.1f images/s (threads %d, jpeg %s, %s%s)\n",
-              static_cast<long long>(images), s, images / s, a.decode_only ? 1 : a.threads,
-              jpeg_decoder().c_str(), a.decode_only ? "decode only" : a.size.c_str(),
-              a.augment ? ", augment" : "");
+              static_cast<long long>(images), s, images / s, a.decode_only ? 1 : a.threads, jpeg_decoder().c_str(),
+              a.decode_only ? "decode only" : a.size.c_str(), a.augment ? ", augment" : "");
   return 0;
 }
 
@@ -118,8 +117,7 @@ int run_shapes_seg(const MakeDatasetArgs& a) {
   std::fprintf(stderr,
                "make-dataset: wrote %lld image/label pairs (%d shape classes + background, "
                "%dx%d) to %s/{train,test}/{images,labels} in %.1f s; for the config's data:\n",
-               static_cast<long long>(n), o.classes, o.height, o.width, a.dir.c_str(),
-               t.seconds());
+               static_cast<long long>(n), o.classes, o.height, o.width, a.dir.c_str(), t.seconds());
   std::vector<int> ids;
   for (int k = 0; k <= o.classes; ++k) ids.push_back(k);
   print_list("ClassNames", shapes_seg_class_names(o.classes), [](const std::string& s) { return s; });
@@ -139,19 +137,18 @@ int run(const MakeDatasetArgs& a) {
     o.test_fraction = a.split;
     Timer t;
     const int64_t n = write_shapes_dataset(a.dir, o);
-    std::printf("make-dataset: wrote %lld shape images (%d classes, %dx%d) to %s/{train,test} "
-                "in %.1f s\n",
-                static_cast<long long>(n), o.classes, o.height, o.width, a.dir.c_str(),
-                t.seconds());
+    std::printf(
+        "make-dataset: wrote %lld shape images (%d classes, %dx%d) to %s/{train,test} "
+        "in %.1f s\n",
+        static_cast<long long>(n), o.classes, o.height, o.width, a.dir.c_str(), t.seconds());
     return 0;
   }
   if (a.kind == "shapes-seg") return run_shapes_seg(a);
   if (a.kind == "cifar10-bin" || a.kind == "mnist-idx") {
     if (a.from.empty()) throw UsageError("make-dataset " + a.kind + " needs --from FOLDER");
-    const int64_t n = a.kind == "cifar10-bin" ? convert_cifar10_binary(a.from, a.dir)
-                                              : convert_mnist_idx(a.from, a.dir);
-    std::printf("make-dataset: wrote %lld images to %s/{train,test}\n",
-                static_cast<long long>(n), a.dir.c_str());
+    const int64_t n =
+        a.kind == "cifar10-bin" ? convert_cifar10_binary(a.from, a.dir) : convert_mnist_idx(a.from, a.dir);
+    std::printf("make-dataset: wrote %lld images to %s/{train,test}\n", static_cast<long long>(n), a.dir.c_str());
     return 0;
   }
   if (a.kind == "bench-loader") return run_bench(a);
@@ -162,26 +159,23 @@ int run(const MakeDatasetArgs& a) {
 
 Runner add_make_dataset(CLI::App& app) {
   auto args = std::make_shared<MakeDatasetArgs>();
-  CLI::App* sub = app.add_subcommand(
-      "make-dataset",
-      "Generate a dataset: 'shapes' writes coloured shapes as PNG class folders, 'shapes-seg' "
-      "images with 1-4 shapes and their label PNGs (0 background, 1..K shapes, 255 void edges)");
+  CLI::App* sub =
+      app.add_subcommand("make-dataset",
+                         "Generate a dataset: 'shapes' writes coloured shapes as PNG class folders, 'shapes-seg' "
+                         "images with 1-4 shapes and their label PNGs (0 background, 1..K shapes, 255 void edges)");
   sub->add_option("kind", args->kind, "Dataset kind: shapes or shapes-seg")->required();
   sub->add_option("dir", args->dir, "Output folder (gets train/ and test/)")->required();
   sub->add_option("--classes", args->classes, "Number of shape classes (shapes 2-8, shapes-seg 1-8)")
       ->capture_default_str();
-  CLI::Option* per_class =
-      sub->add_option("--per-class", args->per_class,
-                      "Images per class, train and test together (shapes-seg: count = this x "
-                      "classes)")
-          ->capture_default_str();
-  CLI::Option* count =
-      sub->add_option("--count", args->count, "shapes-seg: image/label pairs, train and test together")
-          ->capture_default_str();
+  CLI::Option* per_class = sub->add_option("--per-class", args->per_class,
+                                           "Images per class, train and test together (shapes-seg: count = this x "
+                                           "classes)")
+                               ->capture_default_str();
+  CLI::Option* count = sub->add_option("--count", args->count, "shapes-seg: image/label pairs, train and test together")
+                           ->capture_default_str();
   sub->add_option("--size", args->size, "Image size HxW")->capture_default_str();
   sub->add_option("--seed", args->seed, "Random seed")->capture_default_str();
-  sub->add_option("--split", args->split, "Fraction written to test/ (shapes: of each class)")
-      ->capture_default_str();
+  sub->add_option("--split", args->split, "Fraction written to test/ (shapes: of each class)")->capture_default_str();
   // Hidden: converters (datasets/*.sh) and the loader benchmark (scripts/bench/data_vs_pil).
   sub->add_option("--from", args->from, "Source folder for cifar10-bin / mnist-idx")->group("");
   sub->add_option("--threads", args->threads, "bench-loader: decode threads")->group("");

@@ -120,12 +120,14 @@ void write_csv(const std::string& path, const std::vector<RunRow>& rows) {
 
 void json_number(JsonWriter& j, const std::string& key, double v) {
   j.key(key);
-  if (std::isfinite(v)) j.value(v);
-  else j.null();
+  if (std::isfinite(v))
+    j.value(v);
+  else
+    j.null();
 }
 
-void print_json(const std::vector<RunRow>& rows, const std::vector<size_t>& front_rows,
-                const std::string& metric, const std::string& plot) {
+void print_json(const std::vector<RunRow>& rows, const std::vector<size_t>& front_rows, const std::string& metric,
+                const std::string& plot) {
   JsonWriter j;
   j.begin_object().field("metric", metric).key("runs").begin_array();
   for (const auto& r : rows) {
@@ -145,23 +147,23 @@ void print_json(const std::vector<RunRow>& rows, const std::vector<size_t>& fron
   std::printf("%s\n", j.str().c_str());
 }
 
-void print_table(const std::vector<RunRow>& rows, const std::vector<size_t>& front_rows,
-                 const std::string& metric) {
+void print_table(const std::vector<RunRow>& rows, const std::vector<size_t>& front_rows, const std::string& metric) {
   size_t w = 3;
   for (const auto& r : rows) w = std::max(w, r.name.size());
-  std::printf("%zu runs; accuracy = %s (%%); * = on the Pareto front (no other run is both smaller "
-              "and at least as accurate)\n\n",
-              rows.size(), metric.c_str());
-  std::printf("  %-*s %10s %14s %12s  %s\n", static_cast<int>(w), "run", "accuracy", "memory bytes",
-              "learnables", "status");
+  std::printf(
+      "%zu runs; accuracy = %s (%%); * = on the Pareto front (no other run is both smaller "
+      "and at least as accurate)\n\n",
+      rows.size(), metric.c_str());
+  std::printf("  %-*s %10s %14s %12s  %s\n", static_cast<int>(w), "run", "accuracy", "memory bytes", "learnables",
+              "status");
   for (const auto& r : rows)
     std::printf("%c %-*s %10s %14s %12s  %s\n", r.on_front ? '*' : ' ', static_cast<int>(w), r.name.c_str(),
                 num(r.accuracy, "%.2f").c_str(), num(r.memory_bytes, "%.0f").c_str(),
                 num(r.total_learnables, "%.0f").c_str(), r.status.c_str());
   std::printf("\nPareto front, smallest first:\n");
   for (size_t i : front_rows)
-    std::printf("  %-*s %10s %14s\n", static_cast<int>(w), rows[i].name.c_str(),
-                num(rows[i].accuracy, "%.2f").c_str(), num(rows[i].memory_bytes, "%.0f").c_str());
+    std::printf("  %-*s %10s %14s\n", static_cast<int>(w), rows[i].name.c_str(), num(rows[i].accuracy, "%.2f").c_str(),
+                num(rows[i].memory_bytes, "%.0f").c_str());
 }
 
 }  // namespace

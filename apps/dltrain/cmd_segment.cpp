@@ -18,17 +18,17 @@
 
 #include "backend/backend_options.h"
 #include "backend/cpu/cpu_backend.h"
+#include "class_labels.h"
 #include "commands.h"
 #include "config/config.h"
 #include "data/decode.h"
 #include "data/encode.h"
+#include "data/label_images.h"
 #include "data/pixel_labels.h"
 #include "data/transform.h"
 #include "image_files.h"
 #include "net/model_file.h"
 #include "net/network.h"
-#include "class_labels.h"
-#include "data/label_images.h"
 #include "train/device_batches.h"
 #include "train/execution.h"
 #include "train/seg_metrics.h"
@@ -72,9 +72,9 @@ void pair_labels(std::vector<Item>& items, const std::string& dir) {
     int h = 0, w = 0;
     image_size(item.label, h, w);
     if (h != item.height || w != item.width)
-      throw DataError(item.label + " is " + std::to_string(w) + "x" + std::to_string(h) + " (width x height) but its image " +
-                      item.image + " is " + std::to_string(item.width) + "x" + std::to_string(item.height) +
-                      " (a label image must have its image's size)");
+      throw DataError(item.label + " is " + std::to_string(w) + "x" + std::to_string(h) +
+                      " (width x height) but its image " + item.image + " is " + std::to_string(item.width) + "x" +
+                      std::to_string(item.height) + " (a label image must have its image's size)");
   }
 }
 
@@ -115,9 +115,10 @@ class Staging {
 }  // namespace
 
 Runner add_segment(CLI::App& app) {
-  auto* cmd = app.add_subcommand(
-      "segment", "Label every pixel of images with a segmentation model; score them against label images "
-                 "(MATLAB's semanticseg, labeloverlay and evaluateSemanticSegmentation)");
+  auto* cmd =
+      app.add_subcommand("segment",
+                         "Label every pixel of images with a segmentation model; score them against label images "
+                         "(MATLAB's semanticseg, labeloverlay and evaluateSemanticSegmentation)");
   struct Args {
     std::string model;
     std::vector<std::string> paths;
@@ -131,7 +132,8 @@ Runner add_segment(CLI::App& app) {
   cmd->add_option("images", a->paths, "Image files or folders")->required();
   cmd->add_option("--labels", a->labels,
                   "Folder of ground-truth label images, paired with the images by file name without extension");
-  cmd->add_option("--output,-o", a->output, "Folder for <stem>.png, <stem>_overlay.png and metrics.json (default segment-out)");
+  cmd->add_option("--output,-o", a->output,
+                  "Folder for <stem>.png, <stem>_overlay.png and metrics.json (default segment-out)");
   cmd->add_option("--label-ids", a->label_ids,
                   "The label values of each class when the model stores none: [0, 1, 2] or [[128,0,0], [0,128,0]] "
                   "(default: the model's LabelIDs, else class c is value c)");
@@ -155,7 +157,8 @@ Runner add_segment(CLI::App& app) {
     Network net(m.network, dev);
     net.load_weights(m);
     if (!net.per_pixel())
-      throw UsageError(a->model + ": the network does not end in pixelClassification (use dltrain classify for image classes)");
+      throw UsageError(a->model +
+                       ": the network does not end in pixelClassification (use dltrain classify for image classes)");
     const std::vector<std::string> classes = net.classes();
     if (classes.empty()) throw ModelError(a->model + ": the model has no class names");
     const int k = static_cast<int>(classes.size());
@@ -173,7 +176,8 @@ Runner add_segment(CLI::App& app) {
       it.stem = fs::path(f).stem().string();
       for (const std::string& n : {it.stem + ".png", it.stem + "_overlay.png"})
         if (!names.insert(n).second)
-          throw DataError(f + ": its output " + n + " would overwrite another image's (give images distinct file names)");
+          throw DataError(f + ": its output " + n +
+                          " would overwrite another image's (give images distinct file names)");
       image_size(f, it.height, it.width);
       items.push_back(std::move(it));
     }
@@ -261,8 +265,8 @@ Runner add_segment(CLI::App& app) {
     if (a->json) {
       std::printf("%s\n", text.c_str());
     } else {
-      std::printf("Segmented %zu image%s into %s (%s label images, overlays)\n", items.size(), items.size() == 1 ? "" : "s",
-                  a->output.c_str(), a->colour ? "colour" : "class-index");
+      std::printf("Segmented %zu image%s into %s (%s label images, overlays)\n", items.size(),
+                  items.size() == 1 ? "" : "s", a->output.c_str(), a->colour ? "colour" : "class-index");
       if (scored) std::fputs(metrics.report().c_str(), stdout);
     }
     return 0;

@@ -9,11 +9,11 @@
 #include "backend/cpu/cpu_backend.h"
 #include "commands.h"
 #include "config/config.h"
-#include "onnx/transfer.h"
 #include "net/network.h"
+#include "onnx/transfer.h"
 #include "optim/optimizer.h"
-#include "train/step_graph.h"
 #include "train/execution.h"
+#include "train/step_graph.h"
 #include "util/json.h"
 #include "util/timer.h"
 
@@ -161,8 +161,10 @@ Runner add_time(CLI::App& app) {
     for (size_t i = 0; i < net.size(); ++i)
       std::printf("%-24s %-26s %12.3f %12.3f%s\n", net.layer(i).name().c_str(), net.layer(i).type().c_str(),
                   fwd[i] / a->iterations * 1e3, bwd[i] / a->iterations * 1e3, net.fused(i) ? "  (fused)" : "");
-    std::printf("\nBatch %lld on %s (Precision %s): training step %.2f ms (%.0f images/s), inference %.2f ms (%.0f images/s)\n",
-                static_cast<long long>(n), dev.str().c_str(), c.training.precision.c_str(), step * 1e3, train_ips, infer * 1e3, infer_ips);
+    std::printf(
+        "\nBatch %lld on %s (Precision %s): training step %.2f ms (%.0f images/s), inference %.2f ms (%.0f images/s)\n",
+        static_cast<long long>(n), dev.str().c_str(), c.training.precision.c_str(), step * 1e3, train_ips, infer * 1e3,
+        infer_ips);
     std::printf("Layer outputs and gradients: %.1f MiB\n", static_cast<double>(net.activation_bytes()) / (1 << 20));
     if (c.training.cuda_graph) std::printf("Training steps: %s\n", graph_state.c_str());
     std::printf("Forward FLOPs per image: %lld (training about 3x: %.1f GFLOP/s)\n",

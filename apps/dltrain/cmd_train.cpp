@@ -14,12 +14,12 @@
 #include "backend/backend_options.h"
 #include "commands.h"
 #include "config/config.h"
-#include "onnx/transfer.h"
 #include "dist/communicator.h"
 #include "dist/join_world.h"
 #include "dist/launcher_env.h"
 #include "dist/local_workers.h"
 #include "exit_codes.h"
+#include "onnx/transfer.h"
 #include "train/class_weights.h"
 #include "train/execution.h"
 #include "train/trainer.h"
@@ -65,7 +65,8 @@ Runner add_train(CLI::App& app) {
   auto a = std::make_shared<Args>();
   cmd->add_option("config", a->config, "The config file (.yaml)")->required();
   cmd->add_option("--set", a->sets, "Override an option: section.path=value (e.g. training.MaxEpochs=1)");
-  cmd->add_option("--output-dir,-o", a->output_dir, "Where model.bin, summary.json, log.csv, config.yaml and progress.png go")
+  cmd->add_option("--output-dir,-o", a->output_dir,
+                  "Where model.bin, summary.json, log.csv, config.yaml and progress.png go")
       ->capture_default_str();
   cmd->add_option("--resume", a->resume, "Continue from a checkpoint file (CheckpointPath/latest.bin)");
   cmd->add_option("--threads", a->threads, "CPU threads (default: all cores; same as training.Threads)");
@@ -76,7 +77,7 @@ Runner add_train(CLI::App& app) {
     if (a->threads > 0) sets.push_back("training.Threads=" + std::to_string(a->threads));
     if (a->quiet) sets.push_back("training.Verbose=false");
     Config c = load_config(a->config, sets);
-    apply_transfer(c);  // base: loads the base model
+    apply_transfer(c);        // base: loads the base model
     prepare_pixel_labels(c);  // countEachLabel; ClassWeights: median-frequency -> numbers, before config.yaml
     TrainArgs args;
     args.output_dir = a->output_dir;
@@ -94,7 +95,7 @@ Runner add_train(CLI::App& app) {
         log::init(x.world.rank, x.world.size, false);
         const CommOptions settings = comm_settings_for(c.training);
         if (x.comm == Execution::Comm::kNccl) {
-          c.training.gpu_device = x.gpu_device;  // resolve_device trains this rank on its own GPU
+          c.training.gpu_device = x.gpu_device;                  // resolve_device trains this rank on its own GPU
           set_backend_options(backend_options_for(c.training));  // before joining creates the CUDA context
           args.comm = join_gpu_world(x.world, x.gpu_device, a->output_dir, env, settings);
         } else {

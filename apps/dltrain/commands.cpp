@@ -26,7 +26,8 @@ void register_commands(CLI::App& app) {
   add(app, add_time);
   add(app, add_make_dataset);
   add(app, add_report);
-  add(app, add_import); add(app, add_export);
+  add(app, add_import);
+  add(app, add_export);
 }
 
 int run_selected(CLI::App& app) {

@@ -26,7 +26,8 @@ std::vector<std::string> list_images(const std::vector<std::string>& paths) {
       std::vector<std::string> found;
       for (auto it = fs::recursive_directory_iterator(p, ec); !ec && it != fs::recursive_directory_iterator(); ++it)
         if (it->is_regular_file() && is_image_file(it->path())) found.push_back(it->path().string());
-      if (found.empty()) throw DataError(p + ": no images found (looked for " + join(supported_image_extensions(), " ") + ")");
+      if (found.empty())
+        throw DataError(p + ": no images found (looked for " + join(supported_image_extensions(), " ") + ")");
       std::sort(found.begin(), found.end());
       out.insert(out.end(), found.begin(), found.end());
     } else if (fs::exists(p, ec)) {

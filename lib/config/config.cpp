@@ -24,17 +24,23 @@ void read_base(const YAML::Node& node, const cfg::Origin& origin, TransferBase& 
   for (const cfg::Entry& e : cfg::map_entries(node, origin, "base")) {
     SourceLoc at = origin.loc(e.key_node, e.value);
     if (!e.value.IsScalar() || e.value.Scalar().empty())
-      throw ConfigError(at.prefix() + "base: " + e.key + " must be a single value, got '" + cfg::node_text(e.value) + "'");
+      throw ConfigError(at.prefix() + "base: " + e.key + " must be a single value, got '" + cfg::node_text(e.value) +
+                        "'");
     const std::string& v = e.value.Scalar();
     auto count = [&](int64_t* out) {
       if (!parse_int(v, out) || *out < 0)
         throw ConfigError(at.prefix() + "base: " + e.key + " must be a whole number >= 0, got '" + v + "'");
     };
-    if (e.key == "Model") b.model = v;
-    else if (e.key == "KeepLayers") count(&b.keep_layers);
-    else if (e.key == "RemoveLast") count(&b.remove_last);
-    else if (e.key == "KeepUntil") b.keep_until = v;
-    else if (e.key == "FreezeUntil") b.freeze_until = v;
+    if (e.key == "Model")
+      b.model = v;
+    else if (e.key == "KeepLayers")
+      count(&b.keep_layers);
+    else if (e.key == "RemoveLast")
+      count(&b.remove_last);
+    else if (e.key == "KeepUntil")
+      b.keep_until = v;
+    else if (e.key == "FreezeUntil")
+      b.freeze_until = v;
     else {
       std::string hint = did_you_mean(e.key, kBaseKeys);
       throw ConfigError(at.prefix() + "unknown base: key '" + e.key + "'" +
@@ -50,7 +56,7 @@ Config convert(YAML::Node root, const std::string& origin_name, const std::vecto
   if (root.IsDefined() && !root.IsNull() && !root.IsMap())
     throw ConfigError(origin.at(root) + "a config is a map with the sections layers, data and training, got '" +
                       cfg::node_text(root) + "'");
-  cfg::move_training_aliases(root, origin);  // the file's; --set redirects its own
+  cfg::move_training_aliases(root, origin);    // the file's; --set redirects its own
   cfg::expand_layer_generators(root, origin);  // before --set, which names generated layers
   cfg::apply_overrides(root, overrides, origin);
   Config c;
@@ -58,10 +64,14 @@ Config convert(YAML::Node root, const std::string& origin_name, const std::vecto
   YAML::Node layers, data, training, base;
   if (root.IsMap()) {
     for (const cfg::Entry& e : cfg::map_entries(root, origin, "the config")) {
-      if (e.key == "layers") layers = e.value;
-      else if (e.key == "data") data = e.value;
-      else if (e.key == "training") training = e.value;
-      else if (e.key == "base") base = e.value;
+      if (e.key == "layers")
+        layers = e.value;
+      else if (e.key == "data")
+        data = e.value;
+      else if (e.key == "training")
+        training = e.value;
+      else if (e.key == "base")
+        base = e.value;
       else {
         std::string hint = did_you_mean(e.key, kTopLevel);
         throw ConfigError(origin.at(e.key_node) + "unknown section '" + e.key + "'" +
@@ -96,8 +106,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   return load_config_text(ss.str(), path, overrides);
 }
 
-Config load_config_text(const std::string& text, const std::string& origin,
-                        const std::vector<std::string>& overrides) {
+Config load_config_text(const std::string& text, const std::string& origin, const std::vector<std::string>& overrides) {
   return convert(cfg::parse_yaml(text, origin), origin, overrides);
 }
 
@@ -140,8 +149,10 @@ NetworkSpec network_spec_from_yaml(const std::string& text, const std::string& o
   YAML::Node layers;
   if (root.IsMap()) {
     for (const cfg::Entry& e : cfg::map_entries(root, origin, "the network"))
-      if (e.key == "layers") layers = e.value;
-      else throw ConfigError(origin.at(e.key_node) + "unexpected key '" + e.key + "' in a network spec (only layers:)");
+      if (e.key == "layers")
+        layers = e.value;
+      else
+        throw ConfigError(origin.at(e.key_node) + "unexpected key '" + e.key + "' in a network spec (only layers:)");
   } else if (root.IsSequence()) {
     layers = root;  // a bare list of layers
   }

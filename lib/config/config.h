@@ -19,13 +19,13 @@ namespace dlt {
 // it; apply_transfer (onnx/transfer.h) loads the model and fills kept and weights.
 struct ModelData;
 struct TransferBase {
-  std::string model;            // model.bin or .onnx; empty: no transfer
-  int64_t keep_layers = -1;     // keep the first N layers
-  int64_t remove_last = -1;     // keep all but the last N (MATLAB's layers(1:end-N))
-  std::string keep_until;       // keep up to and including this layer
-  std::string freeze_until;     // freeze kept layers up to and including this one
-  SourceLoc loc;                // the base: section, for messages
-  int64_t kept = 0;             // filled by apply_transfer: layers taken from the base
+  std::string model;                         // model.bin or .onnx; empty: no transfer
+  int64_t keep_layers = -1;                  // keep the first N layers
+  int64_t remove_last = -1;                  // keep all but the last N (MATLAB's layers(1:end-N))
+  std::string keep_until;                    // keep up to and including this layer
+  std::string freeze_until;                  // freeze kept layers up to and including this one
+  SourceLoc loc;                             // the base: section, for messages
+  int64_t kept = 0;                          // filled by apply_transfer: layers taken from the base
   std::shared_ptr<const ModelData> weights;  // filled by apply_transfer: the base model
 };
 

@@ -13,13 +13,20 @@ using DO = DataOptions;
 
 const std::vector<FieldDef<AO>>& aug_fields() {
   static const std::vector<FieldDef<AO>> f = {
-      bool_field<AO>("RandXReflection", [](auto& o) -> auto& { return o.rand_x_reflection; }),
-      bool_field<AO>("RandYReflection", [](auto& o) -> auto& { return o.rand_y_reflection; }),
-      range_field<AO>("RandRotation", false, [](auto& o) -> auto& { return o.rand_rotation; }),
-      range_field<AO>("RandScale", true, [](auto& o) -> auto& { return o.rand_scale; }),
-      range_field<AO>("RandXTranslation", false, [](auto& o) -> auto& { return o.rand_x_translation; }),
-      range_field<AO>("RandYTranslation", false, [](auto& o) -> auto& { return o.rand_y_translation; }),
-      int_field<AO>("PadCrop", 0, "an integer >= 0", [](auto& o) -> auto& { return o.pad_crop; }),
+      bool_field<AO>(
+          "RandXReflection", [](auto& o) -> auto& { return o.rand_x_reflection; }),
+      bool_field<AO>(
+          "RandYReflection", [](auto& o) -> auto& { return o.rand_y_reflection; }),
+      range_field<AO>(
+          "RandRotation", false, [](auto& o) -> auto& { return o.rand_rotation; }),
+      range_field<AO>(
+          "RandScale", true, [](auto& o) -> auto& { return o.rand_scale; }),
+      range_field<AO>(
+          "RandXTranslation", false, [](auto& o) -> auto& { return o.rand_x_translation; }),
+      range_field<AO>(
+          "RandYTranslation", false, [](auto& o) -> auto& { return o.rand_y_translation; }),
+      int_field<AO>(
+          "PadCrop", 0, "an integer >= 0", [](auto& o) -> auto& { return o.pad_crop; }),
   };
   return f;
 }
@@ -28,37 +35,37 @@ const std::vector<FieldDef<AO>>& aug_fields() {
 // {images: DIR, labels: DIR} (imageDatastore + pixelLabelDatastore).
 template <class F, class G>
 FieldDef<DO> folder_or_pair_field(std::string name, F images, G labels) {
-  return {name,
-          [images, labels, name](const ValueCtx& c, DO& o) {
-            images(o).clear();
-            labels(o).clear();
-            if (c.value.IsNull()) return;
-            if (!c.value.IsMap()) {
-              images(o) = c.scalar("a folder, or {images: DIR, labels: DIR} for segmentation");
-              return;
-            }
-            for (const Entry& e : map_entries(c.value, c.origin, c.name)) {
-              std::string* dst = e.key == "images" ? &images(o) : e.key == "labels" ? &labels(o) : nullptr;
-              if (!dst)
-                throw ConfigError(c.origin.at(e.key_node) + "unknown key '" + e.key + "' in " + c.name +
-                                  did_you_mean(e.key, {"images", "labels"}) + " (write {images: DIR, labels: DIR})");
-              if (!e.value.IsScalar() || e.value.Scalar().empty())
-                throw ConfigError(c.origin.loc(e.key_node, e.value).prefix() + c.name + "." + e.key +
-                                  " must be a folder");
-              *dst = e.value.Scalar();
-            }
-            if (images(o).empty() || labels(o).empty())
-              throw ConfigError(c.origin.loc(c.key, c.value).prefix() + c.name + " needs both images and labels (" +
-                                c.name + ": {images: DIR, labels: DIR})");
-          },
-          [images, labels](YAML::Emitter& e, const DO& o) {
-            if (labels(o).empty()) {
-              e << YAML::DoubleQuoted << images(o);
-              return;
-            }
-            e << YAML::BeginMap << YAML::Key << "images" << YAML::Value << YAML::DoubleQuoted << images(o)
-              << YAML::Key << "labels" << YAML::Value << YAML::DoubleQuoted << labels(o) << YAML::EndMap;
-          }};
+  return {
+      name,
+      [images, labels, name](const ValueCtx& c, DO& o) {
+        images(o).clear();
+        labels(o).clear();
+        if (c.value.IsNull()) return;
+        if (!c.value.IsMap()) {
+          images(o) = c.scalar("a folder, or {images: DIR, labels: DIR} for segmentation");
+          return;
+        }
+        for (const Entry& e : map_entries(c.value, c.origin, c.name)) {
+          std::string* dst = e.key == "images" ? &images(o) : e.key == "labels" ? &labels(o) : nullptr;
+          if (!dst)
+            throw ConfigError(c.origin.at(e.key_node) + "unknown key '" + e.key + "' in " + c.name +
+                              did_you_mean(e.key, {"images", "labels"}) + " (write {images: DIR, labels: DIR})");
+          if (!e.value.IsScalar() || e.value.Scalar().empty())
+            throw ConfigError(c.origin.loc(e.key_node, e.value).prefix() + c.name + "." + e.key + " must be a folder");
+          *dst = e.value.Scalar();
+        }
+        if (images(o).empty() || labels(o).empty())
+          throw ConfigError(c.origin.loc(c.key, c.value).prefix() + c.name + " needs both images and labels (" +
+                            c.name + ": {images: DIR, labels: DIR})");
+      },
+      [images, labels](YAML::Emitter& e, const DO& o) {
+        if (labels(o).empty()) {
+          e << YAML::DoubleQuoted << images(o);
+          return;
+        }
+        e << YAML::BeginMap << YAML::Key << "images" << YAML::Value << YAML::DoubleQuoted << images(o) << YAML::Key
+          << "labels" << YAML::Value << YAML::DoubleQuoted << labels(o) << YAML::EndMap;
+      }};
 }
 
 // ClassNames: a list of names (pixelLabelDatastore's classes).
@@ -147,30 +154,36 @@ FieldDef<DO> label_ids_field() {
 
 const std::vector<FieldDef<DO>>& data_fields() {
   static const std::vector<FieldDef<DO>> f = {
-      folder_or_pair_field("train", [](auto& o) -> auto& { return o.train; },
-                           [](auto& o) -> auto& { return o.train_labels; }),
-      folder_or_pair_field("validation", [](auto& o) -> auto& { return o.validation; },
-                           [](auto& o) -> auto& { return o.validation_labels; }),
+      folder_or_pair_field(
+          "train", [](auto& o) -> auto& { return o.train; }, [](auto& o) -> auto& { return o.train_labels; }),
+      folder_or_pair_field(
+          "validation", [](auto& o) -> auto& { return o.validation; },
+          [](auto& o) -> auto& { return o.validation_labels; }),
       class_names_field(),
       label_ids_field(),
-      double_field<DO>("ValidationSplit", 0, false, 1, true, "a number in [0, 1)",
-                       [](auto& o) -> auto& { return o.validation_split; }),
-      bool_field<DO>("IncludeSubfolders", [](auto& o) -> auto& { return o.include_subfolders; }),
-      choice_field<DO>("LabelSource", {"foldernames"}, [](auto& o) -> auto& { return o.label_source; }),
-      extension_list_field<DO>("FileExtensions", [](auto& o) -> auto& { return o.file_extensions; }),
-      choice_field<DO>("OutputSizeMode", {"resize", "centercrop", "randcrop"},
-                       [](auto& o) -> auto& { return o.output_size_mode; }),
+      double_field<DO>(
+          "ValidationSplit", 0, false, 1, true, "a number in [0, 1)",
+          [](auto& o) -> auto& { return o.validation_split; }),
+      bool_field<DO>(
+          "IncludeSubfolders", [](auto& o) -> auto& { return o.include_subfolders; }),
+      choice_field<DO>(
+          "LabelSource", {"foldernames"}, [](auto& o) -> auto& { return o.label_source; }),
+      extension_list_field<DO>(
+          "FileExtensions", [](auto& o) -> auto& { return o.file_extensions; }),
+      choice_field<DO>(
+          "OutputSizeMode", {"resize", "centercrop", "randcrop"}, [](auto& o) -> auto& { return o.output_size_mode; }),
       FieldDef<DO>{"Augmentation",
                    [](const ValueCtx& c, DO& o) {
-                     read_section(c.value, c.origin, aug_fields(), "data.Augmentation",
-                                  "data.Augmentation option", o.augment);
+                     read_section(c.value, c.origin, aug_fields(), "data.Augmentation", "data.Augmentation option",
+                                  o.augment);
                    },
-                   [](YAML::Emitter& e, const DO& o) {
-                     write_section(e, aug_fields(), o.augment);
-                   }},
-      choice_field<DO>("OnBadImage", {"error", "skip"}, [](auto& o) -> auto& { return o.on_bad_image; }),
-      choice_field<DO>("Cache", {"auto", "memory", "file", "none"}, [](auto& o) -> auto& { return o.cache; }),
-      int_field<DO>("LoaderThreads", 0, "an integer >= 0", [](auto& o) -> auto& { return o.loader_threads; }),
+                   [](YAML::Emitter& e, const DO& o) { write_section(e, aug_fields(), o.augment); }},
+      choice_field<DO>(
+          "OnBadImage", {"error", "skip"}, [](auto& o) -> auto& { return o.on_bad_image; }),
+      choice_field<DO>(
+          "Cache", {"auto", "memory", "file", "none"}, [](auto& o) -> auto& { return o.cache; }),
+      int_field<DO>(
+          "LoaderThreads", 0, "an integer >= 0", [](auto& o) -> auto& { return o.loader_threads; }),
   };
   return f;
 }
@@ -197,7 +210,8 @@ void read_data(const YAML::Node& node, const Origin& origin, DataOptions& out) {
   const bool has_classes = !out.class_names.empty() || !out.label_ids.empty();
   if (!out.segmentation()) {
     if (!out.validation_labels.empty())
-      throw ConfigError(where("validation") + "data.validation has labels but data.train is a folder (write "
+      throw ConfigError(where("validation") +
+                        "data.validation has labels but data.train is a folder (write "
                         "train: {images: DIR, labels: DIR} too)");
     if (has_classes)
       throw ConfigError(where(out.class_names.empty() ? "LabelIDs" : "ClassNames") +

@@ -8,8 +8,8 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "config/yaml_helpers.h"
@@ -25,8 +25,8 @@ struct ValueCtx {
   YAML::Node key, value;
 
   [[noreturn]] void bad(const std::string& expect, const std::string& hint = "") const {
-    throw ConfigError(origin.loc(key, value).prefix() + name + " must be " + expect + ", got '" +
-                      node_text(value) + "'" + hint);
+    throw ConfigError(origin.loc(key, value).prefix() + name + " must be " + expect + ", got '" + node_text(value) +
+                      "'" + hint);
   }
   // The value's scalar text; anything else (list, map, empty) is reported as not `expect`.
   std::string scalar(const std::string& expect) const {
@@ -62,14 +62,11 @@ FieldDef<T> int_field(std::string name, int64_t min, std::string expect, F ref) 
           [ref, min, expect](const ValueCtx& c, T& o) {
             using I = std::remove_reference_t<decltype(ref(o))>;
             int64_t v;
-            if (!parse_int(c.scalar(expect), &v) || v < min ||
-                v > static_cast<int64_t>(std::numeric_limits<I>::max()))
+            if (!parse_int(c.scalar(expect), &v) || v < min || v > static_cast<int64_t>(std::numeric_limits<I>::max()))
               c.bad(expect);
             ref(o) = static_cast<I>(v);
           },
-          [ref](YAML::Emitter& e, const T& o) {
-            e << std::to_string(ref(o));
-          }};
+          [ref](YAML::Emitter& e, const T& o) { e << std::to_string(ref(o)); }};
 }
 
 // Positive integer or Inf; Inf is stored as -1 (MATLAB's ValidationPatience).
@@ -80,8 +77,10 @@ FieldDef<T> int_or_inf_field(std::string name, F ref) {
           [ref, expect](const ValueCtx& c, T& o) {
             std::string t = c.scalar(expect);
             int64_t v;
-            if (is_inf_text(t)) v = -1;
-            else if (!parse_int(t, &v) || v < 1) c.bad(expect);
+            if (is_inf_text(t))
+              v = -1;
+            else if (!parse_int(t, &v) || v < 1)
+              c.bad(expect);
             ref(o) = v;
           },
           [ref](YAML::Emitter& e, const T& o) {
@@ -92,8 +91,8 @@ FieldDef<T> int_or_inf_field(std::string name, F ref) {
 
 // A number in a range. lo/hi may be -inf/+inf; *_open excludes the bound.
 template <class T, class F>
-FieldDef<T> double_field(std::string name, double lo, bool lo_open, double hi, bool hi_open,
-                         std::string expect, F ref) {
+FieldDef<T> double_field(std::string name, double lo, bool lo_open, double hi, bool hi_open, std::string expect,
+                         F ref) {
   return {name,
           [=](const ValueCtx& c, T& o) {
             double v;
@@ -113,8 +112,10 @@ FieldDef<T> double_or_inf_field(std::string name, F ref) {
           [ref, expect](const ValueCtx& c, T& o) {
             std::string t = c.scalar(expect);
             double v;
-            if (is_inf_text(t)) v = -1;
-            else if (!parse_double(t, &v) || !(v > 0)) c.bad(expect);
+            if (is_inf_text(t))
+              v = -1;
+            else if (!parse_double(t, &v) || !(v > 0))
+              c.bad(expect);
             ref(o) = v;
           },
           [ref](YAML::Emitter& e, const T& o) {
@@ -180,9 +181,7 @@ FieldDef<T> string_field(std::string name, F ref) {
             }
             ref(o) = c.scalar("a single value (a path or a word)");
           },
-          [ref](YAML::Emitter& e, const T& o) {
-            e << YAML::DoubleQuoted << ref(o);
-          }};
+          [ref](YAML::Emitter& e, const T& o) { e << YAML::DoubleQuoted << ref(o); }};
 }
 
 // A list of numbers >= 0 (a single number counts as a list of one).
@@ -259,8 +258,7 @@ FieldDef<T> range_field(std::string name, bool positive_only, F ref) {
           },
           [ref](YAML::Emitter& e, const T& o) {
             const auto& r = ref(o);
-            e << YAML::Flow << YAML::BeginSeq << format_double(r[0]) << format_double(r[1])
-              << YAML::EndSeq;
+            e << YAML::Flow << YAML::BeginSeq << format_double(r[0]) << format_double(r[1]) << YAML::EndSeq;
           }};
 }
 
@@ -296,8 +294,7 @@ void read_section(const YAML::Node& node, const Origin& origin, const std::vecto
     const FieldDef<T>* f = nullptr;
     for (const auto& fd : fields)
       if (fd.name == e.key) f = &fd;
-    if (!f)
-      throw ConfigError(origin.at(e.key_node) + unknown_key_message(what, e.key, field_names(fields), hint_for));
+    if (!f) throw ConfigError(origin.at(e.key_node) + unknown_key_message(what, e.key, field_names(fields), hint_for));
     f->read(ValueCtx{origin, prefix + "." + e.key, e.key_node, e.value}, out);
   }
 }

@@ -26,18 +26,18 @@ namespace {
 const Entry* find_key(const std::vector<Entry>& entries, const std::string& word, const Origin& origin) {
   const Entry* found = nullptr;
   for (const auto& e : entries) {
-    if (e.key == word) found = &e;
+    if (e.key == word)
+      found = &e;
     else if (iequals(e.key, word))
-      throw ConfigError(origin.at(e.key_node) + "unknown layer key '" + e.key + "' (did you mean '" +
-                        word + "'?)");
+      throw ConfigError(origin.at(e.key_node) + "unknown layer key '" + e.key + "' (did you mean '" + word + "'?)");
   }
   return found;
 }
 
 std::string scalar_text(const Entry& e, const Origin& origin, const std::string& layer, const std::string& expect) {
   if (!e.value.IsScalar() || e.value.Scalar().empty())
-    throw ConfigError(origin.loc(e.key_node, e.value).prefix() + layer + ": " + e.key + " must be " +
-                      expect + ", got '" + node_text(e.value) + "'");
+    throw ConfigError(origin.loc(e.key_node, e.value).prefix() + layer + ": " + e.key + " must be " + expect +
+                      ", got '" + node_text(e.value) + "'");
   return e.value.Scalar();
 }
 
@@ -57,16 +57,14 @@ std::string type_of(const std::vector<Entry>& entries, const YAML::Node& item, c
   }
   if (hint.empty()) hint = did_you_mean(raw, known_layer_types());
   if (hint.empty()) hint = " (known types: " + join(known_layer_types(), ", ") + ")";
-  throw ConfigError(origin.loc(t->key_node, t->value).prefix() + layer + ": unknown layer type '" + raw +
-                    "'" + hint);
+  throw ConfigError(origin.loc(t->key_node, t->value).prefix() + layer + ": unknown layer type '" + raw + "'" + hint);
 }
 
 SpecValue option_value(const Entry& e, const Origin& origin, const std::string& layer) {
   SpecValue v;
   v.loc = origin.loc(e.key_node, e.value);
   auto fail = [&](const std::string& why) {
-    throw ConfigError(v.loc.prefix() + layer + ": option " + e.key + " " + why + ", got '" +
-                      node_text(e.value) + "'");
+    throw ConfigError(v.loc.prefix() + layer + ": option " + e.key + " " + why + ", got '" + node_text(e.value) + "'");
   };
   if (e.value.IsScalar()) {
     v.items = {e.value.Scalar()};
@@ -138,8 +136,8 @@ NetworkSpec read_layers(const YAML::Node& node, const Origin& origin) {
     if (!fresh) {
       const LayerSpec& other = net.layers[it->second];
       std::string other_at = other.loc.line > 0 ? ", line " + std::to_string(other.loc.line) : "";
-      throw ConfigError(s.loc.prefix() + layer + " (" + s.type + ") is named '" + s.name +
-                        "', which layer " + std::to_string(it->second + 1) + " (" + other.type + other_at +
+      throw ConfigError(s.loc.prefix() + layer + " (" + s.type + ") is named '" + s.name + "', which layer " +
+                        std::to_string(it->second + 1) + " (" + other.type + other_at +
                         ") already uses (give each layer a unique Name)");
     }
     layer = "layer '" + s.name + "' (" + s.type + ")";
@@ -158,7 +156,8 @@ NetworkSpec read_layers(const YAML::Node& node, const Origin& origin) {
     std::string layer = "layer '" + s.name + "' (" + s.type + ")";
     SourceLoc loc = origin.loc(in->key_node, in->value);
     std::vector<YAML::Node> items;
-    if (in->value.IsScalar()) items.push_back(in->value);
+    if (in->value.IsScalar())
+      items.push_back(in->value);
     else if (in->value.IsSequence() && in->value.size() > 0)
       for (const auto& n : in->value) items.push_back(n);
     bool ok = !items.empty();

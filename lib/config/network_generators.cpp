@@ -25,8 +25,10 @@ class GeneratorArgs {
   GeneratorArgs(const std::string& name, const YAML::Node& node, const Origin& origin)
       : name_(name), node_(node), origin_(origin) {
     if (!node.IsMap())
-      throw ConfigError(origin.at(node) + name + " must be a map of options such as {ImageSize: [360, 480, 3], "
-                        "NumClasses: 11}, got '" + node_text(node) + "'");
+      throw ConfigError(origin.at(node) + name +
+                        " must be a map of options such as {ImageSize: [360, 480, 3], "
+                        "NumClasses: 11}, got '" +
+                        node_text(node) + "'");
     for (const Entry& e : map_entries(node, origin, name)) entries_[e.key] = e;
   }
 
@@ -36,15 +38,16 @@ class GeneratorArgs {
     return it == entries_.end() ? nullptr : &it->second;
   }
   [[noreturn]] void fail(const Entry& e, const std::string& what) const {
-    throw ConfigError(origin_.loc(e.key_node, e.value).prefix() + name_ + ": " + e.key + " " + what +
-                      ", got '" + node_text(e.value) + "'");
+    throw ConfigError(origin_.loc(e.key_node, e.value).prefix() + name_ + ": " + e.key + " " + what + ", got '" +
+                      node_text(e.value) + "'");
   }
   std::vector<int64_t> ints(const std::string& key, std::vector<int64_t> def, int64_t min) {
     const Entry* e = find(key);
     if (!e) return def;
     std::vector<int64_t> out;
     std::vector<YAML::Node> items;
-    if (e->value.IsScalar()) items.push_back(e->value);
+    if (e->value.IsScalar())
+      items.push_back(e->value);
     else if (e->value.IsSequence())
       for (const auto& n : list_items(e->value)) items.push_back(n);
     for (const auto& n : items) {
@@ -57,8 +60,7 @@ class GeneratorArgs {
     return out;
   }
   int64_t integer(const std::string& key, int64_t def, int64_t min, bool required = false) {
-    if (required && !entries_.count(key))
-      throw ConfigError(origin_.at(node_) + name_ + " needs " + key);
+    if (required && !entries_.count(key)) throw ConfigError(origin_.at(node_) + name_ + " needs " + key);
     const std::vector<int64_t> v = ints(key, {def}, min);
     if (v.size() != 1) fail(*find(key), "must be one integer");
     return v[0];
@@ -114,8 +116,8 @@ class GeneratorArgs {
 // 2^depth: a pooling floors an odd size and its unpooling restores it (the last row or column
 // of the decoder's map is then zero until the next convolution), as seed 003's 360x480 with
 // five stages does in MATLAB.
-std::vector<int64_t> image_size(GeneratorArgs& a, const YAML::Node& node, const Origin& origin,
-                                const std::string& gen, int64_t depth) {
+std::vector<int64_t> image_size(GeneratorArgs& a, const YAML::Node& node, const Origin& origin, const std::string& gen,
+                                int64_t depth) {
   if (!node["ImageSize"])
     throw ConfigError(origin.at(node) + gen + " needs ImageSize ([height width] or [height width channels])");
   std::vector<int64_t> size = a.ints("ImageSize", {}, 1);
@@ -123,8 +125,8 @@ std::vector<int64_t> image_size(GeneratorArgs& a, const YAML::Node& node, const 
   if (size.size() != 3) a.fail(*a.find("ImageSize"), "must be [height width] or [height width channels]");
   const int64_t f = int64_t{1} << depth;
   if (size[0] < f || size[1] < f)
-    a.fail(*a.find("ImageSize"), "must be at least 2^EncoderDepth = " + std::to_string(f) +
-                                      " high and wide (each encoder stage halves it)");
+    a.fail(*a.find("ImageSize"),
+           "must be at least 2^EncoderDepth = " + std::to_string(f) + " high and wide (each encoder stage halves it)");
   return size;
 }
 
@@ -234,8 +236,8 @@ YAML::Node unet(const YAML::Node& node, const Origin& origin) {
   const int64_t f = int64_t{1} << depth;
   if (size[0] % f || size[1] % f)
     a.fail(*a.find("ImageSize"), "must be a multiple of 2^EncoderDepth = " + std::to_string(f) +
-                                      " high and wide with ConvolutionPadding 'same' (each decoder stage doubles "
-                                      "the size and concatenates the encoder map of that size)");
+                                     " high and wide with ConvolutionPadding 'same' (each decoder stage doubles "
+                                     "the size and concatenates the encoder map of that size)");
 
   LayerList l;
   YAML::Node in = l.add("imageInput", "ImageInputLayer");
@@ -317,8 +319,8 @@ void expand_layer_generators(YAML::Node& root, Origin& origin) {
     root["layers"] = list;
     return;
   }
-  throw ConfigError(origin.loc(e.key_node, e.value).prefix() + "layers: unknown network generator '" + e.key +
-                    "'" + did_you_mean(e.key, network_generator_names()) + " (layers: is a list of layers or one of " +
+  throw ConfigError(origin.loc(e.key_node, e.value).prefix() + "layers: unknown network generator '" + e.key + "'" +
+                    did_you_mean(e.key, network_generator_names()) + " (layers: is a list of layers or one of " +
                     join(network_generator_names(), ", ") + ")");
 }
 

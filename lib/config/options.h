@@ -9,37 +9,37 @@ namespace dlt {
 
 // trainingOptions(...)
 struct TrainingOptions {
-  std::string solver = "sgdm";  // sgdm | adam | rmsprop
+  std::string solver = "sgdm";       // sgdm | adam | rmsprop
   double initial_learn_rate = 0.01;  // MATLAB: 0.01 for sgdm, 0.001 for adam/rmsprop
   bool initial_learn_rate_set = false;
   std::string learn_rate_schedule = "none";  // none | piecewise
   double learn_rate_drop_factor = 0.1;
   int64_t learn_rate_drop_period = 10;
   double momentum = 0.9;
-  double gradient_decay_factor = 0.9;           // adam beta1
+  double gradient_decay_factor = 0.9;            // adam beta1
   double squared_gradient_decay_factor = 0.999;  // adam 0.999, rmsprop 0.9 (set at resolve)
   bool squared_gradient_decay_factor_set = false;
   double epsilon = 1e-8;
   double l2_regularization = 1e-4;
-  double gradient_threshold = -1;  // <= 0 or inf: off
+  double gradient_threshold = -1;                    // <= 0 or inf: off
   std::string gradient_threshold_method = "l2norm";  // l2norm | global-l2norm | absolute-value
   int64_t max_epochs = 30;
   int64_t mini_batch_size = 128;
   std::string shuffle = "once";  // once | never | every-epoch
   int64_t validation_frequency = 50;
-  int64_t validation_patience = -1;  // < 0: off (MATLAB's Inf)
+  int64_t validation_patience = -1;               // < 0: off (MATLAB's Inf)
   std::string output_network = "last-iteration";  // last-iteration | best-validation-loss
   bool verbose = true;
   int64_t verbose_frequency = 50;
-  std::string verbose_layout = "auto";  // auto | wide | compact: the verbose table (dltrain's)
+  std::string verbose_layout = "auto";      // auto | wide | compact: the verbose table (dltrain's)
   std::string plots = "training-progress";  // training-progress | none: progress.png or not
   double plot_interval_seconds = 10;        // dltrain: the live progress.png at least this often
-  std::string checkpoint_path;  // empty: no checkpoints
+  std::string checkpoint_path;              // empty: no checkpoints
   int64_t checkpoint_frequency = 1;
   std::string checkpoint_frequency_unit = "epoch";  // epoch | iteration
-  std::string execution_environment = "auto";  // auto | cpu | gpu | multi-gpu | parallel
-  std::vector<double> worker_load;             // empty: equal shares
-  int64_t num_workers = 0;                     // 0: one per GPU / core group
+  std::string execution_environment = "auto";       // auto | cpu | gpu | multi-gpu | parallel
+  std::vector<double> worker_load;                  // empty: equal shares
+  int64_t num_workers = 0;                          // 0: one per GPU / core group
   int gpu_device = 0;
   std::string precision = "single";  // single | mixed
   bool dispatch_in_background = true;
@@ -62,8 +62,7 @@ struct TrainingOptions {
   // MATLAB's solver-dependent defaults, applied after reading.
   void resolve_defaults() {
     if (!initial_learn_rate_set) initial_learn_rate = solver == "sgdm" ? 0.01 : 0.001;
-    if (!squared_gradient_decay_factor_set)
-      squared_gradient_decay_factor = solver == "rmsprop" ? 0.9 : 0.999;
+    if (!squared_gradient_decay_factor_set) squared_gradient_decay_factor = solver == "rmsprop" ? 0.9 : 0.999;
   }
 };
 
@@ -71,26 +70,25 @@ struct TrainingOptions {
 struct AugmentOptions {
   bool rand_x_reflection = false;
   bool rand_y_reflection = false;
-  double rand_rotation[2] = {0, 0};      // degrees
+  double rand_rotation[2] = {0, 0};  // degrees
   double rand_scale[2] = {1, 1};
   double rand_x_translation[2] = {0, 0};  // pixels
   double rand_y_translation[2] = {0, 0};
   int64_t pad_crop = 0;  // padded random crop: pad by this many pixels, crop back
   bool any() const {
     return rand_x_reflection || rand_y_reflection || rand_rotation[0] != 0 || rand_rotation[1] != 0 ||
-           rand_scale[0] != 1 || rand_scale[1] != 1 || rand_x_translation[0] != 0 ||
-           rand_x_translation[1] != 0 || rand_y_translation[0] != 0 || rand_y_translation[1] != 0 ||
-           pad_crop != 0;
+           rand_scale[0] != 1 || rand_scale[1] != 1 || rand_x_translation[0] != 0 || rand_x_translation[1] != 0 ||
+           rand_y_translation[0] != 0 || rand_y_translation[1] != 0 || pad_crop != 0;
   }
 };
 
 // The data: section: imageDatastore + splitEachLabel + augmentedImageDatastore, or for
 // segmentation imageDatastore + pixelLabelDatastore pairs (train: {images, labels}).
 struct DataOptions {
-  std::string train;       // folder of class folders; segmentation: the images folder
-  std::string validation;  // folder, or empty; segmentation: the images folder
-  std::string train_labels;       // segmentation: the label images folder (pixelLabelDatastore)
-  std::string validation_labels;  // segmentation: the validation label images folder
+  std::string train;                     // folder of class folders; segmentation: the images folder
+  std::string validation;                // folder, or empty; segmentation: the images folder
+  std::string train_labels;              // segmentation: the label images folder (pixelLabelDatastore)
+  std::string validation_labels;         // segmentation: the validation label images folder
   std::vector<std::string> class_names;  // ClassNames (segmentation)
   // LabelIDs (segmentation): per class, the pixel values that mean it, each either one integer
   // (index / grey label images) or an RGB triplet (colour-coded labels, camvidPixelLabelIDs).

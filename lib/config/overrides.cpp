@@ -63,7 +63,8 @@ void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides
       fail("unknown section '" + section + "'" + (hint.empty() ? " (sections: layers, data, training)" : hint));
     }
     if (dot == std::string::npos || dot + 1 == path.size())
-      fail("name a key inside " + section + " (e.g. training.MaxEpochs=1, data.train=/data/x, "
+      fail("name a key inside " + section +
+           " (e.g. training.MaxEpochs=1, data.train=/data/x, "
            "layers.conv1.NumFilters=20)");
     std::string rest = path.substr(dot + 1);
     if (section == "training" && rest == "ValidationData") {  // MATLAB's name for data.validation

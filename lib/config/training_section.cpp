@@ -14,79 +14,92 @@ using TO = TrainingOptions;
 const std::vector<FieldDef<TO>>& fields() {
   static const std::vector<FieldDef<TO>> f = [] {
     std::vector<FieldDef<TO>> v;
-    v.push_back(choice_field<TO>("Solver", {"sgdm", "adam", "rmsprop"},
-                                 [](auto& o) -> auto& { return o.solver; }));
-    auto lr = double_field<TO>("InitialLearnRate", 0, true, kInf, true, "a positive number",
-                               [](auto& o) -> auto& { return o.initial_learn_rate; });
+    v.push_back(choice_field<TO>(
+        "Solver", {"sgdm", "adam", "rmsprop"}, [](auto& o) -> auto& { return o.solver; }));
+    auto lr = double_field<TO>(
+        "InitialLearnRate", 0, true, kInf, true, "a positive number",
+        [](auto& o) -> auto& { return o.initial_learn_rate; });
     auto lr_read = lr.read;
     lr.read = [lr_read](const ValueCtx& c, TO& o) {
       lr_read(c, o);
       o.initial_learn_rate_set = true;
     };
     v.push_back(lr);
-    v.push_back(choice_field<TO>("LearnRateSchedule", {"none", "piecewise"},
-                                 [](auto& o) -> auto& { return o.learn_rate_schedule; }));
-    v.push_back(double_field<TO>("LearnRateDropFactor", 0, false, 1, false, "a number in [0, 1]",
-                                 [](auto& o) -> auto& { return o.learn_rate_drop_factor; }));
-    v.push_back(int_field<TO>("LearnRateDropPeriod", 1, "a positive integer",
-                              [](auto& o) -> auto& { return o.learn_rate_drop_period; }));
-    v.push_back(double_field<TO>("Momentum", 0, false, 1, false, "a number in [0, 1]",
-                                 [](auto& o) -> auto& { return o.momentum; }));
-    v.push_back(double_field<TO>("GradientDecayFactor", 0, false, 1, true, "a number in [0, 1)",
-                                 [](auto& o) -> auto& { return o.gradient_decay_factor; }));
-    auto sq = double_field<TO>("SquaredGradientDecayFactor", 0, false, 1, true, "a number in [0, 1)",
-                               [](auto& o) -> auto& { return o.squared_gradient_decay_factor; });
+    v.push_back(choice_field<TO>(
+        "LearnRateSchedule", {"none", "piecewise"}, [](auto& o) -> auto& { return o.learn_rate_schedule; }));
+    v.push_back(double_field<TO>(
+        "LearnRateDropFactor", 0, false, 1, false, "a number in [0, 1]",
+        [](auto& o) -> auto& { return o.learn_rate_drop_factor; }));
+    v.push_back(int_field<TO>(
+        "LearnRateDropPeriod", 1, "a positive integer", [](auto& o) -> auto& { return o.learn_rate_drop_period; }));
+    v.push_back(double_field<TO>(
+        "Momentum", 0, false, 1, false, "a number in [0, 1]", [](auto& o) -> auto& { return o.momentum; }));
+    v.push_back(double_field<TO>(
+        "GradientDecayFactor", 0, false, 1, true, "a number in [0, 1)",
+        [](auto& o) -> auto& { return o.gradient_decay_factor; }));
+    auto sq = double_field<TO>(
+        "SquaredGradientDecayFactor", 0, false, 1, true, "a number in [0, 1)",
+        [](auto& o) -> auto& { return o.squared_gradient_decay_factor; });
     auto sq_read = sq.read;
     sq.read = [sq_read](const ValueCtx& c, TO& o) {
       sq_read(c, o);
       o.squared_gradient_decay_factor_set = true;
     };
     v.push_back(sq);
-    v.push_back(double_field<TO>("Epsilon", 0, true, kInf, true, "a positive number",
-                                 [](auto& o) -> auto& { return o.epsilon; }));
-    v.push_back(double_field<TO>("L2Regularization", 0, false, kInf, true, "a number >= 0",
-                                 [](auto& o) -> auto& { return o.l2_regularization; }));
-    v.push_back(double_or_inf_field<TO>("GradientThreshold",
-                                        [](auto& o) -> auto& { return o.gradient_threshold; }));
-    v.push_back(choice_field<TO>("GradientThresholdMethod", {"l2norm", "global-l2norm", "absolute-value"},
-                                 [](auto& o) -> auto& { return o.gradient_threshold_method; }));
-    v.push_back(int_field<TO>("MaxEpochs", 1, "a positive integer",
-                              [](auto& o) -> auto& { return o.max_epochs; }));
-    v.push_back(int_field<TO>("MiniBatchSize", 1, "a positive integer",
-                              [](auto& o) -> auto& { return o.mini_batch_size; }));
-    v.push_back(choice_field<TO>("Shuffle", {"once", "never", "every-epoch"},
-                                 [](auto& o) -> auto& { return o.shuffle; }));
-    v.push_back(int_field<TO>("ValidationFrequency", 1, "a positive integer",
-                              [](auto& o) -> auto& { return o.validation_frequency; }));
-    v.push_back(int_or_inf_field<TO>("ValidationPatience",
-                                     [](auto& o) -> auto& { return o.validation_patience; }));
-    v.push_back(choice_field<TO>("OutputNetwork", {"last-iteration", "best-validation-loss"},
-                                 [](auto& o) -> auto& { return o.output_network; }));
-    v.push_back(bool_field<TO>("Verbose", [](auto& o) -> auto& { return o.verbose; }));
-    v.push_back(int_field<TO>("VerboseFrequency", 1, "a positive integer",
-                              [](auto& o) -> auto& { return o.verbose_frequency; }));
-    v.push_back(choice_field<TO>("VerboseLayout", {"auto", "wide", "compact"},
-                                 [](auto& o) -> auto& { return o.verbose_layout; }));
-    v.push_back(choice_field<TO>("Plots", {"training-progress", "none"},
-                                 [](auto& o) -> auto& { return o.plots; }));
-    v.push_back(double_field<TO>("PlotIntervalSeconds", 0, true, kInf, true, "a positive number of seconds",
-                                 [](auto& o) -> auto& { return o.plot_interval_seconds; }));
-    v.push_back(string_field<TO>("CheckpointPath", [](auto& o) -> auto& { return o.checkpoint_path; }));
-    v.push_back(int_field<TO>("CheckpointFrequency", 1, "a positive integer",
-                              [](auto& o) -> auto& { return o.checkpoint_frequency; }));
-    v.push_back(choice_field<TO>("CheckpointFrequencyUnit", {"epoch", "iteration"},
-                                 [](auto& o) -> auto& { return o.checkpoint_frequency_unit; }));
-    v.push_back(choice_field<TO>("ExecutionEnvironment", {"auto", "cpu", "gpu", "multi-gpu", "parallel"},
-                                 [](auto& o) -> auto& { return o.execution_environment; }));
-    v.push_back(nonneg_list_field<TO>("WorkerLoad", [](auto& o) -> auto& { return o.worker_load; }));
-    v.push_back(int_field<TO>("NumWorkers", 0, "an integer >= 0",
-                              [](auto& o) -> auto& { return o.num_workers; }));
-    v.push_back(int_field<TO>("GPUDevice", 0, "an integer >= 0",
-                              [](auto& o) -> auto& { return o.gpu_device; }));
-    v.push_back(choice_field<TO>("Precision", {"single", "mixed"},
-                                 [](auto& o) -> auto& { return o.precision; }));
-    v.push_back(bool_field<TO>("DispatchInBackground",
-                               [](auto& o) -> auto& { return o.dispatch_in_background; }));
+    v.push_back(double_field<TO>(
+        "Epsilon", 0, true, kInf, true, "a positive number", [](auto& o) -> auto& { return o.epsilon; }));
+    v.push_back(double_field<TO>(
+        "L2Regularization", 0, false, kInf, true, "a number >= 0",
+        [](auto& o) -> auto& { return o.l2_regularization; }));
+    v.push_back(double_or_inf_field<TO>(
+        "GradientThreshold", [](auto& o) -> auto& { return o.gradient_threshold; }));
+    v.push_back(choice_field<TO>(
+        "GradientThresholdMethod", {"l2norm", "global-l2norm", "absolute-value"},
+        [](auto& o) -> auto& { return o.gradient_threshold_method; }));
+    v.push_back(int_field<TO>(
+        "MaxEpochs", 1, "a positive integer", [](auto& o) -> auto& { return o.max_epochs; }));
+    v.push_back(int_field<TO>(
+        "MiniBatchSize", 1, "a positive integer", [](auto& o) -> auto& { return o.mini_batch_size; }));
+    v.push_back(choice_field<TO>(
+        "Shuffle", {"once", "never", "every-epoch"}, [](auto& o) -> auto& { return o.shuffle; }));
+    v.push_back(int_field<TO>(
+        "ValidationFrequency", 1, "a positive integer", [](auto& o) -> auto& { return o.validation_frequency; }));
+    v.push_back(int_or_inf_field<TO>(
+        "ValidationPatience", [](auto& o) -> auto& { return o.validation_patience; }));
+    v.push_back(choice_field<TO>(
+        "OutputNetwork", {"last-iteration", "best-validation-loss"},
+        [](auto& o) -> auto& { return o.output_network; }));
+    v.push_back(bool_field<TO>(
+        "Verbose", [](auto& o) -> auto& { return o.verbose; }));
+    v.push_back(int_field<TO>(
+        "VerboseFrequency", 1, "a positive integer", [](auto& o) -> auto& { return o.verbose_frequency; }));
+    v.push_back(choice_field<TO>(
+        "VerboseLayout", {"auto", "wide", "compact"}, [](auto& o) -> auto& { return o.verbose_layout; }));
+    v.push_back(choice_field<TO>(
+        "Plots", {"training-progress", "none"}, [](auto& o) -> auto& { return o.plots; }));
+    v.push_back(double_field<TO>(
+        "PlotIntervalSeconds", 0, true, kInf, true, "a positive number of seconds",
+        [](auto& o) -> auto& { return o.plot_interval_seconds; }));
+    v.push_back(string_field<TO>(
+        "CheckpointPath", [](auto& o) -> auto& { return o.checkpoint_path; }));
+    v.push_back(int_field<TO>(
+        "CheckpointFrequency", 1, "a positive integer", [](auto& o) -> auto& { return o.checkpoint_frequency; }));
+    v.push_back(choice_field<TO>(
+        "CheckpointFrequencyUnit", {"epoch", "iteration"},
+        [](auto& o) -> auto& { return o.checkpoint_frequency_unit; }));
+    v.push_back(choice_field<TO>(
+        "ExecutionEnvironment", {"auto", "cpu", "gpu", "multi-gpu", "parallel"},
+        [](auto& o) -> auto& { return o.execution_environment; }));
+    v.push_back(nonneg_list_field<TO>(
+        "WorkerLoad", [](auto& o) -> auto& { return o.worker_load; }));
+    v.push_back(int_field<TO>(
+        "NumWorkers", 0, "an integer >= 0", [](auto& o) -> auto& { return o.num_workers; }));
+    v.push_back(int_field<TO>(
+        "GPUDevice", 0, "an integer >= 0", [](auto& o) -> auto& { return o.gpu_device; }));
+    v.push_back(choice_field<TO>(
+        "Precision", {"single", "mixed"}, [](auto& o) -> auto& { return o.precision; }));
+    v.push_back(bool_field<TO>(
+        "DispatchInBackground", [](auto& o) -> auto& { return o.dispatch_in_background; }));
     FieldDef<TO> seed{"Seed",
                       [](const ValueCtx& c, TO& o) {
                         uint64_t s;
@@ -96,22 +109,30 @@ const std::vector<FieldDef<TO>>& fields() {
                       },
                       [](YAML::Emitter& e, const TO& o) { e << std::to_string(o.seed); }};
     v.push_back(seed);
-    v.push_back(int_field<TO>("Threads", 0, "an integer >= 0",
-                              [](auto& o) -> auto& { return o.threads; }));
-    v.push_back(bool_field<TO>("CudaGraph", [](auto& o) -> auto& { return o.cuda_graph; }));
-    v.push_back(bool_field<TO>("AllowTF32", [](auto& o) -> auto& { return o.allow_tf32; }));
-    v.push_back(choice_field<TO>("ConvolutionAlgorithm", {"auto", "direct"},
-                                 [](auto& o) -> auto& { return o.convolution_algorithm; }));
-    v.push_back(int_field<TO>("CudnnWorkspaceMB", 0, "an integer >= 0 (MiB)",
-                              [](auto& o) -> auto& { return o.cudnn_workspace_mb; }));
-    v.push_back(bool_field<TO>("Deterministic", [](auto& o) -> auto& { return o.deterministic; }));
-    v.push_back(bool_field<TO>("FusedConvolution", [](auto& o) -> auto& { return o.fused_convolution; }));
-    v.push_back(bool_field<TO>("BatchNormEx", [](auto& o) -> auto& { return o.batch_norm_ex; }));
-    v.push_back(auto_or_positive_field<TO>("GradientBucketSizeMB", "auto or a positive number of megabytes",
-                                           [](auto& o) -> auto& { return o.gradient_bucket_size_mb; }));
-    v.push_back(positive_or_inf_field<TO>("CommunicationTimeout", "a positive number of seconds or Inf",
-                                          [](auto& o) -> auto& { return o.communication_timeout; }));
-    v.push_back(bool_field<TO>("CommunicationTiming", [](auto& o) -> auto& { return o.communication_timing; }));
+    v.push_back(int_field<TO>(
+        "Threads", 0, "an integer >= 0", [](auto& o) -> auto& { return o.threads; }));
+    v.push_back(bool_field<TO>(
+        "CudaGraph", [](auto& o) -> auto& { return o.cuda_graph; }));
+    v.push_back(bool_field<TO>(
+        "AllowTF32", [](auto& o) -> auto& { return o.allow_tf32; }));
+    v.push_back(choice_field<TO>(
+        "ConvolutionAlgorithm", {"auto", "direct"}, [](auto& o) -> auto& { return o.convolution_algorithm; }));
+    v.push_back(int_field<TO>(
+        "CudnnWorkspaceMB", 0, "an integer >= 0 (MiB)", [](auto& o) -> auto& { return o.cudnn_workspace_mb; }));
+    v.push_back(bool_field<TO>(
+        "Deterministic", [](auto& o) -> auto& { return o.deterministic; }));
+    v.push_back(bool_field<TO>(
+        "FusedConvolution", [](auto& o) -> auto& { return o.fused_convolution; }));
+    v.push_back(bool_field<TO>(
+        "BatchNormEx", [](auto& o) -> auto& { return o.batch_norm_ex; }));
+    v.push_back(auto_or_positive_field<TO>(
+        "GradientBucketSizeMB", "auto or a positive number of megabytes",
+        [](auto& o) -> auto& { return o.gradient_bucket_size_mb; }));
+    v.push_back(positive_or_inf_field<TO>(
+        "CommunicationTimeout", "a positive number of seconds or Inf",
+        [](auto& o) -> auto& { return o.communication_timeout; }));
+    v.push_back(bool_field<TO>(
+        "CommunicationTiming", [](auto& o) -> auto& { return o.communication_timing; }));
     return v;
   }();
   return f;
@@ -146,7 +167,7 @@ std::string unknown_training_message(const std::string& key) {
 
 void move_training_aliases(YAML::Node& root, const Origin& origin) {
   if (!root.IsMap()) return;
-  const YAML::Node& lookup = root;  // const lookups add no keys
+  const YAML::Node& lookup = root;           // const lookups add no keys
   YAML::Node training = lookup["training"];  // missing: undefined (IsMap would throw)
   if (!training.IsDefined() || !training.IsMap()) return;
   YAML::Node key, value;  // rebound with reset(): operator= would overwrite the node

@@ -38,18 +38,16 @@ SourceLoc Origin::loc(const YAML::Node& key, const YAML::Node& value) const {
 
 std::vector<Entry> map_entries(const YAML::Node& node, const Origin& origin, const std::string& what) {
   if (!node.IsMap())
-    throw ConfigError(origin.at(node) + what + " must be a map of key: value lines, got '" +
-                      node_text(node) + "'");
+    throw ConfigError(origin.at(node) + what + " must be a map of key: value lines, got '" + node_text(node) + "'");
   std::vector<Entry> out;
   std::set<std::string> seen;
   for (const auto& kv : node) {
     if (!kv.first.IsScalar())
-      throw ConfigError(origin.at(kv.first) + "keys in " + what + " must be plain words, got '" +
-                        node_text(kv.first) + "'");
+      throw ConfigError(origin.at(kv.first) + "keys in " + what + " must be plain words, got '" + node_text(kv.first) +
+                        "'");
     std::string key = kv.first.Scalar();
     if (!seen.insert(key).second)
-      throw ConfigError(origin.at(kv.first) + "duplicate key '" + key + "' in " + what +
-                        " (give each key once)");
+      throw ConfigError(origin.at(kv.first) + "duplicate key '" + key + "' in " + what + " (give each key once)");
     out.push_back(Entry{key, kv.first, kv.second});
   }
   return out;
@@ -124,8 +122,7 @@ YAML::Node parse_yaml(const std::string& text, const std::string& origin) {
       throw ConfigError(origin + ":" + std::to_string(tab_line) +
                         ": a tab in the indentation; YAML indents with spaces (replace the tab with spaces)");
     if (!e.mark.is_null()) where += ":" + std::to_string(e.mark.line + 1);
-    throw ConfigError(where + ": YAML syntax error: " + e.msg +
-                      " (check indentation, colons, quotes and brackets)");
+    throw ConfigError(where + ": YAML syntax error: " + e.msg + " (check indentation, colons, quotes and brackets)");
   }
 }
 

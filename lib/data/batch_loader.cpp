@@ -36,8 +36,8 @@ int64_t memory_cache_limit() {
   return std::min(four_gib, int64_t(pages) * page / 4);
 }
 
-LoaderOptions loader_options(const DataOptions& data, const TrainingOptions& training,
-                             const Shape& input, bool for_training) {
+LoaderOptions loader_options(const DataOptions& data, const TrainingOptions& training, const Shape& input,
+                             bool for_training) {
   LoaderOptions o;
   o.input = input;
   o.batch_size = training.mini_batch_size;
@@ -55,8 +55,7 @@ LoaderOptions loader_options(const DataOptions& data, const TrainingOptions& tra
   return o;
 }
 
-std::vector<int64_t> BatchLoader::shares(int64_t batch, int world_size,
-                                         const std::vector<double>& load) {
+std::vector<int64_t> BatchLoader::shares(int64_t batch, int world_size, const std::vector<double>& load) {
   std::vector<int64_t> out(world_size, 0);
   if (load.empty()) {
     for (int r = 0; r < world_size; ++r) out[r] = batch / world_size + (r < batch % world_size);
@@ -71,8 +70,7 @@ std::vector<int64_t> BatchLoader::shares(int64_t batch, int world_size,
     given += out[r];
     rest.push_back({exact - double(out[r]), r});
   }
-  std::stable_sort(rest.begin(), rest.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::stable_sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   for (int64_t k = 0; given < batch; ++k, ++given) ++out[rest[k % world_size].second];
   return out;
 }
@@ -81,16 +79,12 @@ BatchLoader::BatchLoader(const ImageDatastore& datastore, LoaderOptions options)
     : ds_(datastore), opt_(std::move(options)) {
   const Shape& in = opt_.input;
   if (in.rank() != 3 || in[0] <= 0 || in[1] <= 0 || (in[2] != 1 && in[2] != 3))
-    throw ConfigError("data loader: InputSize " + in.str() +
-                      " must be HxWx1 or HxWx3 (grey or RGB images)");
-  if (opt_.batch_size <= 0)
-    throw ConfigError("MiniBatchSize " + std::to_string(opt_.batch_size) + " must be positive");
+    throw ConfigError("data loader: InputSize " + in.str() + " must be HxWx1 or HxWx3 (grey or RGB images)");
+  if (opt_.batch_size <= 0) throw ConfigError("MiniBatchSize " + std::to_string(opt_.batch_size) + " must be positive");
   if (opt_.shuffle != "once" && opt_.shuffle != "never" && opt_.shuffle != "every-epoch")
     throw ConfigError("Shuffle '" + opt_.shuffle + "' must be once, never or every-epoch");
-  if (opt_.output_size_mode != "resize" && opt_.output_size_mode != "centercrop" &&
-      opt_.output_size_mode != "randcrop")
-    throw ConfigError("OutputSizeMode '" + opt_.output_size_mode +
-                      "' must be resize, centercrop or randcrop");
+  if (opt_.output_size_mode != "resize" && opt_.output_size_mode != "centercrop" && opt_.output_size_mode != "randcrop")
+    throw ConfigError("OutputSizeMode '" + opt_.output_size_mode + "' must be resize, centercrop or randcrop");
   if (opt_.on_bad_image != "error" && opt_.on_bad_image != "skip")
     throw ConfigError("OnBadImage '" + opt_.on_bad_image + "' must be error or skip");
   if (opt_.world_size < 1 || opt_.rank < 0 || opt_.rank >= opt_.world_size)
@@ -103,17 +97,15 @@ BatchLoader::BatchLoader(const ImageDatastore& datastore, LoaderOptions options)
       total += w;
     }
     if (int(opt_.worker_load.size()) != opt_.world_size || total <= 0)
-      throw ConfigError("WorkerLoad has " + std::to_string(opt_.worker_load.size()) +
-                        " entries for " + std::to_string(opt_.world_size) +
-                        " workers (give one positive share per worker)");
+      throw ConfigError("WorkerLoad has " + std::to_string(opt_.worker_load.size()) + " entries for " +
+                        std::to_string(opt_.world_size) + " workers (give one positive share per worker)");
   }
   const int64_t n = ds_.size();
   batch_ = opt_.drop_last ? std::min(opt_.batch_size, std::max<int64_t>(n, 1)) : opt_.batch_size;
   num_batches_ = opt_.drop_last ? n / batch_ : (n + batch_ - 1) / batch_;
   full_share_ = shares(batch_, opt_.world_size, opt_.worker_load);
   const int64_t last = n - (num_batches_ - 1) * batch_;
-  last_share_ = shares(num_batches_ > 0 ? std::min(last, batch_) : 0, opt_.world_size,
-                       opt_.worker_load);
+  last_share_ = shares(num_batches_ > 0 ? std::min(last, batch_) : 0, opt_.world_size, opt_.worker_load);
   bad_.reset(new std::atomic<uint8_t>[std::max<int64_t>(n, 1)]);
   for (int64_t i = 0; i < n; ++i) bad_[i].store(0, std::memory_order_relaxed);
   pool_ = std::make_unique<ThreadPool>(opt_.threads);
@@ -165,8 +157,8 @@ void BatchLoader::setup_cache() {
   const uint64_t label_key = ds_.has_pixel_labels() && kind == ImageCache::Kind::kFile
                                  ? cache_key(ds_.label_paths(), geometry + "/labels/" + ds_.pixel_ids().key())
                                  : 0;
-  label_cache_ = std::make_unique<ImageCache>(ds_.has_pixel_labels() ? kind : ImageCache::Kind::kNone, n,
-                                              label_key, dir);
+  label_cache_ =
+      std::make_unique<ImageCache>(ds_.has_pixel_labels() ? kind : ImageCache::Kind::kNone, n, label_key, dir);
   if (kind != ImageCache::Kind::kNone)
     log::debug("image cache: {} ({} MiB estimated){}", cache_kind(), bytes >> 20,
                cache_->file_path().empty() ? "" : " at " + cache_->file_path());
@@ -174,9 +166,12 @@ void BatchLoader::setup_cache() {
 
 std::string BatchLoader::cache_kind() const {
   switch (cache_->kind()) {
-    case ImageCache::Kind::kMemory: return "memory";
-    case ImageCache::Kind::kFile: return "file";
-    default: return "none";
+    case ImageCache::Kind::kMemory:
+      return "memory";
+    case ImageCache::Kind::kFile:
+      return "file";
+    default:
+      return "none";
   }
 }
 std::string BatchLoader::cache_file() const { return cache_->file_path(); }
@@ -321,8 +316,7 @@ void BatchLoader::fill(int64_t g, Batch& out) {
     const int64_t item = w->items[k];
     if (w->self->bad_[item].load(std::memory_order_relaxed)) return;
     try {
-      w->self->process(item, worker, w->images + k * w->per_image,
-                       w->labels ? w->labels + k * w->per_label : nullptr);
+      w->self->process(item, worker, w->images + k * w->per_image, w->labels ? w->labels + k * w->per_label : nullptr);
     } catch (const DataError& e) {
       if (!w->skip) throw;
       uint8_t expected = 0;

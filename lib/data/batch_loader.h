@@ -24,34 +24,34 @@ namespace dlt {
 class ImageCache;
 
 struct Batch {
-  Tensor images;  // (N, H, W, C) float32 host, 0..255
-  Tensor labels;  // (N) int32 host (DType::kI32); segmentation: (N, H, W), -1 = undefined pixel
+  Tensor images;               // (N, H, W, C) float32 host, 0..255
+  Tensor labels;               // (N) int32 host (DType::kI32); segmentation: (N, H, W), -1 = undefined pixel
   std::vector<int64_t> items;  // datastore indices, one per image
-  int64_t size = 0;  // N: this rank's images (bad images skipped); may be 0 for a rank
-                     // whose WorkerLoad share is 0: it must still join the all-reduce
+  int64_t size = 0;            // N: this rank's images (bad images skipped); may be 0 for a rank
+                               // whose WorkerLoad share is 0: it must still join the all-reduce
   int64_t global_size = 0;     // images in the whole global mini-batch, all ranks
 };
 
 struct LoaderOptions {
-  Shape input;  // (H, W, C), C = 1 or 3
-  int64_t batch_size = 128;  // the global mini-batch
+  Shape input;                   // (H, W, C), C = 1 or 3
+  int64_t batch_size = 128;      // the global mini-batch
   std::string shuffle = "once";  // once | never | every-epoch
-  bool drop_last = true;  // training: MATLAB discards the partial last mini-batch
-  bool training = true;   // augmentation and randcrop only when training
+  bool drop_last = true;         // training: MATLAB discards the partial last mini-batch
+  bool training = true;          // augmentation and randcrop only when training
   uint64_t seed = 0;
-  int rank = 0, world_size = 1;  // each rank gets a disjoint share of every global batch
-  std::vector<double> worker_load;  // empty: equal shares, remainder to the first ranks
-  int threads = 0;                  // decode threads; 0: one per core
-  bool background = true;           // prepare batches ahead on the pool (DispatchInBackground)
-  std::string cache = "auto";       // auto | memory | file | none
-  std::string on_bad_image = "error";   // error | skip
+  int rank = 0, world_size = 1;             // each rank gets a disjoint share of every global batch
+  std::vector<double> worker_load;          // empty: equal shares, remainder to the first ranks
+  int threads = 0;                          // decode threads; 0: one per core
+  bool background = true;                   // prepare batches ahead on the pool (DispatchInBackground)
+  std::string cache = "auto";               // auto | memory | file | none
+  std::string on_bad_image = "error";       // error | skip
   std::string output_size_mode = "resize";  // resize | centercrop | randcrop
   AugmentOptions augment;
 };
 
 // LoaderOptions from the config's sections.
-LoaderOptions loader_options(const DataOptions& data, const TrainingOptions& training,
-                             const Shape& input, bool for_training);
+LoaderOptions loader_options(const DataOptions& data, const TrainingOptions& training, const Shape& input,
+                             bool for_training);
 
 // 'auto' keeps images in memory when they need at most this many bytes (the smaller of 4 GiB
 // and a quarter of physical memory); beyond it they go to a cache file.
@@ -81,8 +81,7 @@ class BatchLoader {
 
   // Images per rank in a global batch of `batch` (WorkerLoad rule: proportional, largest
   // remainders first, ties to lower ranks; equal when load is empty).
-  static std::vector<int64_t> shares(int64_t batch, int world_size,
-                                     const std::vector<double>& load);
+  static std::vector<int64_t> shares(int64_t batch, int world_size, const std::vector<double>& load);
 
  private:
   struct Scratch;
@@ -120,9 +119,9 @@ class BatchLoader {
 // imageInputLayer Normalization statistics over a datastore: resized (or centre-cropped),
 // never augmented. std is the population standard deviation over all pixels of a channel.
 struct DatasetStats {
-  Tensor mean_image;                  // (H, W, C)
-  std::vector<double> channel_mean;   // (C)
-  std::vector<double> channel_std;    // (C)
+  Tensor mean_image;                             // (H, W, C)
+  std::vector<double> channel_mean;              // (C)
+  std::vector<double> channel_std;               // (C)
   std::vector<double> channel_min, channel_max;  // (C) for rescale-* normalizations
   int64_t count = 0;
 };

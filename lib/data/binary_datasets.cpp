@@ -36,8 +36,7 @@ void make_dirs(const fs::path& p) {
 }
 
 uint32_t be32(const std::vector<uint8_t>& b, size_t off) {
-  return uint32_t(b[off]) << 24 | uint32_t(b[off + 1]) << 16 | uint32_t(b[off + 2]) << 8 |
-         uint32_t(b[off + 3]);
+  return uint32_t(b[off]) << 24 | uint32_t(b[off + 1]) << 16 | uint32_t(b[off + 2]) << 8 | uint32_t(b[off + 3]);
 }
 
 }  // namespace
@@ -56,10 +55,9 @@ int64_t convert_cifar10_binary(const std::string& src, const std::string& dest) 
   const struct {
     const char* part;
     std::vector<std::string> files;
-  } parts[] = {{"train",
-                {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
-                 "data_batch_5.bin"}},
-               {"test", {"test_batch.bin"}}};
+  } parts[] = {
+      {"train", {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin"}},
+      {"test", {"test_batch.bin"}}};
   for (const auto& part : parts) {
     std::vector<int64_t> per_class(classes.size(), 0);  // a folder appears with its first image
     for (const auto& file : part.files) {
@@ -73,14 +71,13 @@ int64_t convert_cifar10_binary(const std::string& src, const std::string& dest) 
       for (size_t r = 0; r < bytes.size() / kRecord; ++r) {
         const uint8_t* rec = &bytes[r * kRecord];
         if (rec[0] >= classes.size())
-          throw DataError(p.string() + ": record " + std::to_string(r) + " has label " +
-                          std::to_string(rec[0]) + " (expected 0..9)");
+          throw DataError(p.string() + ": record " + std::to_string(r) + " has label " + std::to_string(rec[0]) +
+                          " (expected 0..9)");
         for (int i = 0; i < 1024; ++i)
           for (int k = 0; k < 3; ++k) img.pixels[i * 3 + k] = rec[1 + k * 1024 + i];
         const auto& c = classes[rec[0]];
         if (per_class[rec[0]] == 0) make_dirs(fs::path(dest) / part.part / c);
-        write_image((fs::path(dest) / part.part / c / numbered(per_class[rec[0]]++)).string(),
-                    img);
+        write_image((fs::path(dest) / part.part / c / numbered(per_class[rec[0]]++)).string(), img);
         ++written;
       }
     }
@@ -104,8 +101,7 @@ int64_t convert_mnist_idx(const std::string& src, const std::string& dest) {
     if (labels.size() < 8 || be32(labels, 0) != 0x801)
       throw DataError(lp.string() + ": not an IDX label file (bad magic; gunzip it first?)");
     const uint32_t n = be32(images, 4), rows = be32(images, 8), cols = be32(images, 12);
-    if (be32(labels, 4) != n || labels.size() < 8 + size_t(n) ||
-        images.size() < 16 + size_t(n) * rows * cols)
+    if (be32(labels, 4) != n || labels.size() < 8 + size_t(n) || images.size() < 16 + size_t(n) * rows * cols)
       throw DataError(ip.string() + ": image and label counts or sizes do not match (truncated?)");
     std::vector<int64_t> per_class(10, 0);
     Image img(int(rows), int(cols), 1);
@@ -114,10 +110,7 @@ int64_t convert_mnist_idx(const std::string& src, const std::string& dest) {
       if (label > 9) throw DataError(lp.string() + ": label " + std::to_string(label) + " > 9");
       if (per_class[label] == 0) make_dirs(fs::path(dest) / part.part / std::to_string(label));
       std::copy_n(&images[16 + size_t(i) * rows * cols], size_t(rows) * cols, img.pixels.data());
-      write_image((fs::path(dest) / part.part / std::to_string(label) /
-                   numbered(per_class[label]++))
-                      .string(),
-                  img);
+      write_image((fs::path(dest) / part.part / std::to_string(label) / numbered(per_class[label]++)).string(), img);
       ++written;
     }
   }

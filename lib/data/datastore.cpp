@@ -25,8 +25,7 @@ std::vector<std::string> normalized_extensions(const std::vector<std::string>& g
     if (!x.empty() && x[0] != '.') x = "." + x;
     const auto& ok = supported_image_extensions();
     if (std::find(ok.begin(), ok.end(), x) == ok.end())
-      throw ConfigError("FileExtensions: '" + e + "' is not a format dltrain reads (use " +
-                        join(ok, " ") + ")");
+      throw ConfigError("FileExtensions: '" + e + "' is not a format dltrain reads (use " + join(ok, " ") + ")");
     exts.push_back(x);
   }
   return exts;
@@ -43,13 +42,11 @@ bool has_extension(const fs::path& p, const std::vector<std::string>& exts) {
 }
 
 // Sorted image files below `dir` (recursively or not).
-std::vector<std::string> images_in(const fs::path& dir, bool recursive,
-                                   const std::vector<std::string>& exts) {
+std::vector<std::string> images_in(const fs::path& dir, bool recursive, const std::vector<std::string>& exts) {
   std::vector<std::string> out;
   std::error_code ec;
   auto take = [&](const fs::directory_entry& e) {
-    if (!hidden(e.path()) && e.is_regular_file(ec) && has_extension(e.path(), exts))
-      out.push_back(e.path().string());
+    if (!hidden(e.path()) && e.is_regular_file(ec) && has_extension(e.path(), exts)) out.push_back(e.path().string());
   };
   if (recursive) {
     fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec);
@@ -72,9 +69,7 @@ std::vector<std::string> images_in(const fs::path& dir, bool recursive,
 
 }  // namespace
 
-ImageDatastore::ImageDatastore(const std::string& root, const DataOptions& options) {
-  list(root, options, nullptr);
-}
+ImageDatastore::ImageDatastore(const std::string& root, const DataOptions& options) { list(root, options, nullptr); }
 
 ImageDatastore::ImageDatastore(const std::string& root, const DataOptions& options,
                                const std::vector<std::string>& classes) {
@@ -89,10 +84,8 @@ void ImageDatastore::list(const std::string& root, const DataOptions& options,
   root_ = root;
   std::error_code ec;
   const fs::path rp(root);
-  if (!fs::exists(rp, ec))
-    throw DataError(root + ": image folder does not exist (check the data path)");
-  if (!fs::is_directory(rp, ec))
-    throw DataError(root + ": is not a folder (give a folder of class folders)");
+  if (!fs::exists(rp, ec)) throw DataError(root + ": image folder does not exist (check the data path)");
+  if (!fs::is_directory(rp, ec)) throw DataError(root + ": is not a folder (give a folder of class folders)");
   const auto exts = normalized_extensions(options.file_extensions);
   const std::string ext_list = join(exts, " ");
 
@@ -119,8 +112,7 @@ void ImageDatastore::list(const std::string& root, const DataOptions& options,
   }
   if (by_class.empty())
     throw DataError(root + ": no images found (looked for " + ext_list +
-                    (options.include_subfolders ? " in class subfolders" : " directly in it") +
-                    ")");
+                    (options.include_subfolders ? " in class subfolders" : " directly in it") + ")");
 
   if (fixed_classes) {
     classes_ = *fixed_classes;
@@ -131,9 +123,8 @@ void ImageDatastore::list(const std::string& root, const DataOptions& options,
     auto it = std::find(classes_.begin(), classes_.end(), name);
     if (it == classes_.end()) {
       const fs::path where = name == root_name ? rp : rp / name;
-      throw DataError(where.string() + ": label '" + name +
-                      "' is not one of the training classes (" + join(classes_, ", ") + ")" +
-                      did_you_mean(name, classes_));
+      throw DataError(where.string() + ": label '" + name + "' is not one of the training classes (" +
+                      join(classes_, ", ") + ")" + did_you_mean(name, classes_));
     }
     const auto label = static_cast<int32_t>(it - classes_.begin());
     for (const auto& f : files) {
@@ -144,8 +135,7 @@ void ImageDatastore::list(const std::string& root, const DataOptions& options,
   if (fixed_classes) {  // keep (label, path) order when the class list is not sorted
     std::vector<int64_t> order(paths_.size());
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t a, int64_t b) { return labels_[a] < labels_[b]; });
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return labels_[a] < labels_[b]; });
     *this = subset(order);
   }
 }
@@ -218,11 +208,9 @@ ImageDatastore ImageDatastore::pixel_pairs(const std::string& images, const std:
   return ds;
 }
 
-std::pair<ImageDatastore, ImageDatastore> ImageDatastore::split_each_label(double fraction,
-                                                                           uint64_t seed) const {
+std::pair<ImageDatastore, ImageDatastore> ImageDatastore::split_each_label(double fraction, uint64_t seed) const {
   if (!(fraction >= 0 && fraction <= 1))
-    throw ConfigError("splitEachLabel fraction " + std::to_string(fraction) +
-                      " is outside [0, 1]");
+    throw ConfigError("splitEachLabel fraction " + std::to_string(fraction) + " is outside [0, 1]");
   std::vector<std::vector<int64_t>> per_label(classes_.size());
   for (int64_t i = 0; i < size(); ++i) per_label[labels_[i]].push_back(i);
   std::vector<char> first(paths_.size(), 0);
@@ -238,12 +226,11 @@ std::pair<ImageDatastore, ImageDatastore> ImageDatastore::split_each_label(doubl
   return {subset(a), subset(b)};
 }
 
-ImageDatastore ImageDatastore::from_lists(std::vector<std::string> paths,
-                                          std::vector<int32_t> labels,
+ImageDatastore ImageDatastore::from_lists(std::vector<std::string> paths, std::vector<int32_t> labels,
                                           std::vector<std::string> classes, std::string root) {
   if (paths.size() != labels.size())
-    throw DataError("datastore: " + std::to_string(paths.size()) + " paths but " +
-                    std::to_string(labels.size()) + " labels");
+    throw DataError("datastore: " + std::to_string(paths.size()) + " paths but " + std::to_string(labels.size()) +
+                    " labels");
   ImageDatastore ds;
   ds.root_ = std::move(root);
   ds.paths_ = std::move(paths);

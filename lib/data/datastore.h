@@ -24,8 +24,7 @@ class ImageDatastore {
   ImageDatastore(const std::string& root, const DataOptions& options);
   // Same, labelling with a fixed class list (validation/test data with the training classes):
   // a class folder whose name is not in `classes` is a DataError naming it.
-  ImageDatastore(const std::string& root, const DataOptions& options,
-                 const std::vector<std::string>& classes);
+  ImageDatastore(const std::string& root, const DataOptions& options, const std::vector<std::string>& classes);
 
   int64_t size() const { return static_cast<int64_t>(paths_.size()); }
   bool empty() const { return paths_.empty(); }
@@ -51,8 +50,7 @@ class ImageDatastore {
   // classes() are ClassNames; label(i) is 0. Throws DataError naming the file for an image
   // without a label image or a label image without an image (two files with one stem count as
   // both), and for missing or empty folders; ConfigError for bad ClassNames / LabelIDs.
-  static ImageDatastore pixel_pairs(const std::string& images, const std::string& labels,
-                                    const DataOptions& options);
+  static ImageDatastore pixel_pairs(const std::string& images, const std::string& labels, const DataOptions& options);
   bool has_pixel_labels() const { return !label_paths_.empty(); }
   const std::string& label_path(int64_t i) const { return label_paths_[i]; }
   const std::vector<std::string>& label_paths() const { return label_paths_; }
@@ -63,8 +61,7 @@ class ImageDatastore {
                                    std::vector<std::string> classes, std::string root = "");
 
  private:
-  void list(const std::string& root, const DataOptions& options,
-            const std::vector<std::string>* fixed_classes);
+  void list(const std::string& root, const DataOptions& options, const std::vector<std::string>* fixed_classes);
 
   std::string root_;
   std::vector<std::string> paths_;

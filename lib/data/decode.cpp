@@ -25,8 +25,7 @@ namespace {
 std::atomic<bool> g_use_turbo{DLT_HAVE_TURBOJPEG != 0};
 
 [[noreturn]] void fail(const std::string& name, const std::string& reason) {
-  throw DataError(name + ": cannot decode image: " + reason +
-                  " (remove or replace the file, or set OnBadImage: skip)");
+  throw DataError(name + ": cannot decode image: " + reason + " (remove or replace the file, or set OnBadImage: skip)");
 }
 
 void read_file(const std::string& path, std::vector<uint8_t>& bytes) {
@@ -67,9 +66,7 @@ void convert(const uint8_t* src, int h, int w, int src_c, int channels, Image& o
   }
 }
 
-bool is_jpeg(const std::vector<uint8_t>& b) {
-  return b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF;
-}
+bool is_jpeg(const std::vector<uint8_t>& b) { return b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF; }
 
 #if DLT_HAVE_TURBOJPEG
 struct TurboHandle {
@@ -81,8 +78,7 @@ struct TurboHandle {
 };
 
 // False when libjpeg-turbo only warns (slightly damaged data): the caller then tries stb.
-bool decode_turbo(const std::vector<uint8_t>& bytes, const std::string& name, int channels,
-                  Image& out) {
+bool decode_turbo(const std::vector<uint8_t>& bytes, const std::string& name, int channels, Image& out) {
   thread_local TurboHandle t;
   if (!t.h) fail(name, "libjpeg-turbo could not start");
   int w = 0, h = 0, subsamp = 0, colorspace = 0;
@@ -103,8 +99,7 @@ bool decode_turbo(const std::vector<uint8_t>& bytes, const std::string& name, in
     dst = t.scratch.data();
   }
   if (tjDecompress2(t.h, data, bytes.size(), dst, w, 0, h, grey ? TJPF_GRAY : TJPF_RGB, 0) != 0) {
-    if (tjGetErrorCode(t.h) == TJERR_FATAL)
-      fail(name, std::string("libjpeg-turbo: ") + tjGetErrorStr2(t.h));
+    if (tjGetErrorCode(t.h) == TJERR_FATAL) fail(name, std::string("libjpeg-turbo: ") + tjGetErrorStr2(t.h));
     return false;
   }
   if (src_c != channels) convert(dst, h, w, src_c, channels, out);
@@ -120,16 +115,13 @@ const std::vector<std::string>& supported_image_extensions() {
   return exts;
 }
 
-void decode_image_memory(const std::vector<uint8_t>& bytes, const std::string& name,
-                         int channels, Image& out) {
+void decode_image_memory(const std::vector<uint8_t>& bytes, const std::string& name, int channels, Image& out) {
   if (channels != 1 && channels != 3)
     throw DataError(name + ": cannot decode to " + std::to_string(channels) +
                     " channels (InputSize must end in 1 or 3)");
   if (bytes.empty()) fail(name, "the file is empty (0 bytes)");
 #if DLT_HAVE_TURBOJPEG
-  if (is_jpeg(bytes) && g_use_turbo.load(std::memory_order_relaxed) &&
-      decode_turbo(bytes, name, channels, out))
-    return;
+  if (is_jpeg(bytes) && g_use_turbo.load(std::memory_order_relaxed) && decode_turbo(bytes, name, channels, out)) return;
 #endif
   int w = 0, h = 0, n = 0;
   if (bytes.size() > size_t(INT32_MAX)) fail(name, "file larger than 2 GiB");
@@ -186,8 +178,7 @@ void set_jpeg_decoder(const std::string& name) {
   if (name == "stb") {
     g_use_turbo = false;
   } else if (name == "turbo") {
-    if (!have_turbojpeg())
-      throw UsageError("JPEG decoder 'turbo': this build has no libjpeg-turbo (use stb)");
+    if (!have_turbojpeg()) throw UsageError("JPEG decoder 'turbo': this build has no libjpeg-turbo (use stb)");
     g_use_turbo = true;
   } else {
     throw UsageError("unknown JPEG decoder '" + name + "' (use stb or turbo)");

@@ -22,8 +22,7 @@ Image decode_image(const std::string& path, int channels);
 // for every format, never a lossy colour conversion). Throws DataError like decode_image.
 void decode_image_as_stored(const std::string& path, Image& out);
 // Same from bytes already in memory; `name` is used in error messages.
-void decode_image_memory(const std::vector<uint8_t>& bytes, const std::string& name,
-                         int channels, Image& out);
+void decode_image_memory(const std::vector<uint8_t>& bytes, const std::string& name, int channels, Image& out);
 
 // Width and height from the file header without decoding; throws DataError like decode.
 void image_size(const std::string& path, int& height, int& width);

@@ -19,8 +19,7 @@ void write_image(const std::string& path, const Image& image, int jpeg_quality) 
   namespace fs = std::filesystem;
   static std::atomic<uint64_t> counter{0};
   const std::string ext = to_lower(fs::path(path).extension().string());
-  const std::string tmp =
-      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   const int w = image.width, h = image.height, c = image.channels;
   const void* px = image.pixels.data();
   int ok = 0;
@@ -33,8 +32,7 @@ void write_image(const std::string& path, const Image& image, int jpeg_quality) 
   } else if (ext == ".tga") {
     ok = stbi_write_tga(tmp.c_str(), w, h, c, px);
   } else {
-    throw DataError(path + ": cannot write images with extension '" + ext +
-                    "' (use .png, .jpg, .bmp or .tga)");
+    throw DataError(path + ": cannot write images with extension '" + ext + "' (use .png, .jpg, .bmp or .tga)");
   }
   if (!ok) {
     std::remove(tmp.c_str());

@@ -21,9 +21,7 @@ struct Image {
   }
   size_t bytes() const { return pixels.size(); }
   uint8_t* at(int y, int x) { return pixels.data() + (size_t(y) * width + x) * channels; }
-  const uint8_t* at(int y, int x) const {
-    return pixels.data() + (size_t(y) * width + x) * channels;
-  }
+  const uint8_t* at(int y, int x) const { return pixels.data() + (size_t(y) * width + x) * channels; }
   bool empty() const { return pixels.empty(); }
 };
 

@@ -75,15 +75,13 @@ ImageCache::ImageCache(Kind kind, int64_t items, uint64_t key, const std::string
   if (kind_ != Kind::kFile) return;
   entries_.resize(items);
   char name[64];
-  std::snprintf(name, sizeof name, ".dltrain-cache-%016llx.bin",
-                static_cast<unsigned long long>(key));
+  std::snprintf(name, sizeof name, ".dltrain-cache-%016llx.bin", static_cast<unsigned long long>(key));
   final_path_ = (std::filesystem::path(dir) / name).string();
   if (load_existing()) return;
   temp_path_ = final_path_ + ".tmp." + std::to_string(::getpid());
   fd_ = ::open(temp_path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
-    log::warn("image cache: cannot create {}: {}; caching is off", temp_path_,
-              std::strerror(errno));
+    log::warn("image cache: cannot create {}: {}; caching is off", temp_path_, std::strerror(errno));
     kind_ = Kind::kNone;
     return;
   }
@@ -100,9 +98,8 @@ bool ImageCache::load_existing() {
   if (fd < 0) return false;
   uint64_t header[4];
   std::vector<Entry> entries(items_);
-  if (!pread_all(fd, header, sizeof header, 0) || header[0] != kCacheMagic ||
-      header[1] != key_ || header[2] != uint64_t(items_) ||
-      !pread_all(fd, entries.data(), entries.size() * sizeof(Entry), header[3])) {
+  if (!pread_all(fd, header, sizeof header, 0) || header[0] != kCacheMagic || header[1] != key_ ||
+      header[2] != uint64_t(items_) || !pread_all(fd, entries.data(), entries.size() * sizeof(Entry), header[3])) {
     ::close(fd);
     return false;
   }
@@ -156,8 +153,7 @@ void ImageCache::finalize() {
   if (!pwrite_all(fd_, entries_.data(), entries_.size() * sizeof(Entry), index_off) ||
       !pwrite_all(fd_, header, sizeof header, 0) || ::fsync(fd_) != 0 ||
       std::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
-    log::warn("image cache: cannot complete {} ({}); it serves this run only", final_path_,
-              std::strerror(errno));
+    log::warn("image cache: cannot complete {} ({}); it serves this run only", final_path_, std::strerror(errno));
     return;
   }
   complete_ = true;

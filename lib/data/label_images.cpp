@@ -19,7 +19,7 @@ void argmax_classes(const float* probs, int height, int width, int k, Image& out
 }
 
 std::vector<Colour> distinct_colours(int k) {
-  static const Colour lines[] = {{0, 114, 189}, {217, 83, 25},  {237, 177, 32}, {126, 47, 142},
+  static const Colour lines[] = {{0, 114, 189},  {217, 83, 25},  {237, 177, 32}, {126, 47, 142},
                                  {119, 172, 48}, {77, 190, 238}, {162, 20, 47}};
   std::vector<Colour> out;
   for (int c = 0; c < k; ++c) {
@@ -33,12 +33,24 @@ std::vector<Colour> distinct_colours(int k) {
     const double cc = v * s, x = cc * (1 - std::fabs(std::fmod(h, 2.0) - 1)), m = v - cc;
     double r = 0, g = 0, b = 0;
     switch (static_cast<int>(h)) {
-      case 0: r = cc, g = x; break;
-      case 1: r = x, g = cc; break;
-      case 2: g = cc, b = x; break;
-      case 3: g = x, b = cc; break;
-      case 4: r = x, b = cc; break;
-      default: r = cc, b = x; break;
+      case 0:
+        r = cc, g = x;
+        break;
+      case 1:
+        r = x, g = cc;
+        break;
+      case 2:
+        g = cc, b = x;
+        break;
+      case 3:
+        g = x, b = cc;
+        break;
+      case 4:
+        r = x, b = cc;
+        break;
+      default:
+        r = cc, b = x;
+        break;
     }
     auto q = [m](double u) { return static_cast<uint8_t>(std::lround((u + m) * 255)); };
     out.push_back({q(r), q(g), q(b)});

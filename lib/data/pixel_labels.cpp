@@ -67,7 +67,8 @@ void PixelLabelIds::decode(const std::string& path, Image& out) const {
   if (rgb_ && raw.channels != 3)
     throw DataError(path + ": label image is greyscale but LabelIDs are RGB triplets (give integer LabelIDs)");
   if (!rgb_ && raw.channels != 1)
-    throw DataError(path + ": label image is in colour but LabelIDs are integers (give RGB triplets, e.g. [[128, 128, 128]])");
+    throw DataError(path +
+                    ": label image is in colour but LabelIDs are integers (give RGB triplets, e.g. [[128, 128, 128]])");
   out.reset(raw.height, raw.width, 1);
   const size_t n = size_t(raw.height) * raw.width;
   const uint8_t* src = raw.pixels.data();

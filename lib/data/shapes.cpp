@@ -19,9 +19,7 @@ constexpr double kPi = 3.14159265358979323846;
 bool in_polygon(double u, double v, const double* xs, const double* ys, int n) {
   bool in = false;
   for (int i = 0, j = n - 1; i < n; j = i++) {
-    if ((ys[i] > v) != (ys[j] > v) &&
-        u < (xs[j] - xs[i]) * (v - ys[i]) / (ys[j] - ys[i]) + xs[i])
-      in = !in;
+    if ((ys[i] > v) != (ys[j] > v) && u < (xs[j] - xs[i]) * (v - ys[i]) / (ys[j] - ys[i]) + xs[i]) in = !in;
   }
   return in;
 }
@@ -42,23 +40,31 @@ bool in_regular(double u, double v, int sides, double inner_ratio) {
 bool inside(int label, double u, double v) {
   const double r = std::sqrt(u * u + v * v);
   switch (label) {
-    case 0: return r <= 0.9;                                            // circle
-    case 1: return std::max(std::abs(u), std::abs(v)) <= 0.75;          // square
-    case 2: return in_regular(u, v + 0.15, 3, 0);                       // triangle
-    case 3: return (std::abs(u) <= 0.28 && std::abs(v) <= 0.95) ||      // cross
-                   (std::abs(v) <= 0.28 && std::abs(u) <= 0.95);
-    case 4: return r <= 0.95 && r >= 0.55;                              // ring
-    case 5: return in_regular(u, v, 5, 0.42);                           // star
-    case 6: return in_regular(u, v, 6, 0);                              // hexagon
-    default: return r <= 0.95 && v <= 0.25;                             // half-disc
+    case 0:
+      return r <= 0.9;  // circle
+    case 1:
+      return std::max(std::abs(u), std::abs(v)) <= 0.75;  // square
+    case 2:
+      return in_regular(u, v + 0.15, 3, 0);  // triangle
+    case 3:
+      return (std::abs(u) <= 0.28 && std::abs(v) <= 0.95) ||  // cross
+             (std::abs(v) <= 0.28 && std::abs(u) <= 0.95);
+    case 4:
+      return r <= 0.95 && r >= 0.55;  // ring
+    case 5:
+      return in_regular(u, v, 5, 0.42);  // star
+    case 6:
+      return in_regular(u, v, 6, 0);  // hexagon
+    default:
+      return r <= 0.95 && v <= 0.25;  // half-disc
   }
 }
 
 }  // namespace
 
 const std::vector<std::string>& shape_class_names() {
-  static const std::vector<std::string> names = {"circle", "square",  "triangle", "cross",
-                                                 "ring",   "star",    "hexagon",  "halfdisc"};
+  static const std::vector<std::string> names = {"circle", "square", "triangle", "cross",
+                                                 "ring",   "star",   "hexagon",  "halfdisc"};
   return names;
 }
 
@@ -78,8 +84,7 @@ std::vector<float> shape_coverage(int label, const ShapePose& pose, int height, 
       for (int sy = 0; sy < kSub; ++sy) {
         for (int sx = 0; sx < kSub; ++sx) {
           const double px = x + (sx + 0.5) / kSub - pose.cx, py = y + (sy + 0.5) / kSub - pose.cy;
-          const double u = (ca * px + sa * py) / pose.radius,
-                       v = (-sa * px + ca * py) / pose.radius;
+          const double u = (ca * px + sa * py) / pose.radius, v = (-sa * px + ca * py) / pose.radius;
           hits += inside(label, u, v);
         }
       }
@@ -120,13 +125,11 @@ int64_t write_shapes_dataset(const std::string& dir, const ShapesDatasetOptions&
   namespace fs = std::filesystem;
   const int max_classes = static_cast<int>(shape_class_names().size());
   if (o.classes < 2 || o.classes > max_classes)
-    throw UsageError("--classes " + std::to_string(o.classes) + " must be 2.." +
-                     std::to_string(max_classes));
+    throw UsageError("--classes " + std::to_string(o.classes) + " must be 2.." + std::to_string(max_classes));
   if (o.per_class < 1) throw UsageError("--per-class must be at least 1");
   if (o.height < 8 || o.width < 8 || o.height > 4096 || o.width > 4096)
     throw UsageError("--size must be between 8x8 and 4096x4096");
-  if (!(o.test_fraction >= 0 && o.test_fraction < 1))
-    throw UsageError("--split must be in [0, 1)");
+  if (!(o.test_fraction >= 0 && o.test_fraction < 1)) throw UsageError("--split must be in [0, 1)");
   const int test_count = static_cast<int>(std::lround(o.per_class * o.test_fraction));
   int64_t written = 0;
   for (int c = 0; c < o.classes; ++c) {
@@ -134,9 +137,7 @@ int64_t write_shapes_dataset(const std::string& dir, const ShapesDatasetOptions&
     for (const char* part : {"train", "test"}) {
       std::error_code ec;
       fs::create_directories(fs::path(dir) / part / name, ec);
-      if (ec)
-        throw DataError((fs::path(dir) / part / name).string() +
-                        ": cannot create folder: " + ec.message());
+      if (ec) throw DataError((fs::path(dir) / part / name).string() + ": cannot create folder: " + ec.message());
     }
     for (int i = 0; i < o.per_class; ++i) {
       Rng rng = Rng::derive(o.seed, {uint64_t(c), uint64_t(i)});

@@ -20,8 +20,7 @@ constexpr double kPi = 3.14159265358979323846;
 // A position for a shape of `radius` inside the image, away from the shapes already placed
 // when the rng finds such a place within a few tries (else the last try: shapes then overlap
 // and the later one occludes the earlier, which the label follows).
-void place(ShapePose& pose, const std::vector<ShapePose>& placed, int height, int width,
-           Rng& rng) {
+void place(ShapePose& pose, const std::vector<ShapePose>& placed, int height, int width, Rng& rng) {
   for (int attempt = 0; attempt < 20; ++attempt) {
     pose.cx = rng.uniform(pose.radius * 0.8, width - pose.radius * 0.8);
     pose.cy = rng.uniform(pose.radius * 0.8, height - pose.radius * 0.8);
@@ -83,8 +82,8 @@ ShapesSegSample render_shapes_seg(int classes, int height, int width, Rng& rng) 
     for (int l = 1; l <= n_shapes; ++l)
       if (visible[l][p] > visible[best][p]) best = l;
     out.label.pixels[p] = visible[best][p] < kShapesSegSure ? kShapesSegVoid
-                          : best == 0                      ? 0
-                                                           : uint8_t(order[best - 1] + 1);
+                          : best == 0                       ? 0
+                                                            : uint8_t(order[best - 1] + 1);
     for (int k = 0; k < 3; ++k) {
       const double val = rgb[p * 3 + k] + noise * rng.normal();
       out.image.pixels[p * 3 + k] = static_cast<uint8_t>(std::clamp(std::lround(val), 0L, 255L));
@@ -97,13 +96,11 @@ int64_t write_shapes_seg_dataset(const std::string& dir, const ShapesSegOptions&
   namespace fs = std::filesystem;
   const int max_classes = static_cast<int>(shape_class_names().size());
   if (o.classes < 1 || o.classes > max_classes)
-    throw UsageError("--classes " + std::to_string(o.classes) + " must be 1.." +
-                     std::to_string(max_classes));
+    throw UsageError("--classes " + std::to_string(o.classes) + " must be 1.." + std::to_string(max_classes));
   if (o.count < 1) throw UsageError("--count must be at least 1");
   if (o.height < 16 || o.width < 16 || o.height > 4096 || o.width > 4096)
     throw UsageError("--size must be between 16x16 and 4096x4096");
-  if (!(o.test_fraction >= 0 && o.test_fraction < 1))
-    throw UsageError("--split must be in [0, 1)");
+  if (!(o.test_fraction >= 0 && o.test_fraction < 1)) throw UsageError("--split must be in [0, 1)");
   const int test_count = static_cast<int>(std::lround(o.count * o.test_fraction));
   for (const char* part : {"train", "test"}) {
     for (const char* kind : {"images", "labels"}) {

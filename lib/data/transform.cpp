@@ -59,9 +59,8 @@ inline uint8_t to_u8(float v) {
 }
 
 [[noreturn]] void too_small(const Image& in, int height, int width, const std::string& name) {
-  throw DataError(name + ": image is " + std::to_string(in.height) + "x" +
-                  std::to_string(in.width) + " but the crop needs at least " +
-                  std::to_string(height) + "x" + std::to_string(width) +
+  throw DataError(name + ": image is " + std::to_string(in.height) + "x" + std::to_string(in.width) +
+                  " but the crop needs at least " + std::to_string(height) + "x" + std::to_string(width) +
                   " (use OutputSizeMode: resize, or a smaller InputSize)");
 }
 
@@ -105,8 +104,10 @@ void resize_bilinear(const Image& in, int height, int width, Image& out) {
     resize_rows<1>(in, width, cx, tmp.data());
   } else {
     DLT_CHECK(c == 4 || c == 2, "resize of " << c << " channels");
-    if (c == 4) resize_rows<4>(in, width, cx, tmp.data());
-    else resize_rows<2>(in, width, cx, tmp.data());
+    if (c == 4)
+      resize_rows<4>(in, width, cx, tmp.data());
+    else
+      resize_rows<2>(in, width, cx, tmp.data());
   }
   out.height = height;
   out.width = width;
@@ -136,8 +137,7 @@ void crop(const Image& in, int top, int left, int height, int width, Image& out)
   out.width = width;
   out.channels = in.channels;
   out.pixels.resize(size_t(height) * width * in.channels);
-  for (int y = 0; y < height; ++y)
-    std::memcpy(out.at(y, 0), in.at(top + y, left), size_t(width) * in.channels);
+  for (int y = 0; y < height; ++y) std::memcpy(out.at(y, 0), in.at(top + y, left), size_t(width) * in.channels);
 }
 
 void center_crop(const Image& in, int height, int width, const std::string& name, Image& out) {
@@ -145,8 +145,7 @@ void center_crop(const Image& in, int height, int width, const std::string& name
   crop(in, (in.height - height) / 2, (in.width - width) / 2, height, width, out);
 }
 
-void random_crop(const Image& in, int height, int width, const std::string& name, Rng& rng,
-                 Image& out) {
+void random_crop(const Image& in, int height, int width, const std::string& name, Rng& rng, Image& out) {
   if (in.height < height || in.width < width) too_small(in, height, width, name);
   const int top = static_cast<int>(rng.below(uint64_t(in.height - height) + 1));
   const int left = static_cast<int>(rng.below(uint64_t(in.width - width) + 1));
@@ -177,8 +176,7 @@ inline void sample_inside(const Image& in, int x0, int y0, float ax, float ay, u
   const uint8_t* p = in.at(y0, x0);
   const uint8_t* q = p + size_t(in.width) * C;
   const float w00 = (1 - ax) * (1 - ay), w01 = ax * (1 - ay), w10 = (1 - ax) * ay, w11 = ax * ay;
-  for (int k = 0; k < C; ++k)
-    dst[k] = to_u8(w00 * p[k] + w01 * p[C + k] + w10 * q[k] + w11 * q[C + k]);
+  for (int k = 0; k < C; ++k) dst[k] = to_u8(w00 * p[k] + w01 * p[C + k] + w10 * q[k] + w11 * q[C + k]);
 }
 
 // Calls f(xo, yo, x, y) for every output pixel with its source position (x, y) under the warp.
@@ -201,7 +199,7 @@ template <int C>
 void warp_rows(const Image& in, const AffineDraw& d, Image& out) {
   const int h = in.height, w = in.width;
   for_each_source(h, w, d, [&](int xo, int yo, double x, double y) {
-    if (!(x >= -1 && y >= -1 && x < w && y < h)) return;  // zero fill
+    if (!(x >= -1 && y >= -1 && x < w && y < h)) return;                           // zero fill
     const int x0 = static_cast<int>(x + 1) - 1, y0 = static_cast<int>(y + 1) - 1;  // floor
     const float ax = static_cast<float>(x - x0), ay = static_cast<float>(y - y0);
     uint8_t* dst = out.at(yo, xo);
@@ -214,8 +212,7 @@ void warp_rows(const Image& in, const AffineDraw& d, Image& out) {
     for (int k = 0; k < C; ++k) {
       float acc = 0;
       for (int t = 0; t < 4; ++t)
-        if (wts[t] != 0.f && xs[t] >= 0 && xs[t] < w && ys[t] >= 0 && ys[t] < h)
-          acc += wts[t] * in.at(ys[t], xs[t])[k];
+        if (wts[t] != 0.f && xs[t] >= 0 && xs[t] < w && ys[t] >= 0 && ys[t] < h) acc += wts[t] * in.at(ys[t], xs[t])[k];
       dst[k] = to_u8(acc);
     }
   });
@@ -229,10 +226,18 @@ void warp_affine(const Image& in, const AffineDraw& d, Image& out) {
   out.channels = in.channels;
   out.pixels.assign(in.pixels.size(), 0);
   switch (in.channels) {
-    case 1: warp_rows<1>(in, d, out); break;
-    case 2: warp_rows<2>(in, d, out); break;
-    case 3: warp_rows<3>(in, d, out); break;
-    default: warp_rows<4>(in, d, out); break;
+    case 1:
+      warp_rows<1>(in, d, out);
+      break;
+    case 2:
+      warp_rows<2>(in, d, out);
+      break;
+    case 3:
+      warp_rows<3>(in, d, out);
+      break;
+    default:
+      warp_rows<4>(in, d, out);
+      break;
   }
 }
 
@@ -259,8 +264,7 @@ void pad_crop_at(const Image& in, int ox, int oy, uint8_t fill, Image& out) {
     const int ys = y + oy;
     if (ys < 0 || ys >= h) continue;
     const int x_lo = std::max(0, -ox), x_hi = std::min(w, w - ox);
-    if (x_hi > x_lo)
-      std::memcpy(out.at(y, x_lo), in.at(ys, x_lo + ox), size_t(x_hi - x_lo) * c);
+    if (x_hi > x_lo) std::memcpy(out.at(y, x_lo), in.at(ys, x_lo + ox), size_t(x_hi - x_lo) * c);
   }
 }
 
@@ -278,8 +282,7 @@ void pad_crop(const Image& in, int64_t pad, Rng& rng, Image& out) {
   pad_crop_at(in, ox, oy, 0, out);
 }
 
-void augment_pair(Image& image, Image& labels, const AugmentOptions& options, uint8_t fill, Rng& rng,
-                  Image& scratch) {
+void augment_pair(Image& image, Image& labels, const AugmentOptions& options, uint8_t fill, Rng& rng, Image& scratch) {
   const AffineDraw d = draw_affine(options, rng);
   if (!d.identity()) {
     warp_affine(image, d, scratch);

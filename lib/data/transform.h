@@ -20,17 +20,14 @@ void crop(const Image& in, int top, int left, int height, int width, Image& out)
 // Centered and uniformly random windows. Throw DataError naming `name` and both sizes when
 // the image is smaller than the window.
 void center_crop(const Image& in, int height, int width, const std::string& name, Image& out);
-void random_crop(const Image& in, int height, int width, const std::string& name, Rng& rng,
-                 Image& out);
+void random_crop(const Image& in, int height, int width, const std::string& name, Rng& rng, Image& out);
 
 // The affine part of the augmentation, drawn from rng: out(p') = in(A^-1 (p' - c - t) + c)
 // about the image centre c. Always draws the same number of values from rng.
 struct AffineDraw {
   bool flip_x = false, flip_y = false;
   double rotation_deg = 0, scale = 1, tx = 0, ty = 0;
-  bool identity() const {
-    return !flip_x && !flip_y && rotation_deg == 0 && scale == 1 && tx == 0 && ty == 0;
-  }
+  bool identity() const { return !flip_x && !flip_y && rotation_deg == 0 && scale == 1 && tx == 0 && ty == 0; }
 };
 AffineDraw draw_affine(const AugmentOptions& options, Rng& rng);
 // Applies a drawn affine warp (same size, zero fill). Pure reflections and integer
@@ -49,7 +46,6 @@ void augment(Image& image, const AugmentOptions& options, Rng& rng, Image& scrat
 // Segmentation: the same random augmentation applied to an image and its label image (one draw
 // from rng, the same one augment() makes): the image sampled bilinearly with zero fill, the
 // labels nearest with `fill` (undefined) where the warp or PadCrop brings in outside pixels.
-void augment_pair(Image& image, Image& labels, const AugmentOptions& options, uint8_t fill, Rng& rng,
-                  Image& scratch);
+void augment_pair(Image& image, Image& labels, const AugmentOptions& options, uint8_t fill, Rng& rng, Image& scratch);
 
 }  // namespace dlt

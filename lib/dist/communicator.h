@@ -16,12 +16,12 @@ namespace dlt {
 
 struct CommOptions {
   int rank = 0, size = 1;
-  std::string rendezvous_dir;  // shared directory for the FileStore rendezvous, or
-  std::string rendezvous_tcp;  // HOST:PORT of rank 0's TCP store (wins when set; tcp_store.h)
-  std::string hostname;        // numeric address other ranks reach this one at (empty: loopback;
-                               // Gloo crashes on a name that does not resolve: host_address.h)
+  std::string rendezvous_dir;                // shared directory for the FileStore rendezvous, or
+  std::string rendezvous_tcp;                // HOST:PORT of rank 0's TCP store (wins when set; tcp_store.h)
+  std::string hostname;                      // numeric address other ranks reach this one at (empty: loopback;
+                                             // Gloo crashes on a name that does not resolve: host_address.h)
   std::chrono::milliseconds timeout{60000};  // every collective and the rendezvous
-  bool report_timing = false;  // CommunicationTiming: log the time spent in collectives at the end
+  bool report_timing = false;                // CommunicationTiming: log the time spent in collectives at the end
 };
 
 // The collective timeout of CommunicationTimeout seconds; larger values than

@@ -51,11 +51,12 @@ GradientBuckets::GradientBuckets(Communicator& comm, Tensor& flat_grads, int64_t
 
 GradientBuckets::~GradientBuckets() {
   if (timing_ && iterations_ > 0)
-    log::warn("gradient buckets: {} of about {:.2f} MB; per iteration {:.2f} ms forward + backward, {:.2f} ms "
-              "waiting for the all-reduce after backward ({} iterations)",
-              buckets_.size(), static_cast<double>(buckets_.front().numel()) * 4 / (1024 * 1024),
-              compute_ * 1e3 / static_cast<double>(iterations_), exposed_ * 1e3 / static_cast<double>(iterations_),
-              iterations_);
+    log::warn(
+        "gradient buckets: {} of about {:.2f} MB; per iteration {:.2f} ms forward + backward, {:.2f} ms "
+        "waiting for the all-reduce after backward ({} iterations)",
+        buckets_.size(), static_cast<double>(buckets_.front().numel()) * 4 / (1024 * 1024),
+        compute_ * 1e3 / static_cast<double>(iterations_), exposed_ * 1e3 / static_cast<double>(iterations_),
+        iterations_);
 }
 
 void GradientBuckets::begin(double weight) {
@@ -84,8 +85,7 @@ void GradientBuckets::finish() {
   ++iterations_;
 }
 
-GlobalTotals all_reduce_totals(Communicator& comm, int64_t images, double mean_loss, int64_t correct,
-                               int64_t counted) {
+GlobalTotals all_reduce_totals(Communicator& comm, int64_t images, double mean_loss, int64_t correct, int64_t counted) {
   double n = static_cast<double>(images);
   double v[4] = {n, images > 0 ? mean_loss * n : 0.0, static_cast<double>(correct),
                  static_cast<double>(counted < 0 ? images : counted)};

@@ -17,11 +17,11 @@ namespace dlt {
 class Network;
 
 struct GlobalTotals {
-  double images = 0;    // N: images in the global mini-batch (all ranks)
-  double loss = 0;      // mean loss over the N images
-  double correct = 0;   // correct predictions over the N images (pixels when per pixel)
-  double counted = 0;   // labels counted: N, or the pixels that are not undefined
-  double weight = 1;    // this rank's w = n / N
+  double images = 0;   // N: images in the global mini-batch (all ranks)
+  double loss = 0;     // mean loss over the N images
+  double correct = 0;  // correct predictions over the N images (pixels when per pixel)
+  double counted = 0;  // labels counted: N, or the pixels that are not undefined
+  double weight = 1;   // this rank's w = n / N
 };
 
 // This rank's share of the global mini-batch, known before forward (synchronized batch norm
@@ -77,8 +77,8 @@ class GradientBuckets {
 
  private:
   Communicator& comm_;
-  std::vector<Tensor> buckets_;   // views of flat_grads, last range first
-  std::vector<int64_t> starts_;   // flat offset of each bucket's first element
+  std::vector<Tensor> buckets_;  // views of flat_grads, last range first
+  std::vector<int64_t> starts_;  // flat offset of each bucket's first element
   size_t next_ = 0;
   double weight_ = 1;
   // timing: seconds since begin(), at the end of backward and after finish().

@@ -135,13 +135,13 @@ class GlooCommunicator final : public Communicator {
 
   void all_reduce_sum(double* values, int64_t n) override {
     run({"all_reduce_sum(" + std::to_string(n) + " doubles)", [=, this] {
-      gloo::AllreduceOptions opts(ctx_);
-      opts.setOutput(values, static_cast<size_t>(n));
-      opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<double>));
-      opts.setTag(next_tag());
-      opts.setTimeout(timeout_);
-      gloo::allreduce(opts);
-    }});
+           gloo::AllreduceOptions opts(ctx_);
+           opts.setOutput(values, static_cast<size_t>(n));
+           opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<double>));
+           opts.setTag(next_tag());
+           opts.setTimeout(timeout_);
+           gloo::allreduce(opts);
+         }});
   }
 
   void broadcast(Tensor& t, int root) override {
@@ -149,22 +149,22 @@ class GlooCommunicator final : public Communicator {
     float* p = t.data();
     size_t n = static_cast<size_t>(t.numel());
     run({"broadcast(" + std::to_string(n) + " floats from rank " + std::to_string(root) + ")", [=, this] {
-      gloo::BroadcastOptions opts(ctx_);
-      opts.setOutput(p, n);
-      opts.setRoot(root);
-      opts.setTag(next_tag());
-      opts.setTimeout(timeout_);
-      gloo::broadcast(opts);
-    }});
+           gloo::BroadcastOptions opts(ctx_);
+           opts.setOutput(p, n);
+           opts.setRoot(root);
+           opts.setTag(next_tag());
+           opts.setTimeout(timeout_);
+           gloo::broadcast(opts);
+         }});
   }
 
   void barrier() override {
     run({"barrier", [this] {
-      gloo::BarrierOptions opts(ctx_);
-      opts.setTag(next_tag());
-      opts.setTimeout(timeout_);
-      gloo::barrier(opts);
-    }});
+           gloo::BarrierOptions opts(ctx_);
+           opts.setTag(next_tag());
+           opts.setTimeout(timeout_);
+           gloo::barrier(opts);
+         }});
   }
 
  private:
@@ -246,10 +246,10 @@ class GlooCommunicator final : public Communicator {
     try {
       task.run();
     } catch (const std::exception& e) {
-      return first_error_ = std::make_exception_ptr(
-          CommError("rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": " + task.what +
-                    " failed: " + e.what() + " (a worker died, hung or was stopped; timeout " +
-                    std::to_string(timeout_.count() / 1000.0).substr(0, 5) + " s, training.CommunicationTimeout)"));
+      return first_error_ = std::make_exception_ptr(CommError(
+                 "rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": " + task.what +
+                 " failed: " + e.what() + " (a worker died, hung or was stopped; timeout " +
+                 std::to_string(timeout_.count() / 1000.0).substr(0, 5) + " s, training.CommunicationTimeout)"));
     }
     busy_ += t.seconds();
     ++count_;

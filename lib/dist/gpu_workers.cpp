@@ -41,11 +41,13 @@ std::vector<std::string> parse_visible_devices(const std::string& value) {
 void check_gpu_workers(int visible_gpus, const Env& env, bool have_cuda, bool have_nccl) {
   const std::string head = "ExecutionEnvironment 'multi-gpu' needs ";
   if (!have_cuda)
-    throw DeviceError(head + "CUDA GPUs, but this dltrain was built without CUDA (rebuild with the CUDA "
-                             "toolkit, cuDNN and NCCL; use 'parallel' for CPU workers)");
+    throw DeviceError(head +
+                      "CUDA GPUs, but this dltrain was built without CUDA (rebuild with the CUDA "
+                      "toolkit, cuDNN and NCCL; use 'parallel' for CPU workers)");
   if (!have_nccl)
-    throw DeviceError(head + "NCCL, but this dltrain was built without it (install NCCL and rebuild; "
-                             "'gpu' trains on one GPU)");
+    throw DeviceError(head +
+                      "NCCL, but this dltrain was built without it (install NCCL and rebuild; "
+                      "'gpu' trains on one GPU)");
   if (visible_gpus <= 0) {
     auto cvd = env.find("CUDA_VISIBLE_DEVICES");
     std::string why = cvd != env.end() && parse_visible_devices(cvd->second).empty()

@@ -25,8 +25,7 @@ std::vector<std::string> parse_visible_devices(const std::string& value);
 // the fix) when this build lacks CUDA or NCCL or no GPU is visible. The first form uses this
 // build's DLT_HAVE_CUDA / DLT_HAVE_NCCL.
 void check_gpu_workers(int visible_gpus, const std::map<std::string, std::string>& env);
-void check_gpu_workers(int visible_gpus, const std::map<std::string, std::string>& env, bool have_cuda,
-                       bool have_nccl);
+void check_gpu_workers(int visible_gpus, const std::map<std::string, std::string>& env, bool have_cuda, bool have_nccl);
 
 // How many local GPU workers to start: num_workers (NumWorkers), 0 meaning one per visible
 // GPU. Throws DeviceError when that is more than the visible GPUs (NCCL needs one GPU per rank).

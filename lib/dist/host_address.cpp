@@ -153,9 +153,10 @@ std::string gloo_address(const Env& env, bool on_this_host, const std::string& w
   std::string a = resolve_local_address(host, &why);
   if (!a.empty()) return a;
   if (on_this_host) {
-    log::debug("{}: this host's name '{}' is of no use ({}); every rank is on this machine, so they meet "
-               "over loopback (127.0.0.1)",
-               who, host, why);
+    log::debug(
+        "{}: this host's name '{}' is of no use ({}); every rank is on this machine, so they meet "
+        "over loopback (127.0.0.1)",
+        who, host, why);
     return "127.0.0.1";
   }
   throw CommError(who + ": this host's name '" + host + "' cannot be announced to the other ranks: " + why +

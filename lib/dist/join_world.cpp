@@ -46,7 +46,8 @@ void set_cluster_rendezvous(CommOptions& o, const WorldInfo& world, const std::s
   const std::string given = env_value(env, "DLT_RENDEZVOUS");
   constexpr const char* kTcp = "tcp://";
   if (given.rfind(kTcp, 0) == 0) {
-    o.rendezvous_tcp = reachable(parse_tcp_address(given.substr(std::strlen(kTcp)), "DLT_RENDEZVOUS"), world, env).str();
+    o.rendezvous_tcp =
+        reachable(parse_tcp_address(given.substr(std::strlen(kTcp)), "DLT_RENDEZVOUS"), world, env).str();
     return;
   }
   if (given.empty() && world.source == "torchrun" && !world.master.empty()) {

@@ -38,8 +38,7 @@ void set_cluster_rendezvous(CommOptions& o, const WorldInfo& world, const std::s
 // timing report come from `settings` (CommunicationTimeout, CommunicationTiming); join_world
 // fills in the rest.
 std::shared_ptr<Communicator> join_world(const WorldInfo& world, const std::string& output_dir,
-                                         const std::map<std::string, std::string>& env,
-                                         const CommOptions& settings);
+                                         const std::map<std::string, std::string>& env, const CommOptions& settings);
 
 // Joins the world of GPU ranks on CUDA device `device`: NCCL (Local for a world of one). The
 // ncclUniqueId goes from rank 0 to the others through the same rendezvous as join_world

@@ -94,8 +94,9 @@ WorldInfo local_worker_world(int rank, const Env& env) {
   WorldInfo w;
   int size = int_variable(env, "DLT_WORLD_SIZE", 1);
   if (size < 0 || env_value(env, "DLT_RENDEZVOUS").empty())
-    throw UsageError("--worker-rank is for the worker processes dltrain starts itself (DLT_WORLD_SIZE and "
-                     "DLT_RENDEZVOUS are not set); leave it out");
+    throw UsageError(
+        "--worker-rank is for the worker processes dltrain starts itself (DLT_WORLD_SIZE and "
+        "DLT_RENDEZVOUS are not set); leave it out");
   if (rank >= size)
     throw UsageError("--worker-rank " + std::to_string(rank) + " is outside a world of " + std::to_string(size));
   w.rank = w.local_rank = rank;

@@ -67,7 +67,8 @@ int run_local_workers(const LocalLaunch& l) {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
-  struct sigaction old_int {}, old_term {};
+  struct sigaction old_int {
+  }, old_term{};
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
 
@@ -173,8 +174,9 @@ int run_local_workers(const LocalLaunch& l) {
       break;
     }
   }
-  std::string message = cause >= 0 ? first_line((fs::path(dir) / ("error-rank-" + std::to_string(cause) + ".txt")).string())
-                                   : std::string();
+  std::string message = cause >= 0
+                            ? first_line((fs::path(dir) / ("error-rank-" + std::to_string(cause) + ".txt")).string())
+                            : std::string();
   std::error_code ec;
   fs::remove_all(dir, ec);
   int others = l.workers - 1;

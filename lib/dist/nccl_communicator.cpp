@@ -48,8 +48,8 @@ class NcclCommunicator final : public Communicator {
     // Rank 0's TCP store (when the rendezvous is one) serves until every rank has joined below,
     // so every rank has read the id by then.
     std::unique_ptr<KeyValueStore> id_server;
-    const std::string bytes =
-        share_from_rank0(o, kIdFile, std::string(reinterpret_cast<const char*>(&id), sizeof(id)), sizeof(id), id_server);
+    const std::string bytes = share_from_rank0(o, kIdFile, std::string(reinterpret_cast<const char*>(&id), sizeof(id)),
+                                               sizeof(id), id_server);
     std::memcpy(&id, bytes.data(), sizeof(id));
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
@@ -59,8 +59,8 @@ class NcclCommunicator final : public Communicator {
       std::string detail = comm_ ? ncclGetLastError(comm_) : "";
       if (comm_) ncclCommAbort(comm_);
       aborted_ = true;
-      throw CommError(who() + ": NCCL init on GPU " + std::to_string(device_) + " failed: " +
-                      ncclGetErrorString(r) + (detail.empty() ? "" : " (" + detail + ")") + hint());
+      throw CommError(who() + ": NCCL init on GPU " + std::to_string(device_) + " failed: " + ncclGetErrorString(r) +
+                      (detail.empty() ? "" : " (" + detail + ")") + hint());
     }
     wait_state("NCCL init (rendezvous through " + rendezvous_place(o) + ")", deadline);
     // Every rank has joined, so all have read the id file; a later job must not reuse it.
@@ -150,8 +150,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   void check_nccl(ncclResult_t r, const char* what) {
-    if (r != ncclSuccess)
-      throw CommError(who() + ": " + what + " failed: " + ncclGetErrorString(r) + hint());
+    if (r != ncclSuccess) throw CommError(who() + ": " + what + " failed: " + ncclGetErrorString(r) + hint());
   }
 
   // Aborts the communicator once (under mu_) and throws CommError with the collective's name.
@@ -225,8 +224,7 @@ class NcclCommunicator final : public Communicator {
     if (t.device() != Device::cuda(device_))
       throw CommError(who() + ": " + what + " over NCCL needs a tensor on cuda:" + std::to_string(device_) +
                       ", got one on " + t.device().str() + " (CPU workers use the Gloo communicator)");
-    if (t.dtype() != DType::kF32)
-      throw CommError(who() + ": " + what + " over NCCL needs a float32 tensor");
+    if (t.dtype() != DType::kF32) throw CommError(who() + ": " + what + " over NCCL needs a float32 tensor");
   }
 
   cudaEvent_t take_event() {
@@ -341,8 +339,8 @@ class NcclCommunicator final : public Communicator {
       std::string problem;
       ncclResult_t st = state_locked();
       if (st != ncclSuccess && st != ncclInProgress)
-        problem = (pending_.empty() ? std::string("a collective") : pending_.front().what) + " failed: " +
-                  error_text_locked(st);
+        problem = (pending_.empty() ? std::string("a collective") : pending_.front().what) +
+                  " failed: " + error_text_locked(st);
       else if (!pending_.empty() && Clock::now() > pending_.front().deadline + kWatchdogGrace)
         problem = pending_.front().what + " failed: timed out after " + seconds();
       if (problem.empty()) continue;

@@ -36,8 +36,7 @@ using CommFatalHandler = std::function<void(const std::string& message)>;
 //   (no host block) and throws if one has already failed; host reads of t then need the usual
 //   synchronization of the compute stream.
 // * all_reduce_sum(double*, n) and barrier block the host until the result is there.
-std::unique_ptr<Communicator> make_nccl_communicator(const CommOptions& options, int device,
-                                                     CommFatalHandler on_fatal);
+std::unique_ptr<Communicator> make_nccl_communicator(const CommOptions& options, int device, CommFatalHandler on_fatal);
 // "NCCL 2.27.7": ncclGetVersion of the library loaded (not the headers built against).
 std::string nccl_loaded_version();
 

@@ -83,9 +83,8 @@ std::string share_from_rank0(const CommOptions& o, const std::string& name, cons
     got = store->wait_get(name, o.timeout, rank_of(o));
   }
   if (got.size() != size)
-    throw CommError(rank_of(o) + ": '" + name + "' from " + rendezvous_place(o) + " has " +
-                    std::to_string(got.size()) + " bytes, not " + std::to_string(size) +
-                    " (do all ranks run the same dltrain build?)");
+    throw CommError(rank_of(o) + ": '" + name + "' from " + rendezvous_place(o) + " has " + std::to_string(got.size()) +
+                    " bytes, not " + std::to_string(size) + " (do all ranks run the same dltrain build?)");
   return got;
 }
 

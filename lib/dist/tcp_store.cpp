@@ -127,7 +127,8 @@ class StoreServer final : public KeyValueStore {
         len = sizeof(sockaddr_in6);
       } else {
         auto* a = reinterpret_cast<sockaddr_in*>(&sa);
-        a->sin_family = AF_INET, a->sin_addr.s_addr = htonl(INADDR_ANY), a->sin_port = htons(static_cast<uint16_t>(port));
+        a->sin_family = AF_INET, a->sin_addr.s_addr = htonl(INADDR_ANY),
+        a->sin_port = htons(static_cast<uint16_t>(port));
         len = sizeof(sockaddr_in);
       }
       if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), len) == 0 && ::listen(fd, 512) == 0) return fd;
@@ -213,16 +214,15 @@ class StoreClient final : public KeyValueStore {
       fd_ = try_connect(deadline, last);
       if (fd_ >= 0) break;
       if (Clock::now() + pause > deadline)
-        throw CommError(who_ + ": no rendezvous server at " + address_.str() + " within " + seconds(timeout) +
-                        " s (" + last + "; did rank 0 start, and is its address right? training.CommunicationTimeout)");
+        throw CommError(who_ + ": no rendezvous server at " + address_.str() + " within " + seconds(timeout) + " s (" +
+                        last + "; did rank 0 start, and is its address right? training.CommunicationTimeout)");
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::milliseconds(500));
     }
     int one = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     char hello[4];
-    if (!send_all(kMagic, 4, deadline) || !recv_all(hello, 4, deadline) ||
-        std::memcmp(hello, kMagic, 4) != 0) {
+    if (!send_all(kMagic, 4, deadline) || !recv_all(hello, 4, deadline) || std::memcmp(hello, kMagic, 4) != 0) {
       ::close(fd_);
       throw CommError(who_ + ": " + address_.str() +
                       " answered, but not as a dltrain rendezvous server (is another program on that port, "
@@ -280,8 +280,10 @@ class StoreClient final : public KeyValueStore {
         const int wait_ms = static_cast<int>(std::max<int64_t>(
             1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
         socklen_t len = sizeof(err);
-        if (::poll(&p, 1, std::min(wait_ms, 5000)) == 1) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        else err = ETIMEDOUT;
+        if (::poll(&p, 1, std::min(wait_ms, 5000)) == 1)
+          ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        else
+          err = ETIMEDOUT;
       }
       if (err != 0) {
         why = std::strerror(err);
@@ -369,8 +371,7 @@ TcpAddress parse_tcp_address(const std::string& text, const std::string& what) {
   return a;
 }
 
-std::string KeyValueStore::wait_get(const std::string& key, std::chrono::milliseconds timeout,
-                                    const std::string& who) {
+std::string KeyValueStore::wait_get(const std::string& key, std::chrono::milliseconds timeout, const std::string& who) {
   const auto deadline = Clock::now() + timeout;
   auto pause = std::chrono::milliseconds(1);
   for (;;) {

@@ -35,7 +35,8 @@ class BatchNormLayer final : public Layer {
     c_ = shape_[2];
     int64_t nc = spec_.get_int("NumChannels", c_, 1);
     if (nc != c_)
-      shape_error(spec_, "NumChannels is " + std::to_string(nc) + " but the input has " + std::to_string(c_) + " channels");
+      shape_error(spec_,
+                  "NumChannels is " + std::to_string(nc) + " but the input has " + std::to_string(c_) + " channels");
     Param s = scale_, o = offset_;
     s.shape = Shape{c_};
     o.shape = Shape{c_};
@@ -80,8 +81,7 @@ class BatchNormLayer final : public Layer {
     Backend& be = *be_;
     float unbias = m > 1 ? static_cast<float>(m) / static_cast<float>(m - 1) : 1.f;
     be.axpby(static_cast<float>(mean_decay_), batch_mean_, static_cast<float>(1 - mean_decay_), states_[0].value);
-    be.axpby(static_cast<float>(var_decay_) * unbias, batch_var_, static_cast<float>(1 - var_decay_),
-             states_[1].value);
+    be.axpby(static_cast<float>(var_decay_) * unbias, batch_var_, static_cast<float>(1 - var_decay_), states_[1].value);
   }
 
   void backward(const std::vector<const Tensor*>& x, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
@@ -95,7 +95,8 @@ class BatchNormLayer final : public Layer {
     // oneDNN/cuDNN compute dx together with dscale/doffset; a scratch dx when none is needed.
     Tensor* out = dx[0];
     if (!out) {
-      if (!scratch_dx_.defined() || scratch_dx_.numel() < x[0]->numel()) scratch_dx_ = Tensor(x[0]->shape(), x[0]->device());
+      if (!scratch_dx_.defined() || scratch_dx_.numel() < x[0]->numel())
+        scratch_dx_ = Tensor(x[0]->shape(), x[0]->device());
       scratch_dx_.resize(x[0]->shape());
       out = &scratch_dx_;
     }
@@ -193,13 +194,15 @@ class BatchNormLayer final : public Layer {
   static void from_onnx(OnnxNodeReader& r) {
     const OnnxValue in = r.input(0);
     int64_t c = in.shape[2];
-    if (in.flat && in.shape[0] * in.shape[1] > 1) r.fail("its input is flattened; batch normalization needs (N, C, H, W) or (N, C)");
+    if (in.flat && in.shape[0] * in.shape[1] > 1)
+      r.fail("its input is flattened; batch normalization needs (N, C, H, W) or (N, C)");
     std::vector<std::vector<float>> t;
     const char* roles[] = {"scale", "bias", "mean", "var"};
     for (int i = 0; i < 4; ++i) {
       t.push_back(r.floats(i + 1, roles[i]));
       if (static_cast<int64_t>(t.back().size()) != c)
-        r.fail(std::string(roles[i]) + " has " + std::to_string(t.back().size()) + " values for " + std::to_string(c) + " channels");
+        r.fail(std::string(roles[i]) + " has " + std::to_string(t.back().size()) + " values for " + std::to_string(c) +
+               " channels");
     }
     LayerSpec& s = r.add_layer("batchNormalization", {in.name});
     s.set("Epsilon", onnx_number(r.attr_float("epsilon", 1e-5f)));
@@ -218,8 +221,8 @@ class BatchNormLayer final : public Layer {
   int64_t c_ = 0, n_ = 0;
   Tensor batch_mean_, batch_var_;  // (C) statistics of the last training forward (global when synchronized)
   Tensor scratch_dx_;
-  Tensor sync_scratch_;  // (C) for the synchronized moments on a device
-  Tensor sum_shift_, sum_scale_;   // (C) D and S of synchronized backward
+  Tensor sync_scratch_;                        // (C) for the synchronized moments on a device
+  Tensor sum_shift_, sum_scale_;               // (C) D and S of synchronized backward
   std::unique_ptr<BatchNormOp> op_, sync_op_;  // sync_op_: global_stats, for data parallel
   Backend* be_ = nullptr;
 };
@@ -227,10 +230,11 @@ class BatchNormLayer final : public Layer {
 }  // namespace
 
 const LayerType& batch_normalization_layer_type() {
-  static const LayerType t{"batchNormalization", [](const LayerSpec& s) -> std::unique_ptr<Layer> {
-                             return std::make_unique<BatchNormLayer>(s);
-                           },
-                           {"BatchNormalization"}, BatchNormLayer::from_onnx};
+  static const LayerType t{
+      "batchNormalization",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<BatchNormLayer>(s); },
+      {"BatchNormalization"},
+      BatchNormLayer::from_onnx};
   return t;
 }
 

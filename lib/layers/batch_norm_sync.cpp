@@ -7,17 +7,16 @@
 
 namespace dlt {
 
-void sync_batch_norm_moments_float(Communicator& comm, double weight, Tensor& mean, Tensor& var,
-                                   Tensor& scratch) {
-  DLT_CHECK(var.numel() == mean.numel(), "sync_batch_norm_moments: mean has " << mean.numel() << " channels, var "
-                                                                              << var.numel());
+void sync_batch_norm_moments_float(Communicator& comm, double weight, Tensor& mean, Tensor& var, Tensor& scratch) {
+  DLT_CHECK(var.numel() == mean.numel(),
+            "sync_batch_norm_moments: mean has " << mean.numel() << " channels, var " << var.numel());
   Backend& be = backend_for(mean.device());
   const float w = static_cast<float>(weight);
   DLT_CHECK(scratch.numel() == mean.numel(), "sync_batch_norm_moments: scratch of " << scratch.numel() << " floats");
   Tensor& d = scratch;
   be.copy(mean, d);  // this rank's mean
   be.scale(mean, w);
-  comm.all_reduce_sum(mean);    // the global mean
+  comm.all_reduce_sum(mean);     // the global mean
   be.axpby(-1.f, mean, 1.f, d);  // d = mean_i - mean
   be.mul(d, d, d);
   be.axpby(w, d, w, var);  // w (var_i + d^2)

@@ -21,8 +21,7 @@ void sync_batch_norm_sums(Communicator& comm, double weight, Tensor& a, Tensor& 
 // The same with float collectives on the tensors' own device (backend element-wise ops, no
 // host copies): the variance in two passes, var = sum_i w_i (var_i + (mean_i - mean)^2), so no
 // cancellation; two all-reduces of C floats each for the moments and for the sums.
-void sync_batch_norm_moments_float(Communicator& comm, double weight, Tensor& mean, Tensor& var,
-                                   Tensor& scratch);
+void sync_batch_norm_moments_float(Communicator& comm, double weight, Tensor& mean, Tensor& var, Tensor& scratch);
 void sync_batch_norm_sums_float(Communicator& comm, double weight, Tensor& a, Tensor& b);
 
 }  // namespace dlt

@@ -14,8 +14,8 @@ class Convolution2dLayer final : public Layer {
   Shape infer(const std::vector<Shape>& inputs) override;
   void setup(int64_t n, Backend& be) override;
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override;
-  void backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy,
-                const std::vector<Tensor*>& dx, const RunContext& ctx) override;
+  void backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext& ctx) override;
   int64_t flops_per_image() const override;
   bool can_fuse_relu() const override { return true; }
   std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
@@ -62,7 +62,8 @@ Shape Convolution2dLayer::infer(const std::vector<Shape>& inputs) {
   c_ = in[2];
   int64_t nc = spec_.get_int("NumChannels", c_, 1);
   if (nc != c_)
-    shape_error(spec_, "NumChannels is " + std::to_string(nc) + " but the input has " + std::to_string(c_) + " channels");
+    shape_error(spec_,
+                "NumChannels is " + std::to_string(nc) + " but the input has " + std::to_string(c_) + " channels");
   auto pad = parse_padding(spec_, h_, w_, (kh_ - 1) * dh_ + 1, (kw_ - 1) * dw_ + 1, sh_, sw_);
   pt_ = pad[0];
   pb_ = pad[1];
@@ -71,10 +72,11 @@ Shape Convolution2dLayer::infer(const std::vector<Shape>& inputs) {
   ConvDesc d = desc(1);
   int64_t eh = (kh_ - 1) * dh_ + 1, ew = (kw_ - 1) * dw_ + 1;
   if (h_ + pt_ + pb_ < eh || w_ + pl_ + pr_ < ew) {
-    std::string pad_s = (pt_ || pb_ || pl_ || pr_) ? "padding [" + std::to_string(pt_) + " " + std::to_string(pb_) + " " +
-                                                          std::to_string(pl_) + " " + std::to_string(pr_) + "]"
-                                                    : "no padding";
-    shape_error(spec_, "input is " + in.str() + " but FilterSize is " + std::to_string(kh_) + "x" + std::to_string(kw_) +
+    std::string pad_s = (pt_ || pb_ || pl_ || pr_) ? "padding [" + std::to_string(pt_) + " " + std::to_string(pb_) +
+                                                         " " + std::to_string(pl_) + " " + std::to_string(pr_) + "]"
+                                                   : "no padding";
+    shape_error(spec_, "input is " + in.str() + " but FilterSize is " + std::to_string(kh_) + "x" +
+                           std::to_string(kw_) +
                            (dh_ > 1 || dw_ > 1 ? " dilated to " + std::to_string(eh) + "x" + std::to_string(ew) : "") +
                            " with " + pad_s + " (add Padding: same, or use a smaller FilterSize)");
   }
@@ -136,10 +138,11 @@ OnnxValue Convolution2dLayer::to_onnx(OnnxGraph& g, const std::vector<OnnxValue>
   OnnxValue x = g.image(n, inputs.at(0));
   g.add_floats(n + "_W", {k_, c_, kh_, kw_}, ohwi_to_oihw(host_values(params_[0].value), k_, c_, kh_, kw_));
   g.add_floats(n + "_B", {k_}, host_values(params_[1].value));
-  g.add_node("Conv", n, {x.name, n + "_W", n + "_B"}, n,
-             {OnnxAttr("kernel_shape", std::vector<int64_t>{kh_, kw_}), OnnxAttr("strides", std::vector<int64_t>{sh_, sw_}),
-              OnnxAttr("dilations", std::vector<int64_t>{dh_, dw_}),
-              OnnxAttr("pads", std::vector<int64_t>{pt_, pl_, pb_, pr_}), OnnxAttr("group", int64_t{1})});
+  g.add_node(
+      "Conv", n, {x.name, n + "_W", n + "_B"}, n,
+      {OnnxAttr("kernel_shape", std::vector<int64_t>{kh_, kw_}), OnnxAttr("strides", std::vector<int64_t>{sh_, sw_}),
+       OnnxAttr("dilations", std::vector<int64_t>{dh_, dw_}),
+       OnnxAttr("pads", std::vector<int64_t>{pt_, pl_, pb_, pr_}), OnnxAttr("group", int64_t{1})});
   return OnnxValue{n, out, false};
 }
 
@@ -150,7 +153,8 @@ void Convolution2dLayer::from_onnx(OnnxNodeReader& r) {
   if (wd.size() != 4) r.fail("weight has " + std::to_string(wd.size()) + " dimensions (only 2-D convolutions)");
   int64_t group = r.attr_int("group", 1);
   if (group != 1)
-    r.fail("group is " + std::to_string(group) + " (grouped and depthwise convolutions are not supported; only group 1)");
+    r.fail("group is " + std::to_string(group) +
+           " (grouped and depthwise convolutions are not supported; only group 1)");
   int64_t k = wd[0], c = wd[1], kh = wd[2], kw = wd[3];
   if (c != in.shape[2])
     r.fail("weight expects " + std::to_string(c) + " input channels but the input has " + std::to_string(in.shape[2]));
@@ -182,10 +186,11 @@ void Convolution2dLayer::from_onnx(OnnxNodeReader& r) {
 }  // namespace
 
 const LayerType& convolution2d_layer_type() {
-  static const LayerType t{"convolution2d", [](const LayerSpec& s) -> std::unique_ptr<Layer> {
-                             return std::make_unique<Convolution2dLayer>(s);
-                           },
-                           {"Conv"}, Convolution2dLayer::from_onnx};
+  static const LayerType t{
+      "convolution2d",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<Convolution2dLayer>(s); },
+      {"Conv"},
+      Convolution2dLayer::from_onnx};
   return t;
 }
 

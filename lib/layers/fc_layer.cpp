@@ -26,8 +26,8 @@ class FullyConnectedLayer final : public Layer {
     in_ = inputs[0].numel();
     int64_t declared = spec_.get_int("InputSize", in_, 1);
     if (declared != in_)
-      shape_error(spec_, "InputSize is " + std::to_string(declared) + " but the input is " + inputs[0].str() +
-                             " = " + std::to_string(in_) + " values");
+      shape_error(spec_, "InputSize is " + std::to_string(declared) + " but the input is " + inputs[0].str() + " = " +
+                             std::to_string(in_) + " values");
     Param w = weight_, b = bias_;
     w.name = "Weights";
     w.shape = Shape{out_, in_};
@@ -50,8 +50,8 @@ class FullyConnectedLayer final : public Layer {
     op_->forward(*x[0], params_[0].value, params_[1].value, y);
   }
 
-  void backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy,
-                const std::vector<Tensor*>& dx, const RunContext&) override {
+  void backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext&) override {
     if (fuse_relu_) relu_->backward(y, y, dy, dy);
     Param& w = params_[0];
     Param& b = params_[1];
@@ -89,13 +89,15 @@ class FullyConnectedLayer final : public Layer {
     int64_t k = trans_b ? bd[0] : bd[1], inputs = trans_b ? bd[1] : bd[0];
     int64_t h = in.shape[0], w = in.shape[1], c = in.shape[2];
     if (inputs != in.shape.numel())
-      r.fail("weight expects " + std::to_string(inputs) + " inputs but its input has " + std::to_string(in.shape.numel()));
+      r.fail("weight expects " + std::to_string(inputs) + " inputs but its input has " +
+             std::to_string(in.shape.numel()));
     if (!in.flat && h * w > 1) r.fail("its input is an image (N, C, H, W); flatten it first");
     std::vector<float> b = r.floats(1, "weight"), wk(static_cast<size_t>(k * inputs));
     float alpha = gemm ? r.attr_float("alpha", 1.f) : 1.f, beta = gemm ? r.attr_float("beta", 1.f) : 1.f;
     for (int64_t o = 0; o < k; ++o)
       for (int64_t i = 0; i < inputs; ++i)
-        wk[static_cast<size_t>(o * inputs + i)] = alpha * (trans_b ? b[static_cast<size_t>(o * inputs + i)] : b[static_cast<size_t>(i * k + o)]);
+        wk[static_cast<size_t>(o * inputs + i)] =
+            alpha * (trans_b ? b[static_cast<size_t>(o * inputs + i)] : b[static_cast<size_t>(i * k + o)]);
     if (h * w > 1) wk = chw_cols_to_hwc(wk, k, h, w, c);
     std::vector<float> bias(static_cast<size_t>(k), 0.f);
     if (gemm && r.has_input(2)) {
@@ -123,10 +125,11 @@ class FullyConnectedLayer final : public Layer {
 }  // namespace
 
 const LayerType& fully_connected_layer_type() {
-  static const LayerType t{"fullyConnected", [](const LayerSpec& s) -> std::unique_ptr<Layer> {
-                             return std::make_unique<FullyConnectedLayer>(s);
-                           },
-                           {"Gemm", "MatMul"}, FullyConnectedLayer::from_onnx};
+  static const LayerType t{
+      "fullyConnected",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<FullyConnectedLayer>(s); },
+      {"Gemm", "MatMul"},
+      FullyConnectedLayer::from_onnx};
   return t;
 }
 

@@ -13,7 +13,8 @@ ImageInputLayer::ImageInputLayer(const LayerSpec& spec) : Layer(spec) {
   if (!v) throw ConfigError(spec.where() + "option InputSize is required (e.g. InputSize: [32, 32, 3])");
   size_t n = v->items.size();
   if (n != 2 && n != 3)
-    throw ConfigError(spec.where() + "option InputSize must be [height, width, channels] or [height, width], got '" + v->str() + "'");
+    throw ConfigError(spec.where() + "option InputSize must be [height, width, channels] or [height, width], got '" +
+                      v->str() + "'");
   auto sz = spec_.get_ints("InputSize", {}, n, 1);
   if (n == 2) sz.push_back(1);
   shape_ = Shape{sz[0], sz[1], sz[2]};
@@ -56,9 +57,12 @@ void ImageInputLayer::set_statistics(const Tensor& mean_image, const Tensor& cha
 
 void ImageInputLayer::forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) {
   Backend& be = backend_for(y.device());
-  if (normalization_ == "none") be.copy(*x[0], y);
-  else if (normalization_ == "zerocenter") be.shift_scale(*x[0], states_[0].value, Tensor(), y);
-  else be.shift_scale(*x[0], states_[0].value, inv_std_, y);
+  if (normalization_ == "none")
+    be.copy(*x[0], y);
+  else if (normalization_ == "zerocenter")
+    be.shift_scale(*x[0], states_[0].value, Tensor(), y);
+  else
+    be.shift_scale(*x[0], states_[0].value, inv_std_, y);
 }
 
 void ImageInputLayer::backward(const std::vector<const Tensor*>&, const Tensor&, Tensor&, const std::vector<Tensor*>&,
@@ -84,9 +88,7 @@ OnnxValue ImageInputLayer::to_onnx(OnnxGraph& g, const std::vector<OnnxValue>&, 
   return OnnxValue{n + "_norm", out, false};
 }
 
-int64_t ImageInputLayer::stored_statistics() const {
-  return normalization_ == "zerocenter" ? shape_.numel() : 0;
-}
+int64_t ImageInputLayer::stored_statistics() const { return normalization_ == "zerocenter" ? shape_.numel() : 0; }
 
 void SoftmaxOutputLayer::check_producers(const std::vector<const Layer*>& producers) const {
   if (producers.at(0)->type() != "softmax")
@@ -102,7 +104,10 @@ class ClassificationLayer final : public SoftmaxOutputLayer {
   Shape infer(const std::vector<Shape>& inputs) override {
     expect_inputs(spec_, inputs, 1);
     if (inputs[0][0] != 1 || inputs[0][1] != 1)
-      shape_error(spec_, "input is " + inputs[0].str() + " but classification needs 1x1xK class scores (put a fullyConnected and a softmax layer before it)");
+      shape_error(
+          spec_,
+          "input is " + inputs[0].str() +
+              " but classification needs 1x1xK class scores (put a fullyConnected and a softmax layer before it)");
     return inputs[0];
   }
 };
@@ -114,7 +119,8 @@ class AdditionLayer final : public Layer {
   Shape infer(const std::vector<Shape>& inputs) override {
     if (inputs.size() < 2) shape_error(spec_, "addition needs at least 2 Inputs, got " + std::to_string(inputs.size()));
     if (num_ && static_cast<int64_t>(inputs.size()) != num_)
-      shape_error(spec_, "NumInputs is " + std::to_string(num_) + " but " + std::to_string(inputs.size()) + " Inputs are named");
+      shape_error(spec_, "NumInputs is " + std::to_string(num_) + " but " + std::to_string(inputs.size()) +
+                             " Inputs are named");
     for (size_t i = 1; i < inputs.size(); ++i)
       if (inputs[i] != inputs[0])
         shape_error(spec_, "inputs " + spec_.inputs[0] + " (" + inputs[0].str() + ") and " + spec_.inputs[i] + " (" +
@@ -174,9 +180,11 @@ class DepthConcatenationLayer final : public Layer {
   explicit DepthConcatenationLayer(const LayerSpec& spec) : Layer(spec) { num_ = spec_.get_int("NumInputs", 0, 2); }
   int num_inputs() const override { return -1; }
   Shape infer(const std::vector<Shape>& inputs) override {
-    if (inputs.size() < 2) shape_error(spec_, "depthConcatenation needs at least 2 Inputs, got " + std::to_string(inputs.size()));
+    if (inputs.size() < 2)
+      shape_error(spec_, "depthConcatenation needs at least 2 Inputs, got " + std::to_string(inputs.size()));
     if (num_ && static_cast<int64_t>(inputs.size()) != num_)
-      shape_error(spec_, "NumInputs is " + std::to_string(num_) + " but " + std::to_string(inputs.size()) + " Inputs are named");
+      shape_error(spec_, "NumInputs is " + std::to_string(num_) + " but " + std::to_string(inputs.size()) +
+                             " Inputs are named");
     channels_.clear();
     int64_t c = 0;
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -235,26 +243,38 @@ class DepthConcatenationLayer final : public Layer {
 }  // namespace
 
 const LayerType& image_input_layer_type() {
-  static const LayerType t{"imageInput", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<ImageInputLayer>(s); },
-                           {}, nullptr};
+  static const LayerType t{
+      "imageInput",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<ImageInputLayer>(s); },
+      {},
+      nullptr};
   return t;
 }
 
 const LayerType& classification_layer_type() {
-  static const LayerType t{"classification", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<ClassificationLayer>(s); },
-                           {}, nullptr};
+  static const LayerType t{
+      "classification",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<ClassificationLayer>(s); },
+      {},
+      nullptr};
   return t;
 }
 
 const LayerType& addition_layer_type() {
-  static const LayerType t{"addition", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<AdditionLayer>(s); },
-                           {"Add", "Sum"}, AdditionLayer::from_onnx};
+  static const LayerType t{
+      "addition",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<AdditionLayer>(s); },
+      {"Add", "Sum"},
+      AdditionLayer::from_onnx};
   return t;
 }
 
 const LayerType& depth_concatenation_layer_type() {
-  static const LayerType t{"depthConcatenation", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<DepthConcatenationLayer>(s); },
-                           {"Concat"}, DepthConcatenationLayer::from_onnx};
+  static const LayerType t{
+      "depthConcatenation",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<DepthConcatenationLayer>(s); },
+      {"Concat"},
+      DepthConcatenationLayer::from_onnx};
   return t;
 }
 

@@ -17,8 +17,8 @@ class ImageInputLayer final : public Layer {
   Shape infer(const std::vector<Shape>& inputs) override;
   void setup(int64_t n, Backend& be) override;
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override;
-  void backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy,
-                const std::vector<Tensor*>& dx, const RunContext& ctx) override;
+  void backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext& ctx) override;
 
   const Shape& input_size() const { return shape_; }  // (H, W, C)
   const std::string& normalization() const { return normalization_; }

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "layers/onnx_graph.h"
 #include "layers/spec.h"
 #include "tensor/tensor.h"
-#include "layers/onnx_graph.h"
 #include "util/rng.h"
 
 namespace dlt {
@@ -135,7 +135,6 @@ class Layer {
   // Its ONNX form (layers/onnx_graph.h): adds nodes for this layer to g, given its inputs'
   // ONNX values, and returns its output's value. Throws ModelError when it has none.
   virtual OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const;
-
 
  protected:
   LayerSpec spec_;

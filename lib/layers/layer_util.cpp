@@ -6,8 +6,8 @@
 
 namespace dlt {
 
-std::array<int64_t, 4> parse_padding(const LayerSpec& spec, int64_t in_h, int64_t in_w,
-                                     int64_t k_h, int64_t k_w, int64_t s_h, int64_t s_w) {
+std::array<int64_t, 4> parse_padding(const LayerSpec& spec, int64_t in_h, int64_t in_w, int64_t k_h, int64_t k_w,
+                                     int64_t s_h, int64_t s_w) {
   const SpecValue* v = spec.get("Padding");
   if (!v) return {0, 0, 0, 0};
   if (!v->is_list && v->items.size() == 1 && iequals(v->items[0], "same")) {
@@ -23,7 +23,9 @@ std::array<int64_t, 4> parse_padding(const LayerSpec& spec, int64_t in_h, int64_
   for (const auto& t : v->items) {
     int64_t x = 0;
     if (!parse_int(t, &x) || x < 0)
-      throw ConfigError(spec.where() + "option Padding must be 'same', a number >= 0, [vertical horizontal] or [t b l r], got '" + v->str() + "'");
+      throw ConfigError(spec.where() +
+                        "option Padding must be 'same', a number >= 0, [vertical horizontal] or [t b l r], got '" +
+                        v->str() + "'");
     p.push_back(x);
   }
   if (p.size() == 1) return {p[0], p[0], p[0], p[0]};
@@ -60,7 +62,8 @@ Param make_param(const LayerSpec& spec, const std::string& name, const Shape& sh
   p.init = init;
   double lr = spec.get_double(name + "LearnRateFactor", 1.0);
   double l2 = spec.get_double(name + "L2Factor", default_l2_factor);
-  if (lr < 0) throw ConfigError(spec.where() + "option " + name + "LearnRateFactor must be >= 0 (0 freezes " + name + ")");
+  if (lr < 0)
+    throw ConfigError(spec.where() + "option " + name + "LearnRateFactor must be >= 0 (0 freezes " + name + ")");
   if (l2 < 0) throw ConfigError(spec.where() + "option " + name + "L2Factor must be >= 0");
   p.learn_rate_factor = static_cast<float>(lr);
   p.l2_factor = static_cast<float>(l2);

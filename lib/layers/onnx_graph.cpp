@@ -31,10 +31,13 @@ void OnnxNodeReader::need_image(const OnnxValue& v) const {
 std::array<int64_t, 4> OnnxNodeReader::pads(const Shape& in, int64_t eh, int64_t ew, int64_t sh, int64_t sw) const {
   std::string ap = attr_string("auto_pad", "NOTSET");
   if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
-    auto total = [](int64_t x, int64_t k, int64_t s) { return std::max<int64_t>(((x + s - 1) / s - 1) * s + k - x, 0); };
+    auto total = [](int64_t x, int64_t k, int64_t s) {
+      return std::max<int64_t>(((x + s - 1) / s - 1) * s + k - x, 0);
+    };
     int64_t th = total(in[0], eh, sh), tw = total(in[1], ew, sw);
     bool upper = ap == "SAME_UPPER";
-    return {upper ? th / 2 : th - th / 2, upper ? tw / 2 : tw - tw / 2, upper ? th - th / 2 : th / 2, upper ? tw - tw / 2 : tw / 2};
+    return {upper ? th / 2 : th - th / 2, upper ? tw / 2 : tw - tw / 2, upper ? th - th / 2 : th / 2,
+            upper ? tw - tw / 2 : tw / 2};
   }
   if (ap == "VALID") return {0, 0, 0, 0};
   auto p = attr_ints("pads", {0, 0, 0, 0});

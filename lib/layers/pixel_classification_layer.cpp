@@ -37,8 +37,10 @@ class PixelClassificationLayer final : public SoftmaxOutputLayer {
     for (const std::string& item : w->items) {
       double v = 0;
       if (!parse_double(item, &v) || !std::isfinite(v) || v < 0)
-        throw ConfigError(spec_.where() + "ClassWeights must be none, median-frequency or a list of one "
-                          "non-negative number per class, got '" + w->str() + "'");
+        throw ConfigError(spec_.where() +
+                          "ClassWeights must be none, median-frequency or a list of one "
+                          "non-negative number per class, got '" +
+                          w->str() + "'");
       weights_.push_back(static_cast<float>(v));
     }
   }
@@ -49,8 +51,8 @@ class PixelClassificationLayer final : public SoftmaxOutputLayer {
       shape_error(spec_, "input is " + inputs[0].str() +
                              " but pixelClassification needs HxWxK class scores with K >= 2 classes");
     if (!weights_.empty() && static_cast<int64_t>(weights_.size()) != inputs[0][2])
-      throw ConfigError(spec_.where() + "ClassWeights has " + std::to_string(weights_.size()) +
-                        " weights for " + std::to_string(inputs[0][2]) + " classes (give one per class)");
+      throw ConfigError(spec_.where() + "ClassWeights has " + std::to_string(weights_.size()) + " weights for " +
+                        std::to_string(inputs[0][2]) + " classes (give one per class)");
     return inputs[0];
   }
   LossSpec loss_spec() const override { return {weights_, true, median_frequency_}; }
@@ -63,11 +65,11 @@ class PixelClassificationLayer final : public SoftmaxOutputLayer {
 }  // namespace
 
 const LayerType& pixel_classification_layer_type() {
-  static const LayerType t{"pixelClassification",
-                           [](const LayerSpec& s) -> std::unique_ptr<Layer> {
-                             return std::make_unique<PixelClassificationLayer>(s);
-                           },
-                           {}, nullptr};
+  static const LayerType t{
+      "pixelClassification",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<PixelClassificationLayer>(s); },
+      {},
+      nullptr};
   return t;
 }
 

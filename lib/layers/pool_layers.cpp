@@ -118,8 +118,9 @@ class PoolingLayer final : public Layer {
     auto p = r.pads(in.shape, ks[0], ks[1], st[0], st[1]);
     bool has_pad = p[0] || p[1] || p[2] || p[3];
     if (avg && has_pad && r.attr_int("count_include_pad", 0) == 0)
-      r.fail("count_include_pad is 0 with padding, but dltrain's average pooling counts padding as zeros "
-             "(export with count_include_pad=True, or remove the padding)");
+      r.fail(
+          "count_include_pad is 0 with padding, but dltrain's average pooling counts padding as zeros "
+          "(export with count_include_pad=True, or remove the padding)");
     for (int i = 0; i < 4; ++i) p[i] += in.pad[i];  // a Pad node's zeros count in the average
     int64_t h = in.shape[0], w = in.shape[1];
     auto size = [](int64_t x, int64_t a, int64_t b, int64_t k, int64_t s, bool ceil_mode) {
@@ -134,8 +135,9 @@ class PoolingLayer final : public Layer {
     int64_t er = std::max<int64_t>((ow - 1) * st[1] + ks[1] - (w + p[1] + p[3]), 0);
     if (eb || er) {
       if (avg)
-        r.fail("ceil_mode 1 changes the output size, which dltrain's average pooling cannot reproduce (export with "
-               "ceil_mode=False)");
+        r.fail(
+            "ceil_mode 1 changes the output size, which dltrain's average pooling cannot reproduce (export with "
+            "ceil_mode=False)");
       p[2] += eb;  // max pooling: extra bottom / right padding never wins the max
       p[3] += er;
     }
@@ -199,7 +201,8 @@ class MaxUnpoolingLayer final : public Layer {
   explicit MaxUnpoolingLayer(const LayerSpec& spec) : Layer(spec) {
     pool_name_ = spec_.get_string("PoolingLayer", "");
     if (pool_name_.empty())
-      throw ConfigError(spec_.where() + "option PoolingLayer is required: the name of the maxPooling2d layer "
+      throw ConfigError(spec_.where() +
+                        "option PoolingLayer is required: the name of the maxPooling2d layer "
                         "(with HasUnpoolingOutputs: true) whose indices this layer uses");
   }
   void link(const std::function<Layer*(const std::string&)>& find_earlier) override {
@@ -242,7 +245,8 @@ class MaxUnpoolingLayer final : public Layer {
     if ((d.out_h() - 1) * d.stride_h + d.kh - d.pad_t - d.pad_b != d.h ||
         (d.out_w() - 1) * d.stride_w + d.kw - d.pad_l - d.pad_r != d.w)
       throw ModelError(g.path() + ": layer '" + n + "' (maxUnpooling2d) restores " + std::to_string(d.h) + "x" +
-                       std::to_string(d.w) + ", which ONNX MaxUnpool's default output size for its pooling does not "
+                       std::to_string(d.w) +
+                       ", which ONNX MaxUnpool's default output size for its pooling does not "
                        "give (use an input size the pooling divides)");
     OnnxValue x = g.image(n, inputs.at(0));
     std::vector<OnnxAttr> attrs = {OnnxAttr("kernel_shape", std::vector<int64_t>{d.kh, d.kw}),
@@ -260,8 +264,9 @@ class MaxUnpoolingLayer final : public Layer {
     r.need_image(x);
     const OnnxValue idx = r.indices_input(1);  // name: the maxPooling2d; shape: its input
     if (r.has_input(2))
-      r.fail("output_shape is not read (dltrain's maxUnpooling2d restores its pooling's input size; "
-             "export without it)");
+      r.fail(
+          "output_shape is not read (dltrain's maxUnpooling2d restores its pooling's input size; "
+          "export without it)");
     auto ks = r.attr_ints("kernel_shape", {});
     auto st = r.attr_ints("strides", {1, 1});
     auto p = r.attr_ints("pads", {0, 0, 0, 0});
@@ -269,8 +274,11 @@ class MaxUnpoolingLayer final : public Layer {
     const int64_t h = (x.shape[0] - 1) * st[0] + ks[0] - p[0] - p[2];
     const int64_t w = (x.shape[1] - 1) * st[1] + ks[1] - p[1] - p[3];
     if (h != idx.shape[0] || w != idx.shape[1])
-      r.fail("the output is " + std::to_string(h) + "x" + std::to_string(w) + " but the MaxPool whose indices it uses "
-             "pooled a " + std::to_string(idx.shape[0]) + "x" + std::to_string(idx.shape[1]) + " input (dltrain's "
+      r.fail("the output is " + std::to_string(h) + "x" + std::to_string(w) +
+             " but the MaxPool whose indices it uses "
+             "pooled a " +
+             std::to_string(idx.shape[0]) + "x" + std::to_string(idx.shape[1]) +
+             " input (dltrain's "
              "maxUnpooling2d restores its pooling's input size)");
     LayerSpec& s = r.add_layer("maxUnpooling2d", {x.name});
     s.set("PoolingLayer", idx.name);
@@ -287,34 +295,41 @@ class MaxUnpoolingLayer final : public Layer {
 }  // namespace
 
 const LayerType& max_unpooling_layer_type() {
-  static const LayerType t{"maxUnpooling2d", [](const LayerSpec& s) -> std::unique_ptr<Layer> {
-                             return std::make_unique<MaxUnpoolingLayer>(s);
-                           },
-                           {"MaxUnpool"}, MaxUnpoolingLayer::from_onnx};
+  static const LayerType t{
+      "maxUnpooling2d",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<MaxUnpoolingLayer>(s); },
+      {"MaxUnpool"},
+      MaxUnpoolingLayer::from_onnx};
   return t;
 }
 
 const LayerType& max_pooling_layer_type() {
-  static const LayerType t{"maxPooling2d", [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+  static const LayerType t{"maxPooling2d",
+                           [](const LayerSpec& s) -> std::unique_ptr<Layer> {
                              return std::make_unique<PoolingLayer>(s, PoolKind::kMax, false);
                            },
-                           {"MaxPool"}, PoolingLayer::from_onnx};
+                           {"MaxPool"},
+                           PoolingLayer::from_onnx};
   return t;
 }
 
 const LayerType& average_pooling_layer_type() {
-  static const LayerType t{"averagePooling2d", [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+  static const LayerType t{"averagePooling2d",
+                           [](const LayerSpec& s) -> std::unique_ptr<Layer> {
                              return std::make_unique<PoolingLayer>(s, PoolKind::kAverage, false);
                            },
-                           {"AveragePool"}, PoolingLayer::from_onnx};
+                           {"AveragePool"},
+                           PoolingLayer::from_onnx};
   return t;
 }
 
 const LayerType& global_average_pooling_layer_type() {
-  static const LayerType t{"globalAveragePooling2d", [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+  static const LayerType t{"globalAveragePooling2d",
+                           [](const LayerSpec& s) -> std::unique_ptr<Layer> {
                              return std::make_unique<PoolingLayer>(s, PoolKind::kAverage, true);
                            },
-                           {"GlobalAveragePool"}, PoolingLayer::global_from_onnx};
+                           {"GlobalAveragePool"},
+                           PoolingLayer::global_from_onnx};
   return t;
 }
 

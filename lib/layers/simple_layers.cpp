@@ -64,7 +64,8 @@ class LrnLayer final : public Layer {
  public:
   explicit LrnLayer(const LayerSpec& spec) : Layer(spec) {
     size_ = spec_.get_int("WindowChannelSize", 0, 1);
-    if (size_ == 0) throw ConfigError(spec.where() + "option WindowChannelSize is required (e.g. WindowChannelSize: 5)");
+    if (size_ == 0)
+      throw ConfigError(spec.where() + "option WindowChannelSize is required (e.g. WindowChannelSize: 5)");
     alpha_ = static_cast<float>(spec_.get_double("Alpha", 1e-4));
     beta_ = static_cast<float>(spec_.get_double("Beta", 0.75));
     k_ = static_cast<float>(spec_.get_double("K", 2.0));
@@ -116,7 +117,8 @@ class DropoutLayer final : public Layer {
  public:
   explicit DropoutLayer(const LayerSpec& spec) : Layer(spec) {
     p_ = spec_.get_double("Probability", 0.5);
-    if (p_ < 0 || p_ >= 1) throw ConfigError(spec.where() + "option Probability must be in [0, 1), got " + std::to_string(p_));
+    if (p_ < 0 || p_ >= 1)
+      throw ConfigError(spec.where() + "option Probability must be in [0, 1), got " + std::to_string(p_));
   }
   Shape infer(const std::vector<Shape>& inputs) override {
     expect_inputs(spec_, inputs, 1);
@@ -140,8 +142,10 @@ class DropoutLayer final : public Layer {
                 const RunContext&) override {
     if (!dx[0]) return;
     Backend& be = backend_for(dy.device());
-    if (p_ == 0) be.copy(dy, *dx[0]);
-    else be.mul(dy, mask_, *dx[0]);
+    if (p_ == 0)
+      be.copy(dy, *dx[0]);
+    else
+      be.mul(dy, mask_, *dx[0]);
   }
   bool stochastic() const override { return true; }
   // Inference: the identity, so no ONNX node.
@@ -206,38 +210,56 @@ class SoftmaxLayer final : public Layer {
 }  // namespace
 
 const LayerType& relu_layer_type() {
-  static const LayerType t{"relu", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<ActivationLayer>(s, ActKind::kRelu); },
-                           {"Relu"}, ActivationLayer::from_onnx};
+  static const LayerType t{
+      "relu",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<ActivationLayer>(s, ActKind::kRelu); },
+      {"Relu"},
+      ActivationLayer::from_onnx};
   return t;
 }
 
 const LayerType& leaky_relu_layer_type() {
-  static const LayerType t{"leakyRelu", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<ActivationLayer>(s, ActKind::kLeakyRelu); },
-                           {"LeakyRelu"}, ActivationLayer::from_onnx};
+  static const LayerType t{"leakyRelu",
+                           [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+                             return std::make_unique<ActivationLayer>(s, ActKind::kLeakyRelu);
+                           },
+                           {"LeakyRelu"},
+                           ActivationLayer::from_onnx};
   return t;
 }
 
 const LayerType& elu_layer_type() {
-  static const LayerType t{"elu", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<ActivationLayer>(s, ActKind::kElu); },
-                           {"Elu"}, ActivationLayer::from_onnx};
+  static const LayerType t{
+      "elu",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<ActivationLayer>(s, ActKind::kElu); },
+      {"Elu"},
+      ActivationLayer::from_onnx};
   return t;
 }
 
 const LayerType& cross_channel_normalization_layer_type() {
-  static const LayerType t{"crossChannelNormalization", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<LrnLayer>(s); },
-                           {"LRN"}, LrnLayer::from_onnx};
+  static const LayerType t{"crossChannelNormalization",
+                           [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<LrnLayer>(s); },
+                           {"LRN"},
+                           LrnLayer::from_onnx};
   return t;
 }
 
 const LayerType& dropout_layer_type() {
-  static const LayerType t{"dropout", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<DropoutLayer>(s); },
-                           {"Dropout"}, DropoutLayer::from_onnx};
+  static const LayerType t{
+      "dropout",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<DropoutLayer>(s); },
+      {"Dropout"},
+      DropoutLayer::from_onnx};
   return t;
 }
 
 const LayerType& softmax_layer_type() {
-  static const LayerType t{"softmax", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<SoftmaxLayer>(s); },
-                           {"Softmax"}, SoftmaxLayer::from_onnx};
+  static const LayerType t{
+      "softmax",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<SoftmaxLayer>(s); },
+      {"Softmax"},
+      SoftmaxLayer::from_onnx};
   return t;
 }
 

@@ -20,9 +20,7 @@ std::string SpecValue::str() const {
   return "[" + join(items, ", ") + "]";
 }
 
-std::string LayerSpec::where() const {
-  return loc.prefix() + "layer '" + name + "' (" + type + "): ";
-}
+std::string LayerSpec::where() const { return loc.prefix() + "layer '" + name + "' (" + type + "): "; }
 
 const SpecValue* LayerSpec::get(const std::string& key) const {
   used_.insert(key);  // asked for: a known option of this layer type, present or not
@@ -33,8 +31,7 @@ const SpecValue* LayerSpec::get(const std::string& key) const {
 
 namespace {
 
-[[noreturn]] void bad(const LayerSpec& s, const std::string& key, const SpecValue& v,
-                      const std::string& expected) {
+[[noreturn]] void bad(const LayerSpec& s, const std::string& key, const SpecValue& v, const std::string& expected) {
   std::string at = v.loc.prefix().empty() ? s.where() : v.loc.prefix() + "layer '" + s.name + "' (" + s.type + "): ";
   throw ConfigError(at + "option " + key + " must be " + expected + ", got '" + v.str() + "'");
 }
@@ -87,8 +84,8 @@ std::string LayerSpec::get_choice(const std::string& key, const std::string& def
   bad(*this, key, *v, "one of " + join(choices, ", ") + hint);
 }
 
-std::vector<int64_t> LayerSpec::get_ints(const std::string& key, std::vector<int64_t> def,
-                                         size_t n, int64_t min) const {
+std::vector<int64_t> LayerSpec::get_ints(const std::string& key, std::vector<int64_t> def, size_t n,
+                                         int64_t min) const {
   const SpecValue* v = get(key);
   if (!v) return def;
   std::string expected = n == 1 ? "an integer" : "an integer or a list of " + std::to_string(n) + " integers";

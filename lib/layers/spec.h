@@ -42,8 +42,7 @@ class LayerSpec {
   bool get_bool(const std::string& key, bool def) const;
   std::string get_string(const std::string& key, const std::string& def) const;
   // One of choices (case-insensitive; returns the canonical spelling).
-  std::string get_choice(const std::string& key, const std::string& def,
-                         const std::vector<std::string>& choices) const;
+  std::string get_choice(const std::string& key, const std::string& def, const std::vector<std::string>& choices) const;
   // A scalar broadcast to n values, or a list of exactly n (e.g. FilterSize 5 or [5 3]).
   std::vector<int64_t> get_ints(const std::string& key, std::vector<int64_t> def, size_t n,
                                 int64_t min = INT64_MIN) const;

@@ -84,9 +84,8 @@ void write_tensors(Writer& w, const char tag[4], const std::vector<NamedTensor>&
   w.u32(static_cast<uint32_t>(tensors.size()));
   for (const auto& t : tensors) {
     if (static_cast<int64_t>(t.data.size()) != t.shape.numel())
-      throw ModelError("cannot save tensor " + t.layer + "." + t.name + ": it has " +
-                       std::to_string(t.data.size()) + " values but its shape " + t.shape.str() +
-                       " needs " + std::to_string(t.shape.numel()));
+      throw ModelError("cannot save tensor " + t.layer + "." + t.name + ": it has " + std::to_string(t.data.size()) +
+                       " values but its shape " + t.shape.str() + " needs " + std::to_string(t.shape.numel()));
     w.str(t.layer);
     w.str(t.name);
     w.u32(static_cast<uint32_t>(t.shape.rank()));
@@ -122,8 +121,7 @@ class Reader {
   }
   void need(uint64_t n, const char* what) const {
     if (n > left())
-      fail(std::string(what) + " needs " + std::to_string(n) + " bytes but only " +
-           std::to_string(left()) + " remain");
+      fail(std::string(what) + " needs " + std::to_string(n) + " bytes but only " + std::to_string(left()) + " remain");
   }
   uint32_t u32() {
     need(4, "a 32-bit integer");
@@ -203,8 +201,8 @@ std::vector<NamedTensor> read_tensors(Reader& r) {
       uint64_t dim = r.u64();
       // Every partial product must fit in the bytes left, so the total cannot overflow.
       if (dim > (1ull << 40) || (dim != 0 && numel > (r.left() / sizeof(float)) / dim))
-        r.fail("tensor " + t.layer + "." + t.name + " dimension " + std::to_string(dim) +
-               " makes it larger than the " + std::to_string(r.left()) + " bytes left");
+        r.fail("tensor " + t.layer + "." + t.name + " dimension " + std::to_string(dim) + " makes it larger than the " +
+               std::to_string(r.left()) + " bytes left");
       numel *= dim;
       t.shape.push_back(static_cast<int64_t>(dim));
     }

@@ -35,9 +35,11 @@ void Network::build() {
     node.layer = make_layer(ls);
     const Layer::Role role = node.layer->role();
     if (i == 0 && role != Layer::Role::kInput)
-      throw ConfigError(ls.loc.prefix() + "layer '" + ls.name + "': the first layer must be imageInput, not " + node.layer->type());
+      throw ConfigError(ls.loc.prefix() + "layer '" + ls.name + "': the first layer must be imageInput, not " +
+                        node.layer->type());
     if (i > 0 && role == Layer::Role::kInput)
-      throw ConfigError(ls.loc.prefix() + "layer '" + ls.name + "': " + node.layer->type() + " can only be the first layer");
+      throw ConfigError(ls.loc.prefix() + "layer '" + ls.name + "': " + node.layer->type() +
+                        " can only be the first layer");
     if (i > 0) {
       if (ls.inputs.empty()) node.inputs.push_back(static_cast<int>(i) - 1);
       for (const auto& in : ls.inputs) {
@@ -85,8 +87,8 @@ void Network::build() {
   loss_ = last.layer->loss_spec();
   if (!loss_.class_weights.empty()) {
     if (static_cast<int64_t>(loss_.class_weights.size()) != num_classes())
-      throw ConfigError(spec_.layers.back().loc.prefix() + "layer '" + last.layer->name() + "': " +
-                        std::to_string(loss_.class_weights.size()) + " ClassWeights for " +
+      throw ConfigError(spec_.layers.back().loc.prefix() + "layer '" + last.layer->name() +
+                        "': " + std::to_string(loss_.class_weights.size()) + " ClassWeights for " +
                         std::to_string(num_classes()) + " classes (give one weight per class)");
     Tensor host(Shape{num_classes()});
     std::copy(loss_.class_weights.begin(), loss_.class_weights.end(), host.data());
@@ -193,8 +195,9 @@ void Network::set_batch(int64_t n) {
 }
 
 const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
-  DLT_CHECK(x.shape() == batch_shape(batch_, input_shape()),
-            "forward: input " << x.shape().str() << " but the network expects " << batch_shape(batch_, input_shape()).str());
+  DLT_CHECK(x.shape() == batch_shape(batch_, input_shape()), "forward: input "
+                                                                 << x.shape().str() << " but the network expects "
+                                                                 << batch_shape(batch_, input_shape()).str());
   std::vector<const Tensor*>& xs = scratch_xs_;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];

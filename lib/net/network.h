@@ -137,8 +137,8 @@ class Network {
   std::vector<std::string> classes_;
   std::vector<std::vector<std::vector<int64_t>>> label_ids_;
   Tensor flat_values_, flat_grads_;
-  Layer::LossSpec loss_;           // the output layer's
-  Tensor loss_weights_;            // its class weights on the device (undefined: none)
+  Layer::LossSpec loss_;              // the output layer's
+  Tensor loss_weights_;               // its class weights on the device (undefined: none)
   Tensor loss_totals_, loss_labels_;  // the last loss_and_backward_async's result and labels
   bool grad_reuse_ = true;
   bool mixed_ = false;

@@ -35,7 +35,8 @@ void Network::plan_gradients(int64_t n) {
     }
     node.edge_grads.resize(node.consumers.size());
     uses.push_back({&node.grad, s, pi, pi, pi});
-    for (size_t k = 0; k < node.consumers.size(); ++k) uses.push_back({&node.edge_grads[k], s, node.consumers[k], pi, pi});
+    for (size_t k = 0; k < node.consumers.size(); ++k)
+      uses.push_back({&node.edge_grads[k], s, node.consumers[k], pi, pi});
   }
   std::vector<int64_t> need;  // elements per slot
   if (grad_reuse_) {

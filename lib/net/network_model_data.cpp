@@ -48,8 +48,8 @@ const NamedTensor& find_named(const std::vector<NamedTensor>& list, const std::s
   for (const NamedTensor& nt : list) {
     if (nt.layer != layer || nt.name != name) continue;
     if (nt.shape != shape || static_cast<int64_t>(nt.data.size()) != shape.numel())
-      throw ModelError("layer '" + layer + "' " + name + " is " + nt.shape.str() + " in the model file but the network needs " +
-                       shape.str());
+      throw ModelError("layer '" + layer + "' " + name + " is " + nt.shape.str() +
+                       " in the model file but the network needs " + shape.str());
     return nt;
   }
   throw ModelError("the model file has no " + name + " for layer '" + layer + "'");

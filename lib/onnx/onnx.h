@@ -15,8 +15,8 @@ namespace dlt {
 inline constexpr const char* kOnnxClassNamesKey = "class_names";
 
 struct OnnxImportOptions {
-  std::vector<std::string> classes;  // empty: the file's class_names metadata, else class_1 .. class_K
-  std::vector<int64_t> input_size;   // (H, W, C) when the graph input has symbolic sizes
+  std::vector<std::string> classes;             // empty: the file's class_names metadata, else class_1 .. class_K
+  std::vector<int64_t> input_size;              // (H, W, C) when the graph input has symbolic sizes
   std::string classes_from = "the class list";  // where `classes` came from, for errors
 };
 

@@ -64,7 +64,8 @@ class Exporter final : public OnnxGraph {
     meta->set_key(kOnnxClassNamesKey);
     meta->set_value(names);
     std::string bytes;
-    if (!model_.SerializeToString(&bytes)) throw ModelError(path_ + ": protobuf could not serialize the model (over 2 GB?)");
+    if (!model_.SerializeToString(&bytes))
+      throw ModelError(path_ + ": protobuf could not serialize the model (over 2 GB?)");
     return bytes;
   }
 
@@ -77,11 +78,13 @@ class Exporter final : public OnnxGraph {
     tt->mutable_shape()->add_dim()->set_dim_param("N");
     for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
   }
-  std::string add_floats(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& v) override {
+  std::string add_floats(const std::string& name, const std::vector<int64_t>& dims,
+                         const std::vector<float>& v) override {
     set_floats(*g_->add_initializer(), name, dims, v);
     return name;
   }
-  std::string add_ints(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int64_t>& v) override {
+  std::string add_ints(const std::string& name, const std::vector<int64_t>& dims,
+                       const std::vector<int64_t>& v) override {
     auto* t = g_->add_initializer();
     t->set_name(name);
     t->set_data_type(onnx::TensorProto::INT64);

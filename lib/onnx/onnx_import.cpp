@@ -10,8 +10,8 @@
 #include <cctype>
 #include <cstdio>
 #include <fstream>
-#include <memory>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "layers/layer.h"
@@ -70,13 +70,16 @@ class Importer {
   const onnx::TensorProto& need_const(const onnx::NodeProto& n, int i, const std::string& role) const {
     if (n.input_size() <= i || n.input(i).empty()) fail(n, "has no " + role + " input");
     const auto* t = constant(n.input(i));
-    if (!t) fail(n, role + " '" + n.input(i) + "' is computed, not a constant initializer (dltrain imports fixed weights only)");
+    if (!t)
+      fail(n,
+           role + " '" + n.input(i) + "' is computed, not a constant initializer (dltrain imports fixed weights only)");
     return *t;
   }
   Value& value(const onnx::NodeProto& n, int i, bool pad_ok = false, bool indices = false) {
     if (n.input_size() <= i) fail(n, "has too few inputs");
     auto it = values_.find(n.input(i));
-    if (it == values_.end()) fail(n, "input '" + n.input(i) + "' is neither the graph input nor a supported node's output");
+    if (it == values_.end())
+      fail(n, "input '" + n.input(i) + "' is neither the graph input nor a supported node's output");
     if (padded(it->second) && !pad_ok)
       fail(n, "its input comes from a Pad node; dltrain folds zero padding only into Conv and AveragePool");
     if (it->second.indices && !indices)
@@ -128,13 +131,15 @@ class Importer {
     const onnx::ValueInfoProto* in = nullptr;
     for (const auto& v : g_.input())
       if (!consts_.count(v.name())) {
-        if (in) throw ModelError(path_ + ": the graph has several inputs ('" + in->name() + "', '" + v.name() +
-                                 "'); dltrain imports single-image-input classifiers");
+        if (in)
+          throw ModelError(path_ + ": the graph has several inputs ('" + in->name() + "', '" + v.name() +
+                           "'); dltrain imports single-image-input classifiers");
         in = &v;
       }
     if (!in) throw ModelError(path_ + ": the graph has no input");
     std::vector<int64_t> d;
-    for (const auto& dim : in->type().tensor_type().shape().dim()) d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+    for (const auto& dim : in->type().tensor_type().shape().dim())
+      d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
     int64_t h = -1, w = -1, c = -1;
     if (d.size() == 4) c = d[1], h = d[2], w = d[3];
     if (opt_.input_size.size() == 3) h = opt_.input_size[0], w = opt_.input_size[1], c = opt_.input_size[2];
@@ -181,8 +186,9 @@ class Importer {
     Value v = value(n, 0);
     need_image(n, v);
     if (attr_string(n, "mode", "constant") != "constant") fail(n, "only constant (zero) padding is supported");
-    std::vector<int64_t> p = n.input_size() > 1 ? ints_of(need_const(n, 1, "pads"), path_ + ": node '" + node_name(n) + "'")
-                                                 : attr_ints(n, "pads", {});
+    std::vector<int64_t> p = n.input_size() > 1
+                                 ? ints_of(need_const(n, 1, "pads"), path_ + ": node '" + node_name(n) + "'")
+                                 : attr_ints(n, "pads", {});
     if (n.input_size() > 2 && !n.input(2).empty() && need_floats(n, 2, "constant_value").at(0) != 0.f)
       fail(n, "only zero padding is supported");
     if (p.size() != 8 || p[0] || p[1] || p[4] || p[5] || *std::min_element(p.begin(), p.end()) < 0)
@@ -192,7 +198,8 @@ class Importer {
   }
 
   void need_image(const onnx::NodeProto& n, const Value& v) {
-    if (v.flat && v.shape[0] * v.shape[1] > 1) fail(n, "its input is flattened (N, C*H*W); it needs an image (N, C, H, W)");
+    if (v.flat && v.shape[0] * v.shape[1] > 1)
+      fail(n, "its input is flattened (N, C*H*W); it needs an image (N, C, H, W)");
   }
 
   void flatten(const onnx::NodeProto& n) {
@@ -222,7 +229,8 @@ class Importer {
       std::vector<float> cb = floats_of(*constant(n.input(1 - i)), path_ + ": node '" + node_name(n) + "'");
       if (cb.size() == 1) cb.assign(bias.data.size(), cb[0]);
       if (cb.size() != bias.data.size())
-        fail(n, "bias has " + std::to_string(cb.size()) + " values for " + std::to_string(bias.data.size()) + " outputs");
+        fail(n,
+             "bias has " + std::to_string(cb.size()) + " values for " + std::to_string(bias.data.size()) + " outputs");
       for (size_t o = 0; o < cb.size(); ++o) bias.data[o] += cb[o];
       set_out(n, value(n, i));
       return true;
@@ -236,8 +244,9 @@ class Importer {
   void input_normalization(const onnx::NodeProto& n) {
     if (n.input_size() != 2 || !constant(n.input(1)) || !values_.count(n.input(0)) ||
         values_[n.input(0)].name != input_name_ || m_.network.layers.size() != 1)
-      fail(n, "operator '" + n.op_type() + "' is supported only as input normalization (x - mean, then / std or * 1/std, "
-              "with constant mean and std, before any other node)");
+      fail(n, "operator '" + n.op_type() +
+                  "' is supported only as input normalization (x - mean, then / std or * 1/std, "
+                  "with constant mean and std, before any other node)");
     const std::string& op = n.op_type();
     const Value in = value(n, 0);
     int64_t h = in.shape[0], w = in.shape[1], c = in.shape[2];
@@ -254,7 +263,8 @@ class Importer {
       fail(n, "the constant has " + std::to_string(t.size()) + " values; expected 1, C or C*H*W");
     }
     if (op == "Sub") {
-      if (!sd_.empty() || !mean_.empty() || !mean_image_.empty()) fail(n, "subtract the mean before dividing by the standard deviation");
+      if (!sd_.empty() || !mean_.empty() || !mean_image_.empty())
+        fail(n, "subtract the mean before dividing by the standard deviation");
       mean_ = per_channel;
     } else {
       if (!sd_.empty() || !mean_image_.empty()) fail(n, "only one scaling of the input (by channel) is supported");
@@ -268,7 +278,8 @@ class Importer {
   void finish() {
     if (g_.output_size() < 1) throw ModelError(path_ + ": the graph has no output");
     auto it = values_.find(g_.output(0).name());
-    if (it == values_.end()) throw ModelError(path_ + ": the graph output '" + g_.output(0).name() + "' was not produced");
+    if (it == values_.end())
+      throw ModelError(path_ + ": the graph output '" + g_.output(0).name() + "' was not produced");
     Value out = it->second;
     if (out.shape[0] != 1 || out.shape[1] != 1)
       throw ModelError(path_ + ": the graph ends with " + out.shape.str() + " per image, not class scores (1x1xK)");
@@ -288,7 +299,8 @@ class Importer {
                        " has " + std::to_string(m_.classes.size()) + " names (--classes FILE gives one per line)");
     // Input normalization found at the front of the graph.
     LayerSpec& in = m_.network.layers.front();
-    int64_t h = in.get_ints("InputSize", {}, 3)[0], w = in.get_ints("InputSize", {}, 3)[1], c = in.get_ints("InputSize", {}, 3)[2];
+    int64_t h = in.get_ints("InputSize", {}, 3)[0], w = in.get_ints("InputSize", {}, 3)[1],
+            c = in.get_ints("InputSize", {}, 3)[2];
     if (!mean_image_.empty() || (!mean_.empty() && sd_.empty())) {
       if (mean_image_.empty())
         for (int64_t p = 0; p < h * w; ++p) mean_image_.insert(mean_image_.end(), mean_.begin(), mean_.end());
@@ -309,7 +321,7 @@ class Importer {
   std::map<std::string, const onnx::TensorProto*> consts_;
   std::vector<std::unique_ptr<onnx::TensorProto>> owned_;
   std::map<std::string, Value> values_;
-  std::string last_layer_op_;  // the operator of the node that added the last layer
+  std::string last_layer_op_;                  // the operator of the node that added the last layer
   std::map<std::string, size_t> matmul_bias_;  // MatMul output -> index of its Bias in m_.params
   std::set<std::string> taken_;
   std::string input_name_;

@@ -30,8 +30,10 @@ std::vector<T> raw_values(const onnx::TensorProto& t, const std::string& what) {
 
 void check_local(const onnx::TensorProto& t, const std::string& what) {
   if (t.data_location() == onnx::TensorProto::EXTERNAL)
-    throw ModelError(what + ": tensor '" + t.name() + "' keeps its data in an external file, which dltrain does not "
-                     "read (save the model with its weights inside, e.g. onnx.save(m, f, save_as_external_data=False))");
+    throw ModelError(
+        what + ": tensor '" + t.name() +
+        "' keeps its data in an external file, which dltrain does not "
+        "read (save the model with its weights inside, e.g. onnx.save(m, f, save_as_external_data=False))");
 }
 
 }  // namespace

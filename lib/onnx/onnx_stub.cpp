@@ -6,7 +6,8 @@ namespace dlt {
 
 namespace {
 [[noreturn]] void no_onnx(const std::string& path) {
-  throw UsageError(path + ": this dltrain was built without ONNX support (install libonnx-dev and "
+  throw UsageError(path +
+                   ": this dltrain was built without ONNX support (install libonnx-dev and "
                    "libprotobuf-dev, then re-run cmake)");
 }
 }  // namespace

@@ -41,8 +41,8 @@ NetworkSpec apply_transfer(TransferBase& base, const NetworkSpec& new_layers) {
   if (base.remove_last >= 0) keep = total - base.remove_last;
   if (!base.keep_until.empty()) keep = index_of(m.network, base.keep_until, where, "KeepUntil") + 1;
   if (keep < 1 || keep > total)
-    throw ConfigError(where + "keeps " + std::to_string(keep) + " layers but the base model has " + std::to_string(total) +
-                      " (keep at least the imageInput layer)");
+    throw ConfigError(where + "keeps " + std::to_string(keep) + " layers but the base model has " +
+                      std::to_string(total) + " (keep at least the imageInput layer)");
   NetworkSpec out;
   out.layers.assign(m.network.layers.begin(), m.network.layers.begin() + keep);
   if (!base.freeze_until.empty()) {
@@ -52,16 +52,18 @@ NetworkSpec apply_transfer(TransferBase& base, const NetworkSpec& new_layers) {
   for (const LayerSpec& s : new_layers.layers) {
     for (const LayerSpec& k : out.layers)
       if (k.name == s.name)
-        throw ConfigError(s.loc.prefix() + "layer '" + s.name + "' has the name of a kept base layer (give it another Name)");
+        throw ConfigError(s.loc.prefix() + "layer '" + s.name +
+                          "' has the name of a kept base layer (give it another Name)");
     if (make_layer(s)->role() == Layer::Role::kInput)
-      throw ConfigError(s.loc.prefix() + "layer '" + s.name + "': with base:, the layers: list only adds layers after the kept ones (remove " +
-                        s.type + ")");
+      throw ConfigError(s.loc.prefix() + "layer '" + s.name +
+                        "': with base:, the layers: list only adds layers after the kept ones (remove " + s.type + ")");
     out.layers.push_back(s);
   }
   base.kept = keep;
   auto weights = std::make_shared<ModelData>();  // the kept layers' tensors only
   auto kept = [&](const NamedTensor& t) {
-    return std::any_of(out.layers.begin(), out.layers.begin() + keep, [&](const LayerSpec& l) { return l.name == t.layer; });
+    return std::any_of(out.layers.begin(), out.layers.begin() + keep,
+                       [&](const LayerSpec& l) { return l.name == t.layer; });
   };
   for (auto& t : m.params)
     if (kept(t)) weights->params.push_back(std::move(t));
@@ -78,7 +80,8 @@ void apply_transfer(Config& config) {
 }
 
 int64_t apply_base_weights(Network& net, const ModelData& weights) {
-  auto find = [](const std::vector<NamedTensor>& list, const std::string& layer, const std::string& name) -> const NamedTensor* {
+  auto find = [](const std::vector<NamedTensor>& list, const std::string& layer,
+                 const std::string& name) -> const NamedTensor* {
     for (const auto& t : list)
       if (t.layer == layer && t.name == name) return &t;
     return nullptr;
@@ -87,8 +90,8 @@ int64_t apply_base_weights(Network& net, const ModelData& weights) {
   auto copy = [&](const NamedTensor* t, const Shape& shape, Tensor& dst, const std::string& layer) {
     if (!t) return;
     if (t->shape != shape)
-      throw ModelError("base model: layer '" + layer + "' " + t->name + " is " + t->shape.str() + " but the network needs " +
-                       shape.str() + " (did the input size change? keep fewer layers)");
+      throw ModelError("base model: layer '" + layer + "' " + t->name + " is " + t->shape.str() +
+                       " but the network needs " + shape.str() + " (did the input size change? keep fewer layers)");
     Tensor h(shape);
     std::copy(t->data.begin(), t->data.end(), h.data());
     dst.copy_from(h);

@@ -9,13 +9,12 @@
 #include <string>
 
 #include "config/config.h"
-#include "net/model_file.h"
 #include "layers/spec.h"
+#include "net/model_file.h"
 
 namespace dlt {
 
 class Network;
-
 
 // Reads base.model (dltrain model or ONNX), returns the kept base layers followed by
 // new_layers; fills base.kept and base.weights. Throws ConfigError naming the section.

@@ -10,7 +10,8 @@ namespace dlt {
 
 double learn_rate_at(const TrainingOptions& o, int64_t epoch) {
   if (o.learn_rate_schedule != "piecewise" || o.learn_rate_drop_period <= 0) return o.initial_learn_rate;
-  return o.initial_learn_rate * std::pow(o.learn_rate_drop_factor, static_cast<double>(epoch / o.learn_rate_drop_period));
+  return o.initial_learn_rate *
+         std::pow(o.learn_rate_drop_factor, static_cast<double>(epoch / o.learn_rate_drop_period));
 }
 
 namespace {
@@ -31,8 +32,7 @@ Optimizer::Optimizer(const TrainingOptions& options, std::vector<Param*> params)
   }
   if (clips_by_norm(o_) && !params_.empty()) {
     const bool global = o_.gradient_threshold_method == "global-l2norm";
-    norms_ = Tensor::zeros(Shape{global ? 1 : static_cast<int64_t>(params_.size())},
-                           params_[0]->value.device());
+    norms_ = Tensor::zeros(Shape{global ? 1 : static_cast<int64_t>(params_.size())}, params_[0]->value.device());
   }
 }
 

@@ -49,7 +49,7 @@ class Optimizer {
   TrainingOptions o_;
   std::vector<Param*> params_;
   std::vector<Tensor> m_, s_;  // sgdm velocity / adam first moment; adam and rmsprop second moment
-  Tensor norms_;  // clipping by norm: L2 norms, per parameter (l2norm) or one (global)
+  Tensor norms_;               // clipping by norm: L2 norms, per parameter (l2norm) or one (global)
   int64_t t_ = 0;
   // Device-scalar mode: [c1, c2, lr of parameter 0, 1, ...] on the host and on the device.
   Tensor scalars_host_, scalars_;

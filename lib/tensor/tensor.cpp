@@ -89,8 +89,7 @@ Tensor Tensor::to(Device device) const {
 }
 
 void Tensor::copy_from(const Tensor& src) {
-  DLT_CHECK(src.numel() == numel(),
-            "copy_from: " << src.shape().str() << " into " << shape_.str());
+  DLT_CHECK(src.numel() == numel(), "copy_from: " << src.shape().str() << " into " << shape_.str());
   copy_bytes(raw(), device(), src.raw(), src.device(), bytes());
 }
 

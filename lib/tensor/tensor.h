@@ -62,9 +62,7 @@ class Tensor {
   void copy_from(const Tensor& src);
 
  private:
-  void* raw() const {
-    return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(elem_size());
-  }
+  void* raw() const { return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(elem_size()); }
   std::shared_ptr<Storage> storage_;
   int64_t offset_ = 0;
   Shape shape_;

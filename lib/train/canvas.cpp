@@ -18,8 +18,8 @@
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #define STB_IMAGE_WRITE_STATIC
 #define STB_IMAGE_WRITE_IMPLEMENTATION
-#include <stb/stb_image_write.h>
 #include <stb/stb_easy_font.h>
+#include <stb/stb_image_write.h>
 #pragma GCC diagnostic pop
 
 namespace dlt {
@@ -71,8 +71,7 @@ struct Quad {
 std::vector<Quad> font_quads(const std::string& s) {
   std::vector<char> text = font_string(s);
   std::vector<char> buf(text.size() * 400 + 64);
-  const int n =
-      stb_easy_font_print(0, 0, text.data(), nullptr, buf.data(), static_cast<int>(buf.size()));
+  const int n = stb_easy_font_print(0, 0, text.data(), nullptr, buf.data(), static_cast<int>(buf.size()));
   std::vector<Quad> quads;
   quads.reserve(n);
   for (int i = 0; i < n; ++i) {
@@ -81,8 +80,8 @@ std::vector<Quad> font_quads(const std::string& s) {
       std::memcpy(&xs[v], buf.data() + (i * 4 + v) * 16, sizeof(float));
       std::memcpy(&ys[v], buf.data() + (i * 4 + v) * 16 + 4, sizeof(float));
     }
-    quads.push_back({*std::min_element(xs, xs + 4), *std::min_element(ys, ys + 4),
-                     *std::max_element(xs, xs + 4), *std::max_element(ys, ys + 4)});
+    quads.push_back({*std::min_element(xs, xs + 4), *std::min_element(ys, ys + 4), *std::max_element(xs, xs + 4),
+                     *std::max_element(ys, ys + 4)});
   }
   return quads;
 }
@@ -96,8 +95,7 @@ Rgb mix(Rgb a, Rgb b, double t) {
   return {m(a.r, b.r), m(a.g, b.g), m(a.b, b.b)};
 }
 
-Canvas::Canvas(int width, int height, Rgb background)
-    : width_(std::max(1, width)), height_(std::max(1, height)) {
+Canvas::Canvas(int width, int height, Rgb background) : width_(std::max(1, width)), height_(std::max(1, height)) {
   pixels_.resize(static_cast<size_t>(width_) * height_ * 3);
   for (size_t i = 0; i < pixels_.size(); i += 3) {
     pixels_[i] = background.r;
@@ -113,13 +111,10 @@ Rgb Canvas::pixel(int x, int y) const {
 }
 
 void Canvas::set_clip(const Rect& r) {
-  clip_ = {std::max(0.0, r.x0), std::max(0.0, r.y0), std::min<double>(width_, r.x1),
-           std::min<double>(height_, r.y1)};
+  clip_ = {std::max(0.0, r.x0), std::max(0.0, r.y0), std::min<double>(width_, r.x1), std::min<double>(height_, r.y1)};
 }
 
-void Canvas::reset_clip() {
-  clip_ = {0, 0, static_cast<double>(width_), static_cast<double>(height_)};
-}
+void Canvas::reset_clip() { clip_ = {0, 0, static_cast<double>(width_), static_cast<double>(height_)}; }
 
 void Canvas::blend(int x, int y, Rgb c, double a) {
   if (!(a > 0) || x < clip_.x0 || y < clip_.y0 || x >= clip_.x1 || y >= clip_.y1) return;
@@ -153,8 +148,7 @@ void Canvas::stroke_rect(const Rect& r, Rgb c, double w) {
   fill_rect({r.x1 - w, r.y0 + w, r.x1, r.y1 - w}, c);
 }
 
-void Canvas::line(double x0, double y0, double x1, double y1, Rgb c, double width, double dash,
-                  double phase) {
+void Canvas::line(double x0, double y0, double x1, double y1, Rgb c, double width, double dash, double phase) {
   if (!std::isfinite(x0) || !std::isfinite(y0) || !std::isfinite(x1) || !std::isfinite(y1)) return;
   x0 = clamp_coord(x0), y0 = clamp_coord(y0), x1 = clamp_coord(x1), y1 = clamp_coord(y1);
   const double hw = std::max(width, 0.5) / 2;
@@ -183,8 +177,7 @@ void Canvas::line(double x0, double y0, double x1, double y1, Rgb c, double widt
   }
 }
 
-void Canvas::polyline(const std::vector<double>& xs, const std::vector<double>& ys, Rgb c,
-                      double width, double dash) {
+void Canvas::polyline(const std::vector<double>& xs, const std::vector<double>& ys, Rgb c, double width, double dash) {
   const size_t n = std::min(xs.size(), ys.size());
   double phase = 0;
   for (size_t i = 0; i + 1 < n; ++i) {
@@ -243,8 +236,7 @@ void Canvas::write_png(const std::string& path) const {
   const int write_errno = errno;
   if (std::fclose(f) != 0 || !wrote) {
     std::remove(tmp.c_str());
-    throw Error(path + ": cannot write '" + tmp + "': " + std::strerror(write_errno) +
-                " (check free disk space)");
+    throw Error(path + ": cannot write '" + tmp + "': " + std::strerror(write_errno) + " (check free disk space)");
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
@@ -301,13 +293,9 @@ std::string format_tick(double v, double step, bool si_suffix) {
   return buf;
 }
 
-double Axes::px(double x) const {
-  return area.x0 + (x - xmin) / (xmax - xmin) * (area.x1 - area.x0);
-}
+double Axes::px(double x) const { return area.x0 + (x - xmin) / (xmax - xmin) * (area.x1 - area.x0); }
 
-double Axes::py(double y) const {
-  return area.y1 - (y - ymin) / (ymax - ymin) * (area.y1 - area.y0);
-}
+double Axes::py(double y) const { return area.y1 - (y - ymin) / (ymax - ymin) * (area.y1 - area.y0); }
 
 void draw_axes(Canvas& c, const Axes& ax, const AxesStyle& style) {
   const Rgb grid{228, 228, 228}, frame{90, 90, 90}, label{30, 30, 30};
@@ -318,10 +306,8 @@ void draw_axes(Canvas& c, const Axes& ax, const AxesStyle& style) {
   const double ystep = nice_step(ax.ymin, ax.ymax, style.max_yticks);
   const std::vector<double> xt = nice_ticks(ax.xmin, ax.xmax, style.max_xticks);
   const std::vector<double> yt = nice_ticks(ax.ymin, ax.ymax, style.max_yticks);
-  for (double x : xt)
-    c.fill_rect({std::round(ax.px(x)), a.y0, std::round(ax.px(x)) + 1, a.y1}, grid);
-  for (double y : yt)
-    c.fill_rect({a.x0, std::round(ax.py(y)), a.x1, std::round(ax.py(y)) + 1}, grid);
+  for (double x : xt) c.fill_rect({std::round(ax.px(x)), a.y0, std::round(ax.px(x)) + 1, a.y1}, grid);
+  for (double y : yt) c.fill_rect({a.x0, std::round(ax.py(y)), a.x1, std::round(ax.py(y)) + 1}, grid);
   c.stroke_rect({a.x0 - 1, a.y0 - 1, a.x1 + 1, a.y1 + 1}, frame);
   for (double x : xt) {
     const double p = std::round(ax.px(x));

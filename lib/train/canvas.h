@@ -38,11 +38,11 @@ class Canvas {
   void stroke_rect(const Rect& r, Rgb c, double width = 1.0);
   // Anti-aliased segment; endpoints may lie far outside the canvas (they are clipped).
   // dash > 0 draws dash-long pieces separated by dash-long gaps, starting at phase.
-  void line(double x0, double y0, double x1, double y1, Rgb c, double width = 1.0,
-            double dash = 0.0, double phase = 0.0);
+  void line(double x0, double y0, double x1, double y1, Rgb c, double width = 1.0, double dash = 0.0,
+            double phase = 0.0);
   // Connected segments through (xs[i], ys[i]); the dash pattern continues across vertices.
-  void polyline(const std::vector<double>& xs, const std::vector<double>& ys, Rgb c,
-                double width = 1.0, double dash = 0.0);
+  void polyline(const std::vector<double>& xs, const std::vector<double>& ys, Rgb c, double width = 1.0,
+                double dash = 0.0);
   void disc(double cx, double cy, double radius, Rgb c);
 
   // stb_easy_font text, `scale` pixels per font unit. (x, y) is the top-left corner;

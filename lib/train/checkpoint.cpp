@@ -25,7 +25,8 @@ std::string position_json(const TrainPosition& p) {
                 "{\"kind\":\"checkpoint\",\"epoch\":%lld,\"batch_in_epoch\":%lld,\"iteration\":%lld,\"elapsed\":%.17g,"
                 "\"best_val_loss\":%.17g,\"patience_count\":%lld}",
                 static_cast<long long>(p.epoch), static_cast<long long>(p.batch_in_epoch),
-                static_cast<long long>(p.iteration), p.elapsed, p.best_val_loss, static_cast<long long>(p.patience_count));
+                static_cast<long long>(p.iteration), p.elapsed, p.best_val_loss,
+                static_cast<long long>(p.patience_count));
   return buf;
 }
 
@@ -58,7 +59,8 @@ TrainPosition load_checkpoint(const std::string& path, Network& net, Optimizer& 
   ModelData m = load_model(path);
   FlatJson meta = parse_flat_json(m.metadata_json.empty() ? "{}" : m.metadata_json, path + " metadata");
   if (json_string_or(meta, "kind", "") != "checkpoint")
-    throw ModelError(path + ": not a training checkpoint (a final model.bin cannot be resumed; use a file from CheckpointPath)");
+    throw ModelError(
+        path + ": not a training checkpoint (a final model.bin cannot be resumed; use a file from CheckpointPath)");
   if (m.classes != net.classes())
     throw ModelError(path + ": the checkpoint's classes differ from the training data's classes");
   net.load_weights(m);

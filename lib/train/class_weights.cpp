@@ -48,8 +48,8 @@ PixelLabelCounts count_each_pixel_label(const ImageDatastore& ds, int threads) {
     image_size(ds.path(i), h, w);
     if (labels.height != h || labels.width != w)
       throw DataError(ds.label_path(i) + ": label image is " + std::to_string(labels.height) + "x" +
-                      std::to_string(labels.width) + " but its image " + ds.path(i) + " is " + std::to_string(h) +
-                      "x" + std::to_string(w) + " (they must match)");
+                      std::to_string(labels.width) + " but its image " + ds.path(i) + " is " + std::to_string(h) + "x" +
+                      std::to_string(w) + " (they must match)");
     std::vector<int64_t> count(k + 1, 0);  // the last: undefined
     for (uint8_t v : labels.pixels) ++count[v == kUndefinedPixel ? k : v];
     const int64_t pixels = int64_t(labels.height) * labels.width;
@@ -93,19 +93,21 @@ void prepare_pixel_labels(Config& config) {
     if (v && !v->is_list && v->items.size() == 1 && iequals(v->items[0], "median-frequency")) asking.push_back(&spec);
   }
   if (!asking.empty() && !config.data.segmentation())
-    throw ConfigError(asking[0]->where() + "ClassWeights: median-frequency needs pixel-label training data "
+    throw ConfigError(asking[0]->where() +
+                      "ClassWeights: median-frequency needs pixel-label training data "
                       "(data.train: {images: DIR, labels: DIR})");
   if (!config.data.segmentation()) return;
   Timer t;
   const TrainValData data = load_train_val(config.data, config.training.seed);
   const PixelLabelCounts counts = count_each_pixel_label(data.train, static_cast<int>(config.data.loader_threads));
   const double undefined = counts.total ? double(counts.undefined) / double(counts.total) : 0;
-  log::info("countEachLabel: {} training label images, {:.1f}% of their pixels undefined ({:.1f} s)",
-            data.train.size(), 100 * undefined, t.seconds());
+  log::info("countEachLabel: {} training label images, {:.1f}% of their pixels undefined ({:.1f} s)", data.train.size(),
+            100 * undefined, t.seconds());
   if (undefined > 0.5)
-    log::warn("{:.0f}% of the training label pixels have a value in no class of data.LabelIDs: check that "
-              "LabelIDs match the label images (integers for grey / index PNGs, [r, g, b] for colour ones)",
-              100 * undefined);
+    log::warn(
+        "{:.0f}% of the training label pixels have a value in no class of data.LabelIDs: check that "
+        "LabelIDs match the label images (integers for grey / index PNGs, [r, g, b] for colour ones)",
+        100 * undefined);
   std::vector<std::string> absent;
   const std::vector<double> w = median_frequency_weights(counts, &absent, data.train.classes());
   if (!absent.empty())

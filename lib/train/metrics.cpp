@@ -93,10 +93,14 @@ std::string Predictions::json() const {
   j.end_array();
   j.key("predictions").begin_array();
   for (const auto& p : items_) {
-    j.begin_object().field("path", p.path).field("label", classes[p.label]).field("score", static_cast<double>(p.score));
+    j.begin_object()
+        .field("path", p.path)
+        .field("label", classes[p.label])
+        .field("score", static_cast<double>(p.score));
     if (p.truth >= 0) j.field("true_label", classes[p.truth]);
     j.key("top").begin_array();
-    for (const auto& [c, s] : p.top) j.begin_object().field("label", classes[c]).field("score", static_cast<double>(s)).end_object();
+    for (const auto& [c, s] : p.top)
+      j.begin_object().field("label", classes[c]).field("score", static_cast<double>(s)).end_object();
     j.end_array().end_object();
   }
   j.end_array();
@@ -144,7 +148,8 @@ std::string Predictions::report(int width) const {
   };
   for (size_t c = 0; c < classes.size(); ++c) {
     std::snprintf(buf, sizeof buf, "%-*s %10s %10s %8lld\n", static_cast<int>(w), classes[c].c_str(),
-                  pct(stats[c].precision).c_str(), pct(stats[c].recall).c_str(), static_cast<long long>(stats[c].support));
+                  pct(stats[c].precision).c_str(), pct(stats[c].recall).c_str(),
+                  static_cast<long long>(stats[c].support));
     out += buf;
   }
   // The matrix: full class names over the columns when they fit, else numbers that also start
@@ -170,8 +175,11 @@ std::string Predictions::report(int width) const {
   }
   out += "\n";
   for (size_t r = 0; r < k; ++r) {
-    if (names) std::snprintf(buf, sizeof buf, "%-*s", static_cast<int>(w), classes[r].c_str());
-    else std::snprintf(buf, sizeof buf, "%*zu %-*s", static_cast<int>(num_w), r + 1, static_cast<int>(w), classes[r].c_str());
+    if (names)
+      std::snprintf(buf, sizeof buf, "%-*s", static_cast<int>(w), classes[r].c_str());
+    else
+      std::snprintf(buf, sizeof buf, "%*zu %-*s", static_cast<int>(num_w), r + 1, static_cast<int>(w),
+                    classes[r].c_str());
     out += buf;
     for (int64_t v : m[r]) {
       std::snprintf(buf, sizeof buf, " %*lld", static_cast<int>(cw), static_cast<long long>(v));

@@ -16,9 +16,7 @@ constexpr int kWidth = 900, kHeight = 650;
 constexpr double kScale = 2.0, kRadius = 5;
 constexpr size_t kMaxLabelled = 40, kMaxLabelChars = 24;
 
-bool finite_point(const ParetoPoint& p) {
-  return std::isfinite(p.memory_bytes) && std::isfinite(p.accuracy);
-}
+bool finite_point(const ParetoPoint& p) { return std::isfinite(p.memory_bytes) && std::isfinite(p.accuracy); }
 
 // [lo, hi] padded by 8% of the span (or of the value when the span is zero), rounded outward
 // to the tick step; never below zero when the data are not.
@@ -112,14 +110,12 @@ std::vector<size_t> pareto_front(const std::vector<ParetoPoint>& pts) {
     }
     if (!dominated) front.push_back(i);
   }
-  std::stable_sort(front.begin(), front.end(), [&pts](size_t a, size_t b) {
-    return pts[a].memory_bytes < pts[b].memory_bytes;
-  });
+  std::stable_sort(front.begin(), front.end(),
+                   [&pts](size_t a, size_t b) { return pts[a].memory_bytes < pts[b].memory_bytes; });
   return front;
 }
 
-void write_pareto_png(const std::string& path, const std::vector<ParetoPoint>& pts,
-                      const std::string& title) {
+void write_pareto_png(const std::string& path, const std::vector<ParetoPoint>& pts, const std::string& title) {
   Canvas c(kWidth, kHeight, kWhite);
   double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
   size_t n_finite = 0;
@@ -145,16 +141,14 @@ void write_pareto_png(const std::string& path, const std::vector<ParetoPoint>& p
   draw_axes(c, ax, style);
 
   std::string t = title.empty() ? "Accuracy versus memory footprint" : title;
-  while (t.size() > 3 && Canvas::text_width(t, kScale) > kWidth - 20)
-    t.resize(t.size() - 4), t += "...";
+  while (t.size() > 3 && Canvas::text_width(t, kScale) > kWidth - 20) t.resize(t.size() - 4), t += "...";
   c.text(std::round((kWidth - Canvas::text_width(t, kScale)) / 2), 20, t, kText, kScale);
 
   const Rect& a = ax.area;
   c.set_clip({a.x0 - kRadius - 1, a.y0 - kRadius - 1, a.x1 + kRadius + 1, a.y1 + kRadius + 1});
   const std::vector<size_t> front = pareto_front(pts);
   std::vector<double> fx, fy;
-  for (size_t i : front)
-    fx.push_back(ax.px(pts[i].memory_bytes)), fy.push_back(ax.py(pts[i].accuracy));
+  for (size_t i : front) fx.push_back(ax.px(pts[i].memory_bytes)), fy.push_back(ax.py(pts[i].accuracy));
   for (const ParetoPoint& p : pts)
     if (finite_point(p)) c.disc(ax.px(p.memory_bytes), ax.py(p.accuracy), kRadius, kPointColour);
   c.polyline(fx, fy, kFrontColour, 2.5);
@@ -181,14 +175,13 @@ void write_pareto_png(const std::string& path, const std::vector<ParetoPoint>& p
       double x = ax.px(p.memory_bytes) + kRadius + 4;
       if (x + Canvas::text_width(s, kScale) > kWidth - 4)
         x = ax.px(p.memory_bytes) - kRadius - 4 - Canvas::text_width(s, kScale);
-      c.text(std::round(x), std::round(ax.py(p.accuracy) - Canvas::text_height(kScale) - 2), s,
-             kText, kScale);
+      c.text(std::round(x), std::round(ax.py(p.accuracy) - Canvas::text_height(kScale) - 2), s, kText, kScale);
     }
   }
   if (n_finite == 0) {
     const std::string msg = "No data";
-    c.text(std::round((a.x0 + a.x1 - Canvas::text_width(msg, kScale)) / 2),
-           std::round((a.y0 + a.y1) / 2), msg, kText, kScale);
+    c.text(std::round((a.x0 + a.x1 - Canvas::text_width(msg, kScale)) / 2), std::round((a.y0 + a.y1) / 2), msg, kText,
+           kScale);
   }
 
   // Legend in the corner with the fewest points, preferring the lower right (dominated networks

@@ -26,9 +26,8 @@ std::vector<size_t> pareto_front(const std::vector<ParetoPoint>& pts);
 std::vector<std::string> pareto_labels(const std::vector<std::string>& names, std::string* keys);
 
 // Writes a PNG scatter of accuracy (%) against memory footprint (bytes) with the front as a red
-// line; points are labelled (pareto_labels, the keys under the title) when there are at most 40. Writes path + ".tmp", then
-// renames; throws Error naming the path when the file cannot be written.
-void write_pareto_png(const std::string& path, const std::vector<ParetoPoint>& pts,
-                      const std::string& title);
+// line; points are labelled (pareto_labels, the keys under the title) when there are at most 40. Writes path + ".tmp",
+// then renames; throws Error naming the path when the file cannot be written.
+void write_pareto_png(const std::string& path, const std::vector<ParetoPoint>& pts, const std::string& title);
 
 }  // namespace dlt

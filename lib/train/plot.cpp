@@ -77,8 +77,7 @@ struct Panel {
 
 enum class Sample { kThick, kThin, kDashedMarker, kEpoch };
 
-void legend_entry(Canvas& c, double x, double y, Sample kind, Rgb colour,
-                  const std::string& label) {
+void legend_entry(Canvas& c, double x, double y, Sample kind, Rgb colour, const std::string& label) {
   const double mid = y + Canvas::text_height(kScale) / 2;
   switch (kind) {
     case Sample::kThick:
@@ -107,8 +106,7 @@ std::string format_value(double v, const std::string& unit) {
   return buf;
 }
 
-void draw_panel(Canvas& c, const Axes& ax, const Panel& p, const std::vector<double>& epochs,
-                bool x_title) {
+void draw_panel(Canvas& c, const Axes& ax, const Panel& p, const std::vector<double>& epochs, bool x_title) {
   AxesStyle style;
   style.ylabel = p.ylabel;
   style.xlabel = x_title ? "Iteration" : "";
@@ -117,8 +115,7 @@ void draw_panel(Canvas& c, const Axes& ax, const Panel& p, const std::vector<dou
 
   c.set_clip(ax.area);
   for (double e : epochs)
-    c.fill_rect({std::round(ax.px(e)), ax.area.y0, std::round(ax.px(e)) + 1, ax.area.y1},
-                kEpochColour);
+    c.fill_rect({std::round(ax.px(e)), ax.area.y0, std::round(ax.px(e)) + 1, ax.area.y1}, kEpochColour);
   const XY raw = to_pixels(ax, p.raw);
   // Smooth what the axis can show, so that one exploding value lifts the curve to the top of
   // the panel for a while instead of pushing it off the chart for the rest of the run.
@@ -136,11 +133,10 @@ void draw_panel(Canvas& c, const Axes& ax, const Panel& p, const std::vector<dou
     c.polyline(line.x, line.y, kBlack, 1.5, kValDash);
   }
   const XY val = to_pixels(ax, p.val);
-  c.set_clip({ax.area.x0 - kMarkerRadius - 1, ax.area.y0 - kMarkerRadius - 1,
-              ax.area.x1 + kMarkerRadius + 1, ax.area.y1 + kMarkerRadius + 1});
+  c.set_clip({ax.area.x0 - kMarkerRadius - 1, ax.area.y0 - kMarkerRadius - 1, ax.area.x1 + kMarkerRadius + 1,
+              ax.area.y1 + kMarkerRadius + 1});
   for (size_t i = 0; i < val.x.size(); ++i)
-    if (p.val.y[i] >= ax.ymin && p.val.y[i] <= ax.ymax)
-      c.disc(val.x[i], val.y[i], kMarkerRadius, kBlack);
+    if (p.val.y[i] >= ax.ymin && p.val.y[i] <= ax.ymax) c.disc(val.x[i], val.y[i], kMarkerRadius, kBlack);
   c.reset_clip();
 
   if (p.raw.x.empty() && p.val.x.empty()) {
@@ -204,13 +200,11 @@ EpochMarks epoch_marks(const Axes& ax, const std::vector<double>& starts, double
   const int64_t line_stride = crowd_stride(6, narrowest);
   for (const Band& b : bands) {
     const double start = starts[b.epoch];
-    if (start > first_iteration && start <= ax.xmax && b.epoch % line_stride == 0)
-      marks.lines.push_back(start);
+    if (start > first_iteration && start <= ax.xmax && b.epoch % line_stride == 0) marks.lines.push_back(start);
   }
   bool words = true;
   for (const Band& b : bands)
-    words = words &&
-            Canvas::text_width("Epoch " + std::to_string(b.epoch + 1), kScale) + 8 <= b.x1 - b.x0;
+    words = words && Canvas::text_width("Epoch " + std::to_string(b.epoch + 1), kScale) + 8 <= b.x1 - b.x0;
   const double widest = Canvas::text_width(std::to_string(bands.back().epoch + 1), kScale);
   const int64_t label_stride = words ? 1 : crowd_stride(widest + 8, narrowest);
   for (const Band& b : bands) {
@@ -225,8 +219,7 @@ EpochMarks epoch_marks(const Axes& ax, const std::vector<double>& starts, double
 
 void draw_epoch_labels(Canvas& c, const EpochMarks& marks, double y) {
   for (const auto& [centre, text] : marks.labels)
-    c.text(std::round(centre - Canvas::text_width(text, kScale) / 2), y, text, kEpochColour,
-           kScale);
+    c.text(std::round(centre - Canvas::text_width(text, kScale) / 2), y, text, kEpochColour, kScale);
 }
 
 // The title centred on the top line; the note, if any, right after it in kNoteColour.
@@ -319,9 +312,7 @@ std::vector<double> smooth_ema(const std::vector<double>& values, double factor)
 }
 
 double robust_max(std::vector<double> values) {
-  values.erase(
-      std::remove_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); }),
-      values.end());
+  values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); }), values.end());
   if (values.empty()) return 1;
   std::sort(values.begin(), values.end());
   const size_t n = values.size();
@@ -372,8 +363,7 @@ void write_progress_png(const std::string& path, const ProgressSeries& s) {
   loss.ymin = std::floor(lo / step) * step;
   loss.ymax = std::ceil(hi / step - 1e-9) * step;
 
-  std::vector<double> epoch_starts(s.epoch_start_iterations.begin(),
-                                   s.epoch_start_iterations.end());
+  std::vector<double> epoch_starts(s.epoch_start_iterations.begin(), s.epoch_start_iterations.end());
   std::sort(epoch_starts.begin(), epoch_starts.end());
 
   draw_title(c, s.title.empty() ? "Training progress" : s.title, s.title_note);

@@ -14,14 +14,14 @@ namespace dlt {
 
 // The text panel under the plots. Fields left at their defaults are not shown.
 struct ProgressInfo {
-  std::string start_time;          // "2026-11-03 14:02:11" (local time)
-  double elapsed_seconds = -1;     // training time so far
+  std::string start_time;       // "2026-11-03 14:02:11" (local time)
+  double elapsed_seconds = -1;  // training time so far
   int64_t epoch = 0, max_epochs = 0;
   int64_t iteration = 0, max_iterations = 0, iterations_per_epoch = 0;
-  double learn_rate = -1;          // the current base learning rate
-  std::string hardware;            // e.g. the backend's name and the data-parallel workers
-  std::string status;              // running | completed | stopped-early | diverged | failed
-  std::string stop_reason;         // why training stopped, or the error ("" while running)
+  double learn_rate = -1;   // the current base learning rate
+  std::string hardware;     // e.g. the backend's name and the data-parallel workers
+  std::string status;       // running | completed | stopped-early | diverged | failed
+  std::string stop_reason;  // why training stopped, or the error ("" while running)
 };
 
 struct InfoLine {
@@ -38,8 +38,8 @@ struct ProgressSeries {
   std::vector<double> minibatch_loss;      // one per iteration (may be empty)
   // One entry per validation check, in order; a non-finite value breaks the dashed line, so
   // that only consecutive checks are joined.
-  std::vector<double> val_iteration;       // x of the validation values
-  std::vector<double> val_accuracy;        // percent
+  std::vector<double> val_iteration;  // x of the validation values
+  std::vector<double> val_accuracy;   // percent
   std::vector<double> val_loss;
   std::vector<int64_t> epoch_start_iterations;  // first iteration of each epoch
   std::string title;

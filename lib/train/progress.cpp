@@ -34,14 +34,8 @@ const Column kWide[kNumColumns] = {  // MATLAB's table
     {12, "Validation", "Loss"},
     {15, "Base Learning", "Rate"}};
 const Column kCompact[kNumColumns] = {  // the same columns in 79 characters
-    {5, "Epoch", ""},
-    {9, "Iteration", ""},
-    {8, "Time", "Elapsed"},
-    {7, "Batch", "Acc."},
-    {7, "Val", "Acc."},
-    {6, "Batch", "Loss"},
-    {6, "Val", "Loss"},
-    {6, "Base", "LR"}};
+    {5, "Epoch", ""},   {9, "Iteration", ""}, {8, "Time", "Elapsed"}, {7, "Batch", "Acc."},
+    {7, "Val", "Acc."}, {6, "Batch", "Loss"}, {6, "Val", "Loss"},     {6, "Base", "LR"}};
 
 const Column* columns_of(TableLayout layout) { return layout == TableLayout::kWide ? kWide : kCompact; }
 
@@ -58,8 +52,10 @@ std::string table_line(TableLayout layout, const std::string (&cells)[kNumColumn
   for (int i = 0; i < kNumColumns; ++i) {
     size_t w = static_cast<size_t>(cols[i].width);
     const std::string& c = cells[i];
-    if (centre) out += centred(c, w + 2);
-    else out += " " + (c.size() < w ? std::string(w - c.size(), ' ') + c : c) + " ";
+    if (centre)
+      out += centred(c, w + 2);
+    else
+      out += " " + (c.size() < w ? std::string(w - c.size(), ' ') + c : c) + " ";
     out += "|";
   }
   return out + "\n";
@@ -122,8 +118,9 @@ std::string format_bar(int64_t iteration, int64_t total, double elapsed, int col
   const size_t budget = static_cast<size_t>(std::max(columns - 1, 1));
   constexpr size_t kMaxBar = 40, kMinBar = 10;
   const double f = total > 0 ? std::clamp(static_cast<double>(iteration) / static_cast<double>(total), 0.0, 1.0) : 0;
-  const double eta =
-      iteration > 0 ? elapsed / static_cast<double>(iteration) * static_cast<double>(std::max<int64_t>(total - iteration, 0)) : 0;
+  const double eta = iteration > 0 ? elapsed / static_cast<double>(iteration) *
+                                         static_cast<double>(std::max<int64_t>(total - iteration, 0))
+                                   : 0;
   char p[16];
   std::snprintf(p, sizeof p, " %3d%%", static_cast<int>(f * 100));
   const std::string counts = std::to_string(iteration) + "/" + std::to_string(total);
@@ -148,8 +145,7 @@ std::string format_bar(int64_t iteration, int64_t total, double elapsed, int col
   return percent.substr(0, budget);
 }
 
-ProgressTable::ProgressTable(bool verbose, bool has_validation, const std::string& layout, FILE* out,
-                             FILE* bar_out)
+ProgressTable::ProgressTable(bool verbose, bool has_validation, const std::string& layout, FILE* out, FILE* bar_out)
     : verbose_(verbose),
       has_validation_(has_validation),
       tty_(is_terminal(bar_out)),

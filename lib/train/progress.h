@@ -18,7 +18,7 @@ struct IterationRecord {
   double minibatch_accuracy = 0;  // percent
   double minibatch_loss = 0;
   double validation_accuracy = std::numeric_limits<double>::quiet_NaN();  // NaN: not computed
-  double validation_loss = std::numeric_limits<double>::quiet_NaN();       // at this iteration
+  double validation_loss = std::numeric_limits<double>::quiet_NaN();      // at this iteration
   double learn_rate = 0;
 };
 

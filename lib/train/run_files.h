@@ -30,15 +30,15 @@ struct RunFiles {
   std::vector<std::string> classes;
   int64_t train_images = 0, validation_images = 0, skipped_images = 0;
   std::string device;
-  std::string precision;  // training.Precision: single | mixed
+  std::string precision;                 // training.Precision: single | mixed
   int64_t peak_device_memory_bytes = 0;  // the GPU allocator's peak (0 on the CPU)
   uint64_t seed = 0;
   // Findings about the run that a reader should see (e.g. from a learning watchdog): the
   // "warnings" list of summary.json, empty when there are none.
   std::vector<std::string> warnings;
-  bool plot = true;             // Plots: training-progress; false (none): no progress.png
-  ProgressInfo progress_info;   // the plot's info panel
-  std::string plot_note;        // marked next to the plot's title; "" for none
+  bool plot = true;            // Plots: training-progress; false (none): no progress.png
+  ProgressInfo progress_info;  // the plot's info panel
+  std::string plot_note;       // marked next to the plot's title; "" for none
 };
 
 void write_run_files(const RunFiles& f);

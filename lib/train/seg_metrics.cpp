@@ -43,10 +43,9 @@ void boundary_map(const uint8_t* labels, int h, int w, int k, std::vector<uint8_
     for (int x = 0; x < w; ++x) {
       const uint8_t c = labels[size_t(y) * w + x];
       if (c >= k) continue;
-      const bool edge = (y > 0 && labels[size_t(y - 1) * w + x] != c) ||
-                        (y + 1 < h && labels[size_t(y + 1) * w + x] != c) ||
-                        (x > 0 && labels[size_t(y) * w + x - 1] != c) ||
-                        (x + 1 < w && labels[size_t(y) * w + x + 1] != c);
+      const bool edge =
+          (y > 0 && labels[size_t(y - 1) * w + x] != c) || (y + 1 < h && labels[size_t(y + 1) * w + x] != c) ||
+          (x > 0 && labels[size_t(y) * w + x - 1] != c) || (x + 1 < w && labels[size_t(y) * w + x + 1] != c);
       if (edge) out[size_t(y) * w + x] = c;
     }
 }
@@ -87,8 +86,8 @@ double default_bf_threshold(int height, int width) {
   return 0.0075 * std::sqrt(double(height) * height + double(width) * width);
 }
 
-std::vector<double> bf_scores(const uint8_t* truth, const uint8_t* predicted, int height, int width,
-                              int num_classes, double threshold) {
+std::vector<double> bf_scores(const uint8_t* truth, const uint8_t* predicted, int height, int width, int num_classes,
+                              double threshold) {
   const size_t n = size_t(height) * width;
   const int k = num_classes;
   std::vector<uint8_t> pred(n);
@@ -133,8 +132,8 @@ void SegmentationMetrics::add_pixels(const uint8_t* truth, const uint8_t* predic
   const size_t k = classes_.size();
   for (int64_t i = 0; i < pixels; ++i)
     if (truth[i] < k && predicted[i] >= k)
-      throw std::invalid_argument("SegmentationMetrics: predicted class " + std::to_string(predicted[i]) +
-                                  " with " + std::to_string(k) + " classes");
+      throw std::invalid_argument("SegmentationMetrics: predicted class " + std::to_string(predicted[i]) + " with " +
+                                  std::to_string(k) + " classes");
   for (int64_t i = 0; i < pixels; ++i)
     if (truth[i] < k) ++raw_.confusion[truth[i] * k + predicted[i]];
 }
@@ -143,14 +142,13 @@ void SegmentationMetrics::add_pixels(const int32_t* truth, const int32_t* predic
   const int32_t k = num_classes();
   for (int64_t i = 0; i < pixels; ++i)
     if (truth[i] >= 0 && truth[i] < k && (predicted[i] < 0 || predicted[i] >= k))
-      throw std::invalid_argument("SegmentationMetrics: predicted class " + std::to_string(predicted[i]) +
-                                  " with " + std::to_string(k) + " classes");
+      throw std::invalid_argument("SegmentationMetrics: predicted class " + std::to_string(predicted[i]) + " with " +
+                                  std::to_string(k) + " classes");
   for (int64_t i = 0; i < pixels; ++i)
     if (truth[i] >= 0 && truth[i] < k) ++raw_.confusion[size_t(truth[i]) * size_t(k) + size_t(predicted[i])];
 }
 
-void SegmentationMetrics::add(const uint8_t* truth, const uint8_t* predicted, int height, int width,
-                              double threshold) {
+void SegmentationMetrics::add(const uint8_t* truth, const uint8_t* predicted, int height, int width, double threshold) {
   add_pixels(truth, predicted, int64_t(height) * width);
   if (threshold <= 0) threshold = default_bf_threshold(height, width);
   const std::vector<double> bf = bf_scores(truth, predicted, height, width, num_classes(), threshold);
@@ -211,8 +209,8 @@ std::vector<SegmentationMetrics::ClassMetrics> SegmentationMetrics::class_metric
       col += count(j, c);
     }
     const double tp = double(count(c, c));
-    out.push_back({ratio(tp, double(row)), ratio(tp, double(row + col) - tp),
-                   ratio(raw_.bf_sum[c], double(raw_.bf_images[c]))});
+    out.push_back(
+        {ratio(tp, double(row)), ratio(tp, double(row + col) - tp), ratio(raw_.bf_sum[c], double(raw_.bf_images[c]))});
   }
   return out;
 }
@@ -253,9 +251,7 @@ double SegmentationMetrics::weighted_iou() const {
   return ratio(s, double(pixels()));
 }
 
-double SegmentationMetrics::mean_bf_score() const {
-  return ratio(raw_.image_bf_sum, double(raw_.image_bf_images));
-}
+double SegmentationMetrics::mean_bf_score() const { return ratio(raw_.image_bf_sum, double(raw_.image_bf_images)); }
 
 std::vector<std::vector<double>> SegmentationMetrics::normalized_confusion() const {
   const int k = num_classes();
@@ -318,8 +314,8 @@ std::string SegmentationMetrics::report(int width) const {
     return std::string(b);
   };
   std::string out;
-  std::snprintf(buf, sizeof buf, "\nData set metrics (%lld images, %lld labelled pixels)\n", static_cast<long long>(raw_.images),
-                static_cast<long long>(pixels()));
+  std::snprintf(buf, sizeof buf, "\nData set metrics (%lld images, %lld labelled pixels)\n",
+                static_cast<long long>(raw_.images), static_cast<long long>(pixels()));
   out += buf;
   std::snprintf(buf, sizeof buf, "%14s %12s %8s %11s %11s\n%14s %12s %8s %11s %11s\n", "GlobalAccuracy", "MeanAccuracy",
                 "MeanIoU", "WeightedIoU", "MeanBFScore", num(global_accuracy()).c_str(), num(mean_accuracy()).c_str(),
@@ -327,8 +323,8 @@ std::string SegmentationMetrics::report(int width) const {
   out += buf;
   size_t w = 5;
   for (const auto& c : classes_) w = std::max(w, c.size());
-  std::snprintf(buf, sizeof buf, "\nClass metrics\n%-*s %8s %8s %11s\n", static_cast<int>(w), "class", "Accuracy", "IoU",
-                "MeanBFScore");
+  std::snprintf(buf, sizeof buf, "\nClass metrics\n%-*s %8s %8s %11s\n", static_cast<int>(w), "class", "Accuracy",
+                "IoU", "MeanBFScore");
   out += buf;
   const auto cm = class_metrics();
   for (int c = 0; c < num_classes(); ++c) {
@@ -355,8 +351,11 @@ std::string SegmentationMetrics::report(int width) const {
   out += "\n";
   const auto nm = normalized_confusion();
   for (size_t r = 0; r < k; ++r) {
-    if (names) std::snprintf(buf, sizeof buf, "%-*s", static_cast<int>(w), classes_[r].c_str());
-    else std::snprintf(buf, sizeof buf, "%*zu %-*s", static_cast<int>(num_w), r + 1, static_cast<int>(w), classes_[r].c_str());
+    if (names)
+      std::snprintf(buf, sizeof buf, "%-*s", static_cast<int>(w), classes_[r].c_str());
+    else
+      std::snprintf(buf, sizeof buf, "%*zu %-*s", static_cast<int>(num_w), r + 1, static_cast<int>(w),
+                    classes_[r].c_str());
     out += buf;
     for (double v : nm[r]) {
       std::string s = num(v);

@@ -15,8 +15,8 @@ double default_bf_threshold(int height, int width);
 
 // Boundary F1 score of each class 0..K-1 for one image (MATLAB's bfscore on label images).
 // NaN for a class in neither map. See seg_metrics.cpp for the definition followed.
-std::vector<double> bf_scores(const uint8_t* truth, const uint8_t* predicted, int height, int width,
-                              int num_classes, double threshold);
+std::vector<double> bf_scores(const uint8_t* truth, const uint8_t* predicted, int height, int width, int num_classes,
+                              double threshold);
 
 class SegmentationMetrics {
  public:
@@ -67,7 +67,7 @@ class SegmentationMetrics {
   // Each row divided by its sum (the class's truth pixels); a row of NaN for an absent class.
   std::vector<std::vector<double>> normalized_confusion() const;
 
-  std::string json() const;  // {"DataSetMetrics": {...}, "ClassMetrics": [...], ...}; NaN -> null
+  std::string json() const;                 // {"DataSetMetrics": {...}, "ClassMetrics": [...], ...}; NaN -> null
   std::string report(int width = 0) const;  // MATLAB's tables as text
 
  private:

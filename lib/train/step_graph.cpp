@@ -61,8 +61,9 @@ StepGraph::How StepGraph::run(int64_t n, const std::function<void()>& issue) {
     // timing (validation right after the capturing step); twice in a row means the step
     // itself frees memory the graph uses.
     if (since_capture_ == 0 && ++stale_unreplayed_ >= 2) {
-      disable("the graph went stale before its first replay twice (memory it uses is freed "
-              "every step)");
+      disable(
+          "the graph went stale before its first replay twice (memory it uses is freed "
+          "every step)");
       return run_uncaptured(issue);
     }
     log::debug("CUDA graph: stale after {} replays; capturing again", since_capture_);
@@ -103,9 +104,8 @@ StepGraph::How StepGraph::run(int64_t n, const std::function<void()>& issue) {
 
 std::string StepGraph::summary() const {
   if (!enabled_ && captures_ == 0) return "CUDA graph: off (" + why_off_ + ")";
-  return "CUDA graph: " + std::to_string(replays_) + " steps replayed, " +
-         std::to_string(captures_) + " captured, " + std::to_string(direct_) + " direct" +
-         (enabled_ ? std::string() : " (then off: " + why_off_ + ")");
+  return "CUDA graph: " + std::to_string(replays_) + " steps replayed, " + std::to_string(captures_) + " captured, " +
+         std::to_string(direct_) + " direct" + (enabled_ ? std::string() : " (then off: " + why_off_ + ")");
 }
 
 }  // namespace dlt

@@ -92,7 +92,7 @@ class Trainer {
   std::unique_ptr<StepGraph> graph_;              // CudaGraph: captured steps
   Tensor graph_images_, graph_labels_;            // the captured step's fixed inputs
   IterationLog log_;
-  std::unique_ptr<LiveFiles> live_;  // rank 0: the files to watch while training runs
+  std::unique_ptr<LiveFiles> live_;    // rank 0: the files to watch while training runs
   std::string start_time_, hardware_;  // for the progress plot's info panel
   int64_t per_epoch_ = 0, max_iterations_ = 0;
   Timer train_timer_;          // restarted when the training loop starts
@@ -121,8 +121,9 @@ void Trainer::prepare_data() {
     throw DataError(d.train + ": only one class folder ('" + train_ds_.classes().at(0) +
                     "'); classification needs at least 2 (one folder per class)");
   if (train_ds_.size() < o_.mini_batch_size)
-    throw ConfigError("training.MiniBatchSize is " + std::to_string(o_.mini_batch_size) + " but " + d.train + " has only " +
-                      std::to_string(train_ds_.size()) + " training images (use a smaller MiniBatchSize)");
+    throw ConfigError("training.MiniBatchSize is " + std::to_string(o_.mini_batch_size) + " but " + d.train +
+                      " has only " + std::to_string(train_ds_.size()) +
+                      " training images (use a smaller MiniBatchSize)");
 }
 
 void Trainer::prepare_network() {
@@ -145,13 +146,16 @@ void Trainer::prepare_network() {
     if (net_->num_classes() != train_ds_.num_classes())
       throw ConfigError(output.spec().loc.prefix() + "layer '" + output.name() + "' scores " +
                         std::to_string(net_->num_classes()) + " classes but data.ClassNames has " +
-                        std::to_string(train_ds_.num_classes()) + " (set NumClasses / NumFilters of the last "
-                        "convolution to " + std::to_string(train_ds_.num_classes()) + ")");
+                        std::to_string(train_ds_.num_classes()) +
+                        " (set NumClasses / NumFilters of the last "
+                        "convolution to " +
+                        std::to_string(train_ds_.num_classes()) + ")");
   }
   if (net_->num_classes() != train_ds_.num_classes()) {
     const Layer& fc = net_->layer(net_->size() - 3);
-    throw ConfigError(fc.spec().loc.prefix() + "layer '" + fc.name() + "' outputs " + std::to_string(net_->num_classes()) +
-                      " classes but " + cfg_.data.train + " has " + std::to_string(train_ds_.num_classes()) +
+    throw ConfigError(fc.spec().loc.prefix() + "layer '" + fc.name() + "' outputs " +
+                      std::to_string(net_->num_classes()) + " classes but " + cfg_.data.train + " has " +
+                      std::to_string(train_ds_.num_classes()) +
                       " class folders (set OutputSize: " + std::to_string(train_ds_.num_classes()) + ")");
   }
   net_->init_params(o_.seed);
@@ -180,9 +184,9 @@ void Trainer::prepare_network() {
   opt_ = std::make_unique<Optimizer>(o_, net_->params());
   net_->set_mixed_precision(o_.precision == "mixed");
   net_->set_batch(o_.mini_batch_size);
-  buckets_ = std::make_unique<GradientBuckets>(
-      *comm_, net_->flat_grads(), gradient_bucket_elements(comm_->kind(), o_.gradient_bucket_size_mb),
-      o_.communication_timing);
+  buckets_ = std::make_unique<GradientBuckets>(*comm_, net_->flat_grads(),
+                                               gradient_bucket_elements(comm_->kind(), o_.gradient_bucket_size_mb),
+                                               o_.communication_timing);
   if (buckets_->count() > 0) net_->set_grads_ready_hook([this](int64_t offset) { buckets_->ready_from(offset); });
   prepare_step_graph();
 }
@@ -301,7 +305,8 @@ Eval Trainer::evaluate() {
     if (pixels) {
       const Tensor host = probs.to(Device::cpu());
       const int64_t n = b.labels.numel(), k = net_->num_classes();
-      if (!predicted.defined() || predicted.numel() < n) predicted = Tensor(b.labels.shape(), Device::cpu(), DType::kI32);
+      if (!predicted.defined() || predicted.numel() < n)
+        predicted = Tensor(b.labels.shape(), Device::cpu(), DType::kI32);
       for (int64_t i = 0; i < n; ++i) {
         const float* row = host.data() + i * k;
         predicted.data_i32()[i] = static_cast<int32_t>(std::max_element(row, row + k) - row);
@@ -352,7 +357,7 @@ WatchdogContext Trainer::watchdog_context() {
     for (const auto& p : l.params()) has_weights = has_weights || p.name == "Weights";
     if (!has_weights) continue;
     std::string init = l.spec().has("WeightsInitializer") ? l.spec().get_string("WeightsInitializer", "glorot")
-                                                           : "glorot (the default)";
+                                                          : "glorot (the default)";
     if (std::find(inits.begin(), inits.end(), init) == inits.end()) inits.push_back(init);
   }
   for (const auto& i : inits) c.initializers += (c.initializers.empty() ? "" : ", ") + i;
@@ -497,15 +502,16 @@ TrainResult Trainer::run() {
 // What the run trains on and with, logged once before the first step; hardware_ for the plot.
 void Trainer::log_run_start() {
   if (o_.execution_environment == "auto")
-    log::info("ExecutionEnvironment auto: {}", device_.is_cpu() ? "no usable GPU, training on the CPU"
-                                                                  : "training on GPU " + device_.str());
+    log::info("ExecutionEnvironment auto: {}",
+              device_.is_cpu() ? "no usable GPU, training on the CPU" : "training on GPU " + device_.str());
   hardware_ = backend_for(device_).name();
   log::info("backend: {}", hardware_);
   if (!device_.is_cpu())  // what a first GPU run needs to know: the libraries actually loaded
     log::info("loaded: {}{}", cuda_library_versions(),
               comm_->kind() == "nccl" ? ", " + nccl_library_version() : std::string());
   if (comm_->size() > 1) hardware_ += ", " + std::to_string(comm_->size()) + " workers (" + comm_->kind() + ")";
-  if (net_->mixed_precision()) log::info("Precision mixed: convolution and fullyConnected multiply in bfloat16 (float32 sums and weights)");
+  if (net_->mixed_precision())
+    log::info("Precision mixed: convolution and fullyConnected multiply in bfloat16 (float32 sums and weights)");
   log::info("training on {} with {} images in {} classes{}; {} learnables", device_.str(), train_ds_.size(),
             train_ds_.num_classes(), has_val_ ? ", validating on " + std::to_string(val_ds_.size()) : std::string(),
             net_->total_learnables());

@@ -26,7 +26,8 @@ struct TrainResult {
   std::string status;  // completed | stopped-early (a diverged run throws TrainingError after writing its outputs)
   std::string model_path;
   double validation_accuracy = 0;  // percent (NaN when there is no validation data); segmentation: pixels
-  double validation_mean_iou = std::numeric_limits<double>::quiet_NaN();  // segmentation: 0..1 (NaN for classification or no validation data)
+  double validation_mean_iou =
+      std::numeric_limits<double>::quiet_NaN();  // segmentation: 0..1 (NaN for classification or no validation data)
 };
 
 TrainResult train_network(const Config& config, const TrainArgs& args);

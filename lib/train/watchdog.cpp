@@ -14,7 +14,8 @@ std::optional<std::string> LearningWatchdog::observe(const IterationRecord& r) {
   if (warned_ || classes_ < 2 || r.iteration <= per_epoch_) return std::nullopt;
   const double chance_loss = std::log(static_cast<double>(classes_));
   char text[160];
-  const bool near = std::isfinite(r.minibatch_loss) && std::fabs(r.minibatch_loss - chance_loss) <= kSpread * chance_loss;
+  const bool near =
+      std::isfinite(r.minibatch_loss) && std::fabs(r.minibatch_loss - chance_loss) <= kSpread * chance_loss;
   if (!near) {
     losses_.clear();
   } else {
@@ -53,11 +54,13 @@ std::optional<std::string> LearningWatchdog::observe(const IterationRecord& r) {
 std::string LearningWatchdog::warning(const std::string& symptom) const {
   char lr[32];
   std::snprintf(lr, sizeof(lr), "%g", ctx_.initial_learn_rate);
-  return "the network is not learning: " + symptom + ". Likely causes: the weights initializer (" +
-         ctx_.initializers +
+  return "the network is not learning: " + symptom + ". Likely causes: the weights initializer (" + ctx_.initializers +
          "; networks written for MATLAB before R2019a, such as seed 001's, need WeightsInitializer: narrow-normal), "
-         "the learning rate (InitialLearnRate " + lr + ": try 10x lower or higher), or the input scale (imageInput "
-         "Normalization " + ctx_.normalization + ")";
+         "the learning rate (InitialLearnRate " +
+         lr +
+         ": try 10x lower or higher), or the input scale (imageInput "
+         "Normalization " +
+         ctx_.normalization + ")";
 }
 
 }  // namespace dlt

@@ -15,7 +15,7 @@ namespace dlt {
 
 // What the warning names as likely causes, from the run's config.
 struct WatchdogContext {
-  std::string initializers;   // e.g. "glorot (the default)" or "narrow-normal, he"
+  std::string initializers;  // e.g. "glorot (the default)" or "narrow-normal, he"
   double initial_learn_rate = 0;
   std::string normalization;  // the imageInput's Normalization
 };

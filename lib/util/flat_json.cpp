@@ -95,13 +95,26 @@ class Scanner {
       if (pos_ >= s_.size()) break;
       char e = s_[pos_++];
       switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'u': out += unicode_escape(); break;
-        default: out += e;  // \" \\ \/
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'u':
+          out += unicode_escape();
+          break;
+        default:
+          out += e;  // \" \\ \/
       }
     }
     expect('"', "the closing '\"' of a string");
@@ -171,9 +184,7 @@ class Scanner {
 
 }  // namespace
 
-FlatJson parse_flat_json(const std::string& text, const std::string& what) {
-  return Scanner(text, what).object();
-}
+FlatJson parse_flat_json(const std::string& text, const std::string& what) { return Scanner(text, what).object(); }
 
 FlatJson read_flat_json(const std::string& path) { return parse_flat_json(read_file(path), path); }
 

@@ -73,8 +73,7 @@ bool parse_dims(const std::string& text, std::vector<int64_t>* out) {
     const size_t x = text.find('x', start);
     int64_t v = 0;
     const std::string part = text.substr(start, x == std::string::npos ? std::string::npos : x - start);
-    if (part.find_first_not_of("0123456789") != std::string::npos || !parse_int(part, &v) || v < 1 ||
-        v > 2147483647)
+    if (part.find_first_not_of("0123456789") != std::string::npos || !parse_int(part, &v) || v < 1 || v > 2147483647)
       return false;
     dims.push_back(v);
     if (x == std::string::npos) break;

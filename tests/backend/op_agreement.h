@@ -168,10 +168,8 @@ inline AgreementRow batch_norm_row(std::string name, BatchNormDesc d) {
             check_close("backward doffset", tdoffset, doffset, tol);
             // inference with other statistics than the batch's
             Vec rmean = random_vec(d.c, rng), rvar = random_vec(d.c, rng, 0.5, 2.0);
-            op->forward_inference(tx, tscale, toffset, to_tensor(rmean, cs, dev),
-                                  to_tensor(rvar, cs, dev), ty);
-            check_close("forward_inference", ty,
-                        ref::bn_forward_inference(d, x, scale, offset, rmean, rvar), tol);
+            op->forward_inference(tx, tscale, toffset, to_tensor(rmean, cs, dev), to_tensor(rvar, cs, dev), ty);
+            check_close("forward_inference", ty, ref::bn_forward_inference(d, x, scale, offset, rmean, rvar), tol);
           }};
 }
 
@@ -229,8 +227,7 @@ inline AgreementRow softmax_row(std::string name, int64_t rows, int64_t c) {
           }};
 }
 
-inline AgreementRow concat_row(std::string name, int64_t n, int64_t h, int64_t w,
-                               std::vector<int64_t> channels) {
+inline AgreementRow concat_row(std::string name, int64_t n, int64_t h, int64_t w, std::vector<int64_t> channels) {
   return {"concat " + name, [=](Backend& be, double tol) {
             Rng rng(47);
             const Device dev = be.device();

@@ -48,10 +48,12 @@ TEST_CASE("cpu backend: CIFAR-10 net op timings", "[.bench]") {
     double bd = time_ms([&] { op->backward_data(dy, w, dx); });
     double bw = time_ms([&] { op->backward_weights(x, dy, dw, db); });
     total += f + (d.c == 3 ? 0 : bd) + bw;
-    std::printf("conv %ldx%ldx%ld->%ld: fwd %.2f ms, bwd_data %.2f ms, bwd_weights %.2f ms\n  %s\n",
-                d.h, d.w, d.c, d.k, f, bd, bw, impl_info(*op).c_str());
+    std::printf("conv %ldx%ldx%ld->%ld: fwd %.2f ms, bwd_data %.2f ms, bwd_weights %.2f ms\n  %s\n", d.h, d.w, d.c, d.k,
+                f, bd, bw, impl_info(*op).c_str());
   }
-  struct P { int64_t hw, c; };
+  struct P {
+    int64_t hw, c;
+  };
   for (P p : {P{32, 32}, P{15, 32}, P{7, 64}}) {
     PoolDesc d;
     d.n = 100, d.h = d.w = p.hw, d.c = p.c, d.kh = d.kw = 3, d.stride_h = d.stride_w = 2;
@@ -61,8 +63,7 @@ TEST_CASE("cpu backend: CIFAR-10 net op timings", "[.bench]") {
     double f = time_ms([&] { op->forward(x, y, true); });
     double bk = time_ms([&] { op->backward(dy, dx); });
     total += f + bk;
-    std::printf("maxpool %ldx%ldx%ld: fwd %.3f ms, bwd %.3f ms  %s\n", d.h, d.w, d.c, f, bk,
-                impl_info(*op).c_str());
+    std::printf("maxpool %ldx%ldx%ld: fwd %.3f ms, bwd %.3f ms  %s\n", d.h, d.w, d.c, f, bk, impl_info(*op).c_str());
   }
   for (FcDesc d : {FcDesc{100, 576, 64, true}, FcDesc{100, 64, 10, false}}) {
     auto op = be.make_fc(d);
@@ -73,8 +74,8 @@ TEST_CASE("cpu backend: CIFAR-10 net op timings", "[.bench]") {
     double bd = time_ms([&] { op->backward_data(dy, w, dx); });
     double bw = time_ms([&] { op->backward_weights(x, dy, dw, db); });
     total += f + bd + bw;
-    std::printf("fc %ld->%ld: fwd %.3f ms, bwd_data %.3f ms, bwd_weights %.3f ms  %s\n", d.in,
-                d.out, f, bd, bw, impl_info(*op).c_str());
+    std::printf("fc %ld->%ld: fwd %.3f ms, bwd_data %.3f ms, bwd_weights %.3f ms  %s\n", d.in, d.out, f, bd, bw,
+                impl_info(*op).c_str());
   }
   {
     auto op = be.make_softmax(100, 10);
@@ -90,8 +91,7 @@ TEST_CASE("cpu backend: CIFAR-10 net op timings", "[.bench]") {
     Tensor ds(s.shape()), dof(s.shape());
     double f = time_ms([&] { op->forward_training(x, s, o, y, m, v); });
     double bk = time_ms([&] { op->backward(x, y, s, m, v, dx, ds, dof); });
-    std::printf("batch_norm 32x32x32 (not in the net): fwd %.3f ms, bwd %.3f ms  %s\n", f, bk,
-                impl_info(*op).c_str());
+    std::printf("batch_norm 32x32x32 (not in the net): fwd %.3f ms, bwd %.3f ms  %s\n", f, bk, impl_info(*op).c_str());
   }
   {
     LrnDesc d{100, 15, 15, 32, 5, 1e-4f, 0.75f, 2.f};
@@ -99,8 +99,7 @@ TEST_CASE("cpu backend: CIFAR-10 net op timings", "[.bench]") {
     Tensor x = random_tensor({d.n, d.h, d.w, d.c}, rng), y(x.shape()), dx(x.shape());
     double f = time_ms([&] { op->forward(x, y, true); });
     double bk = time_ms([&] { op->backward(x, y, dx); });
-    std::printf("lrn 15x15x32 (not in the net): fwd %.3f ms, bwd %.3f ms  %s\n", f, bk,
-                impl_info(*op).c_str());
+    std::printf("lrn 15x15x32 (not in the net): fwd %.3f ms, bwd %.3f ms  %s\n", f, bk, impl_info(*op).c_str());
   }
   std::printf("CIFAR-10 net conv+pool+fc per training step (N=100): %.2f ms\n", total);
   CHECK(total > 0);

@@ -1,10 +1,10 @@
 // Which convolution implementation the CPU backend picks: Winograd for 3x3 stride-1 convs
 // with 32+ channels where oneDNN's ISA has it, direct NHWC otherwise (ConvolutionAlgorithm: direct
 // forces direct); and which ISA that is.
+#include <strings.h>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
-#include <strings.h>
 
 #include "backend/backend_options.h"
 #include "backend/cpu/cpu_backend.h"

@@ -111,8 +111,7 @@ TEST_CASE("cross_entropy by hand", "[backend][cpu]") {
   CHECK(all_close(to_vec(d), {-0.15, 0.1, 0.05, 0.05, -0.35, 0.3}, 1e-6, 1e-7));
   Tensor none;
   labels.data_i32()[1] = 2;
-  CHECK(be.cross_entropy(probs, labels, none, nullptr) ==
-        Approx((-std::log(0.7) - std::log(0.6)) / 2).epsilon(1e-6));
+  CHECK(be.cross_entropy(probs, labels, none, nullptr) == Approx((-std::log(0.7) - std::log(0.6)) / 2).epsilon(1e-6));
   // probability 0 for the true class gives a large finite loss
   Tensor zero = to_tensor({1, 0}, {1, 2});
   Tensor one_label(Shape{1}, Device::cpu(), DType::kI32);
@@ -141,8 +140,8 @@ TEST_CASE("cross_entropy with class weights and undefined labels, by hand", "[ba
   CHECK(loss == Approx((-2 * std::log(0.7) - 0.5 * std::log(0.5)) / 2.5).epsilon(1e-6));
   CHECK(correct == 2);
   CHECK(counted == 2);
-  CHECK(all_close(to_vec(d), {0.8 * -0.3, 0.8 * 0.2, 0.8 * 0.1, 0, 0, 0, 0.2 * 0.2, 0.2 * -0.5, 0.2 * 0.3},
-                  1e-6, 1e-7));
+  CHECK(
+      all_close(to_vec(d), {0.8 * -0.3, 0.8 * 0.2, 0.8 * 0.1, 0, 0, 0, 0.2 * 0.2, 0.2 * -0.5, 0.2 * 0.3}, 1e-6, 1e-7));
   // Without undefined_labels a -1 is a bad label; with it, every label undefined is loss 0.
   Tensor none;
   opt.undefined_labels = false;
@@ -162,10 +161,7 @@ TEST_CASE("max pooling indices and max unpooling by hand, with ties", "[backend]
   Backend& be = cpu_backend();
   // One 4x4 plane, 2x2 windows, stride 2. The top-left window has a tie (5 at (0,0) and (1,1)):
   // the first in row order wins.
-  Tensor x = to_tensor({5, 1, 2, 3,
-                        0, 5, 4, 1,
-                        7, 1, 0, 0,
-                        1, 1, 0, 9}, {1, 4, 4, 1});
+  Tensor x = to_tensor({5, 1, 2, 3, 0, 5, 4, 1, 7, 1, 0, 0, 1, 1, 0, 9}, {1, 4, 4, 1});
   PoolDesc d;
   d.n = 1, d.h = 4, d.w = 4, d.c = 1, d.kh = 2, d.kw = 2, d.stride_h = 2, d.stride_w = 2;
   Tensor idx(Shape{1, 2, 2, 1}, Device::cpu(), DType::kI32);

@@ -16,8 +16,7 @@
 
 namespace dlt {
 
-TEST_CASE("cuda: no device means a count of 0 and a DeviceError that names the fix",
-          "[backend][cuda]") {
+TEST_CASE("cuda: no device means a count of 0 and a DeviceError that names the fix", "[backend][cuda]") {
   int count = -1;
   REQUIRE_NOTHROW(count = cuda_device_count());
   CHECK(count >= 0);
@@ -34,8 +33,7 @@ TEST_CASE("cuda: no device means a count of 0 and a DeviceError that names the f
 }
 
 #if DLT_HAVE_CUDA
-TEST_CASE("cuda allocator: size classes are at most 25% (2 MiB from 32 MiB) above the request",
-          "[backend][cuda]") {
+TEST_CASE("cuda allocator: size classes are at most 25% (2 MiB from 32 MiB) above the request", "[backend][cuda]") {
   CHECK(cuda::size_class(0) == 512);
   CHECK(cuda::size_class(512) == 512);
   CHECK(cuda::size_class(513) == 640);

@@ -46,8 +46,8 @@ class TempDir {
   }
   std::string write_bytes(const std::string& name, const std::vector<uint8_t>& bytes) const {
     std::string p = file(name);
-    std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(p, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     return p;
   }
 

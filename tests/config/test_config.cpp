@@ -50,8 +50,8 @@ TEST_CASE("config: layers get canonical types, default names and source lines", 
     names.push_back(l.name);
     types.push_back(l.type);
   }
-  CHECK(names == std::vector<std::string>{"input", "conv1", "relu_1", "maxPooling2d_1", "skip_conv", "relu_2",
-                                          "add1", "relu_3", "fullyConnected_1", "softmax_1", "classification_1"});
+  CHECK(names == std::vector<std::string>{"input", "conv1", "relu_1", "maxPooling2d_1", "skip_conv", "relu_2", "add1",
+                                          "relu_3", "fullyConnected_1", "softmax_1", "classification_1"});
   CHECK(types[2] == "relu");  // "ReLU" in the file
   CHECK(types[3] == "maxPooling2d");
   CHECK(L[6].inputs == std::vector<std::string>{"relu_1", "skip_conv"});
@@ -231,8 +231,9 @@ TEST_CASE("config: load -> dump -> load gives an equal config", "[config]") {
     CHECK(dump_config(b) == dumped);
   }
   // Inf values and defaults survive too.
-  Config inf = load_config(dir.write("inf.yaml", "layers: [{type: relu}]\ntraining:\n  GradientThreshold: Inf\n"
-                                                  "  ValidationPatience: .inf\n"),
+  Config inf = load_config(dir.write("inf.yaml",
+                                     "layers: [{type: relu}]\ntraining:\n  GradientThreshold: Inf\n"
+                                     "  ValidationPatience: .inf\n"),
                            {});
   CHECK(inf.training.gradient_threshold < 0);
   CHECK(inf.training.validation_patience < 0);
@@ -254,12 +255,10 @@ TEST_CASE("config: network spec YAML round trip", "[config]") {
 TEST_CASE("config: --set overrides of each kind", "[config]") {
   test::TempDir dir;
   std::string path = dir.write("net.yaml", kResNetish);
-  Config c = load_config(path, {"training.MaxEpochs=1", "data.train=/data/x",
-                                "data.Augmentation.RandXReflection=true", "layers.conv1.NumFilters=20",
-                                "layers.relu_2.Foo=7", "layers.input.InputSize=[28,28,1]",
-                                "training.Solver=sgdm", "data.FileExtensions=[.bmp]",
-                                "layers.skip_conv.Padding=same", "layers.add1.Inputs=[relu_1, relu_2]",
-                                "data.validation="});
+  Config c = load_config(path, {"training.MaxEpochs=1", "data.train=/data/x", "data.Augmentation.RandXReflection=true",
+                                "layers.conv1.NumFilters=20", "layers.relu_2.Foo=7", "layers.input.InputSize=[28,28,1]",
+                                "training.Solver=sgdm", "data.FileExtensions=[.bmp]", "layers.skip_conv.Padding=same",
+                                "layers.add1.Inputs=[relu_1, relu_2]", "data.validation="});
   CHECK(c.training.max_epochs == 1);
   CHECK(c.training.solver == "sgdm");
   CHECK(c.training.initial_learn_rate == 0.01);  // defaults follow the overridden solver
@@ -297,7 +296,6 @@ TEST_CASE("config: layer names may contain dots in overrides", "[config]") {
   CHECK(c.network.layers[0].options.at("Extra").items[0] == "1");
 }
 
-
 TEST_CASE("config: MATLAB's space-separated lists ([32 32 3]) read as comma-separated ones", "[config]") {
   test::TempDir dir;
   Config c = load_config(dir.write("m.yaml", R"(layers:
@@ -328,8 +326,9 @@ training:
                          {"layers.in.InputSize=[28 28 1]"});
   CHECK(o.network.find("in")->options.at("InputSize").items == std::vector<std::string>{"28", "28", "1"});
   // Only numbers split; a quoted item or words stay one item.
-  Config q = load_config(dir.write("q.yaml", "layers: [{type: imageInput, Name: in, InputSize: [\"32 32 3\"]}]\n"
-                                             "data: {FileExtensions: [.png .jpg]}\n"),
+  Config q = load_config(dir.write("q.yaml",
+                                   "layers: [{type: imageInput, Name: in, InputSize: [\"32 32 3\"]}]\n"
+                                   "data: {FileExtensions: [.png .jpg]}\n"),
                          {});
   CHECK(q.network.find("in")->options.at("InputSize").items == std::vector<std::string>{"32 32 3"});
 }

@@ -12,7 +12,6 @@ namespace {
 
 using test::kNet;
 
-
 // The ConfigError message for loading `text` (with overrides), path shown as cfg.yaml.
 std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
   test::TempDir dir;
@@ -86,8 +85,7 @@ TEST_CASE("config errors: unknown keys and sections", "[config]") {
   CHECK(error_of(kNet + "zzz: 1\n") == "cfg.yaml:8: unknown section 'zzz' (sections: layers, data, training)");
   CHECK(error_of(kNet + "training:\n  MaxEpochs: 3\n  MaxEpochs: 4\n") ==
         "cfg.yaml:10: duplicate key 'MaxEpochs' in training (give each key once)");
-  CHECK(error_of(kNet + "training: 5\n") ==
-        "cfg.yaml:8: training must be a map of key: value lines, got '5'");
+  CHECK(error_of(kNet + "training: 5\n") == "cfg.yaml:8: training must be a map of key: value lines, got '5'");
 }
 
 TEST_CASE("config errors: data values", "[config]") {
@@ -113,13 +111,12 @@ TEST_CASE("config errors: layer structure", "[config]") {
   CHECK(error_of(h + "  - {type: convolution2dLayer}\n") ==
         "cfg.yaml:3: layer 2: unknown layer type 'convolution2dLayer' (the type is MATLAB's function name "
         "without 'Layer': write 'convolution2d')");
-  CHECK(error_of(h + "  - {type: wibble}\n").rfind(
-            "cfg.yaml:3: layer 2: unknown layer type 'wibble' (known types: imageInput, convolution2d,", 0) == 0);
-  CHECK(error_of(h + "  - {Name: x}\n").rfind("cfg.yaml:3: layer 2 has no type (add type: followed by one of", 0) ==
+  CHECK(error_of(h + "  - {type: wibble}\n")
+            .rfind("cfg.yaml:3: layer 2: unknown layer type 'wibble' (known types: imageInput, convolution2d,", 0) ==
         0);
+  CHECK(error_of(h + "  - {Name: x}\n").rfind("cfg.yaml:3: layer 2 has no type (add type: followed by one of", 0) == 0);
   CHECK(error_of(h + "  - {type: relu, name: r}\n") == "cfg.yaml:3: unknown layer key 'name' (did you mean 'Name'?)");
-  CHECK(error_of(h + "  - {type: relu, Name: \"\"}\n") ==
-        "cfg.yaml:3: layer 2: Name must be a non-empty name, got ''");
+  CHECK(error_of(h + "  - {type: relu, Name: \"\"}\n") == "cfg.yaml:3: layer 2: Name must be a non-empty name, got ''");
   CHECK(error_of(h + "  - {type: relu, Name: a}\n  - {type: relu, Name: a}\n") ==
         "cfg.yaml:4: layer 3 (relu) is named 'a', which layer 2 (relu, line 3) already uses "
         "(give each layer a unique Name)");
@@ -130,7 +127,8 @@ TEST_CASE("config errors: layer structure", "[config]") {
   CHECK(error_of(h + "  - {type: relu, Inputs: relu_9}\n") ==
         "cfg.yaml:3: layer 'relu_1' (relu): Inputs names 'relu_9', which is not a layer (Inputs names layers "
         "above this one, by Name or default name like relu_1)");
-  CHECK(error_of(h + "  - {type: relu, Name: r1}\n  - {type: addition, Inputs: [r1, r2]}\n  - {type: relu, Name: r2}\n") ==
+  CHECK(error_of(h +
+                 "  - {type: relu, Name: r1}\n  - {type: addition, Inputs: [r1, r2]}\n  - {type: relu, Name: r2}\n") ==
         "cfg.yaml:4: layer 'addition_1' (addition): Inputs names 'r2', which comes later (layer 4) "
         "(a layer takes inputs only from layers above it; reorder the list)");
   CHECK(error_of(h + "  - {type: relu, Name: r1}\n  - {type: addition, Inputs: [r1, imageInpt_1]}\n") ==
@@ -173,7 +171,8 @@ TEST_CASE("config errors: YAML syntax and files", "[config]") {
   CHECK(error_of(kNet + "training:\n  MaxEpochs: 1\n  \tVerbose: false\n") == "cfg.yaml:10" + tab);
   CHECK(error_of("layers:\n  - {type: relu}\n\t- {type: softmax}\n") == "cfg.yaml:3" + tab);
   CHECK(error_of("# a comment\n\t# tab-indented comment\nlayers:\n  - {type: relu}\n  -\t{type: softmax\n")
-            .rfind("cfg.yaml:6: YAML syntax error: end of map flow not found", 0) == 0);  // a tab after the indentation is not blamed
+            .rfind("cfg.yaml:6: YAML syntax error: end of map flow not found", 0) ==
+        0);                                                                // a tab after the indentation is not blamed
   CHECK(error_of(kNet + "training: {\n\tMaxEpochs: 2}\n") == "no error");  // a tab inside braces is valid YAML
   test::TempDir dir;
   try {
@@ -214,18 +213,18 @@ TEST_CASE("config errors: --set overrides name the override", "[config]") {
         "--set layers.conv1=3: expected layers.<layer name>.<option>=value (e.g. layers.conv1.NumFilters=20)");
   CHECK(error_of(kNet, {"layers.conv1.name=c"}) ==
         "--set layers.conv1.name=c: unknown layer key 'name' (did you mean 'Name'?)");
-  CHECK(error_of(kNet, {"layers.input.InputSize=[28,28"}).rfind(
-            "--set layers.input.InputSize=[28,28: value '[28,28' is not valid YAML: ", 0) == 0);
+  CHECK(error_of(kNet, {"layers.input.InputSize=[28,28"})
+            .rfind("--set layers.input.InputSize=[28,28: value '[28,28' is not valid YAML: ", 0) == 0);
   // Type checks are shared with the file: the error names the override instead of a line.
   CHECK(error_of(kNet, {"training.MaxEpochs=abc"}) ==
         "--set training.MaxEpochs=abc: training.MaxEpochs must be a positive integer, got 'abc'");
   CHECK(error_of(kNet, {"training.Solver=sgd"}) ==
         "--set training.Solver=sgd: training.Solver must be one of sgdm, adam, rmsprop, got 'sgd' "
         "(did you mean 'sgdm'?)");
-  CHECK(error_of(kNet, {"layers.conv1.type=conv"}).rfind(
-            "--set layers.conv1.type=conv: layer 2: unknown layer type 'conv'", 0) == 0);
-  CHECK(error_of(kNet, {"layers.relu_1.Inputs=nothere"}).rfind(
-            "--set layers.relu_1.Inputs=nothere: layer 'relu_1' (relu): Inputs names 'nothere'", 0) == 0);
+  CHECK(error_of(kNet, {"layers.conv1.type=conv"})
+            .rfind("--set layers.conv1.type=conv: layer 2: unknown layer type 'conv'", 0) == 0);
+  CHECK(error_of(kNet, {"layers.relu_1.Inputs=nothere"})
+            .rfind("--set layers.relu_1.Inputs=nothere: layer 'relu_1' (relu): Inputs names 'nothere'", 0) == 0);
 }
 
 }  // namespace

@@ -14,7 +14,6 @@ namespace {
 
 using test::kNet;
 
-
 // The ConfigError message for loading `text` with `overrides`, the temp path shown as cfg.yaml.
 std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
   test::TempDir dir;
@@ -42,13 +41,20 @@ struct SeedOption {
   bool is_default;
 };
 const std::vector<SeedOption> kSeedOptions = {
-    {"InitialLearnRate", "0.00125", false},     {"LearnRateSchedule", "piecewise", false},
-    {"LearnRateDropFactor", "0.1", true},       {"LearnRateDropPeriod", "20", false},
-    {"L2Regularization", "0.004", false},       {"Momentum", "0.9", true},
-    {"MaxEpochs", "40", false},                 {"MiniBatchSize", "250", false},
-    {"Shuffle", "every-epoch", false},          {"Verbose", "false", false},
-    {"VerboseFrequency", "2", false},           {"ExecutionEnvironment", "multi-gpu", false},
-    {"WorkerLoad", "[2, 1]", false},            {"Plots", "training-progress", true},
+    {"InitialLearnRate", "0.00125", false},
+    {"LearnRateSchedule", "piecewise", false},
+    {"LearnRateDropFactor", "0.1", true},
+    {"LearnRateDropPeriod", "20", false},
+    {"L2Regularization", "0.004", false},
+    {"Momentum", "0.9", true},
+    {"MaxEpochs", "40", false},
+    {"MiniBatchSize", "250", false},
+    {"Shuffle", "every-epoch", false},
+    {"Verbose", "false", false},
+    {"VerboseFrequency", "2", false},
+    {"ExecutionEnvironment", "multi-gpu", false},
+    {"WorkerLoad", "[2, 1]", false},
+    {"Plots", "training-progress", true},
     {"DispatchInBackground", "true", true},
 };
 

@@ -30,16 +30,12 @@ TEST_CASE("segnetLayers expands to MATLAB's encoder-decoder", "[config][generato
 )";
   Config c = load_config_text(text, "seg.yaml");
   const std::vector<std::string> want = {
-      "inputImage",
-      "encoder1_conv1", "encoder1_bn_1", "encoder1_relu_1", "encoder1_conv2", "encoder1_bn_2", "encoder1_relu_2",
-      "encoder1_maxpool",
-      "encoder2_conv1", "encoder2_bn_1", "encoder2_relu_1", "encoder2_conv2", "encoder2_bn_2", "encoder2_relu_2",
-      "encoder2_maxpool",
-      "decoder2_unpool",
-      "decoder2_conv2", "decoder2_bn_2", "decoder2_relu_2", "decoder2_conv1", "decoder2_bn_1", "decoder2_relu_1",
-      "decoder1_unpool",
-      "decoder1_conv2", "decoder1_bn_2", "decoder1_relu_2", "decoder1_conv1", "decoder1_bn_1", "decoder1_relu_1",
-      "softmax", "pixelLabels"};
+      "inputImage",      "encoder1_conv1",   "encoder1_bn_1",    "encoder1_relu_1", "encoder1_conv2",  "encoder1_bn_2",
+      "encoder1_relu_2", "encoder1_maxpool", "encoder2_conv1",   "encoder2_bn_1",   "encoder2_relu_1", "encoder2_conv2",
+      "encoder2_bn_2",   "encoder2_relu_2",  "encoder2_maxpool", "decoder2_unpool", "decoder2_conv2",  "decoder2_bn_2",
+      "decoder2_relu_2", "decoder2_conv1",   "decoder2_bn_1",    "decoder2_relu_1", "decoder1_unpool", "decoder1_conv2",
+      "decoder1_bn_2",   "decoder1_relu_2",  "decoder1_conv1",   "decoder1_bn_1",   "decoder1_relu_1", "softmax",
+      "pixelLabels"};
   CHECK(names(c.network) == want);
   CHECK(layer(c.network, "encoder2_conv1").get_int("NumFilters", 0) == 16);
   CHECK(layer(c.network, "decoder2_conv2").get_int("NumFilters", 0) == 16);
@@ -79,7 +75,8 @@ TEST_CASE("segnetLayers options: per-stage lists, ClassWeights, and errors", "[c
     NumConvolutionLayers: [1, 2, 3]
     NumOutputChannels: 4
     ClassWeights: [1, 2, 0.5]
-)", "seg.yaml");
+)",
+                              "seg.yaml");
   CHECK(layer(c.network, "inputImage").get_ints("InputSize", {}, 3) == std::vector<int64_t>{16, 16, 1});
   CHECK(c.network.find("encoder1_conv2") == nullptr);
   CHECK(c.network.find("encoder3_conv3") != nullptr);
@@ -106,18 +103,40 @@ TEST_CASE("unetLayers expands to MATLAB's U-Net (names, channels, skips) and bui
   unetLayers: {ImageSize: [32, 48, 3], NumClasses: 5, EncoderDepth: 2, NumFirstEncoderFilters: 4}
 )";
   Config c = load_config_text(text, "unet.yaml");
-  const std::vector<std::string> want = {
-      "ImageInputLayer",
-      "Encoder-Stage-1-Conv-1", "Encoder-Stage-1-ReLU-1", "Encoder-Stage-1-Conv-2", "Encoder-Stage-1-ReLU-2",
-      "Encoder-Stage-1-MaxPool",
-      "Encoder-Stage-2-Conv-1", "Encoder-Stage-2-ReLU-1", "Encoder-Stage-2-Conv-2", "Encoder-Stage-2-ReLU-2",
-      "Encoder-Stage-2-DropOut", "Encoder-Stage-2-MaxPool",
-      "Bridge-Conv-1", "Bridge-ReLU-1", "Bridge-Conv-2", "Bridge-ReLU-2", "Bridge-DropOut",
-      "Decoder-Stage-1-UpConv", "Decoder-Stage-1-UpReLU", "Decoder-Stage-1-DepthConcatenation",
-      "Decoder-Stage-1-Conv-1", "Decoder-Stage-1-ReLU-1", "Decoder-Stage-1-Conv-2", "Decoder-Stage-1-ReLU-2",
-      "Decoder-Stage-2-UpConv", "Decoder-Stage-2-UpReLU", "Decoder-Stage-2-DepthConcatenation",
-      "Decoder-Stage-2-Conv-1", "Decoder-Stage-2-ReLU-1", "Decoder-Stage-2-Conv-2", "Decoder-Stage-2-ReLU-2",
-      "Final-ConvolutionLayer", "Softmax-Layer", "Segmentation-Layer"};
+  const std::vector<std::string> want = {"ImageInputLayer",
+                                         "Encoder-Stage-1-Conv-1",
+                                         "Encoder-Stage-1-ReLU-1",
+                                         "Encoder-Stage-1-Conv-2",
+                                         "Encoder-Stage-1-ReLU-2",
+                                         "Encoder-Stage-1-MaxPool",
+                                         "Encoder-Stage-2-Conv-1",
+                                         "Encoder-Stage-2-ReLU-1",
+                                         "Encoder-Stage-2-Conv-2",
+                                         "Encoder-Stage-2-ReLU-2",
+                                         "Encoder-Stage-2-DropOut",
+                                         "Encoder-Stage-2-MaxPool",
+                                         "Bridge-Conv-1",
+                                         "Bridge-ReLU-1",
+                                         "Bridge-Conv-2",
+                                         "Bridge-ReLU-2",
+                                         "Bridge-DropOut",
+                                         "Decoder-Stage-1-UpConv",
+                                         "Decoder-Stage-1-UpReLU",
+                                         "Decoder-Stage-1-DepthConcatenation",
+                                         "Decoder-Stage-1-Conv-1",
+                                         "Decoder-Stage-1-ReLU-1",
+                                         "Decoder-Stage-1-Conv-2",
+                                         "Decoder-Stage-1-ReLU-2",
+                                         "Decoder-Stage-2-UpConv",
+                                         "Decoder-Stage-2-UpReLU",
+                                         "Decoder-Stage-2-DepthConcatenation",
+                                         "Decoder-Stage-2-Conv-1",
+                                         "Decoder-Stage-2-ReLU-1",
+                                         "Decoder-Stage-2-Conv-2",
+                                         "Decoder-Stage-2-ReLU-2",
+                                         "Final-ConvolutionLayer",
+                                         "Softmax-Layer",
+                                         "Segmentation-Layer"};
   CHECK(names(c.network) == want);
   CHECK(layer(c.network, "Encoder-Stage-2-Conv-1").get_int("NumFilters", 0) == 8);
   CHECK(layer(c.network, "Bridge-Conv-2").get_int("NumFilters", 0) == 16);

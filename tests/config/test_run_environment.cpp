@@ -85,10 +85,10 @@ TEST_CASE("run environment options: read, handed on, and written to the resolved
   CHECK_FALSE(b.batch_norm_ex);
   CHECK(comm_settings_for(o).report_timing);
   const std::string yaml = dump_config(c);
-  for (const char* line : {"CudaGraph: true", "AllowTF32: true", "ConvolutionAlgorithm: direct",
-                           "CudnnWorkspaceMB: 256", "Deterministic: true", "FusedConvolution: false",
-                           "BatchNormEx: false", "GradientBucketSizeMB: 4", "CommunicationTimeout: Inf",
-                           "CommunicationTiming: true"}) {
+  for (const char* line :
+       {"CudaGraph: true", "AllowTF32: true", "ConvolutionAlgorithm: direct", "CudnnWorkspaceMB: 256",
+        "Deterministic: true", "FusedConvolution: false", "BatchNormEx: false", "GradientBucketSizeMB: 4",
+        "CommunicationTimeout: Inf", "CommunicationTiming: true"}) {
     INFO(line);
     CHECK(yaml.find(line) != std::string::npos);
   }

@@ -1,7 +1,7 @@
 // BatchLoader: coverage per epoch, shapes, drop_last, shuffle modes, rank shards, thread
 // independence, caches, bad images; compute_stats against a direct computation.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
 #include <set>
@@ -137,8 +137,7 @@ TEST_CASE("rank shards are disjoint and complete per global batch", "[data]") {
     }
     for (size_t g = 0; g < ref.size(); ++g) {
       std::vector<int64_t> joined;
-      for (int r = 0; r < 3; ++r)
-        joined.insert(joined.end(), per_rank[r][g].begin(), per_rank[r][g].end());
+      for (int r = 0; r < 3; ++r) joined.insert(joined.end(), per_rank[r][g].begin(), per_rank[r][g].end());
       CHECK(joined == ref[g].first);  // rank order concatenated = the one-process batch
     }
     if (!load.empty()) CHECK(per_rank[1][0].size() == 2);  // 4 * 3/6

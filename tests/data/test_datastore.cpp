@@ -75,8 +75,7 @@ TEST_CASE("datastore with the training class list", "[data]") {
   ImageDatastore ds(d / "root", DataOptions{}, {"ant", "cat", "dog"});
   CHECK(ds.num_classes() == 3);
   CHECK(ds.labels() == std::vector<int32_t>{1, 1, 1, 2, 2});
-  const std::string msg =
-      data_error([&] { ImageDatastore bad(d / "root", DataOptions{}, {"cat", "cow"}); });
+  const std::string msg = data_error([&] { ImageDatastore bad(d / "root", DataOptions{}, {"cat", "cow"}); });
   CHECK(msg.find(d / "root/dog") != std::string::npos);
   CHECK(msg.find("not one of the training classes") != std::string::npos);
 }

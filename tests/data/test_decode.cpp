@@ -105,8 +105,7 @@ TEST_CASE("decode failures throw DataError naming the file", "[data]") {
   for (const char* name : {"full.png", "full.jpg"}) {
     std::ifstream f(d / name, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(f)), {});
-    const std::string cut = std::string(name) == "full.png" ? bytes.substr(0, bytes.size() / 2)
-                                                            : bytes.substr(0, 40);
+    const std::string cut = std::string(name) == "full.png" ? bytes.substr(0, bytes.size() / 2) : bytes.substr(0, 40);
     const std::string bad = d / (std::string("cut_") + name);
     test::write_file(bad, cut);
     for (const char* dec : {"stb", "turbo"}) {

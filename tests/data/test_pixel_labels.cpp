@@ -70,14 +70,12 @@ TEST_CASE("pixel labels: RGB label images map colours, an unknown colour is unde
 
 TEST_CASE("pixel labels: bad ClassNames / LabelIDs are one line naming the place") {
   CHECK_THAT(config_error({}, {}), Contains("c.yaml:7") && Contains("empty"));
-  CHECK_THAT(config_error({"a", "b", "c"}, Ids{{{0}}, {{1}}}),
-             Contains("3 classes") && Contains("2 entries"));
+  CHECK_THAT(config_error({"a", "b", "c"}, Ids{{{0}}, {{1}}}), Contains("3 classes") && Contains("2 entries"));
   CHECK_THAT(config_error({"a"}, Ids{{}}), Contains("'a' has no label value"));
   CHECK_THAT(config_error({"a"}, Ids{{{256}}}), Contains("outside 0..255"));
   CHECK_THAT(config_error({"a"}, Ids{{{1, 2}}}), Contains("RGB triplet"));
   CHECK_THAT(config_error({"a", "b"}, Ids{{{1}}, {{1, 2, 3}}}), Contains("mixes"));
-  CHECK_THAT(config_error({"a", "b"}, Ids{{{4}}, {{4}}}),
-             Contains("value 4") && Contains("'a'") && Contains("'b'"));
+  CHECK_THAT(config_error({"a", "b"}, Ids{{{4}}, {{4}}}), Contains("value 4") && Contains("'a'") && Contains("'b'"));
   std::vector<std::string> many(256, "x");
   CHECK_THAT(config_error(many, Ids(256, {{{0}}})), Contains("at most 255"));
 }

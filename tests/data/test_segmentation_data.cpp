@@ -105,10 +105,10 @@ TEST_CASE("segmentation loader: (N, H, W) labels, undefined -1, nearest resize, 
     REQUIRE(loader.next(b));
     REQUIRE(b.labels.shape() == Shape{2, 16, 24});
     const int32_t* l = b.labels.data_i32();
-    CHECK(l[0] == 0);                 // block (0, 0)
-    CHECK(l[8] == 1);                 // block (1, 0)
-    CHECK(l[16] == -1);               // the last block column: value 9 maps to no class
-    CHECK(l[8 * 24 + 0] == 2);        // block (0, 1)
+    CHECK(l[0] == 0);                        // block (0, 0)
+    CHECK(l[8] == 1);                        // block (1, 0)
+    CHECK(l[16] == -1);                      // the last block column: value 9 maps to no class
+    CHECK(l[8 * 24 + 0] == 2);               // block (0, 1)
     CHECK(b.images.data()[8 * 3] == 100.f);  // class 1's grey
   }
   {  // Halved: every label is a label of the source, never a blend (classes 0..2 or -1).
@@ -206,8 +206,10 @@ TEST_CASE("segmentation loader: centercrop and randcrop cut the same window from
       for (int k = 0; k < 3; ++k) first_labels.insert(l[k * 400] * 1000 + l[k * 400 + 7] * 100 + l[k * 400 + 19]);
     }
     // Centre crops are all alike; random windows differ between draws.
-    if (std::string(mode) == "centercrop") CHECK(first_labels.size() == 1);
-    else CHECK(first_labels.size() > 1);
+    if (std::string(mode) == "centercrop")
+      CHECK(first_labels.size() == 1);
+    else
+      CHECK(first_labels.size() > 1);
   }
 }
 

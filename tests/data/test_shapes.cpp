@@ -40,10 +40,8 @@ TEST_CASE("shape_coverage: areas and the bounding box", "[data]") {
 
 TEST_CASE("render_shape is bit-identical to before shape_coverage was split out", "[data]") {
   // FNV-1a of the pixels from the pre-refactor shapes.cpp (commit e70ba67), same draws.
-  const std::vector<std::pair<int, uint64_t>> expected = {{0, 0x3ccffa15e3e0ad40ULL},
-                                                          {2, 0xd785b17bea6b99c7ULL},
-                                                          {5, 0xa15b03dcc81a503dULL},
-                                                          {7, 0xf06e2404784964b2ULL}};
+  const std::vector<std::pair<int, uint64_t>> expected = {
+      {0, 0x3ccffa15e3e0ad40ULL}, {2, 0xd785b17bea6b99c7ULL}, {5, 0xa15b03dcc81a503dULL}, {7, 0xf06e2404784964b2ULL}};
   for (const auto& [label, fnv] : expected) {
     Rng rng = Rng::derive(5, {1, 2});
     const Image img = render_shape(label, 24, 20, rng);
@@ -88,13 +86,12 @@ TEST_CASE("write_shapes_dataset writes train/test class folders", "[data]") {
 TEST_CASE("CIFAR-10 binary and MNIST IDX converters", "[data]") {
   TempDir src, dest;
   {  // 3 records per batch file, labels r % 10, pixel (R plane) = label
-    for (const char* f : {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
-                          "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"}) {
+    for (const char* f : {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
+                          "data_batch_5.bin", "test_batch.bin"}) {
       std::string bytes;
       for (int r = 0; r < 3; ++r) {
         bytes += char(r);
-        bytes += std::string(1024, char(10 * r)) + std::string(1024, char(1)) +
-                 std::string(1024, char(2));
+        bytes += std::string(1024, char(10 * r)) + std::string(1024, char(1)) + std::string(1024, char(2));
       }
       test::write_file(src / f, bytes);
     }
@@ -105,8 +102,7 @@ TEST_CASE("CIFAR-10 binary and MNIST IDX converters", "[data]") {
   CHECK(train.classes()[1] == "automobile");
   const Image img = decode_image(dest / "c/train/bird/00000.png", 3);
   CHECK(img.height == 32);
-  CHECK(std::vector<int>{img.pixels[0], img.pixels[1], img.pixels[2]} ==
-        std::vector<int>{20, 1, 2});
+  CHECK(std::vector<int>{img.pixels[0], img.pixels[1], img.pixels[2]} == std::vector<int>{20, 1, 2});
 
   auto idx = [](uint32_t magic, std::vector<uint32_t> dims, const std::string& data) {
     std::string s;
@@ -118,8 +114,7 @@ TEST_CASE("CIFAR-10 binary and MNIST IDX converters", "[data]") {
   for (const char* part : {"train", "t10k"}) {
     test::write_file(src / (std::string(part) + "-images-idx3-ubyte"),
                      idx(0x803, {2, 3, 2}, std::string(6, char(9)) + std::string(6, char(200))));
-    test::write_file(src / (std::string(part) + "-labels-idx1-ubyte"),
-                     idx(0x801, {2}, std::string{char(7), char(3)}));
+    test::write_file(src / (std::string(part) + "-labels-idx1-ubyte"), idx(0x801, {2}, std::string{char(7), char(3)}));
   }
   CHECK(convert_mnist_idx(src.str(), dest / "m") == 4);
   const Image d3 = decode_image(dest / "m/test/3/00000.png", 1);

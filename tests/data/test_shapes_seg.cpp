@@ -23,8 +23,7 @@ std::vector<std::string> sorted_names(const std::string& dir) {
 
 }  // namespace
 
-TEST_CASE("render_shapes_seg: deterministic; labels 0..K or void; labels where the shapes are",
-          "[data]") {
+TEST_CASE("render_shapes_seg: deterministic; labels 0..K or void; labels where the shapes are", "[data]") {
   Rng a = Rng::derive(9, {4}), b = Rng::derive(9, {4}), c = Rng::derive(10, {4});
   const ShapesSegSample x = render_shapes_seg(5, 32, 40, a), y = render_shapes_seg(5, 32, 40, b);
   CHECK(x.image.pixels == y.image.pixels);
@@ -48,8 +47,7 @@ TEST_CASE("render_shapes_seg: deterministic; labels 0..K or void; labels where t
     for (size_t p = 0; p < s.label.pixels.size(); ++p) {
       const int v = s.label.pixels[p];
       ++count[v];
-      const double grey =
-          (s.image.pixels[3 * p] + s.image.pixels[3 * p + 1] + s.image.pixels[3 * p + 2]) / 3.0;
+      const double grey = (s.image.pixels[3 * p] + s.image.pixels[3 * p + 1] + s.image.pixels[3 * p + 2]) / 3.0;
       if (v >= 1 && v <= kClasses) {
         classes_here.insert(v);
         img_shape += grey;
@@ -88,8 +86,7 @@ TEST_CASE("render_shapes_seg: deterministic; labels 0..K or void; labels where t
   CHECK(bg_sum / bg_n < 70);
 }
 
-TEST_CASE("write_shapes_seg_dataset: paired train/test images and labels; deterministic",
-          "[data]") {
+TEST_CASE("write_shapes_seg_dataset: paired train/test images and labels; deterministic", "[data]") {
   TempDir t1, t2;
   ShapesSegOptions o;
   o.classes = 3;
@@ -109,8 +106,7 @@ TEST_CASE("write_shapes_seg_dataset: paired train/test images and labels; determ
   CHECK(sorted_names(t1 / "test/labels") == test);
 
   // The lines make-dataset prints: background + the first 3 shapes, values 0..3.
-  CHECK(shapes_seg_class_names(3) ==
-        std::vector<std::string>{"background", "circle", "square", "triangle"});
+  CHECK(shapes_seg_class_names(3) == std::vector<std::string>{"background", "circle", "square", "triangle"});
   PixelLabelIds ids(shapes_seg_class_names(3), {{{0}}, {{1}}, {{2}}, {{3}}}, "test");
   for (const char* part : {"train", "test"}) {
     for (const std::string& f : std::string(part) == "train" ? train : test) {

@@ -1,6 +1,6 @@
 // ThreadPool (lib/util/thread_pool.h, used by the data loader): coverage, errors, reuse.
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>

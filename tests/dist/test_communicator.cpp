@@ -3,6 +3,7 @@
 // and the data-parallel helpers weight gradients, totals and batch-norm states by share.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -11,7 +12,6 @@
 #include <future>
 #include <limits>
 #include <string>
-#include <unistd.h>
 
 #include "build_config.h"
 #include "config/config.h"
@@ -177,7 +177,7 @@ TEST_CASE("data parallel: gradients, totals and batch-norm states weighted by sh
     }
     aggregate_batch_norm_states(c, net, g.weight);
     for (int ch = 0; ch < 3; ++ch) {
-      double mean = 0.75 * (1 + ch) + 0.25 * (5 + ch);  // = 2 + ch
+      double mean = 0.75 * (1 + ch) + 0.25 * (5 + ch);   // = 2 + ch
       double var = 0.75 * (2 + 1.0) + 0.25 * (4 + 9.0);  // var_i + (mean_i - mean)^2
       err += std::abs(st[0].value.data()[ch] - mean) + std::abs(st[1].value.data()[ch] - var);
     }
@@ -224,16 +224,16 @@ TEST_CASE("synchronized batch-norm collectives: the float path matches the doubl
 }
 #endif
 
-TEST_CASE("broadcast_from_rank0: any bytes (NaN patterns, odd length) reach every rank; a failed rank 0 is named", "[dist]") {
+TEST_CASE("broadcast_from_rank0: any bytes (NaN patterns, odd length) reach every rank; a failed rank 0 is named",
+          "[dist]") {
   std::string bytes(4097, '\0');
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i % 4 == 3 ? 0x7f : 0xff - i % 7);
   auto got = on_ranks<std::string>(3, [&](Communicator& c) {
     return broadcast_from_rank0(c, c.rank() == 0 ? bytes : std::string("other"), false, Device::cpu(), "x");
   });
   for (const std::string& g : got) CHECK(g == bytes);
-  auto empty = on_ranks<std::string>(2, [&](Communicator& c) {
-    return broadcast_from_rank0(c, std::string(), false, Device::cpu(), "x");
-  });
+  auto empty = on_ranks<std::string>(
+      2, [&](Communicator& c) { return broadcast_from_rank0(c, std::string(), false, Device::cpu(), "x"); });
   CHECK(empty == std::vector<std::string>{"", ""});
   auto failed = on_ranks<std::string>(2, [&](Communicator& c) {
     try {

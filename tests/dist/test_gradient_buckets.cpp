@@ -4,11 +4,11 @@
 // started all-reduce surfaces from wait_all() as a CommError within the timeout.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <chrono>
 #include <filesystem>
 #include <future>
 #include <string>
-#include <unistd.h>
 
 #include "build_config.h"
 #include "dist/communicator.h"

@@ -28,8 +28,11 @@ TEST_CASE("launcher env: none of the launchers' variables", "[dist]") {
 }
 
 TEST_CASE("launcher env: SLURM srun", "[dist]") {
-  WorldInfo w = parse_launcher_env(
-      {{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"}, {"SLURM_JOB_ID", "4242"}, {"SLURM_STEP_ID", "0"}});
+  WorldInfo w = parse_launcher_env({{"SLURM_PROCID", "5"},
+                                    {"SLURM_NTASKS", "8"},
+                                    {"SLURM_LOCALID", "1"},
+                                    {"SLURM_JOB_ID", "4242"},
+                                    {"SLURM_STEP_ID", "0"}});
   CHECK(w.source == "slurm");
   CHECK(w.rank == 5);
   CHECK(w.size == 8);

@@ -3,10 +3,10 @@
 // one clear CommError when nobody, a stranger, or a dead server answers; rank 0's bytes and a
 // Gloo world reach every rank through it; the launcher picks it from DLT_RENDEZVOUS or
 // torchrun's MASTER_ADDR / MASTER_PORT.
-#include <catch2/catch.hpp>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <chrono>
 #include <future>
@@ -66,8 +66,8 @@ TEST_CASE("tcp store: addresses are HOST:PORT or [IPv6]:PORT; bad ones name the 
   CHECK(a.port == 1);
   CHECK(a.str() == "[fe80::1]:1");
   CHECK(parse_tcp_address("::1:65535", "X").host == "::1");  // MASTER_ADDR=::1 joined with ':' + port
-  for (const char* bad : {"node001", "node001:", ":29400", "node001:0", "node001:65536", "node001:29a", "[::1]29400",
-                          "node001:123456"}) {
+  for (const char* bad :
+       {"node001", "node001:", ":29400", "node001:0", "node001:65536", "node001:29a", "[::1]29400", "node001:123456"}) {
     INFO(bad);
     const std::string m = message_of([&] { parse_tcp_address(bad, "DLT_RENDEZVOUS"); });
     CHECK(m.find("DLT_RENDEZVOUS is '") == 0);
@@ -145,8 +145,7 @@ TEST_CASE("tcp store: nobody, a stranger or a dead server is one CommError namin
   auto server = serve_tcp_store(0, "rank 0 of 2", &live);
   auto client = connect_tcp_store(loopback(live), 2s, "rank 1 of 2");
   m = message_of([&] { client->wait_get("never", 200ms, "rank 1 of 2"); });
-  CHECK(m.find("rank 1 of 2: timed out after 0.2 s waiting for 'never' from the rendezvous server at 127.0.0.1:") ==
-        0);
+  CHECK(m.find("rank 1 of 2: timed out after 0.2 s waiting for 'never' from the rendezvous server at 127.0.0.1:") == 0);
   server.reset();  // rank 0 exits
   m = message_of([&] { client->try_get("x"); });
   CHECK(m.find("rank 1 of 2: lost the rendezvous server at 127.0.0.1:" + std::to_string(live)) == 0);
@@ -214,8 +213,8 @@ TEST_CASE("tcp store: a Gloo rank whose rank 0 never comes fails within the time
 #endif
 
 TEST_CASE("launcher: the rendezvous comes from DLT_RENDEZVOUS, else torchrun's MASTER_ADDR:MASTER_PORT", "[dist]") {
-  WorldInfo torch = parse_launcher_env({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "node7"},
-                                        {"MASTER_PORT", "29500"}});
+  WorldInfo torch =
+      parse_launcher_env({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "node7"}, {"MASTER_PORT", "29500"}});
   CommOptions o;
   set_cluster_rendezvous(o, torch, "out", {});
   CHECK(o.rendezvous_tcp == "node7:29500");
@@ -245,8 +244,8 @@ TEST_CASE("launcher: the rendezvous comes from DLT_RENDEZVOUS, else torchrun's M
   CHECK(o.rendezvous_tcp == "node001:29400");
   // torchrun --standalone names this machine; where that name does not resolve and every rank
   // is local, the ranks meet at loopback. A world over nodes keeps the name (its error names it).
-  WorldInfo standalone = parse_launcher_env({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "no-such-host.invalid"},
-                                             {"MASTER_PORT", "29500"}});
+  WorldInfo standalone = parse_launcher_env(
+      {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "no-such-host.invalid"}, {"MASTER_PORT", "29500"}});
   o = CommOptions{};
   set_cluster_rendezvous(o, standalone, "out", {{"LOCAL_WORLD_SIZE", "2"}});
   CHECK(o.rendezvous_tcp == "127.0.0.1:29500");
@@ -260,14 +259,16 @@ TEST_CASE("launcher: the rendezvous comes from DLT_RENDEZVOUS, else torchrun's M
   set_cluster_rendezvous(o, standalone, "out", {{"LOCAL_WORLD_SIZE", "2"}, {"DLT_RENDEZVOUS", "tcp://127.0.0.1:9"}});
   CHECK(o.rendezvous_tcp == "127.0.0.1:9");
   // Bad values name the variable.
-  CHECK(message_of([&] { set_cluster_rendezvous(o, slurm, "x", {{"DLT_RENDEZVOUS", "tcp://node001"}}); })
-            .find("DLT_RENDEZVOUS is 'node001': no port") == 0);
-  WorldInfo bad_port = parse_launcher_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "n"},
-                                           {"MASTER_PORT", "http"}});
-  CHECK(message_of([&] { set_cluster_rendezvous(o, bad_port, "x", {}); })
-            .find("MASTER_ADDR:MASTER_PORT is 'n:http'") == 0);
-  WorldInfo top = parse_launcher_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "n"},
-                                      {"MASTER_PORT", "65535"}});
-  CHECK(message_of([&] { set_cluster_rendezvous(o, top, "x", {{"TORCHELASTIC_USE_AGENT_STORE", "True"}}); })
-            .find("MASTER_PORT is 65535") == 0);
+  CHECK(message_of([&] {
+          set_cluster_rendezvous(o, slurm, "x", {{"DLT_RENDEZVOUS", "tcp://node001"}});
+        }).find("DLT_RENDEZVOUS is 'node001': no port") == 0);
+  WorldInfo bad_port =
+      parse_launcher_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "n"}, {"MASTER_PORT", "http"}});
+  CHECK(message_of([&] { set_cluster_rendezvous(o, bad_port, "x", {}); }).find("MASTER_ADDR:MASTER_PORT is 'n:http'") ==
+        0);
+  WorldInfo top =
+      parse_launcher_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "n"}, {"MASTER_PORT", "65535"}});
+  CHECK(message_of([&] {
+          set_cluster_rendezvous(o, top, "x", {{"TORCHELASTIC_USE_AGENT_STORE", "True"}});
+        }).find("MASTER_PORT is 65535") == 0);
 }

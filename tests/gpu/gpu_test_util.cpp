@@ -16,9 +16,7 @@ TensorPair random_pair(const Shape& shape, Rng& rng, float lo, float hi) {
   return {host, host.to(device_under_test())};
 }
 
-Comparison compare_tensors(const Tensor& got, const Tensor& want) {
-  return compare(to_vec(got), to_vec(want));
-}
+Comparison compare_tensors(const Tensor& got, const Tensor& want) { return compare(to_vec(got), to_vec(want)); }
 
 std::string config_path(const std::string& name) {
   const std::string file = "/configs/" + name + ".yaml";
@@ -37,10 +35,14 @@ NetworkPair network_pair(const NetworkSpec& spec, uint64_t seed) {
   Rng rng(seed + 1);
   for (NamedTensor& s : m.states) {
     for (float& v : s.data) {
-      if (s.name == "Mean") v = static_cast<float>(rng.uniform(100.0, 150.0));
-      else if (s.name == "StandardDeviation") v = static_cast<float>(rng.uniform(40.0, 80.0));
-      else if (s.name == "TrainedMean") v = static_cast<float>(rng.uniform(-0.5, 0.5));
-      else if (s.name == "TrainedVariance") v = static_cast<float>(rng.uniform(0.5, 2.0));
+      if (s.name == "Mean")
+        v = static_cast<float>(rng.uniform(100.0, 150.0));
+      else if (s.name == "StandardDeviation")
+        v = static_cast<float>(rng.uniform(40.0, 80.0));
+      else if (s.name == "TrainedMean")
+        v = static_cast<float>(rng.uniform(-0.5, 0.5));
+      else if (s.name == "TrainedVariance")
+        v = static_cast<float>(rng.uniform(0.5, 2.0));
     }
   }
   p.cpu->load_weights(m);
@@ -63,8 +65,9 @@ Tensor random_labels(int64_t n, int64_t num_classes, Rng& rng) {
 
 TempDir::TempDir() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "dltrain_gpu_tests.XXXXXX").string();
-  if (!mkdtemp(tmpl.data())) throw DataError("dltrain_gpu_tests: cannot create a temporary folder under " +
-                                             std::filesystem::temp_directory_path().string() + " (set TMPDIR)");
+  if (!mkdtemp(tmpl.data()))
+    throw DataError("dltrain_gpu_tests: cannot create a temporary folder under " +
+                    std::filesystem::temp_directory_path().string() + " (set TMPDIR)");
   path_ = tmpl;
 }
 

@@ -6,8 +6,8 @@
 #include <cmath>
 
 #include "gpu/gpu_test_util.h"
-#include "support/updates.h"
 #include "support/reference_ops.h"
+#include "support/updates.h"
 
 namespace dlt::test::gpu {
 
@@ -32,8 +32,8 @@ void check_equal(const char* what, const Tensor& got, const Tensor& want) {
       ++differ;
     }
   INFO(what << ": " << differ << " of " << g.size() << " elements differ"
-            << (first >= 0 ? " (first at " + std::to_string(first) + ": " + std::to_string(g[first]) +
-                                 " vs " + std::to_string(w[first]) + ")"
+            << (first >= 0 ? " (first at " + std::to_string(first) + ": " + std::to_string(g[first]) + " vs " +
+                                 std::to_string(w[first]) + ")"
                            : std::string()));
   CHECK(differ == 0);
 }
@@ -59,7 +59,7 @@ TEST_CASE("gpu elementwise: fill, copy, axpby, sum, scale, clamp, mul", "[gpu][e
   yc = y.cpu.clone(), yd = y.dev.clone();
   cpu.axpby(0.7f, x.cpu, -1.3f, yc);
   be.axpby(0.7f, x.dev, -1.3f, yd);
-  check_equal("axpby", yd, yc);  // no FMA contraction: bit for bit
+  check_equal("axpby", yd, yc);    // no FMA contraction: bit for bit
   cpu.axpby(1.f, x.cpu, 0.f, yc);  // b = 0: y is overwritten
   be.axpby(1.f, x.dev, 0.f, yd);
   check_equal("axpby b=0", yd, x.cpu);
@@ -101,9 +101,9 @@ TEST_CASE("gpu elementwise: sum_squares", "[gpu][elementwise]") {
 
 TEST_CASE("gpu clipping by norm: l2_norm_into and clip_to_norm, nothing read back", "[gpu][elementwise]") {
   Rng rng(107);
-  auto a = random_pair(Shape{kN}, rng, -2.f, 3.f);  // norm ~ 500: clipped to 10
+  auto a = random_pair(Shape{kN}, rng, -2.f, 3.f);       // norm ~ 500: clipped to 10
   auto b = random_pair(Shape{777}, rng, -1e-3f, 1e-3f);  // norm ~ 0.016: under 10, unchanged
-  auto norms = random_pair(Shape{3}, rng);  // slot 2 starts as garbage and is overwritten
+  auto norms = random_pair(Shape{3}, rng);               // slot 2 starts as garbage and is overwritten
   for (const bool dev : {false, true}) {
     Backend* be = dev ? &dut_backend() : &cpu_be();
     Tensor& n = dev ? norms.dev : norms.cpu;
@@ -115,8 +115,7 @@ TEST_CASE("gpu clipping by norm: l2_norm_into and clip_to_norm, nothing read bac
     be->clip_to_norm(dev ? b.dev : b.cpu, n, 1, 10.0);
   }
   const Vec nc = to_vec(norms.cpu), nd = to_vec(norms.dev);
-  INFO("norms CPU " << nc[0] << " " << nc[1] << " " << nc[2] << ", device " << nd[0] << " "
-                      << nd[1] << " " << nd[2]);
+  INFO("norms CPU " << nc[0] << " " << nc[1] << " " << nc[2] << ", device " << nd[0] << " " << nd[1] << " " << nd[2]);
   for (int i = 0; i < 3; ++i) CHECK(nd[i] == Approx(nc[i]).epsilon(1e-6));
   CHECK(nc[2] == Approx(std::hypot(static_cast<double>(nc[0]), nc[1])).epsilon(1e-6));
   CHECK(std::sqrt(cpu_be().sum_squares(a.cpu)) == Approx(10.0).epsilon(1e-5));
@@ -233,8 +232,8 @@ TEST_CASE("gpu loss: cross_entropy_async then read_loss, two losses in flight", 
   const double squares = be.sum_squares(work);  // a read-back of its own in between
   be.scale(work, 0.5f);                         // and a kernel
   int64_t got_ca = -2, got_cb = -2, again_cb = -2;
-  const double got_b = be.read_loss(tb, ld, &got_cb);    // the last one: its event
-  const double got_a = be.read_loss(ta, ld, &got_ca);    // an earlier one: from the device
+  const double got_b = be.read_loss(tb, ld, &got_cb);      // the last one: its event
+  const double got_a = be.read_loss(ta, ld, &got_ca);      // an earlier one: from the device
   const double again_b = be.read_loss(tb, ld, &again_cb);  // read twice: from the device
   CHECK(got_a == Approx(want_a).epsilon(1e-5));
   CHECK(got_b == Approx(want_b).epsilon(1e-5));
@@ -296,8 +295,8 @@ TEST_CASE("gpu synchronized batch norm: channel_moments and batch_norm_dx_correc
     auto dscale = random_pair(Shape{c}, rng), dx = random_pair(xs, rng);
     const double m = static_cast<double>(xs.numel() / c) * 4;  // a global batch of 4 ranks
     cpu_be().batch_norm_dx_correction(x.cpu, mc, vc, scale.cpu, 1e-5f, m, dshift.cpu, dscale.cpu, dx.cpu);
-    dut_backend().batch_norm_dx_correction(x.dev, mc.to(device_under_test()), vc.to(device_under_test()),
-                                           scale.dev, 1e-5f, m, dshift.dev, dscale.dev, dx.dev);
+    dut_backend().batch_norm_dx_correction(x.dev, mc.to(device_under_test()), vc.to(device_under_test()), scale.dev,
+                                           1e-5f, m, dshift.dev, dscale.dev, dx.dev);
     check_equal("dx corrected", dx.dev, dx.cpu);  // same coefficients, no FMA
   }
   // No positions on this rank: mean = var = 0.

@@ -19,8 +19,7 @@ int64_t count_differ(const Tensor& got, const Tensor& want) {
   const Vec g = to_vec(got), w = to_vec(want);
   REQUIRE(g.size() == w.size());
   int64_t differ = 0;
-  for (size_t i = 0; i < g.size(); ++i)
-    differ += g[i] != w[i] && !(std::isnan(g[i]) && std::isnan(w[i]));
+  for (size_t i = 0; i < g.size(); ++i) differ += g[i] != w[i] && !(std::isnan(g[i]) && std::isnan(w[i]));
   return differ;
 }
 
@@ -36,13 +35,13 @@ TEST_CASE("gpu loss: cross_entropy arg-max with ties and NaNs as the CPU's scan"
     bool correct;  // by the CPU's rule: the first maximum, a NaN counts only at class 0
   };
   const std::vector<Row> rows = {
-      {{{1, nan}, {33, 0.9}}, 33, true},               // a NaN first in lane 1 hides nothing
+      {{{1, nan}, {33, 0.9}}, 33, true},  // a NaN first in lane 1 hides nothing
       {{{1, nan}, {33, 0.9}}, 0, false},
-      {{{0, nan}, {40, 0.9}}, 40, false},              // a NaN at class 0 wins
-      {{{5, 0.8}, {37, 0.8}, {40, 0.8}}, 5, true},     // ties: the first (same lane, then others)
+      {{{0, nan}, {40, 0.9}}, 40, false},           // a NaN at class 0 wins
+      {{{5, 0.8}, {37, 0.8}, {40, 0.8}}, 5, true},  // ties: the first (same lane, then others)
       {{{5, 0.8}, {37, 0.8}, {40, 0.8}}, 37, false},
-      {{{45, 0.7}, {64, 0.7}, {3, 0.5}}, 45, true},    // ties in lanes 13 and 0: class 45 first
-      {{{69, 0.95}, {2, nan}, {34, 0.9}}, 69, true},   // the last class, lane 5's third value
+      {{{45, 0.7}, {64, 0.7}, {3, 0.5}}, 45, true},   // ties in lanes 13 and 0: class 45 first
+      {{{69, 0.95}, {2, nan}, {34, 0.9}}, 69, true},  // the last class, lane 5's third value
       {{{10, 0.6}}, 10, true},
   };
   const int64_t n = static_cast<int64_t>(rows.size());
@@ -122,8 +121,7 @@ TEST_CASE("gpu optimizers: scalars read from device memory give the by-value upd
   const Shape s{50021};
   const float lr = 3e-3f, b1 = 0.9f, b2 = 0.99f;
   const int64_t t = 4;
-  Tensor scalars = to_tensor(Vec{lr, adam_correction(b1, t), adam_correction(b2, t)}, {3},
-                             device_under_test());
+  Tensor scalars = to_tensor(Vec{lr, adam_correction(b1, t), adam_correction(b2, t)}, {3}, device_under_test());
   StepScalars k;
   k.lr = StepScalar::at(scalars, 0);
   k.c1 = StepScalar::at(scalars, 1);
@@ -139,16 +137,13 @@ TEST_CASE("gpu optimizers: scalars read from device memory give the by-value upd
     for (int step = 0; step < 2; ++step) {
       if (name == "sgdm") {
         sgdm_update(be, w.dev, g.dev, st1.dev, lr, 0.9f, 1e-4f);
-        be.optimizer_update(UpdateRule{Solver::kSgdm, 0.9f, b1, b2, 1e-8f, 1e-4f}, k, w2, g.dev,
-                            st2, none);
+        be.optimizer_update(UpdateRule{Solver::kSgdm, 0.9f, b1, b2, 1e-8f, 1e-4f}, k, w2, g.dev, st2, none);
       } else if (name == "adam") {
         adam_update(be, w.dev, g.dev, m1, st1.dev, lr, b1, b2, 1e-8f, t, 1e-4f);
-        be.optimizer_update(UpdateRule{Solver::kAdam, 0.9f, b1, b2, 1e-8f, 1e-4f}, k, w2, g.dev,
-                            m2, st2);
+        be.optimizer_update(UpdateRule{Solver::kAdam, 0.9f, b1, b2, 1e-8f, 1e-4f}, k, w2, g.dev, m2, st2);
       } else {
         rmsprop_update(be, w.dev, g.dev, st1.dev, lr, b2, 1e-8f, 1e-4f);
-        be.optimizer_update(UpdateRule{Solver::kRmsprop, 0.9f, b1, b2, 1e-8f, 1e-4f}, k, w2,
-                            g.dev, none, st2);
+        be.optimizer_update(UpdateRule{Solver::kRmsprop, 0.9f, b1, b2, 1e-8f, 1e-4f}, k, w2, g.dev, none, st2);
       }
     }
     INFO(name);

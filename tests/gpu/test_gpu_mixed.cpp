@@ -39,8 +39,8 @@ struct MixedErrors {
   double y = 0, dx = 0, dw = 0, db = 0;
 };
 
-ConvDesc conv_desc(int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t kh, int64_t kw,
-                   int64_t stride, int64_t pt, int64_t pb, int64_t pl, int64_t pr, bool relu) {
+ConvDesc conv_desc(int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t kh, int64_t kw, int64_t stride,
+                   int64_t pt, int64_t pb, int64_t pl, int64_t pr, bool relu) {
   ConvDesc d;
   d.n = n, d.h = h, d.w = w, d.c = c, d.k = k, d.kh = kh, d.kw = kw;
   d.stride_h = d.stride_w = stride;
@@ -52,8 +52,7 @@ ConvDesc conv_desc(int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_
 // Runs forward, backward_data and backward_weights of the device's op `dev` and the CPU's
 // float32 op `ref` on the same random x, w, b, dy; returns the normwise errors of y, dx, dw, db.
 template <class Op>
-MixedErrors run_pair(Op& dev, Op& ref, const Shape& xs, const Shape& ws, int64_t k,
-                     const Shape& ys, uint64_t seed) {
+MixedErrors run_pair(Op& dev, Op& ref, const Shape& xs, const Shape& ws, int64_t k, const Shape& ys, uint64_t seed) {
   Rng rng(seed);
   auto x = random_pair(xs, rng), w = random_pair(ws, rng, -0.5f, 0.5f);
   auto b = random_pair(Shape{k}, rng), dy = random_pair(ys, rng);
@@ -86,13 +85,12 @@ MixedErrors fc_errors(FcDesc d, uint64_t seed) {
   d.bf16 = true;
   auto dev = dut_backend().make_fc(d);
   auto ref = cpu_be().make_fc(f);
-  return run_pair(*dev, *ref, Shape{d.n, d.in}, Shape{d.out, d.in}, d.out, Shape{d.n, d.out},
-                  seed);
+  return run_pair(*dev, *ref, Shape{d.n, d.in}, Shape{d.out, d.in}, d.out, Shape{d.n, d.out}, seed);
 }
 
 void check_mixed(const std::string& name, const MixedErrors& e) {
-  INFO(name << ": ||.||_2 relative error y " << e.y << ", dx " << e.dx << ", dw " << e.dw
-            << ", db " << e.db << " (bound " << kMixedTol << ")");
+  INFO(name << ": ||.||_2 relative error y " << e.y << ", dx " << e.dx << ", dw " << e.dw << ", db " << e.db
+            << " (bound " << kMixedTol << ")");
   CHECK(e.y <= kMixedTol);
   CHECK(e.dx <= kMixedTol);
   CHECK(e.dw <= kMixedTol);
@@ -110,19 +108,16 @@ TEST_CASE("gpu mixed precision: bf16 conv agrees with the CPU's float32 conv", "
   };
   const Row rows[] = {
       {"3x3 stride 1 pad 1, 8 -> 16", conv_desc(2, 9, 9, 8, 16, 3, 3, 1, 1, 1, 1, 1, false)},
-      {"3x3 stride 2 pad t0 b1 l0 r1 (asymmetric), relu",
-       conv_desc(2, 10, 10, 5, 7, 3, 3, 2, 0, 1, 0, 1, true)},
+      {"3x3 stride 2 pad t0 b1 l0 r1 (asymmetric), relu", conv_desc(2, 10, 10, 5, 7, 3, 3, 2, 0, 1, 0, 1, true)},
       {"1x1, 32 -> 8", conv_desc(3, 6, 5, 32, 8, 1, 1, 1, 0, 0, 0, 0, false)},
-      {"5x3 pad t2 b1 l1 r0 (asymmetric), 3 channels, relu",
-       conv_desc(2, 11, 8, 3, 8, 5, 3, 1, 2, 1, 1, 0, true)},
+      {"5x3 pad t2 b1 l1 r0 (asymmetric), 3 channels, relu", conv_desc(2, 11, 8, 3, 8, 5, 3, 1, 2, 1, 1, 0, true)},
       {"3x3 stride 2 pad 1, 16 -> 24, relu", conv_desc(2, 12, 12, 16, 24, 3, 3, 2, 1, 1, 1, 1, true)},
   };
   uint64_t seed = 900;
   for (const Row& r : rows) check_mixed(std::string("conv ") + r.name, conv_errors(r.d, ++seed));
 }
 
-TEST_CASE("gpu mixed precision: bf16 fully connected agrees with the CPU's float32",
-          "[gpu][mixed]") {
+TEST_CASE("gpu mixed precision: bf16 fully connected agrees with the CPU's float32", "[gpu][mixed]") {
   FcDesc a;
   a.n = 4, a.in = 180, a.out = 10;
   check_mixed("fc 4 x 180 -> 10", fc_errors(a, 31));
@@ -131,8 +126,7 @@ TEST_CASE("gpu mixed precision: bf16 fully connected agrees with the CPU's float
   check_mixed("fc 7 x 1000 -> 33, relu", fc_errors(b, 32));
 }
 
-TEST_CASE("gpu mixed precision: bf16 really runs (results differ from float32)",
-          "[gpu][mixed]") {
+TEST_CASE("gpu mixed precision: bf16 really runs (results differ from float32)", "[gpu][mixed]") {
   const MixedErrors c = conv_errors(conv_desc(2, 9, 9, 8, 16, 3, 3, 1, 1, 1, 1, 1, false), 77);
   INFO("conv y " << c.y << ", dx " << c.dx << ", dw " << c.dw);
   CHECK(c.y > kBf16Differs);

@@ -43,8 +43,9 @@ void check_forward_backward(NetworkPair& p, int64_t batch, uint64_t seed) {
     std::vector<Param*> gc = p.cpu->params(), gd = p.dev->params();
     REQUIRE(gc.size() == gd.size());
     REQUIRE(!gc.empty());
-    for (size_t i = 0; i < gc.size(); ++i) check_close("gradient of parameter " + std::to_string(i) + " (" + gc[i]->name + ")",
-                                                      gd[i]->grad, gc[i]->grad, 1e-4);
+    for (size_t i = 0; i < gc.size(); ++i)
+      check_close("gradient of parameter " + std::to_string(i) + " (" + gc[i]->name + ")", gd[i]->grad, gc[i]->grad,
+                  1e-4);
     check_close("flat gradient buffer", p.dev->flat_grads(), p.cpu->flat_grads(), 1e-4);
   }
 }

@@ -17,8 +17,8 @@ namespace {
 
 using namespace agreement;
 
-PoolDesc pool_desc(int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t s, int64_t pt,
-                   int64_t pb, int64_t pl, int64_t pr, PoolKind kind) {
+PoolDesc pool_desc(int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t s, int64_t pt, int64_t pb, int64_t pl,
+                   int64_t pr, PoolKind kind) {
   PoolDesc d;
   d.n = n, d.h = h, d.w = w, d.c = c, d.kh = d.kw = k, d.stride_h = d.stride_w = s;
   d.pad_t = pt, d.pad_b = pb, d.pad_l = pl, d.pad_r = pr, d.kind = kind;
@@ -45,8 +45,7 @@ TEST_CASE("gpu layer ops: pooling padded by cuDNN and one-image batches", "[gpu]
             pool_row("max 3x3 stride 2 padding t1 b2 l2 r1", pool_desc(2, 7, 8, 3, 3, 2, 1, 2, 2, 1, kMax)),
             pool_row("avg 3x3 stride 2 padding t1 b2 l2 r1", pool_desc(2, 7, 8, 3, 3, 2, 1, 2, 2, 1, kAvg)),
             pool_row("max 2x2 stride 2 one image", pool_desc(1, 4, 4, 3, 2, 2, 0, 0, 0, 0, kMax)),
-            fc_row("1 sample fused relu", {1, 48, 7, true}),
-            softmax_row("1 row", 1, 10),
+            fc_row("1 sample fused relu", {1, 48, 7, true}), softmax_row("1 row", 1, 10),
             batch_norm_row("one image 3x3 fused relu", {1, 3, 3, 8, 1e-5f, true})});
 }
 
@@ -84,8 +83,7 @@ TEST_CASE("gpu layer ops: batch norm over one value per channel", "[gpu][backend
   }
 }
 
-TEST_CASE("gpu layer ops: synchronized batch norm's op (global_stats) agrees with the CPU's",
-          "[gpu][backend]") {
+TEST_CASE("gpu layer ops: synchronized batch norm's op (global_stats) agrees with the CPU's", "[gpu][backend]") {
   // Normalizes with the given statistics and treats them as constants in backward; the relu
   // mask is the GPU's recomputed sign against oneDNN's workspace.
   for (bool relu : {false, true}) {
@@ -99,8 +97,8 @@ TEST_CASE("gpu layer ops: synchronized batch norm's op (global_stats) agrees wit
     struct Out {
       Tensor y, dx, ds, doff;
     };
-    auto run = [&](Backend& be, const Tensor& tx, const Tensor& tdy, const Tensor& ts,
-                   const Tensor& to, const Tensor& tm, const Tensor& tv) {
+    auto run = [&](Backend& be, const Tensor& tx, const Tensor& tdy, const Tensor& ts, const Tensor& to,
+                   const Tensor& tm, const Tensor& tv) {
       const Device dev = be.device();
       Out o{Tensor(xs, dev), Tensor(xs, dev), Tensor(cs, dev), Tensor(cs, dev)};
       Tensor m = tm.to(dev), v = tv.to(dev);  // forward_training takes them non-const

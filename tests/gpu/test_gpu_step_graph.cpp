@@ -111,10 +111,11 @@ TEST_CASE("gpu CUDA graph: captured and replayed steps give the direct steps' we
     double worst_loss = 0;
     for (size_t k = 0; k < direct.losses.size(); ++k)
       worst_loss = std::max(worst_loss, std::fabs(direct.losses[k] - graphed.losses[k]));
-    std::printf("CUDA graph (%s%s%s on %s): %s; largest difference: weights and states %.3g, "
-                "losses %.3g\n",
-                solver.c_str(), clip.empty() ? "" : ", clipping by ", clip.c_str(),
-                device_under_test().str().c_str(), graphed.summary.c_str(), worst, worst_loss);
+    std::printf(
+        "CUDA graph (%s%s%s on %s): %s; largest difference: weights and states %.3g, "
+        "losses %.3g\n",
+        solver.c_str(), clip.empty() ? "" : ", clipping by ", clip.c_str(), device_under_test().str().c_str(),
+        graphed.summary.c_str(), worst, worst_loss);
     CHECK(worst <= 1e-6);
     CHECK(worst_loss <= 1e-6);
     // The steps moved the weights (two untouched copies would also agree).
@@ -125,9 +126,10 @@ TEST_CASE("gpu CUDA graph: captured and replayed steps give the direct steps' we
       for (float v : t.data) moved += std::fabs(v - direct.values[static_cast<size_t>(at++)]) > 1e-7;
     CHECK(moved > at / 2);
     if (!testing_a_gpu()) {
-      std::printf("SKIPPED: the graph replay comparison (the %s stand-in cannot capture: %s); "
-                  "only the device-scalar path was compared with the direct one\n",
-                  device_under_test().str().c_str(), graphed.summary.c_str());
+      std::printf(
+          "SKIPPED: the graph replay comparison (the %s stand-in cannot capture: %s); "
+          "only the device-scalar path was compared with the direct one\n",
+          device_under_test().str().c_str(), graphed.summary.c_str());
       WARN("CUDA graph replay not tested: " << graphed.summary);
       CHECK(graphed.replays == 0);
       continue;

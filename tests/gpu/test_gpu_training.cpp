@@ -77,10 +77,10 @@ struct RunOutcome {
 };
 
 RunOutcome train_shapes(const std::string& data, const std::string& out, const std::string& env) {
-  Config c = load_config(config_path("shapes"),
-                         {"data.train=" + data + "/train", "data.validation=" + data + "/test",
-                          "training.ExecutionEnvironment=" + env, "training.MaxEpochs=6",
-                          "training.Seed=5", "training.Verbose=false", "training.ValidationFrequency=1000"});
+  Config c = load_config(
+      config_path("shapes"),
+      {"data.train=" + data + "/train", "data.validation=" + data + "/test", "training.ExecutionEnvironment=" + env,
+       "training.MaxEpochs=6", "training.Seed=5", "training.Verbose=false", "training.ValidationFrequency=1000"});
   TrainArgs args;
   args.output_dir = out;
   args.config_text = dump_config(c);

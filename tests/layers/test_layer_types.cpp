@@ -45,7 +45,9 @@ TEST_CASE("freeze_layer sets the learn-rate factors of the layer's own learnable
 }
 
 TEST_CASE("layer traits: roles, ReLU fusion, stochastic and collective layers", "[layers][registry]") {
-  auto make = [](const std::string& type, std::vector<std::string> opts) { return make_layer(layer_spec(type, std::move(opts))); };
+  auto make = [](const std::string& type, std::vector<std::string> opts) {
+    return make_layer(layer_spec(type, std::move(opts)));
+  };
   CHECK(make("imageInput", {"InputSize=[4,4,1]"})->role() == Layer::Role::kInput);
   CHECK(make("classification", {})->role() == Layer::Role::kOutput);
   CHECK(make("relu", {})->role() == Layer::Role::kHidden);

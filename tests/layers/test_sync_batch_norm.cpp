@@ -111,8 +111,8 @@ struct Gathered {
 };
 
 // Training forward + backward of the ranks' shares of x, synchronized, on threads.
-Gathered run_ranks(const std::vector<int64_t>& shares, bool relu, const Tensor& x, const Tensor& r,
-                   const Tensor& scale, const Tensor& offset) {
+Gathered run_ranks(const std::vector<int64_t>& shares, bool relu, const Tensor& x, const Tensor& r, const Tensor& scale,
+                   const Tensor& offset) {
   const int64_t n = x.shape()[0];
   const int size = static_cast<int>(shares.size());
   ThreadWorld world(size);

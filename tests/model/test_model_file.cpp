@@ -1,8 +1,8 @@
 // Model file: bit-identical round trip; truncation at every offset, a bit flip at every byte,
 // foreign, empty, newer-version and crafted (valid checksum, lying lengths) files all throw
 // one ModelError line naming the file and the problem.
-#include <catch2/catch.hpp>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <cstring>
 #include <filesystem>
@@ -184,8 +184,8 @@ TEST_CASE("model file: foreign, empty, missing and newer files", "[model]") {
     }
     return "no error";
   };
-  const std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R',
-                                    0,    0,   0,   1,   0,    0,    0,    1,    8, 2, 0, 0,  0};
+  const std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D',
+                                    'R',  0,   0,   0,   1,    0,    0,    0,    1, 8, 2, 0,  0,   0};
   std::string p = dir.write_bytes("image.png", png);
   CHECK(error_for(p) == p + ": not a dltrain model (bad magic)");
   CHECK_FALSE(looks_like_model(p));
@@ -197,9 +197,10 @@ TEST_CASE("model file: foreign, empty, missing and newer files", "[model]") {
   CHECK_FALSE(looks_like_model(e));
   std::string d = dir.write("DLT", "DLT");  // a prefix of the magic: truncated, not foreign
   CHECK(error_for(d) == d + ": truncated at byte 3 (the header alone is 32 bytes)");
-  CHECK(error_for(dir.file("missing.bin")) == dir.file("missing.bin") + ": cannot open the model file (No such file or directory)");
+  CHECK(error_for(dir.file("missing.bin")) ==
+        dir.file("missing.bin") + ": cannot open the model file (No such file or directory)");
   CHECK_FALSE(looks_like_model(dir.file("missing.bin")));
-  CHECK(error_for(dir.file("")) .find("Is a directory") != std::string::npos);
+  CHECK(error_for(dir.file("")).find("Is a directory") != std::string::npos);
 
   std::vector<uint8_t> newer = encode_model(sample_model());
   put_u32(newer, 8, 9);
@@ -222,8 +223,9 @@ TEST_CASE("model file: save errors name the path", "[model]") {
   }
   ModelData bad = sample_model();
   bad.params[0].data.pop_back();
-  CHECK_THROWS_WITH(encode_model(bad), "cannot save tensor conv1.Weights: it has 53 values but its shape 2x3x3x3 "
-                                       "needs 54");
+  CHECK_THROWS_WITH(encode_model(bad),
+                    "cannot save tensor conv1.Weights: it has 53 values but its shape 2x3x3x3 "
+                    "needs 54");
 }
 
 // Files with valid checksums whose contents lie: every length is checked before use.
@@ -259,22 +261,24 @@ TEST_CASE("model file: crafted payloads with lying lengths fail cleanly", "[mode
   CHECK(decode_error(build({{"SPEC", spec}, {"XTRA", {1, 2, 3}}})) == "no error");  // unknown sections skipped
   CHECK(decode_error(build({{"CLAS", u32(0)}})) == "model.bin: no network spec section (file corrupt)");
   std::string clas = decode_error(build({{"SPEC", spec}, {"CLAS", u32(0xFFFFFFFFu)}}));
-  CHECK(clas.rfind("model.bin: section CLAS is corrupt at byte 82: count 4294967295 does not fit in the 0 bytes left", 0) == 0);
+  CHECK(clas.rfind("model.bin: section CLAS is corrupt at byte 82: count 4294967295 does not fit in the 0 bytes left",
+                   0) == 0);
   CHECK(has(clas, "(file corrupt; re-export the model)"));
   CHECK(has(decode_error(build({{"SPEC", spec}, {"CLAS", cat({u32(1), u32(1000)})}})),
             "a string needs 1000 bytes but only 0 remain"));
   CHECK(has(decode_error(build({{"SPEC", spec}, {"PARM", u32(0x10000000u)}})), "does not fit"));
   // A tensor claiming 2^63 x 2^63 elements with a few bytes of data.
-  CHECK(has(decode_error(build({{"SPEC", spec},
-                                {"PARM", cat({u32(1), u32(0), u32(0), u32(2), dims_huge, dims_huge, u32(0)})}})),
+  CHECK(has(decode_error(
+                build({{"SPEC", spec}, {"PARM", cat({u32(1), u32(0), u32(0), u32(2), dims_huge, dims_huge, u32(0)})}})),
             "dimension 9223372036854775807 makes it larger than"));
   CHECK(has(decode_error(build({{"SPEC", spec}, {"PARM", cat({u32(1), u32(0), u32(0), u32(7)})}})), "has rank 7"));
   CHECK(has(decode_error(build({{"SPEC", spec}, {"PARM", cat({u32(1), u32(0), u32(0), u32(1), dim2, u32(0)})}})),
             "dimension 2 makes it larger than the 4 bytes left"));
   CHECK(has(decode_error(build({{"SPEC", spec}, {"CLAS", cat({u32(0), u32(0)})}})), "4 bytes left over"));
   CHECK(has(decode_error(build({{"SPEC", spec}, {"SPEC", spec}})), "section SPEC appears twice"));
-  CHECK(decode_error(build({{"SPEC", {'x', ':', ' ', '1'}}})).rfind(
-            "model.bin: the stored network spec is invalid: model.bin (network spec):1: unexpected key 'x'", 0) == 0);
+  CHECK(decode_error(build({{"SPEC", {'x', ':', ' ', '1'}}}))
+            .rfind("model.bin: the stored network spec is invalid: model.bin (network spec):1: unexpected key 'x'",
+                   0) == 0);
   // A section header whose length runs past the payload.
   std::vector<uint8_t> b = build({{"SPEC", spec}});
   b[32 + 4] = 0xff;

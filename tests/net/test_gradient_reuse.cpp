@@ -26,7 +26,8 @@ StepResult one_step(const NetworkSpec& spec, bool reuse, int64_t n) {
   const Shape& in = net.input_shape();
   Tensor x = random_tensor(Shape{n, in[0], in[1], in[2]}, rng, 0.f, 255.f);
   Tensor y(Shape{n}, Device::cpu(), DType::kI32);
-  for (int64_t i = 0; i < n; ++i) y.data_i32()[i] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(net.num_classes())));
+  for (int64_t i = 0; i < n; ++i)
+    y.data_i32()[i] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(net.num_classes())));
   RunContext ctx{true, 3, 1};
   StepResult r;
   // Two steps with the same buffers: stale values from the first must not leak into the second.

@@ -146,8 +146,8 @@ TEST_CASE("pixelClassification: class weights and placement errors", "[net]") {
         named(layer_spec("imageInput", {"InputSize=[4,4,1]", "Normalization=none"}), "in"),
         named(layer_spec("convolution2d", {"FilterSize=1", "NumFilters=3"}), "score"),
         named(layer_spec(before, {}), "sm"),
-        named(layer_spec("pixelClassification", weights.empty() ? std::vector<std::string>{}
-                                                               : std::vector<std::string>{weights}),
+        named(layer_spec("pixelClassification",
+                         weights.empty() ? std::vector<std::string>{} : std::vector<std::string>{weights}),
               "labels"),
     });
   };
@@ -203,16 +203,16 @@ TEST_CASE("maxUnpooling2d: errors name both layers", "[net]") {
         named(layer_spec("pixelClassification", {}), "labels"),
     });
   };
-  CHECK_NOTHROW(Network(with({"PoolSize=2", "Stride=2", "HasUnpoolingOutputs=true"}, "pool", "maxPooling2d"),
-                        Device::cpu()));
+  CHECK_NOTHROW(
+      Network(with({"PoolSize=2", "Stride=2", "HasUnpoolingOutputs=true"}, "pool", "maxPooling2d"), Device::cpu()));
   CHECK_THROWS_WITH(Network(with({"PoolSize=2", "Stride=2"}, "pool", "maxPooling2d"), Device::cpu()),
                     Catch::Contains("layer 'unpool' (maxUnpooling2d): PoolingLayer 'pool' (maxPooling2d) must be a "
                                     "maxPooling2d with HasUnpoolingOutputs: true"));
   CHECK_THROWS_WITH(Network(with({"PoolSize=2", "Stride=2"}, "pool", "averagePooling2d"), Device::cpu()),
                     Catch::Contains("(averagePooling2d) must be a maxPooling2d with HasUnpoolingOutputs: true"));
-  CHECK_THROWS_WITH(Network(with({"PoolSize=2", "Stride=2", "HasUnpoolingOutputs=true"}, "pool1", "maxPooling2d"),
-                            Device::cpu()),
-                    Catch::Contains("PoolingLayer 'pool1' is not a layer above this one"));
+  CHECK_THROWS_WITH(
+      Network(with({"PoolSize=2", "Stride=2", "HasUnpoolingOutputs=true"}, "pool1", "maxPooling2d"), Device::cpu()),
+      Catch::Contains("PoolingLayer 'pool1' is not a layer above this one"));
 }
 
 TEST_CASE("network gradients: U-Net skip with transposedConv2d (stride 2, cropping) and crop2d", "[net][grad]") {

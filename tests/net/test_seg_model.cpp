@@ -93,7 +93,8 @@ TEST_CASE("write the fixed per-pixel model for tests/cli/segment.sh", "[.][make_
   - {type: fullyConnected, Name: fc, OutputSize: 2}
   - {type: softmax}
   - {type: classification}
-)", "class_model.yaml");
+)",
+                                "class_model.yaml");
     Network net(c.network, Device::cpu());
     net.init_params(1);
     net.classes() = {"no", "yes"};

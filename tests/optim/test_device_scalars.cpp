@@ -116,7 +116,7 @@ TEST_CASE("device scalars: update needs the step's prepare", "[optim]") {
   ps.set_grads(0);
   opt.prepare(0.1);
   opt.update();
-  opt.update();  // a failed capture's step, issued again directly
+  opt.update();      // a failed capture's step, issued again directly
   opt.prepare(0.1);  // step 2 ran as a replayed graph: no update() call
   opt.prepare(0.1);
   CHECK(opt.steps() == 3);

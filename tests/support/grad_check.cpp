@@ -76,7 +76,8 @@ void check_tensor(const std::string& what, Tensor& t, const std::vector<float>& 
     if (err > 1) ++rep.failed;
     if (err > rep.max_error) {
       rep.max_error = err;
-      rep.worst = what + "[" + std::to_string(i) + "]: analytic " + std::to_string(a) + " numeric " + std::to_string(n2);
+      rep.worst =
+          what + "[" + std::to_string(i) + "]: analytic " + std::to_string(a) + " numeric " + std::to_string(n2);
     }
   }
 }

@@ -14,8 +14,8 @@ namespace dlt::test {
 
 struct GradCheckOptions {
   int64_t batch = 2;
-  int samples = 24;         // elements checked per tensor
-  double step = 1e-2;       // finite-difference step
+  int samples = 24;    // elements checked per tensor
+  double step = 1e-2;  // finite-difference step
   double rtol = 2e-2, atol = 2e-3;
   bool training = true;
   double input_scale = 1.0;  // inputs ~ U(-scale, scale)

@@ -8,8 +8,7 @@
 namespace dlt::ref {
 namespace {
 
-inline int64_t nhwc(int64_t n, int64_t y, int64_t x, int64_t c, int64_t h, int64_t w,
-                    int64_t ch) {
+inline int64_t nhwc(int64_t n, int64_t y, int64_t x, int64_t c, int64_t h, int64_t w, int64_t ch) {
   return ((n * h + y) * w + x) * ch + c;
 }
 
@@ -34,8 +33,7 @@ void conv_taps(const ConvDesc& d, F f) {
 Vec conv_forward(const ConvDesc& d, const Vec& x, const Vec& w, const Vec& b) {
   const int64_t oh = d.out_h(), ow = d.out_w();
   Vec y(d.n * oh * ow * d.k, 0.0);
-  conv_taps(d, [&](int64_t n, int64_t oy, int64_t ox, int64_t iy, int64_t ix, int64_t i,
-                   int64_t j) {
+  conv_taps(d, [&](int64_t n, int64_t oy, int64_t ox, int64_t iy, int64_t ix, int64_t i, int64_t j) {
     for (int64_t k = 0; k < d.k; ++k) {
       double s = 0;
       for (int64_t c = 0; c < d.c; ++c)
@@ -55,8 +53,7 @@ Vec conv_forward(const ConvDesc& d, const Vec& x, const Vec& w, const Vec& b) {
 Vec conv_backward_data(const ConvDesc& d, const Vec& dy, const Vec& w) {
   const int64_t oh = d.out_h(), ow = d.out_w();
   Vec dx(d.n * d.h * d.w * d.c, 0.0);
-  conv_taps(d, [&](int64_t n, int64_t oy, int64_t ox, int64_t iy, int64_t ix, int64_t i,
-                   int64_t j) {
+  conv_taps(d, [&](int64_t n, int64_t oy, int64_t ox, int64_t iy, int64_t ix, int64_t i, int64_t j) {
     for (int64_t k = 0; k < d.k; ++k) {
       const double g = dy[nhwc(n, oy, ox, k, oh, ow, d.k)];
       for (int64_t c = 0; c < d.c; ++c)
@@ -70,8 +67,7 @@ void conv_backward_weights(const ConvDesc& d, const Vec& x, const Vec& dy, Vec& 
   const int64_t oh = d.out_h(), ow = d.out_w();
   dw.assign(d.k * d.kh * d.kw * d.c, 0.0);
   db.assign(d.k, 0.0);
-  conv_taps(d, [&](int64_t n, int64_t oy, int64_t ox, int64_t iy, int64_t ix, int64_t i,
-                   int64_t j) {
+  conv_taps(d, [&](int64_t n, int64_t oy, int64_t ox, int64_t iy, int64_t ix, int64_t i, int64_t j) {
     for (int64_t k = 0; k < d.k; ++k) {
       const double g = dy[nhwc(n, oy, ox, k, oh, ow, d.k)];
       for (int64_t c = 0; c < d.c; ++c)
@@ -190,8 +186,7 @@ void pool_windows(const PoolDesc& d, F f) {
             for (int64_t j = 0; j < d.kw; ++j) {
               const int64_t iy = oy * d.stride_h - d.pad_t + i;
               const int64_t ix = ox * d.stride_w - d.pad_l + j;
-              if (iy >= 0 && iy < d.h && ix >= 0 && ix < d.w)
-                window.push_back(nhwc(n, iy, ix, c, d.h, d.w, d.c));
+              if (iy >= 0 && iy < d.h && ix >= 0 && ix < d.w) window.push_back(nhwc(n, iy, ix, c, d.h, d.w, d.c));
             }
           f(nhwc(n, oy, ox, c, oh, ow, d.c), window);
         }
@@ -233,8 +228,8 @@ Vec pool_backward(const PoolDesc& d, const Vec& x, const Vec& dy) {
   return dx;
 }
 
-Vec bn_forward_training(const BatchNormDesc& d, const Vec& x, const Vec& scale,
-                        const Vec& offset, Vec* mean_out, Vec* var_out) {
+Vec bn_forward_training(const BatchNormDesc& d, const Vec& x, const Vec& scale, const Vec& offset, Vec* mean_out,
+                        Vec* var_out) {
   const int64_t m = d.n * d.h * d.w;
   Vec mean(d.c, 0.0), var(d.c, 0.0);
   for (int64_t p = 0; p < m; ++p)
@@ -250,8 +245,8 @@ Vec bn_forward_training(const BatchNormDesc& d, const Vec& x, const Vec& scale,
   return y;
 }
 
-Vec bn_forward_inference(const BatchNormDesc& d, const Vec& x, const Vec& scale,
-                         const Vec& offset, const Vec& mean, const Vec& var) {
+Vec bn_forward_inference(const BatchNormDesc& d, const Vec& x, const Vec& scale, const Vec& offset, const Vec& mean,
+                         const Vec& var) {
   const int64_t m = d.n * d.h * d.w;
   Vec y(x.size());
   for (int64_t p = 0; p < m; ++p)
@@ -263,8 +258,8 @@ Vec bn_forward_inference(const BatchNormDesc& d, const Vec& x, const Vec& scale,
   return y;
 }
 
-void bn_backward(const BatchNormDesc& d, const Vec& x, const Vec& dy, const Vec& scale,
-                 const Vec& mean, const Vec& var, Vec& dx, Vec& dscale, Vec& doffset) {
+void bn_backward(const BatchNormDesc& d, const Vec& x, const Vec& dy, const Vec& scale, const Vec& mean, const Vec& var,
+                 Vec& dx, Vec& dscale, Vec& doffset) {
   const int64_t m = d.n * d.h * d.w;
   dscale.assign(d.c, 0.0);
   doffset.assign(d.c, 0.0);
@@ -338,9 +333,15 @@ Vec act_forward(ActKind kind, double alpha, const Vec& x) {
   for (size_t i = 0; i < x.size(); ++i) {
     const double v = x[i];
     switch (kind) {
-      case ActKind::kRelu: y[i] = v > 0 ? v : 0; break;
-      case ActKind::kLeakyRelu: y[i] = v > 0 ? v : alpha * v; break;
-      case ActKind::kElu: y[i] = v > 0 ? v : alpha * (std::exp(v) - 1); break;
+      case ActKind::kRelu:
+        y[i] = v > 0 ? v : 0;
+        break;
+      case ActKind::kLeakyRelu:
+        y[i] = v > 0 ? v : alpha * v;
+        break;
+      case ActKind::kElu:
+        y[i] = v > 0 ? v : alpha * (std::exp(v) - 1);
+        break;
     }
   }
   return y;
@@ -351,9 +352,15 @@ Vec act_backward(ActKind kind, double alpha, const Vec& x, const Vec& dy) {
   for (size_t i = 0; i < x.size(); ++i) {
     const double v = x[i];
     switch (kind) {
-      case ActKind::kRelu: dx[i] = v > 0 ? dy[i] : 0; break;
-      case ActKind::kLeakyRelu: dx[i] = v > 0 ? dy[i] : alpha * dy[i]; break;
-      case ActKind::kElu: dx[i] = v > 0 ? dy[i] : alpha * std::exp(v) * dy[i]; break;
+      case ActKind::kRelu:
+        dx[i] = v > 0 ? dy[i] : 0;
+        break;
+      case ActKind::kLeakyRelu:
+        dx[i] = v > 0 ? dy[i] : alpha * dy[i];
+        break;
+      case ActKind::kElu:
+        dx[i] = v > 0 ? dy[i] : alpha * std::exp(v) * dy[i];
+        break;
     }
   }
   return dx;
@@ -381,8 +388,7 @@ Vec softmax_backward(int64_t rows, int64_t c, const Vec& y, const Vec& dy) {
   return dx;
 }
 
-Vec concat_forward(int64_t pixels, const std::vector<int64_t>& channels,
-                   const std::vector<Vec>& xs) {
+Vec concat_forward(int64_t pixels, const std::vector<int64_t>& channels, const std::vector<Vec>& xs) {
   int64_t total = 0;
   for (int64_t c : channels) total += c;
   Vec y(pixels * total);
@@ -396,8 +402,7 @@ Vec concat_forward(int64_t pixels, const std::vector<int64_t>& channels,
   return y;
 }
 
-std::vector<Vec> concat_backward(int64_t pixels, const std::vector<int64_t>& channels,
-                                 const Vec& dy) {
+std::vector<Vec> concat_backward(int64_t pixels, const std::vector<int64_t>& channels, const Vec& dy) {
   int64_t total = 0;
   for (int64_t c : channels) total += c;
   std::vector<Vec> dxs;
@@ -464,8 +469,8 @@ Vec crop2d_backward(const CropDesc& d, const Vec& dy) {
   return dx;
 }
 
-double cross_entropy(int64_t n, int64_t c, const Vec& probs, const std::vector<int32_t>& labels,
-                     Vec* dlogits, int64_t* correct, const Vec& weights, int64_t* counted) {
+double cross_entropy(int64_t n, int64_t c, const Vec& probs, const std::vector<int32_t>& labels, Vec* dlogits,
+                     int64_t* correct, const Vec& weights, int64_t* counted) {
   double loss = 0, wsum = 0;
   int64_t right = 0, count = 0;
   if (dlogits) dlogits->assign(n * c, 0.0);
@@ -481,8 +486,7 @@ double cross_entropy(int64_t n, int64_t c, const Vec& probs, const std::vector<i
       if (probs[i * c + j] > probs[i * c + best]) best = j;
     right += best == l;
     if (dlogits)
-      for (int64_t j = 0; j < c; ++j)
-        (*dlogits)[i * c + j] = weight(l) * (probs[i * c + j] - (j == l)) / wsum;
+      for (int64_t j = 0; j < c; ++j) (*dlogits)[i * c + j] = weight(l) * (probs[i * c + j] - (j == l)) / wsum;
   }
   if (correct) *correct = right;
   if (counted) *counted = count;

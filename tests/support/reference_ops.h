@@ -49,13 +49,12 @@ std::vector<int32_t> max_pool_indices(const PoolDesc& d, const Vec& x);
 Vec max_unpool(const PoolDesc& d, const Vec& pooled, const std::vector<int32_t>& idx);
 
 // ---- batch norm over N*H*W per channel; var is the biased variance ----
-Vec bn_forward_training(const BatchNormDesc& d, const Vec& x, const Vec& scale,
-                        const Vec& offset, Vec* mean, Vec* var);
-Vec bn_forward_inference(const BatchNormDesc& d, const Vec& x, const Vec& scale,
-                         const Vec& offset, const Vec& mean, const Vec& var);
+Vec bn_forward_training(const BatchNormDesc& d, const Vec& x, const Vec& scale, const Vec& offset, Vec* mean, Vec* var);
+Vec bn_forward_inference(const BatchNormDesc& d, const Vec& x, const Vec& scale, const Vec& offset, const Vec& mean,
+                         const Vec& var);
 // Training-mode backward (through the batch statistics). dy: gradient of the pre-relu output.
-void bn_backward(const BatchNormDesc& d, const Vec& x, const Vec& dy, const Vec& scale,
-                 const Vec& mean, const Vec& var, Vec& dx, Vec& dscale, Vec& doffset);
+void bn_backward(const BatchNormDesc& d, const Vec& x, const Vec& dy, const Vec& scale, const Vec& mean, const Vec& var,
+                 Vec& dx, Vec& dscale, Vec& doffset);
 
 // ---- LRN across channels: y = x / (k + alpha/size * sum_window x^2)^beta ----
 // Window of channel c: [c - (size-1)/2, c - (size-1)/2 + size), clipped to [0, C).
@@ -71,10 +70,8 @@ Vec softmax_forward(int64_t rows, int64_t c, const Vec& x);
 Vec softmax_backward(int64_t rows, int64_t c, const Vec& y, const Vec& dy);  // -> dx
 
 // ---- channel concatenation of NHWC tensors with `pixels` = N*H*W ----
-Vec concat_forward(int64_t pixels, const std::vector<int64_t>& channels,
-                   const std::vector<Vec>& xs);
-std::vector<Vec> concat_backward(int64_t pixels, const std::vector<int64_t>& channels,
-                                 const Vec& dy);
+Vec concat_forward(int64_t pixels, const std::vector<int64_t>& channels, const std::vector<Vec>& xs);
+std::vector<Vec> concat_backward(int64_t pixels, const std::vector<int64_t>& channels, const Vec& dy);
 
 // ---- cropping (Backend::crop2d): x (N,H,W,C) -> y (N,out_h,out_w,C) at (top, left) ----
 Vec crop2d_forward(const CropDesc& d, const Vec& x);
@@ -85,8 +82,7 @@ Vec crop2d_backward(const CropDesc& d, const Vec& dy);  // -> dx, zero outside t
 // label is not -1 (undefined); dlogits (if non-null) = w[l] (probs - onehot) / sum w[l], 0 for
 // undefined rows; correct (if non-null) counts rows whose first argmax equals the label;
 // counted the rows that are not undefined. weights empty: all 1.
-double cross_entropy(int64_t n, int64_t c, const Vec& probs, const std::vector<int32_t>& labels,
-                     Vec* dlogits, int64_t* correct, const Vec& weights = {},
-                     int64_t* counted = nullptr);
+double cross_entropy(int64_t n, int64_t c, const Vec& probs, const std::vector<int32_t>& labels, Vec* dlogits,
+                     int64_t* correct, const Vec& weights = {}, int64_t* counted = nullptr);
 
 }  // namespace dlt::ref

@@ -59,8 +59,8 @@ Comparison compare(const Vec& got, const Vec& want) {
 std::string Comparison::str() const {
   std::ostringstream os;
   if (size_mismatch) return "sizes differ";
-  os << "rel " << rel << " (max |diff| " << max_abs << " at " << worst << ": got " << got_at_worst
-     << " want " << want_at_worst << "; max |want| " << scale << ")";
+  os << "rel " << rel << " (max |diff| " << max_abs << " at " << worst << ": got " << got_at_worst << " want "
+     << want_at_worst << "; max |want| " << scale << ")";
   return os.str();
 }
 

@@ -25,10 +25,10 @@ Tensor to_tensor(const Vec& v, const Shape& shape, Device device = Device::cpu()
 Vec to_vec(const Tensor& t);
 
 struct Comparison {
-  double max_abs = 0;   // max |got - want|
-  double scale = 0;     // max |want|
-  double rel = 0;       // max_abs / max(scale, 1e-30)
-  int64_t worst = -1;   // index of the largest difference
+  double max_abs = 0;  // max |got - want|
+  double scale = 0;    // max |want|
+  double rel = 0;      // max_abs / max(scale, 1e-30)
+  int64_t worst = -1;  // index of the largest difference
   double got_at_worst = 0, want_at_worst = 0;
   bool size_mismatch = false;
   std::string str() const;  // "rel 3.1e-07 (max |diff| 1.2e-06 at 17: 0.5 vs 0.5000012)"

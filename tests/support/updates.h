@@ -5,8 +5,7 @@
 
 namespace dlt::test {
 
-inline void sgdm_update(Backend& be, Tensor& w, const Tensor& g, Tensor& v, float lr,
-                        float momentum, float l2) {
+inline void sgdm_update(Backend& be, Tensor& w, const Tensor& g, Tensor& v, float lr, float momentum, float l2) {
   UpdateRule r;
   r.solver = Solver::kSgdm;
   r.momentum = momentum;
@@ -15,8 +14,8 @@ inline void sgdm_update(Backend& be, Tensor& w, const Tensor& g, Tensor& v, floa
   be.optimizer_update(r, StepScalars::at_step(r, lr, 1), w, g, v, none);
 }
 
-inline void adam_update(Backend& be, Tensor& w, const Tensor& g, Tensor& m, Tensor& s, float lr,
-                        float b1, float b2, float eps, int64_t t, float l2) {
+inline void adam_update(Backend& be, Tensor& w, const Tensor& g, Tensor& m, Tensor& s, float lr, float b1, float b2,
+                        float eps, int64_t t, float l2) {
   UpdateRule r;
   r.solver = Solver::kAdam;
   r.b1 = b1;
@@ -26,8 +25,8 @@ inline void adam_update(Backend& be, Tensor& w, const Tensor& g, Tensor& m, Tens
   be.optimizer_update(r, StepScalars::at_step(r, lr, t), w, g, m, s);
 }
 
-inline void rmsprop_update(Backend& be, Tensor& w, const Tensor& g, Tensor& s, float lr, float b2,
-                           float eps, float l2) {
+inline void rmsprop_update(Backend& be, Tensor& w, const Tensor& g, Tensor& s, float lr, float b2, float eps,
+                           float l2) {
   UpdateRule r;
   r.solver = Solver::kRmsprop;
   r.b2 = b2;

@@ -55,9 +55,9 @@ TEST_CASE("execution: parallel without a cluster launcher starts CPU workers", "
 }
 
 TEST_CASE("execution: a cluster launcher's rank and a local worker join their world", "[train]") {
-  Execution x = plan_execution(options("parallel"), -1,
-                               {{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"}},
-                               [] { return 0; });
+  Execution x =
+      plan_execution(options("parallel"), -1, {{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"}},
+                     [] { return 0; });
   CHECK(x.role == Execution::Role::kRank);
   CHECK(x.comm == Execution::Comm::kGloo);
   CHECK(x.world.source == "slurm");
@@ -65,8 +65,8 @@ TEST_CASE("execution: a cluster launcher's rank and a local worker join their wo
   CHECK(x.world.size == 4);
   CHECK(x.gpu_device == -1);
 
-  Execution w = plan_execution(options("parallel"), 2, {{"DLT_WORLD_SIZE", "3"}, {"DLT_RENDEZVOUS", "/tmp/x"}},
-                               [] { return 0; });
+  Execution w =
+      plan_execution(options("parallel"), 2, {{"DLT_WORLD_SIZE", "3"}, {"DLT_RENDEZVOUS", "/tmp/x"}}, [] { return 0; });
   CHECK(w.role == Execution::Role::kRank);
   CHECK(w.world.source == "local");
   CHECK(w.world.rank == 2);
@@ -85,10 +85,11 @@ TEST_CASE("execution: multi-gpu starts one worker per GPU or places a rank on it
   CHECK(x.workers == 4);
   CHECK_THROWS_AS(plan_execution(options("multi-gpu", 5), -1, {}, [] { return 4; }), DeviceError);
   // A one-task allocation (sbatch without srun) starts its own workers too.
-  CHECK(plan_execution(options("multi-gpu"), -1, {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}, [] { return 2; })
-            .role == Execution::Role::kLauncher);
-  Execution r = plan_execution(options("multi-gpu"), -1,
-                               {{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "3"}}, [] { return 4; });
+  CHECK(plan_execution(options("multi-gpu"), -1, {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}, [] {
+          return 2;
+        }).role == Execution::Role::kLauncher);
+  Execution r = plan_execution(options("multi-gpu"), -1, {{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "3"}},
+                               [] { return 4; });
   CHECK(r.role == Execution::Role::kRank);
   CHECK(r.gpu_device == 3);
 }

@@ -52,7 +52,7 @@ TEST_CASE("live files: config.yaml and log.csv at the start, whole rows appended
   const std::string dir = tmp.file("run");
   make_dirs(dir);
   write_file_atomic(dir + "/summary.json", "{\"status\":\"completed\"}\n");  // an earlier run's
-  IterationLog resumed;  // a run resumed after iteration 2
+  IterationLog resumed;                                                      // a run resumed after iteration 2
   resumed.add(record(1, true));
   resumed.add(record(2, false));
   LiveFiles live(dir, "training: {}\n", resumed, true, 1000);

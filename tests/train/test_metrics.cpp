@@ -51,7 +51,8 @@ TEST_CASE("confusion matrix headers: full class names when they fit, else number
   auto lines_of = [](const std::string& s) {
     std::vector<std::string> out;
     size_t start = 0;
-    for (size_t nl; (nl = s.find('\n', start)) != std::string::npos; start = nl + 1) out.push_back(s.substr(start, nl - start));
+    for (size_t nl; (nl = s.find('\n', start)) != std::string::npos; start = nl + 1)
+      out.push_back(s.substr(start, nl - start));
     return out;
   };
   auto matrix = [&](int width) {  // the title, the header and the 10 rows
@@ -64,10 +65,12 @@ TEST_CASE("confusion matrix headers: full class names when they fit, else number
   // 10-character names + 10 cells of 11 = 120 columns: the names fit at 120.
   std::vector<std::string> wide = matrix(120);
   CHECK(wide[0] == "Confusion matrix (rows: true class, columns: predicted)");
-  CHECK(wide[1] == "             airplane automobile       bird        cat       deer        dog       frog      "
-                   "horse       ship      truck");
-  CHECK(wide[3] == "automobile          0         86         15          0          0          0          0          "
-                   "0          0          0");
+  CHECK(wide[1] ==
+        "             airplane automobile       bird        cat       deer        dog       frog      "
+        "horse       ship      truck");
+  CHECK(wide[3] ==
+        "automobile          0         86         15          0          0          0          0          "
+        "0          0          0");
   for (const auto& l : wide) CHECK(l.size() <= 120);
   // At 80 (and 119) the columns are numbered as the rows, which keep the full names.
   for (int width : {80, 119}) {

@@ -40,8 +40,7 @@ TEST_CASE("pareto_front on known sets", "[train][pareto]") {
   CHECK(pareto_front({}).empty());
   CHECK(pareto_front({{"only", 10, 50}}) == Front{0});
   // E(50,50) A(100,70) B(200,80) are optimal; C is beaten by A, D by B (same accuracy).
-  const std::vector<ParetoPoint> pts = {
-      {"A", 100, 70}, {"B", 200, 80}, {"C", 150, 60}, {"D", 300, 80}, {"E", 50, 50}};
+  const std::vector<ParetoPoint> pts = {{"A", 100, 70}, {"B", 200, 80}, {"C", 150, 60}, {"D", 300, 80}, {"E", 50, 50}};
   CHECK(pareto_front(pts) == Front{4, 0, 1});
   // All dominated but one: the smallest network is also the most accurate.
   CHECK(pareto_front({{"a", 5, 60}, {"b", 1, 90}, {"c", 3, 89}, {"d", 1, 89}}) == Front{1});
@@ -92,8 +91,9 @@ TEST_CASE("pareto labels keep what distinguishes the points", "[train][pareto]")
   CHECK(pareto_labels({"net01_conv1.NumFilters=20", "net02_conv1.NumFilters=32"}, &keys) ==
         std::vector<std::string>{"net01 20", "net02 32"});
   CHECK(keys == "conv1.NumFilters");
-  CHECK(pareto_labels({"input.InputSize=_28_28_1__InitialLearnRate=0.1", "input.InputSize=_32_32_1__InitialLearnRate=0.1"},
-                      &keys) == std::vector<std::string>{"_28_28_1_ 0.1", "_32_32_1_ 0.1"});
+  CHECK(pareto_labels(
+            {"input.InputSize=_28_28_1__InitialLearnRate=0.1", "input.InputSize=_32_32_1__InitialLearnRate=0.1"},
+            &keys) == std::vector<std::string>{"_28_28_1_ 0.1", "_32_32_1_ 0.1"});
   CHECK(keys == "input.InputSize, InitialLearnRate");
   // A key not in every name keeps its name; plain names stay whole, long ones lose the middle.
   CHECK(pareto_labels({"a=1_b=2", "a=3"}, &keys) == std::vector<std::string>{"1 b=2", "3"});
@@ -105,12 +105,11 @@ TEST_CASE("pareto labels keep what distinguishes the points", "[train][pareto]")
 }
 
 TEST_CASE("pareto plot writes a scatter with a red front", "[train][pareto]") {
-  const fs::path dir =
-      fs::temp_directory_path() / ("dlt_test_pareto_" + std::to_string(::getpid()));
+  const fs::path dir = fs::temp_directory_path() / ("dlt_test_pareto_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  const std::vector<ParetoPoint> pts = {
-      {"2x16", 1.2e5, 71.5}, {"2x32", 4.1e5, 78.2}, {"3x32", 6.0e5, 81.0}, {"3x64", 2.2e6, 83.4},
-      {"4x64", 2.9e6, 82.1}, {"2x64", 1.5e6, 76.0}, {"3x16", 2.0e5, 70.2}, {"4x128", 9.8e6, 84.0}};
+  const std::vector<ParetoPoint> pts = {{"2x16", 1.2e5, 71.5}, {"2x32", 4.1e5, 78.2}, {"3x32", 6.0e5, 81.0},
+                                        {"3x64", 2.2e6, 83.4}, {"4x64", 2.9e6, 82.1}, {"2x64", 1.5e6, 76.0},
+                                        {"3x16", 2.0e5, 70.2}, {"4x128", 9.8e6, 84.0}};
   const fs::path p = dir / "pareto.png";
   write_pareto_png(p.string(), pts, "Sweep: accuracy versus memory");
   int w = 0, h = 0, n = 0;

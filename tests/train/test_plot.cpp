@@ -55,8 +55,7 @@ struct Png {
   }
   int non_white() const {
     int n = 0;
-    for (size_t i = 0; i < px.size(); i += 3)
-      n += !(px[i] == 255 && px[i + 1] == 255 && px[i + 2] == 255);
+    for (size_t i = 0; i < px.size(); i += 3) n += !(px[i] == 255 && px[i + 1] == 255 && px[i + 2] == 255);
     return n;
   }
 };
@@ -282,7 +281,8 @@ TEST_CASE("progress plot draws the info panel and the title note", "[train][plot
   const Rgb white{255, 255, 255};
   ProgressSeries plain = typical(120);
   const Png without = write_and_read(plain, "noinfo.png");
-  CHECK(without.count(white, 0, kInfoTop, kProgressWidth, kProgressHeight) == kProgressWidth * (kProgressHeight - kInfoTop));
+  CHECK(without.count(white, 0, kInfoTop, kProgressWidth, kProgressHeight) ==
+        kProgressWidth * (kProgressHeight - kInfoTop));
   CHECK(without.count_near(kNoteColour, 40, 0, 0, kProgressWidth, 40) == 0);
 
   ProgressSeries s = plain;
@@ -294,9 +294,11 @@ TEST_CASE("progress plot draws the info panel and the title note", "[train][plot
   s.title_note = "learning rate too high?";
   const Png with = write_and_read(s, "info.png");
   // Text below the plots, in the panel only; the plots are unchanged.
-  const int text = kProgressWidth * (kProgressHeight - kInfoTop) - with.count(white, 0, kInfoTop, kProgressWidth, kProgressHeight);
+  const int text =
+      kProgressWidth * (kProgressHeight - kInfoTop) - with.count(white, 0, kInfoTop, kProgressWidth, kProgressHeight);
   CHECK(text > 500);
-  CHECK(with.count(kAccuracyColour, kX0, kTopY0, kX1, kTopY1) == without.count(kAccuracyColour, kX0, kTopY0, kX1, kTopY1));
+  CHECK(with.count(kAccuracyColour, kX0, kTopY0, kX1, kTopY1) ==
+        without.count(kAccuracyColour, kX0, kTopY0, kX1, kTopY1));
   // The note in its colour on the title line.
   CHECK(with.count_near(kNoteColour, 40, 0, 0, kProgressWidth, 40) > 50);
   // Different info, different pixels: a watcher sees the panel change.
@@ -309,7 +311,7 @@ TEST_CASE("progress plot joins only consecutive validation checks", "[train][plo
   // Checks every 50 iterations; the one at 150 has no value (NaN): no dashed line may cross it.
   ProgressSeries s = typical(300);
   REQUIRE(s.val_iteration.size() == 6);
-  const double x = kX0 + (kX1 - kX0) * 150.0 / 300.0;  // the axis runs 0..300
+  const double x = kX0 + (kX1 - kX0) * 150.0 / 300.0;                      // the axis runs 0..300
   const int x0 = static_cast<int>(x) - 25, x1 = static_cast<int>(x) + 25;  // 20 px from the neighbours' markers
   auto dark = [&](const Png& png) { return png.count_near(kBlackPx, 60, x0, kTopY0, x1, kTopY1); };
   const Png joined = write_and_read(s, "val_joined.png");
@@ -322,8 +324,7 @@ TEST_CASE("progress plot joins only consecutive validation checks", "[train][plo
 }
 
 TEST_CASE("progress plot reports an unwritable path", "[train][plot]") {
-  const fs::path missing =
-      fs::temp_directory_path() / ("dlt_no_such_dir_" + std::to_string(::getpid()));
+  const fs::path missing = fs::temp_directory_path() / ("dlt_no_such_dir_" + std::to_string(::getpid()));
   const std::string bad = (missing / "plot.png").string();
   CHECK_THROWS_AS(write_progress_png(bad, typical(10)), Error);
   CHECK_THROWS_WITH(write_progress_png(bad, typical(10)), Catch::Contains(bad));

@@ -37,11 +37,14 @@ TEST_CASE("wide table is MATLAB's, 120 columns", "[train][progress]") {
   const TableLayout w = TableLayout::kWide;
   CHECK(table_rule(w) == "|" + std::string(118, '=') + "|\n");
   CHECK(table_heading(w) ==
-        "|  Epoch  |  Iteration  |  Time Elapsed  |  Mini-batch  |  Validation  |  Mini-batch  |  Validation  |  Base Learning  |\n"
-        "|         |             |   (hh:mm:ss)   |   Accuracy   |   Accuracy   |     Loss     |     Loss     |      Rate       |\n");
+        "|  Epoch  |  Iteration  |  Time Elapsed  |  Mini-batch  |  Validation  |  Mini-batch  |  Validation  |  Base "
+        "Learning  |\n"
+        "|         |             |   (hh:mm:ss)   |   Accuracy   |   Accuracy   |     Loss     |     Loss     |      "
+        "Rate       |\n");
   IterationRecord r = full_record();
   CHECK(table_row(w, r) ==
-        "|      12 |     1234567 |       03:25:07 |      100.00% |       99.99% |       0.1235 |       2.5000 |          0.0010 |\n");
+        "|      12 |     1234567 |       03:25:07 |      100.00% |       99.99% |       0.1235 |       2.5000 |        "
+        "  0.0010 |\n");
   r.validation_accuracy = r.validation_loss = std::numeric_limits<double>::quiet_NaN();
   CHECK(table_row(w, r).size() == 121);  // blank validation cells keep the columns
 }
@@ -87,8 +90,8 @@ TEST_CASE("progress bar never exceeds the width", "[train][progress]") {
   CHECK(format_bar(240, 240, 60, 200) ==
         "[========================================] 100%  iteration 240/240  ETA 00:00:00");
   for (int columns : {1, 2, 5, 10, 15, 20, 30, 40, 60, 79, 80, 81, 100, 140, 300}) {
-    for (auto [it, total] : {std::pair<int64_t, int64_t>{1, 1}, {1234567, 9999999}, {9999999, 9999999},
-                             {0, 123456789012}}) {
+    for (auto [it, total] :
+         {std::pair<int64_t, int64_t>{1, 1}, {1234567, 9999999}, {9999999, 9999999}, {0, 123456789012}}) {
       std::string s = format_bar(it, total, 1e6, columns);
       INFO(columns << " columns, " << it << "/" << total << ": '" << s << "'");
       CHECK(s.size() <= static_cast<size_t>(std::max(columns - 1, 1)));

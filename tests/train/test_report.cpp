@@ -74,7 +74,9 @@ TEST_CASE("summary reader round-trips JsonWriter's escapes and numbers", "[train
   CHECK(j.at("no").number == 0);
   CHECK(j.at("inf").kind == JsonScalar::Kind::Null);  // non-finite numbers are written as null
   CHECK(parse_flat_json(" { } ").empty());
-  CHECK(json_string_or(parse_flat_json("{\"u\":\"\\u00e9\\u0041\"}"), "u", "") == "\xc3\xa9" "A");
+  CHECK(json_string_or(parse_flat_json("{\"u\":\"\\u00e9\\u0041\"}"), "u", "") ==
+        "\xc3\xa9"
+        "A");
 }
 
 TEST_CASE("summary reader rejects truncated and malformed files, naming them", "[train][report]") {

@@ -8,8 +8,7 @@ using namespace dlt;
 TEST_CASE("edit distance and did-you-mean", "[util]") {
   CHECK(edit_distance("NumFilters", "NumFilter") == 1);
   CHECK(edit_distance("abc", "ABC") == 0);
-  CHECK(did_you_mean("NumFilter", {"NumFilters", "FilterSize", "Stride"}) ==
-        " (did you mean 'NumFilters'?)");
+  CHECK(did_you_mean("NumFilter", {"NumFilters", "FilterSize", "Stride"}) == " (did you mean 'NumFilters'?)");
   CHECK(did_you_mean("xyzzy", {"NumFilters", "FilterSize"}).empty());
 }
 
