@@ -6,6 +6,10 @@
 // "OHWI"; fully-connected weights (K, H*W*C) over the input flattened in HWC order; biases
 // and batch-norm scale/offset/mean/variance (C) or (K).
 // Ops overwrite their outputs, including parameter gradients (each parameter has one owner).
+//
+// Each interface's public forward/backward methods are non-virtual: they check their arguments
+// once for every backend (defined, the sizes of the op's descriptor, on the op's device; in
+// ops.cpp) and call the protected do_* that each backend implements without checking again.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -30,12 +34,23 @@ struct ConvDesc {
   int64_t out_w() const { return (w + pad_l + pad_r - ((kw - 1) * dilation_w + 1)) / stride_w + 1; }
 };
 
+// b and db may be undefined (no bias; the CPU backend needs b in forward).
 class ConvOp {
  public:
   virtual ~ConvOp() = default;
-  virtual void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) = 0;
-  virtual void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) = 0;
-  virtual void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) = 0;
+  void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y);
+  void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx);
+  void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db);
+
+ protected:
+  ConvOp(const ConvDesc& d, Device device) : desc_(d), device_(device) {}
+  virtual void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) = 0;
+  virtual void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) = 0;
+  virtual void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) = 0;
+
+ private:
+  ConvDesc desc_;
+  Device device_;
 };
 
 // Transposed convolution (MATLAB's transposedConv2dLayer, ONNX ConvTranspose): each input
@@ -52,12 +67,23 @@ struct DeconvDesc {
   int64_t out_w() const { return (w - 1) * stride_w + kw - crop_l - crop_r; }
 };
 
+// b and db as ConvOp's.
 class DeconvOp {
  public:
   virtual ~DeconvOp() = default;
-  virtual void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) = 0;
-  virtual void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) = 0;
-  virtual void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) = 0;
+  void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y);
+  void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx);
+  void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db);
+
+ protected:
+  DeconvOp(const DeconvDesc& d, Device device) : desc_(d), device_(device) {}
+  virtual void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) = 0;
+  virtual void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) = 0;
+  virtual void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) = 0;
+
+ private:
+  DeconvDesc desc_;
+  Device device_;
 };
 
 struct FcDesc {
@@ -66,12 +92,23 @@ struct FcDesc {
   bool bf16 = false;               // as ConvDesc: bfloat16 multiplies, float32 sums and outputs
 };
 
+// b and db as ConvOp's.
 class FcOp {
  public:
   virtual ~FcOp() = default;
-  virtual void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) = 0;
-  virtual void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) = 0;
-  virtual void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) = 0;
+  void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y);
+  void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx);
+  void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db);
+
+ protected:
+  FcOp(const FcDesc& d, Device device) : desc_(d), device_(device) {}
+  virtual void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) = 0;
+  virtual void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) = 0;
+  virtual void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) = 0;
+
+ private:
+  FcDesc desc_;
+  Device device_;
 };
 
 enum class PoolKind { kMax, kAverage };
@@ -92,8 +129,17 @@ class PoolOp {
  public:
   virtual ~PoolOp() = default;
   // training = true keeps what backward needs (max-pooling indices).
-  virtual void forward(const Tensor& x, Tensor& y, bool training) = 0;
-  virtual void backward(const Tensor& dy, Tensor& dx) = 0;
+  void forward(const Tensor& x, Tensor& y, bool training);
+  void backward(const Tensor& dy, Tensor& dx);
+
+ protected:
+  PoolOp(const PoolDesc& d, Device device) : desc_(d), device_(device) {}
+  virtual void do_forward(const Tensor& x, Tensor& y, bool training) = 0;
+  virtual void do_backward(const Tensor& dy, Tensor& dx) = 0;
+
+ private:
+  PoolDesc desc_;
+  Device device_;
 };
 
 struct BatchNormDesc {
@@ -110,14 +156,27 @@ class BatchNormOp {
  public:
   virtual ~BatchNormOp() = default;
   // Normalizes with the batch statistics and writes them (biased variance) to mean and var.
-  virtual void forward_training(const Tensor& x, const Tensor& scale, const Tensor& offset,
-                                Tensor& y, Tensor& mean, Tensor& var) = 0;
-  virtual void forward_inference(const Tensor& x, const Tensor& scale, const Tensor& offset,
-                                 const Tensor& mean, const Tensor& var, Tensor& y) = 0;
+  void forward_training(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& y, Tensor& mean,
+                        Tensor& var);
+  void forward_inference(const Tensor& x, const Tensor& scale, const Tensor& offset, const Tensor& mean,
+                         const Tensor& var, Tensor& y);
   // Uses the statistics of the last forward_training. dy is the gradient of y (after relu
-  // when fused: the op applies the relu backward itself).
-  virtual void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& mean,
-                        const Tensor& var, Tensor& dx, Tensor& dscale, Tensor& doffset) = 0;
+  // when fused: the op applies the relu backward itself). dscale and doffset may be undefined.
+  void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& mean, const Tensor& var,
+                Tensor& dx, Tensor& dscale, Tensor& doffset);
+
+ protected:
+  BatchNormOp(const BatchNormDesc& d, Device device) : desc_(d), device_(device) {}
+  virtual void do_forward_training(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& y, Tensor& mean,
+                                   Tensor& var) = 0;
+  virtual void do_forward_inference(const Tensor& x, const Tensor& scale, const Tensor& offset, const Tensor& mean,
+                                    const Tensor& var, Tensor& y) = 0;
+  virtual void do_backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& mean,
+                           const Tensor& var, Tensor& dx, Tensor& dscale, Tensor& doffset) = 0;
+
+ private:
+  BatchNormDesc desc_;
+  Device device_;
 };
 
 struct LrnDesc {
@@ -130,8 +189,17 @@ struct LrnDesc {
 class LrnOp {
  public:
   virtual ~LrnOp() = default;
-  virtual void forward(const Tensor& x, Tensor& y, bool training) = 0;
-  virtual void backward(const Tensor& x, const Tensor& dy, Tensor& dx) = 0;
+  void forward(const Tensor& x, Tensor& y, bool training);
+  void backward(const Tensor& x, const Tensor& dy, Tensor& dx);
+
+ protected:
+  LrnOp(const LrnDesc& d, Device device) : desc_(d), device_(device) {}
+  virtual void do_forward(const Tensor& x, Tensor& y, bool training) = 0;
+  virtual void do_backward(const Tensor& x, const Tensor& dy, Tensor& dx) = 0;
+
+ private:
+  LrnDesc desc_;
+  Device device_;
 };
 
 enum class ActKind { kRelu, kLeakyRelu, kElu };
@@ -145,26 +213,57 @@ struct ActDesc {
 class ActOp {
  public:
   virtual ~ActOp() = default;
-  virtual void forward(const Tensor& x, Tensor& y) = 0;
-  // x and y are the forward input and output; dx may alias dy.
-  virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
+  void forward(const Tensor& x, Tensor& y);
+  // x and y are the forward input and output; dx may alias dy. Only backends that read y
+  // (cuDNN's relu and elu) check it.
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx);
+
+ protected:
+  ActOp(const ActDesc& d, Device device) : desc_(d), device_(device) {}
+  virtual void do_forward(const Tensor& x, Tensor& y) = 0;
+  virtual void do_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
+
+ private:
+  ActDesc desc_;
+  Device device_;
 };
 
 // Softmax over the channel (last) dimension of (N, H, W, C).
 class SoftmaxOp {
  public:
   virtual ~SoftmaxOp() = default;
-  virtual void forward(const Tensor& x, Tensor& y) = 0;
-  virtual void backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
+  void forward(const Tensor& x, Tensor& y);
+  void backward(const Tensor& y, const Tensor& dy, Tensor& dx);
+
+ protected:
+  SoftmaxOp(int64_t rows, int64_t channels, Device device) : numel_(rows * channels), device_(device) {}
+  virtual void do_forward(const Tensor& x, Tensor& y) = 0;
+  virtual void do_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
+
+ private:
+  int64_t numel_;  // rows * C
+  Device device_;
 };
 
 // Concatenation along channels of NHWC tensors with equal N, H, W.
 class ConcatOp {
  public:
   virtual ~ConcatOp() = default;
-  virtual void forward(const std::vector<const Tensor*>& xs, Tensor& y) = 0;
+  void forward(const std::vector<const Tensor*>& xs, Tensor& y);
   // Splits dy into the inputs' gradients; null entries are skipped.
-  virtual void backward(const Tensor& dy, const std::vector<Tensor*>& dxs) = 0;
+  void backward(const Tensor& dy, const std::vector<Tensor*>& dxs);
+
+ protected:
+  // Throws when channels is empty.
+  ConcatOp(int64_t pixels, const std::vector<int64_t>& channels, Device device);
+  virtual void do_forward(const std::vector<const Tensor*>& xs, Tensor& y) = 0;
+  virtual void do_backward(const Tensor& dy, const std::vector<Tensor*>& dxs) = 0;
+
+ private:
+  int64_t pixels_;                 // N * H * W
+  std::vector<int64_t> channels_;  // per input
+  int64_t total_ = 0;              // channels of y
+  Device device_;
 };
 
 }  // namespace dlt

@@ -13,7 +13,7 @@ using dnnl::prop_kind;
 
 class CpuActOp final : public ActOp, public ImplInfo {
  public:
-  CpuActOp(const ActDesc& d, DnnlContext& ctx) : d_(d), ctx_(ctx) {
+  CpuActOp(const ActDesc& d, DnnlContext& ctx) : ActOp(d, Device::cpu()), d_(d), ctx_(ctx) {
     const auto& eng = ctx.eng;
     auto md = vec_md(d.numel);
     auto alg = d.kind == ActKind::kElu ? algorithm::eltwise_elu : algorithm::eltwise_relu;
@@ -39,28 +39,22 @@ class CpuActOp final : public ActOp, public ImplInfo {
                  {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_pd_.scratchpad_desc(), eng)}};
   }
 
-  void forward(const Tensor& x, Tensor& y) override {
-    expect_numel(x, d_.numel, "activation forward", "x");
-    expect_numel(y, d_.numel, "activation forward", "y");
+  std::string impl_info() const override { return "fwd=" + impl_of(fwd_pd_) + " bwd=" + impl_of(bwd_pd_); }
+
+ protected:
+  void do_forward(const Tensor& x, Tensor& y) override {
     bind(x_, x);
     bind(y_, y);
     fwd_.execute(ctx_.strm, fwd_args_);
     ctx_.strm.wait();
   }
 
-  void backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
-    expect_numel(x, d_.numel, "activation backward", "x");
-    expect_numel(dy, d_.numel, "activation backward", "dy");
-    expect_numel(dx, d_.numel, "activation backward", "dx");
+  void do_backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
     bind(x_, x);
     bind(y_, dy);
     bind(dx_, dx);
     bwd_.execute(ctx_.strm, bwd_args_);
     ctx_.strm.wait();
-  }
-
-  std::string impl_info() const override {
-    return "fwd=" + impl_of(fwd_pd_) + " bwd=" + impl_of(bwd_pd_);
   }
 
  private:

@@ -11,20 +11,15 @@ namespace {
 class CpuConcatOp final : public ConcatOp {
  public:
   CpuConcatOp(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels)
-      : pixels_(n * h * w), channels_(channels) {
-    DLT_CHECK(!channels.empty(), "concat: no inputs");
+      : ConcatOp(n * h * w, channels, Device::cpu()), pixels_(n * h * w), channels_(channels) {
     for (int64_t c : channels) {
       offsets_.push_back(total_);
       total_ += c;
     }
   }
 
-  void forward(const std::vector<const Tensor*>& xs, Tensor& y) override {
-    DLT_CHECK(xs.size() == channels_.size(),
-              "concat forward: " << xs.size() << " inputs, set up for " << channels_.size());
-    expect_numel(y, pixels_ * total_, "concat forward", "y");
-    for (size_t i = 0; i < xs.size(); ++i)
-      expect_numel(*xs[i], pixels_ * channels_[i], "concat forward", "an input");
+ protected:
+  void do_forward(const std::vector<const Tensor*>& xs, Tensor& y) override {
     float* out = y.data();
     const int64_t inputs = static_cast<int64_t>(xs.size());
 #pragma omp parallel for schedule(static)
@@ -36,12 +31,7 @@ class CpuConcatOp final : public ConcatOp {
     }
   }
 
-  void backward(const Tensor& dy, const std::vector<Tensor*>& dxs) override {
-    DLT_CHECK(dxs.size() == channels_.size(),
-              "concat backward: " << dxs.size() << " gradients, set up for " << channels_.size());
-    expect_numel(dy, pixels_ * total_, "concat backward", "dy");
-    for (size_t i = 0; i < dxs.size(); ++i)
-      if (dxs[i]) expect_numel(*dxs[i], pixels_ * channels_[i], "concat backward", "a gradient");
+  void do_backward(const Tensor& dy, const std::vector<Tensor*>& dxs) override {
     const float* in = dy.data();
     const int64_t inputs = static_cast<int64_t>(dxs.size());
 #pragma omp parallel for schedule(static)

@@ -18,7 +18,7 @@ using dnnl::prop_kind;
 
 class CpuConvOp final : public ConvOp, public ImplInfo {
  public:
-  CpuConvOp(const ConvDesc& d, DnnlContext& ctx) : d_(d), ctx_(ctx) {
+  CpuConvOp(const ConvDesc& d, DnnlContext& ctx) : ConvOp(d, Device::cpu()), d_(d), ctx_(ctx) {
     const auto& eng = ctx.eng;
     const int64_t oh = d.out_h(), ow = d.out_w();
     DLT_CHECK(oh > 0 && ow > 0, "conv: output " << oh << "x" << ow << " is empty");
@@ -83,11 +83,15 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
                    {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_w_pd_.scratchpad_desc(), eng)}};
   }
 
-  void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
-    expect_numel(x, d_.n * d_.h * d_.w * d_.c, "conv forward", "x");
-    expect_numel(w, d_.k * d_.kh * d_.kw * d_.c, "conv forward", "w");
-    expect_numel(b, d_.k, "conv forward", "b");
-    expect_numel(y, d_.n * d_.out_h() * d_.out_w() * d_.k, "conv forward", "y");
+  std::string impl_info() const override {
+    auto fmt = [](const LayoutPath& p) { return p.needed ? std::string("blocked") : "ohwi"; };
+    return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) + " bwd_w=" + impl_of(bwd_w_pd_) +
+           " w=" + fmt(w_fwd_) + "/" + fmt(w_bwd_d_) + "/" + fmt(dw_) + (d_.bf16 ? " bf16" : "");
+  }
+
+ protected:
+  void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
+    need_bias(b, "conv forward");
     bind(w_fwd_.user, w);
     w_fwd_.run(ctx_.strm);
     bind(x_, x);
@@ -99,10 +103,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     ctx_.strm.wait();
   }
 
-  void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
-    expect_numel(dy, d_.n * d_.out_h() * d_.out_w() * d_.k, "conv backward_data", "dy");
-    expect_numel(w, d_.k * d_.kh * d_.kw * d_.c, "conv backward_data", "w");
-    expect_numel(dx, d_.n * d_.h * d_.w * d_.c, "conv backward_data", "dx");
+  void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
     bind(w_bwd_d_.user, w);
     w_bwd_d_.run(ctx_.strm);
     bind(y_, dy);
@@ -112,10 +113,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     ctx_.strm.wait();
   }
 
-  void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
-    expect_numel(x, d_.n * d_.h * d_.w * d_.c, "conv backward_weights", "x");
-    expect_numel(dy, d_.n * d_.out_h() * d_.out_w() * d_.k, "conv backward_weights", "dy");
-    expect_numel(dw, d_.k * d_.kh * d_.kw * d_.c, "conv backward_weights", "dw");
+  void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
     bind(x_, x);
     x_reuse_.convert(x_lp_, x, ReuseOnce::kBackwardWeights, ctx_.strm);
     bind(y_, dy);
@@ -125,13 +123,6 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     bwd_w_.execute(ctx_.strm, bwd_w_args_);
     dw_.run(ctx_.strm);
     ctx_.strm.wait();
-  }
-
-  std::string impl_info() const override {
-    auto fmt = [](const LayoutPath& p) { return p.needed ? std::string("blocked") : "ohwi"; };
-    return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) +
-           " bwd_w=" + impl_of(bwd_w_pd_) + " w=" + fmt(w_fwd_) + "/" + fmt(w_bwd_d_) + "/" +
-           fmt(dw_) + (d_.bf16 ? " bf16" : "");
   }
 
  private:

@@ -35,7 +35,7 @@ bool eligible(const ConvDesc& d) {
 class WinogradConvOp final : public ConvOp, public ImplInfo {
  public:
   // Throws dnnl::error when oneDNN has no Winograd kernel for this shape or machine.
-  WinogradConvOp(const ConvDesc& d, DnnlContext& ctx) : d_(d), ctx_(ctx) {
+  WinogradConvOp(const ConvDesc& d, DnnlContext& ctx) : ConvOp(d, Device::cpu()), d_(d), ctx_(ctx) {
     const auto& eng = ctx.eng;
     const int64_t oh = d.out_h(), ow = d.out_w();
     auto x_user = nhwc_md(d.n, d.h, d.w, d.c);
@@ -98,10 +98,13 @@ class WinogradConvOp final : public ConvOp, public ImplInfo {
 
   bool uses_winograd() const { return impl_of(fwd_pd_).find("wino") != std::string::npos; }
 
-  void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
-    expect_numel(x, d_.n * d_.h * d_.w * d_.c, "conv forward", "x");
-    expect_numel(w, d_.k * d_.kh * d_.kw * d_.c, "conv forward", "w");
-    expect_numel(y, d_.n * d_.out_h() * d_.out_w() * d_.k, "conv forward", "y");
+  std::string impl_info() const override {
+    return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) + " bwd_w=" + impl_of(bwd_w_pd_) + " act=blocked";
+  }
+
+ protected:
+  void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
+    need_bias(b, "conv forward");
     bind(w_fwd_.user, w);
     w_fwd_.run(ctx_.strm);
     bind(x_fwd_.user, x);
@@ -115,10 +118,7 @@ class WinogradConvOp final : public ConvOp, public ImplInfo {
     ctx_.strm.wait();
   }
 
-  void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
-    expect_numel(x, d_.n * d_.h * d_.w * d_.c, "conv backward_weights", "x");
-    expect_numel(dy, d_.n * d_.out_h() * d_.out_w() * d_.k, "conv backward_weights", "dy");
-    expect_numel(dw, d_.k * d_.kh * d_.kw * d_.c, "conv backward_weights", "dw");
+  void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
     if (x_bwd_w_same_) {
       if (blocked_x_of_ != x.data()) {  // backward without the matching forward: reorder now
         bind(x_fwd_.user, x);
@@ -144,10 +144,7 @@ class WinogradConvOp final : public ConvOp, public ImplInfo {
     ctx_.strm.wait();
   }
 
-  void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
-    expect_numel(dy, d_.n * d_.out_h() * d_.out_w() * d_.k, "conv backward_data", "dy");
-    expect_numel(w, d_.k * d_.kh * d_.kw * d_.c, "conv backward_data", "w");
-    expect_numel(dx, d_.n * d_.h * d_.w * d_.c, "conv backward_data", "dx");
+  void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
     if (blocked_dy_of_ != dy.data()) {
       bind(dy_bwd_d_.user, dy);
       dy_bwd_d_.run(ctx_.strm);
@@ -159,11 +156,6 @@ class WinogradConvOp final : public ConvOp, public ImplInfo {
     bind(dx_bwd_d_.user, dx);
     dx_bwd_d_.run(ctx_.strm);
     ctx_.strm.wait();
-  }
-
-  std::string impl_info() const override {
-    return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) + " bwd_w=" + impl_of(bwd_w_pd_) +
-           " act=blocked";
   }
 
  private:

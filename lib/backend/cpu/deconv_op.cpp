@@ -16,7 +16,7 @@ using dnnl::prop_kind;
 
 class CpuDeconvOp final : public DeconvOp, public ImplInfo {
  public:
-  CpuDeconvOp(const DeconvDesc& d, DnnlContext& ctx) : d_(d), ctx_(ctx) {
+  CpuDeconvOp(const DeconvDesc& d, DnnlContext& ctx) : DeconvOp(d, Device::cpu()), d_(d), ctx_(ctx) {
     const auto& eng = ctx.eng;
     const int64_t oh = d.out_h(), ow = d.out_w();
     DLT_CHECK(oh > 0 && ow > 0, "transposed conv: output " << oh << "x" << ow << " is empty");
@@ -70,11 +70,13 @@ class CpuDeconvOp final : public DeconvOp, public ImplInfo {
                    {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_w_pd_.scratchpad_desc(), eng)}};
   }
 
-  void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
-    expect_numel(x, d_.n * d_.h * d_.w * d_.c, "transposed conv forward", "x");
-    expect_numel(w, d_.c * d_.kh * d_.kw * d_.k, "transposed conv forward", "w");
-    expect_numel(b, d_.k, "transposed conv forward", "b");
-    expect_numel(y, d_.n * d_.out_h() * d_.out_w() * d_.k, "transposed conv forward", "y");
+  std::string impl_info() const override {
+    return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) + " bwd_w=" + impl_of(bwd_w_pd_);
+  }
+
+ protected:
+  void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
+    need_bias(b, "transposed conv forward");
     bind(w_fwd_.user, w);
     w_fwd_.run(ctx_.strm);
     bind(x_, x);
@@ -84,10 +86,7 @@ class CpuDeconvOp final : public DeconvOp, public ImplInfo {
     ctx_.strm.wait();
   }
 
-  void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
-    expect_numel(dy, d_.n * d_.out_h() * d_.out_w() * d_.k, "transposed conv backward_data", "dy");
-    expect_numel(w, d_.c * d_.kh * d_.kw * d_.k, "transposed conv backward_data", "w");
-    expect_numel(dx, d_.n * d_.h * d_.w * d_.c, "transposed conv backward_data", "dx");
+  void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
     bind(w_bwd_d_.user, w);
     w_bwd_d_.run(ctx_.strm);
     bind(y_, dy);
@@ -96,11 +95,7 @@ class CpuDeconvOp final : public DeconvOp, public ImplInfo {
     ctx_.strm.wait();
   }
 
-  void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
-    expect_numel(x, d_.n * d_.h * d_.w * d_.c, "transposed conv backward_weights", "x");
-    expect_numel(dy, d_.n * d_.out_h() * d_.out_w() * d_.k, "transposed conv backward_weights", "dy");
-    expect_numel(dw, d_.c * d_.kh * d_.kw * d_.k, "transposed conv backward_weights", "dw");
-    if (db.defined()) expect_numel(db, d_.k, "transposed conv backward_weights", "db");
+  void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
     bind(x_, x);
     bind(y_, dy);
     bind(db_, db.defined() ? db : db_own_);
@@ -108,10 +103,6 @@ class CpuDeconvOp final : public DeconvOp, public ImplInfo {
     bwd_w_.execute(ctx_.strm, bwd_w_args_);
     dw_.run(ctx_.strm);
     ctx_.strm.wait();
-  }
-
-  std::string impl_info() const override {
-    return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) + " bwd_w=" + impl_of(bwd_w_pd_);
   }
 
  private:

@@ -36,11 +36,10 @@ inline memory unbound(const memory::desc& md, const dnnl::engine& eng) {
 inline void bind(const memory& m, const Tensor& t) {
   m.set_data_handle(const_cast<float*>(t.data()));
 }
-// Raises a clear error when a caller passes a tensor of the wrong size.
-inline void expect_numel(const Tensor& t, int64_t numel, const char* op, const char* what) {
-  DLT_CHECK(t.defined() && t.numel() == numel,
-            op << ": " << what << " has " << (t.defined() ? t.numel() : 0)
-               << " elements, expected " << numel << " (set up the op for this shape)");
+// The oneDNN convolution, transposed convolution and inner product bind a bias in forward:
+// an undefined one is an error here (ops.cpp checks the size of a defined one).
+inline void need_bias(const Tensor& b, const char* op) {
+  DLT_CHECK(b.defined(), op << ": b is undefined; the CPU backend needs a bias (pass zeros)");
 }
 
 // A 64-byte aligned host buffer of at least `bytes` (float storage of a Tensor).

@@ -18,7 +18,7 @@ using dnnl::prop_kind;
 
 class CpuFcOp final : public FcOp, public ImplInfo {
  public:
-  CpuFcOp(const FcDesc& d, DnnlContext& ctx) : d_(d), ctx_(ctx) {
+  CpuFcOp(const FcDesc& d, DnnlContext& ctx) : FcOp(d, Device::cpu()), d_(d), ctx_(ctx) {
     const auto& eng = ctx.eng;
     auto x_md = nc_md(d.n, d.in);
     auto y_md = nc_md(d.n, d.out);
@@ -68,11 +68,14 @@ class CpuFcOp final : public FcOp, public ImplInfo {
                    {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_w_pd_.scratchpad_desc(), eng)}};
   }
 
-  void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
-    expect_numel(x, d_.n * d_.in, "fc forward", "x");
-    expect_numel(w, d_.out * d_.in, "fc forward", "w");
-    expect_numel(b, d_.out, "fc forward", "b");
-    expect_numel(y, d_.n * d_.out, "fc forward", "y");
+  std::string impl_info() const override {
+    return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) + " bwd_w=" + impl_of(bwd_w_pd_) +
+           (d_.bf16 ? " bf16" : "");
+  }
+
+ protected:
+  void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
+    need_bias(b, "fc forward");
     bind(x_, x);
     x_reuse_.convert(x_lp_, x, ReuseOnce::kForward, ctx_.strm);
     bind(w_, w);
@@ -84,10 +87,7 @@ class CpuFcOp final : public FcOp, public ImplInfo {
     ctx_.strm.wait();
   }
 
-  void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
-    expect_numel(dy, d_.n * d_.out, "fc backward_data", "dy");
-    expect_numel(w, d_.out * d_.in, "fc backward_data", "w");
-    expect_numel(dx, d_.n * d_.in, "fc backward_data", "dx");
+  void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
     bind(y_, dy);
     dy_reuse_.convert(dy_lp_, dy, ReuseOnce::kBackwardData, ctx_.strm);
     bind(w_, w);
@@ -97,10 +97,7 @@ class CpuFcOp final : public FcOp, public ImplInfo {
     ctx_.strm.wait();
   }
 
-  void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
-    expect_numel(x, d_.n * d_.in, "fc backward_weights", "x");
-    expect_numel(dy, d_.n * d_.out, "fc backward_weights", "dy");
-    expect_numel(dw, d_.out * d_.in, "fc backward_weights", "dw");
+  void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
     bind(x_, x);
     x_reuse_.convert(x_lp_, x, ReuseOnce::kBackwardWeights, ctx_.strm);
     bind(y_, dy);
@@ -109,11 +106,6 @@ class CpuFcOp final : public FcOp, public ImplInfo {
     bind(b_, db.defined() ? db : db_own_);
     bwd_w_.execute(ctx_.strm, bwd_w_args_);
     ctx_.strm.wait();
-  }
-
-  std::string impl_info() const override {
-    return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) +
-           " bwd_w=" + impl_of(bwd_w_pd_) + (d_.bf16 ? " bf16" : "");
   }
 
  private:

@@ -20,7 +20,7 @@ using dnnl::prop_kind;
 
 class CpuLrnOp final : public LrnOp, public ImplInfo {
  public:
-  CpuLrnOp(const LrnDesc& d, DnnlContext& ctx) : d_(d), ctx_(ctx) {
+  CpuLrnOp(const LrnDesc& d, DnnlContext& ctx) : LrnOp(d, Device::cpu()), d_(d), ctx_(ctx) {
     const auto& eng = ctx.eng;
     auto x_md = nhwc_md(d.n, d.h, d.w, d.c);
     auto alg = algorithm::lrn_across_channels;
@@ -62,10 +62,12 @@ class CpuLrnOp final : public LrnOp, public ImplInfo {
     }
   }
 
-  void forward(const Tensor& x, Tensor& y, bool training) override {
-    const int64_t numel = d_.n * d_.h * d_.w * d_.c;
-    expect_numel(x, numel, "lrn forward", "x");
-    expect_numel(y, numel, "lrn forward", "y");
+  std::string impl_info() const override {
+    return "fwd=" + impl_of(train_pd_) + " infer=" + impl_of(infer_pd_) + " bwd=" + impl_of(bwd_pd_);
+  }
+
+ protected:
+  void do_forward(const Tensor& x, Tensor& y, bool training) override {
     bind(x_, x);
     bind(y_, y);
     if (training) {
@@ -76,21 +78,12 @@ class CpuLrnOp final : public LrnOp, public ImplInfo {
     ctx_.strm.wait();
   }
 
-  void backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
-    const int64_t numel = d_.n * d_.h * d_.w * d_.c;
-    expect_numel(x, numel, "lrn backward", "x");
-    expect_numel(dy, numel, "lrn backward", "dy");
-    expect_numel(dx, numel, "lrn backward", "dx");
+  void do_backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
     bind(x_, x);
     bind(y_, dy);
     bind(dx_, dx);
     bwd_.execute(ctx_.strm, bwd_args_);
     ctx_.strm.wait();
-  }
-
-  std::string impl_info() const override {
-    return "fwd=" + impl_of(train_pd_) + " infer=" + impl_of(infer_pd_) +
-           " bwd=" + impl_of(bwd_pd_);
   }
 
  private:
@@ -110,12 +103,10 @@ class CpuLrnOp final : public LrnOp, public ImplInfo {
 // denominators s = k + a/n sum x^2.
 class ManualLrnOp final : public LrnOp, public ImplInfo {
  public:
-  explicit ManualLrnOp(const LrnDesc& d) : d_(d), ws_(Shape{d.n, d.h, d.w, d.c}) {}
+  explicit ManualLrnOp(const LrnDesc& d) : LrnOp(d, Device::cpu()), d_(d), ws_(Shape{d.n, d.h, d.w, d.c}) {}
 
-  void forward(const Tensor& x, Tensor& y, bool) override {
-    const int64_t numel = d_.n * d_.h * d_.w * d_.c;
-    expect_numel(x, numel, "lrn forward", "x");
-    expect_numel(y, numel, "lrn forward", "y");
+ protected:
+  void do_forward(const Tensor& x, Tensor& y, bool) override {
     const float* px = x.data();
     float* py = y.data();
     float* ps = ws_.data();
@@ -127,11 +118,7 @@ class ManualLrnOp final : public LrnOp, public ImplInfo {
     }
   }
 
-  void backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
-    const int64_t numel = d_.n * d_.h * d_.w * d_.c;
-    expect_numel(x, numel, "lrn backward", "x");
-    expect_numel(dy, numel, "lrn backward", "dy");
-    expect_numel(dx, numel, "lrn backward", "dx");
+  void do_backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
     const float* px = x.data();
     const float* pdy = dy.data();
     float* pdx = dx.data();

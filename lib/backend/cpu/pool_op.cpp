@@ -14,7 +14,7 @@ using dnnl::prop_kind;
 
 class CpuPoolOp final : public PoolOp, public ImplInfo {
  public:
-  CpuPoolOp(const PoolDesc& d, DnnlContext& ctx) : d_(d), ctx_(ctx) {
+  CpuPoolOp(const PoolDesc& d, DnnlContext& ctx) : PoolOp(d, Device::cpu()), d_(d), ctx_(ctx) {
     const auto& eng = ctx.eng;
     DLT_CHECK(d.out_h() > 0 && d.out_w() > 0, "pool: output " << d.out_h() << "x" << d.out_w()
                                                                << " is empty");
@@ -61,9 +61,12 @@ class CpuPoolOp final : public PoolOp, public ImplInfo {
     }
   }
 
-  void forward(const Tensor& x, Tensor& y, bool training) override {
-    expect_numel(x, d_.n * d_.h * d_.w * d_.c, "pool forward", "x");
-    expect_numel(y, d_.n * d_.out_h() * d_.out_w() * d_.c, "pool forward", "y");
+  std::string impl_info() const override {
+    return "fwd=" + impl_of(train_pd_) + " infer=" + impl_of(infer_pd_) + " bwd=" + impl_of(bwd_pd_);
+  }
+
+ protected:
+  void do_forward(const Tensor& x, Tensor& y, bool training) override {
     bind(x_, x);
     bind(y_, y);
     if (training) {
@@ -74,18 +77,11 @@ class CpuPoolOp final : public PoolOp, public ImplInfo {
     ctx_.strm.wait();
   }
 
-  void backward(const Tensor& dy, Tensor& dx) override {
-    expect_numel(dy, d_.n * d_.out_h() * d_.out_w() * d_.c, "pool backward", "dy");
-    expect_numel(dx, d_.n * d_.h * d_.w * d_.c, "pool backward", "dx");
+  void do_backward(const Tensor& dy, Tensor& dx) override {
     bind(y_, dy);
     bind(x_, dx);
     bwd_.execute(ctx_.strm, bwd_args_);
     ctx_.strm.wait();
-  }
-
-  std::string impl_info() const override {
-    return "fwd=" + impl_of(train_pd_) + " infer=" + impl_of(infer_pd_) +
-           " bwd=" + impl_of(bwd_pd_);
   }
 
  private:

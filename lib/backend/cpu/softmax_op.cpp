@@ -12,7 +12,7 @@ using dnnl::softmax_forward;
 class CpuSoftmaxOp final : public SoftmaxOp, public ImplInfo {
  public:
   CpuSoftmaxOp(int64_t rows, int64_t channels, DnnlContext& ctx)
-      : numel_(rows * channels), ctx_(ctx) {
+      : SoftmaxOp(rows, channels, Device::cpu()), ctx_(ctx) {
     const auto& eng = ctx.eng;
     auto md = nc_md(rows, channels);
     softmax_forward::desc fd(prop_kind::forward_training, md, 1);
@@ -36,19 +36,17 @@ class CpuSoftmaxOp final : public SoftmaxOp, public ImplInfo {
                  {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_pd_.scratchpad_desc(), eng)}};
   }
 
-  void forward(const Tensor& x, Tensor& y) override {
-    expect_numel(x, numel_, "softmax forward", "x");
-    expect_numel(y, numel_, "softmax forward", "y");
+  std::string impl_info() const override { return "fwd=" + impl_of(fwd_pd_) + " bwd=" + impl_of(bwd_pd_); }
+
+ protected:
+  void do_forward(const Tensor& x, Tensor& y) override {
     bind(x_, x);
     bind(y_, y);
     fwd_.execute(ctx_.strm, fwd_args_);
     ctx_.strm.wait();
   }
 
-  void backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
-    expect_numel(y, numel_, "softmax backward", "y");
-    expect_numel(dy, numel_, "softmax backward", "dy");
-    expect_numel(dx, numel_, "softmax backward", "dx");
+  void do_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
     bind(y_, y);
     bind(dy_, dy);
     bind(x_, dx);
@@ -56,12 +54,7 @@ class CpuSoftmaxOp final : public SoftmaxOp, public ImplInfo {
     ctx_.strm.wait();
   }
 
-  std::string impl_info() const override {
-    return "fwd=" + impl_of(fwd_pd_) + " bwd=" + impl_of(bwd_pd_);
-  }
-
  private:
-  int64_t numel_;
   DnnlContext& ctx_;
   softmax_forward::primitive_desc fwd_pd_;
   softmax_backward::primitive_desc bwd_pd_;

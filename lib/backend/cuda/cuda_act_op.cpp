@@ -11,7 +11,7 @@ namespace {
 
 class CudaActOp final : public ActOp {
  public:
-  CudaActOp(const ActDesc& d, CudaContext& ctx) : d_(d), ctx_(ctx) {
+  CudaActOp(const ActDesc& d, CudaContext& ctx) : ActOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx) {
     const char* kind = d.kind == ActKind::kRelu ? "relu" : d.kind == ActKind::kElu ? "elu" : "leaky relu";
     name_ = std::string(kind) + " (" + std::to_string(d.numel) + " values)";
     if (d.numel < 1) throw ShapeError(name_ + ": needs at least one value");
@@ -24,9 +24,8 @@ class CudaActOp final : public ActOp {
                                            d.kind == ActKind::kElu ? double(d.alpha) : 0.0));
   }
 
-  void forward(const Tensor& x, Tensor& y) override {
-    expect_gpu(x, d_.numel, ctx_, "activation forward", "x");
-    expect_gpu(y, d_.numel, ctx_, "activation forward", "y");
+ protected:
+  void do_forward(const Tensor& x, Tensor& y) override {
     if (d_.kind == ActKind::kLeakyRelu) {
       DLT_CUDA(leaky_relu_forward(x.data(), y.data(), d_.numel, d_.alpha, ctx_.stream));
       return;
@@ -35,10 +34,7 @@ class CudaActOp final : public ActOp {
     DLT_CUDNN(cudnnActivationForward(ctx_.cudnn, act_, &one, desc_, x.data(), &zero, desc_, y.data()));
   }
 
-  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) override {
-    expect_gpu(x, d_.numel, ctx_, "activation backward", "x");
-    expect_gpu(dy, d_.numel, ctx_, "activation backward", "dy");
-    expect_gpu(dx, d_.numel, ctx_, "activation backward", "dx");
+  void do_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) override {
     if (d_.kind == ActKind::kLeakyRelu) {
       DLT_CUDA(leaky_relu_backward(x.data(), dy.data(), dx.data(), d_.numel, d_.alpha, ctx_.stream));
       return;

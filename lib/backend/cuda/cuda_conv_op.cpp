@@ -30,7 +30,8 @@ bool fp32_math_ok(cudnnMathType_t m) {
 
 class CudaConvOp final : public ConvOp {
  public:
-  CudaConvOp(const ConvDesc& d, CudaContext& ctx) : d_(d), ctx_(ctx), name_(describe(d)) {
+  CudaConvOp(const ConvDesc& d, CudaContext& ctx)
+      : ConvOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx), name_(describe(d)) {
     if (d.bf16) require_bf16(ctx, name_);
     const cudnnDataType_t dtype = d.bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
     oh_ = d.out_h();
@@ -83,11 +84,8 @@ class CudaConvOp final : public ConvOp {
     max_ws_bwd_filter_ = heuristic_ws_bwd_filter();
   }
 
-  void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
-    expect_gpu(x, d_.n * d_.h * d_.w * d_.c, ctx_, "conv forward", "x");
-    expect_gpu(w, d_.k * d_.kh * d_.kw * d_.c, ctx_, "conv forward", "w");
-    expect_gpu(y, d_.n * oh_ * ow_ * d_.k, ctx_, "conv forward", "y");
-    if (b.defined()) expect_gpu(b, d_.k, ctx_, "conv forward", "b");
+ protected:
+  void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
     if (!algos_.has_fwd) conv_algo_cache().refresh(key_, algos_);
     const size_t ws_bytes = algos_.has_fwd ? algos_.fwd_ws : max_ws_fwd_;
     char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + ws_bytes));
@@ -138,10 +136,7 @@ class CudaConvOp final : public ConvOp {
                                        yf_desc_, y.data()));
   }
 
-  void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
-    expect_gpu(dy, d_.n * oh_ * ow_ * d_.k, ctx_, "conv backward_data", "dy");
-    expect_gpu(w, d_.k * d_.kh * d_.kw * d_.c, ctx_, "conv backward_data", "w");
-    expect_gpu(dx, d_.n * d_.h * d_.w * d_.c, ctx_, "conv backward_data", "dx");
+  void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
     if (!algos_.has_bwd_data) conv_algo_cache().refresh(key_, algos_);
     const size_t ws_bytes = algos_.has_bwd_data ? algos_.bwd_data_ws : max_ws_bwd_data_;
     char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + ws_bytes));
@@ -177,13 +172,9 @@ class CudaConvOp final : public ConvOp {
       DLT_CUDA(crop_nhwc(static_cast<float*>(dxp), dx.data(), d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb, pad_.el, pad_.er, ctx_.stream));
   }
 
-  void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
-    expect_gpu(x, d_.n * d_.h * d_.w * d_.c, ctx_, "conv backward_weights", "x");
-    expect_gpu(dy, d_.n * oh_ * ow_ * d_.k, ctx_, "conv backward_weights", "dy");
-    expect_gpu(dw, d_.k * d_.kh * d_.kw * d_.c, ctx_, "conv backward_weights", "dw");
+  void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
     const float one = 1.f, zero = 0.f;
     if (db.defined()) {
-      expect_gpu(db, d_.k, ctx_, "conv backward_weights", "db");
       DLT_CUDNN(cudnnConvolutionBackwardBias(ctx_.cudnn, &one, yf_desc_, dy.data(), &zero, b_desc_,
                                              db.data()));
     }

@@ -17,7 +17,8 @@ namespace {
 
 class CudaDeconvOp final : public DeconvOp {
  public:
-  CudaDeconvOp(const DeconvDesc& d, CudaContext& ctx) : d_(d), ctx_(ctx), name_(describe(d)) {
+  CudaDeconvOp(const DeconvDesc& d, CudaContext& ctx)
+      : DeconvOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx), name_(describe(d)) {
     oh_ = d.out_h();
     ow_ = d.out_w();
     if (oh_ <= 0 || ow_ <= 0 || d.stride_h < 1 || d.stride_w < 1 ||
@@ -50,11 +51,8 @@ class CudaDeconvOp final : public DeconvOp {
     choose_algorithms();
   }
 
-  void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
-    expect_gpu(x, d_.n * d_.h * d_.w * d_.c, ctx_, "transposed conv forward", "x");
-    expect_gpu(w, d_.c * d_.kh * d_.kw * d_.k, ctx_, "transposed conv forward", "w");
-    expect_gpu(y, d_.n * oh_ * ow_ * d_.k, ctx_, "transposed conv forward", "y");
-    if (b.defined()) expect_gpu(b, d_.k, ctx_, "transposed conv forward", "b");
+ protected:
+  void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
     char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + bwd_data_ws_));
     float* full = crop_.explicit_pad ? reinterpret_cast<float*>(base) : y.data();
     const float one = 1.f, zero = 0.f;
@@ -65,10 +63,7 @@ class CudaDeconvOp final : public DeconvOp {
     if (b.defined()) DLT_CUDNN(cudnnAddTensor(ctx_.cudnn, &one, b_desc_, b.data(), &one, out_desc_, y.data()));
   }
 
-  void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
-    expect_gpu(dy, d_.n * oh_ * ow_ * d_.k, ctx_, "transposed conv backward_data", "dy");
-    expect_gpu(w, d_.c * d_.kh * d_.kw * d_.k, ctx_, "transposed conv backward_data", "w");
-    expect_gpu(dx, d_.n * d_.h * d_.w * d_.c, ctx_, "transposed conv backward_data", "dx");
+  void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
     char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + fwd_ws_));
     const float* full = padded_dy(dy, base);
     const float one = 1.f, zero = 0.f;
@@ -76,13 +71,9 @@ class CudaDeconvOp final : public DeconvOp {
                                       base + head_bytes_, fwd_ws_, &zero, in_desc_, dx.data()));
   }
 
-  void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
-    expect_gpu(x, d_.n * d_.h * d_.w * d_.c, ctx_, "transposed conv backward_weights", "x");
-    expect_gpu(dy, d_.n * oh_ * ow_ * d_.k, ctx_, "transposed conv backward_weights", "dy");
-    expect_gpu(dw, d_.c * d_.kh * d_.kw * d_.k, ctx_, "transposed conv backward_weights", "dw");
+  void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
     const float one = 1.f, zero = 0.f;
     if (db.defined()) {
-      expect_gpu(db, d_.k, ctx_, "transposed conv backward_weights", "db");
       DLT_CUDNN(cudnnConvolutionBackwardBias(ctx_.cudnn, &one, out_desc_, dy.data(), &zero, b_desc_, db.data()));
     }
     char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + bwd_filter_ws_));

@@ -23,7 +23,7 @@ namespace {
 
 class CudaFcOp final : public FcOp {
  public:
-  CudaFcOp(const FcDesc& d, CudaContext& ctx) : d_(d), ctx_(ctx) {
+  CudaFcOp(const FcDesc& d, CudaContext& ctx) : FcOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx) {
     std::ostringstream os;
     os << "fully connected (" << d.n << " samples, " << d.in << " -> " << d.out << ")";
     name_ = os.str();
@@ -49,14 +49,11 @@ class CudaFcOp final : public FcOp {
     }
   }
 
-  void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
-    expect_gpu(x, d_.n * d_.in, ctx_, "fc forward", "x");
-    expect_gpu(w, d_.out * d_.in, ctx_, "fc forward", "w");
-    expect_gpu(y, d_.n * d_.out, ctx_, "fc forward", "y");
+ protected:
+  void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
     const float one = 1.f, zero = 0.f;
     float beta = 0.f;
     if (b.defined()) {
-      expect_gpu(b, d_.out, ctx_, "fc forward", "b");
       gemm(CUBLAS_OP_N, CUBLAS_OP_N, out_, n_, 1, b.data(), out_, ones_.data(), 1, zero, y.data(), out_);
       beta = 1.f;
     }
@@ -70,10 +67,7 @@ class CudaFcOp final : public FcOp {
                                        y_desc_, y.data()));
   }
 
-  void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
-    expect_gpu(dy, d_.n * d_.out, ctx_, "fc backward_data", "dy");
-    expect_gpu(w, d_.out * d_.in, ctx_, "fc backward_data", "w");
-    expect_gpu(dx, d_.n * d_.in, ctx_, "fc backward_data", "dx");
+  void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
     if (d_.bf16)
       gemm_bf16(CUBLAS_OP_N, CUBLAS_OP_N, in_, n_, out_, to_bf16(w, w_bf_), in_,
                 to_bf16(dy, dy_bf_), out_, 0.f, dx.data(), in_);
@@ -81,17 +75,13 @@ class CudaFcOp final : public FcOp {
       gemm(CUBLAS_OP_N, CUBLAS_OP_N, in_, n_, out_, w.data(), in_, dy.data(), out_, 0.f, dx.data(), in_);
   }
 
-  void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
-    expect_gpu(x, d_.n * d_.in, ctx_, "fc backward_weights", "x");
-    expect_gpu(dy, d_.n * d_.out, ctx_, "fc backward_weights", "dy");
-    expect_gpu(dw, d_.out * d_.in, ctx_, "fc backward_weights", "dw");
+  void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
     if (d_.bf16)
       gemm_bf16(CUBLAS_OP_N, CUBLAS_OP_T, in_, out_, n_, to_bf16(x, x_bf_), in_,
                 to_bf16(dy, dy_bf_), out_, 0.f, dw.data(), in_);
     else
       gemm(CUBLAS_OP_N, CUBLAS_OP_T, in_, out_, n_, x.data(), in_, dy.data(), out_, 0.f, dw.data(), in_);
     if (db.defined()) {
-      expect_gpu(db, d_.out, ctx_, "fc backward_weights", "db");
       const float one = 1.f, zero = 0.f;
       DLT_CUBLAS(cublasSgemv(ctx_.cublas, CUBLAS_OP_N, out_, n_, &one, dy.data(), out_,
                              ones_.data(), 1, &zero, db.data(), 1));

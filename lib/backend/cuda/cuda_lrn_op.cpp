@@ -13,7 +13,7 @@ namespace {
 
 class CudaLrnOp final : public LrnOp {
  public:
-  CudaLrnOp(const LrnDesc& d, CudaContext& ctx) : d_(d), ctx_(ctx) {
+  CudaLrnOp(const LrnDesc& d, CudaContext& ctx) : LrnOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx) {
     std::ostringstream os;
     os << "lrn (input " << d.n << "x" << d.h << "x" << d.w << "x" << d.c << ", window " << d.size
        << ", alpha " << d.alpha << ", beta " << d.beta << ", k " << d.k << ")";
@@ -39,9 +39,8 @@ class CudaLrnOp final : public LrnOp {
     buf_bytes_ = aligned_bytes(sizeof(float) * numel_);
   }
 
-  void forward(const Tensor& x, Tensor& y, bool /*training*/) override {
-    expect_gpu(x, numel_, ctx_, "lrn forward", "x");
-    expect_gpu(y, numel_, ctx_, "lrn forward", "y");
+ protected:
+  void do_forward(const Tensor& x, Tensor& y, bool /*training*/) override {
     char* base = static_cast<char*>(ctx_.workspace(2 * buf_bytes_));
     float* xt = reinterpret_cast<float*>(base);
     float* yt = reinterpret_cast<float*>(base + buf_bytes_);
@@ -49,10 +48,7 @@ class CudaLrnOp final : public LrnOp {
     transform(nchw_, yt, nhwc_, y.data());
   }
 
-  void backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
-    expect_gpu(x, numel_, ctx_, "lrn backward", "x");
-    expect_gpu(dy, numel_, ctx_, "lrn backward", "dy");
-    expect_gpu(dx, numel_, ctx_, "lrn backward", "dx");
+  void do_backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
     char* base = static_cast<char*>(ctx_.workspace(4 * buf_bytes_));
     float* xt = reinterpret_cast<float*>(base);
     float* yt = reinterpret_cast<float*>(base + buf_bytes_);

@@ -15,7 +15,7 @@ namespace {
 
 class CudaPoolOp final : public PoolOp {
  public:
-  CudaPoolOp(const PoolDesc& d, CudaContext& ctx) : d_(d), ctx_(ctx) {
+  CudaPoolOp(const PoolDesc& d, CudaContext& ctx) : PoolOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx) {
     std::ostringstream os;
     os << (d.kind == PoolKind::kMax ? "max" : "average") << " pool (input " << d.n << "x" << d.h
        << "x" << d.w << "x" << d.c << ", window " << d.kh << "x" << d.kw << ", stride "
@@ -49,9 +49,8 @@ class CudaPoolOp final : public PoolOp {
     xp_bytes_ = pad_.explicit_pad ? aligned_bytes(sizeof(float) * d.n * pad_.hx * pad_.wx * d.c) : 0;
   }
 
-  void forward(const Tensor& x, Tensor& y, bool training) override {
-    expect_gpu(x, d_.n * d_.h * d_.w * d_.c, ctx_, "pool forward", "x");
-    expect_gpu(y, d_.n * oh_ * ow_ * d_.c, ctx_, "pool forward", "y");
+ protected:
+  void do_forward(const Tensor& x, Tensor& y, bool training) override {
     const float* xin = x.data();
     if (pad_.explicit_pad) {
       // Training keeps the padded input for backward; inference pads into the workspace.
@@ -82,9 +81,7 @@ class CudaPoolOp final : public PoolOp {
     have_forward_ = true;
   }
 
-  void backward(const Tensor& dy, Tensor& dx) override {
-    expect_gpu(dy, d_.n * oh_ * ow_ * d_.c, ctx_, "pool backward", "dy");
-    expect_gpu(dx, d_.n * d_.h * d_.w * d_.c, ctx_, "pool backward", "dx");
+  void do_backward(const Tensor& dy, Tensor& dx) override {
     if (!have_forward_)
       throw Error(name_ + ": backward called before a training forward (call forward with "
                           "training = true first)");

@@ -8,7 +8,7 @@ namespace {
 class CudaSoftmaxOp final : public SoftmaxOp {
  public:
   CudaSoftmaxOp(int64_t rows, int64_t channels, CudaContext& ctx)
-      : rows_(rows), channels_(channels), ctx_(ctx) {
+      : SoftmaxOp(rows, channels, Device::cuda(ctx.device)), ctx_(ctx) {
     const std::string name =
         "softmax (" + std::to_string(rows) + " rows of " + std::to_string(channels) + ")";
     if (rows < 1 || channels < 1) throw ShapeError(name + ": needs at least one row and class");
@@ -18,25 +18,20 @@ class CudaSoftmaxOp final : public SoftmaxOp {
                                          1, 1));
   }
 
-  void forward(const Tensor& x, Tensor& y) override {
-    expect_gpu(x, rows_ * channels_, ctx_, "softmax forward", "x");
-    expect_gpu(y, rows_ * channels_, ctx_, "softmax forward", "y");
+ protected:
+  void do_forward(const Tensor& x, Tensor& y) override {
     const float one = 1.f, zero = 0.f;
     DLT_CUDNN(cudnnSoftmaxForward(ctx_.cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
                                   &one, desc_, x.data(), &zero, desc_, y.data()));
   }
 
-  void backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
-    expect_gpu(y, rows_ * channels_, ctx_, "softmax backward", "y");
-    expect_gpu(dy, rows_ * channels_, ctx_, "softmax backward", "dy");
-    expect_gpu(dx, rows_ * channels_, ctx_, "softmax backward", "dx");
+  void do_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
     const float one = 1.f, zero = 0.f;
     DLT_CUDNN(cudnnSoftmaxBackward(ctx_.cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
                                    &one, desc_, y.data(), desc_, dy.data(), &zero, desc_, dx.data()));
   }
 
  private:
-  int64_t rows_, channels_;
   CudaContext& ctx_;
   TensorDesc desc_;  // (rows, C, 1, 1) packed = row-major (rows, C)
 };

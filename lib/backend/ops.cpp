@@ -1,0 +1,247 @@
+// The op interfaces' public methods (ops.h): every argument check, written once for all
+// backends (each tensor defined, of the size the op was set up for, on the op's device), then
+// the backend's do_*. What only one backend needs (its own state, a tensor only it reads)
+// it checks itself.
+#include "backend/ops.h"
+
+#include <initializer_list>
+
+#include "util/check.h"
+
+namespace dlt {
+namespace {
+
+// t is defined, has numel elements and is on device d.
+void expect(const Tensor& t, int64_t numel, Device d, const char* op, const char* what) {
+  DLT_CHECK(t.defined() && t.numel() == numel, op << ": " << what << " has " << (t.defined() ? t.numel() : 0)
+                                                  << " elements, expected " << numel
+                                                  << " (set up the op for this shape)");
+  DLT_CHECK(t.device() == d, op << ": " << what << " is on " << t.device().str() << ", expected " << d.str()
+                                << " (move it with Tensor::to)");
+}
+
+// A bias or its gradient: optional, checked when given.
+void expect_optional(const Tensor& t, int64_t numel, Device d, const char* op, const char* what) {
+  if (t.defined()) expect(t, numel, d, op, what);
+}
+
+}  // namespace
+
+// ---- convolution: x (N, H, W, C), w (K, kh, kw, C), b (K), y (N, out_h, out_w, K)
+
+void ConvOp::forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+  const ConvDesc& d = desc_;
+  expect(x, d.n * d.h * d.w * d.c, device_, "conv forward", "x");
+  expect(w, d.k * d.kh * d.kw * d.c, device_, "conv forward", "w");
+  expect_optional(b, d.k, device_, "conv forward", "b");
+  expect(y, d.n * d.out_h() * d.out_w() * d.k, device_, "conv forward", "y");
+  do_forward(x, w, b, y);
+}
+
+void ConvOp::backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) {
+  const ConvDesc& d = desc_;
+  expect(dy, d.n * d.out_h() * d.out_w() * d.k, device_, "conv backward_data", "dy");
+  expect(w, d.k * d.kh * d.kw * d.c, device_, "conv backward_data", "w");
+  expect(dx, d.n * d.h * d.w * d.c, device_, "conv backward_data", "dx");
+  do_backward_data(dy, w, dx);
+}
+
+void ConvOp::backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) {
+  const ConvDesc& d = desc_;
+  expect(x, d.n * d.h * d.w * d.c, device_, "conv backward_weights", "x");
+  expect(dy, d.n * d.out_h() * d.out_w() * d.k, device_, "conv backward_weights", "dy");
+  expect(dw, d.k * d.kh * d.kw * d.c, device_, "conv backward_weights", "dw");
+  expect_optional(db, d.k, device_, "conv backward_weights", "db");
+  do_backward_weights(x, dy, dw, db);
+}
+
+// ---- transposed convolution: x (N, H, W, C), w (C, kh, kw, K), b (K), y (N, out_h, out_w, K)
+
+void DeconvOp::forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+  const DeconvDesc& d = desc_;
+  expect(x, d.n * d.h * d.w * d.c, device_, "transposed conv forward", "x");
+  expect(w, d.c * d.kh * d.kw * d.k, device_, "transposed conv forward", "w");
+  expect_optional(b, d.k, device_, "transposed conv forward", "b");
+  expect(y, d.n * d.out_h() * d.out_w() * d.k, device_, "transposed conv forward", "y");
+  do_forward(x, w, b, y);
+}
+
+void DeconvOp::backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) {
+  const DeconvDesc& d = desc_;
+  expect(dy, d.n * d.out_h() * d.out_w() * d.k, device_, "transposed conv backward_data", "dy");
+  expect(w, d.c * d.kh * d.kw * d.k, device_, "transposed conv backward_data", "w");
+  expect(dx, d.n * d.h * d.w * d.c, device_, "transposed conv backward_data", "dx");
+  do_backward_data(dy, w, dx);
+}
+
+void DeconvOp::backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) {
+  const DeconvDesc& d = desc_;
+  expect(x, d.n * d.h * d.w * d.c, device_, "transposed conv backward_weights", "x");
+  expect(dy, d.n * d.out_h() * d.out_w() * d.k, device_, "transposed conv backward_weights", "dy");
+  expect(dw, d.c * d.kh * d.kw * d.k, device_, "transposed conv backward_weights", "dw");
+  expect_optional(db, d.k, device_, "transposed conv backward_weights", "db");
+  do_backward_weights(x, dy, dw, db);
+}
+
+// ---- fully connected: x (N, in), w (out, in), b (out), y (N, out)
+
+void FcOp::forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+  const FcDesc& d = desc_;
+  expect(x, d.n * d.in, device_, "fc forward", "x");
+  expect(w, d.out * d.in, device_, "fc forward", "w");
+  expect_optional(b, d.out, device_, "fc forward", "b");
+  expect(y, d.n * d.out, device_, "fc forward", "y");
+  do_forward(x, w, b, y);
+}
+
+void FcOp::backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) {
+  const FcDesc& d = desc_;
+  expect(dy, d.n * d.out, device_, "fc backward_data", "dy");
+  expect(w, d.out * d.in, device_, "fc backward_data", "w");
+  expect(dx, d.n * d.in, device_, "fc backward_data", "dx");
+  do_backward_data(dy, w, dx);
+}
+
+void FcOp::backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) {
+  const FcDesc& d = desc_;
+  expect(x, d.n * d.in, device_, "fc backward_weights", "x");
+  expect(dy, d.n * d.out, device_, "fc backward_weights", "dy");
+  expect(dw, d.out * d.in, device_, "fc backward_weights", "dw");
+  expect_optional(db, d.out, device_, "fc backward_weights", "db");
+  do_backward_weights(x, dy, dw, db);
+}
+
+// ---- pooling: x (N, H, W, C), y (N, out_h, out_w, C)
+
+void PoolOp::forward(const Tensor& x, Tensor& y, bool training) {
+  const PoolDesc& d = desc_;
+  expect(x, d.n * d.h * d.w * d.c, device_, "pool forward", "x");
+  expect(y, d.n * d.out_h() * d.out_w() * d.c, device_, "pool forward", "y");
+  do_forward(x, y, training);
+}
+
+void PoolOp::backward(const Tensor& dy, Tensor& dx) {
+  const PoolDesc& d = desc_;
+  expect(dy, d.n * d.out_h() * d.out_w() * d.c, device_, "pool backward", "dy");
+  expect(dx, d.n * d.h * d.w * d.c, device_, "pool backward", "dx");
+  do_backward(dy, dx);
+}
+
+// ---- batch normalization: data (N, H, W, C); scale, offset, mean, var and gradients (C)
+
+namespace {
+
+void expect_bn_data(const Tensor& t, const BatchNormDesc& d, Device device, const char* op, const char* what) {
+  expect(t, d.n * d.h * d.w * d.c, device, op, what);
+}
+
+void expect_bn_channels(std::initializer_list<const Tensor*> ts, const BatchNormDesc& d, Device device,
+                        const char* op) {
+  for (const Tensor* t : ts) expect(*t, d.c, device, op, "a (C) scale/offset/mean/var tensor");
+}
+
+}  // namespace
+
+void BatchNormOp::forward_training(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& y, Tensor& mean,
+                                   Tensor& var) {
+  const char* op = "batch_norm forward_training";
+  expect_bn_data(x, desc_, device_, op, "x");
+  expect_bn_data(y, desc_, device_, op, "y");
+  expect_bn_channels({&scale, &offset, &mean, &var}, desc_, device_, op);
+  do_forward_training(x, scale, offset, y, mean, var);
+}
+
+void BatchNormOp::forward_inference(const Tensor& x, const Tensor& scale, const Tensor& offset, const Tensor& mean,
+                                    const Tensor& var, Tensor& y) {
+  const char* op = "batch_norm forward_inference";
+  expect_bn_data(x, desc_, device_, op, "x");
+  expect_bn_data(y, desc_, device_, op, "y");
+  expect_bn_channels({&scale, &offset, &mean, &var}, desc_, device_, op);
+  do_forward_inference(x, scale, offset, mean, var, y);
+}
+
+void BatchNormOp::backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& mean,
+                           const Tensor& var, Tensor& dx, Tensor& dscale, Tensor& doffset) {
+  const char* op = "batch_norm backward";
+  expect_bn_data(x, desc_, device_, op, "x");
+  expect_bn_data(dy, desc_, device_, op, "dy");
+  expect_bn_data(dx, desc_, device_, op, "dx");
+  expect_bn_channels({&scale, &mean, &var}, desc_, device_, op);
+  if (dscale.defined()) expect_bn_channels({&dscale}, desc_, device_, op);
+  if (doffset.defined()) expect_bn_channels({&doffset}, desc_, device_, op);
+  do_backward(x, dy, scale, mean, var, dx, dscale, doffset);
+}
+
+// ---- local response normalization: x, y, dy, dx (N, H, W, C)
+
+void LrnOp::forward(const Tensor& x, Tensor& y, bool training) {
+  const int64_t numel = desc_.n * desc_.h * desc_.w * desc_.c;
+  expect(x, numel, device_, "lrn forward", "x");
+  expect(y, numel, device_, "lrn forward", "y");
+  do_forward(x, y, training);
+}
+
+void LrnOp::backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
+  const int64_t numel = desc_.n * desc_.h * desc_.w * desc_.c;
+  expect(x, numel, device_, "lrn backward", "x");
+  expect(dy, numel, device_, "lrn backward", "dy");
+  expect(dx, numel, device_, "lrn backward", "dx");
+  do_backward(x, dy, dx);
+}
+
+// ---- activations: every tensor (numel)
+
+void ActOp::forward(const Tensor& x, Tensor& y) {
+  expect(x, desc_.numel, device_, "activation forward", "x");
+  expect(y, desc_.numel, device_, "activation forward", "y");
+  do_forward(x, y);
+}
+
+void ActOp::backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) {
+  expect(x, desc_.numel, device_, "activation backward", "x");
+  expect(dy, desc_.numel, device_, "activation backward", "dy");
+  expect(dx, desc_.numel, device_, "activation backward", "dx");
+  do_backward(x, y, dy, dx);
+}
+
+// ---- softmax: every tensor (rows, C)
+
+void SoftmaxOp::forward(const Tensor& x, Tensor& y) {
+  expect(x, numel_, device_, "softmax forward", "x");
+  expect(y, numel_, device_, "softmax forward", "y");
+  do_forward(x, y);
+}
+
+void SoftmaxOp::backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
+  expect(y, numel_, device_, "softmax backward", "y");
+  expect(dy, numel_, device_, "softmax backward", "dy");
+  expect(dx, numel_, device_, "softmax backward", "dx");
+  do_backward(y, dy, dx);
+}
+
+// ---- concatenation: input i (N, H, W, channels[i]), y (N, H, W, sum of channels)
+
+ConcatOp::ConcatOp(int64_t pixels, const std::vector<int64_t>& channels, Device device)
+    : pixels_(pixels), channels_(channels), device_(device) {
+  DLT_CHECK(!channels.empty(), "concat: no inputs");
+  for (int64_t c : channels) total_ += c;
+}
+
+void ConcatOp::forward(const std::vector<const Tensor*>& xs, Tensor& y) {
+  DLT_CHECK(xs.size() == channels_.size(),
+            "concat forward: " << xs.size() << " inputs, set up for " << channels_.size());
+  expect(y, pixels_ * total_, device_, "concat forward", "y");
+  for (size_t i = 0; i < xs.size(); ++i) expect(*xs[i], pixels_ * channels_[i], device_, "concat forward", "an input");
+  do_forward(xs, y);
+}
+
+void ConcatOp::backward(const Tensor& dy, const std::vector<Tensor*>& dxs) {
+  DLT_CHECK(dxs.size() == channels_.size(),
+            "concat backward: " << dxs.size() << " gradients, set up for " << channels_.size());
+  expect(dy, pixels_ * total_, device_, "concat backward", "dy");
+  for (size_t i = 0; i < dxs.size(); ++i)
+    if (dxs[i]) expect(*dxs[i], pixels_ * channels_[i], device_, "concat backward", "a gradient");
+  do_backward(dy, dxs);
+}
+
+}  // namespace dlt
