@@ -47,8 +47,8 @@ class AsyncDevice {
   // Backend::cross_entropy_async and read_loss, after their checks: the loss kernel and a copy
   // of its totals that read_loss waits for alone (not for work issued after the loss).
   friend class Backend;
-  virtual void loss_async(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
-                          Tensor& dlogits, Tensor& totals) = 0;
+  virtual void loss_async(const Tensor& probs, const Tensor& labels, const LossOptions& opt, Tensor& dlogits,
+                          Tensor& totals) = 0;
   virtual LossTotals read_loss_totals(const Tensor& totals) = 0;
 };
 

@@ -17,20 +17,18 @@ Backend& cuda_backend(int index);  // backend/cuda or cuda_stub.cpp
 namespace {
 
 void same_numel(const Tensor& a, const Tensor& b, const char* op) {
-  DLT_CHECK(a.numel() == b.numel(),
-            op << ": tensors of " << a.numel() << " and " << b.numel() << " elements");
+  DLT_CHECK(a.numel() == b.numel(), op << ": tensors of " << a.numel() << " and " << b.numel() << " elements");
 }
 
 // t is defined and on device d.
 void on(const Tensor& t, Device d, const char* op) {
-  DLT_CHECK(t.defined() && t.device() == d,
-            op << ": a tensor is " << (t.defined() ? "on " + t.device().str() : "undefined")
-               << ", expected " << d.str() << " (move it with Tensor::to)");
+  DLT_CHECK(t.defined() && t.device() == d, op << ": a tensor is "
+                                               << (t.defined() ? "on " + t.device().str() : "undefined")
+                                               << ", expected " << d.str() << " (move it with Tensor::to)");
 }
 
 void slot(const Tensor& norms, int64_t index, const char* op) {
-  DLT_CHECK(index >= 0 && index < norms.numel(),
-            op << ": slot " << index << " of " << norms.numel() << " norms");
+  DLT_CHECK(index >= 0 && index < norms.numel(), op << ": slot " << index << " of " << norms.numel() << " norms");
 }
 
 // The layout of a totals tensor (the CUDA backend's kernel writes the same struct).
@@ -106,8 +104,7 @@ void Backend::shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mu
   same_numel(x, y, "shift_scale");
   const int64_t n = x.numel(), ns = shift.numel(), nm = mul.defined() ? mul.numel() : 1;
   DLT_CHECK(ns > 0 && nm > 0 && n % ns == 0 && n % nm == 0,
-            "shift_scale: " << ns << " shifts / " << nm << " multipliers do not tile " << n
-                            << " elements");
+            "shift_scale: " << ns << " shifts / " << nm << " multipliers do not tile " << n << " elements");
   on(x, device(), "shift_scale");
   on(shift, device(), "shift_scale");
   on(y, device(), "shift_scale");
@@ -115,8 +112,7 @@ void Backend::shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mu
   do_shift_scale(x, shift, mul, y);
 }
 
-void Backend::dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t seed,
-                              uint64_t stream) {
+void Backend::dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t seed, uint64_t stream) {
   same_numel(x, y, "dropout");
   same_numel(x, mask, "dropout mask");
   on(x, device(), "dropout");
@@ -154,14 +150,13 @@ void Backend::channel_moments(const Tensor& x, Tensor& mean, Tensor& var) {
   do_channel_moments(x, positions, mean, var);
 }
 
-void Backend::batch_norm_dx_correction(const Tensor& x, const Tensor& mean, const Tensor& var,
-                                       const Tensor& scale, float epsilon, double m,
-                                       const Tensor& dshift, const Tensor& dscale, Tensor& dx) {
+void Backend::batch_norm_dx_correction(const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& scale,
+                                       float epsilon, double m, const Tensor& dshift, const Tensor& dscale,
+                                       Tensor& dx) {
   const int64_t c = mean.numel();
-  DLT_CHECK(c > 0 && x.numel() % c == 0 && dx.numel() == x.numel() && var.numel() == c &&
-                scale.numel() == c && dshift.numel() == c && dscale.numel() == c,
-            "batch_norm_dx_correction: shapes do not agree (" << x.numel() << " elements, " << c
-                                                              << " channels)");
+  DLT_CHECK(c > 0 && x.numel() % c == 0 && dx.numel() == x.numel() && var.numel() == c && scale.numel() == c &&
+                dshift.numel() == c && dscale.numel() == c,
+            "batch_norm_dx_correction: shapes do not agree (" << x.numel() << " elements, " << c << " channels)");
   const int64_t positions = x.numel() / c;
   if (positions == 0 || m <= 0) return;
   for (const Tensor* t : {&x, &mean, &var, &scale, &dshift, &dscale, &static_cast<const Tensor&>(dx)})
@@ -177,8 +172,8 @@ void check_unpool(const Tensor& in, const Tensor& idx, const Tensor& out, const 
   DLT_CHECK(big == in.numel() + out.numel() - small && (in.numel() == big || in.numel() == small) &&
                 idx.numel() == small && idx.dtype() == DType::kI32,
             op << ": tensors of " << in.numel() << ", " << idx.numel() << " and " << out.numel()
-               << " elements for pooling " << d.h << "x" << d.w << " -> " << d.out_h() << "x"
-               << d.out_w() << " of " << d.n << "x" << d.c << " planes (idx: int32)");
+               << " elements for pooling " << d.h << "x" << d.w << " -> " << d.out_h() << "x" << d.out_w() << " of "
+               << d.n << "x" << d.c << " planes (idx: int32)");
   on(in, dev, op);
   on(idx, dev, op);
   on(out, dev, op);
@@ -206,13 +201,13 @@ void Backend::max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& d
 namespace {
 void check_crop(const Tensor& big, const Tensor& small, const CropDesc& d, Device dev, const char* op) {
   DLT_CHECK(big.defined() && small.defined(), op << ": undefined tensor");
-  DLT_CHECK(d.out_h >= 1 && d.out_w >= 1 && d.top >= 0 && d.left >= 0 && d.top + d.out_h <= d.h &&
-                d.left + d.out_w <= d.w,
-            op << ": the window " << d.out_h << "x" << d.out_w << " at (" << d.top << ", " << d.left
-               << ") is not inside " << d.h << "x" << d.w);
+  DLT_CHECK(
+      d.out_h >= 1 && d.out_w >= 1 && d.top >= 0 && d.left >= 0 && d.top + d.out_h <= d.h && d.left + d.out_w <= d.w,
+      op << ": the window " << d.out_h << "x" << d.out_w << " at (" << d.top << ", " << d.left << ") is not inside "
+         << d.h << "x" << d.w);
   DLT_CHECK(big.numel() == d.n * d.h * d.w * d.c && small.numel() == d.n * d.out_h * d.out_w * d.c,
-            op << ": tensors of " << big.numel() << " and " << small.numel() << " elements for cropping "
-               << d.n << "x" << d.h << "x" << d.w << "x" << d.c << " to " << d.out_h << "x" << d.out_w);
+            op << ": tensors of " << big.numel() << " and " << small.numel() << " elements for cropping " << d.n << "x"
+               << d.h << "x" << d.w << "x" << d.c << " to " << d.out_h << "x" << d.out_w);
   on(big, dev, op);
   on(small, dev, op);
 }
@@ -229,8 +224,7 @@ void Backend::crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) {
 }
 
 namespace {
-void check_loss(const Tensor& probs, const Tensor& labels, const Tensor& dlogits,
-                const LossOptions& opt, Device d) {
+void check_loss(const Tensor& probs, const Tensor& labels, const Tensor& dlogits, const LossOptions& opt, Device d) {
   const int64_t n = labels.numel();
   DLT_CHECK(n > 0 && probs.numel() % n == 0,
             "cross_entropy: " << probs.numel() << " probabilities for " << n << " labels");
@@ -241,9 +235,9 @@ void check_loss(const Tensor& probs, const Tensor& labels, const Tensor& dlogits
     on(dlogits, d, "cross_entropy dlogits");
   }
   if (opt.class_weights.defined()) {
-    DLT_CHECK(opt.class_weights.numel() == probs.numel() / n,
-              "cross_entropy: " << opt.class_weights.numel() << " class weights for "
-                                << probs.numel() / n << " classes");
+    DLT_CHECK(opt.class_weights.numel() == probs.numel() / n, "cross_entropy: " << opt.class_weights.numel()
+                                                                                << " class weights for "
+                                                                                << probs.numel() / n << " classes");
     on(opt.class_weights, d, "cross_entropy class weights");
   }
 }
@@ -252,11 +246,9 @@ void check_loss(const Tensor& probs, const Tensor& labels, const Tensor& dlogits
 double finish_loss(const LossTotals& t, const Tensor& labels, int64_t* correct, int64_t* counted) {
   if (t.first_bad != UINT64_MAX) {
     int32_t label = 0;
-    copy_bytes(&label, Device::cpu(), labels.data_i32() + t.first_bad, labels.device(),
-               sizeof(label));
-    throw DataError("cross_entropy: label " + std::to_string(label) + " of sample " +
-                    std::to_string(t.first_bad) + " is outside 0.." +
-                    std::to_string(static_cast<int64_t>(t.classes) - 1) + " (the network has " +
+    copy_bytes(&label, Device::cpu(), labels.data_i32() + t.first_bad, labels.device(), sizeof(label));
+    throw DataError("cross_entropy: label " + std::to_string(label) + " of sample " + std::to_string(t.first_bad) +
+                    " is outside 0.." + std::to_string(static_cast<int64_t>(t.classes) - 1) + " (the network has " +
                     std::to_string(t.classes) + " classes; check the labels)");
   }
   if (correct) *correct = static_cast<int64_t>(t.correct);
@@ -265,14 +257,14 @@ double finish_loss(const LossTotals& t, const Tensor& labels, int64_t* correct, 
 }
 }  // namespace
 
-double Backend::cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                              int64_t* correct, const LossOptions& opt, int64_t* counted) {
+double Backend::cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits, int64_t* correct,
+                              const LossOptions& opt, int64_t* counted) {
   check_loss(probs, labels, dlogits, opt, device());
   return finish_loss(do_cross_entropy(probs, labels, opt, dlogits), labels, correct, counted);
 }
 
-void Backend::cross_entropy_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                                  Tensor& totals, const LossOptions& opt) {
+void Backend::cross_entropy_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits, Tensor& totals,
+                                  const LossOptions& opt) {
   check_loss(probs, labels, dlogits, opt, device());
   check_totals(totals, device());
   if (async_) {
@@ -283,8 +275,7 @@ void Backend::cross_entropy_async(const Tensor& probs, const Tensor& labels, Ten
   copy_bytes(totals.data(), totals.device(), &t, Device::cpu(), sizeof(t));
 }
 
-double Backend::read_loss(const Tensor& totals, const Tensor& labels, int64_t* correct,
-                          int64_t* counted) {
+double Backend::read_loss(const Tensor& totals, const Tensor& labels, int64_t* correct, int64_t* counted) {
   check_totals(totals, device());
   LossTotals t;
   if (async_)
@@ -294,9 +285,7 @@ double Backend::read_loss(const Tensor& totals, const Tensor& labels, int64_t* c
   return finish_loss(t, labels, correct, counted);
 }
 
-float adam_correction(float b, int64_t t) {
-  return 1.f / (1.f - static_cast<float>(std::pow(double(b), double(t))));
-}
+float adam_correction(float b, int64_t t) { return 1.f / (1.f - static_cast<float>(std::pow(double(b), double(t)))); }
 
 StepScalars StepScalars::at_step(const UpdateRule& rule, float lr, int64_t t) {
   StepScalars k;
@@ -309,8 +298,8 @@ StepScalars StepScalars::at_step(const UpdateRule& rule, float lr, int64_t t) {
   return k;
 }
 
-void Backend::optimizer_update(const UpdateRule& rule, const StepScalars& k, Tensor& w,
-                               const Tensor& g, Tensor& m, Tensor& s) {
+void Backend::optimizer_update(const UpdateRule& rule, const StepScalars& k, Tensor& w, const Tensor& g, Tensor& m,
+                               Tensor& s) {
   const char* op = rule.solver == Solver::kSgdm   ? "sgdm_update"
                    : rule.solver == Solver::kAdam ? "adam_update"
                                                   : "rmsprop_update";
@@ -325,8 +314,7 @@ void Backend::optimizer_update(const UpdateRule& rule, const StepScalars& k, Ten
   auto resolve = [&](const StepScalar& v) {
     if (!v.in) return ScalarArg{v.value, nullptr};
     DLT_CHECK(v.in->device() == device() && v.index >= 0 && v.index < v.in->numel(),
-              op << ": step scalar " << v.index << " is not in a tensor of that many floats on "
-                 << device().str());
+              op << ": step scalar " << v.index << " is not in a tensor of that many floats on " << device().str());
     return ScalarArg{0.f, v.in->data() + v.index};
   };
   UpdateScalars u{resolve(k.lr), ScalarArg{1.f, nullptr}, ScalarArg{1.f, nullptr}};

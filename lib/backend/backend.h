@@ -109,8 +109,7 @@ class Backend {
   // H*W*C, or per-channel values of C). mul may be undefined (then 1).
   void shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y);
   // Dropout: mask gets 0 or 1/(1-p) per element from (seed, stream); y = x * mask.
-  void dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t seed,
-                       uint64_t stream);
+  void dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t seed, uint64_t stream);
   // Mean over the batch of per-sample reductions is done by the layers; this is y = x * m.
   void mul(const Tensor& x, const Tensor& m, Tensor& y);
 
@@ -122,9 +121,8 @@ class Backend {
   //   sigma = sqrt(var + epsilon), xhat = (x - mean[c]) / sigma,
   // which turns the gradient of a batch norm with constant (global) statistics into the exact
   // gradient through those statistics, given dshift / dscale summed over the global batch.
-  void batch_norm_dx_correction(const Tensor& x, const Tensor& mean, const Tensor& var,
-                                const Tensor& scale, float epsilon, double m,
-                                const Tensor& dshift, const Tensor& dscale, Tensor& dx);
+  void batch_norm_dx_correction(const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& scale,
+                                float epsilon, double m, const Tensor& dshift, const Tensor& dscale, Tensor& dx);
 
   // ---- max unpooling (SegNet's decoder): idx is int32 of the pooling output's shape
   // (N, Ho, Wo, C) and holds, for each max-pooling output, the position h * W + w of its
@@ -152,8 +150,8 @@ class Backend {
   // undefined pixel when opt.undefined_labels is set (it counts in no loss, gradient or count:
   // its dlogits row is 0); any other label outside 0..C-1 is a DataError. correct: counted
   // labels whose first maximal probability is theirs; counted: labels that are not undefined.
-  double cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                       int64_t* correct, const LossOptions& opt = {}, int64_t* counted = nullptr);
+  double cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits, int64_t* correct,
+                       const LossOptions& opt = {}, int64_t* counted = nullptr);
   // The same loss without waiting for the device: writes dlogits as cross_entropy does and
   // leaves the totals (LossTotals) in `totals`, a tensor of kLossTotalsFloats floats on this
   // device; read_loss() waits for them and returns the mean loss. A training step issues
@@ -161,17 +159,15 @@ class Backend {
   // host issues work. An AsyncDevice does this (its read waits for the loss alone, not for the
   // work issued after it); elsewhere the loss is computed at once.
   static constexpr int64_t kLossTotalsFloats = 16;
-  void cross_entropy_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
-                           Tensor& totals, const LossOptions& opt = {});
-  double read_loss(const Tensor& totals, const Tensor& labels, int64_t* correct,
-                   int64_t* counted = nullptr);
+  void cross_entropy_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits, Tensor& totals,
+                           const LossOptions& opt = {});
+  double read_loss(const Tensor& totals, const Tensor& labels, int64_t* correct, int64_t* counted = nullptr);
 
   // ---- optimizers ----
   // One update of w by g (UpdateRule's formulas). m is sgdm's velocity or Adam's first
   // moment, s Adam's or RMSProp's second moment; each solver reads only its own (the other may
   // be undefined). All of equal numel, on this device.
-  void optimizer_update(const UpdateRule& rule, const StepScalars& k, Tensor& w, const Tensor& g,
-                        Tensor& m, Tensor& s);
+  void optimizer_update(const UpdateRule& rule, const StepScalars& k, Tensor& w, const Tensor& g, Tensor& m, Tensor& s);
 
   // ---- for every device, meaningful on an AsyncDevice ----
   // Waits for the work issued so far (nothing to wait for on the CPU).
@@ -204,36 +200,32 @@ class Backend {
   virtual void do_l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) = 0;
   virtual void do_clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) = 0;
   // mul may be undefined; shift and mul tile x (ns, nm > 0 divide x's numel).
-  virtual void do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul,
-                              Tensor& y) = 0;
+  virtual void do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) = 0;
   // key: the mask's hash key (from seed and stream), keep_value: 1 / (1 - p), or 0 for p >= 1.
   virtual void do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key,
                                   float keep_value) = 0;
   virtual void do_mul(const Tensor& x, const Tensor& m, Tensor& y) = 0;
   // positions = x.numel() / channels (0: x is empty and may be on any device).
-  virtual void do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean,
-                                  Tensor& var) = 0;
+  virtual void do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean, Tensor& var) = 0;
   // positions > 0 and m > 0.
-  virtual void do_batch_norm_dx_correction(const Tensor& x, int64_t positions, const Tensor& mean,
-                                           const Tensor& var, const Tensor& scale, float epsilon,
-                                           double m, const Tensor& dshift, const Tensor& dscale,
-                                           Tensor& dx) = 0;
+  virtual void do_batch_norm_dx_correction(const Tensor& x, int64_t positions, const Tensor& mean, const Tensor& var,
+                                           const Tensor& scale, float epsilon, double m, const Tensor& dshift,
+                                           const Tensor& dscale, Tensor& dx) = 0;
   // Sizes as the public methods check them (x / y / dx of the pooling input's numel, the
   // others of its output's).
   virtual void do_max_pool_indices(const Tensor& x, Tensor& idx, const PoolDesc& d) = 0;
   virtual void do_max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d) = 0;
-  virtual void do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx,
-                                      const PoolDesc& d) = 0;
+  virtual void do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx, const PoolDesc& d) = 0;
   // x / dx of d.n * d.h * d.w * d.c, y / dy of d.n * d.out_h * d.out_w * d.c; the window inside.
   virtual void do_crop2d(const Tensor& x, Tensor& y, const CropDesc& d) = 0;
   virtual void do_crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) = 0;
   // labels.numel() = N > 0, probs.numel() = N * C; dlogits undefined or of probs' numel;
   // class weights undefined or C floats on this device. A bad label sets first_bad.
-  virtual LossTotals do_cross_entropy(const Tensor& probs, const Tensor& labels,
-                                      const LossOptions& opt, Tensor& dlogits) = 0;
+  virtual LossTotals do_cross_entropy(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
+                                      Tensor& dlogits) = 0;
   // m or s undefined when the solver does not use it.
-  virtual void do_optimizer_update(const UpdateRule& rule, const UpdateScalars& k, Tensor& w,
-                                   const Tensor& g, Tensor& m, Tensor& s) = 0;
+  virtual void do_optimizer_update(const UpdateRule& rule, const UpdateScalars& k, Tensor& w, const Tensor& g,
+                                   Tensor& m, Tensor& s) = 0;
 
  private:
   Device device_;

@@ -30,9 +30,8 @@ class CpuActOp final : public ActOp, public ImplInfo {
     x_ = unbound(md, eng);
     y_ = unbound(md, eng);
     dx_ = unbound(md, eng);
-    fwd_args_ = {{DNNL_ARG_SRC, x_},
-                 {DNNL_ARG_DST, y_},
-                 {DNNL_ARG_SCRATCHPAD, pad_.memory_for(fwd_pd_.scratchpad_desc(), eng)}};
+    fwd_args_ = {
+        {DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_}, {DNNL_ARG_SCRATCHPAD, pad_.memory_for(fwd_pd_.scratchpad_desc(), eng)}};
     bwd_args_ = {{DNNL_ARG_SRC, x_},
                  {DNNL_ARG_DIFF_DST, y_},
                  {DNNL_ARG_DIFF_SRC, dx_},
@@ -71,8 +70,6 @@ class CpuActOp final : public ActOp, public ImplInfo {
 
 }  // namespace
 
-std::unique_ptr<ActOp> make_act_op(const ActDesc& d, DnnlContext& ctx) {
-  return std::make_unique<CpuActOp>(d, ctx);
-}
+std::unique_ptr<ActOp> make_act_op(const ActDesc& d, DnnlContext& ctx) { return std::make_unique<CpuActOp>(d, ctx); }
 
 }  // namespace dlt::cpu

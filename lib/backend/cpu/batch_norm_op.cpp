@@ -29,8 +29,7 @@ class CpuBatchNormOp final : public BatchNormOp, public ImplInfo {
     batch_normalization_backward::desc bwd_d(prop_kind::backward, x_md, x_md, d.epsilon, train_flags);
     train_pd_ = batch_normalization_forward::primitive_desc(train_d, user_scratchpad_attr(), eng);
     infer_pd_ = batch_normalization_forward::primitive_desc(infer_d, user_scratchpad_attr(), eng);
-    bwd_pd_ = batch_normalization_backward::primitive_desc(bwd_d, user_scratchpad_attr(), eng,
-                                                           train_pd_);
+    bwd_pd_ = batch_normalization_backward::primitive_desc(bwd_d, user_scratchpad_attr(), eng, train_pd_);
     train_ = batch_normalization_forward(train_pd_);
     infer_ = batch_normalization_forward(infer_pd_);
     bwd_ = batch_normalization_backward(bwd_pd_);
@@ -49,11 +48,19 @@ class CpuBatchNormOp final : public BatchNormOp, public ImplInfo {
     var_ = unbound(c_md, eng);
     dscale_ = unbound(c_md, eng);
     dshift_ = unbound(c_md, eng);
-    train_args_ = {{DNNL_ARG_SRC, x_},       {DNNL_ARG_SCALE, scale_}, {DNNL_ARG_SHIFT, shift_},
-                   {DNNL_ARG_DST, y_},       {DNNL_ARG_MEAN, mean_},   {DNNL_ARG_VARIANCE, var_},
+    train_args_ = {{DNNL_ARG_SRC, x_},
+                   {DNNL_ARG_SCALE, scale_},
+                   {DNNL_ARG_SHIFT, shift_},
+                   {DNNL_ARG_DST, y_},
+                   {DNNL_ARG_MEAN, mean_},
+                   {DNNL_ARG_VARIANCE, var_},
                    {DNNL_ARG_SCRATCHPAD, pad_.memory_for(train_pd_.scratchpad_desc(), eng)}};
-    infer_args_ = {{DNNL_ARG_SRC, x_},       {DNNL_ARG_SCALE, scale_}, {DNNL_ARG_SHIFT, shift_},
-                   {DNNL_ARG_DST, y_},       {DNNL_ARG_MEAN, mean_},   {DNNL_ARG_VARIANCE, var_},
+    infer_args_ = {{DNNL_ARG_SRC, x_},
+                   {DNNL_ARG_SCALE, scale_},
+                   {DNNL_ARG_SHIFT, shift_},
+                   {DNNL_ARG_DST, y_},
+                   {DNNL_ARG_MEAN, mean_},
+                   {DNNL_ARG_VARIANCE, var_},
                    {DNNL_ARG_SCRATCHPAD, pad_.memory_for(infer_pd_.scratchpad_desc(), eng)}};
     bwd_args_ = {{DNNL_ARG_SRC, x_},
                  {DNNL_ARG_DIFF_DST, y_},
@@ -132,11 +139,11 @@ class CpuBatchNormOp final : public BatchNormOp, public ImplInfo {
   batch_normalization_forward train_, infer_;
   batch_normalization_backward bwd_;
   Scratchpad pad_;
-  memory x_, y_, dx_;                                     // (N, H, W, C)
+  memory x_, y_, dx_;                                    // (N, H, W, C)
   memory scale_, shift_, mean_, var_, dscale_, dshift_;  // (C)
-  Tensor ws_buf_, infer_ws_buf_;  // relu masks of fuse_norm_relu
-  Tensor dscale_own_, dshift_own_;  // (C) targets when the caller passes none
-  Tensor shift_unused_;             // (C) zeros: oneDNN's backward asks for a shift it ignores
+  Tensor ws_buf_, infer_ws_buf_;                         // relu masks of fuse_norm_relu
+  Tensor dscale_own_, dshift_own_;                       // (C) targets when the caller passes none
+  Tensor shift_unused_;                                  // (C) zeros: oneDNN's backward asks for a shift it ignores
   Args train_args_, infer_args_, bwd_args_;
 };
 

@@ -32,8 +32,7 @@ void channel_sums(int64_t positions, int64_t c, std::vector<double>& out, F f) {
 
 }  // namespace
 
-void CpuBackend::do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean,
-                                    Tensor& var) {
+void CpuBackend::do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean, Tensor& var) {
   const int64_t c = mean.numel();
   const float* px = x.data();
   float* pm = mean.data();
@@ -51,11 +50,9 @@ void CpuBackend::do_channel_moments(const Tensor& x, int64_t positions, Tensor& 
   }
 }
 
-void CpuBackend::do_batch_norm_dx_correction(const Tensor& x, int64_t positions,
-                                             const Tensor& mean, const Tensor& var,
-                                             const Tensor& scale, float epsilon, double m,
-                                             const Tensor& dshift, const Tensor& dscale,
-                                             Tensor& dx) {
+void CpuBackend::do_batch_norm_dx_correction(const Tensor& x, int64_t positions, const Tensor& mean, const Tensor& var,
+                                             const Tensor& scale, float epsilon, double m, const Tensor& dshift,
+                                             const Tensor& dscale, Tensor& dx) {
   const int64_t c = mean.numel();
   // Per channel: dx -= a + b * (x - mean) with a = k * dshift, b = k * dscale / sigma,
   // k = scale / (sigma * m).

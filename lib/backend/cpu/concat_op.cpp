@@ -53,8 +53,7 @@ class CpuConcatOp final : public ConcatOp {
 
 }  // namespace
 
-std::unique_ptr<ConcatOp> make_concat_op(int64_t n, int64_t h, int64_t w,
-                                         const std::vector<int64_t>& channels) {
+std::unique_ptr<ConcatOp> make_concat_op(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels) {
   return std::make_unique<CpuConcatOp>(n, h, w, channels);
 }
 

@@ -36,17 +36,14 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     memory::dims dil{d.dilation_h - 1, d.dilation_w - 1};
     memory::dims pl{d.pad_t, d.pad_l}, pr{d.pad_b, d.pad_r};
 
-    convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct,
-                                 x_lp_md, w_lp_any, b_md, y_md, strides, dil, pl, pr);
+    convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, x_lp_md, w_lp_any, b_md,
+                                 y_md, strides, dil, pl, pr);
     fwd_pd_ = convolution_forward::primitive_desc(fd, relu_attr(d.fuse_relu), eng);
-    convolution_backward_data::desc bdd(algorithm::convolution_direct, x_md, w_lp_any, dy_lp_md,
-                                        strides, dil, pl, pr);
-    bwd_d_pd_ = convolution_backward_data::primitive_desc(bdd, user_scratchpad_attr(), eng,
-                                                          fwd_pd_);
-    convolution_backward_weights::desc bwd(algorithm::convolution_direct, x_lp_md, w_any, b_md,
-                                           dy_lp_md, strides, dil, pl, pr);
-    bwd_w_pd_ = convolution_backward_weights::primitive_desc(bwd, user_scratchpad_attr(), eng,
-                                                             fwd_pd_);
+    convolution_backward_data::desc bdd(algorithm::convolution_direct, x_md, w_lp_any, dy_lp_md, strides, dil, pl, pr);
+    bwd_d_pd_ = convolution_backward_data::primitive_desc(bdd, user_scratchpad_attr(), eng, fwd_pd_);
+    convolution_backward_weights::desc bwd(algorithm::convolution_direct, x_lp_md, w_any, b_md, dy_lp_md, strides, dil,
+                                           pl, pr);
+    bwd_w_pd_ = convolution_backward_weights::primitive_desc(bwd, user_scratchpad_attr(), eng, fwd_pd_);
     fwd_ = convolution_forward(fwd_pd_);
     bwd_d_ = convolution_backward_data(bwd_d_pd_);
     bwd_w_ = convolution_backward_weights(bwd_w_pd_);
@@ -142,7 +139,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   Scratchpad pad_;
   LayoutPath x_lp_, dy_lp_;  // x and dy as multiplied (bfloat16 copies, or x / dy themselves)
   ReuseOnce x_reuse_, dy_reuse_;
-  memory x_, y_, b_, db_;    // x_/y_ double as diff_src/diff_dst in the backward passes
+  memory x_, y_, b_, db_;  // x_/y_ double as diff_src/diff_dst in the backward passes
   Tensor db_own_;          // (K) target for db when the caller passes none
   Args fwd_args_, bwd_d_args_, bwd_w_args_;
 };

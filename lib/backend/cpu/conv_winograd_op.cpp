@@ -28,8 +28,8 @@ bool eligible(const ConvDesc& d) {
   // oneDNN 2.6's Winograd backward-data is wrong with asymmetric padding (measured against
   // the reference in tests/backend), so only symmetric padding of 0 or 1 takes this path.
   const bool symmetric = d.pad_t == d.pad_b && d.pad_l == d.pad_r && d.pad_t == d.pad_l && d.pad_t <= 1;
-  return d.kh == 3 && d.kw == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 &&
-         d.dilation_w == 1 && symmetric && d.c >= 32 && d.k >= 32 && d.c % 16 == 0 && d.k % 16 == 0;
+  return d.kh == 3 && d.kw == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 && d.dilation_w == 1 &&
+         symmetric && d.c >= 32 && d.k >= 32 && d.c % 16 == 0 && d.k % 16 == 0;
 }
 
 class WinogradConvOp final : public ConvOp, public ImplInfo {
@@ -47,13 +47,12 @@ class WinogradConvOp final : public ConvOp, public ImplInfo {
     auto b_md = vec_md(d.k);
     memory::dims strides{1, 1}, pl{d.pad_t, d.pad_l}, pr{d.pad_b, d.pad_r};
 
-    convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_winograd, x_any, w_any,
-                                 b_md, y_any, strides, pl, pr);
+    convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_winograd, x_any, w_any, b_md,
+                                 y_any, strides, pl, pr);
     fwd_pd_ = convolution_forward::primitive_desc(fd, relu_attr(d.fuse_relu), eng);
     convolution_backward_data::desc bdd(algorithm::convolution_winograd, x_any, w_any, y_any, strides, pl, pr);
     bwd_d_pd_ = convolution_backward_data::primitive_desc(bdd, user_scratchpad_attr(), eng, fwd_pd_);
-    convolution_backward_weights::desc bwd(algorithm::convolution_winograd, x_any, w_any, b_md, y_any, strides,
-                                           pl, pr);
+    convolution_backward_weights::desc bwd(algorithm::convolution_winograd, x_any, w_any, b_md, y_any, strides, pl, pr);
     bwd_w_pd_ = convolution_backward_weights::primitive_desc(bwd, user_scratchpad_attr(), eng, fwd_pd_);
     fwd_ = convolution_forward(fwd_pd_);
     bwd_d_ = convolution_backward_data(bwd_d_pd_);
@@ -168,7 +167,7 @@ class WinogradConvOp final : public ConvOp, public ImplInfo {
   convolution_backward_data bwd_d_;
   convolution_backward_weights bwd_w_;
   LayoutPath x_fwd_, y_fwd_, dy_bwd_d_, dx_bwd_d_, x_bwd_w_, dy_bwd_w_;  // NHWC <-> blocked
-  LayoutPath w_fwd_, w_bwd_d_, dw_;                                     // OHWI <-> blocked
+  LayoutPath w_fwd_, w_bwd_d_, dw_;                                      // OHWI <-> blocked
   bool x_bwd_w_same_ = true, dy_bwd_w_same_ = true;
   const float* blocked_x_of_ = nullptr;   // the x whose blocked copy x_fwd_ holds
   const float* blocked_dy_of_ = nullptr;  // the dy whose blocked copy dy_bwd_d_ holds

@@ -15,8 +15,7 @@ Backend& cpu_backend() {
 }
 
 void cpu_set_threads(int n) {
-  if (n < 1)
-    throw UsageError("cpu threads: " + std::to_string(n) + " is not a thread count (use 1 or more)");
+  if (n < 1) throw UsageError("cpu threads: " + std::to_string(n) + " is not a thread count (use 1 or more)");
   omp_set_num_threads(n);
 }
 
@@ -27,12 +26,16 @@ CpuIsa cpu_isa() {
   const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
   auto has = [isa](cpu_isa a) { return (isa & static_cast<unsigned>(a)) == static_cast<unsigned>(a); };
   // Widest first: the name of the largest set the effective ISA contains.
-  static const std::pair<cpu_isa, const char*> kNames[] = {
-      {cpu_isa::avx512_core_amx, "avx512_core_amx"}, {cpu_isa::avx512_core_bf16, "avx512_core_bf16"},
-      {cpu_isa::avx512_core_vnni, "avx512_core_vnni"}, {cpu_isa::avx512_core, "avx512_core"},
-      {cpu_isa::avx512_mic_4ops, "avx512_mic_4ops"},   {cpu_isa::avx512_mic, "avx512_mic"},
-      {cpu_isa::avx2_vnni, "avx2_vnni"},               {cpu_isa::avx2, "avx2"},
-      {cpu_isa::avx, "avx"},                           {cpu_isa::sse41, "sse41"}};
+  static const std::pair<cpu_isa, const char*> kNames[] = {{cpu_isa::avx512_core_amx, "avx512_core_amx"},
+                                                           {cpu_isa::avx512_core_bf16, "avx512_core_bf16"},
+                                                           {cpu_isa::avx512_core_vnni, "avx512_core_vnni"},
+                                                           {cpu_isa::avx512_core, "avx512_core"},
+                                                           {cpu_isa::avx512_mic_4ops, "avx512_mic_4ops"},
+                                                           {cpu_isa::avx512_mic, "avx512_mic"},
+                                                           {cpu_isa::avx2_vnni, "avx2_vnni"},
+                                                           {cpu_isa::avx2, "avx2"},
+                                                           {cpu_isa::avx, "avx"},
+                                                           {cpu_isa::sse41, "sse41"}};
   CpuIsa r;
   r.name = "no SIMD";
   for (const auto& [a, name] : kNames)
@@ -57,8 +60,8 @@ CpuBackend::CpuBackend() : Backend(Device::cpu()) {
   try {
     ctx_ = std::make_unique<cpu::DnnlContext>();
   } catch (const dnnl::error& e) {
-    throw DeviceError(std::string("cpu backend: oneDNN could not create a CPU engine (") +
-                      e.what() + "); check the libdnnl installation");
+    throw DeviceError(std::string("cpu backend: oneDNN could not create a CPU engine (") + e.what() +
+                      "); check the libdnnl installation");
   }
 }
 
@@ -67,9 +70,8 @@ CpuBackend::~CpuBackend() = default;
 std::string CpuBackend::name() const {
   const dnnl_version_t* v = dnnl_version();
   const int threads = cpu_threads();
-  return "cpu (oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-         std::to_string(v->patch) + ", " + cpu_isa().name + ", " + std::to_string(threads) +
-         (threads == 1 ? " thread)" : " threads)");
+  return "cpu (oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
+         ", " + cpu_isa().name + ", " + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
 }
 
 namespace {

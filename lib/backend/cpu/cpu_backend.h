@@ -58,8 +58,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<LrnOp> make_lrn(const LrnDesc& d) override;
   std::unique_ptr<ActOp> make_act(const ActDesc& d) override;
   std::unique_ptr<SoftmaxOp> make_softmax(int64_t rows, int64_t channels) override;
-  std::unique_ptr<ConcatOp> make_concat(int64_t n, int64_t h, int64_t w,
-                                        const std::vector<int64_t>& channels) override;
+  std::unique_ptr<ConcatOp> make_concat(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels) override;
 
  protected:
   void do_fill(Tensor& t, float value) override;
@@ -71,16 +70,14 @@ class CpuBackend final : public Backend {
   double do_sum_squares(const Tensor& t) override;
   void do_l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) override;
   void do_clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) override;
-  void do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul,
-                      Tensor& y) override;
-  void do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key,
-                          float keep_value) override;
+  void do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) override;
+  void do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key, float keep_value) override;
   void do_mul(const Tensor& x, const Tensor& m, Tensor& y) override;
   void do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean,
                           Tensor& var) override;  // batch_norm_sync.cpp
-  void do_batch_norm_dx_correction(const Tensor& x, int64_t positions, const Tensor& mean,
-                                   const Tensor& var, const Tensor& scale, float epsilon,
-                                   double m, const Tensor& dshift, const Tensor& dscale,
+  void do_batch_norm_dx_correction(const Tensor& x, int64_t positions, const Tensor& mean, const Tensor& var,
+                                   const Tensor& scale, float epsilon, double m, const Tensor& dshift,
+                                   const Tensor& dscale,
                                    Tensor& dx) override;  // batch_norm_sync.cpp
   void do_max_pool_indices(const Tensor& x, Tensor& idx, const PoolDesc& d) override;
   void do_max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d) override;
@@ -89,8 +86,8 @@ class CpuBackend final : public Backend {
   void do_crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) override;
   LossTotals do_cross_entropy(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
                               Tensor& dlogits) override;
-  void do_optimizer_update(const UpdateRule& rule, const UpdateScalars& k, Tensor& w,
-                           const Tensor& g, Tensor& m, Tensor& s) override;
+  void do_optimizer_update(const UpdateRule& rule, const UpdateScalars& k, Tensor& w, const Tensor& g, Tensor& m,
+                           Tensor& s) override;
 
  private:
   std::unique_ptr<cpu::DnnlContext> ctx_;

@@ -21,8 +21,8 @@ struct DnnlContext {
 std::string no_cpu_bf16_message();
 
 std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx);
-// Winograd F(4x4, 3x3) for 3x3 stride-1 convolutions with 32+ channels and symmetric padding 0 or 1, or null when it does
-// not apply (or DLT_CONV_ALGO=direct). make_conv_op tries it first.
+// Winograd F(4x4, 3x3) for 3x3 stride-1 convolutions with 32+ channels and symmetric padding 0 or 1, or null when it
+// does not apply (or DLT_CONV_ALGO=direct). make_conv_op tries it first.
 std::unique_ptr<ConvOp> make_winograd_conv_op(const ConvDesc& d, DnnlContext& ctx);
 std::unique_ptr<DeconvOp> make_deconv_op(const DeconvDesc& d, DnnlContext& ctx);
 std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, DnnlContext& ctx);
@@ -31,7 +31,6 @@ std::unique_ptr<BatchNormOp> make_batch_norm_op(const BatchNormDesc& d, DnnlCont
 std::unique_ptr<LrnOp> make_lrn_op(const LrnDesc& d, DnnlContext& ctx);
 std::unique_ptr<ActOp> make_act_op(const ActDesc& d, DnnlContext& ctx);
 std::unique_ptr<SoftmaxOp> make_softmax_op(int64_t rows, int64_t channels, DnnlContext& ctx);
-std::unique_ptr<ConcatOp> make_concat_op(int64_t n, int64_t h, int64_t w,
-                                         const std::vector<int64_t>& channels);
+std::unique_ptr<ConcatOp> make_concat_op(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels);
 
 }  // namespace dlt::cpu

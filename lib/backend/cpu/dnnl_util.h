@@ -24,18 +24,12 @@ constexpr auto kBf16 = memory::data_type::bf16;
 inline memory::desc nhwc_md(int64_t n, int64_t h, int64_t w, int64_t c) {
   return memory::desc({n, c, h, w}, kF32, Tag::nhwc);
 }
-inline memory::desc nc_md(int64_t rows, int64_t cols) {
-  return memory::desc({rows, cols}, kF32, Tag::nc);
-}
+inline memory::desc nc_md(int64_t rows, int64_t cols) { return memory::desc({rows, cols}, kF32, Tag::nc); }
 inline memory::desc vec_md(int64_t n) { return memory::desc({n}, kF32, Tag::x); }
 
 // A memory object with no buffer yet; bind() points it at a tensor before each execute.
-inline memory unbound(const memory::desc& md, const dnnl::engine& eng) {
-  return memory(md, eng, DNNL_MEMORY_NONE);
-}
-inline void bind(const memory& m, const Tensor& t) {
-  m.set_data_handle(const_cast<float*>(t.data()));
-}
+inline memory unbound(const memory::desc& md, const dnnl::engine& eng) { return memory(md, eng, DNNL_MEMORY_NONE); }
+inline void bind(const memory& m, const Tensor& t) { m.set_data_handle(const_cast<float*>(t.data())); }
 // The oneDNN convolution, transposed convolution and inner product bind a bias in forward:
 // an undefined one is an error here (ops.cpp checks the size of a defined one).
 inline void need_bias(const Tensor& b, const char* op) {

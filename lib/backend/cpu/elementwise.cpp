@@ -76,21 +76,18 @@ double CpuBackend::do_sum_squares(const Tensor& t) {
   return s;
 }
 
-void CpuBackend::do_l2_norm_into(const Tensor& t, Tensor& norms, int64_t index,
-                                 bool accumulate) {
+void CpuBackend::do_l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) {
   float* r = norms.data() + index;
   const double before = accumulate ? static_cast<double>(*r) : 0.0;
   *r = static_cast<float>(std::sqrt(before * before + do_sum_squares(t)));
 }
 
-void CpuBackend::do_clip_to_norm(Tensor& t, const Tensor& norms, int64_t index,
-                                 double threshold) {
+void CpuBackend::do_clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) {
   const double norm = static_cast<double>(norms.data()[index]);
   if (norm > threshold) do_scale(t, static_cast<float>(threshold / norm));
 }
 
-void CpuBackend::do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul,
-                                Tensor& y) {
+void CpuBackend::do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) {
   const int64_t n = x.numel(), ns = shift.numel(), nm = mul.defined() ? mul.numel() : 1;
   const float* px = x.data();
   const float* ps = shift.data();
@@ -105,8 +102,7 @@ void CpuBackend::do_shift_scale(const Tensor& x, const Tensor& shift, const Tens
   }
 }
 
-void CpuBackend::do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p,
-                                    uint64_t key, float keep_value) {
+void CpuBackend::do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key, float keep_value) {
   const int64_t n = x.numel();
   const float* px = x.data();
   float* py = y.data();
@@ -192,8 +188,7 @@ void CpuBackend::do_crop2d(const Tensor& x, Tensor& y, const CropDesc& d) {
 #pragma omp parallel for collapse(2)
   for (int64_t n = 0; n < d.n; ++n)
     for (int64_t i = 0; i < d.out_h; ++i)
-      std::memcpy(py + (n * d.out_h + i) * row, px + ((n * d.h + d.top + i) * d.w + d.left) * d.c,
-                  sizeof(float) * row);
+      std::memcpy(py + (n * d.out_h + i) * row, px + ((n * d.h + d.top + i) * d.w + d.left) * d.c, sizeof(float) * row);
 }
 
 void CpuBackend::do_crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) {
@@ -208,8 +203,8 @@ void CpuBackend::do_crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc
                   sizeof(float) * row);
 }
 
-LossTotals CpuBackend::do_cross_entropy(const Tensor& probs, const Tensor& labels,
-                                        const LossOptions& opt, Tensor& dlogits) {
+LossTotals CpuBackend::do_cross_entropy(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
+                                        Tensor& dlogits) {
   const int64_t n = labels.numel();
   const int64_t c = probs.numel() / n;
   const float* p = probs.data();
@@ -252,8 +247,8 @@ LossTotals CpuBackend::do_cross_entropy(const Tensor& probs, const Tensor& label
   return t;
 }
 
-void CpuBackend::do_optimizer_update(const UpdateRule& r, const UpdateScalars& k, Tensor& w,
-                                     const Tensor& g, Tensor& m, Tensor& s) {
+void CpuBackend::do_optimizer_update(const UpdateRule& r, const UpdateScalars& k, Tensor& w, const Tensor& g, Tensor& m,
+                                     Tensor& s) {
   auto get = [](const ScalarArg& a) { return a.at ? *a.at : a.value; };
   const float lr = get(k.lr), l2 = r.l2;
   float* pw = w.data();

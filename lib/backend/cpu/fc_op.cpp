@@ -31,11 +31,9 @@ class CpuFcOp final : public FcOp, public ImplInfo {
     inner_product_forward::desc fd(prop_kind::forward_training, x_lp_md, w_lp_md, b_md, y_md);
     fwd_pd_ = inner_product_forward::primitive_desc(fd, relu_attr(d.fuse_relu), eng);
     inner_product_backward_data::desc bdd(x_md, w_lp_md, dy_lp_md);
-    bwd_d_pd_ = inner_product_backward_data::primitive_desc(bdd, user_scratchpad_attr(), eng,
-                                                            fwd_pd_);
+    bwd_d_pd_ = inner_product_backward_data::primitive_desc(bdd, user_scratchpad_attr(), eng, fwd_pd_);
     inner_product_backward_weights::desc bwd(x_lp_md, w_md, b_md, dy_lp_md);
-    bwd_w_pd_ = inner_product_backward_weights::primitive_desc(bwd, user_scratchpad_attr(), eng,
-                                                               fwd_pd_);
+    bwd_w_pd_ = inner_product_backward_weights::primitive_desc(bwd, user_scratchpad_attr(), eng, fwd_pd_);
     fwd_ = inner_product_forward(fwd_pd_);
     bwd_d_ = inner_product_backward_data(bwd_d_pd_);
     bwd_w_ = inner_product_backward_weights(bwd_w_pd_);

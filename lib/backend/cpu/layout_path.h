@@ -17,8 +17,7 @@ struct LayoutPath {
   Tensor buf;
   bool needed = false;
 
-  void init(const memory::desc& user_md, const memory::desc& want, const dnnl::engine& eng,
-            bool to_blocked) {
+  void init(const memory::desc& user_md, const memory::desc& want, const dnnl::engine& eng, bool to_blocked) {
     user = unbound(user_md, eng);
     needed = user_md != want;
     if (!needed) {

@@ -24,10 +24,8 @@ class CpuLrnOp final : public LrnOp, public ImplInfo {
     const auto& eng = ctx.eng;
     auto x_md = nhwc_md(d.n, d.h, d.w, d.c);
     auto alg = algorithm::lrn_across_channels;
-    lrn_forward::desc train_d(prop_kind::forward_training, alg, x_md, d.size, d.alpha, d.beta,
-                              d.k);
-    lrn_forward::desc infer_d(prop_kind::forward_inference, alg, x_md, d.size, d.alpha, d.beta,
-                              d.k);
+    lrn_forward::desc train_d(prop_kind::forward_training, alg, x_md, d.size, d.alpha, d.beta, d.k);
+    lrn_forward::desc infer_d(prop_kind::forward_inference, alg, x_md, d.size, d.alpha, d.beta, d.k);
     lrn_backward::desc bwd_d(alg, x_md, x_md, d.size, d.alpha, d.beta, d.k);
     train_pd_ = lrn_forward::primitive_desc(train_d, user_scratchpad_attr(), eng);
     infer_pd_ = lrn_forward::primitive_desc(infer_d, user_scratchpad_attr(), eng);

@@ -16,18 +16,14 @@ class CpuPoolOp final : public PoolOp, public ImplInfo {
  public:
   CpuPoolOp(const PoolDesc& d, DnnlContext& ctx) : PoolOp(d, Device::cpu()), d_(d), ctx_(ctx) {
     const auto& eng = ctx.eng;
-    DLT_CHECK(d.out_h() > 0 && d.out_w() > 0, "pool: output " << d.out_h() << "x" << d.out_w()
-                                                               << " is empty");
+    DLT_CHECK(d.out_h() > 0 && d.out_w() > 0, "pool: output " << d.out_h() << "x" << d.out_w() << " is empty");
     auto x_md = nhwc_md(d.n, d.h, d.w, d.c);
     auto y_md = nhwc_md(d.n, d.out_h(), d.out_w(), d.c);
-    auto alg = d.kind == PoolKind::kMax ? algorithm::pooling_max
-                                        : algorithm::pooling_avg_include_padding;
+    auto alg = d.kind == PoolKind::kMax ? algorithm::pooling_max : algorithm::pooling_avg_include_padding;
     memory::dims strides{d.stride_h, d.stride_w}, kernel{d.kh, d.kw};
     memory::dims pl{d.pad_t, d.pad_l}, pr{d.pad_b, d.pad_r};
-    pooling_forward::desc train_d(prop_kind::forward_training, alg, x_md, y_md, strides, kernel,
-                                  pl, pr);
-    pooling_forward::desc infer_d(prop_kind::forward_inference, alg, x_md, y_md, strides, kernel,
-                                  pl, pr);
+    pooling_forward::desc train_d(prop_kind::forward_training, alg, x_md, y_md, strides, kernel, pl, pr);
+    pooling_forward::desc infer_d(prop_kind::forward_inference, alg, x_md, y_md, strides, kernel, pl, pr);
     pooling_backward::desc bwd_d(alg, x_md, y_md, strides, kernel, pl, pr);
     train_pd_ = pooling_forward::primitive_desc(train_d, user_scratchpad_attr(), eng);
     infer_pd_ = pooling_forward::primitive_desc(infer_d, user_scratchpad_attr(), eng);

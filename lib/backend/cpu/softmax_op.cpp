@@ -11,8 +11,7 @@ using dnnl::softmax_forward;
 
 class CpuSoftmaxOp final : public SoftmaxOp, public ImplInfo {
  public:
-  CpuSoftmaxOp(int64_t rows, int64_t channels, DnnlContext& ctx)
-      : SoftmaxOp(rows, channels, Device::cpu()), ctx_(ctx) {
+  CpuSoftmaxOp(int64_t rows, int64_t channels, DnnlContext& ctx) : SoftmaxOp(rows, channels, Device::cpu()), ctx_(ctx) {
     const auto& eng = ctx.eng;
     auto md = nc_md(rows, channels);
     softmax_forward::desc fd(prop_kind::forward_training, md, 1);
@@ -27,9 +26,8 @@ class CpuSoftmaxOp final : public SoftmaxOp, public ImplInfo {
     x_ = unbound(md, eng);
     y_ = unbound(md, eng);
     dy_ = unbound(md, eng);
-    fwd_args_ = {{DNNL_ARG_SRC, x_},
-                 {DNNL_ARG_DST, y_},
-                 {DNNL_ARG_SCRATCHPAD, pad_.memory_for(fwd_pd_.scratchpad_desc(), eng)}};
+    fwd_args_ = {
+        {DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_}, {DNNL_ARG_SCRATCHPAD, pad_.memory_for(fwd_pd_.scratchpad_desc(), eng)}};
     bwd_args_ = {{DNNL_ARG_DST, y_},
                  {DNNL_ARG_DIFF_DST, dy_},
                  {DNNL_ARG_DIFF_SRC, x_},

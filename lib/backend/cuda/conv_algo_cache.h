@@ -37,8 +37,7 @@ class ConvAlgoCache {
     ConvAlgos& s = map_[key];
     if (a.has_fwd) s.has_fwd = true, s.fwd = a.fwd, s.fwd_ws = a.fwd_ws;
     if (a.has_bwd_data) s.has_bwd_data = true, s.bwd_data = a.bwd_data, s.bwd_data_ws = a.bwd_data_ws;
-    if (a.has_bwd_filter)
-      s.has_bwd_filter = true, s.bwd_filter = a.bwd_filter, s.bwd_filter_ws = a.bwd_filter_ws;
+    if (a.has_bwd_filter) s.has_bwd_filter = true, s.bwd_filter = a.bwd_filter, s.bwd_filter_ws = a.bwd_filter_ws;
   }
   // Fills in the directions of a that another op has measured since.
   void refresh(const ConvAlgoKey& key, ConvAlgos& a) {

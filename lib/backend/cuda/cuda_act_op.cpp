@@ -16,12 +16,11 @@ class CudaActOp final : public ActOp {
     name_ = std::string(kind) + " (" + std::to_string(d.numel) + " values)";
     if (d.numel < 1) throw ShapeError(name_ + ": needs at least one value");
     if (d.kind == ActKind::kLeakyRelu) return;
-    DLT_CUDNN(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                         to_int(d.numel, name_, "numel"), 1, 1, 1));
-    const cudnnActivationMode_t mode =
-        d.kind == ActKind::kRelu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_ELU;
-    DLT_CUDNN(cudnnSetActivationDescriptor(act_, mode, CUDNN_PROPAGATE_NAN,
-                                           d.kind == ActKind::kElu ? double(d.alpha) : 0.0));
+    DLT_CUDNN(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(d.numel, name_, "numel"), 1,
+                                         1, 1));
+    const cudnnActivationMode_t mode = d.kind == ActKind::kRelu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_ELU;
+    DLT_CUDNN(
+        cudnnSetActivationDescriptor(act_, mode, CUDNN_PROPAGATE_NAN, d.kind == ActKind::kElu ? double(d.alpha) : 0.0));
   }
 
  protected:
@@ -41,8 +40,8 @@ class CudaActOp final : public ActOp {
     }
     expect_gpu(y, d_.numel, ctx_, "activation backward", "y");
     const float one = 1.f, zero = 0.f;
-    DLT_CUDNN(cudnnActivationBackward(ctx_.cudnn, act_, &one, desc_, y.data(), desc_, dy.data(),
-                                      desc_, x.data(), &zero, desc_, dx.data()));
+    DLT_CUDNN(cudnnActivationBackward(ctx_.cudnn, act_, &one, desc_, y.data(), desc_, dy.data(), desc_, x.data(), &zero,
+                                      desc_, dx.data()));
   }
 
  private:
@@ -55,8 +54,6 @@ class CudaActOp final : public ActOp {
 
 }  // namespace
 
-std::unique_ptr<ActOp> make_act_op(const ActDesc& d, CudaContext& ctx) {
-  return std::make_unique<CudaActOp>(d, ctx);
-}
+std::unique_ptr<ActOp> make_act_op(const ActDesc& d, CudaContext& ctx) { return std::make_unique<CudaActOp>(d, ctx); }
 
 }  // namespace dlt::cuda

@@ -21,9 +21,7 @@ constexpr size_t kMinBlock = 512;
 constexpr size_t kLargeBlock = size_t(32) << 20;  // from here: multiples of kLargeStep
 constexpr size_t kLargeStep = size_t(2) << 20;
 
-std::string mib(size_t bytes) {
-  return std::to_string((bytes + (size_t(1) << 19)) >> 20) + " MiB";
-}
+std::string mib(size_t bytes) { return std::to_string((bytes + (size_t(1) << 19)) >> 20) + " MiB"; }
 
 // Devices this process has made current with cudaSetDevice (bit per index below 64). Since
 // CUDA 12 cudaSetDevice initializes the device's primary context at once (hundreds of MiB of
@@ -37,9 +35,7 @@ void set_device(int device) {
   if (device < 64) g_set_devices.fetch_or(uint64_t{1} << device);
 }
 
-bool was_set(int device) {
-  return device >= 0 && device < 64 && (g_set_devices.load() >> device & 1) != 0;
-}
+bool was_set(int device) { return device >= 0 && device < 64 && (g_set_devices.load() >> device & 1) != 0; }
 
 }  // namespace
 
@@ -73,10 +69,11 @@ void* CachingAllocator::allocate(size_t bytes) {
   const size_t size = size_class(bytes);
   std::lock_guard<std::mutex> lock(mu_);
   if (capturing_) {
-    const std::string what = "cuda:" + std::to_string(device_) + " was asked for " +
-                             std::to_string(bytes) + " bytes while capturing a CUDA graph";
+    const std::string what = "cuda:" + std::to_string(device_) + " was asked for " + std::to_string(bytes) +
+                             " bytes while capturing a CUDA graph";
     if (capture_fault_.empty()) capture_fault_ = what;
-    throw DeviceError(what + " (a captured step must allocate nothing: run more warm-up steps "
+    throw DeviceError(what +
+                      " (a captured step must allocate nothing: run more warm-up steps "
                       "before capturing, or unset DLT_CUDA_GRAPH)");
   }
   char* ptr = nullptr;
@@ -104,8 +101,8 @@ void CachingAllocator::deallocate(void* ptr, size_t) {
   auto it = live_.find(static_cast<char*>(ptr));
   if (it == live_.end()) return;
   if (capturing_ && capture_fault_.empty())
-    capture_fault_ = "a block of " + std::to_string(it->second) + " bytes was freed on cuda:" +
-                     std::to_string(device_) + " while capturing a CUDA graph";
+    capture_fault_ = "a block of " + std::to_string(it->second) +
+                     " bytes was freed on cuda:" + std::to_string(device_) + " while capturing a CUDA graph";
   if (graph_valid_ && graph_blocks_.count(it->first)) {  // the graph would write into it
     graph_valid_ = false;
     graph_blocks_.clear();
@@ -128,10 +125,9 @@ void* CachingAllocator::malloc_or_throw(size_t size, size_t requested) {
     (void)cudaGetLastError();
     size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) (void)cudaGetLastError();
-    throw DeviceError("out of GPU memory: cuda:" + std::to_string(device_) +
-                      " could not allocate " + mib(requested) + " (tensors hold " + mib(in_use_) +
-                      "; the GPU has " + mib(free_bytes) + " free of " + mib(total_bytes) +
-                      "); lower MiniBatchSize or use a smaller network");
+    throw DeviceError("out of GPU memory: cuda:" + std::to_string(device_) + " could not allocate " + mib(requested) +
+                      " (tensors hold " + mib(in_use_) + "; the GPU has " + mib(free_bytes) + " free of " +
+                      mib(total_bytes) + "); lower MiniBatchSize or use a smaller network");
   }
   if (e != cudaSuccess) throw_cuda(e, "cudaMalloc", __FILE__, __LINE__);
   reserved_ += size;
@@ -206,8 +202,7 @@ size_t CachingAllocator::peak_in_use_bytes() const {
 
 void check_device_index(int device) {
   if (device < 0 || device >= cuda_device_count())
-    throw DeviceError("cuda:" + std::to_string(device) + " does not exist: " +
-                      std::to_string(cuda_device_count()) +
+    throw DeviceError("cuda:" + std::to_string(device) + " does not exist: " + std::to_string(cuda_device_count()) +
                       " CUDA GPU(s) are visible (check nvidia-smi and CUDA_VISIBLE_DEVICES, or "
                       "use ExecutionEnvironment: cpu)");
 }
@@ -218,8 +213,7 @@ CachingAllocator& caching_allocator(int device) {
   static auto* allocators = new std::vector<CachingAllocator*>();
   std::lock_guard<std::mutex> lock(mu);
   check_device_index(device);
-  if (allocators->size() <= static_cast<size_t>(device))
-    allocators->resize(static_cast<size_t>(device) + 1, nullptr);
+  if (allocators->size() <= static_cast<size_t>(device)) allocators->resize(static_cast<size_t>(device) + 1, nullptr);
   CachingAllocator*& a = (*allocators)[static_cast<size_t>(device)];
   if (!a) a = new CachingAllocator(device);
   return *a;
@@ -259,8 +253,7 @@ Allocator& cuda_allocator(int device_index) { return cuda::caching_allocator(dev
 // Synchronous with respect to the host. Copies run on the compute stream of the GPU involved,
 // so they are ordered after every kernel already queued there (the non-blocking compute
 // stream does not synchronize with the legacy default stream that plain cudaMemcpy uses).
-void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
-                     size_t bytes) {
+void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
   if (bytes == 0) return;
   if (!dst_device.is_cpu() && !src_device.is_cpu() && dst_device.index != src_device.index) {
     cuda::DeviceGuard guard(src_device.index);  // restores the caller's device at the end

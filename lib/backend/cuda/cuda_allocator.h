@@ -49,9 +49,9 @@ class CachingAllocator final : public Allocator {
   // Synchronizes the device and cudaFree's every cached (free) block.
   void release_cache();
 
-  size_t reserved_bytes() const;   // cudaMalloc'ed now (in use + cached)
-  size_t peak_bytes() const;       // most bytes cudaMalloc'ed at once since start
-  size_t in_use_bytes() const;     // handed out to tensors now (size classes)
+  size_t reserved_bytes() const;  // cudaMalloc'ed now (in use + cached)
+  size_t peak_bytes() const;      // most bytes cudaMalloc'ed at once since start
+  size_t in_use_bytes() const;    // handed out to tensors now (size classes)
   size_t peak_in_use_bytes() const;
 
   // CUDA Graphs. Between begin_capture() and end_capture() allocate() throws DeviceError and
@@ -71,12 +71,12 @@ class CachingAllocator final : public Allocator {
 
   int device_;
   mutable std::mutex mu_;
-  std::map<char*, size_t> live_;            // handed out: base address -> block size
-  std::multimap<size_t, char*> free_;       // cached, by size
+  std::map<char*, size_t> live_;       // handed out: base address -> block size
+  std::multimap<size_t, char*> free_;  // cached, by size
   size_t reserved_ = 0, peak_reserved_ = 0, in_use_ = 0, peak_in_use_ = 0;
   bool capturing_ = false;
-  std::string capture_fault_;      // the first allocation or free seen while capturing
-  std::set<char*> graph_blocks_;   // blocks in use when the graph was captured
+  std::string capture_fault_;     // the first allocation or free seen while capturing
+  std::set<char*> graph_blocks_;  // blocks in use when the graph was captured
   bool graph_valid_ = false;
 };
 

@@ -21,7 +21,9 @@ constexpr size_t kStagingStep = size_t(1) << 20;
 
 CudaBackend::CudaBackend(int device)
     : Backend(Device::cuda(device), this),
-      device_(device), ctx_(cuda::context(device)), alloc_(cuda::caching_allocator(device)) {
+      device_(device),
+      ctx_(cuda::context(device)),
+      alloc_(cuda::caching_allocator(device)) {
   enter();
   result_d_ = alloc_.allocate(kResultBytes);
   DLT_CUDA(cudaMallocHost(&result_h_, kResultBytes));
@@ -81,11 +83,10 @@ std::string CudaBackend::name() const {
   const size_t cudnn = cudnnGetVersion();  // major * 10000 + minor * 100 + patch (cuDNN 9)
   char gib[32];
   std::snprintf(gib, sizeof(gib), "%.1f", static_cast<double>(prop.totalGlobalMem) / (1 << 30));
-  return "cuda:" + std::to_string(device_) + " (" + prop.name + ", compute capability " +
-         std::to_string(prop.major) + "." + std::to_string(prop.minor) + ", " + gib +
-         " GiB, cuDNN " + std::to_string(cudnn / 10000) + "." + std::to_string(cudnn / 100 % 100) +
-         "." + std::to_string(cudnn % 100) + ", CUDA " + std::to_string(runtime / 1000) + "." +
-         std::to_string(runtime % 1000 / 10) + ")";
+  return "cuda:" + std::to_string(device_) + " (" + prop.name + ", compute capability " + std::to_string(prop.major) +
+         "." + std::to_string(prop.minor) + ", " + gib + " GiB, cuDNN " + std::to_string(cudnn / 10000) + "." +
+         std::to_string(cudnn / 100 % 100) + "." + std::to_string(cudnn % 100) + ", CUDA " +
+         std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10) + ")";
 }
 
 std::unique_ptr<ConvOp> CudaBackend::make_conv(const ConvDesc& d) {
@@ -183,8 +184,7 @@ CudaBackend::Staging& CudaBackend::free_staging(size_t bytes) {
 void CudaBackend::upload_begin(const Tensor& host, Tensor& dst) {
   DLT_CHECK(dst.defined() && dst.device() == device(),
             "upload_begin: destination is on " << dst.device().str() << ", not " << device().str());
-  DLT_CHECK(host.numel() == dst.numel(),
-            "upload_begin: " << host.shape().str() << " into " << dst.shape().str());
+  DLT_CHECK(host.numel() == dst.numel(), "upload_begin: " << host.shape().str() << " into " << dst.shape().str());
   if (!host.device().is_cpu()) {  // already on a GPU: an ordinary (synchronous) copy
     dst.copy_from(host);
     return;
@@ -233,11 +233,9 @@ Backend& cuda_backend(int index) {
         "no CUDA GPU is visible (this dltrain is built with CUDA, but the driver reports no "
         "device): check nvidia-smi and CUDA_VISIBLE_DEVICES, or use ExecutionEnvironment: cpu");
   if (index < 0 || index >= count)
-    throw DeviceError("cuda:" + std::to_string(index) + " does not exist: " +
-                      std::to_string(count) + " CUDA GPU(s) are visible (choose GPUDevice 0.." +
-                      std::to_string(count - 1) + ")");
-  if (backends->size() <= static_cast<size_t>(index))
-    backends->resize(static_cast<size_t>(index) + 1, nullptr);
+    throw DeviceError("cuda:" + std::to_string(index) + " does not exist: " + std::to_string(count) +
+                      " CUDA GPU(s) are visible (choose GPUDevice 0.." + std::to_string(count - 1) + ")");
+  if (backends->size() <= static_cast<size_t>(index)) backends->resize(static_cast<size_t>(index) + 1, nullptr);
   CudaBackend*& b = (*backends)[static_cast<size_t>(index)];
   if (!b) b = new CudaBackend(index);
   return *b;

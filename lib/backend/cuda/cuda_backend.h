@@ -35,8 +35,7 @@ class CudaBackend final : public Backend, public AsyncDevice {
   std::unique_ptr<LrnOp> make_lrn(const LrnDesc& d) override;
   std::unique_ptr<ActOp> make_act(const ActDesc& d) override;
   std::unique_ptr<SoftmaxOp> make_softmax(int64_t rows, int64_t channels) override;
-  std::unique_ptr<ConcatOp> make_concat(int64_t n, int64_t h, int64_t w,
-                                        const std::vector<int64_t>& channels) override;
+  std::unique_ptr<ConcatOp> make_concat(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels) override;
 
   // ---- AsyncDevice ----
   // CUDA Graphs (cuda_graph.cpp): stream capture of the compute stream in thread-local mode;
@@ -69,17 +68,13 @@ class CudaBackend final : public Backend, public AsyncDevice {
   double do_sum_squares(const Tensor& t) override;
   void do_l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) override;
   void do_clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) override;
-  void do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul,
-                      Tensor& y) override;
-  void do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key,
-                          float keep_value) override;
+  void do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) override;
+  void do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key, float keep_value) override;
   void do_mul(const Tensor& x, const Tensor& m, Tensor& y) override;
-  void do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean,
-                          Tensor& var) override;
-  void do_batch_norm_dx_correction(const Tensor& x, int64_t positions, const Tensor& mean,
-                                   const Tensor& var, const Tensor& scale, float epsilon,
-                                   double m, const Tensor& dshift, const Tensor& dscale,
-                                   Tensor& dx) override;
+  void do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean, Tensor& var) override;
+  void do_batch_norm_dx_correction(const Tensor& x, int64_t positions, const Tensor& mean, const Tensor& var,
+                                   const Tensor& scale, float epsilon, double m, const Tensor& dshift,
+                                   const Tensor& dscale, Tensor& dx) override;
   void do_max_pool_indices(const Tensor& x, Tensor& idx, const PoolDesc& d) override;
   void do_max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d) override;
   void do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx, const PoolDesc& d) override;
@@ -87,10 +82,10 @@ class CudaBackend final : public Backend, public AsyncDevice {
   void do_crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) override;
   LossTotals do_cross_entropy(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
                               Tensor& dlogits) override;
-  void do_optimizer_update(const UpdateRule& rule, const UpdateScalars& k, Tensor& w,
-                           const Tensor& g, Tensor& m, Tensor& s) override;
-  void loss_async(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
-                  Tensor& dlogits, Tensor& totals) override;
+  void do_optimizer_update(const UpdateRule& rule, const UpdateScalars& k, Tensor& w, const Tensor& g, Tensor& m,
+                           Tensor& s) override;
+  void loss_async(const Tensor& probs, const Tensor& labels, const LossOptions& opt, Tensor& dlogits,
+                  Tensor& totals) override;
   LossTotals read_loss_totals(const Tensor& totals) override;
 
  private:
@@ -99,7 +94,7 @@ class CudaBackend final : public Backend, public AsyncDevice {
     size_t bytes = 0;
     cudaEvent_t done = nullptr;  // recorded after the copy out of it
   };
-  void enter() const;  // makes device_ current for the calling thread
+  void enter() const;                          // makes device_ current for the calling thread
   void not_capturing(const char* what) const;  // throws DeviceError while capturing
   void* scratch(size_t bytes);
   Staging& free_staging(size_t bytes);

@@ -35,18 +35,17 @@ class CudaBatchNormOp final : public BatchNormOp {
     mode_ = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
     DLT_CUDNN(cudnnDeriveBNTensorDescriptor(bn_desc_, x_desc_, mode_));
     size_t rs = 0;
-    use_ex_ =
-        backend_options().batch_norm_ex &&
-        // The same descriptors as the calls below: no z (OPS_BN adds nothing) in forward, no
-        // y in backward (the calls pass null for both), no activation.
-        cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
-            ctx.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN, x_desc_, nullptr, x_desc_, bn_desc_, nullptr,
-            &fwd_ws_) == CUDNN_STATUS_SUCCESS &&
-        cudnnGetBatchNormalizationBackwardExWorkspaceSize(
-            ctx.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN, x_desc_, nullptr, x_desc_, nullptr, x_desc_,
-            bn_desc_, nullptr, &bwd_ws_) == CUDNN_STATUS_SUCCESS &&
-        cudnnGetBatchNormalizationTrainingExReserveSpaceSize(
-            ctx.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN, nullptr, x_desc_, &rs) == CUDNN_STATUS_SUCCESS;
+    use_ex_ = backend_options().batch_norm_ex &&
+              // The same descriptors as the calls below: no z (OPS_BN adds nothing) in forward, no
+              // y in backward (the calls pass null for both), no activation.
+              cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(ctx.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN,
+                                                                       x_desc_, nullptr, x_desc_, bn_desc_, nullptr,
+                                                                       &fwd_ws_) == CUDNN_STATUS_SUCCESS &&
+              cudnnGetBatchNormalizationBackwardExWorkspaceSize(ctx.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN, x_desc_,
+                                                                nullptr, x_desc_, nullptr, x_desc_, bn_desc_, nullptr,
+                                                                &bwd_ws_) == CUDNN_STATUS_SUCCESS &&
+              cudnnGetBatchNormalizationTrainingExReserveSpaceSize(ctx.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN, nullptr,
+                                                                   x_desc_, &rs) == CUDNN_STATUS_SUCCESS;
     if (!use_ex_) {
       mode_ = CUDNN_BATCHNORM_SPATIAL;
       fwd_ws_ = bwd_ws_ = rs = 0;
@@ -65,8 +64,8 @@ class CudaBatchNormOp final : public BatchNormOp {
   void do_forward_training(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& y, Tensor& mean,
                            Tensor& var) override {
     if (d_.fuse_relu)
-      DLT_CUDA(cudaMemcpyAsync(offset_copy_.data(), offset.data(), offset.bytes(),
-                               cudaMemcpyDeviceToDevice, ctx_.stream));
+      DLT_CUDA(
+          cudaMemcpyAsync(offset_copy_.data(), offset.data(), offset.bytes(), cudaMemcpyDeviceToDevice, ctx_.stream));
     if (d_.global_stats) {
       normalize(x, scale, offset, mean, var, y);
       have_forward_ = true;
@@ -80,15 +79,13 @@ class CudaBatchNormOp final : public BatchNormOp {
     if (use_ex_) {
       void* ws = ctx_.workspace(fwd_ws_);
       DLT_CUDNN(cudnnBatchNormalizationForwardTrainingEx(
-          ctx_.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, x_desc_, x.data(), nullptr,
-          nullptr, x_desc_, y.data(), bn_desc_, scale.data(), offset.data(), 1.0, mean.data(),
-          var.data(), d_.epsilon, save_mean_.data(), save_invstd_.data(), nullptr, ws, fwd_ws_,
-          reserve_bytes_ ? reserve_.data() : nullptr, reserve_bytes_));
+          ctx_.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, x_desc_, x.data(), nullptr, nullptr, x_desc_,
+          y.data(), bn_desc_, scale.data(), offset.data(), 1.0, mean.data(), var.data(), d_.epsilon, save_mean_.data(),
+          save_invstd_.data(), nullptr, ws, fwd_ws_, reserve_bytes_ ? reserve_.data() : nullptr, reserve_bytes_));
     } else {
       DLT_CUDNN(cudnnBatchNormalizationForwardTraining(
-          ctx_.cudnn, mode_, &one, &zero, x_desc_, x.data(), x_desc_, y.data(), bn_desc_,
-          scale.data(), offset.data(), 1.0, mean.data(), var.data(), d_.epsilon,
-          save_mean_.data(), save_invstd_.data()));
+          ctx_.cudnn, mode_, &one, &zero, x_desc_, x.data(), x_desc_, y.data(), bn_desc_, scale.data(), offset.data(),
+          1.0, mean.data(), var.data(), d_.epsilon, save_mean_.data(), save_invstd_.data()));
     }
     DLT_CUDA(bn_biased_variance(var.data(), d_.c, m_, ctx_.stream));
     if (d_.fuse_relu) relu_in_place(y);
@@ -102,8 +99,7 @@ class CudaBatchNormOp final : public BatchNormOp {
 
   void do_backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& mean, const Tensor& var,
                    Tensor& dx, Tensor& dscale, Tensor& doffset) override {
-    if (!have_forward_)
-      throw Error(name_ + ": backward called before forward_training (call it first)");
+    if (!have_forward_) throw Error(name_ + ": backward called before forward_training (call it first)");
     float* ds = dscale.defined() ? dscale.data() : dscale_own_.data();
     float* dof = doffset.defined() ? doffset.data() : doffset_own_.data();
     if (d_.global_stats) {
@@ -115,8 +111,7 @@ class CudaBatchNormOp final : public BatchNormOp {
       DLT_CUDA(bn_inv_std(var.data(), invstd, d_.c, d_.epsilon, ctx_.stream));
       DLT_CUDA(bn_global_backward(x.data(), dy.data(), mean.data(), invstd, scale.data(),
                                   d_.fuse_relu ? offset_copy_.data() : nullptr, dx.data(), ds, dof,
-                                  reinterpret_cast<float*>(base + invstd_bytes), m_, d_.c,
-                                  ctx_.stream));
+                                  reinterpret_cast<float*>(base + invstd_bytes), m_, d_.c, ctx_.stream));
       return;
     }
     const size_t dyp_bytes = d_.fuse_relu ? aligned_bytes(x.bytes()) : 0;
@@ -124,41 +119,38 @@ class CudaBatchNormOp final : public BatchNormOp {
     const float* g = dy.data();
     if (d_.fuse_relu) {
       float* dyp = reinterpret_cast<float*>(base);
-      DLT_CUDA(bn_relu_mask(x.data(), dy.data(), save_mean_.data(), save_invstd_.data(),
-                            scale.data(), offset_copy_.data(), dyp, m_, d_.c, ctx_.stream));
+      DLT_CUDA(bn_relu_mask(x.data(), dy.data(), save_mean_.data(), save_invstd_.data(), scale.data(),
+                            offset_copy_.data(), dyp, m_, d_.c, ctx_.stream));
       g = dyp;
     }
     const float one = 1.f, zero = 0.f;
     if (use_ex_) {
       DLT_CUDNN(cudnnBatchNormalizationBackwardEx(
-          ctx_.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, &one, &zero, x_desc_, x.data(),
-          nullptr, nullptr, x_desc_, g, nullptr, nullptr, x_desc_, dx.data(), bn_desc_,
-          scale.data(), nullptr, ds, dof, d_.epsilon, save_mean_.data(), save_invstd_.data(),
-          nullptr, base + dyp_bytes, bwd_ws_, reserve_bytes_ ? reserve_.data() : nullptr,
-          reserve_bytes_));
+          ctx_.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN, &one, &zero, &one, &zero, x_desc_, x.data(), nullptr, nullptr,
+          x_desc_, g, nullptr, nullptr, x_desc_, dx.data(), bn_desc_, scale.data(), nullptr, ds, dof, d_.epsilon,
+          save_mean_.data(), save_invstd_.data(), nullptr, base + dyp_bytes, bwd_ws_,
+          reserve_bytes_ ? reserve_.data() : nullptr, reserve_bytes_));
     } else {
-      DLT_CUDNN(cudnnBatchNormalizationBackward(
-          ctx_.cudnn, mode_, &one, &zero, &one, &zero, x_desc_, x.data(), x_desc_, g, x_desc_,
-          dx.data(), bn_desc_, scale.data(), ds, dof, d_.epsilon, save_mean_.data(),
-          save_invstd_.data()));
+      DLT_CUDNN(cudnnBatchNormalizationBackward(ctx_.cudnn, mode_, &one, &zero, &one, &zero, x_desc_, x.data(), x_desc_,
+                                                g, x_desc_, dx.data(), bn_desc_, scale.data(), ds, dof, d_.epsilon,
+                                                save_mean_.data(), save_invstd_.data()));
     }
   }
 
  private:
   // y = scale (x - mean) / sqrt(var + eps) + offset with the given statistics (+ relu).
-  void normalize(const Tensor& x, const Tensor& scale, const Tensor& offset, const Tensor& mean,
-                 const Tensor& var, Tensor& y) {
+  void normalize(const Tensor& x, const Tensor& scale, const Tensor& offset, const Tensor& mean, const Tensor& var,
+                 Tensor& y) {
     const float one = 1.f, zero = 0.f;
-    DLT_CUDNN(cudnnBatchNormalizationForwardInference(
-        ctx_.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x_desc_, x.data(), x_desc_, y.data(),
-        bn_desc_, scale.data(), offset.data(), mean.data(), var.data(), d_.epsilon));
+    DLT_CUDNN(cudnnBatchNormalizationForwardInference(ctx_.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x_desc_,
+                                                      x.data(), x_desc_, y.data(), bn_desc_, scale.data(),
+                                                      offset.data(), mean.data(), var.data(), d_.epsilon));
     if (d_.fuse_relu) relu_in_place(y);
   }
 
   void relu_in_place(Tensor& y) {
     const float one = 1.f, zero = 0.f;
-    DLT_CUDNN(cudnnActivationForward(ctx_.cudnn, act_desc_, &one, x_desc_, y.data(), &zero,
-                                     x_desc_, y.data()));
+    DLT_CUDNN(cudnnActivationForward(ctx_.cudnn, act_desc_, &one, x_desc_, y.data(), &zero, x_desc_, y.data()));
   }
 
   BatchNormDesc d_;
@@ -171,9 +163,9 @@ class CudaBatchNormOp final : public BatchNormOp {
   TensorDesc x_desc_;   // (N, H, W, C), also for y, dy, dx
   TensorDesc bn_desc_;  // (1, C, 1, 1)
   ActivationDesc act_desc_;
-  Tensor reserve_;                  // cuDNN's reserve space between forward and backward
-  Tensor save_mean_, save_invstd_;  // (C) batch mean and 1 / sqrt(var + eps) of the last forward
-  Tensor offset_copy_;              // (C) offset of the last forward (fused relu's mask)
+  Tensor reserve_;                   // cuDNN's reserve space between forward and backward
+  Tensor save_mean_, save_invstd_;   // (C) batch mean and 1 / sqrt(var + eps) of the last forward
+  Tensor offset_copy_;               // (C) offset of the last forward (fused relu's mask)
   Tensor dscale_own_, doffset_own_;  // (C) targets when the caller passes none
 };
 

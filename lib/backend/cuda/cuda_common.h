@@ -19,19 +19,19 @@ namespace dlt::cuda {
 [[noreturn]] void throw_cudnn(cudnnStatus_t s, const char* expr, const char* file, int line);
 [[noreturn]] void throw_cublas(cublasStatus_t s, const char* expr, const char* file, int line);
 
-#define DLT_CUDA(expr)                                                              \
-  do {                                                                              \
-    cudaError_t dlt_e_ = (expr);                                                    \
+#define DLT_CUDA(expr)                                                                     \
+  do {                                                                                     \
+    cudaError_t dlt_e_ = (expr);                                                           \
     if (dlt_e_ != cudaSuccess) ::dlt::cuda::throw_cuda(dlt_e_, #expr, __FILE__, __LINE__); \
   } while (0)
-#define DLT_CUDNN(expr)                                                                       \
-  do {                                                                                        \
-    cudnnStatus_t dlt_s_ = (expr);                                                            \
+#define DLT_CUDNN(expr)                                                                              \
+  do {                                                                                               \
+    cudnnStatus_t dlt_s_ = (expr);                                                                   \
     if (dlt_s_ != CUDNN_STATUS_SUCCESS) ::dlt::cuda::throw_cudnn(dlt_s_, #expr, __FILE__, __LINE__); \
   } while (0)
-#define DLT_CUBLAS(expr)                                                                        \
-  do {                                                                                          \
-    cublasStatus_t dlt_s_ = (expr);                                                             \
+#define DLT_CUBLAS(expr)                                                                               \
+  do {                                                                                                 \
+    cublasStatus_t dlt_s_ = (expr);                                                                    \
     if (dlt_s_ != CUBLAS_STATUS_SUCCESS) ::dlt::cuda::throw_cublas(dlt_s_, #expr, __FILE__, __LINE__); \
   } while (0)
 
@@ -69,7 +69,7 @@ std::unique_ptr<BatchNormOp> make_batch_norm_op(const BatchNormDesc& d, CudaCont
 std::unique_ptr<LrnOp> make_lrn_op(const LrnDesc& d, CudaContext& ctx);
 std::unique_ptr<ActOp> make_act_op(const ActDesc& d, CudaContext& ctx);
 std::unique_ptr<SoftmaxOp> make_softmax_op(int64_t rows, int64_t channels, CudaContext& ctx);
-std::unique_ptr<ConcatOp> make_concat_op(int64_t n, int64_t h, int64_t w,
-                                         const std::vector<int64_t>& channels, CudaContext& ctx);
+std::unique_ptr<ConcatOp> make_concat_op(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels,
+                                         CudaContext& ctx);
 
 }  // namespace dlt::cuda

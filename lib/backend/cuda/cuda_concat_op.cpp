@@ -26,16 +26,14 @@ class CudaConcatOp final : public ConcatOp {
   void do_forward(const std::vector<const Tensor*>& xs, Tensor& y) override {
     use_device(ctx_.device);
     for (size_t i = 0; i < xs.size(); ++i)
-      copy_strided(xs[i]->data(), channels_[i], y.data() + offsets_[i], total_, pixels_,
-                   channels_[i], ctx_.stream);
+      copy_strided(xs[i]->data(), channels_[i], y.data() + offsets_[i], total_, pixels_, channels_[i], ctx_.stream);
   }
 
   void do_backward(const Tensor& dy, const std::vector<Tensor*>& dxs) override {
     use_device(ctx_.device);
     for (size_t i = 0; i < dxs.size(); ++i)
       if (dxs[i])
-        copy_strided(dy.data() + offsets_[i], total_, dxs[i]->data(), channels_[i], pixels_,
-                     channels_[i], ctx_.stream);
+        copy_strided(dy.data() + offsets_[i], total_, dxs[i]->data(), channels_[i], pixels_, channels_[i], ctx_.stream);
   }
 
  private:
@@ -48,8 +46,8 @@ class CudaConcatOp final : public ConcatOp {
 
 }  // namespace
 
-std::unique_ptr<ConcatOp> make_concat_op(int64_t n, int64_t h, int64_t w,
-                                         const std::vector<int64_t>& channels, CudaContext& ctx) {
+std::unique_ptr<ConcatOp> make_concat_op(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels,
+                                         CudaContext& ctx) {
   return std::make_unique<CudaConcatOp>(n, h, w, channels, ctx);
 }
 

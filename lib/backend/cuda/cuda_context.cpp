@@ -35,35 +35,38 @@ void throw_cuda(cudaError_t e, const char* expr, const char* file, int line) {
   const std::string what = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
   if (e == cudaErrorMemoryAllocation) {
     (void)cudaGetLastError();
-    throw DeviceError("out of GPU memory in " + where(expr, file, line) + " (" + what + "); " +
-                      kOomFix);
+    throw DeviceError("out of GPU memory in " + where(expr, file, line) + " (" + what + "); " + kOomFix);
   }
   std::string fix;
   switch (e) {
     case cudaErrorNoDevice:
     case cudaErrorInsufficientDriver:
     case cudaErrorInitializationError:
-      fix = "check the NVIDIA driver with nvidia-smi and CUDA_VISIBLE_DEVICES, or use "
-            "ExecutionEnvironment: cpu";
+      fix =
+          "check the NVIDIA driver with nvidia-smi and CUDA_VISIBLE_DEVICES, or use "
+          "ExecutionEnvironment: cpu";
       break;
     case cudaErrorInvalidDevice:
       fix = "choose a GPUDevice below the number of visible GPUs (nvidia-smi)";
       break;
     case cudaErrorNoKernelImageForDevice:
     case cudaErrorUnsupportedPtxVersion:
-      fix = "this dltrain was not compiled for this GPU: rebuild with "
-            "-DCMAKE_CUDA_ARCHITECTURES=native";
+      fix =
+          "this dltrain was not compiled for this GPU: rebuild with "
+          "-DCMAKE_CUDA_ARCHITECTURES=native";
       break;
     case cudaErrorIllegalAddress:
     case cudaErrorLaunchFailure:
     case cudaErrorMisalignedAddress:
     case cudaErrorAssert:
-      fix = "a kernel faulted (possibly an earlier, asynchronous one; the GPU context is now "
-            "unusable): rerun with CUDA_LAUNCH_BLOCKING=1 under compute-sanitizer to find it";
+      fix =
+          "a kernel faulted (possibly an earlier, asynchronous one; the GPU context is now "
+          "unusable): rerun with CUDA_LAUNCH_BLOCKING=1 under compute-sanitizer to find it";
       break;
     default:
-      fix = "errors of asynchronous work surface at a later call: rerun with "
-            "CUDA_LAUNCH_BLOCKING=1 to find the failing operation";
+      fix =
+          "errors of asynchronous work surface at a later call: rerun with "
+          "CUDA_LAUNCH_BLOCKING=1 to find the failing operation";
   }
   throw DeviceError("CUDA error in " + where(expr, file, line) + ": " + what + " (" + fix + ")");
 }
@@ -76,22 +79,24 @@ void throw_cudnn(cudnnStatus_t s, const char* expr, const char* file, int line) 
   if (s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED ||
       s == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED) {
     (void)cudaGetLastError();  // the library's failed cudaMalloc, not for a later launch check
-    throw DeviceError("out of GPU memory in " + where(expr, file, line) + " (cuDNN " + what +
-                      "); " + kOomFix);
+    throw DeviceError("out of GPU memory in " + where(expr, file, line) + " (cuDNN " + what + "); " + kOomFix);
   }
   std::string fix;
   switch (CUDNN_STATUS_CATEGORY(s)) {
     case CUDNN_STATUS_NOT_SUPPORTED:
-      fix = "cuDNN does not support this layer configuration on this GPU: change its filter "
-            "size, stride, padding or dilation, or use ExecutionEnvironment: cpu";
+      fix =
+          "cuDNN does not support this layer configuration on this GPU: change its filter "
+          "size, stride, padding or dilation, or use ExecutionEnvironment: cpu";
       break;
     case CUDNN_STATUS_BAD_PARAM:
-      fix = "a descriptor or pointer passed to cuDNN is invalid (a dltrain bug: please report "
-            "it with the network config)";
+      fix =
+          "a descriptor or pointer passed to cuDNN is invalid (a dltrain bug: please report "
+          "it with the network config)";
       break;
     case CUDNN_STATUS_NOT_INITIALIZED:
-      fix = "check that libcudnn matches the CUDA runtime and driver (nvidia-smi, ldconfig -p "
-            "| grep cudnn)";
+      fix =
+          "check that libcudnn matches the CUDA runtime and driver (nvidia-smi, ldconfig -p "
+          "| grep cudnn)";
       break;
     default:
       fix = "rerun with CUDA_LAUNCH_BLOCKING=1 and CUDNN_LOGERR_DBG=1 to see the failing call";
@@ -103,8 +108,7 @@ void throw_cublas(cublasStatus_t s, const char* expr, const char* file, int line
   const std::string what = cublasGetStatusString(s);
   if (s == CUBLAS_STATUS_ALLOC_FAILED) {
     (void)cudaGetLastError();  // as for cuDNN above
-    throw DeviceError("out of GPU memory in " + where(expr, file, line) + " (cuBLAS " + what +
-                      "); " + kOomFix);
+    throw DeviceError("out of GPU memory in " + where(expr, file, line) + " (cuBLAS " + what + "); " + kOomFix);
   }
   std::string fix;
   switch (s) {
@@ -116,8 +120,9 @@ void throw_cublas(cublasStatus_t s, const char* expr, const char* file, int line
       fix = "this GPU does not support the requested operation; use ExecutionEnvironment: cpu";
       break;
     case CUBLAS_STATUS_INVALID_VALUE:
-      fix = "a matrix size or pointer passed to cuBLAS is invalid (a dltrain bug: please report "
-            "it with the network config)";
+      fix =
+          "a matrix size or pointer passed to cuBLAS is invalid (a dltrain bug: please report "
+          "it with the network config)";
       break;
     default:
       fix = "rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing operation";
@@ -181,8 +186,7 @@ CudaContext& context(int device) {
   static auto* contexts = new std::vector<CudaContext*>();
   std::lock_guard<std::mutex> lock(mu);
   check_device_index(device);
-  if (contexts->size() <= static_cast<size_t>(device))
-    contexts->resize(static_cast<size_t>(device) + 1, nullptr);
+  if (contexts->size() <= static_cast<size_t>(device)) contexts->resize(static_cast<size_t>(device) + 1, nullptr);
   CudaContext*& c = (*contexts)[static_cast<size_t>(device)];
   if (!c) c = create_context(device);
   return *c;

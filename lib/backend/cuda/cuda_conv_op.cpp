@@ -36,23 +36,23 @@ class CudaConvOp final : public ConvOp {
     const cudnnDataType_t dtype = d.bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
     oh_ = d.out_h();
     ow_ = d.out_w();
-    if (oh_ <= 0 || ow_ <= 0 || d.stride_h < 1 || d.stride_w < 1 || d.dilation_h < 1 ||
-        d.dilation_w < 1 || std::min({d.pad_t, d.pad_b, d.pad_l, d.pad_r}) < 0)
-      throw ShapeError(name_ + ": the output would be " + std::to_string(oh_) + "x" +
-                       std::to_string(ow_) + " (check FilterSize, Stride, Padding)");
+    if (oh_ <= 0 || ow_ <= 0 || d.stride_h < 1 || d.stride_w < 1 || d.dilation_h < 1 || d.dilation_w < 1 ||
+        std::min({d.pad_t, d.pad_b, d.pad_l, d.pad_r}) < 0)
+      throw ShapeError(name_ + ": the output would be " + std::to_string(oh_) + "x" + std::to_string(ow_) +
+                       " (check FilterSize, Stride, Padding)");
     pad_ = PadSplit(d.h, d.w, d.pad_t, d.pad_b, d.pad_l, d.pad_r);
     set_nhwc(x_desc_, d.n, pad_.hx, pad_.wx, d.c, name_, dtype);
     set_nhwc(y_desc_, d.n, oh_, ow_, d.k, name_, dtype);
     set_nhwc(yf_desc_, d.n, oh_, ow_, d.k, name_);
     set_channels(b_desc_, d.k, name_);
-    DLT_CUDNN(cudnnSetFilter4dDescriptor(w_desc_, dtype, CUDNN_TENSOR_NHWC,
-                                         to_int(d.k, name_, "K"), to_int(d.c, name_, "C"),
-                                         to_int(d.kh, name_, "kh"), to_int(d.kw, name_, "kw")));
+    DLT_CUDNN(cudnnSetFilter4dDescriptor(w_desc_, dtype, CUDNN_TENSOR_NHWC, to_int(d.k, name_, "K"),
+                                         to_int(d.c, name_, "C"), to_int(d.kh, name_, "kh"),
+                                         to_int(d.kw, name_, "kw")));
     DLT_CUDNN(cudnnSetConvolution2dDescriptor(
         conv_desc_, to_int(pad_.ph, name_, "padding"), to_int(pad_.pw, name_, "padding"),
         to_int(d.stride_h, name_, "stride"), to_int(d.stride_w, name_, "stride"),
-        to_int(d.dilation_h, name_, "dilation"), to_int(d.dilation_w, name_, "dilation"),
-        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+        to_int(d.dilation_h, name_, "dilation"), to_int(d.dilation_w, name_, "dilation"), CUDNN_CROSS_CORRELATION,
+        CUDNN_DATA_FLOAT));
     // Compute type float32 in both modes (bfloat16 sums are not offered, nor wanted).
     DLT_CUDNN(cudnnSetConvolutionMathType(conv_desc_, d.bf16 ? CUDNN_TENSOR_OP_MATH : conv_math()));
     DLT_CUDNN(cudnnSetActivationDescriptor(act_desc_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
@@ -67,15 +67,13 @@ class CudaConvOp final : public ConvOp {
     }
     // The math switches: bit 0 TF32 (float32 only), bit 1 deterministic algorithms only.
     const int64_t math = (!d.bf16 && tf32_allowed() ? 1 : 0) | (deterministic_ ? 2 : 0);
-    key_ = ConvAlgoKey{ctx.device, math, dtype, d.n, pad_.hx, pad_.wx,
-                       d.c, d.k, d.kh, d.kw, pad_.ph, pad_.pw, d.stride_h, d.stride_w,
-                       d.dilation_h, d.dilation_w};
+    key_ = ConvAlgoKey{ctx.device, math, dtype,   d.n,     pad_.hx,    pad_.wx,    d.c,          d.k,
+                       d.kh,       d.kw, pad_.ph, pad_.pw, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w};
     algos_ = conv_algo_cache().get(key_);
     if (d.bf16) {
       act_bf_bytes_ = aligned_bytes(sizeof(__nv_bfloat16) * d.n * pad_.hx * pad_.wx * d.c);
       w_bf_bytes_ = aligned_bytes(sizeof(__nv_bfloat16) * d.k * d.kh * d.kw * d.c);
-      head_bytes_ = act_bf_bytes_ + w_bf_bytes_ +
-                    aligned_bytes(sizeof(__nv_bfloat16) * d.n * oh_ * ow_ * d.k);
+      head_bytes_ = act_bf_bytes_ + w_bf_bytes_ + aligned_bytes(sizeof(__nv_bfloat16) * d.n * oh_ * ow_ * d.k);
     } else {
       head_bytes_ = pad_.explicit_pad ? aligned_bytes(sizeof(float) * d.n * pad_.hx * pad_.wx * d.c) : 0;
     }
@@ -96,9 +94,9 @@ class CudaConvOp final : public ConvOp {
     if (!algos_.has_fwd) {
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       int got = 0;
-      DLT_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(
-          ctx_.cudnn, x_desc_, xin, w_desc_, win, conv_desc_, y_desc_, yout,
-          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf, ws, ws_bytes));
+      DLT_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(ctx_.cudnn, x_desc_, xin, w_desc_, win, conv_desc_, y_desc_,
+                                                       yout, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf, ws,
+                                                       ws_bytes));
       const int i = pick(perf, got, ws_bytes, "forward");
       algos_.fwd = perf[i].algo;
       algos_.fwd_ws = perf[i].memory;
@@ -108,32 +106,31 @@ class CudaConvOp final : public ConvOp {
     const float one = 1.f, zero = 0.f;
     if (d_.bf16) {
       // y (float32) = [relu](float(conv in bfloat16) + b): one kernel replaces the fused path.
-      DLT_CUDNN(cudnnConvolutionForward(ctx_.cudnn, &one, x_desc_, xin, w_desc_, win, conv_desc_,
-                                        algos_.fwd, ws, algos_.fwd_ws, &zero, y_desc_, yout));
-      DLT_CUDA(bf16_bias_act(bf16_out(base), b.defined() ? b.data() : nullptr, y.data(),
-                             d_.n * oh_ * ow_, d_.k, d_.fuse_relu, ctx_.stream));
+      DLT_CUDNN(cudnnConvolutionForward(ctx_.cudnn, &one, x_desc_, xin, w_desc_, win, conv_desc_, algos_.fwd, ws,
+                                        algos_.fwd_ws, &zero, y_desc_, yout));
+      DLT_CUDA(bf16_bias_act(bf16_out(base), b.defined() ? b.data() : nullptr, y.data(), d_.n * oh_ * ow_, d_.k,
+                             d_.fuse_relu, ctx_.stream));
       return;
     }
-    if (d_.fuse_relu && b.defined() && fused_ok_ &&
-        algos_.fwd == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) {
+    if (d_.fuse_relu && b.defined() && fused_ok_ && algos_.fwd == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) {
       // y = relu(conv(x) + 0 * y + b); cuDNN supports the relu fusion only for this algorithm.
       cudnnStatus_t s = cudnnConvolutionBiasActivationForward(
-          ctx_.cudnn, &one, x_desc_, xin, w_desc_, w.data(), conv_desc_, algos_.fwd, ws,
-          algos_.fwd_ws, &zero, y_desc_, y.data(), b_desc_, b.data(), act_desc_, y_desc_, y.data());
+          ctx_.cudnn, &one, x_desc_, xin, w_desc_, w.data(), conv_desc_, algos_.fwd, ws, algos_.fwd_ws, &zero, y_desc_,
+          y.data(), b_desc_, b.data(), act_desc_, y_desc_, y.data());
       if (s == CUDNN_STATUS_SUCCESS) return;
       // Any failure (not only "not supported"): conv + bias + relu from now on. A sticky
       // device error fails the unfused calls below as well and is reported there.
-      log::warn("{}: cudnnConvolutionBiasActivationForward failed ({}); using convolution, bias "
-                "and relu as separate calls from now on", name_, cudnnGetErrorString(s));
+      log::warn(
+          "{}: cudnnConvolutionBiasActivationForward failed ({}); using convolution, bias "
+          "and relu as separate calls from now on",
+          name_, cudnnGetErrorString(s));
       fused_ok_ = false;
     }
-    DLT_CUDNN(cudnnConvolutionForward(ctx_.cudnn, &one, x_desc_, xin, w_desc_, w.data(), conv_desc_,
-                                      algos_.fwd, ws, algos_.fwd_ws, &zero, y_desc_, y.data()));
-    if (b.defined())
-      DLT_CUDNN(cudnnAddTensor(ctx_.cudnn, &one, b_desc_, b.data(), &one, yf_desc_, y.data()));
+    DLT_CUDNN(cudnnConvolutionForward(ctx_.cudnn, &one, x_desc_, xin, w_desc_, w.data(), conv_desc_, algos_.fwd, ws,
+                                      algos_.fwd_ws, &zero, y_desc_, y.data()));
+    if (b.defined()) DLT_CUDNN(cudnnAddTensor(ctx_.cudnn, &one, b_desc_, b.data(), &one, yf_desc_, y.data()));
     if (d_.fuse_relu)
-      DLT_CUDNN(cudnnActivationForward(ctx_.cudnn, act_desc_, &one, yf_desc_, y.data(), &zero,
-                                       yf_desc_, y.data()));
+      DLT_CUDNN(cudnnActivationForward(ctx_.cudnn, act_desc_, &one, yf_desc_, y.data(), &zero, yf_desc_, y.data()));
   }
 
   void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
@@ -141,7 +138,7 @@ class CudaConvOp final : public ConvOp {
     const size_t ws_bytes = algos_.has_bwd_data ? algos_.bwd_data_ws : max_ws_bwd_data_;
     char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + ws_bytes));
     // The (padded) dx cuDNN writes: float32 into dx or the workspace head, or bfloat16.
-    void* dxp = d_.bf16            ? static_cast<void*>(bf16_act(base))
+    void* dxp = d_.bf16             ? static_cast<void*>(bf16_act(base))
                 : pad_.explicit_pad ? static_cast<void*>(base)
                                     : static_cast<void*>(dx.data());
     const void* win = d_.bf16 ? bf16_weights(w, base) : static_cast<const void*>(w.data());
@@ -150,9 +147,9 @@ class CudaConvOp final : public ConvOp {
     if (!algos_.has_bwd_data) {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       int got = 0;
-      DLT_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
-          ctx_.cudnn, w_desc_, win, y_desc_, dyin, conv_desc_, x_desc_, dxp,
-          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf, ws, ws_bytes));
+      DLT_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(ctx_.cudnn, w_desc_, win, y_desc_, dyin, conv_desc_,
+                                                            x_desc_, dxp, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got,
+                                                            perf, ws, ws_bytes));
       const int i = pick(perf, got, ws_bytes, "backward data");
       algos_.bwd_data = perf[i].algo;
       algos_.bwd_data_ws = perf[i].memory;
@@ -160,23 +157,22 @@ class CudaConvOp final : public ConvOp {
       conv_algo_cache().put(key_, algos_);
     }
     const float one = 1.f, zero = 0.f;
-    DLT_CUDNN(cudnnConvolutionBackwardData(ctx_.cudnn, &one, w_desc_, win, y_desc_, dyin,
-                                           conv_desc_, algos_.bwd_data, ws, algos_.bwd_data_ws,
-                                           &zero, x_desc_, dxp));
+    DLT_CUDNN(cudnnConvolutionBackwardData(ctx_.cudnn, &one, w_desc_, win, y_desc_, dyin, conv_desc_, algos_.bwd_data,
+                                           ws, algos_.bwd_data_ws, &zero, x_desc_, dxp));
     if (d_.bf16 && pad_.explicit_pad)
-      DLT_CUDA(crop_nhwc_bf16(bf16_act(base), dx.data(), d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb,
-                              pad_.el, pad_.er, ctx_.stream));
+      DLT_CUDA(crop_nhwc_bf16(bf16_act(base), dx.data(), d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb, pad_.el, pad_.er,
+                              ctx_.stream));
     else if (d_.bf16)
       DLT_CUDA(bf16_to_float(bf16_act(base), dx.data(), d_.n * d_.h * d_.w * d_.c, ctx_.stream));
     else if (pad_.explicit_pad)
-      DLT_CUDA(crop_nhwc(static_cast<float*>(dxp), dx.data(), d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb, pad_.el, pad_.er, ctx_.stream));
+      DLT_CUDA(crop_nhwc(static_cast<float*>(dxp), dx.data(), d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb, pad_.el,
+                         pad_.er, ctx_.stream));
   }
 
   void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
     const float one = 1.f, zero = 0.f;
     if (db.defined()) {
-      DLT_CUDNN(cudnnConvolutionBackwardBias(ctx_.cudnn, &one, yf_desc_, dy.data(), &zero, b_desc_,
-                                             db.data()));
+      DLT_CUDNN(cudnnConvolutionBackwardBias(ctx_.cudnn, &one, yf_desc_, dy.data(), &zero, b_desc_, db.data()));
     }
     if (!algos_.has_bwd_filter) conv_algo_cache().refresh(key_, algos_);
     const size_t ws_bytes = algos_.has_bwd_filter ? algos_.bwd_filter_ws : max_ws_bwd_filter_;
@@ -188,29 +184,26 @@ class CudaConvOp final : public ConvOp {
     if (!algos_.has_bwd_filter) {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       int got = 0;
-      DLT_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-          ctx_.cudnn, x_desc_, xin, y_desc_, dyin, conv_desc_, w_desc_, dwout,
-          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf, ws, ws_bytes));
+      DLT_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx_.cudnn, x_desc_, xin, y_desc_, dyin, conv_desc_,
+                                                              w_desc_, dwout, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+                                                              &got, perf, ws, ws_bytes));
       const int i = pick(perf, got, ws_bytes, "backward filter");
       algos_.bwd_filter = perf[i].algo;
       algos_.bwd_filter_ws = perf[i].memory;
       algos_.has_bwd_filter = true;
       conv_algo_cache().put(key_, algos_);
     }
-    DLT_CUDNN(cudnnConvolutionBackwardFilter(ctx_.cudnn, &one, x_desc_, xin, y_desc_, dyin,
-                                             conv_desc_, algos_.bwd_filter, ws,
-                                             algos_.bwd_filter_ws, &zero, w_desc_, dwout));
-    if (d_.bf16)
-      DLT_CUDA(bf16_to_float(bf16_w(base), dw.data(), d_.k * d_.kh * d_.kw * d_.c, ctx_.stream));
+    DLT_CUDNN(cudnnConvolutionBackwardFilter(ctx_.cudnn, &one, x_desc_, xin, y_desc_, dyin, conv_desc_,
+                                             algos_.bwd_filter, ws, algos_.bwd_filter_ws, &zero, w_desc_, dwout));
+    if (d_.bf16) DLT_CUDA(bf16_to_float(bf16_w(base), dw.data(), d_.k * d_.kh * d_.kw * d_.c, ctx_.stream));
   }
 
  private:
   static std::string describe(const ConvDesc& d) {
     std::ostringstream os;
-    os << "conv (input " << d.n << "x" << d.h << "x" << d.w << "x" << d.c << ", " << d.k
-       << " filters " << d.kh << "x" << d.kw << ", stride " << d.stride_h << "x" << d.stride_w
-       << ", padding t" << d.pad_t << " b" << d.pad_b << " l" << d.pad_l << " r" << d.pad_r
-       << ", dilation " << d.dilation_h << "x" << d.dilation_w << ")";
+    os << "conv (input " << d.n << "x" << d.h << "x" << d.w << "x" << d.c << ", " << d.k << " filters " << d.kh << "x"
+       << d.kw << ", stride " << d.stride_h << "x" << d.stride_w << ", padding t" << d.pad_t << " b" << d.pad_b << " l"
+       << d.pad_l << " r" << d.pad_r << ", dilation " << d.dilation_h << "x" << d.dilation_w << ")";
     return os.str();
   }
 
@@ -225,16 +218,14 @@ class CudaConvOp final : public ConvOp {
   // bf16: the workspace head holds act (N, Hx, Wx, C) (x rounded and padded, or the padded dx),
   // w (K, kh, kw, C) (w rounded, or dw) and out (N, OH, OW, K) (y, or dy rounded), bfloat16.
   __nv_bfloat16* bf16_act(char* base) const { return reinterpret_cast<__nv_bfloat16*>(base); }
-  __nv_bfloat16* bf16_w(char* base) const {
-    return reinterpret_cast<__nv_bfloat16*>(base + act_bf_bytes_);
-  }
+  __nv_bfloat16* bf16_w(char* base) const { return reinterpret_cast<__nv_bfloat16*>(base + act_bf_bytes_); }
   __nv_bfloat16* bf16_out(char* base) const {
     return reinterpret_cast<__nv_bfloat16*>(base + act_bf_bytes_ + w_bf_bytes_);
   }
   const __nv_bfloat16* bf16_input(const Tensor& x, char* base) {
     if (pad_.explicit_pad)
-      DLT_CUDA(pad_nhwc_bf16(x.data(), bf16_act(base), d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb,
-                             pad_.el, pad_.er, ctx_.stream));
+      DLT_CUDA(pad_nhwc_bf16(x.data(), bf16_act(base), d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb, pad_.el, pad_.er,
+                             ctx_.stream));
     else
       DLT_CUDA(float_to_bf16(x.data(), bf16_act(base), x.numel(), ctx_.stream));
     return bf16_act(base);
@@ -263,8 +254,8 @@ class CudaConvOp final : public ConvOp {
   int pick(const Perf* perf, int got, size_t ws_bytes, const char* dir) const {
     for (int i = 0; i < got; ++i)
       if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_bytes && usable(perf[i])) {
-        log::debug("{} {}: cuDNN algorithm {} ({:.3f} ms, {} math, {}, workspace {} KiB of {} KiB; {} measured)",
-                   name_, dir, static_cast<int>(perf[i].algo), static_cast<double>(perf[i].time),
+        log::debug("{} {}: cuDNN algorithm {} ({:.3f} ms, {} math, {}, workspace {} KiB of {} KiB; {} measured)", name_,
+                   dir, static_cast<int>(perf[i].algo), static_cast<double>(perf[i].time),
                    perf[i].mathType == CUDNN_TENSOR_OP_MATH ? "tensor-op"
                    : perf[i].mathType == CUDNN_FMA_MATH     ? "fma"
                                                             : "default",
@@ -273,8 +264,7 @@ class CudaConvOp final : public ConvOp {
         return i;
       }
     throw DeviceError(name_ + ": cuDNN found no " + dir + " algorithm within a workspace of " +
-                      std::to_string(ws_bytes >> 20) +
-                      " MiB (raise CudnnWorkspaceMB or set AllowTF32: true" +
+                      std::to_string(ws_bytes >> 20) + " MiB (raise CudnnWorkspaceMB or set AllowTF32: true" +
                       (deterministic_ ? std::string(", or Deterministic: false") : std::string()) + ")");
   }
 
@@ -298,25 +288,22 @@ class CudaConvOp final : public ConvOp {
   size_t heuristic_ws_fwd() const {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int got = 0;
-    DLT_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(ctx_.cudnn, x_desc_, w_desc_, conv_desc_,
-                                                     y_desc_, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                     &got, perf));
+    DLT_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(ctx_.cudnn, x_desc_, w_desc_, conv_desc_, y_desc_,
+                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
     return budget(perf, got, "forward");
   }
   size_t heuristic_ws_bwd_data() const {
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     int got = 0;
-    DLT_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-        ctx_.cudnn, w_desc_, y_desc_, conv_desc_, x_desc_, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-        &got, perf));
+    DLT_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx_.cudnn, w_desc_, y_desc_, conv_desc_, x_desc_,
+                                                          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf));
     return budget(perf, got, "backward data");
   }
   size_t heuristic_ws_bwd_filter() const {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     int got = 0;
-    DLT_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-        ctx_.cudnn, x_desc_, y_desc_, conv_desc_, w_desc_, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-        &got, perf));
+    DLT_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx_.cudnn, x_desc_, y_desc_, conv_desc_, w_desc_,
+                                                            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf));
     return budget(perf, got, "backward filter");
   }
 
@@ -324,9 +311,9 @@ class CudaConvOp final : public ConvOp {
   CudaContext& ctx_;
   std::string name_;
   int64_t oh_ = 0, ow_ = 0;
-  PadSplit pad_;  // symmetric padding for cuDNN + the excess padded explicitly
+  PadSplit pad_;                                          // symmetric padding for cuDNN + the excess padded explicitly
   bool deterministic_ = backend_options().deterministic;  // Deterministic
-  bool fused_ok_ = backend_options().fused_convolution;  // FusedConvolution; off once unsupported
+  bool fused_ok_ = backend_options().fused_convolution;   // FusedConvolution; off once unsupported
   // Workspace head: float32 the padded x or padded dx (explicit padding only); bf16 the
   // bfloat16 act, w and out buffers (act_bf_bytes_ and w_bf_bytes_ are their first two).
   size_t head_bytes_ = 0, act_bf_bytes_ = 0, w_bf_bytes_ = 0;

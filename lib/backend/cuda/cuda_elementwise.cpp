@@ -24,8 +24,7 @@ void CudaBackend::do_fill(Tensor& t, float value) {
 void CudaBackend::do_copy(const Tensor& src, Tensor& dst) {
   if (src.data() == dst.data() || src.bytes() == 0) return;
   enter();
-  DLT_CUDA(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDeviceToDevice,
-                           ctx_.stream));
+  DLT_CUDA(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDeviceToDevice, ctx_.stream));
 }
 
 void CudaBackend::do_axpby(float a, const Tensor& x, float b, Tensor& y) {
@@ -65,33 +64,27 @@ double CudaBackend::do_sum_squares(const Tensor& t) {
   return *static_cast<const double*>(result_h_);
 }
 
-void CudaBackend::do_l2_norm_into(const Tensor& t, Tensor& norms, int64_t index,
-                                  bool accumulate) {
+void CudaBackend::do_l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) {
   enter();
   auto* partials = static_cast<double*>(scratch(cuda::sum_squares_scratch() * sizeof(double)));
-  cuda::l2_norm_into(t.data(), t.numel(), partials, norms.data() + index, accumulate,
-                     ctx_.stream);
+  cuda::l2_norm_into(t.data(), t.numel(), partials, norms.data() + index, accumulate, ctx_.stream);
 }
 
-void CudaBackend::do_clip_to_norm(Tensor& t, const Tensor& norms, int64_t index,
-                                  double threshold) {
+void CudaBackend::do_clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) {
   enter();
   cuda::clip_to_norm(t.data(), t.numel(), norms.data() + index, threshold, ctx_.stream);
 }
 
-void CudaBackend::do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul,
-                                 Tensor& y) {
+void CudaBackend::do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) {
   const int64_t n = x.numel(), ns = shift.numel(), nm = mul.defined() ? mul.numel() : 1;
   enter();
-  cuda::shift_scale(x.data(), shift.data(), ns, mul.defined() ? mul.data() : nullptr, nm,
-                    y.data(), n, ctx_.stream);
+  cuda::shift_scale(x.data(), shift.data(), ns, mul.defined() ? mul.data() : nullptr, nm, y.data(), n, ctx_.stream);
 }
 
-void CudaBackend::do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p,
-                                     uint64_t key, float keep_value) {
+void CudaBackend::do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key,
+                                     float keep_value) {
   enter();
-  cuda::dropout_forward(x.data(), y.data(), mask.data(), x.numel(), key, p, keep_value,
-                        ctx_.stream);
+  cuda::dropout_forward(x.data(), y.data(), mask.data(), x.numel(), key, p, keep_value, ctx_.stream);
 }
 
 void CudaBackend::do_mul(const Tensor& x, const Tensor& m, Tensor& y) {
@@ -99,8 +92,7 @@ void CudaBackend::do_mul(const Tensor& x, const Tensor& m, Tensor& y) {
   cuda::mul(x.data(), m.data(), y.data(), x.numel(), ctx_.stream);
 }
 
-void CudaBackend::do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean,
-                                     Tensor& var) {
+void CudaBackend::do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean, Tensor& var) {
   const int64_t c = mean.numel();
   enter();
   const size_t doubles = cuda::channel_moments_scratch(positions, c);
@@ -108,23 +100,20 @@ void CudaBackend::do_channel_moments(const Tensor& x, int64_t positions, Tensor&
   cuda::channel_moments(x.data(), positions, c, mean.data(), var.data(), s, ctx_.stream);
 }
 
-void CudaBackend::do_batch_norm_dx_correction(const Tensor& x, int64_t positions,
-                                              const Tensor& mean, const Tensor& var,
-                                              const Tensor& scale, float epsilon, double m,
-                                              const Tensor& dshift, const Tensor& dscale,
-                                              Tensor& dx) {
+void CudaBackend::do_batch_norm_dx_correction(const Tensor& x, int64_t positions, const Tensor& mean, const Tensor& var,
+                                              const Tensor& scale, float epsilon, double m, const Tensor& dshift,
+                                              const Tensor& dscale, Tensor& dx) {
   const int64_t c = mean.numel();
   enter();
   auto* coef = static_cast<float*>(scratch(3 * static_cast<size_t>(c) * sizeof(float)));
-  cuda::batch_norm_dx_correction(x.data(), positions, c, mean.data(), var.data(), scale.data(),
-                                 epsilon, m, dshift.data(), dscale.data(), dx.data(), coef,
-                                 ctx_.stream);
+  cuda::batch_norm_dx_correction(x.data(), positions, c, mean.data(), var.data(), scale.data(), epsilon, m,
+                                 dshift.data(), dscale.data(), dx.data(), coef, ctx_.stream);
 }
 
 void CudaBackend::do_max_pool_indices(const Tensor& x, Tensor& idx, const PoolDesc& d) {
   enter();
-  cuda::max_pool_indices(x.data(), idx.data_i32(), d.n, d.h, d.w, d.c, d.out_h(), d.out_w(), d.kh, d.kw,
-                         d.stride_h, d.stride_w, d.pad_t, d.pad_l, ctx_.stream);
+  cuda::max_pool_indices(x.data(), idx.data_i32(), d.n, d.h, d.w, d.c, d.out_h(), d.out_w(), d.kh, d.kw, d.stride_h,
+                         d.stride_w, d.pad_t, d.pad_l, ctx_.stream);
 }
 
 void CudaBackend::do_max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d) {
@@ -144,19 +133,19 @@ void CudaBackend::do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Te
 void CudaBackend::do_crop2d(const Tensor& x, Tensor& y, const CropDesc& d) {
   enter();
   if (d.n == 0) return;
-  DLT_CUDA(cuda::crop_nhwc(x.data(), y.data(), d.n, d.out_h, d.out_w, d.c, d.top, d.h - d.out_h - d.top,
-                           d.left, d.w - d.out_w - d.left, ctx_.stream));
+  DLT_CUDA(cuda::crop_nhwc(x.data(), y.data(), d.n, d.out_h, d.out_w, d.c, d.top, d.h - d.out_h - d.top, d.left,
+                           d.w - d.out_w - d.left, ctx_.stream));
 }
 
 void CudaBackend::do_crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) {
   enter();
   if (d.n == 0) return;
-  DLT_CUDA(cuda::pad_nhwc(dy.data(), dx.data(), d.n, d.out_h, d.out_w, d.c, d.top, d.h - d.out_h - d.top,
-                          d.left, d.w - d.out_w - d.left, 0.f, ctx_.stream));
+  DLT_CUDA(cuda::pad_nhwc(dy.data(), dx.data(), d.n, d.out_h, d.out_w, d.c, d.top, d.h - d.out_h - d.top, d.left,
+                          d.w - d.out_w - d.left, 0.f, ctx_.stream));
 }
 
-LossTotals CudaBackend::do_cross_entropy(const Tensor& probs, const Tensor& labels,
-                                         const LossOptions& opt, Tensor& dlogits) {
+LossTotals CudaBackend::do_cross_entropy(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
+                                         Tensor& dlogits) {
   Tensor totals(Shape{kLossTotalsFloats}, device());
   loss_async(probs, labels, opt, dlogits, totals);
   return read_loss_totals(totals);
@@ -165,23 +154,21 @@ LossTotals CudaBackend::do_cross_entropy(const Tensor& probs, const Tensor& labe
 // The kernels write their LossTotals straight into the totals tensor; nothing waits.
 // The result is also copied to pinned memory behind an event, for read_loss_totals; in a
 // capture the event record is a node of the graph, so every replay records it.
-void CudaBackend::loss_async(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
-                             Tensor& dlogits, Tensor& totals) {
+void CudaBackend::loss_async(const Tensor& probs, const Tensor& labels, const LossOptions& opt, Tensor& dlogits,
+                             Tensor& totals) {
   static_assert(sizeof(cuda::CrossEntropyResult) == sizeof(LossTotals));
   static_assert(sizeof(LossTotals) <= kLossTotalsFloats * sizeof(float));
   const int64_t n = labels.numel();
   const int64_t c = probs.numel() / n;
   enter();
   cuda::cross_entropy(probs.data(), labels.data_i32(), n, c,
-                      opt.class_weights.defined() ? opt.class_weights.data() : nullptr,
-                      opt.undefined_labels, dlogits.defined() ? dlogits.data() : nullptr,
-                      scratch(cuda::cross_entropy_scratch(n)),
+                      opt.class_weights.defined() ? opt.class_weights.data() : nullptr, opt.undefined_labels,
+                      dlogits.defined() ? dlogits.data() : nullptr, scratch(cuda::cross_entropy_scratch(n)),
                       reinterpret_cast<cuda::CrossEntropyResult*>(totals.data()), ctx_.stream);
   loss_pending_ = nullptr;
-  DLT_CUDA(cudaMemcpyAsync(loss_h_, totals.data(), sizeof(LossTotals), cudaMemcpyDeviceToHost,
-                           ctx_.stream));
-  DLT_CUDA(cudaEventRecordWithFlags(loss_mark_, ctx_.stream,
-                                    capturing_ ? cudaEventRecordExternal : cudaEventRecordDefault));
+  DLT_CUDA(cudaMemcpyAsync(loss_h_, totals.data(), sizeof(LossTotals), cudaMemcpyDeviceToHost, ctx_.stream));
+  DLT_CUDA(
+      cudaEventRecordWithFlags(loss_mark_, ctx_.stream, capturing_ ? cudaEventRecordExternal : cudaEventRecordDefault));
   (capturing_ ? graph_loss_ : loss_pending_) = totals.data();
 }
 
@@ -203,22 +190,20 @@ LossTotals CudaBackend::read_loss_totals(const Tensor& totals) {
   return r;
 }
 
-void CudaBackend::do_optimizer_update(const UpdateRule& r, const UpdateScalars& k, Tensor& w,
-                                      const Tensor& g, Tensor& m, Tensor& s) {
+void CudaBackend::do_optimizer_update(const UpdateRule& r, const UpdateScalars& k, Tensor& w, const Tensor& g,
+                                      Tensor& m, Tensor& s) {
   auto arg = [](const ScalarArg& a) { return cuda::Scalar{a.value, a.at}; };
   enter();
   switch (r.solver) {
     case Solver::kSgdm:
-      cuda::sgdm_update(w.data(), g.data(), m.data(), w.numel(), arg(k.lr), r.momentum, r.l2,
-                        ctx_.stream);
+      cuda::sgdm_update(w.data(), g.data(), m.data(), w.numel(), arg(k.lr), r.momentum, r.l2, ctx_.stream);
       return;
     case Solver::kAdam:
-      cuda::adam_update(w.data(), g.data(), m.data(), s.data(), w.numel(), arg(k.lr), r.b1, r.b2,
-                        r.eps, arg(k.c1), arg(k.c2), r.l2, ctx_.stream);
+      cuda::adam_update(w.data(), g.data(), m.data(), s.data(), w.numel(), arg(k.lr), r.b1, r.b2, r.eps, arg(k.c1),
+                        arg(k.c2), r.l2, ctx_.stream);
       return;
     case Solver::kRmsprop:
-      cuda::rmsprop_update(w.data(), g.data(), s.data(), w.numel(), arg(k.lr), r.b2, r.eps, r.l2,
-                           ctx_.stream);
+      cuda::rmsprop_update(w.data(), g.data(), s.data(), w.numel(), arg(k.lr), r.b2, r.eps, r.l2, ctx_.stream);
       return;
   }
 }

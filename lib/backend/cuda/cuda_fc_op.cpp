@@ -27,8 +27,7 @@ class CudaFcOp final : public FcOp {
     std::ostringstream os;
     os << "fully connected (" << d.n << " samples, " << d.in << " -> " << d.out << ")";
     name_ = os.str();
-    if (d.n < 1 || d.in < 1 || d.out < 1)
-      throw ShapeError(name_ + ": every size must be at least 1");
+    if (d.n < 1 || d.in < 1 || d.out < 1) throw ShapeError(name_ + ": every size must be at least 1");
     n_ = to_int(d.n, name_, "N");
     in_ = to_int(d.in, name_, "input size");
     out_ = to_int(d.out, name_, "OutputSize");
@@ -58,54 +57,50 @@ class CudaFcOp final : public FcOp {
       beta = 1.f;
     }
     if (d_.bf16)
-      gemm_bf16(CUBLAS_OP_T, CUBLAS_OP_N, out_, n_, in_, to_bf16(w, w_bf_), in_, to_bf16(x, x_bf_),
-                in_, beta, y.data(), out_);
+      gemm_bf16(CUBLAS_OP_T, CUBLAS_OP_N, out_, n_, in_, to_bf16(w, w_bf_), in_, to_bf16(x, x_bf_), in_, beta, y.data(),
+                out_);
     else
       gemm(CUBLAS_OP_T, CUBLAS_OP_N, out_, n_, in_, w.data(), in_, x.data(), in_, beta, y.data(), out_);
     if (d_.fuse_relu)
-      DLT_CUDNN(cudnnActivationForward(ctx_.cudnn, act_desc_, &one, y_desc_, y.data(), &zero,
-                                       y_desc_, y.data()));
+      DLT_CUDNN(cudnnActivationForward(ctx_.cudnn, act_desc_, &one, y_desc_, y.data(), &zero, y_desc_, y.data()));
   }
 
   void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
     if (d_.bf16)
-      gemm_bf16(CUBLAS_OP_N, CUBLAS_OP_N, in_, n_, out_, to_bf16(w, w_bf_), in_,
-                to_bf16(dy, dy_bf_), out_, 0.f, dx.data(), in_);
+      gemm_bf16(CUBLAS_OP_N, CUBLAS_OP_N, in_, n_, out_, to_bf16(w, w_bf_), in_, to_bf16(dy, dy_bf_), out_, 0.f,
+                dx.data(), in_);
     else
       gemm(CUBLAS_OP_N, CUBLAS_OP_N, in_, n_, out_, w.data(), in_, dy.data(), out_, 0.f, dx.data(), in_);
   }
 
   void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
     if (d_.bf16)
-      gemm_bf16(CUBLAS_OP_N, CUBLAS_OP_T, in_, out_, n_, to_bf16(x, x_bf_), in_,
-                to_bf16(dy, dy_bf_), out_, 0.f, dw.data(), in_);
+      gemm_bf16(CUBLAS_OP_N, CUBLAS_OP_T, in_, out_, n_, to_bf16(x, x_bf_), in_, to_bf16(dy, dy_bf_), out_, 0.f,
+                dw.data(), in_);
     else
       gemm(CUBLAS_OP_N, CUBLAS_OP_T, in_, out_, n_, x.data(), in_, dy.data(), out_, 0.f, dw.data(), in_);
     if (db.defined()) {
       const float one = 1.f, zero = 0.f;
-      DLT_CUBLAS(cublasSgemv(ctx_.cublas, CUBLAS_OP_N, out_, n_, &one, dy.data(), out_,
-                             ones_.data(), 1, &zero, db.data(), 1));
+      DLT_CUBLAS(
+          cublasSgemv(ctx_.cublas, CUBLAS_OP_N, out_, n_, &one, dy.data(), out_, ones_.data(), 1, &zero, db.data(), 1));
     }
   }
 
  private:
   // C (m, n) = op(A) op(B) + beta C, column-major, alpha = 1, host scalars.
-  void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* a,
-            int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* a, int lda, const float* b,
+            int ldb, float beta, float* c, int ldc) {
     const float alpha = 1.f;
-    DLT_CUBLAS(cublasGemmEx(ctx_.cublas, ta, tb, m, n, k, &alpha, a, CUDA_R_32F, lda, b,
-                            CUDA_R_32F, ldb, &beta, c, CUDA_R_32F, ldc, compute_,
-                            CUBLAS_GEMM_DEFAULT));
+    DLT_CUBLAS(cublasGemmEx(ctx_.cublas, ta, tb, m, n, k, &alpha, a, CUDA_R_32F, lda, b, CUDA_R_32F, ldb, &beta, c,
+                            CUDA_R_32F, ldc, compute_, CUBLAS_GEMM_DEFAULT));
   }
 
   // As gemm with bfloat16 A and B: C (float32) = op(A) op(B) + beta C, float32 sums.
-  void gemm_bf16(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                 const __nv_bfloat16* a, int lda, const __nv_bfloat16* b, int ldb, float beta,
-                 float* c, int ldc) {
+  void gemm_bf16(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const __nv_bfloat16* a, int lda,
+                 const __nv_bfloat16* b, int ldb, float beta, float* c, int ldc) {
     const float alpha = 1.f;
-    DLT_CUBLAS(cublasGemmEx(ctx_.cublas, ta, tb, m, n, k, &alpha, a, CUDA_R_16BF, lda, b,
-                            CUDA_R_16BF, ldb, &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
-                            CUBLAS_GEMM_DEFAULT));
+    DLT_CUBLAS(cublasGemmEx(ctx_.cublas, ta, tb, m, n, k, &alpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, &beta, c,
+                            CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
 
   // src rounded into the scratch dst (sized for it in the constructor); returns dst.
@@ -119,16 +114,14 @@ class CudaFcOp final : public FcOp {
   std::string name_;
   int n_ = 0, in_ = 0, out_ = 0;
   cublasComputeType_t compute_ = CUBLAS_COMPUTE_32F;
-  Tensor ones_;          // (N) ones: bias broadcast and bias gradient
+  Tensor ones_;                 // (N) ones: bias broadcast and bias gradient
   Tensor x_bf_, w_bf_, dy_bf_;  // bf16 only: (N, in), (K, in), (N, K) bfloat16 copies
-  TensorDesc y_desc_;    // (N * K) flat, for the fused relu
+  TensorDesc y_desc_;           // (N * K) flat, for the fused relu
   ActivationDesc act_desc_;
 };
 
 }  // namespace
 
-std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, CudaContext& ctx) {
-  return std::make_unique<CudaFcOp>(d, ctx);
-}
+std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, CudaContext& ctx) { return std::make_unique<CudaFcOp>(d, ctx); }
 
 }  // namespace dlt::cuda

@@ -45,8 +45,7 @@ void CudaBackend::end_capture() {
     (void)cudaGetLastError();
     if (graph) cudaGraphDestroy(graph);
     alloc_.cancel_capture();
-    cuda::throw_cuda(e, "cudaStreamEndCapture (something in the step cannot be captured)",
-                     __FILE__, __LINE__);
+    cuda::throw_cuda(e, "cudaStreamEndCapture (something in the step cannot be captured)", __FILE__, __LINE__);
   }
   try {
     alloc_.end_capture();  // throws when the step allocated or freed while capturing

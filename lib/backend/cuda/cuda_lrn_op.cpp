@@ -15,24 +15,21 @@ class CudaLrnOp final : public LrnOp {
  public:
   CudaLrnOp(const LrnDesc& d, CudaContext& ctx) : LrnOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx) {
     std::ostringstream os;
-    os << "lrn (input " << d.n << "x" << d.h << "x" << d.w << "x" << d.c << ", window " << d.size
-       << ", alpha " << d.alpha << ", beta " << d.beta << ", k " << d.k << ")";
+    os << "lrn (input " << d.n << "x" << d.h << "x" << d.w << "x" << d.c << ", window " << d.size << ", alpha "
+       << d.alpha << ", beta " << d.beta << ", k " << d.k << ")";
     name_ = os.str();
     if (d.size < CUDNN_LRN_MIN_N || d.size > CUDNN_LRN_MAX_N)
-      throw ShapeError(name_ + ": cuDNN supports WindowChannelSize " +
-                       std::to_string(CUDNN_LRN_MIN_N) + " to " + std::to_string(CUDNN_LRN_MAX_N) +
-                       " (use a smaller window or train on the CPU)");
+      throw ShapeError(name_ + ": cuDNN supports WindowChannelSize " + std::to_string(CUDNN_LRN_MIN_N) + " to " +
+                       std::to_string(CUDNN_LRN_MAX_N) + " (use a smaller window or train on the CPU)");
     // The minima are doubles that floats round below (0.01f < 0.01): compare in float and give
     // cuDNN at least its minimum, so that Beta 0.01 and K 1e-5 themselves are accepted.
     if (d.beta < static_cast<float>(CUDNN_LRN_MIN_BETA) || d.k < static_cast<float>(CUDNN_LRN_MIN_K))
       throw ShapeError(name_ + ": cuDNN needs Beta >= " + std::to_string(CUDNN_LRN_MIN_BETA) +
-                       " and K >= " + std::to_string(CUDNN_LRN_MIN_K) +
-                       " (change the layer or train on the CPU)");
+                       " and K >= " + std::to_string(CUDNN_LRN_MIN_K) + " (change the layer or train on the CPU)");
     numel_ = d.n * d.h * d.w * d.c;
     set_nhwc(nhwc_, d.n, d.h, d.w, d.c, name_);
-    DLT_CUDNN(cudnnSetTensor4dDescriptor(nchw_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                         to_int(d.n, name_, "N"), to_int(d.c, name_, "C"),
-                                         to_int(d.h, name_, "H"), to_int(d.w, name_, "W")));
+    DLT_CUDNN(cudnnSetTensor4dDescriptor(nchw_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(d.n, name_, "N"),
+                                         to_int(d.c, name_, "C"), to_int(d.h, name_, "H"), to_int(d.w, name_, "W")));
     DLT_CUDNN(cudnnSetLRNDescriptor(lrn_, static_cast<unsigned>(d.size), d.alpha,
                                     std::max<double>(d.beta, CUDNN_LRN_MIN_BETA),
                                     std::max<double>(d.k, CUDNN_LRN_MIN_K)));
@@ -57,8 +54,8 @@ class CudaLrnOp final : public LrnOp {
     forward_nchw(x, xt, yt);
     transform(nhwc_, dy.data(), nchw_, dyt);
     const float one = 1.f, zero = 0.f;
-    DLT_CUDNN(cudnnLRNCrossChannelBackward(ctx_.cudnn, lrn_, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one,
-                                           nchw_, yt, nchw_, dyt, nchw_, xt, &zero, nchw_, dxt));
+    DLT_CUDNN(cudnnLRNCrossChannelBackward(ctx_.cudnn, lrn_, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, nchw_, yt, nchw_, dyt,
+                                           nchw_, xt, &zero, nchw_, dxt));
     transform(nchw_, dxt, nhwc_, dx.data());
   }
 
@@ -67,12 +64,11 @@ class CudaLrnOp final : public LrnOp {
   void forward_nchw(const Tensor& x, float* xt, float* yt) {
     transform(nhwc_, x.data(), nchw_, xt);
     const float one = 1.f, zero = 0.f;
-    DLT_CUDNN(cudnnLRNCrossChannelForward(ctx_.cudnn, lrn_, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one,
-                                          nchw_, xt, &zero, nchw_, yt));
+    DLT_CUDNN(
+        cudnnLRNCrossChannelForward(ctx_.cudnn, lrn_, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, nchw_, xt, &zero, nchw_, yt));
   }
 
-  void transform(cudnnTensorDescriptor_t from, const float* src, cudnnTensorDescriptor_t to,
-                 float* dst) {
+  void transform(cudnnTensorDescriptor_t from, const float* src, cudnnTensorDescriptor_t to, float* dst) {
     const float one = 1.f, zero = 0.f;
     DLT_CUDNN(cudnnTransformTensor(ctx_.cudnn, &one, from, src, &zero, to, dst));
   }
@@ -81,15 +77,13 @@ class CudaLrnOp final : public LrnOp {
   CudaContext& ctx_;
   std::string name_;
   int64_t numel_ = 0;
-  size_t buf_bytes_ = 0;   // one NCHW copy in the workspace
+  size_t buf_bytes_ = 0;    // one NCHW copy in the workspace
   TensorDesc nhwc_, nchw_;  // (N, C, H, W) in either memory order
   LrnDescriptor lrn_;
 };
 
 }  // namespace
 
-std::unique_ptr<LrnOp> make_lrn_op(const LrnDesc& d, CudaContext& ctx) {
-  return std::make_unique<CudaLrnOp>(d, ctx);
-}
+std::unique_ptr<LrnOp> make_lrn_op(const LrnDesc& d, CudaContext& ctx) { return std::make_unique<CudaLrnOp>(d, ctx); }
 
 }  // namespace dlt::cuda

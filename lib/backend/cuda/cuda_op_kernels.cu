@@ -15,12 +15,10 @@ unsigned blocks_for(int64_t count) {
   return static_cast<unsigned>(b);
 }
 
-__global__ void pad_nhwc_kernel(const float* x, float* xp, int64_t n, int64_t h, int64_t w,
-                                int64_t c, int64_t pt, int64_t pl, int64_t hp, int64_t wp,
-                                float value) {
+__global__ void pad_nhwc_kernel(const float* x, float* xp, int64_t n, int64_t h, int64_t w, int64_t c, int64_t pt,
+                                int64_t pl, int64_t hp, int64_t wp, float value) {
   const int64_t total = n * hp * wp * c;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t ch = i % c;
     int64_t r = i / c;
     const int64_t xw = r % wp - pl;
@@ -31,11 +29,10 @@ __global__ void pad_nhwc_kernel(const float* x, float* xp, int64_t n, int64_t h,
   }
 }
 
-__global__ void crop_nhwc_kernel(const float* xp, float* x, int64_t n, int64_t h, int64_t w,
-                                 int64_t c, int64_t pt, int64_t pl, int64_t hp, int64_t wp) {
+__global__ void crop_nhwc_kernel(const float* xp, float* x, int64_t n, int64_t h, int64_t w, int64_t c, int64_t pt,
+                                 int64_t pl, int64_t hp, int64_t wp) {
   const int64_t total = n * h * w * c;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t ch = i % c;
     int64_t r = i / c;
     const int64_t xw = r % w;
@@ -47,23 +44,19 @@ __global__ void crop_nhwc_kernel(const float* xp, float* x, int64_t n, int64_t h
 }
 
 __global__ void fill_kernel(float* p, int64_t count, float value) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
-       i += int64_t(gridDim.x) * blockDim.x)
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x)
     p[i] = value;
 }
 
 __global__ void leaky_relu_forward_kernel(const float* x, float* y, int64_t count, float alpha) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
-       i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
     const float v = x[i];
     y[i] = v > 0.f ? v : alpha * v;
   }
 }
 
-__global__ void leaky_relu_backward_kernel(const float* x, const float* dy, float* dx,
-                                           int64_t count, float alpha) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
-       i += int64_t(gridDim.x) * blockDim.x) {
+__global__ void leaky_relu_backward_kernel(const float* x, const float* dy, float* dx, int64_t count, float alpha) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
     const float g = dy[i];
     dx[i] = x[i] > 0.f ? g : alpha * g;
   }
@@ -81,12 +74,10 @@ __global__ void bn_inv_std_kernel(const float* var, float* invstd, int64_t c, fl
   invstd[i] = static_cast<float>(1.0 / sqrt(static_cast<double>(var[i]) + double(epsilon)));
 }
 
-__global__ void bn_relu_mask_kernel(const float* x, const float* dy, const float* mean,
-                                    const float* invstd, const float* scale, const float* offset,
-                                    float* dyp, int64_t p, int64_t c) {
+__global__ void bn_relu_mask_kernel(const float* x, const float* dy, const float* mean, const float* invstd,
+                                    const float* scale, const float* offset, float* dyp, int64_t p, int64_t c) {
   const int64_t total = p * c;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t ch = i % c;
     const float pre = scale[ch] * ((x[i] - mean[ch]) * invstd[ch]) + offset[ch];
     dyp[i] = pre > 0.f ? dy[i] : 0.f;
@@ -101,10 +92,9 @@ int64_t row_splits(int64_t p) {
   return s < 1 ? 1 : s;
 }
 
-__global__ void bn_global_backward_kernel(const float* x, const float* dy, const float* mean,
-                                          const float* invstd, const float* scale,
-                                          const float* offset, float* dx, float* partial,
-                                          int64_t p, int64_t c) {
+__global__ void bn_global_backward_kernel(const float* x, const float* dy, const float* mean, const float* invstd,
+                                          const float* scale, const float* offset, float* dx, float* partial, int64_t p,
+                                          int64_t c) {
   __shared__ float s_dy[kRowLanes][32];
   __shared__ float s_dyx[kRowLanes][32];
   const int64_t ch = blockIdx.x * int64_t(32) + threadIdx.x;
@@ -132,13 +122,13 @@ __global__ void bn_global_backward_kernel(const float* x, const float* dy, const
       a += s_dy[k][threadIdx.x];
       b += s_dyx[k][threadIdx.x];
     }
-    partial[blockIdx.y * c + ch] = a;                        // doffset part
+    partial[blockIdx.y * c + ch] = a;                         // doffset part
     partial[(gridDim.y + blockIdx.y) * int64_t(c) + ch] = b;  // dscale part
   }
 }
 
-__global__ void bn_global_finalize_kernel(const float* partial, int64_t splits, int64_t c,
-                                          float* dscale, float* doffset) {
+__global__ void bn_global_finalize_kernel(const float* partial, int64_t splits, int64_t c, float* dscale,
+                                          float* doffset) {
   const int64_t ch = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (ch >= c) return;
   double a = 0, b = 0;
@@ -151,51 +141,43 @@ __global__ void bn_global_finalize_kernel(const float* partial, int64_t splits, 
 }
 
 __global__ void float_to_bf16_kernel(const float* x, __nv_bfloat16* y, int64_t count) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
-       i += int64_t(gridDim.x) * blockDim.x)
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x)
     y[i] = __float2bfloat16_rn(x[i]);
 }
 
 __global__ void bf16_to_float_kernel(const __nv_bfloat16* x, float* y, int64_t count) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
-       i += int64_t(gridDim.x) * blockDim.x)
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x)
     y[i] = __bfloat162float(x[i]);
 }
 
-__global__ void bf16_bias_act_kernel(const __nv_bfloat16* x, const float* b, float* y,
-                                     int64_t total, int64_t c, bool relu) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
+__global__ void bf16_bias_act_kernel(const __nv_bfloat16* x, const float* b, float* y, int64_t total, int64_t c,
+                                     bool relu) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     float v = __bfloat162float(x[i]);
     if (b) v += b[i % c];
     y[i] = (relu && v < 0.f) ? 0.f : v;  // a NaN passes through, as CUDNN_PROPAGATE_NAN
   }
 }
 
-__global__ void pad_nhwc_bf16_kernel(const float* x, __nv_bfloat16* xp, int64_t n, int64_t h,
-                                     int64_t w, int64_t c, int64_t pt, int64_t pl, int64_t hp,
-                                     int64_t wp) {
+__global__ void pad_nhwc_bf16_kernel(const float* x, __nv_bfloat16* xp, int64_t n, int64_t h, int64_t w, int64_t c,
+                                     int64_t pt, int64_t pl, int64_t hp, int64_t wp) {
   const int64_t total = n * hp * wp * c;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t ch = i % c;
     int64_t r = i / c;
     const int64_t xw = r % wp - pl;
     r /= wp;
     const int64_t xh = r % hp - pt;
     const int64_t b = r / hp;
-    const float v =
-        (xh >= 0 && xh < h && xw >= 0 && xw < w) ? x[((b * h + xh) * w + xw) * c + ch] : 0.f;
+    const float v = (xh >= 0 && xh < h && xw >= 0 && xw < w) ? x[((b * h + xh) * w + xw) * c + ch] : 0.f;
     xp[i] = __float2bfloat16_rn(v);
   }
 }
 
-__global__ void crop_nhwc_bf16_kernel(const __nv_bfloat16* xp, float* x, int64_t n, int64_t h,
-                                      int64_t w, int64_t c, int64_t pt, int64_t pl, int64_t hp,
-                                      int64_t wp) {
+__global__ void crop_nhwc_bf16_kernel(const __nv_bfloat16* xp, float* x, int64_t n, int64_t h, int64_t w, int64_t c,
+                                      int64_t pt, int64_t pl, int64_t hp, int64_t wp) {
   const int64_t total = n * h * w * c;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t ch = i % c;
     int64_t r = i / c;
     const int64_t xw = r % w;
@@ -208,20 +190,17 @@ __global__ void crop_nhwc_bf16_kernel(const __nv_bfloat16* xp, float* x, int64_t
 
 }  // namespace
 
-cudaError_t pad_nhwc(const float* x, float* xp, int64_t n, int64_t h, int64_t w, int64_t c,
-                     int64_t pt, int64_t pb, int64_t pl, int64_t pr, float value,
-                     cudaStream_t stream) {
+cudaError_t pad_nhwc(const float* x, float* xp, int64_t n, int64_t h, int64_t w, int64_t c, int64_t pt, int64_t pb,
+                     int64_t pl, int64_t pr, float value, cudaStream_t stream) {
   const int64_t hp = h + pt + pb, wp = w + pl + pr;
-  pad_nhwc_kernel<<<blocks_for(n * hp * wp * c), kThreads, 0, stream>>>(x, xp, n, h, w, c, pt,
-                                                                       pl, hp, wp, value);
+  pad_nhwc_kernel<<<blocks_for(n * hp * wp * c), kThreads, 0, stream>>>(x, xp, n, h, w, c, pt, pl, hp, wp, value);
   return cudaGetLastError();
 }
 
-cudaError_t crop_nhwc(const float* xp, float* x, int64_t n, int64_t h, int64_t w, int64_t c,
-                      int64_t pt, int64_t pb, int64_t pl, int64_t pr, cudaStream_t stream) {
+cudaError_t crop_nhwc(const float* xp, float* x, int64_t n, int64_t h, int64_t w, int64_t c, int64_t pt, int64_t pb,
+                      int64_t pl, int64_t pr, cudaStream_t stream) {
   const int64_t hp = h + pt + pb, wp = w + pl + pr;
-  crop_nhwc_kernel<<<blocks_for(n * h * w * c), kThreads, 0, stream>>>(xp, x, n, h, w, c, pt, pl,
-                                                                      hp, wp);
+  crop_nhwc_kernel<<<blocks_for(n * h * w * c), kThreads, 0, stream>>>(xp, x, n, h, w, c, pt, pl, hp, wp);
   return cudaGetLastError();
 }
 
@@ -230,14 +209,13 @@ cudaError_t fill(float* p, int64_t count, float value, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-cudaError_t leaky_relu_forward(const float* x, float* y, int64_t count, float alpha,
-                               cudaStream_t stream) {
+cudaError_t leaky_relu_forward(const float* x, float* y, int64_t count, float alpha, cudaStream_t stream) {
   leaky_relu_forward_kernel<<<blocks_for(count), kThreads, 0, stream>>>(x, y, count, alpha);
   return cudaGetLastError();
 }
 
-cudaError_t leaky_relu_backward(const float* x, const float* dy, float* dx, int64_t count,
-                                float alpha, cudaStream_t stream) {
+cudaError_t leaky_relu_backward(const float* x, const float* dy, float* dx, int64_t count, float alpha,
+                                cudaStream_t stream) {
   leaky_relu_backward_kernel<<<blocks_for(count), kThreads, 0, stream>>>(x, dy, dx, count, alpha);
   return cudaGetLastError();
 }
@@ -247,35 +225,29 @@ cudaError_t bn_biased_variance(float* var, int64_t c, int64_t m, cudaStream_t st
   return cudaGetLastError();
 }
 
-cudaError_t bn_inv_std(const float* var, float* invstd, int64_t c, float epsilon,
-                       cudaStream_t stream) {
+cudaError_t bn_inv_std(const float* var, float* invstd, int64_t c, float epsilon, cudaStream_t stream) {
   bn_inv_std_kernel<<<blocks_for(c), kThreads, 0, stream>>>(var, invstd, c, epsilon);
   return cudaGetLastError();
 }
 
-cudaError_t bn_relu_mask(const float* x, const float* dy, const float* mean,
-                         const float* invstd, const float* scale, const float* offset,
-                         float* dyp, int64_t p, int64_t c, cudaStream_t stream) {
-  bn_relu_mask_kernel<<<blocks_for(p * c), kThreads, 0, stream>>>(x, dy, mean, invstd, scale,
-                                                                  offset, dyp, p, c);
+cudaError_t bn_relu_mask(const float* x, const float* dy, const float* mean, const float* invstd, const float* scale,
+                         const float* offset, float* dyp, int64_t p, int64_t c, cudaStream_t stream) {
+  bn_relu_mask_kernel<<<blocks_for(p * c), kThreads, 0, stream>>>(x, dy, mean, invstd, scale, offset, dyp, p, c);
   return cudaGetLastError();
 }
 
 int64_t bn_global_backward_partial_floats(int64_t p, int64_t c) { return 2 * row_splits(p) * c; }
 
-cudaError_t bn_global_backward(const float* x, const float* dy, const float* mean,
-                               const float* invstd, const float* scale, const float* offset,
-                               float* dx, float* dscale, float* doffset, float* partial,
-                               int64_t p, int64_t c, cudaStream_t stream) {
+cudaError_t bn_global_backward(const float* x, const float* dy, const float* mean, const float* invstd,
+                               const float* scale, const float* offset, float* dx, float* dscale, float* doffset,
+                               float* partial, int64_t p, int64_t c, cudaStream_t stream) {
   const int64_t splits = row_splits(p);
   dim3 grid(static_cast<unsigned>((c + 31) / 32), static_cast<unsigned>(splits));
   dim3 block(32, kRowLanes);
-  bn_global_backward_kernel<<<grid, block, 0, stream>>>(x, dy, mean, invstd, scale, offset, dx,
-                                                        partial, p, c);
+  bn_global_backward_kernel<<<grid, block, 0, stream>>>(x, dy, mean, invstd, scale, offset, dx, partial, p, c);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
-  bn_global_finalize_kernel<<<blocks_for(c), kThreads, 0, stream>>>(partial, splits, c, dscale,
-                                                                    doffset);
+  bn_global_finalize_kernel<<<blocks_for(c), kThreads, 0, stream>>>(partial, splits, c, dscale, doffset);
   return cudaGetLastError();
 }
 
@@ -289,27 +261,23 @@ cudaError_t bf16_to_float(const __nv_bfloat16* x, float* y, int64_t count, cudaS
   return cudaGetLastError();
 }
 
-cudaError_t bf16_bias_act(const __nv_bfloat16* x, const float* b, float* y, int64_t rows,
-                          int64_t c, bool relu, cudaStream_t stream) {
+cudaError_t bf16_bias_act(const __nv_bfloat16* x, const float* b, float* y, int64_t rows, int64_t c, bool relu,
+                          cudaStream_t stream) {
   bf16_bias_act_kernel<<<blocks_for(rows * c), kThreads, 0, stream>>>(x, b, y, rows * c, c, relu);
   return cudaGetLastError();
 }
 
-cudaError_t pad_nhwc_bf16(const float* x, __nv_bfloat16* xp, int64_t n, int64_t h, int64_t w,
-                          int64_t c, int64_t pt, int64_t pb, int64_t pl, int64_t pr,
-                          cudaStream_t stream) {
+cudaError_t pad_nhwc_bf16(const float* x, __nv_bfloat16* xp, int64_t n, int64_t h, int64_t w, int64_t c, int64_t pt,
+                          int64_t pb, int64_t pl, int64_t pr, cudaStream_t stream) {
   const int64_t hp = h + pt + pb, wp = w + pl + pr;
-  pad_nhwc_bf16_kernel<<<blocks_for(n * hp * wp * c), kThreads, 0, stream>>>(x, xp, n, h, w, c,
-                                                                            pt, pl, hp, wp);
+  pad_nhwc_bf16_kernel<<<blocks_for(n * hp * wp * c), kThreads, 0, stream>>>(x, xp, n, h, w, c, pt, pl, hp, wp);
   return cudaGetLastError();
 }
 
-cudaError_t crop_nhwc_bf16(const __nv_bfloat16* xp, float* x, int64_t n, int64_t h, int64_t w,
-                           int64_t c, int64_t pt, int64_t pb, int64_t pl, int64_t pr,
-                           cudaStream_t stream) {
+cudaError_t crop_nhwc_bf16(const __nv_bfloat16* xp, float* x, int64_t n, int64_t h, int64_t w, int64_t c, int64_t pt,
+                           int64_t pb, int64_t pl, int64_t pr, cudaStream_t stream) {
   const int64_t hp = h + pt + pb, wp = w + pl + pr;
-  crop_nhwc_bf16_kernel<<<blocks_for(n * h * w * c), kThreads, 0, stream>>>(xp, x, n, h, w, c,
-                                                                           pt, pl, hp, wp);
+  crop_nhwc_bf16_kernel<<<blocks_for(n * h * w * c), kThreads, 0, stream>>>(xp, x, n, h, w, c, pt, pl, hp, wp);
   return cudaGetLastError();
 }
 

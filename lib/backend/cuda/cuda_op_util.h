@@ -32,18 +32,14 @@ class CudnnDesc {
   T d_{};
 };
 
-using TensorDesc =
-    CudnnDesc<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
-using FilterDesc =
-    CudnnDesc<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
-using ConvolutionDesc = CudnnDesc<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
-                                  cudnnDestroyConvolutionDescriptor>;
-using PoolingDesc =
-    CudnnDesc<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor>;
-using ActivationDesc = CudnnDesc<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor,
-                                 cudnnDestroyActivationDescriptor>;
-using LrnDescriptor =
-    CudnnDesc<cudnnLRNDescriptor_t, cudnnCreateLRNDescriptor, cudnnDestroyLRNDescriptor>;
+using TensorDesc = CudnnDesc<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+using FilterDesc = CudnnDesc<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
+using ConvolutionDesc =
+    CudnnDesc<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
+using PoolingDesc = CudnnDesc<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor>;
+using ActivationDesc =
+    CudnnDesc<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor, cudnnDestroyActivationDescriptor>;
+using LrnDescriptor = CudnnDesc<cudnnLRNDescriptor_t, cudnnCreateLRNDescriptor, cudnnDestroyLRNDescriptor>;
 
 // v as an int for cuDNN / cuBLAS, or ShapeError "<op>: <what> = v exceeds ...".
 inline int to_int(int64_t v, const std::string& op, const char* what) {
@@ -54,32 +50,28 @@ inline int to_int(int64_t v, const std::string& op, const char* what) {
 }
 
 // A packed (n, h, w, c) tensor in NHWC memory order (float32 unless type says otherwise).
-inline void set_nhwc(cudnnTensorDescriptor_t d, int64_t n, int64_t h, int64_t w, int64_t c,
-                     const std::string& op, cudnnDataType_t type = CUDNN_DATA_FLOAT) {
-  DLT_CUDNN(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NHWC, type,
-                                       to_int(n, op, "N"), to_int(c, op, "C"), to_int(h, op, "H"),
-                                       to_int(w, op, "W")));
+inline void set_nhwc(cudnnTensorDescriptor_t d, int64_t n, int64_t h, int64_t w, int64_t c, const std::string& op,
+                     cudnnDataType_t type = CUDNN_DATA_FLOAT) {
+  DLT_CUDNN(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NHWC, type, to_int(n, op, "N"), to_int(c, op, "C"),
+                                       to_int(h, op, "H"), to_int(w, op, "W")));
   if (n * h * w * c > INT_MAX)
-    throw ShapeError(op + ": " + std::to_string(n) + "x" + std::to_string(h) + "x" +
-                     std::to_string(w) + "x" + std::to_string(c) +
-                     " has more than 2^31 elements (use a smaller MiniBatchSize)");
+    throw ShapeError(op + ": " + std::to_string(n) + "x" + std::to_string(h) + "x" + std::to_string(w) + "x" +
+                     std::to_string(c) + " has more than 2^31 elements (use a smaller MiniBatchSize)");
 }
 
 // A (1, c, 1, 1) per-channel vector (bias, scale, statistics).
 inline void set_channels(cudnnTensorDescriptor_t d, int64_t c, const std::string& op) {
-  DLT_CUDNN(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
-                                       to_int(c, op, "C"), 1, 1));
+  DLT_CUDNN(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, to_int(c, op, "C"), 1, 1));
 }
 
 // Throws when a caller passes a tensor of the wrong size or on the wrong device.
-inline void expect_gpu(const Tensor& t, int64_t numel, const CudaContext& ctx, const char* op,
-                       const char* what) {
-  DLT_CHECK(t.defined() && t.numel() == numel,
-            op << ": " << what << " has " << (t.defined() ? t.numel() : 0)
-               << " elements, expected " << numel << " (set up the op for this shape)");
-  DLT_CHECK(t.device() == Device::cuda(ctx.device),
-            op << ": " << what << " is on " << t.device().str() << ", expected cuda:" << ctx.device
-               << " (move it with Tensor::to)");
+inline void expect_gpu(const Tensor& t, int64_t numel, const CudaContext& ctx, const char* op, const char* what) {
+  DLT_CHECK(t.defined() && t.numel() == numel, op << ": " << what << " has " << (t.defined() ? t.numel() : 0)
+                                                  << " elements, expected " << numel
+                                                  << " (set up the op for this shape)");
+  DLT_CHECK(t.device() == Device::cuda(ctx.device), op << ": " << what << " is on " << t.device().str()
+                                                       << ", expected cuda:" << ctx.device
+                                                       << " (move it with Tensor::to)");
 }
 
 // Float32 convolutions and matrix products may use TF32 tensor cores only when the user
@@ -94,9 +86,7 @@ inline Tensor device_floats(int64_t count, const CudaContext& ctx) {
 
 // An owned device buffer of count bfloat16 values (Precision: mixed scratch), held as a float
 // tensor of half as many elements; as_bf16 gives its typed pointer.
-inline Tensor device_bf16(int64_t count, const CudaContext& ctx) {
-  return device_floats((count + 1) / 2, ctx);
-}
+inline Tensor device_bf16(int64_t count, const CudaContext& ctx) { return device_floats((count + 1) / 2, ctx); }
 inline __nv_bfloat16* as_bf16(Tensor& t) { return reinterpret_cast<__nv_bfloat16*>(t.data()); }
 
 // Precision: mixed multiplies bfloat16 on tensor cores: cuDNN's bfloat16 convolutions (its
@@ -107,9 +97,10 @@ inline void require_bf16(const CudaContext& ctx, const std::string& op) {
   DLT_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ctx.device));
   DLT_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, ctx.device));
   if (major < 8)
-    throw DeviceError(op + ": Precision mixed needs bfloat16 tensor cores (compute capability 8.0 "
-                      "or later) but cuda:" + std::to_string(ctx.device) + " is " +
-                      std::to_string(major) + "." + std::to_string(minor) +
+    throw DeviceError(op +
+                      ": Precision mixed needs bfloat16 tensor cores (compute capability 8.0 "
+                      "or later) but cuda:" +
+                      std::to_string(ctx.device) + " is " + std::to_string(major) + "." + std::to_string(minor) +
                       " (set Precision: single)");
 }
 
@@ -123,8 +114,14 @@ struct PadSplit {
   bool explicit_pad = false;
   PadSplit() = default;
   PadSplit(int64_t h, int64_t w, int64_t top, int64_t bottom, int64_t left, int64_t right)
-      : ph(std::min(top, bottom)), pw(std::min(left, right)), et(top - ph), eb(bottom - ph),
-        el(left - pw), er(right - pw), hx(h + et + eb), wx(w + el + er),
+      : ph(std::min(top, bottom)),
+        pw(std::min(left, right)),
+        et(top - ph),
+        eb(bottom - ph),
+        el(left - pw),
+        er(right - pw),
+        hx(h + et + eb),
+        wx(w + el + er),
         explicit_pad(et || eb || el || er) {}
 };
 

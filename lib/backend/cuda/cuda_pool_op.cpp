@@ -17,33 +17,30 @@ class CudaPoolOp final : public PoolOp {
  public:
   CudaPoolOp(const PoolDesc& d, CudaContext& ctx) : PoolOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx) {
     std::ostringstream os;
-    os << (d.kind == PoolKind::kMax ? "max" : "average") << " pool (input " << d.n << "x" << d.h
-       << "x" << d.w << "x" << d.c << ", window " << d.kh << "x" << d.kw << ", stride "
-       << d.stride_h << "x" << d.stride_w << ", padding t" << d.pad_t << " b" << d.pad_b << " l"
-       << d.pad_l << " r" << d.pad_r << ")";
+    os << (d.kind == PoolKind::kMax ? "max" : "average") << " pool (input " << d.n << "x" << d.h << "x" << d.w << "x"
+       << d.c << ", window " << d.kh << "x" << d.kw << ", stride " << d.stride_h << "x" << d.stride_w << ", padding t"
+       << d.pad_t << " b" << d.pad_b << " l" << d.pad_l << " r" << d.pad_r << ")";
     name_ = os.str();
     oh_ = d.out_h();
     ow_ = d.out_w();
-    if (oh_ <= 0 || ow_ <= 0 || d.stride_h < 1 || d.stride_w < 1 ||
-        std::min({d.pad_t, d.pad_b, d.pad_l, d.pad_r}) < 0)
-      throw ShapeError(name_ + ": the output would be " + std::to_string(oh_) + "x" +
-                       std::to_string(ow_) + " (check PoolSize, Stride, Padding)");
+    if (oh_ <= 0 || ow_ <= 0 || d.stride_h < 1 || d.stride_w < 1 || std::min({d.pad_t, d.pad_b, d.pad_l, d.pad_r}) < 0)
+      throw ShapeError(name_ + ": the output would be " + std::to_string(oh_) + "x" + std::to_string(ow_) +
+                       " (check PoolSize, Stride, Padding)");
     pad_ = PadSplit(d.h, d.w, d.pad_t, d.pad_b, d.pad_l, d.pad_r);
     set_nhwc(x_desc_, d.n, pad_.hx, pad_.wx, d.c, name_);
     set_nhwc(y_desc_, d.n, oh_, ow_, d.c, name_);
-    const cudnnPoolingMode_t mode = d.kind == PoolKind::kMax
-                                        ? CUDNN_POOLING_MAX_DETERMINISTIC
-                                        : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
-    DLT_CUDNN(cudnnSetPooling2dDescriptor(
-        pool_desc_, mode, CUDNN_PROPAGATE_NAN, to_int(d.kh, name_, "PoolSize"),
-        to_int(d.kw, name_, "PoolSize"), to_int(pad_.ph, name_, "Padding"), to_int(pad_.pw, name_, "Padding"),
-        to_int(d.stride_h, name_, "Stride"), to_int(d.stride_w, name_, "Stride")));
+    const cudnnPoolingMode_t mode =
+        d.kind == PoolKind::kMax ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+    DLT_CUDNN(cudnnSetPooling2dDescriptor(pool_desc_, mode, CUDNN_PROPAGATE_NAN, to_int(d.kh, name_, "PoolSize"),
+                                          to_int(d.kw, name_, "PoolSize"), to_int(pad_.ph, name_, "Padding"),
+                                          to_int(pad_.pw, name_, "Padding"), to_int(d.stride_h, name_, "Stride"),
+                                          to_int(d.stride_w, name_, "Stride")));
     int n = 0, c = 0, oh = 0, ow = 0;
     DLT_CUDNN(cudnnGetPooling2dForwardOutputDim(pool_desc_, x_desc_, &n, &c, &oh, &ow));
     if (n != d.n || c != d.c || oh != oh_ || ow != ow_) {
       std::ostringstream e;
-      e << name_ << ": cuDNN computes an output of " << oh << "x" << ow << " but the layer expects "
-        << oh_ << "x" << ow_ << " (report this shape as a bug)";
+      e << name_ << ": cuDNN computes an output of " << oh << "x" << ow << " but the layer expects " << oh_ << "x"
+        << ow_ << " (report this shape as a bug)";
       throw ShapeError(e.str());
     }
     xp_bytes_ = pad_.explicit_pad ? aligned_bytes(sizeof(float) * d.n * pad_.hx * pad_.wx * d.c) : 0;
@@ -72,8 +69,7 @@ class CudaPoolOp final : public PoolOp {
     if (d_.kind == PoolKind::kMax) {
       // A copy: a following in-place layer may change y before backward.
       if (!y_copy_.defined()) y_copy_ = device_floats(y.numel(), ctx_);
-      DLT_CUDA(cudaMemcpyAsync(y_copy_.data(), y.data(), y.bytes(), cudaMemcpyDeviceToDevice,
-                               ctx_.stream));
+      DLT_CUDA(cudaMemcpyAsync(y_copy_.data(), y.data(), y.bytes(), cudaMemcpyDeviceToDevice, ctx_.stream));
       y_kept_ = y_copy_;
     } else {
       y_kept_ = y;  // average pooling's backward does not read y's values
@@ -83,13 +79,14 @@ class CudaPoolOp final : public PoolOp {
 
   void do_backward(const Tensor& dy, Tensor& dx) override {
     if (!have_forward_)
-      throw Error(name_ + ": backward called before a training forward (call forward with "
-                          "training = true first)");
+      throw Error(name_ +
+                  ": backward called before a training forward (call forward with "
+                  "training = true first)");
     const float* xin = pad_.explicit_pad ? xp_.data() : x_kept_.data();
     float* dxp = pad_.explicit_pad ? static_cast<float*>(ctx_.workspace(xp_bytes_)) : dx.data();
     const float one = 1.f, zero = 0.f;
-    DLT_CUDNN(cudnnPoolingBackward(ctx_.cudnn, pool_desc_, &one, y_desc_, y_kept_.data(), y_desc_,
-                                   dy.data(), x_desc_, xin, &zero, x_desc_, dxp));
+    DLT_CUDNN(cudnnPoolingBackward(ctx_.cudnn, pool_desc_, &one, y_desc_, y_kept_.data(), y_desc_, dy.data(), x_desc_,
+                                   xin, &zero, x_desc_, dxp));
     if (pad_.explicit_pad)
       DLT_CUDA(crop_nhwc(dxp, dx.data(), d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb, pad_.el, pad_.er, ctx_.stream));
   }

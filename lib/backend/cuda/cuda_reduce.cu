@@ -34,8 +34,7 @@ __global__ void sum_doubles_kernel(const double* values, int64_t count, double* 
 
 // One block: *norm = sqrt((accumulate ? *norm^2 : 0) + sum of values[0..count)), in double,
 // rounded to float once (a norm, not a sum of squares: float holds norms up to FLT_MAX).
-__global__ void sum_doubles_into_kernel(const double* values, int64_t count, float* norm,
-                                        bool accumulate) {
+__global__ void sum_doubles_into_kernel(const double* values, int64_t count, float* norm, bool accumulate) {
   double s = 0;
   for (int64_t i = threadIdx.x; i < count; i += blockDim.x) s += values[i];
   s = block_sum(s);
@@ -55,9 +54,8 @@ __global__ void clip_to_norm_kernel(float* p, int64_t n, const float* norm, doub
 
 // One block: the weight sum W (the gradient's denominator) and the count of the labels that
 // are not undefined, into result; the first bad label into result->first_bad.
-__global__ void cross_entropy_weight_kernel(const int32_t* labels, int64_t n, int64_t c,
-                                            const float* class_weights, bool undefined_labels,
-                                            CrossEntropyResult* result) {
+__global__ void cross_entropy_weight_kernel(const int32_t* labels, int64_t n, int64_t c, const float* class_weights,
+                                            bool undefined_labels, CrossEntropyResult* result) {
   double w = 0, counted = 0;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
     const int32_t l = labels[i];
@@ -81,10 +79,9 @@ __global__ void cross_entropy_weight_kernel(const int32_t* labels, int64_t n, in
 // One warp per sample: weighted loss (double), whether the first maximal probability is the
 // label's, and dlogits = w[l] * (probs - onehot) / W. An undefined label writes a zero row;
 // a bad one (recorded by the weight kernel) writes nothing.
-__global__ void cross_entropy_rows_kernel(const float* probs, const int32_t* labels, int64_t n,
-                                          int64_t c, const float* class_weights, float* dlogits,
-                                          double* row_loss, int32_t* row_correct,
-                                          const CrossEntropyResult* result) {
+__global__ void cross_entropy_rows_kernel(const float* probs, const int32_t* labels, int64_t n, int64_t c,
+                                          const float* class_weights, float* dlogits, double* row_loss,
+                                          int32_t* row_correct, const CrossEntropyResult* result) {
   const int lane = threadIdx.x & 31;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
   const double wsum = result->weight_sum;
@@ -136,8 +133,8 @@ __global__ void cross_entropy_rows_kernel(const float* probs, const int32_t* lab
 }
 
 // One block: the loss sum and correct count over the rows.
-__global__ void cross_entropy_total_kernel(const double* row_loss, const int32_t* row_correct,
-                                           int64_t n, CrossEntropyResult* result) {
+__global__ void cross_entropy_total_kernel(const double* row_loss, const int32_t* row_correct, int64_t n,
+                                           CrossEntropyResult* result) {
   double loss = 0, right = 0;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
     loss += row_loss[i];
@@ -156,16 +153,15 @@ constexpr int kMomentRows = 8;    // positions per block step (threadIdx.y)
 
 // partials[blockIdx.y * c + ch] = sum over this block's positions of x (center == null) or of
 // (x - center[ch])^2, for the 32 channels of blockIdx.x.
-__global__ void channel_partial_kernel(const float* x, int64_t positions, int64_t c,
-                                       const double* center, double* partials) {
+__global__ void channel_partial_kernel(const float* x, int64_t positions, int64_t c, const double* center,
+                                       double* partials) {
   __shared__ double acc[kMomentRows][kMomentLanes];
   const int64_t ch = static_cast<int64_t>(blockIdx.x) * kMomentLanes + threadIdx.x;
   double s = 0;
   if (ch < c) {
     const double mu = center ? center[ch] : 0.0;
     const int64_t step = static_cast<int64_t>(gridDim.y) * kMomentRows;
-    for (int64_t p = static_cast<int64_t>(blockIdx.y) * kMomentRows + threadIdx.y; p < positions;
-         p += step) {
+    for (int64_t p = static_cast<int64_t>(blockIdx.y) * kMomentRows + threadIdx.y; p < positions; p += step) {
       const double v = static_cast<double>(x[p * c + ch]) - mu;
       s += center ? v * v : v;
     }
@@ -180,8 +176,8 @@ __global__ void channel_partial_kernel(const float* x, int64_t positions, int64_
 }
 
 // out[ch] = (sum over the groups of partials) / positions, as float and (when out_d) double.
-__global__ void channel_finalize_kernel(const double* partials, int64_t groups, int64_t c,
-                                        int64_t positions, float* out, double* out_d) {
+__global__ void channel_finalize_kernel(const double* partials, int64_t groups, int64_t c, int64_t positions,
+                                        float* out, double* out_d) {
   for (int64_t ch = first_index(); ch < c; ch += grid_stride()) {
     double s = 0;
     for (int64_t g = 0; g < groups; ++g) s += partials[g * c + ch];
@@ -192,9 +188,8 @@ __global__ void channel_finalize_kernel(const double* partials, int64_t groups, 
 }
 
 // Per channel, as the CPU backend: k = scale / (sigma m), a = k dshift, b = k dscale / sigma.
-__global__ void bn_correction_coef_kernel(const float* mean, const float* var, const float* scale,
-                                          float epsilon, double m, const float* dshift,
-                                          const float* dscale, int64_t c, float* coef) {
+__global__ void bn_correction_coef_kernel(const float* mean, const float* var, const float* scale, float epsilon,
+                                          double m, const float* dshift, const float* dscale, int64_t c, float* coef) {
   for (int64_t j = first_index(); j < c; j += grid_stride()) {
     const double sigma = sqrt(static_cast<double>(var[j]) + static_cast<double>(epsilon));
     const double k = static_cast<double>(scale[j]) / (sigma * m);
@@ -205,8 +200,7 @@ __global__ void bn_correction_coef_kernel(const float* mean, const float* var, c
 }
 
 // dx -= a + b * (x - mean), per element of (positions, c).
-__global__ void bn_correction_kernel(const float* x, int64_t n, int64_t c, const float* coef,
-                                     float* dx) {
+__global__ void bn_correction_kernel(const float* x, int64_t n, int64_t c, const float* coef, float* dx) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const int64_t j = i % c;
     const float corr = __fadd_rn(coef[j], __fmul_rn(coef[c + j], __fsub_rn(x[i], coef[2 * c + j])));
@@ -245,8 +239,7 @@ void sum_squares(const float* x, int64_t n, double* scratch, double* result, cud
   DLT_LAUNCH_CHECK();
 }
 
-void l2_norm_into(const float* x, int64_t n, double* scratch, float* norms, bool accumulate,
-                  cudaStream_t stream) {
+void l2_norm_into(const float* x, int64_t n, double* scratch, float* norms, bool accumulate, cudaStream_t stream) {
   const unsigned used = sum_squares_partials(x, n, scratch, stream);
   sum_doubles_into_kernel<<<1, kThreads, 0, stream>>>(scratch, used, norms, accumulate);
   DLT_LAUNCH_CHECK();
@@ -258,19 +251,16 @@ void clip_to_norm(float* p, int64_t n, const float* norms, double threshold, cud
   DLT_LAUNCH_CHECK();
 }
 
-size_t cross_entropy_scratch(int64_t n) {
-  return static_cast<size_t>(n) * (sizeof(double) + sizeof(int32_t));
-}
+size_t cross_entropy_scratch(int64_t n) { return static_cast<size_t>(n) * (sizeof(double) + sizeof(int32_t)); }
 
-void cross_entropy(const float* probs, const int32_t* labels, int64_t n, int64_t c,
-                   const float* class_weights, bool undefined_labels, float* dlogits,
-                   void* scratch, CrossEntropyResult* result, cudaStream_t stream) {
+void cross_entropy(const float* probs, const int32_t* labels, int64_t n, int64_t c, const float* class_weights,
+                   bool undefined_labels, float* dlogits, void* scratch, CrossEntropyResult* result,
+                   cudaStream_t stream) {
   auto* row_loss = static_cast<double*>(scratch);
   auto* row_correct = reinterpret_cast<int32_t*>(row_loss + n);
   // 0xff bytes: first_bad = UINT64_MAX (no bad label); the other fields are overwritten.
   DLT_CUDA(cudaMemsetAsync(result, 0xff, sizeof(CrossEntropyResult), stream));
-  cross_entropy_weight_kernel<<<1, kThreads, 0, stream>>>(labels, n, c, class_weights,
-                                                         undefined_labels, result);
+  cross_entropy_weight_kernel<<<1, kThreads, 0, stream>>>(labels, n, c, class_weights, undefined_labels, result);
   DLT_LAUNCH_CHECK();
   if (n > 0) {
     cross_entropy_rows_kernel<<<grid_for(n, kThreads / 32), kThreads, 0, stream>>>(
@@ -285,34 +275,30 @@ size_t channel_moments_scratch(int64_t positions, int64_t c) {
   return static_cast<size_t>((moment_groups(positions) + 1) * c);
 }
 
-void channel_moments(const float* x, int64_t positions, int64_t c, float* mean, float* var,
-                     double* scratch, cudaStream_t stream) {
+void channel_moments(const float* x, int64_t positions, int64_t c, float* mean, float* var, double* scratch,
+                     cudaStream_t stream) {
   if (positions <= 0 || c <= 0) return;
   const int64_t groups = moment_groups(positions);
   double* partials = scratch;
   double* mean_d = scratch + groups * c;
   const dim3 block(kMomentLanes, kMomentRows);
-  const dim3 grid(static_cast<unsigned>((c + kMomentLanes - 1) / kMomentLanes),
-                  static_cast<unsigned>(groups));
+  const dim3 grid(static_cast<unsigned>((c + kMomentLanes - 1) / kMomentLanes), static_cast<unsigned>(groups));
   channel_partial_kernel<<<grid, block, 0, stream>>>(x, positions, c, nullptr, partials);
   DLT_LAUNCH_CHECK();
-  channel_finalize_kernel<<<grid_for(c), kThreads, 0, stream>>>(partials, groups, c, positions,
-                                                                mean, mean_d);
+  channel_finalize_kernel<<<grid_for(c), kThreads, 0, stream>>>(partials, groups, c, positions, mean, mean_d);
   DLT_LAUNCH_CHECK();
   channel_partial_kernel<<<grid, block, 0, stream>>>(x, positions, c, mean_d, partials);
   DLT_LAUNCH_CHECK();
-  channel_finalize_kernel<<<grid_for(c), kThreads, 0, stream>>>(partials, groups, c, positions,
-                                                                var, nullptr);
+  channel_finalize_kernel<<<grid_for(c), kThreads, 0, stream>>>(partials, groups, c, positions, var, nullptr);
   DLT_LAUNCH_CHECK();
 }
 
-void batch_norm_dx_correction(const float* x, int64_t positions, int64_t c, const float* mean,
-                              const float* var, const float* scale, float epsilon, double m,
-                              const float* dshift, const float* dscale, float* dx,
-                              float* scratch, cudaStream_t stream) {
+void batch_norm_dx_correction(const float* x, int64_t positions, int64_t c, const float* mean, const float* var,
+                              const float* scale, float epsilon, double m, const float* dshift, const float* dscale,
+                              float* dx, float* scratch, cudaStream_t stream) {
   if (positions <= 0 || c <= 0 || m <= 0) return;
-  bn_correction_coef_kernel<<<grid_for(c), kThreads, 0, stream>>>(mean, var, scale, epsilon, m,
-                                                                  dshift, dscale, c, scratch);
+  bn_correction_coef_kernel<<<grid_for(c), kThreads, 0, stream>>>(mean, var, scale, epsilon, m, dshift, dscale, c,
+                                                                  scratch);
   DLT_LAUNCH_CHECK();
   const int64_t n = positions * c;
   bn_correction_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, n, c, scratch, dx);

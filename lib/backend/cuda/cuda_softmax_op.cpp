@@ -9,26 +9,24 @@ class CudaSoftmaxOp final : public SoftmaxOp {
  public:
   CudaSoftmaxOp(int64_t rows, int64_t channels, CudaContext& ctx)
       : SoftmaxOp(rows, channels, Device::cuda(ctx.device)), ctx_(ctx) {
-    const std::string name =
-        "softmax (" + std::to_string(rows) + " rows of " + std::to_string(channels) + ")";
+    const std::string name = "softmax (" + std::to_string(rows) + " rows of " + std::to_string(channels) + ")";
     if (rows < 1 || channels < 1) throw ShapeError(name + ": needs at least one row and class");
     to_int(rows * channels, name, "rows x classes");
-    DLT_CUDNN(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                         to_int(rows, name, "rows"), to_int(channels, name, "classes"),
-                                         1, 1));
+    DLT_CUDNN(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(rows, name, "rows"),
+                                         to_int(channels, name, "classes"), 1, 1));
   }
 
  protected:
   void do_forward(const Tensor& x, Tensor& y) override {
     const float one = 1.f, zero = 0.f;
-    DLT_CUDNN(cudnnSoftmaxForward(ctx_.cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
-                                  &one, desc_, x.data(), &zero, desc_, y.data()));
+    DLT_CUDNN(cudnnSoftmaxForward(ctx_.cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, desc_,
+                                  x.data(), &zero, desc_, y.data()));
   }
 
   void do_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
     const float one = 1.f, zero = 0.f;
-    DLT_CUDNN(cudnnSoftmaxBackward(ctx_.cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
-                                   &one, desc_, y.data(), desc_, dy.data(), &zero, desc_, dx.data()));
+    DLT_CUDNN(cudnnSoftmaxBackward(ctx_.cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, desc_,
+                                   y.data(), desc_, dy.data(), &zero, desc_, dx.data()));
   }
 
  private:
