@@ -69,6 +69,8 @@ Runner add_classify(CLI::App& app) {
     }
     Network net(m.network, dev);
     net.load_weights(m);
+    if (net.per_pixel())
+      throw UsageError(a->model + ": the network classifies pixels (pixelClassification); use dltrain segment");
     net.set_mixed_precision(a->precision == "mixed");
     const auto& classes = net.classes();
     if (classes.empty()) throw ModelError(a->model + ": the model has no class names");

@@ -39,6 +39,9 @@ awk -v a="$seg_acc" -v b="$acc" 'BEGIN { d = 100 * a - b; exit !(d < 1e-4 && d >
   || fail "segment GlobalAccuracy $seg_acc != the run's validation pixel accuracy $acc%"
 [[ $(ls "$TMP/seg" | grep -c '_overlay.png$') -eq 200 ]] || fail "expected 200 overlays in $TMP/seg"
 
+expect_error "classify on a segmentation model" 2 "use dltrain segment" -- \
+  "$DLTRAIN" classify "$run/model.bin" "$data/test/images"
+
 # Bad pixel-label data: one line, exit 1 (data) or 2 (config), and no model or summary.
 bad="$TMP/bad"
 mkdir -p "$bad"
