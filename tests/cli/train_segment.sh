@@ -46,9 +46,10 @@ expect_error "classify on a segmentation model" 2 "use dltrain segment" -- \
 bad="$TMP/bad"
 mkdir -p "$bad"
 cp -r "$data/train" "$bad/train"
-small="$bad/train/labels/$(ls "$bad/train/labels" | head -1)"
+# (make-dataset numbers the pairs from 00000; no `ls | head`, whose SIGPIPE fails under pipefail)
+small="$bad/train/labels/00000.png"
 "$DLTRAIN" make-dataset shapes-seg "$TMP/other" --size 48x48 --count 2 --seed 1 >/dev/null 2>&1
-cp "$TMP/other/train/labels/$(ls "$TMP/other/train/labels" | head -1)" "$small"
+cp "$TMP/other/train/labels/00000.png" "$small"
 badsets=(--set "data.train.images=$bad/train/images" --set "data.train.labels=$bad/train/labels"
          --set "data.validation.images=$data/test/images" --set "data.validation.labels=$data/test/labels"
          --set training.MaxEpochs=1)
@@ -56,7 +57,7 @@ expect_error "label size differs from its image" 1 "48x48" -- \
   "$DLTRAIN" train "$SRC/configs/shapes-seg.yaml" --quiet --output-dir "$TMP/out1" "${badsets[@]}"
 [[ ! -e "$TMP/out1/model.bin" && ! -e "$TMP/out1/summary.json" ]] || fail "outputs left after a bad label image"
 cp "$data/train/labels/$(basename "$small")" "$small"
-rm "$bad/train/labels/$(ls "$bad/train/labels" | tail -1)"
+rm "$bad/train/labels/00799.png"
 expect_error "missing label image" 1 "no label image" -- \
   "$DLTRAIN" train "$SRC/configs/shapes-seg.yaml" --quiet --output-dir "$TMP/out2" "${badsets[@]}"
 [[ ! -e "$TMP/out2/model.bin" && ! -e "$TMP/out2/summary.json" ]] || fail "outputs left after a missing label"
