@@ -24,6 +24,14 @@ OnnxValue OnnxGraph::image(const std::string& layer, const OnnxValue& in) {
   return OnnxValue{layer + "_image", in.shape, false};
 }
 
+std::vector<float> OnnxNodeReader::bias_or_zeros(int i, int64_t k) {
+  std::vector<float> b(static_cast<size_t>(k), 0.f);
+  if (has_input(i)) b = floats(i, "bias");
+  if (static_cast<int64_t>(b.size()) != k)
+    fail("bias has " + std::to_string(b.size()) + " values for " + std::to_string(k) + " filters");
+  return b;
+}
+
 void OnnxNodeReader::need_image(const OnnxValue& v) const {
   if (v.flat && v.shape[0] * v.shape[1] > 1) fail("its input is flattened (N, C*H*W); it needs an image (N, C, H, W)");
 }

@@ -91,6 +91,9 @@ class OnnxNodeReader {
   // it in errors ("weight", "bias").
   virtual std::vector<float> floats(int i, const std::string& role) = 0;
   virtual std::vector<int64_t> dims(int i, const std::string& role) = 0;
+  // A filter layer's optional bias input i (Conv, ConvTranspose): its k values, zeros when the
+  // input is absent; fails when it has another count.
+  std::vector<float> bias_or_zeros(int i, int64_t k);
   virtual int64_t attr_int(const std::string& name, int64_t def) const = 0;
   virtual float attr_float(const std::string& name, float def) const = 0;
   virtual std::string attr_string(const std::string& name, const std::string& def) const = 0;

@@ -207,11 +207,7 @@ void TransposedConv2dLayer::from_onnx(OnnxNodeReader& r) {
   set_list(s, "Cropping", {p[0], cb, p[1], cr});
   const std::string name = s.name;
   r.add_param(name, "Weights", Shape{c, kh, kw, k}, oihw_to_ohwi(r.floats(1, "weight"), c, k, kh, kw));
-  std::vector<float> b(static_cast<size_t>(k), 0.f);
-  if (r.has_input(2)) b = r.floats(2, "bias");
-  if (static_cast<int64_t>(b.size()) != k)
-    r.fail("bias has " + std::to_string(b.size()) + " values for " + std::to_string(k) + " filters");
-  r.add_param(name, "Bias", Shape{k}, b);
+  r.add_param(name, "Bias", Shape{k}, r.bias_or_zeros(2, k));
   r.set_output(OnnxValue{name, Shape{oh, ow, k}, false});
 }
 

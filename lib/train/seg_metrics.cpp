@@ -138,10 +138,10 @@ void SegmentationMetrics::add_pixels(const uint8_t* truth, const uint8_t* predic
     if (truth[i] < k) ++raw_.confusion[truth[i] * k + predicted[i]];
 }
 
-void SegmentationMetrics::add_pixels(const int32_t* truth, const int32_t* predicted, int64_t pixels) {
+void SegmentationMetrics::add_pixels(const int32_t* truth, const uint8_t* predicted, int64_t pixels) {
   const int32_t k = num_classes();
   for (int64_t i = 0; i < pixels; ++i)
-    if (truth[i] >= 0 && truth[i] < k && (predicted[i] < 0 || predicted[i] >= k))
+    if (truth[i] >= 0 && truth[i] < k && predicted[i] >= k)
       throw std::invalid_argument("SegmentationMetrics: predicted class " + std::to_string(predicted[i]) + " with " +
                                   std::to_string(k) + " classes");
   for (int64_t i = 0; i < pixels; ++i)

@@ -29,8 +29,8 @@ class SegmentationMetrics {
   // Confusion counts only (no BF score): what validation mean IoU needs, cheap per batch.
   void add_pixels(const uint8_t* truth, const uint8_t* predicted, int64_t pixels);
   // The same for the trainer's int32 label tensors: truth < 0 or >= K is undefined (-1 is the
-  // loss's undefined label); predicted must be in 0..K-1.
-  void add_pixels(const int32_t* truth, const int32_t* predicted, int64_t pixels);
+  // loss's undefined label); predicted (argmax_classes' output) must be in 0..K-1.
+  void add_pixels(const int32_t* truth, const uint8_t* predicted, int64_t pixels);
   // Adds another accumulator's counts (same classes; throws std::invalid_argument otherwise).
   void merge(const SegmentationMetrics& other);
 

@@ -11,6 +11,7 @@
 #include "build_config.h"
 #include "data/batch_loader.h"
 #include "data/datastore.h"
+#include "data/label_images.h"
 #include "dist/data_parallel.h"
 #include "dist/join_world.h"
 #include "net/model_file.h"
@@ -294,7 +295,7 @@ Eval Trainer::evaluate() {
   int64_t correct_sum = 0, count = 0, images = 0;
   const bool pixels = net_->per_pixel();
   SegmentationMetrics seg(pixels ? net_->classes() : std::vector<std::string>{});
-  Tensor predicted;  // (N, H, W) int32: each pixel's first class of maximal probability
+  Image predicted;  // (N * H, W): each pixel's first class of maximal probability (argmax_classes)
   Batch b;
   val_loader_->start_epoch(0);
   while (val_loader_->next(b)) {
@@ -303,15 +304,11 @@ Eval Trainer::evaluate() {
     Batch& on_device = val_batches_->take(b);
     const Tensor& probs = net_->forward(on_device.images, ctx);
     if (pixels) {
-      const Tensor host = probs.to(Device::cpu());
-      const int64_t n = b.labels.numel(), k = net_->num_classes();
-      if (!predicted.defined() || predicted.numel() < n)
-        predicted = Tensor(b.labels.shape(), Device::cpu(), DType::kI32);
-      for (int64_t i = 0; i < n; ++i) {
-        const float* row = host.data() + i * k;
-        predicted.data_i32()[i] = static_cast<int32_t>(std::max_element(row, row + k) - row);
-      }
-      seg.add_pixels(b.labels.data_i32(), predicted.data_i32(), n);
+      const Tensor host = probs.device().is_cpu() ? probs : probs.to(Device::cpu());  // a CPU output is not copied
+      const Shape& in = net_->input_shape();
+      argmax_classes(host.data(), static_cast<int>(b.size * in[0]), static_cast<int>(in[1]),
+                     static_cast<int>(net_->num_classes()), predicted);
+      seg.add_pixels(b.labels.data_i32(), predicted.pixels.data(), b.labels.numel());
     }
     int64_t correct = 0, counted = 0;
     loss_sum += net_->loss_and_backward(on_device.labels, ctx, false, &correct, &counted) * static_cast<double>(b.size);

@@ -194,10 +194,9 @@ TEST_CASE("seg metrics: add_pixels counts without BF scores; bad predictions rej
   CHECK_THROWS(m.add_pixels(truth.data(), bad.data(), 3));
   CHECK(m.pixels() == 2);  // nothing counted from the rejected call
   // int32 labels as the trainer holds them (-1 undefined) count the same.
-  const std::vector<int32_t> t32 = {0, 1, -1}, p32 = {0, 0, 1};
+  const std::vector<int32_t> t32 = {0, 1, -1};
   SegmentationMetrics m32({"a", "b"});
-  m32.add_pixels(t32.data(), p32.data(), 3);
+  m32.add_pixels(t32.data(), pred.data(), 3);
   CHECK(m32.raw().confusion == m.raw().confusion);
-  const std::vector<int32_t> bad32 = {0, -1, 0};
-  CHECK_THROWS(m32.add_pixels(t32.data(), bad32.data(), 3));
+  CHECK_THROWS(m32.add_pixels(t32.data(), bad.data(), 3));
 }
