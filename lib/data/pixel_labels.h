@@ -40,8 +40,7 @@ class PixelLabelIds {
   // Throws DataError naming the file: unreadable or corrupt, a colour image when LabelIDs are
   // integers, a grey image when they are RGB triplets.
   void decode(const std::string& path, Image& out) const;
-  // The class of a grey value / an RGB colour; kUndefinedPixel when none.
-  uint8_t class_of(uint8_t value) const { return grey_[value]; }
+  // The class of an RGB colour; kUndefinedPixel when none.
   uint8_t class_of(uint8_t r, uint8_t g, uint8_t b) const;
 
  private:
