@@ -12,10 +12,18 @@
 # tc netem where the kernel has it, else blackhole routes on every host; the output says which),
 # sigstop (rank 1 stopped with SIGSTOP, continued after the others exited), kill9 (rank 2),
 # kill9_rank0. CI runs linkcut; DLTRAIN_FAULTS_FULL=1 runs all five, DLTRAIN_FAULTS="a b" picks.
-# Needs root (network namespaces) and iproute2; otherwise skipped (77) with the reason.
+# Needs root (network namespaces), iproute2 and nsenter; otherwise skipped (77) with the reason.
 source "$(dirname "$0")/common.sh" "$@"
 [[ $(id -u) -eq 0 ]] || { echo "skipped: needs root for network namespaces (ip netns)"; exit 77; }
 command -v ip > /dev/null || { echo "skipped: no 'ip' command (install iproute2)"; exit 77; }
+command -v nsenter > /dev/null || { echo "skipped: no 'nsenter' command (util-linux)"; exit 77; }
+# in_ns NAME COMMAND...: runs (execs) COMMAND in namespace NAME's network only. Not `ip netns
+# exec` or `ip -n`: they also remount / and /sys, which fails in a chroot (the CI's fresh root).
+in_ns() {
+  local n=$1
+  shift
+  nsenter --net="/run/netns/$n" "$@"
+}
 
 timeout_s=3  # training.CommunicationTimeout for these worlds
 if [[ -n ${DLTRAIN_FAULTS:-} ]]; then
@@ -30,27 +38,36 @@ fi
 ns=dltf$$
 hosts=("${ns}h0" "${ns}h1" "${ns}h2")
 pids=()
+# `ip netns add` bind-mounts /run/netns onto itself the first time; undone at the end when this
+# test made it and left it empty (a chroot's root cannot be removed while it is mounted).
+netns_mounted=0
+mountpoint -q /run/netns 2> /dev/null && netns_mounted=1
 cleanup() {
   local n p
   for n in "${hosts[@]}" "${ns}sw"; do
     for p in $(ip netns pids "$n" 2> /dev/null); do kill -9 "$p" 2> /dev/null || true; done
     ip netns del "$n" 2> /dev/null || true
   done
+  if [[ $netns_mounted == 0 ]] && mountpoint -q /run/netns 2> /dev/null && [[ -z $(ls -A /run/netns) ]]; then
+    umount /run/netns 2> /dev/null || true
+  fi
   rm -rf "$TMP"
 }
 trap cleanup EXIT
 
 ip netns add "${ns}sw" 2> "$TMP/netns.err" \
   || { echo "skipped: cannot make a network namespace: $(cat "$TMP/netns.err")"; exit 77; }
-ip -n "${ns}sw" link add br0 type bridge
-ip -n "${ns}sw" link set br0 up
+in_ns "${ns}sw" true 2> "$TMP/netns.err" \
+  || { echo "skipped: cannot enter a network namespace (nsenter): $(cat "$TMP/netns.err")"; exit 77; }
+in_ns "${ns}sw" ip link add br0 type bridge
+in_ns "${ns}sw" ip link set br0 up
 for i in 0 1 2; do
   ip netns add "${hosts[i]}"
-  ip -n "${ns}sw" link add "port$i" type veth peer name eth0 netns "${hosts[i]}"
-  ip -n "${ns}sw" link set "port$i" master br0 up
-  ip -n "${hosts[i]}" addr add "10.213.0.$((i + 1))/24" dev eth0
-  ip -n "${hosts[i]}" link set eth0 up
-  ip -n "${hosts[i]}" link set lo up
+  in_ns "${ns}sw" ip link add "port$i" type veth peer name eth0 netns "${hosts[i]}"
+  in_ns "${ns}sw" ip link set "port$i" master br0 up
+  in_ns "${hosts[i]}" ip addr add "10.213.0.$((i + 1))/24" dev eth0
+  in_ns "${hosts[i]}" ip link set eth0 up
+  in_ns "${hosts[i]}" ip link set lo up
 done
 echo "hosts: ${hosts[*]} at 10.213.0.1-3 on a bridge in ${ns}sw"
 
@@ -85,12 +102,12 @@ start_world() {
   pids=()
   for r in 0 1 2; do
     mkdir -p "$TMP/$name"
-    ip netns exec "${hosts[r]}" env RANK=$r WORLD_SIZE=3 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 \
+    nsenter --net="/run/netns/${hosts[r]}" env RANK=$r WORLD_SIZE=3 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 \
       DLT_RENDEZVOUS=tcp://10.213.0.1:29400 DLT_GLOO_IFACE=eth0 \
       "$DLTRAIN" train "$TMP/net.yaml" --threads 1 --output-dir "$TMP/$name/host$r" \
       --set training.CheckpointPath="$TMP/$name/host$r/ck" "$@" \
       > "$TMP/$name/host$r.out" 2> "$TMP/$name/host$r.err" &
-    pids+=($!)
+    pids+=($!)  # nsenter execs env, which execs dltrain: this is dltrain's pid
   done
 }
 
@@ -98,9 +115,9 @@ start_world() {
 heal() {
   local i
   for i in 0 1 2; do
-    ip -n "${ns}sw" link set "port$i" up
-    ip -n "${hosts[i]}" route flush type blackhole 2> /dev/null || true
-    ip netns exec "${hosts[i]}" tc qdisc del dev eth0 root 2> /dev/null || true
+    in_ns "${ns}sw" ip link set "port$i" up
+    in_ns "${hosts[i]}" ip route flush type blackhole 2> /dev/null || true
+    in_ns "${hosts[i]}" tc qdisc del dev eth0 root 2> /dev/null || true
   done
 }
 
@@ -112,9 +129,7 @@ check_files() {
     n=$((n + 1))
   done < <(find "$TMP/$name" -name '*.bin' -print0)
   [[ -f $TMP/$name/host0/ck/latest.bin ]] || fail "$name: no latest.bin on rank 0's host"
-  local last
-  last=$( (ls "$TMP/$name/host0/ck" | grep -o 'iteration-[0-9]*\.bin$' || true) | tr -dc '0-9\n' | sort -n | tail -1)
-  echo "  $n *.bin files on the hosts load (rank 0's last checkpoint: iteration $last)"
+  echo "  $n *.bin files on the hosts load (rank 0's last checkpoint: iteration $(last_checkpoint "$TMP/$name/host0/ck"))"
 }
 
 # wait_exit NAME RANK LOST T0: rank RANK exits with 3 within the bound, naming rank(s) LOST
@@ -144,17 +159,17 @@ wait_exit() {
 loss_method=""
 inject() {
   case $1 in
-    linkcut) ip -n "${ns}sw" link set port2 down ;;
+    linkcut) in_ns "${ns}sw" ip link set port2 down ;;
     loss)
-      if ip netns exec "${hosts[2]}" tc qdisc add dev eth0 root netem loss 100% 2> /dev/null; then
+      if in_ns "${hosts[2]}" tc qdisc add dev eth0 root netem loss 100% 2> /dev/null; then
         loss_method="tc netem loss 100% on rank 2's eth0"
-        for i in 0 1; do ip netns exec "${hosts[i]}" tc qdisc add dev eth0 root netem loss 100%; done
+        for i in 0 1; do in_ns "${hosts[i]}" tc qdisc add dev eth0 root netem loss 100%; done
       else
         loss_method="blackhole routes (no sch_netem in this kernel): rank 2 drops all to .1/.2, ranks 0/1 to .3"
-        ip -n "${hosts[2]}" route add blackhole 10.213.0.1/32
-        ip -n "${hosts[2]}" route add blackhole 10.213.0.2/32
-        ip -n "${hosts[0]}" route add blackhole 10.213.0.3/32
-        ip -n "${hosts[1]}" route add blackhole 10.213.0.3/32
+        in_ns "${hosts[2]}" ip route add blackhole 10.213.0.1/32
+        in_ns "${hosts[2]}" ip route add blackhole 10.213.0.2/32
+        in_ns "${hosts[0]}" ip route add blackhole 10.213.0.3/32
+        in_ns "${hosts[1]}" ip route add blackhole 10.213.0.3/32
       fi
       ;;
     sigstop) kill -STOP "${pids[1]}" ;;
