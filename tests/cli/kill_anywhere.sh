@@ -2,10 +2,11 @@
 # kill -9 anywhere: a small run that writes a checkpoint (two files of ~1 MB, fsync'ed) after
 # every iteration is killed at N random moments spread over its duration (stratified: one in
 # each N-th of the uninterrupted run's wall time, process start included; every other kill
-# waits, from its moment, for a checkpoint write in progress, so that many land inside one).
+# waits, from its moment, for a checkpoint write in progress, so that many land inside one,
+# and the last one, from 75 % of the run on, for the write of model.bin).
 # After each kill every *.bin under the checkpoint folder and the output folder must load
 # (dltrain info) and temporary files must not carry a final name; the run is then resumed from
-# latest.bin (or started again when the kill came before the first checkpoint) and its
+# latest.bin (or started again when none was written yet) and its
 # model.bin must equal the uninterrupted run's, bit for bit.
 #
 #   N: DLTRAIN_KILL_POINTS (CI: 4; the 20-point run for docs/reliability.md:
@@ -50,14 +51,20 @@ train() {  # train OUT [args...]
 }
 now() { date +%s%N; }
 
-# The uninterrupted run; its wall time spreads the moments. Every run uses the same
+# The uninterrupted run, twice: both must give the same model.bin, and the shorter wall time
+# spreads the moments (the first run also pays for cold caches). Every run uses the same
 # CheckpointPath (it is part of the config stored in the model).
-t=$(now)
-train full || fail "uninterrupted run: $(cat "$TMP/full.log")"
-duration_ms=$((($(now) - t) / 1000000))
+duration_ms=0
+for run in full full2; do
+  t=$(now)
+  train $run || fail "uninterrupted run: $(cat "$TMP/$run.log")"
+  ms=$((($(now) - t) / 1000000))
+  ((duration_ms == 0 || ms < duration_ms)) && duration_ms=$ms
+  rm -rf "$TMP/ck"
+done
+cmp -s "$TMP/full/model.bin" "$TMP/full2/model.bin" || fail "two uninterrupted runs gave different model.bin"
 iterations=$(($(wc -l < "$TMP/full/log.csv") - 1))
-rm -rf "$TMP/ck"
-echo "uninterrupted: ${duration_ms} ms, $iterations log rows; $points kills, seed $seed"
+echo "uninterrupted (twice, identical): ${duration_ms} ms, $iterations log rows; $points kills, seed $seed"
 
 # every *.bin under the folders loads; temporary files (NAME.tmp-PID) never end in .bin
 check_files() {
@@ -69,29 +76,52 @@ check_files() {
   loaded=$n
 }
 
-in_write=0
-for ((i = 0; i < points; i++)); do
+in_write=0 hits=0 retries=0
+# kill_at MS PATTERN: starts the run, kills it MS ms later (after waiting, at most 5 s, for a
+# file matching PATTERN when one is given); rc 137 when the kill hit the running process.
+kill_at() {
   rm -rf "$TMP/ck" "$TMP/cut"
-  at_ms=$(((i * duration_ms + RANDOM % duration_ms) / points))
   "$DLTRAIN" train "$TMP/net.yaml" --quiet --threads 1 --output-dir "$TMP/cut" > "$TMP/cut.log" 2>&1 &
   pid=$!  # dltrain itself, not a subshell
-  sleep "$(awk -v m="$at_ms" 'BEGIN { printf "%.3f", m / 1000 }')"
-  if ((i % 2 == 1)); then  # wait (at most 1 s) until a checkpoint is being written
-    for _ in $(seq 1 20000); do
-      compgen -G "$TMP/ck/*.tmp-*" > /dev/null && break
-      kill -0 $pid 2> /dev/null || break
+  sleep "$(awk -v m="$1" 'BEGIN { printf "%.3f", m / 1000 }')"
+  if [[ -n $2 ]]; then
+    SECONDS=0
+    while ((SECONDS < 5)) && kill -0 $pid 2> /dev/null; do
+      compgen -G "$2" > /dev/null && break
     done
   fi
+  rc=0
   kill -9 $pid 2> /dev/null || true
-  wait $pid 2> /dev/null || true
+  wait $pid 2> /dev/null || rc=$?
+}
+for ((i = 0; i < points; i++)); do
+  at_ms=$(((i * duration_ms + RANDOM % duration_ms) / points))
+  # Every other kill waits until a checkpoint is being written; the last one until model.bin
+  # is (the run's final write), from 75 % of the run on.
+  pattern=""
+  ((i % 2 == 1)) && pattern="$TMP/ck/*.tmp-*"
+  ((i == points - 1)) && pattern="$TMP/cut/model.bin.tmp-*"
+  ((i == points - 1 && at_ms > duration_ms * 3 / 4)) && at_ms=$((duration_ms * 3 / 4))
+  # A run faster than the uninterrupted ones may end before the moment: an earlier one then.
+  for attempt in 1 2 3 4 5; do
+    kill_at "$at_ms" "$pattern"
+    ((rc == 137)) && break
+    at_ms=$((at_ms * 3 / 4))
+    retries=$((retries + 1))
+  done
+  ((rc == 137)) && hits=$((hits + 1))  # killed while it ran (0: it had already ended)
   temps=$( (find "$TMP/ck" "$TMP/cut" -name "*.tmp*" 2> /dev/null || true) | wc -l)
   ((temps > 0)) && in_write=$((in_write + 1))
   check_files
-  where="no checkpoint yet"
-  if [[ -f $TMP/cut/model.bin ]]; then
-    where="after model.bin"
+  where="no latest.bin yet"
+  if ((rc != 137)); then
+    where="run had ended"
+    [[ -f $TMP/cut/model.bin ]] || fail "kill $i: the run ended with code $rc: $(cat "$TMP/cut.log")"
+  elif [[ -f $TMP/cut/model.bin ]]; then
+    where="model.bin written"
   elif [[ -f $TMP/ck/latest.bin ]]; then
-    where="after checkpoint $( (ls "$TMP/ck" | grep -o 'iteration-[0-9]*\.bin$' || true) | tr -dc '0-9\n' | sort -n | tail -1)"
+    where="after checkpoint $(last_checkpoint "$TMP/ck")"
+    compgen -G "$TMP/cut/model.bin.tmp-*" > /dev/null && where="in model.bin's write"
     train cut --resume "$TMP/ck/latest.bin" || fail "kill $i: resume: $(cat "$TMP/cut.log")"
   else
     train cut || fail "kill $i: fresh start: $(cat "$TMP/cut.log")"
@@ -101,4 +131,5 @@ for ((i = 0; i < points; i++)); do
   printf 'kill %2d at %5d ms: %-22s %d temp file(s) left, %3d *.bin load; resumed model.bin identical\n' \
     "$i" "$at_ms" "$where" "$temps" "$loaded"
 done
-echo "kill -9 anywhere: ok ($points of $points identical; $in_write kill(s) inside a write; seed $seed)"
+echo "kill -9 anywhere: ok ($points of $points identical; $hits kill(s) hit the running process," \
+  "$in_write inside a write, $retries moment(s) drawn again; seed $seed)"
