@@ -11,7 +11,8 @@
 # Faults: linkcut (rank 2's switch port set down), loss (100 % packet loss to and from rank 2:
 # tc netem where the kernel has it, else blackhole routes on every host; the output says which),
 # sigstop (rank 1 stopped with SIGSTOP, continued after the others exited), kill9 (rank 2),
-# kill9_rank0. CI runs linkcut; DLTRAIN_FAULTS_FULL=1 runs all five, DLTRAIN_FAULTS="a b" picks.
+# kill9_rank0. CI runs linkcut; DLTRAIN_FAULTS_FULL=1 runs all five, DLTRAIN_FAULTS="a b" picks;
+# DLTRAIN_FAULTS_TIMEOUT sets CommunicationTimeout (3 s).
 # Needs root (network namespaces), iproute2 and nsenter; otherwise skipped (77) with the reason.
 source "$(dirname "$0")/common.sh" "$@"
 [[ $(id -u) -eq 0 ]] || { echo "skipped: needs root for network namespaces (ip netns)"; exit 77; }
@@ -25,7 +26,7 @@ in_ns() {
   nsenter --net="/run/netns/$n" "$@"
 }
 
-timeout_s=3  # training.CommunicationTimeout for these worlds
+timeout_s=${DLTRAIN_FAULTS_TIMEOUT:-3}  # training.CommunicationTimeout for these worlds
 if [[ -n ${DLTRAIN_FAULTS:-} ]]; then
   read -r -a faults <<< "$DLTRAIN_FAULTS"
 elif [[ ${DLTRAIN_FAULTS_FULL:-0} == 1 ]]; then
