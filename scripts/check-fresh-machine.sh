@@ -49,6 +49,14 @@ cleanup() {
       { echo "check-fresh-machine: could not unmount ${mounts[i]}" >&2; stuck=1; }
   done
   mounts=()
+  # Mounts a test made inside the root (e.g. `ip netns add` binds /run/netns), deepest first.
+  if [[ -n $root && -d $root ]]; then
+    local m
+    while IFS= read -r m; do
+      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null ||
+        { echo "check-fresh-machine: could not unmount $m" >&2; stuck=1; }
+    done < <(awk -v r="$root/" 'index($2, r) == 1 { print $2 }' /proc/self/mounts | sort -r)
+  fi
   if [[ -n $root && -d $root ]]; then
     if [[ $keep -eq 1 || $stuck -eq 1 ]]; then
       echo "check-fresh-machine: root left in $root"

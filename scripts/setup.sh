@@ -15,6 +15,9 @@ packages=(
   python3-torch python3-numpy python3-onnx python3-opencv
   # tests/cli/terminal_width.sh runs training inside tmux at 80 and 140 columns.
   tmux
+  # tests/cli/faults_between_hosts.sh builds hosts from network namespaces (ip netns, veth,
+  # bridge, blackhole routes; tc for netem where the kernel has it).
+  iproute2
 )
 # The benchmarks also use PIL, YAML and tcmalloc from Debian (not needed to build or test).
 if [[ "${DLTRAIN_BENCH:-0}" == "1" ]]; then

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <thread>
 
+#include "dist/peer_watch.h"
 #include "dist/rendezvous.h"
 #include "dist/tcp_store.h"
 #include "util/error.h"
@@ -79,6 +80,7 @@ class GlooCommunicator final : public Communicator {
       // cannot tell whether the others have read every address yet.
       kv_ = open_rendezvous_store(o);
       store = std::make_unique<GlooKeyValueStore>(*kv_, timeout_, rank_of(o));
+      tcp_ = o.rendezvous_tcp;
     }
     try {
       gloo::transport::tcp::attr attr;
@@ -88,6 +90,7 @@ class GlooCommunicator final : public Communicator {
       ctx->setTimeout(timeout_);
       ctx->connectFullMesh(*store, device);
       ctx_ = ctx;
+      if (!tcp_.empty()) start_peer_watch(o);
     } catch (const CommError&) {
       throw;
     } catch (const std::exception& e) {
@@ -98,6 +101,7 @@ class GlooCommunicator final : public Communicator {
   }
 
   ~GlooCommunicator() override {
+    watch_.reset();
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;  // collectives not yet started are dropped
@@ -184,6 +188,15 @@ class GlooCommunicator final : public Communicator {
             }};
   }
 
+  // Heartbeats through rank 0's store, so that a failed collective can name the lost rank:
+  // rank 0 beats into its own server, the others through a connection of their own.
+  void start_peer_watch(const CommOptions& o) {
+    std::shared_ptr<KeyValueStore> store = kv_;
+    if (rank_ != 0)
+      store = connect_tcp_store(parse_tcp_address(o.rendezvous_tcp, "the rendezvous address"), timeout_, rank_of(o));
+    watch_ = std::make_unique<PeerWatch>(store, store->where(), rank_, size_, timeout_);
+  }
+
   uint32_t next_tag() { return tag_++; }  // collective thread only
   void check_cpu(const Tensor& t, const char* what) const {
     if (!t.device().is_cpu())
@@ -246,9 +259,12 @@ class GlooCommunicator final : public Communicator {
     try {
       task.run();
     } catch (const std::exception& e) {
+      // The lost rank first: Gloo's own message names at most the neighbour this rank waited on.
+      const std::string lost = watch_ ? watch_->lost_ranks() : std::string();
       return first_error_ = std::make_exception_ptr(CommError(
-                 "rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": " + task.what +
-                 " failed: " + e.what() + " (a worker died, hung or was stopped; timeout " +
+                 "rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": " +
+                 (lost.empty() ? "" : lost + ": ") + task.what + " failed: " + e.what() +
+                 " (a worker died, hung, was stopped or cut off; timeout " +
                  std::to_string(timeout_.count() / 1000.0).substr(0, 5) + " s, training.CommunicationTimeout)"));
     }
     busy_ += t.seconds();
@@ -267,7 +283,9 @@ class GlooCommunicator final : public Communicator {
 
   int rank_, size_;
   std::chrono::milliseconds timeout_;
-  std::unique_ptr<KeyValueStore> kv_;  // a TCP rendezvous's store (rank 0: its server)
+  std::shared_ptr<KeyValueStore> kv_;  // a TCP rendezvous's store (rank 0: its server)
+  std::string tcp_;                    // its address (empty: a FileStore rendezvous)
+  std::unique_ptr<PeerWatch> watch_;   // heartbeats through it (TCP rendezvous only)
   std::shared_ptr<gloo::Context> ctx_;
   uint32_t tag_ = 1;
   std::exception_ptr first_error_;  // collective thread only

@@ -1,7 +1,8 @@
 // A small key-value store over TCP, for ranks that share no directory: rank 0 serves it on a
 // port (torchrun's MASTER_ADDR:MASTER_PORT, or DLT_RENDEZVOUS=tcp://HOST:PORT), the other ranks
-// reach it as clients. Keys are written once and read by polling; every call has a deadline, so
-// a rank 0 that never comes or dies is a CommError naming the address, never a hang.
+// reach it as clients. Keys are read by polling (a later set replaces the value: PeerWatch's
+// heartbeats); every call has a deadline, so a rank 0 that never comes or dies is a CommError
+// naming the address, never a hang.
 #pragma once
 #include <chrono>
 #include <memory>

@@ -28,3 +28,15 @@ expect_error() {
 make_shapes() {
   "$DLTRAIN" make-dataset shapes "$1" --classes 4 --per-class "${2:-150}" --size 32x32 --seed 3 >/dev/null
 }
+# last_checkpoint DIR: the highest N of DIR/checkpoint-iteration-N.bin, empty when there is none
+# (a temporary checkpoint-iteration-N.bin.tmp-PID does not count)
+last_checkpoint() {
+  local f n best=""
+  for f in "$1"/checkpoint-iteration-*.bin; do
+    [[ -f $f ]] || continue
+    n=${f##*-}
+    n=${n%.bin}
+    if [[ -z $best ]] || ((n > best)); then best=$n; fi
+  done
+  echo "$best"
+}
