@@ -23,6 +23,10 @@ namespace dlt {
 namespace {
 
 constexpr size_t kHeaderBytes = 32;
+// The network spec is YAML, which yaml-cpp holds in about 90 times its size: a spec of 4 MiB
+// (some 40,000 layers; real ones are under 100 KiB) parses in a few hundred MiB. Larger is
+// refused before parsing.
+constexpr uint64_t kMaxSpecBytes = 4u << 20;
 
 const std::array<uint32_t, 256>& crc_table() {
   static const std::array<uint32_t, 256> table = [] {
@@ -310,6 +314,9 @@ ModelData decode_model(const std::vector<uint8_t>& b, const std::string& name) {
     seen.push_back(tag);
     Reader r = top.sub(static_cast<size_t>(len), "section " + tag);
     if (tag == "SPEC") {
+      if (len > kMaxSpecBytes)
+        r.fail("the network spec is " + std::to_string(len) + " bytes, more than the " + std::to_string(kMaxSpecBytes) +
+               " dltrain reads");
       try {
         m.network = network_spec_from_yaml(r.rest(), name + " (network spec)");
       } catch (const ConfigError& e) {

@@ -22,6 +22,10 @@ struct ModelData;
 class Network {
  public:
   Network(const NetworkSpec& spec, Device device);
+  // A network from a model file: its spec, with every parameter and state shape checked against
+  // the file's tensors before anything is allocated (a corrupt or hostile spec cannot make it
+  // allocate more than the file holds), then its weights. Throws ModelError on a mismatch.
+  Network(const ModelData& model, Device device);
   ~Network();
 
   Device device() const { return device_; }
@@ -127,6 +131,7 @@ class Network {
   void build();
   void plan_fusion();
   void allocate_params();
+  void check_weights(const ModelData& m) const;
   void plan_gradients(int64_t n);
 
   NetworkSpec spec_;

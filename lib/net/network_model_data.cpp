@@ -1,5 +1,5 @@
 // Network <-> ModelData (the model file's tensors by layer and name), and the counts asked of
-// a built network (learnables, memory, FLOPs).
+// a built network (learnables, memory, FLOPs), and the network made from a model file.
 #include <algorithm>
 
 #include "net/model_file.h"
@@ -56,6 +56,21 @@ const NamedTensor& find_named(const std::vector<NamedTensor>& list, const std::s
 }
 
 }  // namespace
+
+Network::Network(const ModelData& model, Device device) : spec_(model.network), device_(device) {
+  build();
+  check_weights(model);
+  plan_fusion();
+  allocate_params();
+  load_weights(model);
+}
+
+void Network::check_weights(const ModelData& m) const {
+  for (const Node& n : nodes_) {
+    for (const Param& p : n.layer->params()) find_named(m.params, n.layer->name(), p.name, p.shape);
+    for (const State& s : n.layer->states()) find_named(m.states, n.layer->name(), s.name, s.shape);
+  }
+}
 
 ModelData Network::to_model_data() const {
   ModelData m;
