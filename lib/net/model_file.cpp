@@ -17,6 +17,7 @@
 
 #include "config/config.h"
 #include "util/error.h"
+#include "util/one_line.h"
 
 namespace dlt {
 
@@ -275,7 +276,9 @@ std::vector<uint8_t> encode_model(const ModelData& m) {
   return std::move(w.bytes);
 }
 
-ModelData decode_model(const std::vector<uint8_t>& b, const std::string& name) {
+namespace {
+
+ModelData decode(const std::vector<uint8_t>& b, const std::string& name) {
   const size_t size = b.size();
   if (size == 0) throw ModelError(name + ": empty file (not a dltrain model)");
   if (std::memcmp(b.data(), kModelMagic, std::min<size_t>(size, 8)) != 0)
@@ -353,6 +356,16 @@ ModelData decode_model(const std::vector<uint8_t>& b, const std::string& name) {
   }
   if (!have_spec) throw ModelError(name + ": no network spec section (file corrupt)");
   return m;
+}
+
+}  // namespace
+
+ModelData decode_model(const std::vector<uint8_t>& b, const std::string& name) {
+  try {
+    return decode(b, name);
+  } catch (const ModelError& e) {  // names from the file may hold line breaks or escapes
+    throw ModelError(one_line(e.what()));
+  }
 }
 
 void save_model(const std::string& path, const ModelData& model) {

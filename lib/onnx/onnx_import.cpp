@@ -23,6 +23,7 @@
 #include "onnx/onnx_proto_util.h"
 #include "tensor/shape.h"
 #include "util/error.h"
+#include "util/one_line.h"
 
 namespace dlt {
 
@@ -465,7 +466,12 @@ ModelData import_onnx(const std::string& path, const OnnxImportOptions& options)
         }
         o.classes_from = "its class_names metadata";
       }
-  ModelData m = Importer(path, model, o).run();
+  ModelData m;
+  try {
+    m = Importer(path, model, o).run();
+  } catch (const ModelError& e) {  // names from the file may hold line breaks or escapes
+    throw ModelError(one_line(e.what()));
+  }
   m.metadata_json = "{\"imported_from\": \"onnx\"}";
   return m;
 }

@@ -76,6 +76,9 @@ save("short_raw.onnx", model(w=tensor("W", [4, 12], raw=b"\0" * 8)))
 trans_b = ld(5, ld(1, "transB") + vi(3, 1) + vi(20, 2))
 save("cyclic.onnx", model(nodes=[node("Flatten", ["prob"], ["f"], "flatten"), node("Gemm", ["f", "W", "B"], ["g"], "fc", trans_b),
                                  node("Softmax", ["g"], ["prob"], "softmax")]))
+# An operator and node name with a line break and a terminal escape (clear screen).
+save("escapes.onnx", model(nodes=[node("Flatten\n\x1b[2J", ["x"], ["f"], "flat\nten"), node("Gemm", ["f", "W", "B"], ["g"], "fc", trans_b),
+                                  node("Softmax", ["g"], ["prob"], "softmax")]))
 save("huge_input.onnx", model(input_dims=(1, 3, 1 << 40, 1 << 40)))
 ids = [node("Identity", ["x" if i == 0 else f"i{i - 1}"], [f"i{i}"], "same") for i in range(2_000_000)]
 save("two_million_nodes.onnx", model(extra_nodes=ids))
@@ -105,6 +108,7 @@ run_bounded() {
   secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
   [[ $rc -eq 1 ]] || fail "$what: exit code $rc, expected 1 (stderr: $(cat "$TMP/err"))"
   [[ $(wc -l < "$TMP/err") -eq 1 ]] || fail "$what: expected one line on stderr, got: $(cat "$TMP/err")"
+  ! grep -q $'\x1b' "$TMP/err" || fail "$what: a terminal escape reached stderr"
   grep -q -- "$pattern" "$TMP/err" || fail "$what: stderr does not mention '$pattern': $(cat "$TMP/err")"
   at_least "$MAX_SECONDS" "$secs" || fail "$what: took ${secs}s, more than ${MAX_SECONDS}s"
   if [[ $rss != unmeasured ]]; then
@@ -126,6 +130,7 @@ import_bounded overflow_dims.onnx "tensor 'W' claims 4611686018427387904x4 value
 import_bounded claims_1gib.onnx "tensor 'W' has 48 values for 22369622x12 = 268435464"
 import_bounded short_raw.onnx "tensor 'W' has 8 bytes of data for 4x12 = 48 values"
 import_bounded cyclic.onnx "node 'flatten' (Flatten): input 'prob' is neither the graph input nor an earlier"
+import_bounded escapes.onnx "node 'flat\\\\nten' (Flatten\\\\n\\\\x1b\[2J): operator 'Flatten\\\\n\\\\x1b\[2J' is not supported"
 import_bounded huge_input.onnx "the graph input 'x' is 1099511627776x1099511627776x3 per image"
 import_bounded two_million_nodes.onnx "the graph has 2000003 nodes, more than the 100000"
 import_bounded truncated.onnx "not a readable ONNX model"

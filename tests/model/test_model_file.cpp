@@ -390,6 +390,13 @@ TEST_CASE("model file: a network spec over 4 MiB is refused before parsing", "[m
   for (int i = 0; i < 8; ++i) at[i] = 0xff;  // -1 as int64
   fix_checksums(nb);
   CHECK(has(decode_error(nb), "dimension 18446744073709551615 makes it larger than"));
+  // A tensor name with a line break and a terminal escape: one line, escaped.
+  neg.params[0].layer = "l\n\x1b[2J";
+  nb = encode_model(neg);
+  at = std::search(nb.begin(), nb.end(), name.begin(), name.end()) + static_cast<std::ptrdiff_t>(name.size() + 4);
+  for (int i = 0; i < 8; ++i) at[i] = 0xff;
+  fix_checksums(nb);
+  CHECK(has(decode_error(nb), "tensor l\\n\\x1b[2J.Weights dimension 18446744073709551615"));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "config/config_test_util.h"
 #include "onnx/onnx.h"
 #include "util/error.h"
+#include "util/rng.h"
 
 namespace dlt {
 namespace {
@@ -283,6 +284,31 @@ TEST_CASE("onnx hostile: deep nesting, garbage and truncation", "[onnx]") {
     errors += !r.error.empty();
   }
   CHECK(errors >= static_cast<int>(full.size()) - 8);
+}
+
+// Random bytes of a valid file overwritten (what a bad disk, download or hostile writer could
+// produce): each import either succeeds or throws one dlt::Error line; nothing else escapes.
+TEST_CASE("onnx hostile: random corruption", "[onnx]") {
+  test::TempDir dir;
+  const std::string full = classifier().SerializeAsString();
+  Rng rng(11);
+  int ok = 0, errors = 0;
+  for (int iter = 0; iter < 2000; ++iter) {
+    std::string b = full;
+    const int flips = 1 + static_cast<int>(rng.below(4));
+    for (int f = 0; f < flips; ++f) b[rng.below(b.size())] = static_cast<char>(rng.below(256));
+    const std::string path = dir.write("m.onnx", b);
+    try {
+      import_onnx(path, {});
+      ++ok;
+    } catch (const Error& e) {
+      ++errors;
+      INFO(e.what());
+      REQUIRE(std::string(e.what()).find('\n') == std::string::npos);
+    }
+  }
+  CHECK(ok + errors == 2000);
+  CHECK(errors > 200);
 }
 
 }  // namespace
