@@ -244,6 +244,9 @@ std::vector<uint8_t> encode_model(const ModelData& m) {
   w.u32(0);  // payload CRC, below
   size_t at = w.begin_section("SPEC");
   const std::string spec = network_spec_to_yaml(m.network);
+  if (spec.size() > kMaxSpecBytes)  // never write a file that load_model refuses
+    throw ModelError("cannot save the model: its network spec is " + std::to_string(spec.size()) +
+                     " bytes of YAML, more than the " + std::to_string(kMaxSpecBytes) + " a model file holds");
   w.raw(spec.data(), spec.size());
   w.end_section(at);
   at = w.begin_section("CLAS");

@@ -24,8 +24,9 @@ class Network {
   Network(const NetworkSpec& spec, Device device);
   // A network from a model file: its spec, with every parameter and state shape checked against
   // the file's tensors before anything is allocated (a corrupt or hostile spec cannot make it
-  // allocate more than the file holds), then its weights. Throws ModelError on a mismatch.
-  Network(const ModelData& model, Device device);
+  // allocate more than the file holds), then its weights. Throws ModelError on a mismatch,
+  // naming `file` when given.
+  Network(const ModelData& model, Device device, const std::string& file = "");
   ~Network();
 
   Device device() const { return device_; }

@@ -57,9 +57,15 @@ const NamedTensor& find_named(const std::vector<NamedTensor>& list, const std::s
 
 }  // namespace
 
-Network::Network(const ModelData& model, Device device) : spec_(model.network), device_(device) {
+Network::Network(const ModelData& model, Device device, const std::string& file)
+    : spec_(model.network), device_(device) {
   build();
-  check_weights(model);
+  try {
+    check_weights(model);
+  } catch (const ModelError& e) {
+    if (file.empty()) throw;
+    throw ModelError(file + ": " + e.what());
+  }
   plan_fusion();
   allocate_params();
   load_weights(model);

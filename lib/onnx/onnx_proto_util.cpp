@@ -104,7 +104,7 @@ void check_tensor(const onnx::TensorProto& t, const std::string& what) {
   for (int64_t d : t.dims()) {
     if (d < 0)
       throw ModelError(name + " has dimension " + std::to_string(d) + " in " + dims_str(t) + " (the file is corrupt)");
-    if (d != 0 && n > kMaxTensorValues / d)
+    if (d > kMaxTensorValues || (d != 0 && n > kMaxTensorValues / d))  // each dim too: 0 x 2^62 is refused
       throw ModelError(name + " claims " + dims_str(t) + " values, more than the " + std::to_string(kMaxTensorValues) +
                        " dltrain reads (the file is corrupt)");
     n *= d;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -362,7 +363,7 @@ TEST_CASE("model file: hostile specs fail before anything is allocated", "[model
   CHECK(has(network_error(cyclic), "Inputs names 'nowhere', which is not an earlier layer"));
 }
 
-TEST_CASE("model file: a network spec over 4 MiB is refused before parsing", "[model]") {
+TEST_CASE("model file: a network spec over 4 MiB is neither parsed nor written", "[model]") {
   ModelData m = sample_model();
   std::vector<uint8_t> b = encode_model(m);
   // SPEC is the first section: grow it with a YAML comment and fix the lengths and checksums.
@@ -377,6 +378,16 @@ TEST_CASE("model file: a network spec over 4 MiB is refused before parsing", "[m
   fix_checksums(b);
   CHECK(has(decode_error(b),
             "the network spec is " + std::to_string(len) + " bytes, more than the 4194304 dltrain reads"));
+  // ... and never written: 40,000 layers with 100-character names.
+  ModelData many;
+  for (int i = 0; i < 40000; ++i) {
+    LayerSpec s;
+    s.type = "relu";
+    s.name = std::string(94, 'r') + std::to_string(100000 + i);
+    many.network.layers.push_back(s);
+  }
+  CHECK_THROWS_WITH(encode_model(many), Catch::Contains("cannot save the model: its network spec is") &&
+                                            Catch::Contains("bytes of YAML, more than the 4194304 a model file holds"));
   // Negative dimensions are huge unsigned ones: refused.
   ModelData neg;
   neg.network = m.network;

@@ -125,6 +125,7 @@ TEST_CASE("onnx hostile: negative, huge and overflowing dimensions", "[onnx]") {
   CHECK(has(with_dims({int64_t{1} << 62, 4}, 0), "claims 4611686018427387904x4 values, more than the 4294967296"));
   CHECK(has(with_dims({int64_t{1} << 32, int64_t{1} << 32}, 0), "claims"));
   CHECK(has(with_dims({INT64_MAX, INT64_MAX, 2}, 0), "claims"));
+  CHECK(has(with_dims({0, int64_t{1} << 62, int64_t{1} << 62}, 0), "claims 0x4611686018427387904x4611686018427387904"));
   CHECK(has(with_dims({1, 1, 1, 1, 1, 1, 1, 1, 1}, 1), "has 9 dimensions, more than 8"));
 }
 
