@@ -67,8 +67,7 @@ Runner add_classify(CLI::App& app) {
       o.gpu_device = a->gpu;
       dev = resolve_device(o);  // one clear DeviceError without CUDA or that GPU
     }
-    Network net(m.network, dev);
-    net.load_weights(m);
+    Network net(m, dev, a->model);
     if (net.per_pixel())
       throw UsageError(a->model + ": the network classifies pixels (pixelClassification); use dltrain segment");
     net.set_mixed_precision(a->precision == "mixed");

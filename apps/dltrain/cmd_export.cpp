@@ -19,8 +19,7 @@ namespace dlt::app {
 namespace {
 
 void debug_forward(const ModelData& m, const std::string& in_path, const std::string& out_path) {
-  Network net(m.network, Device::cpu());
-  net.load_weights(m);
+  Network net(m, Device::cpu());
   std::string raw = read_file(in_path);
   const int64_t per = net.input_shape().numel();
   const int64_t bytes = per * static_cast<int64_t>(sizeof(float));

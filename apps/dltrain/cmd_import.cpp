@@ -53,8 +53,7 @@ Runner add_import(CLI::App& app) {
     if (!a->classes.empty()) opt.classes = read_classes(a->classes);
     if (!a->input_size.empty()) opt.input_size = parse_size(a->input_size);
     ModelData m = import_onnx(a->onnx, opt);
-    Network net(m.network, Device::cpu());  // validates shapes and weights before writing
-    net.load_weights(m);
+    Network net(m, Device::cpu(), a->onnx);  // validates shapes and weights before writing
     save_model(a->output, m);
     const Shape& in = net.input_shape();
     std::printf("imported %s: %zu layers, %lld learnables, input %lldx%lldx%lld, %lld classes -> %s\n", a->onnx.c_str(),

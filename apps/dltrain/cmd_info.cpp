@@ -19,9 +19,7 @@ namespace {
 std::unique_ptr<Network> load_network(const std::string& path, const std::vector<std::string>& sets) {
   if (looks_like_model(path)) {
     ModelData m = load_model(path);
-    auto net = std::make_unique<Network>(m.network, Device::cpu());
-    net->load_weights(m);
-    return net;
+    return std::make_unique<Network>(m, Device::cpu(), path);
   }
   Config c = load_config(path, sets);
   apply_transfer(c);  // base: loads the base model

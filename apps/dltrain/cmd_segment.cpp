@@ -154,8 +154,7 @@ Runner add_segment(CLI::App& app) {
       o.gpu_device = a->gpu;
       dev = resolve_device(o);
     }
-    Network net(m.network, dev);
-    net.load_weights(m);
+    Network net(m, dev, a->model);
     if (!net.per_pixel())
       throw UsageError(a->model +
                        ": the network does not end in pixelClassification (use dltrain classify for image classes)");

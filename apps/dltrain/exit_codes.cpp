@@ -5,10 +5,13 @@
 #include <new>
 
 #include "util/error.h"
+#include "util/one_line.h"
 
 namespace dlt::app {
 
-Failure current_failure() {
+namespace {
+
+Failure classify_current() {
   try {
     throw;
   } catch (const ConfigError& e) {
@@ -26,6 +29,16 @@ Failure current_failure() {
   } catch (...) {
     return {1, "error", "unknown exception"};
   }
+}
+
+}  // namespace
+
+// One line whatever the message quotes (a model file's names may hold line breaks or
+// terminal escapes).
+Failure current_failure() {
+  Failure f = classify_current();
+  f.message = one_line(f.message);
+  return f;
 }
 
 }  // namespace dlt::app

@@ -17,12 +17,17 @@
 
 #include "config/config.h"
 #include "util/error.h"
+#include "util/one_line.h"
 
 namespace dlt {
 
 namespace {
 
 constexpr size_t kHeaderBytes = 32;
+// The network spec is YAML, which yaml-cpp holds in about 90 times its size: a spec of 4 MiB
+// (some 40,000 layers; real ones are under 100 KiB) parses in a few hundred MiB. Larger is
+// refused before parsing.
+constexpr uint64_t kMaxSpecBytes = 4u << 20;
 
 const std::array<uint32_t, 256>& crc_table() {
   static const std::array<uint32_t, 256> table = [] {
@@ -239,6 +244,9 @@ std::vector<uint8_t> encode_model(const ModelData& m) {
   w.u32(0);  // payload CRC, below
   size_t at = w.begin_section("SPEC");
   const std::string spec = network_spec_to_yaml(m.network);
+  if (spec.size() > kMaxSpecBytes)  // never write a file that load_model refuses
+    throw ModelError("cannot save the model: its network spec is " + std::to_string(spec.size()) +
+                     " bytes of YAML, more than the " + std::to_string(kMaxSpecBytes) + " a model file holds");
   w.raw(spec.data(), spec.size());
   w.end_section(at);
   at = w.begin_section("CLAS");
@@ -271,7 +279,9 @@ std::vector<uint8_t> encode_model(const ModelData& m) {
   return std::move(w.bytes);
 }
 
-ModelData decode_model(const std::vector<uint8_t>& b, const std::string& name) {
+namespace {
+
+ModelData decode(const std::vector<uint8_t>& b, const std::string& name) {
   const size_t size = b.size();
   if (size == 0) throw ModelError(name + ": empty file (not a dltrain model)");
   if (std::memcmp(b.data(), kModelMagic, std::min<size_t>(size, 8)) != 0)
@@ -310,6 +320,9 @@ ModelData decode_model(const std::vector<uint8_t>& b, const std::string& name) {
     seen.push_back(tag);
     Reader r = top.sub(static_cast<size_t>(len), "section " + tag);
     if (tag == "SPEC") {
+      if (len > kMaxSpecBytes)
+        r.fail("the network spec is " + std::to_string(len) + " bytes, more than the " + std::to_string(kMaxSpecBytes) +
+               " dltrain reads");
       try {
         m.network = network_spec_from_yaml(r.rest(), name + " (network spec)");
       } catch (const ConfigError& e) {
@@ -346,6 +359,16 @@ ModelData decode_model(const std::vector<uint8_t>& b, const std::string& name) {
   }
   if (!have_spec) throw ModelError(name + ": no network spec section (file corrupt)");
   return m;
+}
+
+}  // namespace
+
+ModelData decode_model(const std::vector<uint8_t>& b, const std::string& name) {
+  try {
+    return decode(b, name);
+  } catch (const ModelError& e) {  // names from the file may hold line breaks or escapes
+    throw ModelError(one_line(e.what()));
+  }
 }
 
 void save_model(const std::string& path, const ModelData& model) {

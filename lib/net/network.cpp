@@ -16,6 +16,10 @@ namespace dlt {
 
 using net_internal::for_layer;
 
+namespace {
+constexpr int64_t kMaxImageValues = int64_t{1} << 31;  // per image, per layer output
+}  // namespace
+
 Network::Network(const NetworkSpec& spec, Device device) : spec_(spec), device_(device) {
   build();
   plan_fusion();
@@ -66,6 +70,16 @@ void Network::build() {
     std::vector<Shape> in_shapes;
     for (int p : node.inputs) in_shapes.push_back(nodes_[p].shape);
     node.shape = node.layer->infer(in_shapes);
+    // Overflow-safe: per-image activations beyond 2^31 values (8 GiB) are a corrupt spec.
+    int64_t values = 1;
+    for (int d = 0; d < node.shape.rank(); ++d) {
+      const int64_t n = node.shape[d];
+      if (n < 0 || (n > 0 && values > kMaxImageValues / n))
+        throw ShapeError(ls.loc.prefix() + "layer '" + ls.name + "' outputs " + node.shape.str() +
+                         " per image, more than " + std::to_string(kMaxImageValues) +
+                         " values (check InputSize and the layer's options)");
+      values *= n;
+    }
     node.layer->spec().check_all_used();
     index[ls.name] = static_cast<int>(i);
     nodes_.push_back(std::move(node));

@@ -22,6 +22,11 @@ struct ModelData;
 class Network {
  public:
   Network(const NetworkSpec& spec, Device device);
+  // A network from a model file: its spec, with every parameter and state shape checked against
+  // the file's tensors before anything is allocated (a corrupt or hostile spec cannot make it
+  // allocate more than the file holds), then its weights. Throws ModelError on a mismatch,
+  // naming `file` when given.
+  Network(const ModelData& model, Device device, const std::string& file = "");
   ~Network();
 
   Device device() const { return device_; }
@@ -127,6 +132,7 @@ class Network {
   void build();
   void plan_fusion();
   void allocate_params();
+  void check_weights(const ModelData& m) const;
   void plan_gradients(int64_t n);
 
   NetworkSpec spec_;

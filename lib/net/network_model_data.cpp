@@ -1,5 +1,5 @@
 // Network <-> ModelData (the model file's tensors by layer and name), and the counts asked of
-// a built network (learnables, memory, FLOPs).
+// a built network (learnables, memory, FLOPs), and the network made from a model file.
 #include <algorithm>
 
 #include "net/model_file.h"
@@ -56,6 +56,27 @@ const NamedTensor& find_named(const std::vector<NamedTensor>& list, const std::s
 }
 
 }  // namespace
+
+Network::Network(const ModelData& model, Device device, const std::string& file)
+    : spec_(model.network), device_(device) {
+  build();
+  try {
+    check_weights(model);
+  } catch (const ModelError& e) {
+    if (file.empty()) throw;
+    throw ModelError(file + ": " + e.what());
+  }
+  plan_fusion();
+  allocate_params();
+  load_weights(model);
+}
+
+void Network::check_weights(const ModelData& m) const {
+  for (const Node& n : nodes_) {
+    for (const Param& p : n.layer->params()) find_named(m.params, n.layer->name(), p.name, p.shape);
+    for (const State& s : n.layer->states()) find_named(m.states, n.layer->name(), s.name, s.shape);
+  }
+}
 
 ModelData Network::to_model_data() const {
   ModelData m;

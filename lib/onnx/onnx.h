@@ -20,6 +20,10 @@ struct OnnxImportOptions {
   std::string classes_from = "the class list";  // where `classes` came from, for errors
 };
 
+// The most nodes import reads (the largest model-zoo classifiers have a few thousand); a
+// larger graph is refused before any node is looked at.
+inline constexpr int kMaxOnnxNodes = 100000;
+
 // True when this build reads and writes ONNX.
 bool onnx_available();
 // ONNX file -> model (network spec with imageInput first and softmax + classification last,

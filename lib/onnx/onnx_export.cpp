@@ -19,9 +19,8 @@ namespace {
 
 class Exporter final : public OnnxGraph {
  public:
-  Exporter(const ModelData& m, const std::string& path) : m_(m), path_(path), net_(m.network, Device::cpu()) {
+  Exporter(const ModelData& m, const std::string& path) : m_(m), path_(path), net_(m, Device::cpu()) {
     g_ = model_.mutable_graph();
-    net_.load_weights(m);
   }
 
   std::string run() {

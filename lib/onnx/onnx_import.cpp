@@ -8,17 +8,22 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <climits>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <set>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
 #include "layers/layer.h"
 #include "onnx/onnx.h"
 #include "onnx/onnx_proto_util.h"
 #include "tensor/shape.h"
 #include "util/error.h"
+#include "util/one_line.h"
 
 namespace dlt {
 
@@ -27,6 +32,8 @@ using namespace onnxu;
 namespace {
 
 using Value = OnnxValue;  // name: the layer producing it
+
+constexpr int64_t kMaxInputValues = int64_t{1} << 31;  // per image (H * W * C)
 
 bool padded(const Value& v) { return v.pad[0] || v.pad[1] || v.pad[2] || v.pad[3]; }
 
@@ -48,7 +55,10 @@ class Importer {
   }
 
   ModelData run() {
-    for (const auto& t : g_.initializer()) consts_[t.name()] = &t;
+    for (const auto& t : g_.initializer()) {
+      check_tensor(t, path_ + ": initializer");
+      consts_[t.name()] = &t;
+    }
     add_input();
     for (const auto& n : g_.node()) node(n);
     finish();
@@ -79,7 +89,9 @@ class Importer {
     if (n.input_size() <= i) fail(n, "has too few inputs");
     auto it = values_.find(n.input(i));
     if (it == values_.end())
-      fail(n, "input '" + n.input(i) + "' is neither the graph input nor a supported node's output");
+      fail(n, "input '" + n.input(i) +
+                  "' is neither the graph input nor an earlier supported node's output (a graph must list its "
+                  "nodes in topological order, without cycles)");
     if (padded(it->second) && !pad_ok)
       fail(n, "its input comes from a Pad node; dltrain folds zero padding only into Conv and AveragePool");
     if (it->second.indices && !indices)
@@ -99,8 +111,11 @@ class Importer {
       if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-' && ch != '.') ch = '_';
     while (!s.empty() && (s[0] == '_' || s[0] == '.')) s.erase(0, 1);
     if (s.empty()) s = n.op_type();
+    // The next free suffix per base name: a graph of many same-named nodes stays linear.
     std::string name = s;
-    for (int k = 2; taken_.count(name); ++k) name = s + "_" + std::to_string(k);
+    int64_t& k = next_suffix_[s];
+    if (k == 0) k = 2;
+    for (; taken_.count(name); ++k) name = s + "_" + std::to_string(k);
     taken_.insert(name);
     return name;
   }
@@ -148,6 +163,10 @@ class Importer {
                        " dimensions, expected (N, C, H, W) (give --input-size HxWxC)");
     if (h <= 0 || w <= 0 || c <= 0)
       throw ModelError(path_ + ": the graph input '" + in->name() + "' has symbolic sizes (give --input-size HxWxC)");
+    if (h > kMaxInputValues / w || h * w > kMaxInputValues / c)
+      throw ModelError(path_ + ": the graph input '" + in->name() + "' is " + std::to_string(h) + "x" +
+                       std::to_string(w) + "x" + std::to_string(c) + " per image, more than the " +
+                       std::to_string(kMaxInputValues) + " values dltrain reads");
     input_name_ = "input";
     taken_.insert(input_name_);
     LayerSpec& s = add_layer("imageInput", input_name_, {});
@@ -174,6 +193,8 @@ class Importer {
   void constant_node(const onnx::NodeProto& n) {
     const auto* a = find_attr(n, "value");
     if (!a || !a->has_t()) fail(n, "only Constant nodes with a tensor 'value' are supported");
+    if (n.output_size() < 1 || n.output(0).empty()) fail(n, "has no output");
+    check_tensor(a->t(), path_ + ": node '" + node_name(n) + "'");
     owned_.push_back(std::make_unique<onnx::TensorProto>(a->t()));
     consts_[n.output(0)] = owned_.back().get();
   }
@@ -189,8 +210,10 @@ class Importer {
     std::vector<int64_t> p = n.input_size() > 1
                                  ? ints_of(need_const(n, 1, "pads"), path_ + ": node '" + node_name(n) + "'")
                                  : attr_ints(n, "pads", {});
-    if (n.input_size() > 2 && !n.input(2).empty() && need_floats(n, 2, "constant_value").at(0) != 0.f)
-      fail(n, "only zero padding is supported");
+    if (n.input_size() > 2 && !n.input(2).empty()) {
+      const std::vector<float> value = need_floats(n, 2, "constant_value");
+      if (value.size() != 1 || value[0] != 0.f) fail(n, "only zero padding (one constant_value of 0) is supported");
+    }
     if (p.size() != 8 || p[0] || p[1] || p[4] || p[5] || *std::min_element(p.begin(), p.end()) < 0)
       fail(n, "only non-negative padding of height and width is supported");
     v.pad = {p[2], p[3], p[6], p[7]};
@@ -324,6 +347,7 @@ class Importer {
   std::string last_layer_op_;                  // the operator of the node that added the last layer
   std::map<std::string, size_t> matmul_bias_;  // MatMul output -> index of its Bias in m_.params
   std::set<std::string> taken_;
+  std::map<std::string, int64_t> next_suffix_;  // unique_name: base name -> next suffix to try
   std::string input_name_;
   std::vector<float> mean_, sd_, mean_image_;
   ModelData m_;
@@ -378,16 +402,59 @@ void Importer::read_layer(const LayerType& type, const onnx::NodeProto& n) {
   if (const std::string& op = n.op_type(); op == "MatMul") matmul_bias_[n.output(0)] = m_.params.size() - 1;
 }
 
+// GraphProto.node entries (ModelProto field 7 is the graph, GraphProto field 1 a node) read
+// from the wire without parsing them; -1 when the bytes are not protobuf (the parse reports it).
+int64_t count_graph_nodes(const std::string& bytes) {
+  using google::protobuf::internal::WireFormatLite;
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) return -1;
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  auto length_delimited = [](uint32_t tag, int field) {
+    return WireFormatLite::GetTagFieldNumber(tag) == field &&
+           WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
+  };
+  int64_t nodes = 0;
+  while (uint32_t tag = in.ReadTag()) {
+    if (!length_delimited(tag, 7)) {
+      if (!WireFormatLite::SkipField(&in, tag)) return -1;
+      continue;
+    }
+    uint32_t len = 0;
+    if (!in.ReadVarint32(&len)) return -1;
+    const auto limit = in.PushLimit(static_cast<int>(len));
+    while (uint32_t t = in.ReadTag()) {
+      if (length_delimited(t, 1)) ++nodes;
+      if (!WireFormatLite::SkipField(&in, t)) return -1;
+    }
+    in.PopLimit(limit);
+  }
+  return nodes;
+}
+
 }  // namespace
 
 bool onnx_available() { return true; }
 
 ModelData import_onnx(const std::string& path, const OnnxImportOptions& options) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw ModelError(path + ": cannot open the ONNX file (check the path)");
   onnx::ModelProto model;
-  if (!model.ParseFromIstream(&f))
-    throw ModelError(path + ": not a readable ONNX model (protobuf parse failed; is it an .onnx file?)");
+  {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw ModelError(path + ": cannot open the ONNX file (check the path)");
+    f.seekg(0, std::ios::end);
+    const std::streamoff size = f.tellg();
+    f.seekg(0, std::ios::beg);
+    if (size < 0) throw ModelError(path + ": cannot read the ONNX file (not a regular file?)");
+    std::string bytes(static_cast<size_t>(size), '\0');
+    if (!f.read(bytes.data(), size)) throw ModelError(path + ": cannot read the ONNX file");
+    // Counted on the wire first: a graph of millions of tiny nodes would take far more memory
+    // parsed (hundreds of bytes per node) than in the file.
+    const int64_t nodes = count_graph_nodes(bytes);
+    if (nodes > kMaxOnnxNodes)
+      throw ModelError(path + ": the graph has " + std::to_string(nodes) + " nodes, more than the " +
+                       std::to_string(kMaxOnnxNodes) + " dltrain imports (the file is corrupt or not a classifier)");
+    if (bytes.size() > static_cast<size_t>(INT_MAX) || !model.ParseFromString(bytes))
+      throw ModelError(path + ": not a readable ONNX model (protobuf parse failed; is it an .onnx file?)");
+  }
   OnnxImportOptions o = options;
   if (o.classes.empty())
     for (const auto& meta : model.metadata_props())
@@ -399,7 +466,12 @@ ModelData import_onnx(const std::string& path, const OnnxImportOptions& options)
         }
         o.classes_from = "its class_names metadata";
       }
-  ModelData m = Importer(path, model, o).run();
+  ModelData m;
+  try {
+    m = Importer(path, model, o).run();
+  } catch (const ModelError& e) {  // names from the file may hold line breaks or escapes
+    throw ModelError(one_line(e.what()));
+  }
   m.metadata_json = "{\"imported_from\": \"onnx\"}";
   return m;
 }

@@ -11,42 +11,127 @@ std::vector<int64_t> dims_of(const onnx::TensorProto& t) { return {t.dims().begi
 
 namespace {
 
-int64_t count_of(const onnx::TensorProto& t) {
-  int64_t n = 1;
-  for (int64_t d : t.dims()) n *= d;
-  return n;
+// Bytes per element of the data types whose raw_data length is fixed; 0 for the others
+// (STRING, UNDEFINED, types newer than this list), whose data is not checked.
+size_t element_bytes(int type) {
+  switch (type) {
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::BOOL:
+      return 1;
+    case onnx::TensorProto::UINT16:
+    case onnx::TensorProto::INT16:
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16:
+      return 2;
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::INT32:
+    case onnx::TensorProto::UINT32:
+      return 4;
+    case onnx::TensorProto::DOUBLE:
+    case onnx::TensorProto::INT64:
+    case onnx::TensorProto::UINT64:
+    case onnx::TensorProto::COMPLEX64:
+      return 8;
+    case onnx::TensorProto::COMPLEX128:
+      return 16;
+    default:
+      return 0;
+  }
+}
+
+// How many values the typed field of this data type holds (-1: a type not checked).
+int64_t typed_values(const onnx::TensorProto& t) {
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      return t.float_data_size();
+    case onnx::TensorProto::COMPLEX64:
+      return t.float_data_size() / 2;
+    case onnx::TensorProto::DOUBLE:
+      return t.double_data_size();
+    case onnx::TensorProto::COMPLEX128:
+      return t.double_data_size() / 2;
+    case onnx::TensorProto::INT64:
+      return t.int64_data_size();
+    case onnx::TensorProto::UINT32:
+    case onnx::TensorProto::UINT64:
+      return t.uint64_data_size();
+    case onnx::TensorProto::INT32:
+    case onnx::TensorProto::INT16:
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT16:
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::BOOL:
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16:
+      return t.int32_data_size();
+    default:
+      return -1;
+  }
+}
+
+std::string dims_str(const onnx::TensorProto& t) {
+  std::string s;
+  for (int64_t d : t.dims()) s += (s.empty() ? "" : "x") + std::to_string(d);
+  return s.empty() ? "scalar" : s;
 }
 
 template <typename T>
-std::vector<T> raw_values(const onnx::TensorProto& t, const std::string& what) {
+std::vector<T> raw_values(const onnx::TensorProto& t) {
   const std::string& raw = t.raw_data();
-  if (raw.size() != static_cast<size_t>(count_of(t)) * sizeof(T))
-    throw ModelError(what + ": tensor '" + t.name() + "' has " + std::to_string(raw.size()) + " bytes of data for " +
-                     std::to_string(count_of(t)) + " values (the file is corrupt)");
   std::vector<T> v(raw.size() / sizeof(T));
-  if (!v.empty()) std::memcpy(v.data(), raw.data(), raw.size());
+  if (!v.empty()) std::memcpy(v.data(), raw.data(), v.size() * sizeof(T));
   return v;
-}
-
-void check_local(const onnx::TensorProto& t, const std::string& what) {
-  if (t.data_location() == onnx::TensorProto::EXTERNAL)
-    throw ModelError(
-        what + ": tensor '" + t.name() +
-        "' keeps its data in an external file, which dltrain does not "
-        "read (save the model with its weights inside, e.g. onnx.save(m, f, save_as_external_data=False))");
 }
 
 }  // namespace
 
+void check_tensor(const onnx::TensorProto& t, const std::string& what) {
+  const std::string name = what + ": tensor '" + t.name() + "'";
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    for (const auto& e : t.external_data())
+      if (e.key() == "location") location = e.value();
+    // Never opened: a location may point anywhere ("../../etc/passwd", "/dev/zero").
+    throw ModelError(name + " keeps its data in an external file ('" + location +
+                     "'), which dltrain does not read (save the model with its weights inside, e.g. "
+                     "onnx.save(m, f, save_as_external_data=False))");
+  }
+  if (t.dims_size() > kMaxTensorRank)
+    throw ModelError(name + " has " + std::to_string(t.dims_size()) + " dimensions, more than " +
+                     std::to_string(kMaxTensorRank) + " (the file is corrupt)");
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0)
+      throw ModelError(name + " has dimension " + std::to_string(d) + " in " + dims_str(t) + " (the file is corrupt)");
+    if (d > kMaxTensorValues || (d != 0 && n > kMaxTensorValues / d))  // each dim too: 0 x 2^62 is refused
+      throw ModelError(name + " claims " + dims_str(t) + " values, more than the " + std::to_string(kMaxTensorValues) +
+                       " dltrain reads (the file is corrupt)");
+    n *= d;
+  }
+  if (t.has_raw_data()) {
+    const size_t bytes = element_bytes(t.data_type());
+    if (bytes != 0 && t.raw_data().size() != static_cast<uint64_t>(n) * bytes)
+      throw ModelError(name + " has " + std::to_string(t.raw_data().size()) + " bytes of data for " + dims_str(t) +
+                       " = " + std::to_string(n) + " values of " + std::to_string(bytes) +
+                       " bytes (the file is corrupt)");
+    return;
+  }
+  const int64_t have = typed_values(t);
+  if (have >= 0 && have != n)
+    throw ModelError(name + " has " + std::to_string(have) + " values for " + dims_str(t) + " = " + std::to_string(n) +
+                     " (the file is corrupt)");
+}
+
 std::vector<float> floats_of(const onnx::TensorProto& t, const std::string& what) {
-  check_local(t, what);
+  check_tensor(t, what);
   if (t.data_type() == onnx::TensorProto::FLOAT) {
-    if (t.has_raw_data()) return raw_values<float>(t, what);
+    if (t.has_raw_data()) return raw_values<float>(t);
     return {t.float_data().begin(), t.float_data().end()};
   }
   if (t.data_type() == onnx::TensorProto::DOUBLE) {
-    std::vector<double> d = t.has_raw_data() ? raw_values<double>(t, what)
-                                             : std::vector<double>(t.double_data().begin(), t.double_data().end());
+    std::vector<double> d =
+        t.has_raw_data() ? raw_values<double>(t) : std::vector<double>(t.double_data().begin(), t.double_data().end());
     return {d.begin(), d.end()};
   }
   throw ModelError(what + ": tensor '" + t.name() + "' has data type " + std::to_string(t.data_type()) +
@@ -54,14 +139,14 @@ std::vector<float> floats_of(const onnx::TensorProto& t, const std::string& what
 }
 
 std::vector<int64_t> ints_of(const onnx::TensorProto& t, const std::string& what) {
-  check_local(t, what);
+  check_tensor(t, what);
   if (t.data_type() == onnx::TensorProto::INT64) {
-    if (t.has_raw_data()) return raw_values<int64_t>(t, what);
+    if (t.has_raw_data()) return raw_values<int64_t>(t);
     return {t.int64_data().begin(), t.int64_data().end()};
   }
   if (t.data_type() == onnx::TensorProto::INT32) {
-    std::vector<int32_t> d = t.has_raw_data() ? raw_values<int32_t>(t, what)
-                                              : std::vector<int32_t>(t.int32_data().begin(), t.int32_data().end());
+    std::vector<int32_t> d =
+        t.has_raw_data() ? raw_values<int32_t>(t) : std::vector<int32_t>(t.int32_data().begin(), t.int32_data().end());
     return {d.begin(), d.end()};
   }
   throw ModelError(what + ": tensor '" + t.name() + "' has data type " + std::to_string(t.data_type()) +

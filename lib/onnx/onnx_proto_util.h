@@ -9,6 +9,15 @@
 
 namespace dlt::onnxu {
 
+// Limits on what a tensor may claim, checked before anything is allocated from its dims.
+inline constexpr int kMaxTensorRank = 8;
+inline constexpr int64_t kMaxTensorValues = int64_t{1} << 32;  // 16 GiB of float32, more than protobuf's 2 GiB
+
+// Throws ModelError naming `what` and the tensor unless it is safe to read: data inside the
+// file (external data is refused, its location never opened), dims of 0 or more, each and
+// their product at most kMaxTensorValues, and a data length (raw_data or the typed field)
+// that matches the dims. Every other helper here may then trust the dims.
+void check_tensor(const onnx::TensorProto& t, const std::string& what);
 std::vector<int64_t> dims_of(const onnx::TensorProto& t);
 // FLOAT / DOUBLE tensors as floats; INT64 / INT32 as int64. Throws ModelError naming `what`.
 std::vector<float> floats_of(const onnx::TensorProto& t, const std::string& what);

@@ -232,9 +232,11 @@ void Canvas::write_png(const std::string& path) const {
   if (!f)
     throw Error(path + ": cannot create '" + tmp + "': " + std::strerror(errno) +
                 " (check that the folder exists and is writable)");
-  const bool wrote = std::fwrite(png.data(), 1, png.size(), f) == png.size();
-  const int write_errno = errno;
-  if (std::fclose(f) != 0 || !wrote) {
+  const bool wrote = std::fwrite(png.data(), 1, png.size(), f) == png.size() && std::fflush(f) == 0;
+  int write_errno = errno;
+  const bool closed = std::fclose(f) == 0;
+  if (wrote && !closed) write_errno = errno;  // ENOSPC often shows only when the buffer is flushed
+  if (!wrote || !closed) {
     std::remove(tmp.c_str());
     throw Error(path + ": cannot write '" + tmp + "': " + std::strerror(write_errno) + " (check free disk space)");
   }

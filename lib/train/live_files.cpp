@@ -36,13 +36,19 @@ LiveFiles::~LiveFiles() {
 
 void LiveFiles::append(const IterationRecord& r) {
   const std::string line = log_csv_line(r);
-  ssize_t n;
-  do {
-    n = ::write(fd_, line.data(), line.size());
-  } while (n < 0 && errno == EINTR);
-  if (n != static_cast<ssize_t>(line.size()))
-    throw Error((fs::path(dir_) / "log.csv").string() + ": cannot append a row (" +
-                (n < 0 ? std::string(std::strerror(errno)) : std::string("short write")) + ")");
+  const off_t before = ::lseek(fd_, 0, SEEK_END);
+  size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {  // a short write is followed by this one, which says why (ENOSPC)
+      const int err = n < 0 ? errno : EIO;
+      // No partial row is left behind (best effort: the run's final log.csv is written whole).
+      if (before >= 0 && ::ftruncate(fd_, before) != 0) (void)0;
+      throw Error((fs::path(dir_) / "log.csv").string() + ": cannot append a row (" + std::strerror(err) + ")");
+    }
+    done += static_cast<size_t>(n);
+  }
 }
 
 bool LiveFiles::plot_due(bool validated) {

@@ -15,7 +15,7 @@ namespace dlt {
 
 void write_file_atomic(const std::string& path, const std::string& contents) {
   std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(path + ": cannot write (" + std::strerror(errno) + ")");
   size_t done = 0;
   while (done < contents.size()) {
@@ -29,8 +29,18 @@ void write_file_atomic(const std::string& path, const std::string& contents) {
     }
     done += static_cast<size_t>(n);
   }
-  ::fsync(fd);
-  ::close(fd);
+  // A full disk often shows only here (delayed allocation, NFS): the old file stays.
+  if (::fsync(fd) != 0) {
+    int e = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw Error(path + ": write failed (" + std::strerror(e) + ")");
+  }
+  if (::close(fd) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    throw Error(path + ": write failed (" + std::strerror(e) + ")");
+  }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     int e = errno;
     ::unlink(tmp.c_str());

@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -11,6 +12,7 @@
 #include "config/config.h"
 #include "config/config_test_util.h"
 #include "net/model_file.h"
+#include "net/network.h"
 #include "util/error.h"
 #include "util/rng.h"
 
@@ -311,6 +313,101 @@ TEST_CASE("model file: random payload corruption with fixed checksums", "[model]
   }
   CHECK(ok + model_errors == 3000);
   CHECK(model_errors > 300);  // structure bytes were hit
+}
+
+// Hostile files that pass decoding: their spec and tensors are checked against each other
+// before the network allocates anything (Network(const ModelData&)).
+TEST_CASE("model file: hostile specs fail before anything is allocated", "[model]") {
+  auto model = [](const std::string& input_size, int64_t outputs, Shape weights) {
+    ModelData m;
+    m.network =
+        network_spec_from_yaml("layers:\n  - {type: imageInput, Name: in, InputSize: " + input_size +
+                                   ", Normalization: none}\n  - {type: fullyConnected, Name: fc, "
+                                   "OutputSize: " +
+                                   std::to_string(outputs) + "}\n  - {type: softmax}\n  - {type: classification}\n",
+                               "hostile");
+    m.params.push_back(NamedTensor{"fc", "Weights", weights, std::vector<float>(static_cast<size_t>(weights.numel()))});
+    m.params.push_back(NamedTensor{"fc", "Bias", Shape{outputs}, std::vector<float>(static_cast<size_t>(outputs))});
+    m.classes = std::vector<std::string>(static_cast<size_t>(outputs), "c");
+    return decode_model(encode_model(m), "model.bin");  // through the file format
+  };
+  auto network_error = [](const ModelData& m) -> std::string {
+    try {
+      Network net(m, Device::cpu());
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  CHECK(network_error(model("[4, 4, 3]", 3, Shape{3, 48})) == "no error");
+  // Wrong element counts / shapes.
+  CHECK(network_error(model("[4, 4, 3]", 3, Shape{3, 47})) ==
+        "layer 'fc' Weights is 3x47 in the model file but the network needs 3x48");
+  // A shape whose product overflows int64 unless a zero comes first (decoding accepts it: 0 values).
+  CHECK(network_error(model("[4, 4, 3]", 3, Shape{0, int64_t{1} << 40, int64_t{1} << 40})) ==
+        "layer 'fc' Weights is 0x1099511627776x1099511627776 in the model file but the network needs 3x48");
+  // A spec whose fullyConnected would need 2^31 x 10^6 floats (8 PB): refused by the check,
+  // not by an allocation (which used to come first).
+  ModelData big = model("[4, 4, 3]", 3, Shape{3, 48});
+  big.network.layers[0].options["InputSize"].items = {"32768", "32768", "2"};
+  big.network.layers[1].options["OutputSize"].items = {"1000000"};
+  CHECK(network_error(big) == "layer 'fc' Weights is 3x48 in the model file but the network needs 1000000x2147483648");
+  // Activations beyond 2^31 values per image.
+  big.network.layers[0].options["InputSize"].items = {"100000", "100000", "3"};
+  CHECK(has(network_error(big), "layer 'in' outputs 100000x100000x3 per image, more than 2147483648 values"));
+  // Inputs naming a missing or later layer (a cycle needs one): a config error naming it.
+  ModelData cyclic = model("[4, 4, 3]", 3, Shape{3, 48});
+  cyclic.network.layers[1].inputs = {"softmax_1"};
+  CHECK(has(network_error(cyclic), "layer 'fc': Inputs names 'softmax_1', which is not an earlier layer"));
+  cyclic.network.layers[1].inputs = {"nowhere"};
+  CHECK(has(network_error(cyclic), "Inputs names 'nowhere', which is not an earlier layer"));
+}
+
+TEST_CASE("model file: a network spec over 4 MiB is neither parsed nor written", "[model]") {
+  ModelData m = sample_model();
+  std::vector<uint8_t> b = encode_model(m);
+  // SPEC is the first section: grow it with a YAML comment and fix the lengths and checksums.
+  const std::string pad = "\n#" + std::string((4u << 20) - 1, 'x');
+  uint64_t len = 0;
+  for (int i = 0; i < 8; ++i) len |= static_cast<uint64_t>(b[36 + i]) << (8 * i);
+  b.insert(b.begin() + 44 + static_cast<std::ptrdiff_t>(len), pad.begin(), pad.end());
+  len += pad.size();
+  for (int i = 0; i < 8; ++i) b[36 + i] = static_cast<uint8_t>(len >> (8 * i));
+  const uint64_t payload = b.size() - 32;
+  for (int i = 0; i < 8; ++i) b[16 + i] = static_cast<uint8_t>(payload >> (8 * i));
+  fix_checksums(b);
+  CHECK(has(decode_error(b),
+            "the network spec is " + std::to_string(len) + " bytes, more than the 4194304 dltrain reads"));
+  // ... and never written: 40,000 layers with 100-character names.
+  ModelData many;
+  for (int i = 0; i < 40000; ++i) {
+    LayerSpec s;
+    s.type = "relu";
+    s.name = std::string(94, 'r') + std::to_string(100000 + i);
+    many.network.layers.push_back(s);
+  }
+  CHECK_THROWS_WITH(encode_model(many), Catch::Contains("cannot save the model: its network spec is") &&
+                                            Catch::Contains("bytes of YAML, more than the 4194304 a model file holds"));
+  // Negative dimensions are huge unsigned ones: refused.
+  ModelData neg;
+  neg.network = m.network;
+  neg.params.push_back(NamedTensor{"fc", "Weights", Shape{2}, {1.f, 2.f}});
+  std::vector<uint8_t> nb = encode_model(neg);
+  const std::string name = "Weights";
+  auto at = std::search(nb.begin(), nb.end(), name.begin(), name.end());
+  REQUIRE(at != nb.end());
+  at += static_cast<std::ptrdiff_t>(name.size() + 4);  // past the name and the rank: the first dim
+  REQUIRE(at[0] == 2);
+  for (int i = 0; i < 8; ++i) at[i] = 0xff;  // -1 as int64
+  fix_checksums(nb);
+  CHECK(has(decode_error(nb), "dimension 18446744073709551615 makes it larger than"));
+  // A tensor name with a line break and a terminal escape: one line, escaped.
+  neg.params[0].layer = "l\n\x1b[2J";
+  nb = encode_model(neg);
+  at = std::search(nb.begin(), nb.end(), name.begin(), name.end()) + static_cast<std::ptrdiff_t>(name.size() + 4);
+  for (int i = 0; i < 8; ++i) at[i] = 0xff;
+  fix_checksums(nb);
+  CHECK(has(decode_error(nb), "tensor l\\n\\x1b[2J.Weights dimension 18446744073709551615"));
 }
 
 }  // namespace
