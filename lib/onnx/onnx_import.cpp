@@ -378,16 +378,7 @@ void Importer::read_layer(const LayerType& type, const onnx::NodeProto& n) {
   if (const std::string& op = n.op_type(); op == "MatMul") matmul_bias_[n.output(0)] = m_.params.size() - 1;
 }
 
-}  // namespace
-
-bool onnx_available() { return true; }
-
-ModelData import_onnx(const std::string& path, const OnnxImportOptions& options) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw ModelError(path + ": cannot open the ONNX file (check the path)");
-  onnx::ModelProto model;
-  if (!model.ParseFromIstream(&f))
-    throw ModelError(path + ": not a readable ONNX model (protobuf parse failed; is it an .onnx file?)");
+ModelData import_parsed(const onnx::ModelProto& model, const std::string& path, const OnnxImportOptions& options) {
   OnnxImportOptions o = options;
   if (o.classes.empty())
     for (const auto& meta : model.metadata_props())
@@ -402,6 +393,28 @@ ModelData import_onnx(const std::string& path, const OnnxImportOptions& options)
   ModelData m = Importer(path, model, o).run();
   m.metadata_json = "{\"imported_from\": \"onnx\"}";
   return m;
+}
+
+[[noreturn]] void unparsable(const std::string& path) {
+  throw ModelError(path + ": not a readable ONNX model (protobuf parse failed; is it an .onnx file?)");
+}
+
+}  // namespace
+
+bool onnx_available() { return true; }
+
+ModelData import_onnx(const std::string& path, const OnnxImportOptions& options) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw ModelError(path + ": cannot open the ONNX file (check the path)");
+  onnx::ModelProto model;
+  if (!model.ParseFromIstream(&f)) unparsable(path);
+  return import_parsed(model, path, options);
+}
+
+ModelData import_onnx_bytes(const std::string& bytes, const std::string& name, const OnnxImportOptions& options) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) unparsable(name);
+  return import_parsed(model, name, options);
 }
 
 }  // namespace dlt
