@@ -66,6 +66,17 @@ void convert(const uint8_t* src, int h, int w, int src_c, int channels, Image& o
   }
 }
 
+// Refuses a header that claims more than kMaxImagePixels, before any decoder allocates for it.
+// What stb_image cannot read the header of is left to the decoder's own error.
+void check_pixels(const std::vector<uint8_t>& bytes, const std::string& name) {
+  int w = 0, h = 0, n = 0;
+  if (bytes.size() > size_t(INT32_MAX)) fail(name, "file larger than 2 GiB");
+  if (stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n) &&
+      int64_t(w) * h > kMaxImagePixels)
+    fail(name, "its header claims " + std::to_string(w) + "x" + std::to_string(h) + " pixels, over the limit of " +
+                   std::to_string(kMaxImagePixels) + " (a corrupt file, or resize it below 8192x8192)");
+}
+
 bool is_jpeg(const std::vector<uint8_t>& b) { return b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF; }
 
 #if DLT_HAVE_TURBOJPEG
@@ -85,6 +96,9 @@ bool decode_turbo(const std::vector<uint8_t>& bytes, const std::string& name, in
   auto* data = const_cast<unsigned char*>(bytes.data());
   if (tjDecompressHeader3(t.h, data, bytes.size(), &w, &h, &subsamp, &colorspace) != 0)
     fail(name, std::string("libjpeg-turbo: ") + tjGetErrorStr2(t.h));
+  if (int64_t(w) * h > kMaxImagePixels)  // a header stb_image could not read (check_pixels)
+    fail(name, "its header claims " + std::to_string(w) + "x" + std::to_string(h) + " pixels, over the limit of " +
+                   std::to_string(kMaxImagePixels));
   const bool grey = colorspace == TJCS_GRAY;
   const int src_c = grey ? 1 : 3;
   uint8_t* dst;
@@ -120,11 +134,11 @@ void decode_image_memory(const std::vector<uint8_t>& bytes, const std::string& n
     throw DataError(name + ": cannot decode to " + std::to_string(channels) +
                     " channels (InputSize must end in 1 or 3)");
   if (bytes.empty()) fail(name, "the file is empty (0 bytes)");
+  check_pixels(bytes, name);
 #if DLT_HAVE_TURBOJPEG
   if (is_jpeg(bytes) && g_use_turbo.load(std::memory_order_relaxed) && decode_turbo(bytes, name, channels, out)) return;
 #endif
   int w = 0, h = 0, n = 0;
-  if (bytes.size() > size_t(INT32_MAX)) fail(name, "file larger than 2 GiB");
   uint8_t* px = stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n, 0);
   if (!px) {
     const char* why = stbi_failure_reason();
@@ -145,7 +159,7 @@ void decode_image_as_stored(const std::string& path, Image& out) {
   thread_local std::vector<uint8_t> bytes;
   read_file(path, bytes);
   if (bytes.empty()) fail(path, "the file is empty (0 bytes)");
-  if (bytes.size() > size_t(INT32_MAX)) fail(path, "file larger than 2 GiB");
+  check_pixels(bytes, path);
   int w = 0, h = 0, n = 0;
   uint8_t* px = stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n, 0);
   if (!px) {

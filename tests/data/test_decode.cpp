@@ -117,3 +117,33 @@ TEST_CASE("decode failures throw DataError naming the file", "[data]") {
   }
   set_jpeg_decoder(have_turbojpeg() ? "turbo" : "stb");
 }
+
+// Found by tests/fuzz/fuzz_image_decode: a 90-byte GIF claiming 17990 x 17990 pixels made
+// stb_image allocate and clear 1.3 GB (10 s). Headers over kMaxImagePixels are refused first.
+TEST_CASE("decode refuses a header claiming more than kMaxImagePixels before allocating", "[data]") {
+  auto refused = [](const std::vector<uint8_t>& bytes) {
+    Image img;
+    try {
+      decode_image_memory(bytes, "huge", 3, img);
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no DataError");
+  };
+  // GIF89a, 17990 x 17990 (0x4646), global palette of 4, then an image of 7 x 6.
+  std::vector<uint8_t> gif = {'G', 'I', 'F', '8', '9', 'a', 0x46, 0x46, 0x46, 0x46, 0x81, 0, 0};
+  gif.resize(gif.size() + 12, 0xff);
+  for (uint8_t b : {0x2c, 0, 0, 0, 0, 7, 0, 6, 0, 0, 2, 2, 0x44, 0x01, 0, 0x3b}) gif.push_back(b);
+  CHECK_THAT(refused(gif), Catch::Contains("huge: cannot decode image: its header claims 17990x17990 pixels"));
+  // A baseline JPEG whose frame header claims 60000 x 60000 (JPEG's own limit is 65535).
+  std::vector<uint8_t> jpeg = {0xff, 0xd8, 0xff, 0xc0, 0,    17, 8, 0xea, 0x60, 0xea, 0x60, 3,
+                               1,    0x11, 0,    2,    0x11, 0,  3, 0x11, 0,    0xff, 0xd9};
+  for (const char* decoder : {"stb", "turbo"}) {
+    if (std::string(decoder) == "turbo" && !have_turbojpeg()) continue;
+    set_jpeg_decoder(decoder);
+    CHECK_THAT(refused(jpeg), Catch::Contains("60000x60000 pixels, over the limit of 67108864"));
+  }
+  set_jpeg_decoder(have_turbojpeg() ? "turbo" : "stb");
+  // Within the limit the same kind of file decodes (or fails on its data, not its size).
+  CHECK_THAT(refused({'G', 'I', 'F', '8', '9', 'a', 7, 0, 6, 0, 0x81, 0, 0}), !Catch::Contains("over the limit"));
+}
