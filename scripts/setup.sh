@@ -15,6 +15,9 @@ packages=(
   python3-torch python3-numpy python3-onnx python3-opencv
   # tests/cli/terminal_width.sh runs training inside tmux at 80 and 140 columns.
   tmux
+  # The fuzz build (tests/fuzz, docs/reliability.md): clang 14 with libFuzzer and the sanitizer
+  # runtimes (libclang-rt-14-dev), and LLVM's OpenMP for clang (libomp-dev).
+  clang libclang-rt-14-dev libomp-dev
 )
 # The benchmarks also use PIL, YAML and tcmalloc from Debian (not needed to build or test).
 if [[ "${DLTRAIN_BENCH:-0}" == "1" ]]; then
