@@ -66,13 +66,19 @@ void convert(const uint8_t* src, int h, int w, int src_c, int channels, Image& o
   }
 }
 
+// Refuses an image without pixels (stb_image decodes a GIF of width 0).
+void check_dimensions(int w, int h, const std::string& name) {
+  if (w <= 0 || h <= 0) fail(name, "it has no pixels (" + std::to_string(w) + "x" + std::to_string(h) + ")");
+}
+
 // Refuses a header that claims more than kMaxImagePixels, before any decoder allocates for it.
 // What stb_image cannot read the header of is left to the decoder's own error.
 void check_pixels(const std::vector<uint8_t>& bytes, const std::string& name) {
   int w = 0, h = 0, n = 0;
   if (bytes.size() > size_t(INT32_MAX)) fail(name, "file larger than 2 GiB");
-  if (stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n) &&
-      int64_t(w) * h > kMaxImagePixels)
+  if (!stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n)) return;
+  check_dimensions(w, h, name);
+  if (int64_t(w) * h > kMaxImagePixels)
     fail(name, "its header claims " + std::to_string(w) + "x" + std::to_string(h) + " pixels, over the limit of " +
                    std::to_string(kMaxImagePixels) + " (a corrupt file, or resize it below 8192x8192)");
 }
@@ -96,6 +102,7 @@ bool decode_turbo(const std::vector<uint8_t>& bytes, const std::string& name, in
   auto* data = const_cast<unsigned char*>(bytes.data());
   if (tjDecompressHeader3(t.h, data, bytes.size(), &w, &h, &subsamp, &colorspace) != 0)
     fail(name, std::string("libjpeg-turbo: ") + tjGetErrorStr2(t.h));
+  check_dimensions(w, h, name);
   if (int64_t(w) * h > kMaxImagePixels)  // a header stb_image could not read (check_pixels)
     fail(name, "its header claims " + std::to_string(w) + "x" + std::to_string(h) + " pixels, over the limit of " +
                    std::to_string(kMaxImagePixels));
@@ -146,6 +153,7 @@ void decode_image_memory(const std::vector<uint8_t>& bytes, const std::string& n
                    (is_jpeg(bytes) ? "" : " (not a PNG, JPEG, BMP, TGA, GIF or PNM image?)"));
   }
   std::unique_ptr<uint8_t, void (*)(void*)> guard(px, &stbi_image_free);
+  check_dimensions(w, h, name);
   convert(px, h, w, n, channels, out);
 }
 
@@ -167,6 +175,7 @@ void decode_image_as_stored(const std::string& path, Image& out) {
     fail(path, std::string("stb_image: ") + (why ? why : "unknown error"));
   }
   std::unique_ptr<uint8_t, void (*)(void*)> guard(px, &stbi_image_free);
+  check_dimensions(w, h, path);
   convert(px, h, w, n, n >= 3 ? 3 : 1, out);
 }
 
@@ -186,6 +195,7 @@ void image_size(const std::string& path, int& height, int& width) {
     const char* why = stbi_failure_reason();
     fail(path, std::string("stb_image: ") + (why ? why : "unknown error"));
   }
+  check_dimensions(width, height, path);
 }
 
 void set_jpeg_decoder(const std::string& name) {

@@ -1,6 +1,7 @@
 // decode_image: PNG/BMP/TGA exact, JPEG close, grey<->RGB conversion, and every bad input.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "data/decode.h"
@@ -146,4 +147,23 @@ TEST_CASE("decode refuses a header claiming more than kMaxImagePixels before all
   set_jpeg_decoder(have_turbojpeg() ? "turbo" : "stb");
   // Within the limit the same kind of file decodes (or fails on its data, not its size).
   CHECK_THAT(refused({'G', 'I', 'F', '8', '9', 'a', 7, 0, 6, 0, 0x81, 0, 0}), !Catch::Contains("over the limit"));
+}
+
+// Found by tests/fuzz/fuzz_image_decode: stb_image decodes a GIF of width 0 (here 0 x 43520);
+// the empty label image then made resize_nearest index pixel -1 of a null buffer.
+TEST_CASE("decode refuses an image without pixels", "[data]") {
+  const std::vector<uint8_t> gif = {'G', 'I', 'F', '8',  '9',  'a', 0,    0,    0,    0xaa, 0x81, 0,    0, 0,
+                                    1,   0,   0,   0x61, 0x30, 0,   0x30, 0xe6, 0xff, 0xff, 0xff, 0x2c, 0, 0};
+  Image img;
+  CHECK_THROWS_WITH(decode_image_memory(gif, "empty.gif", 1, img),
+                    Catch::Contains("empty.gif: cannot decode image: it has no pixels (0x43520)"));
+  TempDir dir;
+  const std::string path = dir.str() + "/empty.gif";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f);
+  std::fwrite(gif.data(), 1, gif.size(), f);
+  std::fclose(f);
+  CHECK_THROWS_WITH(decode_image_as_stored(path, img), Catch::Contains("it has no pixels"));
+  int h = 0, w = 0;
+  CHECK_THROWS_WITH(image_size(path, h, w), Catch::Contains("it has no pixels"));
 }
