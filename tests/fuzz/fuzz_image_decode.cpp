@@ -40,8 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t mode = data[0];
   const std::vector<uint8_t> bytes(data + 1, data + size);
   int w = 0, h = 0, n = 0;
-  if (stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n) && int64_t(w) * h > (1 << 22) &&
-      int64_t(w) * h <= dlt::kMaxImagePixels)
+  if (!bytes.empty() && stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n) &&
+      int64_t(w) * h > (1 << 22) && int64_t(w) * h <= dlt::kMaxImagePixels)
     return 0;
   static const std::string path = scratch_path();
   static const dlt::PixelLabelIds grey_ids({"a", "b", "c"}, {{{0}}, {{1}, {7}}, {{255}}}, "fuzz");
