@@ -4,6 +4,7 @@
 
 #include <stb/stb_image.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -71,11 +72,32 @@ void check_dimensions(int w, int h, const std::string& name) {
   if (w <= 0 || h <= 0) fail(name, "it has no pixels (" + std::to_string(w) + "x" + std::to_string(h) + ")");
 }
 
+// stb_image 2.27 (Debian 12's libstb) writes past its Huffman tables when the 16 code counts of
+// a JPEG DHT table add up to more than 256 (found by tests/fuzz/fuzz_image_decode): invalid
+// JPEG, refused here before stb_image reads the bytes. In entropy-coded data 0xFF is always
+// followed by 0x00 or a restart marker, so every FF C4 in the file is a DHT marker.
+void check_jpeg_tables(const uint8_t* b, size_t size, const std::string& name) {
+  if (size < 2 || b[0] != 0xFF || b[1] != 0xD8) return;
+  for (size_t i = 2; i + 4 <= size; ++i) {
+    if (b[i] != 0xFF || b[i + 1] != 0xC4) continue;
+    const size_t end = std::min(size, i + 2 + (size_t(b[i + 2]) << 8 | b[i + 3]));
+    for (size_t p = i + 4; p + 17 <= end;) {
+      size_t codes = 0;
+      for (int k = 1; k <= 16; ++k) codes += b[p + k];
+      if (codes > 256)
+        fail(name, "corrupt JPEG: a Huffman table (DHT at byte " + std::to_string(i) + ") has " +
+                       std::to_string(codes) + " codes, more than 256");
+      p += 17 + codes;
+    }
+  }
+}
+
 // Refuses a header that claims more than kMaxImagePixels, before any decoder allocates for it.
 // What stb_image cannot read the header of is left to the decoder's own error.
 void check_pixels(const std::vector<uint8_t>& bytes, const std::string& name) {
   int w = 0, h = 0, n = 0;
   if (bytes.size() > size_t(INT32_MAX)) fail(name, "file larger than 2 GiB");
+  check_jpeg_tables(bytes.data(), bytes.size(), name);
   if (!stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n)) return;
   check_dimensions(w, h, name);
   if (int64_t(w) * h > kMaxImagePixels)
@@ -186,11 +208,22 @@ Image decode_image(const std::string& path, int channels) {
 }
 
 void image_size(const std::string& path, int& height, int& width) {
+  // The header, with its JPEG tables checked (check_jpeg_tables): the first 256 KiB, or the
+  // whole file when the header does not end there (large metadata before a JPEG's frame).
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw DataError(path + ": cannot open image: " + std::strerror(errno));
-  int n = 0;
-  int ok = stbi_info_from_file(f, &width, &height, &n);
+  std::vector<uint8_t> head(256 << 10);
+  head.resize(std::fread(head.data(), 1, head.size(), f));
   std::fclose(f);
+  int n = 0;
+  check_jpeg_tables(head.data(), head.size(), path);
+  int ok = stbi_info_from_memory(head.data(), static_cast<int>(head.size()), &width, &height, &n);
+  if (!ok && head.size() == (256u << 10)) {
+    read_file(path, head);
+    if (head.size() > size_t(INT32_MAX)) fail(path, "file larger than 2 GiB");
+    check_jpeg_tables(head.data(), head.size(), path);
+    ok = stbi_info_from_memory(head.data(), static_cast<int>(head.size()), &width, &height, &n);
+  }
   if (!ok) {
     const char* why = stbi_failure_reason();
     fail(path, std::string("stb_image: ") + (why ? why : "unknown error"));

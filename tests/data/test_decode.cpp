@@ -167,3 +167,31 @@ TEST_CASE("decode refuses an image without pixels", "[data]") {
   int h = 0, w = 0;
   CHECK_THROWS_WITH(image_size(path, h, w), Catch::Contains("it has no pixels"));
 }
+
+// Found by tests/fuzz/fuzz_image_decode: a JPEG Huffman table whose 16 code counts add up to
+// more than 256 made stb_image 2.27 (Debian 12) write past its tables (UBSan: index 257 out of
+// bounds for stbi_uc[257]) in the decoder and in the header reader behind image_size.
+TEST_CASE("decode refuses a JPEG Huffman table of more than 256 codes", "[data]") {
+  std::vector<uint8_t> jpeg = {0xff, 0xd8, 0xff, 0xc4, 0x01, 0x23, 0x00};  // DHT of 0x123 bytes, DC table 0
+  for (int i = 0; i < 16; ++i) jpeg.push_back(17);                         // 16 x 17 = 272 codes
+  jpeg.resize(jpeg.size() + 272, 0);
+  jpeg.push_back(0xff), jpeg.push_back(0xd9);
+  Image img;
+  for (const char* decoder : {"stb", "turbo"}) {
+    if (std::string(decoder) == "turbo" && !have_turbojpeg()) continue;
+    set_jpeg_decoder(decoder);
+    CHECK_THROWS_WITH(decode_image_memory(jpeg, "dht.jpg", 3, img),
+                      Catch::Contains("dht.jpg: cannot decode image: corrupt JPEG: a Huffman table (DHT at byte 2) "
+                                      "has 272 codes, more than 256"));
+  }
+  set_jpeg_decoder(have_turbojpeg() ? "turbo" : "stb");
+  TempDir dir;
+  const std::string path = dir.str() + "/dht.jpg";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f);
+  std::fwrite(jpeg.data(), 1, jpeg.size(), f);
+  std::fclose(f);
+  CHECK_THROWS_WITH(decode_image_as_stored(path, img), Catch::Contains("272 codes, more than 256"));
+  int h = 0, w = 0;
+  CHECK_THROWS_WITH(image_size(path, h, w), Catch::Contains("272 codes, more than 256"));
+}
