@@ -11,21 +11,40 @@ std::vector<int64_t> dims_of(const onnx::TensorProto& t) { return {t.dims().begi
 
 namespace {
 
-int64_t count_of(const onnx::TensorProto& t) {
+// The number of values the dims declare. A negative dimension, or a product over 2^40 (no
+// tensor that large fits in the 2 GiB protobuf reads), is a corrupt file.
+int64_t count_of(const onnx::TensorProto& t, const std::string& what) {
+  constexpr int64_t kMax = int64_t(1) << 40;
   int64_t n = 1;
-  for (int64_t d : t.dims()) n *= d;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || (d > 0 && n > kMax / d))
+      throw ModelError(what + ": tensor '" + t.name() + "' has dimension " + std::to_string(d) +
+                       (d < 0 ? "" : " making it over 2^40 values") + " (the file is corrupt)");
+    n *= d;
+  }
   return n;
 }
 
 template <typename T>
 std::vector<T> raw_values(const onnx::TensorProto& t, const std::string& what) {
   const std::string& raw = t.raw_data();
-  if (raw.size() != static_cast<size_t>(count_of(t)) * sizeof(T))
+  const int64_t count = count_of(t, what);
+  if (raw.size() != static_cast<size_t>(count) * sizeof(T))
     throw ModelError(what + ": tensor '" + t.name() + "' has " + std::to_string(raw.size()) + " bytes of data for " +
-                     std::to_string(count_of(t)) + " values (the file is corrupt)");
+                     std::to_string(count) + " values (the file is corrupt)");
   std::vector<T> v(raw.size() / sizeof(T));
   if (!v.empty()) std::memcpy(v.data(), raw.data(), raw.size());
   return v;
+}
+
+// Values stored in a repeated field (float_data, int64_data, ...), as many as the dims declare.
+template <typename T, typename Field>
+std::vector<T> field_values(const onnx::TensorProto& t, const Field& field, const std::string& what) {
+  const int64_t count = count_of(t, what);
+  if (static_cast<int64_t>(field.size()) != count)
+    throw ModelError(what + ": tensor '" + t.name() + "' has " + std::to_string(field.size()) + " values but its " +
+                     "dimensions make " + std::to_string(count) + " (the file is corrupt)");
+  return std::vector<T>(field.begin(), field.end());
 }
 
 void check_local(const onnx::TensorProto& t, const std::string& what) {
@@ -42,11 +61,11 @@ std::vector<float> floats_of(const onnx::TensorProto& t, const std::string& what
   check_local(t, what);
   if (t.data_type() == onnx::TensorProto::FLOAT) {
     if (t.has_raw_data()) return raw_values<float>(t, what);
-    return {t.float_data().begin(), t.float_data().end()};
+    return field_values<float>(t, t.float_data(), what);
   }
   if (t.data_type() == onnx::TensorProto::DOUBLE) {
-    std::vector<double> d = t.has_raw_data() ? raw_values<double>(t, what)
-                                             : std::vector<double>(t.double_data().begin(), t.double_data().end());
+    std::vector<double> d =
+        t.has_raw_data() ? raw_values<double>(t, what) : field_values<double>(t, t.double_data(), what);
     return {d.begin(), d.end()};
   }
   throw ModelError(what + ": tensor '" + t.name() + "' has data type " + std::to_string(t.data_type()) +
@@ -57,11 +76,11 @@ std::vector<int64_t> ints_of(const onnx::TensorProto& t, const std::string& what
   check_local(t, what);
   if (t.data_type() == onnx::TensorProto::INT64) {
     if (t.has_raw_data()) return raw_values<int64_t>(t, what);
-    return {t.int64_data().begin(), t.int64_data().end()};
+    return field_values<int64_t>(t, t.int64_data(), what);
   }
   if (t.data_type() == onnx::TensorProto::INT32) {
-    std::vector<int32_t> d = t.has_raw_data() ? raw_values<int32_t>(t, what)
-                                              : std::vector<int32_t>(t.int32_data().begin(), t.int32_data().end());
+    std::vector<int32_t> d =
+        t.has_raw_data() ? raw_values<int32_t>(t, what) : field_values<int32_t>(t, t.int32_data(), what);
     return {d.begin(), d.end()};
   }
   throw ModelError(what + ": tensor '" + t.name() + "' has data type " + std::to_string(t.data_type()) +
