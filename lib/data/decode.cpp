@@ -75,15 +75,17 @@ void check_dimensions(int w, int h, const std::string& name) {
 // stb_image 2.27 (Debian 12's libstb) writes past its Huffman tables when the 16 code counts of
 // a JPEG DHT table add up to more than 256 (found by tests/fuzz/fuzz_image_decode): invalid
 // JPEG, refused here before stb_image reads the bytes. In entropy-coded data 0xFF is always
-// followed by 0x00 or a restart marker, so every FF C4 in the file is a DHT marker.
+// followed by 0x00 or a restart marker, so every FF C4 in the file is a DHT marker. Like
+// stb_image, bytes past the end of the file read as 0 and the segment's own length is followed.
 void check_jpeg_tables(const uint8_t* b, size_t size, const std::string& name) {
   if (size < 2 || b[0] != 0xFF || b[1] != 0xD8) return;
-  for (size_t i = 2; i + 4 <= size; ++i) {
+  auto at = [&](size_t i) -> size_t { return i < size ? b[i] : 0; };
+  for (size_t i = 2; i + 1 < size; ++i) {
     if (b[i] != 0xFF || b[i + 1] != 0xC4) continue;
-    const size_t end = std::min(size, i + 2 + (size_t(b[i + 2]) << 8 | b[i + 3]));
-    for (size_t p = i + 4; p + 17 <= end;) {
+    const size_t end = i + 2 + (at(i + 2) << 8 | at(i + 3));  // stb_image: while (L > 0)
+    for (size_t p = i + 4; p < end;) {
       size_t codes = 0;
-      for (int k = 1; k <= 16; ++k) codes += b[p + k];
+      for (int k = 1; k <= 16; ++k) codes += at(p + k);
       if (codes > 256)
         fail(name, "corrupt JPEG: a Huffman table (DHT at byte " + std::to_string(i) + ") has " +
                        std::to_string(codes) + " codes, more than 256");

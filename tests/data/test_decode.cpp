@@ -194,4 +194,7 @@ TEST_CASE("decode refuses a JPEG Huffman table of more than 256 codes", "[data]"
   CHECK_THROWS_WITH(decode_image_as_stored(path, img), Catch::Contains("272 codes, more than 256"));
   int h = 0, w = 0;
   CHECK_THROWS_WITH(image_size(path, h, w), Catch::Contains("272 codes, more than 256"));
+  // The same table cut by the end of the file: stb_image reads on (zeros) past the end.
+  const std::vector<uint8_t> cut = {0xff, 0xd8, 0xff, 0xc4, 0x01, 0xa2, 0x10, 0, 0xff, 0xd9};
+  CHECK_THROWS_WITH(decode_image_memory(cut, "cut.jpg", 3, img), Catch::Contains("has 472 codes, more than 256"));
 }
