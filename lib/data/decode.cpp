@@ -78,7 +78,9 @@ void check_dimensions(int w, int h, const std::string& name) {
 // followed by 0x00 or a restart marker, so every FF C4 in the file is a DHT marker. Like
 // stb_image, bytes past the end of the file read as 0 and the segment's own length is followed.
 void check_jpeg_tables(const uint8_t* b, size_t size, const std::string& name) {
-  if (size < 2 || b[0] != 0xFF || b[1] != 0xD8) return;
+  size_t soi = 0;  // stb_image's JPEG test: 0xFF, any number of 0xFF fill bytes, then D8
+  while (soi < size && b[soi] == 0xFF) ++soi;
+  if (soi == 0 || soi == size || b[soi] != 0xD8) return;
   auto at = [&](size_t i) -> size_t { return i < size ? b[i] : 0; };
   for (size_t i = 2; i + 1 < size; ++i) {
     if (b[i] != 0xFF || b[i + 1] != 0xC4) continue;

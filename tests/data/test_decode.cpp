@@ -197,4 +197,8 @@ TEST_CASE("decode refuses a JPEG Huffman table of more than 256 codes", "[data]"
   // The same table cut by the end of the file: stb_image reads on (zeros) past the end.
   const std::vector<uint8_t> cut = {0xff, 0xd8, 0xff, 0xc4, 0x01, 0xa2, 0x10, 0, 0xff, 0xd9};
   CHECK_THROWS_WITH(decode_image_memory(cut, "cut.jpg", 3, img), Catch::Contains("has 472 codes, more than 256"));
+  // Fill bytes before the start-of-image marker (FF FF D8) still make a JPEG for stb_image.
+  std::vector<uint8_t> filled = jpeg;
+  filled.insert(filled.begin(), 0xff);
+  CHECK_THROWS_WITH(decode_image_memory(filled, "fill.jpg", 3, img), Catch::Contains("272 codes, more than 256"));
 }
