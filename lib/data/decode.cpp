@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -96,12 +97,36 @@ void check_jpeg_tables(const uint8_t* b, size_t size, const std::string& name) {
   }
 }
 
+// stb_image 2.27 reads a PNM header's numbers into an int with no overflow check (found by
+// tests/fuzz/fuzz_image_decode: undefined behaviour). Numbers over 2^24, stb_image's own limit
+// on a dimension (a maxval is at most 65535), are refused before it reads them.
+void check_pnm_header(const uint8_t* b, size_t size, const std::string& name) {
+  if (size < 2 || b[0] != 'P' || (b[1] != '5' && b[1] != '6')) return;
+  size_t i = 2;
+  for (int k = 0; k < 3; ++k) {  // width, height, maxval, as stb_image reads them
+    for (;;) {                   // whitespace and # comments
+      while (i < size && std::isspace(b[i])) ++i;
+      if (i >= size || b[i] != '#') break;
+      while (i < size && b[i] != '\n' && b[i] != '\r') ++i;
+    }
+    int64_t v = 0;
+    for (; i < size && b[i] >= '0' && b[i] <= '9'; ++i)
+      if ((v = v * 10 + (b[i] - '0')) > (1 << 24)) fail(name, "corrupt PNM header: a number over 16777216");
+  }
+}
+
+// The checks stb_image needs before it reads bytes (it has no guard of its own there).
+void check_for_stb(const uint8_t* b, size_t size, const std::string& name) {
+  check_jpeg_tables(b, size, name);
+  check_pnm_header(b, size, name);
+}
+
 // Refuses a header that claims more than kMaxImagePixels, before any decoder allocates for it.
 // What stb_image cannot read the header of is left to the decoder's own error.
 void check_pixels(const std::vector<uint8_t>& bytes, const std::string& name) {
   int w = 0, h = 0, n = 0;
   if (bytes.size() > size_t(INT32_MAX)) fail(name, "file larger than 2 GiB");
-  check_jpeg_tables(bytes.data(), bytes.size(), name);
+  check_for_stb(bytes.data(), bytes.size(), name);
   if (!stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n)) return;
   check_dimensions(w, h, name);
   if (int64_t(w) * h > kMaxImagePixels)
@@ -220,12 +245,12 @@ void image_size(const std::string& path, int& height, int& width) {
   head.resize(std::fread(head.data(), 1, head.size(), f));
   std::fclose(f);
   int n = 0;
-  check_jpeg_tables(head.data(), head.size(), path);
+  check_for_stb(head.data(), head.size(), path);
   int ok = stbi_info_from_memory(head.data(), static_cast<int>(head.size()), &width, &height, &n);
   if (!ok && head.size() == (256u << 10)) {
     read_file(path, head);
     if (head.size() > size_t(INT32_MAX)) fail(path, "file larger than 2 GiB");
-    check_jpeg_tables(head.data(), head.size(), path);
+    check_for_stb(head.data(), head.size(), path);
     ok = stbi_info_from_memory(head.data(), static_cast<int>(head.size()), &width, &height, &n);
   }
   if (!ok) {

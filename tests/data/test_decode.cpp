@@ -202,3 +202,16 @@ TEST_CASE("decode refuses a JPEG Huffman table of more than 256 codes", "[data]"
   filled.insert(filled.begin(), 0xff);
   CHECK_THROWS_WITH(decode_image_memory(filled, "fill.jpg", 3, img), Catch::Contains("272 codes, more than 256"));
 }
+
+// Found by tests/fuzz/fuzz_image_decode: stb_image 2.27 reads a PNM header's numbers into an
+// int without an overflow check (UBSan: signed integer overflow).
+TEST_CASE("decode refuses a PNM header number over 2^24", "[data]") {
+  const std::string pnm = "P6 3120 0000000004000000000000 255\n";
+  Image img;
+  CHECK_THROWS_WITH(decode_image_memory(std::vector<uint8_t>(pnm.begin(), pnm.end()), "big.ppm", 3, img),
+                    Catch::Contains("big.ppm: cannot decode image: corrupt PNM header: a number over 16777216"));
+  const std::string ok = "P5\n# 99999999999999999 in a comment\n2 1\n255\n\x01\x02";
+  decode_image_memory(std::vector<uint8_t>(ok.begin(), ok.end()), "ok.pgm", 1, img);
+  CHECK(img.width == 2);
+  CHECK(img.pixels == std::vector<uint8_t>{1, 2});
+}
