@@ -18,6 +18,9 @@ packages=(
   # tests/cli/faults_between_hosts.sh builds hosts from network namespaces (ip netns, veth,
   # bridge, blackhole routes; tc for netem where the kernel has it).
   iproute2
+  # The fuzz build (tests/fuzz, docs/reliability.md): clang 14 with libFuzzer and the sanitizer
+  # runtimes (libclang-rt-14-dev), and LLVM's OpenMP for clang (libomp-dev).
+  clang libclang-rt-14-dev libomp-dev
 )
 # The benchmarks also use PIL, YAML and tcmalloc from Debian (not needed to build or test).
 if [[ "${DLTRAIN_BENCH:-0}" == "1" ]]; then

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The test command: set-up (Debian packages), build, and every test through CTest.
+# The test command: set-up (Debian packages), build, and every test through CTest; then the
+# fuzz build (clang, AddressSanitizer + UndefinedBehaviorSanitizer, in build-fuzz) and its
+# fuzz tests, about 30 s per target (DLTRAIN_SKIP_FUZZ=1 skips them; docs/reliability.md).
 # GPU tests report 'skipped' on machines without a GPU. Prints each stage's wall time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +11,15 @@ echo "== set-up: $((SECONDS - t)) s"; t=$SECONDS
 scripts/build.sh "$@"
 echo "== build: $((SECONDS - t)) s"; t=$SECONDS
 build_dir=${DLTRAIN_BUILD_DIR:-build}
-cd "$build_dir"
-ctest --output-on-failure --timeout 900 -j "$(nproc)"
-echo "== tests: $((SECONDS - t)) s"
+ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j "$(nproc)"
+echo "== tests: $((SECONDS - t)) s"; t=$SECONDS
+if [[ "${DLTRAIN_SKIP_FUZZ:-0}" != "1" ]]; then
+  fuzz_dir=${DLTRAIN_FUZZ_BUILD_DIR:-build-fuzz}
+  cmake -S . -B "$fuzz_dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLTRAIN_CUDA=OFF -DDLTRAIN_TESTS=OFF -DDLTRAIN_FUZZ=ON > /dev/null
+  cmake --build "$fuzz_dir" -j "$(nproc)" --target dltrain_fuzzers
+  echo "== fuzz build: $((SECONDS - t)) s"; t=$SECONDS
+  tests/fuzz/make_corpus.sh "$build_dir/dltrain" "$fuzz_dir/fuzz_make_seeds" "$fuzz_dir/fuzz-corpus"
+  ctest --test-dir "$fuzz_dir" -L fuzz --output-on-failure -j "$(nproc)"
+  echo "== fuzz tests: $((SECONDS - t)) s"
+fi

@@ -4,7 +4,9 @@
 
 #include <stb/stb_image.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -66,6 +68,72 @@ void convert(const uint8_t* src, int h, int w, int src_c, int channels, Image& o
   }
 }
 
+// Refuses an image without pixels (stb_image decodes a GIF of width 0).
+void check_dimensions(int w, int h, const std::string& name) {
+  if (w <= 0 || h <= 0) fail(name, "it has no pixels (" + std::to_string(w) + "x" + std::to_string(h) + ")");
+}
+
+// stb_image 2.27 (Debian 12's libstb) writes past its Huffman tables when the 16 code counts of
+// a JPEG DHT table add up to more than 256 (found by tests/fuzz/fuzz_image_decode): invalid
+// JPEG, refused here before stb_image reads the bytes. In entropy-coded data 0xFF is always
+// followed by 0x00 or a restart marker, so every FF C4 in the file is a DHT marker. Like
+// stb_image, bytes past the end of the file read as 0 and the segment's own length is followed.
+void check_jpeg_tables(const uint8_t* b, size_t size, const std::string& name) {
+  size_t soi = 0;  // stb_image's JPEG test: 0xFF, any number of 0xFF fill bytes, then D8
+  while (soi < size && b[soi] == 0xFF) ++soi;
+  if (soi == 0 || soi == size || b[soi] != 0xD8) return;
+  auto at = [&](size_t i) -> size_t { return i < size ? b[i] : 0; };
+  for (size_t i = 2; i + 1 < size; ++i) {
+    if (b[i] != 0xFF || b[i + 1] != 0xC4) continue;
+    const size_t end = i + 2 + (at(i + 2) << 8 | at(i + 3));  // stb_image: while (L > 0)
+    for (size_t p = i + 4; p < end;) {
+      size_t codes = 0;
+      for (int k = 1; k <= 16; ++k) codes += at(p + k);
+      if (codes > 256)
+        fail(name, "corrupt JPEG: a Huffman table (DHT at byte " + std::to_string(i) + ") has " +
+                       std::to_string(codes) + " codes, more than 256");
+      p += 17 + codes;
+    }
+  }
+}
+
+// stb_image 2.27 reads a PNM header's numbers into an int with no overflow check (found by
+// tests/fuzz/fuzz_image_decode: undefined behaviour). Numbers over 2^24, stb_image's own limit
+// on a dimension (a maxval is at most 65535), are refused before it reads them.
+void check_pnm_header(const uint8_t* b, size_t size, const std::string& name) {
+  if (size < 2 || b[0] != 'P' || (b[1] != '5' && b[1] != '6')) return;
+  size_t i = 2;
+  for (int k = 0; k < 3; ++k) {  // width, height, maxval, as stb_image reads them
+    for (;;) {                   // whitespace and # comments
+      while (i < size && std::isspace(b[i])) ++i;
+      if (i >= size || b[i] != '#') break;
+      while (i < size && b[i] != '\n' && b[i] != '\r') ++i;
+    }
+    int64_t v = 0;
+    for (; i < size && b[i] >= '0' && b[i] <= '9'; ++i)
+      if ((v = v * 10 + (b[i] - '0')) > (1 << 24)) fail(name, "corrupt PNM header: a number over 16777216");
+  }
+}
+
+// The checks stb_image needs before it reads bytes (it has no guard of its own there).
+void check_for_stb(const uint8_t* b, size_t size, const std::string& name) {
+  check_jpeg_tables(b, size, name);
+  check_pnm_header(b, size, name);
+}
+
+// Refuses a header that claims more than kMaxImagePixels, before any decoder allocates for it.
+// What stb_image cannot read the header of is left to the decoder's own error.
+void check_pixels(const std::vector<uint8_t>& bytes, const std::string& name) {
+  int w = 0, h = 0, n = 0;
+  if (bytes.size() > size_t(INT32_MAX)) fail(name, "file larger than 2 GiB");
+  check_for_stb(bytes.data(), bytes.size(), name);
+  if (!stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n)) return;
+  check_dimensions(w, h, name);
+  if (int64_t(w) * h > kMaxImagePixels)
+    fail(name, "its header claims " + std::to_string(w) + "x" + std::to_string(h) + " pixels, over the limit of " +
+                   std::to_string(kMaxImagePixels) + " (a corrupt file, or resize it below 8192x8192)");
+}
+
 bool is_jpeg(const std::vector<uint8_t>& b) { return b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF; }
 
 #if DLT_HAVE_TURBOJPEG
@@ -85,6 +153,10 @@ bool decode_turbo(const std::vector<uint8_t>& bytes, const std::string& name, in
   auto* data = const_cast<unsigned char*>(bytes.data());
   if (tjDecompressHeader3(t.h, data, bytes.size(), &w, &h, &subsamp, &colorspace) != 0)
     fail(name, std::string("libjpeg-turbo: ") + tjGetErrorStr2(t.h));
+  check_dimensions(w, h, name);
+  if (int64_t(w) * h > kMaxImagePixels)  // a header stb_image could not read (check_pixels)
+    fail(name, "its header claims " + std::to_string(w) + "x" + std::to_string(h) + " pixels, over the limit of " +
+                   std::to_string(kMaxImagePixels));
   const bool grey = colorspace == TJCS_GRAY;
   const int src_c = grey ? 1 : 3;
   uint8_t* dst;
@@ -120,11 +192,11 @@ void decode_image_memory(const std::vector<uint8_t>& bytes, const std::string& n
     throw DataError(name + ": cannot decode to " + std::to_string(channels) +
                     " channels (InputSize must end in 1 or 3)");
   if (bytes.empty()) fail(name, "the file is empty (0 bytes)");
+  check_pixels(bytes, name);
 #if DLT_HAVE_TURBOJPEG
   if (is_jpeg(bytes) && g_use_turbo.load(std::memory_order_relaxed) && decode_turbo(bytes, name, channels, out)) return;
 #endif
   int w = 0, h = 0, n = 0;
-  if (bytes.size() > size_t(INT32_MAX)) fail(name, "file larger than 2 GiB");
   uint8_t* px = stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n, 0);
   if (!px) {
     const char* why = stbi_failure_reason();
@@ -132,6 +204,7 @@ void decode_image_memory(const std::vector<uint8_t>& bytes, const std::string& n
                    (is_jpeg(bytes) ? "" : " (not a PNG, JPEG, BMP, TGA, GIF or PNM image?)"));
   }
   std::unique_ptr<uint8_t, void (*)(void*)> guard(px, &stbi_image_free);
+  check_dimensions(w, h, name);
   convert(px, h, w, n, channels, out);
 }
 
@@ -145,7 +218,7 @@ void decode_image_as_stored(const std::string& path, Image& out) {
   thread_local std::vector<uint8_t> bytes;
   read_file(path, bytes);
   if (bytes.empty()) fail(path, "the file is empty (0 bytes)");
-  if (bytes.size() > size_t(INT32_MAX)) fail(path, "file larger than 2 GiB");
+  check_pixels(bytes, path);
   int w = 0, h = 0, n = 0;
   uint8_t* px = stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n, 0);
   if (!px) {
@@ -153,6 +226,7 @@ void decode_image_as_stored(const std::string& path, Image& out) {
     fail(path, std::string("stb_image: ") + (why ? why : "unknown error"));
   }
   std::unique_ptr<uint8_t, void (*)(void*)> guard(px, &stbi_image_free);
+  check_dimensions(w, h, path);
   convert(px, h, w, n, n >= 3 ? 3 : 1, out);
 }
 
@@ -163,15 +237,27 @@ Image decode_image(const std::string& path, int channels) {
 }
 
 void image_size(const std::string& path, int& height, int& width) {
+  // The header, with its JPEG tables checked (check_jpeg_tables): the first 256 KiB, or the
+  // whole file when the header does not end there (large metadata before a JPEG's frame).
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw DataError(path + ": cannot open image: " + std::strerror(errno));
-  int n = 0;
-  int ok = stbi_info_from_file(f, &width, &height, &n);
+  std::vector<uint8_t> head(256 << 10);
+  head.resize(std::fread(head.data(), 1, head.size(), f));
   std::fclose(f);
+  int n = 0;
+  check_for_stb(head.data(), head.size(), path);
+  int ok = stbi_info_from_memory(head.data(), static_cast<int>(head.size()), &width, &height, &n);
+  if (!ok && head.size() == (256u << 10)) {
+    read_file(path, head);
+    if (head.size() > size_t(INT32_MAX)) fail(path, "file larger than 2 GiB");
+    check_for_stb(head.data(), head.size(), path);
+    ok = stbi_info_from_memory(head.data(), static_cast<int>(head.size()), &width, &height, &n);
+  }
   if (!ok) {
     const char* why = stbi_failure_reason();
     fail(path, std::string("stb_image: ") + (why ? why : "unknown error"));
   }
+  check_dimensions(width, height, path);
 }
 
 void set_jpeg_decoder(const std::string& name) {

@@ -2,6 +2,7 @@
 // channels. stb_image decodes everything; JPEG goes through libjpeg-turbo when the build has
 // it (faster, see docs/performance.md). Failures throw DataError naming the file and reason.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -9,12 +10,18 @@
 
 namespace dlt {
 
+// The most pixels an image may have: 2^26 (67 M, e.g. 8192 x 8192; 256 MiB as RGBA). A file
+// whose header claims more is refused before anything is allocated: a 100-byte GIF or JPEG
+// can claim 65535 x 65535 pixels (16 GiB once decoded).
+inline constexpr int64_t kMaxImagePixels = int64_t(1) << 26;
+
 // Every extension stb_image reads (lower case, with the dot).
 const std::vector<std::string>& supported_image_extensions();
 
 // Decodes `path` into `out` (its buffer is reused) with `channels` = 1 or 3: grey is
 // replicated to RGB, RGB becomes grey by MATLAB rgb2gray weights (0.2989, 0.5870, 0.1140),
-// alpha is dropped. Throws DataError for missing, unreadable, empty, corrupt or non-image files.
+// alpha is dropped. Throws DataError for missing, unreadable, empty, corrupt or non-image files,
+// and for images over kMaxImagePixels.
 void decode_image(const std::string& path, int channels, Image& out);
 Image decode_image(const std::string& path, int channels);
 // Decodes with the channels the file stores: 1 for grey (and grey + alpha), 3 for RGB (and

@@ -1,7 +1,6 @@
-// TCP key-value store for the rendezvous (tcp_store.h). Wire format, all integers little-endian
-// u32: the client opens with "DLT1" and the server answers "DLT1"; then requests 'S' klen key
-// vlen value (answer 'K') and 'G' klen key (answer 'Y' vlen value, or 'N'). One thread per
-// connection on the server; anything malformed closes that connection.
+// TCP key-value store for the rendezvous (tcp_store.h). The wire format is store_protocol.h's;
+// this file moves it over sockets. One thread per connection on the server; anything malformed
+// closes that connection.
 #include "dist/tcp_store.h"
 
 #include <fcntl.h>
@@ -21,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "dist/store_protocol.h"
 #include "util/error.h"
 #include "util/numbers.h"
 
@@ -29,23 +29,11 @@ namespace dlt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr char kMagic[4] = {'D', 'L', 'T', '1'};
-constexpr uint32_t kMaxKey = 1024, kMaxValue = 16u << 20;
 
 std::string seconds(std::chrono::milliseconds t) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.3g", static_cast<double>(t.count()) / 1000.0);
   return buf;
-}
-
-void put_u32(std::string& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-uint32_t get_u32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
-  return v;
 }
 
 // Blocking full read/write on the server side; false on EOF or error.
@@ -160,7 +148,7 @@ class StoreServer final : public KeyValueStore {
 
   void serve(int fd) {
     char hello[4];
-    if (read_all(fd, hello, 4) && std::memcmp(hello, kMagic, 4) == 0 && write_all(fd, kMagic, 4)) {
+    if (read_all(fd, hello, 4) && std::memcmp(hello, kStoreMagic, 4) == 0 && write_all(fd, kStoreMagic, 4)) {
       while (serve_one(fd)) {
       }
     }
@@ -171,26 +159,13 @@ class StoreServer final : public KeyValueStore {
 
   // One request; false when the connection ends or misbehaves.
   bool serve_one(int fd) {
-    char head[5];
-    if (!read_all(fd, head, 5)) return false;
-    const uint32_t klen = get_u32(head + 1);
-    if (klen > kMaxKey) return false;
-    std::string key(klen, '\0');
-    if (!read_all(fd, key.data(), klen)) return false;
-    if (head[0] == 'S') {
-      char vl[4];
-      if (!read_all(fd, vl, 4)) return false;
-      const uint32_t vlen = get_u32(vl);
-      if (vlen > kMaxValue) return false;
-      std::string value(vlen, '\0');
-      if (!read_all(fd, value.data(), vlen)) return false;
-      set(key, value);
+    StoreRequest request;
+    if (!read_store_request([fd](char* p, size_t n) { return read_all(fd, p, n); }, request)) return false;
+    if (request.op == 'S') {
+      set(request.key, request.value);
       return write_all(fd, "K", 1);
     }
-    if (head[0] != 'G') return false;
-    std::optional<std::string> v = try_get(key);
-    std::string reply = v ? "Y" : "N";
-    if (v) put_u32(reply, static_cast<uint32_t>(v->size())), reply += *v;
+    const std::string reply = encode_store_get_reply(try_get(request.key));
     return write_all(fd, reply.data(), reply.size());
   }
 
@@ -222,7 +197,8 @@ class StoreClient final : public KeyValueStore {
     int one = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     char hello[4];
-    if (!send_all(kMagic, 4, deadline) || !recv_all(hello, 4, deadline) || std::memcmp(hello, kMagic, 4) != 0) {
+    if (!send_all(kStoreMagic, 4, deadline) || !recv_all(hello, 4, deadline) ||
+        std::memcmp(hello, kStoreMagic, 4) != 0) {
       ::close(fd_);
       throw CommError(who_ + ": " + address_.str() +
                       " answered, but not as a dltrain rendezvous server (is another program on that port, "
@@ -233,9 +209,7 @@ class StoreClient final : public KeyValueStore {
   ~StoreClient() override { ::close(fd_); }
 
   void set(const std::string& key, const std::string& value) override {
-    std::string req = "S";
-    put_u32(req, static_cast<uint32_t>(key.size())), req += key;
-    put_u32(req, static_cast<uint32_t>(value.size())), req += value;
+    const std::string req = encode_store_request({'S', key, value});
     const auto deadline = Clock::now() + timeout_;
     char ack = 0;
     if (!send_all(req.data(), req.size(), deadline) || !recv_all(&ack, 1, deadline) || ack != 'K')
@@ -243,16 +217,12 @@ class StoreClient final : public KeyValueStore {
   }
 
   std::optional<std::string> try_get(const std::string& key) override {
-    std::string req = "G";
-    put_u32(req, static_cast<uint32_t>(key.size())), req += key;
+    const std::string req = encode_store_request({'G', key, {}});
     const auto deadline = Clock::now() + timeout_;
-    char found = 0, len[4];
-    if (!send_all(req.data(), req.size(), deadline) || !recv_all(&found, 1, deadline))
+    std::optional<std::string> value;
+    if (!send_all(req.data(), req.size(), deadline) ||
+        !read_store_get_reply([&](char* p, size_t n) { return recv_all(p, n, deadline); }, value))
       throw lost("reading '" + key + "'");
-    if (found == 'N') return std::nullopt;
-    if (found != 'Y' || !recv_all(len, 4, deadline)) throw lost("reading '" + key + "'");
-    std::string value(get_u32(len), '\0');
-    if (!recv_all(value.data(), value.size(), deadline)) throw lost("reading '" + key + "'");
     return value;
   }
 

@@ -161,6 +161,9 @@ void Convolution2dLayer::from_onnx(OnnxNodeReader& r) {
   auto st = r.attr_ints("strides", {1, 1});
   auto dl = r.attr_ints("dilations", {1, 1});
   if (st.size() != 2 || dl.size() != 2) r.fail("strides / dilations must have 2 values");
+  for (int64_t v : {dl[0], dl[1], kh, kw, st[0], st[1]})
+    if (v < 1 || v > kOnnxMaxWindow)
+      r.fail("the kernel, strides and dilations must be in 1.." + std::to_string(kOnnxMaxWindow));
   int64_t ekh = (kh - 1) * dl[0] + 1, ekw = (kw - 1) * dl[1] + 1;
   auto p = r.pads(in.shape, ekh, ekw, st[0], st[1]);
   for (int i = 0; i < 4; ++i) p[i] += in.pad[i];

@@ -37,6 +37,10 @@ void OnnxNodeReader::need_image(const OnnxValue& v) const {
 }
 
 std::array<int64_t, 4> OnnxNodeReader::pads(const Shape& in, int64_t eh, int64_t ew, int64_t sh, int64_t sw) const {
+  for (int64_t v : {eh, ew, sh, sw})
+    if (v < 1 || v > kOnnxMaxWindow)
+      fail("the kernel is " + std::to_string(eh) + "x" + std::to_string(ew) + " with strides " + std::to_string(sh) +
+           ", " + std::to_string(sw) + " (each must be in 1.." + std::to_string(kOnnxMaxWindow) + ")");
   std::string ap = attr_string("auto_pad", "NOTSET");
   if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
     auto total = [](int64_t x, int64_t k, int64_t s) {

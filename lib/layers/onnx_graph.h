@@ -118,6 +118,10 @@ class OnnxNodeReader {
   std::array<int64_t, 4> pads(const Shape& in, int64_t eh, int64_t ew, int64_t sh, int64_t sw) const;
 };
 
+// The largest kernel size, stride or dilation an imported node may have: larger ones are a
+// corrupt file (and would overflow the output size arithmetic).
+inline constexpr int64_t kOnnxMaxWindow = int64_t(1) << 20;
+
 // How a layer type reads itself from ONNX: the operators it takes and the function that does.
 using OnnxImportFn = void (*)(OnnxNodeReader&);
 

@@ -271,6 +271,9 @@ class MaxUnpoolingLayer final : public Layer {
     auto st = r.attr_ints("strides", {1, 1});
     auto p = r.attr_ints("pads", {0, 0, 0, 0});
     if (ks.size() != 2 || st.size() != 2 || p.size() != 4) r.fail("kernel_shape, strides and pads must be 2-D");
+    for (int64_t v : {ks[0], ks[1], st[0], st[1]})
+      if (v < 1 || v > kOnnxMaxWindow)
+        r.fail("kernel_shape and strides must be in 1.." + std::to_string(kOnnxMaxWindow));
     const int64_t h = (x.shape[0] - 1) * st[0] + ks[0] - p[0] - p[2];
     const int64_t w = (x.shape[1] - 1) * st[1] + ks[1] - p[1] - p[3];
     if (h != idx.shape[0] || w != idx.shape[1])

@@ -194,6 +194,8 @@ void TransposedConv2dLayer::from_onnx(OnnxNodeReader& r) {
   auto p = r.attr_ints("pads", {0, 0, 0, 0});  // [top, left, bottom, right]
   auto op = r.attr_ints("output_padding", {0, 0});
   if (st.size() != 2 || p.size() != 4 || op.size() != 2) r.fail("strides, pads and output_padding must be 2-D");
+  for (int64_t v : {st[0], st[1], kh, kw})
+    if (v < 1 || v > kOnnxMaxWindow) r.fail("the kernel and strides must be in 1.." + std::to_string(kOnnxMaxWindow));
   const int64_t cb = p[2] - op[0], cr = p[3] - op[1];
   if (cb < 0 || cr < 0)
     r.fail("output_padding exceeds the bottom / right pads (dltrain's Cropping cannot add rows or columns)");

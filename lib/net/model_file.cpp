@@ -175,6 +175,7 @@ class Reader {
   void floats(std::vector<float>& out, uint64_t n) {
     need(n * sizeof(float), "tensor data");  // caller guarantees n * 4 does not overflow
     out.resize(n);
+    if (n == 0) return;  // an empty vector's data() may be null, which memcpy must not get
     if constexpr (std::endian::native == std::endian::little) {
       std::memcpy(out.data(), base_ + pos_, n * sizeof(float));
     } else {

@@ -29,6 +29,8 @@ bool onnx_available();
 // ONNX file -> model (network spec with imageInput first and softmax + classification last,
 // weights in dltrain's layout). Throws ModelError naming the file, the node and the operator.
 ModelData import_onnx(const std::string& path, const OnnxImportOptions& options);
+// The same from the file's bytes already in memory; `name` stands for the path in errors.
+ModelData import_onnx_bytes(const std::string& bytes, const std::string& name, const OnnxImportOptions& options);
 // Model -> ONNX file (opset 13, NCHW input "input" (N, C, H, W), output "prob" (N, K)),
 // written atomically. Throws ModelError naming the layer that has no ONNX form.
 void export_onnx(const ModelData& model, const std::string& path);

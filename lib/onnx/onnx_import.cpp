@@ -431,30 +431,7 @@ int64_t count_graph_nodes(const std::string& bytes) {
   return nodes;
 }
 
-}  // namespace
-
-bool onnx_available() { return true; }
-
-ModelData import_onnx(const std::string& path, const OnnxImportOptions& options) {
-  onnx::ModelProto model;
-  {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw ModelError(path + ": cannot open the ONNX file (check the path)");
-    f.seekg(0, std::ios::end);
-    const std::streamoff size = f.tellg();
-    f.seekg(0, std::ios::beg);
-    if (size < 0) throw ModelError(path + ": cannot read the ONNX file (not a regular file?)");
-    std::string bytes(static_cast<size_t>(size), '\0');
-    if (!f.read(bytes.data(), size)) throw ModelError(path + ": cannot read the ONNX file");
-    // Counted on the wire first: a graph of millions of tiny nodes would take far more memory
-    // parsed (hundreds of bytes per node) than in the file.
-    const int64_t nodes = count_graph_nodes(bytes);
-    if (nodes > kMaxOnnxNodes)
-      throw ModelError(path + ": the graph has " + std::to_string(nodes) + " nodes, more than the " +
-                       std::to_string(kMaxOnnxNodes) + " dltrain imports (the file is corrupt or not a classifier)");
-    if (bytes.size() > static_cast<size_t>(INT_MAX) || !model.ParseFromString(bytes))
-      throw ModelError(path + ": not a readable ONNX model (protobuf parse failed; is it an .onnx file?)");
-  }
+ModelData import_parsed(const onnx::ModelProto& model, const std::string& path, const OnnxImportOptions& options) {
   OnnxImportOptions o = options;
   if (o.classes.empty())
     for (const auto& meta : model.metadata_props())
@@ -474,6 +451,42 @@ ModelData import_onnx(const std::string& path, const OnnxImportOptions& options)
   }
   m.metadata_json = "{\"imported_from\": \"onnx\"}";
   return m;
+}
+
+// Parses an ONNX file's bytes into `model`, after counting its nodes on the wire: a graph of
+// millions of tiny nodes would take far more memory parsed (hundreds of bytes per node) than
+// in the file.
+void parse_counted(const std::string& bytes, const std::string& name, onnx::ModelProto& model) {
+  const int64_t nodes = count_graph_nodes(bytes);
+  if (nodes > kMaxOnnxNodes)
+    throw ModelError(name + ": the graph has " + std::to_string(nodes) + " nodes, more than the " +
+                     std::to_string(kMaxOnnxNodes) + " dltrain imports (the file is corrupt or not a classifier)");
+  if (bytes.size() > static_cast<size_t>(INT_MAX) || !model.ParseFromString(bytes))
+    throw ModelError(name + ": not a readable ONNX model (protobuf parse failed; is it an .onnx file?)");
+}
+
+}  // namespace
+
+bool onnx_available() { return true; }
+
+ModelData import_onnx(const std::string& path, const OnnxImportOptions& options) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw ModelError(path + ": cannot open the ONNX file (check the path)");
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  f.seekg(0, std::ios::beg);
+  if (size < 0) throw ModelError(path + ": cannot read the ONNX file (not a regular file?)");
+  std::string bytes(static_cast<size_t>(size), '\0');
+  if (!f.read(bytes.data(), size)) throw ModelError(path + ": cannot read the ONNX file");
+  onnx::ModelProto model;
+  parse_counted(bytes, path, model);
+  return import_parsed(model, path, options);
+}
+
+ModelData import_onnx_bytes(const std::string& bytes, const std::string& name, const OnnxImportOptions& options) {
+  onnx::ModelProto model;
+  parse_counted(bytes, name, model);
+  return import_parsed(model, name, options);
 }
 
 }  // namespace dlt

@@ -1,6 +1,7 @@
 // decode_image: PNG/BMP/TGA exact, JPEG close, grey<->RGB conversion, and every bad input.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "data/decode.h"
@@ -116,4 +117,101 @@ TEST_CASE("decode failures throw DataError naming the file", "[data]") {
     }
   }
   set_jpeg_decoder(have_turbojpeg() ? "turbo" : "stb");
+}
+
+// Found by tests/fuzz/fuzz_image_decode: a 90-byte GIF claiming 17990 x 17990 pixels made
+// stb_image allocate and clear 1.3 GB (10 s). Headers over kMaxImagePixels are refused first.
+TEST_CASE("decode refuses a header claiming more than kMaxImagePixels before allocating", "[data]") {
+  auto refused = [](const std::vector<uint8_t>& bytes) {
+    Image img;
+    try {
+      decode_image_memory(bytes, "huge", 3, img);
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no DataError");
+  };
+  // GIF89a, 17990 x 17990 (0x4646), global palette of 4, then an image of 7 x 6.
+  std::vector<uint8_t> gif = {'G', 'I', 'F', '8', '9', 'a', 0x46, 0x46, 0x46, 0x46, 0x81, 0, 0};
+  gif.resize(gif.size() + 12, 0xff);
+  for (uint8_t b : {0x2c, 0, 0, 0, 0, 7, 0, 6, 0, 0, 2, 2, 0x44, 0x01, 0, 0x3b}) gif.push_back(b);
+  CHECK_THAT(refused(gif), Catch::Contains("huge: cannot decode image: its header claims 17990x17990 pixels"));
+  // A baseline JPEG whose frame header claims 60000 x 60000 (JPEG's own limit is 65535).
+  std::vector<uint8_t> jpeg = {0xff, 0xd8, 0xff, 0xc0, 0,    17, 8, 0xea, 0x60, 0xea, 0x60, 3,
+                               1,    0x11, 0,    2,    0x11, 0,  3, 0x11, 0,    0xff, 0xd9};
+  for (const char* decoder : {"stb", "turbo"}) {
+    if (std::string(decoder) == "turbo" && !have_turbojpeg()) continue;
+    set_jpeg_decoder(decoder);
+    CHECK_THAT(refused(jpeg), Catch::Contains("60000x60000 pixels, over the limit of 67108864"));
+  }
+  set_jpeg_decoder(have_turbojpeg() ? "turbo" : "stb");
+  // Within the limit the same kind of file decodes (or fails on its data, not its size).
+  CHECK_THAT(refused({'G', 'I', 'F', '8', '9', 'a', 7, 0, 6, 0, 0x81, 0, 0}), !Catch::Contains("over the limit"));
+}
+
+// Found by tests/fuzz/fuzz_image_decode: stb_image decodes a GIF of width 0 (here 0 x 43520);
+// the empty label image then made resize_nearest index pixel -1 of a null buffer.
+TEST_CASE("decode refuses an image without pixels", "[data]") {
+  const std::vector<uint8_t> gif = {'G', 'I', 'F', '8',  '9',  'a', 0,    0,    0,    0xaa, 0x81, 0,    0, 0,
+                                    1,   0,   0,   0x61, 0x30, 0,   0x30, 0xe6, 0xff, 0xff, 0xff, 0x2c, 0, 0};
+  Image img;
+  CHECK_THROWS_WITH(decode_image_memory(gif, "empty.gif", 1, img),
+                    Catch::Contains("empty.gif: cannot decode image: it has no pixels (0x43520)"));
+  TempDir dir;
+  const std::string path = dir.str() + "/empty.gif";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f);
+  std::fwrite(gif.data(), 1, gif.size(), f);
+  std::fclose(f);
+  CHECK_THROWS_WITH(decode_image_as_stored(path, img), Catch::Contains("it has no pixels"));
+  int h = 0, w = 0;
+  CHECK_THROWS_WITH(image_size(path, h, w), Catch::Contains("it has no pixels"));
+}
+
+// Found by tests/fuzz/fuzz_image_decode: a JPEG Huffman table whose 16 code counts add up to
+// more than 256 made stb_image 2.27 (Debian 12) write past its tables (UBSan: index 257 out of
+// bounds for stbi_uc[257]) in the decoder and in the header reader behind image_size.
+TEST_CASE("decode refuses a JPEG Huffman table of more than 256 codes", "[data]") {
+  std::vector<uint8_t> jpeg = {0xff, 0xd8, 0xff, 0xc4, 0x01, 0x23, 0x00};  // DHT of 0x123 bytes, DC table 0
+  for (int i = 0; i < 16; ++i) jpeg.push_back(17);                         // 16 x 17 = 272 codes
+  jpeg.resize(jpeg.size() + 272, 0);
+  jpeg.push_back(0xff), jpeg.push_back(0xd9);
+  Image img;
+  for (const char* decoder : {"stb", "turbo"}) {
+    if (std::string(decoder) == "turbo" && !have_turbojpeg()) continue;
+    set_jpeg_decoder(decoder);
+    CHECK_THROWS_WITH(decode_image_memory(jpeg, "dht.jpg", 3, img),
+                      Catch::Contains("dht.jpg: cannot decode image: corrupt JPEG: a Huffman table (DHT at byte 2) "
+                                      "has 272 codes, more than 256"));
+  }
+  set_jpeg_decoder(have_turbojpeg() ? "turbo" : "stb");
+  TempDir dir;
+  const std::string path = dir.str() + "/dht.jpg";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f);
+  std::fwrite(jpeg.data(), 1, jpeg.size(), f);
+  std::fclose(f);
+  CHECK_THROWS_WITH(decode_image_as_stored(path, img), Catch::Contains("272 codes, more than 256"));
+  int h = 0, w = 0;
+  CHECK_THROWS_WITH(image_size(path, h, w), Catch::Contains("272 codes, more than 256"));
+  // The same table cut by the end of the file: stb_image reads on (zeros) past the end.
+  const std::vector<uint8_t> cut = {0xff, 0xd8, 0xff, 0xc4, 0x01, 0xa2, 0x10, 0, 0xff, 0xd9};
+  CHECK_THROWS_WITH(decode_image_memory(cut, "cut.jpg", 3, img), Catch::Contains("has 472 codes, more than 256"));
+  // Fill bytes before the start-of-image marker (FF FF D8) still make a JPEG for stb_image.
+  std::vector<uint8_t> filled = jpeg;
+  filled.insert(filled.begin(), 0xff);
+  CHECK_THROWS_WITH(decode_image_memory(filled, "fill.jpg", 3, img), Catch::Contains("272 codes, more than 256"));
+}
+
+// Found by tests/fuzz/fuzz_image_decode: stb_image 2.27 reads a PNM header's numbers into an
+// int without an overflow check (UBSan: signed integer overflow).
+TEST_CASE("decode refuses a PNM header number over 2^24", "[data]") {
+  const std::string pnm = "P6 3120 0000000004000000000000 255\n";
+  Image img;
+  CHECK_THROWS_WITH(decode_image_memory(std::vector<uint8_t>(pnm.begin(), pnm.end()), "big.ppm", 3, img),
+                    Catch::Contains("big.ppm: cannot decode image: corrupt PNM header: a number over 16777216"));
+  const std::string ok = "P5\n# 99999999999999999 in a comment\n2 1\n255\n\x01\x02";
+  decode_image_memory(std::vector<uint8_t>(ok.begin(), ok.end()), "ok.pgm", 1, img);
+  CHECK(img.width == 2);
+  CHECK(img.pixels == std::vector<uint8_t>{1, 2});
 }

@@ -411,4 +411,16 @@ TEST_CASE("model file: a network spec over 4 MiB is neither parsed nor written",
 }
 
 }  // namespace
+// Found by tests/fuzz/fuzz_model_file: a tensor with a zero dimension passed memcpy a null
+// pointer (UndefinedBehaviorSanitizer: "null pointer passed as argument 1"). It decodes to an
+// empty tensor; the layers refuse the shape later, as they do any other mismatch.
+TEST_CASE("model file: a tensor with a zero dimension decodes to an empty tensor", "[model]") {
+  ModelData m = sample_model();
+  m.states.push_back(NamedTensor{"bn1", "Empty", Shape{0, 4}, {}});
+  ModelData back = decode_model(encode_model(m), "zero.bin");
+  REQUIRE(back.states.size() == m.states.size());
+  CHECK(back.states.back().shape == Shape{0, 4});
+  CHECK(back.states.back().data.empty());
+}
+
 }  // namespace dlt

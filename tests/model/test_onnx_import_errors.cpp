@@ -1,0 +1,44 @@
+// ONNX import of corrupt files (lib/onnx/onnx_import.cpp): each is one ModelError naming the
+// file and the node, never a crash. Inputs found by tests/fuzz/fuzz_onnx_import are replayed
+// from tests/fuzz/regressions/fuzz_onnx_import.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "onnx/onnx.h"
+#include "util/error.h"
+
+using namespace dlt;
+
+namespace {
+
+std::string regression(const std::string& name) {
+  std::ifstream f(std::string(DLT_SOURCE_DIR) + "/tests/fuzz/regressions/fuzz_onnx_import/" + name, std::ios::binary);
+  REQUIRE(f);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+std::string import_error(const std::string& bytes) {
+  try {
+    import_onnx_bytes(bytes, "fuzz.onnx", {});
+  } catch (const ModelError& e) {
+    return e.what();
+  }
+  return "no ModelError";
+}
+
+}  // namespace
+
+TEST_CASE("onnx import: bytes that are not a model are one ModelError", "[onnx]") {
+  if (!onnx_available()) return;
+  CHECK_THAT(import_error("not a protobuf \xff\xff\xff"), Catch::Contains("fuzz.onnx: not a readable ONNX model"));
+}
+
+// Found by fuzz_onnx_import: a Conv with strides 0 divided by zero computing its output size.
+TEST_CASE("onnx import: a zero stride is refused, not divided by", "[onnx]") {
+  if (!onnx_available()) return;
+  CHECK_THAT(import_error(regression("conv-stride-0")), Catch::Contains("fuzz.onnx: node"));
+  CHECK_THAT(import_error(regression("conv-stride-0")), Catch::Contains("must be in 1..1048576"));
+}
