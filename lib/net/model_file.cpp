@@ -17,6 +17,7 @@
 
 #include "config/config.h"
 #include "util/error.h"
+#include "util/files.h"
 #include "util/one_line.h"
 
 namespace dlt {
@@ -374,7 +375,7 @@ ModelData decode_model(const std::vector<uint8_t>& b, const std::string& name) {
 
 void save_model(const std::string& path, const ModelData& model) {
   const std::vector<uint8_t> bytes = encode_model(model);
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  const std::string tmp = temporary_name(path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) sys_fail(tmp, "create the model file", errno);
   size_t done = 0;

@@ -128,6 +128,9 @@ for ((i = 0; i < points; i++)); do
   fi
   cmp -s "$TMP/full/model.bin" "$TMP/cut/model.bin" \
     || fail "kill $i at ${at_ms} ms ($where): resumed model.bin differs from the uninterrupted run's"
+  # The finished run removed what the killed one left half-written (it rewrote those files).
+  left=$( (find "$TMP/ck" "$TMP/cut" -name "*.tmp-*" 2> /dev/null || true) | wc -l)
+  ((left == 0)) || fail "kill $i ($where): $left temporary file(s) still there after the run finished"
   printf 'kill %2d at %5d ms: %-22s %d temp file(s) left, %3d *.bin load; resumed model.bin identical\n' \
     "$i" "$at_ms" "$where" "$temps" "$loaded"
 done
