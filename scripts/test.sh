@@ -19,7 +19,7 @@ if [[ "${DLTRAIN_SKIP_FUZZ:-0}" != "1" ]]; then
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLTRAIN_CUDA=OFF -DDLTRAIN_TESTS=OFF -DDLTRAIN_FUZZ=ON > /dev/null
   cmake --build "$fuzz_dir" -j "$(nproc)" --target dltrain_fuzzers
   echo "== fuzz build: $((SECONDS - t)) s"; t=$SECONDS
-  tests/fuzz/make_corpus.sh "$build_dir/dltrain" "$fuzz_dir/fuzz_make_seeds" "$fuzz_dir/fuzz-corpus"
+  tests/fuzz/make_corpus.sh "$build_dir/dltrain" "$fuzz_dir/tests/fuzz/fuzz_make_seeds" "$fuzz_dir/fuzz-corpus"
   ctest --test-dir "$fuzz_dir" -L fuzz --output-on-failure -j "$(nproc)"
   echo "== fuzz tests: $((SECONDS - t)) s"
 fi
