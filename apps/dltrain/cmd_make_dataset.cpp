@@ -31,7 +31,7 @@ struct MakeDatasetArgs {
   int threads = 1, epochs = 1;
   int64_t batch_size = 64;
   bool augment = false, decode_only = false;
-  std::string cache = "none", jpeg, mode = "resize";
+  std::string cache = "none", mode = "resize";
 };
 
 // "HxW" or "HxWxC" -> dims; C defaults to 3.
@@ -45,7 +45,6 @@ void parse_size(const std::string& s, int& h, int& w, int& c) {
 }
 
 int run_bench(const MakeDatasetArgs& a) {
-  if (!a.jpeg.empty()) set_jpeg_decoder(a.jpeg);
   int h, w, c;
   parse_size(a.size, h, w, c);
   DataOptions data;
@@ -83,8 +82,8 @@ int run_bench(const MakeDatasetArgs& a) {
     }
   }
   const double s = timer.seconds();
-  std::printf("bench-loader: %lld images in %.3f s: %.1f images/s (threads %d, jpeg %s, %s%s)\n",
-              static_cast<long long>(images), s, images / s, a.decode_only ? 1 : a.threads, jpeg_decoder().c_str(),
+  std::printf("bench-loader: %lld images in %.3f s: %.1f images/s (threads %d, %s%s)\n",
+              static_cast<long long>(images), s, images / s, a.decode_only ? 1 : a.threads,
               a.decode_only ? "decode only" : a.size.c_str(), a.augment ? ", augment" : "");
   return 0;
 }
@@ -184,7 +183,6 @@ Runner add_make_dataset(CLI::App& app) {
   sub->add_flag("--augment", args->augment, "bench-loader: augment")->group("");
   sub->add_flag("--decode-only", args->decode_only, "bench-loader: decode only")->group("");
   sub->add_option("--cache", args->cache, "bench-loader: cache mode")->group("");
-  sub->add_option("--jpeg", args->jpeg, "bench-loader: stb or turbo")->group("");
   sub->add_option("--mode", args->mode, "bench-loader: OutputSizeMode")->group("");
   return [args, per_class, count] {
     args->per_class_given = per_class->count() > 0;

@@ -1,11 +1,10 @@
-// Image decoding: file bytes -> stb_image (or libjpeg-turbo for JPEG) -> channel conversion.
+// Image decoding: file bytes -> libjpeg-turbo (JPEG) or stb_image (the rest) -> channel conversion.
 // The file is read here so that open/read failures report the OS reason.
 #include "data/decode.h"
 
 #include <stb/stb_image.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -14,17 +13,10 @@
 
 #include "util/error.h"
 
-#ifndef DLT_HAVE_TURBOJPEG
-#define DLT_HAVE_TURBOJPEG 0
-#endif
-#if DLT_HAVE_TURBOJPEG
 #include <turbojpeg.h>
-#endif
 
 namespace dlt {
 namespace {
-
-std::atomic<bool> g_use_turbo{DLT_HAVE_TURBOJPEG != 0};
 
 [[noreturn]] void fail(const std::string& name, const std::string& reason) {
   throw DataError(name + ": cannot decode image: " + reason + " (remove or replace the file, or set OnBadImage: skip)");
@@ -73,28 +65,15 @@ void check_dimensions(int w, int h, const std::string& name) {
   if (w <= 0 || h <= 0) fail(name, "it has no pixels (" + std::to_string(w) + "x" + std::to_string(h) + ")");
 }
 
-// stb_image 2.27 (Debian 12's libstb) writes past its Huffman tables when the 16 code counts of
-// a JPEG DHT table add up to more than 256 (found by tests/fuzz/fuzz_image_decode): invalid
-// JPEG, refused here before stb_image reads the bytes. In entropy-coded data 0xFF is always
-// followed by 0x00 or a restart marker, so every FF C4 in the file is a DHT marker. Like
-// stb_image, bytes past the end of the file read as 0 and the segment's own length is followed.
-void check_jpeg_tables(const uint8_t* b, size_t size, const std::string& name) {
-  size_t soi = 0;  // stb_image's JPEG test: 0xFF, any number of 0xFF fill bytes, then D8
+// stb_image's JPEG test: 0xFF, any number of 0xFF fill bytes, then D8. Such bytes never reach
+// stb_image (not even its header reader): its JPEG decoder in Debian 12 (2.27) reads and writes
+// past its Huffman tables on corrupt data (found by tests/fuzz/fuzz_image_decode: a table of
+// more than 256 codes; a code whose symbol index is past the table), so libjpeg-turbo, which
+// checks its tables, reads every JPEG.
+bool stb_reads_as_jpeg(const uint8_t* b, size_t size) {
+  size_t soi = 0;
   while (soi < size && b[soi] == 0xFF) ++soi;
-  if (soi == 0 || soi == size || b[soi] != 0xD8) return;
-  auto at = [&](size_t i) -> size_t { return i < size ? b[i] : 0; };
-  for (size_t i = 2; i + 1 < size; ++i) {
-    if (b[i] != 0xFF || b[i + 1] != 0xC4) continue;
-    const size_t end = i + 2 + (at(i + 2) << 8 | at(i + 3));  // stb_image: while (L > 0)
-    for (size_t p = i + 4; p < end;) {
-      size_t codes = 0;
-      for (int k = 1; k <= 16; ++k) codes += at(p + k);
-      if (codes > 256)
-        fail(name, "corrupt JPEG: a Huffman table (DHT at byte " + std::to_string(i) + ") has " +
-                       std::to_string(codes) + " codes, more than 256");
-      p += 17 + codes;
-    }
-  }
+  return soi > 0 && soi < size && b[soi] == 0xD8;
 }
 
 // stb_image 2.27 reads a PNM header's numbers into an int with no overflow check (found by
@@ -115,50 +94,58 @@ void check_pnm_header(const uint8_t* b, size_t size, const std::string& name) {
   }
 }
 
-// The checks stb_image needs before it reads bytes (it has no guard of its own there).
-void check_for_stb(const uint8_t* b, size_t size, const std::string& name) {
-  check_jpeg_tables(b, size, name);
-  check_pnm_header(b, size, name);
-}
-
-// Refuses a header that claims more than kMaxImagePixels, before any decoder allocates for it.
-// What stb_image cannot read the header of is left to the decoder's own error.
-void check_pixels(const std::vector<uint8_t>& bytes, const std::string& name) {
-  int w = 0, h = 0, n = 0;
-  if (bytes.size() > size_t(INT32_MAX)) fail(name, "file larger than 2 GiB");
-  check_for_stb(bytes.data(), bytes.size(), name);
-  if (!stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n)) return;
-  check_dimensions(w, h, name);
+void check_too_many_pixels(int w, int h, const std::string& name) {
   if (int64_t(w) * h > kMaxImagePixels)
     fail(name, "its header claims " + std::to_string(w) + "x" + std::to_string(h) + " pixels, over the limit of " +
                    std::to_string(kMaxImagePixels) + " (a corrupt file, or resize it below 8192x8192)");
 }
 
-bool is_jpeg(const std::vector<uint8_t>& b) { return b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF; }
-
-#if DLT_HAVE_TURBOJPEG
+// One libjpeg-turbo handle per thread, made anew after any error or warning: libjpeg-turbo 2.1
+// (Debian 12) leaves a handle in a state where the next header read can report success with
+// a 0x0 image, or an earlier error's message.
 struct TurboHandle {
-  tjhandle h = tjInitDecompress();
-  std::vector<uint8_t> scratch;
-  ~TurboHandle() {
+  tjhandle h = nullptr;
+  ~TurboHandle() { reset(); }
+  void reset() {
     if (h) tjDestroy(h);
+    h = nullptr;
   }
 };
+thread_local TurboHandle g_turbo;
 
-// False when libjpeg-turbo only warns (slightly damaged data): the caller then tries stb.
-bool decode_turbo(const std::vector<uint8_t>& bytes, const std::string& name, int channels, Image& out) {
-  thread_local TurboHandle t;
-  if (!t.h) fail(name, "libjpeg-turbo could not start");
-  int w = 0, h = 0, subsamp = 0, colorspace = 0;
-  auto* data = const_cast<unsigned char*>(bytes.data());
-  if (tjDecompressHeader3(t.h, data, bytes.size(), &w, &h, &subsamp, &colorspace) != 0)
-    fail(name, std::string("libjpeg-turbo: ") + tjGetErrorStr2(t.h));
+tjhandle turbo_handle(const std::string& name) {
+  if (!g_turbo.h) g_turbo.h = tjInitDecompress();
+  if (!g_turbo.h) fail(name, "libjpeg-turbo could not start");
+  return g_turbo.h;
+}
+
+[[noreturn]] void fail_turbo(const std::string& name) {
+  const std::string why = tjGetErrorStr2(g_turbo.h);
+  g_turbo.reset();
+  fail(name, "libjpeg-turbo: " + why);
+}
+
+// A JPEG's width and height and whether it is grey, from its header (libjpeg-turbo).
+void jpeg_header(const uint8_t* b, size_t size, const std::string& name, int& w, int& h, bool& grey) {
+  tjhandle t = turbo_handle(name);
+  int subsamp = 0, colorspace = 0;
+  if (tjDecompressHeader3(t, b, static_cast<unsigned long>(size), &w, &h, &subsamp, &colorspace) != 0)
+    fail_turbo(name);
   check_dimensions(w, h, name);
-  if (int64_t(w) * h > kMaxImagePixels)  // a header stb_image could not read (check_pixels)
-    fail(name, "its header claims " + std::to_string(w) + "x" + std::to_string(h) + " pixels, over the limit of " +
-                   std::to_string(kMaxImagePixels));
-  const bool grey = colorspace == TJCS_GRAY;
+  check_too_many_pixels(w, h, name);
+  grey = colorspace == TJCS_GRAY;
+}
+
+// Decodes a JPEG with libjpeg-turbo to `channels` (1 or 3; 0 = as stored: 1 for grey, else 3).
+// Data libjpeg-turbo only warns about (a truncated scan: the rest is grey) is kept, as libjpeg's
+// djpeg and MATLAB's imread keep it.
+void decode_jpeg(const std::vector<uint8_t>& bytes, const std::string& name, int channels, Image& out) {
+  int w = 0, h = 0;
+  bool grey = false;
+  jpeg_header(bytes.data(), bytes.size(), name, w, h, grey);
   const int src_c = grey ? 1 : 3;
+  if (channels == 0) channels = src_c;
+  thread_local std::vector<uint8_t> scratch;
   uint8_t* dst;
   if (src_c == channels) {
     out.height = h;
@@ -167,17 +154,51 @@ bool decode_turbo(const std::vector<uint8_t>& bytes, const std::string& name, in
     out.pixels.resize(size_t(h) * w * channels);
     dst = out.pixels.data();
   } else {
-    t.scratch.resize(size_t(h) * w * src_c);
-    dst = t.scratch.data();
+    scratch.resize(size_t(h) * w * src_c);
+    dst = scratch.data();
   }
-  if (tjDecompress2(t.h, data, bytes.size(), dst, w, 0, h, grey ? TJPF_GRAY : TJPF_RGB, 0) != 0) {
-    if (tjGetErrorCode(t.h) == TJERR_FATAL) fail(name, std::string("libjpeg-turbo: ") + tjGetErrorStr2(t.h));
-    return false;
+  tjhandle t = turbo_handle(name);
+  if (tjDecompress2(t, bytes.data(), static_cast<unsigned long>(bytes.size()), dst, w, 0, h,
+                    grey ? TJPF_GRAY : TJPF_RGB, 0) != 0) {
+    if (tjGetErrorCode(t) == TJERR_FATAL) fail_turbo(name);
+    g_turbo.reset();  // a warning: the image is kept, the handle is not
   }
   if (src_c != channels) convert(dst, h, w, src_c, channels, out);
-  return true;
 }
-#endif
+
+// Decodes with stb_image (never a JPEG: stb_reads_as_jpeg) to `channels`, 0 = as stored.
+void decode_stb(const std::vector<uint8_t>& bytes, const std::string& name, int channels, Image& out) {
+  int w = 0, h = 0, n = 0;
+  uint8_t* px = stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n, 0);
+  if (!px) {
+    const char* why = stbi_failure_reason();
+    fail(name, std::string("stb_image: ") + (why ? why : "unknown error") +
+                   " (not a PNG, JPEG, BMP, TGA, GIF or PNM image?)");
+  }
+  std::unique_ptr<uint8_t, void (*)(void*)> guard(px, &stbi_image_free);
+  check_dimensions(w, h, name);
+  convert(px, h, w, n, channels ? channels : (n >= 3 ? 3 : 1), out);
+}
+
+// Refuses a header that claims more than kMaxImagePixels, before any decoder allocates for it.
+// What stb_image cannot read the header of is left to the decoder's own error.
+void check_pixels(const std::vector<uint8_t>& bytes, const std::string& name) {
+  int w = 0, h = 0, n = 0;
+  if (bytes.size() > size_t(INT32_MAX)) fail(name, "file larger than 2 GiB");
+  check_pnm_header(bytes.data(), bytes.size(), name);
+  if (!stbi_info_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n)) return;
+  check_dimensions(w, h, name);
+  check_too_many_pixels(w, h, name);
+}
+
+// Decodes any accepted format to `channels` (1 or 3; 0 = as stored).
+void decode_any(const std::vector<uint8_t>& bytes, const std::string& name, int channels, Image& out) {
+  if (bytes.empty()) fail(name, "the file is empty (0 bytes)");
+  if (bytes.size() > size_t(INT32_MAX)) fail(name, "file larger than 2 GiB");
+  if (stb_reads_as_jpeg(bytes.data(), bytes.size())) return decode_jpeg(bytes, name, channels, out);
+  check_pixels(bytes, name);
+  decode_stb(bytes, name, channels, out);
+}
 
 }  // namespace
 
@@ -191,21 +212,7 @@ void decode_image_memory(const std::vector<uint8_t>& bytes, const std::string& n
   if (channels != 1 && channels != 3)
     throw DataError(name + ": cannot decode to " + std::to_string(channels) +
                     " channels (InputSize must end in 1 or 3)");
-  if (bytes.empty()) fail(name, "the file is empty (0 bytes)");
-  check_pixels(bytes, name);
-#if DLT_HAVE_TURBOJPEG
-  if (is_jpeg(bytes) && g_use_turbo.load(std::memory_order_relaxed) && decode_turbo(bytes, name, channels, out)) return;
-#endif
-  int w = 0, h = 0, n = 0;
-  uint8_t* px = stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n, 0);
-  if (!px) {
-    const char* why = stbi_failure_reason();
-    fail(name, std::string("stb_image: ") + (why ? why : "unknown error") +
-                   (is_jpeg(bytes) ? "" : " (not a PNG, JPEG, BMP, TGA, GIF or PNM image?)"));
-  }
-  std::unique_ptr<uint8_t, void (*)(void*)> guard(px, &stbi_image_free);
-  check_dimensions(w, h, name);
-  convert(px, h, w, n, channels, out);
+  decode_any(bytes, name, channels, out);
 }
 
 void decode_image(const std::string& path, int channels, Image& out) {
@@ -217,17 +224,7 @@ void decode_image(const std::string& path, int channels, Image& out) {
 void decode_image_as_stored(const std::string& path, Image& out) {
   thread_local std::vector<uint8_t> bytes;
   read_file(path, bytes);
-  if (bytes.empty()) fail(path, "the file is empty (0 bytes)");
-  check_pixels(bytes, path);
-  int w = 0, h = 0, n = 0;
-  uint8_t* px = stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &n, 0);
-  if (!px) {
-    const char* why = stbi_failure_reason();
-    fail(path, std::string("stb_image: ") + (why ? why : "unknown error"));
-  }
-  std::unique_ptr<uint8_t, void (*)(void*)> guard(px, &stbi_image_free);
-  check_dimensions(w, h, path);
-  convert(px, h, w, n, n >= 3 ? 3 : 1, out);
+  decode_any(bytes, path, 0, out);
 }
 
 Image decode_image(const std::string& path, int channels) {
@@ -237,20 +234,29 @@ Image decode_image(const std::string& path, int channels) {
 }
 
 void image_size(const std::string& path, int& height, int& width) {
-  // The header, with its JPEG tables checked (check_jpeg_tables): the first 256 KiB, or the
-  // whole file when the header does not end there (large metadata before a JPEG's frame).
+  // The header: the first 256 KiB, or the whole file when the header does not end there (large
+  // metadata before a JPEG's frame).
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw DataError(path + ": cannot open image: " + std::strerror(errno));
   std::vector<uint8_t> head(256 << 10);
   head.resize(std::fread(head.data(), 1, head.size(), f));
   std::fclose(f);
+  if (head.empty()) fail(path, "the file is empty (0 bytes)");
+  const bool whole = head.size() < (256u << 10);
+  if (stb_reads_as_jpeg(head.data(), head.size())) {
+    if (!whole) read_file(path, head);  // libjpeg-turbo reads the header from the whole file
+    if (head.size() > size_t(INT32_MAX)) fail(path, "file larger than 2 GiB");
+    bool grey = false;
+    jpeg_header(head.data(), head.size(), path, width, height, grey);
+    return;
+  }
   int n = 0;
-  check_for_stb(head.data(), head.size(), path);
+  check_pnm_header(head.data(), head.size(), path);
   int ok = stbi_info_from_memory(head.data(), static_cast<int>(head.size()), &width, &height, &n);
-  if (!ok && head.size() == (256u << 10)) {
+  if (!ok && !whole) {
     read_file(path, head);
     if (head.size() > size_t(INT32_MAX)) fail(path, "file larger than 2 GiB");
-    check_for_stb(head.data(), head.size(), path);
+    check_pnm_header(head.data(), head.size(), path);
     ok = stbi_info_from_memory(head.data(), static_cast<int>(head.size()), &width, &height, &n);
   }
   if (!ok) {
@@ -259,19 +265,5 @@ void image_size(const std::string& path, int& height, int& width) {
   }
   check_dimensions(width, height, path);
 }
-
-void set_jpeg_decoder(const std::string& name) {
-  if (name == "stb") {
-    g_use_turbo = false;
-  } else if (name == "turbo") {
-    if (!have_turbojpeg()) throw UsageError("JPEG decoder 'turbo': this build has no libjpeg-turbo (use stb)");
-    g_use_turbo = true;
-  } else {
-    throw UsageError("unknown JPEG decoder '" + name + "' (use stb or turbo)");
-  }
-}
-
-std::string jpeg_decoder() { return g_use_turbo ? "turbo" : "stb"; }
-bool have_turbojpeg() { return DLT_HAVE_TURBOJPEG != 0; }
 
 }  // namespace dlt

@@ -1,6 +1,7 @@
 // Decoding image files (PNG, JPEG, BMP, TGA, GIF, PNM) into 8-bit HWC Images with 1 or 3
-// channels. stb_image decodes everything; JPEG goes through libjpeg-turbo when the build has
-// it (faster, see docs/performance.md). Failures throw DataError naming the file and reason.
+// channels. libjpeg-turbo decodes JPEG (faster than stb_image, docs/performance.md, and it checks
+// its Huffman tables, which Debian 12's stb_image does not); stb_image decodes the rest.
+// Failures throw DataError naming the file and reason.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -25,19 +26,14 @@ const std::vector<std::string>& supported_image_extensions();
 void decode_image(const std::string& path, int channels, Image& out);
 Image decode_image(const std::string& path, int channels);
 // Decodes with the channels the file stores: 1 for grey (and grey + alpha), 3 for RGB (and
-// RGBA, palette images as their colours); no conversion, so label values stay exact (stb_image
-// for every format, never a lossy colour conversion). Throws DataError like decode_image.
+// RGBA, palette images as their colours); no conversion, so label values stay exact (a JPEG is
+// lossy anyway: its grey or RGB as libjpeg-turbo decodes it). Throws DataError like decode_image.
 void decode_image_as_stored(const std::string& path, Image& out);
 // Same from bytes already in memory; `name` is used in error messages.
 void decode_image_memory(const std::vector<uint8_t>& bytes, const std::string& name, int channels, Image& out);
 
 // Width and height from the file header without decoding; throws DataError like decode.
 void image_size(const std::string& path, int& height, int& width);
-
-// JPEG decoder: "turbo" (default when built with libjpeg-turbo) or "stb". For benchmarks.
-void set_jpeg_decoder(const std::string& name);
-std::string jpeg_decoder();
-bool have_turbojpeg();
 
 // rgb2gray on one pixel, rounded like MATLAB's uint8 output.
 inline uint8_t rgb_to_grey(uint8_t r, uint8_t g, uint8_t b) {

@@ -1,5 +1,5 @@
 // Fuzz target: image decoding for every accepted format (lib/data/decode.cpp: PNG, JPEG through
-// libjpeg-turbo and through stb_image, BMP, GIF, TGA, PNM) and label images (pixel_labels.cpp,
+// libjpeg-turbo, BMP, GIF, TGA, PNM through stb_image) and label images (pixel_labels.cpp,
 // label_images.cpp). The first byte picks the path; the rest is the file. A DataError is a
 // clean refusal. Paths that take a file name read a per-process file in /dev/shm (or /tmp).
 // Inputs whose header (image_size) claims 2^22 to kMaxImagePixels pixels are skipped: stb_image pads truncated data, so
@@ -58,8 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     switch (mode % 4) {
       case 0:
-      case 1: {  // decode_image_memory to 1 or 3 channels, JPEG through turbo or stb
-        dlt::set_jpeg_decoder((mode & 4) && dlt::have_turbojpeg() ? "turbo" : "stb");
+      case 1: {  // decode_image_memory to 1 or 3 channels
         dlt::decode_image_memory(bytes, "fuzz.img", mode % 4 == 0 ? 1 : 3, img);
         dlt::Image classes(img.height, img.width, 1);
         for (size_t i = 0; i < classes.pixels.size(); ++i) classes.pixels[i] = img.pixels[i * img.channels] % 4;
