@@ -8,7 +8,10 @@ loading, no validation, no learn-rate schedule.
 
 Presets: "best" = channels_last model and inputs, torch.set_num_threads(2), tcmalloc preloaded,
 OPENBLAS_NUM_THREADS=1 (the script re-executes itself with that environment); "default" =
-NCHW, no preload, PyTorch's default thread count.
+NCHW, no preload, PyTorch's default thread count; "compile" (PyTorch >= 2) = "best" plus
+torch.compile(net) (inductor, default mode) for training and inference. The warm-up includes
+the compilation; its first iteration's time is reported as compile_seconds. When compiling
+fails the script prints one line to stderr and emits no row for that mode.
 
 FLOPs convention: useful FLOPs per image = 2 x multiply-adds of every convolution and
 fullyConnected layer, forward pass only (biases, batch norm, pooling, activations not counted).
@@ -44,11 +47,11 @@ def ensure_environment(preset, requested_threads):
         return
     env = dict(os.environ)
     env[REEXEC_MARK] = "1"
-    if preset == "best":
+    if preset in ("best", "compile"):
         tc = find_tcmalloc()
         if tc is None:
             sys.stderr.write("pytorch_cpu.py: libtcmalloc_minimal.so.4 not found "
-                             "(apt-get install libtcmalloc-minimal4); running 'best' without it\n")
+                             "(apt-get install libtcmalloc-minimal4); running '" + preset + "' without it\n")
         else:
             env["LD_PRELOAD"] = tc
         env["OPENBLAS_NUM_THREADS"] = "1"
@@ -366,11 +369,12 @@ def time_loop(fn, iterations, warmup, repeats):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("configs", nargs="+", help="dltrain YAML config files")
-    ap.add_argument("--preset", choices=["best", "default"], default="best")
+    ap.add_argument("--preset", choices=["best", "default", "compile"], default="best")
     ap.add_argument("--batch", type=int, default=0, help="0: the config's MiniBatchSize")
     ap.add_argument("--iterations", type=int, default=5, help="iterations per timed repeat")
     ap.add_argument("--repeats", type=int, default=5, help="timed repeats (median reported)")
-    ap.add_argument("--warmup", type=int, default=3, help="untimed iterations first")
+    ap.add_argument("--warmup", type=int, default=3,
+                    help="untimed iterations first (compile: at least 1, the compiling one)")
     ap.add_argument("--threads", type=int, default=2, help="threads for the 'best' preset")
     ap.add_argument("--modes", default="train,inference")
     ap.add_argument("--precision", choices=["single", "mixed"], default="single",
@@ -382,9 +386,16 @@ def main():
 
     import torch
     torch.manual_seed(0)
-    if args.preset == "best":
+    compiled = args.preset == "compile"
+    if compiled and not hasattr(torch, "compile"):
+        sys.stderr.write(f"pytorch_cpu.py: preset 'compile' needs PyTorch >= 2 (this is {torch.__version__}); "
+                         "no rows\n")
+        return
+    if args.preset in ("best", "compile"):
         torch.set_num_threads(args.threads)
-    channels_last = args.preset == "best"
+    channels_last = args.preset in ("best", "compile")
+    cap = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", None)
+    cpu_capability = cap() if cap else None
     fmt = torch.channels_last if channels_last else torch.contiguous_format
 
     for path in args.configs:
@@ -399,6 +410,14 @@ def main():
                               momentum=float(topts.get("Momentum", 0.9)),
                               weight_decay=float(topts.get("L2Regularization", 1e-4)))
         last_loss = [float("nan")]
+        model = net
+        if compiled:
+            try:
+                model = torch.compile(net)  # inductor, default mode; compiles on first call
+            except Exception as e:  # noqa: BLE001 - any failure means "no compile row"
+                sys.stderr.write(f"pytorch_cpu.py: torch.compile failed for {path}: {type(e).__name__}: "
+                                 f"{str(e).splitlines()[0] if str(e) else ''}; no compile rows\n")
+                continue
 
         mixed = args.precision == "mixed"
 
@@ -408,14 +427,14 @@ def main():
         def train_step():
             opt.zero_grad(set_to_none=True)
             with autocast():
-                loss = torch.nn.functional.cross_entropy(net(images), labels)
+                loss = torch.nn.functional.cross_entropy(model(images), labels)
             loss.backward()
             opt.step()
             last_loss[0] = loss.item()
 
         def infer_step():
             with torch.no_grad(), autocast():
-                torch.softmax(net(images).float(), dim=1)
+                torch.softmax(model(images).float(), dim=1)
 
         name = os.path.splitext(os.path.basename(path))[0]
         for mode in args.modes.split(","):
@@ -429,7 +448,20 @@ def main():
                 mode_flops = flops
             else:
                 raise SystemExit(f"unknown mode '{mode}' (train | inference)")
-            times, foreign = time_loop(fn, args.iterations, args.warmup, args.repeats)
+            # The first warm-up iteration runs alone so its time (with torch.compile: the
+            # compilation of this mode's graph) can be reported.
+            t0 = time.perf_counter()
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001
+                if not compiled:
+                    raise
+                msg = str(e).strip().splitlines()
+                sys.stderr.write(f"pytorch_cpu.py: torch.compile failed for {name} {mode}: "
+                                 f"{type(e).__name__}: {msg[0] if msg else ''}; no row\n")
+                continue
+            first_s = time.perf_counter() - t0
+            times, foreign = time_loop(fn, args.iterations, max(args.warmup - 1, 0), args.repeats)
             med = statistics.median(times)
             ips = batch * args.iterations / med
             rec = {
@@ -445,9 +477,13 @@ def main():
                 "threads": torch.get_num_threads(), "channels_last": channels_last,
                 "ld_preload": os.environ.get("LD_PRELOAD", ""),
                 "images_per_second_fastest_repeat": round(batch * args.iterations / min(times), 2),
-                "torch": torch.__version__,
+                "torch": torch.__version__, "cpu_capability": cpu_capability,
+                "first_iteration_seconds": round(first_s, 3),
                 "foreign_load_cores": None if foreign is None else round(foreign, 2),
             }
+            if compiled:
+                rec["compile_seconds"] = round(first_s, 3)
+                rec["compile_backend"] = "inductor"
             if mode == "train":
                 rec["final_loss"] = round(last_loss[0], 4)
             print(json.dumps(rec), flush=True)
