@@ -82,9 +82,9 @@ int run_bench(const MakeDatasetArgs& a) {
     }
   }
   const double s = timer.seconds();
-  std::printf("bench-loader: %lld images in %.3f s: %.1f images/s (threads %d, %s%s)\n",
-              static_cast<long long>(images), s, images / s, a.decode_only ? 1 : a.threads,
-              a.decode_only ? "decode only" : a.size.c_str(), a.augment ? ", augment" : "");
+  std::printf("bench-loader: %lld images in %.3f s: %.1f images/s (threads %d, %s%s)\n", static_cast<long long>(images),
+              s, images / s, a.decode_only ? 1 : a.threads, a.decode_only ? "decode only" : a.size.c_str(),
+              a.augment ? ", augment" : "");
   return 0;
 }
 

@@ -129,8 +129,7 @@ tjhandle turbo_handle(const std::string& name) {
 void jpeg_header(const uint8_t* b, size_t size, const std::string& name, int& w, int& h, bool& grey) {
   tjhandle t = turbo_handle(name);
   int subsamp = 0, colorspace = 0;
-  if (tjDecompressHeader3(t, b, static_cast<unsigned long>(size), &w, &h, &subsamp, &colorspace) != 0)
-    fail_turbo(name);
+  if (tjDecompressHeader3(t, b, static_cast<unsigned long>(size), &w, &h, &subsamp, &colorspace) != 0) fail_turbo(name);
   check_dimensions(w, h, name);
   check_too_many_pixels(w, h, name);
   grey = colorspace == TJCS_GRAY;

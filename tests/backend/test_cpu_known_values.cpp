@@ -2,6 +2,8 @@
 // CPU backend: tiny inputs whose outputs can be checked on paper.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "backend/cpu/cpu_backend.h"
 #include "support/tensor_utils.h"
 
@@ -121,6 +123,44 @@ TEST_CASE("max and average pooling by hand, padding counts as zeros", "[backend]
   check_values(y, {0.25, 1.25, 2.75, 7.0});
   avg->backward(to_tensor({4, 8, 12, 16}, {1, 2, 2, 1}), dx);
   check_values(dx, {1, 2, 2, 3, 4, 4, 3, 4, 4});
+}
+
+// Max-pooling backward against a reference from the input: each output's gradient goes to its
+// window's maximum (distinct values, so no ties). Overlapping 3x3 stride-2 windows, asymmetric
+// padding, 19 channels (vector lanes and a remainder), several images. Below avx512_core this
+// runs dltrain's own backward (pool_op.cpp; CTest cpu_tests.isa_avx2), above it oneDNN's.
+TEST_CASE("max-pooling backward routes each gradient to its window's maximum", "[backend][cpu]") {
+  Backend& be = cpu_backend();
+  PoolDesc d;
+  d.n = 3, d.h = 9, d.w = 8, d.c = 19, d.kh = d.kw = 3, d.stride_h = d.stride_w = 2;
+  d.pad_t = 1, d.pad_b = 0, d.pad_l = 0, d.pad_r = 1;
+  const int64_t oh = d.out_h(), ow = d.out_w();
+  Tensor x(Shape{d.n, d.h, d.w, d.c}), y(Shape{d.n, oh, ow, d.c}), dy(Shape{d.n, oh, ow, d.c});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] = static_cast<float>((i * 7919) % 100003) * 1e-3f;
+  for (int64_t i = 0; i < dy.numel(); ++i) dy.data()[i] = 1.f + static_cast<float>(i % 13);
+  auto op = be.make_pool(d);
+  op->forward(x, y, true);
+  Tensor dx(Shape{d.n, d.h, d.w, d.c});
+  for (int64_t i = 0; i < dx.numel(); ++i) dx.data()[i] = std::numeric_limits<float>::quiet_NaN();
+  op->backward(dy, dx);
+  Vec want(static_cast<size_t>(x.numel()), 0.f);
+  auto at = [&](int64_t n, int64_t h, int64_t w, int64_t c) { return ((n * d.h + h) * d.w + w) * d.c + c; };
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t r = 0; r < oh; ++r)
+      for (int64_t q = 0; q < ow; ++q)
+        for (int64_t c = 0; c < d.c; ++c) {
+          int64_t best = -1;
+          for (int64_t kh = 0; kh < d.kh; ++kh)
+            for (int64_t kw = 0; kw < d.kw; ++kw) {
+              const int64_t h = r * d.stride_h - d.pad_t + kh, w = q * d.stride_w - d.pad_l + kw;
+              if (h < 0 || h >= d.h || w < 0 || w >= d.w) continue;
+              if (best < 0 || x.data()[at(n, h, w, c)] > x.data()[best]) best = at(n, h, w, c);
+            }
+          REQUIRE(best >= 0);
+          CHECK(y.data()[((n * oh + r) * ow + q) * d.c + c] == x.data()[best]);
+          want[static_cast<size_t>(best)] += dy.data()[((n * oh + r) * ow + q) * d.c + c];
+        }
+  check_values(dx, want);
 }
 
 TEST_CASE("LRN across channels by hand", "[backend][cpu]") {

@@ -140,9 +140,9 @@ TEST_CASE("decode refuses a header claiming more than kMaxImagePixels before all
   CHECK_THAT(refused(gif), Catch::Contains("huge: cannot decode image: its header claims 17990x17990 pixels"));
   // A baseline JPEG whose frame header claims 60000 x 60000 (JPEG's own limit is 65535), then
   // a scan header (libjpeg-turbo reads the header up to it).
-  std::vector<uint8_t> jpeg = {0xff, 0xd8, 0xff, 0xc0, 0,    17,   8, 0xea, 0x60, 0xea, 0x60, 3,    1,
-                               0x11, 0,    2,    0x11, 0,    3,    0x11, 0,    0xff, 0xda, 0,    12,  3,
-                               1,    0,    2,    0x11, 3,    0x11, 0,    0x3f, 0,    0xff, 0xd9};
+  std::vector<uint8_t> jpeg = {0xff, 0xd8, 0xff, 0xc0, 0, 17,   8,    0xea, 0x60, 0xea, 0x60, 3,  1,
+                               0x11, 0,    2,    0x11, 0, 3,    0x11, 0,    0xff, 0xda, 0,    12, 3,
+                               1,    0,    2,    0x11, 3, 0x11, 0,    0x3f, 0,    0xff, 0xd9};
   CHECK_THAT(refused(jpeg), Catch::Contains("60000x60000 pixels, over the limit of 67108864"));
   // Within the limit the same kind of file decodes (or fails on its data, not its size).
   CHECK_THAT(refused({'G', 'I', 'F', '8', '9', 'a', 7, 0, 6, 0, 0x81, 0, 0}), !Catch::Contains("over the limit"));
@@ -205,8 +205,8 @@ TEST_CASE("decode reads a valid JPEG after a refused one on the same thread", "[
   test::put_image(d / "good.jpg", test::pattern_image(10, 20, 3));
   std::ifstream f(d / "good.jpg", std::ios::binary);
   const std::vector<uint8_t> good((std::istreambuf_iterator<char>(f)), {});
-  const std::vector<uint8_t> no_scan = {0xff, 0xd8, 0xff, 0xc0, 0, 17, 8, 0, 4, 0, 4, 3, 1, 0x11, 0,
-                                        2,    0x11, 0,    3,    0x11, 0, 0xff, 0xd9};
+  const std::vector<uint8_t> no_scan = {0xff, 0xd8, 0xff, 0xc0, 0,    17, 8, 0,    4, 0,    4,   3,
+                                        1,    0x11, 0,    2,    0x11, 0,  3, 0x11, 0, 0xff, 0xd9};
   Image img;
   for (int round = 0; round < 3; ++round) {
     CHECK_THROWS_WITH(decode_image_memory(no_scan, "bad.jpg", 3, img), Catch::Contains("missing SOS marker"));

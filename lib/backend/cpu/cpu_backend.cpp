@@ -43,7 +43,7 @@ CpuIsa cpu_isa() {
       r.name = name;
       break;
     }
-  r.winograd = r.bf16 = has(cpu_isa::avx512_core);
+  r.avx512 = r.winograd = r.bf16 = has(cpu_isa::avx512_core);
   r.amx = has(cpu_isa::avx512_core_amx);
   return r;
 }
