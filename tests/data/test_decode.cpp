@@ -216,6 +216,29 @@ TEST_CASE("decode reads a valid JPEG after a refused one on the same thread", "[
   }
 }
 
+// Found by the long fuzzing campaign (scripts/fuzz_campaign.sh): stb_image 2.27 grows its PNG
+// data buffer to a chunk's claimed length before reading it, so a 159-byte PNG whose second
+// IDAT claimed most of 4 GiB made it allocate 2 GiB. A chunk longer than the rest of the file
+// is refused before stb_image reads the file; a valid PNG, and bytes after IEND, still decode.
+TEST_CASE("decode refuses a PNG chunk longer than the rest of the file", "[data]") {
+  TempDir d;
+  test::put_image(d / "ok.png", test::pattern_image(6, 5, 3));
+  std::ifstream f(d / "ok.png", std::ios::binary);
+  std::vector<uint8_t> png((std::istreambuf_iterator<char>(f)), {});
+  Image img;
+  std::vector<uint8_t> trailing = png;
+  trailing.insert(trailing.end(), {0xde, 0xad, 0xbe, 0xef, 0xff});  // after IEND: ignored
+  decode_image_memory(trailing, "trailing.png", 3, img);
+  CHECK(img.width == 5);
+  // IHDR is the first chunk (at byte 8); claim 0x7ffffff0 bytes for the chunk after it.
+  const size_t second = 8 + 12 + 13;
+  std::vector<uint8_t> bad = png;
+  bad[second] = 0x7f, bad[second + 1] = 0xff, bad[second + 2] = 0xff, bad[second + 3] = 0xf0;
+  CHECK_THROWS_WITH(decode_image_memory(bad, "bad.png", 3, img),
+                    Catch::Contains("bad.png: cannot decode image: corrupt PNG: chunk '") &&
+                        Catch::Contains("at byte 33 claims 2147483632 bytes, but only"));
+}
+
 // Found by tests/fuzz/fuzz_image_decode: stb_image 2.27 reads a PNM header's numbers into an
 // int without an overflow check (UBSan: signed integer overflow).
 TEST_CASE("decode refuses a PNM header number over 2^24", "[data]") {
