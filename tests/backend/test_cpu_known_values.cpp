@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "backend/cpu/cpu_backend.h"
+#include "support/reference_ops.h"
 #include "support/tensor_utils.h"
 
 namespace dlt::test {
@@ -125,8 +126,8 @@ TEST_CASE("max and average pooling by hand, padding counts as zeros", "[backend]
   check_values(dx, {1, 2, 2, 3, 4, 4, 3, 4, 4});
 }
 
-// Max-pooling backward against a reference from the input: each output's gradient goes to its
-// window's maximum (distinct values, so no ties). Overlapping 3x3 stride-2 windows, asymmetric
+// Max-pooling backward against the reference (tests/support/reference_ops): each output's
+// gradient goes to its window's maximum (distinct values, so no ties). Overlapping 3x3 stride-2 windows, asymmetric
 // padding, 19 channels (vector lanes and a remainder), several images. Below avx512_core this
 // runs dltrain's own backward (pool_op.cpp; CTest cpu_tests.isa_avx2), above it oneDNN's.
 TEST_CASE("max-pooling backward routes each gradient to its window's maximum", "[backend][cpu]") {
@@ -143,24 +144,9 @@ TEST_CASE("max-pooling backward routes each gradient to its window's maximum", "
   Tensor dx(Shape{d.n, d.h, d.w, d.c});
   for (int64_t i = 0; i < dx.numel(); ++i) dx.data()[i] = std::numeric_limits<float>::quiet_NaN();
   op->backward(dy, dx);
-  Vec want(static_cast<size_t>(x.numel()), 0.f);
-  auto at = [&](int64_t n, int64_t h, int64_t w, int64_t c) { return ((n * d.h + h) * d.w + w) * d.c + c; };
-  for (int64_t n = 0; n < d.n; ++n)
-    for (int64_t r = 0; r < oh; ++r)
-      for (int64_t q = 0; q < ow; ++q)
-        for (int64_t c = 0; c < d.c; ++c) {
-          int64_t best = -1;
-          for (int64_t kh = 0; kh < d.kh; ++kh)
-            for (int64_t kw = 0; kw < d.kw; ++kw) {
-              const int64_t h = r * d.stride_h - d.pad_t + kh, w = q * d.stride_w - d.pad_l + kw;
-              if (h < 0 || h >= d.h || w < 0 || w >= d.w) continue;
-              if (best < 0 || x.data()[at(n, h, w, c)] > x.data()[best]) best = at(n, h, w, c);
-            }
-          REQUIRE(best >= 0);
-          CHECK(y.data()[((n * oh + r) * ow + q) * d.c + c] == x.data()[best]);
-          want[static_cast<size_t>(best)] += dy.data()[((n * oh + r) * ow + q) * d.c + c];
-        }
-  check_values(dx, want);
+  const Vec xs = to_vec(x);
+  CHECK(all_close(to_vec(y), ref::pool_forward(d, xs), 0, 0));
+  check_values(dx, ref::pool_backward(d, xs, to_vec(dy)));
 }
 
 TEST_CASE("LRN across channels by hand", "[backend][cpu]") {
