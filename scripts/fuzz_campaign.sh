@@ -4,7 +4,7 @@
 # seed corpora (tests/fuzz/make_corpus.sh) plus the committed regression inputs. A target
 # that stops on a finding has its input kept in OUTPUT/findings/ and goes on with the rest of
 # its budget, so one finding does not end its campaign. Writes OUTPUT/summary.md: per target
-# the minutes, sessions, executions, libFuzzer's final cov/ft and the findings.
+# the minutes, sessions, executions, libFuzzer's final cov/ft, the findings and slow units.
 #   scripts/fuzz_campaign.sh [--minutes 60] [--build build-fuzz] [--output DIR]
 #                            [--targets "fuzz_config ..."] [--timeout 30] [--nice 10]
 # --timeout is libFuzzer's per-input limit in seconds (wall clock: keep it above the 10 s of
@@ -75,11 +75,18 @@ for t in $targets; do
 done
 for p in "${pids[@]}"; do wait "$p"; done
 
-# The summary: executions summed over sessions; cov / ft from the last status line.
+# The summary: executions summed over sessions; cov / ft from the last status line. Findings
+# are crash-, leak-, timeout- and oom- inputs; slow-unit- inputs (over 10 s, not failures)
+# are listed apart.
+listing() {  # target kinds...
+  local t=$1; shift
+  (cd "$output/findings" && for k in "$@"; do ls "$t-$k"-* 2> /dev/null || true; done) | sed "s/^$t-//" | tr '\n' ' '
+}
 found=0
+for t in $targets; do [ -n "$(listing "$t" crash leak timeout oom)" ] && found=1; done
 {
-  echo "| target | minutes | sessions | executions | exec/s | cov | ft | findings |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---|"
+  echo "| target | minutes | sessions | executions | exec/s | cov | ft | findings | slow units |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---|---|"
   for t in $targets; do
     secs=$(awk '{s += $3} END {print s + 0}' "$output/$t/sessions")
     sessions=$(wc -l < "$output/$t/sessions")
@@ -87,10 +94,10 @@ found=0
     last=$(cat "$output/$t"/session*.log | grep -E '^#[0-9]+.*cov: ' | tail -n 1)
     cov=$(sed -E 's/.*cov: ([0-9]+).*/\1/' <<< "$last")
     ft=$(sed -E 's/.*ft: ([0-9]+).*/\1/' <<< "$last")
-    findings=$(cd "$output/findings" && ls "$t"-* 2>/dev/null | sed "s/^$t-//" | tr '\n' ' ' || true)
-    [ -n "$findings" ] && found=1
-    printf "| %s | %.1f | %d | %d | %.0f | %s | %s | %s |\n" "$t" "$(bc -l <<< "$secs / 60")" "$sessions" \
-      "$execs" "$(bc -l <<< "$execs / ($secs + 0.001)")" "${cov:-?}" "${ft:-?}" "${findings:-none}"
+    findings=$(listing "$t" crash leak timeout oom)
+    slow=$(listing "$t" slow-unit)
+    printf "| %s | %.1f | %d | %d | %.0f | %s | %s | %s | %s |\n" "$t" "$(bc -l <<< "$secs / 60")" "$sessions" \
+      "$execs" "$(bc -l <<< "$execs / ($secs + 0.001)")" "${cov:-?}" "${ft:-?}" "${findings:-none}" "${slow:-none}"
   done
 } | tee "$output/summary.md"
 echo "finished $(date -u +%FT%TZ)"
