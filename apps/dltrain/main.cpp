@@ -16,8 +16,8 @@ int main(int argc, char** argv) {
 #if defined(__GLIBC__)
   // glibc raises its mmap threshold to the size of every large block freed; blocks below it
   // then come from the heap. A checkpoint's buffers grow with the training history, so each
-  // one no longer fit the hole the last one left and the heap crept: 180 B of RSS per
-  // iteration with a checkpoint every 13 iterations, against the history's 64 B
+  // one no longer fit the hole the last one left and the heap crept: 183 B of RSS per
+  // iteration with a checkpoint every 12 iterations, against the history's 64 B
   // (docs/reliability.md, "Long run"). Fixed at 256 KiB, large blocks are mapped and given
   // back whole. dltrain allocates nothing that large per iteration (strace: 208 mmap calls in
   // a 100-iteration CIFAR-10 epoch, as many as without the setting).
