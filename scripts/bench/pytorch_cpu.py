@@ -366,6 +366,23 @@ def time_loop(fn, iterations, warmup, repeats):
     return times, foreign
 
 
+def profile_convs(torch, fn, iterations):
+    """Milliseconds per iteration spent in convolutions (the self time of every profiled op
+    whose name contains "convolution": aten::mkldnn_convolution, convolution_backward and
+    their dispatch frames; eager and torch.compile call the same ops) and in all, over
+    `iterations` calls of fn under torch.profiler. The split bounds what faster code around
+    the convolutions could gain (scripts/bench/conv_bound.py)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        t0 = time.perf_counter()
+        for _ in range(iterations):
+            fn()
+        wall = time.perf_counter() - t0
+    conv_us = sum(e.self_cpu_time_total for e in prof.key_averages() if "convolution" in e.key.lower())
+    return {"conv_ms_per_iteration": round(conv_us / 1000 / iterations, 3),
+            "profiled_ms_per_iteration": round(1000 * wall / iterations, 3)}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("configs", nargs="+", help="dltrain YAML config files")
@@ -380,6 +397,10 @@ def main():
     ap.add_argument("--precision", choices=["single", "mixed"], default="single",
                     help="mixed: torch.autocast('cpu', bfloat16) around forward and loss, "
                          "as dltrain's Precision: mixed (bfloat16 conv/linear, float32 weights)")
+    ap.add_argument("--profile-convs", action="store_true",
+                    help="after timing, run --iterations more under torch.profiler and add "
+                         "conv_ms_per_iteration (self time of every op named *convolution*, "
+                         "forward and backward) and profiled_ms_per_iteration to each row")
     args = ap.parse_args()
 
     ensure_environment(args.preset, args.threads)
@@ -486,6 +507,8 @@ def main():
                 rec["compile_backend"] = "inductor"
             if mode == "train":
                 rec["final_loss"] = round(last_loss[0], 4)
+            if args.profile_convs:
+                rec.update(profile_convs(torch, fn, args.iterations))
             print(json.dumps(rec), flush=True)
 
 

@@ -1,0 +1,115 @@
+#!/usr/bin/python3
+"""How far dltrain can get ahead of PyTorch when both run oneDNN's convolutions (issue 20).
+
+For each network and ISA cap: dltrain's step and the time its convolution layers take
+(`dltrain time --json`: per-layer forward and backward milliseconds), and the fastest PyTorch
+row's step and convolution time (scripts/bench/pytorch_cpu.py --profile-convs: eager
+channels_last and torch.compile of the current PyTorch in --venv, plus Debian's 1.13).
+
+  bound = fastest peer's ms per step / dltrain's convolution ms per step
+
+is the ratio dltrain would reach if everything around its convolutions took no time at all;
+when it is below a target, only faster convolutions (another algorithm, newer kernels) can meet
+it. conv ratio = the peer's convolution ms / dltrain's: below 1, the peer's convolution kernels
+are faster than dltrain's on that ISA. Prints a markdown table; raw JSON lines with --jsonl.
+
+  /usr/bin/python3 scripts/bench/conv_bound.py [--networks "cifar10 cifar10-bn"]
+      [--isa "native avx2"] [--venv build/bench-venv] [--jsonl FILE] [--batch N]
+
+Environment: DLTRAIN (default build/dltrain). Run on idle cores: nothing here waits for them.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CONV_TYPES = {"convolution2d", "groupedConvolution2d", "transposedConv2d"}
+AVX2_CAP = {"DNNL_MAX_CPU_ISA": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
+BATCH = {"resnet18-cifar": 128}
+ITERATIONS = {"resnet18-cifar": 2}
+
+
+def run_json(cmd, env):
+    out = subprocess.run(cmd, env=env, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True).stdout
+    rows = []
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            rows.append(json.loads(line))
+    if not rows:
+        raise SystemExit(f"conv_bound: no JSON from {' '.join(cmd)}")
+    return rows
+
+
+def dltrain_rows(dltrain, config, batch, iterations, env):
+    r = run_json([dltrain, "time", config, "--batch", str(batch), "--iterations", str(iterations * 5),
+                  "--repeats", "3", "--json"], env)[0]
+    convs = [layer for layer in r["layers"] if layer["type"] in CONV_TYPES]
+    fwd = sum(layer["forward_ms"] for layer in convs)
+    bwd = sum(layer["backward_ms"] for layer in convs)
+    return {"train": (r["train_step_ms"], fwd + bwd), "inference": (r["inference_ms"], fwd)}
+
+
+def peer_rows(python, config, preset, batch, iterations, env):
+    rows = run_json([python, os.path.join(ROOT, "scripts/bench/pytorch_cpu.py"), config, "--preset", preset,
+                     "--batch", str(batch), "--iterations", str(iterations), "--repeats", "5",
+                     "--profile-convs"], env)
+    return {r["mode"]: (r["ms_per_iteration"], r["conv_ms_per_iteration"], f"{r['torch']} {preset}") for r in rows}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--networks", default="cifar10 cifar10-bn resnet18-cifar")
+    ap.add_argument("--isa", default="native avx2")
+    ap.add_argument("--venv", default=os.path.join(ROOT, "build/bench-venv"))
+    ap.add_argument("--jsonl", default="")
+    ap.add_argument("--batch", type=int, default=0, help="override every network's batch (a smoke run)")
+    args = ap.parse_args()
+    dltrain = os.environ.get("DLTRAIN", os.path.join(ROOT, "build/dltrain"))
+    peers = [("/usr/bin/python3", "best")]
+    current = os.path.join(args.venv, "bin/python")
+    if os.path.exists(current):
+        peers += [(current, "best"), (current, "compile")]
+    else:
+        sys.stderr.write(f"conv_bound: no {current}; Debian's PyTorch is the only peer\n")
+
+    records = []
+    for isa in args.isa.split():
+        env = dict(os.environ, OMP_NUM_THREADS="2")
+        if isa == "avx2":
+            env.update(AVX2_CAP)
+        for net in args.networks.split():
+            config = os.path.join(ROOT, "configs", net + ".yaml")
+            batch, iters = args.batch or BATCH.get(net, 100), ITERATIONS.get(net, 10)
+            ours = dltrain_rows(dltrain, config, batch, iters, env)
+            theirs = [peer_rows(py, config, preset, batch, iters, env) for py, preset in peers]
+            for mode in ("train", "inference"):
+                step, conv = ours[mode]
+                rows = [t[mode] for t in theirs if mode in t]
+                best = min(rows, key=lambda r: r[0])
+                records.append({"isa": isa, "network": net, "mode": mode, "batch": batch,
+                                "dltrain_ms": round(step, 2), "dltrain_conv_ms": round(conv, 2),
+                                "peer": best[2], "peer_ms": best[0], "peer_conv_ms": best[1],
+                                "ratio": round(best[0] / step, 2), "bound": round(best[0] / conv, 2),
+                                "conv_ratio": round(best[1] / conv, 2)})
+                print(json.dumps(records[-1]), file=sys.stderr, flush=True)
+    if args.jsonl:
+        with open(args.jsonl, "w") as f:
+            for r in records:
+                f.write(json.dumps(r) + "\n")
+    print("| ISA | network | mode | dltrain ms | of it convolutions | fastest peer | peer ms | of it convolutions "
+          "| ratio | bound | conv ratio |")
+    print("|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|")
+    for r in records:
+        share = 100 * r["dltrain_conv_ms"] / r["dltrain_ms"]
+        pshare = 100 * r["peer_conv_ms"] / r["peer_ms"]
+        print(f"| {r['isa']} | {r['network']} | {r['mode']} | {r['dltrain_ms']:.1f} | {r['dltrain_conv_ms']:.1f} "
+              f"({share:.0f}%) | {r['peer']} | {r['peer_ms']:.1f} | {r['peer_conv_ms']:.1f} ({pshare:.0f}%) "
+              f"| {r['ratio']:.2f} | {r['bound']:.2f} | {r['conv_ratio']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
