@@ -10,7 +10,7 @@ namespace dlt {
 
 struct BackendOptions {
   bool allow_tf32 = false;            // AllowTF32: TF32 tensor cores for float32 (CUDA)
-  bool direct_convolution = false;    // ConvolutionAlgorithm direct: no Winograd (CPU)
+  bool direct_convolution = false;    // ConvolutionAlgorithm direct: NHWC direct only (CPU)
   int64_t cudnn_workspace_mb = 1024;  // CudnnWorkspaceMB: cuDNN's convolution workspace limit
   bool deterministic = false;         // Deterministic: only deterministic cuDNN algorithms
   bool fused_convolution = true;      // FusedConvolution: cudnnConvolutionBiasActivationForward

@@ -368,7 +368,8 @@ inline std::vector<AgreementRow> agreement_rows() {
   d = conv(2, 12, 12, 3, 8, 5, 5);
   d.stride_h = d.stride_w = 2, d.pad_t = d.pad_l = 2, d.pad_b = d.pad_r = 1, d.fuse_relu = true;
   rows.push_back(conv_row("5x5 stride 2 'same' padding fused relu", d));
-  // 3x3 stride 1 with 32+ channels takes the Winograd path on AVX-512 (conv_winograd_op.cpp).
+  // 3x3 stride 1 with 32+ channels takes the Winograd path on AVX-512; with 64+ channels the
+  // blocked direct path below AVX-512 (conv_blocked_op.cpp; ctest's cpu_tests.isa_avx2).
   d = conv(2, 8, 8, 32, 48, 3, 3);
   d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
   rows.push_back(conv_row("3x3 32->48 Winograd", d));
@@ -378,6 +379,9 @@ inline std::vector<AgreementRow> agreement_rows() {
   d = conv(3, 6, 7, 64, 32, 3, 3);
   d.pad_t = d.pad_l = 1;
   rows.push_back(conv_row("3x3 64->32 asymmetric padding (direct, not Winograd)", d));
+  d = conv(3, 6, 5, 64, 72, 3, 3);
+  d.pad_t = d.pad_l = d.pad_r = 1, d.fuse_relu = true;
+  rows.push_back(conv_row("3x3 64->72 blocked direct below AVX-512, asymmetric padding, fused relu", d));
 
   rows.push_back(fc_row("37->11", {5, 37, 11, false}));
   rows.push_back(fc_row("4x4x8->10 fused relu", {3, 128, 10, true}));

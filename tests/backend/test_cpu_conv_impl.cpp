@@ -36,6 +36,31 @@ TEST_CASE("CPU conv picks Winograd for 3x3 stride-1 convs with 32+ channels wher
   set_backend_options(BackendOptions{});
 }
 
+TEST_CASE("CPU conv runs 3x3 stride-1 convs with 64+ channels on blocked activations on AVX2", "[backend]") {
+  ConvDesc d;
+  d.n = 2, d.h = d.w = 8, d.c = 64, d.k = 64, d.kh = d.kw = 3;
+  d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
+  auto info = [&d] { return impl_info(*cpu_backend().make_conv(d)); };
+  auto blocked = [](const std::string& s) { return s.find("act=blocked") != std::string::npos; };
+  const CpuIsa isa = cpu_isa();
+  INFO("oneDNN ISA " << isa.name << ": " << info());
+  // AVX-512 runs this shape in Winograd (blocked too); AVX2 in direct convolution on blocked
+  // activations; anything older on NHWC.
+  CHECK(blocked(info()) == (isa.winograd || isa.avx2));
+  if (!isa.avx512) CHECK(info().find("wino") == std::string::npos);
+  d.c = 32;  // fewer than 64 input channels: NHWC below AVX-512
+  if (!isa.avx512) CHECK_FALSE(blocked(info()));
+  d.c = 64;
+  d.stride_h = d.stride_w = 2;  // stride 2: NHWC on every ISA
+  CHECK_FALSE(blocked(info()));
+  d.stride_h = d.stride_w = 1;
+  BackendOptions direct;
+  direct.direct_convolution = true;  // ConvolutionAlgorithm: direct: NHWC only
+  set_backend_options(direct);
+  CHECK_FALSE(blocked(info()));
+  set_backend_options(BackendOptions{});
+}
+
 // CTest runs this binary a second time with DNNL_MAX_CPU_ISA=AVX2 (tests/CMakeLists.txt): then
 // oneDNN and every choice dltrain makes from cpu_isa() are those of an AVX2 CPU.
 TEST_CASE("cpu_isa is the ISA oneDNN uses, DNNL_MAX_CPU_ISA included", "[backend]") {

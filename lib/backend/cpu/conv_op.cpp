@@ -147,14 +147,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
 }  // namespace
 
 std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx) {
-  // Precision mixed keeps float32 Winograd where it beats bfloat16 direct convolution: on CPUs
-  // without AMX, 3x3 stride-1 layers run faster in float32 Winograd (4x fewer multiplies) than
-  // in bfloat16 (measured on resnet18-cifar, docs/performance.md), and are more exact.
-  if (!d.bf16 || !cpu_isa().amx) {
-    ConvDesc f32 = d;
-    f32.bf16 = false;
-    if (auto wino = make_winograd_conv_op(f32, ctx)) return wino;
-  }
+  if (auto blocked = make_blocked_conv_op(d, ctx)) return blocked;
   if (!d.bf16) return std::make_unique<CpuConvOp>(d, ctx);
   try {
     return std::make_unique<CpuConvOp>(d, ctx);

@@ -43,6 +43,7 @@ CpuIsa cpu_isa() {
       r.name = name;
       break;
     }
+  r.avx2 = has(cpu_isa::avx2);
   r.avx512 = r.winograd = r.bf16 = has(cpu_isa::avx512_core);
   r.amx = has(cpu_isa::avx512_core_amx);
   return r;

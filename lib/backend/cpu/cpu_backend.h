@@ -19,10 +19,12 @@ int cpu_threads();
 // capped by the environment variable DNNL_MAX_CPU_ISA (so DNNL_MAX_CPU_ISA=AVX2 makes every
 // choice below as on an AVX2 CPU). In oneDNN 2.6 Winograd and the bfloat16 convolution and
 // inner-product kernels need avx512_core; with AMX, Precision mixed prefers bfloat16 direct
-// convolution to float32 Winograd (conv_op.cpp). Below avx512_core, max-pooling backward is
-// dltrain's own (pool_op.cpp: oneDNN 2.6's AVX2 kernel is 3.8x slower).
+// convolution to float32 Winograd (conv_blocked_op.cpp). Below avx512_core, max-pooling backward
+// is dltrain's own (pool_op.cpp: oneDNN 2.6's AVX2 kernel is 3.8x slower), and on AVX2 3x3
+// convolutions with 64+ channels run on blocked activations (conv_blocked_op.cpp).
 struct CpuIsa {
-  std::string name;  // "sse41", "avx2", "avx512_core", "avx512_core_amx", ...
+  std::string name;   // "sse41", "avx2", "avx512_core", "avx512_core_amx", ...
+  bool avx2 = false;  // AVX2 or wider
   bool avx512 = false, winograd = false, bf16 = false, amx = false;
 };
 CpuIsa cpu_isa();

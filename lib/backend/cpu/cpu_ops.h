@@ -21,9 +21,10 @@ struct DnnlContext {
 std::string no_cpu_bf16_message();
 
 std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx);
-// Winograd F(4x4, 3x3) for 3x3 stride-1 convolutions with 32+ channels and symmetric padding 0 or 1, or null when it
-// does not apply (or DLT_CONV_ALGO=direct). make_conv_op tries it first.
-std::unique_ptr<ConvOp> make_winograd_conv_op(const ConvDesc& d, DnnlContext& ctx);
+// Convolution on blocked activations (conv_blocked_op.cpp): Winograd F(4x4, 3x3) for 3x3 stride-1 convolutions with
+// 32+ channels and symmetric padding 0 or 1 on AVX-512; direct convolution for 3x3 stride-1 layers with 64+ input and
+// output channels below AVX-512. Null when neither applies (or DLT_CONV_ALGO=direct). make_conv_op tries it first.
+std::unique_ptr<ConvOp> make_blocked_conv_op(const ConvDesc& d, DnnlContext& ctx);
 std::unique_ptr<DeconvOp> make_deconv_op(const DeconvDesc& d, DnnlContext& ctx);
 std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, DnnlContext& ctx);
 std::unique_ptr<PoolOp> make_pool_op(const PoolDesc& d, DnnlContext& ctx);

@@ -1,10 +1,13 @@
-// Winograd convolution (oneDNN's jit_wino_4x3) for 3x3 stride-1 convolutions with symmetric
-// padding 0 or 1: about 2.6x
-// fewer cycles than direct convolution on AVX-512 for all three passes. It needs blocked
-// activations, so the op reorders NHWC <-> blocked around each primitive (3-5 ms for a
-// 128x32x32x64 tensor against ~26 ms saved per pass) and keeps the blocked input of the
-// forward pass for the weight gradient. Results differ from direct convolution by ~1e-6
-// relative (Winograd's transforms round differently).
+// Convolution on blocked activations: the op reorders NHWC <-> the blocked layout oneDNN
+// chooses around each primitive and keeps forward's blocked input for the weight gradient.
+// Two uses, tried by make_conv_op before the NHWC op (conv_op.cpp):
+// - Winograd (oneDNN's jit_wino_4x3, AVX-512 only) for 3x3 stride-1 convolutions with
+//   symmetric padding 0 or 1: about 2.6x fewer cycles than direct convolution for all three
+//   passes, against 3-5 ms of reorders for a 128x32x32x64 tensor. Results differ from direct
+//   convolution by ~1e-6 relative (Winograd's transforms round differently).
+// - Direct convolution below AVX-512 for 3x3 stride-1 layers with 64+ input and output
+//   channels: oneDNN 2.6's jit:avx2 kernels run those faster on nChw8c than on NHWC, by more
+//   than the reorders cost (docs/performance.md, "AVX2: what runs there").
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -23,7 +26,7 @@ using convolution_forward = dnnl::convolution_forward;
 using convolution_backward_data = dnnl::convolution_backward_data;
 using convolution_backward_weights = dnnl::convolution_backward_weights;
 
-bool eligible(const ConvDesc& d) {
+bool winograd_eligible(const ConvDesc& d) {
   if (backend_options().direct_convolution) return false;  // ConvolutionAlgorithm: direct
   // oneDNN 2.6's Winograd backward-data is wrong with asymmetric padding (measured against
   // the reference in tests/backend), so only symmetric padding of 0 or 1 takes this path.
@@ -32,10 +35,19 @@ bool eligible(const ConvDesc& d) {
          symmetric && d.c >= 32 && d.k >= 32 && d.c % 16 == 0 && d.k % 16 == 0;
 }
 
-class WinogradConvOp final : public ConvOp, public ImplInfo {
+// Measured on AVX2 only (an AVX-512 CPU runs its brgconv kernels on NHWC as fast).
+bool blocked_direct_eligible(const ConvDesc& d) {
+  const CpuIsa isa = cpu_isa();
+  if (backend_options().direct_convolution || d.bf16 || !isa.avx2 || isa.avx512) return false;
+  return d.kh == 3 && d.kw == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 && d.dilation_w == 1 &&
+         d.c >= 64 && d.k >= 64;
+}
+
+class BlockedConvOp final : public ConvOp, public ImplInfo {
  public:
-  // Throws dnnl::error when oneDNN has no Winograd kernel for this shape or machine.
-  WinogradConvOp(const ConvDesc& d, DnnlContext& ctx) : ConvOp(d, Device::cpu()), d_(d), ctx_(ctx) {
+  // alg: convolution_winograd or convolution_direct. Throws dnnl::error when oneDNN has no
+  // kernel for this algorithm, shape and machine.
+  BlockedConvOp(const ConvDesc& d, algorithm alg, DnnlContext& ctx) : ConvOp(d, Device::cpu()), d_(d), ctx_(ctx) {
     const auto& eng = ctx.eng;
     const int64_t oh = d.out_h(), ow = d.out_w();
     auto x_user = nhwc_md(d.n, d.h, d.w, d.c);
@@ -45,14 +57,13 @@ class WinogradConvOp final : public ConvOp, public ImplInfo {
     auto w_user = memory::desc({d.k, d.c, d.kh, d.kw}, kF32, Tag::ohwi);
     auto w_any = memory::desc({d.k, d.c, d.kh, d.kw}, kF32, Tag::any);
     auto b_md = vec_md(d.k);
-    memory::dims strides{1, 1}, pl{d.pad_t, d.pad_l}, pr{d.pad_b, d.pad_r};
+    memory::dims strides{d.stride_h, d.stride_w}, pl{d.pad_t, d.pad_l}, pr{d.pad_b, d.pad_r};
 
-    convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_winograd, x_any, w_any, b_md,
-                                 y_any, strides, pl, pr);
+    convolution_forward::desc fd(prop_kind::forward_training, alg, x_any, w_any, b_md, y_any, strides, pl, pr);
     fwd_pd_ = convolution_forward::primitive_desc(fd, relu_attr(d.fuse_relu), eng);
-    convolution_backward_data::desc bdd(algorithm::convolution_winograd, x_any, w_any, y_any, strides, pl, pr);
+    convolution_backward_data::desc bdd(alg, x_any, w_any, y_any, strides, pl, pr);
     bwd_d_pd_ = convolution_backward_data::primitive_desc(bdd, user_scratchpad_attr(), eng, fwd_pd_);
-    convolution_backward_weights::desc bwd(algorithm::convolution_winograd, x_any, w_any, b_md, y_any, strides, pl, pr);
+    convolution_backward_weights::desc bwd(alg, x_any, w_any, b_md, y_any, strides, pl, pr);
     bwd_w_pd_ = convolution_backward_weights::primitive_desc(bwd, user_scratchpad_attr(), eng, fwd_pd_);
     fwd_ = convolution_forward(fwd_pd_);
     bwd_d_ = convolution_backward_data(bwd_d_pd_);
@@ -95,7 +106,8 @@ class WinogradConvOp final : public ConvOp, public ImplInfo {
                    {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_w_pd_.scratchpad_desc(), eng)}};
   }
 
-  bool uses_winograd() const { return impl_of(fwd_pd_).find("wino") != std::string::npos; }
+  // The implementations oneDNN chose: the three passes, joined.
+  std::string impls() const { return impl_of(fwd_pd_) + " " + impl_of(bwd_d_pd_) + " " + impl_of(bwd_w_pd_); }
 
   std::string impl_info() const override {
     return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) + " bwd_w=" + impl_of(bwd_w_pd_) + " act=blocked";
@@ -179,13 +191,27 @@ class WinogradConvOp final : public ConvOp, public ImplInfo {
 
 }  // namespace
 
-std::unique_ptr<ConvOp> make_winograd_conv_op(const ConvDesc& d, DnnlContext& ctx) {
-  if (!eligible(d)) return nullptr;
-  try {
-    auto op = std::make_unique<WinogradConvOp>(d, ctx);
-    if (op->uses_winograd()) return op;
-  } catch (const dnnl::error&) {
-    // No Winograd kernel for this shape or instruction set: direct convolution instead.
+std::unique_ptr<ConvOp> make_blocked_conv_op(const ConvDesc& d, DnnlContext& ctx) {
+  // Precision mixed keeps float32 Winograd where it beats bfloat16 direct convolution: on CPUs
+  // without AMX, 3x3 stride-1 layers run faster in float32 Winograd (4x fewer multiplies) than
+  // in bfloat16 (measured on resnet18-cifar, docs/performance.md), and are more exact.
+  ConvDesc f32 = d;
+  f32.bf16 = false;
+  if (winograd_eligible(f32) && cpu_isa().winograd && (!d.bf16 || !cpu_isa().amx)) {
+    try {
+      auto op = std::make_unique<BlockedConvOp>(f32, algorithm::convolution_winograd, ctx);
+      if (op->impls().find("wino") != std::string::npos) return op;
+    } catch (const dnnl::error&) {
+      // No Winograd kernel for this shape: direct convolution instead.
+    }
+  }
+  if (blocked_direct_eligible(d)) {
+    try {
+      auto op = std::make_unique<BlockedConvOp>(f32, algorithm::convolution_direct, ctx);
+      if (op->impls().find("ref") == std::string::npos) return op;  // it pays with oneDNN's jit kernels only
+    } catch (const dnnl::error&) {
+      // No kernel for blocked activations: the NHWC op instead.
+    }
   }
   return nullptr;
 }
