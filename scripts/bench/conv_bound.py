@@ -31,15 +31,18 @@ BATCH = {"resnet18-cifar": 128}
 ITERATIONS = {"resnet18-cifar": 2}
 
 
-def run_json(cmd, env):
-    out = subprocess.run(cmd, env=env, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                         text=True).stdout
-    rows = []
-    for line in out.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            rows.append(json.loads(line))
-    if not rows:
+def run_json(cmd, env, required=True):
+    """The JSON lines cmd prints. A peer that fails (torch.compile can) leaves a warning and
+    whatever rows it printed before; dltrain must not fail."""
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.strip().startswith("{")]
+    if proc.returncode != 0:
+        last = [line for line in proc.stderr.splitlines() if line.strip()][-1:] or ["(no message)"]
+        msg = f"conv_bound: {' '.join(cmd)} exited {proc.returncode}: {last[0]}"
+        if required:
+            raise SystemExit(msg)
+        sys.stderr.write(msg + "\n")
+    if required and not rows:
         raise SystemExit(f"conv_bound: no JSON from {' '.join(cmd)}")
     return rows
 
@@ -56,7 +59,7 @@ def dltrain_rows(dltrain, config, batch, iterations, env):
 def peer_rows(python, config, preset, batch, iterations, env):
     rows = run_json([python, os.path.join(ROOT, "scripts/bench/pytorch_cpu.py"), config, "--preset", preset,
                      "--batch", str(batch), "--iterations", str(iterations), "--repeats", "5",
-                     "--profile-convs"], env)
+                     "--profile-convs"], env, required=False)
     return {r["mode"]: (r["ms_per_iteration"], r["conv_ms_per_iteration"], f"{r['torch']} {preset}") for r in rows}
 
 
