@@ -8,8 +8,6 @@
 // - Direct convolution below AVX-512 for 3x3 stride-1 layers with 64+ input and output
 //   channels: oneDNN 2.6's jit:avx2 kernels run those faster on nChw8c than on NHWC, by more
 //   than the reorders cost (docs/performance.md, "AVX2: what runs there").
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "backend/backend_options.h"
@@ -36,8 +34,7 @@ bool winograd_eligible(const ConvDesc& d) {
 }
 
 // Measured on AVX2 only (an AVX-512 CPU runs its brgconv kernels on NHWC as fast).
-bool blocked_direct_eligible(const ConvDesc& d) {
-  const CpuIsa isa = cpu_isa();
+bool blocked_direct_eligible(const ConvDesc& d, const CpuIsa& isa) {
   if (backend_options().direct_convolution || d.bf16 || !isa.avx2 || isa.avx512) return false;
   return d.kh == 3 && d.kw == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 && d.dilation_w == 1 &&
          d.c >= 64 && d.k >= 64;
@@ -105,9 +102,6 @@ class BlockedConvOp final : public ConvOp, public ImplInfo {
                    {DNNL_ARG_DIFF_BIAS, db_},
                    {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_w_pd_.scratchpad_desc(), eng)}};
   }
-
-  // The implementations oneDNN chose: the three passes, joined.
-  std::string impls() const { return impl_of(fwd_pd_) + " " + impl_of(bwd_d_pd_) + " " + impl_of(bwd_w_pd_); }
 
   std::string impl_info() const override {
     return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) + " bwd_w=" + impl_of(bwd_w_pd_) + " act=blocked";
@@ -195,20 +189,21 @@ std::unique_ptr<ConvOp> make_blocked_conv_op(const ConvDesc& d, DnnlContext& ctx
   // Precision mixed keeps float32 Winograd where it beats bfloat16 direct convolution: on CPUs
   // without AMX, 3x3 stride-1 layers run faster in float32 Winograd (4x fewer multiplies) than
   // in bfloat16 (measured on resnet18-cifar, docs/performance.md), and are more exact.
+  const CpuIsa isa = cpu_isa();
   ConvDesc f32 = d;
   f32.bf16 = false;
-  if (winograd_eligible(f32) && cpu_isa().winograd && (!d.bf16 || !cpu_isa().amx)) {
+  if (winograd_eligible(f32) && isa.winograd && (!d.bf16 || !isa.amx)) {
     try {
       auto op = std::make_unique<BlockedConvOp>(f32, algorithm::convolution_winograd, ctx);
-      if (op->impls().find("wino") != std::string::npos) return op;
+      if (op->impl_info().find("wino") != std::string::npos) return op;
     } catch (const dnnl::error&) {
       // No Winograd kernel for this shape: direct convolution instead.
     }
   }
-  if (blocked_direct_eligible(d)) {
+  if (blocked_direct_eligible(d, isa)) {
     try {
       auto op = std::make_unique<BlockedConvOp>(f32, algorithm::convolution_direct, ctx);
-      if (op->impls().find("ref") == std::string::npos) return op;  // it pays with oneDNN's jit kernels only
+      if (op->impl_info().find("ref") == std::string::npos) return op;  // it pays with oneDNN's jit kernels only
     } catch (const dnnl::error&) {
       // No kernel for blocked activations: the NHWC op instead.
     }
