@@ -18,6 +18,7 @@ class Convolution2dLayer final : public Layer {
                 const RunContext& ctx) override;
   int64_t flops_per_image() const override;
   bool can_fuse_relu() const override { return true; }
+  bool can_hand_over_relu_backward() const override { return true; }
   std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override;
   static void from_onnx(OnnxNodeReader& r);
@@ -121,7 +122,7 @@ void Convolution2dLayer::forward(const std::vector<const Tensor*>& x, Tensor& y,
 
 void Convolution2dLayer::backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy,
                                   const std::vector<Tensor*>& dx, const RunContext&) {
-  if (fuse_relu_) relu_->backward(y, y, dy, dy);
+  if (fuse_relu_ && !relu_backward_handed_over_) relu_->backward(y, y, dy, dy);
   Param& w = params_[0];
   Param& b = params_[1];
   if (!w.frozen() || !b.frozen()) op_->backward_weights(*x[0], dy, w.grad, b.grad);

@@ -52,7 +52,7 @@ class FullyConnectedLayer final : public Layer {
 
   void backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {
-    if (fuse_relu_) relu_->backward(y, y, dy, dy);
+    if (fuse_relu_ && !relu_backward_handed_over_) relu_->backward(y, y, dy, dy);
     Param& w = params_[0];
     Param& b = params_[1];
     if (!w.frozen() || !b.frozen()) op_->backward_weights(*x[0], dy, w.grad, b.grad);
@@ -61,6 +61,7 @@ class FullyConnectedLayer final : public Layer {
 
   int64_t flops_per_image() const override { return 2 * in_ * out_; }
   bool can_fuse_relu() const override { return true; }
+  bool can_hand_over_relu_backward() const override { return true; }
   std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
 
   // The first fullyConnected after an image gets a Flatten, and its columns go from HWC to

@@ -93,6 +93,18 @@ class Layer {
   virtual bool can_fuse_relu() const { return false; }
   void set_fuse_relu(bool on) { fuse_relu_ = on; }
   bool fuse_relu() const { return fuse_relu_; }
+  // A fused ReLU whose only consumer is a max pooling layer: max(relu(x)) = relu(max(x)), and
+  // pooling's gradient reaches only each window's maximum, so the pooling layer applies the
+  // ReLU backward to its own, smaller, dy (its output as the mask: the maximum is > 0 exactly
+  // where relu'(x) is 1) and the producer skips it. The gradient is unchanged, bit for bit.
+  // Producers whose ReLU backward is a separate pass (conv, fullyConnected) can hand it over;
+  // max pooling can take it. The Network decides.
+  virtual bool can_hand_over_relu_backward() const { return false; }
+  virtual bool can_take_relu_backward() const { return false; }
+  void set_relu_backward_handed_over(bool on) { relu_backward_handed_over_ = on; }
+  void set_takes_relu_backward(bool on) { takes_relu_backward_ = on; }
+  bool relu_backward_handed_over() const { return relu_backward_handed_over_; }
+  bool takes_relu_backward() const { return takes_relu_backward_; }
   // Precision: mixed. Layers with heavy multiplies (conv, fullyConnected) then ask the backend
   // for bfloat16 ops (ConvDesc::bf16); the others ignore it. Takes effect at the next setup().
   void set_mixed_precision(bool on) { mixed_ = on; }
@@ -141,6 +153,8 @@ class Layer {
   std::vector<Param> params_;
   std::vector<State> states_;
   bool fuse_relu_ = false;
+  bool relu_backward_handed_over_ = false;  // fuse_relu_, and the consumer applies its backward
+  bool takes_relu_backward_ = false;        // applies the producer's fused ReLU backward to dy
   bool mixed_ = false;
 };
 

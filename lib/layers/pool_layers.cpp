@@ -62,6 +62,7 @@ class PoolingLayer final : public Layer {
     be_ = &be;
     n_ = n;
     if (keep_indices_) indices_ = Tensor(Shape{n, desc(1).out_h(), desc(1).out_w(), c_}, be.device(), DType::kI32);
+    if (takes_relu_backward_) relu_ = be.make_act(ActDesc{n * desc(1).out_h() * desc(1).out_w() * c_, ActKind::kRelu, 0.f});
   }
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
@@ -69,10 +70,14 @@ class PoolingLayer final : public Layer {
     if (keep_indices_) be_->max_pool_indices(*x[0], indices_, desc(n_));
   }
 
-  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
+  void backward(const std::vector<const Tensor*>&, const Tensor& y, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {
-    if (dx[0]) op_->backward(dy, *dx[0]);
+    if (!dx[0]) return;
+    if (takes_relu_backward_) relu_->backward(y, y, dy, dy);  // the producer's fused ReLU (Layer)
+    op_->backward(dy, *dx[0]);
   }
+
+  bool can_take_relu_backward() const override { return kind_ == PoolKind::kMax && !global_; }
 
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
     const std::string& n = name();
@@ -189,6 +194,7 @@ class PoolingLayer final : public Layer {
   int64_t kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, pt_ = 0, pb_ = 0, pl_ = 0, pr_ = 0;
   int64_t h_ = 0, w_ = 0, c_ = 0;
   std::unique_ptr<PoolOp> op_;
+  std::unique_ptr<ActOp> relu_;  // the producer's ReLU backward (takes_relu_backward_)
 };
 
 // maxUnpooling2d (MATLAB's maxUnpooling2dLayer): the inverse of the maxPooling2d named by

@@ -127,6 +127,11 @@ void Network::plan_fusion() {
     if (!nodes_[r].layer->is_relu()) continue;
     nodes_[p].layer->set_fuse_relu(true);
     nodes_[r].alias_of = static_cast<int>(p);
+    if (users[r].size() == 1 && nodes_[p].layer->can_hand_over_relu_backward() &&
+        nodes_[users[r][0]].layer->can_take_relu_backward()) {
+      nodes_[p].layer->set_relu_backward_handed_over(true);
+      nodes_[users[r][0]].layer->set_takes_relu_backward(true);
+    }
   }
   nodes_.back().alias_of = softmax_;
 

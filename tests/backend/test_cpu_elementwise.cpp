@@ -95,6 +95,24 @@ TEST_CASE("sum_squares and shift_scale", "[backend][cpu]") {
   Tensor y2(x2.shape());
   be.shift_scale(x2, to_tensor({1, 1, 1, 2, 2, 2}, {1, 2, 3}), Tensor(), y2);
   CHECK(to_vec(y2) == Vec{0, 1, 2, 2, 3, 4, 6, 7, 8, 8, 9, 10});
+
+  // Sizes that run on every thread, with thread ranges that do not start on a channel or
+  // image boundary: each element against the definition.
+  Rng rng(5);
+  const Shape large{7, 29, 31, 3};
+  Tensor xb = random_tensor(large, rng), yb(large), yi(large);
+  Tensor ch_shift = random_tensor(Shape{3}, rng), ch_mul = random_tensor(Shape{3}, rng);
+  Tensor image = random_tensor(Shape{29, 31, 3}, rng);
+  be.shift_scale(xb, ch_shift, ch_mul, yb);
+  be.shift_scale(xb, image, Tensor(), yi);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < xb.numel(); ++i) {
+    const float v = xb.data()[i];
+    wrong += yb.data()[i] != (v - ch_shift.data()[i % 3]) * ch_mul.data()[i % 3];
+    wrong += yi.data()[i] != v - image.data()[i % image.numel()];
+  }
+  CHECK(xb.numel() > (1 << 14));
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("cross_entropy by hand", "[backend][cpu]") {

@@ -1,8 +1,13 @@
 // Numerical gradient checks of every layer type: inputs and parameters, central differences
 // in double precision against the analytical backward (tests/support/grad_check.h).
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
 
+#include "backend/backend.h"
+#include "layers/layer.h"
 #include "support/grad_check.h"
+#include "support/tensor_utils.h"
 
 using namespace dlt;
 using namespace dlt::test;
@@ -128,4 +133,56 @@ TEST_CASE("gradients: layers at training sizes (blocked oneDNN kernels)", "[laye
                         {Shape{8, 8, 32}}, o));
   expect_ok(check_layer(layer_spec("batchNormalization", {}), {Shape{16, 16, 32}}, o));
   expect_ok(check_layer(layer_spec("fullyConnected", {"OutputSize=64"}), {Shape{3, 3, 64}}, o));
+}
+
+TEST_CASE("max pooling takes a fused ReLU's backward: the same gradient, bit for bit", "[layers][grad]") {
+  // Network::plan_fusion hands a conv's fused ReLU backward to the max pooling layer it feeds
+  // (Layer::set_takes_relu_backward): the pooling layer masks its own dy with its output > 0
+  // instead of the conv masking the (larger) pooling input gradient with the input > 0.
+  Backend& be = backend_for(Device::cpu());
+  const std::vector<std::vector<std::string>> pools = {
+      {"PoolSize=3", "Stride=2"}, {"PoolSize=3", "Stride=2", "Padding=1"}, {"PoolSize=2", "Stride=2"}};
+  for (const auto& opts : pools)
+    for (int64_t c : {5, 32}) {
+      const int64_t n = 3;
+      const Shape in{15, 15, c};
+      auto plain = make_layer(layer_spec("maxPooling2d", opts));
+      auto taker = make_layer(layer_spec("maxPooling2d", opts));
+      REQUIRE(taker->can_take_relu_backward());
+      taker->set_takes_relu_backward(true);
+      const Shape out = plain->infer({in});
+      taker->infer({in});
+      plain->setup(n, be);
+      taker->setup(n, be);
+
+      // A ReLU's output: half zeros, and the top-left 5x5 pixels all zero (windows whose
+      // maximum is 0 must pass no gradient).
+      Rng rng(11 + static_cast<uint64_t>(c));
+      Tensor x = random_tensor(Shape{n, in[0], in[1], c}, rng);
+      float* xv = x.data();
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const int64_t pix = (i / c) % (in[0] * in[1]), h = pix / in[1], w = pix % in[1];
+        if (xv[i] < 0 || (h < 5 && w < 5)) xv[i] = 0;
+      }
+      const Shape out_n{n, out[0], out[1], c};
+      Tensor y(out_n), y2(out_n), dy = random_tensor(out_n, rng);
+      Tensor dy2 = dy.clone();
+      RunContext ctx{true, 1, 0};
+      plain->forward({&x}, y, ctx);
+      taker->forward({&x}, y2, ctx);
+      Tensor dx(x.shape()), dx2(x.shape());
+      for (int64_t i = 0; i < x.numel(); ++i) dx.data()[i] = dx2.data()[i] = std::nanf("");  // unwritten fails
+      plain->backward({&x}, y, dy, {&dx}, ctx);
+      taker->backward({&x}, y2, dy2, {&dx2}, ctx);
+
+      int64_t mismatched = 0, passed = 0;
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const float expect = xv[i] > 0 ? dx.data()[i] : 0.f;  // the ReLU backward, after pooling
+        if (std::memcmp(&expect, &dx2.data()[i], sizeof(float)) != 0) ++mismatched;
+        if (dx2.data()[i] != 0) ++passed;
+      }
+      INFO(opts[0] << " " << opts[1] << " C=" << c);
+      CHECK(mismatched == 0);
+      CHECK(passed > x.numel() / 10);  // gradients did flow
+    }
 }

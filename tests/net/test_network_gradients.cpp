@@ -54,6 +54,46 @@ TEST_CASE("network gradients: conv-bn-relu-pool-fc with fusions", "[net][grad]")
   CHECK(r.failed == 0);
 }
 
+TEST_CASE("network gradients: a conv's fused ReLU backward handed to the max pooling it feeds", "[net][grad]") {
+  // conv1 -> relu1 -> pool1 (overlapping, padded): pool1 applies relu1's backward. conv2's
+  // ReLU output also feeds the addition, so conv2 keeps its own. bn's ReLU backward is inside
+  // its op, so bn keeps it too.
+  NetworkSpec s = spec_of({
+      named(layer_spec("imageInput", {"InputSize=[9,9,2]", "Normalization=none"}), "in"),
+      named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=4", "Padding=same"}), "conv1"),
+      named(layer_spec("relu", {}), "relu1"),
+      named(layer_spec("maxPooling2d", {"PoolSize=3", "Stride=2", "Padding=1"}), "pool1"),
+      named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=4", "Padding=same"}), "conv2"),
+      named(layer_spec("relu", {}), "relu2"),
+      named(layer_spec("maxPooling2d", {"PoolSize=3", "Stride=1", "Padding=1"}), "pool2"),
+      named(layer_spec("addition", {"NumInputs=2"}), "add", {"pool2", "relu2"}),
+      named(layer_spec("batchNormalization", {}), "bn"),
+      named(layer_spec("relu", {}), "relu3"),
+      named(layer_spec("maxPooling2d", {"PoolSize=2", "Stride=2"}), "pool3"),
+      named(layer_spec("fullyConnected", {"OutputSize=3"}), "fc"),
+      named(layer_spec("softmax", {}), "sm"),
+      named(layer_spec("classification", {}), "out"),
+  });
+  Network net(s, Device::cpu());
+  CHECK(net.fused(2));
+  CHECK(net.layer(1).relu_backward_handed_over());
+  CHECK(net.layer(3).takes_relu_backward());
+  CHECK(net.fused(5));
+  CHECK_FALSE(net.layer(4).relu_backward_handed_over());
+  CHECK_FALSE(net.layer(6).takes_relu_backward());
+  CHECK(net.fused(9));
+  CHECK_FALSE(net.layer(8).relu_backward_handed_over());
+  CHECK_FALSE(net.layer(10).takes_relu_backward());
+  GradCheckOptions o;
+  o.batch = 3;
+  o.samples = 16;
+  o.step = 1e-3;
+  auto r = check_network(s, o);
+  INFO("worst " << r.worst << " error " << r.max_error << " kinks " << r.skipped_kinks);
+  CHECK(r.checked > 60);
+  CHECK(r.failed == 0);
+}
+
 TEST_CASE("network gradients: residual DAG with a shared branch point", "[net][grad]") {
   NetworkSpec s = spec_of({
       named(layer_spec("imageInput", {"InputSize=[5,5,3]", "Normalization=none"}), "in"),

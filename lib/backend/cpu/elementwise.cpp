@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include <omp.h>
+
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dnnl_util.h"
 #include "backend/dropout_hash.h"
@@ -93,12 +95,28 @@ void CpuBackend::do_shift_scale(const Tensor& x, const Tensor& shift, const Tens
   const float* ps = shift.data();
   const float* pm = mul.defined() ? mul.data() : nullptr;
   float* py = y.data();
-  if (!pm) {
+  if (!pm) {  // rows of ns (a mean image per image): a loop the compiler vectorizes
+    const int64_t rows = n / ns;
 #pragma omp parallel for if (n > kParallelMin) schedule(static)
-    for (int64_t i = 0; i < n; ++i) py[i] = px[i] - ps[i % ns];
-  } else {
-#pragma omp parallel for if (n > kParallelMin) schedule(static)
-    for (int64_t i = 0; i < n; ++i) py[i] = (px[i] - ps[i % ns]) * pm[i % nm];
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* __restrict a = px + r * ns;
+      float* __restrict b = py + r * ns;
+      for (int64_t j = 0; j < ns; ++j) b[j] = a[j] - ps[j];
+    }
+    return;
+  }
+  // Per-channel values: each thread's contiguous range, with the positions in shift and mul
+  // counted along instead of an integer division per element.
+#pragma omp parallel if (n > kParallelMin)
+  {
+    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t lo = n * t / threads, hi = n * (t + 1) / threads;
+    int64_t j = lo % ns, k = lo % nm;
+    for (int64_t i = lo; i < hi; ++i) {
+      py[i] = (px[i] - ps[j]) * pm[k];
+      if (++j == ns) j = 0;
+      if (++k == nm) k = 0;
+    }
   }
 }
 
