@@ -29,13 +29,14 @@ void expect_optional(const Tensor& t, int64_t numel, Device d, const char* op, c
 
 // ---- convolution: x (N, H, W, C), w (K, kh, kw, C), b (K), y (N, out_h, out_w, K)
 
-void ConvOp::forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+void ConvOp::forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu) {
   const ConvDesc& d = desc_;
+  DLT_CHECK(!relu || d.fuse_relu || d.inference_relu, "conv forward: relu without ConvDesc::inference_relu");
   expect(x, d.n * d.h * d.w * d.c, device_, "conv forward", "x");
   expect(w, d.k * d.kh * d.kw * d.c, device_, "conv forward", "w");
   expect_optional(b, d.k, device_, "conv forward", "b");
   expect(y, d.n * d.out_h() * d.out_w() * d.k, device_, "conv forward", "y");
-  do_forward(x, w, b, y);
+  do_forward(x, w, b, y, d.fuse_relu || relu);
 }
 
 void ConvOp::backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) {

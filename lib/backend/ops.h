@@ -25,6 +25,9 @@ struct ConvDesc {
   int64_t pad_t = 0, pad_b = 0, pad_l = 0, pad_r = 0;
   int64_t dilation_h = 1, dilation_w = 1;  // MATLAB's DilationFactor: 1 = dense
   bool fuse_relu = false;                  // forward writes relu(conv(x) + b)
+  // forward(..., relu = true) writes relu(conv(x) + b) too, as one primitive where the backend
+  // has one (inference with a following batchNormalization and its ReLU folded in; Network).
+  bool inference_relu = false;
   // Precision: mixed. x, w and dy are rounded to bfloat16 for the multiply; products are
   // summed, and y, dx, dw, db written, in float32 (the tensors stay float32). The op may keep
   // forward's rounded x and w for the backward passes, and one rounded dy for both: between
@@ -38,13 +41,15 @@ struct ConvDesc {
 class ConvOp {
  public:
   virtual ~ConvOp() = default;
-  void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y);
+  // relu: apply a ReLU as well (needs ConvDesc::inference_relu or fuse_relu).
+  void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu = false);
   void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx);
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db);
 
  protected:
   ConvOp(const ConvDesc& d, Device device) : desc_(d), device_(device) {}
-  virtual void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) = 0;
+  // relu: fuse_relu, or forward's relu.
+  virtual void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu) = 0;
   virtual void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) = 0;
   virtual void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) = 0;
 

@@ -5,6 +5,7 @@
 // ReLU (the backend op then applies the relu backward itself). In data-parallel training
 // (RunContext::comm of size > 1) it is synchronized: every rank normalizes with the global
 // batch's statistics and backward adds the terms through them (docs/distributed.md).
+#include <cmath>
 #include <memory>
 
 #include "backend/communicator.h"
@@ -176,6 +177,23 @@ class BatchNormLayer final : public Layer {
 
   int64_t flops_per_image() const override { return 2 * shape_.numel(); }
   bool can_fuse_relu() const override { return true; }
+  bool has_inference_affine() const override { return true; }
+  // Inference: Scale * (x - TrainedMean) / sqrt(TrainedVariance + Epsilon) + Offset, as
+  // oneDNN computes it (float32).
+  bool inference_affine(std::vector<float>& scale, std::vector<float>& shift) const override {
+    const float* g = params_[0].value.data();
+    const float* o = params_[1].value.data();
+    const float* mean = states_[0].value.data();
+    const float* var = states_[1].value.data();
+    scale.resize(static_cast<size_t>(c_));
+    shift.resize(static_cast<size_t>(c_));
+    for (int64_t c = 0; c < c_; ++c) {
+      const float s = g[c] / std::sqrt(var[c] + static_cast<float>(epsilon_));
+      scale[static_cast<size_t>(c)] = s;
+      shift[static_cast<size_t>(c)] = o[c] - mean[c] * s;
+    }
+    return true;
+  }
   bool joins_collectives() const override { return true; }
   std::vector<std::string> learnable_options() const override { return {"Scale", "Offset"}; }
 

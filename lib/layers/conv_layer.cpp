@@ -19,6 +19,8 @@ class Convolution2dLayer final : public Layer {
   int64_t flops_per_image() const override;
   bool can_fuse_relu() const override { return true; }
   bool can_hand_over_relu_backward() const override { return true; }
+  bool can_fold_affine() const override { return true; }
+  void forward_folded(const std::vector<const Tensor*>& x, Tensor& y) override;
   std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override;
   static void from_onnx(OnnxNodeReader& r);
@@ -32,6 +34,8 @@ class Convolution2dLayer final : public Layer {
   Param weight_param_, bias_param_;  // factors read from the spec; shapes set in infer()
   std::unique_ptr<ConvOp> op_;
   std::unique_ptr<ActOp> relu_;  // relu backward when fused
+  Tensor folded_w_, folded_b_;   // forward_folded's weights and bias
+  std::vector<float> fold_scale_, fold_shift_;
 };
 
 Convolution2dLayer::Convolution2dLayer(const LayerSpec& spec) : Layer(spec) {
@@ -109,7 +113,13 @@ ConvDesc Convolution2dLayer::desc(int64_t n) const {
 }
 
 void Convolution2dLayer::setup(int64_t n, Backend& be) {
-  op_ = be.make_conv(desc(n));
+  ConvDesc d = desc(n);
+  d.inference_relu = folded_next_ && folded_next_->fuse_relu();
+  op_ = be.make_conv(d);
+  if (folded_next_ && !folded_w_.defined()) {
+    folded_w_ = Tensor(Shape{k_, kh_, kw_, c_}, be.device());
+    folded_b_ = Tensor(Shape{k_}, be.device());
+  }
   if (fuse_relu_) {
     ConvDesc d = desc(n);
     relu_ = be.make_act(ActDesc{n * d.out_h() * d.out_w() * k_, ActKind::kRelu, 0.f});
@@ -118,6 +128,23 @@ void Convolution2dLayer::setup(int64_t n, Backend& be) {
 
 void Convolution2dLayer::forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) {
   op_->forward(*x[0], params_[0].value, params_[1].value, y);
+}
+
+// w * s and b * s + t per output channel (host values: the Network folds on the CPU only).
+void Convolution2dLayer::forward_folded(const std::vector<const Tensor*>& x, Tensor& y) {
+  DLT_CHECK(folded_next_ && folded_next_->inference_affine(fold_scale_, fold_shift_),
+            "layer '" << name() << "': nothing to fold");
+  const int64_t row = kh_ * kw_ * c_;
+  const float* w = params_[0].value.data();
+  const float* b = params_[1].value.data();
+  float* fw = folded_w_.data();
+  float* fb = folded_b_.data();
+  for (int64_t k = 0; k < k_; ++k) {
+    const float s = fold_scale_[static_cast<size_t>(k)];
+    for (int64_t i = 0; i < row; ++i) fw[k * row + i] = w[k * row + i] * s;
+    fb[k] = b[k] * s + fold_shift_[static_cast<size_t>(k)];
+  }
+  op_->forward(*x[0], folded_w_, folded_b_, y, folded_next_->fuse_relu());
 }
 
 void Convolution2dLayer::backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy,

@@ -50,6 +50,10 @@ void Layer::init_params(Rng& rng) {
   }
 }
 
+void Layer::forward_folded(const std::vector<const Tensor*>&, Tensor&) {
+  DLT_CHECK(false, "layer '" << name() << "' (" << type() << ") cannot fold a following layer");
+}
+
 OnnxValue Layer::to_onnx(OnnxGraph& g, const std::vector<OnnxValue>&, const Shape&) const {
   throw ModelError(g.path() + ": layer '" + name() + "' (" + type() + ") has no ONNX export");
 }

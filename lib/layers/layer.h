@@ -105,6 +105,23 @@ class Layer {
   void set_takes_relu_backward(bool on) { takes_relu_backward_ = on; }
   bool relu_backward_handed_over() const { return relu_backward_handed_over_; }
   bool takes_relu_backward() const { return takes_relu_backward_; }
+  // Inference folding (CPU): a convolution whose only consumer is a batchNormalization runs in
+  // inference as one convolution, with the normalization folded into its weights and bias
+  // (w * s, b * s + t per output channel) and the normalization's fused ReLU as a post-op; the
+  // normalization's forward is skipped. Training is unchanged. The Network decides.
+  // A layer whose inference output is x * scale + shift per channel fills them (host values).
+  virtual bool inference_affine(std::vector<float>& scale, std::vector<float>& shift) const {
+    (void)scale;
+    (void)shift;
+    return false;
+  }
+  virtual bool has_inference_affine() const { return false; }
+  // A layer that can take a following layer's inference_affine (convolution2d): set before
+  // setup(); then forward_folded writes `next`'s inference output into y.
+  virtual bool can_fold_affine() const { return false; }
+  void set_folded_next(const Layer* next) { folded_next_ = next; }
+  const Layer* folded_next() const { return folded_next_; }
+  virtual void forward_folded(const std::vector<const Tensor*>& x, Tensor& y);
   // Precision: mixed. Layers with heavy multiplies (conv, fullyConnected) then ask the backend
   // for bfloat16 ops (ConvDesc::bf16); the others ignore it. Takes effect at the next setup().
   void set_mixed_precision(bool on) { mixed_ = on; }
@@ -155,6 +172,7 @@ class Layer {
   bool fuse_relu_ = false;
   bool relu_backward_handed_over_ = false;  // fuse_relu_, and the consumer applies its backward
   bool takes_relu_backward_ = false;        // applies the producer's fused ReLU backward to dy
+  const Layer* folded_next_ = nullptr;      // its inference_affine folds into this layer
   bool mixed_ = false;
 };
 

@@ -134,6 +134,16 @@ void Network::plan_fusion() {
     }
   }
   nodes_.back().alias_of = softmax_;
+  if (device_.is_cpu()) {
+    for (size_t p = 0; p < nodes_.size(); ++p) {
+      if (!nodes_[p].layer->can_fold_affine() || users[p].size() != 1) continue;
+      const int q = users[p][0];
+      if (!nodes_[q].layer->has_inference_affine() || nodes_[q].inputs.size() != 1) continue;
+      nodes_[p].folds_into = q;
+      nodes_[q].folded_away = true;
+      nodes_[p].layer->set_folded_next(nodes_[q].layer.get());
+    }
+  }
 
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
@@ -220,18 +230,25 @@ const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
   std::vector<const Tensor*>& xs = scratch_xs_;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
-    if (n.alias_of >= 0) continue;
+    const bool fold = !ctx.training && inference_folding_;
+    if (n.alias_of >= 0 || (fold && n.folded_away)) continue;
     xs.clear();
     if (i == 0) xs.push_back(&x);
     for (int p : n.inputs) xs.push_back(&nodes_[root(p)].out);
+    auto run = [&] {
+      if (fold && n.folds_into >= 0)
+        n.layer->forward_folded(xs, nodes_[n.folds_into].out);
+      else
+        n.layer->forward(xs, n.out, ctx);
+    };
     if (!prof_fwd_) {
-      for_layer(*n.layer, [&] { n.layer->forward(xs, n.out, ctx); });
+      for_layer(*n.layer, run);
       continue;
     }
     Backend& be = backend_for(device_);
     be.synchronize();
     Timer t;
-    n.layer->forward(xs, n.out, ctx);
+    run();
     be.synchronize();
     (*prof_fwd_)[i] += t.seconds();
   }

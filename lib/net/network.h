@@ -52,6 +52,10 @@ class Network {
   // Gradient buffers of layer outputs share memory where their lifetimes in backward do not
   // overlap (on by default; off keeps one buffer per gradient, for tests). Call before set_batch.
   void set_gradient_reuse(bool on) { grad_reuse_ = on; }
+  // Inference runs a convolution and the batchNormalization after it as one convolution
+  // (Layer::can_fold_affine; CPU networks). On by default; off runs them apart (tests).
+  void set_inference_folding(bool on) { inference_folding_ = on; }
+  bool folds(size_t conv) const { return nodes_[conv].folds_into >= 0; }
   // Precision: mixed (docs/config.md): conv and fullyConnected multiply in bfloat16 with
   // float32 sums, outputs and master weights. The ops are made again at the next set_batch.
   void set_mixed_precision(bool on);
@@ -120,6 +124,8 @@ class Network {
     std::vector<int> inputs;
     Shape shape;
     int alias_of = -1;           // fused ReLU / output layer: shares this node's tensors
+    int folds_into = -1;         // inference: this conv writes that batchNormalization's output
+    bool folded_away = false;    // inference: a batchNormalization its producer computes
     bool needs_grad = false;     // a gradient must flow into this node's output
     std::vector<int> consumers;  // non-alias nodes reading this node's storage
     Tensor out, grad;
@@ -147,6 +153,7 @@ class Network {
   Tensor loss_weights_;               // its class weights on the device (undefined: none)
   Tensor loss_totals_, loss_labels_;  // the last loss_and_backward_async's result and labels
   bool grad_reuse_ = true;
+  bool inference_folding_ = true;
   bool mixed_ = false;
   std::vector<Tensor> grad_slots_;  // storage shared by gradients (plan_gradients)
   int64_t batch_ = 0;

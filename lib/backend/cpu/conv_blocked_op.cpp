@@ -62,7 +62,9 @@ class BlockedConvOp final : public ConvOp, public ImplInfo {
     bwd_d_pd_ = convolution_backward_data::primitive_desc(bdd, user_scratchpad_attr(), eng, fwd_pd_);
     convolution_backward_weights::desc bwd(alg, x_any, w_any, b_md, y_any, strides, pl, pr);
     bwd_w_pd_ = convolution_backward_weights::primitive_desc(bwd, user_scratchpad_attr(), eng, fwd_pd_);
+    if (d.inference_relu && !d.fuse_relu) fwd_relu_pd_ = relu_variant(fwd_pd_, strides, {0, 0}, pl, pr, eng, alg);
     fwd_ = convolution_forward(fwd_pd_);
+    if (fwd_relu_pd_) fwd_relu_ = convolution_forward(fwd_relu_pd_);
     bwd_d_ = convolution_backward_data(bwd_d_pd_);
     bwd_w_ = convolution_backward_weights(bwd_w_pd_);
 
@@ -79,6 +81,7 @@ class BlockedConvOp final : public ConvOp, public ImplInfo {
     dw_.init(w_user, bwd_w_pd_.diff_weights_desc(), eng, false);
 
     pad_.need(fwd_pd_.scratchpad_desc());
+    if (fwd_relu_pd_) pad_.need(fwd_relu_pd_.scratchpad_desc());
     pad_.need(bwd_d_pd_.scratchpad_desc());
     pad_.need(bwd_w_pd_.scratchpad_desc());
     pad_.allocate();
@@ -92,6 +95,10 @@ class BlockedConvOp final : public ConvOp, public ImplInfo {
                  {DNNL_ARG_BIAS, b_},
                  {DNNL_ARG_DST, y_fwd_.blocked},
                  {DNNL_ARG_SCRATCHPAD, pad_.memory_for(fwd_pd_.scratchpad_desc(), eng)}};
+    if (fwd_relu_pd_) {
+      fwd_relu_args_ = fwd_args_;
+      fwd_relu_args_[DNNL_ARG_SCRATCHPAD] = pad_.memory_for(fwd_relu_pd_.scratchpad_desc(), eng);
+    }
     bwd_d_args_ = {{DNNL_ARG_DIFF_DST, dy_bwd_d_.blocked},
                    {DNNL_ARG_WEIGHTS, w_bwd_d_.blocked},
                    {DNNL_ARG_DIFF_SRC, dx_bwd_d_.blocked},
@@ -108,7 +115,7 @@ class BlockedConvOp final : public ConvOp, public ImplInfo {
   }
 
  protected:
-  void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
+  void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu) override {
     need_bias(b, "conv forward");
     bind(w_fwd_.user, w);
     w_fwd_.run(ctx_.strm);
@@ -117,7 +124,10 @@ class BlockedConvOp final : public ConvOp, public ImplInfo {
     blocked_x_of_ = x.data();
     blocked_dy_of_ = nullptr;
     bind(b_, b);
-    fwd_.execute(ctx_.strm, fwd_args_);
+    if (relu && !d_.fuse_relu)
+      fwd_relu_.execute(ctx_.strm, fwd_relu_args_);
+    else
+      fwd_.execute(ctx_.strm, fwd_args_);
     bind(y_fwd_.user, y);
     y_fwd_.run(ctx_.strm);
     ctx_.strm.wait();
@@ -169,7 +179,8 @@ class BlockedConvOp final : public ConvOp, public ImplInfo {
   convolution_forward::primitive_desc fwd_pd_;
   convolution_backward_data::primitive_desc bwd_d_pd_;
   convolution_backward_weights::primitive_desc bwd_w_pd_;
-  convolution_forward fwd_;
+  convolution_forward::primitive_desc fwd_relu_pd_;  // ConvDesc::inference_relu (and no fuse_relu)
+  convolution_forward fwd_, fwd_relu_;
   convolution_backward_data bwd_d_;
   convolution_backward_weights bwd_w_;
   LayoutPath x_fwd_, y_fwd_, dy_bwd_d_, dx_bwd_d_, x_bwd_w_, dy_bwd_w_;  // NHWC <-> blocked
@@ -180,7 +191,7 @@ class BlockedConvOp final : public ConvOp, public ImplInfo {
   Scratchpad pad_;
   memory b_, db_;
   Tensor db_own_;
-  Args fwd_args_, bwd_d_args_, bwd_w_args_;
+  Args fwd_args_, fwd_relu_args_, bwd_d_args_, bwd_w_args_;
 };
 
 }  // namespace

@@ -44,7 +44,9 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     convolution_backward_weights::desc bwd(algorithm::convolution_direct, x_lp_md, w_any, b_md, dy_lp_md, strides, dil,
                                            pl, pr);
     bwd_w_pd_ = convolution_backward_weights::primitive_desc(bwd, user_scratchpad_attr(), eng, fwd_pd_);
+    if (d.inference_relu && !d.fuse_relu) fwd_relu_pd_ = relu_variant(fwd_pd_, strides, dil, pl, pr, eng);
     fwd_ = convolution_forward(fwd_pd_);
+    if (fwd_relu_pd_) fwd_relu_ = convolution_forward(fwd_relu_pd_);
     bwd_d_ = convolution_backward_data(bwd_d_pd_);
     bwd_w_ = convolution_backward_weights(bwd_w_pd_);
 
@@ -53,6 +55,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     dw_.init(w_user_md, bwd_w_pd_.diff_weights_desc(), eng, false);
 
     pad_.need(fwd_pd_.scratchpad_desc());
+    if (fwd_relu_pd_) pad_.need(fwd_relu_pd_.scratchpad_desc());
     pad_.need(bwd_d_pd_.scratchpad_desc());
     pad_.need(bwd_w_pd_.scratchpad_desc());
     pad_.allocate();
@@ -69,6 +72,10 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
                  {DNNL_ARG_BIAS, b_},
                  {DNNL_ARG_DST, y_},
                  {DNNL_ARG_SCRATCHPAD, pad_.memory_for(fwd_pd_.scratchpad_desc(), eng)}};
+    if (fwd_relu_pd_) {
+      fwd_relu_args_ = fwd_args_;
+      fwd_relu_args_[DNNL_ARG_SCRATCHPAD] = pad_.memory_for(fwd_relu_pd_.scratchpad_desc(), eng);
+    }
     bwd_d_args_ = {{DNNL_ARG_DIFF_DST, dy_lp_.blocked},
                    {DNNL_ARG_WEIGHTS, w_bwd_d_.blocked},
                    {DNNL_ARG_DIFF_SRC, x_},
@@ -87,7 +94,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   }
 
  protected:
-  void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
+  void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu) override {
     need_bias(b, "conv forward");
     bind(w_fwd_.user, w);
     w_fwd_.run(ctx_.strm);
@@ -96,7 +103,10 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     dy_reuse_.forget();
     bind(b_, b);
     bind(y_, y);
-    fwd_.execute(ctx_.strm, fwd_args_);
+    if (relu && !d_.fuse_relu)
+      fwd_relu_.execute(ctx_.strm, fwd_relu_args_);
+    else
+      fwd_.execute(ctx_.strm, fwd_args_);
     ctx_.strm.wait();
   }
 
@@ -132,7 +142,8 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   convolution_forward::primitive_desc fwd_pd_;
   convolution_backward_data::primitive_desc bwd_d_pd_;
   convolution_backward_weights::primitive_desc bwd_w_pd_;
-  convolution_forward fwd_;
+  convolution_forward::primitive_desc fwd_relu_pd_;  // ConvDesc::inference_relu (and no fuse_relu)
+  convolution_forward fwd_, fwd_relu_;
   convolution_backward_data bwd_d_;
   convolution_backward_weights bwd_w_;
   LayoutPath w_fwd_, w_bwd_d_, dw_;
@@ -141,7 +152,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   ReuseOnce x_reuse_, dy_reuse_;
   memory x_, y_, b_, db_;  // x_/y_ double as diff_src/diff_dst in the backward passes
   Tensor db_own_;          // (K) target for db when the caller passes none
-  Args fwd_args_, bwd_d_args_, bwd_w_args_;
+  Args fwd_args_, fwd_relu_args_, bwd_d_args_, bwd_w_args_;
 };
 
 }  // namespace

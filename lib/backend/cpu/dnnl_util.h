@@ -74,6 +74,17 @@ inline dnnl::primitive_attr relu_attr(bool fuse_relu) {
   return attr;
 }
 
+// The forward pd's problem with a relu post-op, on exactly the memory formats the forward
+// chose (so the two share the weights, input and output buffers): ConvDesc::inference_relu.
+inline dnnl::convolution_forward::primitive_desc relu_variant(
+    const dnnl::convolution_forward::primitive_desc& fwd, const dnnl::memory::dims& strides,
+    const dnnl::memory::dims& dilation, const dnnl::memory::dims& pad_l, const dnnl::memory::dims& pad_r,
+    const dnnl::engine& eng, dnnl::algorithm alg = dnnl::algorithm::convolution_direct) {
+  dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, alg, fwd.src_desc(), fwd.weights_desc(),
+                                    fwd.bias_desc(), fwd.dst_desc(), strides, dilation, pad_l, pad_r);
+  return dnnl::convolution_forward::primitive_desc(d, relu_attr(true), eng);
+}
+
 // The implementation name oneDNN chose ("brg:avx512_core", "jit:avx2", "gemm:jit", "ref").
 template <class PD>
 std::string impl_of(const PD& pd) {

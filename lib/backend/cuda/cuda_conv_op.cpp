@@ -83,7 +83,7 @@ class CudaConvOp final : public ConvOp {
   }
 
  protected:
-  void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) override {
+  void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu) override {
     if (!algos_.has_fwd) conv_algo_cache().refresh(key_, algos_);
     const size_t ws_bytes = algos_.has_fwd ? algos_.fwd_ws : max_ws_fwd_;
     char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + ws_bytes));
@@ -109,10 +109,10 @@ class CudaConvOp final : public ConvOp {
       DLT_CUDNN(cudnnConvolutionForward(ctx_.cudnn, &one, x_desc_, xin, w_desc_, win, conv_desc_, algos_.fwd, ws,
                                         algos_.fwd_ws, &zero, y_desc_, yout));
       DLT_CUDA(bf16_bias_act(bf16_out(base), b.defined() ? b.data() : nullptr, y.data(), d_.n * oh_ * ow_, d_.k,
-                             d_.fuse_relu, ctx_.stream));
+                             relu, ctx_.stream));
       return;
     }
-    if (d_.fuse_relu && b.defined() && fused_ok_ && algos_.fwd == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) {
+    if (relu && b.defined() && fused_ok_ && algos_.fwd == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) {
       // y = relu(conv(x) + 0 * y + b); cuDNN supports the relu fusion only for this algorithm.
       cudnnStatus_t s = cudnnConvolutionBiasActivationForward(
           ctx_.cudnn, &one, x_desc_, xin, w_desc_, w.data(), conv_desc_, algos_.fwd, ws, algos_.fwd_ws, &zero, y_desc_,
@@ -129,7 +129,7 @@ class CudaConvOp final : public ConvOp {
     DLT_CUDNN(cudnnConvolutionForward(ctx_.cudnn, &one, x_desc_, xin, w_desc_, w.data(), conv_desc_, algos_.fwd, ws,
                                       algos_.fwd_ws, &zero, y_desc_, y.data()));
     if (b.defined()) DLT_CUDNN(cudnnAddTensor(ctx_.cudnn, &one, b_desc_, b.data(), &one, yf_desc_, y.data()));
-    if (d_.fuse_relu)
+    if (relu)
       DLT_CUDNN(cudnnActivationForward(ctx_.cudnn, act_desc_, &one, yf_desc_, y.data(), &zero, yf_desc_, y.data()));
   }
 

@@ -1,0 +1,80 @@
+// Inference folding (Network::set_inference_folding): a convolution and the
+// batchNormalization after it run in inference as one convolution with the normalization in
+// its weights and bias and its ReLU as a post-op. The class probabilities match the unfolded
+// network's on cifar10-bn (NHWC convolutions) and resnet18-cifar (Winograd on AVX-512, blocked
+// direct convolution on AVX2), also after the weights and statistics change.
+#include <catch2/catch.hpp>
+
+#include "config/config.h"
+#include "net/network.h"
+#include "support/tensor_utils.h"
+
+namespace dlt::test {
+
+namespace {
+
+// Normalizations that are not the identity: scale, offset, mean and variance away from 1, 0.
+void randomize_normalizations(Network& net, Rng& rng) {
+  for (size_t i = 0; i < net.size(); ++i) {
+    Layer& l = net.layer(i);
+    if (!l.has_inference_affine()) continue;
+    auto fill = [&](Tensor& t, float lo, float hi) {
+      for (int64_t k = 0; k < t.numel(); ++k) t.data()[k] = lo + (hi - lo) * static_cast<float>(rng.uniform());
+    };
+    fill(l.params()[0].value, 0.5f, 1.5f);   // Scale
+    fill(l.params()[1].value, -0.5f, 0.5f);  // Offset
+    fill(l.states()[0].value, -0.2f, 0.2f);  // TrainedMean
+    fill(l.states()[1].value, 0.5f, 2.0f);   // TrainedVariance
+  }
+}
+
+Vec probabilities(Network& net, const Tensor& x, bool folding) {
+  net.set_inference_folding(folding);
+  RunContext ctx{false, 1, 0};
+  return to_vec(net.forward(x, ctx));
+}
+
+void check_folding(const std::string& config, int64_t n, int expect_folded) {
+  INFO(config);
+  Config c = load_config(std::string(DLT_SOURCE_DIR) + "/configs/" + config + ".yaml");
+  Network net(c.network, Device::cpu());
+  int folded = 0;
+  for (size_t i = 0; i < net.size(); ++i) folded += net.folds(i);
+  CHECK(folded == expect_folded);
+  net.init_params(3);
+  net.set_batch(n);
+  Rng rng(17);
+  randomize_normalizations(net, rng);
+  const Shape& in = net.input_shape();
+  Tensor x = random_tensor(Shape{n, in[0], in[1], in[2]}, rng, -1.f, 1.f);
+
+  for (int round = 0; round < 2; ++round) {
+    Vec apart = probabilities(net, x, false), together = probabilities(net, x, true);
+    Comparison cmp = compare(together, apart);
+    double spread = 0, top = 0;  // the probabilities differ (the check could fail)
+    for (double p : apart) {
+      spread = std::max(spread, std::abs(p - apart[0]));
+      top = std::max(top, p);
+    }
+    INFO("round " << round << ": " << cmp.str() << "; spread " << spread << ", largest " << top);
+    CHECK(cmp.max_abs < 2e-5);
+    if (expect_folded > 0) CHECK(spread > 0.1);
+    // New weights and statistics, as after a training step: nothing folded may be kept.
+    for (Param* p : net.params())
+      for (int64_t k = 0; k < p->value.numel(); ++k) p->value.data()[k] *= -1.f;
+    randomize_normalizations(net, rng);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("inference folding: conv + batchNormalization (+ ReLU) as one convolution", "[net][fold]") {
+  check_folding("cifar10-bn", 5, 3);
+  // Every convolution of resnet18-cifar feeds a normalization (stem, 16 in the blocks, 3
+  // projections).
+  check_folding("resnet18-cifar", 3, 20);
+  // cifar10 has no normalization: nothing folds, and inference is the plain forward.
+  check_folding("cifar10", 4, 0);
+}
+
+}  // namespace dlt::test
