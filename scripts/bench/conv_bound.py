@@ -14,13 +14,18 @@ it. conv ratio = the peer's convolution ms / dltrain's: below 1, the peer's conv
 are faster than dltrain's on that ISA. Prints a markdown table; raw JSON lines with --jsonl.
 
   /usr/bin/python3 scripts/bench/conv_bound.py [--networks "cifar10 cifar10-bn"]
-      [--isa "native avx2"] [--venv build/bench-venv] [--jsonl FILE] [--batch N]
+      [--isa "native avx2"] [--venv build/bench-venv] [--jsonl FILE] [--batch N] [--rounds N]
+
+--rounds N measures dltrain and the peers N times in turn (dltrain, then each peer, per round)
+and reports the medians, with the lowest and highest per-round ratio: on a shared VM the memory
+bandwidth a run gets drifts over minutes, and one round's ratio can be off by 10-15%.
 
 Environment: DLTRAIN (default build/dltrain). Run on idle cores: nothing here waits for them.
 """
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -70,6 +75,7 @@ def main():
     ap.add_argument("--venv", default=os.path.join(ROOT, "build/bench-venv"))
     ap.add_argument("--jsonl", default="")
     ap.add_argument("--batch", type=int, default=0, help="override every network's batch (a smoke run)")
+    ap.add_argument("--rounds", type=int, default=1, help="measure everything N times in turn; report medians")
     args = ap.parse_args()
     dltrain = os.environ.get("DLTRAIN", os.path.join(ROOT, "build/dltrain"))
     peers = [("/usr/bin/python3", "best")]
@@ -87,17 +93,24 @@ def main():
         for net in args.networks.split():
             config = os.path.join(ROOT, "configs", net + ".yaml")
             batch, iters = args.batch or BATCH.get(net, 100), ITERATIONS.get(net, 10)
-            ours = dltrain_rows(dltrain, config, batch, iters, env)
-            theirs = [peer_rows(py, config, preset, batch, iters, env) for py, preset in peers]
+            rounds = []  # per round: {mode: (dltrain step, conv, best peer row)}
+            for _ in range(args.rounds):
+                ours = dltrain_rows(dltrain, config, batch, iters, env)
+                theirs = [peer_rows(py, config, preset, batch, iters, env) for py, preset in peers]
+                rounds.append({mode: (*ours[mode], min((t[mode] for t in theirs if mode in t), key=lambda r: r[0]))
+                               for mode in ("train", "inference")})
             for mode in ("train", "inference"):
-                step, conv = ours[mode]
-                rows = [t[mode] for t in theirs if mode in t]
-                best = min(rows, key=lambda r: r[0])
-                records.append({"isa": isa, "network": net, "mode": mode, "batch": batch,
+                med = lambda f: statistics.median(f(r[mode]) for r in rounds)  # noqa: E731
+                ratios = [r[mode][2][0] / r[mode][0] for r in rounds]
+                step, conv = med(lambda m: m[0]), med(lambda m: m[1])
+                peer_ms, peer_conv = med(lambda m: m[2][0]), med(lambda m: m[2][1])
+                names = sorted({r[mode][2][2] for r in rounds})
+                records.append({"isa": isa, "network": net, "mode": mode, "batch": batch, "rounds": args.rounds,
                                 "dltrain_ms": round(step, 2), "dltrain_conv_ms": round(conv, 2),
-                                "peer": best[2], "peer_ms": best[0], "peer_conv_ms": best[1],
-                                "ratio": round(best[0] / step, 2), "bound": round(best[0] / conv, 2),
-                                "conv_ratio": round(best[1] / conv, 2)})
+                                "peer": "/".join(names), "peer_ms": round(peer_ms, 3),
+                                "peer_conv_ms": round(peer_conv, 3), "ratio": round(statistics.median(ratios), 2),
+                                "ratio_min": round(min(ratios), 2), "ratio_max": round(max(ratios), 2),
+                                "bound": round(peer_ms / conv, 2), "conv_ratio": round(peer_conv / conv, 2)})
                 print(json.dumps(records[-1]), file=sys.stderr, flush=True)
     if args.jsonl:
         with open(args.jsonl, "w") as f:
@@ -109,9 +122,12 @@ def main():
     for r in records:
         share = 100 * r["dltrain_conv_ms"] / r["dltrain_ms"]
         pshare = 100 * r["peer_conv_ms"] / r["peer_ms"]
+        spread = f" ({r['ratio_min']:.2f}-{r['ratio_max']:.2f})" if r["rounds"] > 1 else ""
         print(f"| {r['isa']} | {r['network']} | {r['mode']} | {r['dltrain_ms']:.1f} | {r['dltrain_conv_ms']:.1f} "
               f"({share:.0f}%) | {r['peer']} | {r['peer_ms']:.1f} | {r['peer_conv_ms']:.1f} ({pshare:.0f}%) "
-              f"| {r['ratio']:.2f} | {r['bound']:.2f} | {r['conv_ratio']:.2f} |")
+              f"| {r['ratio']:.2f}{spread} | {r['bound']:.2f} | {r['conv_ratio']:.2f} |")
+    if args.rounds > 1:
+        print(f"\nMedians of {args.rounds} rounds; ratio in brackets: the lowest and highest round.")
 
 
 if __name__ == "__main__":
