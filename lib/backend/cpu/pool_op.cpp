@@ -43,7 +43,10 @@ __attribute__((target_clones("avx2", "default"))) void max_pool_backward_image(c
           const int64_t o = (oh * ow_n + ow) * c;
           const float* __restrict g = dy + o;
           const uint8_t* __restrict k = ws + o;
-          for (int64_t i = 0; i < c; ++i) x[i] += k[i] == at ? g[i] : 0.f;
+          for (int64_t i = 0; i < c; ++i) {
+            const float v = g[i];  // read unconditionally: a plain vector load, not a masked one
+            x[i] += k[i] == at ? v : 0.f;
+          }
         }
     }
   }
