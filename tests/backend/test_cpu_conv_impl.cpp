@@ -1,6 +1,7 @@
 // Which convolution implementation the CPU backend picks: Winograd for 3x3 stride-1 convs
-// with 32+ channels where oneDNN's ISA has it, direct NHWC otherwise (ConvolutionAlgorithm: direct
-// forces direct); and which ISA that is.
+// with 32+ channels where oneDNN's ISA has it, dltrain's own Winograd for those with 64+
+// channels on AVX2 CPUs, direct NHWC otherwise (ConvolutionAlgorithm: direct forces direct);
+// and which ISA that is.
 #include <strings.h>
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -17,17 +18,19 @@ TEST_CASE("CPU conv picks Winograd for 3x3 stride-1 convs with 32+ channels wher
   d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
   auto op = cpu_backend().make_conv(d);
   INFO("oneDNN ISA " << cpu_isa().name << ": " << impl_info(*op));
-  // Winograd needs avx512_core: on AVX2 CPUs (or under DNNL_MAX_CPU_ISA=AVX2) the same
-  // convolution runs direct, and the agreement tests check its numbers either way.
-  CHECK((impl_info(*op).find("wino") != std::string::npos) == cpu_isa().winograd);
+  // oneDNN's Winograd needs avx512_core: on AVX2 CPUs (or under DNNL_MAX_CPU_ISA=AVX2) the
+  // same convolution runs dltrain's own Winograd (winograd.h), and the agreement tests check
+  // its numbers either way.
+  CHECK((impl_info(*op).find("wino") != std::string::npos) == (cpu_isa().winograd || cpu_isa().winograd_avx2));
+  CHECK((impl_info(*op).find("dlt_winograd") != std::string::npos) == cpu_isa().winograd_avx2);
   d.stride_h = d.stride_w = 2;
   CHECK(impl_info(*cpu_backend().make_conv(d)).find("wino") == std::string::npos);
   d.stride_h = d.stride_w = 1;
   d.c = 3;
   CHECK(impl_info(*cpu_backend().make_conv(d)).find("wino") == std::string::npos);
   d.c = 64;
-  d.pad_b = 0;  // asymmetric padding: oneDNN's Winograd backward-data is wrong there
-  CHECK(impl_info(*cpu_backend().make_conv(d)).find("wino") == std::string::npos);
+  d.pad_b = 0;  // asymmetric padding: oneDNN's Winograd backward-data is wrong there (dltrain's is not)
+  CHECK((impl_info(*cpu_backend().make_conv(d)).find("wino") != std::string::npos) == cpu_isa().winograd_avx2);
   d.pad_b = 1;
   BackendOptions direct;
   direct.direct_convolution = true;  // ConvolutionAlgorithm: direct (env DLT_CONV_ALGO=direct)
@@ -44,10 +47,11 @@ TEST_CASE("CPU conv runs 3x3 stride-1 convs with 64+ channels on blocked activat
   auto blocked = [](const std::string& s) { return s.find("act=blocked") != std::string::npos; };
   const CpuIsa isa = cpu_isa();
   INFO("oneDNN ISA " << isa.name << ": " << info());
-  // AVX-512 runs this shape in Winograd (blocked too); AVX2 in direct convolution on blocked
-  // activations; anything older on NHWC.
+  // AVX-512 runs this shape in Winograd (blocked too); AVX2 in dltrain's Winograd on NHWC for
+  // forward and backward-data, and direct convolution on blocked activations for the weight
+  // gradient; anything older on NHWC.
   CHECK(blocked(info()) == (isa.winograd || isa.avx2));
-  if (!isa.avx512) CHECK(info().find("wino") == std::string::npos);
+  if (!isa.avx512) CHECK((info().find("dlt_winograd") != std::string::npos) == isa.winograd_avx2);
   d.c = 32;  // fewer than 64 input channels: NHWC below AVX-512
   if (!isa.avx512) CHECK_FALSE(blocked(info()));
   d.c = 64;

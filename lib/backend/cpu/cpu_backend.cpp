@@ -46,6 +46,7 @@ CpuIsa cpu_isa() {
   r.avx2 = has(cpu_isa::avx2);
   r.avx512 = r.winograd = r.bf16 = has(cpu_isa::avx512_core);
   r.amx = has(cpu_isa::avx512_core_amx);
+  r.winograd_avx2 = r.avx2 && !r.winograd && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return r;
 }
 

@@ -26,6 +26,9 @@ struct CpuIsa {
   std::string name;   // "sse41", "avx2", "avx512_core", "avx512_core_amx", ...
   bool avx2 = false;  // AVX2 or wider
   bool avx512 = false, winograd = false, bf16 = false, amx = false;
+  // dltrain's own Winograd F(4x4, 3x3) (winograd.h) where oneDNN has none: AVX2 and FMA, no
+  // avx512_core (DNNL_MAX_CPU_ISA=AVX2 counts as none).
+  bool winograd_avx2 = false;
 };
 CpuIsa cpu_isa();
 
