@@ -381,7 +381,14 @@ inline std::vector<AgreementRow> agreement_rows() {
   rows.push_back(conv_row("3x3 64->32 asymmetric padding (direct, not Winograd)", d));
   d = conv(3, 6, 5, 64, 72, 3, 3);
   d.pad_t = d.pad_l = d.pad_r = 1, d.fuse_relu = true;
-  rows.push_back(conv_row("3x3 64->72 blocked direct below AVX-512, asymmetric padding, fused relu", d));
+  rows.push_back(conv_row("3x3 64->72 5x5 output: blocked direct below AVX-512, asymmetric padding, fused relu", d));
+  // dltrain's own Winograd below AVX-512 on CPUs with FMA (conv_winograd_op.cpp): 12x10 outputs.
+  d = conv(2, 13, 10, 64, 72, 3, 3);
+  d.pad_t = d.pad_l = d.pad_r = 1, d.fuse_relu = true;
+  rows.push_back(conv_row("3x3 64->72 Winograd below AVX-512, asymmetric padding, fused relu", d));
+  d = conv(2, 8, 8, 96, 64, 3, 3);
+  d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
+  rows.push_back(conv_row("3x3 96->64 8x8 Winograd (both kinds)", d));
 
   rows.push_back(fc_row("37->11", {5, 37, 11, false}));
   rows.push_back(fc_row("4x4x8->10 fused relu", {3, 128, 10, true}));

@@ -39,29 +39,35 @@ TEST_CASE("CPU conv picks Winograd for 3x3 stride-1 convs with 32+ channels wher
   set_backend_options(BackendOptions{});
 }
 
-TEST_CASE("CPU conv runs 3x3 stride-1 convs with 64+ channels on blocked activations on AVX2", "[backend]") {
+TEST_CASE("CPU conv runs 3x3 stride-1 convs with 64+ channels in dltrain's Winograd or on blocked activations on AVX2",
+          "[backend]") {
   ConvDesc d;
   d.n = 2, d.h = d.w = 8, d.c = 64, d.k = 64, d.kh = d.kw = 3;
   d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
   auto info = [&d] { return impl_info(*cpu_backend().make_conv(d)); };
   auto blocked = [](const std::string& s) { return s.find("act=blocked") != std::string::npos; };
+  auto own = [](const std::string& s) { return s.find("dlt_winograd_4x3") != std::string::npos; };
   const CpuIsa isa = cpu_isa();
   INFO("oneDNN ISA " << isa.name << ": " << info());
-  // AVX-512 runs this shape in Winograd (blocked too); AVX2 in dltrain's Winograd on NHWC for
-  // forward and backward-data, and direct convolution on blocked activations for the weight
-  // gradient; anything older on NHWC.
-  CHECK(blocked(info()) == (isa.winograd || isa.avx2));
-  if (!isa.avx512) CHECK((info().find("dlt_winograd") != std::string::npos) == isa.winograd_avx2);
+  // AVX-512: oneDNN's Winograd on blocked activations. AVX2 with FMA: dltrain's Winograd on
+  // NHWC, all three passes. AVX2 without FMA: oneDNN's direct convolution on blocked
+  // activations. Anything older: NHWC direct.
+  CHECK(own(info()) == isa.winograd_avx2);
+  CHECK(blocked(info()) == (isa.winograd || (isa.avx2 && !isa.winograd_avx2)));
+  d.h = d.w = 5;  // 5x5 outputs: 4x4 tiles would save too little; blocked direct below AVX-512
+  if (!isa.avx512) CHECK_FALSE(own(info()));
+  if (!isa.avx512) CHECK(blocked(info()) == isa.avx2);
+  d.h = d.w = 8;
   d.c = 32;  // fewer than 64 input channels: NHWC below AVX-512
-  if (!isa.avx512) CHECK_FALSE(blocked(info()));
+  if (!isa.avx512) CHECK_FALSE((blocked(info()) || own(info())));
   d.c = 64;
   d.stride_h = d.stride_w = 2;  // stride 2: NHWC on every ISA
-  CHECK_FALSE(blocked(info()));
+  CHECK_FALSE((blocked(info()) || own(info())));
   d.stride_h = d.stride_w = 1;
   BackendOptions direct;
   direct.direct_convolution = true;  // ConvolutionAlgorithm: direct: NHWC only
   set_backend_options(direct);
-  CHECK_FALSE(blocked(info()));
+  CHECK_FALSE((blocked(info()) || own(info())));
   set_backend_options(BackendOptions{});
 }
 

@@ -7,17 +7,15 @@
 //   convolution by ~1e-6 relative (Winograd's transforms round differently).
 // - Direct convolution below AVX-512 for 3x3 stride-1 layers with 64+ input and output
 //   channels: oneDNN 2.6's jit:avx2 kernels run those faster on nChw8c than on NHWC, by more
-//   than the reorders cost (docs/performance.md, "AVX2: what runs there"). There, on CPUs
-//   with AVX2 and FMA, forward and backward-data run dltrain's own Winograd F(4x4, 3x3) on
-//   the NHWC tensors (winograd.h) and only backward-weights runs oneDNN's blocked kernel.
-#include <memory>
+//   than the reorders cost (docs/performance.md, "AVX2: what runs there"). CPUs with AVX2 and
+//   FMA run those layers in dltrain's own Winograd instead (conv_winograd_op.cpp); this path
+//   is for AVX2 without FMA.
 #include <string>
 
 #include "backend/backend_options.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/layout_path.h"
-#include "backend/cpu/winograd.h"
 
 namespace dlt::cpu {
 namespace {
@@ -44,19 +42,11 @@ bool blocked_direct_eligible(const ConvDesc& d, const CpuIsa& isa) {
          d.c >= 64 && d.k >= 64;
 }
 
-// dltrain's Winograd for forward and backward-data (winograd.h) below AVX-512.
-bool own_winograd_eligible(const ConvDesc& d, const CpuIsa& isa) {
-  return isa.winograd_avx2 && !d.bf16 && !backend_options().direct_convolution && d.kh == 3 && d.kw == 3 &&
-         d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 && d.dilation_w == 1 && d.c >= 64 && d.k >= 64;
-}
-
 class BlockedConvOp final : public ConvOp, public ImplInfo {
  public:
   // alg: convolution_winograd or convolution_direct. Throws dnnl::error when oneDNN has no
-  // kernel for this algorithm, shape and machine. own_winograd: forward and backward-data run
-  // WinogradConv instead of oneDNN (alg is then oneDNN's for backward-weights only).
-  BlockedConvOp(const ConvDesc& d, algorithm alg, DnnlContext& ctx, bool own_winograd = false)
-      : ConvOp(d, Device::cpu()), d_(d), ctx_(ctx) {
+  // kernel for this algorithm, shape and machine.
+  BlockedConvOp(const ConvDesc& d, algorithm alg, DnnlContext& ctx) : ConvOp(d, Device::cpu()), d_(d), ctx_(ctx) {
     const auto& eng = ctx.eng;
     const int64_t oh = d.out_h(), ow = d.out_w();
     auto x_user = nhwc_md(d.n, d.h, d.w, d.c);
@@ -120,30 +110,15 @@ class BlockedConvOp final : public ConvOp, public ImplInfo {
                    {DNNL_ARG_DIFF_WEIGHTS, dw_.blocked},
                    {DNNL_ARG_DIFF_BIAS, db_},
                    {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_w_pd_.scratchpad_desc(), eng)}};
-    if (own_winograd) {
-      WinogradShape f{d.n, d.h, d.w, d.c, d.k, oh, ow, d.pad_t, d.pad_l, 3};
-      wino_fwd_ = std::make_unique<WinogradConv>(f);
-      // The data gradient: a 3x3 convolution of dy with the rotated filters, padded by 2 - pad.
-      WinogradShape bd{d.n, oh, ow, d.k, d.c, d.h, d.w, 2 - d.pad_t, 2 - d.pad_l, 3};
-      wino_bwd_d_ = std::make_unique<WinogradConv>(bd);
-    }
   }
 
   std::string impl_info() const override {
-    if (wino_fwd_)
-      return "fwd=dlt_winograd_4x3:avx2 bwd_d=dlt_winograd_4x3:avx2 bwd_w=" + impl_of(bwd_w_pd_) + " act=blocked";
     return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) + " bwd_w=" + impl_of(bwd_w_pd_) + " act=blocked";
   }
 
  protected:
   void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu) override {
     need_bias(b, "conv forward");
-    if (wino_fwd_) {  // NHWC in and out; backward-weights reorders x itself
-      wino_fwd_->set_filters(w.data(), false);
-      wino_fwd_->run(x.data(), b.data(), relu || d_.fuse_relu, y.data());
-      blocked_x_of_ = blocked_dy_of_ = nullptr;
-      return;
-    }
     bind(w_fwd_.user, w);
     w_fwd_.run(ctx_.strm);
     bind(x_fwd_.user, x);
@@ -187,12 +162,6 @@ class BlockedConvOp final : public ConvOp, public ImplInfo {
   }
 
   void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
-    if (wino_bwd_d_) {
-      wino_bwd_d_->set_filters(w.data(), true);
-      wino_bwd_d_->run(dy.data(), nullptr, false, dx.data());
-      blocked_dy_of_ = nullptr;
-      return;
-    }
     if (blocked_dy_of_ != dy.data()) {
       bind(dy_bwd_d_.user, dy);
       dy_bwd_d_.run(ctx_.strm);
@@ -225,7 +194,6 @@ class BlockedConvOp final : public ConvOp, public ImplInfo {
   memory b_, db_;
   Tensor db_own_;
   Args fwd_args_, fwd_relu_args_, bwd_d_args_, bwd_w_args_;
-  std::unique_ptr<WinogradConv> wino_fwd_, wino_bwd_d_;  // own_winograd
 };
 
 }  // namespace
@@ -247,7 +215,7 @@ std::unique_ptr<ConvOp> make_blocked_conv_op(const ConvDesc& d, DnnlContext& ctx
   }
   if (blocked_direct_eligible(d, isa)) {
     try {
-      auto op = std::make_unique<BlockedConvOp>(f32, algorithm::convolution_direct, ctx, own_winograd_eligible(d, isa));
+      auto op = std::make_unique<BlockedConvOp>(f32, algorithm::convolution_direct, ctx);
       if (op->impl_info().find("ref") == std::string::npos) return op;  // it pays with oneDNN's jit kernels only
     } catch (const dnnl::error&) {
       // No kernel for blocked activations: the NHWC op instead.

@@ -25,6 +25,9 @@ std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx);
 // 32+ channels and symmetric padding 0 or 1 on AVX-512; direct convolution for 3x3 stride-1 layers with 64+ input and
 // output channels below AVX-512. Null when neither applies (or DLT_CONV_ALGO=direct). make_conv_op tries it first.
 std::unique_ptr<ConvOp> make_blocked_conv_op(const ConvDesc& d, DnnlContext& ctx);
+// dltrain's own Winograd F(4x4, 3x3) (conv_winograd_op.cpp, winograd.h) for 3x3 stride-1 convolutions with 64+ input
+// and output channels on CPUs with AVX2 and FMA but no avx512_core; null elsewhere. make_conv_op tries it first.
+std::unique_ptr<ConvOp> make_winograd_conv_op(const ConvDesc& d);
 std::unique_ptr<DeconvOp> make_deconv_op(const DeconvDesc& d, DnnlContext& ctx);
 std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, DnnlContext& ctx);
 std::unique_ptr<PoolOp> make_pool_op(const PoolDesc& d, DnnlContext& ctx);

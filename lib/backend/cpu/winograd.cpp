@@ -19,7 +19,9 @@
 namespace dlt::cpu {
 namespace {
 
-constexpr int kA = 6;     // tile size the kernels are compiled for
+constexpr int kA = 6;  // input tile
+constexpr int kM = 4;  // output tile
+constexpr int kR = 3;  // filter
 constexpr int kXi = kA * kA;
 constexpr int kChunk = 64;  // channels per transform pass (its buffers stay in L1)
 constexpr int64_t kMaxBlock = 64;  // tiles per block
@@ -79,12 +81,11 @@ std::vector<double> poly_from_roots(const std::vector<double>& roots) {
 
 // The output transform of one tile for channels [0, ks): from mm[xi] (stride ms between xi)
 // to the rows x cols valid outputs at y (rows of stride ys, pixels of stride k_total).
-template <int M>
 [[gnu::target("avx2,fma")]] void output_tile(const float (&at)[6][6], const float* mm, int64_t ms, int ks,
                                              const float* bias, bool relu, float* y, int64_t ys, int64_t ps,
                                              int rows, int cols) {
-  alignas(64) float t[M][kA][kChunk];
-  for (int i = 0; i < M; ++i)
+  alignas(64) float t[kM][kA][kChunk];
+  for (int i = 0; i < kM; ++i)
     for (int j = 0; j < kA; ++j) {
       float* o = t[i][j];
       for (int c = 0; c < ks; ++c) o[c] = 0.f;
@@ -116,32 +117,97 @@ template <int M>
     }
 }
 
+// The adjoint of output_tile for channels [0, ks): dm[xi] (stride ms between xi) = (A dY A^T)
+// of the rows x cols valid output gradients at dy (zero past them).
+[[gnu::target("avx2,fma")]] void output_grad_tile(const float (&at)[6][6], const float* dy, int64_t ys, int64_t ps,
+                                                  int rows, int cols, int ks, float* dm, int64_t ms) {
+  alignas(64) float t[kM][kA][kChunk];  // t[i][q] = sum_j dY[i][j] A^T[j][q]
+  for (int i = 0; i < kM; ++i)
+    for (int q = 0; q < kA; ++q) {
+      float* o = t[i][q];
+      for (int c = 0; c < ks; ++c) o[c] = 0.f;
+      if (i >= rows) continue;
+      for (int j = 0; j < cols; ++j) {
+        const float a = at[j][q];
+        if (a == 0.f) continue;
+        const float* in = dy + i * ys + j * ps;
+        for (int c = 0; c < ks; ++c) o[c] += a * in[c];
+      }
+    }
+  for (int p = 0; p < kA; ++p)
+    for (int q = 0; q < kA; ++q) {
+      alignas(64) float acc[kChunk];
+      for (int c = 0; c < ks; ++c) acc[c] = 0.f;
+      for (int i = 0; i < rows; ++i) {
+        const float a = at[i][p];
+        if (a == 0.f) continue;
+        const float* in = t[i][q];
+        for (int c = 0; c < ks; ++c) acc[c] += a * in[c];
+      }
+      std::memcpy(dm + (p * kA + q) * ms, acc, sizeof(float) * ks);
+    }
+}
+
+// The adjoint of filter_transform: dw[o][a][b][i] = sum over p, q of G[p][a] G[q][b] du[p*6+q][o][i].
+[[gnu::target("avx2,fma")]] void filter_grad_transform(const float (&g)[6][6], const float* du, int64_t outs,
+                                                       int64_t ins, float* dw) {
+#pragma omp parallel for schedule(static)
+  for (int64_t o = 0; o < outs; ++o) {
+    alignas(64) float t[kA][kR][kChunk];  // t[p][b] = sum_q G[q][b] du[p][q]
+    alignas(64) float acc[kChunk];
+    for (int64_t i0 = 0; i0 < ins; i0 += kChunk) {
+      const int cs = static_cast<int>(std::min<int64_t>(kChunk, ins - i0));
+      for (int p = 0; p < kA; ++p)
+        for (int b = 0; b < kR; ++b) {
+          float* tt = t[p][b];
+          for (int c = 0; c < cs; ++c) tt[c] = 0.f;
+          for (int q = 0; q < kA; ++q) {
+            const float gv = g[q][b];
+            if (gv == 0.f) continue;
+            const float* in = du + ((p * kA + q) * outs + o) * ins + i0;
+            for (int c = 0; c < cs; ++c) tt[c] += gv * in[c];
+          }
+        }
+      for (int a = 0; a < kR; ++a)
+        for (int b = 0; b < kR; ++b) {
+          for (int c = 0; c < cs; ++c) acc[c] = 0.f;
+          for (int p = 0; p < kA; ++p) {
+            const float gv = g[p][a];
+            if (gv == 0.f) continue;
+            const float* in = t[p][b];
+            for (int c = 0; c < cs; ++c) acc[c] += gv * in[c];
+          }
+          std::memcpy(dw + ((o * kR + a) * kR + b) * ins + i0, acc, sizeof(float) * cs);
+        }
+    }
+  }
+}
+
 // u[xi][o][i] (xi = 36 tile positions) = (G w[o, :, :, i] G^T)[xi] for every output o and
-// input channel i; w is (out, r, r, in).
-template <int R>
+// input channel i; w is (out, 3, 3, in).
 [[gnu::target("avx2,fma")]] void filter_transform(const float (&g)[6][6], const float* w, int64_t outs, int64_t ins,
                                                   float* u) {
 #pragma omp parallel for schedule(static)
   for (int64_t o = 0; o < outs; ++o) {
-    alignas(64) float t[kA][R][kChunk];
+    alignas(64) float t[kA][kR][kChunk];
     alignas(64) float acc[kChunk];
     for (int64_t i0 = 0; i0 < ins; i0 += kChunk) {
       const int cs = static_cast<int>(std::min<int64_t>(kChunk, ins - i0));
       for (int i = 0; i < kA; ++i)
-        for (int b = 0; b < R; ++b) {
+        for (int b = 0; b < kR; ++b) {
           float* tt = t[i][b];
           for (int c = 0; c < cs; ++c) tt[c] = 0.f;
-          for (int a = 0; a < R; ++a) {
+          for (int a = 0; a < kR; ++a) {
             const float gv = g[i][a];
             if (gv == 0.f) continue;
-            const float* in = w + ((o * R + a) * R + b) * ins + i0;
+            const float* in = w + ((o * kR + a) * kR + b) * ins + i0;
             for (int c = 0; c < cs; ++c) tt[c] += gv * in[c];
           }
         }
       for (int i = 0; i < kA; ++i)
         for (int j = 0; j < kA; ++j) {
           for (int c = 0; c < cs; ++c) acc[c] = 0.f;
-          for (int b = 0; b < R; ++b) {
+          for (int b = 0; b < kR; ++b) {
             const float gv = g[j][b];
             if (gv == 0.f) continue;
             const float* in = t[i][b];
@@ -195,23 +261,21 @@ int64_t WinogradConv::choose_block(int64_t tiles, int threads) {
 }
 
 WinogradConv::WinogradConv(const WinogradShape& s) : s_(s) {
-  DLT_CHECK(s.r == 3 || s.r == 5, "winograd: filter size " << s.r << " (3 or 5)");
-  m_ = kA - s.r + 1;
-  const WinogradMatrices wm = winograd_matrices(m_, s.r);
+  const WinogradMatrices wm = winograd_matrices(kM, kR);
   for (int i = 0; i < kA; ++i)
     for (int j = 0; j < kA; ++j) {
       at_[i][j] = static_cast<float>(wm.at[i][j]);
       bt_[i][j] = static_cast<float>(wm.bt[i][j]);
       g_[i][j] = static_cast<float>(wm.g[i][j]);
     }
-  tiles_h_ = (s.oh + m_ - 1) / m_;
-  tiles_w_ = (s.ow + m_ - 1) / m_;
+  tiles_h_ = (s.oh + kM - 1) / kM;
+  tiles_w_ = (s.ow + kM - 1) / kM;
   tiles_ = s.n * tiles_h_ * tiles_w_;
   u_ = Tensor(Shape{kXi * s.k * s.c});
 }
 
 void WinogradConv::set_filters(const float* w, bool adjoint) {
-  const int64_t r = s_.r, outs = s_.k, ins = s_.c;
+  const int64_t r = kR, outs = s_.k, ins = s_.c;
   const float* src = w;
   if (adjoint) {
     // w is (ins, r, r, outs) as the forward convolution's (k, r, r, c); this one's filter
@@ -226,21 +290,14 @@ void WinogradConv::set_filters(const float* w, bool adjoint) {
             wt[((o * r + a) * r + b) * ins + i] = w[((i * r + (r - 1 - a)) * r + (r - 1 - b)) * outs + o];
     src = wt;
   }
-  if (r == 3)
-    filter_transform<3>(g_, src, outs, ins, u_.data());
-  else
-    filter_transform<5>(g_, src, outs, ins, u_.data());
+  filter_transform(g_, src, outs, ins, u_.data());
 }
 
-bool WinogradConv::process_block(int64_t block, float* buf, const float* x, const float* bias, bool relu,
-                                 float* y) const {
-  const int64_t c = s_.c, k = s_.k, bt = block_;
-  float* v = buf;                   // [xi][tile][c]
-  float* mm = buf + kXi * bt * c;   // [xi][tile][k]
-  const int64_t t0 = block * bt, tn = std::min(bt, tiles_ - t0);
+void WinogradConv::transform_inputs(int64_t t0, int64_t tn, const float* x, float* v) const {
+  const int64_t c = s_.c;
   for (int64_t t = 0; t < tn; ++t) {
     const int64_t tile = t0 + t, n = tile / (tiles_h_ * tiles_w_), rem = tile % (tiles_h_ * tiles_w_);
-    const int64_t iy0 = rem / tiles_w_ * m_ - s_.pad_t, ix0 = rem % tiles_w_ * m_ - s_.pad_l;
+    const int64_t iy0 = rem / tiles_w_ * kM - s_.pad_t, ix0 = rem % tiles_w_ * kM - s_.pad_l;
     for (int64_t c0 = 0; c0 < c; c0 += kChunk) {
       const float* src[kA][kA];
       for (int i = 0; i < kA; ++i)
@@ -249,45 +306,138 @@ bool WinogradConv::process_block(int64_t block, float* buf, const float* x, cons
           src[i][j] = yy >= 0 && yy < s_.h && xx >= 0 && xx < s_.w ? x + ((n * s_.h + yy) * s_.w + xx) * c + c0 : nullptr;
         }
       const int cs = static_cast<int>(std::min<int64_t>(kChunk, c - c0));
-      input_tile(bt_, src, cs, v + t * c + c0, bt * c);
+      input_tile(bt_, src, cs, v + t * c + c0, block_ * c);
     }
   }
+}
+
+bool WinogradConv::process_block(int64_t block, float* buf, const float* x, const float* bias, bool relu,
+                                 float* y) const {
+  const int64_t c = s_.c, k = s_.k, bt = block_;
+  float* v = buf;                   // [xi][tile][c]
+  float* mm = buf + kXi * bt * c;   // [xi][tile][k]
+  const int64_t t0 = block * bt, tn = std::min(bt, tiles_ - t0);
+  transform_inputs(t0, tn, x, v);
   for (int xi = 0; xi < kXi; ++xi)
     if (dnnl_sgemm('N', 'T', tn, k, c, 1.f, v + xi * bt * c, c, u_.data() + xi * k * c, c, 0.f, mm + xi * bt * k, k) !=
         dnnl_success)
       return false;
   for (int64_t t = 0; t < tn; ++t) {
     const int64_t tile = t0 + t, n = tile / (tiles_h_ * tiles_w_), rem = tile % (tiles_h_ * tiles_w_);
-    const int64_t oy0 = rem / tiles_w_ * m_, ox0 = rem % tiles_w_ * m_;
-    const int rows = static_cast<int>(std::min<int64_t>(m_, s_.oh - oy0));
-    const int cols = static_cast<int>(std::min<int64_t>(m_, s_.ow - ox0));
+    const int64_t oy0 = rem / tiles_w_ * kM, ox0 = rem % tiles_w_ * kM;
+    const int rows = static_cast<int>(std::min<int64_t>(kM, s_.oh - oy0));
+    const int cols = static_cast<int>(std::min<int64_t>(kM, s_.ow - ox0));
     float* yt = y + ((n * s_.oh + oy0) * s_.ow + ox0) * k;
     for (int64_t k0 = 0; k0 < k; k0 += kChunk) {
       const int ks = static_cast<int>(std::min<int64_t>(kChunk, k - k0));
       const float* bk = bias ? bias + k0 : nullptr;
-      if (m_ == 4)
-        output_tile<4>(at_, mm + t * k + k0, bt * k, ks, bk, relu, yt + k0, s_.ow * k, k, rows, cols);
-      else
-        output_tile<2>(at_, mm + t * k + k0, bt * k, ks, bk, relu, yt + k0, s_.ow * k, k, rows, cols);
+      output_tile(at_, mm + t * k + k0, bt * k, ks, bk, relu, yt + k0, s_.ow * k, k, rows, cols);
     }
   }
   return true;
 }
 
-void WinogradConv::run(const float* x, const float* bias, bool relu, float* y) {
+void WinogradConv::prepare(bool weight_grad) {
   const int threads = omp_get_max_threads();
-  if (static_cast<int>(thread_buf_.size()) < threads) {
-    thread_buf_.resize(threads);
-    for (auto& b : thread_buf_)
-      if (!b.defined()) b = Tensor(Shape{kXi * kMaxBlock * (s_.c + s_.k)});
+  if (static_cast<int>(thread_buf_.size()) < threads) thread_buf_.resize(threads);
+  for (int t = 0; t < threads; ++t)
+    if (!thread_buf_[t].defined()) thread_buf_[t] = Tensor(Shape{kXi * kMaxBlock * (s_.c + s_.k)});
+  if (weight_grad) {
+    if (static_cast<int>(du_buf_.size()) < threads) du_buf_.resize(threads);
+    for (int t = 0; t < threads; ++t)
+      if (!du_buf_[t].defined()) du_buf_[t] = Tensor(Shape{kXi * s_.k * s_.c});
   }
   block_ = choose_block(tiles_, threads);
+}
+
+void WinogradConv::run(const float* x, const float* bias, bool relu, float* y) {
+  prepare(false);
   const int64_t blocks = (tiles_ + block_ - 1) / block_;
   bool ok = true;
 #pragma omp parallel for schedule(dynamic, 1) reduction(&& : ok)
   for (int64_t b = 0; b < blocks; ++b)
     ok = process_block(b, thread_buf_[omp_get_thread_num()].data(), x, bias, relu, y) && ok;
   DLT_CHECK(ok, "winograd: oneDNN's dnnl_sgemm failed");
+}
+
+bool WinogradConv::accumulate_block(int64_t block, float* buf, const float* x, const float* dy, float* du,
+                                    bool first) const {
+  const int64_t c = s_.c, k = s_.k, bt = block_;
+  float* v = buf;                  // [xi][tile][c]
+  float* dm = buf + kXi * bt * c;  // [xi][tile][k]
+  const int64_t t0 = block * bt, tn = std::min(bt, tiles_ - t0);
+  transform_inputs(t0, tn, x, v);
+  for (int64_t t = 0; t < tn; ++t) {
+    const int64_t tile = t0 + t, n = tile / (tiles_h_ * tiles_w_), rem = tile % (tiles_h_ * tiles_w_);
+    const int64_t oy0 = rem / tiles_w_ * kM, ox0 = rem % tiles_w_ * kM;
+    const int rows = static_cast<int>(std::min<int64_t>(kM, s_.oh - oy0));
+    const int cols = static_cast<int>(std::min<int64_t>(kM, s_.ow - ox0));
+    const float* dyt = dy + ((n * s_.oh + oy0) * s_.ow + ox0) * k;
+    for (int64_t k0 = 0; k0 < k; k0 += kChunk) {
+      const int ks = static_cast<int>(std::min<int64_t>(kChunk, k - k0));
+      output_grad_tile(at_, dyt + k0, s_.ow * k, k, rows, cols, ks, dm + t * k + k0, bt * k);
+    }
+  }
+  // du[xi] (k x c) += dm[xi]^T (k x tn) v[xi] (tn x c)
+  for (int xi = 0; xi < kXi; ++xi)
+    if (dnnl_sgemm('T', 'N', k, c, tn, 1.f, dm + xi * bt * k, k, v + xi * bt * c, c, first ? 0.f : 1.f,
+                   du + xi * k * c, c) != dnnl_success)
+      return false;
+  return true;
+}
+
+void WinogradConv::backward_weights(const float* x, const float* dy, float* dw, float* db) {
+  prepare(true);
+  const int64_t blocks = (tiles_ + block_ - 1) / block_, size = kXi * s_.k * s_.c;
+  bool ok = true;
+  int team = 1;
+  // Each thread sums its own blocks (a fixed set: static schedule) into its du; then the
+  // threads' sums are added in thread order. Same bits on every run at a thread count.
+#pragma omp parallel reduction(&& : ok)
+  {
+    const int t = omp_get_thread_num();
+#pragma omp single
+    team = omp_get_num_threads();
+    float* du = du_buf_[t].data();
+    bool first = true;
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+      ok = accumulate_block(b, thread_buf_[t].data(), x, dy, du, first) && ok;
+      first = false;
+    }
+    if (first) std::memset(du, 0, sizeof(float) * size);
+  }
+  DLT_CHECK(ok, "winograd: oneDNN's dnnl_sgemm failed");
+  float* du0 = du_buf_[0].data();
+  if (team > 1) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < size; ++i)
+      for (int t = 1; t < team; ++t) du0[i] += du_buf_[t].data()[i];
+  }
+  filter_grad_transform(g_, du0, s_.k, s_.c, dw);
+  if (db) sum_rows(dy, db);
+}
+
+void WinogradConv::sum_rows(const float* dy, float* db) {
+  const int64_t rows = s_.n * s_.oh * s_.ow, k = s_.k;
+  const int threads = omp_get_max_threads();
+  if (db_part_.numel() < threads * k) db_part_ = Tensor(Shape{threads * k});
+  int team = 1;
+#pragma omp parallel
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#pragma omp single
+    team = nt;
+    float* part = db_part_.data() + t * k;
+    std::fill(part, part + k, 0.f);
+    for (int64_t r = rows * t / nt; r < rows * (t + 1) / nt; ++r) {
+      const float* in = dy + r * k;
+      for (int64_t i = 0; i < k; ++i) part[i] += in[i];
+    }
+  }
+  std::copy(db_part_.data(), db_part_.data() + k, db);
+  for (int t = 1; t < team; ++t)
+    for (int64_t i = 0; i < k; ++i) db[i] += db_part_.data()[t * k + i];
 }
 
 }  // namespace dlt::cpu
