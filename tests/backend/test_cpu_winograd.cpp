@@ -64,16 +64,14 @@ double winograd_error(const ConvDesc& d, bool relu) {
   cpu_backend().fill(tdx, NAN);
 
   cpu::WinogradConv fwd({d.n, d.h, d.w, d.c, d.k, oh, ow, d.pad_t, d.pad_l});
-  fwd.set_filters(tw.data(), false);
-  fwd.run(tx.data(), tb.data(), relu, ty.data());
+  fwd.forward(tx.data(), tw.data(), false, tb.data(), relu, ty.data());
   Vec want = ref::conv_forward(d, x, w, b);
   if (relu)
     for (double& v : want) v = std::max(v, 0.0);
   const Comparison cf = compare(ty, want);
 
   cpu::WinogradConv bwd({d.n, oh, ow, d.k, d.c, d.h, d.w, 2 - d.pad_t, 2 - d.pad_l});
-  bwd.set_filters(tw.data(), true);
-  bwd.run(tdy.data(), nullptr, false, tdx.data());
+  bwd.forward(tdy.data(), tw.data(), true, nullptr, false, tdx.data());
   const Comparison cb = compare(tdx, ref::conv_backward_data(d, dy, w));
 
   Tensor tdw(Shape{d.k, 3, 3, d.c}), tdb(Shape{d.k});
@@ -147,8 +145,7 @@ TEST_CASE("WinogradConv repeats bit for bit at a thread count", "[backend][winog
     cpu_set_threads(t);
     cpu::WinogradConv op({d.n, d.h, d.w, d.c, d.k, d.h, d.w, 1, 1});
     Tensor ty(Shape{d.n, d.h, d.w, d.k});
-    op.set_filters(tw.data(), false);
-    op.run(tx.data(), tb.data(), false, ty.data());
+    op.forward(tx.data(), tw.data(), false, tb.data(), false, ty.data());
     out.push_back(to_vec(ty));
   }
   cpu_set_threads(threads);
@@ -160,4 +157,48 @@ TEST_CASE("WinogradConv repeats bit for bit at a thread count", "[backend][winog
     scale = std::max(scale, std::abs(out[1][i]));
   }
   CHECK(worst <= 5e-5 * scale);
+}
+
+// The weight gradient's two paths on 52 x 6 x 6 = 1,872 tiles (two chunks at 64 + 72
+// channels, WinogradConv::choose_chunk): both against the reference; the chunked path the same
+// bits on 1 and 2 threads (its chunks depend on the shape only, and each of the 36 products sums
+// them in order), the per-thread path the same bits on every run at a thread count.
+TEST_CASE("WinogradConv's weight gradient, per-thread blocks and chunks", "[backend][winograd]") {
+  if (!cpu_has_avx2_fma()) {
+    WARN("Winograd kernels skipped: the CPU has no AVX2 and FMA");
+    return;
+  }
+  const ConvDesc d = desc(52, 24, 24, 64, 72, 3, 1, 1, 1, 1);
+  CHECK(cpu::WinogradConv::choose_chunk(52 * 36, 64, 72) < 52 * 36);
+  Rng rng(9);
+  Vec x = random_vec(d.n * d.h * d.w * d.c, rng), dy = random_vec(d.n * d.h * d.w * d.k, rng);
+  Tensor tx = to_tensor(x, {d.n, d.h, d.w, d.c});
+  Tensor tdy = to_tensor(dy, {d.n, d.h, d.w, d.k});
+  Vec dw, db;
+  ref::conv_backward_weights(d, x, dy, dw, db);
+  const int threads = cpu_threads();
+  cpu::WinogradConv op({d.n, d.h, d.w, d.c, d.k, d.h, d.w, 1, 1});
+  auto run = [&](bool chunks) {
+    Tensor tdw(Shape{d.k, 3, 3, d.c}), tdb(Shape{d.k});
+    if (chunks)
+      op.backward_weights_chunks(tx.data(), tdy.data(), tdw.data(), tdb.data());
+    else
+      op.backward_weights_blocks(tx.data(), tdy.data(), tdw.data(), tdb.data());
+    const Comparison cw = compare(tdw, dw), cb = compare(tdb, db);
+    INFO((chunks ? "chunks" : "blocks") << ", " << cpu_threads() << " thread(s): dw " << cw.str() << "; db "
+                                        << cb.str());
+    CHECK(cw.rel < 2e-5);
+    CHECK(cb.rel < 1e-5);
+    return to_vec(tdw);
+  };
+  std::vector<Vec> chunked, blocked;
+  for (int t : {1, 2}) {
+    cpu_set_threads(t);
+    chunked.push_back(run(true));
+  }
+  blocked.push_back(run(false));
+  blocked.push_back(run(false));
+  cpu_set_threads(threads);
+  CHECK(chunked[0] == chunked[1]);
+  CHECK(blocked[0] == blocked[1]);
 }

@@ -40,13 +40,11 @@ class WinogradConvOp final : public ConvOp, public ImplInfo {
 
  protected:
   void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu) override {
-    fwd_.set_filters(w.data(), false);
-    fwd_.run(x.data(), b.defined() ? b.data() : nullptr, relu || d_.fuse_relu, y.data());
+    fwd_.forward(x.data(), w.data(), false, b.defined() ? b.data() : nullptr, relu || d_.fuse_relu, y.data());
   }
 
   void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
-    bwd_d_.set_filters(w.data(), true);
-    bwd_d_.run(dy.data(), nullptr, false, dx.data());
+    bwd_d_.forward(dy.data(), w.data(), true, nullptr, false, dx.data());
   }
 
   void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {

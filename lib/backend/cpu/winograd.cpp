@@ -1,9 +1,11 @@
-// Winograd convolution on NHWC float32 (winograd.h). Per block of tiles, on one thread:
-// input transform into V (36 matrices of tiles x c), 36 sgemm calls M_xi = V_xi U_xi^T
+// Winograd convolution on NHWC float32 (winograd.h). Forward, per block of tiles on one
+// thread: input transform into V (36 matrices of tiles x c), 36 sgemm calls M_xi = V_xi U_xi^T
 // (oneDNN's dnnl_sgemm, single-threaded inside the parallel loop), output transform from M
 // into y. Blocks are independent of which thread runs them, so runs repeat bit for bit at a
 // thread count; the block size follows the thread count, and another row count may make
-// sgemm sum in another order (1 and 2 threads agree to rounding).
+// sgemm sum in another order (1 and 2 threads agree to rounding). Weight gradient, per chunk
+// of tiles: both transforms with the tiles across threads, then the 36 products across
+// threads, each summing the chunks in order (the same bits on any number of threads).
 #include "backend/cpu/winograd.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -13,6 +15,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "util/check.h"
 
@@ -25,6 +28,9 @@ constexpr int kR = 3;  // filter
 constexpr int kXi = kA * kA;
 constexpr int kChunk = 64;  // channels per transform pass (its buffers stay in L1)
 constexpr int64_t kMaxBlock = 64;  // tiles per block
+// backward_weights keeps a weight-gradient sum per thread (the fast path: every block stays in
+// cache) while those sums take at most this much memory; beyond it, the chunked path.
+constexpr int64_t kPerThreadSumsBytes = int64_t{64} << 20;
 
 // Coefficients of prod (x - p) over the given points, lowest degree first.
 std::vector<double> poly_from_roots(const std::vector<double>& roots) {
@@ -248,6 +254,32 @@ WinogradMatrices winograd_matrices(int m, int r) {
   return w;
 }
 
+
+// Buffers needed only while a call runs, shared by every WinogradConv of the process (layers
+// run one at a time; the mutex keeps two callers apart): transformed filters, per-thread tile
+// blocks, the weight gradient's chunk and sums. Each grows to the largest layer's need, so a
+// network's Winograd layers cost the largest one's scratch, not the sum of all.
+struct Scratch {
+  std::mutex mutex;
+  Tensor u, w_adjoint, chunk, du, db_part;
+  std::vector<Tensor> block;      // per thread: 36 x block x (c + k)
+  std::vector<Tensor> du_thread;  // per thread: 36 x k x c (backward_weights_blocks)
+};
+
+namespace {
+
+Scratch& scratch() {
+  static Scratch s;
+  return s;
+}
+
+float* at_least(Tensor& t, int64_t n) {
+  if (!t.defined() || t.numel() < n) t = Tensor(Shape{n});
+  return t.data();
+}
+
+}  // namespace
+
 int64_t WinogradConv::choose_block(int64_t tiles, int threads) {
   int64_t most = kMaxBlock;
   if (const char* e = std::getenv("DLT_WINOGRAD_BLOCK")) most = std::clamp<int64_t>(std::strtol(e, nullptr, 10), 1, kMaxBlock);
@@ -258,6 +290,15 @@ int64_t WinogradConv::choose_block(int64_t tiles, int threads) {
   const int64_t rounds = (tiles + most * threads - 1) / (most * threads);
   const int64_t blocks = std::max<int64_t>(1, rounds * threads);
   return std::max<int64_t>(1, (tiles + blocks - 1) / blocks);
+}
+
+int64_t WinogradConv::choose_chunk(int64_t tiles, int64_t c, int64_t k) {
+  // About 32 MiB of transformed inputs and output gradients per chunk, at least 64 tiles;
+  // equal chunks. Depends on the shape only, so the weight gradient is the same on any number
+  // of threads.
+  const int64_t most = std::max<int64_t>(64, (int64_t{32} << 20) / (kXi * (c + k) * 4));
+  const int64_t chunks = (tiles + most - 1) / most;
+  return (tiles + chunks - 1) / chunks;
 }
 
 WinogradConv::WinogradConv(const WinogradShape& s) : s_(s) {
@@ -271,29 +312,9 @@ WinogradConv::WinogradConv(const WinogradShape& s) : s_(s) {
   tiles_h_ = (s.oh + kM - 1) / kM;
   tiles_w_ = (s.ow + kM - 1) / kM;
   tiles_ = s.n * tiles_h_ * tiles_w_;
-  u_ = Tensor(Shape{kXi * s.k * s.c});
 }
 
-void WinogradConv::set_filters(const float* w, bool adjoint) {
-  const int64_t r = kR, outs = s_.k, ins = s_.c;
-  const float* src = w;
-  if (adjoint) {
-    // w is (ins, r, r, outs) as the forward convolution's (k, r, r, c); this one's filter
-    // wt[o][a][b][i] = w[i][r-1-a][r-1-b][o].
-    if (!w_adjoint_.defined()) w_adjoint_ = Tensor(Shape{outs * r * r * ins});
-    float* wt = w_adjoint_.data();
-#pragma omp parallel for schedule(static)
-    for (int64_t o = 0; o < outs; ++o)
-      for (int64_t a = 0; a < r; ++a)
-        for (int64_t b = 0; b < r; ++b)
-          for (int64_t i = 0; i < ins; ++i)
-            wt[((o * r + a) * r + b) * ins + i] = w[((i * r + (r - 1 - a)) * r + (r - 1 - b)) * outs + o];
-    src = wt;
-  }
-  filter_transform(g_, src, outs, ins, u_.data());
-}
-
-void WinogradConv::transform_inputs(int64_t t0, int64_t tn, const float* x, float* v) const {
+void WinogradConv::transform_inputs(int64_t t0, int64_t tn, const float* x, float* v, int64_t ld) const {
   const int64_t c = s_.c;
   for (int64_t t = 0; t < tn; ++t) {
     const int64_t tile = t0 + t, n = tile / (tiles_h_ * tiles_w_), rem = tile % (tiles_h_ * tiles_w_);
@@ -306,20 +327,19 @@ void WinogradConv::transform_inputs(int64_t t0, int64_t tn, const float* x, floa
           src[i][j] = yy >= 0 && yy < s_.h && xx >= 0 && xx < s_.w ? x + ((n * s_.h + yy) * s_.w + xx) * c + c0 : nullptr;
         }
       const int cs = static_cast<int>(std::min<int64_t>(kChunk, c - c0));
-      input_tile(bt_, src, cs, v + t * c + c0, block_ * c);
+      input_tile(bt_, src, cs, v + t * c + c0, ld);
     }
   }
 }
 
-bool WinogradConv::process_block(int64_t block, float* buf, const float* x, const float* bias, bool relu,
-                                 float* y) const {
-  const int64_t c = s_.c, k = s_.k, bt = block_;
-  float* v = buf;                   // [xi][tile][c]
-  float* mm = buf + kXi * bt * c;   // [xi][tile][k]
-  const int64_t t0 = block * bt, tn = std::min(bt, tiles_ - t0);
-  transform_inputs(t0, tn, x, v);
+bool WinogradConv::process_block(int64_t t0, int64_t tn, int64_t bt, const float* u, float* buf, const float* x,
+                                 const float* bias, bool relu, float* y) const {
+  const int64_t c = s_.c, k = s_.k;
+  float* v = buf;                 // [xi][tile][c]
+  float* mm = buf + kXi * bt * c;  // [xi][tile][k]
+  transform_inputs(t0, tn, x, v, bt * c);
   for (int xi = 0; xi < kXi; ++xi)
-    if (dnnl_sgemm('N', 'T', tn, k, c, 1.f, v + xi * bt * c, c, u_.data() + xi * k * c, c, 0.f, mm + xi * bt * k, k) !=
+    if (dnnl_sgemm('N', 'T', tn, k, c, 1.f, v + xi * bt * c, c, u + xi * k * c, c, 0.f, mm + xi * bt * k, k) !=
         dnnl_success)
       return false;
   for (int64_t t = 0; t < tn; ++t) {
@@ -330,43 +350,49 @@ bool WinogradConv::process_block(int64_t block, float* buf, const float* x, cons
     float* yt = y + ((n * s_.oh + oy0) * s_.ow + ox0) * k;
     for (int64_t k0 = 0; k0 < k; k0 += kChunk) {
       const int ks = static_cast<int>(std::min<int64_t>(kChunk, k - k0));
-      const float* bk = bias ? bias + k0 : nullptr;
-      output_tile(at_, mm + t * k + k0, bt * k, ks, bk, relu, yt + k0, s_.ow * k, k, rows, cols);
+      output_tile(at_, mm + t * k + k0, bt * k, ks, bias ? bias + k0 : nullptr, relu, yt + k0, s_.ow * k, k, rows,
+                  cols);
     }
   }
   return true;
 }
 
-void WinogradConv::prepare(bool weight_grad) {
-  const int threads = omp_get_max_threads();
-  if (static_cast<int>(thread_buf_.size()) < threads) thread_buf_.resize(threads);
-  for (int t = 0; t < threads; ++t)
-    if (!thread_buf_[t].defined()) thread_buf_[t] = Tensor(Shape{kXi * kMaxBlock * (s_.c + s_.k)});
-  if (weight_grad) {
-    if (static_cast<int>(du_buf_.size()) < threads) du_buf_.resize(threads);
-    for (int t = 0; t < threads; ++t)
-      if (!du_buf_[t].defined()) du_buf_[t] = Tensor(Shape{kXi * s_.k * s_.c});
+void WinogradConv::forward(const float* x, const float* w, bool adjoint, const float* bias, bool relu,
+                           float* y) const {
+  Scratch& sc = scratch();
+  std::lock_guard<std::mutex> lock(sc.mutex);
+  const int64_t outs = s_.k, ins = s_.c;
+  const float* src = w;
+  if (adjoint) {
+    // w is (ins, 3, 3, outs), the forward convolution's (k, 3, 3, c); this one's filter is
+    // wt[o][a][b][i] = w[i][2-a][2-b][o].
+    float* wt = at_least(sc.w_adjoint, outs * kR * kR * ins);
+#pragma omp parallel for schedule(static)
+    for (int64_t o = 0; o < outs; ++o)
+      for (int64_t a = 0; a < kR; ++a)
+        for (int64_t b = 0; b < kR; ++b)
+          for (int64_t i = 0; i < ins; ++i)
+            wt[((o * kR + a) * kR + b) * ins + i] = w[((i * kR + (kR - 1 - a)) * kR + (kR - 1 - b)) * outs + o];
+    src = wt;
   }
-  block_ = choose_block(tiles_, threads);
-}
+  float* u = at_least(sc.u, kXi * outs * ins);
+  filter_transform(g_, src, outs, ins, u);
 
-void WinogradConv::run(const float* x, const float* bias, bool relu, float* y) {
-  prepare(false);
-  const int64_t blocks = (tiles_ + block_ - 1) / block_;
+  const int threads = omp_get_max_threads();
+  if (static_cast<int>(sc.block.size()) < threads) sc.block.resize(threads);
+  for (int t = 0; t < threads; ++t) at_least(sc.block[t], kXi * kMaxBlock * (ins + outs));
+  const int64_t bt = choose_block(tiles_, threads), blocks = (tiles_ + bt - 1) / bt;
   bool ok = true;
 #pragma omp parallel for schedule(dynamic, 1) reduction(&& : ok)
   for (int64_t b = 0; b < blocks; ++b)
-    ok = process_block(b, thread_buf_[omp_get_thread_num()].data(), x, bias, relu, y) && ok;
+    ok = process_block(b * bt, std::min(bt, tiles_ - b * bt), bt, u, sc.block[omp_get_thread_num()].data(), x, bias,
+                       relu, y) &&
+         ok;
   DLT_CHECK(ok, "winograd: oneDNN's dnnl_sgemm failed");
 }
 
-bool WinogradConv::accumulate_block(int64_t block, float* buf, const float* x, const float* dy, float* du,
-                                    bool first) const {
-  const int64_t c = s_.c, k = s_.k, bt = block_;
-  float* v = buf;                  // [xi][tile][c]
-  float* dm = buf + kXi * bt * c;  // [xi][tile][k]
-  const int64_t t0 = block * bt, tn = std::min(bt, tiles_ - t0);
-  transform_inputs(t0, tn, x, v);
+void WinogradConv::transform_output_grads(int64_t t0, int64_t tn, const float* dy, float* dm, int64_t ld) const {
+  const int64_t k = s_.k;
   for (int64_t t = 0; t < tn; ++t) {
     const int64_t tile = t0 + t, n = tile / (tiles_h_ * tiles_w_), rem = tile % (tiles_h_ * tiles_w_);
     const int64_t oy0 = rem / tiles_w_ * kM, ox0 = rem % tiles_w_ * kM;
@@ -375,69 +401,120 @@ bool WinogradConv::accumulate_block(int64_t block, float* buf, const float* x, c
     const float* dyt = dy + ((n * s_.oh + oy0) * s_.ow + ox0) * k;
     for (int64_t k0 = 0; k0 < k; k0 += kChunk) {
       const int ks = static_cast<int>(std::min<int64_t>(kChunk, k - k0));
-      output_grad_tile(at_, dyt + k0, s_.ow * k, k, rows, cols, ks, dm + t * k + k0, bt * k);
+      output_grad_tile(at_, dyt + k0, s_.ow * k, k, rows, cols, ks, dm + t * k + k0, ld);
     }
   }
-  // du[xi] (k x c) += dm[xi]^T (k x tn) v[xi] (tn x c)
-  for (int xi = 0; xi < kXi; ++xi)
-    if (dnnl_sgemm('T', 'N', k, c, tn, 1.f, dm + xi * bt * k, k, v + xi * bt * c, c, first ? 0.f : 1.f,
-                   du + xi * k * c, c) != dnnl_success)
-      return false;
-  return true;
 }
 
-void WinogradConv::backward_weights(const float* x, const float* dy, float* dw, float* db) {
-  prepare(true);
-  const int64_t blocks = (tiles_ + block_ - 1) / block_, size = kXi * s_.k * s_.c;
+void WinogradConv::backward_weights(const float* x, const float* dy, float* dw, float* db) const {
+  const int64_t sums = int64_t{omp_get_max_threads()} * kXi * s_.k * s_.c * 4;
+  if (sums <= kPerThreadSumsBytes)
+    backward_weights_blocks(x, dy, dw, db);
+  else
+    backward_weights_chunks(x, dy, dw, db);
+}
+
+void WinogradConv::backward_weights_blocks(const float* x, const float* dy, float* dw, float* db) const {
+  Scratch& sc = scratch();
+  std::lock_guard<std::mutex> lock(sc.mutex);
+  const int64_t c = s_.c, k = s_.k, size = kXi * k * c;
+  const int threads = omp_get_max_threads();
+  if (static_cast<int>(sc.block.size()) < threads) sc.block.resize(threads);
+  if (static_cast<int>(sc.du_thread.size()) < threads) sc.du_thread.resize(threads);
+  for (int t = 0; t < threads; ++t) {
+    at_least(sc.block[t], kXi * kMaxBlock * (c + k));
+    at_least(sc.du_thread[t], size);
+  }
+  const int64_t bt = choose_block(tiles_, threads), blocks = (tiles_ + bt - 1) / bt;
   bool ok = true;
   int team = 1;
   // Each thread sums its own blocks (a fixed set: static schedule) into its du; then the
-  // threads' sums are added in thread order. Same bits on every run at a thread count.
+  // threads' sums are added in thread order.
 #pragma omp parallel reduction(&& : ok)
   {
     const int t = omp_get_thread_num();
 #pragma omp single
     team = omp_get_num_threads();
-    float* du = du_buf_[t].data();
+    float* buf = sc.block[t].data();
+    float* du = sc.du_thread[t].data();
+    float* v = buf;                  // [xi][tile][c]
+    float* dm = buf + kXi * bt * c;  // [xi][tile][k]
     bool first = true;
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < blocks; ++b) {
-      ok = accumulate_block(b, thread_buf_[t].data(), x, dy, du, first) && ok;
+      const int64_t t0 = b * bt, tn = std::min(bt, tiles_ - t0);
+      transform_inputs(t0, tn, x, v, bt * c);
+      transform_output_grads(t0, tn, dy, dm, bt * k);
+      for (int xi = 0; xi < kXi; ++xi)
+        ok = dnnl_sgemm('T', 'N', k, c, tn, 1.f, dm + xi * bt * k, k, v + xi * bt * c, c, first ? 0.f : 1.f,
+                        du + xi * k * c, c) == dnnl_success &&
+             ok;
       first = false;
     }
     if (first) std::memset(du, 0, sizeof(float) * size);
   }
   DLT_CHECK(ok, "winograd: oneDNN's dnnl_sgemm failed");
-  float* du0 = du_buf_[0].data();
-  if (team > 1) {
+  float* du0 = sc.du_thread[0].data();
+  std::vector<const float*> others;
+  for (int t = 1; t < team; ++t) others.push_back(sc.du_thread[t].data());
+  if (!others.empty()) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < size; ++i)
-      for (int t = 1; t < team; ++t) du0[i] += du_buf_[t].data()[i];
+      for (const float* o : others) du0[i] += o[i];
   }
-  filter_grad_transform(g_, du0, s_.k, s_.c, dw);
-  if (db) sum_rows(dy, db);
+  filter_grad_transform(g_, du0, k, c, dw);
+  if (db) sum_rows(dy, db, sc);
 }
 
-void WinogradConv::sum_rows(const float* dy, float* db) {
+void WinogradConv::backward_weights_chunks(const float* x, const float* dy, float* dw, float* db) const {
+  Scratch& sc = scratch();
+  std::lock_guard<std::mutex> lock(sc.mutex);
+  const int64_t c = s_.c, k = s_.k, tc = choose_chunk(tiles_, c, k);
+  float* v = at_least(sc.chunk, kXi * tc * (c + k));  // [xi][tile][c]
+  float* dm = v + kXi * tc * c;                        // [xi][tile][k]
+  float* du = at_least(sc.du, kXi * k * c);            // [xi][k][c]
+  // Per chunk of tiles: transform x and dy (tiles across threads), then du[xi] += dm[xi]^T v[xi]
+  // (the 36 products across threads, each summing the chunks in order).
+  for (int64_t t0 = 0; t0 < tiles_; t0 += tc) {
+    const int64_t tn = std::min(tc, tiles_ - t0);
+#pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < tn; ++t) {
+      transform_inputs(t0 + t, 1, x, v + t * c, tc * c);
+      transform_output_grads(t0 + t, 1, dy, dm + t * k, tc * k);
+    }
+    bool ok = true;
+#pragma omp parallel for schedule(static) reduction(&& : ok)
+    for (int xi = 0; xi < kXi; ++xi)
+      ok = dnnl_sgemm('T', 'N', k, c, tn, 1.f, dm + xi * tc * k, k, v + xi * tc * c, c, t0 == 0 ? 0.f : 1.f,
+                      du + xi * k * c, c) == dnnl_success &&
+           ok;
+    DLT_CHECK(ok, "winograd: oneDNN's dnnl_sgemm failed");
+  }
+  filter_grad_transform(g_, du, k, c, dw);
+  if (db) sum_rows(dy, db, sc);
+}
+
+void WinogradConv::sum_rows(const float* dy, float* db, Scratch& sc) const {
+  // db = the sum of dy's rows: per-thread ranges, added in thread order.
   const int64_t rows = s_.n * s_.oh * s_.ow, k = s_.k;
   const int threads = omp_get_max_threads();
-  if (db_part_.numel() < threads * k) db_part_ = Tensor(Shape{threads * k});
+  float* part = at_least(sc.db_part, threads * k);
   int team = 1;
 #pragma omp parallel
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
 #pragma omp single
     team = nt;
-    float* part = db_part_.data() + t * k;
-    std::fill(part, part + k, 0.f);
+    float* mine = part + t * k;
+    std::fill(mine, mine + k, 0.f);
     for (int64_t r = rows * t / nt; r < rows * (t + 1) / nt; ++r) {
       const float* in = dy + r * k;
-      for (int64_t i = 0; i < k; ++i) part[i] += in[i];
+      for (int64_t i = 0; i < k; ++i) mine[i] += in[i];
     }
   }
-  std::copy(db_part_.data(), db_part_.data() + k, db);
+  std::copy(part, part + k, db);
   for (int t = 1; t < team; ++t)
-    for (int64_t i = 0; i < k; ++i) db[i] += db_part_.data()[t * k + i];
+    for (int64_t i = 0; i < k; ++i) db[i] += part[t * k + i];
 }
 
 }  // namespace dlt::cpu

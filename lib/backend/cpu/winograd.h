@@ -8,6 +8,7 @@
 // The transforms are the only arithmetic written here: O(a^2) adds per tile and channel,
 // vectorized over channels (NHWC keeps them contiguous), compiled for AVX2 + FMA. Tiles are
 // processed in blocks per thread, so a block's transformed inputs and products stay in cache.
+// Scratch lives only during a call and is shared by all instances (winograd.cpp, Scratch).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -15,6 +16,8 @@
 #include "tensor/tensor.h"
 
 namespace dlt::cpu {
+
+struct Scratch;  // winograd.cpp: buffers shared by every WinogradConv while a call runs
 
 // The transforms of the 1-D F(m, r): the correlation y_i = sum_k d[i + k] g[k] (i < m, k < r)
 // of a tile d of a = m + r - 1 inputs is y = A^T [(G g) . (B^T d)], and the 2-D one
@@ -44,42 +47,45 @@ class WinogradConv {
  public:
   explicit WinogradConv(const WinogradShape& s);
 
-  // Transforms the filters for run(). adjoint = false: w is (k, 3, 3, c) (OHWI). adjoint = true:
-  // w is the (c, 3, 3, k) filter of the convolution whose data gradient this one computes
-  // (its input channels are this one's outputs): it is used rotated by 180 degrees with the
-  // channel roles swapped.
-  void set_filters(const float* w, bool adjoint);
-  // y (n, oh, ow, k) = conv(x, filters) + bias (when not null), then max(0, .) when relu.
-  // Every element of y is written.
-  void run(const float* x, const float* bias, bool relu, float* y);
-  // The gradients of the forward convolution (adjoint = false) for input x and output
-  // gradient dy: dw (k, 3, 3, c) = G^T [sum over tiles of (B^T x B) . (A dy A^T)] G, and
-  // db (k) = the sum of dy (when db is not null). Both are overwritten.
-  void backward_weights(const float* x, const float* dy, float* dw, float* db);
+  // y (n, oh, ow, k) = conv(x, w) + bias (when not null), then max(0, .) when relu; every
+  // element of y is written. adjoint = false: w is (k, 3, 3, c) (OHWI). adjoint = true: w is
+  // the (c, 3, 3, k) filter of the convolution whose data gradient this one computes (its
+  // input channels are this one's outputs), used rotated by 180 degrees with the channel
+  // roles swapped.
+  void forward(const float* x, const float* w, bool adjoint, const float* bias, bool relu, float* y) const;
+  // The gradients of forward(adjoint = false) for input x and output gradient dy:
+  // dw (k, 3, 3, c) = G^T [sum over tiles of (B^T x B) . (A dy A^T)] G, and db (k) = the sum
+  // of dy (when db is not null). Both are overwritten. One of the two paths below: blocks
+  // while a sum per thread takes at most 64 MiB in all, chunks beyond.
+  void backward_weights(const float* x, const float* dy, float* dw, float* db) const;
+  // Per-thread blocks of tiles (as forward) summed into a 36 x k x c buffer per thread, added
+  // in thread order: cache-resident, the same bits on every run at a thread count.
+  void backward_weights_blocks(const float* x, const float* dy, float* dw, float* db) const;
+  // Chunks of tiles (choose_chunk): transforms across threads, then the 36 products across
+  // threads, one sum in all: less memory, more traffic; the same bits on any thread count.
+  void backward_weights_chunks(const float* x, const float* dy, float* dw, float* db) const;
 
   int64_t tiles() const { return tiles_; }
-  // Tiles per block for this many tiles and threads; DLT_WINOGRAD_BLOCK lowers the most (64).
+  // Tiles per forward block for this many tiles and threads; DLT_WINOGRAD_BLOCK lowers the
+  // most (64).
   static int64_t choose_block(int64_t tiles, int threads);
+  // Tiles per weight-gradient chunk (independent of the thread count).
+  static int64_t choose_chunk(int64_t tiles, int64_t c, int64_t k);
 
  private:
   WinogradShape s_;
   float at_[6][6] = {}, bt_[6][6] = {}, g_[6][6] = {};
-  int64_t tiles_h_ = 0, tiles_w_ = 0, tiles_ = 0, block_ = 1;  // block_: run()'s
-  Tensor u_;                       // transformed filters: 36 x k x c
-  Tensor w_adjoint_;               // set_filters(adjoint): the rotated, transposed filter
-  std::vector<Tensor> thread_buf_;  // per thread: 36 x block x c inputs, 36 x block x k products
-  std::vector<Tensor> du_buf_;      // per thread: 36 x k x c weight-gradient sums
-  Tensor db_part_;                  // per thread: k bias-gradient sums
-  // db = the sum of dy's rows: per-thread ranges, added in thread order.
-  void sum_rows(const float* dy, float* db);
-  // Buffers for the current thread count, and the block size.
-  void prepare(bool weight_grad);
-  // Input transform of tiles [t0, t0 + tn) into v ([xi][tile][c], block_ tiles per xi).
-  void transform_inputs(int64_t t0, int64_t tn, const float* x, float* v) const;
-  // One block of tiles on the calling thread; false when sgemm failed.
-  bool process_block(int64_t block, float* buf, const float* x, const float* bias, bool relu, float* y) const;
-  // Adds one block's weight-gradient products to du (or writes them, when first).
-  bool accumulate_block(int64_t block, float* buf, const float* x, const float* dy, float* du, bool first) const;
+  int64_t tiles_h_ = 0, tiles_w_ = 0, tiles_ = 0;
+  // Input transform of tiles [t0, t0 + tn) into v ([xi][tile][c], ld floats between xi; v
+  // points at tile t0's slot).
+  void transform_inputs(int64_t t0, int64_t tn, const float* x, float* v, int64_t ld) const;
+  // A dy A^T of tiles [t0, t0 + tn) into dm ([xi][tile][k], ld between xi).
+  void transform_output_grads(int64_t t0, int64_t tn, const float* dy, float* dm, int64_t ld) const;
+  void sum_rows(const float* dy, float* db, Scratch& sc) const;
+  // Forward of tiles [t0, t0 + tn) on the calling thread with filters u, in buf (a block of bt
+  // tiles); false when sgemm failed.
+  bool process_block(int64_t t0, int64_t tn, int64_t bt, const float* u, float* buf, const float* x, const float* bias,
+                     bool relu, float* y) const;
 };
 
 }  // namespace dlt::cpu
