@@ -3,9 +3,9 @@
 // (oneDNN's dnnl_sgemm, single-threaded inside the parallel loop), output transform from M
 // into y. Blocks are independent of which thread runs them, so runs repeat bit for bit at a
 // thread count; the block size follows the thread count, and another row count may make
-// sgemm sum in another order (1 and 2 threads agree to rounding). Weight gradient, per chunk
-// of tiles: both transforms with the tiles across threads, then the 36 products across
-// threads, each summing the chunks in order (the same bits on any number of threads).
+// sgemm sum in another order (1 and 2 threads agree to rounding). Weight gradient: per-thread
+// blocks with a sum per thread while those sums are small (backward_weights_blocks), else
+// chunks of tiles with the 36 products across threads (backward_weights_chunks).
 #include "backend/cpu/winograd.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -154,75 +154,62 @@ std::vector<double> poly_from_roots(const std::vector<double>& roots) {
     }
 }
 
-// The adjoint of filter_transform: dw[o][a][b][i] = sum over p, q of G[p][a] G[q][b] du[p*6+q][o][i].
-[[gnu::target("avx2,fma")]] void filter_grad_transform(const float (&g)[6][6], const float* du, int64_t outs,
-                                                       int64_t ins, float* dw) {
+// Strides, in floats, of a filter-shaped array's rows of input channels: per output channel o
+// and per index pair (a, b).
+struct FilterStrides {
+  int64_t o, a, b;
+};
+
+// The filter transform and its adjoint, one function: for every output channel o and input
+// channel, out[p][q] = sum over a, b < RI of L[p][a] L[q][b] in[a][b] (p, q < RO). Forward:
+// L = G (RO = 6, RI = 3), a 3x3 filter to its 36 tile positions, u = G w G^T. Adjoint (the
+// weight gradient): L = G^T (RO = 3, RI = 6), dw = G^T du G. Rows of `ins` channels at
+// in + o * is.o + a * is.a + b * is.b, out likewise with os.
+template <int RO, int RI, bool kTransposed>
+[[gnu::target("avx2,fma")]] void filter_sandwich(const float (&g)[6][6], const float* in, FilterStrides is, float* out,
+                                                 FilterStrides os, int64_t outs, int64_t ins) {
 #pragma omp parallel for schedule(static)
   for (int64_t o = 0; o < outs; ++o) {
-    alignas(64) float t[kA][kR][kChunk];  // t[p][b] = sum_q G[q][b] du[p][q]
+    alignas(64) float t[RO][RI][kChunk];  // t[p][b] = sum over a of L[p][a] in[a][b]
     alignas(64) float acc[kChunk];
     for (int64_t i0 = 0; i0 < ins; i0 += kChunk) {
       const int cs = static_cast<int>(std::min<int64_t>(kChunk, ins - i0));
-      for (int p = 0; p < kA; ++p)
-        for (int b = 0; b < kR; ++b) {
+      for (int p = 0; p < RO; ++p)
+        for (int b = 0; b < RI; ++b) {
           float* tt = t[p][b];
           for (int c = 0; c < cs; ++c) tt[c] = 0.f;
-          for (int q = 0; q < kA; ++q) {
-            const float gv = g[q][b];
-            if (gv == 0.f) continue;
-            const float* in = du + ((p * kA + q) * outs + o) * ins + i0;
-            for (int c = 0; c < cs; ++c) tt[c] += gv * in[c];
+          for (int a = 0; a < RI; ++a) {
+            const float l = kTransposed ? g[a][p] : g[p][a];
+            if (l == 0.f) continue;
+            const float* src = in + o * is.o + a * is.a + b * is.b + i0;
+            for (int c = 0; c < cs; ++c) tt[c] += l * src[c];
           }
         }
-      for (int a = 0; a < kR; ++a)
-        for (int b = 0; b < kR; ++b) {
+      for (int p = 0; p < RO; ++p)
+        for (int q = 0; q < RO; ++q) {
           for (int c = 0; c < cs; ++c) acc[c] = 0.f;
-          for (int p = 0; p < kA; ++p) {
-            const float gv = g[p][a];
-            if (gv == 0.f) continue;
-            const float* in = t[p][b];
-            for (int c = 0; c < cs; ++c) acc[c] += gv * in[c];
+          for (int b = 0; b < RI; ++b) {
+            const float l = kTransposed ? g[b][q] : g[q][b];
+            if (l == 0.f) continue;
+            const float* src = t[p][b];
+            for (int c = 0; c < cs; ++c) acc[c] += l * src[c];
           }
-          std::memcpy(dw + ((o * kR + a) * kR + b) * ins + i0, acc, sizeof(float) * cs);
+          std::memcpy(out + o * os.o + p * os.a + q * os.b + i0, acc, sizeof(float) * cs);
         }
     }
   }
 }
 
-// u[xi][o][i] (xi = 36 tile positions) = (G w[o, :, :, i] G^T)[xi] for every output o and
-// input channel i; w is (out, 3, 3, in).
-[[gnu::target("avx2,fma")]] void filter_transform(const float (&g)[6][6], const float* w, int64_t outs, int64_t ins,
-                                                  float* u) {
-#pragma omp parallel for schedule(static)
-  for (int64_t o = 0; o < outs; ++o) {
-    alignas(64) float t[kA][kR][kChunk];
-    alignas(64) float acc[kChunk];
-    for (int64_t i0 = 0; i0 < ins; i0 += kChunk) {
-      const int cs = static_cast<int>(std::min<int64_t>(kChunk, ins - i0));
-      for (int i = 0; i < kA; ++i)
-        for (int b = 0; b < kR; ++b) {
-          float* tt = t[i][b];
-          for (int c = 0; c < cs; ++c) tt[c] = 0.f;
-          for (int a = 0; a < kR; ++a) {
-            const float gv = g[i][a];
-            if (gv == 0.f) continue;
-            const float* in = w + ((o * kR + a) * kR + b) * ins + i0;
-            for (int c = 0; c < cs; ++c) tt[c] += gv * in[c];
-          }
-        }
-      for (int i = 0; i < kA; ++i)
-        for (int j = 0; j < kA; ++j) {
-          for (int c = 0; c < cs; ++c) acc[c] = 0.f;
-          for (int b = 0; b < kR; ++b) {
-            const float gv = g[j][b];
-            if (gv == 0.f) continue;
-            const float* in = t[i][b];
-            for (int c = 0; c < cs; ++c) acc[c] += gv * in[c];
-          }
-          std::memcpy(u + ((i * kA + j) * outs + o) * ins + i0, acc, sizeof(float) * cs);
-        }
-    }
-  }
+// u[xi][o][i] (xi = 36 tile positions) = (G w[o, :, :, i] G^T)[xi]; w is (outs, 3, 3, ins).
+void filter_transform(const float (&g)[6][6], const float* w, int64_t outs, int64_t ins, float* u) {
+  filter_sandwich<kA, kR, false>(g, w, {kR * kR * ins, kR * ins, ins}, u, {ins, kA * outs * ins, outs * ins}, outs,
+                                 ins);
+}
+
+// The adjoint: dw[o][a][b][i] = (G^T du[:, o, i] G)[a][b], du as u.
+void filter_grad_transform(const float (&g)[6][6], const float* du, int64_t outs, int64_t ins, float* dw) {
+  filter_sandwich<kR, kA, true>(g, du, {ins, kA * outs * ins, outs * ins}, dw, {kR * kR * ins, kR * ins, ins}, outs,
+                                ins);
 }
 
 }  // namespace
@@ -259,17 +246,18 @@ WinogradMatrices winograd_matrices(int m, int r) {
 // run one at a time; the mutex keeps two callers apart): transformed filters, per-thread tile
 // blocks, the weight gradient's chunk and sums. Each grows to the largest layer's need, so a
 // network's Winograd layers cost the largest one's scratch, not the sum of all.
-struct Scratch {
+struct WinogradScratch {
   std::mutex mutex;
   Tensor u, w_adjoint, chunk, du, db_part;
   std::vector<Tensor> block;      // per thread: 36 x block x (c + k)
   std::vector<Tensor> du_thread;  // per thread: 36 x k x c (backward_weights_blocks)
+  std::vector<float*> du_of;      // du_thread's buffers
 };
 
 namespace {
 
-Scratch& scratch() {
-  static Scratch s;
+WinogradScratch& scratch() {
+  static WinogradScratch s;
   return s;
 }
 
@@ -314,11 +302,22 @@ WinogradConv::WinogradConv(const WinogradShape& s) : s_(s) {
   tiles_ = s.n * tiles_h_ * tiles_w_;
 }
 
+WinogradConv::Tile WinogradConv::tile_at(int64_t tile) const {
+  const int64_t per_image = tiles_h_ * tiles_w_, rem = tile % per_image;
+  Tile t;
+  t.n = tile / per_image;
+  t.y0 = rem / tiles_w_ * kM;
+  t.x0 = rem % tiles_w_ * kM;
+  t.rows = static_cast<int>(std::min<int64_t>(kM, s_.oh - t.y0));
+  t.cols = static_cast<int>(std::min<int64_t>(kM, s_.ow - t.x0));
+  return t;
+}
+
 void WinogradConv::transform_inputs(int64_t t0, int64_t tn, const float* x, float* v, int64_t ld) const {
   const int64_t c = s_.c;
   for (int64_t t = 0; t < tn; ++t) {
-    const int64_t tile = t0 + t, n = tile / (tiles_h_ * tiles_w_), rem = tile % (tiles_h_ * tiles_w_);
-    const int64_t iy0 = rem / tiles_w_ * kM - s_.pad_t, ix0 = rem % tiles_w_ * kM - s_.pad_l;
+    const Tile tl = tile_at(t0 + t);
+    const int64_t n = tl.n, iy0 = tl.y0 - s_.pad_t, ix0 = tl.x0 - s_.pad_l;
     for (int64_t c0 = 0; c0 < c; c0 += kChunk) {
       const float* src[kA][kA];
       for (int i = 0; i < kA; ++i)
@@ -343,15 +342,12 @@ bool WinogradConv::process_block(int64_t t0, int64_t tn, int64_t bt, const float
         dnnl_success)
       return false;
   for (int64_t t = 0; t < tn; ++t) {
-    const int64_t tile = t0 + t, n = tile / (tiles_h_ * tiles_w_), rem = tile % (tiles_h_ * tiles_w_);
-    const int64_t oy0 = rem / tiles_w_ * kM, ox0 = rem % tiles_w_ * kM;
-    const int rows = static_cast<int>(std::min<int64_t>(kM, s_.oh - oy0));
-    const int cols = static_cast<int>(std::min<int64_t>(kM, s_.ow - ox0));
-    float* yt = y + ((n * s_.oh + oy0) * s_.ow + ox0) * k;
+    const Tile tl = tile_at(t0 + t);
+    float* yt = y + ((tl.n * s_.oh + tl.y0) * s_.ow + tl.x0) * k;
     for (int64_t k0 = 0; k0 < k; k0 += kChunk) {
       const int ks = static_cast<int>(std::min<int64_t>(kChunk, k - k0));
-      output_tile(at_, mm + t * k + k0, bt * k, ks, bias ? bias + k0 : nullptr, relu, yt + k0, s_.ow * k, k, rows,
-                  cols);
+      output_tile(at_, mm + t * k + k0, bt * k, ks, bias ? bias + k0 : nullptr, relu, yt + k0, s_.ow * k, k, tl.rows,
+                  tl.cols);
     }
   }
   return true;
@@ -359,7 +355,7 @@ bool WinogradConv::process_block(int64_t t0, int64_t tn, int64_t bt, const float
 
 void WinogradConv::forward(const float* x, const float* w, bool adjoint, const float* bias, bool relu,
                            float* y) const {
-  Scratch& sc = scratch();
+  WinogradScratch& sc = scratch();
   std::lock_guard<std::mutex> lock(sc.mutex);
   const int64_t outs = s_.k, ins = s_.c;
   const float* src = w;
@@ -394,14 +390,11 @@ void WinogradConv::forward(const float* x, const float* w, bool adjoint, const f
 void WinogradConv::transform_output_grads(int64_t t0, int64_t tn, const float* dy, float* dm, int64_t ld) const {
   const int64_t k = s_.k;
   for (int64_t t = 0; t < tn; ++t) {
-    const int64_t tile = t0 + t, n = tile / (tiles_h_ * tiles_w_), rem = tile % (tiles_h_ * tiles_w_);
-    const int64_t oy0 = rem / tiles_w_ * kM, ox0 = rem % tiles_w_ * kM;
-    const int rows = static_cast<int>(std::min<int64_t>(kM, s_.oh - oy0));
-    const int cols = static_cast<int>(std::min<int64_t>(kM, s_.ow - ox0));
-    const float* dyt = dy + ((n * s_.oh + oy0) * s_.ow + ox0) * k;
+    const Tile tl = tile_at(t0 + t);
+    const float* dyt = dy + ((tl.n * s_.oh + tl.y0) * s_.ow + tl.x0) * k;
     for (int64_t k0 = 0; k0 < k; k0 += kChunk) {
       const int ks = static_cast<int>(std::min<int64_t>(kChunk, k - k0));
-      output_grad_tile(at_, dyt + k0, s_.ow * k, k, rows, cols, ks, dm + t * k + k0, ld);
+      output_grad_tile(at_, dyt + k0, s_.ow * k, k, tl.rows, tl.cols, ks, dm + t * k + k0, ld);
     }
   }
 }
@@ -415,15 +408,16 @@ void WinogradConv::backward_weights(const float* x, const float* dy, float* dw, 
 }
 
 void WinogradConv::backward_weights_blocks(const float* x, const float* dy, float* dw, float* db) const {
-  Scratch& sc = scratch();
+  WinogradScratch& sc = scratch();
   std::lock_guard<std::mutex> lock(sc.mutex);
   const int64_t c = s_.c, k = s_.k, size = kXi * k * c;
   const int threads = omp_get_max_threads();
   if (static_cast<int>(sc.block.size()) < threads) sc.block.resize(threads);
   if (static_cast<int>(sc.du_thread.size()) < threads) sc.du_thread.resize(threads);
+  if (static_cast<int>(sc.du_of.size()) < threads) sc.du_of.resize(threads);
   for (int t = 0; t < threads; ++t) {
     at_least(sc.block[t], kXi * kMaxBlock * (c + k));
-    at_least(sc.du_thread[t], size);
+    sc.du_of[t] = at_least(sc.du_thread[t], size);
   }
   const int64_t bt = choose_block(tiles_, threads), blocks = (tiles_ + bt - 1) / bt;
   bool ok = true;
@@ -436,7 +430,7 @@ void WinogradConv::backward_weights_blocks(const float* x, const float* dy, floa
 #pragma omp single
     team = omp_get_num_threads();
     float* buf = sc.block[t].data();
-    float* du = sc.du_thread[t].data();
+    float* du = sc.du_of[t];
     float* v = buf;                  // [xi][tile][c]
     float* dm = buf + kXi * bt * c;  // [xi][tile][k]
     bool first = true;
@@ -454,20 +448,19 @@ void WinogradConv::backward_weights_blocks(const float* x, const float* dy, floa
     if (first) std::memset(du, 0, sizeof(float) * size);
   }
   DLT_CHECK(ok, "winograd: oneDNN's dnnl_sgemm failed");
-  float* du0 = sc.du_thread[0].data();
-  std::vector<const float*> others;
-  for (int t = 1; t < team; ++t) others.push_back(sc.du_thread[t].data());
-  if (!others.empty()) {
+  float* du0 = sc.du_of[0];
+  float* const* du_of = sc.du_of.data();
+  if (team > 1) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < size; ++i)
-      for (const float* o : others) du0[i] += o[i];
+      for (int t = 1; t < team; ++t) du0[i] += du_of[t][i];
   }
   filter_grad_transform(g_, du0, k, c, dw);
   if (db) sum_rows(dy, db, sc);
 }
 
 void WinogradConv::backward_weights_chunks(const float* x, const float* dy, float* dw, float* db) const {
-  Scratch& sc = scratch();
+  WinogradScratch& sc = scratch();
   std::lock_guard<std::mutex> lock(sc.mutex);
   const int64_t c = s_.c, k = s_.k, tc = choose_chunk(tiles_, c, k);
   float* v = at_least(sc.chunk, kXi * tc * (c + k));  // [xi][tile][c]
@@ -494,8 +487,7 @@ void WinogradConv::backward_weights_chunks(const float* x, const float* dy, floa
   if (db) sum_rows(dy, db, sc);
 }
 
-void WinogradConv::sum_rows(const float* dy, float* db, Scratch& sc) const {
-  // db = the sum of dy's rows: per-thread ranges, added in thread order.
+void WinogradConv::sum_rows(const float* dy, float* db, WinogradScratch& sc) const {
   const int64_t rows = s_.n * s_.oh * s_.ow, k = s_.k;
   const int threads = omp_get_max_threads();
   float* part = at_least(sc.db_part, threads * k);

@@ -8,7 +8,8 @@
 // The transforms are the only arithmetic written here: O(a^2) adds per tile and channel,
 // vectorized over channels (NHWC keeps them contiguous), compiled for AVX2 + FMA. Tiles are
 // processed in blocks per thread, so a block's transformed inputs and products stay in cache.
-// Scratch lives only during a call and is shared by all instances (winograd.cpp, Scratch).
+// Scratch lives only during a call and is shared by all instances (winograd.cpp,
+// WinogradScratch).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -17,7 +18,7 @@
 
 namespace dlt::cpu {
 
-struct Scratch;  // winograd.cpp: buffers shared by every WinogradConv while a call runs
+struct WinogradScratch;  // winograd.cpp: buffers shared by every WinogradConv while a call runs
 
 // The transforms of the 1-D F(m, r): the correlation y_i = sum_k d[i + k] g[k] (i < m, k < r)
 // of a tile d of a = m + r - 1 inputs is y = A^T [(G g) . (B^T d)], and the 2-D one
@@ -65,7 +66,6 @@ class WinogradConv {
   // threads, one sum in all: less memory, more traffic; the same bits on any thread count.
   void backward_weights_chunks(const float* x, const float* dy, float* dw, float* db) const;
 
-  int64_t tiles() const { return tiles_; }
   // Tiles per forward block for this many tiles and threads; DLT_WINOGRAD_BLOCK lowers the
   // most (64).
   static int64_t choose_block(int64_t tiles, int threads);
@@ -76,12 +76,20 @@ class WinogradConv {
   WinogradShape s_;
   float at_[6][6] = {}, bt_[6][6] = {}, g_[6][6] = {};
   int64_t tiles_h_ = 0, tiles_w_ = 0, tiles_ = 0;
+  // Output tile `tile` (tiles run over images, then rows, then columns of tiles): its image, its
+  // first output row and column, and how many of its 4 x 4 outputs lie inside the output.
+  struct Tile {
+    int64_t n = 0, y0 = 0, x0 = 0;
+    int rows = 0, cols = 0;
+  };
+  Tile tile_at(int64_t tile) const;
   // Input transform of tiles [t0, t0 + tn) into v ([xi][tile][c], ld floats between xi; v
   // points at tile t0's slot).
   void transform_inputs(int64_t t0, int64_t tn, const float* x, float* v, int64_t ld) const;
   // A dy A^T of tiles [t0, t0 + tn) into dm ([xi][tile][k], ld between xi).
   void transform_output_grads(int64_t t0, int64_t tn, const float* dy, float* dm, int64_t ld) const;
-  void sum_rows(const float* dy, float* db, Scratch& sc) const;
+  // db = the sum of dy's rows (per-thread ranges, added in thread order).
+  void sum_rows(const float* dy, float* db, WinogradScratch& sc) const;
   // Forward of tiles [t0, t0 + tn) on the calling thread with filters u, in buf (a block of bt
   // tiles); false when sgemm failed.
   bool process_block(int64_t t0, int64_t tn, int64_t bt, const float* u, float* buf, const float* x, const float* bias,
