@@ -11,7 +11,9 @@ channels_last and torch.compile of the current PyTorch in --venv, plus Debian's 
 is the ratio dltrain would reach if everything around its convolutions took no time at all;
 when it is below a target, only faster convolutions (another algorithm, newer kernels) can meet
 it. conv ratio = the peer's convolution ms / dltrain's: below 1, the peer's convolution kernels
-are faster than dltrain's on that ISA. Prints a markdown table; raw JSON lines with --jsonl.
+are faster than dltrain's on that ISA. Prints a markdown table, then the CPU model and the ISA
+dltrain's oneDNN dispatches to under each cap (its verbose 'isa:' line); raw JSON lines, which
+carry both, with --jsonl.
 
   /usr/bin/python3 scripts/bench/conv_bound.py [--networks "cifar10 cifar10-bn"]
       [--isa "native avx2"] [--venv build/bench-venv] [--jsonl FILE] [--batch N] [--rounds N]
@@ -61,6 +63,29 @@ def dltrain_rows(dltrain, config, batch, iterations, env):
     return {"train": (r["train_step_ms"], fwd + bwd), "inference": (r["inference_ms"], fwd)}
 
 
+def cpu_model():
+    """The CPU's model name (/proc/cpuinfo), or "?"."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "?"
+
+
+def dltrain_isa(dltrain, config, env):
+    """The ISA dltrain's oneDNN dispatches to under env: its verbose 'info,cpu,isa:' line."""
+    proc = subprocess.run([dltrain, "time", config, "--batch", "2", "--iterations", "1", "--warmup", "0",
+                           "--repeats", "1", "--json"], env=dict(env, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1"),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for line in proc.stdout.splitlines():
+        if "info,cpu,isa:" in line:
+            return line.split("isa:", 1)[1].strip()
+    return "?"
+
+
 def peer_rows(python, config, preset, batch, iterations, env):
     rows = run_json([python, os.path.join(ROOT, "scripts/bench/pytorch_cpu.py"), config, "--preset", preset,
                      "--batch", str(batch), "--iterations", str(iterations), "--repeats", "5",
@@ -86,10 +111,12 @@ def main():
         sys.stderr.write(f"conv_bound: no {current}; Debian's PyTorch is the only peer\n")
 
     records = []
+    model, isas = cpu_model(), {}
     for isa in args.isa.split():
         env = dict(os.environ, OMP_NUM_THREADS="2")
         if isa == "avx2":
             env.update(AVX2_CAP)
+        isas[isa] = dltrain_isa(dltrain, os.path.join(ROOT, "configs", args.networks.split()[0] + ".yaml"), env)
         for net in args.networks.split():
             config = os.path.join(ROOT, "configs", net + ".yaml")
             batch, iters = args.batch or BATCH.get(net, 100), ITERATIONS.get(net, 10)
@@ -105,7 +132,7 @@ def main():
                 step, conv = med(lambda m: m[0]), med(lambda m: m[1])
                 peer_ms, peer_conv = med(lambda m: m[2][0]), med(lambda m: m[2][1])
                 names = sorted({r[mode][2][2] for r in rounds})
-                records.append({"isa": isa, "network": net, "mode": mode, "batch": batch, "rounds": args.rounds,
+                records.append({"isa": isa, "cpu_model": model, "onednn_isa": isas[isa], "network": net, "mode": mode, "batch": batch, "rounds": args.rounds,
                                 "dltrain_ms": round(step, 2), "dltrain_conv_ms": round(conv, 2),
                                 "peer": "/".join(names), "peer_ms": round(peer_ms, 3),
                                 "peer_conv_ms": round(peer_conv, 3), "ratio": round(statistics.median(ratios), 2),
@@ -126,8 +153,9 @@ def main():
         print(f"| {r['isa']} | {r['network']} | {r['mode']} | {r['dltrain_ms']:.1f} | {r['dltrain_conv_ms']:.1f} "
               f"({share:.0f}%) | {r['peer']} | {r['peer_ms']:.1f} | {r['peer_conv_ms']:.1f} ({pshare:.0f}%) "
               f"| {r['ratio']:.2f}{spread} | {r['bound']:.2f} | {r['conv_ratio']:.2f} |")
+    print(f"\nCPU: {model}; dltrain's oneDNN ISA: " + ", ".join(f"{k}: {v}" for k, v in isas.items()) + ".")
     if args.rounds > 1:
-        print(f"\nMedians of {args.rounds} rounds; ratio in brackets: the lowest and highest round.")
+        print(f"Medians of {args.rounds} rounds; ratio in brackets: the lowest and highest round.")
 
 
 if __name__ == "__main__":
