@@ -8,8 +8,8 @@
 // chunks of tiles with the 36 products across threads (backward_weights_chunks).
 #include "backend/cpu/winograd.h"
 
-#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <cmath>
@@ -26,7 +26,7 @@ constexpr int kA = 6;  // input tile
 constexpr int kM = 4;  // output tile
 constexpr int kR = 3;  // filter
 constexpr int kXi = kA * kA;
-constexpr int kChunk = 64;  // channels per transform pass (its buffers stay in L1)
+constexpr int kChunk = 64;         // channels per transform pass (its buffers stay in L1)
 constexpr int64_t kMaxBlock = 64;  // tiles per block
 // backward_weights keeps a weight-gradient sum per thread (the fast path: every block stays in
 // cache) while those sums take at most this much memory; beyond it, the chunked path.
@@ -88,8 +88,8 @@ std::vector<double> poly_from_roots(const std::vector<double>& roots) {
 // The output transform of one tile for channels [0, ks): from mm[xi] (stride ms between xi)
 // to the rows x cols valid outputs at y (rows of stride ys, pixels of stride k_total).
 [[gnu::target("avx2,fma")]] void output_tile(const float (&at)[6][6], const float* mm, int64_t ms, int ks,
-                                             const float* bias, bool relu, float* y, int64_t ys, int64_t ps,
-                                             int rows, int cols) {
+                                             const float* bias, bool relu, float* y, int64_t ys, int64_t ps, int rows,
+                                             int cols) {
   alignas(64) float t[kM][kA][kChunk];
   for (int i = 0; i < kM; ++i)
     for (int j = 0; j < kA; ++j) {
@@ -241,7 +241,6 @@ WinogradMatrices winograd_matrices(int m, int r) {
   return w;
 }
 
-
 // Buffers needed only while a call runs, shared by every WinogradConv of the process (layers
 // run one at a time; the mutex keeps two callers apart): transformed filters, per-thread tile
 // blocks, the weight gradient's chunk and sums. Each grows to the largest layer's need, so a
@@ -266,11 +265,19 @@ float* at_least(Tensor& t, int64_t n) {
   return t.data();
 }
 
+// One tile block per thread, each big enough for kMaxBlock tiles of `channels` (c + k) floats
+// at each of the 36 positions.
+void grow_blocks(WinogradScratch& sc, int threads, int64_t channels) {
+  if (static_cast<int>(sc.block.size()) < threads) sc.block.resize(threads);
+  for (int t = 0; t < threads; ++t) at_least(sc.block[t], kXi * kMaxBlock * channels);
+}
+
 }  // namespace
 
 int64_t WinogradConv::choose_block(int64_t tiles, int threads) {
   int64_t most = kMaxBlock;
-  if (const char* e = std::getenv("DLT_WINOGRAD_BLOCK")) most = std::clamp<int64_t>(std::strtol(e, nullptr, 10), 1, kMaxBlock);
+  if (const char* e = std::getenv("DLT_WINOGRAD_BLOCK"))
+    most = std::clamp<int64_t>(std::strtol(e, nullptr, 10), 1, kMaxBlock);
   // Equal blocks of at most `most` tiles, their count a multiple of the threads (every
   // thread gets the same work). 64 tiles: 36 x 64 x (c + k) floats per thread, 1.2 MiB at 64
   // channels in and out, and sgemm calls of 64 rows; 16 and 128 were slower on ResNet-18
@@ -323,7 +330,8 @@ void WinogradConv::transform_inputs(int64_t t0, int64_t tn, const float* x, floa
       for (int i = 0; i < kA; ++i)
         for (int j = 0; j < kA; ++j) {
           const int64_t yy = iy0 + i, xx = ix0 + j;
-          src[i][j] = yy >= 0 && yy < s_.h && xx >= 0 && xx < s_.w ? x + ((n * s_.h + yy) * s_.w + xx) * c + c0 : nullptr;
+          src[i][j] =
+              yy >= 0 && yy < s_.h && xx >= 0 && xx < s_.w ? x + ((n * s_.h + yy) * s_.w + xx) * c + c0 : nullptr;
         }
       const int cs = static_cast<int>(std::min<int64_t>(kChunk, c - c0));
       input_tile(bt_, src, cs, v + t * c + c0, ld);
@@ -334,7 +342,7 @@ void WinogradConv::transform_inputs(int64_t t0, int64_t tn, const float* x, floa
 bool WinogradConv::process_block(int64_t t0, int64_t tn, int64_t bt, const float* u, float* buf, const float* x,
                                  const float* bias, bool relu, float* y) const {
   const int64_t c = s_.c, k = s_.k;
-  float* v = buf;                 // [xi][tile][c]
+  float* v = buf;                  // [xi][tile][c]
   float* mm = buf + kXi * bt * c;  // [xi][tile][k]
   transform_inputs(t0, tn, x, v, bt * c);
   for (int xi = 0; xi < kXi; ++xi)
@@ -353,8 +361,7 @@ bool WinogradConv::process_block(int64_t t0, int64_t tn, int64_t bt, const float
   return true;
 }
 
-void WinogradConv::forward(const float* x, const float* w, bool adjoint, const float* bias, bool relu,
-                           float* y) const {
+void WinogradConv::forward(const float* x, const float* w, bool adjoint, const float* bias, bool relu, float* y) const {
   WinogradScratch& sc = scratch();
   std::lock_guard<std::mutex> lock(sc.mutex);
   const int64_t outs = s_.k, ins = s_.c;
@@ -375,8 +382,7 @@ void WinogradConv::forward(const float* x, const float* w, bool adjoint, const f
   filter_transform(g_, src, outs, ins, u);
 
   const int threads = omp_get_max_threads();
-  if (static_cast<int>(sc.block.size()) < threads) sc.block.resize(threads);
-  for (int t = 0; t < threads; ++t) at_least(sc.block[t], kXi * kMaxBlock * (ins + outs));
+  grow_blocks(sc, threads, ins + outs);
   const int64_t bt = choose_block(tiles_, threads), blocks = (tiles_ + bt - 1) / bt;
   bool ok = true;
 #pragma omp parallel for schedule(dynamic, 1) reduction(&& : ok)
@@ -412,13 +418,10 @@ void WinogradConv::backward_weights_blocks(const float* x, const float* dy, floa
   std::lock_guard<std::mutex> lock(sc.mutex);
   const int64_t c = s_.c, k = s_.k, size = kXi * k * c;
   const int threads = omp_get_max_threads();
-  if (static_cast<int>(sc.block.size()) < threads) sc.block.resize(threads);
+  grow_blocks(sc, threads, c + k);
   if (static_cast<int>(sc.du_thread.size()) < threads) sc.du_thread.resize(threads);
   if (static_cast<int>(sc.du_of.size()) < threads) sc.du_of.resize(threads);
-  for (int t = 0; t < threads; ++t) {
-    at_least(sc.block[t], kXi * kMaxBlock * (c + k));
-    sc.du_of[t] = at_least(sc.du_thread[t], size);
-  }
+  for (int t = 0; t < threads; ++t) sc.du_of[t] = at_least(sc.du_thread[t], size);
   const int64_t bt = choose_block(tiles_, threads), blocks = (tiles_ + bt - 1) / bt;
   bool ok = true;
   int team = 1;
@@ -464,8 +467,8 @@ void WinogradConv::backward_weights_chunks(const float* x, const float* dy, floa
   std::lock_guard<std::mutex> lock(sc.mutex);
   const int64_t c = s_.c, k = s_.k, tc = choose_chunk(tiles_, c, k);
   float* v = at_least(sc.chunk, kXi * tc * (c + k));  // [xi][tile][c]
-  float* dm = v + kXi * tc * c;                        // [xi][tile][k]
-  float* du = at_least(sc.du, kXi * k * c);            // [xi][k][c]
+  float* dm = v + kXi * tc * c;                       // [xi][tile][k]
+  float* du = at_least(sc.du, kXi * k * c);           // [xi][k][c]
   // Per chunk of tiles: transform x and dy (tiles across threads), then du[xi] += dm[xi]^T v[xi]
   // (the 36 products across threads, each summing the chunks in order).
   for (int64_t t0 = 0; t0 < tiles_; t0 += tc) {
