@@ -46,6 +46,7 @@ finish() {
   local rc=$1
   stage "done: exit $rc; failures: ${failures[*]:-none}"
   [[ -f "$work/logs/gpu_tests.log" ]] && cp "$work/logs/gpu_tests.log" "$OUT/"
+  [[ -f "$work/logs/gpu_tests_rerun.log" ]] && cp "$work/logs/gpu_tests_rerun.log" "$OUT/"
   [[ -f "$work/bench/table.md" ]] && cp "$work/bench/table.md" "$OUT/bench_table.md"
   [[ -f "$work/bench/results.json" ]] && cp "$work/bench/results.json" "$OUT/bench_results.json"
   [[ -f "$work/run/summary.json" ]] && cp "$work/run/summary.json" "$OUT/train_summary.json"
@@ -136,6 +137,27 @@ case $rc in
   *) echo "gpu tests: FAILED (exit $rc); first failures:"; grep -B3 -A12 'FAILED' "$work/logs/gpu_tests.log" | head -80
      failures+=(gpu_tests) ;;
 esac
+# A failure's second look, in the same call: each failed test case alone under
+# CUDA_LAUNCH_BLOCKING=1 (the error at the launch that caused it, not a later call); when the
+# run died (signal, time limit: a sticky CUDA fault ends every test after it), each tag alone.
+if [[ $rc -ne 0 && $rc -ne 77 ]]; then
+  python3 scripts/device/failed_tests.py "$work/logs/gpu_tests.log" > "$work/logs/failed_names.txt" 2> /dev/null || true
+  if [[ $rc -ge 124 ]]; then
+    "$work/bin/dltrain_gpu_tests" --list-tags 2> /dev/null | grep -oE '\[[a-z0-9_-]+\]' | grep -v '^\[gpu\]$' | sort -u > "$work/logs/rerun_specs.txt"
+  else
+    sed 's/[],[\\]/\\&/g' "$work/logs/failed_names.txt" | head -6 > "$work/logs/rerun_specs.txt"
+  fi
+  while read -r spec; do
+    [[ -z "$spec" ]] && continue
+    [[ $(left) -lt 240 ]] && { echo "rerun: stopped, $(left)s left"; break; }
+    echo "-- rerun alone, CUDA_LAUNCH_BLOCKING=1: $spec"
+    CUDA_LAUNCH_BLOCKING=1 timeout -k 5 45 "$work/bin/dltrain_gpu_tests" "$spec" < /dev/null > "$work/logs/rerun_one.log" 2>&1
+    r=$?
+    echo "   exit $r"
+    [[ $r -ne 0 ]] && grep -A10 -m2 'FAILED\|fatal error' "$work/logs/rerun_one.log" | head -22 | cut -c1-240
+    { echo "=== $spec: exit $r"; cat "$work/logs/rerun_one.log"; } >> "$work/logs/gpu_tests_rerun.log"
+  done < "$work/logs/rerun_specs.txt"
+fi
 fi
 
 # --- 4b. compute-sanitizer memcheck over our own kernels (opt-in stage "sanitize") -----------------
