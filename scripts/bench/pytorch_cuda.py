@@ -86,6 +86,32 @@ def event_time(torch, fn, iterations, warmup, repeats):
     return out
 
 
+def profile(torch, fn, iterations, what):
+    """Per-iteration CUDA milliseconds of the top operators and kernels over `iterations` steps."""
+    from torch.profiler import ProfilerActivity, profile as torch_profile
+    sync(torch)
+    with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(iterations):
+            fn()
+        sync(torch)
+    print(f"== torch.profiler, {what}: CUDA ms per iteration (sums over {iterations} iterations / {iterations})",
+          file=sys.stderr)
+    rows = []
+    for e in prof.key_averages():
+        cuda_us = getattr(e, "device_time_total", None)
+        if cuda_us is None:
+            cuda_us = getattr(e, "cuda_time_total", 0)
+        self_us = getattr(e, "self_device_time_total", None)
+        if self_us is None:
+            self_us = getattr(e, "self_cuda_time_total", 0)
+        if cuda_us > 0:
+            rows.append((cuda_us, self_us, e.count, e.key))
+    rows.sort(reverse=True)
+    for cuda_us, self_us, count, key in rows[:40]:
+        print(f"{cuda_us / 1e3 / iterations:9.3f} total {self_us / 1e3 / iterations:9.3f} self "
+              f"{count // iterations:5d}x  {key[:110]}", file=sys.stderr)
+
+
 def measure_peak(torch, n, repeats):
     """matmul TFLOP/s on random data (never zeros): float32 with TF32 off and on, and bfloat16
     (the peak for Precision: mixed / autocast rows)."""
@@ -139,6 +165,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=5, help="timed repeats (median reported)")
     ap.add_argument("--warmup", type=int, default=10, help="untimed iterations first")
     ap.add_argument("--modes", default="train,inference")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="after timing, N more iterations under torch.profiler: the CUDA time of "
+                         "each operator and kernel to stderr (where the time goes, beside `dltrain time`'s layers)")
     ap.add_argument("--peak", action="store_true", help="measure the matmul peak instead")
     ap.add_argument("--peak-n", type=int, default=8192)
     ap.add_argument("--dry-run-cpu", action="store_true", help=argparse.SUPPRESS)
@@ -231,6 +260,8 @@ def main():
             if mode == "train" and last_loss[0] is not None:
                 rec["final_loss"] = round(float(last_loss[0]), 4)
             print(json.dumps(rec), flush=True)
+            if args.profile > 0 and DEV == "cuda":
+                profile(torch, fn, args.profile, f"{name} {args.preset} {mode}, batch {batch}")
 
 
 if __name__ == "__main__":

@@ -2,16 +2,21 @@
 # What one call on a lent GPU machine runs (docs/gpu.md), from the repository root, in under
 # 9 minutes: unpacks .devbundle/dltrain-bundle.tar.xz (scripts/device/bundle.sh), puts the
 # bundle and the device's own CUDA libraries (/usr/local/cuda, the pip nvidia-* packages) on
-# LD_LIBRARY_PATH, checks that every library resolves, then nvidia-smi, dltrain_gpu_tests, a
-# short `dltrain train` on generated shapes data on the GPU (again with DLT_CUDA_GRAPH=1 when
-# time allows), and scripts/bench/gpu_vs_pytorch (with CUDA-graph rows for two networks and
-# Precision: mixed rows for resnet18-cifar).
+# LD_LIBRARY_PATH, checks that every library resolves, then nvidia-smi, dltrain_gpu_tests (a
+# failed case re-run alone under CUDA_LAUNCH_BLOCKING=1), `dltrain train` on generated shapes
+# data on the CPU, the GPU, the GPU with Deterministic, multi-gpu (one NCCL rank) and with
+# DLT_CUDA_GRAPH=1 (each GPU run in the CPU run's band; the one-rank run's weights equal the
+# deterministic GPU run's), and scripts/bench/gpu_vs_pytorch (with CUDA-graph rows for two
+# networks and Precision: mixed rows for resnet18-cifar).
 # Everything is logged under $OUT (at most 8 files come back: see the end). Exit codes: 0 all
 # stages passed, 1 a stage failed, 3 libraries missing, 77 no GPU (stops before GPU stages).
 #   bash scripts/device/gpu_session.sh [--stages "tests train bench"] [--test-args "[net]"]
-#     --stages     which of the GPU stages to run (default: the first three, in that order;
-#                  "sanitize" runs dltrain_gpu_tests' kernel tags under compute-sanitizer
-#                  memcheck: out-of-bounds and misaligned accesses a passing test can hide)
+#     --stages     which of the GPU stages to run (default: "tests train bench", run in the
+#                  order tests, sanitize, train, profile, bench; "sanitize" runs
+#                  dltrain_gpu_tests' kernel tags under compute-sanitizer memcheck: out-of-bounds
+#                  and misaligned accesses a passing test can hide; "profile" logs `dltrain time`'s
+#                  per-layer times with each convolution's cuDNN algorithm beside torch.profiler's
+#                  per-operator CUDA times for resnet18-cifar and cifar10)
 #     --test-args  arguments for dltrain_gpu_tests (a Catch2 tag or test name filter)
 set -uo pipefail
 
@@ -50,7 +55,7 @@ finish() {
   [[ -f "$work/bench/table.md" ]] && cp "$work/bench/table.md" "$OUT/bench_table.md"
   [[ -f "$work/bench/results.json" ]] && cp "$work/bench/results.json" "$OUT/bench_results.json"
   [[ -f "$work/run/summary.json" ]] && cp "$work/run/summary.json" "$OUT/train_summary.json"
-  tar -C "$work" -czf "$OUT/all_logs.tar.gz" --exclude=data --exclude=bundle --exclude='*.bin' . 2> /dev/null || true
+  tar -C "$work" -czf "$OUT/all_logs.tar.gz" --exclude=data --exclude=bundle --exclude='*.bin' --exclude='*.onnx' . 2> /dev/null || true
   exit "$rc"
 }
 
@@ -163,7 +168,7 @@ fi
 # --- 4b. compute-sanitizer memcheck over our own kernels (opt-in stage "sanitize") -----------------
 if want sanitize; then
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2> /dev/null || true)
-t=$(( $(left) > 300 ? 240 : $(left) / 2 ))
+t=$(( $(left) > 300 ? 120 : $(left) / 3 ))
 stage "compute-sanitizer memcheck (at most ${t}s)"
 if [[ -z "$san" ]]; then
   echo "sanitize: no compute-sanitizer on this machine"; failures+=(sanitize_missing)
@@ -183,46 +188,69 @@ else
 fi
 fi
 
-# --- 5. a short training run on the GPU ------------------------------------------------------------
+# --- 5. training runs: the GPU against the CPU on the same data, seed and command -----------------
+# CPU, GPU, GPU with Deterministic, multi-gpu (one NCCL rank) with Deterministic, GPU with
+# DLT_CUDA_GRAPH=1. Each GPU run must land in the CPU run's band (validation accuracy within 3
+# points, validation loss within 5%: float sums in another order drift over 90 Adam steps); the
+# one-rank multi-gpu run must give the deterministic single-GPU run's weights (compared as ONNX
+# initializers by scripts/device/compare_models.py).
 if want train; then
-stage "dltrain train configs/shapes.yaml on the GPU (generated data)"
+stage "dltrain train configs/shapes.yaml: cpu, gpu, gpu deterministic, multi-gpu (1 rank), CUDA graph"
 "$work/bin/dltrain" make-dataset shapes "$work/data" --classes 4 --per-class 300 --size 32x32 --seed 3 > "$work/logs/make_dataset.log" 2>&1 ||
   { echo "make-dataset failed: $(tail -3 "$work/logs/make_dataset.log")"; failures+=(make_dataset); }
-t=$(( $(left) > 300 ? 90 : $(left) / 4 ))
-timeout -k 5 "$t" "$work/bin/dltrain" train configs/shapes.yaml --output-dir "$work/run" \
-  --set data.train="$work/data/train" --set data.validation="$work/data/test" \
-  --set training.ExecutionEnvironment=gpu --set training.MaxEpochs=6 --set training.Seed=5 \
-  > "$work/logs/train.log" 2>&1
-rc=$?
-tail -15 "$work/logs/train.log"
-if [[ $rc -ne 0 ]]; then
-  echo "train: FAILED (exit $rc)"; failures+=(train)
-else
-  acc=$(grep -o '"validation_accuracy":[-0-9.e+]*' "$work/run/summary.json" | cut -d: -f2)
-  ips=$(grep -o '"train_images_per_second":[-0-9.e+]*' "$work/run/summary.json" | cut -d: -f2)
-  echo "train: validation accuracy $acc%, $ips images/s (shapes, 960 training images, 6 epochs)"
-  awk -v a="$acc" 'BEGIN { exit !(a + 0 >= 90) }' || { echo "train: accuracy below 90%"; failures+=(train_accuracy); }
-fi
-# The same run with the training step captured as a CUDA graph (docs/gpu.md "CUDA Graphs").
-if [[ $(left) -gt 360 ]]; then
-  stage "dltrain train configs/shapes.yaml on the GPU with DLT_CUDA_GRAPH=1"
-  DLT_CUDA_GRAPH=1 timeout -k 5 60 "$work/bin/dltrain" train configs/shapes.yaml --output-dir "$work/run_graph" \
+train_run() {  # $1 name, $2 ExecutionEnvironment, then extra arguments
+  local name=$1 env=$2; shift 2
+  timeout -k 5 90 "$work/bin/dltrain" train configs/shapes.yaml --output-dir "$work/$name" \
     --set data.train="$work/data/train" --set data.validation="$work/data/test" \
-    --set training.ExecutionEnvironment=gpu --set training.MaxEpochs=6 --set training.Seed=5 \
-    > "$work/logs/train_graph.log" 2>&1
-  rc=$?
-  grep -E 'CUDA graph|error|Error' "$work/logs/train_graph.log" | head -10
-  if [[ $rc -ne 0 ]]; then
-    echo "train (CUDA graph): FAILED (exit $rc)"; tail -5 "$work/logs/train_graph.log"; failures+=(train_graph)
-  else
-    acc=$(grep -o '"validation_accuracy":[-0-9.e+]*' "$work/run_graph/summary.json" | cut -d: -f2)
-    ips=$(grep -o '"train_images_per_second":[-0-9.e+]*' "$work/run_graph/summary.json" | cut -d: -f2)
-    echo "train (CUDA graph): validation accuracy $acc%, $ips images/s"
-    awk -v a="$acc" 'BEGIN { exit !(a + 0 >= 90) }' || { echo "train (CUDA graph): accuracy below 90%"; failures+=(train_graph_accuracy); }
+    --set training.ExecutionEnvironment="$env" --set training.MaxEpochs=6 --set training.Seed=5 "$@" \
+    > "$work/logs/train_$name.log" 2>&1
+  local rc=$?
+  if [[ $rc -ne 0 || ! -f "$work/$name/summary.json" ]]; then
+    echo "train $name: FAILED (exit $rc)"; tail -5 "$work/logs/train_$name.log"; failures+=("train_$name"); return 1
   fi
-else
-  echo "train (CUDA graph): skipped, only $(left)s left"
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print("train %-10s %-8s validation accuracy %6.2f%%, loss %.5f, %8.0f images/s, %s" % (sys.argv[2], d["device"], d["validation_accuracy"], d["validation_loss"], d["train_images_per_second"], "; ".join(d.get("warnings", [])) or "no warnings"))' \
+    "$work/$name/summary.json" "$name"
+  "$work/bin/dltrain" export "$work/$name/model.bin" -o "$work/$name/model.onnx" > /dev/null 2>&1 || echo "export $name failed"
+}
+in_band() {  # $1 run name: validation accuracy and loss against run_cpu's
+  python3 - "$work/run_cpu/summary.json" "$work/$1/summary.json" "$1" <<'PYEOF'
+import json, sys
+c, g = (json.load(open(p)) for p in sys.argv[1:3])
+da = abs(g["validation_accuracy"] - c["validation_accuracy"])
+dl = abs(g["validation_loss"] - c["validation_loss"]) / c["validation_loss"]
+ok = da <= 3.0 and dl <= 0.05
+print(f"{sys.argv[3]} against the CPU: accuracy {da:.2f} points apart, loss {100 * dl:.2f}% apart: {'in band' if ok else 'OUT OF BAND'}")
+sys.exit(0 if ok else 1)
+PYEOF
+}
+train_run run_cpu cpu
+train_run run gpu && { in_band run || failures+=(train_band); }
+train_run run_det gpu --set training.Deterministic=true && { in_band run_det || failures+=(train_det_band); }
+train_run run_multi multi-gpu --set training.Deterministic=true && { in_band run_multi || failures+=(train_multi_band); }
+grep -iE 'nccl|rank|worker' "$work/logs/train_run_multi.log" | head -5
+if [[ -f "$work/run_det/model.onnx" && -f "$work/run_multi/model.onnx" ]]; then
+  python3 scripts/device/compare_models.py "$work/run_det/model.onnx" "$work/run_multi/model.onnx" --tol 1e-6 ||
+    { echo "multi-gpu (1 rank) weights differ from the single-GPU run's"; failures+=(multi_weights); }
 fi
+DLT_CUDA_GRAPH=1 train_run run_graph gpu && { in_band run_graph || failures+=(train_graph_band); }
+grep -E 'CUDA graph' "$work/logs/train_run_graph.log" | head -3
+fi
+
+# --- 5b. where the time goes (stage "profile"): dltrain's per-layer times with each convolution's
+# cuDNN algorithm (DLT_LOG=debug), beside torch.profiler's per-operator CUDA times.
+if want profile; then
+stage "profile: dltrain time per layer, torch.profiler per operator"
+for spec in "resnet18-cifar 512" "cifar10 256"; do
+  read -r net batch <<< "$spec"
+  [[ $(left) -lt 60 ]] && { echo "profile: stopped, $(left)s left"; break; }
+  DLT_LOG=debug timeout -k 5 90 env -u DLT_ALLOW_TF32 "$work/bin/dltrain" time "configs/$net.yaml" --gpu 0 --batch "$batch" \
+    --iterations 5 --repeats 1 --warmup 3 > "$work/logs/profile_dltrain_$net.log" 2>&1 || echo "dltrain time $net: exit $?"
+  grep -vE '^\[' "$work/logs/profile_dltrain_$net.log" | tail -12
+  timeout -k 5 120 python3 scripts/bench/pytorch_cuda.py "configs/$net.yaml" --batch "$batch" --preset strict \
+    --iterations 5 --repeats 1 --warmup 5 --profile 3 > "$work/logs/profile_torch_$net.jsonl" 2> "$work/logs/profile_torch_$net.log" ||
+    echo "pytorch profile $net: exit $?"
+  head -30 "$work/logs/profile_torch_$net.log" | cut -c1-160
+done
 fi
 
 # --- 6. benchmark against PyTorch ------------------------------------------------------------------
