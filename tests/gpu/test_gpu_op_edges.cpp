@@ -49,6 +49,18 @@ TEST_CASE("gpu layer ops: pooling padded by cuDNN and one-image batches", "[gpu]
             batch_norm_row("one image 3x3 fused relu", {1, 3, 3, 8, 1e-5f, true})});
 }
 
+TEST_CASE("gpu layer ops: convolution bias gradient over more positions than one pass of the grid", "[gpu][backend]") {
+  // The bias gradient is our own per-channel sum (cuda::channel_sum): at most 256 groups of 8
+  // rows, so 96x32x32 = 98304 positions make every thread go round its loop; 40 filters fill
+  // one block of 32 channel lanes and part of a second; transposed convolution sums the same way.
+  ConvDesc d;
+  d.n = 96, d.h = 32, d.w = 32, d.c = 3, d.k = 40, d.kh = d.kw = 3;
+  d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
+  DeconvDesc t;
+  t.n = 64, t.h = 16, t.w = 16, t.c = 8, t.k = 36, t.kh = t.kw = 4, t.stride_h = t.stride_w = 2;
+  run_rows({conv_row("3x3 pad 1, 96 images of 32x32, 40 filters", d), deconv_row("4x4 stride 2, 64 images 16x16 -> 34x34", t)});
+}
+
 TEST_CASE("gpu layer ops: LRN at cuDNN's limits", "[gpu][backend]") {
   // Beta 0.01 and K 1e-5 are cuDNN's (and MATLAB's) minima; as floats they round below them.
   run_rows({lrn_row("Beta 0.01, K 1e-5, window 16", {2, 2, 3, 20, 16, 1.f, 0.01f, 1e-5f})});

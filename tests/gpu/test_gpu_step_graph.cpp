@@ -1,6 +1,6 @@
 // CUDA Graphs (DLT_CUDA_GRAPH=1, lib/train/step_graph.h): a few training steps on the shapes
 // network with the step captured once and replayed give the weights, batch-norm statistics
-// and losses of the same steps run directly (within 1e-6), with a learning rate that changes
+// and losses of the same steps run directly (within 1e-6, relative to values over 1), with a learning rate that changes
 // after the capture and a new batch every step, with and without gradient clipping by norm
 // (its sums of squares stay on the device inside the graph). On the CPU stand-in nothing can be captured:
 // the device-scalar path is still compared with the direct one, and the graph comparison is
@@ -114,9 +114,12 @@ TEST_CASE("gpu CUDA graph: captured and replayed steps give the direct steps' we
     }
     INFO(graphed.summary);
     REQUIRE(direct.values.size() == graphed.values.size());
+    // Relative to the value where it is over 1: the batch-norm running variance behind conv1
+    // (images in 0..255) is about 1e4, where one float ulp is 1e-3; cuDNN's batch-norm statistics
+    // may differ by an ulp from run to run (atomics), graphed or not.
     double worst = 0;
     for (size_t i = 0; i < direct.values.size(); ++i)
-      worst = std::max(worst, std::fabs(direct.values[i] - graphed.values[i]));
+      worst = std::max(worst, std::fabs(direct.values[i] - graphed.values[i]) / std::max(1.0, std::fabs(direct.values[i])));
     double worst_loss = 0;
     for (size_t k = 0; k < direct.losses.size(); ++k)
       worst_loss = std::max(worst_loss, std::fabs(direct.losses[k] - graphed.losses[k]));

@@ -175,13 +175,13 @@ __global__ void channel_partial_kernel(const float* x, int64_t positions, int64_
   }
 }
 
-// out[ch] = (sum over the groups of partials) / positions, as float and (when out_d) double.
-__global__ void channel_finalize_kernel(const double* partials, int64_t groups, int64_t c, int64_t positions,
+// out[ch] = (sum over the groups of partials) / divisor, as float and (when out_d) double.
+__global__ void channel_finalize_kernel(const double* partials, int64_t groups, int64_t c, int64_t divisor,
                                         float* out, double* out_d) {
   for (int64_t ch = first_index(); ch < c; ch += grid_stride()) {
     double s = 0;
     for (int64_t g = 0; g < groups; ++g) s += partials[g * c + ch];
-    const double r = s / static_cast<double>(positions);
+    const double r = s / static_cast<double>(divisor);
     out[ch] = static_cast<float>(r);
     if (out_d) out_d[ch] = r;
   }
@@ -290,6 +290,23 @@ void channel_moments(const float* x, int64_t positions, int64_t c, float* mean, 
   channel_partial_kernel<<<grid, block, 0, stream>>>(x, positions, c, mean_d, partials);
   DLT_LAUNCH_CHECK();
   channel_finalize_kernel<<<grid_for(c), kThreads, 0, stream>>>(partials, groups, c, positions, var, nullptr);
+  DLT_LAUNCH_CHECK();
+}
+
+size_t channel_sum_scratch(int64_t positions, int64_t c) { return static_cast<size_t>(moment_groups(positions) * c); }
+
+void channel_sum(const float* x, int64_t positions, int64_t c, float* sum, double* scratch, cudaStream_t stream) {
+  if (c <= 0) return;
+  if (positions <= 0) {
+    DLT_CUDA(cudaMemsetAsync(sum, 0, static_cast<size_t>(c) * sizeof(float), stream));
+    return;
+  }
+  const int64_t groups = moment_groups(positions);
+  const dim3 block(kMomentLanes, kMomentRows);
+  const dim3 grid(static_cast<unsigned>((c + kMomentLanes - 1) / kMomentLanes), static_cast<unsigned>(groups));
+  channel_partial_kernel<<<grid, block, 0, stream>>>(x, positions, c, nullptr, scratch);
+  DLT_LAUNCH_CHECK();
+  channel_finalize_kernel<<<grid_for(c), kThreads, 0, stream>>>(scratch, groups, c, 1, sum, nullptr);
   DLT_LAUNCH_CHECK();
 }
 
