@@ -232,6 +232,9 @@ if [[ -f "$work/run_det/model.onnx" && -f "$work/run_multi/model.onnx" ]]; then
   python3 scripts/device/compare_models.py "$work/run_det/model.onnx" "$work/run_multi/model.onnx" --tol 1e-6 ||
     { echo "multi-gpu (1 rank) weights differ from the single-GPU run's"; failures+=(multi_weights); }
 fi
+if train_run run_auto auto; then  # MATLAB's 'auto': the GPU when there is one
+  grep -q '"device":"cuda:0"' "$work/run_auto/summary.json" || { echo "auto did not pick the GPU"; failures+=(auto_not_gpu); }
+fi
 DLT_CUDA_GRAPH=1 train_run run_graph gpu && { in_band run_graph || failures+=(train_graph_band); }
 grep -E 'CUDA graph' "$work/logs/train_run_graph.log" | head -3
 fi
