@@ -18,14 +18,18 @@
 #                  per-layer times with each convolution's cuDNN algorithm beside torch.profiler's
 #                  per-operator CUDA times for resnet18-cifar and cifar10)
 #     --test-args  arguments for dltrain_gpu_tests (a Catch2 tag or test name filter)
+#     --sanitize-args  the same for the sanitize stage alone (default: --test-args, else the
+#                  kernel tags)
 set -uo pipefail
 
 stages="tests train bench"
 test_args=()
+sanitize_args=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --stages) stages="$2"; shift 2 ;;
     --test-args) read -ra test_args <<< "$2"; shift 2 ;;
+    --sanitize-args) read -ra sanitize_args <<< "$2"; shift 2 ;;
     *) echo "gpu_session: unknown argument '$1' (--stages \"tests train bench sanitize\", --test-args ARGS)" >&2; exit 2 ;;
   esac
 done
@@ -173,7 +177,8 @@ stage "compute-sanitizer memcheck (at most ${t}s)"
 if [[ -z "$san" ]]; then
   echo "sanitize: no compute-sanitizer on this machine"; failures+=(sanitize_missing)
 else
-  tags=("${test_args[@]}")
+  tags=("${sanitize_args[@]}")
+  [[ ${#tags[@]} -eq 0 ]] && tags=("${test_args[@]}")
   [[ ${#tags[@]} -eq 0 ]] && tags=("[elementwise],[loss],[optim],[bn],[upload]")
   timeout -k 5 "$t" env LD_LIBRARY_PATH="$dlt_ld" "$san" --tool memcheck --error-exitcode 9 \
     --print-limit 20 "$B/bin/dltrain_gpu_tests" "${tags[@]}" > "$work/logs/sanitize.log" 2>&1
