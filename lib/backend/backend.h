@@ -81,6 +81,11 @@ class Backend {
   virtual std::unique_ptr<FcOp> make_fc(const FcDesc& d) = 0;
   virtual std::unique_ptr<PoolOp> make_pool(const PoolDesc& d) = 0;
   virtual std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormDesc& d) = 0;
+  // Null where the backend has no such op (the network then runs the layers one by one).
+  virtual std::unique_ptr<BnReluMaxPoolOp> make_bn_relu_max_pool(const BnReluMaxPoolDesc& d) {
+    (void)d;
+    return nullptr;
+  }
   virtual std::unique_ptr<LrnOp> make_lrn(const LrnDesc& d) = 0;
   virtual std::unique_ptr<ActOp> make_act(const ActDesc& d) = 0;
   virtual std::unique_ptr<SoftmaxOp> make_softmax(int64_t rows, int64_t channels) = 0;

@@ -128,6 +128,32 @@ void PoolOp::backward(const Tensor& dy, Tensor& dx) {
   do_backward(dy, dx);
 }
 
+// ---- batch norm + ReLU + max pooling: x (N, H, W, C), pooled (N, out_h, out_w, C), (C) vectors
+
+void BnReluMaxPoolOp::forward_training(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& pooled,
+                                       Tensor& mean, Tensor& var) {
+  const BnReluMaxPoolDesc& d = desc_;
+  const char* op = "bn_relu_max_pool forward_training";
+  expect(x, d.bn.n * d.bn.h * d.bn.w * d.bn.c, device_, op, "x");
+  expect(pooled, d.bn.n * d.out_h() * d.out_w() * d.bn.c, device_, op, "pooled");
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&scale, &offset, &mean, &var})
+    expect(*t, d.bn.c, device_, op, "a (C) tensor");
+  do_forward_training(x, scale, offset, pooled, mean, var);
+}
+
+void BnReluMaxPoolOp::backward(const Tensor& x, const Tensor& pooled, const Tensor& dpooled, const Tensor& scale,
+                               Tensor& dx, Tensor& dscale, Tensor& doffset) {
+  const BnReluMaxPoolDesc& d = desc_;
+  const char* op = "bn_relu_max_pool backward";
+  expect(x, d.bn.n * d.bn.h * d.bn.w * d.bn.c, device_, op, "x");
+  expect(pooled, d.bn.n * d.out_h() * d.out_w() * d.bn.c, device_, op, "pooled");
+  expect(dpooled, d.bn.n * d.out_h() * d.out_w() * d.bn.c, device_, op, "dpooled");
+  expect_optional(dx, d.bn.n * d.bn.h * d.bn.w * d.bn.c, device_, op, "dx");
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&scale, &dscale, &doffset})
+    expect(*t, d.bn.c, device_, op, "a (C) tensor");
+  do_backward(x, pooled, dpooled, scale, dx, dscale, doffset);
+}
+
 // ---- batch normalization: data (N, H, W, C); scale, offset, mean, var and gradients (C)
 
 namespace {

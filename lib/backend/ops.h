@@ -184,6 +184,43 @@ class BatchNormOp {
   Device device_;
 };
 
+// Batch normalization in training, its fused ReLU and a max pooling without padding that reads
+// nothing else, as one op (Network::plan_fusion, CPU training; docs/performance.md "Outside the
+// convolutions"). Batch norm then ReLU is monotone per channel (increasing where scale >= 0,
+// decreasing where it is negative), so the pooling's window maximum is taken of sign(scale) * x
+// and only the pooled values are normalized; backward scatters the pooled gradient to the
+// window maxima and applies batch norm's backward in the same pass over x.
+struct BnReluMaxPoolDesc {
+  BatchNormDesc bn;  // n, h, w, c, epsilon (fuse_relu and global_stats are not read)
+  int64_t kh = 1, kw = 1, stride_h = 1, stride_w = 1;
+  int64_t out_h() const { return (bn.h - kh) / stride_h + 1; }
+  int64_t out_w() const { return (bn.w - kw) / stride_w + 1; }
+};
+
+class BnReluMaxPoolOp {
+ public:
+  virtual ~BnReluMaxPoolOp() = default;
+  // pooled = maxpool(relu(scale * (x - mean) / sqrt(var + epsilon) + offset)) with the batch's
+  // statistics, which it writes to mean and var (biased variance), as BatchNormOp::forward_training.
+  void forward_training(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& pooled, Tensor& mean,
+                        Tensor& var);
+  // From the last forward_training: dpooled is the gradient of pooled. Writes dscale and doffset
+  // and, when dx is defined, the gradient of x through the pooling, the ReLU and batch norm.
+  void backward(const Tensor& x, const Tensor& pooled, const Tensor& dpooled, const Tensor& scale, Tensor& dx,
+                Tensor& dscale, Tensor& doffset);
+
+ protected:
+  BnReluMaxPoolOp(const BnReluMaxPoolDesc& d, Device device) : desc_(d), device_(device) {}
+  virtual void do_forward_training(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& pooled,
+                                   Tensor& mean, Tensor& var) = 0;
+  virtual void do_backward(const Tensor& x, const Tensor& pooled, const Tensor& dpooled, const Tensor& scale,
+                           Tensor& dx, Tensor& dscale, Tensor& doffset) = 0;
+
+ private:
+  BnReluMaxPoolDesc desc_;
+  Device device_;
+};
+
 struct LrnDesc {
   int64_t n = 1, h = 1, w = 1, c = 1;
   int64_t size = 5;  // WindowChannelSize

@@ -57,6 +57,16 @@ class BatchNormLayer final : public Layer {
     d.fuse_relu = fuse_relu_;
     op_ = be.make_batch_norm(d);
     sync_op_.reset();  // made on first synchronized use
+    fused_op_.reset();
+    if (fused_pool_) {  // with the max pooling after it, where the backend has the op (CPU)
+      BnReluMaxPoolDesc f;
+      f.bn = d;
+      f.kh = pool_.kh;
+      f.kw = pool_.kw;
+      f.stride_h = pool_.stride_h;
+      f.stride_w = pool_.stride_w;
+      fused_op_ = be.make_bn_relu_max_pool(f);
+    }
     be_ = &be;
     Device dev = be.device();
     if (!batch_mean_.defined()) {
@@ -79,10 +89,36 @@ class BatchNormLayer final : public Layer {
     } else {
       op_->forward_training(*x[0], s.value, o.value, y, batch_mean_, batch_var_);
     }
+    update_trained(m);
+  }
+
+  // trained = (1 - decay) * trained + decay * batch statistic (unbiased variance over m).
+  void update_trained(int64_t m) {
     Backend& be = *be_;
     float unbias = m > 1 ? static_cast<float>(m) / static_cast<float>(m - 1) : 1.f;
     be.axpby(static_cast<float>(mean_decay_), batch_mean_, static_cast<float>(1 - mean_decay_), states_[0].value);
     be.axpby(static_cast<float>(var_decay_) * unbias, batch_var_, static_cast<float>(1 - var_decay_), states_[1].value);
+  }
+
+  // With the max pooling that is its only consumer (Layer: plain_max_pool, Network::plan_fusion).
+  bool can_fuse_max_pool() const override { return fuse_relu_; }
+  void set_fused_max_pool(const PoolDesc& per_image) override {
+    fused_pool_ = true;
+    pool_ = per_image;
+  }
+  bool fused_max_pool_active(const RunContext& ctx) const override {
+    return fused_op_ && ctx.training && !synchronized(ctx);
+  }
+  void forward_fused_max_pool(const Tensor& x, Tensor& pooled, const RunContext& ctx) override {
+    DLT_CHECK(fused_max_pool_active(ctx), "layer '" << name() << "': no fused max pooling for this step");
+    fused_op_->forward_training(x, params_[0].value, params_[1].value, pooled, batch_mean_, batch_var_);
+    update_trained(n_ * shape_[0] * shape_[1]);
+  }
+  void backward_fused_max_pool(const Tensor& x, const Tensor& pooled, const Tensor& dpooled, Tensor* dx,
+                               const RunContext& ctx) override {
+    DLT_CHECK(fused_max_pool_active(ctx), "layer '" << name() << "': no fused max pooling for this step");
+    Tensor none;
+    fused_op_->backward(x, pooled, dpooled, params_[0].value, dx ? *dx : none, params_[0].grad, params_[1].grad);
   }
 
   void backward(const std::vector<const Tensor*>& x, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
@@ -242,6 +278,9 @@ class BatchNormLayer final : public Layer {
   Tensor sync_scratch_;                        // (C) for the synchronized moments on a device
   Tensor sum_shift_, sum_scale_;               // (C) D and S of synchronized backward
   std::unique_ptr<BatchNormOp> op_, sync_op_;  // sync_op_: global_stats, for data parallel
+  bool fused_pool_ = false;                    // set_fused_max_pool: pool_ is the pooling's geometry
+  PoolDesc pool_;
+  std::unique_ptr<BnReluMaxPoolOp> fused_op_;  // null where the backend has none
   Backend* be_ = nullptr;
 };
 

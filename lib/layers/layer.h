@@ -122,6 +122,30 @@ class Layer {
   void set_folded_next(const Layer* next) { folded_next_ = next; }
   const Layer* folded_next() const { return folded_next_; }
   virtual void forward_folded(const std::vector<const Tensor*>& x, Tensor& y);
+  // Training on the CPU: a batchNormalization with a fused ReLU whose only consumer is a max
+  // pooling without padding runs with it as one op (BnReluMaxPoolOp, docs/performance.md
+  // "Outside the convolutions"); the pooling's own forward and backward are skipped. The
+  // Network decides (plan_fusion); the layers run one by one in inference, in synchronized
+  // (data-parallel) batch norm and on backends without the op. Results equal the separate
+  // layers' up to rounding.
+  // The pooling layer: its geometry (per image, n = 1) when it is such a pooling.
+  virtual bool plain_max_pool(PoolDesc& d) const {
+    (void)d;
+    return false;
+  }
+  // The batch-norm layer: whether it can take that pooling; set_fused_max_pool before setup().
+  virtual bool can_fuse_max_pool() const { return false; }
+  virtual void set_fused_max_pool(const PoolDesc& per_image) { (void)per_image; }
+  // Whether this step runs fused (setup made the op; training; not synchronized).
+  virtual bool fused_max_pool_active(const RunContext& ctx) const {
+    (void)ctx;
+    return false;
+  }
+  // x: the batch norm's input; pooled: the pooling's output; dpooled: its gradient; dx: the
+  // gradient of x, or null when none is needed.
+  virtual void forward_fused_max_pool(const Tensor& x, Tensor& pooled, const RunContext& ctx);
+  virtual void backward_fused_max_pool(const Tensor& x, const Tensor& pooled, const Tensor& dpooled, Tensor* dx,
+                                       const RunContext& ctx);
   // Precision: mixed. Layers with heavy multiplies (conv, fullyConnected) then ask the backend
   // for bfloat16 ops (ConvDesc::bf16); the others ignore it. Takes effect at the next setup().
   void set_mixed_precision(bool on) { mixed_ = on; }

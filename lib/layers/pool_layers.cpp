@@ -62,7 +62,8 @@ class PoolingLayer final : public Layer {
     be_ = &be;
     n_ = n;
     if (keep_indices_) indices_ = Tensor(Shape{n, desc(1).out_h(), desc(1).out_w(), c_}, be.device(), DType::kI32);
-    if (takes_relu_backward_) relu_ = be.make_act(ActDesc{n * desc(1).out_h() * desc(1).out_w() * c_, ActKind::kRelu, 0.f});
+    if (takes_relu_backward_)
+      relu_ = be.make_act(ActDesc{n * desc(1).out_h() * desc(1).out_w() * c_, ActKind::kRelu, 0.f});
   }
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
@@ -78,6 +79,14 @@ class PoolingLayer final : public Layer {
   }
 
   bool can_take_relu_backward() const override { return kind_ == PoolKind::kMax && !global_; }
+  // Max pooling without padding whose indices no unpooling layer reads, windows of at most
+  // 256 values (the fused op's u8 positions).
+  bool plain_max_pool(PoolDesc& d) const override {
+    if (kind_ != PoolKind::kMax || global_ || keep_indices_ || pt_ || pb_ || pl_ || pr_ || kh_ * kw_ > 256)
+      return false;
+    d = desc(1);
+    return true;
+  }
 
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
     const std::string& n = name();

@@ -135,6 +135,19 @@ void Network::plan_fusion() {
   }
   nodes_.back().alias_of = softmax_;
   if (device_.is_cpu()) {
+    // batchNormalization -> (fused) relu -> maxPooling2d, each the previous one's only consumer.
+    for (size_t p = 0; p < nodes_.size(); ++p) {
+      Layer& bn = *nodes_[p].layer;
+      if (!bn.can_fuse_max_pool() || users[p].size() != 1) continue;
+      const int r = users[p][0];
+      if (nodes_[r].alias_of != static_cast<int>(p) || users[r].size() != 1) continue;
+      const int q = users[r][0];
+      PoolDesc d;
+      if (nodes_[q].inputs.size() != 1 || !nodes_[q].layer->plain_max_pool(d)) continue;
+      bn.set_fused_max_pool(d);
+      nodes_[p].fused_pool = q;
+      nodes_[q].fused_bn = static_cast<int>(p);
+    }
     for (size_t p = 0; p < nodes_.size(); ++p) {
       if (!nodes_[p].layer->can_fold_affine() || users[p].size() != 1) continue;
       const int q = users[p][0];
@@ -232,11 +245,15 @@ const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
     Node& n = nodes_[i];
     const bool fold = !ctx.training && inference_folding_;
     if (n.alias_of >= 0 || (fold && n.folded_away)) continue;
+    if (n.fused_pool >= 0 && n.layer->fused_max_pool_active(ctx)) continue;  // runs in its pooling's step
+    Node* bn = n.fused_bn >= 0 && nodes_[n.fused_bn].layer->fused_max_pool_active(ctx) ? &nodes_[n.fused_bn] : nullptr;
     xs.clear();
     if (i == 0) xs.push_back(&x);
     for (int p : n.inputs) xs.push_back(&nodes_[root(p)].out);
     auto run = [&] {
-      if (fold && n.folds_into >= 0)
+      if (bn)
+        bn->layer->forward_fused_max_pool(nodes_[root(bn->inputs[0])].out, n.out, ctx);
+      else if (fold && n.folds_into >= 0)
         n.layer->forward_folded(xs, nodes_[n.folds_into].out);
       else
         n.layer->forward(xs, n.out, ctx);
@@ -299,6 +316,19 @@ void Network::backward_node(int i, const RunContext& ctx) {
     scratch_parts_.clear();
     for (const Tensor& t : n.edge_grads) scratch_parts_.push_back(&t);
     be.sum(scratch_parts_, n.grad);
+  }
+  if (n.fused_pool >= 0 && n.layer->fused_max_pool_active(ctx)) return;  // done in its pooling's step
+  if (n.fused_bn >= 0 && nodes_[n.fused_bn].layer->fused_max_pool_active(ctx)) {
+    Node& bn = nodes_[n.fused_bn];
+    Tensor* dx = grad_target(n.fused_bn, bn.inputs[0]);
+    Timer t;
+    for_layer(*bn.layer,
+              [&] { bn.layer->backward_fused_max_pool(nodes_[root(bn.inputs[0])].out, n.out, n.grad, dx, ctx); });
+    if (prof_bwd_) {
+      be.synchronize();
+      (*prof_bwd_)[i] += t.seconds();
+    }
+    return;
   }
   scratch_xs_.clear();
   scratch_dxs_.clear();

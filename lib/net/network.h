@@ -36,6 +36,8 @@ class Network {
   const Layer& layer(size_t i) const { return *nodes_[i].layer; }
   const Shape& output_shape(size_t i) const { return nodes_[i].shape; }  // per image (H, W, C)
   bool fused(size_t i) const { return nodes_[i].alias_of >= 0; }
+  // CPU training: batchNormalization i runs with the max pooling after its ReLU as one op.
+  bool fused_with_max_pool(size_t i) const { return nodes_[i].fused_pool >= 0; }
   ImageInputLayer& input_layer() { return *input_; }
   const Shape& input_shape() const { return nodes_[0].shape; }
   int64_t num_classes() const { return nodes_.back().shape[2]; }
@@ -126,6 +128,8 @@ class Network {
     int alias_of = -1;           // fused ReLU / output layer: shares this node's tensors
     int folds_into = -1;         // inference: this conv writes that batchNormalization's output
     bool folded_away = false;    // inference: a batchNormalization its producer computes
+    int fused_pool = -1;         // CPU training: this batchNormalization runs in that max pooling's step
+    int fused_bn = -1;           // ... and this max pooling runs that batchNormalization with it
     bool needs_grad = false;     // a gradient must flow into this node's output
     std::vector<int> consumers;  // non-alias nodes reading this node's storage
     Tensor out, grad;

@@ -24,19 +24,22 @@ void Network::plan_gradients(int64_t n) {
     int slot = -1;
   };
   std::vector<Use> uses;
+  // A batchNormalization that runs in its max pooling's step (CPU training) writes its input's
+  // gradient there, earlier in backward than its own step.
+  auto written_at = [&](int consumer) { return std::max(consumer, nodes_[consumer].fused_pool); };
   for (size_t p = 0; p < nodes_.size(); ++p) {
     Node& node = nodes_[p];
     if (node.alias_of >= 0 || !node.needs_grad) continue;
     const Shape s = batch_shape(n, node.shape);
     const int pi = static_cast<int>(p);
     if (node.consumers.size() < 2) {
-      uses.push_back({&node.grad, s, node.consumers.empty() ? pi : node.consumers[0], pi, pi});
+      uses.push_back({&node.grad, s, node.consumers.empty() ? pi : written_at(node.consumers[0]), pi, pi});
       continue;
     }
     node.edge_grads.resize(node.consumers.size());
     uses.push_back({&node.grad, s, pi, pi, pi});
     for (size_t k = 0; k < node.consumers.size(); ++k)
-      uses.push_back({&node.edge_grads[k], s, node.consumers[k], pi, pi});
+      uses.push_back({&node.edge_grads[k], s, written_at(node.consumers[k]), pi, pi});
   }
   std::vector<int64_t> need;  // elements per slot
   if (grad_reuse_) {

@@ -104,6 +104,9 @@ std::unique_ptr<PoolOp> CpuBackend::make_pool(const PoolDesc& d) {
 std::unique_ptr<BatchNormOp> CpuBackend::make_batch_norm(const BatchNormDesc& d) {
   return guarded("batch normalization", [&] { return cpu::make_batch_norm_op(d, *ctx_); });
 }
+std::unique_ptr<BnReluMaxPoolOp> CpuBackend::make_bn_relu_max_pool(const BnReluMaxPoolDesc& d) {
+  return cpu::make_bn_relu_max_pool_op(d);
+}
 std::unique_ptr<LrnOp> CpuBackend::make_lrn(const LrnDesc& d) {
   return guarded("cross-channel normalization", [&] { return cpu::make_lrn_op(d, *ctx_); });
 }

@@ -61,6 +61,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<FcOp> make_fc(const FcDesc& d) override;
   std::unique_ptr<PoolOp> make_pool(const PoolDesc& d) override;
   std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormDesc& d) override;
+  std::unique_ptr<BnReluMaxPoolOp> make_bn_relu_max_pool(const BnReluMaxPoolDesc& d) override;
   std::unique_ptr<LrnOp> make_lrn(const LrnDesc& d) override;
   std::unique_ptr<ActOp> make_act(const ActDesc& d) override;
   std::unique_ptr<SoftmaxOp> make_softmax(int64_t rows, int64_t channels) override;

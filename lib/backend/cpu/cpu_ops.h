@@ -32,6 +32,7 @@ std::unique_ptr<DeconvOp> make_deconv_op(const DeconvDesc& d, DnnlContext& ctx);
 std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, DnnlContext& ctx);
 std::unique_ptr<PoolOp> make_pool_op(const PoolDesc& d, DnnlContext& ctx);
 std::unique_ptr<BatchNormOp> make_batch_norm_op(const BatchNormDesc& d, DnnlContext& ctx);
+std::unique_ptr<BnReluMaxPoolOp> make_bn_relu_max_pool_op(const BnReluMaxPoolDesc& d);
 std::unique_ptr<LrnOp> make_lrn_op(const LrnDesc& d, DnnlContext& ctx);
 std::unique_ptr<ActOp> make_act_op(const ActDesc& d, DnnlContext& ctx);
 std::unique_ptr<SoftmaxOp> make_softmax_op(int64_t rows, int64_t channels, DnnlContext& ctx);

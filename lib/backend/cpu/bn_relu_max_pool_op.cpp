@@ -1,0 +1,260 @@
+// Batch normalization (training) + ReLU + max pooling without padding in one pass over the
+// input, and its backward in one pass over the input gradient (ops.h BnReluMaxPoolOp). oneDNN
+// runs them as three passes forward (statistics, normalize, pool) and as many backward, over
+// the full-size tensor; here the full-size normalized tensor is never written.
+//
+// Forward, per image (images in parallel): the per-channel sums of x - K and (x - K)^2 (K_c:
+// the first pixel of the batch, so that large means do not cancel in the variance; float within
+// an image, double across images), and the window maxima of sign(scale_c) * x with their
+// window positions (u8, like oneDNN's workspace). Then mean and the biased variance, and the
+// pooled values normalized and ReLU'd: max commutes with a per-channel monotone function.
+// Backward: the pooled gradient masked by pooled > 0 (the ReLU) gives doffset and dscale (sums
+// over the pooled positions: elsewhere batch norm's output gradient is 0), then one pass over x:
+// each input pixel gathers the gradient of the windows whose maximum it is (as
+// pool_op.cpp's max_pool_backward_image) and applies batch norm's backward,
+// dx = k (g - doffset / M - xhat dscale / M), k = scale / sigma, M = N H W.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include <omp.h>
+
+#include "backend/cpu/cpu_ops.h"
+
+namespace dlt::cpu {
+namespace {
+
+struct Geometry {
+  int64_t h, w, c, kh, kw, sh, sw, oh, ow;
+};
+
+// Sums of x - k and (x - k)^2 over one image's positions, per channel, added to s1 and s2.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void image_sums(const float* __restrict x,
+                                                                             const float* __restrict k,
+                                                                             float* __restrict s1, float* __restrict s2,
+                                                                             int64_t positions, int64_t c) {
+  for (int64_t p = 0; p < positions; ++p) {
+    const float* __restrict v = x + p * c;
+    for (int64_t i = 0; i < c; ++i) {
+      const float d = v[i] - k[i];
+      s1[i] += d;
+      s2[i] += d * d;
+    }
+  }
+}
+
+// One image's window maxima of sgn * x: the raw x of each maximum and its window position.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void image_maxima(const float* __restrict x,
+                                                                               const float* __restrict sgn,
+                                                                               float* __restrict xmax,
+                                                                               uint8_t* __restrict at,
+                                                                               const Geometry& g) {
+  const int64_t c = g.c;
+  for (int64_t oh = 0; oh < g.oh; ++oh)
+    for (int64_t ow = 0; ow < g.ow; ++ow) {
+      float* __restrict m = xmax + (oh * g.ow + ow) * c;
+      uint8_t* __restrict a = at + (oh * g.ow + ow) * c;
+      for (int64_t i = 0; i < c; ++i) {
+        m[i] = -std::numeric_limits<float>::infinity();
+        a[i] = 0;
+      }
+      for (int64_t r = 0; r < g.kh; ++r)
+        for (int64_t q = 0; q < g.kw; ++q) {
+          const float* __restrict v = x + ((oh * g.sh + r) * g.w + ow * g.sw + q) * c;
+          const auto pos = static_cast<uint8_t>(r * g.kw + q);
+          for (int64_t i = 0; i < c; ++i) {
+            const float s = sgn[i] * v[i];
+            const bool gt = s > m[i];
+            m[i] = gt ? s : m[i];
+            a[i] = gt ? pos : a[i];
+          }
+        }
+      for (int64_t i = 0; i < c; ++i) m[i] *= sgn[i];  // back to x: sgn is +-1
+    }
+}
+
+// pooled = max(0, scale * (xmax - mean) * inv_sigma + offset), over n pooled rows of c.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void normalize_pooled(
+    const float* __restrict xmax, const float* __restrict mean, const float* __restrict inv_sigma,
+    const float* __restrict scale, const float* __restrict offset, float* __restrict pooled, int64_t rows, int64_t c) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < c; ++i) {
+      const float y = scale[i] * ((xmax[r * c + i] - mean[i]) * inv_sigma[i]) + offset[i];
+      pooled[r * c + i] = y > 0.f ? y : 0.f;
+    }
+}
+
+// One image's masked pooled gradient g (pooled > 0) and its sums: doffset += g, dscale += g xhat.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void image_grad_sums(
+    const float* __restrict pooled, const float* __restrict dpooled, const float* __restrict xmax,
+    const float* __restrict mean, const float* __restrict inv_sigma, float* __restrict g, float* __restrict d_off,
+    float* __restrict d_scale, int64_t rows, int64_t c) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < c; ++i) {
+      const float v = pooled[r * c + i] > 0.f ? dpooled[r * c + i] : 0.f;
+      g[r * c + i] = v;
+      d_off[i] += v;
+      d_scale[i] += v * ((xmax[r * c + i] - mean[i]) * inv_sigma[i]);
+    }
+}
+
+// One image's dx = k * gathered + b * (x - mean) + d per channel (k, b, d: coef[0..3c)).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void image_dx(
+    const float* __restrict x, const float* __restrict g, const uint8_t* __restrict at, const float* __restrict mean,
+    const float* __restrict coef, float* __restrict dx, const Geometry& geo) {
+  const int64_t c = geo.c;
+  const float* __restrict k = coef;
+  const float* __restrict b = coef + c;
+  const float* __restrict d = coef + 2 * c;
+  // The windows that cover input row i: o * stride <= i <= o * stride + kernel - 1.
+  auto first = [](int64_t i, int64_t kernel, int64_t stride) {
+    const int64_t lo = i - kernel + 1;
+    return lo <= 0 ? 0 : (lo + stride - 1) / stride;
+  };
+  for (int64_t ih = 0; ih < geo.h; ++ih) {
+    const int64_t oh0 = first(ih, geo.kh, geo.sh), oh1 = std::min(geo.oh - 1, ih / geo.sh);
+    for (int64_t iw = 0; iw < geo.w; ++iw) {
+      const int64_t ow0 = first(iw, geo.kw, geo.sw), ow1 = std::min(geo.ow - 1, iw / geo.sw);
+      const float* __restrict xv = x + (ih * geo.w + iw) * c;
+      float* __restrict out = dx + (ih * geo.w + iw) * c;
+      for (int64_t i = 0; i < c; ++i) out[i] = b[i] * (xv[i] - mean[i]) + d[i];
+      for (int64_t oh = oh0; oh <= oh1; ++oh)
+        for (int64_t ow = ow0; ow <= ow1; ++ow) {
+          const auto pos = static_cast<uint8_t>((ih - oh * geo.sh) * geo.kw + (iw - ow * geo.sw));
+          const int64_t o = (oh * geo.ow + ow) * c;
+          const float* __restrict gv = g + o;
+          const uint8_t* __restrict av = at + o;
+          for (int64_t i = 0; i < c; ++i) out[i] += av[i] == pos ? k[i] * gv[i] : 0.f;
+        }
+    }
+  }
+}
+
+class CpuBnReluMaxPoolOp final : public BnReluMaxPoolOp {
+ public:
+  explicit CpuBnReluMaxPoolOp(const BnReluMaxPoolDesc& d) : BnReluMaxPoolOp(d, Device::cpu()), d_(d) {
+    DLT_CHECK(d.kh * d.kw <= 256 && d.out_h() > 0 && d.out_w() > 0,
+              "bn_relu_max_pool: window " << d.kh << "x" << d.kw << " over " << d.bn.h << "x" << d.bn.w);
+    geo_ = {d.bn.h, d.bn.w, d.bn.c, d.kh, d.kw, d.stride_h, d.stride_w, d.out_h(), d.out_w()};
+    const auto pooled = static_cast<size_t>(d.bn.n * geo_.oh * geo_.ow * geo_.c);
+    xmax_.resize(pooled);
+    at_.resize(pooled);
+    g_.resize(pooled);
+    const auto c = static_cast<size_t>(geo_.c);
+    mean_.resize(c);
+    inv_sigma_.resize(c);
+    coef_.resize(3 * c);
+  }
+
+ protected:
+  void do_forward_training(const Tensor& xt, const Tensor& scale, const Tensor& offset, Tensor& pooled, Tensor& mean,
+                           Tensor& var) override {
+    const int64_t n = d_.bn.n, c = geo_.c, in = geo_.h * geo_.w * c, out = geo_.oh * geo_.ow * c;
+    const float* x = xt.data();
+    const float* gamma = scale.data();
+    std::vector<float> shift(x, x + c), sgn(static_cast<size_t>(c));
+    for (int64_t i = 0; i < c; ++i) sgn[static_cast<size_t>(i)] = gamma[i] < 0.f ? -1.f : 1.f;
+    const int threads = omp_get_max_threads();
+    std::vector<double> sums(static_cast<size_t>(threads) * 2 * c, 0.0);
+#pragma omp parallel num_threads(threads)
+    {
+      double* my = sums.data() + static_cast<int64_t>(omp_get_thread_num()) * 2 * c;
+      std::vector<float> s1(static_cast<size_t>(c)), s2(static_cast<size_t>(c));
+#pragma omp for schedule(static)
+      for (int64_t img = 0; img < n; ++img) {
+        std::fill(s1.begin(), s1.end(), 0.f);
+        std::fill(s2.begin(), s2.end(), 0.f);
+        image_sums(x + img * in, shift.data(), s1.data(), s2.data(), geo_.h * geo_.w, c);
+        for (int64_t i = 0; i < c; ++i) {
+          my[i] += s1[static_cast<size_t>(i)];
+          my[c + i] += s2[static_cast<size_t>(i)];
+        }
+        image_maxima(x + img * in, sgn.data(), xmax_.data() + img * out, at_.data() + img * out, geo_);
+      }
+    }
+    const double m = static_cast<double>(n * geo_.h * geo_.w);
+    float* mu = mean.data();
+    float* v = var.data();
+    for (int64_t i = 0; i < c; ++i) {
+      double s1 = 0, s2 = 0;  // in thread order: the same sums on every run
+      for (int t = 0; t < threads; ++t) {
+        s1 += sums[static_cast<size_t>(t * 2 * c + i)];
+        s2 += sums[static_cast<size_t>(t * 2 * c + c + i)];
+      }
+      const double d = s1 / m;
+      mu[i] = static_cast<float>(shift[static_cast<size_t>(i)] + d);
+      v[i] = static_cast<float>(std::max(0.0, s2 / m - d * d));
+      mean_[static_cast<size_t>(i)] = mu[i];
+      inv_sigma_[static_cast<size_t>(i)] = 1.f / std::sqrt(v[i] + d_.bn.epsilon);
+    }
+    float* y = pooled.data();
+#pragma omp parallel for schedule(static)
+    for (int64_t img = 0; img < n; ++img)
+      normalize_pooled(xmax_.data() + img * out, mean_.data(), inv_sigma_.data(), gamma, offset.data(), y + img * out,
+                       geo_.oh * geo_.ow, c);
+  }
+
+  void do_backward(const Tensor& xt, const Tensor& pooled, const Tensor& dpooled, const Tensor& scale, Tensor& dx,
+                   Tensor& dscale, Tensor& doffset) override {
+    const int64_t n = d_.bn.n, c = geo_.c, in = geo_.h * geo_.w * c, out = geo_.oh * geo_.ow * c;
+    const int threads = omp_get_max_threads();
+    std::vector<double> sums(static_cast<size_t>(threads) * 2 * c, 0.0);
+#pragma omp parallel num_threads(threads)
+    {
+      double* my = sums.data() + static_cast<int64_t>(omp_get_thread_num()) * 2 * c;
+      std::vector<float> off(static_cast<size_t>(c)), sc(static_cast<size_t>(c));
+#pragma omp for schedule(static)
+      for (int64_t img = 0; img < n; ++img) {
+        std::fill(off.begin(), off.end(), 0.f);
+        std::fill(sc.begin(), sc.end(), 0.f);
+        image_grad_sums(pooled.data() + img * out, dpooled.data() + img * out, xmax_.data() + img * out, mean_.data(),
+                        inv_sigma_.data(), g_.data() + img * out, off.data(), sc.data(), geo_.oh * geo_.ow, c);
+        for (int64_t i = 0; i < c; ++i) {
+          my[i] += off[static_cast<size_t>(i)];
+          my[c + i] += sc[static_cast<size_t>(i)];
+        }
+      }
+    }
+    const double m = static_cast<double>(n * geo_.h * geo_.w);
+    const float* gamma = scale.data();
+    for (int64_t i = 0; i < c; ++i) {
+      double d_off = 0, d_scale = 0;
+      for (int t = 0; t < threads; ++t) {
+        d_off += sums[static_cast<size_t>(t * 2 * c + i)];
+        d_scale += sums[static_cast<size_t>(t * 2 * c + c + i)];
+      }
+      doffset.data()[i] = static_cast<float>(d_off);
+      dscale.data()[i] = static_cast<float>(d_scale);
+      const double is = inv_sigma_[static_cast<size_t>(i)];
+      const double k = static_cast<double>(gamma[i]) * is;
+      coef_[static_cast<size_t>(i)] = static_cast<float>(k);
+      coef_[static_cast<size_t>(c + i)] = static_cast<float>(-k * is * d_scale / m);
+      coef_[static_cast<size_t>(2 * c + i)] = static_cast<float>(-k * d_off / m);
+    }
+    if (!dx.defined()) return;
+    const float* x = xt.data();
+    float* out_dx = dx.data();
+#pragma omp parallel for schedule(static)
+    for (int64_t img = 0; img < n; ++img)
+      image_dx(x + img * in, g_.data() + img * out, at_.data() + img * out, mean_.data(), coef_.data(),
+               out_dx + img * in, geo_);
+  }
+
+ private:
+  BnReluMaxPoolDesc d_;
+  Geometry geo_{};
+  std::vector<float> xmax_;  // raw x of each window's maximum (pooled layout)
+  std::vector<uint8_t> at_;  // its position in the window, r * kw + q
+  std::vector<float> g_;     // backward: the pooled gradient after the ReLU mask
+  std::vector<float> mean_, inv_sigma_, coef_;
+};
+
+}  // namespace
+
+std::unique_ptr<BnReluMaxPoolOp> make_bn_relu_max_pool_op(const BnReluMaxPoolDesc& d) {
+  return std::make_unique<CpuBnReluMaxPoolOp>(d);
+}
+
+}  // namespace dlt::cpu
