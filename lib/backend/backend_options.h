@@ -15,6 +15,7 @@ struct BackendOptions {
   bool deterministic = false;         // Deterministic: only deterministic cuDNN algorithms
   bool fused_convolution = true;      // FusedConvolution: cudnnConvolutionBiasActivationForward
   bool batch_norm_ex = true;          // BatchNormEx: cuDNN's Ex batch norm (SPATIAL_PERSISTENT)
+  bool fused_bn_pool = true;          // FusedBatchNormPooling: BnReluMaxPoolOp in CPU training
 };
 
 void set_backend_options(const BackendOptions& options);

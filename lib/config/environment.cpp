@@ -43,6 +43,12 @@ const std::vector<EnvOverride>& overrides() {
          return true;
        },
        ""},
+      {"DLT_FUSED_BN_POOL", "FusedBatchNormPooling",
+       [](const std::string& v, TO& o) {
+         o.fused_batch_norm_pooling = v != "0";
+         return true;
+       },
+       ""},
       {"DLT_CUDNN_WORKSPACE_MB", "CudnnWorkspaceMB",
        [](const std::string& v, TO& o) { return parse_int(v, &o.cudnn_workspace_mb) && o.cudnn_workspace_mb >= 0; },
        "set it to a number of MiB (e.g. 256), or unset it"},

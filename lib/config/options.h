@@ -55,6 +55,7 @@ struct TrainingOptions {
   bool deterministic = false;                  // Deterministic: cuDNN's deterministic algorithms only
   bool fused_convolution = true;               // FusedConvolution: cuDNN's conv + bias + relu
   bool batch_norm_ex = true;                   // BatchNormEx: cuDNN's batch norm Ex calls
+  bool fused_batch_norm_pooling = true;        // FusedBatchNormPooling: CPU bn + relu + max pooling as one op
   double gradient_bucket_size_mb = 0;          // GradientBucketSizeMB (DLT_BUCKET_MB); 0: auto
   double communication_timeout = 60;           // CommunicationTimeout (DLT_COMM_TIMEOUT), seconds
   bool communication_timing = false;           // CommunicationTiming (DLT_COMM_TIMING)

@@ -125,6 +125,8 @@ const std::vector<FieldDef<TO>>& fields() {
         "FusedConvolution", [](auto& o) -> auto& { return o.fused_convolution; }));
     v.push_back(bool_field<TO>(
         "BatchNormEx", [](auto& o) -> auto& { return o.batch_norm_ex; }));
+    v.push_back(bool_field<TO>(
+        "FusedBatchNormPooling", [](auto& o) -> auto& { return o.fused_batch_norm_pooling; }));
     v.push_back(auto_or_positive_field<TO>(
         "GradientBucketSizeMB", "auto or a positive number of megabytes",
         [](auto& o) -> auto& { return o.gradient_bucket_size_mb; }));

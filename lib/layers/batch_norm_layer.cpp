@@ -4,7 +4,9 @@
 // with the unbiased batch variance. Inference uses the trained statistics. Fuses a following
 // ReLU (the backend op then applies the relu backward itself). In data-parallel training
 // (RunContext::comm of size > 1) it is synchronized: every rank normalizes with the global
-// batch's statistics and backward adds the terms through them (docs/distributed.md).
+// batch's statistics and backward adds the terms through them (docs/distributed.md). In CPU
+// training, with its fused ReLU and a max pooling after it, it can run as one op with that
+// pooling (Layer::set_fused_max_pool, Network::plan_fusion; FusedBatchNormPooling).
 #include <cmath>
 #include <memory>
 

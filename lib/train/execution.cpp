@@ -67,6 +67,7 @@ BackendOptions backend_options_for(const TrainingOptions& o) {
   b.deterministic = o.deterministic;
   b.fused_convolution = o.fused_convolution;
   b.batch_norm_ex = o.batch_norm_ex;
+  b.fused_bn_pool = o.fused_batch_norm_pooling;
   return b;
 }
 

@@ -106,3 +106,39 @@ TEST_CASE("cpu backend: CIFAR-10 net op timings", "[.bench]") {
 }
 
 }  // namespace dlt::test
+
+namespace dlt::test {
+
+TEST_CASE("cpu backend: batch norm + relu + max pooling, fused and separate", "[.bench]") {
+  // cifar10-bn's bn1 -> relu1 -> pool1 at N = 100: 100x32x32x32, 3x3 stride 2.
+  Backend& be = cpu_backend();
+  Rng rng(3);
+  BatchNormDesc bd;
+  bd.n = 100, bd.h = bd.w = 32, bd.c = 32, bd.fuse_relu = true;
+  PoolDesc pd;
+  pd.n = 100, pd.h = pd.w = 32, pd.c = 32, pd.kh = pd.kw = 3, pd.stride_h = pd.stride_w = 2;
+  BnReluMaxPoolDesc fd;
+  fd.bn = bd;
+  fd.kh = fd.kw = 3, fd.stride_h = fd.stride_w = 2;
+  const Shape xs{100, 32, 32, 32}, ps{100, pd.out_h(), pd.out_w(), 32}, cs{32};
+  Tensor x = random_tensor(xs, rng), scale = random_tensor(cs, rng, 0.5f, 1.5f), offset = random_tensor(cs, rng);
+  Tensor y(xs), mean(cs), var(cs), pooled(ps), dp = random_tensor(ps, rng), dy(xs), dx(xs), ds(cs), dof(cs);
+  auto bn = be.make_batch_norm(bd);
+  auto pool = be.make_pool(pd);
+  auto fused = be.make_bn_relu_max_pool(fd);
+  REQUIRE(fused);
+  const double sf = time_ms([&] {
+    bn->forward_training(x, scale, offset, y, mean, var);
+    pool->forward(y, pooled, true);
+  });
+  const double sb = time_ms([&] {
+    pool->backward(dp, dy);
+    bn->backward(x, dy, scale, mean, var, dx, ds, dof);
+  });
+  const double ff = time_ms([&] { fused->forward_training(x, scale, offset, pooled, mean, var); });
+  const double fb = time_ms([&] { fused->backward(x, pooled, dp, scale, dx, ds, dof); });
+  std::printf("bn1+relu1+pool1, 100x32x32x32, 3x3/2: separate forward %.3f ms backward %.3f ms; fused %.3f / %.3f ms\n",
+              sf, sb, ff, fb);
+}
+
+}  // namespace dlt::test

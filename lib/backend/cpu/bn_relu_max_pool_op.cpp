@@ -6,7 +6,7 @@
 // Forward, per image (images in parallel): the per-channel sums of x - K and (x - K)^2 (K_c:
 // the first pixel of the batch, so that large means do not cancel in the variance; float within
 // an image, double across images), and the window maxima of sign(scale_c) * x with their
-// window positions (u8, like oneDNN's workspace). Then mean and the biased variance, and the
+// window positions. Then mean and the biased variance, and the
 // pooled values normalized and ReLU'd: max commutes with a per-channel monotone function.
 // Backward: the pooled gradient masked by pooled > 0 (the ReLU) gives doffset and dscale (sums
 // over the pooled positions: elsewhere batch norm's output gradient is 0), then one pass over x:
@@ -23,6 +23,10 @@
 
 #include "backend/cpu/cpu_ops.h"
 
+// The 16-float vector helpers below are always inlined into the target_clones bodies, so GCC's
+// note that returning such a vector changes the calling convention without AVX-512 is moot.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 namespace dlt::cpu {
 namespace {
 
@@ -30,48 +34,98 @@ struct Geometry {
   int64_t h, w, c, kh, kw, sh, sw, oh, ow;
 };
 
+// Channels in blocks of 16 held in GCC vector types (one AVX-512 register, two AVX2 ones,
+// four SSE ones in the clones below): the accumulators stay in registers. With plain loops over
+// a run-time channel count they stayed in memory (each position's add waiting for the last
+// store), and with fixed-size arrays the compiler unrolled them into scalar code: 2-3x slower.
+// The channels past the last full block take the scalar loops.
+constexpr int64_t kLanes = 16;
+using VecF = float __attribute__((vector_size(kLanes * sizeof(float))));
+using VecI = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
+
+// Unaligned 16-float loads and stores (memcpy, which the compiler turns into vector moves).
+template <class V, class T>
+__attribute__((always_inline)) inline V load(const T* p) {
+  V v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class V, class T>
+__attribute__((always_inline)) inline void store(T* p, const V& v) {
+  __builtin_memcpy(p, &v, sizeof v);
+}
+
 // Sums of x - k and (x - k)^2 over one image's positions, per channel, added to s1 and s2.
 __attribute__((target_clones("avx512f", "avx2", "default"))) void image_sums(const float* __restrict x,
                                                                              const float* __restrict k,
                                                                              float* __restrict s1, float* __restrict s2,
                                                                              int64_t positions, int64_t c) {
-  for (int64_t p = 0; p < positions; ++p) {
-    const float* __restrict v = x + p * c;
-    for (int64_t i = 0; i < c; ++i) {
-      const float d = v[i] - k[i];
-      s1[i] += d;
-      s2[i] += d * d;
+  int64_t c0 = 0;
+  for (; c0 + kLanes <= c; c0 += kLanes) {
+    const VecF kv = load<VecF>(k + c0);
+    VecF a1 = {}, a2 = {};
+    for (int64_t p = 0; p < positions; ++p) {
+      const VecF d = load<VecF>(x + p * c + c0) - kv;
+      a1 += d;
+      a2 += d * d;
     }
+    store(s1 + c0, load<VecF>(s1 + c0) + a1);
+    store(s2 + c0, load<VecF>(s2 + c0) + a2);
   }
+  for (; c0 < c; ++c0)
+    for (int64_t p = 0; p < positions; ++p) {
+      const float d = x[p * c + c0] - k[c0];
+      s1[c0] += d;
+      s2[c0] += d * d;
+    }
+}
+
+// One output's window maxima of sgn * x for channels [c0, c0 + 16): the raw x of each maximum
+// and its window position r * kw + q.
+__attribute__((always_inline)) inline void maxima_block(const float* __restrict x, const float* __restrict sgn,
+                                                        float* __restrict xmax, int32_t* __restrict at,
+                                                        const Geometry& g, int64_t oh, int64_t ow, int64_t c0) {
+  const int64_t c = g.c;
+  const VecF sg = load<VecF>(sgn + c0);
+  VecF m = load<VecF>(x + ((oh * g.sh) * g.w + ow * g.sw) * c + c0) * sg;
+  VecI a = {};
+  for (int64_t r = 0; r < g.kh; ++r)
+    for (int64_t q = r == 0 ? 1 : 0; q < g.kw; ++q) {
+      const VecF sv = load<VecF>(x + ((oh * g.sh + r) * g.w + ow * g.sw + q) * c + c0) * sg;
+      const VecI gt = sv > m;
+      m = gt ? sv : m;
+      a = gt ? static_cast<int32_t>(r * g.kw + q) : a;
+    }
+  const int64_t o = (oh * g.ow + ow) * c + c0;
+  store(xmax + o, m * sg);  // back to x: sg is +-1
+  store(at + o, a);
 }
 
 // One image's window maxima of sgn * x: the raw x of each maximum and its window position.
 __attribute__((target_clones("avx512f", "avx2", "default"))) void image_maxima(const float* __restrict x,
                                                                                const float* __restrict sgn,
                                                                                float* __restrict xmax,
-                                                                               uint8_t* __restrict at,
+                                                                               int32_t* __restrict at,
                                                                                const Geometry& g) {
   const int64_t c = g.c;
   for (int64_t oh = 0; oh < g.oh; ++oh)
     for (int64_t ow = 0; ow < g.ow; ++ow) {
-      float* __restrict m = xmax + (oh * g.ow + ow) * c;
-      uint8_t* __restrict a = at + (oh * g.ow + ow) * c;
-      for (int64_t i = 0; i < c; ++i) {
-        m[i] = -std::numeric_limits<float>::infinity();
-        a[i] = 0;
-      }
-      for (int64_t r = 0; r < g.kh; ++r)
-        for (int64_t q = 0; q < g.kw; ++q) {
-          const float* __restrict v = x + ((oh * g.sh + r) * g.w + ow * g.sw + q) * c;
-          const auto pos = static_cast<uint8_t>(r * g.kw + q);
-          for (int64_t i = 0; i < c; ++i) {
-            const float s = sgn[i] * v[i];
-            const bool gt = s > m[i];
-            m[i] = gt ? s : m[i];
-            a[i] = gt ? pos : a[i];
+      int64_t c0 = 0;
+      for (; c0 + kLanes <= c; c0 += kLanes) maxima_block(x, sgn, xmax, at, g, oh, ow, c0);
+      for (; c0 < c; ++c0) {
+        float m = -std::numeric_limits<float>::infinity();
+        int32_t a = 0;
+        for (int64_t r = 0; r < g.kh; ++r)
+          for (int64_t q = 0; q < g.kw; ++q) {
+            const float sv = sgn[c0] * x[((oh * g.sh + r) * g.w + ow * g.sw + q) * c + c0];
+            if (sv > m) {
+              m = sv;
+              a = static_cast<int32_t>(r * g.kw + q);
+            }
           }
-        }
-      for (int64_t i = 0; i < c; ++i) m[i] *= sgn[i];  // back to x: sgn is +-1
+        xmax[(oh * g.ow + ow) * c + c0] = m * sgn[c0];
+        at[(oh * g.ow + ow) * c + c0] = a;
+      }
     }
 }
 
@@ -93,7 +147,8 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void image_grad_sum
     float* __restrict d_scale, int64_t rows, int64_t c) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < c; ++i) {
-      const float v = pooled[r * c + i] > 0.f ? dpooled[r * c + i] : 0.f;
+      const float dp = dpooled[r * c + i];  // read unconditionally: a plain vector load
+      const float v = pooled[r * c + i] > 0.f ? dp : 0.f;
       g[r * c + i] = v;
       d_off[i] += v;
       d_scale[i] += v * ((xmax[r * c + i] - mean[i]) * inv_sigma[i]);
@@ -102,7 +157,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void image_grad_sum
 
 // One image's dx = k * gathered + b * (x - mean) + d per channel (k, b, d: coef[0..3c)).
 __attribute__((target_clones("avx512f", "avx2", "default"))) void image_dx(
-    const float* __restrict x, const float* __restrict g, const uint8_t* __restrict at, const float* __restrict mean,
+    const float* __restrict x, const float* __restrict g, const int32_t* __restrict at, const float* __restrict mean,
     const float* __restrict coef, float* __restrict dx, const Geometry& geo) {
   const int64_t c = geo.c;
   const float* __restrict k = coef;
@@ -119,15 +174,30 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void image_dx(
       const int64_t ow0 = first(iw, geo.kw, geo.sw), ow1 = std::min(geo.ow - 1, iw / geo.sw);
       const float* __restrict xv = x + (ih * geo.w + iw) * c;
       float* __restrict out = dx + (ih * geo.w + iw) * c;
-      for (int64_t i = 0; i < c; ++i) out[i] = b[i] * (xv[i] - mean[i]) + d[i];
-      for (int64_t oh = oh0; oh <= oh1; ++oh)
-        for (int64_t ow = ow0; ow <= ow1; ++ow) {
-          const auto pos = static_cast<uint8_t>((ih - oh * geo.sh) * geo.kw + (iw - ow * geo.sw));
-          const int64_t o = (oh * geo.ow + ow) * c;
-          const float* __restrict gv = g + o;
-          const uint8_t* __restrict av = at + o;
-          for (int64_t i = 0; i < c; ++i) out[i] += av[i] == pos ? k[i] * gv[i] : 0.f;
-        }
+      int64_t c0 = 0;
+      for (; c0 + kLanes <= c; c0 += kLanes) {
+        const VecF kv = load<VecF>(k + c0);
+        VecF acc = load<VecF>(b + c0) * (load<VecF>(xv + c0) - load<VecF>(mean + c0)) + load<VecF>(d + c0);
+        for (int64_t oh = oh0; oh <= oh1; ++oh)
+          for (int64_t ow = ow0; ow <= ow1; ++ow) {
+            const auto pos = static_cast<int32_t>((ih - oh * geo.sh) * geo.kw + (iw - ow * geo.sw));
+            const int64_t o = (oh * geo.ow + ow) * c + c0;
+            const VecF v = kv * load<VecF>(g + o);
+            const VecI hit = load<VecI>(at + o) == pos;
+            acc += hit ? v : VecF{};
+          }
+        store(out + c0, acc);
+      }
+      for (; c0 < c; ++c0) {
+        float acc = b[c0] * (xv[c0] - mean[c0]) + d[c0];
+        for (int64_t oh = oh0; oh <= oh1; ++oh)
+          for (int64_t ow = ow0; ow <= ow1; ++ow) {
+            const auto pos = static_cast<int32_t>((ih - oh * geo.sh) * geo.kw + (iw - ow * geo.sw));
+            const int64_t o = (oh * geo.ow + ow) * c + c0;
+            if (at[o] == pos) acc += k[c0] * g[o];
+          }
+        out[c0] = acc;
+      }
     }
   }
 }
@@ -246,7 +316,7 @@ class CpuBnReluMaxPoolOp final : public BnReluMaxPoolOp {
   BnReluMaxPoolDesc d_;
   Geometry geo_{};
   std::vector<float> xmax_;  // raw x of each window's maximum (pooled layout)
-  std::vector<uint8_t> at_;  // its position in the window, r * kw + q
+  std::vector<int32_t> at_;  // its position in the window, r * kw + q
   std::vector<float> g_;     // backward: the pooled gradient after the ReLU mask
   std::vector<float> mean_, inv_sigma_, coef_;
 };

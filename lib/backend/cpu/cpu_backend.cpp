@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include "backend/backend_options.h"
 #include "backend/cpu/cpu_ops.h"
 #include "util/error.h"
 
@@ -105,6 +106,7 @@ std::unique_ptr<BatchNormOp> CpuBackend::make_batch_norm(const BatchNormDesc& d)
   return guarded("batch normalization", [&] { return cpu::make_batch_norm_op(d, *ctx_); });
 }
 std::unique_ptr<BnReluMaxPoolOp> CpuBackend::make_bn_relu_max_pool(const BnReluMaxPoolDesc& d) {
+  if (!backend_options().fused_bn_pool) return nullptr;  // FusedBatchNormPooling: false
   return cpu::make_bn_relu_max_pool_op(d);
 }
 std::unique_ptr<LrnOp> CpuBackend::make_lrn(const LrnDesc& d) {
