@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include <omp.h>
@@ -202,6 +203,39 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void image_dx(
   }
 }
 
+// Two per-channel sums over the batch: image(img, a, b) adds one image's terms to the float
+// arrays a and b (c each, zeroed per image); the images run in parallel, each thread adds its
+// images' sums in double, and the threads' totals are added in thread order (the same result
+// on every run with the same thread count). Returns {sum a (c), sum b (c)}.
+template <class PerImage>
+std::pair<std::vector<double>, std::vector<double>> batch_channel_sums(int64_t n, int64_t c, const PerImage& image) {
+  const int threads = omp_get_max_threads();
+  std::vector<double> sums(static_cast<size_t>(threads) * 2 * c, 0.0);
+#pragma omp parallel num_threads(threads)
+  {
+    double* my = sums.data() + static_cast<int64_t>(omp_get_thread_num()) * 2 * c;
+    std::vector<float> a(static_cast<size_t>(c)), b(static_cast<size_t>(c));
+#pragma omp for schedule(static)
+    for (int64_t img = 0; img < n; ++img) {
+      std::fill(a.begin(), a.end(), 0.f);
+      std::fill(b.begin(), b.end(), 0.f);
+      image(img, a.data(), b.data());
+      for (int64_t i = 0; i < c; ++i) {
+        my[i] += a[static_cast<size_t>(i)];
+        my[c + i] += b[static_cast<size_t>(i)];
+      }
+    }
+  }
+  std::pair<std::vector<double>, std::vector<double>> total{std::vector<double>(static_cast<size_t>(c), 0.0),
+                                                            std::vector<double>(static_cast<size_t>(c), 0.0)};
+  for (int t = 0; t < threads; ++t)
+    for (int64_t i = 0; i < c; ++i) {
+      total.first[static_cast<size_t>(i)] += sums[static_cast<size_t>(t * 2 * c + i)];
+      total.second[static_cast<size_t>(i)] += sums[static_cast<size_t>(t * 2 * c + c + i)];
+    }
+  return total;
+}
+
 class CpuBnReluMaxPoolOp final : public BnReluMaxPoolOp {
  public:
   explicit CpuBnReluMaxPoolOp(const BnReluMaxPoolDesc& d) : BnReluMaxPoolOp(d, Device::cpu()), d_(d) {
@@ -226,36 +260,17 @@ class CpuBnReluMaxPoolOp final : public BnReluMaxPoolOp {
     const float* gamma = scale.data();
     std::vector<float> shift(x, x + c), sgn(static_cast<size_t>(c));
     for (int64_t i = 0; i < c; ++i) sgn[static_cast<size_t>(i)] = gamma[i] < 0.f ? -1.f : 1.f;
-    const int threads = omp_get_max_threads();
-    std::vector<double> sums(static_cast<size_t>(threads) * 2 * c, 0.0);
-#pragma omp parallel num_threads(threads)
-    {
-      double* my = sums.data() + static_cast<int64_t>(omp_get_thread_num()) * 2 * c;
-      std::vector<float> s1(static_cast<size_t>(c)), s2(static_cast<size_t>(c));
-#pragma omp for schedule(static)
-      for (int64_t img = 0; img < n; ++img) {
-        std::fill(s1.begin(), s1.end(), 0.f);
-        std::fill(s2.begin(), s2.end(), 0.f);
-        image_sums(x + img * in, shift.data(), s1.data(), s2.data(), geo_.h * geo_.w, c);
-        for (int64_t i = 0; i < c; ++i) {
-          my[i] += s1[static_cast<size_t>(i)];
-          my[c + i] += s2[static_cast<size_t>(i)];
-        }
-        image_maxima(x + img * in, sgn.data(), xmax_.data() + img * out, at_.data() + img * out, geo_);
-      }
-    }
+    const auto [s1, s2] = batch_channel_sums(n, c, [&](int64_t img, float* a, float* b) {
+      image_sums(x + img * in, shift.data(), a, b, geo_.h * geo_.w, c);
+      image_maxima(x + img * in, sgn.data(), xmax_.data() + img * out, at_.data() + img * out, geo_);
+    });
     const double m = static_cast<double>(n * geo_.h * geo_.w);
     float* mu = mean.data();
     float* v = var.data();
     for (int64_t i = 0; i < c; ++i) {
-      double s1 = 0, s2 = 0;  // in thread order: the same sums on every run
-      for (int t = 0; t < threads; ++t) {
-        s1 += sums[static_cast<size_t>(t * 2 * c + i)];
-        s2 += sums[static_cast<size_t>(t * 2 * c + c + i)];
-      }
-      const double d = s1 / m;
+      const double d = s1[static_cast<size_t>(i)] / m;
       mu[i] = static_cast<float>(shift[static_cast<size_t>(i)] + d);
-      v[i] = static_cast<float>(std::max(0.0, s2 / m - d * d));
+      v[i] = static_cast<float>(std::max(0.0, s2[static_cast<size_t>(i)] / m - d * d));
       mean_[static_cast<size_t>(i)] = mu[i];
       inv_sigma_[static_cast<size_t>(i)] = 1.f / std::sqrt(v[i] + d_.bn.epsilon);
     }
@@ -269,32 +284,14 @@ class CpuBnReluMaxPoolOp final : public BnReluMaxPoolOp {
   void do_backward(const Tensor& xt, const Tensor& pooled, const Tensor& dpooled, const Tensor& scale, Tensor& dx,
                    Tensor& dscale, Tensor& doffset) override {
     const int64_t n = d_.bn.n, c = geo_.c, in = geo_.h * geo_.w * c, out = geo_.oh * geo_.ow * c;
-    const int threads = omp_get_max_threads();
-    std::vector<double> sums(static_cast<size_t>(threads) * 2 * c, 0.0);
-#pragma omp parallel num_threads(threads)
-    {
-      double* my = sums.data() + static_cast<int64_t>(omp_get_thread_num()) * 2 * c;
-      std::vector<float> off(static_cast<size_t>(c)), sc(static_cast<size_t>(c));
-#pragma omp for schedule(static)
-      for (int64_t img = 0; img < n; ++img) {
-        std::fill(off.begin(), off.end(), 0.f);
-        std::fill(sc.begin(), sc.end(), 0.f);
-        image_grad_sums(pooled.data() + img * out, dpooled.data() + img * out, xmax_.data() + img * out, mean_.data(),
-                        inv_sigma_.data(), g_.data() + img * out, off.data(), sc.data(), geo_.oh * geo_.ow, c);
-        for (int64_t i = 0; i < c; ++i) {
-          my[i] += off[static_cast<size_t>(i)];
-          my[c + i] += sc[static_cast<size_t>(i)];
-        }
-      }
-    }
+    const auto [offs, scs] = batch_channel_sums(n, c, [&](int64_t img, float* a, float* b) {
+      image_grad_sums(pooled.data() + img * out, dpooled.data() + img * out, xmax_.data() + img * out, mean_.data(),
+                      inv_sigma_.data(), g_.data() + img * out, a, b, geo_.oh * geo_.ow, c);
+    });
     const double m = static_cast<double>(n * geo_.h * geo_.w);
     const float* gamma = scale.data();
     for (int64_t i = 0; i < c; ++i) {
-      double d_off = 0, d_scale = 0;
-      for (int t = 0; t < threads; ++t) {
-        d_off += sums[static_cast<size_t>(t * 2 * c + i)];
-        d_scale += sums[static_cast<size_t>(t * 2 * c + c + i)];
-      }
+      const double d_off = offs[static_cast<size_t>(i)], d_scale = scs[static_cast<size_t>(i)];
       doffset.data()[i] = static_cast<float>(d_off);
       dscale.data()[i] = static_cast<float>(d_scale);
       const double is = inv_sigma_[static_cast<size_t>(i)];
