@@ -24,10 +24,6 @@
 
 #include "backend/cpu/cpu_ops.h"
 
-// The 16-float vector helpers below are always inlined into the target_clones bodies, so GCC's
-// note that returning such a vector changes the calling convention without AVX-512 is moot.
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 namespace dlt::cpu {
 namespace {
 
@@ -44,13 +40,15 @@ constexpr int64_t kLanes = 16;
 using VecF = float __attribute__((vector_size(kLanes * sizeof(float))));
 using VecI = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
 
-// Unaligned 16-float loads and stores (memcpy, which the compiler turns into vector moves).
-template <class V, class T>
-__attribute__((always_inline)) inline V load(const T* p) {
-  V v;
-  __builtin_memcpy(&v, p, sizeof v);
-  return v;
-}
+// Unaligned 16-lane loads (GNU statement expressions: no function returns a vector, which
+// would change the calling convention between the clones; clang rejects that outright) and
+// stores, both through memcpy, which the compiler turns into vector moves.
+#define DLT_LOAD(V, p)                             \
+  ({                                               \
+    V dlt_v_;                                      \
+    __builtin_memcpy(&dlt_v_, (p), sizeof dlt_v_); \
+    dlt_v_;                                        \
+  })
 template <class V, class T>
 __attribute__((always_inline)) inline void store(T* p, const V& v) {
   __builtin_memcpy(p, &v, sizeof v);
@@ -63,15 +61,15 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void image_sums(con
                                                                              int64_t positions, int64_t c) {
   int64_t c0 = 0;
   for (; c0 + kLanes <= c; c0 += kLanes) {
-    const VecF kv = load<VecF>(k + c0);
+    const VecF kv = DLT_LOAD(VecF, k + c0);
     VecF a1 = {}, a2 = {};
     for (int64_t p = 0; p < positions; ++p) {
-      const VecF d = load<VecF>(x + p * c + c0) - kv;
+      const VecF d = DLT_LOAD(VecF, x + p * c + c0) - kv;
       a1 += d;
       a2 += d * d;
     }
-    store(s1 + c0, load<VecF>(s1 + c0) + a1);
-    store(s2 + c0, load<VecF>(s2 + c0) + a2);
+    store(s1 + c0, DLT_LOAD(VecF, s1 + c0) + a1);
+    store(s2 + c0, DLT_LOAD(VecF, s2 + c0) + a2);
   }
   for (; c0 < c; ++c0)
     for (int64_t p = 0; p < positions; ++p) {
@@ -87,12 +85,12 @@ __attribute__((always_inline)) inline void maxima_block(const float* __restrict 
                                                         float* __restrict xmax, int32_t* __restrict at,
                                                         const Geometry& g, int64_t oh, int64_t ow, int64_t c0) {
   const int64_t c = g.c;
-  const VecF sg = load<VecF>(sgn + c0);
-  VecF m = load<VecF>(x + ((oh * g.sh) * g.w + ow * g.sw) * c + c0) * sg;
+  const VecF sg = DLT_LOAD(VecF, sgn + c0);
+  VecF m = DLT_LOAD(VecF, x + ((oh * g.sh) * g.w + ow * g.sw) * c + c0) * sg;
   VecI a = {};
   for (int64_t r = 0; r < g.kh; ++r)
     for (int64_t q = r == 0 ? 1 : 0; q < g.kw; ++q) {
-      const VecF sv = load<VecF>(x + ((oh * g.sh + r) * g.w + ow * g.sw + q) * c + c0) * sg;
+      const VecF sv = DLT_LOAD(VecF, x + ((oh * g.sh + r) * g.w + ow * g.sw + q) * c + c0) * sg;
       const VecI gt = sv > m;
       m = gt ? sv : m;
       a = gt ? static_cast<int32_t>(r * g.kw + q) : a;
@@ -177,14 +175,15 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void image_dx(
       float* __restrict out = dx + (ih * geo.w + iw) * c;
       int64_t c0 = 0;
       for (; c0 + kLanes <= c; c0 += kLanes) {
-        const VecF kv = load<VecF>(k + c0);
-        VecF acc = load<VecF>(b + c0) * (load<VecF>(xv + c0) - load<VecF>(mean + c0)) + load<VecF>(d + c0);
+        const VecF kv = DLT_LOAD(VecF, k + c0);
+        VecF acc =
+            DLT_LOAD(VecF, b + c0) * (DLT_LOAD(VecF, xv + c0) - DLT_LOAD(VecF, mean + c0)) + DLT_LOAD(VecF, d + c0);
         for (int64_t oh = oh0; oh <= oh1; ++oh)
           for (int64_t ow = ow0; ow <= ow1; ++ow) {
             const auto pos = static_cast<int32_t>((ih - oh * geo.sh) * geo.kw + (iw - ow * geo.sw));
             const int64_t o = (oh * geo.ow + ow) * c + c0;
-            const VecF v = kv * load<VecF>(g + o);
-            const VecI hit = load<VecI>(at + o) == pos;
+            const VecF v = kv * DLT_LOAD(VecF, g + o);
+            const VecI hit = DLT_LOAD(VecI, at + o) == pos;
             acc += hit ? v : VecF{};
           }
         store(out + c0, acc);
