@@ -22,6 +22,7 @@
 
 #include <omp.h>
 
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
 
 namespace dlt::cpu {
@@ -31,14 +32,34 @@ struct Geometry {
   int64_t h, w, c, kh, kw, sh, sw, oh, ow;
 };
 
-// Channels in blocks of 16 held in GCC vector types (one AVX-512 register, two AVX2 ones,
-// four SSE ones in the clones below): the accumulators stay in registers. With plain loops over
-// a run-time channel count they stayed in memory (each position's add waiting for the last
-// store), and with fixed-size arrays the compiler unrolled them into scalar code: 2-3x slower.
-// The channels past the last full block take the scalar loops.
-constexpr int64_t kLanes = 16;
-using VecF = float __attribute__((vector_size(kLanes * sizeof(float))));
-using VecI = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
+// Channels in blocks of one vector register (16 lanes on AVX-512, 8 on AVX2, 4 otherwise) held
+// in GCC vector types: the accumulators stay in registers. With plain loops over a run-time
+// channel count they stayed in memory (each position's add waiting for the last store), with
+// fixed-size arrays the compiler unrolled them into scalar code (2-3x slower), and 16-lane
+// vectors compiled for AVX2 ran 6x slower than 8-lane ones (their compares and selects went
+// scalar). The channels past the last full block take the scalar loops.
+// (GCC drops vector_size on an alias template with a dependent size: one type per width.)
+template <int64_t L>
+struct Lanes;
+template <>
+struct Lanes<16> {
+  typedef float F __attribute__((vector_size(64)));
+  typedef int32_t I __attribute__((vector_size(64)));
+};
+template <>
+struct Lanes<8> {
+  typedef float F __attribute__((vector_size(32)));
+  typedef int32_t I __attribute__((vector_size(32)));
+};
+template <>
+struct Lanes<4> {
+  typedef float F __attribute__((vector_size(16)));
+  typedef int32_t I __attribute__((vector_size(16)));
+};
+template <int64_t L>
+using VecF = typename Lanes<L>::F;
+template <int64_t L>
+using VecI = typename Lanes<L>::I;
 
 // Unaligned 16-lane loads (GNU statement expressions: no function returns a vector, which
 // would change the calling convention between the clones; clang rejects that outright) and
@@ -55,21 +76,21 @@ __attribute__((always_inline)) inline void store(T* p, const V& v) {
 }
 
 // Sums of x - k and (x - k)^2 over one image's positions, per channel, added to s1 and s2.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void image_sums(const float* __restrict x,
-                                                                             const float* __restrict k,
-                                                                             float* __restrict s1, float* __restrict s2,
-                                                                             int64_t positions, int64_t c) {
+template <int64_t L>
+__attribute__((always_inline)) inline void image_sums(const float* __restrict x, const float* __restrict k,
+                                                      float* __restrict s1, float* __restrict s2, int64_t positions,
+                                                      int64_t c) {
   int64_t c0 = 0;
-  for (; c0 + kLanes <= c; c0 += kLanes) {
-    const VecF kv = DLT_LOAD(VecF, k + c0);
-    VecF a1 = {}, a2 = {};
+  for (; c0 + L <= c; c0 += L) {
+    const VecF<L> kv = DLT_LOAD(VecF<L>, k + c0);
+    VecF<L> a1 = {}, a2 = {};
     for (int64_t p = 0; p < positions; ++p) {
-      const VecF d = DLT_LOAD(VecF, x + p * c + c0) - kv;
+      const VecF<L> d = DLT_LOAD(VecF<L>, x + p * c + c0) - kv;
       a1 += d;
       a2 += d * d;
     }
-    store(s1 + c0, DLT_LOAD(VecF, s1 + c0) + a1);
-    store(s2 + c0, DLT_LOAD(VecF, s2 + c0) + a2);
+    store(s1 + c0, DLT_LOAD(VecF<L>, s1 + c0) + a1);
+    store(s2 + c0, DLT_LOAD(VecF<L>, s2 + c0) + a2);
   }
   for (; c0 < c; ++c0)
     for (int64_t p = 0; p < positions; ++p) {
@@ -81,17 +102,18 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void image_sums(con
 
 // One output's window maxima of sgn * x for channels [c0, c0 + 16): the raw x of each maximum
 // and its window position r * kw + q.
+template <int64_t L>
 __attribute__((always_inline)) inline void maxima_block(const float* __restrict x, const float* __restrict sgn,
                                                         float* __restrict xmax, int32_t* __restrict at,
                                                         const Geometry& g, int64_t oh, int64_t ow, int64_t c0) {
   const int64_t c = g.c;
-  const VecF sg = DLT_LOAD(VecF, sgn + c0);
-  VecF m = DLT_LOAD(VecF, x + ((oh * g.sh) * g.w + ow * g.sw) * c + c0) * sg;
-  VecI a = {};
+  const VecF<L> sg = DLT_LOAD(VecF<L>, sgn + c0);
+  VecF<L> m = DLT_LOAD(VecF<L>, x + ((oh * g.sh) * g.w + ow * g.sw) * c + c0) * sg;
+  VecI<L> a = {};
   for (int64_t r = 0; r < g.kh; ++r)
     for (int64_t q = r == 0 ? 1 : 0; q < g.kw; ++q) {
-      const VecF sv = DLT_LOAD(VecF, x + ((oh * g.sh + r) * g.w + ow * g.sw + q) * c + c0) * sg;
-      const VecI gt = sv > m;
+      const VecF<L> sv = DLT_LOAD(VecF<L>, x + ((oh * g.sh + r) * g.w + ow * g.sw + q) * c + c0) * sg;
+      const VecI<L> gt = sv > m;
       m = gt ? sv : m;
       a = gt ? static_cast<int32_t>(r * g.kw + q) : a;
     }
@@ -101,16 +123,15 @@ __attribute__((always_inline)) inline void maxima_block(const float* __restrict 
 }
 
 // One image's window maxima of sgn * x: the raw x of each maximum and its window position.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void image_maxima(const float* __restrict x,
-                                                                               const float* __restrict sgn,
-                                                                               float* __restrict xmax,
-                                                                               int32_t* __restrict at,
-                                                                               const Geometry& g) {
+template <int64_t L>
+__attribute__((always_inline)) inline void image_maxima(const float* __restrict x, const float* __restrict sgn,
+                                                        float* __restrict xmax, int32_t* __restrict at,
+                                                        const Geometry& g) {
   const int64_t c = g.c;
   for (int64_t oh = 0; oh < g.oh; ++oh)
     for (int64_t ow = 0; ow < g.ow; ++ow) {
       int64_t c0 = 0;
-      for (; c0 + kLanes <= c; c0 += kLanes) maxima_block(x, sgn, xmax, at, g, oh, ow, c0);
+      for (; c0 + L <= c; c0 += L) maxima_block<L>(x, sgn, xmax, at, g, oh, ow, c0);
       for (; c0 < c; ++c0) {
         float m = -std::numeric_limits<float>::infinity();
         int32_t a = 0;
@@ -129,9 +150,11 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void image_maxima(c
 }
 
 // pooled = max(0, scale * (xmax - mean) * inv_sigma + offset), over n pooled rows of c.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void normalize_pooled(
-    const float* __restrict xmax, const float* __restrict mean, const float* __restrict inv_sigma,
-    const float* __restrict scale, const float* __restrict offset, float* __restrict pooled, int64_t rows, int64_t c) {
+__attribute__((always_inline)) inline void normalize_pooled(const float* __restrict xmax, const float* __restrict mean,
+                                                            const float* __restrict inv_sigma,
+                                                            const float* __restrict scale,
+                                                            const float* __restrict offset, float* __restrict pooled,
+                                                            int64_t rows, int64_t c) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < c; ++i) {
       const float y = scale[i] * ((xmax[r * c + i] - mean[i]) * inv_sigma[i]) + offset[i];
@@ -140,10 +163,12 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void normalize_pool
 }
 
 // One image's masked pooled gradient g (pooled > 0) and its sums: doffset += g, dscale += g xhat.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void image_grad_sums(
-    const float* __restrict pooled, const float* __restrict dpooled, const float* __restrict xmax,
-    const float* __restrict mean, const float* __restrict inv_sigma, float* __restrict g, float* __restrict d_off,
-    float* __restrict d_scale, int64_t rows, int64_t c) {
+__attribute__((always_inline)) inline void image_grad_sums(const float* __restrict pooled,
+                                                           const float* __restrict dpooled,
+                                                           const float* __restrict xmax, const float* __restrict mean,
+                                                           const float* __restrict inv_sigma, float* __restrict g,
+                                                           float* __restrict d_off, float* __restrict d_scale,
+                                                           int64_t rows, int64_t c) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < c; ++i) {
       const float dp = dpooled[r * c + i];  // read unconditionally: a plain vector load
@@ -155,9 +180,11 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void image_grad_sum
 }
 
 // One image's dx = k * gathered + b * (x - mean) + d per channel (k, b, d: coef[0..3c)).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void image_dx(
-    const float* __restrict x, const float* __restrict g, const int32_t* __restrict at, const float* __restrict mean,
-    const float* __restrict coef, float* __restrict dx, const Geometry& geo) {
+template <int64_t L>
+__attribute__((always_inline)) inline void image_dx(const float* __restrict x, const float* __restrict g,
+                                                    const int32_t* __restrict at, const float* __restrict mean,
+                                                    const float* __restrict coef, float* __restrict dx,
+                                                    const Geometry& geo) {
   const int64_t c = geo.c;
   const float* __restrict k = coef;
   const float* __restrict b = coef + c;
@@ -174,17 +201,17 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void image_dx(
       const float* __restrict xv = x + (ih * geo.w + iw) * c;
       float* __restrict out = dx + (ih * geo.w + iw) * c;
       int64_t c0 = 0;
-      for (; c0 + kLanes <= c; c0 += kLanes) {
-        const VecF kv = DLT_LOAD(VecF, k + c0);
-        VecF acc =
-            DLT_LOAD(VecF, b + c0) * (DLT_LOAD(VecF, xv + c0) - DLT_LOAD(VecF, mean + c0)) + DLT_LOAD(VecF, d + c0);
+      for (; c0 + L <= c; c0 += L) {
+        const VecF<L> kv = DLT_LOAD(VecF<L>, k + c0);
+        VecF<L> acc = DLT_LOAD(VecF<L>, b + c0) * (DLT_LOAD(VecF<L>, xv + c0) - DLT_LOAD(VecF<L>, mean + c0)) +
+                      DLT_LOAD(VecF<L>, d + c0);
         for (int64_t oh = oh0; oh <= oh1; ++oh)
           for (int64_t ow = ow0; ow <= ow1; ++ow) {
             const auto pos = static_cast<int32_t>((ih - oh * geo.sh) * geo.kw + (iw - ow * geo.sw));
             const int64_t o = (oh * geo.ow + ow) * c + c0;
-            const VecF v = kv * DLT_LOAD(VecF, g + o);
-            const VecI hit = DLT_LOAD(VecI, at + o) == pos;
-            acc += hit ? v : VecF{};
+            const VecF<L> v = kv * DLT_LOAD(VecF<L>, g + o);
+            const VecI<L> hit = DLT_LOAD(VecI<L>, at + o) == pos;
+            acc += hit ? v : VecF<L>{};
           }
         store(out + c0, acc);
       }
@@ -235,6 +262,48 @@ std::pair<std::vector<double>, std::vector<double>> batch_channel_sums(int64_t n
   return total;
 }
 
+// The per-image kernels, compiled once per instruction set (the bodies above are inlined into
+// each). The op picks a set by dltrain's oneDNN ISA (cpu_isa()), not by the CPU alone, so that
+// DNNL_MAX_CPU_ISA=AVX2 runs the AVX2 set on an AVX-512 machine as it does oneDNN's kernels.
+struct Kernels {
+  void (*forward)(const float* x, const float* shift, const float* sgn, float* s1, float* s2, float* xmax, int32_t* at,
+                  const Geometry& g);
+  void (*normalize)(const float* xmax, const float* mean, const float* inv_sigma, const float* scale,
+                    const float* offset, float* pooled, int64_t rows, int64_t c);
+  void (*grad_sums)(const float* pooled, const float* dpooled, const float* xmax, const float* mean,
+                    const float* inv_sigma, float* g, float* d_off, float* d_scale, int64_t rows, int64_t c);
+  void (*dx)(const float* x, const float* g, const int32_t* at, const float* mean, const float* coef, float* dx,
+             const Geometry& geo);
+};
+
+#define DLT_BN_POOL_KERNELS(NAME, TARGET, L)                                                                          \
+  TARGET void NAME##_forward(const float* x, const float* shift, const float* sgn, float* s1, float* s2, float* xmax, \
+                             int32_t* at, const Geometry& g) {                                                        \
+    image_sums<L>(x, shift, s1, s2, g.h * g.w, g.c);                                                                  \
+    image_maxima<L>(x, sgn, xmax, at, g);                                                                             \
+  }                                                                                                                   \
+  TARGET void NAME##_normalize(const float* xmax, const float* mean, const float* inv_sigma, const float* scale,      \
+                               const float* offset, float* pooled, int64_t rows, int64_t c) {                         \
+    normalize_pooled(xmax, mean, inv_sigma, scale, offset, pooled, rows, c);                                          \
+  }                                                                                                                   \
+  TARGET void NAME##_grad_sums(const float* pooled, const float* dpooled, const float* xmax, const float* mean,       \
+                               const float* inv_sigma, float* g, float* d_off, float* d_scale, int64_t rows,          \
+                               int64_t c) {                                                                           \
+    image_grad_sums(pooled, dpooled, xmax, mean, inv_sigma, g, d_off, d_scale, rows, c);                              \
+  }                                                                                                                   \
+  TARGET void NAME##_dx(const float* x, const float* g, const int32_t* at, const float* mean, const float* coef,      \
+                        float* dx, const Geometry& geo) {                                                             \
+    image_dx<L>(x, g, at, mean, coef, dx, geo);                                                                       \
+  }                                                                                                                   \
+  constexpr Kernels NAME{NAME##_forward, NAME##_normalize, NAME##_grad_sums, NAME##_dx};
+
+DLT_BN_POOL_KERNELS(kAvx512, [[gnu::target("avx512f")]], 16)
+DLT_BN_POOL_KERNELS(kAvx2, [[gnu::target("avx2")]], 8)
+DLT_BN_POOL_KERNELS(kBaseline, , 4)
+#undef DLT_BN_POOL_KERNELS
+
+const Kernels& kernels_for(const CpuIsa& isa) { return isa.avx512 ? kAvx512 : isa.avx2 ? kAvx2 : kBaseline; }
+
 class CpuBnReluMaxPoolOp final : public BnReluMaxPoolOp {
  public:
   explicit CpuBnReluMaxPoolOp(const BnReluMaxPoolDesc& d) : BnReluMaxPoolOp(d, Device::cpu()), d_(d) {
@@ -260,8 +329,7 @@ class CpuBnReluMaxPoolOp final : public BnReluMaxPoolOp {
     std::vector<float> shift(x, x + c), sgn(static_cast<size_t>(c));
     for (int64_t i = 0; i < c; ++i) sgn[static_cast<size_t>(i)] = gamma[i] < 0.f ? -1.f : 1.f;
     const auto [s1, s2] = batch_channel_sums(n, c, [&](int64_t img, float* a, float* b) {
-      image_sums(x + img * in, shift.data(), a, b, geo_.h * geo_.w, c);
-      image_maxima(x + img * in, sgn.data(), xmax_.data() + img * out, at_.data() + img * out, geo_);
+      k_.forward(x + img * in, shift.data(), sgn.data(), a, b, xmax_.data() + img * out, at_.data() + img * out, geo_);
     });
     const double m = static_cast<double>(n * geo_.h * geo_.w);
     float* mu = mean.data();
@@ -276,16 +344,16 @@ class CpuBnReluMaxPoolOp final : public BnReluMaxPoolOp {
     float* y = pooled.data();
 #pragma omp parallel for schedule(static)
     for (int64_t img = 0; img < n; ++img)
-      normalize_pooled(xmax_.data() + img * out, mean_.data(), inv_sigma_.data(), gamma, offset.data(), y + img * out,
-                       geo_.oh * geo_.ow, c);
+      k_.normalize(xmax_.data() + img * out, mean_.data(), inv_sigma_.data(), gamma, offset.data(), y + img * out,
+                   geo_.oh * geo_.ow, c);
   }
 
   void do_backward(const Tensor& xt, const Tensor& pooled, const Tensor& dpooled, const Tensor& scale, Tensor& dx,
                    Tensor& dscale, Tensor& doffset) override {
     const int64_t n = d_.bn.n, c = geo_.c, in = geo_.h * geo_.w * c, out = geo_.oh * geo_.ow * c;
     const auto [offs, scs] = batch_channel_sums(n, c, [&](int64_t img, float* a, float* b) {
-      image_grad_sums(pooled.data() + img * out, dpooled.data() + img * out, xmax_.data() + img * out, mean_.data(),
-                      inv_sigma_.data(), g_.data() + img * out, a, b, geo_.oh * geo_.ow, c);
+      k_.grad_sums(pooled.data() + img * out, dpooled.data() + img * out, xmax_.data() + img * out, mean_.data(),
+                   inv_sigma_.data(), g_.data() + img * out, a, b, geo_.oh * geo_.ow, c);
     });
     const double m = static_cast<double>(n * geo_.h * geo_.w);
     const float* gamma = scale.data();
@@ -304,12 +372,13 @@ class CpuBnReluMaxPoolOp final : public BnReluMaxPoolOp {
     float* out_dx = dx.data();
 #pragma omp parallel for schedule(static)
     for (int64_t img = 0; img < n; ++img)
-      image_dx(x + img * in, g_.data() + img * out, at_.data() + img * out, mean_.data(), coef_.data(),
-               out_dx + img * in, geo_);
+      k_.dx(x + img * in, g_.data() + img * out, at_.data() + img * out, mean_.data(), coef_.data(), out_dx + img * in,
+            geo_);
   }
 
  private:
   BnReluMaxPoolDesc d_;
+  const Kernels& k_ = kernels_for(cpu_isa());
   Geometry geo_{};
   std::vector<float> xmax_;  // raw x of each window's maximum (pooled layout)
   std::vector<int32_t> at_;  // its position in the window, r * kw + q
