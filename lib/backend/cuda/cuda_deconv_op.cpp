@@ -2,7 +2,7 @@
 // convolution's output (N, OH, OW, K) and whose output is its input (N, H, W, C), with the
 // filter (C, kh, kw, K) as cuDNN's NHWC filter of C outputs and K inputs. forward =
 // cudnnConvolutionBackwardData, backward data = cudnnConvolutionForward, weights =
-// cudnnConvolutionBackwardFilter (x and dy swapped), bias = cudnnConvolutionBackwardBias.
+// cudnnConvolutionBackwardFilter (x and dy swapped), bias gradient = cuda::channel_sum.
 // cuDNN pads symmetrically: the symmetric part of the cropping is its padding, the excess is
 // cropped from a full output in the workspace (forward) and padded back with zeros into it
 // (backward). Algorithms: cuDNN's heuristics (the first usable one within CudnnWorkspaceMB,
