@@ -80,7 +80,7 @@ class PoolingLayer final : public Layer {
 
   bool can_take_relu_backward() const override { return kind_ == PoolKind::kMax && !global_; }
   // Max pooling without padding whose indices no unpooling layer reads, windows of at most
-  // 256 values (the fused op's u8 positions).
+  // 256 values (as the separate path's u8 window positions in oneDNN's workspace).
   bool plain_max_pool(PoolDesc& d) const override {
     if (kind_ != PoolKind::kMax || global_ || keep_indices_ || pt_ || pb_ || pl_ || pr_ || kh_ * kw_ > 256)
       return false;

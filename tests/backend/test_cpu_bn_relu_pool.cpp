@@ -77,7 +77,7 @@ void check_case(const Case& t, uint64_t seed) {
   close("dscale", f_dscale, dscale, 1e-4);
   close("dx", f_dx, dx, 1e-4);
 
-  // Without dx: the same parameter gradients, dx left as it was.
+  // Without dx (an undefined tensor): the same parameter gradients.
   Tensor none, g_scale(cs), g_offset(cs);
   fused->backward(x, f_pooled, dpooled, scale, none, g_scale, g_offset);
   CHECK(to_vec(g_scale) == to_vec(f_dscale));

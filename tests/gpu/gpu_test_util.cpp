@@ -27,6 +27,11 @@ std::string config_path(const std::string& name) {
 
 NetworkSpec config_network(const std::string& name) { return load_config(config_path(name)).network; }
 
+bool feeds_batch_norm(const std::vector<Param*>& ps, size_t i) {
+  return i > 0 && i + 1 < ps.size() && ps[i]->name == "Bias" && ps[i - 1]->name == "Weights" &&
+         ps[i + 1]->name == "Scale";
+}
+
 NetworkPair network_pair(const NetworkSpec& spec, uint64_t seed) {
   NetworkPair p;
   p.cpu = std::make_unique<Network>(spec, Device::cpu());

@@ -45,6 +45,10 @@ Comparison compare_tensors(const Tensor& got, const Tensor& want);
 std::string config_path(const std::string& name);
 // The `layers:` of a config under configs/ (e.g. "cifar10-bn") as a NetworkSpec.
 NetworkSpec config_network(const std::string& name);
+// Parameter i is a Bias right after its layer's Weights and right before a batch norm's Scale:
+// in the test networks (layers in order) a convolution whose only consumer is batch norm, whose
+// gradient is zero up to rounding (the normalisation subtracts the bias again).
+bool feeds_batch_norm(const std::vector<Param*>& ps, size_t i);
 
 // A CPU network initialised from seed, with non-trivial input normalization (a random mean
 // image in [100, 150)) and batch-norm running statistics, and the same weights loaded into a

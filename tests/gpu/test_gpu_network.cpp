@@ -28,13 +28,6 @@ double max_abs(const Tensor& t) {
   return m;
 }
 
-// Parameter i is a Bias right after its layer's Weights and right before a batch norm's Scale:
-// in the test networks (layers in order) a convolution whose only consumer is batch norm.
-bool feeds_batch_norm(const std::vector<Param*>& ps, size_t i) {
-  return i > 0 && i + 1 < ps.size() && ps[i]->name == "Bias" && ps[i - 1]->name == "Weights" &&
-         ps[i + 1]->name == "Scale";
-}
-
 // Forward (training mode: batch statistics, dropout masks from the seed) and backward of the
 // same batch on both networks; compares what comes out.
 void check_forward_backward(NetworkPair& p, int64_t batch, uint64_t seed) {

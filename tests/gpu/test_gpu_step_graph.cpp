@@ -51,9 +51,8 @@ Outcome train(const std::string& solver, const std::string& clip, bool graphed) 
   // reductions differ by one ulp. Those biases are frozen here (learn rate factor 0, as MATLAB's
   // BiasLearnRateFactor 0): the comparison is of the weights the loss depends on.
   std::vector<Param*> ps = net.params();
-  for (size_t i = 1; i + 1 < ps.size(); ++i)
-    if (ps[i]->name == "Bias" && ps[i - 1]->name == "Weights" && ps[i + 1]->name == "Scale")
-      ps[i]->learn_rate_factor = 0.f;
+  for (size_t i = 0; i < ps.size(); ++i)
+    if (feeds_batch_norm(ps, i)) ps[i]->learn_rate_factor = 0.f;
   Optimizer opt(o, net.params());
   if (graphed) opt.set_device_scalars(true);
   StepGraph graph(dev, 2);

@@ -17,7 +17,6 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <utility>
 #include <vector>
 
 #include <omp.h>
@@ -61,9 +60,9 @@ using VecF = typename Lanes<L>::F;
 template <int64_t L>
 using VecI = typename Lanes<L>::I;
 
-// Unaligned 16-lane loads (GNU statement expressions: no function returns a vector, which
-// would change the calling convention between the clones; clang rejects that outright) and
-// stores, both through memcpy, which the compiler turns into vector moves.
+// Unaligned vector loads (GNU statement expressions: no function returns a vector, which would
+// change the calling convention between the per-ISA kernel sets; clang rejects that outright)
+// and stores, both through memcpy, which the compiler turns into vector moves.
 #define DLT_LOAD(V, p)                             \
   ({                                               \
     V dlt_v_;                                      \
@@ -100,7 +99,7 @@ __attribute__((always_inline)) inline void image_sums(const float* __restrict x,
     }
 }
 
-// One output's window maxima of sgn * x for channels [c0, c0 + 16): the raw x of each maximum
+// One output's window maxima of sgn * x for channels [c0, c0 + L): the raw x of each maximum
 // and its window position r * kw + q.
 template <int64_t L>
 __attribute__((always_inline)) inline void maxima_block(const float* __restrict x, const float* __restrict sgn,
@@ -229,37 +228,46 @@ __attribute__((always_inline)) inline void image_dx(const float* __restrict x, c
   }
 }
 
-// Two per-channel sums over the batch: image(img, a, b) adds one image's terms to the float
-// arrays a and b (c each, zeroed per image); the images run in parallel, each thread adds its
-// images' sums in double, and the threads' totals are added in thread order (the same result
-// on every run with the same thread count). Returns {sum a (c), sum b (c)}.
+// Two per-channel sums over the batch into t1 and t2 (c each): image(img, a, b) adds one image's
+// terms to the float arrays a and b (c each, zeroed per image); the images run in parallel, each
+// thread adds its images' sums in double, and the threads' totals are added in thread order (the
+// same result on every run with the same thread count). The buffers are the op's, grown on first
+// use: nothing is allocated per training step.
+struct SumBuffers {
+  std::vector<double> threads, t1, t2;  // per thread 2c; the totals
+  std::vector<float> images;            // per thread 2c: one image's float sums
+};
+
 template <class PerImage>
-std::pair<std::vector<double>, std::vector<double>> batch_channel_sums(int64_t n, int64_t c, const PerImage& image) {
+void batch_channel_sums(int64_t n, int64_t c, SumBuffers& buf, const PerImage& image) {
   const int threads = omp_get_max_threads();
-  std::vector<double> sums(static_cast<size_t>(threads) * 2 * c, 0.0);
+  const auto per_thread = static_cast<size_t>(2 * c), all = static_cast<size_t>(threads) * per_thread;
+  if (buf.threads.size() < all) buf.threads.resize(all);
+  if (buf.images.size() < all) buf.images.resize(all);
+  buf.t1.assign(static_cast<size_t>(c), 0.0);
+  buf.t2.assign(static_cast<size_t>(c), 0.0);
+  std::fill(buf.threads.begin(), buf.threads.begin() + static_cast<std::ptrdiff_t>(all), 0.0);
 #pragma omp parallel num_threads(threads)
   {
-    double* my = sums.data() + static_cast<int64_t>(omp_get_thread_num()) * 2 * c;
-    std::vector<float> a(static_cast<size_t>(c)), b(static_cast<size_t>(c));
+    const auto t = static_cast<size_t>(omp_get_thread_num());
+    double* my = buf.threads.data() + t * per_thread;
+    float* a = buf.images.data() + t * per_thread;
+    float* b = a + c;
 #pragma omp for schedule(static)
     for (int64_t img = 0; img < n; ++img) {
-      std::fill(a.begin(), a.end(), 0.f);
-      std::fill(b.begin(), b.end(), 0.f);
-      image(img, a.data(), b.data());
+      std::fill(a, a + 2 * c, 0.f);
+      image(img, a, b);
       for (int64_t i = 0; i < c; ++i) {
-        my[i] += a[static_cast<size_t>(i)];
-        my[c + i] += b[static_cast<size_t>(i)];
+        my[i] += a[i];
+        my[c + i] += b[i];
       }
     }
   }
-  std::pair<std::vector<double>, std::vector<double>> total{std::vector<double>(static_cast<size_t>(c), 0.0),
-                                                            std::vector<double>(static_cast<size_t>(c), 0.0)};
   for (int t = 0; t < threads; ++t)
     for (int64_t i = 0; i < c; ++i) {
-      total.first[static_cast<size_t>(i)] += sums[static_cast<size_t>(t * 2 * c + i)];
-      total.second[static_cast<size_t>(i)] += sums[static_cast<size_t>(t * 2 * c + c + i)];
+      buf.t1[static_cast<size_t>(i)] += buf.threads[static_cast<size_t>(t) * per_thread + static_cast<size_t>(i)];
+      buf.t2[static_cast<size_t>(i)] += buf.threads[static_cast<size_t>(t) * per_thread + static_cast<size_t>(c + i)];
     }
-  return total;
 }
 
 // The per-image kernels, compiled once per instruction set (the bodies above are inlined into
@@ -317,6 +325,8 @@ class CpuBnReluMaxPoolOp final : public BnReluMaxPoolOp {
     const auto c = static_cast<size_t>(geo_.c);
     mean_.resize(c);
     inv_sigma_.resize(c);
+    shift_.resize(c);
+    sgn_.resize(c);
     coef_.resize(3 * c);
   }
 
@@ -326,17 +336,21 @@ class CpuBnReluMaxPoolOp final : public BnReluMaxPoolOp {
     const int64_t n = d_.bn.n, c = geo_.c, in = geo_.h * geo_.w * c, out = geo_.oh * geo_.ow * c;
     const float* x = xt.data();
     const float* gamma = scale.data();
-    std::vector<float> shift(x, x + c), sgn(static_cast<size_t>(c));
-    for (int64_t i = 0; i < c; ++i) sgn[static_cast<size_t>(i)] = gamma[i] < 0.f ? -1.f : 1.f;
-    const auto [s1, s2] = batch_channel_sums(n, c, [&](int64_t img, float* a, float* b) {
-      k_.forward(x + img * in, shift.data(), sgn.data(), a, b, xmax_.data() + img * out, at_.data() + img * out, geo_);
+    float* shift = shift_.data();
+    float* sgn = sgn_.data();
+    std::copy(x, x + c, shift);
+    for (int64_t i = 0; i < c; ++i) sgn[i] = gamma[i] < 0.f ? -1.f : 1.f;
+    batch_channel_sums(n, c, sums_, [&](int64_t img, float* a, float* b) {
+      k_.forward(x + img * in, shift, sgn, a, b, xmax_.data() + img * out, at_.data() + img * out, geo_);
     });
+    const std::vector<double>& s1 = sums_.t1;
+    const std::vector<double>& s2 = sums_.t2;
     const double m = static_cast<double>(n * geo_.h * geo_.w);
     float* mu = mean.data();
     float* v = var.data();
     for (int64_t i = 0; i < c; ++i) {
       const double d = s1[static_cast<size_t>(i)] / m;
-      mu[i] = static_cast<float>(shift[static_cast<size_t>(i)] + d);
+      mu[i] = static_cast<float>(shift[i] + d);
       v[i] = static_cast<float>(std::max(0.0, s2[static_cast<size_t>(i)] / m - d * d));
       mean_[static_cast<size_t>(i)] = mu[i];
       inv_sigma_[static_cast<size_t>(i)] = 1.f / std::sqrt(v[i] + d_.bn.epsilon);
@@ -351,14 +365,14 @@ class CpuBnReluMaxPoolOp final : public BnReluMaxPoolOp {
   void do_backward(const Tensor& xt, const Tensor& pooled, const Tensor& dpooled, const Tensor& scale, Tensor& dx,
                    Tensor& dscale, Tensor& doffset) override {
     const int64_t n = d_.bn.n, c = geo_.c, in = geo_.h * geo_.w * c, out = geo_.oh * geo_.ow * c;
-    const auto [offs, scs] = batch_channel_sums(n, c, [&](int64_t img, float* a, float* b) {
+    batch_channel_sums(n, c, sums_, [&](int64_t img, float* a, float* b) {
       k_.grad_sums(pooled.data() + img * out, dpooled.data() + img * out, xmax_.data() + img * out, mean_.data(),
                    inv_sigma_.data(), g_.data() + img * out, a, b, geo_.oh * geo_.ow, c);
     });
     const double m = static_cast<double>(n * geo_.h * geo_.w);
     const float* gamma = scale.data();
     for (int64_t i = 0; i < c; ++i) {
-      const double d_off = offs[static_cast<size_t>(i)], d_scale = scs[static_cast<size_t>(i)];
+      const double d_off = sums_.t1[static_cast<size_t>(i)], d_scale = sums_.t2[static_cast<size_t>(i)];
       doffset.data()[i] = static_cast<float>(d_off);
       dscale.data()[i] = static_cast<float>(d_scale);
       const double is = inv_sigma_[static_cast<size_t>(i)];
@@ -384,6 +398,8 @@ class CpuBnReluMaxPoolOp final : public BnReluMaxPoolOp {
   std::vector<int32_t> at_;  // its position in the window, r * kw + q
   std::vector<float> g_;     // backward: the pooled gradient after the ReLU mask
   std::vector<float> mean_, inv_sigma_, coef_;
+  std::vector<float> shift_, sgn_;  // forward: K per channel (the batch's first pixel), sign(scale)
+  SumBuffers sums_;
 };
 
 }  // namespace
