@@ -18,8 +18,8 @@
 #                  per-layer times with each convolution's cuDNN algorithm beside torch.profiler's
 #                  per-operator CUDA times for resnet18-cifar and cifar10)
 #     --test-args  arguments for dltrain_gpu_tests (a Catch2 tag or test name filter)
-#     --sanitize-args  the same for the sanitize stage alone (default: --test-args, else the
-#                  kernel tags)
+#     --sanitize-args  one Catch2 test spec (a test name may hold spaces) for the sanitize
+#                  stage alone (default: --test-args, else the kernel tags)
 set -uo pipefail
 
 stages="tests train bench"
@@ -29,7 +29,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --stages) stages="$2"; shift 2 ;;
     --test-args) read -ra test_args <<< "$2"; shift 2 ;;
-    --sanitize-args) read -ra sanitize_args <<< "$2"; shift 2 ;;
+    --sanitize-args) sanitize_args=("$2"); shift 2 ;;  # one spec: test names hold spaces
     *) echo "gpu_session: unknown argument '$1' (--stages \"tests train bench sanitize\", --test-args ARGS)" >&2; exit 2 ;;
   esac
 done
