@@ -8,12 +8,18 @@
 
 namespace dlt {
 
+// CudnnEngines: which cuDNN convolution implementations are measured at first use. auto: the
+// legacy cudnnFind algorithms and the graph API's engine plans, the fastest runs; legacy: the
+// legacy algorithms only; graph: the graph API's plans only (legacy where it offers none).
+enum class CudnnEngines { kAuto, kLegacy, kGraph };
+
 struct BackendOptions {
   bool allow_tf32 = false;            // AllowTF32: TF32 tensor cores for float32 (CUDA)
   bool direct_convolution = false;    // ConvolutionAlgorithm direct: NHWC direct only (CPU)
   int64_t cudnn_workspace_mb = 1024;  // CudnnWorkspaceMB: cuDNN's convolution workspace limit
   bool deterministic = false;         // Deterministic: only deterministic cuDNN algorithms
   bool fused_convolution = true;      // FusedConvolution: cudnnConvolutionBiasActivationForward
+  CudnnEngines cudnn_engines = CudnnEngines::kAuto;  // CudnnEngines
   bool batch_norm_ex = true;          // BatchNormEx: cuDNN's Ex batch norm (SPATIAL_PERSISTENT)
   bool fused_bn_pool = true;          // FusedBatchNormPooling: BnReluMaxPoolOp in CPU training
 };

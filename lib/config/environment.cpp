@@ -43,6 +43,13 @@ const std::vector<EnvOverride>& overrides() {
          return true;
        },
        ""},
+      {"DLT_CUDNN_ENGINES", "CudnnEngines",
+       [](const std::string& v, TO& o) {
+         if (v != "auto" && v != "legacy" && v != "graph") return false;
+         o.cudnn_engines = v;
+         return true;
+       },
+       "set it to auto, legacy or graph, or unset it"},
       {"DLT_FUSED_BN_POOL", "FusedBatchNormPooling",
        [](const std::string& v, TO& o) {
          o.fused_batch_norm_pooling = v != "0";

@@ -123,6 +123,8 @@ const std::vector<FieldDef<TO>>& fields() {
         "Deterministic", [](auto& o) -> auto& { return o.deterministic; }));
     v.push_back(bool_field<TO>(
         "FusedConvolution", [](auto& o) -> auto& { return o.fused_convolution; }));
+    v.push_back(choice_field<TO>(
+        "CudnnEngines", {"auto", "legacy", "graph"}, [](auto& o) -> auto& { return o.cudnn_engines; }));
     v.push_back(bool_field<TO>(
         "BatchNormEx", [](auto& o) -> auto& { return o.batch_norm_ex; }));
     v.push_back(bool_field<TO>(

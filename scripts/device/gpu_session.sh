@@ -245,14 +245,25 @@ grep -E 'CUDA graph' "$work/logs/train_run_graph.log" | head -3
 fi
 
 # --- 5b. where the time goes (stage "profile"): dltrain's per-layer times with each convolution's
-# cuDNN algorithm (DLT_LOG=debug), beside torch.profiler's per-operator CUDA times.
+# cuDNN choice (DLT_LOG=debug), beside torch.profiler's per-operator CUDA times; and dltrain's
+# steps with CudnnEngines legacy (cudnnFind's algorithms only) against auto (those and the graph
+# API's plans, the fastest per convolution), float32 and mixed, in the same call.
 if want profile; then
-stage "profile: dltrain time per layer, torch.profiler per operator"
+stage "profile: CudnnEngines legacy against auto; dltrain time per layer, torch.profiler per operator"
 for spec in "resnet18-cifar 512" "cifar10 256"; do
   read -r net batch <<< "$spec"
   [[ $(left) -lt 60 ]] && { echo "profile: stopped, $(left)s left"; break; }
+  for precision in single mixed; do
+    for engines in legacy auto; do
+      DLT_CUDNN_ENGINES=$engines timeout -k 5 90 env -u DLT_ALLOW_TF32 "$work/bin/dltrain" time "configs/$net.yaml" --gpu 0 \
+        --batch "$batch" --iterations 10 --repeats 3 --warmup 3 --set training.Precision=$precision \
+        > "$work/logs/engines_${net}_${precision}_$engines.log" 2>&1 || echo "dltrain time $net $precision $engines: exit $?"
+      echo "$net $precision CudnnEngines=$engines: $(grep -E '^Batch ' "$work/logs/engines_${net}_${precision}_$engines.log")"
+    done
+  done
   DLT_LOG=debug timeout -k 5 90 env -u DLT_ALLOW_TF32 "$work/bin/dltrain" time "configs/$net.yaml" --gpu 0 --batch "$batch" \
     --iterations 5 --repeats 1 --warmup 3 > "$work/logs/profile_dltrain_$net.log" 2>&1 || echo "dltrain time $net: exit $?"
+  echo "graph-API plans chosen: $(grep -c 'cuDNN graph-API engine' "$work/logs/profile_dltrain_$net.log"), legacy kept: $(grep -c 'the legacy algorithm (' "$work/logs/profile_dltrain_$net.log")"
   grep -vE '^\[' "$work/logs/profile_dltrain_$net.log" | tail -12
   timeout -k 5 120 python3 scripts/bench/pytorch_cuda.py "configs/$net.yaml" --batch "$batch" --preset strict \
     --iterations 5 --repeats 1 --warmup 5 --profile 3 > "$work/logs/profile_torch_$net.jsonl" 2> "$work/logs/profile_torch_$net.log" ||

@@ -20,8 +20,9 @@ namespace {
 using test::EnvVar;
 using test::kNet;
 
-const char* const kVariables[] = {"DLT_CUDA_GRAPH", "DLT_ALLOW_TF32",   "DLT_CONV_ALGO",  "DLT_CUDNN_WORKSPACE_MB",
-                                  "DLT_BUCKET_MB",  "DLT_COMM_TIMEOUT", "DLT_COMM_TIMING"};
+const char* const kVariables[] = {"DLT_CUDA_GRAPH",    "DLT_ALLOW_TF32",    "DLT_CONV_ALGO",
+                                  "DLT_CUDNN_WORKSPACE_MB", "DLT_BUCKET_MB", "DLT_COMM_TIMEOUT",
+                                  "DLT_COMM_TIMING",   "DLT_CUDNN_ENGINES", "DLT_FUSED_BN_POOL"};
 
 // Unsets every overriding variable for a scope, so the host's environment cannot leak in.
 struct CleanEnvironment {
@@ -55,6 +56,7 @@ TEST_CASE("run environment options: defaults keep today's behaviour", "[config]"
   CHECK(o.cudnn_workspace_mb == 1024);
   CHECK_FALSE(o.deterministic);
   CHECK(o.fused_convolution);
+  CHECK(o.cudnn_engines == "auto");
   CHECK(o.batch_norm_ex);
   CHECK(o.gradient_bucket_size_mb == 0);  // auto
   CHECK(o.communication_timeout == 60);
@@ -63,6 +65,7 @@ TEST_CASE("run environment options: defaults keep today's behaviour", "[config]"
   CHECK_FALSE(b.allow_tf32);
   CHECK_FALSE(b.direct_convolution);
   CHECK(b.cudnn_workspace_mb == 1024);
+  CHECK(b.cudnn_engines == CudnnEngines::kAuto);
   CHECK(comm_settings_for(o).timeout.count() == 60000);
 }
 
@@ -70,8 +73,8 @@ TEST_CASE("run environment options: read, handed on, and written to the resolved
   CleanEnvironment clean;
   const Config c = load(
       "  CudaGraph: true\n  AllowTF32: true\n  ConvolutionAlgorithm: Direct\n  CudnnWorkspaceMB: 256\n"
-      "  Deterministic: true\n  FusedConvolution: false\n  BatchNormEx: false\n  GradientBucketSizeMB: 4\n"
-      "  CommunicationTimeout: Inf\n  CommunicationTiming: true\n");
+      "  Deterministic: true\n  FusedConvolution: false\n  CudnnEngines: legacy\n  BatchNormEx: false\n"
+      "  GradientBucketSizeMB: 4\n  CommunicationTimeout: Inf\n  CommunicationTiming: true\n");
   const TrainingOptions& o = c.training;
   CHECK(o.cuda_graph);
   CHECK(o.convolution_algorithm == "direct");
@@ -82,12 +85,14 @@ TEST_CASE("run environment options: read, handed on, and written to the resolved
   CHECK(b.cudnn_workspace_mb == 256);
   CHECK(b.deterministic);
   CHECK_FALSE(b.fused_convolution);
+  CHECK(b.cudnn_engines == CudnnEngines::kLegacy);
   CHECK_FALSE(b.batch_norm_ex);
   CHECK(comm_settings_for(o).report_timing);
   const std::string yaml = dump_config(c);
   for (const char* line :
        {"CudaGraph: true", "AllowTF32: true", "ConvolutionAlgorithm: direct", "CudnnWorkspaceMB: 256",
-        "Deterministic: true", "FusedConvolution: false", "BatchNormEx: false", "GradientBucketSizeMB: 4",
+        "Deterministic: true", "FusedConvolution: false", "CudnnEngines: legacy", "BatchNormEx: false",
+        "GradientBucketSizeMB: 4",
         "CommunicationTimeout: Inf", "CommunicationTiming: true"}) {
     INFO(line);
     CHECK(yaml.find(line) != std::string::npos);
@@ -112,6 +117,8 @@ TEST_CASE("run environment options: bad values are one line with file:line", "[c
   CHECK(error_of("  CommunicationTimeout: -5\n") ==
         "cfg.yaml:9: training.CommunicationTimeout must be a positive number of seconds or Inf, got '-5'");
   CHECK(error_of("  Deterministic: 2\n") == "cfg.yaml:9: training.Deterministic must be true or false, got '2'");
+  CHECK(error_of("  CudnnEngines: fastest\n") ==
+        "cfg.yaml:9: training.CudnnEngines must be one of auto, legacy, graph, got 'fastest'");
 }
 
 TEST_CASE("run environment options: a set environment variable overrides the option", "[config]") {
@@ -120,9 +127,10 @@ TEST_CASE("run environment options: a set environment variable overrides the opt
   {
     EnvVar graph("DLT_CUDA_GRAPH", "1"), tf32("DLT_ALLOW_TF32", "1"), algo("DLT_CONV_ALGO", "direct"),
         ws("DLT_CUDNN_WORKSPACE_MB", "128"), bucket("DLT_BUCKET_MB", "0.000122"), timeout("DLT_COMM_TIMEOUT", "2.5"),
-        timing("DLT_COMM_TIMING", "1");
+        timing("DLT_COMM_TIMING", "1"), engines("DLT_CUDNN_ENGINES", "legacy");
     const Config c = load(training);
     const TrainingOptions& o = c.training;
+    CHECK(o.cudnn_engines == "legacy");
     CHECK(o.cuda_graph);
     CHECK(o.allow_tf32);
     CHECK(o.convolution_algorithm == "direct");
@@ -172,6 +180,12 @@ TEST_CASE("run environment options: a bad environment value names the variable a
     CHECK(error_of("  MaxEpochs: 1\n") ==
           "DLT_CUDNN_WORKSPACE_MB is '1.5' (it overrides training.CudnnWorkspaceMB); set it to a number of MiB "
           "(e.g. 256), or unset it");
+  }
+  {
+    EnvVar engines("DLT_CUDNN_ENGINES", "fastest");
+    CHECK(error_of("  MaxEpochs: 1\n") ==
+          "DLT_CUDNN_ENGINES is 'fastest' (it overrides training.CudnnEngines); set it to auto, legacy or graph, or "
+          "unset it");
   }
 }
 

@@ -1,8 +1,11 @@
 // Convolution on cuDNN: NHWC activations, KRSC (= our OHWI) filters, cross-correlation.
-// Algorithms for forward, backward data and backward filter are measured once per shape
-// (cudnnFind*AlgorithmEx within ctx.workspace_limit) on first use and cached process-wide
-// (conv_algo_cache.h); Deterministic keeps to deterministic ones, FusedConvolution false
-// skips cudnnConvolutionBiasActivationForward (backend_options.h). cuDNN pads symmetrically
+// Algorithms for forward, backward data and backward filter are measured once per shape on
+// first use and cached process-wide (conv_algo_cache.h): the legacy algorithms by
+// cudnnFind*AlgorithmEx within ctx.workspace_limit, then (CudnnEngines: auto) the fastest
+// legacy one against the graph-API plans cuDNN's heuristics suggest (cudnn_conv_engines.h),
+// each timed on the real buffers with its epilogue; the faster runs. Deterministic keeps to
+// deterministic ones, FusedConvolution false skips cudnnConvolutionBiasActivationForward
+// (backend_options.h). cuDNN pads symmetrically
 // only: asymmetric padding pads the excess explicitly into the workspace and crops the data
 // gradient back.
 // bf16 (Precision: mixed): cuDNN's PSEUDO_BFLOAT16_CONFIG (x, w, y bfloat16, float32 compute,
@@ -10,9 +13,11 @@
 // head of the shared workspace; cuDNN's bfloat16 y / dx / dw come back to float32 by a kernel
 // (y with the bias and relu), so the caller's tensors stay float32; db sums the float32 dy.
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
 #include "backend/cuda/conv_algo_cache.h"
+#include "backend/cuda/cudnn_conv_engines.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_op_kernels.h"
 #include "backend/cuda/cuda_op_util.h"
@@ -66,8 +71,10 @@ class CudaConvOp final : public ConvOp {
          << " (report this shape as a bug)";
       throw ShapeError(os.str());
     }
-    // The math switches: bit 0 TF32 (float32 only), bit 1 deterministic algorithms only.
-    const int64_t math = (!d.bf16 && tf32_allowed() ? 1 : 0) | (deterministic_ ? 2 : 0);
+    // The math switches: bit 0 TF32 (float32 only), bit 1 deterministic algorithms only, bits
+    // 2-3 CudnnEngines (0 auto, 1 legacy, 2 graph).
+    const int64_t math = (!d.bf16 && tf32_allowed() ? 1 : 0) | (deterministic_ ? 2 : 0) |
+                         (static_cast<int64_t>(engines_) << 2);
     key_ = ConvAlgoKey{ctx.device, math, dtype,   d.n,     pad_.hx,    pad_.wx,    d.c,          d.k,
                        d.kh,       d.kw, pad_.ph, pad_.pw, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w};
     algos_ = conv_algo_cache().get(key_);
@@ -78,6 +85,8 @@ class CudaConvOp final : public ConvOp {
     } else {
       head_bytes_ = pad_.explicit_pad ? aligned_bytes(sizeof(float) * d.n * pad_.hx * pad_.wx * d.c) : 0;
     }
+    geometry_ = ConvGeometry{d.n,   pad_.hx, pad_.wx, d.c,        d.k,        d.kh,         d.kw,         oh_,
+                             ow_,   pad_.ph, pad_.pw, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w, dtype};
     max_ws_fwd_ = heuristic_ws_fwd();
     max_ws_bwd_data_ = heuristic_ws_bwd_data();
     max_ws_bwd_filter_ = heuristic_ws_bwd_filter();
@@ -86,13 +95,45 @@ class CudaConvOp final : public ConvOp {
  protected:
   void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu) override {
     if (!algos_.has_fwd) conv_algo_cache().refresh(key_, algos_);
-    const size_t ws_bytes = algos_.has_fwd ? algos_.fwd_ws : max_ws_fwd_;
+    const bool measure = !algos_.has_fwd;
+    const auto plans = measure ? plans_for(ConvDirection::kForward) : Plans{};
+    const size_t ws_bytes = measure ? std::max(max_ws_fwd_, largest_workspace(plans)) : algos_.fwd_ws;
     char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + ws_bytes));
     const void* xin = d_.bf16 ? bf16_input(x, base) : static_cast<const void*>(padded_input(x, base));
     const void* win = d_.bf16 ? bf16_weights(w, base) : static_cast<const void*>(w.data());
     void* yout = d_.bf16 ? static_cast<void*>(bf16_out(base)) : static_cast<void*>(y.data());
     void* ws = base + head_bytes_;
-    if (!algos_.has_fwd) {
+    const float one = 1.f, zero = 0.f;
+    // The whole forward (convolution, then bias and relu; bf16: back to float32) by the legacy
+    // algorithm (plan null; fused where cuDNN supports it) or by a graph-API plan.
+    auto run = [&](const ConvPlan* plan) -> cudnnStatus_t {
+      if (!plan && !d_.bf16 && relu && b.defined() && fused_ok_ &&
+          algos_.fwd == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) {
+        // y = relu(conv(x) + 0 * y + b); cuDNN supports the relu fusion only for this algorithm.
+        const cudnnStatus_t s = cudnnConvolutionBiasActivationForward(
+            ctx_.cudnn, &one, x_desc_, xin, w_desc_, win, conv_desc_, algos_.fwd, ws, algos_.fwd_ws, &zero, y_desc_,
+            yout, b_desc_, b.data(), act_desc_, y_desc_, yout);
+        if (s == CUDNN_STATUS_SUCCESS) return s;
+        // Any failure (not only "not supported"): conv + bias + relu from now on. A sticky
+        // device error fails the unfused calls below as well and is reported there.
+        log::warn(
+            "{}: cudnnConvolutionBiasActivationForward failed ({}); using convolution, bias "
+            "and relu as separate calls from now on",
+            name_, cudnnGetErrorString(s));
+        fused_ok_ = false;
+      }
+      const cudnnStatus_t s = plan ? plan->execute(ctx_.cudnn, mut(xin), mut(win), yout, ws)
+                                   : cudnnConvolutionForward(ctx_.cudnn, &one, x_desc_, xin, w_desc_, win, conv_desc_,
+                                                             algos_.fwd, ws, algos_.fwd_ws, &zero, y_desc_, yout);
+      if (s != CUDNN_STATUS_SUCCESS) return s;
+      const float* bias = b.defined() ? b.data() : nullptr;
+      if (d_.bf16)
+        DLT_CUDA(bf16_bias_act(bf16_out(base), bias, y.data(), d_.n * oh_ * ow_, d_.k, relu, ctx_.stream));
+      else if (bias || relu)
+        DLT_CUDA(bias_act(y.data(), bias, d_.n * oh_ * ow_, d_.k, relu, ctx_.stream));
+      return s;
+    };
+    if (measure) {
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       int got = 0;
       DLT_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(ctx_.cudnn, x_desc_, xin, w_desc_, win, conv_desc_, y_desc_,
@@ -101,42 +142,19 @@ class CudaConvOp final : public ConvOp {
       const int i = pick(perf, got, ws_bytes, "forward");
       algos_.fwd = perf[i].algo;
       algos_.fwd_ws = perf[i].memory;
+      algos_.fwd_plan = fastest(plans, "forward", run);
+      if (algos_.fwd_plan) algos_.fwd_ws = algos_.fwd_plan->workspace();
       algos_.has_fwd = true;
       conv_algo_cache().put(key_, algos_);
     }
-    const float one = 1.f, zero = 0.f;
-    if (d_.bf16) {
-      // y (float32) = [relu](float(conv in bfloat16) + b): one kernel replaces the fused path.
-      DLT_CUDNN(cudnnConvolutionForward(ctx_.cudnn, &one, x_desc_, xin, w_desc_, win, conv_desc_, algos_.fwd, ws,
-                                        algos_.fwd_ws, &zero, y_desc_, yout));
-      DLT_CUDA(bf16_bias_act(bf16_out(base), b.defined() ? b.data() : nullptr, y.data(), d_.n * oh_ * ow_, d_.k,
-                             relu, ctx_.stream));
-      return;
-    }
-    if (relu && b.defined() && fused_ok_ && algos_.fwd == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) {
-      // y = relu(conv(x) + 0 * y + b); cuDNN supports the relu fusion only for this algorithm.
-      cudnnStatus_t s = cudnnConvolutionBiasActivationForward(
-          ctx_.cudnn, &one, x_desc_, xin, w_desc_, w.data(), conv_desc_, algos_.fwd, ws, algos_.fwd_ws, &zero, y_desc_,
-          y.data(), b_desc_, b.data(), act_desc_, y_desc_, y.data());
-      if (s == CUDNN_STATUS_SUCCESS) return;
-      // Any failure (not only "not supported"): conv + bias + relu from now on. A sticky
-      // device error fails the unfused calls below as well and is reported there.
-      log::warn(
-          "{}: cudnnConvolutionBiasActivationForward failed ({}); using convolution, bias "
-          "and relu as separate calls from now on",
-          name_, cudnnGetErrorString(s));
-      fused_ok_ = false;
-    }
-    DLT_CUDNN(cudnnConvolutionForward(ctx_.cudnn, &one, x_desc_, xin, w_desc_, w.data(), conv_desc_, algos_.fwd, ws,
-                                      algos_.fwd_ws, &zero, y_desc_, y.data()));
-    if (b.defined()) DLT_CUDNN(cudnnAddTensor(ctx_.cudnn, &one, b_desc_, b.data(), &one, yf_desc_, y.data()));
-    if (relu)
-      DLT_CUDNN(cudnnActivationForward(ctx_.cudnn, act_desc_, &one, yf_desc_, y.data(), &zero, yf_desc_, y.data()));
+    DLT_CUDNN(run(algos_.fwd_plan.get()));
   }
 
   void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
     if (!algos_.has_bwd_data) conv_algo_cache().refresh(key_, algos_);
-    const size_t ws_bytes = algos_.has_bwd_data ? algos_.bwd_data_ws : max_ws_bwd_data_;
+    const bool measure = !algos_.has_bwd_data;
+    const auto plans = measure ? plans_for(ConvDirection::kBackwardData) : Plans{};
+    const size_t ws_bytes = measure ? std::max(max_ws_bwd_data_, largest_workspace(plans)) : algos_.bwd_data_ws;
     char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + ws_bytes));
     // The (padded) dx cuDNN writes: float32 into dx or the workspace head, or bfloat16.
     void* dxp = d_.bf16             ? static_cast<void*>(bf16_act(base))
@@ -145,7 +163,13 @@ class CudaConvOp final : public ConvOp {
     const void* win = d_.bf16 ? bf16_weights(w, base) : static_cast<const void*>(w.data());
     const void* dyin = d_.bf16 ? bf16_dy(dy, base) : static_cast<const void*>(dy.data());
     void* ws = base + head_bytes_;
-    if (!algos_.has_bwd_data) {
+    const float one = 1.f, zero = 0.f;
+    auto run = [&](const ConvPlan* plan) -> cudnnStatus_t {
+      return plan ? plan->execute(ctx_.cudnn, dxp, mut(win), mut(dyin), ws)
+                  : cudnnConvolutionBackwardData(ctx_.cudnn, &one, w_desc_, win, y_desc_, dyin, conv_desc_,
+                                                 algos_.bwd_data, ws, algos_.bwd_data_ws, &zero, x_desc_, dxp);
+    };
+    if (measure) {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       int got = 0;
       DLT_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(ctx_.cudnn, w_desc_, win, y_desc_, dyin, conv_desc_,
@@ -154,12 +178,12 @@ class CudaConvOp final : public ConvOp {
       const int i = pick(perf, got, ws_bytes, "backward data");
       algos_.bwd_data = perf[i].algo;
       algos_.bwd_data_ws = perf[i].memory;
+      algos_.bwd_data_plan = fastest(plans, "backward data", run);
+      if (algos_.bwd_data_plan) algos_.bwd_data_ws = algos_.bwd_data_plan->workspace();
       algos_.has_bwd_data = true;
       conv_algo_cache().put(key_, algos_);
     }
-    const float one = 1.f, zero = 0.f;
-    DLT_CUDNN(cudnnConvolutionBackwardData(ctx_.cudnn, &one, w_desc_, win, y_desc_, dyin, conv_desc_, algos_.bwd_data,
-                                           ws, algos_.bwd_data_ws, &zero, x_desc_, dxp));
+    DLT_CUDNN(run(algos_.bwd_data_plan.get()));
     if (d_.bf16 && pad_.explicit_pad)
       DLT_CUDA(crop_nhwc_bf16(bf16_act(base), dx.data(), d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb, pad_.el, pad_.er,
                               ctx_.stream));
@@ -180,13 +204,20 @@ class CudaConvOp final : public ConvOp {
       cuda::channel_sum(dy.data(), positions, d_.k, db.data(), scratch, ctx_.stream);
     }
     if (!algos_.has_bwd_filter) conv_algo_cache().refresh(key_, algos_);
-    const size_t ws_bytes = algos_.has_bwd_filter ? algos_.bwd_filter_ws : max_ws_bwd_filter_;
+    const bool measure = !algos_.has_bwd_filter;
+    const auto plans = measure ? plans_for(ConvDirection::kBackwardFilter) : Plans{};
+    const size_t ws_bytes = measure ? std::max(max_ws_bwd_filter_, largest_workspace(plans)) : algos_.bwd_filter_ws;
     char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + ws_bytes));
     const void* xin = d_.bf16 ? bf16_input(x, base) : static_cast<const void*>(padded_input(x, base));
     const void* dyin = d_.bf16 ? bf16_dy(dy, base) : static_cast<const void*>(dy.data());
     void* dwout = d_.bf16 ? static_cast<void*>(bf16_w(base)) : static_cast<void*>(dw.data());
     void* ws = base + head_bytes_;
-    if (!algos_.has_bwd_filter) {
+    auto run = [&](const ConvPlan* plan) -> cudnnStatus_t {
+      return plan ? plan->execute(ctx_.cudnn, mut(xin), dwout, mut(dyin), ws)
+                  : cudnnConvolutionBackwardFilter(ctx_.cudnn, &one, x_desc_, xin, y_desc_, dyin, conv_desc_,
+                                                   algos_.bwd_filter, ws, algos_.bwd_filter_ws, &zero, w_desc_, dwout);
+    };
+    if (measure) {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       int got = 0;
       DLT_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx_.cudnn, x_desc_, xin, y_desc_, dyin, conv_desc_,
@@ -195,11 +226,12 @@ class CudaConvOp final : public ConvOp {
       const int i = pick(perf, got, ws_bytes, "backward filter");
       algos_.bwd_filter = perf[i].algo;
       algos_.bwd_filter_ws = perf[i].memory;
+      algos_.bwd_filter_plan = fastest(plans, "backward filter", run);
+      if (algos_.bwd_filter_plan) algos_.bwd_filter_ws = algos_.bwd_filter_plan->workspace();
       algos_.has_bwd_filter = true;
       conv_algo_cache().put(key_, algos_);
     }
-    DLT_CUDNN(cudnnConvolutionBackwardFilter(ctx_.cudnn, &one, x_desc_, xin, y_desc_, dyin, conv_desc_,
-                                             algos_.bwd_filter, ws, algos_.bwd_filter_ws, &zero, w_desc_, dwout));
+    DLT_CUDNN(run(algos_.bwd_filter_plan.get()));
     if (d_.bf16) DLT_CUDA(bf16_to_float(bf16_w(base), dw.data(), d_.k * d_.kh * d_.kw * d_.c, ctx_.stream));
   }
 
@@ -211,6 +243,42 @@ class CudaConvOp final : public ConvOp {
        << d.pad_l << " r" << d.pad_r << ", dilation " << d.dilation_h << "x" << d.dilation_w << ")";
     return os.str();
   }
+
+  using Plans = std::vector<std::shared_ptr<const ConvPlan>>;
+  static constexpr int kMaxPlans = 10;  // graph-API plans measured per direction (PyTorch's benchmark_limit)
+
+  // The graph-API plans to measure for dir beside the legacy algorithm (none under CudnnEngines: legacy).
+  Plans plans_for(ConvDirection dir) const {
+    if (engines_ == CudnnEngines::kLegacy) return {};
+    return conv_plans(ctx_.cudnn, geometry_, dir, !d_.bf16 && tf32_allowed(), deterministic_, ctx_.workspace_limit,
+                      kMaxPlans);
+  }
+  static size_t largest_workspace(const Plans& plans) {
+    size_t m = 0;
+    for (const auto& p : plans) m = std::max(m, p->workspace());
+    return m;
+  }
+  // Times run(nullptr) (the legacy algorithm; not under CudnnEngines: graph) and run(plan) for
+  // each plan; the fastest plan, or null when the legacy algorithm is fastest or no plan ran.
+  // Logged at debug level.
+  template <class Run>
+  std::shared_ptr<const ConvPlan> fastest(const Plans& plans, const char* dir, Run& run) const {
+    if (plans.empty()) return nullptr;
+    const float legacy = engines_ == CudnnEngines::kGraph ? std::numeric_limits<float>::infinity()
+                                                          : best_time_ms(ctx_.stream, [&] { return run(nullptr); });
+    float best = legacy;
+    std::shared_ptr<const ConvPlan> chosen;
+    for (const auto& p : plans) {
+      const float t = best_time_ms(ctx_.stream, [&] { return run(p.get()); });
+      if (t < best) best = t, chosen = p;
+    }
+    log::debug("{} {}: {} ({:.3f} ms with the epilogue; legacy algorithm {:.3f} ms; {} graph-API plans measured)",
+               name_, dir, chosen ? "cuDNN graph-API " + chosen->describe() : std::string("the legacy algorithm"),
+               static_cast<double>(best), static_cast<double>(legacy), plans.size());
+    return chosen;
+  }
+  // The variant pack takes non-const pointers for inputs too; cuDNN only reads them.
+  static void* mut(const void* p) { return const_cast<void*>(p); }
 
   // x itself, or x padded by the explicit excess into the start of the workspace.
   const float* padded_input(const Tensor& x, char* base) {
@@ -319,6 +387,8 @@ class CudaConvOp final : public ConvOp {
   PadSplit pad_;                                          // symmetric padding for cuDNN + the excess padded explicitly
   bool deterministic_ = backend_options().deterministic;  // Deterministic
   bool fused_ok_ = backend_options().fused_convolution;   // FusedConvolution; off once unsupported
+  CudnnEngines engines_ = backend_options().cudnn_engines;  // CudnnEngines
+  ConvGeometry geometry_;                                        // the problem, for graph-API plans
   // Workspace head: float32 the padded x or padded dx (explicit padding only); bf16 the
   // bfloat16 act, w and out buffers (act_bf_bytes_ and w_bf_bytes_ are their first two).
   size_t head_bytes_ = 0, act_bf_bytes_ = 0, w_bf_bytes_ = 0;

@@ -1,0 +1,302 @@
+// The graph-API convolution plans of cudnn_conv_engines.h: tensor, convolution, operation and
+// graph descriptors, heuristics (mode A, then fallback), filtering by the engines' notes,
+// finalizing, executing through a variant pack.
+#include "backend/cuda/cudnn_conv_engines.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "backend/cuda/cuda_common.h"
+#include "util/log.h"
+
+// CUDNN_ATTR_EXECUTION_PLAN_HANDLE and CUDNN_ATTR_OPERATIONGRAPH_HANDLE are marked deprecated in
+// cuDNN 9.x (in favour of device-property descriptors for building without a GPU) and remain the
+// way to build plans for the handle's GPU; cuDNN 9.0-9.19 accept them.
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+namespace dlt::cuda {
+
+// Non-copyable owner of one backend descriptor.
+class BackendDesc {
+ public:
+  explicit BackendDesc(cudnnBackendDescriptorType_t type) { DLT_CUDNN(cudnnBackendCreateDescriptor(type, &d_)); }
+  ~BackendDesc() {
+    if (d_) cudnnBackendDestroyDescriptor(d_);
+  }
+  BackendDesc(const BackendDesc&) = delete;
+  BackendDesc& operator=(const BackendDesc&) = delete;
+
+  cudnnBackendDescriptor_t get() const { return d_; }
+  const cudnnBackendDescriptor_t* ptr() const { return &d_; }
+  void set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count, const void* v) {
+    DLT_CUDNN(cudnnBackendSetAttribute(d_, name, type, count, v));
+  }
+  void finalize() { DLT_CUDNN(cudnnBackendFinalize(d_)); }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+// Everything a plan refers to, kept alive as long as any plan of the graph lives.
+struct ConvGraph {
+  std::unique_ptr<BackendDesc> x, w, y, conv, op, graph;
+};
+
+namespace {
+
+constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y';
+
+// A 4-d tensor with logical dims (d0, d1, d2, d3) = (N, C, H, W) or (K, C, kh, kw), stored
+// channels last (NHWC / KRSC).
+std::unique_ptr<BackendDesc> channels_last(int64_t uid, int64_t n, int64_t c, int64_t h, int64_t w,
+                                           cudnnDataType_t dtype) {
+  auto t = std::make_unique<BackendDesc>(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  const int64_t dims[4] = {n, c, h, w};
+  const int64_t strides[4] = {h * w * c, 1, w * c, c};
+  const int64_t alignment = 16;
+  t->set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dtype);
+  t->set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
+  t->set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides);
+  t->set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+  t->set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
+  t->finalize();
+  return t;
+}
+
+std::shared_ptr<ConvGraph> build_graph(cudnnHandle_t handle, const ConvGeometry& g, ConvDirection dir) {
+  auto cg = std::make_shared<ConvGraph>();
+  cg->x = channels_last(kUidX, g.n, g.c, g.hx, g.wx, g.dtype);
+  cg->w = channels_last(kUidW, g.k, g.c, g.kh, g.kw, g.dtype);
+  cg->y = channels_last(kUidY, g.n, g.k, g.oh, g.ow, g.dtype);
+
+  cg->conv = std::make_unique<BackendDesc>(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  const int64_t spatial = 2;
+  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  const int64_t pad[2] = {g.pad_h, g.pad_w}, stride[2] = {g.stride_h, g.stride_w},
+                dilation[2] = {g.dilation_h, g.dilation_w};
+  cg->conv->set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial);
+  cg->conv->set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+  cg->conv->set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+  cg->conv->set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
+  cg->conv->set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
+  cg->conv->set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilation);
+  cg->conv->set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride);
+  cg->conv->finalize();
+
+  const float alpha = 1.f, beta = 0.f;
+  switch (dir) {
+    case ConvDirection::kForward:
+      cg->op = std::make_unique<BackendDesc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->x->ptr());
+      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->w->ptr());
+      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->y->ptr());
+      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                  cg->conv->ptr());
+      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+      break;
+    case ConvDirection::kBackwardData:
+      cg->op = std::make_unique<BackendDesc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
+      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->x->ptr());
+      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->w->ptr());
+      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->y->ptr());
+      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                  cg->conv->ptr());
+      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+      break;
+    case ConvDirection::kBackwardFilter:
+      cg->op = std::make_unique<BackendDesc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
+      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->x->ptr());
+      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->w->ptr());
+      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->y->ptr());
+      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                  cg->conv->ptr());
+      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+      break;
+  }
+  cg->op->finalize();
+
+  cg->graph = std::make_unique<BackendDesc>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  cg->graph->set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+  cg->graph->set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->op->ptr());
+  cg->graph->finalize();
+  return cg;
+}
+
+// The engine configurations heuristics mode `mode` suggests for the graph (empty when the mode
+// has none or refuses the graph).
+std::vector<std::unique_ptr<BackendDesc>> heuristic_configs(const ConvGraph& cg, cudnnBackendHeurMode_t mode) {
+  std::vector<std::unique_ptr<BackendDesc>> out;
+  BackendDesc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  heur.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg.graph->ptr());
+  heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+  if (cudnnBackendFinalize(heur.get()) != CUDNN_STATUS_SUCCESS) return out;
+  int64_t count = 0;
+  if (cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+                               nullptr) != CUDNN_STATUS_SUCCESS ||
+      count <= 0)
+    return out;
+  std::vector<cudnnBackendDescriptor_t> raw(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    out.push_back(std::make_unique<BackendDesc>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+    raw[i] = out.back()->get();
+  }
+  int64_t got = 0;
+  if (cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
+                               raw.data()) != CUDNN_STATUS_SUCCESS)
+    return {};
+  out.resize(static_cast<size_t>(std::clamp<int64_t>(got, 0, count)));
+  return out;
+}
+
+// The engine of a configuration: its global index and notes. False when cuDNN does not say.
+struct EngineInfo {
+  int64_t index = -1;
+  std::vector<cudnnBackendNumericalNote_t> numerical;
+  std::vector<cudnnBackendBehaviorNote_t> behavior;
+};
+bool engine_info(const BackendDesc& cfg, EngineInfo* info) {
+  BackendDesc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  cudnnBackendDescriptor_t e = engine.get();
+  int64_t got = 0;
+  if (cudnnBackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got, &e) !=
+      CUDNN_STATUS_SUCCESS)
+    return false;
+  if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &got, &info->index) !=
+      CUDNN_STATUS_SUCCESS)
+    return false;
+  cudnnBackendNumericalNote_t num[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+  if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                               CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &got, num) != CUDNN_STATUS_SUCCESS)
+    return false;
+  info->numerical.assign(num, num + std::clamp<int64_t>(got, 0, CUDNN_NUMERICAL_NOTE_TYPE_COUNT));
+  cudnnBackendBehaviorNote_t beh[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+  if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                               CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &got, beh) != CUDNN_STATUS_SUCCESS)
+    return false;
+  info->behavior.assign(beh, beh + std::clamp<int64_t>(got, 0, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT));
+  return true;
+}
+
+template <class T>
+bool has(const std::vector<T>& v, T x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// Whether the switches allow the engine, with its notes in words for the debug log.
+bool allowed(const EngineInfo& e, const ConvGeometry& g, bool tf32, bool deterministic, std::string* notes) {
+  const bool fp32 = g.dtype == CUDNN_DATA_FLOAT;
+  const bool tensor = has(e.numerical, CUDNN_NUMERICAL_NOTE_TENSOR_CORE);
+  if (fp32 && !tf32 && (tensor || has(e.numerical, CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS))) return false;
+  if (has(e.numerical, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)) return false;
+  const bool nondet = has(e.numerical, CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC);
+  if (deterministic && nondet) return false;
+  if (has(e.behavior, CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)) return false;
+  *notes = tensor ? "tensor-op" : "fma";
+  if (has(e.numerical, CUDNN_NUMERICAL_NOTE_FFT)) *notes += ", fft";
+  if (has(e.numerical, CUDNN_NUMERICAL_NOTE_WINOGRAD)) *notes += ", winograd";
+  *notes += nondet ? ", non-deterministic" : ", deterministic";
+  return true;
+}
+
+}  // namespace
+
+ConvPlan::ConvPlan(std::shared_ptr<ConvGraph> graph, std::unique_ptr<BackendDesc> config,
+                   std::unique_ptr<BackendDesc> plan, int64_t engine, size_t workspace, std::string notes)
+    : graph_(std::move(graph)), config_(std::move(config)), plan_(std::move(plan)), engine_(engine),
+      workspace_(workspace), notes_(std::move(notes)) {}
+
+ConvPlan::~ConvPlan() = default;
+
+std::string ConvPlan::describe() const { return "engine " + std::to_string(engine_) + " (" + notes_ + ")"; }
+
+cudnnStatus_t ConvPlan::execute(cudnnHandle_t handle, void* x, void* w, void* y, void* workspace) const {
+  cudnnBackendDescriptor_t pack = nullptr;
+  cudnnStatus_t s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack);
+  if (s != CUDNN_STATUS_SUCCESS) return s;
+  void* ptrs[3] = {x, w, y};
+  const int64_t uids[3] = {kUidX, kUidW, kUidY};
+  if ((s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs)) ==
+          CUDNN_STATUS_SUCCESS &&
+      (s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids)) ==
+          CUDNN_STATUS_SUCCESS &&
+      (s = cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace)) ==
+          CUDNN_STATUS_SUCCESS &&
+      (s = cudnnBackendFinalize(pack)) == CUDNN_STATUS_SUCCESS)
+    s = cudnnBackendExecute(handle, plan_->get(), pack);
+  cudnnBackendDestroyDescriptor(pack);
+  return s;
+}
+
+std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, const ConvGeometry& g,
+                                                        ConvDirection dir, bool tf32, bool deterministic,
+                                                        size_t workspace_limit, int max_plans) {
+  std::vector<std::shared_ptr<const ConvPlan>> plans;
+  std::shared_ptr<ConvGraph> cg;
+  try {
+    cg = build_graph(handle, g, dir);
+  } catch (const DeviceError& e) {  // the graph API refuses the problem: legacy algorithms only
+    log::debug("cuDNN graph API: no convolution graph ({})", e.what());
+    return plans;
+  }
+  std::set<int64_t> mode_a;  // engines mode A suggested (the fallback list repeats some)
+  for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    for (std::unique_ptr<BackendDesc>& cfg : heuristic_configs(*cg, mode)) {
+      if (static_cast<int>(plans.size()) >= max_plans) return plans;
+      EngineInfo info;
+      std::string notes;
+      if (!engine_info(*cfg, &info)) continue;
+      if (mode == CUDNN_HEUR_MODE_A)
+        mode_a.insert(info.index);
+      else if (mode_a.count(info.index))
+        continue;
+      if (!allowed(info, g, tf32, deterministic, &notes)) continue;
+      auto plan = std::make_unique<BackendDesc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      if (cudnnBackendSetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle) !=
+              CUDNN_STATUS_SUCCESS ||
+          cudnnBackendSetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                   1, cfg->ptr()) != CUDNN_STATUS_SUCCESS ||
+          cudnnBackendFinalize(plan->get()) != CUDNN_STATUS_SUCCESS)
+        continue;  // this configuration does not support the problem
+      int64_t ws = 0, got = 0;
+      if (cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
+                                   &ws) != CUDNN_STATUS_SUCCESS ||
+          ws < 0 || static_cast<size_t>(ws) > workspace_limit)
+        continue;
+      plans.push_back(
+          std::make_shared<ConvPlan>(cg, std::move(cfg), std::move(plan), info.index, static_cast<size_t>(ws), notes));
+    }
+  }
+  return plans;
+}
+
+float best_time_ms(cudaStream_t stream, const std::function<cudnnStatus_t()>& run) {
+  constexpr float kFailed = std::numeric_limits<float>::infinity();
+  if (run() != CUDNN_STATUS_SUCCESS) return kFailed;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  DLT_CUDA(cudaEventCreate(&start));
+  DLT_CUDA(cudaEventCreate(&stop));
+  float best = kFailed;
+  for (int r = 0; r < 3; ++r) {
+    DLT_CUDA(cudaEventRecord(start, stream));
+    const cudnnStatus_t s = run();
+    DLT_CUDA(cudaEventRecord(stop, stream));
+    DLT_CUDA(cudaEventSynchronize(stop));
+    float ms = 0.f;
+    DLT_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    if (s != CUDNN_STATUS_SUCCESS) {
+      best = kFailed;
+      break;
+    }
+    best = std::min(best, ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return best;
+}
+
+}  // namespace dlt::cuda

@@ -1,0 +1,77 @@
+// cuDNN's graph (backend) API for one convolution direction: the engine configurations cuDNN's
+// heuristics suggest, finalized into execution plans, each timed on the real buffers by the
+// caller. The legacy cudnnFind* calls offer only implicit-GEMM kernels for NHWC float32 on
+// Hopper; the graph API's engines include the ones PyTorch's cuDNN path uses (NCHW xmma kernels
+// behind cuDNN's own transposes, FFT and Winograd), measured 1.4-1.6x faster per ResNet-18 step
+// in convolutions on an H200 (docs/gpu.md). CudnnEngines: legacy (env DLT_CUDNN_ENGINES=legacy)
+// keeps to the legacy algorithms.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+namespace dlt::cuda {
+
+enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
+
+// What the three directions share: x (n, hx, wx, c) NHWC, w (k, kh, kw, c), y (n, oh, ow, k)
+// NHWC, symmetric padding, stride and dilation, the storage type (float or bfloat16; the
+// compute type is always float).
+struct ConvGeometry {
+  int64_t n = 0, hx = 0, wx = 0, c = 0, k = 0, kh = 0, kw = 0, oh = 0, ow = 0;
+  int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  cudnnDataType_t dtype = CUDNN_DATA_FLOAT;
+};
+
+class BackendDesc;
+struct ConvGraph;
+
+// One finalized execution plan. Execution takes the direction's three tensors in the order
+// (x, w, y) for every direction: forward reads x and w and writes y; backward data reads w and
+// y (= dy) and writes x (= dx); backward filter reads x and y (= dy) and writes w (= dw).
+// Always overwrites the output (alpha 1, beta 0).
+class ConvPlan {
+ public:
+  ConvPlan(std::shared_ptr<ConvGraph> graph, std::unique_ptr<BackendDesc> config, std::unique_ptr<BackendDesc> plan,
+           int64_t engine, size_t workspace, std::string notes);
+  ~ConvPlan();
+  ConvPlan(const ConvPlan&) = delete;
+  ConvPlan& operator=(const ConvPlan&) = delete;
+
+  size_t workspace() const { return workspace_; }
+  // "engine 12 (tensor-op, winograd)": cuDNN's global engine index and its numerical notes.
+  std::string describe() const;
+  // Runs the plan on the handle's stream; returns cuDNN's status (no throw: measuring skips a
+  // plan that fails).
+  cudnnStatus_t execute(cudnnHandle_t handle, void* x, void* w, void* y, void* workspace) const;
+
+ private:
+  std::shared_ptr<ConvGraph> graph_;  // tensors, convolution, operation and graph the plan refers to
+  std::unique_ptr<BackendDesc> config_;  // the engine configuration the plan was finalized from
+  std::unique_ptr<BackendDesc> plan_;
+  int64_t engine_ = -1;
+  size_t workspace_ = 0;
+  std::string notes_;
+};
+
+// Finalized plans for direction dir of g, in cuDNN's heuristic order (mode A, then the fallback
+// list), at most max_plans, each within workspace_limit bytes, without those the switches
+// forbid: tensor-core (TF32) or down-converting engines for float32 unless tf32, reduced
+// precision reductions always, non-deterministic engines under deterministic, and engines that
+// compile at run time (seconds each, and NVRTC may be missing). Empty when cuDNN has none or the
+// graph API refuses the problem: the caller keeps the legacy algorithms.
+std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, const ConvGeometry& g,
+                                                        ConvDirection dir, bool tf32, bool deterministic,
+                                                        size_t workspace_limit, int max_plans);
+
+// The fastest of three timed calls of run on stream (after one untimed call) in milliseconds,
+// by CUDA events; +infinity when a call does not return success. Synchronizes the stream: for
+// measuring at first use, never while a CUDA graph is being captured.
+float best_time_ms(cudaStream_t stream, const std::function<cudnnStatus_t()>& run);
+
+}  // namespace dlt::cuda
