@@ -19,9 +19,10 @@ struct BackendOptions {
   int64_t cudnn_workspace_mb = 1024;  // CudnnWorkspaceMB: cuDNN's convolution workspace limit
   bool deterministic = false;         // Deterministic: only deterministic cuDNN algorithms
   bool fused_convolution = true;      // FusedConvolution: cudnnConvolutionBiasActivationForward
-  CudnnEngines cudnn_engines = CudnnEngines::kAuto;  // CudnnEngines
-  bool batch_norm_ex = true;          // BatchNormEx: cuDNN's Ex batch norm (SPATIAL_PERSISTENT)
-  bool fused_bn_pool = true;          // FusedBatchNormPooling: BnReluMaxPoolOp in CPU training
+  // CudnnEngines: the cuDNN convolutions measured at first use (the enum above).
+  CudnnEngines cudnn_engines = CudnnEngines::kAuto;
+  bool batch_norm_ex = true;  // BatchNormEx: cuDNN's Ex batch norm (SPATIAL_PERSISTENT)
+  bool fused_bn_pool = true;  // FusedBatchNormPooling: BnReluMaxPoolOp in CPU training
 };
 
 void set_backend_options(const BackendOptions& options);

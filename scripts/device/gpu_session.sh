@@ -237,6 +237,27 @@ if [[ -f "$work/run_det/model.onnx" && -f "$work/run_multi/model.onnx" ]]; then
   python3 scripts/device/compare_models.py "$work/run_det/model.onnx" "$work/run_multi/model.onnx" --tol 1e-6 ||
     { echo "multi-gpu (1 rank) weights differ from the single-GPU run's"; failures+=(multi_weights); }
 fi
+# A rank killed (GPU item 3's fault path; one GPU, so one NCCL rank): the multi-gpu launcher must
+# end within 30 s of its worker's SIGKILL, non-zero, with a line naming the rank.
+"$work/bin/dltrain" train configs/shapes.yaml --output-dir "$work/run_kill" --set data.train="$work/data/train" \
+  --set data.validation="$work/data/test" --set training.ExecutionEnvironment=multi-gpu --set training.MaxEpochs=500 \
+  > "$work/logs/train_kill.log" 2>&1 &
+launcher=$!
+worker=""
+for _ in $(seq 1 150); do  # the worker: the launcher's child, once it has trained a while
+  worker=$(pgrep -P "$launcher" | head -1)
+  [[ -n "$worker" ]] && grep -qE '^\| +[0-9]+ \|' "$work/logs/train_kill.log" && break
+  sleep 0.2
+done
+if [[ -z "$worker" ]]; then
+  echo "rank killed: no worker process seen"; failures+=(kill_no_worker); kill -9 "$launcher" 2> /dev/null
+else
+  sleep 1; kill -9 "$worker"; killed_at=$SECONDS
+  ( sleep 60; kill -9 "$launcher" 2> /dev/null ) & guard=$!
+  wait "$launcher"; krc=$?; kill "$guard" 2> /dev/null
+  echo "rank killed: launcher exit $krc after $((SECONDS - killed_at))s; $(grep -iE 'rank|worker|signal' "$work/logs/train_kill.log" | tail -2 | tr '\n' ' ')"
+  [[ $krc -ne 0 && $((SECONDS - killed_at)) -le 30 ]] || failures+=(kill_rank)
+fi
 if train_run run_auto auto; then  # MATLAB's 'auto': the GPU when there is one
   grep -q '"device":"cuda:0"' "$work/run_auto/summary.json" || { echo "auto did not pick the GPU"; failures+=(auto_not_gpu); }
 fi

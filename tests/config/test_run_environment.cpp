@@ -20,9 +20,9 @@ namespace {
 using test::EnvVar;
 using test::kNet;
 
-const char* const kVariables[] = {"DLT_CUDA_GRAPH",    "DLT_ALLOW_TF32",    "DLT_CONV_ALGO",
-                                  "DLT_CUDNN_WORKSPACE_MB", "DLT_BUCKET_MB", "DLT_COMM_TIMEOUT",
-                                  "DLT_COMM_TIMING",   "DLT_CUDNN_ENGINES", "DLT_FUSED_BN_POOL"};
+const char* const kVariables[] = {"DLT_CUDA_GRAPH",         "DLT_ALLOW_TF32",    "DLT_CONV_ALGO",
+                                  "DLT_CUDNN_WORKSPACE_MB", "DLT_BUCKET_MB",     "DLT_COMM_TIMEOUT",
+                                  "DLT_COMM_TIMING",        "DLT_CUDNN_ENGINES", "DLT_FUSED_BN_POOL"};
 
 // Unsets every overriding variable for a scope, so the host's environment cannot leak in.
 struct CleanEnvironment {
@@ -92,8 +92,7 @@ TEST_CASE("run environment options: read, handed on, and written to the resolved
   for (const char* line :
        {"CudaGraph: true", "AllowTF32: true", "ConvolutionAlgorithm: direct", "CudnnWorkspaceMB: 256",
         "Deterministic: true", "FusedConvolution: false", "CudnnEngines: legacy", "BatchNormEx: false",
-        "GradientBucketSizeMB: 4",
-        "CommunicationTimeout: Inf", "CommunicationTiming: true"}) {
+        "GradientBucketSizeMB: 4", "CommunicationTimeout: Inf", "CommunicationTiming: true"}) {
     INFO(line);
     CHECK(yaml.find(line) != std::string::npos);
   }

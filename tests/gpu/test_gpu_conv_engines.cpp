@@ -122,11 +122,10 @@ TEST_CASE("gpu conv: graph-API plans at real batch sizes give the legacy algorit
     // Float32: sums in another order (FFT and Winograd transforms included) stay within 1e-4
     // normwise; bfloat16 outputs are float32 here, but y passes through cuDNN's bfloat16 output.
     const double tol = d.bf16 ? 1e-2 : 1e-4;
-    const std::pair<const char*, std::pair<const Vec*, const Vec*>> outputs[] = {
-        {"y", {&graph.y, &legacy.y}},
-        {"dx", {&graph.dx, &legacy.dx}},
-        {"dw", {&graph.dw, &legacy.dw}},
-        {"db", {&graph.db, &legacy.db}}};
+    const std::pair<const char*, std::pair<const Vec*, const Vec*>> outputs[] = {{"y", {&graph.y, &legacy.y}},
+                                                                                 {"dx", {&graph.dx, &legacy.dx}},
+                                                                                 {"dw", {&graph.dw, &legacy.dw}},
+                                                                                 {"db", {&graph.db, &legacy.db}}};
     for (const auto& [what, pair] : outputs) {
       const Comparison cmp = compare(*pair.first, *pair.second);
       INFO(what << ": " << cmp.str());

@@ -14,8 +14,8 @@
 
 namespace dlt::cuda {
 
-// device, math switches (bit 0 TF32, bit 1 deterministic, bit 2 legacy algorithms only), data type (a cudnnDataType_t: float
-// or bfloat16), n, h, w, c, k, kh, kw, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w
+// device, math switches (bit 0 TF32, bit 1 deterministic, bit 2 legacy algorithms only), data type (a cudnnDataType_t:
+// float or bfloat16), n, h, w, c, k, kh, kw, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w
 using ConvAlgoKey = std::array<int64_t, 16>;
 
 struct ConvAlgos {

@@ -1,13 +1,14 @@
 // Convolution on cuDNN: NHWC activations, KRSC (= our OHWI) filters, cross-correlation.
-// Algorithms for forward, backward data and backward filter are measured once per shape on
-// first use and cached process-wide (conv_algo_cache.h): the legacy algorithms by
-// cudnnFind*AlgorithmEx within ctx.workspace_limit, then (CudnnEngines: auto) the fastest
-// legacy one against the graph-API plans cuDNN's heuristics suggest (cudnn_conv_engines.h),
-// each timed on the real buffers with its epilogue; the faster runs. Deterministic keeps to
-// deterministic ones, FusedConvolution false skips cudnnConvolutionBiasActivationForward
-// (backend_options.h). cuDNN pads symmetrically
-// only: asymmetric padding pads the excess explicitly into the workspace and crops the data
-// gradient back.
+// Algorithms for forward, backward data and backward filter are chosen once per shape on first
+// use and cached process-wide (conv_algo_cache.h). CudnnEngines auto: the fastest legacy
+// algorithm (cudnnFind*AlgorithmEx within ctx.workspace_limit) is timed against the graph-API
+// plans (cudnn_conv_engines.h: heuristics' suggestions, then every engine), each on the real
+// buffers with its epilogue, and the fastest runs; legacy: cudnnFind only; graph: the plans only.
+// Deterministic: deterministic algorithms only, chosen by cuDNN's heuristics without timing, so
+// every run and every rank makes the same choice. FusedConvolution false skips
+// cudnnConvolutionBiasActivationForward (backend_options.h). cuDNN pads symmetrically only:
+// asymmetric padding pads the excess explicitly into the workspace and crops the data gradient
+// back.
 // bf16 (Precision: mixed): cuDNN's PSEUDO_BFLOAT16_CONFIG (x, w, y bfloat16, float32 compute,
 // tensor-op math, compute capability 8.0+). x / w / dy are rounded into bfloat16 copies at the
 // head of the shared workspace; cuDNN's bfloat16 y / dx / dw come back to float32 by a kernel
@@ -17,10 +18,10 @@
 #include <sstream>
 
 #include "backend/cuda/conv_algo_cache.h"
-#include "backend/cuda/cudnn_conv_engines.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_op_kernels.h"
 #include "backend/cuda/cuda_op_util.h"
+#include "backend/cuda/cudnn_conv_engines.h"
 #include "util/log.h"
 
 namespace dlt::cuda {
@@ -73,8 +74,8 @@ class CudaConvOp final : public ConvOp {
     }
     // The math switches: bit 0 TF32 (float32 only), bit 1 deterministic algorithms only, bits
     // 2-3 CudnnEngines (0 auto, 1 legacy, 2 graph).
-    const int64_t math = (!d.bf16 && tf32_allowed() ? 1 : 0) | (deterministic_ ? 2 : 0) |
-                         (static_cast<int64_t>(engines_) << 2);
+    const int64_t math =
+        (!d.bf16 && tf32_allowed() ? 1 : 0) | (deterministic_ ? 2 : 0) | (static_cast<int64_t>(engines_) << 2);
     key_ = ConvAlgoKey{ctx.device, math, dtype,   d.n,     pad_.hx,    pad_.wx,    d.c,          d.k,
                        d.kh,       d.kw, pad_.ph, pad_.pw, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w};
     algos_ = conv_algo_cache().get(key_);
@@ -85,8 +86,8 @@ class CudaConvOp final : public ConvOp {
     } else {
       head_bytes_ = pad_.explicit_pad ? aligned_bytes(sizeof(float) * d.n * pad_.hx * pad_.wx * d.c) : 0;
     }
-    geometry_ = ConvGeometry{d.n,   pad_.hx, pad_.wx, d.c,        d.k,        d.kh,         d.kw,         oh_,
-                             ow_,   pad_.ph, pad_.pw, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w, dtype};
+    geometry_ = ConvGeometry{d.n, pad_.hx, pad_.wx, d.c,        d.k,        d.kh,         d.kw,         oh_,
+                             ow_, pad_.ph, pad_.pw, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w, dtype};
     max_ws_fwd_ = heuristic_ws_fwd();
     max_ws_bwd_data_ = heuristic_ws_bwd_data();
     max_ws_bwd_filter_ = heuristic_ws_bwd_filter();
@@ -136,13 +137,17 @@ class CudaConvOp final : public ConvOp {
     if (measure) {
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       int got = 0;
-      DLT_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(ctx_.cudnn, x_desc_, xin, w_desc_, win, conv_desc_, y_desc_,
-                                                       yout, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf, ws,
-                                                       ws_bytes));
+      if (deterministic_)  // reproducible: cuDNN's heuristic order, not timing
+        DLT_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(ctx_.cudnn, x_desc_, w_desc_, conv_desc_, y_desc_,
+                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
+      else
+        DLT_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(ctx_.cudnn, x_desc_, xin, w_desc_, win, conv_desc_, y_desc_,
+                                                         yout, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf, ws,
+                                                         ws_bytes));
       const int i = pick(perf, got, ws_bytes, "forward");
       algos_.fwd = perf[i].algo;
       algos_.fwd_ws = perf[i].memory;
-      algos_.fwd_plan = fastest(plans, "forward", run);
+      algos_.fwd_plan = choose(plans, "forward", run);
       if (algos_.fwd_plan) algos_.fwd_ws = algos_.fwd_plan->workspace();
       algos_.has_fwd = true;
       conv_algo_cache().put(key_, algos_);
@@ -172,13 +177,17 @@ class CudaConvOp final : public ConvOp {
     if (measure) {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       int got = 0;
-      DLT_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(ctx_.cudnn, w_desc_, win, y_desc_, dyin, conv_desc_,
-                                                            x_desc_, dxp, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got,
-                                                            perf, ws, ws_bytes));
+      if (deterministic_)  // reproducible: cuDNN's heuristic order, not timing
+        DLT_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx_.cudnn, w_desc_, y_desc_, conv_desc_, x_desc_,
+                                                              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf));
+      else
+        DLT_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(ctx_.cudnn, w_desc_, win, y_desc_, dyin, conv_desc_,
+                                                              x_desc_, dxp, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got,
+                                                              perf, ws, ws_bytes));
       const int i = pick(perf, got, ws_bytes, "backward data");
       algos_.bwd_data = perf[i].algo;
       algos_.bwd_data_ws = perf[i].memory;
-      algos_.bwd_data_plan = fastest(plans, "backward data", run);
+      algos_.bwd_data_plan = choose(plans, "backward data", run);
       if (algos_.bwd_data_plan) algos_.bwd_data_ws = algos_.bwd_data_plan->workspace();
       algos_.has_bwd_data = true;
       conv_algo_cache().put(key_, algos_);
@@ -220,13 +229,17 @@ class CudaConvOp final : public ConvOp {
     if (measure) {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       int got = 0;
-      DLT_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx_.cudnn, x_desc_, xin, y_desc_, dyin, conv_desc_,
-                                                              w_desc_, dwout, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-                                                              &got, perf, ws, ws_bytes));
+      if (deterministic_)  // reproducible: cuDNN's heuristic order, not timing
+        DLT_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx_.cudnn, x_desc_, y_desc_, conv_desc_, w_desc_,
+                                                                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf));
+      else
+        DLT_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx_.cudnn, x_desc_, xin, y_desc_, dyin, conv_desc_,
+                                                                w_desc_, dwout, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+                                                                &got, perf, ws, ws_bytes));
       const int i = pick(perf, got, ws_bytes, "backward filter");
       algos_.bwd_filter = perf[i].algo;
       algos_.bwd_filter_ws = perf[i].memory;
-      algos_.bwd_filter_plan = fastest(plans, "backward filter", run);
+      algos_.bwd_filter_plan = choose(plans, "backward filter", run);
       if (algos_.bwd_filter_plan) algos_.bwd_filter_ws = algos_.bwd_filter_plan->workspace();
       algos_.has_bwd_filter = true;
       conv_algo_cache().put(key_, algos_);
@@ -245,31 +258,47 @@ class CudaConvOp final : public ConvOp {
   }
 
   using Plans = std::vector<std::shared_ptr<const ConvPlan>>;
-  static constexpr int kMaxPlans = 10;  // graph-API plans measured per direction (PyTorch's benchmark_limit)
+  static constexpr int kMaxPlans = 40;  // graph-API plans measured per direction and shape
 
-  // The graph-API plans to measure for dir beside the legacy algorithm (none under CudnnEngines: legacy).
+  // The graph-API plans to measure for dir beside the legacy algorithm (none under CudnnEngines:
+  // legacy); under Deterministic only heuristics' first (the choice must not depend on timing).
   Plans plans_for(ConvDirection dir) const {
     if (engines_ == CudnnEngines::kLegacy) return {};
-    return conv_plans(ctx_.cudnn, geometry_, dir, !d_.bf16 && tf32_allowed(), deterministic_, ctx_.workspace_limit,
-                      kMaxPlans);
+    PlanSearch search;
+    search.tf32 = !d_.bf16 && tf32_allowed();
+    search.deterministic = deterministic_;
+    search.heuristics_only = deterministic_;
+    search.workspace_limit = ctx_.workspace_limit;
+    search.max_plans = deterministic_ ? 1 : kMaxPlans;
+    return conv_plans(ctx_.cudnn, geometry_, dir, search);
   }
   static size_t largest_workspace(const Plans& plans) {
     size_t m = 0;
     for (const auto& p : plans) m = std::max(m, p->workspace());
     return m;
   }
-  // Times run(nullptr) (the legacy algorithm; not under CudnnEngines: graph) and run(plan) for
-  // each plan; the fastest plan, or null when the legacy algorithm is fastest or no plan ran.
-  // Logged at debug level.
+  // The plan to run, or null for the legacy algorithm. Deterministic: heuristics' first plan
+  // (reproducible from run to run and between the ranks of a data-parallel run; PyTorch's
+  // cudnn.benchmark=False), else the legacy algorithm. Otherwise measured: run(nullptr) (the
+  // legacy algorithm; not under CudnnEngines: graph) and run(plan) for each plan are timed, the
+  // fastest wins. Logged at debug level.
   template <class Run>
-  std::shared_ptr<const ConvPlan> fastest(const Plans& plans, const char* dir, Run& run) const {
+  std::shared_ptr<const ConvPlan> choose(const Plans& plans, const char* dir, Run& run) const {
     if (plans.empty()) return nullptr;
-    const float legacy = engines_ == CudnnEngines::kGraph ? std::numeric_limits<float>::infinity()
-                                                          : best_time_ms(ctx_.stream, [&] { return run(nullptr); });
+    if (deterministic_) {
+      log::debug("{} {}: cuDNN graph-API {} (heuristics' first deterministic plan; not timed)", name_, dir,
+                 plans.front()->describe());
+      return plans.front();
+    }
+    const float legacy = engines_ == CudnnEngines::kGraph
+                             ? std::numeric_limits<float>::infinity()
+                             : best_time_ms(
+                                   ctx_.stream, [&] { return run(nullptr); }, std::numeric_limits<float>::infinity());
     float best = legacy;
     std::shared_ptr<const ConvPlan> chosen;
     for (const auto& p : plans) {
-      const float t = best_time_ms(ctx_.stream, [&] { return run(p.get()); });
+      const float t = best_time_ms(
+          ctx_.stream, [&] { return run(p.get()); }, 2 * best);
       if (t < best) best = t, chosen = p;
     }
     log::debug("{} {}: {} ({:.3f} ms with the epilogue; legacy algorithm {:.3f} ms; {} graph-API plans measured)",
@@ -327,13 +356,15 @@ class CudaConvOp final : public ConvOp {
   int pick(const Perf* perf, int got, size_t ws_bytes, const char* dir) const {
     for (int i = 0; i < got; ++i)
       if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_bytes && usable(perf[i])) {
-        log::debug("{} {}: cuDNN algorithm {} ({:.3f} ms, {} math, {}, workspace {} KiB of {} KiB; {} measured)", name_,
-                   dir, static_cast<int>(perf[i].algo), static_cast<double>(perf[i].time),
-                   perf[i].mathType == CUDNN_TENSOR_OP_MATH ? "tensor-op"
-                   : perf[i].mathType == CUDNN_FMA_MATH     ? "fma"
-                                                            : "default",
-                   perf[i].determinism == CUDNN_DETERMINISTIC ? "deterministic" : "non-deterministic",
-                   perf[i].memory >> 10, ws_bytes >> 10, got);
+        log::debug(
+            "{} {}: cuDNN algorithm {} ({:.3f} ms (-1: heuristics, not timed), {} math, {}, workspace {} KiB of "
+            "{} KiB; {} offered)",
+            name_, dir, static_cast<int>(perf[i].algo), static_cast<double>(perf[i].time),
+            perf[i].mathType == CUDNN_TENSOR_OP_MATH ? "tensor-op"
+            : perf[i].mathType == CUDNN_FMA_MATH     ? "fma"
+                                                     : "default",
+            perf[i].determinism == CUDNN_DETERMINISTIC ? "deterministic" : "non-deterministic", perf[i].memory >> 10,
+            ws_bytes >> 10, got);
         return i;
       }
     throw DeviceError(name_ + ": cuDNN found no " + dir + " algorithm within a workspace of " +
@@ -388,7 +419,7 @@ class CudaConvOp final : public ConvOp {
   bool deterministic_ = backend_options().deterministic;  // Deterministic
   bool fused_ok_ = backend_options().fused_convolution;   // FusedConvolution; off once unsupported
   CudnnEngines engines_ = backend_options().cudnn_engines;  // CudnnEngines
-  ConvGeometry geometry_;                                        // the problem, for graph-API plans
+  ConvGeometry geometry_;                                   // the problem, for graph-API plans
   // Workspace head: float32 the padded x or padded dx (explicit padding only); bf16 the
   // bfloat16 act, w and out buffers (act_bf_bytes_ and w_bf_bytes_ are their first two).
   size_t head_bytes_ = 0, act_bf_bytes_ = 0, w_bf_bytes_ = 0;

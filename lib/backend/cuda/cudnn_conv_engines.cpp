@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <set>
 
 #include "backend/cuda/cuda_common.h"
 #include "util/log.h"
@@ -153,6 +152,36 @@ std::vector<std::unique_ptr<BackendDesc>> heuristic_configs(const ConvGraph& cg,
   return out;
 }
 
+// A configuration of every engine the graph supports, with the engine's default knobs (the
+// engines heuristics rank low or leave out: cuDNN's own exhaustive search), each beside the
+// engine descriptor it refers to.
+struct EngineConfig {
+  std::unique_ptr<BackendDesc> engine, config;
+};
+std::vector<EngineConfig> every_engine_config(const ConvGraph& cg) {
+  std::vector<EngineConfig> out;
+  int64_t count = 0, got = 0;
+  if (cudnnBackendGetAttribute(cg.graph->get(), CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1,
+                               &got, &count) != CUDNN_STATUS_SUCCESS)
+    return out;
+  for (int64_t i = 0; i < count; ++i) {
+    auto engine = std::make_unique<BackendDesc>(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    if (cudnnBackendSetAttribute(engine->get(), CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                 cg.graph->ptr()) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendSetAttribute(engine->get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &i) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendFinalize(engine->get()) != CUDNN_STATUS_SUCCESS)
+      continue;  // this engine does not support the graph
+    auto config = std::make_unique<BackendDesc>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+    if (cudnnBackendSetAttribute(config->get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                 engine->ptr()) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendFinalize(config->get()) != CUDNN_STATUS_SUCCESS)
+      continue;
+    out.push_back({std::move(engine), std::move(config)});
+  }
+  return out;
+}
+
 // The engine of a configuration: its global index and notes. False when cuDNN does not say.
 struct EngineInfo {
   int64_t index = -1;
@@ -205,10 +234,16 @@ bool allowed(const EngineInfo& e, const ConvGeometry& g, bool tf32, bool determi
 
 }  // namespace
 
-ConvPlan::ConvPlan(std::shared_ptr<ConvGraph> graph, std::unique_ptr<BackendDesc> config,
-                   std::unique_ptr<BackendDesc> plan, int64_t engine, size_t workspace, std::string notes)
-    : graph_(std::move(graph)), config_(std::move(config)), plan_(std::move(plan)), engine_(engine),
-      workspace_(workspace), notes_(std::move(notes)) {}
+ConvPlan::ConvPlan(std::shared_ptr<ConvGraph> graph, std::unique_ptr<BackendDesc> engine,
+                   std::unique_ptr<BackendDesc> config, std::unique_ptr<BackendDesc> plan, int64_t index,
+                   size_t workspace, std::string notes)
+    : graph_(std::move(graph)),
+      engine_desc_(std::move(engine)),
+      config_(std::move(config)),
+      plan_(std::move(plan)),
+      engine_(index),
+      workspace_(workspace),
+      notes_(std::move(notes)) {}
 
 ConvPlan::~ConvPlan() = default;
 
@@ -232,9 +267,8 @@ cudnnStatus_t ConvPlan::execute(cudnnHandle_t handle, void* x, void* w, void* y,
   return s;
 }
 
-std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, const ConvGeometry& g,
-                                                        ConvDirection dir, bool tf32, bool deterministic,
-                                                        size_t workspace_limit, int max_plans) {
+std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, const ConvGeometry& g, ConvDirection dir,
+                                                        const PlanSearch& search) {
   std::vector<std::shared_ptr<const ConvPlan>> plans;
   std::shared_ptr<ConvGraph> cg;
   try {
@@ -243,40 +277,39 @@ std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, co
     log::debug("cuDNN graph API: no convolution graph ({})", e.what());
     return plans;
   }
-  std::set<int64_t> mode_a;  // engines mode A suggested (the fallback list repeats some)
-  for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-    for (std::unique_ptr<BackendDesc>& cfg : heuristic_configs(*cg, mode)) {
-      if (static_cast<int>(plans.size()) >= max_plans) return plans;
-      EngineInfo info;
-      std::string notes;
-      if (!engine_info(*cfg, &info)) continue;
-      if (mode == CUDNN_HEUR_MODE_A)
-        mode_a.insert(info.index);
-      else if (mode_a.count(info.index))
-        continue;
-      if (!allowed(info, g, tf32, deterministic, &notes)) continue;
-      auto plan = std::make_unique<BackendDesc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-      if (cudnnBackendSetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle) !=
-              CUDNN_STATUS_SUCCESS ||
-          cudnnBackendSetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                   1, cfg->ptr()) != CUDNN_STATUS_SUCCESS ||
-          cudnnBackendFinalize(plan->get()) != CUDNN_STATUS_SUCCESS)
-        continue;  // this configuration does not support the problem
-      int64_t ws = 0, got = 0;
-      if (cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
-                                   &ws) != CUDNN_STATUS_SUCCESS ||
-          ws < 0 || static_cast<size_t>(ws) > workspace_limit)
-        continue;
-      plans.push_back(
-          std::make_shared<ConvPlan>(cg, std::move(cfg), std::move(plan), info.index, static_cast<size_t>(ws), notes));
-    }
+  // Mode A's configurations (heuristic knobs) first, then, unless heuristics only, every engine
+  // with its default knobs.
+  std::vector<EngineConfig> candidates;
+  for (std::unique_ptr<BackendDesc>& c : heuristic_configs(*cg, CUDNN_HEUR_MODE_A))
+    candidates.push_back({nullptr, std::move(c)});
+  if (!search.heuristics_only)
+    for (EngineConfig& c : every_engine_config(*cg)) candidates.push_back(std::move(c));
+  for (EngineConfig& cand : candidates) {
+    if (static_cast<int>(plans.size()) >= search.max_plans) break;
+    EngineInfo info;
+    std::string notes;
+    if (!engine_info(*cand.config, &info) || !allowed(info, g, search.tf32, search.deterministic, &notes)) continue;
+    auto plan = std::make_unique<BackendDesc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+    if (cudnnBackendSetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendSetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                 cand.config->ptr()) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendFinalize(plan->get()) != CUDNN_STATUS_SUCCESS)
+      continue;  // this configuration does not support the problem
+    int64_t ws = 0, got = 0;
+    if (cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
+                                 &ws) != CUDNN_STATUS_SUCCESS ||
+        ws < 0 || static_cast<size_t>(ws) > search.workspace_limit)
+      continue;
+    plans.push_back(std::make_shared<ConvPlan>(cg, std::move(cand.engine), std::move(cand.config), std::move(plan),
+                                               info.index, static_cast<size_t>(ws), notes));
   }
   return plans;
 }
 
-float best_time_ms(cudaStream_t stream, const std::function<cudnnStatus_t()>& run) {
+float best_time_ms(cudaStream_t stream, const std::function<cudnnStatus_t()>& run, float cutoff_ms) {
   constexpr float kFailed = std::numeric_limits<float>::infinity();
-  if (run() != CUDNN_STATUS_SUCCESS) return kFailed;
+  if (run() != CUDNN_STATUS_SUCCESS) return kFailed;  // untimed: loads the kernels
   cudaEvent_t start = nullptr, stop = nullptr;
   DLT_CUDA(cudaEventCreate(&start));
   DLT_CUDA(cudaEventCreate(&stop));
@@ -293,6 +326,7 @@ float best_time_ms(cudaStream_t stream, const std::function<cudnnStatus_t()>& ru
       break;
     }
     best = std::min(best, ms);
+    if (best > cutoff_ms) break;  // far behind: no need to know by how much
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);

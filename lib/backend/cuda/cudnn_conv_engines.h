@@ -37,8 +37,8 @@ struct ConvGraph;
 // Always overwrites the output (alpha 1, beta 0).
 class ConvPlan {
  public:
-  ConvPlan(std::shared_ptr<ConvGraph> graph, std::unique_ptr<BackendDesc> config, std::unique_ptr<BackendDesc> plan,
-           int64_t engine, size_t workspace, std::string notes);
+  ConvPlan(std::shared_ptr<ConvGraph> graph, std::unique_ptr<BackendDesc> engine, std::unique_ptr<BackendDesc> config,
+           std::unique_ptr<BackendDesc> plan, int64_t index, size_t workspace, std::string notes);
   ~ConvPlan();
   ConvPlan(const ConvPlan&) = delete;
   ConvPlan& operator=(const ConvPlan&) = delete;
@@ -51,27 +51,38 @@ class ConvPlan {
   cudnnStatus_t execute(cudnnHandle_t handle, void* x, void* w, void* y, void* workspace) const;
 
  private:
-  std::shared_ptr<ConvGraph> graph_;  // tensors, convolution, operation and graph the plan refers to
-  std::unique_ptr<BackendDesc> config_;  // the engine configuration the plan was finalized from
+  std::shared_ptr<ConvGraph> graph_;          // tensors, convolution, operation and graph the plan refers to
+  std::unique_ptr<BackendDesc> engine_desc_;  // the engine a default-knob configuration refers to (or null)
+  std::unique_ptr<BackendDesc> config_;       // the engine configuration the plan was finalized from
   std::unique_ptr<BackendDesc> plan_;
   int64_t engine_ = -1;
   size_t workspace_ = 0;
   std::string notes_;
 };
 
-// Finalized plans for direction dir of g, in cuDNN's heuristic order (mode A, then the fallback
-// list), at most max_plans, each within workspace_limit bytes, without those the switches
-// forbid: tensor-core (TF32) or down-converting engines for float32 unless tf32, reduced
-// precision reductions always, non-deterministic engines under deterministic, and engines that
-// compile at run time (seconds each, and NVRTC may be missing). Empty when cuDNN has none or the
-// graph API refuses the problem: the caller keeps the legacy algorithms.
-std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, const ConvGeometry& g,
-                                                        ConvDirection dir, bool tf32, bool deterministic,
-                                                        size_t workspace_limit, int max_plans);
+// Which plans conv_plans finalizes.
+struct PlanSearch {
+  bool tf32 = false;             // float32 may use TF32 tensor cores (AllowTF32)
+  bool deterministic = false;    // deterministic engines only (Deterministic)
+  bool heuristics_only = false;  // mode A's suggestions only (else every engine after them)
+  size_t workspace_limit = 0;    // bytes
+  int max_plans = 1;
+};
+
+// Finalized plans for direction dir of g: the configurations cuDNN's heuristics (mode A) suggest
+// in their order, then (unless heuristics_only) every engine with its default knobs; at most
+// max_plans, each within workspace_limit bytes, without those the switches forbid: tensor-core
+// (TF32) or down-converting engines for float32 unless tf32, reduced-precision reductions
+// always, non-deterministic engines under deterministic, and engines that compile at run time
+// (seconds each, and NVRTC may be missing). Empty when cuDNN has none or the graph API refuses
+// the problem: the caller keeps the legacy algorithms.
+std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, const ConvGeometry& g, ConvDirection dir,
+                                                        const PlanSearch& search);
 
 // The fastest of three timed calls of run on stream (after one untimed call) in milliseconds,
-// by CUDA events; +infinity when a call does not return success. Synchronizes the stream: for
-// measuring at first use, never while a CUDA graph is being captured.
-float best_time_ms(cudaStream_t stream, const std::function<cudnnStatus_t()>& run);
+// by CUDA events; +infinity when a call does not return success; fewer calls once one took more
+// than cutoff_ms. Synchronizes the stream: for measuring at first use, never while a CUDA graph
+// is being captured.
+float best_time_ms(cudaStream_t stream, const std::function<cudnnStatus_t()>& run, float cutoff_ms);
 
 }  // namespace dlt::cuda
