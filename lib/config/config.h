@@ -51,10 +51,11 @@ Config load_config_text(const std::string& text, const std::string& origin,
 // Overrides the run-environment training options from environment variables that are set
 // and not empty (docs/config.md "Run environment"): DLT_CUDA_GRAPH=1 (CudaGraph),
 // DLT_ALLOW_TF32=1 (AllowTF32), DLT_CONV_ALGO=direct (ConvolutionAlgorithm),
-// DLT_CUDNN_WORKSPACE_MB (CudnnWorkspaceMB), DLT_BUCKET_MB (GradientBucketSizeMB),
+// DLT_CUDNN_WORKSPACE_MB (CudnnWorkspaceMB), DLT_CUDNN_ENGINES (CudnnEngines),
+// DLT_FUSED_BN_POOL (FusedBatchNormPooling, unless 0), DLT_BUCKET_MB (GradientBucketSizeMB),
 // DLT_COMM_TIMEOUT (CommunicationTimeout), DLT_COMM_TIMING (CommunicationTiming, unless 0).
 // load_config applies them, so the resolved config.yaml shows what the run used. Throws
-// ConfigError naming the variable and the option for a bad number.
+// ConfigError naming the variable and the option for a bad value.
 void apply_environment_overrides(TrainingOptions& options);
 
 // The resolved config as YAML (every option written out); loads back to an equal Config.
