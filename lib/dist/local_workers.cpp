@@ -187,8 +187,9 @@ int run_local_workers(const LocalLaunch& l) {
     return 128 + sig;
   }
   if (cause >= 0) {
-    std::fprintf(stderr, "dltrain: worker error: rank %d of %d %s%s%s; stopped the other %d worker(s)\n", cause,
-                 l.workers, describe(status[cause]).c_str(), message.empty() ? "" : ": ", message.c_str(), others);
+    const std::string stopped = others > 0 ? "; stopped the other " + std::to_string(others) + " worker(s)" : "";
+    std::fprintf(stderr, "dltrain: worker error: rank %d of %d %s%s%s%s\n", cause, l.workers,
+                 describe(status[cause]).c_str(), message.empty() ? "" : ": ", message.c_str(), stopped.c_str());
     return 3;
   }
   return 0;
