@@ -14,6 +14,7 @@
 // head of the shared workspace; cuDNN's bfloat16 y / dx / dw come back to float32 by a kernel
 // (y with the bias and relu), so the caller's tensors stay float32; db sums the float32 dy.
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <sstream>
 
@@ -97,6 +98,7 @@ class CudaConvOp final : public ConvOp {
   void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu) override {
     if (!algos_.has_fwd) conv_algo_cache().refresh(key_, algos_);
     const bool measure = !algos_.has_fwd;
+    const auto since = std::chrono::steady_clock::now();
     const auto plans = measure ? plans_for(ConvDirection::kForward) : Plans{};
     const size_t ws_bytes = measure ? std::max(max_ws_fwd_, largest_workspace(plans)) : algos_.fwd_ws;
     char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + ws_bytes));
@@ -147,7 +149,7 @@ class CudaConvOp final : public ConvOp {
       const int i = pick(perf, got, ws_bytes, "forward");
       algos_.fwd = perf[i].algo;
       algos_.fwd_ws = perf[i].memory;
-      algos_.fwd_plan = choose(plans, "forward", run);
+      algos_.fwd_plan = choose(plans, "forward", run, since);
       if (algos_.fwd_plan) algos_.fwd_ws = algos_.fwd_plan->workspace();
       algos_.has_fwd = true;
       conv_algo_cache().put(key_, algos_);
@@ -158,6 +160,7 @@ class CudaConvOp final : public ConvOp {
   void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override {
     if (!algos_.has_bwd_data) conv_algo_cache().refresh(key_, algos_);
     const bool measure = !algos_.has_bwd_data;
+    const auto since = std::chrono::steady_clock::now();
     const auto plans = measure ? plans_for(ConvDirection::kBackwardData) : Plans{};
     const size_t ws_bytes = measure ? std::max(max_ws_bwd_data_, largest_workspace(plans)) : algos_.bwd_data_ws;
     char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + ws_bytes));
@@ -187,7 +190,7 @@ class CudaConvOp final : public ConvOp {
       const int i = pick(perf, got, ws_bytes, "backward data");
       algos_.bwd_data = perf[i].algo;
       algos_.bwd_data_ws = perf[i].memory;
-      algos_.bwd_data_plan = choose(plans, "backward data", run);
+      algos_.bwd_data_plan = choose(plans, "backward data", run, since);
       if (algos_.bwd_data_plan) algos_.bwd_data_ws = algos_.bwd_data_plan->workspace();
       algos_.has_bwd_data = true;
       conv_algo_cache().put(key_, algos_);
@@ -214,6 +217,7 @@ class CudaConvOp final : public ConvOp {
     }
     if (!algos_.has_bwd_filter) conv_algo_cache().refresh(key_, algos_);
     const bool measure = !algos_.has_bwd_filter;
+    const auto since = std::chrono::steady_clock::now();
     const auto plans = measure ? plans_for(ConvDirection::kBackwardFilter) : Plans{};
     const size_t ws_bytes = measure ? std::max(max_ws_bwd_filter_, largest_workspace(plans)) : algos_.bwd_filter_ws;
     char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + ws_bytes));
@@ -239,7 +243,7 @@ class CudaConvOp final : public ConvOp {
       const int i = pick(perf, got, ws_bytes, "backward filter");
       algos_.bwd_filter = perf[i].algo;
       algos_.bwd_filter_ws = perf[i].memory;
-      algos_.bwd_filter_plan = choose(plans, "backward filter", run);
+      algos_.bwd_filter_plan = choose(plans, "backward filter", run, since);
       if (algos_.bwd_filter_plan) algos_.bwd_filter_ws = algos_.bwd_filter_plan->workspace();
       algos_.has_bwd_filter = true;
       conv_algo_cache().put(key_, algos_);
@@ -281,9 +285,11 @@ class CudaConvOp final : public ConvOp {
   // (reproducible from run to run and between the ranks of a data-parallel run; PyTorch's
   // cudnn.benchmark=False), else the legacy algorithm. Otherwise measured: run(nullptr) (the
   // legacy algorithm; not under CudnnEngines: graph) and run(plan) for each plan are timed, the
-  // fastest wins. Logged at debug level.
+  // fastest wins. Logged at debug level, with the host time since `since` (the start of choosing:
+  // plans, cudnnFind, timing).
   template <class Run>
-  std::shared_ptr<const ConvPlan> choose(const Plans& plans, const char* dir, Run& run) const {
+  std::shared_ptr<const ConvPlan> choose(const Plans& plans, const char* dir, Run& run,
+                                         std::chrono::steady_clock::time_point since) const {
     if (plans.empty()) return nullptr;
     if (deterministic_) {
       log::debug("{} {}: cuDNN graph-API {} (heuristics' first deterministic plan; not timed)", name_, dir,
@@ -301,9 +307,12 @@ class CudaConvOp final : public ConvOp {
           ctx_.stream, [&] { return run(p.get()); }, 2 * best);
       if (t < best) best = t, chosen = p;
     }
-    log::debug("{} {}: {} ({:.3f} ms with the epilogue; legacy algorithm {:.3f} ms; {} graph-API plans measured)",
-               name_, dir, chosen ? "cuDNN graph-API " + chosen->describe() : std::string("the legacy algorithm"),
-               static_cast<double>(best), static_cast<double>(legacy), plans.size());
+    const double took = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+    log::debug(
+        "{} {}: {} ({:.3f} ms with the epilogue; legacy algorithm {:.3f} ms; {} graph-API plans measured; choosing "
+        "took {:.0f} ms)",
+        name_, dir, chosen ? "cuDNN graph-API " + chosen->describe() : std::string("the legacy algorithm"),
+        static_cast<double>(best), static_cast<double>(legacy), plans.size(), took);
     return chosen;
   }
   // The variant pack takes non-const pointers for inputs too; cuDNN only reads them.
