@@ -291,6 +291,18 @@ for spec in "resnet18-cifar 512" "cifar10 256"; do
     echo "pytorch profile $net: exit $?"
   head -30 "$work/logs/profile_torch_$net.log" | cut -c1-160
 done
+# Mixed precision, ResNet-18 only (where dltrain is furthest behind PyTorch's autocast): per layer
+# beside torch.profiler under autocast bfloat16.
+if [[ $(left) -ge 90 ]]; then
+  DLT_LOG=debug timeout -k 5 90 env -u DLT_ALLOW_TF32 "$work/bin/dltrain" time configs/resnet18-cifar.yaml --gpu 0 \
+    --batch 512 --iterations 5 --repeats 1 --warmup 3 --set training.Precision=mixed \
+    > "$work/logs/profile_dltrain_resnet18-cifar_mixed.log" 2>&1 || echo "dltrain time resnet18-cifar mixed: exit $?"
+  grep -vE '^\[|^debug' "$work/logs/profile_dltrain_resnet18-cifar_mixed.log" | tail -6
+  timeout -k 5 120 python3 scripts/bench/pytorch_cuda.py configs/resnet18-cifar.yaml --batch 512 --preset mixed \
+    --iterations 5 --repeats 1 --warmup 5 --profile 3 > "$work/logs/profile_torch_resnet18-cifar_mixed.jsonl" \
+    2> "$work/logs/profile_torch_resnet18-cifar_mixed.log" || echo "pytorch profile resnet18-cifar mixed: exit $?"
+  head -24 "$work/logs/profile_torch_resnet18-cifar_mixed.log" | cut -c1-160
+fi
 fi
 
 # --- 6. benchmark against PyTorch ------------------------------------------------------------------
