@@ -84,39 +84,44 @@ std::shared_ptr<ConvGraph> build_graph(cudnnHandle_t handle, const ConvGeometry&
   cg->conv->set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride);
   cg->conv->finalize();
 
+  // The operation of each direction and its attributes, in the order x, w, y (dx / dw / dy where
+  // the direction writes or reads a gradient), convolution, alpha, beta.
+  struct OpAttributes {
+    cudnnBackendDescriptorType_t type;
+    cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+  };
+  static constexpr OpAttributes kForward = {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+                                            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+                                            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+                                            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+                                            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                                            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                                            CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
+  static constexpr OpAttributes kBackwardData = {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+                                                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+                                                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+                                                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+                                                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+                                                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+                                                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA};
+  static constexpr OpAttributes kBackwardFilter = {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+                                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+                                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+                                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+                                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+                                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+                                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
+  const OpAttributes& at = dir == ConvDirection::kForward        ? kForward
+                           : dir == ConvDirection::kBackwardData ? kBackwardData
+                                                                 : kBackwardFilter;
   const float alpha = 1.f, beta = 0.f;
-  switch (dir) {
-    case ConvDirection::kForward:
-      cg->op = std::make_unique<BackendDesc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->x->ptr());
-      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->w->ptr());
-      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->y->ptr());
-      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                  cg->conv->ptr());
-      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
-      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-      break;
-    case ConvDirection::kBackwardData:
-      cg->op = std::make_unique<BackendDesc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
-      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->x->ptr());
-      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->w->ptr());
-      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->y->ptr());
-      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                  cg->conv->ptr());
-      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
-      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-      break;
-    case ConvDirection::kBackwardFilter:
-      cg->op = std::make_unique<BackendDesc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
-      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->x->ptr());
-      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->w->ptr());
-      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->y->ptr());
-      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                  cg->conv->ptr());
-      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
-      cg->op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-      break;
-  }
+  cg->op = std::make_unique<BackendDesc>(at.type);
+  cg->op->set(at.x, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->x->ptr());
+  cg->op->set(at.w, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->w->ptr());
+  cg->op->set(at.y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->y->ptr());
+  cg->op->set(at.conv, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, cg->conv->ptr());
+  cg->op->set(at.alpha, CUDNN_TYPE_FLOAT, 1, &alpha);
+  cg->op->set(at.beta, CUDNN_TYPE_FLOAT, 1, &beta);
   cg->op->finalize();
 
   cg->graph = std::make_unique<BackendDesc>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
