@@ -10,8 +10,14 @@ namespace dlt {
 
 // CudnnEngines: which cuDNN convolution implementations are measured at first use. auto: the
 // legacy cudnnFind algorithms and the graph API's engine plans, the fastest runs; legacy: the
-// legacy algorithms only; graph: the graph API's plans only (legacy where it offers none).
-enum class CudnnEngines { kAuto, kLegacy, kGraph };
+// legacy algorithms only; graph: the graph API's plans only (legacy where it offers none);
+// exhaustive: as auto, with heuristics modes B and fallback and every engine's knobs varied one at
+// a time (up to 200 plans per direction and shape: slower to choose, for long runs).
+enum class CudnnEngines { kAuto, kLegacy, kGraph, kExhaustive };
+
+// BatchNormKernels: who computes batch norm in GPU training. cudnn: cuDNN's calls (relu and its
+// mask as separate passes); dltrain: dltrain's own kernels (cuda_bn_kernels.h), the relu fused.
+enum class BatchNormKernels { kCudnn, kDltrain };
 
 struct BackendOptions {
   bool allow_tf32 = false;            // AllowTF32: TF32 tensor cores for float32 (CUDA)
@@ -22,6 +28,7 @@ struct BackendOptions {
   // CudnnEngines: the cuDNN convolutions measured at first use (the enum above).
   CudnnEngines cudnn_engines = CudnnEngines::kAuto;
   bool batch_norm_ex = true;  // BatchNormEx: cuDNN's Ex batch norm (SPATIAL_PERSISTENT)
+  BatchNormKernels batch_norm_kernels = BatchNormKernels::kCudnn;  // BatchNormKernels
   bool fused_bn_pool = true;  // FusedBatchNormPooling: BnReluMaxPoolOp in CPU training
 };
 

@@ -52,7 +52,8 @@ Config load_config_text(const std::string& text, const std::string& origin,
 // and not empty (docs/config.md "Run environment"): DLT_CUDA_GRAPH=1 (CudaGraph),
 // DLT_ALLOW_TF32=1 (AllowTF32), DLT_CONV_ALGO=direct (ConvolutionAlgorithm),
 // DLT_CUDNN_WORKSPACE_MB (CudnnWorkspaceMB), DLT_CUDNN_ENGINES (CudnnEngines),
-// DLT_FUSED_BN_POOL (FusedBatchNormPooling, unless 0), DLT_BUCKET_MB (GradientBucketSizeMB),
+// DLT_BN_KERNELS (BatchNormKernels), DLT_FUSED_BN_POOL (FusedBatchNormPooling, unless 0),
+// DLT_BUCKET_MB (GradientBucketSizeMB),
 // DLT_COMM_TIMEOUT (CommunicationTimeout), DLT_COMM_TIMING (CommunicationTiming, unless 0).
 // load_config applies them, so the resolved config.yaml shows what the run used. Throws
 // ConfigError naming the variable and the option for a bad value.

@@ -45,11 +45,18 @@ const std::vector<EnvOverride>& overrides() {
        ""},
       {"DLT_CUDNN_ENGINES", "CudnnEngines",
        [](const std::string& v, TO& o) {
-         if (v != "auto" && v != "legacy" && v != "graph") return false;
+         if (v != "auto" && v != "legacy" && v != "graph" && v != "exhaustive") return false;
          o.cudnn_engines = v;
          return true;
        },
-       "set it to auto, legacy or graph, or unset it"},
+       "set it to auto, legacy, graph or exhaustive, or unset it"},
+      {"DLT_BN_KERNELS", "BatchNormKernels",
+       [](const std::string& v, TO& o) {
+         if (v != "cudnn" && v != "dltrain") return false;
+         o.batch_norm_kernels = v;
+         return true;
+       },
+       "set it to cudnn or dltrain, or unset it"},
       {"DLT_FUSED_BN_POOL", "FusedBatchNormPooling",
        [](const std::string& v, TO& o) {
          o.fused_batch_norm_pooling = v != "0";

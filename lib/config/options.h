@@ -54,8 +54,9 @@ struct TrainingOptions {
   int64_t cudnn_workspace_mb = 1024;           // CudnnWorkspaceMB (DLT_CUDNN_WORKSPACE_MB)
   bool deterministic = false;                  // Deterministic: cuDNN's deterministic algorithms only
   bool fused_convolution = true;               // FusedConvolution: cuDNN's conv + bias + relu
-  std::string cudnn_engines = "auto";          // CudnnEngines (DLT_CUDNN_ENGINES): auto | legacy | graph
+  std::string cudnn_engines = "auto";          // CudnnEngines (DLT_CUDNN_ENGINES): auto | legacy | graph | exhaustive
   bool batch_norm_ex = true;                   // BatchNormEx: cuDNN's batch norm Ex calls
+  std::string batch_norm_kernels = "cudnn";    // BatchNormKernels (DLT_BN_KERNELS): cudnn | dltrain
   bool fused_batch_norm_pooling = true;        // FusedBatchNormPooling: CPU bn + relu + max pooling as one op
   double gradient_bucket_size_mb = 0;          // GradientBucketSizeMB (DLT_BUCKET_MB); 0: auto
   double communication_timeout = 60;           // CommunicationTimeout (DLT_COMM_TIMEOUT), seconds

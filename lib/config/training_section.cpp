@@ -124,9 +124,11 @@ const std::vector<FieldDef<TO>>& fields() {
     v.push_back(bool_field<TO>(
         "FusedConvolution", [](auto& o) -> auto& { return o.fused_convolution; }));
     v.push_back(choice_field<TO>(
-        "CudnnEngines", {"auto", "legacy", "graph"}, [](auto& o) -> auto& { return o.cudnn_engines; }));
+        "CudnnEngines", {"auto", "legacy", "graph", "exhaustive"}, [](auto& o) -> auto& { return o.cudnn_engines; }));
     v.push_back(bool_field<TO>(
         "BatchNormEx", [](auto& o) -> auto& { return o.batch_norm_ex; }));
+    v.push_back(choice_field<TO>(
+        "BatchNormKernels", {"cudnn", "dltrain"}, [](auto& o) -> auto& { return o.batch_norm_kernels; }));
     v.push_back(bool_field<TO>(
         "FusedBatchNormPooling", [](auto& o) -> auto& { return o.fused_batch_norm_pooling; }));
     v.push_back(auto_or_positive_field<TO>(

@@ -66,10 +66,12 @@ BackendOptions backend_options_for(const TrainingOptions& o) {
   b.cudnn_workspace_mb = o.cudnn_workspace_mb;
   b.deterministic = o.deterministic;
   b.fused_convolution = o.fused_convolution;
-  b.cudnn_engines = o.cudnn_engines == "legacy"  ? CudnnEngines::kLegacy
-                    : o.cudnn_engines == "graph" ? CudnnEngines::kGraph
-                                                 : CudnnEngines::kAuto;
+  b.cudnn_engines = o.cudnn_engines == "legacy"       ? CudnnEngines::kLegacy
+                    : o.cudnn_engines == "graph"      ? CudnnEngines::kGraph
+                    : o.cudnn_engines == "exhaustive" ? CudnnEngines::kExhaustive
+                                                      : CudnnEngines::kAuto;
   b.batch_norm_ex = o.batch_norm_ex;
+  b.batch_norm_kernels = o.batch_norm_kernels == "dltrain" ? BatchNormKernels::kDltrain : BatchNormKernels::kCudnn;
   b.fused_bn_pool = o.fused_batch_norm_pooling;
   return b;
 }

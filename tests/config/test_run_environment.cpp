@@ -22,7 +22,8 @@ using test::kNet;
 
 const char* const kVariables[] = {"DLT_CUDA_GRAPH",         "DLT_ALLOW_TF32",    "DLT_CONV_ALGO",
                                   "DLT_CUDNN_WORKSPACE_MB", "DLT_BUCKET_MB",     "DLT_COMM_TIMEOUT",
-                                  "DLT_COMM_TIMING",        "DLT_CUDNN_ENGINES", "DLT_FUSED_BN_POOL"};
+                                  "DLT_COMM_TIMING",        "DLT_CUDNN_ENGINES", "DLT_FUSED_BN_POOL",
+                                  "DLT_BN_KERNELS"};
 
 // Unsets every overriding variable for a scope, so the host's environment cannot leak in.
 struct CleanEnvironment {
@@ -58,6 +59,7 @@ TEST_CASE("run environment options: defaults keep today's behaviour", "[config]"
   CHECK(o.fused_convolution);
   CHECK(o.cudnn_engines == "auto");
   CHECK(o.batch_norm_ex);
+  CHECK(o.batch_norm_kernels == "cudnn");
   CHECK(o.gradient_bucket_size_mb == 0);  // auto
   CHECK(o.communication_timeout == 60);
   CHECK_FALSE(o.communication_timing);
@@ -66,7 +68,35 @@ TEST_CASE("run environment options: defaults keep today's behaviour", "[config]"
   CHECK_FALSE(b.direct_convolution);
   CHECK(b.cudnn_workspace_mb == 1024);
   CHECK(b.cudnn_engines == CudnnEngines::kAuto);
+  CHECK(b.batch_norm_kernels == BatchNormKernels::kCudnn);
   CHECK(comm_settings_for(o).timeout.count() == 60000);
+}
+
+TEST_CASE("run environment options: CudnnEngines exhaustive and BatchNormKernels, by option and by variable",
+          "[config]") {
+  CleanEnvironment clean;
+  {
+    const Config c = load("  CudnnEngines: exhaustive\n  BatchNormKernels: dltrain\n");
+    const BackendOptions b = backend_options_for(c.training);
+    CHECK(b.cudnn_engines == CudnnEngines::kExhaustive);
+    CHECK(b.batch_norm_kernels == BatchNormKernels::kDltrain);
+    const std::string yaml = dump_config(c);
+    CHECK(yaml.find("CudnnEngines: exhaustive") != std::string::npos);
+    CHECK(yaml.find("BatchNormKernels: dltrain") != std::string::npos);
+  }
+  {
+    EnvVar engines("DLT_CUDNN_ENGINES", "exhaustive"), kernels("DLT_BN_KERNELS", "dltrain");
+    const BackendOptions b = backend_options_for(load("  BatchNormKernels: cudnn\n").training);
+    CHECK(b.cudnn_engines == CudnnEngines::kExhaustive);
+    CHECK(b.batch_norm_kernels == BatchNormKernels::kDltrain);  // the variable overrides the option
+  }
+  CHECK(error_of("  BatchNormKernels: own\n") ==
+        "cfg.yaml:9: training.BatchNormKernels must be one of cudnn, dltrain, got 'own'");
+  {
+    EnvVar kernels("DLT_BN_KERNELS", "cuda");
+    CHECK(error_of("  MaxEpochs: 1\n") ==
+          "DLT_BN_KERNELS is 'cuda' (it overrides training.BatchNormKernels); set it to cudnn or dltrain, or unset it");
+  }
 }
 
 TEST_CASE("run environment options: read, handed on, and written to the resolved config", "[config]") {
@@ -117,7 +147,7 @@ TEST_CASE("run environment options: bad values are one line with file:line", "[c
         "cfg.yaml:9: training.CommunicationTimeout must be a positive number of seconds or Inf, got '-5'");
   CHECK(error_of("  Deterministic: 2\n") == "cfg.yaml:9: training.Deterministic must be true or false, got '2'");
   CHECK(error_of("  CudnnEngines: fastest\n") ==
-        "cfg.yaml:9: training.CudnnEngines must be one of auto, legacy, graph, got 'fastest'");
+        "cfg.yaml:9: training.CudnnEngines must be one of auto, legacy, graph, exhaustive, got 'fastest'");
 }
 
 TEST_CASE("run environment options: a set environment variable overrides the option", "[config]") {
@@ -183,7 +213,7 @@ TEST_CASE("run environment options: a bad environment value names the variable a
   {
     EnvVar engines("DLT_CUDNN_ENGINES", "fastest");
     CHECK(error_of("  MaxEpochs: 1\n") ==
-          "DLT_CUDNN_ENGINES is 'fastest' (it overrides training.CudnnEngines); set it to auto, legacy or graph, or "
+          "DLT_CUDNN_ENGINES is 'fastest' (it overrides training.CudnnEngines); set it to auto, legacy, graph or exhaustive, or "
           "unset it");
   }
 }

@@ -1,9 +1,9 @@
 // (c) cuDNN's two ways to a convolution (CudnnEngines, cuda_conv_op.cpp): the agreement table's
 // convolution rows through the legacy algorithms only, the graph API's plans only and the
-// fastest of both, each also under Deterministic, against the double reference at 1e-4; and at
-// real batch sizes (where cuDNN's heuristics offer other engines, e.g. NCHW kernels behind
-// transposes, FFT, Winograd) the graph API's plans against the legacy algorithms on the same
-// inputs, float32 and bfloat16.
+// fastest of both, and the exhaustive search (knob variants), each also under Deterministic,
+// against the double reference at 1e-4; and at real batch sizes (where cuDNN's heuristics offer
+// other engines, e.g. NCHW kernels behind transposes, FFT, Winograd) the graph API's plans and
+// the exhaustive search's against the legacy algorithms on the same inputs, float32 and bfloat16.
 #include <catch2/catch.hpp>
 
 #include <limits>
@@ -31,7 +31,10 @@ struct ScopedOptions {
 };
 
 const char* engines_name(CudnnEngines e) {
-  return e == CudnnEngines::kLegacy ? "legacy" : e == CudnnEngines::kGraph ? "graph" : "auto";
+  return e == CudnnEngines::kLegacy       ? "legacy"
+         : e == CudnnEngines::kGraph      ? "graph"
+         : e == CudnnEngines::kExhaustive ? "exhaustive"
+                                          : "auto";
 }
 
 // y, dx, dw and db of one forward and backward of d on the device under test.
@@ -58,7 +61,8 @@ TEST_CASE("gpu conv: each CudnnEngines path agrees with the reference ops", "[gp
   Backend& be = dut_backend();
   const auto rows = agreement_rows();
   int ran = 0;
-  for (CudnnEngines engines : {CudnnEngines::kLegacy, CudnnEngines::kGraph, CudnnEngines::kAuto})
+  for (CudnnEngines engines :
+       {CudnnEngines::kLegacy, CudnnEngines::kGraph, CudnnEngines::kAuto, CudnnEngines::kExhaustive})
     for (bool deterministic : {false, true}) {
       ScopedOptions scoped(engines, deterministic);
       for (const AgreementRow& row : rows) {
@@ -70,7 +74,7 @@ TEST_CASE("gpu conv: each CudnnEngines path agrees with the reference ops", "[gp
       }
       be.synchronize();
     }
-  CHECK(ran >= 6 * 10);
+  CHECK(ran >= 8 * 10);
 }
 
 TEST_CASE("gpu conv: graph-API plans at real batch sizes give the legacy algorithms' results", "[gpu][conv]") {
@@ -105,7 +109,7 @@ TEST_CASE("gpu conv: graph-API plans at real batch sizes give the legacy algorit
     const Tensor w = to_tensor(random_vec(d.k * d.kh * d.kw * d.c, rng, -0.1, 0.1), {d.k, d.kh, d.kw, d.c}, dev);
     const Tensor b = to_tensor(random_vec(d.k, rng), {d.k}, dev);
     Vec dy = random_vec(d.n * d.out_h() * d.out_w() * d.k, rng);
-    ConvResults legacy, graph;
+    ConvResults legacy, graph, exhaustive;
     {
       ScopedOptions scoped(CudnnEngines::kLegacy, false);
       // The fused relu's backward sees dy masked by y > 0 (as the layer passes it).
@@ -119,13 +123,19 @@ TEST_CASE("gpu conv: graph-API plans at real batch sizes give the legacy algorit
       ScopedOptions scoped(CudnnEngines::kGraph, false);
       graph = run_conv(be, d, x, w, b, to_tensor(dy, {d.n, d.out_h(), d.out_w(), d.k}, dev));
     }
+    {
+      // The knob variants: tile shapes and split-k choices neither heuristics nor the defaults give.
+      ScopedOptions scoped(CudnnEngines::kExhaustive, false);
+      exhaustive = run_conv(be, d, x, w, b, to_tensor(dy, {d.n, d.out_h(), d.out_w(), d.k}, dev));
+    }
     // Float32: sums in another order (FFT and Winograd transforms included) stay within 1e-4
     // normwise; bfloat16 outputs are float32 here, but y passes through cuDNN's bfloat16 output.
     const double tol = d.bf16 ? 1e-2 : 1e-4;
-    const std::pair<const char*, std::pair<const Vec*, const Vec*>> outputs[] = {{"y", {&graph.y, &legacy.y}},
-                                                                                 {"dx", {&graph.dx, &legacy.dx}},
-                                                                                 {"dw", {&graph.dw, &legacy.dw}},
-                                                                                 {"db", {&graph.db, &legacy.db}}};
+    const std::pair<const char*, std::pair<const Vec*, const Vec*>> outputs[] = {
+        {"graph y", {&graph.y, &legacy.y}},       {"graph dx", {&graph.dx, &legacy.dx}},
+        {"graph dw", {&graph.dw, &legacy.dw}},    {"graph db", {&graph.db, &legacy.db}},
+        {"exhaustive y", {&exhaustive.y, &legacy.y}},   {"exhaustive dx", {&exhaustive.dx, &legacy.dx}},
+        {"exhaustive dw", {&exhaustive.dw, &legacy.dw}}, {"exhaustive db", {&exhaustive.db, &legacy.db}}};
     for (const auto& [what, pair] : outputs) {
       const Comparison cmp = compare(*pair.first, *pair.second);
       INFO(what << ": " << cmp.str());

@@ -8,8 +8,12 @@
 // (recomputing the pre-activation sign from x, the saved statistics and a copy of offset),
 // because cuDNN's OPS_BN_ACTIVATION backward needs y and the offset, which backward is not
 // given. global_stats: normalize with the given statistics and our own backward kernel.
+// BatchNormKernels: dltrain (env DLT_BN_KERNELS=dltrain): training forward and backward by
+// dltrain's own kernels instead (cuda_bn_kernels.h: the relu inside the normalizing pass and
+// the mask inside the backward's passes); inference and global_stats as above.
 #include <sstream>
 
+#include "backend/cuda/cuda_bn_kernels.h"
 #include "backend/cuda/cuda_op_kernels.h"
 #include "backend/cuda/cuda_op_util.h"
 
@@ -58,6 +62,7 @@ class CudaBatchNormOp final : public BatchNormOp {
     if (d.fuse_relu) offset_copy_ = device_floats(d.c, ctx);
     dscale_own_ = device_floats(d.c, ctx);
     doffset_own_ = device_floats(d.c, ctx);
+    if (own_kernels_) save_var_ = device_floats(d.c, ctx);
   }
 
  protected:
@@ -68,6 +73,16 @@ class CudaBatchNormOp final : public BatchNormOp {
           cudaMemcpyAsync(offset_copy_.data(), offset.data(), offset.bytes(), cudaMemcpyDeviceToDevice, ctx_.stream));
     if (d_.global_stats) {
       normalize(x, scale, offset, mean, var, y);
+      have_forward_ = true;
+      return;
+    }
+    if (own_kernels_) {
+      // The statistics into our own buffers (the backward's), then to the caller's.
+      void* scratch = ctx_.workspace(bn_train_scratch_bytes(m_, d_.c));
+      DLT_CUDA(bn_train_forward(x.data(), scale.data(), offset.data(), y.data(), save_mean_.data(), save_var_.data(),
+                                d_.epsilon, d_.fuse_relu, m_, d_.c, scratch, ctx_.stream));
+      DLT_CUDA(cudaMemcpyAsync(mean.data(), save_mean_.data(), mean.bytes(), cudaMemcpyDeviceToDevice, ctx_.stream));
+      DLT_CUDA(cudaMemcpyAsync(var.data(), save_var_.data(), var.bytes(), cudaMemcpyDeviceToDevice, ctx_.stream));
       have_forward_ = true;
       return;
     }
@@ -112,6 +127,14 @@ class CudaBatchNormOp final : public BatchNormOp {
       DLT_CUDA(bn_global_backward(x.data(), dy.data(), mean.data(), invstd, scale.data(),
                                   d_.fuse_relu ? offset_copy_.data() : nullptr, dx.data(), ds, dof,
                                   reinterpret_cast<float*>(base + invstd_bytes), m_, d_.c, ctx_.stream));
+      return;
+    }
+    if (own_kernels_) {
+      void* scratch = ctx_.workspace(bn_train_scratch_bytes(m_, d_.c));
+      DLT_CUDA(bn_train_backward(x.data(), dy.data(), save_mean_.data(), save_var_.data(), scale.data(),
+                                 d_.fuse_relu ? offset_copy_.data() : nullptr, d_.epsilon, dx.data(),
+                                 dscale.defined() ? dscale.data() : nullptr,
+                                 doffset.defined() ? doffset.data() : nullptr, m_, d_.c, scratch, ctx_.stream));
       return;
     }
     const size_t dyp_bytes = d_.fuse_relu ? aligned_bytes(x.bytes()) : 0;
@@ -159,12 +182,15 @@ class CudaBatchNormOp final : public BatchNormOp {
   int64_t m_ = 0;  // N * H * W values per channel
   cudnnBatchNormMode_t mode_ = CUDNN_BATCHNORM_SPATIAL;
   bool use_ex_ = false, have_forward_ = false;
+  // BatchNormKernels: dltrain (training with batch statistics only).
+  bool own_kernels_ = backend_options().batch_norm_kernels == BatchNormKernels::kDltrain && !d_.global_stats;
   size_t fwd_ws_ = 0, bwd_ws_ = 0, reserve_bytes_ = 0;
   TensorDesc x_desc_;   // (N, H, W, C), also for y, dy, dx
   TensorDesc bn_desc_;  // (1, C, 1, 1)
   ActivationDesc act_desc_;
   Tensor reserve_;                   // cuDNN's reserve space between forward and backward
   Tensor save_mean_, save_invstd_;   // (C) batch mean and 1 / sqrt(var + eps) of the last forward
+  Tensor save_var_;                  // (C) batch (biased) variance of the last forward (own kernels)
   Tensor offset_copy_;               // (C) offset of the last forward (fused relu's mask)
   Tensor dscale_own_, doffset_own_;  // (C) targets when the caller passes none
 };

@@ -1,10 +1,12 @@
 // The graph-API convolution plans of cudnn_conv_engines.h: tensor, convolution, operation and
-// graph descriptors, heuristics (mode A, then fallback), filtering by the engines' notes,
+// graph descriptors, heuristics (mode A; exhaustive: B and fallback too), every engine (exhaustive:
+// with each knob varied), filtering by the engines' notes,
 // finalizing, executing through a variant pack.
 #include "backend/cuda/cudnn_conv_engines.h"
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
 #include "backend/cuda/cuda_common.h"
 #include "util/log.h"
@@ -157,12 +159,16 @@ std::vector<std::unique_ptr<BackendDesc>> heuristic_configs(const ConvGraph& cg,
   return out;
 }
 
+// An engine configuration beside what it refers to: the engine descriptor (null for heuristics'
+// configurations, which own theirs) and the knob choices it was built from (exhaustive search).
+struct EngineConfig {
+  std::unique_ptr<BackendDesc> engine, config;
+  std::vector<std::unique_ptr<BackendDesc>> choices;
+};
+
 // A configuration of every engine the graph supports, with the engine's default knobs (the
 // engines heuristics rank low or leave out: cuDNN's own exhaustive search), each beside the
 // engine descriptor it refers to.
-struct EngineConfig {
-  std::unique_ptr<BackendDesc> engine, config;
-};
 std::vector<EngineConfig> every_engine_config(const ConvGraph& cg) {
   std::vector<EngineConfig> out;
   int64_t count = 0, got = 0;
@@ -182,9 +188,141 @@ std::vector<EngineConfig> every_engine_config(const ConvGraph& cg) {
                                  engine->ptr()) != CUDNN_STATUS_SUCCESS ||
         cudnnBackendFinalize(config->get()) != CUDNN_STATUS_SUCCESS)
       continue;
-    out.push_back({std::move(engine), std::move(config)});
+    out.push_back({std::move(engine), std::move(config), {}});
   }
   return out;
+}
+
+// One tunable parameter of an engine (tile size, split-k, swizzle, stages, ...): its type and
+// the values it takes, min to max in steps of stride.
+struct KnobInfo {
+  cudnnBackendKnobType_t type = CUDNN_KNOB_TYPE_COUNTS;
+  int64_t min = 0, max = 0, stride = 1;
+};
+std::vector<KnobInfo> engine_knobs(const BackendDesc& engine) {
+  std::vector<KnobInfo> out;
+  int64_t count = 0;
+  if (cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_KNOB_INFO, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+                               nullptr) != CUDNN_STATUS_SUCCESS ||
+      count <= 0)
+    return out;
+  std::vector<std::unique_ptr<BackendDesc>> infos;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < count; ++i) {
+    infos.push_back(std::make_unique<BackendDesc>(CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR));
+    raw.push_back(infos.back()->get());
+  }
+  int64_t got = 0;
+  if (cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_KNOB_INFO, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
+                               raw.data()) != CUDNN_STATUS_SUCCESS)
+    return out;
+  for (int64_t i = 0; i < std::min(got, count); ++i) {
+    KnobInfo k;
+    int64_t n = 0;
+    if (cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_KNOB_INFO_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n, &k.type) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_KNOB_INFO_MINIMUM_VALUE, CUDNN_TYPE_INT64, 1, &n, &k.min) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE, CUDNN_TYPE_INT64, 1, &n, &k.max) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_KNOB_INFO_STRIDE, CUDNN_TYPE_INT64, 1, &n, &k.stride) !=
+            CUDNN_STATUS_SUCCESS)
+      continue;
+    if (k.stride < 1 || k.max < k.min) continue;
+    out.push_back(k);
+  }
+  return out;
+}
+
+// CudnnEngines: exhaustive. For each engine the graph supports, configurations that change one
+// knob from its default (every value of that knob, at most kValuesPerKnob of them), at most
+// kVariantsPerEngine per engine: the tile shapes and split-k choices heuristics and the default
+// knobs do not reach (PyTorch 2.11's forward on ResNet-18's 32x32 layers runs a 256x64 tile we
+// did not time; docs/performance.md). cuDNN rejects the combinations an engine cannot run when
+// the configuration or its plan is finalized.
+std::vector<EngineConfig> knob_variants(const ConvGraph& cg) {
+  constexpr int64_t kValuesPerKnob = 24, kVariantsPerEngine = 48;
+  std::vector<EngineConfig> out;
+  int64_t count = 0, got = 0;
+  if (cudnnBackendGetAttribute(cg.graph->get(), CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1,
+                               &got, &count) != CUDNN_STATUS_SUCCESS)
+    return out;
+  for (int64_t i = 0; i < count; ++i) {
+    auto probe = std::make_unique<BackendDesc>(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    if (cudnnBackendSetAttribute(probe->get(), CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                 cg.graph->ptr()) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendSetAttribute(probe->get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &i) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendFinalize(probe->get()) != CUDNN_STATUS_SUCCESS)
+      continue;
+    int64_t made = 0;
+    for (const KnobInfo& k : engine_knobs(*probe)) {
+      int64_t values = 0;
+      for (int64_t v = k.min; v <= k.max && values < kValuesPerKnob && made < kVariantsPerEngine;
+           v += k.stride, ++values) {
+        // Each configuration refers to its own engine descriptor (a plan keeps both alive).
+        auto engine = std::make_unique<BackendDesc>(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+        auto choice = std::make_unique<BackendDesc>(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
+        auto config = std::make_unique<BackendDesc>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+        if (cudnnBackendSetAttribute(engine->get(), CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                     1, cg.graph->ptr()) != CUDNN_STATUS_SUCCESS ||
+            cudnnBackendSetAttribute(engine->get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &i) !=
+                CUDNN_STATUS_SUCCESS ||
+            cudnnBackendFinalize(engine->get()) != CUDNN_STATUS_SUCCESS ||
+            cudnnBackendSetAttribute(choice->get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1,
+                                     &k.type) != CUDNN_STATUS_SUCCESS ||
+            cudnnBackendSetAttribute(choice->get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &v) !=
+                CUDNN_STATUS_SUCCESS ||
+            cudnnBackendFinalize(choice->get()) != CUDNN_STATUS_SUCCESS ||
+            cudnnBackendSetAttribute(config->get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                     engine->ptr()) != CUDNN_STATUS_SUCCESS ||
+            cudnnBackendSetAttribute(config->get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                     1, choice->ptr()) != CUDNN_STATUS_SUCCESS ||
+            cudnnBackendFinalize(config->get()) != CUDNN_STATUS_SUCCESS)
+          continue;
+        EngineConfig c{std::move(engine), std::move(config), {}};
+        c.choices.push_back(std::move(choice));
+        out.push_back(std::move(c));
+        ++made;
+      }
+    }
+  }
+  return out;
+}
+
+// What tells two configurations apart: the engine's global index and every knob choice
+// ("28:3=1,7=2"); "" when cuDNN does not say (never taken for a duplicate).
+std::string config_key(const BackendDesc& cfg, int64_t engine_index) {
+  int64_t count = 0;
+  if (cudnnBackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+                               nullptr) != CUDNN_STATUS_SUCCESS)
+    return "";
+  std::vector<std::unique_ptr<BackendDesc>> choices;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < count; ++i) {
+    choices.push_back(std::make_unique<BackendDesc>(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR));
+    raw.push_back(choices.back()->get());
+  }
+  int64_t got = 0;
+  if (count > 0 && cudnnBackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data()) !=
+                       CUDNN_STATUS_SUCCESS)
+    return "";
+  std::vector<std::pair<int64_t, int64_t>> kv;
+  for (int64_t i = 0; i < std::min(got, count); ++i) {
+    cudnnBackendKnobType_t type{};
+    int64_t value = 0, n = 0;
+    if (cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n, &type) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &n, &value) !=
+            CUDNN_STATUS_SUCCESS)
+      return "";
+    kv.emplace_back(static_cast<int64_t>(type), value);
+  }
+  std::sort(kv.begin(), kv.end());
+  std::string key = std::to_string(engine_index) + ":";
+  for (const auto& [t, v] : kv) key += std::to_string(t) + "=" + std::to_string(v) + ",";
+  return key;
 }
 
 // The engine of a configuration: its global index and notes. False when cuDNN does not say.
@@ -240,11 +378,12 @@ bool allowed(const EngineInfo& e, const ConvGeometry& g, bool tf32, bool determi
 }  // namespace
 
 ConvPlan::ConvPlan(std::shared_ptr<ConvGraph> graph, std::unique_ptr<BackendDesc> engine,
-                   std::unique_ptr<BackendDesc> config, std::unique_ptr<BackendDesc> plan, int64_t index,
-                   size_t workspace, std::string notes)
+                   std::unique_ptr<BackendDesc> config, std::vector<std::unique_ptr<BackendDesc>> choices,
+                   std::unique_ptr<BackendDesc> plan, int64_t index, size_t workspace, std::string notes)
     : graph_(std::move(graph)),
       engine_desc_(std::move(engine)),
       config_(std::move(config)),
+      choices_(std::move(choices)),
       plan_(std::move(plan)),
       engine_(index),
       workspace_(workspace),
@@ -282,18 +421,30 @@ std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, co
     log::debug("cuDNN graph API: no convolution graph ({})", e.what());
     return plans;
   }
-  // Mode A's configurations (heuristic knobs) first, then, unless heuristics only, every engine
-  // with its default knobs.
+  // Mode A's configurations (heuristic knobs) first; exhaustive: mode B's and the fallback
+  // mode's; then, unless heuristics only, every engine with its default knobs; exhaustive: every
+  // engine with one knob changed. Exhaustive drops repeated configurations (same engine, same
+  // knob choices).
   std::vector<EngineConfig> candidates;
-  for (std::unique_ptr<BackendDesc>& c : heuristic_configs(*cg, CUDNN_HEUR_MODE_A))
-    candidates.push_back({nullptr, std::move(c)});
+  std::vector<cudnnBackendHeurMode_t> modes = {CUDNN_HEUR_MODE_A};
+  if (search.exhaustive) modes.insert(modes.end(), {CUDNN_HEUR_MODE_B, CUDNN_HEUR_MODE_FALLBACK});
+  for (cudnnBackendHeurMode_t mode : modes)
+    for (std::unique_ptr<BackendDesc>& c : heuristic_configs(*cg, mode)) candidates.push_back({nullptr, std::move(c), {}});
   if (!search.heuristics_only)
     for (EngineConfig& c : every_engine_config(*cg)) candidates.push_back(std::move(c));
+  if (search.exhaustive && !search.heuristics_only)
+    for (EngineConfig& c : knob_variants(*cg)) candidates.push_back(std::move(c));
+  std::set<std::string> seen;
   for (EngineConfig& cand : candidates) {
     if (static_cast<int>(plans.size()) >= search.max_plans) break;
     EngineInfo info;
     std::string notes;
     if (!engine_info(*cand.config, &info) || !allowed(info, g, search.tf32, search.deterministic, &notes)) continue;
+    if (search.exhaustive) {
+      const std::string key = config_key(*cand.config, info.index);
+      if (!key.empty() && !seen.insert(key).second) continue;
+      if (key.size() > key.find(':') + 1) notes += ", knobs " + key.substr(key.find(':') + 1);
+    }
     auto plan = std::make_unique<BackendDesc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     if (cudnnBackendSetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle) !=
             CUDNN_STATUS_SUCCESS ||
@@ -306,8 +457,9 @@ std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, co
                                  &ws) != CUDNN_STATUS_SUCCESS ||
         ws < 0 || static_cast<size_t>(ws) > search.workspace_limit)
       continue;
-    plans.push_back(std::make_shared<ConvPlan>(cg, std::move(cand.engine), std::move(cand.config), std::move(plan),
-                                               info.index, static_cast<size_t>(ws), notes));
+    plans.push_back(std::make_shared<ConvPlan>(cg, std::move(cand.engine), std::move(cand.config),
+                                               std::move(cand.choices), std::move(plan), info.index,
+                                               static_cast<size_t>(ws), notes));
   }
   return plans;
 }

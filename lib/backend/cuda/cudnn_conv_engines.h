@@ -38,7 +38,8 @@ struct ConvGraph;
 class ConvPlan {
  public:
   ConvPlan(std::shared_ptr<ConvGraph> graph, std::unique_ptr<BackendDesc> engine, std::unique_ptr<BackendDesc> config,
-           std::unique_ptr<BackendDesc> plan, int64_t index, size_t workspace, std::string notes);
+           std::vector<std::unique_ptr<BackendDesc>> choices, std::unique_ptr<BackendDesc> plan, int64_t index,
+           size_t workspace, std::string notes);
   ~ConvPlan();
   ConvPlan(const ConvPlan&) = delete;
   ConvPlan& operator=(const ConvPlan&) = delete;
@@ -54,6 +55,7 @@ class ConvPlan {
   std::shared_ptr<ConvGraph> graph_;          // tensors, convolution, operation and graph the plan refers to
   std::unique_ptr<BackendDesc> engine_desc_;  // the engine a default-knob configuration refers to (or null)
   std::unique_ptr<BackendDesc> config_;       // the engine configuration the plan was finalized from
+  std::vector<std::unique_ptr<BackendDesc>> choices_;  // the knob choices config_ was built from (or none)
   std::unique_ptr<BackendDesc> plan_;
   int64_t engine_ = -1;
   size_t workspace_ = 0;
@@ -65,6 +67,9 @@ struct PlanSearch {
   bool tf32 = false;             // float32 may use TF32 tensor cores (AllowTF32)
   bool deterministic = false;    // deterministic engines only (Deterministic)
   bool heuristics_only = false;  // mode A's suggestions only (else every engine after them)
+  // CudnnEngines: exhaustive: heuristics modes B and fallback too, and every engine with each of
+  // its knobs varied one at a time (repeated configurations dropped).
+  bool exhaustive = false;
   size_t workspace_limit = 0;    // bytes
   int max_plans = 1;
 };
