@@ -195,7 +195,8 @@ fi
 
 # --- 5. training runs: the GPU against the CPU on the same data, seed and command -----------------
 # CPU, GPU, GPU with Deterministic, multi-gpu (one NCCL rank) with Deterministic, GPU with
-# DLT_CUDA_GRAPH=1. Each GPU run must land in the CPU run's band (validation accuracy within 3
+# DLT_CUDA_GRAPH=1, GPU with BatchNormKernels dltrain (float32 with CudnnEngines exhaustive, and
+# mixed). Each GPU run must land in the CPU run's band (validation accuracy within 3
 # points, validation loss within 5%: float sums in another order drift over 90 Adam steps); the
 # one-rank multi-gpu run must give the deterministic single-GPU run's weights (compared as ONNX
 # initializers by scripts/device/compare_models.py).
@@ -263,29 +264,42 @@ if train_run run_auto auto; then  # MATLAB's 'auto': the GPU when there is one
 fi
 DLT_CUDA_GRAPH=1 train_run run_graph gpu && { in_band run_graph || failures+=(train_graph_band); }
 grep -E 'CUDA graph' "$work/logs/train_run_graph.log" | head -3
+# The switches not yet the default (docs/gpu.md): dltrain's batch-norm kernels with the exhaustive
+# convolution search, float32 and mixed precision, each in the CPU's band.
+DLT_CUDNN_ENGINES=exhaustive DLT_BN_KERNELS=dltrain train_run run_bnk gpu && { in_band run_bnk || failures+=(train_bnk_band); }
+DLT_BN_KERNELS=dltrain train_run run_bnk_mixed gpu --set training.Precision=mixed &&
+  { in_band run_bnk_mixed || failures+=(train_bnk_mixed_band); }
 fi
 
-# --- 5b. where the time goes (stage "profile"): dltrain's per-layer times with each convolution's
-# cuDNN choice (DLT_LOG=debug), beside torch.profiler's per-operator CUDA times; and dltrain's
-# steps with CudnnEngines legacy (cudnnFind's algorithms only) against auto (those and the graph
-# API's plans, the fastest per convolution), float32 and mixed, in the same call.
+# --- 5b. where the time goes (stage "profile"): dltrain's steps under the switches that choose
+# how the convolutions and batch norms run, in the same call: CudnnEngines auto (cudnnFind's
+# pick and the graph API's plans, the fastest per convolution) against exhaustive (with heuristics
+# modes B and fallback and every engine's knobs varied), each with BatchNormKernels cudnn and
+# dltrain, float32 and mixed; then dltrain's per-layer times with each convolution's cuDNN choice
+# (DLT_LOG=debug), beside torch.profiler's per-operator CUDA times.
 if want profile; then
-stage "profile: CudnnEngines legacy against auto; dltrain time per layer, torch.profiler per operator"
-for spec in "resnet18-cifar 512" "cifar10 256"; do
+stage "profile: CudnnEngines auto / exhaustive x BatchNormKernels cudnn / dltrain; dltrain time per layer, torch.profiler per operator"
+for spec in "resnet18-cifar 512" "cifar10-bn 256" "cifar10 256"; do
   read -r net batch <<< "$spec"
   [[ $(left) -lt 60 ]] && { echo "profile: stopped, $(left)s left"; break; }
   for precision in single mixed; do
-    for engines in legacy auto; do
-      DLT_CUDNN_ENGINES=$engines timeout -k 5 90 env -u DLT_ALLOW_TF32 "$work/bin/dltrain" time "configs/$net.yaml" --gpu 0 \
-        --batch "$batch" --iterations 10 --repeats 3 --warmup 3 --set training.Precision=$precision \
-        > "$work/logs/engines_${net}_${precision}_$engines.log" 2>&1 || echo "dltrain time $net $precision $engines: exit $?"
-      echo "$net $precision CudnnEngines=$engines: $(grep -E '^Batch ' "$work/logs/engines_${net}_${precision}_$engines.log")"
+    for engines in auto exhaustive; do
+      for bn in cudnn dltrain; do
+        [[ $net == cifar10 && $bn == dltrain ]] && continue  # no batch norm in seed 001's network
+        log="$work/logs/engines_${net}_${precision}_${engines}_$bn.log"
+        DLT_CUDNN_ENGINES=$engines DLT_BN_KERNELS=$bn DLT_LOG=debug timeout -k 5 150 env -u DLT_ALLOW_TF32 \
+          "$work/bin/dltrain" time "configs/$net.yaml" --gpu 0 --batch "$batch" --iterations 10 --repeats 3 --warmup 3 \
+          --set training.Precision=$precision > "$log" 2>&1 || echo "dltrain time $net $precision $engines $bn: exit $?"
+        choosing=$(grep -oE 'choosing took [0-9]+ ms' "$log" | awk '{s += $3} END {print s + 0}')
+        echo "$net $precision CudnnEngines=$engines BatchNormKernels=$bn: $(grep -E '^Batch ' "$log") (choosing $choosing ms)"
+      done
     done
   done
   DLT_LOG=debug timeout -k 5 90 env -u DLT_ALLOW_TF32 "$work/bin/dltrain" time "configs/$net.yaml" --gpu 0 --batch "$batch" \
     --iterations 5 --repeats 1 --warmup 3 > "$work/logs/profile_dltrain_$net.log" 2>&1 || echo "dltrain time $net: exit $?"
   echo "graph-API plans chosen: $(grep -c 'cuDNN graph-API engine' "$work/logs/profile_dltrain_$net.log"), legacy kept: $(grep -c 'the legacy algorithm (' "$work/logs/profile_dltrain_$net.log")"
-  grep -vE '^\[' "$work/logs/profile_dltrain_$net.log" | tail -12
+  grep -vE '^\[|^debug' "$work/logs/profile_dltrain_$net.log" | tail -12
+  [[ $net == cifar10-bn ]] && continue  # PyTorch's profile of the two others is enough
   timeout -k 5 120 python3 scripts/bench/pytorch_cuda.py "configs/$net.yaml" --batch "$batch" --preset strict \
     --iterations 5 --repeats 1 --warmup 5 --profile 3 > "$work/logs/profile_torch_$net.jsonl" 2> "$work/logs/profile_torch_$net.log" ||
     echo "pytorch profile $net: exit $?"

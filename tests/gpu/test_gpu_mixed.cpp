@@ -2,13 +2,17 @@
 // (bfloat16 operands, float32 sums and outputs) against the CPU's float32 ops on the same
 // inputs, forward and both backward directions, within the stated mixed-precision tolerance;
 // and a check that bf16 really ran (its results differ from float32).
+// The bf16 conv op's kept operands (forward's rounded x, backward weights' rounded dy) in
+// every call order, bit for bit against a fresh op.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "backend/backend_options.h"
 #include "gpu/gpu_test_util.h"
 
 namespace dlt::test::gpu {
@@ -139,6 +143,93 @@ TEST_CASE("gpu mixed precision: bf16 really runs (results differ from float32)",
   CHECK(f.y > kBf16Differs);
   CHECK(f.dx > kBf16Differs);
   CHECK(f.dw > kBf16Differs);
+}
+
+TEST_CASE("gpu mixed precision: bf16 conv's kept x and dy give the same bits in any call order", "[gpu][mixed]") {
+  // The CUDA op keeps forward's rounded x for backward weights, and backward weights' rounded dy
+  // in the workspace for backward data (the layers' order). Every other order, another op using
+  // the workspace in between, a second forward before backward and a second step must give the
+  // bits of a fresh op that rounds everything itself. Deterministic: the same algorithms, each
+  // reproducible bit for bit.
+  BackendOptions saved = backend_options(), o = saved;
+  o.deterministic = true;
+  set_backend_options(o);
+  struct Restore {
+    BackendOptions s;
+    ~Restore() { set_backend_options(s); }
+  } restore{saved};
+  Backend& be = dut_backend();
+  const Device dev = be.device();
+  for (const ConvDesc& base : {conv_desc(16, 12, 12, 16, 24, 3, 3, 1, 1, 1, 1, 1, false),
+                               conv_desc(8, 10, 10, 8, 16, 3, 3, 2, 0, 1, 0, 1, true)}) {
+    ConvDesc d = base;
+    d.bf16 = true;
+    INFO("conv " << d.n << "x" << d.h << "x" << d.w << "x" << d.c << " -> " << d.k << ", padding t" << d.pad_t
+                 << " b" << d.pad_b);
+    const Shape xs{d.n, d.h, d.w, d.c}, ws{d.k, d.kh, d.kw, d.c}, ys{d.n, d.out_h(), d.out_w(), d.k}, bs{d.k};
+    Rng rng(4242);
+    auto x = random_pair(xs, rng), x2 = random_pair(xs, rng), w = random_pair(ws, rng, -0.5f, 0.5f);
+    auto b = random_pair(bs, rng), dy = random_pair(ys, rng), dy2 = random_pair(ys, rng);
+    struct Out {
+      Vec y, dx, dw;
+    };
+    // order: "wd" backward weights then data (the layers'), "dw" data then weights; `between`
+    // runs between the two backward calls; `before` between forward and the backward calls.
+    auto step = [&](ConvOp& op, const Tensor& xin, const Tensor& g, const char* order,
+                    const std::function<void()>& between, const std::function<void()>& before) {
+      Tensor y(ys, dev), dx(xs, dev), dwt(ws, dev), db(bs, dev);
+      op.forward(xin, w.dev, b.dev, y);
+      if (before) before();
+      if (order[0] == 'w') {
+        op.backward_weights(xin, g, dwt, db);
+        if (between) between();
+        op.backward_data(g, w.dev, dx);
+      } else {
+        op.backward_data(g, w.dev, dx);
+        if (between) between();
+        op.backward_weights(xin, g, dwt, db);
+      }
+      be.synchronize();
+      return Out{to_vec(y), to_vec(dx), to_vec(dwt)};
+    };
+    auto same = [](const Out& a, const Out& want, const char* what) {
+      INFO(what);
+      CHECK(a.y == want.y);
+      CHECK(a.dx == want.dx);
+      CHECK(a.dw == want.dw);
+    };
+    // Reference: data before weights (nothing kept for data), on a fresh op.
+    auto fresh = be.make_conv(d);
+    const Out want = step(*fresh, x.dev, dy.dev, "dw", nullptr, nullptr);
+    auto fresh2 = be.make_conv(d);
+    const Out want2 = step(*fresh2, x2.dev, dy2.dev, "dw", nullptr, nullptr);
+
+    auto layer_order = be.make_conv(d);
+    same(step(*layer_order, x.dev, dy.dev, "wd", nullptr, nullptr), want, "weights then data (dy kept)");
+    same(step(*layer_order, x2.dev, dy2.dev, "wd", nullptr, nullptr), want2, "the same op, a second step");
+
+    // Another bfloat16 convolution takes the workspace between weights and data.
+    ConvDesc other = d;
+    other.k = d.k + 8;
+    auto intruder = be.make_conv(other);
+    Tensor oy(Shape{other.n, other.out_h(), other.out_w(), other.k}, dev);
+    Rng orng(7);
+    auto ow = random_pair(Shape{other.k, other.kh, other.kw, other.c}, orng, -0.5f, 0.5f);
+    auto ob = random_pair(Shape{other.k}, orng);
+    auto interleaved = be.make_conv(d);
+    same(step(*interleaved, x.dev, dy.dev, "wd", [&] { intruder->forward(x2.dev, ow.dev, ob.dev, oy); }, nullptr),
+         want, "another op between weights and data");
+
+    // A forward of other values (a validation batch) and then of x again before the backward.
+    auto twice = be.make_conv(d);
+    Tensor ty(ys, dev);
+    same(step(*twice, x.dev, dy.dev, "wd", nullptr,
+              [&] {
+                twice->forward(x2.dev, w.dev, b.dev, ty);
+                twice->forward(x.dev, w.dev, b.dev, ty);
+              }),
+         want, "two more forwards before the backward");
+  }
 }
 
 }  // namespace dlt::test::gpu

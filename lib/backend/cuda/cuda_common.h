@@ -52,10 +52,16 @@ struct CudaContext {
   // A device scratch buffer of at least bytes shared by all ops of this device (they run one
   // at a time on stream); grows on demand through the caching allocator.
   void* workspace(size_t bytes);
+  // Counts workspace() calls: an op that finds it one above the count after its own last call
+  // (and the same pointer) knows nobody else took the workspace in between, so what it left
+  // there is still there (Precision: mixed convolutions keep the rounded dy between backward
+  // weights and backward data).
+  uint64_t workspace_calls() const { return ws_calls_; }
 
  private:
   void* ws_ = nullptr;
   size_t ws_bytes_ = 0;
+  uint64_t ws_calls_ = 0;
 };
 
 // The context of device index (created on first use; makes that device current).

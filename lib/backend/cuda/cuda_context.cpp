@@ -137,6 +137,7 @@ cudaError_t query_event(cudaEvent_t e) {
 }
 
 void* CudaContext::workspace(size_t bytes) {
+  ++ws_calls_;
   if (ws_ && bytes <= ws_bytes_) return ws_;
   CachingAllocator& alloc = caching_allocator(device);
   // Grow in 1 MiB steps. The old block goes back to the cache; users of it are queued on

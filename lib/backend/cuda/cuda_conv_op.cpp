@@ -3,16 +3,20 @@
 // use and cached process-wide (conv_algo_cache.h). CudnnEngines auto: the fastest legacy
 // algorithm (cudnnFind*AlgorithmEx within ctx.workspace_limit) is timed against the graph-API
 // plans (cudnn_conv_engines.h: heuristics' suggestions, then every engine), each on the real
-// buffers with its epilogue, and the fastest runs; legacy: cudnnFind only; graph: the plans only.
+// buffers with its epilogue, and the fastest runs; legacy: cudnnFind only; graph: the plans only;
+// exhaustive: auto with more plans (heuristics modes B and fallback, every engine's knobs varied).
 // Deterministic: deterministic algorithms only, chosen by cuDNN's heuristics without timing, so
 // every run and every rank makes the same choice. FusedConvolution false skips
 // cudnnConvolutionBiasActivationForward (backend_options.h). cuDNN pads symmetrically only:
 // asymmetric padding pads the excess explicitly into the workspace and crops the data gradient
 // back.
 // bf16 (Precision: mixed): cuDNN's PSEUDO_BFLOAT16_CONFIG (x, w, y bfloat16, float32 compute,
-// tensor-op math, compute capability 8.0+). x / w / dy are rounded into bfloat16 copies at the
-// head of the shared workspace; cuDNN's bfloat16 y / dx / dw come back to float32 by a kernel
-// (y with the bias and relu), so the caller's tensors stay float32; db sums the float32 dy.
+// tensor-op math, compute capability 8.0+). w / dy are rounded into bfloat16 copies at the
+// head of the shared workspace, x into a bfloat16 buffer the op keeps from forward for backward
+// weights; backward data takes the rounded dy backward weights left in the head when nobody
+// took the workspace in between (the layers call the two back to back; ConvDesc::bf16 allows
+// both). cuDNN's bfloat16 y / dx / dw come back to float32 by a kernel (y with the bias and
+// relu), so the caller's tensors stay float32; db sums the float32 dy.
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -73,7 +77,7 @@ class CudaConvOp final : public ConvOp {
       throw ShapeError(os.str());
     }
     // The math switches: bit 0 TF32 (float32 only), bit 1 deterministic algorithms only, bits
-    // 2-3 CudnnEngines (0 auto, 1 legacy, 2 graph).
+    // 2-3 CudnnEngines (0 auto, 1 legacy, 2 graph, 3 exhaustive).
     const int64_t math =
         (!d.bf16 && tf32_allowed() ? 1 : 0) | (deterministic_ ? 2 : 0) | (static_cast<int64_t>(engines_) << 2);
     key_ = ConvAlgoKey{ctx.device, math, dtype,   d.n,     pad_.hx,    pad_.wx,    d.c,          d.k,
@@ -101,7 +105,10 @@ class CudaConvOp final : public ConvOp {
     const auto plans = measure ? plans_for(ConvDirection::kForward) : Plans{};
     const size_t ws_bytes = measure ? std::max(max_ws_fwd_, largest_workspace(plans)) : algos_.fwd_ws;
     char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + ws_bytes));
-    const void* xin = d_.bf16 ? bf16_input(x, base) : static_cast<const void*>(padded_input(x, base));
+    dy_bf_src_ = nullptr;  // a new step: no rounded dy in the head
+    if (d_.bf16 && !x_bf_.defined()) x_bf_ = device_bf16(act_bf_bytes_ / sizeof(__nv_bfloat16), ctx_);
+    const void* xin = d_.bf16 ? bf16_input(x, kept_x()) : static_cast<const void*>(padded_input(x, base));
+    x_bf_fresh_ = d_.bf16;
     const void* win = d_.bf16 ? bf16_weights(w, base) : static_cast<const void*>(w.data());
     void* yout = d_.bf16 ? static_cast<void*>(bf16_out(base)) : static_cast<void*>(y.data());
     void* ws = base + head_bytes_;
@@ -168,7 +175,14 @@ class CudaConvOp final : public ConvOp {
                 : pad_.explicit_pad ? static_cast<void*>(base)
                                     : static_cast<void*>(dx.data());
     const void* win = d_.bf16 ? bf16_weights(w, base) : static_cast<const void*>(w.data());
-    const void* dyin = d_.bf16 ? bf16_dy(dy, base) : static_cast<const void*>(dy.data());
+    // bf16: the dy backward weights rounded into the head, when nobody took the workspace since
+    // (this call's workspace() is the only one after it) and it did not move.
+    const bool dy_kept = d_.bf16 && dy_bf_src_ == dy.data() && dy_bf_base_ == base &&
+                         ctx_.workspace_calls() == dy_bf_calls_ + 1;
+    dy_bf_src_ = nullptr;
+    const void* dyin = !d_.bf16 ? static_cast<const void*>(dy.data())
+                       : dy_kept ? static_cast<const void*>(bf16_out(base))
+                                 : static_cast<const void*>(bf16_dy(dy, base));
     void* ws = base + head_bytes_;
     const float one = 1.f, zero = 0.f;
     auto run = [&](const ConvPlan* plan) -> cudnnStatus_t {
@@ -220,8 +234,19 @@ class CudaConvOp final : public ConvOp {
     const auto plans = measure ? plans_for(ConvDirection::kBackwardFilter) : Plans{};
     const size_t ws_bytes = measure ? std::max(max_ws_bwd_filter_, largest_workspace(plans)) : algos_.bwd_filter_ws;
     char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + ws_bytes));
-    const void* xin = d_.bf16 ? bf16_input(x, base) : static_cast<const void*>(padded_input(x, base));
+    // bf16: x as forward rounded it into the kept buffer (the caller leaves x unchanged between
+    // forward and backward); rounded again only when forward did not run first.
+    if (d_.bf16 && !x_bf_.defined()) x_bf_ = device_bf16(act_bf_bytes_ / sizeof(__nv_bfloat16), ctx_);
+    const void* xin = !d_.bf16        ? static_cast<const void*>(padded_input(x, base))
+                      : x_bf_fresh_ ? static_cast<const void*>(kept_x())
+                                    : static_cast<const void*>(bf16_input(x, kept_x()));
+    x_bf_fresh_ = d_.bf16;
     const void* dyin = d_.bf16 ? bf16_dy(dy, base) : static_cast<const void*>(dy.data());
+    if (d_.bf16) {  // left in the head for backward data
+      dy_bf_src_ = dy.data();
+      dy_bf_base_ = base;
+      dy_bf_calls_ = ctx_.workspace_calls();
+    }
     void* dwout = d_.bf16 ? static_cast<void*>(bf16_w(base)) : static_cast<void*>(dw.data());
     void* ws = base + head_bytes_;
     auto run = [&](const ConvPlan* plan) -> cudnnStatus_t {
@@ -261,7 +286,8 @@ class CudaConvOp final : public ConvOp {
   }
 
   using Plans = std::vector<std::shared_ptr<const ConvPlan>>;
-  static constexpr int kMaxPlans = 40;  // graph-API plans measured per direction and shape
+  static constexpr int kMaxPlans = 40;             // graph-API plans measured per direction and shape
+  static constexpr int kMaxPlansExhaustive = 200;  // the same under CudnnEngines: exhaustive
 
   // The graph-API plans to measure for dir beside the legacy algorithm (none under CudnnEngines:
   // legacy); under Deterministic only heuristics' first (the choice must not depend on timing).
@@ -271,8 +297,9 @@ class CudaConvOp final : public ConvOp {
     search.tf32 = !d_.bf16 && tf32_allowed();
     search.deterministic = deterministic_;
     search.heuristics_only = deterministic_;
+    search.exhaustive = engines_ == CudnnEngines::kExhaustive && !deterministic_;
     search.workspace_limit = ctx_.workspace_limit;
-    search.max_plans = deterministic_ ? 1 : kMaxPlans;
+    search.max_plans = deterministic_ ? 1 : search.exhaustive ? kMaxPlansExhaustive : kMaxPlans;
     return conv_plans(ctx_.cudnn, geometry_, dir, search);
   }
   static size_t largest_workspace(const Plans& plans) {
@@ -332,13 +359,15 @@ class CudaConvOp final : public ConvOp {
   __nv_bfloat16* bf16_out(char* base) const {
     return reinterpret_cast<__nv_bfloat16*>(base + act_bf_bytes_ + w_bf_bytes_);
   }
-  const __nv_bfloat16* bf16_input(const Tensor& x, char* base) {
+  // The bfloat16 x (N, Hx, Wx, C) the op keeps from forward for backward weights.
+  __nv_bfloat16* kept_x() const { return reinterpret_cast<__nv_bfloat16*>(const_cast<float*>(x_bf_.data())); }
+  // x rounded (and padded) into xb.
+  const __nv_bfloat16* bf16_input(const Tensor& x, __nv_bfloat16* xb) {
     if (pad_.explicit_pad)
-      DLT_CUDA(pad_nhwc_bf16(x.data(), bf16_act(base), d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb, pad_.el, pad_.er,
-                             ctx_.stream));
+      DLT_CUDA(pad_nhwc_bf16(x.data(), xb, d_.n, d_.h, d_.w, d_.c, pad_.et, pad_.eb, pad_.el, pad_.er, ctx_.stream));
     else
-      DLT_CUDA(float_to_bf16(x.data(), bf16_act(base), x.numel(), ctx_.stream));
-    return bf16_act(base);
+      DLT_CUDA(float_to_bf16(x.data(), xb, x.numel(), ctx_.stream));
+    return xb;
   }
   const __nv_bfloat16* bf16_weights(const Tensor& w, char* base) {
     DLT_CUDA(float_to_bf16(w.data(), bf16_w(base), w.numel(), ctx_.stream));
@@ -440,6 +469,15 @@ class CudaConvOp final : public ConvOp {
   ActivationDesc act_desc_;  // relu
   ConvAlgoKey key_{};
   ConvAlgos algos_;
+  // bf16: x rounded (and padded) by forward, kept for backward weights (allocated at first use);
+  // fresh once forward or backward weights wrote it for the current x.
+  Tensor x_bf_;
+  bool x_bf_fresh_ = false;
+  // bf16: the dy backward weights left rounded in the workspace head, where, and the context's
+  // workspace_calls() then (null: none).
+  const float* dy_bf_src_ = nullptr;
+  const char* dy_bf_base_ = nullptr;
+  uint64_t dy_bf_calls_ = 0;
 };
 
 }  // namespace
