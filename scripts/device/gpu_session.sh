@@ -196,7 +196,7 @@ fi
 # --- 5. training runs: the GPU against the CPU on the same data, seed and command -----------------
 # CPU, GPU, GPU with Deterministic, multi-gpu (one NCCL rank) with Deterministic, GPU with
 # DLT_CUDA_GRAPH=1, GPU with BatchNormKernels dltrain (float32 with CudnnEngines exhaustive, and
-# mixed). Each GPU run must land in the CPU run's band (validation accuracy within 3
+# mixed), and a segmentation network (below). Each GPU run must land in the CPU run's band (validation accuracy within 3
 # points, validation loss within 5%: float sums in another order drift over 90 Adam steps); the
 # one-rank multi-gpu run must give the deterministic single-GPU run's weights (compared as ONNX
 # initializers by scripts/device/compare_models.py).
@@ -264,6 +264,55 @@ if train_run run_auto auto; then  # MATLAB's 'auto': the GPU when there is one
 fi
 DLT_CUDA_GRAPH=1 train_run run_graph gpu && { in_band run_graph || failures+=(train_graph_band); }
 grep -E 'CUDA graph' "$work/logs/train_run_graph.log" | head -3
+# Segmentation (seed 003's workflow, not yet run on a GPU): the small SegNet of
+# configs/shapes-seg.yaml (segnetLayers: max pooling with indices, unpooling, batch norm,
+# pixelClassification with undefined edge pixels) trained on the CPU and on the GPU from the same
+# seed, each in the other's band (pixel accuracy within 3 points, loss within 5 %, mean IoU within
+# 0.05); then `dltrain segment` of the GPU's model on the GPU and on the CPU over the same labelled
+# images must give the same metrics (global accuracy within 0.002, mean IoU within 0.005: the same
+# model, only the summation order differs).
+"$work/bin/dltrain" make-dataset shapes-seg "$work/segdata" --classes 4 --count 1200 --seed 3 > "$work/logs/make_segdata.log" 2>&1 ||
+  { echo "make-dataset shapes-seg failed: $(tail -3 "$work/logs/make_segdata.log")"; failures+=(make_segdata); }
+seg_run() {  # $1 name, $2 ExecutionEnvironment
+  timeout -k 5 150 "$work/bin/dltrain" train configs/shapes-seg.yaml --output-dir "$work/$1" \
+    --set data.train.images="$work/segdata/train/images" --set data.train.labels="$work/segdata/train/labels" \
+    --set data.validation.images="$work/segdata/test/images" --set data.validation.labels="$work/segdata/test/labels" \
+    --set training.ExecutionEnvironment="$2" --set training.MaxEpochs=6 --set training.Seed=5 > "$work/logs/train_$1.log" 2>&1
+  local rc=$?
+  if [[ $rc -ne 0 || ! -f "$work/$1/summary.json" ]]; then
+    echo "train $1: FAILED (exit $rc)"; tail -5 "$work/logs/train_$1.log"; failures+=("train_$1"); return 1
+  fi
+  tail -1 "$work/logs/train_$1.log"
+}
+if seg_run seg_cpu cpu && seg_run seg_gpu gpu; then
+  python3 - "$work/seg_cpu/summary.json" "$work/seg_gpu/summary.json" <<'PYEOF' || failures+=(seg_band)
+import json, sys
+c, g = (json.load(open(p)) for p in sys.argv[1:3])
+da = abs(g["validation_accuracy"] - c["validation_accuracy"])
+dl = abs(g["validation_loss"] - c["validation_loss"]) / c["validation_loss"]
+di = abs(g["validation_mean_iou"] - c["validation_mean_iou"])
+ok = da <= 3.0 and dl <= 0.05 and di <= 0.05
+print(f"segmentation GPU against CPU: pixel accuracy {g['validation_accuracy']:.2f} / {c['validation_accuracy']:.2f}, "
+      f"mean IoU {g['validation_mean_iou']:.4f} / {c['validation_mean_iou']:.4f}, loss {100 * dl:.2f}% apart, "
+      f"{g['train_images_per_second']:.0f} / {c['train_images_per_second']:.0f} images/s: {'in band' if ok else 'OUT OF BAND'}")
+sys.exit(0 if ok else 1)
+PYEOF
+  for dev in gpu cpu; do
+    args=(); [[ $dev == gpu ]] && args=(--gpu 0)
+    timeout -k 5 90 "$work/bin/dltrain" segment "$work/seg_gpu/model.bin" "$work/segdata/test/images" \
+      --labels "$work/segdata/test/labels" -o "$work/segment_$dev" --json "${args[@]}" > "$work/logs/segment_$dev.json" \
+      2> "$work/logs/segment_$dev.log" || { echo "segment on $dev: exit $?: $(tail -2 "$work/logs/segment_$dev.log")"; failures+=("segment_$dev"); }
+  done
+  python3 - "$work/logs/segment_gpu.json" "$work/logs/segment_cpu.json" <<'PYEOF' || failures+=(segment_agree)
+import json, sys
+g, c = (json.load(open(p))["DataSetMetrics"] for p in sys.argv[1:3])
+ok = abs(g["GlobalAccuracy"] - c["GlobalAccuracy"]) <= 0.002 and abs(g["MeanIoU"] - c["MeanIoU"]) <= 0.005
+print(f"dltrain segment, GPU / CPU on the same model: GlobalAccuracy {g['GlobalAccuracy']:.5f} / {c['GlobalAccuracy']:.5f}, "
+      f"MeanIoU {g['MeanIoU']:.5f} / {c['MeanIoU']:.5f}, MeanBFScore {g['MeanBFScore']:.4f} / {c['MeanBFScore']:.4f}: "
+      f"{'agree' if ok else 'DISAGREE'}")
+sys.exit(0 if ok else 1)
+PYEOF
+fi
 # The switches not yet the default (docs/gpu.md): dltrain's batch-norm kernels with the exhaustive
 # convolution search, float32 and mixed precision, each in the CPU's band.
 DLT_CUDNN_ENGINES=exhaustive DLT_BN_KERNELS=dltrain train_run run_bnk gpu && { in_band run_bnk || failures+=(train_bnk_band); }
