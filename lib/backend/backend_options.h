@@ -21,6 +21,10 @@ enum class BatchNormKernels { kCudnn, kDltrain };
 
 struct BackendOptions {
   bool allow_tf32 = false;            // AllowTF32: TF32 tensor cores for float32 (CUDA)
+  // AllowReducedPrecisionReduction: bfloat16 (Precision: mixed) convolutions may run cuDNN
+  // engines noted CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION (CUDA; PyTorch's autocast
+  // does not filter them out).
+  bool allow_reduced_precision_reduction = false;
   bool direct_convolution = false;    // ConvolutionAlgorithm direct: NHWC direct only (CPU)
   int64_t cudnn_workspace_mb = 1024;  // CudnnWorkspaceMB: cuDNN's convolution workspace limit
   bool deterministic = false;         // Deterministic: only deterministic cuDNN algorithms

@@ -37,6 +37,12 @@ const std::vector<EnvOverride>& overrides() {
          return true;
        },
        ""},
+      {"DLT_ALLOW_REDUCED_PRECISION_REDUCTION", "AllowReducedPrecisionReduction",
+       [](const std::string& v, TO& o) {
+         o.allow_reduced_precision_reduction = v == "1";
+         return true;
+       },
+       ""},
       {"DLT_CONV_ALGO", "ConvolutionAlgorithm",
        [](const std::string& v, TO& o) {
          o.convolution_algorithm = v == "direct" ? "direct" : "auto";

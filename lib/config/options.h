@@ -50,6 +50,9 @@ struct TrainingOptions {
   // environment variable that, when set, overrides it (apply_environment_overrides).
   bool cuda_graph = false;                     // CudaGraph (DLT_CUDA_GRAPH): captured steps
   bool allow_tf32 = false;                     // AllowTF32 (DLT_ALLOW_TF32)
+  // AllowReducedPrecisionReduction (DLT_ALLOW_REDUCED_PRECISION_REDUCTION): Precision: mixed
+  // convolutions on the GPU may use cuDNN engines that reduce in less than float32.
+  bool allow_reduced_precision_reduction = false;
   std::string convolution_algorithm = "auto";  // ConvolutionAlgorithm (DLT_CONV_ALGO): auto | direct
   int64_t cudnn_workspace_mb = 1024;           // CudnnWorkspaceMB (DLT_CUDNN_WORKSPACE_MB)
   bool deterministic = false;                  // Deterministic: cuDNN's deterministic algorithms only

@@ -115,6 +115,8 @@ const std::vector<FieldDef<TO>>& fields() {
         "CudaGraph", [](auto& o) -> auto& { return o.cuda_graph; }));
     v.push_back(bool_field<TO>(
         "AllowTF32", [](auto& o) -> auto& { return o.allow_tf32; }));
+    v.push_back(bool_field<TO>(
+        "AllowReducedPrecisionReduction", [](auto& o) -> auto& { return o.allow_reduced_precision_reduction; }));
     v.push_back(choice_field<TO>(
         "ConvolutionAlgorithm", {"auto", "direct"}, [](auto& o) -> auto& { return o.convolution_algorithm; }));
     v.push_back(int_field<TO>(

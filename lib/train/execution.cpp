@@ -62,6 +62,7 @@ Device resolve_device(const TrainingOptions& o) {
 BackendOptions backend_options_for(const TrainingOptions& o) {
   BackendOptions b;
   b.allow_tf32 = o.allow_tf32;
+  b.allow_reduced_precision_reduction = o.allow_reduced_precision_reduction;
   b.direct_convolution = o.convolution_algorithm == "direct";
   b.cudnn_workspace_mb = o.cudnn_workspace_mb;
   b.deterministic = o.deterministic;

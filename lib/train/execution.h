@@ -44,7 +44,7 @@ Execution plan_execution(const TrainingOptions& o, int worker_rank, const std::m
 Device resolve_device(const TrainingOptions& options);
 
 // The backend options (backend_options.h) the training options ask for: AllowTF32,
-// ConvolutionAlgorithm, CudnnWorkspaceMB, Deterministic, FusedConvolution, CudnnEngines,
+// AllowReducedPrecisionReduction, ConvolutionAlgorithm, CudnnWorkspaceMB, Deterministic, FusedConvolution, CudnnEngines,
 // BatchNormEx, BatchNormKernels, FusedBatchNormPooling.
 BackendOptions backend_options_for(const TrainingOptions& options);
 

@@ -58,11 +58,13 @@ def main():
     p(f"GPU throughput, {time.strftime('%Y-%m-%d %H:%M')}, {gpu_line}; "
       f"torch {info.get('torch', '?')}, CUDA {info.get('cuda', '?')}, cuDNN {info.get('cudnn', '?')}. "
       "Images/s, higher is better; synthetic data already on the GPU.")
-    switches = sorted({(r.get("cudnn_engines", "auto"), r.get("batch_norm_kernels", "cudnn"))
+    switches = sorted({(r.get("cudnn_engines", "auto"), r.get("batch_norm_kernels", "cudnn"),
+                        bool(r.get("allow_reduced_precision_reduction", False)))
                        for r in rows if "source" in r and "failed" not in r})
-    if any(s != ("auto", "cudnn") for s in switches):
-        p("dltrain ran with " + "; ".join(f"CudnnEngines {e}, BatchNormKernels {b}" for e, b in switches)
-          + " (not the defaults auto / cudnn).")
+    if any(s != ("auto", "cudnn", False) for s in switches):
+        p("dltrain ran with " + "; ".join(f"CudnnEngines {e}, BatchNormKernels {b}, AllowReducedPrecisionReduction "
+                                          f"{str(r).lower()}" for e, b, r in switches)
+          + " (not the defaults auto / cudnn / false).")
     p("")
     p("| network | mode | batch | dltrain | PyTorch fp32 | PyTorch TF32 convs (default) | torch.compile fp32 "
       "| dltrain / fp32 | dltrain / TF32 | dltrain / compile |")

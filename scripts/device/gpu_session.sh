@@ -344,6 +344,15 @@ for spec in "resnet18-cifar 512" "cifar10-bn 256" "cifar10 256"; do
       done
     done
   done
+  if [[ $net == resnet18-cifar ]]; then  # mixed with AllowReducedPrecisionReduction, both searches
+    for engines in auto exhaustive; do
+      log="$work/logs/engines_${net}_mixed_${engines}_rpr.log"
+      DLT_ALLOW_REDUCED_PRECISION_REDUCTION=1 DLT_CUDNN_ENGINES=$engines DLT_LOG=debug timeout -k 5 150 \
+        env -u DLT_ALLOW_TF32 "$work/bin/dltrain" time "configs/$net.yaml" --gpu 0 --batch "$batch" --iterations 10 \
+        --repeats 3 --warmup 3 --set training.Precision=mixed > "$log" 2>&1 || echo "dltrain time $net mixed rpr: exit $?"
+      echo "$net mixed CudnnEngines=$engines AllowReducedPrecisionReduction: $(grep -E '^Batch ' "$log")"
+    done
+  fi
   DLT_LOG=debug timeout -k 5 90 env -u DLT_ALLOW_TF32 "$work/bin/dltrain" time "configs/$net.yaml" --gpu 0 --batch "$batch" \
     --iterations 5 --repeats 1 --warmup 3 > "$work/logs/profile_dltrain_$net.log" 2>&1 || echo "dltrain time $net: exit $?"
   echo "graph-API plans chosen: $(grep -c 'cuDNN graph-API engine' "$work/logs/profile_dltrain_$net.log"), legacy kept: $(grep -c 'the legacy algorithm (' "$work/logs/profile_dltrain_$net.log")"

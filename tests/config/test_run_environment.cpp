@@ -23,7 +23,7 @@ using test::kNet;
 const char* const kVariables[] = {"DLT_CUDA_GRAPH",         "DLT_ALLOW_TF32",    "DLT_CONV_ALGO",
                                   "DLT_CUDNN_WORKSPACE_MB", "DLT_BUCKET_MB",     "DLT_COMM_TIMEOUT",
                                   "DLT_COMM_TIMING",        "DLT_CUDNN_ENGINES", "DLT_FUSED_BN_POOL",
-                                  "DLT_BN_KERNELS"};
+                                  "DLT_BN_KERNELS", "DLT_ALLOW_REDUCED_PRECISION_REDUCTION"};
 
 // Unsets every overriding variable for a scope, so the host's environment cannot leak in.
 struct CleanEnvironment {
@@ -72,21 +72,27 @@ TEST_CASE("run environment options: defaults keep today's behaviour", "[config]"
   CHECK(comm_settings_for(o).timeout.count() == 60000);
 }
 
-TEST_CASE("run environment options: CudnnEngines exhaustive and BatchNormKernels, by option and by variable",
+TEST_CASE("run environment options: CudnnEngines exhaustive, BatchNormKernels, AllowReducedPrecisionReduction, by option and by variable",
           "[config]") {
   CleanEnvironment clean;
   {
-    const Config c = load("  CudnnEngines: exhaustive\n  BatchNormKernels: dltrain\n");
+    const Config c =
+        load("  CudnnEngines: exhaustive\n  BatchNormKernels: dltrain\n  AllowReducedPrecisionReduction: true\n");
     const BackendOptions b = backend_options_for(c.training);
     CHECK(b.cudnn_engines == CudnnEngines::kExhaustive);
     CHECK(b.batch_norm_kernels == BatchNormKernels::kDltrain);
+    CHECK(b.allow_reduced_precision_reduction);
+    CHECK_FALSE(backend_options_for(load("  MaxEpochs: 1\n").training).allow_reduced_precision_reduction);
     const std::string yaml = dump_config(c);
+    CHECK(yaml.find("AllowReducedPrecisionReduction: true") != std::string::npos);
     CHECK(yaml.find("CudnnEngines: exhaustive") != std::string::npos);
     CHECK(yaml.find("BatchNormKernels: dltrain") != std::string::npos);
   }
   {
-    EnvVar engines("DLT_CUDNN_ENGINES", "exhaustive"), kernels("DLT_BN_KERNELS", "dltrain");
+    EnvVar engines("DLT_CUDNN_ENGINES", "exhaustive"), kernels("DLT_BN_KERNELS", "dltrain"),
+        reduced("DLT_ALLOW_REDUCED_PRECISION_REDUCTION", "1");
     const BackendOptions b = backend_options_for(load("  BatchNormKernels: cudnn\n").training);
+    CHECK(b.allow_reduced_precision_reduction);
     CHECK(b.cudnn_engines == CudnnEngines::kExhaustive);
     CHECK(b.batch_norm_kernels == BatchNormKernels::kDltrain);  // the variable overrides the option
   }

@@ -19,10 +19,11 @@ namespace {
 // Sets the backend options for a scope (ops read them when they are created).
 struct ScopedOptions {
   BackendOptions saved = backend_options();
-  ScopedOptions(CudnnEngines engines, bool deterministic) {
+  ScopedOptions(CudnnEngines engines, bool deterministic, bool reduced_precision_reduction = false) {
     BackendOptions o = saved;
     o.cudnn_engines = engines;
     o.deterministic = deterministic;
+    o.allow_reduced_precision_reduction = reduced_precision_reduction;
     set_backend_options(o);
   }
   ~ScopedOptions() { set_backend_options(saved); }
@@ -109,7 +110,7 @@ TEST_CASE("gpu conv: graph-API plans at real batch sizes give the legacy algorit
     const Tensor w = to_tensor(random_vec(d.k * d.kh * d.kw * d.c, rng, -0.1, 0.1), {d.k, d.kh, d.kw, d.c}, dev);
     const Tensor b = to_tensor(random_vec(d.k, rng), {d.k}, dev);
     Vec dy = random_vec(d.n * d.out_h() * d.out_w() * d.k, rng);
-    ConvResults legacy, graph, exhaustive;
+    ConvResults legacy, graph, exhaustive, reduced;
     {
       ScopedOptions scoped(CudnnEngines::kLegacy, false);
       // The fused relu's backward sees dy masked by y > 0 (as the layer passes it).
@@ -128,6 +129,12 @@ TEST_CASE("gpu conv: graph-API plans at real batch sizes give the legacy algorit
       ScopedOptions scoped(CudnnEngines::kExhaustive, false);
       exhaustive = run_conv(be, d, x, w, b, to_tensor(dy, {d.n, d.out_h(), d.out_w(), d.k}, dev));
     }
+    // bfloat16 with AllowReducedPrecisionReduction: engines that reduce in less than float32 join
+    // (as under PyTorch's autocast); float32 ignores the switch. Compared below when bfloat16.
+    if (d.bf16) {
+      ScopedOptions scoped(CudnnEngines::kExhaustive, false, true);
+      reduced = run_conv(be, d, x, w, b, to_tensor(dy, {d.n, d.out_h(), d.out_w(), d.k}, dev));
+    }
     // Float32: sums in another order (FFT and Winograd transforms included) stay within 1e-4
     // normwise; bfloat16 outputs are float32 here, but y passes through cuDNN's bfloat16 output.
     const double tol = d.bf16 ? 1e-2 : 1e-4;
@@ -140,6 +147,18 @@ TEST_CASE("gpu conv: graph-API plans at real batch sizes give the legacy algorit
       const Comparison cmp = compare(*pair.first, *pair.second);
       INFO(what << ": " << cmp.str());
       CHECK(cmp.rel <= tol);
+    }
+    if (d.bf16) {
+      const std::pair<const char*, std::pair<const Vec*, const Vec*>> reduced_outputs[] = {
+          {"reduced-precision y", {&reduced.y, &legacy.y}},
+          {"reduced-precision dx", {&reduced.dx, &legacy.dx}},
+          {"reduced-precision dw", {&reduced.dw, &legacy.dw}},
+          {"reduced-precision db", {&reduced.db, &legacy.db}}};
+      for (const auto& [what, pair] : reduced_outputs) {
+        const Comparison cmp = compare(*pair.first, *pair.second);
+        INFO(what << ": " << cmp.str());
+        CHECK(cmp.rel <= 2e-2);  // sums in bfloat16 over up to 128 * 16 * 16 products
+      }
     }
   }
 }

@@ -77,9 +77,11 @@ class CudaConvOp final : public ConvOp {
       throw ShapeError(os.str());
     }
     // The math switches: bit 0 TF32 (float32 only), bit 1 deterministic algorithms only, bits
-    // 2-3 CudnnEngines (0 auto, 1 legacy, 2 graph, 3 exhaustive).
-    const int64_t math =
-        (!d.bf16 && tf32_allowed() ? 1 : 0) | (deterministic_ ? 2 : 0) | (static_cast<int64_t>(engines_) << 2);
+    // 2-3 CudnnEngines (0 auto, 1 legacy, 2 graph, 3 exhaustive), bit 4 reduced-precision
+    // reductions (bfloat16 only).
+    const int64_t math = (!d.bf16 && tf32_allowed() ? 1 : 0) | (deterministic_ ? 2 : 0) |
+                         (static_cast<int64_t>(engines_) << 2) |
+                         (d.bf16 && backend_options().allow_reduced_precision_reduction ? 16 : 0);
     key_ = ConvAlgoKey{ctx.device, math, dtype,   d.n,     pad_.hx,    pad_.wx,    d.c,          d.k,
                        d.kh,       d.kw, pad_.ph, pad_.pw, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w};
     algos_ = conv_algo_cache().get(key_);
@@ -295,6 +297,7 @@ class CudaConvOp final : public ConvOp {
     if (engines_ == CudnnEngines::kLegacy) return {};
     PlanSearch search;
     search.tf32 = !d_.bf16 && tf32_allowed();
+    search.reduced_precision_reduction = d_.bf16 && backend_options().allow_reduced_precision_reduction;
     search.deterministic = deterministic_;
     search.heuristics_only = deterministic_;
     search.exhaustive = engines_ == CudnnEngines::kExhaustive && !deterministic_;

@@ -360,11 +360,13 @@ bool has(const std::vector<T>& v, T x) {
 }
 
 // Whether the switches allow the engine, with its notes in words for the debug log.
-bool allowed(const EngineInfo& e, const ConvGeometry& g, bool tf32, bool deterministic, std::string* notes) {
+bool allowed(const EngineInfo& e, const ConvGeometry& g, const PlanSearch& search, std::string* notes) {
   const bool fp32 = g.dtype == CUDNN_DATA_FLOAT;
   const bool tensor = has(e.numerical, CUDNN_NUMERICAL_NOTE_TENSOR_CORE);
-  if (fp32 && !tf32 && (tensor || has(e.numerical, CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS))) return false;
-  if (has(e.numerical, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)) return false;
+  if (fp32 && !search.tf32 && (tensor || has(e.numerical, CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS))) return false;
+  const bool reduced = has(e.numerical, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION);
+  if (reduced && (fp32 || !search.reduced_precision_reduction)) return false;
+  const bool deterministic = search.deterministic;
   const bool nondet = has(e.numerical, CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC);
   if (deterministic && nondet) return false;
   if (has(e.behavior, CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)) return false;
@@ -372,6 +374,7 @@ bool allowed(const EngineInfo& e, const ConvGeometry& g, bool tf32, bool determi
   if (has(e.numerical, CUDNN_NUMERICAL_NOTE_FFT)) *notes += ", fft";
   if (has(e.numerical, CUDNN_NUMERICAL_NOTE_WINOGRAD)) *notes += ", winograd";
   *notes += nondet ? ", non-deterministic" : ", deterministic";
+  if (reduced) *notes += ", reduced-precision reduction";
   return true;
 }
 
@@ -439,7 +442,7 @@ std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, co
     if (static_cast<int>(plans.size()) >= search.max_plans) break;
     EngineInfo info;
     std::string notes;
-    if (!engine_info(*cand.config, &info) || !allowed(info, g, search.tf32, search.deterministic, &notes)) continue;
+    if (!engine_info(*cand.config, &info) || !allowed(info, g, search, &notes)) continue;
     if (search.exhaustive) {
       const std::string key = config_key(*cand.config, info.index);
       if (!key.empty() && !seen.insert(key).second) continue;

@@ -65,6 +65,8 @@ class ConvPlan {
 // Which plans conv_plans finalizes.
 struct PlanSearch {
   bool tf32 = false;             // float32 may use TF32 tensor cores (AllowTF32)
+  // bfloat16 may use engines that reduce in reduced precision (AllowReducedPrecisionReduction)
+  bool reduced_precision_reduction = false;
   bool deterministic = false;    // deterministic engines only (Deterministic)
   bool heuristics_only = false;  // mode A's suggestions only (else every engine after them)
   // CudnnEngines: exhaustive: heuristics modes B and fallback too, and every engine with each of
@@ -74,11 +76,13 @@ struct PlanSearch {
   int max_plans = 1;
 };
 
-// Finalized plans for direction dir of g: the configurations cuDNN's heuristics (mode A) suggest
-// in their order, then (unless heuristics_only) every engine with its default knobs; at most
-// max_plans, each within workspace_limit bytes, without those the switches forbid: tensor-core
-// (TF32) or down-converting engines for float32 unless tf32, reduced-precision reductions
-// always, non-deterministic engines under deterministic, and engines that compile at run time
+// Finalized plans for direction dir of g: the configurations cuDNN's heuristics (mode A;
+// exhaustive: also B and fallback) suggest in their order, then (unless heuristics_only) every
+// engine with its default knobs (exhaustive: and with each knob varied); at most max_plans, each
+// within workspace_limit bytes, without those the switches forbid: tensor-core (TF32) or
+// down-converting engines for float32 unless tf32, reduced-precision reductions for float32
+// always and for bfloat16 unless reduced_precision_reduction, non-deterministic engines under
+// deterministic, and engines that compile at run time
 // (seconds each, and NVRTC may be missing). Empty when cuDNN has none or the graph API refuses
 // the problem: the caller keeps the legacy algorithms.
 std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, const ConvGeometry& g, ConvDirection dir,
