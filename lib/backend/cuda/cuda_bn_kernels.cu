@@ -5,6 +5,8 @@
 #include "backend/cuda/cuda_bn_kernels.h"
 
 #include <cmath>
+#include <cstdint>
+#include <initializer_list>
 
 namespace dlt::cuda {
 namespace {
@@ -190,19 +192,49 @@ __global__ void bn_backward_finalize_kernel(const double* partial_g, const doubl
 }
 
 // dx = k (g - doffset / p - xhat dscale / p) with the finalize kernel's coefficients.
+// dx of one value at channel ch.
+__device__ __forceinline__ float bn_dx(float xv, float g, int64_t ch, int64_t c, const float* mean,
+                                       const float* offset, const float* coef) {
+  const float mu = mean[ch], is = coef[2 * c + ch], k = coef[3 * c + ch];
+  if (offset && !(bn_pre(xv, mu, k, offset[ch]) > 0.f)) g = 0.f;
+  const float xhat = __fmul_rn(__fsub_rn(xv, mu), is);
+  return __fmul_rn(k, __fsub_rn(__fsub_rn(g, coef[ch]), __fmul_rn(xhat, coef[c + ch])));
+}
+
+// 4 channels per thread when c % 4 == 0 (vec), else 1.
+template <bool kVec>
 __global__ void bn_backward_apply_kernel(const float* __restrict__ x, const float* __restrict__ dy,
                                          const float* __restrict__ mean, const float* __restrict__ offset,
                                          const float* __restrict__ coef, float* __restrict__ dx, int64_t total,
                                          int64_t c) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t ch = i % c;
-    const float mu = mean[ch], is = coef[2 * c + ch], k = coef[3 * c + ch];
-    const float xv = x[i];
-    float g = dy[i];
-    if (offset && !(bn_pre(xv, mu, k, offset[ch]) > 0.f)) g = 0.f;
-    const float xhat = __fmul_rn(__fsub_rn(xv, mu), is);
-    dx[i] = __fmul_rn(k, __fsub_rn(__fsub_rn(g, coef[ch]), __fmul_rn(xhat, coef[c + ch])));
+  if constexpr (kVec) {
+    const int64_t quads = total / 4;
+    const auto* x4 = reinterpret_cast<const float4*>(x);
+    const auto* g4 = reinterpret_cast<const float4*>(dy);
+    auto* dx4 = reinterpret_cast<float4*>(dx);
+    for (int64_t q = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; q < quads; q += int64_t(gridDim.x) * blockDim.x) {
+      const int64_t ch = (q * 4) % c;
+      const float4 v = x4[q], g = g4[q];
+      float4 o;
+      o.x = bn_dx(v.x, g.x, ch, c, mean, offset, coef);
+      o.y = bn_dx(v.y, g.y, ch + 1, c, mean, offset, coef);
+      o.z = bn_dx(v.z, g.z, ch + 2, c, mean, offset, coef);
+      o.w = bn_dx(v.w, g.w, ch + 3, c, mean, offset, coef);
+      dx4[q] = o;
+    }
+  } else {
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
+      dx[i] = bn_dx(x[i], dy[i], i % c, c, mean, offset, coef);
   }
+}
+
+// Whether every pointer is 16-byte aligned and c a multiple of 4 (float4 rows of one channel
+// group never straddle two positions).
+bool aligned4(int64_t c, std::initializer_list<const float*> ptrs) {
+  if (c % 4 != 0) return false;
+  for (const float* p : ptrs)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  return true;
 }
 
 }  // namespace
@@ -229,8 +261,7 @@ cudaError_t bn_train_forward(const float* x, const float* scale, const float* of
                                                                    epsilon, mean, var, k);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   const int64_t total = p * c;
-  const bool vec = c % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
-  if (vec)
+  if (aligned4(c, {x, y}))
     bn_apply_kernel<true><<<blocks_for(total / 4), kThreads, 0, stream>>>(x, mean, k, offset, y, total, c, relu);
   else
     bn_apply_kernel<false><<<blocks_for(total), kThreads, 0, stream>>>(x, mean, k, offset, y, total, c, relu);
@@ -255,7 +286,11 @@ cudaError_t bn_train_backward(const float* x, const float* dy, const float* mean
                                                                       scale, epsilon, dscale, doffset, coef);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   const int64_t total = p * c;
-  bn_backward_apply_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, dy, mean, offset, coef, dx, total, c);
+  if (aligned4(c, {x, dy, dx}))
+    bn_backward_apply_kernel<true><<<blocks_for(total / 4), kThreads, 0, stream>>>(x, dy, mean, offset, coef, dx,
+                                                                                   total, c);
+  else
+    bn_backward_apply_kernel<false><<<blocks_for(total), kThreads, 0, stream>>>(x, dy, mean, offset, coef, dx, total, c);
   return cudaGetLastError();
 }
 
