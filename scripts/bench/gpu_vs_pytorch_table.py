@@ -37,6 +37,8 @@ def main():
     dlt = {r["network"]: r for r in rows if r.get("source") == "dltrain" and "network" in r}
     dlt_graph = {r["network"]: r for r in rows if r.get("source") == "dltrain-graph" and "network" in r}
     dlt_mixed = {r["network"]: r for r in rows if r.get("source") == "dltrain-mixed" and "network" in r}
+    dlt_sw = {r["network"]: r for r in rows if r.get("source") == "dltrain-switches" and "network" in r}
+    dlt_mixed_sw = {r["network"]: r for r in rows if r.get("source") == "dltrain-mixed-switches" and "network" in r}
     info = next((r for r in rows if "gpu" in r), {})
 
     def ips(r, mode):
@@ -60,7 +62,8 @@ def main():
       "Images/s, higher is better; synthetic data already on the GPU.")
     switches = sorted({(r.get("cudnn_engines", "auto"), r.get("batch_norm_kernels", "cudnn"),
                         bool(r.get("allow_reduced_precision_reduction", False)))
-                       for r in rows if "source" in r and "failed" not in r})
+                       for r in rows if "source" in r and "failed" not in r
+                       and not r["source"].endswith("-switches")})
     if any(s != ("auto", "cudnn", False) for s in switches):
         p("dltrain ran with " + "; ".join(f"CudnnEngines {e}, BatchNormKernels {b}, AllowReducedPrecisionReduction "
                                           f"{str(r).lower()}" for e, b, r in switches)
@@ -132,6 +135,28 @@ def main():
         for n, d in dlt_mixed.items():
             if "failed" in d:
                 p(f"- dltrain {n} mixed: failed: {d['failed']}")
+        p("")
+    switch_rows = []
+    if dlt_sw or dlt_mixed_sw:
+        sw = next((r for r in list(dlt_sw.values()) + list(dlt_mixed_sw.values()) if "failed" not in r), {})
+        p(f"dltrain with switches (CudnnEngines {sw.get('cudnn_engines', '?')}, BatchNormKernels "
+          f"{sw.get('batch_norm_kernels', '?')}, AllowReducedPrecisionReduction "
+          f"{str(sw.get('allow_reduced_precision_reduction', '?')).lower()}) against its defaults and the same "
+          "PyTorch runs (float32: eager fp32; mixed: autocast bf16):")
+        p("")
+        p("| network | precision | mode | dltrain default | dltrain switches | switches / default | switches / PyTorch |")
+        p("|---|---|---|---:|---:|---:|---:|")
+        for prec, base, swd, preset in (("single", dlt, dlt_sw, "strict"), ("mixed", dlt_mixed, dlt_mixed_sw, "mixed")):
+            for net in nets:
+                d = swd.get(net)
+                if d is None:
+                    continue
+                for mode in ("train", "inference"):
+                    a, b, t = ips(base.get(net), mode), ips(d, mode), ips(torch.get((net, preset, mode)), mode)
+                    bc = fmt(b) if b else ("failed" if "failed" in d else "—")
+                    p(f"| {net} | {prec} | {mode} | {fmt(a)} | {bc} | {ratio(b, a)} | {ratio(b, t)} |")
+                    switch_rows.append({"network": net, "precision": prec, "mode": mode, "default": a,
+                                        "switches": b, "pytorch": t})
         p("")
     if fp32 or tf32 or bf16:
         p(f"Peak (measured now with torch.matmul 8192^3 on random data, median): float32 {fmt(fp32, 1)} TFLOP/s, "
@@ -210,7 +235,8 @@ def main():
     print("\n".join(out))
     with open(json_out, "w") as f:
         json.dump({"gpu": gpu_line, "device": info, "peak": peak, "rows": table, "targets": targets,
-                   "resnet18_mfu": mfu, "cuda_graph": graph_rows, "mixed": mixed_rows, "raw": rows}, f, indent=1)
+                   "resnet18_mfu": mfu, "cuda_graph": graph_rows, "mixed": mixed_rows, "switches": switch_rows,
+                   "raw": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

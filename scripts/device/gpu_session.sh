@@ -6,8 +6,11 @@
 # failed case re-run alone under CUDA_LAUNCH_BLOCKING=1), `dltrain train` on generated shapes
 # data on the CPU, the GPU, the GPU with Deterministic, multi-gpu (one NCCL rank) and with
 # DLT_CUDA_GRAPH=1 (each GPU run in the CPU run's band; the one-rank run's weights equal the
-# deterministic GPU run's), and scripts/bench/gpu_vs_pytorch (with CUDA-graph rows for two
-# networks and Precision: mixed rows for resnet18-cifar).
+# deterministic GPU run's), the switches not yet the default and a segmentation network the
+# same way, and scripts/bench/gpu_vs_pytorch (with CUDA-graph rows for two networks,
+# Precision: mixed rows for resnet18-cifar, and every network again with $BENCH_SWITCHES:
+# default "DLT_CUDNN_ENGINES=exhaustive DLT_BN_KERNELS=dltrain
+# DLT_ALLOW_REDUCED_PRECISION_REDUCTION=1"; BENCH_SWITCHES="" skips them).
 # Everything is logged under $OUT (at most 8 files come back: see the end). Exit codes: 0 all
 # stages passed, 1 a stage failed, 3 libraries missing, 77 no GPU (stops before GPU stages).
 #   bash scripts/device/gpu_session.sh [--stages "tests train bench"] [--test-args "[net]"]
@@ -16,7 +19,8 @@
 #                  dltrain_gpu_tests' kernel tags under compute-sanitizer memcheck: out-of-bounds
 #                  and misaligned accesses a passing test can hide; "profile" logs `dltrain time`'s
 #                  per-layer times with each convolution's cuDNN algorithm beside torch.profiler's
-#                  per-operator CUDA times for resnet18-cifar and cifar10)
+#                  per-operator CUDA times for resnet18-cifar and cifar10, after the step times
+#                  under CudnnEngines auto / exhaustive x BatchNormKernels cudnn / dltrain)
 #     --test-args  arguments for dltrain_gpu_tests (a Catch2 tag or test name filter)
 #     --sanitize-args  one Catch2 test spec (a test name may hold spaces) for the sanitize
 #                  stage alone (default: --test-args, else the kernel tags)
@@ -388,6 +392,9 @@ else
   run_t=$(( t / 3 < 240 ? t / 3 : 240 ))  # one hung run costs at most a third of the stage
   extra=(--run-timeout "$run_t")
   [[ $compile_t -eq 0 ]] && extra+=(--no-compile)
+  # The switches not yet the default, timed beside the defaults in the same run (BENCH_SWITCHES=""
+  # in the environment skips them; docs/gpu.md "Prepared without a GPU").
+  extra+=(--switches "${BENCH_SWITCHES-DLT_CUDNN_ENGINES=exhaustive DLT_BN_KERNELS=dltrain DLT_ALLOW_REDUCED_PRECISION_REDUCTION=1}")
   DLTRAIN="$work/bin/dltrain" timeout -k 5 "$t" scripts/bench/gpu_vs_pytorch --output-dir "$work/bench" \
     --compile-networks "resnet18-cifar" --compile-timeout "$compile_t" --graph-networks "cifar10 resnet18-cifar" --mixed-networks "resnet18-cifar" \
     "${extra[@]}" > "$work/logs/bench.log" 2>&1
