@@ -66,8 +66,12 @@ TEST_CASE("gpu conv: each CudnnEngines path agrees with the reference ops", "[gp
        {CudnnEngines::kLegacy, CudnnEngines::kGraph, CudnnEngines::kAuto, CudnnEngines::kExhaustive})
     for (bool deterministic : {false, true}) {
       ScopedOptions scoped(engines, deterministic);
+      int conv_rows = 0;
       for (const AgreementRow& row : rows) {
         if (row.name.rfind("conv ", 0) != 0) continue;
+        // exhaustive on the first four rows (it finalizes hundreds of plans per direction; every
+        // one of them is checked in test_gpu_conv_plans.cpp)
+        if (engines == CudnnEngines::kExhaustive && ++conv_rows > 4) continue;
         INFO("row: " << row.name << ", CudnnEngines " << engines_name(engines)
                      << (deterministic ? ", Deterministic" : ""));
         row.run(be, 1e-4);
@@ -75,7 +79,7 @@ TEST_CASE("gpu conv: each CudnnEngines path agrees with the reference ops", "[gp
       }
       be.synchronize();
     }
-  CHECK(ran >= 8 * 10);
+  CHECK(ran >= 6 * 10 + 2 * 4);
 }
 
 TEST_CASE("gpu conv: graph-API plans at real batch sizes give the legacy algorithms' results", "[gpu][conv]") {

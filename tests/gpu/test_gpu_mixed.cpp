@@ -198,11 +198,20 @@ TEST_CASE("gpu mixed precision: bf16 conv's kept x and dy give the same bits in 
       CHECK(a.dx == want.dx);
       CHECK(a.dw == want.dw);
     };
-    // Reference: data before weights (nothing kept for data), on a fresh op.
+    // Reference: fresh ops that keep nothing: y from one op's forward; dx and dw from another op
+    // that never ran forward (it rounds x itself), data before weights (it rounds dy itself).
+    auto reference = [&](const TensorPair& xin, const TensorPair& g) {
+      auto fwd = be.make_conv(d), bwd = be.make_conv(d);
+      Tensor y(ys, dev), dx(xs, dev), dwt(ws, dev), db(bs, dev);
+      fwd->forward(xin.dev, w.dev, b.dev, y);
+      bwd->backward_data(g.dev, w.dev, dx);
+      bwd->backward_weights(xin.dev, g.dev, dwt, db);
+      be.synchronize();
+      return Out{to_vec(y), to_vec(dx), to_vec(dwt)};
+    };
+    const Out want = reference(x, dy), want2 = reference(x2, dy2);
     auto fresh = be.make_conv(d);
-    const Out want = step(*fresh, x.dev, dy.dev, "dw", nullptr, nullptr);
-    auto fresh2 = be.make_conv(d);
-    const Out want2 = step(*fresh2, x2.dev, dy2.dev, "dw", nullptr, nullptr);
+    same(step(*fresh, x.dev, dy.dev, "dw", nullptr, nullptr), want, "data then weights (x kept from forward)");
 
     auto layer_order = be.make_conv(d);
     same(step(*layer_order, x.dev, dy.dev, "wd", nullptr, nullptr), want, "weights then data (dy kept)");
@@ -220,9 +229,14 @@ TEST_CASE("gpu mixed precision: bf16 conv's kept x and dy give the same bits in 
     same(step(*interleaved, x.dev, dy.dev, "wd", [&] { intruder->forward(x2.dev, ow.dev, ob.dev, oy); }, nullptr),
          want, "another op between weights and data");
 
+    // A forward of other values (a validation batch) last before the backward: the kept x is x2's,
+    // so backward weights must round x itself.
+    Tensor ty(ys, dev);
+    auto stale = be.make_conv(d);
+    same(step(*stale, x.dev, dy.dev, "wd", nullptr, [&] { stale->forward(x2.dev, w.dev, b.dev, ty); }), want,
+         "another forward (other x) before the backward");
     // A forward of other values (a validation batch) and then of x again before the backward.
     auto twice = be.make_conv(d);
-    Tensor ty(ys, dev);
     same(step(*twice, x.dev, dy.dev, "wd", nullptr,
               [&] {
                 twice->forward(x2.dev, w.dev, b.dev, ty);

@@ -39,7 +39,7 @@ class CudaBatchNormOp final : public BatchNormOp {
     mode_ = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
     DLT_CUDNN(cudnnDeriveBNTensorDescriptor(bn_desc_, x_desc_, mode_));
     size_t rs = 0;
-    use_ex_ = backend_options().batch_norm_ex &&
+    use_ex_ = !own_kernels_ && backend_options().batch_norm_ex &&
               // The same descriptors as the calls below: no z (OPS_BN adds nothing) in forward, no
               // y in backward (the calls pass null for both), no activation.
               cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(ctx.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN,
@@ -58,11 +58,13 @@ class CudaBatchNormOp final : public BatchNormOp {
     reserve_bytes_ = rs;
     if (rs > 0) reserve_ = device_floats(static_cast<int64_t>((rs + 3) / 4), ctx);
     save_mean_ = device_floats(d.c, ctx);
-    save_invstd_ = device_floats(d.c, ctx);
+    if (own_kernels_)
+      save_var_ = device_floats(d.c, ctx);
+    else
+      save_invstd_ = device_floats(d.c, ctx);
     if (d.fuse_relu) offset_copy_ = device_floats(d.c, ctx);
     dscale_own_ = device_floats(d.c, ctx);
     doffset_own_ = device_floats(d.c, ctx);
-    if (own_kernels_) save_var_ = device_floats(d.c, ctx);
   }
 
  protected:

@@ -81,7 +81,7 @@ class CudaConvOp final : public ConvOp {
     // reductions (bfloat16 only).
     const int64_t math = (!d.bf16 && tf32_allowed() ? 1 : 0) | (deterministic_ ? 2 : 0) |
                          (static_cast<int64_t>(engines_) << 2) |
-                         (d.bf16 && backend_options().allow_reduced_precision_reduction ? 16 : 0);
+                         (rpr_ ? 16 : 0);
     key_ = ConvAlgoKey{ctx.device, math, dtype,   d.n,     pad_.hx,    pad_.wx,    d.c,          d.k,
                        d.kh,       d.kw, pad_.ph, pad_.pw, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w};
     algos_ = conv_algo_cache().get(key_);
@@ -108,9 +108,7 @@ class CudaConvOp final : public ConvOp {
     const size_t ws_bytes = measure ? std::max(max_ws_fwd_, largest_workspace(plans)) : algos_.fwd_ws;
     char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + ws_bytes));
     dy_bf_src_ = nullptr;  // a new step: no rounded dy in the head
-    if (d_.bf16 && !x_bf_.defined()) x_bf_ = device_bf16(act_bf_bytes_ / sizeof(__nv_bfloat16), ctx_);
-    const void* xin = d_.bf16 ? bf16_input(x, kept_x()) : static_cast<const void*>(padded_input(x, base));
-    x_bf_fresh_ = d_.bf16;
+    const void* xin = d_.bf16 ? rounded_x(x, base, /*reuse=*/false) : static_cast<const void*>(padded_input(x, base));
     const void* win = d_.bf16 ? bf16_weights(w, base) : static_cast<const void*>(w.data());
     void* yout = d_.bf16 ? static_cast<void*>(bf16_out(base)) : static_cast<void*>(y.data());
     void* ws = base + head_bytes_;
@@ -236,13 +234,9 @@ class CudaConvOp final : public ConvOp {
     const auto plans = measure ? plans_for(ConvDirection::kBackwardFilter) : Plans{};
     const size_t ws_bytes = measure ? std::max(max_ws_bwd_filter_, largest_workspace(plans)) : algos_.bwd_filter_ws;
     char* base = static_cast<char*>(ctx_.workspace(head_bytes_ + ws_bytes));
-    // bf16: x as forward rounded it into the kept buffer (the caller leaves x unchanged between
-    // forward and backward); rounded again only when forward did not run first.
-    if (d_.bf16 && !x_bf_.defined()) x_bf_ = device_bf16(act_bf_bytes_ / sizeof(__nv_bfloat16), ctx_);
-    const void* xin = !d_.bf16        ? static_cast<const void*>(padded_input(x, base))
-                      : x_bf_fresh_ ? static_cast<const void*>(kept_x())
-                                    : static_cast<const void*>(bf16_input(x, kept_x()));
-    x_bf_fresh_ = d_.bf16;
+    // bf16: x as forward rounded it into the kept buffer when it was this x (the caller leaves x
+    // unchanged between forward and backward), else rounded now.
+    const void* xin = d_.bf16 ? rounded_x(x, base, /*reuse=*/true) : static_cast<const void*>(padded_input(x, base));
     const void* dyin = d_.bf16 ? bf16_dy(dy, base) : static_cast<const void*>(dy.data());
     if (d_.bf16) {  // left in the head for backward data
       dy_bf_src_ = dy.data();
@@ -297,7 +291,7 @@ class CudaConvOp final : public ConvOp {
     if (engines_ == CudnnEngines::kLegacy) return {};
     PlanSearch search;
     search.tf32 = !d_.bf16 && tf32_allowed();
-    search.reduced_precision_reduction = d_.bf16 && backend_options().allow_reduced_precision_reduction;
+    search.reduced_precision_reduction = rpr_;
     search.deterministic = deterministic_;
     search.heuristics_only = deterministic_;
     search.exhaustive = engines_ == CudnnEngines::kExhaustive && !deterministic_;
@@ -362,8 +356,17 @@ class CudaConvOp final : public ConvOp {
   __nv_bfloat16* bf16_out(char* base) const {
     return reinterpret_cast<__nv_bfloat16*>(base + act_bf_bytes_ + w_bf_bytes_);
   }
-  // The bfloat16 x (N, Hx, Wx, C) the op keeps from forward for backward weights.
-  __nv_bfloat16* kept_x() const { return reinterpret_cast<__nv_bfloat16*>(const_cast<float*>(x_bf_.data())); }
+  // x rounded (and padded) to bfloat16: into the buffer the op keeps for backward weights
+  // (training ops), else into the workspace head. reuse: what the kept buffer holds when it was
+  // rounded from this x (forward's), without rounding again.
+  const __nv_bfloat16* rounded_x(const Tensor& x, char* base, bool reuse) {
+    if (!keep_x_) return bf16_input(x, bf16_act(base));
+    if (!x_bf_.defined()) x_bf_ = device_bf16(act_bf_bytes_ / sizeof(__nv_bfloat16), ctx_);
+    auto* kept = reinterpret_cast<__nv_bfloat16*>(x_bf_.data());
+    if (reuse && x_bf_src_ == x.data()) return kept;
+    x_bf_src_ = x.data();
+    return bf16_input(x, kept);
+  }
   // x rounded (and padded) into xb.
   const __nv_bfloat16* bf16_input(const Tensor& x, __nv_bfloat16* xb) {
     if (pad_.explicit_pad)
@@ -472,10 +475,14 @@ class CudaConvOp final : public ConvOp {
   ActivationDesc act_desc_;  // relu
   ConvAlgoKey key_{};
   ConvAlgos algos_;
-  // bf16: x rounded (and padded) by forward, kept for backward weights (allocated at first use);
-  // fresh once forward or backward weights wrote it for the current x.
+  // bf16 training ops (not the folded inference ones, inference_relu): x rounded (and padded) by
+  // forward, kept for backward weights (allocated at first use), and the x it was rounded from.
+  bool keep_x_ = d_.bf16 && !d_.inference_relu;
   Tensor x_bf_;
-  bool x_bf_fresh_ = false;
+  const float* x_bf_src_ = nullptr;
+  // AllowReducedPrecisionReduction for this op (bfloat16 only), read once: the cache key and the
+  // plan search must agree.
+  bool rpr_ = d_.bf16 && backend_options().allow_reduced_precision_reduction;
   // bf16: the dy backward weights left rounded in the workspace head, where, and the context's
   // workspace_calls() then (null: none).
   const float* dy_bf_src_ = nullptr;

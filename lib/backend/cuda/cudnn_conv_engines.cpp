@@ -162,8 +162,8 @@ std::vector<std::unique_ptr<BackendDesc>> heuristic_configs(const ConvGraph& cg,
 // An engine configuration beside what it refers to: the engine descriptor (null for heuristics'
 // configurations, which own theirs) and the knob choices it was built from (exhaustive search).
 struct EngineConfig {
+  std::vector<std::unique_ptr<BackendDesc>> choices;  // destroyed after the configuration
   std::unique_ptr<BackendDesc> engine, config;
-  std::vector<std::unique_ptr<BackendDesc>> choices;
 };
 
 // A configuration of every engine the graph supports, with the engine's default knobs (the
@@ -188,9 +188,29 @@ std::vector<EngineConfig> every_engine_config(const ConvGraph& cg) {
                                  engine->ptr()) != CUDNN_STATUS_SUCCESS ||
         cudnnBackendFinalize(config->get()) != CUDNN_STATUS_SUCCESS)
       continue;
-    out.push_back({std::move(engine), std::move(config), {}});
+    out.push_back({{}, std::move(engine), std::move(config)});
   }
   return out;
+}
+
+// Up to CUDNN_KNOB_TYPE_COUNTS descriptors of `type` read from the array attribute `name` of d
+// (as cudnn-frontend reads knob infos and choices: a fixed array, no count query first); empty
+// when cuDNN does not say.
+std::vector<std::unique_ptr<BackendDesc>> descriptor_array(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+                                                           cudnnBackendDescriptorType_t type) {
+  constexpr int64_t kMax = CUDNN_KNOB_TYPE_COUNTS;
+  std::vector<std::unique_ptr<BackendDesc>> descs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < kMax; ++i) {
+    descs.push_back(std::make_unique<BackendDesc>(type));
+    raw.push_back(descs.back()->get());
+  }
+  int64_t got = 0;
+  if (cudnnBackendGetAttribute(d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, kMax, &got, raw.data()) !=
+      CUDNN_STATUS_SUCCESS)
+    return {};
+  descs.resize(static_cast<size_t>(std::clamp<int64_t>(got, 0, kMax)));
+  return descs;
 }
 
 // One tunable parameter of an engine (tile size, split-k, swizzle, stages, ...): its type and
@@ -201,68 +221,65 @@ struct KnobInfo {
 };
 std::vector<KnobInfo> engine_knobs(const BackendDesc& engine) {
   std::vector<KnobInfo> out;
-  int64_t count = 0;
-  if (cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_KNOB_INFO, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
-                               nullptr) != CUDNN_STATUS_SUCCESS ||
-      count <= 0)
-    return out;
-  std::vector<std::unique_ptr<BackendDesc>> infos;
-  std::vector<cudnnBackendDescriptor_t> raw;
-  for (int64_t i = 0; i < count; ++i) {
-    infos.push_back(std::make_unique<BackendDesc>(CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR));
-    raw.push_back(infos.back()->get());
-  }
-  int64_t got = 0;
-  if (cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_KNOB_INFO, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
-                               raw.data()) != CUDNN_STATUS_SUCCESS)
-    return out;
-  for (int64_t i = 0; i < std::min(got, count); ++i) {
+  for (const auto& info : descriptor_array(engine.get(), CUDNN_ATTR_ENGINE_KNOB_INFO, CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR)) {
     KnobInfo k;
     int64_t n = 0;
-    if (cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_KNOB_INFO_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n, &k.type) !=
+    if (cudnnBackendGetAttribute(info->get(), CUDNN_ATTR_KNOB_INFO_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n, &k.type) !=
             CUDNN_STATUS_SUCCESS ||
-        cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_KNOB_INFO_MINIMUM_VALUE, CUDNN_TYPE_INT64, 1, &n, &k.min) !=
+        cudnnBackendGetAttribute(info->get(), CUDNN_ATTR_KNOB_INFO_MINIMUM_VALUE, CUDNN_TYPE_INT64, 1, &n, &k.min) !=
             CUDNN_STATUS_SUCCESS ||
-        cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE, CUDNN_TYPE_INT64, 1, &n, &k.max) !=
+        cudnnBackendGetAttribute(info->get(), CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE, CUDNN_TYPE_INT64, 1, &n, &k.max) !=
             CUDNN_STATUS_SUCCESS ||
-        cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_KNOB_INFO_STRIDE, CUDNN_TYPE_INT64, 1, &n, &k.stride) !=
+        cudnnBackendGetAttribute(info->get(), CUDNN_ATTR_KNOB_INFO_STRIDE, CUDNN_TYPE_INT64, 1, &n, &k.stride) !=
             CUDNN_STATUS_SUCCESS)
       continue;
-    if (k.stride < 1 || k.max < k.min) continue;
+    if (k.stride < 1 || k.max <= k.min) continue;  // one value: nothing to vary
     out.push_back(k);
   }
   return out;
 }
 
-// CudnnEngines: exhaustive. For each engine the graph supports, configurations that change one
-// knob from its default (every value of that knob, at most kValuesPerKnob of them), at most
-// kVariantsPerEngine per engine: the tile shapes and split-k choices heuristics and the default
-// knobs do not reach (PyTorch 2.11's forward on ResNet-18's 32x32 layers runs a 256x64 tile we
-// did not time; docs/performance.md). cuDNN rejects the combinations an engine cannot run when
-// the configuration or its plan is finalized.
-std::vector<EngineConfig> knob_variants(const ConvGraph& cg) {
+// CudnnEngines: exhaustive. For each engine the graph supports, configurations that set one knob
+// to one of its values (at most kValuesPerKnob values of each), taken round-robin over the knobs
+// (every knob's first value, then every knob's second, ...) up to kVariantsPerEngine per engine:
+// the tile shapes and split-k choices heuristics and the default knobs do not reach (PyTorch
+// 2.11's forward on ResNet-18's 32x32 layers runs a 256x64 tile we did not time;
+// docs/performance.md). cuDNN rejects the combinations an engine cannot run when the
+// configuration or its plan is finalized. Engines in the order `first` names them (those the
+// heuristics rank high), then the others by index. *knobs counts the knobs seen (debug log).
+std::vector<EngineConfig> knob_variants(const ConvGraph& cg, const std::vector<int64_t>& first, int64_t* knobs) {
   constexpr int64_t kValuesPerKnob = 24, kVariantsPerEngine = 48;
   std::vector<EngineConfig> out;
   int64_t count = 0, got = 0;
   if (cudnnBackendGetAttribute(cg.graph->get(), CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1,
                                &got, &count) != CUDNN_STATUS_SUCCESS)
     return out;
-  for (int64_t i = 0; i < count; ++i) {
-    auto probe = std::make_unique<BackendDesc>(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-    if (cudnnBackendSetAttribute(probe->get(), CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+  std::vector<int64_t> order;
+  for (int64_t i : first)
+    if (i >= 0 && i < count && std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+  for (int64_t i = 0; i < count; ++i)
+    if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+  for (int64_t i : order) {
+    BackendDesc probe(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    if (cudnnBackendSetAttribute(probe.get(), CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
                                  cg.graph->ptr()) != CUDNN_STATUS_SUCCESS ||
-        cudnnBackendSetAttribute(probe->get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &i) !=
+        cudnnBackendSetAttribute(probe.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &i) !=
             CUDNN_STATUS_SUCCESS ||
-        cudnnBackendFinalize(probe->get()) != CUDNN_STATUS_SUCCESS)
+        cudnnBackendFinalize(probe.get()) != CUDNN_STATUS_SUCCESS)
       continue;
+    const std::vector<KnobInfo> ks = engine_knobs(probe);
+    *knobs += static_cast<int64_t>(ks.size());
     int64_t made = 0;
-    for (const KnobInfo& k : engine_knobs(*probe)) {
-      int64_t values = 0;
-      for (int64_t v = k.min; v <= k.max && values < kValuesPerKnob && made < kVariantsPerEngine;
-           v += k.stride, ++values) {
+    for (int64_t step = 0; step < kValuesPerKnob && made < kVariantsPerEngine; ++step) {
+      bool any = false;
+      for (const KnobInfo& k : ks) {
+        if (made >= kVariantsPerEngine) break;
+        const int64_t v = k.min + step * k.stride;
+        if (v > k.max) continue;
+        any = true;
         // Each configuration refers to its own engine descriptor (a plan keeps both alive).
-        auto engine = std::make_unique<BackendDesc>(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
         auto choice = std::make_unique<BackendDesc>(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
+        auto engine = std::make_unique<BackendDesc>(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
         auto config = std::make_unique<BackendDesc>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
         if (cudnnBackendSetAttribute(engine->get(), CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR,
                                      1, cg.graph->ptr()) != CUDNN_STATUS_SUCCESS ||
@@ -280,41 +297,30 @@ std::vector<EngineConfig> knob_variants(const ConvGraph& cg) {
                                      1, choice->ptr()) != CUDNN_STATUS_SUCCESS ||
             cudnnBackendFinalize(config->get()) != CUDNN_STATUS_SUCCESS)
           continue;
-        EngineConfig c{std::move(engine), std::move(config), {}};
+        EngineConfig c;
         c.choices.push_back(std::move(choice));
+        c.engine = std::move(engine);
+        c.config = std::move(config);
         out.push_back(std::move(c));
         ++made;
       }
+      if (!any) break;  // every knob's values used up
     }
   }
   return out;
 }
 
 // What tells two configurations apart: the engine's global index and every knob choice
-// ("28:3=1,7=2"); "" when cuDNN does not say (never taken for a duplicate).
+// ("28:3=1,7=2,"); "" when cuDNN does not say (never taken for a duplicate).
 std::string config_key(const BackendDesc& cfg, int64_t engine_index) {
-  int64_t count = 0;
-  if (cudnnBackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
-                               nullptr) != CUDNN_STATUS_SUCCESS)
-    return "";
-  std::vector<std::unique_ptr<BackendDesc>> choices;
-  std::vector<cudnnBackendDescriptor_t> raw;
-  for (int64_t i = 0; i < count; ++i) {
-    choices.push_back(std::make_unique<BackendDesc>(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR));
-    raw.push_back(choices.back()->get());
-  }
-  int64_t got = 0;
-  if (count > 0 && cudnnBackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
-                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data()) !=
-                       CUDNN_STATUS_SUCCESS)
-    return "";
   std::vector<std::pair<int64_t, int64_t>> kv;
-  for (int64_t i = 0; i < std::min(got, count); ++i) {
+  for (const auto& choice :
+       descriptor_array(cfg.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR)) {
     cudnnBackendKnobType_t type{};
     int64_t value = 0, n = 0;
-    if (cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n, &type) !=
-            CUDNN_STATUS_SUCCESS ||
-        cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &n, &value) !=
+    if (cudnnBackendGetAttribute(choice->get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n,
+                                 &type) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendGetAttribute(choice->get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &n, &value) !=
             CUDNN_STATUS_SUCCESS)
       return "";
     kv.emplace_back(static_cast<int64_t>(type), value);
@@ -385,8 +391,8 @@ ConvPlan::ConvPlan(std::shared_ptr<ConvGraph> graph, std::unique_ptr<BackendDesc
                    std::unique_ptr<BackendDesc> plan, int64_t index, size_t workspace, std::string notes)
     : graph_(std::move(graph)),
       engine_desc_(std::move(engine)),
-      config_(std::move(config)),
       choices_(std::move(choices)),
+      config_(std::move(config)),
       plan_(std::move(plan)),
       engine_(index),
       workspace_(workspace),
@@ -431,15 +437,37 @@ std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, co
   std::vector<EngineConfig> candidates;
   std::vector<cudnnBackendHeurMode_t> modes = {CUDNN_HEUR_MODE_A};
   if (search.exhaustive) modes.insert(modes.end(), {CUDNN_HEUR_MODE_B, CUDNN_HEUR_MODE_FALLBACK});
-  for (cudnnBackendHeurMode_t mode : modes)
-    for (std::unique_ptr<BackendDesc>& c : heuristic_configs(*cg, mode)) candidates.push_back({nullptr, std::move(c), {}});
-  if (!search.heuristics_only)
+  std::string counts;  // exhaustive's debug line: how many candidates each source gave
+  for (cudnnBackendHeurMode_t mode : modes) {
+    const size_t before = candidates.size();
+    for (std::unique_ptr<BackendDesc>& c : heuristic_configs(*cg, mode)) candidates.push_back({{}, nullptr, std::move(c)});
+    counts += std::string(mode == CUDNN_HEUR_MODE_A ? "mode A " : mode == CUDNN_HEUR_MODE_B ? ", mode B " : ", fallback ") +
+              std::to_string(candidates.size() - before);
+  }
+  if (!search.heuristics_only) {
+    const size_t before = candidates.size();
     for (EngineConfig& c : every_engine_config(*cg)) candidates.push_back(std::move(c));
-  if (search.exhaustive && !search.heuristics_only)
-    for (EngineConfig& c : knob_variants(*cg)) candidates.push_back(std::move(c));
+    counts += ", engines " + std::to_string(candidates.size() - before);
+  }
+  if (search.exhaustive && !search.heuristics_only) {
+    const size_t before = candidates.size();
+    std::vector<int64_t> ranked;  // the engines of the heuristics' configurations, in their order
+    for (const EngineConfig& c : candidates) {
+      EngineInfo info;
+      if (engine_info(*c.config, &info)) ranked.push_back(info.index);
+    }
+    int64_t knobs = 0;
+    for (EngineConfig& c : knob_variants(*cg, ranked, &knobs)) candidates.push_back(std::move(c));
+    counts += ", knob variants " + std::to_string(candidates.size() - before) + " over " + std::to_string(knobs) +
+              " knobs";
+  }
+  // Exhaustive: at most 3 plan finalizations per plan wanted (each costs host time, and a
+  // bfloat16 problem admits nearly every engine).
+  const int max_attempts = search.exhaustive ? 3 * search.max_plans : std::numeric_limits<int>::max();
+  int attempts = 0, distinct = 0;
   std::set<std::string> seen;
   for (EngineConfig& cand : candidates) {
-    if (static_cast<int>(plans.size()) >= search.max_plans) break;
+    if (static_cast<int>(plans.size()) >= search.max_plans || attempts >= max_attempts) break;
     EngineInfo info;
     std::string notes;
     if (!engine_info(*cand.config, &info) || !allowed(info, g, search, &notes)) continue;
@@ -448,6 +476,8 @@ std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, co
       if (!key.empty() && !seen.insert(key).second) continue;
       if (key.size() > key.find(':') + 1) notes += ", knobs " + key.substr(key.find(':') + 1);
     }
+    ++distinct;
+    ++attempts;
     auto plan = std::make_unique<BackendDesc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     if (cudnnBackendSetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle) !=
             CUDNN_STATUS_SUCCESS ||
@@ -464,6 +494,9 @@ std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, co
                                                std::move(cand.choices), std::move(plan), info.index,
                                                static_cast<size_t>(ws), notes));
   }
+  if (search.exhaustive)
+    log::debug("cuDNN graph API, exhaustive: candidates {}; {} allowed and distinct tried, {} plans", counts, distinct,
+               plans.size());
   return plans;
 }
 

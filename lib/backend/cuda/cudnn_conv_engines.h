@@ -54,8 +54,8 @@ class ConvPlan {
  private:
   std::shared_ptr<ConvGraph> graph_;          // tensors, convolution, operation and graph the plan refers to
   std::unique_ptr<BackendDesc> engine_desc_;  // the engine a default-knob configuration refers to (or null)
-  std::unique_ptr<BackendDesc> config_;       // the engine configuration the plan was finalized from
   std::vector<std::unique_ptr<BackendDesc>> choices_;  // the knob choices config_ was built from (or none)
+  std::unique_ptr<BackendDesc> config_;       // the engine configuration the plan was finalized from
   std::unique_ptr<BackendDesc> plan_;
   int64_t engine_ = -1;
   size_t workspace_ = 0;

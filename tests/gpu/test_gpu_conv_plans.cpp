@@ -1,0 +1,180 @@
+// (c') Every graph-API plan the convolution search finalizes, not only the one timing picks:
+// the exhaustive search's (heuristics modes A, B and fallback, every engine, every knob variant)
+// for float32 and bfloat16 (with and without AllowReducedPrecisionReduction), each direction,
+// each plan run on its own NaN-filled output against the double reference. A knob choice that
+// computes wrong numbers fails here even when it is never the fastest. GPU only: the CPU
+// self-check has no cuDNN plans.
+#include <catch2/catch.hpp>
+
+#include "build_config.h"
+
+#if DLT_HAVE_CUDA
+#include <cuda_bf16.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cudnn_conv_engines.h"
+#include "gpu/gpu_test_util.h"
+#include "support/reference_ops.h"
+
+namespace dlt::test::gpu {
+
+namespace {
+
+// A device buffer of float or bfloat16 values (the plan's storage type).
+class DeviceBuffer {
+ public:
+  DeviceBuffer(size_t count, bool bf16) : count_(count), bf16_(bf16) {
+    REQUIRE(cudaMalloc(&p_, bytes()) == cudaSuccess);
+  }
+  ~DeviceBuffer() { cudaFree(p_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  size_t bytes() const { return count_ * (bf16_ ? sizeof(__nv_bfloat16) : sizeof(float)); }
+  void* get() const { return p_; }
+  void upload(const Vec& v, cudaStream_t s) {
+    REQUIRE(v.size() == count_);
+    if (bf16_) {
+      std::vector<__nv_bfloat16> h(count_);
+      for (size_t i = 0; i < count_; ++i) h[i] = __float2bfloat16_rn(static_cast<float>(v[i]));
+      REQUIRE(cudaMemcpyAsync(p_, h.data(), bytes(), cudaMemcpyHostToDevice, s) == cudaSuccess);
+      REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+    } else {
+      std::vector<float> h(v.begin(), v.end());
+      REQUIRE(cudaMemcpyAsync(p_, h.data(), bytes(), cudaMemcpyHostToDevice, s) == cudaSuccess);
+      REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+    }
+  }
+  void fill_nan(cudaStream_t s) { REQUIRE(cudaMemsetAsync(p_, 0xff, bytes(), s) == cudaSuccess); }  // NaN either way
+  Vec download(cudaStream_t s) const {
+    Vec v(count_);
+    if (bf16_) {
+      std::vector<__nv_bfloat16> h(count_);
+      REQUIRE(cudaMemcpyAsync(h.data(), p_, bytes(), cudaMemcpyDeviceToHost, s) == cudaSuccess);
+      REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+      for (size_t i = 0; i < count_; ++i) v[i] = __bfloat162float(h[i]);
+    } else {
+      std::vector<float> h(count_);
+      REQUIRE(cudaMemcpyAsync(h.data(), p_, bytes(), cudaMemcpyDeviceToHost, s) == cudaSuccess);
+      REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+      for (size_t i = 0; i < count_; ++i) v[i] = h[i];
+    }
+    return v;
+  }
+
+ private:
+  size_t count_;
+  bool bf16_;
+  void* p_ = nullptr;
+};
+
+// The values as the device holds them (bfloat16: rounded), so the reference sees the same inputs.
+Vec as_stored(Vec v, bool bf16) {
+  if (bf16)
+    for (double& x : v) x = __bfloat162float(__float2bfloat16_rn(static_cast<float>(x)));
+  return v;
+}
+
+const char* direction_name(cuda::ConvDirection d) {
+  return d == cuda::ConvDirection::kForward ? "forward" : d == cuda::ConvDirection::kBackwardData ? "backward data"
+                                                                                                  : "backward filter";
+}
+
+}  // namespace
+
+TEST_CASE("gpu conv plans: every plan of the exhaustive search against the double reference", "[gpu][conv]") {
+  if (!testing_a_gpu()) {
+    WARN("no cuDNN plans on the CPU self-check: skipped");
+    return;
+  }
+  cuda::CudaContext& ctx = cuda::context(device_under_test().index);
+  struct Case {
+    const char* name;
+    int64_t n, hw, c, k, f, stride, pad;
+    bool bf16, reduced;
+  };
+  const Case cases[] = {
+      {"float32 16x16x16x32 -> 48 3x3", 16, 16, 32, 48, 3, 1, 1, false, false},
+      {"float32 16x16x16x64 -> 64 3x3 stride 2", 16, 16, 64, 64, 3, 2, 1, false, false},
+      {"float32 8x8x8x128 -> 64 1x1", 8, 8, 128, 64, 1, 1, 0, false, false},
+      {"bfloat16 16x16x16x64 -> 64 3x3", 16, 16, 64, 64, 3, 1, 1, true, false},
+      {"bfloat16 16x16x16x64 -> 64 3x3, reduced-precision reductions allowed", 16, 16, 64, 64, 3, 1, 1, true, true},
+  };
+  for (const Case& cs : cases) {
+    INFO(cs.name);
+    ConvDesc d;
+    d.n = cs.n, d.h = d.w = cs.hw, d.c = cs.c, d.k = cs.k, d.kh = d.kw = cs.f;
+    d.stride_h = d.stride_w = cs.stride;
+    d.pad_t = d.pad_b = d.pad_l = d.pad_r = cs.pad;
+    const int64_t oh = d.out_h(), ow = d.out_w();
+    cuda::ConvGeometry g;
+    g.n = d.n, g.hx = d.h, g.wx = d.w, g.c = d.c, g.k = d.k, g.kh = d.kh, g.kw = d.kw, g.oh = oh, g.ow = ow;
+    g.pad_h = g.pad_w = cs.pad, g.stride_h = g.stride_w = cs.stride;
+    g.dtype = cs.bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+
+    Rng rng(77);
+    const Vec x = as_stored(random_vec(d.n * d.h * d.w * d.c, rng), cs.bf16);
+    const Vec w = as_stored(random_vec(d.k * d.kh * d.kw * d.c, rng, -0.2, 0.2), cs.bf16);
+    const Vec dy = as_stored(random_vec(d.n * oh * ow * d.k, rng), cs.bf16);
+    const Vec y_ref = ref::conv_forward(d, x, w, Vec(static_cast<size_t>(d.k), 0.0));
+    const Vec dx_ref = ref::conv_backward_data(d, dy, w);
+    Vec dw_ref, db_ref;
+    ref::conv_backward_weights(d, x, dy, dw_ref, db_ref);
+    // float32 sums in another order: 1e-4; bfloat16: the output rounded to 8 bits (2^-9
+    // relative) over sums of rounded inputs: 1e-2; reductions in reduced precision: 3e-2.
+    const double tol = !cs.bf16 ? 1e-4 : cs.reduced ? 3e-2 : 1e-2;
+
+    DeviceBuffer bx(x.size(), cs.bf16), bw(w.size(), cs.bf16), by(dy.size(), cs.bf16);
+    int knob_plans = 0, reduced_plans = 0, checked = 0;
+    for (cuda::ConvDirection dir :
+         {cuda::ConvDirection::kForward, cuda::ConvDirection::kBackwardData, cuda::ConvDirection::kBackwardFilter}) {
+      INFO(direction_name(dir));
+      cuda::PlanSearch search;
+      search.exhaustive = true;
+      search.max_plans = 200;
+      search.workspace_limit = size_t(256) << 20;
+      search.reduced_precision_reduction = cs.reduced;
+      const auto plans = cuda::conv_plans(ctx.cudnn, g, dir, search);
+      CHECK(!plans.empty());
+      for (const auto& plan : plans) {
+        const std::string what = plan->describe();
+        INFO(what);
+        if (what.find("knobs") != std::string::npos) ++knob_plans;
+        if (what.find("reduced-precision") != std::string::npos) ++reduced_plans;
+        // Inputs fresh each time (a plan must not depend on what an earlier one left), the output NaN.
+        DeviceBuffer* out = dir == cuda::ConvDirection::kForward       ? &by
+                            : dir == cuda::ConvDirection::kBackwardData ? &bx
+                                                                        : &bw;
+        if (dir != cuda::ConvDirection::kBackwardData) bx.upload(x, ctx.stream);
+        if (dir != cuda::ConvDirection::kBackwardFilter) bw.upload(w, ctx.stream);
+        if (dir != cuda::ConvDirection::kForward) by.upload(dy, ctx.stream);
+        out->fill_nan(ctx.stream);
+        void* ws = ctx.workspace(plan->workspace());
+        const cudnnStatus_t s = plan->execute(ctx.cudnn, bx.get(), bw.get(), by.get(), ws);
+        CHECK(s == CUDNN_STATUS_SUCCESS);
+        if (s != CUDNN_STATUS_SUCCESS) continue;
+        const Vec got = out->download(ctx.stream);
+        const Vec& want = dir == cuda::ConvDirection::kForward       ? y_ref
+                          : dir == cuda::ConvDirection::kBackwardData ? dx_ref
+                                                                      : dw_ref;
+        const Comparison cmp = compare(got, want);
+        INFO(cmp.str());
+        CHECK(cmp.rel <= tol);
+        ++checked;
+      }
+    }
+    INFO(checked << " plans checked, " << knob_plans << " of them knob variants, " << reduced_plans
+                 << " with reduced-precision reductions");
+    CHECK(knob_plans > 0);  // the knob enumeration reached cuDNN (else exhaustive = heuristics + engines)
+    if (cs.reduced && reduced_plans == 0)
+      WARN(cs.name << ": no engine with reduced-precision reductions for this problem on this GPU");
+    if (!cs.reduced) CHECK(reduced_plans == 0);
+  }
+}
+
+}  // namespace dlt::test::gpu
+
+#endif  // DLT_HAVE_CUDA
