@@ -123,9 +123,12 @@ TEST_CASE("gpu conv plans: every plan of the exhaustive search against the doubl
     const Vec dx_ref = ref::conv_backward_data(d, dy, w);
     Vec dw_ref, db_ref;
     ref::conv_backward_weights(d, x, dy, dw_ref, db_ref);
-    // float32 sums in another order: 1e-4; bfloat16: the output rounded to 8 bits (2^-9
+    // A wrong plan is off by O(1). Bars: float32 1e-3 (the agreement table's 1e-4 holds for the
+    // plans the search picks on its shapes; FFT and Winograd variants nobody picks may round
+    // more: each over 1e-4 is reported by name); bfloat16: the output rounded to 8 bits (2^-9
     // relative) over sums of rounded inputs: 1e-2; reductions in reduced precision: 3e-2.
-    const double tol = !cs.bf16 ? 1e-4 : cs.reduced ? 3e-2 : 1e-2;
+    const double tol = !cs.bf16 ? 1e-3 : cs.reduced ? 3e-2 : 1e-2;
+    const double report_over = !cs.bf16 ? 1e-4 : tol;
 
     DeviceBuffer bx(x.size(), cs.bf16), bw(w.size(), cs.bf16), by(dy.size(), cs.bf16);
     int knob_plans = 0, reduced_plans = 0, checked = 0;
@@ -163,6 +166,9 @@ TEST_CASE("gpu conv plans: every plan of the exhaustive search against the doubl
         const Comparison cmp = compare(got, want);
         INFO(cmp.str());
         CHECK(cmp.rel <= tol);
+        if (cmp.rel > report_over && cmp.rel <= tol)
+          WARN(cs.name << ", " << direction_name(dir) << ": " << what << " is " << cmp.str()
+                       << " from the double reference (over the agreement table's 1e-4)");
         ++checked;
       }
     }
