@@ -326,37 +326,41 @@ fi
 
 # --- 5b. where the time goes (stage "profile"): dltrain's steps under the switches that choose
 # how the convolutions and batch norms run, in the same call: CudnnEngines auto (cudnnFind's
-# pick and the graph API's plans, the fastest per convolution) against exhaustive (with heuristics
-# modes B and fallback and every engine's knobs varied), each with BatchNormKernels cudnn and
-# dltrain, float32 and mixed; then dltrain's per-layer times with each convolution's cuDNN choice
-# (DLT_LOG=debug), beside torch.profiler's per-operator CUDA times.
+# pick and the graph API's plans, the fastest per convolution) with BatchNormKernels cudnn and
+# dltrain, CudnnEngines exhaustive (heuristics modes B and fallback, every engine's knobs varied:
+# its search costs tens of seconds per process on ResNet-18, so once per precision), and in
+# mixed precision AllowReducedPrecisionReduction; then dltrain's per-layer times with each
+# convolution's cuDNN choice (DLT_LOG=debug), beside torch.profiler's per-operator CUDA times.
+# About 320 s with ResNet-18 first: run it in its own call (docs/gpu.md "Prepared without a GPU").
 if want profile; then
-stage "profile: CudnnEngines auto / exhaustive x BatchNormKernels cudnn / dltrain; dltrain time per layer, torch.profiler per operator"
+stage "profile: CudnnEngines auto / exhaustive, BatchNormKernels cudnn / dltrain, AllowReducedPrecisionReduction; per layer against torch.profiler"
+profile_run() {  # $1 net, $2 batch, $3 precision, $4 engines, $5 batch-norm kernels, $6 rpr (0/1)
+  local log="$work/logs/engines_$1_$3_$4_$5_rpr$6.log" limit=90
+  [[ $4 == exhaustive ]] && limit=240
+  DLT_CUDNN_ENGINES=$4 DLT_BN_KERNELS=$5 DLT_ALLOW_REDUCED_PRECISION_REDUCTION=$6 DLT_LOG=debug \
+    timeout -k 5 "$limit" env -u DLT_ALLOW_TF32 "$work/bin/dltrain" time "configs/$1.yaml" --gpu 0 --batch "$2" \
+    --iterations 10 --repeats 3 --warmup 3 --set training.Precision="$3" > "$log" 2>&1 ||
+    echo "dltrain time $1 $3 $4 $5 rpr=$6: exit $?"
+  local choosing
+  choosing=$(grep -oE 'choosing took [0-9]+ ms' "$log" | awk '{s += $3} END {print s + 0}')
+  echo "$1 $3 CudnnEngines=$4 BatchNormKernels=$5 AllowReducedPrecisionReduction=$6: $(grep -E '^Batch ' "$log") (choosing $choosing ms)"
+  grep -m 2 'exhaustive: candidates' "$log" | cut -c1-220
+}
 for spec in "resnet18-cifar 512" "cifar10-bn 256" "cifar10 256"; do
   read -r net batch <<< "$spec"
   [[ $(left) -lt 60 ]] && { echo "profile: stopped, $(left)s left"; break; }
+  bns="cudnn dltrain"
+  [[ $net == cifar10 ]] && bns="cudnn"  # no batch norm in seed 001's network
+  last=${bns##* }
   for precision in single mixed; do
-    for engines in auto exhaustive; do
-      for bn in cudnn dltrain; do
-        [[ $net == cifar10 && $bn == dltrain ]] && continue  # no batch norm in seed 001's network
-        log="$work/logs/engines_${net}_${precision}_${engines}_$bn.log"
-        DLT_CUDNN_ENGINES=$engines DLT_BN_KERNELS=$bn DLT_LOG=debug timeout -k 5 150 env -u DLT_ALLOW_TF32 \
-          "$work/bin/dltrain" time "configs/$net.yaml" --gpu 0 --batch "$batch" --iterations 10 --repeats 3 --warmup 3 \
-          --set training.Precision=$precision > "$log" 2>&1 || echo "dltrain time $net $precision $engines $bn: exit $?"
-        choosing=$(grep -oE 'choosing took [0-9]+ ms' "$log" | awk '{s += $3} END {print s + 0}')
-        echo "$net $precision CudnnEngines=$engines BatchNormKernels=$bn: $(grep -E '^Batch ' "$log") (choosing $choosing ms)"
-      done
-    done
+    for bn in $bns; do profile_run "$net" "$batch" "$precision" auto "$bn" 0; done
+    [[ $(left) -lt 60 ]] && break
+    profile_run "$net" "$batch" "$precision" exhaustive "$last" 0
+    if [[ $precision == mixed && $net == resnet18-cifar && $(left) -ge 60 ]]; then
+      profile_run "$net" "$batch" mixed auto "$last" 1
+      profile_run "$net" "$batch" mixed exhaustive "$last" 1
+    fi
   done
-  if [[ $net == resnet18-cifar ]]; then  # mixed with AllowReducedPrecisionReduction, both searches
-    for engines in auto exhaustive; do
-      log="$work/logs/engines_${net}_mixed_${engines}_rpr.log"
-      DLT_ALLOW_REDUCED_PRECISION_REDUCTION=1 DLT_CUDNN_ENGINES=$engines DLT_LOG=debug timeout -k 5 150 \
-        env -u DLT_ALLOW_TF32 "$work/bin/dltrain" time "configs/$net.yaml" --gpu 0 --batch "$batch" --iterations 10 \
-        --repeats 3 --warmup 3 --set training.Precision=mixed > "$log" 2>&1 || echo "dltrain time $net mixed rpr: exit $?"
-      echo "$net mixed CudnnEngines=$engines AllowReducedPrecisionReduction: $(grep -E '^Batch ' "$log")"
-    done
-  fi
   DLT_LOG=debug timeout -k 5 90 env -u DLT_ALLOW_TF32 "$work/bin/dltrain" time "configs/$net.yaml" --gpu 0 --batch "$batch" \
     --iterations 5 --repeats 1 --warmup 3 > "$work/logs/profile_dltrain_$net.log" 2>&1 || echo "dltrain time $net: exit $?"
   echo "graph-API plans chosen: $(grep -c 'cuDNN graph-API engine' "$work/logs/profile_dltrain_$net.log"), legacy kept: $(grep -c 'the legacy algorithm (' "$work/logs/profile_dltrain_$net.log")"
