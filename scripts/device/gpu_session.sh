@@ -222,14 +222,21 @@ train_run() {  # $1 name, $2 ExecutionEnvironment, then extra arguments
     "$work/$name/summary.json" "$name"
   "$work/bin/dltrain" export "$work/$name/model.bin" -o "$work/$name/model.onnx" > /dev/null 2>&1 || echo "export $name failed"
 }
-in_band() {  # $1 run name: validation accuracy and loss against run_cpu's
-  python3 - "$work/run_cpu/summary.json" "$work/$1/summary.json" "$1" <<'PYEOF'
+in_band() {  # $1 run name, $2 the CPU run (default run_cpu): validation accuracy and loss (and
+             # a segmentation run's mean IoU, within 0.05) against the CPU run's
+  python3 - "$work/${2:-run_cpu}/summary.json" "$work/$1/summary.json" "$1" <<'PYEOF'
 import json, sys
 c, g = (json.load(open(p)) for p in sys.argv[1:3])
 da = abs(g["validation_accuracy"] - c["validation_accuracy"])
 dl = abs(g["validation_loss"] - c["validation_loss"]) / c["validation_loss"]
 ok = da <= 3.0 and dl <= 0.05
-print(f"{sys.argv[3]} against the CPU: accuracy {da:.2f} points apart, loss {100 * dl:.2f}% apart: {'in band' if ok else 'OUT OF BAND'}")
+iou = ""
+if "validation_mean_iou" in c and "validation_mean_iou" in g:
+    di = abs(g["validation_mean_iou"] - c["validation_mean_iou"])
+    ok = ok and di <= 0.05
+    iou = f", mean IoU {g['validation_mean_iou']:.4f} / {c['validation_mean_iou']:.4f}"
+print(f"{sys.argv[3]} against the CPU: accuracy {g['validation_accuracy']:.2f} / {c['validation_accuracy']:.2f} "
+      f"({da:.2f} points apart), loss {100 * dl:.2f}% apart{iou}: {'in band' if ok else 'OUT OF BAND'}")
 sys.exit(0 if ok else 1)
 PYEOF
 }
@@ -289,18 +296,7 @@ seg_run() {  # $1 name, $2 ExecutionEnvironment
   tail -1 "$work/logs/train_$1.log"
 }
 if seg_run seg_cpu cpu && seg_run seg_gpu gpu; then
-  python3 - "$work/seg_cpu/summary.json" "$work/seg_gpu/summary.json" <<'PYEOF' || failures+=(seg_band)
-import json, sys
-c, g = (json.load(open(p)) for p in sys.argv[1:3])
-da = abs(g["validation_accuracy"] - c["validation_accuracy"])
-dl = abs(g["validation_loss"] - c["validation_loss"]) / c["validation_loss"]
-di = abs(g["validation_mean_iou"] - c["validation_mean_iou"])
-ok = da <= 3.0 and dl <= 0.05 and di <= 0.05
-print(f"segmentation GPU against CPU: pixel accuracy {g['validation_accuracy']:.2f} / {c['validation_accuracy']:.2f}, "
-      f"mean IoU {g['validation_mean_iou']:.4f} / {c['validation_mean_iou']:.4f}, loss {100 * dl:.2f}% apart, "
-      f"{g['train_images_per_second']:.0f} / {c['train_images_per_second']:.0f} images/s: {'in band' if ok else 'OUT OF BAND'}")
-sys.exit(0 if ok else 1)
-PYEOF
+  in_band seg_gpu seg_cpu || failures+=(seg_band)
   for dev in gpu cpu; do
     args=(); [[ $dev == gpu ]] && args=(--gpu 0)
     timeout -k 5 90 "$work/bin/dltrain" segment "$work/seg_gpu/model.bin" "$work/segdata/test/images" \

@@ -8,6 +8,7 @@
 
 #include "backend/async_device.h"
 #include "backend/backend.h"
+#include "backend/backend_options.h"
 #include "net/model_file.h"
 #include "net/network.h"
 #include "support/tensor_utils.h"
@@ -61,6 +62,24 @@ NetworkPair network_pair(const NetworkSpec& spec, uint64_t seed);
 // Random pixel values in [0, 256) as (n, H, W, C) on the CPU and labels below num_classes.
 Tensor random_images(int64_t n, const Shape& per_image, Rng& rng);
 Tensor random_labels(int64_t n, int64_t num_classes, Rng& rng);
+
+// Backend options for a scope (ops read them when they are created); the previous ones come back
+// at its end: ScopedBackendOptions s([](BackendOptions& o) { o.deterministic = true; });
+class ScopedBackendOptions {
+ public:
+  template <class Edit>
+  explicit ScopedBackendOptions(Edit edit) : saved_(backend_options()) {
+    BackendOptions o = saved_;
+    edit(o);
+    set_backend_options(o);
+  }
+  ~ScopedBackendOptions() { set_backend_options(saved_); }
+  ScopedBackendOptions(const ScopedBackendOptions&) = delete;
+  ScopedBackendOptions& operator=(const ScopedBackendOptions&) = delete;
+
+ private:
+  BackendOptions saved_;
+};
 
 // A temporary folder removed by the destructor.
 class TempDir {

@@ -20,18 +20,10 @@ namespace dlt::test::gpu {
 
 namespace {
 
-// Sets BatchNormKernels for a scope (ops read it when they are created).
-struct ScopedKernels {
-  BackendOptions saved = backend_options();
-  explicit ScopedKernels(BatchNormKernels k) {
-    BackendOptions o = saved;
-    o.batch_norm_kernels = k;
-    set_backend_options(o);
-  }
-  ~ScopedKernels() { set_backend_options(saved); }
-  ScopedKernels(const ScopedKernels&) = delete;
-  ScopedKernels& operator=(const ScopedKernels&) = delete;
-};
+// BatchNormKernels for a scope.
+ScopedBackendOptions with_kernels(BatchNormKernels k) {
+  return ScopedBackendOptions([k](BackendOptions& o) { o.batch_norm_kernels = k; });
+}
 
 struct BnInputs {
   Vec x, dy, scale, offset;
@@ -47,22 +39,30 @@ BnInputs bn_inputs(const BatchNormDesc& d, uint64_t seed, double lo, double hi) 
 }
 
 // y, mean, var of forward_training and dx, dscale, doffset of backward, every output pre-filled
-// with NaN (an element left unwritten fails every comparison).
+// with NaN (an element left unwritten fails every comparison). Without param_grads backward gets
+// undefined dscale / doffset (a frozen batch norm) and those results stay empty.
 struct BnResults {
   Vec y, mean, var, dx, dscale, doffset;
 };
-BnResults run_bn(Backend& be, const BatchNormDesc& d, const BnInputs& in) {
+BnResults run_bn(Backend& be, const BatchNormDesc& d, const BnInputs& in, bool param_grads = true) {
   const Device dev = be.device();
   const Shape xs{d.n, d.h, d.w, d.c}, cs{d.c};
   const float nan = std::numeric_limits<float>::quiet_NaN();
   Tensor tx = to_tensor(in.x, xs, dev), tdy = to_tensor(in.dy, xs, dev);
   Tensor tscale = to_tensor(in.scale, cs, dev), toffset = to_tensor(in.offset, cs, dev);
-  Tensor ty(xs, dev), tdx(xs, dev), tmean(cs, dev), tvar(cs, dev), tds(cs, dev), tdo(cs, dev);
-  for (Tensor* t : {&ty, &tdx, &tmean, &tvar, &tds, &tdo}) be.fill(*t, nan);
+  Tensor ty(xs, dev), tdx(xs, dev), tmean(cs, dev), tvar(cs, dev), tds, tdo;
+  if (param_grads) tds = Tensor(cs, dev), tdo = Tensor(cs, dev);
+  for (Tensor* t : {&ty, &tdx, &tmean, &tvar, &tds, &tdo})
+    if (t->defined()) be.fill(*t, nan);
   auto op = be.make_batch_norm(d);
   op->forward_training(tx, tscale, toffset, ty, tmean, tvar);
   op->backward(tx, tdy, tscale, tmean, tvar, tdx, tds, tdo);
-  return {to_vec(ty), to_vec(tmean), to_vec(tvar), to_vec(tdx), to_vec(tds), to_vec(tdo)};
+  return {to_vec(ty),
+          to_vec(tmean),
+          to_vec(tvar),
+          to_vec(tdx),
+          param_grads ? to_vec(tds) : Vec{},
+          param_grads ? to_vec(tdo) : Vec{}};
 }
 
 // The double reference's results for the same inputs. The fused relu's mask is the op's own
@@ -120,7 +120,7 @@ BatchNormDesc bn(int64_t n, int64_t h, int64_t w, int64_t c, bool relu) {
 
 TEST_CASE("gpu batch norm kernels: the agreement rows and one-image batches", "[gpu][bn]") {
   Backend& be = dut_backend();
-  ScopedKernels scoped(BatchNormKernels::kDltrain);
+  const ScopedBackendOptions scoped = with_kernels(BatchNormKernels::kDltrain);
   int ran = 0;
   std::vector<AgreementRow> rows = agreement_rows();
   rows.push_back(agreement::batch_norm_row("one image 5x7", {1, 5, 7, 6, 1e-5f, false}));
@@ -138,7 +138,7 @@ TEST_CASE("gpu batch norm kernels: the agreement rows and one-image batches", "[
 TEST_CASE("gpu batch norm kernels: one value per channel", "[gpu][bn]") {
   // Mean = x, variance 0, y = offset, dx = 0, dscale = 0, doffset = dy (as cuDNN's path).
   Backend& be = dut_backend();
-  ScopedKernels scoped(BatchNormKernels::kDltrain);
+  const ScopedBackendOptions scoped = with_kernels(BatchNormKernels::kDltrain);
   const BatchNormDesc d = bn(1, 1, 1, 6, false);
   const BnInputs in = bn_inputs(d, 53, -2.0, 3.0);
   const BnResults r = run_bn(be, d, in);
@@ -174,7 +174,7 @@ TEST_CASE("gpu batch norm kernels: real sizes against the reference and cuDNN's 
     const BnInputs in = bn_inputs(c.d, 61, c.lo, c.hi);
     BnResults own, cudnn;
     {
-      ScopedKernels scoped(BatchNormKernels::kDltrain);
+      const ScopedBackendOptions scoped = with_kernels(BatchNormKernels::kDltrain);
       own = run_bn(be, c.d, in);
       const BnResults again = run_bn(be, c.d, in);  // deterministic: the same bits
       CHECK(std::memcmp(again.dx.data(), own.dx.data(), own.dx.size() * sizeof(own.dx[0])) == 0);
@@ -182,7 +182,7 @@ TEST_CASE("gpu batch norm kernels: real sizes against the reference and cuDNN's 
       CHECK(std::memcmp(again.var.data(), own.var.data(), own.var.size() * sizeof(own.var[0])) == 0);
     }
     {
-      ScopedKernels scoped(BatchNormKernels::kCudnn);
+      const ScopedBackendOptions scoped = with_kernels(BatchNormKernels::kCudnn);
       cudnn = run_bn(be, c.d, in);
     }
     {
@@ -199,20 +199,12 @@ TEST_CASE("gpu batch norm kernels: real sizes against the reference and cuDNN's 
 TEST_CASE("gpu batch norm kernels: backward without dscale and doffset", "[gpu][bn]") {
   // A frozen batch norm (transfer learning) passes undefined dscale / doffset: dx must not change.
   Backend& be = dut_backend();
-  ScopedKernels scoped(BatchNormKernels::kDltrain);
+  const ScopedBackendOptions scoped = with_kernels(BatchNormKernels::kDltrain);
   const BatchNormDesc d = bn(32, 8, 8, 24, true);
   const BnInputs in = bn_inputs(d, 67, -2.0, 3.0);
-  const BnResults full = run_bn(be, d, in);
-  const Device dev = be.device();
-  const Shape xs{d.n, d.h, d.w, d.c}, cs{d.c};
-  Tensor tx = to_tensor(in.x, xs, dev), tdy = to_tensor(in.dy, xs, dev), tscale = to_tensor(in.scale, cs, dev);
-  Tensor ty(xs, dev), tdx(xs, dev), tmean(cs, dev), tvar(cs, dev), none_s, none_o;
-  be.fill(tdx, std::numeric_limits<float>::quiet_NaN());
-  auto op = be.make_batch_norm(d);
-  op->forward_training(tx, tscale, to_tensor(in.offset, cs, dev), ty, tmean, tvar);
-  op->backward(tx, tdy, tscale, tmean, tvar, tdx, none_s, none_o);
-  const Vec dx = to_vec(tdx);
-  CHECK(std::memcmp(dx.data(), full.dx.data(), dx.size() * sizeof(dx[0])) == 0);
+  const BnResults full = run_bn(be, d, in), frozen = run_bn(be, d, in, /*param_grads=*/false);
+  REQUIRE(frozen.dx.size() == full.dx.size());
+  CHECK(std::memcmp(frozen.dx.data(), full.dx.data(), full.dx.size() * sizeof(full.dx[0])) == 0);
 }
 
 }  // namespace dlt::test::gpu

@@ -16,20 +16,14 @@ namespace dlt::test::gpu {
 
 namespace {
 
-// Sets the backend options for a scope (ops read them when they are created).
-struct ScopedOptions {
-  BackendOptions saved = backend_options();
-  ScopedOptions(CudnnEngines engines, bool deterministic, bool reduced_precision_reduction = false) {
-    BackendOptions o = saved;
+// CudnnEngines, Deterministic and AllowReducedPrecisionReduction for a scope.
+ScopedBackendOptions with_engines(CudnnEngines engines, bool deterministic, bool reduced_precision_reduction = false) {
+  return ScopedBackendOptions([&](BackendOptions& o) {
     o.cudnn_engines = engines;
     o.deterministic = deterministic;
     o.allow_reduced_precision_reduction = reduced_precision_reduction;
-    set_backend_options(o);
-  }
-  ~ScopedOptions() { set_backend_options(saved); }
-  ScopedOptions(const ScopedOptions&) = delete;
-  ScopedOptions& operator=(const ScopedOptions&) = delete;
-};
+  });
+}
 
 const char* engines_name(CudnnEngines e) {
   return e == CudnnEngines::kLegacy       ? "legacy"
@@ -65,7 +59,7 @@ TEST_CASE("gpu conv: each CudnnEngines path agrees with the reference ops", "[gp
   for (CudnnEngines engines :
        {CudnnEngines::kLegacy, CudnnEngines::kGraph, CudnnEngines::kAuto, CudnnEngines::kExhaustive})
     for (bool deterministic : {false, true}) {
-      ScopedOptions scoped(engines, deterministic);
+      const ScopedBackendOptions scoped = with_engines(engines, deterministic);
       int conv_rows = 0;
       for (const AgreementRow& row : rows) {
         if (row.name.rfind("conv ", 0) != 0) continue;
@@ -116,7 +110,7 @@ TEST_CASE("gpu conv: graph-API plans at real batch sizes give the legacy algorit
     Vec dy = random_vec(d.n * d.out_h() * d.out_w() * d.k, rng);
     ConvResults legacy, graph, exhaustive, reduced;
     {
-      ScopedOptions scoped(CudnnEngines::kLegacy, false);
+      const ScopedBackendOptions scoped = with_engines(CudnnEngines::kLegacy, false);
       // The fused relu's backward sees dy masked by y > 0 (as the layer passes it).
       Tensor probe(Shape{d.n, d.out_h(), d.out_w(), d.k}, dev);
       auto op = be.make_conv(d);
@@ -125,18 +119,18 @@ TEST_CASE("gpu conv: graph-API plans at real batch sizes give the legacy algorit
       legacy = run_conv(be, d, x, w, b, to_tensor(dy, probe.shape(), dev));
     }
     {
-      ScopedOptions scoped(CudnnEngines::kGraph, false);
+      const ScopedBackendOptions scoped = with_engines(CudnnEngines::kGraph, false);
       graph = run_conv(be, d, x, w, b, to_tensor(dy, {d.n, d.out_h(), d.out_w(), d.k}, dev));
     }
     {
       // The knob variants: tile shapes and split-k choices neither heuristics nor the defaults give.
-      ScopedOptions scoped(CudnnEngines::kExhaustive, false);
+      const ScopedBackendOptions scoped = with_engines(CudnnEngines::kExhaustive, false);
       exhaustive = run_conv(be, d, x, w, b, to_tensor(dy, {d.n, d.out_h(), d.out_w(), d.k}, dev));
     }
     // bfloat16 with AllowReducedPrecisionReduction: engines that reduce in less than float32 join
     // (as under PyTorch's autocast); float32 ignores the switch. Compared below when bfloat16.
     if (d.bf16) {
-      ScopedOptions scoped(CudnnEngines::kExhaustive, false, true);
+      const ScopedBackendOptions scoped = with_engines(CudnnEngines::kExhaustive, false, true);
       reduced = run_conv(be, d, x, w, b, to_tensor(dy, {d.n, d.out_h(), d.out_w(), d.k}, dev));
     }
     // Float32: sums in another order (FFT and Winograd transforms included) stay within 1e-4

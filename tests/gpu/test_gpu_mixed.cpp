@@ -151,13 +151,7 @@ TEST_CASE("gpu mixed precision: bf16 conv's kept x and dy give the same bits in 
   // the workspace in between, a second forward before backward and a second step must give the
   // bits of a fresh op that rounds everything itself. Deterministic: the same algorithms, each
   // reproducible bit for bit.
-  BackendOptions saved = backend_options(), o = saved;
-  o.deterministic = true;
-  set_backend_options(o);
-  struct Restore {
-    BackendOptions s;
-    ~Restore() { set_backend_options(s); }
-  } restore{saved};
+  const ScopedBackendOptions deterministic([](BackendOptions& o) { o.deterministic = true; });
   Backend& be = dut_backend();
   const Device dev = be.device();
   for (const ConvDesc& base : {conv_desc(16, 12, 12, 16, 24, 3, 3, 1, 1, 1, 1, 1, false),

@@ -101,14 +101,7 @@ TEST_CASE("gpu CUDA graph: captured and replayed steps give the direct steps' we
   // Deterministic cuDNN algorithms on both sides: a non-deterministic weight gradient (atomics)
   // differs by ulps from run to run, and Adam after clipping to norm 0.01 divides such
   // differences by small second moments (3.3e-6 relative on an H200, 2026-11-26).
-  const BackendOptions saved = backend_options();
-  BackendOptions deterministic = saved;
-  deterministic.deterministic = true;
-  set_backend_options(deterministic);
-  struct Restore {
-    BackendOptions o;
-    ~Restore() { set_backend_options(o); }
-  } restore{saved};
+  const ScopedBackendOptions deterministic([](BackendOptions& o) { o.deterministic = true; });
   const std::pair<std::string, std::string> cases[] = {
       {"adam", ""}, {"sgdm", ""}, {"sgdm", "global-l2norm"}, {"adam", "l2norm"}};
   std::vector<double> sgdm_plain;

@@ -10,7 +10,9 @@
 // given. global_stats: normalize with the given statistics and our own backward kernel.
 // BatchNormKernels: dltrain (env DLT_BN_KERNELS=dltrain): training forward and backward by
 // dltrain's own kernels instead (cuda_bn_kernels.h: the relu inside the normalizing pass and
-// the mask inside the backward's passes); inference and global_stats as above.
+// the mask inside the backward's passes), the batch statistics written to mean and var and
+// read back from the mean and var backward is given (those of the last forward_training);
+// inference and global_stats as above.
 #include <sstream>
 
 #include "backend/cuda/cuda_bn_kernels.h"
@@ -57,14 +59,13 @@ class CudaBatchNormOp final : public BatchNormOp {
     }
     reserve_bytes_ = rs;
     if (rs > 0) reserve_ = device_floats(static_cast<int64_t>((rs + 3) / 4), ctx);
-    save_mean_ = device_floats(d.c, ctx);
-    if (own_kernels_)
-      save_var_ = device_floats(d.c, ctx);
-    else
-      save_invstd_ = device_floats(d.c, ctx);
     if (d.fuse_relu) offset_copy_ = device_floats(d.c, ctx);
-    dscale_own_ = device_floats(d.c, ctx);
-    doffset_own_ = device_floats(d.c, ctx);
+    if (!own_kernels_) {  // cuDNN's saved statistics and gradient targets (own kernels skip those)
+      save_mean_ = device_floats(d.c, ctx);
+      save_invstd_ = device_floats(d.c, ctx);
+      dscale_own_ = device_floats(d.c, ctx);
+      doffset_own_ = device_floats(d.c, ctx);
+    }
   }
 
  protected:
@@ -78,13 +79,10 @@ class CudaBatchNormOp final : public BatchNormOp {
       have_forward_ = true;
       return;
     }
-    if (own_kernels_) {
-      // The statistics into our own buffers (the backward's), then to the caller's.
+    if (own_kernels_) {  // the statistics straight into mean and var, which backward is given
       void* scratch = ctx_.workspace(bn_train_scratch_bytes(m_, d_.c));
-      DLT_CUDA(bn_train_forward(x.data(), scale.data(), offset.data(), y.data(), save_mean_.data(), save_var_.data(),
-                                d_.epsilon, d_.fuse_relu, m_, d_.c, scratch, ctx_.stream));
-      DLT_CUDA(cudaMemcpyAsync(mean.data(), save_mean_.data(), mean.bytes(), cudaMemcpyDeviceToDevice, ctx_.stream));
-      DLT_CUDA(cudaMemcpyAsync(var.data(), save_var_.data(), var.bytes(), cudaMemcpyDeviceToDevice, ctx_.stream));
+      DLT_CUDA(bn_train_forward(x.data(), scale.data(), offset.data(), y.data(), mean.data(), var.data(), d_.epsilon,
+                                d_.fuse_relu, m_, d_.c, scratch, ctx_.stream));
       have_forward_ = true;
       return;
     }
@@ -117,6 +115,14 @@ class CudaBatchNormOp final : public BatchNormOp {
   void do_backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& mean, const Tensor& var,
                    Tensor& dx, Tensor& dscale, Tensor& doffset) override {
     if (!have_forward_) throw Error(name_ + ": backward called before forward_training (call it first)");
+    if (own_kernels_) {
+      void* scratch = ctx_.workspace(bn_train_scratch_bytes(m_, d_.c));
+      DLT_CUDA(bn_train_backward(x.data(), dy.data(), mean.data(), var.data(), scale.data(),
+                                 d_.fuse_relu ? offset_copy_.data() : nullptr, d_.epsilon, dx.data(),
+                                 dscale.defined() ? dscale.data() : nullptr,
+                                 doffset.defined() ? doffset.data() : nullptr, m_, d_.c, scratch, ctx_.stream));
+      return;
+    }
     float* ds = dscale.defined() ? dscale.data() : dscale_own_.data();
     float* dof = doffset.defined() ? doffset.data() : doffset_own_.data();
     if (d_.global_stats) {
@@ -129,14 +135,6 @@ class CudaBatchNormOp final : public BatchNormOp {
       DLT_CUDA(bn_global_backward(x.data(), dy.data(), mean.data(), invstd, scale.data(),
                                   d_.fuse_relu ? offset_copy_.data() : nullptr, dx.data(), ds, dof,
                                   reinterpret_cast<float*>(base + invstd_bytes), m_, d_.c, ctx_.stream));
-      return;
-    }
-    if (own_kernels_) {
-      void* scratch = ctx_.workspace(bn_train_scratch_bytes(m_, d_.c));
-      DLT_CUDA(bn_train_backward(x.data(), dy.data(), save_mean_.data(), save_var_.data(), scale.data(),
-                                 d_.fuse_relu ? offset_copy_.data() : nullptr, d_.epsilon, dx.data(),
-                                 dscale.defined() ? dscale.data() : nullptr,
-                                 doffset.defined() ? doffset.data() : nullptr, m_, d_.c, scratch, ctx_.stream));
       return;
     }
     const size_t dyp_bytes = d_.fuse_relu ? aligned_bytes(x.bytes()) : 0;
@@ -191,10 +189,9 @@ class CudaBatchNormOp final : public BatchNormOp {
   TensorDesc bn_desc_;  // (1, C, 1, 1)
   ActivationDesc act_desc_;
   Tensor reserve_;                   // cuDNN's reserve space between forward and backward
-  Tensor save_mean_, save_invstd_;   // (C) batch mean and 1 / sqrt(var + eps) of the last forward
-  Tensor save_var_;                  // (C) batch (biased) variance of the last forward (own kernels)
+  Tensor save_mean_, save_invstd_;   // (C) cuDNN: batch mean and 1 / sqrt(var + eps) of the last forward
   Tensor offset_copy_;               // (C) offset of the last forward (fused relu's mask)
-  Tensor dscale_own_, doffset_own_;  // (C) targets when the caller passes none
+  Tensor dscale_own_, doffset_own_;  // (C) cuDNN: targets when the caller passes none
 };
 
 }  // namespace

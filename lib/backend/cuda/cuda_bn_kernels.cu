@@ -8,12 +8,13 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "backend/cuda/cuda_launch.cuh"
+
 namespace dlt::cuda {
 namespace {
 
 constexpr int kLanes = 32;  // channels per block (threadIdx.x)
 constexpr int kRows = 8;    // positions per block step (threadIdx.y)
-constexpr int kThreads = 256;
 
 // Groups of positions (gridDim.y): each thread sums at least 16 positions, at most 256 groups.
 int64_t groups_for(int64_t p) {
@@ -23,11 +24,28 @@ int64_t groups_for(int64_t p) {
   return g;
 }
 
-unsigned blocks_for(int64_t count) {
-  int64_t b = (count + kThreads - 1) / kThreads;
-  if (b < 1) b = 1;
-  if (b > 8192) b = 8192;  // grid-stride loops cover the rest
-  return static_cast<unsigned>(b);
+// The scratch of both directions (bn_train_scratch_bytes): two double partials per group and
+// channel (a, b), then four float vectors of c (f), and the per-channel reduction's grid.
+struct Reduction {
+  int64_t groups;
+  double *a, *b;
+  float* f;
+  dim3 grid, block{kLanes, kRows};
+  Reduction(void* scratch, int64_t p, int64_t c)
+      : groups(groups_for(p)),
+        a(static_cast<double*>(scratch)),
+        b(a + groups * c),
+        f(reinterpret_cast<float*>(b + groups * c)),
+        grid(static_cast<unsigned>((c + kLanes - 1) / kLanes), static_cast<unsigned>(groups)) {}
+  static size_t bytes(int64_t p, int64_t c) {
+    return static_cast<size_t>(2 * groups_for(p) * c) * sizeof(double) + static_cast<size_t>(4 * c) * sizeof(float);
+  }
+};
+
+// 1 / sqrt(var + epsilon) from the float variance, and k = scale * that: the same bits in the
+// forward's normalization and the backward's recomputed relu mask.
+__device__ __forceinline__ float bn_inv_std(float var, float epsilon) {
+  return static_cast<float>(1.0 / sqrt(static_cast<double>(var) + static_cast<double>(epsilon)));
 }
 
 // Sums two per-thread values over the block's row lanes; row lane 0 writes them to
@@ -74,7 +92,7 @@ __global__ void bn_stats_partial_kernel(const float* __restrict__ x, int64_t p, 
 __global__ void bn_stats_finalize_kernel(const float* __restrict__ x, const double* partial_1,
                                          const double* partial_2, int64_t groups, int64_t p, int64_t c,
                                          const float* scale, float epsilon, float* mean, float* var, float* k) {
-  for (int64_t ch = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; ch < c; ch += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t ch = first_index(); ch < c; ch += grid_stride()) {
     double s1 = 0, s2 = 0;
     for (int64_t g = 0; g < groups; ++g) {
       s1 += partial_1[g * c + ch];
@@ -84,12 +102,10 @@ __global__ void bn_stats_finalize_kernel(const float* __restrict__ x, const doub
     const double d = s1 / m;
     double v = s2 / m - d * d;
     if (v < 0) v = 0;  // rounding
-    const float mf = static_cast<float>(static_cast<double>(x[ch]) + d);
     const float vf = static_cast<float>(v);
-    mean[ch] = mf;
+    mean[ch] = static_cast<float>(static_cast<double>(x[ch]) + d);
     var[ch] = vf;
-    const float is = static_cast<float>(1.0 / sqrt(static_cast<double>(vf) + static_cast<double>(epsilon)));
-    k[ch] = __fmul_rn(scale[ch], is);
+    k[ch] = __fmul_rn(scale[ch], bn_inv_std(vf, epsilon));
   }
 }
 
@@ -98,38 +114,29 @@ __device__ __forceinline__ float bn_pre(float x, float mu, float k, float off) {
   return __fmaf_rn(__fsub_rn(x, mu), k, off);
 }
 
-// y = (x - mean) k + offset, relu'd when relu (a NaN passes through); 4 channels per thread
-// when c % 4 == 0 (vec), else 1.
+// y of one value at channel ch: (x - mean) k + offset, relu'd when relu (a NaN passes through).
+__device__ __forceinline__ float bn_y(float xv, int64_t ch, const float* mean, const float* k, const float* offset,
+                                      bool relu) {
+  const float o = bn_pre(xv, mean[ch], k[ch], offset[ch]);
+  return (relu && o < 0.f) ? 0.f : o;
+}
+
+// 4 channels per thread when c % 4 == 0 (vec), else 1.
 template <bool kVec>
 __global__ void bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean,
                                 const float* __restrict__ k, const float* __restrict__ offset, float* __restrict__ y,
                                 int64_t total, int64_t c, bool relu) {
   if constexpr (kVec) {
-    const int64_t quads = total / 4;
     const auto* x4 = reinterpret_cast<const float4*>(x);
     auto* y4 = reinterpret_cast<float4*>(y);
-    for (int64_t q = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; q < quads; q += int64_t(gridDim.x) * blockDim.x) {
+    for (int64_t q = first_index(); q < total / 4; q += grid_stride()) {
       const int64_t ch = (q * 4) % c;
       const float4 v = x4[q];
-      float4 o;
-      o.x = bn_pre(v.x, mean[ch], k[ch], offset[ch]);
-      o.y = bn_pre(v.y, mean[ch + 1], k[ch + 1], offset[ch + 1]);
-      o.z = bn_pre(v.z, mean[ch + 2], k[ch + 2], offset[ch + 2]);
-      o.w = bn_pre(v.w, mean[ch + 3], k[ch + 3], offset[ch + 3]);
-      if (relu) {
-        o.x = o.x < 0.f ? 0.f : o.x;
-        o.y = o.y < 0.f ? 0.f : o.y;
-        o.z = o.z < 0.f ? 0.f : o.z;
-        o.w = o.w < 0.f ? 0.f : o.w;
-      }
-      y4[q] = o;
+      y4[q] = make_float4(bn_y(v.x, ch, mean, k, offset, relu), bn_y(v.y, ch + 1, mean, k, offset, relu),
+                          bn_y(v.z, ch + 2, mean, k, offset, relu), bn_y(v.w, ch + 3, mean, k, offset, relu));
     }
   } else {
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-      const int64_t ch = i % c;
-      const float o = bn_pre(x[i], mean[ch], k[ch], offset[ch]);
-      y[i] = (relu && o < 0.f) ? 0.f : o;
-    }
+    for (int64_t i = first_index(); i < total; i += grid_stride()) y[i] = bn_y(x[i], i % c, mean, k, offset, relu);
   }
 }
 
@@ -137,7 +144,7 @@ __global__ void bn_apply_kernel(const float* __restrict__ x, const float* __rest
 __device__ __forceinline__ void bn_channel(const float* mean, const float* var, const float* scale, float epsilon,
                                            int64_t ch, float* mu, float* is, float* k) {
   *mu = mean[ch];
-  *is = static_cast<float>(1.0 / sqrt(static_cast<double>(var[ch]) + static_cast<double>(epsilon)));
+  *is = bn_inv_std(var[ch], epsilon);
   *k = __fmul_rn(scale[ch], *is);
 }
 
@@ -174,7 +181,7 @@ __global__ void bn_backward_finalize_kernel(const double* partial_g, const doubl
                                             int64_t p, int64_t c, const float* mean, const float* var,
                                             const float* scale, float epsilon, float* dscale, float* doffset,
                                             float* coef) {
-  for (int64_t ch = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; ch < c; ch += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t ch = first_index(); ch < c; ch += grid_stride()) {
     float mu, is, k;
     bn_channel(mean, var, scale, epsilon, ch, &mu, &is, &k);
     coef[2 * c + ch] = is;
@@ -191,8 +198,8 @@ __global__ void bn_backward_finalize_kernel(const double* partial_g, const doubl
   }
 }
 
-// dx = k (g - doffset / p - xhat dscale / p) with the finalize kernel's coefficients.
-// dx of one value at channel ch.
+// dx of one value at channel ch: k (g - doffset / p - xhat dscale / p) with the finalize
+// kernel's coefficients.
 __device__ __forceinline__ float bn_dx(float xv, float g, int64_t ch, int64_t c, const float* mean,
                                        const float* offset, const float* coef) {
   const float mu = mean[ch], is = coef[2 * c + ch], k = coef[3 * c + ch];
@@ -208,23 +215,17 @@ __global__ void bn_backward_apply_kernel(const float* __restrict__ x, const floa
                                          const float* __restrict__ coef, float* __restrict__ dx, int64_t total,
                                          int64_t c) {
   if constexpr (kVec) {
-    const int64_t quads = total / 4;
     const auto* x4 = reinterpret_cast<const float4*>(x);
     const auto* g4 = reinterpret_cast<const float4*>(dy);
     auto* dx4 = reinterpret_cast<float4*>(dx);
-    for (int64_t q = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; q < quads; q += int64_t(gridDim.x) * blockDim.x) {
+    for (int64_t q = first_index(); q < total / 4; q += grid_stride()) {
       const int64_t ch = (q * 4) % c;
       const float4 v = x4[q], g = g4[q];
-      float4 o;
-      o.x = bn_dx(v.x, g.x, ch, c, mean, offset, coef);
-      o.y = bn_dx(v.y, g.y, ch + 1, c, mean, offset, coef);
-      o.z = bn_dx(v.z, g.z, ch + 2, c, mean, offset, coef);
-      o.w = bn_dx(v.w, g.w, ch + 3, c, mean, offset, coef);
-      dx4[q] = o;
+      dx4[q] = make_float4(bn_dx(v.x, g.x, ch, c, mean, offset, coef), bn_dx(v.y, g.y, ch + 1, c, mean, offset, coef),
+                           bn_dx(v.z, g.z, ch + 2, c, mean, offset, coef), bn_dx(v.w, g.w, ch + 3, c, mean, offset, coef));
     }
   } else {
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
-      dx[i] = bn_dx(x[i], dy[i], i % c, c, mean, offset, coef);
+    for (int64_t i = first_index(); i < total; i += grid_stride()) dx[i] = bn_dx(x[i], dy[i], i % c, c, mean, offset, coef);
   }
 }
 
@@ -239,32 +240,24 @@ bool aligned4(int64_t c, std::initializer_list<const float*> ptrs) {
 
 }  // namespace
 
-size_t bn_train_scratch_bytes(int64_t p, int64_t c) {
-  // Two double partials per group and channel, then four float vectors of c.
-  return static_cast<size_t>(2 * groups_for(p) * c) * sizeof(double) + static_cast<size_t>(4 * c) * sizeof(float);
-}
+size_t bn_train_scratch_bytes(int64_t p, int64_t c) { return Reduction::bytes(p, c); }
 
 cudaError_t bn_train_forward(const float* x, const float* scale, const float* offset, float* y, float* mean,
                              float* var, float epsilon, bool relu, int64_t p, int64_t c, void* scratch,
                              cudaStream_t stream) {
   if (p < 1 || c < 1) return cudaErrorInvalidValue;
-  const int64_t groups = groups_for(p);
-  auto* partial_1 = static_cast<double*>(scratch);
-  double* partial_2 = partial_1 + groups * c;
-  float* k = reinterpret_cast<float*>(partial_2 + groups * c);
-  const dim3 block(kLanes, kRows);
-  const dim3 grid(static_cast<unsigned>((c + kLanes - 1) / kLanes), static_cast<unsigned>(groups));
-  bn_stats_partial_kernel<<<grid, block, 0, stream>>>(x, p, c, partial_1, partial_2);
+  const Reduction r(scratch, p, c);  // a, b: sums of x - shift and its square; f: k
+  bn_stats_partial_kernel<<<r.grid, r.block, 0, stream>>>(x, p, c, r.a, r.b);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
-  bn_stats_finalize_kernel<<<blocks_for(c), kThreads, 0, stream>>>(x, partial_1, partial_2, groups, p, c, scale,
-                                                                   epsilon, mean, var, k);
+  bn_stats_finalize_kernel<<<grid_for(c), kThreads, 0, stream>>>(x, r.a, r.b, r.groups, p, c, scale, epsilon, mean,
+                                                                 var, r.f);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   const int64_t total = p * c;
   if (aligned4(c, {x, y}))
-    bn_apply_kernel<true><<<blocks_for(total / 4), kThreads, 0, stream>>>(x, mean, k, offset, y, total, c, relu);
+    bn_apply_kernel<true><<<grid_for(total / 4), kThreads, 0, stream>>>(x, mean, r.f, offset, y, total, c, relu);
   else
-    bn_apply_kernel<false><<<blocks_for(total), kThreads, 0, stream>>>(x, mean, k, offset, y, total, c, relu);
+    bn_apply_kernel<false><<<grid_for(total), kThreads, 0, stream>>>(x, mean, r.f, offset, y, total, c, relu);
   return cudaGetLastError();
 }
 
@@ -272,25 +265,18 @@ cudaError_t bn_train_backward(const float* x, const float* dy, const float* mean
                               const float* scale, const float* offset, float epsilon, float* dx, float* dscale,
                               float* doffset, int64_t p, int64_t c, void* scratch, cudaStream_t stream) {
   if (p < 1 || c < 1) return cudaErrorInvalidValue;
-  const int64_t groups = groups_for(p);
-  auto* partial_g = static_cast<double*>(scratch);
-  double* partial_gx = partial_g + groups * c;
-  float* coef = reinterpret_cast<float*>(partial_gx + groups * c);
-  const dim3 block(kLanes, kRows);
-  const dim3 grid(static_cast<unsigned>((c + kLanes - 1) / kLanes), static_cast<unsigned>(groups));
-  bn_backward_partial_kernel<<<grid, block, 0, stream>>>(x, dy, mean, var, scale, offset, epsilon, p, c, partial_g,
-                                                         partial_gx);
+  const Reduction r(scratch, p, c);  // a, b: sums of g and g xhat; f: the coefficients of dx
+  bn_backward_partial_kernel<<<r.grid, r.block, 0, stream>>>(x, dy, mean, var, scale, offset, epsilon, p, c, r.a, r.b);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
-  bn_backward_finalize_kernel<<<blocks_for(c), kThreads, 0, stream>>>(partial_g, partial_gx, groups, p, c, mean, var,
-                                                                      scale, epsilon, dscale, doffset, coef);
+  bn_backward_finalize_kernel<<<grid_for(c), kThreads, 0, stream>>>(r.a, r.b, r.groups, p, c, mean, var, scale,
+                                                                    epsilon, dscale, doffset, r.f);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   const int64_t total = p * c;
   if (aligned4(c, {x, dy, dx}))
-    bn_backward_apply_kernel<true><<<blocks_for(total / 4), kThreads, 0, stream>>>(x, dy, mean, offset, coef, dx,
-                                                                                   total, c);
+    bn_backward_apply_kernel<true><<<grid_for(total / 4), kThreads, 0, stream>>>(x, dy, mean, offset, r.f, dx, total, c);
   else
-    bn_backward_apply_kernel<false><<<blocks_for(total), kThreads, 0, stream>>>(x, dy, mean, offset, coef, dx, total, c);
+    bn_backward_apply_kernel<false><<<grid_for(total), kThreads, 0, stream>>>(x, dy, mean, offset, r.f, dx, total, c);
   return cudaGetLastError();
 }
 
