@@ -6,7 +6,11 @@
 # read-only, so the CUDA build is checked too (a user who installed NVIDIA's toolkit).
 #
 #   scripts/check-fresh-machine.sh [--demo] [--keep] [--no-cuda] [--refresh]
+#                                  [--mirror URL] [--security-mirror URL]
 #
+# The root's packages come from the Debian mirror this machine's apt already uses (its
+# /etc/apt/sources.list and sources.list.d/, read by scripts/apt-mirror.sh), or --mirror URL
+# (and --security-mirror URL for bookworm-security; without one the root has no security line).
 # Cached between runs in $DLT_FRESH_CACHE (default /var/cache/dltrain-fresh): the pristine root
 # as a tarball (made once by debootstrap) and the .deb files apt downloads. Neither can hide a
 # missing install step: the root is unpacked anew each run and the packages are still installed
@@ -14,17 +18,25 @@
 # Exit 0 when every step passed; otherwise non-zero and the failing step on the last line.
 set -euo pipefail
 
-demo=0 keep=0 cuda=1 refresh=0
-for a in "$@"; do
-  case $a in
+demo=0 keep=0 cuda=1 refresh=0 mirror="" security=""
+args=("$@")
+while (($#)); do
+  case $1 in
     --demo) demo=1 ;;
     --keep) keep=1 ;;
     --no-cuda) cuda=0 ;;
     --refresh) refresh=1 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "check-fresh-machine: unknown argument '$a' (see --help)" >&2; exit 2 ;;
+    --mirror|--security-mirror)
+      [[ $# -ge 2 && $2 =~ ^(https?|file): ]] ||
+        { echo "check-fresh-machine: $1 needs an http, https or file URL" >&2; exit 2; }
+      if [[ $1 == --mirror ]]; then mirror=${2%/}; else security=${2%/}; fi
+      shift ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "check-fresh-machine: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
+  shift
 done
+set -- "${args[@]}"
 
 if [[ $(id -u) -ne 0 ]]; then
   command -v sudo >/dev/null 2>&1 || { echo "check-fresh-machine: needs root (chroot, mount) and sudo is not installed" >&2; exit 2; }
@@ -33,8 +45,18 @@ fi
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 suite=bookworm
-mirror=${DLT_FRESH_MIRROR:-http://deb.debian.org/debian}
-security=${DLT_FRESH_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+if [[ -z $mirror ]]; then
+  source "$repo/scripts/apt-mirror.sh"
+  shopt -s nullglob
+  found=$(apt_mirror_find "$suite" /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources) || {
+    echo "check-fresh-machine: this machine's apt sources name no $suite mirror; give one with --mirror URL" >&2
+    exit 2
+  }
+  shopt -u nullglob
+  mirror=$(awk '$1 == "mirror" { print $2 }' <<<"$found")
+  [[ -n $security ]] || security=$(awk '$1 == "security" { print $2 }' <<<"$found")
+fi
+echo "check-fresh-machine: Debian mirror $mirror${security:+, security $security}"
 cache=${DLT_FRESH_CACHE:-/var/cache/dltrain-fresh}
 tarball=$cache/$suite-minbase.tar
 debs=$cache/debs
@@ -117,11 +139,11 @@ make_root() {
   # What a new Debian 12 machine has: the release, its updates and security. The machine's own
   # name is deliberately not in /etc/hosts (as in containers and fresh roots): dltrain must
   # neither need nor crash on it.
-  cat >"$root/etc/apt/sources.list" <<EOF
-deb $mirror $suite main
-deb $mirror $suite-updates main
-deb $security $suite-security main
-EOF
+  {
+    echo "deb $mirror $suite main"
+    echo "deb $mirror $suite-updates main"
+    if [[ -n $security ]]; then echo "deb $security $suite-security main"; fi
+  } >"$root/etc/apt/sources.list"
   printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
   cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
   mount_in "$root/proc" -t proc proc
