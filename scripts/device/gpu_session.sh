@@ -327,7 +327,7 @@ fi
 # its search costs tens of seconds per process on ResNet-18, so once per precision), and in
 # mixed precision AllowReducedPrecisionReduction; then dltrain's per-layer times with each
 # convolution's cuDNN choice (DLT_LOG=debug), beside torch.profiler's per-operator CUDA times.
-# About 320 s with ResNet-18 first: run it in its own call (docs/gpu.md "Prepared without a GPU").
+# About 320 s with ResNet-18 first: run it in its own call (docs/gpu.md "GPU switches").
 if want profile; then
 stage "profile: CudnnEngines auto / exhaustive, BatchNormKernels cudnn / dltrain, AllowReducedPrecisionReduction; per layer against torch.profiler"
 profile_run() {  # $1 net, $2 batch, $3 precision, $4 engines, $5 batch-norm kernels, $6 rpr (0/1)
@@ -393,7 +393,7 @@ else
   extra=(--run-timeout "$run_t")
   [[ $compile_t -eq 0 ]] && extra+=(--no-compile)
   # The switches not yet the default, timed beside the defaults in the same run (BENCH_SWITCHES=""
-  # in the environment skips them; docs/gpu.md "Prepared without a GPU").
+  # in the environment skips them; docs/gpu.md "GPU switches").
   extra+=(--switches "${BENCH_SWITCHES-DLT_CUDNN_ENGINES=exhaustive DLT_BN_KERNELS=dltrain DLT_ALLOW_REDUCED_PRECISION_REDUCTION=1}")
   DLTRAIN="$work/bin/dltrain" timeout -k 5 "$t" scripts/bench/gpu_vs_pytorch --output-dir "$work/bench" \
     --compile-networks "resnet18-cifar" --compile-timeout "$compile_t" --graph-networks "cifar10 resnet18-cifar" --mixed-networks "resnet18-cifar" \
