@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Writes tests/data/onnx_zoo: small ONNX files of today's torchvision architectures, shrunk
+through torchvision's own constructors (width 0.25, few blocks, tiny stages) at 32x32, with
+random weights (seed 0), the ImageNet normalisation of 0..255 pixels and a softmax inside the
+graph and the head scaled so the probabilities are neither uniform nor one-hot (as
+zoo_coverage.py does). Each architecture is exported by both PyTorch exporters:
+  NAME-dynamo.onnx + NAME-dynamo.onnx.data  torch.onnx.export(dynamo=True), default opset, the
+                                            weights in the external data file beside it
+  NAME-torchscript.onnx                     dynamo=False, opset 17, weights inside
+and beside each FIXTURE.onnx: FIXTURE.input.f32 (2 images, raw float32 N x H x W x C, 0..255,
+the layout `dltrain export --debug-forward` reads) and FIXTURE.expected.txt (onnxruntime's
+class probabilities of those images, one image per line). tests/cli/onnx_zoo_fixtures.sh
+compares dltrain with them. Needs the virtual environment zoo_coverage.py uses (--venv).
+Usage: scripts/onnx/make_zoo_fixtures.py [--venv DIR] [--output tests/data/onnx_zoo] [--only a,b]
+"""
+import argparse
+import os
+import sys
+
+import zoo_coverage as zc
+
+SIDE = 32
+IMAGES = 2
+MAX_BYTES = 600 * 1024  # per fixture (the .onnx and its .onnx.data together)
+
+
+def tiny_models():
+    """name -> a constructor of the shrunk network (10 classes)."""
+    import torch.nn as nn
+    from torchvision.models import convnext, densenet, efficientnet, mnasnet, mobilenetv2, mobilenetv3, regnet
+    from torchvision.models import resnet, shufflenetv2
+    from torchvision.ops.misc import Conv2dNormActivation
+
+    def mobilenet_v2():
+        setting = [[1, 16, 1, 1], [6, 24, 2, 2], [6, 32, 2, 2], [6, 64, 1, 2], [6, 96, 1, 1], [6, 160, 1, 2],
+                   [6, 320, 1, 1]]
+        m = mobilenetv2.MobileNetV2(num_classes=10, width_mult=0.25, inverted_residual_setting=setting)
+        # torchvision fixes the last 1x1 convolution at 1280 channels (660 KB alone): 128 here
+        m.features[-1] = Conv2dNormActivation(m.features[-1][0].in_channels, 128, kernel_size=1,
+                                              activation_layer=nn.ReLU6)
+        m.classifier[-1] = nn.Linear(128, 10)
+        return m
+
+    def mobilenet_v3_small():
+        setting, last = mobilenetv3._mobilenet_v3_conf("mobilenet_v3_small", width_mult=0.25,
+                                                         reduced_tail=True)
+        return mobilenetv3.MobileNetV3(setting, last, num_classes=10)
+
+    def efficientnet_b0():
+        setting, last = efficientnet._efficientnet_conf("efficientnet_b0", width_mult=0.2, depth_mult=0.25)
+        return efficientnet.EfficientNet(setting, dropout=0.2, last_channel=last, num_classes=10)
+
+    def shufflenet_v2():
+        return shufflenetv2.ShuffleNetV2([2, 2, 2], [8, 16, 32, 64, 128], num_classes=10)
+
+    def regnet_y():
+        params = regnet.BlockParams.from_init_params(depth=4, w_0=8, w_a=8.0, w_m=2.0, group_width=8, se_ratio=0.25)
+        return regnet.RegNet(params, num_classes=10, stem_width=8)
+
+    def convnext_tiny():
+        cfg = convnext.CNBlockConfig
+        return convnext.ConvNeXt([cfg(8, 16, 1), cfg(16, 32, 1), cfg(32, None, 1)], num_classes=10)
+
+    def densenet_tiny():
+        return densenet.DenseNet(growth_rate=4, block_config=(2, 2), num_init_features=8, bn_size=2, num_classes=10)
+
+    def mnasnet_tiny():
+        m = mnasnet.MNASNet(0.1, num_classes=10)
+        # the last 1x1 convolution is 1280 wide whatever alpha is: 128 here (as for mobilenet_v2)
+        m.layers[-3] = nn.Conv2d(m.layers[-3].in_channels, 128, 1, bias=False)
+        m.layers[-2] = nn.BatchNorm2d(128)
+        m.classifier[-1] = nn.Linear(128, 10)
+        return m
+
+    def small_resnet(block, widths, **kw):
+        """ResNet's layout (stem, stages of torchvision's blocks, global pooling, fc) at small widths."""
+        layers = [nn.Conv2d(3, widths[0], 3, 1, 1, bias=False), nn.BatchNorm2d(widths[0]), nn.ReLU(inplace=True),
+                  nn.MaxPool2d(3, 2, 1)]
+        cin = widths[0]
+        for i, w in enumerate(widths):
+            stride = 1 if i == 0 else 2
+            out = w * block.expansion
+            down = None
+            if stride != 1 or cin != out:
+                down = nn.Sequential(nn.Conv2d(cin, out, 1, stride, bias=False), nn.BatchNorm2d(out))
+            layers.append(block(cin, w, stride, down, **kw))
+            cin = out
+        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, 10)]
+        return nn.Sequential(*layers)
+
+    def resnet_basic():
+        return small_resnet(resnet.BasicBlock, [8, 16, 32, 64])
+
+    def resnext_bottleneck():
+        return small_resnet(resnet.Bottleneck, [8, 16, 32], groups=4, base_width=16)
+
+    return {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small,
+            "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
+            "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
+            "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck}
+
+
+def write_fixture(name, make, exporter, out_dir):
+    import numpy as np
+    import torch
+    torch.manual_seed(0)
+    net = make().eval()
+    pixels = zc.make_images(IMAGES, SIDE, seed=1)
+    x = torch.from_numpy(pixels.astype(np.float32)).permute(0, 3, 1, 2).contiguous()
+    mean = torch.tensor(zc.MEAN).view(1, 3, 1, 1) * 255
+    std = torch.tensor(zc.STD).view(1, 3, 1, 1) * 255
+    zc.scale_head(net, (x - mean) / std)
+    model = zc.wrap(net)
+    fixture = f"{name}-{exporter}"
+    path = os.path.join(out_dir, fixture + ".onnx")
+    for stale in (path, path + ".data"):
+        if os.path.exists(stale):
+            os.remove(stale)
+    zc.export(model, x, path, exporter)
+    probs = zc.ort_probs(path, x.numpy(), 1)
+    with torch.no_grad():
+        torch_probs = model(x).numpy()
+    agree = float(np.abs(probs - torch_probs).max())
+    if agree > 1e-5:
+        sys.exit(f"make_zoo_fixtures: {fixture}: onnxruntime differs from PyTorch by {agree:.1e}")
+    pixels.astype(np.float32).tofile(os.path.join(out_dir, fixture + ".input.f32"))
+    with open(os.path.join(out_dir, fixture + ".expected.txt"), "w") as f:
+        for row in probs:
+            f.write(" ".join(f"{v:.9g}" for v in row) + "\n")
+    size = sum(os.path.getsize(p) for p in (path, path + ".data") if os.path.exists(p))
+    if size > MAX_BYTES:
+        sys.exit(f"make_zoo_fixtures: {fixture} is {size} bytes (over {MAX_BYTES}): shrink it")
+    if exporter == "dynamo" and not os.path.exists(path + ".data"):
+        sys.exit(f"make_zoo_fixtures: {fixture}: the dynamo exporter wrote no external data file")
+    print(f"{fixture}: {size / 1024:.0f} KiB, max probability {probs.max():.3f}, onnxruntime vs PyTorch {agree:.1e}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--venv", default=os.path.join(zc.ROOT, "build", "zoo-venv"))
+    p.add_argument("--output", default=os.path.join(zc.ROOT, "tests", "data", "onnx_zoo"))
+    p.add_argument("--only", default="", help="comma-separated names (default: all)")
+    args = p.parse_args()
+    zc.ensure_venv(args, __file__)
+    import torch
+    torch.set_num_threads(2)
+    models = tiny_models()
+    names = [n for n in args.only.split(",") if n] or list(models)
+    os.makedirs(args.output, exist_ok=True)
+    for n in names:
+        if n not in models:
+            sys.exit(f"make_zoo_fixtures: unknown fixture '{n}' ({', '.join(models)})")
+        for e in zc.EXPORTERS:
+            write_fixture(n, models[n], e, args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

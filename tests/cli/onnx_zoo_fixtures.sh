@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Today's torchvision architectures as today's PyTorch exports them: the fixtures in
+# tests/data/onnx_zoo (scripts/onnx/make_zoo_fixtures.py: shrunk networks at 32x32, both
+# exporters, the dynamo ones with their weights in NAME.onnx.data) are imported, run on their
+# stored input (dltrain export --debug-forward) and compared with onnxruntime's stored class
+# probabilities: largest absolute difference <= 1e-4; each then exports back to ONNX.
+# EXPECTED lists the fixtures that must import; a listed fixture that fails to import or
+# differs fails the test. The others are tried and reported (not failed) until the import
+# paths and layers they need land: the goal is every fixture in EXPECTED.
+source "$(dirname "$0")/common.sh" "$@"
+if "$DLTRAIN" import /nonexistent.onnx --output "$TMP/x.bin" 2>&1 | grep -q "built without ONNX"; then
+  echo "SKIP: this dltrain was built without ONNX support"; exit 77
+fi
+DIR="$SRC/tests/data/onnx_zoo"
+EXPECTED=""
+TOL=1e-4
+
+# max_diff OUT.f32 EXPECTED.txt: the largest absolute difference (fails on a count mismatch)
+max_diff() {
+  paste <(od -An -v -tf4 "$1" | tr -s ' ' '\n' | sed '/^$/d') <(tr -s ' ' '\n' < "$2" | sed '/^$/d') |
+    awk -F'\t' '$1 == "" || $2 == "" { bad = 1 } { d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d; n++ }
+                END { if (bad || n == 0) { print "count-mismatch"; exit 1 } printf "%.3g\n", m }'
+}
+
+# check NAME: imports, agrees with onnxruntime, exports back; prints the difference, or
+# returns 1 with the reason on stdout
+check() {
+  local n=$1 out diff
+  if ! out=$("$DLTRAIN" import "$DIR/$n.onnx" --output "$TMP/$n.bin" 2>&1 >/dev/null); then
+    echo "import: $(printf '%s\n' "$out" | grep -m1 error | sed "s|^dltrain: error: $DIR/||")"; return 1
+  fi
+  if ! out=$("$DLTRAIN" export "$TMP/$n.bin" --debug-forward "$DIR/$n.input.f32" --output "$TMP/$n.f32" 2>&1); then
+    echo "forward: $(printf '%s\n' "$out" | grep -m1 error)"; return 1
+  fi
+  diff=$(max_diff "$TMP/$n.f32" "$DIR/$n.expected.txt") || { echo "output: $diff"; return 1; }
+  if ! awk -v d="$diff" -v t="$TOL" 'BEGIN { exit !(d <= t) }'; then
+    echo "probabilities differ from onnxruntime's by $diff (over $TOL)"; return 1
+  fi
+  if ! out=$("$DLTRAIN" export "$TMP/$n.bin" --output "$TMP/$n.out.onnx" 2>&1 >/dev/null); then
+    echo "export: $(printf '%s\n' "$out" | grep -m1 error)"; return 1
+  fi
+  [[ -s "$TMP/$n.out.onnx" ]] || { echo "export wrote no file"; return 1; }
+  echo "$diff"
+}
+
+# Every fixture is complete (model, input, expected output; the dynamo ones' external data).
+fixtures=()
+for f in "$DIR"/*.onnx; do
+  n=$(basename "$f" .onnx)
+  fixtures+=("$n")
+  [[ -s "$DIR/$n.input.f32" && -s "$DIR/$n.expected.txt" ]] || fail "$n: no $n.input.f32 or $n.expected.txt beside it"
+  [[ $n != *-dynamo || -s "$DIR/$n.onnx.data" ]] || fail "$n: the dynamo fixture has no $n.onnx.data"
+done
+[[ ${#fixtures[@]} -ge 20 ]] ||
+  fail "only ${#fixtures[@]} fixtures in $DIR (scripts/onnx/make_zoo_fixtures.py writes 20)"
+for n in $EXPECTED; do
+  [[ -e "$DIR/$n.onnx" ]] || fail "EXPECTED names $n, which is not in $DIR"
+done
+
+passed=0
+for n in "${fixtures[@]}"; do
+  if [[ " $EXPECTED " == *" $n "* ]]; then
+    r=$(check "$n") || fail "$n: $r"
+    echo "ok: $n (largest difference $r)"
+    passed=$((passed + 1))
+  elif r=$(check "$n"); then
+    echo "note: $n imports now and agrees ($r): add it to EXPECTED in $(basename "$0")"
+  else
+    echo "not yet: $n: $r"
+  fi
+done
+echo "PASS ($passed of ${#fixtures[@]} fixtures required)"
