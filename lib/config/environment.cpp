@@ -1,12 +1,13 @@
 // The environment variables that override run-environment training options (config.h
-// apply_environment_overrides). Each keeps the meaning it had before the option existed.
-#include <cstdlib>
+// apply_environment_overrides). Boolean ones take util/env.h's spellings (1/0, true/false,
+// on/off, yes/no); a bad value of any of them is one ConfigError naming variable and option.
 #include <functional>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
+#include "util/env.h"
 #include "util/error.h"
 #include "util/numbers.h"
 
@@ -14,41 +15,35 @@ namespace dlt {
 
 namespace {
 
+const std::string kFlagFix = std::string("set it to ") + kEnvFlagSpellings + ", or unset it";
+
 struct EnvOverride {
   const char* variable;
   const char* option;  // the training option it overrides
   // Sets the option from the variable's value; returns false for a bad value.
   std::function<bool(const std::string& value, TrainingOptions& o)> apply;
-  const char* fix;  // for a bad value
+  std::string fix;  // for a bad value
 };
+
+// A boolean variable setting one boolean option.
+std::function<bool(const std::string&, TrainingOptions&)> flag(bool TrainingOptions::*member) {
+  return [member](const std::string& v, TrainingOptions& o) { return parse_bool(v, &(o.*member)); };
+}
 
 const std::vector<EnvOverride>& overrides() {
   using TO = TrainingOptions;
   static const std::vector<EnvOverride> table = {
-      {"DLT_CUDA_GRAPH", "CudaGraph",
-       [](const std::string& v, TO& o) {
-         o.cuda_graph = v == "1";
-         return true;
-       },
-       ""},
-      {"DLT_ALLOW_TF32", "AllowTF32",
-       [](const std::string& v, TO& o) {
-         o.allow_tf32 = v == "1";
-         return true;
-       },
-       ""},
+      {"DLT_CUDA_GRAPH", "CudaGraph", flag(&TO::cuda_graph), kFlagFix},
+      {"DLT_ALLOW_TF32", "AllowTF32", flag(&TO::allow_tf32), kFlagFix},
       {"DLT_ALLOW_REDUCED_PRECISION_REDUCTION", "AllowReducedPrecisionReduction",
-       [](const std::string& v, TO& o) {
-         o.allow_reduced_precision_reduction = v == "1";
-         return true;
-       },
-       ""},
+       flag(&TO::allow_reduced_precision_reduction), kFlagFix},
       {"DLT_CONV_ALGO", "ConvolutionAlgorithm",
        [](const std::string& v, TO& o) {
-         o.convolution_algorithm = v == "direct" ? "direct" : "auto";
+         if (v != "auto" && v != "direct") return false;
+         o.convolution_algorithm = v;
          return true;
        },
-       ""},
+       "set it to auto or direct, or unset it"},
       {"DLT_CUDNN_ENGINES", "CudnnEngines",
        [](const std::string& v, TO& o) {
          if (v != "auto" && v != "legacy" && v != "graph" && v != "exhaustive") return false;
@@ -63,12 +58,7 @@ const std::vector<EnvOverride>& overrides() {
          return true;
        },
        "set it to cudnn or dltrain, or unset it"},
-      {"DLT_FUSED_BN_POOL", "FusedBatchNormPooling",
-       [](const std::string& v, TO& o) {
-         o.fused_batch_norm_pooling = v != "0";
-         return true;
-       },
-       ""},
+      {"DLT_FUSED_BN_POOL", "FusedBatchNormPooling", flag(&TO::fused_batch_norm_pooling), kFlagFix},
       {"DLT_CUDNN_WORKSPACE_MB", "CudnnWorkspaceMB",
        [](const std::string& v, TO& o) { return parse_int(v, &o.cudnn_workspace_mb) && o.cudnn_workspace_mb >= 0; },
        "set it to a number of MiB (e.g. 256), or unset it"},
@@ -83,12 +73,7 @@ const std::vector<EnvOverride>& overrides() {
          return is_inf_text(v) || (parse_double(v, &o.communication_timeout) && o.communication_timeout > 0);
        },
        "set it to a positive number of seconds"},
-      {"DLT_COMM_TIMING", "CommunicationTiming",
-       [](const std::string& v, TO& o) {
-         o.communication_timing = v != "0";
-         return true;
-       },
-       ""},
+      {"DLT_COMM_TIMING", "CommunicationTiming", flag(&TO::communication_timing), kFlagFix},
   };
   return table;
 }
@@ -97,8 +82,8 @@ const std::vector<EnvOverride>& overrides() {
 
 void apply_environment_overrides(TrainingOptions& o) {
   for (const EnvOverride& e : overrides()) {
-    const char* v = std::getenv(e.variable);
-    if (!v || !*v) continue;
+    const std::string v = env_text(e.variable);
+    if (v.empty()) continue;
     TrainingOptions changed = o;
     if (!e.apply(v, changed))
       throw ConfigError(std::string(e.variable) + " is '" + v + "' (it overrides training." + e.option + "); " + e.fix);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "util/env.h"
 #include "util/error.h"
 #include "util/numbers.h"
 
@@ -106,9 +107,11 @@ WorldInfo local_worker_world(int rank, const Env& env) {
 }
 
 std::string worker_error_file(int rank) {
-  const char* dir = std::getenv("DLT_RENDEZVOUS");
-  const char* local = std::getenv("DLT_LOCAL_LAUNCH");
-  if (!dir || !local || std::string(local) != "1") return {};
+  // Called while an error is being reported: a bad DLT_LOCAL_LAUNCH (set by dltrain itself)
+  // counts as unset rather than throwing a second error.
+  const std::string dir = env_text("DLT_RENDEZVOUS");
+  bool local = false;
+  if (dir.empty() || !parse_bool(env_text("DLT_LOCAL_LAUNCH"), &local) || !local) return {};
   return (std::filesystem::path(dir) / ("error-rank-" + std::to_string(rank) + ".txt")).string();
 }
 

@@ -2,8 +2,7 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 
-#include <cstdlib>
-#include <cstring>
+#include "util/env.h"
 
 namespace dlt::log {
 namespace {
@@ -18,8 +17,7 @@ void init(int rank, int world_size, bool verbose) {
   else
     logger->set_pattern("%^%l%$: %v");
   // DLT_LOG=debug shows the debug lines too (e.g. each convolution's cuDNN algorithm).
-  const char* env = std::getenv("DLT_LOG");
-  const bool debug = verbose || (env && std::strcmp(env, "debug") == 0);
+  const bool debug = verbose || env_text("DLT_LOG") == "debug";
   logger->set_level(debug ? spdlog::level::debug : spdlog::level::info);
   spdlog::set_default_logger(logger);
 }

@@ -20,10 +20,17 @@ namespace {
 using test::EnvVar;
 using test::kNet;
 
-const char* const kVariables[] = {"DLT_CUDA_GRAPH",         "DLT_ALLOW_TF32",    "DLT_CONV_ALGO",
-                                  "DLT_CUDNN_WORKSPACE_MB", "DLT_BUCKET_MB",     "DLT_COMM_TIMEOUT",
-                                  "DLT_COMM_TIMING",        "DLT_CUDNN_ENGINES", "DLT_FUSED_BN_POOL",
-                                  "DLT_BN_KERNELS", "DLT_ALLOW_REDUCED_PRECISION_REDUCTION"};
+const char* const kVariables[] = {"DLT_CUDA_GRAPH",
+                                  "DLT_ALLOW_TF32",
+                                  "DLT_CONV_ALGO",
+                                  "DLT_CUDNN_WORKSPACE_MB",
+                                  "DLT_BUCKET_MB",
+                                  "DLT_COMM_TIMEOUT",
+                                  "DLT_COMM_TIMING",
+                                  "DLT_CUDNN_ENGINES",
+                                  "DLT_FUSED_BN_POOL",
+                                  "DLT_BN_KERNELS",
+                                  "DLT_ALLOW_REDUCED_PRECISION_REDUCTION"};
 
 // Unsets every overriding variable for a scope, so the host's environment cannot leak in.
 struct CleanEnvironment {
@@ -72,8 +79,10 @@ TEST_CASE("run environment options: defaults keep today's behaviour", "[config]"
   CHECK(comm_settings_for(o).timeout.count() == 60000);
 }
 
-TEST_CASE("run environment options: CudnnEngines exhaustive, BatchNormKernels, AllowReducedPrecisionReduction, by option and by variable",
-          "[config]") {
+TEST_CASE(
+    "run environment options: CudnnEngines exhaustive, BatchNormKernels, AllowReducedPrecisionReduction, by option and "
+    "by variable",
+    "[config]") {
   CleanEnvironment clean;
   {
     const Config c =
@@ -177,12 +186,19 @@ TEST_CASE("run environment options: a set environment variable overrides the opt
     CHECK(yaml.find("CudaGraph: true") != std::string::npos);
     CHECK(yaml.find("CommunicationTimeout: 2.5") != std::string::npos);
   }
-  {  // each keeps its old meaning: only 1 turns CudaGraph and AllowTF32 on, 0 turns timing off
-    EnvVar graph("DLT_CUDA_GRAPH", "yes"), timing("DLT_COMM_TIMING", "0"), algo("DLT_CONV_ALGO", "winograd");
-    const TrainingOptions o =
-        load("  CudaGraph: true\n  CommunicationTiming: true\n  ConvolutionAlgorithm: direct\n").training;
-    CHECK_FALSE(o.cuda_graph);
+  {  // every boolean variable takes util/env.h's spellings, in both directions
+    EnvVar graph("DLT_CUDA_GRAPH", "yes"), tf32("DLT_ALLOW_TF32", "on"), timing("DLT_COMM_TIMING", "false"),
+        fused("DLT_FUSED_BN_POOL", "off"), reduced("DLT_ALLOW_REDUCED_PRECISION_REDUCTION", "TRUE"),
+        algo("DLT_CONV_ALGO", "auto");
+    const TrainingOptions o = load(
+                                  "  CudaGraph: false\n  CommunicationTiming: true\n  ConvolutionAlgorithm: direct\n"
+                                  "  FusedBatchNormPooling: true\n")
+                                  .training;
+    CHECK(o.cuda_graph);
+    CHECK(o.allow_tf32);
+    CHECK(o.allow_reduced_precision_reduction);
     CHECK_FALSE(o.communication_timing);
+    CHECK_FALSE(o.fused_batch_norm_pooling);
     CHECK(o.convolution_algorithm == "auto");
   }
   {  // empty: as if unset
@@ -216,10 +232,29 @@ TEST_CASE("run environment options: a bad environment value names the variable a
           "DLT_CUDNN_WORKSPACE_MB is '1.5' (it overrides training.CudnnWorkspaceMB); set it to a number of MiB "
           "(e.g. 256), or unset it");
   }
+  {  // a boolean variable with a value that is none of the spellings
+    EnvVar graph("DLT_CUDA_GRAPH", "2");
+    CHECK(error_of("  MaxEpochs: 1\n") ==
+          "DLT_CUDA_GRAPH is '2' (it overrides training.CudaGraph); set it to 1 or 0 (true/false, on/off, yes/no), "
+          "or unset it");
+  }
+  {
+    EnvVar fused("DLT_FUSED_BN_POOL", "disabled");
+    CHECK(error_of("  MaxEpochs: 1\n") ==
+          "DLT_FUSED_BN_POOL is 'disabled' (it overrides training.FusedBatchNormPooling); set it to 1 or 0 "
+          "(true/false, on/off, yes/no), or unset it");
+  }
+  {
+    EnvVar algo("DLT_CONV_ALGO", "winograd");
+    CHECK(error_of("  MaxEpochs: 1\n") ==
+          "DLT_CONV_ALGO is 'winograd' (it overrides training.ConvolutionAlgorithm); set it to auto or direct, or "
+          "unset it");
+  }
   {
     EnvVar engines("DLT_CUDNN_ENGINES", "fastest");
     CHECK(error_of("  MaxEpochs: 1\n") ==
-          "DLT_CUDNN_ENGINES is 'fastest' (it overrides training.CudnnEngines); set it to auto, legacy, graph or exhaustive, or "
+          "DLT_CUDNN_ENGINES is 'fastest' (it overrides training.CudnnEngines); set it to auto, legacy, graph or "
+          "exhaustive, or "
           "unset it");
   }
 }

@@ -18,6 +18,7 @@
 #include <mutex>
 
 #include "util/check.h"
+#include "util/env.h"
 
 namespace dlt::cpu {
 namespace {
@@ -275,9 +276,8 @@ void grow_blocks(WinogradScratch& sc, int threads, int64_t channels) {
 }  // namespace
 
 int64_t WinogradConv::choose_block(int64_t tiles, int threads) {
-  int64_t most = kMaxBlock;
-  if (const char* e = std::getenv("DLT_WINOGRAD_BLOCK"))
-    most = std::clamp<int64_t>(std::strtol(e, nullptr, 10), 1, kMaxBlock);
+  // DLT_WINOGRAD_BLOCK (1..kMaxBlock) lowers the cap, for measuring other block sizes.
+  const int64_t most = env_int("DLT_WINOGRAD_BLOCK", 1, kMaxBlock).value_or(kMaxBlock);
   // Equal blocks of at most `most` tiles, their count a multiple of the threads (every
   // thread gets the same work). 64 tiles: 36 x 64 x (c + k) floats per thread, 1.2 MiB at 64
   // channels in and out, and sgemm calls of 64 rows; 16 and 128 were slower on ResNet-18
