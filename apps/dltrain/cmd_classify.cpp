@@ -32,7 +32,10 @@ namespace dlt::app {
 namespace fs = std::filesystem;
 
 Runner add_classify(CLI::App& app) {
-  auto* cmd = app.add_subcommand("classify", "Label images with a trained model (like MATLAB's classify)");
+  auto* cmd = app.add_subcommand(
+      "classify",
+      "Label images with a trained classifier, with accuracy and a confusion matrix when they sit in class "
+      "folders (like MATLAB's classify)");
   struct Args {
     std::string model;
     std::vector<std::string> paths;

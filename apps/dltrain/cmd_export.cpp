@@ -40,7 +40,8 @@ void debug_forward(const ModelData& m, const std::string& in_path, const std::st
 }  // namespace
 
 Runner add_export(CLI::App& app) {
-  auto* cmd = app.add_subcommand("export", "Write a dltrain model as ONNX (for ONNX runtimes)");
+  auto* cmd = app.add_subcommand("export",
+                                 "Write a dltrain model as ONNX, for onnxruntime, OpenCV's dnn and other ONNX readers");
   struct Args {
     std::string model, output, forward;
     bool params = false;

@@ -37,7 +37,10 @@ std::vector<int64_t> parse_size(const std::string& s) {
 }  // namespace
 
 Runner add_import(CLI::App& app) {
-  auto* cmd = app.add_subcommand("import", "Convert an ONNX classifier into a dltrain model file");
+  auto* cmd = app.add_subcommand(
+      "import",
+      "Convert an ONNX network (PyTorch's torch.onnx.export, MATLAB's exportONNXNetwork) into a dltrain model "
+      "file, to classify with or to fine-tune (base: in a config)");
   struct Args {
     std::string onnx, output, classes, input_size;
   };

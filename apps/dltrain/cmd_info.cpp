@@ -35,7 +35,10 @@ int64_t learnables(Layer& l) {
 }  // namespace
 
 Runner add_info(CLI::App& app) {
-  auto* cmd = app.add_subcommand("info", "Show a network's layers, learnables, memory footprint and FLOPs");
+  auto* cmd = app.add_subcommand(
+      "info",
+      "Show a network's layers, output sizes, learnables, memory footprint and FLOPs, from a config or a "
+      "model file");
   struct Args {
     std::string path;
     bool json = false;

@@ -1,7 +1,7 @@
 // dltrain report DIR... [--output pareto.png] [--csv FILE] [--json] [--metric M]: reads the
 // summary.json of training runs (a run folder, or a sweep folder holding one run per subfolder)
-// and prints accuracy against memory footprint with the Pareto front marked, as seed 001's
-// Figure 4; draws the scatter with write_pareto_png. It reads results; it never trains.
+// and prints accuracy against memory footprint with the Pareto front marked, as the CIFAR-10 sweep's
+// Figure 4 (docs/sweeps.md); draws the scatter with write_pareto_png. It reads results; it never trains.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -170,7 +170,9 @@ void print_table(const std::vector<RunRow>& rows, const std::vector<size_t>& fro
 
 Runner add_report(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "report", "Accuracy against memory footprint of trained runs, Pareto front marked (seed 001's Figure 4)");
+      "report",
+      "Draw accuracy against memory footprint for trained runs or a sweep's folder, the Pareto front marked (a "
+      "PNG plot and a table)");
   struct Args {
     std::vector<std::string> dirs;
     std::string output, csv, metric = "auto";

@@ -42,7 +42,10 @@ double seconds_per_call(Backend& be, int warmup, int iterations, int repeats, F 
 }  // namespace
 
 Runner add_time(CLI::App& app) {
-  auto* cmd = app.add_subcommand("time", "Time a network's layers and training/inference throughput on synthetic data");
+  auto* cmd = app.add_subcommand(
+      "time",
+      "Time a network on synthetic data: each layer's forward and backward time, and training and inference "
+      "images/s");
   struct Args {
     std::string path;
     int64_t batch = 0;

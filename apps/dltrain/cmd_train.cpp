@@ -52,7 +52,10 @@ int report_worker_error(const std::string& file) {
 }  // namespace
 
 Runner add_train(CLI::App& app) {
-  auto* cmd = app.add_subcommand("train", "Train a network from a YAML config (like MATLAB's trainNetwork)");
+  auto* cmd = app.add_subcommand(
+      "train",
+      "Train a classifier or a segmentation network from a YAML config (like MATLAB's trainNetwork); "
+      "writes the model, a per-iteration log and a progress plot");
   struct Args {
     std::string config;
     std::vector<std::string> sets;

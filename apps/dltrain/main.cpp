@@ -23,7 +23,13 @@ int main(int argc, char** argv) {
   // a 100-iteration CIFAR-10 epoch, as many as without the setting).
   mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 #endif
-  CLI::App app{"dltrain: train image classifiers from YAML files"};
+  CLI::App app{
+      "dltrain: train image classifiers and semantic-segmentation networks from a YAML config with MATLAB's "
+      "layer and option names, on CPUs or GPUs; then classify or segment images, time networks, and move "
+      "models in and out as ONNX"};
+  app.footer(
+      "Start with: dltrain make-dataset shapes data/shapes, then dltrain train CONFIG (README.md, docs/).\n"
+      "Exit codes: 0 success, 1 runtime failure, 2 usage or config error, 3 device or communication failure.");
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("dltrain ") + DLT_VERSION);
   dlt::app::register_commands(app);

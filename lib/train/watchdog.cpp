@@ -55,7 +55,8 @@ std::string LearningWatchdog::warning(const std::string& symptom) const {
   char lr[32];
   std::snprintf(lr, sizeof(lr), "%g", ctx_.initial_learn_rate);
   return "the network is not learning: " + symptom + ". Likely causes: the weights initializer (" + ctx_.initializers +
-         "; networks written for MATLAB before R2019a, such as seed 001's, need WeightsInitializer: narrow-normal), "
+         "; networks written for MATLAB before R2019a, such as the R2016b CIFAR-10 network, need WeightsInitializer: "
+         "narrow-normal), "
          "the learning rate (InitialLearnRate " +
          lr +
          ": try 10x lower or higher), or the input scale (imageInput "

@@ -37,9 +37,9 @@ TEST_CASE("watchdog: a loss pinned at ln(K) after the first epoch warns once", "
   CHECK(text ==
         "the network is not learning: the mini-batch loss has stayed at ln(10) = 2.3026 (chance for 10 classes; mean "
         "2.3026) for 50 iterations after epoch 1. Likely causes: the weights initializer (glorot (the default); "
-        "networks written "
-        "for MATLAB before R2019a, such as seed 001's, need WeightsInitializer: narrow-normal), the learning rate "
-        "(InitialLearnRate 0.001: try 10x lower or higher), or the input scale (imageInput Normalization zerocenter)");
+        "networks written for MATLAB before R2019a, such as the R2016b CIFAR-10 network, need WeightsInitializer: "
+        "narrow-normal), the learning rate (InitialLearnRate 0.001: try 10x lower or higher), or the input scale "
+        "(imageInput Normalization zerocenter)");
 }
 
 TEST_CASE("watchdog: no warning for a run that learns, a flat first epoch or a broken band", "[train]") {
