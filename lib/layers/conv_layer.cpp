@@ -212,6 +212,29 @@ void Convolution2dLayer::from_onnx(OnnxNodeReader& r) {
 
 }  // namespace
 
+void pointwise_conv_from_onnx(OnnxNodeReader& r, const OnnxValue& in) {
+  auto wd = r.dims(1, "weight");
+  const int64_t c = in.shape[2];
+  if (wd.size() != 2 || wd[0] != c)
+    r.fail("multiplies a channels-last image of " + std::to_string(c) + " channels by a weight of " +
+           std::to_string(wd.size()) + " dimensions; expected (" + std::to_string(c) + ", K)");
+  const int64_t k = wd[1];
+  const std::vector<float> b = r.floats(1, "weight");
+  std::vector<float> w(b.size());  // (C, K) -> (K, 1, 1, C)
+  for (int64_t o = 0; o < k; ++o)
+    for (int64_t i = 0; i < c; ++i) w[static_cast<size_t>(o * c + i)] = b[static_cast<size_t>(i * k + o)];
+  LayerSpec& s = r.add_layer("convolution2d", {in.name});
+  set_list(s, "FilterSize", {1, 1});
+  s.set("NumFilters", std::to_string(k));
+  s.set("NumChannels", std::to_string(c));
+  const std::string name = s.name;
+  r.add_param(name, "Weights", Shape{k, 1, 1, c}, std::move(w));
+  r.add_param(name, "Bias", Shape{k}, std::vector<float>(static_cast<size_t>(k), 0.f));
+  OnnxValue out{name, Shape{in.shape[0], in.shape[1], k}, false};
+  out.channels_last = true;
+  r.set_output(out);
+}
+
 const LayerType& convolution2d_layer_type() {
   static const LayerType t{
       "convolution2d",

@@ -81,8 +81,12 @@ class FullyConnectedLayer final : public Layer {
   // Gemm (alpha, beta and transB folded in) or MatMul (a following Add of a constant becomes
   // the bias: lib/onnx/onnx_import.cpp).
   static void from_onnx(OnnxNodeReader& r) {
-    const OnnxValue in = r.input(0);
+    const OnnxValue in = r.input(0, false, true);
     bool gemm = r.op() == "Gemm";
+    if (in.channels_last) {
+      if (gemm) r.fail("its input is a channels-last image (N, H, W, C); Gemm reads (N, K)");
+      return pointwise_conv_from_onnx(r, in);
+    }
     if (gemm && r.attr_int("transA", 0) != 0) r.fail("transA 1 is not supported");
     auto bd = r.dims(1, "weight");
     if (bd.size() != 2) r.fail("weight has " + std::to_string(bd.size()) + " dimensions, expected 2");

@@ -156,19 +156,22 @@ class AdditionLayer final : public Layer {
   // lib/onnx/onnx_import.cpp takes it before this).
   static void from_onnx(OnnxNodeReader& r) {
     std::vector<std::string> ins;
-    OnnxValue first = r.input(0);
+    OnnxValue first = r.input(0, false, true);
     for (int i = 0; i < r.num_inputs(); ++i) {
       if (r.is_constant(i)) r.fail("adding a constant is supported only as the bias after MatMul or at the input");
-      const OnnxValue v = r.input(i);
+      const OnnxValue v = r.input(i, false, true);
       if (v.shape != first.shape || v.flat != first.flat)
         r.fail("its inputs have different shapes (" + first.shape.str() + " and " + v.shape.str() + ")");
+      if (v.channels_last != first.channels_last) r.fail("adds a channels-last (N, H, W, C) and an (N, C, H, W) value");
       ins.push_back(v.name);
     }
     if (ins.size() < 2) r.fail("needs at least two inputs");
     LayerSpec& s = r.add_layer("addition", ins);
     s.set("NumInputs", std::to_string(ins.size()));
     s.inputs = ins;
-    r.set_output(OnnxValue{s.name, first.shape, first.flat});
+    OnnxValue out{s.name, first.shape, first.flat};
+    out.channels_last = first.channels_last;
+    r.set_output(out);
   }
 
  private:

@@ -32,6 +32,11 @@ std::vector<float> OnnxNodeReader::bias_or_zeros(int i, int64_t k) {
   return b;
 }
 
+std::vector<int64_t> OnnxNodeReader::axes(int i, int input_from, std::vector<int64_t> def) {
+  if (opset() >= input_from) return has_input(i) ? ints(i, "axes") : def;
+  return attr_ints("axes", std::move(def));
+}
+
 void OnnxNodeReader::need_image(const OnnxValue& v) const {
   if (v.flat && v.shape[0] * v.shape[1] > 1) fail("its input is flattened (N, C*H*W); it needs an image (N, C, H, W)");
 }

@@ -21,13 +21,16 @@ class Tensor;
 // (N, C*H*W); pad: a zero Pad node's [top, left, bottom, right] not yet absorbed by a
 // following Conv / pooling node (import only). indices (import only): a MaxPool's Indices
 // output; name is then the maxPooling2d layer and shape that layer's INPUT shape, and only
-// MaxUnpool reads it (OnnxNodeReader::indices_input).
+// MaxUnpool reads it (OnnxNodeReader::indices_input). channels_last (import only): the ONNX
+// value is the NCHW tensor permuted to (N, H, W, C) by Transpose(0, 2, 3, 1), which holds the
+// same bytes as dltrain's layout; shape stays (H, W, C).
 struct OnnxValue {
   std::string name;
   Shape shape;
   bool flat = false;
   std::array<int64_t, 4> pad{};
   bool indices = false;
+  bool channels_last = false;
 };
 
 // One attribute of a node: an integer, a float or a list of integers.
@@ -80,8 +83,9 @@ class OnnxNodeReader {
   virtual bool has_input(int i) const = 0;
   virtual bool is_constant(int i) const = 0;
   // The value of input i, made earlier in the graph. A pending zero Pad is an error unless
-  // absorb_pad (the caller adds value.pad to its own padding); so is a MaxPool's Indices.
-  virtual OnnxValue input(int i, bool absorb_pad = false) = 0;
+  // absorb_pad (the caller adds value.pad to its own padding); so is a MaxPool's Indices, and
+  // a channels-last value unless allow_channels_last (the caller reads (N, H, W, C) data).
+  virtual OnnxValue input(int i, bool absorb_pad = false, bool allow_channels_last = false) = 0;
   // Input i, which must be a MaxPool's Indices output (OnnxValue::indices).
   virtual OnnxValue indices_input(int i) = 0;
   // The node's outputs, and whether output i is named (an optional output may be left out).
@@ -91,6 +95,11 @@ class OnnxNodeReader {
   // it in errors ("weight", "bias").
   virtual std::vector<float> floats(int i, const std::string& role) = 0;
   virtual std::vector<int64_t> dims(int i, const std::string& role) = 0;
+  // A constant integer input (INT64 / INT32: axes, shapes) as int64.
+  virtual std::vector<int64_t> ints(int i, const std::string& role) = 0;
+  // The axes a reduction or (un)squeeze node names: input `i` from opset `input_from` on, the
+  // attribute "axes" before; `def` when neither is given.
+  std::vector<int64_t> axes(int i, int input_from, std::vector<int64_t> def);
   // A filter layer's optional bias input i (Conv, ConvTranspose): its k values, zeros when the
   // input is absent; fails when it has another count.
   std::vector<float> bias_or_zeros(int i, int64_t k);
@@ -124,6 +133,11 @@ inline constexpr int64_t kOnnxMaxWindow = int64_t(1) << 20;
 
 // How a layer type reads itself from ONNX: the operators it takes and the function that does.
 using OnnxImportFn = void (*)(OnnxNodeReader&);
+
+// MatMul of a channels-last value (N, H, W, C) with a constant (C, K) weight: a 1x1
+// convolution2d (ConvNeXt's Linear layers inside its blocks), its output channels-last too.
+// fullyConnected's from_onnx hands such nodes to it (conv_layer.cpp).
+void pointwise_conv_from_onnx(OnnxNodeReader& r, const OnnxValue& in);
 
 // Layout permutations. (K, C, kh, kw) <-> (K, kh, kw, C):
 std::vector<float> oihw_to_ohwi(const std::vector<float>& w, int64_t k, int64_t c, int64_t kh, int64_t kw);

@@ -168,11 +168,29 @@ class PoolingLayer final : public Layer {
     }
   }
 
+  // GlobalAveragePool, and ReduceMean over H and W (axes an input from opset 18): of an image
+  // (axes 2, 3) or of a channels-last value (axes 1, 2); keepdims 0 gives (N, C).
   static void global_from_onnx(OnnxNodeReader& r) {
-    const OnnxValue in = r.input(0);
+    const bool reduce = r.op() == "ReduceMean";
+    const OnnxValue in = r.input(0, false, reduce);
     r.need_image(in);
-    const std::string name = r.add_layer("globalAveragePooling2d", {in.name}).name;
-    r.set_output(OnnxValue{name, Shape{1, 1, in.shape[2]}, false});
+    OnnxValue out{"", Shape{1, 1, in.shape[2]}, false};
+    if (reduce) {
+      if (in.flat) r.fail("averages a flat (N, K) value; only the mean over height and width of an image is supported");
+      std::vector<int64_t> axes = r.axes(1, 18, {});
+      for (int64_t& a : axes)
+        if (a < 0) a += 4;
+      std::sort(axes.begin(), axes.end());
+      const std::vector<int64_t> spatial = in.channels_last ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{2, 3};
+      if (axes != spatial)
+        r.fail("averages over axes other than height and width (" +
+               std::string(in.channels_last ? "1, 2 of a channels-last value" : "2, 3") +
+               "); only global average pooling is supported");
+      out.flat = r.attr_int("keepdims", 1) == 0;
+      out.channels_last = in.channels_last && !out.flat;
+    }
+    out.name = r.add_layer("globalAveragePooling2d", {in.name}).name;
+    r.set_output(out);
   }
 
   PoolDesc desc(int64_t n) const {
@@ -346,7 +364,7 @@ const LayerType& global_average_pooling_layer_type() {
                            [](const LayerSpec& s) -> std::unique_ptr<Layer> {
                              return std::make_unique<PoolingLayer>(s, PoolKind::kAverage, true);
                            },
-                           {"GlobalAveragePool"},
+                           {"GlobalAveragePool", "ReduceMean"},
                            PoolingLayer::global_from_onnx};
   return t;
 }

@@ -36,8 +36,9 @@ class ActivationLayer final : public Layer {
     return OnnxValue{n, out, x.flat};
   }
 
+  // Element-wise: a channels-last input stays channels-last.
   static void from_onnx(OnnxNodeReader& r) {
-    const OnnxValue in = r.input(0);
+    const OnnxValue in = r.input(0, false, true);
     std::string name;
     if (r.op() == "Relu") name = r.add_layer("relu", {in.name}).name;
     if (r.op() == "LeakyRelu") {
@@ -50,7 +51,9 @@ class ActivationLayer final : public Layer {
       s.set("Alpha", onnx_number(r.attr_float("alpha", 1.f)));
       name = s.name;
     }
-    r.set_output(OnnxValue{name, in.shape, in.flat});
+    OnnxValue out{name, in.shape, in.flat};
+    out.channels_last = in.channels_last;
+    r.set_output(out);
   }
 
  private:

@@ -9,10 +9,8 @@ namespace dlt::onnxu {
 
 std::vector<int64_t> dims_of(const onnx::TensorProto& t) { return {t.dims().begin(), t.dims().end()}; }
 
-namespace {
-
-// Bytes per element of the data types whose raw_data length is fixed; 0 for the others
-// (STRING, UNDEFINED, types newer than this list), whose data is not checked.
+// The data types whose raw_data length is fixed; 0 for the others (STRING, UNDEFINED, types
+// newer than this list), whose data is not checked.
 size_t element_bytes(int type) {
   switch (type) {
     case onnx::TensorProto::UINT8:
@@ -39,6 +37,8 @@ size_t element_bytes(int type) {
       return 0;
   }
 }
+
+namespace {
 
 // How many values the typed field of this data type holds (-1: a type not checked).
 int64_t typed_values(const onnx::TensorProto& t) {
@@ -70,12 +70,6 @@ int64_t typed_values(const onnx::TensorProto& t) {
   }
 }
 
-std::string dims_str(const onnx::TensorProto& t) {
-  std::string s;
-  for (int64_t d : t.dims()) s += (s.empty() ? "" : "x") + std::to_string(d);
-  return s.empty() ? "scalar" : s;
-}
-
 template <typename T>
 std::vector<T> raw_values(const onnx::TensorProto& t) {
   const std::string& raw = t.raw_data();
@@ -86,17 +80,14 @@ std::vector<T> raw_values(const onnx::TensorProto& t) {
 
 }  // namespace
 
-void check_tensor(const onnx::TensorProto& t, const std::string& what) {
+std::string dims_str(const onnx::TensorProto& t) {
+  std::string s;
+  for (int64_t d : t.dims()) s += (s.empty() ? "" : "x") + std::to_string(d);
+  return s.empty() ? "scalar" : s;
+}
+
+int64_t checked_values(const onnx::TensorProto& t, const std::string& what) {
   const std::string name = what + ": tensor '" + t.name() + "'";
-  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string location;
-    for (const auto& e : t.external_data())
-      if (e.key() == "location") location = e.value();
-    // Never opened: a location may point anywhere ("../../etc/passwd", "/dev/zero").
-    throw ModelError(name + " keeps its data in an external file ('" + location +
-                     "'), which dltrain does not read (save the model with its weights inside, e.g. "
-                     "onnx.save(m, f, save_as_external_data=False))");
-  }
   if (t.dims_size() > kMaxTensorRank)
     throw ModelError(name + " has " + std::to_string(t.dims_size()) + " dimensions, more than " +
                      std::to_string(kMaxTensorRank) + " (the file is corrupt)");
@@ -109,6 +100,22 @@ void check_tensor(const onnx::TensorProto& t, const std::string& what) {
                        " dltrain reads (the file is corrupt)");
     n *= d;
   }
+  return n;
+}
+
+void check_tensor(const onnx::TensorProto& t, const std::string& what) {
+  const std::string name = what + ": tensor '" + t.name() + "'";
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    for (const auto& e : t.external_data())
+      if (e.key() == "location") location = e.value();
+    // Never opened here: graph initializers are read by onnx_import_external.h, which checks where
+    // the location points; other tensors (a Constant node's value) keep data inside.
+    throw ModelError(name + " keeps its data in an external file ('" + location +
+                     "'), which dltrain reads only for graph initializers (save the model with its weights "
+                     "inside, e.g. onnx.save(m, f, save_as_external_data=False))");
+  }
+  const int64_t n = checked_values(t, what);
   if (t.has_raw_data()) {
     const size_t bytes = element_bytes(t.data_type());
     if (bytes != 0 && t.raw_data().size() != static_cast<uint64_t>(n) * bytes)
@@ -159,6 +166,14 @@ void set_floats(onnx::TensorProto& t, const std::string& name, const std::vector
   t.set_data_type(onnx::TensorProto::FLOAT);
   for (int64_t d : dims) t.add_dims(d);
   t.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+}
+
+void set_ints(onnx::TensorProto& t, const std::string& name, const std::vector<int64_t>& dims,
+              const std::vector<int64_t>& values) {
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::INT64);
+  for (int64_t d : dims) t.add_dims(d);
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int64_t)));
 }
 
 const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const std::string& name) {

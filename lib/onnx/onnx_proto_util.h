@@ -14,10 +14,19 @@ inline constexpr int kMaxTensorRank = 8;
 inline constexpr int64_t kMaxTensorValues = int64_t{1} << 32;  // 16 GiB of float32, more than protobuf's 2 GiB
 
 // Throws ModelError naming `what` and the tensor unless it is safe to read: data inside the
-// file (external data is refused, its location never opened), dims of 0 or more, each and
-// their product at most kMaxTensorValues, and a data length (raw_data or the typed field)
-// that matches the dims. Every other helper here may then trust the dims.
+// protobuf (external data is read into raw_data first, onnx_import_external.h; a tensor still marked
+// external is refused, its location never opened), dims of 0 or more, each and their product
+// at most kMaxTensorValues, and a data length (raw_data or the typed field) that matches the
+// dims. Every other helper here may then trust the dims.
 void check_tensor(const onnx::TensorProto& t, const std::string& what);
+// The dims checks alone: the number of values the dims claim.
+int64_t checked_values(const onnx::TensorProto& t, const std::string& what);
+// Bytes per element of a data type with a fixed size; 0 for the others (STRING, UNDEFINED).
+size_t element_bytes(int type);
+// "4x12", "scalar".
+std::string dims_str(const onnx::TensorProto& t);
+void set_ints(onnx::TensorProto& t, const std::string& name, const std::vector<int64_t>& dims,
+              const std::vector<int64_t>& values);
 std::vector<int64_t> dims_of(const onnx::TensorProto& t);
 // FLOAT / DOUBLE tensors as floats; INT64 / INT32 as int64. Throws ModelError naming `what`.
 std::vector<float> floats_of(const onnx::TensorProto& t, const std::string& what);

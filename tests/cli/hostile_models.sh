@@ -34,12 +34,13 @@ def ld(field, data):
     return key(field, 2) + varint(len(data)) + data
 
 FLOAT, INT64 = 1, 7
-def tensor(name, dims, raw=None, floats=None, external=None, dtype=FLOAT):
+def tensor(name, dims, raw=None, floats=None, external=None, dtype=FLOAT, offset=None):
     t = b"".join(vi(1, d) for d in dims) + vi(2, dtype) + ld(8, name)
     if raw is not None: t += ld(9, raw)
     if floats is not None: t += ld(4, struct.pack("<%df" % len(floats), *floats))
     if external is not None:
         t += ld(13, ld(1, "location") + ld(2, external)) + vi(14, 1)
+        if offset is not None: t += ld(13, ld(1, "offset") + ld(2, offset))
     return t
 
 def node(op, ins, outs, name, attrs=b""):
@@ -68,6 +69,10 @@ def save(name, data):
 save("good.onnx", model())
 save("ext_relative.onnx", model(w=tensor("W", [4, 12], external="../../etc/passwd")))
 save("ext_absolute.onnx", model(w=tensor("W", [4, 12], external="/etc/passwd")))
+save("ext_symlink.onnx", model(w=tensor("W", [4, 12], external="passwd_link")))
+save("short.data", b"\0" * 8)
+save("ext_past_end.onnx", model(w=tensor("W", [4, 12], external="short.data")))
+save("ext_negative.onnx", model(w=tensor("W", [4, 12], external="short.data", offset="-8")))
 save("negative_dims.onnx", model(w=tensor("W", [-4, -12], raw=b"\0" * 192)))
 save("overflow_dims.onnx", model(w=tensor("W", [1 << 62, 4], raw=b"")))
 # 22369622 x 12 floats = 1 GiB claimed, 48 values present (float_data): refused before allocating.
@@ -123,8 +128,12 @@ import_bounded() {  # import_bounded FILE PATTERN
 }
 
 "$DLTRAIN" import "$TMP/good.onnx" --output "$TMP/good.bin" > /dev/null || fail "the base ONNX file does not import"
-import_bounded ext_relative.onnx "tensor 'W' keeps its data in an external file ('../../etc/passwd'), which dltrain does not read"
-import_bounded ext_absolute.onnx "tensor 'W' keeps its data in an external file ('/etc/passwd')"
+import_bounded ext_relative.onnx "tensor 'W' keeps its data at '../../etc/passwd', which leaves the model's folder through '..'"
+import_bounded ext_absolute.onnx "tensor 'W' keeps its data at the absolute path '/etc/passwd'"
+ln -s /etc/passwd "$TMP/passwd_link"
+import_bounded ext_symlink.onnx "tensor 'W' keeps its data in '.*passwd_link', which is a link to '/etc/passwd' outside the model's folder"
+import_bounded ext_past_end.onnx "tensor 'W' reads bytes 0..192 of '.*short.data', which has 8 bytes"
+import_bounded ext_negative.onnx "tensor 'W' has external data offset '-8'"
 import_bounded negative_dims.onnx "tensor 'W' has dimension -4 in -4x-12"
 import_bounded overflow_dims.onnx "tensor 'W' claims 4611686018427387904x4 values"
 import_bounded claims_1gib.onnx "tensor 'W' has 48 values for 22369622x12 = 268435464"

@@ -42,3 +42,17 @@ TEST_CASE("onnx import: a zero stride is refused, not divided by", "[onnx]") {
   CHECK_THAT(import_error(regression("conv-stride-0")), Catch::Contains("fuzz.onnx: node"));
   CHECK_THAT(import_error(regression("conv-stride-0")), Catch::Contains("must be in 1..1048576"));
 }
+
+// Seeds for the import paths of today's exporters (one per path, made with onnx.helper): each
+// imports from memory, except external data, which has no folder to be read from there.
+TEST_CASE("onnx import: the seeds of the exporters' forms import from memory", "[onnx]") {
+  if (!onnx_available()) return;
+  for (const char* name : {"seed-identity-alias", "seed-shape-fold-reshape", "seed-reducemean-opset18",
+                           "seed-transpose-matmul", "seed-channel-shuffle"}) {
+    INFO(name);
+    CHECK(import_error(regression(name)) == "no ModelError");
+  }
+  CHECK_THAT(import_error(regression("seed-external-data-from-memory")),
+             Catch::Contains("fuzz.onnx: initializer: tensor 'W' keeps its data in an external file ('m.onnx.data'), "
+                             "which an import from memory cannot read"));
+}

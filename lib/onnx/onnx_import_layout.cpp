@@ -1,0 +1,317 @@
+// The importer's shape folding, layout forms and Mul routing (onnx_importer.h):
+// - Shape of a computed value and the integer arithmetic on it, folded to constants
+//   (onnx_import_fold.h), so that Reshape reads a constant target;
+// - Flatten / Reshape / Squeeze / Unsqueeze between (N, C, H, W), (N, C*H*W) and (N, C, 1, 1);
+// - Transpose (0, 2, 3, 1) to channels-last and (0, 3, 1, 2) back (the same layers, a flag);
+// - ShuffleNet's Reshape (N, G, C/G, H, W) -> Transpose (0, 2, 1, 3, 4) -> Reshape as one
+//   channelShuffle layer;
+// - Mul: of two computed values the layer type registered for "Mul"; of a value and a
+//   per-channel constant a 1x1 channel-wise groupedConvolution2d (ConvNeXt's layer scale).
+#include <algorithm>
+
+#include "onnx/onnx_importer.h"
+
+namespace dlt::onnx_detail {
+
+namespace {
+
+// The ONNX dims of a value: (N, C, H, W), (N, H, W, C) when channels-last, (N, C*H*W) flat.
+std::vector<int64_t> onnx_dims(const Value& v) {
+  if (v.flat) return {kBatchDim, v.shape.numel()};
+  if (v.channels_last) return {kBatchDim, v.shape[0], v.shape[1], v.shape[2]};
+  return {kBatchDim, v.shape[2], v.shape[0], v.shape[1]};
+}
+
+// Axes as a sorted set of non-negative indices for a tensor of `rank` dims; false when out of range.
+bool normalize_axes(std::vector<int64_t>& axes, int64_t rank) {
+  for (int64_t& a : axes) {
+    if (a < -rank || a >= rank) return false;
+    if (a < 0) a += rank;
+  }
+  std::sort(axes.begin(), axes.end());
+  return std::adjacent_find(axes.begin(), axes.end()) == axes.end();
+}
+
+}  // namespace
+
+void Importer::set_ints(const onnx::NodeProto& n, const IntConst& c) {
+  auto t = std::make_unique<onnx::TensorProto>();
+  onnxu::set_ints(*t, n.output_size() ? n.output(0) : "",
+                  c.scalar ? std::vector<int64_t>{} : std::vector<int64_t>{int64_t(c.v.size())}, c.v);
+  owned_.push_back(std::move(t));
+  set_const(n, owned_.back().get());
+}
+
+void Importer::shape(const onnx::NodeProto& n) {
+  const Value v = value(n, 0, false, false, true);
+  set_ints(n, shape_slice(onnx_dims(v), attr_int(n, "start", 0), attr_int(n, "end", INT64_MAX)));
+}
+
+bool Importer::all_constant(const onnx::NodeProto& n) const {
+  bool any = false;
+  for (const auto& in : n.input()) {
+    if (in.empty()) continue;
+    if (!constant(in)) return false;
+    any = true;
+  }
+  return any;
+}
+
+void Importer::fold_node(const onnx::NodeProto& n) {
+  const std::string what = path_ + ": node '" + node_name(n) + "'";
+  std::vector<IntConst> consts(static_cast<size_t>(n.input_size()));
+  std::vector<const IntConst*> in;
+  for (int i = 0; i < n.input_size(); ++i) {
+    if (n.input(i).empty()) {
+      in.push_back(nullptr);
+      continue;
+    }
+    const onnx::TensorProto& t = *constant(n.input(i));
+    if (t.dims_size() > 1 || checked_values(t, what) > kMaxFoldValues)
+      fail(n, "input '" + n.input(i) + "' is a " + dims_str(t) +
+                  " constant; dltrain folds only shape arithmetic (scalars and lists of up to " +
+                  std::to_string(kMaxFoldValues) + " integers)");
+    consts[static_cast<size_t>(i)] = IntConst{t.dims_size() == 0, ints_of(t, what)};
+    in.push_back(&consts[static_cast<size_t>(i)]);
+  }
+  FoldAttrs a;
+  a.axis = attr_int(n, "axis", 0);
+  a.to = attr_int(n, "to", 7);
+  a.has_axes = find_attr(n, "axes") != nullptr;
+  a.axes = attr_ints(n, "axes", {});
+  a.starts = attr_ints(n, "starts", {});
+  a.ends = attr_ints(n, "ends", {});
+  try {
+    set_ints(n, fold(n.op_type(), in, a, static_cast<int>(opset_)));
+  } catch (const FoldError& e) {
+    fail(n, std::string("shape arithmetic ") + e.what());
+  }
+}
+
+// Cast of a computed value: to float it is that value (exporters cast float to float).
+void Importer::cast(const onnx::NodeProto& n) {
+  const Value v = value(n, 0, false, false, true);
+  if (attr_int(n, "to", 0) != onnx::TensorProto::FLOAT)
+    fail(n, "casts a computed value to data type " + std::to_string(attr_int(n, "to", 0)) +
+                "; dltrain computes in float32 and reads only casts to float");
+  set_out(n, v);
+}
+
+void Importer::reshape(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  if (op == "Reshape") {
+    if (n.input_size() > 0 && shuffles_.count(n.input(0))) {
+      // The last step of a channel shuffle: (N, C/G, G, H, W) back to (N, C, H, W).
+      const Shuffle sh = shuffles_.at(n.input(0));
+      const Value& im = sh.image;
+      auto t = ints_of(need_const(n, 1, "shape"), path_ + ": node '" + node_name(n) + "'");
+      const int64_t h = im.shape[0], w = im.shape[1], c = im.shape[2];
+      const bool batch = !t.empty() && (t[0] == kBatchDim || t[0] == -1 || t[0] == 0 || t[0] >= 1);
+      const bool back = t.size() == 4 && batch && (t[1] == c || (t[1] == -1 && t[0] != -1)) && t[2] == h && t[3] == w;
+      if (!sh.transposed || !back)
+        fail(n, "reshapes a 5-D value to " + ints_str(t) +
+                    "; dltrain reads 5-D values only as ShuffleNet's channel "
+                    "shuffle (Reshape to (N, G, C/G, H, W), Transpose (0, 2, 1, 3, 4), Reshape to (N, " +
+                    std::to_string(c) + ", " + std::to_string(h) + ", " + std::to_string(w) + "))");
+      LayerSpec& s = add_layer("channelShuffle", unique_name(n), {im.name});
+      s.set("NumGroups", std::to_string(sh.groups));
+      last_layer_op_ = "Reshape";
+      Value out = im;
+      out.name = s.name;
+      return set_out(n, out);
+    }
+    const Value v = value(n, 0, false, false, true);
+    const auto t = ints_of(need_const(n, 1, "shape"), path_ + ": node '" + node_name(n) + "'");
+    // allowzero 1: a 0 is a zero-sized dimension, not "copy the input's".
+    if (attr_int(n, "allowzero", 0) != 0 && std::find(t.begin(), t.end(), 0) != t.end())
+      fail(n, "reshapes to " + ints_str(t) + " with allowzero 1: a dimension of size 0");
+    return reshape_to(n, v, t);
+  }
+  Value v = value(n, 0, false, false, true);
+  const int64_t h = v.shape[0], w = v.shape[1];
+  if (op == "Flatten") {
+    int64_t axis = attr_int(n, "axis", 1);
+    const int64_t rank = v.flat ? 2 : 4;
+    if (axis < 0) axis += rank;
+    if (axis != 1) fail(n, "only Flatten with axis 1 (keep the batch dimension) is supported");
+    if (v.channels_last && h * w > 1)
+      fail(n, "flattens a channels-last (N, H, W, C) value; transpose it back to (N, C, H, W) first");
+    v.flat = true;
+    v.channels_last = false;
+    return set_out(n, v);
+  }
+  // Squeeze / Unsqueeze: axes from input 1 (opset 13) or the attribute.
+  std::vector<int64_t> axes;
+  bool has_axes = false;
+  if (opset_ >= 13) {
+    if (n.input_size() > 1 && !n.input(1).empty()) {
+      axes = ints_of(need_const(n, 1, "axes"), path_ + ": node '" + node_name(n) + "'");
+      has_axes = true;
+    }
+  } else if (find_attr(n, "axes")) {
+    axes = attr_ints(n, "axes", {});
+    has_axes = true;
+  }
+  if (op == "Squeeze") {
+    if (v.flat) fail(n, "squeezes a flat (N, K) value; only squeezing 1x1 spatial dimensions is supported");
+    if (h != 1 || w != 1) fail(n, "only squeezing 1x1 spatial dimensions is supported");
+    const std::vector<int64_t> spatial = v.channels_last ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{2, 3};
+    if (has_axes && (!normalize_axes(axes, 4) || axes != spatial))
+      fail(n, "squeezes axes " + ints_str(axes) + "; only the 1x1 spatial axes " + ints_str(spatial) +
+                  " of an image are supported");
+    v.flat = true;
+    v.channels_last = false;
+    return set_out(n, v);
+  }
+  // Unsqueeze (N, C) -> (N, C, 1, 1), or (N, 1, 1, C) channels-last.
+  if (!v.flat || h * w != 1 || !has_axes || !normalize_axes(axes, 4) ||
+      (axes != std::vector<int64_t>{2, 3} && axes != std::vector<int64_t>{1, 2}))
+    fail(n,
+         "only unsqueezing a flat (N, C) value to (N, C, 1, 1) (axes 2, 3) or (N, 1, 1, C) (axes 1, 2) is "
+         "supported");
+  v.flat = false;
+  v.channels_last = axes[0] == 1;
+  set_out(n, v);
+}
+
+// Reshape of value v to `target` (folded, kBatchDim for N; 0 copies a dimension, one -1 is
+// inferred).
+void Importer::reshape_to(const onnx::NodeProto& n, const Value& v, const std::vector<int64_t>& target) {
+  const int64_t numel = v.shape.numel(), h = v.shape[0], w = v.shape[1], c = v.shape[2];
+  const std::vector<int64_t> in = onnx_dims(v);
+  std::vector<int64_t> t = target;
+  const std::string supported = "; supported: (N, " + std::to_string(numel) + "), the same image (N, " +
+                                std::to_string(c) + ", " + std::to_string(h) + ", " + std::to_string(w) +
+                                "), (N, C) <-> (N, C, 1, 1), and ShuffleNet's (N, G, C/G, H, W)";
+  if (t.empty() || t.size() > 5) fail(n, "reshapes to " + ints_str(target) + supported);
+  // The batch entry: N, -1 (then the rest is given), 0 (copy N), or a number (the exported batch).
+  const bool batch_inferred = t[0] == -1;
+  if (t[0] != kBatchDim && t[0] != -1 && t[0] < 0) fail(n, "reshapes to " + ints_str(target) + supported);
+  int64_t known = 1, infer = -1;
+  for (size_t i = 1; i < t.size(); ++i) {
+    if (t[i] == 0) {
+      if (i >= in.size() || in[i] == kBatchDim)
+        fail(n, "reshape target " + ints_str(target) + " copies a dimension its input lacks");
+      t[i] = in[i];
+    }
+    if (t[i] == -1 && !batch_inferred && infer < 0) {
+      infer = static_cast<int64_t>(i);
+      continue;
+    }
+    if (t[i] < 1 || t[i] > numel || known > numel / t[i]) fail(n, "reshapes to " + ints_str(target) + supported);
+    known *= t[i];
+  }
+  if (infer > 0) {
+    if (numel % known != 0) fail(n, "reshapes " + std::to_string(numel) + " values per image to " + ints_str(target));
+    t[static_cast<size_t>(infer)] = numel / known;
+    known = numel;
+  }
+  if (known != numel)
+    fail(n, "reshapes " + std::to_string(numel) + " values per image to " + ints_str(target) + supported);
+  const std::vector<int64_t> rest(t.begin() + 1, t.end());
+  Value out = v;
+  if (v.channels_last && h * w > 1)
+    fail(n, "reshapes a channels-last (N, H, W, C) value; transpose it back to (N, C, H, W) first");
+  out.channels_last = false;
+  if (rest.size() == 1) {  // (N, K)
+    out.flat = true;
+    return set_out(n, out);
+  }
+  if (rest.size() == 3 &&
+      ((rest[0] == c && rest[1] == h && rest[2] == w) || (h * w == 1 && rest[1] == 1 && rest[2] == 1))) {  // an image
+    out.flat = false;
+    return set_out(n, out);
+  }
+  if (rest.size() == 4 && !v.flat && !v.channels_last && rest[0] > 1 && rest[0] * rest[1] == c && rest[2] == h &&
+      rest[3] == w) {  // (N, G, C/G, H, W): the first step of a channel shuffle
+    shuffles_[define(n)] = Shuffle{v, rest[0], false};
+    return;
+  }
+  fail(n, "reshapes " + std::string(v.flat ? "(N, " + std::to_string(numel) + ")" : "an image") + " to " +
+              ints_str(target) + supported);
+}
+
+void Importer::transpose(const onnx::NodeProto& n) {
+  const std::vector<int64_t> perm = attr_ints(n, "perm", {});
+  if (n.input_size() > 0 && shuffles_.count(n.input(0))) {
+    Shuffle sh = shuffles_.at(n.input(0));
+    if (sh.transposed || perm != std::vector<int64_t>{0, 2, 1, 3, 4})
+      fail(n, "transposes a 5-D value with perm " + ints_str(perm) +
+                  "; dltrain reads 5-D values only as ShuffleNet's channel shuffle (perm [0, 2, 1, 3, 4])");
+    sh.transposed = true;
+    shuffles_[define(n)] = sh;
+    return;
+  }
+  Value v = value(n, 0, false, false, true);
+  if (!v.flat && !v.channels_last && perm == std::vector<int64_t>{0, 2, 3, 1}) {
+    v.channels_last = true;
+    return set_out(n, v);
+  }
+  if (v.channels_last && perm == std::vector<int64_t>{0, 3, 1, 2}) {
+    v.channels_last = false;
+    return set_out(n, v);
+  }
+  fail(n, "transposes " +
+              std::string(v.flat            ? "a flat (N, K) value"
+                          : v.channels_last ? "a channels-last value"
+                                            : "an image") +
+              " with perm " + ints_str(perm) +
+              "; supported: (0, 2, 3, 1) of an image to channels-last, (0, 3, 1, 2) back, and ShuffleNet's "
+              "(0, 2, 1, 3, 4)");
+}
+
+void Importer::mul(const onnx::NodeProto& n) {
+  if (n.input_size() == 2 && !n.input(0).empty() && !n.input(1).empty()) {
+    const bool c0 = constant(n.input(0)) != nullptr, c1 = constant(n.input(1)) != nullptr;
+    if (!c0 && !c1) {  // two computed values: the multiplication layer
+      if (const LayerType* t = layer_type_for_onnx("Mul")) return read_layer(*t, n);
+      fail(n, "operator 'Mul' of two computed values is not supported by dltrain import (supported: " +
+                  supported_ops() + ")");
+    }
+    if (c0 != c1) {
+      const int vi = c0 ? 1 : 0;
+      const bool at_input =
+          values_.count(n.input(vi)) && values_[n.input(vi)].name == input_name_ && m_.network.layers.size() == 1;
+      if (!at_input) return channel_scale(n, vi);
+    }
+  }
+  input_normalization(n);
+}
+
+// Mul(value, constant of 1 or C values broadcast over the channels): a channel-wise
+// groupedConvolution2d with 1x1 filters, the constant as Weights and zero Bias.
+void Importer::channel_scale(const onnx::NodeProto& n, int vi) {
+  const Value v = value(n, vi, false, false, true);
+  const int64_t c = v.shape[2];
+  if (v.flat && v.shape[0] * v.shape[1] > 1)
+    fail(n,
+         "multiplies a flattened image (N, C*H*W) by a constant; only per-channel scaling of an image or "
+         "(N, C) is supported");
+  const onnx::TensorProto& k = need_const(n, 1 - vi, "scale");
+  std::vector<float> s = floats_of(k, path_ + ": node '" + node_name(n) + "'");
+  // The channel axis counted from the last: NCHW images 2, (N, C) and channels-last 0.
+  const int64_t from_end = v.flat || v.channels_last ? 0 : 2;
+  const std::vector<int64_t> d = dims_of(k);
+  bool per_channel = s.size() == 1;
+  if (static_cast<int64_t>(s.size()) == c && static_cast<int64_t>(d.size()) > from_end && d.size() <= 4) {
+    per_channel = true;
+    for (size_t i = 0; i < d.size(); ++i)
+      if (d[i] != 1 && static_cast<int64_t>(d.size() - 1 - i) != from_end) per_channel = false;
+  }
+  if (!per_channel)
+    fail(n, "multiplies by a constant of shape " + dims_str(k) + "; supported: one value, or one per channel (" +
+                std::string(from_end == 2 ? "C, 1, 1" : "C") + " with C = " + std::to_string(c) + ")");
+  if (s.size() == 1) s.assign(static_cast<size_t>(c), s[0]);
+  LayerSpec& spec = add_layer("groupedConvolution2d", unique_name(n), {v.name});
+  set_list(spec, "FilterSize", {1, 1});
+  spec.set("NumFiltersPerGroup", "1");
+  spec.set("NumGroups", "channel-wise");
+  last_layer_op_ = "Mul";
+  add_param(spec.name, "Weights", Shape{c, 1, 1, 1}, s);
+  add_param(spec.name, "Bias", Shape{c}, std::vector<float>(static_cast<size_t>(c), 0.f));
+  Value out = v;
+  out.name = spec.name;
+  set_out(n, out);
+}
+
+}  // namespace dlt::onnx_detail

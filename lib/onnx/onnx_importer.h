@@ -1,0 +1,373 @@
+// The importer's state and graph-structure handlers, shared by lib/onnx/onnx_import.cpp (the
+// walk, the input, layers through NodeReader, the end of the graph) and onnx_import_layout.cpp
+// (shape folding, layout forms, Mul routing). Internal to lib/onnx.
+#pragma once
+#include <cctype>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "layers/layer.h"
+#include "onnx/onnx.h"
+#include "onnx/onnx_import_external.h"
+#include "onnx/onnx_import_fold.h"
+#include "onnx/onnx_proto_util.h"
+#include "tensor/shape.h"
+#include "util/error.h"
+
+namespace dlt::onnx_detail {
+
+using namespace onnxu;
+
+using Value = OnnxValue;  // name: the layer producing it
+
+inline constexpr int64_t kMaxInputValues = int64_t{1} << 31;  // per image (H * W * C)
+
+inline bool padded(const Value& v) { return v.pad[0] || v.pad[1] || v.pad[2] || v.pad[3]; }
+
+// The operators import reads: the layer types' (registry order), then the graph's own.
+std::string supported_ops();
+
+class Importer {
+ public:
+  friend class NodeReader;
+  // folder: the real path of the model's folder, whose files external data may name ("": the
+  // model came from memory).
+  Importer(const std::string& path, const std::string& folder, const onnx::ModelProto& model,
+           const OnnxImportOptions& opt)
+      : path_(path), g_(model.graph()), opt_(opt), external_(path, folder) {
+    for (const auto& op : model.opset_import())
+      if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
+  }
+
+  ModelData run() {
+    for (const auto& t : g_.initializer()) {
+      const onnx::TensorProto* p = &t;
+      if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+        owned_.push_back(external_.load(t, path_ + ": initializer"));
+        p = owned_.back().get();
+      }
+      check_tensor(*p, path_ + ": initializer");
+      consts_[t.name()] = p;
+    }
+    add_input();
+    for (const auto& n : g_.node()) node(n);
+    finish();
+    return std::move(m_);
+  }
+
+ private:
+  // ---- errors and lookups
+  [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& what) const {
+    throw ModelError(path_ + ": node '" + node_name(n) + "' (" + n.op_type() + "): " + what);
+  }
+  std::string node_name(const onnx::NodeProto& n) const {
+    return n.name().empty() ? (n.output_size() ? n.output(0) : n.op_type()) : n.name();
+  }
+  const onnx::TensorProto* constant(const std::string& name) const {
+    auto it = consts_.find(name);
+    return it == consts_.end() ? nullptr : it->second;
+  }
+  const onnx::TensorProto& need_const(const onnx::NodeProto& n, int i, const std::string& role) const {
+    if (n.input_size() <= i || n.input(i).empty()) fail(n, "has no " + role + " input");
+    const auto* t = constant(n.input(i));
+    if (!t)
+      fail(n,
+           role + " '" + n.input(i) + "' is computed, not a constant initializer (dltrain imports fixed weights only)");
+    return *t;
+  }
+  Value& value(const onnx::NodeProto& n, int i, bool pad_ok = false, bool indices = false, bool cl_ok = false) {
+    if (n.input_size() <= i) fail(n, "has too few inputs");
+    auto it = values_.find(n.input(i));
+    if (it == values_.end() && shuffles_.count(n.input(i)))
+      fail(n, "input '" + n.input(i) +
+                  "' is a 5-D reshape of an image, which dltrain reads only as ShuffleNet's channel shuffle "
+                  "(Reshape to (N, G, C/G, H, W), Transpose (0, 2, 1, 3, 4), Reshape to (N, C, H, W))");
+    if (it == values_.end())
+      fail(n, "input '" + n.input(i) +
+                  "' is neither the graph input nor an earlier supported node's output (a graph must list its "
+                  "nodes in topological order, without cycles)");
+    if (padded(it->second) && !pad_ok)
+      fail(n, "its input comes from a Pad node; dltrain folds zero padding only into Conv and AveragePool");
+    if (it->second.indices && !indices)
+      fail(n, "input '" + n.input(i) + "' is a MaxPool's Indices output, which dltrain reads only in MaxUnpool");
+    if (!it->second.indices && indices) fail(n, "input '" + n.input(i) + "' is not a MaxPool's Indices output");
+    if (it->second.channels_last && !cl_ok)
+      fail(n, "input '" + n.input(i) +
+                  "' is channels-last (a Transpose (0, 2, 3, 1) of an image); this operator reads it only as "
+                  "(N, C, H, W): transpose it back with (0, 3, 1, 2) first");
+    return it->second;
+  }
+  // Output i's name, refused when it is missing or names a value already defined (ONNX assigns
+  // each value once; an Identity writing its own input would otherwise loop or shadow).
+  const std::string& define(const onnx::NodeProto& n, int i = 0) {
+    if (n.output_size() <= i || n.output(i).empty()) fail(n, "has no output " + std::to_string(i));
+    const std::string& name = n.output(i);
+    if (values_.count(name) || consts_.count(name) || shuffles_.count(name))
+      fail(n, "output '" + name + "' is already defined earlier in the graph (each ONNX value is assigned once)");
+    return name;
+  }
+  void set_out(const onnx::NodeProto& n, const Value& v, int i = 0) { values_[define(n, i)] = v; }
+  void set_const(const onnx::NodeProto& n, const onnx::TensorProto* t) { consts_[define(n)] = t; }
+  // A folded integer constant as node n's output.
+  void set_ints(const onnx::NodeProto& n, const IntConst& c);
+
+  // ---- building the spec
+  std::string unique_name(const onnx::NodeProto& n) {
+    std::string s = node_name(n);
+    for (char& ch : s)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-' && ch != '.') ch = '_';
+    while (!s.empty() && (s[0] == '_' || s[0] == '.')) s.erase(0, 1);
+    if (s.empty()) s = n.op_type();
+    // The next free suffix per base name: a graph of many same-named nodes stays linear.
+    std::string name = s;
+    int64_t& k = next_suffix_[s];
+    if (k == 0) k = 2;
+    for (; taken_.count(name); ++k) name = s + "_" + std::to_string(k);
+    taken_.insert(name);
+    return name;
+  }
+  LayerSpec& add_layer(const std::string& type, const std::string& name, const std::vector<std::string>& inputs) {
+    LayerSpec s;
+    s.name = name;
+    s.type = type;
+    bool previous = inputs.size() == 1 && !m_.network.layers.empty() && m_.network.layers.back().name == inputs[0];
+    if (!previous) s.inputs = inputs;
+    m_.network.layers.push_back(std::move(s));
+    return m_.network.layers.back();
+  }
+  static void set_list(LayerSpec& s, const std::string& key, const std::vector<int64_t>& v) {
+    SpecValue sv;
+    sv.is_list = true;
+    for (int64_t x : v) sv.items.push_back(std::to_string(x));
+    s.options[key] = sv;
+  }
+  void add_param(const std::string& layer, const std::string& name, const Shape& shape, std::vector<float> data) {
+    m_.params.push_back(NamedTensor{layer, name, shape, std::move(data)});
+  }
+  void add_state(const std::string& layer, const std::string& name, const Shape& shape, std::vector<float> data) {
+    m_.states.push_back(NamedTensor{layer, name, shape, std::move(data)});
+  }
+
+  // ---- the graph input (N, C, H, W)
+  void add_input() {
+    const onnx::ValueInfoProto* in = nullptr;
+    for (const auto& v : g_.input())
+      if (!consts_.count(v.name())) {
+        if (in)
+          throw ModelError(path_ + ": the graph has several inputs ('" + in->name() + "', '" + v.name() +
+                           "'); dltrain imports single-image-input classifiers");
+        in = &v;
+      }
+    if (!in) throw ModelError(path_ + ": the graph has no input");
+    std::vector<int64_t> d;
+    for (const auto& dim : in->type().tensor_type().shape().dim())
+      d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+    int64_t h = -1, w = -1, c = -1;
+    if (d.size() == 4) c = d[1], h = d[2], w = d[3];
+    if (opt_.input_size.size() == 3) h = opt_.input_size[0], w = opt_.input_size[1], c = opt_.input_size[2];
+    if (d.size() != 4 && opt_.input_size.empty())
+      throw ModelError(path_ + ": the graph input '" + in->name() + "' has " + std::to_string(d.size()) +
+                       " dimensions, expected (N, C, H, W) (give --input-size HxWxC)");
+    if (h <= 0 || w <= 0 || c <= 0)
+      throw ModelError(path_ + ": the graph input '" + in->name() + "' has symbolic sizes (give --input-size HxWxC)");
+    if (h > kMaxInputValues / w || h * w > kMaxInputValues / c)
+      throw ModelError(path_ + ": the graph input '" + in->name() + "' is " + std::to_string(h) + "x" +
+                       std::to_string(w) + "x" + std::to_string(c) + " per image, more than the " +
+                       std::to_string(kMaxInputValues) + " values dltrain reads");
+    input_name_ = "input";
+    taken_.insert(input_name_);
+    LayerSpec& s = add_layer("imageInput", input_name_, {});
+    set_list(s, "InputSize", {h, w, c});
+    s.set("Normalization", "none");
+    values_[in->name()] = Value{input_name_, Shape{h, w, c}, false};
+  }
+
+  // ---- operators
+  void node(const onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    if (!n.domain().empty() && n.domain() != "ai.onnx")
+      fail(n, "operator domain '" + n.domain() + "' is not supported (supported: " + supported_ops() + ")");
+    if (op == "Constant") return constant_node(n);
+    if (op == "Identity") return identity(n);
+    if (op == "Shape") return shape(n);
+    if (is_fold_op(op) && all_constant(n)) return fold_node(n);
+    if (op == "Cast") return cast(n);
+    if (op == "Flatten" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze") return reshape(n);
+    if (op == "Transpose") return transpose(n);
+    if (op == "Pad") return pad(n);
+    if (op == "Mul") return mul(n);
+    if (op == "Sub" || op == "Div") return input_normalization(n);
+    if (op == "Add" && matmul_bias(n)) return;
+    if (const LayerType* t = layer_type_for_onnx(op)) return read_layer(*t, n);
+    fail(n, "operator '" + op + "' is not supported by dltrain import (supported: " + supported_ops() + ")");
+  }
+
+  void constant_node(const onnx::NodeProto& n);
+  // Identity of a constant is that constant (TorchScript aliases shared initializers so);
+  // of a value, that value.
+  void identity(const onnx::NodeProto& n) {
+    if (n.input_size() < 1 || n.input(0).empty()) fail(n, "has no input");
+    if (const auto* t = constant(n.input(0))) return set_const(n, t);
+    set_out(n, value(n, 0, true, false, true));
+  }
+  // Shape folding (onnx_import_layout.cpp).
+  void shape(const onnx::NodeProto& n);
+  bool all_constant(const onnx::NodeProto& n) const;
+  void fold_node(const onnx::NodeProto& n);
+  void cast(const onnx::NodeProto& n);
+  // Layout forms (onnx_import_layout.cpp).
+  void reshape(const onnx::NodeProto& n);
+  void reshape_to(const onnx::NodeProto& n, const Value& v, const std::vector<int64_t>& target);
+  void transpose(const onnx::NodeProto& n);
+  void mul(const onnx::NodeProto& n);
+  void channel_scale(const onnx::NodeProto& n, int value_input);
+
+  std::vector<float> need_floats(const onnx::NodeProto& n, int i, const std::string& role) {
+    return floats_of(need_const(n, i, role), path_ + ": node '" + node_name(n) + "'");
+  }
+
+  void pad(const onnx::NodeProto& n) {
+    Value v = value(n, 0);
+    need_image(n, v);
+    if (attr_string(n, "mode", "constant") != "constant") fail(n, "only constant (zero) padding is supported");
+    std::vector<int64_t> p = n.input_size() > 1
+                                 ? ints_of(need_const(n, 1, "pads"), path_ + ": node '" + node_name(n) + "'")
+                                 : attr_ints(n, "pads", {});
+    if (n.input_size() > 2 && !n.input(2).empty()) {
+      const std::vector<float> value = need_floats(n, 2, "constant_value");
+      if (value.size() != 1 || value[0] != 0.f) fail(n, "only zero padding (one constant_value of 0) is supported");
+    }
+    if (p.size() != 8 || p[0] || p[1] || p[4] || p[5] || *std::min_element(p.begin(), p.end()) < 0)
+      fail(n, "only non-negative padding of height and width is supported");
+    v.pad = {p[2], p[3], p[6], p[7]};
+    set_out(n, v);
+  }
+
+  void need_image(const onnx::NodeProto& n, const Value& v) {
+    if (v.flat && v.shape[0] * v.shape[1] > 1)
+      fail(n, "its input is flattened (N, C*H*W); it needs an image (N, C, H, W)");
+  }
+
+  // Add(MatMul output, constant): the constant is that fullyConnected layer's bias.
+  bool matmul_bias(const onnx::NodeProto& n) {
+    if (n.input_size() != 2) return false;
+    for (int i = 0; i < 2; ++i) {
+      if (!constant(n.input(1 - i)) || !matmul_bias_.count(n.input(i))) continue;
+      NamedTensor& bias = m_.params[matmul_bias_[n.input(i)]];
+      std::vector<float> cb = floats_of(*constant(n.input(1 - i)), path_ + ": node '" + node_name(n) + "'");
+      if (cb.size() == 1) cb.assign(bias.data.size(), cb[0]);
+      if (cb.size() != bias.data.size())
+        fail(n,
+             "bias has " + std::to_string(cb.size()) + " values for " + std::to_string(bias.data.size()) + " outputs");
+      for (size_t o = 0; o < cb.size(); ++o) bias.data[o] += cb[o];
+      set_out(n, value(n, i, false, false, true));
+      return true;
+    }
+    return false;
+  }
+
+  void read_layer(const LayerType& type, const onnx::NodeProto& n);
+
+  // Sub(x, mean), then Div(x, std) or Mul(x, 1/std), directly on the graph input.
+  void input_normalization(const onnx::NodeProto& n) {
+    if (n.input_size() != 2 || !constant(n.input(1)) || !values_.count(n.input(0)) ||
+        values_[n.input(0)].name != input_name_ || m_.network.layers.size() != 1)
+      fail(n, "operator '" + n.op_type() +
+                  "' is supported only as input normalization (x - mean, then / std or * 1/std, "
+                  "with constant mean and std, before any other node)");
+    const std::string& op = n.op_type();
+    const Value in = value(n, 0);
+    int64_t h = in.shape[0], w = in.shape[1], c = in.shape[2];
+    std::vector<float> t = need_floats(n, 1, "constant");
+    auto dims = dims_of(*constant(n.input(1)));
+    std::vector<float> per_channel;
+    if (static_cast<int64_t>(t.size()) == c || t.size() == 1) {
+      per_channel = t.size() == 1 ? std::vector<float>(c, t[0]) : t;
+    } else if (op == "Sub" && static_cast<int64_t>(t.size()) == h * w * c) {
+      if (!sd_.empty() || !mean_.empty()) fail(n, "a second mean subtraction is not supported");
+      mean_image_ = chw_to_hwc(t, h, w, c);
+      return set_out(n, in);
+    } else {
+      fail(n, "the constant has " + std::to_string(t.size()) + " values; expected 1, C or C*H*W");
+    }
+    if (op == "Sub") {
+      if (!sd_.empty() || !mean_.empty() || !mean_image_.empty())
+        fail(n, "subtract the mean before dividing by the standard deviation");
+      mean_ = per_channel;
+    } else {
+      if (!sd_.empty() || !mean_image_.empty()) fail(n, "only one scaling of the input (by channel) is supported");
+      sd_ = per_channel;
+      if (op == "Mul")
+        for (float& v : sd_) v = v != 0 ? 1.f / v : 1.f;
+    }
+    set_out(n, in);
+  }
+
+  void finish() {
+    if (g_.output_size() < 1) throw ModelError(path_ + ": the graph has no output");
+    auto it = values_.find(g_.output(0).name());
+    if (it == values_.end())
+      throw ModelError(path_ + ": the graph output '" + g_.output(0).name() + "' was not produced");
+    Value out = it->second;
+    if (out.shape[0] != 1 || out.shape[1] != 1)
+      throw ModelError(path_ + ": the graph ends with " + out.shape.str() + " per image, not class scores (1x1xK)");
+    if (m_.network.layers.back().name != out.name)
+      throw ModelError(path_ + ": the graph output '" + g_.output(0).name() + "' is not the last node's output");
+    if (last_layer_op_ != "Softmax") {
+      taken_.insert("softmax");
+      add_layer("softmax", taken_.count("prob") ? "softmax" : "prob", {out.name});
+    }
+    add_layer("classification", taken_.count("output") ? "classoutput" : "output", {m_.network.layers.back().name});
+    int64_t k = out.shape[2];
+    m_.classes = opt_.classes;
+    if (m_.classes.empty())
+      for (int64_t i = 1; i <= k; ++i) m_.classes.push_back("class_" + std::to_string(i));
+    if (static_cast<int64_t>(m_.classes.size()) != k)
+      throw ModelError(path_ + ": the network outputs " + std::to_string(k) + " classes but " + opt_.classes_from +
+                       " has " + std::to_string(m_.classes.size()) + " names (--classes FILE gives one per line)");
+    // Input normalization found at the front of the graph.
+    LayerSpec& in = m_.network.layers.front();
+    int64_t h = in.get_ints("InputSize", {}, 3)[0], w = in.get_ints("InputSize", {}, 3)[1],
+            c = in.get_ints("InputSize", {}, 3)[2];
+    if (!mean_image_.empty() || (!mean_.empty() && sd_.empty())) {
+      if (mean_image_.empty())
+        for (int64_t p = 0; p < h * w; ++p) mean_image_.insert(mean_image_.end(), mean_.begin(), mean_.end());
+      in.set("Normalization", "zerocenter");
+      add_state(in.name, "Mean", Shape{h, w, c}, mean_image_);
+    } else if (!sd_.empty()) {
+      if (mean_.empty()) mean_.assign(c, 0.f);
+      in.set("Normalization", "zscore");
+      add_state(in.name, "Mean", Shape{1, 1, c}, mean_);
+      add_state(in.name, "StandardDeviation", Shape{1, 1, c}, sd_);
+    }
+  }
+
+  std::string path_;
+  const onnx::GraphProto& g_;
+  OnnxImportOptions opt_;
+  int64_t opset_ = 13;
+  std::map<std::string, const onnx::TensorProto*> consts_;
+  std::vector<std::unique_ptr<onnx::TensorProto>> owned_;  // external data read, Constant and folded values
+  std::map<std::string, Value> values_;
+  // A channel shuffle being read: the image it started from, its groups, and whether the
+  // Transpose (0, 2, 1, 3, 4) was seen (keyed by the 5-D value's name).
+  struct Shuffle {
+    Value image;
+    int64_t groups = 0;
+    bool transposed = false;
+  };
+  std::map<std::string, Shuffle> shuffles_;
+  ExternalData external_;
+  std::string last_layer_op_;                  // the operator of the node that added the last layer
+  std::map<std::string, size_t> matmul_bias_;  // MatMul output -> index of its Bias in m_.params
+  std::set<std::string> taken_;
+  std::map<std::string, int64_t> next_suffix_;  // unique_name: base name -> next suffix to try
+  std::string input_name_;
+  std::vector<float> mean_, sd_, mean_image_;
+  ModelData m_;
+};
+
+}  // namespace dlt::onnx_detail

@@ -1,0 +1,141 @@
+// Small ONNX graphs built as protobufs for the import tests, and running an imported model:
+// a builder for the input, initializers and nodes, the import of a model's bytes from a
+// temporary folder, and the class probabilities the imported network computes.
+#pragma once
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "config/config_test_util.h"
+#include "net/network.h"
+#include "onnx/onnx.h"
+#include "util/error.h"
+
+namespace dlt::test {
+
+class OnnxBuilder {
+ public:
+  // A graph with input "x" (1, C, H, W) (dim 0 symbolic "N" when symbolic_batch).
+  OnnxBuilder(std::vector<int64_t> x_dims, int opset = 13, bool symbolic_batch = true) {
+    m_.set_ir_version(8);
+    m_.add_opset_import()->set_version(opset);
+    g().set_name("test");
+    auto* x = g().add_input();
+    x->set_name("x");
+    auto* tt = x->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    for (size_t i = 0; i < x_dims.size(); ++i) {
+      auto* d = tt->mutable_shape()->add_dim();
+      if (i == 0 && symbolic_batch)
+        d->set_dim_param("N");
+      else
+        d->set_dim_value(x_dims[i]);
+    }
+  }
+  onnx::GraphProto& g() { return *m_.mutable_graph(); }
+  onnx::ModelProto& model() { return m_; }
+
+  onnx::TensorProto& floats(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& v) {
+    auto* t = g().add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+    return *t;
+  }
+  onnx::TensorProto& ints(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int64_t>& v) {
+    auto* t = g().add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    for (int64_t d : dims) t->add_dims(d);
+    for (int64_t x : v) t->add_int64_data(x);
+    return *t;
+  }
+  onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& in, const std::vector<std::string>& out,
+                        const std::string& name = "") {
+    auto* n = g().add_node();
+    n->set_op_type(op);
+    n->set_name(name.empty() ? out.at(0) : name);
+    for (const auto& s : in) n->add_input(s);
+    for (const auto& s : out) n->add_output(s);
+    return *n;
+  }
+  static void attr(onnx::NodeProto& n, const std::string& name, int64_t v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  static void attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  }
+  // A Constant node with an INT64 tensor value.
+  onnx::NodeProto& int_constant(const std::string& out, const std::vector<int64_t>& dims,
+                                const std::vector<int64_t>& v) {
+    auto& n = node("Constant", {}, {out});
+    auto* a = n.add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+    for (int64_t d : dims) a->mutable_t()->add_dims(d);
+    for (int64_t x : v) a->mutable_t()->add_int64_data(x);
+    return n;
+  }
+  void output(const std::string& name) { g().add_output()->set_name(name); }
+  std::string bytes() const { return m_.SerializeAsString(); }
+
+ private:
+  onnx::ModelProto m_;
+};
+
+// Imports the bytes as `dir`/m.onnx; the error line, or "" with the model in `out`.
+inline std::string import_in(const TempDir& dir, const std::string& bytes, ModelData* out = nullptr) {
+  const std::string path = dir.write("m.onnx", bytes);
+  try {
+    ModelData m = import_onnx(path, {});
+    if (out) *out = std::move(m);
+  } catch (const ModelError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+inline std::string import_error(const OnnxBuilder& b) {
+  TempDir dir;
+  return import_in(dir, b.bytes());
+}
+
+inline ModelData imported(const OnnxBuilder& b) {
+  TempDir dir;
+  ModelData m;
+  const std::string err = import_in(dir, b.bytes(), &m);
+  INFO(err);
+  REQUIRE(err.empty());
+  return m;
+}
+
+// The probabilities the model computes for NHWC images x (n images).
+inline std::vector<float> probabilities(const ModelData& m, const std::vector<float>& x, int64_t n) {
+  Network net(m, Device::cpu());
+  net.set_batch(n);
+  const Shape& s = net.input_shape();
+  Tensor in(Shape{n, s[0], s[1], s[2]});
+  REQUIRE(static_cast<int64_t>(x.size()) == in.numel());
+  std::memcpy(in.data(), x.data(), x.size() * sizeof(float));
+  RunContext ctx;
+  Tensor p = net.forward(in, ctx).to(Device::cpu());
+  return std::vector<float>(p.data(), p.data() + p.numel());
+}
+
+inline const LayerSpec* layer_of_type(const ModelData& m, const std::string& type) {
+  for (const auto& l : m.network.layers)
+    if (l.type == type) return &l;
+  return nullptr;
+}
+
+}  // namespace dlt::test
