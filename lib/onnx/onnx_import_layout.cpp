@@ -180,6 +180,10 @@ void Importer::reshape_to(const onnx::NodeProto& n, const Value& v, const std::v
   const int64_t numel = v.shape.numel(), h = v.shape[0], w = v.shape[1], c = v.shape[2];
   const std::vector<int64_t> in = onnx_dims(v);
   std::vector<int64_t> t = target;
+  if (t == std::vector<int64_t>{-1}) {  // the whole batch as one list: read back only by restride()
+    whole_[define(n)] = v;
+    return;
+  }
   const std::string supported = "; supported: (N, " + std::to_string(numel) + "), the same image (N, " +
                                 std::to_string(c) + ", " + std::to_string(h) + ", " + std::to_string(w) +
                                 "), (N, C) <-> (N, C, 1, 1), and ShuffleNet's (N, G, C/G, H, W)";
@@ -229,6 +233,25 @@ void Importer::reshape_to(const onnx::NodeProto& n, const Value& v, const std::v
   }
   fail(n, "reshapes " + std::string(v.flat ? "(N, " + std::to_string(numel) + ")" : "an image") + " to " +
               ints_str(target) + supported);
+}
+
+// Gather(Reshape(v, [-1]), indices) where indices is 0, 1, 2, ... in v's own shape (B, ...):
+// the dynamo exporter's as_strided of a contiguous tensor, which is v itself.
+void Importer::restride(const onnx::NodeProto& n) {
+  const Value v = whole_.at(n.input(0));
+  const onnx::TensorProto& t = need_const(n, 1, "indices");
+  std::vector<int64_t> want = onnx_dims(v), got = dims_of(t);
+  const bool same_shape = attr_int(n, "axis", 0) == 0 && got.size() == want.size() && !got.empty() &&
+                          std::equal(got.begin() + 1, got.end(), want.begin() + 1);
+  bool identity = same_shape;
+  if (same_shape) {
+    const std::vector<int64_t> idx = ints_of(t, path_ + ": node '" + node_name(n) + "'");
+    for (size_t i = 0; i < idx.size() && identity; ++i) identity = idx[i] == static_cast<int64_t>(i);
+  }
+  if (!identity)
+    fail(n, "gathers from the whole batch flattened to 1-D in an order other than its own (" + dims_str(t) +
+                " indices); dltrain reads only the identity as_strided");
+  set_out(n, v);
 }
 
 void Importer::transpose(const onnx::NodeProto& n) {

@@ -81,6 +81,10 @@ class Importer {
   Value& value(const onnx::NodeProto& n, int i, bool pad_ok = false, bool indices = false, bool cl_ok = false) {
     if (n.input_size() <= i) fail(n, "has too few inputs");
     auto it = values_.find(n.input(i));
+    if (it == values_.end() && whole_.count(n.input(i)))
+      fail(n, "input '" + n.input(i) +
+                  "' is the whole batch flattened to 1-D (Reshape to [-1]), which dltrain reads only as the dynamo "
+                  "exporter's as_strided: a Gather of the same order right after it");
     if (it == values_.end() && shuffles_.count(n.input(i)))
       fail(n, "input '" + n.input(i) +
                   "' is a 5-D reshape of an image, which dltrain reads only as ShuffleNet's channel shuffle "
@@ -105,7 +109,7 @@ class Importer {
   const std::string& define(const onnx::NodeProto& n, int i = 0) {
     if (n.output_size() <= i || n.output(i).empty()) fail(n, "has no output " + std::to_string(i));
     const std::string& name = n.output(i);
-    if (values_.count(name) || consts_.count(name) || shuffles_.count(name))
+    if (values_.count(name) || consts_.count(name) || shuffles_.count(name) || whole_.count(name))
       fail(n, "output '" + name + "' is already defined earlier in the graph (each ONNX value is assigned once)");
     return name;
   }
@@ -193,6 +197,7 @@ class Importer {
     if (op == "Constant") return constant_node(n);
     if (op == "Identity") return identity(n);
     if (op == "Shape") return shape(n);
+    if (op == "Gather" && n.input_size() > 0 && whole_.count(n.input(0))) return restride(n);
     if (is_fold_op(op) && all_constant(n)) return fold_node(n);
     if (op == "Cast") return cast(n);
     if (op == "Flatten" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze") return reshape(n);
@@ -222,6 +227,7 @@ class Importer {
   void reshape(const onnx::NodeProto& n);
   void reshape_to(const onnx::NodeProto& n, const Value& v, const std::vector<int64_t>& target);
   void transpose(const onnx::NodeProto& n);
+  void restride(const onnx::NodeProto& n);
   void mul(const onnx::NodeProto& n);
   void channel_scale(const onnx::NodeProto& n, int value_input);
 
@@ -360,6 +366,8 @@ class Importer {
     bool transposed = false;
   };
   std::map<std::string, Shuffle> shuffles_;
+  // A value reshaped to [-1], batch included (the dynamo exporter's as_strided), by name.
+  std::map<std::string, Value> whole_;
   ExternalData external_;
   std::string last_layer_op_;                  // the operator of the node that added the last layer
   std::map<std::string, size_t> matmul_bias_;  // MatMul output -> index of its Bias in m_.params

@@ -323,6 +323,37 @@ TEST_CASE("onnx forms: ReduceMean over height and width is global average poolin
   CHECK(has(test::import_error(bad), "node 'mean' (ReduceMean): averages over axes other than height and width"));
 }
 
+// The dynamo exporter's as_strided after a pooling: Reshape to [-1] (the whole batch), then a
+// Gather of 0, 1, 2, ... in the pooled shape (B, C, 1, 1): the pooled value itself.
+TEST_CASE("onnx forms: the dynamo exporter's identity as_strided (Reshape [-1], Gather)", "[onnx]") {
+  Mean3 t;
+  auto graph = [&](std::vector<int64_t> order, const std::string& consumer) {
+    OnnxBuilder g({2, 3, 2, 2}, 18, false);
+    g.floats("W", {4, 3}, t.w);
+    g.floats("B", {4}, t.b);
+    g.node("Relu", {"x"}, {"r"});
+    g.node("GlobalAveragePool", {"r"}, {"p"});
+    g.ints("all", {1}, {-1});
+    g.node("Reshape", {"p", "all"}, {"whole"});
+    g.ints("order", {2, 3, 1, 1}, order);
+    if (consumer == "Relu")
+      g.node("Relu", {"whole"}, {"s"}, "stray");
+    else
+      OnnxBuilder::attr(g.node("Gather", {"whole", "order"}, {"s"}, "as_strided"), "axis", 0);
+    g.node("Flatten", {"s"}, {"f"});
+    OnnxBuilder::attr(g.node("Gemm", {"f", "W", "B"}, {"g"}), "transB", 1);
+    g.node("Softmax", {"g"}, {"prob"});
+    g.output("prob");
+    return g;
+  };
+  check_close(test::probabilities(test::imported(graph({0, 1, 2, 3, 4, 5}, "Gather")), t.x, 2), t.expected());
+  CHECK(
+      has(test::import_error(graph({1, 0, 2, 3, 4, 5}, "Gather")),
+          "node 'as_strided' (Gather): gathers from the whole batch flattened to 1-D in an order other than its own"));
+  CHECK(has(test::import_error(graph({0, 1, 2, 3, 4, 5}, "Relu")),
+            "node 'stray' (Relu): input 'whole' is the whole batch flattened to 1-D"));
+}
+
 TEST_CASE("onnx forms: Squeeze and Unsqueeze with axes as input (opset 13) or attribute (opset 11)", "[onnx]") {
   Mean3 t;
   for (int opset : {11, 13}) {
