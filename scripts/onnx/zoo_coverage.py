@@ -397,9 +397,9 @@ def cpu_model():
 
 
 def opsets(results, exporter):
-    """', opset N' when the files of this exporter say so (the dynamo exporter's default varies)."""
+    """': N', the opset the files of an exporter at its default opset have (it changes between releases)."""
     seen = sorted({r["opset"] for (a, e), r in results.items() if e == exporter and r.get("opset")})
-    return (", opset " + "/".join(map(str, seen))) if seen and "opset" not in EXPORTERS[exporter] else ""
+    return (": " + "/".join(map(str, seen))) if seen and EXPORTERS[exporter].endswith("default opset") else ""
 
 
 def table(results, archs, exporters, versions, minutes, args, reused):
