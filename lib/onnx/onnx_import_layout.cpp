@@ -59,6 +59,19 @@ bool Importer::all_constant(const onnx::NodeProto& n) const {
 
 void Importer::fold_node(const onnx::NodeProto& n) {
   const std::string what = path_ + ": node '" + node_name(n) + "'";
+  if (n.op_type() == "Cast" && attr_int(n, "to", 0) == onnx::TensorProto::FLOAT) {
+    // A constant cast to float (a Clip bound, a scale): the same constant, or its integers as floats.
+    const onnx::TensorProto& t = *constant(n.input(0));
+    if (t.data_type() == onnx::TensorProto::FLOAT) return set_const(n, &t);
+    if (checked_values(t, what) > kMaxFoldValues)
+      fail(n, "casts a " + dims_str(t) + " integer constant to float; dltrain casts at most " +
+                  std::to_string(kMaxFoldValues) + " values");
+    const std::vector<int64_t> v = ints_of(t, what);
+    auto f = std::make_unique<onnx::TensorProto>();
+    set_floats(*f, n.output_size() ? n.output(0) : "", dims_of(t), std::vector<float>(v.begin(), v.end()));
+    owned_.push_back(std::move(f));
+    return set_const(n, owned_.back().get());
+  }
   std::vector<IntConst> consts(static_cast<size_t>(n.input_size()));
   std::vector<const IntConst*> in;
   for (int i = 0; i < n.input_size(); ++i) {

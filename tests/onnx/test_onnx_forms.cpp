@@ -159,11 +159,15 @@ TEST_CASE("onnx forms: C*H*W computed from Shape by Slice, Gather, Cast and Mul"
   g.node("Mul", {"c", "h"}, {"ch"});
   g.node("Mul", {"ch", "w"}, {"chw"});
   OnnxBuilder::attr(g.node("Cast", {"chw"}, {"chw64"}), "to", 7);
+  // Constants cast to float (as exporters write Clip bounds): the same constant; here the Gemm's bias.
+  OnnxBuilder::attr(g.node("Cast", {"B"}, {"B_float"}), "to", 1);
   g.ints("axes0", {1}, {0});
   g.node("Unsqueeze", {"chw64", "axes0"}, {"chw1"});
   OnnxBuilder::attr(g.node("Concat", {"n1", "chw1"}, {"target"}), "axis", 0);
   g.node("Reshape", {"x", "target"}, {"f"});
-  t.finish(g, "f");
+  OnnxBuilder::attr(g.node("Gemm", {"f", "W", "B_float"}, {"g"}), "transB", 1);
+  g.node("Softmax", {"g"}, {"prob"});
+  g.output("prob");
   t.check(g);
 }
 
