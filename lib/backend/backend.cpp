@@ -134,6 +134,48 @@ void Backend::mul(const Tensor& x, const Tensor& m, Tensor& y) {
   do_mul(x, m, y);
 }
 
+namespace {
+// Each input is full (d.n * d.pixels * d.c) or repeated over the pixels (d.n * d.c), on device dev.
+void check_product(const std::vector<const Tensor*>& xs, const ProductDesc& d, Device dev, const char* op) {
+  DLT_CHECK(!xs.empty(), op << ": no inputs");
+  DLT_CHECK(d.n >= 0 && d.pixels >= 1 && d.c >= 1,
+            op << ": " << d.n << " images of " << d.pixels << " pixels and " << d.c << " channels");
+  for (const Tensor* x : xs) {
+    DLT_CHECK(x && x->defined() && (x->numel() == d.n * d.pixels * d.c || x->numel() == d.n * d.c),
+              op << ": an input has " << (x && x->defined() ? x->numel() : 0) << " elements, expected "
+                 << d.n * d.pixels * d.c << " or " << d.n * d.c << " (repeated over " << d.pixels << " pixels)");
+    on(*x, dev, op);
+  }
+}
+}  // namespace
+
+void Backend::multiply(const std::vector<const Tensor*>& xs, Tensor& y, const ProductDesc& d) {
+  check_product(xs, d, device(), "multiply");
+  DLT_CHECK(y.defined() && y.numel() == d.n * d.pixels * d.c,
+            "multiply: y has " << (y.defined() ? y.numel() : 0) << " elements, expected " << d.n * d.pixels * d.c);
+  on(y, device(), "multiply");
+  for (const Tensor* x : xs) DLT_CHECK(x->data() != y.data() || y.numel() == 0, "multiply: y aliases an input");
+  do_multiply(xs, y, d);
+}
+
+void Backend::multiply_backward(const Tensor& dy, const std::vector<const Tensor*>& xs, size_t i, Tensor& dx,
+                                const ProductDesc& d) {
+  check_product(xs, d, device(), "multiply_backward");
+  DLT_CHECK(i < xs.size(), "multiply_backward: input " << i << " of " << xs.size());
+  DLT_CHECK(dy.defined() && dy.numel() == d.n * d.pixels * d.c, "multiply_backward: dy has "
+                                                                    << (dy.defined() ? dy.numel() : 0)
+                                                                    << " elements, expected " << d.n * d.pixels * d.c);
+  DLT_CHECK(dx.defined() && dx.numel() == xs[i]->numel(), "multiply_backward: dx has "
+                                                              << (dx.defined() ? dx.numel() : 0) << " elements, input "
+                                                              << i << " " << xs[i]->numel());
+  on(dy, device(), "multiply_backward");
+  on(dx, device(), "multiply_backward");
+  if (dx.numel() == 0) return;
+  DLT_CHECK(dx.data() != dy.data(), "multiply_backward: dx aliases dy");
+  for (const Tensor* x : xs) DLT_CHECK(x->data() != dx.data(), "multiply_backward: dx aliases an input");
+  do_multiply_backward(dy, xs, i, dx, d);
+}
+
 void Backend::channel_moments(const Tensor& x, Tensor& mean, Tensor& var) {
   const int64_t c = mean.numel();
   DLT_CHECK(c > 0 && var.numel() == c && x.numel() % c == 0,

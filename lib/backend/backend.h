@@ -91,6 +91,7 @@ class Backend {
   virtual std::unique_ptr<SoftmaxOp> make_softmax(int64_t rows, int64_t channels) = 0;
   virtual std::unique_ptr<ConcatOp> make_concat(int64_t n, int64_t h, int64_t w,
                                                 const std::vector<int64_t>& channels) = 0;
+  virtual std::unique_ptr<LayerNormOp> make_layer_norm(const LayerNormDesc& d) = 0;
 
   // ---- element-wise (all tensors on this backend's device, same numel unless stated) ----
   void fill(Tensor& t, float value);
@@ -117,6 +118,17 @@ class Backend {
   void dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t seed, uint64_t stream);
   // Mean over the batch of per-sample reductions is done by the layers; this is y = x * m.
   void mul(const Tensor& x, const Tensor& m, Tensor& y);
+
+  // ---- element-wise product with broadcasting (multiplication; d: ProductDesc): y is
+  // (n, pixels, c), each input (n, pixels, c) or (n, 1, c) (repeated over the pixels); inputs
+  // may repeat, none may alias y ----
+  // y = x0 * x1 * ..., multiplied in input order.
+  void multiply(const std::vector<const Tensor*>& xs, Tensor& y, const ProductDesc& d);
+  // The gradient of input i: dx = dy * (the product of the other inputs), summed over the
+  // pixels when input i is (n, 1, c) (dx is then of that size). Overwrites dx, which may
+  // alias no input and not dy.
+  void multiply_backward(const Tensor& dy, const std::vector<const Tensor*>& xs, size_t i, Tensor& dx,
+                         const ProductDesc& d);
 
   // ---- synchronized batch norm (data-parallel training; x is (N, H, W, C), stats are (C)) ----
   // Per-channel mean and biased variance of x over its N*H*W positions (N may be 0: then
@@ -210,6 +222,11 @@ class Backend {
   virtual void do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key,
                                   float keep_value) = 0;
   virtual void do_mul(const Tensor& x, const Tensor& m, Tensor& y) = 0;
+  // Each x of d.n * d.pixels * d.c elements (full) or d.n * d.c (repeated over the pixels);
+  // y and dy full, dx of input i's size. d.pixels == 1: every input is full.
+  virtual void do_multiply(const std::vector<const Tensor*>& xs, Tensor& y, const ProductDesc& d) = 0;
+  virtual void do_multiply_backward(const Tensor& dy, const std::vector<const Tensor*>& xs, size_t i, Tensor& dx,
+                                    const ProductDesc& d) = 0;
   // positions = x.numel() / channels (0: x is empty and may be on any device).
   virtual void do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean, Tensor& var) = 0;
   // positions > 0 and m > 0.

@@ -5,8 +5,10 @@
 #include "backend/ops.h"
 
 #include <initializer_list>
+#include <string>
 
 #include "util/check.h"
+#include "util/error.h"
 
 namespace dlt {
 namespace {
@@ -244,6 +246,54 @@ void SoftmaxOp::backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
   expect(dy, numel_, device_, "softmax backward", "dy");
   expect(dx, numel_, device_, "softmax backward", "dx");
   do_backward(y, dy, dx);
+}
+
+// ---- layer normalization: x, y, dy, dx (rows, length); scale, offset and gradients (c); mean, var (rows)
+
+LayerNormOp::LayerNormOp(const LayerNormDesc& d, Device device) : desc_(d), device_(device) {
+  if (d.rows < 1 || d.c < 1 || d.length < 1 || d.length % d.c != 0 || !(d.epsilon > 0))
+    throw ShapeError("layer normalization: rows of " + std::to_string(d.length) + " values over " +
+                     std::to_string(d.c) + " channels (x" + std::to_string(d.rows) + " rows, epsilon " +
+                     std::to_string(d.epsilon) +
+                     ") is not a normalization: the length must be a multiple of the channels, epsilon > 0");
+}
+
+void LayerNormOp::forward_training(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& y, Tensor& mean,
+                                   Tensor& var) {
+  const LayerNormDesc& d = desc_;
+  const char* op = "layer_norm forward_training";
+  expect(x, d.rows * d.length, device_, op, "x");
+  expect(y, d.rows * d.length, device_, op, "y");
+  expect(scale, d.c, device_, op, "scale");
+  expect(offset, d.c, device_, op, "offset");
+  expect(mean, d.rows, device_, op, "mean");
+  expect(var, d.rows, device_, op, "var");
+  do_forward_training(x, scale, offset, y, mean, var);
+}
+
+void LayerNormOp::forward_inference(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& y) {
+  const LayerNormDesc& d = desc_;
+  const char* op = "layer_norm forward_inference";
+  expect(x, d.rows * d.length, device_, op, "x");
+  expect(y, d.rows * d.length, device_, op, "y");
+  expect(scale, d.c, device_, op, "scale");
+  expect(offset, d.c, device_, op, "offset");
+  do_forward_inference(x, scale, offset, y);
+}
+
+void LayerNormOp::backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& mean,
+                           const Tensor& var, Tensor& dx, Tensor& dscale, Tensor& doffset) {
+  const LayerNormDesc& d = desc_;
+  const char* op = "layer_norm backward";
+  expect(x, d.rows * d.length, device_, op, "x");
+  expect(dy, d.rows * d.length, device_, op, "dy");
+  expect(dx, d.rows * d.length, device_, op, "dx");
+  expect(scale, d.c, device_, op, "scale");
+  expect(mean, d.rows, device_, op, "mean");
+  expect(var, d.rows, device_, op, "var");
+  expect_optional(dscale, d.c, device_, op, "dscale");
+  expect_optional(doffset, d.c, device_, op, "doffset");
+  do_backward(x, dy, scale, mean, var, dx, dscale, doffset);
 }
 
 // ---- concatenation: input i (N, H, W, channels[i]), y (N, H, W, sum of channels)

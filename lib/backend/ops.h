@@ -287,6 +287,49 @@ class SoftmaxOp {
   Device device_;
 };
 
+// Layer normalization (layerNormalization): each of `rows` rows of `length` consecutive values
+// is normalized with its own mean and biased variance,
+//   y = (x - mean) / sqrt(var + epsilon) * scale[j % c] + offset[j % c]  (value j of a row).
+// channel-only: rows = N*H*W, length = C (each pixel over its channels); spatial-channel:
+// rows = N, length = H*W*C (each image; in NHWC value j has channel j % C). length % c == 0.
+struct LayerNormDesc {
+  int64_t rows = 1, length = 1, c = 1;
+  float epsilon = 1e-5f;
+};
+
+// scale, offset, dscale, doffset (c); mean, var (rows); x, y, dx, dy (rows * length).
+class LayerNormOp {
+ public:
+  virtual ~LayerNormOp() = default;
+  // Writes each row's mean and biased variance, which backward reads.
+  void forward_training(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& y, Tensor& mean,
+                        Tensor& var);
+  void forward_inference(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& y);
+  // The gradient through the row statistics; dscale and doffset may be undefined (frozen).
+  void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& mean, const Tensor& var,
+                Tensor& dx, Tensor& dscale, Tensor& doffset);
+
+ protected:
+  // Throws ShapeError when length is not a multiple of c or a size is below 1.
+  LayerNormOp(const LayerNormDesc& d, Device device);
+  virtual void do_forward_training(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& y, Tensor& mean,
+                                   Tensor& var) = 0;
+  virtual void do_forward_inference(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& y) = 0;
+  virtual void do_backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& mean,
+                           const Tensor& var, Tensor& dx, Tensor& dscale, Tensor& doffset) = 0;
+
+ private:
+  LayerNormDesc desc_;
+  Device device_;
+};
+
+// The shape of an element-wise product with broadcasting (Backend::multiply): the output is
+// (n, pixels, c) (pixels = H * W); each input is (n, pixels, c) or (n, 1, c), repeated over the
+// pixels (squeeze-and-excitation's per-channel weights).
+struct ProductDesc {
+  int64_t n = 1, pixels = 1, c = 1;
+};
+
 // Concatenation along channels of NHWC tensors with equal N, H, W.
 class ConcatOp {
  public:

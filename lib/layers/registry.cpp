@@ -29,6 +29,8 @@ const LayerType& pixel_classification_layer_type();
 const LayerType& addition_layer_type();
 const LayerType& depth_concatenation_layer_type();
 const LayerType& crop2d_layer_type();
+const LayerType& multiplication_layer_type();
+const LayerType& layer_normalization_layer_type();
 
 const std::vector<const LayerType*>& layer_registry() {
   static const std::vector<const LayerType*> kLayers = {
@@ -52,6 +54,8 @@ const std::vector<const LayerType*>& layer_registry() {
       &addition_layer_type(),
       &depth_concatenation_layer_type(),
       &crop2d_layer_type(),
+      &multiplication_layer_type(),
+      &layer_normalization_layer_type(),
   };
   return kLayers;
 }

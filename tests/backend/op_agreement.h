@@ -301,6 +301,75 @@ inline AgreementRow crop_row(std::string name, CropDesc d) {
           }};
 }
 
+// The broadcasting product (Backend::multiply): repeated[i] makes input i (n, c), repeated over
+// the pixels; every input's gradient, with y and dx prefilled so that they must be overwritten.
+inline AgreementRow multiply_row(std::string name, ProductDesc d, std::vector<bool> repeated) {
+  return {"multiply " + name, [d, repeated](Backend& be, double tol) {
+            Rng rng(79);
+            const Device dev = be.device();
+            const Shape full{d.n, d.pixels, 1, d.c}, small{d.n, 1, 1, d.c};
+            std::vector<Vec> xs;
+            std::vector<Tensor> txs;
+            std::vector<const Tensor*> in;
+            for (bool r : repeated) {
+              xs.push_back(random_vec(r ? small.numel() : full.numel(), rng, -2.0, 2.0));
+              txs.push_back(to_tensor(xs.back(), r ? small : full, dev));
+            }
+            for (const Tensor& t : txs) in.push_back(&t);
+            Tensor y(full, dev);
+            be.fill(y, 9.f);
+            be.multiply(in, y, d);
+            check_close("forward", y, ref::multiply_forward(d, xs), tol);
+            const Vec dy = random_vec(full.numel(), rng);
+            const Tensor tdy = to_tensor(dy, full, dev);
+            for (size_t i = 0; i < xs.size(); ++i) {
+              INFO("gradient of input " << i << (repeated[i] ? " (repeated)" : ""));
+              Tensor dx(txs[i].shape(), dev);
+              be.fill(dx, 123.f);
+              be.multiply_backward(tdy, in, i, dx, d);
+              check_close("backward", dx, ref::multiply_backward(d, xs, dy, i), tol);
+            }
+          }};
+}
+
+// Layer normalization: training forward (y and the row statistics), inference forward, backward
+// with the parameter gradients and without them (frozen).
+inline AgreementRow layer_norm_row(std::string name, LayerNormDesc d) {
+  return {"layer_norm " + name, [d](Backend& be, double tol) {
+            Rng rng(83);
+            const Device dev = be.device();
+            const Shape xs{d.rows, d.length}, cs{d.c}, rs{d.rows};
+            Vec x = random_vec(xs.numel(), rng, -2.0, 3.0), dy = random_vec(xs.numel(), rng);
+            Vec scale = random_vec(d.c, rng, 0.5, 1.5), offset = random_vec(d.c, rng);
+            Tensor tx = to_tensor(x, xs, dev), tdy = to_tensor(dy, xs, dev);
+            Tensor tscale = to_tensor(scale, cs, dev), toffset = to_tensor(offset, cs, dev);
+            Tensor ty(xs, dev), tdx(xs, dev), tmean(rs, dev), tvar(rs, dev), tdscale(cs, dev), tdoffset(cs, dev);
+            auto op = be.make_layer_norm(d);
+            Vec mean, var;
+            const Vec want = ref::layer_norm_forward(d, x, scale, offset, &mean, &var);
+            be.fill(ty, 7.f);
+            op->forward_training(tx, tscale, toffset, ty, tmean, tvar);
+            check_close("forward_training y", ty, want, tol);
+            check_close("forward_training mean", tmean, mean, tol);
+            check_close("forward_training var", tvar, var, tol);
+            be.fill(ty, 7.f);
+            op->forward_inference(tx, tscale, toffset, ty);
+            check_close("forward_inference y", ty, want, tol);
+            Vec dx, dscale, doffset;
+            ref::layer_norm_backward(d, x, dy, scale, dx, dscale, doffset);
+            be.fill(tdscale, 123.f);  // overwritten, not accumulated
+            be.fill(tdoffset, 123.f);
+            op->backward(tx, tdy, tscale, tmean, tvar, tdx, tdscale, tdoffset);
+            check_close("backward dx", tdx, dx, tol);
+            check_close("backward dscale", tdscale, dscale, tol);
+            check_close("backward doffset", tdoffset, doffset, tol);
+            Tensor none;
+            be.fill(tdx, 5.f);
+            op->backward(tx, tdy, tscale, tmean, tvar, tdx, none, none);
+            check_close("backward dx (frozen scale and offset)", tdx, dx, tol);
+          }};
+}
+
 // weighted: per-class weights in [0.2, 3); undefined: about a quarter of the labels are -1.
 inline AgreementRow cross_entropy_row(std::string name, int64_t n, int64_t c, bool weighted = false,
                                       bool undefined = false) {
@@ -471,6 +540,24 @@ inline std::vector<AgreementRow> agreement_rows() {
   rows.push_back(unpool_row("2x2/2 4x12x16x5", unpool(4, 12, 16, 5, 2, 2, 0)));
   rows.push_back(unpool_row("3x3/2 pad 1 2x9x7x3", unpool(2, 9, 7, 3, 3, 2, 1)));
   rows.push_back(unpool_row("2x2/2 2x96x128x64 (over 1M elements)", unpool(2, 96, 128, 64, 2, 2, 0)));
+  rows.push_back(multiply_row("2 equal inputs 2x15x7", {2, 15, 7}, {false, false}));
+  rows.push_back(multiply_row("squeeze-and-excitation: 1x1x5 first, 3x24x5", {3, 24, 5}, {true, false}));
+  rows.push_back(multiply_row("3 inputs, the middle repeated, odd C 2x15x9", {2, 15, 9}, {false, true, false}));
+  rows.push_back(multiply_row("C = 1, repeated", {2, 12, 1}, {false, true}));
+  rows.push_back(multiply_row("1x1 images", {4, 1, 6}, {false, false}));
+  rows.push_back(multiply_row("9 inputs (two CUDA launches), 2 repeated", {2, 10, 3},
+                              {true, false, false, false, false, true, false, false, false}));
+  rows.push_back(multiply_row("2x56x56x24 repeated (many pixel groups)", {2, 3136, 24}, {false, true}));
+  auto layer_norm = [](int64_t rows, int64_t length, int64_t c, float eps) {
+    return LayerNormDesc{rows, length, c, eps};
+  };
+  rows.push_back(layer_norm_row("channel-only odd C 30x7", layer_norm(30, 7, 7, 1e-5f)));
+  rows.push_back(layer_norm_row("channel-only C = 1", layer_norm(12, 1, 1, 1e-5f)));
+  rows.push_back(layer_norm_row("channel-only ConvNeXt 98x96", layer_norm(98, 96, 96, 1e-6f)));
+  rows.push_back(layer_norm_row("channel-only 3x1100 (a block per row on CUDA)", layer_norm(3, 1100, 1100, 1e-5f)));
+  rows.push_back(layer_norm_row("spatial-channel 2 images of 5x4x6", layer_norm(2, 120, 6, 1e-5f)));
+  rows.push_back(layer_norm_row("spatial-channel 3 images of 16x16x8", layer_norm(3, 2048, 8, 1e-5f)));
+  rows.push_back(layer_norm_row("large epsilon 0.1, 20x16", layer_norm(20, 16, 16, 0.1f)));
   return rows;
 }
 

@@ -107,6 +107,34 @@ TEST_CASE("gradients: dropout, softmax, addition, depthConcatenation", "[layers]
   expect_ok(check_layer(cat, {Shape{3, 3, 2}, Shape{3, 3, 5}}, o));
 }
 
+TEST_CASE("gradients: multiplication (equal sizes, 1x1xC repeated, 3 inputs)", "[layers][grad]") {
+  GradCheckOptions o;
+  LayerSpec two = layer_spec("multiplication", {});
+  two.inputs = {"a", "b"};
+  expect_ok(check_layer(two, {Shape{3, 4, 5}, Shape{3, 4, 5}}, o));
+  expect_ok(check_layer(two, {Shape{1, 1, 5}, Shape{3, 4, 5}}, o));  // squeeze-and-excitation
+  LayerSpec three = layer_spec("multiplication", {"NumInputs=3"});
+  three.inputs = {"a", "b", "c"};
+  expect_ok(check_layer(three, {Shape{3, 3, 7}, Shape{1, 1, 7}, Shape{3, 3, 7}}, o));
+  expect_ok(check_layer(two, {Shape{2, 3, 1}, Shape{1, 1, 1}}, o));  // C = 1
+}
+
+TEST_CASE("gradients: layerNormalization", "[layers][grad]") {
+  GradCheckOptions o;
+  o.step = 5e-3;
+  SECTION("channel-only, odd C") {
+    expect_ok(check_layer(layer_spec("layerNormalization", {"OperationDimension=channel-only"}), {Shape{3, 2, 5}}, o));
+  }
+  SECTION("spatial-channel (the default)") {
+    expect_ok(check_layer(layer_spec("layerNormalization", {}), {Shape{3, 3, 4}}, o));
+  }
+  SECTION("channel-only, 96 channels (ConvNeXt), epsilon 1e-6") {
+    o.samples = 40;
+    expect_ok(check_layer(layer_spec("layerNormalization", {"OperationDimension=channel-only", "Epsilon=1e-6"}),
+                          {Shape{2, 2, 96}}, o));
+  }
+}
+
 TEST_CASE("gradients: crop2d (the reference input gets a zero gradient)", "[layers][grad]") {
   GradCheckOptions o;
   LayerSpec center = layer_spec("crop2d", {});

@@ -77,6 +77,21 @@ std::vector<Vec> concat_backward(int64_t pixels, const std::vector<int64_t>& cha
 Vec crop2d_forward(const CropDesc& d, const Vec& x);
 Vec crop2d_backward(const CropDesc& d, const Vec& dy);  // -> dx, zero outside the window
 
+// ---- element-wise product with broadcasting (Backend::multiply): y (n, pixels, c); each
+// input (n, pixels, c) or (n, c) repeated over the pixels (reference_product_norm.cpp) ----
+Vec multiply_forward(const ProductDesc& d, const std::vector<Vec>& xs);
+// -> the gradient of input i (its size): dy times the other inputs, summed over the pixels
+// when input i is repeated.
+Vec multiply_backward(const ProductDesc& d, const std::vector<Vec>& xs, const Vec& dy, size_t i);
+
+// ---- layer normalization over rows of `length` values, value j of channel j % c
+// (LayerNormDesc); mean and var (rows, biased) when non-null ----
+Vec layer_norm_forward(const LayerNormDesc& d, const Vec& x, const Vec& scale, const Vec& offset, Vec* mean = nullptr,
+                       Vec* var = nullptr);
+// Through the row statistics (computed from x).
+void layer_norm_backward(const LayerNormDesc& d, const Vec& x, const Vec& dy, const Vec& scale, Vec& dx, Vec& dscale,
+                         Vec& doffset);
+
 // ---- cross-entropy of softmax probabilities (N, C) with integer labels (N) ----
 // Returns the weighted mean sum w[l] * -log(max(p_l, 1e-37)) / sum w[l] over the rows whose
 // label is not -1 (undefined); dlogits (if non-null) = w[l] (probs - onehot) / sum w[l], 0 for

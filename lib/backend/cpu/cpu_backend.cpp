@@ -122,5 +122,8 @@ std::unique_ptr<ConcatOp> CpuBackend::make_concat(int64_t n, int64_t h, int64_t 
                                                   const std::vector<int64_t>& channels) {
   return cpu::make_concat_op(n, h, w, channels);
 }
+std::unique_ptr<LayerNormOp> CpuBackend::make_layer_norm(const LayerNormDesc& d) {
+  return guarded("layer normalization", [&] { return cpu::make_layer_norm_op(d, *ctx_); });
+}
 
 }  // namespace dlt

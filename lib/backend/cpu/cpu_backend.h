@@ -66,6 +66,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<ActOp> make_act(const ActDesc& d) override;
   std::unique_ptr<SoftmaxOp> make_softmax(int64_t rows, int64_t channels) override;
   std::unique_ptr<ConcatOp> make_concat(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels) override;
+  std::unique_ptr<LayerNormOp> make_layer_norm(const LayerNormDesc& d) override;
 
  protected:
   void do_fill(Tensor& t, float value) override;
@@ -80,6 +81,9 @@ class CpuBackend final : public Backend {
   void do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) override;
   void do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key, float keep_value) override;
   void do_mul(const Tensor& x, const Tensor& m, Tensor& y) override;
+  void do_multiply(const std::vector<const Tensor*>& xs, Tensor& y, const ProductDesc& d) override;  // multiply.cpp
+  void do_multiply_backward(const Tensor& dy, const std::vector<const Tensor*>& xs, size_t i, Tensor& dx,
+                            const ProductDesc& d) override;  // multiply.cpp
   void do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean,
                           Tensor& var) override;  // batch_norm_sync.cpp
   void do_batch_norm_dx_correction(const Tensor& x, int64_t positions, const Tensor& mean, const Tensor& var,

@@ -37,5 +37,6 @@ std::unique_ptr<LrnOp> make_lrn_op(const LrnDesc& d, DnnlContext& ctx);
 std::unique_ptr<ActOp> make_act_op(const ActDesc& d, DnnlContext& ctx);
 std::unique_ptr<SoftmaxOp> make_softmax_op(int64_t rows, int64_t channels, DnnlContext& ctx);
 std::unique_ptr<ConcatOp> make_concat_op(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels);
+std::unique_ptr<LayerNormOp> make_layer_norm_op(const LayerNormDesc& d, DnnlContext& ctx);
 
 }  // namespace dlt::cpu

@@ -126,6 +126,10 @@ std::unique_ptr<ConcatOp> CudaBackend::make_concat(int64_t n, int64_t h, int64_t
   enter();
   return cuda::make_concat_op(n, h, w, channels, ctx_);
 }
+std::unique_ptr<LayerNormOp> CudaBackend::make_layer_norm(const LayerNormDesc& d) {
+  enter();
+  return cuda::make_layer_norm_op(d, ctx_);
+}
 
 void* CudaBackend::scratch(size_t bytes) {
   if (scratch_ && bytes <= scratch_bytes_) return scratch_;

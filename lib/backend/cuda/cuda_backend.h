@@ -36,6 +36,7 @@ class CudaBackend final : public Backend, public AsyncDevice {
   std::unique_ptr<ActOp> make_act(const ActDesc& d) override;
   std::unique_ptr<SoftmaxOp> make_softmax(int64_t rows, int64_t channels) override;
   std::unique_ptr<ConcatOp> make_concat(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels) override;
+  std::unique_ptr<LayerNormOp> make_layer_norm(const LayerNormDesc& d) override;
 
   // ---- AsyncDevice ----
   // CUDA Graphs (cuda_graph.cpp): stream capture of the compute stream in thread-local mode;
@@ -71,6 +72,10 @@ class CudaBackend final : public Backend, public AsyncDevice {
   void do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) override;
   void do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key, float keep_value) override;
   void do_mul(const Tensor& x, const Tensor& m, Tensor& y) override;
+  void do_multiply(const std::vector<const Tensor*>& xs, Tensor& y,
+                   const ProductDesc& d) override;  // cuda_multiply.cpp
+  void do_multiply_backward(const Tensor& dy, const std::vector<const Tensor*>& xs, size_t i, Tensor& dx,
+                            const ProductDesc& d) override;  // cuda_multiply.cpp
   void do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean, Tensor& var) override;
   void do_batch_norm_dx_correction(const Tensor& x, int64_t positions, const Tensor& mean, const Tensor& var,
                                    const Tensor& scale, float epsilon, double m, const Tensor& dshift,

@@ -77,5 +77,6 @@ std::unique_ptr<ActOp> make_act_op(const ActDesc& d, CudaContext& ctx);
 std::unique_ptr<SoftmaxOp> make_softmax_op(int64_t rows, int64_t channels, CudaContext& ctx);
 std::unique_ptr<ConcatOp> make_concat_op(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels,
                                          CudaContext& ctx);
+std::unique_ptr<LayerNormOp> make_layer_norm_op(const LayerNormDesc& d, CudaContext& ctx);
 
 }  // namespace dlt::cuda

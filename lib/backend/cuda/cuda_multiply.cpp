@@ -1,0 +1,72 @@
+// CudaBackend's element-wise product with broadcasting (Backend::multiply, multiply_backward):
+// the factors go to the kernels of cuda_multiply_kernels.cu kProductChunk at a time. The
+// gradient of an input repeated over the pixels is a per-(image, channel) sum: with more
+// factors than one launch takes, their product goes to a full-size scratch first.
+#include <vector>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_multiply_kernels.h"
+#include "backend/cuda/cuda_op_util.h"
+
+namespace dlt {
+namespace {
+
+struct Factor {
+  const float* x;
+  bool repeated;
+};
+
+// fs[first, first + kProductChunk) as one launch's factors.
+cuda::Factors chunk(const std::vector<Factor>& fs, size_t first) {
+  cuda::Factors f{};
+  for (size_t j = first; j < fs.size() && f.k < cuda::kProductChunk; ++j, ++f.k) {
+    f.x[f.k] = fs[j].x;
+    f.repeated[f.k] = fs[j].repeated;
+  }
+  return f;
+}
+
+// y = the product of fs, left to right, in launches of kProductChunk factors.
+void product_all(const std::vector<Factor>& fs, float* y, const ProductDesc& d, cudaStream_t stream) {
+  for (size_t first = 0; first < fs.size(); first += cuda::kProductChunk)
+    cuda::product(chunk(fs, first), first > 0, y, d.n, d.pixels, d.c, stream);
+}
+
+Factor factor_of(const Tensor& x, const ProductDesc& d) { return {x.data(), d.pixels > 1 && x.numel() == d.n * d.c}; }
+
+}  // namespace
+
+void CudaBackend::do_multiply(const std::vector<const Tensor*>& xs, Tensor& y, const ProductDesc& d) {
+  std::vector<Factor> fs;
+  for (const Tensor* x : xs) fs.push_back(factor_of(*x, d));
+  enter();
+  product_all(fs, y.data(), d, ctx_.stream);
+}
+
+void CudaBackend::do_multiply_backward(const Tensor& dy, const std::vector<const Tensor*>& xs, size_t i, Tensor& dx,
+                                       const ProductDesc& d) {
+  std::vector<Factor> fs{{dy.data(), false}};
+  for (size_t k = 0; k < xs.size(); ++k)
+    if (k != i) fs.push_back(factor_of(*xs[k], d));
+  enter();
+  if (!factor_of(*xs[i], d).repeated) {
+    product_all(fs, dx.data(), d, ctx_.stream);
+    return;
+  }
+  const size_t partial_bytes = cuda::product_sum_scratch(d.n, d.pixels, d.c) * sizeof(double);
+  if (fs.size() <= static_cast<size_t>(cuda::kProductChunk)) {
+    cuda::product_sum(chunk(fs, 0), dx.data(), d.n, d.pixels, d.c, static_cast<double*>(scratch(partial_bytes)),
+                      ctx_.stream);
+    return;
+  }
+  // More factors than one launch: their full product first, after the partials in the scratch.
+  const size_t full_bytes = static_cast<size_t>(d.n * d.pixels * d.c) * sizeof(float);
+  char* s = static_cast<char*>(scratch(cuda::aligned_bytes(partial_bytes) + full_bytes));
+  float* full = reinterpret_cast<float*>(s + cuda::aligned_bytes(partial_bytes));
+  product_all(fs, full, d, ctx_.stream);
+  cuda::product_sum(chunk({{full, false}}, 0), dx.data(), d.n, d.pixels, d.c, reinterpret_cast<double*>(s),
+                    ctx_.stream);
+}
+
+}  // namespace dlt

@@ -1,0 +1,104 @@
+// Reference ops (reference_ops.h) of the broadcasting product and of layer normalization, in
+// double precision, written for clarity.
+#include <cmath>
+
+#include "support/reference_ops.h"
+
+namespace dlt::ref {
+
+namespace {
+// Element (img, pixel, ch) of input x: its own, or its image's when repeated over the pixels.
+double at(const ProductDesc& d, const Vec& x, int64_t img, int64_t p, int64_t ch) {
+  const bool full = static_cast<int64_t>(x.size()) == d.n * d.pixels * d.c;
+  return full ? x[static_cast<size_t>((img * d.pixels + p) * d.c + ch)] : x[static_cast<size_t>(img * d.c + ch)];
+}
+}  // namespace
+
+Vec multiply_forward(const ProductDesc& d, const std::vector<Vec>& xs) {
+  Vec y(static_cast<size_t>(d.n * d.pixels * d.c));
+  for (int64_t img = 0; img < d.n; ++img)
+    for (int64_t p = 0; p < d.pixels; ++p)
+      for (int64_t ch = 0; ch < d.c; ++ch) {
+        double v = 1;
+        for (const Vec& x : xs) v *= at(d, x, img, p, ch);
+        y[static_cast<size_t>((img * d.pixels + p) * d.c + ch)] = v;
+      }
+  return y;
+}
+
+Vec multiply_backward(const ProductDesc& d, const std::vector<Vec>& xs, const Vec& dy, size_t i) {
+  const bool repeated = d.pixels > 1 && static_cast<int64_t>(xs[i].size()) == d.n * d.c;
+  Vec dx(xs[i].size(), 0.0);
+  for (int64_t img = 0; img < d.n; ++img)
+    for (int64_t p = 0; p < d.pixels; ++p)
+      for (int64_t ch = 0; ch < d.c; ++ch) {
+        const int64_t k = (img * d.pixels + p) * d.c + ch;
+        double g = dy[static_cast<size_t>(k)];
+        for (size_t j = 0; j < xs.size(); ++j)
+          if (j != i) g *= at(d, xs[j], img, p, ch);
+        dx[static_cast<size_t>(repeated ? img * d.c + ch : k)] += g;
+      }
+  return dx;
+}
+
+namespace {
+// Mean and biased variance of row r.
+void row_moments(const LayerNormDesc& d, const Vec& x, int64_t r, double& mean, double& var) {
+  mean = 0;
+  for (int64_t j = 0; j < d.length; ++j) mean += x[static_cast<size_t>(r * d.length + j)];
+  mean /= static_cast<double>(d.length);
+  var = 0;
+  for (int64_t j = 0; j < d.length; ++j) {
+    const double e = x[static_cast<size_t>(r * d.length + j)] - mean;
+    var += e * e;
+  }
+  var /= static_cast<double>(d.length);
+}
+}  // namespace
+
+Vec layer_norm_forward(const LayerNormDesc& d, const Vec& x, const Vec& scale, const Vec& offset, Vec* mean, Vec* var) {
+  Vec y(x.size());
+  if (mean) mean->assign(static_cast<size_t>(d.rows), 0.0);
+  if (var) var->assign(static_cast<size_t>(d.rows), 0.0);
+  for (int64_t r = 0; r < d.rows; ++r) {
+    double mu = 0, v = 0;
+    row_moments(d, x, r, mu, v);
+    if (mean) (*mean)[static_cast<size_t>(r)] = mu;
+    if (var) (*var)[static_cast<size_t>(r)] = v;
+    const double sigma = std::sqrt(v + static_cast<double>(d.epsilon));
+    for (int64_t j = 0; j < d.length; ++j) {
+      const size_t k = static_cast<size_t>(r * d.length + j), ch = static_cast<size_t>(j % d.c);
+      y[k] = (x[k] - mu) / sigma * scale[ch] + offset[ch];
+    }
+  }
+  return y;
+}
+
+void layer_norm_backward(const LayerNormDesc& d, const Vec& x, const Vec& dy, const Vec& scale, Vec& dx, Vec& dscale,
+                         Vec& doffset) {
+  dx.assign(x.size(), 0.0);
+  dscale.assign(static_cast<size_t>(d.c), 0.0);
+  doffset.assign(static_cast<size_t>(d.c), 0.0);
+  const double len = static_cast<double>(d.length);
+  for (int64_t r = 0; r < d.rows; ++r) {
+    double mu = 0, v = 0;
+    row_moments(d, x, r, mu, v);
+    const double sigma = std::sqrt(v + static_cast<double>(d.epsilon));
+    double sum_g = 0, sum_gx = 0;  // over the row: g = dy * scale, g * xhat
+    for (int64_t j = 0; j < d.length; ++j) {
+      const size_t k = static_cast<size_t>(r * d.length + j), ch = static_cast<size_t>(j % d.c);
+      const double xhat = (x[k] - mu) / sigma, g = dy[k] * scale[ch];
+      sum_g += g;
+      sum_gx += g * xhat;
+      dscale[ch] += dy[k] * xhat;
+      doffset[ch] += dy[k];
+    }
+    for (int64_t j = 0; j < d.length; ++j) {
+      const size_t k = static_cast<size_t>(r * d.length + j), ch = static_cast<size_t>(j % d.c);
+      const double xhat = (x[k] - mu) / sigma;
+      dx[k] = (dy[k] * scale[ch] - sum_g / len - xhat * sum_gx / len) / sigma;
+    }
+  }
+}
+
+}  // namespace dlt::ref
