@@ -299,3 +299,31 @@ TEST_CASE("crop2d: both inputs must be named", "[net]") {
   Network net(s, Device::cpu());
   CHECK(net.output_shape(2) == Shape{4, 4, 2});
 }
+
+TEST_CASE("network gradients: a squeeze-and-excitation block and layer normalization", "[net][grad]") {
+  // feat -> globalAveragePooling -> conv 1x1 -> relu -> conv 1x1 = gate (1x1xC); multiplication
+  // of gate and feat repeats the gate over H, W; feat gets gradients from both consumers.
+  NetworkSpec s = spec_of({
+      named(layer_spec("imageInput", {"InputSize=[5,5,2]", "Normalization=none"}), "in"),
+      named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=4", "Padding=same"}), "conv1"),
+      named(layer_spec("layerNormalization", {"OperationDimension=channel-only"}), "ln1"),
+      named(layer_spec("relu", {}), "feat"),
+      named(layer_spec("globalAveragePooling2d", {}), "gap"),
+      named(layer_spec("convolution2d", {"FilterSize=1", "NumFilters=2"}), "squeeze"),
+      named(layer_spec("relu", {}), "squeeze_relu"),
+      named(layer_spec("convolution2d", {"FilterSize=1", "NumFilters=4"}), "gate"),
+      named(layer_spec("multiplication", {}), "se", {"gate", "feat"}),
+      named(layer_spec("layerNormalization", {}), "ln2"),
+      named(layer_spec("fullyConnected", {"OutputSize=3"}), "fc"),
+      named(layer_spec("softmax", {}), "sm"),
+      named(layer_spec("classification", {}), "out"),
+  });
+  GradCheckOptions o;
+  o.batch = 3;
+  o.samples = 12;
+  o.step = 1e-3;
+  auto r = check_network(s, o);
+  INFO("worst " << r.worst << " error " << r.max_error << " kinks " << r.skipped_kinks);
+  CHECK(r.checked > 60);
+  CHECK(r.failed == 0);
+}
