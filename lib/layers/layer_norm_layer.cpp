@@ -121,8 +121,11 @@ class LayerNormLayer final : public Layer {
     return OnnxValue{n, out, x.flat};
   }
 
+  // Layouts: an (N, C, H, W) image over axis 1 (-3): spatial-channel; a channels-last
+  // (N, H, W, C) value over axis 3 (-1): channel-only, over axis 1 (-3): spatial-channel; an
+  // (N, C) value over axis 1 (-1). The output keeps the input's layout.
   static void from_onnx(OnnxNodeReader& r) {
-    const OnnxValue in = r.input(0);
+    const OnnxValue in = r.input(0, false, true);
     const int64_t h = in.shape[0], w = in.shape[1], c = in.shape[2], axis = r.attr_int("axis", -1);
     for (int i = 1; i < 3; ++i)
       if (r.has_output(i)) r.fail("its Mean and InvStdDev outputs are not supported (only Y)");
@@ -131,28 +134,38 @@ class LayerNormLayer final : public Layer {
       if (h * w != 1) r.fail("its input is flattened (N, C*H*W); dltrain normalizes images or (N, C) values");
       if (axis != 1 && axis != -1) r.fail("on (N, C) values only axis 1 (the channels) is supported");
       channel_only = true;
+    } else if (in.channels_last) {
+      if (axis != 3 && axis != -1 && axis != 1 && axis != -3)
+        r.fail("axis " + std::to_string(axis) +
+               " of channels-last (N, H, W, C) data is not supported: dltrain normalizes over C (axis -1) or over "
+               "H, W and C (axis 1)");
+      channel_only = axis == 3 || axis == -1 || h * w == 1;
     } else if (axis != 1 && axis != -3) {
       r.fail("axis " + std::to_string(axis) +
              " of an (N, C, H, W) image is not supported: dltrain normalizes over C, H and W (axis 1), or over the "
              "channels of channels-last data (Transpose(0, 2, 3, 1), LayerNormalization over axis -1)");
     }
-    // One value per channel: scale and bias of C values (or (C, H, W) values equal over the pixels).
+    // One value per channel: 1 or C values that ONNX repeats over the pixels, or one per
+    // value of the normalized block (H, W, C or C, H, W) equal over the pixels.
+    const bool hwc = in.channels_last;
     auto per_channel = [&](int i, const char* role) {
       std::vector<float> v = r.floats(i, role);
-      const int64_t count = static_cast<int64_t>(v.size());
+      const int64_t count = static_cast<int64_t>(v.size()), hw = h * w;
       const std::vector<int64_t> dims = r.dims(i, role);
-      // C values over axis 1 of an image must be (C, 1, 1) to repeat over height and width.
-      if (!channel_only && h * w > 1 && count == c &&
+      // C values over axis 1 of an NCHW image must be (C, 1, 1) to repeat over height and width.
+      if (!channel_only && !hwc && hw > 1 && count == c &&
           (dims.size() < 3 || dims.back() != 1 || dims[dims.size() - 2] != 1))
         r.fail(std::string(role) + " has " + std::to_string(c) + " values that ONNX repeats over the image's " +
                "rows, not its pixels (give it the shape (C, 1, 1))");
       if (count == 1) v.assign(static_cast<size_t>(c), v[0]);
-      if (count == c * h * w && h * w > 1) {
-        for (int64_t k = 0; k < count; ++k)
-          if (v[static_cast<size_t>(k)] != v[static_cast<size_t>(k / (h * w) * h * w)])
-            r.fail(std::string(role) + " varies over height and width; layerNormalization has one per channel");
-        std::vector<float> first;
-        for (int64_t ch = 0; ch < c; ++ch) first.push_back(v[static_cast<size_t>(ch * h * w)]);
+      if (count == c * hw && hw > 1) {
+        std::vector<float> first(static_cast<size_t>(c));
+        for (int64_t ch = 0; ch < c; ++ch) {
+          first[static_cast<size_t>(ch)] = v[static_cast<size_t>(hwc ? ch : ch * hw)];
+          for (int64_t p = 0; p < hw; ++p)
+            if (v[static_cast<size_t>(hwc ? p * c + ch : ch * hw + p)] != first[static_cast<size_t>(ch)])
+              r.fail(std::string(role) + " varies over height and width; layerNormalization has one per channel");
+        }
         v = first;
       }
       if (static_cast<int64_t>(v.size()) != c)
@@ -167,7 +180,9 @@ class LayerNormLayer final : public Layer {
     const std::string name = s.name;
     r.add_param(name, "Scale", Shape{c}, std::move(scale));
     r.add_param(name, "Offset", Shape{c}, std::move(bias));
-    r.set_output(OnnxValue{name, in.shape, in.flat});
+    OnnxValue out = in;
+    out.name = name;
+    r.set_output(out);
   }
 
  private:

@@ -2,8 +2,9 @@
 // inputs. An input of 1x1xC repeats over the height and width of the others (H x W x C):
 // squeeze-and-excitation's per-channel weights times its feature map. No other sizes mix.
 // Backward gives each input dy times the product of the others, summed over height and width
-// for a repeated input. ONNX: Mul of two computed values (NCHW's (N, C, 1, 1) broadcasts the
-// same way); export writes one Mul per further input.
+// for a repeated input. ONNX: Mul of two computed values (NCHW's (N, C, 1, 1) and channels-last
+// (N, 1, 1, C) broadcast the same way; the output keeps the inputs' layout); export writes one
+// Mul per further input.
 #include <memory>
 #include <string>
 
@@ -79,7 +80,7 @@ class MultiplicationLayer final : public Layer {
     for (int i = 0; i < r.num_inputs(); ++i) {
       if (r.is_constant(i))
         r.fail("multiplying by a constant is supported only at the input or by one value per channel");
-      vs.push_back(r.input(i));
+      vs.push_back(r.input(i, false, true));
     }
     if (vs.size() < 2) r.fail("needs two inputs");
     size_t widest = 0;
@@ -89,6 +90,8 @@ class MultiplicationLayer final : public Layer {
     std::vector<std::string> names;
     for (const OnnxValue& v : vs) {
       if (v.flat != big.flat) r.fail("it multiplies a flattened (N, C*H*W) value and an image (N, C, H, W)");
+      if (v.channels_last != big.channels_last)
+        r.fail("it multiplies a channels-last (N, H, W, C) value and an (N, C, H, W) one");
       if (v.shape != big.shape && (v.flat || !repeats_over(v.shape, big.shape)))
         r.fail("its inputs are " + big.shape.str() + " and " + v.shape.str() +
                " (HxWxC); dltrain multiplies equal sizes, or 1x1xC repeated over height and width");
@@ -97,7 +100,9 @@ class MultiplicationLayer final : public Layer {
     LayerSpec& s = r.add_layer("multiplication", names);
     s.set("NumInputs", std::to_string(names.size()));
     s.inputs = names;
-    r.set_output(OnnxValue{s.name, big.shape, big.flat});
+    OnnxValue out = big;  // the same layout (flat, channels-last) as the inputs
+    out.name = s.name;
+    r.set_output(out);
   }
 
  private:

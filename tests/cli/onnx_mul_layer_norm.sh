@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# multiplication and layerNormalization through ONNX, against PyTorch (Debian's 1.13, at test
-# time; scripts/onnx/mul_norm_models.py) and OpenCV's dnn: each imported network gives PyTorch's
-# class probabilities within 1e-4 relative, dltrain's export of it runs in OpenCV with dltrain's
-# outputs (layerNormalization exports as InstanceNormalization, which OpenCV 4.6 reads), and
-# the multiplication networks import back from dltrain's export to the same outputs.
-# Unsupported forms are one line naming the node.
+# multiplication and layerNormalization through ONNX, against PyTorch (Debian's 1.13 at test
+# time, scripts/onnx/mul_norm_models.py: LayerNorm over (C, H, W), ConvNeXt's LayerNorm2d) and
+# OpenCV's dnn: each imported network gives PyTorch's class probabilities within 1e-4 relative,
+# dltrain's export of it runs in OpenCV with dltrain's outputs (layerNormalization exports as
+# InstanceNormalization, which OpenCV 4.6 reads), and the multiplication networks import back
+# from dltrain's export to the same outputs. Unsupported forms are one line naming the node.
 source "$(dirname "$0")/common.sh" "$@"
 PY=/usr/bin/python3
 if "$DLTRAIN" import /nonexistent.onnx --output "$TMP/x.bin" 2>&1 | grep -q "built without ONNX"; then
   echo "SKIP: this dltrain was built without ONNX support"; exit 77
 fi
 $PY -c "import torch, numpy" 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks torch/numpy (apt-get install python3-torch)"; exit 77; }
-MODELS="lnimage"
+MODELS="lnimage lnchannels"
 $PY "$SRC/scripts/onnx/mul_norm_models.py" "$TMP" $MODELS 2>/dev/null
 # compare A.f32 B.f32 TOL: max relative difference
 compare() {

@@ -1,0 +1,229 @@
+// ONNX import of multiplication (Mul of two computed values) and layerNormalization
+// (LayerNormalization, opset 17) in each layout the importer tracks: NCHW images, channels-last
+// values between Transpose (0, 2, 3, 1) and (0, 3, 1, 2) (ConvNeXt's LayerNorm2d), and their
+// refusals. Each graph's imported probabilities are compared with the same computation in
+// double precision here.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "layers/layer.h"
+#include "onnx_test_graph.h"
+
+namespace dlt {
+namespace {
+
+using test::OnnxBuilder;
+constexpr int64_t kH = 2, kW = 3, kC = 4, kK = 3, kPixels = kH * kW;
+
+std::vector<float> values(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    v[i] = static_cast<float>(seed >> 8) / static_cast<float>(1u << 23) - 1.f;
+  }
+  return v;
+}
+
+// x (N, C, H, W) -> [the test's nodes, ending in an NCHW value `feat`] -> GlobalAveragePool ->
+// Flatten -> Gemm (K = 3) -> Softmax. expected(): the same from per-image NHWC features.
+struct Head {
+  std::vector<float> w = values(kK * kC, 11), b = values(kK, 12), x = values(2 * kPixels * kC, 13);
+  OnnxBuilder make(int opset = 17) {
+    OnnxBuilder g({1, kC, kH, kW}, opset);
+    g.floats("W", {kK, kC}, w);
+    g.floats("B", {kK}, b);
+    return g;
+  }
+  void finish(OnnxBuilder& g, const std::string& feat) {
+    g.node("GlobalAveragePool", {feat}, {"p"});
+    g.node("Flatten", {"p"}, {"f"});
+    OnnxBuilder::attr(g.node("Gemm", {"f", "W", "B"}, {"g"}), "transB", 1);
+    g.node("Softmax", {"g"}, {"prob"});
+    g.output("prob");
+  }
+  // feature(img) is that image's (H*W, C) NHWC features in double.
+  template <class F>
+  std::vector<double> expected(F feature) const {
+    std::vector<double> out;
+    for (int img = 0; img < 2; ++img) {
+      const std::vector<double> f = feature(img);
+      std::vector<double> z(kK);
+      double m = -1e300, s = 0;
+      for (int64_t o = 0; o < kK; ++o) {
+        z[o] = b[o];
+        for (int64_t c = 0; c < kC; ++c) {
+          double mean = 0;
+          for (int64_t p = 0; p < kPixels; ++p) mean += f[p * kC + c];
+          z[o] += double(w[o * kC + c]) * mean / kPixels;
+        }
+        m = std::max(m, z[o]);
+      }
+      for (double& v : z) s += v = std::exp(v - m);
+      for (double v : z) out.push_back(v / s);
+    }
+    return out;
+  }
+  double at(int img, int64_t p, int64_t c) const { return x[static_cast<size_t>((img * kPixels + p) * kC + c)]; }
+};
+
+void check_close(const std::vector<float>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(std::abs(got[i] - want[i]) <= 1e-5);
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("onnx mul: squeeze-and-excitation's Mul of (N, C, 1, 1) and (N, C, H, W), either order", "[onnx]") {
+  for (bool gate_first : {true, false}) {
+    INFO("gate first: " << gate_first);
+    Head t;
+    OnnxBuilder g = t.make(13);
+    g.node("Relu", {"x"}, {"r"});
+    g.node("GlobalAveragePool", {"r"}, {"gate"});
+    g.node("Mul", gate_first ? std::vector<std::string>{"gate", "r"} : std::vector<std::string>{"r", "gate"}, {"se"});
+    t.finish(g, "se");
+    const ModelData m = test::imported(g);
+    const LayerSpec* mul = test::layer_of_type(m, "multiplication");
+    REQUIRE(mul != nullptr);
+    CHECK(mul->inputs.size() == 2);
+    check_close(test::probabilities(m, t.x, 2), t.expected([&](int img) {
+      std::vector<double> f(kPixels * kC), gate(kC, 0.0);
+      for (int64_t p = 0; p < kPixels; ++p)
+        for (int64_t c = 0; c < kC; ++c) gate[c] += std::max(0.0, t.at(img, p, c)) / kPixels;
+      for (int64_t p = 0; p < kPixels; ++p)
+        for (int64_t c = 0; c < kC; ++c) f[p * kC + c] = std::max(0.0, t.at(img, p, c)) * gate[c];
+      return f;
+    }));
+  }
+}
+
+TEST_CASE("onnx layer norm: ConvNeXt's Transpose - LayerNormalization(axis -1) - Transpose", "[onnx]") {
+  Head t;
+  const std::vector<float> scale = values(kC, 21), bias = values(kC, 22);
+  OnnxBuilder g = t.make();
+  g.floats("S", {kC}, scale);
+  g.floats("O", {kC}, bias);
+  OnnxBuilder::attr(g.node("Transpose", {"x"}, {"t"}), "perm", std::vector<int64_t>{0, 2, 3, 1});
+  g.node("Mul", {"t", "t"}, {"sq"});  // a product of channels-last values stays channels-last
+  auto& ln = g.node("LayerNormalization", {"sq", "S", "O"}, {"ln"});
+  OnnxBuilder::attr(ln, "axis", int64_t{-1});
+  OnnxBuilder::attr(g.node("Transpose", {"ln"}, {"back"}), "perm", std::vector<int64_t>{0, 3, 1, 2});
+  t.finish(g, "back");
+  const ModelData m = test::imported(g);
+  const LayerSpec* spec = test::layer_of_type(m, "layerNormalization");
+  REQUIRE(spec != nullptr);
+  CHECK(spec->get_string("OperationDimension", "") == "channel-only");
+  check_close(test::probabilities(m, t.x, 2), t.expected([&](int img) {
+    std::vector<double> f(kPixels * kC);
+    for (int64_t p = 0; p < kPixels; ++p) {
+      double mean = 0, var = 0;
+      for (int64_t c = 0; c < kC; ++c) mean += t.at(img, p, c) * t.at(img, p, c) / kC;
+      for (int64_t c = 0; c < kC; ++c) var += std::pow(t.at(img, p, c) * t.at(img, p, c) - mean, 2) / kC;
+      for (int64_t c = 0; c < kC; ++c)
+        f[p * kC + c] = (t.at(img, p, c) * t.at(img, p, c) - mean) / std::sqrt(var + 1e-5) * scale[c] + bias[c];
+    }
+    return f;
+  }));
+}
+
+TEST_CASE("onnx layer norm: axis 1 of an image and of channels-last data is over C, H and W", "[onnx]") {
+  const std::vector<float> scale = values(kC, 31), bias = values(kC, 32);
+  for (bool channels_last : {false, true}) {
+    INFO("channels-last: " << channels_last);
+    Head t;
+    OnnxBuilder g = t.make();
+    // Scale and bias per channel, written out over the normalized block as PyTorch does.
+    std::vector<float> s_full, o_full;
+    for (int64_t k = 0; k < kPixels * kC; ++k) {
+      const int64_t c = channels_last ? k % kC : k / kPixels;
+      s_full.push_back(scale[c]);
+      o_full.push_back(bias[c]);
+    }
+    const std::vector<int64_t> block =
+        channels_last ? std::vector<int64_t>{kH, kW, kC} : std::vector<int64_t>{kC, kH, kW};
+    g.floats("S", block, s_full);
+    g.floats("O", block, o_full);
+    std::string in = "x";
+    if (channels_last) {
+      OnnxBuilder::attr(g.node("Transpose", {"x"}, {"t"}), "perm", std::vector<int64_t>{0, 2, 3, 1});
+      in = "t";
+    }
+    auto& ln = g.node("LayerNormalization", {in, "S", "O"}, {"ln"});
+    OnnxBuilder::attr(ln, "axis", int64_t{1});
+    std::string out = "ln";
+    if (channels_last) {
+      OnnxBuilder::attr(g.node("Transpose", {"ln"}, {"back"}), "perm", std::vector<int64_t>{0, 3, 1, 2});
+      out = "back";
+    }
+    t.finish(g, out);
+    const ModelData m = test::imported(g);
+    const LayerSpec* spec = test::layer_of_type(m, "layerNormalization");
+    REQUIRE(spec != nullptr);
+    CHECK(spec->get_string("OperationDimension", "") == "spatial-channel");
+    check_close(test::probabilities(m, t.x, 2), t.expected([&](int img) {
+      double mean = 0, var = 0;
+      for (int64_t k = 0; k < kPixels * kC; ++k) mean += t.at(img, k / kC, k % kC) / (kPixels * kC);
+      for (int64_t k = 0; k < kPixels * kC; ++k) var += std::pow(t.at(img, k / kC, k % kC) - mean, 2) / (kPixels * kC);
+      std::vector<double> f(kPixels * kC);
+      for (int64_t k = 0; k < kPixels * kC; ++k)
+        f[k] = (t.at(img, k / kC, k % kC) - mean) / std::sqrt(var + 1e-5) * scale[k % kC] + bias[k % kC];
+      return f;
+    }));
+  }
+}
+
+TEST_CASE("onnx mul and layer norm: the forms dltrain does not compute are one line", "[onnx]") {
+  Head t;
+  auto error_of = [&](auto&& build) {
+    OnnxBuilder g = t.make();
+    build(g);
+    return test::import_error(g);
+  };
+  std::string e = error_of([](OnnxBuilder& g) {
+    g.floats("K", {5, kC, 1, 1}, values(5 * kC, 41));
+    g.node("Conv", {"x", "K"}, {"c5"});
+    g.node("GlobalAveragePool", {"c5"}, {"gate"});
+    g.node("Mul", {"x", "gate"}, {"y"});
+    g.output("y");
+  });
+  CHECK(has(e, "node 'y' (Mul): its inputs are 2x3x4 and 1x1x5"));
+  e = error_of([](OnnxBuilder& g) {
+    OnnxBuilder::attr(g.node("Transpose", {"x"}, {"t"}), "perm", std::vector<int64_t>{0, 2, 3, 1});
+    g.node("Mul", {"t", "x"}, {"y"});
+    g.output("y");
+  });
+  CHECK(has(e, "node 'y' (Mul): it multiplies a channels-last (N, H, W, C) value and an (N, C, H, W) one"));
+  e = error_of([](OnnxBuilder& g) {
+    g.floats("S", {kW}, values(kW, 42));
+    OnnxBuilder::attr(g.node("LayerNormalization", {"x", "S"}, {"y"}), "axis", int64_t{-1});
+    g.output("y");
+  });
+  CHECK(has(e, "node 'y' (LayerNormalization): axis -1 of an (N, C, H, W) image is not supported"));
+  e = error_of([](OnnxBuilder& g) {
+    g.floats("S", {kW}, values(kW, 43));
+    OnnxBuilder::attr(g.node("Transpose", {"x"}, {"t"}), "perm", std::vector<int64_t>{0, 2, 3, 1});
+    OnnxBuilder::attr(g.node("LayerNormalization", {"t", "S"}, {"y"}), "axis", int64_t{2});
+    g.output("y");
+  });
+  CHECK(has(e, "axis 2 of channels-last (N, H, W, C) data is not supported"));
+  e = error_of([](OnnxBuilder& g) {
+    g.floats("S", {kC}, values(kC, 44));  // C values ONNX would repeat along W, not over the pixels
+    OnnxBuilder::attr(g.node("LayerNormalization", {"x", "S"}, {"y"}), "axis", int64_t{1});
+    g.output("y");
+  });
+  CHECK(has(e, "scale has 4 values that ONNX repeats over the image's rows"));
+  e = error_of([](OnnxBuilder& g) {
+    g.floats("S", {kC, 1, 1}, values(kC, 45));
+    auto& ln = g.node("LayerNormalization", {"x", "S"}, {"y", "mean"});
+    OnnxBuilder::attr(ln, "axis", int64_t{1});
+    g.output("y");
+  });
+  CHECK(has(e, "its Mean and InvStdDev outputs are not supported"));
+}
+
+}  // namespace dlt
