@@ -6,6 +6,7 @@ import, random weights, exported with torch.onnx.export; writes test images (raw
   lnchannels  ConvNeXt's LayerNorm2d: permute, LayerNorm(C), permute      opset 17, axis -1
   se          squeeze-and-excitation: AdaptiveAvgPool, 1x1 conv, ReLU,
               1x1 conv, sigmoid, times the feature map                     opset 13, Mul
+  segate      the same with a ReLU gate instead of the sigmoid            opset 13, Mul
 Usage: mul_norm_models.py OUTDIR NAME...      (writes NAME.{onnx,in.f32,probs.f32})"""
 import sys
 import numpy as np
@@ -25,13 +26,13 @@ class LayerNorm2d(nn.Module):  # ConvNeXt's: LayerNorm over the channels of each
 
 
 class SqueezeExcitation(nn.Module):  # torchvision.ops.SqueezeExcitation
-    def __init__(self, c, squeeze):
+    def __init__(self, c, squeeze, gate=nn.Sigmoid):
         super().__init__()
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.fc1 = nn.Conv2d(c, squeeze, 1)
         self.fc2 = nn.Conv2d(squeeze, c, 1)
         self.relu = nn.ReLU()
-        self.sigmoid = nn.Sigmoid()
+        self.sigmoid = gate()
 
     def forward(self, x):
         scale = self.sigmoid(self.fc2(self.relu(self.fc1(self.avgpool(x)))))
@@ -57,9 +58,10 @@ def build(name):
                     m.ln.weight.copy_(torch.rand(m.ln.weight.shape) + 0.5)
                     m.ln.bias.copy_(torch.randn(m.ln.bias.shape) * 0.3)
         return nn.Sequential(*blocks, *head(9)), 17
-    if name == "se":
-        return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), SqueezeExcitation(8, 4), nn.Conv2d(8, 6, 3),
-                             SqueezeExcitation(6, 2), *head(6)), 13
+    if name in ("se", "segate"):
+        gate = nn.Sigmoid if name == "se" else nn.ReLU
+        return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), SqueezeExcitation(8, 4, gate),
+                             nn.Conv2d(8, 6, 3), SqueezeExcitation(6, 2, gate), *head(6)), 13
     raise SystemExit(f"unknown model {name}")
 
 

@@ -11,7 +11,7 @@ if "$DLTRAIN" import /nonexistent.onnx --output "$TMP/x.bin" 2>&1 | grep -q "bui
   echo "SKIP: this dltrain was built without ONNX support"; exit 77
 fi
 $PY -c "import torch, numpy" 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks torch/numpy (apt-get install python3-torch)"; exit 77; }
-MODELS="lnimage lnchannels"
+MODELS="lnimage lnchannels segate"
 $PY "$SRC/scripts/onnx/mul_norm_models.py" "$TMP" $MODELS 2>/dev/null
 # compare A.f32 B.f32 TOL: max relative difference
 compare() {
