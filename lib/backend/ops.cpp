@@ -220,6 +220,34 @@ void LrnOp::backward(const Tensor& x, const Tensor& dy, Tensor& dx) {
 
 // ---- activations: every tensor (numel)
 
+const char* act_name(ActKind kind) {
+  switch (kind) {
+    case ActKind::kRelu:
+      return "relu";
+    case ActKind::kLeakyRelu:
+      return "leaky relu";
+    case ActKind::kElu:
+      return "elu";
+    case ActKind::kClippedRelu:
+      return "clipped relu";
+    case ActKind::kSigmoid:
+      return "sigmoid";
+    case ActKind::kTanh:
+      return "tanh";
+    case ActKind::kSwish:
+      return "swish";
+    case ActKind::kGelu:
+      return "gelu";
+    case ActKind::kGeluTanh:
+      return "gelu (tanh)";
+    case ActKind::kHardSigmoid:
+      return "hard sigmoid";
+    case ActKind::kHardSwish:
+      return "hard swish";
+  }
+  return "activation";
+}
+
 void ActOp::forward(const Tensor& x, Tensor& y) {
   expect(x, desc_.numel, device_, "activation forward", "x");
   expect(y, desc_.numel, device_, "activation forward", "y");

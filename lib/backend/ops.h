@@ -244,13 +244,41 @@ class LrnOp {
   Device device_;
 };
 
-enum class ActKind { kRelu, kLeakyRelu, kElu };
+// Element-wise activations, as PyTorch defines them (MATLAB's where MATLAB has the layer):
+//   kRelu        max(x, 0)                          kSigmoid   1 / (1 + e^-x)
+//   kLeakyRelu   x > 0 ? x : alpha x                kTanh      tanh(x)
+//   kElu         x > 0 ? x : alpha (e^x - 1)        kSwish     x sigmoid(x)  (SiLU)
+//   kClippedRelu min(max(x, 0), alpha)  (alpha = Ceiling; ReLU6 is alpha 6)
+//   kGelu        x Phi(x) = x (1 + erf(x / sqrt 2)) / 2
+//   kGeluTanh    x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2
+//   kHardSigmoid max(0, min(1, alpha x + beta))  (PyTorch's Hardsigmoid: alpha 1/6, beta 1/2)
+//   kHardSwish   x max(0, min(1, x / 6 + 1/2)) = x relu6(x + 3) / 6
+// Derivatives at the kinks are PyTorch's: the clipped ones pass the gradient strictly inside
+// the linear part only (clippedRelu on 0 < x < alpha, hardSigmoid where 0 < alpha x + beta < 1);
+// hardSwish's is (2x + 3) / 6 on [-3, 3], 0 below and 1 above.
+enum class ActKind {
+  kRelu,
+  kLeakyRelu,
+  kElu,
+  kClippedRelu,
+  kSigmoid,
+  kTanh,
+  kSwish,
+  kGelu,
+  kGeluTanh,
+  kHardSigmoid,
+  kHardSwish
+};
 
 struct ActDesc {
   int64_t numel = 1;
   ActKind kind = ActKind::kRelu;
-  float alpha = 0.f;  // LeakyRelu's Scale, Elu's Alpha
+  float alpha = 0.f;  // LeakyRelu's Scale, Elu's Alpha, ClippedRelu's Ceiling, HardSigmoid's Alpha
+  float beta = 0.f;   // HardSigmoid's Beta
 };
+
+// "relu", "clipped relu", "gelu (tanh)", ...: for messages.
+const char* act_name(ActKind kind);
 
 class ActOp {
  public:

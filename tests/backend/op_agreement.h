@@ -192,19 +192,20 @@ inline AgreementRow lrn_row(std::string name, LrnDesc d) {
           }};
 }
 
-inline AgreementRow act_row(std::string name, ActDesc d) {
-  return {"activation " + name, [d](Backend& be, double tol) {
+// x ~ U(-range, range): hard sigmoid and hard swish saturate beyond 3.
+inline AgreementRow act_row(std::string name, ActDesc d, double range = 3.0) {
+  return {"activation " + name, [d, range](Backend& be, double tol) {
             Rng rng(41);
             const Device dev = be.device();
             const Shape s{d.numel};
-            Vec x = random_vec(d.numel, rng, -3.0, 3.0), dy = random_vec(d.numel, rng);
+            Vec x = random_vec(d.numel, rng, -range, range), dy = random_vec(d.numel, rng);
             Tensor tx = to_tensor(x, s, dev), ty(s, dev), tdx(s, dev);
             auto op = be.make_act(d);
             op->forward(tx, ty);
-            check_close("forward", ty, ref::act_forward(d.kind, d.alpha, x), tol);
+            check_close("forward", ty, ref::act_forward(d, x), tol);
             Tensor tdy = to_tensor(dy, s, dev);
             op->backward(tx, ty, tdy, tdx);
-            Vec want = ref::act_backward(d.kind, d.alpha, x, dy);
+            Vec want = ref::act_backward(d, x, dy);
             check_close("backward", tdx, want, tol);
             op->backward(tx, ty, tdy, tdy);  // dx may alias dy
             check_close("backward in place", tdy, want, tol);
@@ -496,6 +497,16 @@ inline std::vector<AgreementRow> agreement_rows() {
   rows.push_back(act_row("leaky relu 0.1", {1001, ActKind::kLeakyRelu, 0.1f}));
   rows.push_back(act_row("elu 1.0", {777, ActKind::kElu, 1.f}));
   rows.push_back(act_row("elu 0.5", {100, ActKind::kElu, 0.5f}));
+  rows.push_back(act_row("clipped relu 6", {1001, ActKind::kClippedRelu, 6.f}, 8.0));
+  rows.push_back(act_row("clipped relu 1.5", {777, ActKind::kClippedRelu, 1.5f}));
+  rows.push_back(act_row("sigmoid", {1001, ActKind::kSigmoid}, 8.0));
+  rows.push_back(act_row("tanh", {777, ActKind::kTanh}, 5.0));
+  rows.push_back(act_row("swish", {1001, ActKind::kSwish}, 8.0));
+  rows.push_back(act_row("gelu", {1001, ActKind::kGelu}, 5.0));
+  rows.push_back(act_row("gelu tanh", {777, ActKind::kGeluTanh}, 5.0));
+  rows.push_back(act_row("hard sigmoid (PyTorch's)", {1001, ActKind::kHardSigmoid, 1.f / 6, 0.5f}, 5.0));
+  rows.push_back(act_row("hard sigmoid (ONNX's default 0.2, 0.5)", {333, ActKind::kHardSigmoid, 0.2f, 0.5f}, 4.0));
+  rows.push_back(act_row("hard swish", {1001, ActKind::kHardSwish}, 5.0));
 
   rows.push_back(softmax_row("7x10", 7, 10));
   rows.push_back(softmax_row("18x5 (spatial rows)", 18, 5));

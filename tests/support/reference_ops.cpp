@@ -328,11 +328,21 @@ Vec lrn_backward(const LrnDesc& d, const Vec& x, const Vec& dy) {
   return dx;
 }
 
-Vec act_forward(ActKind kind, double alpha, const Vec& x) {
+namespace {
+
+constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi), PyTorch's kBeta / sqrt 2
+constexpr double kGeluKappa = 0.044715;
+
+double sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
+
+}  // namespace
+
+Vec act_forward(const ActDesc& d, const Vec& x) {
+  const double alpha = d.alpha, beta = d.beta;
   Vec y(x.size());
   for (size_t i = 0; i < x.size(); ++i) {
     const double v = x[i];
-    switch (kind) {
+    switch (d.kind) {
       case ActKind::kRelu:
         y[i] = v > 0 ? v : 0;
         break;
@@ -342,26 +352,81 @@ Vec act_forward(ActKind kind, double alpha, const Vec& x) {
       case ActKind::kElu:
         y[i] = v > 0 ? v : alpha * (std::exp(v) - 1);
         break;
+      case ActKind::kClippedRelu:
+        y[i] = std::min(std::max(v, 0.0), alpha);
+        break;
+      case ActKind::kSigmoid:
+        y[i] = sigmoid(v);
+        break;
+      case ActKind::kTanh:
+        y[i] = std::tanh(v);
+        break;
+      case ActKind::kSwish:
+        y[i] = v * sigmoid(v);
+        break;
+      case ActKind::kGelu:
+        y[i] = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+        break;
+      case ActKind::kGeluTanh:
+        y[i] = 0.5 * v * (1 + std::tanh(kSqrt2OverPi * (v + kGeluKappa * v * v * v)));
+        break;
+      case ActKind::kHardSigmoid:
+        y[i] = std::min(std::max(alpha * v + beta, 0.0), 1.0);
+        break;
+      case ActKind::kHardSwish:
+        y[i] = v * std::min(std::max(v + 3, 0.0), 6.0) / 6;
+        break;
     }
   }
   return y;
 }
 
-Vec act_backward(ActKind kind, double alpha, const Vec& x, const Vec& dy) {
+Vec act_backward(const ActDesc& d, const Vec& x, const Vec& dy) {
+  const double alpha = d.alpha, beta = d.beta;
   Vec dx(x.size());
   for (size_t i = 0; i < x.size(); ++i) {
     const double v = x[i];
-    switch (kind) {
+    double g = 0;  // dy/dx
+    switch (d.kind) {
       case ActKind::kRelu:
-        dx[i] = v > 0 ? dy[i] : 0;
+        g = v > 0 ? 1 : 0;
         break;
       case ActKind::kLeakyRelu:
-        dx[i] = v > 0 ? dy[i] : alpha * dy[i];
+        g = v > 0 ? 1 : alpha;
         break;
       case ActKind::kElu:
-        dx[i] = v > 0 ? dy[i] : alpha * std::exp(v) * dy[i];
+        g = v > 0 ? 1 : alpha * std::exp(v);
+        break;
+      case ActKind::kClippedRelu:
+        g = v > 0 && v < alpha ? 1 : 0;
+        break;
+      case ActKind::kSigmoid:
+        g = sigmoid(v) * (1 - sigmoid(v));
+        break;
+      case ActKind::kTanh:
+        g = 1 - std::tanh(v) * std::tanh(v);
+        break;
+      case ActKind::kSwish:
+        g = sigmoid(v) * (1 + v * (1 - sigmoid(v)));
+        break;
+      case ActKind::kGelu:  // Phi(x) + x phi(x)
+        g = 0.5 * (1 + std::erf(v / std::sqrt(2.0))) + v * std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI);
+        break;
+      case ActKind::kGeluTanh: {
+        const double t = std::tanh(kSqrt2OverPi * (v + kGeluKappa * v * v * v));
+        g = 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * kSqrt2OverPi * (1 + 3 * kGeluKappa * v * v);
+        break;
+      }
+      case ActKind::kHardSigmoid: {
+        const double u = alpha * v + beta;
+        g = u > 0 && u < 1 ? alpha : 0;
+        break;
+      }
+      case ActKind::kHardSwish:
+        g = v < -3 ? 0 : v <= 3 ? v / 3 + 0.5 : 1;
         break;
     }
+    dx[i] = g * dy[i];
   }
   return dx;
 }

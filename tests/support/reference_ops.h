@@ -61,9 +61,10 @@ void bn_backward(const BatchNormDesc& d, const Vec& x, const Vec& dy, const Vec&
 Vec lrn_forward(const LrnDesc& d, const Vec& x);
 Vec lrn_backward(const LrnDesc& d, const Vec& x, const Vec& dy);  // -> dx
 
-// ---- activations (elementwise): relu, leaky relu (alpha = scale), elu (alpha) ----
-Vec act_forward(ActKind kind, double alpha, const Vec& x);
-Vec act_backward(ActKind kind, double alpha, const Vec& x, const Vec& dy);  // -> dx
+// ---- activations (elementwise), ops.h's ActKind with d.alpha, d.beta; d.numel is not read.
+// The formulas written out in double, derivatives by hand, kinks as PyTorch's.
+Vec act_forward(const ActDesc& d, const Vec& x);
+Vec act_backward(const ActDesc& d, const Vec& x, const Vec& dy);  // -> dx
 
 // ---- softmax over the last dimension of (rows, C) ----
 Vec softmax_forward(int64_t rows, int64_t c, const Vec& x);

@@ -1,21 +1,59 @@
-// Elementwise activations: relu and elu through cudnnActivationForward / Backward over a flat
+// Element-wise activations: relu and elu through cudnnActivationForward / Backward over a flat
 // (numel, 1, 1, 1) tensor (in place allowed with identical descriptors, so dx may alias dy);
-// leaky relu, which cuDNN's legacy activations lack, through our own kernel.
+// leaky relu, which cuDNN's legacy activations lack, and the others (clipped relu, sigmoid, tanh,
+// swish, gelu, hard sigmoid, hard swish: ops.h's formulas with PyTorch's derivatives at the
+// kinks, which cuDNN's clipped relu and swish do not promise) through our own kernels.
 #include <sstream>
 
+#include "backend/cuda/cuda_act_kernels.h"
 #include "backend/cuda/cuda_op_kernels.h"
 #include "backend/cuda/cuda_op_util.h"
 
 namespace dlt::cuda {
 namespace {
 
+// Our kernel for the kind; false for the kinds cuDNN or the leaky relu kernel runs.
+bool own_kernel(ActKind kind, ActKernel& k) {
+  switch (kind) {
+    case ActKind::kRelu:
+    case ActKind::kLeakyRelu:
+    case ActKind::kElu:
+      return false;
+    case ActKind::kClippedRelu:
+      k = ActKernel::kClippedRelu;
+      return true;
+    case ActKind::kSigmoid:
+      k = ActKernel::kSigmoid;
+      return true;
+    case ActKind::kTanh:
+      k = ActKernel::kTanh;
+      return true;
+    case ActKind::kSwish:
+      k = ActKernel::kSwish;
+      return true;
+    case ActKind::kGelu:
+      k = ActKernel::kGelu;
+      return true;
+    case ActKind::kGeluTanh:
+      k = ActKernel::kGeluTanh;
+      return true;
+    case ActKind::kHardSigmoid:
+      k = ActKernel::kHardSigmoid;
+      return true;
+    case ActKind::kHardSwish:
+      k = ActKernel::kHardSwish;
+      return true;
+  }
+  return false;
+}
+
 class CudaActOp final : public ActOp {
  public:
   CudaActOp(const ActDesc& d, CudaContext& ctx) : ActOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx) {
-    const char* kind = d.kind == ActKind::kRelu ? "relu" : d.kind == ActKind::kElu ? "elu" : "leaky relu";
-    name_ = std::string(kind) + " (" + std::to_string(d.numel) + " values)";
+    name_ = std::string(act_name(d.kind)) + " (" + std::to_string(d.numel) + " values)";
     if (d.numel < 1) throw ShapeError(name_ + ": needs at least one value");
-    if (d.kind == ActKind::kLeakyRelu) return;
+    own_ = own_kernel(d.kind, kernel_);
+    if (own_ || d.kind == ActKind::kLeakyRelu) return;
     DLT_CUDNN(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(d.numel, name_, "numel"), 1,
                                          1, 1));
     const cudnnActivationMode_t mode = d.kind == ActKind::kRelu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_ELU;
@@ -25,6 +63,10 @@ class CudaActOp final : public ActOp {
 
  protected:
   void do_forward(const Tensor& x, Tensor& y) override {
+    if (own_) {
+      DLT_CUDA(act_forward(kernel_, x.data(), y.data(), d_.numel, d_.alpha, d_.beta, ctx_.stream));
+      return;
+    }
     if (d_.kind == ActKind::kLeakyRelu) {
       DLT_CUDA(leaky_relu_forward(x.data(), y.data(), d_.numel, d_.alpha, ctx_.stream));
       return;
@@ -34,6 +76,10 @@ class CudaActOp final : public ActOp {
   }
 
   void do_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) override {
+    if (own_) {
+      DLT_CUDA(act_backward(kernel_, x.data(), dy.data(), dx.data(), d_.numel, d_.alpha, d_.beta, ctx_.stream));
+      return;
+    }
     if (d_.kind == ActKind::kLeakyRelu) {
       DLT_CUDA(leaky_relu_backward(x.data(), dy.data(), dx.data(), d_.numel, d_.alpha, ctx_.stream));
       return;
@@ -48,7 +94,9 @@ class CudaActOp final : public ActOp {
   ActDesc d_;
   CudaContext& ctx_;
   std::string name_;
-  TensorDesc desc_;  // (numel, 1, 1, 1) for x, y, dy, dx
+  bool own_ = false;
+  ActKernel kernel_ = ActKernel::kSigmoid;  // when own_
+  TensorDesc desc_;                         // (numel, 1, 1, 1) for x, y, dy, dx
   ActivationDesc act_;
 };
 
