@@ -16,6 +16,13 @@ const LayerType& batch_normalization_layer_type();
 const LayerType& relu_layer_type();
 const LayerType& leaky_relu_layer_type();
 const LayerType& elu_layer_type();
+const LayerType& clipped_relu_layer_type();
+const LayerType& sigmoid_layer_type();
+const LayerType& tanh_layer_type();
+const LayerType& swish_layer_type();
+const LayerType& gelu_layer_type();
+const LayerType& hard_sigmoid_layer_type();
+const LayerType& hard_swish_layer_type();
 const LayerType& max_pooling_layer_type();
 const LayerType& max_unpooling_layer_type();
 const LayerType& average_pooling_layer_type();
@@ -41,6 +48,13 @@ const std::vector<const LayerType*>& layer_registry() {
       &relu_layer_type(),
       &leaky_relu_layer_type(),
       &elu_layer_type(),
+      &clipped_relu_layer_type(),
+      &sigmoid_layer_type(),
+      &tanh_layer_type(),
+      &swish_layer_type(),
+      &gelu_layer_type(),
+      &hard_sigmoid_layer_type(),
+      &hard_swish_layer_type(),
       &max_pooling_layer_type(),
       &max_unpooling_layer_type(),
       &average_pooling_layer_type(),

@@ -1,5 +1,5 @@
-// Element-wise and normalization layers: relu, leakyRelu, elu, crossChannelNormalization,
-// dropout and softmax. Each is a thin wrapper over one backend op.
+// Normalization and regularization layers: crossChannelNormalization, dropout and softmax.
+// Each is a thin wrapper over one backend op (the activations: activation_layers.cpp).
 #include <memory>
 
 #include "layers/layer_util.h"
@@ -7,61 +7,6 @@
 namespace dlt {
 
 namespace {
-
-class ActivationLayer final : public Layer {
- public:
-  ActivationLayer(const LayerSpec& spec, ActKind kind) : Layer(spec), kind_(kind) {
-    if (kind == ActKind::kLeakyRelu) alpha_ = static_cast<float>(spec_.get_double("Scale", 0.01));
-    if (kind == ActKind::kElu) alpha_ = static_cast<float>(spec_.get_double("Alpha", 1.0));
-  }
-  Shape infer(const std::vector<Shape>& inputs) override {
-    expect_inputs(spec_, inputs, 1);
-    shape_ = inputs[0];
-    return shape_;
-  }
-  void setup(int64_t n, Backend& be) override { op_ = be.make_act(ActDesc{n * shape_.numel(), kind_, alpha_}); }
-  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override { op_->forward(*x[0], y); }
-  void backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy, const std::vector<Tensor*>& dx,
-                const RunContext&) override {
-    if (dx[0]) op_->backward(*x[0], y, dy, *dx[0]);
-  }
-  bool is_relu() const override { return kind_ == ActKind::kRelu; }
-
-  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
-    const std::string& n = name();
-    const OnnxValue& x = inputs.at(0);
-    if (kind_ == ActKind::kRelu) g.add_node("Relu", n, {x.name}, n);
-    if (kind_ == ActKind::kLeakyRelu) g.add_node("LeakyRelu", n, {x.name}, n, {OnnxAttr("alpha", alpha_)});
-    if (kind_ == ActKind::kElu) g.add_node("Elu", n, {x.name}, n, {OnnxAttr("alpha", alpha_)});
-    return OnnxValue{n, out, x.flat};
-  }
-
-  // Element-wise: a channels-last input stays channels-last.
-  static void from_onnx(OnnxNodeReader& r) {
-    const OnnxValue in = r.input(0, false, true);
-    std::string name;
-    if (r.op() == "Relu") name = r.add_layer("relu", {in.name}).name;
-    if (r.op() == "LeakyRelu") {
-      LayerSpec& s = r.add_layer("leakyRelu", {in.name});
-      s.set("Scale", onnx_number(r.attr_float("alpha", 0.01f)));
-      name = s.name;
-    }
-    if (r.op() == "Elu") {
-      LayerSpec& s = r.add_layer("elu", {in.name});
-      s.set("Alpha", onnx_number(r.attr_float("alpha", 1.f)));
-      name = s.name;
-    }
-    OnnxValue out{name, in.shape, in.flat};
-    out.channels_last = in.channels_last;
-    r.set_output(out);
-  }
-
- private:
-  ActKind kind_;
-  float alpha_ = 0.f;
-  Shape shape_;
-  std::unique_ptr<ActOp> op_;
-};
 
 class LrnLayer final : public Layer {
  public:
@@ -211,34 +156,6 @@ class SoftmaxLayer final : public Layer {
 };
 
 }  // namespace
-
-const LayerType& relu_layer_type() {
-  static const LayerType t{
-      "relu",
-      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<ActivationLayer>(s, ActKind::kRelu); },
-      {"Relu"},
-      ActivationLayer::from_onnx};
-  return t;
-}
-
-const LayerType& leaky_relu_layer_type() {
-  static const LayerType t{"leakyRelu",
-                           [](const LayerSpec& s) -> std::unique_ptr<Layer> {
-                             return std::make_unique<ActivationLayer>(s, ActKind::kLeakyRelu);
-                           },
-                           {"LeakyRelu"},
-                           ActivationLayer::from_onnx};
-  return t;
-}
-
-const LayerType& elu_layer_type() {
-  static const LayerType t{
-      "elu",
-      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<ActivationLayer>(s, ActKind::kElu); },
-      {"Elu"},
-      ActivationLayer::from_onnx};
-  return t;
-}
 
 const LayerType& cross_channel_normalization_layer_type() {
   static const LayerType t{"crossChannelNormalization",

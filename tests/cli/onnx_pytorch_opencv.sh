@@ -49,7 +49,7 @@ import sys, torch, torch.nn as nn
 class Odd(nn.Module):
     def __init__(self):
         super().__init__(); self.c = nn.Conv2d(3, 4, 3); self.g = nn.Conv2d(4, 4, 3, groups=2)
-    def forward(self, x): return torch.sigmoid(self.c(x))
+    def forward(self, x): return nn.functional.softplus(self.c(x))
 class Grouped(Odd):
     def forward(self, x): return self.g(self.c(x))
 class GroupedUp(Odd):
@@ -57,11 +57,11 @@ class GroupedUp(Odd):
         super().__init__(); self.u = nn.ConvTranspose2d(4, 4, 2, stride=2, groups=2)
     def forward(self, x): return self.u(self.c(x))
 x = torch.rand(1, 3, 8, 8)
-torch.onnx.export(Odd().eval(), x, sys.argv[1] + "/sigmoid.onnx", opset_version=13)
+torch.onnx.export(Odd().eval(), x, sys.argv[1] + "/softplus.onnx", opset_version=13)
 torch.onnx.export(Grouped().eval(), x, sys.argv[1] + "/grouped.onnx", opset_version=13)
 torch.onnx.export(GroupedUp().eval(), x, sys.argv[1] + "/grouped_up.onnx", opset_version=13)
 PYEOF
-expect_error "unsupported operator" 1 "operator 'Sigmoid'" -- "$DLTRAIN" import "$TMP/sigmoid.onnx" --output "$TMP/bad.bin"
+expect_error "unsupported operator" 1 "operator 'Softplus'" -- "$DLTRAIN" import "$TMP/softplus.onnx" --output "$TMP/bad.bin"
 expect_error "grouped convolution" 1 "group is 2" -- "$DLTRAIN" import "$TMP/grouped.onnx" --output "$TMP/bad.bin"
 expect_error "grouped transposed convolution" 1 "ConvTranspose): group is not 1" -- "$DLTRAIN" import "$TMP/grouped_up.onnx" --output "$TMP/bad.bin"
 # MaxUnpool whose default output size is not its MaxPool's input (15x15 pooled to 7x7 -> 14x14)

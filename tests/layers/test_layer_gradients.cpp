@@ -78,6 +78,23 @@ TEST_CASE("gradients: activations", "[layers][grad]") {
   expect_ok(check_layer(layer_spec("elu", {"Alpha=0.7"}), {Shape{3, 4, 5}}, o));
 }
 
+TEST_CASE("gradients: clippedRelu, sigmoid, tanh, swish, gelu, hardSigmoid, hardSwish", "[layers][grad]") {
+  GradCheckOptions o;
+  o.input_scale = 4.0;  // past hard sigmoid's and hard swish's kinks at -3 and 3
+  o.kink_guard = 0.05;
+  o.samples = 40;
+  // The checker skips the elements whose step crosses a kink (0 and Ceiling, -3 and 3).
+  expect_ok(check_layer(layer_spec("clippedRelu", {"Ceiling=1.5"}), {Shape{3, 4, 5}}, o));
+  expect_ok(check_layer(layer_spec("sigmoid", {}), {Shape{3, 4, 5}}, o));
+  expect_ok(check_layer(layer_spec("tanh", {}), {Shape{3, 4, 5}}, o));
+  expect_ok(check_layer(layer_spec("swish", {}), {Shape{3, 4, 5}}, o));
+  expect_ok(check_layer(layer_spec("gelu", {}), {Shape{3, 4, 5}}, o));
+  expect_ok(check_layer(layer_spec("gelu", {"Approximation=tanh"}), {Shape{3, 4, 5}}, o));
+  expect_ok(check_layer(layer_spec("hardSigmoid", {}), {Shape{3, 4, 5}}, o));
+  expect_ok(check_layer(layer_spec("hardSigmoid", {"Alpha=0.2", "Beta=0.4"}), {Shape{3, 4, 5}}, o));
+  expect_ok(check_layer(layer_spec("hardSwish", {}), {Shape{3, 4, 5}}, o));
+}
+
 TEST_CASE("gradients: pooling", "[layers][grad]") {
   GradCheckOptions o;
   expect_ok(check_layer(layer_spec("maxPooling2d", {"PoolSize=3", "Stride=2"}), {Shape{7, 7, 3}}, o));
