@@ -21,6 +21,7 @@
 #include <google/protobuf/wire_format_lite.h>
 
 #include "onnx/onnx_importer.h"
+#include "onnx/onnx_rewrite.h"
 #include "util/one_line.h"
 
 namespace dlt {
@@ -150,7 +151,7 @@ int64_t count_graph_nodes(const std::string& bytes) {
   return nodes;
 }
 
-ModelData import_parsed(const onnx::ModelProto& model, const std::string& path, const std::string& folder,
+ModelData import_parsed(onnx::ModelProto& model, const std::string& path, const std::string& folder,
                         const OnnxImportOptions& options) {
   OnnxImportOptions o = options;
   if (o.classes.empty())
@@ -164,6 +165,7 @@ ModelData import_parsed(const onnx::ModelProto& model, const std::string& path, 
         o.classes_from = "its class_names metadata";
       }
   ModelData m;
+  rewrite_for_import(*model.mutable_graph());  // activation decompositions -> single nodes
   try {
     m = Importer(path, folder, model, o).run();
   } catch (const ModelError& e) {  // names from the file may hold line breaks or escapes
