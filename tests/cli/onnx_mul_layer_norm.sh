@@ -11,7 +11,7 @@ if "$DLTRAIN" import /nonexistent.onnx --output "$TMP/x.bin" 2>&1 | grep -q "bui
   echo "SKIP: this dltrain was built without ONNX support"; exit 77
 fi
 $PY -c "import torch, numpy" 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks torch/numpy (apt-get install python3-torch)"; exit 77; }
-MODELS="lnimage lnchannels segate"
+MODELS="lnimage lnchannels segate se"
 $PY "$SRC/scripts/onnx/mul_norm_models.py" "$TMP" $MODELS 2>/dev/null
 # compare A.f32 B.f32 TOL: max relative difference
 compare() {
@@ -58,7 +58,8 @@ layers:
   - {type: convolution2d, Name: se_fc1, FilterSize: 1, NumFilters: 8}
   - {type: relu, Name: se_relu}
   - {type: convolution2d, Name: se_fc2, FilterSize: 1, NumFilters: 32}
-  - {type: multiplication, Name: se_mul, Inputs: [se_fc2, relu2]}
+  - {type: sigmoid, Name: se_gate}
+  - {type: multiplication, Name: se_mul, Inputs: [se_gate, relu2]}
   - {type: maxPooling2d, Name: pool2, PoolSize: 2, Stride: 2}
   - {type: globalAveragePooling2d, Name: gap}
   - {type: fullyConnected, Name: fc, OutputSize: 4}
