@@ -386,14 +386,16 @@ def cell(r):
 
 
 def cpu_model():
+    """lscpu's model name, family and model, and the core count."""
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        m = re.search(r"Model name:\s*(.+)", out)
-        if m:
-            return m.group(1).strip()
     except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+        return platform.processor() or "unknown CPU"
+    field = {k.strip(): v.strip() for k, _, v in (ln.partition(":") for ln in out.splitlines())}
+    name = field.get("Model name", platform.processor() or "unknown CPU")
+    if "CPU family" in field and "Model" in field:
+        name += f" (family {field['CPU family']} model {field['Model']})"
+    return f"{name}, {os.cpu_count()} cores"
 
 
 def opsets(results, exporter):
