@@ -29,13 +29,20 @@ void expect_optional(const Tensor& t, int64_t numel, Device d, const char* op, c
 
 }  // namespace
 
-// ---- convolution: x (N, H, W, C), w (K, kh, kw, C), b (K), y (N, out_h, out_w, K)
+// ---- convolution: x (N, H, W, C), w (K, kh, kw, C/G), b (K), y (N, out_h, out_w, K)
+
+ConvOp::ConvOp(const ConvDesc& d, Device device) : desc_(d), device_(device) {
+  if (d.groups < 1 || d.c % d.groups != 0 || d.k % d.groups != 0)
+    throw ShapeError("conv: " + std::to_string(d.groups) + " groups do not divide the " + std::to_string(d.c) +
+                     " input channels and " + std::to_string(d.k) + " filters (each group needs C / G inputs and " +
+                     "K / G filters)");
+}
 
 void ConvOp::forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu) {
   const ConvDesc& d = desc_;
   DLT_CHECK(!relu || d.fuse_relu || d.inference_relu, "conv forward: relu without ConvDesc::inference_relu");
   expect(x, d.n * d.h * d.w * d.c, device_, "conv forward", "x");
-  expect(w, d.k * d.kh * d.kw * d.c, device_, "conv forward", "w");
+  expect(w, d.weight_numel(), device_, "conv forward", "w");
   expect_optional(b, d.k, device_, "conv forward", "b");
   expect(y, d.n * d.out_h() * d.out_w() * d.k, device_, "conv forward", "y");
   do_forward(x, w, b, y, d.fuse_relu || relu);
@@ -44,7 +51,7 @@ void ConvOp::forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& 
 void ConvOp::backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) {
   const ConvDesc& d = desc_;
   expect(dy, d.n * d.out_h() * d.out_w() * d.k, device_, "conv backward_data", "dy");
-  expect(w, d.k * d.kh * d.kw * d.c, device_, "conv backward_data", "w");
+  expect(w, d.weight_numel(), device_, "conv backward_data", "w");
   expect(dx, d.n * d.h * d.w * d.c, device_, "conv backward_data", "dx");
   do_backward_data(dy, w, dx);
 }
@@ -53,7 +60,7 @@ void ConvOp::backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Ten
   const ConvDesc& d = desc_;
   expect(x, d.n * d.h * d.w * d.c, device_, "conv backward_weights", "x");
   expect(dy, d.n * d.out_h() * d.out_w() * d.k, device_, "conv backward_weights", "dy");
-  expect(dw, d.k * d.kh * d.kw * d.c, device_, "conv backward_weights", "dw");
+  expect(dw, d.weight_numel(), device_, "conv backward_weights", "dw");
   expect_optional(db, d.k, device_, "conv backward_weights", "db");
   do_backward_weights(x, dy, dw, db);
 }

@@ -2,10 +2,10 @@
 // size (Backend::make_*) and keeps them: they hold oneDNN primitives or cuDNN descriptors,
 // workspaces and chosen algorithms between forward and backward.
 //
-// Layouts (every backend): activations (N, H, W, C) NHWC float32; conv weights (K, kh, kw, C)
-// "OHWI"; fully-connected weights (K, H*W*C) over the input flattened in HWC order; biases
-// and batch-norm scale/offset/mean/variance (C) or (K).
-// Ops overwrite their outputs, including parameter gradients (each parameter has one owner).
+// Layouts (every backend): activations (N, H, W, C) NHWC float32; conv weights (K, kh, kw, C/G)
+// "OHWI" (G = ConvDesc::groups, 1 for a dense convolution); fully-connected weights (K, H*W*C) over the input flattened
+// in HWC order; biases and batch-norm scale/offset/mean/variance (C) or (K). Ops overwrite their outputs, including
+// parameter gradients (each parameter has one owner).
 //
 // Each interface's public forward/backward methods are non-virtual: they check their arguments
 // once for every backend (defined, the sizes of the op's descriptor, on the op's device; in
@@ -24,7 +24,11 @@ struct ConvDesc {
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_t = 0, pad_b = 0, pad_l = 0, pad_r = 0;
   int64_t dilation_h = 1, dilation_w = 1;  // MATLAB's DilationFactor: 1 = dense
-  bool fuse_relu = false;                  // forward writes relu(conv(x) + b)
+  // Grouped convolution: C and K divide into `groups` groups; output channel k sees the input
+  // channels of group k / (K / groups) only (ONNX's and PyTorch's order). groups == C is a
+  // depthwise convolution. Weights (K, kh, kw, C / groups).
+  int64_t groups = 1;
+  bool fuse_relu = false;  // forward writes relu(conv(x) + b)
   // forward(..., relu = true) writes relu(conv(x) + b) too, as one primitive where the backend
   // has one (inference with a following batchNormalization and its ReLU folded in; Network).
   bool inference_relu = false;
@@ -35,9 +39,12 @@ struct ConvDesc {
   bool bf16 = false;
   int64_t out_h() const { return (h + pad_t + pad_b - ((kh - 1) * dilation_h + 1)) / stride_h + 1; }
   int64_t out_w() const { return (w + pad_l + pad_r - ((kw - 1) * dilation_w + 1)) / stride_w + 1; }
+  int64_t group_c() const { return c / groups; }  // input channels each filter sees
+  int64_t weight_numel() const { return k * kh * kw * group_c(); }
 };
 
-// b and db may be undefined (no bias; the CPU backend needs b in forward).
+// b and db may be undefined (no bias; the CPU backend needs b in forward). The constructor
+// throws ShapeError when groups does not divide C and K.
 class ConvOp {
  public:
   virtual ~ConvOp() = default;
@@ -47,7 +54,7 @@ class ConvOp {
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db);
 
  protected:
-  ConvOp(const ConvDesc& d, Device device) : desc_(d), device_(device) {}
+  ConvOp(const ConvDesc& d, Device device);
   // relu: fuse_relu, or forward's relu.
   virtual void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu) = 0;
   virtual void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) = 0;

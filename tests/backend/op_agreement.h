@@ -43,10 +43,10 @@ inline AgreementRow conv_row(std::string name, ConvDesc d) {
             Rng rng(17);
             const Device dev = be.device();
             const int64_t oh = d.out_h(), ow = d.out_w();
-            Vec x = random_vec(d.n * d.h * d.w * d.c, rng), w = random_vec(d.k * d.kh * d.kw * d.c, rng);
+            Vec x = random_vec(d.n * d.h * d.w * d.c, rng), w = random_vec(d.weight_numel(), rng);
             Vec b = random_vec(d.k, rng), dy = random_vec(d.n * oh * ow * d.k, rng);
             Tensor tx = to_tensor(x, {d.n, d.h, d.w, d.c}, dev);
-            Tensor tw = to_tensor(w, {d.k, d.kh, d.kw, d.c}, dev);
+            Tensor tw = to_tensor(w, {d.k, d.kh, d.kw, d.group_c()}, dev);
             Tensor tb = to_tensor(b, {d.k}, dev);
             Tensor ty(Shape{d.n, oh, ow, d.k}, dev), tdx(tx.shape(), dev);
             Tensor tdw(tw.shape(), dev), tdb(tb.shape(), dev);
@@ -459,6 +459,31 @@ inline std::vector<AgreementRow> agreement_rows() {
   d = conv(2, 8, 8, 96, 64, 3, 3);
   d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
   rows.push_back(conv_row("3x3 96->64 8x8 Winograd (both kinds)", d));
+  // Grouped and depthwise (groups == C) convolutions: groupedConvolution2d.
+  d = conv(2, 7, 6, 4, 6, 3, 3);
+  d.groups = 2, d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
+  rows.push_back(conv_row("3x3 2 groups of 2->3", d));
+  d = conv(2, 9, 8, 16, 16, 3, 3);
+  d.groups = 16, d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
+  rows.push_back(conv_row("depthwise 3x3 16 channels pad 1", d));
+  d = conv(2, 9, 10, 24, 24, 3, 3);
+  d.groups = 24, d.stride_h = d.stride_w = 2, d.pad_t = d.pad_b = 1, d.pad_l = 0, d.pad_r = 1;
+  rows.push_back(conv_row("depthwise 3x3 stride 2 'same' (asymmetric) padding", d));
+  d = conv(2, 7, 7, 8, 16, 3, 3);
+  d.groups = 8, d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
+  rows.push_back(conv_row("depthwise 3x3 multiplier 2", d));
+  d = conv(3, 5, 5, 12, 8, 1, 1);
+  d.groups = 4;
+  rows.push_back(conv_row("1x1 4 groups of 3->2", d));
+  d = conv(2, 8, 8, 32, 32, 3, 3);
+  d.groups = 32, d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1, d.fuse_relu = true;
+  rows.push_back(conv_row("depthwise 3x3 32 channels fused relu (not Winograd)", d));
+  d = conv(2, 10, 9, 6, 9, 3, 3);
+  d.groups = 3, d.dilation_h = d.dilation_w = 2, d.pad_t = d.pad_b = d.pad_l = d.pad_r = 2;
+  rows.push_back(conv_row("3x3 3 groups of 2->3 dilation 2", d));
+  d = conv(2, 8, 8, 64, 64, 3, 3);
+  d.groups = 2, d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
+  rows.push_back(conv_row("3x3 2 groups of 32->32 (dense would be Winograd)", d));
 
   rows.push_back(fc_row("37->11", {5, 37, 11, false}));
   rows.push_back(fc_row("4x4x8->10 fused relu", {3, 128, 10, true}));

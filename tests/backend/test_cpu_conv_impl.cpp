@@ -71,6 +71,36 @@ TEST_CASE("CPU conv runs 3x3 stride-1 convs with 64+ channels in dltrain's Winog
   set_backend_options(BackendOptions{});
 }
 
+// Grouped convolutions never take Winograd or the blocked path; depthwise ones (groups == C)
+// run oneDNN's depthwise kernels in all three passes on AVX2 and AVX-512 ("jit_dw:avx2";
+// AVX-512: "brdgmm_dw:avx512_core" forward, "jit_dw:avx512_core" backward), and a
+// ResNeXt-style grouped one a jit kernel, never the reference ("ref").
+TEST_CASE("CPU grouped and depthwise convs run oneDNN's jit kernels on NHWC", "[backend]") {
+  ConvDesc d;
+  d.n = 4, d.h = d.w = 16, d.c = d.k = d.groups = 64, d.kh = d.kw = 3;
+  d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
+  const CpuIsa isa = cpu_isa();
+  auto info = [&d] { return impl_info(*cpu_backend().make_conv(d)); };
+  INFO("oneDNN ISA " << isa.name << ", depthwise: " << info());
+  CHECK(info().find("wino") == std::string::npos);
+  CHECK(info().find("act=blocked") == std::string::npos);
+  CHECK(info().find("groups=64") != std::string::npos);
+  auto count = [](const std::string& s, const std::string& what) {
+    int n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  if (isa.avx2) CHECK(count(info(), "_dw:") == 3);  // fwd, bwd_d and bwd_w
+  d.stride_h = d.stride_w = 2;
+  INFO("depthwise stride 2: " << info());
+  if (isa.avx2) CHECK(count(info(), "_dw:") == 3);
+  d.stride_h = d.stride_w = 1;
+  d.k = 128, d.groups = 32;  // ResNeXt: 32 groups of 2 -> 4
+  INFO("32 groups: " << info());
+  CHECK(info().find("wino") == std::string::npos);
+  if (isa.avx2) CHECK(count(info(), "ref") == 0);
+}
+
 // CTest runs this binary a second time with DNNL_MAX_CPU_ISA=AVX2 (tests/CMakeLists.txt): then
 // oneDNN and every choice dltrain makes from cpu_isa() are those of an AVX2 CPU.
 TEST_CASE("cpu_isa is the ISA oneDNN uses, DNNL_MAX_CPU_ISA included", "[backend]") {

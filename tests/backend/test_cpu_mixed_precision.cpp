@@ -61,9 +61,9 @@ void check_conv(ConvDesc d) {
   d.bf16 = true;
   Rng rng(41);
   const int64_t oh = d.out_h(), ow = d.out_w();
-  Vec x = random_vec(d.n * d.h * d.w * d.c, rng), w = random_vec(d.k * d.kh * d.kw * d.c, rng);
+  Vec x = random_vec(d.n * d.h * d.w * d.c, rng), w = random_vec(d.weight_numel(), rng);
   Vec b = random_vec(d.k, rng), dy = random_vec(d.n * oh * ow * d.k, rng);
-  Tensor tx = to_tensor(x, {d.n, d.h, d.w, d.c}), tw = to_tensor(w, {d.k, d.kh, d.kw, d.c});
+  Tensor tx = to_tensor(x, {d.n, d.h, d.w, d.c}), tw = to_tensor(w, {d.k, d.kh, d.kw, d.group_c()});
   Tensor tb = to_tensor(b, {d.k}), ty(Shape{d.n, oh, ow, d.k}), tdx(tx.shape());
   Tensor tdw(tw.shape()), tdb(tb.shape());
   auto op = cpu_backend().make_conv(d);
@@ -114,6 +114,22 @@ TEST_CASE("CPU conv with Precision mixed: bfloat16 operands, float32 sums", "[ba
   }
   SECTION("1x1 17 -> 7") {
     d.n = 4, d.h = d.w = 5, d.c = 17, d.k = 7;
+    check_conv(d);
+  }
+  SECTION("depthwise 3x3 32 channels pad 1, fused relu") {
+    d.n = 2, d.h = d.w = 9, d.c = d.k = d.groups = 32, d.kh = d.kw = 3;
+    d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
+    d.fuse_relu = true;
+    check_conv(d);
+  }
+  SECTION("depthwise 3x3 stride 2, multiplier 2") {
+    d.n = 2, d.h = d.w = 10, d.c = d.groups = 16, d.k = 32, d.kh = d.kw = 3;
+    d.stride_h = d.stride_w = 2, d.pad_t = d.pad_l = 0, d.pad_b = d.pad_r = 1;
+    check_conv(d);
+  }
+  SECTION("3x3 4 groups of 8 -> 16") {
+    d.n = 2, d.h = d.w = 8, d.c = 32, d.k = 64, d.groups = 4, d.kh = d.kw = 3;
+    d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
     check_conv(d);
   }
 }

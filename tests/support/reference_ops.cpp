@@ -28,16 +28,21 @@ void conv_taps(const ConvDesc& d, F f) {
           }
 }
 
+// Filter k of a convolution with d.groups groups sees the input channels [first_c, first_c + C/G)
+// of its group k / (K/G); its weights are w[((k * kh + i) * kw + j) * C/G + (c - first_c)].
+int64_t first_input_channel(const ConvDesc& d, int64_t k) { return k / (d.k / d.groups) * d.group_c(); }
+
 }  // namespace
 
 Vec conv_forward(const ConvDesc& d, const Vec& x, const Vec& w, const Vec& b) {
-  const int64_t oh = d.out_h(), ow = d.out_w();
+  const int64_t oh = d.out_h(), ow = d.out_w(), cg = d.group_c();
   Vec y(d.n * oh * ow * d.k, 0.0);
   conv_taps(d, [&](int64_t n, int64_t oy, int64_t ox, int64_t iy, int64_t ix, int64_t i, int64_t j) {
     for (int64_t k = 0; k < d.k; ++k) {
+      const int64_t c0 = first_input_channel(d, k);
       double s = 0;
-      for (int64_t c = 0; c < d.c; ++c)
-        s += x[nhwc(n, iy, ix, c, d.h, d.w, d.c)] * w[((k * d.kh + i) * d.kw + j) * d.c + c];
+      for (int64_t c = 0; c < cg; ++c)
+        s += x[nhwc(n, iy, ix, c0 + c, d.h, d.w, d.c)] * w[((k * d.kh + i) * d.kw + j) * cg + c];
       y[nhwc(n, oy, ox, k, oh, ow, d.k)] += s;
     }
   });
@@ -51,27 +56,29 @@ Vec conv_forward(const ConvDesc& d, const Vec& x, const Vec& w, const Vec& b) {
 }
 
 Vec conv_backward_data(const ConvDesc& d, const Vec& dy, const Vec& w) {
-  const int64_t oh = d.out_h(), ow = d.out_w();
+  const int64_t oh = d.out_h(), ow = d.out_w(), cg = d.group_c();
   Vec dx(d.n * d.h * d.w * d.c, 0.0);
   conv_taps(d, [&](int64_t n, int64_t oy, int64_t ox, int64_t iy, int64_t ix, int64_t i, int64_t j) {
     for (int64_t k = 0; k < d.k; ++k) {
+      const int64_t c0 = first_input_channel(d, k);
       const double g = dy[nhwc(n, oy, ox, k, oh, ow, d.k)];
-      for (int64_t c = 0; c < d.c; ++c)
-        dx[nhwc(n, iy, ix, c, d.h, d.w, d.c)] += g * w[((k * d.kh + i) * d.kw + j) * d.c + c];
+      for (int64_t c = 0; c < cg; ++c)
+        dx[nhwc(n, iy, ix, c0 + c, d.h, d.w, d.c)] += g * w[((k * d.kh + i) * d.kw + j) * cg + c];
     }
   });
   return dx;
 }
 
 void conv_backward_weights(const ConvDesc& d, const Vec& x, const Vec& dy, Vec& dw, Vec& db) {
-  const int64_t oh = d.out_h(), ow = d.out_w();
-  dw.assign(d.k * d.kh * d.kw * d.c, 0.0);
+  const int64_t oh = d.out_h(), ow = d.out_w(), cg = d.group_c();
+  dw.assign(d.weight_numel(), 0.0);
   db.assign(d.k, 0.0);
   conv_taps(d, [&](int64_t n, int64_t oy, int64_t ox, int64_t iy, int64_t ix, int64_t i, int64_t j) {
     for (int64_t k = 0; k < d.k; ++k) {
+      const int64_t c0 = first_input_channel(d, k);
       const double g = dy[nhwc(n, oy, ox, k, oh, ow, d.k)];
-      for (int64_t c = 0; c < d.c; ++c)
-        dw[((k * d.kh + i) * d.kw + j) * d.c + c] += g * x[nhwc(n, iy, ix, c, d.h, d.w, d.c)];
+      for (int64_t c = 0; c < cg; ++c)
+        dw[((k * d.kh + i) * d.kw + j) * cg + c] += g * x[nhwc(n, iy, ix, c0 + c, d.h, d.w, d.c)];
     }
   });
   for (int64_t p = 0; p < d.n * oh * ow; ++p)

@@ -19,8 +19,9 @@ namespace dlt::ref {
 
 using Vec = std::vector<double>;
 
-// ---- convolution: x (N,H,W,C), w (K,kh,kw,C), b (K) -> y (N,OH,OW,K) ----
-// Stride, asymmetric padding (zeros), dilation (MATLAB factor: 1 = dense).
+// ---- convolution: x (N,H,W,C), w (K,kh,kw,C/G), b (K) -> y (N,OH,OW,K) ----
+// Stride, asymmetric padding (zeros), dilation (MATLAB factor: 1 = dense), groups (G =
+// d.groups; filter k sees the input channels of group k / (K/G)).
 Vec conv_forward(const ConvDesc& d, const Vec& x, const Vec& w, const Vec& b);
 Vec conv_backward_data(const ConvDesc& d, const Vec& dy, const Vec& w);  // -> dx
 void conv_backward_weights(const ConvDesc& d, const Vec& x, const Vec& dy, Vec& dw, Vec& db);

@@ -3,7 +3,10 @@
 // inside the op. fuse_relu adds a relu post-op to the forward (the caller does relu backward).
 // bf16 (Precision: mixed): x, dy and w are reordered to bfloat16 copies the op owns; outputs
 // and gradients stay float32. forward's copy of x serves backward_weights, and one copy of dy
-// both backward passes.
+// both backward passes. Grouped convolutions (ConvDesc::groups > 1) take this op only: their
+// weights are oneDNN's 5-d (G, K/G, C/G, kh, kw) in the gohwi layout, which is our
+// (K, kh, kw, C/G) with K split group-major; oneDNN picks its depthwise kernels (jit_dw) when
+// groups == C.
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
@@ -16,6 +19,12 @@ namespace {
 using dnnl::algorithm;
 using dnnl::prop_kind;
 
+// oneDNN's logical weight dims: (K, C, kh, kw), or (G, K/G, C/G, kh, kw) when grouped.
+memory::dims weight_dims(const ConvDesc& d) {
+  if (d.groups == 1) return {d.k, d.c, d.kh, d.kw};
+  return {d.groups, d.k / d.groups, d.group_c(), d.kh, d.kw};
+}
+
 class CpuConvOp final : public ConvOp, public ImplInfo {
  public:
   CpuConvOp(const ConvDesc& d, DnnlContext& ctx) : ConvOp(d, Device::cpu()), d_(d), ctx_(ctx) {
@@ -25,13 +34,14 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     auto x_md = nhwc_md(d.n, d.h, d.w, d.c);
     auto y_md = nhwc_md(d.n, oh, ow, d.k);
     auto b_md = vec_md(d.k);
-    auto w_user_md = memory::desc({d.k, d.c, d.kh, d.kw}, kF32, Tag::ohwi);
-    auto w_any = memory::desc({d.k, d.c, d.kh, d.kw}, kF32, Tag::any);
+    const memory::dims w_dims = weight_dims(d);
+    auto w_user_md = memory::desc(w_dims, kF32, d.groups == 1 ? Tag::ohwi : Tag::gohwi);
+    auto w_any = memory::desc(w_dims, kF32, Tag::any);
     // The multiplied operands: float32, or bfloat16 copies under Precision: mixed.
     const auto lp = d.bf16 ? kBf16 : kF32;
     auto x_lp_md = memory::desc({d.n, d.c, d.h, d.w}, lp, Tag::nhwc);
     auto dy_lp_md = memory::desc({d.n, d.k, oh, ow}, lp, Tag::nhwc);
-    auto w_lp_any = memory::desc({d.k, d.c, d.kh, d.kw}, lp, Tag::any);
+    auto w_lp_any = memory::desc(w_dims, lp, Tag::any);
     memory::dims strides{d.stride_h, d.stride_w};
     memory::dims dil{d.dilation_h - 1, d.dilation_w - 1};
     memory::dims pl{d.pad_t, d.pad_l}, pr{d.pad_b, d.pad_r};
@@ -89,8 +99,9 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
 
   std::string impl_info() const override {
     auto fmt = [](const LayoutPath& p) { return p.needed ? std::string("blocked") : "ohwi"; };
+    const std::string groups = d_.groups == 1 ? "" : " groups=" + std::to_string(d_.groups);
     return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) + " bwd_w=" + impl_of(bwd_w_pd_) +
-           " w=" + fmt(w_fwd_) + "/" + fmt(w_bwd_d_) + "/" + fmt(dw_) + (d_.bf16 ? " bf16" : "");
+           " w=" + fmt(w_fwd_) + "/" + fmt(w_bwd_d_) + "/" + fmt(dw_) + groups + (d_.bf16 ? " bf16" : "");
   }
 
  protected:

@@ -15,14 +15,15 @@
 namespace dlt::cpu {
 namespace {
 
-// Where it was measured faster than oneDNN's direct kernels (docs/performance.md, AVX2), and
-// where the 4x4 output tiles save at least 2.25x of direct convolution's multiplies (36 per
-// tile against 9 per output pixel): outputs of 3x3, 6x6 and larger, not 1x1, 2x2 or 5x5.
+// Dense convolutions (groups 1) where it was measured faster than oneDNN's direct kernels
+// (docs/performance.md, AVX2), and where the 4x4 output tiles save at least 2.25x of direct
+// convolution's multiplies (36 per tile against 9 per output pixel): outputs of 3x3, 6x6 and
+// larger, not 1x1, 2x2 or 5x5.
 bool eligible(const ConvDesc& d, const CpuIsa& isa) {
   const int64_t oh = d.out_h(), ow = d.out_w(), tiles = ((oh + 3) / 4) * ((ow + 3) / 4);
-  return isa.winograd_avx2 && !d.bf16 && !backend_options().direct_convolution && d.kh == 3 && d.kw == 3 &&
-         d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 && d.dilation_w == 1 && d.c >= 64 && d.k >= 64 &&
-         oh * ow >= 9 * tiles;
+  return isa.winograd_avx2 && !d.bf16 && d.groups == 1 && !backend_options().direct_convolution && d.kh == 3 &&
+         d.kw == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 && d.dilation_w == 1 && d.c >= 64 &&
+         d.k >= 64 && oh * ow >= 9 * tiles;
 }
 
 class WinogradConvOp final : public ConvOp, public ImplInfo {
