@@ -11,6 +11,7 @@ namespace dlt {
 
 const LayerType& image_input_layer_type();
 const LayerType& convolution2d_layer_type();
+const LayerType& grouped_convolution2d_layer_type();
 const LayerType& transposed_conv2d_layer_type();
 const LayerType& batch_normalization_layer_type();
 const LayerType& relu_layer_type();
@@ -43,6 +44,7 @@ const std::vector<const LayerType*>& layer_registry() {
   static const std::vector<const LayerType*> kLayers = {
       &image_input_layer_type(),
       &convolution2d_layer_type(),
+      &grouped_convolution2d_layer_type(),
       &transposed_conv2d_layer_type(),
       &batch_normalization_layer_type(),
       &relu_layer_type(),

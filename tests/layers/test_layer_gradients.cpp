@@ -41,6 +41,30 @@ TEST_CASE("gradients: convolution2d", "[layers][grad]") {
   }
 }
 
+TEST_CASE("gradients: groupedConvolution2d", "[layers][grad]") {
+  GradCheckOptions o;
+  SECTION("2 groups of 3 filters, padding 1") {
+    expect_ok(check_layer(
+        layer_spec("groupedConvolution2d", {"FilterSize=3", "NumFiltersPerGroup=3", "NumGroups=2", "Padding=1"}),
+        {Shape{5, 5, 4}}, o));
+  }
+  SECTION("depthwise (channel-wise), stride 2, padding same") {
+    expect_ok(check_layer(layer_spec("groupedConvolution2d", {"FilterSize=3", "NumFiltersPerGroup=1",
+                                                              "NumGroups=channel-wise", "Stride=2", "Padding=same"}),
+                          {Shape{7, 6, 5}}, o));
+  }
+  SECTION("depth multiplier 2, non-square filter, dilation 2") {
+    expect_ok(check_layer(
+        layer_spec("groupedConvolution2d", {"FilterSize=[3,2]", "NumFiltersPerGroup=2", "NumGroups=channel-wise",
+                                            "DilationFactor=2", "Padding=[2,2,1,1]"}),
+        {Shape{6, 5, 3}}, o));
+  }
+  SECTION("1x1, 3 groups") {
+    expect_ok(check_layer(layer_spec("groupedConvolution2d", {"FilterSize=1", "NumFiltersPerGroup=2", "NumGroups=3"}),
+                          {Shape{4, 3, 6}}, o));
+  }
+}
+
 TEST_CASE("gradients: transposedConv2d", "[layers][grad]") {
   GradCheckOptions o;
   SECTION("2x2 stride 2 (U-Net's up-convolution)") {
@@ -178,6 +202,14 @@ TEST_CASE("gradients: layers at training sizes (blocked oneDNN kernels)", "[laye
                         {Shape{8, 8, 32}}, o));
   expect_ok(check_layer(layer_spec("batchNormalization", {}), {Shape{16, 16, 32}}, o));
   expect_ok(check_layer(layer_spec("fullyConnected", {"OutputSize=64"}), {Shape{3, 3, 64}}, o));
+  // Depthwise and grouped at MobileNet / ResNeXt channel counts (oneDNN's jit depthwise and
+  // grouped kernels).
+  expect_ok(check_layer(layer_spec("groupedConvolution2d",
+                                   {"FilterSize=3", "NumFiltersPerGroup=1", "NumGroups=channel-wise", "Padding=same"}),
+                        {Shape{8, 8, 32}}, o));
+  expect_ok(check_layer(
+      layer_spec("groupedConvolution2d", {"FilterSize=3", "NumFiltersPerGroup=8", "NumGroups=4", "Padding=same"}),
+      {Shape{8, 8, 32}}, o));
 }
 
 TEST_CASE("max pooling takes a fused ReLU's backward: the same gradient, bit for bit", "[layers][grad]") {

@@ -54,6 +54,10 @@ TEST_CASE("layer traits: roles, ReLU fusion, stochastic and collective layers", 
   CHECK(make("relu", {})->is_relu());
   CHECK_FALSE(make("leakyRelu", {})->is_relu());
   CHECK(make("convolution2d", {"FilterSize=3", "NumFilters=2"})->can_fuse_relu());
+  auto depthwise = make("groupedConvolution2d", {"FilterSize=3", "NumFiltersPerGroup=1", "NumGroups=channel-wise"});
+  CHECK(depthwise->can_fuse_relu());
+  CHECK(depthwise->can_fold_affine());
+  CHECK(depthwise->learnable_options() == std::vector<std::string>{"Weight", "Bias"});
   CHECK(make("dropout", {})->stochastic());
   CHECK_FALSE(make("relu", {})->stochastic());
   CHECK(make("batchNormalization", {})->joins_collectives());

@@ -1,8 +1,9 @@
 // Inference folding (Network::set_inference_folding): a convolution and the
 // batchNormalization after it run in inference as one convolution with the normalization in
 // its weights and bias and its ReLU as a post-op. The class probabilities match the unfolded
-// network's on cifar10-bn (NHWC convolutions) and resnet18-cifar (Winograd on AVX-512, blocked
-// direct convolution on AVX2), also after the weights and statistics change.
+// network's on cifar10-bn (NHWC convolutions), resnet18-cifar (Winograd on AVX-512, blocked
+// direct convolution on AVX2) and shapes-mobilenet (depthwise and grouped convolutions), also
+// after the weights and statistics change.
 #include <catch2/catch.hpp>
 
 #include "config/config.h"
@@ -73,6 +74,9 @@ TEST_CASE("inference folding: conv + batchNormalization (+ ReLU) as one convolut
   // Every convolution of resnet18-cifar feeds a normalization (stem, 16 in the blocks, 3
   // projections).
   check_folding("resnet18-cifar", 3, 20);
+  // Depthwise (channel-wise, multiplier 1 and 2) and grouped convolutions fold as dense ones:
+  // conv1, dw2, pw2, dw3, pw3 and g4 each feed a normalization.
+  check_folding("shapes-mobilenet", 3, 6);
   // cifar10 has no normalization: nothing folds, and inference is the plain forward.
   check_folding("cifar10", 4, 0);
 }

@@ -54,6 +54,37 @@ TEST_CASE("network gradients: conv-bn-relu-pool-fc with fusions", "[net][grad]")
   CHECK(r.failed == 0);
 }
 
+TEST_CASE("network gradients: depthwise-separable blocks (grouped convs with fused ReLUs)", "[net][grad]") {
+  NetworkSpec s = spec_of({
+      named(layer_spec("imageInput", {"InputSize=[6,6,4]", "Normalization=none"}), "in"),
+      named(layer_spec("groupedConvolution2d",
+                       {"FilterSize=3", "NumFiltersPerGroup=1", "NumGroups=channel-wise", "Padding=same"}),
+            "dw1"),
+      named(layer_spec("relu", {}), "relu1"),
+      named(layer_spec("convolution2d", {"FilterSize=1", "NumFilters=6"}), "pw1"),
+      named(layer_spec("batchNormalization", {}), "bn1"),
+      named(layer_spec("relu", {}), "relu2"),
+      named(layer_spec("groupedConvolution2d",
+                       {"FilterSize=3", "NumFiltersPerGroup=2", "NumGroups=3", "Stride=2", "Padding=1"}),
+            "g2"),
+      named(layer_spec("batchNormalization", {}), "bn2"),
+      named(layer_spec("relu", {}), "relu3"),
+      named(layer_spec("fullyConnected", {"OutputSize=3"}), "fc"),
+      named(layer_spec("softmax", {}), "sm"),
+      named(layer_spec("classification", {}), "out"),
+  });
+  Network net(s, Device::cpu());
+  CHECK(net.fused(2));  // relu1 into dw1
+  GradCheckOptions o;
+  o.batch = 4;
+  o.samples = 12;
+  o.step = 1e-3;
+  auto r = check_network(s, o);
+  INFO("worst " << r.worst << " error " << r.max_error << " kinks " << r.skipped_kinks);
+  CHECK(r.checked > 60);
+  CHECK(r.failed == 0);
+}
+
 TEST_CASE("network gradients: a conv's fused ReLU backward handed to the max pooling it feeds", "[net][grad]") {
   // conv1 -> relu1 -> pool1 (overlapping, padded): pool1 applies relu1's backward. conv2's
   // ReLU output also feeds the addition, so conv2 keeps its own. bn's ReLU backward is inside
@@ -135,6 +166,48 @@ TEST_CASE("shape errors name the layer and the numbers", "[net]") {
   s.layers[1] = named(layer_spec("convolution2d", {"FilterSize=5", "NumFilters=8", "Padding=2"}), "conv3");
   s.layers[3] = named(layer_spec("relu", {}), "sm");
   CHECK_THROWS_WITH(Network(s, Device::cpu()), Catch::Contains("must follow a softmax layer"));
+}
+
+TEST_CASE("groupedConvolution2d option errors name the layer and the numbers", "[net]") {
+  NetworkSpec s = spec_of({
+      named(layer_spec("imageInput", {"InputSize=[8,8,6]"}), "in"),
+      named(layer_spec("groupedConvolution2d", {"FilterSize=3", "NumFiltersPerGroup=2", "NumGroups=4"}), "g1"),
+      named(layer_spec("fullyConnected", {"OutputSize=2"}), "fc"),
+      named(layer_spec("softmax", {}), "sm"),
+      named(layer_spec("classification", {}), "out"),
+  });
+  auto error = [&s](std::vector<std::string> options) {
+    s.layers[1] = named(layer_spec("groupedConvolution2d", std::move(options)), "g1");
+    try {
+      Network(s, Device::cpu());
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(error({"FilterSize=3", "NumFiltersPerGroup=2", "NumGroups=4"}) ==
+        "g1: NumGroups is 4 but the input has 6 channels, which 4 groups cannot split evenly (use a divisor of 6, "
+        "or channel-wise)");
+  CHECK(error({"FilterSize=3", "NumGroups=channel-wise"}) ==
+        "layer 'g1' (groupedConvolution2d): option NumFiltersPerGroup is required (e.g. NumFiltersPerGroup: 1; with "
+        "NumGroups: channel-wise it is the depth multiplier)");
+  CHECK(error({"FilterSize=3", "NumFiltersPerGroup=0", "NumGroups=channel-wise"}) ==
+        "layer 'g1' (groupedConvolution2d): option NumFiltersPerGroup must be an integer >= 1, got '0'");
+  CHECK(error({"FilterSize=3", "NumFiltersPerGroup=1"}) ==
+        "layer 'g1' (groupedConvolution2d): option NumGroups is required (a number of groups, or channel-wise for a "
+        "depthwise convolution)");
+  for (const char* bad : {"NumGroups=channelwise", "NumGroups=0", "NumGroups=[2,3]", "NumGroups=1.5"})
+    CHECK_THAT(error({"FilterSize=3", "NumFiltersPerGroup=1", bad}),
+               Catch::StartsWith("layer 'g1' (groupedConvolution2d): option NumGroups must be a whole number >= 1 "
+                                 "or channel-wise, got '"));
+  CHECK(error({"FilterSize=3", "NumFiltersPerGroup=1", "NumGroups=3", "NumChannelsPerGroup=3"}) ==
+        "g1: NumChannelsPerGroup is 3 but the input's 6 channels in 3 groups give 2 per group");
+  CHECK(error({"FilterSize=3", "NumFiltersPerGroup=1", "NumGroups=channel-wise", "NumFilters=6"}) ==
+        "layer 'g1' (groupedConvolution2d): option NumFilters is convolution2d's: a groupedConvolution2d has "
+        "NumFiltersPerGroup filters in each of its NumGroups groups (write NumFiltersPerGroup)");
+  // Channel-wise with a depth multiplier: 6 groups of 2 filters, 12 output channels.
+  CHECK(error({"FilterSize=3", "NumFiltersPerGroup=2", "NumGroups=channel-wise", "NumChannelsPerGroup=1"}) ==
+        "no error");
 }
 
 TEST_CASE("memory footprint follows seed 001's getMemoryFootprint", "[net]") {
