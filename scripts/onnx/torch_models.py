@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""Test helper: builds torchvision-style AlexNet (64x64), ResNet-18 (32x32) and a small
-up-convolution network (16x16, ConvTranspose2d with output_padding) with random weights (no
-downloads, no torchvision), exports them with torch.onnx.export, and writes test images (raw
-float32 NHWC, 0..255) and PyTorch's softmax probabilities (raw float32).
-Usage: torch_models.py OUTDIR        (writes {alexnet,resnet18,upconv}.{onnx,in.f32,probs.f32})"""
+"""Test helper: builds torchvision-style AlexNet (64x64), ResNet-18 (32x32), a small
+up-convolution network (16x16, ConvTranspose2d with output_padding) and a network of grouped
+and depthwise convolutions (32x32, nn.Conv2d with groups) with random weights (no downloads,
+no torchvision), exports them with torch.onnx.export, and writes test images (raw float32
+NHWC, 0..255) and PyTorch's softmax probabilities (raw float32).
+Usage: torch_models.py OUTDIR   (writes {alexnet,resnet18,upconv,grouped}.{onnx,in.f32,probs.f32})"""
 import sys
 import numpy as np
 import torch
@@ -103,6 +104,25 @@ class UpConv(nn.Module):
         return self.classifier(torch.flatten(self.features(x), 1))
 
 
+class GroupedNet(nn.Module):
+    """nn.Conv2d with groups as MobileNet (depthwise 3x3, depth multiplier 2), ResNeXt (3x3 in 4
+    groups) and ShuffleNet (1x1 in 3 groups) use it, with batch norm and stride 2."""
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.BatchNorm2d(16), nn.ReLU(inplace=True),     # 16x16
+            nn.Conv2d(16, 16, 3, padding=1, groups=16, bias=False), nn.BatchNorm2d(16), nn.ReLU(),   # depthwise
+            nn.Conv2d(16, 32, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU(inplace=True),
+            nn.Conv2d(32, 64, 3, stride=2, padding=1, groups=32), nn.ReLU(inplace=True),          # 8x8, x2
+            nn.Conv2d(64, 48, 3, padding=1, groups=4), nn.BatchNorm2d(48), nn.ReLU(inplace=True),
+            nn.Conv2d(48, 48, 1, groups=3), nn.ReLU(inplace=True))
+        self.pool = nn.AdaptiveAvgPool2d((1, 1))
+        self.classifier = nn.Linear(48, num_classes)
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.pool(self.features(x)), 1))
+
+
 def randomize_bn(model, gen):
     for m in model.modules():
         if isinstance(m, nn.BatchNorm2d):
@@ -116,7 +136,8 @@ def randomize_bn(model, gen):
 def main(out):
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(1)
-    for name, model, size in [("alexnet", AlexNet(), 64), ("resnet18", ResNet18(), 32), ("upconv", UpConv(), 16)]:
+    for name, model, size in [("alexnet", AlexNet(), 64), ("resnet18", ResNet18(), 32), ("upconv", UpConv(), 16),
+                              ("grouped", GroupedNet(), 32)]:
         model.eval()
         with torch.no_grad():
             randomize_bn(model, gen)
@@ -126,7 +147,7 @@ def main(out):
             first.weight.mul_(1 / 255.0)
             # Keep the class scores moderate (no saturated softmax): scale the last layer.
             last = {"alexnet": lambda: model.classifier[-1], "resnet18": lambda: model.fc,
-                    "upconv": lambda: model.classifier}[name]()
+                    "upconv": lambda: model.classifier, "grouped": lambda: model.classifier}[name]()
             z = torch.log(model(x)) if name == "resnet18" else model(x)
             s = 3.0 / max(float(z.std()), 1e-6)
             last.weight.mul_(s)
