@@ -96,6 +96,16 @@ TEST_CASE("gpu conv: graph-API plans at real batch sizes give the legacy algorit
       {"cifar10 conv2 256x16x16x32 -> 32 5x5 relu", conv(256, 16, 32, 32, 5, 1, 2)},
   };
   cases.back().d.fuse_relu = true;
+  // Grouped and depthwise (MobileNet's, ResNeXt's) at batch sizes where other engines run.
+  Case depthwise{"MobileNet depthwise 128x16x16x96 3x3 relu", conv(128, 16, 96, 96, 3, 1, 1)};
+  depthwise.d.groups = 96, depthwise.d.fuse_relu = true;
+  cases.push_back(depthwise);
+  Case depthwise2{"depthwise 128x16x16x64 3x3 stride 2", conv(128, 16, 64, 64, 3, 2, 1)};
+  depthwise2.d.groups = 64;
+  cases.push_back(depthwise2);
+  Case grouped{"ResNeXt 128x8x8x128 -> 128 3x3 in 32 groups", conv(128, 8, 128, 128, 3, 1, 1)};
+  grouped.d.groups = 32;
+  cases.push_back(grouped);
   Case mixed{"bfloat16 128x16x16x64 -> 64 3x3", conv(128, 16, 64, 64, 3, 1, 1)};
   mixed.d.bf16 = true;
   cases.push_back(mixed);
@@ -105,7 +115,7 @@ TEST_CASE("gpu conv: graph-API plans at real batch sizes give the legacy algorit
     Rng rng(29);
     const Device dev = be.device();
     const Tensor x = to_tensor(random_vec(d.n * d.h * d.w * d.c, rng), {d.n, d.h, d.w, d.c}, dev);
-    const Tensor w = to_tensor(random_vec(d.k * d.kh * d.kw * d.c, rng, -0.1, 0.1), {d.k, d.kh, d.kw, d.c}, dev);
+    const Tensor w = to_tensor(random_vec(d.weight_numel(), rng, -0.1, 0.1), {d.k, d.kh, d.kw, d.group_c()}, dev);
     const Tensor b = to_tensor(random_vec(d.k, rng), {d.k}, dev);
     Vec dy = random_vec(d.n * d.out_h() * d.out_w() * d.k, rng);
     ConvResults legacy, graph, exhaustive, reduced;
@@ -137,10 +147,14 @@ TEST_CASE("gpu conv: graph-API plans at real batch sizes give the legacy algorit
     // normwise; bfloat16 outputs are float32 here, but y passes through cuDNN's bfloat16 output.
     const double tol = d.bf16 ? 1e-2 : 1e-4;
     const std::pair<const char*, std::pair<const Vec*, const Vec*>> outputs[] = {
-        {"graph y", {&graph.y, &legacy.y}},       {"graph dx", {&graph.dx, &legacy.dx}},
-        {"graph dw", {&graph.dw, &legacy.dw}},    {"graph db", {&graph.db, &legacy.db}},
-        {"exhaustive y", {&exhaustive.y, &legacy.y}},   {"exhaustive dx", {&exhaustive.dx, &legacy.dx}},
-        {"exhaustive dw", {&exhaustive.dw, &legacy.dw}}, {"exhaustive db", {&exhaustive.db, &legacy.db}}};
+        {"graph y", {&graph.y, &legacy.y}},
+        {"graph dx", {&graph.dx, &legacy.dx}},
+        {"graph dw", {&graph.dw, &legacy.dw}},
+        {"graph db", {&graph.db, &legacy.db}},
+        {"exhaustive y", {&exhaustive.y, &legacy.y}},
+        {"exhaustive dx", {&exhaustive.dx, &legacy.dx}},
+        {"exhaustive dw", {&exhaustive.dw, &legacy.dw}},
+        {"exhaustive db", {&exhaustive.db, &legacy.db}}};
     for (const auto& [what, pair] : outputs) {
       const Comparison cmp = compare(*pair.first, *pair.second);
       INFO(what << ": " << cmp.str());

@@ -79,8 +79,9 @@ Vec as_stored(Vec v, bool bf16) {
 }
 
 const char* direction_name(cuda::ConvDirection d) {
-  return d == cuda::ConvDirection::kForward ? "forward" : d == cuda::ConvDirection::kBackwardData ? "backward data"
-                                                                                                  : "backward filter";
+  return d == cuda::ConvDirection::kForward        ? "forward"
+         : d == cuda::ConvDirection::kBackwardData ? "backward data"
+                                                   : "backward filter";
 }
 
 }  // namespace
@@ -95,6 +96,7 @@ TEST_CASE("gpu conv plans: every plan of the exhaustive search against the doubl
     const char* name;
     int64_t n, hw, c, k, f, stride, pad;
     bool bf16, reduced;
+    int64_t groups = 1;
   };
   const Case cases[] = {
       {"float32 16x16x16x32 -> 48 3x3", 16, 16, 32, 48, 3, 1, 1, false, false},
@@ -102,6 +104,11 @@ TEST_CASE("gpu conv plans: every plan of the exhaustive search against the doubl
       {"float32 8x8x8x128 -> 64 1x1", 8, 8, 128, 64, 1, 1, 0, false, false},
       {"bfloat16 16x16x16x64 -> 64 3x3", 16, 16, 64, 64, 3, 1, 1, true, false},
       {"bfloat16 16x16x16x64 -> 64 3x3, reduced-precision reductions allowed", 16, 16, 64, 64, 3, 1, 1, true, true},
+      // Grouped: the graph API reads the groups from the filter's C / G (cudnn_conv_engines.cpp).
+      {"float32 16x16x16x64 depthwise 3x3", 16, 16, 64, 64, 3, 1, 1, false, false, 64},
+      {"float32 16x16x16x32 depthwise 3x3 stride 2, multiplier 2", 16, 16, 32, 64, 3, 2, 1, false, false, 32},
+      {"float32 8x8x8x128 -> 128 3x3 in 32 groups", 8, 8, 128, 128, 3, 1, 1, false, false, 32},
+      {"bfloat16 16x16x16x64 depthwise 3x3", 16, 16, 64, 64, 3, 1, 1, true, false, 64},
   };
   for (const Case& cs : cases) {
     INFO(cs.name);
@@ -109,15 +116,17 @@ TEST_CASE("gpu conv plans: every plan of the exhaustive search against the doubl
     d.n = cs.n, d.h = d.w = cs.hw, d.c = cs.c, d.k = cs.k, d.kh = d.kw = cs.f;
     d.stride_h = d.stride_w = cs.stride;
     d.pad_t = d.pad_b = d.pad_l = d.pad_r = cs.pad;
+    d.groups = cs.groups;
     const int64_t oh = d.out_h(), ow = d.out_w();
     cuda::ConvGeometry g;
     g.n = d.n, g.hx = d.h, g.wx = d.w, g.c = d.c, g.k = d.k, g.kh = d.kh, g.kw = d.kw, g.oh = oh, g.ow = ow;
     g.pad_h = g.pad_w = cs.pad, g.stride_h = g.stride_w = cs.stride;
     g.dtype = cs.bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+    g.groups = cs.groups;
 
     Rng rng(77);
     const Vec x = as_stored(random_vec(d.n * d.h * d.w * d.c, rng), cs.bf16);
-    const Vec w = as_stored(random_vec(d.k * d.kh * d.kw * d.c, rng, -0.2, 0.2), cs.bf16);
+    const Vec w = as_stored(random_vec(d.weight_numel(), rng, -0.2, 0.2), cs.bf16);
     const Vec dy = as_stored(random_vec(d.n * oh * ow * d.k, rng), cs.bf16);
     const Vec y_ref = ref::conv_forward(d, x, w, Vec(static_cast<size_t>(d.k), 0.0));
     const Vec dx_ref = ref::conv_backward_data(d, dy, w);
@@ -148,7 +157,7 @@ TEST_CASE("gpu conv plans: every plan of the exhaustive search against the doubl
         if (what.find("knobs") != std::string::npos) ++knob_plans;
         if (what.find("reduced-precision") != std::string::npos) ++reduced_plans;
         // Inputs fresh each time (a plan must not depend on what an earlier one left), the output NaN.
-        DeviceBuffer* out = dir == cuda::ConvDirection::kForward       ? &by
+        DeviceBuffer* out = dir == cuda::ConvDirection::kForward        ? &by
                             : dir == cuda::ConvDirection::kBackwardData ? &bx
                                                                         : &bw;
         if (dir != cuda::ConvDirection::kBackwardData) bx.upload(x, ctx.stream);
@@ -160,7 +169,7 @@ TEST_CASE("gpu conv plans: every plan of the exhaustive search against the doubl
         CHECK(s == CUDNN_STATUS_SUCCESS);
         if (s != CUDNN_STATUS_SUCCESS) continue;
         const Vec got = out->download(ctx.stream);
-        const Vec& want = dir == cuda::ConvDirection::kForward       ? y_ref
+        const Vec& want = dir == cuda::ConvDirection::kForward        ? y_ref
                           : dir == cuda::ConvDirection::kBackwardData ? dx_ref
                                                                       : dw_ref;
         const Comparison cmp = compare(got, want);

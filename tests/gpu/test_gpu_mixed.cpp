@@ -44,9 +44,9 @@ struct MixedErrors {
 };
 
 ConvDesc conv_desc(int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t kh, int64_t kw, int64_t stride,
-                   int64_t pt, int64_t pb, int64_t pl, int64_t pr, bool relu) {
+                   int64_t pt, int64_t pb, int64_t pl, int64_t pr, bool relu, int64_t groups = 1) {
   ConvDesc d;
-  d.n = n, d.h = h, d.w = w, d.c = c, d.k = k, d.kh = kh, d.kw = kw;
+  d.n = n, d.h = h, d.w = w, d.c = c, d.k = k, d.kh = kh, d.kw = kw, d.groups = groups;
   d.stride_h = d.stride_w = stride;
   d.pad_t = pt, d.pad_b = pb, d.pad_l = pl, d.pad_r = pr;
   d.fuse_relu = relu;
@@ -79,7 +79,7 @@ MixedErrors conv_errors(ConvDesc d, uint64_t seed) {
   d.bf16 = true;
   auto dev = dut_backend().make_conv(d);
   auto ref = cpu_be().make_conv(f);
-  return run_pair(*dev, *ref, Shape{d.n, d.h, d.w, d.c}, Shape{d.k, d.kh, d.kw, d.c}, d.k,
+  return run_pair(*dev, *ref, Shape{d.n, d.h, d.w, d.c}, Shape{d.k, d.kh, d.kw, d.group_c()}, d.k,
                   Shape{d.n, d.out_h(), d.out_w(), d.k}, seed);
 }
 
@@ -116,6 +116,8 @@ TEST_CASE("gpu mixed precision: bf16 conv agrees with the CPU's float32 conv", "
       {"1x1, 32 -> 8", conv_desc(3, 6, 5, 32, 8, 1, 1, 1, 0, 0, 0, 0, false)},
       {"5x3 pad t2 b1 l1 r0 (asymmetric), 3 channels, relu", conv_desc(2, 11, 8, 3, 8, 5, 3, 1, 2, 1, 1, 0, true)},
       {"3x3 stride 2 pad 1, 16 -> 24, relu", conv_desc(2, 12, 12, 16, 24, 3, 3, 2, 1, 1, 1, 1, true)},
+      {"depthwise 3x3 pad 1, 32 channels, relu", conv_desc(2, 9, 9, 32, 32, 3, 3, 1, 1, 1, 1, 1, true, 32)},
+      {"3x3 stride 2 pad 1, 4 groups of 4 -> 6", conv_desc(2, 10, 10, 16, 24, 3, 3, 2, 1, 1, 1, 1, false, 4)},
   };
   uint64_t seed = 900;
   for (const Row& r : rows) check_mixed(std::string("conv ") + r.name, conv_errors(r.d, ++seed));
@@ -158,8 +160,8 @@ TEST_CASE("gpu mixed precision: bf16 conv's kept x and dy give the same bits in 
                                conv_desc(8, 10, 10, 8, 16, 3, 3, 2, 0, 1, 0, 1, true)}) {
     ConvDesc d = base;
     d.bf16 = true;
-    INFO("conv " << d.n << "x" << d.h << "x" << d.w << "x" << d.c << " -> " << d.k << ", padding t" << d.pad_t
-                 << " b" << d.pad_b);
+    INFO("conv " << d.n << "x" << d.h << "x" << d.w << "x" << d.c << " -> " << d.k << ", padding t" << d.pad_t << " b"
+                 << d.pad_b);
     const Shape xs{d.n, d.h, d.w, d.c}, ws{d.k, d.kh, d.kw, d.c}, ys{d.n, d.out_h(), d.out_w(), d.k}, bs{d.k};
     Rng rng(4242);
     auto x = random_pair(xs, rng), x2 = random_pair(xs, rng), w = random_pair(ws, rng, -0.5f, 0.5f);
@@ -220,7 +222,8 @@ TEST_CASE("gpu mixed precision: bf16 conv's kept x and dy give the same bits in 
     auto ow = random_pair(Shape{other.k, other.kh, other.kw, other.c}, orng, -0.5f, 0.5f);
     auto ob = random_pair(Shape{other.k}, orng);
     auto interleaved = be.make_conv(d);
-    same(step(*interleaved, x.dev, dy.dev, "wd", [&] { intruder->forward(x2.dev, ow.dev, ob.dev, oy); }, nullptr),
+    same(step(
+             *interleaved, x.dev, dy.dev, "wd", [&] { intruder->forward(x2.dev, ow.dev, ob.dev, oy); }, nullptr),
          want, "another op between weights and data");
 
     // A forward of other values (a validation batch) last before the backward: the kept x is x2's,

@@ -1,6 +1,6 @@
 // The process-wide cache of measured cuDNN convolution algorithms, keyed by the problem cuDNN
 // sees (device, TF32 and deterministic switches, data type, padded input, filters, symmetric
-// padding, stride, dilation), so a second op of the same shape (another layer, the smaller
+// padding, stride, dilation, groups), so a second op of the same shape (another layer, the smaller
 // last batch seen again) does not measure again. Thread-safe; directions are measured and stored independently.
 #pragma once
 #include <array>
@@ -15,8 +15,8 @@
 namespace dlt::cuda {
 
 // device, math switches (bit 0 TF32, bit 1 deterministic, bit 2 legacy algorithms only), data type (a cudnnDataType_t:
-// float or bfloat16), n, h, w, c, k, kh, kw, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w
-using ConvAlgoKey = std::array<int64_t, 16>;
+// float or bfloat16), n, h, w, c, k, kh, kw, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w, groups
+using ConvAlgoKey = std::array<int64_t, 17>;
 
 struct ConvAlgos {
   bool has_fwd = false, has_bwd_data = false, has_bwd_filter = false;

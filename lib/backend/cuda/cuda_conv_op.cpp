@@ -17,6 +17,9 @@
 // took the workspace in between (the layers call the two back to back; ConvDesc::bf16 allows
 // both). cuDNN's bfloat16 y / dx / dw come back to float32 by a kernel (y with the bias and
 // relu), so the caller's tensors stay float32; db sums the float32 dy.
+// Grouped convolutions (ConvDesc::groups > 1): the filter is (K, kh, kw, C/G) and
+// cudnnSetConvolutionGroupCount tells the legacy API the groups; the graph API reads them from
+// the filter's C/G against x's C (cudnn_conv_engines.cpp), so both paths take them.
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -57,13 +60,14 @@ class CudaConvOp final : public ConvOp {
     set_nhwc(y_desc_, d.n, oh_, ow_, d.k, name_, dtype);
     set_channels(b_desc_, d.k, name_);
     DLT_CUDNN(cudnnSetFilter4dDescriptor(w_desc_, dtype, CUDNN_TENSOR_NHWC, to_int(d.k, name_, "K"),
-                                         to_int(d.c, name_, "C"), to_int(d.kh, name_, "kh"),
+                                         to_int(d.group_c(), name_, "C"), to_int(d.kh, name_, "kh"),
                                          to_int(d.kw, name_, "kw")));
     DLT_CUDNN(cudnnSetConvolution2dDescriptor(
         conv_desc_, to_int(pad_.ph, name_, "padding"), to_int(pad_.pw, name_, "padding"),
         to_int(d.stride_h, name_, "stride"), to_int(d.stride_w, name_, "stride"),
         to_int(d.dilation_h, name_, "dilation"), to_int(d.dilation_w, name_, "dilation"), CUDNN_CROSS_CORRELATION,
         CUDNN_DATA_FLOAT));
+    DLT_CUDNN(cudnnSetConvolutionGroupCount(conv_desc_, to_int(d.groups, name_, "groups")));
     // Compute type float32 in both modes (bfloat16 sums are not offered, nor wanted).
     DLT_CUDNN(cudnnSetConvolutionMathType(conv_desc_, d.bf16 ? CUDNN_TENSOR_OP_MATH : conv_math()));
     DLT_CUDNN(cudnnSetActivationDescriptor(act_desc_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
@@ -80,20 +84,19 @@ class CudaConvOp final : public ConvOp {
     // 2-3 CudnnEngines (0 auto, 1 legacy, 2 graph, 3 exhaustive), bit 4 reduced-precision
     // reductions (bfloat16 only).
     const int64_t math = (!d.bf16 && tf32_allowed() ? 1 : 0) | (deterministic_ ? 2 : 0) |
-                         (static_cast<int64_t>(engines_) << 2) |
-                         (rpr_ ? 16 : 0);
-    key_ = ConvAlgoKey{ctx.device, math, dtype,   d.n,     pad_.hx,    pad_.wx,    d.c,          d.k,
-                       d.kh,       d.kw, pad_.ph, pad_.pw, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w};
+                         (static_cast<int64_t>(engines_) << 2) | (rpr_ ? 16 : 0);
+    key_ = ConvAlgoKey{ctx.device, math,    dtype,   d.n,        pad_.hx,    pad_.wx,      d.c,          d.k,     d.kh,
+                       d.kw,       pad_.ph, pad_.pw, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w, d.groups};
     algos_ = conv_algo_cache().get(key_);
     if (d.bf16) {
       act_bf_bytes_ = aligned_bytes(sizeof(__nv_bfloat16) * d.n * pad_.hx * pad_.wx * d.c);
-      w_bf_bytes_ = aligned_bytes(sizeof(__nv_bfloat16) * d.k * d.kh * d.kw * d.c);
+      w_bf_bytes_ = aligned_bytes(sizeof(__nv_bfloat16) * d.weight_numel());
       head_bytes_ = act_bf_bytes_ + w_bf_bytes_ + aligned_bytes(sizeof(__nv_bfloat16) * d.n * oh_ * ow_ * d.k);
     } else {
       head_bytes_ = pad_.explicit_pad ? aligned_bytes(sizeof(float) * d.n * pad_.hx * pad_.wx * d.c) : 0;
     }
-    geometry_ = ConvGeometry{d.n, pad_.hx, pad_.wx, d.c,        d.k,        d.kh,         d.kw,         oh_,
-                             ow_, pad_.ph, pad_.pw, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w, dtype};
+    geometry_ = ConvGeometry{d.n,     pad_.hx, pad_.wx,    d.c,        d.k,          d.kh,         d.kw,  oh_,     ow_,
+                             pad_.ph, pad_.pw, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w, dtype, d.groups};
     max_ws_fwd_ = heuristic_ws_fwd();
     max_ws_bwd_data_ = heuristic_ws_bwd_data();
     max_ws_bwd_filter_ = heuristic_ws_bwd_filter();
@@ -177,10 +180,10 @@ class CudaConvOp final : public ConvOp {
     const void* win = d_.bf16 ? bf16_weights(w, base) : static_cast<const void*>(w.data());
     // bf16: the dy backward weights rounded into the head, when nobody took the workspace since
     // (this call's workspace() is the only one after it) and it did not move.
-    const bool dy_kept = d_.bf16 && dy_bf_src_ == dy.data() && dy_bf_base_ == base &&
-                         ctx_.workspace_calls() == dy_bf_calls_ + 1;
+    const bool dy_kept =
+        d_.bf16 && dy_bf_src_ == dy.data() && dy_bf_base_ == base && ctx_.workspace_calls() == dy_bf_calls_ + 1;
     dy_bf_src_ = nullptr;
-    const void* dyin = !d_.bf16 ? static_cast<const void*>(dy.data())
+    const void* dyin = !d_.bf16  ? static_cast<const void*>(dy.data())
                        : dy_kept ? static_cast<const void*>(bf16_out(base))
                                  : static_cast<const void*>(bf16_dy(dy, base));
     void* ws = base + head_bytes_;
@@ -269,7 +272,7 @@ class CudaConvOp final : public ConvOp {
       conv_algo_cache().put(key_, algos_);
     }
     DLT_CUDNN(run(algos_.bwd_filter_plan.get()));
-    if (d_.bf16) DLT_CUDA(bf16_to_float(bf16_w(base), dw.data(), d_.k * d_.kh * d_.kw * d_.c, ctx_.stream));
+    if (d_.bf16) DLT_CUDA(bf16_to_float(bf16_w(base), dw.data(), d_.weight_numel(), ctx_.stream));
   }
 
  private:
@@ -277,7 +280,9 @@ class CudaConvOp final : public ConvOp {
     std::ostringstream os;
     os << "conv (input " << d.n << "x" << d.h << "x" << d.w << "x" << d.c << ", " << d.k << " filters " << d.kh << "x"
        << d.kw << ", stride " << d.stride_h << "x" << d.stride_w << ", padding t" << d.pad_t << " b" << d.pad_b << " l"
-       << d.pad_l << " r" << d.pad_r << ", dilation " << d.dilation_h << "x" << d.dilation_w << ")";
+       << d.pad_l << " r" << d.pad_r << ", dilation " << d.dilation_h << "x" << d.dilation_w;
+    if (d.groups > 1) os << ", " << d.groups << " groups";
+    os << ")";
     return os.str();
   }
 
@@ -350,7 +355,7 @@ class CudaConvOp final : public ConvOp {
   }
 
   // bf16: the workspace head holds act (N, Hx, Wx, C) (x rounded and padded, or the padded dx),
-  // w (K, kh, kw, C) (w rounded, or dw) and out (N, OH, OW, K) (y, or dy rounded), bfloat16.
+  // w (K, kh, kw, C/G) (w rounded, or dw) and out (N, OH, OW, K) (y, or dy rounded), bfloat16.
   __nv_bfloat16* bf16_act(char* base) const { return reinterpret_cast<__nv_bfloat16*>(base); }
   __nv_bfloat16* bf16_w(char* base) const { return reinterpret_cast<__nv_bfloat16*>(base + act_bf_bytes_); }
   __nv_bfloat16* bf16_out(char* base) const {
@@ -470,7 +475,7 @@ class CudaConvOp final : public ConvOp {
   // x, y and w as cuDNN convolves them (float32, or bfloat16 under bf16); b the bias (1, K, 1, 1)
   // of the fused float32 call.
   TensorDesc x_desc_, y_desc_, b_desc_;  // (N, Hx, Wx, C), (N, OH, OW, K), (K)
-  FilterDesc w_desc_;                    // (K, kh, kw, C)
+  FilterDesc w_desc_;                    // (K, kh, kw, C/G)
   ConvolutionDesc conv_desc_;
   ActivationDesc act_desc_;  // relu
   ConvAlgoKey key_{};

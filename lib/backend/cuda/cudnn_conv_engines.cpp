@@ -68,7 +68,7 @@ std::unique_ptr<BackendDesc> channels_last(int64_t uid, int64_t n, int64_t c, in
 std::shared_ptr<ConvGraph> build_graph(cudnnHandle_t handle, const ConvGeometry& g, ConvDirection dir) {
   auto cg = std::make_shared<ConvGraph>();
   cg->x = channels_last(kUidX, g.n, g.c, g.hx, g.wx, g.dtype);
-  cg->w = channels_last(kUidW, g.k, g.c, g.kh, g.kw, g.dtype);
+  cg->w = channels_last(kUidW, g.k, g.c / g.groups, g.kh, g.kw, g.dtype);  // grouped: (K, C/G, kh, kw)
   cg->y = channels_last(kUidY, g.n, g.k, g.oh, g.ow, g.dtype);
 
   cg->conv = std::make_unique<BackendDesc>(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
@@ -206,8 +206,7 @@ std::vector<std::unique_ptr<BackendDesc>> descriptor_array(cudnnBackendDescripto
     raw.push_back(descs.back()->get());
   }
   int64_t got = 0;
-  if (cudnnBackendGetAttribute(d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, kMax, &got, raw.data()) !=
-      CUDNN_STATUS_SUCCESS)
+  if (cudnnBackendGetAttribute(d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, kMax, &got, raw.data()) != CUDNN_STATUS_SUCCESS)
     return {};
   descs.resize(static_cast<size_t>(std::clamp<int64_t>(got, 0, kMax)));
   return descs;
@@ -221,7 +220,8 @@ struct KnobInfo {
 };
 std::vector<KnobInfo> engine_knobs(const BackendDesc& engine) {
   std::vector<KnobInfo> out;
-  for (const auto& info : descriptor_array(engine.get(), CUDNN_ATTR_ENGINE_KNOB_INFO, CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR)) {
+  for (const auto& info :
+       descriptor_array(engine.get(), CUDNN_ATTR_ENGINE_KNOB_INFO, CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR)) {
     KnobInfo k;
     int64_t n = 0;
     if (cudnnBackendGetAttribute(info->get(), CUDNN_ATTR_KNOB_INFO_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n, &k.type) !=
@@ -281,8 +281,8 @@ std::vector<EngineConfig> knob_variants(const ConvGraph& cg, const std::vector<i
         auto choice = std::make_unique<BackendDesc>(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
         auto engine = std::make_unique<BackendDesc>(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
         auto config = std::make_unique<BackendDesc>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-        if (cudnnBackendSetAttribute(engine->get(), CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                     1, cg.graph->ptr()) != CUDNN_STATUS_SUCCESS ||
+        if (cudnnBackendSetAttribute(engine->get(), CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                     cg.graph->ptr()) != CUDNN_STATUS_SUCCESS ||
             cudnnBackendSetAttribute(engine->get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &i) !=
                 CUDNN_STATUS_SUCCESS ||
             cudnnBackendFinalize(engine->get()) != CUDNN_STATUS_SUCCESS ||
@@ -293,8 +293,8 @@ std::vector<EngineConfig> knob_variants(const ConvGraph& cg, const std::vector<i
             cudnnBackendFinalize(choice->get()) != CUDNN_STATUS_SUCCESS ||
             cudnnBackendSetAttribute(config->get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
                                      engine->ptr()) != CUDNN_STATUS_SUCCESS ||
-            cudnnBackendSetAttribute(config->get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                     1, choice->ptr()) != CUDNN_STATUS_SUCCESS ||
+            cudnnBackendSetAttribute(config->get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                     choice->ptr()) != CUDNN_STATUS_SUCCESS ||
             cudnnBackendFinalize(config->get()) != CUDNN_STATUS_SUCCESS)
           continue;
         EngineConfig c;
@@ -318,8 +318,8 @@ std::string config_key(const BackendDesc& cfg, int64_t engine_index) {
        descriptor_array(cfg.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR)) {
     cudnnBackendKnobType_t type{};
     int64_t value = 0, n = 0;
-    if (cudnnBackendGetAttribute(choice->get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n,
-                                 &type) != CUDNN_STATUS_SUCCESS ||
+    if (cudnnBackendGetAttribute(choice->get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n, &type) !=
+            CUDNN_STATUS_SUCCESS ||
         cudnnBackendGetAttribute(choice->get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &n, &value) !=
             CUDNN_STATUS_SUCCESS)
       return "";
@@ -440,8 +440,11 @@ std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, co
   std::string counts;  // exhaustive's debug line: how many candidates each source gave
   for (cudnnBackendHeurMode_t mode : modes) {
     const size_t before = candidates.size();
-    for (std::unique_ptr<BackendDesc>& c : heuristic_configs(*cg, mode)) candidates.push_back({{}, nullptr, std::move(c)});
-    counts += std::string(mode == CUDNN_HEUR_MODE_A ? "mode A " : mode == CUDNN_HEUR_MODE_B ? ", mode B " : ", fallback ") +
+    for (std::unique_ptr<BackendDesc>& c : heuristic_configs(*cg, mode))
+      candidates.push_back({{}, nullptr, std::move(c)});
+    counts += std::string(mode == CUDNN_HEUR_MODE_A   ? "mode A "
+                          : mode == CUDNN_HEUR_MODE_B ? ", mode B "
+                                                      : ", fallback ") +
               std::to_string(candidates.size() - before);
   }
   if (!search.heuristics_only) {
@@ -458,8 +461,8 @@ std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, co
     }
     int64_t knobs = 0;
     for (EngineConfig& c : knob_variants(*cg, ranked, &knobs)) candidates.push_back(std::move(c));
-    counts += ", knob variants " + std::to_string(candidates.size() - before) + " over " + std::to_string(knobs) +
-              " knobs";
+    counts +=
+        ", knob variants " + std::to_string(candidates.size() - before) + " over " + std::to_string(knobs) + " knobs";
   }
   // Exhaustive: at most 3 plan finalizations per plan wanted (each costs host time, and a
   // bfloat16 problem admits nearly every engine).

@@ -19,13 +19,15 @@ namespace dlt::cuda {
 
 enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
 
-// What the three directions share: x (n, hx, wx, c) NHWC, w (k, kh, kw, c), y (n, oh, ow, k)
-// NHWC, symmetric padding, stride and dilation, the storage type (float or bfloat16; the
-// compute type is always float).
+// What the three directions share: x (n, hx, wx, c) NHWC, w (k, kh, kw, c / groups), y (n, oh,
+// ow, k) NHWC, symmetric padding, stride and dilation, the storage type (float or bfloat16; the
+// compute type is always float), the groups (ConvDesc::groups; the graph API has no group
+// count: it reads the groups from the filter's c / groups input channels against x's c).
 struct ConvGeometry {
   int64_t n = 0, hx = 0, wx = 0, c = 0, k = 0, kh = 0, kw = 0, oh = 0, ow = 0;
   int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   cudnnDataType_t dtype = CUDNN_DATA_FLOAT;
+  int64_t groups = 1;
 };
 
 class BackendDesc;
@@ -52,10 +54,10 @@ class ConvPlan {
   cudnnStatus_t execute(cudnnHandle_t handle, void* x, void* w, void* y, void* workspace) const;
 
  private:
-  std::shared_ptr<ConvGraph> graph_;          // tensors, convolution, operation and graph the plan refers to
-  std::unique_ptr<BackendDesc> engine_desc_;  // the engine a default-knob configuration refers to (or null)
+  std::shared_ptr<ConvGraph> graph_;                   // tensors, convolution, operation and graph the plan refers to
+  std::unique_ptr<BackendDesc> engine_desc_;           // the engine a default-knob configuration refers to (or null)
   std::vector<std::unique_ptr<BackendDesc>> choices_;  // the knob choices config_ was built from (or none)
-  std::unique_ptr<BackendDesc> config_;       // the engine configuration the plan was finalized from
+  std::unique_ptr<BackendDesc> config_;                // the engine configuration the plan was finalized from
   std::unique_ptr<BackendDesc> plan_;
   int64_t engine_ = -1;
   size_t workspace_ = 0;
@@ -64,7 +66,7 @@ class ConvPlan {
 
 // Which plans conv_plans finalizes.
 struct PlanSearch {
-  bool tf32 = false;             // float32 may use TF32 tensor cores (AllowTF32)
+  bool tf32 = false;  // float32 may use TF32 tensor cores (AllowTF32)
   // bfloat16 may use engines that reduce in reduced precision (AllowReducedPrecisionReduction)
   bool reduced_precision_reduction = false;
   bool deterministic = false;    // deterministic engines only (Deterministic)
@@ -72,7 +74,7 @@ struct PlanSearch {
   // CudnnEngines: exhaustive: heuristics modes B and fallback too, and every engine with each of
   // its knobs varied one at a time (repeated configurations dropped).
   bool exhaustive = false;
-  size_t workspace_limit = 0;    // bytes
+  size_t workspace_limit = 0;  // bytes
   int max_plans = 1;
 };
 
