@@ -12,7 +12,8 @@ if "$DLTRAIN" import /nonexistent.onnx --output "$TMP/x.bin" 2>&1 | grep -q "bui
   echo "SKIP: this dltrain was built without ONNX support"; exit 77
 fi
 DIR="$SRC/tests/data/onnx_zoo"
-EXPECTED="densenet-dynamo densenet-torchscript resnet_basic-dynamo resnet_basic-torchscript"
+EXPECTED="densenet-dynamo densenet-torchscript mnasnet-dynamo mnasnet-torchscript resnet_basic-dynamo"
+EXPECTED+=" resnet_basic-torchscript resnext_bottleneck-dynamo resnext_bottleneck-torchscript"
 TOL=1e-4
 
 # max_diff OUT.f32 EXPECTED.txt: the largest absolute difference (fails on a count mismatch)
