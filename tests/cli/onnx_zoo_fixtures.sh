@@ -12,8 +12,12 @@ if "$DLTRAIN" import /nonexistent.onnx --output "$TMP/x.bin" 2>&1 | grep -q "bui
   echo "SKIP: this dltrain was built without ONNX support"; exit 77
 fi
 DIR="$SRC/tests/data/onnx_zoo"
-EXPECTED="densenet-dynamo densenet-torchscript mnasnet-dynamo mnasnet-torchscript resnet_basic-dynamo"
-EXPECTED+=" resnet_basic-torchscript resnext_bottleneck-dynamo resnext_bottleneck-torchscript"
+EXPECTED=""
+for n in convnext densenet efficientnet_b0 mnasnet mobilenet_v2 mobilenet_v3_small regnet_y resnet_basic \
+  resnext_bottleneck; do
+  EXPECTED+=" $n-dynamo $n-torchscript"
+done
+EXPECTED="${EXPECTED# }"
 TOL=1e-4
 
 # max_diff OUT.f32 EXPECTED.txt: the largest absolute difference (fails on a count mismatch)
