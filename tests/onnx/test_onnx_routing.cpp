@@ -1,4 +1,5 @@
-// ONNX import's operator routing run end to end: Mul of two computed values (multiplication,
+// ONNX import's operator routing run end to end: Mul by a per-channel constant (a channel-wise
+// 1x1 groupedConvolution2d), also on channels-last data; Mul of two computed values (multiplication,
 // squeeze-and-excitation broadcasting); ConvNeXt's Transpose - LayerNormalization - Linear -
 // Transpose (layerNormalization over channels of channels-last data, a 1x1 convolution). Each
 // imported network's probabilities against the same computation in double precision.
@@ -56,6 +57,36 @@ constexpr int64_t kN = 2;
 // x[n][p][c] of NHWC images with 4 pixels (2x2).
 double at(const std::vector<float>& x, int64_t c_count, int64_t n, int64_t p, int64_t c) {
   return x[static_cast<size_t>((n * 4 + p) * c_count + c)];
+}
+
+TEST_CASE("onnx routing: Mul by a per-channel constant runs as a channel-wise convolution", "[onnx]") {
+  const std::vector<float> x = values(24, 1), w = values(12, 2), b = values(4, 3), scale{0.5f, -2.f, 3.f};
+  for (bool channels_last : {false, true}) {
+    INFO("channels-last: " << channels_last);
+    OnnxBuilder g({1, 3, 2, 2});
+    g.node("Relu", {"x"}, {"r"});
+    if (channels_last) {
+      g.floats("scale", {3}, scale);
+      OnnxBuilder::attr(g.node("Transpose", {"r"}, {"t"}), "perm", std::vector<int64_t>{0, 2, 3, 1});
+      g.node("Mul", {"scale", "t"}, {"st"});
+      OnnxBuilder::attr(g.node("Transpose", {"st"}, {"s"}), "perm", std::vector<int64_t>{0, 3, 1, 2});
+    } else {
+      g.floats("scale", {3, 1, 1}, scale);
+      g.node("Mul", {"r", "scale"}, {"s"});
+    }
+    g.node("GlobalAveragePool", {"s"}, {"p"});
+    g.node("Flatten", {"p"}, {"f"});
+    head(g, "f", w, b);
+    std::vector<double> want;
+    for (int64_t n = 0; n < kN; ++n) {
+      std::vector<double> f(3, 0.0);
+      for (int64_t p = 0; p < 4; ++p)
+        for (int64_t c = 0; c < 3; ++c) f[c] += std::max(at(x, 3, n, p, c), 0.0) * scale[c] / 4;
+      auto pr = classify(w, b, f);
+      want.insert(want.end(), pr.begin(), pr.end());
+    }
+    check_close(test::probabilities(test::imported(g), x, kN), want);
+  }
 }
 
 TEST_CASE("onnx routing: Mul of two computed values is multiplication (squeeze-and-excitation)", "[onnx]") {
