@@ -266,6 +266,53 @@ void Backend::crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) {
 }
 
 namespace {
+void check_shuffle(const Tensor& in, const Tensor& out, const ChannelShuffleDesc& d, Device dev, const char* op) {
+  DLT_CHECK(in.defined() && out.defined(), op << ": undefined tensor");
+  DLT_CHECK(d.pixels >= 0 && d.c >= 1 && d.groups >= 1 && d.c % d.groups == 0,
+            op << ": " << d.groups << " groups do not divide " << d.c << " channels");
+  DLT_CHECK(in.numel() == d.pixels * d.c && out.numel() == in.numel(), op << ": tensors of " << in.numel() << " and "
+                                                                          << out.numel() << " elements for " << d.pixels
+                                                                          << " pixels of " << d.c << " channels");
+  DLT_CHECK(in.data() != out.data() || in.numel() == 0, op << ": the output must not be the input");
+  on(in, dev, op);
+  on(out, dev, op);
+}
+
+void check_slice(const Tensor& big, const Tensor& small, const ChannelSliceDesc& d, Device dev, const char* op) {
+  DLT_CHECK(big.defined() && small.defined(), op << ": undefined tensor");
+  DLT_CHECK(d.pixels >= 0 && d.count >= 1 && d.start >= 0 && d.start + d.count <= d.c,
+            op << ": channels " << d.start << ".." << d.start + d.count - 1 << " are not inside 0.." << d.c - 1);
+  DLT_CHECK(big.numel() == d.pixels * d.c && small.numel() == d.pixels * d.count,
+            op << ": tensors of " << big.numel() << " and " << small.numel() << " elements for " << d.pixels
+               << " pixels of " << d.c << " channels, " << d.count << " taken");
+  on(big, dev, op);
+  on(small, dev, op);
+}
+}  // namespace
+
+void Backend::channel_shuffle(const Tensor& x, Tensor& y, const ChannelShuffleDesc& d) {
+  check_shuffle(x, y, d, device(), "channel_shuffle");
+  do_channel_shuffle(x, y, d);
+}
+
+void Backend::channel_shuffle_backward(const Tensor& dy, Tensor& dx, const ChannelShuffleDesc& d) {
+  check_shuffle(dy, dx, d, device(), "channel_shuffle_backward");
+  ChannelShuffleDesc inverse = d;
+  inverse.groups = d.c / d.groups;
+  do_channel_shuffle(dy, dx, inverse);
+}
+
+void Backend::channel_slice(const Tensor& x, Tensor& y, const ChannelSliceDesc& d) {
+  check_slice(x, y, d, device(), "channel_slice");
+  do_channel_slice(x, y, d);
+}
+
+void Backend::channel_slice_backward(const Tensor& dy, Tensor& dx, const ChannelSliceDesc& d) {
+  check_slice(dx, dy, d, device(), "channel_slice_backward");
+  do_channel_slice_backward(dy, dx, d);
+}
+
+namespace {
 void check_loss(const Tensor& probs, const Tensor& labels, const Tensor& dlogits, const LossOptions& opt, Device d) {
   const int64_t n = labels.numel();
   DLT_CHECK(n > 0 && probs.numel() % n == 0,

@@ -64,6 +64,18 @@ struct CropDesc {
   int64_t out_h = 1, out_w = 1, top = 0, left = 0;
 };
 
+// Channel shuffle of NHWC tensors with pixels = N * H * W positions of c channels in `groups`
+// groups (groups divides c).
+struct ChannelShuffleDesc {
+  int64_t pixels = 1, c = 1, groups = 1;
+};
+
+// Channels [start, start + count) (0-based) of NHWC tensors with pixels = N * H * W positions
+// of c channels.
+struct ChannelSliceDesc {
+  int64_t pixels = 1, c = 1, start = 0, count = 1;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -158,6 +170,16 @@ class Backend {
   // dx = 0 except dx[:, top : top + out_h, left : left + out_w, :] = dy: the gradient of crop2d.
   void crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d);
 
+  // ---- channel shuffle and slice (ShuffleNet): x (N, H, W, C), per pixel ----
+  // y[p, j * G + g] = x[p, g * (C / G) + j] for G = d.groups (torchvision's channel_shuffle).
+  void channel_shuffle(const Tensor& x, Tensor& y, const ChannelShuffleDesc& d);
+  // dx[p, g * (C / G) + j] = dy[p, j * G + g]: the inverse permutation (a shuffle in C / G groups).
+  void channel_shuffle_backward(const Tensor& dy, Tensor& dx, const ChannelShuffleDesc& d);
+  // y (N, H, W, count) = x[..., start : start + count].
+  void channel_slice(const Tensor& x, Tensor& y, const ChannelSliceDesc& d);
+  // dx = 0 except dx[..., start : start + count] = dy: the gradient of channel_slice.
+  void channel_slice_backward(const Tensor& dy, Tensor& dx, const ChannelSliceDesc& d);
+
   // ---- loss: probs (N, C) after softmax, labels int32 (N) on this device ----
   // The weighted mean cross-entropy over the counted labels,
   //   loss = sum_i w[l_i] * -log(probs[i, l_i]) / W,   W = sum_i w[l_i],
@@ -241,6 +263,11 @@ class Backend {
   // x / dx of d.n * d.h * d.w * d.c, y / dy of d.n * d.out_h * d.out_w * d.c; the window inside.
   virtual void do_crop2d(const Tensor& x, Tensor& y, const CropDesc& d) = 0;
   virtual void do_crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) = 0;
+  // x / y of d.pixels * d.c, d.groups dividing d.c (the backward is a shuffle in c / groups).
+  virtual void do_channel_shuffle(const Tensor& x, Tensor& y, const ChannelShuffleDesc& d) = 0;
+  // x / dx of d.pixels * d.c, y / dy of d.pixels * d.count, the channels inside.
+  virtual void do_channel_slice(const Tensor& x, Tensor& y, const ChannelSliceDesc& d) = 0;
+  virtual void do_channel_slice_backward(const Tensor& dy, Tensor& dx, const ChannelSliceDesc& d) = 0;
   // labels.numel() = N > 0, probs.numel() = N * C; dlogits undefined or of probs' numel;
   // class weights undefined or C floats on this device. A bad label sets first_bad.
   virtual LossTotals do_cross_entropy(const Tensor& probs, const Tensor& labels, const LossOptions& opt,

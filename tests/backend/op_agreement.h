@@ -371,6 +371,41 @@ inline AgreementRow layer_norm_row(std::string name, LayerNormDesc d) {
           }};
 }
 
+// Channel shuffle and its inverse (the backward) against the reference; outputs are filled
+// first so that an unwritten element shows.
+inline AgreementRow shuffle_row(std::string name, ChannelShuffleDesc d) {
+  return {"channel_shuffle " + name, [d](Backend& be, double tol) {
+            Rng rng(79);
+            const Device dev = be.device();
+            const Shape s{d.pixels, d.c};
+            Vec x = random_vec(s.numel(), rng), dy = random_vec(s.numel(), rng);
+            Tensor y(s, dev), dx(s, dev);
+            be.fill(y, 5.f);
+            be.fill(dx, 5.f);
+            be.channel_shuffle(to_tensor(x, s, dev), y, d);
+            check_close("channel_shuffle", y, ref::channel_shuffle_forward(d, x), tol);
+            be.channel_shuffle_backward(to_tensor(dy, s, dev), dx, d);
+            check_close("channel_shuffle backward", dx, ref::channel_shuffle_backward(d, dy), tol);
+          }};
+}
+
+// Channel slice and its gradient (zeros outside the channels) against the reference.
+inline AgreementRow slice_row(std::string name, ChannelSliceDesc d) {
+  return {"channel_slice " + name, [d](Backend& be, double tol) {
+            Rng rng(83);
+            const Device dev = be.device();
+            const Shape big{d.pixels, d.c}, small{d.pixels, d.count};
+            Vec x = random_vec(big.numel(), rng), dy = random_vec(small.numel(), rng);
+            Tensor y(small, dev), dx(big, dev);
+            be.fill(y, 5.f);
+            be.fill(dx, 5.f);
+            be.channel_slice(to_tensor(x, big, dev), y, d);
+            check_close("channel_slice", y, ref::channel_slice_forward(d, x), tol);
+            be.channel_slice_backward(to_tensor(dy, small, dev), dx, d);
+            check_close("channel_slice backward", dx, ref::channel_slice_backward(d, dy), tol);
+          }};
+}
+
 // weighted: per-class weights in [0.2, 3); undefined: about a quarter of the labels are -1.
 inline AgreementRow cross_entropy_row(std::string name, int64_t n, int64_t c, bool weighted = false,
                                       bool undefined = false) {
@@ -505,6 +540,14 @@ inline std::vector<AgreementRow> agreement_rows() {
   p = pool(3, 4, 5, 8, 1, 1, PoolKind::kAverage);
   p.kh = 4, p.kw = 5;
   rows.push_back(pool_row("global average", p));
+  p.kind = PoolKind::kMax;
+  rows.push_back(pool_row("global max", p));
+  p = pool(2, 14, 14, 24, 1, 1, PoolKind::kMax);
+  p.kh = p.kw = 14;  // 196 window positions (u8 indices); 17x17 needs more
+  rows.push_back(pool_row("global max 14x14", p));
+  p = pool(2, 17, 17, 8, 1, 1, PoolKind::kMax);
+  p.kh = p.kw = 17;
+  rows.push_back(pool_row("global max 17x17 (289 window positions)", p));
 
   rows.push_back(batch_norm_row("odd sizes", {4, 5, 3, 7, 1e-5f, false}));
   rows.push_back(batch_norm_row("32 channels fused relu", {8, 4, 4, 32, 1e-5f, true}));
@@ -573,6 +616,16 @@ inline std::vector<AgreementRow> agreement_rows() {
   rows.push_back(crop_row("corner 3x6x7x2 -> 6x3 at (0, 4)", crop(3, 6, 7, 2, 6, 3, 0, 4)));
   rows.push_back(crop_row("same size 1x4x4x5", crop(1, 4, 4, 5, 4, 4, 0, 0)));
   rows.push_back(crop_row("2x100x120x64 -> 96x112 (over 1M elements)", crop(2, 100, 120, 64, 96, 112, 2, 4)));
+  rows.push_back(shuffle_row("2 groups of 3, 2x3x4 pixels", {24, 6, 2}));
+  rows.push_back(shuffle_row("3 groups of 5", {7, 15, 3}));
+  rows.push_back(shuffle_row("1 group (identity)", {5, 8, 1}));
+  rows.push_back(shuffle_row("one channel per group", {5, 8, 8}));
+  rows.push_back(shuffle_row("ShuffleNet stage 2: 2 groups of 58, 2x28x28", {1568, 116, 2}));
+  rows.push_back(slice_row("first half of 8", {30, 8, 0, 4}));
+  rows.push_back(slice_row("second half of 116", {98, 116, 58, 58}));
+  rows.push_back(slice_row("middle 3 of 7", {12, 7, 2, 3}));
+  rows.push_back(slice_row("one channel", {9, 5, 4, 1}));
+  rows.push_back(slice_row("all channels", {9, 5, 0, 5}));
   rows.push_back(unpool_row("2x2/2 4x12x16x5", unpool(4, 12, 16, 5, 2, 2, 0)));
   rows.push_back(unpool_row("3x3/2 pad 1 2x9x7x3", unpool(2, 9, 7, 3, 3, 2, 1)));
   rows.push_back(unpool_row("2x2/2 2x96x128x64 (over 1M elements)", unpool(2, 96, 128, 64, 2, 2, 0)));

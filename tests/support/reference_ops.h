@@ -94,6 +94,15 @@ Vec layer_norm_forward(const LayerNormDesc& d, const Vec& x, const Vec& scale, c
 void layer_norm_backward(const LayerNormDesc& d, const Vec& x, const Vec& dy, const Vec& scale, Vec& dx, Vec& dscale,
                          Vec& doffset);
 
+// ---- channel shuffle and slice (Backend::channel_shuffle / channel_slice), per pixel of
+// NHWC tensors (reference_channel_ops.cpp) ----
+// y[p, j * G + g] = x[p, g * (C / G) + j]; the backward scatters dy back through the same map.
+Vec channel_shuffle_forward(const ChannelShuffleDesc& d, const Vec& x);
+Vec channel_shuffle_backward(const ChannelShuffleDesc& d, const Vec& dy);  // -> dx
+// y = x[..., start : start + count]; dx zero outside those channels.
+Vec channel_slice_forward(const ChannelSliceDesc& d, const Vec& x);
+Vec channel_slice_backward(const ChannelSliceDesc& d, const Vec& dy);  // -> dx
+
 // ---- cross-entropy of softmax probabilities (N, C) with integer labels (N) ----
 // Returns the weighted mean sum w[l] * -log(max(p_l, 1e-37)) / sum w[l] over the rows whose
 // label is not -1 (undefined); dlogits (if non-null) = w[l] (probs - onehot) / sum w[l], 0 for

@@ -85,6 +85,10 @@ class CudaBackend final : public Backend, public AsyncDevice {
   void do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx, const PoolDesc& d) override;
   void do_crop2d(const Tensor& x, Tensor& y, const CropDesc& d) override;
   void do_crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) override;
+  // cuda_channel_ops.cpp
+  void do_channel_shuffle(const Tensor& x, Tensor& y, const ChannelShuffleDesc& d) override;
+  void do_channel_slice(const Tensor& x, Tensor& y, const ChannelSliceDesc& d) override;
+  void do_channel_slice_backward(const Tensor& dy, Tensor& dx, const ChannelSliceDesc& d) override;
   LossTotals do_cross_entropy(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
                               Tensor& dlogits) override;
   void do_optimizer_update(const UpdateRule& rule, const UpdateScalars& k, Tensor& w, const Tensor& g, Tensor& m,
