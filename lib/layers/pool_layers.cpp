@@ -1,5 +1,7 @@
-// maxPooling2d, averagePooling2d and globalAveragePooling2d on the backend's PoolOp.
-// MATLAB defaults: Stride 1, Padding 0; average pooling counts padding as zeros.
+// maxPooling2d, averagePooling2d, globalAveragePooling2d and globalMaxPooling2d on the
+// backend's PoolOp (a global pooling is one window of the whole input). MATLAB defaults:
+// Stride 1, Padding 0; average pooling counts padding as zeros; max pooling's gradient goes to
+// the first maximum of each window, rows first.
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -92,7 +94,7 @@ class PoolingLayer final : public Layer {
     const std::string& n = name();
     OnnxValue x = g.image(n, inputs.at(0));
     if (global_) {
-      g.add_node("GlobalAveragePool", n, {x.name}, n);
+      g.add_node(kind_ == PoolKind::kMax ? "GlobalMaxPool" : "GlobalAveragePool", n, {x.name}, n);
       return OnnxValue{n, out, false};
     }
     const bool avg = kind_ == PoolKind::kAverage;
@@ -168,28 +170,34 @@ class PoolingLayer final : public Layer {
     }
   }
 
-  // GlobalAveragePool, and ReduceMean over H and W (axes an input from opset 18): of an image
-  // (axes 2, 3) or of a channels-last value (axes 1, 2); keepdims 0 gives (N, C).
+  // GlobalAveragePool / GlobalMaxPool, and ReduceMean / ReduceMax over H and W (axes an input
+  // from opset 18): of an image (axes 2, 3) or of a channels-last value (axes 1, 2); keepdims
+  // 0 gives (N, C).
   static void global_from_onnx(OnnxNodeReader& r) {
-    const bool reduce = r.op() == "ReduceMean";
+    const std::string& op = r.op();
+    const bool reduce = op == "ReduceMean" || op == "ReduceMax";
+    const bool max = op == "GlobalMaxPool" || op == "ReduceMax";
     const OnnxValue in = r.input(0, false, reduce);
     r.need_image(in);
     OnnxValue out{"", Shape{1, 1, in.shape[2]}, false};
     if (reduce) {
-      if (in.flat) r.fail("averages a flat (N, K) value; only the mean over height and width of an image is supported");
+      const std::string verb = max ? "takes the maximum" : "averages";
+      if (in.flat)
+        r.fail(verb + " of a flat (N, K) value; only the " + (max ? "maximum" : "mean") +
+               " over height and width of an image is supported");
       std::vector<int64_t> axes = r.axes(1, 18, {});
       for (int64_t& a : axes)
         if (a < 0) a += 4;
       std::sort(axes.begin(), axes.end());
       const std::vector<int64_t> spatial = in.channels_last ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{2, 3};
       if (axes != spatial)
-        r.fail("averages over axes other than height and width (" +
-               std::string(in.channels_last ? "1, 2 of a channels-last value" : "2, 3") +
-               "); only global average pooling is supported");
+        r.fail(verb + " over axes other than height and width (" +
+               std::string(in.channels_last ? "1, 2 of a channels-last value" : "2, 3") + "); only global " +
+               (max ? "max" : "average") + " pooling is supported");
       out.flat = r.attr_int("keepdims", 1) == 0;
       out.channels_last = in.channels_last && !out.flat;
     }
-    out.name = r.add_layer("globalAveragePooling2d", {in.name}).name;
+    out.name = r.add_layer(max ? "globalMaxPooling2d" : "globalAveragePooling2d", {in.name}).name;
     r.set_output(out);
   }
 
@@ -365,6 +373,16 @@ const LayerType& global_average_pooling_layer_type() {
                              return std::make_unique<PoolingLayer>(s, PoolKind::kAverage, true);
                            },
                            {"GlobalAveragePool", "ReduceMean"},
+                           PoolingLayer::global_from_onnx};
+  return t;
+}
+
+const LayerType& global_max_pooling_layer_type() {
+  static const LayerType t{"globalMaxPooling2d",
+                           [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+                             return std::make_unique<PoolingLayer>(s, PoolKind::kMax, true);
+                           },
+                           {"GlobalMaxPool", "ReduceMax"},
                            PoolingLayer::global_from_onnx};
   return t;
 }

@@ -28,6 +28,7 @@ const LayerType& max_pooling_layer_type();
 const LayerType& max_unpooling_layer_type();
 const LayerType& average_pooling_layer_type();
 const LayerType& global_average_pooling_layer_type();
+const LayerType& global_max_pooling_layer_type();
 const LayerType& cross_channel_normalization_layer_type();
 const LayerType& dropout_layer_type();
 const LayerType& fully_connected_layer_type();
@@ -39,6 +40,8 @@ const LayerType& depth_concatenation_layer_type();
 const LayerType& crop2d_layer_type();
 const LayerType& multiplication_layer_type();
 const LayerType& layer_normalization_layer_type();
+const LayerType& channel_shuffle_layer_type();
+const LayerType& channel_slice_layer_type();
 
 const std::vector<const LayerType*>& layer_registry() {
   static const std::vector<const LayerType*> kLayers = {
@@ -61,6 +64,7 @@ const std::vector<const LayerType*>& layer_registry() {
       &max_unpooling_layer_type(),
       &average_pooling_layer_type(),
       &global_average_pooling_layer_type(),
+      &global_max_pooling_layer_type(),
       &cross_channel_normalization_layer_type(),
       &dropout_layer_type(),
       &fully_connected_layer_type(),
@@ -72,6 +76,8 @@ const std::vector<const LayerType*>& layer_registry() {
       &crop2d_layer_type(),
       &multiplication_layer_type(),
       &layer_normalization_layer_type(),
+      &channel_shuffle_layer_type(),
+      &channel_slice_layer_type(),
   };
   return kLayers;
 }

@@ -126,6 +126,16 @@ TEST_CASE("gradients: pooling", "[layers][grad]") {
       check_layer(layer_spec("maxPooling2d", {"PoolSize=2", "Stride=2", "Padding=[0,1,0,1]"}), {Shape{5, 5, 2}}, o));
   expect_ok(check_layer(layer_spec("averagePooling2d", {"PoolSize=3", "Stride=2", "Padding=1"}), {Shape{6, 6, 3}}, o));
   expect_ok(check_layer(layer_spec("globalAveragePooling2d", {}), {Shape{4, 3, 5}}, o));
+  expect_ok(check_layer(layer_spec("globalMaxPooling2d", {}), {Shape{4, 3, 5}}, o));
+  expect_ok(check_layer(layer_spec("globalMaxPooling2d", {}), {Shape{7, 6, 3}}, o));
+}
+
+TEST_CASE("gradients: channelShuffle and channelSlice", "[layers][grad]") {
+  GradCheckOptions o;
+  expect_ok(check_layer(layer_spec("channelShuffle", {"NumGroups=2"}), {Shape{3, 2, 6}}, o));
+  expect_ok(check_layer(layer_spec("channelShuffle", {"NumGroups=3"}), {Shape{2, 3, 12}}, o));
+  expect_ok(check_layer(layer_spec("channelSlice", {"StartChannel=1", "NumChannels=3"}), {Shape{3, 3, 6}}, o));
+  expect_ok(check_layer(layer_spec("channelSlice", {"StartChannel=4", "NumChannels=2"}), {Shape{2, 3, 7}}, o));
 }
 
 TEST_CASE("gradients: crossChannelNormalization", "[layers][grad]") {

@@ -400,3 +400,34 @@ TEST_CASE("network gradients: a squeeze-and-excitation block and layer normaliza
   CHECK(r.checked > 60);
   CHECK(r.failed == 0);
 }
+
+TEST_CASE("network gradients: a ShuffleNet v2 unit (channelSlice twice, concatenation, channelShuffle)",
+          "[net][grad]") {
+  // stem -> x1 = channels 1-3, x2 = channels 4-6 of the stem (both read it: its gradient is the
+  // sum of two zero-padded ones) -> branch conv on x2 -> cat(x1, branch) -> shuffle in 2
+  // groups -> global max pooling -> fc.
+  NetworkSpec s = spec_of({
+      named(layer_spec("imageInput", {"InputSize=[5,5,2]", "Normalization=none"}), "in"),
+      named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=6", "Padding=same"}), "stem"),
+      named(layer_spec("channelSlice", {"StartChannel=1", "NumChannels=3"}), "x1", {"stem"}),
+      named(layer_spec("channelSlice", {"StartChannel=4", "NumChannels=3"}), "x2", {"stem"}),
+      named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=3", "Padding=same"}), "branch"),
+      named(layer_spec("depthConcatenation", {"NumInputs=2"}), "cat", {"x1", "branch"}),
+      named(layer_spec("channelShuffle", {"NumGroups=2"}), "shuffle"),
+      named(layer_spec("globalMaxPooling2d", {}), "gmp"),
+      named(layer_spec("fullyConnected", {"OutputSize=3"}), "fc"),
+      named(layer_spec("softmax", {}), "sm"),
+      named(layer_spec("classification", {}), "out"),
+  });
+  Network net(s, Device::cpu());
+  CHECK(net.output_shape(2) == Shape{5, 5, 3});
+  CHECK(net.output_shape(7) == Shape{1, 1, 6});
+  GradCheckOptions o;
+  o.batch = 3;
+  o.samples = 16;
+  o.step = 1e-3;
+  auto r = check_network(s, o);
+  INFO("worst " << r.worst << " error " << r.max_error << " kinks " << r.skipped_kinks);
+  CHECK(r.checked >= 60);
+  CHECK(r.failed == 0);
+}
