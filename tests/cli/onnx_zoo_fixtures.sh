@@ -14,7 +14,7 @@ fi
 DIR="$SRC/tests/data/onnx_zoo"
 EXPECTED=""
 for n in convnext densenet efficientnet_b0 mnasnet mobilenet_v2 mobilenet_v3_small regnet_y resnet_basic \
-  resnext_bottleneck; do
+  resnext_bottleneck shufflenet_v2; do
   EXPECTED+=" $n-dynamo $n-torchscript"
 done
 EXPECTED="${EXPECTED# }"
