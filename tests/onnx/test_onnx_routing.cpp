@@ -113,6 +113,32 @@ TEST_CASE("onnx routing: Mul of two computed values is multiplication (squeeze-a
   check_close(test::probabilities(m, x, kN), want);
 }
 
+TEST_CASE("onnx routing: ShuffleNet's channel shuffle runs as channelShuffle", "[onnx]") {
+  const std::vector<float> x = values(32, 7), w = values(64, 8), b = values(4, 9);
+  OnnxBuilder g({1, 4, 2, 2});
+  g.node("Relu", {"x"}, {"r"});
+  g.ints("five", {5}, {1, 2, 2, 2, 2});
+  g.node("Reshape", {"r", "five"}, {"v5"});
+  OnnxBuilder::attr(g.node("Transpose", {"v5"}, {"t5"}), "perm", std::vector<int64_t>{0, 2, 1, 3, 4});
+  g.ints("four", {4}, {1, 4, 2, 2});
+  g.node("Reshape", {"t5", "four"}, {"y"}, "shuffle");
+  g.node("Flatten", {"y"}, {"f"});  // CHW order: the channel order matters
+  head(g, "f", w, b);
+  const ModelData m = test::imported(g);
+  REQUIRE(test::layer_of_type(m, "channelShuffle") != nullptr);
+  std::vector<double> want;
+  for (int64_t n = 0; n < kN; ++n) {
+    std::vector<double> f(16);
+    for (int64_t k = 0; k < 4; ++k) {  // output channel k = j * G + g reads input g * (C / G) + j
+      const int64_t j = k / 2, grp = k % 2, src = grp * 2 + j;
+      for (int64_t p = 0; p < 4; ++p) f[static_cast<size_t>(k * 4 + p)] = std::max(at(x, 4, n, p, src), 0.0);
+    }
+    auto pr = classify(w, b, f);
+    want.insert(want.end(), pr.begin(), pr.end());
+  }
+  check_close(test::probabilities(m, x, kN), want);
+}
+
 TEST_CASE("onnx routing: ConvNeXt's Transpose - LayerNormalization - Linear - Transpose", "[onnx]") {
   const std::vector<float> x = values(24, 10), w = values(20, 11), b = values(4, 12), w1 = values(15, 13),
                            b1 = values(5, 14), gamma{1.5f, 0.5f, -1.f}, beta{0.1f, 0.f, -0.2f};
