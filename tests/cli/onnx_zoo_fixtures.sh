@@ -3,21 +3,13 @@
 # tests/data/onnx_zoo (scripts/onnx/make_zoo_fixtures.py: shrunk networks at 32x32, both
 # exporters, the dynamo ones with their weights in NAME.onnx.data) are imported, run on their
 # stored input (dltrain export --debug-forward) and compared with onnxruntime's stored class
-# probabilities: largest absolute difference <= 1e-4; each then exports back to ONNX.
-# EXPECTED lists the fixtures that must import; a listed fixture that fails to import or
-# differs fails the test. The others are tried and reported (not failed) until the import
-# paths and layers they need land: the goal is every fixture in EXPECTED.
+# probabilities: largest absolute difference <= 1e-4; each then exports back to ONNX. Every
+# fixture must pass (a fixture that does not import fails the test).
 source "$(dirname "$0")/common.sh" "$@"
 if "$DLTRAIN" import /nonexistent.onnx --output "$TMP/x.bin" 2>&1 | grep -q "built without ONNX"; then
   echo "SKIP: this dltrain was built without ONNX support"; exit 77
 fi
 DIR="$SRC/tests/data/onnx_zoo"
-EXPECTED=""
-for n in convnext densenet efficientnet_b0 mnasnet mobilenet_v2 mobilenet_v3_small regnet_y resnet_basic \
-  resnext_bottleneck shufflenet_v2; do
-  EXPECTED+=" $n-dynamo $n-torchscript"
-done
-EXPECTED="${EXPECTED# }"
 TOL=1e-4
 
 # max_diff OUT.f32 EXPECTED.txt: the largest absolute difference (fails on a count mismatch)
@@ -58,20 +50,15 @@ for f in "$DIR"/*.onnx; do
 done
 [[ ${#fixtures[@]} -ge 20 ]] ||
   fail "only ${#fixtures[@]} fixtures in $DIR (scripts/onnx/make_zoo_fixtures.py writes 20)"
-for n in $EXPECTED; do
-  [[ -e "$DIR/$n.onnx" ]] || fail "EXPECTED names $n, which is not in $DIR"
+for n in convnext densenet efficientnet_b0 mnasnet mobilenet_v2 mobilenet_v3_small regnet_y resnet_basic \
+  resnext_bottleneck shufflenet_v2; do
+  for e in dynamo torchscript; do
+    [[ -e "$DIR/$n-$e.onnx" ]] || fail "fixture $n-$e.onnx is missing from $DIR"
+  done
 done
 
-passed=0
 for n in "${fixtures[@]}"; do
-  if [[ " $EXPECTED " == *" $n "* ]]; then
-    r=$(check "$n") || fail "$n: $r"
-    echo "ok: $n (largest difference $r)"
-    passed=$((passed + 1))
-  elif r=$(check "$n"); then
-    echo "note: $n imports now and agrees ($r): add it to EXPECTED in $(basename "$0")"
-  else
-    echo "not yet: $n: $r"
-  fi
+  r=$(check "$n") || fail "$n: $r"
+  echo "ok: $n (largest difference $r)"
 done
-echo "PASS ($passed of ${#fixtures[@]} fixtures required)"
+echo "PASS (${#fixtures[@]} fixtures)"
