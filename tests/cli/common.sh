@@ -40,3 +40,22 @@ last_checkpoint() {
   done
   echo "$best"
 }
+# skip_without_onnx: exit 77 (CTest: skipped) when this dltrain was built without ONNX support
+skip_without_onnx() {
+  if "$DLTRAIN" import /nonexistent.onnx --output "$TMP/x.bin" 2>&1 | grep -q "built without ONNX"; then
+    echo "SKIP: this dltrain was built without ONNX support"
+    exit 77
+  fi
+}
+# compare_f32 A.f32 B.f32 TOL: fails unless the largest element-wise relative difference of two
+# float32 files of equal, non-zero size is at most TOL (prints it)
+compare_f32() {
+  /usr/bin/python3 - "$1" "$2" "$3" <<'PYEOF'
+import sys, numpy as np
+a, b = np.fromfile(sys.argv[1], np.float32), np.fromfile(sys.argv[2], np.float32)
+assert a.shape == b.shape and a.size > 0, (a.shape, b.shape)
+rel = float((np.abs(a - b) / np.maximum(np.abs(b), 1e-30)).max())
+print(f"  {sys.argv[1].split('/')[-1]} vs {sys.argv[2].split('/')[-1]}: {a.size} values, max relative difference {rel:.2e}")
+sys.exit(0 if rel <= float(sys.argv[3]) else 1)
+PYEOF
+}

@@ -8,9 +8,7 @@
 # data file beside the model (onnx.save_model(save_as_external_data=True)), read from there.
 source "$(dirname "$0")/common.sh" "$@"
 PY=/usr/bin/python3
-if "$DLTRAIN" import /nonexistent.onnx --output "$TMP/x.bin" 2>&1 | grep -q "built without ONNX"; then
-  echo "SKIP: this dltrain was built without ONNX support"; exit 77
-fi
+skip_without_onnx
 $PY -c "import torch, numpy, onnx" 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks torch/numpy/onnx"; exit 77; }
 $PY - "$TMP" <<'PYEOF' 2>/dev/null
 import os, sys, numpy as np, onnx, torch, torch.nn as nn
@@ -57,23 +55,13 @@ for name, net in (("viewnet", ViewNet()), ("meannet", MeanNet()), ("block", Bloc
     onnx.save_model(m, f"{out}/ext_{name}/{name}.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
                     location=f"{name}.onnx.data", size_threshold=0)
 PYEOF
-compare() {
-  $PY - "$1" "$2" "$3" <<'PYEOF'
-import sys, numpy as np
-a, b = np.fromfile(sys.argv[1], np.float32), np.fromfile(sys.argv[2], np.float32)
-assert a.shape == b.shape and a.size > 0, (a.shape, b.shape)
-rel = float((np.abs(a - b) / np.maximum(np.abs(b), 1e-30)).max())
-print(f"  {sys.argv[1].split('/')[-1]} vs {sys.argv[2].split('/')[-1]}: {a.size} values, max relative difference {rel:.2e}")
-sys.exit(0 if rel <= float(sys.argv[3]) else 1)
-PYEOF
-}
 for n in viewnet meannet block; do
   grep -q "$n.onnx.data" "$TMP/ext_$n/$n.onnx" || fail "$n: the external-data copy holds no location"
   [[ -s "$TMP/ext_$n/$n.onnx.data" ]] || fail "$n: no external data file was written"
   for src in "$TMP/$n.onnx" "$TMP/ext_$n/$n.onnx"; do
     "$DLTRAIN" import "$src" --output "$TMP/$n.bin" >/dev/null || fail "$n: $src does not import"
     "$DLTRAIN" export "$TMP/$n.bin" --debug-forward "$TMP/$n.in.f32" --output "$TMP/$n.ours.f32"
-    compare "$TMP/$n.ours.f32" "$TMP/$n.probs.f32" 1e-4 || fail "$n: dltrain's import of $src differs from PyTorch"
+    compare_f32 "$TMP/$n.ours.f32" "$TMP/$n.probs.f32" 1e-4 || fail "$n: dltrain's import of $src differs from PyTorch"
   done
 done
 # The data file moved out of the model's folder and linked back: refused, nothing written.

@@ -11,38 +11,25 @@
 source "$(dirname "$0")/common.sh" "$@"
 PY=/usr/bin/python3
 "$DLTRAIN" export --help >/dev/null
-if "$DLTRAIN" import /nonexistent.onnx --output "$TMP/x.bin" 2>&1 | grep -q "built without ONNX"; then
-  echo "SKIP: this dltrain was built without ONNX support"; exit 77
-fi
+skip_without_onnx
 $PY -c "import torch, numpy" 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks torch/numpy (apt-get install python3-torch)"; exit 77; }
 $PY "$SRC/scripts/onnx/torch_models.py" "$TMP" 2>/dev/null
 $PY "$SRC/scripts/onnx/unpool_model.py" "$TMP" 2>/dev/null
-# compare A.f32 B.f32 TOL: max relative difference
-compare() {
-  $PY - "$1" "$2" "$3" <<'PYEOF'
-import sys, numpy as np
-a, b = np.fromfile(sys.argv[1], np.float32), np.fromfile(sys.argv[2], np.float32)
-assert a.shape == b.shape and a.size > 0, (a.shape, b.shape)
-rel = float((np.abs(a - b) / np.maximum(np.abs(b), 1e-30)).max())
-print(f"  {sys.argv[1].split('/')[-1]} vs {sys.argv[2].split('/')[-1]}: {a.size} values, max relative difference {rel:.2e}")
-sys.exit(0 if rel <= float(sys.argv[3]) else 1)
-PYEOF
-}
 have_cv=1
 $PY -c "import cv2" 2>/dev/null || { have_cv=0; echo "note: no python3-opencv; skipping the OpenCV half"; }
 for net in alexnet:64 resnet18:32 upconv:16 unpool:16 grouped:32; do
   n=${net%%:*} s=${net##*:}
   "$DLTRAIN" import "$TMP/$n.onnx" --output "$TMP/$n.bin" >/dev/null
   "$DLTRAIN" export "$TMP/$n.bin" --debug-forward "$TMP/$n.in.f32" --output "$TMP/$n.ours.f32"
-  compare "$TMP/$n.ours.f32" "$TMP/$n.probs.f32" 1e-4 || fail "$n: dltrain's import differs from PyTorch"
+  compare_f32 "$TMP/$n.ours.f32" "$TMP/$n.probs.f32" 1e-4 || fail "$n: dltrain's import differs from PyTorch"
   "$DLTRAIN" export "$TMP/$n.bin" --output "$TMP/$n.out.onnx" >/dev/null
   # the exported file imports back to the same outputs
   "$DLTRAIN" import "$TMP/$n.out.onnx" --output "$TMP/$n.re.bin" >/dev/null
   "$DLTRAIN" export "$TMP/$n.re.bin" --debug-forward "$TMP/$n.in.f32" --output "$TMP/$n.re.f32"
-  compare "$TMP/$n.re.f32" "$TMP/$n.ours.f32" 1e-6 || fail "$n: export + import changed the outputs"
+  compare_f32 "$TMP/$n.re.f32" "$TMP/$n.ours.f32" 1e-6 || fail "$n: export + import changed the outputs"
   if [[ $have_cv == 1 ]]; then
     $PY "$SRC/scripts/onnx/opencv_run.py" "$TMP/$n.out.onnx" "$TMP/$n.in.f32" "$s" "$s" 3 "$TMP/$n.cv.f32" >/dev/null
-    compare "$TMP/$n.cv.f32" "$TMP/$n.ours.f32" 1e-4 || fail "$n: OpenCV dnn disagrees with dltrain on the exported file"
+    compare_f32 "$TMP/$n.cv.f32" "$TMP/$n.ours.f32" 1e-4 || fail "$n: OpenCV dnn disagrees with dltrain on the exported file"
   fi
 done
 # Errors: one line naming the operator and the node; nothing written.
