@@ -1,5 +1,6 @@
 # Detects CUDA, cuDNN, cuBLAS and NCCL for the optional GPU backend.
-# Sets DLT_HAVE_CUDA, DLT_HAVE_NCCL, DLT_CUDA_SOURCES and DLT_CUDA_LIBS.
+# Sets DLT_HAVE_CUDA, DLT_HAVE_NCCL, DLT_CUDA_SOURCES (the CUDA plugin's sources) and
+# DLT_CUDA_LIBS (what the plugin links).
 set(DLT_HAVE_CUDA 0)
 set(DLT_HAVE_NCCL 0)
 set(DLT_CUDA_SOURCES "")

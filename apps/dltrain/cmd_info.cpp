@@ -1,10 +1,11 @@
 // dltrain info CONFIG.yaml|MODEL.bin [--json]: the layer table (name, type, activations,
 // learnables), total learnables, the memory footprint as seed 001's getMemoryFootprint
-// computes it, and forward FLOPs per image.
+// computes it, forward FLOPs per image, and where the CUDA backend is.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
 
+#include "backend/cuda_plugin.h"
 #include "commands.h"
 #include "config/config.h"
 #include "net/model_file.h"
@@ -81,6 +82,7 @@ Runner add_info(CLI::App& app) {
     std::printf("Memory footprint:  %lld bytes\n", static_cast<long long>(net->memory_bytes()));
     std::printf("Forward FLOPs:     %lld per image\n", static_cast<long long>(net->flops_per_image()));
     if (!net->classes().empty()) std::printf("Classes:           %zu\n", net->classes().size());
+    std::printf("%s\n", cuda_plugin_summary().c_str());  // where the GPU backend is (not loaded)
     return 0;
   };
 }

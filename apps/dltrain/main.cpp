@@ -7,6 +7,7 @@
 #include <malloc.h>
 #endif
 
+#include "backend/cuda_plugin.h"
 #include "build_config.h"
 #include "commands.h"
 #include "exit_codes.h"
@@ -31,7 +32,9 @@ int main(int argc, char** argv) {
       "Start with: dltrain make-dataset shapes data/shapes, then dltrain train CONFIG (README.md, docs/).\n"
       "Exit codes: 0 success, 1 runtime failure, 2 usage or config error, 3 device or communication failure.");
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("dltrain ") + DLT_VERSION);
+  // The version, then where the CUDA backend is (not loaded: --version maps no CUDA library).
+  app.set_version_flag("--version",
+                       [] { return std::string("dltrain ") + DLT_VERSION + "\n" + dlt::cuda_plugin_summary(); });
   dlt::app::register_commands(app);
   try {
     app.parse(argc, argv);

@@ -12,7 +12,7 @@
 namespace dlt {
 
 Backend& cpu_backend();            // backend/cpu/cpu_backend.cpp
-Backend& cuda_backend(int index);  // backend/cuda or cuda_stub.cpp
+Backend& cuda_backend(int index);  // backend/cuda_plugin.cpp: the CUDA plugin's, or throws
 
 namespace {
 

@@ -3,6 +3,7 @@
 #include "dist/gpu_workers.h"
 
 #include "backend/backend.h"
+#include "backend/cuda_plugin.h"
 #include "build_config.h"
 #include "util/error.h"
 
@@ -58,6 +59,9 @@ void check_gpu_workers(int visible_gpus, const Env& env, bool have_cuda, bool ha
 }
 
 void check_gpu_workers(int visible_gpus, const Env& env) {
+  if (DLT_HAVE_CUDA && DLT_HAVE_NCCL && visible_gpus <= 0 && !cuda_plugin())  // e.g. cuDNN not installed
+    throw DeviceError("ExecutionEnvironment 'multi-gpu' needs CUDA GPUs, but " + cuda_plugin_error() +
+                      "; use 'parallel' for CPU workers");
   check_gpu_workers(visible_gpus, env, DLT_HAVE_CUDA != 0, DLT_HAVE_NCCL != 0);
 }
 

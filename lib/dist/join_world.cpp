@@ -9,14 +9,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include "backend/cuda_plugin.h"
 #include "build_config.h"
 #include "dist/communicator.h"
 #include "dist/host_address.h"
 #include "dist/tcp_store.h"
 #include "util/error.h"
-#if DLT_HAVE_NCCL
-#include "dist/nccl_communicator.h"
-#endif
 
 namespace dlt {
 
@@ -99,11 +97,8 @@ namespace {
 }  // namespace
 
 std::string nccl_library_version() {
-#if DLT_HAVE_NCCL
-  return nccl_loaded_version();
-#else
-  return "";
-#endif
+  const CudaPluginApi* plugin = DLT_HAVE_NCCL ? cuda_plugin() : nullptr;
+  return plugin && plugin->nccl_version ? plugin->nccl_version() : "";
 }
 
 std::shared_ptr<Communicator> join_gpu_world(const WorldInfo& w, int device, const std::string& output_dir,
@@ -118,7 +113,8 @@ std::shared_ptr<Communicator> join_gpu_world(const WorldInfo& w, int device, con
   else
     set_cluster_rendezvous(o, w, output_dir, env);
   const int rank = w.rank;
-  return make_nccl_communicator(o, device, [rank](const std::string& m) { exit_on_comm_failure(rank, m); });
+  return cuda_plugin_or_throw().make_nccl_communicator(
+      o, device, [rank](const std::string& m) { exit_on_comm_failure(rank, m); });
 #else
   (void)device, (void)output_dir, (void)env, (void)settings;
   throw DeviceError("rank " + std::to_string(w.rank) + ": this dltrain was built without NCCL, so GPU workers " +

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs a CUDA build of dltrain for a lent GPU machine (docs/gpu.md): the binaries dltrain,
-# dltrain_tests and dltrain_gpu_tests plus every shared library they need that the device image
-# lacks (oneDNN, yaml-cpp, spdlog/fmt, Gloo, protobuf/ONNX, turbojpeg, stb, ...), stripped
+# dltrain_tests and dltrain_gpu_tests in bin/, the CUDA plugin libdltrain_cuda.so in lib/ (where
+# dltrain looks for it: ../lib beside its folder), plus every shared library they need that the
+# device image lacks (oneDNN, yaml-cpp, spdlog/fmt, Gloo, protobuf/ONNX, turbojpeg, stb, ...), stripped
 # (the test binaries keep their symbols; the CUDA code has -lineinfo), into
 # one xz archive .devbundle/dltrain-bundle.tar.xz that a device call carries (carry: .devbundle).
 # Left out on purpose: glibc, libstdc++, libgcc_s (the device's are newer) and the large CUDA
@@ -39,6 +40,7 @@ while [[ $# -gt 0 ]]; do
 done
 
 bins=(dltrain dltrain_tests dltrain_gpu_tests)
+plugin=libdltrain_cuda.so  # the CUDA backend, dlopen'ed by dltrain (docs/gpu.md "The CUDA plugin")
 if [[ $do_build == 1 ]]; then
   if [[ ! -f "$build/build.ninja" ]]; then
     echo "== configuring $build (CUDA on, sm_90)" >&2
@@ -46,8 +48,8 @@ if [[ $do_build == 1 ]]; then
       -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc \
       -DCMAKE_CUDA_FLAGS=-lineinfo >&2  # compute-sanitizer and crash reports name source lines
   fi
-  echo "== building ${bins[*]} in $build" >&2
-  ninja -C "$build" -j "$jobs" "${bins[@]}" >&2
+  echo "== building ${bins[*]} and the CUDA plugin in $build" >&2
+  ninja -C "$build" -j "$jobs" "${bins[@]}" $(grep -q '#define DLT_HAVE_CUDA 1' "$build/generated/build_config.h" && echo dltrain_cuda) >&2
 fi
 
 cfg="$build/generated/build_config.h"
@@ -66,6 +68,11 @@ bin_path() { if [[ -x "$build/$1" ]]; then echo "$build/$1"; else echo "$build/t
 for b in "${bins[@]}"; do
   [[ -x "$(bin_path "$b")" ]] || { echo "bundle.sh: $(bin_path "$b") missing (build it, or drop --no-build)" >&2; exit 1; }
 done
+has_plugin=0
+if grep -q '#define DLT_HAVE_CUDA 1' "$cfg"; then
+  [[ -f "$build/$plugin" ]] || { echo "bundle.sh: $build/$plugin missing (ninja dltrain_cuda, or drop --no-build)" >&2; exit 1; }
+  has_plugin=1
+fi
 
 # Libraries that must come from the device: its C/C++ runtime (newer than ours) and the big
 # NVIDIA libraries (cuBLASLt alone is 517 MB here). libcudart (0.7 MB) is bundled so the
@@ -85,10 +92,22 @@ fi
 
 declare -A seen=()
 missing=()
-for b in "${bins[@]}"; do
-  cp "$(bin_path "$b")" "$stage/bin/$b"
-  # The test binaries keep their symbols: a first GPU run's backtraces must name functions.
-  [[ $b == dltrain ]] && strip --strip-unneeded "$stage/bin/$b"
+elves=("${bins[@]}")
+if [[ $has_plugin == 1 ]]; then
+  cp "$build/$plugin" "$stage/lib/$plugin"
+  strip --strip-unneeded "$stage/lib/$plugin"  # its dynamic symbols still name functions
+  seen[$plugin]=1
+  elves+=("$plugin")
+fi
+for b in "${elves[@]}"; do
+  if [[ $b == "$plugin" ]]; then
+    src="$build/$plugin"
+  else
+    src="$(bin_path "$b")"
+    cp "$src" "$stage/bin/$b"
+    # The test binaries keep their symbols: a first GPU run's backtraces must name functions.
+    [[ $b == dltrain ]] && strip --strip-unneeded "$stage/bin/$b"
+  fi
   while read -r name arrow path _; do
     [[ "$arrow" == "=>" ]] || continue
     if [[ "$name" =~ $from_device_re ]]; then continue; fi
@@ -98,7 +117,7 @@ for b in "${bins[@]}"; do
     cp -L "$path" "$stage/lib/$name"
     chmod u+w "$stage/lib/$name"
     strip --strip-unneeded "$stage/lib/$name" 2> /dev/null || true
-  done < <(ldd "$(bin_path "$b")")
+  done < <(ldd "$src")
 done
 if [[ ${#missing[@]} -gt 0 ]]; then
   echo "bundle.sh: libraries not found here (install them, or they cannot be bundled):" >&2
@@ -111,7 +130,9 @@ git -C "$root" status --porcelain --untracked-files=no -- lib apps tests cmake C
 
 # Check: with the bundle first on the library path, everything but the libraries the device
 # provides must resolve into the bundle.
-leftover=$(for b in "${bins[@]}"; do LD_LIBRARY_PATH="$stage/lib" ldd "$stage/bin/$b"; done |
+checked=("${bins[@]/#/$stage/bin/}")
+[[ $has_plugin == 1 ]] && checked+=("$stage/lib/$plugin")
+leftover=$(for f in "${checked[@]}"; do LD_LIBRARY_PATH="$stage/lib" ldd "$f"; done |
            awk '$2 == "=>" {print $1, $3}' | sort -u | while read -r name path; do
              [[ "$name" =~ $from_device_re ]] && continue
              [[ "$path" == "$stage/lib/"* ]] || echo "$name ($path)"
@@ -138,13 +159,14 @@ if [[ -z $cuobjdump ]]; then
   fi
   [[ -x $wheel/nvidia/cu13/bin/cuobjdump ]] && cuobjdump=$wheel/nvidia/cu13/bin/cuobjdump
 fi
-if [[ -n $cuobjdump ]]; then
-  elfs=$("$cuobjdump" --list-elf "$stage/bin/dltrain" 2> /dev/null || true)
+kernels_in="$stage/lib/$plugin"  # the kernels are in the CUDA plugin
+if [[ -n $cuobjdump && -f $kernels_in ]]; then
+  elfs=$("$cuobjdump" --list-elf "$kernels_in" 2> /dev/null || true)
   if [[ $(grep -c 'sm_90' <<< "$elfs") -lt 1 ]] || grep -v 'sm_90' <<< "$elfs" | grep -q 'ELF'; then
-    echo "bundle.sh: dltrain's kernels are not all sm_90 ELF (cuobjdump --list-elf: ${elfs:-none})" >&2
+    echo "bundle.sh: $plugin's kernels are not all sm_90 ELF (cuobjdump --list-elf: ${elfs:-none})" >&2
     exit 1
   fi
-  usage=$("$cuobjdump" --dump-resource-usage "$stage/bin/dltrain" 2> /dev/null | grep -A1 'Function' || true)
+  usage=$("$cuobjdump" --dump-resource-usage "$kernels_in" 2> /dev/null | grep -A1 'Function' || true)
   kernels=$(grep -c 'Function' <<< "$usage" || true)
   spills=$(grep -B1 -E 'LOCAL:[1-9]' <<< "$usage" | grep 'Function' | c++filt || true)
   if [[ -n "$spills" ]]; then
@@ -154,6 +176,8 @@ if [[ -n $cuobjdump ]]; then
   fi
   stacks=$(grep -B1 -E 'STACK:[1-9]' <<< "$usage" | grep 'Function' | c++filt | sed 's/^ *Function //; s/(anonymous namespace)/{anon}/g; s/(.*//' | tr '\n' ' ' || true)
   echo "== $(wc -l <<< "$elfs") sm_90 cubins, $kernels kernels, none spills registers (LOCAL 0)${stacks:+; with a stack frame: $stacks}" >&2
+elif [[ ! -f $kernels_in ]]; then
+  echo "bundle.sh: no CUDA plugin in this build: kernels not checked" >&2
 else
   echo "bundle.sh: no cuobjdump (not on PATH, not in /usr/local/cuda/bin, pip download failed): sm_90 code and spills not checked" >&2
 fi
@@ -180,8 +204,8 @@ total=$((packed + tracked + untracked + shared))
   need() { (cd "$stage" && for f in bin/* lib/*; do objdump -T "$f" 2> /dev/null; done) | grep -o "$1[0-9.]*" | sort -uV | tail -1; }
   echo "needs from the device: glibc $(need GLIBC_2 | sed 's/GLIBC_//'), libstdc++ $(need GLIBCXX_3 | sed 's/GLIBCXX_//') (Ubuntu 22.04 and later have both)"
   echo
-  echo "left to the device (ldd of the bundled binaries, not bundled):"
-  for b in "${bins[@]}"; do ldd "$stage/bin/$b" | awk '$2 == "=>" {print $1}'; done | sort -u |
+  echo "left to the device (ldd of the bundled binaries and the plugin, not bundled):"
+  for f in "$stage"/bin/* "$stage/lib/$plugin"; do [[ -f $f ]] && ldd "$f"; done | awk '$2 == "=>" {print $1}' | sort -u |
     grep -E "$from_device_re" | sed 's/^/  /' || true
   echo
   echo "sizes: bundle $(mib "$raw") uncompressed, $(mib "$packed") as tar.xz; repo tracked $(mib "$tracked"), untracked-not-ignored $(mib "$untracked"), shared/ $(mib "$shared"); total that travels $(mib "$total") of 64 MiB"

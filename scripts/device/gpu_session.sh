@@ -111,11 +111,15 @@ for b in dltrain dltrain_gpu_tests dltrain_tests; do
   chmod +x "$work/bin/$b"
 done
 ldd() { LD_LIBRARY_PATH="$dlt_ld" command ldd "$@"; }
-for b in dltrain dltrain_gpu_tests dltrain_tests; do
-  echo "-- ldd $b"
-  ldd "$B/bin/$b" | grep -E 'cuda|cublas|cudnn|nccl|dnnl|stdc|not found' | sed 's/ (0x.*//'
+# The CUDA plugin (docs/gpu.md "The CUDA plugin") sits in the bundle's lib/, where dltrain
+# looks for it (../lib beside bin/); the test binaries link it.
+plugin="$B/lib/libdltrain_cuda.so"
+[[ -f $plugin ]] || { echo "gpu_session: the bundle has no lib/libdltrain_cuda.so (a bundle.sh of a CUDA build has)"; finish 3; }
+for f in "$B/bin/dltrain" "$B/bin/dltrain_gpu_tests" "$B/bin/dltrain_tests" "$plugin"; do
+  echo "-- ldd ${f#"$B"/}"
+  ldd "$f" | grep -E 'cuda|cublas|cudnn|nccl|dnnl|stdc|not found' | sed 's/ (0x.*//'
 done
-notfound=$(for b in dltrain dltrain_gpu_tests; do ldd "$B/bin/$b"; done | grep 'not found' | sort -u)
+notfound=$(for f in "$B/bin/dltrain" "$B/bin/dltrain_gpu_tests" "$plugin"; do ldd "$f"; done | grep 'not found' | sort -u)
 if [[ -n "$notfound" ]]; then
   echo "gpu_session: unresolved libraries:"
   echo "$notfound"

@@ -201,8 +201,8 @@ size_t CachingAllocator::peak_in_use_bytes() const {
 }
 
 void check_device_index(int device) {
-  if (device < 0 || device >= cuda_device_count())
-    throw DeviceError("cuda:" + std::to_string(device) + " does not exist: " + std::to_string(cuda_device_count()) +
+  if (device < 0 || device >= device_count())
+    throw DeviceError("cuda:" + std::to_string(device) + " does not exist: " + std::to_string(device_count()) +
                       " CUDA GPU(s) are visible (check nvidia-smi and CUDA_VISIBLE_DEVICES, or "
                       "use ExecutionEnvironment: cpu)");
 }
@@ -218,10 +218,6 @@ CachingAllocator& caching_allocator(int device) {
   if (!a) a = new CachingAllocator(device);
   return *a;
 }
-
-}  // namespace dlt::cuda
-
-namespace dlt {
 
 namespace {
 struct DeviceProbe {
@@ -245,15 +241,13 @@ const DeviceProbe& probe_devices() {
 }
 }  // namespace
 
-int cuda_device_count() { return probe_devices().count; }
-std::string cuda_unavailable_reason() { return probe_devices().reason; }
-
-Allocator& cuda_allocator(int device_index) { return cuda::caching_allocator(device_index); }
+int device_count() { return probe_devices().count; }
+std::string unavailable_reason() { return probe_devices().reason; }
 
 // Synchronous with respect to the host. Copies run on the compute stream of the GPU involved,
 // so they are ordered after every kernel already queued there (the non-blocking compute
 // stream does not synchronize with the legacy default stream that plain cudaMemcpy uses).
-void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
   if (bytes == 0) return;
   if (!dst_device.is_cpu() && !src_device.is_cpu() && dst_device.index != src_device.index) {
     cuda::DeviceGuard guard(src_device.index);  // restores the caller's device at the end
@@ -275,4 +269,4 @@ void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_d
   DLT_CUDA(cudaStreamSynchronize(ctx.stream));
 }
 
-}  // namespace dlt
+}  // namespace dlt::cuda

@@ -15,7 +15,7 @@ namespace dlt::cuda {
 
 // Makes device current for the calling thread (cheap when it already is).
 void use_device(int device);
-// Throws DeviceError naming the device and the fix unless 0 <= device < cuda_device_count().
+// Throws DeviceError naming the device and the fix unless 0 <= device < device_count().
 void check_device_index(int device);
 
 // Makes device current for a scope and restores the caller's device after it: the allocator
@@ -83,5 +83,11 @@ class CachingAllocator final : public Allocator {
 // The allocator of device (created on first use, never destroyed: tensors released during
 // static destruction still find it).
 CachingAllocator& caching_allocator(int device);
+
+// The plugin's side of cuda_device_count(), cuda_unavailable_reason() and cuda_copy_bytes()
+// (backend/backend.h, tensor/device.h), reached through the plugin table (cuda_plugin_api.h).
+int device_count();
+std::string unavailable_reason();
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
 
 }  // namespace dlt::cuda

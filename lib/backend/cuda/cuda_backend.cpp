@@ -1,6 +1,6 @@
 // CudaBackend: construction, name, the op factories, overlapped uploads (pinned staging
 // buffers on the copy stream, events between the streams), synchronize, the peak memory, and
-// cuda_backend(index). The element-wise methods are in cuda_elementwise.cpp.
+// cuda::backend(index). The element-wise methods are in cuda_elementwise.cpp.
 #include "backend/cuda/cuda_backend.h"
 
 #include <cstdio>
@@ -55,7 +55,7 @@ CudaBackend::~CudaBackend() {
 
 void CudaBackend::enter() const { cuda::use_device(device_); }
 
-std::string cuda_library_versions() {
+std::string cuda::library_versions() {
   auto dotted = [](int v, int major_div, int minor_div, int minor_mod) {
     return std::to_string(v / major_div) + "." + std::to_string(v / minor_div % minor_mod);
   };
@@ -225,13 +225,13 @@ void CudaBackend::synchronize() {
   DLT_CUDA(cudaStreamSynchronize(ctx_.stream));
 }
 
-Backend& cuda_backend(int index) {
+Backend& cuda::backend(int index) {
   static std::mutex mu;
   // Leaked on purpose, as the contexts and allocators: nothing CUDA may run at static
   // destruction time.
   static auto* backends = new std::vector<CudaBackend*>();
   std::lock_guard<std::mutex> lock(mu);
-  const int count = cuda_device_count();
+  const int count = cuda::device_count();
   if (count == 0)
     throw DeviceError(
         "no CUDA GPU is visible (this dltrain is built with CUDA, but the driver reports no "

@@ -16,6 +16,10 @@
 namespace dlt::cuda {
 struct CudaContext;
 class CachingAllocator;
+// The plugin's side of backend_for(cuda(index)) and cuda_library_versions() (backend/backend.h),
+// reached through the plugin table (cuda_plugin_api.h).
+Backend& backend(int index);
+std::string library_versions();
 }  // namespace dlt::cuda
 
 namespace dlt {
