@@ -2,7 +2,9 @@
 # The test command: set-up (Debian packages), build, and every test through CTest; then the
 # fuzz build (clang, AddressSanitizer + UndefinedBehaviorSanitizer, in build-fuzz) and its
 # fuzz tests, about 30 s per target (DLTRAIN_SKIP_FUZZ=1 skips them; docs/reliability.md).
-# GPU tests report 'skipped' on machines without a GPU. Prints each stage's wall time.
+# Every test that cannot run on this machine or build is reported by CTest as skipped, and the
+# list of skipped entries with their reasons is printed after the tests (scripts/ctest-skips.py;
+# docs/reliability.md#skipped-tests). Prints each stage's wall time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t=$SECONDS
@@ -11,8 +13,12 @@ echo "== set-up: $((SECONDS - t)) s"; t=$SECONDS
 scripts/build.sh "$@"
 echo "== build: $((SECONDS - t)) s"; t=$SECONDS
 build_dir=${DLTRAIN_BUILD_DIR:-build}
-ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j "$(nproc)"
+junit=$PWD/$build_dir/ctest-results.xml
+rc=0
+ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j "$(nproc)" --output-junit "$junit" || rc=$?
+python3 scripts/ctest-skips.py "$junit"
 echo "== tests: $((SECONDS - t)) s"; t=$SECONDS
+[[ $rc -eq 0 ]] || { echo "== tests FAILED (ctest exit $rc)"; exit "$rc"; }
 if [[ "${DLTRAIN_SKIP_FUZZ:-0}" != "1" ]]; then
   fuzz_dir=${DLTRAIN_FUZZ_BUILD_DIR:-build-fuzz}
   cmake -S . -B "$fuzz_dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
@@ -20,6 +26,10 @@ if [[ "${DLTRAIN_SKIP_FUZZ:-0}" != "1" ]]; then
   cmake --build "$fuzz_dir" -j "$(nproc)" --target dltrain_fuzzers
   echo "== fuzz build: $((SECONDS - t)) s"; t=$SECONDS
   tests/fuzz/make_corpus.sh "$build_dir/dltrain" "$fuzz_dir/tests/fuzz/fuzz_make_seeds" "$fuzz_dir/fuzz-corpus"
-  ctest --test-dir "$fuzz_dir" -L fuzz --output-on-failure -j "$(nproc)"
+  fuzz_junit=$PWD/$fuzz_dir/ctest-results.xml
+  rc=0
+  ctest --test-dir "$fuzz_dir" -L fuzz --output-on-failure -j "$(nproc)" --output-junit "$fuzz_junit" || rc=$?
+  python3 scripts/ctest-skips.py "$fuzz_junit"
+  [[ $rc -eq 0 ]] || { echo "== fuzz tests FAILED (ctest exit $rc)"; exit "$rc"; }
   echo "== fuzz tests: $((SECONDS - t)) s"
 fi

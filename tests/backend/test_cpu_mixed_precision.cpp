@@ -9,6 +9,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/op_agreement.h"
 #include "support/reference_ops.h"
+#include "support/skip.h"
 #include "support/tensor_utils.h"
 
 using namespace dlt;
@@ -46,16 +47,9 @@ void expect_mixed(const char* what, const Tensor& got, const Vec& want_rounded, 
 }
 
 // Whether oneDNN has bfloat16 kernels at the ISA it dispatches to (DNNL_MAX_CPU_ISA caps it).
-// Where it has none, the ops must refuse with the one-line error that names that ISA.
-bool cpu_has_bf16_kernels() {
-  if (cpu_isa().bf16) return true;
-  ConvDesc c;
-  c.n = 1, c.h = c.w = 4, c.c = 3, c.k = 2, c.kh = c.kw = 3, c.bf16 = true;
-  const std::string want = "Precision mixed: oneDNN runs this CPU at " + cpu_isa().name + ", which has no bfloat16";
-  CHECK_THROWS_WITH(cpu_backend().make_conv(c), Catch::Contains(want));
-  CHECK_THROWS_WITH(cpu_backend().make_fc(FcDesc{2, 8, 3, false, true}), Catch::Contains(want));
-  return false;
-}
+bool cpu_has_bf16_kernels() { return cpu_isa().bf16; }
+#define SKIP_WITHOUT_BF16() \
+  DLT_SKIP_IF(!cpu_has_bf16_kernels(), "no bfloat16 kernels: oneDNN runs this CPU at " << cpu_isa().name << " (they need avx512_core)")
 
 void check_conv(ConvDesc d) {
   d.bf16 = true;
@@ -89,11 +83,9 @@ void check_conv(ConvDesc d) {
 
 }  // namespace
 
-TEST_CASE("CPU conv with Precision mixed: bfloat16 operands, float32 sums", "[backend][mixed]") {
-  if (!cpu_has_bf16_kernels()) {
-    WARN("bfloat16 kernels skipped: oneDNN runs this CPU at " << cpu_isa().name << " (they need avx512_core)");
-    return;
-  }
+TEST_CASE("CPU conv with Precision mixed: bfloat16 operands, float32 sums", "[backend][mixed][skippable]") {
+  SKIP_WITHOUT_BF16();
+  CHECK(cpu_isa().winograd);  // oneDNN 2.6 has Winograd wherever it has bfloat16 (avx512_core)
   ConvDesc d;
   SECTION("3x3 pad 1 dilation 2, 32 -> 48 (not a Winograd shape)") {
     d.n = 2, d.h = 9, d.w = 7, d.c = 32, d.k = 48, d.kh = d.kw = 3;
@@ -134,11 +126,8 @@ TEST_CASE("CPU conv with Precision mixed: bfloat16 operands, float32 sums", "[ba
   }
 }
 
-TEST_CASE("CPU fullyConnected with Precision mixed: bfloat16 operands, float32 sums", "[backend][mixed]") {
-  if (!cpu_has_bf16_kernels()) {
-    WARN("bfloat16 kernels skipped: oneDNN runs this CPU at " << cpu_isa().name << " (they need avx512_core)");
-    return;
-  }
+TEST_CASE("CPU fullyConnected with Precision mixed: bfloat16 operands, float32 sums", "[backend][mixed][skippable]") {
+  SKIP_WITHOUT_BF16();
   for (FcDesc d : {FcDesc{5, 96, 11, false, true}, FcDesc{3, 128, 10, true, true}, FcDesc{1, 64, 64, false, true}}) {
     INFO("fc " << d.n << " x " << d.in << " -> " << d.out << (d.fuse_relu ? " fused relu" : ""));
     Rng rng(43);
@@ -165,22 +154,36 @@ TEST_CASE("CPU fullyConnected with Precision mixed: bfloat16 operands, float32 s
   }
 }
 
-TEST_CASE("Precision mixed keeps float32 Winograd for 3x3 stride-1 convs on CPUs without AMX", "[backend][mixed]") {
+// Where oneDNN has no bfloat16 kernels, the ops refuse Precision mixed with one line naming the ISA.
+TEST_CASE("Precision mixed is refused at an ISA without bfloat16 kernels", "[backend][mixed][skippable]") {
+  DLT_SKIP_IF(cpu_has_bf16_kernels(), "oneDNN has bfloat16 kernels at " << cpu_isa().name << ": nothing to refuse");
+  ConvDesc c;
+  c.n = 1, c.h = c.w = 4, c.c = 3, c.k = 2, c.kh = c.kw = 3, c.bf16 = true;
+  const std::string want = "Precision mixed: oneDNN runs this CPU at " + cpu_isa().name + ", which has no bfloat16";
+  CHECK_THROWS_WITH(cpu_backend().make_conv(c), Catch::Contains(want));
+  CHECK_THROWS_WITH(cpu_backend().make_fc(FcDesc{2, 8, 3, false, true}), Catch::Contains(want));
+}
+
+namespace {
+
+ConvDesc winograd_shape_bf16() {
   ConvDesc d;
   d.n = 2, d.h = 9, d.w = 7, d.c = 32, d.k = 48, d.kh = d.kw = 3;
   d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
   d.bf16 = true;
-  if (!cpu_isa().winograd) {  // no Winograd and no bfloat16 at this ISA: the one-line refusal
-    CHECK_FALSE(cpu_has_bf16_kernels());
-    return;
-  }
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("Precision mixed keeps float32 Winograd for 3x3 stride-1 convs on CPUs without AMX",
+          "[backend][mixed][skippable]") {
+  DLT_SKIP_IF(!cpu_isa().winograd, "oneDNN has no Winograd at " << cpu_isa().name << " (it needs avx512_core)");
+  DLT_SKIP_IF(cpu_isa().amx, "this CPU has AMX, where bfloat16 direct convolution is chosen instead");
+  const ConvDesc d = winograd_shape_bf16();
   auto op = cpu_backend().make_conv(d);
   INFO(impl_info(*op));
-  CHECK((impl_info(*op).find("amx") != std::string::npos) == cpu_isa().amx);
-  if (cpu_isa().amx) {  // AMX: bfloat16 direct is the faster
-    CHECK(impl_info(*op).find("bf16") != std::string::npos);
-    return;
-  }
+  CHECK(impl_info(*op).find("amx") == std::string::npos);
   CHECK(impl_info(*op).find("wino") != std::string::npos);
   // float32 Winograd: float32 accuracy, not bfloat16's.
   Rng rng(47);
@@ -191,6 +194,15 @@ TEST_CASE("Precision mixed keeps float32 Winograd for 3x3 stride-1 convs on CPUs
   Comparison c = compare(ty, ref::conv_forward(d, x, w, b));
   INFO(c.str());
   CHECK(c.rel <= 1e-4);
+}
+
+TEST_CASE("Precision mixed prefers bfloat16 direct convolution to Winograd on CPUs with AMX",
+          "[backend][mixed][skippable]") {
+  DLT_SKIP_IF(!cpu_isa().amx, "oneDNN runs this CPU at " << cpu_isa().name << ", without AMX");
+  auto op = cpu_backend().make_conv(winograd_shape_bf16());
+  INFO(impl_info(*op));
+  CHECK(impl_info(*op).find("amx") != std::string::npos);
+  CHECK(impl_info(*op).find("bf16") != std::string::npos);
 }
 
 namespace {
@@ -206,11 +218,8 @@ void refill(Tensor& t, const Vec& v) {
 // The ops keep forward's bfloat16 x (and fc's w) for backward, and one bfloat16 dy for both
 // backward passes. A later step with new contents in the same tensors must not see stale
 // copies, including a step whose only backward pass is the one that did not convert dy before.
-TEST_CASE("Precision mixed: the ops' reused bfloat16 copies are never stale", "[backend][mixed]") {
-  if (!cpu_has_bf16_kernels()) {
-    WARN("bfloat16 kernels skipped: oneDNN runs this CPU at " << cpu_isa().name << " (they need avx512_core)");
-    return;
-  }
+TEST_CASE("Precision mixed: the ops' reused bfloat16 copies are never stale", "[backend][mixed][skippable]") {
+  SKIP_WITHOUT_BF16();
   ConvDesc d;
   d.n = 2, d.h = d.w = 8, d.c = 6, d.k = 5, d.kh = d.kw = 3, d.stride_h = d.stride_w = 2;
   d.bf16 = true;

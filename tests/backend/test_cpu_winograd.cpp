@@ -11,6 +11,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/winograd.h"
 #include "support/reference_ops.h"
+#include "support/skip.h"
 #include "support/tensor_utils.h"
 
 using namespace dlt;
@@ -105,11 +106,8 @@ TEST_CASE("Winograd F(4,3) and F(2,5) transforms compute the 1-D correlation", "
     }
 }
 
-TEST_CASE("WinogradConv agrees with the reference convolution, forward and both gradients", "[backend][winograd]") {
-  if (!cpu_has_avx2_fma()) {
-    WARN("Winograd kernels skipped: the CPU has no AVX2 and FMA");
-    return;
-  }
+TEST_CASE("WinogradConv agrees with the reference convolution, forward and both gradients", "[backend][winograd][skippable]") {
+  DLT_SKIP_IF(!cpu_has_avx2_fma(), "dltrain's Winograd kernels need AVX2 and FMA, which this CPU lacks");
   const int threads = cpu_threads();
   for (int t : {1, 2}) {
     cpu_set_threads(t);
@@ -129,11 +127,8 @@ TEST_CASE("WinogradConv agrees with the reference convolution, forward and both 
 // The block size follows the thread count (equal work per thread), and oneDNN's sgemm may sum
 // in another order for another row count: 1 and 2 threads agree to rounding, and repeated runs
 // at one thread count bit for bit (blocks are independent of which thread runs them).
-TEST_CASE("WinogradConv repeats bit for bit at a thread count", "[backend][winograd]") {
-  if (!cpu_has_avx2_fma()) {
-    WARN("Winograd kernels skipped: the CPU has no AVX2 and FMA");
-    return;
-  }
+TEST_CASE("WinogradConv repeats bit for bit at a thread count", "[backend][winograd][skippable]") {
+  DLT_SKIP_IF(!cpu_has_avx2_fma(), "dltrain's Winograd kernels need AVX2 and FMA, which this CPU lacks");
   const ConvDesc d = desc(4, 16, 16, 64, 64, 3, 1, 1, 1, 1);
   Rng rng(5);
   Tensor tx = to_tensor(random_vec(d.n * d.h * d.w * d.c, rng), {d.n, d.h, d.w, d.c});
@@ -163,11 +158,8 @@ TEST_CASE("WinogradConv repeats bit for bit at a thread count", "[backend][winog
 // channels, WinogradConv::choose_chunk): both against the reference; the chunked path the same
 // bits on 1 and 2 threads (its chunks depend on the shape only, and each of the 36 products sums
 // them in order), the per-thread path the same bits on every run at a thread count.
-TEST_CASE("WinogradConv's weight gradient, per-thread blocks and chunks", "[backend][winograd]") {
-  if (!cpu_has_avx2_fma()) {
-    WARN("Winograd kernels skipped: the CPU has no AVX2 and FMA");
-    return;
-  }
+TEST_CASE("WinogradConv's weight gradient, per-thread blocks and chunks", "[backend][winograd][skippable]") {
+  DLT_SKIP_IF(!cpu_has_avx2_fma(), "dltrain's Winograd kernels need AVX2 and FMA, which this CPU lacks");
   const ConvDesc d = desc(52, 24, 24, 64, 72, 3, 1, 1, 1, 1);
   CHECK(cpu::WinogradConv::choose_chunk(52 * 36, 64, 72) < 52 * 36);
   Rng rng(9);

@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "build_config.h"
+#include "support/skip.h"
 #include "tensor/tensor.h"
 #include "util/error.h"
 #if DLT_HAVE_CUDA
@@ -16,11 +17,11 @@
 
 namespace dlt {
 
-TEST_CASE("cuda: no device means a count of 0 and a DeviceError that names the fix", "[backend][cuda]") {
+TEST_CASE("cuda: no device means a count of 0 and a DeviceError that names the fix", "[backend][cuda][skippable]") {
   int count = -1;
   REQUIRE_NOTHROW(count = cuda_device_count());
   CHECK(count >= 0);
-  if (count > 0) return;  // the GPU case is below
+  DLT_SKIP_IF(count > 0, "this machine has " << count << " GPU(s) (the allocator case below runs)");
   try {
     backend_for(Device::cuda(0));
     FAIL("backend_for(cuda:0) did not throw without a GPU");
@@ -52,8 +53,8 @@ TEST_CASE("cuda allocator: size classes are at most 25% (2 MiB from 32 MiB) abov
   }
 }
 
-TEST_CASE("cuda allocator: freed blocks are reused and the peak is counted", "[backend][cuda]") {
-  if (cuda_device_count() == 0) return;  // needs a GPU (tests/gpu covers the rest)
+TEST_CASE("cuda allocator: freed blocks are reused and the peak is counted", "[backend][cuda][skippable]") {
+  DLT_SKIP_IF(cuda_device_count() == 0, "no GPU (" << cuda_unavailable_reason() << ")");
   cuda::CachingAllocator& a = cuda::caching_allocator(0);
   void* p = a.allocate(3000);
   const size_t reserved = a.reserved_bytes();

@@ -33,10 +33,20 @@ expect_error "non-image file" 1 "notes.png" -- train "$TMP/text"; no_outputs "no
 copy_good "$TMP/zero"; : > "$TMP/zero/cross/empty.png"
 expect_error "zero-byte file" 1 "empty.png" -- train "$TMP/zero"; no_outputs "zero-byte file"
 
-if [[ $(id -u) -ne 0 ]]; then
-  copy_good "$TMP/unreadable"; f=$(ls "$TMP/unreadable/circle/"*.png | head -1); chmod 000 "$f"
-  expect_error "unreadable image" 1 "$f" -- train "$TMP/unreadable"; no_outputs "unreadable image"
+# An unreadable file. Root reads any file whatever its mode, so as root (how CI runs) this case
+# runs dltrain as the user nobody (setpriv), for whom the mode counts.
+copy_good "$TMP/unreadable"; f=$(ls "$TMP/unreadable/circle/"*.png | head -1)
+as_user=()
+if [[ $(id -u) -eq 0 ]]; then
+  chmod 755 "$TMP"; chmod -R a+rX "$TMP/unreadable" "$TMP/good"; chmod 1777 "$TMP"
+  as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 fi
+chmod 000 "$f"
+rm -rf "$TMP/out"
+expect_error "unreadable image" 1 "$f" -- "${as_user[@]}" "$DLTRAIN" train "$cfg" --quiet --output-dir "$TMP/out" \
+  --set data.train="$TMP/unreadable" --set data.validation="$TMP/good/test" --set training.MaxEpochs=1 \
+  --set training.MiniBatchSize=8
+no_outputs "unreadable image"
 
 expect_error "unknown training option" 2 "did you mean 'MaxEpochs'" -- train "$TMP/good/train" --set training.MaxEpoch=3
 no_outputs "unknown option"

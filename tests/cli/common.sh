@@ -40,6 +40,43 @@ last_checkpoint() {
   done
   echo "$best"
 }
+# peak_rss_kib COMMAND...: the command's peak resident memory in KiB (GNU time's %M; needs
+# /usr/bin/time, package time); the command's own output is discarded
+peak_rss_kib() {
+  /usr/bin/time -f %M -o "$TMP/peak_rss" "$@" > /dev/null 2>&1 || fail "peak_rss_kib: '$*' failed"
+  tail -1 "$TMP/peak_rss"
+}
+# free_port [N]: the first of N consecutive TCP ports (default 1) the OS reports free: port 0
+# bound (the OS picks), then the next N-1 checked, all released. Another process may still take
+# one before the test binds it: port_clash tells such a run, which the test retries.
+free_port() {
+  python3 - "${1:-1}" <<'PYEOF'
+import socket, sys
+n = int(sys.argv[1])
+for _ in range(100):
+    held = [socket.socket()]
+    held[0].bind(("", 0))
+    p = held[0].getsockname()[1]
+    try:
+        for k in range(1, n):
+            s = socket.socket(); held.append(s); s.bind(("", p + k))
+    except OSError:
+        continue
+    finally:
+        for s in held: s.close()
+    print(p); break
+else:
+    sys.exit("free_port: no run of %d free ports" % n)
+PYEOF
+}
+# port_clash FILE...: whether a run's log says its port was taken by another process
+port_clash() { grep -qs "Address already in use\|address already in use\|EADDRINUSE" "$@"; }
+# skip REASON: this test cannot run here; CTest reports it as skipped (SKIP_RETURN_CODE 77) and
+# scripts/test.sh lists it with REASON
+skip() {
+  echo "SKIP: $*"
+  exit 77
+}
 # skip_without_onnx: exit 77 (CTest: skipped) when this dltrain was built without ONNX support
 skip_without_onnx() {
   if "$DLTRAIN" import /nonexistent.onnx --output "$TMP/x.bin" 2>&1 | grep -q "built without ONNX"; then

@@ -11,13 +11,13 @@
 # Faults: linkcut (rank 2's switch port set down), loss (100 % packet loss to and from rank 2:
 # tc netem where the kernel has it, else blackhole routes on every host; the output says which),
 # sigstop (rank 1 stopped with SIGSTOP, continued after the others exited), kill9 (rank 2),
-# kill9_rank0. CI runs linkcut; DLTRAIN_FAULTS_FULL=1 runs all five, DLTRAIN_FAULTS="a b" picks;
+# kill9_rank0. CI runs all five; DLTRAIN_FAULTS="a b" picks;
 # DLTRAIN_FAULTS_TIMEOUT sets CommunicationTimeout (3 s).
 # Needs root (network namespaces), iproute2 and nsenter; otherwise skipped (77) with the reason.
 source "$(dirname "$0")/common.sh" "$@"
-[[ $(id -u) -eq 0 ]] || { echo "skipped: needs root for network namespaces (ip netns)"; exit 77; }
-command -v ip > /dev/null || { echo "skipped: no 'ip' command (install iproute2)"; exit 77; }
-command -v nsenter > /dev/null || { echo "skipped: no 'nsenter' command (util-linux)"; exit 77; }
+[[ $(id -u) -eq 0 ]] || { echo "SKIP: needs root for network namespaces (ip netns)"; exit 77; }
+command -v ip > /dev/null || { echo "SKIP: no 'ip' command (install iproute2)"; exit 77; }
+command -v nsenter > /dev/null || { echo "SKIP: no 'nsenter' command (util-linux)"; exit 77; }
 # in_ns NAME COMMAND...: runs (execs) COMMAND in namespace NAME's network only. Not `ip netns
 # exec` or `ip -n`: they also remount / and /sys, which fails in a chroot (the CI's fresh root).
 in_ns() {
@@ -29,10 +29,8 @@ in_ns() {
 timeout_s=${DLTRAIN_FAULTS_TIMEOUT:-3}  # training.CommunicationTimeout for these worlds
 if [[ -n ${DLTRAIN_FAULTS:-} ]]; then
   read -r -a faults <<< "$DLTRAIN_FAULTS"
-elif [[ ${DLTRAIN_FAULTS_FULL:-0} == 1 ]]; then
-  faults=(linkcut loss sigstop kill9 kill9_rank0)
 else
-  faults=(linkcut)
+  faults=(linkcut loss sigstop kill9 kill9_rank0)
 fi
 
 # Unique names: namespaces are global to the machine; this shell's pid is unique on it.
@@ -57,9 +55,9 @@ cleanup() {
 trap cleanup EXIT
 
 ip netns add "${ns}sw" 2> "$TMP/netns.err" \
-  || { echo "skipped: cannot make a network namespace: $(cat "$TMP/netns.err")"; exit 77; }
+  || { echo "SKIP: cannot make a network namespace: $(cat "$TMP/netns.err")"; exit 77; }
 in_ns "${ns}sw" true 2> "$TMP/netns.err" \
-  || { echo "skipped: cannot enter a network namespace (nsenter): $(cat "$TMP/netns.err")"; exit 77; }
+  || { echo "SKIP: cannot enter a network namespace (nsenter): $(cat "$TMP/netns.err")"; exit 77; }
 in_ns "${ns}sw" ip link add br0 type bridge
 in_ns "${ns}sw" ip link set br0 up
 for i in 0 1 2; do

@@ -9,11 +9,17 @@
 # latest.bin (or started again when none was written yet) and its
 # model.bin must equal the uninterrupted run's, bit for bit.
 #
+# A kill must hit the running process: one whose moment comes after the run ended is drawn
+# again earlier (up to 5 times); a point none of whose moments hit fails the test.
+#
 #   N: DLTRAIN_KILL_POINTS (CI: 4; the 20-point run for docs/reliability.md:
-#      DLTRAIN_KILL_POINTS=20 ctest -R cli.kill_anywhere -V); DLTRAIN_KILL_SEED fixes the moments.
+#      DLTRAIN_KILL_POINTS=20 ctest -R cli.kill_anywhere -V). The moments come from a fixed seed
+#      (475192699, so every run of CI kills at the same fractions of the run);
+#      DLTRAIN_KILL_SEED=N picks another, DLTRAIN_KILL_SEED=random a new one (printed).
 source "$(dirname "$0")/common.sh" "$@"
 points=${DLTRAIN_KILL_POINTS:-4}
-seed=${DLTRAIN_KILL_SEED:-$((RANDOM * 32768 + RANDOM))}
+seed=${DLTRAIN_KILL_SEED:-475192699}
+[[ $seed == random ]] && seed=$((RANDOM * 32768 + RANDOM))
 RANDOM=$seed
 "$DLTRAIN" make-dataset shapes "$TMP/data" --classes 3 --per-class 16 --size 16x16 --seed 3 > /dev/null
 cat > "$TMP/net.yaml" <<YAML
@@ -109,15 +115,13 @@ for ((i = 0; i < points; i++)); do
     at_ms=$((at_ms * 3 / 4))
     retries=$((retries + 1))
   done
-  ((rc == 137)) && hits=$((hits + 1))  # killed while it ran (0: it had already ended)
+  ((rc == 137)) || fail "kill $i: every moment tried (the last at ${at_ms} ms) came after the run ended (exit $rc)"
+  hits=$((hits + 1))
   temps=$( (find "$TMP/ck" "$TMP/cut" -name "*.tmp*" 2> /dev/null || true) | wc -l)
   ((temps > 0)) && in_write=$((in_write + 1))
   check_files
   where="no latest.bin yet"
-  if ((rc != 137)); then
-    where="run had ended"
-    [[ -f $TMP/cut/model.bin ]] || fail "kill $i: the run ended with code $rc: $(cat "$TMP/cut.log")"
-  elif [[ -f $TMP/cut/model.bin ]]; then
+  if [[ -f $TMP/cut/model.bin ]]; then
     where="model.bin written"
   elif [[ -f $TMP/ck/latest.bin ]]; then
     where="after checkpoint $(last_checkpoint "$TMP/ck")"
@@ -134,5 +138,5 @@ for ((i = 0; i < points; i++)); do
   printf 'kill %2d at %5d ms: %-22s %d temp file(s) left, %3d *.bin load; resumed model.bin identical\n' \
     "$i" "$at_ms" "$where" "$temps" "$loaded"
 done
-echo "kill -9 anywhere: ok ($points of $points identical; $hits kill(s) hit the running process," \
+echo "kill -9 anywhere: ok ($points of $points identical; $hits kill(s), all of the running process," \
   "$in_write inside a write, $retries moment(s) drawn again; seed $seed)"

@@ -8,6 +8,7 @@ source "$(dirname "$0")/common.sh" "$@"
 if "$DLTRAIN" import /nonexistent.onnx --output "$TMP/x.bin" 2>&1 | grep -q "built without ONNX"; then
   echo "SKIP: this dltrain was built without ONNX"; exit 77
 fi
+/usr/bin/python3 -c "import onnx" 2>/dev/null || skip "/usr/bin/python3 has no onnx module (apt-get install python3-onnx)"
 make_shapes "$TMP/data" 20
 "$DLTRAIN" train "$SRC/configs/shapes.yaml" --quiet --output-dir "$TMP/run" --set data.train="$TMP/data/train" \
   --set data.validation="$TMP/data/test" --set training.MaxEpochs=1 --set training.Seed=3 > /dev/null
@@ -42,8 +43,7 @@ printf 'w\nx\ny\nz\n' > "$TMP/names.txt"
 cut -d, -f2 "$TMP/c.csv" | tail -n +2 | sort -u | grep -qvx '[wxyz]' && fail "--classes did not override: $(head -3 "$TMP/c.csv")"
 # Without the metadata (a file from elsewhere): class_1 .. class_K; with a wrong count: one line.
 PY=/usr/bin/python3
-if $PY -c "import onnx" 2>/dev/null; then
-  $PY - "$TMP/m.onnx" "$TMP" <<'PY'
+$PY - "$TMP/m.onnx" "$TMP" <<'PY'
 import sys, onnx
 m = onnx.load(sys.argv[1])
 assert [p.key for p in m.metadata_props] == ["class_names"], m.metadata_props
@@ -52,12 +52,9 @@ onnx.save(m, sys.argv[2] + "/plain.onnx")
 m.metadata_props.add(key="class_names", value="a\nb")
 onnx.save(m, sys.argv[2] + "/two.onnx")
 PY
-  "$DLTRAIN" import "$TMP/plain.onnx" --output "$TMP/plain.bin" > /dev/null
-  "$DLTRAIN" classify "$TMP/plain.bin" "$TMP/data/test" --output "$TMP/d.csv" > /dev/null
-  grep -q ",class_[1-4]," "$TMP/d.csv" || fail "no class_K labels without metadata: $(head -3 "$TMP/d.csv")"
-  expect_error "wrong class count in metadata" 1 "outputs 4 classes but its class_names metadata has 2 names" \
-    -- "$DLTRAIN" import "$TMP/two.onnx" --output "$TMP/two.bin"
-else
-  echo "note: /usr/bin/python3 has no onnx module; the without-metadata cases are skipped"
-fi
+"$DLTRAIN" import "$TMP/plain.onnx" --output "$TMP/plain.bin" > /dev/null
+"$DLTRAIN" classify "$TMP/plain.bin" "$TMP/data/test" --output "$TMP/d.csv" > /dev/null
+grep -q ",class_[1-4]," "$TMP/d.csv" || fail "no class_K labels without metadata: $(head -3 "$TMP/d.csv")"
+expect_error "wrong class count in metadata" 1 "outputs 4 classes but its class_names metadata has 2 names" \
+  -- "$DLTRAIN" import "$TMP/two.onnx" --output "$TMP/two.bin"
 echo "onnx class names: ok"

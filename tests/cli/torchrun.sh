@@ -8,7 +8,7 @@
 source "$(dirname "$0")/common.sh" "$@"
 py=${PYTHON:-/usr/bin/python3}
 "$py" -c 'import torch.distributed.run' 2>/dev/null \
-  || { echo "skipped: $py cannot import torch.distributed.run (install python3-torch)"; exit 77; }
+  || { echo "SKIP: $py cannot import torch.distributed.run (install python3-torch)"; exit 77; }
 "$DLTRAIN" make-dataset shapes "$TMP/data" --classes 3 --per-class 16 --size 16x16 --seed 3 > /dev/null
 cat > "$TMP/plain.yaml" <<YAML
 layers:
@@ -31,16 +31,23 @@ training:
 YAML
 "$DLTRAIN" train "$TMP/plain.yaml" --output-dir "$TMP/one" --threads 1 > "$TMP/one.log" 2>&1 \
   || fail "one process: $(cat "$TMP/one.log")"
-port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')
 # --redirects 2 --tee 2: torchrun 1.13 under Python 3.12 fails on its default "0" (the zero
 # member of its Std flag enum is not found by iteration), so send stderr to files and the console.
+# The static mode's two ports (torchrun's MASTER_PORT, dltrain's + 1) come from the OS; a run
+# that finds one taken meanwhile is retried with others (3 tries). timeout: a hang guard.
 for mode in static standalone; do
-  if [[ $mode == static ]]; then where=(--master_addr 127.0.0.1 --master_port "$port"); else where=(--standalone); fi
-  env -u DLT_RENDEZVOUS timeout 120 "$py" -m torch.distributed.run --redirects 2 --tee 2 --nnodes 1 \
-    --nproc_per_node 2 "${where[@]}" --log_dir "$TMP/torchrun-logs-$mode" --no_python \
-    "$DLTRAIN" train "$TMP/plain.yaml" --output-dir "$TMP/$mode" --threads 1 \
-    --set training.ExecutionEnvironment=parallel > "$TMP/$mode.log" 2>&1 \
-    || fail "torchrun ($mode): $(tail -20 "$TMP/$mode.log")"
+  for attempt in 1 2 3; do
+    if [[ $mode == static ]]; then where=(--master_addr 127.0.0.1 --master_port "$(free_port 2)"); else where=(--standalone); fi
+    rm -rf "$TMP/$mode" "$TMP/torchrun-logs-$mode"
+    rc=0
+    env -u DLT_RENDEZVOUS timeout 300 "$py" -m torch.distributed.run --redirects 2 --tee 2 --nnodes 1 \
+      --nproc_per_node 2 "${where[@]}" --log_dir "$TMP/torchrun-logs-$mode" --no_python \
+      "$DLTRAIN" train "$TMP/plain.yaml" --output-dir "$TMP/$mode" --threads 1 \
+      --set training.ExecutionEnvironment=parallel > "$TMP/$mode.log" 2>&1 || rc=$?
+    ((rc != 0)) && port_clash "$TMP/$mode.log" && { echo "attempt $attempt: a port was taken; again"; continue; }
+    break
+  done
+  ((rc == 0)) || fail "torchrun ($mode): $(tail -20 "$TMP/$mode.log")"
   grep -q "2 workers (gloo)" "$TMP/$mode.log" || fail "torchrun ($mode) did not make a world of 2: $(cat "$TMP/$mode.log")"
   echo -n "torchrun --$mode: "
   python3 "$SRC/tests/dist/compare_models.py" "$TMP/$mode/model.bin" "$TMP/one/model.bin" || fail "torchrun ($mode)"

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "onnx/onnx.h"
+#include "support/skip.h"
 #include "util/error.h"
 
 using namespace dlt;
@@ -31,22 +32,22 @@ std::string import_error(const std::string& bytes) {
 
 }  // namespace
 
-TEST_CASE("onnx import: bytes that are not a model are one ModelError", "[onnx]") {
-  if (!onnx_available()) return;
+TEST_CASE("onnx import: bytes that are not a model are one ModelError", "[onnx][skippable]") {
+  DLT_SKIP_IF(!onnx_available(), "this build has no ONNX support");
   CHECK_THAT(import_error("not a protobuf \xff\xff\xff"), Catch::Contains("fuzz.onnx: not a readable ONNX model"));
 }
 
 // Found by fuzz_onnx_import: a Conv with strides 0 divided by zero computing its output size.
-TEST_CASE("onnx import: a zero stride is refused, not divided by", "[onnx]") {
-  if (!onnx_available()) return;
+TEST_CASE("onnx import: a zero stride is refused, not divided by", "[onnx][skippable]") {
+  DLT_SKIP_IF(!onnx_available(), "this build has no ONNX support");
   CHECK_THAT(import_error(regression("conv-stride-0")), Catch::Contains("fuzz.onnx: node"));
   CHECK_THAT(import_error(regression("conv-stride-0")), Catch::Contains("must be in 1..1048576"));
 }
 
 // Seeds for the import paths of today's exporters (one per path, made with onnx.helper): each
 // imports from memory, except external data, which has no folder to be read from there.
-TEST_CASE("onnx import: the seeds of the exporters' forms import from memory", "[onnx]") {
-  if (!onnx_available()) return;
+TEST_CASE("onnx import: the seeds of the exporters' forms import from memory", "[onnx][skippable]") {
+  DLT_SKIP_IF(!onnx_available(), "this build has no ONNX support");
   for (const char* name : {"seed-identity-alias", "seed-shape-fold-reshape", "seed-reducemean-opset18",
                            "seed-transpose-matmul", "seed-channel-shuffle"}) {
     INFO(name);

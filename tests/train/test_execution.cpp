@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "build_config.h"
+#include "support/skip.h"
 #include "train/execution.h"
 #include "util/error.h"
 
@@ -73,11 +74,13 @@ TEST_CASE("execution: a cluster launcher's rank and a local worker join their wo
   CHECK_THROWS_AS(plan_execution(options("cpu"), 0, {}, [] { return 0; }), UsageError);  // not from a launcher
 }
 
-TEST_CASE("execution: multi-gpu starts one worker per GPU or places a rank on its GPU", "[train]") {
-  if (!DLT_HAVE_CUDA || !DLT_HAVE_NCCL) {
-    CHECK_THROWS_AS(plan_execution(options("multi-gpu"), -1, {}, [] { return 4; }), DeviceError);
-    return;
-  }
+TEST_CASE("execution: multi-gpu in a build without CUDA or NCCL is a DeviceError", "[train][skippable]") {
+  DLT_SKIP_IF(DLT_HAVE_CUDA && DLT_HAVE_NCCL, "this build has CUDA and NCCL (the multi-gpu case below runs)");
+  CHECK_THROWS_AS(plan_execution(options("multi-gpu"), -1, {}, [] { return 4; }), DeviceError);
+}
+
+TEST_CASE("execution: multi-gpu starts one worker per GPU or places a rank on its GPU", "[train][skippable]") {
+  DLT_SKIP_IF(!DLT_HAVE_CUDA || !DLT_HAVE_NCCL, "this build has no " << (DLT_HAVE_CUDA ? "NCCL" : "CUDA"));
   CHECK_THROWS_AS(plan_execution(options("multi-gpu"), -1, {}, [] { return 0; }), DeviceError);
   Execution x = plan_execution(options("multi-gpu"), -1, {}, [] { return 4; });
   CHECK(x.role == Execution::Role::kLauncher);
