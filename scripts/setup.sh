@@ -13,6 +13,9 @@ packages=(
   libonnx-dev libprotobuf-dev
   # The ONNX tests check dltrain against PyTorch and OpenCV's dnn on the same networks.
   python3-torch python3-numpy python3-onnx python3-opencv
+  # The CLI tests measure peak memory with GNU time (tests/cli/common.sh peak_rss_kib) and
+  # find worker processes with pgrep (procps); neither is in a minimal Debian.
+  time procps
   # tests/cli/terminal_width.sh runs training inside tmux at 80 and 140 columns.
   tmux
   # tests/cli/faults_between_hosts.sh builds hosts from network namespaces (ip netns, veth,

@@ -92,13 +92,35 @@ echo -n "torchrun variables (RANK):      "; compare "$TMP/torchrun/model.bin" "$
 # torchrun with no shared directory: the ranks meet through rank 0's TCP store at
 # MASTER_ADDR:MASTER_PORT, each with its own --output-dir. A rank whose rank 0 never comes
 # ends within DLT_COMM_TIMEOUT with one line naming the address and exit code 3.
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')
-for r in 0 1; do
-  env -u DLT_RENDEZVOUS RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-    "$DLTRAIN" train "$TMP/plain.yaml" --output-dir "$TMP/tcp-$r" --threads 1 "${par[@]}" > "$TMP/tcp-$r.log" 2>&1 &
-done
-wait %1 || fail "TCP rendezvous rank 0: $(cat "$TMP/tcp-0.log")"
-wait %2 || fail "TCP rendezvous rank 1: $(cat "$TMP/tcp-1.log")"
+# tcp_pair NAME [ARGS per rank: two strings]: ranks 0 and 1 meeting at MASTER_ADDR:MASTER_PORT,
+# a port the OS reports free; a pair that finds it taken meanwhile is run again on another
+# (3 tries). Sets $port.
+tcp_pair() {
+  local name=$1 args0=$2 args1=$3 attempt r rc0 rc1
+  for attempt in 1 2 3; do
+    port=$(free_port)
+    rm -rf "$TMP/$name-0" "$TMP/$name-1"
+    for r in 0 1; do
+      local extra=$args0
+      [[ $r == 1 ]] && extra=$args1
+      # shellcheck disable=SC2086  # extra: words of a test-made argument list
+      env -u DLT_RENDEZVOUS RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+        "$DLTRAIN" train "$TMP/plain.yaml" --output-dir "$TMP/$name-$r" --threads 1 "${par[@]}" $extra \
+        > "$TMP/$name-$r.log" 2>&1 &
+    done
+    rc0=0 rc1=0
+    wait %1 || rc0=$?
+    wait %2 || rc1=$?
+    if ((rc0 != 0 || rc1 != 0)) && port_clash "$TMP/$name-0.log" "$TMP/$name-1.log"; then
+      echo "attempt $attempt: port $port was taken; again"
+      continue
+    fi
+    break
+  done
+  ((rc0 == 0)) || fail "$name rank 0: $(cat "$TMP/$name-0.log")"
+  ((rc1 == 0)) || fail "$name rank 1: $(cat "$TMP/$name-1.log")"
+}
+tcp_pair tcp "" ""
 echo -n "torchrun, MASTER_ADDR (TCP):    "; compare "$TMP/tcp-0/model.bin" "$TMP/one/model.bin" || fail "TCP rendezvous world"
 [[ ! -e "$TMP/tcp-1/model.bin" ]] || fail "rank 1 wrote a model"
 [[ ! -e "$TMP/tcp-0/.rendezvous" && ! -e "$TMP/tcp-1/.rendezvous" ]] || fail "a rendezvous directory was made"
@@ -120,15 +142,6 @@ train plain resumed "${par[@]}" --set training.NumWorkers=3 --resume "$TMP/ck/ch
 echo -n "resume 2 -> 3 workers:          "; compare "$TMP/resumed/model.bin" "$TMP/one/model.bin" || fail "resume"
 # --resume without a shared file system: rank 0 reads the checkpoint and sends it to rank 1,
 # whose own --resume path does not exist.
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')
-for r in 0 1; do
-  ck="$TMP/ck/checkpoint-iteration-3.bin"
-  [[ $r == 0 ]] || ck="$TMP/nowhere/checkpoint-iteration-3.bin"
-  env -u DLT_RENDEZVOUS RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-    "$DLTRAIN" train "$TMP/plain.yaml" --output-dir "$TMP/tcp-resume-$r" --threads 1 "${par[@]}" --resume "$ck" \
-    > "$TMP/tcp-resume-$r.log" 2>&1 &
-done
-wait %1 || fail "resume from rank 0's file, rank 0: $(cat "$TMP/tcp-resume-0.log")"
-wait %2 || fail "resume from rank 0's file, rank 1: $(cat "$TMP/tcp-resume-1.log")"
+tcp_pair tcp-resume "--resume $TMP/ck/checkpoint-iteration-3.bin" "--resume $TMP/nowhere/checkpoint-iteration-3.bin"
 echo -n "resume from rank 0's file only: "; compare "$TMP/tcp-resume-0/model.bin" "$TMP/one/model.bin" || fail "resume via rank 0"
 echo "parallel equivalence: ok"

@@ -44,7 +44,7 @@ finish() {
   wait "$launcher" || rc=$?
   local took=$((SECONDS - t0))
   [[ $rc -eq $code ]] || fail "$name: exit code $rc, expected $code: $(cat "$TMP/$name.err")"
-  [[ $took -le 60 ]] || fail "$name: the run took $took s to end"
+  [[ $took -le 300 ]] || fail "$name: the run took $took s to end (a hang guard: it should end within seconds)"
   local lines
   lines=$(grep -v '^\[rank 0\] info' "$TMP/$name.err" | grep -c . || true)
   [[ $lines -eq 1 ]] || fail "$name: expected one line, got: $(cat "$TMP/$name.err")"

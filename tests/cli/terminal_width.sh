@@ -49,8 +49,8 @@ SH
   tmuxc pipe-pane -t "$name" -o "cat > $out.raw"
   [[ $(tmuxc display-message -p -t "$name" '#{pane_width}') -eq $cols ]] || fail "$name: pane is not $cols wide"
   touch "$out.go"
-  for _ in $(seq 1200); do [[ -e "$out.done" ]] && break; sleep 0.1; done
-  [[ -e "$out.done" ]] || fail "$name: dltrain train did not finish in 120 s"
+  for _ in $(seq 6000); do [[ -e "$out.done" ]] && break; sleep 0.1; done  # a hang guard
+  [[ -e "$out.done" ]] || fail "$name: dltrain train did not finish in 600 s"
   [[ $(cat "$out.done") == exit=0 ]] || fail "$name: dltrain train $(cat "$out.done"): $(tmuxc capture-pane -p -t "$name")"
   sleep 0.3  # let tmux take in the last bytes
   tmuxc capture-pane -p -J -S - -t "$name" > "$out.pane"

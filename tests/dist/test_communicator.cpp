@@ -79,8 +79,10 @@ TEST_CASE("comm_timeout: seconds, huge ones capped so deadlines do not overflow"
   for (double huge : {1e12, std::numeric_limits<double>::infinity()}) {
     const auto t = comm_timeout(huge);
     CHECK(t.count() == static_cast<int64_t>(kMaxCommTimeoutSeconds * 1000));
+    // A deadline (plus the watchdog's grace) fits in a time_point: computed without overflow
+    // (now + t > now could be folded to true, signed overflow being undefined).
     const auto now = std::chrono::steady_clock::now();
-    CHECK(now + t + std::chrono::seconds(2) > now);  // a deadline (plus the watchdog's grace) ahead
+    CHECK(t + std::chrono::seconds(2) < std::chrono::steady_clock::time_point::max() - now);
   }
 }
 
@@ -129,7 +131,8 @@ TEST_CASE("Gloo: a peer that never joins the collective is a CommError within th
   INFO(message);
   CHECK(message.find("rank 0 of 2") != std::string::npos);
   CHECK(message.find("all_reduce_sum(16 floats)") != std::string::npos);
-  CHECK(seconds < 5);
+  CHECK(seconds >= 0.9);  // it waited for the 1 s timeout
+  CHECK(seconds < 30);    // a hang guard, not a speed limit
   // Once a collective failed the communicator refuses further work instead of hanging.
   CHECK_THROWS_AS(c->barrier(), CommError);
   std::filesystem::remove_all(dir);
@@ -144,7 +147,7 @@ TEST_CASE("Gloo: a rendezvous nobody else joins fails with the directory named",
   } catch (const CommError& e) {
     CHECK(std::string(e.what()).find(dir) != std::string::npos);
   }
-  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 20);
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 60);  // a hang guard
   std::filesystem::remove_all(dir);
 }
 

@@ -130,6 +130,6 @@ TEST_CASE("rendezvous file: published atomically, read by a waiting rank", "[dis
     CHECK_THAT(e.what(), Catch::StartsWith("rank 1 of 2: timed out"));
     CHECK_THAT(e.what(), Catch::Contains("DLT_RENDEZVOUS"));
   }
-  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30));  // a hang guard, not a speed limit
   fs::remove_all(dir);
 }

@@ -207,7 +207,8 @@ TEST_CASE("tcp store: a Gloo rank whose rank 0 never comes fails within the time
   o.timeout = 500ms;
   const auto t0 = std::chrono::steady_clock::now();
   const std::string m = message_of([&] { make_cpu_communicator(o); });
-  CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+  // A hang guard, not a speed limit: it failed rather than waiting on (the default timeout is 60 s).
+  CHECK(std::chrono::steady_clock::now() - t0 < 30s);
   CHECK(m.find("rank 1 of 2: no rendezvous server at 127.0.0.1:") == 0);
 }
 #endif

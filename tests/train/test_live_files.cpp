@@ -106,7 +106,8 @@ TEST_CASE("live files: the plot is due at a validation or after the interval", "
     CHECK_FALSE(live.plot_due(true));  // right after a drawing: pending
     Timer waited;
     bool due = false;
-    while (!due && waited.seconds() < 30) {
+    // Bounded only to stop a hang: the gap is kDrawGap times this machine's drawing time.
+    while (!due && waited.seconds() < 30 + 3 * LiveFiles::kDrawGap * drawn) {
       ::usleep(2000);
       due = live.plot_due(false);  // no new validation: the pending one makes it due
     }
