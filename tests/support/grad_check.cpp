@@ -82,6 +82,16 @@ void check_tensor(const std::string& what, Tensor& t, const std::vector<float>& 
   }
 }
 
+// The cap on skipped points: more than o.max_skipped_fraction of the sampled ones is a failure.
+void cap_skipped(const GradCheckOptions& o, GradCheckReport& rep) {
+  const int sampled = rep.checked + rep.skipped_kinks;
+  if (rep.skipped_kinks <= o.max_skipped_fraction * sampled) return;
+  ++rep.failed;
+  rep.worst = std::to_string(rep.skipped_kinks) + " of " + std::to_string(sampled) +
+              " sampled points skipped as kinks, more than the cap of " + std::to_string(o.max_skipped_fraction) +
+              " (worst checked: " + rep.worst + ")";
+}
+
 std::vector<float> host_vector(const Tensor& t) { return std::vector<float>(t.data(), t.data() + t.numel()); }
 
 }  // namespace
@@ -136,6 +146,7 @@ GradCheckReport check_layer(const LayerSpec& spec, const std::vector<Shape>& inp
     std::vector<float> g = host_vector(p.grad);
     check_tensor(p.name, p.value, g, loss, o, rng, rep);
   }
+  cap_skipped(o, rep);
   return rep;
 }
 
@@ -165,6 +176,7 @@ GradCheckReport check_network(const NetworkSpec& spec, const GradCheckOptions& o
   GradCheckReport rep;
   size_t k = 0;
   for (Param* p : net.params()) check_tensor(p->name, p->value, grads[k++], loss, o, rng, rep);
+  cap_skipped(o, rep);
   return rep;
 }
 

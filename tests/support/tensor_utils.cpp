@@ -1,6 +1,7 @@
 // Random tensors, conversions and tolerant comparisons for the tests (see tensor_utils.h).
 #include "support/tensor_utils.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -61,6 +62,33 @@ std::string Comparison::str() const {
   if (size_mismatch) return "sizes differ";
   os << "rel " << rel << " (max |diff| " << max_abs << " at " << worst << ": got " << got_at_worst << " want "
      << want_at_worst << "; max |want| " << scale << ")";
+  return os.str();
+}
+
+ElementwiseError elementwise_error(const Vec& got, const Vec& want, double floor) {
+  ElementwiseError e;
+  e.floor = floor;
+  if (got.size() != want.size()) {
+    e.rel = INFINITY;
+    return e;
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    double r = std::fabs(got[i] - want[i]) / std::max(std::fabs(want[i]), floor);
+    if (std::isnan(got[i]) || std::isnan(want[i])) r = INFINITY;
+    if (r > e.rel || e.worst < 0) {
+      e.rel = std::max(e.rel, r);
+      e.worst = static_cast<int64_t>(i);
+      e.got_at_worst = got[i];
+      e.want_at_worst = want[i];
+    }
+  }
+  return e;
+}
+
+std::string ElementwiseError::str() const {
+  std::ostringstream os;
+  os << "element-wise rel " << rel << " (at " << worst << ": got " << got_at_worst << " want " << want_at_worst
+     << "; floor " << floor << ")";
   return os.str();
 }
 

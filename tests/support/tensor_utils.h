@@ -34,6 +34,16 @@ struct Comparison {
   std::string str() const;  // "rel 3.1e-07 (max |diff| 1.2e-06 at 17: 0.5 vs 0.5000012)"
 };
 Comparison compare(const Vec& got, const Vec& want);
+// Element-wise: the largest |got - want| / max(|want|, floor) over the elements, so that an error
+// in a small entry is not hidden by a large one elsewhere; floor (absolute) keeps entries that
+// are zero up to rounding (sums that cancel) from dividing by ~0.
+struct ElementwiseError {
+  double rel = 0;      // max |got - want| / max(|want|, floor)
+  int64_t worst = -1;  // its index
+  double got_at_worst = 0, want_at_worst = 0, floor = 0;
+  std::string str() const;
+};
+ElementwiseError elementwise_error(const Vec& got, const Vec& want, double floor);
 inline Comparison compare(const Tensor& got, const Vec& want) { return compare(to_vec(got), want); }
 
 // Elementwise |got - want| <= atol + rtol * |want| for every element.
