@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "config/schedule_options.h"
+
 namespace dlt {
 
 // trainingOptions(...)
@@ -12,7 +14,9 @@ struct TrainingOptions {
   std::string solver = "sgdm";       // sgdm | adam | rmsprop
   double initial_learn_rate = 0.01;  // MATLAB: 0.01 for sgdm, 0.001 for adam/rmsprop
   bool initial_learn_rate_set = false;
-  std::string learn_rate_schedule = "none";  // none | piecewise
+  // LearnRateSchedule: empty is none; several run in sequence, each starting where the previous
+  // one's NumSteps end (MATLAB's cell array {warmupLearnRate, cosineLearnRate}).
+  std::vector<ScheduleSpec> learn_rate_schedule;
   double learn_rate_drop_factor = 0.1;
   int64_t learn_rate_drop_period = 10;
   double momentum = 0.9;

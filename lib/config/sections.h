@@ -21,6 +21,13 @@ std::string unknown_training_message(const std::string& key);
 // training.ValidationData=DIR is redirected by apply_overrides itself.
 void move_training_aliases(YAML::Node& root, const Origin& origin);
 
+// training.LearnRateSchedule (config/schedule_section.cpp): none, a name, a schedule object
+// {type: cosineLearnRate, Period: 20}, or a list of them run in sequence. `what` names the
+// option in messages ("training.LearnRateSchedule").
+std::vector<ScheduleSpec> read_learn_rate_schedule(const YAML::Node& key, const YAML::Node& value,
+                                                   const Origin& origin, const std::string& what);
+void write_learn_rate_schedule(YAML::Emitter& e, const std::vector<ScheduleSpec>& schedules);
+
 void read_data(const YAML::Node& node, const Origin& origin, DataOptions& out);
 void write_data(YAML::Emitter& e, const DataOptions& opts);
 std::vector<std::string> data_keys();

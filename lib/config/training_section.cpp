@@ -25,8 +25,11 @@ const std::vector<FieldDef<TO>>& fields() {
       o.initial_learn_rate_set = true;
     };
     v.push_back(lr);
-    v.push_back(choice_field<TO>(
-        "LearnRateSchedule", {"none", "piecewise"}, [](auto& o) -> auto& { return o.learn_rate_schedule; }));
+    v.push_back({"LearnRateSchedule",
+                 [](const ValueCtx& c, TO& o) {
+                   o.learn_rate_schedule = read_learn_rate_schedule(c.key, c.value, c.origin, c.name);
+                 },
+                 [](YAML::Emitter& e, const TO& o) { write_learn_rate_schedule(e, o.learn_rate_schedule); }});
     v.push_back(double_field<TO>(
         "LearnRateDropFactor", 0, false, 1, false, "a number in [0, 1]",
         [](auto& o) -> auto& { return o.learn_rate_drop_factor; }));

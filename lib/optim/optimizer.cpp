@@ -8,12 +8,6 @@
 
 namespace dlt {
 
-double learn_rate_at(const TrainingOptions& o, int64_t epoch) {
-  if (o.learn_rate_schedule != "piecewise" || o.learn_rate_drop_period <= 0) return o.initial_learn_rate;
-  return o.initial_learn_rate *
-         std::pow(o.learn_rate_drop_factor, static_cast<double>(epoch / o.learn_rate_drop_period));
-}
-
 namespace {
 
 bool clips_by_norm(const TrainingOptions& o) {

@@ -1,6 +1,7 @@
 // Solvers (sgdm, adam, rmsprop) over the network's parameters, with MATLAB's per-parameter
-// learn-rate and L2 factors, gradient clipping (GradientThreshold / GradientThresholdMethod)
-// and the learning-rate schedule. State tensors are allocated once, on the parameters' device.
+// learn-rate and L2 factors and gradient clipping (GradientThreshold / GradientThresholdMethod);
+// the learning-rate schedule is optim/schedule.h. State tensors are allocated once, on the
+// parameters' device.
 #pragma once
 #include <memory>
 #include <string>
@@ -11,10 +12,6 @@
 #include "layers/layer.h"
 
 namespace dlt {
-
-// The learning rate of an epoch (0-based): piecewise drops by LearnRateDropFactor every
-// LearnRateDropPeriod epochs.
-double learn_rate_at(const TrainingOptions& o, int64_t epoch);
 
 class Optimizer {
  public:

@@ -18,6 +18,7 @@
 #include "net/network.h"
 #include "onnx/transfer.h"
 #include "optim/optimizer.h"
+#include "optim/schedule.h"
 #include "train/checkpoint.h"
 #include "train/class_weights.h"
 #include "train/device_batches.h"
@@ -96,6 +97,7 @@ class Trainer {
   std::unique_ptr<LiveFiles> live_;    // rank 0: the files to watch while training runs
   std::string start_time_, hardware_;  // for the progress plot's info panel
   int64_t per_epoch_ = 0, max_iterations_ = 0;
+  std::unique_ptr<LearnRateSchedule> schedule_;  // the learning rate of every iteration
   Timer train_timer_;          // restarted when the training loop starts
   double elapsed_before_ = 0;  // training time before a resumed checkpoint
   int64_t images_trained_ = 0;
@@ -448,7 +450,8 @@ void Trainer::start_live_files(const TrainPosition& pos) {
   live_ = std::make_unique<LiveFiles>(args_.output_dir, args_.config_text, log_, o_.plots != "none",
                                       o_.plot_interval_seconds);
   const int64_t epoch = std::min(pos.epoch, o_.max_epochs - 1);
-  draw_live_plot(epoch + 1, pos.iteration, learn_rate_at(o_, epoch));
+  const int64_t next = std::min(pos.iteration, max_iterations_ - 1);  // 0-based: the next step's
+  draw_live_plot(epoch + 1, pos.iteration, o_.initial_learn_rate * schedule_->factor(next, per_epoch_));
 }
 
 void Trainer::draw_live_plot(int64_t epoch, int64_t iteration, double lr, const std::string& status,
@@ -537,6 +540,7 @@ TrainResult Trainer::train() {
   const int64_t per_epoch = train_loader_->batches_per_epoch();
   const int64_t total_iterations = per_epoch * o_.max_epochs;
   per_epoch_ = per_epoch;
+  schedule_ = make_learn_rate_schedule(o_);
   max_iterations_ = total_iterations;
   elapsed_before_ = pos.elapsed;
   start_live_files(pos);
@@ -551,7 +555,6 @@ TrainResult Trainer::train() {
   val_batches_ = std::make_unique<DeviceBatches>(device_);
   bool stop = false;
   for (int64_t epoch = pos.epoch; epoch < o_.max_epochs && !stop; ++epoch) {
-    double lr = learn_rate_at(o_, epoch);
     train_loader_->start_epoch(epoch);
     Batch* batch = &host_batches[0];
     Batch* next = &host_batches[1];
@@ -564,6 +567,7 @@ TrainResult Trainer::train() {
       have = train_loader_->next(*next);  // fetched ahead: its upload overlaps this step
       ++b;
       int64_t it = ++pos.iteration;
+      const double lr = o_.initial_learn_rate * schedule_->factor(it - 1, per_epoch);  // it counts from 1
       RunContext ctx{true, o_.seed, static_cast<uint64_t>(it)};
       IterationRecord rec;
       rec.epoch = epoch + 1;

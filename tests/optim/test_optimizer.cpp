@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "optim/optimizer.h"
+#include "optim/schedule.h"
 
 using namespace dlt;
 
@@ -133,16 +134,22 @@ TEST_CASE("gradient clipping: l2norm, global-l2norm and absolute-value", "[optim
   }
 }
 
+// The rate of an epoch's first iteration, 7 iterations per epoch.
+static double learn_rate_at(const TrainingOptions& o, int64_t epoch) {
+  return o.initial_learn_rate * make_learn_rate_schedule(o)->factor(epoch * 7, 7);
+}
+
 TEST_CASE("piecewise schedule drops every period", "[optim]") {
   TrainingOptions o;
   o.initial_learn_rate = 0.001;
-  o.learn_rate_schedule = "piecewise";
+  o.learn_rate_schedule = {default_schedule(ScheduleKind::piecewise)};
+  o.learn_rate_schedule[0].named = true;  // LearnRateSchedule: piecewise
   o.learn_rate_drop_factor = 0.1;
   o.learn_rate_drop_period = 30;
   CHECK(learn_rate_at(o, 0) == Approx(0.001));
   CHECK(learn_rate_at(o, 29) == Approx(0.001));
   CHECK(learn_rate_at(o, 30) == Approx(0.0001));
   CHECK(learn_rate_at(o, 65) == Approx(0.00001));
-  o.learn_rate_schedule = "none";
+  o.learn_rate_schedule.clear();  // none
   CHECK(learn_rate_at(o, 65) == Approx(0.001));
 }
