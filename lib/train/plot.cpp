@@ -1,5 +1,6 @@
 // write_progress_png: lays out two panels (accuracy, loss) that share the iteration axis, each
-// with a legend and the last values in the right-hand column, and the info panel below them.
+// with a legend and the last values in the right-hand column, the learning rate over the loss
+// panel, and the info panel below them.
 // Drawing primitives: canvas.h.
 #include "train/plot.h"
 
@@ -106,7 +107,8 @@ std::string format_value(double v, const std::string& unit) {
   return buf;
 }
 
-void draw_panel(Canvas& c, const Axes& ax, const Panel& p, const std::vector<double>& epochs, bool x_title) {
+// Returns the y of the legend column's next free row.
+double draw_panel(Canvas& c, const Axes& ax, const Panel& p, const std::vector<double>& epochs, bool x_title) {
   AxesStyle style;
   style.ylabel = p.ylabel;
   style.xlabel = x_title ? "Iteration" : "";
@@ -164,6 +166,25 @@ void draw_panel(Canvas& c, const Axes& ax, const Panel& p, const std::vector<dou
   y += 12;
   if (!p.raw.y.empty()) value("Last: ", p.raw.y.back());
   if (!p.val.y.empty()) value("Val:  ", p.val.y.back());
+  return y;
+}
+
+// The learning rate over `panel` on its own scale (kLearnRateColour in plot.h), its legend
+// entry and last value from legend row y.
+void draw_learn_rate(Canvas& c, const Axes& panel, const XY& rate, double y) {
+  if (rate.x.empty()) return;
+  double top = 0;
+  for (double v : rate.y) top = std::max(top, v);
+  if (!(top > 0)) top = 1;
+  const Axes ax{panel.area, panel.xmin, panel.xmax, 0, top / 0.9};
+  const XY line = to_pixels(ax, rate);
+  c.set_clip(ax.area);
+  c.polyline(line.x, line.y, kLearnRateColour, 2.0);
+  if (line.x.size() == 1) c.disc(line.x[0], line.y[0], 3, kLearnRateColour);
+  c.reset_clip();
+  legend_entry(c, kLegendLeft, y + 12, Sample::kThick, kLearnRateColour, "Learn rate");
+  c.text(kLegendLeft, y + 38, "Top:  " + format_value(top, ""), kText, kScale);
+  c.text(kLegendLeft, y + 64, "LR:   " + format_value(rate.y.back(), ""), kText, kScale);
 }
 
 // Every stride-th epoch start gets a line and every label_stride-th epoch a centred label, with
@@ -373,7 +394,8 @@ void write_progress_png(const std::string& path, const ProgressSeries& s) {
   const EpochMarks marks = epoch_marks(top, epoch_starts, first_iteration);
   draw_epoch_labels(c, marks, 42);
   draw_panel(c, top, acc, marks.lines, false);
-  draw_panel(c, bottom, loss, marks.lines, true);
+  const double legend_y = draw_panel(c, bottom, loss, marks.lines, true);
+  draw_learn_rate(c, bottom, finite_pairs(s.iteration, s.learn_rate), legend_y);
   draw_info(c, progress_info_lines(s.info));
   c.write_png(path);
 }

@@ -1,6 +1,6 @@
 // Training-progress PNG like MATLAB's trainingOptions('Plots','training-progress'): accuracy on
 // top, loss below, raw mini-batch values, their smoothed curve, validation points and epoch
-// boundaries, and under them the text of MATLAB's side panel (start, elapsed, epoch and
+// boundaries, the learning rate of every iteration over the loss panel, and under them the text of MATLAB's side panel (start, elapsed, epoch and
 // iteration of total, learning rate, hardware, why training stopped). Drawn from the recorded
 // series whenever the trainer asks (no window, no Python).
 #pragma once
@@ -36,6 +36,7 @@ struct ProgressSeries {
   std::vector<double> iteration;           // x of the mini-batch values
   std::vector<double> minibatch_accuracy;  // percent, one per iteration (may be empty)
   std::vector<double> minibatch_loss;      // one per iteration (may be empty)
+  std::vector<double> learn_rate;          // the base learning rate, one per iteration (may be empty)
   // One entry per validation check, in order; a non-finite value breaks the dashed line, so
   // that only consecutive checks are joined.
   std::vector<double> val_iteration;  // x of the validation values
@@ -51,6 +52,9 @@ struct ProgressSeries {
 inline constexpr Rgb kAccuracyColour{0, 114, 189};
 inline constexpr Rgb kLossColour{217, 83, 25};
 inline constexpr Rgb kNoteColour{200, 0, 0};
+// The learning rate, drawn over the loss panel on its own scale: 0 at the panel's bottom, the
+// run's largest rate at 90% of its height (the legend gives the scale and the last rate).
+inline constexpr Rgb kLearnRateColour{119, 172, 48};
 // The plots fill the top 700 pixels; the info panel is the strip below kInfoTop.
 inline constexpr int kProgressWidth = 1000, kProgressHeight = 830, kInfoTop = 684;
 inline constexpr double kSmoothingFactor = 0.6;

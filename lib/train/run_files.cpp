@@ -55,6 +55,7 @@ ProgressSeries progress_series(const IterationLog& log) {
     s.iteration.push_back(static_cast<double>(r.iteration));
     s.minibatch_accuracy.push_back(r.minibatch_accuracy);
     s.minibatch_loss.push_back(r.minibatch_loss);
+    s.learn_rate.push_back(r.learn_rate);
     // A check whose loss is NaN (diverging) is still a check: it breaks the validation line.
     if (!std::isnan(r.validation_loss) || !std::isnan(r.validation_accuracy)) {
       s.val_iteration.push_back(static_cast<double>(r.iteration));

@@ -307,6 +307,33 @@ TEST_CASE("progress plot draws the info panel and the title note", "[train][plot
   CHECK(later.px != with.px);
 }
 
+TEST_CASE("progress plot draws the learning rate over the loss panel", "[train][plot]") {
+  ProgressSeries s = typical(300);
+  const Png without = write_and_read(s, "no_rate.png");
+  CHECK(without.count(kLearnRateColour, 0, 0, kProgressWidth, kProgressHeight) == 0);
+  for (int i = 1; i <= 300; ++i) s.learn_rate.push_back(0.01 * (1 + std::cos(M_PI * (i - 1) / 300)) / 2);
+  const Png png = write_and_read(s, "rate.png");
+  CHECK(png.count(kLearnRateColour, kX0, kBotY0, kX1, kBotY1) > 300);
+  CHECK(png.count(kLearnRateColour, kX0, kTopY0, kX1, kTopY1) == 0);
+  CHECK(png.count_near(kLearnRateColour, 40, kX1 + 10, kBotY0, kProgressWidth, kBotY1) > 20);  // the legend sample
+  // The largest rate at 90% of the panel's height; at iteration 250, 7% of it.
+  auto rows_with = [&](int x) {
+    std::vector<int> rows;
+    for (int y = kBotY0; y < kBotY1; ++y)
+      if (png.count_near(kLearnRateColour, 40, x, y, x + 1, y + 1)) rows.push_back(y);
+    return rows;
+  };
+  const std::vector<int> early = rows_with(kX0 + 2), late = rows_with(kX0 + (kX1 - kX0) * 250 / 300);
+  REQUIRE_FALSE(early.empty());
+  REQUIRE_FALSE(late.empty());
+  const int top_row = kBotY1 - static_cast<int>(0.9 * (kBotY1 - kBotY0));
+  CHECK(std::abs(early.front() - top_row) <= 3);
+  const int late_row = kBotY1 - static_cast<int>(0.9 * (kBotY1 - kBotY0) * (1 + std::cos(M_PI * 249 / 300)) / 2);
+  CHECK(std::abs(late.front() - late_row) <= 3);
+  // The loss curves are still drawn.
+  CHECK(png.count(kLossColour, kX0, kBotY0, kX1, kBotY1) > 300);
+}
+
 TEST_CASE("progress plot joins only consecutive validation checks", "[train][plot]") {
   // Checks every 50 iterations; the one at 150 has no value (NaN): no dashed line may cross it.
   ProgressSeries s = typical(300);
