@@ -1,0 +1,13 @@
+// One pass of the network over the validation data (inference mode): loss, accuracy and, for
+// segmentation, mean IoU. In a data-parallel world each rank evaluates its share and the sums
+// are all-reduced, so every rank gets the same result. Used by the validation observer at its
+// frequency and at the end, and by the best-network tracking after it restores the weights.
+#pragma once
+#include "train/training_run.h"
+
+namespace dlt {
+
+// NaN values when the run has no validation data.
+Evaluation evaluate(TrainingRun& run);
+
+}  // namespace dlt
