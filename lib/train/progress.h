@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dlt {
@@ -19,7 +20,11 @@ struct IterationRecord {
   double minibatch_loss = 0;
   double validation_accuracy = std::numeric_limits<double>::quiet_NaN();  // NaN: not computed
   double validation_loss = std::numeric_limits<double>::quiet_NaN();      // at this iteration
-  double learn_rate = 0;
+  double learn_rate = 0;  // the rate used at this iteration
+  // (name, value) in the order of the Metrics option, at iterations where validation ran
+  // (empty otherwise).
+  std::vector<std::pair<std::string, double>> validation_metrics;
+  double images_per_second = std::numeric_limits<double>::quiet_NaN();  // NaN: not measured
 };
 
 std::string format_hms(double seconds);  // "00:01:05"
