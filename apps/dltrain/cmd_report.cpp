@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "commands.h"
-#include "train/pareto.h"
+#include "train/draw/pareto.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/flat_json.h"

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "config/options.h"
-#include "train/plot.h"
+#include "train/draw/plot.h"
 #include "train/progress.h"
 #include "util/timer.h"
 

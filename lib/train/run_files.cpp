@@ -3,7 +3,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "train/plot.h"
+#include "train/draw/plot.h"
 #include "util/files.h"
 #include "util/json.h"
 #include "util/log.h"

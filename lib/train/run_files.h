@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "net/model_file.h"
-#include "train/plot.h"
+#include "train/draw/plot.h"
 #include "train/progress.h"
 
 namespace dlt {

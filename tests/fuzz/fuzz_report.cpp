@@ -1,5 +1,5 @@
 // Fuzz target: what `dltrain report` reads, a run's summary.json (lib/util/flat_json.cpp), and
-// what it computes from it: the typed lookups and the Pareto front (lib/train/pareto.cpp).
+// what it computes from it: the typed lookups and the Pareto front (lib/train/draw/pareto.cpp).
 // The same reader parses model metadata (train/checkpoint.cpp). A DataError is a clean refusal.
 #include <cmath>
 #include <cstddef>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "train/pareto.h"
+#include "train/draw/pareto.h"
 #include "util/error.h"
 #include "util/flat_json.h"
 

@@ -10,8 +10,8 @@
 
 #include <unistd.h>
 
-#include "train/canvas.h"
-#include "train/pareto.h"
+#include "train/draw/canvas.h"
+#include "train/draw/pareto.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"

@@ -9,7 +9,7 @@
 
 #include <unistd.h>
 
-#include "train/plot.h"
+#include "train/draw/plot.h"
 #include "util/error.h"
 
 #pragma GCC diagnostic push

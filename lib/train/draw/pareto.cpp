@@ -1,11 +1,11 @@
 // pareto_front (plain O(n^2) dominance check: sweeps have tens of points) and the scatter plot.
-#include "train/pareto.h"
+#include "train/draw/pareto.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
-#include "train/canvas.h"
+#include "train/draw/canvas.h"
 
 namespace dlt {
 namespace {

@@ -2,7 +2,7 @@
 // with a legend and the last values in the right-hand column, the learning rate over the loss
 // panel, and the info panel below them.
 // Drawing primitives: canvas.h.
-#include "train/plot.h"
+#include "train/draw/plot.h"
 
 #include <algorithm>
 #include <cmath>

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "train/canvas.h"
+#include "train/draw/canvas.h"
 
 namespace dlt {
 

@@ -1,7 +1,7 @@
 // Canvas: coverage-based anti-aliased rasterizing, stb_easy_font text, axes and PNG output.
 // stb_image_write is compiled here with STB_IMAGE_WRITE_STATIC, so its symbols stay private to
 // this file and cannot clash with another translation unit that defines the implementation.
-#include "train/canvas.h"
+#include "train/draw/canvas.h"
 
 #include <algorithm>
 #include <cerrno>
