@@ -15,20 +15,17 @@
 #include "backend/cpu/cpu_backend.h"
 #include "build_config.h"
 #include "data/batch_loader.h"
-#include "data/datastore.h"
 #include "dist/data_parallel.h"
 #include "dist/join_world.h"
-#include "net/model_file.h"
 #include "net/network.h"
-#include "onnx/transfer.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
 #include "train/checkpoint.h"
-#include "train/class_weights.h"
 #include "train/device_batches.h"
 #include "train/execution.h"
 #include "train/live_files.h"
 #include "train/observers/observers.h"
+#include "train/run_setup.h"
 #include "train/step_graph.h"
 #include "train/training_run.h"
 #include "util/error.h"
@@ -49,8 +46,7 @@ class Trainer {
 
  private:
   TrainResult train();
-  void prepare_data();
-  void prepare_network();
+  void prepare_step();
   void log_run_start();
   double learn_rate(int64_t iteration) const;
   void step(Batch& batch, const Batch* next, RunContext ctx, IterationRecord& rec);
@@ -75,88 +71,82 @@ class Trainer {
   std::string stop_reason_;      // an observer's reason to stop early
 };
 
-void Trainer::prepare_data() {
-  const DataOptions& d = cfg_.data;
-  if (d.train.empty()) throw ConfigError(cfg_.path + ": data.train is not set (a folder of class folders)");
-  const bool pixels = d.segmentation();
-  TrainValData data = load_train_val(d, o_.seed);
-  run_.train_data = std::move(data.train);
-  run_.validation_data = std::move(data.validation);
-  run_.has_validation = data.has_validation;
-  if (pixels && run_.train_data.num_classes() < 2)
-    throw ConfigError(cfg_.path + ": data.ClassNames has one class; segmentation needs at least 2");
-  if (run_.train_data.num_classes() < 2)
-    throw DataError(d.train + ": only one class folder ('" + run_.train_data.classes().at(0) +
-                    "'); classification needs at least 2 (one folder per class)");
-  if (run_.train_data.size() < o_.mini_batch_size)
-    throw ConfigError("training.MiniBatchSize is " + std::to_string(o_.mini_batch_size) + " but " + d.train +
-                      " has only " + std::to_string(run_.train_data.size()) +
-                      " training images (use a smaller MiniBatchSize)");
+TrainResult Trainer::run() {
+  try {
+    return train();
+  } catch (const std::exception& e) {
+    end(RunEnd{"failed", e.what()});  // e.g. the live plot says so, with the error
+    throw;
+  }
 }
 
-void Trainer::prepare_network() {
-  run_.net = std::make_unique<Network>(cfg_.network, run_.device);
-  run_.net->classes() = run_.train_data.classes();
-  run_.net->label_ids() = cfg_.data.label_ids;
-  const Layer& output = run_.net->layer(run_.net->size() - 1);
-  if (run_.net->per_pixel() != cfg_.data.segmentation())
-    throw ConfigError(output.spec().loc.prefix() + "layer '" + output.name() + "' is a" +
-                      (run_.net->per_pixel() ? " per-pixel output but data.train is a folder of class folders (give "
-                                               "train: {images: DIR, labels: DIR}, ClassNames and LabelIDs)"
-                                             : "n image-level output but data.train has pixel labels (end the network "
-                                               "in softmax + pixelClassification)"));
-  if (run_.net->per_pixel()) {
-    const Shape out = run_.net->output_shape(run_.net->size() - 1), in = run_.net->input_shape();
-    if (out[0] != in[0] || out[1] != in[1])
-      throw ConfigError(output.spec().loc.prefix() + "layer '" + output.name() + "' outputs " + out.str() +
-                        " but the labels are " + std::to_string(in[0]) + "x" + std::to_string(in[1]) +
-                        " (the input size); the network must restore the input's height and width");
-    if (run_.net->num_classes() != run_.train_data.num_classes())
-      throw ConfigError(output.spec().loc.prefix() + "layer '" + output.name() + "' scores " +
-                        std::to_string(run_.net->num_classes()) + " classes but data.ClassNames has " +
-                        std::to_string(run_.train_data.num_classes()) +
-                        " (set NumClasses / NumFilters of the last "
-                        "convolution to " +
-                        std::to_string(run_.train_data.num_classes()) + ")");
+TrainResult Trainer::train() {
+  run_.start_time = local_time_now();
+  run_.comm = args_.comm ? args_.comm : std::make_shared<LocalCommunicator>();
+  set_backend_options(backend_options_for(o_));
+  run_.device = resolve_device(o_);
+  if (o_.threads > 0) cpu_set_threads(o_.threads);
+  prepare_run(run_);
+  prepare_step();
+  log_run_start();
+
+  TrainPosition& pos = run_.position;
+  if (!args_.resume.empty()) {
+    pos = load_checkpoint_from_rank0(*run_.comm, run_.device, args_.resume, *run_.net, *run_.optimizer, run_.history);
+    log::info("resuming from {} at iteration {} (epoch {})", args_.resume, pos.iteration, pos.epoch + 1);
   }
-  if (run_.net->num_classes() != run_.train_data.num_classes()) {
-    const Layer& fc = run_.net->layer(run_.net->size() - 3);
-    throw ConfigError(fc.spec().loc.prefix() + "layer '" + fc.name() + "' outputs " +
-                      std::to_string(run_.net->num_classes()) + " classes but " + cfg_.data.train + " has " +
-                      std::to_string(run_.train_data.num_classes()) +
-                      " class folders (set OutputSize: " + std::to_string(run_.train_data.num_classes()) + ")");
-  }
-  run_.net->init_params(o_.seed);
-  if (cfg_.base.weights) apply_base_weights(*run_.net, *cfg_.base.weights);  // transfer: kept layers
-  const Shape& in = run_.net->input_shape();
-  // Each rank loads its own share of every global mini-batch (training and validation).
-  LoaderOptions train_opt = loader_options(cfg_.data, o_, in, true), val_opt = loader_options(cfg_.data, o_, in, false);
-  train_opt.rank = val_opt.rank = run_.comm->rank();
-  train_opt.world_size = val_opt.world_size = run_.comm->size();
-  run_.train_loader = std::make_unique<BatchLoader>(run_.train_data, train_opt);
-  if (run_.has_validation) run_.validation_loader = std::make_unique<BatchLoader>(run_.validation_data, val_opt);
-  if (run_.net->input_layer().normalization() != "none") {
-    Timer t;
-    DatasetStats st = compute_stats(run_.train_data, loader_options(cfg_.data, o_, in, false));
-    int64_t c = in[2];
-    Tensor mean(Shape{c}), sd(Shape{c});
-    for (int64_t i = 0; i < c; ++i) {
-      mean.data()[i] = static_cast<float>(st.channel_mean[i]);
-      sd.data()[i] = static_cast<float>(st.channel_std[i]);
+  run_.iterations_per_epoch = run_.train_loader->batches_per_epoch();
+  run_.max_iterations = run_.iterations_per_epoch * o_.max_epochs;
+  run_.elapsed_before = pos.elapsed;
+  schedule_ = make_learn_rate_schedule(o_);
+  run_.learn_rate = learn_rate(std::min(pos.iteration, run_.max_iterations - 1));  // the next step's
+  observers_ = make_observers(run_);
+  for (auto& o : observers_) o->on_start(run_.info());
+
+  run_.train_timer.reset();
+  Batch host_batches[2];  // the current and the next mini-batch
+  train_batches_ = std::make_unique<DeviceBatches>(run_.device);
+  run_.validation_batches = std::make_unique<DeviceBatches>(run_.device);
+  bool stop = false;
+  for (int64_t epoch = pos.epoch; epoch < o_.max_epochs && !stop; ++epoch) {
+    run_.train_loader->start_epoch(epoch);
+    Batch* batch = &host_batches[0];
+    Batch* next = &host_batches[1];
+    int64_t b = 0;  // batches of this epoch done (a resumed run skips those its checkpoint did)
+    for (; b < pos.batch_in_epoch && run_.train_loader->next(*batch); ++b) {
     }
-    run_.net->input_layer().set_statistics(st.mean_image, mean, sd);
-    log::info("input normalization '{}' from {} training images ({:.1f} s)", run_.net->input_layer().normalization(),
-              st.count, t.seconds());
+    bool have = run_.train_loader->next(*batch);
+    for (; !stop && have; std::swap(batch, next)) {
+      have = run_.train_loader->next(*next);  // fetched ahead: its upload overlaps this step
+      pos.epoch = epoch;
+      pos.batch_in_epoch = ++b;
+      const int64_t it = ++pos.iteration;
+      run_.learn_rate = learn_rate(it - 1);  // it counts from 1
+      IterationRecord rec;
+      rec.epoch = epoch + 1;
+      rec.iteration = it;
+      rec.learn_rate = run_.learn_rate;
+      step(*batch, have ? next : nullptr, RunContext{true, o_.seed, static_cast<uint64_t>(it)}, rec);
+      stop = record(rec);
+    }
+    pos.batch_in_epoch = 0;
   }
-  broadcast_model(*run_.comm, *run_.net);  // identical seeds already agree; rank 0's model wins
-  run_.optimizer = std::make_unique<Optimizer>(o_, run_.net->params());
-  run_.net->set_mixed_precision(o_.precision == "mixed");
-  run_.net->set_batch(o_.mini_batch_size);
-  buckets_ = std::make_unique<GradientBuckets>(*run_.comm, run_.net->flat_grads(),
-                                               gradient_bucket_elements(run_.comm->kind(), o_.gradient_bucket_size_mb),
-                                               o_.communication_timing);
-  if (buckets_->count() > 0) run_.net->set_grads_ready_hook([this](int64_t offset) { buckets_->ready_from(offset); });
-  prepare_step_graph();
+  run_.train_images_per_second = 0;
+  const double train_seconds = run_.train_timer.seconds() - observer_seconds_;
+  if (train_seconds > 0) run_.train_images_per_second = static_cast<double>(images_trained_) / train_seconds;
+  if (graph_) log::info("{}", graph_->summary());
+  TrainResult r;
+  r.status = stop ? "stopped-early" : "completed";
+  end(RunEnd{r.status, stop_reason_});
+  r.model_path = (fs::path(args_.output_dir) / "model.bin").string();
+  r.validation_accuracy = run_.validation.accuracy;
+  r.validation_mean_iou = run_.validation.mean_iou;
+  return r;
+}
+
+// The learning rate of iteration `iteration` (0-based, global): the one place the loop asks for it.
+double Trainer::learn_rate(int64_t iteration) const {
+  return o_.initial_learn_rate * schedule_->factor(iteration, run_.iterations_per_epoch);
 }
 
 // One training iteration: batch -> forward -> loss -> backward -> [all-reduce] -> optimizer
@@ -204,6 +194,43 @@ void Trainer::step(Batch& batch, const Batch* next, RunContext ctx, IterationRec
   // Classification: images right; per pixel: pixels right among those not undefined.
   rec.minibatch_accuracy = g.counted > 0 ? 100.0 * g.correct / g.counted : kNaN;
   if (std::isfinite(g.loss)) images_trained_ += static_cast<int64_t>(g.images);
+}
+
+// The step's record to the run: validation completes it (at its frequency), the history keeps
+// it, and every observer sees it (observer.h gives the order). Returns whether the run stops
+// after this step; a diverged step ends the run and throws TrainingError.
+bool Trainer::record(IterationRecord& rec) {
+  Timer t;
+  const bool diverged = !std::isfinite(rec.minibatch_loss);
+  if (!diverged)
+    for (auto& o : observers_) o->complete(rec);
+  rec.seconds = run_.elapsed();
+  run_.history.add(rec);
+  if (diverged) {
+    end(RunEnd{"diverged", ""});
+    throw TrainingError("training diverged: the mini-batch loss is " + std::to_string(rec.minibatch_loss) +
+                        " at iteration " + std::to_string(rec.iteration) + " (epoch " + std::to_string(rec.epoch) +
+                        "); lower training.InitialLearnRate or set GradientThreshold");
+  }
+  for (auto& o : observers_) run_.stopping = o->wants_stop(&stop_reason_) || run_.stopping;
+  for (auto& o : observers_) o->on_iteration(rec);
+  observer_seconds_ += t.seconds();
+  return run_.stopping;
+}
+
+// Each observer's on_end, once, in list order; after an error, those not ended yet get "failed".
+void Trainer::end(const RunEnd& how) {
+  while (ended_ < observers_.size()) observers_[ended_++]->on_end(how);
+}
+
+// The step's machinery: the data-parallel gradient buckets (started by backward as it
+// completes them) and, with CudaGraph, the captured step.
+void Trainer::prepare_step() {
+  buckets_ = std::make_unique<GradientBuckets>(*run_.comm, run_.net->flat_grads(),
+                                               gradient_bucket_elements(run_.comm->kind(), o_.gradient_bucket_size_mb),
+                                               o_.communication_timing);
+  if (buckets_->count() > 0) run_.net->set_grads_ready_hook([this](int64_t offset) { buckets_->ready_from(offset); });
+  prepare_step_graph();
 }
 
 // CudaGraph (docs/gpu.md "CUDA Graphs"): steps of the full batch size read fixed input
@@ -273,111 +300,6 @@ void Trainer::log_run_start() {
   if (run_.comm->size() > 1)
     log::info("data parallel: {} workers ({}), global MiniBatchSize {}", run_.comm->size(), run_.comm->kind(),
               o_.mini_batch_size);
-}
-
-// The learning rate of iteration `iteration` (0-based, global): the one place the loop asks for it.
-double Trainer::learn_rate(int64_t iteration) const {
-  return o_.initial_learn_rate * schedule_->factor(iteration, run_.iterations_per_epoch);
-}
-
-// The step's record to the run: validation completes it (at its frequency), the history keeps
-// it, and every observer sees it (observer.h gives the order). Returns whether the run stops
-// after this step; a diverged step ends the run and throws TrainingError.
-bool Trainer::record(IterationRecord& rec) {
-  Timer t;
-  const bool diverged = !std::isfinite(rec.minibatch_loss);
-  if (!diverged)
-    for (auto& o : observers_) o->complete(rec);
-  rec.seconds = run_.elapsed();
-  run_.history.add(rec);
-  if (diverged) {
-    end(RunEnd{"diverged", ""});
-    throw TrainingError("training diverged: the mini-batch loss is " + std::to_string(rec.minibatch_loss) +
-                        " at iteration " + std::to_string(rec.iteration) + " (epoch " + std::to_string(rec.epoch) +
-                        "); lower training.InitialLearnRate or set GradientThreshold");
-  }
-  for (auto& o : observers_) run_.stopping = o->wants_stop(&stop_reason_) || run_.stopping;
-  for (auto& o : observers_) o->on_iteration(rec);
-  observer_seconds_ += t.seconds();
-  return run_.stopping;
-}
-
-// Each observer's on_end, once, in list order; after an error, those not ended yet get "failed".
-void Trainer::end(const RunEnd& how) {
-  while (ended_ < observers_.size()) observers_[ended_++]->on_end(how);
-}
-
-TrainResult Trainer::run() {
-  try {
-    return train();
-  } catch (const std::exception& e) {
-    end(RunEnd{"failed", e.what()});  // e.g. the live plot says so, with the error
-    throw;
-  }
-}
-
-TrainResult Trainer::train() {
-  run_.start_time = local_time_now();
-  run_.comm = args_.comm ? args_.comm : std::make_shared<LocalCommunicator>();
-  set_backend_options(backend_options_for(o_));
-  run_.device = resolve_device(o_);
-  if (o_.threads > 0) cpu_set_threads(o_.threads);
-  prepare_data();
-  prepare_network();
-  log_run_start();
-
-  TrainPosition& pos = run_.position;
-  if (!args_.resume.empty()) {
-    pos = load_checkpoint_from_rank0(*run_.comm, run_.device, args_.resume, *run_.net, *run_.optimizer, run_.history);
-    log::info("resuming from {} at iteration {} (epoch {})", args_.resume, pos.iteration, pos.epoch + 1);
-  }
-  run_.iterations_per_epoch = run_.train_loader->batches_per_epoch();
-  run_.max_iterations = run_.iterations_per_epoch * o_.max_epochs;
-  run_.elapsed_before = pos.elapsed;
-  schedule_ = make_learn_rate_schedule(o_);
-  run_.learn_rate = learn_rate(std::min(pos.iteration, run_.max_iterations - 1));  // the next step's
-  observers_ = make_observers(run_);
-  for (auto& o : observers_) o->on_start(run_.info());
-
-  run_.train_timer.reset();
-  Batch host_batches[2];  // the current and the next mini-batch
-  train_batches_ = std::make_unique<DeviceBatches>(run_.device);
-  run_.validation_batches = std::make_unique<DeviceBatches>(run_.device);
-  bool stop = false;
-  for (int64_t epoch = pos.epoch; epoch < o_.max_epochs && !stop; ++epoch) {
-    run_.train_loader->start_epoch(epoch);
-    Batch* batch = &host_batches[0];
-    Batch* next = &host_batches[1];
-    int64_t b = 0;  // batches of this epoch done (a resumed run skips those its checkpoint did)
-    for (; b < pos.batch_in_epoch && run_.train_loader->next(*batch); ++b) {
-    }
-    bool have = run_.train_loader->next(*batch);
-    for (; !stop && have; std::swap(batch, next)) {
-      have = run_.train_loader->next(*next);  // fetched ahead: its upload overlaps this step
-      pos.epoch = epoch;
-      pos.batch_in_epoch = ++b;
-      const int64_t it = ++pos.iteration;
-      run_.learn_rate = learn_rate(it - 1);  // it counts from 1
-      IterationRecord rec;
-      rec.epoch = epoch + 1;
-      rec.iteration = it;
-      rec.learn_rate = run_.learn_rate;
-      step(*batch, have ? next : nullptr, RunContext{true, o_.seed, static_cast<uint64_t>(it)}, rec);
-      stop = record(rec);
-    }
-    pos.batch_in_epoch = 0;
-  }
-  run_.train_images_per_second = 0;
-  const double train_seconds = run_.train_timer.seconds() - observer_seconds_;
-  if (train_seconds > 0) run_.train_images_per_second = static_cast<double>(images_trained_) / train_seconds;
-  if (graph_) log::info("{}", graph_->summary());
-  TrainResult r;
-  r.status = stop ? "stopped-early" : "completed";
-  end(RunEnd{r.status, stop_reason_});
-  r.model_path = (fs::path(args_.output_dir) / "model.bin").string();
-  r.validation_accuracy = run_.validation.accuracy;
-  r.validation_mean_iou = run_.validation.mean_iou;
-  return r;
 }
 
 }  // namespace

@@ -1,0 +1,107 @@
+// prepare_run (run_setup.h): the data, the network checked against it, the loaders, the
+// input statistics and the optimizer of a training run.
+#include "train/run_setup.h"
+
+#include "backend/backend.h"
+#include "data/label_images.h"
+#include "dist/data_parallel.h"
+#include "onnx/transfer.h"
+#include "train/class_weights.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/timer.h"
+
+namespace dlt {
+namespace {
+
+void load_data(TrainingRun& run) {
+  const Config& cfg = run.config;
+  const TrainingOptions& o = run.options;
+  const DataOptions& d = cfg.data;
+  if (d.train.empty()) throw ConfigError(cfg.path + ": data.train is not set (a folder of class folders)");
+  const bool pixels = d.segmentation();
+  TrainValData data = load_train_val(d, o.seed);
+  run.train_data = std::move(data.train);
+  run.validation_data = std::move(data.validation);
+  run.has_validation = data.has_validation;
+  if (pixels && run.train_data.num_classes() < 2)
+    throw ConfigError(cfg.path + ": data.ClassNames has one class; segmentation needs at least 2");
+  if (run.train_data.num_classes() < 2)
+    throw DataError(d.train + ": only one class folder ('" + run.train_data.classes().at(0) +
+                    "'); classification needs at least 2 (one folder per class)");
+  if (run.train_data.size() < o.mini_batch_size)
+    throw ConfigError("training.MiniBatchSize is " + std::to_string(o.mini_batch_size) + " but " + d.train +
+                      " has only " + std::to_string(run.train_data.size()) +
+                      " training images (use a smaller MiniBatchSize)");
+}
+
+void prepare_network(TrainingRun& run) {
+  const Config& cfg = run.config;
+  const TrainingOptions& o = run.options;
+  run.net = std::make_unique<Network>(cfg.network, run.device);
+  run.net->classes() = run.train_data.classes();
+  run.net->label_ids() = cfg.data.label_ids;
+  const Layer& output = run.net->layer(run.net->size() - 1);
+  if (run.net->per_pixel() != cfg.data.segmentation())
+    throw ConfigError(output.spec().loc.prefix() + "layer '" + output.name() + "' is a" +
+                      (run.net->per_pixel() ? " per-pixel output but data.train is a folder of class folders (give "
+                                              "train: {images: DIR, labels: DIR}, ClassNames and LabelIDs)"
+                                            : "n image-level output but data.train has pixel labels (end the network "
+                                              "in softmax + pixelClassification)"));
+  if (run.net->per_pixel()) {
+    const Shape out = run.net->output_shape(run.net->size() - 1), in = run.net->input_shape();
+    if (out[0] != in[0] || out[1] != in[1])
+      throw ConfigError(output.spec().loc.prefix() + "layer '" + output.name() + "' outputs " + out.str() +
+                        " but the labels are " + std::to_string(in[0]) + "x" + std::to_string(in[1]) +
+                        " (the input size); the network must restore the input's height and width");
+    if (run.net->num_classes() != run.train_data.num_classes())
+      throw ConfigError(output.spec().loc.prefix() + "layer '" + output.name() + "' scores " +
+                        std::to_string(run.net->num_classes()) + " classes but data.ClassNames has " +
+                        std::to_string(run.train_data.num_classes()) +
+                        " (set NumClasses / NumFilters of the last "
+                        "convolution to " +
+                        std::to_string(run.train_data.num_classes()) + ")");
+  }
+  if (run.net->num_classes() != run.train_data.num_classes()) {
+    const Layer& fc = run.net->layer(run.net->size() - 3);
+    throw ConfigError(fc.spec().loc.prefix() + "layer '" + fc.name() + "' outputs " +
+                      std::to_string(run.net->num_classes()) + " classes but " + cfg.data.train + " has " +
+                      std::to_string(run.train_data.num_classes()) +
+                      " class folders (set OutputSize: " + std::to_string(run.train_data.num_classes()) + ")");
+  }
+  run.net->init_params(o.seed);
+  if (cfg.base.weights) apply_base_weights(*run.net, *cfg.base.weights);  // transfer: kept layers
+  const Shape& in = run.net->input_shape();
+  // Each rank loads its own share of every global mini-batch (training and validation).
+  LoaderOptions train_opt = loader_options(cfg.data, o, in, true), val_opt = loader_options(cfg.data, o, in, false);
+  train_opt.rank = val_opt.rank = run.comm->rank();
+  train_opt.world_size = val_opt.world_size = run.comm->size();
+  run.train_loader = std::make_unique<BatchLoader>(run.train_data, train_opt);
+  if (run.has_validation) run.validation_loader = std::make_unique<BatchLoader>(run.validation_data, val_opt);
+  if (run.net->input_layer().normalization() != "none") {
+    Timer t;
+    DatasetStats st = compute_stats(run.train_data, loader_options(cfg.data, o, in, false));
+    int64_t c = in[2];
+    Tensor mean(Shape{c}), sd(Shape{c});
+    for (int64_t i = 0; i < c; ++i) {
+      mean.data()[i] = static_cast<float>(st.channel_mean[i]);
+      sd.data()[i] = static_cast<float>(st.channel_std[i]);
+    }
+    run.net->input_layer().set_statistics(st.mean_image, mean, sd);
+    log::info("input normalization '{}' from {} training images ({:.1f} s)", run.net->input_layer().normalization(),
+              st.count, t.seconds());
+  }
+  broadcast_model(*run.comm, *run.net);  // identical seeds already agree; rank 0's model wins
+  run.optimizer = std::make_unique<Optimizer>(o, run.net->params());
+  run.net->set_mixed_precision(o.precision == "mixed");
+  run.net->set_batch(o.mini_batch_size);
+}
+
+}  // namespace
+
+void prepare_run(TrainingRun& run) {
+  load_data(run);
+  prepare_network(run);
+}
+
+}  // namespace dlt
