@@ -24,8 +24,8 @@ training:
   ExecutionEnvironment: multi-gpu
 YAML
 # Which build: a CPU build names the missing CUDA, a CUDA build without NCCL the missing NCCL,
-# a full CUDA build sees no GPU here.
-no_gpu="built without CUDA\|NCCL, but this dltrain was built without it\|CUDA_VISIBLE_DEVICES='' hides them all"
+# a full CUDA build sees no GPU here, or names its CUDA plugin when that cannot load.
+no_gpu="built without CUDA\|NCCL, but this dltrain was built without it\|CUDA_VISIBLE_DEVICES='' hides them all\|the CUDA backend"
 guard=(timeout -s KILL 45)
 CUDA_VISIBLE_DEVICES="" expect_error "multi-gpu, no GPU visible" 3 "ExecutionEnvironment 'multi-gpu' needs" -- \
   "${guard[@]}" "$DLTRAIN" train "$TMP/net.yaml" --output-dir "$TMP/a"
