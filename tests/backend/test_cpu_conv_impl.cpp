@@ -3,14 +3,94 @@
 // channels on AVX2 CPUs, direct NHWC otherwise (ConvolutionAlgorithm: direct forces direct);
 // and which ISA that is.
 #include <strings.h>
+#include <unistd.h>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <vector>
 
 #include "backend/backend_options.h"
 #include "backend/cpu/cpu_backend.h"
 
 using namespace dlt;
+
+namespace {
+
+// What oneDNN itself reports while f runs: its verbose lines ("onednn_verbose,exec,cpu,
+// convolution,jit_wino_4x3:avx512_core,forward_training,..."), captured from stdout.
+std::vector<std::string> onednn_exec_lines(const std::function<void()>& f) {
+  std::fflush(stdout);
+  char path[] = "/tmp/dlt-onednn-verbose-XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  const int saved = ::dup(1);
+  ::dup2(fd, 1);
+  dnnl::set_verbose(1);
+  f();
+  dnnl::set_verbose(0);
+  std::fflush(stdout);
+  ::dup2(saved, 1);
+  ::close(saved);
+  ::close(fd);
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    if (line.find("_verbose,exec,cpu,convolution,") != std::string::npos) lines.push_back(line);
+  std::remove(path);
+  return lines;
+}
+
+// The CPU's own features and the cap, not cpu_isa(): whether oneDNN may run avx512_core.
+bool avx512_core_allowed() {
+  const char* cap = std::getenv("DNNL_MAX_CPU_ISA");
+  const bool capped = cap && (strcasecmp(cap, "AVX2") == 0 || strcasecmp(cap, "AVX") == 0 || strcasecmp(cap, "SSE41") == 0);
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512dq") && !capped;
+}
+
+}  // namespace
+
+// The kernel choice checked against oneDNN's own report of what it executed (not dltrain's
+// flags): a 3x3 stride-1 64->64 convolution runs oneDNN's Winograd where oneDNN may use
+// avx512_core; on AVX2 with FMA (or under DNNL_MAX_CPU_ISA=AVX2) dltrain's own Winograd, so oneDNN
+// executes no convolution forward at all; a stride-2 one is a oneDNN convolution without Winograd.
+TEST_CASE("CPU conv: the kernel oneDNN reports executing is Winograd where expected", "[backend]") {
+  ConvDesc d;
+  d.n = 2, d.h = d.w = 16, d.c = 64, d.k = 64, d.kh = d.kw = 3;
+  d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
+  auto forward = [](const ConvDesc& c) {
+    return onednn_exec_lines([&c] {
+      auto op = cpu_backend().make_conv(c);
+      Tensor x(Shape{c.n, c.h, c.w, c.c}), w(Shape{c.k, c.kh, c.kw, c.c}), b(Shape{c.k});
+      Tensor y(Shape{c.n, c.out_h(), c.out_w(), c.k});
+      op->forward(x, w, b, y);
+    });
+  };
+  auto with = [](const std::vector<std::string>& lines, const char* what) {
+    int n = 0;
+    for (const std::string& l : lines) n += l.find(what) != std::string::npos;
+    return n;
+  };
+  const std::vector<std::string> wino = forward(d);
+  INFO("oneDNN reports: " << (wino.empty() ? std::string("no convolution") : wino[0]));
+  if (avx512_core_allowed()) {
+    CHECK(with(wino, "forward") >= 1);
+    CHECK(with(wino, "wino") == with(wino, "forward"));
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    CHECK(with(wino, "forward") == 0);  // dltrain's own Winograd
+  }
+  d.stride_h = d.stride_w = 2;
+  const std::vector<std::string> strided = forward(d);
+  INFO("stride 2, oneDNN reports: " << (strided.empty() ? std::string("no convolution") : strided[0]));
+  CHECK(with(strided, "forward") >= 1);
+  CHECK(with(strided, "wino") == 0);
+}
 
 TEST_CASE("CPU conv picks Winograd for 3x3 stride-1 convs with 32+ channels where oneDNN has it", "[backend]") {
   ConvDesc d;

@@ -42,6 +42,6 @@ echo "ok: validation accuracy at chance warned once"
 grep -q "not learning" "$TMP/glorot.err" && fail "a learning run was warned: $(cat "$TMP/glorot.err")"
 grep -q '"warnings":\[\]' "$TMP/glorot/summary.json" || fail "learning run's warnings: $(cat "$TMP/glorot/summary.json")"
 acc=$(json_number "$TMP/glorot/summary.json" validation_accuracy)
-at_least "$acc" 45 || fail "the learning run reached only $acc%"
+at_least "$acc" 50 || fail "the learning run reached only $acc% (chance: 25%)"  # 60% here; twice chance required
 echo "ok: no warning for the run that learns ($acc%)"
 echo "learning watchdog: ok"
