@@ -32,10 +32,10 @@ class Allocator {
 // caching allocator for a GPU (throws DeviceError in a build without CUDA).
 Allocator& allocator_for(Device device);
 
-// GPU memory, declared here for the two functions above and defined below tensor/: by the
-// CUDA backend (backend/cuda/cuda_allocator.cpp) or, in a CPU-only build, by
-// backend/cuda_stub.cpp, whose versions throw DeviceError "built without CUDA". A link-time
-// choice (as ONNX's stub), not a registration: exactly one of the two is compiled in.
+// GPU memory, declared here for the two functions above and defined below tensor/, in
+// backend/cuda_plugin.cpp: they forward to the CUDA plugin libdltrain_cuda.so (opened on first
+// use), or throw DeviceError naming why there is none (a CPU-only build: "built without CUDA";
+// the plugin missing or refused by dlopen: its error).
 Allocator& cuda_allocator(int device_index);
 void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
 
