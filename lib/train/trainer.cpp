@@ -150,8 +150,9 @@ double Trainer::learn_rate(int64_t iteration) const {
 }
 
 // One training iteration: batch -> forward -> loss -> backward -> [all-reduce] -> optimizer
-// step; fills rec's mini-batch loss and accuracy (a non-finite loss: the run diverged). A rank with an empty share
-// (WorkerLoad 0) skips the compute but joins the collectives.
+// step at rec.learn_rate; fills rec's mini-batch loss and accuracy (non-finite: the run
+// diverged). A rank with an empty share (WorkerLoad 0) skips the compute but joins the
+// collectives.
 void Trainer::step(Batch& batch, const Batch* next, RunContext ctx, IterationRecord& rec) {
   const double lr = rec.learn_rate;
   // Data parallel: this rank's share w = n / N, known before forward (synchronized batch
