@@ -9,6 +9,33 @@
 
 namespace dlt {
 
+// Validation metrics by MATLAB's names (trainingOptions Metrics and ObjectiveMetricName):
+// accuracy in percent, the others in [0, 1], each macro-averaged over the classes
+// (lib/train/validation_metrics.h says how). kIoU (mean IoU) is for segmentation, kAuc for
+// classification; kLoss is only an objective (the loss is always computed).
+enum class Metric { kLoss, kAccuracy, kFScore, kPrecision, kRecall, kAuc, kIoU };
+inline constexpr Metric kAllMetrics[] = {Metric::kLoss,      Metric::kAccuracy, Metric::kFScore, Metric::kPrecision,
+                                         Metric::kRecall,    Metric::kAuc,      Metric::kIoU};
+// The YAML spelling and the name in log.csv, summary.json and TensorBoard tags.
+constexpr const char* metric_name(Metric m) {
+  switch (m) {
+    case Metric::kLoss: return "loss";
+    case Metric::kAccuracy: return "accuracy";
+    case Metric::kFScore: return "fscore";
+    case Metric::kPrecision: return "precision";
+    case Metric::kRecall: return "recall";
+    case Metric::kAuc: return "auc";
+    case Metric::kIoU: return "iou";
+  }
+  return "";
+}
+// Whether a larger value is better: every metric but the loss.
+constexpr bool higher_is_better(Metric m) { return m != Metric::kLoss; }
+
+// OutputNetwork: the network the run saves. best-validation-loss (before R2024a) reads as
+// kBestValidation, which keeps the best value of ObjectiveMetricName (loss by default).
+enum class OutputNetwork { kLastIteration, kBestValidation };
+
 // trainingOptions(...)
 struct TrainingOptions {
   std::string solver = "sgdm";       // sgdm | adam | rmsprop
@@ -32,7 +59,13 @@ struct TrainingOptions {
   std::string shuffle = "once";  // once | never | every-epoch
   int64_t validation_frequency = 50;
   int64_t validation_patience = -1;               // < 0: off (MATLAB's Inf)
-  std::string output_network = "last-iteration";  // last-iteration | best-validation-loss
+  OutputNetwork output_network = OutputNetwork::kLastIteration;  // last-iteration | best-validation
+  // Metrics: computed at each validation besides loss and accuracy, in this order (empty: none).
+  std::vector<Metric> metrics;
+  Metric objective_metric = Metric::kLoss;  // ObjectiveMetricName: loss or one of metrics
+  // TensorBoard: event files in tensorboard_dir, or <output-dir>/tensorboard when it is empty.
+  bool tensorboard = false;
+  std::string tensorboard_dir;
   bool verbose = true;
   int64_t verbose_frequency = 50;
   std::string verbose_layout = "auto";      // auto | wide | compact: the verbose table (dltrain's)

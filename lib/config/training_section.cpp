@@ -1,5 +1,6 @@
 // The training: section (MATLAB trainingOptions names) <-> TrainingOptions.
 #include <limits>
+#include <sstream>
 
 #include "config/fields.h"
 #include "config/sections.h"
@@ -10,6 +11,101 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 using TO = TrainingOptions;
+
+// A metric by its MATLAB name (case-insensitive); `allow_loss` for ObjectiveMetricName.
+Metric read_metric(const ValueCtx& c, const YAML::Node& n, bool allow_loss) {
+  std::vector<std::string> names;
+  for (Metric m : kAllMetrics)
+    if (allow_loss || m != Metric::kLoss) names.push_back(metric_name(m));
+  const std::string expect = allow_loss ? "loss or a name in Metrics (" + join(names, ", ") + ")"
+                                        : "a list of " + join(names, ", ");
+  if (!n.IsScalar()) c.bad(expect);
+  for (Metric m : kAllMetrics)
+    if (iequals(n.Scalar(), metric_name(m))) {
+      if (m == Metric::kLoss && !allow_loss)
+        c.bad(expect, " (the loss is always computed; list the other metrics)");
+      return m;
+    }
+  c.bad(expect, did_you_mean(n.Scalar(), names));
+}
+
+FieldDef<TO> metrics_field() {
+  return {"Metrics",
+          [](const ValueCtx& c, TO& o) {
+            std::vector<Metric> out;
+            auto one = [&](const YAML::Node& n) {
+              const Metric m = read_metric(c, n, false);
+              for (Metric have : out)
+                if (have == m) c.bad("a list of distinct metrics", std::string(" (") + metric_name(m) + " twice)");
+              out.push_back(m);
+            };
+            // MATLAB's [fscore auc] (one scalar with spaces) counts as [fscore, auc].
+            auto words = [&](const YAML::Node& n) {
+              if (!n.IsScalar()) return one(n);
+              std::istringstream in(n.Scalar());
+              for (std::string w; in >> w;) one(YAML::Node(w));
+            };
+            if (c.value.IsSequence()) {
+              for (const auto& n : c.value) words(n);
+            } else if (!c.value.IsNull() && !iequals(c.value.Scalar(), "none")) {
+              words(c.value);
+            }
+            o.metrics = out;
+          },
+          [](YAML::Emitter& e, const TO& o) {
+            e << YAML::Flow << YAML::BeginSeq;
+            for (Metric m : o.metrics) e << metric_name(m);
+            e << YAML::EndSeq;
+          }};
+}
+
+// ObjectiveMetricName; that it is loss or listed in Metrics is checked once both are read.
+FieldDef<TO> objective_field() {
+  return {"ObjectiveMetricName",
+          [](const ValueCtx& c, TO& o) { o.objective_metric = read_metric(c, c.value, true); },
+          [](YAML::Emitter& e, const TO& o) { e << metric_name(o.objective_metric); }};
+}
+
+// OutputNetwork: last-iteration | best-validation; best-validation-loss is the older spelling.
+FieldDef<TO> output_network_field() {
+  return {"OutputNetwork",
+          [](const ValueCtx& c, TO& o) {
+            const std::vector<std::string> choices = {"last-iteration", "best-validation", "best-validation-loss"};
+            const std::string expect = "one of " + join(choices, ", ");
+            const std::string t = c.scalar(expect);
+            if (iequals(t, choices[0]))
+              o.output_network = OutputNetwork::kLastIteration;
+            else if (iequals(t, choices[1]) || iequals(t, choices[2]))
+              o.output_network = OutputNetwork::kBestValidation;
+            else
+              c.bad(expect, did_you_mean(t, choices));
+          },
+          [](YAML::Emitter& e, const TO& o) {
+            e << (o.output_network == OutputNetwork::kLastIteration ? "last-iteration" : "best-validation");
+          }};
+}
+
+// TensorBoard: true (<output-dir>/tensorboard), false, or the folder for the event files.
+FieldDef<TO> tensorboard_field() {
+  return {"TensorBoard",
+          [](const ValueCtx& c, TO& o) {
+            const std::string t = c.value.IsNull() ? "false" : c.scalar("true, false or a folder");
+            bool b;
+            o.tensorboard_dir.clear();
+            if (parse_bool(t, &b)) {
+              o.tensorboard = b;
+            } else {
+              o.tensorboard = true;
+              o.tensorboard_dir = t;
+            }
+          },
+          [](YAML::Emitter& e, const TO& o) {
+            if (!o.tensorboard_dir.empty())
+              e << YAML::DoubleQuoted << o.tensorboard_dir;
+            else
+              e << (o.tensorboard ? "true" : "false");
+          }};
+}
 
 const std::vector<FieldDef<TO>>& fields() {
   static const std::vector<FieldDef<TO>> f = [] {
@@ -69,9 +165,9 @@ const std::vector<FieldDef<TO>>& fields() {
         "ValidationFrequency", 1, "a positive integer", [](auto& o) -> auto& { return o.validation_frequency; }));
     v.push_back(int_or_inf_field<TO>(
         "ValidationPatience", [](auto& o) -> auto& { return o.validation_patience; }));
-    v.push_back(choice_field<TO>(
-        "OutputNetwork", {"last-iteration", "best-validation-loss"},
-        [](auto& o) -> auto& { return o.output_network; }));
+    v.push_back(output_network_field());
+    v.push_back(metrics_field());
+    v.push_back(objective_field());
     v.push_back(bool_field<TO>(
         "Verbose", [](auto& o) -> auto& { return o.verbose; }));
     v.push_back(int_field<TO>(
@@ -80,6 +176,7 @@ const std::vector<FieldDef<TO>>& fields() {
         "VerboseLayout", {"auto", "wide", "compact"}, [](auto& o) -> auto& { return o.verbose_layout; }));
     v.push_back(choice_field<TO>(
         "Plots", {"training-progress", "none"}, [](auto& o) -> auto& { return o.plots; }));
+    v.push_back(tensorboard_field());
     v.push_back(double_field<TO>(
         "PlotIntervalSeconds", 0, true, kInf, true, "a positive number of seconds",
         [](auto& o) -> auto& { return o.plot_interval_seconds; }));
@@ -166,6 +263,16 @@ std::string matlab_hint(const std::string& key) {
 
 void read_training(const YAML::Node& node, const Origin& origin, TrainingOptions& out) {
   read_section(node, origin, fields(), "training", "training option", out, matlab_hint);
+  const Metric objective = out.objective_metric;
+  if (objective == Metric::kLoss) return;
+  for (Metric m : out.metrics)
+    if (m == objective) return;
+  std::string where;
+  for (const Entry& e : map_entries(node, origin, "training"))
+    if (e.key == "ObjectiveMetricName") where = origin.at(e.key_node);
+  throw ConfigError(where + "training.ObjectiveMetricName is " + metric_name(objective) +
+                    " but training.Metrics does not list it (add " + metric_name(objective) +
+                    " to Metrics, or watch loss)");
 }
 
 void write_training(YAML::Emitter& e, const TrainingOptions& opts) { write_section(e, fields(), opts); }

@@ -70,7 +70,8 @@ void LiveFiles::plot(const ProgressSeries& s) {
 std::string stop_reason(const std::string& status, const TrainingOptions& o, int64_t iteration) {
   if (status == "completed") return "max epochs completed";
   if (status == "stopped-early")
-    return "validation loss did not improve for " + std::to_string(o.validation_patience) +
+    return std::string("validation ") + metric_name(o.objective_metric) + " did not improve for " +
+           std::to_string(o.validation_patience) +
            " checks (ValidationPatience)";
   if (status == "diverged") return "non-finite mini-batch loss at iteration " + std::to_string(iteration);
   return "";

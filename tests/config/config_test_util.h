@@ -94,6 +94,10 @@ inline void require_same_training(const TrainingOptions& a, const TrainingOption
   CHECK(a.validation_frequency == b.validation_frequency);
   CHECK(a.validation_patience == b.validation_patience);
   CHECK(a.output_network == b.output_network);
+  CHECK(a.metrics == b.metrics);
+  CHECK(a.objective_metric == b.objective_metric);
+  CHECK(a.tensorboard == b.tensorboard);
+  CHECK(a.tensorboard_dir == b.tensorboard_dir);
   CHECK(a.verbose == b.verbose);
   CHECK(a.verbose_frequency == b.verbose_frequency);
   CHECK(a.verbose_layout == b.verbose_layout);

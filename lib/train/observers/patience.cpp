@@ -20,7 +20,7 @@ class ValidationPatience : public TrainingObserver {
     if (rec.validation_loss < pos.best_val_loss) {
       pos.best_val_loss = rec.validation_loss;
       pos.patience_count = 0;
-      if (run_.options.output_network == "best-validation-loss") {
+      if (run_.options.output_network == OutputNetwork::kBestValidation) {
         best_ = run_.net->to_model_data();
         have_best_ = true;
       }
