@@ -114,6 +114,30 @@ std::string table_row(TableLayout layout, const IterationRecord& r) {
   return table_line(layout, cells, false);
 }
 
+double validation_metric(const IterationRecord& r, const std::string& name) {
+  for (const auto& [n, v] : r.validation_metrics)
+    if (n == name) return v;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+std::string table_metrics(TableLayout layout, const IterationRecord& r) {
+  const size_t inner = table_rule(layout).size() - 3;  // between the two '|'
+  const std::string lead = layout == TableLayout::kWide ? "  Validation" : "  Val";
+  std::string out, line = lead;
+  for (const auto& [name, value] : r.validation_metrics) {
+    if (name == "accuracy") continue;  // the Accuracy column
+    const std::string item = "  " + name + " " + (std::isnan(value) ? std::string("NaN") : num(value, 6));
+    if (line.size() + item.size() > inner && line != lead) {
+      out += "|" + line + std::string(inner - line.size(), ' ') + "|\n";
+      line = std::string(lead.size(), ' ');
+    }
+    line += item;
+  }
+  if (line.size() == lead.size()) return out;
+  if (line.size() > inner) line.resize(inner);  // one metric wider than the table: never here
+  return out + "|" + line + std::string(inner - line.size(), ' ') + "|\n";
+}
+
 std::string format_bar(int64_t iteration, int64_t total, double elapsed, int columns) {
   const size_t budget = static_cast<size_t>(std::max(columns - 1, 1));
   constexpr size_t kMaxBar = 40, kMinBar = 10;
@@ -162,7 +186,7 @@ void ProgressTable::header() {
 void ProgressTable::row(const IterationRecord& r) {
   if (!verbose_) return;
   clear_bar();
-  std::fputs(table_row(layout_, r).c_str(), out_);
+  std::fputs((table_row(layout_, r) + table_metrics(layout_, r)).c_str(), out_);
   std::fflush(out_);
 }
 
@@ -197,7 +221,22 @@ void ProgressTable::clear_bar() {
 
 void IterationLog::add(const IterationRecord& r) { records_.push_back(r); }
 
-std::string log_csv_line(const IterationRecord& r) {
+std::vector<std::string> metric_columns(const std::vector<std::string>& metrics) {
+  std::vector<std::string> out;
+  for (const auto& m : metrics)
+    if (m != "accuracy") out.push_back(m);
+  return out;
+}
+
+std::string log_csv_header(const std::vector<std::string>& metric_columns) {
+  std::string h =
+      "epoch,iteration,time_elapsed_seconds,minibatch_accuracy,validation_accuracy,minibatch_loss,validation_loss,"
+      "base_learning_rate";
+  for (const auto& m : metric_columns) h += ",validation_" + m;
+  return h + "\n";
+}
+
+std::string log_csv_line(const IterationRecord& r, const std::vector<std::string>& metric_columns) {
   auto opt = [](double v) {
     if (std::isnan(v)) return std::string();
     char b[32];
@@ -209,14 +248,15 @@ std::string log_csv_line(const IterationRecord& r) {
                 static_cast<long long>(r.iteration), r.seconds, opt(r.minibatch_accuracy).c_str(),
                 opt(r.validation_accuracy).c_str(), opt(r.minibatch_loss).c_str(), opt(r.validation_loss).c_str(),
                 opt(r.learn_rate).c_str());
-  return buf;
+  std::string line = buf;
+  line.pop_back();
+  for (const auto& m : metric_columns) line += "," + opt(validation_metric(r, m));
+  return line + "\n";
 }
 
 std::string IterationLog::csv() const {
-  std::string out =
-      "epoch,iteration,time_elapsed_seconds,minibatch_accuracy,validation_accuracy,minibatch_loss,validation_loss,"
-      "base_learning_rate\n";
-  for (const auto& r : records_) out += log_csv_line(r);
+  std::string out = log_csv_header(metric_columns_);
+  for (const auto& r : records_) out += log_csv_line(r, metric_columns_);
   return out;
 }
 

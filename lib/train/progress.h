@@ -21,11 +21,14 @@ struct IterationRecord {
   double validation_accuracy = std::numeric_limits<double>::quiet_NaN();  // NaN: not computed
   double validation_loss = std::numeric_limits<double>::quiet_NaN();      // at this iteration
   double learn_rate = 0;  // the rate used at this iteration
-  // (name, value) in the order of the Metrics option, at iterations where validation ran
-  // (empty otherwise).
+  // The Metrics option's values (name, value) in its order, at iterations where validation
+  // ran; empty otherwise (validation_metrics.h defines them).
   std::vector<std::pair<std::string, double>> validation_metrics;
-  double images_per_second = std::numeric_limits<double>::quiet_NaN();  // NaN: not measured
+  double images_per_second = std::numeric_limits<double>::quiet_NaN();  // the step's; NaN: not measured
 };
+
+// The value of the named validation metric in r, NaN when it has none.
+double validation_metric(const IterationRecord& r, const std::string& name);
 
 std::string format_hms(double seconds);  // "00:01:05"
 
@@ -40,6 +43,9 @@ TableLayout choose_table_layout(const std::string& option, int columns);
 std::string table_rule(TableLayout layout);
 std::string table_heading(TableLayout layout);
 std::string table_row(TableLayout layout, const IterationRecord& r);
+// The row's validation metrics beyond accuracy ("|  Validation  fscore 0.8123  auc 0.9512 |"),
+// on lines of the table's own width below the row, wrapped between metrics; "" when it has none.
+std::string table_metrics(TableLayout layout, const IterationRecord& r);
 
 // The progress bar line for a terminal `columns` wide, without the leading '\r': at most
 // columns - 1 characters (the last column stays free so a redraw never wraps). Parts are
@@ -67,19 +73,28 @@ class ProgressTable {
   size_t bar_chars_ = 0;  // length of the bar on screen; 0: none
 };
 
-// One log.csv row for r, with its newline (IterationLog::csv and the live log both use it).
-std::string log_csv_line(const IterationRecord& r);
+// The metrics that get log.csv columns of their own, validation_<name>, after the fixed ones:
+// those of `metrics` (metric names) but accuracy, which has its column already.
+std::vector<std::string> metric_columns(const std::vector<std::string>& metrics);
+// log.csv's header line, with its newline.
+std::string log_csv_header(const std::vector<std::string>& metric_columns = {});
+// One log.csv row for r, with its newline (IterationLog::csv and the live log both use it):
+// the fixed columns, then r's value of each of metric_columns (empty where it has none).
+std::string log_csv_line(const IterationRecord& r, const std::vector<std::string>& metric_columns = {});
 
-// log.csv: one row per iteration with the table's columns.
+// log.csv: one row per iteration with the table's columns, then one per metric column.
 class IterationLog {
  public:
   void add(const IterationRecord& r);
   std::string csv() const;
   const std::vector<IterationRecord>& records() const { return records_; }
   void set(std::vector<IterationRecord> records) { records_ = std::move(records); }
+  const std::vector<std::string>& metric_columns() const { return metric_columns_; }
+  void set_metric_columns(std::vector<std::string> columns) { metric_columns_ = std::move(columns); }
 
  private:
   std::vector<IterationRecord> records_;
+  std::vector<std::string> metric_columns_;
 };
 
 }  // namespace dlt

@@ -26,6 +26,18 @@ std::string summary_json(const RunFiles& f) {
   j.field("validation_accuracy", f.validation_accuracy);
   j.field("validation_loss", f.validation_loss);
   if (!std::isnan(f.validation_mean_iou)) j.field("validation_mean_iou", f.validation_mean_iou);
+  if (!f.validation_metrics.empty()) {
+    j.key("validation_metrics").begin_object();
+    for (const auto& [name, value] : f.validation_metrics) j.field(name, value);
+    j.end_object();
+  }
+  if (f.best_iteration > 0) {
+    j.key("best_validation").begin_object();
+    j.field("metric", f.objective_metric);
+    j.field("value", f.best_objective);
+    j.field("iteration", f.best_iteration);
+    j.end_object();
+  }
   j.field("total_learnables", f.total_learnables);
   j.field("memory_bytes", f.memory_bytes);
   j.field("wall_seconds", f.wall_seconds);

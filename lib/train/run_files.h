@@ -25,6 +25,13 @@ struct RunFiles {
   // Segmentation: validation accuracy is pixel accuracy; mean IoU over the classes (NaN when not
   // computed; not written for classification).
   double validation_mean_iou = std::numeric_limits<double>::quiet_NaN();
+  // The final validation's Metrics values: summary.json's "validation_metrics" {name: value}.
+  std::vector<std::pair<std::string, double>> validation_metrics;
+  // OutputNetwork best-validation: the ObjectiveMetricName it watched, its best value and the
+  // iteration of the saved network (summary.json's "best_validation"); best_iteration 0: none.
+  std::string objective_metric;
+  double best_objective = std::numeric_limits<double>::quiet_NaN();
+  int64_t best_iteration = 0;
   int64_t total_learnables = 0, memory_bytes = 0;
   double wall_seconds = 0, train_images_per_second = 0;
   std::vector<std::string> classes;
