@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -52,6 +53,16 @@ void save_checkpoint(const std::string& path, Network& net, Optimizer& opt, cons
       lt.data.push_back(static_cast<float>(v));
   }
   m.states.push_back(std::move(lt));
+  // Each validation metric as a column of its own, "metric:<name>" (NaN where it has no value).
+  std::vector<std::string> names;
+  for (const auto& r : recs)
+    for (const auto& [name, v] : r.validation_metrics)
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  for (const auto& name : names) {
+    NamedTensor mt{kLog, "metric:" + name, Shape{static_cast<int64_t>(recs.size())}, {}};
+    for (const auto& r : recs) mt.data.push_back(static_cast<float>(validation_metric(r, name)));
+    m.states.push_back(std::move(mt));
+  }
   save_model(path, m);
 }
 
@@ -66,9 +77,11 @@ TrainPosition load_checkpoint(const std::string& path, Network& net, Optimizer& 
   net.load_weights(m);
   std::map<std::string, const NamedTensor*> solver;
   const NamedTensor* records = nullptr;
+  std::vector<const NamedTensor*> metrics;  // "metric:<name>", one value per record
   for (const auto& nt : m.states) {
     if (nt.layer == kSolver) solver[nt.name] = &nt;
     if (nt.layer == kLog && nt.name == "records") records = &nt;
+    if (nt.layer == kLog && nt.name.rfind("metric:", 0) == 0) metrics.push_back(&nt);
   }
   for (const auto& slot : opt.state()) {
     auto it = solver.find(slot.name);
@@ -92,6 +105,9 @@ TrainPosition load_checkpoint(const std::string& path, Network& net, Optimizer& 
       rec.validation_accuracy = v[5];
       rec.validation_loss = v[6];
       rec.learn_rate = v[7];
+      for (const NamedTensor* mt : metrics)
+        if (static_cast<int64_t>(mt->data.size()) == records->shape[0] && !std::isnan(mt->data[size_t(r)]))
+          rec.validation_metrics.emplace_back(mt->name.substr(7), mt->data[size_t(r)]);
       recs.push_back(rec);
     }
   }

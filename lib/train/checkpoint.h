@@ -19,7 +19,7 @@ struct TrainPosition {
   int64_t batch_in_epoch = 0;  // batches of that epoch already done
   int64_t iteration = 0;       // iterations done
   double elapsed = 0;          // training seconds so far
-  double best_val_loss = 1e300;
+  double best_val_loss = 1e300;  // the best ObjectiveMetricName value, to minimise: loss or -metric
   int64_t patience_count = 0;
 };
 

@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 LiveFiles::LiveFiles(const std::string& dir, const std::string& config_text, const IterationLog& log, bool plot,
                      double plot_interval_seconds)
-    : dir_(dir), plot_(plot), interval_(plot_interval_seconds) {
+    : dir_(dir), metric_columns_(log.metric_columns()), plot_(plot), interval_(plot_interval_seconds) {
   make_dirs(dir_);
   std::error_code ec;
   fs::remove(fs::path(dir_) / "summary.json", ec);  // a finished earlier run's; this one is not
@@ -35,7 +35,7 @@ LiveFiles::~LiveFiles() {
 }
 
 void LiveFiles::append(const IterationRecord& r) {
-  const std::string line = log_csv_line(r);
+  const std::string line = log_csv_line(r, metric_columns_);
   const off_t before = ::lseek(fd_, 0, SEEK_END);
   size_t done = 0;
   while (done < line.size()) {

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "config/options.h"
 #include "train/draw/plot.h"
@@ -40,7 +41,8 @@ class LiveFiles {
 
  private:
   std::string dir_;
-  int fd_ = -1;  // log.csv, opened for appending
+  std::vector<std::string> metric_columns_;  // log.csv's validation_<metric> columns (the log's)
+  int fd_ = -1;                              // log.csv, opened for appending
   bool plot_;
   double interval_;
   bool pending_ = false;     // a validation not drawn yet

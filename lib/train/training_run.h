@@ -32,6 +32,8 @@ struct Evaluation {
   double loss = std::numeric_limits<double>::quiet_NaN();
   double accuracy = std::numeric_limits<double>::quiet_NaN();  // percent (segmentation: pixel accuracy)
   double mean_iou = std::numeric_limits<double>::quiet_NaN();  // segmentation: mean over classes of IoU (0..1)
+  // The Metrics option's values in its order (train/validation_metrics.h).
+  std::vector<std::pair<std::string, double>> metrics;
 };
 
 struct TrainingRun {
@@ -60,6 +62,10 @@ struct TrainingRun {
   bool validated = false;          // validation ran at this iteration (set by the validation observer)
   bool stopping = false;           // an observer asked to stop after this iteration
   Evaluation validation;           // the latest validation (at the end: the final one)
+  // OutputNetwork best-validation: the kept network's iteration (0: none) and its
+  // ObjectiveMetricName value (set by the patience observer).
+  int64_t best_iteration = 0;
+  double best_objective = std::numeric_limits<double>::quiet_NaN();
   ProgressTable* table = nullptr;  // the terminal's table (rank 0, verbose): clear its bar before logging
   // A learning watchdog's findings: summary.json's "warnings" and the note next to the plot's title.
   std::vector<std::string> warnings;

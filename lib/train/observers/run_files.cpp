@@ -29,6 +29,10 @@ class FinalFiles : public TrainingObserver {
     files.validation_accuracy = r.validation.accuracy;
     files.validation_loss = r.validation.loss;
     files.validation_mean_iou = r.validation.mean_iou;
+    files.validation_metrics = r.validation.metrics;
+    files.objective_metric = metric_name(r.options.objective_metric);
+    files.best_objective = r.best_objective;
+    files.best_iteration = r.best_iteration;
     files.total_learnables = r.net->total_learnables();
     files.memory_bytes = r.net->memory_bytes();
     files.wall_seconds = r.wall.seconds();

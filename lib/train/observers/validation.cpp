@@ -1,13 +1,15 @@
 // Validation: at the first iteration, every ValidationFrequency iterations and at the last, a
-// pass over the validation data (evaluate.h) whose loss and accuracy fill the iteration's
-// record; at the end, a final pass when the last iteration did not validate. Runs on every
-// rank (the pass all-reduces) and first in the list, so the others see the filled record.
+// pass over the validation data (evaluate.h) whose loss, accuracy and Metrics fill the
+// iteration's record (and log.csv gets a column per metric); at the end, a final pass when the
+// last iteration did not validate. Runs on every rank (the pass all-reduces) and first in the
+// list, so the others see the filled record.
 #include <algorithm>
 #include <cmath>
 
 #include "train/evaluate.h"
 #include "train/observer.h"
 #include "train/training_run.h"
+#include "util/error.h"
 #include "util/log.h"
 
 namespace dlt {
@@ -16,6 +18,19 @@ namespace {
 class Validation : public TrainingObserver {
  public:
   explicit Validation(TrainingRun& run) : run_(run) {}
+
+  // log.csv's metric columns; auc needs every image's scores, which per pixel it does not keep.
+  void on_start(const RunInfo& info) override {
+    std::vector<std::string> names;
+    for (Metric m : run_.options.metrics) {
+      if (m == Metric::kAuc && info.segmentation)
+        throw ConfigError(run_.config.path +
+                          ": training.Metrics: auc is for classification networks (a segmentation run reports "
+                          "accuracy, fscore, precision, recall and iou per pixel)");
+      names.push_back(metric_name(m));
+    }
+    run_.history.set_metric_columns(metric_columns(names));
+  }
 
   void complete(IterationRecord& rec) override {
     const TrainingOptions& o = run_.options;
@@ -30,6 +45,7 @@ class Validation : public TrainingObserver {
       log::info("validation at iteration {}: pixel accuracy {:.2f}%, mean IoU {:.4f}", it, v.accuracy, v.mean_iou);
     rec.validation_accuracy = v.accuracy;
     rec.validation_loss = v.loss;
+    rec.validation_metrics = v.metrics;
   }
 
   void on_end(const RunEnd& end) override {
