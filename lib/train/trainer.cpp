@@ -154,6 +154,7 @@ double Trainer::learn_rate(int64_t iteration) const {
 // diverged). A rank with an empty share (WorkerLoad 0) skips the compute but joins the
 // collectives.
 void Trainer::step(Batch& batch, const Batch* next, RunContext ctx, IterationRecord& rec) {
+  Timer timer;
   const double lr = rec.learn_rate;
   // Data parallel: this rank's share w = n / N, known before forward (synchronized batch
   // norm uses it; no collective in one process). Backward starts the gradient buckets
@@ -195,6 +196,7 @@ void Trainer::step(Batch& batch, const Batch* next, RunContext ctx, IterationRec
   // Classification: images right; per pixel: pixels right among those not undefined.
   rec.minibatch_accuracy = g.counted > 0 ? 100.0 * g.correct / g.counted : kNaN;
   if (std::isfinite(g.loss)) images_trained_ += static_cast<int64_t>(g.images);
+  rec.images_per_second = g.images / timer.seconds();  // the step's, from its start to the loss read
 }
 
 // The step's record to the run: validation completes it (at its frequency), the history keeps

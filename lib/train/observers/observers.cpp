@@ -11,6 +11,7 @@ std::unique_ptr<TrainingObserver> make_live_files(TrainingRun& run);
 std::unique_ptr<TrainingObserver> make_progress_table(TrainingRun& run);
 std::unique_ptr<TrainingObserver> make_checkpoints(TrainingRun& run);
 std::unique_ptr<TrainingObserver> make_run_files(TrainingRun& run);
+std::unique_ptr<TrainingObserver> make_tensorboard(TrainingRun& run);
 
 Observers make_observers(TrainingRun& run) {
   Observers list;
@@ -22,6 +23,7 @@ Observers make_observers(TrainingRun& run) {
   list.push_back(make_progress_table(run));     // the verbose table and the progress bar
   list.push_back(make_checkpoints(run));        // CheckpointPath
   list.push_back(make_run_files(run));          // the final files, summary.json last
+  if (run.options.tensorboard) list.push_back(make_tensorboard(run));  // event files (after: the final plot)
   return list;
 }
 
