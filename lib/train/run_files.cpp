@@ -62,6 +62,7 @@ std::string summary_json(const RunFiles& f) {
 
 ProgressSeries progress_series(const IterationLog& log) {
   ProgressSeries s;
+  for (const auto& name : log.metric_columns()) s.val_metrics.push_back({name, {}});
   int64_t last_epoch = 0;
   for (const auto& r : log.records()) {
     s.iteration.push_back(static_cast<double>(r.iteration));
@@ -73,6 +74,7 @@ ProgressSeries progress_series(const IterationLog& log) {
       s.val_iteration.push_back(static_cast<double>(r.iteration));
       s.val_accuracy.push_back(r.validation_accuracy);
       s.val_loss.push_back(r.validation_loss);
+      for (auto& [name, values] : s.val_metrics) values.push_back(validation_metric(r, name));
     }
     if (r.epoch != last_epoch) {
       s.epoch_start_iterations.push_back(r.iteration);

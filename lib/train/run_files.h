@@ -51,7 +51,8 @@ struct RunFiles {
 void write_run_files(const RunFiles& f);
 std::string summary_json(const RunFiles& f);
 // The plot's series from the log: every iteration's mini-batch values, one validation entry
-// per row that has a validation check, and the first iteration of each epoch.
+// per row that has a validation check (with the log's metric columns), and the first iteration
+// of each epoch.
 ProgressSeries progress_series(const IterationLog& log);
 
 }  // namespace dlt

@@ -104,3 +104,25 @@ TEST_CASE("metric outputs: summary.json's validation_metrics and best_validation
   CHECK(json.find("\"best_validation\":{\"metric\":\"fscore\",\"value\":0.8125,\"iteration\":50}") !=
         std::string::npos);
 }
+
+TEST_CASE("metric outputs: the plot's series carry the log's metric columns per check", "[progress]") {
+  IterationLog log;
+  log.set_metric_columns({"fscore", "auc"});
+  IterationRecord a = validated_record(), b = validated_record(), c = validated_record();
+  b.iteration = 51;
+  b.validation_accuracy = b.validation_loss = NAN;
+  b.validation_metrics.clear();
+  c.iteration = 52;
+  c.validation_metrics = {{"auc", 0.75}};  // no fscore at this check
+  log.add(a);
+  log.add(b);
+  log.add(c);
+  const ProgressSeries s = progress_series(log);
+  REQUIRE(s.val_iteration == std::vector<double>{50, 52});
+  REQUIRE(s.val_metrics.size() == 2);
+  CHECK(s.val_metrics[0].first == "fscore");
+  CHECK(s.val_metrics[0].second[0] == 0.8125);
+  CHECK(std::isnan(s.val_metrics[0].second[1]));
+  CHECK(s.val_metrics[1].first == "auc");
+  CHECK(s.val_metrics[1].second == std::vector<double>{0.90625, 0.75});
+}

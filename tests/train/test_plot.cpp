@@ -356,3 +356,19 @@ TEST_CASE("progress plot reports an unwritable path", "[train][plot]") {
   CHECK_THROWS_AS(write_progress_png(bad, typical(10)), Error);
   CHECK_THROWS_WITH(write_progress_png(bad, typical(10)), Catch::Contains(bad));
 }
+
+TEST_CASE("progress plot draws the validation metrics in percent in the accuracy panel", "[train][plot]") {
+  // typical(300) validates every 50 iterations; fscore is 0.5 at every check: its line and
+  // markers lie on the 50% row (y = 64 + 246 / 2 = 187), in its own colour, with a legend entry.
+  ProgressSeries s = typical(300);
+  const Rgb colour = kMetricColours[0];
+  const Png without = write_and_read(s, "no_metrics.png");
+  CHECK(without.count(colour, 0, 0, kProgressWidth, kProgressHeight) == 0);
+  s.val_metrics = {{"fscore", std::vector<double>(s.val_iteration.size(), 0.5)}};
+  const Png with = write_and_read(s, "metrics.png");
+  CHECK(with.count(colour, kX0, 187 - 4, kX1, 187 + 5) > 6 * 12);  // six markers and the dashes
+  CHECK(with.count(colour, kX0, kTopY0, kX1, 187 - 5) == 0);
+  CHECK(with.count(colour, kX0, 187 + 6, kX1, kTopY1) == 0);
+  CHECK(with.count(colour, 780, kTopY0, kProgressWidth, kBotY0) > 20);  // the legend's sample
+  CHECK(with.count(colour, 0, kBotY0, kProgressWidth, kProgressHeight) == 0);  // not in the loss panel
+}

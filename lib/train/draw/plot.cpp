@@ -68,12 +68,21 @@ std::string fit_text(std::string s, double max_width) {
   return s + "...";
 }
 
+// A validation metric's line in the accuracy panel.
+struct MetricLine {
+  std::string name;
+  Rgb colour;
+  XY points;             // finite values, in percent
+  std::vector<XY> runs;  // consecutive checks, joined
+};
+
 struct Panel {
   std::string ylabel, unit;  // unit: "%" for accuracy, "" for loss
   Rgb colour;
   XY raw, val;               // val: every finite validation point (markers)
   std::vector<XY> val_runs;  // the consecutive ones, joined by the dashed line
   double ymin, ymax;
+  std::vector<MetricLine> metrics = {};
 };
 
 enum class Sample { kThick, kThin, kDashedMarker, kEpoch };
@@ -134,11 +143,22 @@ double draw_panel(Canvas& c, const Axes& ax, const Panel& p, const std::vector<d
     const XY line = to_pixels(ax, run);
     c.polyline(line.x, line.y, kBlack, 1.5, kValDash);
   }
+  for (const MetricLine& m : p.metrics) {
+    for (const XY& run : m.runs) {
+      const XY line = to_pixels(ax, run);
+      c.polyline(line.x, line.y, m.colour, 1.5, kValDash);
+    }
+  }
   const XY val = to_pixels(ax, p.val);
   c.set_clip({ax.area.x0 - kMarkerRadius - 1, ax.area.y0 - kMarkerRadius - 1, ax.area.x1 + kMarkerRadius + 1,
               ax.area.y1 + kMarkerRadius + 1});
   for (size_t i = 0; i < val.x.size(); ++i)
     if (p.val.y[i] >= ax.ymin && p.val.y[i] <= ax.ymax) c.disc(val.x[i], val.y[i], kMarkerRadius, kBlack);
+  for (const MetricLine& m : p.metrics) {
+    const XY px = to_pixels(ax, m.points);
+    for (size_t i = 0; i < px.x.size(); ++i)
+      if (m.points.y[i] >= ax.ymin && m.points.y[i] <= ax.ymax) c.disc(px.x[i], px.y[i], kMarkerRadius - 1, m.colour);
+  }
   c.reset_clip();
 
   if (p.raw.x.empty() && p.val.x.empty()) {
@@ -166,6 +186,15 @@ double draw_panel(Canvas& c, const Axes& ax, const Panel& p, const std::vector<d
   y += 12;
   if (!p.raw.y.empty()) value("Last: ", p.raw.y.back());
   if (!p.val.y.empty()) value("Val:  ", p.val.y.back());
+  // The metrics: a line sample each, with the last value as a fraction (rows of 20 pixels:
+  // below the panel's bottom is the free strip above the next panel).
+  if (!p.metrics.empty()) y += 4;
+  for (const MetricLine& m : p.metrics) {
+    char last[32] = "";
+    if (!m.points.y.empty()) std::snprintf(last, sizeof last, " %.4f", m.points.y.back() / 100);
+    legend_entry(c, kLegendLeft, y, Sample::kDashedMarker, m.colour, m.name + last);
+    y += 20;
+  }
   return y;
 }
 
@@ -354,6 +383,12 @@ void write_progress_png(const std::string& path, const ProgressSeries& s) {
             finite_runs(s.val_iteration, s.val_accuracy),
             0,
             100};
+  for (size_t i = 0; i < s.val_metrics.size(); ++i) {
+    std::vector<double> percent = s.val_metrics[i].second;
+    for (double& v : percent) v *= 100;
+    acc.metrics.push_back({s.val_metrics[i].first, kMetricColours[i % std::size(kMetricColours)],
+                           finite_pairs(s.val_iteration, percent), finite_runs(s.val_iteration, percent)});
+  }
   Panel loss{"Loss",
              "",
              kLossColour,

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "train/draw/canvas.h"
@@ -42,6 +43,9 @@ struct ProgressSeries {
   std::vector<double> val_iteration;  // x of the validation values
   std::vector<double> val_accuracy;   // percent
   std::vector<double> val_loss;
+  // The Metrics option's other values (name, one per validation check, in [0, 1]), drawn in
+  // the accuracy panel in percent, each in its own colour (kMetricColours).
+  std::vector<std::pair<std::string, std::vector<double>>> val_metrics;
   std::vector<int64_t> epoch_start_iterations;  // first iteration of each epoch
   std::string title;
   std::string title_note;  // drawn after the title in kNoteColour (e.g. a warning); "" for none
@@ -55,6 +59,8 @@ inline constexpr Rgb kNoteColour{200, 0, 0};
 // The learning rate, drawn over the loss panel on its own scale: 0 at the panel's bottom, the
 // run's largest rate at 90% of its height (the legend gives the scale and the last rate).
 inline constexpr Rgb kLearnRateColour{119, 172, 48};
+// The validation metrics' lines, in Metrics order (none is kLearnRateColour).
+inline constexpr Rgb kMetricColours[] = {{237, 177, 32}, {126, 47, 142}, {77, 190, 238}, {162, 20, 47}, {0, 140, 140}};
 // The plots fill the top 700 pixels; the info panel is the strip below kInfoTop.
 inline constexpr int kProgressWidth = 1000, kProgressHeight = 830, kInfoTop = 684;
 inline constexpr double kSmoothingFactor = 0.6;
