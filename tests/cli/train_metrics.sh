@@ -92,3 +92,37 @@ echo "ok: ObjectiveMetricName fscore + OutputNetwork best-validation saved the b
 python3 "$SRC/tests/cli/tfevents_check.py" "$run/tensorboard" "$run/log.csv" --expect-image \
   || fail "TensorBoard event files"
 echo "ok: TensorBoard"
+
+# A resumed run keeps the metric values of the rows its checkpoint carried.
+"$DLTRAIN" train "$TMP/tiny.yaml" --quiet --output-dir "$TMP/ck" --set training.MaxEpochs=2 \
+  --set training.TensorBoard=false --set "training.CheckpointPath=$TMP/ck/checkpoints" > /dev/null
+"$DLTRAIN" train "$TMP/tiny.yaml" --quiet --output-dir "$TMP/resumed" --set training.MaxEpochs=3 \
+  --set training.TensorBoard=false --resume "$TMP/ck/checkpoints/checkpoint-iteration-18.bin" > /dev/null
+rows=$(awk -F, 'NR > 1 && $2 <= 18' "$TMP/resumed/log.csv" | cut -d, -f9-12)
+want=$(awk -F, 'NR > 1 && $2 <= 18' "$TMP/ck/log.csv" | cut -d, -f9-12)
+[[ -n $rows && "$rows" == "$want" ]] || fail "resumed metric columns: $rows, before: $want"
+[[ $(awk -F, 'NR > 1 && $9 != ""' "$TMP/resumed/log.csv" | wc -l) -gt $(echo "$want" | grep -c '[0-9]') ]] \
+  || fail "the resumed run's own validations have no metric values"
+echo "ok: a resumed run keeps the earlier rows' metrics"
+
+# Segmentation: the pixel metrics and mean IoU; iou at the last validation is the run's mean IoU
+# and dltrain segment's MeanIoU; auc is refused in one line.
+"$DLTRAIN" make-dataset shapes-seg "$TMP/seg" --classes 4 --count 60 --seed 1 > /dev/null 2>&1
+segsets=(--set "data.train.images=$TMP/seg/train/images" --set "data.train.labels=$TMP/seg/train/labels"
+         --set "data.validation.images=$TMP/seg/test/images" --set "data.validation.labels=$TMP/seg/test/labels"
+         --set training.MaxEpochs=2 --set training.MiniBatchSize=16)
+"$DLTRAIN" train "$SRC/configs/shapes-seg.yaml" --quiet --output-dir "$TMP/segrun" "${segsets[@]}" \
+  --set "training.Metrics=[fscore, iou]" --set training.ObjectiveMetricName=iou > /dev/null
+head -1 "$TMP/segrun/log.csv" | grep -q ',base_learning_rate,validation_fscore,validation_iou$' \
+  || fail "segmentation log.csv header: $(head -1 "$TMP/segrun/log.csv")"
+iou=$(tail -1 "$TMP/segrun/log.csv" | cut -d, -f10)
+miou=$(json_number "$TMP/segrun/summary.json" validation_mean_iou)
+"$DLTRAIN" segment "$TMP/segrun/model.bin" "$TMP/seg/test/images" --labels "$TMP/seg/test/labels" \
+  --output "$TMP/segout" > /dev/null 2>&1
+seg_miou=$(json_number "$TMP/segout/metrics.json" MeanIoU)
+awk -v a="$iou" -v b="$miou" -v c="$seg_miou" 'BEGIN { exit !((a - b)^2 < 1e-10 && (a - c)^2 < 1e-10) }' \
+  || fail "segmentation iou $iou, summary mean IoU $miou, segment MeanIoU $seg_miou"
+echo "ok: segmentation iou $iou = mean IoU = segment's MeanIoU"
+expect_error "auc for segmentation" 2 "auc is for classification" -- \
+  "$DLTRAIN" train "$SRC/configs/shapes-seg.yaml" --quiet --output-dir "$TMP/segauc" "${segsets[@]}" \
+  --set "training.Metrics=[auc]"
