@@ -11,8 +11,9 @@ namespace dlt {
 
 // Validation metrics by MATLAB's names (trainingOptions Metrics and ObjectiveMetricName):
 // accuracy in percent, the others in [0, 1], each macro-averaged over the classes
-// (lib/train/validation_metrics.h says how). kIoU (mean IoU) is for segmentation, kAuc for
-// classification; kLoss is only an objective (the loss is always computed).
+// (lib/train/validation_metrics.h says how). kIoU is the mean IoU (segmentation's; Jaccard for
+// classification); kAuc is for classification only; kLoss is only an objective (the loss is
+// always computed).
 enum class Metric { kLoss, kAccuracy, kFScore, kPrecision, kRecall, kAuc, kIoU };
 inline constexpr Metric kAllMetrics[] = {Metric::kLoss,      Metric::kAccuracy, Metric::kFScore, Metric::kPrecision,
                                          Metric::kRecall,    Metric::kAuc,      Metric::kIoU};

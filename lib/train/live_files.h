@@ -16,8 +16,8 @@ namespace dlt {
 
 class LiveFiles {
  public:
-  // Creates dir and writes config.yaml and log.csv (its header and the rows a resumed run
-  // restored), each to a temporary name then renamed; removes a summary.json left by an
+  // Creates dir and writes config.yaml and log.csv (its header, with the log's metric columns,
+  // and the rows a resumed run restored), each to a temporary name then renamed; removes a summary.json left by an
   // earlier run there (its presence means a finished run). plot false: never draws.
   // Throws Error naming the file that cannot be written.
   LiveFiles(const std::string& dir, const std::string& config_text, const IterationLog& log, bool plot,
