@@ -29,8 +29,9 @@ TAG_OF = {"minibatch_loss": "train/loss", "minibatch_accuracy": "train/accuracy"
           "validation_accuracy": "validation/accuracy"}
 
 CONFIG = """layers:
-  - {{type: imageInput, InputSize: [16, 16, 3]}}
+  - {{type: imageInput, InputSize: [16, 16, 3], Normalization: zscore}}
   - {{type: convolution2d, FilterSize: 3, NumFilters: 8, Padding: same}}
+  - {{type: batchNormalization}}
   - {{type: relu}}
   - {{type: maxPooling2d, PoolSize: 2, Stride: 2}}
   - {{type: fullyConnected, OutputSize: 3}}
@@ -38,7 +39,7 @@ CONFIG = """layers:
   - {{type: classification}}
 data: {{train: {data}/train, validation: {data}/test}}
 training:
-  InitialLearnRate: 0.003
+  InitialLearnRate: 0.01
   MaxEpochs: 4
   MiniBatchSize: 16
   ValidationFrequency: 5
