@@ -15,7 +15,7 @@ echo "== build: $((SECONDS - t)) s"; t=$SECONDS
 build_dir=${DLTRAIN_BUILD_DIR:-build}
 junit=$PWD/$build_dir/ctest-results.xml
 rc=0
-ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j "$(nproc)" --output-junit "$junit" || rc=$?
+ctest --test-dir "$build_dir" --output-on-failure --timeout 2400 -j "$(nproc)" --output-junit "$junit" || rc=$?
 python3 scripts/ctest-skips.py "$junit"
 echo "== tests: $((SECONDS - t)) s"; t=$SECONDS
 [[ $rc -eq 0 ]] || { echo "== tests FAILED (ctest exit $rc)"; exit "$rc"; }
