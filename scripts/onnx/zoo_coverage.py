@@ -178,13 +178,27 @@ def wrap(model):
     return Wrapped(model).eval()
 
 
-def export(model, x, path, exporter):
+def export(model, x, path, exporter, keep_batchnorm=False):
+    """Exports in inference mode. Both exporters fold BatchNormalization into the convolution
+    before it (the dynamo exporter through onnxscript's rewrite rules, TorchScript's in its eval
+    pass), which is right for inference but leaves nothing for fine-tuning to normalise with:
+    keep_batchnorm=True keeps the BatchNormalization nodes (their running statistics) instead."""
     import torch
     if exporter == "dynamo":
-        torch.onnx.export(model, (x,), path, dynamo=True, input_names=["input"], output_names=["prob"])
+        import onnxscript.rewriter as rewriter
+        default_rules = rewriter._DEFAULT_REWRITE_RULES
+        if keep_batchnorm:
+            from onnxscript.rewriter.rules.common import _fuse_batchnorm
+            bn_rules = set(map(id, _fuse_batchnorm.rules.rules))
+            rewriter._DEFAULT_REWRITE_RULES = tuple(r for r in default_rules if id(r) not in bn_rules)
+        try:
+            torch.onnx.export(model, (x,), path, dynamo=True, input_names=["input"], output_names=["prob"])
+        finally:
+            rewriter._DEFAULT_REWRITE_RULES = default_rules
     else:
+        mode = torch.onnx.TrainingMode.PRESERVE if keep_batchnorm else torch.onnx.TrainingMode.EVAL
         torch.onnx.export(model, (x,), path, dynamo=False, opset_version=17, input_names=["input"],
-                          output_names=["prob"])
+                          output_names=["prob"], training=mode)
 
 
 def ort_probs(path, x_nchw, threads):
