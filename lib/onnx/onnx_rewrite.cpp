@@ -38,7 +38,10 @@ class Rewriter {
       for (const auto& o : n.output())
         if (!o.empty()) producer_[o] = i;
       for (const auto& in : n.input())
-        if (!in.empty()) ++uses_[in];
+        if (!in.empty()) {
+          ++uses_[in];
+          consumer_[in] = i;
+        }
     }
     for (const auto& o : g.output()) ++uses_[o.name()];
   }
@@ -51,6 +54,13 @@ class Rewriter {
           n.output_size() != 1)
         continue;
       if (gelu(i) || gated(i, "Sigmoid", "Swish") || gated(i, "HardSigmoid", "HardSwish")) ++replaced;
+    }
+    for (int i = g_.node_size() - 1; i >= 0; --i) {
+      const onnx::NodeProto& n = g_.node(i);
+      if (removed_[static_cast<size_t>(i)] || !standard(n) || n.output_size() != 1) continue;
+      if ((n.op_type() == "Div" && layer_norm_decomposed(i)) ||
+          (n.op_type() == "InstanceNormalization" && layer_norm_by_instances(i)))
+        ++replaced;
     }
     if (replaced) apply();
     return replaced;
@@ -79,13 +89,14 @@ class Rewriter {
 
   // The node (index) that makes v, when it is an `op` node not yet claimed, v's only use is
   // inside the pattern being matched, and it has the expected number of inputs; else -1.
-  int inner(const std::string& v, const char* op, int inputs) const {
+  int inner(const std::string& v, const char* op, int inputs) const {  // inputs -1: any number
     auto it = producer_.find(v);
     if (it == producer_.end() || removed_[static_cast<size_t>(it->second)]) return -1;
     auto u = uses_.find(v);
     if (u == uses_.end() || u->second != 1) return -1;
     const onnx::NodeProto& n = g_.node(it->second);
-    if (n.op_type() != op || !standard(n) || n.input_size() != inputs || n.output_size() != 1) return -1;
+    if (n.op_type() != op || !standard(n) || (inputs >= 0 && n.input_size() != inputs) || n.output_size() != 1)
+      return -1;
     for (const auto& in : n.input())
       if (in.empty()) return -1;
     return it->second;
@@ -229,8 +240,202 @@ class Rewriter {
       a->set_type(onnx::AttributeProto::STRING);
       a->set_s(approximate);
     }
-    replacement_[root] = std::move(n);
+    replacement_[root].push_back(std::move(n));
     return true;
+  }
+
+  // The only node that reads v (an inner value of a pattern: one use, no graph output), or -1.
+  int sole_consumer(const std::string& v, const char* op) const {
+    auto u = uses_.find(v);
+    auto c = consumer_.find(v);
+    if (u == uses_.end() || u->second != 1 || c == consumer_.end() || removed_[static_cast<size_t>(c->second)])
+      return -1;
+    const onnx::NodeProto& n = g_.node(c->second);
+    return n.op_type() == op && standard(n) && n.output_size() == 1 ? c->second : -1;
+  }
+  // A float constant other than a scalar (a learnable: scale or offset) with `rank` dims.
+  bool is_tensor_const(const std::string& v, int rank) const {
+    auto it = consts_.find(v);
+    return it != consts_.end() && it->second->dims_size() == rank &&
+           (it->second->data_type() == onnx::TensorProto::FLOAT || it->second->data_type() == onnx::TensorProto::DOUBLE);
+  }
+  // A small int64 constant's values (shapes, axes), if v is one.
+  std::optional<std::vector<int64_t>> ints(const std::string& v) const {
+    auto it = consts_.find(v);
+    if (it == consts_.end() || it->second->dims_size() > 1) return std::nullopt;
+    try {
+      if (checked_values(*it->second, "constant") <= 64) return ints_of(*it->second, "constant");
+    } catch (const ModelError&) {
+    }
+    return std::nullopt;
+  }
+  // A ReduceMean node's axes (attribute, or the constant second input from opset 18), keepdims 1.
+  std::optional<std::vector<int64_t>> mean_axes(int m) const {
+    const onnx::NodeProto& n = g_.node(m);
+    if (attr_int(n, "keepdims", 1) != 1) return std::nullopt;
+    if (n.input_size() == 2) return ints(n.input(1));
+    if (n.input_size() != 1 || !find_attr(n, "axes")) return std::nullopt;
+    return attr_ints(n, "axes", {});
+  }
+
+  // Div node `root` as the middle of PyTorch's LayerNorm before opset 17 (and timm's channels-
+  // first LayerNorm2d): d = Sub(x, ReduceMean(x)), Div(d, Sqrt(Add(ReduceMean(Pow(d, 2)), eps))),
+  // then Mul by a scale constant and optionally Add an offset constant. The axes are trailing:
+  // negative ending at -1 or positive ending at 3 (LayerNormalization's axis is the first), or
+  // [1] of an NCHW image with a (C, 1, 1) scale: the channels of each pixel, which becomes
+  // Transpose (0, 2, 3, 1), LayerNormalization over axis -1, Transpose (0, 3, 1, 2).
+  bool layer_norm_decomposed(int div) {
+    const onnx::NodeProto& dn = g_.node(div);
+    if (dn.input_size() != 2) return false;
+    const std::string& d = dn.input(0);
+    std::vector<int> nodes{div};
+    const int sq = inner(dn.input(1), "Sqrt", 1);
+    const int add = sq < 0 ? -1 : inner(g_.node(sq).input(0), "Add", 2);
+    if (add < 0) return false;
+    const onnx::NodeProto& an = g_.node(add);
+    const int k = scalar(an.input(1)) ? 1 : scalar(an.input(0)) ? 0 : -1;
+    const int var = k < 0 ? -1 : inner(an.input(1 - k), "ReduceMean", -1);
+    const int pow = var < 0 ? -1 : inner(g_.node(var).input(0), "Pow", 2);
+    if (pow < 0 || g_.node(pow).input(0) != d || !is_const(g_.node(pow).input(1), 2.0)) return false;
+    // d: Sub(x, mean) with two uses, the Pow and the Div
+    auto p = producer_.find(d);
+    auto u = uses_.find(d);
+    if (p == producer_.end() || removed_[static_cast<size_t>(p->second)] || u == uses_.end() || u->second != 2)
+      return false;
+    const int sub = p->second;
+    const onnx::NodeProto& sn = g_.node(sub);
+    if (sn.op_type() != "Sub" || !standard(sn) || sn.input_size() != 2) return false;
+    const std::string& x = sn.input(0);
+    const int mean = inner(sn.input(1), "ReduceMean", -1);
+    if (mean < 0 || g_.node(mean).input(0) != x) return false;
+    const auto axes = mean_axes(mean), var_axes = mean_axes(var);
+    if (!axes || !var_axes || *axes != *var_axes || axes->empty()) return false;
+    for (size_t i = 1; i < axes->size(); ++i)
+      if ((*axes)[i] != (*axes)[i - 1] + 1) return false;
+    const bool per_pixel = *axes == std::vector<int64_t>{1};
+    if (!per_pixel && axes->back() != -1 && axes->back() != 3) return false;
+    // the affine part: Mul by a constant scale (required: LayerNormalization needs one), Add an offset
+    const int mul = sole_consumer(dn.output(0), "Mul");
+    if (mul < 0) return false;
+    const onnx::NodeProto& mn = g_.node(mul);
+    const int si = mn.input(0) == dn.output(0) ? 1 : 0;
+    const int rank = per_pixel ? 3 : static_cast<int>(axes->size());
+    if (mn.input_size() != 2 || !is_tensor_const(mn.input(si), rank)) return false;
+    std::string scale = mn.input(si), offset;
+    int root = mul;
+    if (const int off = sole_consumer(mn.output(0), "Add"); off >= 0) {
+      const onnx::NodeProto& on = g_.node(off);
+      const int oi = on.input(0) == mn.output(0) ? 1 : 0;
+      if (on.input_size() == 2 && is_tensor_const(on.input(oi), rank)) {
+        offset = on.input(oi);
+        root = off;
+        nodes.push_back(off);
+      }
+    }
+    nodes.insert(nodes.end(), {mul, sq, add, var, pow, sub, mean});
+    for (int i : nodes) removed_[static_cast<size_t>(i)] = true;
+    layer_norm_nodes(root, x, scale, offset, *scalar(an.input(k)), per_pixel ? -1 : (*axes)[0], per_pixel);
+    return true;
+  }
+
+  // InstanceNormalization node `norm` as the middle of dltrain's own export of
+  // layerNormalization (opset 13, layer_norm_layer.cpp): [Transpose (0, 2, 3, 1)],
+  // Reshape (0, R, -1), InstanceNormalization with R ones and zeros, Reshape back to the input's
+  // shape, [Transpose (0, 3, 1, 2)], Mul by the scale, Add the offset. Without the transposes
+  // R is 1 (over axis 1: C, H and W, or the C of an (N, C) value); with them R is H * W (the
+  // channels of each pixel).
+  bool layer_norm_by_instances(int norm) {
+    const onnx::NodeProto& nn = g_.node(norm);
+    if (nn.input_size() != 3) return false;
+    const int rows = inner(nn.input(0), "Reshape", 2);
+    const auto rows_shape = rows < 0 ? std::nullopt : ints(g_.node(rows).input(1));
+    if (!rows_shape || rows_shape->size() != 3 || (*rows_shape)[0] != 0 || (*rows_shape)[2] != -1) return false;
+    const int64_t instances = (*rows_shape)[1];
+    if (instances < 1 || !all_equal(nn.input(1), instances, 1.f) || !all_equal(nn.input(2), instances, 0.f))
+      return false;
+    const int back = sole_consumer(nn.output(0), "Reshape");
+    const auto back_shape = back < 0 ? std::nullopt : ints(g_.node(back).input(1));
+    if (!back_shape || back_shape->empty() || (*back_shape)[0] != 0) return false;
+    std::vector<int> nodes{norm, rows, back};
+    std::string x = g_.node(rows).input(0), tail = g_.node(back).output(0);
+    const bool per_pixel = instances > 1;
+    if (per_pixel) {  // the transposes around it; the input of the pattern is the channels-last value
+      const int to = inner(x, "Transpose", 1), from = sole_consumer(tail, "Transpose");
+      if (to < 0 || from < 0 || back_shape->size() != 4 ||
+          (*back_shape)[1] * (*back_shape)[2] != instances ||
+          attr_ints(g_.node(to), "perm", {}) != std::vector<int64_t>{0, 2, 3, 1} ||
+          attr_ints(g_.node(from), "perm", {}) != std::vector<int64_t>{0, 3, 1, 2})
+        return false;
+      x = g_.node(to).input(0);
+      tail = g_.node(from).output(0);
+      nodes.insert(nodes.end(), {to, from});
+    } else if (back_shape->size() != 4 && back_shape->size() != 2) {
+      return false;
+    }
+    const int mul = sole_consumer(tail, "Mul");
+    if (mul < 0) return false;
+    const onnx::NodeProto& mn = g_.node(mul);
+    const int si = mn.input(0) == tail ? 1 : 0;
+    const int rank = back_shape->size() == 2 ? 1 : 3;
+    const int off = sole_consumer(mn.output(0), "Add");
+    if (mn.input_size() != 2 || !is_tensor_const(mn.input(si), rank) || off < 0) return false;
+    const onnx::NodeProto& on = g_.node(off);
+    const int oi = on.input(0) == mn.output(0) ? 1 : 0;
+    if (on.input_size() != 2 || !is_tensor_const(on.input(oi), rank)) return false;
+    nodes.insert(nodes.end(), {mul, off});
+    for (int i : nodes) removed_[static_cast<size_t>(i)] = true;
+    layer_norm_nodes(off, x, mn.input(si), on.input(oi), attr_float(nn, "epsilon", 1e-5f), 1, per_pixel);
+    return true;
+  }
+
+  // v is a float constant of `count` values, each `want`.
+  bool all_equal(const std::string& v, int64_t count, float want) const {
+    auto it = consts_.find(v);
+    if (it == consts_.end()) return false;
+    try {
+      if (checked_values(*it->second, "constant") != count || count > (int64_t{1} << 20)) return false;
+      for (float f : floats_of(*it->second, "constant"))
+        if (f != want) return false;
+      return true;
+    } catch (const ModelError&) {
+    }
+    return false;
+  }
+
+  // The LayerNormalization that takes root's place (its name and output): over `axis` of x, or,
+  // per_pixel, over the channels of x's pixels (x an NCHW image) between two Transposes.
+  void layer_norm_nodes(int root, const std::string& x, const std::string& scale, const std::string& offset,
+                        double epsilon, int64_t axis, bool per_pixel) {
+    const onnx::NodeProto& r = g_.node(root);
+    std::vector<onnx::NodeProto>& out = replacement_[root];
+    out.reserve(3);  // the references below stay valid
+    std::string in = x;
+    if (per_pixel) {
+      onnx::NodeProto& t = out.emplace_back();
+      t.set_op_type("Transpose");
+      t.set_name(r.name() + "_to_nhwc");
+      t.add_input(x);
+      t.add_output(r.output(0) + "_nhwc");
+      add_attr(t, "perm", std::vector<int64_t>{0, 2, 3, 1});
+      in = t.output(0);
+    }
+    onnx::NodeProto& ln = out.emplace_back();
+    ln.set_op_type("LayerNormalization");
+    ln.set_name(r.name());
+    ln.add_input(in);
+    ln.add_input(scale);
+    if (!offset.empty()) ln.add_input(offset);
+    ln.add_output(per_pixel ? r.output(0) + "_normalized" : r.output(0));
+    add_attr(ln, "axis", per_pixel ? int64_t{-1} : axis);
+    add_attr(ln, "epsilon", static_cast<float>(epsilon));
+    if (per_pixel) {
+      onnx::NodeProto& t = out.emplace_back();
+      t.set_op_type("Transpose");
+      t.set_name(r.name() + "_to_nchw");
+      t.add_input(ln.output(0));
+      t.add_output(r.output(0));
+      add_attr(t, "perm", std::vector<int64_t>{0, 3, 1, 2});
+    }
   }
 
   void apply() {
@@ -238,7 +443,7 @@ class Rewriter {
     for (int i = 0; i < g_.node_size(); ++i) {
       auto it = replacement_.find(i);
       if (it != replacement_.end())
-        kept.Add()->Swap(&it->second);
+        for (auto& n : it->second) kept.Add()->Swap(&n);
       else if (!removed_[static_cast<size_t>(i)])
         kept.Add()->Swap(g_.mutable_node(i));
     }
@@ -247,10 +452,11 @@ class Rewriter {
 
   onnx::GraphProto& g_;
   std::vector<bool> removed_;                               // per node index
-  std::map<int, onnx::NodeProto> replacement_;              // root index -> its new node
+  std::map<int, std::vector<onnx::NodeProto>> replacement_;  // root index -> its new nodes
   std::map<std::string, const onnx::TensorProto*> consts_;  // initializers and Constant outputs
   std::map<std::string, int> producer_;                     // value -> node index
   std::map<std::string, int> uses_;                         // value -> node inputs and graph outputs
+  std::map<std::string, int> consumer_;                     // value -> the last node that reads it
 };
 
 }  // namespace

@@ -7,6 +7,10 @@ import, random weights, exported with torch.onnx.export; writes test images (raw
   se          squeeze-and-excitation: AdaptiveAvgPool, 1x1 conv, ReLU,
               1x1 conv, sigmoid, times the feature map                     opset 13, Mul
   segate      the same with a ReLU gate instead of the sigmoid            opset 13, Mul
+  lnimage13, lnchannels13   the LayerNorms above at opset 13: ReduceMean, Sub, Pow,
+              ReduceMean, Add, Sqrt, Div, Mul, Add (over axes -3..-1, or -1 after a Transpose)
+  lnfirst13   timm's channels-first LayerNorm2d: the same written by hand over axis 1 of an
+              NCHW image, scale and offset (C, 1, 1)                      opset 13
 Usage: mul_norm_models.py OUTDIR NAME...      (writes NAME.{onnx,in.f32,probs.f32})"""
 import sys
 import numpy as np
@@ -23,6 +27,19 @@ class LayerNorm2d(nn.Module):  # ConvNeXt's: LayerNorm over the channels of each
 
     def forward(self, x):
         return self.ln(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+class LayerNormFirst(nn.Module):  # timm's LayerNorm2d for channels-first data
+    def __init__(self, c):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(c) + 0.5)
+        self.bias = nn.Parameter(torch.randn(c) * 0.3)
+
+    def forward(self, x):
+        u = x.mean(1, keepdim=True)
+        s = (x - u).pow(2).mean(1, keepdim=True)
+        x = (x - u) / torch.sqrt(s + 1e-6)
+        return self.weight[:, None, None] * x + self.bias[:, None, None]
 
 
 class SqueezeExcitation(nn.Module):  # torchvision.ops.SqueezeExcitation
@@ -44,6 +61,11 @@ def head(c, k=5):
 
 
 def build(name):
+    if name in ("lnimage13", "lnchannels13"):
+        return build(name[:-2])[0], 13
+    if name == "lnfirst13":
+        return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), LayerNormFirst(8), nn.ReLU(), nn.Conv2d(8, 9, 3),
+                             LayerNormFirst(9), *head(9)), 13
     if name == "lnimage":
         ln = nn.LayerNorm([6, SIZE, SIZE])
         with torch.no_grad():  # one scale / bias per channel, as layerNormalization has

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # multiplication and layerNormalization through ONNX, against PyTorch (Debian's 1.13 at test
-# time, scripts/onnx/mul_norm_models.py: LayerNorm over (C, H, W), ConvNeXt's LayerNorm2d) and
-# OpenCV's dnn: each imported network gives PyTorch's class probabilities within 1e-4 relative,
-# dltrain's export of it runs in OpenCV with dltrain's outputs (layerNormalization exports as
-# InstanceNormalization, which OpenCV 4.6 reads), and the multiplication networks import back
-# from dltrain's export to the same outputs. Unsupported forms are one line naming the node.
+# time, scripts/onnx/mul_norm_models.py: LayerNorm over (C, H, W), ConvNeXt's LayerNorm2d, both
+# also at opset 13 where PyTorch writes them as ReduceMean / Sub / Pow / ... / Div / Mul / Add,
+# and timm's channels-first LayerNorm2d written by hand) and OpenCV's dnn: each imported network
+# gives PyTorch's class probabilities within 1e-4 relative, dltrain's export of it runs in OpenCV
+# with dltrain's outputs (layerNormalization exports as InstanceNormalization, which OpenCV 4.6
+# reads), and every network imports back from dltrain's export to the same outputs (the
+# InstanceNormalization form is read as layerNormalization). Unsupported forms are one line
+# naming the node.
 source "$(dirname "$0")/common.sh" "$@"
 PY=/usr/bin/python3
 skip_without_onnx
 $PY -c "import torch, numpy" 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks torch/numpy (apt-get install python3-torch)"; exit 77; }
-MODELS="lnimage lnchannels segate se"
+MODELS="lnimage lnchannels lnimage13 lnchannels13 lnfirst13 segate se"
 $PY "$SRC/scripts/onnx/mul_norm_models.py" "$TMP" $MODELS 2>/dev/null
 have_cv=1
 $PY -c "import cv2" 2>/dev/null || { have_cv=0; echo "note: no python3-opencv; skipping the OpenCV half"; }
@@ -18,11 +21,14 @@ for n in $MODELS; do
   "$DLTRAIN" export "$TMP/$n.bin" --debug-forward "$TMP/$n.in.f32" --output "$TMP/$n.ours.f32"
   compare_f32 "$TMP/$n.ours.f32" "$TMP/$n.probs.f32" 1e-4 || fail "$n: dltrain's import differs from PyTorch"
   "$DLTRAIN" export "$TMP/$n.bin" --output "$TMP/$n.out.onnx" >/dev/null
-  if [[ $n == se* ]]; then  # Mul reads back; layerNormalization's opset-13 form does not
-    "$DLTRAIN" import "$TMP/$n.out.onnx" --output "$TMP/$n.re.bin" >/dev/null
-    "$DLTRAIN" export "$TMP/$n.re.bin" --debug-forward "$TMP/$n.in.f32" --output "$TMP/$n.re.f32"
-    compare_f32 "$TMP/$n.re.f32" "$TMP/$n.ours.f32" 1e-6 || fail "$n: export + import changed the outputs"
+  "$DLTRAIN" import "$TMP/$n.out.onnx" --output "$TMP/$n.re.bin" >/dev/null
+  if [[ $n == ln* ]]; then
+    ln=$("$DLTRAIN" info "$TMP/$n.re.bin" | grep -c ' layerNormalization ' || true)
+    [[ $ln -eq $("$DLTRAIN" info "$TMP/$n.bin" | grep -c ' layerNormalization ') && $ln -gt 0 ]] ||
+      fail "$n: dltrain's export read back with $ln layerNormalization layers"
   fi
+  "$DLTRAIN" export "$TMP/$n.re.bin" --debug-forward "$TMP/$n.in.f32" --output "$TMP/$n.re.f32"
+  compare_f32 "$TMP/$n.re.f32" "$TMP/$n.ours.f32" 1e-6 || fail "$n: export + import changed the outputs"
   if [[ $have_cv == 1 ]]; then
     $PY "$SRC/scripts/onnx/opencv_run.py" "$TMP/$n.out.onnx" "$TMP/$n.in.f32" 12 12 3 "$TMP/$n.cv.f32" >/dev/null
     compare_f32 "$TMP/$n.cv.f32" "$TMP/$n.ours.f32" 1e-4 || fail "$n: OpenCV dnn disagrees with dltrain on the exported file"
