@@ -34,6 +34,23 @@ for n in $MODELS; do
     compare_f32 "$TMP/$n.cv.f32" "$TMP/$n.ours.f32" 1e-4 || fail "$n: OpenCV dnn disagrees with dltrain on the exported file"
   fi
 done
+# Dropout (an inference identity) between ConvNeXt's Transpose and LayerNormalization keeps the
+# value channels-last: lnchannels with one inserted imports to lnchannels's outputs.
+$PY - "$TMP" <<'PYEOF'
+import sys, onnx
+m = onnx.load(sys.argv[1] + "/lnchannels.onnx")
+g = m.graph
+i = next(k for k, n in enumerate(g.node) if n.op_type == "Transpose")
+t = g.node[i].output[0]
+for n in g.node:
+    n.input[:] = [t + "_dropped" if v == t else v for v in n.input]
+g.node.insert(i + 1, onnx.helper.make_node("Dropout", [t], [t + "_dropped"], name="drop_nhwc"))
+onnx.save(m, sys.argv[1] + "/lndrop.onnx")
+PYEOF
+"$DLTRAIN" import "$TMP/lndrop.onnx" --output "$TMP/lndrop.bin" >/dev/null
+"$DLTRAIN" info "$TMP/lndrop.bin" | grep -q ' dropout ' || fail "lndrop: no dropout layer"
+"$DLTRAIN" export "$TMP/lndrop.bin" --debug-forward "$TMP/lnchannels.in.f32" --output "$TMP/lndrop.ours.f32"
+compare_f32 "$TMP/lndrop.ours.f32" "$TMP/lnchannels.ours.f32" 1e-6 || fail "lndrop: Dropout on channels-last data changed the outputs"
 # A network of dltrain's own: layerNormalization channel-only and spatial-channel and a
 # squeeze-and-excitation block, trained on generated shapes (it learns: above the 25% of
 # chance), exported, and run in OpenCV's dnn.
