@@ -35,6 +35,8 @@ class Rewriter {
       const onnx::NodeProto& n = g.node(i);
       if (n.op_type() == "Constant" && standard(n) && n.output_size() == 1)
         if (const auto* a = find_attr(n, "value"); a && a->has_t()) consts_[n.output(0)] = &a->t();
+      if (n.op_type() == "Identity" && standard(n) && n.input_size() == 1 && n.output_size() == 1)
+        if (auto c = consts_.find(n.input(0)); c != consts_.end()) consts_[n.output(0)] = c->second;  // an alias
       for (const auto& o : n.output())
         if (!o.empty()) producer_[o] = i;
       for (const auto& in : n.input())

@@ -9,6 +9,8 @@ import, random weights, exported with torch.onnx.export; writes test images (raw
   segate      the same with a ReLU gate instead of the sigmoid            opset 13, Mul
   lnimage13, lnchannels13   the LayerNorms above at opset 13: ReduceMean, Sub, Pow,
               ReduceMean, Add, Sqrt, Div, Mul, Add (over axes -3..-1, or -1 after a Transpose)
+  lnshared13  two LayerNorm2d(8) with their default (equal) scale and offset at opset 13: the
+              exporter writes the second's as Identity aliases of the first's
   lnfirst13   timm's channels-first LayerNorm2d: the same written by hand over axis 1 of an
               NCHW image, scale and offset (C, 1, 1)                      opset 13
 Usage: mul_norm_models.py OUTDIR NAME...      (writes NAME.{onnx,in.f32,probs.f32})"""
@@ -63,6 +65,9 @@ def head(c, k=5):
 def build(name):
     if name in ("lnimage13", "lnchannels13"):
         return build(name[:-2])[0], 13
+    if name == "lnshared13":
+        return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), LayerNorm2d(8), nn.ReLU(), nn.Conv2d(8, 8, 3),
+                             LayerNorm2d(8), *head(8)), 13
     if name == "lnfirst13":
         return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), LayerNormFirst(8), nn.ReLU(), nn.Conv2d(8, 9, 3),
                              LayerNormFirst(9), *head(9)), 13

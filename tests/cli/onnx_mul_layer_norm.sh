@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # multiplication and layerNormalization through ONNX, against PyTorch (Debian's 1.13 at test
 # time, scripts/onnx/mul_norm_models.py: LayerNorm over (C, H, W), ConvNeXt's LayerNorm2d, both
-# also at opset 13 where PyTorch writes them as ReduceMean / Sub / Pow / ... / Div / Mul / Add,
+# also at opset 13 where PyTorch writes them as ReduceMean / Sub / Pow / ... / Div / Mul / Add
+# (equal scales and offsets as Identity aliases),
 # and timm's channels-first LayerNorm2d written by hand) and OpenCV's dnn: each imported network
 # gives PyTorch's class probabilities within 1e-4 relative, dltrain's export of it runs in OpenCV
 # with dltrain's outputs (layerNormalization exports as InstanceNormalization, which OpenCV 4.6
@@ -12,7 +13,7 @@ source "$(dirname "$0")/common.sh" "$@"
 PY=/usr/bin/python3
 skip_without_onnx
 $PY -c "import torch, numpy" 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks torch/numpy (apt-get install python3-torch)"; exit 77; }
-MODELS="lnimage lnchannels lnimage13 lnchannels13 lnfirst13 segate se"
+MODELS="lnimage lnchannels lnimage13 lnchannels13 lnshared13 lnfirst13 segate se"
 $PY "$SRC/scripts/onnx/mul_norm_models.py" "$TMP" $MODELS 2>/dev/null
 have_cv=1
 $PY -c "import cv2" 2>/dev/null || { have_cv=0; echo "note: no python3-opencv; skipping the OpenCV half"; }
