@@ -22,6 +22,7 @@ constexpr float kGeluTanhKappa = 0.044715f;
 class ActivationLayer final : public Layer {
  public:
   ActivationLayer(const LayerSpec& spec, ActKind kind) : Layer(spec), kind_(kind) {
+    traits_.relu = kind == ActKind::kRelu;
     if (kind == ActKind::kLeakyRelu) alpha_ = number("Scale", 0.01);
     if (kind == ActKind::kElu) alpha_ = number("Alpha", 1.0);
     if (kind == ActKind::kClippedRelu) {
@@ -47,7 +48,6 @@ class ActivationLayer final : public Layer {
                 const RunContext&) override {
     if (dx[0]) op_->backward(*x[0], y, dy, *dx[0]);
   }
-  bool is_relu() const override { return kind_ == ActKind::kRelu; }
 
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
     const std::string& n = name();

@@ -1,12 +1,7 @@
-// batchNormalization: MATLAB's batchNormalizationLayer. Scale and Offset (C) are learnable;
-// TrainedMean and TrainedVariance (C) are moving averages updated in training as
-//   trained = (1 - decay) * trained + decay * batch   (MeanDecay, VarianceDecay: 0.1)
-// with the unbiased batch variance. Inference uses the trained statistics. Fuses a following
-// ReLU (the backend op then applies the relu backward itself). In data-parallel training
-// (RunContext::comm of size > 1) it is synchronized: every rank normalizes with the global
-// batch's statistics and backward adds the terms through them (docs/distributed.md). In CPU
-// training, with its fused ReLU and a max pooling after it, it can run as one op with that
-// pooling (Layer::set_fused_max_pool, Network::plan_fusion; FusedBatchNormPooling).
+// batchNormalization (batch_norm_layer.h): plain, synchronized (data parallel) and with the
+// max pooling after it as one op; the ONNX BatchNormalization node both ways.
+#include "layers/batch_norm_layer.h"
+
 #include <cmath>
 #include <memory>
 
@@ -16,277 +11,243 @@
 
 namespace dlt {
 
-namespace {
+BatchNormLayer::BatchNormLayer(const LayerSpec& spec) : Layer(spec) {
+  epsilon_ = spec_.get_double("Epsilon", 1e-5);
+  if (epsilon_ <= 0) throw ConfigError(spec.where() + "option Epsilon must be > 0");
+  mean_decay_ = spec_.get_double("MeanDecay", 0.1);
+  var_decay_ = spec_.get_double("VarianceDecay", 0.1);
+  if (mean_decay_ < 0 || mean_decay_ > 1 || var_decay_ < 0 || var_decay_ > 1)
+    throw ConfigError(spec.where() + "options MeanDecay and VarianceDecay must be in [0, 1]");
+  scale_ = make_param(spec_, "Scale", Shape{}, Init::kOnes, 1.f);
+  offset_ = make_param(spec_, "Offset", Shape{}, Init::kZeros, 1.f);
+  spec_.get("NumChannels");
+  traits_.relu_in_op = true;
+}
 
-class BatchNormLayer final : public Layer {
- public:
-  explicit BatchNormLayer(const LayerSpec& spec) : Layer(spec) {
-    epsilon_ = spec_.get_double("Epsilon", 1e-5);
-    if (epsilon_ <= 0) throw ConfigError(spec.where() + "option Epsilon must be > 0");
-    mean_decay_ = spec_.get_double("MeanDecay", 0.1);
-    var_decay_ = spec_.get_double("VarianceDecay", 0.1);
-    if (mean_decay_ < 0 || mean_decay_ > 1 || var_decay_ < 0 || var_decay_ > 1)
-      throw ConfigError(spec.where() + "options MeanDecay and VarianceDecay must be in [0, 1]");
-    scale_ = make_param(spec_, "Scale", Shape{}, Init::kOnes, 1.f);
-    offset_ = make_param(spec_, "Offset", Shape{}, Init::kZeros, 1.f);
-    spec_.get("NumChannels");
+Shape BatchNormLayer::infer(const std::vector<Shape>& inputs) {
+  expect_inputs(spec_, inputs, 1);
+  shape_ = inputs[0];
+  c_ = shape_[2];
+  int64_t nc = spec_.get_int("NumChannels", c_, 1);
+  if (nc != c_)
+    shape_error(spec_, "NumChannels is " + std::to_string(nc) + " but the input has " + std::to_string(c_) + " channels");
+  Param s = scale_, o = offset_;
+  s.shape = Shape{c_};
+  o.shape = Shape{c_};
+  params_ = {s, o};
+  states_ = {State{"TrainedMean", Shape{c_}, 0.f, {}}, State{"TrainedVariance", Shape{c_}, 1.f, {}}};
+  return shape_;
+}
+
+void BatchNormLayer::setup(int64_t n, Backend& be) {
+  n_ = n;
+  BatchNormDesc d;
+  d.n = n;
+  d.h = shape_[0];
+  d.w = shape_[1];
+  d.c = c_;
+  d.epsilon = static_cast<float>(epsilon_);
+  d.fuse_relu = fusion_.relu;
+  op_ = be.make_batch_norm(d);
+  sync_op_.reset();  // made on first synchronized use
+  fused_op_.reset();
+  if (fusion_.with_max_pool) {  // with the max pooling after it, where the backend has the op (CPU)
+    BnReluMaxPoolDesc f;
+    f.bn = d;
+    f.kh = fusion_.max_pool.kh;
+    f.kw = fusion_.max_pool.kw;
+    f.stride_h = fusion_.max_pool.stride_h;
+    f.stride_w = fusion_.max_pool.stride_w;
+    fused_op_ = be.make_bn_relu_max_pool(f);
   }
-
-  Shape infer(const std::vector<Shape>& inputs) override {
-    expect_inputs(spec_, inputs, 1);
-    shape_ = inputs[0];
-    c_ = shape_[2];
-    int64_t nc = spec_.get_int("NumChannels", c_, 1);
-    if (nc != c_)
-      shape_error(spec_,
-                  "NumChannels is " + std::to_string(nc) + " but the input has " + std::to_string(c_) + " channels");
-    Param s = scale_, o = offset_;
-    s.shape = Shape{c_};
-    o.shape = Shape{c_};
-    params_ = {s, o};
-    states_ = {State{"TrainedMean", Shape{c_}, 0.f, {}}, State{"TrainedVariance", Shape{c_}, 1.f, {}}};
-    return shape_;
+  be_ = &be;
+  Device dev = be.device();
+  if (!batch_mean_.defined()) {
+    batch_mean_ = Tensor(Shape{c_}, dev);
+    batch_var_ = Tensor(Shape{c_}, dev);
   }
+}
 
-  void setup(int64_t n, Backend& be) override {
-    n_ = n;
+void BatchNormLayer::forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) {
+  Param& s = params_[0];
+  Param& o = params_[1];
+  if (!ctx.training) {
+    op_->forward_inference(*x[0], s.value, o.value, states_[0].value, states_[1].value, y);
+    return;
+  }
+  int64_t m = n_ * shape_[0] * shape_[1];  // positions the statistics are over
+  if (synchronized(ctx)) {
+    forward_synchronized(*x[0], y, ctx);
+    m = ctx.global_images * shape_[0] * shape_[1];
+  } else {
+    op_->forward_training(*x[0], s.value, o.value, y, batch_mean_, batch_var_);
+  }
+  update_trained(m);
+}
+
+// trained = (1 - decay) * trained + decay * batch statistic (unbiased variance over m).
+void BatchNormLayer::update_trained(int64_t m) {
+  Backend& be = *be_;
+  float unbias = m > 1 ? static_cast<float>(m) / static_cast<float>(m - 1) : 1.f;
+  be.axpby(static_cast<float>(mean_decay_), batch_mean_, static_cast<float>(1 - mean_decay_), states_[0].value);
+  be.axpby(static_cast<float>(var_decay_) * unbias, batch_var_, static_cast<float>(1 - var_decay_), states_[1].value);
+}
+
+bool BatchNormLayer::fused_max_pool_active(const RunContext& ctx) const {
+  return fused_op_ && ctx.training && !synchronized(ctx);
+}
+
+void BatchNormLayer::forward_fused_max_pool(const Tensor& x, Tensor& pooled, const RunContext& ctx) {
+  DLT_CHECK(fused_max_pool_active(ctx), "layer '" << name() << "': no fused max pooling for this step");
+  fused_op_->forward_training(x, params_[0].value, params_[1].value, pooled, batch_mean_, batch_var_);
+  update_trained(n_ * shape_[0] * shape_[1]);
+}
+
+void BatchNormLayer::backward_fused_max_pool(const Tensor& x, const Tensor& pooled, const Tensor& dpooled, Tensor* dx,
+                                             const RunContext& ctx) {
+  DLT_CHECK(fused_max_pool_active(ctx), "layer '" << name() << "': no fused max pooling for this step");
+  Tensor none;
+  fused_op_->backward(x, pooled, dpooled, params_[0].value, dx ? *dx : none, params_[0].grad, params_[1].grad);
+}
+
+void BatchNormLayer::backward(const std::vector<const Tensor*>& x, const Tensor&, Tensor& dy,
+                              const std::vector<Tensor*>& dx, const RunContext& ctx) {
+  if (synchronized(ctx)) {
+    backward_synchronized(*x[0], dy, dx[0], ctx);
+    return;
+  }
+  Param& s = params_[0];
+  Param& o = params_[1];
+  // oneDNN/cuDNN compute dx together with dscale/doffset; a scratch dx when none is needed.
+  Tensor* out = dx[0];
+  if (!out) {
+    if (!scratch_dx_.defined() || scratch_dx_.numel() < x[0]->numel())
+      scratch_dx_ = Tensor(x[0]->shape(), x[0]->device());
+    scratch_dx_.resize(x[0]->shape());
+    out = &scratch_dx_;
+  }
+  op_->backward(*x[0], dy, s.value, batch_mean_, batch_var_, *out, s.grad, o.grad);
+}
+
+// Forward and backward of this rank's n images (n = 0 for an empty share: it only joins
+// the collectives) with the global statistics, for rank weight w = n / N, M_l = n * H * W:
+//   forward:  global mean / var from every rank's moments; normalize with them.
+//   backward: the op gives dx0 = scale / sigma * dy' and this rank's dscale, dshift;
+//             D = sum w dshift, S = sum w dscale over ranks;
+//             dx = dx0 - scale / (sigma * M_l) * (D + xhat * S),
+// the exact gradient of this rank's mean loss through the global statistics (dy' is the
+// gradient after the fused relu's mask). Parameter gradients stay this rank's own: the
+// weighted gradient all-reduce makes them global.
+bool BatchNormLayer::synchronized(const RunContext& ctx) { return ctx.comm && ctx.comm->size() > 1; }
+
+void BatchNormLayer::forward_synchronized(const Tensor& x, Tensor& y, const RunContext& ctx) {
+  const bool empty = x.shape()[0] == 0;
+  if (empty) {
+    be_->fill(batch_mean_, 0.f);
+    be_->fill(batch_var_, 0.f);
+  } else {
+    be_->channel_moments(x, batch_mean_, batch_var_);
+  }
+  if (!sync_scratch_.defined()) sync_scratch_ = Tensor(Shape{c_}, batch_mean_.device());
+  sync_batch_norm_moments(*ctx.comm, ctx.weight, batch_mean_, batch_var_, sync_scratch_);
+  if (empty) return;
+  global_op().forward_training(x, params_[0].value, params_[1].value, y, batch_mean_, batch_var_);
+}
+
+void BatchNormLayer::backward_synchronized(const Tensor& x, Tensor& dy, Tensor* dx, const RunContext& ctx) {
+  Param& s = params_[0];
+  Param& o = params_[1];
+  const int64_t n = x.shape()[0];
+  if (n > 0) {
+    Tensor* out = dx;
+    if (!out) {
+      if (!scratch_dx_.defined() || scratch_dx_.numel() < x.numel()) scratch_dx_ = Tensor(x.shape(), x.device());
+      scratch_dx_.resize(x.shape());
+      out = &scratch_dx_;
+    }
+    global_op().backward(x, dy, s.value, batch_mean_, batch_var_, *out, s.grad, o.grad);
+  }
+  if (!dx) return;  // no input gradient: dscale / doffset are final (same on every rank)
+  if (!sum_shift_.defined()) {
+    sum_shift_ = Tensor(Shape{c_}, s.value.device());
+    sum_scale_ = Tensor(Shape{c_}, s.value.device());
+  }
+  if (n > 0) {
+    be_->copy(o.grad, sum_shift_);
+    be_->copy(s.grad, sum_scale_);
+  } else {
+    be_->fill(sum_shift_, 0.f);
+    be_->fill(sum_scale_, 0.f);
+  }
+  sync_batch_norm_sums(*ctx.comm, ctx.weight, sum_shift_, sum_scale_);
+  if (n == 0) return;
+  be_->batch_norm_dx_correction(x, batch_mean_, batch_var_, s.value, static_cast<float>(epsilon_),
+                                static_cast<double>(n * shape_[0] * shape_[1]), sum_shift_, sum_scale_, *dx);
+}
+
+BatchNormOp& BatchNormLayer::global_op() {
+  if (!sync_op_) {
     BatchNormDesc d;
-    d.n = n;
+    d.n = n_;
     d.h = shape_[0];
     d.w = shape_[1];
     d.c = c_;
     d.epsilon = static_cast<float>(epsilon_);
-    d.fuse_relu = fuse_relu_;
-    op_ = be.make_batch_norm(d);
-    sync_op_.reset();  // made on first synchronized use
-    fused_op_.reset();
-    if (fused_pool_) {  // with the max pooling after it, where the backend has the op (CPU)
-      BnReluMaxPoolDesc f;
-      f.bn = d;
-      f.kh = pool_.kh;
-      f.kw = pool_.kw;
-      f.stride_h = pool_.stride_h;
-      f.stride_w = pool_.stride_w;
-      fused_op_ = be.make_bn_relu_max_pool(f);
-    }
-    be_ = &be;
-    Device dev = be.device();
-    if (!batch_mean_.defined()) {
-      batch_mean_ = Tensor(Shape{c_}, dev);
-      batch_var_ = Tensor(Shape{c_}, dev);
-    }
+    d.fuse_relu = fusion_.relu;
+    d.global_stats = true;
+    sync_op_ = be_->make_batch_norm(d);
   }
+  return *sync_op_;
+}
 
-  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
-    Param& s = params_[0];
-    Param& o = params_[1];
-    if (!ctx.training) {
-      op_->forward_inference(*x[0], s.value, o.value, states_[0].value, states_[1].value, y);
-      return;
-    }
-    int64_t m = n_ * shape_[0] * shape_[1];  // positions the statistics are over
-    if (synchronized(ctx)) {
-      forward_synchronized(*x[0], y, ctx);
-      m = ctx.global_images * shape_[0] * shape_[1];
-    } else {
-      op_->forward_training(*x[0], s.value, o.value, y, batch_mean_, batch_var_);
-    }
-    update_trained(m);
+void BatchNormLayer::inference_affine(std::vector<float>& scale, std::vector<float>& shift) const {
+  const float* g = params_[0].value.data();
+  const float* o = params_[1].value.data();
+  const float* mean = states_[0].value.data();
+  const float* var = states_[1].value.data();
+  scale.resize(static_cast<size_t>(c_));
+  shift.resize(static_cast<size_t>(c_));
+  for (int64_t c = 0; c < c_; ++c) {
+    const float s = g[c] / std::sqrt(var[c] + static_cast<float>(epsilon_));
+    scale[static_cast<size_t>(c)] = s;
+    shift[static_cast<size_t>(c)] = o[c] - mean[c] * s;
   }
+}
 
-  // trained = (1 - decay) * trained + decay * batch statistic (unbiased variance over m).
-  void update_trained(int64_t m) {
-    Backend& be = *be_;
-    float unbias = m > 1 ? static_cast<float>(m) / static_cast<float>(m - 1) : 1.f;
-    be.axpby(static_cast<float>(mean_decay_), batch_mean_, static_cast<float>(1 - mean_decay_), states_[0].value);
-    be.axpby(static_cast<float>(var_decay_) * unbias, batch_var_, static_cast<float>(1 - var_decay_), states_[1].value);
-  }
+OnnxValue BatchNormLayer::to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const {
+  const std::string& n = name();
+  const OnnxValue& x = inputs.at(0);
+  g.add_floats(n + "_scale", {c_}, host_values(params_[0].value));
+  g.add_floats(n + "_offset", {c_}, host_values(params_[1].value));
+  g.add_floats(n + "_mean", {c_}, host_values(states_[0].value));
+  g.add_floats(n + "_var", {c_}, host_values(states_[1].value));
+  g.add_node("BatchNormalization", n, {x.name, n + "_scale", n + "_offset", n + "_mean", n + "_var"}, n,
+             {OnnxAttr("epsilon", static_cast<float>(epsilon_))});
+  return OnnxValue{n, out, x.flat};
+}
 
-  // With the max pooling that is its only consumer (Layer: plain_max_pool, Network::plan_fusion).
-  bool can_fuse_max_pool() const override { return fuse_relu_; }
-  void set_fused_max_pool(const PoolDesc& per_image) override {
-    fused_pool_ = true;
-    pool_ = per_image;
+void BatchNormLayer::from_onnx(OnnxNodeReader& r) {
+  const OnnxValue in = r.input(0);
+  int64_t c = in.shape[2];
+  if (in.flat && in.shape[0] * in.shape[1] > 1)
+    r.fail("its input is flattened; batch normalization needs (N, C, H, W) or (N, C)");
+  std::vector<std::vector<float>> t;
+  const char* roles[] = {"scale", "bias", "mean", "var"};
+  for (int i = 0; i < 4; ++i) {
+    t.push_back(r.floats(i + 1, roles[i]));
+    if (static_cast<int64_t>(t.back().size()) != c)
+      r.fail(std::string(roles[i]) + " has " + std::to_string(t.back().size()) + " values for " + std::to_string(c) +
+             " channels");
   }
-  bool fused_max_pool_active(const RunContext& ctx) const override {
-    return fused_op_ && ctx.training && !synchronized(ctx);
-  }
-  void forward_fused_max_pool(const Tensor& x, Tensor& pooled, const RunContext& ctx) override {
-    DLT_CHECK(fused_max_pool_active(ctx), "layer '" << name() << "': no fused max pooling for this step");
-    fused_op_->forward_training(x, params_[0].value, params_[1].value, pooled, batch_mean_, batch_var_);
-    update_trained(n_ * shape_[0] * shape_[1]);
-  }
-  void backward_fused_max_pool(const Tensor& x, const Tensor& pooled, const Tensor& dpooled, Tensor* dx,
-                               const RunContext& ctx) override {
-    DLT_CHECK(fused_max_pool_active(ctx), "layer '" << name() << "': no fused max pooling for this step");
-    Tensor none;
-    fused_op_->backward(x, pooled, dpooled, params_[0].value, dx ? *dx : none, params_[0].grad, params_[1].grad);
-  }
-
-  void backward(const std::vector<const Tensor*>& x, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
-                const RunContext& ctx) override {
-    if (synchronized(ctx)) {
-      backward_synchronized(*x[0], dy, dx[0], ctx);
-      return;
-    }
-    Param& s = params_[0];
-    Param& o = params_[1];
-    // oneDNN/cuDNN compute dx together with dscale/doffset; a scratch dx when none is needed.
-    Tensor* out = dx[0];
-    if (!out) {
-      if (!scratch_dx_.defined() || scratch_dx_.numel() < x[0]->numel())
-        scratch_dx_ = Tensor(x[0]->shape(), x[0]->device());
-      scratch_dx_.resize(x[0]->shape());
-      out = &scratch_dx_;
-    }
-    op_->backward(*x[0], dy, s.value, batch_mean_, batch_var_, *out, s.grad, o.grad);
-  }
-
-  // Forward and backward of this rank's n images (n = 0 for an empty share: it only joins
-  // the collectives) with the global statistics, for rank weight w = n / N, M_l = n * H * W:
-  //   forward:  global mean / var from every rank's moments; normalize with them.
-  //   backward: the op gives dx0 = scale / sigma * dy' and this rank's dscale, dshift;
-  //             D = sum w dshift, S = sum w dscale over ranks;
-  //             dx = dx0 - scale / (sigma * M_l) * (D + xhat * S),
-  // the exact gradient of this rank's mean loss through the global statistics (dy' is the
-  // gradient after the fused relu's mask). Parameter gradients stay this rank's own: the
-  // weighted gradient all-reduce makes them global.
-  static bool synchronized(const RunContext& ctx) { return ctx.comm && ctx.comm->size() > 1; }
-
-  void forward_synchronized(const Tensor& x, Tensor& y, const RunContext& ctx) {
-    const bool empty = x.shape()[0] == 0;
-    if (empty) {
-      be_->fill(batch_mean_, 0.f);
-      be_->fill(batch_var_, 0.f);
-    } else {
-      be_->channel_moments(x, batch_mean_, batch_var_);
-    }
-    if (!sync_scratch_.defined()) sync_scratch_ = Tensor(Shape{c_}, batch_mean_.device());
-    sync_batch_norm_moments(*ctx.comm, ctx.weight, batch_mean_, batch_var_, sync_scratch_);
-    if (empty) return;
-    global_op().forward_training(x, params_[0].value, params_[1].value, y, batch_mean_, batch_var_);
-  }
-
-  void backward_synchronized(const Tensor& x, Tensor& dy, Tensor* dx, const RunContext& ctx) {
-    Param& s = params_[0];
-    Param& o = params_[1];
-    const int64_t n = x.shape()[0];
-    if (n > 0) {
-      Tensor* out = dx;
-      if (!out) {
-        if (!scratch_dx_.defined() || scratch_dx_.numel() < x.numel()) scratch_dx_ = Tensor(x.shape(), x.device());
-        scratch_dx_.resize(x.shape());
-        out = &scratch_dx_;
-      }
-      global_op().backward(x, dy, s.value, batch_mean_, batch_var_, *out, s.grad, o.grad);
-    }
-    if (!dx) return;  // no input gradient: dscale / doffset are final (same on every rank)
-    if (!sum_shift_.defined()) {
-      sum_shift_ = Tensor(Shape{c_}, s.value.device());
-      sum_scale_ = Tensor(Shape{c_}, s.value.device());
-    }
-    if (n > 0) {
-      be_->copy(o.grad, sum_shift_);
-      be_->copy(s.grad, sum_scale_);
-    } else {
-      be_->fill(sum_shift_, 0.f);
-      be_->fill(sum_scale_, 0.f);
-    }
-    sync_batch_norm_sums(*ctx.comm, ctx.weight, sum_shift_, sum_scale_);
-    if (n == 0) return;
-    be_->batch_norm_dx_correction(x, batch_mean_, batch_var_, s.value, static_cast<float>(epsilon_),
-                                  static_cast<double>(n * shape_[0] * shape_[1]), sum_shift_, sum_scale_, *dx);
-  }
-
-  BatchNormOp& global_op() {
-    if (!sync_op_) {
-      BatchNormDesc d;
-      d.n = n_;
-      d.h = shape_[0];
-      d.w = shape_[1];
-      d.c = c_;
-      d.epsilon = static_cast<float>(epsilon_);
-      d.fuse_relu = fuse_relu_;
-      d.global_stats = true;
-      sync_op_ = be_->make_batch_norm(d);
-    }
-    return *sync_op_;
-  }
-
-  int64_t flops_per_image() const override { return 2 * shape_.numel(); }
-  bool can_fuse_relu() const override { return true; }
-  bool has_inference_affine() const override { return true; }
-  // Inference: Scale * (x - TrainedMean) / sqrt(TrainedVariance + Epsilon) + Offset, as
-  // oneDNN computes it (float32).
-  bool inference_affine(std::vector<float>& scale, std::vector<float>& shift) const override {
-    const float* g = params_[0].value.data();
-    const float* o = params_[1].value.data();
-    const float* mean = states_[0].value.data();
-    const float* var = states_[1].value.data();
-    scale.resize(static_cast<size_t>(c_));
-    shift.resize(static_cast<size_t>(c_));
-    for (int64_t c = 0; c < c_; ++c) {
-      const float s = g[c] / std::sqrt(var[c] + static_cast<float>(epsilon_));
-      scale[static_cast<size_t>(c)] = s;
-      shift[static_cast<size_t>(c)] = o[c] - mean[c] * s;
-    }
-    return true;
-  }
-  bool joins_collectives() const override { return true; }
-  std::vector<std::string> learnable_options() const override { return {"Scale", "Offset"}; }
-
-  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
-    const std::string& n = name();
-    const OnnxValue& x = inputs.at(0);
-    g.add_floats(n + "_scale", {c_}, host_values(params_[0].value));
-    g.add_floats(n + "_offset", {c_}, host_values(params_[1].value));
-    g.add_floats(n + "_mean", {c_}, host_values(states_[0].value));
-    g.add_floats(n + "_var", {c_}, host_values(states_[1].value));
-    g.add_node("BatchNormalization", n, {x.name, n + "_scale", n + "_offset", n + "_mean", n + "_var"}, n,
-               {OnnxAttr("epsilon", static_cast<float>(epsilon_))});
-    return OnnxValue{n, out, x.flat};
-  }
-
-  static void from_onnx(OnnxNodeReader& r) {
-    const OnnxValue in = r.input(0);
-    int64_t c = in.shape[2];
-    if (in.flat && in.shape[0] * in.shape[1] > 1)
-      r.fail("its input is flattened; batch normalization needs (N, C, H, W) or (N, C)");
-    std::vector<std::vector<float>> t;
-    const char* roles[] = {"scale", "bias", "mean", "var"};
-    for (int i = 0; i < 4; ++i) {
-      t.push_back(r.floats(i + 1, roles[i]));
-      if (static_cast<int64_t>(t.back().size()) != c)
-        r.fail(std::string(roles[i]) + " has " + std::to_string(t.back().size()) + " values for " + std::to_string(c) +
-               " channels");
-    }
-    LayerSpec& s = r.add_layer("batchNormalization", {in.name});
-    s.set("Epsilon", onnx_number(r.attr_float("epsilon", 1e-5f)));
-    const std::string name = s.name;
-    r.add_param(name, "Scale", Shape{c}, t[0]);
-    r.add_param(name, "Offset", Shape{c}, t[1]);
-    r.add_state(name, "TrainedMean", Shape{c}, t[2]);
-    r.add_state(name, "TrainedVariance", Shape{c}, t[3]);
-    r.set_output(OnnxValue{name, in.shape, in.flat});
-  }
-
- private:
-  double epsilon_, mean_decay_, var_decay_;
-  Param scale_, offset_;
-  Shape shape_;
-  int64_t c_ = 0, n_ = 0;
-  Tensor batch_mean_, batch_var_;  // (C) statistics of the last training forward (global when synchronized)
-  Tensor scratch_dx_;
-  Tensor sync_scratch_;                        // (C) for the synchronized moments on a device
-  Tensor sum_shift_, sum_scale_;               // (C) D and S of synchronized backward
-  std::unique_ptr<BatchNormOp> op_, sync_op_;  // sync_op_: global_stats, for data parallel
-  bool fused_pool_ = false;                    // set_fused_max_pool: pool_ is the pooling's geometry
-  PoolDesc pool_;
-  std::unique_ptr<BnReluMaxPoolOp> fused_op_;  // null where the backend has none
-  Backend* be_ = nullptr;
-};
-
-}  // namespace
+  LayerSpec& s = r.add_layer("batchNormalization", {in.name});
+  s.set("Epsilon", onnx_number(r.attr_float("epsilon", 1e-5f)));
+  const std::string name = s.name;
+  r.add_param(name, "Scale", Shape{c}, t[0]);
+  r.add_param(name, "Offset", Shape{c}, t[1]);
+  r.add_state(name, "TrainedMean", Shape{c}, t[2]);
+  r.add_state(name, "TrainedVariance", Shape{c}, t[3]);
+  r.set_output(OnnxValue{name, in.shape, in.flat});
+}
 
 const LayerType& batch_normalization_layer_type() {
   static const LayerType t{

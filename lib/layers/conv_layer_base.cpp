@@ -22,6 +22,8 @@ ConvLayerBase::ConvLayerBase(const LayerSpec& spec) : Layer(spec) {
   spec_.get("Padding");  // read in infer_conv(): 'same' depends on the input size
   weight_param_ = make_param(spec_, "Weight", Shape{}, weight_init_, 1.f);
   bias_param_ = make_param(spec_, "Bias", Shape{}, bias_init_, 0.f);
+  traits_.relu_in_op = true;
+  traits_.separate_relu_backward = true;
 }
 
 Shape ConvLayerBase::infer_conv(const Shape& in, int64_t k, int64_t groups) {
@@ -71,20 +73,20 @@ ConvDesc ConvLayerBase::desc(int64_t n) const {
   d.dilation_h = dh_;
   d.dilation_w = dw_;
   d.groups = groups_;
-  d.fuse_relu = fuse_relu_;
+  d.fuse_relu = fusion_.relu;
   d.bf16 = mixed_;
   return d;
 }
 
 void ConvLayerBase::setup(int64_t n, Backend& be) {
   ConvDesc d = desc(n);
-  d.inference_relu = folded_next_ && folded_next_->fuse_relu();
+  d.inference_relu = fusion_.folds_affine && fusion_.folded_relu;
   op_ = be.make_conv(d);
-  if (folded_next_ && !folded_w_.defined()) {
+  if (fusion_.folds_affine && !folded_w_.defined()) {
     folded_w_ = Tensor(Shape{k_, kh_, kw_, d.group_c()}, be.device());
     folded_b_ = Tensor(Shape{k_}, be.device());
   }
-  if (fuse_relu_) relu_ = be.make_act(ActDesc{n * d.out_h() * d.out_w() * k_, ActKind::kRelu, 0.f});
+  if (fusion_.relu) relu_ = be.make_act(ActDesc{n * d.out_h() * d.out_w() * k_, ActKind::kRelu, 0.f});
 }
 
 void ConvLayerBase::forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) {
@@ -93,8 +95,9 @@ void ConvLayerBase::forward(const std::vector<const Tensor*>& x, Tensor& y, cons
 
 // w * s and b * s + t per output channel (host values: the Network folds on the CPU only).
 // Each filter's row of weights belongs to its one output channel, grouped or not.
-void ConvLayerBase::forward_folded(const std::vector<const Tensor*>& x, Tensor& y) {
-  DLT_CHECK(folded_next_ && folded_next_->inference_affine(fold_scale_, fold_shift_),
+void ConvLayerBase::forward_folded(const Tensor& x, Tensor& y, const std::vector<float>& scale,
+                                   const std::vector<float>& shift) {
+  DLT_CHECK(fusion_.folds_affine && static_cast<int64_t>(scale.size()) == k_ && static_cast<int64_t>(shift.size()) == k_,
             "layer '" << name() << "': nothing to fold");
   const int64_t row = kh_ * kw_ * (c_ / groups_);
   const float* w = params_[0].value.data();
@@ -102,16 +105,16 @@ void ConvLayerBase::forward_folded(const std::vector<const Tensor*>& x, Tensor& 
   float* fw = folded_w_.data();
   float* fb = folded_b_.data();
   for (int64_t k = 0; k < k_; ++k) {
-    const float s = fold_scale_[static_cast<size_t>(k)];
+    const float s = scale[static_cast<size_t>(k)];
     for (int64_t i = 0; i < row; ++i) fw[k * row + i] = w[k * row + i] * s;
-    fb[k] = b[k] * s + fold_shift_[static_cast<size_t>(k)];
+    fb[k] = b[k] * s + shift[static_cast<size_t>(k)];
   }
-  op_->forward(*x[0], folded_w_, folded_b_, y, folded_next_->fuse_relu());
+  op_->forward(x, folded_w_, folded_b_, y, fusion_.folded_relu);
 }
 
 void ConvLayerBase::backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy,
                              const std::vector<Tensor*>& dx, const RunContext&) {
-  if (fuse_relu_ && !relu_backward_handed_over_) relu_->backward(y, y, dy, dy);
+  if (fusion_.relu && !fusion_.relu_backward_handed_over) relu_->backward(y, y, dy, dy);
   Param& w = params_[0];
   Param& b = params_[1];
   if (!w.frozen() || !b.frozen()) op_->backward_weights(*x[0], dy, w.grad, b.grad);

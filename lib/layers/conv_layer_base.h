@@ -1,7 +1,7 @@
 // What convolution2d and groupedConvolution2d share: the options both read (FilterSize, Stride,
 // DilationFactor, Padding, the initializers and the Weight / Bias factors), shape inference,
 // the backend ConvOp (ConvDesc::groups), the fused ReLU, the folding of a following
-// batchNormalization in inference, and the ONNX Conv node both ways. The two types differ
+// per-channel affine (batchNormalization) in inference, and the ONNX Conv node both ways. The two types differ
 // only in how they name their filters: NumFilters, or NumFiltersPerGroup and NumGroups.
 // Weights (K, kh, kw, C/G), Bias (K); output channel k belongs to group k / (K/G).
 #pragma once
@@ -22,10 +22,11 @@ class ConvLayerBase : public Layer {
   void backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext& ctx) override;
   int64_t flops_per_image() const override;
-  bool can_fuse_relu() const override { return true; }
-  bool can_hand_over_relu_backward() const override { return true; }
-  bool can_fold_affine() const override { return true; }
-  void forward_folded(const std::vector<const Tensor*>& x, Tensor& y) override;
+  // Inference with Fusion::folds_affine (the Network's plan, CPU): the following layer's
+  // output x * scale + shift per output channel (host values, K each), computed as one
+  // convolution with weights w * scale and bias b * scale + shift, and that layer's ReLU
+  // (Fusion::folded_relu) as a post-op.
+  void forward_folded(const Tensor& x, Tensor& y, const std::vector<float>& scale, const std::vector<float>& shift);
   std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
   // A Conv node with the group attribute.
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override;
@@ -50,7 +51,6 @@ class ConvLayerBase : public Layer {
   std::unique_ptr<ConvOp> op_;
   std::unique_ptr<ActOp> relu_;  // relu backward when fused
   Tensor folded_w_, folded_b_;   // forward_folded's weights and bias
-  std::vector<float> fold_scale_, fold_shift_;
 };
 
 // A Conv node as read from ONNX: its input, K filters in `group` groups of kh x kw x cg

@@ -19,6 +19,8 @@ class FullyConnectedLayer final : public Layer {
     Init bi = parse_initializer(spec_, "BiasInitializer", "zeros");
     weight_ = make_param(spec_, "Weight", Shape{}, wi, 1.f);
     bias_ = make_param(spec_, "Bias", Shape{}, bi, 0.f);
+    traits_.relu_in_op = true;
+    traits_.separate_relu_backward = true;
   }
 
   Shape infer(const std::vector<Shape>& inputs) override {
@@ -42,8 +44,8 @@ class FullyConnectedLayer final : public Layer {
   }
 
   void setup(int64_t n, Backend& be) override {
-    op_ = be.make_fc(FcDesc{n, in_, out_, fuse_relu_, mixed_});
-    if (fuse_relu_) relu_ = be.make_act(ActDesc{n * out_, ActKind::kRelu, 0.f});
+    op_ = be.make_fc(FcDesc{n, in_, out_, fusion_.relu, mixed_});
+    if (fusion_.relu) relu_ = be.make_act(ActDesc{n * out_, ActKind::kRelu, 0.f});
   }
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
@@ -52,7 +54,7 @@ class FullyConnectedLayer final : public Layer {
 
   void backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {
-    if (fuse_relu_ && !relu_backward_handed_over_) relu_->backward(y, y, dy, dy);
+    if (fusion_.relu && !fusion_.relu_backward_handed_over) relu_->backward(y, y, dy, dy);
     Param& w = params_[0];
     Param& b = params_[1];
     if (!w.frozen() || !b.frozen()) op_->backward_weights(*x[0], dy, w.grad, b.grad);
@@ -60,8 +62,6 @@ class FullyConnectedLayer final : public Layer {
   }
 
   int64_t flops_per_image() const override { return 2 * in_ * out_; }
-  bool can_fuse_relu() const override { return true; }
-  bool can_hand_over_relu_backward() const override { return true; }
   std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
 
   // The first fullyConnected after an image gets a Flatten, and its columns go from HWC to

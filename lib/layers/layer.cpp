@@ -50,18 +50,6 @@ void Layer::init_params(Rng& rng) {
   }
 }
 
-void Layer::forward_folded(const std::vector<const Tensor*>&, Tensor&) {
-  DLT_CHECK(false, "layer '" << name() << "' (" << type() << ") cannot fold a following layer");
-}
-
-void Layer::forward_fused_max_pool(const Tensor&, Tensor&, const RunContext&) {
-  DLT_CHECK(false, "layer '" << name() << "' (" << type() << ") cannot run with a max pooling");
-}
-
-void Layer::backward_fused_max_pool(const Tensor&, const Tensor&, const Tensor&, Tensor*, const RunContext&) {
-  DLT_CHECK(false, "layer '" << name() << "' (" << type() << ") cannot run with a max pooling");
-}
-
 OnnxValue Layer::to_onnx(OnnxGraph& g, const std::vector<OnnxValue>&, const Shape&) const {
   throw ModelError(g.path() + ": layer '" + name() + "' (" + type() + ") has no ONNX export");
 }

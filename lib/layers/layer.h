@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "layers/fusion.h"
 #include "layers/onnx_graph.h"
 #include "layers/spec.h"
 #include "tensor/tensor.h"
@@ -88,64 +89,12 @@ class Layer {
   // Forward multiply-adds x 2 per image (0 for layers without arithmetic worth counting).
   virtual int64_t flops_per_image() const { return 0; }
 
-  // Fusion with a following ReLU (conv, fullyConnected, batchNormalization): forward then
-  // writes relu(out) and backward applies the relu backward to dy first.
-  virtual bool can_fuse_relu() const { return false; }
-  void set_fuse_relu(bool on) { fuse_relu_ = on; }
-  bool fuse_relu() const { return fuse_relu_; }
-  // A fused ReLU whose only consumer is a max pooling layer: max(relu(x)) = relu(max(x)), and
-  // pooling's gradient reaches only each window's maximum, so the pooling layer applies the
-  // ReLU backward to its own, smaller, dy (its output as the mask: the maximum is > 0 exactly
-  // where relu'(x) is 1) and the producer skips it. The gradient is unchanged, bit for bit.
-  // Producers whose ReLU backward is a separate pass (conv, fullyConnected) can hand it over;
-  // max pooling can take it. The Network decides.
-  virtual bool can_hand_over_relu_backward() const { return false; }
-  virtual bool can_take_relu_backward() const { return false; }
-  void set_relu_backward_handed_over(bool on) { relu_backward_handed_over_ = on; }
-  void set_takes_relu_backward(bool on) { takes_relu_backward_ = on; }
-  bool relu_backward_handed_over() const { return relu_backward_handed_over_; }
-  bool takes_relu_backward() const { return takes_relu_backward_; }
-  // Inference folding (CPU): a convolution whose only consumer is a batchNormalization runs in
-  // inference as one convolution, with the normalization folded into its weights and bias
-  // (w * s, b * s + t per output channel) and the normalization's fused ReLU as a post-op; the
-  // normalization's forward is skipped. Training is unchanged. The Network decides.
-  // A layer whose inference output is x * scale + shift per channel fills them (host values).
-  virtual bool inference_affine(std::vector<float>& scale, std::vector<float>& shift) const {
-    (void)scale;
-    (void)shift;
-    return false;
-  }
-  virtual bool has_inference_affine() const { return false; }
-  // A layer that can take a following layer's inference_affine (convolution2d): set before
-  // setup(); then forward_folded writes `next`'s inference output into y.
-  virtual bool can_fold_affine() const { return false; }
-  void set_folded_next(const Layer* next) { folded_next_ = next; }
-  const Layer* folded_next() const { return folded_next_; }
-  virtual void forward_folded(const std::vector<const Tensor*>& x, Tensor& y);
-  // Training on the CPU: a batchNormalization with a fused ReLU whose only consumer is a max
-  // pooling without padding runs with it as one op (BnReluMaxPoolOp, docs/performance.md
-  // "Outside the convolutions"); the pooling's own forward and backward are skipped. The
-  // Network decides (plan_fusion); the layers run one by one in inference, in synchronized
-  // (data-parallel) batch norm and on backends without the op. Results equal the separate
-  // layers' up to rounding.
-  // The pooling layer: its geometry (per image, n = 1) when it is such a pooling.
-  virtual bool plain_max_pool(PoolDesc& d) const {
-    (void)d;
-    return false;
-  }
-  // The batch-norm layer: whether it can take that pooling; set_fused_max_pool before setup().
-  virtual bool can_fuse_max_pool() const { return false; }
-  virtual void set_fused_max_pool(const PoolDesc& per_image) { (void)per_image; }
-  // Whether this step runs fused (setup made the op; training; not synchronized).
-  virtual bool fused_max_pool_active(const RunContext& ctx) const {
-    (void)ctx;
-    return false;
-  }
-  // x: the batch norm's input; pooled: the pooling's output; dpooled: its gradient; dx: the
-  // gradient of x, or null when none is needed.
-  virtual void forward_fused_max_pool(const Tensor& x, Tensor& pooled, const RunContext& ctx);
-  virtual void backward_fused_max_pool(const Tensor& x, const Tensor& pooled, const Tensor& dpooled, Tensor* dx,
-                                       const RunContext& ctx);
+  // Fusion (net/fusion_plan.h): what this layer allows (filled by its constructor or
+  // infer()) and what the network's plan decided for it (set before setup()). The plan
+  // decides; the layer obeys what set_fusion says.
+  const FusionTraits& fusion_traits() const { return traits_; }
+  void set_fusion(const Fusion& f) { fusion_ = f; }
+  const Fusion& fusion() const { return fusion_; }
   // Precision: mixed. Layers with heavy multiplies (conv, fullyConnected) then ask the backend
   // for bfloat16 ops (ConvDesc::bf16); the others ignore it. Takes effect at the next setup().
   void set_mixed_precision(bool on) { mixed_ = on; }
@@ -173,8 +122,6 @@ class Layer {
   // Checks the layers that feed this one (classification must follow softmax); throws
   // ConfigError naming the layers. Called once the network is built.
   virtual void check_producers(const std::vector<const Layer*>& producers) const { (void)producers; }
-  // A plain ReLU, which a producing layer that can_fuse_relu() absorbs.
-  virtual bool is_relu() const { return false; }
   // Its training forward changes from step to step (dropout's mask), so a captured CUDA graph
   // cannot replay it.
   virtual bool stochastic() const { return false; }
@@ -193,10 +140,8 @@ class Layer {
   LayerSpec spec_;
   std::vector<Param> params_;
   std::vector<State> states_;
-  bool fuse_relu_ = false;
-  bool relu_backward_handed_over_ = false;  // fuse_relu_, and the consumer applies its backward
-  bool takes_relu_backward_ = false;        // applies the producer's fused ReLU backward to dy
-  const Layer* folded_next_ = nullptr;      // its inference_affine folds into this layer
+  FusionTraits traits_;
+  Fusion fusion_;
   bool mixed_ = false;
 };
 

@@ -28,6 +28,7 @@ class PoolingLayer final : public Layer {
       // and 'size' outputs; here the unpooling layer names this layer).
       if (kind_ == PoolKind::kMax) keep_indices_ = spec_.get_bool("HasUnpoolingOutputs", false);
     }
+    traits_.takes_relu_backward = kind_ == PoolKind::kMax && !global_;
   }
 
   bool keeps_indices() const { return keep_indices_; }
@@ -56,6 +57,11 @@ class PoolingLayer final : public Layer {
         shape_error(spec_, "Padding must be smaller than PoolSize");
     }
     PoolDesc d = desc(1);
+    // Max pooling without padding whose indices no unpooling layer reads, windows of at most
+    // 256 values: a batchNormalization with a ReLU may run it (FusionTraits::plain_max_pool).
+    traits_.plain_max_pool =
+        kind_ == PoolKind::kMax && !global_ && !keep_indices_ && !(pt_ || pb_ || pl_ || pr_) && kh_ * kw_ <= 256;
+    if (traits_.plain_max_pool) traits_.max_pool = d;
     return Shape{d.out_h(), d.out_w(), c_};
   }
 
@@ -64,7 +70,7 @@ class PoolingLayer final : public Layer {
     be_ = &be;
     n_ = n;
     if (keep_indices_) indices_ = Tensor(Shape{n, desc(1).out_h(), desc(1).out_w(), c_}, be.device(), DType::kI32);
-    if (takes_relu_backward_)
+    if (fusion_.takes_relu_backward)
       relu_ = be.make_act(ActDesc{n * desc(1).out_h() * desc(1).out_w() * c_, ActKind::kRelu, 0.f});
   }
 
@@ -76,18 +82,8 @@ class PoolingLayer final : public Layer {
   void backward(const std::vector<const Tensor*>&, const Tensor& y, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {
     if (!dx[0]) return;
-    if (takes_relu_backward_) relu_->backward(y, y, dy, dy);  // the producer's fused ReLU (Layer)
+    if (fusion_.takes_relu_backward) relu_->backward(y, y, dy, dy);  // the producer's fused ReLU (Fusion)
     op_->backward(dy, *dx[0]);
-  }
-
-  bool can_take_relu_backward() const override { return kind_ == PoolKind::kMax && !global_; }
-  // Max pooling without padding whose indices no unpooling layer reads, windows of at most
-  // 256 values (as the separate path's u8 window positions in oneDNN's workspace).
-  bool plain_max_pool(PoolDesc& d) const override {
-    if (kind_ != PoolKind::kMax || global_ || keep_indices_ || pt_ || pb_ || pl_ || pr_ || kh_ * kw_ > 256)
-      return false;
-    d = desc(1);
-    return true;
   }
 
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
@@ -229,7 +225,7 @@ class PoolingLayer final : public Layer {
   int64_t kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, pt_ = 0, pb_ = 0, pl_ = 0, pr_ = 0;
   int64_t h_ = 0, w_ = 0, c_ = 0;
   std::unique_ptr<PoolOp> op_;
-  std::unique_ptr<ActOp> relu_;  // the producer's ReLU backward (takes_relu_backward_)
+  std::unique_ptr<ActOp> relu_;  // the producer's ReLU backward (Fusion::takes_relu_backward)
 };
 
 // maxUnpooling2d (MATLAB's maxUnpooling2dLayer): the inverse of the maxPooling2d named by

@@ -1,4 +1,4 @@
-// Network: the DAG from the spec (build), ReLU and softmax fusion (plan_fusion), the
+// Network: the DAG from the spec (build), the fusion plan and softmax fusion (plan_fusion), the
 // parameter buffers, batch set-up, forward, loss and backward. Gradient buffers are planned in
 // network_gradients.cpp, model data in network_model_data.cpp, an empty data-parallel share
 // in network_empty_share.cpp.
@@ -118,45 +118,15 @@ void Network::build() {
 }
 
 void Network::plan_fusion() {
-  std::vector<std::vector<int>> users(nodes_.size());
-  for (size_t j = 0; j < nodes_.size(); ++j)
-    for (int p : nodes_[j].inputs) users[p].push_back(static_cast<int>(j));
-  for (size_t p = 0; p < nodes_.size(); ++p) {
-    if (!nodes_[p].layer->can_fuse_relu() || users[p].size() != 1) continue;
-    int r = users[p][0];
-    if (!nodes_[r].layer->is_relu()) continue;
-    nodes_[p].layer->set_fuse_relu(true);
-    nodes_[r].alias_of = static_cast<int>(p);
-    if (users[r].size() == 1 && nodes_[p].layer->can_hand_over_relu_backward() &&
-        nodes_[users[r][0]].layer->can_take_relu_backward()) {
-      nodes_[p].layer->set_relu_backward_handed_over(true);
-      nodes_[users[r][0]].layer->set_takes_relu_backward(true);
-    }
+  std::vector<Layer*> layers;
+  std::vector<std::vector<int>> inputs;
+  for (const Node& n : nodes_) {
+    layers.push_back(n.layer.get());
+    inputs.push_back(n.inputs);
   }
+  plan_ = FusionPlan(layers, inputs, device_.is_cpu());
+  for (size_t i = 0; i < nodes_.size(); ++i) nodes_[i].alias_of = plan_.absorbed_by(i);
   nodes_.back().alias_of = softmax_;
-  if (device_.is_cpu()) {
-    // batchNormalization -> (fused) relu -> maxPooling2d, each the previous one's only consumer.
-    for (size_t p = 0; p < nodes_.size(); ++p) {
-      Layer& bn = *nodes_[p].layer;
-      if (!bn.can_fuse_max_pool() || users[p].size() != 1) continue;
-      const int r = users[p][0];
-      if (nodes_[r].alias_of != static_cast<int>(p) || users[r].size() != 1) continue;
-      const int q = users[r][0];
-      PoolDesc d;
-      if (nodes_[q].inputs.size() != 1 || !nodes_[q].layer->plain_max_pool(d)) continue;
-      bn.set_fused_max_pool(d);
-      nodes_[p].fused_pool = q;
-      nodes_[q].fused_bn = static_cast<int>(p);
-    }
-    for (size_t p = 0; p < nodes_.size(); ++p) {
-      if (!nodes_[p].layer->can_fold_affine() || users[p].size() != 1) continue;
-      const int q = users[p][0];
-      if (!nodes_[q].layer->has_inference_affine() || nodes_[q].inputs.size() != 1) continue;
-      nodes_[p].folds_into = q;
-      nodes_[q].folded_away = true;
-      nodes_[p].layer->set_folded_next(nodes_[q].layer.get());
-    }
-  }
 
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
@@ -241,20 +211,20 @@ const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
                                                                  << x.shape().str() << " but the network expects "
                                                                  << batch_shape(batch_, input_shape()).str());
   std::vector<const Tensor*>& xs = scratch_xs_;
+  using Kind = FusionPlan::Kind;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
-    const bool fold = !ctx.training && inference_folding_;
-    if (n.alias_of >= 0 || (fold && n.folded_away)) continue;
-    if (n.fused_pool >= 0 && n.layer->fused_max_pool_active(ctx)) continue;  // runs in its pooling's step
-    Node* bn = n.fused_bn >= 0 && nodes_[n.fused_bn].layer->fused_max_pool_active(ctx) ? &nodes_[n.fused_bn] : nullptr;
+    if (n.alias_of >= 0) continue;
+    const FusionPlan::Step step = plan_.step(i, ctx, inference_folding_);
+    if (step.kind == Kind::kFoldedAway || step.kind == Kind::kInMaxPool) continue;  // another node's step runs it
     xs.clear();
     if (i == 0) xs.push_back(&x);
     for (int p : n.inputs) xs.push_back(&nodes_[root(p)].out);
     auto run = [&] {
-      if (bn)
-        bn->layer->forward_fused_max_pool(nodes_[root(bn->inputs[0])].out, n.out, ctx);
-      else if (fold && n.folds_into >= 0)
-        n.layer->forward_folded(xs, nodes_[n.folds_into].out);
+      if (step.kind == Kind::kBnReluMaxPool)
+        plan_.forward_bn_relu_max_pool(i, nodes_[root(nodes_[step.partner].inputs[0])].out, n.out, ctx);
+      else if (step.kind == Kind::kFoldedConv)
+        plan_.forward_folded(i, *xs[0], nodes_[step.partner].out);
       else
         n.layer->forward(xs, n.out, ctx);
     };
@@ -317,13 +287,15 @@ void Network::backward_node(int i, const RunContext& ctx) {
     for (const Tensor& t : n.edge_grads) scratch_parts_.push_back(&t);
     be.sum(scratch_parts_, n.grad);
   }
-  if (n.fused_pool >= 0 && n.layer->fused_max_pool_active(ctx)) return;  // done in its pooling's step
-  if (n.fused_bn >= 0 && nodes_[n.fused_bn].layer->fused_max_pool_active(ctx)) {
-    Node& bn = nodes_[n.fused_bn];
-    Tensor* dx = grad_target(n.fused_bn, bn.inputs[0]);
+  const FusionPlan::Step step = plan_.step(static_cast<size_t>(i), ctx, false);
+  if (step.kind == FusionPlan::Kind::kInMaxPool) return;  // done in its pooling's step
+  if (step.kind == FusionPlan::Kind::kBnReluMaxPool) {
+    Node& bn = nodes_[step.partner];
+    Tensor* dx = grad_target(step.partner, bn.inputs[0]);
     Timer t;
-    for_layer(*bn.layer,
-              [&] { bn.layer->backward_fused_max_pool(nodes_[root(bn.inputs[0])].out, n.out, n.grad, dx, ctx); });
+    for_layer(*bn.layer, [&] {
+      plan_.backward_bn_relu_max_pool(static_cast<size_t>(i), nodes_[root(bn.inputs[0])].out, n.out, n.grad, dx, ctx);
+    });
     if (prof_bwd_) {
       be.synchronize();
       (*prof_bwd_)[i] += t.seconds();

@@ -1,6 +1,6 @@
 // Network: the layer DAG built from a NetworkSpec, run in list (topological) order.
-// Builds layers, infers shapes (errors name the layer and the numbers), fuses ReLUs into the
-// producing conv / fullyConnected / batchNormalization and softmax into the loss, keeps all
+// Builds layers, infers shapes (errors name the layer and the numbers), plans which
+// neighbouring layers run as one op (net/fusion_plan.h) and fuses softmax into the loss, keeps all
 // parameters and gradients as views of two flat buffers (one all-reduce for data-parallel
 // training), and allocates every activation buffer once per batch capacity.
 // Not thread-safe; one Network per device.
@@ -14,6 +14,7 @@
 #include "layers/io_layers.h"
 #include "layers/layer.h"
 #include "layers/spec.h"
+#include "net/fusion_plan.h"
 
 namespace dlt {
 
@@ -37,7 +38,7 @@ class Network {
   const Shape& output_shape(size_t i) const { return nodes_[i].shape; }  // per image (H, W, C)
   bool fused(size_t i) const { return nodes_[i].alias_of >= 0; }
   // CPU training: batchNormalization i runs with the max pooling after its ReLU as one op.
-  bool fused_with_max_pool(size_t i) const { return nodes_[i].fused_pool >= 0; }
+  bool fused_with_max_pool(size_t i) const { return plan_.runs_in_max_pool(i); }
   ImageInputLayer& input_layer() { return *input_; }
   const Shape& input_shape() const { return nodes_[0].shape; }
   int64_t num_classes() const { return nodes_.back().shape[2]; }
@@ -55,9 +56,9 @@ class Network {
   // overlap (on by default; off keeps one buffer per gradient, for tests). Call before set_batch.
   void set_gradient_reuse(bool on) { grad_reuse_ = on; }
   // Inference runs a convolution and the batchNormalization after it as one convolution
-  // (Layer::can_fold_affine; CPU networks). On by default; off runs them apart (tests).
+  // (FusionPlan; CPU networks). On by default; off runs them apart (tests).
   void set_inference_folding(bool on) { inference_folding_ = on; }
-  bool folds(size_t conv) const { return nodes_[conv].folds_into >= 0; }
+  bool folds(size_t conv) const { return plan_.folds(conv); }
   // Precision: mixed (docs/config.md): conv and fullyConnected multiply in bfloat16 with
   // float32 sums, outputs and master weights. The ops are made again at the next set_batch.
   void set_mixed_precision(bool on);
@@ -126,10 +127,6 @@ class Network {
     std::vector<int> inputs;
     Shape shape;
     int alias_of = -1;           // fused ReLU / output layer: shares this node's tensors
-    int folds_into = -1;         // inference: this conv writes that batchNormalization's output
-    bool folded_away = false;    // inference: a batchNormalization its producer computes
-    int fused_pool = -1;         // CPU training: this batchNormalization runs in that max pooling's step
-    int fused_bn = -1;           // ... and this max pooling runs that batchNormalization with it
     bool needs_grad = false;     // a gradient must flow into this node's output
     std::vector<int> consumers;  // non-alias nodes reading this node's storage
     Tensor out, grad;
@@ -148,6 +145,7 @@ class Network {
   NetworkSpec spec_;
   Device device_;
   std::vector<Node> nodes_;
+  FusionPlan plan_;  // which neighbouring layers run as one op
   ImageInputLayer* input_ = nullptr;
   int softmax_ = -1;  // the softmax node feeding the classification layer
   std::vector<std::string> classes_;

@@ -26,7 +26,7 @@ void Network::plan_gradients(int64_t n) {
   std::vector<Use> uses;
   // A batchNormalization that runs in its max pooling's step (CPU training) writes its input's
   // gradient there, earlier in backward than its own step.
-  auto written_at = [&](int consumer) { return std::max(consumer, nodes_[consumer].fused_pool); };
+  auto written_at = [&](int consumer) { return plan_.backward_step(consumer); };
   for (size_t p = 0; p < nodes_.size(); ++p) {
     Node& node = nodes_[p];
     if (node.alias_of >= 0 || !node.needs_grad) continue;

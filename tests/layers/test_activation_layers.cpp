@@ -124,7 +124,7 @@ TEST_CASE("activation layers: options and their errors", "[layers][act]") {
     if (std::string(type) == "clippedRelu") opts = {"Ceiling=6"};
     auto l = make(type, opts);
     CHECK(l->role() == Layer::Role::kHidden);
-    CHECK_FALSE(l->is_relu());
+    CHECK_FALSE(l->fusion_traits().relu);
     CHECK(l->params().empty());
     CHECK(l->infer({Shape{3, 5, 7}}) == Shape{3, 5, 7});
   }

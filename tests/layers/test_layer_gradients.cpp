@@ -224,7 +224,7 @@ TEST_CASE("gradients: layers at training sizes (blocked oneDNN kernels)", "[laye
 
 TEST_CASE("max pooling takes a fused ReLU's backward: the same gradient, bit for bit", "[layers][grad]") {
   // Network::plan_fusion hands a conv's fused ReLU backward to the max pooling layer it feeds
-  // (Layer::set_takes_relu_backward): the pooling layer masks its own dy with its output > 0
+  // (Fusion::takes_relu_backward): the pooling layer masks its own dy with its output > 0
   // instead of the conv masking the (larger) pooling input gradient with the input > 0.
   Backend& be = backend_for(Device::cpu());
   const std::vector<std::vector<std::string>> pools = {
@@ -235,8 +235,10 @@ TEST_CASE("max pooling takes a fused ReLU's backward: the same gradient, bit for
       const Shape in{15, 15, c};
       auto plain = make_layer(layer_spec("maxPooling2d", opts));
       auto taker = make_layer(layer_spec("maxPooling2d", opts));
-      REQUIRE(taker->can_take_relu_backward());
-      taker->set_takes_relu_backward(true);
+      REQUIRE(taker->fusion_traits().takes_relu_backward);
+      Fusion takes;
+      takes.takes_relu_backward = true;
+      taker->set_fusion(takes);
       const Shape out = plain->infer({in});
       taker->infer({in});
       plain->setup(n, be);

@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "layers/conv_layer_base.h"
 #include "layers/layer.h"
 #include "support/grad_check.h"
 
@@ -51,12 +52,12 @@ TEST_CASE("layer traits: roles, ReLU fusion, stochastic and collective layers", 
   CHECK(make("imageInput", {"InputSize=[4,4,1]"})->role() == Layer::Role::kInput);
   CHECK(make("classification", {})->role() == Layer::Role::kOutput);
   CHECK(make("relu", {})->role() == Layer::Role::kHidden);
-  CHECK(make("relu", {})->is_relu());
-  CHECK_FALSE(make("leakyRelu", {})->is_relu());
-  CHECK(make("convolution2d", {"FilterSize=3", "NumFilters=2"})->can_fuse_relu());
+  CHECK(make("relu", {})->fusion_traits().relu);
+  CHECK_FALSE(make("leakyRelu", {})->fusion_traits().relu);
+  CHECK(make("convolution2d", {"FilterSize=3", "NumFilters=2"})->fusion_traits().relu_in_op);
   auto depthwise = make("groupedConvolution2d", {"FilterSize=3", "NumFiltersPerGroup=1", "NumGroups=channel-wise"});
-  CHECK(depthwise->can_fuse_relu());
-  CHECK(depthwise->can_fold_affine());
+  CHECK(depthwise->fusion_traits().relu_in_op);
+  CHECK(dynamic_cast<ConvLayerBase*>(depthwise.get()));  // the fusion plan folds a following batch norm into it
   CHECK(depthwise->learnable_options() == std::vector<std::string>{"Weight", "Bias"});
   CHECK(make("dropout", {})->stochastic());
   CHECK_FALSE(make("relu", {})->stochastic());

@@ -81,7 +81,9 @@ std::unique_ptr<Layer> make_bn(bool relu, const Tensor& scale, const Tensor& off
   layer->init_params(rng);
   layer->params()[0].value.copy_from(scale);
   layer->params()[1].value.copy_from(offset);
-  layer->set_fuse_relu(relu);
+  Fusion fusion;
+  fusion.relu = relu;
+  layer->set_fusion(fusion);
   layer->setup(std::max<int64_t>(n, 1), backend_for(Device::cpu()));
   return layer;
 }

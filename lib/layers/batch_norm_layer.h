@@ -1,0 +1,71 @@
+// batchNormalization: MATLAB's batchNormalizationLayer. Scale and Offset (C) are learnable;
+// TrainedMean and TrainedVariance (C) are moving averages updated in training as
+//   trained = (1 - decay) * trained + decay * batch   (MeanDecay, VarianceDecay: 0.1)
+// with the unbiased batch variance. Inference uses the trained statistics. Runs a following
+// ReLU in its op when the Network's fusion plan says so (Fusion::relu; the backend op then
+// applies the relu backward itself). In data-parallel training (RunContext::comm of size > 1)
+// it is synchronized: every rank normalizes with the global batch's statistics and backward
+// adds the terms through them (docs/distributed.md).
+// Declared here for the fusion plan (net/fusion_plan.h), which runs it with its neighbours:
+// folded into the convolution before it in CPU inference (inference_affine), and in CPU
+// training with its ReLU and the max pooling after it as one op (Fusion::with_max_pool;
+// FusedBatchNormPooling).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "layers/layer.h"
+
+namespace dlt {
+
+class BatchNormLayer final : public Layer {
+ public:
+  explicit BatchNormLayer(const LayerSpec& spec);
+
+  Shape infer(const std::vector<Shape>& inputs) override;
+  void setup(int64_t n, Backend& be) override;
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override;
+  void backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext& ctx) override;
+  int64_t flops_per_image() const override { return 2 * shape_.numel(); }
+  bool joins_collectives() const override { return true; }
+  std::vector<std::string> learnable_options() const override { return {"Scale", "Offset"}; }
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override;
+  static void from_onnx(OnnxNodeReader& r);
+
+  // Inference as x * scale + shift per channel (host values, C each):
+  // Scale * (x - TrainedMean) / sqrt(TrainedVariance + Epsilon) + Offset, as oneDNN computes
+  // it (float32). The ReLU (Fusion::relu) is not included.
+  void inference_affine(std::vector<float>& scale, std::vector<float>& shift) const;
+  // With Fusion::with_max_pool: whether this step runs as one op with the ReLU and the max
+  // pooling (setup made the op, the backend has one; training; not synchronized). Otherwise
+  // the three layers run one by one.
+  bool fused_max_pool_active(const RunContext& ctx) const;
+  // x: this layer's input; pooled: the pooling's output; dpooled: its gradient; dx: the
+  // gradient of x, or null when none is needed.
+  void forward_fused_max_pool(const Tensor& x, Tensor& pooled, const RunContext& ctx);
+  void backward_fused_max_pool(const Tensor& x, const Tensor& pooled, const Tensor& dpooled, Tensor* dx,
+                               const RunContext& ctx);
+
+ private:
+  void update_trained(int64_t m);
+  static bool synchronized(const RunContext& ctx);
+  void forward_synchronized(const Tensor& x, Tensor& y, const RunContext& ctx);
+  void backward_synchronized(const Tensor& x, Tensor& dy, Tensor* dx, const RunContext& ctx);
+  BatchNormOp& global_op();
+
+  double epsilon_, mean_decay_, var_decay_;
+  Param scale_, offset_;
+  Shape shape_;
+  int64_t c_ = 0, n_ = 0;
+  Tensor batch_mean_, batch_var_;  // (C) statistics of the last training forward (global when synchronized)
+  Tensor scratch_dx_;
+  Tensor sync_scratch_;                        // (C) for the synchronized moments on a device
+  Tensor sum_shift_, sum_scale_;               // (C) D and S of synchronized backward
+  std::unique_ptr<BatchNormOp> op_, sync_op_;  // sync_op_: global_stats, for data parallel
+  std::unique_ptr<BnReluMaxPoolOp> fused_op_;  // Fusion::with_max_pool; null where the backend has none
+  Backend* be_ = nullptr;
+};
+
+}  // namespace dlt

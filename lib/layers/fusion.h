@@ -1,0 +1,51 @@
+// What a layer tells the network's fusion plan (net/fusion_plan.h) about itself, and what the
+// plan decided for it: plain data, no behaviour. A layer fills its FusionTraits in its
+// constructor or infer(); the Network sets its Fusion before setup(). Which neighbouring
+// layers run as one op is the plan's decision, never a layer's.
+#pragma once
+#include "backend/ops.h"
+
+namespace dlt {
+
+struct FusionTraits {
+  // A plain ReLU (max(x, 0)), which a producer whose op can apply it absorbs.
+  bool relu = false;
+  // Its op can apply a following ReLU, forward and backward (convolutions, fullyConnected,
+  // batchNormalization) ...
+  bool relu_in_op = false;
+  // ... as a backward pass of its own (convolutions, fullyConnected), which a max pooling
+  // after the ReLU may apply instead (takes_relu_backward).
+  bool separate_relu_backward = false;
+  // A max pooling: max(relu(x)) = relu(max(x)), and pooling's gradient reaches only each
+  // window's maximum, so it can apply its producer's ReLU backward to its own, smaller, dy
+  // (its output as the mask: the maximum is > 0 exactly where relu'(x) is 1). The gradient
+  // is unchanged, bit for bit.
+  bool takes_relu_backward = false;
+  // A max pooling without padding whose indices no unpooling layer reads, windows of at most
+  // 256 values (as the separate path's u8 window positions in oneDNN's workspace): its
+  // geometry per image (n = 1) is max_pool. A batchNormalization with a fused ReLU can run
+  // it in its op (BatchNormLayer).
+  bool plain_max_pool = false;
+  PoolDesc max_pool;
+};
+
+// The plan's decisions for one layer; all false: the layer runs alone.
+struct Fusion {
+  // Its op applies the following ReLU (which then runs nothing and shares its tensors) ...
+  bool relu = false;
+  // ... whose backward the max pooling after that ReLU applies (the layer skips it).
+  bool relu_backward_handed_over = false;
+  // A max pooling that applies its producer's ReLU backward to its own dy first.
+  bool takes_relu_backward = false;
+  // A convolution that in (CPU) inference also computes the batchNormalization after it, with
+  // the normalization folded into its weights and bias (ConvLayerBase::forward_folded), and
+  // that normalization's ReLU as a post-op when folded_relu.
+  bool folds_affine = false;
+  bool folded_relu = false;
+  // A batchNormalization that in CPU training runs its ReLU and the max pooling of geometry
+  // max_pool (per image) after it as one op (BatchNormLayer::forward_fused_max_pool).
+  bool with_max_pool = false;
+  PoolDesc max_pool;
+};
+
+}  // namespace dlt

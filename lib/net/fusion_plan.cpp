@@ -1,0 +1,100 @@
+// FusionPlan (fusion_plan.h): the rules, decided from FusionTraits and the layers' types, and
+// the two-layer steps run through the same layer methods and backend ops as ever.
+#include "net/fusion_plan.h"
+
+#include "layers/batch_norm_layer.h"
+#include "layers/conv_layer_base.h"
+#include "util/error.h"
+
+namespace dlt {
+
+FusionPlan::FusionPlan(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& inputs, bool cpu)
+    : nodes_(layers.size()) {
+  const size_t n = layers.size();
+  std::vector<std::vector<int>> users(n);
+  for (size_t j = 0; j < n; ++j)
+    for (int p : inputs[j]) users[static_cast<size_t>(p)].push_back(static_cast<int>(j));
+  auto traits = [&](int i) -> const FusionTraits& { return layers[static_cast<size_t>(i)]->fusion_traits(); };
+  std::vector<Fusion> fusion(n);
+  auto only_user = [&](size_t i) { return users[i].size() == 1 ? users[i][0] : -1; };
+
+  // A ReLU that is its producer's only consumer runs in the producer's op; a max pooling that
+  // is the ReLU's only consumer applies that ReLU's backward when the producer's is separate.
+  for (size_t p = 0; p < n; ++p) {
+    const int r = only_user(p);
+    if (!layers[p]->fusion_traits().relu_in_op || r < 0 || !traits(r).relu) continue;
+    fusion[p].relu = true;
+    nodes_[static_cast<size_t>(r)].training = nodes_[static_cast<size_t>(r)].inference = {Kind::kAbsorbed,
+                                                                                          static_cast<int>(p)};
+    const int q = only_user(static_cast<size_t>(r));
+    if (q >= 0 && layers[p]->fusion_traits().separate_relu_backward && traits(q).takes_relu_backward) {
+      fusion[p].relu_backward_handed_over = true;
+      fusion[static_cast<size_t>(q)].takes_relu_backward = true;
+    }
+  }
+  if (cpu) {
+    // Training: batchNormalization -> (absorbed) ReLU -> plain max pooling.
+    for (size_t p = 0; p < n; ++p) {
+      auto* bn = dynamic_cast<BatchNormLayer*>(layers[p]);
+      const int r = only_user(p);
+      if (!bn || !fusion[p].relu || r < 0) continue;
+      const int q = only_user(static_cast<size_t>(r));
+      if (q < 0 || inputs[static_cast<size_t>(q)].size() != 1 || !traits(q).plain_max_pool) continue;
+      fusion[p].with_max_pool = true;
+      fusion[p].max_pool = traits(q).max_pool;
+      nodes_[p].training = {Kind::kInMaxPool, q};
+      nodes_[p].bn = bn;
+      nodes_[static_cast<size_t>(q)].training = {Kind::kBnReluMaxPool, static_cast<int>(p)};
+      nodes_[static_cast<size_t>(q)].bn = bn;
+    }
+    // Inference: a convolution and the batchNormalization that is its only consumer.
+    for (size_t p = 0; p < n; ++p) {
+      auto* conv = dynamic_cast<ConvLayerBase*>(layers[p]);
+      const int q = only_user(p);
+      if (!conv || q < 0 || inputs[static_cast<size_t>(q)].size() != 1) continue;
+      auto* bn = dynamic_cast<BatchNormLayer*>(layers[static_cast<size_t>(q)]);
+      if (!bn) continue;
+      fusion[p].folds_affine = true;
+      fusion[p].folded_relu = fusion[static_cast<size_t>(q)].relu;
+      nodes_[p].inference = {Kind::kFoldedConv, q};
+      nodes_[p].conv = conv;
+      nodes_[p].bn = bn;
+      nodes_[static_cast<size_t>(q)].inference = {Kind::kFoldedAway, static_cast<int>(p)};
+    }
+  }
+  for (size_t i = 0; i < n; ++i) layers[i]->set_fusion(fusion[i]);
+}
+
+FusionPlan::Step FusionPlan::step(size_t i, const RunContext& ctx, bool folding) const {
+  const Node& node = nodes_[i];
+  if (!ctx.training) {
+    const Kind k = node.inference.kind;
+    if ((k == Kind::kFoldedConv || k == Kind::kFoldedAway) && !folding) return {};
+    return node.inference;
+  }
+  const Kind k = node.training.kind;
+  if (k == Kind::kInMaxPool || k == Kind::kBnReluMaxPool) {
+    if (!node.bn->fused_max_pool_active(ctx)) return {};
+  }
+  return node.training;
+}
+
+void FusionPlan::forward_folded(size_t i, const Tensor& x, Tensor& y) {
+  Node& node = nodes_[i];
+  DLT_CHECK(node.conv && node.bn, "fusion plan: node " << i << " folds nothing");
+  node.bn->inference_affine(scale_, shift_);
+  node.conv->forward_folded(x, y, scale_, shift_);
+}
+
+void FusionPlan::forward_bn_relu_max_pool(size_t i, const Tensor& x, Tensor& pooled, const RunContext& ctx) {
+  DLT_CHECK(nodes_[i].bn, "fusion plan: node " << i << " runs no batch normalization");
+  nodes_[i].bn->forward_fused_max_pool(x, pooled, ctx);
+}
+
+void FusionPlan::backward_bn_relu_max_pool(size_t i, const Tensor& x, const Tensor& pooled, const Tensor& dpooled,
+                                           Tensor* dx, const RunContext& ctx) {
+  DLT_CHECK(nodes_[i].bn, "fusion plan: node " << i << " runs no batch normalization");
+  nodes_[i].bn->backward_fused_max_pool(x, pooled, dpooled, dx, ctx);
+}
+
+}  // namespace dlt

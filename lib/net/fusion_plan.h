@@ -1,0 +1,82 @@
+// FusionPlan: which neighbouring layers of a Network run as one op, decided once when the
+// network is built, from the layers' FusionTraits (layers/fusion.h) and, for the two fusions
+// that reach into both layers, their concrete types (ConvLayerBase, BatchNormLayer). The
+// layers only declare what they allow and obey the Fusion the plan sets. The fusions, each
+// between a layer and its only consumer:
+//  - ReLU: a producer whose op can apply a ReLU (FusionTraits::relu_in_op) absorbs it; the
+//    ReLU's node runs nothing and shares the producer's tensors (every device).
+//  - ReLU backward hand-over: a producer whose ReLU backward is a pass of its own hands it to
+//    the max pooling after the ReLU, which applies it to its smaller gradient (every device).
+//  - batchNormalization + ReLU + max pooling as one op (BnReluMaxPoolOp) in CPU training; the
+//    layers run one by one where the backend has no op, in synchronized batch norm, and in
+//    inference.
+//  - convolution + batchNormalization folded into one convolution in CPU inference.
+// Adding a fusion: a trait in FusionTraits (or a concrete type), its decision in Fusion, a
+// rule in fusion_plan.cpp, and, for a step that runs two layers, a Step kind and its case in
+// Network::forward / backward_node.
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include "layers/layer.h"
+
+namespace dlt {
+
+class BatchNormLayer;
+class ConvLayerBase;
+
+class FusionPlan {
+ public:
+  // What a node runs in one pass.
+  enum class Kind {
+    kLayer,           // its layer's own forward / backward
+    kAbsorbed,        // nothing: a ReLU its producer's op (partner) applies
+    kFoldedAway,      // inference: nothing, the convolution partner computes this batchNormalization
+    kFoldedConv,      // inference: the convolution also computes batchNormalization partner
+    kInMaxPool,       // training: nothing, max pooling partner runs this batchNormalization
+    kBnReluMaxPool,   // training: runs batchNormalization partner, its ReLU and this max pooling
+  };
+  struct Step {
+    Kind kind = Kind::kLayer;
+    int partner = -1;
+  };
+
+  FusionPlan() = default;
+  // layers[i] reads the outputs of inputs[i] (topological order); cpu: the network runs on the
+  // CPU (the folding and bn + relu + max pooling ops exist there). Sets every layer's Fusion.
+  FusionPlan(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& inputs, bool cpu);
+
+  // The producer that applies ReLU i, or -1.
+  int absorbed_by(size_t i) const { return nodes_[i].inference.kind == Kind::kAbsorbed ? nodes_[i].inference.partner : -1; }
+  // Node i's step in a pass of ctx (training or inference); folding: Network::set_inference_folding.
+  // A step that is not possible now (no fused op on this backend, synchronized batch norm,
+  // folding off) is kLayer.
+  Step step(size_t i, const RunContext& ctx, bool folding) const;
+  // The backward step (node index) that writes node i's input gradient: its own, or for a
+  // batchNormalization run with its max pooling, the pooling's.
+  int backward_step(int i) const {
+    const Step& t = nodes_[static_cast<size_t>(i)].training;
+    return t.kind == Kind::kInMaxPool ? t.partner : i;
+  }
+  bool folds(size_t conv) const { return nodes_[conv].inference.kind == Kind::kFoldedConv; }
+  bool runs_in_max_pool(size_t bn) const { return nodes_[bn].training.kind == Kind::kInMaxPool; }
+
+  // kFoldedConv: convolution i computes its batchNormalization's output y from x.
+  void forward_folded(size_t i, const Tensor& x, Tensor& y);
+  // kBnReluMaxPool at max pooling i: x is the batchNormalization's input, pooled the
+  // pooling's output, dpooled its gradient, dx the gradient of x (null: none needed).
+  void forward_bn_relu_max_pool(size_t i, const Tensor& x, Tensor& pooled, const RunContext& ctx);
+  void backward_bn_relu_max_pool(size_t i, const Tensor& x, const Tensor& pooled, const Tensor& dpooled, Tensor* dx,
+                                 const RunContext& ctx);
+
+ private:
+  struct Node {
+    Step training, inference;
+    ConvLayerBase* conv = nullptr;  // kFoldedConv's layer
+    BatchNormLayer* bn = nullptr;   // the batchNormalization of a kFoldedConv, kInMaxPool or kBnReluMaxPool
+  };
+  std::vector<Node> nodes_;
+  std::vector<float> scale_, shift_;  // forward_folded's per-channel affine (host)
+};
+
+}  // namespace dlt
