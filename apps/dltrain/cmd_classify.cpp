@@ -57,7 +57,7 @@ Runner add_classify(CLI::App& app) {
   cmd->add_option("--gpu", a->gpu, "Run on this GPU (default: the CPU)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--precision", a->precision,
                   "single (default) or mixed: bfloat16 multiplies in conv and fullyConnected")
-      ->check(CLI::IsMember({"single", "mixed"}));
+      ->check(CLI::IsMember(choice_names<Precision>()));
   return [a]() {
     if (a->threads > 0) cpu_set_threads(a->threads);
     ModelData m = load_model(a->model);
@@ -66,14 +66,16 @@ Runner add_classify(CLI::App& app) {
     apply_environment_overrides(o);
     set_backend_options(backend_options_for(o));
     if (a->gpu >= 0) {
-      o.execution_environment = "gpu";
+      o.execution_environment = ExecutionEnvironment::kGpu;
       o.gpu_device = a->gpu;
       dev = resolve_device(o);  // one clear DeviceError without CUDA or that GPU
     }
     Network net(m, dev, a->model);
     if (net.per_pixel())
       throw UsageError(a->model + ": the network classifies pixels (pixelClassification); use dltrain segment");
-    net.set_mixed_precision(a->precision == "mixed");
+    Precision precision = Precision::kSingle;
+    parse_choice(a->precision, &precision);  // checked by IsMember
+    net.set_mixed_precision(precision == Precision::kMixed);
     const auto& classes = net.classes();
     if (classes.empty()) throw ModelError(a->model + ": the model has no class names");
 
@@ -95,9 +97,9 @@ Runner add_classify(CLI::App& app) {
     DataOptions data;
     TrainingOptions training;
     training.mini_batch_size = a->batch;
-    training.shuffle = "never";
+    training.shuffle = Shuffle::kNever;
     LoaderOptions lo = loader_options(data, training, net.input_shape(), false);
-    lo.cache = "none";
+    lo.cache = Cache::kNone;
     BatchLoader loader(ds, lo);
     loader.start_epoch(0);
 

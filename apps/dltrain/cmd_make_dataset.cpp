@@ -59,12 +59,14 @@ int run_bench(const MakeDatasetArgs& a) {
     LoaderOptions o;
     o.input = Shape{h, w, c};
     o.batch_size = a.batch_size;
-    o.shuffle = "never";
+    o.shuffle = Shuffle::kNever;
     o.drop_last = false;
     o.training = a.augment;
     o.threads = a.threads;
-    o.cache = a.cache;
-    o.output_size_mode = a.mode;
+    if (!parse_choice(a.cache, &o.cache))
+      throw UsageError("--cache '" + a.cache + "' must be one of " + join(choice_names<Cache>(), ", "));
+    if (!parse_choice(a.mode, &o.output_size_mode))
+      throw UsageError("--mode '" + a.mode + "' must be one of " + join(choice_names<OutputSizeMode>(), ", "));
     if (a.augment) {  // the same augmentation as scripts/bench/data_vs_pil.py
       o.augment.rand_x_reflection = true;
       o.augment.rand_rotation[0] = -10;

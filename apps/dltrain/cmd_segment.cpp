@@ -150,7 +150,7 @@ Runner add_segment(CLI::App& app) {
     apply_environment_overrides(o);
     set_backend_options(backend_options_for(o));
     if (a->gpu >= 0) {
-      o.execution_environment = "gpu";
+      o.execution_environment = ExecutionEnvironment::kGpu;
       o.gpu_device = a->gpu;
       dev = resolve_device(o);
     }

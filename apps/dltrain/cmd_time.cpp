@@ -71,7 +71,7 @@ Runner add_time(CLI::App& app) {
     apply_transfer(c);  // base: loads the base model
     if (a->threads > 0) cpu_set_threads(a->threads);
     if (a->gpu >= 0) {
-      c.training.execution_environment = "gpu";
+      c.training.execution_environment = ExecutionEnvironment::kGpu;
       c.training.gpu_device = a->gpu;
     }
     int64_t n = a->batch > 0 ? a->batch : c.training.mini_batch_size;
@@ -79,7 +79,7 @@ Runner add_time(CLI::App& app) {
     Device dev = resolve_device(c.training);
     Network net(c.network, dev);
     net.init_params(c.training.seed);
-    net.set_mixed_precision(c.training.precision == "mixed");
+    net.set_mixed_precision(c.training.precision == Precision::kMixed);
     net.set_batch(n);
     Optimizer opt(c.training, net.params());
     const Shape& in = net.input_shape();
@@ -142,9 +142,10 @@ Runner add_time(CLI::App& app) {
       JsonWriter j;
       j.begin_object();
       j.field("config", a->path).field("batch", n).field("device", dev.str());
-      j.field("precision", c.training.precision);
+      j.field("precision", to_string(c.training.precision));
       // The switches a GPU benchmark must report beside its figures (after DLT_* overrides).
-      j.field("cudnn_engines", c.training.cudnn_engines).field("batch_norm_kernels", c.training.batch_norm_kernels);
+      j.field("cudnn_engines", to_string(c.training.cudnn_engines))
+          .field("batch_norm_kernels", to_string(c.training.batch_norm_kernels));
       j.field("allow_reduced_precision_reduction", c.training.allow_reduced_precision_reduction);
       j.field("cuda_graph", graph_state).field("cuda_graph_replays", graph ? graph->replays() : int64_t(0));
       j.field("train_images_per_second", train_ips).field("inference_images_per_second", infer_ips);
@@ -169,13 +170,13 @@ Runner add_time(CLI::App& app) {
                   fwd[i] / a->iterations * 1e3, bwd[i] / a->iterations * 1e3, net.fused(i) ? "  (fused)" : "");
     std::printf(
         "\nBatch %lld on %s (Precision %s): training step %.2f ms (%.0f images/s), inference %.2f ms (%.0f images/s)\n",
-        static_cast<long long>(n), dev.str().c_str(), c.training.precision.c_str(), step * 1e3, train_ips, infer * 1e3,
-        infer_ips);
+        static_cast<long long>(n), dev.str().c_str(), to_string(c.training.precision).c_str(), step * 1e3, train_ips,
+        infer * 1e3, infer_ips);
     std::printf("Layer outputs and gradients: %.1f MiB\n", static_cast<double>(net.activation_bytes()) / (1 << 20));
     if (c.training.cuda_graph) std::printf("Training steps: %s\n", graph_state.c_str());
     if (!dev.is_cpu())
       std::printf("cuDNN: CudnnEngines %s, BatchNormKernels %s, AllowReducedPrecisionReduction %s\n",
-                  c.training.cudnn_engines.c_str(), c.training.batch_norm_kernels.c_str(),
+                  to_string(c.training.cudnn_engines).c_str(), to_string(c.training.batch_norm_kernels).c_str(),
                   c.training.allow_reduced_precision_reduction ? "true" : "false");
     std::printf("Forward FLOPs per image: %lld (training about 3x: %.1f GFLOP/s)\n",
                 static_cast<long long>(net.flops_per_image()),

@@ -16,18 +16,12 @@
 
 #include "backend/loss.h"
 #include "backend/ops.h"
+#include "backend/solver.h"
 #include "tensor/tensor.h"
 
 namespace dlt {
 
 class AsyncDevice;
-
-// The optimizers (MATLAB's solvers), for one parameter w with gradient g:
-//   sgdm:    v = momentum * v - lr * (g + l2 * w); w += v                      (state m = v)
-//   adam:    g' = g + l2 * w; m = b1 m + (1-b1) g'; s = b2 s + (1-b2) g'^2;
-//            w -= lr * (m * c1) / (sqrt(s * c2) + eps), c1 = 1 / (1-b1^t), c2 = 1 / (1-b2^t)
-//   rmsprop: g' = g + l2 * w; s = b2 s + (1-b2) g'^2; w -= lr * g' / (sqrt(s) + eps)
-enum class Solver { kSgdm, kAdam, kRmsprop };
 
 struct UpdateRule {
   Solver solver = Solver::kSgdm;

@@ -167,11 +167,11 @@ const std::vector<FieldDef<DO>>& data_fields() {
       bool_field<DO>(
           "IncludeSubfolders", [](auto& o) -> auto& { return o.include_subfolders; }),
       choice_field<DO>(
-          "LabelSource", {"foldernames"}, [](auto& o) -> auto& { return o.label_source; }),
+          "LabelSource", [](auto& o) -> auto& { return o.label_source; }),
       extension_list_field<DO>(
           "FileExtensions", [](auto& o) -> auto& { return o.file_extensions; }),
       choice_field<DO>(
-          "OutputSizeMode", {"resize", "centercrop", "randcrop"}, [](auto& o) -> auto& { return o.output_size_mode; }),
+          "OutputSizeMode", [](auto& o) -> auto& { return o.output_size_mode; }),
       FieldDef<DO>{"Augmentation",
                    [](const ValueCtx& c, DO& o) {
                      read_section(c.value, c.origin, aug_fields(), "data.Augmentation", "data.Augmentation option",
@@ -179,9 +179,9 @@ const std::vector<FieldDef<DO>>& data_fields() {
                    },
                    [](YAML::Emitter& e, const DO& o) { write_section(e, aug_fields(), o.augment); }},
       choice_field<DO>(
-          "OnBadImage", {"error", "skip"}, [](auto& o) -> auto& { return o.on_bad_image; }),
+          "OnBadImage", [](auto& o) -> auto& { return o.on_bad_image; }),
       choice_field<DO>(
-          "Cache", {"auto", "memory", "file", "none"}, [](auto& o) -> auto& { return o.cache; }),
+          "Cache", [](auto& o) -> auto& { return o.cache; }),
       int_field<DO>(
           "LoaderThreads", 0, "an integer >= 0", [](auto& o) -> auto& { return o.loader_threads; }),
   };

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "config/choice.h"
 #include "config/yaml_helpers.h"
 #include "util/error.h"
 #include "util/strings.h"
@@ -23,8 +24,12 @@ struct ValueCtx {
   const Origin& origin;
   std::string name;  // qualified: "training.MaxEpochs"
   YAML::Node key, value;
+  // Reports a bad value instead of the file:line message when set (it must throw): an
+  // environment variable's value names the variable (config/environment.cpp).
+  std::function<void(const std::string& expect, const std::string& hint)> fail = nullptr;
 
   [[noreturn]] void bad(const std::string& expect, const std::string& hint = "") const {
+    if (fail) fail(expect, hint);
     throw ConfigError(origin.loc(key, value).prefix() + name + " must be " + expect + ", got '" + node_text(value) +
                       "'" + hint);
   }
@@ -153,7 +158,8 @@ FieldDef<T> positive_or_inf_field(std::string name, std::string expect, F ref) {
           [ref](YAML::Emitter& e, const T& o) { e << format_double(ref(o)); }};
 }
 
-// One of a list of words, matched case-insensitively, stored in canonical spelling.
+// A string option that is one of a list of words, matched case-insensitively, stored in
+// canonical spelling.
 template <class T, class F>
 FieldDef<T> choice_field(std::string name, std::vector<std::string> choices, F ref) {
   return {name,
@@ -168,6 +174,21 @@ FieldDef<T> choice_field(std::string name, std::vector<std::string> choices, F r
             c.bad(expect, did_you_mean(t, choices));
           },
           [ref](YAML::Emitter& e, const T& o) { e << ref(o); }};
+}
+
+// A choice option (config/choice.h): one of its enum's words, matched case-insensitively,
+// written in its spelling.
+template <class T, class F>
+FieldDef<T> choice_field(std::string name, F ref) {
+  return {name,
+          [ref](const ValueCtx& c, T& o) {
+            using E = std::remove_reference_t<decltype(ref(o))>;
+            const std::vector<std::string> choices = choice_names<E>();
+            const std::string expect = "one of " + join(choices, ", ");
+            const std::string t = c.scalar(expect);
+            if (!parse_choice(t, &ref(o))) c.bad(expect, did_you_mean(t, choices));
+          },
+          [ref](YAML::Emitter& e, const T& o) { e << to_string(ref(o)); }};
 }
 
 // Free text (a path); an empty value gives "".

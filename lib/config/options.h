@@ -1,10 +1,14 @@
 // Typed training and data options with MATLAB's names and defaults. lib/config fills them
 // from YAML (and --set overrides); the trainer and data pipeline read them. No YAML here.
+// A choice option is an enum; its words are listed once, below, in ChoiceNames (choice.h).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "backend/backend_options.h"  // CudnnEngines, BatchNormKernels
+#include "backend/solver.h"           // Solver
+#include "config/choice.h"
 #include "config/schedule_options.h"
 
 namespace dlt {
@@ -37,9 +41,84 @@ constexpr bool higher_is_better(Metric m) { return m != Metric::kLoss; }
 // kBestValidation, which keeps the best value of ObjectiveMetricName (loss by default).
 enum class OutputNetwork { kLastIteration, kBestValidation };
 
+enum class GradientThresholdMethod { kL2Norm, kGlobalL2Norm, kAbsoluteValue };
+enum class Shuffle { kOnce, kNever, kEveryEpoch };
+enum class VerboseLayout { kAuto, kWide, kCompact };  // the verbose table (dltrain's)
+enum class Plots { kTrainingProgress, kNone };        // progress.png or not
+enum class CheckpointFrequencyUnit { kEpoch, kIteration };
+enum class ExecutionEnvironment { kAuto, kCpu, kGpu, kMultiGpu, kParallel };
+enum class Precision { kSingle, kMixed };
+enum class ConvolutionAlgorithm { kAuto, kDirect };
+enum class LabelSource { kFolderNames };
+enum class OutputSizeMode { kResize, kCenterCrop, kRandCrop };
+enum class OnBadImage { kError, kSkip };
+enum class Cache { kAuto, kMemory, kFile, kNone };
+
+// The words of each choice, in the enum's order: read (any case), written and listed in errors.
+template <>
+struct ChoiceNames<Solver> {
+  static constexpr std::array<std::string_view, 3> names = {"sgdm", "adam", "rmsprop"};
+};
+template <>
+struct ChoiceNames<GradientThresholdMethod> {
+  static constexpr std::array<std::string_view, 3> names = {"l2norm", "global-l2norm", "absolute-value"};
+};
+template <>
+struct ChoiceNames<Shuffle> {
+  static constexpr std::array<std::string_view, 3> names = {"once", "never", "every-epoch"};
+};
+template <>
+struct ChoiceNames<VerboseLayout> {
+  static constexpr std::array<std::string_view, 3> names = {"auto", "wide", "compact"};
+};
+template <>
+struct ChoiceNames<Plots> {
+  static constexpr std::array<std::string_view, 2> names = {"training-progress", "none"};
+};
+template <>
+struct ChoiceNames<CheckpointFrequencyUnit> {
+  static constexpr std::array<std::string_view, 2> names = {"epoch", "iteration"};
+};
+template <>
+struct ChoiceNames<ExecutionEnvironment> {
+  static constexpr std::array<std::string_view, 5> names = {"auto", "cpu", "gpu", "multi-gpu", "parallel"};
+};
+template <>
+struct ChoiceNames<Precision> {
+  static constexpr std::array<std::string_view, 2> names = {"single", "mixed"};
+};
+template <>
+struct ChoiceNames<ConvolutionAlgorithm> {
+  static constexpr std::array<std::string_view, 2> names = {"auto", "direct"};
+};
+template <>
+struct ChoiceNames<CudnnEngines> {
+  static constexpr std::array<std::string_view, 4> names = {"auto", "legacy", "graph", "exhaustive"};
+};
+template <>
+struct ChoiceNames<BatchNormKernels> {
+  static constexpr std::array<std::string_view, 2> names = {"cudnn", "dltrain"};
+};
+template <>
+struct ChoiceNames<LabelSource> {
+  static constexpr std::array<std::string_view, 1> names = {"foldernames"};
+};
+template <>
+struct ChoiceNames<OutputSizeMode> {
+  static constexpr std::array<std::string_view, 3> names = {"resize", "centercrop", "randcrop"};
+};
+template <>
+struct ChoiceNames<OnBadImage> {
+  static constexpr std::array<std::string_view, 2> names = {"error", "skip"};
+};
+template <>
+struct ChoiceNames<Cache> {
+  static constexpr std::array<std::string_view, 4> names = {"auto", "memory", "file", "none"};
+};
+
 // trainingOptions(...)
 struct TrainingOptions {
-  std::string solver = "sgdm";       // sgdm | adam | rmsprop
+  Solver solver = Solver::kSgdm;
   double initial_learn_rate = 0.01;  // MATLAB: 0.01 for sgdm, 0.001 for adam/rmsprop
   bool initial_learn_rate_set = false;
   // LearnRateSchedule: empty is none; several run in sequence, each starting where the previous
@@ -53,11 +132,11 @@ struct TrainingOptions {
   bool squared_gradient_decay_factor_set = false;
   double epsilon = 1e-8;
   double l2_regularization = 1e-4;
-  double gradient_threshold = -1;                    // <= 0 or inf: off
-  std::string gradient_threshold_method = "l2norm";  // l2norm | global-l2norm | absolute-value
+  double gradient_threshold = -1;  // <= 0 or inf: off
+  GradientThresholdMethod gradient_threshold_method = GradientThresholdMethod::kL2Norm;
   int64_t max_epochs = 30;
   int64_t mini_batch_size = 128;
-  std::string shuffle = "once";  // once | never | every-epoch
+  Shuffle shuffle = Shuffle::kOnce;
   int64_t validation_frequency = 50;
   int64_t validation_patience = -1;               // < 0: off (MATLAB's Inf)
   OutputNetwork output_network = OutputNetwork::kLastIteration;  // last-iteration | best-validation
@@ -69,44 +148,44 @@ struct TrainingOptions {
   std::string tensorboard_dir;
   bool verbose = true;
   int64_t verbose_frequency = 50;
-  std::string verbose_layout = "auto";      // auto | wide | compact: the verbose table (dltrain's)
-  std::string plots = "training-progress";  // training-progress | none: progress.png or not
-  double plot_interval_seconds = 10;        // dltrain: the live progress.png at least this often
-  std::string checkpoint_path;              // empty: no checkpoints
+  VerboseLayout verbose_layout = VerboseLayout::kAuto;
+  Plots plots = Plots::kTrainingProgress;
+  double plot_interval_seconds = 10;  // dltrain: the live progress.png at least this often
+  std::string checkpoint_path;        // empty: no checkpoints
   int64_t checkpoint_frequency = 1;
-  std::string checkpoint_frequency_unit = "epoch";  // epoch | iteration
-  std::string execution_environment = "auto";       // auto | cpu | gpu | multi-gpu | parallel
-  std::vector<double> worker_load;                  // empty: equal shares
-  int64_t num_workers = 0;                          // 0: one per GPU / core group
+  CheckpointFrequencyUnit checkpoint_frequency_unit = CheckpointFrequencyUnit::kEpoch;
+  ExecutionEnvironment execution_environment = ExecutionEnvironment::kAuto;
+  std::vector<double> worker_load;  // empty: equal shares
+  int64_t num_workers = 0;          // 0: one per GPU / core group
   int gpu_device = 0;
-  std::string precision = "single";  // single | mixed
+  Precision precision = Precision::kSingle;
   bool dispatch_in_background = true;
   uint64_t seed = 0;
   bool seed_set = false;
   int threads = 0;  // 0: all cores
   // How this process computes and communicates (docs/config.md "Run environment"). Each has an
   // environment variable that, when set, overrides it (apply_environment_overrides).
-  bool cuda_graph = false;                     // CudaGraph (DLT_CUDA_GRAPH): captured steps
-  bool allow_tf32 = false;                     // AllowTF32 (DLT_ALLOW_TF32)
+  bool cuda_graph = false;  // CudaGraph (DLT_CUDA_GRAPH): captured steps
+  bool allow_tf32 = false;  // AllowTF32 (DLT_ALLOW_TF32)
   // AllowReducedPrecisionReduction (DLT_ALLOW_REDUCED_PRECISION_REDUCTION): Precision: mixed
   // convolutions on the GPU may use cuDNN engines that reduce in less than float32.
   bool allow_reduced_precision_reduction = false;
-  std::string convolution_algorithm = "auto";  // ConvolutionAlgorithm (DLT_CONV_ALGO): auto | direct
-  int64_t cudnn_workspace_mb = 1024;           // CudnnWorkspaceMB (DLT_CUDNN_WORKSPACE_MB)
-  bool deterministic = false;                  // Deterministic: cuDNN's deterministic algorithms only
-  bool fused_convolution = true;               // FusedConvolution: cuDNN's conv + bias + relu
-  std::string cudnn_engines = "auto";          // CudnnEngines (DLT_CUDNN_ENGINES): auto | legacy | graph | exhaustive
-  bool batch_norm_ex = true;                   // BatchNormEx: cuDNN's batch norm Ex calls
-  std::string batch_norm_kernels = "cudnn";    // BatchNormKernels (DLT_BN_KERNELS): cudnn | dltrain
-  bool fused_batch_norm_pooling = true;        // FusedBatchNormPooling: CPU bn + relu + max pooling as one op
-  double gradient_bucket_size_mb = 0;          // GradientBucketSizeMB (DLT_BUCKET_MB); 0: auto
-  double communication_timeout = 60;           // CommunicationTimeout (DLT_COMM_TIMEOUT), seconds
-  bool communication_timing = false;           // CommunicationTiming (DLT_COMM_TIMING)
+  ConvolutionAlgorithm convolution_algorithm = ConvolutionAlgorithm::kAuto;  // ConvolutionAlgorithm (DLT_CONV_ALGO)
+  int64_t cudnn_workspace_mb = 1024;                 // CudnnWorkspaceMB (DLT_CUDNN_WORKSPACE_MB)
+  bool deterministic = false;                        // Deterministic: cuDNN's deterministic algorithms only
+  bool fused_convolution = true;                     // FusedConvolution: cuDNN's conv + bias + relu
+  CudnnEngines cudnn_engines = CudnnEngines::kAuto;  // CudnnEngines (DLT_CUDNN_ENGINES)
+  bool batch_norm_ex = true;                         // BatchNormEx: cuDNN's batch norm Ex calls
+  BatchNormKernels batch_norm_kernels = BatchNormKernels::kCudnn;  // BatchNormKernels (DLT_BN_KERNELS)
+  bool fused_batch_norm_pooling = true;  // FusedBatchNormPooling: CPU bn + relu + max pooling as one op
+  double gradient_bucket_size_mb = 0;    // GradientBucketSizeMB (DLT_BUCKET_MB); 0: auto
+  double communication_timeout = 60;     // CommunicationTimeout (DLT_COMM_TIMEOUT), seconds
+  bool communication_timing = false;     // CommunicationTiming (DLT_COMM_TIMING)
 
   // MATLAB's solver-dependent defaults, applied after reading.
   void resolve_defaults() {
-    if (!initial_learn_rate_set) initial_learn_rate = solver == "sgdm" ? 0.01 : 0.001;
-    if (!squared_gradient_decay_factor_set) squared_gradient_decay_factor = solver == "rmsprop" ? 0.9 : 0.999;
+    if (!initial_learn_rate_set) initial_learn_rate = solver == Solver::kSgdm ? 0.01 : 0.001;
+    if (!squared_gradient_decay_factor_set) squared_gradient_decay_factor = solver == Solver::kRmsprop ? 0.9 : 0.999;
   }
 };
 
@@ -140,13 +219,13 @@ struct DataOptions {
   bool segmentation() const { return !train_labels.empty(); }
   double validation_split = 0;  // splitEachLabel fraction for validation when no folder given
   bool include_subfolders = true;
-  std::string label_source = "foldernames";
+  LabelSource label_source = LabelSource::kFolderNames;
   std::vector<std::string> file_extensions;  // empty: every format stb_image reads
-  std::string output_size_mode = "resize";   // resize | centercrop | randcrop
+  OutputSizeMode output_size_mode = OutputSizeMode::kResize;
   AugmentOptions augment;
-  std::string on_bad_image = "error";  // error | skip
-  std::string cache = "auto";          // auto | memory | file | none
-  int64_t loader_threads = 0;          // 0: automatic
+  OnBadImage on_bad_image = OnBadImage::kError;
+  Cache cache = Cache::kAuto;
+  int64_t loader_threads = 0;  // 0: automatic
 };
 
 // What is wrong with ClassNames / LabelIDs, or "" when nothing: no classes, more than 255,

@@ -2,6 +2,7 @@
 #pragma once
 #include <yaml-cpp/yaml.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,10 @@ namespace dlt::cfg {
 
 void read_training(const YAML::Node& node, const Origin& origin, TrainingOptions& out);
 void write_training(YAML::Emitter& e, const TrainingOptions& opts);
+// Reads one training option from text, through the same table and checks as YAML: an
+// environment variable's value. A bad value calls `fail` (which throws) with what was expected.
+void read_training_value(const std::string& option, const std::string& text, TrainingOptions& out,
+                         const std::function<void(const std::string& expect, const std::string& hint)>& fail);
 std::vector<std::string> training_keys();
 // "unknown training option 'K' (fix)": the one message for an unknown key from YAML or --set.
 std::string unknown_training_message(const std::string& key);

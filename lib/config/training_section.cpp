@@ -1,6 +1,7 @@
 // The training: section (MATLAB trainingOptions names) <-> TrainingOptions.
 #include <limits>
 #include <sstream>
+#include <stdexcept>
 
 #include "config/fields.h"
 #include "config/sections.h"
@@ -111,7 +112,7 @@ const std::vector<FieldDef<TO>>& fields() {
   static const std::vector<FieldDef<TO>> f = [] {
     std::vector<FieldDef<TO>> v;
     v.push_back(choice_field<TO>(
-        "Solver", {"sgdm", "adam", "rmsprop"}, [](auto& o) -> auto& { return o.solver; }));
+        "Solver", [](auto& o) -> auto& { return o.solver; }));
     auto lr = double_field<TO>(
         "InitialLearnRate", 0, true, kInf, true, "a positive number",
         [](auto& o) -> auto& { return o.initial_learn_rate; });
@@ -153,14 +154,13 @@ const std::vector<FieldDef<TO>>& fields() {
     v.push_back(double_or_inf_field<TO>(
         "GradientThreshold", [](auto& o) -> auto& { return o.gradient_threshold; }));
     v.push_back(choice_field<TO>(
-        "GradientThresholdMethod", {"l2norm", "global-l2norm", "absolute-value"},
-        [](auto& o) -> auto& { return o.gradient_threshold_method; }));
+        "GradientThresholdMethod", [](auto& o) -> auto& { return o.gradient_threshold_method; }));
     v.push_back(int_field<TO>(
         "MaxEpochs", 1, "a positive integer", [](auto& o) -> auto& { return o.max_epochs; }));
     v.push_back(int_field<TO>(
         "MiniBatchSize", 1, "a positive integer", [](auto& o) -> auto& { return o.mini_batch_size; }));
     v.push_back(choice_field<TO>(
-        "Shuffle", {"once", "never", "every-epoch"}, [](auto& o) -> auto& { return o.shuffle; }));
+        "Shuffle", [](auto& o) -> auto& { return o.shuffle; }));
     v.push_back(int_field<TO>(
         "ValidationFrequency", 1, "a positive integer", [](auto& o) -> auto& { return o.validation_frequency; }));
     v.push_back(int_or_inf_field<TO>(
@@ -173,9 +173,9 @@ const std::vector<FieldDef<TO>>& fields() {
     v.push_back(int_field<TO>(
         "VerboseFrequency", 1, "a positive integer", [](auto& o) -> auto& { return o.verbose_frequency; }));
     v.push_back(choice_field<TO>(
-        "VerboseLayout", {"auto", "wide", "compact"}, [](auto& o) -> auto& { return o.verbose_layout; }));
+        "VerboseLayout", [](auto& o) -> auto& { return o.verbose_layout; }));
     v.push_back(choice_field<TO>(
-        "Plots", {"training-progress", "none"}, [](auto& o) -> auto& { return o.plots; }));
+        "Plots", [](auto& o) -> auto& { return o.plots; }));
     v.push_back(tensorboard_field());
     v.push_back(double_field<TO>(
         "PlotIntervalSeconds", 0, true, kInf, true, "a positive number of seconds",
@@ -185,11 +185,9 @@ const std::vector<FieldDef<TO>>& fields() {
     v.push_back(int_field<TO>(
         "CheckpointFrequency", 1, "a positive integer", [](auto& o) -> auto& { return o.checkpoint_frequency; }));
     v.push_back(choice_field<TO>(
-        "CheckpointFrequencyUnit", {"epoch", "iteration"},
-        [](auto& o) -> auto& { return o.checkpoint_frequency_unit; }));
+        "CheckpointFrequencyUnit", [](auto& o) -> auto& { return o.checkpoint_frequency_unit; }));
     v.push_back(choice_field<TO>(
-        "ExecutionEnvironment", {"auto", "cpu", "gpu", "multi-gpu", "parallel"},
-        [](auto& o) -> auto& { return o.execution_environment; }));
+        "ExecutionEnvironment", [](auto& o) -> auto& { return o.execution_environment; }));
     v.push_back(nonneg_list_field<TO>(
         "WorkerLoad", [](auto& o) -> auto& { return o.worker_load; }));
     v.push_back(int_field<TO>(
@@ -197,7 +195,7 @@ const std::vector<FieldDef<TO>>& fields() {
     v.push_back(int_field<TO>(
         "GPUDevice", 0, "an integer >= 0", [](auto& o) -> auto& { return o.gpu_device; }));
     v.push_back(choice_field<TO>(
-        "Precision", {"single", "mixed"}, [](auto& o) -> auto& { return o.precision; }));
+        "Precision", [](auto& o) -> auto& { return o.precision; }));
     v.push_back(bool_field<TO>(
         "DispatchInBackground", [](auto& o) -> auto& { return o.dispatch_in_background; }));
     FieldDef<TO> seed{"Seed",
@@ -218,7 +216,7 @@ const std::vector<FieldDef<TO>>& fields() {
     v.push_back(bool_field<TO>(
         "AllowReducedPrecisionReduction", [](auto& o) -> auto& { return o.allow_reduced_precision_reduction; }));
     v.push_back(choice_field<TO>(
-        "ConvolutionAlgorithm", {"auto", "direct"}, [](auto& o) -> auto& { return o.convolution_algorithm; }));
+        "ConvolutionAlgorithm", [](auto& o) -> auto& { return o.convolution_algorithm; }));
     v.push_back(int_field<TO>(
         "CudnnWorkspaceMB", 0, "an integer >= 0 (MiB)", [](auto& o) -> auto& { return o.cudnn_workspace_mb; }));
     v.push_back(bool_field<TO>(
@@ -226,11 +224,11 @@ const std::vector<FieldDef<TO>>& fields() {
     v.push_back(bool_field<TO>(
         "FusedConvolution", [](auto& o) -> auto& { return o.fused_convolution; }));
     v.push_back(choice_field<TO>(
-        "CudnnEngines", {"auto", "legacy", "graph", "exhaustive"}, [](auto& o) -> auto& { return o.cudnn_engines; }));
+        "CudnnEngines", [](auto& o) -> auto& { return o.cudnn_engines; }));
     v.push_back(bool_field<TO>(
         "BatchNormEx", [](auto& o) -> auto& { return o.batch_norm_ex; }));
     v.push_back(choice_field<TO>(
-        "BatchNormKernels", {"cudnn", "dltrain"}, [](auto& o) -> auto& { return o.batch_norm_kernels; }));
+        "BatchNormKernels", [](auto& o) -> auto& { return o.batch_norm_kernels; }));
     v.push_back(bool_field<TO>(
         "FusedBatchNormPooling", [](auto& o) -> auto& { return o.fused_batch_norm_pooling; }));
     v.push_back(auto_or_positive_field<TO>(
@@ -273,6 +271,17 @@ void read_training(const YAML::Node& node, const Origin& origin, TrainingOptions
   throw ConfigError(where + "training.ObjectiveMetricName is " + metric_name(objective) +
                     " but training.Metrics does not list it (add " + metric_name(objective) +
                     " to Metrics, or watch loss)");
+}
+
+void read_training_value(const std::string& option, const std::string& text, TrainingOptions& out,
+                         const std::function<void(const std::string& expect, const std::string& hint)>& fail) {
+  for (const auto& f : fields())
+    if (f.name == option) {
+      const Origin origin("");
+      f.read(ValueCtx{origin, "training." + option, YAML::Node(option), YAML::Node(text), fail}, out);
+      return;
+    }
+  throw std::logic_error("read_training_value: no training option " + option);
 }
 
 void write_training(YAML::Emitter& e, const TrainingOptions& opts) { write_section(e, fields(), opts); }

@@ -41,7 +41,7 @@ LoaderOptions loader_options(const DataOptions& data, const TrainingOptions& tra
   LoaderOptions o;
   o.input = input;
   o.batch_size = training.mini_batch_size;
-  o.shuffle = for_training ? training.shuffle : "never";
+  o.shuffle = for_training ? training.shuffle : Shuffle::kNever;
   o.drop_last = for_training;
   o.training = for_training;
   o.seed = training.seed;
@@ -81,12 +81,6 @@ BatchLoader::BatchLoader(const ImageDatastore& datastore, LoaderOptions options)
   if (in.rank() != 3 || in[0] <= 0 || in[1] <= 0 || (in[2] != 1 && in[2] != 3))
     throw ConfigError("data loader: InputSize " + in.str() + " must be HxWx1 or HxWx3 (grey or RGB images)");
   if (opt_.batch_size <= 0) throw ConfigError("MiniBatchSize " + std::to_string(opt_.batch_size) + " must be positive");
-  if (opt_.shuffle != "once" && opt_.shuffle != "never" && opt_.shuffle != "every-epoch")
-    throw ConfigError("Shuffle '" + opt_.shuffle + "' must be once, never or every-epoch");
-  if (opt_.output_size_mode != "resize" && opt_.output_size_mode != "centercrop" && opt_.output_size_mode != "randcrop")
-    throw ConfigError("OutputSizeMode '" + opt_.output_size_mode + "' must be resize, centercrop or randcrop");
-  if (opt_.on_bad_image != "error" && opt_.on_bad_image != "skip")
-    throw ConfigError("OnBadImage '" + opt_.on_bad_image + "' must be error or skip");
   if (opt_.world_size < 1 || opt_.rank < 0 || opt_.rank >= opt_.world_size)
     throw ConfigError("data loader: rank " + std::to_string(opt_.rank) + " outside world of " +
                       std::to_string(opt_.world_size));
@@ -123,7 +117,7 @@ void BatchLoader::setup_cache() {
   const int64_t n = ds_.size();
   const int64_t c = opt_.input[2];
   int64_t bytes = n * opt_.input[0] * opt_.input[1] * c;
-  if (opt_.output_size_mode != "resize" && n > 0) {  // full images: estimate from a sample
+  if (opt_.output_size_mode != OutputSizeMode::kResize && n > 0) {  // full images: estimate from a sample
     int64_t sum = 0, k = 0;
     for (int64_t i = 0; i < n && k < 16; i += std::max<int64_t>(1, n / 16), ++k) {
       int h = 0, w = 0;
@@ -136,21 +130,25 @@ void BatchLoader::setup_cache() {
     bytes = k ? sum / k * n : 0;
   }
   ImageCache::Kind kind = ImageCache::Kind::kNone;
-  if (opt_.cache == "memory") {
-    kind = ImageCache::Kind::kMemory;
-  } else if (opt_.cache == "file") {
-    kind = ImageCache::Kind::kFile;
-  } else if (opt_.cache == "auto") {
-    kind = bytes <= memory_cache_limit() ? ImageCache::Kind::kMemory : ImageCache::Kind::kFile;
-  } else if (opt_.cache != "none") {
-    throw ConfigError("Cache '" + opt_.cache + "' must be auto, memory, file or none");
+  switch (opt_.cache) {
+    case Cache::kMemory:
+      kind = ImageCache::Kind::kMemory;
+      break;
+    case Cache::kFile:
+      kind = ImageCache::Kind::kFile;
+      break;
+    case Cache::kAuto:
+      kind = bytes <= memory_cache_limit() ? ImageCache::Kind::kMemory : ImageCache::Kind::kFile;
+      break;
+    case Cache::kNone:
+      break;
   }
   std::string dir;
   if (kind == ImageCache::Kind::kFile) {
     dir = ds_.root();
     if (dir.empty() || ::access(dir.c_str(), W_OK) != 0) dir = fs::temp_directory_path().string();
   }
-  const std::string geometry = opt_.input.str() + "/" + opt_.output_size_mode;
+  const std::string geometry = opt_.input.str() + "/" + to_string(opt_.output_size_mode);
   const uint64_t key = kind == ImageCache::Kind::kFile ? cache_key(ds_.paths(), geometry) : 0;
   cache_ = std::make_unique<ImageCache>(kind, n, key, dir);
   // Label images: one byte per pixel at the same geometry, cached the same way.
@@ -187,10 +185,10 @@ void BatchLoader::make_order(int64_t epoch) {
     for (int64_t k = n; k > 1; --k) std::swap(p[k - 1], p[rng.below(uint64_t(k))]);
     return p;
   };
-  if (opt_.shuffle == "never") {
+  if (opt_.shuffle == Shuffle::kNever) {
     order_.resize(n);
     std::iota(order_.begin(), order_.end(), 0);
-  } else if (opt_.shuffle == "once") {
+  } else if (opt_.shuffle == Shuffle::kOnce) {
     if (once_order_.empty()) once_order_ = permutation(opt_.seed, 0);
     order_ = once_order_;
   } else {
@@ -208,7 +206,7 @@ void BatchLoader::base_labels(int64_t item, Scratch& s, int image_height, int im
     throw DataError(path + ": label image is " + std::to_string(s.label_decoded.height) + "x" +
                     std::to_string(s.label_decoded.width) + " but its image " + ds_.path(item) + " is " +
                     std::to_string(image_height) + "x" + std::to_string(image_width) + " (they must match)");
-  if (opt_.output_size_mode == "resize")
+  if (opt_.output_size_mode == OutputSizeMode::kResize)
     resize_nearest(s.label_decoded, h, w, s.label_base);
   else  // the crop modes keep the whole label image, as the image cache keeps the whole image
     std::swap(s.label_base, s.label_decoded);
@@ -219,7 +217,7 @@ void BatchLoader::process(int64_t item, int worker, float* dst, int32_t* label_d
   Scratch& s = *scratch_[worker];
   const int h = int(opt_.input[0]), w = int(opt_.input[1]), c = int(opt_.input[2]);
   const std::string& path = ds_.path(item);
-  const bool resize_mode = opt_.output_size_mode == "resize";
+  const bool resize_mode = opt_.output_size_mode == OutputSizeMode::kResize;
   s.source_height = s.source_width = 0;
   if (!cache_->get(item, s.base)) {
     decode_image(path, c, s.decoded);
@@ -241,7 +239,7 @@ void BatchLoader::process(int64_t item, int worker, float* dst, int32_t* label_d
     if (resize_mode) {
       s.work = s.base;
       s.label_work = s.label_base;
-    } else if (opt_.training && opt_.output_size_mode == "randcrop") {
+    } else if (opt_.training && opt_.output_size_mode == OutputSizeMode::kRandCrop) {
       Rng same = rng;  // the labels' window from the same draws as the image's
       random_crop(s.base, h, w, path, rng, s.work);
       random_crop(s.label_base, h, w, ds_.label_path(item), same, s.label_work);
@@ -262,7 +260,7 @@ void BatchLoader::process(int64_t item, int worker, float* dst, int32_t* label_d
   }
   const Image* img = &s.base;
   if (!resize_mode) {
-    if (opt_.training && opt_.output_size_mode == "randcrop")
+    if (opt_.training && opt_.output_size_mode == OutputSizeMode::kRandCrop)
       random_crop(s.base, h, w, path, rng, s.work);
     else
       center_crop(s.base, h, w, path, s.work);
@@ -310,7 +308,7 @@ void BatchLoader::fill(int64_t g, Batch& out) {
     int32_t* labels;  // segmentation: (N, H, W); null otherwise
     int64_t per_image, per_label;
     bool skip;
-  } work{this, out.items.data(), images, pixels ? labels : nullptr, per_image, per_label, opt_.on_bad_image == "skip"};
+  } work{this, out.items.data(), images, pixels ? labels : nullptr, per_image, per_label, opt_.on_bad_image == OnBadImage::kSkip};
   // One captured pointer: fits std::function's inline buffer, so no allocation per batch.
   pool_->parallel_for(count, [w = &work](int64_t k, int worker) {
     const int64_t item = w->items[k];

@@ -33,19 +33,19 @@ struct Batch {
 };
 
 struct LoaderOptions {
-  Shape input;                   // (H, W, C), C = 1 or 3
-  int64_t batch_size = 128;      // the global mini-batch
-  std::string shuffle = "once";  // once | never | every-epoch
-  bool drop_last = true;         // training: MATLAB discards the partial last mini-batch
-  bool training = true;          // augmentation and randcrop only when training
+  Shape input;               // (H, W, C), C = 1 or 3
+  int64_t batch_size = 128;  // the global mini-batch
+  Shuffle shuffle = Shuffle::kOnce;
+  bool drop_last = true;  // training: MATLAB discards the partial last mini-batch
+  bool training = true;   // augmentation and randcrop only when training
   uint64_t seed = 0;
-  int rank = 0, world_size = 1;             // each rank gets a disjoint share of every global batch
-  std::vector<double> worker_load;          // empty: equal shares, remainder to the first ranks
-  int threads = 0;                          // decode threads; 0: one per core
-  bool background = true;                   // prepare batches ahead on the pool (DispatchInBackground)
-  std::string cache = "auto";               // auto | memory | file | none
-  std::string on_bad_image = "error";       // error | skip
-  std::string output_size_mode = "resize";  // resize | centercrop | randcrop
+  int rank = 0, world_size = 1;     // each rank gets a disjoint share of every global batch
+  std::vector<double> worker_load;  // empty: equal shares, remainder to the first ranks
+  int threads = 0;                  // decode threads; 0: one per core
+  bool background = true;           // prepare batches ahead on the pool (DispatchInBackground)
+  Cache cache = Cache::kAuto;
+  OnBadImage on_bad_image = OnBadImage::kError;
+  OutputSizeMode output_size_mode = OutputSizeMode::kResize;
   AugmentOptions augment;
 };
 

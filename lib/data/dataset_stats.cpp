@@ -11,12 +11,12 @@ namespace dlt {
 DatasetStats compute_stats(const ImageDatastore& datastore, const LoaderOptions& options) {
   LoaderOptions o = options;
   o.training = false;
-  o.shuffle = "never";
+  o.shuffle = Shuffle::kNever;
   o.drop_last = false;
   o.rank = 0;
   o.world_size = 1;
   o.worker_load.clear();
-  o.cache = "none";
+  o.cache = Cache::kNone;
   BatchLoader loader(datastore, o);
   const Shape& in = o.input;
   const int64_t per_image = in.numel(), c = in[2];

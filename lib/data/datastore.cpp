@@ -78,9 +78,6 @@ ImageDatastore::ImageDatastore(const std::string& root, const DataOptions& optio
 
 void ImageDatastore::list(const std::string& root, const DataOptions& options,
                           const std::vector<std::string>* fixed_classes) {
-  if (options.label_source != "foldernames")
-    throw ConfigError("LabelSource '" + options.label_source +
-                      "' is not supported (use foldernames: one folder per class)");
   root_ = root;
   std::error_code ec;
   const fs::path rp(root);

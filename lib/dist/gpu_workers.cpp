@@ -11,13 +11,13 @@ namespace dlt {
 
 using Env = std::map<std::string, std::string>;
 
-bool uses_gpu_workers(const std::string& environment, int visible_gpus) {
-  if (environment == "multi-gpu") return true;
-  return environment == "parallel" && DLT_HAVE_NCCL && visible_gpus > 0;
+bool uses_gpu_workers(ExecutionEnvironment environment, int visible_gpus) {
+  if (environment == ExecutionEnvironment::kMultiGpu) return true;
+  return environment == ExecutionEnvironment::kParallel && DLT_HAVE_NCCL && visible_gpus > 0;
 }
 
-bool uses_gpu_workers(const std::string& environment) {
-  const bool ask = environment == "parallel" && DLT_HAVE_NCCL;  // starts the CUDA driver
+bool uses_gpu_workers(ExecutionEnvironment environment) {
+  const bool ask = environment == ExecutionEnvironment::kParallel && DLT_HAVE_NCCL;  // starts the CUDA driver
   return uses_gpu_workers(environment, ask ? cuda_device_count() : 0);
 }
 

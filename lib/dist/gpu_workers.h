@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "config/options.h"
 #include "dist/launcher_env.h"
 
 namespace dlt {
@@ -14,8 +15,8 @@ namespace dlt {
 // Whether ExecutionEnvironment `environment` runs GPU workers over NCCL: 'multi-gpu' always;
 // 'parallel' when this build has NCCL and a GPU is visible (else CPU workers, Gloo). The
 // first form asks cuda_device_count().
-bool uses_gpu_workers(const std::string& environment);
-bool uses_gpu_workers(const std::string& environment, int visible_gpus);
+bool uses_gpu_workers(ExecutionEnvironment environment);
+bool uses_gpu_workers(ExecutionEnvironment environment, int visible_gpus);
 
 // The entries of a CUDA_VISIBLE_DEVICES value as CUDA reads it: comma-separated indices or
 // GPU-/MIG- UUIDs, cut at the first entry that is neither ("" and "NoDevFiles": none).

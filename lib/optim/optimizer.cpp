@@ -12,7 +12,7 @@ namespace {
 
 bool clips_by_norm(const TrainingOptions& o) {
   const double t = o.gradient_threshold;
-  return t > 0 && !std::isinf(t) && o.gradient_threshold_method != "absolute-value";
+  return t > 0 && !std::isinf(t) && o.gradient_threshold_method != GradientThresholdMethod::kAbsoluteValue;
 }
 
 }  // namespace
@@ -21,11 +21,11 @@ Optimizer::Optimizer(const TrainingOptions& options, std::vector<Param*> params)
     : o_(options), params_(std::move(params)) {
   for (Param* p : params_) {
     Device dev = p->value.device();
-    m_.push_back(o_.solver == "rmsprop" ? Tensor() : Tensor::zeros(p->shape, dev));
-    s_.push_back(o_.solver == "sgdm" ? Tensor() : Tensor::zeros(p->shape, dev));
+    m_.push_back(o_.solver == Solver::kRmsprop ? Tensor() : Tensor::zeros(p->shape, dev));
+    s_.push_back(o_.solver == Solver::kSgdm ? Tensor() : Tensor::zeros(p->shape, dev));
   }
   if (clips_by_norm(o_) && !params_.empty()) {
-    const bool global = o_.gradient_threshold_method == "global-l2norm";
+    const bool global = o_.gradient_threshold_method == GradientThresholdMethod::kGlobalL2Norm;
     norms_ = Tensor::zeros(Shape{global ? 1 : static_cast<int64_t>(params_.size())}, params_[0]->value.device());
   }
 }
@@ -35,14 +35,14 @@ Optimizer::Optimizer(const TrainingOptions& options, std::vector<Param*> params)
 void Optimizer::clip() {
   double t = o_.gradient_threshold;
   if (!(t > 0) || std::isinf(t)) return;
-  const std::string& method = o_.gradient_threshold_method;
-  if (method == "absolute-value") {
+  const GradientThresholdMethod method = o_.gradient_threshold_method;
+  if (method == GradientThresholdMethod::kAbsoluteValue) {
     const auto limit = static_cast<float>(t);
     for (Param* p : params_)
       if (!p->frozen()) backend_for(p->grad.device()).clamp(p->grad, -limit, limit);
     return;
   }
-  if (method == "global-l2norm") {
+  if (method == GradientThresholdMethod::kGlobalL2Norm) {
     bool first = true;
     for (Param* p : params_) {
       if (p->frozen()) continue;
@@ -64,7 +64,7 @@ void Optimizer::clip() {
 
 UpdateRule Optimizer::rule(const Param& p) const {
   UpdateRule r;
-  r.solver = o_.solver == "sgdm" ? Solver::kSgdm : o_.solver == "adam" ? Solver::kAdam : Solver::kRmsprop;
+  r.solver = o_.solver;
   r.momentum = static_cast<float>(o_.momentum);
   r.b1 = static_cast<float>(o_.gradient_decay_factor);
   r.b2 = static_cast<float>(o_.squared_gradient_decay_factor);
@@ -105,7 +105,7 @@ void Optimizer::prepare(double lr) {
   DLT_CHECK(device_scalars(), "Optimizer::prepare without set_device_scalars(true)");
   ++t_;
   float* h = scalars_host_.data();
-  if (o_.solver == "adam") {
+  if (o_.solver == Solver::kAdam) {
     h[0] = adam_correction(static_cast<float>(o_.gradient_decay_factor), t_);
     h[1] = adam_correction(static_cast<float>(o_.squared_gradient_decay_factor), t_);
   }

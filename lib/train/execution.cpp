@@ -23,16 +23,17 @@ Device checked_gpu(int gpu_device) {
 Execution plan_execution(const TrainingOptions& o, int worker_rank, const std::map<std::string, std::string>& env,
                          const std::function<int()>& visible_gpus) {
   Execution x;
-  const std::string& e = o.execution_environment;
-  if (e != "parallel" && e != "multi-gpu" && worker_rank < 0) return x;
-  const int gpus = e == "multi-gpu" || (e == "parallel" && DLT_HAVE_NCCL) ? visible_gpus() : 0;
-  if (e == "multi-gpu") check_gpu_workers(gpus, env);  // one clear DeviceError
+  using EE = ExecutionEnvironment;
+  const EE e = o.execution_environment;
+  if (e != EE::kParallel && e != EE::kMultiGpu && worker_rank < 0) return x;
+  const int gpus = e == EE::kMultiGpu || (e == EE::kParallel && DLT_HAVE_NCCL) ? visible_gpus() : 0;
+  if (e == EE::kMultiGpu) check_gpu_workers(gpus, env);  // one clear DeviceError
   const bool gpu_workers = uses_gpu_workers(e, gpus);
   x.comm = gpu_workers ? Execution::Comm::kNccl : Execution::Comm::kGloo;
   x.world = worker_rank >= 0 ? local_worker_world(worker_rank, env) : parse_launcher_env(env);
   // multi-gpu in a one-task allocation (sbatch without srun) starts its own workers too.
   const bool own_workers =
-      x.world.source == "none" || (e == "multi-gpu" && x.world.source != "local" && x.world.size == 1);
+      x.world.source == "none" || (e == EE::kMultiGpu && x.world.source != "local" && x.world.size == 1);
   if (own_workers) {
     // NumWorkers; 0: one per visible GPU for GPU workers, 2 CPU workers.
     const int n = static_cast<int>(o.num_workers);
@@ -46,10 +47,11 @@ Execution plan_execution(const TrainingOptions& o, int worker_rank, const std::m
 }
 
 Device resolve_device(const TrainingOptions& o) {
-  const std::string& e = o.execution_environment;
-  if (e == "cpu") return Device::cpu();
-  if (e == "auto") return cuda_device_count() > 0 ? Device::cuda(o.gpu_device) : Device::cpu();
-  if (e == "gpu") {
+  using EE = ExecutionEnvironment;
+  const EE e = o.execution_environment;
+  if (e == EE::kCpu) return Device::cpu();
+  if (e == EE::kAuto) return cuda_device_count() > 0 ? Device::cuda(o.gpu_device) : Device::cpu();
+  if (e == EE::kGpu) {
     if (cuda_device_count() == 0) backend_for(Device::cuda(o.gpu_device));  // throws "built without CUDA"
     return checked_gpu(o.gpu_device);
   }
@@ -63,16 +65,13 @@ BackendOptions backend_options_for(const TrainingOptions& o) {
   BackendOptions b;
   b.allow_tf32 = o.allow_tf32;
   b.allow_reduced_precision_reduction = o.allow_reduced_precision_reduction;
-  b.direct_convolution = o.convolution_algorithm == "direct";
+  b.direct_convolution = o.convolution_algorithm == ConvolutionAlgorithm::kDirect;
   b.cudnn_workspace_mb = o.cudnn_workspace_mb;
   b.deterministic = o.deterministic;
   b.fused_convolution = o.fused_convolution;
-  b.cudnn_engines = o.cudnn_engines == "legacy"       ? CudnnEngines::kLegacy
-                    : o.cudnn_engines == "graph"      ? CudnnEngines::kGraph
-                    : o.cudnn_engines == "exhaustive" ? CudnnEngines::kExhaustive
-                                                      : CudnnEngines::kAuto;
+  b.cudnn_engines = o.cudnn_engines;
   b.batch_norm_ex = o.batch_norm_ex;
-  b.batch_norm_kernels = o.batch_norm_kernels == "dltrain" ? BatchNormKernels::kDltrain : BatchNormKernels::kCudnn;
+  b.batch_norm_kernels = o.batch_norm_kernels;
   b.fused_bn_pool = o.fused_batch_norm_pooling;
   return b;
 }

@@ -82,9 +82,9 @@ std::string num(double v, int width) {
 
 }  // namespace
 
-TableLayout choose_table_layout(const std::string& option, int columns) {
-  if (option == "wide") return TableLayout::kWide;
-  if (option == "compact") return TableLayout::kCompact;
+TableLayout choose_table_layout(VerboseLayout option, int columns) {
+  if (option == VerboseLayout::kWide) return TableLayout::kWide;
+  if (option == VerboseLayout::kCompact) return TableLayout::kCompact;
   return columns >= kWideTableColumns ? TableLayout::kWide : TableLayout::kCompact;
 }
 
@@ -169,7 +169,7 @@ std::string format_bar(int64_t iteration, int64_t total, double elapsed, int col
   return percent.substr(0, budget);
 }
 
-ProgressTable::ProgressTable(bool verbose, bool has_validation, const std::string& layout, FILE* out, FILE* bar_out)
+ProgressTable::ProgressTable(bool verbose, bool has_validation, VerboseLayout layout, FILE* out, FILE* bar_out)
     : verbose_(verbose),
       has_validation_(has_validation),
       tty_(is_terminal(bar_out)),

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "config/options.h"
+
 namespace dlt {
 
 struct IterationRecord {
@@ -36,8 +38,8 @@ std::string format_hms(double seconds);  // "00:01:05"
 // headings (Batch = Mini-batch, Val = Validation, Base LR = Base Learning Rate), 79 a line.
 enum class TableLayout { kWide, kCompact };
 constexpr int kWideTableColumns = 120;
-// `option` is auto | wide | compact; auto is wide when `columns` >= kWideTableColumns.
-TableLayout choose_table_layout(const std::string& option, int columns);
+// VerboseLayout auto is wide when `columns` >= kWideTableColumns.
+TableLayout choose_table_layout(VerboseLayout option, int columns);
 
 // The table's lines, each ending in '\n': the rule (====), the two heading lines, a row.
 std::string table_rule(TableLayout layout);
@@ -54,9 +56,9 @@ std::string format_bar(int64_t iteration, int64_t total, double elapsed, int col
 
 class ProgressTable {
  public:
-  // layout: auto | wide | compact; auto measures `out` (terminal_columns). The bar goes to
+  // layout auto measures `out` (terminal_columns). The bar goes to
   // `bar_out` when that is a terminal.
-  ProgressTable(bool verbose, bool has_validation, const std::string& layout = "auto", FILE* out = stdout,
+  ProgressTable(bool verbose, bool has_validation, VerboseLayout layout = VerboseLayout::kAuto, FILE* out = stdout,
                 FILE* bar_out = stderr);
   void header();
   void row(const IterationRecord& r);

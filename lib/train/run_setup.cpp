@@ -93,7 +93,7 @@ void prepare_network(TrainingRun& run) {
   }
   broadcast_model(*run.comm, *run.net);  // identical seeds already agree; rank 0's model wins
   run.optimizer = std::make_unique<Optimizer>(o, run.net->params());
-  run.net->set_mixed_precision(o.precision == "mixed");
+  run.net->set_mixed_precision(o.precision == Precision::kMixed);
   run.net->set_batch(o.mini_batch_size);
 }
 

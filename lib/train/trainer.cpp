@@ -161,7 +161,8 @@ void Trainer::step(Batch& batch, const Batch* next, RunContext ctx, IterationRec
   // (weighted by w, summed over ranks) as it completes them; finish() waits for all.
   // With OnBadImage skip a rank's share can shrink, so N is counted; otherwise it is the
   // loader's global batch size and costs no collective (no host wait before forward).
-  GlobalShare share = global_share(*run_.comm, batch.size, cfg_.data.on_bad_image == "skip" ? 0 : batch.global_size);
+  GlobalShare share =
+      global_share(*run_.comm, batch.size, cfg_.data.on_bad_image == OnBadImage::kSkip ? 0 : batch.global_size);
   if (run_.comm->size() > 1) {
     ctx.comm = run_.comm.get();
     ctx.weight = share.weight;
@@ -284,7 +285,7 @@ void Trainer::graphed_step(Batch& on_device, const Batch* next, const RunContext
 
 // What the run trains on and with, logged once before the first step; run_.hardware for the plot.
 void Trainer::log_run_start() {
-  if (o_.execution_environment == "auto")
+  if (o_.execution_environment == ExecutionEnvironment::kAuto)
     log::info("ExecutionEnvironment auto: {}",
               run_.device.is_cpu() ? "no usable GPU, training on the CPU" : "training on GPU " + run_.device.str());
   run_.hardware = backend_for(run_.device).name();

@@ -84,7 +84,7 @@ TEST_CASE("config: layers get canonical types, default names and source lines", 
 
   CHECK(c.data.train == "data/cifar10/train");
   CHECK(c.data.validation == "data/cifar10/test");
-  CHECK(c.training.solver == "adam");
+  CHECK(c.training.solver == Solver::kAdam);
   CHECK(c.training.max_epochs == 3);
   // resolve_defaults: adam's learn rate and squared decay factor.
   CHECK(c.training.initial_learn_rate == 0.001);
@@ -99,14 +99,14 @@ TEST_CASE("config: solver-dependent defaults and *_set flags", "[config]") {
   CHECK(a.training.initial_learn_rate == 0.001);
   CHECK(a.training.squared_gradient_decay_factor == 0.9);
   Config b = load_config(dir.write("b.yaml", net), {});
-  CHECK(b.training.solver == "sgdm");
+  CHECK(b.training.solver == Solver::kSgdm);
   CHECK(b.training.initial_learn_rate == 0.01);
   CHECK(b.training.max_epochs == 30);
   CHECK(b.data.train.empty());
   Config c = load_config(dir.write("c.yaml", net + "training:\n  Solver: RMSProp\n  InitialLearnRate: 0.05\n"
                                                    "  SquaredGradientDecayFactor: 0.5\n  Seed: 18446744073709551615\n"),
                          {});
-  CHECK(c.training.solver == "rmsprop");
+  CHECK(c.training.solver == Solver::kRmsprop);
   CHECK(c.training.initial_learn_rate == 0.05);
   CHECK(c.training.initial_learn_rate_set);
   CHECK(c.training.squared_gradient_decay_factor == 0.5);
@@ -192,17 +192,17 @@ TEST_CASE("config: every field is read", "[config]") {
   CHECK(d.validation_split == 0.15);
   CHECK_FALSE(d.include_subfolders);
   CHECK(d.file_extensions == std::vector<std::string>{".png", ".JPG"});
-  CHECK(d.output_size_mode == "randcrop");
+  CHECK(d.output_size_mode == OutputSizeMode::kRandCrop);
   CHECK(d.augment.rand_x_reflection);
   CHECK(d.augment.rand_y_reflection);
   CHECK(d.augment.rand_rotation[0] == -10.5);
   CHECK(d.augment.rand_y_translation[1] == 4);
   CHECK(d.augment.pad_crop == 4);
-  CHECK(d.on_bad_image == "skip");
-  CHECK(d.cache == "file");
+  CHECK(d.on_bad_image == OnBadImage::kSkip);
+  CHECK(d.cache == Cache::kFile);
   CHECK(d.loader_threads == 3);
   const TrainingOptions& t = c.training;
-  CHECK(t.solver == "rmsprop");
+  CHECK(t.solver == Solver::kRmsprop);
   CHECK(t.initial_learn_rate == 0.0003);
   CHECK(t.learn_rate_drop_period == 7);
   CHECK(t.epsilon == 1e-6);
@@ -214,8 +214,8 @@ TEST_CASE("config: every field is read", "[config]") {
   CHECK(t.seed == 1234);
   CHECK(t.threads == 2);
   CHECK_FALSE(t.verbose);
-  CHECK(t.verbose_layout == "compact");
-  CHECK(t.plots == "none");
+  CHECK(t.verbose_layout == VerboseLayout::kCompact);
+  CHECK(t.plots == Plots::kNone);
   CHECK(t.plot_interval_seconds == 2.5);
   CHECK(c.network.find("fc 1") != nullptr);
   CHECK(c.network.find("cat")->inputs == std::vector<std::string>{"c", "dropout_1"});
@@ -260,7 +260,7 @@ TEST_CASE("config: --set overrides of each kind", "[config]") {
                                 "training.Solver=sgdm", "data.FileExtensions=[.bmp]", "layers.skip_conv.Padding=same",
                                 "layers.add1.Inputs=[relu_1, relu_2]", "data.validation="});
   CHECK(c.training.max_epochs == 1);
-  CHECK(c.training.solver == "sgdm");
+  CHECK(c.training.solver == Solver::kSgdm);
   CHECK(c.training.initial_learn_rate == 0.01);  // defaults follow the overridden solver
   CHECK(c.data.train == "/data/x");
   CHECK(c.data.validation.empty());

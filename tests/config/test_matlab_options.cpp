@@ -124,10 +124,10 @@ TEST_CASE("matlab options: the seeds' datastore names, from YAML and --set alike
 
 TEST_CASE("matlab options: Plots and PlotIntervalSeconds", "[config]") {
   Config def = load(kNet);
-  CHECK(def.training.plots == "training-progress");
+  CHECK(def.training.plots == Plots::kTrainingProgress);
   CHECK(def.training.plot_interval_seconds == 10);
-  CHECK(load(kNet + "training:\n  Plots: none\n").training.plots == "none");
-  CHECK(load(kNet, {"training.Plots=none"}).training.plots == "none");
+  CHECK(load(kNet + "training:\n  Plots: none\n").training.plots == Plots::kNone);
+  CHECK(load(kNet, {"training.Plots=none"}).training.plots == Plots::kNone);
   CHECK(load(kNet, {"training.PlotIntervalSeconds=0.5"}).training.plot_interval_seconds == 0.5);
   CHECK(error_of(kNet + "training:\n  Plots: training_progress\n") ==
         "cfg.yaml:9: training.Plots must be one of training-progress, none, got 'training_progress' "

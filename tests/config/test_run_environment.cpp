@@ -60,13 +60,13 @@ TEST_CASE("run environment options: defaults keep today's behaviour", "[config]"
   const TrainingOptions o = load("  MaxEpochs: 1\n").training;
   CHECK_FALSE(o.cuda_graph);
   CHECK_FALSE(o.allow_tf32);
-  CHECK(o.convolution_algorithm == "auto");
+  CHECK(o.convolution_algorithm == ConvolutionAlgorithm::kAuto);
   CHECK(o.cudnn_workspace_mb == 1024);
   CHECK_FALSE(o.deterministic);
   CHECK(o.fused_convolution);
-  CHECK(o.cudnn_engines == "auto");
+  CHECK(o.cudnn_engines == CudnnEngines::kAuto);
   CHECK(o.batch_norm_ex);
-  CHECK(o.batch_norm_kernels == "cudnn");
+  CHECK(o.batch_norm_kernels == BatchNormKernels::kCudnn);
   CHECK(o.gradient_bucket_size_mb == 0);  // auto
   CHECK(o.communication_timeout == 60);
   CHECK_FALSE(o.communication_timing);
@@ -122,7 +122,7 @@ TEST_CASE("run environment options: read, handed on, and written to the resolved
       "  GradientBucketSizeMB: 4\n  CommunicationTimeout: Inf\n  CommunicationTiming: true\n");
   const TrainingOptions& o = c.training;
   CHECK(o.cuda_graph);
-  CHECK(o.convolution_algorithm == "direct");
+  CHECK(o.convolution_algorithm == ConvolutionAlgorithm::kDirect);
   CHECK(std::isinf(o.communication_timeout));
   const BackendOptions b = backend_options_for(o);
   CHECK(b.allow_tf32);
@@ -174,10 +174,10 @@ TEST_CASE("run environment options: a set environment variable overrides the opt
         timing("DLT_COMM_TIMING", "1"), engines("DLT_CUDNN_ENGINES", "legacy");
     const Config c = load(training);
     const TrainingOptions& o = c.training;
-    CHECK(o.cudnn_engines == "legacy");
+    CHECK(o.cudnn_engines == CudnnEngines::kLegacy);
     CHECK(o.cuda_graph);
     CHECK(o.allow_tf32);
-    CHECK(o.convolution_algorithm == "direct");
+    CHECK(o.convolution_algorithm == ConvolutionAlgorithm::kDirect);
     CHECK(o.cudnn_workspace_mb == 128);
     CHECK(o.gradient_bucket_size_mb == 0.000122);
     CHECK(comm_settings_for(o).timeout.count() == 2500);
@@ -199,7 +199,7 @@ TEST_CASE("run environment options: a set environment variable overrides the opt
     CHECK(o.allow_reduced_precision_reduction);
     CHECK_FALSE(o.communication_timing);
     CHECK_FALSE(o.fused_batch_norm_pooling);
-    CHECK(o.convolution_algorithm == "auto");
+    CHECK(o.convolution_algorithm == ConvolutionAlgorithm::kAuto);
   }
   {  // empty: as if unset
     EnvVar graph("DLT_CUDA_GRAPH", "");

@@ -29,12 +29,12 @@ LoaderOptions base_options() {
   LoaderOptions o;
   o.input = Shape{4, 4, 3};
   o.batch_size = 4;
-  o.shuffle = "never";
+  o.shuffle = Shuffle::kNever;
   o.drop_last = false;
   o.training = false;
   o.seed = 7;
   o.threads = 2;
-  o.cache = "none";
+  o.cache = Cache::kNone;
   return o;
 }
 
@@ -88,7 +88,7 @@ TEST_CASE("loader drop_last and shuffle modes", "[data]") {
   auto ds = make_data(d);
   auto o = base_options();
   o.drop_last = true;
-  o.shuffle = "every-epoch";
+  o.shuffle = Shuffle::kEveryEpoch;
   BatchLoader every(ds, o);
   CHECK(every.batches_per_epoch() == 2);
   auto e0 = all_items(epoch(every, 0)), e1 = all_items(epoch(every, 1));
@@ -98,7 +98,7 @@ TEST_CASE("loader drop_last and shuffle modes", "[data]") {
   CHECK(all_items(epoch(again, 1)) == e1);  // a function of (seed, epoch) only
 
   o.drop_last = false;
-  o.shuffle = "once";
+  o.shuffle = Shuffle::kOnce;
   BatchLoader once(ds, o);
   auto o0 = all_items(epoch(once, 0)), o1 = all_items(epoch(once, 1));
   CHECK(o0 == o1);
@@ -120,7 +120,7 @@ TEST_CASE("rank shards are disjoint and complete per global batch", "[data]") {
   auto ds = make_data(d);
   for (const std::vector<double>& load : {std::vector<double>{}, std::vector<double>{1, 3, 2}}) {
     auto o = base_options();
-    o.shuffle = "every-epoch";
+    o.shuffle = Shuffle::kEveryEpoch;
     o.batch_size = 4;
     BatchLoader single(ds, o);
     const auto ref = epoch(single, 3);
@@ -149,7 +149,7 @@ TEST_CASE("loader output does not depend on threads or background", "[data]") {
   auto ds = make_data(d);
   auto o = base_options();
   o.training = true;
-  o.shuffle = "every-epoch";
+  o.shuffle = Shuffle::kEveryEpoch;
   o.augment.rand_x_reflection = true;
   o.augment.rand_rotation[0] = -30;
   o.augment.rand_rotation[1] = 30;
@@ -174,7 +174,7 @@ TEST_CASE("memory and file caches skip decoding and give identical pixels", "[da
     TempDir d;
     auto ds = make_data(d);
     auto o = base_options();
-    o.cache = mode;
+    REQUIRE(parse_choice(mode, &o.cache));
     std::string cache_file;
     {
       BatchLoader l(ds, o);
@@ -199,7 +199,7 @@ TEST_CASE("a completed cache file is reused by a later loader", "[data]") {
   TempDir d;
   auto ds = make_data(d);
   auto o = base_options();
-  o.cache = "file";
+  o.cache = Cache::kFile;
   std::vector<std::pair<std::vector<int64_t>, std::vector<float>>> first;
   {
     BatchLoader l(ds, o);
@@ -234,7 +234,7 @@ TEST_CASE("bad images: error stops with the path, skip counts", "[data]") {
       CHECK(std::string(e.what()).find(d / "data/b/broken.png") != std::string::npos);
     }
   }
-  o.on_bad_image = "skip";
+  o.on_bad_image = OnBadImage::kSkip;
   BatchLoader l(ds, o);
   for (int e = 0; e < 2; ++e) {
     auto items = all_items(epoch(l, e));
@@ -248,7 +248,7 @@ TEST_CASE("crop modes need images at least InputSize", "[data]") {
   auto ds = make_data(d);
   auto o = base_options();
   o.input = Shape{3, 3, 3};
-  o.output_size_mode = "centercrop";
+  o.output_size_mode = OutputSizeMode::kCenterCrop;
   BatchLoader ok(ds, o);
   Batch b;
   ok.start_epoch(0);

@@ -49,11 +49,11 @@ LoaderOptions seg_loader(int h, int w) {
   LoaderOptions o;
   o.input = Shape{h, w, 3};
   o.batch_size = 2;
-  o.shuffle = "never";
+  o.shuffle = Shuffle::kNever;
   o.drop_last = false;
   o.training = false;
   o.threads = 2;
-  o.cache = "none";
+  o.cache = Cache::kNone;
   return o;
 }
 
@@ -186,7 +186,7 @@ TEST_CASE("segmentation loader: centercrop and randcrop cut the same window from
   ImageDatastore ds = ImageDatastore::pixel_pairs(d / "images", d / "labels", seg_options(d));
   for (const char* mode : {"centercrop", "randcrop"}) {
     LoaderOptions o = seg_loader(20, 20);
-    o.output_size_mode = mode;
+    REQUIRE(parse_choice(mode, &o.output_size_mode));
     o.training = true;
     o.seed = 5;
     o.batch_size = 3;

@@ -37,10 +37,10 @@ WorldInfo world(int rank, int size, int local_rank) {
 }  // namespace
 
 TEST_CASE("gpu workers: multi-gpu always, parallel only with NCCL and a GPU", "[dist]") {
-  CHECK(uses_gpu_workers("multi-gpu"));
-  CHECK_FALSE(uses_gpu_workers("cpu"));
-  CHECK_FALSE(uses_gpu_workers("gpu"));
-  CHECK(uses_gpu_workers("parallel") == (DLT_HAVE_NCCL && cuda_device_count() > 0));
+  CHECK(uses_gpu_workers(ExecutionEnvironment::kMultiGpu));
+  CHECK_FALSE(uses_gpu_workers(ExecutionEnvironment::kCpu));
+  CHECK_FALSE(uses_gpu_workers(ExecutionEnvironment::kGpu));
+  CHECK(uses_gpu_workers(ExecutionEnvironment::kParallel) == (DLT_HAVE_NCCL && cuda_device_count() > 0));
 }
 
 TEST_CASE("gpu workers: CUDA_VISIBLE_DEVICES as CUDA reads it", "[dist]") {

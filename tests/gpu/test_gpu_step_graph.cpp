@@ -38,11 +38,11 @@ Outcome train(const std::string& solver, const std::string& clip, bool graphed) 
   Backend& be = backend_for(dev);
   net.set_batch(n);
   TrainingOptions o;
-  o.solver = solver;
+  REQUIRE(parse_choice(solver, &o.solver));
   o.l2_regularization = 1e-4;
   if (!clip.empty()) {
     o.gradient_threshold = 0.01;  // below the shapes network's gradient norms: clips every step
-    o.gradient_threshold_method = clip;
+    REQUIRE(parse_choice(clip, &o.gradient_threshold_method));
   }
   o.resolve_defaults();
   // A convolution's bias that feeds batch norm has a gradient of rounding noise only (the

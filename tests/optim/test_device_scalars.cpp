@@ -41,12 +41,12 @@ struct Params {
 
 TrainingOptions options(const std::string& solver, const std::string& clip) {
   TrainingOptions o;
-  o.solver = solver;
+  REQUIRE(parse_choice(solver, &o.solver));
   o.l2_regularization = 0.01;
   o.momentum = 0.9;
   if (!clip.empty()) {
     o.gradient_threshold = 0.5;
-    o.gradient_threshold_method = clip;
+    REQUIRE(parse_choice(clip, &o.gradient_threshold_method));
   }
   o.resolve_defaults();
   return o;

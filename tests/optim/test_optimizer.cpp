@@ -30,7 +30,7 @@ struct Fixture {
 
 TrainingOptions options(const std::string& solver) {
   TrainingOptions o;
-  o.solver = solver;
+  REQUIRE(parse_choice(solver, &o.solver));
   o.l2_regularization = 0.1;
   o.momentum = 0.9;
   o.resolve_defaults();
@@ -97,7 +97,7 @@ TEST_CASE("gradient clipping: l2norm, global-l2norm and absolute-value", "[optim
   o.gradient_threshold = 1.0;
   SECTION("l2norm clips each parameter to norm 1") {
     Fixture f({0, 0}, {3, 4}, {0}, {0.5f});
-    o.gradient_threshold_method = "l2norm";
+    o.gradient_threshold_method = GradientThresholdMethod::kL2Norm;
     Optimizer(o, f.params()).step(1.0);
     CHECK(f.a.value.data()[0] == Approx(-0.6));
     CHECK(f.a.value.data()[1] == Approx(-0.8));
@@ -105,7 +105,7 @@ TEST_CASE("gradient clipping: l2norm, global-l2norm and absolute-value", "[optim
   }
   SECTION("global-l2norm scales all by the same factor") {
     Fixture f({0, 0}, {3, 4}, {0}, {12});
-    o.gradient_threshold_method = "global-l2norm";
+    o.gradient_threshold_method = GradientThresholdMethod::kGlobalL2Norm;
     Optimizer(o, f.params()).step(1.0);  // norm 13
     CHECK(f.a.value.data()[0] == Approx(-3.0 / 13));
     CHECK(f.b.value.data()[0] == Approx(-12.0 / 13));
@@ -116,7 +116,7 @@ TEST_CASE("gradient clipping: l2norm, global-l2norm and absolute-value", "[optim
       INFO(m);
       f.a.value.data()[0] = f.a.value.data()[1] = f.b.value.data()[0] = 0;
       f.a.grad.data()[0] = 3e19f, f.a.grad.data()[1] = 4e19f, f.b.grad.data()[0] = 1.2e20f;
-      o.gradient_threshold_method = m;
+      REQUIRE(parse_choice(m, &o.gradient_threshold_method));
       Optimizer(o, f.params()).step(1.0);
       const bool global = std::string(m) == "global-l2norm";
       CHECK(f.a.value.data()[0] == Approx(global ? -3.0 / 13 : -0.6));
@@ -126,7 +126,7 @@ TEST_CASE("gradient clipping: l2norm, global-l2norm and absolute-value", "[optim
   }
   SECTION("absolute-value clamps each element") {
     Fixture f({0, 0}, {3, -0.5f}, {0}, {-7});
-    o.gradient_threshold_method = "absolute-value";
+    o.gradient_threshold_method = GradientThresholdMethod::kAbsoluteValue;
     Optimizer(o, f.params()).step(1.0);
     CHECK(f.a.value.data()[0] == Approx(-1.0));
     CHECK(f.a.value.data()[1] == Approx(0.5));

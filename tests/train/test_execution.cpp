@@ -14,7 +14,7 @@ namespace {
 
 TrainingOptions options(const std::string& environment, int64_t num_workers = 0) {
   TrainingOptions o;
-  o.execution_environment = environment;
+  REQUIRE(parse_choice(environment, &o.execution_environment));
   o.num_workers = num_workers;
   return o;
 }

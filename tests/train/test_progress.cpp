@@ -74,12 +74,12 @@ TEST_CASE("compact table fits 80 columns with MATLAB's columns", "[train][progre
 }
 
 TEST_CASE("table layout follows the option and the width", "[train][progress]") {
-  CHECK(choose_table_layout("auto", 80) == TableLayout::kCompact);
-  CHECK(choose_table_layout("auto", 119) == TableLayout::kCompact);
-  CHECK(choose_table_layout("auto", 120) == TableLayout::kWide);
-  CHECK(choose_table_layout("auto", 200) == TableLayout::kWide);
-  CHECK(choose_table_layout("wide", 80) == TableLayout::kWide);
-  CHECK(choose_table_layout("compact", 200) == TableLayout::kCompact);
+  CHECK(choose_table_layout(VerboseLayout::kAuto, 80) == TableLayout::kCompact);
+  CHECK(choose_table_layout(VerboseLayout::kAuto, 119) == TableLayout::kCompact);
+  CHECK(choose_table_layout(VerboseLayout::kAuto, 120) == TableLayout::kWide);
+  CHECK(choose_table_layout(VerboseLayout::kAuto, 200) == TableLayout::kWide);
+  CHECK(choose_table_layout(VerboseLayout::kWide, 80) == TableLayout::kWide);
+  CHECK(choose_table_layout(VerboseLayout::kCompact, 200) == TableLayout::kCompact);
 }
 
 TEST_CASE("progress bar never exceeds the width", "[train][progress]") {
@@ -124,11 +124,11 @@ TEST_CASE("terminal width falls back to COLUMNS, then 80", "[util][progress]") {
   CHECK(!is_terminal(f));
   // The table measures its own stream: 132 columns -> wide, unset -> compact.
   ::setenv("COLUMNS", "132", 1);
-  CHECK(ProgressTable(true, true, "auto", f, f).layout() == TableLayout::kWide);
+  CHECK(ProgressTable(true, true, VerboseLayout::kAuto, f, f).layout() == TableLayout::kWide);
   ::unsetenv("COLUMNS");
-  CHECK(ProgressTable(true, true, "auto", f, f).layout() == TableLayout::kCompact);
+  CHECK(ProgressTable(true, true, VerboseLayout::kAuto, f, f).layout() == TableLayout::kCompact);
   // Not a terminal: no bar is drawn.
-  ProgressTable t(true, true, "compact", f, f);
+  ProgressTable t(true, true, VerboseLayout::kCompact, f, f);
   t.bar(5, 10, 1);
   CHECK(std::ftell(f) == 0);
   if (saved) ::setenv("COLUMNS", keep.c_str(), 1);

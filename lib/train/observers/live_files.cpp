@@ -21,7 +21,7 @@ class LiveFilesObserver : public TrainingObserver {
 
   void on_start(const RunInfo& info) override {
     const TrainingOptions& o = run_.options;
-    live_ = std::make_unique<LiveFiles>(info.output_dir, run_.args.config_text, run_.history, o.plots != "none",
+    live_ = std::make_unique<LiveFiles>(info.output_dir, run_.args.config_text, run_.history, o.plots != Plots::kNone,
                                         o.plot_interval_seconds);
     const int64_t epoch = std::min(run_.position.epoch, o.max_epochs - 1);
     draw(epoch + 1, run_.position.iteration, run_.learn_rate);

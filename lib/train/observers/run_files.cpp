@@ -43,11 +43,11 @@ class FinalFiles : public TrainingObserver {
     files.skipped_images =
         r.train_loader->skipped_images() + (r.validation_loader ? r.validation_loader->skipped_images() : 0);
     files.device = r.device.str();
-    files.precision = r.options.precision;
+    files.precision = to_string(r.options.precision);
     files.peak_device_memory_bytes = static_cast<int64_t>(backend_for(r.device).peak_memory_bytes());
     files.seed = r.options.seed;
     files.warnings = r.warnings;
-    files.plot = r.options.plots != "none";
+    files.plot = r.options.plots != Plots::kNone;
     files.plot_note = r.plot_note;
     files.progress_info =
         r.progress_info(end.status, last ? last->epoch : 0, files.iterations, last ? last->learn_rate : -1);

@@ -62,7 +62,7 @@ class TensorBoard : public TrainingObserver {
     const std::string dir = o.tensorboard_dir.empty() ? (fs::path(info.output_dir) / "tensorboard").string()
                                                       : o.tensorboard_dir;
     writer_ = std::make_unique<EventFileWriter>(dir);
-    if (o.plots != "none") png_path_ = (fs::path(info.output_dir) / "progress.png").string();
+    if (o.plots != Plots::kNone) png_path_ = (fs::path(info.output_dir) / "progress.png").string();
     log::info("TensorBoard: {} (tensorboard --logdir {})", writer_->path(), dir);
     add_new_plot(run_.position.iteration);
   }
