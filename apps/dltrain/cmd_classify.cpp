@@ -10,8 +10,6 @@
 #include <filesystem>
 #include <memory>
 
-#include "backend/backend_options.h"
-#include "backend/cpu/cpu_backend.h"
 #include "commands.h"
 #include "config/config.h"
 #include "data/batch_loader.h"
@@ -21,7 +19,7 @@
 #include "net/model_file.h"
 #include "net/network.h"
 #include "train/device_batches.h"
-#include "train/execution.h"
+#include "train/inference.h"
 #include "train/metrics.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -59,23 +57,15 @@ Runner add_classify(CLI::App& app) {
                   "single (default) or mixed: bfloat16 multiplies in conv and fullyConnected")
       ->check(CLI::IsMember(choice_names<Precision>()));
   return [a]() {
-    if (a->threads > 0) cpu_set_threads(a->threads);
-    ModelData m = load_model(a->model);
-    Device dev = Device::cpu();
-    TrainingOptions o;  // the run-environment defaults and their environment variables
-    apply_environment_overrides(o);
-    set_backend_options(backend_options_for(o));
-    if (a->gpu >= 0) {
-      o.execution_environment = ExecutionEnvironment::kGpu;
-      o.gpu_device = a->gpu;
-      dev = resolve_device(o);  // one clear DeviceError without CUDA or that GPU
-    }
-    Network net(m, dev, a->model);
-    if (net.per_pixel())
-      throw UsageError(a->model + ": the network classifies pixels (pixelClassification); use dltrain segment");
+    const ModelData m = load_model(a->model);
+    const InferenceRuntime rt = inference_runtime(inference_options(), a->gpu, a->threads);
+    const Device dev = rt.device;
     Precision precision = Precision::kSingle;
     parse_choice(a->precision, &precision);  // checked by IsMember
-    net.set_mixed_precision(precision == Precision::kMixed);
+    const std::unique_ptr<Network> network = inference_network(m, a->model, rt, precision);
+    Network& net = *network;
+    if (net.per_pixel())
+      throw UsageError(a->model + ": the network classifies pixels (pixelClassification); use dltrain segment");
     const auto& classes = net.classes();
     if (classes.empty()) throw ModelError(a->model + ": the model has no class names");
 

@@ -16,8 +16,6 @@
 #include <memory>
 #include <set>
 
-#include "backend/backend_options.h"
-#include "backend/cpu/cpu_backend.h"
 #include "class_labels.h"
 #include "commands.h"
 #include "config/config.h"
@@ -30,7 +28,7 @@
 #include "net/model_file.h"
 #include "net/network.h"
 #include "train/device_batches.h"
-#include "train/execution.h"
+#include "train/inference.h"
 #include "train/seg_metrics.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -143,18 +141,11 @@ Runner add_segment(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
   cmd->add_option("--gpu", a->gpu, "Run on this GPU (default: the CPU)")->check(CLI::NonNegativeNumber);
   return [a]() {
-    if (a->threads > 0) cpu_set_threads(a->threads);
-    ModelData m = load_model(a->model);
-    Device dev = Device::cpu();
-    TrainingOptions o;
-    apply_environment_overrides(o);
-    set_backend_options(backend_options_for(o));
-    if (a->gpu >= 0) {
-      o.execution_environment = ExecutionEnvironment::kGpu;
-      o.gpu_device = a->gpu;
-      dev = resolve_device(o);
-    }
-    Network net(m, dev, a->model);
+    const ModelData m = load_model(a->model);
+    const InferenceRuntime rt = inference_runtime(inference_options(), a->gpu, a->threads);
+    const Device dev = rt.device;
+    const std::unique_ptr<Network> network = inference_network(m, a->model, rt);
+    Network& net = *network;
     if (!net.per_pixel())
       throw UsageError(a->model +
                        ": the network does not end in pixelClassification (use dltrain classify for image classes)");

@@ -5,14 +5,12 @@
 #include <cstdio>
 #include <memory>
 
-#include "backend/backend_options.h"
-#include "backend/cpu/cpu_backend.h"
 #include "commands.h"
 #include "config/config.h"
 #include "net/network.h"
 #include "onnx/transfer.h"
 #include "optim/optimizer.h"
-#include "train/execution.h"
+#include "train/inference.h"
 #include "train/step_graph.h"
 #include "util/json.h"
 #include "util/timer.h"
@@ -69,15 +67,10 @@ Runner add_time(CLI::App& app) {
   return [a]() {
     Config c = load_config(a->path, a->sets);
     apply_transfer(c);  // base: loads the base model
-    if (a->threads > 0) cpu_set_threads(a->threads);
-    if (a->gpu >= 0) {
-      c.training.execution_environment = ExecutionEnvironment::kGpu;
-      c.training.gpu_device = a->gpu;
-    }
+    const InferenceRuntime rt = inference_runtime(c.training, a->gpu, a->threads);
+    const Device dev = rt.device;
     int64_t n = a->batch > 0 ? a->batch : c.training.mini_batch_size;
-    set_backend_options(backend_options_for(c.training));
-    Device dev = resolve_device(c.training);
-    Network net(c.network, dev);
+    Network net(c.network, rt.backend);
     net.init_params(c.training.seed);
     net.set_mixed_precision(c.training.precision == Precision::kMixed);
     net.set_batch(n);
@@ -92,7 +85,7 @@ Runner add_time(CLI::App& app) {
     for (int64_t i = 0; i < y_host.numel(); ++i)
       y_host.data_i32()[i] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(net.num_classes())));
     Tensor x = x_host.to(dev), y = y_host.to(dev);
-    Backend& be = backend_for(dev);
+    Backend& be = rt.backend;
 
     std::vector<double> fwd(net.size(), 0.0), bwd(net.size(), 0.0);
     const int repeats = a->repeats;

@@ -11,7 +11,6 @@
 #include <thread>
 
 #include "backend/backend.h"
-#include "backend/backend_options.h"
 #include "commands.h"
 #include "config/config.h"
 #include "dist/communicator.h"
@@ -98,8 +97,7 @@ Runner add_train(CLI::App& app) {
         log::init(x.world.rank, x.world.size, false);
         const CommOptions settings = comm_settings_for(c.training);
         if (x.comm == Execution::Comm::kNccl) {
-          c.training.gpu_device = x.gpu_device;                  // resolve_device trains this rank on its own GPU
-          set_backend_options(backend_options_for(c.training));  // before joining creates the CUDA context
+          c.training.gpu_device = x.gpu_device;  // resolve_device trains this rank on its own GPU
           args.comm = join_gpu_world(x.world, x.gpu_device, a->output_dir, env, settings);
         } else {
           args.comm = join_world(x.world, a->output_dir, env, settings);

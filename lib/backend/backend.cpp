@@ -11,8 +11,8 @@
 
 namespace dlt {
 
-Backend& cpu_backend();            // backend/cpu/cpu_backend.cpp
-Backend& cuda_backend(int index);  // backend/cuda_plugin.cpp: the CUDA plugin's, or throws
+Backend& cpu_backend(const BackendOptions& options);              // backend/cpu/cpu_backend.cpp
+Backend& cuda_backend(int index, const BackendOptions& options);  // backend/cuda_plugin.cpp: the plugin's, or throws
 
 namespace {
 
@@ -420,9 +420,11 @@ void Backend::synchronize() {
 
 size_t Backend::peak_memory_bytes() const { return async_ ? async_->peak_memory_bytes() : 0; }
 
-Backend& backend_for(Device device) {
-  if (device.is_cpu()) return cpu_backend();
-  return cuda_backend(device.index);
+Backend& backend_for(Device device, const BackendOptions& options) {
+  if (device.is_cpu()) return cpu_backend(options);
+  return cuda_backend(device.index, options);
 }
+
+Backend& backend_for(Device device) { return backend_for(device, BackendOptions{}); }
 
 }  // namespace dlt

@@ -1,6 +1,7 @@
-// Backend: one per device. Makes the heavy ops (ops.h) and runs the light element-wise work
-// that layers, losses and optimizers need. Dispatch follows the tensor's device:
-// backend_for(t.device()). There is no global mode.
+// Backend: one per device and BackendOptions. Makes the heavy ops (ops.h), which read the
+// options of the backend that made them, and runs the light element-wise work that layers,
+// losses and optimizers need. Dispatch follows the tensor's device: backend_for(t.device()) for
+// light work; a run makes its ops with backend_for(device, its options). There is no global mode.
 //
 // The public methods are not virtual: they check their arguments once, here (backend.cpp),
 // then call the protected do_* that each device implements, so cpu/ and cuda/ compute and do
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend_options.h"
 #include "backend/loss.h"
 #include "backend/ops.h"
 #include "backend/solver.h"
@@ -77,6 +79,8 @@ class Backend {
   Backend& operator=(const Backend&) = delete;
 
   Device device() const { return device_; }
+  // What the ops this backend makes do (AllowTF32, ConvolutionAlgorithm, ...), fixed at creation.
+  const BackendOptions& options() const { return options_; }
   virtual std::string name() const = 0;
   // The asynchronous-device extension, or null (the CPU).
   AsyncDevice* async_device() const { return async_; }
@@ -210,7 +214,8 @@ class Backend {
 
  protected:
   // async: the backend's AsyncDevice side (itself), or null.
-  explicit Backend(Device device, AsyncDevice* async = nullptr) : device_(device), async_(async) {}
+  Backend(Device device, const BackendOptions& options, AsyncDevice* async = nullptr)
+      : device_(device), async_(async), options_(options) {}
 
   // A step scalar resolved by optimizer_update: `at` (on this device) when set, else `value`.
   struct ScalarArg {
@@ -273,10 +278,16 @@ class Backend {
  private:
   Device device_;
   AsyncDevice* async_;
+  BackendOptions options_;
 };
 
-// The backend of a device. The CPU backend always exists; asking for a GPU in a build
-// without CUDA throws DeviceError("built without CUDA ...").
+// The backend of a device whose ops follow `options`: one instance per (device, options), made
+// at the first request and kept for the process (thread-safe). All instances of one device
+// share its memory, streams and library handles, so their work is ordered as one backend's;
+// only the ops they make differ. The CPU backend always exists; asking for a GPU in a build
+// without CUDA throws DeviceError("built without CUDA ..."). The one-argument form is the
+// default options' instance: for the light work that follows a tensor's device.
+Backend& backend_for(Device device, const BackendOptions& options);
 Backend& backend_for(Device device);
 // Number of usable GPUs (0 in a CPU-only build or when no driver/device is present).
 int cuda_device_count();

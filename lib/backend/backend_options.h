@@ -1,8 +1,8 @@
-// How the backends compute, for the whole process: the run-environment training options that
-// reach backend code (TF32, the CPU convolution algorithm, cuDNN's workspace, deterministic
-// algorithms, cuDNN's fused convolution and batch norm Ex paths). The trainer (and dltrain
-// time / classify) sets them once, before the first op is created; ops read them when they
-// are created. Per process, not per backend or per thread: set them while no op is running.
+// How a backend computes: the run-environment training options that reach backend code (TF32,
+// the CPU convolution algorithm, cuDNN's workspace, deterministic algorithms, cuDNN's fused
+// convolution and batch norm paths, the CPU's fused bn + relu + max pooling). Each Backend
+// instance carries the options it was created with (backend_for(device, options)); the ops it
+// makes read them there when they are created. Nothing here is process-wide.
 #pragma once
 #include <cstdint>
 
@@ -34,10 +34,8 @@ struct BackendOptions {
   bool batch_norm_ex = true;  // BatchNormEx: cuDNN's Ex batch norm (SPATIAL_PERSISTENT)
   BatchNormKernels batch_norm_kernels = BatchNormKernels::kCudnn;  // BatchNormKernels
   bool fused_bn_pool = true;  // FusedBatchNormPooling: BnReluMaxPoolOp in CPU training
-};
 
-void set_backend_options(const BackendOptions& options);
-// The options set last (defaults before any set_backend_options).
-const BackendOptions& backend_options();
+  bool operator==(const BackendOptions&) const = default;
+};
 
 }  // namespace dlt

@@ -133,7 +133,9 @@ std::string cuda_unavailable_reason() {
   return cuda_plugin() ? cuda_plugin()->unavailable_reason() : cuda_plugin_error();
 }
 std::string cuda_library_versions() { return cuda_plugin() ? cuda_plugin()->library_versions() : ""; }
-Backend& cuda_backend(int index) { return cuda_plugin_or_throw().backend(index); }
+Backend& cuda_backend(int index, const BackendOptions& options) {
+  return cuda_plugin_or_throw().backend(index, options);
+}
 Allocator& cuda_allocator(int index) { return cuda_plugin_or_throw().allocator(index); }
 void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
   cuda_plugin_or_throw().copy_bytes(dst, dst_device, src, src_device, bytes);

@@ -21,7 +21,7 @@ class Backend;
 struct CommOptions;  // dist/communicator.h
 
 // Raise when the table's layout or a function's signature changes.
-inline constexpr uint32_t kCudaPluginAbi = 1;
+inline constexpr uint32_t kCudaPluginAbi = 2;
 inline constexpr const char* kCudaPluginFile = "libdltrain_cuda.so";
 inline constexpr const char* kCudaPluginEntry = "dltrain_cuda_plugin_v1";
 
@@ -34,7 +34,8 @@ struct CudaPluginApi {
   int (*device_count)();
   std::string (*unavailable_reason)();
   std::string (*library_versions)();
-  Backend& (*backend)(int index);
+  // The GPU's backend whose ops follow `options` (one per GPU and options).
+  Backend& (*backend)(int index, const BackendOptions& options);
   Allocator& (*allocator)(int index);
   void (*copy_bytes)(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
   // dist/nccl_communicator.h (on_fatal: its CommFatalHandler); both null in a build without NCCL.

@@ -20,11 +20,14 @@ namespace {
 constexpr int64_t kMaxImageValues = int64_t{1} << 31;  // per image, per layer output
 }  // namespace
 
-Network::Network(const NetworkSpec& spec, Device device) : spec_(spec), device_(device) {
+Network::Network(const NetworkSpec& spec, Backend& backend)
+    : spec_(spec), backend_(&backend), device_(backend.device()) {
   build();
   plan_fusion();
   allocate_params();
 }
+
+Network::Network(const NetworkSpec& spec, Device device) : Network(spec, backend_for(device)) {}
 
 Network::~Network() = default;
 
@@ -199,7 +202,7 @@ void Network::set_batch(int64_t n) {
     node.grad = nodes_[root(node.alias_of)].grad;
   }
   if (n != batch_) {
-    Backend& be = backend_for(device_);
+    Backend& be = *backend_;
     for (Node& node : nodes_)
       if (node.alias_of < 0) for_layer(*node.layer, [&] { node.layer->setup(n, be); });
     batch_ = n;
@@ -232,7 +235,7 @@ const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
       for_layer(*n.layer, run);
       continue;
     }
-    Backend& be = backend_for(device_);
+    Backend& be = *backend_;
     be.synchronize();
     Timer t;
     run();
@@ -249,7 +252,7 @@ double Network::loss_and_backward(const Tensor& labels, const RunContext& ctx, b
 }
 
 void Network::loss_and_backward_async(const Tensor& labels, const RunContext& ctx, bool backward) {
-  Backend& be = backend_for(device_);
+  Backend& be = *backend_;
   Node& sm = nodes_[softmax_];
   Tensor none;
   Tensor* dlogits = backward ? grad_target(softmax_, sm.inputs[0]) : nullptr;
@@ -275,13 +278,13 @@ void Network::loss_and_backward_async(const Tensor& labels, const RunContext& ct
 
 double Network::read_loss(int64_t* correct, int64_t* counted) {
   DLT_CHECK(loss_totals_.defined() && loss_labels_.defined(), "read_loss before loss_and_backward_async");
-  return backend_for(device_).read_loss(loss_totals_, loss_labels_, correct, counted);
+  return backend_->read_loss(loss_totals_, loss_labels_, correct, counted);
 }
 
 void Network::backward_node(int i, const RunContext& ctx) {
   Node& n = nodes_[i];
   if (n.alias_of >= 0 || !n.needs_grad) return;
-  Backend& be = backend_for(device_);
+  Backend& be = *backend_;
   if (n.consumers.size() > 1) {
     scratch_parts_.clear();
     for (const Tensor& t : n.edge_grads) scratch_parts_.push_back(&t);

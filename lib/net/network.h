@@ -22,15 +22,20 @@ struct ModelData;
 
 class Network {
  public:
+  // The network's ops are made by `backend` (backend_for(device, the run's BackendOptions)) and
+  // follow its options; a Device means that device's backend with the default options.
+  Network(const NetworkSpec& spec, Backend& backend);
   Network(const NetworkSpec& spec, Device device);
   // A network from a model file: its spec, with every parameter and state shape checked against
   // the file's tensors before anything is allocated (a corrupt or hostile spec cannot make it
   // allocate more than the file holds), then its weights. Throws ModelError on a mismatch,
   // naming `file` when given.
+  Network(const ModelData& model, Backend& backend, const std::string& file = "");
   Network(const ModelData& model, Device device, const std::string& file = "");
   ~Network();
 
   Device device() const { return device_; }
+  Backend& backend() const { return *backend_; }
   const NetworkSpec& spec() const { return spec_; }
   size_t size() const { return nodes_.size(); }
   Layer& layer(size_t i) { return *nodes_[i].layer; }
@@ -143,6 +148,7 @@ class Network {
   void plan_gradients(int64_t n);
 
   NetworkSpec spec_;
+  Backend* backend_;
   Device device_;
   std::vector<Node> nodes_;
   FusionPlan plan_;  // which neighbouring layers run as one op

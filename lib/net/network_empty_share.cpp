@@ -6,7 +6,7 @@
 namespace dlt {
 
 void Network::run_empty_share(const RunContext& ctx) {
-  backend_for(device_).fill(flat_grads_, 0.f);
+  backend_->fill(flat_grads_, 0.f);
   if (ctx.comm && ctx.comm->size() > 1) {
     auto joins = [&](const Node& n) { return n.alias_of < 0 && n.layer->joins_collectives(); };
     Tensor y, dy, dx;

@@ -58,7 +58,10 @@ const NamedTensor& find_named(const std::vector<NamedTensor>& list, const std::s
 }  // namespace
 
 Network::Network(const ModelData& model, Device device, const std::string& file)
-    : spec_(model.network), device_(device) {
+    : Network(model, backend_for(device), file) {}
+
+Network::Network(const ModelData& model, Backend& backend, const std::string& file)
+    : spec_(model.network), backend_(&backend), device_(backend.device()) {
   build();
   try {
     check_weights(model);

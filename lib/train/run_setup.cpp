@@ -7,6 +7,7 @@
 #include "dist/data_parallel.h"
 #include "onnx/transfer.h"
 #include "train/class_weights.h"
+#include "train/execution.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/timer.h"
@@ -38,7 +39,8 @@ void load_data(TrainingRun& run) {
 void prepare_network(TrainingRun& run) {
   const Config& cfg = run.config;
   const TrainingOptions& o = run.options;
-  run.net = std::make_unique<Network>(cfg.network, run.device);
+  // The run's ops follow the run's backend options (AllowTF32, ConvolutionAlgorithm, ...).
+  run.net = std::make_unique<Network>(cfg.network, backend_for(run.device, backend_options_for(o)));
   run.net->classes() = run.train_data.classes();
   run.net->label_ids() = cfg.data.label_ids;
   const Layer& output = run.net->layer(run.net->size() - 1);

@@ -11,7 +11,6 @@
 #include <limits>
 
 #include "backend/backend.h"
-#include "backend/backend_options.h"
 #include "backend/cpu/cpu_backend.h"
 #include "build_config.h"
 #include "data/batch_loader.h"
@@ -83,7 +82,6 @@ TrainResult Trainer::run() {
 TrainResult Trainer::train() {
   run_.start_time = local_time_now();
   run_.comm = args_.comm ? args_.comm : std::make_shared<LocalCommunicator>();
-  set_backend_options(backend_options_for(o_));
   run_.device = resolve_device(o_);
   if (o_.threads > 0) cpu_set_threads(o_.threads);
   prepare_run(run_);

@@ -114,9 +114,7 @@ TEST_CASE("CPU conv picks Winograd for 3x3 stride-1 convs with 32+ channels wher
   d.pad_b = 1;
   BackendOptions direct;
   direct.direct_convolution = true;  // ConvolutionAlgorithm: direct (env DLT_CONV_ALGO=direct)
-  set_backend_options(direct);
-  CHECK(impl_info(*cpu_backend().make_conv(d)).find("wino") == std::string::npos);
-  set_backend_options(BackendOptions{});
+  CHECK(impl_info(*cpu_backend(direct).make_conv(d)).find("wino") == std::string::npos);
 }
 
 TEST_CASE("CPU conv runs 3x3 stride-1 convs with 64+ channels in dltrain's Winograd or on blocked activations on AVX2",
@@ -124,7 +122,8 @@ TEST_CASE("CPU conv runs 3x3 stride-1 convs with 64+ channels in dltrain's Winog
   ConvDesc d;
   d.n = 2, d.h = d.w = 8, d.c = 64, d.k = 64, d.kh = d.kw = 3;
   d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
-  auto info = [&d] { return impl_info(*cpu_backend().make_conv(d)); };
+  BackendOptions options;
+  auto info = [&d, &options] { return impl_info(*cpu_backend(options).make_conv(d)); };
   auto blocked = [](const std::string& s) { return s.find("act=blocked") != std::string::npos; };
   auto own = [](const std::string& s) { return s.find("dlt_winograd_4x3") != std::string::npos; };
   const CpuIsa isa = cpu_isa();
@@ -144,11 +143,8 @@ TEST_CASE("CPU conv runs 3x3 stride-1 convs with 64+ channels in dltrain's Winog
   d.stride_h = d.stride_w = 2;  // stride 2: NHWC on every ISA
   CHECK_FALSE((blocked(info()) || own(info())));
   d.stride_h = d.stride_w = 1;
-  BackendOptions direct;
-  direct.direct_convolution = true;  // ConvolutionAlgorithm: direct: NHWC only
-  set_backend_options(direct);
+  options.direct_convolution = true;  // ConvolutionAlgorithm: direct: NHWC only
   CHECK_FALSE((blocked(info()) || own(info())));
-  set_backend_options(BackendOptions{});
 }
 
 // Grouped convolutions never take Winograd or the blocked path; depthwise ones (groups == C)

@@ -32,7 +32,7 @@ bool feeds_batch_norm(const std::vector<Param*>& ps, size_t i) {
          ps[i + 1]->name == "Scale";
 }
 
-NetworkPair network_pair(const NetworkSpec& spec, uint64_t seed) {
+NetworkPair network_pair(const NetworkSpec& spec, uint64_t seed, const BackendOptions& dev_options) {
   NetworkPair p;
   p.cpu = std::make_unique<Network>(spec, Device::cpu());
   p.cpu->init_params(seed);
@@ -51,7 +51,7 @@ NetworkPair network_pair(const NetworkSpec& spec, uint64_t seed) {
     }
   }
   p.cpu->load_weights(m);
-  p.dev = std::make_unique<Network>(spec, device_under_test());
+  p.dev = std::make_unique<Network>(spec, backend_for(device_under_test(), dev_options));
   p.dev->load_weights(m);
   return p;
 }

@@ -53,33 +53,24 @@ bool feeds_batch_norm(const std::vector<Param*>& ps, size_t i);
 
 // A CPU network initialised from seed, with non-trivial input normalization (a random mean
 // image in [100, 150)) and batch-norm running statistics, and the same weights loaded into a
-// network on the device under test.
+// network on the device under test, whose ops follow dev_options.
 struct NetworkPair {
   std::unique_ptr<Network> cpu, dev;
 };
-NetworkPair network_pair(const NetworkSpec& spec, uint64_t seed);
+NetworkPair network_pair(const NetworkSpec& spec, uint64_t seed, const BackendOptions& dev_options = {});
 
 // Random pixel values in [0, 256) as (n, H, W, C) on the CPU and labels below num_classes.
 Tensor random_images(int64_t n, const Shape& per_image, Rng& rng);
 Tensor random_labels(int64_t n, int64_t num_classes, Rng& rng);
 
-// Backend options for a scope (ops read them when they are created); the previous ones come back
-// at its end: ScopedBackendOptions s([](BackendOptions& o) { o.deterministic = true; });
-class ScopedBackendOptions {
- public:
-  template <class Edit>
-  explicit ScopedBackendOptions(Edit edit) : saved_(backend_options()) {
-    BackendOptions o = saved_;
-    edit(o);
-    set_backend_options(o);
-  }
-  ~ScopedBackendOptions() { set_backend_options(saved_); }
-  ScopedBackendOptions(const ScopedBackendOptions&) = delete;
-  ScopedBackendOptions& operator=(const ScopedBackendOptions&) = delete;
-
- private:
-  BackendOptions saved_;
-};
+// The device under test's backend with the default options edited; the ops it makes follow
+// them: dut_backend_with([](BackendOptions& o) { o.deterministic = true; }).make_conv(d).
+template <class Edit>
+Backend& dut_backend_with(Edit edit) {
+  BackendOptions o;
+  edit(o);
+  return backend_for(device_under_test(), o);
+}
 
 // A temporary folder removed by the destructor.
 class TempDir {

@@ -20,9 +20,9 @@ namespace dlt::test::gpu {
 
 namespace {
 
-// BatchNormKernels for a scope.
-ScopedBackendOptions with_kernels(BatchNormKernels k) {
-  return ScopedBackendOptions([k](BackendOptions& o) { o.batch_norm_kernels = k; });
+// The device under test's backend with BatchNormKernels k.
+Backend& with_kernels(BatchNormKernels k) {
+  return dut_backend_with([k](BackendOptions& o) { o.batch_norm_kernels = k; });
 }
 
 struct BnInputs {
@@ -119,8 +119,7 @@ BatchNormDesc bn(int64_t n, int64_t h, int64_t w, int64_t c, bool relu) {
 }  // namespace
 
 TEST_CASE("gpu batch norm kernels: the agreement rows and one-image batches", "[gpu][bn]") {
-  Backend& be = dut_backend();
-  const ScopedBackendOptions scoped = with_kernels(BatchNormKernels::kDltrain);
+  Backend& be = with_kernels(BatchNormKernels::kDltrain);
   int ran = 0;
   std::vector<AgreementRow> rows = agreement_rows();
   rows.push_back(agreement::batch_norm_row("one image 5x7", {1, 5, 7, 6, 1e-5f, false}));
@@ -137,8 +136,7 @@ TEST_CASE("gpu batch norm kernels: the agreement rows and one-image batches", "[
 
 TEST_CASE("gpu batch norm kernels: one value per channel", "[gpu][bn]") {
   // Mean = x, variance 0, y = offset, dx = 0, dscale = 0, doffset = dy (as cuDNN's path).
-  Backend& be = dut_backend();
-  const ScopedBackendOptions scoped = with_kernels(BatchNormKernels::kDltrain);
+  Backend& be = with_kernels(BatchNormKernels::kDltrain);
   const BatchNormDesc d = bn(1, 1, 1, 6, false);
   const BnInputs in = bn_inputs(d, 53, -2.0, 3.0);
   const BnResults r = run_bn(be, d, in);
@@ -154,7 +152,6 @@ TEST_CASE("gpu batch norm kernels: one value per channel", "[gpu][bn]") {
 }
 
 TEST_CASE("gpu batch norm kernels: real sizes against the reference and cuDNN's calls", "[gpu][bn]") {
-  Backend& be = dut_backend();
   struct Case {
     const char* name;
     BatchNormDesc d;
@@ -174,17 +171,14 @@ TEST_CASE("gpu batch norm kernels: real sizes against the reference and cuDNN's 
     const BnInputs in = bn_inputs(c.d, 61, c.lo, c.hi);
     BnResults own, cudnn;
     {
-      const ScopedBackendOptions scoped = with_kernels(BatchNormKernels::kDltrain);
+      Backend& be = with_kernels(BatchNormKernels::kDltrain);
       own = run_bn(be, c.d, in);
       const BnResults again = run_bn(be, c.d, in);  // deterministic: the same bits
       CHECK(std::memcmp(again.dx.data(), own.dx.data(), own.dx.size() * sizeof(own.dx[0])) == 0);
       CHECK(std::memcmp(again.dscale.data(), own.dscale.data(), own.dscale.size() * sizeof(own.dscale[0])) == 0);
       CHECK(std::memcmp(again.var.data(), own.var.data(), own.var.size() * sizeof(own.var[0])) == 0);
     }
-    {
-      const ScopedBackendOptions scoped = with_kernels(BatchNormKernels::kCudnn);
-      cudnn = run_bn(be, c.d, in);
-    }
+    cudnn = run_bn(with_kernels(BatchNormKernels::kCudnn), c.d, in);
     {
       INFO("dltrain's kernels against the double reference");
       check_all(own, reference_bn(c.d, in, own.y), 1e-4);
@@ -198,8 +192,7 @@ TEST_CASE("gpu batch norm kernels: real sizes against the reference and cuDNN's 
 
 TEST_CASE("gpu batch norm kernels: backward without dscale and doffset", "[gpu][bn]") {
   // A frozen batch norm (transfer learning) passes undefined dscale / doffset: dx must not change.
-  Backend& be = dut_backend();
-  const ScopedBackendOptions scoped = with_kernels(BatchNormKernels::kDltrain);
+  Backend& be = with_kernels(BatchNormKernels::kDltrain);
   const BatchNormDesc d = bn(32, 8, 8, 24, true);
   const BnInputs in = bn_inputs(d, 67, -2.0, 3.0);
   const BnResults full = run_bn(be, d, in), frozen = run_bn(be, d, in, /*param_grads=*/false);

@@ -16,9 +16,9 @@ namespace dlt::test::gpu {
 
 namespace {
 
-// CudnnEngines, Deterministic and AllowReducedPrecisionReduction for a scope.
-ScopedBackendOptions with_engines(CudnnEngines engines, bool deterministic, bool reduced_precision_reduction = false) {
-  return ScopedBackendOptions([&](BackendOptions& o) {
+// The device under test's backend with CudnnEngines, Deterministic and AllowReducedPrecisionReduction.
+Backend& with_engines(CudnnEngines engines, bool deterministic, bool reduced_precision_reduction = false) {
+  return dut_backend_with([&](BackendOptions& o) {
     o.cudnn_engines = engines;
     o.deterministic = deterministic;
     o.allow_reduced_precision_reduction = reduced_precision_reduction;
@@ -53,13 +53,12 @@ ConvResults run_conv(Backend& be, const ConvDesc& d, const Tensor& x, const Tens
 }  // namespace
 
 TEST_CASE("gpu conv: each CudnnEngines path agrees with the reference ops", "[gpu][conv]") {
-  Backend& be = dut_backend();
   const auto rows = agreement_rows();
   int ran = 0;
   for (CudnnEngines engines :
        {CudnnEngines::kLegacy, CudnnEngines::kGraph, CudnnEngines::kAuto, CudnnEngines::kExhaustive})
     for (bool deterministic : {false, true}) {
-      const ScopedBackendOptions scoped = with_engines(engines, deterministic);
+      Backend& be = with_engines(engines, deterministic);
       int conv_rows = 0;
       for (const AgreementRow& row : rows) {
         if (row.name.rfind("conv ", 0) != 0) continue;
@@ -120,28 +119,28 @@ TEST_CASE("gpu conv: graph-API plans at real batch sizes give the legacy algorit
     Vec dy = random_vec(d.n * d.out_h() * d.out_w() * d.k, rng);
     ConvResults legacy, graph, exhaustive, reduced;
     {
-      const ScopedBackendOptions scoped = with_engines(CudnnEngines::kLegacy, false);
+      Backend& legacy_be = with_engines(CudnnEngines::kLegacy, false);
       // The fused relu's backward sees dy masked by y > 0 (as the layer passes it).
       Tensor probe(Shape{d.n, d.out_h(), d.out_w(), d.k}, dev);
-      auto op = be.make_conv(d);
+      auto op = legacy_be.make_conv(d);
       op->forward(x, w, b, probe);
       if (d.fuse_relu) dy = agreement::relu_mask(dy, to_vec(probe));
-      legacy = run_conv(be, d, x, w, b, to_tensor(dy, probe.shape(), dev));
+      legacy = run_conv(legacy_be, d, x, w, b, to_tensor(dy, probe.shape(), dev));
     }
     {
-      const ScopedBackendOptions scoped = with_engines(CudnnEngines::kGraph, false);
-      graph = run_conv(be, d, x, w, b, to_tensor(dy, {d.n, d.out_h(), d.out_w(), d.k}, dev));
+      graph = run_conv(with_engines(CudnnEngines::kGraph, false), d, x, w, b,
+                       to_tensor(dy, {d.n, d.out_h(), d.out_w(), d.k}, dev));
     }
     {
       // The knob variants: tile shapes and split-k choices neither heuristics nor the defaults give.
-      const ScopedBackendOptions scoped = with_engines(CudnnEngines::kExhaustive, false);
-      exhaustive = run_conv(be, d, x, w, b, to_tensor(dy, {d.n, d.out_h(), d.out_w(), d.k}, dev));
+      exhaustive = run_conv(with_engines(CudnnEngines::kExhaustive, false), d, x, w, b,
+                            to_tensor(dy, {d.n, d.out_h(), d.out_w(), d.k}, dev));
     }
     // bfloat16 with AllowReducedPrecisionReduction: engines that reduce in less than float32 join
     // (as under PyTorch's autocast); float32 ignores the switch. Compared below when bfloat16.
     if (d.bf16) {
-      const ScopedBackendOptions scoped = with_engines(CudnnEngines::kExhaustive, false, true);
-      reduced = run_conv(be, d, x, w, b, to_tensor(dy, {d.n, d.out_h(), d.out_w(), d.k}, dev));
+      reduced = run_conv(with_engines(CudnnEngines::kExhaustive, false, true), d, x, w, b,
+                         to_tensor(dy, {d.n, d.out_h(), d.out_w(), d.k}, dev));
     }
     // Float32: sums in another order (FFT and Winograd transforms included) stay within 1e-4
     // normwise; bfloat16 outputs are float32 here, but y passes through cuDNN's bfloat16 output.

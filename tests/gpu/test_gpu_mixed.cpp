@@ -153,8 +153,7 @@ TEST_CASE("gpu mixed precision: bf16 conv's kept x and dy give the same bits in 
   // the workspace in between, a second forward before backward and a second step must give the
   // bits of a fresh op that rounds everything itself. Deterministic: the same algorithms, each
   // reproducible bit for bit.
-  const ScopedBackendOptions deterministic([](BackendOptions& o) { o.deterministic = true; });
-  Backend& be = dut_backend();
+  Backend& be = dut_backend_with([](BackendOptions& o) { o.deterministic = true; });
   const Device dev = be.device();
   for (const ConvDesc& base : {conv_desc(16, 12, 12, 16, 24, 3, 3, 1, 1, 1, 1, 1, false),
                                conv_desc(8, 10, 10, 8, 16, 3, 3, 2, 0, 1, 0, 1, true)}) {

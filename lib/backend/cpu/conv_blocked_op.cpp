@@ -12,7 +12,6 @@
 //   is for AVX2 without FMA.
 #include <string>
 
-#include "backend/backend_options.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/layout_path.h"
@@ -27,8 +26,8 @@ using convolution_backward_data = dnnl::convolution_backward_data;
 using convolution_backward_weights = dnnl::convolution_backward_weights;
 
 bool winograd_eligible(const ConvDesc& d) {
-  // ConvolutionAlgorithm: direct; dense convolutions only (grouped ones run in conv_op.cpp).
-  if (backend_options().direct_convolution || d.groups != 1) return false;
+  // Dense convolutions only (grouped ones run in conv_op.cpp).
+  if (d.groups != 1) return false;
   // oneDNN 2.6's Winograd backward-data is wrong with asymmetric padding (measured against
   // the reference in tests/backend), so only symmetric padding of 0 or 1 takes this path.
   const bool symmetric = d.pad_t == d.pad_b && d.pad_l == d.pad_r && d.pad_t == d.pad_l && d.pad_t <= 1;
@@ -38,7 +37,7 @@ bool winograd_eligible(const ConvDesc& d) {
 
 // Measured on AVX2 only (an AVX-512 CPU runs its brgconv kernels on NHWC as fast).
 bool blocked_direct_eligible(const ConvDesc& d, const CpuIsa& isa) {
-  if (backend_options().direct_convolution || d.bf16 || d.groups != 1 || !isa.avx2 || isa.avx512) return false;
+  if (d.bf16 || d.groups != 1 || !isa.avx2 || isa.avx512) return false;
   return d.kh == 3 && d.kw == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 && d.dilation_w == 1 &&
          d.c >= 64 && d.k >= 64;
 }

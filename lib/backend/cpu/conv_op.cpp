@@ -168,9 +168,11 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
 
 }  // namespace
 
-std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx) {
-  if (auto winograd = make_winograd_conv_op(d)) return winograd;
-  if (auto blocked = make_blocked_conv_op(d, ctx)) return blocked;
+std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx, bool direct_only) {
+  if (!direct_only) {
+    if (auto winograd = make_winograd_conv_op(d)) return winograd;
+    if (auto blocked = make_blocked_conv_op(d, ctx)) return blocked;
+  }
   if (!d.bf16) return std::make_unique<CpuConvOp>(d, ctx);
   try {
     return std::make_unique<CpuConvOp>(d, ctx);

@@ -7,7 +7,6 @@
 #include <memory>
 #include <string>
 
-#include "backend/backend_options.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/winograd.h"
@@ -21,9 +20,8 @@ namespace {
 // larger, not 1x1, 2x2 or 5x5.
 bool eligible(const ConvDesc& d, const CpuIsa& isa) {
   const int64_t oh = d.out_h(), ow = d.out_w(), tiles = ((oh + 3) / 4) * ((ow + 3) / 4);
-  return isa.winograd_avx2 && !d.bf16 && d.groups == 1 && !backend_options().direct_convolution && d.kh == 3 &&
-         d.kw == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dilation_h == 1 && d.dilation_w == 1 && d.c >= 64 &&
-         d.k >= 64 && oh * ow >= 9 * tiles;
+  return isa.winograd_avx2 && !d.bf16 && d.groups == 1 && d.kh == 3 && d.kw == 3 && d.stride_h == 1 &&
+         d.stride_w == 1 && d.dilation_h == 1 && d.dilation_w == 1 && d.c >= 64 && d.k >= 64 && oh * ow >= 9 * tiles;
 }
 
 class WinogradConvOp final : public ConvOp, public ImplInfo {

@@ -4,15 +4,23 @@
 
 #include <omp.h>
 
-#include "backend/backend_options.h"
+#include <mutex>
+#include <vector>
+
 #include "backend/cpu/cpu_ops.h"
 #include "util/error.h"
 
 namespace dlt {
 
-Backend& cpu_backend() {
-  static CpuBackend backend;
-  return backend;
+// One CpuBackend per BackendOptions asked for, kept for the process (backend.h backend_for).
+Backend& cpu_backend(const BackendOptions& options) {
+  static std::mutex mu;
+  static std::vector<std::unique_ptr<CpuBackend>> backends;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& b : backends)
+    if (b->options() == options) return *b;
+  backends.push_back(std::make_unique<CpuBackend>(options));
+  return *backends.back();
 }
 
 void cpu_set_threads(int n) {
@@ -59,7 +67,7 @@ std::string no_cpu_bf16_message() {
 }
 }  // namespace cpu
 
-CpuBackend::CpuBackend() : Backend(Device::cpu()) {
+CpuBackend::CpuBackend(const BackendOptions& options) : Backend(Device::cpu(), options) {
   try {
     ctx_ = std::make_unique<cpu::DnnlContext>();
   } catch (const dnnl::error& e) {
@@ -91,7 +99,7 @@ auto guarded(const char* op, F make) {
 }  // namespace
 
 std::unique_ptr<ConvOp> CpuBackend::make_conv(const ConvDesc& d) {
-  return guarded("convolution", [&] { return cpu::make_conv_op(d, *ctx_); });
+  return guarded("convolution", [&] { return cpu::make_conv_op(d, *ctx_, options().direct_convolution); });
 }
 std::unique_ptr<DeconvOp> CpuBackend::make_deconv(const DeconvDesc& d) {
   return guarded("transposed convolution", [&] { return cpu::make_deconv_op(d, *ctx_); });
@@ -106,7 +114,7 @@ std::unique_ptr<BatchNormOp> CpuBackend::make_batch_norm(const BatchNormDesc& d)
   return guarded("batch normalization", [&] { return cpu::make_batch_norm_op(d, *ctx_); });
 }
 std::unique_ptr<BnReluMaxPoolOp> CpuBackend::make_bn_relu_max_pool(const BnReluMaxPoolDesc& d) {
-  if (!backend_options().fused_bn_pool) return nullptr;  // FusedBatchNormPooling: false
+  if (!options().fused_bn_pool) return nullptr;  // FusedBatchNormPooling: false
   return cpu::make_bn_relu_max_pool_op(d);
 }
 std::unique_ptr<LrnOp> CpuBackend::make_lrn(const LrnDesc& d) {

@@ -9,8 +9,8 @@
 
 namespace dlt {
 
-// The one CPU backend (a function-local static; thread-safe to obtain).
-Backend& cpu_backend();
+// The CPU backend with these options (backend_for(Device::cpu(), options); thread-safe to obtain).
+Backend& cpu_backend(const BackendOptions& options = {});
 // Sets the OpenMP (and so oneDNN) thread count for subsequent calls.
 void cpu_set_threads(int n);
 int cpu_threads();
@@ -52,7 +52,7 @@ struct DnnlContext;  // engine + stream, defined in cpu_ops.h
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend();
+  explicit CpuBackend(const BackendOptions& options = {});
   ~CpuBackend() override;
   std::string name() const override;
 

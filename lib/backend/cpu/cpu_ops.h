@@ -20,10 +20,12 @@ struct DnnlContext {
 // The error when oneDNN has no bfloat16 kernel at the ISA it uses (Precision: mixed).
 std::string no_cpu_bf16_message();
 
-std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx);
+// direct_only (ConvolutionAlgorithm: direct): oneDNN's NHWC direct convolution, never the
+// Winograd or blocked ops below.
+std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx, bool direct_only);
 // Convolution on blocked activations (conv_blocked_op.cpp): Winograd F(4x4, 3x3) for 3x3 stride-1 convolutions with
 // 32+ channels and symmetric padding 0 or 1 on AVX-512; direct convolution for 3x3 stride-1 layers with 64+ input and
-// output channels below AVX-512. Null when neither applies (or DLT_CONV_ALGO=direct). make_conv_op tries it first.
+// output channels below AVX-512. Null when neither applies. make_conv_op tries it first.
 std::unique_ptr<ConvOp> make_blocked_conv_op(const ConvDesc& d, DnnlContext& ctx);
 // dltrain's own Winograd F(4x4, 3x3) (conv_winograd_op.cpp, winograd.h) for 3x3 stride-1 convolutions with 64+ input
 // and output channels on CPUs with AVX2 and FMA but no avx512_core; null elsewhere. make_conv_op tries it first.

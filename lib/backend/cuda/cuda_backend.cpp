@@ -1,6 +1,6 @@
 // CudaBackend: construction, name, the op factories, overlapped uploads (pinned staging
 // buffers on the copy stream, events between the streams), synchronize, the peak memory, and
-// cuda::backend(index). The element-wise methods are in cuda_elementwise.cpp.
+// cuda::backend(index, options). The element-wise methods are in cuda_elementwise.cpp.
 #include "backend/cuda/cuda_backend.h"
 
 #include <cstdio>
@@ -19,38 +19,40 @@ constexpr size_t kMaxStaging = 8;     // uploads in flight before upload_begin w
 constexpr size_t kStagingStep = size_t(1) << 20;
 }  // namespace
 
-CudaBackend::CudaBackend(int device)
-    : Backend(Device::cuda(device), this),
-      device_(device),
-      ctx_(cuda::context(device)),
-      alloc_(cuda::caching_allocator(device)) {
-  enter();
-  result_d_ = alloc_.allocate(kResultBytes);
-  DLT_CUDA(cudaMallocHost(&result_h_, kResultBytes));
-  DLT_CUDA(cudaMallocHost(&loss_h_, kResultBytes));
-  DLT_CUDA(cudaEventCreateWithFlags(&loss_mark_, cudaEventDisableTiming));
-  DLT_CUDA(cudaEventCreateWithFlags(&compute_mark_, cudaEventDisableTiming));
-  DLT_CUDA(cudaEventCreateWithFlags(&upload_mark_, cudaEventDisableTiming));
+CudaBackend::DeviceState& CudaBackend::DeviceState::of(int device) {
+  static std::mutex mu;
+  // Leaked on purpose, as the contexts and allocators: nothing CUDA may run at static
+  // destruction time.
+  static auto* states = new std::vector<DeviceState*>();
+  std::lock_guard<std::mutex> lock(mu);
+  if (states->size() <= static_cast<size_t>(device)) states->resize(static_cast<size_t>(device) + 1, nullptr);
+  DeviceState*& st = (*states)[static_cast<size_t>(device)];
+  if (st) return *st;
+  cuda::use_device(device);
+  auto fresh = std::make_unique<DeviceState>();
+  fresh->result_d_ = cuda::caching_allocator(device).allocate(kResultBytes);
+  DLT_CUDA(cudaMallocHost(&fresh->result_h_, kResultBytes));
+  DLT_CUDA(cudaMallocHost(&fresh->loss_h_, kResultBytes));
+  DLT_CUDA(cudaEventCreateWithFlags(&fresh->loss_mark_, cudaEventDisableTiming));
+  DLT_CUDA(cudaEventCreateWithFlags(&fresh->compute_mark_, cudaEventDisableTiming));
+  DLT_CUDA(cudaEventCreateWithFlags(&fresh->upload_mark_, cudaEventDisableTiming));
+  st = fresh.release();
+  return *st;
 }
 
-// Backends live until the process ends (cuda_backend leaks them on purpose); this exists for
-// completeness and ignores errors, as a destructor must.
+CudaBackend::CudaBackend(int device, const BackendOptions& options)
+    : Backend(Device::cuda(device), options, this),
+      device_(device),
+      ctx_(cuda::context(device)),
+      alloc_(cuda::caching_allocator(device)),
+      s_(DeviceState::of(device)) {}
+
+// Backends live until the process ends (cuda_backend leaks them on purpose), and their GPU's
+// DeviceState with them; this waits for the work issued, ignoring errors, as a destructor must.
 CudaBackend::~CudaBackend() {
   cudaSetDevice(device_);
   cudaStreamSynchronize(ctx_.stream);
   cudaStreamSynchronize(ctx_.copy_stream);
-  for (Staging& s : staging_) {
-    cudaFreeHost(s.host);
-    cudaEventDestroy(s.done);
-  }
-  cudaFreeHost(result_h_);
-  cudaFreeHost(loss_h_);
-  cudaEventDestroy(loss_mark_);
-  cudaEventDestroy(compute_mark_);
-  cudaEventDestroy(upload_mark_);
-  if (graph_) cudaGraphExecDestroy(graph_);
-  if (scratch_) alloc_.deallocate(scratch_, scratch_bytes_);
-  alloc_.deallocate(result_d_, kResultBytes);
 }
 
 void CudaBackend::enter() const { cuda::use_device(device_); }
@@ -91,15 +93,15 @@ std::string CudaBackend::name() const {
 
 std::unique_ptr<ConvOp> CudaBackend::make_conv(const ConvDesc& d) {
   enter();
-  return cuda::make_conv_op(d, ctx_);
+  return cuda::make_conv_op(d, ctx_, options());
 }
 std::unique_ptr<DeconvOp> CudaBackend::make_deconv(const DeconvDesc& d) {
   enter();
-  return cuda::make_deconv_op(d, ctx_);
+  return cuda::make_deconv_op(d, ctx_, options());
 }
 std::unique_ptr<FcOp> CudaBackend::make_fc(const FcDesc& d) {
   enter();
-  return cuda::make_fc_op(d, ctx_);
+  return cuda::make_fc_op(d, ctx_, options());
 }
 std::unique_ptr<PoolOp> CudaBackend::make_pool(const PoolDesc& d) {
   enter();
@@ -107,7 +109,7 @@ std::unique_ptr<PoolOp> CudaBackend::make_pool(const PoolDesc& d) {
 }
 std::unique_ptr<BatchNormOp> CudaBackend::make_batch_norm(const BatchNormDesc& d) {
   enter();
-  return cuda::make_batch_norm_op(d, ctx_);
+  return cuda::make_batch_norm_op(d, ctx_, options());
 }
 std::unique_ptr<LrnOp> CudaBackend::make_lrn(const LrnDesc& d) {
   enter();
@@ -132,21 +134,21 @@ std::unique_ptr<LayerNormOp> CudaBackend::make_layer_norm(const LayerNormDesc& d
 }
 
 void* CudaBackend::scratch(size_t bytes) {
-  if (scratch_ && bytes <= scratch_bytes_) return scratch_;
+  if (s_.scratch_ && bytes <= s_.scratch_bytes_) return s_.scratch_;
   // The old block may still be read by queued kernels; it goes back to the cache, whose next
   // user is queued after them on the same stream.
   const size_t want = cuda::size_class(bytes);
   void* fresh = alloc_.allocate(want);
-  if (scratch_) alloc_.deallocate(scratch_, scratch_bytes_);
-  scratch_ = fresh;
-  scratch_bytes_ = want;
-  return scratch_;
+  if (s_.scratch_) alloc_.deallocate(s_.scratch_, s_.scratch_bytes_);
+  s_.scratch_ = fresh;
+  s_.scratch_bytes_ = want;
+  return s_.scratch_;
 }
 
 void CudaBackend::read_back(size_t bytes) {
   DLT_CHECK(bytes <= kResultBytes, "read_back: " << bytes << " bytes");
   not_capturing("reading a value back");
-  DLT_CUDA(cudaMemcpyAsync(result_h_, result_d_, bytes, cudaMemcpyDeviceToHost, ctx_.stream));
+  DLT_CUDA(cudaMemcpyAsync(s_.result_h_, s_.result_d_, bytes, cudaMemcpyDeviceToHost, ctx_.stream));
   DLT_CUDA(cudaStreamSynchronize(ctx_.stream));
 }
 
@@ -158,20 +160,20 @@ CudaBackend::Staging& CudaBackend::free_staging(size_t bytes) {
     return true;
   };
   Staging* pick = nullptr;
-  for (Staging& s : staging_)  // a free buffer that is large enough
+  for (Staging& s : s_.staging_)  // a free buffer that is large enough
     if (s.bytes >= bytes && is_free(s)) return s;
-  for (Staging& s : staging_)  // else a free one to grow
+  for (Staging& s : s_.staging_)  // else a free one to grow
     if (is_free(s)) {
       pick = &s;
       break;
     }
-  if (!pick && staging_.size() < kMaxStaging) {
-    staging_.emplace_back();
-    pick = &staging_.back();
+  if (!pick && s_.staging_.size() < kMaxStaging) {
+    s_.staging_.emplace_back();
+    pick = &s_.staging_.back();
     DLT_CUDA(cudaEventCreateWithFlags(&pick->done, cudaEventDisableTiming));
   }
   if (!pick) {  // every buffer is in flight: wait for the first one's copy
-    pick = &staging_.front();
+    pick = &s_.staging_.front();
     DLT_CUDA(cudaEventSynchronize(pick->done));
   }
   if (pick->bytes < bytes) {
@@ -201,19 +203,19 @@ void CudaBackend::upload_begin(const Tensor& host, Tensor& dst) {
   std::memcpy(s.host, host.data(), bytes);
   // The copy must not overwrite dst (or a reused block behind it) while work queued so far
   // may still read it.
-  DLT_CUDA(cudaEventRecord(compute_mark_, ctx_.stream));
-  DLT_CUDA(cudaStreamWaitEvent(ctx_.copy_stream, compute_mark_, 0));
+  DLT_CUDA(cudaEventRecord(s_.compute_mark_, ctx_.stream));
+  DLT_CUDA(cudaStreamWaitEvent(ctx_.copy_stream, s_.compute_mark_, 0));
   DLT_CUDA(cudaMemcpyAsync(dst.data(), s.host, bytes, cudaMemcpyHostToDevice, ctx_.copy_stream));
   DLT_CUDA(cudaEventRecord(s.done, ctx_.copy_stream));
-  upload_pending_ = true;
+  s_.upload_pending_ = true;
 }
 
 void CudaBackend::upload_wait() {
-  if (!upload_pending_) return;
+  if (!s_.upload_pending_) return;
   enter();
-  DLT_CUDA(cudaEventRecord(upload_mark_, ctx_.copy_stream));
-  DLT_CUDA(cudaStreamWaitEvent(ctx_.stream, upload_mark_, 0));
-  upload_pending_ = false;
+  DLT_CUDA(cudaEventRecord(s_.upload_mark_, ctx_.copy_stream));
+  DLT_CUDA(cudaStreamWaitEvent(ctx_.stream, s_.upload_mark_, 0));
+  s_.upload_pending_ = false;
 }
 
 size_t CudaBackend::peak_memory_bytes() const { return alloc_.peak_bytes(); }
@@ -225,7 +227,9 @@ void CudaBackend::synchronize() {
   DLT_CUDA(cudaStreamSynchronize(ctx_.stream));
 }
 
-Backend& cuda::backend(int index) {
+// One CudaBackend per (GPU, BackendOptions) asked for; all of a GPU's share its context
+// (streams, handles, workspace), caching allocator and DeviceState.
+Backend& cuda::backend(int index, const BackendOptions& options) {
   static std::mutex mu;
   // Leaked on purpose, as the contexts and allocators: nothing CUDA may run at static
   // destruction time.
@@ -239,10 +243,10 @@ Backend& cuda::backend(int index) {
   if (index < 0 || index >= count)
     throw DeviceError("cuda:" + std::to_string(index) + " does not exist: " + std::to_string(count) +
                       " CUDA GPU(s) are visible (choose GPUDevice 0.." + std::to_string(count - 1) + ")");
-  if (backends->size() <= static_cast<size_t>(index)) backends->resize(static_cast<size_t>(index) + 1, nullptr);
-  CudaBackend*& b = (*backends)[static_cast<size_t>(index)];
-  if (!b) b = new CudaBackend(index);
-  return *b;
+  for (CudaBackend* b : *backends)
+    if (b->device().index == index && b->options() == options) return *b;
+  backends->push_back(new CudaBackend(index, options));
+  return *backends->back();
 }
 
 }  // namespace dlt

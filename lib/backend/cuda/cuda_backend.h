@@ -3,6 +3,9 @@
 // context's compute stream. Only sum_squares and cross_entropy wait for the GPU (they return
 // values); uploads overlap compute through pinned staging buffers on the copy stream.
 // One host thread drives a device at a time (the scratch and staging buffers are not locked).
+// One CudaBackend per (GPU, BackendOptions): the options decide what the ops it makes do; all
+// of a GPU's backends share its context, allocator and DeviceState below, so their work is one
+// stream's, and a CUDA graph captured through one of them holds the others' work too.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -16,9 +19,9 @@
 namespace dlt::cuda {
 struct CudaContext;
 class CachingAllocator;
-// The plugin's side of backend_for(cuda(index)) and cuda_library_versions() (backend/backend.h),
-// reached through the plugin table (cuda_plugin_api.h).
-Backend& backend(int index);
+// The plugin's side of backend_for(cuda(index), options) and cuda_library_versions()
+// (backend/backend.h), reached through the plugin table (cuda_plugin_api.h).
+Backend& backend(int index, const BackendOptions& options);
 std::string library_versions();
 }  // namespace dlt::cuda
 
@@ -26,7 +29,7 @@ namespace dlt {
 
 class CudaBackend final : public Backend, public AsyncDevice {
  public:
-  explicit CudaBackend(int device);
+  CudaBackend(int device, const BackendOptions& options);
   ~CudaBackend() override;
   // "cuda:0 (NVIDIA H100 80GB HBM3, compute capability 9.0, 79.2 GiB, cuDNN 9.19.0, CUDA 13.0)"
   std::string name() const override;
@@ -107,6 +110,10 @@ class CudaBackend final : public Backend, public AsyncDevice {
     size_t bytes = 0;
     cudaEvent_t done = nullptr;  // recorded after the copy out of it
   };
+  // What every backend of one GPU shares (DeviceState::of(device), made once, kept for the
+  // process): the scratch and read-back buffers, the loss read without waiting for the step,
+  // the upload staging and the CUDA graph.
+  struct DeviceState;
   void enter() const;                          // makes device_ current for the calling thread
   void not_capturing(const char* what) const;  // throws DeviceError while capturing
   void* scratch(size_t bytes);
@@ -117,7 +124,12 @@ class CudaBackend final : public Backend, public AsyncDevice {
   int device_;
   cuda::CudaContext& ctx_;
   cuda::CachingAllocator& alloc_;
-  void* scratch_ = nullptr;  // device, grows on demand; used by one call at a time
+  DeviceState& s_;
+};
+
+struct CudaBackend::DeviceState {
+  static DeviceState& of(int device);  // the GPU's (created on first use; makes that device current)
+  void* scratch_ = nullptr;            // device, grows on demand; used by one call at a time
   size_t scratch_bytes_ = 0;
   void* result_d_ = nullptr;  // device, kResultBytes: values that are read back
   void* result_h_ = nullptr;  // pinned host mirror of result_d_

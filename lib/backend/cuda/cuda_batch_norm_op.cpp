@@ -1,7 +1,7 @@
 // Batch normalization on cuDNN, NHWC, per-channel (spatial) statistics.
 // Training: cudnnBatchNormalizationForwardTrainingEx / BackwardEx in SPATIAL_PERSISTENT mode
 // with CUDNN_BATCHNORM_OPS_BN (falls back to the plain SPATIAL calls where cuDNN refuses, or
-// when BatchNormEx is false: backend_options.h).
+// when BatchNormEx is false: backend_options.h, from the backend that makes the op).
 // The interface wants the batch mean and BIASED variance: cuDNN writes those to its running
 // buffers with exponentialAverageFactor = 1, the variance unbiased (m / (m - 1)), which a
 // small kernel rescales. Fused relu: relu in place after cuDNN; backward masks dy itself
@@ -24,8 +24,8 @@ namespace {
 
 class CudaBatchNormOp final : public BatchNormOp {
  public:
-  CudaBatchNormOp(const BatchNormDesc& d, CudaContext& ctx)
-      : BatchNormOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx) {
+  CudaBatchNormOp(const BatchNormDesc& d, CudaContext& ctx, const BackendOptions& options)
+      : BatchNormOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx), opts_(options) {
     std::ostringstream os;
     os << "batch_norm (input " << d.n << "x" << d.h << "x" << d.w << "x" << d.c << ")";
     name_ = os.str();
@@ -41,7 +41,7 @@ class CudaBatchNormOp final : public BatchNormOp {
     mode_ = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
     DLT_CUDNN(cudnnDeriveBNTensorDescriptor(bn_desc_, x_desc_, mode_));
     size_t rs = 0;
-    use_ex_ = !own_kernels_ && backend_options().batch_norm_ex &&
+    use_ex_ = !own_kernels_ && opts_.batch_norm_ex &&
               // The same descriptors as the calls below: no z (OPS_BN adds nothing) in forward, no
               // y in backward (the calls pass null for both), no activation.
               cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(ctx.cudnn, mode_, CUDNN_BATCHNORM_OPS_BN,
@@ -178,12 +178,13 @@ class CudaBatchNormOp final : public BatchNormOp {
 
   BatchNormDesc d_;
   CudaContext& ctx_;
+  const BackendOptions opts_;  // its backend's
   std::string name_;
   int64_t m_ = 0;  // N * H * W values per channel
   cudnnBatchNormMode_t mode_ = CUDNN_BATCHNORM_SPATIAL;
   bool use_ex_ = false, have_forward_ = false;
   // BatchNormKernels: dltrain (training with batch statistics only).
-  bool own_kernels_ = backend_options().batch_norm_kernels == BatchNormKernels::kDltrain && !d_.global_stats;
+  bool own_kernels_ = opts_.batch_norm_kernels == BatchNormKernels::kDltrain && !d_.global_stats;
   size_t fwd_ws_ = 0, bwd_ws_ = 0, reserve_bytes_ = 0;
   TensorDesc x_desc_;   // (N, H, W, C), also for y, dy, dx
   TensorDesc bn_desc_;  // (1, C, 1, 1)
@@ -196,8 +197,9 @@ class CudaBatchNormOp final : public BatchNormOp {
 
 }  // namespace
 
-std::unique_ptr<BatchNormOp> make_batch_norm_op(const BatchNormDesc& d, CudaContext& ctx) {
-  return std::make_unique<CudaBatchNormOp>(d, ctx);
+std::unique_ptr<BatchNormOp> make_batch_norm_op(const BatchNormDesc& d, CudaContext& ctx,
+                                                const BackendOptions& options) {
+  return std::make_unique<CudaBatchNormOp>(d, ctx, options);
 }
 
 }  // namespace dlt::cuda

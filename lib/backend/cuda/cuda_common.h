@@ -13,6 +13,10 @@
 
 #include "backend/ops.h"
 
+namespace dlt {
+struct BackendOptions;  // backend_options.h (C++20; .cu files, compiled as C++17, only name it)
+}  // namespace dlt
+
 namespace dlt::cuda {
 
 [[noreturn]] void throw_cuda(cudaError_t e, const char* expr, const char* file, int line);
@@ -46,9 +50,6 @@ struct CudaContext {
   cudaStream_t copy_stream = nullptr;  // host -> device uploads (Backend::upload_begin)
   cudnnHandle_t cudnn = nullptr;       // bound to stream
   cublasHandle_t cublas = nullptr;     // bound to stream
-  // Upper bound for one convolution's workspace when choosing algorithms (bytes), from
-  // CudnnWorkspaceMB (backend_options.h) when the context is created.
-  size_t workspace_limit = size_t(1) << 30;
   // A device scratch buffer of at least bytes shared by all ops of this device (they run one
   // at a time on stream); grows on demand through the caching allocator.
   void* workspace(size_t bytes);
@@ -67,11 +68,13 @@ struct CudaContext {
 // The context of device index (created on first use; makes that device current).
 CudaContext& context(int device);
 
-std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, CudaContext& ctx);
-std::unique_ptr<DeconvOp> make_deconv_op(const DeconvDesc& d, CudaContext& ctx);
-std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, CudaContext& ctx);
+// The ops that follow BackendOptions get their backend's (Backend::options()).
+std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, CudaContext& ctx, const BackendOptions& options);
+std::unique_ptr<DeconvOp> make_deconv_op(const DeconvDesc& d, CudaContext& ctx, const BackendOptions& options);
+std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, CudaContext& ctx, const BackendOptions& options);
 std::unique_ptr<PoolOp> make_pool_op(const PoolDesc& d, CudaContext& ctx);
-std::unique_ptr<BatchNormOp> make_batch_norm_op(const BatchNormDesc& d, CudaContext& ctx);
+std::unique_ptr<BatchNormOp> make_batch_norm_op(const BatchNormDesc& d, CudaContext& ctx,
+                                                const BackendOptions& options);
 std::unique_ptr<LrnOp> make_lrn_op(const LrnDesc& d, CudaContext& ctx);
 std::unique_ptr<ActOp> make_act_op(const ActDesc& d, CudaContext& ctx);
 std::unique_ptr<SoftmaxOp> make_softmax_op(int64_t rows, int64_t channels, CudaContext& ctx);

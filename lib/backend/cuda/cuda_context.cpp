@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/backend_options.h"
 #include "backend/cuda/cuda_allocator.h"
 #include "backend/cuda/cuda_common.h"
 #include "util/error.h"
@@ -174,7 +173,6 @@ CudaContext* create_context(int device) {
   const size_t cublas_bytes = (major >= 9 ? size_t(32) : size_t(4)) << 20;
   void* cublas_ws = caching_allocator(device).allocate(cublas_bytes);
   DLT_CUBLAS(cublasSetWorkspace(ctx->cublas, cublas_ws, cublas_bytes));
-  ctx->workspace_limit = static_cast<size_t>(backend_options().cudnn_workspace_mb) << 20;
   return ctx.release();
 }
 

@@ -1,7 +1,7 @@
 // Convolution on cuDNN: NHWC activations, KRSC (= our OHWI) filters, cross-correlation.
 // Algorithms for forward, backward data and backward filter are chosen once per shape on first
 // use and cached process-wide (conv_algo_cache.h). CudnnEngines auto: the fastest legacy
-// algorithm (cudnnFind*AlgorithmEx within ctx.workspace_limit) is timed against the graph-API
+// algorithm (cudnnFind*AlgorithmEx within CudnnWorkspaceMB) is timed against the graph-API
 // plans (cudnn_conv_engines.h: heuristics' suggestions, then every engine), each on the real
 // buffers with its epilogue, and the fastest runs; legacy: cudnnFind only; graph: the plans only;
 // exhaustive: auto with more plans (heuristics modes B and fallback, every engine's knobs varied).
@@ -38,15 +38,15 @@ namespace {
 // Math mode: CUDNN_DEFAULT_MATH would allow TF32 tensor cores for float32 on Ampere and later
 // (cuDNN >= 8), which breaks 1e-4 agreement with the CPU; CUDNN_FMA_MATH forbids them.
 // AllowTF32 (env DLT_ALLOW_TF32=1) selects CUDNN_TENSOR_OP_MATH (TF32 allowed) for speed.
-cudnnMathType_t conv_math() { return tf32_allowed() ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH; }
-bool fp32_math_ok(cudnnMathType_t m) {
-  return tf32_allowed() || (m != CUDNN_TENSOR_OP_MATH && m != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+cudnnMathType_t conv_math(bool tf32) { return tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH; }
+bool fp32_math_ok(cudnnMathType_t m, bool tf32) {
+  return tf32 || (m != CUDNN_TENSOR_OP_MATH && m != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
 }
 
 class CudaConvOp final : public ConvOp {
  public:
-  CudaConvOp(const ConvDesc& d, CudaContext& ctx)
-      : ConvOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx), name_(describe(d)) {
+  CudaConvOp(const ConvDesc& d, CudaContext& ctx, const BackendOptions& options)
+      : ConvOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx), opts_(options), name_(describe(d)) {
     if (d.bf16) require_bf16(ctx, name_);
     const cudnnDataType_t dtype = d.bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
     oh_ = d.out_h();
@@ -69,7 +69,7 @@ class CudaConvOp final : public ConvOp {
         CUDNN_DATA_FLOAT));
     DLT_CUDNN(cudnnSetConvolutionGroupCount(conv_desc_, to_int(d.groups, name_, "groups")));
     // Compute type float32 in both modes (bfloat16 sums are not offered, nor wanted).
-    DLT_CUDNN(cudnnSetConvolutionMathType(conv_desc_, d.bf16 ? CUDNN_TENSOR_OP_MATH : conv_math()));
+    DLT_CUDNN(cudnnSetConvolutionMathType(conv_desc_, d.bf16 ? CUDNN_TENSOR_OP_MATH : conv_math(tf32_allowed(opts_))));
     DLT_CUDNN(cudnnSetActivationDescriptor(act_desc_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
     int n = 0, k = 0, oh = 0, ow = 0;
     DLT_CUDNN(cudnnGetConvolution2dForwardOutputDim(conv_desc_, x_desc_, w_desc_, &n, &k, &oh, &ow));
@@ -82,9 +82,9 @@ class CudaConvOp final : public ConvOp {
     }
     // The math switches: bit 0 TF32 (float32 only), bit 1 deterministic algorithms only, bits
     // 2-3 CudnnEngines (0 auto, 1 legacy, 2 graph, 3 exhaustive), bit 4 reduced-precision
-    // reductions (bfloat16 only).
-    const int64_t math = (!d.bf16 && tf32_allowed() ? 1 : 0) | (deterministic_ ? 2 : 0) |
-                         (static_cast<int64_t>(engines_) << 2) | (rpr_ ? 16 : 0);
+    // reductions (bfloat16 only); bits 5 and up CudnnWorkspaceMB (the choices fit within it).
+    const int64_t math = (!d.bf16 && tf32_allowed(opts_) ? 1 : 0) | (deterministic_ ? 2 : 0) |
+                         (static_cast<int64_t>(engines_) << 2) | (rpr_ ? 16 : 0) | (opts_.cudnn_workspace_mb << 5);
     key_ = ConvAlgoKey{ctx.device, math,    dtype,   d.n,        pad_.hx,    pad_.wx,      d.c,          d.k,     d.kh,
                        d.kw,       pad_.ph, pad_.pw, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w, d.groups};
     algos_ = conv_algo_cache().get(key_);
@@ -295,12 +295,12 @@ class CudaConvOp final : public ConvOp {
   Plans plans_for(ConvDirection dir) const {
     if (engines_ == CudnnEngines::kLegacy) return {};
     PlanSearch search;
-    search.tf32 = !d_.bf16 && tf32_allowed();
+    search.tf32 = !d_.bf16 && tf32_allowed(opts_);
     search.reduced_precision_reduction = rpr_;
     search.deterministic = deterministic_;
     search.heuristics_only = deterministic_;
     search.exhaustive = engines_ == CudnnEngines::kExhaustive && !deterministic_;
-    search.workspace_limit = ctx_.workspace_limit;
+    search.workspace_limit = workspace_limit(opts_);
     search.max_plans = deterministic_ ? 1 : search.exhaustive ? kMaxPlansExhaustive : kMaxPlans;
     return conv_plans(ctx_.cudnn, geometry_, dir, search);
   }
@@ -394,7 +394,7 @@ class CudaConvOp final : public ConvOp {
   template <class Perf>
   bool usable(const Perf& p) const {
     if (deterministic_ && p.determinism != CUDNN_DETERMINISTIC) return false;
-    return d_.bf16 || fp32_math_ok(p.mathType);
+    return d_.bf16 || fp32_math_ok(p.mathType, tf32_allowed(opts_));
   }
 
   // The fastest measured algorithm that succeeded within the workspace and the math mode;
@@ -427,13 +427,13 @@ class CudaConvOp final : public ConvOp {
     size_t best = 0;
     bool any = false;
     for (int i = 0; i < got; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ctx_.workspace_limit && usable(perf[i])) {
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= workspace_limit(opts_) && usable(perf[i])) {
         any = true;
         best = std::max(best, perf[i].memory);
       }
     if (!any)
       throw ShapeError(name_ + ": cuDNN has no " + dir + " algorithm for this shape within " +
-                       std::to_string(ctx_.workspace_limit >> 20) +
+                       std::to_string(opts_.cudnn_workspace_mb) +
                        " MiB of workspace (raise CudnnWorkspaceMB or change the layer)");
     return best;
   }
@@ -461,13 +461,14 @@ class CudaConvOp final : public ConvOp {
 
   ConvDesc d_;
   CudaContext& ctx_;
+  const BackendOptions opts_;  // its backend's
   std::string name_;
   int64_t oh_ = 0, ow_ = 0;
-  PadSplit pad_;                                          // symmetric padding for cuDNN + the excess padded explicitly
-  bool deterministic_ = backend_options().deterministic;  // Deterministic
-  bool fused_ok_ = backend_options().fused_convolution;   // FusedConvolution; off once unsupported
-  CudnnEngines engines_ = backend_options().cudnn_engines;  // CudnnEngines
-  ConvGeometry geometry_;                                   // the problem, for graph-API plans
+  PadSplit pad_;                                // symmetric padding for cuDNN + the excess padded explicitly
+  bool deterministic_ = opts_.deterministic;    // Deterministic
+  bool fused_ok_ = opts_.fused_convolution;     // FusedConvolution; off once unsupported
+  CudnnEngines engines_ = opts_.cudnn_engines;  // CudnnEngines
+  ConvGeometry geometry_;                       // the problem, for graph-API plans
   // Workspace head: float32 the padded x or padded dx (explicit padding only); bf16 the
   // bfloat16 act, w and out buffers (act_bf_bytes_ and w_bf_bytes_ are their first two).
   size_t head_bytes_ = 0, act_bf_bytes_ = 0, w_bf_bytes_ = 0;
@@ -487,7 +488,7 @@ class CudaConvOp final : public ConvOp {
   const float* x_bf_src_ = nullptr;
   // AllowReducedPrecisionReduction for this op (bfloat16 only), read once: the cache key and the
   // plan search must agree.
-  bool rpr_ = d_.bf16 && backend_options().allow_reduced_precision_reduction;
+  bool rpr_ = d_.bf16 && opts_.allow_reduced_precision_reduction;
   // bf16: the dy backward weights left rounded in the workspace head, where, and the context's
   // workspace_calls() then (null: none).
   const float* dy_bf_src_ = nullptr;
@@ -497,8 +498,8 @@ class CudaConvOp final : public ConvOp {
 
 }  // namespace
 
-std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, CudaContext& ctx) {
-  return std::make_unique<CudaConvOp>(d, ctx);
+std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, CudaContext& ctx, const BackendOptions& options) {
+  return std::make_unique<CudaConvOp>(d, ctx, options);
 }
 
 }  // namespace dlt::cuda

@@ -18,8 +18,8 @@ namespace {
 
 class CudaDeconvOp final : public DeconvOp {
  public:
-  CudaDeconvOp(const DeconvDesc& d, CudaContext& ctx)
-      : DeconvOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx), name_(describe(d)) {
+  CudaDeconvOp(const DeconvDesc& d, CudaContext& ctx, const BackendOptions& options)
+      : DeconvOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx), opts_(options), name_(describe(d)) {
     oh_ = d.out_h();
     ow_ = d.out_w();
     if (oh_ <= 0 || ow_ <= 0 || d.stride_h < 1 || d.stride_w < 1 ||
@@ -39,7 +39,7 @@ class CudaDeconvOp final : public DeconvOp {
                                               to_int(crop_.pw, name_, "cropping"), to_int(d.stride_h, name_, "stride"),
                                               to_int(d.stride_w, name_, "stride"), 1, 1, CUDNN_CROSS_CORRELATION,
                                               CUDNN_DATA_FLOAT));
-    DLT_CUDNN(cudnnSetConvolutionMathType(conv_desc_, tf32_allowed() ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+    DLT_CUDNN(cudnnSetConvolutionMathType(conv_desc_, tf32_allowed(opts_) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
     int n = 0, c = 0, h = 0, w = 0;
     DLT_CUDNN(cudnnGetConvolution2dForwardOutputDim(conv_desc_, full_desc_, w_desc_, &n, &c, &h, &w));
     if (n != d.n || c != d.c || h != d.h || w != d.w) {
@@ -107,9 +107,9 @@ class CudaDeconvOp final : public DeconvOp {
 
   template <class Perf>
   bool usable(const Perf& p) const {
-    if (p.status != CUDNN_STATUS_SUCCESS || p.memory > ctx_.workspace_limit) return false;
+    if (p.status != CUDNN_STATUS_SUCCESS || p.memory > workspace_limit(opts_)) return false;
     if (deterministic_ && p.determinism != CUDNN_DETERMINISTIC) return false;
-    return tf32_allowed() ||
+    return tf32_allowed(opts_) ||
            (p.mathType != CUDNN_TENSOR_OP_MATH && p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
   }
   template <class Perf>
@@ -117,7 +117,7 @@ class CudaDeconvOp final : public DeconvOp {
     for (int i = 0; i < got; ++i)
       if (usable(perf[i])) return perf[i];
     throw ShapeError(name_ + ": cuDNN has no " + dir + " algorithm for this shape within " +
-                     std::to_string(ctx_.workspace_limit >> 20) +
+                     std::to_string(opts_.cudnn_workspace_mb) +
                      " MiB of workspace (raise CudnnWorkspaceMB, or set AllowTF32: true" +
                      (deterministic_ ? std::string(" or Deterministic: false") : std::string()) + ")");
   }
@@ -145,10 +145,11 @@ class CudaDeconvOp final : public DeconvOp {
 
   DeconvDesc d_;
   CudaContext& ctx_;
+  const BackendOptions opts_;  // its backend's
   std::string name_;
   int64_t oh_ = 0, ow_ = 0;
   PadSplit crop_;  // over the output: symmetric (cuDNN's padding) + the excess cropped explicitly
-  bool deterministic_ = backend_options().deterministic;
+  bool deterministic_ = opts_.deterministic;
   size_t head_bytes_ = 0;  // the full (uncropped by the excess) output or padded dy, float32
   cudnnConvolutionBwdDataAlgo_t bwd_data_algo_{};
   cudnnConvolutionFwdAlgo_t fwd_algo_{};
@@ -161,8 +162,8 @@ class CudaDeconvOp final : public DeconvOp {
 
 }  // namespace
 
-std::unique_ptr<DeconvOp> make_deconv_op(const DeconvDesc& d, CudaContext& ctx) {
-  return std::make_unique<CudaDeconvOp>(d, ctx);
+std::unique_ptr<DeconvOp> make_deconv_op(const DeconvDesc& d, CudaContext& ctx, const BackendOptions& options) {
+  return std::make_unique<CudaDeconvOp>(d, ctx, options);
 }
 
 }  // namespace dlt::cuda

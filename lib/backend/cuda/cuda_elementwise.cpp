@@ -59,9 +59,9 @@ void CudaBackend::do_clamp(Tensor& t, float lo, float hi) {
 double CudaBackend::do_sum_squares(const Tensor& t) {
   enter();
   auto* partials = static_cast<double*>(scratch(cuda::sum_squares_scratch() * sizeof(double)));
-  cuda::sum_squares(t.data(), t.numel(), partials, static_cast<double*>(result_d_), ctx_.stream);
+  cuda::sum_squares(t.data(), t.numel(), partials, static_cast<double*>(s_.result_d_), ctx_.stream);
   read_back(sizeof(double));
-  return *static_cast<const double*>(result_h_);
+  return *static_cast<const double*>(s_.result_h_);
 }
 
 void CudaBackend::do_l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) {
@@ -165,27 +165,27 @@ void CudaBackend::loss_async(const Tensor& probs, const Tensor& labels, const Lo
                       opt.class_weights.defined() ? opt.class_weights.data() : nullptr, opt.undefined_labels,
                       dlogits.defined() ? dlogits.data() : nullptr, scratch(cuda::cross_entropy_scratch(n)),
                       reinterpret_cast<cuda::CrossEntropyResult*>(totals.data()), ctx_.stream);
-  loss_pending_ = nullptr;
-  DLT_CUDA(cudaMemcpyAsync(loss_h_, totals.data(), sizeof(LossTotals), cudaMemcpyDeviceToHost, ctx_.stream));
-  DLT_CUDA(
-      cudaEventRecordWithFlags(loss_mark_, ctx_.stream, capturing_ ? cudaEventRecordExternal : cudaEventRecordDefault));
-  (capturing_ ? graph_loss_ : loss_pending_) = totals.data();
+  s_.loss_pending_ = nullptr;
+  DLT_CUDA(cudaMemcpyAsync(s_.loss_h_, totals.data(), sizeof(LossTotals), cudaMemcpyDeviceToHost, ctx_.stream));
+  DLT_CUDA(cudaEventRecordWithFlags(s_.loss_mark_, ctx_.stream,
+                                    s_.capturing_ ? cudaEventRecordExternal : cudaEventRecordDefault));
+  (s_.capturing_ ? s_.graph_loss_ : s_.loss_pending_) = totals.data();
 }
 
 LossTotals CudaBackend::read_loss_totals(const Tensor& totals) {
   not_capturing("read_loss");
   enter();
   LossTotals r;
-  if (loss_pending_ == totals.data()) {
+  if (s_.loss_pending_ == totals.data()) {
     // The copy made right after the loss kernel: wait for it alone, so the device goes on with
     // the backward pass and the update (issued since) while the host issues the next step.
-    loss_pending_ = nullptr;
-    DLT_CUDA(cudaEventSynchronize(loss_mark_));
-    std::memcpy(&r, loss_h_, sizeof(r));
+    s_.loss_pending_ = nullptr;
+    DLT_CUDA(cudaEventSynchronize(s_.loss_mark_));
+    std::memcpy(&r, s_.loss_h_, sizeof(r));
   } else {
-    DLT_CUDA(cudaMemcpyAsync(result_h_, totals.data(), sizeof(r), cudaMemcpyDeviceToHost, ctx_.stream));
+    DLT_CUDA(cudaMemcpyAsync(s_.result_h_, totals.data(), sizeof(r), cudaMemcpyDeviceToHost, ctx_.stream));
     DLT_CUDA(cudaStreamSynchronize(ctx_.stream));
-    std::memcpy(&r, result_h_, sizeof(r));
+    std::memcpy(&r, s_.result_h_, sizeof(r));
   }
   return r;
 }

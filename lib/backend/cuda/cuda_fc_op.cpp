@@ -23,7 +23,8 @@ namespace {
 
 class CudaFcOp final : public FcOp {
  public:
-  CudaFcOp(const FcDesc& d, CudaContext& ctx) : FcOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx) {
+  CudaFcOp(const FcDesc& d, CudaContext& ctx, const BackendOptions& options)
+      : FcOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx) {
     std::ostringstream os;
     os << "fully connected (" << d.n << " samples, " << d.in << " -> " << d.out << ")";
     name_ = os.str();
@@ -34,7 +35,7 @@ class CudaFcOp final : public FcOp {
     to_int(d.n * d.in, name_, "N x input size");
     to_int(d.n * d.out, name_, "N x OutputSize");
     to_int(d.out * d.in, name_, "weight count");
-    compute_ = tf32_allowed() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    compute_ = tf32_allowed(options) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     ones_ = device_floats(d.n, ctx);
     DLT_CUDA(fill(ones_.data(), d.n, 1.f, ctx.stream));
     DLT_CUDNN(cudnnSetTensor4dDescriptor(y_desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, 1,
@@ -122,6 +123,8 @@ class CudaFcOp final : public FcOp {
 
 }  // namespace
 
-std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, CudaContext& ctx) { return std::make_unique<CudaFcOp>(d, ctx); }
+std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, CudaContext& ctx, const BackendOptions& options) {
+  return std::make_unique<CudaFcOp>(d, ctx, options);
+}
 
 }  // namespace dlt::cuda

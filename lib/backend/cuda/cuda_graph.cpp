@@ -12,33 +12,33 @@
 namespace dlt {
 
 void CudaBackend::not_capturing(const char* what) const {
-  if (capturing_)
+  if (s_.capturing_)
     throw DeviceError(std::string(what) + " on cuda:" + std::to_string(device_) +
                       " while a CUDA graph is being captured (a captured step may not wait for "
                       "the device, read values back or upload; unset DLT_CUDA_GRAPH)");
 }
 
 void CudaBackend::begin_capture() {
-  DLT_CHECK(!capturing_, "begin_capture: cuda:" << device_ << " is already capturing");
+  DLT_CHECK(!s_.capturing_, "begin_capture: cuda:" << device_ << " is already capturing");
   enter();
   drop_capture();
   // Uploads begun so far must be joined before the capture (a cross-stream wait inside it
   // would pull the copy stream into the graph).
   upload_wait();
   alloc_.begin_capture();
-  graph_loss_ = nullptr;
+  s_.graph_loss_ = nullptr;
   const cudaError_t e = cudaStreamBeginCapture(ctx_.stream, cudaStreamCaptureModeThreadLocal);
   if (e != cudaSuccess) {
     alloc_.cancel_capture();
     cuda::throw_cuda(e, "cudaStreamBeginCapture", __FILE__, __LINE__);
   }
-  capturing_ = true;
+  s_.capturing_ = true;
 }
 
 void CudaBackend::end_capture() {
-  DLT_CHECK(capturing_, "end_capture: cuda:" << device_ << " is not capturing");
+  DLT_CHECK(s_.capturing_, "end_capture: cuda:" << device_ << " is not capturing");
   enter();
-  capturing_ = false;
+  s_.capturing_ = false;
   cudaGraph_t graph = nullptr;
   const cudaError_t e = cudaStreamEndCapture(ctx_.stream, &graph);
   if (e != cudaSuccess) {
@@ -49,13 +49,13 @@ void CudaBackend::end_capture() {
   }
   try {
     alloc_.end_capture();  // throws when the step allocated or freed while capturing
-    DLT_CUDA(cudaGraphInstantiate(&graph_, graph, 0));
+    DLT_CUDA(cudaGraphInstantiate(&s_.graph_, graph, 0));
   } catch (...) {
     // A failed instantiation stays this thread's last error, which the next kernel launch
     // check would report; the caller goes on uncaptured, so clear it.
     (void)cudaGetLastError();
     cudaGraphDestroy(graph);
-    graph_ = nullptr;
+    s_.graph_ = nullptr;
     alloc_.cancel_capture();
     throw;
   }
@@ -63,8 +63,8 @@ void CudaBackend::end_capture() {
 }
 
 void CudaBackend::abort_capture() noexcept {
-  if (!capturing_) return;
-  capturing_ = false;
+  if (!s_.capturing_) return;
+  s_.capturing_ = false;
   cudaSetDevice(device_);
   cudaGraph_t graph = nullptr;
   if (cudaStreamEndCapture(ctx_.stream, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
@@ -73,7 +73,7 @@ void CudaBackend::abort_capture() noexcept {
 }
 
 bool CudaBackend::replay() {
-  if (!graph_) return false;
+  if (!s_.graph_) return false;
   if (!alloc_.graph_valid()) {  // memory it writes has been freed (ops made again, a resize)
     drop_capture();
     return false;
@@ -81,16 +81,16 @@ bool CudaBackend::replay() {
   enter();
   // Uploads begun since are not joined: the next batch's upload overlaps the graph (what the
   // graph reads from uploads, the optimizer's scalars, was joined by their owner).
-  DLT_CUDA(cudaGraphLaunch(graph_, ctx_.stream));
-  loss_pending_ = graph_loss_;  // the graph copies its loss and records loss_mark_ after it
+  DLT_CUDA(cudaGraphLaunch(s_.graph_, ctx_.stream));
+  s_.loss_pending_ = s_.graph_loss_;  // the graph copies its loss and records s_.loss_mark_ after it
   return true;
 }
 
 void CudaBackend::drop_capture() {
-  if (!graph_) return;
+  if (!s_.graph_) return;
   enter();
-  DLT_CUDA(cudaGraphExecDestroy(graph_));
-  graph_ = nullptr;
+  DLT_CUDA(cudaGraphExecDestroy(s_.graph_));
+  s_.graph_ = nullptr;
   alloc_.drop_graph();
 }
 

@@ -76,8 +76,13 @@ inline void expect_gpu(const Tensor& t, int64_t numel, const CudaContext& ctx, c
 
 // Float32 convolutions and matrix products may use TF32 tensor cores only when the user
 // asks for it (AllowTF32, env DLT_ALLOW_TF32=1): TF32's 10-bit mantissa breaks 1e-4
-// agreement with the CPU.
-inline bool tf32_allowed() { return backend_options().allow_tf32; }
+// agreement with the CPU. The ops read it from their backend's options.
+inline bool tf32_allowed(const BackendOptions& options) { return options.allow_tf32; }
+
+// CudnnWorkspaceMB in bytes: the upper bound for one convolution's workspace when choosing algorithms.
+inline size_t workspace_limit(const BackendOptions& options) {
+  return static_cast<size_t>(options.cudnn_workspace_mb) << 20;
+}
 
 // An owned device buffer of count floats (through the backend's caching allocator).
 inline Tensor device_floats(int64_t count, const CudaContext& ctx) {

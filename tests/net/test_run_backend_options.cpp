@@ -1,0 +1,86 @@
+// Backend options belong to the run, not the process: networks made in one process on backends
+// with different options (backend_for(device, options)) each compute as their own options say,
+// whatever was made before or after them.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <memory>
+
+#include "backend/cpu/cpu_backend.h"
+#include "net/network.h"
+#include "support/grad_check.h"
+#include "support/tensor_utils.h"
+
+namespace dlt::test {
+
+namespace {
+
+NetworkSpec conv_net() {
+  NetworkSpec s;
+  s.layers = {layer_spec("imageInput", {"InputSize=[8,8,3]", "Normalization=none"}, "in"),
+              layer_spec("convolution2d", {"FilterSize=3", "NumFilters=64", "Padding=same"}, "conv1"),
+              layer_spec("relu", {}, "relu1"),
+              // 3x3, stride 1, 64 -> 64: Winograd where the CPU has one, unless ConvolutionAlgorithm is direct
+              layer_spec("convolution2d", {"FilterSize=3", "NumFilters=64", "Padding=same"}, "conv2"),
+              layer_spec("fullyConnected", {"OutputSize=10"}, "fc"),
+              layer_spec("softmax", {}, "softmax"),
+              layer_spec("classification", {}, "output")};
+  return s;
+}
+
+// The same weights (seed 5) on the CPU backend with `options`, its ops made now.
+std::unique_ptr<Network> network_with(const NetworkSpec& spec, const BackendOptions& options, int64_t n) {
+  auto net = std::make_unique<Network>(spec, backend_for(Device::cpu(), options));
+  net->init_params(5);
+  net->set_batch(n);
+  return net;
+}
+
+}  // namespace
+
+TEST_CASE("backend options are per run: networks in one process follow their own ConvolutionAlgorithm", "[net]") {
+  const NetworkSpec spec = conv_net();
+  const int64_t n = 2;
+  BackendOptions chosen, direct;
+  direct.direct_convolution = true;  // ConvolutionAlgorithm: direct
+  CHECK(&backend_for(Device::cpu(), direct) != &backend_for(Device::cpu(), chosen));
+  CHECK(&backend_for(Device::cpu(), direct) == &backend_for(Device::cpu(), direct));  // one per options
+  CHECK(backend_for(Device::cpu(), direct).options().direct_convolution);
+  // Made interleaved: with one process-wide setting the ops of all four would follow the last one set.
+  std::unique_ptr<Network> a = network_with(spec, chosen, n), b = network_with(spec, direct, n),
+                           c = network_with(spec, chosen, n), d = network_with(spec, direct, n);
+  Rng rng(3);
+  const Tensor x = to_tensor(random_vec(n * 8 * 8 * 3, rng, 0.0, 255.0), {n, 8, 8, 3});
+  const RunContext ctx{false, 1, 0};
+  const Vec ya = to_vec(a->forward(x, ctx)), yb = to_vec(b->forward(x, ctx)), yc = to_vec(c->forward(x, ctx)),
+            yd = to_vec(d->forward(x, ctx));
+  CHECK(ya == yc);  // the same options: the same bits, in whatever order the networks were made
+  CHECK(yb == yd);
+  REQUIRE(ya.size() == yb.size());
+  double worst = 0;
+  for (size_t i = 0; i < ya.size(); ++i) worst = std::max(worst, std::fabs(ya[i] - yb[i]));
+  CHECK(worst <= 1e-5);  // both compute the same probabilities
+  // Where the CPU has a Winograd convolution (oneDNN's on AVX-512, dltrain's on AVX2 with FMA), the
+  // networks without ConvolutionAlgorithm direct run it, and its rounding differs from direct
+  // convolution's: the options really chose different kernels.
+  const CpuIsa isa = cpu_isa();
+  if (isa.winograd || isa.winograd_avx2)
+    CHECK(ya != yb);
+  else
+    WARN("no Winograd convolution on " << isa.name << ": both networks run direct convolution");
+}
+
+TEST_CASE("backend options are per run: FusedBatchNormPooling false keeps batch norm and pooling apart", "[net]") {
+  // The fused op is null where the backend's options turn it off; the network then runs the layers
+  // one by one, with the same results.
+  BackendOptions fused, apart;
+  apart.fused_bn_pool = false;
+  BnReluMaxPoolDesc f;
+  f.bn.n = 2, f.bn.h = f.bn.w = 8, f.bn.c = 16, f.bn.fuse_relu = true;
+  f.kh = f.kw = 2, f.stride_h = f.stride_w = 2;
+  CHECK(backend_for(Device::cpu(), fused).make_bn_relu_max_pool(f) != nullptr);
+  CHECK(backend_for(Device::cpu(), apart).make_bn_relu_max_pool(f) == nullptr);
+  CHECK(backend_for(Device::cpu(), fused).make_bn_relu_max_pool(f) != nullptr);  // unchanged by the other
+}
+
+}  // namespace dlt::test
