@@ -136,6 +136,9 @@ make_root() {
   fi
   root=$(mktemp -d /var/tmp/dltrain-fresh.XXXXXX)
   tar -C "$root" -xf "$tarball"
+  # mktemp -d makes (and the tarball's "." keeps) mode 700; a machine's / is 755, and tests that
+  # run dltrain as an unprivileged user (cli.bad_input) need to reach /usr/lib through it.
+  chmod 755 "$root"
   # What a new Debian 12 machine has: the release, its updates and security. The machine's own
   # name is deliberately not in /etc/hosts (as in containers and fresh roots): dltrain must
   # neither need nor crash on it.

@@ -38,6 +38,15 @@ constexpr double kFloorFraction = 1e-2;
 // also on outputs of 0.5), ten times direct convolution's. Their floor is 25%.
 constexpr double kWinogradFloorFraction = 0.25;
 
+// Weight and bias gradients summed over many positions (4096 or more per entry): a float32 sum's
+// rounding follows the size of its partial sums, which is the tensor's, not the entry's
+// (measured: 2.7e-4 at an entry of 2.05 in a transposed convolution's dw over 16384 positions
+// whose largest value is 155). Their floor is 5%.
+constexpr double kLongSumFloorFraction = 0.05;
+inline double sum_floor(int64_t terms, double floor_fraction) {
+  return terms >= 4096 ? std::max(floor_fraction, kLongSumFloorFraction) : floor_fraction;
+}
+
 // Both: the largest error against the tensor's largest value, and every element against its
 // own value (above the floor, floor_fraction x the largest value).
 inline void check_close(const char* what, const Tensor& got, const Vec& want, double tol,
@@ -87,8 +96,8 @@ inline AgreementRow conv_row(std::string name, ConvDesc d) {
             op->backward_weights(tx, tdy, tdw, tdb);
             Vec dw, db;
             ref::conv_backward_weights(d, x, dy, dw, db);
-            check_close("backward_weights dw", tdw, dw, tol, floor);
-            check_close("backward_weights db", tdb, db, tol, floor);
+            check_close("backward_weights dw", tdw, dw, tol, sum_floor(d.n * oh * ow, floor));
+            check_close("backward_weights db", tdb, db, tol, sum_floor(d.n * oh * ow, floor));
           }};
 }
 
@@ -116,8 +125,8 @@ inline AgreementRow deconv_row(std::string name, DeconvDesc d) {
             op->backward_weights(tx, tdy, tdw, tdb);
             Vec dw, db;
             ref::deconv_backward_weights(d, x, dy, dw, db);
-            check_close("backward_weights dw", tdw, dw, tol);
-            check_close("backward_weights db", tdb, db, tol);
+            check_close("backward_weights dw", tdw, dw, tol, sum_floor(d.n * d.h * d.w, kFloorFraction));
+            check_close("backward_weights db", tdb, db, tol, sum_floor(d.n * d.h * d.w, kFloorFraction));
           }};
 }
 
