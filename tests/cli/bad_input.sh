@@ -36,14 +36,16 @@ expect_error "zero-byte file" 1 "empty.png" -- train "$TMP/zero"; no_outputs "ze
 # An unreadable file. Root reads any file whatever its mode, so as root (how CI runs) this case
 # runs dltrain as the user nobody (setpriv), for whom the mode counts.
 copy_good "$TMP/unreadable"; f=$(ls "$TMP/unreadable/circle/"*.png | head -1)
-as_user=()
+as_user=(); user_cfg=$cfg
 if [[ $(id -u) -eq 0 ]]; then
   chmod 755 "$TMP"; chmod -R a+rX "$TMP/unreadable" "$TMP/good"; chmod 1777 "$TMP"
+  # The checkout may sit where nobody cannot read (/root): nobody gets a copy of the config.
+  user_cfg="$TMP/shapes.yaml"; cp "$cfg" "$user_cfg"; chmod 644 "$user_cfg"
   as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 fi
 chmod 000 "$f"
 rm -rf "$TMP/out"
-expect_error "unreadable image" 1 "$f" -- "${as_user[@]}" "$DLTRAIN" train "$cfg" --quiet --output-dir "$TMP/out" \
+expect_error "unreadable image" 1 "$f" -- "${as_user[@]}" "$DLTRAIN" train "$user_cfg" --quiet --output-dir "$TMP/out" \
   --set data.train="$TMP/unreadable" --set data.validation="$TMP/good/test" --set training.MaxEpochs=1 \
   --set training.MiniBatchSize=8
 no_outputs "unreadable image"
