@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "config/config.h"
+#include "util/error.h"
 
 namespace dlt::test {
 
@@ -54,6 +55,22 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// The ConfigError message for loading `text` (with overrides) from a file, the file's path
+// shown as cfg.yaml; checks that it is one line. "no error" when it loads.
+inline std::string config_error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  TempDir dir;
+  std::string path = dir.write("cfg.yaml", text);
+  try {
+    load_config(path, overrides);
+  } catch (const ConfigError& e) {
+    std::string msg = e.what();
+    for (size_t p; (p = msg.find(path)) != std::string::npos;) msg.replace(p, path.size(), "cfg.yaml");
+    CHECK(msg.find('\n') == std::string::npos);  // one line
+    return msg;
+  }
+  return "no error";
+}
 
 inline void require_same_network(const NetworkSpec& a, const NetworkSpec& b) {
   REQUIRE(a.layers.size() == b.layers.size());

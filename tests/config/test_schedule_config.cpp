@@ -18,19 +18,7 @@ Config load(const std::string& text, const std::vector<std::string>& overrides =
   return load_config(dir.write("cfg.yaml", text), overrides);
 }
 
-std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
-  test::TempDir dir;
-  std::string path = dir.write("cfg.yaml", text);
-  try {
-    load_config(path, overrides);
-  } catch (const ConfigError& e) {
-    std::string msg = e.what();
-    for (size_t p; (p = msg.find(path)) != std::string::npos;) msg.replace(p, path.size(), "cfg.yaml");
-    CHECK(msg.find('\n') == std::string::npos);  // one line
-    return msg;
-  }
-  return "no error";
-}
+using test::config_error_of;
 
 // Loads the dump of `c` and checks it reads back the same schedule.
 void check_round_trip(const Config& c) {
@@ -124,51 +112,51 @@ TEST_CASE("schedule config: --set gives a name, an object or a list", "[config][
   const Config c = load(kNet, {"training.LearnRateSchedule=[warmup, {type: cosineLearnRate, Period: 9}]"});
   REQUIRE(c.training.learn_rate_schedule.size() == 2);
   CHECK(c.training.learn_rate_schedule[1].period == 9);
-  CHECK(error_of(kNet, {"training.LearnRateSchedule={type: cosineLearnRate, Period: 0}"}) ==
+  CHECK(config_error_of(kNet, {"training.LearnRateSchedule={type: cosineLearnRate, Period: 0}"}) ==
         "--set training.LearnRateSchedule={type: cosineLearnRate, Period: 0}: "
         "training.LearnRateSchedule.Period must be a positive integer, got '0'");
 }
 
 TEST_CASE("schedule config: errors name the line, the option and the fix", "[config][schedule]") {
   const std::string head = kNet + "training:\n  Solver: sgdm\n";  // training options start at line 10
-  CHECK(error_of(head + "  LearnRateSchedule: cosin\n") ==
+  CHECK(config_error_of(head + "  LearnRateSchedule: cosin\n") ==
         "cfg.yaml:10: training.LearnRateSchedule must be one of none, piecewise, warmup, cosine, polynomial, "
         "exponential, or a schedule object such as {type: cosineLearnRate, Period: 20}, got 'cosin' "
         "(did you mean 'cosine'?)");
-  CHECK(error_of(head + "  LearnRateSchedule: {type: warmupLearnRate, NumStep: 5}\n") ==
+  CHECK(config_error_of(head + "  LearnRateSchedule: {type: warmupLearnRate, NumStep: 5}\n") ==
         "cfg.yaml:10: unknown warmupLearnRate property 'NumStep' (did you mean 'NumSteps'?)");
-  CHECK(error_of(head + "  LearnRateSchedule: {type: warmupLearnRate, Period: 5}\n") ==
+  CHECK(config_error_of(head + "  LearnRateSchedule: {type: warmupLearnRate, Period: 5}\n") ==
         "cfg.yaml:10: unknown warmupLearnRate property 'Period' (known: InitialFactor, FinalFactor, NumSteps, "
         "FrequencyUnit)");
-  CHECK(error_of(head + "  LearnRateSchedule: {type: cosineLearnRat}\n") ==
+  CHECK(config_error_of(head + "  LearnRateSchedule: {type: cosineLearnRat}\n") ==
         "cfg.yaml:10: training.LearnRateSchedule.type must be one of piecewiseLearnRate, warmupLearnRate, "
         "cosineLearnRate, polynomialLearnRate, exponentialLearnRate, got 'cosineLearnRat' "
         "(did you mean 'cosineLearnRate'?)");
-  CHECK(error_of(head + "  LearnRateSchedule: {Period: 5}\n") ==
+  CHECK(config_error_of(head + "  LearnRateSchedule: {Period: 5}\n") ==
         "cfg.yaml:10: training.LearnRateSchedule: a schedule object needs type: followed by one of "
         "piecewiseLearnRate, warmupLearnRate, cosineLearnRate, polynomialLearnRate, exponentialLearnRate");
-  CHECK(error_of(head + "  LearnRateSchedule:\n    - warmup\n    - type: polynomialLearnRate\n"
+  CHECK(config_error_of(head + "  LearnRateSchedule:\n    - warmup\n    - type: polynomialLearnRate\n"
                         "      NumSteps: 0\n") ==
         "cfg.yaml:13: training.LearnRateSchedule[1].NumSteps must be a positive integer, got '0'");
-  CHECK(error_of(head + "  LearnRateSchedule: {type: cosineLearnRate, FrequencyUnit: epochs}\n") ==
+  CHECK(config_error_of(head + "  LearnRateSchedule: {type: cosineLearnRate, FrequencyUnit: epochs}\n") ==
         "cfg.yaml:10: training.LearnRateSchedule.FrequencyUnit must be one of epoch, iteration, got 'epochs' "
         "(did you mean 'epoch'?)");
-  CHECK(error_of(head + "  LearnRateSchedule: {type: cosineLearnRate, PeriodGrowthFactor: 0.5}\n") ==
+  CHECK(config_error_of(head + "  LearnRateSchedule: {type: cosineLearnRate, PeriodGrowthFactor: 0.5}\n") ==
         "cfg.yaml:10: training.LearnRateSchedule.PeriodGrowthFactor must be a number >= 1 or Inf, got '0.5'");
-  CHECK(error_of(head + "  LearnRateSchedule: {type: exponentialLearnRate, DropFactor: 2}\n") ==
+  CHECK(config_error_of(head + "  LearnRateSchedule: {type: exponentialLearnRate, DropFactor: 2}\n") ==
         "cfg.yaml:10: training.LearnRateSchedule.DropFactor must be a number in [0, 1], got '2'");
-  CHECK(error_of(head + "  LearnRateSchedule: {type: polynomialLearnRate, Power: 0}\n") ==
+  CHECK(config_error_of(head + "  LearnRateSchedule: {type: polynomialLearnRate, Power: 0}\n") ==
         "cfg.yaml:10: training.LearnRateSchedule.Power must be a positive number, got '0'");
-  CHECK(error_of(head + "  LearnRateSchedule: {type: warmupLearnRate, InitialFactor: -1}\n") ==
+  CHECK(config_error_of(head + "  LearnRateSchedule: {type: warmupLearnRate, InitialFactor: -1}\n") ==
         "cfg.yaml:10: training.LearnRateSchedule.InitialFactor must be a number >= 0, got '-1'");
-  CHECK(error_of(head + "  LearnRateSchedule:\n    - cosine\n    - warmup\n") ==
+  CHECK(config_error_of(head + "  LearnRateSchedule:\n    - cosine\n    - warmup\n") ==
         "cfg.yaml:12: training.LearnRateSchedule[1]: the cosineLearnRate before it never ends, so this schedule "
         "would never start (only warmup and polynomial schedules end after NumSteps: put the others last)");
-  CHECK(error_of(head + "  LearnRateSchedule: [warmup, none]\n") ==
+  CHECK(config_error_of(head + "  LearnRateSchedule: [warmup, none]\n") ==
         "cfg.yaml:10: training.LearnRateSchedule[1]: none cannot be part of a list (remove it)");
-  CHECK(error_of(head + "  LearnRateSchedule: []\n") ==
+  CHECK(config_error_of(head + "  LearnRateSchedule: []\n") ==
         "cfg.yaml:10: training.LearnRateSchedule must be a schedule or a non-empty list of schedules, got '[]'");
-  CHECK(error_of(head + "  LearnRateSchedul: cosine\n") ==
+  CHECK(config_error_of(head + "  LearnRateSchedul: cosine\n") ==
         "cfg.yaml:10: unknown training option 'LearnRateSchedul' (did you mean 'LearnRateSchedule'?)");
 }
 
