@@ -1,11 +1,10 @@
 // The run's files while it trains, so that it can be watched (MATLAB's live training-progress
-// window): config.yaml as training starts, log.csv growing by one line per iteration, and
-// progress.png redrawn at each validation and at least every PlotIntervalSeconds. Rank 0 only;
-// write_run_files (run_files.h) writes the final versions when the run ends.
+// window): config.yaml as training starts and progress.png redrawn at each validation and at
+// least every PlotIntervalSeconds (log.csv's rows: log_csv.h). Rank 0 only; write_run_files
+// (run_files.h) writes the final versions when the run ends.
 #pragma once
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "config/options.h"
 #include "train/draw/plot.h"
@@ -16,19 +15,10 @@ namespace dlt {
 
 class LiveFiles {
  public:
-  // Creates dir and writes config.yaml and log.csv (its header, with the log's metric columns,
-  // and the rows a resumed run restored), each to a temporary name then renamed; removes a summary.json left by an
-  // earlier run there (its presence means a finished run). plot false: never draws.
+  // Creates dir and writes config.yaml (temporary name, then renamed); removes a summary.json
+  // left by an earlier run there (its presence means a finished run). plot false: never draws.
   // Throws Error naming the file that cannot be written.
-  LiveFiles(const std::string& dir, const std::string& config_text, const IterationLog& log, bool plot,
-            double plot_interval_seconds);
-  ~LiveFiles();
-  LiveFiles(const LiveFiles&) = delete;
-  LiveFiles& operator=(const LiveFiles&) = delete;
-
-  // Appends r to log.csv as one line in a single write(2), unbuffered: a reader sees whole
-  // rows, and at most a last line still without its newline (never a short row as a whole one).
-  void append(const IterationRecord& r);
+  LiveFiles(const std::string& dir, const std::string& config_text, bool plot, double plot_interval_seconds);
   // Whether to redraw now: plot_interval_seconds have passed since the last drawing, or a
   // validation check came (now or earlier) and at least kDrawGap times the last drawing's
   // time has passed, so that drawing (about 0.1 s) takes at most a tenth of the run however
@@ -41,8 +31,6 @@ class LiveFiles {
 
  private:
   std::string dir_;
-  std::vector<std::string> metric_columns_;  // log.csv's validation_<metric> columns (the log's)
-  int fd_ = -1;                              // log.csv, opened for appending
   bool plot_;
   double interval_;
   bool pending_ = false;     // a validation not drawn yet

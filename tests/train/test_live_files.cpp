@@ -1,6 +1,6 @@
-// LiveFiles: the files a run keeps current while it trains. config.yaml and log.csv at the
-// start (with a resumed run's rows), whole rows appended, the plot redrawn when due, and the
-// texts of the plot's "why it stopped" line.
+// The files a run keeps current while it trains: LiveFiles (config.yaml at the start, the plot
+// redrawn when due, the texts of the plot's "why it stopped" line) and LogCsv (log.csv with a
+// resumed run's rows at the start, whole rows appended).
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "train/live_files.h"
+#include "train/log_csv.h"
 #include "train/run_files.h"
 #include "util/files.h"
 
@@ -47,25 +48,32 @@ IterationRecord record(int64_t it, bool validated) {
 
 }  // namespace
 
-TEST_CASE("live files: config.yaml and log.csv at the start, whole rows appended", "[train][live]") {
+TEST_CASE("live files: config.yaml at the start, an earlier run's summary.json removed", "[train][live]") {
   TempFolder tmp;
   const std::string dir = tmp.file("run");
   make_dirs(dir);
   write_file_atomic(dir + "/summary.json", "{\"status\":\"completed\"}\n");  // an earlier run's
-  IterationLog resumed;                                                      // a run resumed after iteration 2
-  resumed.add(record(1, true));
-  resumed.add(record(2, false));
-  LiveFiles live(dir, "training: {}\n", resumed, true, 1000);
+  LiveFiles live(dir, "training: {}\n", true, 1000);
   CHECK(read_file(dir + "/config.yaml") == "training: {}\n");
-  CHECK(read_file(dir + "/log.csv") == resumed.csv());
   CHECK_FALSE(fs::exists(dir + "/summary.json"));
   CHECK_FALSE(fs::exists(dir + "/progress.png"));  // only when plot() is called
+  CHECK_FALSE(fs::exists(dir + "/log.csv"));       // LogCsv's (below)
+}
+
+TEST_CASE("log.csv: the header and a resumed run's rows at the start, whole rows appended", "[train][live]") {
+  TempFolder tmp;
+  const std::string dir = tmp.file("run");
+  IterationLog resumed;  // a run resumed after iteration 2
+  resumed.add(record(1, true));
+  resumed.add(record(2, false));
+  LogCsv log(dir, resumed);
+  CHECK(read_file(dir + "/log.csv") == resumed.csv());
 
   IterationLog full = resumed;
   for (int64_t it = 3; it <= 9; ++it) {
     IterationRecord r = record(it, it % 3 == 0);
     full.add(r);
-    live.append(r);
+    log.append(r);
     // After each append the file is exactly what IterationLog writes at the end.
     REQUIRE(read_file(dir + "/log.csv") == full.csv());
   }
@@ -78,7 +86,7 @@ TEST_CASE("live files: the plot is due at a validation or after the interval", "
   TempFolder tmp;
   IterationLog log;
   SECTION("long interval: only validations") {
-    LiveFiles live(tmp.file("a"), "", log, true, 1000);
+    LiveFiles live(tmp.file("a"), "", true, 1000);
     CHECK_FALSE(live.plot_due(false));
     CHECK(live.plot_due(true));
     CHECK(live.plot_due(false));  // still due: that validation is not drawn yet
@@ -87,7 +95,7 @@ TEST_CASE("live files: the plot is due at a validation or after the interval", "
     CHECK_FALSE(live.plot_due(false));
   }
   SECTION("short interval: due again once it has passed") {
-    LiveFiles live(tmp.file("b"), "", log, true, 0.05);
+    LiveFiles live(tmp.file("b"), "", true, 0.05);
     live.plot(progress_series(log));
     CHECK_FALSE(live.plot_due(false));
     ::usleep(80000);
@@ -98,7 +106,7 @@ TEST_CASE("live files: the plot is due at a validation or after the interval", "
   SECTION("validations closer than kDrawGap drawing times wait, then draw") {
     IterationLog many;
     for (int64_t it = 1; it <= 3000; ++it) many.add(record(it, it % 10 == 0));
-    LiveFiles live(tmp.file("d"), "", many, true, 1000);
+    LiveFiles live(tmp.file("d"), "", true, 1000);
     CHECK(live.plot_due(true));
     Timer drawing;
     live.plot(progress_series(many));
@@ -115,7 +123,7 @@ TEST_CASE("live files: the plot is due at a validation or after the interval", "
     CHECK(waited.seconds() >= LiveFiles::kDrawGap * drawn * 0.5);
   }
   SECTION("Plots: none never draws") {
-    LiveFiles live(tmp.file("c"), "", log, false, 0.001);
+    LiveFiles live(tmp.file("c"), "", false, 0.001);
     ::usleep(5000);
     CHECK_FALSE(live.plot_due(true));
     CHECK_FALSE(live.plot_due(false));
@@ -127,8 +135,8 @@ TEST_CASE("live files: the plot is due at a validation or after the interval", "
 TEST_CASE("live files: an unwritable folder is named", "[train][live]") {
   TempFolder tmp;
   std::ofstream(tmp.file("plain")) << "a file, not a folder";
-  CHECK_THROWS_WITH(LiveFiles(tmp.file("plain") + "/run", "", IterationLog{}, true, 10),
-                    Catch::Contains(tmp.file("plain")));
+  CHECK_THROWS_WITH(LiveFiles(tmp.file("plain") + "/run", "", true, 10), Catch::Contains(tmp.file("plain")));
+  CHECK_THROWS_WITH(LogCsv(tmp.file("plain") + "/run", IterationLog{}), Catch::Contains(tmp.file("plain")));
 }
 
 TEST_CASE("progress_series: one validation entry per check, NaN loss included", "[train][live]") {

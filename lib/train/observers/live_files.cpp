@@ -1,6 +1,5 @@
-// The live files (train/live_files.h) as an observer, rank 0: config.yaml and log.csv (with a
-// resumed run's rows) as training starts and a first plot; a log.csv row per iteration;
-// progress.png at each validation, every PlotIntervalSeconds and when the plot's note changes
+// The live files (train/live_files.h) as an observer, rank 0: config.yaml and a first plot as
+// training starts; progress.png at each validation, every PlotIntervalSeconds and when the plot's note changes
 // (a watchdog warning). A run that fails leaves a plot that says so, with the error; a run
 // that ends closes them (the final files replace them).
 #include <algorithm>
@@ -21,14 +20,13 @@ class LiveFilesObserver : public TrainingObserver {
 
   void on_start(const RunInfo& info) override {
     const TrainingOptions& o = run_.options;
-    live_ = std::make_unique<LiveFiles>(info.output_dir, run_.args.config_text, run_.history, o.plots != Plots::kNone,
+    live_ = std::make_unique<LiveFiles>(info.output_dir, run_.args.config_text, o.plots != Plots::kNone,
                                         o.plot_interval_seconds);
     const int64_t epoch = std::min(run_.position.epoch, o.max_epochs - 1);
     draw(epoch + 1, run_.position.iteration, run_.learn_rate);
   }
 
   void on_iteration(const IterationRecord& rec) override {
-    live_->append(rec);
     const bool due = live_->plot_due(run_.validated);
     if (due || drawn_note_ != run_.plot_note) draw(rec.epoch, rec.iteration, rec.learn_rate);
   }

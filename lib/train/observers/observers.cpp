@@ -8,6 +8,7 @@ std::unique_ptr<TrainingObserver> make_validation(TrainingRun& run);
 std::unique_ptr<TrainingObserver> make_validation_patience(TrainingRun& run);
 std::unique_ptr<TrainingObserver> make_learning_watchdog(TrainingRun& run);
 std::unique_ptr<TrainingObserver> make_live_files(TrainingRun& run);
+std::unique_ptr<TrainingObserver> make_log_csv(TrainingRun& run);
 std::unique_ptr<TrainingObserver> make_progress_table(TrainingRun& run);
 std::unique_ptr<TrainingObserver> make_checkpoints(TrainingRun& run);
 std::unique_ptr<TrainingObserver> make_run_files(TrainingRun& run);
@@ -19,7 +20,8 @@ Observers make_observers(TrainingRun& run) {
   list.push_back(make_validation_patience(run));  // ValidationPatience, OutputNetwork best-validation-loss
   if (!run.writes_files()) return list;
   list.push_back(make_learning_watchdog(run));  // before the live files: its note goes on the plot
-  list.push_back(make_live_files(run));         // config.yaml, log.csv rows, progress.png
+  list.push_back(make_live_files(run));         // config.yaml, progress.png
+  list.push_back(make_log_csv(run));            // log.csv, a row per iteration
   list.push_back(make_progress_table(run));     // the verbose table and the progress bar
   list.push_back(make_checkpoints(run));        // CheckpointPath
   list.push_back(make_run_files(run));          // the final files, summary.json last
