@@ -102,7 +102,7 @@ BatchLoader::BatchLoader(const ImageDatastore& datastore, LoaderOptions options)
   last_share_ = shares(num_batches_ > 0 ? std::min(last, batch_) : 0, opt_.world_size, opt_.worker_load);
   bad_.reset(new std::atomic<uint8_t>[std::max<int64_t>(n, 1)]);
   for (int64_t i = 0; i < n; ++i) bad_[i].store(0, std::memory_order_relaxed);
-  pool_ = std::make_unique<ThreadPool>(opt_.threads);
+  pool_ = std::make_unique<ThreadPool>(opt_.threads, "dlt-decode");
   for (int w = 0; w < pool_->size(); ++w) scratch_.push_back(std::make_unique<Scratch>());
   free_.reserve(kQueueDepth + 1);
   ready_.reserve(kQueueDepth + 1);
@@ -368,6 +368,7 @@ void BatchLoader::start_epoch(int64_t epoch) {
 }
 
 void BatchLoader::producer_loop(int64_t) {
+  set_thread_name("dlt-batches");
   for (int64_t g = 0; g < num_batches_; ++g) {
     std::unique_ptr<Batch> slot;
     {

@@ -40,7 +40,7 @@ PixelLabelCounts count_each_pixel_label(const ImageDatastore& ds, int threads) {
   const size_t k = ds.classes().size();
   PixelLabelCounts total{std::vector<int64_t>(k, 0), std::vector<int64_t>(k, 0)};
   std::mutex mu;
-  ThreadPool pool(threads);
+  ThreadPool pool(threads, "dlt-labels");
   pool.parallel_for(ds.size(), [&](int64_t i, int) {
     Image labels;
     ds.pixel_ids().decode(ds.label_path(i), labels);

@@ -1,6 +1,8 @@
 // ThreadPool: workers sleep on a condition variable until parallel_for publishes a range.
 #include "util/thread_pool.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 
 namespace dlt {
@@ -10,10 +12,13 @@ int default_thread_count() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-ThreadPool::ThreadPool(int threads) {
+void set_thread_name(const std::string& name) { pthread_setname_np(pthread_self(), name.substr(0, 15).c_str()); }
+
+ThreadPool::ThreadPool(int threads, const std::string& name) {
   if (threads <= 0) threads = default_thread_count();
   workers_.reserve(threads);
-  for (int w = 0; w < threads; ++w) workers_.emplace_back([this, w] { worker_loop(w); });
+  for (int w = 0; w < threads; ++w)
+    workers_.emplace_back([this, w, name] { worker_loop(w, name + "-" + std::to_string(w)); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -43,7 +48,8 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int)>
   if (err) std::rethrow_exception(err);
 }
 
-void ThreadPool::worker_loop(int worker) {
+void ThreadPool::worker_loop(int worker, const std::string& name) {
+  set_thread_name(name);
   uint64_t seen = 0;
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {

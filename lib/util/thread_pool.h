@@ -1,21 +1,26 @@
 // A fixed pool of worker threads with one blocking primitive, parallel_for. Used by the data
 // loader to decode and augment images; not used for compute (oneDNN uses OpenMP).
 // Thread safety: parallel_for may be called from one thread at a time per pool.
+// Its workers are named NAME-0, NAME-1, ... (what `top -H`, gdb and /proc/PID/task/*/comm show).
 #pragma once
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 namespace dlt {
 
+// Names the calling thread (the first 15 bytes of name: Linux's limit).
+void set_thread_name(const std::string& name);
+
 class ThreadPool {
  public:
   // threads <= 0: one per hardware thread. A pool of 1 runs work on its single worker.
-  explicit ThreadPool(int threads);
+  explicit ThreadPool(int threads, const std::string& name = "dlt-pool");
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -28,7 +33,7 @@ class ThreadPool {
   void parallel_for(int64_t n, const std::function<void(int64_t, int)>& fn);
 
  private:
-  void worker_loop(int worker);
+  void worker_loop(int worker, const std::string& name);
 
   std::vector<std::thread> workers_;
   std::mutex mu_;

@@ -3,9 +3,10 @@
 #   Cache memory / file: once epoch 2 has begun, the training images are deleted (the run is
 #     stopped with SIGSTOP meanwhile); the run must still complete, as it reads no image file
 #     after epoch 1. Cache none, the control, must then fail naming a missing file.
-#   LoaderThreads, DispatchInBackground: the decoding threads are the process's threads
-#     (/proc/PID/task, counted while it is stopped): LoaderThreads 4 has 2 more than 2, and
-#     DispatchInBackground false one fewer (no producer thread).
+#   LoaderThreads, DispatchInBackground: the process's threads by name (/proc/PID/task/*/comm):
+#     while it is stopped, LoaderThreads N has exactly N decoding threads (dlt-decode-K); the
+#     producer thread (dlt-batches, alive while it fills an epoch's queue) is seen while the run
+#     trains with DispatchInBackground true and never with false.
 #   IncludeSubfolders true lists images below the class folders at any depth; false looks only
 #     directly in the folder given (MATLAB's imageDatastore), where a class-folder tree has none.
 #   FileExtensions [.png]: files with other extensions are not listed (by default they are).
@@ -22,7 +23,7 @@ layers:
 training: {Solver: sgdm, InitialLearnRate: 0.01, MaxEpochs: 40, MiniBatchSize: 8, Verbose: false, ExecutionEnvironment: cpu, Seed: 1}
 YAML
 # paused_run NAME DELETE [--set ...]: trains a copy of the data into $TMP/NAME; once log.csv has
-# a row of epoch 2 the run is stopped (SIGSTOP), its threads counted ($threads), the copy's
+# a row of epoch 2 the run is stopped (SIGSTOP), its threads' names read ($thread_names), the copy's
 # images deleted when DELETE is 1, and continued; $rc is its exit code. A run that ended before
 # it could be stopped is run again (3 tries; a loaded machine may stall this shell).
 paused_run() {
@@ -40,7 +41,7 @@ paused_run() {
       sleep 0.01
     done
     if kill -STOP $pid 2> /dev/null && [[ ! -e $TMP/$name/summary.json ]]; then
-      threads=$(ls /proc/$pid/task | wc -l)
+      thread_names=$(cat /proc/$pid/task/*/comm)
       [[ $delete == 1 ]] && find "$TMP/$name-data" -name '*.png' -delete
       kill -CONT $pid
       rc=0
@@ -65,15 +66,40 @@ paused_run cache-none 1 --set data.Cache=none
 grep -q "cache-none-data/.*\.png" "$TMP/cache-none.log" || fail "Cache none: the error names no image: $(cat "$TMP/cache-none.log")"
 echo "ok: Cache none (the control): $(grep error "$TMP/cache-none.log" | head -1 | cut -c1-160)"
 
-paused_run threads-2 0 --set data.LoaderThreads=2
-t2=$threads
-paused_run threads-4 0 --set data.LoaderThreads=4
-t4=$threads
-paused_run threads-2-fg 0 --set data.LoaderThreads=2 --set training.DispatchInBackground=false
-t2fg=$threads
-echo "threads: LoaderThreads 2: $t2, 4: $t4, 2 with DispatchInBackground false: $t2fg"
-((t4 == t2 + 2)) || fail "LoaderThreads 4 has $t4 threads, LoaderThreads 2 $t2: expected 2 more"
-((t2fg == t2 - 1)) || fail "DispatchInBackground false has $t2fg threads, true $t2: expected one fewer"
+for n in 2 4; do
+  paused_run threads-$n 0 --set data.LoaderThreads=$n
+  decoders=$(grep -c '^dlt-decode-' <<< "$thread_names" || true)
+  ((decoders == n)) || fail "LoaderThreads $n: $decoders decoding threads: $(tr '\n' ' ' <<< "$thread_names")"
+  echo "ok: LoaderThreads $n: $decoders decoding threads"
+done
+
+# producer_seen NAME [--set ...]: trains (40 short epochs) while reading the threads' names every
+# 5 ms; $seen is 1 once a dlt-batches thread was seen (the run is then let finish), else 0.
+producer_seen() {
+  local name=$1 pid
+  shift
+  seen=0
+  "$DLTRAIN" train "$TMP/net.yaml" --quiet --threads 1 --output-dir "$TMP/$name" --set data.train="$TMP/data/train" \
+    "$@" > "$TMP/$name.log" 2>&1 &
+  pid=$!
+  while kill -0 $pid 2> /dev/null; do
+    if cat /proc/$pid/task/*/comm 2> /dev/null | grep -q '^dlt-batches$'; then
+      seen=1
+      break
+    fi
+    sleep 0.005
+  done
+  wait $pid || fail "$name: training failed: $(cat "$TMP/$name.log")"
+}
+for attempt in 1 2 3; do  # a loaded machine may stall this shell through every epoch's start
+  producer_seen producer-bg
+  ((seen == 1)) && break
+done
+((seen == 1)) || fail "DispatchInBackground true: no dlt-batches thread seen in 3 runs"
+echo "ok: DispatchInBackground true: the producer thread dlt-batches is seen"
+producer_seen producer-fg --set training.DispatchInBackground=false
+((seen == 0)) || fail "DispatchInBackground false: a dlt-batches thread ran"
+echo "ok: DispatchInBackground false: no producer thread in the whole run"
 
 # listed_images NAME [--set ...]: the image count of a one-epoch run's "training on ... with N images"
 listed_images() {

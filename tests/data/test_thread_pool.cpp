@@ -1,4 +1,7 @@
 // ThreadPool (lib/util/thread_pool.h, used by the data loader): coverage, errors, reuse.
+#include <pthread.h>
+
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <stdexcept>
@@ -33,4 +36,26 @@ TEST_CASE("ThreadPool runs every index once and reports the lowest failure", "[d
   std::atomic<int64_t> sum{0};
   pool.parallel_for(10, [&](int64_t i, int) { sum += i; });  // usable after a failure
   CHECK(sum.load() == 45);
+}
+
+TEST_CASE("ThreadPool names its workers NAME-K; set_thread_name keeps 15 bytes", "[data]") {
+  ThreadPool pool(3, "dlt-test");
+  std::vector<std::string> names(pool.size());
+  pool.parallel_for(64, [&](int64_t, int worker) {
+    char buf[16] = {};
+    pthread_getname_np(pthread_self(), buf, sizeof buf);
+    names[worker] = buf;  // each worker writes only its own slot
+  });
+  for (int w = 0; w < pool.size(); ++w)
+    if (!names[w].empty()) CHECK(names[w] == "dlt-test-" + std::to_string(w));
+  CHECK(std::count_if(names.begin(), names.end(), [](const std::string& n) { return !n.empty(); }) >= 1);
+
+  std::string seen;
+  std::thread([&] {
+    set_thread_name("a-name-longer-than-fifteen");
+    char buf[16] = {};
+    pthread_getname_np(pthread_self(), buf, sizeof buf);
+    seen = buf;
+  }).join();
+  CHECK(seen == "a-name-longer-t");
 }
