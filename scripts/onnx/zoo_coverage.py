@@ -399,6 +399,16 @@ def cell(r):
     return f"ok {r['diff_import']:.1e} / {r['diff_export']:.1e}"
 
 
+def isa():
+    """The widest vector ISA /proc/cpuinfo lists: what oneDNN and the peers may use."""
+    flags = open("/proc/cpuinfo").read()
+    if "avx512_bf16" in flags:
+        return "AVX-512 (bf16)"
+    if "avx512f" in flags:
+        return "AVX-512"
+    return "AVX2" if "avx2" in flags else "SSE"
+
+
 def cpu_model():
     """lscpu's model name, family and model, and the core count."""
     try:
