@@ -1,7 +1,7 @@
 // The live files (train/live_files.h) as an observer, rank 0: config.yaml and a first plot as
-// training starts; progress.png at each validation, every PlotIntervalSeconds and when the plot's note changes
-// (a watchdog warning). A run that fails leaves a plot that says so, with the error; a run
-// that ends closes them (the final files replace them).
+// training starts; progress.png at each validation, every PlotIntervalSeconds and when the
+// plot's note changes (a watchdog warning). A run that fails leaves a plot that says so, with
+// the error; a run that ends closes them (the final files replace them).
 #include <algorithm>
 #include <memory>
 
