@@ -409,6 +409,13 @@ def isa():
     return "AVX2" if "avx2" in flags else "SSE"
 
 
+def dltrain_version(dltrain):
+    """The binary's own version line ("dltrain 0.1.0"). Tables in docs/ name it; the commit it was
+    built from belongs in the issue note, not in the reference page."""
+    out = subprocess.run([dltrain, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
+    return out[0] if out else "dltrain ?"
+
+
 def cpu_model():
     """lscpu's model name, family and model, and the core count."""
     try:
@@ -561,11 +568,7 @@ def main():
             sys.exit(f"zoo_coverage: '{a}' is not one of torchvision's classification models")
     if args.reuse and not args.keep:
         sys.exit("zoo_coverage: --reuse needs --keep DIR (the folder of the earlier run)")
-    # the binary's own version line ("dltrain 0.1.0"); the commit it was built from belongs in
-    # the issue note, not in the reference page
-    versions["dltrain"] = subprocess.run([args.dltrain, "--version"], capture_output=True,
-                                         text=True).stdout.strip().splitlines()[:1] or ["dltrain ?"]
-    versions["dltrain"] = versions["dltrain"][0]
+    versions["dltrain"] = dltrain_version(args.dltrain)
     work = args.keep or tempfile.mkdtemp(prefix="zoo_coverage.")
     os.makedirs(work, exist_ok=True)
     start = time.time()
