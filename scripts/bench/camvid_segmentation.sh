@@ -2,7 +2,8 @@
 # Trains configs/camvid-segnet-basic.yaml (or --config) on CamVid's train split with dltrain
 # and with PyTorch (scripts/bench/pytorch_segment.py: the same network from dltrain's resolved
 # config.yaml, the same He initialisation, options, median-frequency class weights and
-# augmentation), one run per seed and side, on the same 2 cores, one after the other. Both
+# augmentation), one run per seed and side, on the same 2 cores (--device gpu: on cuda:0,
+# float32 with TF32 off both sides), one after the other. Both
 # sides' predictions on the val split are scored by one metric code (scripts/bench/
 # seg_metrics.py) at the label images' resolution. Prints a markdown table: mean IoU, global
 # accuracy, training images per second and their ratio.
@@ -11,7 +12,7 @@ set -euo pipefail
 usage() {
   cat <<'USAGE'
 usage: scripts/bench/camvid_segmentation.sh [--epochs N] [--seeds "1 2"] [--data DIR]
-                                            [--config FILE] [--output FILE]
+                                            [--config FILE] [--output FILE] [--device cpu|gpu]
   --epochs N    epochs per run (default: the config's MaxEpochs)
   --seeds S     space-separated seeds (default "1 2")
   --data DIR    CamVid as DIR/{train,val}/{images,labels} (default data/camvid; made with
@@ -19,6 +20,8 @@ usage: scripts/bench/camvid_segmentation.sh [--epochs N] [--seeds "1 2"] [--data
   --config F    a dltrain segmentation config (default configs/camvid-segnet-basic.yaml)
   --output FILE also write the table to FILE; logs go to <FILE without extension>-logs/
                 (default: a new /tmp/camvid_segmentation.* folder)
+  --device D    cpu (default: 2 threads each) or gpu (ExecutionEnvironment gpu, GPU 0; PyTorch
+                on cuda:0 with its data and augmentation on the GPU)
 environment: DLTRAIN (default build/dltrain), PYTHON (default /usr/bin/python3: Debian's torch)
 USAGE
 }
@@ -29,6 +32,7 @@ seeds="1 2"
 data="$root/data/camvid"
 config="$root/configs/camvid-segnet-basic.yaml"
 output=""
+device=cpu
 while [ $# -gt 0 ]; do
   case "$1" in
     --epochs) epochs="$2"; shift 2 ;;
@@ -36,12 +40,14 @@ while [ $# -gt 0 ]; do
     --data) data="$2"; shift 2 ;;
     --config) config="$2"; shift 2 ;;
     --output) output="$2"; shift 2 ;;
+    --device) device="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "camvid_segmentation.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
 done
 die() { echo "camvid_segmentation.sh: error: $*" >&2; exit 1; }
 say() { echo "camvid_segmentation.sh: $*" >&2; }
+[[ "$device" == cpu || "$device" == gpu ]] || die "--device must be cpu or gpu, got '$device'"
 [[ "$epochs" =~ ^[0-9]+$ ]] || die "--epochs must be an integer >= 1, got '$epochs'"
 for s in $seeds; do [[ "$s" =~ ^[0-9]+$ ]] || die "seed '$s' is not an integer >= 0"; done
 dltrain="${DLTRAIN:-$root/build/dltrain}"
@@ -65,6 +71,16 @@ if [ ! -d "$data/train/images" ] || [ ! -d "$data/val/labels" ]; then
 fi
 data="$(cd "$data" && pwd)"
 [ "$epochs" -gt 0 ] || epochs="$("$python" -c 'import sys,yaml; print(int(yaml.safe_load(open(sys.argv[1]))["training"]["MaxEpochs"]))' "$config")"
+dl_env=(env OMP_NUM_THREADS=2)
+dl_where=(--set training.ExecutionEnvironment=cpu)
+seg_where=()
+py_where=()
+if [[ "$device" == gpu ]]; then
+  dl_env=(env)
+  dl_where=(--set training.ExecutionEnvironment=gpu)
+  seg_where=(--gpu 0)
+  py_where=(--device cuda)
+fi
 results="$logs/results.jsonl"
 : >"$results"
 
@@ -72,12 +88,12 @@ for s in $seeds; do
   run="$logs/dltrain-seed$s"
   rm -rf "$run"
   say "dltrain seed $s: $epochs epochs (log $run.log)"
-  OMP_NUM_THREADS=2 "$dltrain" train "$config" --output-dir "$run" --quiet \
+  "${dl_env[@]}" "$dltrain" train "$config" --output-dir "$run" --quiet "${dl_where[@]}" \
       --set "data.train.images=$data/train/images" --set "data.train.labels=$data/train/labels" \
       --set "data.validation.images=$data/val/images" --set "data.validation.labels=$data/val/labels" \
       --set "training.Seed=$s" --set "training.MaxEpochs=$epochs" >"$run.log" 2>&1 ||
     { tail -n 20 "$run.log" >&2; die "dltrain failed for seed $s (log $run.log)"; }
-  "$dltrain" segment "$run/model.bin" "$data/val/images" --output "$run/pred" >>"$run.log" 2>&1 ||
+  "$dltrain" segment "$run/model.bin" "$data/val/images" --output "$run/pred" "${seg_where[@]}" >>"$run.log" 2>&1 ||
     { tail -n 20 "$run.log" >&2; die "dltrain segment failed for seed $s (log $run.log)"; }
   mkdir -p "$run/pred-index"
   for f in "$run"/pred/*.png; do  # <stem>.png class indices; <stem>_overlay.png are for people
@@ -95,7 +111,7 @@ PY
   plog="$logs/pytorch-seed$s"
   say "pytorch seed $s: $epochs epochs (log $plog.log)"
   "$python" "$root/scripts/bench/pytorch_segment.py" "$run/config.yaml" --data "$data" --seed "$s" \
-      --epochs "$epochs" --predictions "$plog-pred" >"$plog.json" 2>"$plog.log" ||
+      --epochs "$epochs" --predictions "$plog-pred" "${py_where[@]}" >"$plog.json" 2>"$plog.log" ||
     { tail -n 20 "$plog.log" >&2; die "pytorch_segment.py failed for seed $s (log $plog.log)"; }
   "$python" "$root/scripts/bench/seg_metrics.py" "$run/config.yaml" "$plog-pred" "$data/val/labels" \
       >"$plog.metrics.json"
@@ -108,11 +124,13 @@ print(json.dumps({"side": "pytorch", "seed": int(sys.argv[3]), "MeanIoU": m["Mea
 PY
 done
 
-"$python" - "$results" "$epochs" "$(basename "$config")" <<'PY' | tee ${output:+"$output"}
+where="CPU $(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), 2 threads"
+[[ "$device" == gpu ]] && where="GPU $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1) (float32, TF32 off)"
+"$python" - "$results" "$epochs" "$(basename "$config")" "$where" <<'PY' | tee ${output:+"$output"}
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-print(f"{sys.argv[3]}, {sys.argv[2]} epochs, CPU {cpu}, 2 threads\n")
+torch_v = next((r["torch"] for r in rows if "torch" in r), "?")
+print(f"{sys.argv[3]}, {sys.argv[2]} epochs, {sys.argv[4]}, PyTorch {torch_v}\n")
 print("| seed | dltrain mIoU | PyTorch mIoU | dltrain global acc | PyTorch global acc | dltrain img/s | PyTorch img/s | time ratio dltrain/PyTorch |")
 print("|---:|---:|---:|---:|---:|---:|---:|---:|")
 for s in sorted({r["seed"] for r in rows}):

@@ -117,7 +117,7 @@ def augment(x, y, aug, gen, torch):
     theta[:, 1, 1] = 1
     theta[:, 0, 2] = -2 * tx / w  # output pixel p samples input p - t (normalized coordinates)
     theta[:, 1, 2] = -2 * ty / h
-    grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+    grid = F.affine_grid(theta.to(x.device), list(x.shape), align_corners=False)
     xa = F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
     ya = F.grid_sample((y + 1).unsqueeze(1).float(), grid, mode="nearest", padding_mode="zeros",
                        align_corners=False)
@@ -132,9 +132,12 @@ def main():
     ap.add_argument("--epochs", type=int, default=0, help="0: the config's MaxEpochs")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--predictions", required=True, help="folder for the validation predictions (index PNGs)")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="cuda: train on cuda:0 (data and augmentation on the GPU, cudnn.benchmark, TF32 off)")
     args = ap.parse_args()
 
-    pytorch_cpu.ensure_environment("best", args.threads)
+    if args.device == "cpu":
+        pytorch_cpu.ensure_environment("best", args.threads)
 
     import numpy as np
     import torch
@@ -146,6 +149,11 @@ def main():
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    dev = torch.device(args.device)
+    if args.device == "cuda":
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     t_start = time.perf_counter()
     with open(args.config) as f:
         cfg = yaml.safe_load(f)
@@ -189,14 +197,14 @@ def main():
             inp.mean.copy_(torch.from_numpy(train_x.astype(np.float64).mean(0)).permute(2, 0, 1).unsqueeze(0).float())
         elif inp.norm != "none":
             raise SystemExit(f"pytorch_segment: Normalization '{inp.norm}' not implemented here")
-    train_x = torch.from_numpy(train_x).permute(0, 3, 1, 2).contiguous()
-    train_y = torch.from_numpy(train_y)
-    val_x = torch.from_numpy(val_x).permute(0, 3, 1, 2).contiguous()
+    train_x = torch.from_numpy(train_x).permute(0, 3, 1, 2).contiguous().to(dev)
+    train_y = torch.from_numpy(train_y).to(dev)
+    val_x = torch.from_numpy(val_x).permute(0, 3, 1, 2).contiguous().to(dev)
 
-    net = net.to(memory_format=torch.channels_last)
+    net = net.to(dev, memory_format=torch.channels_last)
     groups = param_groups(args.config, net, lr0, l2)
     opt = torch.optim.SGD(groups, lr=lr0, momentum=momentum, weight_decay=l2)
-    class_weights = torch.tensor(weights, dtype=torch.float32) if weights else None
+    class_weights = torch.tensor(weights, dtype=torch.float32, device=dev) if weights else None
     n = train_x.shape[0]
     bsz = min(batch, n)
     per_epoch = n // bsz
@@ -218,9 +226,12 @@ def main():
             order = torch.randperm(n, generator=gen)
         net.train()
         te = time.perf_counter()
-        loss_sum, right, counted = 0.0, 0, 0
+        # Sums stay on the device (one synchronisation per epoch, not three per iteration).
+        loss_sum = torch.zeros((), device=dev, dtype=torch.float64)
+        right = torch.zeros((), device=dev, dtype=torch.int64)
+        counted = torch.zeros((), device=dev, dtype=torch.int64)
         for b in range(per_epoch):
-            idx = order[b * bsz:(b + 1) * bsz]
+            idx = order[b * bsz:(b + 1) * bsz].to(dev)
             x, y = augment(train_x[idx], train_y[idx], aug, gen, torch)
             x = x.contiguous(memory_format=torch.channels_last)
             opt.zero_grad(set_to_none=True)
@@ -228,11 +239,12 @@ def main():
             loss = F.cross_entropy(logits, y, weight=class_weights, ignore_index=-1)
             loss.backward()
             opt.step()
-            loss_sum += loss.item()
             with torch.no_grad():
+                loss_sum += loss.detach()
                 defined = y >= 0
-                right += ((logits.argmax(1) == y) & defined).sum().item()
-                counted += defined.sum().item()
+                right += ((logits.argmax(1) == y) & defined).sum()
+                counted += defined.sum()
+        loss_sum, right, counted = loss_sum.item(), right.item(), counted.item()  # waits for the GPU
         dt = time.perf_counter() - te
         epoch_seconds.append(dt)
         mean_loss = loss_sum / max(per_epoch, 1)
@@ -245,7 +257,7 @@ def main():
     net.eval()
     with torch.no_grad():
         for s in range(0, val_x.shape[0], 8):
-            pred = net(val_x[s:s + 8].contiguous(memory_format=torch.channels_last)).argmax(1)
+            pred = net(val_x[s:s + 8].contiguous(memory_format=torch.channels_last)).argmax(1).cpu()
             for k in range(pred.shape[0]):
                 stem = val_items[s + k][0]
                 Image.fromarray(pred[k].numpy().astype(np.uint8)).save(

@@ -14,13 +14,20 @@
 # Everything is logged under $OUT (at most 8 files come back: see the end). Exit codes: 0 all
 # stages passed, 1 a stage failed, 3 libraries missing, 77 no GPU (stops before GPU stages).
 #   bash scripts/device/gpu_session.sh [--stages "tests train bench"] [--test-args "[net]"]
-#     --stages     which of the GPU stages to run (default: "tests train bench", run in the
-#                  order tests, sanitize, train, profile, bench; "sanitize" runs
+#     --stages     which of the GPU stages to run, in the order given (default: "tests train
+#                  bench"; also "sanitize", "profile", "camvid", "zoo"); "sanitize" runs
 #                  dltrain_gpu_tests' kernel tags under compute-sanitizer memcheck: out-of-bounds
 #                  and misaligned accesses a passing test can hide; "profile" logs `dltrain time`'s
 #                  per-layer times with each convolution's cuDNN algorithm beside torch.profiler's
 #                  per-operator CUDA times for resnet18-cifar and cifar10, after the step times
-#                  under CudnnEngines auto / exhaustive x BatchNormKernels cudnn / dltrain)
+#                  under CudnnEngines auto / exhaustive x BatchNormKernels cudnn / dltrain);
+#                  "camvid" trains seed 003's SegNet at 360x480 on CamVid with dltrain and
+#                  PyTorch (.devbundle/camvid.tar); "zoo" times imported mobilenet_v2 / resnet50
+#                  inference at batch 256 against PyTorch eager
+#   Environment: SESSION_SECONDS (the whole budget, default 510), TESTS_SECONDS, BENCH_SECONDS,
+#   CAMVID_SECONDS, ZOO_SECONDS (caps per stage), RESERVE_SECONDS (kept for the stages after
+#   bench / camvid / zoo), CAMVID_EPOCHS (3), BENCH_NETWORKS, BENCH_GRAPH_NETWORKS ("none": no
+#   CUDA-graph rows), BENCH_SWITCHES. A stage with too little time left is skipped and named.
 #     --test-args  arguments for dltrain_gpu_tests (a Catch2 tag or test name filter)
 #     --sanitize-args  one Catch2 test spec (a test name may hold spaces) for the sanitize
 #                  stage alone (default: --test-args, else the kernel tags)
@@ -63,7 +70,10 @@ finish() {
   [[ -f "$work/bench/table.md" ]] && cp "$work/bench/table.md" "$OUT/bench_table.md"
   [[ -f "$work/bench/results.json" ]] && cp "$work/bench/results.json" "$OUT/bench_results.json"
   [[ -f "$work/run/summary.json" ]] && cp "$work/run/summary.json" "$OUT/train_summary.json"
-  tar -C "$work" -czf "$OUT/all_logs.tar.gz" --exclude=data --exclude=bundle --exclude='*.bin' --exclude='*.onnx' . 2> /dev/null || true
+  [[ -f "$work/camvid_out/table.md" ]] && cp "$work/camvid_out/table.md" "$OUT/camvid_table.md"
+  [[ -f "$work/zoo/table.md" ]] && cp "$work/zoo/table.md" "$OUT/zoo_table.md"
+  tar -C "$work" -czf "$OUT/all_logs.tar.gz" --exclude=data --exclude=bundle --exclude=camvid --exclude=segdata \
+    --exclude='*.bin' --exclude='*.onnx' --exclude='*.onnx.data' --exclude='*.png' --exclude='*.jpg' . 2> /dev/null || true
   exit "$rc"
 }
 
@@ -141,9 +151,9 @@ fi
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm,power.limit,driver_version --format=csv 2>&1 || true
 
 # --- 4. GPU tests ---------------------------------------------------------------------------------
-if want tests; then
-stage "dltrain_gpu_tests (at most $(( $(left) > 240 ? 200 : $(left) / 2 ))s)"
-t=$(( $(left) > 240 ? 200 : $(left) / 2 ))
+stage_tests() {
+t=$(( $(left) > 240 ? ${TESTS_SECONDS:-200} : $(left) / 2 ))
+stage "dltrain_gpu_tests (at most ${t}s)"
 timeout -k 5 "$t" "$work/bin/dltrain_gpu_tests" --durations yes "${test_args[@]}" > "$work/logs/gpu_tests.log" 2>&1
 rc=$?
 grep -E 'no GPU|test cases|assertions|FAILED|failed|passed|^[0-9.]+ s: ' "$work/logs/gpu_tests.log" | tail -60
@@ -175,10 +185,10 @@ if [[ $rc -ne 0 && $rc -ne 77 ]]; then
     { echo "=== $spec: exit $r"; cat "$work/logs/rerun_one.log"; } >> "$work/logs/gpu_tests_rerun.log"
   done < "$work/logs/rerun_specs.txt"
 fi
-fi
+}
 
 # --- 4b. compute-sanitizer memcheck over our own kernels (opt-in stage "sanitize") -----------------
-if want sanitize; then
+stage_sanitize() {
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2> /dev/null || true)
 t=$(( $(left) > 300 ? 120 : $(left) / 3 ))
 stage "compute-sanitizer memcheck (at most ${t}s)"
@@ -199,7 +209,7 @@ else
     *) echo "sanitize: exit $rc"; grep -A8 -m3 '========= Invalid' "$work/logs/sanitize.log"; failures+=(sanitize) ;;
   esac
 fi
-fi
+}
 
 # --- 5. training runs: the GPU against the CPU on the same data, seed and command -----------------
 # CPU, GPU, GPU with Deterministic, multi-gpu (one NCCL rank) with Deterministic, GPU with
@@ -208,12 +218,13 @@ fi
 # points, validation loss within 5%: float sums in another order drift over 90 Adam steps); the
 # one-rank multi-gpu run must give the deterministic single-GPU run's weights (compared as ONNX
 # initializers by scripts/device/compare_models.py).
-if want train; then
+stage_train() {
 stage "dltrain train configs/shapes.yaml: cpu, gpu, gpu deterministic, multi-gpu (1 rank), CUDA graph"
 "$work/bin/dltrain" make-dataset shapes "$work/data" --classes 4 --per-class 300 --size 32x32 --seed 3 > "$work/logs/make_dataset.log" 2>&1 ||
   { echo "make-dataset failed: $(tail -3 "$work/logs/make_dataset.log")"; failures+=(make_dataset); }
 train_run() {  # $1 name, $2 ExecutionEnvironment, then extra arguments
   local name=$1 env=$2; shift 2
+  [[ $(left) -lt 45 ]] && { echo "train $name: skipped, $(left)s left"; failures+=("train_${name}_no_time"); return 1; }
   timeout -k 5 90 "$work/bin/dltrain" train configs/shapes.yaml --output-dir "$work/$name" \
     --set data.train="$work/data/train" --set data.validation="$work/data/test" \
     --set training.ExecutionEnvironment="$env" --set training.MaxEpochs=6 --set training.Seed=5 "$@" \
@@ -289,6 +300,7 @@ grep -E 'CUDA graph' "$work/logs/train_run_graph.log" | head -3
 "$work/bin/dltrain" make-dataset shapes-seg "$work/segdata" --classes 4 --count 1200 --seed 3 > "$work/logs/make_segdata.log" 2>&1 ||
   { echo "make-dataset shapes-seg failed: $(tail -3 "$work/logs/make_segdata.log")"; failures+=(make_segdata); }
 seg_run() {  # $1 name, $2 ExecutionEnvironment
+  [[ $(left) -lt 60 ]] && { echo "train $1: skipped, $(left)s left"; failures+=("train_$1_no_time"); return 1; }
   timeout -k 5 150 "$work/bin/dltrain" train configs/shapes-seg.yaml --output-dir "$work/$1" \
     --set data.train.images="$work/segdata/train/images" --set data.train.labels="$work/segdata/train/labels" \
     --set data.validation.images="$work/segdata/test/images" --set data.validation.labels="$work/segdata/test/labels" \
@@ -322,7 +334,7 @@ fi
 DLT_CUDNN_ENGINES=exhaustive DLT_BN_KERNELS=dltrain train_run run_bnk gpu && { in_band run_bnk || failures+=(train_bnk_band); }
 DLT_BN_KERNELS=dltrain train_run run_bnk_mixed gpu --set training.Precision=mixed &&
   { in_band run_bnk_mixed || failures+=(train_bnk_mixed_band); }
-fi
+}
 
 # --- 5b. where the time goes (stage "profile"): dltrain's steps under the switches that choose
 # how the convolutions and batch norms run, in the same call: CudnnEngines auto (cudnnFind's
@@ -332,7 +344,7 @@ fi
 # mixed precision AllowReducedPrecisionReduction; then dltrain's per-layer times with each
 # convolution's cuDNN choice (DLT_LOG=debug), beside torch.profiler's per-operator CUDA times.
 # About 320 s with ResNet-18 first: run it in its own call (docs/gpu.md "GPU switches").
-if want profile; then
+stage_profile() {
 stage "profile: CudnnEngines auto / exhaustive, BatchNormKernels cudnn / dltrain, AllowReducedPrecisionReduction; per layer against torch.profiler"
 profile_run() {  # $1 net, $2 batch, $3 precision, $4 engines, $5 batch-norm kernels, $6 rpr (0/1)
   local log="$work/logs/engines_$1_$3_$4_$5_rpr$6.log" limit=90
@@ -383,11 +395,12 @@ if [[ $(left) -ge 90 ]]; then
     2> "$work/logs/profile_torch_resnet18-cifar_mixed.log" || echo "pytorch profile resnet18-cifar mixed: exit $?"
   head -24 "$work/logs/profile_torch_resnet18-cifar_mixed.log" | cut -c1-160
 fi
-fi
+}
 
 # --- 6. benchmark against PyTorch ------------------------------------------------------------------
-if want bench; then
-t=$(( $(left) - 15 ))
+stage_bench() {
+t=$(( $(left) - 15 - ${RESERVE_SECONDS:-0} ))
+(( t > ${BENCH_SECONDS:-100000} )) && t=${BENCH_SECONDS}
 stage "scripts/bench/gpu_vs_pytorch (at most ${t}s)"
 if [[ $t -lt 60 ]]; then
   echo "bench: skipped, only ${t}s left"; failures+=(bench_no_time)
@@ -400,7 +413,8 @@ else
   # in the environment skips them; docs/gpu.md "GPU switches").
   extra+=(--switches "${BENCH_SWITCHES-DLT_CUDNN_ENGINES=exhaustive DLT_BN_KERNELS=dltrain DLT_ALLOW_REDUCED_PRECISION_REDUCTION=1}")
   DLTRAIN="$work/bin/dltrain" timeout -k 5 "$t" scripts/bench/gpu_vs_pytorch --output-dir "$work/bench" \
-    --compile-networks "resnet18-cifar" --compile-timeout "$compile_t" --graph-networks "cifar10 resnet18-cifar" --mixed-networks "resnet18-cifar" \
+    --networks "${BENCH_NETWORKS:-cifar10 cifar10-bn resnet18-cifar}" --compile-networks "resnet18-cifar" \
+    --compile-timeout "$compile_t" --graph-networks "${BENCH_GRAPH_NETWORKS:-cifar10 resnet18-cifar}" --mixed-networks "resnet18-cifar" \
     "${extra[@]}" > "$work/logs/bench.log" 2>&1
   rc=$?
   tail -40 "$work/logs/bench.log"
@@ -410,7 +424,56 @@ else
       "$(nvidia-smi -L 2> /dev/null | head -1)" "$work/bench/results.json" > "$work/bench/table.md" && cat "$work/bench/table.md"
   fi
 fi
-fi
+}
 
+# --- 7. seed 003 at its own size (stage "camvid"): configs/camvid-segnet.yaml (SegNet, VGG-16
+# encoder, 360x480, the seed's options at MiniBatchSize 4) on CamVid from .devbundle/camvid.tar
+# (copy ../shared/datasets/camvid.tar there before the call), dltrain on the GPU against
+# scripts/bench/pytorch_segment.py --device cuda (the same network, initialisation, class weights,
+# augmentation and options) for CAMVID_EPOCHS epochs (default 3), seed 1: training images/s and
+# mean IoU / global accuracy of both sides' val predictions, scored by one metric code.
+stage_camvid() {
+  local t=$(( $(left) - ${RESERVE_SECONDS:-0} ))
+  (( t > ${CAMVID_SECONDS:-240} )) && t=${CAMVID_SECONDS:-240}
+  stage "camvid: configs/camvid-segnet.yaml on CamVid, dltrain (gpu) against PyTorch (cuda), ${CAMVID_EPOCHS:-3} epochs (at most ${t}s)"
+  local tarball="$root/.devbundle/camvid.tar"
+  if [[ ! -f $tarball ]]; then
+    echo "camvid: $tarball missing (cp ../shared/datasets/camvid.tar .devbundle/ before the call)"; failures+=(camvid_data); return
+  fi
+  (( t < 60 )) && { echo "camvid: skipped, only ${t}s left"; failures+=(camvid_no_time); return; }
+  datasets/get-camvid.sh "$work/camvid" --from "$tarball" > "$work/logs/get_camvid.log" 2>&1 ||
+    { echo "camvid: get-camvid.sh failed: $(tail -2 "$work/logs/get_camvid.log")"; failures+=(camvid_data); return; }
+  DLTRAIN="$work/bin/dltrain" PYTHON=python3 timeout -k 5 "$t" scripts/bench/camvid_segmentation.sh \
+    --config configs/camvid-segnet.yaml --device gpu --epochs "${CAMVID_EPOCHS:-3}" --seeds 1 --data "$work/camvid" \
+    --output "$work/camvid_out/table.md" > "$work/logs/camvid.log" 2>&1
+  local rc=$?
+  tail -6 "$work/logs/camvid.log"
+  for f in "$work"/camvid_out/table-logs/*.log; do  # each side's epochs, for the time per epoch
+    [[ -f $f ]] && { echo "-- ${f##*/}"; grep -E 'epoch|Epoch|^\| +[0-9]+ \|' "$f" | tail -5 | cut -c1-160; }
+  done
+  [[ $rc -eq 0 ]] || { echo "camvid: exit $rc"; failures+=(camvid); }
+}
+
+# --- 8. imported ONNX networks (stage "zoo"): torchvision's mobilenet_v2 and resnet50 exported
+# here by this machine's PyTorch (the default dynamo exporter), imported by `dltrain time`'s
+# base:, inference at batch 256 on the GPU against PyTorch eager (scripts/bench/onnx_inference_gpu.py).
+stage_zoo() {
+  local t=$(( $(left) - ${RESERVE_SECONDS:-0} ))
+  (( t > ${ZOO_SECONDS:-150} )) && t=${ZOO_SECONDS:-150}
+  stage "zoo: imported mobilenet_v2 and resnet50, inference at batch 256 against PyTorch eager (at most ${t}s)"
+  (( t < 40 )) && { echo "zoo: skipped, only ${t}s left"; failures+=(zoo_no_time); return; }
+  DLTRAIN="$work/bin/dltrain" timeout -k 5 "$t" python3 scripts/bench/onnx_inference_gpu.py --output-dir "$work/zoo" \
+    --run-timeout $(( t / 2 )) > "$work/logs/zoo.jsonl" 2> "$work/logs/zoo.log"
+  local rc=$?
+  grep -vE '^\[torch.onnx\]|^$' "$work/logs/zoo.log" | tail -8 | cut -c1-220
+  [[ $rc -eq 0 ]] || { echo "zoo: exit $rc"; failures+=(zoo); }
+}
+
+for s in $stages; do
+  case "$s" in
+    tests|sanitize|train|profile|bench|camvid|zoo) "stage_$s" ;;
+    *) echo "gpu_session: unknown stage '$s'"; failures+=("unknown_stage_$s") ;;
+  esac
+done
 [[ ${#failures[@]} -eq 0 ]] && finish 0
 finish 1

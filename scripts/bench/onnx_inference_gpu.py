@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Inference speed of imported ONNX networks on one GPU: dltrain against PyTorch eager.
+
+For each torchvision network (default mobilenet_v2, resnet50; random weights, seed 0, 1000
+classes, 224x224) it exports the model with torch.onnx.export (dynamo=True, the default
+exporter; where that fails, dynamo=False at opset 17, and the row says which), then times
+inference at one batch (default 256) in float32 with TF32 off on both sides:
+  - dltrain: `dltrain time --gpu 0 --json` on a config whose base: is the ONNX file (imported
+    on the fly, the last two layers replaced by softmax + classification as a user's would
+    be): its inference_ms, the median of --repeats loops of --iterations forward passes;
+  - PyTorch eager: the same model object on cuda:0, channels_last, cudnn.benchmark,
+    torch.inference_mode, timed with CUDA events over the same loops.
+Agreement of the imported networks with the exporter's model is checked elsewhere
+(scripts/onnx/zoo_coverage.py, tests/onnx); this script measures speed only. Prints one JSON
+line per network to stdout, a markdown table to stderr, and writes OUTPUT-DIR/table.md.
+Runs with the python3 that has torch, torchvision, onnx and onnxscript (the GPU machine's).
+
+  DLTRAIN=path/to/dltrain python3 scripts/bench/onnx_inference_gpu.py --output-dir DIR
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "onnx"))
+import zoo_coverage as zc  # noqa: E402  (the exporters as the zoo coverage uses them)
+
+
+def log(msg):
+    print(f"onnx_inference_gpu: {msg}", file=sys.stderr, flush=True)
+
+
+def export(model, x, path):
+    """dynamo first (what torch.onnx.export does by default), TorchScript's exporter if it fails."""
+    try:
+        zc.export(model, x, path, "dynamo")
+        return "dynamo"
+    except Exception as e:  # noqa: BLE001  (any exporter failure: fall back, and say so)
+        log(f"dynamo export failed ({str(e).splitlines()[0][:160]}); using dynamo=False")
+        for f in (path, path + ".data"):
+            if os.path.exists(f):
+                os.remove(f)
+        zc.export(model, x, path, "torchscript")
+        return "torchscript"
+
+
+def dltrain_time(args, onnx_path, work, batch):
+    cfg = os.path.join(work, "time.yaml")
+    with open(cfg, "w") as f:
+        f.write(f"base:\n  Model: {onnx_path}\n  RemoveLast: 2\nlayers:\n"
+                "  - {type: softmax, Name: prob_timed}\n  - {type: classification, Name: out_timed}\n"
+                f"training:\n  MiniBatchSize: {batch}\n")
+    where = ["--gpu", "0"] if args.device == "cuda" else ["--threads", "2"]
+    cmd = [args.dltrain, "time", cfg, *where, "--batch", str(batch), "--json",
+           "--iterations", str(args.iterations), "--repeats", str(args.repeats), "--warmup", str(args.warmup)]
+    env = {k: v for k, v in os.environ.items() if k != "DLT_ALLOW_TF32"}
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.run_timeout, env=env)
+    seconds = time.perf_counter() - t0
+    if p.returncode != 0:
+        tail = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"
+        raise RuntimeError(tail)
+    return json.loads(p.stdout), seconds
+
+
+def torch_ms(model, x, args, torch):
+    for _ in range(args.warmup):
+        model(x)
+    if args.device == "cpu":  # the self-check without a GPU
+        times = []
+        for _ in range(args.repeats):
+            t = time.perf_counter()
+            for _ in range(args.iterations):
+                model(x)
+            times.append((time.perf_counter() - t) * 1e3 / args.iterations)
+        return sorted(times)[len(times) // 2]
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(args.repeats):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(args.iterations):
+            model(x)
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / args.iterations)
+    return sorted(times)[len(times) // 2]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--dltrain", default=os.environ.get("DLTRAIN", os.path.join(ROOT, "build", "dltrain")))
+    p.add_argument("--networks", default="mobilenet_v2,resnet50")
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--size", type=int, default=224)
+    p.add_argument("--iterations", type=int, default=10)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--run-timeout", type=float, default=150)
+    p.add_argument("--output-dir", default="")
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
+                   help="cpu: a self-check of this script where no GPU is (small --batch)")
+    args = p.parse_args()
+    import torch
+    import torchvision
+    if args.device == "cuda" and not torch.cuda.is_available():
+        log("no GPU visible to PyTorch")
+        return 77
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    work = args.output_dir or os.path.join("/tmp", "onnx_inference_gpu")
+    os.makedirs(work, exist_ok=True)
+    gpu = torch.cuda.get_device_name(0) if args.device == "cuda" else "the CPU (self-check)"
+    rows, failed = [], 0
+    for net in [n for n in args.networks.split(",") if n]:
+        row = {"network": net, "batch": args.batch, "size": args.size, "gpu": gpu,
+               "torch": torch.__version__, "cudnn": torch.backends.cudnn.version()}
+        torch.manual_seed(0)
+        model = torchvision.models.get_model(net, weights=None).eval()
+        x_cpu = torch.rand(2, 3, args.size, args.size)
+        path = os.path.join(work, net + ".onnx")
+        t0 = time.perf_counter()
+        try:
+            row["exporter"] = export(model, x_cpu, path)
+        except Exception as e:  # noqa: BLE001
+            row["error"] = f"export: {str(e).splitlines()[0][:160]}"
+            rows.append(row)
+            failed += 1
+            print(json.dumps(row), flush=True)
+            continue
+        row["export_s"] = round(time.perf_counter() - t0, 1)
+        try:
+            d, seconds = dltrain_time(args, path, work, args.batch)
+            row["dltrain_ms"] = d["inference_ms"]
+            row["dltrain_call_s"] = round(seconds, 1)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            row["dltrain_error"] = str(e)[:200]
+            failed += 1
+        model = model.to(args.device, memory_format=torch.channels_last)
+        x = torch.rand(args.batch, 3, args.size, args.size, device=args.device).contiguous(
+            memory_format=torch.channels_last)
+        with torch.inference_mode():
+            row["pytorch_ms"] = torch_ms(model, x, args, torch)
+        if "dltrain_ms" in row:
+            row["ratio"] = round(row["pytorch_ms"] / row["dltrain_ms"], 3)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        del model, x
+        if args.device == "cuda":
+            torch.cuda.empty_cache()
+    lines = [f"Imported ONNX inference on {gpu}, batch {args.batch}, {args.size}x{args.size}, float32 (TF32 off "
+             f"both sides); PyTorch {torch.__version__} eager (channels_last, cudnn.benchmark), cuDNN "
+             f"{torch.backends.cudnn.version()}; median of {args.repeats} loops of {args.iterations} batches.",
+             "", "| network | exporter | dltrain ms (img/s) | PyTorch eager ms (img/s) | PyTorch / dltrain |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        def cell(ms):
+            return f"{ms:.2f} ({args.batch / ms * 1e3:,.0f})"
+        d = cell(r["dltrain_ms"]) if "dltrain_ms" in r else r.get("dltrain_error", r.get("error", "?"))
+        t = cell(r["pytorch_ms"]) if "pytorch_ms" in r else "—"
+        lines.append(f"| {r['network']} | {r.get('exporter', '—')} | {d} | {t} | "
+                     f"{str(r['ratio']) + 'x' if 'ratio' in r else '—'} |")
+    print("\n".join(lines), file=sys.stderr, flush=True)
+    with open(os.path.join(work, "table.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
