@@ -13,6 +13,7 @@ usage() {
   cat <<'USAGE'
 usage: scripts/bench/camvid_segmentation.sh [--epochs N] [--seeds "1 2"] [--data DIR]
                                             [--config FILE] [--output FILE] [--device cpu|gpu]
+                                            [--pytorch-only RESOLVED_CONFIG]
   --epochs N    epochs per run (default: the config's MaxEpochs)
   --seeds S     space-separated seeds (default "1 2")
   --data DIR    CamVid as DIR/{train,val}/{images,labels} (default data/camvid; made with
@@ -22,6 +23,8 @@ usage: scripts/bench/camvid_segmentation.sh [--epochs N] [--seeds "1 2"] [--data
                 (default: a new /tmp/camvid_segmentation.* folder)
   --device D    cpu (default: 2 threads each) or gpu (ExecutionEnvironment gpu, GPU 0; PyTorch
                 on cuda:0 with its data and augmentation on the GPU)
+  --pytorch-only F  run PyTorch's side alone, on F: the config.yaml an earlier dltrain run of
+                this script wrote (its resolved ClassWeights); the table's dltrain cells say "—"
 environment: DLTRAIN (default build/dltrain), PYTHON (default /usr/bin/python3: Debian's torch)
 USAGE
 }
@@ -33,6 +36,7 @@ data="$root/data/camvid"
 config="$root/configs/camvid-segnet-basic.yaml"
 output=""
 device=cpu
+pytorch_only=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --epochs) epochs="$2"; shift 2 ;;
@@ -41,6 +45,7 @@ while [ $# -gt 0 ]; do
     --config) config="$2"; shift 2 ;;
     --output) output="$2"; shift 2 ;;
     --device) device="$2"; shift 2 ;;
+    --pytorch-only) pytorch_only="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "camvid_segmentation.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -55,6 +60,7 @@ python="${PYTHON:-/usr/bin/python3}"
 [ -x "$dltrain" ] || die "no dltrain binary at $dltrain (build it, or set DLTRAIN=...)"
 "$python" -c 'import torch, yaml, PIL' 2>/dev/null || die "$python cannot import torch, yaml and PIL (apt install python3-torch python3-yaml python3-pil, or set PYTHON=...)"
 [ -f "$config" ] || die "no config $config"
+[ -z "$pytorch_only" ] || [ -f "$pytorch_only" ] || die "no resolved config $pytorch_only (--pytorch-only)"
 
 if [ -n "$output" ]; then
   mkdir -p "$(dirname "$output")"
@@ -86,27 +92,32 @@ results="$logs/results.jsonl"
 
 for s in $seeds; do
   run="$logs/dltrain-seed$s"
-  rm -rf "$run"
-  say "dltrain seed $s: $epochs epochs (log $run.log)"
-  "${dl_env[@]}" "$dltrain" train "$config" --output-dir "$run" --quiet "${dl_where[@]}" \
-      --set "data.train.images=$data/train/images" --set "data.train.labels=$data/train/labels" \
-      --set "data.validation.images=$data/val/images" --set "data.validation.labels=$data/val/labels" \
-      --set "training.Seed=$s" --set "training.MaxEpochs=$epochs" >"$run.log" 2>&1 ||
-    { tail -n 20 "$run.log" >&2; die "dltrain failed for seed $s (log $run.log)"; }
-  "$dltrain" segment "$run/model.bin" "$data/val/images" --output "$run/pred" "${seg_where[@]}" >>"$run.log" 2>&1 ||
-    { tail -n 20 "$run.log" >&2; die "dltrain segment failed for seed $s (log $run.log)"; }
-  mkdir -p "$run/pred-index"
-  for f in "$run"/pred/*.png; do  # <stem>.png class indices; <stem>_overlay.png are for people
-    [[ "$f" == *_overlay.png ]] || ln -sf "$f" "$run/pred-index/$(basename "$f")"
-  done
-  "$python" "$root/scripts/bench/seg_metrics.py" "$run/config.yaml" "$run/pred-index" "$data/val/labels" \
-      >"$run.metrics.json"
-  "$python" - "$run/summary.json" "$run.metrics.json" "$s" >>"$results" <<'PY'
+  if [ -n "$pytorch_only" ]; then
+    mkdir -p "$run"
+    cp "$pytorch_only" "$run/config.yaml"
+  else
+    rm -rf "$run"
+    say "dltrain seed $s: $epochs epochs (log $run.log)"
+    "${dl_env[@]}" "$dltrain" train "$config" --output-dir "$run" --quiet "${dl_where[@]}" \
+        --set "data.train.images=$data/train/images" --set "data.train.labels=$data/train/labels" \
+        --set "data.validation.images=$data/val/images" --set "data.validation.labels=$data/val/labels" \
+        --set "training.Seed=$s" --set "training.MaxEpochs=$epochs" >"$run.log" 2>&1 ||
+      { tail -n 20 "$run.log" >&2; die "dltrain failed for seed $s (log $run.log)"; }
+    "$dltrain" segment "$run/model.bin" "$data/val/images" --output "$run/pred" "${seg_where[@]}" >>"$run.log" 2>&1 ||
+      { tail -n 20 "$run.log" >&2; die "dltrain segment failed for seed $s (log $run.log)"; }
+    mkdir -p "$run/pred-index"
+    for f in "$run"/pred/*.png; do  # <stem>.png class indices; <stem>_overlay.png are for people
+      [[ "$f" == *_overlay.png ]] || ln -sf "$f" "$run/pred-index/$(basename "$f")"
+    done
+    "$python" "$root/scripts/bench/seg_metrics.py" "$run/config.yaml" "$run/pred-index" "$data/val/labels" \
+        >"$run.metrics.json"
+    "$python" - "$run/summary.json" "$run.metrics.json" "$s" >>"$results" <<'PY'
 import json, sys
 j, m = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 print(json.dumps({"side": "dltrain", "seed": int(sys.argv[3]), "MeanIoU": m["MeanIoU"],
                   "GlobalAccuracy": m["GlobalAccuracy"], "train_images_per_second": j["train_images_per_second"]}))
 PY
+  fi
 
   plog="$logs/pytorch-seed$s"
   say "pytorch seed $s: $epochs epochs (log $plog.log)"
@@ -133,10 +144,15 @@ torch_v = next((r["torch"] for r in rows if "torch" in r), "?")
 print(f"{sys.argv[3]}, {sys.argv[2]} epochs, {sys.argv[4]}, PyTorch {torch_v}\n")
 print("| seed | dltrain mIoU | PyTorch mIoU | dltrain global acc | PyTorch global acc | dltrain img/s | PyTorch img/s | time ratio dltrain/PyTorch |")
 print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+none = {"MeanIoU": None, "GlobalAccuracy": None, "train_images_per_second": None}
+def pct(v):
+    return "—" if v is None else f"{100 * v:.2f}"
+def ips(v):
+    return "—" if v is None else f"{v:.1f}"
 for s in sorted({r["seed"] for r in rows}):
-    d = next(r for r in rows if r["seed"] == s and r["side"] == "dltrain")
-    p = next(r for r in rows if r["seed"] == s and r["side"] == "pytorch")
-    print(f"| {s} | {100 * d['MeanIoU']:.2f} | {100 * p['MeanIoU']:.2f} | {100 * d['GlobalAccuracy']:.2f} | "
-          f"{100 * p['GlobalAccuracy']:.2f} | {d['train_images_per_second']:.1f} | {p['train_images_per_second']:.1f} | "
-          f"{p['train_images_per_second'] / d['train_images_per_second']:.2f} |")
+    d = next((r for r in rows if r["seed"] == s and r["side"] == "dltrain"), none)
+    p = next((r for r in rows if r["seed"] == s and r["side"] == "pytorch"), none)
+    di, pi = d["train_images_per_second"], p["train_images_per_second"]
+    print(f"| {s} | {pct(d['MeanIoU'])} | {pct(p['MeanIoU'])} | {pct(d['GlobalAccuracy'])} | "
+          f"{pct(p['GlobalAccuracy'])} | {ips(di)} | {ips(pi)} | {'—' if None in (di, pi) else f'{pi / di:.2f}'} |")
 PY

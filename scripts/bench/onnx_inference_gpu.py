@@ -64,7 +64,38 @@ def dltrain_time(args, onnx_path, work, batch):
     if p.returncode != 0:
         tail = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"
         raise RuntimeError(tail)
+    with open(os.path.join(work, os.path.basename(onnx_path)[:-5] + "_dltrain.json"), "w") as f:
+        f.write(p.stdout)
     return json.loads(p.stdout), seconds
+
+
+def print_layers(d, top=10):
+    """dltrain's forward time per layer type and its slowest layers (from `dltrain time --json`)."""
+    by_type = {}
+    for layer in d.get("layers", []):
+        by_type[layer["type"]] = by_type.get(layer["type"], 0.0) + layer["forward_ms"]
+    total = sum(by_type.values())
+    log("dltrain forward per layer type (ms, each layer timed alone): " + ", ".join(
+        f"{t} {ms:.2f}" for t, ms in sorted(by_type.items(), key=lambda kv: -kv[1])) + f"; sum {total:.2f}")
+    slow = sorted(d.get("layers", []), key=lambda layer: -layer["forward_ms"])[:top]
+    log("slowest: " + ", ".join(f"{layer['name']} ({layer['type']}) {layer['forward_ms']:.2f}" for layer in slow))
+
+
+def print_torch_profile(model, x, torch, top=12):
+    """torch.profiler's CUDA kernels over two forward passes, the costliest first."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(2):
+            model(x)
+        torch.cuda.synchronize()
+    averages = prof.key_averages()
+    for key in ("self_device_time_total", "self_cuda_time_total"):
+        try:
+            table = averages.table(sort_by=key, row_limit=top, max_name_column_width=70)
+            break
+        except (AttributeError, KeyError, ValueError):
+            table = ""
+    log("PyTorch, two forward passes under torch.profiler:\n" + table)
 
 
 def torch_ms(model, x, args, torch):
@@ -102,6 +133,8 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--run-timeout", type=float, default=150)
     p.add_argument("--output-dir", default="")
+    p.add_argument("--profile", action="store_true",
+                   help="also print dltrain's per-layer-type times and torch.profiler's costliest CUDA kernels")
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                    help="cpu: a self-check of this script where no GPU is (small --batch)")
     args = p.parse_args()
@@ -138,6 +171,8 @@ def main():
             d, seconds = dltrain_time(args, path, work, args.batch)
             row["dltrain_ms"] = d["inference_ms"]
             row["dltrain_call_s"] = round(seconds, 1)
+            if args.profile:
+                print_layers(d)
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             row["dltrain_error"] = str(e)[:200]
             failed += 1
@@ -146,6 +181,8 @@ def main():
             memory_format=torch.channels_last)
         with torch.inference_mode():
             row["pytorch_ms"] = torch_ms(model, x, args, torch)
+            if args.profile and args.device == "cuda":
+                print_torch_profile(model, x, torch)
         if "dltrain_ms" in row:
             row["ratio"] = round(row["pytorch_ms"] / row["dltrain_ms"], 3)
         rows.append(row)

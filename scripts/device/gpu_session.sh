@@ -27,7 +27,8 @@
 #   Environment: SESSION_SECONDS (the whole budget, default 510), TESTS_SECONDS, BENCH_SECONDS,
 #   CAMVID_SECONDS, ZOO_SECONDS (caps per stage), RESERVE_SECONDS (kept for the stages after
 #   bench / camvid / zoo), CAMVID_EPOCHS (3), BENCH_NETWORKS, BENCH_GRAPH_NETWORKS ("none": no
-#   CUDA-graph rows), BENCH_SWITCHES. A stage with too little time left is skipped and named.
+#   CUDA-graph rows), BENCH_SWITCHES, CAMVID_PYTORCH_ONLY (an earlier run's resolved config:
+#   PyTorch's side alone), ZOO_NETWORKS. A stage with too little time left is skipped and named.
 #     --test-args  arguments for dltrain_gpu_tests (a Catch2 tag or test name filter)
 #     --sanitize-args  one Catch2 test spec (a test name may hold spaces) for the sanitize
 #                  stage alone (default: --test-args, else the kernel tags)
@@ -443,9 +444,11 @@ stage_camvid() {
   (( t < 60 )) && { echo "camvid: skipped, only ${t}s left"; failures+=(camvid_no_time); return; }
   datasets/get-camvid.sh "$work/camvid" --from "$tarball" > "$work/logs/get_camvid.log" 2>&1 ||
     { echo "camvid: get-camvid.sh failed: $(tail -2 "$work/logs/get_camvid.log")"; failures+=(camvid_data); return; }
+  local only=()  # CAMVID_PYTORCH_ONLY=FILE: PyTorch's side alone, on an earlier run's config.yaml
+  [[ -n ${CAMVID_PYTORCH_ONLY:-} ]] && only=(--pytorch-only "$CAMVID_PYTORCH_ONLY")
   DLTRAIN="$work/bin/dltrain" PYTHON=python3 timeout -k 5 "$t" scripts/bench/camvid_segmentation.sh \
     --config configs/camvid-segnet.yaml --device gpu --epochs "${CAMVID_EPOCHS:-3}" --seeds 1 --data "$work/camvid" \
-    --output "$work/camvid_out/table.md" > "$work/logs/camvid.log" 2>&1
+    --output "$work/camvid_out/table.md" "${only[@]}" > "$work/logs/camvid.log" 2>&1
   local rc=$?
   tail -6 "$work/logs/camvid.log"
   for f in "$work"/camvid_out/table-logs/*.log; do  # each side's epochs, for the time per epoch
@@ -463,9 +466,11 @@ stage_zoo() {
   stage "zoo: imported mobilenet_v2 and resnet50, inference at batch 256 against PyTorch eager (at most ${t}s)"
   (( t < 40 )) && { echo "zoo: skipped, only ${t}s left"; failures+=(zoo_no_time); return; }
   DLTRAIN="$work/bin/dltrain" timeout -k 5 "$t" python3 scripts/bench/onnx_inference_gpu.py --output-dir "$work/zoo" \
-    --run-timeout $(( t / 2 )) > "$work/logs/zoo.jsonl" 2> "$work/logs/zoo.log"
+    --networks "${ZOO_NETWORKS:-mobilenet_v2,resnet50}" --run-timeout $(( t / 2 )) --profile \
+    > "$work/logs/zoo.jsonl" 2> "$work/logs/zoo.log"
   local rc=$?
-  grep -vE '^\[torch.onnx\]|^$' "$work/logs/zoo.log" | tail -8 | cut -c1-220
+  grep -E '^onnx_inference_gpu: (dltrain|slowest)|^\|' "$work/logs/zoo.log" | cut -c1-400
+  grep -A14 'torch.profiler' "$work/logs/zoo.log" | cut -c1-200
   [[ $rc -eq 0 ]] || { echo "zoo: exit $rc"; failures+=(zoo); }
 }
 
