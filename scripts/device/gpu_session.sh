@@ -474,9 +474,27 @@ stage_zoo() {
   [[ $rc -eq 0 ]] || { echo "zoo: exit $rc"; failures+=(zoo); }
 }
 
+# --- 9. BatchNormKernels alone (stage "bnk"): ResNet-18 at batch 512, `dltrain time` with
+# BatchNormKernels cudnn and dltrain in float32 and mixed, one after the other in this call.
+stage_bnk() {
+  stage "bnk: resnet18-cifar batch 512, BatchNormKernels cudnn / dltrain, single / mixed"
+  local precision bk
+  for precision in single mixed; do
+    for bk in cudnn dltrain; do
+      [[ $(left) -lt 25 ]] && { echo "bnk: stopped, $(left)s left"; failures+=(bnk_no_time); return; }
+      DLT_BN_KERNELS=$bk timeout -k 5 $(( $(left) - 5 )) env -u DLT_ALLOW_TF32 "$work/bin/dltrain" time \
+        configs/resnet18-cifar.yaml --gpu 0 --batch 512 --iterations 10 --repeats 3 --warmup 3 --json \
+        --set training.Precision=$precision > "$work/logs/bnk_${precision}_$bk.json" 2> "$work/logs/bnk_${precision}_$bk.err" ||
+        { echo "bnk $precision $bk: exit $?"; failures+=(bnk); continue; }
+      python3 -c 'import json, sys; d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print("resnet18-cifar %s BatchNormKernels %s: train %.0f img/s, inference %.0f img/s" % (sys.argv[2], sys.argv[3], d["train_images_per_second"], d["inference_images_per_second"]))' \
+        "$work/logs/bnk_${precision}_$bk.json" "$precision" "$bk"
+    done
+  done
+}
+
 for s in $stages; do
   case "$s" in
-    tests|sanitize|train|profile|bench|camvid|zoo) "stage_$s" ;;
+    tests|sanitize|train|profile|bench|camvid|zoo|bnk) "stage_$s" ;;
     *) echo "gpu_session: unknown stage '$s'"; failures+=("unknown_stage_$s") ;;
   esac
 done
