@@ -58,15 +58,22 @@ def dltrain_time(args, onnx_path, work, batch):
     cmd = [args.dltrain, "time", cfg, *where, "--batch", str(batch), "--json",
            "--iterations", str(args.iterations), "--repeats", str(args.repeats), "--warmup", str(args.warmup)]
     env = {k: v for k, v in os.environ.items() if k != "DLT_ALLOW_TF32"}
+    if args.profile:
+        env["DLT_LOG"] = "debug"  # each convolution's cuDNN choice, for print_layers
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.run_timeout, env=env)
     seconds = time.perf_counter() - t0
     if p.returncode != 0:
         tail = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"
         raise RuntimeError(tail)
-    with open(os.path.join(work, os.path.basename(onnx_path)[:-5] + "_dltrain.json"), "w") as f:
+    stem = os.path.join(work, os.path.basename(onnx_path)[:-5])
+    with open(stem + "_dltrain.json", "w") as f:
         f.write(p.stdout)
-    return json.loads(p.stdout), seconds
+    with open(stem + "_dltrain.log", "w") as f:
+        f.write(p.stderr)
+    d = json.loads(p.stdout)
+    d["stderr"] = p.stderr
+    return d, seconds
 
 
 def print_layers(d, top=10):
@@ -79,6 +86,10 @@ def print_layers(d, top=10):
         f"{t} {ms:.2f}" for t, ms in sorted(by_type.items(), key=lambda kv: -kv[1])) + f"; sum {total:.2f}")
     slow = sorted(d.get("layers", []), key=lambda layer: -layer["forward_ms"])[:top]
     log("slowest: " + ", ".join(f"{layer['name']} ({layer['type']}) {layer['forward_ms']:.2f}" for layer in slow))
+    for layer in slow[:3]:  # what cuDNN ran for them (DLT_LOG=debug lines naming the layer)
+        for line in d.get("stderr", "").splitlines():
+            if layer["name"] + " " in line and "forward" in line:
+                log("  " + line.strip()[:300])
 
 
 def print_torch_profile(model, x, torch, top=12):

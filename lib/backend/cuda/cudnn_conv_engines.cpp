@@ -5,6 +5,7 @@
 #include "backend/cuda/cudnn_conv_engines.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <set>
 
@@ -239,12 +240,15 @@ std::vector<KnobInfo> engine_knobs(const BackendDesc& engine) {
   return out;
 }
 
-// CUDNN_KNOB_TYPE_SPLIT_K (0; the enumerator is marked deprecated, and -Werror refuses its name).
-// Forced split-k values on a bfloat16 problem reduce the partial sums in bfloat16: on the H200,
-// engine 47's split-k 18-22 for a depthwise 3x3 backward filter were 1.0-1.1e-2 from the double
-// reference, five times the output's own rounding, although cuDNN notes no reduced-precision
-// reduction for the engine. They count as one (AllowReducedPrecisionReduction).
-constexpr cudnnBackendKnobType_t kSplitK = static_cast<cudnnBackendKnobType_t>(0);
+// The knob types cudnn_graph.h marks CUDNN_DEPRECATED_ENUM (numbers: -Werror refuses the names).
+// Exhaustive search never forces them: on the H200 (cuDNN 9.19), plans that finalized with one
+// forced gave wrong results: USE_TEX = 1 on engine 1 (bfloat16 backward filter, 3x3) was 2.1
+// (relative) from the double reference, SPLIT_K 18-22 on engine 47 (bfloat16 depthwise backward
+// filter) 1.1e-2, five times the output's own rounding.
+bool deprecated_knob(cudnnBackendKnobType_t type) {
+  static constexpr int kDeprecated[] = {0, 3, 5, 6, 7, 8, 9, 10, 16, 19, 20, 21, 22, 26, 32};
+  return std::find(std::begin(kDeprecated), std::end(kDeprecated), static_cast<int>(type)) != std::end(kDeprecated);
+}
 
 // CudnnEngines: exhaustive. For each engine the graph supports, configurations that set one knob
 // to one of its values (at most kValuesPerKnob values of each), taken round-robin over the knobs
@@ -254,8 +258,7 @@ constexpr cudnnBackendKnobType_t kSplitK = static_cast<cudnnBackendKnobType_t>(0
 // docs/performance.md). cuDNN rejects the combinations an engine cannot run when the
 // configuration or its plan is finalized. Engines in the order `first` names them (those the
 // heuristics rank high), then the others by index. *knobs counts the knobs seen (debug log).
-std::vector<EngineConfig> knob_variants(const ConvGraph& cg, const std::vector<int64_t>& first, bool split_k,
-                                        int64_t* knobs) {
+std::vector<EngineConfig> knob_variants(const ConvGraph& cg, const std::vector<int64_t>& first, int64_t* knobs) {
   constexpr int64_t kValuesPerKnob = 24, kVariantsPerEngine = 48;
   std::vector<EngineConfig> out;
   int64_t count = 0, got = 0;
@@ -284,7 +287,7 @@ std::vector<EngineConfig> knob_variants(const ConvGraph& cg, const std::vector<i
         if (made >= kVariantsPerEngine) break;
         const int64_t v = k.min + step * k.stride;
         if (v > k.max) continue;
-        if (!split_k && k.type == kSplitK) continue;
+        if (deprecated_knob(k.type)) continue;
         any = true;
         // Each configuration refers to its own engine descriptor (a plan keeps both alive).
         auto choice = std::make_unique<BackendDesc>(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
@@ -469,8 +472,7 @@ std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, co
       if (engine_info(*c.config, &info)) ranked.push_back(info.index);
     }
     int64_t knobs = 0;
-    const bool split_k = g.dtype == CUDNN_DATA_FLOAT || search.reduced_precision_reduction;
-    for (EngineConfig& c : knob_variants(*cg, ranked, split_k, &knobs)) candidates.push_back(std::move(c));
+    for (EngineConfig& c : knob_variants(*cg, ranked, &knobs)) candidates.push_back(std::move(c));
     counts +=
         ", knob variants " + std::to_string(candidates.size() - before) + " over " + std::to_string(knobs) + " knobs";
   }
