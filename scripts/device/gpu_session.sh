@@ -69,7 +69,6 @@ finish() {
   [[ -f "$work/logs/gpu_tests.log" ]] && cp "$work/logs/gpu_tests.log" "$OUT/"
   [[ -f "$work/logs/gpu_tests_rerun.log" ]] && cp "$work/logs/gpu_tests_rerun.log" "$OUT/"
   [[ -f "$work/bench/table.md" ]] && cp "$work/bench/table.md" "$OUT/bench_table.md"
-  [[ -f "$work/bench/results.json" ]] && cp "$work/bench/results.json" "$OUT/bench_results.json"
   [[ -f "$work/run/summary.json" ]] && cp "$work/run/summary.json" "$OUT/train_summary.json"
   [[ -f "$work/camvid_out/table.md" ]] && cp "$work/camvid_out/table.md" "$OUT/camvid_table.md"
   [[ -f "$work/zoo/table.md" ]] && cp "$work/zoo/table.md" "$OUT/zoo_table.md"
