@@ -12,6 +12,7 @@
 // ops.cpp) and call the protected do_* that each backend implements without checking again.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "tensor/tensor.h"
@@ -29,6 +30,9 @@ struct ConvDesc {
   // depthwise convolution. Weights (K, kh, kw, C / groups).
   int64_t groups = 1;
   bool fuse_relu = false;  // forward writes relu(conv(x) + b)
+  // fuse_relu's ReLU clipped: min(max(conv(x) + b, 0), relu_ceiling) when finite (a fused
+  // clippedRelu; the network asks for it on the CPU only).
+  float relu_ceiling = std::numeric_limits<float>::infinity();
   // forward(..., relu = true) writes relu(conv(x) + b) too, as one primitive where the backend
   // has one (inference with a following batchNormalization and its ReLU folded in; Network).
   bool inference_relu = false;

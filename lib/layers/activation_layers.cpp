@@ -23,12 +23,14 @@ class ActivationLayer final : public Layer {
  public:
   ActivationLayer(const LayerSpec& spec, ActKind kind) : Layer(spec), kind_(kind) {
     traits_.relu = kind == ActKind::kRelu;
+    traits_.clipped_relu = kind == ActKind::kClippedRelu;
     if (kind == ActKind::kLeakyRelu) alpha_ = number("Scale", 0.01);
     if (kind == ActKind::kElu) alpha_ = number("Alpha", 1.0);
     if (kind == ActKind::kClippedRelu) {
       if (!spec_.has("Ceiling")) throw ConfigError(spec.where() + "option Ceiling is required (e.g. Ceiling: 6)");
       alpha_ = number("Ceiling", 0);
       if (!(alpha_ > 0)) throw ConfigError(spec.where() + "option Ceiling must be > 0, got " + onnx_number(alpha_));
+      traits_.ceiling = alpha_;
     }
     if (kind == ActKind::kGelu && spec_.get_choice("Approximation", "none", {"none", "tanh"}) == "tanh")
       kind_ = ActKind::kGeluTanh;

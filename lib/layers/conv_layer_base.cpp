@@ -2,6 +2,8 @@
 // groupedConvolution2d, and the ONNX Conv node both read.
 #include "layers/conv_layer_base.h"
 
+#include <cmath>
+
 #include "layers/layer_util.h"
 
 namespace dlt {
@@ -23,6 +25,7 @@ ConvLayerBase::ConvLayerBase(const LayerSpec& spec) : Layer(spec) {
   weight_param_ = make_param(spec_, "Weight", Shape{}, weight_init_, 1.f);
   bias_param_ = make_param(spec_, "Bias", Shape{}, bias_init_, 0.f);
   traits_.relu_in_op = true;
+  traits_.clipped_relu_in_op = true;
   traits_.separate_relu_backward = true;
 }
 
@@ -74,6 +77,7 @@ ConvDesc ConvLayerBase::desc(int64_t n) const {
   d.dilation_w = dw_;
   d.groups = groups_;
   d.fuse_relu = fusion_.relu;
+  d.relu_ceiling = fusion_.relu_ceiling;
   d.bf16 = mixed_;
   return d;
 }
@@ -86,7 +90,11 @@ void ConvLayerBase::setup(int64_t n, Backend& be) {
     folded_w_ = Tensor(Shape{k_, kh_, kw_, d.group_c()}, be.device());
     folded_b_ = Tensor(Shape{k_}, be.device());
   }
-  if (fusion_.relu) relu_ = be.make_act(ActDesc{n * d.out_h() * d.out_w() * k_, ActKind::kRelu, 0.f});
+  if (fusion_.relu) {
+    const bool clipped = std::isfinite(fusion_.relu_ceiling);
+    relu_ = be.make_act(ActDesc{n * d.out_h() * d.out_w() * k_, clipped ? ActKind::kClippedRelu : ActKind::kRelu,
+                                clipped ? fusion_.relu_ceiling : 0.f});
+  }
 }
 
 void ConvLayerBase::forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) {

@@ -3,6 +3,8 @@
 // constructor or infer(); the Network sets its Fusion before setup(). Which neighbouring
 // layers run as one op is the plan's decision, never a layer's.
 #pragma once
+#include <limits>
+
 #include "backend/ops.h"
 
 namespace dlt {
@@ -10,9 +12,17 @@ namespace dlt {
 struct FusionTraits {
   // A plain ReLU (max(x, 0)), which a producer whose op can apply it absorbs.
   bool relu = false;
+  // A clipped ReLU (min(max(x, 0), ceiling)), which a producer whose op can clip absorbs on
+  // the CPU (clipped_relu_in_op): forward as the op's clip post-op, backward as the clipped
+  // ReLU's own, from the output (the gradient passes where 0 < y < ceiling, the same mask as
+  // 0 < x < ceiling).
+  bool clipped_relu = false;
+  float ceiling = 0.f;
   // Its op can apply a following ReLU, forward and backward (convolutions, fullyConnected,
   // batchNormalization) ...
   bool relu_in_op = false;
+  // Its CPU op can apply a clipped ReLU the same way (convolutions).
+  bool clipped_relu_in_op = false;
   // ... as a backward pass of its own (convolutions, fullyConnected), which a max pooling
   // after the ReLU may apply instead (takes_relu_backward).
   bool separate_relu_backward = false;
@@ -31,8 +41,10 @@ struct FusionTraits {
 
 // The plan's decisions for one layer; all false: the layer runs alone.
 struct Fusion {
-  // Its op applies the following ReLU (which then runs nothing and shares its tensors) ...
+  // Its op applies the following ReLU (which then runs nothing and shares its tensors),
+  // clipped at relu_ceiling when that is finite (a clippedRelu) ...
   bool relu = false;
+  float relu_ceiling = std::numeric_limits<float>::infinity();
   // ... whose backward the max pooling after that ReLU applies (the layer skips it).
   bool relu_backward_handed_over = false;
   // A max pooling that applies its producer's ReLU backward to its own dy first.

@@ -32,6 +32,19 @@ FusionPlan::FusionPlan(const std::vector<Layer*>& layers, const std::vector<std:
       fusion[static_cast<size_t>(q)].takes_relu_backward = true;
     }
   }
+  // A clipped ReLU (MobileNet's ReLU6) that is a convolution's only consumer, on the CPU: the
+  // convolution's oneDNN op clips as a post-op. Its backward stays the convolution's (a max
+  // pooling's output cannot tell y = ceiling from y inside, so no hand-over).
+  if (cpu) {
+    for (size_t p = 0; p < n; ++p) {
+      const int r = only_user(p);
+      if (!layers[p]->fusion_traits().clipped_relu_in_op || r < 0 || !traits(r).clipped_relu) continue;
+      fusion[p].relu = true;
+      fusion[p].relu_ceiling = traits(r).ceiling;
+      nodes_[static_cast<size_t>(r)].training = nodes_[static_cast<size_t>(r)].inference = {Kind::kAbsorbed,
+                                                                                            static_cast<int>(p)};
+    }
+  }
   if (cpu) {
     // Training: batchNormalization -> (absorbed) ReLU -> plain max pooling.
     for (size_t p = 0; p < n; ++p) {

@@ -5,6 +5,8 @@
 // between a layer and its only consumer:
 //  - ReLU: a producer whose op can apply a ReLU (FusionTraits::relu_in_op) absorbs it; the
 //    ReLU's node runs nothing and shares the producer's tensors (every device).
+//  - clipped ReLU: on the CPU, a convolution (FusionTraits::clipped_relu_in_op) absorbs a
+//    clippedRelu the same way, as a clip post-op.
 //  - ReLU backward hand-over: a producer whose ReLU backward is a pass of its own hands it to
 //    the max pooling after the ReLU, which applies it to its smaller gradient (every device).
 //  - batchNormalization + ReLU + max pooling as one op (BnReluMaxPoolOp) in CPU training; the

@@ -6,7 +6,11 @@
 // both backward passes. Grouped convolutions (ConvDesc::groups > 1) take this op only: their
 // weights are oneDNN's 5-d (G, K/G, C/G, kh, kw) in the gohwi layout, which is our
 // (K, kh, kw, C/G) with K split group-major; oneDNN picks its depthwise kernels (jit_dw) when
-// groups == C.
+// groups == C. A fused clipped ReLU (ConvDesc::relu_ceiling) is a clip post-op here; the
+// Winograd and blocked ops run without it and ClipAfterConvOp clips their output in place, so
+// a fused clippedRelu never changes which algorithm a convolution runs, nor its bits.
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
@@ -48,7 +52,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
 
     convolution_forward::desc fd(prop_kind::forward_training, algorithm::convolution_direct, x_lp_md, w_lp_any, b_md,
                                  y_md, strides, dil, pl, pr);
-    fwd_pd_ = convolution_forward::primitive_desc(fd, relu_attr(d.fuse_relu), eng);
+    fwd_pd_ = convolution_forward::primitive_desc(fd, relu_attr(d.fuse_relu, d.relu_ceiling), eng);
     convolution_backward_data::desc bdd(algorithm::convolution_direct, x_md, w_lp_any, dy_lp_md, strides, dil, pl, pr);
     bwd_d_pd_ = convolution_backward_data::primitive_desc(bdd, user_scratchpad_attr(), eng, fwd_pd_);
     convolution_backward_weights::desc bwd(algorithm::convolution_direct, x_lp_md, w_any, b_md, dy_lp_md, strides, dil,
@@ -166,9 +170,47 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   Args fwd_args_, fwd_relu_args_, bwd_d_args_, bwd_w_args_;
 };
 
+// A convolution op without the fused clip (Winograd, blocked), then the clip in place: the
+// separate layers' computation in one op. The caller applies the clip's backward (from y).
+class ClipAfterConvOp final : public ConvOp, public ImplInfo {
+ public:
+  ClipAfterConvOp(const ConvDesc& d, std::unique_ptr<ConvOp> conv, DnnlContext& ctx)
+      : ConvOp(d, Device::cpu()),
+        conv_(std::move(conv)),
+        clip_(make_act_op(ActDesc{d.n * d.out_h() * d.out_w() * d.k, ActKind::kClippedRelu, d.relu_ceiling}, ctx)) {}
+
+  std::string impl_info() const override {
+    const auto* inner = dynamic_cast<const ImplInfo*>(conv_.get());
+    return (inner ? inner->impl_info() : std::string("?")) + " then clip";
+  }
+
+ protected:
+  // relu is the fused clip's (ConvOp::forward passes fuse_relu): the clip applies it.
+  void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool) override {
+    conv_->forward(x, w, b, y);
+    clip_->forward(y, y);
+  }
+  void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override { conv_->backward_data(dy, w, dx); }
+  void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
+    conv_->backward_weights(x, dy, dw, db);
+  }
+
+ private:
+  std::unique_ptr<ConvOp> conv_;
+  std::unique_ptr<ActOp> clip_;
+};
+
 }  // namespace
 
 std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx, bool direct_only) {
+  if (!direct_only && d.fuse_relu && std::isfinite(d.relu_ceiling)) {
+    ConvDesc plain = d;
+    plain.fuse_relu = false;
+    plain.relu_ceiling = std::numeric_limits<float>::infinity();
+    std::unique_ptr<ConvOp> op = make_winograd_conv_op(plain);
+    if (!op) op = make_blocked_conv_op(plain, ctx);
+    if (op) return std::make_unique<ClipAfterConvOp>(d, std::move(op), ctx);
+  }
   if (!direct_only) {
     if (auto winograd = make_winograd_conv_op(d)) return winograd;
     if (auto blocked = make_blocked_conv_op(d, ctx)) return blocked;

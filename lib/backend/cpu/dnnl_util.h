@@ -5,7 +5,9 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <unordered_map>
 
@@ -64,11 +66,16 @@ inline dnnl::primitive_attr user_scratchpad_attr() {
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return attr;
 }
-inline dnnl::primitive_attr relu_attr(bool fuse_relu) {
+// A relu post-op, or with a finite ceiling min(max(x, 0), ceiling) (clip_v2, as the
+// clippedRelu act op runs it: the same bits).
+inline dnnl::primitive_attr relu_attr(bool fuse_relu, float ceiling = std::numeric_limits<float>::infinity()) {
   dnnl::primitive_attr attr = user_scratchpad_attr();
   if (fuse_relu) {
     dnnl::post_ops po;
-    po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    if (std::isfinite(ceiling))
+      po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip_v2, 0.f, ceiling);
+    else
+      po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
     attr.set_post_ops(po);
   }
   return attr;

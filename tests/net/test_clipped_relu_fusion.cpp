@@ -1,0 +1,146 @@
+// A clippedRelu (MobileNet's ReLU6) after a convolution runs in the convolution's oneDNN op on
+// the CPU: forward as a clip post-op, backward as the clipped ReLU's gradient taken from the
+// output (fusion_plan.cpp). The results are the separate layers' bits, and only convolutions
+// absorb it.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "backend/cpu/cpu_backend.h"
+#include "net/network.h"
+#include "support/grad_check.h"
+#include "support/tensor_utils.h"
+
+namespace dlt::test {
+
+namespace {
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.numel() == b.numel() && std::memcmp(a.data(), b.data(), static_cast<size_t>(a.numel()) * 4) == 0;
+}
+
+LayerSpec named(LayerSpec s, const std::string& name) {
+  s.name = name;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("clipped relu fusion: the convolution's clip post-op and backward give the separate ops' bits",
+          "[net][fusion]") {
+  struct Case {
+    const char* name;
+    int64_t hw, c, k, f, stride, groups;
+  };
+  const Case cases[] = {
+      {"3x3, 64 -> 64 (the Winograd shape on AVX2)", 12, 64, 64, 3, 1, 1},
+      {"1x1, 32 -> 48", 9, 32, 48, 1, 1, 1},
+      {"depthwise 3x3 stride 2", 11, 24, 24, 3, 2, 24},
+  };
+  const float ceiling = 0.75f;
+  Backend& be = cpu_backend();
+  for (const Case& cs : cases) {
+    INFO(cs.name);
+    ConvDesc d;
+    d.n = 2, d.h = d.w = cs.hw, d.c = cs.c, d.k = cs.k, d.kh = d.kw = cs.f;
+    d.stride_h = d.stride_w = cs.stride;
+    d.pad_t = d.pad_b = d.pad_l = d.pad_r = cs.f / 2;
+    d.groups = cs.groups;
+    const Shape ys{d.n, d.out_h(), d.out_w(), d.k};
+    Rng rng(11);
+    const Tensor x = random_tensor(Shape{d.n, d.h, d.w, d.c}, rng);
+    const Tensor w = random_tensor(Shape{d.k, d.kh, d.kw, d.group_c()}, rng, -0.3f, 0.3f);
+    const Tensor b = random_tensor(Shape{d.k}, rng, -0.2f, 0.2f);
+    const Tensor dy = random_tensor(ys, rng);
+
+    auto plain = be.make_conv(d);
+    auto clip = be.make_act(ActDesc{ys.numel(), ActKind::kClippedRelu, ceiling});
+    Tensor pre(ys), apart(ys), dx_apart(ys);
+    plain->forward(x, w, b, pre);
+    clip->forward(pre, apart);
+    clip->backward(pre, apart, dy, dx_apart);  // the separate layer: its input x
+
+    ConvDesc fd = d;
+    fd.fuse_relu = true;
+    fd.relu_ceiling = ceiling;
+    auto fused = be.make_conv(fd);
+    Tensor together(ys), dy_fused = dy.clone();
+    fused->forward(x, w, b, together);
+    clip->backward(together, together, dy_fused, dy_fused);  // the convolution's: from y, in place
+    CHECK(same_bits(together, apart));
+    CHECK(same_bits(dy_fused, dx_apart));
+
+    // The outputs reach all three pieces (0, inside, the ceiling): the check could fail.
+    int64_t zero = 0, inside = 0, top = 0;
+    for (int64_t i = 0; i < apart.numel(); ++i) {
+      const float v = apart.data()[i];
+      zero += v == 0.f;
+      top += v == ceiling;
+      inside += v > 0.f && v < ceiling;
+    }
+    INFO(zero << " at 0, " << inside << " inside, " << top << " at the ceiling");
+    CHECK(zero > 0);
+    CHECK(inside > 0);
+    CHECK(top > 0);
+  }
+}
+
+TEST_CASE("clipped relu fusion: convolutions absorb a clippedRelu, other producers do not", "[net][fusion]") {
+  NetworkSpec s;
+  s.layers = {
+      named(layer_spec("imageInput", {"InputSize=[6,6,4]", "Normalization=none"}), "in"),
+      named(layer_spec("groupedConvolution2d",
+                       {"FilterSize=3", "NumFiltersPerGroup=1", "NumGroups=channel-wise", "Padding=same"}),
+            "dw"),
+      named(layer_spec("clippedRelu", {"Ceiling=0.4"}), "clip1"),
+      named(layer_spec("convolution2d", {"FilterSize=1", "NumFilters=6"}), "pw"),
+      named(layer_spec("clippedRelu", {"Ceiling=0.3"}), "clip2"),
+      named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=4", "Padding=same"}), "conv"),
+      named(layer_spec("batchNormalization", {}), "bn"),
+      named(layer_spec("clippedRelu", {"Ceiling=0.5"}), "clip3"),
+      named(layer_spec("fullyConnected", {"OutputSize=5"}), "fc1"),
+      named(layer_spec("clippedRelu", {"Ceiling=0.5"}), "clip4"),
+      named(layer_spec("fullyConnected", {"OutputSize=3"}), "fc2"),
+      named(layer_spec("softmax", {}), "sm"),
+      named(layer_spec("classification", {}), "out"),
+  };
+  Network net(s, Device::cpu());
+  CHECK(net.fused(2));  // into the depthwise convolution
+  CHECK(net.fused(4));  // into the 1x1 convolution
+  CHECK(net.layer(1).fusion().relu_ceiling == 0.4f);
+  CHECK(net.layer(3).fusion().relu_ceiling == 0.3f);
+  CHECK_FALSE(net.layer(1).fusion().relu_backward_handed_over);
+  CHECK_FALSE(net.fused(7));  // after a batchNormalization: its own layer
+  CHECK_FALSE(net.fused(9));  // after a fullyConnected: its own layer
+}
+
+TEST_CASE("clipped relu fusion: network gradients through fused clipped ReLUs", "[net][fusion][grad]") {
+  // Biases start random: with zero biases, a pixel whose inputs the first clip all set to 0
+  // puts the 1x1 convolution exactly on the second clip's kink at 0, where the central
+  // difference averages the two slopes.
+  NetworkSpec s;
+  s.layers = {
+      named(layer_spec("imageInput", {"InputSize=[6,6,4]", "Normalization=none"}), "in"),
+      named(layer_spec("groupedConvolution2d", {"FilterSize=3", "NumFiltersPerGroup=1", "NumGroups=channel-wise",
+                                                "Padding=same", "BiasInitializer=narrow-normal"}),
+            "dw"),
+      named(layer_spec("clippedRelu", {"Ceiling=0.4"}), "clip1"),
+      named(layer_spec("convolution2d", {"FilterSize=1", "NumFilters=6", "BiasInitializer=narrow-normal"}), "pw"),
+      named(layer_spec("clippedRelu", {"Ceiling=0.3"}), "clip2"),
+      named(layer_spec("fullyConnected", {"OutputSize=3"}), "fc"),
+      named(layer_spec("softmax", {}), "sm"),
+      named(layer_spec("classification", {}), "out"),
+  };
+  REQUIRE(Network(s, Device::cpu()).fused(2));
+  REQUIRE(Network(s, Device::cpu()).fused(4));
+  GradCheckOptions o;
+  o.batch = 3;
+  o.samples = 16;
+  o.step = 1e-3;
+  auto r = check_network(s, o);
+  INFO("worst " << r.worst << " error " << r.max_error << " kinks " << r.skipped_kinks);
+  CHECK(r.checked > 50);
+  CHECK(r.failed == 0);
+}
+
+}  // namespace dlt::test
