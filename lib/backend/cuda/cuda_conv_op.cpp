@@ -20,9 +20,9 @@
 // Grouped convolutions (ConvDesc::groups > 1): the filter is (K, kh, kw, C/G) and
 // cudnnSetConvolutionGroupCount tells the legacy API the groups; the graph API reads them from
 // the filter's C/G against x's C (cudnn_conv_engines.cpp), so both paths take them.
-#include <cmath>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <sstream>
 
