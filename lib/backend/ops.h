@@ -30,8 +30,9 @@ struct ConvDesc {
   // depthwise convolution. Weights (K, kh, kw, C / groups).
   int64_t groups = 1;
   bool fuse_relu = false;  // forward writes relu(conv(x) + b)
-  // fuse_relu's ReLU clipped: min(max(conv(x) + b, 0), relu_ceiling) when finite (a fused
-  // clippedRelu; the network asks for it on the CPU only).
+  // The ReLU the op applies (fuse_relu's, or inference_relu's) clipped:
+  // min(max(conv(x) + b, 0), relu_ceiling) when finite (a fused clippedRelu; the network asks
+  // for it on the CPU only).
   float relu_ceiling = std::numeric_limits<float>::infinity();
   // forward(..., relu = true) writes relu(conv(x) + b) too, as one primitive where the backend
   // has one (inference with a following batchNormalization and its ReLU folded in; Network).

@@ -41,9 +41,10 @@ struct FusionTraits {
 
 // The plan's decisions for one layer; all false: the layer runs alone.
 struct Fusion {
-  // Its op applies the following ReLU (which then runs nothing and shares its tensors),
-  // clipped at relu_ceiling when that is finite (a clippedRelu) ...
+  // Its op applies the following ReLU (which then runs nothing and shares its tensors) ...
   bool relu = false;
+  // ... or, folding, folded_relu below: that ReLU clipped at relu_ceiling when finite (a
+  // clippedRelu).
   float relu_ceiling = std::numeric_limits<float>::infinity();
   // ... whose backward the max pooling after that ReLU applies (the layer skips it).
   bool relu_backward_handed_over = false;
@@ -51,7 +52,8 @@ struct Fusion {
   bool takes_relu_backward = false;
   // A convolution that in (CPU) inference also computes the batchNormalization after it, with
   // the normalization folded into its weights and bias (ConvLayerBase::forward_folded), and
-  // that normalization's ReLU as a post-op when folded_relu.
+  // that normalization's ReLU, or the clippedRelu after it (relu_ceiling), as a post-op when
+  // folded_relu.
   bool folds_affine = false;
   bool folded_relu = false;
   // A batchNormalization that in CPU training runs its ReLU and the max pooling of geometry

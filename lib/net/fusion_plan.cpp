@@ -69,6 +69,17 @@ FusionPlan::FusionPlan(const std::vector<Layer*>& layers, const std::vector<std:
       if (!bn) continue;
       fusion[p].folds_affine = true;
       fusion[p].folded_relu = fusion[static_cast<size_t>(q)].relu;
+      nodes_[p].output = q;
+      // A clippedRelu that is the normalization's only consumer folds in too (the convolution's
+      // clip post-op), and the convolution writes the clip's output.
+      const int r = only_user(static_cast<size_t>(q));
+      if (!fusion[static_cast<size_t>(q)].relu && r >= 0 && traits(r).clipped_relu &&
+          inputs[static_cast<size_t>(r)].size() == 1) {
+        fusion[p].folded_relu = true;
+        fusion[p].relu_ceiling = traits(r).ceiling;
+        nodes_[static_cast<size_t>(r)].inference = {Kind::kFoldedAway, static_cast<int>(p)};
+        nodes_[p].output = r;
+      }
       nodes_[p].inference = {Kind::kFoldedConv, q};
       nodes_[p].conv = conv;
       nodes_[p].bn = bn;

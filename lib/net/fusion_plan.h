@@ -12,7 +12,8 @@
 //  - batchNormalization + ReLU + max pooling as one op (BnReluMaxPoolOp) in CPU training; the
 //    layers run one by one where the backend has no op, in synchronized batch norm, and in
 //    inference.
-//  - convolution + batchNormalization folded into one convolution in CPU inference.
+//  - convolution + batchNormalization (+ a clippedRelu after it) folded into one convolution
+//    in CPU inference.
 // Adding a fusion: a trait in FusionTraits (or a concrete type), its decision in Fusion, a
 // rule in fusion_plan.cpp, and, for a step that runs two layers, a Step kind and its case in
 // Network::forward / backward_node.
@@ -34,6 +35,7 @@ class FusionPlan {
     kLayer,           // its layer's own forward / backward
     kAbsorbed,        // nothing: a ReLU its producer's op (partner) applies
     kFoldedAway,      // inference: nothing, the convolution partner computes this batchNormalization
+                      // (or clippedRelu after one)
     kFoldedConv,      // inference: the convolution also computes batchNormalization partner
     kInMaxPool,       // training: nothing, max pooling partner runs this batchNormalization
     kBnReluMaxPool,   // training: runs batchNormalization partner, its ReLU and this max pooling
@@ -61,6 +63,9 @@ class FusionPlan {
     return t.kind == Kind::kInMaxPool ? t.partner : i;
   }
   bool folds(size_t conv) const { return nodes_[conv].inference.kind == Kind::kFoldedConv; }
+  // kFoldedConv: the node whose output the folded convolution writes (its batchNormalization,
+  // or the clippedRelu after that).
+  int folded_output(size_t conv) const { return nodes_[conv].output; }
   bool runs_in_max_pool(size_t bn) const { return nodes_[bn].training.kind == Kind::kInMaxPool; }
 
   // kFoldedConv: convolution i computes its batchNormalization's output y from x.
@@ -75,6 +80,7 @@ class FusionPlan {
   struct Node {
     Step training, inference;
     ConvLayerBase* conv = nullptr;  // kFoldedConv's layer
+    int output = -1;                // kFoldedConv: folded_output
     BatchNormLayer* bn = nullptr;   // the batchNormalization of a kFoldedConv, kInMaxPool or kBnReluMaxPool
   };
   std::vector<Node> nodes_;

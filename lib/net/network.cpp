@@ -227,7 +227,7 @@ const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
       if (step.kind == Kind::kBnReluMaxPool)
         plan_.forward_bn_relu_max_pool(i, nodes_[root(nodes_[step.partner].inputs[0])].out, n.out, ctx);
       else if (step.kind == Kind::kFoldedConv)
-        plan_.forward_folded(i, *xs[0], nodes_[step.partner].out);
+        plan_.forward_folded(i, *xs[0], nodes_[static_cast<size_t>(plan_.folded_output(i))].out);
       else
         n.layer->forward(xs, n.out, ctx);
     };

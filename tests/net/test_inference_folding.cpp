@@ -9,6 +9,7 @@
 #include "config/config.h"
 #include "layers/batch_norm_layer.h"
 #include "net/network.h"
+#include "support/grad_check.h"
 #include "support/tensor_utils.h"
 
 namespace dlt::test {
@@ -36,10 +37,8 @@ Vec probabilities(Network& net, const Tensor& x, bool folding) {
   return to_vec(net.forward(x, ctx));
 }
 
-void check_folding(const std::string& config, int64_t n, int expect_folded) {
-  INFO(config);
-  Config c = load_config(std::string(DLT_SOURCE_DIR) + "/configs/" + config + ".yaml");
-  Network net(c.network, Device::cpu());
+void check_folding(const NetworkSpec& spec, int64_t n, int expect_folded) {
+  Network net(spec, Device::cpu());
   int folded = 0;
   for (size_t i = 0; i < net.size(); ++i) folded += net.folds(i);
   CHECK(folded == expect_folded);
@@ -68,6 +67,17 @@ void check_folding(const std::string& config, int64_t n, int expect_folded) {
   }
 }
 
+void check_folding(const std::string& config, int64_t n, int expect_folded) {
+  INFO(config);
+  check_folding(load_config(std::string(DLT_SOURCE_DIR) + "/configs/" + config + ".yaml").network, n, expect_folded);
+}
+
+LayerSpec named(const std::string& type, const std::string& name, const std::vector<std::string>& options) {
+  LayerSpec s = layer_spec(type, options);
+  s.name = name;
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("inference folding: conv + batchNormalization (+ ReLU) as one convolution", "[net][fold]") {
@@ -80,6 +90,38 @@ TEST_CASE("inference folding: conv + batchNormalization (+ ReLU) as one convolut
   check_folding("shapes-mobilenet", 3, 6);
   // cifar10 has no normalization: nothing folds, and inference is the plain forward.
   check_folding("cifar10", 4, 0);
+}
+
+}  // namespace dlt::test
+
+namespace dlt::test {
+
+TEST_CASE("inference folding: conv + batchNormalization + clippedRelu (ReLU6) as one convolution", "[net][fold]") {
+  // MobileNet's blocks as exported with their normalizations kept: each clippedRelu folds into
+  // the convolution as its clip post-op (a ceiling of 0.3 clips much of the output here).
+  NetworkSpec s;
+  s.layers = {
+      named("imageInput", "in", {"InputSize=[9,9,3]", "Normalization=none"}),
+      named("convolution2d", "c1", {"FilterSize=3", "NumFilters=16", "Padding=same", "Stride=2"}),
+      named("batchNormalization", "bn1", {}),
+      named("clippedRelu", "clip1", {"Ceiling=0.3"}),
+      named("groupedConvolution2d", "dw", {"FilterSize=3", "NumFiltersPerGroup=1", "NumGroups=channel-wise",
+                                           "Padding=same"}),
+      named("batchNormalization", "bn2", {}),
+      named("clippedRelu", "clip2", {"Ceiling=0.3"}),
+      named("convolution2d", "pw", {"FilterSize=1", "NumFilters=8"}),
+      named("batchNormalization", "bn3", {}),
+      named("globalAveragePooling2d", "gap", {}),
+      named("fullyConnected", "fc", {"OutputSize=5"}),
+      named("softmax", "sm", {}),
+      named("classification", "out", {}),
+  };
+  Network net(s, Device::cpu());
+  CHECK(net.layer(1).fusion().folded_relu);
+  CHECK(net.layer(1).fusion().relu_ceiling == 0.3f);
+  CHECK(net.layer(4).fusion().folded_relu);
+  CHECK_FALSE(net.layer(7).fusion().folded_relu);  // bn3 has no ReLU after it
+  check_folding(s, 4, 3);
 }
 
 }  // namespace dlt::test

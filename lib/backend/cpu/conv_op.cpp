@@ -58,7 +58,8 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     convolution_backward_weights::desc bwd(algorithm::convolution_direct, x_lp_md, w_any, b_md, dy_lp_md, strides, dil,
                                            pl, pr);
     bwd_w_pd_ = convolution_backward_weights::primitive_desc(bwd, user_scratchpad_attr(), eng, fwd_pd_);
-    if (d.inference_relu && !d.fuse_relu) fwd_relu_pd_ = relu_variant(fwd_pd_, strides, dil, pl, pr, eng);
+    if (d.inference_relu && !d.fuse_relu)
+      fwd_relu_pd_ = relu_variant(fwd_pd_, strides, dil, pl, pr, eng, algorithm::convolution_direct, d.relu_ceiling);
     fwd_ = convolution_forward(fwd_pd_);
     if (fwd_relu_pd_) fwd_relu_ = convolution_forward(fwd_relu_pd_);
     bwd_d_ = convolution_backward_data(bwd_d_pd_);
@@ -172,6 +173,8 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
 
 // A convolution op without the fused clip (Winograd, blocked), then the clip in place: the
 // separate layers' computation in one op. The caller applies the clip's backward (from y).
+// For a fused clip (fuse_relu) every forward clips; for a folded one (inference_relu) the
+// forwards that ask for the ReLU.
 class ClipAfterConvOp final : public ConvOp, public ImplInfo {
  public:
   ClipAfterConvOp(const ConvDesc& d, std::unique_ptr<ConvOp> conv, DnnlContext& ctx)
@@ -185,10 +188,9 @@ class ClipAfterConvOp final : public ConvOp, public ImplInfo {
   }
 
  protected:
-  // relu is the fused clip's (ConvOp::forward passes fuse_relu): the clip applies it.
-  void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool) override {
+  void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu) override {
     conv_->forward(x, w, b, y);
-    clip_->forward(y, y);
+    if (relu) clip_->forward(y, y);
   }
   void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override { conv_->backward_data(dy, w, dx); }
   void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
@@ -203,9 +205,10 @@ class ClipAfterConvOp final : public ConvOp, public ImplInfo {
 }  // namespace
 
 std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx, bool direct_only) {
-  if (!direct_only && d.fuse_relu && std::isfinite(d.relu_ceiling)) {
+  if (!direct_only && (d.fuse_relu || d.inference_relu) && std::isfinite(d.relu_ceiling)) {
     ConvDesc plain = d;
     plain.fuse_relu = false;
+    plain.inference_relu = false;
     plain.relu_ceiling = std::numeric_limits<float>::infinity();
     std::unique_ptr<ConvOp> op = make_winograd_conv_op(plain);
     if (!op) op = make_blocked_conv_op(plain, ctx);

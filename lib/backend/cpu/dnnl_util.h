@@ -86,10 +86,11 @@ inline dnnl::primitive_attr relu_attr(bool fuse_relu, float ceiling = std::numer
 inline dnnl::convolution_forward::primitive_desc relu_variant(
     const dnnl::convolution_forward::primitive_desc& fwd, const dnnl::memory::dims& strides,
     const dnnl::memory::dims& dilation, const dnnl::memory::dims& pad_l, const dnnl::memory::dims& pad_r,
-    const dnnl::engine& eng, dnnl::algorithm alg = dnnl::algorithm::convolution_direct) {
+    const dnnl::engine& eng, dnnl::algorithm alg = dnnl::algorithm::convolution_direct,
+    float ceiling = std::numeric_limits<float>::infinity()) {
   dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, alg, fwd.src_desc(), fwd.weights_desc(),
                                     fwd.bias_desc(), fwd.dst_desc(), strides, dilation, pad_l, pad_r);
-  return dnnl::convolution_forward::primitive_desc(d, relu_attr(true), eng);
+  return dnnl::convolution_forward::primitive_desc(d, relu_attr(true, ceiling), eng);
 }
 
 // The implementation name oneDNN chose ("brg:avx512_core", "jit:avx2", "gemm:jit", "ref").
