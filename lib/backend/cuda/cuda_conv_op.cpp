@@ -49,8 +49,9 @@ class CudaConvOp final : public ConvOp {
   CudaConvOp(const ConvDesc& d, CudaContext& ctx, const BackendOptions& options)
       : ConvOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx), opts_(options), name_(describe(d)) {
     if (d.bf16) require_bf16(ctx, name_);
-    // The network fuses a clippedRelu into a convolution on the CPU only (fusion_plan.cpp).
-    DLT_CHECK(!(d.fuse_relu && std::isfinite(d.relu_ceiling)), name_ << ": no clipped ReLU epilogue on the GPU");
+    // The network fuses or folds a clippedRelu into a convolution on the CPU only (fusion_plan.cpp).
+    DLT_CHECK(!((d.fuse_relu || d.inference_relu) && std::isfinite(d.relu_ceiling)),
+              name_ << ": no clipped ReLU epilogue on the GPU");
     const cudnnDataType_t dtype = d.bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
     oh_ = d.out_h();
     ow_ = d.out_w();
