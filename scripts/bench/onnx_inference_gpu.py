@@ -50,10 +50,7 @@ def export(model, x, path):
 
 def dltrain_time(args, onnx_path, work, batch):
     cfg = os.path.join(work, "time.yaml")
-    with open(cfg, "w") as f:
-        f.write(f"base:\n  Model: {onnx_path}\n  RemoveLast: 2\nlayers:\n"
-                "  - {type: softmax, Name: prob_timed}\n  - {type: classification, Name: out_timed}\n"
-                f"training:\n  MiniBatchSize: {batch}\n")
+    zc.write_time_config(cfg, onnx_path, batch)
     where = ["--gpu", "0"] if args.device == "cuda" else ["--threads", "2"]
     cmd = [args.dltrain, "time", cfg, *where, "--batch", str(batch), "--json",
            "--iterations", str(args.iterations), "--repeats", str(args.repeats), "--warmup", str(args.warmup)]

@@ -409,6 +409,15 @@ def isa():
     return "AVX2" if "avx2" in flags else "SSE"
 
 
+def write_time_config(path, onnx_path, batch):
+    """A config for `dltrain time` on an imported classifier: base: the ONNX file, its last two
+    layers (softmax and the output) replaced by dltrain's, as a user's transfer config has them."""
+    with open(path, "w") as f:
+        f.write(f"base:\n  Model: {onnx_path}\n  RemoveLast: 2\nlayers:\n"
+                "  - {type: softmax, Name: prob_timed}\n  - {type: classification, Name: out_timed}\n"
+                f"training:\n  MiniBatchSize: {batch}\n")
+
+
 def dltrain_version(dltrain):
     """The binary's own version line ("dltrain 0.1.0"). Tables in docs/ name it; the commit it was
     built from belongs in the issue note, not in the reference page."""
