@@ -140,6 +140,7 @@ Runner add_time(CLI::App& app) {
       j.field("cudnn_engines", to_string(c.training.cudnn_engines))
           .field("batch_norm_kernels", to_string(c.training.batch_norm_kernels));
       j.field("allow_reduced_precision_reduction", c.training.allow_reduced_precision_reduction);
+      j.field("cudnn_runtime_compiled", c.training.cudnn_runtime_compiled);
       j.field("cuda_graph", graph_state).field("cuda_graph_replays", graph ? graph->replays() : int64_t(0));
       j.field("train_images_per_second", train_ips).field("inference_images_per_second", infer_ips);
       j.field("train_step_ms", step * 1e3).field("inference_ms", infer * 1e3);
@@ -168,9 +169,11 @@ Runner add_time(CLI::App& app) {
     std::printf("Layer outputs and gradients: %.1f MiB\n", static_cast<double>(net.activation_bytes()) / (1 << 20));
     if (c.training.cuda_graph) std::printf("Training steps: %s\n", graph_state.c_str());
     if (!dev.is_cpu())
-      std::printf("cuDNN: CudnnEngines %s, BatchNormKernels %s, AllowReducedPrecisionReduction %s\n",
-                  to_string(c.training.cudnn_engines).c_str(), to_string(c.training.batch_norm_kernels).c_str(),
-                  c.training.allow_reduced_precision_reduction ? "true" : "false");
+      std::printf(
+          "cuDNN: CudnnEngines %s, BatchNormKernels %s, AllowReducedPrecisionReduction %s, CudnnRuntimeCompiled %s\n",
+          to_string(c.training.cudnn_engines).c_str(), to_string(c.training.batch_norm_kernels).c_str(),
+          c.training.allow_reduced_precision_reduction ? "true" : "false",
+          c.training.cudnn_runtime_compiled ? "true" : "false");
     std::printf("Forward FLOPs per image: %lld (training about 3x: %.1f GFLOP/s)\n",
                 static_cast<long long>(net.flops_per_image()),
                 3.0 * static_cast<double>(net.flops_per_image()) * train_ips / 1e9);

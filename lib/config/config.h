@@ -51,7 +51,8 @@ Config load_config_text(const std::string& text, const std::string& origin,
 // Overrides the run-environment training options from environment variables that are set
 // and not empty (docs/config.md "Run environment"): DLT_CUDA_GRAPH=1 (CudaGraph),
 // DLT_ALLOW_TF32=1 (AllowTF32), DLT_ALLOW_REDUCED_PRECISION_REDUCTION=1
-// (AllowReducedPrecisionReduction), DLT_CONV_ALGO=direct (ConvolutionAlgorithm),
+// (AllowReducedPrecisionReduction), DLT_CUDNN_RUNTIME_COMPILED=1 (CudnnRuntimeCompiled),
+// DLT_CONV_ALGO=direct (ConvolutionAlgorithm),
 // DLT_CUDNN_WORKSPACE_MB (CudnnWorkspaceMB), DLT_CUDNN_ENGINES (CudnnEngines),
 // DLT_BN_KERNELS (BatchNormKernels), DLT_FUSED_BN_POOL (FusedBatchNormPooling, unless 0),
 // DLT_BUCKET_MB (GradientBucketSizeMB),

@@ -20,6 +20,7 @@ Runs with the python3 that has torch, torchvision, onnx and onnxscript (the GPU 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -48,13 +49,15 @@ def export(model, x, path):
         return "torchscript"
 
 
-def dltrain_time(args, onnx_path, work, batch):
+def dltrain_time(args, onnx_path, work, batch, variant=("", {})):
+    """`dltrain time` of the imported network; variant: (name, extra environment) of a switch run."""
     cfg = os.path.join(work, "time.yaml")
     zc.write_time_config(cfg, onnx_path, batch)
     where = ["--gpu", "0"] if args.device == "cuda" else ["--threads", "2"]
     cmd = [args.dltrain, "time", cfg, *where, "--batch", str(batch), "--json",
            "--iterations", str(args.iterations), "--repeats", str(args.repeats), "--warmup", str(args.warmup)]
     env = {k: v for k, v in os.environ.items() if k != "DLT_ALLOW_TF32"}
+    env.update(variant[1])
     if args.profile:
         env["DLT_LOG"] = "debug"  # each convolution's cuDNN choice, for print_layers
     t0 = time.perf_counter()
@@ -63,7 +66,7 @@ def dltrain_time(args, onnx_path, work, batch):
     if p.returncode != 0:
         tail = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"
         raise RuntimeError(tail)
-    stem = os.path.join(work, os.path.basename(onnx_path)[:-5])
+    stem = os.path.join(work, os.path.basename(onnx_path)[:-5] + (f"_{variant[0]}" if variant[0] else ""))
     with open(stem + "_dltrain.json", "w") as f:
         f.write(p.stdout)
     with open(stem + "_dltrain.log", "w") as f:
@@ -83,10 +86,15 @@ def print_layers(d, top=10):
         f"{t} {ms:.2f}" for t, ms in sorted(by_type.items(), key=lambda kv: -kv[1])) + f"; sum {total:.2f}")
     slow = sorted(d.get("layers", []), key=lambda layer: -layer["forward_ms"])[:top]
     log("slowest: " + ", ".join(f"{layer['name']} ({layer['type']}) {layer['forward_ms']:.2f}" for layer in slow))
-    for layer in slow[:3]:  # what cuDNN ran for them (DLT_LOG=debug lines naming the layer)
-        for line in d.get("stderr", "").splitlines():
-            if layer["name"] + " " in line and "forward" in line:
-                log("  " + line.strip()[:300])
+    # What cuDNN runs for the slowest forward convolutions: the DLT_LOG=debug lines of the choice
+    # (they name the convolution by its shapes, "conv (input NxHxWxC, K filters ...)"), by time.
+    choices = {}
+    for line in d.get("stderr", "").splitlines():
+        m = re.search(r"(conv \(input .*\)) forward: (.*?)\((\d+\.\d+) ms", line)
+        if m:
+            choices[m.group(1)] = (float(m.group(3)), m.group(2).strip(), line.strip())
+    for shape, (ms, _, line) in sorted(choices.items(), key=lambda kv: -kv[1][0])[:8]:
+        log(f"  {ms:.3f} ms: " + line[line.find(shape):][:330])
 
 
 def print_torch_profile(model, x, torch, top=12):
@@ -141,11 +149,18 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--run-timeout", type=float, default=150)
     p.add_argument("--output-dir", default="")
+    p.add_argument("--variants", default="",
+                   help="dltrain timed again under switches: 'NAME:VAR=VALUE[ VAR=VALUE];NAME2:...' "
+                        "(e.g. 'rtc:DLT_CUDNN_RUNTIME_COMPILED=1'), one more column each")
     p.add_argument("--profile", action="store_true",
                    help="also print dltrain's per-layer-type times and torch.profiler's costliest CUDA kernels")
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                    help="cpu: a self-check of this script where no GPU is (small --batch)")
     args = p.parse_args()
+    variants = []
+    for spec in [v for v in args.variants.split(";") if v.strip()]:
+        name, _, assignments = spec.partition(":")
+        variants.append((name.strip(), dict(a.split("=", 1) for a in assignments.split())))
     import torch
     import torchvision
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -184,6 +199,17 @@ def main():
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             row["dltrain_error"] = str(e)[:200]
             failed += 1
+        for variant in variants:
+            try:
+                log(f"{net}, dltrain with {variant[0]} ({' '.join(f'{k}={v}' for k, v in variant[1].items())}):")
+                d, seconds = dltrain_time(args, path, work, args.batch, variant)
+                row[f"dltrain_ms_{variant[0]}"] = d["inference_ms"]
+                row[f"dltrain_call_s_{variant[0]}"] = round(seconds, 1)
+                if args.profile:
+                    print_layers(d)
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                row[f"dltrain_error_{variant[0]}"] = str(e)[:200]
+                failed += 1
         model = model.to(args.device, memory_format=torch.channels_last)
         x = torch.rand(args.batch, 3, args.size, args.size, device=args.device).contiguous(
             memory_format=torch.channels_last)
@@ -191,8 +217,9 @@ def main():
             row["pytorch_ms"] = torch_ms(model, x, args, torch)
             if args.profile and args.device == "cuda":
                 print_torch_profile(model, x, torch)
-        if "dltrain_ms" in row:
-            row["ratio"] = round(row["pytorch_ms"] / row["dltrain_ms"], 3)
+        for suffix in [""] + [f"_{v[0]}" for v in variants]:
+            if "dltrain_ms" + suffix in row:
+                row["ratio" + suffix] = round(row["pytorch_ms"] / row["dltrain_ms" + suffix], 3)
         rows.append(row)
         print(json.dumps(row), flush=True)
         del model, x
@@ -210,6 +237,12 @@ def main():
         t = cell(r["pytorch_ms"]) if "pytorch_ms" in r else "—"
         lines.append(f"| {r['network']} | {r.get('exporter', '—')} | {d} | {t} | "
                      f"{str(r['ratio']) + 'x' if 'ratio' in r else '—'} |")
+        for name, env in variants:
+            ms = r.get(f"dltrain_ms_{name}")
+            d = cell(ms) if ms else r.get(f"dltrain_error_{name}", "?")
+            lines.append(f"| {r['network']}, dltrain with {' '.join(f'{k}={v}' for k, v in env.items())} | "
+                         f"{r.get('exporter', '—')} | {d} | {t} | "
+                         f"{str(r['ratio_' + name]) + 'x' if 'ratio_' + name in r else '—'} |")
     print("\n".join(lines), file=sys.stderr, flush=True)
     with open(os.path.join(work, "table.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

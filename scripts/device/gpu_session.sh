@@ -23,12 +23,14 @@
 #                  under CudnnEngines auto / exhaustive x BatchNormKernels cudnn / dltrain);
 #                  "camvid" trains seed 003's SegNet at 360x480 on CamVid with dltrain and
 #                  PyTorch (.devbundle/camvid.tar); "zoo" times imported mobilenet_v2 / resnet50
-#                  inference at batch 256 against PyTorch eager
+#                  inference at batch 256 against PyTorch eager, dltrain also under each of
+#                  ZOO_VARIANTS (default "rtc:DLT_CUDNN_RUNTIME_COMPILED=1"; "" none)
 #   Environment: SESSION_SECONDS (the whole budget, default 510), TESTS_SECONDS, BENCH_SECONDS,
 #   CAMVID_SECONDS, ZOO_SECONDS (caps per stage), RESERVE_SECONDS (kept for the stages after
 #   bench / camvid / zoo), CAMVID_EPOCHS (3), BENCH_NETWORKS, BENCH_GRAPH_NETWORKS ("none": no
 #   CUDA-graph rows), BENCH_SWITCHES, CAMVID_PYTORCH_ONLY (an earlier run's resolved config:
-#   PyTorch's side alone), ZOO_NETWORKS. A stage with too little time left is skipped and named.
+#   PyTorch's side alone), ZOO_NETWORKS, ZOO_VARIANTS, PROFILE_NETWORKS, PROFILE_ENGINES. A stage
+#   with too little time left is skipped and named.
 #     --test-args  arguments for dltrain_gpu_tests (a Catch2 tag or test name filter)
 #     --sanitize-args  one Catch2 test spec (a test name may hold spaces) for the sanitize
 #                  stage alone (default: --test-args, else the kernel tags)
@@ -358,8 +360,12 @@ profile_run() {  # $1 net, $2 batch, $3 precision, $4 engines, $5 batch-norm ker
   echo "$1 $3 CudnnEngines=$4 BatchNormKernels=$5 AllowReducedPrecisionReduction=$6: $(grep -E '^Batch ' "$log") (choosing $choosing ms)"
   grep -m 2 'exhaustive: candidates' "$log" | cut -c1-220
 }
+# PROFILE_NETWORKS (default all three) and PROFILE_ENGINES ("auto exhaustive"; "auto" skips the
+# exhaustive runs) trim the stage to fit a call.
+engines_wanted=" ${PROFILE_ENGINES:-auto exhaustive} "
 for spec in "resnet18-cifar 512" "cifar10-bn 256" "cifar10 256"; do
   read -r net batch <<< "$spec"
+  [[ " ${PROFILE_NETWORKS:-resnet18-cifar cifar10-bn cifar10} " == *" $net "* ]] || continue
   [[ $(left) -lt 60 ]] && { echo "profile: stopped, $(left)s left"; break; }
   bns="cudnn dltrain"
   [[ $net == cifar10 ]] && bns="cudnn"  # no batch norm in seed 001's network
@@ -367,10 +373,10 @@ for spec in "resnet18-cifar 512" "cifar10-bn 256" "cifar10 256"; do
   for precision in single mixed; do
     for bn in $bns; do profile_run "$net" "$batch" "$precision" auto "$bn" 0; done
     [[ $(left) -lt 60 ]] && break
-    profile_run "$net" "$batch" "$precision" exhaustive "$last" 0
+    [[ $engines_wanted == *" exhaustive "* ]] && profile_run "$net" "$batch" "$precision" exhaustive "$last" 0
     if [[ $precision == mixed && $net == resnet18-cifar && $(left) -ge 60 ]]; then
       profile_run "$net" "$batch" mixed auto "$last" 1
-      profile_run "$net" "$batch" mixed exhaustive "$last" 1
+      [[ $engines_wanted == *" exhaustive "* ]] && profile_run "$net" "$batch" mixed exhaustive "$last" 1
     fi
   done
   DLT_LOG=debug timeout -k 5 90 env -u DLT_ALLOW_TF32 "$work/bin/dltrain" time "configs/$net.yaml" --gpu 0 --batch "$batch" \
@@ -385,7 +391,7 @@ for spec in "resnet18-cifar 512" "cifar10-bn 256" "cifar10 256"; do
 done
 # Mixed precision, ResNet-18 only (where dltrain is furthest behind PyTorch's autocast): per layer
 # beside torch.profiler under autocast bfloat16.
-if [[ $(left) -ge 90 ]]; then
+if [[ $(left) -ge 90 && " ${PROFILE_NETWORKS:-resnet18-cifar} " == *" resnet18-cifar "* ]]; then
   DLT_LOG=debug timeout -k 5 90 env -u DLT_ALLOW_TF32 "$work/bin/dltrain" time configs/resnet18-cifar.yaml --gpu 0 \
     --batch 512 --iterations 5 --repeats 1 --warmup 3 --set training.Precision=mixed \
     > "$work/logs/profile_dltrain_resnet18-cifar_mixed.log" 2>&1 || echo "dltrain time resnet18-cifar mixed: exit $?"
@@ -466,9 +472,9 @@ stage_zoo() {
   (( t < 40 )) && { echo "zoo: skipped, only ${t}s left"; failures+=(zoo_no_time); return; }
   DLTRAIN="$work/bin/dltrain" timeout -k 5 "$t" python3 scripts/bench/onnx_inference_gpu.py --output-dir "$work/zoo" \
     --networks "${ZOO_NETWORKS:-mobilenet_v2,resnet50}" --run-timeout $(( t / 2 )) --profile \
-    > "$work/logs/zoo.jsonl" 2> "$work/logs/zoo.log"
+    --variants "${ZOO_VARIANTS-rtc:DLT_CUDNN_RUNTIME_COMPILED=1}" > "$work/logs/zoo.jsonl" 2> "$work/logs/zoo.log"
   local rc=$?
-  grep -E '^onnx_inference_gpu: (dltrain|slowest)|^\|' "$work/logs/zoo.log" | cut -c1-400
+  grep -E '^onnx_inference_gpu: |^\|' "$work/logs/zoo.log" | cut -c1-400
   grep -A14 'torch.profiler' "$work/logs/zoo.log" | cut -c1-200
   [[ $rc -eq 0 ]] || { echo "zoo: exit $rc"; failures+=(zoo); }
 }

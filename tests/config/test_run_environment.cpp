@@ -30,7 +30,8 @@ const char* const kVariables[] = {"DLT_CUDA_GRAPH",
                                   "DLT_CUDNN_ENGINES",
                                   "DLT_FUSED_BN_POOL",
                                   "DLT_BN_KERNELS",
-                                  "DLT_ALLOW_REDUCED_PRECISION_REDUCTION"};
+                                  "DLT_ALLOW_REDUCED_PRECISION_REDUCTION",
+                                  "DLT_CUDNN_RUNTIME_COMPILED"};
 
 // Unsets every overriding variable for a scope, so the host's environment cannot leak in.
 struct CleanEnvironment {
@@ -80,27 +81,33 @@ TEST_CASE("run environment options: defaults keep today's behaviour", "[config]"
 }
 
 TEST_CASE(
-    "run environment options: CudnnEngines exhaustive, BatchNormKernels, AllowReducedPrecisionReduction, by option and "
-    "by variable",
+    "run environment options: CudnnEngines exhaustive, BatchNormKernels, AllowReducedPrecisionReduction, "
+    "CudnnRuntimeCompiled, by option and by variable",
     "[config]") {
   CleanEnvironment clean;
   {
     const Config c =
-        load("  CudnnEngines: exhaustive\n  BatchNormKernels: dltrain\n  AllowReducedPrecisionReduction: true\n");
+        load("  CudnnEngines: exhaustive\n  BatchNormKernels: dltrain\n  AllowReducedPrecisionReduction: true\n"
+             "  CudnnRuntimeCompiled: true\n");
     const BackendOptions b = backend_options_for(c.training);
     CHECK(b.cudnn_engines == CudnnEngines::kExhaustive);
     CHECK(b.batch_norm_kernels == BatchNormKernels::kDltrain);
     CHECK(b.allow_reduced_precision_reduction);
+    CHECK(b.cudnn_runtime_compiled);
     CHECK_FALSE(backend_options_for(load("  MaxEpochs: 1\n").training).allow_reduced_precision_reduction);
+    CHECK_FALSE(backend_options_for(load("  MaxEpochs: 1\n").training).cudnn_runtime_compiled);
     const std::string yaml = dump_config(c);
+    CHECK(yaml.find("CudnnRuntimeCompiled: true") != std::string::npos);
     CHECK(yaml.find("AllowReducedPrecisionReduction: true") != std::string::npos);
     CHECK(yaml.find("CudnnEngines: exhaustive") != std::string::npos);
     CHECK(yaml.find("BatchNormKernels: dltrain") != std::string::npos);
   }
   {
     EnvVar engines("DLT_CUDNN_ENGINES", "exhaustive"), kernels("DLT_BN_KERNELS", "dltrain"),
-        reduced("DLT_ALLOW_REDUCED_PRECISION_REDUCTION", "1");
-    const BackendOptions b = backend_options_for(load("  BatchNormKernels: cudnn\n").training);
+        reduced("DLT_ALLOW_REDUCED_PRECISION_REDUCTION", "1"), compiled("DLT_CUDNN_RUNTIME_COMPILED", "0");
+    const BackendOptions b =
+        backend_options_for(load("  BatchNormKernels: cudnn\n  CudnnRuntimeCompiled: true\n").training);
+    CHECK_FALSE(b.cudnn_runtime_compiled);  // the variable overrides the option
     CHECK(b.allow_reduced_precision_reduction);
     CHECK(b.cudnn_engines == CudnnEngines::kExhaustive);
     CHECK(b.batch_norm_kernels == BatchNormKernels::kDltrain);  // the variable overrides the option

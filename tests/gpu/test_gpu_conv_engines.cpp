@@ -3,7 +3,8 @@
 // fastest of both, and the exhaustive search (knob variants), each also under Deterministic,
 // against the double reference at 1e-4; and at real batch sizes (where cuDNN's heuristics offer
 // other engines, e.g. NCHW kernels behind transposes, FFT, Winograd) the graph API's plans and
-// the exhaustive search's against the legacy algorithms on the same inputs, float32 and bfloat16.
+// the exhaustive search's and CudnnRuntimeCompiled's against the legacy algorithms on the same
+// inputs, float32 and bfloat16.
 #include <catch2/catch.hpp>
 
 #include <limits>
@@ -16,12 +17,15 @@ namespace dlt::test::gpu {
 
 namespace {
 
-// The device under test's backend with CudnnEngines, Deterministic and AllowReducedPrecisionReduction.
-Backend& with_engines(CudnnEngines engines, bool deterministic, bool reduced_precision_reduction = false) {
+// The device under test's backend with CudnnEngines, Deterministic, AllowReducedPrecisionReduction
+// and CudnnRuntimeCompiled.
+Backend& with_engines(CudnnEngines engines, bool deterministic, bool reduced_precision_reduction = false,
+                      bool runtime_compiled = false) {
   return dut_backend_with([&](BackendOptions& o) {
     o.cudnn_engines = engines;
     o.deterministic = deterministic;
     o.allow_reduced_precision_reduction = reduced_precision_reduction;
+    o.cudnn_runtime_compiled = runtime_compiled;
   });
 }
 
@@ -117,7 +121,7 @@ TEST_CASE("gpu conv: graph-API plans at real batch sizes give the legacy algorit
     const Tensor w = to_tensor(random_vec(d.weight_numel(), rng, -0.1, 0.1), {d.k, d.kh, d.kw, d.group_c()}, dev);
     const Tensor b = to_tensor(random_vec(d.k, rng), {d.k}, dev);
     Vec dy = random_vec(d.n * d.out_h() * d.out_w() * d.k, rng);
-    ConvResults legacy, graph, exhaustive, reduced;
+    ConvResults legacy, graph, exhaustive, reduced, compiled;
     {
       Backend& legacy_be = with_engines(CudnnEngines::kLegacy, false);
       // The fused relu's backward sees dy masked by y > 0 (as the layer passes it).
@@ -136,6 +140,12 @@ TEST_CASE("gpu conv: graph-API plans at real batch sizes give the legacy algorit
       exhaustive = run_conv(with_engines(CudnnEngines::kExhaustive, false), d, x, w, b,
                             to_tensor(dy, {d.n, d.out_h(), d.out_w(), d.k}, dev));
     }
+    {
+      // CudnnRuntimeCompiled: the engines cuDNN compiles at run time join the timing (the fastest
+      // depthwise kernels are among them).
+      compiled = run_conv(with_engines(CudnnEngines::kAuto, false, false, true), d, x, w, b,
+                          to_tensor(dy, {d.n, d.out_h(), d.out_w(), d.k}, dev));
+    }
     // bfloat16 with AllowReducedPrecisionReduction: engines that reduce in less than float32 join
     // (as under PyTorch's autocast); float32 ignores the switch. Compared below when bfloat16.
     if (d.bf16) {
@@ -153,7 +163,11 @@ TEST_CASE("gpu conv: graph-API plans at real batch sizes give the legacy algorit
         {"exhaustive y", {&exhaustive.y, &legacy.y}},
         {"exhaustive dx", {&exhaustive.dx, &legacy.dx}},
         {"exhaustive dw", {&exhaustive.dw, &legacy.dw}},
-        {"exhaustive db", {&exhaustive.db, &legacy.db}}};
+        {"exhaustive db", {&exhaustive.db, &legacy.db}},
+        {"runtime-compiled y", {&compiled.y, &legacy.y}},
+        {"runtime-compiled dx", {&compiled.dx, &legacy.dx}},
+        {"runtime-compiled dw", {&compiled.dw, &legacy.dw}},
+        {"runtime-compiled db", {&compiled.db, &legacy.db}}};
     for (const auto& [what, pair] : outputs) {
       const Comparison cmp = compare(*pair.first, *pair.second);
       INFO(what << ": " << cmp.str());

@@ -2,8 +2,9 @@
 // the exhaustive search's (heuristics modes A, B and fallback, every engine, every knob variant)
 // for float32 and bfloat16 (with and without AllowReducedPrecisionReduction), each direction,
 // each plan run on its own NaN-filled output against the double reference. A knob choice that
-// computes wrong numbers fails here even when it is never the fastest. GPU only: the CPU
-// self-check has no cuDNN plans.
+// computes wrong numbers fails here even when it is never the fastest. The same for the plans
+// CudnnRuntimeCompiled adds (engines compiled at run time). GPU only: the CPU self-check has no
+// cuDNN plans.
 #include <catch2/catch.hpp>
 
 #include "build_config.h"
@@ -84,6 +85,89 @@ const char* direction_name(cuda::ConvDirection d) {
                                                    : "backward filter";
 }
 
+
+struct PlanCase {
+  const char* name;
+  int64_t n, hw, c, k, f, stride, pad;
+  bool bf16, reduced;
+  int64_t groups = 1;
+};
+
+// Every plan conv_plans finalizes for cs under `search` (its precision switches set from cs), each
+// direction, run on its own against the double reference. Returns the number of plans checked;
+// marked[i] counts the plans whose description contains marks[i].
+int check_every_plan(cuda::CudaContext& ctx, const PlanCase& cs, cuda::PlanSearch search,
+                     const std::vector<std::string>& marks, std::vector<int>& marked) {
+  marked.assign(marks.size(), 0);
+  ConvDesc d;
+  d.n = cs.n, d.h = d.w = cs.hw, d.c = cs.c, d.k = cs.k, d.kh = d.kw = cs.f;
+  d.stride_h = d.stride_w = cs.stride;
+  d.pad_t = d.pad_b = d.pad_l = d.pad_r = cs.pad;
+  d.groups = cs.groups;
+  const int64_t oh = d.out_h(), ow = d.out_w();
+  cuda::ConvGeometry g;
+  g.n = d.n, g.hx = d.h, g.wx = d.w, g.c = d.c, g.k = d.k, g.kh = d.kh, g.kw = d.kw, g.oh = oh, g.ow = ow;
+  g.pad_h = g.pad_w = cs.pad, g.stride_h = g.stride_w = cs.stride;
+  g.dtype = cs.bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+  g.groups = cs.groups;
+
+  Rng rng(77);
+  const Vec x = as_stored(random_vec(d.n * d.h * d.w * d.c, rng), cs.bf16);
+  const Vec w = as_stored(random_vec(d.weight_numel(), rng, -0.2, 0.2), cs.bf16);
+  const Vec dy = as_stored(random_vec(d.n * oh * ow * d.k, rng), cs.bf16);
+  const Vec y_ref = ref::conv_forward(d, x, w, Vec(static_cast<size_t>(d.k), 0.0));
+  const Vec dx_ref = ref::conv_backward_data(d, dy, w);
+  Vec dw_ref, db_ref;
+  ref::conv_backward_weights(d, x, dy, dw_ref, db_ref);
+  // A wrong plan is off by O(1). Bars: float32 1e-3 (the agreement table's 1e-4 holds for the
+  // plans the search picks on its shapes; FFT and Winograd variants nobody picks may round
+  // more: each over 1e-4 is reported by name); bfloat16: the output rounded to 8 bits (2^-9
+  // relative) over sums of rounded inputs: 1e-2; reductions in reduced precision: 3e-2.
+  const double tol = !cs.bf16 ? 1e-3 : cs.reduced ? 3e-2 : 1e-2;
+  const double report_over = !cs.bf16 ? 1e-4 : tol;
+
+  DeviceBuffer bx(x.size(), cs.bf16), bw(w.size(), cs.bf16), by(dy.size(), cs.bf16);
+  int checked = 0;
+  search.reduced_precision_reduction = cs.reduced;
+  search.workspace_limit = size_t(256) << 20;
+  for (cuda::ConvDirection dir :
+       {cuda::ConvDirection::kForward, cuda::ConvDirection::kBackwardData, cuda::ConvDirection::kBackwardFilter}) {
+    INFO(direction_name(dir));
+    const auto plans = cuda::conv_plans(ctx.cudnn, g, dir, search);
+    CHECK(!plans.empty());
+    for (const auto& plan : plans) {
+      const std::string what = plan->describe();
+      INFO(what);
+      for (size_t i = 0; i < marks.size(); ++i)
+        if (what.find(marks[i]) != std::string::npos) ++marked[i];
+      // Inputs fresh each time (a plan must not depend on what an earlier one left), the output NaN.
+      DeviceBuffer* out = dir == cuda::ConvDirection::kForward        ? &by
+                          : dir == cuda::ConvDirection::kBackwardData ? &bx
+                                                                      : &bw;
+      if (dir != cuda::ConvDirection::kBackwardData) bx.upload(x, ctx.stream);
+      if (dir != cuda::ConvDirection::kBackwardFilter) bw.upload(w, ctx.stream);
+      if (dir != cuda::ConvDirection::kForward) by.upload(dy, ctx.stream);
+      out->fill_nan(ctx.stream);
+      void* ws = ctx.workspace(plan->workspace());
+      const cudnnStatus_t s = plan->execute(ctx.cudnn, bx.get(), bw.get(), by.get(), ws);
+      CHECK(s == CUDNN_STATUS_SUCCESS);
+      if (s != CUDNN_STATUS_SUCCESS) continue;
+      const Vec got = out->download(ctx.stream);
+      const Vec& want = dir == cuda::ConvDirection::kForward        ? y_ref
+                        : dir == cuda::ConvDirection::kBackwardData ? dx_ref
+                                                                    : dw_ref;
+      const Comparison cmp = compare(got, want);
+      INFO(cmp.str());
+      CHECK(cmp.rel <= tol);
+      if (cmp.rel > report_over && cmp.rel <= tol)
+        WARN(cs.name << ", " << direction_name(dir) << ": " << what << " is " << cmp.str()
+                     << " from the double reference (over the agreement table's 1e-4)");
+      ++checked;
+    }
+  }
+  return checked;
+}
+
 }  // namespace
 
 TEST_CASE("gpu conv plans: every plan of the exhaustive search against the double reference", "[gpu][conv]") {
@@ -92,13 +176,7 @@ TEST_CASE("gpu conv plans: every plan of the exhaustive search against the doubl
     return;
   }
   cuda::CudaContext& ctx = cuda::context(device_under_test().index);
-  struct Case {
-    const char* name;
-    int64_t n, hw, c, k, f, stride, pad;
-    bool bf16, reduced;
-    int64_t groups = 1;
-  };
-  const Case cases[] = {
+  const PlanCase cases[] = {
       {"float32 16x16x16x32 -> 48 3x3", 16, 16, 32, 48, 3, 1, 1, false, false},
       {"float32 16x16x16x64 -> 64 3x3 stride 2", 16, 16, 64, 64, 3, 2, 1, false, false},
       {"float32 8x8x8x128 -> 64 1x1", 8, 8, 128, 64, 1, 1, 0, false, false},
@@ -110,77 +188,14 @@ TEST_CASE("gpu conv plans: every plan of the exhaustive search against the doubl
       {"float32 8x8x8x128 -> 128 3x3 in 32 groups", 8, 8, 128, 128, 3, 1, 1, false, false, 32},
       {"bfloat16 16x16x16x64 depthwise 3x3", 16, 16, 64, 64, 3, 1, 1, true, false, 64},
   };
-  for (const Case& cs : cases) {
+  for (const PlanCase& cs : cases) {
     INFO(cs.name);
-    ConvDesc d;
-    d.n = cs.n, d.h = d.w = cs.hw, d.c = cs.c, d.k = cs.k, d.kh = d.kw = cs.f;
-    d.stride_h = d.stride_w = cs.stride;
-    d.pad_t = d.pad_b = d.pad_l = d.pad_r = cs.pad;
-    d.groups = cs.groups;
-    const int64_t oh = d.out_h(), ow = d.out_w();
-    cuda::ConvGeometry g;
-    g.n = d.n, g.hx = d.h, g.wx = d.w, g.c = d.c, g.k = d.k, g.kh = d.kh, g.kw = d.kw, g.oh = oh, g.ow = ow;
-    g.pad_h = g.pad_w = cs.pad, g.stride_h = g.stride_w = cs.stride;
-    g.dtype = cs.bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-    g.groups = cs.groups;
-
-    Rng rng(77);
-    const Vec x = as_stored(random_vec(d.n * d.h * d.w * d.c, rng), cs.bf16);
-    const Vec w = as_stored(random_vec(d.weight_numel(), rng, -0.2, 0.2), cs.bf16);
-    const Vec dy = as_stored(random_vec(d.n * oh * ow * d.k, rng), cs.bf16);
-    const Vec y_ref = ref::conv_forward(d, x, w, Vec(static_cast<size_t>(d.k), 0.0));
-    const Vec dx_ref = ref::conv_backward_data(d, dy, w);
-    Vec dw_ref, db_ref;
-    ref::conv_backward_weights(d, x, dy, dw_ref, db_ref);
-    // A wrong plan is off by O(1). Bars: float32 1e-3 (the agreement table's 1e-4 holds for the
-    // plans the search picks on its shapes; FFT and Winograd variants nobody picks may round
-    // more: each over 1e-4 is reported by name); bfloat16: the output rounded to 8 bits (2^-9
-    // relative) over sums of rounded inputs: 1e-2; reductions in reduced precision: 3e-2.
-    const double tol = !cs.bf16 ? 1e-3 : cs.reduced ? 3e-2 : 1e-2;
-    const double report_over = !cs.bf16 ? 1e-4 : tol;
-
-    DeviceBuffer bx(x.size(), cs.bf16), bw(w.size(), cs.bf16), by(dy.size(), cs.bf16);
-    int knob_plans = 0, reduced_plans = 0, checked = 0;
-    for (cuda::ConvDirection dir :
-         {cuda::ConvDirection::kForward, cuda::ConvDirection::kBackwardData, cuda::ConvDirection::kBackwardFilter}) {
-      INFO(direction_name(dir));
-      cuda::PlanSearch search;
-      search.exhaustive = true;
-      search.max_plans = 200;
-      search.workspace_limit = size_t(256) << 20;
-      search.reduced_precision_reduction = cs.reduced;
-      const auto plans = cuda::conv_plans(ctx.cudnn, g, dir, search);
-      CHECK(!plans.empty());
-      for (const auto& plan : plans) {
-        const std::string what = plan->describe();
-        INFO(what);
-        if (what.find("knobs") != std::string::npos) ++knob_plans;
-        if (what.find("reduced-precision") != std::string::npos) ++reduced_plans;
-        // Inputs fresh each time (a plan must not depend on what an earlier one left), the output NaN.
-        DeviceBuffer* out = dir == cuda::ConvDirection::kForward        ? &by
-                            : dir == cuda::ConvDirection::kBackwardData ? &bx
-                                                                        : &bw;
-        if (dir != cuda::ConvDirection::kBackwardData) bx.upload(x, ctx.stream);
-        if (dir != cuda::ConvDirection::kBackwardFilter) bw.upload(w, ctx.stream);
-        if (dir != cuda::ConvDirection::kForward) by.upload(dy, ctx.stream);
-        out->fill_nan(ctx.stream);
-        void* ws = ctx.workspace(plan->workspace());
-        const cudnnStatus_t s = plan->execute(ctx.cudnn, bx.get(), bw.get(), by.get(), ws);
-        CHECK(s == CUDNN_STATUS_SUCCESS);
-        if (s != CUDNN_STATUS_SUCCESS) continue;
-        const Vec got = out->download(ctx.stream);
-        const Vec& want = dir == cuda::ConvDirection::kForward        ? y_ref
-                          : dir == cuda::ConvDirection::kBackwardData ? dx_ref
-                                                                      : dw_ref;
-        const Comparison cmp = compare(got, want);
-        INFO(cmp.str());
-        CHECK(cmp.rel <= tol);
-        if (cmp.rel > report_over && cmp.rel <= tol)
-          WARN(cs.name << ", " << direction_name(dir) << ": " << what << " is " << cmp.str()
-                       << " from the double reference (over the agreement table's 1e-4)");
-        ++checked;
-      }
-    }
+    cuda::PlanSearch search;
+    search.exhaustive = true;
+    search.max_plans = 200;
+    std::vector<int> marked;
+    const int checked = check_every_plan(ctx, cs, search, {"knobs", "reduced-precision"}, marked);
+    const int knob_plans = marked[0], reduced_plans = marked[1];
     INFO(checked << " plans checked, " << knob_plans << " of them knob variants, " << reduced_plans
                  << " with reduced-precision reductions");
     CHECK(knob_plans > 0);  // the knob enumeration reached cuDNN (else exhaustive = heuristics + engines)
@@ -188,6 +203,40 @@ TEST_CASE("gpu conv plans: every plan of the exhaustive search against the doubl
       WARN(cs.name << ": no engine with reduced-precision reductions for this problem on this GPU");
     if (!cs.reduced) CHECK(reduced_plans == 0);
   }
+}
+
+// CudnnRuntimeCompiled: the search (CudnnEngines auto: heuristics, then every engine) with the
+// engines that compile at run time, each plan against the double reference, on the shapes those
+// engines exist for (depthwise, MobileNet's; a dense 3x3 beside them).
+TEST_CASE("gpu conv plans: runtime-compiled engines against the double reference", "[gpu][conv]") {
+  if (!testing_a_gpu()) {
+    WARN("no cuDNN plans on the CPU self-check: skipped");
+    return;
+  }
+  cuda::CudaContext& ctx = cuda::context(device_under_test().index);
+  const PlanCase cases[] = {
+      {"float32 16x16x16x64 depthwise 3x3", 16, 16, 64, 64, 3, 1, 1, false, false, 64},
+      {"float32 16x16x16x96 depthwise 3x3 stride 2", 16, 16, 96, 96, 3, 2, 1, false, false, 96},
+      {"float32 8x14x14x32 depthwise 5x5", 8, 14, 32, 32, 5, 1, 2, false, false, 32},
+      {"bfloat16 16x16x16x64 depthwise 3x3", 16, 16, 64, 64, 3, 1, 1, true, false, 64},
+      {"float32 16x16x16x32 -> 48 3x3", 16, 16, 32, 48, 3, 1, 1, false, false},
+  };
+  int compiled_total = 0;
+  for (const PlanCase& cs : cases) {
+    INFO(cs.name);
+    cuda::PlanSearch search;
+    search.runtime_compiled = true;
+    search.max_plans = 40;  // the convolution op's own limit under CudnnEngines: auto
+    std::vector<int> marked;
+    const int checked = check_every_plan(ctx, cs, search, {"runtime-compiled"}, marked);
+    const int compiled = marked[0];
+    INFO(checked << " plans checked, " << compiled << " of them runtime-compiled");
+    CHECK(checked > 0);
+    compiled_total += compiled;
+  }
+  // cuDNN 9 on sm_80 and later has runtime-compiled engines for these problems; none means NVRTC
+  // could not be loaded (every such plan failed to finalize) and the switch does nothing here.
+  if (compiled_total == 0) WARN("no runtime-compiled plan finalized on this machine (NVRTC missing?)");
 }
 
 }  // namespace dlt::test::gpu

@@ -86,9 +86,11 @@ class CudaConvOp final : public ConvOp {
     }
     // The math switches: bit 0 TF32 (float32 only), bit 1 deterministic algorithms only, bits
     // 2-3 CudnnEngines (0 auto, 1 legacy, 2 graph, 3 exhaustive), bit 4 reduced-precision
-    // reductions (bfloat16 only); bits 5 and up CudnnWorkspaceMB (the choices fit within it).
+    // reductions (bfloat16 only), bit 5 runtime-compiled engines (CudnnRuntimeCompiled); bits 6
+    // and up CudnnWorkspaceMB (the choices fit within it).
     const int64_t math = (!d.bf16 && tf32_allowed(opts_) ? 1 : 0) | (deterministic_ ? 2 : 0) |
-                         (static_cast<int64_t>(engines_) << 2) | (rpr_ ? 16 : 0) | (opts_.cudnn_workspace_mb << 5);
+                         (static_cast<int64_t>(engines_) << 2) | (rpr_ ? 16 : 0) |
+                         (opts_.cudnn_runtime_compiled ? 32 : 0) | (opts_.cudnn_workspace_mb << 6);
     key_ = ConvAlgoKey{ctx.device, math,    dtype,   d.n,        pad_.hx,    pad_.wx,      d.c,          d.k,     d.kh,
                        d.kw,       pad_.ph, pad_.pw, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w, d.groups};
     algos_ = conv_algo_cache().get(key_);
@@ -301,6 +303,7 @@ class CudaConvOp final : public ConvOp {
     PlanSearch search;
     search.tf32 = !d_.bf16 && tf32_allowed(opts_);
     search.reduced_precision_reduction = rpr_;
+    search.runtime_compiled = opts_.cudnn_runtime_compiled;
     search.deterministic = deterministic_;
     search.heuristics_only = deterministic_;
     search.exhaustive = engines_ == CudnnEngines::kExhaustive && !deterministic_;

@@ -387,8 +387,10 @@ bool allowed(const EngineInfo& e, const ConvGeometry& g, const PlanSearch& searc
   const bool deterministic = search.deterministic;
   const bool nondet = has(e.numerical, CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC);
   if (deterministic && nondet) return false;
-  if (has(e.behavior, CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)) return false;
+  const bool compiled = has(e.behavior, CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION);
+  if (compiled && !search.runtime_compiled) return false;
   *notes = tensor ? "tensor-op" : "fma";
+  if (compiled) *notes += ", runtime-compiled";
   if (has(e.numerical, CUDNN_NUMERICAL_NOTE_FFT)) *notes += ", fft";
   if (has(e.numerical, CUDNN_NUMERICAL_NOTE_WINOGRAD)) *notes += ", winograd";
   *notes += nondet ? ", non-deterministic" : ", deterministic";

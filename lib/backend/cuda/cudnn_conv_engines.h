@@ -69,6 +69,8 @@ struct PlanSearch {
   bool tf32 = false;  // float32 may use TF32 tensor cores (AllowTF32)
   // bfloat16 may use engines that reduce in reduced precision (AllowReducedPrecisionReduction)
   bool reduced_precision_reduction = false;
+  // engines that compile their kernels at run time (NVRTC) are tried too (CudnnRuntimeCompiled)
+  bool runtime_compiled = false;
   bool deterministic = false;    // deterministic engines only (Deterministic)
   bool heuristics_only = false;  // mode A's suggestions only (else every engine after them)
   // CudnnEngines: exhaustive: heuristics modes B and fallback too, and every engine with each of
@@ -84,8 +86,8 @@ struct PlanSearch {
 // within workspace_limit bytes, without those the switches forbid: tensor-core (TF32) or
 // down-converting engines for float32 unless tf32, reduced-precision reductions for float32
 // always and for bfloat16 unless reduced_precision_reduction, non-deterministic engines under
-// deterministic, and engines that compile at run time
-// (seconds each, and NVRTC may be missing). Empty when cuDNN has none or the graph API refuses
+// deterministic, and, unless runtime_compiled, engines that compile at run time (a compilation
+// per shape and direction; where NVRTC is missing they fail to finalize and are skipped). Empty when cuDNN has none or the graph API refuses
 // the problem: the caller keeps the legacy algorithms.
 std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, const ConvGeometry& g, ConvDirection dir,
                                                         const PlanSearch& search);
