@@ -180,6 +180,8 @@ TEST_CASE("gpu conv plans: every plan of the exhaustive search against the doubl
       {"float32 16x16x16x32 -> 48 3x3", 16, 16, 32, 48, 3, 1, 1, false, false},
       {"float32 16x16x16x64 -> 64 3x3 stride 2", 16, 16, 64, 64, 3, 2, 1, false, false},
       {"float32 8x8x8x128 -> 64 1x1", 8, 8, 128, 64, 1, 1, 0, false, false},
+      // Seed 001's conv2 at its batch size (5x5: FFT and Winograd engines for every direction).
+      {"float32 256x16x16x32 -> 32 5x5", 256, 16, 32, 32, 5, 1, 2, false, false},
       {"bfloat16 16x16x16x64 -> 64 3x3", 16, 16, 64, 64, 3, 1, 1, true, false},
       {"bfloat16 16x16x16x64 -> 64 3x3, reduced-precision reductions allowed", 16, 16, 64, 64, 3, 1, 1, true, true},
       // Grouped: the graph API reads the groups from the filter's C / G (cudnn_conv_engines.cpp).

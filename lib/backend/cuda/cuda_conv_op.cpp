@@ -90,7 +90,7 @@ class CudaConvOp final : public ConvOp {
     // and up CudnnWorkspaceMB (the choices fit within it).
     const int64_t math = (!d.bf16 && tf32_allowed(opts_) ? 1 : 0) | (deterministic_ ? 2 : 0) |
                          (static_cast<int64_t>(engines_) << 2) | (rpr_ ? 16 : 0) |
-                         (opts_.cudnn_runtime_compiled ? 32 : 0) | (opts_.cudnn_workspace_mb << 6);
+                         (opts_.cudnn_runtime_compiled && d.groups > 1 ? 32 : 0) | (opts_.cudnn_workspace_mb << 6);
     key_ = ConvAlgoKey{ctx.device, math,    dtype,   d.n,        pad_.hx,    pad_.wx,      d.c,          d.k,     d.kh,
                        d.kw,       pad_.ph, pad_.pw, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w, d.groups};
     algos_ = conv_algo_cache().get(key_);
@@ -303,7 +303,9 @@ class CudaConvOp final : public ConvOp {
     PlanSearch search;
     search.tf32 = !d_.bf16 && tf32_allowed(opts_);
     search.reduced_precision_reduction = rpr_;
-    search.runtime_compiled = opts_.cudnn_runtime_compiled;
+    // Grouped and depthwise only: dense shapes have precompiled engines, and compiling every
+    // runtime-compiled engine of a network's dense convolutions took over a minute on an H200.
+    search.runtime_compiled = opts_.cudnn_runtime_compiled && d_.groups > 1;
     search.deterministic = deterministic_;
     search.heuristics_only = deterministic_;
     search.exhaustive = engines_ == CudnnEngines::kExhaustive && !deterministic_;

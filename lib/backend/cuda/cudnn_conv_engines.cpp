@@ -481,13 +481,15 @@ std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, co
   // Exhaustive: at most 3 plan finalizations per plan wanted (each costs host time, and a
   // bfloat16 problem admits nearly every engine).
   const int max_attempts = search.exhaustive ? 3 * search.max_plans : std::numeric_limits<int>::max();
-  int attempts = 0, distinct = 0;
+  int attempts = 0, distinct = 0, compiled = 0;
   std::set<std::string> seen;
   for (EngineConfig& cand : candidates) {
     if (static_cast<int>(plans.size()) >= search.max_plans || attempts >= max_attempts) break;
     EngineInfo info;
     std::string notes;
     if (!engine_info(*cand.config, &info) || !allowed(info, g, search, &notes)) continue;
+    const bool runtime_compiled = has(info.behavior, CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION);
+    if (runtime_compiled && compiled >= PlanSearch::kMaxRuntimeCompiled) continue;  // each costs a compilation
     if (search.exhaustive) {
       const std::string key = config_key(*cand.config, info.index);
       if (!key.empty() && !seen.insert(key).second) continue;
@@ -507,6 +509,7 @@ std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, co
                                  &ws) != CUDNN_STATUS_SUCCESS ||
         ws < 0 || static_cast<size_t>(ws) > search.workspace_limit)
       continue;
+    compiled += runtime_compiled;
     plans.push_back(std::make_shared<ConvPlan>(cg, std::move(cand.engine), std::move(cand.config),
                                                std::move(cand.choices), std::move(plan), info.index,
                                                static_cast<size_t>(ws), notes));

@@ -69,8 +69,10 @@ struct PlanSearch {
   bool tf32 = false;  // float32 may use TF32 tensor cores (AllowTF32)
   // bfloat16 may use engines that reduce in reduced precision (AllowReducedPrecisionReduction)
   bool reduced_precision_reduction = false;
-  // engines that compile their kernels at run time (NVRTC) are tried too (CudnnRuntimeCompiled)
+  // engines that compile their kernels at run time (NVRTC) are tried too (CudnnRuntimeCompiled),
+  // at most kMaxRuntimeCompiled of them (in the candidates' order: heuristics first)
   bool runtime_compiled = false;
+  static constexpr int kMaxRuntimeCompiled = 4;
   bool deterministic = false;    // deterministic engines only (Deterministic)
   bool heuristics_only = false;  // mode A's suggestions only (else every engine after them)
   // CudnnEngines: exhaustive: heuristics modes B and fallback too, and every engine with each of
