@@ -25,10 +25,11 @@ struct BackendOptions {
   // engines noted CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION (CUDA; PyTorch's autocast
   // does not filter them out).
   bool allow_reduced_precision_reduction = false;
-  // CudnnRuntimeCompiled: the convolution search may also time cuDNN engines that compile their
-  // kernels at run time (NVRTC; CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION), e.g. its depthwise
-  // kernels; each costs a compilation per shape and direction when first chosen (CUDA).
-  bool cudnn_runtime_compiled = false;
+  // CudnnRuntimeCompiled: the search of a grouped or depthwise convolution also times cuDNN
+  // engines that compile their kernels at run time (NVRTC; CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION),
+  // its fast depthwise kernels among them; at most 4 per shape and direction, each compiled when
+  // first timed (CUDA).
+  bool cudnn_runtime_compiled = true;
   bool direct_convolution = false;    // ConvolutionAlgorithm direct: NHWC direct only (CPU)
   int64_t cudnn_workspace_mb = 1024;  // CudnnWorkspaceMB: cuDNN's convolution workspace limit
   bool deterministic = false;         // Deterministic: only deterministic cuDNN algorithms

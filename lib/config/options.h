@@ -170,9 +170,9 @@ struct TrainingOptions {
   // AllowReducedPrecisionReduction (DLT_ALLOW_REDUCED_PRECISION_REDUCTION): Precision: mixed
   // convolutions on the GPU may use cuDNN engines that reduce in less than float32.
   bool allow_reduced_precision_reduction = false;
-  // CudnnRuntimeCompiled (DLT_CUDNN_RUNTIME_COMPILED): the GPU's convolution search may also time
-  // cuDNN engines that compile at run time.
-  bool cudnn_runtime_compiled = false;
+  // CudnnRuntimeCompiled (DLT_CUDNN_RUNTIME_COMPILED): the GPU's search for grouped and depthwise
+  // convolutions also times cuDNN engines that compile at run time.
+  bool cudnn_runtime_compiled = true;
   ConvolutionAlgorithm convolution_algorithm = ConvolutionAlgorithm::kAuto;  // ConvolutionAlgorithm (DLT_CONV_ALGO)
   int64_t cudnn_workspace_mb = 1024;                 // CudnnWorkspaceMB (DLT_CUDNN_WORKSPACE_MB)
   bool deterministic = false;                        // Deterministic: cuDNN's deterministic algorithms only

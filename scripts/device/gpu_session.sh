@@ -24,7 +24,7 @@
 #                  "camvid" trains seed 003's SegNet at 360x480 on CamVid with dltrain and
 #                  PyTorch (.devbundle/camvid.tar); "zoo" times imported mobilenet_v2 / resnet50
 #                  inference at batch 256 against PyTorch eager, dltrain also under each of
-#                  ZOO_VARIANTS (default "rtc:DLT_CUDNN_RUNTIME_COMPILED=1"; "" none)
+#                  ZOO_VARIANTS (e.g. "nortc:DLT_CUDNN_RUNTIME_COMPILED=0"; default none)
 #   Environment: SESSION_SECONDS (the whole budget, default 510), TESTS_SECONDS, BENCH_SECONDS,
 #   CAMVID_SECONDS, ZOO_SECONDS (caps per stage), RESERVE_SECONDS (kept for the stages after
 #   bench / camvid / zoo), CAMVID_EPOCHS (3), BENCH_NETWORKS, BENCH_GRAPH_NETWORKS ("none": no
@@ -472,7 +472,7 @@ stage_zoo() {
   (( t < 40 )) && { echo "zoo: skipped, only ${t}s left"; failures+=(zoo_no_time); return; }
   DLTRAIN="$work/bin/dltrain" timeout -k 5 "$t" python3 scripts/bench/onnx_inference_gpu.py --output-dir "$work/zoo" \
     --networks "${ZOO_NETWORKS:-mobilenet_v2,resnet50}" --run-timeout $(( t / 2 )) --profile \
-    --variants "${ZOO_VARIANTS-rtc:DLT_CUDNN_RUNTIME_COMPILED=1}" > "$work/logs/zoo.jsonl" 2> "$work/logs/zoo.log"
+    --variants "${ZOO_VARIANTS-}" > "$work/logs/zoo.jsonl" 2> "$work/logs/zoo.log"
   local rc=$?
   grep -E '^onnx_inference_gpu: |^\|' "$work/logs/zoo.log" | cut -c1-400
   grep -A14 'torch.profiler' "$work/logs/zoo.log" | cut -c1-200

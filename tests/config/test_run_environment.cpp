@@ -88,16 +88,16 @@ TEST_CASE(
   {
     const Config c =
         load("  CudnnEngines: exhaustive\n  BatchNormKernels: dltrain\n  AllowReducedPrecisionReduction: true\n"
-             "  CudnnRuntimeCompiled: true\n");
+             "  CudnnRuntimeCompiled: false\n");
     const BackendOptions b = backend_options_for(c.training);
     CHECK(b.cudnn_engines == CudnnEngines::kExhaustive);
     CHECK(b.batch_norm_kernels == BatchNormKernels::kDltrain);
     CHECK(b.allow_reduced_precision_reduction);
-    CHECK(b.cudnn_runtime_compiled);
+    CHECK_FALSE(b.cudnn_runtime_compiled);
     CHECK_FALSE(backend_options_for(load("  MaxEpochs: 1\n").training).allow_reduced_precision_reduction);
-    CHECK_FALSE(backend_options_for(load("  MaxEpochs: 1\n").training).cudnn_runtime_compiled);
+    CHECK(backend_options_for(load("  MaxEpochs: 1\n").training).cudnn_runtime_compiled);  // the default
     const std::string yaml = dump_config(c);
-    CHECK(yaml.find("CudnnRuntimeCompiled: true") != std::string::npos);
+    CHECK(yaml.find("CudnnRuntimeCompiled: false") != std::string::npos);
     CHECK(yaml.find("AllowReducedPrecisionReduction: true") != std::string::npos);
     CHECK(yaml.find("CudnnEngines: exhaustive") != std::string::npos);
     CHECK(yaml.find("BatchNormKernels: dltrain") != std::string::npos);

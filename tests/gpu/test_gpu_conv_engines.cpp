@@ -18,7 +18,8 @@ namespace dlt::test::gpu {
 namespace {
 
 // The device under test's backend with CudnnEngines, Deterministic, AllowReducedPrecisionReduction
-// and CudnnRuntimeCompiled.
+// and CudnnRuntimeCompiled (off here unless asked, though on by default: each search as it is
+// without the compiled engines; the compiled ones are compared on their own below).
 Backend& with_engines(CudnnEngines engines, bool deterministic, bool reduced_precision_reduction = false,
                       bool runtime_compiled = false) {
   return dut_backend_with([&](BackendOptions& o) {

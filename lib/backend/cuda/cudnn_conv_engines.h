@@ -88,8 +88,9 @@ struct PlanSearch {
 // within workspace_limit bytes, without those the switches forbid: tensor-core (TF32) or
 // down-converting engines for float32 unless tf32, reduced-precision reductions for float32
 // always and for bfloat16 unless reduced_precision_reduction, non-deterministic engines under
-// deterministic, and, unless runtime_compiled, engines that compile at run time (a compilation
-// per shape and direction; where NVRTC is missing they fail to finalize and are skipped). Empty when cuDNN has none or the graph API refuses
+// deterministic, unless runtime_compiled, engines that compile at run time (a compilation per
+// shape and direction; where NVRTC is missing they fail to finalize and are skipped), and for a
+// float32 weight gradient the one engine whose sums drift (cudnn_conv_engines.cpp). Empty when cuDNN has none or the graph API refuses
 // the problem: the caller keeps the legacy algorithms.
 std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, const ConvGeometry& g, ConvDirection dir,
                                                         const PlanSearch& search);
