@@ -37,6 +37,9 @@ struct ConvDesc {
   // forward(..., relu = true) writes relu(conv(x) + b) too, as one primitive where the backend
   // has one (inference with a following batchNormalization and its ReLU folded in; Network).
   bool inference_relu = false;
+  // With inference_relu: forward(..., relu = true) applies a swish instead, z * sigmoid(z) of
+  // z = conv(x) + b (EfficientNet's SiLU folded in CPU inference; the CPU backend only).
+  bool inference_swish = false;
   // Precision: mixed. x, w and dy are rounded to bfloat16 for the multiply; products are
   // summed, and y, dx, dw, db written, in float32 (the tensors stay float32). The op may keep
   // forward's rounded x and w for the backward passes, and one rounded dy for both: between

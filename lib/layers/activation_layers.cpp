@@ -24,6 +24,7 @@ class ActivationLayer final : public Layer {
   ActivationLayer(const LayerSpec& spec, ActKind kind) : Layer(spec), kind_(kind) {
     traits_.relu = kind == ActKind::kRelu;
     traits_.clipped_relu = kind == ActKind::kClippedRelu;
+    traits_.swish = kind == ActKind::kSwish;
     if (kind == ActKind::kLeakyRelu) alpha_ = number("Scale", 0.01);
     if (kind == ActKind::kElu) alpha_ = number("Alpha", 1.0);
     if (kind == ActKind::kClippedRelu) {

@@ -84,7 +84,8 @@ ConvDesc ConvLayerBase::desc(int64_t n) const {
 
 void ConvLayerBase::setup(int64_t n, Backend& be) {
   ConvDesc d = desc(n);
-  d.inference_relu = fusion_.folds_affine && fusion_.folded_relu;
+  d.inference_relu = (fusion_.folds_affine && fusion_.folded_relu) || fusion_.folded_swish;
+  d.inference_swish = fusion_.folded_swish;
   op_ = be.make_conv(d);
   if (fusion_.folds_affine && !folded_w_.defined()) {
     folded_w_ = Tensor(Shape{k_, kh_, kw_, d.group_c()}, be.device());
@@ -117,7 +118,12 @@ void ConvLayerBase::forward_folded(const Tensor& x, Tensor& y, const std::vector
     for (int64_t i = 0; i < row; ++i) fw[k * row + i] = w[k * row + i] * s;
     fb[k] = b[k] * s + shift[static_cast<size_t>(k)];
   }
-  op_->forward(x, folded_w_, folded_b_, y, fusion_.folded_relu);
+  op_->forward(x, folded_w_, folded_b_, y, fusion_.folded_relu || fusion_.folded_swish);
+}
+
+void ConvLayerBase::forward_with_swish(const Tensor& x, Tensor& y) {
+  DLT_CHECK(fusion_.folded_swish, "layer '" << name() << "': no swish folded in");
+  op_->forward(x, params_[0].value, params_[1].value, y, true);
 }
 
 void ConvLayerBase::backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy,

@@ -25,8 +25,10 @@ class ConvLayerBase : public Layer {
   // Inference with Fusion::folds_affine (the Network's plan, CPU): the following layer's
   // output x * scale + shift per output channel (host values, K each), computed as one
   // convolution with weights w * scale and bias b * scale + shift, and that layer's ReLU
-  // (Fusion::folded_relu) as a post-op.
+  // (Fusion::folded_relu) or the swish after it (Fusion::folded_swish) as a post-op.
   void forward_folded(const Tensor& x, Tensor& y, const std::vector<float>& scale, const std::vector<float>& shift);
+  // Inference with Fusion::folded_swish and no normalization between: swish(conv(x) + b) as one op.
+  void forward_with_swish(const Tensor& x, Tensor& y);
   std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
   // A Conv node with the group attribute.
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override;

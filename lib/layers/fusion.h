@@ -18,6 +18,10 @@ struct FusionTraits {
   // 0 < x < ceiling).
   bool clipped_relu = false;
   float ceiling = 0.f;
+  // A swish (x * sigmoid(x)), which a convolution before it applies as a post-op in CPU
+  // inference (Fusion::folded_swish); training runs the two apart (swish's backward needs its
+  // input, which a fused op would not keep).
+  bool swish = false;
   // Its op can apply a following ReLU, forward and backward (convolutions, fullyConnected,
   // batchNormalization) ...
   bool relu_in_op = false;
@@ -56,6 +60,9 @@ struct Fusion {
   // folded_relu.
   bool folds_affine = false;
   bool folded_relu = false;
+  // A convolution that in CPU inference applies the swish after it (or after the
+  // batchNormalization it folds) as its post-op, writing the swish's output.
+  bool folded_swish = false;
   // A batchNormalization that in CPU training runs its ReLU and the max pooling of geometry
   // max_pool (per image) after it as one op (BatchNormLayer::forward_fused_max_pool).
   bool with_max_pool = false;

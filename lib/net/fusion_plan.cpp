@@ -70,13 +70,17 @@ FusionPlan::FusionPlan(const std::vector<Layer*>& layers, const std::vector<std:
       fusion[p].folds_affine = true;
       fusion[p].folded_relu = fusion[static_cast<size_t>(q)].relu;
       nodes_[p].output = q;
-      // A clippedRelu that is the normalization's only consumer folds in too (the convolution's
-      // clip post-op), and the convolution writes the clip's output.
+      // A clippedRelu or a swish that is the normalization's only consumer folds in too (the
+      // convolution's clip or swish post-op), and the convolution writes its output.
       const int r = only_user(static_cast<size_t>(q));
-      if (!fusion[static_cast<size_t>(q)].relu && r >= 0 && traits(r).clipped_relu &&
+      if (!fusion[static_cast<size_t>(q)].relu && r >= 0 && (traits(r).clipped_relu || traits(r).swish) &&
           inputs[static_cast<size_t>(r)].size() == 1) {
-        fusion[p].folded_relu = true;
-        fusion[p].relu_ceiling = traits(r).ceiling;
+        if (traits(r).swish) {
+          fusion[p].folded_swish = true;
+        } else {
+          fusion[p].folded_relu = true;
+          fusion[p].relu_ceiling = traits(r).ceiling;
+        }
         nodes_[static_cast<size_t>(r)].inference = {Kind::kFoldedAway, static_cast<int>(p)};
         nodes_[p].output = r;
       }
@@ -84,6 +88,21 @@ FusionPlan::FusionPlan(const std::vector<Layer*>& layers, const std::vector<std:
       nodes_[p].conv = conv;
       nodes_[p].bn = bn;
       nodes_[static_cast<size_t>(q)].inference = {Kind::kFoldedAway, static_cast<int>(p)};
+    }
+    // Inference: a convolution and the swish that is its only consumer (EfficientNet's
+    // convolutions with their normalization folded in by the exporter, its squeeze-and-excitation
+    // reduction): the swish as the convolution's post-op.
+    for (size_t p = 0; p < n; ++p) {
+      auto* conv = dynamic_cast<ConvLayerBase*>(layers[p]);
+      const int r = only_user(p);
+      if (!conv || r < 0 || fusion[p].relu || fusion[p].folds_affine || !traits(r).swish ||
+          inputs[static_cast<size_t>(r)].size() != 1)
+        continue;
+      fusion[p].folded_swish = true;
+      nodes_[p].inference = {Kind::kFoldedConv, r};
+      nodes_[p].conv = conv;
+      nodes_[p].output = r;
+      nodes_[static_cast<size_t>(r)].inference = {Kind::kFoldedAway, static_cast<int>(p)};
     }
   }
   for (size_t i = 0; i < n; ++i) layers[i]->set_fusion(fusion[i]);
@@ -105,7 +124,11 @@ FusionPlan::Step FusionPlan::step(size_t i, const RunContext& ctx, bool folding)
 
 void FusionPlan::forward_folded(size_t i, const Tensor& x, Tensor& y) {
   Node& node = nodes_[i];
-  DLT_CHECK(node.conv && node.bn, "fusion plan: node " << i << " folds nothing");
+  DLT_CHECK(node.conv, "fusion plan: node " << i << " folds nothing");
+  if (!node.bn) {  // a swish alone
+    node.conv->forward_with_swish(x, y);
+    return;
+  }
   node.bn->inference_affine(scale_, shift_);
   node.conv->forward_folded(x, y, scale_, shift_);
 }

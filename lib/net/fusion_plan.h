@@ -12,8 +12,8 @@
 //  - batchNormalization + ReLU + max pooling as one op (BnReluMaxPoolOp) in CPU training; the
 //    layers run one by one where the backend has no op, in synchronized batch norm, and in
 //    inference.
-//  - convolution + batchNormalization (+ a clippedRelu after it) folded into one convolution
-//    in CPU inference.
+//  - convolution + batchNormalization (+ a clippedRelu or swish after it) folded into one
+//    convolution in CPU inference; a convolution + swish the same way without a normalization.
 // Adding a fusion: a trait in FusionTraits (or a concrete type), its decision in Fusion, a
 // rule in fusion_plan.cpp, and, for a step that runs two layers, a Step kind and its case in
 // Network::forward / backward_node.
@@ -35,8 +35,9 @@ class FusionPlan {
     kLayer,           // its layer's own forward / backward
     kAbsorbed,        // nothing: a ReLU its producer's op (partner) applies
     kFoldedAway,      // inference: nothing, the convolution partner computes this batchNormalization
-                      // (or clippedRelu after one)
-    kFoldedConv,      // inference: the convolution also computes batchNormalization partner
+                      // (or the clippedRelu or swish after one, or a swish after it)
+    kFoldedConv,      // inference: the convolution also computes batchNormalization partner (or
+                      // swish partner)
     kInMaxPool,       // training: nothing, max pooling partner runs this batchNormalization
     kBnReluMaxPool,   // training: runs batchNormalization partner, its ReLU and this max pooling
   };
@@ -64,11 +65,11 @@ class FusionPlan {
   }
   bool folds(size_t conv) const { return nodes_[conv].inference.kind == Kind::kFoldedConv; }
   // kFoldedConv: the node whose output the folded convolution writes (its batchNormalization,
-  // or the clippedRelu after that).
+  // the clippedRelu or swish after that, or its swish).
   int folded_output(size_t conv) const { return nodes_[conv].output; }
   bool runs_in_max_pool(size_t bn) const { return nodes_[bn].training.kind == Kind::kInMaxPool; }
 
-  // kFoldedConv: convolution i computes its batchNormalization's output y from x.
+  // kFoldedConv: convolution i computes its batchNormalization's (or swish's) output y from x.
   void forward_folded(size_t i, const Tensor& x, Tensor& y);
   // kBnReluMaxPool at max pooling i: x is the batchNormalization's input, pooled the
   // pooling's output, dpooled its gradient, dx the gradient of x (null: none needed).
@@ -81,7 +82,8 @@ class FusionPlan {
     Step training, inference;
     ConvLayerBase* conv = nullptr;  // kFoldedConv's layer
     int output = -1;                // kFoldedConv: folded_output
-    BatchNormLayer* bn = nullptr;   // the batchNormalization of a kFoldedConv, kInMaxPool or kBnReluMaxPool
+    BatchNormLayer* bn = nullptr;   // the batchNormalization of a kFoldedConv (none: a swish alone),
+                                    // kInMaxPool or kBnReluMaxPool
   };
   std::vector<Node> nodes_;
   std::vector<float> scale_, shift_;  // forward_folded's per-channel affine (host)

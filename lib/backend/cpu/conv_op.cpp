@@ -6,9 +6,10 @@
 // both backward passes. Grouped convolutions (ConvDesc::groups > 1) take this op only: their
 // weights are oneDNN's 5-d (G, K/G, C/G, kh, kw) in the gohwi layout, which is our
 // (K, kh, kw, C/G) with K split group-major; oneDNN picks its depthwise kernels (jit_dw) when
-// groups == C. A fused clipped ReLU (ConvDesc::relu_ceiling) is a clip post-op here; the
-// Winograd and blocked ops run without it and ClipAfterConvOp clips their output in place, so
-// a fused clippedRelu never changes which algorithm a convolution runs, nor its bits.
+// groups == C. A fused clipped ReLU (ConvDesc::relu_ceiling) is a clip post-op here, a folded
+// swish (ConvDesc::inference_swish) a swish post-op; the Winograd and blocked ops run without
+// them and ActAfterConvOp applies the activation to their output in place, so a fused
+// clippedRelu or a folded swish never changes which algorithm a convolution runs, nor its bits.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -59,7 +60,8 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
                                            pl, pr);
     bwd_w_pd_ = convolution_backward_weights::primitive_desc(bwd, user_scratchpad_attr(), eng, fwd_pd_);
     if (d.inference_relu && !d.fuse_relu)
-      fwd_relu_pd_ = relu_variant(fwd_pd_, strides, dil, pl, pr, eng, algorithm::convolution_direct, d.relu_ceiling);
+      fwd_relu_pd_ = relu_variant(fwd_pd_, strides, dil, pl, pr, eng, algorithm::convolution_direct, d.relu_ceiling,
+                                  d.inference_swish);
     fwd_ = convolution_forward(fwd_pd_);
     if (fwd_relu_pd_) fwd_relu_ = convolution_forward(fwd_relu_pd_);
     bwd_d_ = convolution_backward_data(bwd_d_pd_);
@@ -171,26 +173,30 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   Args fwd_args_, fwd_relu_args_, bwd_d_args_, bwd_w_args_;
 };
 
-// A convolution op without the fused clip (Winograd, blocked), then the clip in place: the
-// separate layers' computation in one op. The caller applies the clip's backward (from y).
-// For a fused clip (fuse_relu) every forward clips; for a folded one (inference_relu) the
-// forwards that ask for the ReLU.
-class ClipAfterConvOp final : public ConvOp, public ImplInfo {
+// A convolution op without the fused clip or swish (Winograd, blocked), then that activation
+// in place: the separate layers' computation in one op. The caller applies the clip's backward
+// (from y); a swish is folded in inference only. For a fused clip (fuse_relu) every forward
+// clips; for a folded activation (inference_relu) the forwards that ask for it.
+class ActAfterConvOp final : public ConvOp, public ImplInfo {
  public:
-  ClipAfterConvOp(const ConvDesc& d, std::unique_ptr<ConvOp> conv, DnnlContext& ctx)
+  ActAfterConvOp(const ConvDesc& d, std::unique_ptr<ConvOp> conv, DnnlContext& ctx)
       : ConvOp(d, Device::cpu()),
         conv_(std::move(conv)),
-        clip_(make_act_op(ActDesc{d.n * d.out_h() * d.out_w() * d.k, ActKind::kClippedRelu, d.relu_ceiling}, ctx)) {}
+        act_(make_act_op(ActDesc{d.n * d.out_h() * d.out_w() * d.k,
+                                 d.inference_swish ? ActKind::kSwish : ActKind::kClippedRelu,
+                                 d.inference_swish ? 0.f : d.relu_ceiling},
+                         ctx)),
+        what_(d.inference_swish ? " then swish" : " then clip") {}
 
   std::string impl_info() const override {
     const auto* inner = dynamic_cast<const ImplInfo*>(conv_.get());
-    return (inner ? inner->impl_info() : std::string("?")) + " then clip";
+    return (inner ? inner->impl_info() : std::string("?")) + what_;
   }
 
  protected:
   void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu) override {
     conv_->forward(x, w, b, y);
-    if (relu) clip_->forward(y, y);
+    if (relu) act_->forward(y, y);
   }
   void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) override { conv_->backward_data(dy, w, dx); }
   void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) override {
@@ -199,20 +205,23 @@ class ClipAfterConvOp final : public ConvOp, public ImplInfo {
 
  private:
   std::unique_ptr<ConvOp> conv_;
-  std::unique_ptr<ActOp> clip_;
+  std::unique_ptr<ActOp> act_;
+  const char* what_;
 };
 
 }  // namespace
 
 std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx, bool direct_only) {
-  if (!direct_only && (d.fuse_relu || d.inference_relu) && std::isfinite(d.relu_ceiling)) {
+  DLT_CHECK(!d.inference_swish || d.inference_relu, "conv: inference_swish without inference_relu");
+  if (!direct_only && (((d.fuse_relu || d.inference_relu) && std::isfinite(d.relu_ceiling)) || d.inference_swish)) {
     ConvDesc plain = d;
     plain.fuse_relu = false;
     plain.inference_relu = false;
+    plain.inference_swish = false;
     plain.relu_ceiling = std::numeric_limits<float>::infinity();
     std::unique_ptr<ConvOp> op = make_winograd_conv_op(plain);
     if (!op) op = make_blocked_conv_op(plain, ctx);
-    if (op) return std::make_unique<ClipAfterConvOp>(d, std::move(op), ctx);
+    if (op) return std::make_unique<ActAfterConvOp>(d, std::move(op), ctx);
   }
   if (!direct_only) {
     if (auto winograd = make_winograd_conv_op(d)) return winograd;

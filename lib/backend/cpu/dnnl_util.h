@@ -67,12 +67,16 @@ inline dnnl::primitive_attr user_scratchpad_attr() {
   return attr;
 }
 // A relu post-op, or with a finite ceiling min(max(x, 0), ceiling) (clip_v2, as the
-// clippedRelu act op runs it: the same bits).
-inline dnnl::primitive_attr relu_attr(bool fuse_relu, float ceiling = std::numeric_limits<float>::infinity()) {
+// clippedRelu act op runs it: the same bits), or with swish x * sigmoid(x) (eltwise_swish with
+// alpha 1, as the swish act op runs it).
+inline dnnl::primitive_attr relu_attr(bool fuse_relu, float ceiling = std::numeric_limits<float>::infinity(),
+                                      bool swish = false) {
   dnnl::primitive_attr attr = user_scratchpad_attr();
   if (fuse_relu) {
     dnnl::post_ops po;
-    if (std::isfinite(ceiling))
+    if (swish)
+      po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
+    else if (std::isfinite(ceiling))
       po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip_v2, 0.f, ceiling);
     else
       po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
@@ -82,15 +86,16 @@ inline dnnl::primitive_attr relu_attr(bool fuse_relu, float ceiling = std::numer
 }
 
 // The forward pd's problem with a relu post-op, on exactly the memory formats the forward
-// chose (so the two share the weights, input and output buffers): ConvDesc::inference_relu.
+// chose (so the two share the weights, input and output buffers): ConvDesc::inference_relu
+// (and inference_swish: the swish post-op instead).
 inline dnnl::convolution_forward::primitive_desc relu_variant(
     const dnnl::convolution_forward::primitive_desc& fwd, const dnnl::memory::dims& strides,
     const dnnl::memory::dims& dilation, const dnnl::memory::dims& pad_l, const dnnl::memory::dims& pad_r,
     const dnnl::engine& eng, dnnl::algorithm alg = dnnl::algorithm::convolution_direct,
-    float ceiling = std::numeric_limits<float>::infinity()) {
+    float ceiling = std::numeric_limits<float>::infinity(), bool swish = false) {
   dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, alg, fwd.src_desc(), fwd.weights_desc(),
                                     fwd.bias_desc(), fwd.dst_desc(), strides, dilation, pad_l, pad_r);
-  return dnnl::convolution_forward::primitive_desc(d, relu_attr(true, ceiling), eng);
+  return dnnl::convolution_forward::primitive_desc(d, relu_attr(true, ceiling, swish), eng);
 }
 
 // The implementation name oneDNN chose ("brg:avx512_core", "jit:avx2", "gemm:jit", "ref").

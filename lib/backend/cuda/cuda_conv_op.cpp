@@ -52,6 +52,7 @@ class CudaConvOp final : public ConvOp {
     // The network fuses or folds a clippedRelu into a convolution on the CPU only (fusion_plan.cpp).
     DLT_CHECK(!((d.fuse_relu || d.inference_relu) && std::isfinite(d.relu_ceiling)),
               name_ << ": no clipped ReLU epilogue on the GPU");
+    DLT_CHECK(!d.inference_swish, name_ << ": no swish epilogue on the GPU");
     const cudnnDataType_t dtype = d.bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
     oh_ = d.out_h();
     ow_ = d.out_w();
