@@ -32,14 +32,14 @@ class FusionPlan {
  public:
   // What a node runs in one pass.
   enum class Kind {
-    kLayer,           // its layer's own forward / backward
-    kAbsorbed,        // nothing: a ReLU its producer's op (partner) applies
-    kFoldedAway,      // inference: nothing, the convolution partner computes this batchNormalization
-                      // (or the clippedRelu or swish after one, or a swish after it)
-    kFoldedConv,      // inference: the convolution also computes batchNormalization partner (or
-                      // swish partner)
-    kInMaxPool,       // training: nothing, max pooling partner runs this batchNormalization
-    kBnReluMaxPool,   // training: runs batchNormalization partner, its ReLU and this max pooling
+    kLayer,          // its layer's own forward / backward
+    kAbsorbed,       // nothing: a ReLU its producer's op (partner) applies
+    kFoldedAway,     // inference: nothing, the convolution partner computes this batchNormalization
+                     // (or the clippedRelu or swish after one, or a swish after it)
+    kFoldedConv,     // inference: the convolution also computes batchNormalization partner (or
+                     // swish partner)
+    kInMaxPool,      // training: nothing, max pooling partner runs this batchNormalization
+    kBnReluMaxPool,  // training: runs batchNormalization partner, its ReLU and this max pooling
   };
   struct Step {
     Kind kind = Kind::kLayer;

@@ -86,9 +86,9 @@ TEST_CASE(
     "[config]") {
   CleanEnvironment clean;
   {
-    const Config c =
-        load("  CudnnEngines: exhaustive\n  BatchNormKernels: dltrain\n  AllowReducedPrecisionReduction: true\n"
-             "  CudnnRuntimeCompiled: false\n");
+    const Config c = load(
+        "  CudnnEngines: exhaustive\n  BatchNormKernels: dltrain\n  AllowReducedPrecisionReduction: true\n"
+        "  CudnnRuntimeCompiled: false\n");
     const BackendOptions b = backend_options_for(c.training);
     CHECK(b.cudnn_engines == CudnnEngines::kExhaustive);
     CHECK(b.batch_norm_kernels == BatchNormKernels::kDltrain);

@@ -85,7 +85,6 @@ const char* direction_name(cuda::ConvDirection d) {
                                                    : "backward filter";
 }
 
-
 struct PlanCase {
   const char* name;
   int64_t n, hw, c, k, f, stride, pad;

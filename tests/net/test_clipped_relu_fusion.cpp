@@ -41,16 +41,11 @@ TEST_CASE("clipped relu fusion: the convolution's clip post-op and backward give
   Backend& be = cpu_backend();
   for (const Case& cs : cases) {
     INFO(cs.name);
-    ConvDesc d;
-    d.n = 2, d.h = d.w = cs.hw, d.c = cs.c, d.k = cs.k, d.kh = d.kw = cs.f;
-    d.stride_h = d.stride_w = cs.stride;
-    d.pad_t = d.pad_b = d.pad_l = d.pad_r = cs.f / 2;
-    d.groups = cs.groups;
-    const Shape ys{d.n, d.out_h(), d.out_w(), d.k};
     Rng rng(11);
-    const Tensor x = random_tensor(Shape{d.n, d.h, d.w, d.c}, rng);
-    const Tensor w = random_tensor(Shape{d.k, d.kh, d.kw, d.group_c()}, rng, -0.3f, 0.3f);
-    const Tensor b = random_tensor(Shape{d.k}, rng, -0.2f, 0.2f);
+    const ConvProblem p = random_conv_problem(2, cs.hw, cs.c, cs.k, cs.f, cs.stride, cs.groups, rng);
+    const ConvDesc& d = p.d;
+    const Tensor &x = p.x, &w = p.w, &b = p.b;
+    const Shape ys{d.n, d.out_h(), d.out_w(), d.k};
     const Tensor dy = random_tensor(ys, rng);
 
     auto plain = be.make_conv(d);

@@ -149,8 +149,8 @@ TEST_CASE("inference folding: swish after a convolution or its batchNormalizatio
       named("convolution2d", "c1", {"FilterSize=3", "NumFilters=16", "Padding=same", "Stride=2"}),
       named("batchNormalization", "bn1", {}),
       named("swish", "act1", {}),
-      named("groupedConvolution2d", "dw", {"FilterSize=5", "NumFiltersPerGroup=1", "NumGroups=channel-wise",
-                                           "Padding=same"}),
+      named("groupedConvolution2d", "dw",
+            {"FilterSize=5", "NumFiltersPerGroup=1", "NumGroups=channel-wise", "Padding=same"}),
       named("batchNormalization", "bn2", {}),
       named("swish", "feat", {}),
       named("globalAveragePooling2d", "gap", {}),
@@ -174,8 +174,8 @@ TEST_CASE("inference folding: swish after a convolution or its batchNormalizatio
     FAIL("no layer " << name);
     return size_t(0);
   };
-  CHECK(net.layer(index("c1")).fusion().folded_swish);      // with its normalization
-  CHECK(net.layer(index("dw")).fusion().folded_swish);      // depthwise, with its normalization
+  CHECK(net.layer(index("c1")).fusion().folded_swish);       // with its normalization
+  CHECK(net.layer(index("dw")).fusion().folded_swish);       // depthwise, with its normalization
   CHECK(net.layer(index("squeeze")).fusion().folded_swish);  // no normalization between
   CHECK(net.layer(index("head")).fusion().folded_swish);
   CHECK_FALSE(net.layer(index("excite")).fusion().folded_swish);  // a sigmoid after it
@@ -207,15 +207,11 @@ TEST_CASE("inference folding: a convolution's swish post-op gives the separate s
   Backend& be = cpu_backend();
   for (const Case& cs : cases) {
     INFO(cs.name);
-    ConvDesc d;
-    d.n = 2, d.h = d.w = cs.hw, d.c = cs.c, d.k = cs.k, d.kh = d.kw = cs.f;
-    d.pad_t = d.pad_b = d.pad_l = d.pad_r = cs.f / 2;
-    d.groups = cs.groups;
-    const Shape ys{d.n, d.out_h(), d.out_w(), d.k};
     Rng rng(5);
-    const Tensor x = random_tensor(Shape{d.n, d.h, d.w, d.c}, rng);
-    const Tensor w = random_tensor(Shape{d.k, d.kh, d.kw, d.group_c()}, rng, -0.3f, 0.3f);
-    const Tensor b = random_tensor(Shape{d.k}, rng, -0.2f, 0.2f);
+    const ConvProblem p = random_conv_problem(2, cs.hw, cs.c, cs.k, cs.f, 1, cs.groups, rng);
+    const ConvDesc& d = p.d;
+    const Tensor &x = p.x, &w = p.w, &b = p.b;
+    const Shape ys{d.n, d.out_h(), d.out_w(), d.k};
     auto plain = be.make_conv(d);
     auto swish = be.make_act(ActDesc{ys.numel(), ActKind::kSwish, 0.f});
     Tensor pre(ys), apart(ys), together(ys), unfolded(ys);

@@ -14,6 +14,20 @@ Tensor random_tensor(const Shape& shape, Rng& rng, float lo, float hi) {
   return t;
 }
 
+ConvProblem random_conv_problem(int64_t n, int64_t hw, int64_t c, int64_t k, int64_t f, int64_t stride, int64_t groups,
+                                Rng& rng) {
+  ConvProblem p;
+  ConvDesc& d = p.d;
+  d.n = n, d.h = d.w = hw, d.c = c, d.k = k, d.kh = d.kw = f;
+  d.stride_h = d.stride_w = stride;
+  d.pad_t = d.pad_b = d.pad_l = d.pad_r = f / 2;
+  d.groups = groups;
+  p.x = random_tensor(Shape{d.n, d.h, d.w, d.c}, rng);
+  p.w = random_tensor(Shape{d.k, d.kh, d.kw, d.group_c()}, rng, -0.3f, 0.3f);
+  p.b = random_tensor(Shape{d.k}, rng, -0.2f, 0.2f);
+  return p;
+}
+
 Vec random_vec(int64_t n, Rng& rng, double lo, double hi) {
   Vec v(static_cast<size_t>(n));
   for (auto& x : v) x = static_cast<float>(rng.uniform(lo, hi));

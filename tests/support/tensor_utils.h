@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/ops.h"
 #include "tensor/tensor.h"
 #include "util/rng.h"
 
@@ -18,6 +19,15 @@ using Vec = std::vector<double>;
 Tensor random_tensor(const Shape& shape, Rng& rng, float lo = -1.f, float hi = 1.f);
 // Uniform values in [lo, hi) as doubles that are exactly representable in float32.
 Vec random_vec(int64_t n, Rng& rng, double lo = -1.0, double hi = 1.0);
+
+// A square convolution of n images hw x hw x c into k filters f x f with padding f / 2 ("same"
+// for odd f at stride 1), with random x, w (in [-0.3, 0.3)) and b (in [-0.2, 0.2)) on the host.
+struct ConvProblem {
+  ConvDesc d;
+  Tensor x, w, b;
+};
+ConvProblem random_conv_problem(int64_t n, int64_t hw, int64_t c, int64_t k, int64_t f, int64_t stride, int64_t groups,
+                                Rng& rng);
 
 // A float32 tensor on `device` holding v (rounded to float).
 Tensor to_tensor(const Vec& v, const Shape& shape, Device device = Device::cpu());

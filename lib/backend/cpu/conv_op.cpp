@@ -182,10 +182,10 @@ class ActAfterConvOp final : public ConvOp, public ImplInfo {
   ActAfterConvOp(const ConvDesc& d, std::unique_ptr<ConvOp> conv, DnnlContext& ctx)
       : ConvOp(d, Device::cpu()),
         conv_(std::move(conv)),
-        act_(make_act_op(ActDesc{d.n * d.out_h() * d.out_w() * d.k,
-                                 d.inference_swish ? ActKind::kSwish : ActKind::kClippedRelu,
-                                 d.inference_swish ? 0.f : d.relu_ceiling},
-                         ctx)),
+        act_(make_act_op(
+            ActDesc{d.n * d.out_h() * d.out_w() * d.k, d.inference_swish ? ActKind::kSwish : ActKind::kClippedRelu,
+                    d.inference_swish ? 0.f : d.relu_ceiling},
+            ctx)),
         what_(d.inference_swish ? " then swish" : " then clip") {}
 
   std::string impl_info() const override {

@@ -90,8 +90,8 @@ struct PlanSearch {
 // always and for bfloat16 unless reduced_precision_reduction, non-deterministic engines under
 // deterministic, unless runtime_compiled, engines that compile at run time (a compilation per
 // shape and direction; where NVRTC is missing they fail to finalize and are skipped), and for a
-// float32 weight gradient the one engine whose sums drift (cudnn_conv_engines.cpp). Empty when cuDNN has none or the graph API refuses
-// the problem: the caller keeps the legacy algorithms.
+// float32 weight gradient the one engine whose sums drift (cudnn_conv_engines.cpp). Empty when
+// cuDNN has none or the graph API refuses the problem: the caller keeps the legacy algorithms.
 std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, const ConvGeometry& g, ConvDirection dir,
                                                         const PlanSearch& search);
 
