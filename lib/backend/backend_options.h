@@ -30,6 +30,9 @@ struct BackendOptions {
   // its fast depthwise kernels among them; at most 4 per shape and direction, each compiled when
   // first timed (CUDA).
   bool cudnn_runtime_compiled = true;
+  // CudaFusedClippedRelu: on the GPU, a clippedRelu after a convolution runs in the convolution's
+  // bias epilogue (the network's fusion plan; the CPU always fuses it, as a oneDNN post-op).
+  bool cuda_fused_clipped_relu = false;
   bool direct_convolution = false;    // ConvolutionAlgorithm direct: NHWC direct only (CPU)
   int64_t cudnn_workspace_mb = 1024;  // CudnnWorkspaceMB: cuDNN's convolution workspace limit
   bool deterministic = false;         // Deterministic: only deterministic cuDNN algorithms

@@ -52,6 +52,7 @@ Config load_config_text(const std::string& text, const std::string& origin,
 // and not empty (docs/config.md "Run environment"): DLT_CUDA_GRAPH=1 (CudaGraph),
 // DLT_ALLOW_TF32=1 (AllowTF32), DLT_ALLOW_REDUCED_PRECISION_REDUCTION=1
 // (AllowReducedPrecisionReduction), DLT_CUDNN_RUNTIME_COMPILED=1 (CudnnRuntimeCompiled),
+// DLT_CUDA_FUSED_CLIPPED_RELU=1 (CudaFusedClippedRelu),
 // DLT_CONV_ALGO=direct (ConvolutionAlgorithm),
 // DLT_CUDNN_WORKSPACE_MB (CudnnWorkspaceMB), DLT_CUDNN_ENGINES (CudnnEngines),
 // DLT_BN_KERNELS (BatchNormKernels), DLT_FUSED_BN_POOL (FusedBatchNormPooling, unless 0),

@@ -37,6 +37,7 @@ const std::vector<EnvOverride>& overrides() {
       {"DLT_ALLOW_TF32", "AllowTF32", kFlagFix},
       {"DLT_ALLOW_REDUCED_PRECISION_REDUCTION", "AllowReducedPrecisionReduction", kFlagFix},
       {"DLT_CUDNN_RUNTIME_COMPILED", "CudnnRuntimeCompiled", kFlagFix},
+      {"DLT_CUDA_FUSED_CLIPPED_RELU", "CudaFusedClippedRelu", kFlagFix},
       {"DLT_CONV_ALGO", "ConvolutionAlgorithm", choice_fix<ConvolutionAlgorithm>()},
       {"DLT_CUDNN_ENGINES", "CudnnEngines", choice_fix<CudnnEngines>()},
       {"DLT_BN_KERNELS", "BatchNormKernels", choice_fix<BatchNormKernels>()},

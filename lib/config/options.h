@@ -173,6 +173,9 @@ struct TrainingOptions {
   // CudnnRuntimeCompiled (DLT_CUDNN_RUNTIME_COMPILED): the GPU's search for grouped and depthwise
   // convolutions also times cuDNN engines that compile at run time.
   bool cudnn_runtime_compiled = true;
+  // CudaFusedClippedRelu (DLT_CUDA_FUSED_CLIPPED_RELU): a clippedRelu after a convolution runs in
+  // the GPU convolution's epilogue.
+  bool cuda_fused_clipped_relu = false;
   ConvolutionAlgorithm convolution_algorithm = ConvolutionAlgorithm::kAuto;  // ConvolutionAlgorithm (DLT_CONV_ALGO)
   int64_t cudnn_workspace_mb = 1024;                 // CudnnWorkspaceMB (DLT_CUDNN_WORKSPACE_MB)
   bool deterministic = false;                        // Deterministic: cuDNN's deterministic algorithms only

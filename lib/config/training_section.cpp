@@ -217,6 +217,8 @@ const std::vector<FieldDef<TO>>& fields() {
         "AllowReducedPrecisionReduction", [](auto& o) -> auto& { return o.allow_reduced_precision_reduction; }));
     v.push_back(bool_field<TO>(
         "CudnnRuntimeCompiled", [](auto& o) -> auto& { return o.cudnn_runtime_compiled; }));
+    v.push_back(bool_field<TO>(
+        "CudaFusedClippedRelu", [](auto& o) -> auto& { return o.cuda_fused_clipped_relu; }));
     v.push_back(choice_field<TO>(
         "ConvolutionAlgorithm", [](auto& o) -> auto& { return o.convolution_algorithm; }));
     v.push_back(int_field<TO>(

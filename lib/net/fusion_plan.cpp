@@ -8,7 +8,8 @@
 
 namespace dlt {
 
-FusionPlan::FusionPlan(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& inputs, bool cpu)
+FusionPlan::FusionPlan(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& inputs, bool cpu,
+                       bool gpu_clipped_relu)
     : nodes_(layers.size()) {
   const size_t n = layers.size();
   std::vector<std::vector<int>> users(n);
@@ -33,9 +34,10 @@ FusionPlan::FusionPlan(const std::vector<Layer*>& layers, const std::vector<std:
     }
   }
   // A clipped ReLU (MobileNet's ReLU6) that is a convolution's only consumer, on the CPU: the
-  // convolution's oneDNN op clips as a post-op. Its backward stays the convolution's (a max
-  // pooling's output cannot tell y = ceiling from y inside, so no hand-over).
-  if (cpu) {
+  // convolution's oneDNN op clips as a post-op (on the GPU under CudaFusedClippedRelu: in the bias
+  // epilogue). Its backward stays the convolution's (a max pooling's output cannot tell
+  // y = ceiling from y inside, so no hand-over).
+  if (cpu || gpu_clipped_relu) {
     for (size_t p = 0; p < n; ++p) {
       const int r = only_user(p);
       if (!layers[p]->fusion_traits().clipped_relu_in_op || r < 0 || !traits(r).clipped_relu) continue;

@@ -6,7 +6,8 @@
 //  - ReLU: a producer whose op can apply a ReLU (FusionTraits::relu_in_op) absorbs it; the
 //    ReLU's node runs nothing and shares the producer's tensors (every device).
 //  - clipped ReLU: on the CPU, a convolution (FusionTraits::clipped_relu_in_op) absorbs a
-//    clippedRelu the same way, as a clip post-op.
+//    clippedRelu the same way, as a clip post-op; on the GPU under CudaFusedClippedRelu, in its
+//    bias epilogue.
 //  - ReLU backward hand-over: a producer whose ReLU backward is a pass of its own hands it to
 //    the max pooling after the ReLU, which applies it to its smaller gradient (every device).
 //  - batchNormalization + ReLU + max pooling as one op (BnReluMaxPoolOp) in CPU training; the
@@ -49,7 +50,9 @@ class FusionPlan {
   FusionPlan() = default;
   // layers[i] reads the outputs of inputs[i] (topological order); cpu: the network runs on the
   // CPU (the folding and bn + relu + max pooling ops exist there). Sets every layer's Fusion.
-  FusionPlan(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& inputs, bool cpu);
+  // gpu_clipped_relu: a GPU network fuses clipped ReLUs into convolutions too (CudaFusedClippedRelu).
+  FusionPlan(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& inputs, bool cpu,
+             bool gpu_clipped_relu = false);
 
   // The producer that applies ReLU i, or -1.
   int absorbed_by(size_t i) const { return nodes_[i].inference.kind == Kind::kAbsorbed ? nodes_[i].inference.partner : -1; }

@@ -127,7 +127,7 @@ void Network::plan_fusion() {
     layers.push_back(n.layer.get());
     inputs.push_back(n.inputs);
   }
-  plan_ = FusionPlan(layers, inputs, device_.is_cpu());
+  plan_ = FusionPlan(layers, inputs, device_.is_cpu(), backend_->options().cuda_fused_clipped_relu);
   for (size_t i = 0; i < nodes_.size(); ++i) nodes_[i].alias_of = plan_.absorbed_by(i);
   nodes_.back().alias_of = softmax_;
 

@@ -66,6 +66,7 @@ BackendOptions backend_options_for(const TrainingOptions& o) {
   b.allow_tf32 = o.allow_tf32;
   b.allow_reduced_precision_reduction = o.allow_reduced_precision_reduction;
   b.cudnn_runtime_compiled = o.cudnn_runtime_compiled;
+  b.cuda_fused_clipped_relu = o.cuda_fused_clipped_relu;
   b.direct_convolution = o.convolution_algorithm == ConvolutionAlgorithm::kDirect;
   b.cudnn_workspace_mb = o.cudnn_workspace_mb;
   b.deterministic = o.deterministic;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -64,11 +65,12 @@ inline bool may_run_winograd(const ConvDesc& d) {
          d.groups == 1;
 }
 
-// Zeroes dy where y <= 0 (the relu backward a layer applies before calling a fused op).
-inline Vec relu_mask(const Vec& dy, const Vec& y) {
+// Zeroes dy where y <= 0, or y >= ceiling when finite (the relu or clipped relu backward a layer
+// applies before calling a fused op).
+inline Vec relu_mask(const Vec& dy, const Vec& y, double ceiling = std::numeric_limits<double>::infinity()) {
   Vec out(dy);
   for (size_t i = 0; i < out.size(); ++i)
-    if (!(y[i] > 0)) out[i] = 0;
+    if (!(y[i] > 0 && y[i] < ceiling)) out[i] = 0;
   return out;
 }
 
@@ -88,7 +90,7 @@ inline AgreementRow conv_row(std::string name, ConvDesc d) {
             auto op = be.make_conv(d);
             op->forward(tx, tw, tb, ty);
             check_close("forward", ty, ref::conv_forward(d, x, w, b), tol, floor);
-            if (d.fuse_relu) dy = relu_mask(dy, to_vec(ty));
+            if (d.fuse_relu) dy = relu_mask(dy, to_vec(ty), d.relu_ceiling);
             Tensor tdy = to_tensor(dy, ty.shape(), dev);
             op->backward_data(tdy, tw, tdx);
             check_close("backward_data", tdx, ref::conv_backward_data(d, dy, w), tol, floor);
@@ -554,6 +556,20 @@ inline std::vector<AgreementRow> agreement_rows() {
   d = conv(2, 8, 8, 64, 64, 3, 3);
   d.groups = 2, d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
   rows.push_back(conv_row("3x3 2 groups of 32->32 (dense would be Winograd)", d));
+  // A fused clippedRelu (MobileNet's ReLU6): the CPU's clip post-op (or the clip after a
+  // Winograd / blocked op), the GPU's bias epilogue. Ceilings low enough that outputs reach 0,
+  // the inside and the ceiling.
+  d = conv(2, 9, 8, 16, 16, 3, 3);
+  d.groups = 16, d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1, d.fuse_relu = true, d.relu_ceiling = 0.6f;
+  rows.push_back(conv_row("depthwise 3x3 fused clipped relu 0.6", d));
+  d = conv(3, 6, 6, 24, 40, 1, 1);
+  d.fuse_relu = true, d.relu_ceiling = 2.f;
+  rows.push_back(conv_row("1x1 24->40 fused clipped relu 2", d));
+  d = conv(2, 8, 8, 64, 64, 3, 3);
+  // (Winograd's rounding grows with the sums before the clip, up to about 30 here: a ceiling of 6
+  // keeps the comparison's floor, a fraction of the largest output, above it.)
+  d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1, d.fuse_relu = true, d.relu_ceiling = 6.f;
+  rows.push_back(conv_row("3x3 64->64 fused clipped relu 6 (the Winograd shape)", d));
 
   rows.push_back(fc_row("37->11", {5, 37, 11, false}));
   rows.push_back(fc_row("4x4x8->10 fused relu", {3, 128, 10, true}));

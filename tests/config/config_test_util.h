@@ -142,6 +142,7 @@ inline void require_same_training(const TrainingOptions& a, const TrainingOption
   CHECK(a.batch_norm_kernels == b.batch_norm_kernels);
   CHECK(a.allow_reduced_precision_reduction == b.allow_reduced_precision_reduction);
   CHECK(a.cudnn_runtime_compiled == b.cudnn_runtime_compiled);
+  CHECK(a.cuda_fused_clipped_relu == b.cuda_fused_clipped_relu);
   CHECK(a.gradient_bucket_size_mb == b.gradient_bucket_size_mb);
   CHECK(a.communication_timeout == b.communication_timeout);
   CHECK(a.communication_timing == b.communication_timing);

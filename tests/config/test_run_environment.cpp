@@ -31,7 +31,8 @@ const char* const kVariables[] = {"DLT_CUDA_GRAPH",
                                   "DLT_FUSED_BN_POOL",
                                   "DLT_BN_KERNELS",
                                   "DLT_ALLOW_REDUCED_PRECISION_REDUCTION",
-                                  "DLT_CUDNN_RUNTIME_COMPILED"};
+                                  "DLT_CUDNN_RUNTIME_COMPILED",
+                                  "DLT_CUDA_FUSED_CLIPPED_RELU"};
 
 // Unsets every overriding variable for a scope, so the host's environment cannot leak in.
 struct CleanEnvironment {
@@ -88,7 +89,7 @@ TEST_CASE(
   {
     const Config c = load(
         "  CudnnEngines: exhaustive\n  BatchNormKernels: dltrain\n  AllowReducedPrecisionReduction: true\n"
-        "  CudnnRuntimeCompiled: false\n");
+        "  CudnnRuntimeCompiled: false\n  CudaFusedClippedRelu: true\n");
     const BackendOptions b = backend_options_for(c.training);
     CHECK(b.cudnn_engines == CudnnEngines::kExhaustive);
     CHECK(b.batch_norm_kernels == BatchNormKernels::kDltrain);
@@ -96,6 +97,9 @@ TEST_CASE(
     CHECK_FALSE(b.cudnn_runtime_compiled);
     CHECK_FALSE(backend_options_for(load("  MaxEpochs: 1\n").training).allow_reduced_precision_reduction);
     CHECK(backend_options_for(load("  MaxEpochs: 1\n").training).cudnn_runtime_compiled);  // the default
+    CHECK(b.cuda_fused_clipped_relu);
+    CHECK_FALSE(backend_options_for(load("  MaxEpochs: 1\n").training).cuda_fused_clipped_relu);
+    CHECK(dump_config(c).find("CudaFusedClippedRelu: true") != std::string::npos);
     const std::string yaml = dump_config(c);
     CHECK(yaml.find("CudnnRuntimeCompiled: false") != std::string::npos);
     CHECK(yaml.find("AllowReducedPrecisionReduction: true") != std::string::npos);
@@ -104,10 +108,12 @@ TEST_CASE(
   }
   {
     EnvVar engines("DLT_CUDNN_ENGINES", "exhaustive"), kernels("DLT_BN_KERNELS", "dltrain"),
-        reduced("DLT_ALLOW_REDUCED_PRECISION_REDUCTION", "1"), compiled("DLT_CUDNN_RUNTIME_COMPILED", "0");
+        reduced("DLT_ALLOW_REDUCED_PRECISION_REDUCTION", "1"), compiled("DLT_CUDNN_RUNTIME_COMPILED", "0"),
+        clip("DLT_CUDA_FUSED_CLIPPED_RELU", "1");
     const BackendOptions b =
         backend_options_for(load("  BatchNormKernels: cudnn\n  CudnnRuntimeCompiled: true\n").training);
     CHECK_FALSE(b.cudnn_runtime_compiled);  // the variable overrides the option
+    CHECK(b.cuda_fused_clipped_relu);
     CHECK(b.allow_reduced_precision_reduction);
     CHECK(b.cudnn_engines == CudnnEngines::kExhaustive);
     CHECK(b.batch_norm_kernels == BatchNormKernels::kDltrain);  // the variable overrides the option

@@ -162,3 +162,39 @@ TEST_CASE("gpu caching allocator: warmed-up iterations take no new device memory
 }
 
 }  // namespace dlt::test::gpu
+
+namespace dlt::test::gpu {
+
+TEST_CASE("gpu network: MobileNet blocks (depthwise, ReLU6, residual) with and without CudaFusedClippedRelu",
+          "[gpu][net]") {
+  // The clippedRelu layers run on their own (default) or in the convolutions' bias epilogue
+  // (CudaFusedClippedRelu, the fusion plan's GPU rule); either way the same numbers as the CPU,
+  // where they are always fused as a oneDNN clip post-op. The ceilings are low enough that the
+  // zscore-normalized images reach them.
+  NetworkSpec s = network_spec_from_yaml(R"(layers:
+  - {type: imageInput, Name: in, InputSize: [12, 12, 3], Normalization: zscore}
+  - {type: convolution2d, Name: stem, FilterSize: 3, NumFilters: 16, Padding: same, Stride: 2}
+  - {type: clippedRelu, Name: stem_relu6, Ceiling: 0.8}
+  - {type: groupedConvolution2d, Name: dw, FilterSize: 3, NumFiltersPerGroup: 1, NumGroups: channel-wise, Padding: same}
+  - {type: clippedRelu, Name: dw_relu6, Ceiling: 0.6}
+  - {type: convolution2d, Name: pw, FilterSize: 1, NumFilters: 16}
+  - {type: addition, Name: add, Inputs: [pw, stem_relu6]}
+  - {type: convolution2d, Name: expand, FilterSize: 1, NumFilters: 32}
+  - {type: clippedRelu, Name: expand_relu6, Ceiling: 0.5}
+  - {type: globalAveragePooling2d, Name: gap}
+  - {type: fullyConnected, Name: fc, OutputSize: 5}
+  - {type: softmax, Name: sm}
+  - {type: classification, Name: out}
+)",
+                                         "gpu MobileNet blocks test");
+  for (bool fused : {false, true}) {
+    INFO("CudaFusedClippedRelu " << fused);
+    BackendOptions o;
+    o.cuda_fused_clipped_relu = fused;
+    NetworkPair p = network_pair(s, 7, o);
+    if (testing_a_gpu()) CHECK(p.dev->fused(2) == fused);  // the stem absorbs its clippedRelu
+    check_forward_backward(p, 6, 8);
+  }
+}
+
+}  // namespace dlt::test::gpu

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
+#include "net/fusion_plan.h"
 #include "net/network.h"
 #include "support/grad_check.h"
 #include "support/tensor_utils.h"
@@ -107,6 +108,24 @@ TEST_CASE("clipped relu fusion: convolutions absorb a clippedRelu, other produce
   CHECK_FALSE(net.layer(1).fusion().relu_backward_handed_over);
   CHECK_FALSE(net.fused(7));  // after a batchNormalization: its own layer
   CHECK_FALSE(net.fused(9));  // after a fullyConnected: its own layer
+
+  // A GPU network's plan: the convolutions absorb their clippedRelu only under
+  // CudaFusedClippedRelu (the bias epilogue), and never fold (no inference folding on the GPU).
+  std::vector<Layer*> layers;
+  std::vector<std::vector<int>> inputs;
+  for (size_t i = 0; i < net.size(); ++i) {
+    layers.push_back(&net.layer(i));
+    inputs.push_back(i == 0 ? std::vector<int>{} : std::vector<int>{static_cast<int>(i) - 1});
+  }
+  const FusionPlan gpu(layers, inputs, /*cpu=*/false);
+  CHECK(gpu.absorbed_by(2) == -1);
+  CHECK(gpu.absorbed_by(4) == -1);
+  const FusionPlan gpu_clip(layers, inputs, /*cpu=*/false, /*gpu_clipped_relu=*/true);
+  CHECK(gpu_clip.absorbed_by(2) == 1);
+  CHECK(gpu_clip.absorbed_by(4) == 3);
+  CHECK(net.layer(1).fusion().relu_ceiling == 0.4f);
+  CHECK(gpu_clip.absorbed_by(9) == -1);  // a fullyConnected's op has no clip
+  CHECK_FALSE(gpu_clip.folds(6));
 }
 
 TEST_CASE("clipped relu fusion: network gradients through fused clipped ReLUs", "[net][fusion][grad]") {

@@ -50,7 +50,7 @@ Vec conv_forward(const ConvDesc& d, const Vec& x, const Vec& w, const Vec& b) {
     for (int64_t k = 0; k < d.k; ++k) {
       double& v = y[p * d.k + k];
       v += b[k];
-      if (d.fuse_relu) v = std::max(v, 0.0);
+      if (d.fuse_relu) v = std::min(std::max(v, 0.0), static_cast<double>(d.relu_ceiling));  // ceiling: +inf or a clip
     }
   return y;
 }

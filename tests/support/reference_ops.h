@@ -6,8 +6,9 @@
 // conv weights (K, kh, kw, C), fc weights (K, in) over the HWC-flattened input, per-channel
 // vectors (C). Shapes come from the same Desc structs the backends take. Backward functions
 // return/overwrite gradients (never accumulate). Where an op fuses a relu (ConvDesc/FcDesc/
-// BatchNormDesc::fuse_relu) the reference forward applies it too, but every reference
-// backward takes dy as the gradient of the PRE-relu output: apply the relu mask first.
+// BatchNormDesc::fuse_relu; a convolution's clipped at ConvDesc::relu_ceiling) the reference
+// forward applies it too, but every reference backward takes dy as the gradient of the
+// PRE-relu output: apply the relu mask first.
 #pragma once
 #include <cstdint>
 #include <vector>

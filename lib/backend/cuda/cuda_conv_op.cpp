@@ -49,9 +49,8 @@ class CudaConvOp final : public ConvOp {
   CudaConvOp(const ConvDesc& d, CudaContext& ctx, const BackendOptions& options)
       : ConvOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx), opts_(options), name_(describe(d)) {
     if (d.bf16) require_bf16(ctx, name_);
-    // The network fuses or folds a clippedRelu into a convolution on the CPU only (fusion_plan.cpp).
-    DLT_CHECK(!((d.fuse_relu || d.inference_relu) && std::isfinite(d.relu_ceiling)),
-              name_ << ": no clipped ReLU epilogue on the GPU");
+    // A clipped ReLU (relu_ceiling) runs in the bias epilogue; the network fuses one on the GPU
+    // only under FusedClippedRelu (fusion_plan.cpp). A swish is folded on the CPU only.
     DLT_CHECK(!d.inference_swish, name_ << ": no swish epilogue on the GPU");
     const cudnnDataType_t dtype = d.bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
     oh_ = d.out_h();
@@ -123,10 +122,12 @@ class CudaConvOp final : public ConvOp {
     void* yout = d_.bf16 ? static_cast<void*>(bf16_out(base)) : static_cast<void*>(y.data());
     void* ws = base + head_bytes_;
     const float one = 1.f, zero = 0.f;
-    // The whole forward (convolution, then bias and relu; bf16: back to float32) by the legacy
-    // algorithm (plan null; fused where cuDNN supports it) or by a graph-API plan.
+    const bool clipped = std::isfinite(d_.relu_ceiling);  // cuDNN's fused call has no clip
+    // The whole forward (convolution, then bias and relu, clipped when relu_ceiling is finite;
+    // bf16: back to float32) by the legacy algorithm (plan null; fused where cuDNN supports it)
+    // or by a graph-API plan.
     auto run = [&](const ConvPlan* plan) -> cudnnStatus_t {
-      if (!plan && !d_.bf16 && relu && b.defined() && fused_ok_ &&
+      if (!plan && !d_.bf16 && relu && !clipped && b.defined() && fused_ok_ &&
           algos_.fwd == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) {
         // y = relu(conv(x) + 0 * y + b); cuDNN supports the relu fusion only for this algorithm.
         const cudnnStatus_t s = cudnnConvolutionBiasActivationForward(
@@ -147,9 +148,10 @@ class CudaConvOp final : public ConvOp {
       if (s != CUDNN_STATUS_SUCCESS) return s;
       const float* bias = b.defined() ? b.data() : nullptr;
       if (d_.bf16)
-        DLT_CUDA(bf16_bias_act(bf16_out(base), bias, y.data(), d_.n * oh_ * ow_, d_.k, relu, ctx_.stream));
+        DLT_CUDA(bf16_bias_act(bf16_out(base), bias, y.data(), d_.n * oh_ * ow_, d_.k, relu, d_.relu_ceiling,
+                               ctx_.stream));
       else if (bias || relu)
-        DLT_CUDA(bias_act(y.data(), bias, d_.n * oh_ * ow_, d_.k, relu, ctx_.stream));
+        DLT_CUDA(bias_act(y.data(), bias, d_.n * oh_ * ow_, d_.k, relu, d_.relu_ceiling, ctx_.stream));
       return s;
     };
     if (measure) {

@@ -154,11 +154,16 @@ __device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); 
 __device__ inline float to_float(float v) { return v; }
 
 template <class T>
-__global__ void bias_act_kernel(const T* x, const float* b, float* y, int64_t total, int64_t c, bool relu) {
+__global__ void bias_act_kernel(const T* x, const float* b, float* y, int64_t total, int64_t c, bool relu,
+                                float ceiling) {
+  const bool clip = relu && ceiling < INFINITY;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     float v = to_float(x[i]);
     if (b) v += b[i % c];
-    y[i] = (relu && v < 0.f) ? 0.f : v;  // a NaN passes through, as CUDNN_PROPAGATE_NAN
+    if (clip)
+      y[i] = fminf(fmaxf(v, 0.f), ceiling);  // as the clipped relu op (cuda_act_kernels.cu)
+    else
+      y[i] = (relu && v < 0.f) ? 0.f : v;  // a NaN passes through, as CUDNN_PROPAGATE_NAN
   }
 }
 
@@ -265,13 +270,14 @@ cudaError_t bf16_to_float(const __nv_bfloat16* x, float* y, int64_t count, cudaS
 }
 
 cudaError_t bf16_bias_act(const __nv_bfloat16* x, const float* b, float* y, int64_t rows, int64_t c, bool relu,
-                          cudaStream_t stream) {
-  bias_act_kernel<<<blocks_for(rows * c), kThreads, 0, stream>>>(x, b, y, rows * c, c, relu);
+                          float ceiling, cudaStream_t stream) {
+  bias_act_kernel<<<blocks_for(rows * c), kThreads, 0, stream>>>(x, b, y, rows * c, c, relu, ceiling);
   return cudaGetLastError();
 }
 
-cudaError_t bias_act(float* y, const float* b, int64_t rows, int64_t c, bool relu, cudaStream_t stream) {
-  bias_act_kernel<<<blocks_for(rows * c), kThreads, 0, stream>>>(y, b, y, rows * c, c, relu);
+cudaError_t bias_act(float* y, const float* b, int64_t rows, int64_t c, bool relu, float ceiling,
+                     cudaStream_t stream) {
+  bias_act_kernel<<<blocks_for(rows * c), kThreads, 0, stream>>>(y, b, y, rows * c, c, relu, ceiling);
   return cudaGetLastError();
 }
 
