@@ -148,8 +148,8 @@ class CudaConvOp final : public ConvOp {
       if (s != CUDNN_STATUS_SUCCESS) return s;
       const float* bias = b.defined() ? b.data() : nullptr;
       if (d_.bf16)
-        DLT_CUDA(bf16_bias_act(bf16_out(base), bias, y.data(), d_.n * oh_ * ow_, d_.k, relu, d_.relu_ceiling,
-                               ctx_.stream));
+        DLT_CUDA(
+            bf16_bias_act(bf16_out(base), bias, y.data(), d_.n * oh_ * ow_, d_.k, relu, d_.relu_ceiling, ctx_.stream));
       else if (bias || relu)
         DLT_CUDA(bias_act(y.data(), bias, d_.n * oh_ * ow_, d_.k, relu, d_.relu_ceiling, ctx_.stream));
       return s;

@@ -275,8 +275,7 @@ cudaError_t bf16_bias_act(const __nv_bfloat16* x, const float* b, float* y, int6
   return cudaGetLastError();
 }
 
-cudaError_t bias_act(float* y, const float* b, int64_t rows, int64_t c, bool relu, float ceiling,
-                     cudaStream_t stream) {
+cudaError_t bias_act(float* y, const float* b, int64_t rows, int64_t c, bool relu, float ceiling, cudaStream_t stream) {
   bias_act_kernel<<<blocks_for(rows * c), kThreads, 0, stream>>>(y, b, y, rows * c, c, relu, ceiling);
   return cudaGetLastError();
 }

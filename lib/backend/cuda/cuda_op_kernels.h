@@ -55,8 +55,7 @@ cudaError_t bf16_bias_act(const __nv_bfloat16* x, const float* b, float* y, int6
                           float ceiling, cudaStream_t stream);
 // y (rows, c) = y + b, then relu when relu is set, in place (NaN stays NaN), clipped at ceiling
 // when finite; b (c) may be null. The epilogue of a convolution run as a cuDNN graph-API plan.
-cudaError_t bias_act(float* y, const float* b, int64_t rows, int64_t c, bool relu, float ceiling,
-                     cudaStream_t stream);
+cudaError_t bias_act(float* y, const float* b, int64_t rows, int64_t c, bool relu, float ceiling, cudaStream_t stream);
 // pad_nhwc with value 0 into a bfloat16 xp: xp = bf16(x) surrounded by zeros.
 cudaError_t pad_nhwc_bf16(const float* x, __nv_bfloat16* xp, int64_t n, int64_t h, int64_t w, int64_t c, int64_t pt,
                           int64_t pb, int64_t pl, int64_t pr, cudaStream_t stream);
