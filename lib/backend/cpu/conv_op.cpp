@@ -223,7 +223,8 @@ std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx, bool d
     if (!op) op = make_blocked_conv_op(plain, ctx);
     if (op) return std::make_unique<ActAfterConvOp>(d, std::move(op), ctx);
   }
-  if (!direct_only) {
+  // (A folded swish never reaches these two: they know no swish, and took the plain problem above.)
+  if (!direct_only && !d.inference_swish) {
     if (auto winograd = make_winograd_conv_op(d)) return winograd;
     if (auto blocked = make_blocked_conv_op(d, ctx)) return blocked;
   }
