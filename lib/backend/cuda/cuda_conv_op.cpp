@@ -89,8 +89,8 @@ class CudaConvOp final : public ConvOp {
     // reductions (bfloat16 only), bit 5 runtime-compiled engines (CudnnRuntimeCompiled); bits 6
     // and up CudnnWorkspaceMB (the choices fit within it).
     const int64_t math = (!d.bf16 && tf32_allowed(opts_) ? 1 : 0) | (deterministic_ ? 2 : 0) |
-                         (static_cast<int64_t>(engines_) << 2) | (rpr_ ? 16 : 0) |
-                         (opts_.cudnn_runtime_compiled && d.groups > 1 ? 32 : 0) | (opts_.cudnn_workspace_mb << 6);
+                         (static_cast<int64_t>(engines_) << 2) | (rpr_ ? 16 : 0) | (rtc_ ? 32 : 0) |
+                         (opts_.cudnn_workspace_mb << 6);
     key_ = ConvAlgoKey{ctx.device, math,    dtype,   d.n,        pad_.hx,    pad_.wx,      d.c,          d.k,     d.kh,
                        d.kw,       pad_.ph, pad_.pw, d.stride_h, d.stride_w, d.dilation_h, d.dilation_w, d.groups};
     algos_ = conv_algo_cache().get(key_);
@@ -306,9 +306,7 @@ class CudaConvOp final : public ConvOp {
     PlanSearch search;
     search.tf32 = !d_.bf16 && tf32_allowed(opts_);
     search.reduced_precision_reduction = rpr_;
-    // Grouped and depthwise only: dense shapes have precompiled engines, and compiling every
-    // runtime-compiled engine of a network's dense convolutions took over a minute on an H200.
-    search.runtime_compiled = opts_.cudnn_runtime_compiled && d_.groups > 1;
+    search.runtime_compiled = rtc_;
     search.deterministic = deterministic_;
     search.heuristics_only = deterministic_;
     search.exhaustive = engines_ == CudnnEngines::kExhaustive && !deterministic_;
@@ -501,6 +499,10 @@ class CudaConvOp final : public ConvOp {
   // AllowReducedPrecisionReduction for this op (bfloat16 only), read once: the cache key and the
   // plan search must agree.
   bool rpr_ = d_.bf16 && opts_.allow_reduced_precision_reduction;
+  // CudnnRuntimeCompiled for this op, read once (the cache key and the search): grouped and
+  // depthwise only, as dense shapes have precompiled engines and compiling every runtime-compiled
+  // engine of a network's dense convolutions took over a minute on an H200.
+  bool rtc_ = d_.groups > 1 && opts_.cudnn_runtime_compiled;
   // bf16: the dy backward weights left rounded in the workspace head, where, and the context's
   // workspace_calls() then (null: none).
   const float* dy_bf_src_ = nullptr;
