@@ -48,6 +48,20 @@ void ConvOp::forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& 
   do_forward(x, w, b, y, d.fuse_relu || relu);
 }
 
+void ConvOp::forward_depthwise(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& dw_w,
+                               const Tensor& dw_b, Tensor& y) {
+  const ConvDesc& d = desc_;
+  const DepthwisePostOp& p = d.depthwise;
+  DLT_CHECK(depthwise_ready(), "conv forward_depthwise: the op has no depthwise post-op");
+  expect(x, d.n * d.h * d.w * d.c, device_, "conv forward_depthwise", "x");
+  expect(w, d.weight_numel(), device_, "conv forward_depthwise", "w");
+  expect(b, d.k, device_, "conv forward_depthwise", "b");
+  expect(dw_w, d.k * p.kernel * p.kernel, device_, "conv forward_depthwise", "dw_w");
+  expect(dw_b, d.k, device_, "conv forward_depthwise", "dw_b");
+  expect(y, d.n * p.out_h * p.out_w * d.k, device_, "conv forward_depthwise", "y");
+  do_forward_depthwise(x, w, b, dw_w, dw_b, y);
+}
+
 void ConvOp::backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) {
   const ConvDesc& d = desc_;
   expect(dy, d.n * d.out_h() * d.out_w() * d.k, device_, "conv backward_data", "dy");

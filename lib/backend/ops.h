@@ -19,6 +19,18 @@
 
 namespace dlt {
 
+// A depthwise convolution (one filter per channel, kernel x kernel, stride, padding pad on the
+// top and left; the bottom and right follow from out_h x out_w) that reads a 1x1 convolution's
+// output, with its own bias and activation (relu, clipped at relu_ceiling when finite, or
+// swish), run as that convolution's post-op in CPU inference (ConvOp::forward_depthwise): the
+// expanded tensor between the two never reaches memory whole. kernel 0: none.
+struct DepthwisePostOp {
+  int64_t kernel = 0, stride = 1, pad = 0, out_h = 0, out_w = 0;
+  bool relu = false;
+  float relu_ceiling = std::numeric_limits<float>::infinity();
+  bool swish = false;
+};
+
 struct ConvDesc {
   int64_t n = 1, h = 1, w = 1, c = 1;  // input
   int64_t k = 1, kh = 1, kw = 1;       // filters
@@ -45,6 +57,9 @@ struct ConvDesc {
   // forward's rounded x and w for the backward passes, and one rounded dy for both: between
   // forward and backward of one step the caller leaves x, w and dy unchanged.
   bool bf16 = false;
+  // The depthwise convolution forward_depthwise runs after this one (a float32 1x1 convolution,
+  // stride 1, unpadded, one group); ConvOp::depthwise_ready says whether the op can.
+  DepthwisePostOp depthwise;
   int64_t out_h() const { return (h + pad_t + pad_b - ((kh - 1) * dilation_h + 1)) / stride_h + 1; }
   int64_t out_w() const { return (w + pad_l + pad_r - ((kw - 1) * dilation_w + 1)) / stride_w + 1; }
   int64_t group_c() const { return c / groups; }  // input channels each filter sees
@@ -60,6 +75,14 @@ class ConvOp {
   void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu = false);
   void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx);
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db);
+  // ConvDesc::depthwise after this convolution, as one op: y (N, out_h, out_w, K) =
+  // act'(dw(act(conv(x) + b)) + dw_b), act this op's activation (fuse_relu's or inference_relu's),
+  // act' the depthwise one's, dw_w (K, kernel, kernel, 1). Only where depthwise_ready().
+  void forward_depthwise(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& dw_w, const Tensor& dw_b,
+                         Tensor& y);
+  // Whether this op has a kernel for ConvDesc::depthwise (oneDNN's fused 1x1 + depthwise on the
+  // CPU, float32); when not, the caller runs the two convolutions apart.
+  virtual bool depthwise_ready() const { return false; }
 
  protected:
   ConvOp(const ConvDesc& d, Device device);
@@ -67,6 +90,9 @@ class ConvOp {
   virtual void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu) = 0;
   virtual void do_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) = 0;
   virtual void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) = 0;
+  // Reached only where depthwise_ready() (forward_depthwise checks).
+  virtual void do_forward_depthwise(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                    Tensor&) {}
 
  private:
   ConvDesc desc_;

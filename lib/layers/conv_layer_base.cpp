@@ -86,6 +86,7 @@ void ConvLayerBase::setup(int64_t n, Backend& be) {
   ConvDesc d = desc(n);
   d.inference_relu = (fusion_.folds_affine && fusion_.folded_relu) || fusion_.folded_swish;
   d.inference_swish = fusion_.folded_swish;
+  d.depthwise = fusion_.depthwise;
   op_ = be.make_conv(d);
   if (fusion_.folds_affine && !folded_w_.defined()) {
     folded_w_ = Tensor(Shape{k_, kh_, kw_, d.group_c()}, be.device());
@@ -104,9 +105,11 @@ void ConvLayerBase::forward(const std::vector<const Tensor*>& x, Tensor& y, cons
 
 // w * s and b * s + t per output channel (host values: the Network folds on the CPU only).
 // Each filter's row of weights belongs to its one output channel, grouped or not.
-void ConvLayerBase::forward_folded(const Tensor& x, Tensor& y, const std::vector<float>& scale,
-                                   const std::vector<float>& shift) {
-  DLT_CHECK(fusion_.folds_affine && static_cast<int64_t>(scale.size()) == k_ && static_cast<int64_t>(shift.size()) == k_,
+ConvLayerBase::InferenceParams ConvLayerBase::inference_params(const std::vector<float>* scale,
+                                                               const std::vector<float>* shift) {
+  if (!scale) return {&params_[0].value, &params_[1].value};
+  DLT_CHECK(fusion_.folds_affine && shift && static_cast<int64_t>(scale->size()) == k_ &&
+                static_cast<int64_t>(shift->size()) == k_,
             "layer '" << name() << "': nothing to fold");
   const int64_t row = kh_ * kw_ * (c_ / groups_);
   const float* w = params_[0].value.data();
@@ -114,11 +117,42 @@ void ConvLayerBase::forward_folded(const Tensor& x, Tensor& y, const std::vector
   float* fw = folded_w_.data();
   float* fb = folded_b_.data();
   for (int64_t k = 0; k < k_; ++k) {
-    const float s = scale[static_cast<size_t>(k)];
+    const float s = (*scale)[static_cast<size_t>(k)];
     for (int64_t i = 0; i < row; ++i) fw[k * row + i] = w[k * row + i] * s;
-    fb[k] = b[k] * s + shift[static_cast<size_t>(k)];
+    fb[k] = b[k] * s + (*shift)[static_cast<size_t>(k)];
   }
-  op_->forward(x, folded_w_, folded_b_, y, fusion_.folded_relu || fusion_.folded_swish);
+  return {&folded_w_, &folded_b_};
+}
+
+void ConvLayerBase::forward_folded(const Tensor& x, Tensor& y, const std::vector<float>& scale,
+                                   const std::vector<float>& shift) {
+  const InferenceParams p = inference_params(&scale, &shift);
+  op_->forward(x, *p.w, *p.b, y, fusion_.folded_relu || fusion_.folded_swish);
+}
+
+void ConvLayerBase::forward_depthwise(const Tensor& x, const InferenceParams& own, const InferenceParams& dw,
+                                      Tensor& y) {
+  DLT_CHECK(fusion_.depthwise.kernel > 0, "layer '" << name() << "': no depthwise convolution fused");
+  op_->forward_depthwise(x, *own.w, *own.b, *dw.w, *dw.b, y);
+}
+
+bool ConvLayerBase::is_plain_depthwise() const {
+  return groups_ == c_ && k_ == c_ && kh_ == kw_ && sh_ == sw_ && dh_ == 1 && dw_ == 1 && pt_ == pl_;
+}
+
+DepthwisePostOp ConvLayerBase::depthwise_geometry() const {
+  const ConvDesc d = desc(1);
+  DepthwisePostOp p;
+  p.kernel = kh_;
+  p.stride = sh_;
+  p.pad = pt_;
+  p.out_h = d.out_h();
+  p.out_w = d.out_w();
+  return p;
+}
+
+bool ConvLayerBase::is_pointwise() const {
+  return kh_ == 1 && kw_ == 1 && sh_ == 1 && sw_ == 1 && groups_ == 1 && pt_ == 0 && pb_ == 0 && pl_ == 0 && pr_ == 0;
 }
 
 void ConvLayerBase::forward_with_swish(const Tensor& x, Tensor& y) {

@@ -29,6 +29,24 @@ class ConvLayerBase : public Layer {
   void forward_folded(const Tensor& x, Tensor& y, const std::vector<float>& scale, const std::vector<float>& shift);
   // Inference with Fusion::folded_swish and no normalization between: swish(conv(x) + b) as one op.
   void forward_with_swish(const Tensor& x, Tensor& y);
+  // The weights and bias inference multiplies with: with scale and shift (Fusion::folds_affine),
+  // the weights and bias with them folded in (as forward_folded's), else the layer's own.
+  struct InferenceParams {
+    const Tensor* w;
+    const Tensor* b;
+  };
+  InferenceParams inference_params(const std::vector<float>* scale, const std::vector<float>* shift);
+  // Inference with Fusion::depthwise, where depthwise_ready(): own are this convolution's
+  // inference_params, dw the depthwise layer's; y is the depthwise convolution's (activated)
+  // output.
+  void forward_depthwise(const Tensor& x, const InferenceParams& own, const InferenceParams& dw, Tensor& y);
+  bool depthwise_ready() const { return op_ && op_->depthwise_ready(); }
+  // A depthwise convolution Fusion::depthwise can describe: one filter per channel, square,
+  // dense, the same stride both ways and the same padding on the top and left.
+  bool is_plain_depthwise() const;
+  bool is_pointwise() const;  // 1x1, stride 1, unpadded, one group
+  // Its kernel, stride, top padding and output size as a DepthwisePostOp (no activation).
+  DepthwisePostOp depthwise_geometry() const;
   std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
   // A Conv node with the group attribute.
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override;

@@ -63,6 +63,11 @@ struct Fusion {
   // A convolution that in CPU inference applies the swish after it (or after the
   // batchNormalization it folds) as its post-op, writing the swish's output.
   bool folded_swish = false;
+  // A 1x1 convolution that in CPU inference also computes the depthwise convolution reading its
+  // output (or its folded normalization's or activation's), with that convolution's folding
+  // and activation, as its op's depthwise post-op (ConvLayerBase::forward_depthwise). kernel 0:
+  // none.
+  DepthwisePostOp depthwise;
   // A batchNormalization that in CPU training runs its ReLU and the max pooling of geometry
   // max_pool (per image) after it as one op (BatchNormLayer::forward_fused_max_pool).
   bool with_max_pool = false;

@@ -87,6 +87,7 @@ FusionPlan::FusionPlan(const std::vector<Layer*>& layers, const std::vector<std:
         nodes_[p].output = r;
       }
       nodes_[p].inference = {Kind::kFoldedConv, q};
+      nodes_[p].folds = true;
       nodes_[p].conv = conv;
       nodes_[p].bn = bn;
       nodes_[static_cast<size_t>(q)].inference = {Kind::kFoldedAway, static_cast<int>(p)};
@@ -102,19 +103,71 @@ FusionPlan::FusionPlan(const std::vector<Layer*>& layers, const std::vector<std:
         continue;
       fusion[p].folded_swish = true;
       nodes_[p].inference = {Kind::kFoldedConv, r};
+      nodes_[p].folds = true;
       nodes_[p].conv = conv;
       nodes_[p].output = r;
       nodes_[static_cast<size_t>(r)].inference = {Kind::kFoldedAway, static_cast<int>(p)};
     }
+    plan_depthwise(layers, inputs, users, fusion);
   }
   for (size_t i = 0; i < n; ++i) layers[i]->set_fusion(fusion[i]);
+}
+
+// Inference: a 1x1 convolution and the depthwise convolution that reads its output (after the
+// normalization and activation the 1x1 one folds or absorbs), each with its own folding and
+// activation, as the 1x1 convolution's op with a depthwise post-op: MobileNet's and
+// EfficientNet's expansions, whose expanded tensor is the largest of their block.
+void FusionPlan::plan_depthwise(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& inputs,
+                                const std::vector<std::vector<int>>& users, std::vector<Fusion>& fusion) {
+  auto only_user = [&](int i) {
+    return users[static_cast<size_t>(i)].size() == 1 ? users[static_cast<size_t>(i)][0] : -1;
+  };
+  // The node whose output a convolution's inference writes (its folded normalization or
+  // activation, or the ReLU its op absorbs, or itself).
+  auto chain_end = [&](int c) {
+    const Node& node = nodes_[static_cast<size_t>(c)];
+    int e = node.inference.kind == Kind::kFoldedConv ? node.output : c;
+    const int r = only_user(e);
+    if (r >= 0 && nodes_[static_cast<size_t>(r)].inference.kind == Kind::kAbsorbed &&
+        nodes_[static_cast<size_t>(r)].inference.partner == e)
+      e = r;
+    return e;
+  };
+  for (size_t p = 0; p < layers.size(); ++p) {
+    auto* pw = dynamic_cast<ConvLayerBase*>(layers[p]);
+    Node& pn = nodes_[p];
+    if (!pw || !pw->is_pointwise() || (pn.inference.kind != Kind::kLayer && pn.inference.kind != Kind::kFoldedConv))
+      continue;
+    const int mid = chain_end(static_cast<int>(p));
+    const int d = only_user(mid);
+    if (d < 0 || inputs[static_cast<size_t>(d)].size() != 1) continue;
+    auto* dw = dynamic_cast<ConvLayerBase*>(layers[static_cast<size_t>(d)]);
+    Node& dn = nodes_[static_cast<size_t>(d)];
+    if (!dw || !dw->is_plain_depthwise() ||
+        (dn.inference.kind != Kind::kLayer && dn.inference.kind != Kind::kFoldedConv))
+      continue;
+    const Fusion& df = fusion[static_cast<size_t>(d)];
+    DepthwisePostOp op = dw->depthwise_geometry();
+    op.relu = df.relu || (df.folds_affine && df.folded_relu);
+    op.relu_ceiling = df.relu_ceiling;
+    op.swish = df.folded_swish;
+    fusion[p].depthwise = op;
+    pn.conv = pw;
+    pn.dw_conv = dw;
+    pn.dw_bn = dn.bn;
+    pn.dw_folds = dn.folds;
+    pn.mid = mid;
+    pn.output = chain_end(d);
+    pn.inference = {Kind::kConvDepthwise, d};
+    dn.inference = {Kind::kFoldedAway, static_cast<int>(p)};
+  }
 }
 
 FusionPlan::Step FusionPlan::step(size_t i, const RunContext& ctx, bool folding) const {
   const Node& node = nodes_[i];
   if (!ctx.training) {
     const Kind k = node.inference.kind;
-    if ((k == Kind::kFoldedConv || k == Kind::kFoldedAway) && !folding) return {};
+    if ((k == Kind::kFoldedConv || k == Kind::kFoldedAway || k == Kind::kConvDepthwise) && !folding) return {};
     return node.inference;
   }
   const Kind k = node.training.kind;
@@ -133,6 +186,36 @@ void FusionPlan::forward_folded(size_t i, const Tensor& x, Tensor& y) {
   }
   node.bn->inference_affine(scale_, shift_);
   node.conv->forward_folded(x, y, scale_, shift_);
+}
+
+void FusionPlan::run_conv(ConvLayerBase& conv, BatchNormLayer* bn, bool folds, const Tensor& x, Tensor& y,
+                          const RunContext& ctx) {
+  if (!folds) {
+    conv.forward({&x}, y, ctx);
+  } else if (!bn) {
+    conv.forward_with_swish(x, y);
+  } else {
+    bn->inference_affine(scale_, shift_);
+    conv.forward_folded(x, y, scale_, shift_);
+  }
+}
+
+void FusionPlan::forward_depthwise(size_t i, const Tensor& x, Tensor& mid, Tensor& y, const RunContext& ctx) {
+  Node& node = nodes_[i];
+  DLT_CHECK(node.dw_conv, "fusion plan: node " << i << " runs no depthwise convolution");
+  if (!node.conv->depthwise_ready()) {  // no fused kernel here (or mixed precision): apart
+    run_conv(*node.conv, node.bn, node.folds, x, mid, ctx);
+    run_conv(*node.dw_conv, node.dw_bn, node.dw_folds, mid, y, ctx);
+    return;
+  }
+  auto params = [&](ConvLayerBase& conv, BatchNormLayer* bn) {
+    if (!bn) return conv.inference_params(nullptr, nullptr);
+    bn->inference_affine(scale_, shift_);
+    return conv.inference_params(&scale_, &shift_);  // copied into the layer's folded weights
+  };
+  const ConvLayerBase::InferenceParams own = params(*node.conv, node.bn);
+  const ConvLayerBase::InferenceParams dw = params(*node.dw_conv, node.dw_bn);
+  node.conv->forward_depthwise(x, own, dw, y);
 }
 
 void FusionPlan::forward_bn_relu_max_pool(size_t i, const Tensor& x, Tensor& pooled, const RunContext& ctx) {

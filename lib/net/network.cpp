@@ -228,6 +228,9 @@ const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
         plan_.forward_bn_relu_max_pool(i, nodes_[root(nodes_[step.partner].inputs[0])].out, n.out, ctx);
       else if (step.kind == Kind::kFoldedConv)
         plan_.forward_folded(i, *xs[0], nodes_[static_cast<size_t>(plan_.folded_output(i))].out);
+      else if (step.kind == Kind::kConvDepthwise)
+        plan_.forward_depthwise(i, *xs[0], nodes_[root(plan_.depthwise_input(i))].out,
+                                nodes_[root(plan_.folded_output(i))].out, ctx);
       else
         n.layer->forward(xs, n.out, ctx);
     };

@@ -64,6 +64,8 @@ class Network {
   // (FusionPlan; CPU networks). On by default; off runs them apart (tests).
   void set_inference_folding(bool on) { inference_folding_ = on; }
   bool folds(size_t conv) const { return plan_.folds(conv); }
+  // Whether 1x1 convolution `conv` runs the depthwise convolution after it in inference (FusionPlan).
+  bool runs_depthwise(size_t conv) const { return plan_.runs_depthwise(conv); }
   // Precision: mixed (docs/config.md): conv and fullyConnected multiply in bfloat16 with
   // float32 sums, outputs and master weights. The ops are made again at the next set_batch.
   void set_mixed_precision(bool on);

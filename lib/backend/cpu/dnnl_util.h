@@ -66,20 +66,24 @@ inline dnnl::primitive_attr user_scratchpad_attr() {
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return attr;
 }
-// A relu post-op, or with a finite ceiling min(max(x, 0), ceiling) (clip_v2, as the
+// Appends a relu post-op, or with a finite ceiling min(max(x, 0), ceiling) (clip_v2, as the
 // clippedRelu act op runs it: the same bits), or with swish x * sigmoid(x) (eltwise_swish with
 // alpha 1, as the swish act op runs it).
+inline void append_act(dnnl::post_ops& po, float ceiling, bool swish) {
+  if (swish)
+    po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
+  else if (std::isfinite(ceiling))
+    po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip_v2, 0.f, ceiling);
+  else
+    po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+}
+// That activation as the attribute's one post-op when fuse_relu.
 inline dnnl::primitive_attr relu_attr(bool fuse_relu, float ceiling = std::numeric_limits<float>::infinity(),
                                       bool swish = false) {
   dnnl::primitive_attr attr = user_scratchpad_attr();
   if (fuse_relu) {
     dnnl::post_ops po;
-    if (swish)
-      po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
-    else if (std::isfinite(ceiling))
-      po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip_v2, 0.f, ceiling);
-    else
-      po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    append_act(po, ceiling, swish);
     attr.set_post_ops(po);
   }
   return attr;
