@@ -82,6 +82,20 @@ LayerSpec named(const std::string& type, const std::string& name, const std::vec
   return s;
 }
 
+LayerSpec named_in(const std::string& type, const std::string& name, const std::vector<std::string>& options,
+                   std::vector<std::string> inputs) {
+  LayerSpec s = named(type, name, options);
+  s.inputs = std::move(inputs);
+  return s;
+}
+
+size_t index_of(const Network& net, const std::string& name) {
+  for (size_t i = 0; i < net.size(); ++i)
+    if (net.layer(i).name() == name) return i;
+  FAIL("no layer " << name);
+  return 0;
+}
+
 }  // namespace
 
 TEST_CASE("inference folding: conv + batchNormalization (+ ReLU) as one convolution", "[net][fold]") {
@@ -138,12 +152,6 @@ TEST_CASE("inference folding: swish after a convolution or its batchNormalizatio
   // exporters fold the normalizations of the others into the convolutions the same way), and a
   // projection with a normalization and no activation. Each swish folds into the convolution
   // before it as its post-op.
-  auto named_in = [](const std::string& type, const std::string& name, const std::vector<std::string>& options,
-                     std::vector<std::string> inputs) {
-    LayerSpec s = named(type, name, options);
-    s.inputs = std::move(inputs);
-    return s;
-  };
   NetworkSpec s;
   s.layers = {
       named("imageInput", "in", {"InputSize=[9,9,3]", "Normalization=none"}),
@@ -169,12 +177,7 @@ TEST_CASE("inference folding: swish after a convolution or its batchNormalizatio
       named("classification", "out", {}),
   };
   Network net(s, Device::cpu());
-  auto index = [&](const std::string& name) {
-    for (size_t i = 0; i < net.size(); ++i)
-      if (net.layer(i).name() == name) return i;
-    FAIL("no layer " << name);
-    return size_t(0);
-  };
+  auto index = [&](const std::string& name) { return index_of(net, name); };
   CHECK(net.layer(index("c1")).fusion().folded_swish);       // with its normalization
   CHECK(net.layer(index("dw")).fusion().folded_swish);       // depthwise, with its normalization
   CHECK(net.layer(index("squeeze")).fusion().folded_swish);  // no normalization between
@@ -343,12 +346,6 @@ TEST_CASE("inference folding: a 1x1 convolution runs the depthwise convolution a
   // right after them), and EfficientNet's (swish). Each expansion runs its depthwise
   // convolution as its op's post-op in inference; a projection (its output also feeds an
   // addition), a 1x1 followed by a channel multiplier of 2 and a 3x3 convolution do not.
-  auto named_in = [](const std::string& type, const std::string& name, const std::vector<std::string>& options,
-                     std::vector<std::string> inputs) {
-    LayerSpec s = named(type, name, options);
-    s.inputs = std::move(inputs);
-    return s;
-  };
   const std::string dw = "NumFiltersPerGroup=1";
   NetworkSpec s;
   s.layers = {
@@ -390,12 +387,7 @@ TEST_CASE("inference folding: a 1x1 convolution runs the depthwise convolution a
       named("classification", "out", {}),
   };
   Network net(s, Device::cpu());
-  auto index = [&](const std::string& name) {
-    for (size_t i = 0; i < net.size(); ++i)
-      if (net.layer(i).name() == name) return i;
-    FAIL("no layer " << name);
-    return size_t(0);
-  };
+  auto index = [&](const std::string& name) { return index_of(net, name); };
   for (const char* name : {"pw1", "pw2", "pw3"}) {
     INFO(name);
     CHECK(net.runs_depthwise(index(name)));
