@@ -106,15 +106,6 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
                    {DNNL_ARG_DIFF_WEIGHTS, dw_.blocked},
                    {DNNL_ARG_DIFF_BIAS, db_},
                    {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_w_pd_.scratchpad_desc(), eng)}};
-    if (dw_ready_) {
-      dw_args_ = {{DNNL_ARG_SRC, dw_x_.blocked},
-                  {DNNL_ARG_WEIGHTS, w_dw1_.blocked},
-                  {DNNL_ARG_BIAS, b_},
-                  {DNNL_ARG_DST, dw_y_.blocked},
-                  {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, dw_w_.blocked},
-                  {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS, dw_b_},
-                  {DNNL_ARG_SCRATCHPAD, pad_.memory_for(dw_pd_.scratchpad_desc(), eng)}};
-    }
   }
 
   bool depthwise_ready() const override { return dw_ready_; }
@@ -146,6 +137,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
 
   void do_forward_depthwise(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& dw_w, const Tensor& dw_b,
                             Tensor& y) override {
+    if (dw_args_.empty()) make_depthwise_buffers();
     bind(w_dw1_.user, w);
     w_dw1_.run(ctx_.strm);
     bind(dw_w_.user, dw_w);
@@ -228,14 +220,28 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     const bool jit_blocked = impl_of(dw_pd_).rfind("jit_1x1", 0) == 0 && dw_pd_.src_desc() != x_md && y_md != y_user;
     if (!jit_blocked || y_md.dims() != y_user.dims() || dw_w_md.dims() != dw_dims || dw_b_md != vec_md(d_.k)) return;
     dw_fwd_ = convolution_forward(dw_pd_);
-    dw_x_.init(x_md, dw_pd_.src_desc(), eng, true);
+    dw_x_md_ = x_md;
+    dw_y_md_ = y_user;
     w_dw1_.init(w_user_md, dw_pd_.weights_desc(), eng, true);
     // Our (K, k, k, 1) depthwise weights are gohwi with one output and one input per group.
     dw_w_.init(memory::desc(dw_dims, kF32, Tag::gohwi), dw_w_md, eng, true);
     dw_b_ = unbound(dw_b_md, eng);
-    dw_y_.init(y_user, y_md, eng, false);
     pad_.need(dw_pd_.scratchpad_desc());
     dw_ready_ = true;
+  }
+  // The blocked copies of x and y, made at the first forward_depthwise: an op that only trains
+  // never holds them.
+  void make_depthwise_buffers() {
+    const dnnl::engine& eng = ctx_.eng;
+    dw_x_.init(dw_x_md_, dw_pd_.src_desc(), eng, true);
+    dw_y_.init(dw_y_md_, dw_pd_.query_md(dnnl::query::exec_arg_md, DNNL_ARG_DST), eng, false);
+    dw_args_ = {{DNNL_ARG_SRC, dw_x_.blocked},
+                {DNNL_ARG_WEIGHTS, w_dw1_.blocked},
+                {DNNL_ARG_BIAS, b_},
+                {DNNL_ARG_DST, dw_y_.blocked},
+                {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, dw_w_.blocked},
+                {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS, dw_b_},
+                {DNNL_ARG_SCRATCHPAD, pad_.memory_for(dw_pd_.scratchpad_desc(), eng)}};
   }
 
   ConvDesc d_;
@@ -259,6 +265,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   convolution_forward::primitive_desc dw_pd_;
   convolution_forward dw_fwd_;
   LayoutPath dw_x_, dw_y_;   // x and y between NHWC and the fused primitive's blocked layout
+  memory::desc dw_x_md_, dw_y_md_;  // their NHWC sides
   LayoutPath w_dw1_, dw_w_;  // the 1x1 and depthwise weights as the fused primitive reads them
   memory dw_b_;
   Args dw_args_;
