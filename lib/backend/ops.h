@@ -63,6 +63,11 @@ struct ConvDesc {
   int64_t out_h() const { return (h + pad_t + pad_b - ((kh - 1) * dilation_h + 1)) / stride_h + 1; }
   int64_t out_w() const { return (w + pad_l + pad_r - ((kw - 1) * dilation_w + 1)) / stride_w + 1; }
   int64_t group_c() const { return c / groups; }  // input channels each filter sees
+  // 1x1, stride 1, unpadded, one group (what a DepthwisePostOp may follow).
+  bool is_pointwise() const {
+    return kh == 1 && kw == 1 && stride_h == 1 && stride_w == 1 && groups == 1 && pad_t == 0 && pad_b == 0 &&
+           pad_l == 0 && pad_r == 0;
+  }
   int64_t weight_numel() const { return k * kh * kw * group_c(); }
 };
 

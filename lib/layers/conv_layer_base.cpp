@@ -151,9 +151,7 @@ DepthwisePostOp ConvLayerBase::depthwise_geometry() const {
   return p;
 }
 
-bool ConvLayerBase::is_pointwise() const {
-  return kh_ == 1 && kw_ == 1 && sh_ == 1 && sw_ == 1 && groups_ == 1 && pt_ == 0 && pb_ == 0 && pl_ == 0 && pr_ == 0;
-}
+bool ConvLayerBase::is_pointwise() const { return desc(1).is_pointwise(); }
 
 void ConvLayerBase::forward_with_swish(const Tensor& x, Tensor& y) {
   DLT_CHECK(fusion_.folded_swish, "layer '" << name() << "': no swish folded in");

@@ -180,32 +180,30 @@ FusionPlan::Step FusionPlan::step(size_t i, const RunContext& ctx, bool folding)
 void FusionPlan::forward_folded(size_t i, const Tensor& x, Tensor& y) {
   Node& node = nodes_[i];
   DLT_CHECK(node.conv, "fusion plan: node " << i << " folds nothing");
-  if (!node.bn) {  // a swish alone
-    node.conv->forward_with_swish(x, y);
-    return;
-  }
-  node.bn->inference_affine(scale_, shift_);
-  node.conv->forward_folded(x, y, scale_, shift_);
+  run_folded(*node.conv, node.bn, x, y);
 }
 
-void FusionPlan::run_conv(ConvLayerBase& conv, BatchNormLayer* bn, bool folds, const Tensor& x, Tensor& y,
-                          const RunContext& ctx) {
-  if (!folds) {
-    conv.forward({&x}, y, ctx);
-  } else if (!bn) {
+void FusionPlan::run_folded(ConvLayerBase& conv, BatchNormLayer* bn, const Tensor& x, Tensor& y) {
+  if (!bn) {  // a swish alone
     conv.forward_with_swish(x, y);
-  } else {
-    bn->inference_affine(scale_, shift_);
-    conv.forward_folded(x, y, scale_, shift_);
+    return;
   }
+  bn->inference_affine(scale_, shift_);
+  conv.forward_folded(x, y, scale_, shift_);
 }
 
 void FusionPlan::forward_depthwise(size_t i, const Tensor& x, Tensor& mid, Tensor& y, const RunContext& ctx) {
   Node& node = nodes_[i];
   DLT_CHECK(node.dw_conv, "fusion plan: node " << i << " runs no depthwise convolution");
   if (!node.conv->depthwise_ready()) {  // no fused kernel here (or mixed precision): apart
-    run_conv(*node.conv, node.bn, node.folds, x, mid, ctx);
-    run_conv(*node.dw_conv, node.dw_bn, node.dw_folds, mid, y, ctx);
+    auto run = [&](ConvLayerBase& conv, BatchNormLayer* bn, bool folds, const Tensor& in, Tensor& out) {
+      if (folds)
+        run_folded(conv, bn, in, out);
+      else
+        conv.forward({&in}, out, ctx);
+    };
+    run(*node.conv, node.bn, node.folds, x, mid);
+    run(*node.dw_conv, node.dw_bn, node.dw_folds, mid, y);
     return;
   }
   auto params = [&](ConvLayerBase& conv, BatchNormLayer* bn) {

@@ -109,8 +109,8 @@ class FusionPlan {
   };
   void plan_depthwise(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& inputs,
                       const std::vector<std::vector<int>>& users, std::vector<Fusion>& fusion);
-  // One convolution's inference as its own step would run it (folded or not).
-  void run_conv(ConvLayerBase& conv, BatchNormLayer* bn, bool folds, const Tensor& x, Tensor& y, const RunContext& ctx);
+  // A kFoldedConv's convolution (with normalization bn, or none: its swish alone) on x.
+  void run_folded(ConvLayerBase& conv, BatchNormLayer* bn, const Tensor& x, Tensor& y);
   std::vector<Node> nodes_;
   std::vector<float> scale_, shift_;  // forward_folded's per-channel affine (host)
 };

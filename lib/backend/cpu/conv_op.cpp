@@ -194,9 +194,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   void make_depthwise(const memory::desc& x_md, const memory::desc& w_user_md, const memory::desc& b_md,
                       const dnnl::engine& eng) {
     const DepthwisePostOp& p = d_.depthwise;
-    const bool pointwise = d_.kh == 1 && d_.kw == 1 && d_.stride_h == 1 && d_.stride_w == 1 && d_.groups == 1 &&
-                           d_.pad_t == 0 && d_.pad_b == 0 && d_.pad_l == 0 && d_.pad_r == 0;
-    if (p.kernel <= 0 || p.stride < 2 || d_.bf16 || !pointwise) return;
+    if (p.kernel <= 0 || p.stride < 2 || d_.bf16 || !d_.is_pointwise()) return;
     dnnl::post_ops po;
     if (d_.fuse_relu || d_.inference_relu) append_act(po, d_.relu_ceiling, d_.inference_swish);
     po.append_dw(kF32, kF32, kF32, p.kernel, p.stride, p.pad, 0, {});

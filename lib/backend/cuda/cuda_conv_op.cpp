@@ -50,7 +50,7 @@ class CudaConvOp final : public ConvOp {
       : ConvOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx), opts_(options), name_(describe(d)) {
     if (d.bf16) require_bf16(ctx, name_);
     // A clipped ReLU (relu_ceiling) runs in the bias epilogue; the network fuses one on the GPU
-    // only under FusedClippedRelu (fusion_plan.cpp). A swish is folded on the CPU only.
+    // only under CudaFusedClippedRelu (fusion_plan.cpp). A swish is folded on the CPU only.
     DLT_CHECK(!d.inference_swish, name_ << ": no swish epilogue on the GPU");
     const cudnnDataType_t dtype = d.bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
     oh_ = d.out_h();
