@@ -49,7 +49,7 @@ void ConvOp::forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& 
 }
 
 void ConvOp::forward_depthwise(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& dw_w,
-                               const Tensor& dw_b, Tensor& y) {
+                               const Tensor& dw_b, const Tensor& pj_w, const Tensor& pj_b, Tensor& y) {
   const ConvDesc& d = desc_;
   const DepthwisePostOp& p = d.depthwise;
   DLT_CHECK(depthwise_ready(), "conv forward_depthwise: the op has no depthwise post-op");
@@ -58,8 +58,12 @@ void ConvOp::forward_depthwise(const Tensor& x, const Tensor& w, const Tensor& b
   expect(b, d.k, device_, "conv forward_depthwise", "b");
   expect(dw_w, d.k * p.kernel * p.kernel, device_, "conv forward_depthwise", "dw_w");
   expect(dw_b, d.k, device_, "conv forward_depthwise", "dw_b");
-  expect(y, d.n * p.out_h * p.out_w * d.k, device_, "conv forward_depthwise", "y");
-  do_forward_depthwise(x, w, b, dw_w, dw_b, y);
+  if (p.project_k > 0) {
+    expect(pj_w, p.project_k * d.k, device_, "conv forward_depthwise", "pj_w");
+    expect(pj_b, p.project_k, device_, "conv forward_depthwise", "pj_b");
+  }
+  expect(y, d.n * p.out_h * p.out_w * p.out_channels(d.k), device_, "conv forward_depthwise", "y");
+  do_forward_depthwise(x, w, b, dw_w, dw_b, pj_w, pj_b, y);
 }
 
 void ConvOp::backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) {

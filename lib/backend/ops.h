@@ -24,11 +24,16 @@ namespace dlt {
 // output, with its own bias and activation (relu, clipped at relu_ceiling when finite, or
 // swish), run as that convolution's post-op in CPU inference (ConvOp::forward_depthwise): the
 // expanded tensor between the two never reaches memory whole. kernel 0: none.
+// project_k > 0: a linear 1x1 convolution to project_k channels (with bias, no activation)
+// reads the depthwise output in the op's own layout, and forward_depthwise writes its output
+// instead (MobileNetV2's projection): the expanded tensor is never reordered.
 struct DepthwisePostOp {
   int64_t kernel = 0, stride = 1, pad = 0, out_h = 0, out_w = 0;
   bool relu = false;
   float relu_ceiling = std::numeric_limits<float>::infinity();
   bool swish = false;
+  int64_t project_k = 0;
+  int64_t out_channels(int64_t k) const { return project_k > 0 ? project_k : k; }
 };
 
 struct ConvDesc {
@@ -80,11 +85,13 @@ class ConvOp {
   void forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu = false);
   void backward_data(const Tensor& dy, const Tensor& w, Tensor& dx);
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db);
-  // ConvDesc::depthwise after this convolution, as one op: y (N, out_h, out_w, K) =
+  // ConvDesc::depthwise after this convolution, as one op: z (N, out_h, out_w, K) =
   // act'(dw(act(conv(x) + b)) + dw_b), act this op's activation (fuse_relu's or inference_relu's),
-  // act' the depthwise one's, dw_w (K, kernel, kernel, 1). Only where depthwise_ready().
+  // act' the depthwise one's, dw_w (K, kernel, kernel, 1); y = z, or with project_k the
+  // projection pj(z) + pj_b, pj_w (project_k, 1, 1, K) (undefined without). Only where
+  // depthwise_ready().
   void forward_depthwise(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& dw_w, const Tensor& dw_b,
-                         Tensor& y);
+                         const Tensor& pj_w, const Tensor& pj_b, Tensor& y);
   // Whether this op has a kernel for ConvDesc::depthwise (oneDNN's fused 1x1 + depthwise on the
   // CPU, float32); when not, the caller runs the two convolutions apart.
   virtual bool depthwise_ready() const { return false; }
@@ -97,7 +104,7 @@ class ConvOp {
   virtual void do_backward_weights(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& db) = 0;
   // Reached only where depthwise_ready() (forward_depthwise checks).
   virtual void do_forward_depthwise(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                                    Tensor&) {}
+                                    const Tensor&, const Tensor&, Tensor&) {}
 
  private:
   ConvDesc desc_;

@@ -131,9 +131,12 @@ void ConvLayerBase::forward_folded(const Tensor& x, Tensor& y, const std::vector
 }
 
 void ConvLayerBase::forward_depthwise(const Tensor& x, const InferenceParams& own, const InferenceParams& dw,
-                                      Tensor& y) {
+                                      const InferenceParams* pj, Tensor& y) {
   DLT_CHECK(fusion_.depthwise.kernel > 0, "layer '" << name() << "': no depthwise convolution fused");
-  op_->forward_depthwise(x, *own.w, *own.b, *dw.w, *dw.b, y);
+  DLT_CHECK((pj != nullptr) == (fusion_.depthwise.project_k > 0),
+            "layer '" << name() << "': the projection's parameters do not match the fusion");
+  const Tensor none;
+  op_->forward_depthwise(x, *own.w, *own.b, *dw.w, *dw.b, pj ? *pj->w : none, pj ? *pj->b : none, y);
 }
 
 bool ConvLayerBase::is_plain_depthwise() const {

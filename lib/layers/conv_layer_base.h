@@ -37,14 +37,16 @@ class ConvLayerBase : public Layer {
   };
   InferenceParams inference_params(const std::vector<float>* scale, const std::vector<float>* shift);
   // Inference with Fusion::depthwise, where depthwise_ready(): own are this convolution's
-  // inference_params, dw the depthwise layer's; y is the depthwise convolution's (activated)
-  // output.
-  void forward_depthwise(const Tensor& x, const InferenceParams& own, const InferenceParams& dw, Tensor& y);
+  // inference_params, dw the depthwise layer's, pj the projection's (DepthwisePostOp::project_k;
+  // null without); y is the depthwise convolution's (activated) output, or the projection's.
+  void forward_depthwise(const Tensor& x, const InferenceParams& own, const InferenceParams& dw,
+                         const InferenceParams* pj, Tensor& y);
   bool depthwise_ready() const { return op_ && op_->depthwise_ready(); }
   // A depthwise convolution Fusion::depthwise can describe: one filter per channel, square,
   // dense, the same stride both ways and the same padding on the top and left.
   bool is_plain_depthwise() const;
   bool is_pointwise() const;  // 1x1, stride 1, unpadded, one group
+  int64_t num_filters() const { return k_; }
   // Its kernel, stride, top padding and output size as a DepthwisePostOp (no activation).
   DepthwisePostOp depthwise_geometry() const;
   std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }

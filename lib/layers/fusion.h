@@ -65,7 +65,8 @@ struct Fusion {
   bool folded_swish = false;
   // A 1x1 convolution that in CPU inference also computes the depthwise convolution reading its
   // output (or its folded normalization's or activation's), with that convolution's folding
-  // and activation, as its op's depthwise post-op (ConvLayerBase::forward_depthwise). kernel 0:
+  // and activation, as its op's depthwise post-op (ConvLayerBase::forward_depthwise), and with
+  // project_k the linear 1x1 convolution reading that one's output (folded or not). kernel 0:
   // none.
   DepthwisePostOp depthwise;
   // A batchNormalization that in CPU training runs its ReLU and the max pooling of geometry

@@ -160,6 +160,23 @@ void FusionPlan::plan_depthwise(const std::vector<Layer*>& layers, const std::ve
     pn.output = chain_end(d);
     pn.inference = {Kind::kConvDepthwise, d};
     dn.inference = {Kind::kFoldedAway, static_cast<int>(p)};
+    // The projection: a 1x1 convolution, folded or not but with no activation, that is the
+    // depthwise output's only consumer.
+    const int q = only_user(pn.output);
+    if (q < 0 || inputs[static_cast<size_t>(q)].size() != 1) continue;
+    auto* pj = dynamic_cast<ConvLayerBase*>(layers[static_cast<size_t>(q)]);
+    Node& qn = nodes_[static_cast<size_t>(q)];
+    const Fusion& qf = fusion[static_cast<size_t>(q)];
+    if (!pj || !pj->is_pointwise() || qf.relu || qf.folded_relu || qf.folded_swish ||
+        (qn.inference.kind != Kind::kLayer && qn.inference.kind != Kind::kFoldedConv))
+      continue;
+    fusion[p].depthwise.project_k = pj->num_filters();
+    pn.pj_conv = pj;
+    pn.pj_bn = qn.bn;
+    pn.pj_folds = qn.folds;
+    pn.pj_mid = pn.output;
+    pn.output = qn.inference.kind == Kind::kFoldedConv ? qn.output : q;
+    qn.inference = {Kind::kFoldedAway, static_cast<int>(p)};
   }
 }
 
@@ -192,9 +209,12 @@ void FusionPlan::run_folded(ConvLayerBase& conv, BatchNormLayer* bn, const Tenso
   conv.forward_folded(x, y, scale_, shift_);
 }
 
-void FusionPlan::forward_depthwise(size_t i, const Tensor& x, Tensor& mid, Tensor& y, const RunContext& ctx) {
+void FusionPlan::forward_depthwise(size_t i, const Tensor& x, Tensor& mid, Tensor* pj_mid, Tensor& y,
+                                   const RunContext& ctx) {
   Node& node = nodes_[i];
   DLT_CHECK(node.dw_conv, "fusion plan: node " << i << " runs no depthwise convolution");
+  DLT_CHECK((pj_mid != nullptr) == (node.pj_conv != nullptr),
+            "fusion plan: node " << i << ": the projection's input does not match the plan");
   if (!node.conv->depthwise_ready()) {  // no fused kernel here (or mixed precision): apart
     auto run = [&](ConvLayerBase& conv, BatchNormLayer* bn, bool folds, const Tensor& in, Tensor& out) {
       if (folds)
@@ -203,7 +223,8 @@ void FusionPlan::forward_depthwise(size_t i, const Tensor& x, Tensor& mid, Tenso
         conv.forward({&in}, out, ctx);
     };
     run(*node.conv, node.bn, node.folds, x, mid);
-    run(*node.dw_conv, node.dw_bn, node.dw_folds, mid, y);
+    run(*node.dw_conv, node.dw_bn, node.dw_folds, mid, pj_mid ? *pj_mid : y);
+    if (pj_mid) run(*node.pj_conv, node.pj_bn, node.pj_folds, *pj_mid, y);
     return;
   }
   auto params = [&](ConvLayerBase& conv, BatchNormLayer* bn) {
@@ -213,7 +234,12 @@ void FusionPlan::forward_depthwise(size_t i, const Tensor& x, Tensor& mid, Tenso
   };
   const ConvLayerBase::InferenceParams own = params(*node.conv, node.bn);
   const ConvLayerBase::InferenceParams dw = params(*node.dw_conv, node.dw_bn);
-  node.conv->forward_depthwise(x, own, dw, y);
+  if (!node.pj_conv) {
+    node.conv->forward_depthwise(x, own, dw, nullptr, y);
+    return;
+  }
+  const ConvLayerBase::InferenceParams pj = params(*node.pj_conv, node.pj_bn);
+  node.conv->forward_depthwise(x, own, dw, &pj, y);
 }
 
 void FusionPlan::forward_bn_relu_max_pool(size_t i, const Tensor& x, Tensor& pooled, const RunContext& ctx) {

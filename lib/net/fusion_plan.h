@@ -16,7 +16,8 @@
 //  - convolution + batchNormalization (+ a clippedRelu or swish after it) folded into one
 //    convolution in CPU inference; a convolution + swish the same way without a normalization.
 //  - a 1x1 convolution and the depthwise convolution after it, each as folded, as one op in CPU
-//    inference (the 1x1 op's depthwise post-op; apart where the backend has no kernel for it).
+//    inference (the 1x1 op's depthwise post-op; apart where the backend has no kernel for it),
+//    with the linear 1x1 projection after them where one follows (MobileNetV2's blocks).
 // Adding a fusion: a trait in FusionTraits (or a concrete type), its decision in Fusion, a
 // rule in fusion_plan.cpp, and, for a step that runs two layers, a Step kind and its case in
 // Network::forward / backward_node.
@@ -42,7 +43,7 @@ class FusionPlan {
     kFoldedConv,     // inference: the convolution also computes batchNormalization partner (or
                      // swish partner)
     kConvDepthwise,  // inference: the 1x1 convolution, folded as kFoldedConv or not, also computes
-                     // the depthwise convolution partner (folded or not)
+                     // the depthwise convolution partner (folded or not), and its projection
     kInMaxPool,      // training: nothing, max pooling partner runs this batchNormalization
     kBnReluMaxPool,  // training: runs batchNormalization partner, its ReLU and this max pooling
   };
@@ -76,17 +77,20 @@ class FusionPlan {
   bool runs_depthwise(size_t conv) const { return nodes_[conv].inference.kind == Kind::kConvDepthwise; }
   // kFoldedConv: the node whose output the folded convolution writes (its batchNormalization,
   // the clippedRelu or swish after that, or its swish); kConvDepthwise: the depthwise
-  // convolution's, folded the same way (or the ReLU it absorbs).
+  // convolution's, folded the same way (or the ReLU it absorbs), or its projection's.
   int folded_output(size_t conv) const { return nodes_[conv].output; }
   // kConvDepthwise: the node whose output the 1x1 convolution alone writes (the depthwise one's
-  // input), written only where the two run apart.
+  // input), and with a projection the depthwise convolution's (the projection's input); written
+  // only where the convolutions run apart.
   int depthwise_input(size_t conv) const { return nodes_[conv].mid; }
+  int projection_input(size_t conv) const { return nodes_[conv].pj_mid; }
   bool runs_in_max_pool(size_t bn) const { return nodes_[bn].training.kind == Kind::kInMaxPool; }
 
   // kFoldedConv: convolution i computes its batchNormalization's (or swish's) output y from x.
   void forward_folded(size_t i, const Tensor& x, Tensor& y);
-  // kConvDepthwise at 1x1 convolution i: y is folded_output's, mid depthwise_input's.
-  void forward_depthwise(size_t i, const Tensor& x, Tensor& mid, Tensor& y, const RunContext& ctx);
+  // kConvDepthwise at 1x1 convolution i: y is folded_output's, mid depthwise_input's, pj_mid
+  // projection_input's (null without a projection).
+  void forward_depthwise(size_t i, const Tensor& x, Tensor& mid, Tensor* pj_mid, Tensor& y, const RunContext& ctx);
   // kBnReluMaxPool at max pooling i: x is the batchNormalization's input, pooled the
   // pooling's output, dpooled its gradient, dx the gradient of x (null: none needed).
   void forward_bn_relu_max_pool(size_t i, const Tensor& x, Tensor& pooled, const RunContext& ctx);
@@ -101,11 +105,16 @@ class FusionPlan {
     BatchNormLayer* bn = nullptr;   // the batchNormalization of a kFoldedConv (none: a swish alone),
                                     // kInMaxPool or kBnReluMaxPool
     bool folds = false;             // the convolution folds bn (or a swish alone) in inference
-    // kConvDepthwise: the depthwise layer, its normalization and folds, and depthwise_input.
+    // kConvDepthwise: the depthwise layer, its normalization and folds, and depthwise_input;
+    // the projection's (none: pj_conv null) and projection_input.
     ConvLayerBase* dw_conv = nullptr;
     BatchNormLayer* dw_bn = nullptr;
     bool dw_folds = false;
     int mid = -1;
+    ConvLayerBase* pj_conv = nullptr;
+    BatchNormLayer* pj_bn = nullptr;
+    bool pj_folds = false;
+    int pj_mid = -1;
   };
   void plan_depthwise(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& inputs,
                       const std::vector<std::vector<int>>& users, std::vector<Fusion>& fusion);

@@ -230,6 +230,7 @@ const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
         plan_.forward_folded(i, *xs[0], nodes_[static_cast<size_t>(plan_.folded_output(i))].out);
       else if (step.kind == Kind::kConvDepthwise)
         plan_.forward_depthwise(i, *xs[0], nodes_[root(plan_.depthwise_input(i))].out,
+                                plan_.projection_input(i) >= 0 ? &nodes_[root(plan_.projection_input(i))].out : nullptr,
                                 nodes_[root(plan_.folded_output(i))].out, ctx);
       else
         n.layer->forward(xs, n.out, ctx);

@@ -260,12 +260,15 @@ TEST_CASE("inference folding: a 1x1 convolution's depthwise post-op gives the tw
   // (ConvDesc::depthwise) against the 1x1 op and the depthwise op run apart, each with its
   // activation. Odd and even sizes at stride 2 (the bottom / right padding the post-op infers),
   // the activation as a fused clippedRelu (fuse_relu) or as folded (inference_relu), and a
-  // shape large enough for oneDNN's jit 1x1 kernel rather than its chained reference.
+  // shape large enough for oneDNN's jit 1x1 kernel rather than its chained reference. With a
+  // projection (DepthwisePostOp::project_k), against the third 1x1 op run apart on the
+  // depthwise output, stride 1 and 2, to output channels that are and are not a multiple of 16.
   struct Case {
     const char* name;
     int64_t n, hw, c, k, kernel, stride;
     Act own, dw;
     bool fused_relu;  // the 1x1's activation as fuse_relu (an absorbed clippedRelu), else folded
+    int64_t project = 0;
   };
   const Case cases[] = {
       {"ReLU6 both, stride 1", 2, 9, 16, 48, 3, 1, Act::kClip, Act::kClip, false},
@@ -282,10 +285,17 @@ TEST_CASE("inference folding: a 1x1 convolution's depthwise post-op gives the tw
       {"large, EfficientNet's 5x5 depthwise with swish", 4, 28, 40, 240, 5, 2, Act::kSwish, Act::kSwish, false},
       {"MobileNetV2's first expansion: 16 -> 96 at 112x112, stride 2", 2, 112, 16, 96, 3, 2, Act::kClip, Act::kClip,
        true},
+      {"projection, small: 16 -> 48 -> 16 at 9x9", 2, 9, 16, 48, 3, 1, Act::kClip, Act::kClip, false, 16},
+      {"projection, stride 1: 24 -> 144 -> 24 at 28x28", 8, 28, 24, 144, 3, 1, Act::kClip, Act::kClip, false, 24},
+      {"projection, stride 2: 24 -> 144 -> 32 at an odd 29x29", 6, 29, 24, 144, 3, 2, Act::kClip, Act::kClip, true, 32},
+      {"projection to 20 channels, ReLU", 8, 28, 32, 96, 3, 1, Act::kRelu, Act::kRelu, false, 20},
+      {"projection, 5x5 with swish: 40 -> 240 -> 80 at 28x28", 4, 28, 40, 240, 5, 1, Act::kSwish, Act::kSwish, false,
+       80},
+      {"projection, MobileNetV2's 64 -> 384 -> 96 at 14x14", 16, 14, 64, 384, 3, 1, Act::kClip, Act::kClip, false, 96},
   };
   constexpr float kCeiling = 0.5f;  // clips a good part of both outputs
   Backend& be = cpu_backend();
-  int ran = 0;
+  int ran = 0, ran_projected = 0;
   for (const Case& cs : cases) {
     INFO(cs.name);
     Rng rng(11);
@@ -304,9 +314,17 @@ TEST_CASE("inference folding: a 1x1 convolution's depthwise post-op gives the tw
     qd.inference_relu = relu;
     qd.inference_swish = swish;
     const Shape mid_shape{pd.n, pd.h, pd.w, pd.k}, y_shape{qd.n, qd.out_h(), qd.out_w(), qd.k};
-    Tensor mid(mid_shape), apart(y_shape), together(y_shape);
+    Tensor mid(mid_shape), apart(y_shape);
     be.make_conv(pd)->forward(p.x, p.w, p.b, mid, pd.inference_relu);
     be.make_conv(qd)->forward(mid, q.w, q.b, apart, qd.inference_relu);
+    ConvProblem r;  // the projection
+    if (cs.project > 0) {
+      r = random_conv_problem(cs.n, qd.out_h(), cs.k, cs.project, 1, 1, 1, rng);
+      Tensor z = apart;
+      apart = Tensor(Shape{qd.n, qd.out_h(), qd.out_w(), cs.project});
+      be.make_conv(r.d)->forward(z, r.w, r.b, apart);
+    }
+    Tensor together(apart.shape());
 
     ConvDesc fd = pd;
     fd.depthwise.kernel = cs.kernel;
@@ -315,15 +333,17 @@ TEST_CASE("inference folding: a 1x1 convolution's depthwise post-op gives the tw
     fd.depthwise.out_h = qd.out_h();
     fd.depthwise.out_w = qd.out_w();
     set_act(cs.dw, kCeiling, fd.depthwise.relu, fd.depthwise.relu_ceiling, fd.depthwise.swish);
+    fd.depthwise.project_k = cs.project;
     auto fused = be.make_conv(fd);
     INFO(impl_info(*fused));
     // oneDNN takes its jit kernel for large problems only, by heuristics of its own (on the
     // AMD EPYC VM this was written on, AVX-512 and AVX2 alike: the cases at 28x28 and 29x29 and
     // MobileNetV2's first expansion); the others would run its chained reference, and run apart,
-    // as do those of stride 1 (CpuConvOp::make_depthwise).
+    // as do those of stride 1 without a projection (CpuConvOp::make_depthwise).
     if (!fused->depthwise_ready()) continue;
     ++ran;
-    fused->forward_depthwise(p.x, p.w, p.b, q.w, q.b, together);
+    ran_projected += cs.project > 0;
+    fused->forward_depthwise(p.x, p.w, p.b, q.w, q.b, r.w, r.b, together);
     const Comparison cmp = compare(to_vec(together), to_vec(apart));
     INFO(cmp.str());
     CHECK(cmp.max_abs < 2e-6 * std::max(1.0, cmp.scale));
@@ -338,14 +358,17 @@ TEST_CASE("inference folding: a 1x1 convolution's depthwise post-op gives the tw
     CHECK(compare(to_vec(plain), to_vec(mid)).max_abs == 0);
   }
   CHECK(ran >= 1);  // (6 of 12 on that VM, AVX-512 and AVX2)
+  CHECK(ran_projected >= 1);
 }
 
 TEST_CASE("inference folding: a 1x1 convolution runs the depthwise convolution after it", "[net][fold]") {
   // MobileNetV2's inverted residual blocks, as MATLAB builds them (normalizations, ReLU6 after
   // them) and as the exporters write them (normalizations folded into the convolutions, Clip
   // right after them), and EfficientNet's (swish). Each expansion runs its depthwise
-  // convolution as its op's post-op in inference; a projection (its output also feeds an
-  // addition), a 1x1 followed by a channel multiplier of 2 and a 3x3 convolution do not.
+  // convolution as its op's post-op in inference, and MobileNetV2's their linear projection
+  // after it (folded or not); a projection (its output also feeds an addition), a 1x1 followed
+  // by a channel multiplier of 2 and a 3x3 convolution do not, nor is a 1x1 convolution with a
+  // ReLU a projection.
   const std::string dw = "NumFiltersPerGroup=1";
   NetworkSpec s;
   s.layers = {
@@ -396,6 +419,9 @@ TEST_CASE("inference folding: a 1x1 convolution runs the depthwise convolution a
   CHECK(net.layer(index("pw2")).fusion().depthwise.stride == 2);
   CHECK(net.layer(index("pw2")).fusion().depthwise.relu_ceiling == 0.6f);
   CHECK(net.layer(index("pw3")).fusion().depthwise.swish);
+  CHECK(net.layer(index("pw1")).fusion().depthwise.project_k == 16);  // pj1, its normalization folded
+  CHECK(net.layer(index("pw2")).fusion().depthwise.project_k == 24);  // pj2
+  CHECK(net.layer(index("pw3")).fusion().depthwise.project_k == 0);   // pw4 has a ReLU
   for (const char* name : {"c1", "pj1", "pj2", "pw4", "dw1", "g4"}) {
     INFO(name);
     CHECK_FALSE(net.runs_depthwise(index(name)));

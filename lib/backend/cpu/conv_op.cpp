@@ -12,7 +12,7 @@
 // clippedRelu or a folded swish never changes which algorithm a convolution runs, nor its bits.
 // A 1x1 convolution with ConvDesc::depthwise also makes oneDNN's 1x1 forward with a depthwise
 // post-op (make_depthwise), which computes the depthwise output from tiles of its own output
-// (on blocked activations, reordered from and to NHWC).
+// (on blocked activations, reordered from and to NHWC), and the projection after it.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -115,7 +115,8 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     const std::string groups = d_.groups == 1 ? "" : " groups=" + std::to_string(d_.groups);
     return "fwd=" + impl_of(fwd_pd_) + " bwd_d=" + impl_of(bwd_d_pd_) + " bwd_w=" + impl_of(bwd_w_pd_) +
            " w=" + fmt(w_fwd_) + "/" + fmt(w_bwd_d_) + "/" + fmt(dw_) + groups + (d_.bf16 ? " bf16" : "") +
-           (dw_ready_ ? " depthwise=" + impl_of(dw_pd_) : "");
+           (dw_ready_ ? " depthwise=" + impl_of(dw_pd_) : "") +
+           (dw_ready_ && d_.depthwise.project_k > 0 ? " projection=" + impl_of(pj_pd_) : "");
   }
 
  protected:
@@ -136,7 +137,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   }
 
   void do_forward_depthwise(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& dw_w, const Tensor& dw_b,
-                            Tensor& y) override {
+                            const Tensor& pj_w, const Tensor& pj_b, Tensor& y) override {
     if (dw_args_.empty()) make_depthwise_buffers();
     bind(w_dw1_.user, w);
     w_dw1_.run(ctx_.strm);
@@ -146,8 +147,14 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     dw_x_.run(ctx_.strm);
     bind(b_, b);
     bind(dw_b_, dw_b);
+    bind(dw_y_.user, y);  // (the projection's destination where it writes NHWC)
     dw_fwd_.execute(ctx_.strm, dw_args_);
-    bind(dw_y_.user, y);
+    if (d_.depthwise.project_k > 0) {
+      bind(pj_w_.user, pj_w);
+      pj_w_.run(ctx_.strm);
+      bind(pj_b_, pj_b);
+      pj_fwd_.execute(ctx_.strm, pj_args_);
+    }
     dw_y_.run(ctx_.strm);
     ctx_.strm.wait();
   }
@@ -184,17 +191,20 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   // reorders from and to our NHWC tensors: oneDNN 2.6's jit 1x1 kernel with a depthwise post-op
   // writes wrong values on NHWC (tests/net/test_inference_folding.cpp), and its chained
   // reference (ref_fused_convolution, taken for small problems) runs the two primitives apart
-  // anyway. Left unmade (dw_ready_ false; the caller runs the two convolutions apart) for
-  // another problem, or where oneDNN has no jit kernel for it on blocked activations, or its
-  // output size is not the depthwise convolution's, or the depthwise convolution has stride 1:
-  // the reorder of its output back to NHWC then moves as much as the fusion saves. MobileNetV2's
-  // pairs at batch 32 (`ONEDNN_VERBOSE` times, AMD EPYC VM, 2 threads): stride 1, 64 -> 384
-  // channels on 14x14: 3.1 ms apart, 3.4 ms fused with the reorders; stride 2, 16 -> 96 channels
-  // on 112x112: 23.0 ms apart, 15.3 ms fused.
+  // anyway. With a projection (DepthwisePostOp::project_k), a second 1x1 forward reads the
+  // depthwise output in that blocked layout and only its output, of few channels, is reordered
+  // to NHWC. Left unmade (dw_ready_ false; the caller runs the convolutions apart) for another
+  // problem, or where oneDNN has no jit kernel for it on blocked activations (or none for the
+  // projection), or its output size is not the depthwise convolution's, or the depthwise
+  // convolution has stride 1 and no projection follows: the reorder of the expanded output
+  // back to NHWC then moves as much as the fusion saves. MobileNetV2's pairs at batch 32
+  // (`ONEDNN_VERBOSE` times, AMD EPYC VM, 2 threads): stride 1, 64 -> 384 channels on 14x14:
+  // 3.1 ms apart, 3.4 ms fused with the reorders; stride 2, 16 -> 96 channels on 112x112:
+  // 23.0 ms apart, 15.3 ms fused.
   void make_depthwise(const memory::desc& x_md, const memory::desc& w_user_md, const memory::desc& b_md,
                       const dnnl::engine& eng) {
     const DepthwisePostOp& p = d_.depthwise;
-    if (p.kernel <= 0 || p.stride < 2 || d_.bf16 || !d_.is_pointwise()) return;
+    if (p.kernel <= 0 || (p.stride < 2 && p.project_k == 0) || d_.bf16 || !d_.is_pointwise()) return;
     dnnl::post_ops po;
     if (d_.fuse_relu || d_.inference_relu) append_act(po, d_.relu_ceiling, d_.inference_swish);
     po.append_dw(kF32, kF32, kF32, p.kernel, p.stride, p.pad, 0, {});
@@ -217,9 +227,10 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     const memory::dims dw_dims{d_.k, 1, 1, p.kernel, p.kernel};  // (G, 1, 1, k, k): one filter per channel
     const bool jit_blocked = impl_of(dw_pd_).rfind("jit_1x1", 0) == 0 && dw_pd_.src_desc() != x_md && y_md != y_user;
     if (!jit_blocked || y_md.dims() != y_user.dims() || dw_w_md.dims() != dw_dims || dw_b_md != vec_md(d_.k)) return;
+    if (p.project_k > 0 && !make_projection(y_md, eng)) return;
     dw_fwd_ = convolution_forward(dw_pd_);
     dw_x_md_ = x_md;
-    dw_y_md_ = y_user;
+    dw_y_md_ = p.project_k > 0 ? nhwc_md(d_.n, p.out_h, p.out_w, p.project_k) : y_user;
     w_dw1_.init(w_user_md, dw_pd_.weights_desc(), eng, true);
     // Our (K, k, k, 1) depthwise weights are gohwi with one output and one input per group.
     dw_w_.init(memory::desc(dw_dims, kF32, Tag::gohwi), dw_w_md, eng, true);
@@ -227,16 +238,51 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     pad_.need(dw_pd_.scratchpad_desc());
     dw_ready_ = true;
   }
-  // The blocked copies of x and y, made at the first forward_depthwise: an op that only trains
-  // never holds them.
+  // DepthwisePostOp::project_k: the 1x1 forward reading the fused op's output z_md (blocked),
+  // writing the layout oneDNN picks; false where its kernel is not a 1x1 one (a reference or
+  // GEMM fallback would lose what the fusion saves).
+  bool make_projection(const memory::desc& z_md, const dnnl::engine& eng) {
+    const DepthwisePostOp& p = d_.depthwise;
+    const memory::dims w_dims{p.project_k, d_.k, 1, 1};
+    convolution_forward::desc pd(prop_kind::forward_inference, algorithm::convolution_direct, z_md,
+                                 memory::desc(w_dims, kF32, Tag::any), vec_md(p.project_k),
+                                 memory::desc({d_.n, p.project_k, p.out_h, p.out_w}, kF32, Tag::any), {1, 1}, {0, 0},
+                                 {0, 0}, {0, 0});
+    try {
+      pj_pd_ = convolution_forward::primitive_desc(pd, user_scratchpad_attr(), eng);
+    } catch (const dnnl::error&) {
+      return false;
+    }
+    if (impl_of(pj_pd_).find("1x1") == std::string::npos || pj_pd_.src_desc() != z_md) return false;
+    pj_fwd_ = convolution_forward(pj_pd_);
+    pj_w_.init(memory::desc(w_dims, kF32, Tag::ohwi), pj_pd_.weights_desc(), eng, true);
+    pj_b_ = unbound(vec_md(p.project_k), eng);
+    pad_.need(pj_pd_.scratchpad_desc());
+    return true;
+  }
+  // The blocked copies of x and y (and with a projection, of the depthwise output between the
+  // two primitives), made at the first forward_depthwise: an op that only trains never holds
+  // them.
   void make_depthwise_buffers() {
     const dnnl::engine& eng = ctx_.eng;
+    const memory::desc z_md = dw_pd_.query_md(dnnl::query::exec_arg_md, DNNL_ARG_DST);
+    const bool project = d_.depthwise.project_k > 0;
     dw_x_.init(dw_x_md_, dw_pd_.src_desc(), eng, true);
-    dw_y_.init(dw_y_md_, dw_pd_.query_md(dnnl::query::exec_arg_md, DNNL_ARG_DST), eng, false);
+    dw_y_.init(dw_y_md_, project ? pj_pd_.dst_desc() : z_md, eng, false);
+    memory z = dw_y_.blocked;
+    if (project) {
+      z_buf_ = host_buffer(z_md.get_size());
+      z = memory(z_md, eng, z_buf_.data());
+      pj_args_ = {{DNNL_ARG_SRC, z},
+                  {DNNL_ARG_WEIGHTS, pj_w_.blocked},
+                  {DNNL_ARG_BIAS, pj_b_},
+                  {DNNL_ARG_DST, dw_y_.blocked},
+                  {DNNL_ARG_SCRATCHPAD, pad_.memory_for(pj_pd_.scratchpad_desc(), eng)}};
+    }
     dw_args_ = {{DNNL_ARG_SRC, dw_x_.blocked},
                 {DNNL_ARG_WEIGHTS, w_dw1_.blocked},
                 {DNNL_ARG_BIAS, b_},
-                {DNNL_ARG_DST, dw_y_.blocked},
+                {DNNL_ARG_DST, z},
                 {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, dw_w_.blocked},
                 {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS, dw_b_},
                 {DNNL_ARG_SCRATCHPAD, pad_.memory_for(dw_pd_.scratchpad_desc(), eng)}};
@@ -262,11 +308,18 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   bool dw_ready_ = false;
   convolution_forward::primitive_desc dw_pd_;
   convolution_forward dw_fwd_;
-  LayoutPath dw_x_, dw_y_;   // x and y between NHWC and the fused primitive's blocked layout
+  LayoutPath dw_x_, dw_y_;          // x and y between NHWC and the blocked layouts (y: the projection's)
   memory::desc dw_x_md_, dw_y_md_;  // their NHWC sides
   LayoutPath w_dw1_, dw_w_;  // the 1x1 and depthwise weights as the fused primitive reads them
   memory dw_b_;
   Args dw_args_;
+  // DepthwisePostOp::project_k (make_projection)
+  convolution_forward::primitive_desc pj_pd_;
+  convolution_forward pj_fwd_;
+  LayoutPath pj_w_;
+  memory pj_b_;
+  Tensor z_buf_;  // the depthwise output, blocked
+  Args pj_args_;
 };
 
 // A convolution op without the fused clip or swish (Winograd, blocked), then that activation
