@@ -66,6 +66,17 @@ void ConvOp::forward_depthwise(const Tensor& x, const Tensor& w, const Tensor& b
   do_forward_depthwise(x, w, b, dw_w, dw_b, pj_w, pj_b, y);
 }
 
+void ConvOp::forward_scaled(const Tensor& x, const Tensor& s, const Tensor& w, const Tensor& b, Tensor& y) {
+  const ConvDesc& d = desc_;
+  DLT_CHECK(scaled_ready(), "conv forward_scaled: the op has no kernel for a scaled input");
+  expect(x, d.n * d.h * d.w * d.c, device_, "conv forward_scaled", "x");
+  expect(s, d.n * d.c, device_, "conv forward_scaled", "s");
+  expect(w, d.weight_numel(), device_, "conv forward_scaled", "w");
+  expect(b, d.k, device_, "conv forward_scaled", "b");
+  expect(y, d.n * d.out_h() * d.out_w() * d.k, device_, "conv forward_scaled", "y");
+  do_forward_scaled(x, s, w, b, y);
+}
+
 void ConvOp::backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) {
   const ConvDesc& d = desc_;
   expect(dy, d.n * d.out_h() * d.out_w() * d.k, device_, "conv backward_data", "dy");

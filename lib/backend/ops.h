@@ -65,6 +65,10 @@ struct ConvDesc {
   // The depthwise convolution forward_depthwise runs after this one (a float32 1x1 convolution,
   // stride 1, unpadded, one group); ConvOp::depthwise_ready says whether the op can.
   DepthwisePostOp depthwise;
+  // forward_scaled multiplies x by a per-image, per-channel scale first (a float32 1x1
+  // convolution without activation; CPU inference of squeeze-and-excitation's product and the
+  // projection after it); ConvOp::scaled_ready says whether the op can.
+  bool scaled_input = false;
   int64_t out_h() const { return (h + pad_t + pad_b - ((kh - 1) * dilation_h + 1)) / stride_h + 1; }
   int64_t out_w() const { return (w + pad_l + pad_r - ((kw - 1) * dilation_w + 1)) / stride_w + 1; }
   int64_t group_c() const { return c / groups; }  // input channels each filter sees
@@ -95,6 +99,12 @@ class ConvOp {
   // Whether this op has a kernel for ConvDesc::depthwise (oneDNN's fused 1x1 + depthwise on the
   // CPU, float32); when not, the caller runs the two convolutions apart.
   virtual bool depthwise_ready() const { return false; }
+  // ConvDesc::scaled_input: y = conv(x * s) + b with s (N, C) one scale per image and input
+  // channel, as one product of x with per-image weights w * s. Only where scaled_ready().
+  void forward_scaled(const Tensor& x, const Tensor& s, const Tensor& w, const Tensor& b, Tensor& y);
+  // Whether this op has a kernel for ConvDesc::scaled_input (on the CPU, float32, where the
+  // per-image weights are small against the image); when not, the caller multiplies first.
+  virtual bool scaled_ready() const { return false; }
 
  protected:
   ConvOp(const ConvDesc& d, Device device);
@@ -105,6 +115,8 @@ class ConvOp {
   // Reached only where depthwise_ready() (forward_depthwise checks).
   virtual void do_forward_depthwise(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                                     const Tensor&, const Tensor&, Tensor&) {}
+  // Reached only where scaled_ready() (forward_scaled checks).
+  virtual void do_forward_scaled(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Tensor&) {}
 
  private:
   ConvDesc desc_;

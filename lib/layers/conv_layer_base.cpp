@@ -87,6 +87,7 @@ void ConvLayerBase::setup(int64_t n, Backend& be) {
   d.inference_relu = (fusion_.folds_affine && fusion_.folded_relu) || fusion_.folded_swish;
   d.inference_swish = fusion_.folded_swish;
   d.depthwise = fusion_.depthwise;
+  d.scaled_input = fusion_.scaled_input;
   op_ = be.make_conv(d);
   if (fusion_.folds_affine && !folded_w_.defined()) {
     folded_w_ = Tensor(Shape{k_, kh_, kw_, d.group_c()}, be.device());
@@ -137,6 +138,11 @@ void ConvLayerBase::forward_depthwise(const Tensor& x, const InferenceParams& ow
             "layer '" << name() << "': the projection's parameters do not match the fusion");
   const Tensor none;
   op_->forward_depthwise(x, *own.w, *own.b, *dw.w, *dw.b, pj ? *pj->w : none, pj ? *pj->b : none, y);
+}
+
+void ConvLayerBase::forward_scaled(const Tensor& x, const Tensor& s, const InferenceParams& p, Tensor& y) {
+  DLT_CHECK(fusion_.scaled_input, "layer '" << name() << "': no multiplication fused");
+  op_->forward_scaled(x, s, *p.w, *p.b, y);
 }
 
 bool ConvLayerBase::is_plain_depthwise() const {

@@ -42,6 +42,10 @@ class ConvLayerBase : public Layer {
   void forward_depthwise(const Tensor& x, const InferenceParams& own, const InferenceParams& dw,
                          const InferenceParams* pj, Tensor& y);
   bool depthwise_ready() const { return op_ && op_->depthwise_ready(); }
+  // Inference with Fusion::scaled_input, where scaled_ready(): conv(x * s) + b with s (N, C) the
+  // multiplication's per-image channel scale, p this convolution's inference_params.
+  void forward_scaled(const Tensor& x, const Tensor& s, const InferenceParams& p, Tensor& y);
+  bool scaled_ready() const { return op_ && op_->scaled_ready(); }
   // A depthwise convolution Fusion::depthwise can describe: one filter per channel, square,
   // dense, the same stride both ways and the same padding on the top and left.
   bool is_plain_depthwise() const;

@@ -41,6 +41,10 @@ struct FusionTraits {
   // it in its op (BatchNormLayer).
   bool plain_max_pool = false;
   PoolDesc max_pool;
+  // A multiplication of two inputs, a feature map and a 1x1xC input repeated over its height
+  // and width (squeeze-and-excitation's per-channel weights): the index of the repeated input;
+  // -1 for any other multiplication or layer.
+  int channel_scale_input = -1;
 };
 
 // The plan's decisions for one layer; all false: the layer runs alone.
@@ -69,6 +73,10 @@ struct Fusion {
   // project_k the linear 1x1 convolution reading that one's output (folded or not). kernel 0:
   // none.
   DepthwisePostOp depthwise;
+  // A 1x1 convolution without activation that in CPU inference also computes the
+  // multiplication before it (FusionTraits::channel_scale_input): its input times a per-image,
+  // per-channel scale, as its weights times that scale (ConvLayerBase::forward_scaled).
+  bool scaled_input = false;
   // A batchNormalization that in CPU training runs its ReLU and the max pooling of geometry
   // max_pool (per image) after it as one op (BatchNormLayer::forward_fused_max_pool).
   bool with_max_pool = false;

@@ -33,6 +33,11 @@ class MultiplicationLayer final : public Layer {
       if (inputs[i][0] * inputs[i][1] > inputs[widest][0] * inputs[widest][1]) widest = i;
     out_ = inputs[widest];
     k_ = static_cast<int64_t>(inputs.size());
+    traits_.channel_scale_input = -1;
+    if (inputs.size() == 2 && out_[0] * out_[1] > 1)
+      for (int i = 0; i < 2; ++i)
+        if (inputs[static_cast<size_t>(i)] != out_ && inputs[static_cast<size_t>(1 - i)] == out_)
+          traits_.channel_scale_input = i;
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i] != out_ && !repeats_over(inputs[i], out_))
         shape_error(spec_, "inputs " + input_name(widest) + " (" + out_.str() + ") and " + input_name(i) + " (" +

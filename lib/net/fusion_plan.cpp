@@ -109,6 +109,7 @@ FusionPlan::FusionPlan(const std::vector<Layer*>& layers, const std::vector<std:
       nodes_[static_cast<size_t>(r)].inference = {Kind::kFoldedAway, static_cast<int>(p)};
     }
     plan_depthwise(layers, inputs, users, fusion);
+    plan_scaled(layers, users, fusion);
   }
   for (size_t i = 0; i < n; ++i) layers[i]->set_fusion(fusion[i]);
 }
@@ -180,11 +181,38 @@ void FusionPlan::plan_depthwise(const std::vector<Layer*>& layers, const std::ve
   }
 }
 
+// Inference: a multiplication by a per-channel scale (FusionTraits::channel_scale_input) and
+// the 1x1 convolution without activation that is its only consumer (folded or not):
+// squeeze-and-excitation's product and the projection after it (EfficientNet's blocks).
+void FusionPlan::plan_scaled(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& users,
+                             std::vector<Fusion>& fusion) {
+  for (size_t m = 0; m < layers.size(); ++m) {
+    const int scale = layers[m]->fusion_traits().channel_scale_input;
+    if (scale < 0 || users[m].size() != 1 || nodes_[m].inference.kind != Kind::kLayer) continue;
+    const int q = users[m][0];
+    auto* conv = dynamic_cast<ConvLayerBase*>(layers[static_cast<size_t>(q)]);
+    Node& qn = nodes_[static_cast<size_t>(q)];
+    const Fusion& qf = fusion[static_cast<size_t>(q)];
+    if (!conv || !conv->is_pointwise() || qf.relu || qf.folded_relu || qf.folded_swish ||
+        (qn.inference.kind != Kind::kLayer && qn.inference.kind != Kind::kFoldedConv))
+      continue;
+    fusion[static_cast<size_t>(q)].scaled_input = true;
+    qn.conv = conv;
+    if (qn.inference.kind == Kind::kLayer) qn.output = q;
+    qn.mul = layers[m];
+    qn.scale_input = scale;
+    qn.inference = {Kind::kScaledConv, static_cast<int>(m)};
+    nodes_[m].inference = {Kind::kFoldedAway, q};
+  }
+}
+
 FusionPlan::Step FusionPlan::step(size_t i, const RunContext& ctx, bool folding) const {
   const Node& node = nodes_[i];
   if (!ctx.training) {
     const Kind k = node.inference.kind;
-    if ((k == Kind::kFoldedConv || k == Kind::kFoldedAway || k == Kind::kConvDepthwise) && !folding) return {};
+    if ((k == Kind::kFoldedConv || k == Kind::kFoldedAway || k == Kind::kConvDepthwise || k == Kind::kScaledConv) &&
+        !folding)
+      return {};
     return node.inference;
   }
   const Kind k = node.training.kind;
@@ -240,6 +268,28 @@ void FusionPlan::forward_depthwise(size_t i, const Tensor& x, Tensor& mid, Tenso
   }
   const ConvLayerBase::InferenceParams pj = params(*node.pj_conv, node.pj_bn);
   node.conv->forward_depthwise(x, own, dw, &pj, y);
+}
+
+void FusionPlan::forward_scaled(size_t i, const std::vector<const Tensor*>& xs, Tensor& mid, Tensor& y,
+                                const RunContext& ctx) {
+  Node& node = nodes_[i];
+  DLT_CHECK(node.mul && xs.size() == 2, "fusion plan: node " << i << " runs no multiplication");
+  if (!node.conv->scaled_ready()) {  // no kernel here (or mixed precision, or a large scale): apart
+    node.mul->forward(xs, mid, ctx);
+    if (node.folds)
+      run_folded(*node.conv, node.bn, mid, y);
+    else
+      node.conv->forward({&mid}, y, ctx);
+    return;
+  }
+  const Tensor& x = *xs[static_cast<size_t>(1 - node.scale_input)];
+  const Tensor& s = *xs[static_cast<size_t>(node.scale_input)];
+  if (!node.bn) {
+    node.conv->forward_scaled(x, s, node.conv->inference_params(nullptr, nullptr), y);
+    return;
+  }
+  node.bn->inference_affine(scale_, shift_);
+  node.conv->forward_scaled(x, s, node.conv->inference_params(&scale_, &shift_), y);
 }
 
 void FusionPlan::forward_bn_relu_max_pool(size_t i, const Tensor& x, Tensor& pooled, const RunContext& ctx) {

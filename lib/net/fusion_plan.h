@@ -18,6 +18,9 @@
 //  - a 1x1 convolution and the depthwise convolution after it, each as folded, as one op in CPU
 //    inference (the 1x1 op's depthwise post-op; apart where the backend has no kernel for it),
 //    with the linear 1x1 projection after them where one follows (MobileNetV2's blocks).
+//  - a multiplication by a per-channel scale (squeeze-and-excitation) and the linear 1x1
+//    convolution that is its only consumer, as that convolution with per-image weights in CPU
+//    inference (apart where the backend has no kernel for it).
 // Adding a fusion: a trait in FusionTraits (or a concrete type), its decision in Fusion, a
 // rule in fusion_plan.cpp, and, for a step that runs two layers, a Step kind and its case in
 // Network::forward / backward_node.
@@ -44,6 +47,8 @@ class FusionPlan {
                      // swish partner)
     kConvDepthwise,  // inference: the 1x1 convolution, folded as kFoldedConv or not, also computes
                      // the depthwise convolution partner (folded or not), and its projection
+    kScaledConv,     // inference: the 1x1 convolution, folded as kFoldedConv or not, also computes
+                     // the multiplication partner (its input)
     kInMaxPool,      // training: nothing, max pooling partner runs this batchNormalization
     kBnReluMaxPool,  // training: runs batchNormalization partner, its ReLU and this max pooling
   };
@@ -75,6 +80,7 @@ class FusionPlan {
   // in a kConvDepthwise step).
   bool folds(size_t conv) const { return nodes_[conv].folds; }
   bool runs_depthwise(size_t conv) const { return nodes_[conv].inference.kind == Kind::kConvDepthwise; }
+  bool runs_scaled(size_t conv) const { return nodes_[conv].inference.kind == Kind::kScaledConv; }
   // kFoldedConv: the node whose output the folded convolution writes (its batchNormalization,
   // the clippedRelu or swish after that, or its swish); kConvDepthwise: the depthwise
   // convolution's, folded the same way (or the ReLU it absorbs), or its projection's.
@@ -85,12 +91,17 @@ class FusionPlan {
   int depthwise_input(size_t conv) const { return nodes_[conv].mid; }
   int projection_input(size_t conv) const { return nodes_[conv].pj_mid; }
   bool runs_in_max_pool(size_t bn) const { return nodes_[bn].training.kind == Kind::kInMaxPool; }
+  // kScaledConv: which of the multiplication's two inputs is the per-channel scale.
+  int scale_input(size_t conv) const { return nodes_[conv].scale_input; }
 
   // kFoldedConv: convolution i computes its batchNormalization's (or swish's) output y from x.
   void forward_folded(size_t i, const Tensor& x, Tensor& y);
   // kConvDepthwise at 1x1 convolution i: y is folded_output's, mid depthwise_input's, pj_mid
   // projection_input's (null without a projection).
   void forward_depthwise(size_t i, const Tensor& x, Tensor& mid, Tensor* pj_mid, Tensor& y, const RunContext& ctx);
+  // kScaledConv at 1x1 convolution i: xs the multiplication's inputs, mid its output (written
+  // only where the two run apart), y is folded_output's.
+  void forward_scaled(size_t i, const std::vector<const Tensor*>& xs, Tensor& mid, Tensor& y, const RunContext& ctx);
   // kBnReluMaxPool at max pooling i: x is the batchNormalization's input, pooled the
   // pooling's output, dpooled its gradient, dx the gradient of x (null: none needed).
   void forward_bn_relu_max_pool(size_t i, const Tensor& x, Tensor& pooled, const RunContext& ctx);
@@ -115,9 +126,14 @@ class FusionPlan {
     BatchNormLayer* pj_bn = nullptr;
     bool pj_folds = false;
     int pj_mid = -1;
+    // kScaledConv: the multiplication and scale_input.
+    Layer* mul = nullptr;
+    int scale_input = -1;
   };
   void plan_depthwise(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& inputs,
                       const std::vector<std::vector<int>>& users, std::vector<Fusion>& fusion);
+  void plan_scaled(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& users,
+                   std::vector<Fusion>& fusion);
   // A kFoldedConv's convolution (with normalization bn, or none: its swish alone) on x.
   void run_folded(ConvLayerBase& conv, BatchNormLayer* bn, const Tensor& x, Tensor& y);
   std::vector<Node> nodes_;

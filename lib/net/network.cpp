@@ -232,7 +232,12 @@ const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
         plan_.forward_depthwise(i, *xs[0], nodes_[root(plan_.depthwise_input(i))].out,
                                 plan_.projection_input(i) >= 0 ? &nodes_[root(plan_.projection_input(i))].out : nullptr,
                                 nodes_[root(plan_.folded_output(i))].out, ctx);
-      else
+      else if (step.kind == Kind::kScaledConv) {
+        Node& mul = nodes_[static_cast<size_t>(step.partner)];
+        scratch_mul_xs_.clear();
+        for (int p : mul.inputs) scratch_mul_xs_.push_back(&nodes_[root(p)].out);
+        plan_.forward_scaled(i, scratch_mul_xs_, mul.out, nodes_[root(plan_.folded_output(i))].out, ctx);
+      } else
         n.layer->forward(xs, n.out, ctx);
     };
     if (!prof_fwd_) {

@@ -66,6 +66,8 @@ class Network {
   bool folds(size_t conv) const { return plan_.folds(conv); }
   // Whether 1x1 convolution `conv` runs the depthwise convolution after it in inference (FusionPlan).
   bool runs_depthwise(size_t conv) const { return plan_.runs_depthwise(conv); }
+  // Whether 1x1 convolution `conv` computes the multiplication before it in inference (FusionPlan).
+  bool runs_scaled(size_t conv) const { return plan_.runs_scaled(conv); }
   // Precision: mixed (docs/config.md): conv and fullyConnected multiply in bfloat16 with
   // float32 sums, outputs and master weights. The ops are made again at the next set_batch.
   void set_mixed_precision(bool on);
@@ -169,6 +171,7 @@ class Network {
   int64_t batch_ = 0;
   // Argument lists reused by forward/backward so an iteration allocates nothing.
   std::vector<const Tensor*> scratch_xs_, scratch_parts_;
+  std::vector<const Tensor*> scratch_mul_xs_;  // a kScaledConv step's multiplication inputs
   std::vector<Tensor*> scratch_dxs_;
   std::vector<double>* prof_fwd_ = nullptr;
   std::vector<double>* prof_bwd_ = nullptr;

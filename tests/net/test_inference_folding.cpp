@@ -441,4 +441,115 @@ TEST_CASE("inference folding: a 1x1 convolution runs the depthwise convolution a
   check_folding(s, 8, 6, 0.01);
 }
 
+TEST_CASE("inference folding: a 1x1 convolution's scaled input gives the multiplication's and its values",
+          "[net][fold]") {
+  // The op under the multiplication + projection fusion (ConvDesc::scaled_input): per-image
+  // weights times one batched product against the multiplication by a per-image channel scale
+  // and the 1x1 convolution apart; where the per-image weights would outgrow a quarter of the
+  // image (CpuConvOp::make_scaled) the op has no kernel.
+  struct Case {
+    int64_t n, hw, c, k;
+    bool ready;
+  };
+  const Case cases[] = {{2, 16, 32, 16, true}, {3, 9, 24, 20, true}, {4, 28, 144, 40, true}, {2, 4, 64, 32, false}};
+  Backend& be = cpu_backend();
+  for (const Case& cs : cases) {
+    INFO(cs.n << " x " << cs.hw << "x" << cs.hw << " x " << cs.c << " -> " << cs.k);
+    Rng rng(5);
+    ConvProblem p = random_conv_problem(cs.n, cs.hw, cs.c, cs.k, 1, 1, 1, rng);
+    const Tensor s = random_tensor(Shape{cs.n, 1, 1, cs.c}, rng, 0.f, 1.f);
+    Tensor scaled(p.x.shape()), apart(Shape{cs.n, cs.hw, cs.hw, cs.k}), together(apart.shape());
+    be.multiply({&p.x, &s}, scaled, ProductDesc{cs.n, cs.hw * cs.hw, cs.c});
+    be.make_conv(p.d)->forward(scaled, p.w, p.b, apart);
+    ConvDesc d = p.d;
+    d.scaled_input = true;
+    auto op = be.make_conv(d);
+    INFO(impl_info(*op));
+    REQUIRE(op->scaled_ready() == cs.ready);
+    if (!cs.ready) continue;
+    op->forward_scaled(p.x, s, p.w, p.b, together);
+    const Comparison cmp = compare(to_vec(together), to_vec(apart));
+    INFO(cmp.str());
+    CHECK(cmp.max_abs < 2e-6 * std::max(1.0, cmp.scale));
+    // Not the unscaled convolution's: the scale mattered.
+    Tensor plain(apart.shape());
+    op->forward(p.x, p.w, p.b, plain);
+    CHECK(compare(to_vec(plain), to_vec(apart)).max_abs > 1e-2 * cmp.scale);
+  }
+}
+
+TEST_CASE("inference folding: a 1x1 convolution computes the squeeze-and-excitation product before it", "[net][fold]") {
+  // EfficientNet's blocks with squeeze-and-excitation: the multiplication of the depthwise
+  // output by its per-channel weights (either input order) runs inside the projection after it
+  // (its normalization folded as MATLAB builds it, or none as the exporters write it); a
+  // multiplication feeding a convolution with a ReLU, or one whose output has another consumer,
+  // runs alone.
+  const std::string dw = "NumFiltersPerGroup=1";
+  auto se = [&](const std::string& p, int64_t c, const std::string& in) {
+    return std::vector<LayerSpec>{
+        named_in("globalAveragePooling2d", p + "_gap", {}, {in}),
+        named("convolution2d", p + "_se1", {"FilterSize=1", "NumFilters=8"}),
+        named("swish", p + "_se1_act", {}),
+        named("convolution2d", p + "_se2", {"FilterSize=1", "NumFilters=" + std::to_string(c)}),
+        named("sigmoid", p + "_sig", {}),
+    };
+  };
+  NetworkSpec s;
+  s.layers = {
+      named("imageInput", "in", {"InputSize=[32,32,3]", "Normalization=none"}),
+      named("convolution2d", "c1", {"FilterSize=3", "NumFilters=16", "Padding=same"}),
+      named("batchNormalization", "bn1", {}),
+      named("swish", "stem", {}),
+      // MATLAB's form
+      named("convolution2d", "pw1", {"FilterSize=1", "NumFilters=48"}),
+      named("batchNormalization", "pw1_bn", {}),
+      named("swish", "pw1_act", {}),
+      named("groupedConvolution2d", "dw1", {"FilterSize=3", dw, "NumGroups=channel-wise", "Padding=same"}),
+      named("batchNormalization", "dw1_bn", {}),
+      named("swish", "dw1_act", {}),
+  };
+  for (const LayerSpec& l : se("b1", 48, "dw1_act")) s.layers.push_back(l);
+  s.layers.push_back(named_in("multiplication", "mul1", {"NumInputs=2"}, {"dw1_act", "b1_sig"}));
+  s.layers.push_back(named("convolution2d", "pj1", {"FilterSize=1", "NumFilters=16"}));
+  s.layers.push_back(named("batchNormalization", "pj1_bn", {}));
+  s.layers.push_back(named_in("addition", "add1", {"NumInputs=2"}, {"pj1_bn", "stem"}));
+  // the exporters' form, the scale first
+  s.layers.push_back(named("convolution2d", "pw2", {"FilterSize=1", "NumFilters=64"}));
+  s.layers.push_back(named("swish", "pw2_act", {}));
+  s.layers.push_back(
+      named("groupedConvolution2d", "dw2", {"FilterSize=3", dw, "NumGroups=channel-wise", "Padding=same"}));
+  s.layers.push_back(named("swish", "dw2_act", {}));
+  for (const LayerSpec& l : se("b2", 64, "dw2_act")) s.layers.push_back(l);
+  s.layers.push_back(named_in("multiplication", "mul2", {"NumInputs=2"}, {"b2_sig", "dw2_act"}));
+  s.layers.push_back(named("convolution2d", "pj2", {"FilterSize=1", "NumFilters=24"}));
+  // not fused: a ReLU after the convolution
+  for (const LayerSpec& l : se("b3", 24, "pj2")) s.layers.push_back(l);
+  s.layers.push_back(named_in("multiplication", "mul3", {"NumInputs=2"}, {"pj2", "b3_sig"}));
+  s.layers.push_back(named("convolution2d", "pj3", {"FilterSize=1", "NumFilters=16"}));
+  s.layers.push_back(named("relu", "pj3_relu", {}));
+  s.layers.push_back(named("globalAveragePooling2d", "gap", {}));
+  s.layers.push_back(named("fullyConnected", "fc", {"OutputSize=5"}));
+  s.layers.push_back(named("softmax", "sm", {}));
+  s.layers.push_back(named("classification", "out", {}));
+  Network net(s, Device::cpu());
+  auto index = [&](const std::string& name) { return index_of(net, name); };
+  CHECK(net.runs_scaled(index("pj1")));
+  CHECK(net.runs_scaled(index("pj2")));
+  for (const char* name : {"pj3", "b1_se1", "b1_se2", "pw1", "c1"}) {
+    INFO(name);
+    CHECK_FALSE(net.runs_scaled(index(name)));
+  }
+  net.set_batch(4);
+  for (const char* name : {"pj1", "pj2"}) {
+    auto* conv = dynamic_cast<ConvLayerBase*>(&net.layer(index(name)));
+    REQUIRE(conv);
+    INFO(name);
+    CHECK(conv->scaled_ready());  // 32x32 images: the per-image weights are small
+  }
+  // Folded normalizations or swish: c1, pw1, dw1, pj1, pw2, dw2, and the SE's first convolutions.
+  // (The global average poolings leave the probabilities 0.005 apart; the folded and unfolded
+  // ones agree to 2e-5.)
+  check_folding(s, 4, 9, 0.003);
+}
+
 }  // namespace dlt::test
