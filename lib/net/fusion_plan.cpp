@@ -8,6 +8,19 @@
 
 namespace dlt {
 
+namespace {
+
+// conv's weights and bias for inference: with bn folded in (scale and shift its per-channel
+// affine, copied into the layer's folded weights), or, without bn, its own.
+ConvLayerBase::InferenceParams params(ConvLayerBase& conv, BatchNormLayer* bn, std::vector<float>& scale,
+                                      std::vector<float>& shift) {
+  if (!bn) return conv.inference_params(nullptr, nullptr);
+  bn->inference_affine(scale, shift);
+  return conv.inference_params(&scale, &shift);
+}
+
+}  // namespace
+
 FusionPlan::FusionPlan(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& inputs, bool cpu,
                        bool gpu_clipped_relu)
     : nodes_(layers.size()) {
@@ -255,18 +268,13 @@ void FusionPlan::forward_depthwise(size_t i, const Tensor& x, Tensor& mid, Tenso
     if (pj_mid) run(*node.pj_conv, node.pj_bn, node.pj_folds, *pj_mid, y);
     return;
   }
-  auto params = [&](ConvLayerBase& conv, BatchNormLayer* bn) {
-    if (!bn) return conv.inference_params(nullptr, nullptr);
-    bn->inference_affine(scale_, shift_);
-    return conv.inference_params(&scale_, &shift_);  // copied into the layer's folded weights
-  };
-  const ConvLayerBase::InferenceParams own = params(*node.conv, node.bn);
-  const ConvLayerBase::InferenceParams dw = params(*node.dw_conv, node.dw_bn);
+  const ConvLayerBase::InferenceParams own = params(*node.conv, node.bn, scale_, shift_);
+  const ConvLayerBase::InferenceParams dw = params(*node.dw_conv, node.dw_bn, scale_, shift_);
   if (!node.pj_conv) {
     node.conv->forward_depthwise(x, own, dw, nullptr, y);
     return;
   }
-  const ConvLayerBase::InferenceParams pj = params(*node.pj_conv, node.pj_bn);
+  const ConvLayerBase::InferenceParams pj = params(*node.pj_conv, node.pj_bn, scale_, shift_);
   node.conv->forward_depthwise(x, own, dw, &pj, y);
 }
 
@@ -284,12 +292,7 @@ void FusionPlan::forward_scaled(size_t i, const std::vector<const Tensor*>& xs, 
   }
   const Tensor& x = *xs[static_cast<size_t>(1 - node.scale_input)];
   const Tensor& s = *xs[static_cast<size_t>(node.scale_input)];
-  if (!node.bn) {
-    node.conv->forward_scaled(x, s, node.conv->inference_params(nullptr, nullptr), y);
-    return;
-  }
-  node.bn->inference_affine(scale_, shift_);
-  node.conv->forward_scaled(x, s, node.conv->inference_params(&scale_, &shift_), y);
+  node.conv->forward_scaled(x, s, params(*node.conv, node.bn, scale_, shift_), y);
 }
 
 void FusionPlan::forward_bn_relu_max_pool(size_t i, const Tensor& x, Tensor& pooled, const RunContext& ctx) {
