@@ -178,12 +178,9 @@ void FusionPlan::plan_depthwise(const std::vector<Layer*>& layers, const std::ve
     // depthwise output's only consumer.
     const int q = only_user(pn.output);
     if (q < 0 || inputs[static_cast<size_t>(q)].size() != 1) continue;
-    auto* pj = dynamic_cast<ConvLayerBase*>(layers[static_cast<size_t>(q)]);
+    ConvLayerBase* pj = linear_pointwise(layers, fusion, q);
+    if (!pj) continue;
     Node& qn = nodes_[static_cast<size_t>(q)];
-    const Fusion& qf = fusion[static_cast<size_t>(q)];
-    if (!pj || !pj->is_pointwise() || qf.relu || qf.folded_relu || qf.folded_swish ||
-        (qn.inference.kind != Kind::kLayer && qn.inference.kind != Kind::kFoldedConv))
-      continue;
     fusion[p].depthwise.project_k = pj->num_filters();
     pn.pj_conv = pj;
     pn.pj_bn = qn.bn;
@@ -192,6 +189,19 @@ void FusionPlan::plan_depthwise(const std::vector<Layer*>& layers, const std::ve
     pn.output = qn.inference.kind == Kind::kFoldedConv ? qn.output : q;
     qn.inference = {Kind::kFoldedAway, static_cast<int>(p)};
   }
+}
+
+// Node q's layer as a 1x1 convolution without activation (folded with its normalization or
+// not) that no other inference step has taken, or null.
+ConvLayerBase* FusionPlan::linear_pointwise(const std::vector<Layer*>& layers, const std::vector<Fusion>& fusion,
+                                            int q) const {
+  auto* conv = dynamic_cast<ConvLayerBase*>(layers[static_cast<size_t>(q)]);
+  const Node& qn = nodes_[static_cast<size_t>(q)];
+  const Fusion& qf = fusion[static_cast<size_t>(q)];
+  if (!conv || !conv->is_pointwise() || qf.relu || qf.folded_relu || qf.folded_swish ||
+      (qn.inference.kind != Kind::kLayer && qn.inference.kind != Kind::kFoldedConv))
+    return nullptr;
+  return conv;
 }
 
 // Inference: a multiplication by a per-channel scale (FusionTraits::channel_scale_input) and
@@ -203,12 +213,9 @@ void FusionPlan::plan_scaled(const std::vector<Layer*>& layers, const std::vecto
     const int scale = layers[m]->fusion_traits().channel_scale_input;
     if (scale < 0 || users[m].size() != 1 || nodes_[m].inference.kind != Kind::kLayer) continue;
     const int q = users[m][0];
-    auto* conv = dynamic_cast<ConvLayerBase*>(layers[static_cast<size_t>(q)]);
+    ConvLayerBase* conv = linear_pointwise(layers, fusion, q);
+    if (!conv) continue;
     Node& qn = nodes_[static_cast<size_t>(q)];
-    const Fusion& qf = fusion[static_cast<size_t>(q)];
-    if (!conv || !conv->is_pointwise() || qf.relu || qf.folded_relu || qf.folded_swish ||
-        (qn.inference.kind != Kind::kLayer && qn.inference.kind != Kind::kFoldedConv))
-      continue;
     fusion[static_cast<size_t>(q)].scaled_input = true;
     qn.conv = conv;
     if (qn.inference.kind == Kind::kLayer) qn.output = q;

@@ -134,6 +134,7 @@ class FusionPlan {
                       const std::vector<std::vector<int>>& users, std::vector<Fusion>& fusion);
   void plan_scaled(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& users,
                    std::vector<Fusion>& fusion);
+  ConvLayerBase* linear_pointwise(const std::vector<Layer*>& layers, const std::vector<Fusion>& fusion, int q) const;
   // A kFoldedConv's convolution (with normalization bn, or none: its swish alone) on x.
   void run_folded(ConvLayerBase& conv, BatchNormLayer* bn, const Tensor& x, Tensor& y);
   std::vector<Node> nodes_;
