@@ -264,25 +264,24 @@ void FusionPlan::forward_depthwise(size_t i, const Tensor& x, Tensor& mid, Tenso
   DLT_CHECK((pj_mid != nullptr) == (node.pj_conv != nullptr),
             "fusion plan: node " << i << ": the projection's input does not match the plan");
   if (!node.conv->depthwise_ready()) {  // no fused kernel here (or mixed precision): apart
-    auto run = [&](ConvLayerBase& conv, BatchNormLayer* bn, bool folds, const Tensor& in, Tensor& out) {
-      if (folds)
-        run_folded(conv, bn, in, out);
-      else
-        conv.forward({&in}, out, ctx);
-    };
-    run(*node.conv, node.bn, node.folds, x, mid);
-    run(*node.dw_conv, node.dw_bn, node.dw_folds, mid, pj_mid ? *pj_mid : y);
-    if (pj_mid) run(*node.pj_conv, node.pj_bn, node.pj_folds, *pj_mid, y);
+    run_alone(*node.conv, node.bn, node.folds, x, mid, ctx);
+    run_alone(*node.dw_conv, node.dw_bn, node.dw_folds, mid, pj_mid ? *pj_mid : y, ctx);
+    if (pj_mid) run_alone(*node.pj_conv, node.pj_bn, node.pj_folds, *pj_mid, y, ctx);
     return;
   }
   const ConvLayerBase::InferenceParams own = params(*node.conv, node.bn, scale_, shift_);
   const ConvLayerBase::InferenceParams dw = params(*node.dw_conv, node.dw_bn, scale_, shift_);
-  if (!node.pj_conv) {
-    node.conv->forward_depthwise(x, own, dw, nullptr, y);
-    return;
-  }
-  const ConvLayerBase::InferenceParams pj = params(*node.pj_conv, node.pj_bn, scale_, shift_);
-  node.conv->forward_depthwise(x, own, dw, &pj, y);
+  const ConvLayerBase::InferenceParams pj =
+      node.pj_conv ? params(*node.pj_conv, node.pj_bn, scale_, shift_) : ConvLayerBase::InferenceParams{};
+  node.conv->forward_depthwise(x, own, dw, node.pj_conv ? &pj : nullptr, y);
+}
+
+void FusionPlan::run_alone(ConvLayerBase& conv, BatchNormLayer* bn, bool folds, const Tensor& x, Tensor& y,
+                           const RunContext& ctx) {
+  if (folds)
+    run_folded(conv, bn, x, y);
+  else
+    conv.forward({&x}, y, ctx);
 }
 
 void FusionPlan::forward_scaled(size_t i, const std::vector<const Tensor*>& xs, Tensor& mid, Tensor& y,
@@ -291,10 +290,7 @@ void FusionPlan::forward_scaled(size_t i, const std::vector<const Tensor*>& xs, 
   DLT_CHECK(node.mul && xs.size() == 2, "fusion plan: node " << i << " runs no multiplication");
   if (!node.conv->scaled_ready()) {  // no kernel here (or mixed precision, or a large scale): apart
     node.mul->forward(xs, mid, ctx);
-    if (node.folds)
-      run_folded(*node.conv, node.bn, mid, y);
-    else
-      node.conv->forward({&mid}, y, ctx);
+    run_alone(*node.conv, node.bn, node.folds, mid, y, ctx);
     return;
   }
   const Tensor& x = *xs[static_cast<size_t>(1 - node.scale_input)];

@@ -137,6 +137,9 @@ class FusionPlan {
   ConvLayerBase* linear_pointwise(const std::vector<Layer*>& layers, const std::vector<Fusion>& fusion, int q) const;
   // A kFoldedConv's convolution (with normalization bn, or none: its swish alone) on x.
   void run_folded(ConvLayerBase& conv, BatchNormLayer* bn, const Tensor& x, Tensor& y);
+  // A convolution of a fused step run as its own step would: folded (run_folded) or alone.
+  void run_alone(ConvLayerBase& conv, BatchNormLayer* bn, bool folds, const Tensor& x, Tensor& y,
+                 const RunContext& ctx);
   std::vector<Node> nodes_;
   std::vector<float> scale_, shift_;  // forward_folded's per-channel affine (host)
 };

@@ -226,7 +226,8 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   // projection), or its output size is not the depthwise convolution's, or the depthwise
   // convolution has stride 1 and no projection follows: the reorder of the expanded output
   // back to NHWC then moves as much as the fusion saves. MobileNetV2's pairs at batch 32
-  // (`ONEDNN_VERBOSE` times, AMD EPYC VM, 2 threads): stride 1, 64 -> 384 channels on 14x14:
+  // (`ONEDNN_VERBOSE` times inside dltrain, AMD EPYC VM (Zen 4, AVX-512), oneDNN 2.6.3, 2
+  // threads): stride 1, 64 -> 384 channels on 14x14:
   // 3.1 ms apart, 3.4 ms fused with the reorders; stride 2, 16 -> 96 channels on 112x112:
   // 23.0 ms apart, 15.3 ms fused.
   void make_depthwise(const memory::desc& x_md, const memory::desc& w_user_md, const memory::desc& b_md,
@@ -292,7 +293,8 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   // and a shared bias into y (N, H*W, K), for a float32 1x1 convolution without activation
   // whose per-image weights (C x K) are at most a quarter of its image (H x W x C): on larger
   // ones (efficientnet_b0's 7x7 stage) making them costs more than the separate multiplication
-  // they replace. Batch 32, AMD EPYC VM, 2 threads, oneDNN 2.6.3: 144 -> 24 channels at 56x56,
+  // they replace. A standalone oneDNN 2.6.3 program, batch 32, AMD EPYC VM (Zen 4, AVX-512), 2
+  // threads: 144 -> 24 channels at 56x56,
   // multiplication 4.3 ms + convolution 7.5 ms against 7.5 ms; 1152 -> 192 at 7x7, 3.7 ms
   // against 8.1 ms.
   void make_scaled(const dnnl::engine& eng) {
