@@ -10,6 +10,9 @@ inference at one batch (default 256) in float32 with TF32 off on both sides:
     be): its inference_ms, the median of --repeats loops of --iterations forward passes;
   - PyTorch eager: the same model object on cuda:0, channels_last, cudnn.benchmark,
     torch.inference_mode, timed with CUDA events over the same loops.
+Per network PyTorch is timed first, then dltrain, then dltrain under each --variants switch, so
+that a run cut by its caller's time limit (SIGTERM) still has the peer's number: the table is
+written after every measurement and on SIGTERM, with what was measured so far.
 Agreement of the imported networks with the exporter's model is checked elsewhere
 (scripts/onnx/zoo_coverage.py, tests/onnx); this script measures speed only. Prints one JSON
 line per network to stdout, a markdown table to stderr, and writes OUTPUT-DIR/table.md.
@@ -21,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -150,17 +154,20 @@ def main():
     p.add_argument("--run-timeout", type=float, default=150)
     p.add_argument("--output-dir", default="")
     p.add_argument("--variants", default="",
-                   help="dltrain timed again under switches: 'NAME:VAR=VALUE[ VAR=VALUE];NAME2:...' "
-                        "(e.g. 'rtc:DLT_CUDNN_RUNTIME_COMPILED=1'), one more column each")
+                   help="dltrain timed again under switches: 'NAME[@NET,NET]:VAR=VALUE[ VAR=VALUE];NAME2:...' "
+                        "(e.g. 'rtc:DLT_CUDNN_RUNTIME_COMPILED=1'; with @NET,NET only for those networks), "
+                        "one more row each")
     p.add_argument("--profile", action="store_true",
                    help="also print dltrain's per-layer-type times and torch.profiler's costliest CUDA kernels")
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                    help="cpu: a self-check of this script where no GPU is (small --batch)")
     args = p.parse_args()
-    variants = []
+    variants = []  # (name, environment, networks or None for all)
     for spec in [v for v in args.variants.split(";") if v.strip()]:
         name, _, assignments = spec.partition(":")
-        variants.append((name.strip(), dict(a.split("=", 1) for a in assignments.split())))
+        name, _, nets = name.strip().partition("@")
+        variants.append((name, dict(a.split("=", 1) for a in assignments.split()),
+                         [n for n in nets.split(",") if n] or None))
     import torch
     import torchvision
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -173,79 +180,99 @@ def main():
     os.makedirs(work, exist_ok=True)
     gpu = torch.cuda.get_device_name(0) if args.device == "cuda" else "the CPU (self-check)"
     rows, failed = [], 0
-    for net in [n for n in args.networks.split(",") if n]:
-        row = {"network": net, "batch": args.batch, "size": args.size, "gpu": gpu,
-               "torch": torch.__version__, "cudnn": torch.backends.cudnn.version()}
-        torch.manual_seed(0)
-        model = torchvision.models.get_model(net, weights=None).eval()
-        x_cpu = torch.rand(2, 3, args.size, args.size)
-        path = os.path.join(work, net + ".onnx")
-        t0 = time.perf_counter()
-        try:
-            row["exporter"] = export(model, x_cpu, path)
-        except Exception as e:  # noqa: BLE001
-            row["error"] = f"export: {str(e).splitlines()[0][:160]}"
-            rows.append(row)
-            failed += 1
-            print(json.dumps(row), flush=True)
-            continue
-        row["export_s"] = round(time.perf_counter() - t0, 1)
-        try:
-            d, seconds = dltrain_time(args, path, work, args.batch)
-            row["dltrain_ms"] = d["inference_ms"]
-            row["dltrain_call_s"] = round(seconds, 1)
-            if args.profile:
-                print_layers(d)
-        except (RuntimeError, subprocess.TimeoutExpired) as e:
-            row["dltrain_error"] = str(e)[:200]
-            failed += 1
-        for variant in variants:
-            try:
-                log(f"{net}, dltrain with {variant[0]} ({' '.join(f'{k}={v}' for k, v in variant[1].items())}):")
-                d, seconds = dltrain_time(args, path, work, args.batch, variant)
-                row[f"dltrain_ms_{variant[0]}"] = d["inference_ms"]
-                row[f"dltrain_call_s_{variant[0]}"] = round(seconds, 1)
-                if args.profile:
-                    print_layers(d)
-            except (RuntimeError, subprocess.TimeoutExpired) as e:
-                row[f"dltrain_error_{variant[0]}"] = str(e)[:200]
-                failed += 1
-        model = model.to(args.device, memory_format=torch.channels_last)
-        x = torch.rand(args.batch, 3, args.size, args.size, device=args.device).contiguous(
-            memory_format=torch.channels_last)
-        with torch.inference_mode():
-            row["pytorch_ms"] = torch_ms(model, x, args, torch)
-            if args.profile and args.device == "cuda":
-                print_torch_profile(model, x, torch)
-        for suffix in [""] + [f"_{v[0]}" for v in variants]:
-            if "dltrain_ms" + suffix in row:
-                row["ratio" + suffix] = round(row["pytorch_ms"] / row["dltrain_ms" + suffix], 3)
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-        del model, x
-        if args.device == "cuda":
-            torch.cuda.empty_cache()
-    lines = [f"Imported ONNX inference on {gpu}, batch {args.batch}, {args.size}x{args.size}, float32 (TF32 off "
-             f"both sides); PyTorch {torch.__version__} eager (channels_last, cudnn.benchmark), cuDNN "
-             f"{torch.backends.cudnn.version()}; median of {args.repeats} loops of {args.iterations} batches.",
-             "", "| network | exporter | dltrain ms (img/s) | PyTorch eager ms (img/s) | PyTorch / dltrain |",
-             "|---|---|---|---|---|"]
-    for r in rows:
+
+    def table():
+        """The markdown table of the rows so far (the last one may be partial), to stderr and table.md."""
+        lines = [f"Imported ONNX inference on {gpu}, batch {args.batch}, {args.size}x{args.size}, float32 (TF32 "
+                 f"off both sides); PyTorch {torch.__version__} eager (channels_last, cudnn.benchmark), cuDNN "
+                 f"{torch.backends.cudnn.version()}; median of {args.repeats} loops of {args.iterations} batches.",
+                 "", "| network | exporter | dltrain ms (img/s) | PyTorch eager ms (img/s) | PyTorch / dltrain |",
+                 "|---|---|---|---|---|"]
+
         def cell(ms):
             return f"{ms:.2f} ({args.batch / ms * 1e3:,.0f})"
-        d = cell(r["dltrain_ms"]) if "dltrain_ms" in r else r.get("dltrain_error", r.get("error", "?"))
-        t = cell(r["pytorch_ms"]) if "pytorch_ms" in r else "—"
-        lines.append(f"| {r['network']} | {r.get('exporter', '—')} | {d} | {t} | "
-                     f"{str(r['ratio']) + 'x' if 'ratio' in r else '—'} |")
-        for name, env in variants:
-            ms = r.get(f"dltrain_ms_{name}")
-            d = cell(ms) if ms else r.get(f"dltrain_error_{name}", "?")
-            lines.append(f"| {r['network']}, dltrain with {' '.join(f'{k}={v}' for k, v in env.items())} | "
-                         f"{r.get('exporter', '—')} | {d} | {t} | "
-                         f"{str(r['ratio_' + name]) + 'x' if 'ratio_' + name in r else '—'} |")
-    print("\n".join(lines), file=sys.stderr, flush=True)
-    with open(os.path.join(work, "table.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+        for r in rows:
+            d = cell(r["dltrain_ms"]) if "dltrain_ms" in r else r.get("dltrain_error", r.get("error", "not run"))
+            t = cell(r["pytorch_ms"]) if "pytorch_ms" in r else "not run"
+            lines.append(f"| {r['network']} | {r.get('exporter', '—')} | {d} | {t} | "
+                         f"{str(r['ratio']) + 'x' if 'ratio' in r else '—'} |")
+            for name, env, nets in variants:
+                if nets and r["network"] not in nets:
+                    continue
+                ms = r.get(f"dltrain_ms_{name}")
+                d = cell(ms) if ms else r.get(f"dltrain_error_{name}", "not run")
+                lines.append(f"| {r['network']}, dltrain with {' '.join(f'{k}={v}' for k, v in env.items())} | "
+                             f"{r.get('exporter', '—')} | {d} | {t} | "
+                             f"{str(r['ratio_' + name]) + 'x' if 'ratio_' + name in r else '—'} |")
+        with open(os.path.join(work, "table.md"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return "\n".join(lines)
+
+    def ratios(row):
+        for suffix in [""] + [f"_{v[0]}" for v in variants]:
+            if "dltrain_ms" + suffix in row and "pytorch_ms" in row:
+                row["ratio" + suffix] = round(row["pytorch_ms"] / row["dltrain_ms" + suffix], 3)
+
+    def on_term(signum, frame):  # the caller's time limit: keep what was measured
+        raise TimeoutError(f"signal {signum}")
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        for net in [n for n in args.networks.split(",") if n]:
+            row = {"network": net, "batch": args.batch, "size": args.size, "gpu": gpu,
+                   "torch": torch.__version__, "cudnn": torch.backends.cudnn.version()}
+            rows.append(row)
+            torch.manual_seed(0)
+            model = torchvision.models.get_model(net, weights=None).eval()
+            x_cpu = torch.rand(2, 3, args.size, args.size)
+            path = os.path.join(work, net + ".onnx")
+            t0 = time.perf_counter()
+            try:
+                row["exporter"] = export(model, x_cpu, path)
+            except Exception as e:  # noqa: BLE001
+                row["error"] = f"export: {str(e).splitlines()[0][:160]}"
+                failed += 1
+                print(json.dumps(row), flush=True)
+                continue
+            row["export_s"] = round(time.perf_counter() - t0, 1)
+            # The peer first: its number is the one a cut run must not lose.
+            model = model.to(args.device, memory_format=torch.channels_last)
+            x = torch.rand(args.batch, 3, args.size, args.size, device=args.device).contiguous(
+                memory_format=torch.channels_last)
+            with torch.inference_mode():
+                row["pytorch_ms"] = torch_ms(model, x, args, torch)
+            if args.device == "cuda":
+                torch.cuda.empty_cache()  # the device's memory to dltrain's process
+            table()
+            runs = [("", {})] + [(name, env) for name, env, nets in variants if not nets or net in nets]
+            for variant in runs:
+                suffix = f"_{variant[0]}" if variant[0] else ""
+                try:
+                    if variant[0]:
+                        log(f"{net}, dltrain with {variant[0]} "
+                            f"({' '.join(f'{k}={v}' for k, v in variant[1].items())}):")
+                    d, seconds = dltrain_time(args, path, work, args.batch, variant)
+                    row["dltrain_ms" + suffix] = d["inference_ms"]
+                    row["dltrain_call_s" + suffix] = round(seconds, 1)
+                    if args.profile:
+                        print_layers(d)
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    row["dltrain_error" + suffix] = str(e)[:200]
+                    failed += 1
+                ratios(row)
+                table()
+            if args.profile and args.device == "cuda":
+                with torch.inference_mode():
+                    print_torch_profile(model, x, torch)
+            print(json.dumps(row), flush=True)
+            del model, x
+            if args.device == "cuda":
+                torch.cuda.empty_cache()
+    except TimeoutError as e:
+        log(f"stopped by {e}: the table has what was measured")
+        failed += 1
+        if rows:
+            print(json.dumps(rows[-1]), flush=True)
+    print(table(), file=sys.stderr, flush=True)
     return 1 if failed else 0
 
 

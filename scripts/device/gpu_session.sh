@@ -24,7 +24,9 @@
 #                  "camvid" trains seed 003's SegNet at 360x480 on CamVid with dltrain and
 #                  PyTorch (.devbundle/camvid.tar); "zoo" times imported mobilenet_v2 / resnet50
 #                  inference at batch 256 against PyTorch eager, dltrain also under each of
-#                  ZOO_VARIANTS (e.g. "nortc:DLT_CUDNN_RUNTIME_COMPILED=0"; default none)
+#                  ZOO_VARIANTS (e.g. "nortc:DLT_CUDNN_RUNTIME_COMPILED=0", or
+#                  "clip@mobilenet_v2:..." for the networks named; default none); PyTorch is
+#                  timed first per network, and a stage cut by ZOO_SECONDS keeps its table
 #   Environment: SESSION_SECONDS (the whole budget, default 510), TESTS_SECONDS, BENCH_SECONDS,
 #   CAMVID_SECONDS, ZOO_SECONDS (caps per stage), RESERVE_SECONDS (kept for the stages after
 #   bench / camvid / zoo), CAMVID_EPOCHS (3), BENCH_NETWORKS, BENCH_GRAPH_NETWORKS ("none": no
@@ -464,7 +466,9 @@ stage_camvid() {
 
 # --- 8. imported ONNX networks (stage "zoo"): torchvision's mobilenet_v2 and resnet50 exported
 # here by this machine's PyTorch (the default dynamo exporter), imported by `dltrain time`'s
-# base:, inference at batch 256 on the GPU against PyTorch eager (scripts/bench/onnx_inference_gpu.py).
+# base:, inference at batch 256 on the GPU against PyTorch eager (scripts/bench/onnx_inference_gpu.py:
+# per network PyTorch first, then dltrain and its variants; on the time limit's SIGTERM it writes
+# the table of what it measured).
 stage_zoo() {
   local t=$(( $(left) - ${RESERVE_SECONDS:-0} ))
   (( t > ${ZOO_SECONDS:-150} )) && t=${ZOO_SECONDS:-150}

@@ -13,6 +13,8 @@
 #include <cuda_bf16.h>
 
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -95,20 +97,31 @@ struct PlanCase {
 // Every plan conv_plans finalizes for cs under `search` (its precision switches set from cs), each
 // direction, run on its own against the double reference. Returns the number of plans checked;
 // marked[i] counts the plans whose description contains marks[i].
-int check_every_plan(cuda::CudaContext& ctx, const PlanCase& cs, cuda::PlanSearch search,
-                     const std::vector<std::string>& marks, std::vector<int>& marked) {
-  marked.assign(marks.size(), 0);
+ConvDesc desc_of(const PlanCase& cs) {
   ConvDesc d;
   d.n = cs.n, d.h = d.w = cs.hw, d.c = cs.c, d.k = cs.k, d.kh = d.kw = cs.f;
   d.stride_h = d.stride_w = cs.stride;
   d.pad_t = d.pad_b = d.pad_l = d.pad_r = cs.pad;
   d.groups = cs.groups;
-  const int64_t oh = d.out_h(), ow = d.out_w();
+  return d;
+}
+
+cuda::ConvGeometry geometry_of(const PlanCase& cs) {
+  const ConvDesc d = desc_of(cs);
   cuda::ConvGeometry g;
-  g.n = d.n, g.hx = d.h, g.wx = d.w, g.c = d.c, g.k = d.k, g.kh = d.kh, g.kw = d.kw, g.oh = oh, g.ow = ow;
+  g.n = d.n, g.hx = d.h, g.wx = d.w, g.c = d.c, g.k = d.k, g.kh = d.kh, g.kw = d.kw, g.oh = d.out_h(), g.ow = d.out_w();
   g.pad_h = g.pad_w = cs.pad, g.stride_h = g.stride_w = cs.stride;
   g.dtype = cs.bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
   g.groups = cs.groups;
+  return g;
+}
+
+int check_every_plan(cuda::CudaContext& ctx, const PlanCase& cs, cuda::PlanSearch search,
+                     const std::vector<std::string>& marks, std::vector<int>& marked) {
+  marked.assign(marks.size(), 0);
+  const ConvDesc d = desc_of(cs);
+  const int64_t oh = d.out_h(), ow = d.out_w();
+  const cuda::ConvGeometry g = geometry_of(cs);
 
   Rng rng(77);
   const Vec x = as_stored(random_vec(d.n * d.h * d.w * d.c, rng), cs.bf16);
@@ -165,6 +178,30 @@ int check_every_plan(cuda::CudaContext& ctx, const PlanCase& cs, cuda::PlanSearc
     }
   }
   return checked;
+}
+
+// The weight gradient of a dense (ungrouped) convolution for output channels ks only, in double:
+// dw[kk][i][j][c] over every tap, as ref::conv_backward_weights computes it for all of them.
+Vec sampled_weight_gradient(const ConvDesc& d, const Vec& x, const Vec& dy, const std::vector<int64_t>& ks) {
+  const int64_t oh = d.out_h(), ow = d.out_w();
+  Vec dw(ks.size() * d.kh * d.kw * d.c, 0.0);
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t oy = 0; oy < oh; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        const double* g = &dy[((n * oh + oy) * ow + ox) * d.k];
+        for (int64_t i = 0; i < d.kh; ++i)
+          for (int64_t j = 0; j < d.kw; ++j) {
+            const int64_t iy = oy * d.stride_h - d.pad_t + i, ix = ox * d.stride_w - d.pad_l + j;
+            if (iy < 0 || iy >= d.h || ix < 0 || ix >= d.w) continue;
+            const double* xp = &x[((n * d.h + iy) * d.w + ix) * d.c];
+            for (size_t kk = 0; kk < ks.size(); ++kk) {
+              double* out = &dw[((kk * d.kh + i) * d.kw + j) * d.c];
+              const double gk = g[ks[kk]];
+              for (int64_t c = 0; c < d.c; ++c) out[c] += gk * xp[c];
+            }
+          }
+      }
+  return dw;
 }
 
 }  // namespace
@@ -238,6 +275,90 @@ TEST_CASE("gpu conv plans: runtime-compiled engines against the double reference
   // cuDNN 9 on sm_80 and later has runtime-compiled engines for these problems; none means NVRTC
   // could not be loaded (every such plan failed to finalize) and the switch does nothing here.
   if (compiled_total == 0) WARN("no runtime-compiled plan finalized on this machine (NVRTC missing?)");
+}
+
+// The float32 weight gradient at ResNet-18's 3x3 shapes (configs/resnet18-cifar.yaml, batch 512:
+// 131,072 to 524,288 products per weight), every plan of the search the convolution op runs
+// (CudnnEngines: auto), the one left out for drifting sums included, each against the double
+// reference on a sample of output channels and timed (best_time_ms, as the op times them).
+// Timing picked that engine on these shapes before it was left out: its error and time beside
+// the fastest plan the search keeps say what leaving it out costs there. GPU only.
+TEST_CASE("gpu conv plans: weight-gradient plans at ResNet-18's shapes against a sampled double reference",
+          "[gpu][conv]") {
+  {  // the sampled reference is the full one's rows (also on the CPU self-check)
+    const ConvDesc small = desc_of({"2x5x5x6 -> 7 3x3", 2, 5, 6, 7, 3, 1, 1, false, false});
+    Rng rng(5);
+    const Vec x = random_vec(small.n * small.h * small.w * small.c, rng);
+    const Vec dy = random_vec(small.n * small.out_h() * small.out_w() * small.k, rng);
+    Vec dw, db;
+    ref::conv_backward_weights(small, x, dy, dw, db);
+    const Vec sampled = sampled_weight_gradient(small, x, dy, {1, 6});
+    const int64_t per_k = 3 * 3 * 6;
+    Vec rows(dw.begin() + per_k, dw.begin() + 2 * per_k);
+    rows.insert(rows.end(), dw.begin() + 6 * per_k, dw.begin() + 7 * per_k);
+    CHECK(compare(sampled, rows).rel < 1e-12);
+  }
+  if (!testing_a_gpu()) {
+    WARN("no cuDNN plans on the CPU self-check: skipped");
+    return;
+  }
+  cuda::CudaContext& ctx = cuda::context(device_under_test().index);
+  const PlanCase cases[] = {
+      {"float32 512x32x32x64 -> 64 3x3", 512, 32, 64, 64, 3, 1, 1, false, false},
+      {"float32 512x16x16x128 -> 128 3x3", 512, 16, 128, 128, 3, 1, 1, false, false},
+      {"float32 512x8x8x256 -> 256 3x3", 512, 8, 256, 256, 3, 1, 1, false, false},
+      {"float32 512x4x4x512 -> 512 3x3", 512, 4, 512, 512, 3, 1, 1, false, false},
+  };
+  const std::string left_out = "engine 17 (";  // cudnn_conv_engines.cpp: kImpreciseFloatWgradEngine
+  for (const PlanCase& cs : cases) {
+    INFO(cs.name);
+    const ConvDesc d = desc_of(cs);
+    Rng rng(91);
+    const Vec x = random_vec(d.n * d.h * d.w * d.c, rng);
+    const Vec dy = random_vec(d.n * d.out_h() * d.out_w() * d.k, rng);
+    const std::vector<int64_t> ks = {0, d.k / 3, 2 * d.k / 3, d.k - 1};
+    const Vec want = sampled_weight_gradient(d, x, dy, ks);
+    const int64_t per_k = d.kh * d.kw * d.c;
+
+    cuda::PlanSearch search;
+    search.max_plans = 40;                        // the convolution op's limit under CudnnEngines: auto
+    search.workspace_limit = size_t(1024) << 20;  // CudnnWorkspaceMB's default
+    search.imprecise_float_wgrad = true;
+    const auto plans = cuda::conv_plans(ctx.cudnn, geometry_of(cs), cuda::ConvDirection::kBackwardFilter, search);
+    DeviceBuffer bx(x.size(), false), bw(d.weight_numel(), false), by(dy.size(), false);
+    bx.upload(x, ctx.stream);
+    by.upload(dy, ctx.stream);
+    std::string fastest_kept = "none", left_out_seen = "not offered";
+    float fastest_kept_ms = std::numeric_limits<float>::infinity();
+    for (const auto& plan : plans) {
+      const std::string what = plan->describe();
+      INFO(what);
+      void* ws = ctx.workspace(plan->workspace());
+      bw.fill_nan(ctx.stream);
+      const cudnnStatus_t s = plan->execute(ctx.cudnn, bx.get(), bw.get(), by.get(), ws);
+      CHECK(s == CUDNN_STATUS_SUCCESS);
+      if (s != CUDNN_STATUS_SUCCESS) continue;
+      const Vec all = bw.download(ctx.stream);
+      Vec got;
+      for (int64_t k : ks) got.insert(got.end(), all.begin() + k * per_k, all.begin() + (k + 1) * per_k);
+      const Comparison cmp = compare(got, want);
+      INFO(cmp.str());
+      const float ms = cuda::best_time_ms(
+          ctx.stream, [&] { return plan->execute(ctx.cudnn, bx.get(), bw.get(), by.get(), ws); },
+          std::numeric_limits<float>::infinity());
+      char line[96];
+      std::snprintf(line, sizeof line, ": %.3f ms, rel %.2e", static_cast<double>(ms), cmp.rel);
+      if (what.rfind(left_out, 0) == 0) {
+        left_out_seen = what + line;
+        continue;  // measured, not asserted: it is the one the search leaves out
+      }
+      CHECK(cmp.rel <= 1e-3);  // the every-plan bar of the exhaustive test above
+      if (ms < fastest_kept_ms) fastest_kept_ms = ms, fastest_kept = what + line;
+    }
+    CHECK(fastest_kept != "none");
+    WARN(cs.name << ", backward filter, " << plans.size() << " plans: the left-out " << left_out_seen
+                 << "; the fastest kept " << fastest_kept);
+  }
 }
 
 }  // namespace dlt::test::gpu

@@ -80,6 +80,9 @@ struct PlanSearch {
   bool exhaustive = false;
   size_t workspace_limit = 0;  // bytes
   int max_plans = 1;
+  // The float32 weight gradient's imprecise engine (cudnn_conv_engines.cpp) is offered too: for
+  // the GPU test that measures its error and time at real shapes; training never sets it.
+  bool imprecise_float_wgrad = false;
 };
 
 // Finalized plans for direction dir of g: the configurations cuDNN's heuristics (mode A;
@@ -89,8 +92,9 @@ struct PlanSearch {
 // down-converting engines for float32 unless tf32, reduced-precision reductions for float32
 // always and for bfloat16 unless reduced_precision_reduction, non-deterministic engines under
 // deterministic, unless runtime_compiled, engines that compile at run time (a compilation per
-// shape and direction; where NVRTC is missing they fail to finalize and are skipped), and for a
-// float32 weight gradient the one engine whose sums drift (cudnn_conv_engines.cpp). Empty when
+// shape and direction; where NVRTC is missing they fail to finalize and are skipped), and unless
+// imprecise_float_wgrad, for a float32 weight gradient the one engine whose sums drift
+// (cudnn_conv_engines.cpp). Empty when
 // cuDNN has none or the graph API refuses the problem: the caller keeps the legacy algorithms.
 std::vector<std::shared_ptr<const ConvPlan>> conv_plans(cudnnHandle_t handle, const ConvGeometry& g, ConvDirection dir,
                                                         const PlanSearch& search);
