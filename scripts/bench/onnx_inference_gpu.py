@@ -15,7 +15,8 @@ that a run cut by its caller's time limit (SIGTERM) still has the peer's number:
 written after every measurement and on SIGTERM, with what was measured so far.
 Agreement of the imported networks with the exporter's model is checked elsewhere
 (scripts/onnx/zoo_coverage.py, tests/onnx); this script measures speed only. Prints one JSON
-line per network to stdout, a markdown table to stderr, and writes OUTPUT-DIR/table.md.
+line per network to stdout at the end (also when stopped by SIGTERM), a markdown table to stderr,
+and writes OUTPUT-DIR/table.md.
 Runs with the python3 that has torch, torchvision, onnx and onnxscript (the GPU machine's).
 
   DLTRAIN=path/to/dltrain python3 scripts/bench/onnx_inference_gpu.py --output-dir DIR
@@ -37,6 +38,10 @@ import zoo_coverage as zc  # noqa: E402  (the exporters as the zoo coverage uses
 
 def log(msg):
     print(f"onnx_inference_gpu: {msg}", file=sys.stderr, flush=True)
+
+
+class Stopped(BaseException):
+    """SIGTERM (the caller's time limit): not an Exception, so no handler of a failed step takes it."""
 
 
 def export(model, x, path):
@@ -214,7 +219,7 @@ def main():
                 row["ratio" + suffix] = round(row["pytorch_ms"] / row["dltrain_ms" + suffix], 3)
 
     def on_term(signum, frame):  # the caller's time limit: keep what was measured
-        raise TimeoutError(f"signal {signum}")
+        raise Stopped(f"signal {signum}")
     signal.signal(signal.SIGTERM, on_term)
     try:
         for net in [n for n in args.networks.split(",") if n]:
@@ -231,7 +236,6 @@ def main():
             except Exception as e:  # noqa: BLE001
                 row["error"] = f"export: {str(e).splitlines()[0][:160]}"
                 failed += 1
-                print(json.dumps(row), flush=True)
                 continue
             row["export_s"] = round(time.perf_counter() - t0, 1)
             # The peer first: its number is the one a cut run must not lose.
@@ -263,15 +267,14 @@ def main():
             if args.profile and args.device == "cuda":
                 with torch.inference_mode():
                     print_torch_profile(model, x, torch)
-            print(json.dumps(row), flush=True)
             del model, x
             if args.device == "cuda":
                 torch.cuda.empty_cache()
-    except TimeoutError as e:
+    except Stopped as e:
         log(f"stopped by {e}: the table has what was measured")
         failed += 1
-        if rows:
-            print(json.dumps(rows[-1]), flush=True)
+    for row in rows:  # one JSON line per network, measured or not
+        print(json.dumps(row), flush=True)
     print(table(), file=sys.stderr, flush=True)
     return 1 if failed else 0
 

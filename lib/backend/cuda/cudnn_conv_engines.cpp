@@ -377,16 +377,6 @@ bool has(const std::vector<T>& v, T x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-// Engine 17 of the backward-filter operation (cuDNN 9.19; its notes name neither Winograd nor
-// FFT) sums in float32 with errors that grow with the reduction: on an H200, 8.5e-3 of the
-// largest weight gradient from the double reference at seed 001's conv2 (batch 256, 16x16x32 ->
-// 32, 5x5: 65,536 products per weight), 9.6e-4 at a depthwise 5x5 of 1,568; every other plan of
-// that search stayed within 1e-4. Timing picked it in the GPU tests (and, before this rule, for
-// ResNet-18's 3x3 layers at batch 512, whose reductions are longer still), so a float32 weight
-// gradient never runs it (bfloat16 rounds more than that anyway). The GPU test "weight-gradient
-// plans at ResNet-18's shapes" measures its error and time there against the plans kept.
-constexpr int64_t kImpreciseFloatWgradEngine = 17;
-
 // Whether the switches allow the engine, with its notes in words for the debug log.
 bool allowed(const EngineInfo& e, const ConvGeometry& g, ConvDirection dir, const PlanSearch& search,
              std::string* notes) {
