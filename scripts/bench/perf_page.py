@@ -24,6 +24,7 @@ import json
 import os
 import re
 import sys
+import time
 from decimal import ROUND_HALF_UP, Decimal
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -63,6 +64,21 @@ class Results:
         if len(found) != 1:
             raise SystemExit(f"perf_page: {name}: {len(found)} records match {where}, expected one")
         return found[0]
+
+    def latest(self, suffix):
+        """The newest result file whose name ends with suffix (names start with their date)."""
+        names = sorted(f for f in os.listdir(self.dir) if f.endswith(suffix))
+        if not names:
+            raise SystemExit(f"perf_page: no result file *{suffix} in {self.dir}")
+        return names[-1]
+
+    def run(self, name):
+        """The file's {"run": {...}} line."""
+        with open(os.path.join(self.dir, name), encoding="utf-8") as f:
+            for line in f:
+                if line.strip() and set(r := json.loads(line)) == {"run"}:
+                    return r["run"]
+        raise SystemExit(f"perf_page: {name} has no {{\"run\": ...}} line")
 
     def text(self, name):
         if name not in self.used:
@@ -179,6 +195,48 @@ def mobilenet_blocks(res):
     return table(["block (batch 32; dltrain against itself, no peer)", "one by one", "one op"], ["---", "---:", "---:"], rows)
 
 
+def onnx_inference_cpu(res):
+    """scripts/bench/onnx_inference_vs_peers' table from its newest result file."""
+    f = res.latest("-onnx_inference_vs_peers.jsonl")
+    run = res.run(f)
+
+    def cell(r, side):
+        ms = r[side]
+        ips = r.get(side + "_images_per_second", run["batch"] / ms * 1e3)
+        load = r.get(side + "_load")
+        return f"{ms:.0f} ms ({ips:.1f} img/s)" + (f", foreign load {load:.1f}" if load is not None and load >= 0.3 else "")
+    rows = []
+    for r in res.rows(f):
+        if "dltrain" not in r:
+            rows.append([r["network"], f"import failed: {r.get('dltrain_error', '?')}", cell(r, "pytorch"),
+                         cell(r, "onnxruntime"), "—"])
+            continue
+        ratio = r.get("ratio", min(r["pytorch"], r["onnxruntime"]) / r["dltrain"])
+        spread = f" ({r['ratio_min']:.2f}-{r['ratio_max']:.2f})" if "ratio_min" in r and run.get("rounds", 1) > 1 else ""
+        rows.append([r["network"], cell(r, "dltrain"), cell(r, "pytorch"), cell(r, "onnxruntime"), f"{ratio:.2f}x{spread}"])
+    return run["header"] + [""] + table(["network", "dltrain", "PyTorch eager", "onnxruntime", "dltrain vs the faster peer"],
+                                        ["---"] * 5, rows)
+
+
+def finetune_twin(res):
+    """scripts/bench/finetune_vs_pytorch's table from its newest result file."""
+    f = res.latest("-finetune_vs_pytorch.jsonl")
+    run = res.run(f)
+    rows = []
+    for r in res.rows(f):
+        if "dltrain_error" in r:
+            rows.append([r["network"], f"failed: {r['dltrain_error']}", "", "", "", "", ""])
+            continue
+        name = r["network"] + (f" ({r['pretrained']:.1f}%)" if r.get("pretrained") is not None else "")
+        diff = r.get("difference", r["dltrain_accuracy_mean"] - r["pytorch_accuracy_mean"])
+        speedup = r.get("speedup", r["pytorch_epoch_s"] / r["dltrain_epoch_s"])
+        rows.append([name, f"{r['dltrain_accuracy_mean']:.1f}% ± {r['dltrain_accuracy_sd']:.1f}",
+                     f"{r['pytorch_accuracy_mean']:.1f}% ± {r['pytorch_accuracy_sd']:.1f}", f"{diff:+.1f}",
+                     f"{r['dltrain_epoch_s']:.1f}", f"{r['pytorch_epoch_s']:.1f}", f"{speedup:.2f}x"])
+    return run["header"] + [""] + table(["network", "dltrain accuracy", "PyTorch accuracy", "difference", "dltrain s / epoch",
+                                         "PyTorch s / epoch", "dltrain speed-up"], ["---"] * 7, rows)
+
+
 # ---- GPU ----
 
 GPU = "2026-11-27-h200-gpu_vs_pytorch.jsonl"
@@ -293,9 +351,10 @@ def scaling_model(res):
                  ["---", "---:", "---:", "---:", "---:"], rows)
 
 
-TABLES = {f.__name__: f for f in (cpu_training, winograd_avx2, cpu_mixed, data_vs_pil,
-                                   cifar10_accuracy, camvid_cpu, dp_overlap, mobilenet_blocks, gpu_training, gpu_mixed,
-                                   gpu_switches, gpu_profile, gpu_engines, onnx_gpu, camvid_gpu, scaling_model)}
+TABLES = {f.__name__: f for f in (cpu_training, winograd_avx2, cpu_mixed, data_vs_pil, cifar10_accuracy, camvid_cpu,
+                                   dp_overlap, finetune_twin, onnx_inference_cpu, mobilenet_blocks, gpu_training,
+                                   gpu_mixed, gpu_switches, gpu_profile, gpu_engines, onnx_gpu, camvid_gpu,
+                                   scaling_model)}
 
 
 def generate(name, results_dir):
@@ -304,8 +363,9 @@ def generate(name, results_dir):
     lines = TABLES[name](res)
     links = ", ".join(f"[{i}](results/{u})" for i, u in enumerate(res.used, 1)) if len(res.used) > 1 else \
         f"[results](results/{res.used[0]})"
-    first = lines[0].split(" | ", 1)
-    lines[0] = f"| {links} | {first[1]}" if first[0].strip() == "|" else f"{first[0]} ({links}) | {first[1]}"
+    at = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    first = lines[at].split(" | ", 1)
+    lines[at] = f"| {links} | {first[1]}" if first[0].strip() == "|" else f"{first[0]} ({links}) | {first[1]}"
     return lines, res.used
 
 
@@ -336,13 +396,28 @@ def render(page_lines, results_dir):
     return out
 
 
-def main():
+def save_result(bench, machine, run, rows, results_dir=os.path.join(ROOT, "docs/results"),
+                page=os.path.join(ROOT, "docs/performance.md")):
+    """What a benchmark's --write-docs calls: its JSON lines as results/DATE-MACHINE-BENCH.jsonl
+    (date: today, UTC), the first line {"run": run}; then the page's tables are regenerated."""
+    day = time.strftime("%Y-%m-%d", time.gmtime())
+    path = os.path.join(results_dir, f"{day}-{machine}-{bench}.jsonl")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps({"run": dict(run, bench=bench, date=day)}, ensure_ascii=False) + "\n")
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    print(f"perf_page: wrote {path}")
+    main(["--results", results_dir, "--page", page])
+    return path
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--page", default=os.path.join(ROOT, "docs/performance.md"))
     ap.add_argument("--results", default=os.path.join(ROOT, "docs/results"))
     ap.add_argument("--check", action="store_true", help="exit 1 when the page's tables differ from the result files")
     ap.add_argument("--list", action="store_true", help="list the tables and the result files each reads")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.list:
         for name in TABLES:
             print(f"{name}: {', '.join(generate(name, args.results)[1])}")

@@ -60,3 +60,23 @@ awk '/<!-- table: scaling_model -->/{s=1} s&&/<!-- end -->/{s=0; next} {print}' 
 rc=0; out=$("$PY" "$GEN" --page "$TMP/bad.md" --check 2>&1) || rc=$?
 [[ $rc -ne 0 ]] && grep -q "table 'scaling_model' has no '<!-- end -->'" <<< "$out" || fail "unclosed marker: exit $rc: $out"
 echo "ok: unclosed marker -> $out"
+
+# a benchmark's --write-docs (perf_page.save_result): its raw rows become the newest result file
+# of that benchmark, and the table is computed from them (ms, img/s and ratio not as stored text)
+cp "$SRC/docs/performance.md" "$TMP/page.md"
+PYTHONPATH="$SRC/scripts/bench" "$PY" - "$TMP/results" "$TMP/page.md" <<'PY' > "$TMP/save.out"
+import sys
+import perf_page
+run = {"command": "scripts/bench/onnx_inference_vs_peers --write-docs", "machine": "test CPU", "threads": 2,
+       "batch": 32, "rounds": 3, "header": ["header line one", "header line two"]}
+rows = [{"network": "resnet50", "dltrain": 1000.4, "dltrain_load": 0.0, "pytorch": 3000.0, "pytorch_load": 0.5,
+         "onnxruntime": 1250.0, "onnxruntime_load": 0.1, "ratio_min": 1.2, "ratio_max": 1.3}]
+perf_page.save_result("onnx_inference_vs_peers", "testhost", run, rows, sys.argv[1], sys.argv[2])
+PY
+grep -q "perf_page: rewrote the tables" "$TMP/save.out" || fail "save_result did not regenerate the page: $(cat "$TMP/save.out")"
+row='| resnet50 | 1000 ms (32.0 img/s) | 3000 ms (10.7 img/s), foreign load 0.5 | 1250 ms (25.6 img/s) | 1.25x (1.20-1.30) |'
+grep -qF "$row" "$TMP/page.md" || fail "the new run's row is not in the page: $(grep -A6 'header line two' "$TMP/page.md")"
+grep -q "^header line one$" "$TMP/page.md" || fail "the run's header is not in the page"
+grep -q "results/$(date -u +%F)-testhost-onnx_inference_vs_peers.jsonl" "$TMP/page.md" || fail "the table does not link the new file"
+"$PY" "$GEN" --page "$TMP/page.md" --results "$TMP/results" --check > /dev/null || fail "--check after save_result"
+echo "ok: save_result wrote $(date -u +%F)-testhost-onnx_inference_vs_peers.jsonl and the page shows: $row"
