@@ -72,22 +72,20 @@ must_fail() { sed -n 's/^Must fail: *//p' "$1"; }
 join() { local out=$1; shift; for x in "$@"; do out+=", $x"; done; echo "$out"; }
 
 # ccache: the main build's objects hit only when both trees are below one base_dir.
-have_ccache=0
 if command -v ccache >/dev/null 2>&1; then
-  have_ccache=1
   [[ -n $(ccache -k base_dir 2>/dev/null) ]] || export CCACHE_BASEDIR=${repo%/*}
   base=$(ccache -k base_dir)
   case $repo/ in "${base%/}"/*) ;; *) say "note: $repo is not below ccache's base_dir $base: the scratch build will not reuse the main build's objects" ;; esac
 else
   say "note: no ccache: the scratch build compiles everything"
 fi
-ccache_counts() {  # "hits misses" so far
-  if [[ $have_ccache -eq 1 ]]; then
-    ccache --print-stats | awk '$1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" { h += $2 }
-      $1 == "cache_miss" { m = $2 } END { print h + 0, m + 0 }'
-  else
-    echo 0 0
-  fi
+# ccache_note STATSLOG: the hits and misses of the builds that wrote that stats log (ccache's
+# stats_log: "# <source>" and then its counters), the missed sources named when few.
+ccache_note() {
+  [[ -f $1 ]] || return 0
+  awk '/^# / { f = substr($0, 3) } $1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" { h++ }
+    $1 == "cache_miss" { m++; n = split(f, p, "/"); missed = missed (m > 1 ? ", " : "") p[n] }
+    END { printf ", ccache %d hits and %d misses", h, m; if (m > 0 && m <= 5) printf " (%s)", missed }' "$1"
 }
 
 # The scratch copy: the files git tracks or would track (no build folders, data or runs), or
@@ -120,14 +118,13 @@ else
 fi
 
 failed=0
-finish() {
-  local caught=$1 missed=$2
+finish() {  # finish CAUGHT MISSED [NOTE]
   if [[ $failed -eq 0 && $keep -eq 0 ]]; then
     rm -rf --one-file-system "$scratch"
   else
     say "scratch copy kept in $scratch (logs in $logs)"
   fi
-  say "$caught caught, $missed missed"
+  say "$1 caught, $2 missed${3:+, $3}"
   exit $((failed ? 1 : 0))
 }
 
@@ -154,32 +151,32 @@ run_test() {
 
 # Unpatched: the scratch build and the named tests, which must pass.
 t0=$SECONDS
-read -r hits0 misses0 < <(ccache_counts)
 if ! cmake -S "$scratch" -B "$sb" -G "$generator" "${config[@]}" >"$logs/configure.log" 2>&1; then
-  say "the scratch copy does not configure:"; show_log "$logs/configure.log"; failed=1; finish 0 0
+  say "the scratch copy does not configure:"; show_log "$logs/configure.log"; failed=1; finish 0 0 "none tried"
 fi
 if [[ -f $main_build/generated/build_config.h ]] &&
   ! cmp -s "$main_build/generated/build_config.h" "$sb/generated/build_config.h"; then
   say "note: build_config.h differs from the main build's: ccache will miss"
 fi
-if ! cmake --build "$sb" -j "$(nproc)" --target "${all_targets[@]}" >"$logs/build-unpatched.log" 2>&1; then
-  say "the unpatched scratch copy does not build:"; show_log "$logs/build-unpatched.log"; failed=1; finish 0 0
+if ! CCACHE_STATSLOG=$logs/ccache-unpatched.log cmake --build "$sb" -j "$(nproc)" --target "${all_targets[@]}" \
+  >"$logs/build-unpatched.log" 2>&1; then
+  say "the unpatched scratch copy does not build:"; show_log "$logs/build-unpatched.log"; failed=1; finish 0 0 "none tried"
 fi
-read -r hits1 misses1 < <(ccache_counts)
-build_note="build $((SECONDS - t0)) s"
-[[ $have_ccache -eq 0 ]] || build_note+=", ccache $((hits1 - hits0)) hits and $((misses1 - misses0)) misses"
+build_note="build $((SECONDS - t0)) s$(ccache_note "$logs/ccache-unpatched.log")"
 t0=$SECONDS
+passing=0
 for t in "${all_tests[@]}"; do
   log=$logs/unpatched-$(printf '%s' "$t" | tr -c 'A-Za-z0-9._-' '_' | cut -c1-80).log
   r=$(run_test "$t" "$log")
-  if [[ $r != passed ]]; then
-    say "'$t' does not pass without a patch ($r): a failure under a patch would prove nothing"
-    show_log "$log"
-    failed=1
-  fi
+  case $r in
+    passed) passing=$((passing + 1)) ;;
+    missing) say "'$t' is no CTest entry (\`ctest -N\` lists them): correct the patch's Must fail line"; failed=1 ;;
+    *) say "'$t' does not pass without a patch ($r): a failure under a patch would prove nothing"
+      show_log "$log"; failed=1 ;;
+  esac
 done
-say "unpatched: ${#all_tests[@]} named tests pass ($build_note; tests $((SECONDS - t0)) s)"
-[[ $failed -eq 0 ]] || finish 0 "${#patches[@]}"
+say "unpatched: $passing of ${#all_tests[@]} named tests pass ($build_note; tests $((SECONDS - t0)) s)"
+[[ $failed -eq 0 ]] || finish 0 0 "none tried"
 
 # Each patch in turn: apply, build what its tests need, run them, take the patch out again.
 # (GIT_CEILING_DIRECTORIES: git apply treats the scratch copy as a plain folder even when a
@@ -197,12 +194,13 @@ for p in "${patches[@]}"; do
   t0=$SECONDS
   targets=()
   while IFS= read -r t; do targets+=("$t"); done < <(must_fail "$p" | while IFS= read -r t; do targets_for "$t"; done | sort -u)
-  if ! cmake --build "$sb" -j "$(nproc)" --target "${targets[@]}" >"$logs/$name-build.log" 2>&1; then
+  if ! CCACHE_STATSLOG=$logs/ccache-$name.log cmake --build "$sb" -j "$(nproc)" --target "${targets[@]}" \
+    >"$logs/$name-build.log" 2>&1; then
     say "MISSED $name: the patched copy does not build (a broken build must compile):"
     grep -m3 -E 'error|Error' "$logs/$name-build.log" | sed 's/^/    | /' || show_log "$logs/$name-build.log"
     missed=$((missed + 1)) failed=1
   else
-    build_s=$((SECONDS - t0))
+    build_note="build $((SECONDS - t0)) s$(ccache_note "$logs/ccache-$name.log")"
     t0=$SECONDS
     by=() escaped=()
     while IFS= read -r t; do
@@ -211,7 +209,7 @@ for p in "${patches[@]}"; do
       if [[ $r == failed ]]; then by+=("'$t'"); else escaped+=("'$t' ($r)"); fi
     done < <(must_fail "$p")
     if [[ ${#escaped[@]} -eq 0 ]]; then
-      say "caught $name by $(join "${by[@]}") (build $build_s s, tests $((SECONDS - t0)) s)"
+      say "caught $name by $(join "${by[@]}") ($build_note; tests $((SECONDS - t0)) s)"
       caught=$((caught + 1))
     else
       say "MISSED $name: with the patch applied these named tests did not fail: $(join "${escaped[@]}")"
