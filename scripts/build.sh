@@ -3,6 +3,8 @@
 #   scripts/build.sh -DDLTRAIN_CUDA=OFF
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache: paths below the repository's parent hash relatively (scripts/broken-builds.sh reuses these objects).
+if command -v ccache >/dev/null && [[ -z $(ccache -k base_dir 2>/dev/null) ]]; then export CCACHE_BASEDIR=${PWD%/*}; fi
 build_dir=${DLTRAIN_BUILD_DIR:-build}
 werror=OFF
 [[ "${CI:-}" == "true" ]] && werror=ON

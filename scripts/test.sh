@@ -33,3 +33,11 @@ if [[ "${DLTRAIN_SKIP_FUZZ:-0}" != "1" ]]; then
   [[ $rc -eq 0 ]] || { echo "== fuzz tests FAILED (ctest exit $rc)"; exit "$rc"; }
   echo "== fuzz tests: $((SECONDS - t)) s"
 fi
+# Deliberately broken builds (scripts/broken-builds.sh): each must fail the tests it names.
+t=$SECONDS
+if [[ "${DLTRAIN_SKIP_BROKEN_BUILDS:-0}" != "1" ]]; then
+  scripts/broken-builds.sh || { echo "== broken builds FAILED"; exit 1; }
+  echo "== broken builds: $((SECONDS - t)) s"
+else
+  echo "== broken builds: skipped (DLTRAIN_SKIP_BROKEN_BUILDS=1)"
+fi
