@@ -52,8 +52,12 @@ TEST_CASE("input fit: one line per datastore saying what is done and which optio
   CHECK(input_fit_note(grey, Shape{10, 12, 3}, OutputSizeMode::kResize, true, "training") ==
         "training images are 10x12x1, InputSize is 10x12x3: grey replicated to 3 channels (InputSize's third value "
         "sets the channels)");
-  const ImageDatastore grey_jpeg = store(dir, "greyjpg", {{10, 12, 1}}, ".jpg");
-  CHECK(input_fit_note(grey_jpeg, Shape{10, 12, 1}, OutputSizeMode::kResize, true, "training").empty());
+  // A JPEG's channels come from its header (libjpeg-turbo), a PNG's from stb_image's.
+  const ImageDatastore jpeg = store(dir, "jpeg", {{10, 12, 3}}, ".jpg");
+  CHECK(input_fit_note(jpeg, Shape{10, 12, 3}, OutputSizeMode::kResize, true, "training").empty());
+  CHECK(input_fit_note(jpeg, Shape{10, 12, 1}, OutputSizeMode::kResize, true, "training") ==
+        "training images are 10x12x3, InputSize is 10x12x1: turned grey (rgb2gray) (InputSize's third value sets the "
+        "channels)");
   // Several sizes: up to three listed, no single InputSize suggested.
   const ImageDatastore mixed = store(dir, "mixed", {{16, 16, 3}, {20, 24, 3}, {16, 16, 3}, {30, 10, 3}, {9, 9, 3}});
   CHECK(input_fit_note(mixed, Shape{16, 16, 3}, OutputSizeMode::kResize, true, "training") ==
