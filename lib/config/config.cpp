@@ -86,6 +86,7 @@ Config convert(YAML::Node root, const std::string& origin_name, const std::vecto
   cfg::read_data(data, origin, c.data);
   cfg::read_training(training, origin, c.training);
   c.training.resolve_defaults();
+  cfg::check_option_use(training, origin, c.data, c.training, c.warnings);
   apply_environment_overrides(c.training);
   return c;
 }

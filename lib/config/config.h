@@ -39,6 +39,9 @@ struct Config {
   // tensors; the trainer copies them after init_params with apply_base_weights. load_config
   // leaves network as the layers: list (it reads no model files).
   TransferBase base;
+  // One line each ("cfg.yaml:12: training.X has no effect: why (fix)") for options written but
+  // not used by this run where MATLAB accepts them too; dltrain train logs them.
+  std::vector<std::string> warnings;
 };
 
 // Reads path, applies overrides ("section.path=value", values parsed as YAML) to the tree,

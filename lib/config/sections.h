@@ -19,6 +19,16 @@ void write_training(YAML::Emitter& e, const TrainingOptions& opts);
 void read_training_value(const std::string& option, const std::string& text, TrainingOptions& out,
                          const std::function<void(const std::string& expect, const std::string& hint)>& fail);
 std::vector<std::string> training_keys();
+// Whether `solver` reads the training option (Momentum: sgdm; GradientDecayFactor: adam;
+// SquaredGradientDecayFactor, Epsilon: adam and rmsprop; every other option: all of them).
+bool solver_reads(const std::string& option, Solver solver);
+// The training options written in `training` (the file and --set) that the run would not use
+// (config/option_checks.cpp): throws ConfigError for an option of another solver and for
+// OutputNetwork best-validation without validation data; appends one warning line each for a
+// validation option (with a value other than its default) without validation data and for
+// LearnRateDropFactor / LearnRateDropPeriod without a named piecewise schedule.
+void check_option_use(const YAML::Node& training, const Origin& origin, const DataOptions& data,
+                      const TrainingOptions& options, std::vector<std::string>& warnings);
 // "unknown training option 'K' (fix)": the one message for an unknown key from YAML or --set.
 std::string unknown_training_message(const std::string& key);
 // MATLAB's trainingOptions ValidationData is dltrain's data.validation: moves the file's
@@ -29,8 +39,8 @@ void move_training_aliases(YAML::Node& root, const Origin& origin);
 // training.LearnRateSchedule (config/schedule_section.cpp): none, a name, a schedule object
 // {type: cosineLearnRate, Period: 20}, or a list of them run in sequence. `what` names the
 // option in messages ("training.LearnRateSchedule").
-std::vector<ScheduleSpec> read_learn_rate_schedule(const YAML::Node& key, const YAML::Node& value,
-                                                   const Origin& origin, const std::string& what);
+std::vector<ScheduleSpec> read_learn_rate_schedule(const YAML::Node& key, const YAML::Node& value, const Origin& origin,
+                                                   const std::string& what);
 void write_learn_rate_schedule(YAML::Emitter& e, const std::vector<ScheduleSpec>& schedules);
 
 void read_data(const YAML::Node& node, const Origin& origin, DataOptions& out);

@@ -18,13 +18,12 @@ Metric read_metric(const ValueCtx& c, const YAML::Node& n, bool allow_loss) {
   std::vector<std::string> names;
   for (Metric m : kAllMetrics)
     if (allow_loss || m != Metric::kLoss) names.push_back(metric_name(m));
-  const std::string expect = allow_loss ? "loss or a name in Metrics (" + join(names, ", ") + ")"
-                                        : "a list of " + join(names, ", ");
+  const std::string expect =
+      allow_loss ? "loss or a name in Metrics (" + join(names, ", ") + ")" : "a list of " + join(names, ", ");
   if (!n.IsScalar()) c.bad(expect);
   for (Metric m : kAllMetrics)
     if (iequals(n.Scalar(), metric_name(m))) {
-      if (m == Metric::kLoss && !allow_loss)
-        c.bad(expect, " (the loss is always computed; list the other metrics)");
+      if (m == Metric::kLoss && !allow_loss) c.bad(expect, " (the loss is always computed; list the other metrics)");
       return m;
     }
   c.bad(expect, did_you_mean(n.Scalar(), names));
@@ -62,8 +61,7 @@ FieldDef<TO> metrics_field() {
 
 // ObjectiveMetricName; that it is loss or listed in Metrics is checked once both are read.
 FieldDef<TO> objective_field() {
-  return {"ObjectiveMetricName",
-          [](const ValueCtx& c, TO& o) { o.objective_metric = read_metric(c, c.value, true); },
+  return {"ObjectiveMetricName", [](const ValueCtx& c, TO& o) { o.objective_metric = read_metric(c, c.value, true); },
           [](YAML::Emitter& e, const TO& o) { e << metric_name(o.objective_metric); }};
 }
 
@@ -288,7 +286,13 @@ void read_training_value(const std::string& option, const std::string& text, Tra
   throw std::logic_error("read_training_value: no training option " + option);
 }
 
-void write_training(YAML::Emitter& e, const TrainingOptions& opts) { write_section(e, fields(), opts); }
+// Every option, except those the solver does not read (they would be refused on reading back).
+void write_training(YAML::Emitter& e, const TrainingOptions& opts) {
+  std::vector<FieldDef<TO>> used;
+  for (const auto& f : fields())
+    if (solver_reads(f.name, opts.solver)) used.push_back(f);
+  write_section(e, used, opts);
+}
 
 std::vector<std::string> training_keys() { return field_names(fields()); }
 

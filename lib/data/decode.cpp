@@ -254,6 +254,11 @@ Image decode_image(const std::string& path, int channels) {
 }
 
 void image_size(const std::string& path, int& height, int& width) {
+  int channels = 0;
+  image_header(path, height, width, channels);
+}
+
+void image_header(const std::string& path, int& height, int& width, int& channels) {
   // The header: the first 256 KiB, or the whole file when the header does not end there (large
   // metadata before a JPEG's frame).
   FILE* f = std::fopen(path.c_str(), "rb");
@@ -268,6 +273,7 @@ void image_size(const std::string& path, int& height, int& width) {
     if (head.size() > size_t(INT32_MAX)) fail(path, "file larger than 2 GiB");
     bool grey = false;
     jpeg_header(head.data(), head.size(), path, width, height, grey);
+    channels = grey ? 1 : 3;
     return;
   }
   int n = 0;
@@ -284,6 +290,7 @@ void image_size(const std::string& path, int& height, int& width) {
     fail(path, std::string("stb_image: ") + (why ? why : "unknown error"));
   }
   check_dimensions(width, height, path);
+  channels = n <= 2 ? 1 : 3;  // grey (+ alpha) or RGB (+ alpha, palette)
 }
 
 }  // namespace dlt

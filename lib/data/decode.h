@@ -34,6 +34,9 @@ void decode_image_memory(const std::vector<uint8_t>& bytes, const std::string& n
 
 // Width and height from the file header without decoding; throws DataError like decode.
 void image_size(const std::string& path, int& height, int& width);
+// The same and the channels the file stores as decode_image_as_stored gives them (1 for grey
+// and grey + alpha, 3 for RGB, RGBA and palette images).
+void image_header(const std::string& path, int& height, int& width, int& channels);
 
 // rgb2gray on one pixel, rounded like MATLAB's uint8 output.
 inline uint8_t rgb_to_grey(uint8_t r, uint8_t g, uint8_t b) {

@@ -31,6 +31,17 @@ std::string position_json(const TrainPosition& p) {
   return buf;
 }
 
+TrainPosition position_of(const FlatJson& meta) {
+  TrainPosition p;
+  p.epoch = static_cast<int64_t>(json_number_or(meta, "epoch", 0));
+  p.batch_in_epoch = static_cast<int64_t>(json_number_or(meta, "batch_in_epoch", 0));
+  p.iteration = static_cast<int64_t>(json_number_or(meta, "iteration", 0));
+  p.elapsed = json_number_or(meta, "elapsed", 0);
+  p.best_val_loss = json_number_or(meta, "best_val_loss", 1e300);
+  p.patience_count = static_cast<int64_t>(json_number_or(meta, "patience_count", 0));
+  return p;
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, Network& net, Optimizer& opt, const TrainPosition& pos,
@@ -112,14 +123,16 @@ TrainPosition load_checkpoint(const std::string& path, Network& net, Optimizer& 
     }
   }
   log.set(std::move(recs));
-  TrainPosition p;
-  p.epoch = static_cast<int64_t>(json_number_or(meta, "epoch", 0));
-  p.batch_in_epoch = static_cast<int64_t>(json_number_or(meta, "batch_in_epoch", 0));
-  p.iteration = static_cast<int64_t>(json_number_or(meta, "iteration", 0));
-  p.elapsed = json_number_or(meta, "elapsed", 0);
-  p.best_val_loss = json_number_or(meta, "best_val_loss", 1e300);
-  p.patience_count = static_cast<int64_t>(json_number_or(meta, "patience_count", 0));
-  return p;
+  return position_of(meta);
+}
+
+TrainPosition read_checkpoint_position(const std::string& path) {
+  ModelData m = load_model(path);
+  FlatJson meta = parse_flat_json(m.metadata_json.empty() ? "{}" : m.metadata_json, path + " metadata");
+  if (json_string_or(meta, "kind", "") != "checkpoint")
+    throw ModelError(
+        path + ": not a training checkpoint (a final model.bin cannot be resumed; use a file from CheckpointPath)");
+  return position_of(meta);
 }
 
 TrainPosition load_checkpoint_from_rank0(Communicator& comm, Device device, const std::string& path, Network& net,

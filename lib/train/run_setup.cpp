@@ -3,6 +3,7 @@
 #include "train/run_setup.h"
 
 #include "backend/backend.h"
+#include "data/input_fit.h"
 #include "data/label_images.h"
 #include "dist/data_parallel.h"
 #include "onnx/transfer.h"
@@ -34,6 +35,44 @@ void load_data(TrainingRun& run) {
     throw ConfigError("training.MiniBatchSize is " + std::to_string(o.mini_batch_size) + " but " + d.train +
                       " has only " + std::to_string(run.train_data.size()) +
                       " training images (use a smaller MiniBatchSize)");
+}
+
+// A checkpoint whose position is at or past MaxEpochs leaves the loop nothing to do: refused
+// before the network is built. Rank 0 reads the position and shares it (the other ranks may
+// have no copy of the file); an unreadable file is left to the checkpoint loader to report.
+void check_resume(TrainingRun& run) {
+  const std::string& path = run.args.resume;
+  if (path.empty()) return;
+  double pos[4] = {0, 0, 0, 0};  // readable (1), epoch (0-based), batches done in it, iteration
+  if (run.comm->rank() == 0) {
+    try {
+      const TrainPosition p = read_checkpoint_position(path);
+      pos[0] = 1;
+      pos[1] = static_cast<double>(p.epoch);
+      pos[2] = static_cast<double>(p.batch_in_epoch);
+      pos[3] = static_cast<double>(p.iteration);
+    } catch (const Error&) {
+    }
+  }
+  if (run.comm->size() > 1) run.comm->all_reduce_sum(pos, 4);
+  if (pos[0] == 0) return;
+  const TrainingOptions& o = run.options;
+  const int64_t per_epoch = run.train_data.size() / o.mini_batch_size;  // the training loader's count
+  const auto epoch = static_cast<int64_t>(pos[1]), batches = static_cast<int64_t>(pos[2]);
+  const auto iteration = static_cast<int64_t>(pos[3]);
+  const int64_t done = epoch + (batches >= per_epoch ? 1 : 0);  // epochs completed
+  if (done < o.max_epochs) return;
+  throw ConfigError("--resume " + path + ": the checkpoint has finished " + std::to_string(done) + " epoch" +
+                    (done == 1 ? "" : "s") + (iteration > 0 ? " (iteration " + std::to_string(iteration) + ")" : "") +
+                    " and training.MaxEpochs is " + std::to_string(o.max_epochs) +
+                    ": nothing is left to train (MaxEpochs counts from the start: for " + std::to_string(o.max_epochs) +
+                    " more epoch" + (o.max_epochs == 1 ? "" : "s") +
+                    " give --set training.MaxEpochs=" + std::to_string(done + o.max_epochs) + ")");
+}
+
+// Options the config accepts but this run does not use (config.warnings): one line each.
+void log_option_warnings(const TrainingRun& run) {
+  for (const std::string& w : run.config.warnings) log::warn("{}", w);
 }
 
 void prepare_network(TrainingRun& run) {
@@ -80,6 +119,15 @@ void prepare_network(TrainingRun& run) {
   train_opt.world_size = val_opt.world_size = run.comm->size();
   run.train_loader = std::make_unique<BatchLoader>(run.train_data, train_opt);
   if (run.has_validation) run.validation_loader = std::make_unique<BatchLoader>(run.validation_data, val_opt);
+  // Once per datastore (rank 0 logs): images without InputSize's size and channels, and what is done.
+  if (run.comm->rank() == 0) {
+    const std::string fit = input_fit_note(run.train_data, in, cfg.data.output_size_mode, true, "training");
+    if (!fit.empty()) log::info("{}", fit);
+    const std::string val_fit =
+        run.has_validation ? input_fit_note(run.validation_data, in, cfg.data.output_size_mode, false, "validation")
+                           : "";
+    if (!val_fit.empty()) log::info("{}", val_fit);
+  }
   if (run.net->input_layer().normalization() != "none") {
     Timer t;
     DatasetStats st = compute_stats(run.train_data, loader_options(cfg.data, o, in, false));
@@ -102,7 +150,9 @@ void prepare_network(TrainingRun& run) {
 }  // namespace
 
 void prepare_run(TrainingRun& run) {
+  log_option_warnings(run);
   load_data(run);
+  check_resume(run);
   prepare_network(run);
 }
 

@@ -148,12 +148,11 @@ data:
   Cache: file
   LoaderThreads: 3
 training:
-  Solver: rmsprop
+  Solver: adam
   InitialLearnRate: 0.0003
   LearnRateSchedule: piecewise
   LearnRateDropFactor: 0.5
   LearnRateDropPeriod: 7
-  Momentum: 0.95
   GradientDecayFactor: 0.8
   SquaredGradientDecayFactor: 0.99
   Epsilon: 1e-6
@@ -202,8 +201,9 @@ TEST_CASE("config: every field is read", "[config]") {
   CHECK(d.cache == Cache::kFile);
   CHECK(d.loader_threads == 3);
   const TrainingOptions& t = c.training;
-  CHECK(t.solver == Solver::kRmsprop);
+  CHECK(t.solver == Solver::kAdam);
   CHECK(t.initial_learn_rate == 0.0003);
+  CHECK(t.gradient_decay_factor == 0.8);
   CHECK(t.learn_rate_drop_period == 7);
   CHECK(t.epsilon == 1e-6);
   CHECK(t.gradient_threshold == 5);

@@ -11,13 +11,16 @@ namespace {
 
 using test::kNet;
 
+// With validation data (after the training: lines, which start at line 9), which these options need.
+const std::string kValidation = "data: {validation: val}\n";
+
 Config load(test::TempDir& dir, const std::string& training, const std::vector<std::string>& overrides = {}) {
-  return load_config(dir.write("cfg.yaml", kNet + "training:\n" + training), overrides);
+  return load_config(dir.write("cfg.yaml", kNet + "training:\n" + training + kValidation), overrides);
 }
 
 std::string error_of(const std::string& training, const std::vector<std::string>& overrides = {}) {
   test::TempDir dir;
-  const std::string path = dir.write("cfg.yaml", kNet + "training:\n" + training);
+  const std::string path = dir.write("cfg.yaml", kNet + "training:\n" + training + kValidation);
   try {
     load_config(path, overrides);
   } catch (const ConfigError& e) {
@@ -72,7 +75,8 @@ TEST_CASE("metrics options: dump writes them back and loads equal", "[config]") 
     test::require_same_config(a, b);
     CHECK(dump_config(b) == dumped);
   }
-  const std::string dumped = dump_config(load(dir, "  Metrics: [fscore, auc]\n  OutputNetwork: best-validation-loss\n"));
+  const std::string dumped =
+      dump_config(load(dir, "  Metrics: [fscore, auc]\n  OutputNetwork: best-validation-loss\n"));
   CHECK(dumped.find("Metrics: [fscore, auc]") != std::string::npos);
   CHECK(dumped.find("OutputNetwork: best-validation\n") != std::string::npos);
   CHECK(dumped.find("ObjectiveMetricName: loss") != std::string::npos);
@@ -95,11 +99,12 @@ TEST_CASE("metrics options: bad values are one line with file:line and the fix",
   CHECK(error_of("  ObjectiveMetricName: los\n") ==
         "cfg.yaml:9: training.ObjectiveMetricName must be loss or a name in Metrics (loss, accuracy, fscore, "
         "precision, recall, auc, iou), got 'los' (did you mean 'loss'?)");
-  CHECK(error_of("  OutputNetwork: best\n").rfind(
-            "cfg.yaml:9: training.OutputNetwork must be one of last-iteration, best-validation, "
-            "best-validation-loss, got 'best'",
-            0) == 0);
-  CHECK(error_of("  TensorBoard: [a]\n") == "cfg.yaml:9: training.TensorBoard must be true, false or a folder, got '[a]'");
+  CHECK(error_of("  OutputNetwork: best\n")
+            .rfind("cfg.yaml:9: training.OutputNetwork must be one of last-iteration, best-validation, "
+                   "best-validation-loss, got 'best'",
+                   0) == 0);
+  CHECK(error_of("  TensorBoard: [a]\n") ==
+        "cfg.yaml:9: training.TensorBoard must be true, false or a folder, got '[a]'");
   CHECK(error_of("  Metrics: [accuracy]\n  ObjectiveMetricName: Accuracy\n") == "no error");
 }
 
