@@ -35,8 +35,7 @@ inline constexpr char kModelMagic[8] = {'D', 'L', 'T', 'M', 'O', 'D', 'E', 'L'};
 inline constexpr uint32_t kModelFormatVersion = 1;
 
 // Writes path + ".tmp-<pid>", fsyncs it and renames it over path, so readers never see a
-// half-written model; a device, FIFO or /dev/stdout is written through instead
-// (util/files.h output_target). Throws ModelError naming the path and the system error.
+// half-written model. Throws ModelError naming the path and the system error.
 void save_model(const std::string& path, const ModelData& model);
 // Reads and verifies a model. Throws ModelError "path: problem" for a missing, empty,
 // foreign, truncated, corrupt or newer-version file.

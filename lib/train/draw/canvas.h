@@ -52,8 +52,7 @@ class Canvas {
   static double text_width(const std::string& s, double scale = 2.0);
   static double text_height(double scale = 2.0);  // height of one line of capitals
 
-  // Writes a PNG to path + ".tmp", then renames it onto path (a device, FIFO or /dev/stdout is
-  // written through: util/files.h output_target). Throws Error naming the path.
+  // Writes a PNG to path + ".tmp", then renames it onto path. Throws Error naming the path.
   void write_png(const std::string& path) const;
 
  private:
