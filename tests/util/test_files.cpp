@@ -118,7 +118,7 @@ TEST_CASE("an output that is a FIFO is written through: its reader gets the byte
   CHECK(s.names() == std::vector<std::string>{"pipe"});  // no temporary beside it
 }
 
-TEST_CASE("an output that is a character device stays that device; a full one fails naming the path",
+TEST_CASE("an output that is a character device stays that device and a full one fails naming the path",
           "[util][skippable]") {
   Scratch s("chardev");
   const fs::path null = s.dir / "null", full = s.dir / "full";
