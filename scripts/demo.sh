@@ -19,7 +19,7 @@ if [[ ! -d $data/train ]]; then
 fi
 
 echo "== Training configs/shapes.yaml (outputs in $out)"
-"$dltrain" train configs/shapes.yaml --output-dir "$out"
+"$dltrain" train configs/shapes.yaml --output-dir "$out" --overwrite  # a second demo replaces the first
 echo "== dataset + train: $((SECONDS - t)) s"; t=$SECONDS
 
 echo "== Classifying the held-out images in $data/test"

@@ -49,7 +49,7 @@ samples="$output/rss.csv"
   --set data.train="$data/train" --set data.validation="$data/test" \
   --set training.MaxEpochs=100000 --set training.ValidationFrequency=500 \
   --set training.CheckpointPath="$output/checkpoints" --set training.CheckpointFrequency=1 \
-  --output-dir "$output/run" "${extra[@]}" > "$output/train.log" 2>&1 &
+  --output-dir "$output/run" --overwrite "${extra[@]}" > "$output/train.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 

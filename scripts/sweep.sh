@@ -171,7 +171,8 @@ point_done() {  # finished earlier with the same identity
 # ---------------------------------------------------------------- running
 point_command() {  # fills the array `cmd` for point $1 (threads per job, overrides)
   local i=$1 s
-  cmd=("$dltrain" train "${P_CONFIG[i]}" --output-dir "$out/${P_NAME[i]}" --threads "$threads")
+  # --overwrite: a point trained again (failed, or its config changed) replaces its earlier outputs
+  cmd=("$dltrain" train "${P_CONFIG[i]}" --output-dir "$out/${P_NAME[i]}" --overwrite --threads "$threads")
   for s in "${device_sets[@]}" "${base_sets[@]}"; do cmd+=(--set "$s"); done
   while IFS= read -r s; do [[ -n $s ]] && cmd+=(--set "$s"); done <<< "${P_SETS[i]}"
 }

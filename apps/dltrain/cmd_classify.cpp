@@ -2,8 +2,9 @@
 // Labels images (files or folders) with the model's classes. When every image sits in a
 // folder named after one of the classes, also reports accuracy, per-class precision and
 // recall, and the confusion matrix (MATLAB's classify + confusionmat).
-// stdout carries data only: the predictions as CSV (no --output) or the JSON (--json); the
-// report for people goes to stderr, or to stdout when --output took the CSV.
+// stdout carries data only: the predictions as CSV (no --output, or --output /dev/stdout) or
+// the JSON (--json); the report for people goes to stderr, or to stdout when --output took the
+// CSV elsewhere. --output may be a device or FIFO: it is written through (util/files.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -124,6 +125,8 @@ Runner add_classify(CLI::App& app) {
     } else if (a->output.empty()) {
       std::fputs(preds.csv().c_str(), stdout);
       std::fflush(stdout);
+      std::fputs(preds.report().c_str(), stderr);
+    } else if (is_standard_output(a->output)) {  // --output /dev/stdout: the CSV is there already
       std::fputs(preds.report().c_str(), stderr);
     } else {
       std::fputs(preds.report().c_str(), stdout);

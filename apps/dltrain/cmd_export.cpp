@@ -1,5 +1,6 @@
 // dltrain export model.bin --output model.onnx
-// Writes a trained model as ONNX (NCHW input "input", output "prob"), for ONNX runtimes.
+// Writes a trained model as ONNX (NCHW input "input", output "prob"), for ONNX runtimes;
+// --output may be a device or FIFO (written through) or /dev/stdout (the note goes to stderr).
 // Hidden test aids: --debug-forward IN.f32 writes the class probabilities of the raw NHWC
 // float32 images in IN.f32 to --output (raw float32, N x K); --debug-params prints one line
 // "layer/name count crc32" per learnable, to check frozen weights stay bit-identical.
@@ -65,8 +66,10 @@ Runner add_export(CLI::App& app) {
       return 0;
     }
     export_onnx(m, a->output);
-    std::printf("exported %s -> %s (ONNX opset 13, input (N, C, H, W) 'input', output 'prob')\n", a->model.c_str(),
-                a->output.c_str());
+    // With --output /dev/stdout the ONNX bytes own stdout: the note goes to stderr.
+    std::fprintf(is_standard_output(a->output) ? stderr : stdout,
+                 "exported %s -> %s (ONNX opset 13, input (N, C, H, W) 'input', output 'prob')\n", a->model.c_str(),
+                 a->output.c_str());
     return 0;
   };
 }

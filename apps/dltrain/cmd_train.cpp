@@ -1,4 +1,6 @@
-// dltrain train CONFIG.yaml [--set section.path=value]... [--output-dir DIR] [--resume FILE]
+// dltrain train CONFIG.yaml [--set section.path=value]... [--output-dir DIR] [--resume FILE] [--overwrite]
+// A new run refuses an output folder holding an earlier run's outputs unless --overwrite
+// (train/output_folder.h); the check runs once, in the process that starts the run.
 // With ExecutionEnvironment parallel or multi-gpu this process either joins a cluster
 // launcher's world (srun, mpirun, torchrun) or starts local workers and watches them (CPU
 // workers over Gloo, or one per GPU over NCCL; docs/distributed.md); the hidden
@@ -21,6 +23,7 @@
 #include "onnx/transfer.h"
 #include "train/class_weights.h"
 #include "train/execution.h"
+#include "train/output_folder.h"
 #include "train/trainer.h"
 #include "util/log.h"
 
@@ -61,7 +64,7 @@ Runner add_train(CLI::App& app) {
     std::string output_dir = "runs/latest";
     std::string resume;
     int threads = 0;
-    bool quiet = false;
+    bool quiet = false, overwrite = false;
     int worker_rank = -1;
   };
   auto a = std::make_shared<Args>();
@@ -71,6 +74,8 @@ Runner add_train(CLI::App& app) {
                   "Where model.bin, summary.json, log.csv, config.yaml and progress.png go")
       ->capture_default_str();
   cmd->add_option("--resume", a->resume, "Continue from a checkpoint file (CheckpointPath/latest.bin)");
+  cmd->add_flag("--overwrite", a->overwrite,
+                "Remove an earlier run's outputs from the output folder first (default: refuse such a folder)");
   cmd->add_option("--threads", a->threads, "CPU threads (default: all cores; same as training.Threads)");
   cmd->add_flag("--quiet,-q", a->quiet, "No progress table (same as training.Verbose=false)");
   cmd->add_option("--worker-rank", a->worker_rank)->group("");  // hidden: set by the local launcher
@@ -91,6 +96,10 @@ Runner add_train(CLI::App& app) {
     TrainResult r;
     try {
       const Execution x = plan_execution(c.training, a->worker_rank, env, [] { return cuda_device_count(); });
+      // Once per run, before anything is written: this process alone, the local launcher (its
+      // workers, rank 0 included, never judge the folder), or a cluster's rank 0.
+      const bool starts_run = a->worker_rank < 0 && (x.role != Execution::Role::kRank || x.world.rank == 0);
+      if (a->resume.empty() && starts_run) claim_output_folder(a->output_dir, c.training, a->overwrite);
       if (x.role == Execution::Role::kLauncher) return launch_local_workers(c, a->threads, x.workers);
       if (x.role == Execution::Role::kRank) {
         spdlog::drop("dltrain");

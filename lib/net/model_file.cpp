@@ -375,7 +375,15 @@ ModelData decode_model(const std::vector<uint8_t>& b, const std::string& name) {
 
 void save_model(const std::string& path, const ModelData& model) {
   const std::vector<uint8_t> bytes = encode_model(model);
-  const std::string tmp = temporary_name(path);
+  const OutputTarget target = output_target(path);  // a device or FIFO is written through
+  if (target.kind != OutputTarget::Kind::kReplace) {
+    try {
+      return write_through(target, path, bytes.data(), bytes.size());
+    } catch (const Error& e) {
+      throw ModelError(e.what());
+    }
+  }
+  const std::string tmp = temporary_name(target.path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) sys_fail(tmp, "create the model file", errno);
   size_t done = 0;
@@ -395,14 +403,14 @@ void save_model(const std::string& path, const ModelData& model) {
     ::unlink(tmp.c_str());
     sys_fail(tmp, "flush the model file", err);
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::rename(tmp.c_str(), target.path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
     sys_fail(path, "rename " + tmp + " to it", err);
   }
   // Make the rename durable too (best effort: some filesystems refuse directory fsync).
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  size_t slash = target.path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : target.path.substr(0, slash));
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     (void)::fsync(dfd);

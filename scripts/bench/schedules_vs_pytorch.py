@@ -100,7 +100,7 @@ CASES = [
 def dltrain_rates(binary, folder, data, schedule):
     out = os.path.join(folder, "run")
     subprocess.run([binary, "train", os.path.join(folder, "net.yaml"), "--quiet", "--threads", "2",
-                    "--output-dir", out, "--set", f"data.train={data}", "--set",
+                    "--output-dir", out, "--overwrite", "--set", f"data.train={data}", "--set",
                     f"training.LearnRateSchedule={schedule}"], check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(out, "log.csv")) as f:
         rows = list(csv.DictReader(f))

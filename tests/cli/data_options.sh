@@ -79,6 +79,7 @@ producer_seen() {
   local name=$1 pid
   shift
   seen=0
+  rm -rf "$TMP/$name"  # a retry trains afresh
   "$DLTRAIN" train "$TMP/net.yaml" --quiet --threads 1 --output-dir "$TMP/$name" --set data.train="$TMP/data/train" \
     "$@" > "$TMP/$name.log" 2>&1 &
   pid=$!

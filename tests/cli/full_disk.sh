@@ -2,11 +2,11 @@
 # A full disk (docs/reliability.md, "Full disk"): the output folder and the CheckpointPath on a
 # small tmpfs. (1) Sized so that the first epoch's checkpoint fits and the second's does not:
 # one error line naming the file and "No space left on device", exit 1, the first checkpoint
-# and an existing model.bin intact (loadable, resumable), no partial file under a final name.
-# (2) Filled with a dd file so that only the final model.bin write fails: the same. (3) Full
-# while log.csv grows: one line naming it, no partial row. (4) make-dataset: no truncated
-# image. Needs root
-# for mount; skipped (code 77) with the reason otherwise.
+# intact (loadable, resumable), no model.bin and no partial file under a final name. (2) Filled
+# with a dd file so that only the final model.bin write fails: the same. (A new run's folder
+# holds no earlier model.bin to keep: dltrain train refuses such a folder, output_folder.sh.)
+# (3) Full while log.csv grows: one line naming it, no partial row. (4) make-dataset: no
+# truncated image. Needs root for mount; skipped (code 77) with the reason otherwise.
 source "$(dirname "$0")/common.sh" "$@"
 [[ $(id -u) -eq 0 ]] || { echo "SKIP: mounting a tmpfs needs root"; exit 77; }
 DISK="$TMP/disk"
@@ -28,7 +28,7 @@ make_shapes "$TMP/data" 20
 common=(--quiet --threads 2 --set data.train="$TMP/data/train" --set data.validation="$TMP/data/test"
         --set training.Seed=5 --set training.Plots=none --set training.CheckpointFrequency=1
         --set training.CheckpointFrequencyUnit=epoch)
-# A probe run off the tmpfs: the size of one checkpoint, and a model.bin to keep.
+# A probe run off the tmpfs: the size of one checkpoint.
 "$DLTRAIN" train "$SRC/configs/shapes.yaml" "${common[@]}" --set training.MaxEpochs=1 \
   --output-dir "$TMP/probe" --set training.CheckpointPath="$TMP/probe_ck" > /dev/null
 ck_bytes=$(stat -c %s "$TMP/probe_ck/latest.bin")
@@ -56,13 +56,11 @@ one_line_enospc() {
 # (1) Two checkpoint files (checkpoint-iteration-N.bin and latest.bin) per epoch: room for
 # the first epoch's two and half of the next one, plus 64 KiB for the live files.
 mount_disk $((ck_bytes * 5 / 2 + 65536))
-mkdir -p "$DISK/out"
-cp "$TMP/probe/model.bin" "$DISK/out/model.bin"
 rc=0
 "$DLTRAIN" train "$SRC/configs/shapes.yaml" "${common[@]}" --set training.MaxEpochs=4 \
   --output-dir "$DISK/out" --set training.CheckpointPath="$DISK/ck" > /dev/null 2> "$TMP/err1" || rc=$?
 one_line_enospc "$TMP/err1" $rc 1 "$DISK/ck/checkpoint-iteration-[0-9]*\.bin"
-cmp "$TMP/probe/model.bin" "$DISK/out/model.bin" || fail "the existing model.bin changed"
+[[ -e "$DISK/out/model.bin" ]] && fail "a failed run wrote model.bin"
 [[ -e "$DISK/out/summary.json" ]] && fail "a failed run wrote summary.json"
 [[ -s "$DISK/ck/latest.bin" ]] || fail "the first checkpoint is gone: $(ls "$DISK/ck")"
 no_leftovers "$DISK/out"
@@ -75,10 +73,9 @@ cp "$DISK/ck/latest.bin" "$TMP/latest.bin"
 echo "ok: the surviving checkpoint resumed"
 
 # (2) No checkpoints; a dd file leaves 32 KiB, less than the final model.bin needs, so its
-# write fails at the end. config.yaml and log.csv fit; the existing model.bin stays.
+# write fails at the end. config.yaml and log.csv fit; no model.bin, whole or partial.
 mount_disk 4m
 mkdir -p "$DISK/out"
-cp "$TMP/probe/model.bin" "$DISK/out/model.bin"
 dd if=/dev/zero of="$DISK/fill" bs=4096 2>/dev/null || true
 truncate -s -32K "$DISK/fill"
 rc=0
@@ -86,7 +83,7 @@ rc=0
   --set data.validation="$TMP/data/test" --set training.Seed=5 --set training.Plots=none --set training.MaxEpochs=1 \
   --output-dir "$DISK/out" > /dev/null 2> "$TMP/err2" || rc=$?
 one_line_enospc "$TMP/err2" $rc 1 "$DISK/out/model.bin"
-cmp "$TMP/probe/model.bin" "$DISK/out/model.bin" || fail "the existing model.bin changed"
+[[ -e "$DISK/out/model.bin" ]] && fail "a failed run left a model.bin"
 [[ -e "$DISK/out/summary.json" ]] && fail "a failed run wrote summary.json"
 no_leftovers "$DISK/out"
 

@@ -128,7 +128,7 @@ for ((i = 0; i < points; i++)); do
     compgen -G "$TMP/cut/model.bin.tmp-*" > /dev/null && where="in model.bin's write"
     train cut --resume "$TMP/ck/latest.bin" || fail "kill $i: resume: $(cat "$TMP/cut.log")"
   else
-    train cut || fail "kill $i: fresh start: $(cat "$TMP/cut.log")"
+    train cut --overwrite || fail "kill $i: fresh start: $(cat "$TMP/cut.log")"
   fi
   cmp -s "$TMP/full/model.bin" "$TMP/cut/model.bin" \
     || fail "kill $i at ${at_ms} ms ($where): resumed model.bin differs from the uninterrupted run's"

@@ -105,7 +105,7 @@ check_pane wide 140 120 "|  Epoch  |  Iteration  |  Time Elapsed  |  Mini-batch 
 
 # Not a terminal: COLUMNS decides auto (else 80: compact); VerboseLayout overrides it.
 layout_of() {  # the width of the run's first table line
-  "$DLTRAIN" train "$TMP/tiny.yaml" --output-dir "$TMP/l" --set training.MaxEpochs=1 "$@" > "$TMP/l.out" 2> /dev/null ||
+  "$DLTRAIN" train "$TMP/tiny.yaml" --output-dir "$TMP/l" --overwrite --set training.MaxEpochs=1 "$@" > "$TMP/l.out" 2> /dev/null ||
     fail "dltrain train $*: exit $?"
   grep -m1 '^|' "$TMP/l.out" | awk '{ print length($0) }'
 }

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "util/error.h"
+#include "util/files.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -227,7 +228,9 @@ void Canvas::write_png(const std::string& path) const {
   };
   if (!stbi_write_png_to_func(sink, &png, width_, height_, 3, pixels_.data(), width_ * 3))
     throw Error(path + ": cannot encode the PNG image (stb_image_write failed)");
-  const std::string tmp = path + ".tmp";
+  const OutputTarget target = output_target(path);  // a device or FIFO is written through
+  if (target.kind != OutputTarget::Kind::kReplace) return write_through(target, path, png.data(), png.size());
+  const std::string tmp = target.path + ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f)
     throw Error(path + ": cannot create '" + tmp + "': " + std::strerror(errno) +
@@ -241,7 +244,7 @@ void Canvas::write_png(const std::string& path) const {
     throw Error(path + ": cannot write '" + tmp + "': " + std::strerror(write_errno) + " (check free disk space)");
   }
   std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
+  std::filesystem::rename(tmp, target.path, ec);
   if (ec) {
     std::remove(tmp.c_str());
     throw Error(path + ": cannot rename '" + tmp + "' onto it: " + ec.message() +
