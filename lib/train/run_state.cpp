@@ -17,6 +17,10 @@ const char* to_string(RunStatus s) { return kStatusWords[static_cast<int>(s)]; }
 const char* status_phrase(RunStatus s) { return kStatusPhrases[static_cast<int>(s)]; }
 const char* to_string(StopKind k) { return kStopWords[static_cast<int>(k)]; }
 
+std::string after_iterations(int64_t n) {
+  return "after " + std::to_string(n) + (n == 1 ? " iteration" : " iterations");
+}
+
 std::optional<RunStatus> parse_run_status(const std::string& word) {
   for (int i = 0; i < static_cast<int>(std::size(kStatusWords)); ++i)
     if (word == kStatusWords[i]) return static_cast<RunStatus>(i);

@@ -23,6 +23,10 @@ const char* status_phrase(RunStatus s);
 // Completed or stopped early: the run ended with a model.bin.
 inline bool ended_with_model(RunStatus s) { return s == RunStatus::kCompleted || s == RunStatus::kStoppedEarly; }
 
+// "after 1 iteration", "after N iterations": how stop reasons name an iteration (never
+// "iteration N", which a terminal's progress lines show).
+std::string after_iterations(int64_t n);
+
 // Why a run ended: summary.json's "stop_reason" {"kind": <word>, "message": <sentence>}.
 enum class StopKind { kNone, kMaxEpochs, kValidationPatience, kDiverged, kError };
 // none, max-epochs, validation-patience, diverged, error.

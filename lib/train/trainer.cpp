@@ -153,9 +153,8 @@ TrainResult Trainer::train() {
   if (stop) {
     finish(RunStatus::kStoppedEarly, run_.state.stop_reason());
   } else {
-    finish(RunStatus::kCompleted,
-           StopReason{StopKind::kMaxEpochs, "MaxEpochs " + std::to_string(o_.max_epochs) + " reached after " +
-                                                std::to_string(pos.iteration) + " iterations"});
+    finish(RunStatus::kCompleted, StopReason{StopKind::kMaxEpochs, "MaxEpochs " + std::to_string(o_.max_epochs) +
+                                                                       " reached " + after_iterations(pos.iteration)});
   }
   TrainResult r;
   r.status = to_string(run_.state.status());
@@ -310,10 +309,10 @@ void Trainer::finish(RunStatus status, StopReason why) {
     }
     char value[32];
     std::snprintf(value, sizeof value, "%.6g", run_.state.best_objective());
-    why.message += have_best_ ? "; model.bin is the best-validation network, after " +
-                                    std::to_string(run_.state.best_iteration()) + " iterations (validation " +
+    why.message += have_best_ ? "; model.bin is the best-validation network, " +
+                                    after_iterations(run_.state.best_iteration()) + " (validation " +
                                     metric_name(o_.objective_metric) + " " + value + ")"
-                              : "; model.bin is the final network, after " + std::to_string(last) + " iterations";
+                              : "; model.bin is the final network, " + after_iterations(last);
   } else {
     why.message += "; no model.bin";
   }
@@ -333,8 +332,7 @@ void Trainer::finish(RunStatus status, StopReason why) {
   }
   end_observers();
   finished_ = true;
-  // A diverged run's TrainingError says it; the sentence has no "iteration N" (a terminal's
-  // progress lines have: tests/cli/terminal_width.sh tells them apart so).
+  // A diverged run's TrainingError says it (the others' sentences: after_iterations).
   if (status != RunStatus::kDiverged) log::info("{}: {}", status_phrase(status), why.message);
 }
 

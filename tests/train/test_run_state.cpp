@@ -131,6 +131,8 @@ TEST_CASE("run status words: one table, read back", "[train][runstate]") {
   CHECK(ended_with_model(RunStatus::kStoppedEarly));
   CHECK_FALSE(ended_with_model(RunStatus::kDiverged));
   CHECK(std::string(to_string(StopKind::kValidationPatience)) == "validation-patience");
+  CHECK(after_iterations(1) == "after 1 iteration");
+  CHECK(after_iterations(20) == "after 20 iterations");
 }
 
 // The trainer's phases over a record sequence (observer.h): validation every 5 iterations,

@@ -36,8 +36,7 @@ Requests ValidationPatience::on_validation(const IterationRecord& rec, const Run
                        std::to_string(progress_.since_best) + " validations in a row (ValidationPatience " +
                        std::to_string(patience_) + ")";
     if (progress_.best_iteration > 0)
-      best += "; its best, " + number(progress_.best_value) + ", came after " +
-              std::to_string(progress_.best_iteration) + " iterations";
+      best += "; its best, " + number(progress_.best_value) + ", came " + after_iterations(progress_.best_iteration);
     else if (progress_.best_score < 1e300)
       best += "; its best, " + number(higher_is_better(objective_) ? -progress_.best_score : progress_.best_score) +
               ", was before the resumed checkpoint";
