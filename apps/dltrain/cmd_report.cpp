@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "train/draw/pareto.h"
+#include "train/run_state.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/flat_json.h"
@@ -29,7 +30,11 @@ struct RunRow {
   bool on_front = false;
 };
 
-bool finished(const RunRow& r) { return r.status == "completed" || r.status == "stopped-early"; }
+// A run that ended with a model (summary.json's status words: train/run_state.h).
+bool finished(const RunRow& r) {
+  const auto status = parse_run_status(r.status);
+  return status && ended_with_model(*status);
+}
 
 // A run folder: its summary.json, or the failure files scripts/sweep.sh leaves (exit_code,
 // error.txt). Returns false when the folder holds neither.

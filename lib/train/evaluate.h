@@ -1,8 +1,8 @@
 // One pass of the network over the validation data (inference mode): loss, accuracy, for
 // segmentation mean IoU, and the Metrics option's values from a confusion matrix (and, for
-// auc, every image's scores, gathered from all ranks). In a data-parallel world each rank evaluates its share and the sums
-// are all-reduced, so every rank gets the same result. Used by the validation observer at its
-// frequency and at the end, and by the best-network tracking after it restores the weights.
+// auc, every image's scores, gathered from all ranks). In a data-parallel world each rank evaluates its share and the
+// sums are all-reduced, so every rank gets the same result. Used by the trainer at ValidationFrequency and at the end
+// (after restoring a kept best network).
 #pragma once
 #include "train/training_run.h"
 

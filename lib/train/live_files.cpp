@@ -1,5 +1,5 @@
 // LiveFiles (live_files.h): the run's config.yaml and redrawn progress.png while it trains;
-// the plot's stop reason and start time.
+// the plot's start time.
 #include "train/live_files.h"
 
 #include <ctime>
@@ -33,16 +33,6 @@ void LiveFiles::plot(const ProgressSeries& s) {
   draw_seconds_ = t.seconds();
   pending_ = false;
   since_plot_.reset();
-}
-
-std::string stop_reason(const std::string& status, const TrainingOptions& o, int64_t iteration) {
-  if (status == "completed") return "max epochs completed";
-  if (status == "stopped-early")
-    return std::string("validation ") + metric_name(o.objective_metric) + " did not improve for " +
-           std::to_string(o.validation_patience) +
-           " checks (ValidationPatience)";
-  if (status == "diverged") return "non-finite mini-batch loss at iteration " + std::to_string(iteration);
-  return "";
 }
 
 std::string local_time_now() {

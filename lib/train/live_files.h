@@ -38,11 +38,6 @@ class LiveFiles {
   Timer since_plot_;
 };
 
-// Why training ended, for the plot's info panel: "max epochs completed" (completed),
-// "validation loss did not improve for N checks (ValidationPatience)" (stopped-early),
-// "non-finite mini-batch loss at iteration N" (diverged); "" while running.
-std::string stop_reason(const std::string& status, const TrainingOptions& o, int64_t iteration);
-
 // The local time now as "YYYY-MM-DD hh:mm:ss".
 std::string local_time_now();
 

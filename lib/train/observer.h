@@ -1,14 +1,19 @@
-// TrainingObserver: what a training run's outputs implement. The trainer hands every step's
-// IterationRecord to the run's observers (the list in observers/observers.cpp) in one call,
-// Trainer::record; an observer never drives the loop, it watches it. Per iteration, in order:
-//   1. complete(rec)     in list order: validation runs at its frequency and fills the record's
-//                        validation fields; ValidationPatience / the best network read them;
-//   2. the trainer stamps rec.seconds and appends rec to the run's history (the one place);
-//   3. wants_stop()      every observer is asked (early stopping);
-//   4. on_iteration(rec) in list order, with the final record (watchdog, live files, table,
-//                        checkpoints, ...).
-// A diverged step (non-finite loss) skips 1, 3 and 4: its record joins the history and the run
-// ends. on_end is called once per observer, in list order, also after an error ("failed").
+// TrainingObserver: what a training run's outputs implement (the list: observers/observers.cpp).
+// An observer watches the run and asks; it never writes the run's state. The trainer runs the
+// loop and validation itself and, per iteration:
+//   1. validation, when due (the first iteration, every ValidationFrequency, the last): the
+//      trainer evaluates, fills the record's validation fields and hands the record to every
+//      observer's on_validation;
+//   2. the record (its seconds stamped) joins the run's history;
+//   3. every observer's on_iteration gets the final record.
+// Each call returns Requests (run_state.h): stop with a reason, keep the current network as the
+// best, ValidationPatience's count, a warning, a plot note. The trainer merges the requests of
+// all observers of a phase (Requests::merge, order-free) and applies them after the phase, so
+// an observer sees in RunState what the others asked for in earlier phases, never within one;
+// the observers' order changes nothing. A diverged step (non-finite loss) skips 1 and 3: its
+// record joins the history and the run ends. When the run ends the trainer restores the kept
+// network, validates a last time, writes the final files (run_files.h), then calls every
+// observer's on_end once, also after an error (status failed; the observer may not have started).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -16,6 +21,7 @@
 
 #include "config/config.h"
 #include "train/progress.h"
+#include "train/run_state.h"
 
 namespace dlt {
 
@@ -31,24 +37,16 @@ struct RunInfo {
   bool writes_files;  // rank 0: prints and writes files (only rank 0 gets file-writing observers)
 };
 
-struct RunEnd {
-  std::string status;  // completed | stopped-early | diverged | failed
-  std::string reason;  // why it stopped (a wants_stop reason, the error of a failed run); may be ""
-};
-
 class TrainingObserver {
  public:
   virtual ~TrainingObserver() = default;
   virtual void on_start(const RunInfo&) {}
-  // Before the record is final: may fill its validation fields (validation) or read them.
-  virtual void complete(IterationRecord&) {}
-  // After the step's record is in the history; may set *reason.
-  virtual bool wants_stop(std::string* /*reason*/) { return false; }
-  // After every step (validation values set when it ran).
-  virtual void on_iteration(const IterationRecord&) {}
-  // Once, when the run ends: status completed | stopped-early | diverged, or failed (an error;
-  // the observer may not have started).
-  virtual void on_end(const RunEnd&) {}
+  // After a validation: rec's validation fields are set (state.validation() is the pass).
+  virtual Requests on_validation(const IterationRecord& /*rec*/, const RunState&) { return {}; }
+  // After every step, with its final record (in the history already).
+  virtual Requests on_iteration(const IterationRecord& /*rec*/, const RunState&) { return {}; }
+  // Once, when the run has ended: state.status() and state.stop_reason() say how and why.
+  virtual void on_end(const RunState&) {}
 };
 
 }  // namespace dlt

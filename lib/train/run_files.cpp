@@ -18,7 +18,11 @@ std::string summary_json(const RunFiles& f) {
   double mb_loss = recs.empty() ? NAN : recs.back().minibatch_loss;
   JsonWriter j;
   j.begin_object();
-  j.field("status", f.status);
+  j.field("status", std::string(to_string(f.status)));
+  j.key("stop_reason").begin_object();
+  j.field("kind", std::string(to_string(f.stop_reason.kind)));
+  j.field("message", f.stop_reason.message);
+  j.end_object();
   j.field("epochs", f.epochs);
   j.field("iterations", f.iterations);
   j.field("minibatch_accuracy", mb_acc);
@@ -92,7 +96,7 @@ void write_run_files(const RunFiles& f) {
   write_file_atomic((dir / "config.yaml").string(), f.config_text);
   if (f.plot) {
     ProgressSeries s = progress_series(*f.log);
-    s.title = "Training progress (" + f.status + ")";
+    s.title = std::string("Training progress (") + to_string(f.status) + ")";
     s.title_note = f.plot_note;
     s.info = f.progress_info;
     write_progress_png((dir / "progress.png").string(), s);

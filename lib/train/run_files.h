@@ -11,12 +11,14 @@
 #include "net/model_file.h"
 #include "train/draw/plot.h"
 #include "train/progress.h"
+#include "train/run_state.h"
 
 namespace dlt {
 
 struct RunFiles {
   std::string dir;
-  std::string status;  // completed | stopped-early | diverged
+  RunStatus status = RunStatus::kCompleted;  // completed | stopped-early | diverged
+  StopReason stop_reason;                    // summary.json's "stop_reason" {kind, message}
   std::string config_text;
   const IterationLog* log = nullptr;
   const ModelData* model = nullptr;  // null: no model.bin (diverged)

@@ -1,12 +1,15 @@
 // Trainer (trainer.h): a run is prepared (data, network, optimizer, loaders), then each
 // iteration is one flat step read top to bottom, as Caffe's Solver::Step: next batch,
-// forward, backward, [all-reduce], update, then Trainer::record hands the step's record to
-// the run's observers (observer.h; the list is observers/observers.cpp). Every output
-// (validation, early stopping, table, live files, checkpoints, final files) is an observer.
+// forward, backward, [all-reduce], update, then Trainer::record validates when due and hands
+// the step's record to the run's observers (observer.h; the list is observers/observers.cpp),
+// whose requests (stop, keep the best network, warnings) it applies: it alone writes the run's
+// state. When the run ends it restores the kept network, validates a last time, says why it
+// ended and writes the final files; the observers then close theirs.
 #include "train/trainer.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 
@@ -21,9 +24,11 @@
 #include "optim/schedule.h"
 #include "train/checkpoint.h"
 #include "train/device_batches.h"
+#include "train/evaluate.h"
 #include "train/execution.h"
 #include "train/live_files.h"
 #include "train/observers/observers.h"
+#include "train/run_files.h"
 #include "train/run_setup.h"
 #include "train/step_graph.h"
 #include "train/training_run.h"
@@ -50,7 +55,12 @@ class Trainer {
   double learn_rate(int64_t iteration) const;
   void step(Batch& batch, const Batch* next, RunContext ctx, IterationRecord& rec);
   bool record(IterationRecord& rec);
-  void end(const RunEnd& how);
+  void prepare_validation();
+  void validate(IterationRecord& rec);
+  void apply(const Requests& r);
+  void finish(RunStatus status, StopReason why);
+  void fail(const std::string& error);
+  void end_observers();
   void prepare_step_graph();
   void graphed_step(Batch& on_device, const Batch* next, const RunContext& ctx, double lr);
 
@@ -59,22 +69,25 @@ class Trainer {
   TrainingRun run_;  // what the observers share
   const TrainingOptions& o_;
   Observers observers_;
-  size_t ended_ = 0;                              // observers whose on_end has run
+  bool started_ = false;   // every observer's on_start has run
+  size_t ended_ = 0;       // observers whose on_end has run
+  bool finished_ = false;  // finish() is done (a diverged run throws after it)
+  ModelData best_;         // OutputNetwork best-validation: the kept weights
+  bool have_best_ = false;
   std::unique_ptr<LearnRateSchedule> schedule_;   // the learning rate of every iteration
   std::unique_ptr<GradientBuckets> buckets_;      // the data-parallel gradient all-reduce
   std::unique_ptr<DeviceBatches> train_batches_;  // training batches, uploaded one ahead
   std::unique_ptr<StepGraph> graph_;              // CudaGraph: captured steps
   Tensor graph_images_, graph_labels_;            // the captured step's fixed inputs
   int64_t images_trained_ = 0;
-  double observer_seconds_ = 0;  // spent in the observers while training (validation, files)
-  std::string stop_reason_;      // an observer's reason to stop early
+  double observer_seconds_ = 0;  // spent in validation and the observers while training
 };
 
 TrainResult Trainer::run() {
   try {
     return train();
   } catch (const std::exception& e) {
-    end(RunEnd{"failed", e.what()});  // e.g. the live plot says so, with the error
+    if (!finished_) fail(e.what());  // e.g. the plot says so, with the error
     throw;
   }
 }
@@ -98,8 +111,12 @@ TrainResult Trainer::train() {
   run_.elapsed_before = pos.elapsed;
   schedule_ = make_learn_rate_schedule(o_);
   run_.learn_rate = learn_rate(std::min(pos.iteration, run_.max_iterations - 1));  // the next step's
+  prepare_validation();
+  if (run_.writes_files())
+    run_.table = std::make_unique<ProgressTable>(o_.verbose, run_.has_validation, o_.verbose_layout);
   observers_ = make_observers(run_);
   for (auto& o : observers_) o->on_start(run_.info());
+  started_ = true;
 
   run_.train_timer.reset();
   Batch host_batches[2];  // the current and the next mini-batch
@@ -133,12 +150,18 @@ TrainResult Trainer::train() {
   const double train_seconds = run_.train_timer.seconds() - observer_seconds_;
   if (train_seconds > 0) run_.train_images_per_second = static_cast<double>(images_trained_) / train_seconds;
   if (graph_) log::info("{}", graph_->summary());
+  if (stop) {
+    finish(RunStatus::kStoppedEarly, run_.state.stop_reason());
+  } else {
+    finish(RunStatus::kCompleted, StopReason{StopKind::kMaxEpochs, "MaxEpochs " + std::to_string(o_.max_epochs) +
+                                                                       " reached " + after_iterations(pos.iteration)});
+  }
   TrainResult r;
-  r.status = stop ? "stopped-early" : "completed";
-  end(RunEnd{r.status, stop_reason_});
+  r.status = to_string(run_.state.status());
+  r.stop_reason = run_.state.stop_reason().message;
   r.model_path = (fs::path(args_.output_dir) / "model.bin").string();
-  r.validation_accuracy = run_.validation.accuracy;
-  r.validation_mean_iou = run_.validation.mean_iou;
+  r.validation_accuracy = run_.state.validation().accuracy;
+  r.validation_mean_iou = run_.state.validation().mean_iou;
   return r;
 }
 
@@ -198,31 +221,142 @@ void Trainer::step(Batch& batch, const Batch* next, RunContext ctx, IterationRec
   rec.images_per_second = g.images / timer.seconds();  // the step's, from its start to the loss read
 }
 
-// The step's record to the run: validation completes it (at its frequency), the history keeps
-// it, and every observer sees it (observer.h gives the order). Returns whether the run stops
-// after this step; a diverged step ends the run and throws TrainingError.
+// The step's record to the run: validation (when due) completes it and goes to every observer,
+// the history keeps it, every observer sees it; after each phase their merged requests are
+// applied (observer.h). Returns whether the run stops after this step; a diverged step ends
+// the run and throws TrainingError.
 bool Trainer::record(IterationRecord& rec) {
   Timer t;
+  run_.state.start_iteration();
   const bool diverged = !std::isfinite(rec.minibatch_loss);
-  if (!diverged)
-    for (auto& o : observers_) o->complete(rec);
+  const int64_t it = rec.iteration;
+  if (!diverged && run_.has_validation &&
+      (it == 1 || it % std::max<int64_t>(o_.validation_frequency, 1) == 0 || it == run_.max_iterations)) {
+    validate(rec);
+    apply(on_validation(observers_, rec, run_.state));
+  }
   rec.seconds = run_.elapsed();
   run_.history.add(rec);
   if (diverged) {
-    end(RunEnd{"diverged", ""});
-    throw TrainingError("training diverged: the mini-batch loss is " + std::to_string(rec.minibatch_loss) +
-                        " at iteration " + std::to_string(rec.iteration) + " (epoch " + std::to_string(rec.epoch) +
-                        "); lower training.InitialLearnRate or set GradientThreshold");
+    const std::string why = "the mini-batch loss is " + std::to_string(rec.minibatch_loss) + " at iteration " +
+                            std::to_string(it) + " (epoch " + std::to_string(rec.epoch) + ")";
+    finish(RunStatus::kDiverged, StopReason{StopKind::kDiverged, why});
+    throw TrainingError("training diverged: " + why + "; lower training.InitialLearnRate or set GradientThreshold");
   }
-  for (auto& o : observers_) run_.stopping = o->wants_stop(&stop_reason_) || run_.stopping;
-  for (auto& o : observers_) o->on_iteration(rec);
+  apply(on_iteration(observers_, rec, run_.state));
   observer_seconds_ += t.seconds();
-  return run_.stopping;
+  return run_.state.stopping();
 }
 
-// Each observer's on_end, once, in list order; after an error, those not ended yet get "failed".
-void Trainer::end(const RunEnd& how) {
-  while (ended_ < observers_.size()) observers_[ended_++]->on_end(how);
+// log.csv's metric columns (the Metrics option); auc needs every image's scores, which per
+// pixel the evaluation does not keep.
+void Trainer::prepare_validation() {
+  std::vector<std::string> names;
+  for (Metric m : o_.metrics) {
+    if (m == Metric::kAuc && run_.net->per_pixel())
+      throw ConfigError(cfg_.path +
+                        ": training.Metrics: auc is for classification networks (a segmentation run reports "
+                        "accuracy, fscore, precision, recall and iou per pixel)");
+    names.push_back(metric_name(m));
+  }
+  run_.history.set_metric_columns(metric_columns(names));
+}
+
+// A pass over the validation data (evaluate.h; every rank) into rec and the run's state.
+void Trainer::validate(IterationRecord& rec) {
+  const Evaluation v = evaluate(run_);
+  run_.net->set_batch(o_.mini_batch_size);
+  if (!std::isnan(v.mean_iou))
+    log::info("validation at iteration {}: pixel accuracy {:.2f}%, mean IoU {:.4f}", rec.iteration, v.accuracy,
+              v.mean_iou);
+  rec.validation_accuracy = v.accuracy;
+  rec.validation_loss = v.loss;
+  rec.validation_metrics = v.metrics;
+  run_.state.set_validation(v, true);
+}
+
+// The observers' merged requests: the best network kept, ValidationPatience's count into the
+// position (checkpoints carry it), warnings logged, then the rest into the run's state.
+void Trainer::apply(const Requests& r) {
+  if (r.objective) {
+    run_.position.best_val_loss = r.objective->best_score;
+    run_.position.patience_count = r.objective->since_best;
+    if (r.keep_network) {
+      best_ = run_.net->to_model_data();
+      have_best_ = true;
+      run_.state.keep_best(r.objective->best_iteration, r.objective->best_value);
+    }
+  }
+  for (const auto& w : r.warnings) {
+    if (run_.table) run_.table->clear_bar();
+    log::warn("{}", w);
+  }
+  run_.state.apply(r);
+}
+
+// The end of a run that did not fail: a run with a model gets the kept best network back and a
+// final validation (unless its last iteration validated), and `why` says which network
+// model.bin is; then the final files (rank 0), every observer's on_end and the reason logged.
+void Trainer::finish(RunStatus status, StopReason why) {
+  const auto& recs = run_.history.records();
+  const int64_t last = recs.empty() ? 0 : recs.back().iteration;
+  if (ended_with_model(status)) {
+    if (have_best_) {
+      run_.net->load_weights(best_);
+      run_.state.set_validation(evaluate(run_), false);
+    } else if (run_.has_validation && (recs.empty() || std::isnan(recs.back().validation_loss))) {
+      run_.state.set_validation(evaluate(run_), false);
+    }
+    char value[32];
+    std::snprintf(value, sizeof value, "%.6g", run_.state.best_objective());
+    why.message += have_best_ ? "; model.bin is the best-validation network, " +
+                                    after_iterations(run_.state.best_iteration()) + " (validation " +
+                                    metric_name(o_.objective_metric) + " " + value + ")"
+                              : "; model.bin is the final network, " + after_iterations(last);
+  } else {
+    why.message += "; no model.bin";
+  }
+  run_.state.end(status, why);
+  if (run_.table) {  // the table's closing rule, before the lines below (they start at the left)
+    run_.table->clear_bar();
+    run_.table->footer();
+  }
+  if (run_.writes_files()) {
+    ModelData model;
+    if (ended_with_model(status)) {
+      model = run_.net->to_model_data();
+      model.training_yaml = args_.config_text;
+      model.metadata_json = std::string("{\"kind\":\"model\",\"status\":\"") + to_string(status) + "\"}";
+    }
+    write_run_files(run_.run_files(ended_with_model(status) ? &model : nullptr));
+  }
+  end_observers();
+  finished_ = true;
+  // A diverged run's TrainingError says it (the others' sentences: after_iterations).
+  if (status != RunStatus::kDiverged) log::info("{}: {}", status_phrase(status), why.message);
+}
+
+// A failed run: its state says why (the error), its plot says so (rank 0, once training has
+// started; a failure to draw it is only a warning) and every observer not ended yet ends.
+void Trainer::fail(const std::string& error) {
+  run_.state.end(RunStatus::kFailed, StopReason{StopKind::kError, error});
+  if (started_ && run_.writes_files() && o_.plots != Plots::kNone) {
+    try {
+      const auto& recs = run_.history.records();
+      const IterationRecord* last = recs.empty() ? nullptr : &recs.back();
+      write_progress_png(
+          (fs::path(args_.output_dir) / "progress.png").string(),
+          run_.plot_series(last ? last->epoch : 0, last ? last->iteration : 0, last ? last->learn_rate : -1));
+    } catch (const std::exception& plot_error) {
+      log::warn("{}", plot_error.what());
+    }
+  }
+  end_observers();
+}
+
+// Each observer's on_end, once (after an error, those not ended yet).
+void Trainer::end_observers() {
+  while (ended_ < observers_.size()) observers_[ended_++]->on_end(run_.state);
 }
 
 // The step's machinery: the data-parallel gradient buckets (started by backward as it

@@ -23,7 +23,8 @@ struct TrainArgs {
 };
 
 struct TrainResult {
-  std::string status;  // completed | stopped-early (a diverged run throws TrainingError after writing its outputs)
+  std::string status;       // completed | stopped-early (a diverged run throws TrainingError after writing its outputs)
+  std::string stop_reason;  // why it ended, and which network model.bin is (summary.json's stop_reason message)
   std::string model_path;
   double validation_accuracy = 0;  // percent (NaN when there is no validation data); segmentation: pixels
   double validation_mean_iou =

@@ -1,10 +1,9 @@
-// TrainingRun: the state of one training run that the trainer and its observers share: what it
-// trains (data, network, optimizer, loaders), where it is (position, history, the current
-// learning rate) and what its outputs collect (the latest validation, warnings). The trainer
-// owns it and is the only one that advances it; each field says who else writes it.
+// TrainingRun: one training run: what it trains (data, network, optimizer, loaders; filled by
+// prepare_run), where it is (position, history, the current learning rate) and what it has come
+// to (RunState). The trainer owns it and is its only writer after setup; observers get it const
+// and return requests (observer.h).
 #pragma once
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,21 +19,12 @@
 #include "train/draw/plot.h"
 #include "train/observer.h"
 #include "train/progress.h"
+#include "train/run_files.h"
+#include "train/run_state.h"
 #include "train/trainer.h"
 #include "util/timer.h"
 
 namespace dlt {
-
-class ProgressTable;
-
-// One pass over the validation data.
-struct Evaluation {
-  double loss = std::numeric_limits<double>::quiet_NaN();
-  double accuracy = std::numeric_limits<double>::quiet_NaN();  // percent (segmentation: pixel accuracy)
-  double mean_iou = std::numeric_limits<double>::quiet_NaN();  // segmentation: mean over classes of IoU (0..1)
-  // The Metrics option's values in its order (train/validation_metrics.h).
-  std::vector<std::pair<std::string, double>> metrics;
-};
 
 struct TrainingRun {
   TrainingRun(const Config& c, const TrainArgs& a) : config(c), args(a), options(c.training) {}
@@ -55,21 +45,12 @@ struct TrainingRun {
   int64_t iterations_per_epoch = 0, max_iterations = 0;
 
   // Where the run is. position: epoch (0-based) and batch_in_epoch (batches done) of the last
-  // step, iterations done; ValidationPatience keeps best_val_loss and patience_count in it.
+  // step, iterations done, and ValidationPatience's best and count (checkpoints keep them).
   TrainPosition position;
-  IterationLog history;            // every step's record; appended by Trainer::record only
-  double learn_rate = 0;           // the rate of the current (before the first step: the next) step
-  bool validated = false;          // validation ran at this iteration (set by the validation observer)
-  bool stopping = false;           // an observer asked to stop after this iteration
-  Evaluation validation;           // the latest validation (at the end: the final one)
-  // OutputNetwork best-validation: the kept network's iteration (0: none) and its
-  // ObjectiveMetricName value (set by the patience observer).
-  int64_t best_iteration = 0;
-  double best_objective = std::numeric_limits<double>::quiet_NaN();
-  ProgressTable* table = nullptr;  // the terminal's table (rank 0, verbose): clear its bar before logging
-  // A learning watchdog's findings: summary.json's "warnings" and the note next to the plot's title.
-  std::vector<std::string> warnings;
-  std::string plot_note;
+  IterationLog history;                  // every step's record; appended by the trainer only
+  double learn_rate = 0;                 // the rate of the current (before the first step: the next) step
+  RunState state;                        // status, stop reason, latest validation, best network, warnings, note
+  std::unique_ptr<ProgressTable> table;  // the terminal's table (rank 0): clear its bar before logging
 
   Timer wall;                          // since the run started
   Timer train_timer;                   // restarted when the first step starts
@@ -79,8 +60,12 @@ struct TrainingRun {
   bool writes_files() const { return comm->rank() == 0; }
   double elapsed() const { return elapsed_before + train_timer.seconds(); }
   RunInfo info() const;
-  // The plot's info panel for a run in `status` at (epoch, iteration) with rate lr.
-  ProgressInfo progress_info(const std::string& status, int64_t epoch, int64_t iteration, double lr) const;
+  // The plot's info panel at (epoch, iteration) with rate lr, with state's status and reason.
+  ProgressInfo progress_info(int64_t epoch, int64_t iteration, double lr) const;
+  // progress.png's series and texts: the history, the status in the title, the note, the panel.
+  ProgressSeries plot_series(int64_t epoch, int64_t iteration, double lr) const;
+  // The final files for the ended run; model: its model.bin (null: none).
+  RunFiles run_files(const ModelData* model) const;
 };
 
 }  // namespace dlt

@@ -1,5 +1,5 @@
 // The files a run keeps current while it trains: LiveFiles (config.yaml at the start, the plot
-// redrawn when due, the texts of the plot's "why it stopped" line) and LogCsv (log.csv with a
+// redrawn when due, the start time) and LogCsv (log.csv with a
 // resumed run's rows at the start, whole rows appended).
 #include <catch2/catch.hpp>
 
@@ -156,13 +156,7 @@ TEST_CASE("progress_series: one validation entry per check, NaN loss included", 
   CHECK(s.epoch_start_iterations == std::vector<int64_t>{1, 5});
 }
 
-TEST_CASE("stop_reason names why training ended", "[train][live]") {
-  TrainingOptions o;
-  o.validation_patience = 5;
-  CHECK(stop_reason("running", o, 10).empty());
-  CHECK(stop_reason("completed", o, 10) == "max epochs completed");
-  CHECK(stop_reason("stopped-early", o, 10) == "validation loss did not improve for 5 checks (ValidationPatience)");
-  CHECK(stop_reason("diverged", o, 37) == "non-finite mini-batch loss at iteration 37");
+TEST_CASE("local_time_now is YYYY-MM-DD hh:mm:ss", "[train][live]") {
   const std::string now = local_time_now();
   CHECK(now.size() == 19);
   CHECK(now[4] == '-');

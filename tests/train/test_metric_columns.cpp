@@ -91,7 +91,7 @@ TEST_CASE("metric outputs: summary.json's validation_metrics and best_validation
   IterationLog log;
   log.add(validated_record());
   RunFiles f;
-  f.status = "completed";
+  f.status = RunStatus::kCompleted;
   f.log = &log;
   f.validation_metrics = {{"fscore", 0.8125}, {"auc", 0.5}};
   std::string json = summary_json(f);

@@ -238,7 +238,7 @@ TEST_CASE("progress info lines carry MATLAB's side panel", "[train][plot]") {
   info.iterations_per_epoch = 50;
   info.learn_rate = 0.001;
   info.hardware = "cpu (oneDNN 3.0.0, avx2, 2 threads)";
-  info.status = "running";
+  info.status = RunStatus::kRunning;
   info.stop_reason = "ignored while running";
   auto value_of = [](const std::vector<InfoLine>& lines, const std::string& label) {
     for (const InfoLine& l : lines)
@@ -257,17 +257,17 @@ TEST_CASE("progress info lines carry MATLAB's side panel", "[train][plot]") {
   CHECK(lines[5].wide);
   CHECK(lines[6].wide);
   CHECK_FALSE(lines[0].wide);
-  info.status = "completed";
+  info.status = RunStatus::kCompleted;
   info.stop_reason = "max epochs completed";
   CHECK(value_of(progress_info_lines(info), "Status") == "finished: max epochs completed");
-  info.status = "stopped-early";
+  info.status = RunStatus::kStoppedEarly;
   info.stop_reason = "validation loss did not improve for 5 checks (ValidationPatience)";
   CHECK(value_of(progress_info_lines(info), "Status") ==
         "stopped early: validation loss did not improve for 5 checks (ValidationPatience)");
-  info.status = "diverged";
+  info.status = RunStatus::kDiverged;
   info.stop_reason = "non-finite mini-batch loss at iteration 7";
   CHECK(value_of(progress_info_lines(info), "Status") == "diverged: non-finite mini-batch loss at iteration 7");
-  info.status = "failed";
+  info.status = RunStatus::kFailed;
   info.stop_reason = "data/x.png: cannot decode";
   CHECK(value_of(progress_info_lines(info), "Status") == "failed: data/x.png: cannot decode");
   // A learning rate of 0 is shown; an unknown one (< 0) is not.
@@ -290,7 +290,7 @@ TEST_CASE("progress plot draws the info panel and the title note", "[train][plot
   s.info.epoch = 2;
   s.info.max_epochs = 4;
   s.info.hardware = "cpu";
-  s.info.status = "running";
+  s.info.status = RunStatus::kRunning;
   s.title_note = "learning rate too high?";
   const Png with = write_and_read(s, "info.png");
   // Text below the plots, in the panel only; the plots are unchanged.
@@ -369,6 +369,41 @@ TEST_CASE("progress plot draws the validation metrics in percent in the accuracy
   CHECK(with.count(colour, kX0, 187 - 4, kX1, 187 + 5) > 6 * 12);  // six markers and the dashes
   CHECK(with.count(colour, kX0, kTopY0, kX1, 187 - 5) == 0);
   CHECK(with.count(colour, kX0, 187 + 6, kX1, kTopY1) == 0);
-  CHECK(with.count(colour, 780, kTopY0, kProgressWidth, kBotY0) > 20);  // the legend's sample
+  CHECK(with.count(colour, 780, kTopY0, kProgressWidth, kBotY0) > 20);         // the legend's sample
   CHECK(with.count(colour, 0, kBotY0, kProgressWidth, kProgressHeight) == 0);  // not in the loss panel
+}
+
+TEST_CASE("progress plot wraps a long Status line onto more rows instead of cutting it", "[train][plot]") {
+  const Rgb white{255, 255, 255};
+  ProgressSeries s = typical(120);
+  s.info.start_time = "2026-11-03 14:02:11";
+  s.info.elapsed_seconds = 65;
+  s.info.epoch = 6;
+  s.info.max_epochs = 30;
+  s.info.iteration = 27;
+  s.info.max_iterations = 150;
+  s.info.learn_rate = 0.05;
+  s.info.hardware = "cpu (oneDNN 3.0.0, avx2, 2 threads)";
+  s.info.status = RunStatus::kStoppedEarly;
+  s.info.stop_reason = "validation loss did not improve for 3 validations in a row (ValidationPatience 3)";
+  auto draw = [&](const std::string& name) {
+    const fs::path p = out_dir() / name;
+    write_progress_png(p.string(), s);
+    Png png = read_png(p);
+    done_with(p);
+    return png;
+  };
+  const Png short_reason = draw("short_status.png");  // fits on two rows
+  CHECK(short_reason.w == kProgressWidth);
+  CHECK(short_reason.h == kProgressHeight + 24);
+  s.info.stop_reason +=
+      "; its best, 0.412345, came after 24 iterations; model.bin is the best-validation network, after 24 "
+      "iterations (validation loss 0.412345)";
+  const Png long_reason = draw("long_status.png");
+  CHECK(long_reason.h >= kProgressHeight + 3 * 24);  // every word on a row of its own width
+  const int extra = long_reason.h - kProgressHeight;
+  CHECK(long_reason.count(white, 0, kProgressHeight, kProgressWidth, long_reason.h) < kProgressWidth * extra);
+  s.info.stop_reason = "MaxEpochs 30 reached";
+  s.info.status = RunStatus::kCompleted;
+  CHECK(draw("one_row.png").h == kProgressHeight);
 }

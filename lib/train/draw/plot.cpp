@@ -286,38 +286,86 @@ void draw_title(Canvas& c, const std::string& title_text, const std::string& not
   if (!note.empty()) c.text(x + title_width + gap, 12, note, kNoteColour, kScale);
 }
 
-// The info panel below kInfoTop: a rule, then the lines that are not wide two to a row (label
-// in grey, values aligned per column), then each wide line on its own row.
-void draw_info(Canvas& c, const std::vector<InfoLine>& lines) {
-  if (lines.empty()) return;
-  c.fill_rect({20, kInfoTop, kProgressWidth - 20.0, kInfoTop + 1.0}, kRule);
-  const double row = 24, top = kInfoTop + 12, right = kProgressWidth - 20;
+// `s` in lines at most max_width wide, broken at spaces (a word wider than a line is cut).
+std::vector<std::string> wrap_text(const std::string& s, double max_width) {
+  std::vector<std::string> lines;
+  std::string line;
+  size_t at = 0;
+  while (at < s.size()) {
+    size_t end = s.find(' ', at);
+    if (end == std::string::npos) end = s.size();
+    const std::string word = s.substr(at, end - at);
+    at = end + 1;
+    const std::string joined = line.empty() ? word : line + " " + word;
+    if (line.empty() || Canvas::text_width(joined, kScale) <= max_width) {
+      line = joined;
+    } else {
+      lines.push_back(fit_text(line, max_width));
+      line = word;
+    }
+  }
+  lines.push_back(fit_text(line, max_width));
+  return lines;
+}
+
+// The info panel's texts placed: the lines that are not wide two to a row (label in grey,
+// values aligned per column), then each wide line on its own rows, its value wrapped.
+struct InfoText {
+  double x, y;
+  std::string text;
+  bool label;
+};
+constexpr double kInfoRow = 24, kInfoFirst = kInfoTop + 12, kInfoRight = kProgressWidth - 20;
+constexpr double kTextHeight = 14;  // stb_easy_font's glyphs at kScale
+
+std::vector<InfoText> info_layout(const std::vector<InfoLine>& lines) {
   const double columns[2] = {30, kProgressWidth / 2.0 + 10};
   struct Placed {
     const InfoLine* line;
-    int row, column;  // column -1: the whole row
+    int column;  // -1: the whole row
   };
   std::vector<Placed> placed;
-  int narrow = 0;
   for (const InfoLine& l : lines)
-    if (!l.wide) {
-      placed.push_back({&l, narrow / 2, narrow % 2});
-      ++narrow;
-    }
-  int rows = (narrow + 1) / 2;
+    if (!l.wide) placed.push_back({&l, static_cast<int>(placed.size() % 2)});
+  const int narrow = static_cast<int>(placed.size());
   for (const InfoLine& l : lines)
-    if (l.wide) placed.push_back({&l, rows++, -1});
+    if (l.wide) placed.push_back({&l, -1});
   auto group = [](const Placed& p) { return p.column < 0 ? 0 : p.column; };  // wide lines align with the left
   double label_width[2] = {0, 0};  // the widest label of each column, to align its values
   for (const Placed& p : placed)
     label_width[group(p)] = std::max(label_width[group(p)], Canvas::text_width(p.line->label + ":", kScale));
-  for (const Placed& p : placed) {
-    const double x = p.column < 0 ? columns[0] : columns[p.column], y = top + p.row * row;
+  std::vector<InfoText> out;
+  int row = 0;
+  for (size_t i = 0; i < placed.size(); ++i) {
+    const Placed& p = placed[i];
+    if (p.column < 0 && static_cast<int>(i) == narrow) row = (narrow + 1) / 2;
+    if (p.column >= 0) row = static_cast<int>(i) / 2;
+    const double x = p.column < 0 ? columns[0] : columns[p.column];
     const double value_x = x + label_width[group(p)] + 12;
-    const double end = p.column == 0 ? columns[1] - 20 : right;
-    c.text(x, y, p.line->label + ":", kInfoLabel, kScale);
-    c.text(value_x, y, fit_text(p.line->value, end - value_x), kText, kScale);
+    const double end = p.column == 0 ? columns[1] - 20 : kInfoRight;
+    out.push_back({x, kInfoFirst + row * kInfoRow, p.line->label + ":", true});
+    if (p.column >= 0) {
+      out.push_back({value_x, kInfoFirst + row * kInfoRow, fit_text(p.line->value, end - value_x), false});
+      continue;
+    }
+    for (const std::string& l : wrap_text(p.line->value, end - value_x))
+      out.push_back({value_x, kInfoFirst + row++ * kInfoRow, l, false});
   }
+  return out;
+}
+
+// The image's height: kProgressHeight, or more when wrapped lines need it.
+int progress_height(const std::vector<InfoText>& texts) {
+  double bottom = 0;
+  for (const InfoText& t : texts) bottom = std::max(bottom, t.y + kInfoRow + kTextHeight);
+  return std::max(kProgressHeight, static_cast<int>(std::ceil(bottom)));
+}
+
+// The info panel below kInfoTop: a rule, then the placed texts.
+void draw_info(Canvas& c, const std::vector<InfoText>& texts) {
+  if (texts.empty()) return;
+  c.fill_rect({20, kInfoTop, kProgressWidth - 20.0, kInfoTop + 1.0}, kRule);
+  for (const InfoText& t : texts) c.text(t.x, t.y, t.text, t.label ? kInfoLabel : kText, kScale);
 }
 
 }  // namespace
@@ -339,11 +387,9 @@ std::vector<InfoLine> progress_info_lines(const ProgressInfo& info) {
     out.push_back({"Learning rate", buf});
   }
   if (!info.hardware.empty()) out.push_back({"Hardware", info.hardware, true});
-  if (!info.status.empty()) {
-    std::string v = info.status;
-    if (info.status == "completed") v = "finished";
-    if (info.status == "stopped-early") v = "stopped early";
-    if (info.status != "running" && !info.stop_reason.empty()) v += ": " + info.stop_reason;
+  if (info.status) {
+    std::string v = status_phrase(*info.status);
+    if (*info.status != RunStatus::kRunning && !info.stop_reason.empty()) v += ": " + info.stop_reason;
     out.push_back({"Status", v, true});
   }
   return out;
@@ -374,7 +420,8 @@ double robust_max(std::vector<double> values) {
 }
 
 void write_progress_png(const std::string& path, const ProgressSeries& s) {
-  Canvas c(kProgressWidth, kProgressHeight, kWhite);
+  const std::vector<InfoText> info = info_layout(progress_info_lines(s.info));
+  Canvas c(kProgressWidth, progress_height(info), kWhite);
   Panel acc{"Accuracy (%)",
             "%",
             kAccuracyColour,
@@ -431,7 +478,7 @@ void write_progress_png(const std::string& path, const ProgressSeries& s) {
   draw_panel(c, top, acc, marks.lines, false);
   const double legend_y = draw_panel(c, bottom, loss, marks.lines, true);
   draw_learn_rate(c, bottom, finite_pairs(s.iteration, s.learn_rate), legend_y);
-  draw_info(c, progress_info_lines(s.info));
+  draw_info(c, info);
   c.write_png(path);
 }
 

@@ -1,15 +1,17 @@
 // Training-progress PNG like MATLAB's trainingOptions('Plots','training-progress'): accuracy on
 // top, loss below, raw mini-batch values, their smoothed curve, validation points and epoch
-// boundaries, the learning rate of every iteration over the loss panel, and under them the text of MATLAB's side panel (start, elapsed, epoch and
-// iteration of total, learning rate, hardware, why training stopped). Drawn from the recorded
-// series whenever the trainer asks (no window, no Python).
+// boundaries, the learning rate of every iteration over the loss panel, and under them the text of MATLAB's side panel
+// (start, elapsed, epoch and iteration of total, learning rate, hardware, why training stopped). Drawn from the
+// recorded series whenever the trainer asks (no window, no Python).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "train/draw/canvas.h"
+#include "train/run_state.h"
 
 namespace dlt {
 
@@ -19,10 +21,10 @@ struct ProgressInfo {
   double elapsed_seconds = -1;  // training time so far
   int64_t epoch = 0, max_epochs = 0;
   int64_t iteration = 0, max_iterations = 0, iterations_per_epoch = 0;
-  double learn_rate = -1;   // the current base learning rate
-  std::string hardware;     // e.g. the backend's name and the data-parallel workers
-  std::string status;       // running | completed | stopped-early | diverged | failed
-  std::string stop_reason;  // why training stopped, or the error ("" while running)
+  double learn_rate = -1;  // the current base learning rate
+  std::string hardware;    // e.g. the backend's name and the data-parallel workers
+  std::optional<RunStatus> status;
+  std::string stop_reason;  // why training stopped, or the error (not shown while running)
 };
 
 struct InfoLine {
@@ -30,7 +32,8 @@ struct InfoLine {
   bool wide = false;  // gets a whole row (long values); the others share rows two by two
 };
 // The panel's lines, in order: Start time, Elapsed time, Epoch, Iteration, Learning rate, then
-// the wide Hardware and Status ("running", or e.g. "finished: <reason>", "failed: <error>").
+// the wide Hardware and Status ("running", or status_phrase and the reason, e.g. "finished:
+// <reason>", "stopped early: <reason>", "failed: <error>").
 std::vector<InfoLine> progress_info_lines(const ProgressInfo& info);
 
 struct ProgressSeries {
@@ -65,7 +68,9 @@ inline constexpr Rgb kMetricColours[] = {{237, 177, 32}, {126, 47, 142}, {77, 19
 inline constexpr int kProgressWidth = 1000, kProgressHeight = 830, kInfoTop = 684;
 inline constexpr double kSmoothingFactor = 0.6;
 
-// Writes a kProgressWidth x kProgressHeight PNG to path + ".tmp", then renames it onto path.
+// Writes a kProgressWidth x kProgressHeight PNG to path + ".tmp", then renames it onto path;
+// taller when the info panel's wide lines (the Status) wrap onto more rows: they are broken at
+// spaces, never cut.
 // The smoothed curve is smooth_ema with kSmoothingFactor, or with a larger factor (an average
 // over about three pixels' worth of iterations) when there are many iterations per pixel.
 // Non-finite values are skipped; series of unequal length are cut to the shorter one; the loss

@@ -19,12 +19,12 @@ namespace fs = std::filesystem;
 
 class Checkpoints : public TrainingObserver {
  public:
-  explicit Checkpoints(TrainingRun& run) : run_(run) {}
+  explicit Checkpoints(const TrainingRun& run) : run_(run) {}
 
-  void on_iteration(const IterationRecord& rec) override {
+  Requests on_iteration(const IterationRecord& rec, const RunState&) override {
     const TrainingOptions& o = run_.options;
     const bool end_of_epoch = run_.position.batch_in_epoch == run_.iterations_per_epoch;
-    if (!due(o, rec.iteration, rec.epoch - 1, end_of_epoch)) return;
+    if (!due(o, rec.iteration, rec.epoch - 1, end_of_epoch)) return {};
     if (run_.table) run_.table->clear_bar();  // the checkpoint's line starts at the left, not after the bar
     // A resumed run goes on at the next epoch's start after an epoch's end, else at the next batch.
     TrainPosition resume_at = run_.position;
@@ -41,6 +41,7 @@ class Checkpoints : public TrainingObserver {
     save_checkpoint((fs::path(o.checkpoint_path) / "latest.bin").string(), *run_.net, *run_.optimizer, resume_at,
                     run_.history, run_.args.config_text);
     log::info("checkpoint: {}", path);
+    return {};
   }
 
  private:
@@ -51,11 +52,13 @@ class Checkpoints : public TrainingObserver {
     return end_of_epoch && (epoch + 1) % every == 0;
   }
 
-  TrainingRun& run_;
+  const TrainingRun& run_;
 };
 
 }  // namespace
 
-std::unique_ptr<TrainingObserver> make_checkpoints(TrainingRun& run) { return std::make_unique<Checkpoints>(run); }
+std::unique_ptr<TrainingObserver> make_checkpoints(const TrainingRun& run) {
+  return std::make_unique<Checkpoints>(run);
+}
 
 }  // namespace dlt

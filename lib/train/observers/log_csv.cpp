@@ -11,19 +11,22 @@ namespace {
 
 class LogCsvObserver : public TrainingObserver {
  public:
-  explicit LogCsvObserver(TrainingRun& run) : run_(run) {}
+  explicit LogCsvObserver(const TrainingRun& run) : run_(run) {}
 
   void on_start(const RunInfo& info) override { log_ = std::make_unique<LogCsv>(info.output_dir, run_.history); }
-  void on_iteration(const IterationRecord& rec) override { log_->append(rec); }
-  void on_end(const RunEnd&) override { log_.reset(); }
+  Requests on_iteration(const IterationRecord& rec, const RunState&) override {
+    log_->append(rec);
+    return {};
+  }
+  void on_end(const RunState&) override { log_.reset(); }
 
  private:
-  TrainingRun& run_;
+  const TrainingRun& run_;
   std::unique_ptr<LogCsv> log_;
 };
 
 }  // namespace
 
-std::unique_ptr<TrainingObserver> make_log_csv(TrainingRun& run) { return std::make_unique<LogCsvObserver>(run); }
+std::unique_ptr<TrainingObserver> make_log_csv(const TrainingRun& run) { return std::make_unique<LogCsvObserver>(run); }
 
 }  // namespace dlt

@@ -2,31 +2,46 @@
 // make_<name> function, declared here and added to the list below (docs/architecture.md).
 #include "train/observers/observers.h"
 
+#include "train/observers/patience.h"
+
 namespace dlt {
 
-std::unique_ptr<TrainingObserver> make_validation(TrainingRun& run);
-std::unique_ptr<TrainingObserver> make_validation_patience(TrainingRun& run);
-std::unique_ptr<TrainingObserver> make_learning_watchdog(TrainingRun& run);
-std::unique_ptr<TrainingObserver> make_live_files(TrainingRun& run);
-std::unique_ptr<TrainingObserver> make_log_csv(TrainingRun& run);
-std::unique_ptr<TrainingObserver> make_progress_table(TrainingRun& run);
-std::unique_ptr<TrainingObserver> make_checkpoints(TrainingRun& run);
-std::unique_ptr<TrainingObserver> make_run_files(TrainingRun& run);
-std::unique_ptr<TrainingObserver> make_tensorboard(TrainingRun& run);
+std::unique_ptr<TrainingObserver> make_learning_watchdog(const TrainingRun& run);
+std::unique_ptr<TrainingObserver> make_live_files(const TrainingRun& run);
+std::unique_ptr<TrainingObserver> make_log_csv(const TrainingRun& run);
+std::unique_ptr<TrainingObserver> make_progress_table(const TrainingRun& run);
+std::unique_ptr<TrainingObserver> make_checkpoints(const TrainingRun& run);
+std::unique_ptr<TrainingObserver> make_tensorboard(const TrainingRun& run);
 
-Observers make_observers(TrainingRun& run) {
+Observers make_observers(const TrainingRun& run) {
+  const TrainingOptions& o = run.options;
+  const TrainPosition& pos = run.position;  // a resumed run goes on counting
   Observers list;
-  list.push_back(make_validation(run));           // fills the record's validation fields at its frequency
-  list.push_back(make_validation_patience(run));  // ValidationPatience, OutputNetwork best-validation-loss
+  ObjectiveProgress resumed;
+  resumed.best_score = pos.best_val_loss;
+  resumed.since_best = pos.patience_count;
+  list.push_back(std::make_unique<ValidationPatience>(o.objective_metric, o.validation_patience, o.output_network,
+                                                      resumed));  // ValidationPatience, OutputNetwork
   if (!run.writes_files()) return list;
-  list.push_back(make_learning_watchdog(run));  // before the live files: its note goes on the plot
-  list.push_back(make_live_files(run));         // config.yaml, progress.png
-  list.push_back(make_log_csv(run));            // log.csv, a row per iteration
-  list.push_back(make_progress_table(run));     // the verbose table and the progress bar
-  list.push_back(make_checkpoints(run));        // CheckpointPath
-  list.push_back(make_run_files(run));          // the final files, summary.json last
-  if (run.options.tensorboard) list.push_back(make_tensorboard(run));  // event files (after: the final plot)
+  list.push_back(make_learning_watchdog(run));               // a warning when the network learns nothing
+  list.push_back(make_live_files(run));                      // config.yaml, progress.png while training
+  list.push_back(make_log_csv(run));                         // log.csv, a row per iteration
+  list.push_back(make_progress_table(run));                  // the verbose table and the progress bar
+  list.push_back(make_checkpoints(run));                     // CheckpointPath
+  if (o.tensorboard) list.push_back(make_tensorboard(run));  // event files
   return list;
+}
+
+Requests on_validation(const Observers& observers, const IterationRecord& rec, const RunState& state) {
+  Requests r;
+  for (const auto& o : observers) r.merge(o->on_validation(rec, state));
+  return r;
+}
+
+Requests on_iteration(const Observers& observers, const IterationRecord& rec, const RunState& state) {
+  Requests r;
+  for (const auto& o : observers) r.merge(o->on_iteration(rec, state));
+  return r;
 }
 
 }  // namespace dlt

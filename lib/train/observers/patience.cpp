@@ -1,67 +1,49 @@
-// ValidationPatience and OutputNetwork best-validation, watching ObjectiveMetricName (loss:
-// lower is better; a metric: higher): after each validation, a new best is recorded in the
-// run's position (checkpoints keep it) and resets the patience count, and with best-validation
-// the weights are kept; ValidationPatience validations in a row without a new best stop the run
-// (never with Inf). At the end the kept weights are restored and validated again. Runs on every
-// rank (all see the same values).
-#include <cmath>
+// ValidationPatience (patience.h): the objective's best, the count since, the stop's sentence.
+#include "train/observers/patience.h"
 
-#include "train/evaluate.h"
-#include "train/observer.h"
-#include "train/training_run.h"
+#include <cmath>
+#include <cstdio>
 
 namespace dlt {
+
 namespace {
 
-class ValidationPatience : public TrainingObserver {
- public:
-  explicit ValidationPatience(TrainingRun& run) : run_(run) {}
-
-  void complete(IterationRecord& rec) override {
-    if (!run_.validated) return;
-    const Metric objective = run_.options.objective_metric;
-    const double value =
-        objective == Metric::kLoss ? rec.validation_loss : validation_metric(rec, metric_name(objective));
-    // TrainPosition::best_val_loss keeps the best as a number to minimise (checkpoints carry
-    // it): the loss itself, or minus a metric for which higher is better. NaN is never a best.
-    const double score = higher_is_better(objective) ? -value : value;
-    TrainPosition& pos = run_.position;
-    if (score < pos.best_val_loss) {
-      pos.best_val_loss = score;
-      pos.patience_count = 0;
-      if (run_.options.output_network == OutputNetwork::kBestValidation) {
-        best_ = run_.net->to_model_data();
-        have_best_ = true;
-        run_.best_iteration = rec.iteration;
-        run_.best_objective = value;
-      }
-    } else if (++pos.patience_count >= run_.options.validation_patience && run_.options.validation_patience > 0) {
-      stop_ = true;
-    }
-  }
-
-  bool wants_stop(std::string* reason) override {
-    if (stop_ && reason) *reason = "ValidationPatience";
-    return stop_;
-  }
-
-  void on_end(const RunEnd& end) override {
-    if (!have_best_ || (end.status != "completed" && end.status != "stopped-early")) return;
-    run_.net->load_weights(best_);
-    run_.validation = evaluate(run_);
-  }
-
- private:
-  TrainingRun& run_;
-  bool stop_ = false;
-  ModelData best_;  // the weights at the best ObjectiveMetricName value (best-validation)
-  bool have_best_ = false;
-};
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
 
 }  // namespace
 
-std::unique_ptr<TrainingObserver> make_validation_patience(TrainingRun& run) {
-  return std::make_unique<ValidationPatience>(run);
+ValidationPatience::ValidationPatience(Metric objective, int64_t patience, OutputNetwork output,
+                                       ObjectiveProgress resumed)
+    : objective_(objective), patience_(patience), output_(output), progress_(resumed) {}
+
+Requests ValidationPatience::on_validation(const IterationRecord& rec, const RunState&) {
+  const double value =
+      objective_ == Metric::kLoss ? rec.validation_loss : validation_metric(rec, metric_name(objective_));
+  const double score = higher_is_better(objective_) ? -value : value;  // to minimise
+  Requests r;
+  if (score < progress_.best_score) {  // false for NaN
+    progress_.best_score = score;
+    progress_.since_best = 0;
+    progress_.best_value = value;
+    progress_.best_iteration = rec.iteration;
+    r.keep_network = output_ == OutputNetwork::kBestValidation;
+  } else if (++progress_.since_best >= patience_ && patience_ > 0) {
+    std::string best = "validation " + std::string(metric_name(objective_)) + " did not improve for " +
+                       std::to_string(progress_.since_best) + " validations in a row (ValidationPatience " +
+                       std::to_string(patience_) + ")";
+    if (progress_.best_iteration > 0)
+      best += "; its best, " + number(progress_.best_value) + ", came " + after_iterations(progress_.best_iteration);
+    else if (progress_.best_score < 1e300)
+      best += "; its best, " + number(higher_is_better(objective_) ? -progress_.best_score : progress_.best_score) +
+              ", was before the resumed checkpoint";
+    r.stop = StopReason{StopKind::kValidationPatience, best};
+  }
+  r.objective = progress_;
+  return r;
 }
 
 }  // namespace dlt

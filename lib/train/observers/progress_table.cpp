@@ -1,7 +1,7 @@
-// MATLAB's verbose table (train/progress.h) as an observer, rank 0: the heading as training
-// starts; a row at the first iteration, every VerboseFrequency iterations, at each validation,
-// at the last and where the run stops early; the progress bar redrawn after every step; the
-// closing rule when the run ends (not after an error).
+// MATLAB's verbose table (train/progress.h; the trainer's run.table) as an observer, rank 0:
+// the heading as training starts; a row at the first iteration, every VerboseFrequency
+// iterations, at each validation, at the last and where the run stops early; the progress bar
+// redrawn after every step. The trainer closes the table when the run ends (not after an error).
 #include <algorithm>
 #include <memory>
 
@@ -14,38 +14,26 @@ namespace {
 
 class ProgressTableObserver : public TrainingObserver {
  public:
-  explicit ProgressTableObserver(TrainingRun& run) : run_(run) {}
-  ~ProgressTableObserver() override {
-    if (run_.table == table_.get()) run_.table = nullptr;
-  }
+  explicit ProgressTableObserver(const TrainingRun& run) : run_(run) {}
 
-  void on_start(const RunInfo& info) override {
-    const TrainingOptions& o = run_.options;
-    table_ = std::make_unique<ProgressTable>(o.verbose, info.has_validation, o.verbose_layout);
-    run_.table = table_.get();
-    table_->header();
-  }
+  void on_start(const RunInfo&) override { run_.table->header(); }
 
-  void on_iteration(const IterationRecord& rec) override {
+  Requests on_iteration(const IterationRecord& rec, const RunState& state) override {
     const int64_t it = rec.iteration;
-    if (it == 1 || it % std::max<int64_t>(run_.options.verbose_frequency, 1) == 0 || run_.validated ||
-        it == run_.max_iterations || run_.stopping)
-      table_->row(rec);
-    table_->bar(it, run_.max_iterations, rec.seconds);
-  }
-
-  void on_end(const RunEnd& end) override {
-    if (table_ && end.status != "failed") table_->footer();
+    if (it == 1 || it % std::max<int64_t>(run_.options.verbose_frequency, 1) == 0 || state.validated() ||
+        it == run_.max_iterations || state.stopping())
+      run_.table->row(rec);
+    run_.table->bar(it, run_.max_iterations, rec.seconds);
+    return {};
   }
 
  private:
-  TrainingRun& run_;
-  std::unique_ptr<ProgressTable> table_;
+  const TrainingRun& run_;  // its table: the trainer's (others clear its bar before they log)
 };
 
 }  // namespace
 
-std::unique_ptr<TrainingObserver> make_progress_table(TrainingRun& run) {
+std::unique_ptr<TrainingObserver> make_progress_table(const TrainingRun& run) {
   return std::make_unique<ProgressTableObserver>(run);
 }
 

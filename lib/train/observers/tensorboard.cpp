@@ -55,19 +55,19 @@ bool png_header(const std::string& png, int* width, int* height, int* colorspace
 
 class TensorBoard : public TrainingObserver {
  public:
-  explicit TensorBoard(TrainingRun& run) : run_(run) {}
+  explicit TensorBoard(const TrainingRun& run) : run_(run) {}
 
   void on_start(const RunInfo& info) override {
     const TrainingOptions& o = run_.options;
-    const std::string dir = o.tensorboard_dir.empty() ? (fs::path(info.output_dir) / "tensorboard").string()
-                                                      : o.tensorboard_dir;
+    const std::string dir =
+        o.tensorboard_dir.empty() ? (fs::path(info.output_dir) / "tensorboard").string() : o.tensorboard_dir;
     writer_ = std::make_unique<EventFileWriter>(dir);
     if (o.plots != Plots::kNone) png_path_ = (fs::path(info.output_dir) / "progress.png").string();
     log::info("TensorBoard: {} (tensorboard --logdir {})", writer_->path(), dir);
     add_new_plot(run_.position.iteration);
   }
 
-  void on_iteration(const IterationRecord& r) override {
+  Requests on_iteration(const IterationRecord& r, const RunState&) override {
     std::vector<std::pair<std::string, float>> values;
     auto add = [&](const char* tag, double v) {
       if (!std::isnan(v)) values.emplace_back(tag, static_cast<float>(v));
@@ -82,12 +82,13 @@ class TensorBoard : public TrainingObserver {
       if (name != "accuracy" && !std::isnan(v)) values.emplace_back("validation/" + name, static_cast<float>(v));
     writer_->add_scalars(r.iteration, values);
     add_new_plot(r.iteration);
+    return {};
   }
 
-  void on_end(const RunEnd&) override {
+  void on_end(const RunState&) override {
     if (!writer_) return;
     const auto& recs = run_.history.records();
-    add_new_plot(recs.empty() ? 0 : recs.back().iteration);  // the final files' drawing
+    add_new_plot(recs.empty() ? 0 : recs.back().iteration);  // the final (or failed) drawing, made before on_end
   }
 
  private:
@@ -102,7 +103,7 @@ class TensorBoard : public TrainingObserver {
     writer_->add_image(step, "progress", height, width, colorspace, png);
   }
 
-  TrainingRun& run_;
+  const TrainingRun& run_;
   std::unique_ptr<EventFileWriter> writer_;
   std::string png_path_;
   FileIdentity seen_;
@@ -110,6 +111,8 @@ class TensorBoard : public TrainingObserver {
 
 }  // namespace
 
-std::unique_ptr<TrainingObserver> make_tensorboard(TrainingRun& run) { return std::make_unique<TensorBoard>(run); }
+std::unique_ptr<TrainingObserver> make_tensorboard(const TrainingRun& run) {
+  return std::make_unique<TensorBoard>(run);
+}
 
 }  // namespace dlt

@@ -1,14 +1,15 @@
-// The learning watchdog (train/watchdog.h) as an observer: its warning, once, is logged, kept
-// for summary.json's "warnings" and noted next to the plot's title (the live files observer,
-// after this one, redraws the plot when the note changes). The run goes on, as in MATLAB.
+// The learning watchdog (train/watchdog.h) as an observer: its warning, once, is a request that
+// the trainer logs, keeps for summary.json's "warnings" and notes next to the plot's title (the
+// live files redraw the plot when the note changes). It never stops the run, as in MATLAB.
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "train/observer.h"
+#include "train/observers/observers.h"
 #include "train/progress.h"
 #include "train/training_run.h"
 #include "train/watchdog.h"
-#include "util/log.h"
 
 namespace dlt {
 namespace {
@@ -36,29 +37,34 @@ WatchdogContext watchdog_context(Network& net, const TrainingOptions& o) {
 
 class Watchdog : public TrainingObserver {
  public:
-  explicit Watchdog(TrainingRun& run) : run_(run) {}
+  Watchdog(int64_t classes, WatchdogContext context) : classes_(classes), context_(std::move(context)) {}
 
-  void on_start(const RunInfo& info) override {
-    watchdog_.emplace(static_cast<int64_t>(info.classes.size()), info.iterations_per_epoch,
-                      watchdog_context(*run_.net, run_.options));
-  }
+  void on_start(const RunInfo& info) override { watchdog_.emplace(classes_, info.iterations_per_epoch, context_); }
 
-  void on_iteration(const IterationRecord& rec) override {
-    auto warning = watchdog_->observe(rec);
-    if (!warning) return;
-    if (run_.table) run_.table->clear_bar();
-    log::warn("{}", *warning);
-    run_.warnings.push_back(*warning);
-    run_.plot_note = "warning: not learning (summary.json)";
+  Requests on_iteration(const IterationRecord& rec, const RunState&) override {
+    Requests r;
+    if (auto warning = watchdog_->observe(rec)) {
+      r.warnings.push_back(*warning);
+      r.plot_note = "warning: not learning (summary.json)";
+    }
+    return r;
   }
 
  private:
-  TrainingRun& run_;
+  int64_t classes_;
+  WatchdogContext context_;
   std::optional<LearningWatchdog> watchdog_;
 };
 
 }  // namespace
 
-std::unique_ptr<TrainingObserver> make_learning_watchdog(TrainingRun& run) { return std::make_unique<Watchdog>(run); }
+std::unique_ptr<TrainingObserver> make_learning_watchdog(int64_t classes, WatchdogContext context) {
+  return std::make_unique<Watchdog>(classes, std::move(context));
+}
+
+std::unique_ptr<TrainingObserver> make_learning_watchdog(const TrainingRun& run) {
+  return make_learning_watchdog(static_cast<int64_t>(run.net->classes().size()),
+                                watchdog_context(*run.net, run.options));
+}
 
 }  // namespace dlt
