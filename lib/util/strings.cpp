@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 namespace dlt {
 
@@ -40,6 +41,24 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
   size_t limit = std::max<size_t>(2, word.size() / 3);
   if (best_word.empty() || best > limit) return "";
   return " (did you mean '" + best_word + "'?)";
+}
+
+std::string did_you_mean_some(const std::string& word, const std::vector<std::string>& candidates, size_t most) {
+  const size_t limit = std::max<size_t>(2, word.size() / 3);
+  std::vector<std::pair<size_t, std::string>> near;  // (distance, candidate), candidates' order kept
+  for (const auto& c : candidates) {
+    size_t d = edit_distance(word, c);
+    if (d <= limit) near.emplace_back(d, c);
+  }
+  std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (near.size() > most) near.resize(most);
+  if (near.empty()) return "";
+  std::string out = " (did you mean ";
+  for (size_t i = 0; i < near.size(); ++i) {
+    if (i) out += i + 1 == near.size() ? " or " : ", ";
+    out += "'" + near[i].second + "'";
+  }
+  return out + "?)";
 }
 
 std::string join(const std::vector<std::string>& items, const std::string& sep) {
