@@ -180,10 +180,9 @@ TEST_CASE("config errors: a YAML syntax error names the line of the problem", "[
 }
 
 TEST_CASE("config errors: YAML syntax and files", "[config]") {
-  std::string msg = config_error_of("layers:\n  - {type: relu\n  - {type: softmax}\ntraining: {MaxEpochs: 1}\n");
-  CHECK(msg.rfind("cfg.yaml:", 0) == 0);
-  CHECK(msg.find("YAML syntax error") != std::string::npos);
-  CHECK(msg.find("(check indentation, colons, quotes and brackets)") != std::string::npos);
+  CHECK(config_error_of("layers:\n  - {type: relu\n  - {type: softmax}\ntraining: {MaxEpochs: 1}\n")
+            .rfind("cfg.yaml:2: YAML syntax error: the '{' on this line is never closed (yaml-cpp gave up at line 3: ",
+                   0) == 0);
   CHECK(config_error_of("layers:\n  - {type: relu}\n training: x\n").rfind("cfg.yaml:3: YAML syntax error: ", 0) == 0);
   CHECK(config_error_of("layers:\n  - {type: relu}\ntraining: a: b\n") ==
         "cfg.yaml:3: YAML syntax error: illegal map value (check indentation, colons, quotes and brackets)");

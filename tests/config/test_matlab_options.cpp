@@ -99,13 +99,20 @@ TEST_CASE("matlab options: a refused name gets the same hint from YAML and --set
   // No close name: where the names are listed, not the whole list.
   CHECK(error_of(kNet + "training:\n  Zzzzzz: 1\n") ==
         "cfg.yaml:9: unknown training option 'Zzzzzz' (docs/config.md lists every training option)");
-  // Close names: up to three, closest first.
+  // Close names: those the key begins, else the closest (ties together), up to three.
   CHECK(error_of(kNet + "training:\n  MaxEpoch: 1\n") ==
         "cfg.yaml:9: unknown training option 'MaxEpoch' (did you mean 'MaxEpochs'?)");
   CHECK(error_of(kNet, {"training.Verbos=1"}) ==
         "--set training.Verbos=1: unknown training option 'Verbos' (did you mean 'Verbose'?)");
-  CHECK(error_of(kNet + "training:\n  Seeds: 1\n") ==
-        "cfg.yaml:9: unknown training option 'Seeds' (did you mean 'Seed', 'Plots' or 'Threads'?)");
+  CHECK(error_of(kNet + "training:\n  CommunicationTim: 1\n") ==
+        "cfg.yaml:9: unknown training option 'CommunicationTim' (did you mean 'CommunicationTiming' or "
+        "'CommunicationTimeout'?)");
+  CHECK(error_of(kNet + "training:\n  CheckpointFreq: 1\n") ==
+        "cfg.yaml:9: unknown training option 'CheckpointFreq' (did you mean 'CheckpointFrequency' or "
+        "'CheckpointFrequencyUnit'?)");
+  CHECK(error_of(kNet + "training:\n  verb: 1\n") ==
+        "cfg.yaml:9: unknown training option 'verb' (did you mean 'Verbose', 'VerboseLayout' or "
+        "'VerboseFrequency'?)");
 }
 
 TEST_CASE("matlab options: MATLAB names dltrain does not have, one short line", "[config]") {
