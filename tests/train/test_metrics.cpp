@@ -90,5 +90,5 @@ TEST_CASE("confusion matrix headers: full class names when they fit, else number
     for (const auto& l : narrow) CHECK(l.size() <= 80);
   }
   // The per-class table keeps full names at any width.
-  CHECK(p.report(80).find("\nautomobile     85.15%     85.15%      101\n") != std::string::npos);
+  CHECK(p.report(80).find("\nautomobile     0.8515     0.8515      101\n") != std::string::npos);
 }
