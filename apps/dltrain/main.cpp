@@ -56,6 +56,9 @@ int main(int argc, char** argv) {
           (best.empty() || dlt::edit_distance(word, name) < dlt::edit_distance(word, best)))
         best = name;
     if (!best.empty()) fix = "did you mean '" + best + "'?";
+    const size_t dot = word.rfind('.');
+    if (best.empty() && dot != std::string::npos && (word.substr(dot) == ".yaml" || word.substr(dot) == ".yml"))
+      fix = "to train from this config: dltrain train " + word;
     std::fprintf(stderr, "dltrain: error: unknown subcommand '%s'; %s (see dltrain --help)\n", word.c_str(),
                  fix.c_str());
     return 2;

@@ -39,6 +39,9 @@ expect_exact "subcommand typo" 2 \
 expect_exact "subcommand typo before --help" 2 \
   "dltrain: error: unknown subcommand 'clasify'; did you mean 'classify'? (see dltrain --help)" -- \
   "$DLTRAIN" clasify --help
+expect_exact "a config in place of the subcommand" 2 \
+  "dltrain: error: unknown subcommand '$TMP/c.yaml'; to train from this config: dltrain train $TMP/c.yaml (see dltrain --help)" -- \
+  "$DLTRAIN" "$TMP/c.yaml"
 expect_exact "unknown subcommand" 2 \
   "dltrain: error: unknown subcommand 'fly'; the subcommands are train, classify, segment, info, time, make-dataset, report, import, export (see dltrain --help)" -- \
   "$DLTRAIN" fly
