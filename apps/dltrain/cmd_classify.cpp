@@ -17,6 +17,7 @@
 #include "data/datastore.h"
 #include "data/decode.h"
 #include "image_files.h"
+#include "model_argument.h"
 #include "net/model_file.h"
 #include "net/network.h"
 #include "train/device_batches.h"
@@ -58,6 +59,7 @@ Runner add_classify(CLI::App& app) {
                   "single (default) or mixed: bfloat16 multiplies in conv and fullyConnected")
       ->check(CLI::IsMember(choice_names<Precision>()));
   return [a]() {
+    check_model_argument(a->model, "classify");
     const ModelData m = load_model(a->model);
     const InferenceRuntime rt = inference_runtime(inference_options(), a->gpu, a->threads);
     const Device dev = rt.device;

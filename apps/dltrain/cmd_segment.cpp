@@ -25,6 +25,7 @@
 #include "data/pixel_labels.h"
 #include "data/transform.h"
 #include "image_files.h"
+#include "model_argument.h"
 #include "net/model_file.h"
 #include "net/network.h"
 #include "train/device_batches.h"
@@ -141,6 +142,7 @@ Runner add_segment(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "CPU threads (default: all cores)");
   cmd->add_option("--gpu", a->gpu, "Run on this GPU (default: the CPU)")->check(CLI::NonNegativeNumber);
   return [a]() {
+    check_model_argument(a->model, "segment");
     const ModelData m = load_model(a->model);
     const InferenceRuntime rt = inference_runtime(inference_options(), a->gpu, a->threads);
     const Device dev = rt.device;

@@ -2,7 +2,10 @@
 // prints a failure with its exit code (exit_codes.h: 0 success, 1 runtime failure, 2 usage or
 // config error, 3 device or communication failure).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -12,6 +15,7 @@
 #include "commands.h"
 #include "exit_codes.h"
 #include "util/log.h"
+#include "util/strings.h"
 
 int main(int argc, char** argv) {
 #if defined(__GLIBC__)
@@ -36,6 +40,29 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version",
                        [] { return std::string("dltrain ") + DLT_VERSION + "\n" + dlt::cuda_plugin_summary(); });
   dlt::app::register_commands(app);
+  // A mistyped subcommand ("dltrain trian c.yaml") is named with a did-you-mean; CLI11 would
+  // only say that a subcommand is required. The top level has flags only, so the first word not
+  // starting with '-' is the subcommand.
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.empty() || word[0] == '-') continue;
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), word) != names.end()) break;
+    std::string fix = "the subcommands are " + dlt::join(names, ", ");
+    std::string best;  // the closest name, within did_you_mean's distance
+    for (const std::string& name : names)
+      if (!dlt::did_you_mean(word, {name}).empty() &&
+          (best.empty() || dlt::edit_distance(word, name) < dlt::edit_distance(word, best)))
+        best = name;
+    if (!best.empty()) fix = "did you mean '" + best + "'?";
+    const size_t dot = word.rfind('.');
+    if (best.empty() && dot != std::string::npos && (word.substr(dot) == ".yaml" || word.substr(dot) == ".yml"))
+      fix = "to train from this config: dltrain train " + word;
+    std::fprintf(stderr, "dltrain: error: unknown subcommand '%s'; %s (see dltrain --help)\n", word.c_str(),
+                 fix.c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

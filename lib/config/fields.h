@@ -292,15 +292,26 @@ std::vector<std::string> field_names(const std::vector<FieldDef<T>>& fields) {
   return out;
 }
 
+// A MATLAB name dltrain does not have, as one line ("training.Acceleration is a MATLAB option
+// dltrain does not have (...)"), or "" when `key` is not one (matlab_names.cpp).
+std::string matlab_only_message(const std::string& what, const std::string& key);
+
 // "unknown <what> '<key>'" and its fix: hint_for's for a known MATLAB name that dltrain spells or
-// places differently, else a did-you-mean, else the known keys. read_section (YAML) and
-// apply_overrides (--set) both build their message here, so a key gets the same hint from both.
+// places differently; a MATLAB name dltrain does not have gets matlab_only_message; else up to
+// three close names, else the known keys when they are few, else where they are listed.
+// read_section (YAML) and apply_overrides (--set) both build their message here, so a key gets
+// the same hint from both.
 inline std::string unknown_key_message(const std::string& what, const std::string& key,
                                        const std::vector<std::string>& known,
                                        const std::function<std::string(const std::string&)>& hint_for) {
   std::string hint = hint_for ? hint_for(key) : "";
-  if (hint.empty()) hint = did_you_mean(key, known);
-  if (hint.empty()) hint = " (known: " + join(known, ", ") + ")";
+  if (hint.empty()) {
+    std::string m = matlab_only_message(what, key);
+    if (!m.empty()) return m;
+    hint = did_you_mean_some(key, known, 3);
+  }
+  if (hint.empty() && known.size() <= 8) hint = " (known: " + join(known, ", ") + ")";
+  if (hint.empty()) hint = " (docs/config.md lists every " + what + ")";
   return "unknown " + what + " '" + key + "'" + hint;
 }
 

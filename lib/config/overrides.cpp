@@ -1,6 +1,7 @@
 // --set overrides: "section.path=value" applied to the parsed YAML tree before conversion, so
 // values from the command line get the same checks as values from the file.
 #include <algorithm>
+#include <utility>
 
 #include "config/sections.h"
 #include "util/error.h"
@@ -40,6 +41,22 @@ bool child_map(YAML::Node parent, const std::string& key, YAML::Node* out) {
   return n.IsMap();
 }
 
+// For a key given without its section ("MaxEpochs=1"): " (did you mean training.MaxEpochs=1?)"
+// when the key, or the one close name, belongs to exactly one section; else "".
+std::string qualified_hint(const std::string& key, const std::string& value) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> sections = {
+      {"training", training_keys()}, {"data", data_keys()}, {"data.Augmentation", augmentation_keys()}};
+  std::vector<std::string> exact, near;
+  for (const auto& [section, keys] : sections)
+    for (const auto& k : keys) {
+      if (iequals(k, key)) exact.push_back(section + "." + k);
+      if (edit_distance(k, key) <= std::max<size_t>(2, key.size() / 3)) near.push_back(section + "." + k);
+    }
+  const std::vector<std::string>& pick = exact.empty() ? near : exact;
+  if (pick.size() != 1) return "";
+  return " (did you mean " + pick[0] + "=" + value + "?)";
+}
+
 }  // namespace
 
 void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides, Origin& origin) {
@@ -59,7 +76,8 @@ void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides
     size_t dot = path.find('.');
     std::string section = path.substr(0, dot);
     if (!contains(kSections, section)) {
-      std::string hint = did_you_mean(section, kSections);
+      std::string hint = dot == std::string::npos ? qualified_hint(section, text) : "";
+      if (hint.empty()) hint = did_you_mean(section, kSections);
       fail("unknown section '" + section + "'" + (hint.empty() ? " (sections: layers, data, training)" : hint));
     }
     if (dot == std::string::npos || dot + 1 == path.size())

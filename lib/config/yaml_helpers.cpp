@@ -1,8 +1,12 @@
 // Node origins, value text and strict scalar parsing for the config readers.
 #include "config/yaml_helpers.h"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "util/error.h"
 #include "util/strings.h"
@@ -110,6 +114,56 @@ int first_tab_indented_line(const std::string& text, int last) {
   return 0;
 }
 
+// An unclosed '[' or '{': yaml-cpp reads on through the lines after it and reports where it
+// gave up ("end of map flow not found", "illegal block entry"), lines below the bracket that
+// is missing its closer. Scans the text up to the error position `end` and returns the
+// innermost flow bracket still open there (its 1-based line and the character), or line 0.
+// Quotes and comments are skipped.
+std::pair<int, char> open_flow_bracket(const std::string& text, size_t end) {
+  std::vector<std::pair<int, char>> open;
+  int line = 1;
+  char quote = 0;    // inside '...' or "..."
+  char last = '\n';  // the last character that is not a space or tab
+  bool comment = false;
+  end = std::min(end, text.size());
+  for (size_t i = 0; i < end; ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      comment = false;
+      if (!quote && open.empty()) last = '\n';
+      continue;
+    }
+    if (comment) continue;
+    if (quote) {
+      if (quote == '"' && c == '\\')
+        ++i;  // \" inside "..."
+      else if (quote == '\'' && c == '\'' && i + 1 < end && text[i + 1] == '\'')
+        ++i;  // '' inside '...'
+      else if (c == quote)
+        quote = 0;
+      last = c;
+      continue;
+    }
+    const bool after_space = i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t' || text[i - 1] == '\n';
+    if (c == '#' && after_space) {
+      comment = true;
+      continue;
+    }
+    // A quote or bracket starts a node only where a node may start: at the start of a line
+    // (or of the text), after ':', '-' or '?', and inside a flow after '[', '{' or ','.
+    const bool node_start = std::string_view(":-?\n[{,").find(last) != std::string_view::npos;
+    if ((c == '\'' || c == '"') && node_start)
+      quote = c;
+    else if ((c == '[' || c == '{') && node_start)
+      open.emplace_back(line, c);
+    else if ((c == ']' || c == '}') && !open.empty())
+      open.pop_back();
+    if (c != ' ' && c != '\t') last = c;
+  }
+  return open.empty() ? std::pair<int, char>{0, 0} : open.back();
+}
+
 }  // namespace
 
 YAML::Node parse_yaml(const std::string& text, const std::string& origin) {
@@ -121,7 +175,15 @@ YAML::Node parse_yaml(const std::string& text, const std::string& origin) {
     if (tab_line > 0)
       throw ConfigError(origin + ":" + std::to_string(tab_line) +
                         ": a tab in the indentation; YAML indents with spaces (replace the tab with spaces)");
-    if (!e.mark.is_null()) where += ":" + std::to_string(e.mark.line + 1);
+    if (!e.mark.is_null()) {
+      const auto [line, bracket] = open_flow_bracket(text, static_cast<size_t>(std::max(e.mark.pos, 0)));
+      if (line > 0 && line < e.mark.line + 1)
+        throw ConfigError(origin + ":" + std::to_string(line) + ": YAML syntax error: the '" + bracket +
+                          "' on this line is never closed (yaml-cpp gave up at line " +
+                          std::to_string(e.mark.line + 1) + ": " + e.msg + "; close it with '" +
+                          (bracket == '[' ? ']' : '}') + "')");
+      where += ":" + std::to_string(e.mark.line + 1);
+    }
     throw ConfigError(where + ": YAML syntax error: " + e.msg + " (check indentation, colons, quotes and brackets)");
   }
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <numeric>
+#include <string>
 
 #include "data/decode.h"
 #include "data/image_cache.h"
@@ -21,6 +22,15 @@ namespace dlt {
 namespace {
 constexpr int kQueueDepth = 3;  // batches prepared ahead of the consumer
 constexpr uint64_t kShuffleStream = 0x5348554646ULL;
+
+// A bad image's error as a skip warning: the advice to set OnBadImage: skip, which is set,
+// becomes what skipping means and how to use the image instead.
+std::string skip_message(std::string what) {
+  const std::string advice = kBadImageAdvice;
+  const size_t at = what.rfind(advice);
+  if (at != std::string::npos && at + advice.size() == what.size()) what.erase(at);
+  return what + " (OnBadImage: skip leaves it out; replace the file to use it)";
+}
 }  // namespace
 
 struct BatchLoader::Scratch {
@@ -307,8 +317,15 @@ void BatchLoader::fill(int64_t g, Batch& out) {
     float* images;
     int32_t* labels;  // segmentation: (N, H, W); null otherwise
     int64_t per_image, per_label;
-    bool skip;
-  } work{this, out.items.data(), images, pixels ? labels : nullptr, per_image, per_label, opt_.on_bad_image == OnBadImage::kSkip};
+    bool skip, warn;
+  } work{this,
+         out.items.data(),
+         images,
+         pixels ? labels : nullptr,
+         per_image,
+         per_label,
+         opt_.on_bad_image == OnBadImage::kSkip,
+         opt_.warn_skipped};
   // One captured pointer: fits std::function's inline buffer, so no allocation per batch.
   pool_->parallel_for(count, [w = &work](int64_t k, int worker) {
     const int64_t item = w->items[k];
@@ -320,7 +337,7 @@ void BatchLoader::fill(int64_t g, Batch& out) {
       uint8_t expected = 0;
       if (w->self->bad_[item].compare_exchange_strong(expected, 1)) {
         w->self->skipped_.fetch_add(1);
-        log::warn("skipping bad image: {}", e.what());
+        if (w->warn) log::warn("skipping bad image: {}", skip_message(e.what()));
       }
     }
   });

@@ -45,6 +45,7 @@ struct LoaderOptions {
   bool background = true;           // prepare batches ahead on the pool (DispatchInBackground)
   Cache cache = Cache::kAuto;
   OnBadImage on_bad_image = OnBadImage::kError;
+  bool warn_skipped = true;  // a warning per image skipped (compute_stats' pass: off, training's warns)
   OutputSizeMode output_size_mode = OutputSizeMode::kResize;
   AugmentOptions augment;
 };

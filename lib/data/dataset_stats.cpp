@@ -17,6 +17,7 @@ DatasetStats compute_stats(const ImageDatastore& datastore, const LoaderOptions&
   o.world_size = 1;
   o.worker_load.clear();
   o.cache = Cache::kNone;
+  o.warn_skipped = false;  // the training loader warns about each bad image, once
   BatchLoader loader(datastore, o);
   const Shape& in = o.input;
   const int64_t per_image = in.numel(), c = in[2];

@@ -17,10 +17,13 @@
 #include <turbojpeg.h>
 
 namespace dlt {
+
+const char* const kBadImageAdvice = " (remove or replace the file, or set OnBadImage: skip)";
+
 namespace {
 
 [[noreturn]] void fail(const std::string& name, const std::string& reason) {
-  throw DataError(name + ": cannot decode image: " + reason + " (remove or replace the file, or set OnBadImage: skip)");
+  throw DataError(name + ": cannot decode image: " + reason + kBadImageAdvice);
 }
 
 void read_file(const std::string& path, std::vector<uint8_t>& bytes) {

@@ -19,6 +19,9 @@ inline constexpr int64_t kMaxImagePixels = int64_t(1) << 26;
 // Every extension stb_image reads (lower case, with the dot).
 const std::vector<std::string>& supported_image_extensions();
 
+// The fix a decode error ends with: " (remove or replace the file, or set OnBadImage: skip)".
+extern const char* const kBadImageAdvice;
+
 // Decodes `path` into `out` (its buffer is reused) with `channels` = 1 or 3: grey is
 // replicated to RGB, RGB becomes grey by MATLAB rgb2gray weights (0.2989, 0.5870, 0.1140),
 // alpha is dropped. Throws DataError for missing, unreadable, empty, corrupt or non-image files,

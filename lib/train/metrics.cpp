@@ -51,8 +51,8 @@ std::vector<Predictions::ClassStats> Predictions::per_class() const {
       row += m[c][j];
       col += m[j][c];
     }
-    out.push_back({col ? 100.0 * static_cast<double>(tp) / static_cast<double>(col) : NAN,
-                   row ? 100.0 * static_cast<double>(tp) / static_cast<double>(row) : NAN, row});
+    out.push_back({col ? static_cast<double>(tp) / static_cast<double>(col) : NAN,
+                   row ? static_cast<double>(tp) / static_cast<double>(row) : NAN, row});
   }
   return out;
 }
@@ -140,15 +140,15 @@ std::string Predictions::report(int width) const {
   std::snprintf(buf, sizeof buf, "%-*s %10s %10s %8s\n", static_cast<int>(w), "class", "precision", "recall", "images");
   out += buf;
   auto stats = per_class();
-  auto pct = [](double v) {  // "-" where undefined (no image predicted / present)
+  auto frac = [](double v) {  // "-" where undefined (no image predicted / present)
     char b[32];
     if (std::isnan(v)) return std::string("-");
-    std::snprintf(b, sizeof b, "%.2f%%", v);
+    std::snprintf(b, sizeof b, "%.4f", v);
     return std::string(b);
   };
   for (size_t c = 0; c < classes.size(); ++c) {
     std::snprintf(buf, sizeof buf, "%-*s %10s %10s %8lld\n", static_cast<int>(w), classes[c].c_str(),
-                  pct(stats[c].precision).c_str(), pct(stats[c].recall).c_str(),
+                  frac(stats[c].precision).c_str(), frac(stats[c].recall).c_str(),
                   static_cast<long long>(stats[c].support));
     out += buf;
   }

@@ -1,6 +1,7 @@
 // Classification results: predictions per image, and when the true labels are known,
 // accuracy, the confusion matrix (rows: true class, columns: predicted) and per-class
-// precision and recall. Formats them as CSV, JSON and a text report.
+// precision and recall. Formats them as CSV, JSON and a text report. Units as in MATLAB and in
+// training's metrics: accuracy in percent, precision and recall as fractions 0..1.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -28,7 +29,7 @@ class Predictions {
   double accuracy() const;  // percent
   std::vector<std::vector<int64_t>> confusion() const;
   struct ClassStats {
-    double precision, recall;  // percent; NaN when undefined
+    double precision, recall;  // fractions 0..1; NaN when undefined
     int64_t support;
   };
   std::vector<ClassStats> per_class() const;

@@ -42,6 +42,28 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
   return " (did you mean '" + best_word + "'?)";
 }
 
+std::string did_you_mean_some(const std::string& word, const std::vector<std::string>& candidates, size_t most) {
+  size_t best = std::string::npos;
+  for (const auto& c : candidates) best = std::min(best, edit_distance(word, c));
+  std::vector<std::string> picks;
+  if (best > 1 && word.size() >= 4) {  // no one-letter slip: the names that start with the word, shortest first
+    for (const auto& c : candidates)
+      if (c.size() > word.size() && iequals(c.substr(0, word.size()), word)) picks.push_back(c);
+    std::stable_sort(picks.begin(), picks.end(), [](const auto& a, const auto& b) { return a.size() < b.size(); });
+  }
+  if (picks.empty() && best <= std::max<size_t>(2, word.size() / 3))  // the closest names, ties in list order
+    for (const auto& c : candidates)
+      if (edit_distance(word, c) == best) picks.push_back(c);
+  if (picks.size() > most) picks.resize(most);
+  if (picks.empty()) return "";
+  std::string out = " (did you mean ";
+  for (size_t i = 0; i < picks.size(); ++i) {
+    if (i) out += i + 1 == picks.size() ? " or " : ", ";
+    out += "'" + picks[i] + "'";
+  }
+  return out + "?)";
+}
+
 std::string join(const std::vector<std::string>& items, const std::string& sep) {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) {

@@ -73,5 +73,9 @@ expect_error "tab in the indentation" 2 "tab.yaml:4: a tab in the indentation; Y
 # above (before, the config stopped it: "InputSize must be [height, width, channels]").
 expect_error "InputSize [48 48 3]" 1 "is 32x32 but the crop needs at least 48x48" -- \
   train "$TMP/good/train" --set data.OutputSizeMode=centercrop --set "layers.input.InputSize=[48 48 3]"
-expect_error "corrupt model" 1 "model" -- "$DLTRAIN" classify "$TMP/broken.yaml" "$TMP/good/test"
+printf 'junk bytes, not a model' > "$TMP/corrupt.bin"
+expect_error "corrupt model" 1 "corrupt.bin: not a dltrain model (bad magic)" -- \
+  "$DLTRAIN" classify "$TMP/corrupt.bin" "$TMP/good/test"
+expect_error "a config as the model" 2 "broken.yaml is a YAML config, not a model: train it first" -- \
+  "$DLTRAIN" classify "$TMP/broken.yaml" "$TMP/good/test"
 echo "bad_input: ok"

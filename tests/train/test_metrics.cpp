@@ -22,10 +22,12 @@ TEST_CASE("classification metrics on a known set", "[train]") {
   auto m = p.confusion();
   CHECK(m == std::vector<std::vector<int64_t>>{{1, 1, 0}, {0, 2, 1}, {0, 0, 0}});
   auto s = p.per_class();
-  CHECK(s[0].precision == Approx(100.0));
-  CHECK(s[0].recall == Approx(50.0));
-  CHECK(s[1].precision == Approx(200.0 / 3));
-  CHECK(s[1].recall == Approx(200.0 / 3));
+  // Precision and recall as fractions (MATLAB's metric objects, training's Metrics); accuracy
+  // in percent (trainNetwork's and the training table's).
+  CHECK(s[0].precision == Approx(1.0));
+  CHECK(s[0].recall == Approx(0.5));
+  CHECK(s[1].precision == Approx(2.0 / 3));
+  CHECK(s[1].recall == Approx(2.0 / 3));
   CHECK(s[2].precision == Approx(0.0));
   CHECK(std::isnan(s[2].recall));  // no image of class c
   CHECK(s[2].support == 0);
@@ -35,7 +37,13 @@ TEST_CASE("classification metrics on a known set", "[train]") {
   CHECK(json.find("\"accuracy\":60") != std::string::npos);
   CHECK(json.find("\"confusion\":[[1,1,0],[0,2,1],[0,0,0]]") != std::string::npos);
   CHECK(json.find("\"recall\":null") != std::string::npos);
-  CHECK(p.report().find("Accuracy: 60.00% (5 images)") != std::string::npos);
+  CHECK(json.find("{\"class\":\"a\",\"precision\":1,\"recall\":0.5,\"support\":2}") != std::string::npos);
+  const std::string report = p.report();
+  CHECK(report.find("Accuracy: 60.00% (5 images)") != std::string::npos);
+  CHECK(report.find("\nclass  precision     recall   images\n"
+                    "a         1.0000     0.5000        2\n"
+                    "b         0.6667     0.6667        3\n"
+                    "c         0.0000          -        0\n") != std::string::npos);
 }
 
 TEST_CASE("confusion matrix headers: full class names when they fit, else numbers", "[train]") {
@@ -82,5 +90,5 @@ TEST_CASE("confusion matrix headers: full class names when they fit, else number
     for (const auto& l : narrow) CHECK(l.size() <= 80);
   }
   // The per-class table keeps full names at any width.
-  CHECK(p.report(80).find("\nautomobile     85.15%     85.15%      101\n") != std::string::npos);
+  CHECK(p.report(80).find("\nautomobile     0.8515     0.8515      101\n") != std::string::npos);
 }
