@@ -1,6 +1,8 @@
 // DLT_SKIP_IF's runtime and the test mains' exit status (skip.h).
 #include "support/skip.h"
 
+// The listener base classes (TestEventListenerBase) for FailureCounter.
+#define CATCH_CONFIG_EXTERNAL_INTERFACES
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -32,11 +34,7 @@ bool current_case_is_skippable() {
 }
 }  // namespace
 
-}  // namespace dlt::test
-
-CATCH_REGISTER_LISTENER(dlt::test::FailureCounter)
-
-namespace dlt::test {
+CATCH_REGISTER_LISTENER(FailureCounter)
 
 void set_running_one_case(bool one) { g_one_case = one; }
 
