@@ -4,7 +4,8 @@
 # fuzz tests, about 30 s per target (DLTRAIN_SKIP_FUZZ=1 skips them; docs/reliability.md).
 # Every test that cannot run on this machine or build is reported by CTest as skipped, and the
 # list of skipped entries with their reasons is printed after the tests (scripts/ctest-skips.py;
-# docs/reliability.md#skipped-tests). Prints each stage's wall time.
+# docs/reliability.md#what-ci-runs-skips-and-bounds); a skip that scripts/allowed-skips.txt does
+# not allow on this machine fails the run. Prints each stage's wall time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t=$SECONDS
@@ -16,9 +17,11 @@ build_dir=${DLTRAIN_BUILD_DIR:-build}
 junit=$PWD/$build_dir/ctest-results.xml
 rc=0
 ctest --test-dir "$build_dir" --output-on-failure --timeout 2400 -j "$(nproc)" --output-junit "$junit" || rc=$?
-python3 scripts/ctest-skips.py "$junit"
+skips_rc=0
+python3 scripts/ctest-skips.py "$junit" --build-dir "$build_dir" || skips_rc=$?
 echo "== tests: $((SECONDS - t)) s"; t=$SECONDS
 [[ $rc -eq 0 ]] || { echo "== tests FAILED (ctest exit $rc)"; exit "$rc"; }
+[[ $skips_rc -eq 0 ]] || { echo "== tests FAILED: skips not allowed on this machine (scripts/allowed-skips.txt)"; exit 1; }
 if [[ "${DLTRAIN_SKIP_FUZZ:-0}" != "1" ]]; then
   fuzz_dir=${DLTRAIN_FUZZ_BUILD_DIR:-build-fuzz}
   cmake -S . -B "$fuzz_dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \

@@ -4,7 +4,23 @@ set -euo pipefail
 DLTRAIN=$(realpath "$1")
 SRC=$(realpath "$2")
 TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+# Exit status: 77 is CTest's skip code (SKIP_RETURN_CODE), so only skip may exit with it: any
+# other 77 (a failed command's status under set -e, an `exit 77`) becomes 1, a failure. Tests add
+# their clean-up with at_exit CMD (never a trap of their own on EXIT, which would replace this).
+DLT_SKIPPING=0
+DLT_AT_EXIT=()
+at_exit() { DLT_AT_EXIT+=("$1"); }
+dlt_on_exit() {
+  local rc=$? cmd
+  for cmd in "${DLT_AT_EXIT[@]}"; do eval "$cmd" || true; done
+  rm -rf "$TMP"
+  if [[ $rc -eq 77 && $DLT_SKIPPING != 1 ]]; then
+    echo "FAIL: exit status 77 that did not come from skip (CTest would report it as a skip)" >&2
+    exit 1
+  fi
+  exit "$rc"
+}
+trap dlt_on_exit EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # json_number FILE KEY: the number after "KEY": in a one-line JSON file
@@ -75,13 +91,13 @@ port_clash() { grep -qs "Address already in use\|address already in use\|EADDRIN
 # scripts/test.sh lists it with REASON
 skip() {
   echo "SKIP: $*"
+  DLT_SKIPPING=1
   exit 77
 }
-# skip_without_onnx: exit 77 (CTest: skipped) when this dltrain was built without ONNX support
+# skip_without_onnx: skip (CTest: skipped) when this dltrain was built without ONNX support
 skip_without_onnx() {
   if "$DLTRAIN" import /nonexistent.onnx --output "$TMP/x.bin" 2>&1 | grep -q "built without ONNX"; then
-    echo "SKIP: this dltrain was built without ONNX support"
-    exit 77
+    skip "this dltrain was built without ONNX support"
   fi
 }
 # compare_f32 A.f32 B.f32 TOL: fails unless the largest element-wise relative difference of two

@@ -8,7 +8,7 @@
 # (3) Full while log.csv grows: one line naming it, no partial row. (4) make-dataset: no
 # truncated image. Needs root for mount; skipped (code 77) with the reason otherwise.
 source "$(dirname "$0")/common.sh" "$@"
-[[ $(id -u) -eq 0 ]] || { echo "SKIP: mounting a tmpfs needs root"; exit 77; }
+[[ $(id -u) -eq 0 ]] || skip "mounting a tmpfs needs root"
 DISK="$TMP/disk"
 mkdir -p "$DISK"
 mounted=0
@@ -16,11 +16,11 @@ cleanup() {
   if [[ $mounted -eq 1 ]]; then umount "$DISK" 2>/dev/null || umount -l "$DISK" 2>/dev/null || true; fi
   rm -rf "$TMP"
 }
-trap cleanup EXIT
+at_exit cleanup
 mount_disk() {  # mount_disk BYTES
   if [[ $mounted -eq 1 ]]; then umount "$DISK"; mounted=0; fi
   mount -t tmpfs -o size="$1" tmpfs "$DISK" 2>"$TMP/mount.err" \
-    || { echo "SKIP: cannot mount a tmpfs: $(cat "$TMP/mount.err")"; exit 77; }
+    || skip "cannot mount a tmpfs: $(cat "$TMP/mount.err")"
   mounted=1
 }
 

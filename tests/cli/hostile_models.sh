@@ -8,7 +8,7 @@
 # The files are written here by a small protobuf encoder (no onnx Python module needed).
 source "$(dirname "$0")/common.sh" "$@"
 if "$DLTRAIN" import /nonexistent.onnx --output "$TMP/x.bin" 2>&1 | grep -q "built without ONNX"; then
-  echo "SKIP: this dltrain was built without ONNX"; exit 77
+  skip "this dltrain was built without ONNX"
 fi
 [[ -x /usr/bin/time ]] || skip "no /usr/bin/time to measure peak memory (apt-get install time; scripts/setup.sh does)"
 MAX_RSS_MARGIN_KB=${MAX_RSS_MARGIN_KB:-245760}

@@ -12,7 +12,7 @@ run="$TMP/run"
   --set training.MaxEpochs=30 --set training.ValidationFrequency=4 --set training.PlotIntervalSeconds=0.5 \
   > "$TMP/train.out" 2> "$TMP/train.err" &
 pid=$!
-trap 'kill $pid 2>/dev/null || true; rm -rf "$TMP"' EXIT
+at_exit 'kill $pid 2>/dev/null || true'
 running() { kill -0 $pid 2>/dev/null; }
 # rows FILE: the complete (newline-terminated) data rows of a log.csv snapshot
 rows() { local n; n=$(wc -l < "$1"); echo $((n > 0 ? n - 1 : 0)); }

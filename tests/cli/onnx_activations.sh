@@ -9,10 +9,9 @@
 source "$(dirname "$0")/common.sh" "$@"
 PY=/usr/bin/python3
 skip_without_onnx
-$PY -c "import torch, numpy, onnx" 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks torch/numpy/onnx (apt-get install python3-torch python3-onnx)"; exit 77; }
+$PY -c "import torch, numpy, onnx" 2>/dev/null || skip "/usr/bin/python3 lacks torch/numpy/onnx (apt-get install python3-torch python3-onnx)"
 $PY "$SRC/scripts/onnx/torch_activations.py" "$TMP" 2>/dev/null
-have_cv=1
-$PY -c "import cv2" 2>/dev/null || { have_cv=0; echo "note: no python3-opencv; skipping the OpenCV half"; }
+$PY -c "import cv2" 2>/dev/null || skip "/usr/bin/python3 cannot import cv2, which the OpenCV half needs (apt-get install python3-opencv; scripts/setup.sh does)"
 for net in acts10:acts acts13:acts acts14:acts gates13:gates; do
   n=${net%%:*} ref=${net##*:}
   "$DLTRAIN" import "$TMP/$n.onnx" --output "$TMP/$n.bin" >/dev/null
@@ -35,7 +34,7 @@ print(f"  activations: {got}")
 sys.exit(0 if got == want else 1)
 PYEOF
   done
-  if [[ $have_cv == 1 && $ref == gates ]]; then
+  if [[ $ref == gates ]]; then
     $PY "$SRC/scripts/onnx/opencv_run.py" "$TMP/$n.out.onnx" "$TMP/$ref.in.f32" 16 16 3 "$TMP/$n.cv.f32" >/dev/null
     compare_f32 "$TMP/$n.cv.f32" "$TMP/$n.ours.f32" 1e-4 || fail "$n: OpenCV dnn disagrees with dltrain on the exported file"
   fi

@@ -11,14 +11,13 @@
 source "$(dirname "$0")/common.sh" "$@"
 PY=/usr/bin/python3
 skip_without_onnx
-$PY -c "import torch, numpy" 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks torch/numpy (apt-get install python3-torch)"; exit 77; }
+$PY -c "import torch, numpy" 2>/dev/null || skip "/usr/bin/python3 lacks torch/numpy (apt-get install python3-torch)"
 MODELS="channel_ops:12 reducemax:10 shuffle_block:12"
 names=""
 for net in $MODELS; do names="$names ${net%%:*}"; done
 # shellcheck disable=SC2086
 $PY "$SRC/scripts/onnx/shuffle_models.py" "$TMP" $names 2>/dev/null
-have_cv=1
-$PY -c "import cv2" 2>/dev/null || { have_cv=0; echo "note: no python3-opencv; skipping the OpenCV half"; }
+$PY -c "import cv2" 2>/dev/null || skip "/usr/bin/python3 cannot import cv2, which the OpenCV half needs (apt-get install python3-opencv; scripts/setup.sh does)"
 for net in $MODELS; do
   n=${net%%:*} s=${net##*:}
   "$DLTRAIN" import "$TMP/$n.onnx" --output "$TMP/$n.bin" >/dev/null
@@ -29,10 +28,8 @@ for net in $MODELS; do
   "$DLTRAIN" import "$TMP/$n.out.onnx" --output "$TMP/$n.re.bin" >/dev/null
   "$DLTRAIN" export "$TMP/$n.re.bin" --debug-forward "$TMP/$n.in.f32" --output "$TMP/$n.re.f32"
   compare_f32 "$TMP/$n.re.f32" "$TMP/$n.ours.f32" 1e-6 || fail "$n: export + import changed the outputs"
-  if [[ $have_cv == 1 ]]; then
-    $PY "$SRC/scripts/onnx/opencv_run.py" "$TMP/$n.out.onnx" "$TMP/$n.in.f32" "$s" "$s" 3 "$TMP/$n.cv.f32" >/dev/null
-    compare_f32 "$TMP/$n.cv.f32" "$TMP/$n.ours.f32" 1e-4 || fail "$n: OpenCV dnn disagrees with dltrain on the exported file"
-  fi
+  $PY "$SRC/scripts/onnx/opencv_run.py" "$TMP/$n.out.onnx" "$TMP/$n.in.f32" "$s" "$s" 3 "$TMP/$n.cv.f32" >/dev/null
+  compare_f32 "$TMP/$n.cv.f32" "$TMP/$n.ours.f32" 1e-4 || fail "$n: OpenCV dnn disagrees with dltrain on the exported file"
 done
 # The layers the imports made.
 grep -q "channelSlice" "$TMP/channel_ops.info" || fail "channel_ops: no channelSlice in $(cat "$TMP/channel_ops.info")"

@@ -6,7 +6,7 @@
 # the wrong count is one error line naming it.
 source "$(dirname "$0")/common.sh" "$@"
 if "$DLTRAIN" import /nonexistent.onnx --output "$TMP/x.bin" 2>&1 | grep -q "built without ONNX"; then
-  echo "SKIP: this dltrain was built without ONNX"; exit 77
+  skip "this dltrain was built without ONNX"
 fi
 /usr/bin/python3 -c "import onnx" 2>/dev/null || skip "/usr/bin/python3 has no onnx module (apt-get install python3-onnx)"
 make_shapes "$TMP/data" 20

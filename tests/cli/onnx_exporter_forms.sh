@@ -9,7 +9,7 @@
 source "$(dirname "$0")/common.sh" "$@"
 PY=/usr/bin/python3
 skip_without_onnx
-$PY -c "import torch, numpy, onnx" 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks torch/numpy/onnx"; exit 77; }
+$PY -c "import torch, numpy, onnx" 2>/dev/null || skip "/usr/bin/python3 lacks torch/numpy/onnx"
 $PY - "$TMP" <<'PYEOF' 2>/dev/null
 import os, sys, numpy as np, onnx, torch, torch.nn as nn
 out = sys.argv[1]

@@ -10,7 +10,7 @@
 source "$(dirname "$0")/common.sh" "$@"
 PY=/usr/bin/python3
 skip_without_onnx
-$PY -c "import torch, numpy, cv2" 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks torch/numpy/cv2 (apt-get install python3-torch python3-opencv)"; exit 77; }
+$PY -c "import torch, numpy, cv2" 2>/dev/null || skip "/usr/bin/python3 lacks torch/numpy/cv2 (apt-get install python3-torch python3-opencv)"
 STEPS=6
 for n in mobilenet efficientnet; do
   $PY "$SRC/scripts/onnx/finetune_twin.py" export "$TMP" $n 2>/dev/null

@@ -12,11 +12,10 @@
 source "$(dirname "$0")/common.sh" "$@"
 PY=/usr/bin/python3
 skip_without_onnx
-$PY -c "import torch, numpy" 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks torch/numpy (apt-get install python3-torch)"; exit 77; }
+$PY -c "import torch, numpy" 2>/dev/null || skip "/usr/bin/python3 lacks torch/numpy (apt-get install python3-torch)"
 MODELS="lnimage lnchannels lnimage13 lnchannels13 lnshared13 lnfirst13 segate se"
 $PY "$SRC/scripts/onnx/mul_norm_models.py" "$TMP" $MODELS 2>/dev/null
-have_cv=1
-$PY -c "import cv2" 2>/dev/null || { have_cv=0; echo "note: no python3-opencv; skipping the OpenCV half"; }
+$PY -c "import cv2" 2>/dev/null || skip "/usr/bin/python3 cannot import cv2, which the OpenCV half needs (apt-get install python3-opencv; scripts/setup.sh does)"
 for n in $MODELS; do
   "$DLTRAIN" import "$TMP/$n.onnx" --output "$TMP/$n.bin" >/dev/null
   "$DLTRAIN" export "$TMP/$n.bin" --debug-forward "$TMP/$n.in.f32" --output "$TMP/$n.ours.f32"
@@ -30,10 +29,8 @@ for n in $MODELS; do
   fi
   "$DLTRAIN" export "$TMP/$n.re.bin" --debug-forward "$TMP/$n.in.f32" --output "$TMP/$n.re.f32"
   compare_f32 "$TMP/$n.re.f32" "$TMP/$n.ours.f32" 1e-6 || fail "$n: export + import changed the outputs"
-  if [[ $have_cv == 1 ]]; then
-    $PY "$SRC/scripts/onnx/opencv_run.py" "$TMP/$n.out.onnx" "$TMP/$n.in.f32" 12 12 3 "$TMP/$n.cv.f32" >/dev/null
-    compare_f32 "$TMP/$n.cv.f32" "$TMP/$n.ours.f32" 1e-4 || fail "$n: OpenCV dnn disagrees with dltrain on the exported file"
-  fi
+  $PY "$SRC/scripts/onnx/opencv_run.py" "$TMP/$n.out.onnx" "$TMP/$n.in.f32" 12 12 3 "$TMP/$n.cv.f32" >/dev/null
+  compare_f32 "$TMP/$n.cv.f32" "$TMP/$n.ours.f32" 1e-4 || fail "$n: OpenCV dnn disagrees with dltrain on the exported file"
 done
 # Dropout (an inference identity) between ConvNeXt's Transpose and LayerNormalization keeps the
 # value channels-last: lnchannels with one inserted imports to lnchannels's outputs.
@@ -87,10 +84,8 @@ at_least "$acc" 35 || fail "the network with multiplication and layerNormalizati
 $PY -c "import numpy as np; (np.random.default_rng(2).random((4, 32, 32, 3)) * 255).astype(np.float32).tofile('$TMP/se.in.f32')"
 "$DLTRAIN" export "$TMP/run/model.bin" --debug-forward "$TMP/se.in.f32" --output "$TMP/trained.ours.f32"
 "$DLTRAIN" export "$TMP/run/model.bin" --output "$TMP/trained.onnx" >/dev/null
-if [[ $have_cv == 1 ]]; then
-  $PY "$SRC/scripts/onnx/opencv_run.py" "$TMP/trained.onnx" "$TMP/se.in.f32" 32 32 3 "$TMP/trained.cv.f32" >/dev/null
-  compare_f32 "$TMP/trained.cv.f32" "$TMP/trained.ours.f32" 1e-4 || fail "OpenCV dnn disagrees with dltrain on the trained network"
-fi
+$PY "$SRC/scripts/onnx/opencv_run.py" "$TMP/trained.onnx" "$TMP/se.in.f32" 32 32 3 "$TMP/trained.cv.f32" >/dev/null
+compare_f32 "$TMP/trained.cv.f32" "$TMP/trained.ours.f32" 1e-4 || fail "OpenCV dnn disagrees with dltrain on the trained network"
 # Unsupported forms: one line naming the node; nothing written.
 $PY - "$TMP" <<'PYEOF' 2>/dev/null
 import sys, torch, torch.nn as nn

@@ -12,7 +12,7 @@ source "$(dirname "$0")/common.sh" "$@"
 PY=/usr/bin/python3
 "$DLTRAIN" export --help >/dev/null
 skip_without_onnx
-$PY -c "import torch, numpy" 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks torch/numpy (apt-get install python3-torch)"; exit 77; }
+$PY -c "import torch, numpy" 2>/dev/null || skip "/usr/bin/python3 lacks torch/numpy (apt-get install python3-torch)"
 $PY "$SRC/scripts/onnx/torch_models.py" "$TMP" 2>/dev/null
 $PY "$SRC/scripts/onnx/unpool_model.py" "$TMP" 2>/dev/null
 $PY -c "import cv2" 2>/dev/null || skip "/usr/bin/python3 lacks cv2, which the OpenCV half needs (apt-get install python3-opencv)"

@@ -7,7 +7,7 @@
 # fixture must pass (a fixture that does not import fails the test).
 source "$(dirname "$0")/common.sh" "$@"
 if "$DLTRAIN" import /nonexistent.onnx --output "$TMP/x.bin" 2>&1 | grep -q "built without ONNX"; then
-  echo "SKIP: this dltrain was built without ONNX support"; exit 77
+  skip "this dltrain was built without ONNX support"
 fi
 DIR="$SRC/tests/data/onnx_zoo"
 TOL=1e-4

@@ -10,7 +10,7 @@ PY=/usr/bin/python3
 CHECK="$SRC/tests/cli/seg_check.py"
 TESTS="$(dirname "$DLTRAIN")/tests/dltrain_tests"
 [[ -x "$TESTS" ]] || fail "$TESTS not built (it writes the fixture model)"
-$PY -c "import numpy" 2>/dev/null || { echo "SKIP: /usr/bin/python3 has no numpy"; exit 77; }
+$PY -c "import numpy" 2>/dev/null || skip "/usr/bin/python3 has no numpy"
 DLT_SEG_MODEL="$TMP/seg.bin" DLT_CLASS_MODEL="$TMP/class.bin" "$TESTS" "[make_seg_model]" > "$TMP/make.log" || fail "writing the model: $(cat "$TMP/make.log")"
 $PY "$CHECK" make "$TMP/data"
 img="$TMP/data/img"

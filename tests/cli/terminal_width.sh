@@ -7,8 +7,7 @@
 # narrower than the terminal. Then VerboseLayout and the COLUMNS fallback without a terminal.
 source "$(dirname "$0")/common.sh" "$@"
 if ! command -v tmux > /dev/null; then
-  echo "SKIP: tmux is not installed (apt-get install tmux); the terminal-width checks need it"
-  exit 77
+  skip "tmux is not installed (apt-get install tmux); the terminal-width checks need it"
 fi
 
 "$DLTRAIN" make-dataset shapes "$TMP/data" --classes 4 --per-class 30 --size 16x16 --seed 3 > /dev/null
@@ -33,7 +32,7 @@ iters=$((ntrain * 3))
 sock="dlt-termwidth-$$"
 tmuxc() { tmux -L "$sock" -f /dev/null "$@"; }
 # kill-server leaves the socket file behind: remove it too.
-trap 'tmuxc kill-server 2> /dev/null || true; rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$sock"; rm -rf "$TMP"' EXIT
+at_exit 'tmuxc kill-server 2> /dev/null || true; rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$sock"'
 
 # run_in_tmux COLUMNS NAME: trains in a detached COLUMNSx50 pane; leaves NAME.pane (the joined
 # history), NAME.raw (every byte written to the terminal) and NAME.run (the run folder).

@@ -8,7 +8,7 @@
 source "$(dirname "$0")/common.sh" "$@"
 py=${PYTHON:-/usr/bin/python3}
 "$py" -c 'import torch.distributed.run' 2>/dev/null \
-  || { echo "SKIP: $py cannot import torch.distributed.run (install python3-torch)"; exit 77; }
+  || skip "$py cannot import torch.distributed.run (install python3-torch)"
 "$DLTRAIN" make-dataset shapes "$TMP/data" --classes 3 --per-class 16 --size 16x16 --seed 3 > /dev/null
 cat > "$TMP/plain.yaml" <<YAML
 layers:

@@ -9,14 +9,14 @@
 # itself, Debian's libgloo crashed (SIGSEGV) on the name. Needs root and unshare -m.
 source "$(dirname "$0")/common.sh" "$@"
 if [[ $(id -u) -ne 0 ]] || ! unshare -m true 2>/dev/null; then
-  echo "SKIP: needs root and mount namespaces (unshare -m) to hide the host name"; exit 77
+  skip "needs root and mount namespaces (unshare -m) to hide the host name"
 fi
 host=$(hostname)
 printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost\n' > "$TMP/hosts"
 # in_ns COMMAND...: runs it with $TMP/hosts as /etc/hosts (this process's mounts are untouched)
 in_ns() { unshare -m -- bash -c 'mount --bind "$1" /etc/hosts && shift && exec "$@"' in_ns "$TMP/hosts" "$@"; }
 if in_ns getent hosts "$host" > /dev/null; then
-  echo "SKIP: '$host' still resolves without /etc/hosts (DNS knows it)"; exit 77
+  skip "'$host' still resolves without /etc/hosts (DNS knows it)"
 fi
 compare() { python3 "$SRC/tests/dist/compare_models.py" "$@"; }
 "$DLTRAIN" make-dataset shapes "$TMP/data" --classes 3 --per-class 8 --size 16x16 --seed 3 > /dev/null

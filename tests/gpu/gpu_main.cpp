@@ -1,6 +1,8 @@
-// The main of dltrain_gpu_tests: with no usable GPU it prints "no GPU: skipped (...)" and
+// The main of dltrain_gpu_tests: with no usable GPU it prints "SKIP: no GPU (...)" and
 // exits 77, which CTest reports as skipped (SKIP_RETURN_CODE). DLT_GPU_TEST_DEVICE=cpu runs
-// every test with the CPU as the device under test: a self-check of the tests themselves.
+// every test with the CPU as the device under test: a self-check of the tests themselves, where
+// the cases that need a GPU skip (support/skip.h). Any failure exits 1, never 77 (as
+// support/catch_main.cpp); listing the cases (CTest's test discovery) needs no GPU.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -13,6 +15,7 @@
 #include "build_config.h"
 #include "dist/join_world.h"
 #include "gpu/gpu_test_util.h"
+#include "support/skip.h"
 
 namespace dlt::test::gpu {
 
@@ -25,8 +28,14 @@ Device device_under_test() { return g_cpu_self_check ? Device::cpu() : Device::c
 }  // namespace dlt::test::gpu
 
 int main(int argc, char* argv[]) {
+  Catch::Session session;
+  if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
+  Catch::Config& config = session.config();
+  const bool listing = config.listTests() || config.listTestNamesOnly() || config.listTags() || config.listReporters();
   const char* dev = std::getenv("DLT_GPU_TEST_DEVICE");
-  if (dev && std::strcmp(dev, "cpu") == 0) {
+  if (listing) {
+    // nothing runs: no device to probe
+  } else if (dev && std::strcmp(dev, "cpu") == 0) {
     dlt::test::gpu::g_cpu_self_check = true;
     std::printf("DLT_GPU_TEST_DEVICE=cpu: self-check of the GPU tests with the CPU as the device\n");
   } else {
@@ -34,11 +43,11 @@ int main(int argc, char* argv[]) {
     try {
       count = dlt::cuda_device_count();
     } catch (const std::exception& e) {
-      std::printf("no GPU: skipped (cuda_device_count failed: %s)\n", e.what());
+      std::printf("SKIP: no GPU (cuda_device_count failed: %s)\n", e.what());
       return 77;
     }
     if (count == 0) {
-      std::printf("no GPU: skipped (%s%s)\n", dlt::cuda_unavailable_reason().c_str(),
+      std::printf("SKIP: no GPU (%s%s)\n", dlt::cuda_unavailable_reason().c_str(),
                   DLT_HAVE_CUDA ? "; check nvidia-smi and CUDA_VISIBLE_DEVICES" : "");
       if (DLT_HAVE_CUDA) std::printf("loaded: %s\n", dlt::cuda_library_versions().c_str());
       return 77;
@@ -48,5 +57,7 @@ int main(int argc, char* argv[]) {
                 dlt::nccl_library_version().empty() ? "" : ", ", dlt::nccl_library_version().c_str());
   }
   std::fflush(stdout);
-  return Catch::Session().run(argc, argv);
+  dlt::test::set_running_one_case(
+      Catch::filterTests(Catch::getAllTestCasesSorted(config), config.testSpec(), config).size() == 1);
+  return dlt::test::exit_code(session.run(), config);
 }

@@ -22,6 +22,7 @@
 #include "backend/cuda/cudnn_conv_engines.h"
 #include "gpu/gpu_test_util.h"
 #include "support/reference_ops.h"
+#include "support/skip.h"
 
 namespace dlt::test::gpu {
 
@@ -206,11 +207,9 @@ Vec sampled_weight_gradient(const ConvDesc& d, const Vec& x, const Vec& dy, cons
 
 }  // namespace
 
-TEST_CASE("gpu conv plans: every plan of the exhaustive search against the double reference", "[gpu][conv]") {
-  if (!testing_a_gpu()) {
-    WARN("no cuDNN plans on the CPU self-check: skipped");
-    return;
-  }
+TEST_CASE("gpu conv plans: every plan of the exhaustive search against the double reference",
+          "[gpu][conv][skippable]") {
+  DLT_SKIP_IF(!testing_a_gpu(), "the CPU self-check has no cuDNN plans (this case runs in the gpu entry, on a GPU)");
   cuda::CudaContext& ctx = cuda::context(device_under_test().index);
   const PlanCase cases[] = {
       {"float32 16x16x16x32 -> 48 3x3", 16, 16, 32, 48, 3, 1, 1, false, false},
@@ -246,11 +245,8 @@ TEST_CASE("gpu conv plans: every plan of the exhaustive search against the doubl
 // CudnnRuntimeCompiled: the search (CudnnEngines auto: heuristics, then every engine) with the
 // engines that compile at run time, each plan against the double reference, on the shapes those
 // engines exist for (depthwise, MobileNet's; a dense 3x3 beside them).
-TEST_CASE("gpu conv plans: runtime-compiled engines against the double reference", "[gpu][conv]") {
-  if (!testing_a_gpu()) {
-    WARN("no cuDNN plans on the CPU self-check: skipped");
-    return;
-  }
+TEST_CASE("gpu conv plans: runtime-compiled engines against the double reference", "[gpu][conv][skippable]") {
+  DLT_SKIP_IF(!testing_a_gpu(), "the CPU self-check has no cuDNN plans (this case runs in the gpu entry, on a GPU)");
   cuda::CudaContext& ctx = cuda::context(device_under_test().index);
   const PlanCase cases[] = {
       {"float32 16x16x16x64 depthwise 3x3", 16, 16, 64, 64, 3, 1, 1, false, false, 64},
@@ -277,6 +273,21 @@ TEST_CASE("gpu conv plans: runtime-compiled engines against the double reference
   if (compiled_total == 0) WARN("no runtime-compiled plan finalized on this machine (NVRTC missing?)");
 }
 
+// The sampled reference of the case below is the full reference's rows (also on the CPU self-check).
+TEST_CASE("gpu conv plans: the sampled weight-gradient reference is the full one's rows", "[gpu][conv]") {
+  const ConvDesc small = desc_of({"2x5x5x6 -> 7 3x3", 2, 5, 6, 7, 3, 1, 1, false, false});
+  Rng rng(5);
+  const Vec x = random_vec(small.n * small.h * small.w * small.c, rng);
+  const Vec dy = random_vec(small.n * small.out_h() * small.out_w() * small.k, rng);
+  Vec dw, db;
+  ref::conv_backward_weights(small, x, dy, dw, db);
+  const Vec sampled = sampled_weight_gradient(small, x, dy, {1, 6});
+  const int64_t per_k = 3 * 3 * 6;
+  Vec rows(dw.begin() + per_k, dw.begin() + 2 * per_k);
+  rows.insert(rows.end(), dw.begin() + 6 * per_k, dw.begin() + 7 * per_k);
+  CHECK(compare(sampled, rows).rel < 1e-12);
+}
+
 // The float32 weight gradient at ResNet-18's 3x3 shapes (configs/resnet18-cifar.yaml, batch 512:
 // 131,072 to 524,288 products per weight), every plan of the search the convolution op runs
 // (CudnnEngines: auto), the one left out for drifting sums included, each against the double
@@ -284,24 +295,8 @@ TEST_CASE("gpu conv plans: runtime-compiled engines against the double reference
 // Timing picked that engine on these shapes before it was left out: its error and time beside
 // the fastest plan the search keeps say what leaving it out costs there. GPU only.
 TEST_CASE("gpu conv plans: weight-gradient plans at ResNet-18's shapes against a sampled double reference",
-          "[gpu][conv]") {
-  {  // the sampled reference is the full one's rows (also on the CPU self-check)
-    const ConvDesc small = desc_of({"2x5x5x6 -> 7 3x3", 2, 5, 6, 7, 3, 1, 1, false, false});
-    Rng rng(5);
-    const Vec x = random_vec(small.n * small.h * small.w * small.c, rng);
-    const Vec dy = random_vec(small.n * small.out_h() * small.out_w() * small.k, rng);
-    Vec dw, db;
-    ref::conv_backward_weights(small, x, dy, dw, db);
-    const Vec sampled = sampled_weight_gradient(small, x, dy, {1, 6});
-    const int64_t per_k = 3 * 3 * 6;
-    Vec rows(dw.begin() + per_k, dw.begin() + 2 * per_k);
-    rows.insert(rows.end(), dw.begin() + 6 * per_k, dw.begin() + 7 * per_k);
-    CHECK(compare(sampled, rows).rel < 1e-12);
-  }
-  if (!testing_a_gpu()) {
-    WARN("no cuDNN plans on the CPU self-check: skipped");
-    return;
-  }
+          "[gpu][conv][skippable]") {
+  DLT_SKIP_IF(!testing_a_gpu(), "the CPU self-check has no cuDNN plans (this case runs in the gpu entry, on a GPU)");
   cuda::CudaContext& ctx = cuda::context(device_under_test().index);
   const PlanCase cases[] = {
       {"float32 512x32x32x64 -> 64 3x3", 512, 32, 64, 64, 3, 1, 1, false, false},

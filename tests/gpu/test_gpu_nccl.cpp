@@ -9,6 +9,7 @@
 
 #include "build_config.h"
 #include "gpu/gpu_test_util.h"
+#include "support/skip.h"
 
 #if DLT_HAVE_NCCL
 #include "dist/nccl_communicator.h"
@@ -17,11 +18,8 @@
 namespace dlt::test::gpu {
 
 #if DLT_HAVE_NCCL
-TEST_CASE("gpu: NCCL communicator of one rank", "[gpu][nccl]") {
-  if (!testing_a_gpu()) {
-    SUCCEED("needs a GPU (the CPU stands in for it here)");
-    return;
-  }
+TEST_CASE("gpu: NCCL communicator of one rank", "[gpu][nccl][skippable]") {
+  DLT_SKIP_IF(!testing_a_gpu(), "NCCL needs a GPU: the CPU self-check has none (this case runs in the gpu entry)");
   TempDir dir;
   CommOptions o;
   o.rank = 0;
@@ -30,9 +28,16 @@ TEST_CASE("gpu: NCCL communicator of one rank", "[gpu][nccl]") {
   o.timeout = std::chrono::milliseconds(30000);
   const Device dev = device_under_test();
   std::string fatal;
-  auto t0 = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  double init_seconds = 0;
+  Clock::time_point destroy_start;
   {
+    const auto init_start = Clock::now();
     auto comm = make_nccl_communicator(o, dev.index, [&](const std::string& m) { fatal = m; });
+    init_seconds = seconds_since(init_start);
     REQUIRE(comm->kind() == "nccl");
     CHECK(comm->size() == 1);
     Backend& be = dut_backend();
@@ -62,12 +67,17 @@ TEST_CASE("gpu: NCCL communicator of one rank", "[gpu][nccl]") {
     comm->broadcast(a, 0);
     CHECK(compare_tensors(a, p.cpu).rel == 0.0);
     comm->barrier();
+    destroy_start = Clock::now();
   }
+  const double destroy_seconds = seconds_since(destroy_start);
   Tensor after(Shape{4}, dev);
   dut_backend().scale(after, 1.f);  // nor after the destructor's polling
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(fatal.empty());
-  CHECK(seconds < 20);
+  // A prompt destructor (ncclCommFinalize + ncclCommDestroy): it undoes what the init measured
+  // here set up (rendezvous, proxy thread, buffers), so it may take at most twice as long; the
+  // fallback after a stuck finalize waits out min(timeout, 5 s), far longer than a one-rank init.
+  INFO("init " << init_seconds << " s, destructor " << destroy_seconds << " s");
+  CHECK(destroy_seconds <= 2 * init_seconds);
 }
 #endif
 

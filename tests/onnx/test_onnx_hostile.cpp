@@ -230,11 +230,52 @@ TEST_CASE("onnx hostile: malformed nodes", "[onnx]") {
   CHECK(has(import_error(m), "the graph input 'x' is 1099511627776x1099511627776x3 per image, more than"));
 }
 
-TEST_CASE("onnx hostile: too many nodes are refused before parsing, many same-named nodes stay fast", "[onnx]") {
-  test::TempDir dir;
+// A model of `relus` Relu nodes all named "same" between the input and Flatten.
+onnx::ModelProto same_named_relus(int relus) {
   onnx::ModelProto m = classifier();
   onnx::GraphProto& g = *m.mutable_graph();
-  // kMaxOnnxNodes + 1 Identity nodes between the input and Flatten.
+  std::string prev = "x";
+  for (int i = 0; i < relus; ++i) {
+    const std::string out = "r" + std::to_string(i);
+    add_node(g, "Relu", {prev}, {out}, "same");
+    prev = out;
+  }
+  g.mutable_node(0)->set_input(0, prev);
+  // Flatten, Gemm and Softmax after the Relus.
+  for (int k = 0; k < 3; ++k)
+    for (int i = 0; i + 1 < g.node_size(); ++i) g.mutable_node()->SwapElements(i, i + 1);
+  return m;
+}
+
+// The fastest of three imports of `bytes` (the least disturbed by other work on the machine).
+Imported fastest_import(const test::TempDir& dir, const std::string& bytes) {
+  Imported best = import_bytes(dir, bytes);
+  for (int k = 0; k < 2; ++k) {
+    Imported r = import_bytes(dir, bytes);
+    if (r.seconds < best.seconds) best = r;
+  }
+  return best;
+}
+
+TEST_CASE("onnx hostile: too many nodes are refused before parsing, many same-named nodes stay fast", "[onnx]") {
+  test::TempDir dir;
+  // Times are compared with imports measured here, on this machine under its present load, never
+  // with absolute figures. Unique names are found in linear time (the old loop tried same_2,
+  // same_3, ... for every node: quadratic): 4 times the nodes may take at most 8 times as long,
+  // halfway (geometrically) between linear (4) and quadratic (16) growth.
+  const std::string many = same_named_relus(20000).SerializeAsString();
+  const Imported small = fastest_import(dir, same_named_relus(5000).SerializeAsString());
+  const Imported large = fastest_import(dir, many);
+  CHECK(small.error == "");
+  CHECK(large.error == "");
+  INFO("5,000 same-named nodes import in " << small.seconds << " s, 20,000 in " << large.seconds << " s");
+  CHECK(large.seconds <= 8 * small.seconds);
+
+  // kMaxOnnxNodes + 1 Identity nodes between the input and Flatten: refused before the graph is
+  // built, so in at most the time a full import of 20,000 nodes takes (5 times fewer nodes, but
+  // each one built into a network), times 2 for noise.
+  onnx::ModelProto m = classifier();
+  onnx::GraphProto& g = *m.mutable_graph();
   std::string prev = "x";
   for (int i = 0; i <= kMaxOnnxNodes; ++i) {
     const std::string out = "i" + std::to_string(i);
@@ -242,28 +283,12 @@ TEST_CASE("onnx hostile: too many nodes are refused before parsing, many same-na
     prev = out;
   }
   g.mutable_node(0)->set_input(0, prev);
-  Imported r = import_bytes(dir, m.SerializeAsString());
+  const Imported r = fastest_import(dir, m.SerializeAsString());
   CHECK(r.error == dir.file("m.onnx") + ": the graph has " + std::to_string(kMaxOnnxNodes + 4) +
                        " nodes, more than the " + std::to_string(kMaxOnnxNodes) +
                        " dltrain imports (the file is corrupt or not a classifier)");
-  CHECK(r.seconds < 5);
-  // 20,000 Relu nodes all named "same": unique names are found in linear time (the old loop
-  // tried same_2, same_3, ... for every node: quadratic).
-  m = classifier();
-  onnx::GraphProto& g2 = *m.mutable_graph();
-  prev = "x";
-  for (int i = 0; i < 20000; ++i) {
-    const std::string out = "r" + std::to_string(i);
-    add_node(g2, "Relu", {prev}, {out}, "same");
-    prev = out;
-  }
-  g2.mutable_node(0)->set_input(0, prev);
-  // Flatten, Gemm and Softmax after the Relus.
-  for (int k = 0; k < 3; ++k)
-    for (int i = 0; i + 1 < g2.node_size(); ++i) g2.mutable_node()->SwapElements(i, i + 1);
-  r = import_bytes(dir, m.SerializeAsString());
-  CHECK(r.error == "");
-  CHECK(r.seconds < 20);
+  INFO("the refusal of " << kMaxOnnxNodes + 4 << " nodes takes " << r.seconds << " s");
+  CHECK(r.seconds <= 2 * large.seconds);
 }
 
 TEST_CASE("onnx hostile: deep nesting, garbage and truncation", "[onnx]") {
