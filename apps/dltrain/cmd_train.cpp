@@ -105,13 +105,12 @@ Runner add_train(CLI::App& app) {
         spdlog::drop("dltrain");
         log::init(x.world.rank, x.world.size, false);
         const CommOptions settings = comm_settings_for(c.training);
-        if (x.comm == Execution::Comm::kNccl) {
-          c.training.gpu_device = x.gpu_device;  // resolve_device trains this rank on its own GPU
+        if (x.comm == Execution::Comm::kNccl)
           args.comm = join_gpu_world(x.world, x.gpu_device, a->output_dir, env, settings);
-        } else {
+        else
           args.comm = join_world(x.world, a->output_dir, env, settings);
-        }
       }
+      args.device = training_device(x, c.training);
       r = train_network(c, args);
     } catch (...) {
       if (error_file.empty()) throw;

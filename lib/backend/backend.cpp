@@ -125,13 +125,13 @@ void Backend::dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p,
   do_dropout_forward(x, y, mask, p, key, keep_value);
 }
 
-void Backend::mul(const Tensor& x, const Tensor& m, Tensor& y) {
-  same_numel(x, m, "mul");
-  same_numel(x, y, "mul");
-  on(x, device(), "mul");
-  on(m, device(), "mul");
-  on(y, device(), "mul");
-  do_mul(x, m, y);
+void Backend::multiply(const Tensor& x, const Tensor& m, Tensor& y) {
+  same_numel(x, m, "multiply");
+  same_numel(x, y, "multiply");
+  on(x, device(), "multiply");
+  on(m, device(), "multiply");
+  on(y, device(), "multiply");
+  do_multiply_same_size(x, m, y);
 }
 
 namespace {

@@ -126,13 +126,14 @@ class Backend {
   void shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y);
   // Dropout: mask gets 0 or 1/(1-p) per element from (seed, stream); y = x * mask.
   void dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t seed, uint64_t stream);
-  // Mean over the batch of per-sample reductions is done by the layers; this is y = x * m.
-  void mul(const Tensor& x, const Tensor& m, Tensor& y);
 
-  // ---- element-wise product with broadcasting (multiplication; d: ProductDesc): y is
-  // (n, pixels, c), each input (n, pixels, c) or (n, 1, c) (repeated over the pixels); inputs
-  // may repeat, none may alias y ----
-  // y = x0 * x1 * ..., multiplied in input order.
+  // ---- multiplication: the one element-wise product, in two forms ----
+  // y = x * m, element by element, all three of one numel (dropout's backward, squares); y may
+  // be x or m.
+  void multiply(const Tensor& x, const Tensor& m, Tensor& y);
+  // With broadcasting (the multiplication layer; d: ProductDesc): y is (n, pixels, c), each
+  // input (n, pixels, c) or (n, 1, c) (repeated over the pixels); inputs may repeat, none may
+  // alias y. y = x0 * x1 * ..., multiplied in input order.
   void multiply(const std::vector<const Tensor*>& xs, Tensor& y, const ProductDesc& d);
   // The gradient of input i: dx = dy * (the product of the other inputs), summed over the
   // pixels when input i is (n, 1, c) (dx is then of that size). Overwrites dx, which may
@@ -242,7 +243,7 @@ class Backend {
   // key: the mask's hash key (from seed and stream), keep_value: 1 / (1 - p), or 0 for p >= 1.
   virtual void do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key,
                                   float keep_value) = 0;
-  virtual void do_mul(const Tensor& x, const Tensor& m, Tensor& y) = 0;
+  virtual void do_multiply_same_size(const Tensor& x, const Tensor& m, Tensor& y) = 0;
   // Each x of d.n * d.pixels * d.c elements (full) or d.n * d.c (repeated over the pixels);
   // y and dy full, dx of input i's size. d.pixels == 1: every input is full.
   virtual void do_multiply(const std::vector<const Tensor*>& xs, Tensor& y, const ProductDesc& d) = 0;

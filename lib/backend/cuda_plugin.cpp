@@ -1,6 +1,7 @@
-// Loading the CUDA plugin (cuda_plugin.h) and the core's GPU entry points of backend.h and
-// tensor/device.h, which forward to its table or, without a usable plugin, report no GPU and
-// throw DeviceError when a GPU is used anyway. A CPU-only build never looks for the plugin.
+// Loading the CUDA plugin (cuda_plugin.h) and the core's GPU entry points of backend.h, which
+// forward to its table or, without a usable plugin, report no GPU and throw DeviceError when a
+// GPU is used anyway. A loaded plugin's allocator and copies are registered with the tensor
+// layer (tensor/device.h's register_device_memory). A CPU-only build never looks for the plugin.
 #include "backend/cuda_plugin.h"
 
 #include <dlfcn.h>
@@ -93,6 +94,7 @@ Loaded load_plugin() {
     return l;
   }
   l.api = api;
+  register_device_memory(DeviceType::kCuda, DeviceMemory{api->allocator, api->copy_bytes});
   return l;  // the handle stays open for the life of the process
 }
 
@@ -127,7 +129,7 @@ std::string cuda_plugin_summary() {
   return "CUDA backend: " + std::string(kCudaPluginFile) + " not found next to the executable or in ../lib";
 }
 
-// backend.h and tensor/device.h.
+// backend.h.
 int cuda_device_count() { return cuda_plugin() ? cuda_plugin()->device_count() : 0; }
 std::string cuda_unavailable_reason() {
   return cuda_plugin() ? cuda_plugin()->unavailable_reason() : cuda_plugin_error();
@@ -135,10 +137,6 @@ std::string cuda_unavailable_reason() {
 std::string cuda_library_versions() { return cuda_plugin() ? cuda_plugin()->library_versions() : ""; }
 Backend& cuda_backend(int index, const BackendOptions& options) {
   return cuda_plugin_or_throw().backend(index, options);
-}
-Allocator& cuda_allocator(int index) { return cuda_plugin_or_throw().allocator(index); }
-void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
-  cuda_plugin_or_throw().copy_bytes(dst, dst_device, src, src_device, bytes);
 }
 
 }  // namespace dlt

@@ -45,7 +45,6 @@ enum class GradientThresholdMethod { kL2Norm, kGlobalL2Norm, kAbsoluteValue };
 enum class Shuffle { kOnce, kNever, kEveryEpoch };
 enum class VerboseLayout { kAuto, kWide, kCompact };  // the verbose table (dltrain's)
 enum class Plots { kTrainingProgress, kNone };        // progress.png or not
-enum class CheckpointFrequencyUnit { kEpoch, kIteration };
 enum class ExecutionEnvironment { kAuto, kCpu, kGpu, kMultiGpu, kParallel };
 enum class Precision { kSingle, kMixed };
 enum class ConvolutionAlgorithm { kAuto, kDirect };
@@ -76,7 +75,7 @@ struct ChoiceNames<Plots> {
   static constexpr std::array<std::string_view, 2> names = {"training-progress", "none"};
 };
 template <>
-struct ChoiceNames<CheckpointFrequencyUnit> {
+struct ChoiceNames<FrequencyUnit> {
   static constexpr std::array<std::string_view, 2> names = {"epoch", "iteration"};
 };
 template <>
@@ -153,7 +152,7 @@ struct TrainingOptions {
   double plot_interval_seconds = 10;  // dltrain: the live progress.png at least this often
   std::string checkpoint_path;        // empty: no checkpoints
   int64_t checkpoint_frequency = 1;
-  CheckpointFrequencyUnit checkpoint_frequency_unit = CheckpointFrequencyUnit::kEpoch;
+  FrequencyUnit checkpoint_frequency_unit = FrequencyUnit::kEpoch;
   ExecutionEnvironment execution_environment = ExecutionEnvironment::kAuto;
   std::vector<double> worker_load;  // empty: equal shares
   int64_t num_workers = 0;          // 0: one per GPU / core group

@@ -10,7 +10,9 @@
 namespace dlt {
 
 enum class ScheduleKind { piecewise, warmup, cosine, polynomial, exponential };
-enum class FrequencyUnit { epoch, iteration };
+// The unit of a frequency or period: a schedule object's FrequencyUnit and the training
+// option CheckpointFrequencyUnit (words: epoch, iteration; config/options.h).
+enum class FrequencyUnit { kEpoch, kIteration };
 
 // One schedule object. Each kind reads only its own properties (docs/config.md); the others keep
 // their defaults. A Period or NumSteps of 0 means "the training's length in FrequencyUnit"
@@ -27,7 +29,7 @@ struct ScheduleSpec {
   double period_growth_factor = 1;  // PeriodGrowthFactor: cosine (Inf: no restart)
   double power = 1;                 // Power: polynomial
   int64_t num_steps = 5;            // NumSteps: warmup, polynomial
-  FrequencyUnit frequency_unit = FrequencyUnit::epoch;
+  FrequencyUnit frequency_unit = FrequencyUnit::kEpoch;
   bool operator==(const ScheduleSpec&) const = default;
 };
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "config/fields.h"
+#include "config/options.h"
 #include "config/sections.h"
 
 namespace dlt::cfg {
@@ -39,22 +40,15 @@ bool find_kind(const std::string& text, ScheduleKind* out) {
   return false;
 }
 
+// The words of FrequencyUnit (config/options.h), shared with CheckpointFrequencyUnit.
 FieldDef<SS> frequency_unit_field() {
-  const std::vector<std::string> choices = {"epoch", "iteration"};
   return {"FrequencyUnit",
-          [choices](const ValueCtx& c, SS& s) {
+          [](const ValueCtx& c, SS& s) {
             const std::string expect = "one of epoch, iteration";
             const std::string t = c.scalar(expect);
-            if (iequals(t, "epoch"))
-              s.frequency_unit = FrequencyUnit::epoch;
-            else if (iequals(t, "iteration"))
-              s.frequency_unit = FrequencyUnit::iteration;
-            else
-              c.bad(expect, did_you_mean(t, choices));
+            if (!parse_choice(t, &s.frequency_unit)) c.bad(expect, did_you_mean(t, choice_names<FrequencyUnit>()));
           },
-          [](YAML::Emitter& e, const SS& s) {
-            e << (s.frequency_unit == FrequencyUnit::epoch ? "epoch" : "iteration");
-          }};
+          [](YAML::Emitter& e, const SS& s) { e << to_string(s.frequency_unit); }};
 }
 
 FieldDef<SS> growth_field() {

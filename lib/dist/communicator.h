@@ -1,4 +1,4 @@
-// Making a Communicator (backend/communicator.h, the interface): the options of a world
+// Making a Communicator (backend/collectives.h, the interface): the options of a world
 // (rank, size, rendezvous, timeout) and the CPU factory. GlooCommunicator (CPU tensors, TCP)
 // and NcclCommunicator (device tensors, one GPU per rank) implement it. Every collective of a
 // multi-process world has a timeout and throws CommError naming the rank and the collective
@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "backend/communicator.h"
+#include "backend/collectives.h"
 #include "tensor/tensor.h"
 
 namespace dlt {

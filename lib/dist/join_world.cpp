@@ -13,6 +13,7 @@
 #include "build_config.h"
 #include "dist/communicator.h"
 #include "dist/host_address.h"
+#include "dist/nccl_communicator.h"
 #include "dist/tcp_store.h"
 #include "util/error.h"
 
@@ -113,8 +114,7 @@ std::shared_ptr<Communicator> join_gpu_world(const WorldInfo& w, int device, con
   else
     set_cluster_rendezvous(o, w, output_dir, env);
   const int rank = w.rank;
-  return cuda_plugin_or_throw().make_nccl_communicator(
-      o, device, [rank](const std::string& m) { exit_on_comm_failure(rank, m); });
+  return make_nccl_communicator(o, device, [rank](const std::string& m) { exit_on_comm_failure(rank, m); });
 #else
   (void)device, (void)output_dir, (void)env, (void)settings;
   throw DeviceError("rank " + std::to_string(w.rank) + ": this dltrain was built without NCCL, so GPU workers " +

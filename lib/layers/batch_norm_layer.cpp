@@ -5,7 +5,7 @@
 #include <cmath>
 #include <memory>
 
-#include "backend/communicator.h"
+#include "backend/collectives.h"
 #include "layers/batch_norm_sync.h"
 #include "layers/layer_util.h"
 

@@ -18,7 +18,7 @@ void sync_batch_norm_moments_float(Communicator& comm, double weight, Tensor& me
   be.scale(mean, w);
   comm.all_reduce_sum(mean);     // the global mean
   be.axpby(-1.f, mean, 1.f, d);  // d = mean_i - mean
-  be.mul(d, d, d);
+  be.multiply(d, d, d);
   be.axpby(w, d, w, var);  // w (var_i + d^2)
   comm.all_reduce_sum(var);
 }

@@ -1,7 +1,7 @@
 // The collectives of synchronized batch norm (batch_norm_layer.cpp), over the Communicator
 // interface only.
 #pragma once
-#include "backend/communicator.h"
+#include "backend/collectives.h"
 #include "tensor/tensor.h"
 
 namespace dlt {

@@ -93,7 +93,7 @@ class DropoutLayer final : public Layer {
     if (p_ == 0)
       be.copy(dy, *dx[0]);
     else
-      be.mul(dy, mask_, *dx[0]);
+      be.multiply(dy, mask_, *dx[0]);
   }
   bool stochastic() const override { return true; }
   // Inference: the identity, so no ONNX node.

@@ -1,6 +1,6 @@
 // Network::run_empty_share: a data-parallel rank with no images of the global batch still
 // joins the collectives of the layers that run them (synchronized batch norm).
-#include "backend/communicator.h"
+#include "backend/collectives.h"
 #include "net/network.h"
 
 namespace dlt {

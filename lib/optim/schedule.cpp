@@ -35,7 +35,7 @@ class Sequence : public LearnRateSchedule {
     int64_t start = 0;  // the global iteration the current item started at
     for (size_t i = 0;; ++i) {
       const Item& item = items_[i];
-      const bool per_epoch = item.unit == FrequencyUnit::epoch;
+      const bool per_epoch = item.unit == FrequencyUnit::kEpoch;
       const int64_t training = per_epoch ? max_epochs_ : max_epochs_ * ipe;
       const int64_t k = per_epoch ? iteration / ipe - start / ipe : iteration - start;
       const int64_t n = item.schedule->num_steps(training);

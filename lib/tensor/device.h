@@ -1,7 +1,9 @@
-// Devices and allocators. The GPU allocator and copies are linked in from backend/cuda, or
-// from the CPU-only stub whose functions throw DeviceError. Synchronous host<->device copies go
-// through copy_bytes() (called by Tensor::to and Tensor::copy_from); the backend's staged
-// uploads (Backend::upload_begin) are the asynchronous path.
+// Devices and allocators. The CPU's memory is this layer's own; a GPU's allocator and copies
+// are what the backend that owns the device registers here (register_device_memory: the CUDA
+// plugin's, when backend/cuda_plugin.cpp loads it), as ggml's backends register buffer types,
+// so the tensor layer calls nothing above it. Synchronous host<->device copies go through
+// copy_bytes() (called by Tensor::to and Tensor::copy_from); the backend's staged uploads
+// (Backend::upload_begin) are the asynchronous path.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -28,18 +30,25 @@ class Allocator {
   virtual void deallocate(void* ptr, size_t bytes) = 0;
 };
 
-// The allocator for a device: 64-byte aligned host memory for the CPU; the CUDA backend's
-// caching allocator for a GPU (throws DeviceError in a build without CUDA).
+// The memory of a GPU device type, as its backend provides it: the allocator of device
+// index i, and copies between that type's devices and the host (either side may be the CPU).
+struct DeviceMemory {
+  Allocator& (*allocator)(int device_index) = nullptr;
+  void (*copy_bytes)(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) = nullptr;
+};
+
+// Registers the memory functions of a non-CPU device type (both set, valid for the life of the
+// process; {} removes them). Registering again replaces them. Thread-safe.
+void register_device_memory(DeviceType type, const DeviceMemory& memory);
+// What is registered for a non-CPU device type ({} when nothing is).
+DeviceMemory device_memory(DeviceType type);
+
+// The allocator for a device: 64-byte aligned host memory for the CPU; the registered
+// allocator for a GPU. Throws DeviceError when nothing is registered for the device's type.
 Allocator& allocator_for(Device device);
 
-// GPU memory, declared here for the two functions above and defined below tensor/, in
-// backend/cuda_plugin.cpp: they forward to the CUDA plugin libdltrain_cuda.so (opened on first
-// use), or throw DeviceError naming why there is none (a CPU-only build: "built without CUDA";
-// the plugin missing or refused by dlopen: its error).
-Allocator& cuda_allocator(int device_index);
-void cuda_copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
-
-// Copies bytes between any two devices (synchronous with respect to the host).
+// Copies bytes between any two devices (synchronous with respect to the host): memcpy between
+// host buffers, else the registered copy of the non-CPU side (DeviceError when none).
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
 
 }  // namespace dlt

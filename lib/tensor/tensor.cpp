@@ -1,9 +1,12 @@
 #include "tensor/tensor.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
+#include "build_config.h"
+#include "util/check.h"
 #include "util/error.h"
 
 namespace dlt {
@@ -21,12 +24,51 @@ class CpuAllocator final : public Allocator {
   void deallocate(void* ptr, size_t) override { std::free(ptr); }
 };
 
+// What register_device_memory stored for the CUDA device type (null until the plugin loads).
+struct Registered {
+  std::atomic<Allocator& (*)(int)> allocator{nullptr};
+  std::atomic<void (*)(void*, Device, const void*, Device, size_t)> copy{nullptr};
+};
+
+Registered& cuda_memory() {
+  static Registered r;
+  return r;
+}
+
+// The registered memory of `device`'s type, or DeviceError naming the device and why.
+DeviceMemory memory_of(Device device) {
+  const DeviceMemory m = device_memory(device.type);
+  if (m.allocator && m.copy_bytes) return m;
+  if (!DLT_HAVE_CUDA)
+    throw DeviceError("a tensor on " + device.str() +
+                      ", but this dltrain was built without CUDA: rebuild on a machine with the CUDA toolkit and "
+                      "cuDNN (cmake -DDLTRAIN_CUDA=ON), or use ExecutionEnvironment: cpu");
+  throw DeviceError("a tensor on " + device.str() +
+                    ", but no CUDA backend is loaded in this process (the CUDA plugin registers GPU memory "
+                    "when it loads: ask for the GPU first, e.g. backend_for(" +
+                    device.str() + ") or cuda_device_count()); or use ExecutionEnvironment: cpu");
+}
+
 }  // namespace
+
+void register_device_memory(DeviceType type, const DeviceMemory& memory) {
+  DLT_CHECK(type == DeviceType::kCuda, "register_device_memory: only the CUDA device type has registered memory");
+  DLT_CHECK(!memory.allocator == !memory.copy_bytes, "register_device_memory: one function of the two");
+  Registered& r = cuda_memory();
+  r.copy.store(memory.copy_bytes, std::memory_order_release);
+  r.allocator.store(memory.allocator, std::memory_order_release);
+}
+
+DeviceMemory device_memory(DeviceType type) {
+  DLT_CHECK(type == DeviceType::kCuda, "device_memory: only the CUDA device type has registered memory");
+  Registered& r = cuda_memory();
+  return DeviceMemory{r.allocator.load(std::memory_order_acquire), r.copy.load(std::memory_order_acquire)};
+}
 
 Allocator& allocator_for(Device device) {
   static CpuAllocator cpu;
   if (device.is_cpu()) return cpu;
-  return cuda_allocator(device.index);
+  return memory_of(device).allocator(device.index);
 }
 
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
@@ -35,7 +77,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
     std::memcpy(dst, src, bytes);
     return;
   }
-  cuda_copy_bytes(dst, dst_device, src, src_device, bytes);
+  memory_of(dst_device.is_cpu() ? src_device : dst_device).copy_bytes(dst, dst_device, src, src_device, bytes);
 }
 
 Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {

@@ -61,6 +61,14 @@ Device resolve_device(const TrainingOptions& o) {
   return checked_gpu(o.gpu_device);
 }
 
+Device training_device(const Execution& x, const TrainingOptions& o) {
+  if (x.role == Execution::Role::kRank && x.comm == Execution::Comm::kNccl) {
+    check_gpu_workers(cuda_device_count(), environment_map());
+    return checked_gpu(x.gpu_device);
+  }
+  return resolve_device(o);
+}
+
 BackendOptions backend_options_for(const TrainingOptions& o) {
   BackendOptions b;
   b.allow_tf32 = o.allow_tf32;

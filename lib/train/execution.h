@@ -1,7 +1,8 @@
 // Where and how a training run executes, decided in one place from the training options
 // (ExecutionEnvironment, GPUDevice, NumWorkers), the launcher's world and this machine's
 // GPUs: whether this process trains alone, starts local workers, or is one rank of a world;
-// which communicator the ranks use; which device this process trains on. Decides only:
+// which communicator the ranks use; which device this process trains on (training_device,
+// which the trainer receives in TrainArgs::device and does not derive again). Decides only:
 // joining the world and starting processes are lib/dist's (join_world.h, local_workers.h).
 #pragma once
 #include <functional>
@@ -39,9 +40,15 @@ Execution plan_execution(const TrainingOptions& o, int worker_rank, const std::m
 
 // The device an ExecutionEnvironment trains on in this process: cpu; gpu: GPUDevice; auto: a
 // GPU when one is visible, else the CPU; parallel: the CPU unless it runs GPU workers;
-// multi-gpu (and parallel on GPUs): GPUDevice, which plan_execution's gpu_device set for a
-// rank. Throws DeviceError for a GPU this build or machine does not have.
+// multi-gpu (and parallel on GPUs): GPUDevice. Throws DeviceError for a GPU this build or
+// machine does not have. inference_runtime's device, and training_device's outside GPU ranks.
 Device resolve_device(const TrainingOptions& options);
+
+// The device this process trains on under the execution x (plan_execution's, for kAlone or
+// kRank): a rank of a GPU world (kNccl) trains on its own GPU, x.gpu_device; anything else
+// on resolve_device(options). The one place the training device is decided; DeviceError as
+// resolve_device's.
+Device training_device(const Execution& x, const TrainingOptions& options);
 
 // The backend options (backend_options.h) the training options ask for: AllowTF32,
 // AllowReducedPrecisionReduction, ConvolutionAlgorithm, CudnnWorkspaceMB, Deterministic, FusedConvolution, CudnnEngines,

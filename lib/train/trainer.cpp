@@ -95,7 +95,9 @@ TrainResult Trainer::run() {
 TrainResult Trainer::train() {
   run_.start_time = local_time_now();
   run_.comm = args_.comm ? args_.comm : std::make_shared<LocalCommunicator>();
-  run_.device = resolve_device(o_);
+  if (!args_.device)
+    throw std::logic_error("train_network: TrainArgs::device is not set (train/execution.h's training_device)");
+  run_.device = *args_.device;
   if (o_.threads > 0) cpu_set_threads(o_.threads);
   prepare_run(run_);
   prepare_step();

@@ -6,10 +6,12 @@
 #pragma once
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "config/config.h"
 #include "dist/communicator.h"
+#include "tensor/device.h"
 
 namespace dlt {
 
@@ -20,6 +22,9 @@ struct TrainArgs {
   // Data-parallel world (docs/distributed.md); null: this process alone. Each rank trains on
   // its share of every global mini-batch; only rank 0 prints and writes files.
   std::shared_ptr<Communicator> comm;
+  // The device this process trains on, decided once with the execution (train/execution.h's
+  // training_device); required: the trainer does not derive it from the options.
+  std::optional<Device> device;
 };
 
 struct TrainResult {

@@ -46,7 +46,7 @@ TEST_CASE("fill, copy, axpby, sum, scale, clamp, mul", "[backend][cpu]") {
   for (auto& v : want) v = std::min(std::max(v, -0.25), 0.5);
   CHECK(compare(s, want).rel < 1e-6);
 
-  be.mul(x, y, z);
+  be.multiply(x, y, z);
   for (int64_t i = 0; i < n; ++i) want[i] = xv[i] * 3 * xv[i];
   CHECK(compare(z, want).rel < 1e-6);
 }

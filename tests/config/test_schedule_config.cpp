@@ -70,13 +70,13 @@ TEST_CASE("schedule config: objects with MATLAB's properties, and lists", "[conf
   CHECK(s[0].initial_factor == 0.25);
   CHECK(s[0].final_factor == 2);
   CHECK(s[0].num_steps == 40);
-  CHECK(s[0].frequency_unit == FrequencyUnit::iteration);  // warmupLearnRate's default
+  CHECK(s[0].frequency_unit == FrequencyUnit::kIteration);  // warmupLearnRate's default
   CHECK(s[1].kind == ScheduleKind::cosine);
   CHECK(s[1].initial_factor == 2);
   CHECK(s[1].final_factor == 0.01);
   CHECK(s[1].period == 7);
   CHECK(s[1].period_growth_factor == 1.5);
-  CHECK(s[1].frequency_unit == FrequencyUnit::iteration);
+  CHECK(s[1].frequency_unit == FrequencyUnit::kIteration);
   check_round_trip(c);
 
   const Config d = load(kNet + R"(training:
@@ -93,7 +93,7 @@ TEST_CASE("schedule config: objects with MATLAB's properties, and lists", "[conf
   CHECK(t[2].initial_factor == 0.5);
   CHECK(t[2].drop_factor == 0.5);
   CHECK(t[2].period == 4);
-  CHECK(t[2].frequency_unit == FrequencyUnit::epoch);
+  CHECK(t[2].frequency_unit == FrequencyUnit::kEpoch);
   check_round_trip(d);
 
   const Config e = load(kNet + "training:\n  LearnRateSchedule: {type: piecewiseLearnRate, DropFactor: 0.5, "

@@ -83,8 +83,8 @@ TEST_CASE("gpu elementwise: fill, copy, axpby, sum, scale, clamp, mul", "[gpu][e
   be.clamp(yd, -0.25f, 0.5f);
   check_equal("clamp", yd, yc);
 
-  cpu.mul(x.cpu, y.cpu, sc);
-  be.mul(x.dev, y.dev, sd);
+  cpu.multiply(x.cpu, y.cpu, sc);
+  be.multiply(x.dev, y.dev, sd);
   check_equal("mul", sd, sc);
 }
 

@@ -97,7 +97,7 @@ TEST_CASE("gpu elementwise: empty tensors launch nothing and fail nothing", "[gp
   be.sum({&a, &b}, c);
   be.scale(a, 3.f);
   be.clamp(a, 0.f, 1.f);
-  be.mul(a, b, c);
+  be.multiply(a, b, c);
   be.dropout_forward(a, b, m, 0.5f, 7, 0);
   CHECK(be.sum_squares(a) == 0.0);
   Tensor norms = Tensor::zeros(Shape{2}).to(d);

@@ -11,6 +11,7 @@
 #include "data/shapes.h"
 #include "gpu/gpu_test_util.h"
 #include "optim/optimizer.h"
+#include "train/execution.h"
 #include "train/trainer.h"
 
 namespace dlt::test::gpu {
@@ -84,6 +85,7 @@ RunOutcome train_shapes(const std::string& data, const std::string& out, const s
   TrainArgs args;
   args.output_dir = out;
   args.config_text = dump_config(c);
+  args.device = resolve_device(c.training);
   TrainResult r = train_network(c, args);
   INFO(env << " run: status " << r.status << ", validation accuracy " << r.validation_accuracy << "%");
   CHECK(r.status == "completed");

@@ -39,7 +39,7 @@ TEST_CASE("schedules: none is a constant 1", "[optim][schedule]") {
 
 TEST_CASE("schedules: cosine per iteration restarts every Period", "[optim][schedule]") {
   TrainingOptions o;
-  ScheduleSpec s = object(ScheduleKind::cosine, FrequencyUnit::iteration);
+  ScheduleSpec s = object(ScheduleKind::cosine, FrequencyUnit::kIteration);
   s.period = 4;
   o.learn_rate_schedule = {s};
   check_factors(o, 3, {1, kC4, 0.5, kS4, 1, kC4, 0.5, kS4, 1});
@@ -51,7 +51,7 @@ TEST_CASE("schedules: cosine per iteration restarts every Period", "[optim][sche
 
 TEST_CASE("schedules: cosine cycles grow by PeriodGrowthFactor", "[optim][schedule]") {
   TrainingOptions o;
-  ScheduleSpec s = object(ScheduleKind::cosine, FrequencyUnit::iteration);
+  ScheduleSpec s = object(ScheduleKind::cosine, FrequencyUnit::kIteration);
   s.period = 2;
   s.period_growth_factor = 2;  // cycles [0, 2), [2, 6), [6, 14), [14, 30)
   o.learn_rate_schedule = {s};
@@ -68,7 +68,7 @@ TEST_CASE("schedules: cosine cycles grow by PeriodGrowthFactor", "[optim][schedu
 
 TEST_CASE("schedules: cosine per epoch keeps the rate within an epoch", "[optim][schedule]") {
   TrainingOptions o;
-  ScheduleSpec s = object(ScheduleKind::cosine, FrequencyUnit::epoch);
+  ScheduleSpec s = object(ScheduleKind::cosine, FrequencyUnit::kEpoch);
   s.period = 4;
   o.learn_rate_schedule = {s};
   check_factors(o, 2, {1, 1, kC4, kC4, 0.5, 0.5, kS4, kS4, 1, 1});
@@ -76,11 +76,11 @@ TEST_CASE("schedules: cosine per epoch keeps the rate within an epoch", "[optim]
 
 TEST_CASE("schedules: warmup then cosine, MATLAB's {warmupLearnRate, cosineLearnRate}", "[optim][schedule]") {
   TrainingOptions o;
-  ScheduleSpec w = object(ScheduleKind::warmup, FrequencyUnit::iteration);
+  ScheduleSpec w = object(ScheduleKind::warmup, FrequencyUnit::kIteration);
   w.initial_factor = 0.2;
   w.final_factor = 1;
   w.num_steps = 4;
-  ScheduleSpec c = object(ScheduleKind::cosine, FrequencyUnit::iteration);
+  ScheduleSpec c = object(ScheduleKind::cosine, FrequencyUnit::kIteration);
   c.period = 4;
   o.learn_rate_schedule = {w, c};
   // warmup 0.2 + 0.8 k/4 for k = 0..3, then the cosine from its own k = 0
@@ -88,21 +88,21 @@ TEST_CASE("schedules: warmup then cosine, MATLAB's {warmupLearnRate, cosineLearn
 
   // A per-epoch cosine after 4 warmup iterations (3 per epoch) starts within epoch 2 (its k = 0
   // there) and steps at every epoch boundary after: k = epoch - 1.
-  o.learn_rate_schedule[1].frequency_unit = FrequencyUnit::epoch;
+  o.learn_rate_schedule[1].frequency_unit = FrequencyUnit::kEpoch;
   o.learn_rate_schedule[1].period = 3;
   check_factors(o, 3, {0.2, 0.4, 0.6, 0.8, 1, 1, 0.75, 0.75, 0.75, 0.25, 0.25, 0.25, 1});
 
   // A per-epoch warmup ends at an epoch boundary: 2 epochs of 3 iterations, then the cosine.
-  o.learn_rate_schedule[0].frequency_unit = FrequencyUnit::epoch;
+  o.learn_rate_schedule[0].frequency_unit = FrequencyUnit::kEpoch;
   o.learn_rate_schedule[0].num_steps = 2;
-  o.learn_rate_schedule[1].frequency_unit = FrequencyUnit::iteration;
+  o.learn_rate_schedule[1].frequency_unit = FrequencyUnit::kIteration;
   o.learn_rate_schedule[1].period = 4;
   check_factors(o, 3, {0.2, 0.2, 0.2, 0.6, 0.6, 0.6, 1, kC4, 0.5, kS4, 1});
 }
 
 TEST_CASE("schedules: a warmup alone holds FinalFactor after NumSteps", "[optim][schedule]") {
   TrainingOptions o;
-  ScheduleSpec w = object(ScheduleKind::warmup, FrequencyUnit::iteration);
+  ScheduleSpec w = object(ScheduleKind::warmup, FrequencyUnit::kIteration);
   w.initial_factor = 0;
   w.final_factor = 2;
   w.num_steps = 2;
@@ -112,7 +112,7 @@ TEST_CASE("schedules: a warmup alone holds FinalFactor after NumSteps", "[optim]
 
 TEST_CASE("schedules: polynomial", "[optim][schedule]") {
   TrainingOptions o;
-  ScheduleSpec s = object(ScheduleKind::polynomial, FrequencyUnit::iteration);
+  ScheduleSpec s = object(ScheduleKind::polynomial, FrequencyUnit::kIteration);
   s.initial_factor = 1;
   s.final_factor = 0.1;
   s.power = 2;
@@ -121,7 +121,7 @@ TEST_CASE("schedules: polynomial", "[optim][schedule]") {
   // 0.1 + 0.9 (1 - k/4)^2, then 0.1
   check_factors(o, 3, {1, 0.60625, 0.325, 0.15625, 0.1, 0.1, 0.1});
   // per epoch, 2 iterations each, Power 0.5: 0.1 + 0.9 sqrt(1 - e/4)
-  o.learn_rate_schedule[0].frequency_unit = FrequencyUnit::epoch;
+  o.learn_rate_schedule[0].frequency_unit = FrequencyUnit::kEpoch;
   o.learn_rate_schedule[0].power = 0.5;
   const double a = 0.1 + 0.9 * std::sqrt(0.75), b = 0.1 + 0.9 * std::sqrt(0.5), c = 0.1 + 0.9 * 0.5;
   check_factors(o, 2, {1, 1, a, a, b, b, c, c, 0.1, 0.1});
@@ -129,25 +129,25 @@ TEST_CASE("schedules: polynomial", "[optim][schedule]") {
 
 TEST_CASE("schedules: exponential", "[optim][schedule]") {
   TrainingOptions o;
-  ScheduleSpec s = object(ScheduleKind::exponential, FrequencyUnit::iteration);
+  ScheduleSpec s = object(ScheduleKind::exponential, FrequencyUnit::kIteration);
   s.initial_factor = 0.5;
   s.drop_factor = 0.25;
   s.period = 2;
   o.learn_rate_schedule = {s};
   // 0.5 0.25^(k/2): a factor 0.5 per iteration
   check_factors(o, 4, {0.5, 0.25, 0.125, 0.0625, 0.03125});
-  o.learn_rate_schedule[0].frequency_unit = FrequencyUnit::epoch;
+  o.learn_rate_schedule[0].frequency_unit = FrequencyUnit::kEpoch;
   check_factors(o, 3, {0.5, 0.5, 0.5, 0.25, 0.25, 0.25, 0.125});
 }
 
 TEST_CASE("schedules: piecewise per iteration and per epoch", "[optim][schedule]") {
   TrainingOptions o;
-  ScheduleSpec s = object(ScheduleKind::piecewise, FrequencyUnit::iteration);
+  ScheduleSpec s = object(ScheduleKind::piecewise, FrequencyUnit::kIteration);
   s.drop_factor = 0.5;
   s.period = 3;
   o.learn_rate_schedule = {s};
   check_factors(o, 2, {1, 1, 1, 0.5, 0.5, 0.5, 0.25});
-  o.learn_rate_schedule[0].frequency_unit = FrequencyUnit::epoch;
+  o.learn_rate_schedule[0].frequency_unit = FrequencyUnit::kEpoch;
   o.learn_rate_schedule[0].period = 2;
   check_factors(o, 2, {1, 1, 1, 1, 0.5, 0.5, 0.5, 0.5, 0.25});
 }
@@ -191,9 +191,9 @@ TEST_CASE("schedules: the names' defaults", "[optim][schedule]") {
 
 TEST_CASE("schedules: the factor depends on the iteration alone (a resumed run continues it)", "[optim][schedule]") {
   TrainingOptions o;
-  ScheduleSpec w = object(ScheduleKind::warmup, FrequencyUnit::iteration);
+  ScheduleSpec w = object(ScheduleKind::warmup, FrequencyUnit::kIteration);
   w.num_steps = 7;
-  ScheduleSpec c = object(ScheduleKind::cosine, FrequencyUnit::iteration);
+  ScheduleSpec c = object(ScheduleKind::cosine, FrequencyUnit::kIteration);
   c.period = 5;
   c.period_growth_factor = 1.5;
   o.learn_rate_schedule = {w, c};

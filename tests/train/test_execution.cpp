@@ -106,3 +106,23 @@ TEST_CASE("execution: resolve_device", "[train]") {
     CHECK_THROWS_AS(resolve_device(options("multi-gpu")), DeviceError);
   }
 }
+
+TEST_CASE("execution: training_device, the one decision of where this process trains", "[train]") {
+  // Alone: resolve_device's answer.
+  Execution alone;
+  CHECK(training_device(alone, options("cpu")).is_cpu());
+  // A rank of a CPU world trains on the CPU whatever GPUDevice says.
+  Execution gloo;
+  gloo.role = Execution::Role::kRank;
+  gloo.comm = Execution::Comm::kGloo;
+  TrainingOptions o = options("parallel");
+  o.gpu_device = 5;
+  if (!DLT_HAVE_NCCL) CHECK(training_device(gloo, o).is_cpu());
+  // A rank of a GPU world trains on its own GPU (plan_execution's gpu_device), not GPUDevice:
+  // without a GPU that is a DeviceError naming the missing GPU support.
+  Execution nccl;
+  nccl.role = Execution::Role::kRank;
+  nccl.comm = Execution::Comm::kNccl;
+  nccl.gpu_device = 1;
+  if (!DLT_HAVE_CUDA) CHECK_THROWS_AS(training_device(nccl, options("multi-gpu")), DeviceError);
+}

@@ -80,16 +80,16 @@ class CpuBackend final : public Backend {
   void do_clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) override;
   void do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) override;
   void do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key, float keep_value) override;
-  void do_mul(const Tensor& x, const Tensor& m, Tensor& y) override;
+  void do_multiply_same_size(const Tensor& x, const Tensor& m, Tensor& y) override;
   void do_multiply(const std::vector<const Tensor*>& xs, Tensor& y, const ProductDesc& d) override;  // multiply.cpp
   void do_multiply_backward(const Tensor& dy, const std::vector<const Tensor*>& xs, size_t i, Tensor& dx,
                             const ProductDesc& d) override;  // multiply.cpp
   void do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean,
-                          Tensor& var) override;  // batch_norm_sync.cpp
+                          Tensor& var) override;  // channel_moments.cpp
   void do_batch_norm_dx_correction(const Tensor& x, int64_t positions, const Tensor& mean, const Tensor& var,
                                    const Tensor& scale, float epsilon, double m, const Tensor& dshift,
                                    const Tensor& dscale,
-                                   Tensor& dx) override;  // batch_norm_sync.cpp
+                                   Tensor& dx) override;  // channel_moments.cpp
   void do_max_pool_indices(const Tensor& x, Tensor& idx, const PoolDesc& d) override;
   void do_max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d) override;
   void do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx, const PoolDesc& d) override;

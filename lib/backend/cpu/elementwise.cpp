@@ -133,7 +133,7 @@ void CpuBackend::do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, fl
   }
 }
 
-void CpuBackend::do_mul(const Tensor& x, const Tensor& m, Tensor& y) {
+void CpuBackend::do_multiply_same_size(const Tensor& x, const Tensor& m, Tensor& y) {
   const float* px = x.data();
   const float* pm = m.data();
   float* py = y.data();

@@ -84,8 +84,9 @@ class CachingAllocator final : public Allocator {
 // static destruction still find it).
 CachingAllocator& caching_allocator(int device);
 
-// The plugin's side of cuda_device_count(), cuda_unavailable_reason() and cuda_copy_bytes()
-// (backend/backend.h, tensor/device.h), reached through the plugin table (cuda_plugin_api.h).
+// The plugin's side of cuda_device_count(), cuda_unavailable_reason() (backend/backend.h) and
+// of the GPU copies registered with the tensor layer (tensor/device.h's DeviceMemory), reached
+// through the plugin table (cuda_plugin_api.h).
 int device_count();
 std::string unavailable_reason();
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);

@@ -78,7 +78,7 @@ class CudaBackend final : public Backend, public AsyncDevice {
   void do_clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) override;
   void do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) override;
   void do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key, float keep_value) override;
-  void do_mul(const Tensor& x, const Tensor& m, Tensor& y) override;
+  void do_multiply_same_size(const Tensor& x, const Tensor& m, Tensor& y) override;
   void do_multiply(const std::vector<const Tensor*>& xs, Tensor& y,
                    const ProductDesc& d) override;  // cuda_multiply.cpp
   void do_multiply_backward(const Tensor& dy, const std::vector<const Tensor*>& xs, size_t i, Tensor& dx,

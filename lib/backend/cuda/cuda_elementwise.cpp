@@ -87,7 +87,7 @@ void CudaBackend::do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, f
   cuda::dropout_forward(x.data(), y.data(), mask.data(), x.numel(), key, p, keep_value, ctx_.stream);
 }
 
-void CudaBackend::do_mul(const Tensor& x, const Tensor& m, Tensor& y) {
+void CudaBackend::do_multiply_same_size(const Tensor& x, const Tensor& m, Tensor& y) {
   enter();
   cuda::mul(x.data(), m.data(), y.data(), x.numel(), ctx_.stream);
 }

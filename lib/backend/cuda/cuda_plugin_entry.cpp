@@ -5,7 +5,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "build_config.h"
 #if DLT_HAVE_NCCL
-#include "dist/nccl_communicator.h"
+#include "backend/cuda/nccl_collectives.h"
 #endif
 
 namespace dlt {
@@ -23,7 +23,7 @@ const CudaPluginApi kApi = {
     .allocator = [](int index) -> Allocator& { return cuda::caching_allocator(index); },
     .copy_bytes = &cuda::copy_bytes,
 #if DLT_HAVE_NCCL
-    .make_nccl_communicator = &make_nccl_communicator,
+    .make_nccl_communicator = &make_nccl_collectives,
     .nccl_version = &nccl_loaded_version,
 #else
     .make_nccl_communicator = nullptr,

@@ -48,7 +48,7 @@ class Checkpoints : public TrainingObserver {
   static bool due(const TrainingOptions& o, int64_t iteration, int64_t epoch, bool end_of_epoch) {
     if (o.checkpoint_path.empty()) return false;
     const int64_t every = std::max<int64_t>(o.checkpoint_frequency, 1);
-    if (o.checkpoint_frequency_unit == CheckpointFrequencyUnit::kIteration) return iteration % every == 0;
+    if (o.checkpoint_frequency_unit == FrequencyUnit::kIteration) return iteration % every == 0;
     return end_of_epoch && (epoch + 1) % every == 0;
   }
 

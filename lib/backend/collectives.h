@@ -1,10 +1,11 @@
-// Communicator: the collectives data-parallel training needs (FL's DistributedApi): rank,
-// size, in-place sum all-reduce, broadcast, barrier. An interface over tensors, so that layers
-// that run collectives (synchronized batch norm) need nothing from lib/dist; lib/dist makes
-// the implementations (dist/communicator.h: Gloo on the CPU, NCCL on GPUs).
-// LocalCommunicator is the world of one process (no-ops).
+// Communicator: the tensor collectives data-parallel training needs (FL's DistributedApi):
+// rank, size, in-place sum all-reduce, broadcast, barrier. An interface over tensors, so that
+// layers that run collectives (synchronized batch norm) need nothing from lib/dist; lib/dist
+// makes the CPU ones (dist/communicator.h: Gloo), the CUDA plugin the GPU one
+// (backend/cuda/nccl_communicator.h: NCCL). LocalCommunicator is the world of one process (no-ops).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "tensor/tensor.h"
@@ -31,6 +32,13 @@ class Communicator {
   // "gloo", "nccl" or "local", for logs.
   virtual std::string kind() const = 0;
 };
+
+// Called from a communicator's watchdog thread with one line ("rank R of N: ...") when a
+// collective fails asynchronously or overstays the timeout while the caller is not waiting for
+// it (e.g. it is blocked in a CUDA synchronize behind the hung collective). The communicator is
+// already aborted; the handler should report the line and end the process (it must not return
+// into CUDA work of this device).
+using CommFatalHandler = std::function<void(const std::string& message)>;
 
 class LocalCommunicator final : public Communicator {
  public:
