@@ -2,7 +2,8 @@
 # A single-process run stopped by a signal ends as an early stop does: the first SIGINT or
 # SIGTERM finishes the current iteration, then model.bin, log.csv, summary.json (status
 # interrupted, stop_reason kind signal, naming log.csv's last iteration) are written and the
-# exit code is 128 + the signal (130, 143). Two signals end the process at once (no summary).
+# exit code is 128 + the signal (130, 143). Two signals end the process at once (no summary);
+# so does one to the launcher of local workers.
 # Synchronisation: the runs are signalled once log.csv holds some complete rows (polled), and
 # every wait has a generous deadline, so a loaded machine only makes it slower.
 source "$(dirname "$0")/common.sh" "$@"
@@ -102,6 +103,23 @@ finish_within "$pid" 600
 [[ ! -e "$TMP/twice/summary.json" ]] || fail "twice: a second signal still let the run write summary.json"
 grep -q "stopping after this iteration" "$TMP/twice.stderr" || fail "twice: no first-signal line: $(cat "$TMP/twice.stderr")"
 echo "ok: a second signal ended the run at once (exit $rc, no summary.json)"
+
+# Two local workers keep the default action (they could not agree on an iteration): Ctrl-C to
+# the launcher stops both at once, exit 130, no summary.json, and nothing hangs.
+start parallel --set training.ExecutionEnvironment=parallel
+wait_rows parallel 2
+workers=$(pgrep -P "$pid" | tr '\n' ' ' || true)
+[[ $(wc -w <<< "$workers") -eq 2 ]] || fail "parallel: expected 2 workers, found '$workers': $(cat "$TMP/parallel.stderr")"
+kill -INT "$pid"
+finish_within "$pid" 120
+[[ $rc -eq 130 ]] || fail "parallel: exit code $rc, expected 130: $(cat "$TMP/parallel.stderr")"
+grep -q "interrupted by signal 2 (Interrupt); stopped all 2 workers" "$TMP/parallel.stderr" \
+  || fail "parallel: no launcher line: $(cat "$TMP/parallel.stderr")"
+[[ ! -e "$TMP/parallel/summary.json" ]] || fail "parallel: a summary.json after Ctrl-C of several processes"
+for w in $workers; do
+  ! kill -0 "$w" 2> /dev/null || fail "parallel: worker $w still runs after the launcher ended"
+done
+echo "ok: Ctrl-C to a 2-worker run: exit 130, $(grep -o 'interrupted by signal.*' "$TMP/parallel.stderr")"
 
 # dltrain report lists an interrupted run without ranking it.
 "$DLTRAIN" report "$TMP" > "$TMP/report.txt" 2>&1 || true
