@@ -127,8 +127,8 @@ TrainResult Trainer::train() {
   train_batches_ = std::make_unique<DeviceBatches>(run_.device);
   run_.validation_batches = std::make_unique<DeviceBatches>(run_.device);
   // One process: the first SIGINT or SIGTERM ends the run after its iteration, as an early stop
-  // does. Several processes keep the default action (their launcher stops them all): they
-  // could not agree on the iteration to stop at.
+  // does. Several processes keep the default action (their launcher stops them all): they do
+  // not agree on a common iteration, and ranks stopping at different ones would hang.
   if (run_.comm->size() == 1) signals_.emplace();
   bool stop = false;
   for (int64_t epoch = pos.epoch; epoch < o_.max_epochs && !stop; ++epoch) {
