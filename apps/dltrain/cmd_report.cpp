@@ -30,10 +30,11 @@ struct RunRow {
   bool on_front = false;
 };
 
-// A run that ended with a model (summary.json's status words: train/run_state.h).
+// A run that ended with a model by itself (summary.json's status words: train/run_state.h); an
+// interrupted one is listed but not ranked: its numbers are those of a run cut short.
 bool finished(const RunRow& r) {
   const auto status = parse_run_status(r.status);
-  return status && ended_with_model(*status);
+  return status && ended_with_model(*status) && *status != RunStatus::kInterrupted;
 }
 
 // A run folder: its summary.json, or the failure files scripts/sweep.sh leaves (exit_code,

@@ -125,7 +125,7 @@ Runner add_train(CLI::App& app) {
     else
       std::printf("%s: model %s, validation accuracy %.2f%%\n", r.status.c_str(), r.model_path.c_str(),
                   r.validation_accuracy);
-    return 0;
+    return r.signal > 0 ? 128 + r.signal : 0;  // stopped by SIGINT or SIGTERM: 130, 143, as a shell reports it
   };
 }
 

@@ -17,7 +17,7 @@ namespace dlt {
 
 struct RunFiles {
   std::string dir;
-  RunStatus status = RunStatus::kCompleted;  // completed | stopped-early | diverged
+  RunStatus status = RunStatus::kCompleted;  // completed | stopped-early | interrupted | diverged
   StopReason stop_reason;                    // summary.json's "stop_reason" {kind, message}
   std::string config_text;
   const IterationLog* log = nullptr;

@@ -8,9 +8,9 @@
 namespace dlt {
 
 namespace {
-constexpr const char* kStatusWords[] = {"running", "completed", "stopped-early", "diverged", "failed"};
-constexpr const char* kStatusPhrases[] = {"running", "finished", "stopped early", "diverged", "failed"};
-constexpr const char* kStopWords[] = {"none", "max-epochs", "validation-patience", "diverged", "error"};
+constexpr const char* kStatusWords[] = {"running", "completed", "stopped-early", "diverged", "failed", "interrupted"};
+constexpr const char* kStatusPhrases[] = {"running", "finished", "stopped early", "diverged", "failed", "interrupted"};
+constexpr const char* kStopWords[] = {"none", "max-epochs", "validation-patience", "diverged", "error", "signal"};
 }  // namespace
 
 const char* to_string(RunStatus s) { return kStatusWords[static_cast<int>(s)]; }

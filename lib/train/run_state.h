@@ -13,23 +13,26 @@
 
 namespace dlt {
 
-enum class RunStatus { kRunning, kCompleted, kStoppedEarly, kDiverged, kFailed };
-// summary.json's "status" word: running, completed, stopped-early, diverged, failed.
+enum class RunStatus { kRunning, kCompleted, kStoppedEarly, kDiverged, kFailed, kInterrupted };
+// summary.json's "status" word: running, completed, stopped-early, diverged, failed, interrupted
+// (stopped by SIGINT or SIGTERM; it has a model.bin, which `dltrain report` does not rank).
 const char* to_string(RunStatus s);
 // The word back; nullopt for any other text (e.g. a summary.json from elsewhere).
 std::optional<RunStatus> parse_run_status(const std::string& word);
-// progress.png's Status words: running, finished, stopped early, diverged, failed.
+// progress.png's Status words: running, finished, stopped early, diverged, failed, interrupted.
 const char* status_phrase(RunStatus s);
-// Completed or stopped early: the run ended with a model.bin.
-inline bool ended_with_model(RunStatus s) { return s == RunStatus::kCompleted || s == RunStatus::kStoppedEarly; }
+// Completed, stopped early or interrupted: the run ended with a model.bin.
+inline bool ended_with_model(RunStatus s) {
+  return s == RunStatus::kCompleted || s == RunStatus::kStoppedEarly || s == RunStatus::kInterrupted;
+}
 
 // "after 1 iteration", "after N iterations": how stop reasons name an iteration (never
 // "iteration N", which a terminal's progress lines show).
 std::string after_iterations(int64_t n);
 
 // Why a run ended: summary.json's "stop_reason" {"kind": <word>, "message": <sentence>}.
-enum class StopKind { kNone, kMaxEpochs, kValidationPatience, kDiverged, kError };
-// none, max-epochs, validation-patience, diverged, error.
+enum class StopKind { kNone, kMaxEpochs, kValidationPatience, kDiverged, kError, kSignal };
+// none, max-epochs, validation-patience, diverged, error, signal.
 const char* to_string(StopKind k);
 
 struct StopReason {

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <optional>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
@@ -34,6 +35,7 @@
 #include "train/training_run.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/stop_signals.h"
 #include "util/timer.h"
 
 namespace dlt {
@@ -55,6 +57,7 @@ class Trainer {
   double learn_rate(int64_t iteration) const;
   void step(Batch& batch, const Batch* next, RunContext ctx, IterationRecord& rec);
   bool record(IterationRecord& rec);
+  bool stop_requested_by_signal(int64_t iteration);
   void prepare_validation();
   void validate(IterationRecord& rec);
   void apply(const Requests& r);
@@ -80,7 +83,8 @@ class Trainer {
   std::unique_ptr<StepGraph> graph_;              // CudaGraph: captured steps
   Tensor graph_images_, graph_labels_;            // the captured step's fixed inputs
   int64_t images_trained_ = 0;
-  double observer_seconds_ = 0;  // spent in validation and the observers while training
+  double observer_seconds_ = 0;         // spent in validation and the observers while training
+  std::optional<StopSignals> signals_;  // one process: SIGINT / SIGTERM stop after the iteration
 };
 
 TrainResult Trainer::run() {
@@ -124,6 +128,10 @@ TrainResult Trainer::train() {
   Batch host_batches[2];  // the current and the next mini-batch
   train_batches_ = std::make_unique<DeviceBatches>(run_.device);
   run_.validation_batches = std::make_unique<DeviceBatches>(run_.device);
+  // One process: the first SIGINT or SIGTERM ends the run after its iteration, as an early stop
+  // does. Several processes keep the default action (their launcher stops them all): they do
+  // not agree on a common iteration, and ranks stopping at different ones would hang.
+  if (run_.comm->size() == 1) signals_.emplace();
   bool stop = false;
   for (int64_t epoch = pos.epoch; epoch < o_.max_epochs && !stop; ++epoch) {
     run_.train_loader->start_epoch(epoch);
@@ -144,7 +152,7 @@ TrainResult Trainer::train() {
       rec.iteration = it;
       rec.learn_rate = run_.learn_rate;
       step(*batch, have ? next : nullptr, RunContext{true, o_.seed, static_cast<uint64_t>(it)}, rec);
-      stop = record(rec);
+      stop = record(rec) || stop_requested_by_signal(it);
     }
     pos.batch_in_epoch = 0;
   }
@@ -152,8 +160,9 @@ TrainResult Trainer::train() {
   const double train_seconds = run_.train_timer.seconds() - observer_seconds_;
   if (train_seconds > 0) run_.train_images_per_second = static_cast<double>(images_trained_) / train_seconds;
   if (graph_) log::info("{}", graph_->summary());
+  const bool by_signal = stop && run_.state.stop_reason().kind == StopKind::kSignal;
   if (stop) {
-    finish(RunStatus::kStoppedEarly, run_.state.stop_reason());
+    finish(by_signal ? RunStatus::kInterrupted : RunStatus::kStoppedEarly, run_.state.stop_reason());
   } else {
     finish(RunStatus::kCompleted, StopReason{StopKind::kMaxEpochs, "MaxEpochs " + std::to_string(o_.max_epochs) +
                                                                        " reached " + after_iterations(pos.iteration)});
@@ -162,6 +171,7 @@ TrainResult Trainer::train() {
   r.status = to_string(run_.state.status());
   r.stop_reason = run_.state.stop_reason().message;
   r.model_path = (fs::path(args_.output_dir) / "model.bin").string();
+  r.signal = by_signal ? signals_->received() : 0;
   r.validation_accuracy = run_.state.validation().accuracy;
   r.validation_mean_iou = run_.state.validation().mean_iou;
   return r;
@@ -248,6 +258,18 @@ bool Trainer::record(IterationRecord& rec) {
   apply(on_iteration(observers_, rec, run_.state));
   observer_seconds_ += t.seconds();
   return run_.state.stopping();
+}
+
+// Whether a SIGINT or SIGTERM came (StopSignals): then the run stops after `iteration`, which
+// its stop reason names.
+bool Trainer::stop_requested_by_signal(int64_t iteration) {
+  const int sig = signals_ ? signals_->received() : 0;
+  if (sig == 0) return false;
+  Requests r;
+  r.stop =
+      StopReason{StopKind::kSignal, std::string("stopped by ") + signal_name(sig) + " " + after_iterations(iteration)};
+  run_.state.apply(r);
+  return true;
 }
 
 // log.csv's metric columns (the Metrics option); auc needs every image's scores, which per

@@ -28,7 +28,9 @@ struct TrainArgs {
 };
 
 struct TrainResult {
-  std::string status;       // completed | stopped-early (a diverged run throws TrainingError after writing its outputs)
+  std::string status;  // completed | stopped-early | interrupted (a diverged run throws TrainingError after writing
+                       // its outputs)
+  int signal = 0;      // interrupted: the signal that stopped the run (SIGINT, SIGTERM); the exit code is 128 + it
   std::string stop_reason;  // why it ended, and which network model.bin is (summary.json's stop_reason message)
   std::string model_path;
   double validation_accuracy = 0;  // percent (NaN when there is no validation data); segmentation: pixels

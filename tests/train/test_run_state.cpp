@@ -122,9 +122,13 @@ TEST_CASE("OutputNetwork best-validation keeps the network at each new best only
 }
 
 TEST_CASE("run status words: one table, read back", "[train][runstate]") {
-  for (RunStatus s :
-       {RunStatus::kRunning, RunStatus::kCompleted, RunStatus::kStoppedEarly, RunStatus::kDiverged, RunStatus::kFailed})
+  for (RunStatus s : {RunStatus::kRunning, RunStatus::kCompleted, RunStatus::kStoppedEarly, RunStatus::kDiverged,
+                      RunStatus::kFailed, RunStatus::kInterrupted})
     CHECK(parse_run_status(to_string(s)) == s);
+  CHECK(std::string(to_string(RunStatus::kInterrupted)) == "interrupted");
+  CHECK(std::string(status_phrase(RunStatus::kInterrupted)) == "interrupted");
+  CHECK(ended_with_model(RunStatus::kInterrupted));  // model.bin is written when a signal stops the run
+  CHECK(std::string(to_string(StopKind::kSignal)) == "signal");
   CHECK(std::string(to_string(RunStatus::kStoppedEarly)) == "stopped-early");  // old summaries' word
   CHECK(std::string(status_phrase(RunStatus::kCompleted)) == "finished");
   CHECK_FALSE(parse_run_status("unknown"));
