@@ -1,4 +1,4 @@
-// RunState (run_state.h): the status and stop words, order-free merging of requests.
+// RunState (run_state.h): the stop words, order-free merging of requests.
 #include "train/run_state.h"
 
 #include <algorithm>
@@ -8,23 +8,13 @@
 namespace dlt {
 
 namespace {
-constexpr const char* kStatusWords[] = {"running", "completed", "stopped-early", "diverged", "failed", "interrupted"};
-constexpr const char* kStatusPhrases[] = {"running", "finished", "stopped early", "diverged", "failed", "interrupted"};
 constexpr const char* kStopWords[] = {"none", "max-epochs", "validation-patience", "diverged", "error", "signal"};
 }  // namespace
 
-const char* to_string(RunStatus s) { return kStatusWords[static_cast<int>(s)]; }
-const char* status_phrase(RunStatus s) { return kStatusPhrases[static_cast<int>(s)]; }
 const char* to_string(StopKind k) { return kStopWords[static_cast<int>(k)]; }
 
 std::string after_iterations(int64_t n) {
   return "after " + std::to_string(n) + (n == 1 ? " iteration" : " iterations");
-}
-
-std::optional<RunStatus> parse_run_status(const std::string& word) {
-  for (int i = 0; i < static_cast<int>(std::size(kStatusWords)); ++i)
-    if (word == kStatusWords[i]) return static_cast<RunStatus>(i);
-  return std::nullopt;
 }
 
 void Requests::merge(Requests other) {

@@ -1,8 +1,8 @@
 // RunState: what a training run has come to (its status and why it ended, the latest
 // validation, the kept best network, the warnings and the plot's note) and the requests that
 // change it. Observers (observer.h) read it and return Requests; the trainer merges every
-// observer's requests and applies them, so it is the only writer. RunStatus's and StopKind's
-// words are written here once (summary.json, the log, progress.png, dltrain report).
+// observer's requests and applies them, so it is the only writer. StopKind's words are written
+// here once, RunStatus's in run_status.h (summary.json, the log, progress.png, dltrain report).
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -11,20 +11,9 @@
 #include <utility>
 #include <vector>
 
-namespace dlt {
+#include "train/run_status.h"
 
-enum class RunStatus { kRunning, kCompleted, kStoppedEarly, kDiverged, kFailed, kInterrupted };
-// summary.json's "status" word: running, completed, stopped-early, diverged, failed, interrupted
-// (stopped by SIGINT or SIGTERM; it has a model.bin, which `dltrain report` does not rank).
-const char* to_string(RunStatus s);
-// The word back; nullopt for any other text (e.g. a summary.json from elsewhere).
-std::optional<RunStatus> parse_run_status(const std::string& word);
-// progress.png's Status words: running, finished, stopped early, diverged, failed, interrupted.
-const char* status_phrase(RunStatus s);
-// Completed, stopped early or interrupted: the run ended with a model.bin.
-inline bool ended_with_model(RunStatus s) {
-  return s == RunStatus::kCompleted || s == RunStatus::kStoppedEarly || s == RunStatus::kInterrupted;
-}
+namespace dlt {
 
 // "after 1 iteration", "after N iterations": how stop reasons name an iteration (never
 // "iteration N", which a terminal's progress lines show).

@@ -2,7 +2,7 @@
 # lib/'s folders include one way (docs/architecture.md's table): scripts/check-includes.py
 # passes on the repository and fails, naming file:line and the rule, on an include against the
 # folder order, a cycle between folders, the CUDA plugin's internals or a CUDA header outside
-# lib/backend/cuda, and train/draw reaching past util and train/progress.h.
+# lib/backend/cuda, and train/draw reaching past util, train/progress.h and train/run_status.h.
 source "$(dirname "$0")/common.sh" "$@"
 PY=$(command -v python3 || echo /usr/bin/python3)
 CHECK="$SRC/scripts/check-includes.py"

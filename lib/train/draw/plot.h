@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "train/draw/canvas.h"
-#include "train/run_state.h"
+#include "train/run_status.h"
 
 namespace dlt {
 
