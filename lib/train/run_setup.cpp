@@ -37,9 +37,11 @@ void load_data(TrainingRun& run) {
                       " training images (use a smaller MiniBatchSize)");
 }
 
-// A checkpoint whose position is at or past MaxEpochs leaves the loop nothing to do: refused
-// before the network is built. Rank 0 reads the position and shares it (the other ranks may
-// have no copy of the file); an unreadable file is left to the checkpoint loader to report.
+// A checkpoint whose position is past MaxEpochs is refused before the network is built; one at
+// MaxEpochs (a run killed after its last checkpoint, before its outputs were written) leaves the
+// loop nothing to do, and the resumed run writes the outputs, with one line saying so. Rank 0 reads the position and
+// shares it (the other ranks may have no copy of the file); an unreadable file is left to the checkpoint loader to
+// report.
 void check_resume(TrainingRun& run) {
   const std::string& path = run.args.resume;
   if (path.empty()) return;
@@ -62,6 +64,14 @@ void check_resume(TrainingRun& run) {
   const auto iteration = static_cast<int64_t>(pos[3]);
   const int64_t done = epoch + (batches >= per_epoch ? 1 : 0);  // epochs completed
   if (done < o.max_epochs) return;
+  if (done == o.max_epochs) {  // killed after its last checkpoint: the resumed run writes its outputs
+    log::info(
+        "--resume {}: the checkpoint has finished all {} epoch{}{}: nothing is left to train, the run's outputs "
+        "are written from it (to train on, give --set training.MaxEpochs={})",
+        path, done, done == 1 ? "" : "s", iteration > 0 ? " (iteration " + std::to_string(iteration) + ")" : "",
+        done + o.max_epochs);
+    return;
+  }
   throw ConfigError("--resume " + path + ": the checkpoint has finished " + std::to_string(done) + " epoch" +
                     (done == 1 ? "" : "s") + (iteration > 0 ? " (iteration " + std::to_string(iteration) + ")" : "") +
                     " and training.MaxEpochs is " + std::to_string(o.max_epochs) +

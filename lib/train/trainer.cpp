@@ -319,7 +319,7 @@ void Trainer::apply(const Requests& r) {
 }
 
 // The end of a run that did not fail: a run with a model gets the kept best network back and a
-// final validation (unless its last iteration validated), and `why` says which network
+// final validation (unless its last iteration validated in this process), and `why` says which network
 // model.bin is; then the final files (rank 0), every observer's on_end and the reason logged.
 void Trainer::finish(RunStatus status, StopReason why) {
   const auto& recs = run_.history.records();
@@ -328,7 +328,9 @@ void Trainer::finish(RunStatus status, StopReason why) {
     if (have_best_) {
       run_.net->load_weights(best_);
       run_.state.set_validation(evaluate(run_), false);
-    } else if (run_.has_validation && (recs.empty() || std::isnan(recs.back().validation_loss))) {
+    } else if (run_.has_validation &&
+               (recs.empty() || std::isnan(recs.back().validation_loss) || std::isnan(run_.state.validation().loss))) {
+      // (the last: a run resumed from its final checkpoint has validated nothing in this process)
       run_.state.set_validation(evaluate(run_), false);
     }
     char value[32];

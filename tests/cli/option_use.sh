@@ -2,7 +2,7 @@
 # Training options the run would not use, end to end: an option of another solver and
 # OutputNetwork best-validation without validation data exit 2 with one line before anything is
 # written; a validation option without validation data trains with one warning line; a --resume
-# of a checkpoint that has finished MaxEpochs exits 2 with the fix, which then works; images that
+# of a checkpoint at MaxEpochs writes the outputs, one past it exits 2 with the fix; images that
 # do not have InputSize's size or channels get one info line per datastore saying what is done.
 source "$(dirname "$0")/common.sh" "$@"
 "$DLTRAIN" make-dataset shapes "$TMP/d" --classes 4 --per-class 16 --size 16x16 --seed 3 > /dev/null
@@ -72,16 +72,25 @@ fit cropped "training images are 16x16x3, InputSize is 12x12x3: cropped at rando
   "validation images are 16x16x3, InputSize is 12x12x3: centre-cropped (data.OutputSizeMode: randcrop; InputSize [16 16 3] keeps the images' size)" \
   -- --set "layers.input.InputSize=[12,12,3]" --set data.OutputSizeMode=randcrop --set data.validation="$TMP/d/test"
 
-# A checkpoint that has finished MaxEpochs: refused with its position and the fix.
+# A checkpoint at MaxEpochs (a run killed after its last checkpoint): the resumed run trains
+# nothing, says so once and writes the run's outputs, model.bin identical to the first run's.
 train --set training.CheckpointPath="$TMP/ck" --output-dir "$TMP/first" > /dev/null 2>&1 || fail "checkpointed run failed"
 [[ -f "$TMP/ck/latest.bin" ]] || fail "no checkpoint in $TMP/ck: $(ls "$TMP/ck")"
-expect_error "resume at MaxEpochs" 2 \
-  "error: --resume $TMP/ck/latest.bin: the checkpoint has finished 1 epoch (iteration $per_epoch) and training.MaxEpochs is 1: nothing is left to train (MaxEpochs counts from the start: for 1 more epoch give --set training.MaxEpochs=2)" \
-  -- train --resume "$TMP/ck/latest.bin" --output-dir "$TMP/again"
-# The fix it names trains the second epoch on from the checkpoint.
-train --resume "$TMP/ck/latest.bin" --set training.MaxEpochs=2 --output-dir "$TMP/more" > /dev/null 2> "$TMP/more.err" \
-  || fail "resume with MaxEpochs 2 failed: $(cat "$TMP/more.err")"
+train --resume "$TMP/ck/latest.bin" --set training.CheckpointPath="$TMP/ck" --output-dir "$TMP/again" > /dev/null 2> "$TMP/again.err" \
+  || fail "resume at MaxEpochs failed: $(cat "$TMP/again.err")"
+line="info: --resume $TMP/ck/latest.bin: the checkpoint has finished all 1 epoch (iteration $per_epoch): nothing is left to train, the run's outputs are written from it (to train on, give --set training.MaxEpochs=2)"
+[[ $(grep -cxF "$line" "$TMP/again.err") -eq 1 ]] || fail "resume at MaxEpochs: no '$line' in: $(cat "$TMP/again.err")"
+cmp -s "$TMP/first/model.bin" "$TMP/again/model.bin" || fail "resume at MaxEpochs: model.bin differs from the first run's"
+grep -q '"status":"completed"' "$TMP/again/summary.json" || fail "resume at MaxEpochs: $(cat "$TMP/again/summary.json")"
+echo "ok: resume at MaxEpochs writes the outputs"
+# The hint it names trains the second epoch on from the checkpoint.
+train --resume "$TMP/ck/latest.bin" --set training.MaxEpochs=2 --set training.CheckpointPath="$TMP/ck2" \
+  --output-dir "$TMP/more" > /dev/null 2> "$TMP/more.err" || fail "resume with MaxEpochs 2 failed: $(cat "$TMP/more.err")"
 rows=$(($(wc -l < "$TMP/more/log.csv") - 1))
 [[ $rows -eq $((2 * per_epoch)) ]] || fail "log.csv has $rows rows, expected $((2 * per_epoch))"
 [[ $(tail -1 "$TMP/more/log.csv" | cut -d, -f1,2) == "2,$((2 * per_epoch))" ]] || fail "last row: $(tail -1 "$TMP/more/log.csv")"
+# A checkpoint past MaxEpochs (2 epochs done, MaxEpochs 1): refused with its position and the fix.
+expect_error "resume past MaxEpochs" 2 \
+  "error: --resume $TMP/ck2/latest.bin: the checkpoint has finished 2 epochs (iteration $((2 * per_epoch))) and training.MaxEpochs is 1: nothing is left to train (MaxEpochs counts from the start: for 1 more epoch give --set training.MaxEpochs=3)" \
+  -- train --resume "$TMP/ck2/latest.bin" --output-dir "$TMP/past"
 echo "option_use: ok"
