@@ -1,11 +1,14 @@
 // Backend's public methods: every argument check, written once for all backends, then the
-// device's do_*; the loss read later where there is no AsyncDevice (computed at once);
+// device's registered kernel; the loss read later where there is no AsyncDevice (computed at once);
 // StepScalars and Adam's bias correction; backend_for().
 #include "backend/backend.h"
 
+#include <atomic>
 #include <cmath>
+#include <utility>
 
 #include "backend/async_device.h"
+#include "backend/kernel_kinds.h"
 #include "util/error.h"
 #include "util/rng.h"
 
@@ -40,25 +43,46 @@ void check_totals(const Tensor& totals, Device d) {
   on(totals, d, "loss totals");
 }
 
+// The device type's kernel of kind K, looked up in the registry once per type and kept (a
+// CUDA kernel is registered before any CUDA backend exists: the plugin registers on load).
+template <class K>
+typename K::Fn* kernel_of(DeviceType type) {
+  static std::atomic<typename K::Fn*> slots[2] = {};
+  auto& slot = slots[type == DeviceType::kCpu ? 0 : 1];
+  typename K::Fn* f = slot.load(std::memory_order_acquire);
+  if (!f) {
+    const std::vector<op_registry::Entry> found = op_registry::find(K::kOp, type);
+    if (found.empty()) op_registry::no_kernel(K::kOp, type);
+    f = reinterpret_cast<typename K::Fn*>(found.front().fn);
+    slot.store(f, std::memory_order_release);
+  }
+  return f;
+}
+
 }  // namespace
+
+template <class K, class... Args>
+auto Backend::run(Args&&... args) {
+  return kernel_of<K>(device().type)(*this, std::forward<Args>(args)...);
+}
 
 void Backend::fill(Tensor& t, float value) {
   on(t, device(), "fill");
-  do_fill(t, value);
+  run<FillKernel>(t, value);
 }
 
 void Backend::copy(const Tensor& src, Tensor& dst) {
   same_numel(src, dst, "copy");
   on(src, device(), "copy");
   on(dst, device(), "copy");
-  do_copy(src, dst);
+  run<CopyKernel>(src, dst);
 }
 
 void Backend::axpby(float a, const Tensor& x, float b, Tensor& y) {
   same_numel(x, y, "axpby");
   on(x, device(), "axpby");
   on(y, device(), "axpby");
-  do_axpby(a, x, b, y);
+  run<AxpbyKernel>(a, x, b, y);
 }
 
 void Backend::sum(const std::vector<const Tensor*>& xs, Tensor& y) {
@@ -68,36 +92,36 @@ void Backend::sum(const std::vector<const Tensor*>& xs, Tensor& y) {
     same_numel(*x, y, "sum");
     on(*x, device(), "sum");
   }
-  do_sum(xs, y);
+  run<SumKernel>(xs, y);
 }
 
 void Backend::scale(Tensor& t, float s) {
   on(t, device(), "scale");
-  do_scale(t, s);
+  run<ScaleKernel>(t, s);
 }
 
 void Backend::clamp(Tensor& t, float lo, float hi) {
   on(t, device(), "clamp");
-  do_clamp(t, lo, hi);
+  run<ClampKernel>(t, lo, hi);
 }
 
 double Backend::sum_squares(const Tensor& t) {
   on(t, device(), "sum_squares");
-  return do_sum_squares(t);
+  return run<SumSquaresKernel>(t);
 }
 
 void Backend::l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) {
   on(t, device(), "l2_norm_into");
   on(norms, device(), "l2_norm_into");
   slot(norms, index, "l2_norm_into");
-  do_l2_norm_into(t, norms, index, accumulate);
+  run<L2NormIntoKernel>(t, norms, index, accumulate);
 }
 
 void Backend::clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) {
   on(t, device(), "clip_to_norm");
   on(norms, device(), "clip_to_norm");
   slot(norms, index, "clip_to_norm");
-  do_clip_to_norm(t, norms, index, threshold);
+  run<ClipToNormKernel>(t, norms, index, threshold);
 }
 
 void Backend::shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) {
@@ -109,7 +133,7 @@ void Backend::shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mu
   on(shift, device(), "shift_scale");
   on(y, device(), "shift_scale");
   if (mul.defined()) on(mul, device(), "shift_scale");
-  do_shift_scale(x, shift, mul, y);
+  run<ShiftScaleKernel>(x, shift, mul, y);
 }
 
 void Backend::dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t seed, uint64_t stream) {
@@ -122,7 +146,7 @@ void Backend::dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p,
   // are scaled by 1 / (1 - p).
   const uint64_t key = Rng::derive(seed, {stream}).next_u64();
   const float keep_value = p < 1.f ? 1.f / (1.f - p) : 0.f;
-  do_dropout_forward(x, y, mask, p, key, keep_value);
+  run<DropoutKernel>(x, y, mask, p, key, keep_value);
 }
 
 void Backend::multiply(const Tensor& x, const Tensor& m, Tensor& y) {
@@ -131,7 +155,7 @@ void Backend::multiply(const Tensor& x, const Tensor& m, Tensor& y) {
   on(x, device(), "multiply");
   on(m, device(), "multiply");
   on(y, device(), "multiply");
-  do_multiply_same_size(x, m, y);
+  run<MultiplySameSizeKernel>(x, m, y);
 }
 
 namespace {
@@ -155,7 +179,7 @@ void Backend::multiply(const std::vector<const Tensor*>& xs, Tensor& y, const Pr
             "multiply: y has " << (y.defined() ? y.numel() : 0) << " elements, expected " << d.n * d.pixels * d.c);
   on(y, device(), "multiply");
   for (const Tensor* x : xs) DLT_CHECK(x->data() != y.data() || y.numel() == 0, "multiply: y aliases an input");
-  do_multiply(xs, y, d);
+  run<MultiplyKernel>(xs, y, d);
 }
 
 void Backend::multiply_backward(const Tensor& dy, const std::vector<const Tensor*>& xs, size_t i, Tensor& dx,
@@ -173,7 +197,7 @@ void Backend::multiply_backward(const Tensor& dy, const std::vector<const Tensor
   if (dx.numel() == 0) return;
   DLT_CHECK(dx.data() != dy.data(), "multiply_backward: dx aliases dy");
   for (const Tensor* x : xs) DLT_CHECK(x->data() != dx.data(), "multiply_backward: dx aliases an input");
-  do_multiply_backward(dy, xs, i, dx, d);
+  run<MultiplyBackwardKernel>(dy, xs, i, dx, d);
 }
 
 void Backend::channel_moments(const Tensor& x, Tensor& mean, Tensor& var) {
@@ -184,12 +208,12 @@ void Backend::channel_moments(const Tensor& x, Tensor& mean, Tensor& var) {
   on(var, device(), "channel_moments");
   const int64_t positions = x.numel() / c;
   if (positions == 0) {
-    do_fill(mean, 0.f);
-    do_fill(var, 0.f);
+    run<FillKernel>(mean, 0.f);
+    run<FillKernel>(var, 0.f);
     return;
   }
   on(x, device(), "channel_moments");
-  do_channel_moments(x, positions, mean, var);
+  run<ChannelMomentsKernel>(x, positions, mean, var);
 }
 
 void Backend::batch_norm_dx_correction(const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& scale,
@@ -203,7 +227,7 @@ void Backend::batch_norm_dx_correction(const Tensor& x, const Tensor& mean, cons
   if (positions == 0 || m <= 0) return;
   for (const Tensor* t : {&x, &mean, &var, &scale, &dshift, &dscale, &static_cast<const Tensor&>(dx)})
     on(*t, device(), "batch_norm_dx_correction");
-  do_batch_norm_dx_correction(x, positions, mean, var, scale, epsilon, m, dshift, dscale, dx);
+  run<BatchNormDxCorrectionKernel>(x, positions, mean, var, scale, epsilon, m, dshift, dscale, dx);
 }
 
 namespace {
@@ -225,19 +249,19 @@ void check_unpool(const Tensor& in, const Tensor& idx, const Tensor& out, const 
 void Backend::max_pool_indices(const Tensor& x, Tensor& idx, const PoolDesc& d) {
   check_unpool(x, idx, idx, d, device(), "max_pool_indices");
   DLT_CHECK(x.numel() == d.n * d.h * d.w * d.c, "max_pool_indices: x has " << x.numel() << " elements");
-  do_max_pool_indices(x, idx, d);
+  run<MaxPoolIndicesKernel>(x, idx, d);
 }
 
 void Backend::max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d) {
   check_unpool(y, idx, x, d, device(), "max_unpool");
   DLT_CHECK(y.numel() == d.n * d.h * d.w * d.c, "max_unpool: y has " << y.numel() << " elements");
-  do_max_unpool(x, idx, y, d);
+  run<MaxUnpoolKernel>(x, idx, y, d);
 }
 
 void Backend::max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx, const PoolDesc& d) {
   check_unpool(dy, idx, dx, d, device(), "max_unpool_backward");
   DLT_CHECK(dy.numel() == d.n * d.h * d.w * d.c, "max_unpool_backward: dy has " << dy.numel() << " elements");
-  do_max_unpool_backward(dy, idx, dx, d);
+  run<MaxUnpoolBackwardKernel>(dy, idx, dx, d);
 }
 
 namespace {
@@ -257,12 +281,12 @@ void check_crop(const Tensor& big, const Tensor& small, const CropDesc& d, Devic
 
 void Backend::crop2d(const Tensor& x, Tensor& y, const CropDesc& d) {
   check_crop(x, y, d, device(), "crop2d");
-  do_crop2d(x, y, d);
+  run<Crop2dKernel>(x, y, d);
 }
 
 void Backend::crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) {
   check_crop(dx, dy, d, device(), "crop2d_backward");
-  do_crop2d_backward(dy, dx, d);
+  run<Crop2dBackwardKernel>(dy, dx, d);
 }
 
 namespace {
@@ -292,24 +316,24 @@ void check_slice(const Tensor& big, const Tensor& small, const ChannelSliceDesc&
 
 void Backend::channel_shuffle(const Tensor& x, Tensor& y, const ChannelShuffleDesc& d) {
   check_shuffle(x, y, d, device(), "channel_shuffle");
-  do_channel_shuffle(x, y, d);
+  run<ChannelShuffleKernel>(x, y, d);
 }
 
 void Backend::channel_shuffle_backward(const Tensor& dy, Tensor& dx, const ChannelShuffleDesc& d) {
   check_shuffle(dy, dx, d, device(), "channel_shuffle_backward");
   ChannelShuffleDesc inverse = d;
   inverse.groups = d.c / d.groups;
-  do_channel_shuffle(dy, dx, inverse);
+  run<ChannelShuffleKernel>(dy, dx, inverse);
 }
 
 void Backend::channel_slice(const Tensor& x, Tensor& y, const ChannelSliceDesc& d) {
   check_slice(x, y, d, device(), "channel_slice");
-  do_channel_slice(x, y, d);
+  run<ChannelSliceKernel>(x, y, d);
 }
 
 void Backend::channel_slice_backward(const Tensor& dy, Tensor& dx, const ChannelSliceDesc& d) {
   check_slice(dx, dy, d, device(), "channel_slice_backward");
-  do_channel_slice_backward(dy, dx, d);
+  run<ChannelSliceBackwardKernel>(dy, dx, d);
 }
 
 namespace {
@@ -349,7 +373,7 @@ double finish_loss(const LossTotals& t, const Tensor& labels, int64_t* correct, 
 double Backend::cross_entropy(const Tensor& probs, const Tensor& labels, Tensor& dlogits, int64_t* correct,
                               const LossOptions& opt, int64_t* counted) {
   check_loss(probs, labels, dlogits, opt, device());
-  return finish_loss(do_cross_entropy(probs, labels, opt, dlogits), labels, correct, counted);
+  return finish_loss(run<CrossEntropyKernel>(probs, labels, opt, dlogits), labels, correct, counted);
 }
 
 void Backend::cross_entropy_async(const Tensor& probs, const Tensor& labels, Tensor& dlogits, Tensor& totals,
@@ -360,7 +384,7 @@ void Backend::cross_entropy_async(const Tensor& probs, const Tensor& labels, Ten
     async_->loss_async(probs, labels, opt, dlogits, totals);
     return;
   }
-  const LossTotals t = do_cross_entropy(probs, labels, opt, dlogits);
+  const LossTotals t = run<CrossEntropyKernel>(probs, labels, opt, dlogits);
   copy_bytes(totals.data(), totals.device(), &t, Device::cpu(), sizeof(t));
 }
 
@@ -411,7 +435,7 @@ void Backend::optimizer_update(const UpdateRule& rule, const StepScalars& k, Ten
     u.c1 = resolve(k.c1);
     u.c2 = resolve(k.c2);
   }
-  do_optimizer_update(rule, u, w, g, m, s);
+  run<OptimizerUpdateKernel>(rule, u, w, g, m, s);
 }
 
 void Backend::synchronize() {

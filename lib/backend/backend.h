@@ -1,11 +1,12 @@
 // Backend: one per device and BackendOptions. Makes the heavy ops (ops.h), which read the
 // options of the backend that made them, and runs the light element-wise work that layers,
-// losses and optimizers need. Dispatch follows the tensor's device: backend_for(t.device()) for
-// light work; a run makes its ops with backend_for(device, its options). There is no global mode.
+// losses and optimizers need, both through the kernels its device registered (op_registry.h). Dispatch follows the
+// tensor's device: backend_for(t.device()) for light work; a run makes its ops with backend_for(device, its options).
+// There is no global mode.
 //
 // The public methods are not virtual: they check their arguments once, here (backend.cpp),
-// then call the protected do_* that each device implements, so cpu/ and cuda/ compute and do
-// not check again. What only an asynchronous device has (CUDA graphs, staged uploads, a loss
+// then call the kernel the device registered (kernel_kinds.h), so cpu/ and cuda/ compute and
+// do not check again. What only an asynchronous device has (CUDA graphs, staged uploads, a loss
 // read later, peak device memory) is AsyncDevice's (async_device.h), asked for with
 // async_device(); the CPU backend has none.
 #pragma once
@@ -17,6 +18,7 @@
 
 #include "backend/backend_options.h"
 #include "backend/loss.h"
+#include "backend/op_registry.h"
 #include "backend/ops.h"
 #include "backend/solver.h"
 #include "tensor/tensor.h"
@@ -85,23 +87,28 @@ class Backend {
   // The asynchronous-device extension, or null (the CPU).
   AsyncDevice* async_device() const { return async_; }
 
-  // ---- the heavy ops (nothing to check before the op exists) ----
-  virtual std::unique_ptr<ConvOp> make_conv(const ConvDesc& d) = 0;
-  virtual std::unique_ptr<DeconvOp> make_deconv(const DeconvDesc& d) = 0;
-  virtual std::unique_ptr<FcOp> make_fc(const FcDesc& d) = 0;
-  virtual std::unique_ptr<PoolOp> make_pool(const PoolDesc& d) = 0;
-  virtual std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormDesc& d) = 0;
-  // Null where the backend has no such op (the network then runs the layers one by one).
-  virtual std::unique_ptr<BnReluMaxPoolOp> make_bn_relu_max_pool(const BnReluMaxPoolDesc& d) {
-    (void)d;
-    return nullptr;
+  // ---- the heavy ops (ops.h), made by the kernels registered for this device (op_registry.h) ----
+  // The op for descriptor d from the best kernel that accepts it; throws DeviceError when none
+  // does ("no kernel for op ... on cuda").
+  template <class Desc>
+  std::unique_ptr<typename Desc::Op> make(const Desc& d) {
+    using Make = std::unique_ptr<typename Desc::Op> (*)(Backend&, const Desc&);
+    using Accepts = bool (*)(const Backend&, const Desc&);
+    for (const op_registry::Entry& e : op_registry::find(Desc::kOp, device().type)) {
+      if (e.accepts && !reinterpret_cast<Accepts>(e.accepts)(*this, d)) continue;
+      if (auto op = reinterpret_cast<Make>(e.fn)(*this, d)) return op;
+    }
+    op_registry::no_kernel(Desc::kOp, device().type);
   }
-  virtual std::unique_ptr<LrnOp> make_lrn(const LrnDesc& d) = 0;
-  virtual std::unique_ptr<ActOp> make_act(const ActDesc& d) = 0;
-  virtual std::unique_ptr<SoftmaxOp> make_softmax(int64_t rows, int64_t channels) = 0;
-  virtual std::unique_ptr<ConcatOp> make_concat(int64_t n, int64_t h, int64_t w,
-                                                const std::vector<int64_t>& channels) = 0;
-  virtual std::unique_ptr<LayerNormOp> make_layer_norm(const LayerNormDesc& d) = 0;
+  // Whether a kernel of this device accepts d (what a fused op needs: the network asks before
+  // it plans one; a kernel may still decline at make, for a reason only its library knows).
+  template <class Desc>
+  bool supports(const Desc& d) const {
+    using Accepts = bool (*)(const Backend&, const Desc&);
+    for (const op_registry::Entry& e : op_registry::find(Desc::kOp, device().type))
+      if (!e.accepts || reinterpret_cast<Accepts>(e.accepts)(*this, d)) return true;
+    return false;
+  }
 
   // ---- element-wise (all tensors on this backend's device, same numel unless stated) ----
   void fill(Tensor& t, float value);
@@ -218,65 +225,11 @@ class Backend {
   Backend(Device device, const BackendOptions& options, AsyncDevice* async = nullptr)
       : device_(device), async_(async), options_(options) {}
 
-  // A step scalar resolved by optimizer_update: `at` (on this device) when set, else `value`.
-  struct ScalarArg {
-    float value = 0.f;
-    const float* at = nullptr;
-  };
-  struct UpdateScalars {
-    ScalarArg lr, c1, c2;
-  };
-
-  // The computations behind the public methods, called with checked arguments (the tensors
-  // are defined, on this device and of the sizes the public method states).
-  virtual void do_fill(Tensor& t, float value) = 0;
-  virtual void do_copy(const Tensor& src, Tensor& dst) = 0;
-  virtual void do_axpby(float a, const Tensor& x, float b, Tensor& y) = 0;
-  virtual void do_sum(const std::vector<const Tensor*>& xs, Tensor& y) = 0;
-  virtual void do_scale(Tensor& t, float s) = 0;
-  virtual void do_clamp(Tensor& t, float lo, float hi) = 0;
-  virtual double do_sum_squares(const Tensor& t) = 0;
-  virtual void do_l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) = 0;
-  virtual void do_clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) = 0;
-  // mul may be undefined; shift and mul tile x (ns, nm > 0 divide x's numel).
-  virtual void do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) = 0;
-  // key: the mask's hash key (from seed and stream), keep_value: 1 / (1 - p), or 0 for p >= 1.
-  virtual void do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key,
-                                  float keep_value) = 0;
-  virtual void do_multiply_same_size(const Tensor& x, const Tensor& m, Tensor& y) = 0;
-  // Each x of d.n * d.pixels * d.c elements (full) or d.n * d.c (repeated over the pixels);
-  // y and dy full, dx of input i's size. d.pixels == 1: every input is full.
-  virtual void do_multiply(const std::vector<const Tensor*>& xs, Tensor& y, const ProductDesc& d) = 0;
-  virtual void do_multiply_backward(const Tensor& dy, const std::vector<const Tensor*>& xs, size_t i, Tensor& dx,
-                                    const ProductDesc& d) = 0;
-  // positions = x.numel() / channels (0: x is empty and may be on any device).
-  virtual void do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean, Tensor& var) = 0;
-  // positions > 0 and m > 0.
-  virtual void do_batch_norm_dx_correction(const Tensor& x, int64_t positions, const Tensor& mean, const Tensor& var,
-                                           const Tensor& scale, float epsilon, double m, const Tensor& dshift,
-                                           const Tensor& dscale, Tensor& dx) = 0;
-  // Sizes as the public methods check them (x / y / dx of the pooling input's numel, the
-  // others of its output's).
-  virtual void do_max_pool_indices(const Tensor& x, Tensor& idx, const PoolDesc& d) = 0;
-  virtual void do_max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d) = 0;
-  virtual void do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx, const PoolDesc& d) = 0;
-  // x / dx of d.n * d.h * d.w * d.c, y / dy of d.n * d.out_h * d.out_w * d.c; the window inside.
-  virtual void do_crop2d(const Tensor& x, Tensor& y, const CropDesc& d) = 0;
-  virtual void do_crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) = 0;
-  // x / y of d.pixels * d.c, d.groups dividing d.c (the backward is a shuffle in c / groups).
-  virtual void do_channel_shuffle(const Tensor& x, Tensor& y, const ChannelShuffleDesc& d) = 0;
-  // x / dx of d.pixels * d.c, y / dy of d.pixels * d.count, the channels inside.
-  virtual void do_channel_slice(const Tensor& x, Tensor& y, const ChannelSliceDesc& d) = 0;
-  virtual void do_channel_slice_backward(const Tensor& dy, Tensor& dx, const ChannelSliceDesc& d) = 0;
-  // labels.numel() = N > 0, probs.numel() = N * C; dlogits undefined or of probs' numel;
-  // class weights undefined or C floats on this device. A bad label sets first_bad.
-  virtual LossTotals do_cross_entropy(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
-                                      Tensor& dlogits) = 0;
-  // m or s undefined when the solver does not use it.
-  virtual void do_optimizer_update(const UpdateRule& rule, const UpdateScalars& k, Tensor& w, const Tensor& g,
-                                   Tensor& m, Tensor& s) = 0;
-
  private:
+  // The registered kernel of kind K (kernel_kinds.h) for this device, on checked arguments.
+  template <class K, class... Args>
+  auto run(Args&&... args);
+
   Device device_;
   AsyncDevice* async_;
   BackendOptions options_;

@@ -362,10 +362,10 @@ void LayerNormOp::backward(const Tensor& x, const Tensor& dy, const Tensor& scal
 
 // ---- concatenation: input i (N, H, W, channels[i]), y (N, H, W, sum of channels)
 
-ConcatOp::ConcatOp(int64_t pixels, const std::vector<int64_t>& channels, Device device)
-    : pixels_(pixels), channels_(channels), device_(device) {
-  DLT_CHECK(!channels.empty(), "concat: no inputs");
-  for (int64_t c : channels) total_ += c;
+ConcatOp::ConcatOp(const ConcatDesc& d, Device device)
+    : pixels_(d.n * d.h * d.w), channels_(d.channels), device_(device) {
+  DLT_CHECK(!channels_.empty(), "concat: no inputs");
+  for (int64_t c : channels_) total_ += c;
 }
 
 void ConcatOp::forward(const std::vector<const Tensor*>& xs, Tensor& y) {

@@ -19,6 +19,21 @@
 
 namespace dlt {
 
+class ConvOp;
+class DeconvOp;
+class FcOp;
+class PoolOp;
+class BatchNormOp;
+class BnReluMaxPoolOp;
+class LrnOp;
+class ActOp;
+class SoftmaxOp;
+class LayerNormOp;
+class ConcatOp;
+
+// Each descriptor names its op's interface (Op) and its name in the op registry (kOp,
+// op_registry.h); Backend::make(desc) makes the op.
+
 // A depthwise convolution (one filter per channel, kernel x kernel, stride, padding pad on the
 // top and left; the bottom and right follow from out_h x out_w) that reads a 1x1 convolution's
 // output, with its own bias and activation (relu, clipped at relu_ceiling when finite, or
@@ -37,6 +52,8 @@ struct DepthwisePostOp {
 };
 
 struct ConvDesc {
+  using Op = ConvOp;
+  static constexpr const char* kOp = "convolution";
   int64_t n = 1, h = 1, w = 1, c = 1;  // input
   int64_t k = 1, kh = 1, kw = 1;       // filters
   int64_t stride_h = 1, stride_w = 1;
@@ -129,6 +146,8 @@ class ConvOp {
 // input channel first, as ONNX's (C, K, kh, kw) and cuDNN's filter of the convolution whose
 // data gradient this is. The adjoint of ConvDesc{h = out_h(), c = k, k = c, pad = crop}.
 struct DeconvDesc {
+  using Op = DeconvOp;
+  static constexpr const char* kOp = "transposed_convolution";
   int64_t n = 1, h = 1, w = 1, c = 1;  // input
   int64_t k = 1, kh = 1, kw = 1;       // output channels, filter
   int64_t stride_h = 1, stride_w = 1;
@@ -157,6 +176,8 @@ class DeconvOp {
 };
 
 struct FcDesc {
+  using Op = FcOp;
+  static constexpr const char* kOp = "fully_connected";
   int64_t n = 1, in = 1, out = 1;  // in = H*W*C of the input
   bool fuse_relu = false;          // as ConvDesc: the caller applies the relu backward to dy
   bool bf16 = false;               // as ConvDesc: bfloat16 multiplies, float32 sums and outputs
@@ -184,6 +205,8 @@ class FcOp {
 enum class PoolKind { kMax, kAverage };
 
 struct PoolDesc {
+  using Op = PoolOp;
+  static constexpr const char* kOp = "pooling";
   int64_t n = 1, h = 1, w = 1, c = 1;
   int64_t kh = 1, kw = 1;
   int64_t stride_h = 1, stride_w = 1;
@@ -213,6 +236,8 @@ class PoolOp {
 };
 
 struct BatchNormDesc {
+  using Op = BatchNormOp;
+  static constexpr const char* kOp = "batch_norm";
   int64_t n = 1, h = 1, w = 1, c = 1;
   float epsilon = 1e-5f;
   bool fuse_relu = false;
@@ -256,6 +281,8 @@ class BatchNormOp {
 // and only the pooled values are normalized; backward scatters the pooled gradient to the
 // window maxima and applies batch norm's backward in the same pass over x.
 struct BnReluMaxPoolDesc {
+  using Op = BnReluMaxPoolOp;
+  static constexpr const char* kOp = "batch_norm_relu_max_pool";
   BatchNormDesc bn;  // n, h, w, c, epsilon (fuse_relu and global_stats are not read)
   int64_t kh = 1, kw = 1, stride_h = 1, stride_w = 1;
   int64_t out_h() const { return (bn.h - kh) / stride_h + 1; }
@@ -287,6 +314,8 @@ class BnReluMaxPoolOp {
 };
 
 struct LrnDesc {
+  using Op = LrnOp;
+  static constexpr const char* kOp = "cross_channel_norm";
   int64_t n = 1, h = 1, w = 1, c = 1;
   int64_t size = 5;  // WindowChannelSize
   float alpha = 1e-4f, beta = 0.75f, k = 2.f;
@@ -336,6 +365,8 @@ enum class ActKind {
 };
 
 struct ActDesc {
+  using Op = ActOp;
+  static constexpr const char* kOp = "activation";
   int64_t numel = 1;
   ActKind kind = ActKind::kRelu;
   float alpha = 0.f;  // LeakyRelu's Scale, Elu's Alpha, ClippedRelu's Ceiling, HardSigmoid's Alpha
@@ -363,7 +394,13 @@ class ActOp {
   Device device_;
 };
 
-// Softmax over the channel (last) dimension of (N, H, W, C).
+// Softmax over the channel (last) dimension of (N, H, W, C): rows = N * H * W.
+struct SoftmaxDesc {
+  using Op = SoftmaxOp;
+  static constexpr const char* kOp = "softmax";
+  int64_t rows = 1, channels = 1;
+};
+
 class SoftmaxOp {
  public:
   virtual ~SoftmaxOp() = default;
@@ -371,7 +408,7 @@ class SoftmaxOp {
   void backward(const Tensor& y, const Tensor& dy, Tensor& dx);
 
  protected:
-  SoftmaxOp(int64_t rows, int64_t channels, Device device) : numel_(rows * channels), device_(device) {}
+  SoftmaxOp(const SoftmaxDesc& d, Device device) : numel_(d.rows * d.channels), device_(device) {}
   virtual void do_forward(const Tensor& x, Tensor& y) = 0;
   virtual void do_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
 
@@ -386,6 +423,8 @@ class SoftmaxOp {
 // channel-only: rows = N*H*W, length = C (each pixel over its channels); spatial-channel:
 // rows = N, length = H*W*C (each image; in NHWC value j has channel j % C). length % c == 0.
 struct LayerNormDesc {
+  using Op = LayerNormOp;
+  static constexpr const char* kOp = "layer_norm";
   int64_t rows = 1, length = 1, c = 1;
   float epsilon = 1e-5f;
 };
@@ -423,7 +462,14 @@ struct ProductDesc {
   int64_t n = 1, pixels = 1, c = 1;
 };
 
-// Concatenation along channels of NHWC tensors with equal N, H, W.
+// Concatenation along channels of NHWC tensors with equal N, H, W: input i has channels[i].
+struct ConcatDesc {
+  using Op = ConcatOp;
+  static constexpr const char* kOp = "concat";
+  int64_t n = 1, h = 1, w = 1;
+  std::vector<int64_t> channels;
+};
+
 class ConcatOp {
  public:
   virtual ~ConcatOp() = default;
@@ -433,7 +479,7 @@ class ConcatOp {
 
  protected:
   // Throws when channels is empty.
-  ConcatOp(int64_t pixels, const std::vector<int64_t>& channels, Device device);
+  ConcatOp(const ConcatDesc& d, Device device);
   virtual void do_forward(const std::vector<const Tensor*>& xs, Tensor& y) = 0;
   virtual void do_backward(const Tensor& dy, const std::vector<Tensor*>& dxs) = 0;
 

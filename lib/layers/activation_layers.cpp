@@ -45,7 +45,7 @@ class ActivationLayer final : public Layer {
     shape_ = inputs[0];
     return shape_;
   }
-  void setup(int64_t n, Backend& be) override { op_ = be.make_act(ActDesc{n * shape_.numel(), kind_, alpha_, beta_}); }
+  void setup(int64_t n, Backend& be) override { op_ = be.make(ActDesc{n * shape_.numel(), kind_, alpha_, beta_}); }
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override { op_->forward(*x[0], y); }
   void backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {

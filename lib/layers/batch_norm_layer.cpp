@@ -30,7 +30,8 @@ Shape BatchNormLayer::infer(const std::vector<Shape>& inputs) {
   c_ = shape_[2];
   int64_t nc = spec_.get_int("NumChannels", c_, 1);
   if (nc != c_)
-    shape_error(spec_, "NumChannels is " + std::to_string(nc) + " but the input has " + std::to_string(c_) + " channels");
+    shape_error(spec_,
+                "NumChannels is " + std::to_string(nc) + " but the input has " + std::to_string(c_) + " channels");
   Param s = scale_, o = offset_;
   s.shape = Shape{c_};
   o.shape = Shape{c_};
@@ -48,7 +49,7 @@ void BatchNormLayer::setup(int64_t n, Backend& be) {
   d.c = c_;
   d.epsilon = static_cast<float>(epsilon_);
   d.fuse_relu = fusion_.relu;
-  op_ = be.make_batch_norm(d);
+  op_ = be.make(d);
   sync_op_.reset();  // made on first synchronized use
   fused_op_.reset();
   if (fusion_.with_max_pool) {  // with the max pooling after it, where the backend has the op (CPU)
@@ -58,7 +59,7 @@ void BatchNormLayer::setup(int64_t n, Backend& be) {
     f.kw = fusion_.max_pool.kw;
     f.stride_h = fusion_.max_pool.stride_h;
     f.stride_w = fusion_.max_pool.stride_w;
-    fused_op_ = be.make_bn_relu_max_pool(f);
+    fused_op_ = be.supports(f) ? be.make(f) : nullptr;
   }
   be_ = &be;
   Device dev = be.device();
@@ -195,7 +196,7 @@ BatchNormOp& BatchNormLayer::global_op() {
     d.epsilon = static_cast<float>(epsilon_);
     d.fuse_relu = fusion_.relu;
     d.global_stats = true;
-    sync_op_ = be_->make_batch_norm(d);
+    sync_op_ = be_->make(d);
   }
   return *sync_op_;
 }

@@ -88,15 +88,15 @@ void ConvLayerBase::setup(int64_t n, Backend& be) {
   d.inference_swish = fusion_.folded_swish;
   d.depthwise = fusion_.depthwise;
   d.scaled_input = fusion_.scaled_input;
-  op_ = be.make_conv(d);
+  op_ = be.make(d);
   if (fusion_.folds_affine && !folded_w_.defined()) {
     folded_w_ = Tensor(Shape{k_, kh_, kw_, d.group_c()}, be.device());
     folded_b_ = Tensor(Shape{k_}, be.device());
   }
   if (fusion_.relu) {
     const bool clipped = std::isfinite(fusion_.relu_ceiling);
-    relu_ = be.make_act(ActDesc{n * d.out_h() * d.out_w() * k_, clipped ? ActKind::kClippedRelu : ActKind::kRelu,
-                                clipped ? fusion_.relu_ceiling : 0.f});
+    relu_ = be.make(ActDesc{n * d.out_h() * d.out_w() * k_, clipped ? ActKind::kClippedRelu : ActKind::kRelu,
+                            clipped ? fusion_.relu_ceiling : 0.f});
   }
 }
 

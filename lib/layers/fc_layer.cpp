@@ -44,8 +44,8 @@ class FullyConnectedLayer final : public Layer {
   }
 
   void setup(int64_t n, Backend& be) override {
-    op_ = be.make_fc(FcDesc{n, in_, out_, fusion_.relu, mixed_});
-    if (fusion_.relu) relu_ = be.make_act(ActDesc{n * out_, ActKind::kRelu, 0.f});
+    op_ = be.make(FcDesc{n, in_, out_, fusion_.relu, mixed_});
+    if (fusion_.relu) relu_ = be.make(ActDesc{n * out_, ActKind::kRelu, 0.f});
   }
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {

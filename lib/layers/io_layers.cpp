@@ -201,7 +201,7 @@ class DepthConcatenationLayer final : public Layer {
     w_ = inputs[0][1];
     return Shape{h_, w_, c};
   }
-  void setup(int64_t n, Backend& be) override { op_ = be.make_concat(n, h_, w_, channels_); }
+  void setup(int64_t n, Backend& be) override { op_ = be.make(ConcatDesc{n, h_, w_, channels_}); }
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override { op_->forward(x, y); }
   void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {

@@ -52,7 +52,7 @@ class LayerNormLayer final : public Layer {
     d.rows = channel_only_ ? n * shape_[0] * shape_[1] : n;
     d.length = channel_only_ ? d.c : shape_.numel();
     d.epsilon = static_cast<float>(epsilon_);
-    op_ = be.make_layer_norm(d);
+    op_ = be.make(d);
     mean_ = Tensor(Shape{d.rows}, be.device());
     var_ = Tensor(Shape{d.rows}, be.device());
   }

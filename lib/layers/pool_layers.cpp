@@ -66,12 +66,12 @@ class PoolingLayer final : public Layer {
   }
 
   void setup(int64_t n, Backend& be) override {
-    op_ = be.make_pool(desc(n));
+    op_ = be.make(desc(n));
     be_ = &be;
     n_ = n;
     if (keep_indices_) indices_ = Tensor(Shape{n, desc(1).out_h(), desc(1).out_w(), c_}, be.device(), DType::kI32);
     if (fusion_.takes_relu_backward)
-      relu_ = be.make_act(ActDesc{n * desc(1).out_h() * desc(1).out_w() * c_, ActKind::kRelu, 0.f});
+      relu_ = be.make(ActDesc{n * desc(1).out_h() * desc(1).out_w() * c_, ActKind::kRelu, 0.f});
   }
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {

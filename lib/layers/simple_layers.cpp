@@ -25,7 +25,7 @@ class LrnLayer final : public Layer {
     return shape_;
   }
   void setup(int64_t n, Backend& be) override {
-    op_ = be.make_lrn(LrnDesc{n, shape_[0], shape_[1], shape_[2], size_, alpha_, beta_, k_});
+    op_ = be.make(LrnDesc{n, shape_[0], shape_[1], shape_[2], size_, alpha_, beta_, k_});
   }
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
     op_->forward(*x[0], y, ctx.training);
@@ -131,7 +131,7 @@ class SoftmaxLayer final : public Layer {
     shape_ = inputs[0];
     return shape_;
   }
-  void setup(int64_t n, Backend& be) override { op_ = be.make_softmax(n * shape_[0] * shape_[1], shape_[2]); }
+  void setup(int64_t n, Backend& be) override { op_ = be.make(SoftmaxDesc{n * shape_[0] * shape_[1], shape_[2]}); }
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override { op_->forward(*x[0], y); }
   void backward(const std::vector<const Tensor*>&, const Tensor& y, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {

@@ -135,7 +135,7 @@ DeconvDesc TransposedConv2dLayer::desc(int64_t n) const {
   return d;
 }
 
-void TransposedConv2dLayer::setup(int64_t n, Backend& be) { op_ = be.make_deconv(desc(n)); }
+void TransposedConv2dLayer::setup(int64_t n, Backend& be) { op_ = be.make(desc(n)); }
 
 void TransposedConv2dLayer::forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) {
   op_->forward(*x[0], params_[0].value, params_[1].value, y);

@@ -87,7 +87,7 @@ inline AgreementRow conv_row(std::string name, ConvDesc d) {
             Tensor tb = to_tensor(b, {d.k}, dev);
             Tensor ty(Shape{d.n, oh, ow, d.k}, dev), tdx(tx.shape(), dev);
             Tensor tdw(tw.shape(), dev), tdb(tb.shape(), dev);
-            auto op = be.make_conv(d);
+            auto op = be.make(d);
             op->forward(tx, tw, tb, ty);
             check_close("forward", ty, ref::conv_forward(d, x, w, b), tol, floor);
             if (d.fuse_relu) dy = relu_mask(dy, to_vec(ty), d.relu_ceiling);
@@ -116,7 +116,7 @@ inline AgreementRow deconv_row(std::string name, DeconvDesc d) {
             Tensor ty(Shape{d.n, oh, ow, d.k}, dev), tdx(tx.shape(), dev);
             Tensor tdw(tw.shape(), dev), tdb(tb.shape(), dev);
             Tensor tdy = to_tensor(dy, ty.shape(), dev);
-            auto op = be.make_deconv(d);
+            auto op = be.make(d);
             be.fill(ty, 77.f);  // must be overwritten
             op->forward(tx, tw, tb, ty);
             check_close("forward", ty, ref::deconv_forward(d, x, w, b), tol);
@@ -142,7 +142,7 @@ inline AgreementRow fc_row(std::string name, FcDesc d) {
             Tensor tb = to_tensor(b, {d.out}, dev);
             Tensor ty(Shape{d.n, d.out}, dev), tdx(tx.shape(), dev);
             Tensor tdw(tw.shape(), dev), tdb(tb.shape(), dev);
-            auto op = be.make_fc(d);
+            auto op = be.make(d);
             op->forward(tx, tw, tb, ty);
             check_close("forward", ty, ref::fc_forward(d, x, w, b), tol);
             if (d.fuse_relu) dy = relu_mask(dy, to_vec(ty));
@@ -165,7 +165,7 @@ inline AgreementRow pool_row(std::string name, PoolDesc d) {
             Vec x = random_vec(d.n * d.h * d.w * d.c, rng), dy = random_vec(ys.numel(), rng);
             Tensor tx = to_tensor(x, {d.n, d.h, d.w, d.c}, dev), tdy = to_tensor(dy, ys, dev);
             Tensor ty(ys, dev), tdx(tx.shape(), dev);
-            auto op = be.make_pool(d);
+            auto op = be.make(d);
             Vec want = ref::pool_forward(d, x);
             op->forward(tx, ty, false);
             check_close("forward inference", ty, want, tol);
@@ -188,7 +188,7 @@ inline AgreementRow batch_norm_row(std::string name, BatchNormDesc d) {
             Tensor tscale = to_tensor(scale, cs, dev), toffset = to_tensor(offset, cs, dev);
             Tensor ty(xs, dev), tdx(xs, dev), tmean(cs, dev), tvar(cs, dev);
             Tensor tdscale(cs, dev), tdoffset(cs, dev);
-            auto op = be.make_batch_norm(d);
+            auto op = be.make(d);
             Vec mean, var;
             Vec want = ref::bn_forward_training(d, x, scale, offset, &mean, &var);
             op->forward_training(tx, tscale, toffset, ty, tmean, tvar);
@@ -218,7 +218,7 @@ inline AgreementRow lrn_row(std::string name, LrnDesc d) {
             Vec x = random_vec(xs.numel(), rng, -3.0, 3.0), dy = random_vec(xs.numel(), rng);
             Tensor tx = to_tensor(x, xs, dev), tdy = to_tensor(dy, xs, dev);
             Tensor ty(xs, dev), tdx(xs, dev);
-            auto op = be.make_lrn(d);
+            auto op = be.make(d);
             Vec want = ref::lrn_forward(d, x);
             op->forward(tx, ty, false);
             check_close("forward inference", ty, want, tol);
@@ -237,7 +237,7 @@ inline AgreementRow act_row(std::string name, ActDesc d, double range = 3.0) {
             const Shape s{d.numel};
             Vec x = random_vec(d.numel, rng, -range, range), dy = random_vec(d.numel, rng);
             Tensor tx = to_tensor(x, s, dev), ty(s, dev), tdx(s, dev);
-            auto op = be.make_act(d);
+            auto op = be.make(d);
             op->forward(tx, ty);
             check_close("forward", ty, ref::act_forward(d, x), tol);
             Tensor tdy = to_tensor(dy, s, dev);
@@ -256,7 +256,7 @@ inline AgreementRow softmax_row(std::string name, int64_t rows, int64_t c) {
             const Shape s{rows, 1, 1, c};
             Vec x = random_vec(rows * c, rng, -5.0, 5.0), dy = random_vec(rows * c, rng);
             Tensor tx = to_tensor(x, s, dev), ty(s, dev), tdx(s, dev);
-            auto op = be.make_softmax(rows, c);
+            auto op = be.make(SoftmaxDesc{rows, c});
             op->forward(tx, ty);
             Vec y = ref::softmax_forward(rows, c, x);
             check_close("forward", ty, y, tol);
@@ -286,7 +286,7 @@ inline AgreementRow concat_row(std::string name, int64_t n, int64_t h, int64_t w
               out.push_back(i == 1 ? nullptr : &tdxs[i]);  // input 1 needs no gradient
             }
             Tensor ty(Shape{n, h, w, total}, dev);
-            auto op = be.make_concat(n, h, w, channels);
+            auto op = be.make(ConcatDesc{n, h, w, channels});
             op->forward(in, ty);
             check_close("forward", ty, ref::concat_forward(pixels, channels, xs), tol);
             Vec dy = random_vec(pixels * total, rng);
@@ -382,7 +382,7 @@ inline AgreementRow layer_norm_row(std::string name, LayerNormDesc d) {
             Tensor tx = to_tensor(x, xs, dev), tdy = to_tensor(dy, xs, dev);
             Tensor tscale = to_tensor(scale, cs, dev), toffset = to_tensor(offset, cs, dev);
             Tensor ty(xs, dev), tdx(xs, dev), tmean(rs, dev), tvar(rs, dev), tdscale(cs, dev), tdoffset(cs, dev);
-            auto op = be.make_layer_norm(d);
+            auto op = be.make(d);
             Vec mean, var;
             const Vec want = ref::layer_norm_forward(d, x, scale, offset, &mean, &var);
             be.fill(ty, 7.f);

@@ -40,7 +40,7 @@ TEST_CASE("cpu backend: CIFAR-10 net op timings", "[.bench]") {
   std::printf("%s\n", be.name().c_str());
   double total = 0;
   for (ConvDesc d : {cifar_conv(32, 3, 32), cifar_conv(15, 32, 32), cifar_conv(7, 32, 64)}) {
-    auto op = be.make_conv(d);
+    auto op = be.make(d);
     Tensor x = random_tensor({d.n, d.h, d.w, d.c}, rng), w = random_tensor({d.k, d.kh, d.kw, d.c}, rng);
     Tensor b = random_tensor({d.k}, rng), y({d.n, d.out_h(), d.out_w(), d.k});
     Tensor dx(x.shape()), dw(w.shape()), db(b.shape()), dy = random_tensor(y.shape(), rng);
@@ -57,7 +57,7 @@ TEST_CASE("cpu backend: CIFAR-10 net op timings", "[.bench]") {
   for (P p : {P{32, 32}, P{15, 32}, P{7, 64}}) {
     PoolDesc d;
     d.n = 100, d.h = d.w = p.hw, d.c = p.c, d.kh = d.kw = 3, d.stride_h = d.stride_w = 2;
-    auto op = be.make_pool(d);
+    auto op = be.make(d);
     Tensor x = random_tensor({d.n, d.h, d.w, d.c}, rng), y({d.n, d.out_h(), d.out_w(), d.c});
     Tensor dx(x.shape()), dy = random_tensor(y.shape(), rng);
     double f = time_ms([&] { op->forward(x, y, true); });
@@ -66,7 +66,7 @@ TEST_CASE("cpu backend: CIFAR-10 net op timings", "[.bench]") {
     std::printf("maxpool %ldx%ldx%ld: fwd %.3f ms, bwd %.3f ms  %s\n", d.h, d.w, d.c, f, bk, impl_info(*op).c_str());
   }
   for (FcDesc d : {FcDesc{100, 576, 64, true}, FcDesc{100, 64, 10, false}}) {
-    auto op = be.make_fc(d);
+    auto op = be.make(d);
     Tensor x = random_tensor({d.n, d.in}, rng), w = random_tensor({d.out, d.in}, rng);
     Tensor b = random_tensor({d.out}, rng), y({d.n, d.out}), dy = random_tensor(y.shape(), rng);
     Tensor dx(x.shape()), dw(w.shape()), db(b.shape());
@@ -78,14 +78,14 @@ TEST_CASE("cpu backend: CIFAR-10 net op timings", "[.bench]") {
                 impl_info(*op).c_str());
   }
   {
-    auto op = be.make_softmax(100, 10);
+    auto op = be.make(SoftmaxDesc{100, 10});
     Tensor x = random_tensor({100, 1, 1, 10}, rng), y(x.shape()), dx(x.shape());
     double f = time_ms([&] { op->forward(x, y); });
     std::printf("softmax 100x10: fwd %.4f ms  %s\n", f, impl_info(*op).c_str());
   }
   {
     BatchNormDesc d{100, 32, 32, 32, 1e-5f, true};
-    auto op = be.make_batch_norm(d);
+    auto op = be.make(d);
     Tensor x = random_tensor({d.n, d.h, d.w, d.c}, rng), y(x.shape()), dx(x.shape());
     Tensor s = random_tensor({d.c}, rng), o(s.shape()), m(s.shape()), v(s.shape());
     Tensor ds(s.shape()), dof(s.shape());
@@ -95,7 +95,7 @@ TEST_CASE("cpu backend: CIFAR-10 net op timings", "[.bench]") {
   }
   {
     LrnDesc d{100, 15, 15, 32, 5, 1e-4f, 0.75f, 2.f};
-    auto op = be.make_lrn(d);
+    auto op = be.make(d);
     Tensor x = random_tensor({d.n, d.h, d.w, d.c}, rng), y(x.shape()), dx(x.shape());
     double f = time_ms([&] { op->forward(x, y, true); });
     double bk = time_ms([&] { op->backward(x, y, dx); });
@@ -123,9 +123,9 @@ TEST_CASE("cpu backend: batch norm + relu + max pooling, fused and separate", "[
   const Shape xs{100, 32, 32, 32}, ps{100, pd.out_h(), pd.out_w(), 32}, cs{32};
   Tensor x = random_tensor(xs, rng), scale = random_tensor(cs, rng, 0.5f, 1.5f), offset = random_tensor(cs, rng);
   Tensor y(xs), mean(cs), var(cs), pooled(ps), dp = random_tensor(ps, rng), dy(xs), dx(xs), ds(cs), dof(cs);
-  auto bn = be.make_batch_norm(bd);
-  auto pool = be.make_pool(pd);
-  auto fused = be.make_bn_relu_max_pool(fd);
+  auto bn = be.make(bd);
+  auto pool = be.make(pd);
+  auto fused = be.make(fd);
   REQUIRE(fused);
   const double sf = time_ms([&] {
     bn->forward_training(x, scale, offset, y, mean, var);

@@ -49,9 +49,10 @@ std::vector<std::string> onednn_exec_lines(const std::function<void()>& f) {
 // The CPU's own features and the cap, not cpu_isa(): whether oneDNN may run avx512_core.
 bool avx512_core_allowed() {
   const char* cap = std::getenv("DNNL_MAX_CPU_ISA");
-  const bool capped = cap && (strcasecmp(cap, "AVX2") == 0 || strcasecmp(cap, "AVX") == 0 || strcasecmp(cap, "SSE41") == 0);
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512dq") && !capped;
+  const bool capped =
+      cap && (strcasecmp(cap, "AVX2") == 0 || strcasecmp(cap, "AVX") == 0 || strcasecmp(cap, "SSE41") == 0);
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") && !capped;
 }
 
 }  // namespace
@@ -66,7 +67,7 @@ TEST_CASE("CPU conv: the kernel oneDNN reports executing is Winograd where expec
   d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
   auto forward = [](const ConvDesc& c) {
     return onednn_exec_lines([&c] {
-      auto op = cpu_backend().make_conv(c);
+      auto op = cpu_backend().make(c);
       Tensor x(Shape{c.n, c.h, c.w, c.c}), w(Shape{c.k, c.kh, c.kw, c.c}), b(Shape{c.k});
       Tensor y(Shape{c.n, c.out_h(), c.out_w(), c.k});
       op->forward(x, w, b, y);
@@ -96,7 +97,7 @@ TEST_CASE("CPU conv picks Winograd for 3x3 stride-1 convs with 32+ channels wher
   ConvDesc d;
   d.n = 4, d.h = d.w = 16, d.c = 64, d.k = 64, d.kh = d.kw = 3;
   d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
-  auto op = cpu_backend().make_conv(d);
+  auto op = cpu_backend().make(d);
   INFO("oneDNN ISA " << cpu_isa().name << ": " << impl_info(*op));
   // oneDNN's Winograd needs avx512_core: on AVX2 CPUs (or under DNNL_MAX_CPU_ISA=AVX2) the
   // same convolution runs dltrain's own Winograd (winograd.h), and the agreement tests check
@@ -104,17 +105,17 @@ TEST_CASE("CPU conv picks Winograd for 3x3 stride-1 convs with 32+ channels wher
   CHECK((impl_info(*op).find("wino") != std::string::npos) == (cpu_isa().winograd || cpu_isa().winograd_avx2));
   CHECK((impl_info(*op).find("dlt_winograd") != std::string::npos) == cpu_isa().winograd_avx2);
   d.stride_h = d.stride_w = 2;
-  CHECK(impl_info(*cpu_backend().make_conv(d)).find("wino") == std::string::npos);
+  CHECK(impl_info(*cpu_backend().make(d)).find("wino") == std::string::npos);
   d.stride_h = d.stride_w = 1;
   d.c = 3;
-  CHECK(impl_info(*cpu_backend().make_conv(d)).find("wino") == std::string::npos);
+  CHECK(impl_info(*cpu_backend().make(d)).find("wino") == std::string::npos);
   d.c = 64;
   d.pad_b = 0;  // asymmetric padding: oneDNN's Winograd backward-data is wrong there (dltrain's is not)
-  CHECK((impl_info(*cpu_backend().make_conv(d)).find("wino") != std::string::npos) == cpu_isa().winograd_avx2);
+  CHECK((impl_info(*cpu_backend().make(d)).find("wino") != std::string::npos) == cpu_isa().winograd_avx2);
   d.pad_b = 1;
   BackendOptions direct;
   direct.direct_convolution = true;  // ConvolutionAlgorithm: direct (env DLT_CONV_ALGO=direct)
-  CHECK(impl_info(*cpu_backend(direct).make_conv(d)).find("wino") == std::string::npos);
+  CHECK(impl_info(*cpu_backend(direct).make(d)).find("wino") == std::string::npos);
 }
 
 TEST_CASE("CPU conv runs 3x3 stride-1 convs with 64+ channels in dltrain's Winograd or on blocked activations on AVX2",
@@ -123,7 +124,7 @@ TEST_CASE("CPU conv runs 3x3 stride-1 convs with 64+ channels in dltrain's Winog
   d.n = 2, d.h = d.w = 8, d.c = 64, d.k = 64, d.kh = d.kw = 3;
   d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
   BackendOptions options;
-  auto info = [&d, &options] { return impl_info(*cpu_backend(options).make_conv(d)); };
+  auto info = [&d, &options] { return impl_info(*cpu_backend(options).make(d)); };
   auto blocked = [](const std::string& s) { return s.find("act=blocked") != std::string::npos; };
   auto own = [](const std::string& s) { return s.find("dlt_winograd_4x3") != std::string::npos; };
   const CpuIsa isa = cpu_isa();
@@ -156,7 +157,7 @@ TEST_CASE("CPU grouped and depthwise convs run oneDNN's jit kernels on NHWC", "[
   d.n = 4, d.h = d.w = 16, d.c = d.k = d.groups = 64, d.kh = d.kw = 3;
   d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
   const CpuIsa isa = cpu_isa();
-  auto info = [&d] { return impl_info(*cpu_backend().make_conv(d)); };
+  auto info = [&d] { return impl_info(*cpu_backend().make(d)); };
   INFO("oneDNN ISA " << isa.name << ", depthwise: " << info());
   CHECK(info().find("wino") == std::string::npos);
   CHECK(info().find("act=blocked") == std::string::npos);

@@ -29,7 +29,7 @@ TEST_CASE("conv 3x3 input with a 2x2 kernel by hand", "[backend][cpu]") {
   Backend& be = cpu_backend();
   ConvDesc d;
   d.h = d.w = 3, d.kh = d.kw = 2;
-  auto op = be.make_conv(d);
+  auto op = be.make(d);
   Tensor x = iota9();
   Tensor w = to_tensor({1, 2, 3, 4}, {1, 2, 2, 1});
   Tensor b = to_tensor({0.5}, {1});
@@ -57,14 +57,14 @@ TEST_CASE("transposed conv by hand: stride 2, then cropping [1 0 0 1]", "[backen
   // Each input pixel v writes v * w into its own 2x2 block of the 4x4 output.
   REQUIRE(d.out_h() == 4);
   Tensor y(Shape{1, 4, 4, 1});
-  be.make_deconv(d)->forward(x, w, b, y);
+  be.make(d)->forward(x, w, b, y);
   check_values(y, {1.5, 2.5, 2.5, 4.5, 3.5, 4.5, 6.5, 8.5, 3.5, 6.5, 4.5, 8.5, 9.5, 12.5, 12.5, 16.5});
 
   // Crop the top row and the right column: 3x3.
   d.crop_t = 1, d.crop_r = 1;
   REQUIRE(d.out_h() == 3);
   REQUIRE(d.out_w() == 3);
-  auto op = be.make_deconv(d);
+  auto op = be.make(d);
   Tensor yc(Shape{1, 3, 3, 1});
   op->forward(x, w, b, yc);
   check_values(yc, {3.5, 4.5, 6.5, 3.5, 6.5, 4.5, 9.5, 12.5, 12.5});
@@ -86,7 +86,7 @@ TEST_CASE("conv with asymmetric padding, stride 2 and fused relu by hand", "[bac
   d.h = d.w = 3, d.kh = d.kw = 2, d.stride_h = d.stride_w = 2;
   d.pad_t = 1, d.pad_l = 1, d.fuse_relu = true;  // out = (3 + 1 - 2) / 2 + 1 = 2
   REQUIRE(d.out_h() == 2);
-  auto op = be.make_conv(d);
+  auto op = be.make(d);
   Tensor w = to_tensor({1, -1, -1, 1}, {1, 2, 2, 1});
   Tensor b = to_tensor({0}, {1});
   Tensor y(Shape{1, 2, 2, 1});
@@ -104,13 +104,13 @@ TEST_CASE("max and average pooling by hand, padding counts as zeros", "[backend]
   PoolDesc d;
   d.h = d.w = 3, d.kh = d.kw = 2;
   Tensor y(Shape{1, 2, 2, 1});
-  auto max1 = be.make_pool(d);
+  auto max1 = be.make(d);
   max1->forward(iota9(), y, false);
   check_values(y, {5, 6, 8, 9});
 
   d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1, d.stride_h = d.stride_w = 2;
   REQUIRE(d.out_h() == 2);
-  auto maxp = be.make_pool(d);
+  auto maxp = be.make(d);
   maxp->forward(iota9(), y, true);
   check_values(y, {1, 3, 7, 9});
   Tensor dx(Shape{1, 3, 3, 1});
@@ -118,7 +118,7 @@ TEST_CASE("max and average pooling by hand, padding counts as zeros", "[backend]
   check_values(dx, {1, 0, 2, 0, 0, 0, 3, 0, 4});
 
   d.kind = PoolKind::kAverage;
-  auto avg = be.make_pool(d);
+  auto avg = be.make(d);
   avg->forward(iota9(), y, true);
   // every window has 4 taps; padded ones add 0: 1/4, (2+3)/4, (4+7)/4, (5+6+8+9)/4
   check_values(y, {0.25, 1.25, 2.75, 7.0});
@@ -139,7 +139,7 @@ TEST_CASE("max-pooling backward routes each gradient to its window's maximum", "
   Tensor x(Shape{d.n, d.h, d.w, d.c}), y(Shape{d.n, oh, ow, d.c}), dy(Shape{d.n, oh, ow, d.c});
   for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] = static_cast<float>((i * 7919) % 100003) * 1e-3f;
   for (int64_t i = 0; i < dy.numel(); ++i) dy.data()[i] = 1.f + static_cast<float>(i % 13);
-  auto op = be.make_pool(d);
+  auto op = be.make(d);
   op->forward(x, y, true);
   Tensor dx(Shape{d.n, d.h, d.w, d.c});
   for (int64_t i = 0; i < dx.numel(); ++i) dx.data()[i] = std::numeric_limits<float>::quiet_NaN();
@@ -153,14 +153,14 @@ TEST_CASE("LRN across channels by hand", "[backend][cpu]") {
   Backend& be = cpu_backend();
   LrnDesc d;
   d.c = 3, d.size = 3, d.alpha = 1.f, d.beta = 1.f, d.k = 1.f;
-  auto op = be.make_lrn(d);
+  auto op = be.make(d);
   Tensor x = to_tensor({1, 2, 3}, {1, 1, 1, 3});
   Tensor y(x.shape());
   op->forward(x, y, false);
   // s0 = 1 + (1 + 4)/3 = 8/3, s1 = 1 + (1 + 4 + 9)/3 = 17/3, s2 = 1 + (4 + 9)/3 = 16/3
   check_values(y, {3.0 / 8.0, 6.0 / 17.0, 9.0 / 16.0});
   d.beta = 0.5f;
-  auto op2 = be.make_lrn(d);
+  auto op2 = be.make(d);
   op2->forward(x, y, true);
   check_values(y, {1 / std::sqrt(8.0 / 3), 2 / std::sqrt(17.0 / 3), 3 / std::sqrt(16.0 / 3)});
 }
@@ -169,7 +169,7 @@ TEST_CASE("cpu ops report oneDNN implementations and reject wrong sizes", "[back
   Backend& be = cpu_backend();
   ConvDesc d;
   d.n = 2, d.h = d.w = 8, d.c = 16, d.k = 16, d.kh = d.kw = 3;
-  auto op = be.make_conv(d);
+  auto op = be.make(d);
   const std::string info = impl_info(*op);
   INFO(info);
   CHECK(info.find("fwd=") != std::string::npos);

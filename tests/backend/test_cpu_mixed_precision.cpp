@@ -48,8 +48,9 @@ void expect_mixed(const char* what, const Tensor& got, const Vec& want_rounded, 
 
 // Whether oneDNN has bfloat16 kernels at the ISA it dispatches to (DNNL_MAX_CPU_ISA caps it).
 bool cpu_has_bf16_kernels() { return cpu_isa().bf16; }
-#define SKIP_WITHOUT_BF16() \
-  DLT_SKIP_IF(!cpu_has_bf16_kernels(), "no bfloat16 kernels: oneDNN runs this CPU at " << cpu_isa().name << " (they need avx512_core)")
+#define SKIP_WITHOUT_BF16()            \
+  DLT_SKIP_IF(!cpu_has_bf16_kernels(), \
+              "no bfloat16 kernels: oneDNN runs this CPU at " << cpu_isa().name << " (they need avx512_core)")
 
 void check_conv(ConvDesc d) {
   d.bf16 = true;
@@ -60,7 +61,7 @@ void check_conv(ConvDesc d) {
   Tensor tx = to_tensor(x, {d.n, d.h, d.w, d.c}), tw = to_tensor(w, {d.k, d.kh, d.kw, d.group_c()});
   Tensor tb = to_tensor(b, {d.k}), ty(Shape{d.n, oh, ow, d.k}), tdx(tx.shape());
   Tensor tdw(tw.shape()), tdb(tb.shape());
-  auto op = cpu_backend().make_conv(d);
+  auto op = cpu_backend().make(d);
   INFO(impl_info(*op));
   CHECK(impl_info(*op).find("bf16") != std::string::npos);
   const Vec xr = rounded(x), wr = rounded(w);
@@ -135,7 +136,7 @@ TEST_CASE("CPU fullyConnected with Precision mixed: bfloat16 operands, float32 s
     Vec b = random_vec(d.out, rng), dy = random_vec(d.n * d.out, rng);
     Tensor tx = to_tensor(x, {d.n, d.in}), tw = to_tensor(w, {d.out, d.in}), tb = to_tensor(b, {d.out});
     Tensor ty(Shape{d.n, d.out}), tdx(tx.shape()), tdw(tw.shape()), tdb(tb.shape());
-    auto op = cpu_backend().make_fc(d);
+    auto op = cpu_backend().make(d);
     INFO(impl_info(*op));
     const Vec xr = rounded(x), wr = rounded(w);
     op->forward(tx, tw, tb, ty);
@@ -160,8 +161,8 @@ TEST_CASE("Precision mixed is refused at an ISA without bfloat16 kernels", "[bac
   ConvDesc c;
   c.n = 1, c.h = c.w = 4, c.c = 3, c.k = 2, c.kh = c.kw = 3, c.bf16 = true;
   const std::string want = "Precision mixed: oneDNN runs this CPU at " + cpu_isa().name + ", which has no bfloat16";
-  CHECK_THROWS_WITH(cpu_backend().make_conv(c), Catch::Contains(want));
-  CHECK_THROWS_WITH(cpu_backend().make_fc(FcDesc{2, 8, 3, false, true}), Catch::Contains(want));
+  CHECK_THROWS_WITH(cpu_backend().make(c), Catch::Contains(want));
+  CHECK_THROWS_WITH(cpu_backend().make(FcDesc{2, 8, 3, false, true}), Catch::Contains(want));
 }
 
 namespace {
@@ -181,7 +182,7 @@ TEST_CASE("Precision mixed keeps float32 Winograd for 3x3 stride-1 convs on CPUs
   DLT_SKIP_IF(!cpu_isa().winograd, "oneDNN has no Winograd at " << cpu_isa().name << " (it needs avx512_core)");
   DLT_SKIP_IF(cpu_isa().amx, "this CPU has AMX, where bfloat16 direct convolution is chosen instead");
   const ConvDesc d = winograd_shape_bf16();
-  auto op = cpu_backend().make_conv(d);
+  auto op = cpu_backend().make(d);
   INFO(impl_info(*op));
   CHECK(impl_info(*op).find("amx") == std::string::npos);
   CHECK(impl_info(*op).find("wino") != std::string::npos);
@@ -199,7 +200,7 @@ TEST_CASE("Precision mixed keeps float32 Winograd for 3x3 stride-1 convs on CPUs
 TEST_CASE("Precision mixed prefers bfloat16 direct convolution to Winograd on CPUs with AMX",
           "[backend][mixed][skippable]") {
   DLT_SKIP_IF(!cpu_isa().amx, "oneDNN runs this CPU at " << cpu_isa().name << ", without AMX");
-  auto op = cpu_backend().make_conv(winograd_shape_bf16());
+  auto op = cpu_backend().make(winograd_shape_bf16());
   INFO(impl_info(*op));
   CHECK(impl_info(*op).find("amx") != std::string::npos);
   CHECK(impl_info(*op).find("bf16") != std::string::npos);
@@ -224,8 +225,8 @@ TEST_CASE("Precision mixed: the ops' reused bfloat16 copies are never stale", "[
   d.n = 2, d.h = d.w = 8, d.c = 6, d.k = 5, d.kh = d.kw = 3, d.stride_h = d.stride_w = 2;
   d.bf16 = true;
   FcDesc f{3, 40, 7, false, true};
-  auto conv = cpu_backend().make_conv(d);
-  auto fc = cpu_backend().make_fc(f);
+  auto conv = cpu_backend().make(d);
+  auto fc = cpu_backend().make(f);
   const int64_t oh = d.out_h(), ow = d.out_w();
   Tensor x(Shape{d.n, d.h, d.w, d.c}), w(Shape{d.k, 3, 3, d.c}), b(Shape{d.k}), y(Shape{d.n, oh, ow, d.k});
   Tensor dy(y.shape()), dx(x.shape()), dw(w.shape()), db(b.shape());

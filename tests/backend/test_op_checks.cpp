@@ -13,7 +13,7 @@ using Catch::Contains;
 TEST_CASE("conv op checks its arguments once for every backend", "[backend][cpu][op_checks]") {
   ConvDesc d;
   d.n = 2, d.h = d.w = 5, d.c = 3, d.k = 4, d.kh = d.kw = 3;  // y (2, 3, 3, 4)
-  auto op = cpu_backend().make_conv(d);
+  auto op = cpu_backend().make(d);
   Tensor x(Shape{2, 5, 5, 3}), w(Shape{4, 3, 3, 3}), b(Shape{4}), y(Shape{2, 3, 3, 4});
   Tensor short_x(Shape{2, 5, 5, 2}), short_b(Shape{3}), none;
   CHECK_NOTHROW(op->forward(x, w, b, y));
@@ -33,14 +33,14 @@ TEST_CASE("conv op checks its arguments once for every backend", "[backend][cpu]
 TEST_CASE("transposed conv and fc ops check their arguments once", "[backend][cpu][op_checks]") {
   DeconvDesc dd;
   dd.n = 1, dd.h = dd.w = 2, dd.c = 3, dd.k = 2, dd.kh = dd.kw = 2, dd.stride_h = dd.stride_w = 2;  // y (1, 4, 4, 2)
-  auto deconv = cpu_backend().make_deconv(dd);
+  auto deconv = cpu_backend().make(dd);
   Tensor x(Shape{1, 2, 2, 3}), w(Shape{3, 2, 2, 2}), b(Shape{2}), y(Shape{1, 4, 4, 2}), none;
   CHECK_NOTHROW(deconv->forward(x, w, b, y));
   CHECK_THROWS_WITH(deconv->forward(x, Tensor(Shape{3}), b, y),
                     Contains("transposed conv forward: w has 3 elements, expected 24"));
   CHECK_THROWS_WITH(deconv->forward(x, w, none, y), Contains("transposed conv forward: b is undefined"));
 
-  auto fc = cpu_backend().make_fc(FcDesc{2, 6, 3});
+  auto fc = cpu_backend().make(FcDesc{2, 6, 3});
   Tensor fx(Shape{2, 6}), fw(Shape{3, 6}), fb(Shape{3}), fy(Shape{2, 3}), five(Shape{5}), ten(Shape{2, 5}),
       four(Shape{4});
   CHECK_NOTHROW(fc->forward(fx, fw, fb, fy));
@@ -54,7 +54,7 @@ TEST_CASE("transposed conv and fc ops check their arguments once", "[backend][cp
 TEST_CASE("pool, lrn, activation and softmax ops check their arguments once", "[backend][cpu][op_checks]") {
   PoolDesc pd;
   pd.n = 1, pd.h = pd.w = 4, pd.c = 2, pd.kh = pd.kw = 2, pd.stride_h = pd.stride_w = 2;  // y (1, 2, 2, 2)
-  auto pool = cpu_backend().make_pool(pd);
+  auto pool = cpu_backend().make(pd);
   Tensor px(Shape{1, 4, 4, 2}), py(Shape{1, 2, 2, 2}), none;
   CHECK_NOTHROW(pool->forward(px, py, true));
   CHECK_THROWS_WITH(pool->forward(px, px, true), Contains("pool forward: y has 32 elements, expected 8"));
@@ -62,16 +62,16 @@ TEST_CASE("pool, lrn, activation and softmax ops check their arguments once", "[
 
   LrnDesc ld;
   ld.n = 1, ld.h = ld.w = 2, ld.c = 5;
-  auto lrn = cpu_backend().make_lrn(ld);
+  auto lrn = cpu_backend().make(ld);
   Tensor lx(Shape{1, 2, 2, 5});
   CHECK_THROWS_WITH(lrn->backward(lx, Tensor(Shape{3}), lx), Contains("lrn backward: dy has 3 elements, expected 20"));
 
-  auto act = cpu_backend().make_act(ActDesc{6, ActKind::kRelu, 0.f});
+  auto act = cpu_backend().make(ActDesc{6, ActKind::kRelu, 0.f});
   Tensor ax(Shape{6});
   CHECK_NOTHROW(act->forward(ax, ax));
   CHECK_THROWS_WITH(act->backward(ax, ax, ax, none), Contains("activation backward: dx has 0 elements, expected 6"));
 
-  auto softmax = cpu_backend().make_softmax(2, 3);
+  auto softmax = cpu_backend().make(SoftmaxDesc{2, 3});
   Tensor sx(Shape{2, 3});
   CHECK_THROWS_WITH(softmax->forward(Tensor(Shape{2, 4}), sx),
                     Contains("softmax forward: x has 8 elements, expected 6"));
@@ -80,7 +80,7 @@ TEST_CASE("pool, lrn, activation and softmax ops check their arguments once", "[
 TEST_CASE("batch norm and concat ops check their arguments once", "[backend][cpu][op_checks]") {
   BatchNormDesc bd;
   bd.n = 2, bd.h = bd.w = 2, bd.c = 3;
-  auto bn = cpu_backend().make_batch_norm(bd);
+  auto bn = cpu_backend().make(bd);
   Tensor x(Shape{2, 2, 2, 3}), y(Shape{2, 2, 2, 3}), dx(Shape{2, 2, 2, 3}), none;
   Tensor scale(Shape{3}), offset(Shape{3}), mean(Shape{3}), var(Shape{3}), dscale(Shape{3}), doffset(Shape{3});
   scale.data()[0] = scale.data()[1] = scale.data()[2] = 1.f;
@@ -97,8 +97,8 @@ TEST_CASE("batch norm and concat ops check their arguments once", "[backend][cpu
   CHECK_THROWS_WITH(bn->backward(x, y, scale, mean, var, dx, short_dscale, doffset),
                     Contains("batch_norm backward: a (C) scale/offset/mean/var tensor has 4 elements, expected 3"));
 
-  CHECK_THROWS_WITH(cpu_backend().make_concat(1, 2, 2, {}), Contains("concat: no inputs"));
-  auto concat = cpu_backend().make_concat(1, 2, 2, {1, 2});
+  CHECK_THROWS_WITH(cpu_backend().make(ConcatDesc{1, 2, 2, {}}), Contains("concat: no inputs"));
+  auto concat = cpu_backend().make(ConcatDesc{1, 2, 2, {1, 2}});
   Tensor a(Shape{1, 2, 2, 1}), c(Shape{1, 2, 2, 2}), out(Shape{1, 2, 2, 3});
   CHECK_NOTHROW(concat->forward({&a, &c}, out));
   CHECK_THROWS_WITH(concat->forward({&a}, out), Contains("concat forward: 1 inputs, set up for 2"));

@@ -64,7 +64,7 @@ Tensor random_images(int64_t n, const Shape& per_image, Rng& rng);
 Tensor random_labels(int64_t n, int64_t num_classes, Rng& rng);
 
 // The device under test's backend with the default options edited; the ops it makes follow
-// them: dut_backend_with([](BackendOptions& o) { o.deterministic = true; }).make_conv(d).
+// them: dut_backend_with([](BackendOptions& o) { o.deterministic = true; }).make(d).
 template <class Edit>
 Backend& dut_backend_with(Edit edit) {
   BackendOptions o;

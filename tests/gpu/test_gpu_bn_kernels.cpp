@@ -54,7 +54,7 @@ BnResults run_bn(Backend& be, const BatchNormDesc& d, const BnInputs& in, bool p
   if (param_grads) tds = Tensor(cs, dev), tdo = Tensor(cs, dev);
   for (Tensor* t : {&ty, &tdx, &tmean, &tvar, &tds, &tdo})
     if (t->defined()) be.fill(*t, nan);
-  auto op = be.make_batch_norm(d);
+  auto op = be.make(d);
   op->forward_training(tx, tscale, toffset, ty, tmean, tvar);
   op->backward(tx, tdy, tscale, tmean, tvar, tdx, tds, tdo);
   return {to_vec(ty),
@@ -94,7 +94,7 @@ double l2_rel(const Vec& got, const Vec& want) {
 // at a few values within rounding of 0).
 void check_all(const BnResults& got, const BnResults& want, double tol, double backward_l2 = 0) {
   const std::pair<const char*, std::pair<const Vec*, const Vec*>> outputs[] = {
-      {"y", {&got.y, &want.y}},   {"mean", {&got.mean, &want.mean}},       {"var", {&got.var, &want.var}},
+      {"y", {&got.y, &want.y}},    {"mean", {&got.mean, &want.mean}},       {"var", {&got.var, &want.var}},
       {"dx", {&got.dx, &want.dx}}, {"dscale", {&got.dscale, &want.dscale}}, {"doffset", {&got.doffset, &want.doffset}}};
   for (const auto& [what, pair] : outputs) {
     const bool backward = what[0] == 'd';

@@ -48,7 +48,7 @@ ConvResults run_conv(Backend& be, const ConvDesc& d, const Tensor& x, const Tens
   be.fill(y, std::numeric_limits<float>::quiet_NaN());  // an unwritten element fails the comparison
   be.fill(dx, std::numeric_limits<float>::quiet_NaN());
   be.fill(dw, 123.f);  // overwritten, not accumulated
-  auto op = be.make_conv(d);
+  auto op = be.make(d);
   op->forward(x, w, b, y);
   op->backward_data(dy, w, dx);
   op->backward_weights(x, dy, dw, db);
@@ -127,7 +127,7 @@ TEST_CASE("gpu conv: graph-API plans at real batch sizes give the legacy algorit
       Backend& legacy_be = with_engines(CudnnEngines::kLegacy, false);
       // The fused relu's backward sees dy masked by y > 0 (as the layer passes it).
       Tensor probe(Shape{d.n, d.out_h(), d.out_w(), d.k}, dev);
-      auto op = legacy_be.make_conv(d);
+      auto op = legacy_be.make(d);
       op->forward(x, w, b, probe);
       if (d.fuse_relu) dy = agreement::relu_mask(dy, to_vec(probe));
       legacy = run_conv(legacy_be, d, x, w, b, to_tensor(dy, probe.shape(), dev));

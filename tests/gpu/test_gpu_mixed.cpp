@@ -77,8 +77,8 @@ MixedErrors conv_errors(ConvDesc d, uint64_t seed) {
   ConvDesc f = d;
   f.bf16 = false;
   d.bf16 = true;
-  auto dev = dut_backend().make_conv(d);
-  auto ref = cpu_be().make_conv(f);
+  auto dev = dut_backend().make(d);
+  auto ref = cpu_be().make(f);
   return run_pair(*dev, *ref, Shape{d.n, d.h, d.w, d.c}, Shape{d.k, d.kh, d.kw, d.group_c()}, d.k,
                   Shape{d.n, d.out_h(), d.out_w(), d.k}, seed);
 }
@@ -87,8 +87,8 @@ MixedErrors fc_errors(FcDesc d, uint64_t seed) {
   FcDesc f = d;
   f.bf16 = false;
   d.bf16 = true;
-  auto dev = dut_backend().make_fc(d);
-  auto ref = cpu_be().make_fc(f);
+  auto dev = dut_backend().make(d);
+  auto ref = cpu_be().make(f);
   return run_pair(*dev, *ref, Shape{d.n, d.in}, Shape{d.out, d.in}, d.out, Shape{d.n, d.out}, seed);
 }
 
@@ -196,7 +196,7 @@ TEST_CASE("gpu mixed precision: bf16 conv's kept x and dy give the same bits in 
     // Reference: fresh ops that keep nothing: y from one op's forward; dx and dw from another op
     // that never ran forward (it rounds x itself), data before weights (it rounds dy itself).
     auto reference = [&](const TensorPair& xin, const TensorPair& g) {
-      auto fwd = be.make_conv(d), bwd = be.make_conv(d);
+      auto fwd = be.make(d), bwd = be.make(d);
       Tensor y(ys, dev), dx(xs, dev), dwt(ws, dev), db(bs, dev);
       fwd->forward(xin.dev, w.dev, b.dev, y);
       bwd->backward_data(g.dev, w.dev, dx);
@@ -205,22 +205,22 @@ TEST_CASE("gpu mixed precision: bf16 conv's kept x and dy give the same bits in 
       return Out{to_vec(y), to_vec(dx), to_vec(dwt)};
     };
     const Out want = reference(x, dy), want2 = reference(x2, dy2);
-    auto fresh = be.make_conv(d);
+    auto fresh = be.make(d);
     same(step(*fresh, x.dev, dy.dev, "dw", nullptr, nullptr), want, "data then weights (x kept from forward)");
 
-    auto layer_order = be.make_conv(d);
+    auto layer_order = be.make(d);
     same(step(*layer_order, x.dev, dy.dev, "wd", nullptr, nullptr), want, "weights then data (dy kept)");
     same(step(*layer_order, x2.dev, dy2.dev, "wd", nullptr, nullptr), want2, "the same op, a second step");
 
     // Another bfloat16 convolution takes the workspace between weights and data.
     ConvDesc other = d;
     other.k = d.k + 8;
-    auto intruder = be.make_conv(other);
+    auto intruder = be.make(other);
     Tensor oy(Shape{other.n, other.out_h(), other.out_w(), other.k}, dev);
     Rng orng(7);
     auto ow = random_pair(Shape{other.k, other.kh, other.kw, other.c}, orng, -0.5f, 0.5f);
     auto ob = random_pair(Shape{other.k}, orng);
-    auto interleaved = be.make_conv(d);
+    auto interleaved = be.make(d);
     same(step(
              *interleaved, x.dev, dy.dev, "wd", [&] { intruder->forward(x2.dev, ow.dev, ob.dev, oy); }, nullptr),
          want, "another op between weights and data");
@@ -228,11 +228,11 @@ TEST_CASE("gpu mixed precision: bf16 conv's kept x and dy give the same bits in 
     // A forward of other values (a validation batch) last before the backward: the kept x is x2's,
     // so backward weights must round x itself.
     Tensor ty(ys, dev);
-    auto stale = be.make_conv(d);
+    auto stale = be.make(d);
     same(step(*stale, x.dev, dy.dev, "wd", nullptr, [&] { stale->forward(x2.dev, w.dev, b.dev, ty); }), want,
          "another forward (other x) before the backward");
     // A forward of other values (a validation batch) and then of x again before the backward.
-    auto twice = be.make_conv(d);
+    auto twice = be.make(d);
     same(step(*twice, x.dev, dy.dev, "wd", nullptr,
               [&] {
                 twice->forward(x2.dev, w.dev, b.dev, ty);

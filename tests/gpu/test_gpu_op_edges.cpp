@@ -58,7 +58,8 @@ TEST_CASE("gpu layer ops: convolution bias gradient over more positions than one
   d.pad_t = d.pad_b = d.pad_l = d.pad_r = 1;
   DeconvDesc t;
   t.n = 64, t.h = 16, t.w = 16, t.c = 8, t.k = 36, t.kh = t.kw = 4, t.stride_h = t.stride_w = 2;
-  run_rows({conv_row("3x3 pad 1, 96 images of 32x32, 40 filters", d), deconv_row("4x4 stride 2, 64 images 16x16 -> 34x34", t)});
+  run_rows({conv_row("3x3 pad 1, 96 images of 32x32, 40 filters", d),
+            deconv_row("4x4 stride 2, 64 images 16x16 -> 34x34", t)});
 }
 
 TEST_CASE("gpu layer ops: LRN at cuDNN's limits", "[gpu][backend]") {
@@ -79,7 +80,7 @@ TEST_CASE("gpu layer ops: batch norm over one value per channel", "[gpu][backend
   Vec scale = random_vec(d.c, rng, 0.5, 1.5), offset = random_vec(d.c, rng);
   Tensor tx = to_tensor(x, xs, dev), tdy = to_tensor(dy, xs, dev), tscale = to_tensor(scale, cs, dev);
   Tensor ty(xs, dev), tmean(cs, dev), tvar(cs, dev), tdx(xs, dev), tds(cs, dev), tdo(cs, dev);
-  auto op = be.make_batch_norm(d);
+  auto op = be.make(d);
   op->forward_training(tx, tscale, to_tensor(offset, cs, dev), ty, tmean, tvar);
   op->backward(tx, tdy, tscale, tmean, tvar, tdx, tds, tdo);
   const Vec y = to_vec(ty), mean = to_vec(tmean), var = to_vec(tvar), dx = to_vec(tdx);
@@ -114,7 +115,7 @@ TEST_CASE("gpu layer ops: synchronized batch norm's op (global_stats) agrees wit
       const Device dev = be.device();
       Out o{Tensor(xs, dev), Tensor(xs, dev), Tensor(cs, dev), Tensor(cs, dev)};
       Tensor m = tm.to(dev), v = tv.to(dev);  // forward_training takes them non-const
-      auto op = be.make_batch_norm(d);
+      auto op = be.make(d);
       op->forward_training(tx, ts, to, o.y, m, v);
       op->backward(tx, tdy, ts, m, v, o.dx, o.ds, o.doff);
       be.synchronize();

@@ -49,8 +49,8 @@ TEST_CASE("clipped relu fusion: the convolution's clip post-op and backward give
     const Shape ys{d.n, d.out_h(), d.out_w(), d.k};
     const Tensor dy = random_tensor(ys, rng);
 
-    auto plain = be.make_conv(d);
-    auto clip = be.make_act(ActDesc{ys.numel(), ActKind::kClippedRelu, ceiling});
+    auto plain = be.make(d);
+    auto clip = be.make(ActDesc{ys.numel(), ActKind::kClippedRelu, ceiling});
     Tensor pre(ys), apart(ys), dx_apart(ys);
     plain->forward(x, w, b, pre);
     clip->forward(pre, apart);
@@ -59,7 +59,7 @@ TEST_CASE("clipped relu fusion: the convolution's clip post-op and backward give
     ConvDesc fd = d;
     fd.fuse_relu = true;
     fd.relu_ceiling = ceiling;
-    auto fused = be.make_conv(fd);
+    auto fused = be.make(fd);
     Tensor together(ys), dy_fused = dy.clone();
     fused->forward(x, w, b, together);
     clip->backward(together, together, dy_fused, dy_fused);  // the convolution's: from y, in place

@@ -123,8 +123,8 @@ TEST_CASE("inference folding: conv + batchNormalization + clippedRelu (ReLU6) as
       named("convolution2d", "c1", {"FilterSize=3", "NumFilters=16", "Padding=same", "Stride=2"}),
       named("batchNormalization", "bn1", {}),
       named("clippedRelu", "clip1", {"Ceiling=0.3"}),
-      named("groupedConvolution2d", "dw", {"FilterSize=3", "NumFiltersPerGroup=1", "NumGroups=channel-wise",
-                                           "Padding=same"}),
+      named("groupedConvolution2d", "dw",
+            {"FilterSize=3", "NumFiltersPerGroup=1", "NumGroups=channel-wise", "Padding=same"}),
       named("batchNormalization", "bn2", {}),
       named("clippedRelu", "clip2", {"Ceiling=0.3"}),
       named("convolution2d", "pw", {"FilterSize=1", "NumFilters=8"}),
@@ -216,8 +216,8 @@ TEST_CASE("inference folding: a convolution's swish post-op gives the separate s
     const ConvDesc& d = p.d;
     const Tensor &x = p.x, &w = p.w, &b = p.b;
     const Shape ys{d.n, d.out_h(), d.out_w(), d.k};
-    auto plain = be.make_conv(d);
-    auto swish = be.make_act(ActDesc{ys.numel(), ActKind::kSwish, 0.f});
+    auto plain = be.make(d);
+    auto swish = be.make(ActDesc{ys.numel(), ActKind::kSwish, 0.f});
     Tensor pre(ys), apart(ys), together(ys), unfolded(ys);
     plain->forward(x, w, b, pre);
     swish->forward(pre, apart);
@@ -225,7 +225,7 @@ TEST_CASE("inference folding: a convolution's swish post-op gives the separate s
     ConvDesc fd = d;
     fd.inference_relu = true;
     fd.inference_swish = true;
-    auto folded = be.make_conv(fd);
+    auto folded = be.make(fd);
     folded->forward(x, w, b, together, true);
     folded->forward(x, w, b, unfolded);  // without the post-op: the plain convolution
     const Comparison cmp = compare(to_vec(together), to_vec(apart));
@@ -317,14 +317,14 @@ TEST_CASE("inference folding: a 1x1 convolution's depthwise post-op gives the tw
     qd.inference_swish = swish;
     const Shape mid_shape{pd.n, pd.h, pd.w, pd.k}, y_shape{qd.n, qd.out_h(), qd.out_w(), qd.k};
     Tensor mid(mid_shape), apart(y_shape);
-    be.make_conv(pd)->forward(p.x, p.w, p.b, mid, pd.inference_relu);
-    be.make_conv(qd)->forward(mid, q.w, q.b, apart, qd.inference_relu);
+    be.make(pd)->forward(p.x, p.w, p.b, mid, pd.inference_relu);
+    be.make(qd)->forward(mid, q.w, q.b, apart, qd.inference_relu);
     ConvProblem r;  // the projection
     if (cs.project > 0) {
       r = random_conv_problem(cs.n, qd.out_h(), cs.k, cs.project, 1, 1, 1, rng);
       Tensor z = apart;
       apart = Tensor(Shape{qd.n, qd.out_h(), qd.out_w(), cs.project});
-      be.make_conv(r.d)->forward(z, r.w, r.b, apart);
+      be.make(r.d)->forward(z, r.w, r.b, apart);
     }
     Tensor together(apart.shape());
 
@@ -336,7 +336,7 @@ TEST_CASE("inference folding: a 1x1 convolution's depthwise post-op gives the tw
     fd.depthwise.out_w = qd.out_w();
     set_act(cs.dw, kCeiling, fd.depthwise.relu, fd.depthwise.relu_ceiling, fd.depthwise.swish);
     fd.depthwise.project_k = cs.project;
-    auto fused = be.make_conv(fd);
+    auto fused = be.make(fd);
     INFO(impl_info(*fused));
     // oneDNN takes its jit kernel for large problems only, by heuristics of its own that differ
     // between CPUs (oneDNN 2.6.3: on an AMD EPYC (Zen 4), AVX-512 and AVX2 alike, the cases at
@@ -464,10 +464,10 @@ TEST_CASE("inference folding: a 1x1 convolution's scaled input gives the multipl
     const Tensor s = random_tensor(Shape{cs.n, 1, 1, cs.c}, rng, 0.f, 1.f);
     Tensor scaled(p.x.shape()), apart(Shape{cs.n, cs.hw, cs.hw, cs.k}), together(apart.shape());
     be.multiply({&p.x, &s}, scaled, ProductDesc{cs.n, cs.hw * cs.hw, cs.c});
-    be.make_conv(p.d)->forward(scaled, p.w, p.b, apart);
+    be.make(p.d)->forward(scaled, p.w, p.b, apart);
     ConvDesc d = p.d;
     d.scaled_input = true;
-    auto op = be.make_conv(d);
+    auto op = be.make(d);
     INFO(impl_info(*op));
     REQUIRE(op->scaled_ready() == cs.ready);
     if (!cs.ready) continue;

@@ -91,9 +91,9 @@ TEST_CASE("backend options are per run: FusedBatchNormPooling false keeps batch 
   BnReluMaxPoolDesc f;
   f.bn.n = 2, f.bn.h = f.bn.w = 8, f.bn.c = 16, f.bn.fuse_relu = true;
   f.kh = f.kw = 2, f.stride_h = f.stride_w = 2;
-  CHECK(backend_for(Device::cpu(), fused).make_bn_relu_max_pool(f) != nullptr);
-  CHECK(backend_for(Device::cpu(), apart).make_bn_relu_max_pool(f) == nullptr);
-  CHECK(backend_for(Device::cpu(), fused).make_bn_relu_max_pool(f) != nullptr);  // unchanged by the other
+  CHECK(backend_for(Device::cpu(), fused).supports(f));
+  CHECK_FALSE(backend_for(Device::cpu(), apart).supports(f));
+  CHECK(backend_for(Device::cpu(), fused).supports(f));  // unchanged by the other
 }
 
 }  // namespace dlt::test

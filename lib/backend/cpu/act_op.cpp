@@ -169,4 +169,12 @@ std::unique_ptr<ActOp> make_act_op(const ActDesc& d, DnnlContext& ctx) {
   return std::make_unique<CpuHardActOp>(d);
 }
 
+namespace {
+std::unique_ptr<ActOp> make_registered(Backend& b, const ActDesc& d) {
+  return guarded("activation", [&] { return make_act_op(d, dnnl_context(b)); });
+}
+}  // namespace
+
+DLT_REGISTER_OP(ActDesc, DeviceType::kCpu, "onednn", 0, make_registered, nullptr);
+
 }  // namespace dlt::cpu

@@ -149,8 +149,16 @@ class CpuBatchNormOp final : public BatchNormOp, public ImplInfo {
 
 }  // namespace
 
-std::unique_ptr<BatchNormOp> make_batch_norm_op(const BatchNormDesc& d, DnnlContext& ctx) {
+static std::unique_ptr<BatchNormOp> make_batch_norm_op(const BatchNormDesc& d, DnnlContext& ctx) {
   return std::make_unique<CpuBatchNormOp>(d, ctx);
 }
+
+namespace {
+std::unique_ptr<BatchNormOp> make_registered(Backend& b, const BatchNormDesc& d) {
+  return guarded("batch normalization", [&] { return make_batch_norm_op(d, dnnl_context(b)); });
+}
+}  // namespace
+
+DLT_REGISTER_OP(BatchNormDesc, DeviceType::kCpu, "onednn", 0, make_registered, nullptr);
 
 }  // namespace dlt::cpu

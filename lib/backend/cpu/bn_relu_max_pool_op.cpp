@@ -404,8 +404,18 @@ class CpuBnReluMaxPoolOp final : public BnReluMaxPoolOp {
 
 }  // namespace
 
-std::unique_ptr<BnReluMaxPoolOp> make_bn_relu_max_pool_op(const BnReluMaxPoolDesc& d) {
+static std::unique_ptr<BnReluMaxPoolOp> make_bn_relu_max_pool_op(const BnReluMaxPoolDesc& d) {
   return std::make_unique<CpuBnReluMaxPoolOp>(d);
 }
+
+namespace {
+std::unique_ptr<BnReluMaxPoolOp> make_registered(Backend&, const BnReluMaxPoolDesc& d) {
+  return make_bn_relu_max_pool_op(d);
+}
+// FusedBatchNormPooling: false turns the fused op off (the layers then run one by one).
+bool accepts_registered(const Backend& b, const BnReluMaxPoolDesc&) { return b.options().fused_bn_pool; }
+}  // namespace
+
+DLT_REGISTER_OP(BnReluMaxPoolDesc, DeviceType::kCpu, "own", 0, make_registered, accepts_registered);
 
 }  // namespace dlt::cpu

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/kernel_kinds.h"
 
 namespace dlt {
 
@@ -32,7 +33,7 @@ void channel_sums(int64_t positions, int64_t c, std::vector<double>& out, F f) {
 
 }  // namespace
 
-void CpuBackend::do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean, Tensor& var) {
+static void cpu_channel_moments(Backend&, const Tensor& x, int64_t positions, Tensor& mean, Tensor& var) {
   const int64_t c = mean.numel();
   const float* px = x.data();
   float* pm = mean.data();
@@ -50,9 +51,9 @@ void CpuBackend::do_channel_moments(const Tensor& x, int64_t positions, Tensor& 
   }
 }
 
-void CpuBackend::do_batch_norm_dx_correction(const Tensor& x, int64_t positions, const Tensor& mean, const Tensor& var,
-                                             const Tensor& scale, float epsilon, double m, const Tensor& dshift,
-                                             const Tensor& dscale, Tensor& dx) {
+static void cpu_batch_norm_dx_correction(Backend&, const Tensor& x, int64_t positions, const Tensor& mean,
+                                         const Tensor& var, const Tensor& scale, float epsilon, double m,
+                                         const Tensor& dshift, const Tensor& dscale, Tensor& dx) {
   const int64_t c = mean.numel();
   // Per channel: dx -= a + b * (x - mean) with a = k * dshift, b = k * dscale / sigma,
   // k = scale / (sigma * m).
@@ -73,5 +74,8 @@ void CpuBackend::do_batch_norm_dx_correction(const Tensor& x, int64_t positions,
       pd[p * c + j] -= a[k] + b[k] * (px[p * c + j] - mu[k]);
     }
 }
+
+DLT_REGISTER_KERNEL(ChannelMomentsKernel, DeviceType::kCpu, cpu_channel_moments);
+DLT_REGISTER_KERNEL(BatchNormDxCorrectionKernel, DeviceType::kCpu, cpu_batch_norm_dx_correction);
 
 }  // namespace dlt

@@ -5,11 +5,12 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/kernel_kinds.h"
 
 namespace dlt {
 
 // y[p, j * G + g] = x[p, g * K + j] with K = C / G: one pixel's C values, read in order.
-void CpuBackend::do_channel_shuffle(const Tensor& x, Tensor& y, const ChannelShuffleDesc& d) {
+static void cpu_channel_shuffle(Backend&, const Tensor& x, Tensor& y, const ChannelShuffleDesc& d) {
   const int64_t c = d.c, groups = d.groups, k = c / groups;
   const float* px = x.data();
   float* py = y.data();
@@ -22,14 +23,14 @@ void CpuBackend::do_channel_shuffle(const Tensor& x, Tensor& y, const ChannelShu
   }
 }
 
-void CpuBackend::do_channel_slice(const Tensor& x, Tensor& y, const ChannelSliceDesc& d) {
+static void cpu_channel_slice(Backend&, const Tensor& x, Tensor& y, const ChannelSliceDesc& d) {
   const float* px = x.data();
   float* py = y.data();
 #pragma omp parallel for schedule(static)
   for (int64_t p = 0; p < d.pixels; ++p) std::memcpy(py + p * d.count, px + p * d.c + d.start, sizeof(float) * d.count);
 }
 
-void CpuBackend::do_channel_slice_backward(const Tensor& dy, Tensor& dx, const ChannelSliceDesc& d) {
+static void cpu_channel_slice_backward(Backend&, const Tensor& dy, Tensor& dx, const ChannelSliceDesc& d) {
   const float* pdy = dy.data();
   float* pdx = dx.data();
   const int64_t end = d.start + d.count;
@@ -41,5 +42,9 @@ void CpuBackend::do_channel_slice_backward(const Tensor& dy, Tensor& dx, const C
     std::fill(row + end, row + d.c, 0.f);
   }
 }
+
+DLT_REGISTER_KERNEL(ChannelShuffleKernel, DeviceType::kCpu, cpu_channel_shuffle);
+DLT_REGISTER_KERNEL(ChannelSliceKernel, DeviceType::kCpu, cpu_channel_slice);
+DLT_REGISTER_KERNEL(ChannelSliceBackwardKernel, DeviceType::kCpu, cpu_channel_slice_backward);
 
 }  // namespace dlt

@@ -11,7 +11,7 @@ namespace {
 class CpuConcatOp final : public ConcatOp {
  public:
   CpuConcatOp(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels)
-      : ConcatOp(n * h * w, channels, Device::cpu()), pixels_(n * h * w), channels_(channels) {
+      : ConcatOp(ConcatDesc{n, h, w, channels}, Device::cpu()), pixels_(n * h * w), channels_(channels) {
     for (int64_t c : channels) {
       offsets_.push_back(total_);
       total_ += c;
@@ -53,8 +53,16 @@ class CpuConcatOp final : public ConcatOp {
 
 }  // namespace
 
-std::unique_ptr<ConcatOp> make_concat_op(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels) {
+static std::unique_ptr<ConcatOp> make_concat_op(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels) {
   return std::make_unique<CpuConcatOp>(n, h, w, channels);
 }
+
+namespace {
+std::unique_ptr<ConcatOp> make_registered(Backend&, const ConcatDesc& d) {
+  return make_concat_op(d.n, d.h, d.w, d.channels);
+}
+}  // namespace
+
+DLT_REGISTER_OP(ConcatDesc, DeviceType::kCpu, "own", 0, make_registered, nullptr);
 
 }  // namespace dlt::cpu

@@ -365,7 +365,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
   convolution_forward dw_fwd_;
   LayoutPath dw_x_, dw_y_;          // x and y between NHWC and the blocked layouts (y: the projection's)
   memory::desc dw_x_md_, dw_y_md_;  // their NHWC sides
-  LayoutPath w_dw1_, dw_w_;  // the 1x1 and depthwise weights as the fused primitive reads them
+  LayoutPath w_dw1_, dw_w_;         // the 1x1 and depthwise weights as the fused primitive reads them
   memory dw_b_;
   Args dw_args_;
   // DepthwisePostOp::project_k (make_projection)
@@ -421,7 +421,7 @@ class ActAfterConvOp final : public ConvOp, public ImplInfo {
 
 }  // namespace
 
-std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx, bool direct_only) {
+static std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx, bool direct_only) {
   DLT_CHECK(!d.inference_swish || d.inference_relu, "conv: inference_swish without inference_relu");
   if (!direct_only && (((d.fuse_relu || d.inference_relu) && std::isfinite(d.relu_ceiling)) || d.inference_swish)) {
     ConvDesc plain = d;
@@ -445,5 +445,13 @@ std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx, bool d
     throw DeviceError(no_cpu_bf16_message());
   }
 }
+
+namespace {
+std::unique_ptr<ConvOp> make_registered(Backend& b, const ConvDesc& d) {
+  return guarded("convolution", [&] { return make_conv_op(d, dnnl_context(b), b.options().direct_convolution); });
+}
+}  // namespace
+
+DLT_REGISTER_OP(ConvDesc, DeviceType::kCpu, "onednn", 0, make_registered, nullptr);
 
 }  // namespace dlt::cpu

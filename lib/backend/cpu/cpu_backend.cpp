@@ -1,5 +1,5 @@
-// CpuBackend: owns the oneDNN engine and stream and makes the ops. The element-wise methods
-// are in elementwise.cpp; each op is in its own <op>_op.cpp.
+// CpuBackend: owns the oneDNN engine and stream. Its kernels register themselves in their
+// files: the element-wise ones in elementwise.cpp, each op in its own <op>_op.cpp.
 #include "backend/cpu/cpu_backend.h"
 
 #include <omp.h>
@@ -85,53 +85,8 @@ std::string CpuBackend::name() const {
          ", " + cpu_isa().name + ", " + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
 }
 
-namespace {
-// oneDNN rejects some configurations at primitive creation; say which op and what to change.
-template <class F>
-auto guarded(const char* op, F make) {
-  try {
-    return make();
-  } catch (const dnnl::error& e) {
-    throw ShapeError(std::string(op) + ": oneDNN cannot create this operation (" + e.what() +
-                     "); check its filter size, stride and padding against the input size");
-  }
-}
-}  // namespace
-
-std::unique_ptr<ConvOp> CpuBackend::make_conv(const ConvDesc& d) {
-  return guarded("convolution", [&] { return cpu::make_conv_op(d, *ctx_, options().direct_convolution); });
-}
-std::unique_ptr<DeconvOp> CpuBackend::make_deconv(const DeconvDesc& d) {
-  return guarded("transposed convolution", [&] { return cpu::make_deconv_op(d, *ctx_); });
-}
-std::unique_ptr<FcOp> CpuBackend::make_fc(const FcDesc& d) {
-  return guarded("fully connected", [&] { return cpu::make_fc_op(d, *ctx_); });
-}
-std::unique_ptr<PoolOp> CpuBackend::make_pool(const PoolDesc& d) {
-  return guarded("pooling", [&] { return cpu::make_pool_op(d, *ctx_); });
-}
-std::unique_ptr<BatchNormOp> CpuBackend::make_batch_norm(const BatchNormDesc& d) {
-  return guarded("batch normalization", [&] { return cpu::make_batch_norm_op(d, *ctx_); });
-}
-std::unique_ptr<BnReluMaxPoolOp> CpuBackend::make_bn_relu_max_pool(const BnReluMaxPoolDesc& d) {
-  if (!options().fused_bn_pool) return nullptr;  // FusedBatchNormPooling: false
-  return cpu::make_bn_relu_max_pool_op(d);
-}
-std::unique_ptr<LrnOp> CpuBackend::make_lrn(const LrnDesc& d) {
-  return guarded("cross-channel normalization", [&] { return cpu::make_lrn_op(d, *ctx_); });
-}
-std::unique_ptr<ActOp> CpuBackend::make_act(const ActDesc& d) {
-  return guarded("activation", [&] { return cpu::make_act_op(d, *ctx_); });
-}
-std::unique_ptr<SoftmaxOp> CpuBackend::make_softmax(int64_t rows, int64_t channels) {
-  return guarded("softmax", [&] { return cpu::make_softmax_op(rows, channels, *ctx_); });
-}
-std::unique_ptr<ConcatOp> CpuBackend::make_concat(int64_t n, int64_t h, int64_t w,
-                                                  const std::vector<int64_t>& channels) {
-  return cpu::make_concat_op(n, h, w, channels);
-}
-std::unique_ptr<LayerNormOp> CpuBackend::make_layer_norm(const LayerNormDesc& d) {
-  return guarded("layer normalization", [&] { return cpu::make_layer_norm_op(d, *ctx_); });
-}
+namespace cpu {
+DnnlContext& dnnl_context(Backend& b) { return static_cast<CpuBackend&>(b).dnnl(); }
+}  // namespace cpu
 
 }  // namespace dlt

@@ -1,6 +1,7 @@
 // The CPU backend: heavy ops on oneDNN (NHWC activations, primitives built once per op),
-// element-wise work, losses and optimizer updates as plain OpenMP loops (elementwise.cpp).
-// This header does not include oneDNN; the ops live in cpu_ops.h.
+// element-wise work, losses and optimizer updates as plain OpenMP loops (elementwise.cpp), each
+// registered as a DeviceType::kCpu kernel in its file (op_registry.h). This header does not
+// include oneDNN; what the op files share is in cpu_ops.h.
 #pragma once
 #include <memory>
 #include <string>
@@ -56,53 +57,8 @@ class CpuBackend final : public Backend {
   ~CpuBackend() override;
   std::string name() const override;
 
-  std::unique_ptr<ConvOp> make_conv(const ConvDesc& d) override;
-  std::unique_ptr<DeconvOp> make_deconv(const DeconvDesc& d) override;
-  std::unique_ptr<FcOp> make_fc(const FcDesc& d) override;
-  std::unique_ptr<PoolOp> make_pool(const PoolDesc& d) override;
-  std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormDesc& d) override;
-  std::unique_ptr<BnReluMaxPoolOp> make_bn_relu_max_pool(const BnReluMaxPoolDesc& d) override;
-  std::unique_ptr<LrnOp> make_lrn(const LrnDesc& d) override;
-  std::unique_ptr<ActOp> make_act(const ActDesc& d) override;
-  std::unique_ptr<SoftmaxOp> make_softmax(int64_t rows, int64_t channels) override;
-  std::unique_ptr<ConcatOp> make_concat(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels) override;
-  std::unique_ptr<LayerNormOp> make_layer_norm(const LayerNormDesc& d) override;
-
- protected:
-  void do_fill(Tensor& t, float value) override;
-  void do_copy(const Tensor& src, Tensor& dst) override;
-  void do_axpby(float a, const Tensor& x, float b, Tensor& y) override;
-  void do_sum(const std::vector<const Tensor*>& xs, Tensor& y) override;
-  void do_scale(Tensor& t, float s) override;
-  void do_clamp(Tensor& t, float lo, float hi) override;
-  double do_sum_squares(const Tensor& t) override;
-  void do_l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) override;
-  void do_clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) override;
-  void do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) override;
-  void do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key, float keep_value) override;
-  void do_multiply_same_size(const Tensor& x, const Tensor& m, Tensor& y) override;
-  void do_multiply(const std::vector<const Tensor*>& xs, Tensor& y, const ProductDesc& d) override;  // multiply.cpp
-  void do_multiply_backward(const Tensor& dy, const std::vector<const Tensor*>& xs, size_t i, Tensor& dx,
-                            const ProductDesc& d) override;  // multiply.cpp
-  void do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean,
-                          Tensor& var) override;  // channel_moments.cpp
-  void do_batch_norm_dx_correction(const Tensor& x, int64_t positions, const Tensor& mean, const Tensor& var,
-                                   const Tensor& scale, float epsilon, double m, const Tensor& dshift,
-                                   const Tensor& dscale,
-                                   Tensor& dx) override;  // channel_moments.cpp
-  void do_max_pool_indices(const Tensor& x, Tensor& idx, const PoolDesc& d) override;
-  void do_max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d) override;
-  void do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx, const PoolDesc& d) override;
-  void do_crop2d(const Tensor& x, Tensor& y, const CropDesc& d) override;
-  void do_crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) override;
-  // channel_ops.cpp
-  void do_channel_shuffle(const Tensor& x, Tensor& y, const ChannelShuffleDesc& d) override;
-  void do_channel_slice(const Tensor& x, Tensor& y, const ChannelSliceDesc& d) override;
-  void do_channel_slice_backward(const Tensor& dy, Tensor& dx, const ChannelSliceDesc& d) override;
-  LossTotals do_cross_entropy(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
-                              Tensor& dlogits) override;
-  void do_optimizer_update(const UpdateRule& rule, const UpdateScalars& k, Tensor& w, const Tensor& g, Tensor& m,
-                           Tensor& s) override;
+  // The oneDNN engine and stream its op kernels use (cpu::dnnl_context).
+  cpu::DnnlContext& dnnl() const { return *ctx_; }
 
  private:
   std::unique_ptr<cpu::DnnlContext> ctx_;

@@ -127,8 +127,16 @@ class CpuDeconvOp final : public DeconvOp, public ImplInfo {
 
 }  // namespace
 
-std::unique_ptr<DeconvOp> make_deconv_op(const DeconvDesc& d, DnnlContext& ctx) {
+static std::unique_ptr<DeconvOp> make_deconv_op(const DeconvDesc& d, DnnlContext& ctx) {
   return std::make_unique<CpuDeconvOp>(d, ctx);
 }
+
+namespace {
+std::unique_ptr<DeconvOp> make_registered(Backend& b, const DeconvDesc& d) {
+  return guarded("transposed convolution", [&] { return make_deconv_op(d, dnnl_context(b)); });
+}
+}  // namespace
+
+DLT_REGISTER_OP(DeconvDesc, DeviceType::kCpu, "onednn", 0, make_registered, nullptr);
 
 }  // namespace dlt::cpu

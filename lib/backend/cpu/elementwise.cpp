@@ -11,6 +11,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dnnl_util.h"
 #include "backend/dropout_hash.h"
+#include "backend/kernel_kinds.h"
 
 namespace dlt {
 namespace {
@@ -19,18 +20,18 @@ constexpr int64_t kParallelMin = 1 << 14;  // below this, threads cost more than
 
 }  // namespace
 
-void CpuBackend::do_fill(Tensor& t, float value) {
+static void cpu_fill(Backend&, Tensor& t, float value) {
   float* p = t.data();
   const int64_t n = t.numel();
 #pragma omp parallel for if (n > kParallelMin) schedule(static)
   for (int64_t i = 0; i < n; ++i) p[i] = value;
 }
 
-void CpuBackend::do_copy(const Tensor& src, Tensor& dst) {
+static void cpu_copy(Backend&, const Tensor& src, Tensor& dst) {
   if (src.data() != dst.data()) std::memcpy(dst.data(), src.data(), src.bytes());
 }
 
-void CpuBackend::do_axpby(float a, const Tensor& x, float b, Tensor& y) {
+static void cpu_axpby(Backend&, float a, const Tensor& x, float b, Tensor& y) {
   const float* px = x.data();
   float* py = y.data();
   const int64_t n = y.numel();
@@ -43,7 +44,7 @@ void CpuBackend::do_axpby(float a, const Tensor& x, float b, Tensor& y) {
   }
 }
 
-void CpuBackend::do_sum(const std::vector<const Tensor*>& xs, Tensor& y) {
+static void cpu_sum(Backend&, const std::vector<const Tensor*>& xs, Tensor& y) {
   const int64_t n = y.numel();
   float* py = y.data();
   const int64_t k = static_cast<int64_t>(xs.size());
@@ -55,21 +56,21 @@ void CpuBackend::do_sum(const std::vector<const Tensor*>& xs, Tensor& y) {
   }
 }
 
-void CpuBackend::do_scale(Tensor& t, float s) {
+static void cpu_scale(Backend&, Tensor& t, float s) {
   float* p = t.data();
   const int64_t n = t.numel();
 #pragma omp parallel for if (n > kParallelMin) schedule(static)
   for (int64_t i = 0; i < n; ++i) p[i] *= s;
 }
 
-void CpuBackend::do_clamp(Tensor& t, float lo, float hi) {
+static void cpu_clamp(Backend&, Tensor& t, float lo, float hi) {
   float* p = t.data();
   const int64_t n = t.numel();
 #pragma omp parallel for if (n > kParallelMin) schedule(static)
   for (int64_t i = 0; i < n; ++i) p[i] = std::fmin(std::fmax(p[i], lo), hi);
 }
 
-double CpuBackend::do_sum_squares(const Tensor& t) {
+static double cpu_sum_squares(Backend&, const Tensor& t) {
   const float* p = t.data();
   const int64_t n = t.numel();
   double s = 0;
@@ -78,18 +79,18 @@ double CpuBackend::do_sum_squares(const Tensor& t) {
   return s;
 }
 
-void CpuBackend::do_l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) {
+static void cpu_l2_norm_into(Backend& b, const Tensor& t, Tensor& norms, int64_t index, bool accumulate) {
   float* r = norms.data() + index;
   const double before = accumulate ? static_cast<double>(*r) : 0.0;
-  *r = static_cast<float>(std::sqrt(before * before + do_sum_squares(t)));
+  *r = static_cast<float>(std::sqrt(before * before + cpu_sum_squares(b, t)));
 }
 
-void CpuBackend::do_clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) {
+static void cpu_clip_to_norm(Backend& b, Tensor& t, const Tensor& norms, int64_t index, double threshold) {
   const double norm = static_cast<double>(norms.data()[index]);
-  if (norm > threshold) do_scale(t, static_cast<float>(threshold / norm));
+  if (norm > threshold) cpu_scale(b, t, static_cast<float>(threshold / norm));
 }
 
-void CpuBackend::do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) {
+static void cpu_shift_scale(Backend&, const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) {
   const int64_t n = x.numel(), ns = shift.numel(), nm = mul.defined() ? mul.numel() : 1;
   const float* px = x.data();
   const float* ps = shift.data();
@@ -120,7 +121,8 @@ void CpuBackend::do_shift_scale(const Tensor& x, const Tensor& shift, const Tens
   }
 }
 
-void CpuBackend::do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key, float keep_value) {
+static void cpu_dropout_forward(Backend&, const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key,
+                                float keep_value) {
   const int64_t n = x.numel();
   const float* px = x.data();
   float* py = y.data();
@@ -133,7 +135,7 @@ void CpuBackend::do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, fl
   }
 }
 
-void CpuBackend::do_multiply_same_size(const Tensor& x, const Tensor& m, Tensor& y) {
+static void cpu_multiply_same_size(Backend&, const Tensor& x, const Tensor& m, Tensor& y) {
   const float* px = x.data();
   const float* pm = m.data();
   float* py = y.data();
@@ -144,7 +146,7 @@ void CpuBackend::do_multiply_same_size(const Tensor& x, const Tensor& m, Tensor&
 
 // Max unpooling (backend.h). One plane position per (n, output position, channel); the
 // window loops are the definition, not a GEMM.
-void CpuBackend::do_max_pool_indices(const Tensor& x, Tensor& idx, const PoolDesc& d) {
+static void cpu_max_pool_indices(Backend&, const Tensor& x, Tensor& idx, const PoolDesc& d) {
   const int64_t oh = d.out_h(), ow = d.out_w(), c = d.c;
   const float* px = x.data();
   int32_t* pi = idx.data_i32();
@@ -169,7 +171,7 @@ void CpuBackend::do_max_pool_indices(const Tensor& x, Tensor& idx, const PoolDes
         }
 }
 
-void CpuBackend::do_max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d) {
+static void cpu_max_unpool(Backend&, const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d) {
   const int64_t plane_in = d.out_h() * d.out_w(), plane_out = d.h * d.w, c = d.c;
   const float* px = x.data();
   const int32_t* pi = idx.data_i32();
@@ -184,7 +186,7 @@ void CpuBackend::do_max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, co
       }
 }
 
-void CpuBackend::do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx, const PoolDesc& d) {
+static void cpu_max_unpool_backward(Backend&, const Tensor& dy, const Tensor& idx, Tensor& dx, const PoolDesc& d) {
   const int64_t plane_in = d.out_h() * d.out_w(), plane_out = d.h * d.w, c = d.c;
   const float* pdy = dy.data();
   const int32_t* pi = idx.data_i32();
@@ -199,7 +201,7 @@ void CpuBackend::do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Ten
 }
 
 // Cropping (backend.h): one row copy of out_w * c values per (n, output row).
-void CpuBackend::do_crop2d(const Tensor& x, Tensor& y, const CropDesc& d) {
+static void cpu_crop2d(Backend&, const Tensor& x, Tensor& y, const CropDesc& d) {
   const int64_t row = d.out_w * d.c;
   const float* px = x.data();
   float* py = y.data();
@@ -209,7 +211,7 @@ void CpuBackend::do_crop2d(const Tensor& x, Tensor& y, const CropDesc& d) {
       std::memcpy(py + (n * d.out_h + i) * row, px + ((n * d.h + d.top + i) * d.w + d.left) * d.c, sizeof(float) * row);
 }
 
-void CpuBackend::do_crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) {
+static void cpu_crop2d_backward(Backend&, const Tensor& dy, Tensor& dx, const CropDesc& d) {
   const int64_t row = d.out_w * d.c;
   const float* pdy = dy.data();
   float* pdx = dx.data();
@@ -221,8 +223,8 @@ void CpuBackend::do_crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc
                   sizeof(float) * row);
 }
 
-LossTotals CpuBackend::do_cross_entropy(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
-                                        Tensor& dlogits) {
+static LossTotals cpu_cross_entropy(Backend&, const Tensor& probs, const Tensor& labels, const LossOptions& opt,
+                                    Tensor& dlogits) {
   const int64_t n = labels.numel();
   const int64_t c = probs.numel() / n;
   const float* p = probs.data();
@@ -265,8 +267,8 @@ LossTotals CpuBackend::do_cross_entropy(const Tensor& probs, const Tensor& label
   return t;
 }
 
-void CpuBackend::do_optimizer_update(const UpdateRule& r, const UpdateScalars& k, Tensor& w, const Tensor& g, Tensor& m,
-                                     Tensor& s) {
+static void cpu_optimizer_update(Backend&, const UpdateRule& r, const UpdateScalars& k, Tensor& w, const Tensor& g,
+                                 Tensor& m, Tensor& s) {
   auto get = [](const ScalarArg& a) { return a.at ? *a.at : a.value; };
   const float lr = get(k.lr), l2 = r.l2;
   float* pw = w.data();
@@ -309,5 +311,25 @@ void CpuBackend::do_optimizer_update(const UpdateRule& r, const UpdateScalars& k
     }
   }
 }
+
+DLT_REGISTER_KERNEL(FillKernel, DeviceType::kCpu, cpu_fill);
+DLT_REGISTER_KERNEL(CopyKernel, DeviceType::kCpu, cpu_copy);
+DLT_REGISTER_KERNEL(AxpbyKernel, DeviceType::kCpu, cpu_axpby);
+DLT_REGISTER_KERNEL(SumKernel, DeviceType::kCpu, cpu_sum);
+DLT_REGISTER_KERNEL(ScaleKernel, DeviceType::kCpu, cpu_scale);
+DLT_REGISTER_KERNEL(ClampKernel, DeviceType::kCpu, cpu_clamp);
+DLT_REGISTER_KERNEL(SumSquaresKernel, DeviceType::kCpu, cpu_sum_squares);
+DLT_REGISTER_KERNEL(L2NormIntoKernel, DeviceType::kCpu, cpu_l2_norm_into);
+DLT_REGISTER_KERNEL(ClipToNormKernel, DeviceType::kCpu, cpu_clip_to_norm);
+DLT_REGISTER_KERNEL(ShiftScaleKernel, DeviceType::kCpu, cpu_shift_scale);
+DLT_REGISTER_KERNEL(DropoutKernel, DeviceType::kCpu, cpu_dropout_forward);
+DLT_REGISTER_KERNEL(MultiplySameSizeKernel, DeviceType::kCpu, cpu_multiply_same_size);
+DLT_REGISTER_KERNEL(MaxPoolIndicesKernel, DeviceType::kCpu, cpu_max_pool_indices);
+DLT_REGISTER_KERNEL(MaxUnpoolKernel, DeviceType::kCpu, cpu_max_unpool);
+DLT_REGISTER_KERNEL(MaxUnpoolBackwardKernel, DeviceType::kCpu, cpu_max_unpool_backward);
+DLT_REGISTER_KERNEL(Crop2dKernel, DeviceType::kCpu, cpu_crop2d);
+DLT_REGISTER_KERNEL(Crop2dBackwardKernel, DeviceType::kCpu, cpu_crop2d_backward);
+DLT_REGISTER_KERNEL(CrossEntropyKernel, DeviceType::kCpu, cpu_cross_entropy);
+DLT_REGISTER_KERNEL(OptimizerUpdateKernel, DeviceType::kCpu, cpu_optimizer_update);
 
 }  // namespace dlt

@@ -125,7 +125,7 @@ class CpuFcOp final : public FcOp, public ImplInfo {
 
 }  // namespace
 
-std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, DnnlContext& ctx) {
+static std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, DnnlContext& ctx) {
   try {
     return std::make_unique<CpuFcOp>(d, ctx);
   } catch (const dnnl::error&) {
@@ -133,5 +133,13 @@ std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, DnnlContext& ctx) {
     throw;
   }
 }
+
+namespace {
+std::unique_ptr<FcOp> make_registered(Backend& b, const FcDesc& d) {
+  return guarded("fully connected", [&] { return make_fc_op(d, dnnl_context(b)); });
+}
+}  // namespace
+
+DLT_REGISTER_OP(FcDesc, DeviceType::kCpu, "onednn", 0, make_registered, nullptr);
 
 }  // namespace dlt::cpu

@@ -176,8 +176,16 @@ class CpuLayerNormOp final : public LayerNormOp, public ImplInfo {
 
 }  // namespace
 
-std::unique_ptr<LayerNormOp> make_layer_norm_op(const LayerNormDesc& d, DnnlContext& ctx) {
+static std::unique_ptr<LayerNormOp> make_layer_norm_op(const LayerNormDesc& d, DnnlContext& ctx) {
   return std::make_unique<CpuLayerNormOp>(d, ctx);
 }
+
+namespace {
+std::unique_ptr<LayerNormOp> make_registered(Backend& b, const LayerNormDesc& d) {
+  return guarded("layer normalization", [&] { return make_layer_norm_op(d, dnnl_context(b)); });
+}
+}  // namespace
+
+DLT_REGISTER_OP(LayerNormDesc, DeviceType::kCpu, "onednn", 0, make_registered, nullptr);
 
 }  // namespace dlt::cpu

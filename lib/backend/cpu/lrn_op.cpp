@@ -160,10 +160,18 @@ class ManualLrnOp final : public LrnOp, public ImplInfo {
 
 }  // namespace
 
-std::unique_ptr<LrnOp> make_lrn_op(const LrnDesc& d, DnnlContext& ctx) {
+static std::unique_ptr<LrnOp> make_lrn_op(const LrnDesc& d, DnnlContext& ctx) {
   DLT_CHECK(d.size >= 1, "lrn: window size " << d.size << " must be at least 1");
   if (d.size % 2 == 0 || d.size == 1 || d.size > 5) return std::make_unique<ManualLrnOp>(d);
   return std::make_unique<CpuLrnOp>(d, ctx);
 }
+
+namespace {
+std::unique_ptr<LrnOp> make_registered(Backend& b, const LrnDesc& d) {
+  return guarded("cross-channel normalization", [&] { return make_lrn_op(d, dnnl_context(b)); });
+}
+}  // namespace
+
+DLT_REGISTER_OP(LrnDesc, DeviceType::kCpu, "onednn", 0, make_registered, nullptr);
 
 }  // namespace dlt::cpu

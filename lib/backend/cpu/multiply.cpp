@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/kernel_kinds.h"
 
 namespace dlt {
 namespace {
@@ -22,7 +23,7 @@ inline const float* row_of(const Tensor& x, int64_t r, const ProductDesc& d) {
 
 }  // namespace
 
-void CpuBackend::do_multiply(const std::vector<const Tensor*>& xs, Tensor& y, const ProductDesc& d) {
+static void cpu_multiply(Backend&, const std::vector<const Tensor*>& xs, Tensor& y, const ProductDesc& d) {
   const int64_t rows = d.n * d.pixels, c = d.c;
   float* py = y.data();
 #pragma omp parallel for if (rows * c > kParallelMin) schedule(static)
@@ -37,8 +38,8 @@ void CpuBackend::do_multiply(const std::vector<const Tensor*>& xs, Tensor& y, co
   }
 }
 
-void CpuBackend::do_multiply_backward(const Tensor& dy, const std::vector<const Tensor*>& xs, size_t i, Tensor& dx,
-                                      const ProductDesc& d) {
+static void cpu_multiply_backward(Backend&, const Tensor& dy, const std::vector<const Tensor*>& xs, size_t i,
+                                  Tensor& dx, const ProductDesc& d) {
   const int64_t rows = d.n * d.pixels, c = d.c;
   std::vector<const Tensor*> others;
   for (size_t k = 0; k < xs.size(); ++k)
@@ -73,5 +74,8 @@ void CpuBackend::do_multiply_backward(const Tensor& dy, const std::vector<const 
     for (int64_t j = 0; j < j1 - j0; ++j) pdx[img * c + j0 + j] = static_cast<float>(acc[j]);
   }
 }
+
+DLT_REGISTER_KERNEL(MultiplyKernel, DeviceType::kCpu, cpu_multiply);
+DLT_REGISTER_KERNEL(MultiplyBackwardKernel, DeviceType::kCpu, cpu_multiply_backward);
 
 }  // namespace dlt

@@ -155,8 +155,16 @@ class CpuPoolOp final : public PoolOp, public ImplInfo {
 
 }  // namespace
 
-std::unique_ptr<PoolOp> make_pool_op(const PoolDesc& d, DnnlContext& ctx) {
+static std::unique_ptr<PoolOp> make_pool_op(const PoolDesc& d, DnnlContext& ctx) {
   return std::make_unique<CpuPoolOp>(d, ctx);
 }
+
+namespace {
+std::unique_ptr<PoolOp> make_registered(Backend& b, const PoolDesc& d) {
+  return guarded("pooling", [&] { return make_pool_op(d, dnnl_context(b)); });
+}
+}  // namespace
+
+DLT_REGISTER_OP(PoolDesc, DeviceType::kCpu, "onednn", 0, make_registered, nullptr);
 
 }  // namespace dlt::cpu

@@ -11,7 +11,8 @@ using dnnl::softmax_forward;
 
 class CpuSoftmaxOp final : public SoftmaxOp, public ImplInfo {
  public:
-  CpuSoftmaxOp(int64_t rows, int64_t channels, DnnlContext& ctx) : SoftmaxOp(rows, channels, Device::cpu()), ctx_(ctx) {
+  CpuSoftmaxOp(int64_t rows, int64_t channels, DnnlContext& ctx)
+      : SoftmaxOp(SoftmaxDesc{rows, channels}, Device::cpu()), ctx_(ctx) {
     const auto& eng = ctx.eng;
     auto md = nc_md(rows, channels);
     softmax_forward::desc fd(prop_kind::forward_training, md, 1);
@@ -65,8 +66,16 @@ class CpuSoftmaxOp final : public SoftmaxOp, public ImplInfo {
 
 }  // namespace
 
-std::unique_ptr<SoftmaxOp> make_softmax_op(int64_t rows, int64_t channels, DnnlContext& ctx) {
+static std::unique_ptr<SoftmaxOp> make_softmax_op(int64_t rows, int64_t channels, DnnlContext& ctx) {
   return std::make_unique<CpuSoftmaxOp>(rows, channels, ctx);
 }
+
+namespace {
+std::unique_ptr<SoftmaxOp> make_registered(Backend& b, const SoftmaxDesc& d) {
+  return guarded("softmax", [&] { return make_softmax_op(d.rows, d.channels, dnnl_context(b)); });
+}
+}  // namespace
+
+DLT_REGISTER_OP(SoftmaxDesc, DeviceType::kCpu, "onednn", 0, make_registered, nullptr);
 
 }  // namespace dlt::cpu

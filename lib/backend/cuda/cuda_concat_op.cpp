@@ -15,7 +15,10 @@ namespace {
 class CudaConcatOp final : public ConcatOp {
  public:
   CudaConcatOp(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels, CudaContext& ctx)
-      : ConcatOp(n * h * w, channels, Device::cuda(ctx.device)), pixels_(n * h * w), channels_(channels), ctx_(ctx) {
+      : ConcatOp(ConcatDesc{n, h, w, channels}, Device::cuda(ctx.device)),
+        pixels_(n * h * w),
+        channels_(channels),
+        ctx_(ctx) {
     for (int64_t c : channels) {
       offsets_.push_back(total_);
       total_ += c;

@@ -8,7 +8,7 @@ namespace {
 class CudaSoftmaxOp final : public SoftmaxOp {
  public:
   CudaSoftmaxOp(int64_t rows, int64_t channels, CudaContext& ctx)
-      : SoftmaxOp(rows, channels, Device::cuda(ctx.device)), ctx_(ctx) {
+      : SoftmaxOp(SoftmaxDesc{rows, channels}, Device::cuda(ctx.device)), ctx_(ctx) {
     const std::string name = "softmax (" + std::to_string(rows) + " rows of " + std::to_string(channels) + ")";
     if (rows < 1 || channels < 1) throw ShapeError(name + ": needs at least one row and class");
     to_int(rows * channels, name, "rows x classes");
