@@ -71,6 +71,12 @@ struct ConvDesc {
   // forward(..., relu = true) writes relu(conv(x) + b) too, as one primitive where the backend
   // has one (inference with a following batchNormalization and its ReLU folded in; Network).
   bool inference_relu = false;
+  // The network folds a per-channel affine (a following batchNormalization) into the weights
+  // and bias it passes to forward (inference; net/fused_steps.cpp, on host memory): nothing
+  // changes in the op's arithmetic. A kernel declines it where folding was never measured on
+  // its device or its tensors are not host memory (the network then runs the normalization
+  // apart).
+  bool folded_affine = false;
   // With inference_relu: forward(..., relu = true) applies a swish instead, z * sigmoid(z) of
   // z = conv(x) + b (EfficientNet's SiLU folded in CPU inference; the CPU backend only).
   bool inference_swish = false;
@@ -275,7 +281,7 @@ class BatchNormOp {
 };
 
 // Batch normalization in training, its fused ReLU and a max pooling without padding that reads
-// nothing else, as one op (Network::plan_fusion, CPU training; docs/performance.md "Outside the
+// nothing else, as one op (net/fusion_plan.h, training; docs/performance.md "Outside the
 // convolutions"). Batch norm then ReLU is monotone per channel (increasing where scale >= 0,
 // decreasing where it is negative), so the pooling's window maximum is taken of sign(scale) * x
 // and only the pooled values are normalized; backward scatters the pooled gradient to the

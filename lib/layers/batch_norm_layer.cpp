@@ -1,5 +1,6 @@
 // batchNormalization (batch_norm_layer.h): plain, synchronized (data parallel) and with the
-// max pooling after it as one op; the ONNX BatchNormalization node both ways.
+// max pooling after it as one op (Fusion::with_max_pool); the ONNX BatchNormalization node
+// both ways.
 #include "layers/batch_norm_layer.h"
 
 #include <cmath>
@@ -37,6 +38,9 @@ Shape BatchNormLayer::infer(const std::vector<Shape>& inputs) {
   o.shape = Shape{c_};
   params_ = {s, o};
   states_ = {State{"TrainedMean", Shape{c_}, 0.f, {}}, State{"TrainedVariance", Shape{c_}, 1.f, {}}};
+  traits_.batch_norm_op = true;
+  traits_.batch_norm = BatchNormDesc{1, shape_[0], shape_[1], c_, static_cast<float>(epsilon_)};
+  traits_.affine_in_inference = true;
   return shape_;
 }
 
@@ -52,14 +56,14 @@ void BatchNormLayer::setup(int64_t n, Backend& be) {
   op_ = be.make(d);
   sync_op_.reset();  // made on first synchronized use
   fused_op_.reset();
-  if (fusion_.with_max_pool) {  // with the max pooling after it, where the backend has the op (CPU)
+  if (fusion_.with_max_pool) {  // with the max pooling after it (the plan asked the backend)
     BnReluMaxPoolDesc f;
     f.bn = d;
     f.kh = fusion_.max_pool.kh;
     f.kw = fusion_.max_pool.kw;
     f.stride_h = fusion_.max_pool.stride_h;
     f.stride_w = fusion_.max_pool.stride_w;
-    fused_op_ = be.supports(f) ? be.make(f) : nullptr;
+    fused_op_ = be.make(f);
   }
   be_ = &be;
   Device dev = be.device();
@@ -77,7 +81,9 @@ void BatchNormLayer::forward(const std::vector<const Tensor*>& x, Tensor& y, con
     return;
   }
   int64_t m = n_ * shape_[0] * shape_[1];  // positions the statistics are over
-  if (synchronized(ctx)) {
+  if (with_max_pool(ctx)) {                // y is the max pooling's output
+    fused_op_->forward_training(*x[0], s.value, o.value, y, batch_mean_, batch_var_);
+  } else if (synchronized(ctx)) {
     forward_synchronized(*x[0], y, ctx);
     m = ctx.global_images * shape_[0] * shape_[1];
   } else {
@@ -94,25 +100,13 @@ void BatchNormLayer::update_trained(int64_t m) {
   be.axpby(static_cast<float>(var_decay_) * unbias, batch_var_, static_cast<float>(1 - var_decay_), states_[1].value);
 }
 
-bool BatchNormLayer::fused_max_pool_active(const RunContext& ctx) const {
-  return fused_op_ && ctx.training && !synchronized(ctx);
-}
-
-void BatchNormLayer::forward_fused_max_pool(const Tensor& x, Tensor& pooled, const RunContext& ctx) {
-  DLT_CHECK(fused_max_pool_active(ctx), "layer '" << name() << "': no fused max pooling for this step");
-  fused_op_->forward_training(x, params_[0].value, params_[1].value, pooled, batch_mean_, batch_var_);
-  update_trained(n_ * shape_[0] * shape_[1]);
-}
-
-void BatchNormLayer::backward_fused_max_pool(const Tensor& x, const Tensor& pooled, const Tensor& dpooled, Tensor* dx,
-                                             const RunContext& ctx) {
-  DLT_CHECK(fused_max_pool_active(ctx), "layer '" << name() << "': no fused max pooling for this step");
-  Tensor none;
-  fused_op_->backward(x, pooled, dpooled, params_[0].value, dx ? *dx : none, params_[0].grad, params_[1].grad);
-}
-
-void BatchNormLayer::backward(const std::vector<const Tensor*>& x, const Tensor&, Tensor& dy,
+void BatchNormLayer::backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy,
                               const std::vector<Tensor*>& dx, const RunContext& ctx) {
+  if (with_max_pool(ctx)) {  // y and dy are the max pooling's output and gradient
+    Tensor none;
+    fused_op_->backward(*x[0], y, dy, params_[0].value, dx[0] ? *dx[0] : none, params_[0].grad, params_[1].grad);
+    return;
+  }
   if (synchronized(ctx)) {
     backward_synchronized(*x[0], dy, dx[0], ctx);
     return;

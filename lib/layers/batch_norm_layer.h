@@ -6,10 +6,11 @@
 // applies the relu backward itself). In data-parallel training (RunContext::comm of size > 1)
 // it is synchronized: every rank normalizes with the global batch's statistics and backward
 // adds the terms through them (docs/distributed.md).
-// Declared here for the fusion plan (net/fusion_plan.h), which runs it with its neighbours:
-// folded into the convolution before it in CPU inference (inference_affine), and in CPU
-// training with its ReLU and the max pooling after it as one op (Fusion::with_max_pool;
-// FusedBatchNormPooling).
+// With Fusion::with_max_pool it runs its ReLU and the max pooling after it as one op in
+// training (BnReluMaxPoolOp): the network then passes the pooling's output (and gradient) as
+// its y (and dy). It publishes its op's shape and its inference affine (FusionTraits,
+// inference_affine) for the network's fusion plan, which folds it into the convolution before
+// it in inference.
 #pragma once
 #include <memory>
 #include <string>
@@ -37,20 +38,14 @@ class BatchNormLayer final : public Layer {
   // Inference as x * scale + shift per channel (host values, C each):
   // Scale * (x - TrainedMean) / sqrt(TrainedVariance + Epsilon) + Offset, as oneDNN computes
   // it (float32). The ReLU (Fusion::relu) is not included.
-  void inference_affine(std::vector<float>& scale, std::vector<float>& shift) const;
-  // With Fusion::with_max_pool: whether this step runs as one op with the ReLU and the max
-  // pooling (setup made the op, the backend has one; training; not synchronized). Otherwise
-  // the three layers run one by one.
-  bool fused_max_pool_active(const RunContext& ctx) const;
-  // x: this layer's input; pooled: the pooling's output; dpooled: its gradient; dx: the
-  // gradient of x, or null when none is needed.
-  void forward_fused_max_pool(const Tensor& x, Tensor& pooled, const RunContext& ctx);
-  void backward_fused_max_pool(const Tensor& x, const Tensor& pooled, const Tensor& dpooled, Tensor* dx,
-                               const RunContext& ctx);
+  void inference_affine(std::vector<float>& scale, std::vector<float>& shift) const override;
 
  private:
   void update_trained(int64_t m);
   static bool synchronized(const RunContext& ctx);
+  // This pass runs the fused op (Fusion::with_max_pool, training, not synchronized): y is the
+  // max pooling's output.
+  bool with_max_pool(const RunContext& ctx) const { return fused_op_ && ctx.training && !synchronized(ctx); }
   void forward_synchronized(const Tensor& x, Tensor& y, const RunContext& ctx);
   void backward_synchronized(const Tensor& x, Tensor& dy, Tensor* dx, const RunContext& ctx);
   BatchNormOp& global_op();
@@ -64,7 +59,7 @@ class BatchNormLayer final : public Layer {
   Tensor sync_scratch_;                        // (C) for the synchronized moments on a device
   Tensor sum_shift_, sum_scale_;               // (C) D and S of synchronized backward
   std::unique_ptr<BatchNormOp> op_, sync_op_;  // sync_op_: global_stats, for data parallel
-  std::unique_ptr<BnReluMaxPoolOp> fused_op_;  // Fusion::with_max_pool; null where the backend has none
+  std::unique_ptr<BnReluMaxPoolOp> fused_op_;  // Fusion::with_max_pool (the plan asked the backend)
   Backend* be_ = nullptr;
 };
 

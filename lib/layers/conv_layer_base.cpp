@@ -55,6 +55,8 @@ Shape ConvLayerBase::infer_conv(const Shape& in, int64_t k, int64_t groups) {
   const int64_t cg = c_ / groups_;
   params_ = weights_and_bias(weight_param_, bias_param_, Shape{k_, kh_, kw_, cg}, k_, kh_ * kw_ * cg,
                              kh_ * kw_ * (k_ / groups_));
+  traits_.conv_op = true;
+  traits_.conv = d;
   return Shape{d.out_h(), d.out_w(), k_};
 }
 
@@ -77,22 +79,14 @@ ConvDesc ConvLayerBase::desc(int64_t n) const {
   d.dilation_w = dw_;
   d.groups = groups_;
   d.fuse_relu = fusion_.relu;
-  d.relu_ceiling = fusion_.relu_ceiling;
+  if (fusion_.relu) d.relu_ceiling = fusion_.relu_ceiling;
   d.bf16 = mixed_;
   return d;
 }
 
 void ConvLayerBase::setup(int64_t n, Backend& be) {
-  ConvDesc d = desc(n);
-  d.inference_relu = (fusion_.folds_affine && fusion_.folded_relu) || fusion_.folded_swish;
-  d.inference_swish = fusion_.folded_swish;
-  d.depthwise = fusion_.depthwise;
-  d.scaled_input = fusion_.scaled_input;
+  const ConvDesc d = desc(n);
   op_ = be.make(d);
-  if (fusion_.folds_affine && !folded_w_.defined()) {
-    folded_w_ = Tensor(Shape{k_, kh_, kw_, d.group_c()}, be.device());
-    folded_b_ = Tensor(Shape{k_}, be.device());
-  }
   if (fusion_.relu) {
     const bool clipped = std::isfinite(fusion_.relu_ceiling);
     relu_ = be.make(ActDesc{n * d.out_h() * d.out_w() * k_, clipped ? ActKind::kClippedRelu : ActKind::kRelu,
@@ -102,69 +96,6 @@ void ConvLayerBase::setup(int64_t n, Backend& be) {
 
 void ConvLayerBase::forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) {
   op_->forward(*x[0], params_[0].value, params_[1].value, y);
-}
-
-// w * s and b * s + t per output channel (host values: the Network folds on the CPU only).
-// Each filter's row of weights belongs to its one output channel, grouped or not.
-ConvLayerBase::InferenceParams ConvLayerBase::inference_params(const std::vector<float>* scale,
-                                                               const std::vector<float>* shift) {
-  if (!scale) return {&params_[0].value, &params_[1].value};
-  DLT_CHECK(fusion_.folds_affine && shift && static_cast<int64_t>(scale->size()) == k_ &&
-                static_cast<int64_t>(shift->size()) == k_,
-            "layer '" << name() << "': nothing to fold");
-  const int64_t row = kh_ * kw_ * (c_ / groups_);
-  const float* w = params_[0].value.data();
-  const float* b = params_[1].value.data();
-  float* fw = folded_w_.data();
-  float* fb = folded_b_.data();
-  for (int64_t k = 0; k < k_; ++k) {
-    const float s = (*scale)[static_cast<size_t>(k)];
-    for (int64_t i = 0; i < row; ++i) fw[k * row + i] = w[k * row + i] * s;
-    fb[k] = b[k] * s + (*shift)[static_cast<size_t>(k)];
-  }
-  return {&folded_w_, &folded_b_};
-}
-
-void ConvLayerBase::forward_folded(const Tensor& x, Tensor& y, const std::vector<float>& scale,
-                                   const std::vector<float>& shift) {
-  const InferenceParams p = inference_params(&scale, &shift);
-  op_->forward(x, *p.w, *p.b, y, fusion_.folded_relu || fusion_.folded_swish);
-}
-
-void ConvLayerBase::forward_depthwise(const Tensor& x, const InferenceParams& own, const InferenceParams& dw,
-                                      const InferenceParams* pj, Tensor& y) {
-  DLT_CHECK(fusion_.depthwise.kernel > 0, "layer '" << name() << "': no depthwise convolution fused");
-  DLT_CHECK((pj != nullptr) == (fusion_.depthwise.project_k > 0),
-            "layer '" << name() << "': the projection's parameters do not match the fusion");
-  const Tensor none;
-  op_->forward_depthwise(x, *own.w, *own.b, *dw.w, *dw.b, pj ? *pj->w : none, pj ? *pj->b : none, y);
-}
-
-void ConvLayerBase::forward_scaled(const Tensor& x, const Tensor& s, const InferenceParams& p, Tensor& y) {
-  DLT_CHECK(fusion_.scaled_input, "layer '" << name() << "': no multiplication fused");
-  op_->forward_scaled(x, s, *p.w, *p.b, y);
-}
-
-bool ConvLayerBase::is_plain_depthwise() const {
-  return groups_ == c_ && k_ == c_ && kh_ == kw_ && sh_ == sw_ && dh_ == 1 && dw_ == 1 && pt_ == pl_;
-}
-
-DepthwisePostOp ConvLayerBase::depthwise_geometry() const {
-  const ConvDesc d = desc(1);
-  DepthwisePostOp p;
-  p.kernel = kh_;
-  p.stride = sh_;
-  p.pad = pt_;
-  p.out_h = d.out_h();
-  p.out_w = d.out_w();
-  return p;
-}
-
-bool ConvLayerBase::is_pointwise() const { return desc(1).is_pointwise(); }
-
-void ConvLayerBase::forward_with_swish(const Tensor& x, Tensor& y) {
-  DLT_CHECK(fusion_.folded_swish, "layer '" << name() << "': no swish folded in");
-  op_->forward(x, params_[0].value, params_[1].value, y, true);
 }
 
 void ConvLayerBase::backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy,

@@ -1,8 +1,9 @@
 // What convolution2d and groupedConvolution2d share: the options both read (FilterSize, Stride,
 // DilationFactor, Padding, the initializers and the Weight / Bias factors), shape inference,
-// the backend ConvOp (ConvDesc::groups), the fused ReLU, the folding of a following
-// per-channel affine (batchNormalization) in inference, and the ONNX Conv node both ways. The two types differ
-// only in how they name their filters: NumFilters, or NumFiltersPerGroup and NumGroups.
+// the backend ConvOp (ConvDesc::groups), the fused ReLU (plain or clipped), and the ONNX Conv
+// node both ways. The two types differ only in how they name their filters: NumFilters, or
+// NumFiltersPerGroup and NumGroups. Its geometry is published as FusionTraits::conv; the fused
+// inference steps (folding, depthwise, scaled input) are the network's (net/fused_steps.cpp).
 // Weights (K, kh, kw, C/G), Bias (K); output channel k belongs to group k / (K/G).
 #pragma once
 #include <array>
@@ -22,37 +23,6 @@ class ConvLayerBase : public Layer {
   void backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext& ctx) override;
   int64_t flops_per_image() const override;
-  // Inference with Fusion::folds_affine (the Network's plan, CPU): the following layer's
-  // output x * scale + shift per output channel (host values, K each), computed as one
-  // convolution with weights w * scale and bias b * scale + shift, and that layer's ReLU
-  // (Fusion::folded_relu) or the swish after it (Fusion::folded_swish) as a post-op.
-  void forward_folded(const Tensor& x, Tensor& y, const std::vector<float>& scale, const std::vector<float>& shift);
-  // Inference with Fusion::folded_swish and no normalization between: swish(conv(x) + b) as one op.
-  void forward_with_swish(const Tensor& x, Tensor& y);
-  // The weights and bias inference multiplies with: with scale and shift (Fusion::folds_affine),
-  // the weights and bias with them folded in (as forward_folded's), else the layer's own.
-  struct InferenceParams {
-    const Tensor* w;
-    const Tensor* b;
-  };
-  InferenceParams inference_params(const std::vector<float>* scale, const std::vector<float>* shift);
-  // Inference with Fusion::depthwise, where depthwise_ready(): own are this convolution's
-  // inference_params, dw the depthwise layer's, pj the projection's (DepthwisePostOp::project_k;
-  // null without); y is the depthwise convolution's (activated) output, or the projection's.
-  void forward_depthwise(const Tensor& x, const InferenceParams& own, const InferenceParams& dw,
-                         const InferenceParams* pj, Tensor& y);
-  bool depthwise_ready() const { return op_ && op_->depthwise_ready(); }
-  // Inference with Fusion::scaled_input, where scaled_ready(): conv(x * s) + b with s (N, C) the
-  // multiplication's per-image channel scale, p this convolution's inference_params.
-  void forward_scaled(const Tensor& x, const Tensor& s, const InferenceParams& p, Tensor& y);
-  bool scaled_ready() const { return op_ && op_->scaled_ready(); }
-  // A depthwise convolution Fusion::depthwise can describe: one filter per channel, square,
-  // dense, the same stride both ways and the same padding on the top and left.
-  bool is_plain_depthwise() const;
-  bool is_pointwise() const;  // 1x1, stride 1, unpadded, one group
-  int64_t num_filters() const { return k_; }
-  // Its kernel, stride, top padding and output size as a DepthwisePostOp (no activation).
-  DepthwisePostOp depthwise_geometry() const;
   std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
   // A Conv node with the group attribute.
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override;
@@ -76,7 +46,6 @@ class ConvLayerBase : public Layer {
   Param weight_param_, bias_param_;  // factors read from the spec; shapes set in infer_conv()
   std::unique_ptr<ConvOp> op_;
   std::unique_ptr<ActOp> relu_;  // relu backward when fused
-  Tensor folded_w_, folded_b_;   // forward_folded's weights and bias
 };
 
 // A Conv node as read from ONNX: its input, K filters in `group` groups of kh x kw x cg

@@ -1,7 +1,8 @@
 // What a layer tells the network's fusion plan (net/fusion_plan.h) about itself, and what the
 // plan decided for it: plain data, no behaviour. A layer fills its FusionTraits in its
-// constructor or infer(); the Network sets its Fusion before setup(). Which neighbouring
-// layers run as one op is the plan's decision, never a layer's.
+// constructor or infer() (with its ops' descriptors per image, from which the plan builds the
+// fused ops it asks the backend for); the Network sets its Fusion before setup(). Which
+// neighbouring layers run as one op is the plan's decision, never a layer's.
 #pragma once
 #include <limits>
 
@@ -12,20 +13,21 @@ namespace dlt {
 struct FusionTraits {
   // A plain ReLU (max(x, 0)), which a producer whose op can apply it absorbs.
   bool relu = false;
-  // A clipped ReLU (min(max(x, 0), ceiling)), which a producer whose op can clip absorbs on
-  // the CPU (clipped_relu_in_op): forward as the op's clip post-op, backward as the clipped
-  // ReLU's own, from the output (the gradient passes where 0 < y < ceiling, the same mask as
-  // 0 < x < ceiling).
+  // A clipped ReLU (min(max(x, 0), ceiling)), which a producer whose op can clip absorbs where
+  // the backend's op takes the ceiling (clipped_relu_in_op): forward as the op's clip post-op,
+  // backward as the clipped ReLU's own, from the output (the gradient passes where
+  // 0 < y < ceiling, the same mask as 0 < x < ceiling).
   bool clipped_relu = false;
   float ceiling = 0.f;
-  // A swish (x * sigmoid(x)), which a convolution before it applies as a post-op in CPU
-  // inference (Fusion::folded_swish); training runs the two apart (swish's backward needs its
-  // input, which a fused op would not keep).
+  // A swish (x * sigmoid(x)), which a convolution before it applies as a post-op in inference
+  // where the backend has one (Fusion::folded_swish); training runs the two apart (swish's
+  // backward needs its input, which a fused op would not keep).
   bool swish = false;
   // Its op can apply a following ReLU, forward and backward (convolutions, fullyConnected,
   // batchNormalization) ...
   bool relu_in_op = false;
-  // Its CPU op can apply a clipped ReLU the same way (convolutions).
+  // Its op can apply a clipped ReLU the same way where the backend's kernel accepts the
+  // ceiling (ConvDesc::relu_ceiling; convolutions).
   bool clipped_relu_in_op = false;
   // ... as a backward pass of its own (convolutions, fullyConnected), which a max pooling
   // after the ReLU may apply instead (takes_relu_backward).
@@ -38,13 +40,25 @@ struct FusionTraits {
   // A max pooling without padding whose indices no unpooling layer reads, windows of at most
   // 256 values (as the separate path's u8 window positions in oneDNN's workspace): its
   // geometry per image (n = 1) is max_pool. A batchNormalization with a fused ReLU can run
-  // it in its op (BatchNormLayer).
+  // it in its op (Fusion::with_max_pool).
   bool plain_max_pool = false;
   PoolDesc max_pool;
   // A multiplication of two inputs, a feature map and a 1x1xC input repeated over its height
   // and width (squeeze-and-excitation's per-channel weights): the index of the repeated input;
   // -1 for any other multiplication or layer.
   int channel_scale_input = -1;
+  // Its op is a convolution of geometry conv per image (n = 1, no activation, float32): the
+  // plan builds the fused convolutions it asks the backend for from it (the convolutions).
+  // Its parameters are Weights (K, kh, kw, C/G) and Bias (K), in that order.
+  bool conv_op = false;
+  ConvDesc conv;
+  // Its op is a batch normalization of shape batch_norm per image (n = 1): the plan builds a
+  // BnReluMaxPoolDesc from it (batchNormalization). Its parameters are Scale and Offset.
+  bool batch_norm_op = false;
+  BatchNormDesc batch_norm;
+  // In inference it computes x * scale + shift per channel (Layer::inference_affine), which a
+  // convolution before it can fold into its weights and bias (batchNormalization).
+  bool affine_in_inference = false;
 };
 
 // The plan's decisions for one layer; all false: the layer runs alone.
@@ -58,27 +72,31 @@ struct Fusion {
   bool relu_backward_handed_over = false;
   // A max pooling that applies its producer's ReLU backward to its own dy first.
   bool takes_relu_backward = false;
-  // A convolution that in (CPU) inference also computes the batchNormalization after it, with
-  // the normalization folded into its weights and bias (ConvLayerBase::forward_folded), and
-  // that normalization's ReLU, or the clippedRelu after it (relu_ceiling), as a post-op when
-  // folded_relu.
+  // A convolution that in inference also computes the batchNormalization after it, with the
+  // normalization folded into its weights and bias (the plan's folded step, net/fused_steps.cpp),
+  // and that normalization's ReLU, or the clippedRelu after it (relu_ceiling), as a post-op
+  // when folded_relu. The plan runs these inference steps with ops of its own; the layer's
+  // own op ignores the fields below down to scaled_input.
   bool folds_affine = false;
   bool folded_relu = false;
-  // A convolution that in CPU inference applies the swish after it (or after the
+  // A convolution that in inference applies the swish after it (or after the
   // batchNormalization it folds) as its post-op, writing the swish's output.
   bool folded_swish = false;
-  // A 1x1 convolution that in CPU inference also computes the depthwise convolution reading its
+  // A 1x1 convolution that in inference also computes the depthwise convolution reading its
   // output (or its folded normalization's or activation's), with that convolution's folding
-  // and activation, as its op's depthwise post-op (ConvLayerBase::forward_depthwise), and with
+  // and activation, as its op's depthwise post-op (ConvOp::forward_depthwise), and with
   // project_k the linear 1x1 convolution reading that one's output (folded or not). kernel 0:
   // none.
   DepthwisePostOp depthwise;
-  // A 1x1 convolution without activation that in CPU inference also computes the
-  // multiplication before it (FusionTraits::channel_scale_input): its input times a per-image,
-  // per-channel scale, as its weights times that scale (ConvLayerBase::forward_scaled).
+  // A 1x1 convolution without activation that in inference also computes the multiplication
+  // before it (FusionTraits::channel_scale_input): its input times a per-image, per-channel
+  // scale, as its weights times that scale (ConvOp::forward_scaled).
   bool scaled_input = false;
-  // A batchNormalization that in CPU training runs its ReLU and the max pooling of geometry
-  // max_pool (per image) after it as one op (BatchNormLayer::forward_fused_max_pool).
+  // A batchNormalization that in training runs its ReLU and the max pooling of geometry
+  // max_pool (per image) after it as one op (BnReluMaxPoolOp): in a training pass that is not
+  // data-parallel (RunContext::comm of size 1 or none), the network calls its forward with
+  // the pooling's output as y and its backward with the pooling's output and gradient as y
+  // and dy.
   bool with_max_pool = false;
   PoolDesc max_pool;
 };

@@ -15,6 +15,7 @@
 #include "layers/onnx_graph.h"
 #include "layers/spec.h"
 #include "tensor/tensor.h"
+#include "util/check.h"
 #include "util/rng.h"
 
 namespace dlt {
@@ -95,6 +96,13 @@ class Layer {
   const FusionTraits& fusion_traits() const { return traits_; }
   void set_fusion(const Fusion& f) { fusion_ = f; }
   const Fusion& fusion() const { return fusion_; }
+  // With FusionTraits::affine_in_inference: its inference output as x * scale + shift per
+  // channel (host values, C each), which the plan folds into the convolution before it.
+  virtual void inference_affine(std::vector<float>& scale, std::vector<float>& shift) const {
+    (void)scale;
+    (void)shift;
+    DLT_CHECK(false, "layer '" << name() << "' (" << type() << ") computes no affine in inference");
+  }
   // Precision: mixed. Layers with heavy multiplies (conv, fullyConnected) then ask the backend
   // for bfloat16 ops (ConvDesc::bf16); the others ignore it. Takes effect at the next setup().
   void set_mixed_precision(bool on) { mixed_ = on; }

@@ -1,39 +1,41 @@
 // FusionPlan: which neighbouring layers of a Network run as one op, decided once when the
-// network is built, from the layers' FusionTraits (layers/fusion.h) and, for the two fusions
-// that reach into both layers, their concrete types (ConvLayerBase, BatchNormLayer). The
-// layers only declare what they allow and obey the Fusion the plan sets. The fusions, each
-// between a layer and its only consumer:
-//  - ReLU: a producer whose op can apply a ReLU (FusionTraits::relu_in_op) absorbs it; the
-//    ReLU's node runs nothing and shares the producer's tensors (every device).
-//  - clipped ReLU: on the CPU, a convolution (FusionTraits::clipped_relu_in_op) absorbs a
-//    clippedRelu the same way, as a clip post-op; on the GPU under CudaFusedClippedRelu, in its
-//    bias epilogue.
+// network is built from what the layers publish (FusionTraits, layers/fusion.h: plain facts and
+// their ops' descriptors per image) and what the network's backend accepts: each rule builds
+// the descriptor of the fused op it wants and keeps the fusion only where
+// Backend::supports(desc). The plan knows no layer class and no device. The layers declare
+// what they allow and obey the Fusion the plan sets; the fused inference steps run on ops the
+// plan makes (net/fused_steps.cpp). The fusions, each between a layer and its only consumer:
+//  - ReLU: a producer whose op can apply a ReLU (FusionTraits::relu_in_op: the fuse_relu of
+//    every backend's convolution, fully-connected and batch-norm ops) absorbs it; the ReLU's
+//    node runs nothing and shares the producer's tensors.
+//  - clipped ReLU: a convolution absorbs a clippedRelu the same way where the backend accepts
+//    ConvDesc::relu_ceiling (a clip post-op).
 //  - ReLU backward hand-over: a producer whose ReLU backward is a pass of its own hands it to
-//    the max pooling after the ReLU, which applies it to its smaller gradient (every device).
-//  - batchNormalization + ReLU + max pooling as one op (BnReluMaxPoolOp) in CPU training; the
-//    layers run one by one where the backend has no op, in synchronized batch norm, and in
-//    inference.
+//    the max pooling after the ReLU, which applies it to its smaller gradient.
+//  - batchNormalization + ReLU + max pooling as one op in training (BnReluMaxPoolDesc); the
+//    layers run one by one in data-parallel training (the op has only this rank's statistics).
 //  - convolution + batchNormalization (+ a clippedRelu or swish after it) folded into one
-//    convolution in CPU inference; a convolution + swish the same way without a normalization.
-//  - a 1x1 convolution and the depthwise convolution after it, each as folded, as one op in CPU
-//    inference (the 1x1 op's depthwise post-op; apart where the backend has no kernel for it),
-//    with the linear 1x1 projection after them where one follows (MobileNetV2's blocks).
+//    convolution in inference (ConvDesc::folded_affine, inference_relu, inference_swish); a
+//    convolution + swish the same way without a normalization.
+//  - a 1x1 convolution and the depthwise convolution after it, each as folded, as one op in
+//    inference (ConvDesc::depthwise; apart where the op has no kernel for the batch), with the
+//    linear 1x1 projection after them where one follows (MobileNetV2's blocks).
 //  - a multiplication by a per-channel scale (squeeze-and-excitation) and the linear 1x1
-//    convolution that is its only consumer, as that convolution with per-image weights in CPU
-//    inference (apart where the backend has no kernel for it).
-// Adding a fusion: a trait in FusionTraits (or a concrete type), its decision in Fusion, a
-// rule in fusion_plan.cpp, and, for a step that runs two layers, a Step kind and its case in
-// Network::forward / backward_node.
+//    convolution that is its only consumer, as that convolution with per-image weights in
+//    inference (ConvDesc::scaled_input; apart where the op has no kernel for the batch).
+// Adding a fusion: what the rule needs of a layer as FusionTraits data (an op descriptor, a
+// fact), its decision in Fusion, a rule in fusion_plan.cpp that asks Backend::supports for the
+// fused op's descriptor, and, for a step that runs two layers, a Kind, its run in
+// fused_steps.cpp and its case in Network::forward / backward_node. A backend that fuses the
+// pattern accepts the descriptor in its kernel's `accepts` (op_registry.h).
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "layers/layer.h"
 
 namespace dlt {
-
-class BatchNormLayer;
-class ConvLayerBase;
 
 class FusionPlan {
  public:
@@ -58,17 +60,16 @@ class FusionPlan {
   };
 
   FusionPlan() = default;
-  // layers[i] reads the outputs of inputs[i] (topological order); cpu: the network runs on the
-  // CPU (the folding and bn + relu + max pooling ops exist there). Sets every layer's Fusion.
-  // gpu_clipped_relu: a GPU network fuses clipped ReLUs into convolutions too (CudaFusedClippedRelu).
-  FusionPlan(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& inputs, bool cpu,
-             bool gpu_clipped_relu = false);
+  // layers[i] reads the outputs of inputs[i] (topological order), run by `backend`, which the
+  // plan asks for every fused op it plans. Sets every layer's Fusion.
+  FusionPlan(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& inputs, const Backend& backend);
 
   // The producer that applies ReLU i, or -1.
-  int absorbed_by(size_t i) const { return nodes_[i].inference.kind == Kind::kAbsorbed ? nodes_[i].inference.partner : -1; }
+  int absorbed_by(size_t i) const {
+    return nodes_[i].inference.kind == Kind::kAbsorbed ? nodes_[i].inference.partner : -1;
+  }
   // Node i's step in a pass of ctx (training or inference); folding: Network::set_inference_folding.
-  // A step that is not possible now (no fused op on this backend, synchronized batch norm,
-  // folding off) is kLayer.
+  // A step that is not possible now (data-parallel training, folding off) is kLayer.
   Step step(size_t i, const RunContext& ctx, bool folding) const;
   // The backward step (node index) that writes node i's input gradient: its own, or for a
   // batchNormalization run with its max pooling, the pooling's.
@@ -94,6 +95,14 @@ class FusionPlan {
   // kScaledConv: which of the multiplication's two inputs is the per-channel scale.
   int scale_input(size_t conv) const { return nodes_[conv].scale_input; }
 
+  // ---- the fused inference steps (fused_steps.cpp) ----
+  // Makes node i's fused op for batch size n (mixed: Precision mixed) where its inference step
+  // needs one (a convolution that folds, or runs a depthwise or scaled step); else nothing.
+  void setup(size_t i, int64_t n, Backend& be, bool mixed);
+  // After setup: whether kConvDepthwise (kScaledConv) convolution i runs as one op at this
+  // batch size; where not, the step runs the layers apart.
+  bool depthwise_ready(size_t conv) const;
+  bool scaled_ready(size_t conv) const;
   // kFoldedConv: convolution i computes its batchNormalization's (or swish's) output y from x.
   void forward_folded(size_t i, const Tensor& x, Tensor& y);
   // kConvDepthwise at 1x1 convolution i: y is folded_output's, mid depthwise_input's, pj_mid
@@ -102,46 +111,49 @@ class FusionPlan {
   // kScaledConv at 1x1 convolution i: xs the multiplication's inputs, mid its output (written
   // only where the two run apart), y is folded_output's.
   void forward_scaled(size_t i, const std::vector<const Tensor*>& xs, Tensor& mid, Tensor& y, const RunContext& ctx);
-  // kBnReluMaxPool at max pooling i: x is the batchNormalization's input, pooled the
-  // pooling's output, dpooled its gradient, dx the gradient of x (null: none needed).
-  void forward_bn_relu_max_pool(size_t i, const Tensor& x, Tensor& pooled, const RunContext& ctx);
-  void backward_bn_relu_max_pool(size_t i, const Tensor& x, const Tensor& pooled, const Tensor& dpooled, Tensor* dx,
-                                 const RunContext& ctx);
+
+  // The fused convolution's descriptor for a convolution of geometry conv (FusionTraits::conv)
+  // with the plan's decisions f (n and bf16 as conv's).
+  static ConvDesc fused_conv(const ConvDesc& conv, const Fusion& f);
 
  private:
   struct Node {
     Step training, inference;
-    ConvLayerBase* conv = nullptr;  // kFoldedConv's or kConvDepthwise's layer
-    int output = -1;                // kFoldedConv, kConvDepthwise: folded_output
-    BatchNormLayer* bn = nullptr;   // the batchNormalization of a kFoldedConv (none: a swish alone),
-                                    // kInMaxPool or kBnReluMaxPool
-    bool folds = false;             // the convolution folds bn (or a swish alone) in inference
-    // kConvDepthwise: the depthwise layer, its normalization and folds, and depthwise_input;
-    // the projection's (none: pj_conv null) and projection_input.
-    ConvLayerBase* dw_conv = nullptr;
-    BatchNormLayer* dw_bn = nullptr;
-    bool dw_folds = false;
-    int mid = -1;
-    ConvLayerBase* pj_conv = nullptr;
-    BatchNormLayer* pj_bn = nullptr;
-    bool pj_folds = false;
-    int pj_mid = -1;
+    Layer* conv = nullptr;    // a convolution with an inference step of its own (folded, depthwise, scaled)
+    int output = -1;          // kFoldedConv, kConvDepthwise: folded_output
+    Layer* affine = nullptr;  // the batchNormalization a convolution folds (none: a swish alone)
+    bool folds = false;       // the convolution folds affine (or a swish alone) in inference
+    // kConvDepthwise: the depthwise convolution's node and depthwise_input; the projection's
+    // node (-1: none) and projection_input.
+    int dw = -1, mid = -1;
+    int pj = -1, pj_mid = -1;
     // kScaledConv: the multiplication and scale_input.
     Layer* mul = nullptr;
     int scale_input = -1;
+    // fused_steps.cpp: the convolution's inference op (setup) and its folded weights and bias.
+    std::unique_ptr<ConvOp> op;
+    Tensor folded_w, folded_b;  // (K, kh, kw, C/G), (K)
   };
   void plan_depthwise(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& inputs,
-                      const std::vector<std::vector<int>>& users, std::vector<Fusion>& fusion);
+                      const std::vector<std::vector<int>>& users, const Backend& backend);
   void plan_scaled(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& users,
-                   std::vector<Fusion>& fusion);
-  ConvLayerBase* linear_pointwise(const std::vector<Layer*>& layers, const std::vector<Fusion>& fusion, int q) const;
-  // A kFoldedConv's convolution (with normalization bn, or none: its swish alone) on x.
-  void run_folded(ConvLayerBase& conv, BatchNormLayer* bn, const Tensor& x, Tensor& y);
-  // A convolution of a fused step run as its own step would: folded (run_folded) or alone.
-  void run_alone(ConvLayerBase& conv, BatchNormLayer* bn, bool folds, const Tensor& x, Tensor& y,
-                 const RunContext& ctx);
+                   const Backend& backend);
+  // Node q's layer is a 1x1 convolution without activation (folded with its normalization or
+  // not) that no other inference step has taken.
+  bool linear_pointwise(const std::vector<Layer*>& layers, int q) const;
+  // fused_steps.cpp: convolution i's weights and bias for inference, its affine folded in
+  // where it folds one.
+  struct Params {
+    const Tensor* w;
+    const Tensor* b;
+  };
+  Params inference_params(size_t i);
+  // A folded convolution on x (kFoldedConv's computation), or, not folding, its layer's forward.
+  void run_alone(size_t i, const Tensor& x, Tensor& y, const RunContext& ctx);
+
   std::vector<Node> nodes_;
-  std::vector<float> scale_, shift_;  // forward_folded's per-channel affine (host)
+  std::vector<Fusion> fusion_;        // the plan's decisions, as set on the layers
+  std::vector<float> scale_, shift_;  // an affine's per-channel values (host)
 };
 
 }  // namespace dlt

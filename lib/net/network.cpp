@@ -127,7 +127,7 @@ void Network::plan_fusion() {
     layers.push_back(n.layer.get());
     inputs.push_back(n.inputs);
   }
-  plan_ = FusionPlan(layers, inputs, device_.is_cpu(), backend_->options().cuda_fused_clipped_relu);
+  plan_ = FusionPlan(layers, inputs, *backend_);
   for (size_t i = 0; i < nodes_.size(); ++i) nodes_[i].alias_of = plan_.absorbed_by(i);
   nodes_.back().alias_of = softmax_;
 
@@ -203,8 +203,14 @@ void Network::set_batch(int64_t n) {
   }
   if (n != batch_) {
     Backend& be = *backend_;
-    for (Node& node : nodes_)
-      if (node.alias_of < 0) for_layer(*node.layer, [&] { node.layer->setup(n, be); });
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      Node& node = nodes_[i];
+      if (node.alias_of >= 0) continue;
+      for_layer(*node.layer, [&] {
+        node.layer->setup(n, be);
+        plan_.setup(i, n, be, mixed_);  // the fused inference op, where its step has one
+      });
+    }
     batch_ = n;
   }
 }
@@ -220,12 +226,14 @@ const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
     if (n.alias_of >= 0) continue;
     const FusionPlan::Step step = plan_.step(i, ctx, inference_folding_);
     if (step.kind == Kind::kFoldedAway || step.kind == Kind::kInMaxPool) continue;  // another node's step runs it
+    // kBnReluMaxPool: the batchNormalization's forward on its input writes the pooling's output.
+    Node& stepped = step.kind == Kind::kBnReluMaxPool ? nodes_[static_cast<size_t>(step.partner)] : n;
     xs.clear();
     if (i == 0) xs.push_back(&x);
-    for (int p : n.inputs) xs.push_back(&nodes_[root(p)].out);
+    for (int p : stepped.inputs) xs.push_back(&nodes_[root(p)].out);
     auto run = [&] {
       if (step.kind == Kind::kBnReluMaxPool)
-        plan_.forward_bn_relu_max_pool(i, nodes_[root(nodes_[step.partner].inputs[0])].out, n.out, ctx);
+        stepped.layer->forward(xs, n.out, ctx);
       else if (step.kind == Kind::kFoldedConv)
         plan_.forward_folded(i, *xs[0], nodes_[static_cast<size_t>(plan_.folded_output(i))].out);
       else if (step.kind == Kind::kConvDepthwise)
@@ -302,12 +310,12 @@ void Network::backward_node(int i, const RunContext& ctx) {
   const FusionPlan::Step step = plan_.step(static_cast<size_t>(i), ctx, false);
   if (step.kind == FusionPlan::Kind::kInMaxPool) return;  // done in its pooling's step
   if (step.kind == FusionPlan::Kind::kBnReluMaxPool) {
+    // The batchNormalization's backward from the pooling's output and gradient.
     Node& bn = nodes_[step.partner];
-    Tensor* dx = grad_target(step.partner, bn.inputs[0]);
+    scratch_xs_.assign(1, &nodes_[root(bn.inputs[0])].out);
+    scratch_dxs_.assign(1, grad_target(step.partner, bn.inputs[0]));
     Timer t;
-    for_layer(*bn.layer, [&] {
-      plan_.backward_bn_relu_max_pool(static_cast<size_t>(i), nodes_[root(bn.inputs[0])].out, n.out, n.grad, dx, ctx);
-    });
+    for_layer(*bn.layer, [&] { bn.layer->backward(scratch_xs_, n.out, n.grad, scratch_dxs_, ctx); });
     if (prof_bwd_) {
       be.synchronize();
       (*prof_bwd_)[i] += t.seconds();

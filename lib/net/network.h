@@ -42,7 +42,7 @@ class Network {
   const Layer& layer(size_t i) const { return *nodes_[i].layer; }
   const Shape& output_shape(size_t i) const { return nodes_[i].shape; }  // per image (H, W, C)
   bool fused(size_t i) const { return nodes_[i].alias_of >= 0; }
-  // CPU training: batchNormalization i runs with the max pooling after its ReLU as one op.
+  // Training: batchNormalization i runs with the max pooling after its ReLU as one op.
   bool fused_with_max_pool(size_t i) const { return plan_.runs_in_max_pool(i); }
   ImageInputLayer& input_layer() { return *input_; }
   const Shape& input_shape() const { return nodes_[0].shape; }
@@ -61,13 +61,17 @@ class Network {
   // overlap (on by default; off keeps one buffer per gradient, for tests). Call before set_batch.
   void set_gradient_reuse(bool on) { grad_reuse_ = on; }
   // Inference runs a convolution and the batchNormalization after it as one convolution
-  // (FusionPlan; CPU networks). On by default; off runs them apart (tests).
+  // (FusionPlan, where the backend accepts it). On by default; off runs them apart (tests).
   void set_inference_folding(bool on) { inference_folding_ = on; }
   bool folds(size_t conv) const { return plan_.folds(conv); }
   // Whether 1x1 convolution `conv` runs the depthwise convolution after it in inference (FusionPlan).
   bool runs_depthwise(size_t conv) const { return plan_.runs_depthwise(conv); }
   // Whether 1x1 convolution `conv` computes the multiplication before it in inference (FusionPlan).
   bool runs_scaled(size_t conv) const { return plan_.runs_scaled(conv); }
+  // After set_batch: whether those steps run as one op at this batch size (else the layers
+  // run apart: the backend's op has no kernel for the batch, or mixed precision).
+  bool depthwise_ready(size_t conv) const { return plan_.depthwise_ready(conv); }
+  bool scaled_ready(size_t conv) const { return plan_.scaled_ready(conv); }
   // Precision: mixed (docs/config.md): conv and fullyConnected multiply in bfloat16 with
   // float32 sums, outputs and master weights. The ops are made again at the next set_batch.
   void set_mixed_precision(bool on);

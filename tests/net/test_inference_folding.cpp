@@ -10,7 +10,6 @@
 #include "backend/cpu/cpu_backend.h"
 #include "config/config.h"
 #include "layers/batch_norm_layer.h"
-#include "layers/conv_layer_base.h"
 #include "net/network.h"
 #include "support/grad_check.h"
 #include "support/tensor_utils.h"
@@ -435,10 +434,8 @@ TEST_CASE("inference folding: a 1x1 convolution runs the depthwise convolution a
   net.set_batch(8);
   int fused = 0;
   for (const char* name : {"pw1", "pw2", "pw3"}) {
-    auto* conv = dynamic_cast<ConvLayerBase*>(&net.layer(index(name)));
-    REQUIRE(conv);
-    INFO(name << ": " << conv->depthwise_ready());
-    fused += conv->depthwise_ready();
+    INFO(name << ": " << net.depthwise_ready(index(name)));
+    fused += net.depthwise_ready(index(name));
   }
   CHECK(fused >= 1);
   // Folded normalizations or swish: c1, pw1, dw1, pj1, pw3, dw3.
@@ -545,10 +542,8 @@ TEST_CASE("inference folding: a 1x1 convolution computes the squeeze-and-excitat
   }
   net.set_batch(4);
   for (const char* name : {"pj1", "pj2"}) {
-    auto* conv = dynamic_cast<ConvLayerBase*>(&net.layer(index(name)));
-    REQUIRE(conv);
     INFO(name);
-    CHECK(conv->scaled_ready());  // 32x32 images: the per-image weights are small
+    CHECK(net.scaled_ready(index(name)));  // 32x32 images: the per-image weights are small
   }
   // Folded normalizations or swish: c1, pw1, dw1, pj1, pw2, dw2, and the SE's first convolutions.
   // (The global average poolings leave the probabilities 0.005 apart; the folded and unfolded
