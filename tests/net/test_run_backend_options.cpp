@@ -96,4 +96,41 @@ TEST_CASE("backend options are per run: FusedBatchNormPooling false keeps batch 
   CHECK(backend_for(Device::cpu(), fused).supports(f));  // unchanged by the other
 }
 
+TEST_CASE("fusion plan asks the backend: FusedBatchNormPooling false plans batch norm and pooling apart",
+          "[net][fusion]") {
+  // The plan asks the backend for BnReluMaxPoolDesc; with the option off the backend declines
+  // and the network runs the three layers one by one, to the same loss and gradients.
+  NetworkSpec s;
+  s.layers = {layer_spec("imageInput", {"InputSize=[8,8,3]", "Normalization=none"}, "in"),
+              layer_spec("convolution2d", {"FilterSize=3", "NumFilters=8", "Padding=same"}, "conv"),
+              layer_spec("batchNormalization", {}, "bn"),
+              layer_spec("relu", {}, "relu"),
+              layer_spec("maxPooling2d", {"PoolSize=2", "Stride=2"}, "pool"),
+              layer_spec("fullyConnected", {"OutputSize=3"}, "fc"),
+              layer_spec("softmax", {}, "sm"),
+              layer_spec("classification", {}, "out")};
+  BackendOptions fused_options, apart_options;
+  apart_options.fused_bn_pool = false;
+  const int64_t n = 4;
+  std::unique_ptr<Network> fused = network_with(s, fused_options, n), apart = network_with(s, apart_options, n);
+  CHECK(fused->fused_with_max_pool(2));
+  CHECK_FALSE(apart->fused_with_max_pool(2));
+  CHECK_FALSE(apart->layer(2).fusion().with_max_pool);
+  Rng rng(9);
+  const Tensor x = random_tensor(Shape{n, 8, 8, 3}, rng);
+  Tensor labels(Shape{n}, Device::cpu(), DType::kI32);
+  for (int64_t i = 0; i < n; ++i) labels.data_i32()[i] = static_cast<int32_t>(i % 3);
+  const RunContext ctx{true, 1, 0};
+  const Vec pf = to_vec(fused->forward(x, ctx)), pa = to_vec(apart->forward(x, ctx));
+  const double lf = fused->loss_and_backward(labels, ctx, true, nullptr);
+  const double la = apart->loss_and_backward(labels, ctx, true, nullptr);
+  INFO("probabilities " << compare(pf, pa).str());
+  CHECK(compare(pf, pa).max_abs <= 1e-5);
+  CHECK(std::fabs(lf - la) <= 1e-5);
+  const Comparison grads = compare(to_vec(fused->flat_grads()), to_vec(apart->flat_grads()));
+  INFO("gradients " << grads.str());
+  CHECK(grads.rel <= 1e-4);
+  CHECK(grads.scale > 0);  // the gradients are not all zero: the check could fail
+}
+
 }  // namespace dlt::test
