@@ -71,7 +71,8 @@ Entry op_entry(DeviceType device, const char* impl, int priority,
                impl,
                priority,
                reinterpret_cast<AnyFn>(accepts),
-               reinterpret_cast<AnyFn>(make)};
+               reinterpret_cast<AnyFn>(make),
+               true};
 }
 
 template <class K>
