@@ -32,7 +32,8 @@ struct NcclWorld {
 };
 
 // Raise when the table's layout or a function's signature changes.
-inline constexpr uint32_t kCudaPluginAbi = 3;
+// 4: the plugin registers its kernels into the core's op registry when loaded (op_registry.h).
+inline constexpr uint32_t kCudaPluginAbi = 4;
 inline constexpr const char* kCudaPluginFile = "libdltrain_cuda.so";
 inline constexpr const char* kCudaPluginEntry = "dltrain_cuda_plugin_v1";
 

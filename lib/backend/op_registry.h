@@ -16,8 +16,9 @@
 //   DLT_REGISTER_KERNEL(FillKernel, DeviceType::kCpu, fill);
 // The core's registrations run at program start (the core is linked whole: CMake's
 // dlt_link_core), the CUDA plugin's when the core loads it. Ops are made when a network is set
-// up; light kernels are looked up once per device type and kept (kernel_kinds.h).
-// `dltrain info --kernels` lists what is registered.
+// up; light kernels are looked up once per device type and kept (backend.cpp). The tests
+// iterate over what is registered (tests/backend/test_op_agreement.cpp): a kernel without its
+// agreement and gradient rows fails them.
 #pragma once
 #include <memory>
 #include <string>
@@ -44,6 +45,7 @@ struct Entry {
   int priority = 0;         // higher is asked first
   AnyFn accepts = nullptr;  // bool(const Backend&, const Desc&); null: every descriptor
   AnyFn fn = nullptr;       // heavy: std::unique_ptr<Desc::Op>(Backend&, const Desc&); light: K::Fn
+  bool heavy = false;       // a heavy op (DLT_REGISTER_OP), not a light kernel
 };
 
 // Adds a kernel; throws std::logic_error when op is registered with another type.
@@ -69,12 +71,13 @@ Entry op_entry(DeviceType device, const char* impl, int priority,
                impl,
                priority,
                reinterpret_cast<AnyFn>(accepts),
-               reinterpret_cast<AnyFn>(make)};
+               reinterpret_cast<AnyFn>(make),
+               true};
 }
 
 template <class K>
 Entry kernel_entry(DeviceType device, typename K::Fn* fn) {
-  return Entry{K::kOp, type_name(typeid(K)), device, "", 0, nullptr, reinterpret_cast<AnyFn>(fn)};
+  return Entry{K::kOp, type_name(typeid(K)), device, "", 0, nullptr, reinterpret_cast<AnyFn>(fn), false};
 }
 
 // "no kernel for <op> on <device>" as a DeviceError (the op exists on another device, or needs

@@ -33,16 +33,18 @@ struct OnnxValue {
   bool channels_last = false;
 };
 
-// One attribute of a node: an integer, a float or a list of integers.
+// One attribute of a node: an integer, a float, a list of integers or a string.
 struct OnnxAttr {
   OnnxAttr(std::string n, int64_t v) : name(std::move(n)), kind(kInt), i(v) {}
+  OnnxAttr(std::string n, std::string v) : name(std::move(n)), kind(kString), s(std::move(v)) {}
   OnnxAttr(std::string n, float v) : name(std::move(n)), kind(kFloat), f(v) {}
   OnnxAttr(std::string n, std::vector<int64_t> v) : name(std::move(n)), kind(kInts), ints(std::move(v)) {}
   std::string name;
-  enum Kind { kInt, kFloat, kInts } kind;
+  enum Kind { kInt, kFloat, kInts, kString } kind;
   int64_t i = 0;
   float f = 0.f;
   std::vector<int64_t> ints;
+  std::string s;
 };
 
 // Export: the graph being written (lib/onnx/onnx_export.cpp).

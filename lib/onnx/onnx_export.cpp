@@ -106,6 +106,7 @@ class Exporter final : public OnnxGraph {
       if (a.kind == OnnxAttr::kInt) add_attr(*n, a.name, a.i);
       if (a.kind == OnnxAttr::kFloat) add_attr(*n, a.name, a.f);
       if (a.kind == OnnxAttr::kInts) add_attr(*n, a.name, a.ints);
+      if (a.kind == OnnxAttr::kString) add_attr(*n, a.name, a.s);
     }
   }
   const std::string& path() const override { return path_; }

@@ -224,4 +224,11 @@ void add_attr(onnx::NodeProto& n, const std::string& name, const std::vector<int
   for (int64_t x : v) a->add_ints(x);
 }
 
+void add_attr(onnx::NodeProto& n, const std::string& name, const std::string& v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
 }  // namespace dlt::onnxu

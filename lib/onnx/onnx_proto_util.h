@@ -42,5 +42,6 @@ std::vector<int64_t> attr_ints(const onnx::NodeProto& n, const std::string& name
 void add_attr(onnx::NodeProto& n, const std::string& name, int64_t v);
 void add_attr(onnx::NodeProto& n, const std::string& name, float v);
 void add_attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v);
+void add_attr(onnx::NodeProto& n, const std::string& name, const std::string& v);
 
 }  // namespace dlt::onnxu

@@ -14,15 +14,29 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/kernel_kinds.h"
+#include "backend/op_registry.h"
 #include "support/reference_ops.h"
 #include "support/tensor_utils.h"
 
 namespace dlt::test {
 
+// A row runs one op or kernel (or a forward/backward pair) on random inputs and checks it
+// against the double reference. ops: the registry names it covers (op_registry.h): every
+// registered kernel must be covered by a row (test_op_agreement.cpp), and a row runs on a
+// backend only where all its ops are registered for that backend's device.
 struct AgreementRow {
   std::string name;
+  std::vector<std::string> ops;
   std::function<void(Backend& be, double tol)> run;
 };
+
+// Whether every op of row has a kernel on be's device.
+inline bool runs_on(const AgreementRow& row, const Backend& be) {
+  for (const std::string& op : row.ops)
+    if (op_registry::find(op, be.device().type).empty()) return false;
+  return true;
+}
 
 namespace agreement {
 
@@ -75,7 +89,7 @@ inline Vec relu_mask(const Vec& dy, const Vec& y, double ceiling = std::numeric_
 }
 
 inline AgreementRow conv_row(std::string name, ConvDesc d) {
-  return {"conv " + name, [d](Backend& be, double tol) {
+  return {"conv " + name, {ConvDesc::kOp}, [d](Backend& be, double tol) {
             const double floor = may_run_winograd(d) ? kWinogradFloorFraction : kFloorFraction;
             Rng rng(17);
             const Device dev = be.device();
@@ -104,7 +118,7 @@ inline AgreementRow conv_row(std::string name, ConvDesc d) {
 }
 
 inline AgreementRow deconv_row(std::string name, DeconvDesc d) {
-  return {"transposed conv " + name, [d](Backend& be, double tol) {
+  return {"transposed conv " + name, {DeconvDesc::kOp}, [d](Backend& be, double tol) {
             Rng rng(19);
             const Device dev = be.device();
             const int64_t oh = d.out_h(), ow = d.out_w();
@@ -133,7 +147,7 @@ inline AgreementRow deconv_row(std::string name, DeconvDesc d) {
 }
 
 inline AgreementRow fc_row(std::string name, FcDesc d) {
-  return {"fc " + name, [d](Backend& be, double tol) {
+  return {"fc " + name, {FcDesc::kOp}, [d](Backend& be, double tol) {
             Rng rng(23);
             const Device dev = be.device();
             Vec x = random_vec(d.n * d.in, rng), w = random_vec(d.out * d.in, rng);
@@ -158,7 +172,7 @@ inline AgreementRow fc_row(std::string name, FcDesc d) {
 }
 
 inline AgreementRow pool_row(std::string name, PoolDesc d) {
-  return {"pool " + name, [d](Backend& be, double tol) {
+  return {"pool " + name, {PoolDesc::kOp}, [d](Backend& be, double tol) {
             Rng rng(29);
             const Device dev = be.device();
             const Shape ys{d.n, d.out_h(), d.out_w(), d.c};
@@ -178,7 +192,7 @@ inline AgreementRow pool_row(std::string name, PoolDesc d) {
 }
 
 inline AgreementRow batch_norm_row(std::string name, BatchNormDesc d) {
-  return {"batch_norm " + name, [d](Backend& be, double tol) {
+  return {"batch_norm " + name, {BatchNormDesc::kOp}, [d](Backend& be, double tol) {
             Rng rng(31);
             const Device dev = be.device();
             const Shape xs{d.n, d.h, d.w, d.c}, cs{d.c};
@@ -211,7 +225,7 @@ inline AgreementRow batch_norm_row(std::string name, BatchNormDesc d) {
 }
 
 inline AgreementRow lrn_row(std::string name, LrnDesc d) {
-  return {"lrn " + name, [d](Backend& be, double tol) {
+  return {"lrn " + name, {LrnDesc::kOp}, [d](Backend& be, double tol) {
             Rng rng(37);
             const Device dev = be.device();
             const Shape xs{d.n, d.h, d.w, d.c};
@@ -231,7 +245,7 @@ inline AgreementRow lrn_row(std::string name, LrnDesc d) {
 
 // x ~ U(-range, range): hard sigmoid and hard swish saturate beyond 3.
 inline AgreementRow act_row(std::string name, ActDesc d, double range = 3.0) {
-  return {"activation " + name, [d, range](Backend& be, double tol) {
+  return {"activation " + name, {ActDesc::kOp}, [d, range](Backend& be, double tol) {
             Rng rng(41);
             const Device dev = be.device();
             const Shape s{d.numel};
@@ -250,7 +264,7 @@ inline AgreementRow act_row(std::string name, ActDesc d, double range = 3.0) {
 }
 
 inline AgreementRow softmax_row(std::string name, int64_t rows, int64_t c) {
-  return {"softmax " + name, [rows, c](Backend& be, double tol) {
+  return {"softmax " + name, {SoftmaxDesc::kOp}, [rows, c](Backend& be, double tol) {
             Rng rng(43);
             const Device dev = be.device();
             const Shape s{rows, 1, 1, c};
@@ -266,7 +280,7 @@ inline AgreementRow softmax_row(std::string name, int64_t rows, int64_t c) {
 }
 
 inline AgreementRow concat_row(std::string name, int64_t n, int64_t h, int64_t w, std::vector<int64_t> channels) {
-  return {"concat " + name, [=](Backend& be, double tol) {
+  return {"concat " + name, {ConcatDesc::kOp}, [=](Backend& be, double tol) {
             Rng rng(47);
             const Device dev = be.device();
             const int64_t pixels = n * h * w;
@@ -299,7 +313,9 @@ inline AgreementRow concat_row(std::string name, int64_t n, int64_t h, int64_t w
 
 // Max pooling indices, unpooling and its backward (a gather) against the reference.
 inline AgreementRow unpool_row(std::string name, PoolDesc d) {
-  return {"max_unpool " + name, [d](Backend& be, double tol) {
+  return {"max_unpool " + name,
+          {MaxPoolIndicesKernel::kOp, MaxUnpoolKernel::kOp, MaxUnpoolBackwardKernel::kOp},
+          [d](Backend& be, double tol) {
             Rng rng(71);
             const Device dev = be.device();
             const int64_t big = d.n * d.h * d.w * d.c, small = d.n * d.out_h() * d.out_w() * d.c;
@@ -325,7 +341,7 @@ inline AgreementRow unpool_row(std::string name, PoolDesc d) {
 
 // Cropping and its gradient (a scatter into zeros) against the reference.
 inline AgreementRow crop_row(std::string name, CropDesc d) {
-  return {"crop2d " + name, [d](Backend& be, double tol) {
+  return {"crop2d " + name, {Crop2dKernel::kOp, Crop2dBackwardKernel::kOp}, [d](Backend& be, double tol) {
             Rng rng(73);
             const Device dev = be.device();
             const Shape big{d.n, d.h, d.w, d.c}, small{d.n, d.out_h, d.out_w, d.c};
@@ -342,38 +358,39 @@ inline AgreementRow crop_row(std::string name, CropDesc d) {
 // The broadcasting product (Backend::multiply): repeated[i] makes input i (n, c), repeated over
 // the pixels; every input's gradient, with y and dx prefilled so that they must be overwritten.
 inline AgreementRow multiply_row(std::string name, ProductDesc d, std::vector<bool> repeated) {
-  return {"multiply " + name, [d, repeated](Backend& be, double tol) {
-            Rng rng(79);
-            const Device dev = be.device();
-            const Shape full{d.n, d.pixels, 1, d.c}, small{d.n, 1, 1, d.c};
-            std::vector<Vec> xs;
-            std::vector<Tensor> txs;
-            std::vector<const Tensor*> in;
-            for (bool r : repeated) {
-              xs.push_back(random_vec(r ? small.numel() : full.numel(), rng, -2.0, 2.0));
-              txs.push_back(to_tensor(xs.back(), r ? small : full, dev));
-            }
-            for (const Tensor& t : txs) in.push_back(&t);
-            Tensor y(full, dev);
-            be.fill(y, 9.f);
-            be.multiply(in, y, d);
-            check_close("forward", y, ref::multiply_forward(d, xs), tol);
-            const Vec dy = random_vec(full.numel(), rng);
-            const Tensor tdy = to_tensor(dy, full, dev);
-            for (size_t i = 0; i < xs.size(); ++i) {
-              INFO("gradient of input " << i << (repeated[i] ? " (repeated)" : ""));
-              Tensor dx(txs[i].shape(), dev);
-              be.fill(dx, 123.f);
-              be.multiply_backward(tdy, in, i, dx, d);
-              check_close("backward", dx, ref::multiply_backward(d, xs, dy, i), tol);
-            }
-          }};
+  return {
+      "multiply " + name, {MultiplyKernel::kOp, MultiplyBackwardKernel::kOp}, [d, repeated](Backend& be, double tol) {
+        Rng rng(79);
+        const Device dev = be.device();
+        const Shape full{d.n, d.pixels, 1, d.c}, small{d.n, 1, 1, d.c};
+        std::vector<Vec> xs;
+        std::vector<Tensor> txs;
+        std::vector<const Tensor*> in;
+        for (bool r : repeated) {
+          xs.push_back(random_vec(r ? small.numel() : full.numel(), rng, -2.0, 2.0));
+          txs.push_back(to_tensor(xs.back(), r ? small : full, dev));
+        }
+        for (const Tensor& t : txs) in.push_back(&t);
+        Tensor y(full, dev);
+        be.fill(y, 9.f);
+        be.multiply(in, y, d);
+        check_close("forward", y, ref::multiply_forward(d, xs), tol);
+        const Vec dy = random_vec(full.numel(), rng);
+        const Tensor tdy = to_tensor(dy, full, dev);
+        for (size_t i = 0; i < xs.size(); ++i) {
+          INFO("gradient of input " << i << (repeated[i] ? " (repeated)" : ""));
+          Tensor dx(txs[i].shape(), dev);
+          be.fill(dx, 123.f);
+          be.multiply_backward(tdy, in, i, dx, d);
+          check_close("backward", dx, ref::multiply_backward(d, xs, dy, i), tol);
+        }
+      }};
 }
 
 // Layer normalization: training forward (y and the row statistics), inference forward, backward
 // with the parameter gradients and without them (frozen).
 inline AgreementRow layer_norm_row(std::string name, LayerNormDesc d) {
-  return {"layer_norm " + name, [d](Backend& be, double tol) {
+  return {"layer_norm " + name, {LayerNormDesc::kOp}, [d](Backend& be, double tol) {
             Rng rng(83);
             const Device dev = be.device();
             const Shape xs{d.rows, d.length}, cs{d.c}, rs{d.rows};
@@ -411,7 +428,7 @@ inline AgreementRow layer_norm_row(std::string name, LayerNormDesc d) {
 // Channel shuffle and its inverse (the backward) against the reference; outputs are filled
 // first so that an unwritten element shows.
 inline AgreementRow shuffle_row(std::string name, ChannelShuffleDesc d) {
-  return {"channel_shuffle " + name, [d](Backend& be, double tol) {
+  return {"channel_shuffle " + name, {ChannelShuffleKernel::kOp}, [d](Backend& be, double tol) {
             Rng rng(79);
             const Device dev = be.device();
             const Shape s{d.pixels, d.c};
@@ -428,7 +445,9 @@ inline AgreementRow shuffle_row(std::string name, ChannelShuffleDesc d) {
 
 // Channel slice and its gradient (zeros outside the channels) against the reference.
 inline AgreementRow slice_row(std::string name, ChannelSliceDesc d) {
-  return {"channel_slice " + name, [d](Backend& be, double tol) {
+  return {"channel_slice " + name,
+          {ChannelSliceKernel::kOp, ChannelSliceBackwardKernel::kOp},
+          [d](Backend& be, double tol) {
             Rng rng(83);
             const Device dev = be.device();
             const Shape big{d.pixels, d.c}, small{d.pixels, d.count};
@@ -446,7 +465,7 @@ inline AgreementRow slice_row(std::string name, ChannelSliceDesc d) {
 // weighted: per-class weights in [0.2, 3); undefined: about a quarter of the labels are -1.
 inline AgreementRow cross_entropy_row(std::string name, int64_t n, int64_t c, bool weighted = false,
                                       bool undefined = false) {
-  return {"cross_entropy " + name, [n, c, weighted, undefined](Backend& be, double tol) {
+  return {"cross_entropy " + name, {CrossEntropyKernel::kOp}, [n, c, weighted, undefined](Backend& be, double tol) {
             Rng rng(53);
             const Device dev = be.device();
             Vec probs = ref::softmax_forward(n, c, random_vec(n * c, rng, -4.0, 4.0));
@@ -475,6 +494,13 @@ inline AgreementRow cross_entropy_row(std::string name, int64_t n, int64_t c, bo
 }
 
 }  // namespace agreement
+
+}  // namespace dlt::test
+
+// The light kernels' rows and the fused batch norm's (they use the checks above).
+#include "backend/kernel_rows.h"
+
+namespace dlt::test {
 
 // The rows: several shapes per op, including odd sizes, stride 2, asymmetric padding,
 // dilation 2 and fused relu. Small enough that the double reference runs in well under a
@@ -698,6 +724,7 @@ inline std::vector<AgreementRow> agreement_rows() {
   rows.push_back(layer_norm_row("spatial-channel 2 images of 5x4x6", layer_norm(2, 120, 6, 1e-5f)));
   rows.push_back(layer_norm_row("spatial-channel 3 images of 16x16x8", layer_norm(3, 2048, 8, 1e-5f)));
   rows.push_back(layer_norm_row("large epsilon 0.1, 20x16", layer_norm(20, 16, 16, 0.1f)));
+  for (AgreementRow& r : kernel_rows()) rows.push_back(std::move(r));
   return rows;
 }
 

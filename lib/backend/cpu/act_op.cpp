@@ -8,6 +8,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/primitive_sets.h"
 
 namespace dlt::cpu {
 namespace {
@@ -63,56 +64,35 @@ bool dnnl_eltwise(const ActDesc& d, Eltwise& e) {
 
 class CpuActOp final : public ActOp, public ImplInfo {
  public:
-  CpuActOp(const ActDesc& d, const Eltwise& e, DnnlContext& ctx) : ActOp(d, Device::cpu()), ctx_(ctx) {
-    const auto& eng = ctx.eng;
-    auto md = vec_md(d.numel);
-    eltwise_forward::desc fd(prop_kind::forward_training, e.alg, md, e.alpha, e.beta);
-    eltwise_backward::desc bd(e.alg, md, md, e.alpha, e.beta);
-    fwd_pd_ = eltwise_forward::primitive_desc(fd, user_scratchpad_attr(), eng);
-    bwd_pd_ = eltwise_backward::primitive_desc(bd, user_scratchpad_attr(), eng, fwd_pd_);
-    fwd_ = eltwise_forward(fwd_pd_);
-    bwd_ = eltwise_backward(bwd_pd_);
-    pad_.need(fwd_pd_.scratchpad_desc());
-    pad_.need(bwd_pd_.scratchpad_desc());
-    pad_.allocate();
-    x_ = unbound(md, eng);
-    y_ = unbound(md, eng);
-    dx_ = unbound(md, eng);
-    fwd_args_ = {
-        {DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_}, {DNNL_ARG_SCRATCHPAD, pad_.memory_for(fwd_pd_.scratchpad_desc(), eng)}};
-    bwd_args_ = {{DNNL_ARG_SRC, x_},
-                 {DNNL_ARG_DIFF_DST, y_},
-                 {DNNL_ARG_DIFF_SRC, dx_},
-                 {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_pd_.scratchpad_desc(), eng)}};
+  CpuActOp(const ActDesc& d, const Eltwise& e, DnnlContext& ctx)
+      : ActOp(d, Device::cpu()),
+        ctx_(ctx),
+        prims_({prop_kind::forward_training, e.alg, vec_md(d.numel), e.alpha, e.beta},
+               {e.alg, vec_md(d.numel), vec_md(d.numel), e.alpha, e.beta}, vec_md(d.numel), ctx.eng) {
+    dx_ = unbound(vec_md(d.numel), ctx.eng);
+    // Backward reads the forward input x and dy (in dst's memory), writes dx.
+    prims_.bwd_args = {{DNNL_ARG_SRC, prims_.src},
+                       {DNNL_ARG_DIFF_DST, prims_.dst},
+                       {DNNL_ARG_DIFF_SRC, dx_},
+                       {DNNL_ARG_SCRATCHPAD, prims_.bwd_pad(ctx.eng)}};
   }
 
-  std::string impl_info() const override { return "fwd=" + impl_of(fwd_pd_) + " bwd=" + impl_of(bwd_pd_); }
+  std::string impl_info() const override { return prims_.impl_info(); }
 
  protected:
-  void do_forward(const Tensor& x, Tensor& y) override {
-    bind(x_, x);
-    bind(y_, y);
-    fwd_.execute(ctx_.strm, fwd_args_);
-    ctx_.strm.wait();
-  }
+  void do_forward(const Tensor& x, Tensor& y) override { prims_.forward(ctx_.strm, x, y); }
 
   void do_backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
-    bind(x_, x);
-    bind(y_, dy);
+    bind(prims_.src, x);
+    bind(prims_.dst, dy);
     bind(dx_, dx);
-    bwd_.execute(ctx_.strm, bwd_args_);
-    ctx_.strm.wait();
+    prims_.backward(ctx_.strm);
   }
 
  private:
   DnnlContext& ctx_;
-  eltwise_forward::primitive_desc fwd_pd_;
-  eltwise_backward::primitive_desc bwd_pd_;
-  eltwise_forward fwd_;
-  eltwise_backward bwd_;
-  Scratchpad pad_;
-  memory x_, y_, dx_;  // src, dst / diff_dst, diff_src: (numel)
-  Args fwd_args_, bwd_args_;
+  PrimitivePair<eltwise_forward, eltwise_backward> prims_;  // src x, dst y / dy: (numel)
+  memory dx_;                                               // (numel)
 };
 
 // Hard sigmoid and hard swish, PyTorch's formulas in float (ops.h).

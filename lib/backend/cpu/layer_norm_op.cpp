@@ -7,6 +7,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/primitive_sets.h"
 
 namespace dlt::cpu {
 namespace {
@@ -14,39 +15,19 @@ namespace {
 using dnnl::layer_normalization_backward;
 using dnnl::layer_normalization_forward;
 using dnnl::normalization_flags;
-using dnnl::prop_kind;
+
+using LayerNormPrimitives = NormalizationPrimitives<layer_normalization_forward, layer_normalization_backward>;
+
+const normalization_flags kAffine = normalization_flags::use_scale | normalization_flags::use_shift;
 
 class CpuLayerNormOp final : public LayerNormOp, public ImplInfo {
  public:
-  CpuLayerNormOp(const LayerNormDesc& d, DnnlContext& ctx) : LayerNormOp(d, Device::cpu()), d_(d), ctx_(ctx) {
-    const auto& eng = ctx.eng;
-    const memory::desc x_md = nc_md(d.rows, d.length), s_md = vec_md(d.length);
-    const auto flags = normalization_flags::use_scale | normalization_flags::use_shift;
-    layer_normalization_forward::desc train_d(prop_kind::forward_training, x_md, d.epsilon, flags);
-    layer_normalization_forward::desc infer_d(prop_kind::forward_inference, x_md, d.epsilon, flags);
-    layer_normalization_backward::desc bwd_d(prop_kind::backward, x_md, x_md, d.epsilon, flags);
-    train_pd_ = layer_normalization_forward::primitive_desc(train_d, user_scratchpad_attr(), eng);
-    infer_pd_ = layer_normalization_forward::primitive_desc(infer_d, user_scratchpad_attr(), eng);
-    bwd_pd_ = layer_normalization_backward::primitive_desc(bwd_d, user_scratchpad_attr(), eng, train_pd_);
-    train_ = layer_normalization_forward(train_pd_);
-    infer_ = layer_normalization_forward(infer_pd_);
-    bwd_ = layer_normalization_backward(bwd_pd_);
-    pad_.need(train_pd_.scratchpad_desc());
-    pad_.need(infer_pd_.scratchpad_desc());
-    pad_.need(bwd_pd_.scratchpad_desc());
-    pad_.allocate();
-
-    const memory::desc stat_md = train_pd_.mean_desc();
-    x_ = unbound(x_md, eng);
-    y_ = unbound(x_md, eng);
-    dx_ = unbound(x_md, eng);
-    scale_ = unbound(s_md, eng);
-    shift_ = unbound(s_md, eng);
-    dscale_ = unbound(s_md, eng);
-    dshift_ = unbound(s_md, eng);
-    mean_ = unbound(stat_md, eng);
-    var_ = unbound(stat_md, eng);
-    tiled_ = d.length != d.c;
+  CpuLayerNormOp(const LayerNormDesc& d, DnnlContext& ctx)
+      : LayerNormOp(d, Device::cpu()),
+        d_(d),
+        ctx_(ctx),
+        tiled_(d.length != d.c),
+        norm_(nc_md(d.rows, d.length), vec_md(d.length), d.epsilon, kAffine, kAffine, ctx.eng) {
     const Shape len{d.length};
     if (tiled_) {
       scale_t_ = Tensor(len);
@@ -54,93 +35,40 @@ class CpuLayerNormOp final : public LayerNormOp, public ImplInfo {
     }
     dscale_t_ = Tensor(len);
     dshift_t_ = Tensor(len);
-    shift_unused_ = Tensor::zeros(len);
     infer_mean_ = Tensor(Shape{d.rows});
     infer_var_ = Tensor(Shape{d.rows});
-    train_args_ = {{DNNL_ARG_SRC, x_},
-                   {DNNL_ARG_SCALE, scale_},
-                   {DNNL_ARG_SHIFT, shift_},
-                   {DNNL_ARG_DST, y_},
-                   {DNNL_ARG_MEAN, mean_},
-                   {DNNL_ARG_VARIANCE, var_},
-                   {DNNL_ARG_SCRATCHPAD, pad_.memory_for(train_pd_.scratchpad_desc(), eng)}};
-    infer_args_ = {{DNNL_ARG_SRC, x_},
-                   {DNNL_ARG_SCALE, scale_},
-                   {DNNL_ARG_SHIFT, shift_},
-                   {DNNL_ARG_DST, y_},
-                   {DNNL_ARG_MEAN, memory(stat_md, eng, infer_mean_.data())},
-                   {DNNL_ARG_VARIANCE, memory(stat_md, eng, infer_var_.data())},
-                   {DNNL_ARG_SCRATCHPAD, pad_.memory_for(infer_pd_.scratchpad_desc(), eng)}};
-    bwd_args_ = {{DNNL_ARG_SRC, x_},
-                 {DNNL_ARG_DIFF_DST, y_},
-                 {DNNL_ARG_SCALE, scale_},
-                 {DNNL_ARG_SHIFT, memory(s_md, eng, shift_unused_.data())},
-                 {DNNL_ARG_MEAN, mean_},
-                 {DNNL_ARG_VARIANCE, var_},
-                 {DNNL_ARG_DIFF_SRC, dx_},
-                 {DNNL_ARG_DIFF_SCALE, dscale_},
-                 {DNNL_ARG_DIFF_SHIFT, dshift_},
-                 {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_pd_.scratchpad_desc(), eng)}};
   }
 
-  std::string impl_info() const override {
-    return "fwd=" + impl_of(train_pd_) + " infer=" + impl_of(infer_pd_) + " bwd=" + impl_of(bwd_pd_);
-  }
+  std::string impl_info() const override { return norm_.prims.impl_info(); }
 
  protected:
   void do_forward_training(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& y, Tensor& mean,
                            Tensor& var) override {
-    bind_affine(scale, offset);
-    bind(x_, x);
-    bind(y_, y);
-    bind(mean_, mean);
-    bind(var_, var);
-    train_.execute(ctx_.strm, train_args_);
-    ctx_.strm.wait();
+    norm_.forward_training(ctx_.strm, x, affine(scale, scale_t_), affine(offset, shift_t_), y, mean, var);
   }
 
   void do_forward_inference(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& y) override {
-    bind_affine(scale, offset);
-    bind(x_, x);
-    bind(y_, y);
-    infer_.execute(ctx_.strm, infer_args_);
-    ctx_.strm.wait();
+    norm_.forward_inference(ctx_.strm, x, affine(scale, scale_t_), affine(offset, shift_t_), infer_mean_, infer_var_,
+                            y);
   }
 
   void do_backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& mean, const Tensor& var,
                    Tensor& dx, Tensor& dscale, Tensor& doffset) override {
-    if (tiled_) {
-      tile(scale, scale_t_);
-      bind(scale_, scale_t_);
-    } else {
-      bind(scale_, scale);
-    }
-    bind(x_, x);
-    bind(y_, dy);
-    bind(dx_, dx);
-    bind(mean_, mean);
-    bind(var_, var);
     // oneDNN writes (length) gradients: the caller's when they are (C) and wanted, else ours.
-    bind(dscale_, !tiled_ && dscale.defined() ? dscale : dscale_t_);
-    bind(dshift_, !tiled_ && doffset.defined() ? doffset : dshift_t_);
-    bwd_.execute(ctx_.strm, bwd_args_);
-    ctx_.strm.wait();
+    norm_.backward(ctx_.strm, x, dy, affine(scale, scale_t_), mean, var, dx,
+                   !tiled_ && dscale.defined() ? dscale : dscale_t_,
+                   !tiled_ && doffset.defined() ? doffset : dshift_t_);
     if (!tiled_) return;
     if (dscale.defined()) sum_pixels(dscale_t_, dscale);
     if (doffset.defined()) sum_pixels(dshift_t_, doffset);
   }
 
  private:
-  void bind_affine(const Tensor& scale, const Tensor& offset) {
-    if (!tiled_) {
-      bind(scale_, scale);
-      bind(shift_, offset);
-      return;
-    }
-    tile(scale, scale_t_);
-    tile(offset, shift_t_);
-    bind(scale_, scale_t_);
-    bind(shift_, shift_t_);
+  // The (length) vector oneDNN reads for v (C): v itself, or (tiled_) v repeated into tiled.
+  const Tensor& affine(const Tensor& v, Tensor& tiled) const {
+    if (!tiled_) return v;
+    tile(v, tiled);
+    return tiled;
   }
   // out (length) = v (C) repeated over the pixels.
   void tile(const Tensor& v, Tensor& out) const {
@@ -158,20 +86,11 @@ class CpuLayerNormOp final : public LayerNormOp, public ImplInfo {
 
   LayerNormDesc d_;
   DnnlContext& ctx_;
-  bool tiled_ = false;  // spatial-channel: length > C
-  layer_normalization_forward::primitive_desc train_pd_, infer_pd_;
-  layer_normalization_backward::primitive_desc bwd_pd_;
-  layer_normalization_forward train_, infer_;
-  layer_normalization_backward bwd_;
-  Scratchpad pad_;
-  memory x_, y_, dx_;                       // (rows, length)
-  memory scale_, shift_, dscale_, dshift_;  // (length)
-  memory mean_, var_;                       // (rows)
-  Tensor scale_t_, shift_t_;                // (length) scale and offset repeated over the pixels (tiled_)
-  Tensor dscale_t_, dshift_t_;              // (length) oneDNN's gradients before the sum over pixels
-  Tensor shift_unused_;                     // (length) zeros: backward asks for a shift it does not read
-  Tensor infer_mean_, infer_var_;           // (rows) inference's own statistics
-  Args train_args_, infer_args_, bwd_args_;
+  bool tiled_ = false;             // spatial-channel: length > C
+  LayerNormPrimitives norm_;       // x (rows, length); scale, shift (length); mean, var (rows)
+  Tensor scale_t_, shift_t_;       // (length) scale and offset repeated over the pixels (tiled_)
+  Tensor dscale_t_, dshift_t_;     // (length) oneDNN's gradients before the sum over pixels
+  Tensor infer_mean_, infer_var_;  // (rows) inference's own statistics
 };
 
 }  // namespace

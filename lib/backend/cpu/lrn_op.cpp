@@ -9,6 +9,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/primitive_sets.h"
 
 namespace dlt::cpu {
 namespace {
@@ -18,40 +19,35 @@ using dnnl::lrn_backward;
 using dnnl::lrn_forward;
 using dnnl::prop_kind;
 
+lrn_forward::desc forward_desc(const LrnDesc& d, prop_kind prop) {
+  return lrn_forward::desc(prop, algorithm::lrn_across_channels, nhwc_md(d.n, d.h, d.w, d.c), d.size, d.alpha, d.beta,
+                           d.k);
+}
+lrn_backward::desc backward_desc(const LrnDesc& d) {
+  const auto x_md = nhwc_md(d.n, d.h, d.w, d.c);
+  return lrn_backward::desc(algorithm::lrn_across_channels, x_md, x_md, d.size, d.alpha, d.beta, d.k);
+}
+
 class CpuLrnOp final : public LrnOp, public ImplInfo {
  public:
-  CpuLrnOp(const LrnDesc& d, DnnlContext& ctx) : LrnOp(d, Device::cpu()), d_(d), ctx_(ctx) {
+  CpuLrnOp(const LrnDesc& d, DnnlContext& ctx)
+      : LrnOp(d, Device::cpu()),
+        d_(d),
+        ctx_(ctx),
+        prims_(forward_desc(d, prop_kind::forward_training), forward_desc(d, prop_kind::forward_inference),
+               backward_desc(d), ctx.eng) {
     const auto& eng = ctx.eng;
     auto x_md = nhwc_md(d.n, d.h, d.w, d.c);
-    auto alg = algorithm::lrn_across_channels;
-    lrn_forward::desc train_d(prop_kind::forward_training, alg, x_md, d.size, d.alpha, d.beta, d.k);
-    lrn_forward::desc infer_d(prop_kind::forward_inference, alg, x_md, d.size, d.alpha, d.beta, d.k);
-    lrn_backward::desc bwd_d(alg, x_md, x_md, d.size, d.alpha, d.beta, d.k);
-    train_pd_ = lrn_forward::primitive_desc(train_d, user_scratchpad_attr(), eng);
-    infer_pd_ = lrn_forward::primitive_desc(infer_d, user_scratchpad_attr(), eng);
-    bwd_pd_ = lrn_backward::primitive_desc(bwd_d, user_scratchpad_attr(), eng, train_pd_);
-    train_ = lrn_forward(train_pd_);
-    infer_ = lrn_forward(infer_pd_);
-    bwd_ = lrn_backward(bwd_pd_);
-    pad_.need(train_pd_.scratchpad_desc());
-    pad_.need(infer_pd_.scratchpad_desc());
-    pad_.need(bwd_pd_.scratchpad_desc());
-    pad_.allocate();
-
     x_ = unbound(x_md, eng);
     y_ = unbound(x_md, eng);
     dx_ = unbound(x_md, eng);
-    train_args_ = {{DNNL_ARG_SRC, x_},
-                   {DNNL_ARG_DST, y_},
-                   {DNNL_ARG_SCRATCHPAD, pad_.memory_for(train_pd_.scratchpad_desc(), eng)}};
-    infer_args_ = {{DNNL_ARG_SRC, x_},
-                   {DNNL_ARG_DST, y_},
-                   {DNNL_ARG_SCRATCHPAD, pad_.memory_for(infer_pd_.scratchpad_desc(), eng)}};
+    train_args_ = {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_}, {DNNL_ARG_SCRATCHPAD, prims_.train_pad(eng)}};
+    infer_args_ = {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_}, {DNNL_ARG_SCRATCHPAD, prims_.infer_pad(eng)}};
     bwd_args_ = {{DNNL_ARG_SRC, x_},
                  {DNNL_ARG_DIFF_DST, y_},
                  {DNNL_ARG_DIFF_SRC, dx_},
-                 {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_pd_.scratchpad_desc(), eng)}};
-    auto ws_md = train_pd_.workspace_desc();
+                 {DNNL_ARG_SCRATCHPAD, prims_.bwd_pad(eng)}};
+    auto ws_md = prims_.train_pd.workspace_desc();
     if (ws_md.get_size() > 0) {
       ws_buf_ = host_buffer(ws_md.get_size());
       memory ws(ws_md, eng, ws_buf_.data());
@@ -60,38 +56,26 @@ class CpuLrnOp final : public LrnOp, public ImplInfo {
     }
   }
 
-  std::string impl_info() const override {
-    return "fwd=" + impl_of(train_pd_) + " infer=" + impl_of(infer_pd_) + " bwd=" + impl_of(bwd_pd_);
-  }
+  std::string impl_info() const override { return prims_.impl_info(); }
 
  protected:
   void do_forward(const Tensor& x, Tensor& y, bool training) override {
     bind(x_, x);
     bind(y_, y);
-    if (training) {
-      train_.execute(ctx_.strm, train_args_);
-    } else {
-      infer_.execute(ctx_.strm, infer_args_);
-    }
-    ctx_.strm.wait();
+    prims_.forward(ctx_.strm, training, train_args_, infer_args_);
   }
 
   void do_backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
     bind(x_, x);
     bind(y_, dy);
     bind(dx_, dx);
-    bwd_.execute(ctx_.strm, bwd_args_);
-    ctx_.strm.wait();
+    run(prims_.bwd, ctx_.strm, bwd_args_);
   }
 
  private:
   LrnDesc d_;
   DnnlContext& ctx_;
-  lrn_forward::primitive_desc train_pd_, infer_pd_;
-  lrn_backward::primitive_desc bwd_pd_;
-  lrn_forward train_, infer_;
-  lrn_backward bwd_;
-  Scratchpad pad_;
+  PrimitiveTriple<lrn_forward, lrn_backward> prims_;
   memory x_, y_, dx_;  // src, dst / diff_dst, diff_src: (N, H, W, C)
   Tensor ws_buf_;      // what the last training forward left for backward
   Args train_args_, infer_args_, bwd_args_;

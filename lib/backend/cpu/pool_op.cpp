@@ -10,6 +10,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/primitive_sets.h"
 
 namespace dlt::cpu {
 namespace {
@@ -57,43 +58,42 @@ using dnnl::pooling_backward;
 using dnnl::pooling_forward;
 using dnnl::prop_kind;
 
+algorithm pool_algorithm(const PoolDesc& d) {
+  return d.kind == PoolKind::kMax ? algorithm::pooling_max : algorithm::pooling_avg_include_padding;
+}
+memory::desc pool_x_md(const PoolDesc& d) { return nhwc_md(d.n, d.h, d.w, d.c); }
+memory::desc pool_y_md(const PoolDesc& d) { return nhwc_md(d.n, d.out_h(), d.out_w(), d.c); }
+pooling_forward::desc forward_desc(const PoolDesc& d, prop_kind prop) {
+  return pooling_forward::desc(prop, pool_algorithm(d), pool_x_md(d), pool_y_md(d), {d.stride_h, d.stride_w},
+                               {d.kh, d.kw}, {d.pad_t, d.pad_l}, {d.pad_b, d.pad_r});
+}
+pooling_backward::desc backward_desc(const PoolDesc& d) {
+  return pooling_backward::desc(pool_algorithm(d), pool_x_md(d), pool_y_md(d), {d.stride_h, d.stride_w}, {d.kh, d.kw},
+                                {d.pad_t, d.pad_l}, {d.pad_b, d.pad_r});
+}
+// d, once its output is known not to be empty.
+const PoolDesc& with_output(const PoolDesc& d) {
+  DLT_CHECK(d.out_h() > 0 && d.out_w() > 0, "pool: output " << d.out_h() << "x" << d.out_w() << " is empty");
+  return d;
+}
+
 class CpuPoolOp final : public PoolOp, public ImplInfo {
  public:
-  CpuPoolOp(const PoolDesc& d, DnnlContext& ctx) : PoolOp(d, Device::cpu()), d_(d), ctx_(ctx) {
+  CpuPoolOp(const PoolDesc& d, DnnlContext& ctx)
+      : PoolOp(d, Device::cpu()),
+        d_(with_output(d)),
+        ctx_(ctx),
+        prims_(forward_desc(d, prop_kind::forward_training), forward_desc(d, prop_kind::forward_inference),
+               backward_desc(d), ctx.eng) {
     const auto& eng = ctx.eng;
-    DLT_CHECK(d.out_h() > 0 && d.out_w() > 0, "pool: output " << d.out_h() << "x" << d.out_w() << " is empty");
-    auto x_md = nhwc_md(d.n, d.h, d.w, d.c);
-    auto y_md = nhwc_md(d.n, d.out_h(), d.out_w(), d.c);
-    auto alg = d.kind == PoolKind::kMax ? algorithm::pooling_max : algorithm::pooling_avg_include_padding;
-    memory::dims strides{d.stride_h, d.stride_w}, kernel{d.kh, d.kw};
-    memory::dims pl{d.pad_t, d.pad_l}, pr{d.pad_b, d.pad_r};
-    pooling_forward::desc train_d(prop_kind::forward_training, alg, x_md, y_md, strides, kernel, pl, pr);
-    pooling_forward::desc infer_d(prop_kind::forward_inference, alg, x_md, y_md, strides, kernel, pl, pr);
-    pooling_backward::desc bwd_d(alg, x_md, y_md, strides, kernel, pl, pr);
-    train_pd_ = pooling_forward::primitive_desc(train_d, user_scratchpad_attr(), eng);
-    infer_pd_ = pooling_forward::primitive_desc(infer_d, user_scratchpad_attr(), eng);
-    bwd_pd_ = pooling_backward::primitive_desc(bwd_d, user_scratchpad_attr(), eng, train_pd_);
-    train_ = pooling_forward(train_pd_);
-    infer_ = pooling_forward(infer_pd_);
-    bwd_ = pooling_backward(bwd_pd_);
-    pad_.need(train_pd_.scratchpad_desc());
-    pad_.need(infer_pd_.scratchpad_desc());
-    pad_.need(bwd_pd_.scratchpad_desc());
-    pad_.allocate();
-
-    x_ = unbound(x_md, eng);
+    auto y_md = pool_y_md(d);
+    x_ = unbound(pool_x_md(d), eng);
     y_ = unbound(y_md, eng);
-    auto ws_md = train_pd_.workspace_desc();
+    auto ws_md = prims_.train_pd.workspace_desc();
     has_ws_ = ws_md.get_size() > 0;
-    train_args_ = {{DNNL_ARG_SRC, x_},
-                   {DNNL_ARG_DST, y_},
-                   {DNNL_ARG_SCRATCHPAD, pad_.memory_for(train_pd_.scratchpad_desc(), eng)}};
-    infer_args_ = {{DNNL_ARG_SRC, x_},
-                   {DNNL_ARG_DST, y_},
-                   {DNNL_ARG_SCRATCHPAD, pad_.memory_for(infer_pd_.scratchpad_desc(), eng)}};
-    bwd_args_ = {{DNNL_ARG_DIFF_DST, y_},
-                 {DNNL_ARG_DIFF_SRC, x_},
-                 {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_pd_.scratchpad_desc(), eng)}};
+    train_args_ = {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_}, {DNNL_ARG_SCRATCHPAD, prims_.train_pad(eng)}};
+    infer_args_ = {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_}, {DNNL_ARG_SCRATCHPAD, prims_.infer_pad(eng)}};
+    bwd_args_ = {{DNNL_ARG_DIFF_DST, y_}, {DNNL_ARG_DIFF_SRC, x_}, {DNNL_ARG_SCRATCHPAD, prims_.bwd_pad(eng)}};
     if (has_ws_) {
       ws_buf_ = host_buffer(ws_md.get_size());
       memory ws(ws_md, eng, ws_buf_.data());
@@ -106,20 +106,15 @@ class CpuPoolOp final : public PoolOp, public ImplInfo {
   }
 
   std::string impl_info() const override {
-    return "fwd=" + impl_of(train_pd_) + " infer=" + impl_of(infer_pd_) +
-           " bwd=" + (own_backward_ ? std::string("dltrain") : impl_of(bwd_pd_));
+    return "fwd=" + impl_of(prims_.train_pd) + " infer=" + impl_of(prims_.infer_pd) +
+           " bwd=" + (own_backward_ ? std::string("dltrain") : impl_of(prims_.bwd_pd));
   }
 
  protected:
   void do_forward(const Tensor& x, Tensor& y, bool training) override {
     bind(x_, x);
     bind(y_, y);
-    if (training) {
-      train_.execute(ctx_.strm, train_args_);
-    } else {
-      infer_.execute(ctx_.strm, infer_args_);
-    }
-    ctx_.strm.wait();
+    prims_.forward(ctx_.strm, training, train_args_, infer_args_);
   }
 
   void do_backward(const Tensor& dy, Tensor& dx) override {
@@ -134,18 +129,13 @@ class CpuPoolOp final : public PoolOp, public ImplInfo {
     }
     bind(y_, dy);
     bind(x_, dx);
-    bwd_.execute(ctx_.strm, bwd_args_);
-    ctx_.strm.wait();
+    run(prims_.bwd, ctx_.strm, bwd_args_);
   }
 
  private:
   PoolDesc d_;
   DnnlContext& ctx_;
-  pooling_forward::primitive_desc train_pd_, infer_pd_;
-  pooling_backward::primitive_desc bwd_pd_;
-  pooling_forward train_, infer_;
-  pooling_backward bwd_;
-  Scratchpad pad_;
+  PrimitiveTriple<pooling_forward, pooling_backward> prims_;
   memory x_, y_;  // (diff_)src, (diff_)dst
   bool has_ws_ = false;
   bool own_backward_ = false;  // max pooling below avx512_core: max_pool_backward_image

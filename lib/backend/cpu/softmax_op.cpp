@@ -1,6 +1,7 @@
 // Softmax over the channel (last) dimension on oneDNN: NHWC data seen as (N*H*W, C) rows.
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/primitive_sets.h"
 
 namespace dlt::cpu {
 namespace {
@@ -12,56 +13,34 @@ using dnnl::softmax_forward;
 class CpuSoftmaxOp final : public SoftmaxOp, public ImplInfo {
  public:
   CpuSoftmaxOp(int64_t rows, int64_t channels, DnnlContext& ctx)
-      : SoftmaxOp(SoftmaxDesc{rows, channels}, Device::cpu()), ctx_(ctx) {
-    const auto& eng = ctx.eng;
-    auto md = nc_md(rows, channels);
-    softmax_forward::desc fd(prop_kind::forward_training, md, 1);
-    softmax_backward::desc bd(md, md, 1);
-    fwd_pd_ = softmax_forward::primitive_desc(fd, user_scratchpad_attr(), eng);
-    bwd_pd_ = softmax_backward::primitive_desc(bd, user_scratchpad_attr(), eng, fwd_pd_);
-    fwd_ = softmax_forward(fwd_pd_);
-    bwd_ = softmax_backward(bwd_pd_);
-    pad_.need(fwd_pd_.scratchpad_desc());
-    pad_.need(bwd_pd_.scratchpad_desc());
-    pad_.allocate();
-    x_ = unbound(md, eng);
-    y_ = unbound(md, eng);
-    dy_ = unbound(md, eng);
-    fwd_args_ = {
-        {DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_}, {DNNL_ARG_SCRATCHPAD, pad_.memory_for(fwd_pd_.scratchpad_desc(), eng)}};
-    bwd_args_ = {{DNNL_ARG_DST, y_},
-                 {DNNL_ARG_DIFF_DST, dy_},
-                 {DNNL_ARG_DIFF_SRC, x_},
-                 {DNNL_ARG_SCRATCHPAD, pad_.memory_for(bwd_pd_.scratchpad_desc(), eng)}};
+      : SoftmaxOp(SoftmaxDesc{rows, channels}, Device::cpu()),
+        ctx_(ctx),
+        prims_({prop_kind::forward_training, nc_md(rows, channels), 1},
+               {nc_md(rows, channels), nc_md(rows, channels), 1}, nc_md(rows, channels), ctx.eng) {
+    dy_ = unbound(nc_md(rows, channels), ctx.eng);
+    // Backward reads y (in dst's memory) and dy, writes dx (in src's memory).
+    prims_.bwd_args = {{DNNL_ARG_DST, prims_.dst},
+                       {DNNL_ARG_DIFF_DST, dy_},
+                       {DNNL_ARG_DIFF_SRC, prims_.src},
+                       {DNNL_ARG_SCRATCHPAD, prims_.bwd_pad(ctx.eng)}};
   }
 
-  std::string impl_info() const override { return "fwd=" + impl_of(fwd_pd_) + " bwd=" + impl_of(bwd_pd_); }
+  std::string impl_info() const override { return prims_.impl_info(); }
 
  protected:
-  void do_forward(const Tensor& x, Tensor& y) override {
-    bind(x_, x);
-    bind(y_, y);
-    fwd_.execute(ctx_.strm, fwd_args_);
-    ctx_.strm.wait();
-  }
+  void do_forward(const Tensor& x, Tensor& y) override { prims_.forward(ctx_.strm, x, y); }
 
   void do_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
-    bind(y_, y);
+    bind(prims_.dst, y);
     bind(dy_, dy);
-    bind(x_, dx);
-    bwd_.execute(ctx_.strm, bwd_args_);
-    ctx_.strm.wait();
+    bind(prims_.src, dx);
+    prims_.backward(ctx_.strm);
   }
 
  private:
   DnnlContext& ctx_;
-  softmax_forward::primitive_desc fwd_pd_;
-  softmax_backward::primitive_desc bwd_pd_;
-  softmax_forward fwd_;
-  softmax_backward bwd_;
-  Scratchpad pad_;
-  memory x_, y_, dy_;  // (rows, C): src / diff_src, dst, diff_dst
-  Args fwd_args_, bwd_args_;
+  PrimitivePair<softmax_forward, softmax_backward> prims_;  // src x / dx, dst y: (rows, C)
+  memory dy_;                                               // (rows, C)
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "backend/cuda/cuda_act_kernels.h"
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_op_kernels.h"
 #include "backend/cuda/cuda_op_util.h"
 
@@ -102,6 +103,17 @@ class CudaActOp final : public ActOp {
 
 }  // namespace
 
-std::unique_ptr<ActOp> make_act_op(const ActDesc& d, CudaContext& ctx) { return std::make_unique<CudaActOp>(d, ctx); }
+static std::unique_ptr<ActOp> make_act_op(const ActDesc& d, CudaContext& ctx) {
+  return std::make_unique<CudaActOp>(d, ctx);
+}
+
+namespace {
+std::unique_ptr<ActOp> make_registered(Backend& b, const ActDesc& d) {
+  cuda_backend_of(b).enter();
+  return make_act_op(d, cuda_context(b));
+}
+}  // namespace
+
+DLT_REGISTER_OP(ActDesc, DeviceType::kCuda, "cudnn", 0, make_registered, nullptr);
 
 }  // namespace dlt::cuda

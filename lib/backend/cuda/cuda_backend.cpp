@@ -1,6 +1,7 @@
-// CudaBackend: construction, name, the op factories, overlapped uploads (pinned staging
-// buffers on the copy stream, events between the streams), synchronize, the peak memory, and
-// cuda::backend(index, options). The element-wise methods are in cuda_elementwise.cpp.
+// CudaBackend: construction, name, what its kernels share (scratch and read-back buffers),
+// overlapped uploads (pinned staging buffers on the copy stream, events between the streams),
+// synchronize, the peak memory, and cuda::backend(index, options). The kernels are registered
+// in the files that implement them (cuda_elementwise.cpp, cuda_*_op.cpp, ...).
 #include "backend/cuda/cuda_backend.h"
 
 #include <cstdio>
@@ -14,8 +15,7 @@
 namespace dlt {
 
 namespace {
-constexpr size_t kResultBytes = 256;  // room for the values read back (CrossEntropyResult)
-constexpr size_t kMaxStaging = 8;     // uploads in flight before upload_begin waits for one
+constexpr size_t kMaxStaging = 8;  // uploads in flight before upload_begin waits for one
 constexpr size_t kStagingStep = size_t(1) << 20;
 }  // namespace
 
@@ -57,6 +57,9 @@ CudaBackend::~CudaBackend() {
 
 void CudaBackend::enter() const { cuda::use_device(device_); }
 
+CudaBackend& cuda_backend_of(Backend& b) { return static_cast<CudaBackend&>(b); }
+cuda::CudaContext& cuda_context(Backend& b) { return cuda_backend_of(b).context(); }
+
 std::string cuda::library_versions() {
   auto dotted = [](int v, int major_div, int minor_div, int minor_mod) {
     return std::to_string(v / major_div) + "." + std::to_string(v / minor_div % minor_mod);
@@ -91,48 +94,6 @@ std::string CudaBackend::name() const {
          std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10) + ")";
 }
 
-std::unique_ptr<ConvOp> CudaBackend::make_conv(const ConvDesc& d) {
-  enter();
-  return cuda::make_conv_op(d, ctx_, options());
-}
-std::unique_ptr<DeconvOp> CudaBackend::make_deconv(const DeconvDesc& d) {
-  enter();
-  return cuda::make_deconv_op(d, ctx_, options());
-}
-std::unique_ptr<FcOp> CudaBackend::make_fc(const FcDesc& d) {
-  enter();
-  return cuda::make_fc_op(d, ctx_, options());
-}
-std::unique_ptr<PoolOp> CudaBackend::make_pool(const PoolDesc& d) {
-  enter();
-  return cuda::make_pool_op(d, ctx_);
-}
-std::unique_ptr<BatchNormOp> CudaBackend::make_batch_norm(const BatchNormDesc& d) {
-  enter();
-  return cuda::make_batch_norm_op(d, ctx_, options());
-}
-std::unique_ptr<LrnOp> CudaBackend::make_lrn(const LrnDesc& d) {
-  enter();
-  return cuda::make_lrn_op(d, ctx_);
-}
-std::unique_ptr<ActOp> CudaBackend::make_act(const ActDesc& d) {
-  enter();
-  return cuda::make_act_op(d, ctx_);
-}
-std::unique_ptr<SoftmaxOp> CudaBackend::make_softmax(int64_t rows, int64_t channels) {
-  enter();
-  return cuda::make_softmax_op(rows, channels, ctx_);
-}
-std::unique_ptr<ConcatOp> CudaBackend::make_concat(int64_t n, int64_t h, int64_t w,
-                                                   const std::vector<int64_t>& channels) {
-  enter();
-  return cuda::make_concat_op(n, h, w, channels, ctx_);
-}
-std::unique_ptr<LayerNormOp> CudaBackend::make_layer_norm(const LayerNormDesc& d) {
-  enter();
-  return cuda::make_layer_norm_op(d, ctx_);
-}
-
 void* CudaBackend::scratch(size_t bytes) {
   if (s_.scratch_ && bytes <= s_.scratch_bytes_) return s_.scratch_;
   // The old block may still be read by queued kernels; it goes back to the cache, whose next
@@ -145,11 +106,14 @@ void* CudaBackend::scratch(size_t bytes) {
   return s_.scratch_;
 }
 
-void CudaBackend::read_back(size_t bytes) {
+void* CudaBackend::result_buffer() const { return s_.result_d_; }
+
+const void* CudaBackend::read_back(size_t bytes) {
   DLT_CHECK(bytes <= kResultBytes, "read_back: " << bytes << " bytes");
   not_capturing("reading a value back");
   DLT_CUDA(cudaMemcpyAsync(s_.result_h_, s_.result_d_, bytes, cudaMemcpyDeviceToHost, ctx_.stream));
   DLT_CUDA(cudaStreamSynchronize(ctx_.stream));
+  return s_.result_h_;
 }
 
 CudaBackend::Staging& CudaBackend::free_staging(size_t bytes) {

@@ -1,7 +1,10 @@
-// The CUDA backend of one GPU: heavy ops from the cuDNN / cuBLAS factories (cuda_common.h),
-// element-wise work, losses and optimizer updates as own kernels (cuda_kernels.h), all on the
-// context's compute stream. Only sum_squares and cross_entropy wait for the GPU (they return
-// values); uploads overlap compute through pinned staging buffers on the copy stream.
+// The CUDA backend of one GPU. Its kernels, all on the context's compute stream, are registered
+// for DeviceType::kCuda in the files that implement them (op_registry.h): the heavy ops on cuDNN,
+// cuBLAS or own kernels (cuda_*_op.cpp), the element-wise work, losses and optimizer updates as
+// own kernels (cuda_elementwise.cpp, cuda_multiply.cpp, cuda_channel_ops.cpp). This class holds
+// what they share: the device, its context, scratch and read-back buffers. Only sum_squares and
+// cross_entropy wait for the GPU (they return values); uploads overlap compute through pinned
+// staging buffers on the copy stream.
 // One host thread drives a device at a time (the scratch and staging buffers are not locked).
 // One CudaBackend per (GPU, BackendOptions): the options decide what the ops it makes do; all
 // of a GPU's backends share its context, allocator and DeviceState below, so their work is one
@@ -9,7 +12,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include <memory>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -34,17 +37,6 @@ class CudaBackend final : public Backend, public AsyncDevice {
   // "cuda:0 (NVIDIA H100 80GB HBM3, compute capability 9.0, 79.2 GiB, cuDNN 9.19.0, CUDA 13.0)"
   std::string name() const override;
 
-  std::unique_ptr<ConvOp> make_conv(const ConvDesc& d) override;
-  std::unique_ptr<DeconvOp> make_deconv(const DeconvDesc& d) override;
-  std::unique_ptr<FcOp> make_fc(const FcDesc& d) override;
-  std::unique_ptr<PoolOp> make_pool(const PoolDesc& d) override;
-  std::unique_ptr<BatchNormOp> make_batch_norm(const BatchNormDesc& d) override;
-  std::unique_ptr<LrnOp> make_lrn(const LrnDesc& d) override;
-  std::unique_ptr<ActOp> make_act(const ActDesc& d) override;
-  std::unique_ptr<SoftmaxOp> make_softmax(int64_t rows, int64_t channels) override;
-  std::unique_ptr<ConcatOp> make_concat(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels) override;
-  std::unique_ptr<LayerNormOp> make_layer_norm(const LayerNormDesc& d) override;
-
   // ---- AsyncDevice ----
   // CUDA Graphs (cuda_graph.cpp): stream capture of the compute stream in thread-local mode;
   // the allocator refuses to allocate or free while capturing and reports when a block the
@@ -66,40 +58,20 @@ class CudaBackend final : public Backend, public AsyncDevice {
   // Waits for the compute and copy streams.
   void synchronize() override;
 
- protected:
-  void do_fill(Tensor& t, float value) override;
-  void do_copy(const Tensor& src, Tensor& dst) override;
-  void do_axpby(float a, const Tensor& x, float b, Tensor& y) override;
-  void do_sum(const std::vector<const Tensor*>& xs, Tensor& y) override;
-  void do_scale(Tensor& t, float s) override;
-  void do_clamp(Tensor& t, float lo, float hi) override;
-  double do_sum_squares(const Tensor& t) override;
-  void do_l2_norm_into(const Tensor& t, Tensor& norms, int64_t index, bool accumulate) override;
-  void do_clip_to_norm(Tensor& t, const Tensor& norms, int64_t index, double threshold) override;
-  void do_shift_scale(const Tensor& x, const Tensor& shift, const Tensor& mul, Tensor& y) override;
-  void do_dropout_forward(const Tensor& x, Tensor& y, Tensor& mask, float p, uint64_t key, float keep_value) override;
-  void do_multiply_same_size(const Tensor& x, const Tensor& m, Tensor& y) override;
-  void do_multiply(const std::vector<const Tensor*>& xs, Tensor& y,
-                   const ProductDesc& d) override;  // cuda_multiply.cpp
-  void do_multiply_backward(const Tensor& dy, const std::vector<const Tensor*>& xs, size_t i, Tensor& dx,
-                            const ProductDesc& d) override;  // cuda_multiply.cpp
-  void do_channel_moments(const Tensor& x, int64_t positions, Tensor& mean, Tensor& var) override;
-  void do_batch_norm_dx_correction(const Tensor& x, int64_t positions, const Tensor& mean, const Tensor& var,
-                                   const Tensor& scale, float epsilon, double m, const Tensor& dshift,
-                                   const Tensor& dscale, Tensor& dx) override;
-  void do_max_pool_indices(const Tensor& x, Tensor& idx, const PoolDesc& d) override;
-  void do_max_unpool(const Tensor& x, const Tensor& idx, Tensor& y, const PoolDesc& d) override;
-  void do_max_unpool_backward(const Tensor& dy, const Tensor& idx, Tensor& dx, const PoolDesc& d) override;
-  void do_crop2d(const Tensor& x, Tensor& y, const CropDesc& d) override;
-  void do_crop2d_backward(const Tensor& dy, Tensor& dx, const CropDesc& d) override;
-  // cuda_channel_ops.cpp
-  void do_channel_shuffle(const Tensor& x, Tensor& y, const ChannelShuffleDesc& d) override;
-  void do_channel_slice(const Tensor& x, Tensor& y, const ChannelSliceDesc& d) override;
-  void do_channel_slice_backward(const Tensor& dy, Tensor& dx, const ChannelSliceDesc& d) override;
-  LossTotals do_cross_entropy(const Tensor& probs, const Tensor& labels, const LossOptions& opt,
-                              Tensor& dlogits) override;
-  void do_optimizer_update(const UpdateRule& rule, const UpdateScalars& k, Tensor& w, const Tensor& g, Tensor& m,
-                           Tensor& s) override;
+  // ---- what its kernels use (the light kernels in cuda_elementwise.cpp, cuda_multiply.cpp and
+  // cuda_channel_ops.cpp, the op factories in cuda_*_op.cpp: op_registry.h) ----
+  void enter() const;  // makes this backend's GPU current for the calling thread
+  cuda::CudaContext& context() const { return ctx_; }
+  // A device buffer of at least bytes (grows on demand; used by one call at a time, on the
+  // compute stream).
+  void* scratch(size_t bytes);
+  // A device buffer of kResultBytes for values that are read back, and read_back(): copies
+  // bytes of it to pinned host memory, waits for the compute stream and returns that copy.
+  static constexpr size_t kResultBytes = 256;
+  void* result_buffer() const;
+  const void* read_back(size_t bytes);
+  // Backend::cross_entropy_async and read_loss (AsyncDevice), which the cross_entropy kernel
+  // runs as one (cuda_elementwise.cpp).
   void loss_async(const Tensor& probs, const Tensor& labels, const LossOptions& opt, Tensor& dlogits,
                   Tensor& totals) override;
   LossTotals read_loss_totals(const Tensor& totals) override;
@@ -114,12 +86,8 @@ class CudaBackend final : public Backend, public AsyncDevice {
   // process): the scratch and read-back buffers, the loss read without waiting for the step,
   // the upload staging and the CUDA graph.
   struct DeviceState;
-  void enter() const;                          // makes device_ current for the calling thread
   void not_capturing(const char* what) const;  // throws DeviceError while capturing
-  void* scratch(size_t bytes);
   Staging& free_staging(size_t bytes);
-  // Copies bytes of result_d_ to the pinned result_h_ and waits for the compute stream.
-  void read_back(size_t bytes);
 
   int device_;
   cuda::CudaContext& ctx_;
@@ -131,7 +99,7 @@ struct CudaBackend::DeviceState {
   static DeviceState& of(int device);  // the GPU's (created on first use; makes that device current)
   void* scratch_ = nullptr;            // device, grows on demand; used by one call at a time
   size_t scratch_bytes_ = 0;
-  void* result_d_ = nullptr;  // device, kResultBytes: values that are read back
+  void* result_d_ = nullptr;  // device, kResultBytes: values that are read back (result_buffer)
   void* result_h_ = nullptr;  // pinned host mirror of result_d_
   // loss_async also copies its totals to the pinned loss_h_ and records loss_mark_,
   // so read_loss_totals waits for the loss only, not for backward and the update issued after it.
@@ -149,5 +117,10 @@ struct CudaBackend::DeviceState {
   bool capturing_ = false;
   cudaGraphExec_t graph_ = nullptr;  // the instantiated capture, or null
 };
+
+// The CUDA backend behind b, for the kernels registered for DeviceType::kCuda (only a CUDA
+// backend calls them), and its context (streams, handles, workspace) for the op factories.
+CudaBackend& cuda_backend_of(Backend& b);
+cuda::CudaContext& cuda_context(Backend& b);
 
 }  // namespace dlt

@@ -15,6 +15,7 @@
 // inference and global_stats as above.
 #include <sstream>
 
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_bn_kernels.h"
 #include "backend/cuda/cuda_op_kernels.h"
 #include "backend/cuda/cuda_op_util.h"
@@ -197,9 +198,18 @@ class CudaBatchNormOp final : public BatchNormOp {
 
 }  // namespace
 
-std::unique_ptr<BatchNormOp> make_batch_norm_op(const BatchNormDesc& d, CudaContext& ctx,
-                                                const BackendOptions& options) {
+static std::unique_ptr<BatchNormOp> make_batch_norm_op(const BatchNormDesc& d, CudaContext& ctx,
+                                                       const BackendOptions& options) {
   return std::make_unique<CudaBatchNormOp>(d, ctx, options);
 }
+
+namespace {
+std::unique_ptr<BatchNormOp> make_registered(Backend& b, const BatchNormDesc& d) {
+  cuda_backend_of(b).enter();
+  return make_batch_norm_op(d, cuda_context(b), b.options());
+}
+}  // namespace
+
+DLT_REGISTER_OP(BatchNormDesc, DeviceType::kCuda, "cudnn", 0, make_registered, nullptr);
 
 }  // namespace dlt::cuda

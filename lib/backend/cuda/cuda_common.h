@@ -1,7 +1,8 @@
 // Internal to the CUDA backend: the per-device context (compute and copy streams, cuDNN and
-// cuBLAS handles bound to the compute stream, a shared workspace), error checks that throw
-// DeviceError naming the call and the fix, and the factories of the cuDNN / cuBLAS ops.
-// Every op runs on ctx.stream; nothing synchronizes the host unless a value must be read.
+// cuBLAS handles bound to the compute stream, a shared workspace) and error checks that throw
+// DeviceError naming the call and the fix. The ops (cuda_*_op.cpp) register their factories
+// with the op registry; every op runs on ctx.stream; nothing synchronizes the host unless a
+// value must be read.
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -12,10 +13,6 @@
 #include <vector>
 
 #include "backend/ops.h"
-
-namespace dlt {
-struct BackendOptions;  // backend_options.h (C++20; .cu files, compiled as C++17, only name it)
-}  // namespace dlt
 
 namespace dlt::cuda {
 
@@ -67,19 +64,5 @@ struct CudaContext {
 
 // The context of device index (created on first use; makes that device current).
 CudaContext& context(int device);
-
-// The ops that follow BackendOptions get their backend's (Backend::options()).
-std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, CudaContext& ctx, const BackendOptions& options);
-std::unique_ptr<DeconvOp> make_deconv_op(const DeconvDesc& d, CudaContext& ctx, const BackendOptions& options);
-std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, CudaContext& ctx, const BackendOptions& options);
-std::unique_ptr<PoolOp> make_pool_op(const PoolDesc& d, CudaContext& ctx);
-std::unique_ptr<BatchNormOp> make_batch_norm_op(const BatchNormDesc& d, CudaContext& ctx,
-                                                const BackendOptions& options);
-std::unique_ptr<LrnOp> make_lrn_op(const LrnDesc& d, CudaContext& ctx);
-std::unique_ptr<ActOp> make_act_op(const ActDesc& d, CudaContext& ctx);
-std::unique_ptr<SoftmaxOp> make_softmax_op(int64_t rows, int64_t channels, CudaContext& ctx);
-std::unique_ptr<ConcatOp> make_concat_op(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels,
-                                         CudaContext& ctx);
-std::unique_ptr<LayerNormOp> make_layer_norm_op(const LayerNormDesc& d, CudaContext& ctx);
 
 }  // namespace dlt::cuda

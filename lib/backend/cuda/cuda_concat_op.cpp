@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_allocator.h"
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "util/check.h"
@@ -49,9 +50,18 @@ class CudaConcatOp final : public ConcatOp {
 
 }  // namespace
 
-std::unique_ptr<ConcatOp> make_concat_op(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels,
-                                         CudaContext& ctx) {
+static std::unique_ptr<ConcatOp> make_concat_op(int64_t n, int64_t h, int64_t w, const std::vector<int64_t>& channels,
+                                                CudaContext& ctx) {
   return std::make_unique<CudaConcatOp>(n, h, w, channels, ctx);
 }
+
+namespace {
+std::unique_ptr<ConcatOp> make_registered(Backend& b, const ConcatDesc& d) {
+  cuda_backend_of(b).enter();
+  return make_concat_op(d.n, d.h, d.w, d.channels, cuda_context(b));
+}
+}  // namespace
+
+DLT_REGISTER_OP(ConcatDesc, DeviceType::kCuda, "own", 0, make_registered, nullptr);
 
 }  // namespace dlt::cuda

@@ -27,6 +27,7 @@
 #include <sstream>
 
 #include "backend/cuda/conv_algo_cache.h"
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_op_kernels.h"
 #include "backend/cuda/cuda_op_util.h"
@@ -512,8 +513,25 @@ class CudaConvOp final : public ConvOp {
 
 }  // namespace
 
-std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, CudaContext& ctx, const BackendOptions& options) {
+static std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, CudaContext& ctx, const BackendOptions& options) {
   return std::make_unique<CudaConvOp>(d, ctx, options);
 }
+
+namespace {
+std::unique_ptr<ConvOp> make_registered(Backend& b, const ConvDesc& d) {
+  cuda_backend_of(b).enter();
+  return make_conv_op(d, cuda_context(b), b.options());
+}
+// What the cuDNN convolution does not run, so that Backend::supports answers the network's fusion
+// plan truthfully: the CPU's post-ops (a depthwise convolution after it, an input scaled per
+// image and channel, a swish) and a clipped ReLU unless CudaFusedClippedRelu puts it in the bias
+// epilogue (a clippedRelu layer then runs on its own).
+bool accepts_registered(const Backend& b, const ConvDesc& d) {
+  if (d.depthwise.kernel > 0 || d.scaled_input || d.inference_swish) return false;
+  return !std::isfinite(d.relu_ceiling) || b.options().cuda_fused_clipped_relu;
+}
+}  // namespace
+
+DLT_REGISTER_OP(ConvDesc, DeviceType::kCuda, "cudnn", 0, make_registered, accepts_registered);
 
 }  // namespace dlt::cuda

@@ -9,6 +9,7 @@
 // FMA math unless AllowTF32, deterministic ones under Deterministic). Float32 only.
 #include <sstream>
 
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_op_kernels.h"
 #include "backend/cuda/cuda_op_util.h"
@@ -162,8 +163,17 @@ class CudaDeconvOp final : public DeconvOp {
 
 }  // namespace
 
-std::unique_ptr<DeconvOp> make_deconv_op(const DeconvDesc& d, CudaContext& ctx, const BackendOptions& options) {
+static std::unique_ptr<DeconvOp> make_deconv_op(const DeconvDesc& d, CudaContext& ctx, const BackendOptions& options) {
   return std::make_unique<CudaDeconvOp>(d, ctx, options);
 }
+
+namespace {
+std::unique_ptr<DeconvOp> make_registered(Backend& b, const DeconvDesc& d) {
+  cuda_backend_of(b).enter();
+  return make_deconv_op(d, cuda_context(b), b.options());
+}
+}  // namespace
+
+DLT_REGISTER_OP(DeconvDesc, DeviceType::kCuda, "cudnn", 0, make_registered, nullptr);
 
 }  // namespace dlt::cuda

@@ -15,6 +15,7 @@
 //   bias broadcast ->  y^T (K, N) = b (K, 1) ones^T (1, N):     gemm(N, N, K, N, 1, b, K, ones, 1, y, K)
 #include <sstream>
 
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_op_kernels.h"
 #include "backend/cuda/cuda_op_util.h"
 
@@ -123,8 +124,17 @@ class CudaFcOp final : public FcOp {
 
 }  // namespace
 
-std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, CudaContext& ctx, const BackendOptions& options) {
+static std::unique_ptr<FcOp> make_fc_op(const FcDesc& d, CudaContext& ctx, const BackendOptions& options) {
   return std::make_unique<CudaFcOp>(d, ctx, options);
 }
+
+namespace {
+std::unique_ptr<FcOp> make_registered(Backend& b, const FcDesc& d) {
+  cuda_backend_of(b).enter();
+  return make_fc_op(d, cuda_context(b), b.options());
+}
+}  // namespace
+
+DLT_REGISTER_OP(FcDesc, DeviceType::kCuda, "cublas", 0, make_registered, nullptr);
 
 }  // namespace dlt::cuda

@@ -2,6 +2,7 @@
 // legacy API has no layer normalization): forward (training writes each row's mean and
 // variance), backward data through the row statistics, and the scale / offset gradients as a
 // deterministic per-channel sum.
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/cuda_layer_norm_kernels.h"
 #include "backend/cuda/cuda_op_util.h"
@@ -46,8 +47,17 @@ class CudaLayerNormOp final : public LayerNormOp {
 
 }  // namespace
 
-std::unique_ptr<LayerNormOp> make_layer_norm_op(const LayerNormDesc& d, CudaContext& ctx) {
+static std::unique_ptr<LayerNormOp> make_layer_norm_op(const LayerNormDesc& d, CudaContext& ctx) {
   return std::make_unique<CudaLayerNormOp>(d, ctx);
 }
+
+namespace {
+std::unique_ptr<LayerNormOp> make_registered(Backend& b, const LayerNormDesc& d) {
+  cuda_backend_of(b).enter();
+  return make_layer_norm_op(d, cuda_context(b));
+}
+}  // namespace
+
+DLT_REGISTER_OP(LayerNormDesc, DeviceType::kCuda, "own", 0, make_registered, nullptr);
 
 }  // namespace dlt::cuda

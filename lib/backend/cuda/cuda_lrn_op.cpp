@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_op_util.h"
 
 namespace dlt::cuda {
@@ -84,6 +85,17 @@ class CudaLrnOp final : public LrnOp {
 
 }  // namespace
 
-std::unique_ptr<LrnOp> make_lrn_op(const LrnDesc& d, CudaContext& ctx) { return std::make_unique<CudaLrnOp>(d, ctx); }
+static std::unique_ptr<LrnOp> make_lrn_op(const LrnDesc& d, CudaContext& ctx) {
+  return std::make_unique<CudaLrnOp>(d, ctx);
+}
+
+namespace {
+std::unique_ptr<LrnOp> make_registered(Backend& b, const LrnDesc& d) {
+  cuda_backend_of(b).enter();
+  return make_lrn_op(d, cuda_context(b));
+}
+}  // namespace
+
+DLT_REGISTER_OP(LrnDesc, DeviceType::kCuda, "cudnn", 0, make_registered, nullptr);
 
 }  // namespace dlt::cuda

@@ -1,4 +1,5 @@
-// CudaBackend's element-wise product with broadcasting (Backend::multiply, multiply_backward):
+// The CUDA backend's element-wise product with broadcasting (Backend::multiply,
+// multiply_backward; the DeviceType::kCuda kernels of kernel_kinds.h):
 // the factors go to the kernels of cuda_multiply_kernels.cu kProductChunk at a time. The
 // gradient of an input repeated over the pixels is a per-(image, channel) sum: with more
 // factors than one launch takes, their product goes to a full-size scratch first.
@@ -8,6 +9,7 @@
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/cuda_multiply_kernels.h"
 #include "backend/cuda/cuda_op_util.h"
+#include "backend/kernel_kinds.h"
 
 namespace dlt {
 namespace {
@@ -37,36 +39,41 @@ Factor factor_of(const Tensor& x, const ProductDesc& d) { return {x.data(), d.pi
 
 }  // namespace
 
-void CudaBackend::do_multiply(const std::vector<const Tensor*>& xs, Tensor& y, const ProductDesc& d) {
+static void cuda_multiply(Backend& be, const std::vector<const Tensor*>& xs, Tensor& y, const ProductDesc& d) {
+  CudaBackend& gpu = cuda_backend_of(be);
   std::vector<Factor> fs;
   for (const Tensor* x : xs) fs.push_back(factor_of(*x, d));
-  enter();
-  product_all(fs, y.data(), d, ctx_.stream);
+  gpu.enter();
+  product_all(fs, y.data(), d, gpu.context().stream);
 }
 
-void CudaBackend::do_multiply_backward(const Tensor& dy, const std::vector<const Tensor*>& xs, size_t i, Tensor& dx,
-                                       const ProductDesc& d) {
+static void cuda_multiply_backward(Backend& be, const Tensor& dy, const std::vector<const Tensor*>& xs, size_t i,
+                                   Tensor& dx, const ProductDesc& d) {
+  CudaBackend& gpu = cuda_backend_of(be);
+  const cudaStream_t stream = gpu.context().stream;
   std::vector<Factor> fs{{dy.data(), false}};
   for (size_t k = 0; k < xs.size(); ++k)
     if (k != i) fs.push_back(factor_of(*xs[k], d));
-  enter();
+  gpu.enter();
   if (!factor_of(*xs[i], d).repeated) {
-    product_all(fs, dx.data(), d, ctx_.stream);
+    product_all(fs, dx.data(), d, stream);
     return;
   }
   const size_t partial_bytes = cuda::product_sum_scratch(d.n, d.pixels, d.c) * sizeof(double);
   if (fs.size() <= static_cast<size_t>(cuda::kProductChunk)) {
-    cuda::product_sum(chunk(fs, 0), dx.data(), d.n, d.pixels, d.c, static_cast<double*>(scratch(partial_bytes)),
-                      ctx_.stream);
+    cuda::product_sum(chunk(fs, 0), dx.data(), d.n, d.pixels, d.c, static_cast<double*>(gpu.scratch(partial_bytes)),
+                      stream);
     return;
   }
   // More factors than one launch: their full product first, after the partials in the scratch.
   const size_t full_bytes = static_cast<size_t>(d.n * d.pixels * d.c) * sizeof(float);
-  char* s = static_cast<char*>(scratch(cuda::aligned_bytes(partial_bytes) + full_bytes));
+  char* s = static_cast<char*>(gpu.scratch(cuda::aligned_bytes(partial_bytes) + full_bytes));
   float* full = reinterpret_cast<float*>(s + cuda::aligned_bytes(partial_bytes));
-  product_all(fs, full, d, ctx_.stream);
-  cuda::product_sum(chunk({{full, false}}, 0), dx.data(), d.n, d.pixels, d.c, reinterpret_cast<double*>(s),
-                    ctx_.stream);
+  product_all(fs, full, d, stream);
+  cuda::product_sum(chunk({{full, false}}, 0), dx.data(), d.n, d.pixels, d.c, reinterpret_cast<double*>(s), stream);
 }
+
+DLT_REGISTER_KERNEL(MultiplyKernel, DeviceType::kCuda, cuda_multiply);
+DLT_REGISTER_KERNEL(MultiplyBackwardKernel, DeviceType::kCuda, cuda_multiply_backward);
 
 }  // namespace dlt

@@ -7,6 +7,7 @@
 #include <cfloat>
 #include <sstream>
 
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_op_kernels.h"
 #include "backend/cuda/cuda_op_util.h"
 
@@ -109,8 +110,17 @@ class CudaPoolOp final : public PoolOp {
 
 }  // namespace
 
-std::unique_ptr<PoolOp> make_pool_op(const PoolDesc& d, CudaContext& ctx) {
+static std::unique_ptr<PoolOp> make_pool_op(const PoolDesc& d, CudaContext& ctx) {
   return std::make_unique<CudaPoolOp>(d, ctx);
 }
+
+namespace {
+std::unique_ptr<PoolOp> make_registered(Backend& b, const PoolDesc& d) {
+  cuda_backend_of(b).enter();
+  return make_pool_op(d, cuda_context(b));
+}
+}  // namespace
+
+DLT_REGISTER_OP(PoolDesc, DeviceType::kCuda, "cudnn", 0, make_registered, nullptr);
 
 }  // namespace dlt::cuda

@@ -1,5 +1,6 @@
 // Softmax over the last dimension of a (rows, C) array on cuDNN: CUDNN_SOFTMAX_ACCURATE
 // (subtracts the row maximum) in MODE_INSTANCE over a packed (rows, C, 1, 1) tensor.
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_op_util.h"
 
 namespace dlt::cuda {
@@ -36,8 +37,17 @@ class CudaSoftmaxOp final : public SoftmaxOp {
 
 }  // namespace
 
-std::unique_ptr<SoftmaxOp> make_softmax_op(int64_t rows, int64_t channels, CudaContext& ctx) {
+static std::unique_ptr<SoftmaxOp> make_softmax_op(int64_t rows, int64_t channels, CudaContext& ctx) {
   return std::make_unique<CudaSoftmaxOp>(rows, channels, ctx);
 }
+
+namespace {
+std::unique_ptr<SoftmaxOp> make_registered(Backend& b, const SoftmaxDesc& d) {
+  cuda_backend_of(b).enter();
+  return make_softmax_op(d.rows, d.channels, cuda_context(b));
+}
+}  // namespace
+
+DLT_REGISTER_OP(SoftmaxDesc, DeviceType::kCuda, "cudnn", 0, make_registered, nullptr);
 
 }  // namespace dlt::cuda

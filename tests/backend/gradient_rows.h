@@ -1,0 +1,329 @@
+// The gradient table: for every op with a backward pass (each heavy op of the registry, and each
+// light kernel with a `<name>_backward` partner), the double reference's backward against
+// central differences of the reference's forward. The agreement table (op_agreement.h) holds
+// every backend's forward and backward to that reference, so the two together check each
+// backend's gradients; a new op adds one row here and one there.
+//
+// The check is directional, so that a row costs two forward passes per input: with a random
+// output weighting r and a random direction v, d/dt <forward(x + t v), r> at t = 0, taken as
+// (L(h) - L(-h)) / 2h, must equal <backward(x, r), v>. Inputs are drawn away from the kinks
+// (ReLU's 0, the pooling's ties) only by chance; the seeds are fixed.
+#pragma once
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend/kernel_kinds.h"
+#include "backend/ops.h"
+#include "support/reference_ops.h"
+#include "support/tensor_utils.h"
+
+namespace dlt::test {
+
+struct GradientRow {
+  std::string name;
+  std::string op;  // the registry name (op_registry.h) it covers
+  std::vector<Vec> inputs;
+  std::function<Vec(const std::vector<Vec>&)> forward;
+  // The gradient of <forward(inputs), dy> with respect to each input.
+  std::function<std::vector<Vec>(const std::vector<Vec>&, const Vec& dy)> backward;
+};
+
+inline double dot(const Vec& a, const Vec& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Runs the directional check on every input of row; tol relative to the derivative's size.
+inline void check_gradient(const GradientRow& row, double tol = 1e-6) {
+  Rng rng(101);
+  const Vec y = row.forward(row.inputs);
+  const Vec r = random_vec(static_cast<int64_t>(y.size()), rng);
+  const std::vector<Vec> grads = row.backward(row.inputs, r);
+  REQUIRE(grads.size() == row.inputs.size());
+  const double h = 1e-6;
+  for (size_t j = 0; j < row.inputs.size(); ++j) {
+    REQUIRE(grads[j].size() == row.inputs[j].size());
+    const Vec v = random_vec(static_cast<int64_t>(row.inputs[j].size()), rng);
+    std::vector<Vec> plus = row.inputs, minus = row.inputs;
+    for (size_t i = 0; i < v.size(); ++i) plus[j][i] += h * v[i], minus[j][i] -= h * v[i];
+    const double numeric = (dot(row.forward(plus), r) - dot(row.forward(minus), r)) / (2 * h);
+    const double analytic = dot(grads[j], v);
+    INFO(row.name << ", input " << j << ": finite differences " << numeric << ", backward " << analytic);
+    CHECK(std::abs(numeric - analytic) <= tol * std::max(1.0, std::abs(analytic)) + 1e-7);
+  }
+}
+
+namespace gradient {
+
+inline GradientRow conv(std::string name, ConvDesc d) {
+  Rng rng(41);
+  return {"conv " + name,
+          ConvDesc::kOp,
+          {random_vec(d.n * d.h * d.w * d.c, rng), random_vec(d.weight_numel(), rng), random_vec(d.k, rng)},
+          [d](const std::vector<Vec>& in) { return ref::conv_forward(d, in[0], in[1], in[2]); },
+          [d](const std::vector<Vec>& in, const Vec& dy) {
+            Vec dw, db;
+            ref::conv_backward_weights(d, in[0], dy, dw, db);
+            return std::vector<Vec>{ref::conv_backward_data(d, dy, in[1]), dw, db};
+          }};
+}
+
+inline GradientRow deconv(std::string name, DeconvDesc d) {
+  Rng rng(43);
+  return {"transposed conv " + name,
+          DeconvDesc::kOp,
+          {random_vec(d.n * d.h * d.w * d.c, rng), random_vec(d.c * d.kh * d.kw * d.k, rng), random_vec(d.k, rng)},
+          [d](const std::vector<Vec>& in) { return ref::deconv_forward(d, in[0], in[1], in[2]); },
+          [d](const std::vector<Vec>& in, const Vec& dy) {
+            Vec dw, db;
+            ref::deconv_backward_weights(d, in[0], dy, dw, db);
+            return std::vector<Vec>{ref::deconv_backward_data(d, dy, in[1]), dw, db};
+          }};
+}
+
+inline GradientRow fc(std::string name, FcDesc d) {
+  Rng rng(47);
+  return {"fc " + name,
+          FcDesc::kOp,
+          {random_vec(d.n * d.in, rng), random_vec(d.out * d.in, rng), random_vec(d.out, rng)},
+          [d](const std::vector<Vec>& in) { return ref::fc_forward(d, in[0], in[1], in[2]); },
+          [d](const std::vector<Vec>& in, const Vec& dy) {
+            Vec dw, db;
+            ref::fc_backward_weights(d, in[0], dy, dw, db);
+            return std::vector<Vec>{ref::fc_backward_data(d, dy, in[1]), dw, db};
+          }};
+}
+
+inline GradientRow pool(std::string name, PoolDesc d) {
+  Rng rng(53);
+  return {
+      "pool " + name,
+      PoolDesc::kOp,
+      {random_vec(d.n * d.h * d.w * d.c, rng)},
+      [d](const std::vector<Vec>& in) { return ref::pool_forward(d, in[0]); },
+      [d](const std::vector<Vec>& in, const Vec& dy) { return std::vector<Vec>{ref::pool_backward(d, in[0], dy)}; }};
+}
+
+inline GradientRow batch_norm(std::string name, BatchNormDesc d) {
+  Rng rng(59);
+  return {
+      "batch_norm " + name,
+      BatchNormDesc::kOp,
+      {random_vec(d.n * d.h * d.w * d.c, rng, -1.0, 3.0), random_vec(d.c, rng, 0.5, 1.5), random_vec(d.c, rng)},
+      [d](const std::vector<Vec>& in) { return ref::bn_forward_training(d, in[0], in[1], in[2], nullptr, nullptr); },
+      [d](const std::vector<Vec>& in, const Vec& dy) {
+        Vec mean, var, dx, dscale, doffset;
+        ref::bn_forward_training(d, in[0], in[1], in[2], &mean, &var);
+        ref::bn_backward(d, in[0], dy, in[1], mean, var, dx, dscale, doffset);
+        return std::vector<Vec>{dx, dscale, doffset};
+      }};
+}
+
+// The fused op's reference is its three ops in turn (kernel_rows.h's agreement row).
+inline GradientRow bn_relu_max_pool(std::string name, BnReluMaxPoolDesc d) {
+  Rng rng(61);
+  PoolDesc pd;
+  pd.n = d.bn.n, pd.h = d.bn.h, pd.w = d.bn.w, pd.c = d.bn.c, pd.kh = d.kh, pd.kw = d.kw;
+  pd.stride_h = d.stride_h, pd.stride_w = d.stride_w;
+  const int64_t numel = d.bn.n * d.bn.h * d.bn.w * d.bn.c;
+  auto normalized = [d](const std::vector<Vec>& in, Vec* mean, Vec* var) {
+    return ref::act_forward({0, ActKind::kRelu}, ref::bn_forward_training(d.bn, in[0], in[1], in[2], mean, var));
+  };
+  return {
+      "batch_norm_relu_max_pool " + name,
+      BnReluMaxPoolDesc::kOp,
+      {random_vec(numel, rng, -1.0, 3.0), random_vec(d.bn.c, rng, 0.5, 1.5), random_vec(d.bn.c, rng)},
+      [pd, normalized](const std::vector<Vec>& in) { return ref::pool_forward(pd, normalized(in, nullptr, nullptr)); },
+      [d, pd, normalized](const std::vector<Vec>& in, const Vec& dpooled) {
+        Vec mean, var, dx, dscale, doffset;
+        const Vec y = normalized(in, &mean, &var);
+        Vec dy = ref::pool_backward(pd, y, dpooled);
+        for (size_t i = 0; i < dy.size(); ++i)
+          if (!(y[i] > 0)) dy[i] = 0;
+        ref::bn_backward(d.bn, in[0], dy, in[1], mean, var, dx, dscale, doffset);
+        return std::vector<Vec>{dx, dscale, doffset};
+      }};
+}
+
+inline GradientRow lrn(std::string name, LrnDesc d) {
+  Rng rng(67);
+  return {"lrn " + name,
+          LrnDesc::kOp,
+          {random_vec(d.n * d.h * d.w * d.c, rng)},
+          [d](const std::vector<Vec>& in) { return ref::lrn_forward(d, in[0]); },
+          [d](const std::vector<Vec>& in, const Vec& dy) { return std::vector<Vec>{ref::lrn_backward(d, in[0], dy)}; }};
+}
+
+inline GradientRow act(std::string name, ActDesc d, double range = 3.0) {
+  Rng rng(71);
+  return {"activation " + name,
+          ActDesc::kOp,
+          {random_vec(d.numel, rng, -range, range)},
+          [d](const std::vector<Vec>& in) { return ref::act_forward(d, in[0]); },
+          [d](const std::vector<Vec>& in, const Vec& dy) { return std::vector<Vec>{ref::act_backward(d, in[0], dy)}; }};
+}
+
+inline GradientRow softmax(std::string name, int64_t rows, int64_t c) {
+  Rng rng(73);
+  return {"softmax " + name,
+          SoftmaxDesc::kOp,
+          {random_vec(rows * c, rng, -3.0, 3.0)},
+          [rows, c](const std::vector<Vec>& in) { return ref::softmax_forward(rows, c, in[0]); },
+          [rows, c](const std::vector<Vec>& in, const Vec& dy) {
+            return std::vector<Vec>{ref::softmax_backward(rows, c, ref::softmax_forward(rows, c, in[0]), dy)};
+          }};
+}
+
+inline GradientRow concat(std::string name, int64_t pixels, std::vector<int64_t> channels) {
+  Rng rng(79);
+  std::vector<Vec> xs;
+  for (int64_t ch : channels) xs.push_back(random_vec(pixels * ch, rng));
+  return {"concat " + name, ConcatDesc::kOp, xs,
+          [pixels, channels](const std::vector<Vec>& in) { return ref::concat_forward(pixels, channels, in); },
+          [pixels, channels](const std::vector<Vec>&, const Vec& dy) {
+            return ref::concat_backward(pixels, channels, dy);
+          }};
+}
+
+inline GradientRow layer_norm(std::string name, LayerNormDesc d) {
+  Rng rng(83);
+  return {"layer_norm " + name,
+          LayerNormDesc::kOp,
+          {random_vec(d.rows * d.length, rng, -1.0, 2.0), random_vec(d.c, rng, 0.5, 1.5), random_vec(d.c, rng)},
+          [d](const std::vector<Vec>& in) { return ref::layer_norm_forward(d, in[0], in[1], in[2]); },
+          [d](const std::vector<Vec>& in, const Vec& dy) {
+            Vec dx, dscale, doffset;
+            ref::layer_norm_backward(d, in[0], dy, in[1], dx, dscale, doffset);
+            return std::vector<Vec>{dx, dscale, doffset};
+          }};
+}
+
+inline GradientRow multiply(std::string name, ProductDesc d, std::vector<bool> repeated) {
+  Rng rng(89);
+  std::vector<Vec> xs;
+  for (bool rep : repeated) xs.push_back(random_vec(rep ? d.n * d.c : d.n * d.pixels * d.c, rng));
+  return {"multiply " + name, MultiplyKernel::kOp, xs,
+          [d](const std::vector<Vec>& in) { return ref::multiply_forward(d, in); },
+          [d](const std::vector<Vec>& in, const Vec& dy) {
+            std::vector<Vec> g;
+            for (size_t i = 0; i < in.size(); ++i) g.push_back(ref::multiply_backward(d, in, dy, i));
+            return g;
+          }};
+}
+
+inline GradientRow crop(std::string name, CropDesc d) {
+  Rng rng(97);
+  return {"crop2d " + name,
+          Crop2dKernel::kOp,
+          {random_vec(d.n * d.h * d.w * d.c, rng)},
+          [d](const std::vector<Vec>& in) { return ref::crop2d_forward(d, in[0]); },
+          [d](const std::vector<Vec>&, const Vec& dy) { return std::vector<Vec>{ref::crop2d_backward(d, dy)}; }};
+}
+
+inline GradientRow shuffle(std::string name, ChannelShuffleDesc d) {
+  Rng rng(103);
+  return {
+      "channel_shuffle " + name,
+      ChannelShuffleKernel::kOp,
+      {random_vec(d.pixels * d.c, rng)},
+      [d](const std::vector<Vec>& in) { return ref::channel_shuffle_forward(d, in[0]); },
+      [d](const std::vector<Vec>&, const Vec& dy) { return std::vector<Vec>{ref::channel_shuffle_backward(d, dy)}; }};
+}
+
+inline GradientRow slice(std::string name, ChannelSliceDesc d) {
+  Rng rng(107);
+  return {"channel_slice " + name,
+          ChannelSliceKernel::kOp,
+          {random_vec(d.pixels * d.c, rng)},
+          [d](const std::vector<Vec>& in) { return ref::channel_slice_forward(d, in[0]); },
+          [d](const std::vector<Vec>&, const Vec& dy) { return std::vector<Vec>{ref::channel_slice_backward(d, dy)}; }};
+}
+
+// Unpooling scatters the pooled values to the positions the indices name (from a fixed x): its
+// gradient gathers them back (Backend::max_unpool_backward).
+inline GradientRow unpool(std::string name, PoolDesc d) {
+  Rng rng(109);
+  const std::vector<int32_t> idx = ref::max_pool_indices(d, random_vec(d.n * d.h * d.w * d.c, rng));
+  return {"max_unpool " + name,
+          MaxUnpoolKernel::kOp,
+          {random_vec(d.n * d.out_h() * d.out_w() * d.c, rng)},
+          [d, idx](const std::vector<Vec>& in) { return ref::max_unpool(d, in[0], idx); },
+          [d, idx](const std::vector<Vec>&, const Vec& dy) {
+            // The gather: dx[n, i, c] = dy[n, idx[n, i, c], c].
+            const int64_t plane = d.h * d.w, outs = d.out_h() * d.out_w();
+            Vec dx(idx.size());
+            for (int64_t n = 0; n < d.n; ++n)
+              for (int64_t i = 0; i < outs; ++i)
+                for (int64_t c = 0; c < d.c; ++c) {
+                  const size_t k = static_cast<size_t>((n * outs + i) * d.c + c);
+                  dx[k] = dy[static_cast<size_t>((n * plane + idx[k]) * d.c + c)];
+                }
+            return std::vector<Vec>{dx};
+          }};
+}
+
+}  // namespace gradient
+
+inline std::vector<GradientRow> gradient_rows() {
+  using namespace gradient;
+  std::vector<GradientRow> rows;
+  ConvDesc c;
+  c.n = 2, c.h = 7, c.w = 6, c.c = 3, c.k = 4, c.kh = c.kw = 3, c.pad_t = c.pad_b = c.pad_l = c.pad_r = 1;
+  rows.push_back(conv("3x3 pad 1", c));
+  c.stride_h = c.stride_w = 2, c.pad_b = 0, c.dilation_h = 2;
+  rows.push_back(conv("3x3 stride 2 dilation 2x1 asymmetric padding", c));
+  c = ConvDesc{};
+  c.n = 2, c.h = 6, c.w = 5, c.c = 6, c.k = 6, c.kh = c.kw = 3, c.groups = 3, c.pad_t = c.pad_l = 1;
+  rows.push_back(conv("3 groups", c));
+  DeconvDesc dd;
+  dd.n = 2, dd.h = 4, dd.w = 3, dd.c = 3, dd.k = 2, dd.kh = 4, dd.kw = 3, dd.stride_h = dd.stride_w = 2;
+  dd.crop_t = 1, dd.crop_b = 2, dd.crop_r = 1;
+  rows.push_back(deconv("4x3/2 asymmetric crop", dd));
+  rows.push_back(fc("24->5", {3, 24, 5, false, false}));
+  PoolDesc p;
+  p.n = 2, p.h = 7, p.w = 9, p.c = 3, p.kh = p.kw = 3, p.stride_h = p.stride_w = 2, p.pad_t = 1, p.pad_r = 2;
+  p.kind = PoolKind::kAverage;
+  rows.push_back(pool("average 3x3/2 asymmetric padding", p));
+  p.kind = PoolKind::kMax;
+  rows.push_back(pool("max 3x3/2 asymmetric padding", p));
+  rows.push_back(batch_norm("odd sizes", {3, 4, 3, 5, 1e-5f, false}));
+  BnReluMaxPoolDesc f;
+  f.bn = {2, 6, 5, 4, 1e-5f, false};
+  f.kh = f.kw = 3, f.stride_h = f.stride_w = 2;
+  rows.push_back(bn_relu_max_pool("3x3/2", f));
+  rows.push_back(lrn("size 5", {2, 3, 2, 9, 5, 0.5f, 0.75f, 1.f}));
+  for (auto [kind, alpha, beta, name] : std::vector<std::tuple<ActKind, float, float, const char*>>{
+           {ActKind::kRelu, 0.f, 0.f, "relu"},
+           {ActKind::kLeakyRelu, 0.1f, 0.f, "leaky relu"},
+           {ActKind::kElu, 0.7f, 0.f, "elu"},
+           {ActKind::kClippedRelu, 1.5f, 0.f, "clipped relu"},
+           {ActKind::kSigmoid, 0.f, 0.f, "sigmoid"},
+           {ActKind::kTanh, 0.f, 0.f, "tanh"},
+           {ActKind::kSwish, 0.f, 0.f, "swish"},
+           {ActKind::kGelu, 0.f, 0.f, "gelu"},
+           {ActKind::kGeluTanh, 0.f, 0.f, "gelu tanh"},
+           {ActKind::kHardSigmoid, 1.f / 6, 0.5f, "hard sigmoid"},
+           {ActKind::kHardSwish, 0.f, 0.f, "hard swish"}})
+    rows.push_back(act(name, {300, kind, alpha, beta}, 4.0));
+  rows.push_back(softmax("6x7", 6, 7));
+  rows.push_back(concat("3+5+1", 6, {3, 5, 1}));
+  rows.push_back(layer_norm("channel-only 10x6", {10, 6, 6, 1e-5f}));
+  rows.push_back(layer_norm("spatial-channel 2 images of 3x2x4", {2, 24, 4, 1e-5f}));
+  rows.push_back(multiply("squeeze-and-excitation, 3 inputs", {2, 6, 4}, {true, false, false}));
+  CropDesc cr;
+  cr.n = 2, cr.h = 6, cr.w = 5, cr.c = 3, cr.out_h = 3, cr.out_w = 4, cr.top = 2, cr.left = 1;
+  rows.push_back(crop("6x5 -> 3x4 at (2, 1)", cr));
+  rows.push_back(shuffle("3 groups of 4", {10, 12, 3}));
+  rows.push_back(slice("middle 3 of 7", {10, 7, 2, 3}));
+  PoolDesc u;
+  u.n = 2, u.h = 6, u.w = 8, u.c = 3, u.kh = u.kw = 2, u.stride_h = u.stride_w = 2;
+  rows.push_back(unpool("2x2/2", u));
+  return rows;
+}
+
+}  // namespace dlt::test

@@ -1,0 +1,315 @@
+// Agreement rows of the light kernels (kernel_kinds.h) and of the fused batch norm + ReLU + max
+// pooling op: each against a double-precision formula written here, or exactly where the
+// kernel only moves or scales values. Part of agreement_rows() (op_agreement.h).
+#pragma once
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/dropout_hash.h"
+#include "backend/kernel_kinds.h"
+#include "support/reference_ops.h"
+#include "support/tensor_utils.h"
+
+namespace dlt::test {
+namespace agreement {
+
+// Moves a host vector to the backend's device as a tensor of shape s.
+inline Tensor on_device(const Vec& v, const Shape& s, const Backend& be) { return to_tensor(v, s, be.device()); }
+
+inline void check_exact(const char* what, const Tensor& got, const Vec& want) {
+  const Vec g = to_vec(got);
+  REQUIRE(g.size() == want.size());
+  int64_t differ = 0;
+  for (size_t i = 0; i < g.size(); ++i)
+    if (g[i] != want[i]) ++differ;
+  INFO(what << ": " << differ << " of " << g.size() << " values differ");
+  CHECK(differ == 0);
+}
+
+// fill, copy, scale, clamp, axpby, sum, multiply (same size): one row per kernel, n values.
+inline std::vector<AgreementRow> elementwise_rows(int64_t n) {
+  const std::string at = " " + std::to_string(n);
+  std::vector<AgreementRow> rows;
+  rows.push_back({"fill" + at, {FillKernel::kOp}, [n](Backend& be, double) {
+                    Tensor t(Shape{n}, be.device());
+                    be.fill(t, -2.5f);
+                    check_exact("fill", t, Vec(static_cast<size_t>(n), -2.5));
+                  }});
+  rows.push_back({"copy" + at, {CopyKernel::kOp}, [n](Backend& be, double) {
+                    Rng rng(3);
+                    const Vec x = random_vec(n, rng);
+                    Tensor src = on_device(x, {n}, be), dst(Shape{n}, be.device());
+                    be.copy(src, dst);
+                    check_exact("copy", dst, x);
+                  }});
+  rows.push_back({"scale and clamp" + at, {ScaleKernel::kOp, ClampKernel::kOp}, [n](Backend& be, double tol) {
+                    Rng rng(5);
+                    const Vec x = random_vec(n, rng, -3.0, 3.0);
+                    Tensor t = on_device(x, {n}, be);
+                    be.scale(t, 1.5f);
+                    Vec want(x);
+                    for (double& v : want) v = static_cast<float>(v) * 1.5f;
+                    check_close("scale", t, want, tol);
+                    be.clamp(t, -1.f, 2.f);
+                    for (double& v : want) v = std::min(std::max(v, -1.0), 2.0);
+                    check_close("clamp", t, want, tol);
+                  }});
+  rows.push_back({"axpby" + at, {AxpbyKernel::kOp}, [n](Backend& be, double tol) {
+                    Rng rng(7);
+                    const Vec x = random_vec(n, rng), y = random_vec(n, rng);
+                    Tensor tx = on_device(x, {n}, be), ty = on_device(y, {n}, be);
+                    be.axpby(0.7f, tx, -1.3f, ty);
+                    Vec want(y.size());
+                    for (size_t i = 0; i < y.size(); ++i) want[i] = 0.7 * x[i] - 1.3 * y[i];
+                    check_close("axpby", ty, want, tol);
+                    // b == 0 does not read y (NaN stays out).
+                    Tensor tn = on_device(Vec(static_cast<size_t>(n), std::nan("")), {n}, be);
+                    be.axpby(2.f, tx, 0.f, tn);
+                    for (size_t i = 0; i < x.size(); ++i) want[i] = 2.0 * x[i];
+                    check_close("axpby b = 0", tn, want, tol);
+                  }});
+  rows.push_back({"sum of 3 and of 1" + at, {SumKernel::kOp}, [n](Backend& be, double tol) {
+                    Rng rng(9);
+                    const Vec a = random_vec(n, rng), b = random_vec(n, rng), c = random_vec(n, rng);
+                    Tensor ta = on_device(a, {n}, be), tb = on_device(b, {n}, be), tc = on_device(c, {n}, be);
+                    Tensor y(Shape{n}, be.device());
+                    be.sum({&ta, &tb, &tc}, y);
+                    Vec want(a.size());
+                    for (size_t i = 0; i < a.size(); ++i) want[i] = a[i] + b[i] + c[i];
+                    check_close("sum", y, want, tol);
+                    be.sum({&tb}, y);
+                    check_exact("sum of one", y, b);
+                  }});
+  rows.push_back({"multiply same size" + at, {MultiplySameSizeKernel::kOp}, [n](Backend& be, double tol) {
+                    Rng rng(11);
+                    const Vec x = random_vec(n, rng), m = random_vec(n, rng);
+                    Tensor tx = on_device(x, {n}, be), tm = on_device(m, {n}, be), y(Shape{n}, be.device());
+                    be.multiply(tx, tm, y);
+                    Vec want(x.size());
+                    for (size_t i = 0; i < x.size(); ++i) want[i] = x[i] * m[i];
+                    check_close("multiply", y, want, tol);
+                  }});
+  return rows;
+}
+
+// sum_squares, l2_norm_into (fresh and accumulated) and clip_to_norm on two tensors of n and m.
+inline AgreementRow norm_row(int64_t n, int64_t m) {
+  return {"sum_squares, l2_norm_into, clip_to_norm " + std::to_string(n) + " + " + std::to_string(m),
+          {SumSquaresKernel::kOp, L2NormIntoKernel::kOp, ClipToNormKernel::kOp},
+          [n, m](Backend& be, double tol) {
+            Rng rng(13);
+            const Vec a = random_vec(n, rng, -2.0, 2.0), b = random_vec(m, rng, -2.0, 2.0);
+            double sa = 0, sb = 0;
+            for (double v : a) sa += v * v;
+            for (double v : b) sb += v * v;
+            Tensor ta = on_device(a, {n}, be), tb = on_device(b, {m}, be);
+            CHECK(be.sum_squares(ta) == Approx(sa).epsilon(tol));
+            Tensor norms = on_device(Vec{7.0, 0.0}, {2}, be);
+            be.l2_norm_into(ta, norms, 1, false);
+            be.l2_norm_into(tb, norms, 1, true);
+            check_close("norms", norms, Vec{7.0, std::sqrt(sa + sb)}, tol);
+            // A threshold below the norm scales by threshold / norm; one above leaves it.
+            const double threshold = 0.5 * std::sqrt(sa + sb);
+            be.clip_to_norm(ta, norms, 1, threshold);
+            Vec want(a);
+            for (double& v : want) v *= threshold / std::sqrt(sa + sb);
+            check_close("clipped", ta, want, tol);
+            be.clip_to_norm(tb, norms, 0, 1e30);
+            check_exact("not clipped", tb, b);
+          }};
+}
+
+// y = (x - shift) * mul with shift of ns and mul of nm values repeating (mul undefined: 1).
+inline AgreementRow shift_scale_row(int64_t n, int64_t ns, int64_t nm) {
+  return {"shift_scale " + std::to_string(n) + " by " + std::to_string(ns) + " and " + std::to_string(nm),
+          {ShiftScaleKernel::kOp},
+          [n, ns, nm](Backend& be, double tol) {
+            Rng rng(17);
+            const Vec x = random_vec(n, rng), s = random_vec(ns, rng), m = random_vec(nm, rng, 0.5, 2.0);
+            Tensor tx = on_device(x, {n}, be), ts = on_device(s, {ns}, be), y(Shape{n}, be.device());
+            Tensor tm = nm > 0 ? on_device(m, {nm}, be) : Tensor();
+            be.shift_scale(tx, ts, tm, y);
+            Vec want(x.size());
+            for (int64_t i = 0; i < n; ++i)
+              want[static_cast<size_t>(i)] = (x[static_cast<size_t>(i)] - s[static_cast<size_t>(i % ns)]) *
+                                             (nm > 0 ? m[static_cast<size_t>(i % nm)] : 1.0);
+            check_close("shift_scale", y, want, tol);
+          }};
+}
+
+// The mask is the hash's (dropout_hash.h) for the key Backend derives: kept values scaled by
+// 1 / (1 - p), about a fraction p dropped, y = x * mask exactly.
+inline AgreementRow dropout_row(int64_t n, float p) {
+  return {
+      "dropout " + std::to_string(n) + " p " + std::to_string(p), {DropoutKernel::kOp}, [n, p](Backend& be, double) {
+        Rng rng(19);
+        const Vec x = random_vec(n, rng);
+        Tensor tx = on_device(x, {n}, be), y(Shape{n}, be.device()), mask(Shape{n}, be.device());
+        be.dropout_forward(tx, y, mask, p, 42, 3);
+        const Vec mv = to_vec(mask), yv = to_vec(y);
+        const float keep = 1.f / (1.f - p);
+        int64_t dropped = 0, bad = 0;
+        for (size_t i = 0; i < mv.size(); ++i) {
+          if (mv[i] == 0) ++dropped;
+          if (!(mv[i] == 0 || mv[i] == keep)) ++bad;
+          if (yv[i] != static_cast<double>(static_cast<float>(x[i]) * static_cast<float>(mv[i]))) ++bad;
+        }
+        CHECK(bad == 0);
+        const double sd = std::sqrt(n * p * (1 - p));
+        CHECK(std::abs(dropped - n * p) < 5 * sd);
+        // The same (seed, stream) draws the same mask; another stream another one.
+        Tensor mask2(Shape{n}, be.device());
+        be.dropout_forward(tx, y, mask2, p, 42, 3);
+        check_exact("same mask", mask2, mv);
+        be.dropout_forward(tx, y, mask2, p, 42, 4);
+        CHECK(to_vec(mask2) != mv);
+      }};
+}
+
+// Per-channel mean and biased variance over the positions of x (positions x c), and the
+// synchronized batch norm's gradient correction.
+inline AgreementRow channel_moments_row(int64_t positions, int64_t c) {
+  return {"channel_moments, batch_norm_dx_correction " + std::to_string(positions) + "x" + std::to_string(c),
+          {ChannelMomentsKernel::kOp, BatchNormDxCorrectionKernel::kOp},
+          [positions, c](Backend& be, double tol) {
+            Rng rng(23);
+            const Vec x = random_vec(positions * c, rng, 1.0, 3.0);
+            Tensor tx = on_device(x, {positions, c}, be), mean(Shape{c}, be.device()), var(Shape{c}, be.device());
+            be.channel_moments(tx, mean, var);
+            Vec wm(static_cast<size_t>(c), 0.0), wv(static_cast<size_t>(c), 0.0);
+            for (int64_t p = 0; p < positions; ++p)
+              for (int64_t j = 0; j < c; ++j)
+                wm[static_cast<size_t>(j)] += x[static_cast<size_t>(p * c + j)] / positions;
+            for (int64_t p = 0; p < positions; ++p)
+              for (int64_t j = 0; j < c; ++j) {
+                const double d = x[static_cast<size_t>(p * c + j)] - wm[static_cast<size_t>(j)];
+                wv[static_cast<size_t>(j)] += d * d / positions;
+              }
+            check_close("mean", mean, wm, tol);
+            check_close("var", var, wv, tol);
+            // dx[., c] -= scale[c] / (sigma[c] * m) * (dshift[c] + xhat * dscale[c]).
+            const Vec scale = random_vec(c, rng, 0.5, 1.5), dshift = random_vec(c, rng), dscale = random_vec(c, rng);
+            const Vec dx0 = random_vec(positions * c, rng);
+            const float eps = 1e-3f;
+            const double m = 2.0 * positions;
+            Tensor tdx = on_device(dx0, {positions, c}, be);
+            be.batch_norm_dx_correction(tx, mean, var, on_device(scale, {c}, be), eps, m, on_device(dshift, {c}, be),
+                                        on_device(dscale, {c}, be), tdx);
+            const Vec gm = to_vec(mean), gv = to_vec(var);
+            Vec want(dx0);
+            for (int64_t p = 0; p < positions; ++p)
+              for (int64_t j = 0; j < c; ++j) {
+                const size_t i = static_cast<size_t>(p * c + j), k = static_cast<size_t>(j);
+                const double sigma = std::sqrt(gv[k] + eps), xhat = (x[i] - gm[k]) / sigma;
+                want[i] -= scale[k] / (sigma * m) * (dshift[k] + xhat * dscale[k]);
+              }
+            check_close("dx corrected", tdx, want, tol);
+          }};
+}
+
+// One step of each solver against its formula (backend.h's UpdateRule), with L2 and step t.
+inline AgreementRow optimizer_row(Solver solver, int64_t n) {
+  const char* names[] = {"sgdm", "adam", "rmsprop"};
+  return {std::string("optimizer_update ") + names[static_cast<int>(solver)] + " " + std::to_string(n),
+          {OptimizerUpdateKernel::kOp},
+          [solver, n](Backend& be, double tol) {
+            Rng rng(29);
+            const Vec w = random_vec(n, rng), g = random_vec(n, rng), m = random_vec(n, rng),
+                      s = random_vec(n, rng, 0.1, 1.0);
+            UpdateRule r;
+            r.solver = solver;
+            r.momentum = 0.8f, r.b1 = 0.85f, r.b2 = 0.95f, r.eps = 1e-6f, r.l2 = 0.01f;
+            const float lr = 0.05f;
+            const int64_t t = 3;
+            Tensor tw = on_device(w, {n}, be), tg = on_device(g, {n}, be), tm = on_device(m, {n}, be),
+                   ts = on_device(s, {n}, be);
+            be.optimizer_update(r, StepScalars::at_step(r, lr, t), tw, tg, tm, ts);
+            Vec ww(w), wm(m), ws(s);
+            const double c1 = 1 / (1 - std::pow(double{r.b1}, t)), c2 = 1 / (1 - std::pow(double{r.b2}, t));
+            for (size_t i = 0; i < w.size(); ++i) {
+              const double gi = g[i] + r.l2 * w[i];
+              if (solver == Solver::kSgdm) {
+                wm[i] = r.momentum * m[i] - lr * gi;
+                ww[i] = w[i] + wm[i];
+              } else if (solver == Solver::kAdam) {
+                wm[i] = r.b1 * m[i] + (1 - r.b1) * gi;
+                ws[i] = r.b2 * s[i] + (1 - r.b2) * gi * gi;
+                ww[i] = w[i] - lr * (wm[i] * c1) / (std::sqrt(ws[i] * c2) + r.eps);
+              } else {
+                ws[i] = r.b2 * s[i] + (1 - r.b2) * gi * gi;
+                ww[i] = w[i] - lr * gi / (std::sqrt(ws[i]) + r.eps);
+              }
+            }
+            check_close("w", tw, ww, tol);
+            if (solver != Solver::kRmsprop) check_close("m", tm, wm, tol);
+            if (solver != Solver::kSgdm) check_close("s", ts, ws, tol);
+          }};
+}
+
+// Batch norm (training) + ReLU + max pooling without padding as one op, against the three
+// reference ops in turn: the pooled output, the batch statistics and every gradient.
+inline AgreementRow bn_relu_max_pool_row(std::string name, int64_t n, int64_t h, int64_t w, int64_t c, int64_t k,
+                                         int64_t s) {
+  return {"batch_norm_relu_max_pool " + name, {BnReluMaxPoolDesc::kOp}, [=](Backend& be, double tol) {
+            BnReluMaxPoolDesc d;
+            d.bn.n = n, d.bn.h = h, d.bn.w = w, d.bn.c = c, d.bn.epsilon = 1e-5f;
+            d.kh = d.kw = k, d.stride_h = d.stride_w = s;
+            PoolDesc pd;
+            pd.n = n, pd.h = h, pd.w = w, pd.c = c, pd.kh = pd.kw = k, pd.stride_h = pd.stride_w = s;
+            Rng rng(31);
+            const Vec x = random_vec(n * h * w * c, rng, -2.0, 2.0), offset = random_vec(c, rng, -0.5, 0.5);
+            Vec scale = random_vec(c, rng, 0.3, 1.5);
+            for (size_t i = 0; i < scale.size(); i += 3) scale[i] = -scale[i];
+            const int64_t ho = d.out_h(), wo = d.out_w();
+            const Vec dpooled = random_vec(n * ho * wo * c, rng);
+            // The reference: normalize, ReLU, pool; back through the pooling, the ReLU, the norm.
+            Vec mean, var;
+            const Vec y =
+                ref::act_forward({0, ActKind::kRelu}, ref::bn_forward_training(d.bn, x, scale, offset, &mean, &var));
+            const Vec pooled = ref::pool_forward(pd, y);
+            const Vec dy = ref::pool_backward(pd, y, dpooled);
+            Vec dx, dscale, doffset;
+            ref::bn_backward(d.bn, x, relu_mask(dy, y), scale, mean, var, dx, dscale, doffset);
+
+            auto op = be.make(d);
+            const Shape xs{n, h, w, c}, ps{n, ho, wo, c}, cs{c};
+            Tensor tx = to_tensor(x, xs, be.device()), tscale = to_tensor(scale, cs, be.device());
+            Tensor tpooled(ps, be.device()), tmean(cs, be.device()), tvar(cs, be.device());
+            op->forward_training(tx, tscale, to_tensor(offset, cs, be.device()), tpooled, tmean, tvar);
+            check_close("pooled", tpooled, pooled, tol);
+            check_close("mean", tmean, mean, tol);
+            check_close("var", tvar, var, tol);
+            Tensor tdx(xs, be.device()), tdscale(cs, be.device()), tdoffset(cs, be.device());
+            op->backward(tx, tpooled, to_tensor(dpooled, ps, be.device()), tscale, tdx, tdscale, tdoffset);
+            check_close("dx", tdx, dx, tol);
+            check_close("dscale", tdscale, dscale, tol);
+            check_close("doffset", tdoffset, doffset, tol);
+          }};
+}
+
+inline std::vector<AgreementRow> kernel_rows() {
+  std::vector<AgreementRow> rows = elementwise_rows(1001);
+  for (AgreementRow& r : elementwise_rows(70000)) rows.push_back(std::move(r));  // past the parallel threshold
+  rows.push_back(norm_row(1000, 37));
+  rows.push_back(norm_row(100000, 3));
+  rows.push_back(shift_scale_row(2 * 5 * 4 * 3, 5 * 4 * 3, 0));  // a mean image
+  rows.push_back(shift_scale_row(2 * 5 * 4 * 3, 3, 3));          // per-channel mean and scale
+  rows.push_back(shift_scale_row(63000, 7, 7));
+  rows.push_back(dropout_row(10000, 0.5f));
+  rows.push_back(dropout_row(20000, 0.1f));
+  rows.push_back(channel_moments_row(150, 7));
+  rows.push_back(channel_moments_row(4096, 32));
+  rows.push_back(optimizer_row(Solver::kSgdm, 1000));
+  rows.push_back(optimizer_row(Solver::kAdam, 1000));
+  rows.push_back(optimizer_row(Solver::kRmsprop, 70000));
+  rows.push_back(bn_relu_max_pool_row("3x3 stride 2 odd sizes", 2, 9, 7, 5, 3, 2));
+  rows.push_back(bn_relu_max_pool_row("2x2 stride 2 16 channels", 3, 8, 8, 16, 2, 2));
+  return rows;
+}
+
+}  // namespace agreement
+}  // namespace dlt::test
