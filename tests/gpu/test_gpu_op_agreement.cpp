@@ -91,6 +91,9 @@ TEST_CASE("gpu backend: supports() names the fused ops the device runs", "[gpu][
   clipped.relu_ceiling = 6.f;
   CHECK(be.supports(clipped) == !gpu);
   CHECK(dut_backend_with([](BackendOptions& o) { o.cuda_fused_clipped_relu = true; }).supports(clipped));
+  ConvDesc folded = plain;
+  folded.folded_affine = true;
+  CHECK(be.supports(folded) == !gpu);
   BnReluMaxPoolDesc pool{};
   pool.bn.n = 2, pool.bn.h = pool.bn.w = 8, pool.bn.c = 16, pool.kh = pool.kw = pool.stride_h = pool.stride_w = 2;
   CHECK(be.supports(pool) == !gpu);
