@@ -9,7 +9,11 @@ per offence naming file:line, the include and the rule) on:
   * a cycle between folders in the graph the includes actually form;
   * an include of the CUDA plugin's internals (backend/cuda/) from outside lib/backend/;
   * a CUDA, cuDNN, cuBLAS or NCCL system header outside lib/backend/cuda/;
-  * train/draw/ including more than util/, train/progress.h, train/run_status.h and itself.
+  * train/draw/ including more than util/, train/progress.h, train/run_status.h and itself;
+  * a dynamic_cast to a class declared in lib/layers/ outside lib/layers/ (the network asks
+    layers through Layer's interface and their published data, never their concrete types);
+  * a device test (`bool cpu`, `is_cpu()`, `DeviceType::`) in the fusion code (lib/net/fusion*):
+    the fusion plan asks the backend whether it runs a fused op (Backend::supports).
 Prints the folder graph it found. Standard-library Python only.
 
     python3 scripts/check-includes.py [SOURCE_DIR]
@@ -79,6 +83,25 @@ def find_cycle(graph):
     return None
 
 
+LAYER_CLASS = re.compile(r"^\s*class\s+(\w+)\b[^;]*$")
+DYNAMIC_CAST = re.compile(r"dynamic_cast\s*<\s*(?:const\s+)?(?:\w+::)*(\w+)")
+DEVICE_TEST = re.compile(r"\bbool\s+cpu\b|\bis_cpu\s*\(|\bDeviceType::")
+
+
+def layer_classes(lib):
+    """The classes lib/layers/'s headers declare (a definition, not a forward declaration)."""
+    names = set()
+    folder = os.path.join(lib, "layers")
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".h"):
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    m = LAYER_CLASS.match(line)
+                    if m:
+                        names.add(m.group(1))
+    return names
+
+
 def main():
     src = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
     lib = os.path.join(src, "lib")
@@ -91,6 +114,7 @@ def main():
             assert ORDER.index(a) < ORDER.index(folder), f"ALLOWED[{folder}] names {a}, which is not to its left"
 
     problems = []
+    classes = layer_classes(lib)
     graph = {f: set() for f in ORDER}
     files = 0
     for path in sources(lib):
@@ -103,6 +127,13 @@ def main():
             where = f"lib/{rel}:{number}"
             if CUDA_HEADER.search(line) and not rel.startswith("backend/cuda/"):
                 problems.append(f"{where}: {line.strip()}: CUDA headers belong in lib/backend/cuda/ only")
+            cast = DYNAMIC_CAST.search(line)
+            if cast and cast.group(1) in classes and folder != "layers":
+                problems.append(f"{where}: dynamic_cast to the layer class {cast.group(1)} outside lib/layers/ "
+                                f"(ask the layer through Layer's interface or its published traits)")
+            if rel.startswith("net/fusion") and DEVICE_TEST.search(line.split("//")[0]):
+                problems.append(f"{where}: a device test in the fusion code ({line.strip()}): ask the backend "
+                                f"whether it runs the fused op (Backend::supports)")
             m = INCLUDE.match(line)
             if not m:
                 continue

@@ -2,7 +2,8 @@
 # lib/'s folders include one way (docs/architecture.md's table): scripts/check-includes.py
 # passes on the repository and fails, naming file:line and the rule, on an include against the
 # folder order, a cycle between folders, the CUDA plugin's internals or a CUDA header outside
-# lib/backend/cuda, and train/draw reaching past util, train/progress.h and train/run_status.h.
+# lib/backend/cuda, and train/draw reaching past util, train/progress.h and train/run_status.h;
+# and a cast to a layer class outside lib/layers or a device test in the fusion code.
 source "$(dirname "$0")/common.sh" "$@"
 PY=$(command -v python3 || echo /usr/bin/python3)
 CHECK="$SRC/scripts/check-includes.py"
@@ -39,3 +40,10 @@ expect_rejected "an NCCL header in dist" 'CUDA headers belong in lib/backend/cud
 
 echo '#include "train/trainer.h"' >> "$TMP/src/lib/train/draw/canvas.cpp"
 expect_rejected "train/draw including the trainer" 'train/draw/ includes train/trainer.h'
+
+# Issue 49's rules beside the includes: no cast to a layer class outside lib/layers, no device
+# test in the fusion code.
+echo 'static int f(dlt::Layer* l) { return dynamic_cast<dlt::BatchNormLayer*>(l) != nullptr; }' >> "$TMP/src/lib/net/network.cpp"
+expect_rejected "a cast to a layer class in net/" 'lib/net/network.cpp:[0-9]*: dynamic_cast to the layer class BatchNormLayer outside lib/layers/'
+echo 'static bool planned(bool cpu) { return cpu; }' >> "$TMP/src/lib/net/fusion_plan.cpp"
+expect_rejected "a device test in the fusion plan" 'lib/net/fusion_plan.cpp:[0-9]*: a device test in the fusion code'
