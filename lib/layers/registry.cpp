@@ -42,6 +42,7 @@ const LayerType& multiplication_layer_type();
 const LayerType& layer_normalization_layer_type();
 const LayerType& channel_shuffle_layer_type();
 const LayerType& channel_slice_layer_type();
+const LayerType& depth_to_space_layer_type();
 
 const std::vector<const LayerType*>& layer_registry() {
   static const std::vector<const LayerType*> kLayers = {
@@ -78,6 +79,7 @@ const std::vector<const LayerType*>& layer_registry() {
       &layer_normalization_layer_type(),
       &channel_shuffle_layer_type(),
       &channel_slice_layer_type(),
+      &depth_to_space_layer_type(),
   };
   return kLayers;
 }

@@ -10,6 +10,8 @@ downloads), exported with torch.onnx.export (opset 13), with test images (raw fl
                 two Slices whose ends are computed from Shape(x)), a branch of convolutions (plain
                 3x3 here instead of depthwise), cat, channel_shuffle (view / transpose /
                 contiguous / view: Reshape - Transpose - Reshape)
+  pixel_shuffle a convolution to 16 channels, F.pixel_shuffle(x, 2) (DepthToSpace, mode CRD), a
+                convolution on the 2x larger image
 Usage: shuffle_models.py OUTDIR [NAME ...]   (writes NAME.{onnx,in.f32,probs.f32})"""
 import sys
 import numpy as np
@@ -82,7 +84,20 @@ class ShuffleBlock(nn.Module):
         return self.fc(torch.flatten(F.adaptive_max_pool2d(self.units(self.stem(x)), 1), 1))
 
 
-MODELS = {"channel_ops": (ChannelOps, 12), "reducemax": (ReduceMaxFlat, 10), "shuffle_block": (ShuffleBlock, 12)}
+class PixelShuffle(nn.Module):
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.stem = conv_bn_relu(3, 16, 3)
+        self.conv = conv_bn_relu(4, 8, 3)
+        self.fc = nn.Linear(8, num_classes)
+
+    def forward(self, x):
+        y = self.conv(F.pixel_shuffle(self.stem(x), 2))
+        return self.fc(torch.flatten(F.adaptive_max_pool2d(y, 1), 1))
+
+
+MODELS = {"channel_ops": (ChannelOps, 12), "reducemax": (ReduceMaxFlat, 10), "shuffle_block": (ShuffleBlock, 12),
+          "pixel_shuffle": (PixelShuffle, 6)}
 
 
 def randomize_bn(model, gen):

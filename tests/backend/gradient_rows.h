@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/depth_to_space_op.h"
 #include "backend/kernel_kinds.h"
 #include "backend/ops.h"
 #include "support/reference_ops.h"
@@ -267,6 +268,16 @@ inline GradientRow unpool(std::string name, PoolDesc d) {
           }};
 }
 
+inline GradientRow depth_to_space(std::string name, DepthToSpaceDesc d) {
+  Rng rng(113);
+  return {
+      "depth_to_space " + name,
+      DepthToSpaceDesc::kOp,
+      {random_vec(d.numel(), rng)},
+      [d](const std::vector<Vec>& in) { return ref::depth_to_space_forward(d, in[0]); },
+      [d](const std::vector<Vec>&, const Vec& dy) { return std::vector<Vec>{ref::depth_to_space_backward(d, dy)}; }};
+}
+
 }  // namespace gradient
 
 inline std::vector<GradientRow> gradient_rows() {
@@ -323,6 +334,8 @@ inline std::vector<GradientRow> gradient_rows() {
   PoolDesc u;
   u.n = 2, u.h = 6, u.w = 8, u.c = 3, u.kh = u.kw = 2, u.stride_h = u.stride_w = 2;
   rows.push_back(unpool("2x2/2", u));
+  rows.push_back(depth_to_space("DCR 2x3", {2, 3, 2, 12, 2, 3, false}));
+  rows.push_back(depth_to_space("CRD 2", {2, 2, 3, 8, 2, 2, true}));
   return rows;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/depth_to_space_op.h"
 #include "backend/dropout_hash.h"
 #include "backend/kernel_kinds.h"
 #include "support/reference_ops.h"
@@ -291,6 +292,21 @@ inline AgreementRow bn_relu_max_pool_row(std::string name, int64_t n, int64_t h,
           }};
 }
 
+// Depth to space, forward and backward: a permutation, so exact.
+inline AgreementRow depth_to_space_row(std::string name, DepthToSpaceDesc d) {
+  return {"depth_to_space " + name, {DepthToSpaceDesc::kOp}, [d](Backend& be, double) {
+            Rng rng(37);
+            const Vec x = random_vec(d.numel(), rng), dy = random_vec(d.numel(), rng);
+            auto op = be.make(d);
+            const Shape xs{d.n, d.h, d.w, d.c}, ys{d.n, d.h * d.bh, d.w * d.bw, d.out_c()};
+            Tensor y(ys, be.device()), dx(xs, be.device());
+            op->forward(to_tensor(x, xs, be.device()), y);
+            check_exact("depth_to_space", y, ref::depth_to_space_forward(d, x));
+            op->backward(to_tensor(dy, ys, be.device()), dx);
+            check_exact("depth_to_space backward", dx, ref::depth_to_space_backward(d, dy));
+          }};
+}
+
 inline std::vector<AgreementRow> kernel_rows() {
   std::vector<AgreementRow> rows = elementwise_rows(1001);
   for (AgreementRow& r : elementwise_rows(70000)) rows.push_back(std::move(r));  // past the parallel threshold
@@ -308,6 +324,11 @@ inline std::vector<AgreementRow> kernel_rows() {
   rows.push_back(optimizer_row(Solver::kRmsprop, 70000));
   rows.push_back(bn_relu_max_pool_row("3x3 stride 2 odd sizes", 2, 9, 7, 5, 3, 2));
   rows.push_back(bn_relu_max_pool_row("2x2 stride 2 16 channels", 3, 8, 8, 16, 2, 2));
+  rows.push_back(depth_to_space_row("DCR block 2, 2x3x5x12", {2, 3, 5, 12, 2, 2, false}));
+  rows.push_back(depth_to_space_row("CRD block 3, 1x4x2x18 (pixel_shuffle)", {1, 4, 2, 18, 3, 3, true}));
+  rows.push_back(depth_to_space_row("DCR block 2x3, 2x3x4x12", {2, 3, 4, 12, 2, 3, false}));
+  rows.push_back(depth_to_space_row("CRD block 3x2, 2x2x3x30", {2, 2, 3, 30, 3, 2, true}));
+  rows.push_back(depth_to_space_row("DCR block 2, 2x40x40x64 (over 200k values)", {2, 40, 40, 64, 2, 2, false}));
   return rows;
 }
 

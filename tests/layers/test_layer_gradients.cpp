@@ -138,6 +138,12 @@ TEST_CASE("gradients: channelShuffle and channelSlice", "[layers][grad]") {
   expect_ok(check_layer(layer_spec("channelSlice", {"StartChannel=4", "NumChannels=2"}), {Shape{2, 3, 7}}, o));
 }
 
+TEST_CASE("gradients: depthToSpace2d", "[layers][grad]") {
+  GradCheckOptions o;
+  expect_ok(check_layer(layer_spec("depthToSpace2d", {"BlockSize=2"}), {Shape{3, 2, 8}}, o));
+  expect_ok(check_layer(layer_spec("depthToSpace2d", {"BlockSize=[3,2]", "Mode=crd"}), {Shape{2, 3, 12}}, o));
+}
+
 TEST_CASE("gradients: crossChannelNormalization", "[layers][grad]") {
   GradCheckOptions o;
   o.input_scale = 2.0;

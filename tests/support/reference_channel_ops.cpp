@@ -1,4 +1,4 @@
-// Reference channel shuffle and channel slice (reference_ops.h): index maps written out per
+// Reference channel shuffle, channel slice and depth to space (reference_ops.h): index maps written out per
 // pixel and channel, in double.
 #include "support/reference_ops.h"
 
@@ -33,6 +33,37 @@ Vec channel_slice_backward(const ChannelSliceDesc& d, const Vec& dy) {
   Vec dx(d.pixels * d.c, 0.0);
   for (int64_t p = 0; p < d.pixels; ++p)
     for (int64_t i = 0; i < d.count; ++i) dx[p * d.c + d.start + i] = dy[p * d.count + i];
+  return dx;
+}
+
+// From the input side, as ONNX's DepthToSpace defines it on NCHW (a reshape of the channels
+// into [bh, bw, C'] (DCR) or [C', bh, bw] (CRD), then a transpose): input channel ci of pixel
+// (h, w) goes to channel k of pixel (h * bh + i, w * bw + j).
+Vec depth_to_space_forward(const DepthToSpaceDesc& d, const Vec& x) {
+  const int64_t oc = d.c / (d.bh * d.bw), oh = d.h * d.bh, ow = d.w * d.bw;
+  Vec y(x.size());
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t h = 0; h < d.h; ++h)
+      for (int64_t w = 0; w < d.w; ++w)
+        for (int64_t ci = 0; ci < d.c; ++ci) {
+          int64_t i, j, k;
+          if (d.crd) {
+            k = ci / (d.bh * d.bw), i = ci / d.bw % d.bh, j = ci % d.bw;
+          } else {
+            i = ci / (d.bw * oc), j = ci / oc % d.bw, k = ci % oc;
+          }
+          y[((n * oh + h * d.bh + i) * ow + w * d.bw + j) * oc + k] = x[((n * d.h + h) * d.w + w) * d.c + ci];
+        }
+  return y;
+}
+
+Vec depth_to_space_backward(const DepthToSpaceDesc& d, const Vec& dy) {
+  // The forward is a permutation: its gradient sends each dy value back to where it came from.
+  Vec index(dy.size());
+  for (size_t i = 0; i < index.size(); ++i) index[i] = static_cast<double>(i);
+  const Vec where = depth_to_space_forward(d, index);  // output i holds input where[i]
+  Vec dx(dy.size());
+  for (size_t i = 0; i < dy.size(); ++i) dx[static_cast<size_t>(where[i])] = dy[i];
   return dx;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/depth_to_space_op.h"
 #include "backend/ops.h"
 
 namespace dlt::ref {
@@ -103,6 +104,9 @@ Vec channel_shuffle_backward(const ChannelShuffleDesc& d, const Vec& dy);  // ->
 // y = x[..., start : start + count]; dx zero outside those channels.
 Vec channel_slice_forward(const ChannelSliceDesc& d, const Vec& x);
 Vec channel_slice_backward(const ChannelSliceDesc& d, const Vec& dy);  // -> dx
+// depth to space (backend/depth_to_space_op.h), DCR or CRD, from ONNX's definition.
+Vec depth_to_space_forward(const DepthToSpaceDesc& d, const Vec& x);
+Vec depth_to_space_backward(const DepthToSpaceDesc& d, const Vec& dy);  // -> dx
 
 // ---- cross-entropy of softmax probabilities (N, C) with integer labels (N) ----
 // Returns the weighted mean sum w[l] * -log(max(p_l, 1e-37)) / sum w[l] over the rows whose

@@ -1,0 +1,91 @@
+// depthToSpace2d (MATLAB's depthToSpace2dLayer): BlockSize (a scalar or [height width]) and
+// Mode ("dcr", the default, or "crd"); each input pixel's C channels become a block of output
+// pixels with C / (bh * bw) channels (backend/depth_to_space_op.h has the ordering of each
+// mode). ONNX: DepthToSpace both ways (one block size for both dimensions; PyTorch's
+// pixel_shuffle exports as its CRD mode).
+#include <memory>
+
+#include "backend/depth_to_space_op.h"
+#include "layers/layer_util.h"
+
+namespace dlt {
+
+namespace {
+
+class DepthToSpaceLayer final : public Layer {
+ public:
+  explicit DepthToSpaceLayer(const LayerSpec& spec) : Layer(spec) {
+    const std::vector<int64_t> b = spec_.get_ints("BlockSize", {}, 2, 1);
+    if (b.empty())
+      throw ConfigError(spec_.where() +
+                        "option BlockSize is required (e.g. BlockSize: 2, or [2 3] for height and width)");
+    d_.bh = b[0];
+    d_.bw = b[1];
+    d_.crd = spec_.get_choice("Mode", "dcr", {"dcr", "crd"}) == "crd";
+  }
+
+  Shape infer(const std::vector<Shape>& inputs) override {
+    expect_inputs(spec_, inputs, 1);
+    d_.h = inputs[0][0];
+    d_.w = inputs[0][1];
+    d_.c = inputs[0][2];
+    if (d_.c % (d_.bh * d_.bw) != 0)
+      shape_error(spec_, "input is " + inputs[0].str() + " but its " + std::to_string(d_.c) +
+                             " channels do not divide into blocks of " + std::to_string(d_.bh) + "x" +
+                             std::to_string(d_.bw) + " (the channels must be a multiple of " +
+                             std::to_string(d_.bh * d_.bw) + ")");
+    return Shape{d_.h * d_.bh, d_.w * d_.bw, d_.out_c()};
+  }
+  void setup(int64_t n, Backend& be) override {
+    d_.n = n;
+    op_ = be.make(d_);
+  }
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override { op_->forward(*x[0], y); }
+  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext&) override {
+    if (dx[0]) op_->backward(dy, *dx[0]);
+  }
+
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    if (d_.bh != d_.bw)
+      throw ModelError(g.path() + ": layer '" + name() + "' (depthToSpace2d) has block " + std::to_string(d_.bh) + "x" +
+                       std::to_string(d_.bw) + "; ONNX DepthToSpace has one block size for both dimensions");
+    const OnnxValue x = g.image(name(), inputs.at(0));
+    g.add_node("DepthToSpace", name(), {x.name}, name(),
+               {OnnxAttr("blocksize", d_.bh), OnnxAttr("mode", std::string(d_.crd ? "CRD" : "DCR"))});
+    return OnnxValue{name(), out, false};
+  }
+
+  static void from_onnx(OnnxNodeReader& r) {
+    const OnnxValue in = r.input(0);
+    r.need_image(in);
+    const int64_t b = r.attr_int("blocksize", 0);
+    const std::string mode = r.attr_string("mode", "DCR");
+    if (b < 1 || b > kOnnxMaxWindow) r.fail("blocksize " + std::to_string(b) + " is not a block size (1 or more)");
+    if (mode != "DCR" && mode != "CRD") r.fail("mode '" + mode + "' is neither DCR nor CRD");
+    if (in.shape[2] % (b * b) != 0)
+      r.fail("its input has " + std::to_string(in.shape[2]) +
+             " channels, not a multiple of blocksize^2 = " + std::to_string(b * b));
+    LayerSpec& s = r.add_layer("depthToSpace2d", {in.name});
+    s.set("BlockSize", std::to_string(b));
+    s.set("Mode", mode == "CRD" ? "crd" : "dcr");
+    r.set_output(OnnxValue{s.name, Shape{in.shape[0] * b, in.shape[1] * b, in.shape[2] / (b * b)}, false});
+  }
+
+ private:
+  DepthToSpaceDesc d_;
+  std::unique_ptr<DepthToSpaceOp> op_;
+};
+
+}  // namespace
+
+const LayerType& depth_to_space_layer_type() {
+  static const LayerType t{
+      "depthToSpace2d",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<DepthToSpaceLayer>(s); },
+      {"DepthToSpace"},
+      DepthToSpaceLayer::from_onnx};
+  return t;
+}
+
+}  // namespace dlt
