@@ -97,6 +97,8 @@ def parse_args(argv):
     for i in args.isa:
         if i not in ("native", "avx2"):
             p.error(f"--isa {i}: native or avx2")
+    if not args.networks and not args.onnx:
+        p.error("--networks and --onnx are both empty: nothing to measure")
     if args.rounds < 1:
         p.error("--rounds must be at least 1")
     if not os.access(GNU_TIME, os.X_OK):
@@ -464,6 +466,13 @@ def main():
     args = parse_args(sys.argv[1:])
     if args.onnx:
         zc.ensure_venv(args, __file__)
+        import torchvision
+        known = torchvision.models.list_models(module=torchvision.models)
+        unknown = [n for n in args.onnx if n not in known]
+        if unknown:
+            print(f"before_after: --onnx {', '.join(unknown)}: not torchvision classification models "
+                  f"(e.g. resnet50, mobilenet_v2, efficientnet_b0)", file=sys.stderr)
+            return 2
     bins = {"before": args.before, "after": args.after}
     out = open(args.output, "w") if args.output else None
 
