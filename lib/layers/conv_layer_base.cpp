@@ -57,6 +57,7 @@ Shape ConvLayerBase::infer_conv(const Shape& in, int64_t k, int64_t groups) {
                              kh_ * kw_ * (k_ / groups_));
   traits_.conv_op = true;
   traits_.conv = d;
+  traits_.op = &op_;
   return Shape{d.out_h(), d.out_w(), k_};
 }
 

@@ -44,8 +44,8 @@ class ConvLayerBase : public Layer {
  private:
   Init weight_init_ = Init::kGlorot, bias_init_ = Init::kZeros;
   Param weight_param_, bias_param_;  // factors read from the spec; shapes set in infer_conv()
-  std::unique_ptr<ConvOp> op_;
-  std::unique_ptr<ActOp> relu_;  // relu backward when fused
+  std::shared_ptr<ConvOp> op_;       // the plan may replace it by the fused op (FusionTraits::op)
+  std::unique_ptr<ActOp> relu_;      // relu backward when fused
 };
 
 // A Conv node as read from ONNX: its input, K filters in `group` groups of kh x kw x cg

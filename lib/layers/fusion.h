@@ -5,6 +5,7 @@
 // neighbouring layers run as one op is the plan's decision, never a layer's.
 #pragma once
 #include <limits>
+#include <memory>
 
 #include "backend/ops.h"
 
@@ -52,6 +53,11 @@ struct FusionTraits {
   // Its parameters are Weights (K, kh, kw, C/G) and Bias (K), in that order.
   bool conv_op = false;
   ConvDesc conv;
+  // The layer's op (a convolution's), which the plan replaces by the fused op it makes for the
+  // layer's inference steps: that op's descriptor extends the layer's own (the same geometry,
+  // ReLU and precision, plus what inference fuses), so one op serves the layer's passes and the
+  // fused steps, as one op's primitives and buffers. Null for other layers.
+  std::shared_ptr<ConvOp>* op = nullptr;
   // Its op is a batch normalization of shape batch_norm per image (n = 1): the plan builds a
   // BnReluMaxPoolDesc from it (batchNormalization). Its parameters are Scale and Offset.
   bool batch_norm_op = false;

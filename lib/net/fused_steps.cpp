@@ -16,10 +16,14 @@ void FusionPlan::setup(size_t i, int64_t n, Backend& be, bool mixed) {
     node.op.reset();
     return;
   }
-  ConvDesc d = fused_conv(node.conv->fusion_traits().conv, f);
+  const FusionTraits& t = node.conv->fusion_traits();
+  ConvDesc d = fused_conv(t.conv, f);
   d.n = n;
   d.bf16 = mixed;
+  // One op for the layer's passes and the fused steps: its descriptor extends the layer's, so
+  // the layer's own op (made in its setup just before) gives way to it.
   node.op = be.make(d);
+  if (t.op) *t.op = node.op;
   if (f.folds_affine && !node.folded_w.defined()) {
     node.folded_w = Tensor(Shape{d.k, d.kh, d.kw, d.group_c()}, be.device());
     node.folded_b = Tensor(Shape{d.k}, be.device());

@@ -130,8 +130,9 @@ class FusionPlan {
     // kScaledConv: the multiplication and scale_input.
     Layer* mul = nullptr;
     int scale_input = -1;
-    // fused_steps.cpp: the convolution's inference op (setup) and its folded weights and bias.
-    std::unique_ptr<ConvOp> op;
+    // fused_steps.cpp: the convolution's inference op (setup), which is also the layer's own
+    // (FusionTraits::op), and its folded weights and bias.
+    std::shared_ptr<ConvOp> op;
     Tensor folded_w, folded_b;  // (K, kh, kw, C/G), (K)
   };
   void plan_depthwise(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& inputs,
