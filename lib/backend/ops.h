@@ -1,6 +1,7 @@
 // Descriptors and interfaces of the heavy ops. Each layer creates its ops once per batch
-// size (Backend::make_*) and keeps them: they hold oneDNN primitives or cuDNN descriptors,
-// workspaces and chosen algorithms between forward and backward.
+// size (Backend::make(desc), from the kernels its device registered: op_registry.h) and keeps
+// them: they hold oneDNN primitives or cuDNN descriptors, workspaces and chosen algorithms
+// between forward and backward.
 //
 // Layouts (every backend): activations (N, H, W, C) NHWC float32; conv weights (K, kh, kw, C/G)
 // "OHWI" (G = ConvDesc::groups, 1 for a dense convolution); fully-connected weights (K, H*W*C) over the input flattened
