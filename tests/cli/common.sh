@@ -112,3 +112,19 @@ print(f"  {sys.argv[1].split('/')[-1]} vs {sys.argv[2].split('/')[-1]}: {a.size}
 sys.exit(0 if rel <= float(sys.argv[3]) else 1)
 PYEOF
 }
+# onnx_round_trip NAME SIZE: $TMP/NAME.onnx (a PyTorch export with NAME.in.f32, NAME.probs.f32,
+# SIZE x SIZE x 3 images) imports to PyTorch's probabilities within 1e-4 relative, dltrain's
+# export imports back to the same outputs (1e-6) and runs in OpenCV's dnn with dltrain's
+# outputs (1e-4). Leaves $TMP/NAME.bin (the import) and NAME.out.onnx (the export).
+onnx_round_trip() {
+  local n=$1 s=$2 py=/usr/bin/python3
+  "$DLTRAIN" import "$TMP/$n.onnx" --output "$TMP/$n.bin" >/dev/null
+  "$DLTRAIN" export "$TMP/$n.bin" --debug-forward "$TMP/$n.in.f32" --output "$TMP/$n.ours.f32"
+  compare_f32 "$TMP/$n.ours.f32" "$TMP/$n.probs.f32" 1e-4 || fail "$n: dltrain's import differs from PyTorch"
+  "$DLTRAIN" export "$TMP/$n.bin" --output "$TMP/$n.out.onnx" >/dev/null
+  "$DLTRAIN" import "$TMP/$n.out.onnx" --output "$TMP/$n.re.bin" >/dev/null
+  "$DLTRAIN" export "$TMP/$n.re.bin" --debug-forward "$TMP/$n.in.f32" --output "$TMP/$n.re.f32"
+  compare_f32 "$TMP/$n.re.f32" "$TMP/$n.ours.f32" 1e-6 || fail "$n: export + import changed the outputs"
+  $py "$SRC/scripts/onnx/opencv_run.py" "$TMP/$n.out.onnx" "$TMP/$n.in.f32" "$s" "$s" 3 "$TMP/$n.cv.f32" >/dev/null
+  compare_f32 "$TMP/$n.cv.f32" "$TMP/$n.ours.f32" 1e-4 || fail "$n: OpenCV dnn disagrees with dltrain on the exported file"
+}

@@ -13,17 +13,9 @@ $PY -c "import torch, numpy" 2>/dev/null || skip "/usr/bin/python3 lacks torch/n
 $PY -c "import cv2" 2>/dev/null || skip "/usr/bin/python3 cannot import cv2 (apt-get install python3-opencv; scripts/setup.sh does)"
 $PY "$SRC/scripts/onnx/shuffle_models.py" "$TMP" pixel_shuffle >/dev/null 2>&1
 n=pixel_shuffle
-"$DLTRAIN" import "$TMP/$n.onnx" --output "$TMP/$n.bin" >/dev/null
+onnx_round_trip "$n" 6
 "$DLTRAIN" info "$TMP/$n.bin" > "$TMP/$n.info"
 grep -q "depthToSpace2d" "$TMP/$n.info" || fail "no depthToSpace2d layer in $(cat "$TMP/$n.info")"
-"$DLTRAIN" export "$TMP/$n.bin" --debug-forward "$TMP/$n.in.f32" --output "$TMP/$n.ours.f32"
-compare_f32 "$TMP/$n.ours.f32" "$TMP/$n.probs.f32" 1e-4 || fail "$n: dltrain's import differs from PyTorch"
-"$DLTRAIN" export "$TMP/$n.bin" --output "$TMP/$n.out.onnx" >/dev/null
-"$DLTRAIN" import "$TMP/$n.out.onnx" --output "$TMP/$n.re.bin" >/dev/null
-"$DLTRAIN" export "$TMP/$n.re.bin" --debug-forward "$TMP/$n.in.f32" --output "$TMP/$n.re.f32"
-compare_f32 "$TMP/$n.re.f32" "$TMP/$n.ours.f32" 1e-6 || fail "$n: export + import changed the outputs"
-$PY "$SRC/scripts/onnx/opencv_run.py" "$TMP/$n.out.onnx" "$TMP/$n.in.f32" 6 6 3 "$TMP/$n.cv.f32" >/dev/null
-compare_f32 "$TMP/$n.cv.f32" "$TMP/$n.ours.f32" 1e-4 || fail "$n: OpenCV dnn disagrees with dltrain on the exported file"
 
 # DCR, from a config: train briefly on shapes, then dltrain and OpenCV on the exported file.
 "$DLTRAIN" make-dataset shapes "$TMP/shapes" --classes 3 --per-class 12 --size 16x16 --seed 3 >/dev/null

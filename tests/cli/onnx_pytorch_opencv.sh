@@ -18,16 +18,7 @@ $PY "$SRC/scripts/onnx/unpool_model.py" "$TMP" 2>/dev/null
 $PY -c "import cv2" 2>/dev/null || skip "/usr/bin/python3 lacks cv2, which the OpenCV half needs (apt-get install python3-opencv)"
 for net in alexnet:64 resnet18:32 upconv:16 unpool:16 grouped:32; do
   n=${net%%:*} s=${net##*:}
-  "$DLTRAIN" import "$TMP/$n.onnx" --output "$TMP/$n.bin" >/dev/null
-  "$DLTRAIN" export "$TMP/$n.bin" --debug-forward "$TMP/$n.in.f32" --output "$TMP/$n.ours.f32"
-  compare_f32 "$TMP/$n.ours.f32" "$TMP/$n.probs.f32" 1e-4 || fail "$n: dltrain's import differs from PyTorch"
-  "$DLTRAIN" export "$TMP/$n.bin" --output "$TMP/$n.out.onnx" >/dev/null
-  # the exported file imports back to the same outputs
-  "$DLTRAIN" import "$TMP/$n.out.onnx" --output "$TMP/$n.re.bin" >/dev/null
-  "$DLTRAIN" export "$TMP/$n.re.bin" --debug-forward "$TMP/$n.in.f32" --output "$TMP/$n.re.f32"
-  compare_f32 "$TMP/$n.re.f32" "$TMP/$n.ours.f32" 1e-6 || fail "$n: export + import changed the outputs"
-  $PY "$SRC/scripts/onnx/opencv_run.py" "$TMP/$n.out.onnx" "$TMP/$n.in.f32" "$s" "$s" 3 "$TMP/$n.cv.f32" >/dev/null
-  compare_f32 "$TMP/$n.cv.f32" "$TMP/$n.ours.f32" 1e-4 || fail "$n: OpenCV dnn disagrees with dltrain on the exported file"
+  onnx_round_trip "$n" "$s"
 done
 # Errors: one line naming the operator and the node; nothing written.
 $PY - "$TMP" <<'PYEOF'
