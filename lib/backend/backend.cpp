@@ -357,6 +357,13 @@ void check_loss(const Tensor& probs, const Tensor& labels, const Tensor& dlogits
 
 // The mean loss of totals; throws DataError for a bad label (read from the device).
 double finish_loss(const LossTotals& t, const Tensor& labels, int64_t* correct, int64_t* counted) {
+  if (t.first_bad != UINT64_MAX && labels.dtype() == DType::kF32) {
+    float target = 0;
+    copy_bytes(&target, Device::cpu(), labels.data() + t.first_bad, labels.device(), sizeof(target));
+    throw DataError("binary_cross_entropy: target " + std::to_string(target) + " of value " +
+                    std::to_string(t.first_bad) +
+                    " is not 0 or 1 (multi-label targets say whether a class is present)");
+  }
   if (t.first_bad != UINT64_MAX) {
     int32_t label = 0;
     copy_bytes(&label, Device::cpu(), labels.data_i32() + t.first_bad, labels.device(), sizeof(label));
@@ -389,13 +396,92 @@ void Backend::cross_entropy_async(const Tensor& probs, const Tensor& labels, Ten
 }
 
 double Backend::read_loss(const Tensor& totals, const Tensor& labels, int64_t* correct, int64_t* counted) {
+  return read_loss_totals(totals, labels, correct, counted).loss_sum;
+}
+
+LossTotals Backend::read_loss_totals(const Tensor& totals, const Tensor& labels, int64_t* correct, int64_t* counted) {
   check_totals(totals, device());
   LossTotals t;
   if (async_)
     t = async_->read_loss_totals(totals);
   else
     copy_bytes(&t, Device::cpu(), totals.data(), totals.device(), sizeof(t));
-  return finish_loss(t, labels, correct, counted);
+  t.loss_sum = finish_loss(t, labels, correct, counted);
+  return t;
+}
+
+namespace {
+void check_float_targets(const Tensor& outputs, const Tensor& targets, const Tensor& grad, const LossOptions& opt,
+                         Device d, const char* op) {
+  DLT_CHECK(opt.images > 0 && outputs.numel() > 0 && outputs.numel() % opt.images == 0,
+            op << ": " << outputs.numel() << " outputs for " << opt.images << " images");
+  same_numel(outputs, targets, op);
+  DLT_CHECK(targets.dtype() == DType::kF32, op << ": the targets must be float32");
+  on(outputs, d, op);
+  on(targets, d, op);
+  if (grad.defined()) {
+    same_numel(outputs, grad, op);
+    on(grad, d, op);
+  }
+}
+
+const char* loss_name(LossKind k) {
+  switch (k) {
+    case LossKind::kCrossEntropy:
+      return "cross_entropy";
+    case LossKind::kBinaryCrossEntropy:
+      return "binary_cross_entropy";
+    case LossKind::kMse:
+      return "mse";
+    case LossKind::kMae:
+      return "mae";
+    case LossKind::kHuber:
+      return "huber";
+    case LossKind::kGeneralizedDice:
+      return "generalized_dice";
+    case LossKind::kFocalCrossEntropy:
+      return "focal_cross_entropy";
+  }
+  return "loss";
+}
+}  // namespace
+
+LossTotals Backend::loss(const Tensor& outputs, const Tensor& targets, Tensor& grad, const LossOptions& opt) {
+  const char* op = loss_name(opt.kind);
+  if (float_targets(opt.kind)) {
+    check_float_targets(outputs, targets, grad, opt, device(), op);
+    if (opt.kind == LossKind::kBinaryCrossEntropy) return run<BinaryCrossEntropyKernel>(outputs, targets, opt, grad);
+    DLT_CHECK(opt.kind != LossKind::kHuber || opt.huber_delta > 0, "huber: the transition point must be > 0");
+    return run<RegressionLossKernel>(outputs, targets, opt, grad);
+  }
+  check_loss(outputs, targets, grad, opt, device());
+  switch (opt.kind) {
+    case LossKind::kGeneralizedDice:
+      DLT_CHECK(opt.images > 0 && targets.numel() % opt.images == 0,
+                op << ": " << targets.numel() << " labels for " << opt.images << " images");
+      return run<GeneralizedDiceKernel>(outputs, targets, opt, grad);
+    case LossKind::kFocalCrossEntropy:
+      DLT_CHECK(opt.focal_gamma >= 0 && opt.focal_alpha > 0, "focal_cross_entropy: Gamma must be >= 0 and Alpha > 0");
+      return run<FocalCrossEntropyKernel>(outputs, targets, opt, grad);
+    default:
+      return run<CrossEntropyKernel>(outputs, targets, opt, grad);
+  }
+}
+
+void Backend::loss_async(const Tensor& outputs, const Tensor& targets, Tensor& grad, Tensor& totals,
+                         const LossOptions& opt) {
+  check_totals(totals, device());
+  if (async_) {
+    const char* op = loss_name(opt.kind);
+    if (float_targets(opt.kind))
+      check_float_targets(outputs, targets, grad, opt, device(), op);
+    else
+      check_loss(outputs, targets, grad, opt, device());
+    async_->loss_async(outputs, targets, opt, grad, totals);
+    return;
+  }
+  const LossTotals t = loss(outputs, targets, grad, opt);
+  copy_bytes(totals.data(), totals.device(), &t, Device::cpu(), sizeof(t));
 }
 
 float adam_correction(float b, int64_t t) { return 1.f / (1.f - static_cast<float>(std::pow(double(b), double(t)))); }

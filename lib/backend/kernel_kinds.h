@@ -87,6 +87,23 @@ DLT_KERNEL_KIND(ChannelSliceBackwardKernel, "channel_slice_backward",
 DLT_KERNEL_KIND(CrossEntropyKernel, "cross_entropy",
                 LossTotals(Backend&, const Tensor& probs, const Tensor& labels, const LossOptions& opt,
                            Tensor& dlogits));
+// outputs / targets of N * W floats (N = opt.images > 0), grad undefined or of their numel;
+// opt.kind mse, mae or huber.
+DLT_KERNEL_KIND(RegressionLossKernel, "regression_loss",
+                LossTotals(Backend&, const Tensor& outputs, const Tensor& targets, const LossOptions& opt,
+                           Tensor& grad));
+// probs (after a sigmoid) / targets of N * C floats (N = opt.images > 0), dlogits undefined or of their numel (the
+// gradient with respect to the sigmoid's input).
+DLT_KERNEL_KIND(BinaryCrossEntropyKernel, "binary_cross_entropy",
+                LossTotals(Backend&, const Tensor& probs, const Tensor& targets, const LossOptions& opt,
+                           Tensor& dlogits));
+// As CrossEntropyKernel, with opt.images > 0 dividing labels.numel().
+DLT_KERNEL_KIND(GeneralizedDiceKernel, "generalized_dice",
+                LossTotals(Backend&, const Tensor& probs, const Tensor& labels, const LossOptions& opt,
+                           Tensor& dlogits));
+DLT_KERNEL_KIND(FocalCrossEntropyKernel, "focal_cross_entropy",
+                LossTotals(Backend&, const Tensor& probs, const Tensor& labels, const LossOptions& opt,
+                           Tensor& dlogits));
 // m or s undefined when the solver does not use it.
 DLT_KERNEL_KIND(OptimizerUpdateKernel, "optimizer_update",
                 void(Backend&, const UpdateRule& rule, const UpdateScalars& k, Tensor& w, const Tensor& g, Tensor& m,

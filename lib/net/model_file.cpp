@@ -3,7 +3,8 @@
 //   24 u32 CRC-32 of bytes 0..23 | 28 u32 CRC-32 of the payload | 32 payload
 // The first 28 bytes keep this layout in every version, so any reader can tell "newer" from
 // "corrupt". The payload is a list of sections: 4-byte tag, u64 length, bytes. Tags: SPEC
-// (network YAML), CLAS (class names), PARM / STAT (tensors), TRNG, META. Unknown tags are skipped.
+// (network YAML), CLAS (class names), LBID (label IDs), TASK (task, responses), PARM / STAT
+// (tensors), TRNG, META. Unknown tags are skipped.
 #include "net/model_file.h"
 
 #include <fcntl.h>
@@ -267,6 +268,18 @@ std::vector<uint8_t> encode_model(const ModelData& m) {
     }
     w.end_section(at);
   }
+  if (!m.task.empty()) {  // a later section: older version-1 readers skip it
+    at = w.begin_section("TASK");
+    w.str(m.task);
+    w.u32(static_cast<uint32_t>(m.responses.names.size()));
+    for (const auto& n : m.responses.names) w.str(n);
+    w.u32(static_cast<uint32_t>(m.responses.mean.size()));
+    for (size_t i = 0; i < m.responses.mean.size(); ++i) {
+      w.u32(std::bit_cast<uint32_t>(m.responses.mean[i]));
+      w.u32(std::bit_cast<uint32_t>(m.responses.std.at(i)));
+    }
+    w.end_section(at);
+  }
   write_tensors(w, "PARM", m.params);
   write_tensors(w, "STAT", m.states);
   at = w.begin_section("TRNG");
@@ -345,6 +358,20 @@ ModelData decode(const std::vector<uint8_t>& b, const std::string& name) {
           if (v.size() != 1 && v.size() != 3) r.fail("a label ID has " + std::to_string(v.size()) + " values");
           for (auto& x : v) x = r.u32();
         }
+      }
+    } else if (tag == "TASK") {
+      m.task = r.str();
+      if (m.task != "classification" && m.task != "segmentation" && m.task != "regression" && m.task != "multilabel")
+        r.fail("unknown task '" + one_line(m.task) + "'");
+      m.responses.names.resize(r.count(4));
+      for (auto& n : m.responses.names) n = r.str();
+      const uint32_t k = r.count(8);
+      if (k != 0 && k != m.responses.names.size())
+        r.fail(std::to_string(k) + " response statistics for " + std::to_string(m.responses.names.size()) +
+               " responses");
+      for (uint32_t i = 0; i < k; ++i) {
+        m.responses.mean.push_back(std::bit_cast<float>(r.u32()));
+        m.responses.std.push_back(std::bit_cast<float>(r.u32()));
       }
     } else if (tag == "PARM") {
       m.params = read_tensors(r);

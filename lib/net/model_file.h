@@ -27,6 +27,15 @@ struct ModelData {
   // Segmentation: the LabelIDs of each class (data.LabelIDs; see DataOptions), so that
   // `dltrain segment` reads ground-truth label images as training did. Empty otherwise.
   std::vector<std::vector<std::vector<int64_t>>> label_ids;
+  // What the network predicts: "classification", "segmentation", "regression" or "multilabel"
+  // (empty in files written before tasks: classification or segmentation by label_ids).
+  std::string task;
+  // Regression: the responses' names (the table's header) and, with response normalisation,
+  // their training mean and standard deviation: a prediction is output * std + mean.
+  struct Responses {
+    std::vector<std::string> names;
+    std::vector<float> mean, std;
+  } responses;
   std::string training_yaml;  // the training: section it was trained with
   std::string metadata_json;  // free-form (dltrain version, date, accuracy, ...)
 };
