@@ -184,6 +184,8 @@ const std::vector<FieldDef<DO>>& data_fields() {
           "Cache", [](auto& o) -> auto& { return o.cache; }),
       int_field<DO>(
           "LoaderThreads", 0, "an integer >= 0", [](auto& o) -> auto& { return o.loader_threads; }),
+      choice_field<DO>(
+          "ResponseNormalization", [](auto& o) -> auto& { return o.response_normalization; }),
   };
   return f;
 }
