@@ -28,7 +28,7 @@ void load_data(TrainingRun& run) {
   run.has_validation = data.has_validation;
   if (pixels && run.train_data.num_classes() < 2)
     throw ConfigError(cfg.path + ": data.ClassNames has one class; segmentation needs at least 2");
-  if (run.train_data.num_classes() < 2)
+  if (!d.table() && run.train_data.num_classes() < 2)  // tables: responses, or labels that may be one class
     throw DataError(d.train + ": only one class folder ('" + run.train_data.classes().at(0) +
                     "'); classification needs at least 2 (one folder per class)");
   if (run.train_data.size() < o.mini_batch_size)
