@@ -128,7 +128,7 @@ TEST_CASE("batch targets with OnBadImage skip: rows of the kept images only", "[
   CHECK(seen == std::vector<int>{0, 1, 2, 4, 5, 6, 7, 9, 10});
 }
 
-TEST_CASE("multi-label batch targets are 0/1 per class; folder datastores have none", "[data][table]") {
+TEST_CASE("multi-label batch targets are 0/1 per class, folder datastores have none", "[data][table]") {
   TempDir d;
   for (int i = 0; i < 3; ++i)
     test::put_image(d / ("m" + std::to_string(i) + ".png"), test::pattern_image(4, 4, 1, 10 * i));
