@@ -269,24 +269,37 @@ struct AugmentOptions {
   }
 };
 
+// Whether a data path names a CSV table (ends in .csv, any case) rather than a folder.
+inline bool is_table_path(const std::string& path) {
+  if (path.size() < 4) return false;
+  std::string ext = path.substr(path.size() - 4);
+  for (char& ch : ext) ch = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+  return ext == ".csv";
+}
+
 // The data: section: imageDatastore + splitEachLabel + augmentedImageDatastore, or for
-// segmentation imageDatastore + pixelLabelDatastore pairs (train: {images, labels}).
+// segmentation imageDatastore + pixelLabelDatastore pairs (train: {images, labels}), or for
+// regression and multi-label classification a CSV table of images and targets (data/table.h).
 struct DataOptions {
-  std::string train;                     // folder of class folders; segmentation: the images folder
-  std::string validation;                // folder, or empty; segmentation: the images folder
+  std::string train;                     // folder of class folders or .csv table; segmentation: the images
+  std::string validation;                // folder or .csv table, or empty; segmentation: the images folder
   std::string train_labels;              // segmentation: the label images folder (pixelLabelDatastore)
   std::string validation_labels;         // segmentation: the validation label images folder
-  std::vector<std::string> class_names;  // ClassNames (segmentation)
+  std::vector<std::string> class_names;  // ClassNames (segmentation; multi-label tables: optional)
   // LabelIDs (segmentation): per class, the pixel values that mean it, each either one integer
   // (index / grey label images) or an RGB triplet (colour-coded labels, camvidPixelLabelIDs).
   std::vector<std::vector<std::vector<int64_t>>> label_ids;
   bool segmentation() const { return !train_labels.empty(); }
+  bool table() const { return is_table_path(train); }  // regression or multi-label (data/table.h)
   double validation_split = 0;  // splitEachLabel fraction for validation when no folder given
   bool include_subfolders = true;
   LabelSource label_source = LabelSource::kFolderNames;
   std::vector<std::string> file_extensions;  // empty: every format stb_image reads
   OutputSizeMode output_size_mode = OutputSizeMode::kResize;
   AugmentOptions augment;
+  // AugmentRegression (dltrain's): geometric augmentation of a regression table is allowed
+  // (the user says the responses do not depend on the geometry); false: it is a ConfigError.
+  bool augment_regression = false;
   OnBadImage on_bad_image = OnBadImage::kError;
   Cache cache = Cache::kAuto;
   int64_t loader_threads = 0;  // 0: automatic
