@@ -64,6 +64,10 @@ Network::Network(const ModelData& model, Backend& backend, const std::string& fi
     : spec_(model.network), backend_(&backend), device_(backend.device()) {
   build();
   try {
+    // The task a file records is its output layer's (files written before tasks record none).
+    if (!model.task.empty() && model.task != task())
+      throw ModelError("it records the task " + model.task + " but its network ends in a " + task() +
+                       " output layer (file corrupt)");
     check_weights(model);
   } catch (const ModelError& e) {
     if (file.empty()) throw;

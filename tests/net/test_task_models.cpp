@@ -1,9 +1,8 @@
-// Stand-in regression and multi-label model files for tests/cli/predict.sh, until networks with
-// regression and sigmoid outputs train: a 4x4 grey image through fullyConnected (2 outputs),
-// softmax and classification, whose output for a uniform image of value v is
-// (sigmoid(v / 100), 1 - sigmoid(v / 100)), stored with task "regression" (responses Angle and
-// Scale, normalised) or "multilabel" (classes cat and dog). The hidden case writes them where
-// DLT_REGRESSION_MODEL and DLT_MULTILABEL_MODEL say.
+// Regression and multi-label model files with fixed weights for tests/cli/predict.sh: a 4x4
+// grey image through fullyConnected (2 outputs) and a sigmoid, whose output for a uniform image
+// of value v is (sigmoid(v / 100), 1 - sigmoid(v / 100)), ending in a regression layer
+// (responses Angle and Scale, normalised) or multilabelClassification (classes cat and dog).
+// The hidden case writes them where DLT_REGRESSION_MODEL and DLT_MULTILABEL_MODEL say.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
@@ -11,35 +10,35 @@
 #include "config/config.h"
 #include "net/model_file.h"
 #include "net/network.h"
+#include "util/error.h"
 
 using namespace dlt;
 
 namespace {
 
-ModelData two_output_model() {
+ModelData two_output_model(const std::string& output) {
   Config c = load_config_text(R"(layers:
   - {type: imageInput, Name: input, InputSize: [4, 4, 1], Normalization: none}
   - {type: fullyConnected, Name: fc, OutputSize: 2}
-  - {type: softmax}
-  - {type: classification}
+  - {type: sigmoid}
+  - {type: )" + output + R"(}
 )",
                               "task_model.yaml");
   Network net(c.network, Device::cpu());
   net.init_params(1);
-  net.classes() = {"cat", "dog"};
   ModelData m = net.to_model_data();
   for (auto& p : m.params) {
     if (p.layer != "fc") continue;
-    // Weights (2, 16) or the bias: output 0 is the pixel sum / 1600 = v / 100, output 1 is 0.
-    for (size_t i = 0; i < p.data.size(); ++i) p.data[i] = p.shape.numel() == 32 && i < 16 ? 1.f / 1600 : 0.f;
+    // Weights (2, 16) or the bias: output 0 is the pixel sum / 1600 = v / 100, output 1 minus that.
+    for (size_t i = 0; i < p.data.size(); ++i)
+      p.data[i] = p.shape.numel() != 32 ? 0.f : i < 16 ? 1.f / 1600 : -1.f / 1600;
   }
   return m;
 }
 
 ModelData regression_model() {
-  ModelData m = two_output_model();
-  m.classes.clear();
-  m.task = "regression";
+  ModelData m = two_output_model("regression");
+  REQUIRE(m.task == "regression");
   m.responses.names = {"Angle", "Scale"};
   m.responses.mean = {10.f, -1.f};
   m.responses.std = {2.f, 0.5f};
@@ -47,14 +46,15 @@ ModelData regression_model() {
 }
 
 ModelData multilabel_model() {
-  ModelData m = two_output_model();
-  m.task = "multilabel";
+  ModelData m = two_output_model("multilabelClassification");
+  REQUIRE(m.task == "multilabel");
+  m.classes = {"cat", "dog"};
   return m;
 }
 
 }  // namespace
 
-TEST_CASE("stand-in task models: output sigmoid(v / 100) for a uniform image v", "[task_models]") {
+TEST_CASE("task models: output sigmoid(v / 100) for a uniform image v", "[task_models]") {
   for (const ModelData& m : {regression_model(), multilabel_model()}) {
     const ModelData back = decode_model(encode_model(m), "task.bin");
     CHECK(back.task == m.task);
@@ -75,7 +75,14 @@ TEST_CASE("stand-in task models: output sigmoid(v / 100) for a uniform image v",
   }
 }
 
-TEST_CASE("write the stand-in task models for tests/cli/predict.sh", "[.][make_task_models]") {
+TEST_CASE("a model whose task is not its output layer's is refused", "[task_models]") {
+  ModelData m = regression_model();
+  m.task = "multilabel";
+  CHECK_THROWS_WITH(Network(m, Device::cpu(), "lying.bin"),
+                    Catch::Contains("lying.bin") && Catch::Contains("multilabel") && Catch::Contains("regression"));
+}
+
+TEST_CASE("write the task models for tests/cli/predict.sh", "[.][make_task_models]") {
   const char* reg = std::getenv("DLT_REGRESSION_MODEL");
   const char* multi = std::getenv("DLT_MULTILABEL_MODEL");
   REQUIRE(reg != nullptr);
