@@ -32,7 +32,10 @@ void RegressionSums::add(const Network& net, const Tensor& outputs, const Batch&
       squared += e * e;
       absolute += std::abs(e);
       values += 1;
-      if (truth != 0) {
+      // A normalised target comes back within float32's rounding of (|mean| + std): a true 0
+      // may return as 1e-7 of that, which is still 0 for MAPE.
+      const double zero = sd.empty() ? 0.0 : 1e-5 * (std::abs(shift) + scale);
+      if (std::abs(truth) > zero) {
         percentage += 100.0 * std::abs(e) / std::abs(truth);
         nonzero += 1;
       }

@@ -497,8 +497,12 @@ void Trainer::log_run_start() {
     run_.hardware += ", " + std::to_string(run_.comm->size()) + " workers (" + run_.comm->kind() + ")";
   if (run_.net->mixed_precision())
     log::info("Precision mixed: convolution and fullyConnected multiply in bfloat16 (float32 sums and weights)");
-  log::info("training on {} with {} images in {} classes{}; {} learnables", run_.device.str(), run_.train_data.size(),
-            run_.train_data.num_classes(),
+  const std::string task = run_.net->task();
+  const std::string what =
+      task == "regression"   ? " and " + std::to_string(run_.train_data.target_width()) + " responses each"
+      : task == "multilabel" ? " with labels of " + std::to_string(run_.train_data.num_classes()) + " classes"
+                             : " in " + std::to_string(run_.train_data.num_classes()) + " classes";
+  log::info("training on {} with {} images{}{}; {} learnables", run_.device.str(), run_.train_data.size(), what,
             run_.has_validation ? ", validating on " + std::to_string(run_.validation_data.size()) : std::string(),
             run_.net->total_learnables());
   if (run_.comm->size() > 1)
