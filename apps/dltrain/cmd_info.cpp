@@ -24,7 +24,7 @@ std::unique_ptr<Network> load_network(const std::string& path, const std::vector
   }
   Config c = load_config(path, sets);
   apply_transfer(c);  // base: loads the base model
-  return std::make_unique<Network>(c.network, Device::cpu());
+  return std::make_unique<Network>(network_for_training(c), Device::cpu());
 }
 
 int64_t learnables(Layer& l) {

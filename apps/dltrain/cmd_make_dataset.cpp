@@ -1,8 +1,10 @@
-// `dltrain make-dataset`: generates the shapes task (class folders) and the shapes-seg task
-// (image/label folders; prints the ClassNames and LabelIDs lines for a config), and (hidden
-// modes) converts CIFAR-10 binary / MNIST IDX files to class folders for datasets/*.sh and
-// benchmarks the data loader alone (bench-loader) for scripts/bench/data_vs_pil.
+// `dltrain make-dataset`: generates the shapes task (class folders), the shapes-seg task
+// (image/label folders; prints the ClassNames and LabelIDs lines for a config), the
+// rotated-digits regression task and the shapes-multi multi-label task (images + CSV tables),
+// and (hidden modes) converts CIFAR-10 binary / MNIST IDX files to class folders for
+// datasets/*.sh and benchmarks the data loader alone (bench-loader) for scripts/bench/data_vs_pil.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -11,7 +13,9 @@
 #include "data/binary_datasets.h"
 #include "data/datastore.h"
 #include "data/decode.h"
+#include "data/rotated_digits.h"
 #include "data/shapes.h"
+#include "data/shapes_multi.h"
 #include "data/shapes_seg.h"
 #include "util/error.h"
 #include "util/numbers.h"
@@ -126,9 +130,57 @@ int run_shapes_seg(const MakeDatasetArgs& a) {
   return 0;
 }
 
+// MNIST's IDX files when --from is not given: the shared datasets folder next to the checkout.
+constexpr const char* kDefaultMnist = "../shared/datasets/mnist";
+
+int run_rotated_digits(const MakeDatasetArgs& a) {
+  if (a.per_class_given)
+    throw UsageError("make-dataset rotated-digits takes --count (images per part), not --per-class");
+  RotatedDigitsOptions o;
+  o.from = a.from;
+  if (o.from.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(kDefaultMnist, ec))
+      throw UsageError(
+          "make-dataset rotated-digits needs --from DIR: a folder with MNIST's train-images-idx3-ubyte and "
+          "t10k-images-idx3-ubyte (.gz or not; the mirrors datasets/get-mnist.sh downloads from have them); " +
+          std::string(kDefaultMnist) + " does not exist");
+    o.from = kDefaultMnist;
+  }
+  o.count = a.count_given ? a.count : 5000;
+  o.seed = a.seed;
+  Timer t;
+  const int64_t n = write_rotated_digits(a.dir, o);
+  std::printf(
+      "make-dataset: wrote %lld rotated digits (angles in [-45, 45] degrees) to %s/{train,test} and "
+      "%s/{train,test}.csv (File,Angle) in %.1f s\n",
+      static_cast<long long>(n), a.dir.c_str(), a.dir.c_str(), t.seconds());
+  return 0;
+}
+
+int run_shapes_multi(const MakeDatasetArgs& a) {
+  if (a.per_class_given) throw UsageError("make-dataset shapes-multi takes --count (images), not --per-class");
+  ShapesMultiOptions o;
+  int c;
+  parse_size(a.size, o.height, o.width, c);
+  if (c != 3) throw UsageError("--size '" + a.size + "': shapes-multi writes RGB images (HxW)");
+  o.classes = a.classes;
+  o.count = a.count;
+  o.seed = a.seed;
+  o.test_fraction = a.split;
+  Timer t;
+  const int64_t n = write_shapes_multi_dataset(a.dir, o);
+  std::printf(
+      "make-dataset: wrote %lld images with 1-3 shapes (%d kinds, %dx%d) to %s/{train,test} and "
+      "%s/{train,test}.csv (File,Labels) in %.1f s\n",
+      static_cast<long long>(n), o.classes, o.height, o.width, a.dir.c_str(), a.dir.c_str(), t.seconds());
+  return 0;
+}
+
 int run(const MakeDatasetArgs& a) {
   if (a.kind == "shapes") {
-    if (a.count_given) throw UsageError("--count is for shapes-seg; shapes takes --per-class");
+    if (a.count_given)
+      throw UsageError("--count is for shapes-seg, shapes-multi and rotated-digits; shapes takes --per-class");
     ShapesDatasetOptions o;
     int c;
     parse_size(a.size, o.height, o.width, c);
@@ -145,6 +197,8 @@ int run(const MakeDatasetArgs& a) {
     return 0;
   }
   if (a.kind == "shapes-seg") return run_shapes_seg(a);
+  if (a.kind == "rotated-digits") return run_rotated_digits(a);
+  if (a.kind == "shapes-multi") return run_shapes_multi(a);
   if (a.kind == "cifar10-bin" || a.kind == "mnist-idx") {
     if (a.from.empty()) throw UsageError("make-dataset " + a.kind + " needs --from FOLDER");
     const int64_t n =
@@ -153,7 +207,8 @@ int run(const MakeDatasetArgs& a) {
     return 0;
   }
   if (a.kind == "bench-loader") return run_bench(a);
-  throw UsageError("make-dataset: unknown kind '" + a.kind + "' (use shapes or shapes-seg)");
+  throw UsageError("make-dataset: unknown kind '" + a.kind +
+                   "' (use shapes, shapes-seg, rotated-digits or shapes-multi)");
 }
 
 }  // namespace
@@ -163,22 +218,31 @@ Runner add_make_dataset(CLI::App& app) {
   CLI::App* sub =
       app.add_subcommand("make-dataset",
                          "Generate a dataset: 'shapes' writes coloured shapes as PNG class folders, 'shapes-seg' "
-                         "images with 1-4 shapes and their label PNGs (0 background, 1..K shapes, 255 void edges)");
-  sub->add_option("kind", args->kind, "Dataset kind: shapes or shapes-seg")->required();
+                         "images with 1-4 shapes and their label PNGs (0 background, 1..K shapes, 255 void edges), "
+                         "'rotated-digits' MNIST digits rotated by random angles with train.csv/test.csv "
+                         "(File,Angle: regression), 'shapes-multi' images with 1-3 shapes with train.csv/test.csv "
+                         "(File,Labels: multi-label)");
+  sub->add_option("kind", args->kind, "Dataset kind: shapes, shapes-seg, rotated-digits or shapes-multi")->required();
   sub->add_option("dir", args->dir, "Output folder (gets train/ and test/)")->required();
-  sub->add_option("--classes", args->classes, "Number of shape classes (shapes 2-8, shapes-seg 1-8)")
+  sub->add_option("--classes", args->classes, "Number of shape classes (shapes 2-8, shapes-seg 1-8, shapes-multi 2-8)")
       ->capture_default_str();
   CLI::Option* per_class = sub->add_option("--per-class", args->per_class,
                                            "Images per class, train and test together (shapes-seg: count = this x "
                                            "classes)")
                                ->capture_default_str();
-  CLI::Option* count = sub->add_option("--count", args->count, "shapes-seg: image/label pairs, train and test together")
+  CLI::Option* count = sub->add_option("--count", args->count,
+                                       "shapes-seg: image/label pairs, shapes-multi: images, train and test together; "
+                                       "rotated-digits: images in each of train and test (default 5000)")
                            ->capture_default_str();
   sub->add_option("--size", args->size, "Image size HxW")->capture_default_str();
   sub->add_option("--seed", args->seed, "Random seed")->capture_default_str();
-  sub->add_option("--split", args->split, "Fraction written to test/ (shapes: of each class)")->capture_default_str();
-  // Hidden: converters (datasets/*.sh) and the loader benchmark (scripts/bench/data_vs_pil).
-  sub->add_option("--from", args->from, "Source folder for cifar10-bin / mnist-idx")->group("");
+  sub->add_option("--split", args->split, "Fraction written to test/ (shapes: of each class; not rotated-digits)")
+      ->capture_default_str();
+  sub->add_option("--from", args->from,
+                  "rotated-digits: folder with MNIST's IDX files train-images-idx3-ubyte and t10k-images-idx3-ubyte "
+                  "(.gz or not, as datasets/get-mnist.sh downloads them; default " +
+                      std::string(kDefaultMnist) + " when it exists)");
+  // Hidden: the loader benchmark (scripts/bench/data_vs_pil); --from also feeds the converters.
   sub->add_option("--threads", args->threads, "bench-loader: decode threads")->group("");
   sub->add_option("--epochs", args->epochs, "bench-loader: passes over the data")->group("");
   sub->add_option("--batch-size", args->batch_size, "bench-loader: batch size")->group("");

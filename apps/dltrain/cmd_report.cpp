@@ -26,8 +26,9 @@ struct RunRow {
   std::string name, dir, status;
   double validation_accuracy = NAN, minibatch_accuracy = NAN;
   double memory_bytes = NAN, total_learnables = NAN, wall_seconds = NAN, images_per_second = NAN;
-  double accuracy = NAN;  // the metric the report uses
+  double accuracy = NAN;  // the metric the report uses (regression: the RMSE)
   bool on_front = false;
+  bool regression = false;  // summary.json's task: the *_accuracy fields hold the RMSE
 };
 
 // A run that ended with a model by itself (summary.json's status words: train/run_state.h); an
@@ -47,8 +48,11 @@ bool read_run(const fs::path& dir, const std::string& name, RunRow& row) {
     try {
       FlatJson j = read_flat_json(summary.string());
       row.status = json_string_or(j, "status", "unknown");
-      row.validation_accuracy = json_number_or(j, "validation_accuracy", NAN);
-      row.minibatch_accuracy = json_number_or(j, "minibatch_accuracy", NAN);
+      // Regression runs write validation_rmse (the headline: train/progress.h), the others accuracy.
+      row.regression = json_string_or(j, "task", "") == "regression";
+      const std::string h = row.regression ? "rmse" : "accuracy";
+      row.validation_accuracy = json_number_or(j, "validation_" + h, NAN);
+      row.minibatch_accuracy = json_number_or(j, "minibatch_" + h, NAN);
       row.memory_bytes = json_number_or(j, "memory_bytes", NAN);
       row.total_learnables = json_number_or(j, "total_learnables", NAN);
       row.wall_seconds = json_number_or(j, "wall_seconds", NAN);
@@ -110,10 +114,10 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
-void write_csv(const std::string& path, const std::vector<RunRow>& rows) {
-  std::string out =
-      "run,dir,status,validation_accuracy,minibatch_accuracy,memory_bytes,total_learnables,wall_seconds,"
-      "train_images_per_second,pareto\n";
+void write_csv(const std::string& path, const std::vector<RunRow>& rows, bool rmse) {
+  const std::string h = rmse ? "rmse" : "accuracy";
+  std::string out = "run,dir,status,validation_" + h + ",minibatch_" + h +
+                    ",memory_bytes,total_learnables,wall_seconds,train_images_per_second,pareto\n";
   for (const auto& r : rows) {
     out += csv_field(r.name) + "," + csv_field(r.dir) + "," + csv_field(r.status) + ",";
     out += num(r.validation_accuracy, "%.4f") + "," + num(r.minibatch_accuracy, "%.4f") + ",";
@@ -133,14 +137,15 @@ void json_number(JsonWriter& j, const std::string& key, double v) {
 }
 
 void print_json(const std::vector<RunRow>& rows, const std::vector<size_t>& front_rows, const std::string& metric,
-                const std::string& plot) {
+                const std::string& plot, bool rmse) {
+  const std::string h = rmse ? "rmse" : "accuracy";
   JsonWriter j;
   j.begin_object().field("metric", metric).key("runs").begin_array();
   for (const auto& r : rows) {
     j.begin_object().field("run", r.name).field("dir", r.dir).field("status", r.status);
-    json_number(j, "accuracy", r.accuracy);
-    json_number(j, "validation_accuracy", r.validation_accuracy);
-    json_number(j, "minibatch_accuracy", r.minibatch_accuracy);
+    json_number(j, h, r.accuracy);
+    json_number(j, "validation_" + h, r.validation_accuracy);
+    json_number(j, "minibatch_" + h, r.minibatch_accuracy);
     json_number(j, "memory_bytes", r.memory_bytes);
     json_number(j, "total_learnables", r.total_learnables);
     json_number(j, "wall_seconds", r.wall_seconds);
@@ -153,15 +158,22 @@ void print_json(const std::vector<RunRow>& rows, const std::vector<size_t>& fron
   std::printf("%s\n", j.str().c_str());
 }
 
-void print_table(const std::vector<RunRow>& rows, const std::vector<size_t>& front_rows, const std::string& metric) {
+void print_table(const std::vector<RunRow>& rows, const std::vector<size_t>& front_rows, const std::string& metric,
+                 bool rmse) {
   size_t w = 3;
   for (const auto& r : rows) w = std::max(w, r.name.size());
-  std::printf(
-      "%zu runs; accuracy = %s (%%); * = on the Pareto front (no other run is both smaller "
-      "and at least as accurate)\n\n",
-      rows.size(), metric.c_str());
-  std::printf("  %-*s %10s %14s %12s  %s\n", static_cast<int>(w), "run", "accuracy", "memory bytes", "learnables",
-              "status");
+  if (rmse)
+    std::printf(
+        "%zu runs; rmse = %s (lower is better); * = on the Pareto front (no other run is both smaller "
+        "and at least as accurate)\n\n",
+        rows.size(), metric.c_str());
+  else
+    std::printf(
+        "%zu runs; accuracy = %s (%%); * = on the Pareto front (no other run is both smaller "
+        "and at least as accurate)\n\n",
+        rows.size(), metric.c_str());
+  std::printf("  %-*s %10s %14s %12s  %s\n", static_cast<int>(w), "run", rmse ? "rmse" : "accuracy", "memory bytes",
+              "learnables", "status");
   for (const auto& r : rows)
     std::printf("%c %-*s %10s %14s %12s  %s\n", r.on_front ? '*' : ' ', static_cast<int>(w), r.name.c_str(),
                 num(r.accuracy, "%.2f").c_str(), num(r.memory_bytes, "%.0f").c_str(),
@@ -197,6 +209,15 @@ Runner add_report(CLI::App& app) {
       ->capture_default_str();
   return [a]() {
     std::vector<RunRow> rows = collect_runs(a->dirs);
+    // Regression runs are ranked by RMSE (lower is better); a mix with classification runs has
+    // no common axis.
+    size_t regression = 0;
+    for (const auto& r : rows) regression += r.regression ? 1 : 0;
+    if (regression > 0 && regression < rows.size())
+      throw UsageError("report: " + std::to_string(regression) + " of the " + std::to_string(rows.size()) +
+                       " runs are regression runs (ranked by RMSE) and the others classify (ranked by accuracy); "
+                       "report them apart");
+    const bool rmse = regression > 0;
     std::string metric = a->metric;
     if (metric == "auto") {
       metric = "minibatch";
@@ -213,7 +234,7 @@ Runner add_report(CLI::App& app) {
       pt_rows.push_back(i);
     }
     std::vector<size_t> front_rows;
-    for (size_t k : pareto_front(pts)) {
+    for (size_t k : pareto_front(pts, rmse)) {
       rows[pt_rows[k]].on_front = true;
       front_rows.push_back(pt_rows[k]);
     }
@@ -223,14 +244,17 @@ Runner add_report(CLI::App& app) {
       std::fprintf(stderr, "dltrain report: no finished run with a %s accuracy: no plot written\n", metric.c_str());
       plot.clear();
     } else {
-      write_pareto_png(plot, pts, "Accuracy against memory footprint");
+      if (rmse)
+        write_pareto_png(plot, pts, "RMSE against memory footprint", "RMSE (lower is better)", true);
+      else
+        write_pareto_png(plot, pts, "Accuracy against memory footprint");
     }
-    if (!a->csv.empty()) write_csv(a->csv, rows);
-    metric += "_accuracy";
+    if (!a->csv.empty()) write_csv(a->csv, rows, rmse);
+    metric += rmse ? "_rmse" : "_accuracy";
     if (a->json) {
-      print_json(rows, front_rows, metric, plot);
+      print_json(rows, front_rows, metric, plot, rmse);
     } else {
-      print_table(rows, front_rows, metric);
+      print_table(rows, front_rows, metric, rmse);
       if (!plot.empty()) std::printf("\nwrote %s\n", plot.c_str());
       if (!a->csv.empty()) std::printf("wrote %s\n", a->csv.c_str());
     }

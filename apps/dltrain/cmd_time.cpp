@@ -70,20 +70,29 @@ Runner add_time(CLI::App& app) {
     const InferenceRuntime rt = inference_runtime(c.training, a->gpu, a->threads);
     const Device dev = rt.device;
     int64_t n = a->batch > 0 ? a->batch : c.training.mini_batch_size;
-    Network net(c.network, rt.backend);
+    Network net(network_for_training(c), rt.backend);
     net.init_params(c.training.seed);
     net.set_mixed_precision(c.training.precision == Precision::kMixed);
     net.set_batch(n);
     Optimizer opt(c.training, net.params());
     const Shape& in = net.input_shape();
-    // One label per image, or per output pixel for a segmentation network.
+    // One label per image, or per output pixel for a segmentation network; regression and
+    // multi-label networks: a row of float targets per image (responses, 0/1 per label).
     const Shape out = net.output_shape(net.size() - 1);
-    Tensor x_host(batch_shape(n, in)),
-        y_host(net.per_pixel() ? Shape{n, out[0], out[1]} : Shape{n}, Device::cpu(), DType::kI32);
+    const bool floats = net.float_targets();
+    Tensor x_host(batch_shape(n, in)), y_host(floats            ? Shape{n, net.output_width()}
+                                              : net.per_pixel() ? Shape{n, out[0], out[1]}
+                                                                : Shape{n},
+                                              Device::cpu(), floats ? DType::kF32 : DType::kI32);
     Rng rng(1);
     for (int64_t i = 0; i < x_host.numel(); ++i) x_host.data()[i] = static_cast<float>(rng.below(256));
-    for (int64_t i = 0; i < y_host.numel(); ++i)
-      y_host.data_i32()[i] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(net.num_classes())));
+    for (int64_t i = 0; i < y_host.numel(); ++i) {
+      const auto v = rng.below(floats ? 2 : static_cast<uint64_t>(net.num_classes()));
+      if (floats)
+        y_host.data()[i] = static_cast<float>(v);
+      else
+        y_host.data_i32()[i] = static_cast<int32_t>(v);
+    }
     Tensor x = x_host.to(dev), y = y_host.to(dev);
     Backend& be = rt.backend;
 

@@ -122,6 +122,11 @@ Runner add_train(CLI::App& app) {
                   r.model_path.c_str(), r.validation_accuracy, r.validation_mean_iou);
     else if (std::isnan(r.validation_accuracy))
       std::printf("%s: model %s\n", r.status.c_str(), r.model_path.c_str());
+    else if (r.headline == "rmse")
+      std::printf("%s: model %s, validation RMSE %.4g\n", r.status.c_str(), r.model_path.c_str(),
+                  r.validation_accuracy);
+    else if (r.headline == "f1")
+      std::printf("%s: model %s, validation F1 %.4f\n", r.status.c_str(), r.model_path.c_str(), r.validation_accuracy);
     else
       std::printf("%s: model %s, validation accuracy %.2f%%\n", r.status.c_str(), r.model_path.c_str(),
                   r.validation_accuracy);

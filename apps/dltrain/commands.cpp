@@ -21,6 +21,7 @@ void add(CLI::App& app, Runner (*adder)(CLI::App&)) {
 void register_commands(CLI::App& app) {
   add(app, add_train);
   add(app, add_classify);
+  add(app, add_predict);
   add(app, add_segment);
   add(app, add_info);
   add(app, add_time);

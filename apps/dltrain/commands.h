@@ -16,6 +16,7 @@ Runner add_info(CLI::App& app);
 Runner add_time(CLI::App& app);
 Runner add_train(CLI::App& app);
 Runner add_classify(CLI::App& app);
+Runner add_predict(CLI::App& app);
 Runner add_make_dataset(CLI::App& app);
 Runner add_report(CLI::App& app);
 Runner add_import(CLI::App& app);

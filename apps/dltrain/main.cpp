@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
 #endif
   CLI::App app{
       "dltrain: train image classifiers and semantic-segmentation networks from a YAML config with MATLAB's "
-      "layer and option names, on CPUs or GPUs; then classify or segment images, time networks, and move "
+      "layer and option names, on CPUs or GPUs; then classify, predict or segment images, time networks, and move "
       "models in and out as ONNX"};
   app.footer(
       "Start with: dltrain make-dataset shapes data/shapes, then dltrain train CONFIG (README.md, docs/).\n"

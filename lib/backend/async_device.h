@@ -44,8 +44,8 @@ class AsyncDevice {
  protected:
   ~AsyncDevice() = default;  // owned as the Backend it is part of
 
-  // Backend::cross_entropy_async and read_loss, after their checks: the loss kernel and a copy
-  // of its totals that read_loss waits for alone (not for work issued after the loss).
+  // Backend::cross_entropy_async, loss_async and read_loss, after their checks: opt.kind's loss
+  // kernel and a copy of its totals that read_loss waits for alone (not for later work).
   friend class Backend;
   virtual void loss_async(const Tensor& probs, const Tensor& labels, const LossOptions& opt, Tensor& dlogits,
                           Tensor& totals) = 0;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <sstream>
 #include <utility>
 
 #include "backend/async_device.h"
@@ -360,9 +361,11 @@ double finish_loss(const LossTotals& t, const Tensor& labels, int64_t* correct, 
   if (t.first_bad != UINT64_MAX && labels.dtype() == DType::kF32) {
     float target = 0;
     copy_bytes(&target, Device::cpu(), labels.data() + t.first_bad, labels.device(), sizeof(target));
-    throw DataError("binary_cross_entropy: target " + std::to_string(target) + " of value " +
-                    std::to_string(t.first_bad) +
-                    " is not 0 or 1 (multi-label targets say whether a class is present)");
+    const uint64_t c = t.classes > 0 ? t.classes : 1;
+    std::ostringstream os;
+    os << "binary_cross_entropy: target " << target << " of image " << t.first_bad / c << ", class " << t.first_bad % c
+       << " is not 0 or 1 (multi-label targets say whether a class is present)";
+    throw DataError(os.str());
   }
   if (t.first_bad != UINT64_MAX) {
     int32_t label = 0;
@@ -444,39 +447,54 @@ const char* loss_name(LossKind k) {
   }
   return "loss";
 }
+
+// The checks of loss and loss_async: the tensors' sizes and devices, and each kind's options.
+void check_loss_args(const Tensor& outputs, const Tensor& targets, const Tensor& grad, const LossOptions& opt,
+                     Device d) {
+  const char* op = loss_name(opt.kind);
+  if (float_targets(opt.kind)) {
+    check_float_targets(outputs, targets, grad, opt, d, op);
+    DLT_CHECK(opt.kind != LossKind::kHuber || opt.huber_delta > 0, "huber: the transition point must be > 0");
+    return;
+  }
+  check_loss(outputs, targets, grad, opt, d);
+  if (opt.kind == LossKind::kGeneralizedDice) {
+    DLT_CHECK(opt.images > 0 && targets.numel() % opt.images == 0,
+              op << ": " << targets.numel() << " labels for " << opt.images << " images");
+    DLT_CHECK(!opt.class_weights.defined(),
+              op << ": MATLAB's generalized Dice loss weights each class by its inverse squared pixel count and "
+                    "takes no class weights; leave ClassWeights out");
+  }
+  if (opt.kind == LossKind::kFocalCrossEntropy)
+    DLT_CHECK(opt.focal_gamma >= 0 && opt.focal_alpha > 0, op << ": Gamma must be >= 0 and Alpha > 0");
+}
 }  // namespace
 
 LossTotals Backend::loss(const Tensor& outputs, const Tensor& targets, Tensor& grad, const LossOptions& opt) {
-  const char* op = loss_name(opt.kind);
-  if (float_targets(opt.kind)) {
-    check_float_targets(outputs, targets, grad, opt, device(), op);
-    if (opt.kind == LossKind::kBinaryCrossEntropy) return run<BinaryCrossEntropyKernel>(outputs, targets, opt, grad);
-    DLT_CHECK(opt.kind != LossKind::kHuber || opt.huber_delta > 0, "huber: the transition point must be > 0");
-    return run<RegressionLossKernel>(outputs, targets, opt, grad);
-  }
-  check_loss(outputs, targets, grad, opt, device());
+  check_loss_args(outputs, targets, grad, opt, device());
   switch (opt.kind) {
+    case LossKind::kCrossEntropy:
+      return run<CrossEntropyKernel>(outputs, targets, opt, grad);
+    case LossKind::kBinaryCrossEntropy:
+      return run<BinaryCrossEntropyKernel>(outputs, targets, opt, grad);
+    case LossKind::kMse:
+    case LossKind::kMae:
+    case LossKind::kHuber:
+      return run<RegressionLossKernel>(outputs, targets, opt, grad);
     case LossKind::kGeneralizedDice:
-      DLT_CHECK(opt.images > 0 && targets.numel() % opt.images == 0,
-                op << ": " << targets.numel() << " labels for " << opt.images << " images");
       return run<GeneralizedDiceKernel>(outputs, targets, opt, grad);
     case LossKind::kFocalCrossEntropy:
-      DLT_CHECK(opt.focal_gamma >= 0 && opt.focal_alpha > 0, "focal_cross_entropy: Gamma must be >= 0 and Alpha > 0");
       return run<FocalCrossEntropyKernel>(outputs, targets, opt, grad);
-    default:
-      return run<CrossEntropyKernel>(outputs, targets, opt, grad);
   }
+  DLT_CHECK(false, "loss: unknown loss kind " << static_cast<int>(opt.kind));
+  return {};
 }
 
 void Backend::loss_async(const Tensor& outputs, const Tensor& targets, Tensor& grad, Tensor& totals,
                          const LossOptions& opt) {
   check_totals(totals, device());
   if (async_) {
-    const char* op = loss_name(opt.kind);
-    if (float_targets(opt.kind))
-      check_float_targets(outputs, targets, grad, opt, device(), op);
-    else
-      check_loss(outputs, targets, grad, opt, device());
+    check_loss_args(outputs, targets, grad, opt, device());
     async_->loss_async(outputs, targets, opt, grad, totals);
     return;
   }

@@ -209,23 +209,23 @@ class Backend {
   double read_loss(const Tensor& totals, const Tensor& labels, int64_t* correct, int64_t* counted = nullptr);
 
   // ---- the other losses (loss.h's LossKind; opt.kind chooses), as cross_entropy_async ----
-  // Float targets (N * W floats, a row per image), outputs of the same numel:
+  // Float targets (N * W floats, a row per image; N = opt.images), outputs of the same numel:
   //   mse:   sum over values of (y - t)^2 / 2, mean over the N images (MATLAB's half mean
   //          squared error; PyTorch's MSELoss is 2 / W times it); grad = (y - t) / N;
-  //   mae:   sum |y - t| / N; grad = sign(y - t) / N;
+  //   mae:   sum |y - t| / N (PyTorch's L1Loss is 1 / W times it); grad = sign(y - t) / N;
   //   huber: sum h(y - t) / N with h(e) = e^2 / 2 for |e| <= d, d (|e| - d / 2) beyond
-  //          (d = opt.huber_delta; PyTorch's HuberLoss is 1 / W times it);
-  //   binary-crossentropy: outputs are sigmoid probabilities p, targets 0 or 1:
-  //          -sum [t log p + (1 - t) log(1 - p)] / N (PyTorch's BCELoss is 1 / W times it);
+  //          (d = opt.huber_delta; PyTorch's HuberLoss is 1 / W times it); grad = h'(y - t) / N;
+  //   binary-crossentropy: outputs are sigmoid probabilities p, targets 0 or 1: -sum [t log p +
+  //          (1 - t) log(1 - p)] / N, logs of at least 1e-37 (PyTorch's BCELoss: 1 / W times it);
   //          grad (with respect to the sigmoid's input) = (p - t) / N.
-  // Int32 labels as cross_entropy (probs (rows, C) after softmax, -1 undefined when allowed):
+  // Int32 labels as cross_entropy (probs (rows, C) after softmax; -1, when allowed, counts nowhere):
   //   generalized-dice: per image (opt.images images of rows / images pixels), MATLAB's
-  //          generalizedDice: 1 - 2 sum_k w_k sum_p y t / sum_k w_k sum_p (y^2 + t^2),
-  //          w_k = 1 / (sum_p t_k)^2 (0 for a class absent from the image), mean over images;
-  //   focal-crossentropy: -alpha (1 - p_l)^gamma log p_l, mean over the counted labels;
-  //   the gradients through the softmax to its input.
-  // The totals carry the metrics' sums (LossTotals). A bad label, or a binary target that is
-  // not 0 or 1, is a DataError from read_loss.
+  //          generalizedDice: 1 - 2 sum_k w_k sum_p y t / sum_k w_k sum_p (y^2 + t^2), w_k = 1 /
+  //          (sum_p t_k)^2 (0 if absent), mean over images with a counted pixel; no class weights;
+  //   focal-crossentropy: -alpha (1 - p_l)^gamma log p_l, class-weighted and averaged as cross_entropy;
+  //   the gradients through the softmax to its input: dlogit_j = p_j (g_j - sum_k p_k g_k).
+  // The totals carry the metrics' sums (LossTotals; kernel_kinds.h says which kind fills which).
+  // A bad label, or a binary target that is not 0 or 1, is a DataError from read_loss.
   void loss_async(const Tensor& outputs, const Tensor& targets, Tensor& grad, Tensor& totals, const LossOptions& opt);
   // The same at once, returning the totals (tests, host use).
   LossTotals loss(const Tensor& outputs, const Tensor& targets, Tensor& grad, const LossOptions& opt);

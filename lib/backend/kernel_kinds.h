@@ -87,6 +87,11 @@ DLT_KERNEL_KIND(ChannelSliceBackwardKernel, "channel_slice_backward",
 DLT_KERNEL_KIND(CrossEntropyKernel, "cross_entropy",
                 LossTotals(Backend&, const Tensor& probs, const Tensor& labels, const LossOptions& opt,
                            Tensor& dlogits));
+// The loss kernels return LossTotals: loss_sum and weight_sum (the mean's denominator) always;
+// cross-entropy, Dice and focal correct, counted and classes (C); regression counted (N),
+// classes (W), sq_sum, abs_sum, ape_sum, ape_count and values; binary cross-entropy counted (N),
+// classes (C), values, tp, fp, fn and exact. A bad label or target sets first_bad (the rest may
+// then be partial). Backend::loss_async's comment (backend.h) has the formulas.
 // outputs / targets of N * W floats (N = opt.images > 0), grad undefined or of their numel;
 // opt.kind mse, mae or huber.
 DLT_KERNEL_KIND(RegressionLossKernel, "regression_loss",

@@ -93,6 +93,15 @@ Config convert(YAML::Node root, const std::string& origin_name, const std::vecto
 
 }  // namespace
 
+NetworkSpec network_for_training(const Config& c) {
+  NetworkSpec spec = c.network;
+  if (c.training.loss != LossName::kNone) {
+    spec.loss = to_string(c.training.loss);
+    spec.loss_loc.file = c.path;
+  }
+  return spec;
+}
+
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))

@@ -44,6 +44,10 @@ struct Config {
   std::vector<std::string> warnings;
 };
 
+// The network a run trains: network with training.Loss (NetworkSpec::loss; none: unset), so
+// that a network without an output layer gets the loss's (Network::build).
+NetworkSpec network_for_training(const Config& c);
+
 // Reads path, applies overrides ("section.path=value", values parsed as YAML) to the tree,
 // converts and validates the structure. Layer options are checked later by the layers.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});

@@ -1,4 +1,5 @@
-// The data: section (imageDatastore, splitEachLabel, imageDataAugmenter names) <-> DataOptions.
+// The data: section (imageDatastore, splitEachLabel, imageDataAugmenter names, CSV tables for
+// regression and multi-label data) <-> DataOptions.
 #include <map>
 
 #include "config/fields.h"
@@ -31,8 +32,9 @@ const std::vector<FieldDef<AO>>& aug_fields() {
   return f;
 }
 
-// train / validation: a folder of class folders (imageDatastore), or for segmentation a pair
-// {images: DIR, labels: DIR} (imageDatastore + pixelLabelDatastore).
+// train / validation: a folder of class folders (imageDatastore), a .csv table (regression,
+// multi-label), or for segmentation a pair {images: DIR, labels: DIR} (imageDatastore +
+// pixelLabelDatastore).
 template <class F, class G>
 FieldDef<DO> folder_or_pair_field(std::string name, F images, G labels) {
   return {
@@ -42,7 +44,7 @@ FieldDef<DO> folder_or_pair_field(std::string name, F images, G labels) {
         labels(o).clear();
         if (c.value.IsNull()) return;
         if (!c.value.IsMap()) {
-          images(o) = c.scalar("a folder, or {images: DIR, labels: DIR} for segmentation");
+          images(o) = c.scalar("a folder, a .csv table, or {images: DIR, labels: DIR} for segmentation");
           return;
         }
         for (const Entry& e : map_entries(c.value, c.origin, c.name)) {
@@ -178,12 +180,16 @@ const std::vector<FieldDef<DO>>& data_fields() {
                                   o.augment);
                    },
                    [](YAML::Emitter& e, const DO& o) { write_section(e, aug_fields(), o.augment); }},
+      bool_field<DO>(
+          "AugmentRegression", [](auto& o) -> auto& { return o.augment_regression; }),
       choice_field<DO>(
           "OnBadImage", [](auto& o) -> auto& { return o.on_bad_image; }),
       choice_field<DO>(
           "Cache", [](auto& o) -> auto& { return o.cache; }),
       int_field<DO>(
           "LoaderThreads", 0, "an integer >= 0", [](auto& o) -> auto& { return o.loader_threads; }),
+      choice_field<DO>(
+          "ResponseNormalization", [](auto& o) -> auto& { return o.response_normalization; }),
   };
   return f;
 }
@@ -208,6 +214,23 @@ void read_data(const YAML::Node& node, const Origin& origin, DataOptions& out) {
     return origin.at(node);
   };
   const bool has_classes = !out.class_names.empty() || !out.label_ids.empty();
+  if (out.table()) {  // regression / multi-label: the table's kind is known once it is read (data/table.h)
+    if (!out.validation_labels.empty() || (!out.validation.empty() && !is_table_path(out.validation)))
+      throw ConfigError(where("validation") +
+                        "data.train is a .csv table, so data.validation must be one too (File,<responses> or "
+                        "File,Labels, as data.train)");
+    if (!out.label_ids.empty())
+      throw ConfigError(where("LabelIDs") +
+                        "LabelIDs is for pixel-label data (train: {images: DIR, labels: DIR}); a multi-label table "
+                        "takes ClassNames only");
+    return;
+  }
+  if (is_table_path(out.validation) && out.validation_labels.empty())
+    throw ConfigError(where("validation") + "data.validation is a .csv table but data.train is " +
+                      (out.segmentation()  ? "{images, labels}"
+                       : out.train.empty() ? "not set"
+                                           : "a folder") +
+                      " (give data.train as a table too: File,<responses> or File,Labels)");
   if (!out.segmentation()) {
     if (!out.validation_labels.empty())
       throw ConfigError(where("validation") +
@@ -216,7 +239,7 @@ void read_data(const YAML::Node& node, const Origin& origin, DataOptions& out) {
     if (has_classes)
       throw ConfigError(where(out.class_names.empty() ? "LabelIDs" : "ClassNames") +
                         "ClassNames and LabelIDs are for pixel-label data (write train: {images: DIR, labels: "
-                        "DIR}); classification takes its classes from the folder names");
+                        "DIR}) and multi-label tables; classification takes its classes from the folder names");
     return;
   }
   if (!out.validation.empty() && out.validation_labels.empty())

@@ -18,24 +18,45 @@ namespace dlt {
 // (lib/train/validation_metrics.h says how). kIoU is the mean IoU (segmentation's; Jaccard for
 // classification); kAuc is for classification only; kLoss is only an objective (the loss is
 // always computed).
-enum class Metric { kLoss, kAccuracy, kFScore, kPrecision, kRecall, kAuc, kIoU };
-inline constexpr Metric kAllMetrics[] = {Metric::kLoss,      Metric::kAccuracy, Metric::kFScore, Metric::kPrecision,
-                                         Metric::kRecall,    Metric::kAuc,      Metric::kIoU};
+// Regression: kRmse (sqrt of the mean squared error over every response value, MATLAB's
+// RMSE), kMae (mean absolute error), kMape (mean absolute percentage error, percent, over the
+// values whose true response is not 0).
+enum class Metric { kLoss, kAccuracy, kFScore, kPrecision, kRecall, kAuc, kIoU, kRmse, kMae, kMape };
+inline constexpr Metric kAllMetrics[] = {Metric::kLoss,   Metric::kAccuracy, Metric::kFScore, Metric::kPrecision,
+                                         Metric::kRecall, Metric::kAuc,      Metric::kIoU,    Metric::kRmse,
+                                         Metric::kMae,    Metric::kMape};
 // The YAML spelling and the name in log.csv, summary.json and TensorBoard tags.
 constexpr const char* metric_name(Metric m) {
   switch (m) {
-    case Metric::kLoss: return "loss";
-    case Metric::kAccuracy: return "accuracy";
-    case Metric::kFScore: return "fscore";
-    case Metric::kPrecision: return "precision";
-    case Metric::kRecall: return "recall";
-    case Metric::kAuc: return "auc";
-    case Metric::kIoU: return "iou";
+    case Metric::kLoss:
+      return "loss";
+    case Metric::kAccuracy:
+      return "accuracy";
+    case Metric::kFScore:
+      return "fscore";
+    case Metric::kPrecision:
+      return "precision";
+    case Metric::kRecall:
+      return "recall";
+    case Metric::kAuc:
+      return "auc";
+    case Metric::kIoU:
+      return "iou";
+    case Metric::kRmse:
+      return "rmse";
+    case Metric::kMae:
+      return "mae";
+    case Metric::kMape:
+      return "mape";
   }
   return "";
 }
-// Whether a larger value is better: every metric but the loss.
-constexpr bool higher_is_better(Metric m) { return m != Metric::kLoss; }
+// Whether a larger value is better: every metric but the loss and the regression errors.
+constexpr bool higher_is_better(Metric m) {
+  return m != Metric::kLoss && m != Metric::kRmse && m != Metric::kMae && m != Metric::kMape;
+}
+// Whether a metric measures a regression (the others measure classification).
+constexpr bool regression_metric(Metric m) { return m == Metric::kRmse || m == Metric::kMae || m == Metric::kMape; }
 
 // OutputNetwork: the network the run saves. best-validation-loss (before R2024a) reads as
 // kBestValidation, which keeps the best value of ObjectiveMetricName (loss by default).
@@ -49,9 +70,26 @@ enum class ExecutionEnvironment { kAuto, kCpu, kGpu, kMultiGpu, kParallel };
 enum class Precision { kSingle, kMixed };
 enum class ConvolutionAlgorithm { kAuto, kDirect };
 enum class LabelSource { kFolderNames };
+// training.Loss: trainnet's lossFcn names (kNone: the output layer's loss).
+enum class LossName {
+  kNone,
+  kCrossEntropy,
+  kIndexCrossEntropy,
+  kBinaryCrossEntropy,
+  kMse,
+  kMeanSquaredError,
+  kMae,
+  kMeanAbsoluteError,
+  kHuber,
+  kGeneralizedDice,
+  kFocalCrossEntropy
+};
 enum class OutputSizeMode { kResize, kCenterCrop, kRandCrop };
 enum class OnBadImage { kError, kSkip };
 enum class Cache { kAuto, kMemory, kFile, kNone };
+// ResponseNormalization (regression tables): none, or zscore with the training responses'
+// mean and standard deviation (the network learns normalised targets; predictions are undone).
+enum class ResponseNormalization { kNone, kZscore };
 
 // The words of each choice, in the enum's order: read (any case), written and listed in errors.
 template <>
@@ -103,12 +141,30 @@ struct ChoiceNames<LabelSource> {
   static constexpr std::array<std::string_view, 1> names = {"foldernames"};
 };
 template <>
+struct ChoiceNames<LossName> {
+  static constexpr std::array<std::string_view, 11> names = {"none",
+                                                             "crossentropy",
+                                                             "index-crossentropy",
+                                                             "binary-crossentropy",
+                                                             "mse",
+                                                             "mean-squared-error",
+                                                             "mae",
+                                                             "mean-absolute-error",
+                                                             "huber",
+                                                             "generalized-dice",
+                                                             "focal-crossentropy"};
+};
+template <>
 struct ChoiceNames<OutputSizeMode> {
   static constexpr std::array<std::string_view, 3> names = {"resize", "centercrop", "randcrop"};
 };
 template <>
 struct ChoiceNames<OnBadImage> {
   static constexpr std::array<std::string_view, 2> names = {"error", "skip"};
+};
+template <>
+struct ChoiceNames<ResponseNormalization> {
+  static constexpr std::array<std::string_view, 2> names = {"none", "zscore"};
 };
 template <>
 struct ChoiceNames<Cache> {
@@ -137,11 +193,14 @@ struct TrainingOptions {
   int64_t mini_batch_size = 128;
   Shuffle shuffle = Shuffle::kOnce;
   int64_t validation_frequency = 50;
-  int64_t validation_patience = -1;               // < 0: off (MATLAB's Inf)
+  int64_t validation_patience = -1;                              // < 0: off (MATLAB's Inf)
   OutputNetwork output_network = OutputNetwork::kLastIteration;  // last-iteration | best-validation
   // Metrics: computed at each validation besides loss and accuracy, in this order (empty: none).
   std::vector<Metric> metrics;
   Metric objective_metric = Metric::kLoss;  // ObjectiveMetricName: loss or one of metrics
+  // Loss (trainnet's lossFcn): the network's loss when it has no output layer (the network
+  // appends the matching one); with an output layer it must name that layer's loss.
+  LossName loss = LossName::kNone;
   // TensorBoard: event files in tensorboard_dir, or <output-dir>/tensorboard when it is empty.
   bool tensorboard = false;
   std::string tensorboard_dir;
@@ -210,27 +269,41 @@ struct AugmentOptions {
   }
 };
 
+// Whether a data path names a CSV table (ends in .csv, any case) rather than a folder.
+inline bool is_table_path(const std::string& path) {
+  if (path.size() < 4) return false;
+  std::string ext = path.substr(path.size() - 4);
+  for (char& ch : ext) ch = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+  return ext == ".csv";
+}
+
 // The data: section: imageDatastore + splitEachLabel + augmentedImageDatastore, or for
-// segmentation imageDatastore + pixelLabelDatastore pairs (train: {images, labels}).
+// segmentation imageDatastore + pixelLabelDatastore pairs (train: {images, labels}), or for
+// regression and multi-label classification a CSV table of images and targets (data/table.h).
 struct DataOptions {
-  std::string train;                     // folder of class folders; segmentation: the images folder
-  std::string validation;                // folder, or empty; segmentation: the images folder
+  std::string train;                     // folder of class folders or .csv table; segmentation: the images
+  std::string validation;                // folder or .csv table, or empty; segmentation: the images folder
   std::string train_labels;              // segmentation: the label images folder (pixelLabelDatastore)
   std::string validation_labels;         // segmentation: the validation label images folder
-  std::vector<std::string> class_names;  // ClassNames (segmentation)
+  std::vector<std::string> class_names;  // ClassNames (segmentation; multi-label tables: optional)
   // LabelIDs (segmentation): per class, the pixel values that mean it, each either one integer
   // (index / grey label images) or an RGB triplet (colour-coded labels, camvidPixelLabelIDs).
   std::vector<std::vector<std::vector<int64_t>>> label_ids;
   bool segmentation() const { return !train_labels.empty(); }
+  bool table() const { return is_table_path(train); }  // regression or multi-label (data/table.h)
   double validation_split = 0;  // splitEachLabel fraction for validation when no folder given
   bool include_subfolders = true;
   LabelSource label_source = LabelSource::kFolderNames;
   std::vector<std::string> file_extensions;  // empty: every format stb_image reads
   OutputSizeMode output_size_mode = OutputSizeMode::kResize;
   AugmentOptions augment;
+  // AugmentRegression (dltrain's): geometric augmentation of a regression table is allowed
+  // (the user says the responses do not depend on the geometry); false: it is a ConfigError.
+  bool augment_regression = false;
   OnBadImage on_bad_image = OnBadImage::kError;
   Cache cache = Cache::kAuto;
   int64_t loader_threads = 0;  // 0: automatic
+  ResponseNormalization response_normalization = ResponseNormalization::kNone;
 };
 
 // What is wrong with ClassNames / LabelIDs, or "" when nothing: no classes, more than 255,

@@ -163,6 +163,8 @@ const std::vector<FieldDef<TO>>& fields() {
         "ValidationFrequency", 1, "a positive integer", [](auto& o) -> auto& { return o.validation_frequency; }));
     v.push_back(int_or_inf_field<TO>(
         "ValidationPatience", [](auto& o) -> auto& { return o.validation_patience; }));
+    v.push_back(choice_field<TO>(
+        "Loss", [](auto& o) -> auto& { return o.loss; }));
     v.push_back(output_network_field());
     v.push_back(metrics_field());
     v.push_back(objective_field());

@@ -302,8 +302,12 @@ void BatchLoader::fill(int64_t g, Batch& out) {
   auto label_shape = [&](int64_t k) { return pixels ? Shape{k, in[0], in[1]} : Shape{k}; };
   if (!out.labels.defined() || out.labels.numel() < batch_ * per_label)
     out.labels = Tensor(label_shape(batch_), Device::cpu(), DType::kI32);
+  const int64_t width = ds_.target_width();  // tables: responses or classes per row
+  if (width > 0 && !out.targets.defined()) out.targets = Tensor(Shape{batch_, width});
+  if (width == 0 && out.targets.defined()) out.targets = Tensor();  // a Batch another loader filled
   out.images.resize(batch_shape(count, in));
   out.labels.resize(label_shape(count));
+  if (width > 0) out.targets.resize(Shape{count, width});  // within its capacity after the first batch
   out.items.reserve(size_t(batch_));
   out.items.resize(size_t(count));
   for (int64_t k = 0; k < count; ++k) out.items[k] = order_[lo + k];
@@ -351,12 +355,14 @@ void BatchLoader::fill(int64_t g, Batch& out) {
     }
     out.items[kept] = item;
     if (!pixels) labels[kept] = ds_.label(item);
+    if (width > 0) std::copy_n(ds_.targets(item), width, out.targets.data() + kept * width);
     ++kept;
   }
   out.items.resize(size_t(kept));
   out.size = kept;
   out.images.resize(batch_shape(kept, in));
   out.labels.resize(label_shape(kept));
+  if (width > 0) out.targets.resize(Shape{kept, width});
 }
 
 void BatchLoader::stop_producer() {

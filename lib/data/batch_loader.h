@@ -2,7 +2,8 @@
 // every-epoch), shards each global mini-batch across ranks (WorkerLoad), decodes, resizes and
 // augments on a thread pool into a bounded queue of prepared batches ahead of the consumer
 // (DispatchInBackground), and caches decoded images. Every random choice derives from
-// (seed, epoch, datastore index), so batches are identical for any thread count.
+// (seed, epoch, datastore index), so batches are identical for any thread count. Table
+// datastores' target rows travel with their images (Batch::targets).
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -26,6 +27,7 @@ class ImageCache;
 struct Batch {
   Tensor images;               // (N, H, W, C) float32 host, 0..255
   Tensor labels;               // (N) int32 host (DType::kI32); segmentation: (N, H, W), -1 = undefined pixel
+  Tensor targets;              // (N, W) float32 host: responses or 0/1 per class (tables); undefined otherwise
   std::vector<int64_t> items;  // datastore indices, one per image
   int64_t size = 0;            // N: this rank's images (bad images skipped); may be 0 for a rank
                                // whose WorkerLoad share is 0: it must still join the all-reduce

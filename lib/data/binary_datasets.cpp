@@ -2,8 +2,11 @@
 // header (magic 0x803 images / 0x801 labels, counts, rows, cols) then bytes.
 #include "data/binary_datasets.h"
 
+#include <stb/stb_image.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -39,7 +42,67 @@ uint32_t be32(const std::vector<uint8_t>& b, size_t off) {
   return uint32_t(b[off]) << 24 | uint32_t(b[off + 1]) << 16 | uint32_t(b[off + 2]) << 8 | uint32_t(b[off + 3]);
 }
 
+// One gzip member (RFC 1952): header, raw deflate data (stb_image's inflater), CRC32 and
+// size. The size is checked; the CRC is not (stb's inflater rejects most corruption itself).
+std::vector<uint8_t> gunzip(const std::vector<uint8_t>& gz, const std::string& name) {
+  auto bad = [&](const std::string& why) {
+    return DataError(name + ": not a gzip file dltrain can read (" + why + ")");
+  };
+  if (gz.size() < 18 || gz[0] != 0x1f || gz[1] != 0x8b || gz[2] != 8) throw bad("bad magic");
+  const uint8_t flags = gz[3];
+  size_t at = 10;
+  if (flags & 4) {  // FEXTRA
+    if (at + 2 > gz.size()) throw bad("truncated header");
+    at += 2 + (size_t(gz[at]) | size_t(gz[at + 1]) << 8);
+  }
+  for (uint8_t bit : {uint8_t(8), uint8_t(16)})  // FNAME, FCOMMENT: zero-terminated
+    if (flags & bit) {
+      while (at < gz.size() && gz[at] != 0) ++at;
+      ++at;
+    }
+  if (flags & 2) at += 2;  // FHCRC
+  if (at + 8 > gz.size()) throw bad("truncated header");
+  const size_t n = gz.size();
+  const uint32_t isize =
+      uint32_t(gz[n - 4]) | uint32_t(gz[n - 3]) << 8 | uint32_t(gz[n - 2]) << 16 | uint32_t(gz[n - 1]) << 24;
+  if (n - at - 8 > size_t(1) << 30 || isize > uint32_t(1) << 30) throw bad("over 1 GiB");
+  int out_len = 0;  // the size field as the first guess: one allocation for a well-formed file
+  char* raw = stbi_zlib_decode_malloc_guesssize_headerflag(
+      reinterpret_cast<const char*>(gz.data() + at), static_cast<int>(n - at - 8),
+      static_cast<int>(std::max<uint32_t>(isize, 1024)), &out_len, 0);
+  if (!raw) throw bad("corrupt deflate data");
+  std::vector<uint8_t> out(raw, raw + out_len);
+  std::free(raw);
+  if (isize != uint32_t(out.size()))
+    throw bad("its size field says " + std::to_string(isize) + " bytes, inflated " + std::to_string(out.size()) +
+              "; several members or truncated?");
+  return out;
+}
+
 }  // namespace
+
+IdxImages read_idx_images(const std::string& path) {
+  std::error_code ec;
+  const bool plain = fs::exists(path, ec), gz = !plain && fs::exists(path + ".gz", ec);
+  if (!plain && !gz)
+    throw DataError(path + ": no such file (nor " + path + ".gz); give the folder of MNIST's IDX files");
+  const std::string name = gz ? path + ".gz" : path;
+  std::vector<uint8_t> bytes = read_all(name);
+  if (gz) bytes = gunzip(bytes, name);
+  if (bytes.size() < 16 || be32(bytes, 0) != 0x803) throw DataError(name + ": not an IDX image file (bad magic)");
+  IdxImages out;
+  out.count = be32(bytes, 4);
+  const uint32_t rows = be32(bytes, 8), cols = be32(bytes, 12);
+  out.rows = static_cast<int>(std::min<uint32_t>(rows, 1u << 16));
+  out.cols = static_cast<int>(std::min<uint32_t>(cols, 1u << 16));
+  const uint64_t need = uint64_t(out.count) * out.rows * out.cols;  // below 2^64: 2^32 x 2^16 x 2^16
+  if (rows < 1 || cols < 1 || rows > 4096 || cols > 4096 || bytes.size() - 16 < need)
+    throw DataError(name + ": IDX header says " + std::to_string(out.count) + " images of " + std::to_string(out.rows) +
+                    "x" + std::to_string(out.cols) + " but the file has " + std::to_string(bytes.size() - 16) +
+                    " bytes of pixels (truncated?)");
+  out.pixels.assign(bytes.begin() + 16, bytes.begin() + 16 + static_cast<std::ptrdiff_t>(need));
+  return out;
+}
 
 int64_t convert_cifar10_binary(const std::string& src, const std::string& dest) {
   std::vector<std::string> classes = {"airplane", "automobile", "bird",  "cat",  "deer",

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "data/decode.h"
+#include "data/table.h"
 #include "util/error.h"
 #include "util/rng.h"
 #include "util/strings.h"
@@ -139,8 +140,43 @@ void ImageDatastore::list(const std::string& root, const DataOptions& options,
 
 std::vector<int64_t> ImageDatastore::count_each_label() const {
   std::vector<int64_t> counts(classes_.size(), 0);
+  if (table_kind_ == TargetKind::kResponses) return counts;
+  if (table_kind_ == TargetKind::kMultiLabel) {
+    for (int64_t i = 0; i < size(); ++i)
+      for (int64_t c = 0; c < target_width_; ++c) counts[c] += targets(i)[c] != 0;
+    return counts;
+  }
   for (int32_t l : labels_) ++counts[l];
   return counts;
+}
+
+TargetKind ImageDatastore::target_kind() const {
+  if (table_kind_ != TargetKind::kClassLabel) return table_kind_;
+  return has_pixel_labels() ? TargetKind::kPixelLabels : TargetKind::kClassLabel;
+}
+
+ImageDatastore ImageDatastore::from_table(const std::string& csv, const DataOptions& options,
+                                          const std::vector<std::string>* classes) {
+  const bool named = !classes && !options.class_names.empty();
+  ImageTable t = read_image_table(csv,
+                                  classes ? classes
+                                  : named ? &options.class_names
+                                          : nullptr,
+                                  named ? "data.ClassNames" : "the training classes");
+  if (t.kind == TargetKind::kResponses && named)
+    throw ConfigError("data.ClassNames is for multi-label tables (File,Labels) but " + csv +
+                      " is a regression table (its columns are responses: " + join(t.response_names, ", ") +
+                      "); remove ClassNames");
+  ImageDatastore ds;
+  ds.root_ = fs::path(csv).parent_path().string();
+  ds.paths_ = std::move(t.files);
+  ds.labels_.assign(ds.paths_.size(), 0);
+  ds.classes_ = std::move(t.classes);
+  ds.table_kind_ = t.kind;
+  ds.target_width_ = t.width;
+  ds.targets_ = std::move(t.targets);
+  ds.response_names_ = std::move(t.response_names);
+  return ds;
 }
 
 ImageDatastore ImageDatastore::subset(const std::vector<int64_t>& indices) const {
@@ -148,12 +184,17 @@ ImageDatastore ImageDatastore::subset(const std::vector<int64_t>& indices) const
   out.root_ = root_;
   out.classes_ = classes_;
   out.pixel_ids_ = pixel_ids_;
+  out.table_kind_ = table_kind_;
+  out.target_width_ = target_width_;
+  out.response_names_ = response_names_;
   out.paths_.reserve(indices.size());
   out.labels_.reserve(indices.size());
+  out.targets_.reserve(indices.size() * size_t(target_width_));
   for (int64_t i : indices) {
     out.paths_.push_back(paths_[i]);
     out.labels_.push_back(labels_[i]);
     if (has_pixel_labels()) out.label_paths_.push_back(label_paths_[i]);
+    out.targets_.insert(out.targets_.end(), targets(i), targets(i) + target_width_);
   }
   return out;
 }
@@ -208,8 +249,10 @@ ImageDatastore ImageDatastore::pixel_pairs(const std::string& images, const std:
 std::pair<ImageDatastore, ImageDatastore> ImageDatastore::split_each_label(double fraction, uint64_t seed) const {
   if (!(fraction >= 0 && fraction <= 1))
     throw ConfigError("splitEachLabel fraction " + std::to_string(fraction) + " is outside [0, 1]");
-  std::vector<std::vector<int64_t>> per_label(classes_.size());
-  for (int64_t i = 0; i < size(); ++i) per_label[labels_[i]].push_back(i);
+  // Tables: one group, the whole table (a multi-label row has no single label to split by).
+  const bool table = table_kind_ != TargetKind::kClassLabel;
+  std::vector<std::vector<int64_t>> per_label(table ? 1 : classes_.size());
+  for (int64_t i = 0; i < size(); ++i) per_label[table ? 0 : labels_[i]].push_back(i);
   std::vector<char> first(paths_.size(), 0);
   for (size_t l = 0; l < per_label.size(); ++l) {
     auto& idx = per_label[l];

@@ -1,6 +1,8 @@
 // ImageDatastore: MATLAB's imageDatastore with LabelSource foldernames. Lists (path, label)
 // pairs from a folder tree in a deterministic order (sorted class names, then sorted paths)
-// and splits them per label (splitEachLabel). Lists files only; decoding is decode.h's job.
+// and splits them per label (splitEachLabel); or (path, target row) pairs from a CSV table
+// (regression responses or multi-label 0/1 rows, data/table.h). Lists files only; decoding is
+// decode.h's job.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -13,8 +15,14 @@
 
 namespace dlt {
 
+// What a datastore's images are labelled with: a class per image (class folders, label(i)),
+// a label image per image (pixel_pairs), or a target row per image from a table (targets(i)):
+// responses (regression) or 0/1 per class (multi-label).
+enum class TargetKind { kClassLabel, kPixelLabels, kResponses, kMultiLabel };
+
 class ImageDatastore {
  public:
+  using TargetKind = ::dlt::TargetKind;
   ImageDatastore() = default;
   // Lists `root` per options (IncludeSubfolders, LabelSource, FileExtensions). With
   // IncludeSubfolders the class folders are the direct children of root and images anywhere
@@ -32,15 +40,18 @@ class ImageDatastore {
   int32_t label(int64_t i) const { return labels_[i]; }
   const std::vector<std::string>& paths() const { return paths_; }
   const std::vector<int32_t>& labels() const { return labels_; }
-  // Sorted class names; label(i) indexes this list.
+  // Sorted class names; label(i) indexes this list. Multi-label tables: the classes the 0/1
+  // columns of targets(i) stand for. Regression tables: empty.
   const std::vector<std::string>& classes() const { return classes_; }
   int64_t num_classes() const { return static_cast<int64_t>(classes_.size()); }
+  // Images per class; multi-label tables: images that have each class; regression: empty.
   std::vector<int64_t> count_each_label() const;
   const std::string& root() const { return root_; }
 
   // splitEachLabel(ds, fraction, 'randomized'): per label, round(fraction * count) images
   // chosen at random (reproducible from seed) go to the first datastore, the rest to the
-  // second. Both keep the full class list and the datastore's order.
+  // second. Both keep the full class list and the datastore's order. Tables: round(fraction *
+  // size()) rows at random over the whole table (not per label); targets go with their rows.
   std::pair<ImageDatastore, ImageDatastore> split_each_label(double fraction, uint64_t seed) const;
   // The datastore restricted to the given indices (in that order).
   ImageDatastore subset(const std::vector<int64_t>& indices) const;
@@ -56,6 +67,19 @@ class ImageDatastore {
   const std::vector<std::string>& label_paths() const { return label_paths_; }
   const PixelLabelIds& pixel_ids() const { return *pixel_ids_; }
 
+  // A CSV table (data/table.h's format): the first column the image files (relative to the
+  // CSV's folder, or absolute), then either responses (numbers) or one `Labels` column. A
+  // multi-label table's classes are `*classes` when given (validation tables: the training
+  // classes), else options.class_names when set, else the sorted union of its labels. Throws
+  // DataError / ConfigError naming file:line (table.h lists the cases).
+  static ImageDatastore from_table(const std::string& csv, const DataOptions& options,
+                                   const std::vector<std::string>* classes = nullptr);
+  TargetKind target_kind() const;
+  int64_t target_width() const { return target_width_; }  // responses: R; multi-label: C; else 0
+  // Row i of the targets (target_width() floats): R responses, or C values 0/1. Tables only.
+  const float* targets(int64_t i) const { return targets_.data() + i * target_width_; }
+  const std::vector<std::string>& response_names() const { return response_names_; }  // regression
+
   // Builds a datastore from explicit lists (tests, converters). Labels index `classes`.
   static ImageDatastore from_lists(std::vector<std::string> paths, std::vector<int32_t> labels,
                                    std::vector<std::string> classes, std::string root = "");
@@ -69,6 +93,10 @@ class ImageDatastore {
   std::vector<std::string> classes_;
   std::vector<std::string> label_paths_;  // segmentation: one label image per path
   std::shared_ptr<const PixelLabelIds> pixel_ids_;
+  TargetKind table_kind_ = TargetKind::kClassLabel;  // kResponses / kMultiLabel for tables
+  int64_t target_width_ = 0;
+  std::vector<float> targets_;  // (size(), target_width_)
+  std::vector<std::string> response_names_;
 };
 
 }  // namespace dlt

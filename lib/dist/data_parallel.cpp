@@ -85,10 +85,9 @@ void GradientBuckets::finish() {
   ++iterations_;
 }
 
-GlobalTotals all_reduce_totals(Communicator& comm, int64_t images, double mean_loss, int64_t correct, int64_t counted) {
+GlobalTotals all_reduce_totals(Communicator& comm, int64_t images, double mean_loss, double correct, double counted) {
   double n = static_cast<double>(images);
-  double v[4] = {n, images > 0 ? mean_loss * n : 0.0, static_cast<double>(correct),
-                 static_cast<double>(counted < 0 ? images : counted)};
+  double v[4] = {n, images > 0 ? mean_loss * n : 0.0, correct, counted < 0 ? n : counted};
   comm.all_reduce_sum(v, 4);
   GlobalTotals t;
   if (comm.size() == 1) {  // exactly the single-process numbers

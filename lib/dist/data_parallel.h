@@ -19,7 +19,7 @@ class Network;
 struct GlobalTotals {
   double images = 0;   // N: images in the global mini-batch (all ranks)
   double loss = 0;     // mean loss over the N images
-  double correct = 0;  // correct predictions over the N images (pixels when per pixel)
+  double correct = 0;  // correct predictions over the N images (pixels when per pixel); the headline's sum
   double counted = 0;  // labels counted: N, or the pixels that are not undefined
   double weight = 1;   // this rank's w = n / N
 };
@@ -36,8 +36,8 @@ GlobalShare global_share(Communicator& comm, int64_t images, int64_t known_globa
 
 // All-reduces (n, n * loss, correct, counted) of this rank's share; counted < 0: n (one label
 // per image).
-GlobalTotals all_reduce_totals(Communicator& comm, int64_t images, double mean_loss, int64_t correct,
-                               int64_t counted = -1);
+GlobalTotals all_reduce_totals(Communicator& comm, int64_t images, double mean_loss, double correct,
+                               double counted = -1);
 
 // Rank 0's `bytes` on every rank (others pass anything): one all-reduce of two doubles (the
 // size, and whether rank 0 `failed`), then one broadcast of the bytes packed into floats on

@@ -117,10 +117,17 @@ class Layer {
   // pixel that counts in no loss or metric) rather than each image (labels (N)).
   // median_frequency: the weights are still to be computed from the training labels
   // (ClassWeights: median-frequency; `dltrain train` writes the numbers into the spec).
+  // kind: the loss (backend/loss.h) with its parameters; follows: the activation whose input
+  // the loss's gradient is taken with respect to (softmax, sigmoid), or none (regression: the
+  // gradient of the output itself).
+  enum class Follows { kSoftmax, kSigmoid, kNone };
   struct LossSpec {
     std::vector<float> class_weights;
     bool per_pixel = false;
     bool median_frequency = false;
+    LossKind kind = LossKind::kCrossEntropy;
+    Follows follows = Follows::kSoftmax;
+    float huber_delta = 1.f, focal_gamma = 2.f, focal_alpha = 0.25f;
   };
   virtual LossSpec loss_spec() const { return {}; }
   // Called by the Network just before infer(), with a lookup of the layers built before this

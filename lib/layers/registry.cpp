@@ -35,6 +35,10 @@ const LayerType& fully_connected_layer_type();
 const LayerType& softmax_layer_type();
 const LayerType& classification_layer_type();
 const LayerType& pixel_classification_layer_type();
+const LayerType& regression_layer_type();
+const LayerType& multilabel_classification_layer_type();
+const LayerType& dice_pixel_classification_layer_type();
+const LayerType& focal_loss_layer_type();
 const LayerType& addition_layer_type();
 const LayerType& depth_concatenation_layer_type();
 const LayerType& crop2d_layer_type();
@@ -72,6 +76,10 @@ const std::vector<const LayerType*>& layer_registry() {
       &softmax_layer_type(),
       &classification_layer_type(),
       &pixel_classification_layer_type(),
+      &regression_layer_type(),
+      &multilabel_classification_layer_type(),
+      &dice_pixel_classification_layer_type(),
+      &focal_loss_layer_type(),
       &addition_layer_type(),
       &depth_concatenation_layer_type(),
       &crop2d_layer_type(),

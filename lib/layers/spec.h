@@ -63,6 +63,10 @@ class LayerSpec {
 
 struct NetworkSpec {
   std::vector<LayerSpec> layers;
+  // training.Loss (trainnet's lossFcn name, e.g. "mse"; empty: none) and where it was set: a
+  // network without an output layer gets the matching one appended (Network::build).
+  std::string loss;
+  SourceLoc loss_loc;
   const LayerSpec* find(const std::string& name) const;
   LayerSpec* find(const std::string& name);
 };

@@ -33,8 +33,13 @@ Network::~Network() = default;
 
 void Network::build() {
   if (spec_.layers.empty()) throw ConfigError("the network has no layers (add a layers: list)");
+  const int appended = append_loss_layer();
   std::map<std::string, int> index;
   for (size_t i = 0; i < spec_.layers.size(); ++i) {
+    // training.Loss crossentropy after a per-pixel softmax: the pixelClassification layer.
+    if (static_cast<int>(i) == appended && spec_.layers[i].type == "classification" && !nodes_.empty() &&
+        nodes_.back().shape[0] * nodes_.back().shape[1] > 1)
+      spec_.layers[i].type = "pixelClassification";
     const LayerSpec& ls = spec_.layers[i];
     if (index.count(ls.name))
       throw ConfigError(ls.loc.prefix() + "layer name '" + ls.name + "' is used twice (names must be unique)");
@@ -95,13 +100,17 @@ void Network::build() {
                         nodes_[i].layer->type() + ") is an output layer and must be the last layer");
   const Node& last = nodes_.back();
   if (last.layer->role() != Layer::Role::kOutput)
-    throw ConfigError(spec_.layers.back().loc.prefix() + "the last layer must be classification (after softmax), not " +
-                      last.layer->type() + " '" + last.layer->name() + "'");
+    throw ConfigError(spec_.layers.back().loc.prefix() +
+                      "the last layer must be an output layer (classification after softmax, regression, ...), not " +
+                      last.layer->type() + " '" + last.layer->name() +
+                      "'; or name the loss with training.Loss (e.g. crossentropy, mse)");
   std::vector<const Layer*> producers;
   for (int p : last.inputs) producers.push_back(nodes_[p].layer.get());
   last.layer->check_producers(producers);
-  softmax_ = last.inputs[0];
+  output_ = last.inputs[0];
   loss_ = last.layer->loss_spec();
+  backward_from_ = loss_.follows == Layer::Follows::kNone ? output_ : output_ - 1;
+  if (!spec_.loss.empty() && appended < 0) check_loss_matches(last);
   if (!loss_.class_weights.empty()) {
     if (static_cast<int64_t>(loss_.class_weights.size()) != num_classes())
       throw ConfigError(spec_.layers.back().loc.prefix() + "layer '" + last.layer->name() +
@@ -129,7 +138,7 @@ void Network::plan_fusion() {
   }
   plan_ = FusionPlan(layers, inputs, *backend_);
   for (size_t i = 0; i < nodes_.size(); ++i) nodes_[i].alias_of = plan_.absorbed_by(i);
-  nodes_.back().alias_of = softmax_;
+  nodes_.back().alias_of = output_;
 
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
@@ -259,7 +268,7 @@ const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
     be.synchronize();
     (*prof_fwd_)[i] += t.seconds();
   }
-  return nodes_[softmax_].out;
+  return nodes_[output_].out;
 }
 
 double Network::loss_and_backward(const Tensor& labels, const RunContext& ctx, bool backward, int64_t* correct,
@@ -270,23 +279,40 @@ double Network::loss_and_backward(const Tensor& labels, const RunContext& ctx, b
 
 void Network::loss_and_backward_async(const Tensor& labels, const RunContext& ctx, bool backward) {
   Backend& be = *backend_;
-  Node& sm = nodes_[softmax_];
+  Node& out = nodes_[output_];
   Tensor none;
-  Tensor* dlogits = backward ? grad_target(softmax_, sm.inputs[0]) : nullptr;
-  const int64_t rows = batch_ * sm.shape[0] * sm.shape[1];
-  DLT_CHECK(labels.numel() == (loss_.per_pixel ? rows : batch_),
-            "loss: " << labels.numel() << " labels for a batch of " << batch_ << " images"
-                     << (loss_.per_pixel ? " of " + sm.shape.str() + " scores (one label per pixel)" : ""));
-  Tensor probs = sm.out.reshaped(Shape{rows, num_classes()});
+  Tensor* grad = nullptr;
+  if (backward)
+    grad = loss_.follows == Layer::Follows::kNone ? &nodes_[root(output_)].grad : grad_target(output_, out.inputs[0]);
   if (!loss_totals_.defined()) loss_totals_ = Tensor(Shape{Backend::kLossTotalsFloats}, device_);
   loss_labels_ = labels;
   LossOptions opt;
+  opt.kind = loss_.kind;
   opt.class_weights = loss_weights_;
   opt.undefined_labels = loss_.per_pixel;
-  be.cross_entropy_async(probs, labels, dlogits ? *dlogits : none, loss_totals_, opt);
+  opt.huber_delta = loss_.huber_delta;
+  opt.focal_gamma = loss_.focal_gamma;
+  opt.focal_alpha = loss_.focal_alpha;
+  opt.images = batch_;
+  if (dlt::float_targets(loss_.kind)) {
+    DLT_CHECK(labels.numel() == batch_ * out.shape.numel(), "loss: " << labels.numel() << " targets for a batch of "
+                                                                     << batch_ << " images of " << out.shape.str()
+                                                                     << " outputs");
+    be.loss_async(out.out, labels, grad ? *grad : none, loss_totals_, opt);
+  } else {
+    const int64_t rows = batch_ * out.shape[0] * out.shape[1];
+    DLT_CHECK(labels.numel() == (loss_.per_pixel ? rows : batch_),
+              "loss: " << labels.numel() << " labels for a batch of " << batch_ << " images"
+                       << (loss_.per_pixel ? " of " + out.shape.str() + " scores (one label per pixel)" : ""));
+    Tensor probs = out.out.reshaped(Shape{rows, num_classes()});
+    if (loss_.kind == LossKind::kCrossEntropy)
+      be.cross_entropy_async(probs, labels, grad ? *grad : none, loss_totals_, opt);
+    else
+      be.loss_async(probs, labels, grad ? *grad : none, loss_totals_, opt);
+  }
   if (!backward) return;
 
-  for (int i = softmax_ - 1; i >= 1; --i) {
+  for (int i = backward_from_; i >= 1; --i) {
     backward_node(i, ctx);
     if (grads_ready_) grads_ready_(nodes_[i].param_offset);
   }
@@ -296,6 +322,11 @@ void Network::loss_and_backward_async(const Tensor& labels, const RunContext& ct
 double Network::read_loss(int64_t* correct, int64_t* counted) {
   DLT_CHECK(loss_totals_.defined() && loss_labels_.defined(), "read_loss before loss_and_backward_async");
   return backend_->read_loss(loss_totals_, loss_labels_, correct, counted);
+}
+
+LossTotals Network::read_loss_totals() {
+  DLT_CHECK(loss_totals_.defined() && loss_labels_.defined(), "read_loss_totals before loss_and_backward_async");
+  return backend_->read_loss_totals(loss_totals_, loss_labels_);
 }
 
 void Network::backward_node(int i, const RunContext& ctx) {

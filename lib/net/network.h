@@ -49,6 +49,19 @@ class Network {
   int64_t num_classes() const { return nodes_.back().shape[2]; }
   std::vector<std::string>& classes() { return classes_; }
   const std::vector<std::string>& classes() const { return classes_; }
+  // What it predicts, from its output layer's loss: "classification", "segmentation",
+  // "regression" or "multilabel" (ModelData::task).
+  std::string task() const;
+  // Regression: the responses' names and, with response normalisation, the training mean and
+  // standard deviation the targets were normalised with (ModelData::responses; empty: none).
+  std::vector<std::string>& response_names() { return response_names_; }
+  const std::vector<std::string>& response_names() const { return response_names_; }
+  void set_response_statistics(std::vector<float> mean, std::vector<float> std) {
+    response_mean_ = std::move(mean);
+    response_std_ = std::move(std);
+  }
+  const std::vector<float>& response_mean() const { return response_mean_; }
+  const std::vector<float>& response_std() const { return response_std_; }
   // Segmentation: each class's label-image values (ModelData::label_ids); empty otherwise.
   std::vector<std::vector<std::vector<int64_t>>>& label_ids() { return label_ids_; }
   const std::vector<std::vector<std::vector<int64_t>>>& label_ids() const { return label_ids_; }
@@ -86,8 +99,10 @@ class Network {
   // The output layer's class weights (empty: all 1).
   const std::vector<float>& class_weights() const { return loss_.class_weights; }
 
-  // x: (N, H, W, C) on the network's device with N == batch(). Returns the class
-  // probabilities (N, 1, 1, K), or (N, H, W, K) per pixel, valid until the next forward.
+  // x: (N, H, W, C) on the network's device with N == batch(). Returns the output layer's
+  // input, valid until the next forward: the class probabilities (N, 1, 1, K), or (N, H, W, K)
+  // per pixel; a regression network's responses (N, 1, 1, R); a multi-label network's sigmoid
+  // probabilities (N, 1, 1, K).
   const Tensor& forward(const Tensor& x, const RunContext& ctx);
   // After forward: mean cross-entropy against labels (int32 (N), or (N, H, W) per pixel, on
   // the device; weighted by the class weights, undefined pixels left out: Backend::cross_entropy);
@@ -100,6 +115,16 @@ class Network {
   // then read the mean loss (waits). labels must stay unchanged until read_loss.
   void loss_and_backward_async(const Tensor& labels, const RunContext& ctx, bool backward);
   double read_loss(int64_t* correct, int64_t* counted = nullptr);
+  // The last forward's output (what forward returned).
+  const Tensor& output() const { return nodes_[output_].out; }
+  // The last loss's totals (waits): the metrics' sums (LossTotals), loss_sum the mean loss.
+  LossTotals read_loss_totals();
+  // The loss the network ends in (its output layer's) and whether it compares float targets
+  // (regression responses, multi-label 0/1) rather than int32 labels.
+  LossKind loss_kind() const { return loss_.kind; }
+  bool float_targets() const { return dlt::float_targets(loss_.kind); }
+  // The values per image the network outputs (K classes, R responses).
+  int64_t output_width() const { return nodes_.back().shape[2]; }
   // A replayed CUDA graph (lib/train/step_graph.h) ran the loss of its capture without this
   // host calling loss_and_backward_async: read_loss must count against the labels it captured.
   void set_loss_labels(const Tensor& labels) { loss_labels_ = labels; }
@@ -154,6 +179,11 @@ class Network {
   void allocate_params();
   void check_weights(const ModelData& m) const;
   void plan_gradients(int64_t n);
+  // training.Loss (spec_.loss) on a network without an output layer: appends the matching
+  // output layer to spec_; returns its index, or -1 when nothing was appended.
+  int append_loss_layer();
+  // training.Loss on a network with an output layer: it must name that layer's loss.
+  void check_loss_matches(const Node& last) const;
 
   NetworkSpec spec_;
   Backend* backend_;
@@ -161,9 +191,12 @@ class Network {
   std::vector<Node> nodes_;
   FusionPlan plan_;  // which neighbouring layers run as one op
   ImageInputLayer* input_ = nullptr;
-  int softmax_ = -1;  // the softmax node feeding the classification layer
+  int output_ = -1;         // the node feeding the output layer: the network's output
+  int backward_from_ = -1;  // the first node backward runs (below the softmax / sigmoid the loss ends in)
   std::vector<std::string> classes_;
   std::vector<std::vector<std::vector<int64_t>>> label_ids_;
+  std::vector<std::string> response_names_;
+  std::vector<float> response_mean_, response_std_;
   Tensor flat_values_, flat_grads_;
   Layer::LossSpec loss_;              // the output layer's
   Tensor loss_weights_;               // its class weights on the device (undefined: none)

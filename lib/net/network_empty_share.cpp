@@ -17,7 +17,7 @@ void Network::run_empty_share(const RunContext& ctx) {
       y = Tensor(batch_shape(0, n.shape), device_);
       n.layer->forward({&x}, y, ctx);
     }
-    for (int i = softmax_ - 1; i >= 1; --i) {
+    for (int i = backward_from_; i >= 1; --i) {
       Node& n = nodes_[i];
       if (joins(n) && n.needs_grad) {
         Tensor x(batch_shape(0, nodes_[root(n.inputs[0])].shape), device_);
@@ -29,7 +29,7 @@ void Network::run_empty_share(const RunContext& ctx) {
       if (grads_ready_) grads_ready_(n.param_offset);
     }
   } else {
-    for (int i = softmax_ - 1; i >= 1; --i)
+    for (int i = backward_from_; i >= 1; --i)
       if (grads_ready_) grads_ready_(nodes_[i].param_offset);
   }
   if (grads_ready_) grads_ready_(0);

@@ -9,8 +9,8 @@ namespace dlt {
 
 using net_internal::out_of_memory_in;
 
-// Gradient buffers by liveness. Backward runs steps softmax_-1 .. 1 (the loss writes the
-// softmax input's gradient at step softmax_). The gradient of node p is written at the step of
+// Gradient buffers by liveness. Backward runs steps backward_from_ .. 1 (the loss writes the
+// gradient of the softmax's or sigmoid's input, or of the output itself, before them). The gradient of node p is written at the step of
 // each consumer c (into an edge buffer per consumer when there are several, summed into
 // p's own buffer at step p) and read at step p: it lives on steps [p, c]. Buffers whose steps
 // are disjoint share one slot; slots are assigned greedily in backward order and sized by

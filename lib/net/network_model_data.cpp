@@ -64,6 +64,10 @@ Network::Network(const ModelData& model, Backend& backend, const std::string& fi
     : spec_(model.network), backend_(&backend), device_(backend.device()) {
   build();
   try {
+    // The task a file records is its output layer's (files written before tasks record none).
+    if (!model.task.empty() && model.task != task())
+      throw ModelError("it records the task " + model.task + " but its network ends in a " + task() +
+                       " output layer (file corrupt)");
     check_weights(model);
   } catch (const ModelError& e) {
     if (file.empty()) throw;
@@ -86,6 +90,10 @@ ModelData Network::to_model_data() const {
   m.network = spec_;
   m.classes = classes_;
   m.label_ids = label_ids_;
+  m.task = task();
+  m.responses.names = response_names_;
+  m.responses.mean = response_mean_;
+  m.responses.std = response_std_;
   for (const Node& n : nodes_) {
     for (const Param& p : n.layer->params()) m.params.push_back(named(n.layer->name(), p.name, p.value));
     for (const State& s : n.layer->states()) m.states.push_back(named(n.layer->name(), s.name, s.value));
@@ -110,6 +118,9 @@ void Network::load_weights(const ModelData& m) {
   }
   classes_ = m.classes;
   label_ids_ = m.label_ids;
+  response_names_ = m.responses.names;
+  response_mean_ = m.responses.mean;
+  response_std_ = m.responses.std;
   input_->refresh_inv_std();
 }
 

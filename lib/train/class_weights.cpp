@@ -1,4 +1,4 @@
-// load_train_val, countEachLabel over label images, and median-frequency class weights.
+// countEachLabel over label images, and median-frequency class weights.
 #include "train/class_weights.h"
 
 #include <algorithm>
@@ -14,27 +14,6 @@
 #include "util/timer.h"
 
 namespace dlt {
-
-TrainValData load_train_val(const DataOptions& d, uint64_t seed) {
-  if (d.train.empty()) throw ConfigError("data.train is not set (a folder of class folders, or {images, labels})");
-  const bool pixels = d.segmentation();
-  ImageDatastore all = pixels ? ImageDatastore::pixel_pairs(d.train, d.train_labels, d) : ImageDatastore(d.train, d);
-  TrainValData out;
-  if (!d.validation.empty()) {
-    out.train = all;
-    out.validation = pixels ? ImageDatastore::pixel_pairs(d.validation, d.validation_labels, d)
-                            : ImageDatastore(d.validation, d, all.classes());
-    out.has_validation = true;
-  } else if (d.validation_split > 0) {
-    auto parts = all.split_each_label(1.0 - d.validation_split, seed);
-    out.train = parts.first;
-    out.validation = parts.second;
-    out.has_validation = !out.validation.empty();
-  } else {
-    out.train = all;
-  }
-  return out;
-}
 
 PixelLabelCounts count_each_pixel_label(const ImageDatastore& ds, int threads) {
   const size_t k = ds.classes().size();

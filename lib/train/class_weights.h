@@ -1,6 +1,6 @@
-// Segmentation data for training: the training / validation split of pixel-label pairs, and
-// seed 003's class weights: countEachLabel over the training label images and
-// ClassWeights: median-frequency resolved to median(imageFreq) ./ imageFreq.
+// Segmentation data for training: seed 003's class weights: countEachLabel over the training
+// label images and ClassWeights: median-frequency resolved to median(imageFreq) ./ imageFreq.
+// (The run's datastores, load_train_val, are data/train_val.h's.)
 #pragma once
 #include <cstdint>
 #include <string>
@@ -8,17 +8,9 @@
 
 #include "config/config.h"
 #include "data/datastore.h"
+#include "data/train_val.h"  // load_train_val
 
 namespace dlt {
-
-// The run's training and validation datastores: data.validation when given, else a
-// ValidationSplit of data.train (splitEachLabel, from training.Seed), else no validation.
-// Classification (class folders) and segmentation (pixel-label pairs) alike.
-struct TrainValData {
-  ImageDatastore train, validation;
-  bool has_validation = false;
-};
-TrainValData load_train_val(const DataOptions& data, uint64_t seed);
 
 // MATLAB's countEachLabel on a pixelLabelDatastore: per class the labelled pixels of that class
 // (PixelCount) and the pixels of the images in which it occurs (ImagePixelCount). Label images

@@ -22,12 +22,18 @@ void DeviceBatches::begin(const Batch& host, Batch& slot) {
   }
   slot.images.resize(host.images.shape());
   slot.labels.resize(host.labels.shape());
+  if (host.targets.defined()) {  // regression responses, multi-label 0/1
+    if (!slot.targets.defined()) slot.targets = Tensor(host.targets.shape(), device_);
+    slot.targets.resize(host.targets.shape());
+  }
   if (AsyncDevice* dev = backend_for(device_).async_device()) {
     dev->upload_begin(host.images, slot.images);
     dev->upload_begin(host.labels, slot.labels);
+    if (host.targets.defined()) dev->upload_begin(host.targets, slot.targets);
   } else {  // a device without staged uploads: copy at once
     slot.images.copy_from(host.images);
     slot.labels.copy_from(host.labels);
+    if (host.targets.defined()) slot.targets.copy_from(host.targets);
   }
   slot.items = host.items;
   slot.size = host.size;

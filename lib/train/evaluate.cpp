@@ -2,10 +2,12 @@
 #include "train/evaluate.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "backend/backend.h"
 #include "data/label_images.h"
 #include "train/seg_metrics.h"
+#include "train/targets.h"
 #include "train/validation_metrics.h"
 
 namespace dlt {
@@ -32,9 +34,81 @@ std::vector<double> gather(Communicator& comm, const std::vector<double>& mine) 
 
 }  // namespace
 
+// Regression and multi-label (float targets): the loss, the headline (RMSE in the responses'
+// units, or micro F1) and the Metrics option's values, from sums all-reduced over the ranks.
+Evaluation evaluate_targets(TrainingRun& run) {
+  Evaluation e;
+  Network& net = *run.net;
+  RunContext ctx;
+  ctx.training = false;
+  const bool regression = net.task() == "regression";
+  RegressionSums errors;
+  double loss_sum = 0, images = 0, tp = 0, fp = 0, fn = 0;
+  Batch b;
+  run.validation_loader->start_epoch(0);
+  while (run.validation_loader->next(b)) {
+    if (b.size == 0) continue;
+    normalize_targets(net, b);
+    if (b.size != net.batch()) net.set_batch(b.size);
+    Batch& on_device = run.validation_batches->take(b);
+    const Tensor& out = net.forward(on_device.images, ctx);
+    net.loss_and_backward_async(on_device.targets, ctx, false);
+    const LossTotals t = net.read_loss_totals();
+    loss_sum += t.loss_sum * static_cast<double>(b.size);
+    images += static_cast<double>(b.size);
+    tp += static_cast<double>(t.tp);
+    fp += static_cast<double>(t.fp);
+    fn += static_cast<double>(t.fn);
+    if (regression) errors.add(net, out, b);
+  }
+  std::vector<double> sums = {
+      loss_sum, images, tp, fp, fn, errors.squared, errors.absolute, errors.percentage, errors.values, errors.nonzero};
+  if (run.comm->size() > 1) run.comm->all_reduce_sum(sums.data(), sums.size());
+  if (sums[1] <= 0) return e;
+  e.loss = sums[0] / sums[1];
+  tp = sums[2], fp = sums[3], fn = sums[4];
+  errors.squared = sums[5], errors.absolute = sums[6], errors.percentage = sums[7];
+  errors.values = sums[8], errors.nonzero = sums[9];
+  // Multi-label, micro over every (image, label): 0/0 counts as 0 (validation_metrics.h).
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  e.accuracy = regression ? errors.rmse() : ratio(2 * tp, 2 * tp + fp + fn);
+  for (Metric m : run.options.metrics) {
+    if (m == Metric::kLoss) continue;  // the record's validation_loss
+    double v = std::numeric_limits<double>::quiet_NaN();
+    switch (m) {
+      case Metric::kRmse:
+        v = errors.rmse();
+        break;
+      case Metric::kMae:
+        v = errors.mae();
+        break;
+      case Metric::kMape:
+        v = errors.mape();
+        break;
+      case Metric::kFScore:
+        v = ratio(2 * tp, 2 * tp + fp + fn);
+        break;
+      case Metric::kPrecision:
+        v = ratio(tp, tp + fp);
+        break;
+      case Metric::kRecall:
+        v = ratio(tp, tp + fn);
+        break;
+      case Metric::kIoU:
+        v = ratio(tp, tp + fp + fn);
+        break;
+      default:
+        break;
+    }
+    e.metrics.emplace_back(metric_name(m), v);
+  }
+  return e;
+}
+
 Evaluation evaluate(TrainingRun& run) {
   Evaluation e;
   if (!run.validation_loader) return e;
+  if (run.net->float_targets()) return evaluate_targets(run);
   Network& net = *run.net;
   Communicator& comm = *run.comm;
   RunContext ctx;

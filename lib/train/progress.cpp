@@ -82,6 +82,12 @@ std::string num(double v, int width) {
 
 }  // namespace
 
+HeadlineMetric headline_metric(const std::string& task) {
+  if (task == "regression") return {"rmse", "RMSE", "RMSE", false};
+  if (task == "multilabel") return {"f1", "F1", "F1", false};
+  return {};
+}
+
 TableLayout choose_table_layout(VerboseLayout option, int columns) {
   if (option == VerboseLayout::kWide) return TableLayout::kWide;
   if (option == VerboseLayout::kCompact) return TableLayout::kCompact;
@@ -94,20 +100,22 @@ std::string table_rule(TableLayout layout) {
   return "|" + std::string(inner - 1, '=') + "|\n";
 }
 
-std::string table_heading(TableLayout layout) {
+std::string table_heading(TableLayout layout, const HeadlineMetric& headline) {
   const Column* cols = columns_of(layout);
   std::string l1[kNumColumns], l2[kNumColumns];
   for (int i = 0; i < kNumColumns; ++i) l1[i] = cols[i].line1, l2[i] = cols[i].line2;
+  l2[3] = l2[4] = layout == TableLayout::kWide ? headline.heading : headline.compact;
   return table_line(layout, l1, true) + table_line(layout, l2, true);
 }
 
-std::string table_row(TableLayout layout, const IterationRecord& r) {
+std::string table_row(TableLayout layout, const IterationRecord& r, const HeadlineMetric& headline) {
   const Column* cols = columns_of(layout);
+  auto metric = [&](double v, int width) { return headline.percent ? pct(v) : num(v, width); };
   const std::string cells[kNumColumns] = {std::to_string(r.epoch),
                                           std::to_string(r.iteration),
                                           format_hms(r.seconds),
-                                          pct(r.minibatch_accuracy),
-                                          pct(r.validation_accuracy),
+                                          metric(r.minibatch_accuracy, cols[3].width),
+                                          metric(r.validation_accuracy, cols[4].width),
                                           num(r.minibatch_loss, cols[5].width),
                                           num(r.validation_loss, cols[6].width),
                                           num(r.learn_rate, cols[7].width)};
@@ -120,12 +128,12 @@ double validation_metric(const IterationRecord& r, const std::string& name) {
   return std::numeric_limits<double>::quiet_NaN();
 }
 
-std::string table_metrics(TableLayout layout, const IterationRecord& r) {
+std::string table_metrics(TableLayout layout, const IterationRecord& r, const std::string& headline) {
   const size_t inner = table_rule(layout).size() - 3;  // between the two '|'
   const std::string lead = layout == TableLayout::kWide ? "  Validation" : "  Val";
   std::string out, line = lead;
   for (const auto& [name, value] : r.validation_metrics) {
-    if (name == "accuracy") continue;  // the Accuracy column
+    if (name == headline) continue;  // the headline's column
     const std::string item = "  " + name + " " + (std::isnan(value) ? std::string("NaN") : num(value, 6));
     if (line.size() + item.size() > inner && line != lead) {
       out += "|" + line + std::string(inner - line.size(), ' ') + "|\n";
@@ -169,24 +177,26 @@ std::string format_bar(int64_t iteration, int64_t total, double elapsed, int col
   return percent.substr(0, budget);
 }
 
-ProgressTable::ProgressTable(bool verbose, bool has_validation, VerboseLayout layout, FILE* out, FILE* bar_out)
+ProgressTable::ProgressTable(bool verbose, bool has_validation, VerboseLayout layout, FILE* out, FILE* bar_out,
+                             HeadlineMetric headline)
     : verbose_(verbose),
       has_validation_(has_validation),
       tty_(is_terminal(bar_out)),
       layout_(choose_table_layout(layout, terminal_columns(out))),
+      headline_(std::move(headline)),
       out_(out),
       bar_out_(bar_out) {}
 
 void ProgressTable::header() {
   if (!verbose_) return;
-  std::fputs((table_rule(layout_) + table_heading(layout_) + table_rule(layout_)).c_str(), out_);
+  std::fputs((table_rule(layout_) + table_heading(layout_, headline_) + table_rule(layout_)).c_str(), out_);
   std::fflush(out_);
 }
 
 void ProgressTable::row(const IterationRecord& r) {
   if (!verbose_) return;
   clear_bar();
-  std::fputs((table_row(layout_, r) + table_metrics(layout_, r)).c_str(), out_);
+  std::fputs((table_row(layout_, r, headline_) + table_metrics(layout_, r, headline_.name)).c_str(), out_);
   std::fflush(out_);
 }
 
@@ -221,17 +231,16 @@ void ProgressTable::clear_bar() {
 
 void IterationLog::add(const IterationRecord& r) { records_.push_back(r); }
 
-std::vector<std::string> metric_columns(const std::vector<std::string>& metrics) {
+std::vector<std::string> metric_columns(const std::vector<std::string>& metrics, const std::string& headline) {
   std::vector<std::string> out;
   for (const auto& m : metrics)
-    if (m != "accuracy") out.push_back(m);
+    if (m != headline) out.push_back(m);
   return out;
 }
 
-std::string log_csv_header(const std::vector<std::string>& metric_columns) {
-  std::string h =
-      "epoch,iteration,time_elapsed_seconds,minibatch_accuracy,validation_accuracy,minibatch_loss,validation_loss,"
-      "base_learning_rate";
+std::string log_csv_header(const std::vector<std::string>& metric_columns, const HeadlineMetric& headline) {
+  std::string h = "epoch,iteration,time_elapsed_seconds,minibatch_" + headline.name + ",validation_" + headline.name +
+                  ",minibatch_loss,validation_loss,base_learning_rate";
   for (const auto& m : metric_columns) h += ",validation_" + m;
   return h + "\n";
 }
@@ -255,7 +264,7 @@ std::string log_csv_line(const IterationRecord& r, const std::vector<std::string
 }
 
 std::string IterationLog::csv() const {
-  std::string out = log_csv_header(metric_columns_);
+  std::string out = log_csv_header(metric_columns_, headline_);
   for (const auto& r : records_) out += log_csv_line(r, metric_columns_);
   return out;
 }

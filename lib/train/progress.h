@@ -14,6 +14,21 @@
 
 namespace dlt {
 
+// The metric shown beside the loss in the table, log.csv, TensorBoard, the plot and
+// summary.json (IterationRecord's minibatch_accuracy / validation_accuracy and
+// Evaluation::accuracy hold its values): accuracy in percent for classification and
+// segmentation (pixel accuracy), RMSE for regression, F1 (0..1, micro over labels and images)
+// for multi-label classification. name: log.csv's minibatch_<name> / validation_<name> and
+// the TensorBoard tags; heading / compact: the table's second heading line.
+struct HeadlineMetric {
+  std::string name = "accuracy";
+  std::string heading = "Accuracy";
+  std::string compact = "Acc.";
+  bool percent = true;
+};
+// The headline of a task (Network::task(): classification, segmentation, regression, multilabel).
+HeadlineMetric headline_metric(const std::string& task);
+
 struct IterationRecord {
   int64_t epoch = 0;      // 1-based
   int64_t iteration = 0;  // 1-based, global
@@ -22,7 +37,7 @@ struct IterationRecord {
   double minibatch_loss = 0;
   double validation_accuracy = std::numeric_limits<double>::quiet_NaN();  // NaN: not computed
   double validation_loss = std::numeric_limits<double>::quiet_NaN();      // at this iteration
-  double learn_rate = 0;  // the rate used at this iteration
+  double learn_rate = 0;                                                  // the rate used at this iteration
   // The Metrics option's values (name, value) in its order, at iterations where validation
   // ran; empty otherwise (validation_metrics.h defines them).
   std::vector<std::pair<std::string, double>> validation_metrics;
@@ -43,11 +58,11 @@ TableLayout choose_table_layout(VerboseLayout option, int columns);
 
 // The table's lines, each ending in '\n': the rule (====), the two heading lines, a row.
 std::string table_rule(TableLayout layout);
-std::string table_heading(TableLayout layout);
-std::string table_row(TableLayout layout, const IterationRecord& r);
+std::string table_heading(TableLayout layout, const HeadlineMetric& headline = {});
+std::string table_row(TableLayout layout, const IterationRecord& r, const HeadlineMetric& headline = {});
 // The row's validation metrics beyond accuracy ("|  Validation  fscore 0.8123  auc 0.9512 |"),
 // on lines of the table's own width below the row, wrapped between metrics; "" when it has none.
-std::string table_metrics(TableLayout layout, const IterationRecord& r);
+std::string table_metrics(TableLayout layout, const IterationRecord& r, const std::string& headline = "accuracy");
 
 // The progress bar line for a terminal `columns` wide, without the leading '\r': at most
 // columns - 1 characters (the last column stays free so a redraw never wraps). Parts are
@@ -59,7 +74,7 @@ class ProgressTable {
   // layout auto measures `out` (terminal_columns). The bar goes to
   // `bar_out` when that is a terminal.
   ProgressTable(bool verbose, bool has_validation, VerboseLayout layout = VerboseLayout::kAuto, FILE* out = stdout,
-                FILE* bar_out = stderr);
+                FILE* bar_out = stderr, HeadlineMetric headline = {});
   void header();
   void row(const IterationRecord& r);
   void footer();
@@ -71,15 +86,17 @@ class ProgressTable {
  private:
   bool verbose_, has_validation_, tty_;
   TableLayout layout_;
+  HeadlineMetric headline_;
   FILE *out_, *bar_out_;
   size_t bar_chars_ = 0;  // length of the bar on screen; 0: none
 };
 
 // The metrics that get log.csv columns of their own, validation_<name>, after the fixed ones:
-// those of `metrics` (metric names) but accuracy, which has its column already.
-std::vector<std::string> metric_columns(const std::vector<std::string>& metrics);
+// those of `metrics` (metric names) but the headline, which has its column already.
+std::vector<std::string> metric_columns(const std::vector<std::string>& metrics,
+                                        const std::string& headline = "accuracy");
 // log.csv's header line, with its newline.
-std::string log_csv_header(const std::vector<std::string>& metric_columns = {});
+std::string log_csv_header(const std::vector<std::string>& metric_columns = {}, const HeadlineMetric& headline = {});
 // One log.csv row for r, with its newline (IterationLog::csv and the live log both use it):
 // the fixed columns, then r's value of each of metric_columns (empty where it has none).
 std::string log_csv_line(const IterationRecord& r, const std::vector<std::string>& metric_columns = {});
@@ -93,10 +110,13 @@ class IterationLog {
   void set(std::vector<IterationRecord> records) { records_ = std::move(records); }
   const std::vector<std::string>& metric_columns() const { return metric_columns_; }
   void set_metric_columns(std::vector<std::string> columns) { metric_columns_ = std::move(columns); }
+  const HeadlineMetric& headline() const { return headline_; }
+  void set_headline(HeadlineMetric headline) { headline_ = std::move(headline); }
 
  private:
   std::vector<IterationRecord> records_;
   std::vector<std::string> metric_columns_;
+  HeadlineMetric headline_;
 };
 
 }  // namespace dlt

@@ -25,9 +25,11 @@ std::string summary_json(const RunFiles& f) {
   j.end_object();
   j.field("epochs", f.epochs);
   j.field("iterations", f.iterations);
-  j.field("minibatch_accuracy", mb_acc);
+  const std::string& headline = f.log->headline().name;  // accuracy, rmse or f1 (progress.h)
+  if (!f.task.empty()) j.field("task", f.task);
+  j.field("minibatch_" + headline, mb_acc);
   j.field("minibatch_loss", mb_loss);
-  j.field("validation_accuracy", f.validation_accuracy);
+  j.field("validation_" + headline, f.validation_accuracy);
   j.field("validation_loss", f.validation_loss);
   if (!std::isnan(f.validation_mean_iou)) j.field("validation_mean_iou", f.validation_mean_iou);
   if (!f.validation_metrics.empty()) {
@@ -66,6 +68,9 @@ std::string summary_json(const RunFiles& f) {
 
 ProgressSeries progress_series(const IterationLog& log) {
   ProgressSeries s;
+  const HeadlineMetric& h = log.headline();
+  s.metric_label = h.percent ? h.heading + " (%)" : h.heading;
+  s.metric_percent = h.percent;
   for (const auto& name : log.metric_columns()) s.val_metrics.push_back({name, {}});
   int64_t last_epoch = 0;
   for (const auto& r : log.records()) {

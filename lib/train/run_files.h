@@ -23,6 +23,9 @@ struct RunFiles {
   const IterationLog* log = nullptr;
   const ModelData* model = nullptr;  // null: no model.bin (diverged)
   int64_t epochs = 0, iterations = 0;
+  // The task (Network::task()); validation_accuracy holds its headline metric (progress.h's
+  // HeadlineMetric: accuracy, RMSE or F1), summary.json's validation_<name>.
+  std::string task;
   double validation_accuracy = 0, validation_loss = 0;  // NaN when not computed
   // Segmentation: validation accuracy is pixel accuracy; mean IoU over the classes (NaN when not
   // computed; not written for classification).

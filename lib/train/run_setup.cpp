@@ -9,6 +9,7 @@
 #include "onnx/transfer.h"
 #include "train/class_weights.h"
 #include "train/execution.h"
+#include "train/targets.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/timer.h"
@@ -28,7 +29,11 @@ void load_data(TrainingRun& run) {
   run.has_validation = data.has_validation;
   if (pixels && run.train_data.num_classes() < 2)
     throw ConfigError(cfg.path + ": data.ClassNames has one class; segmentation needs at least 2");
-  if (run.train_data.num_classes() < 2)
+  if (run.train_data.target_kind() == TargetKind::kResponses) {
+    // regression: no classes
+  } else if (run.train_data.target_kind() == TargetKind::kMultiLabel) {
+    if (run.train_data.num_classes() < 1) throw DataError(d.train + ": the table names no label in its Labels column");
+  } else if (run.train_data.num_classes() < 2)
     throw DataError(d.train + ": only one class folder ('" + run.train_data.classes().at(0) +
                     "'); classification needs at least 2 (one folder per class)");
   if (run.train_data.size() < o.mini_batch_size)
@@ -85,14 +90,65 @@ void log_option_warnings(const TrainingRun& run) {
   for (const std::string& w : run.config.warnings) log::warn("{}", w);
 }
 
+// The data against the network's loss: responses for a regression loss, label sets for a
+// multi-label one, class folders or pixel labels for the others; as many outputs per image as
+// the data has values. Regression: the response names and, with data.ResponseNormalization
+// zscore, the training responses' statistics (the targets are normalised from then on).
+void check_targets(TrainingRun& run, const Layer& output) {
+  const Config& cfg = run.config;
+  Network& net = *run.net;
+  const std::string task = net.task();
+  const TargetKind kind = run.train_data.target_kind();
+  const std::string where = output.spec().loc.prefix() + "layer '" + output.name() + "' (" + output.type() + ")";
+  const std::string table = kind == TargetKind::kResponses     ? "a table of responses"
+                            : kind == TargetKind::kMultiLabel  ? "a table of label sets"
+                            : kind == TargetKind::kPixelLabels ? "pixel label images"
+                                                               : "a folder of class folders";
+  if (task == "regression" && kind != TargetKind::kResponses)
+    throw ConfigError(where + ": a regression loss needs responses, but data.train is " + table +
+                      " (give a CSV table of File and response columns: docs/config.md, \"Tables\")");
+  if (task == "multilabel" && kind != TargetKind::kMultiLabel)
+    throw ConfigError(where + ": binary-crossentropy needs a label set per image, but data.train is " + table +
+                      " (give a CSV table of File and Labels columns: docs/config.md, \"Tables\")");
+  if ((task == "classification" || task == "segmentation") &&
+      (kind == TargetKind::kResponses || kind == TargetKind::kMultiLabel))
+    throw ConfigError(where + ": " + task + " losses need class labels, but data.train is " + table +
+                      (kind == TargetKind::kResponses ? " (for responses use training.Loss: mse, or a regression layer)"
+                                                      : " (for label sets use sigmoid and training.Loss: "
+                                                        "binary-crossentropy)"));
+  if (task != "regression" && cfg.data.response_normalization != ResponseNormalization::kNone)
+    throw ConfigError(cfg.path +
+                      ": data.ResponseNormalization applies to regression (a table of responses); this run's "
+                      "loss is " +
+                      task + "'s");
+  if (!net.float_targets()) return;
+  const int64_t width = run.train_data.target_width();
+  if (net.output_width() != width) {
+    const Layer& last = net.layer(net.size() - (task == "multilabel" ? 3 : 2));
+    throw ConfigError(last.spec().loc.prefix() + "layer '" + last.name() + "' outputs " +
+                      std::to_string(net.output_width()) + " values per image but " + cfg.data.train + " has " +
+                      std::to_string(width) + (task == "regression" ? " responses" : " labels") +
+                      " (set OutputSize: " + std::to_string(width) + ")");
+  }
+  if (task != "regression") return;
+  net.response_names() = run.train_data.response_names();
+  if (cfg.data.response_normalization != ResponseNormalization::kZscore) return;
+  std::vector<float> rows, mean, sd;
+  for (int64_t i = 0; i < run.train_data.size(); ++i)
+    rows.insert(rows.end(), run.train_data.targets(i), run.train_data.targets(i) + width);
+  response_statistics(rows, width, mean, sd);
+  net.set_response_statistics(std::move(mean), std::move(sd));
+}
+
 void prepare_network(TrainingRun& run) {
   const Config& cfg = run.config;
   const TrainingOptions& o = run.options;
   // The run's ops follow the run's backend options (AllowTF32, ConvolutionAlgorithm, ...).
-  run.net = std::make_unique<Network>(cfg.network, backend_for(run.device, backend_options_for(o)));
+  run.net = std::make_unique<Network>(network_for_training(cfg), backend_for(run.device, backend_options_for(o)));
   run.net->classes() = run.train_data.classes();
   run.net->label_ids() = cfg.data.label_ids;
   const Layer& output = run.net->layer(run.net->size() - 1);
+  check_targets(run, output);
   if (run.net->per_pixel() != cfg.data.segmentation())
     throw ConfigError(output.spec().loc.prefix() + "layer '" + output.name() + "' is a" +
                       (run.net->per_pixel() ? " per-pixel output but data.train is a folder of class folders (give "
@@ -113,7 +169,7 @@ void prepare_network(TrainingRun& run) {
                         "convolution to " +
                         std::to_string(run.train_data.num_classes()) + ")");
   }
-  if (run.net->num_classes() != run.train_data.num_classes()) {
+  if (!run.net->float_targets() && run.net->num_classes() != run.train_data.num_classes()) {
     const Layer& fc = run.net->layer(run.net->size() - 3);
     throw ConfigError(fc.spec().loc.prefix() + "layer '" + fc.name() + "' outputs " +
                       std::to_string(run.net->num_classes()) + " classes but " + cfg.data.train + " has " +

@@ -15,6 +15,7 @@ std::string step_graph_blocker(const Network& net, Device device, int world_size
   if (world_size > 1)
     return "data-parallel training (" + std::to_string(world_size) +
            " workers: collectives and synchronized batch norm are not captured)";
+  if (net.float_targets()) return "a " + net.task() + " loss (captured steps take class labels only)";
   for (size_t i = 0; i < net.size(); ++i)
     if (net.layer(i).stochastic())
       return "layer '" + net.layer(i).name() + "' is " + net.layer(i).type() + " (its mask changes every step)";

@@ -32,6 +32,7 @@
 #include "train/run_files.h"
 #include "train/run_setup.h"
 #include "train/step_graph.h"
+#include "train/targets.h"
 #include "train/training_run.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -82,6 +83,7 @@ class Trainer {
   std::unique_ptr<DeviceBatches> train_batches_;  // training batches, uploaded one ahead
   std::unique_ptr<StepGraph> graph_;              // CudaGraph: captured steps
   Tensor graph_images_, graph_labels_;            // the captured step's fixed inputs
+  HeadlineMetric headline_;                       // the metric beside the loss (the network's task)
   int64_t images_trained_ = 0;
   double observer_seconds_ = 0;         // spent in validation and the observers while training
   std::optional<StopSignals> signals_;  // one process: SIGINT / SIGTERM stop after the iteration
@@ -104,6 +106,7 @@ TrainResult Trainer::train() {
   run_.device = *args_.device;
   if (o_.threads > 0) cpu_set_threads(o_.threads);
   prepare_run(run_);
+  headline_ = headline_metric(run_.net->task());
   prepare_step();
   log_run_start();
 
@@ -119,7 +122,8 @@ TrainResult Trainer::train() {
   run_.learn_rate = learn_rate(std::min(pos.iteration, run_.max_iterations - 1));  // the next step's
   prepare_validation();
   if (run_.writes_files())
-    run_.table = std::make_unique<ProgressTable>(o_.verbose, run_.has_validation, o_.verbose_layout);
+    run_.table =
+        std::make_unique<ProgressTable>(o_.verbose, run_.has_validation, o_.verbose_layout, stdout, stderr, headline_);
   observers_ = make_observers(run_);
   for (auto& o : observers_) o->on_start(run_.info());
   started_ = true;
@@ -141,8 +145,10 @@ TrainResult Trainer::train() {
     for (; b < pos.batch_in_epoch && run_.train_loader->next(*batch); ++b) {
     }
     bool have = run_.train_loader->next(*batch);
+    if (have) normalize_targets(*run_.net, *batch);
     for (; !stop && have; std::swap(batch, next)) {
       have = run_.train_loader->next(*next);  // fetched ahead: its upload overlaps this step
+      if (have) normalize_targets(*run_.net, *next);
       pos.epoch = epoch;
       pos.batch_in_epoch = ++b;
       const int64_t it = ++pos.iteration;
@@ -173,6 +179,7 @@ TrainResult Trainer::train() {
   r.model_path = (fs::path(args_.output_dir) / "model.bin").string();
   r.signal = by_signal ? signals_->received() : 0;
   r.validation_accuracy = run_.state.validation().accuracy;
+  r.headline = headline_.name;
   r.validation_mean_iou = run_.state.validation().mean_iou;
   return r;
 }
@@ -214,7 +221,7 @@ void Trainer::step(Batch& batch, const Batch* next, RunContext ctx, IterationRec
     } else {
       if (next) train_batches_->stage(*next);
       run_.net->forward(on_device.images, ctx);
-      run_.net->loss_and_backward_async(on_device.labels, ctx, true);
+      run_.net->loss_and_backward_async(run_.net->float_targets() ? on_device.targets : on_device.labels, ctx, true);
     }
   } else {
     if (next) train_batches_->stage(*next);
@@ -224,11 +231,34 @@ void Trainer::step(Batch& batch, const Batch* next, RunContext ctx, IterationRec
     buckets_->finish();
     run_.optimizer->step(lr);  // a non-finite loss ends the run below; the updated weights are not kept
   }
-  if (batch.size > 0) loss = run_.net->read_loss(&correct, &counted);
-  GlobalTotals g = all_reduce_totals(*run_.comm, batch.size, loss, correct, counted);
+  // The headline's sums (progress.h): classification, images right of images; per pixel,
+  // pixels right of those not undefined; regression, the squared errors (in the responses'
+  // units) of the values; multi-label, 2 TP of 2 TP + FP + FN (micro F1).
+  double right = 0, of = 0;
+  const std::string& task = headline_.name;
+  if (batch.size > 0 && !run_.net->float_targets()) {
+    loss = run_.net->read_loss(&correct, &counted);
+    right = static_cast<double>(correct);
+    of = static_cast<double>(counted);
+  } else if (batch.size > 0) {
+    const LossTotals t = run_.net->read_loss_totals();
+    loss = t.loss_sum;
+    if (task == "rmse") {
+      RegressionSums sums;
+      sums.add(*run_.net, run_.net->output(), batch);
+      right = sums.squared;
+      of = sums.values;
+    } else {
+      right = 2.0 * static_cast<double>(t.tp);
+      of = right + static_cast<double>(t.fp + t.fn);
+    }
+  }
+  GlobalTotals g = all_reduce_totals(*run_.comm, batch.size, loss, right, of);
   rec.minibatch_loss = g.loss;
-  // Classification: images right; per pixel: pixels right among those not undefined.
-  rec.minibatch_accuracy = g.counted > 0 ? 100.0 * g.correct / g.counted : kNaN;
+  rec.minibatch_accuracy = g.counted <= 0      ? kNaN
+                           : task == "rmse"    ? std::sqrt(g.correct / g.counted)
+                           : headline_.percent ? 100.0 * g.correct / g.counted
+                                               : g.correct / g.counted;
   if (std::isfinite(g.loss)) images_trained_ += static_cast<int64_t>(g.images);
   rec.images_per_second = g.images / timer.seconds();  // the step's, from its start to the loss read
 }
@@ -276,14 +306,26 @@ bool Trainer::stop_requested_by_signal(int64_t iteration) {
 // pixel the evaluation does not keep.
 void Trainer::prepare_validation() {
   std::vector<std::string> names;
+  const std::string task = run_.net->task();
   for (Metric m : o_.metrics) {
     if (m == Metric::kAuc && run_.net->per_pixel())
       throw ConfigError(cfg_.path +
                         ": training.Metrics: auc is for classification networks (a segmentation run reports "
                         "accuracy, fscore, precision, recall and iou per pixel)");
+    if (regression_metric(m) != (task == "regression"))
+      throw ConfigError(cfg_.path + ": training.Metrics: " + metric_name(m) + " is not a metric of " + task +
+                        (task == "regression" ? " (regression reports rmse, mae and mape)"
+                         : task == "multilabel"
+                             ? " (multi-label classification reports fscore, precision, recall and iou)"
+                             : " (rmse, mae and mape are regression's)"));
+    if (task == "multilabel" && (m == Metric::kAccuracy || m == Metric::kAuc))
+      throw ConfigError(cfg_.path + ": training.Metrics: " + metric_name(m) +
+                        " is not a metric of multi-label classification (it reports fscore, precision, recall "
+                        "and iou)");
     names.push_back(metric_name(m));
   }
-  run_.history.set_metric_columns(metric_columns(names));
+  run_.history.set_metric_columns(metric_columns(names, headline_.name));
+  run_.history.set_headline(headline_);
 }
 
 // A pass over the validation data (evaluate.h; every rank) into rec and the run's state.

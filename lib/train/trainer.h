@@ -33,7 +33,9 @@ struct TrainResult {
   int signal = 0;      // interrupted: the signal that stopped the run (SIGINT, SIGTERM); the exit code is 128 + it
   std::string stop_reason;  // why it ended, and which network model.bin is (summary.json's stop_reason message)
   std::string model_path;
-  double validation_accuracy = 0;  // percent (NaN when there is no validation data); segmentation: pixels
+  double validation_accuracy = 0;  // percent (NaN when there is no validation data); segmentation: pixels;
+                                   // regression: the RMSE; multi-label: F1 (the headline, progress.h)
+  std::string headline = "accuracy";  // its name: accuracy, rmse or f1
   double validation_mean_iou =
       std::numeric_limits<double>::quiet_NaN();  // segmentation: 0..1 (NaN for classification or no validation data)
 };

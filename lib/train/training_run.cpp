@@ -48,6 +48,7 @@ RunFiles TrainingRun::run_files(const ModelData* model) const {
   files.epochs = last ? last->epoch : 0;
   files.iterations = last ? last->iteration : 0;
   const Evaluation& v = state.validation();
+  files.task = net->task();
   files.validation_accuracy = v.accuracy;
   files.validation_loss = v.loss;
   files.validation_mean_iou = v.mean_iou;

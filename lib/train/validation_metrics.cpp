@@ -128,15 +128,30 @@ std::vector<std::pair<std::string, double>> metric_values(const std::vector<Metr
   for (Metric m : metrics) {
     double v = kNaN;
     switch (m) {
-      case Metric::kLoss: continue;  // the record's validation_loss
-      case Metric::kAccuracy: v = accuracy_percent; break;
-      case Metric::kFScore: v = confusion.macro_fscore(); break;
-      case Metric::kPrecision: v = confusion.macro_precision(); break;
-      case Metric::kRecall: v = confusion.macro_recall(); break;
-      case Metric::kIoU: v = confusion.mean_iou(); break;
+      case Metric::kLoss:
+        continue;  // the record's validation_loss
+      case Metric::kAccuracy:
+        v = accuracy_percent;
+        break;
+      case Metric::kFScore:
+        v = confusion.macro_fscore();
+        break;
+      case Metric::kPrecision:
+        v = confusion.macro_precision();
+        break;
+      case Metric::kRecall:
+        v = confusion.macro_recall();
+        break;
+      case Metric::kIoU:
+        v = confusion.mean_iou();
+        break;
       case Metric::kAuc:
         if (!scores.empty()) v = macro_auc(truth, scores, confusion.num_classes());
         break;
+      case Metric::kRmse:
+      case Metric::kMae:
+      case Metric::kMape:
+        break;  // regression's (train/evaluate.cpp); refused for classification before training
     }
     out.emplace_back(metric_name(m), v);
   }

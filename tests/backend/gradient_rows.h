@@ -19,6 +19,7 @@
 #include "backend/depth_to_space_op.h"
 #include "backend/kernel_kinds.h"
 #include "backend/ops.h"
+#include "support/reference_losses.h"
 #include "support/reference_ops.h"
 #include "support/tensor_utils.h"
 
@@ -278,6 +279,80 @@ inline GradientRow depth_to_space(std::string name, DepthToSpaceDesc d) {
       [d](const std::vector<Vec>&, const Vec& dy) { return std::vector<Vec>{ref::depth_to_space_backward(d, dy)}; }};
 }
 
+// A loss is one output, the mean loss: its backward scales the reference's gradient (with
+// respect to the outputs, or to the logits before the sigmoid or softmax) by dy[0].
+inline Vec scaled(Vec g, double s) {
+  for (double& v : g) v *= s;
+  return g;
+}
+
+inline GradientRow regression_loss(std::string name, LossKind kind, int64_t n, int64_t r, double delta = 1.0) {
+  Rng rng(127);
+  const Vec t = random_vec(n * r, rng, -2.0, 2.0);
+  auto loss = [=](const Vec& y) { return ref::regression_loss(kind, n, y, t, delta); };
+  return {
+      "regression_loss " + name,
+      RegressionLossKernel::kOp,
+      {random_vec(n * r, rng, -2.0, 2.0)},
+      [loss](const std::vector<Vec>& in) { return Vec{loss(in[0]).loss}; },
+      [loss](const std::vector<Vec>& in, const Vec& dy) { return std::vector<Vec>{scaled(loss(in[0]).grad, dy[0])}; }};
+}
+
+inline GradientRow binary_cross_entropy(std::string name, int64_t n, int64_t c) {
+  Rng rng(131);
+  Vec t(static_cast<size_t>(n * c));
+  for (double& v : t) v = static_cast<double>(rng.below(2));
+  auto loss = [=](const Vec& logits) {
+    Vec p(logits);
+    for (double& v : p) v = 1 / (1 + std::exp(-v));
+    return ref::binary_cross_entropy(n, p, t);
+  };
+  return {
+      "binary_cross_entropy " + name,
+      BinaryCrossEntropyKernel::kOp,
+      {random_vec(n * c, rng, -3.0, 3.0)},
+      [loss](const std::vector<Vec>& in) { return Vec{loss(in[0]).loss}; },
+      [loss](const std::vector<Vec>& in, const Vec& dy) { return std::vector<Vec>{scaled(loss(in[0]).grad, dy[0])}; }};
+}
+
+// Labels of rows x c with a few -1 (undefined).
+inline std::vector<int32_t> some_labels(int64_t rows, int64_t c, Rng& rng) {
+  std::vector<int32_t> labels(static_cast<size_t>(rows));
+  for (int32_t& l : labels) l = rng.below(5) == 0 ? -1 : static_cast<int32_t>(rng.below(static_cast<uint64_t>(c)));
+  return labels;
+}
+
+inline GradientRow generalized_dice(std::string name, int64_t images, int64_t pixels, int64_t c) {
+  Rng rng(137);
+  const int64_t rows = images * pixels;
+  const std::vector<int32_t> labels = some_labels(rows, c, rng);
+  auto loss = [=](const Vec& logits) {
+    return ref::generalized_dice(images, c, ref::softmax_forward(rows, c, logits), labels);
+  };
+  return {
+      "generalized_dice " + name,
+      GeneralizedDiceKernel::kOp,
+      {random_vec(rows * c, rng, -2.0, 2.0)},
+      [loss](const std::vector<Vec>& in) { return Vec{loss(in[0]).loss}; },
+      [loss](const std::vector<Vec>& in, const Vec& dy) { return std::vector<Vec>{scaled(loss(in[0]).grad, dy[0])}; }};
+}
+
+inline GradientRow focal_cross_entropy(std::string name, int64_t n, int64_t c, double gamma, double alpha,
+                                       bool weighted) {
+  Rng rng(139);
+  const std::vector<int32_t> labels = some_labels(n, c, rng);
+  const Vec weights = weighted ? random_vec(c, rng, 0.2, 3.0) : Vec{};
+  auto loss = [=](const Vec& logits) {
+    return ref::focal_cross_entropy(c, ref::softmax_forward(n, c, logits), labels, gamma, alpha, weights);
+  };
+  return {
+      "focal_cross_entropy " + name,
+      FocalCrossEntropyKernel::kOp,
+      {random_vec(n * c, rng, -3.0, 3.0)},
+      [loss](const std::vector<Vec>& in) { return Vec{loss(in[0]).loss}; },
+      [loss](const std::vector<Vec>& in, const Vec& dy) { return std::vector<Vec>{scaled(loss(in[0]).grad, dy[0])}; }};
+}
+
 }  // namespace gradient
 
 inline std::vector<GradientRow> gradient_rows() {
@@ -336,6 +411,14 @@ inline std::vector<GradientRow> gradient_rows() {
   rows.push_back(unpool("2x2/2", u));
   rows.push_back(depth_to_space("DCR 2x3", {2, 3, 2, 12, 2, 3, false}));
   rows.push_back(depth_to_space("CRD 2", {2, 2, 3, 8, 2, 2, true}));
+  rows.push_back(regression_loss("mse 4x3", LossKind::kMse, 4, 3));
+  rows.push_back(regression_loss("mae 4x3", LossKind::kMae, 4, 3));
+  rows.push_back(regression_loss("huber delta 1, 5x4 (both sides)", LossKind::kHuber, 5, 4));
+  rows.push_back(regression_loss("huber delta 0.3, 5x4", LossKind::kHuber, 5, 4, 0.3));
+  rows.push_back(binary_cross_entropy("4x5", 4, 5));
+  rows.push_back(generalized_dice("2 images of 6 pixels, 4 classes, undefined", 2, 6, 4));
+  rows.push_back(focal_cross_entropy("gamma 2 alpha 0.25, 8x5, undefined", 8, 5, 2.0, 0.25, false));
+  rows.push_back(focal_cross_entropy("gamma 0.7 alpha 0.5, weighted", 8, 5, 0.7, 0.5, true));
   return rows;
 }
 

@@ -1,6 +1,6 @@
-// Agreement rows of the light kernels (kernel_kinds.h) and of the fused batch norm + ReLU + max
-// pooling op: each against a double-precision formula written here, or exactly where the
-// kernel only moves or scales values. Part of agreement_rows() (op_agreement.h).
+// Agreement rows of the light kernels (kernel_kinds.h; the losses in loss_rows.h) and of the
+// fused batch norm + ReLU + max pooling op: each against a double-precision formula written
+// here, or exactly where the kernel only moves or scales values. Part of agreement_rows() (op_agreement.h).
 #pragma once
 #include <catch2/catch.hpp>
 
@@ -12,6 +12,7 @@
 #include "backend/depth_to_space_op.h"
 #include "backend/dropout_hash.h"
 #include "backend/kernel_kinds.h"
+#include "backend/loss_rows.h"
 #include "support/reference_ops.h"
 #include "support/tensor_utils.h"
 
@@ -329,6 +330,7 @@ inline std::vector<AgreementRow> kernel_rows() {
   rows.push_back(depth_to_space_row("DCR block 2x3, 2x3x4x12", {2, 3, 4, 12, 2, 3, false}));
   rows.push_back(depth_to_space_row("CRD block 3x2, 2x2x3x30", {2, 2, 3, 30, 3, 2, true}));
   rows.push_back(depth_to_space_row("DCR block 2, 2x40x40x64 (over 200k values)", {2, 40, 40, 64, 2, 2, false}));
+  for (AgreementRow& r : loss_rows()) rows.push_back(std::move(r));
   return rows;
 }
 

@@ -43,7 +43,7 @@ expect_exact "a config in place of the subcommand" 2 \
   "dltrain: error: unknown subcommand '$TMP/c.yaml'; to train from this config: dltrain train $TMP/c.yaml (see dltrain --help)" -- \
   "$DLTRAIN" "$TMP/c.yaml"
 expect_exact "unknown subcommand" 2 \
-  "dltrain: error: unknown subcommand 'fly'; the subcommands are train, classify, segment, info, time, make-dataset, report, import, export (see dltrain --help)" -- \
+  "dltrain: error: unknown subcommand 'fly'; the subcommands are train, classify, predict, segment, info, time, make-dataset, report, import, export (see dltrain --help)" -- \
   "$DLTRAIN" fly
 
 sed 's/^  Plots: none$/  Plots: none\n  Acceleration: auto/' "$TMP/c.yaml" > "$TMP/accel.yaml"

@@ -92,7 +92,8 @@ TEST_CASE("config errors: data values", "[config]") {
         "cfg.yaml:9: data.Augmentation.RandScale must be a range [min, max] of numbers > 0 with min <= max, "
         "got '[0, 2]'");
   CHECK(config_error_of(kNet + "data:\n  train: [a, b]\n") ==
-        "cfg.yaml:9: data.train must be a folder, or {images: DIR, labels: DIR} for segmentation, got '[a, b]'");
+        "cfg.yaml:9: data.train must be a folder, a .csv table, or {images: DIR, labels: DIR} for segmentation, got "
+        "'[a, b]'");
 }
 
 TEST_CASE("config errors: layer structure", "[config]") {

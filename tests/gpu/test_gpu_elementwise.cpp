@@ -244,6 +244,73 @@ TEST_CASE("gpu loss: cross_entropy_async then read_loss, two losses in flight", 
   CHECK(be.sum_squares(work) == Approx(squares * 0.25).epsilon(1e-5));
 }
 
+// Every other loss kind through loss_async, four in flight with a read-back and a kernel in
+// between, read in reverse order (the last one through its event, the others from the device):
+// the CPU backend's totals and gradients. A binary target of 0.5 is a DataError read from the
+// device.
+TEST_CASE("gpu loss: mse, binary cross-entropy, Dice and focal in flight against the CPU", "[gpu][loss]") {
+  Rng rng(108);
+  const int64_t n = 6, r = 5, c = 7, pixels = 300;
+  struct Loss {
+    LossOptions opt;
+    Tensor outputs, targets;                        // host
+    Tensor dev_outputs, dev_targets, grad, totals;  // device, alive until read
+  };
+  std::vector<Loss> losses(4);
+  losses[0].opt.kind = LossKind::kMse;
+  losses[0].outputs = to_tensor(random_vec(n * r, rng, -2.0, 2.0), {n, r});
+  losses[0].targets = to_tensor(random_vec(n * r, rng, -2.0, 2.0), {n, r});
+  losses[1].opt.kind = LossKind::kBinaryCrossEntropy;
+  Vec p = random_vec(n * c, rng, 0.01, 0.99), t(p.size());
+  for (double& v : t) v = static_cast<double>(rng.below(2));
+  losses[1].outputs = to_tensor(p, {n, c});
+  losses[1].targets = to_tensor(t, {n, c});
+  for (int i = 2; i < 4; ++i) {
+    losses[i].opt.kind = i == 2 ? LossKind::kGeneralizedDice : LossKind::kFocalCrossEntropy;
+    losses[i].opt.undefined_labels = true;
+    losses[i].outputs =
+        to_tensor(ref::softmax_forward(n * pixels, c, random_vec(n * pixels * c, rng, -3.0, 3.0)), {n, pixels, 1, c});
+    Tensor labels = random_labels(n * pixels, c, rng);
+    for (int64_t j = 0; j < labels.numel(); j += 9) labels.data_i32()[j] = -1;
+    losses[i].targets = labels;
+  }
+  Backend& be = dut_backend();
+  for (Loss& l : losses) {
+    l.opt.images = n;
+    l.grad = Tensor(l.outputs.shape(), device_under_test());
+    l.totals = Tensor(Shape{Backend::kLossTotalsFloats}, device_under_test());
+    l.dev_outputs = l.outputs.to(device_under_test());
+    l.dev_targets = l.targets.to(device_under_test());
+    be.loss_async(l.dev_outputs, l.dev_targets, l.grad, l.totals, l.opt);
+  }
+  Tensor work = to_tensor(random_vec(kN, rng), {kN}).to(device_under_test());
+  const double squares = be.sum_squares(work);
+  be.scale(work, 0.5f);
+  for (int i = 3; i >= 0; --i) {
+    Loss& l = losses[static_cast<size_t>(i)];
+    INFO("loss kind " << static_cast<int>(l.opt.kind));
+    const LossTotals got = be.read_loss_totals(l.totals, l.dev_targets);
+    Tensor want_grad(l.outputs.shape());
+    LossTotals want = cpu_be().loss(l.outputs, l.targets, want_grad, l.opt);
+    CHECK(got.loss_sum == Approx(want.loss_sum / want.weight_sum).epsilon(1e-5));
+    CHECK(got.weight_sum == want.weight_sum);
+    CHECK(got.correct == want.correct);
+    CHECK(got.counted == want.counted);
+    CHECK(got.sq_sum == Approx(want.sq_sum).epsilon(1e-5));
+    CHECK(got.ape_count == want.ape_count);
+    CHECK(got.tp == want.tp);
+    CHECK(got.exact == want.exact);
+    check_close("grad", l.grad, want_grad, 1e-5);
+  }
+  CHECK(be.sum_squares(work) == Approx(squares * 0.25).epsilon(1e-5));
+  // A target that is neither 0 nor 1, read back from the device for the message.
+  t[3 * c + 2] = 0.5;
+  Tensor bad = to_tensor(t, {n, c}).to(device_under_test()), none;
+  Tensor totals(Shape{Backend::kLossTotalsFloats}, device_under_test());
+  be.loss_async(losses[1].dev_outputs, bad, none, totals, losses[1].opt);
+  CHECK_THROWS_WITH(be.read_loss_totals(totals, bad), Catch::Contains("target 0.5 of image 3, class 2 is not 0 or 1"));
+}
+
 TEST_CASE("gpu optimizers: sgdm, adam, rmsprop over several steps", "[gpu][optim]") {
   Rng rng(106);
   const Shape s{kN};

@@ -157,12 +157,21 @@ GradCheckReport check_network(const NetworkSpec& spec, const GradCheckOptions& o
   Rng rng(o.seed + 1);
   Tensor x(batch_shape(o.batch, net.input_shape()));
   fill_uniform(x, rng, o.input_scale, 0);
-  // One label per image, or per pixel of the output (a fraction of them undefined, -1).
+  // One label per image, or per pixel of the output (a fraction of them undefined, -1);
+  // regression: responses ~ U(-1, 1); multi-label: 0 or 1 per class.
   const Shape out = net.output_shape(net.size() - 1);
-  Tensor labels(net.per_pixel() ? Shape{o.batch, out[0], out[1]} : Shape{o.batch}, Device::cpu(), DType::kI32);
-  for (int64_t i = 0; i < labels.numel(); ++i) {
-    labels.data_i32()[i] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(net.num_classes())));
-    if (net.per_pixel() && rng.uniform() < o.undefined_fraction) labels.data_i32()[i] = -1;
+  Tensor labels;
+  if (net.float_targets()) {
+    labels = Tensor(Shape{o.batch, net.output_width()});
+    const bool binary = net.loss_kind() == LossKind::kBinaryCrossEntropy;
+    for (int64_t i = 0; i < labels.numel(); ++i)
+      labels.data()[i] = binary ? static_cast<float>(rng.below(2)) : static_cast<float>(2 * rng.uniform() - 1);
+  } else {
+    labels = Tensor(net.per_pixel() ? Shape{o.batch, out[0], out[1]} : Shape{o.batch}, Device::cpu(), DType::kI32);
+    for (int64_t i = 0; i < labels.numel(); ++i) {
+      labels.data_i32()[i] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(net.num_classes())));
+      if (net.per_pixel() && rng.uniform() < o.undefined_fraction) labels.data_i32()[i] = -1;
+    }
   }
   RunContext ctx{o.training, 7, 3};
   auto loss = [&]() {

@@ -37,8 +37,9 @@ struct GradCheckReport {
 GradCheckReport check_layer(const LayerSpec& spec, const std::vector<Shape>& input_shapes,
                             const GradCheckOptions& options);
 
-// Whole network with its cross-entropy loss on random labels (per pixel for a
-// pixelClassification output, some undefined): checks every parameter.
+// Whole network with its loss on random labels (per pixel for a per-pixel output, some
+// undefined), random responses (regression) or random 0/1 targets (multi-label): checks every
+// parameter.
 GradCheckReport check_network(const NetworkSpec& spec, const GradCheckOptions& options);
 
 // A LayerSpec from "type" and "key=value" options (lists as "[1,2]").

@@ -134,3 +134,28 @@ TEST_CASE("terminal width falls back to COLUMNS, then 80", "[util][progress]") {
   if (saved) ::setenv("COLUMNS", keep.c_str(), 1);
   std::fclose(f);
 }
+
+TEST_CASE("regression and multi-label runs show RMSE and F1 in the accuracy columns", "[train][progress]") {
+  const TableLayout w = TableLayout::kWide, c = TableLayout::kCompact;
+  const HeadlineMetric rmse = headline_metric("regression");
+  CHECK(rmse.name == "rmse");
+  CHECK(!rmse.percent);
+  CHECK(headline_metric("multilabel").name == "f1");
+  CHECK(headline_metric("segmentation").name == "accuracy");
+  CHECK(table_heading(w, rmse) ==
+        "|  Epoch  |  Iteration  |  Time Elapsed  |  Mini-batch  |  Validation  |  Mini-batch  |  Validation  |  Base "
+        "Learning  |\n"
+        "|         |             |   (hh:mm:ss)   |     RMSE     |     RMSE     |     Loss     |     Loss     |      "
+        "Rate       |\n");
+  IterationRecord r = full_record();
+  r.minibatch_accuracy = 12.3456;
+  r.validation_accuracy = 7.5;
+  const std::string row = table_row(w, r, rmse);
+  CHECK(row.find("|      12.3456 |       7.5000 |") != std::string::npos);
+  CHECK(row.size() == 121);
+  CHECK(lines_of(table_heading(c, rmse))[1].find("RMSE") != std::string::npos);
+  CHECK(log_csv_header({"mae", "mape"}, rmse) ==
+        "epoch,iteration,time_elapsed_seconds,minibatch_rmse,validation_rmse,minibatch_loss,validation_loss,"
+        "base_learning_rate,validation_mae,validation_mape\n");
+  CHECK(metric_columns({"rmse", "mae", "mape"}, "rmse") == std::vector<std::string>{"mae", "mape"});
+}

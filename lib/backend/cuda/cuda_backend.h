@@ -1,10 +1,11 @@
 // The CUDA backend of one GPU. Its kernels, all on the context's compute stream, are registered
 // for DeviceType::kCuda in the files that implement them (op_registry.h): the heavy ops on cuDNN,
 // cuBLAS or own kernels (cuda_*_op.cpp), the element-wise work, losses and optimizer updates as
-// own kernels (cuda_elementwise.cpp, cuda_multiply.cpp, cuda_channel_ops.cpp). This class holds
-// what they share: the device, its context, scratch and read-back buffers. Only sum_squares and
-// cross_entropy wait for the GPU (they return values); uploads overlap compute through pinned
-// staging buffers on the copy stream.
+// own kernels (cuda_elementwise.cpp, cuda_losses.cpp, cuda_multiply.cpp, cuda_channel_ops.cpp).
+// This class holds what they share: the device, its context, scratch and read-back buffers.
+// Only sum_squares and the losses' kernels (Backend::cross_entropy, loss) wait for the GPU
+// (they return values); uploads overlap compute through pinned staging buffers on the copy
+// stream.
 // One host thread drives a device at a time (the scratch and staging buffers are not locked).
 // One CudaBackend per (GPU, BackendOptions): the options decide what the ops it makes do; all
 // of a GPU's backends share its context, allocator and DeviceState below, so their work is one
@@ -70,8 +71,8 @@ class CudaBackend final : public Backend, public AsyncDevice {
   static constexpr size_t kResultBytes = 256;
   void* result_buffer() const;
   const void* read_back(size_t bytes);
-  // Backend::cross_entropy_async and read_loss (AsyncDevice), which the cross_entropy kernel
-  // runs as one (cuda_elementwise.cpp).
+  // Backend::cross_entropy_async, loss_async and read_loss (AsyncDevice), by opt.kind, which
+  // the loss kernels run as one (cuda_losses.cpp).
   void loss_async(const Tensor& probs, const Tensor& labels, const LossOptions& opt, Tensor& dlogits,
                   Tensor& totals) override;
   LossTotals read_loss_totals(const Tensor& totals) override;

@@ -1,7 +1,7 @@
-// The CUDA backend's element-wise work, cross-entropy, synchronized batch-norm helpers and
-// optimizer updates, registered as DeviceType::kCuda kernels (kernel_kinds.h): on arguments
-// Backend has checked, one or a few kernel launches on the compute stream. Only sum_squares and
-// cross_entropy wait for the GPU, to return their values.
+// The CUDA backend's element-wise work, synchronized batch-norm helpers and optimizer updates,
+// registered as DeviceType::kCuda kernels (kernel_kinds.h): on arguments Backend has checked,
+// one or a few kernel launches on the compute stream. Only sum_squares waits for the GPU, to
+// return its value (the losses: cuda_losses.cpp).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -166,53 +166,6 @@ static void cuda_crop2d_backward(Backend& be, const Tensor& dy, Tensor& dx, cons
                           d.w - d.out_w - d.left, 0.f, gpu.context().stream));
 }
 
-static LossTotals cuda_cross_entropy(Backend& be, const Tensor& probs, const Tensor& labels, const LossOptions& opt,
-                                     Tensor& dlogits) {
-  CudaBackend& gpu = cuda_backend_of(be);
-  Tensor totals(Shape{Backend::kLossTotalsFloats}, be.device());
-  gpu.loss_async(probs, labels, opt, dlogits, totals);
-  return gpu.read_loss_totals(totals);
-}
-
-// The kernels write their LossTotals straight into the totals tensor; nothing waits.
-// The result is also copied to pinned memory behind an event, for read_loss_totals; in a
-// capture the event record is a node of the graph, so every replay records it.
-void CudaBackend::loss_async(const Tensor& probs, const Tensor& labels, const LossOptions& opt, Tensor& dlogits,
-                             Tensor& totals) {
-  static_assert(sizeof(cuda::CrossEntropyResult) == sizeof(LossTotals));
-  static_assert(sizeof(LossTotals) <= kLossTotalsFloats * sizeof(float));
-  const int64_t n = labels.numel();
-  const int64_t c = probs.numel() / n;
-  enter();
-  cuda::cross_entropy(probs.data(), labels.data_i32(), n, c,
-                      opt.class_weights.defined() ? opt.class_weights.data() : nullptr, opt.undefined_labels,
-                      dlogits.defined() ? dlogits.data() : nullptr, scratch(cuda::cross_entropy_scratch(n)),
-                      reinterpret_cast<cuda::CrossEntropyResult*>(totals.data()), ctx_.stream);
-  s_.loss_pending_ = nullptr;
-  DLT_CUDA(cudaMemcpyAsync(s_.loss_h_, totals.data(), sizeof(LossTotals), cudaMemcpyDeviceToHost, ctx_.stream));
-  DLT_CUDA(cudaEventRecordWithFlags(s_.loss_mark_, ctx_.stream,
-                                    s_.capturing_ ? cudaEventRecordExternal : cudaEventRecordDefault));
-  (s_.capturing_ ? s_.graph_loss_ : s_.loss_pending_) = totals.data();
-}
-
-LossTotals CudaBackend::read_loss_totals(const Tensor& totals) {
-  not_capturing("read_loss");
-  enter();
-  LossTotals r;
-  if (s_.loss_pending_ == totals.data()) {
-    // The copy made right after the loss kernel: wait for it alone, so the device goes on with
-    // the backward pass and the update (issued since) while the host issues the next step.
-    s_.loss_pending_ = nullptr;
-    DLT_CUDA(cudaEventSynchronize(s_.loss_mark_));
-    std::memcpy(&r, s_.loss_h_, sizeof(r));
-  } else {
-    DLT_CUDA(cudaMemcpyAsync(s_.result_h_, totals.data(), sizeof(r), cudaMemcpyDeviceToHost, ctx_.stream));
-    DLT_CUDA(cudaStreamSynchronize(ctx_.stream));
-    std::memcpy(&r, s_.result_h_, sizeof(r));
-  }
-  return r;
-}
-
 static void cuda_optimizer_update(Backend& be, const UpdateRule& r, const UpdateScalars& k, Tensor& w, const Tensor& g,
                                   Tensor& m, Tensor& s) {
   CudaBackend& gpu = cuda_backend_of(be);
@@ -251,7 +204,6 @@ DLT_REGISTER_KERNEL(MaxUnpoolKernel, DeviceType::kCuda, cuda_max_unpool);
 DLT_REGISTER_KERNEL(MaxUnpoolBackwardKernel, DeviceType::kCuda, cuda_max_unpool_backward);
 DLT_REGISTER_KERNEL(Crop2dKernel, DeviceType::kCuda, cuda_crop2d);
 DLT_REGISTER_KERNEL(Crop2dBackwardKernel, DeviceType::kCuda, cuda_crop2d_backward);
-DLT_REGISTER_KERNEL(CrossEntropyKernel, DeviceType::kCuda, cuda_cross_entropy);
 DLT_REGISTER_KERNEL(OptimizerUpdateKernel, DeviceType::kCuda, cuda_optimizer_update);
 
 }  // namespace dlt

@@ -1,6 +1,7 @@
-// Launchers of the CUDA backend's own kernels: the element-wise work, losses, optimizer updates,
-// channel copies and batch-norm reductions that no cuDNN / cuBLAS call covers. Each enqueues on
-// stream, checks the launch and returns without synchronizing; n == 0 launches nothing.
+// Launchers of the CUDA backend's own kernels: the element-wise work, optimizer updates, channel
+// copies and batch-norm reductions that no cuDNN / cuBLAS call covers (the losses:
+// cuda_loss_kernels.h). Each enqueues on stream, checks the launch and returns without
+// synchronizing; n == 0 launches nothing.
 // Float arithmetic is written as the CPU backend's (no FMA contraction), so results agree bit
 // for bit except for the reductions (double accumulation in another order).
 #pragma once
@@ -67,25 +68,6 @@ void max_unpool(const float* x, const int32_t* idx, float* y, int64_t n, int64_t
                 cudaStream_t stream);
 void max_unpool_backward(const float* dy, const int32_t* idx, float* dx, int64_t n, int64_t plane_in, int64_t plane_out,
                          int64_t c, cudaStream_t stream);
-
-// Written by cross_entropy (device memory), laid out as LossTotals (backend/loss.h):
-// first_bad = the first sample whose label is outside 0..c-1 (and not an allowed -1), or
-// UINT64_MAX when all are valid.
-struct CrossEntropyResult {
-  double loss_sum;
-  double weight_sum;
-  unsigned long long correct;
-  unsigned long long counted;
-  unsigned long long first_bad;
-  unsigned long long classes;
-};
-// The weighted mean cross-entropy of Backend::cross_entropy. class_weights (c) and dlogits may
-// be null; undefined_labels: a label of -1 counts nowhere (its dlogits row is 0).
-// scratch: cross_entropy_scratch(n) bytes (8-byte aligned).
-size_t cross_entropy_scratch(int64_t n);
-void cross_entropy(const float* probs, const int32_t* labels, int64_t n, int64_t c, const float* class_weights,
-                   bool undefined_labels, float* dlogits, void* scratch, CrossEntropyResult* result,
-                   cudaStream_t stream);
 
 // Per-channel mean and biased variance of x (positions, c) in double, two passes.
 // scratch: channel_moments_scratch(positions, c) doubles. positions > 0.

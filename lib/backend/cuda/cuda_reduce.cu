@@ -1,7 +1,7 @@
-// The CUDA backend's reductions: sum of squares, cross-entropy (loss, correct count and the
-// first bad label reduced on the device for one small read-back), per-channel moments of NHWC
-// tensors (two passes in double) and the synchronized batch-norm dx correction. Every sum runs
-// over a fixed grid in a fixed order: results do not change from run to run.
+// The CUDA backend's reductions: sum of squares, per-channel moments of NHWC tensors (two
+// passes in double) and the synchronized batch-norm dx correction (the losses:
+// cuda_loss_kernels.cu). Every sum runs over a fixed grid in a fixed order: results do not
+// change from run to run.
 #include <cmath>
 
 #include "backend/cuda/cuda_kernels.h"
@@ -52,102 +52,6 @@ __global__ void clip_to_norm_kernel(float* p, int64_t n, const float* norm, doub
   for (int64_t i = first_index(); i < n; i += grid_stride()) p[i] = __fmul_rn(p[i], s);
 }
 
-// One block: the weight sum W (the gradient's denominator) and the count of the labels that
-// are not undefined, into result; the first bad label into result->first_bad.
-__global__ void cross_entropy_weight_kernel(const int32_t* labels, int64_t n, int64_t c, const float* class_weights,
-                                            bool undefined_labels, CrossEntropyResult* result) {
-  double w = 0, counted = 0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    const int32_t l = labels[i];
-    if (l == -1 && undefined_labels) continue;
-    if (l < 0 || l >= c) {
-      atomicMin(&result->first_bad, static_cast<unsigned long long>(i));
-      continue;
-    }
-    w += class_weights ? static_cast<double>(class_weights[l]) : 1.0;
-    counted += 1;
-  }
-  w = block_sum(w);
-  counted = block_sum(counted);
-  if (threadIdx.x == 0) {
-    result->weight_sum = w;
-    result->counted = static_cast<unsigned long long>(counted);
-    result->classes = static_cast<unsigned long long>(c);
-  }
-}
-
-// One warp per sample: weighted loss (double), whether the first maximal probability is the
-// label's, and dlogits = w[l] * (probs - onehot) / W. An undefined label writes a zero row;
-// a bad one (recorded by the weight kernel) writes nothing.
-__global__ void cross_entropy_rows_kernel(const float* probs, const int32_t* labels, int64_t n, int64_t c,
-                                          const float* class_weights, float* dlogits, double* row_loss,
-                                          int32_t* row_correct, const CrossEntropyResult* result) {
-  const int lane = threadIdx.x & 31;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
-  const double wsum = result->weight_sum;
-  const float inv_w = wsum > 0 ? __fdiv_rn(1.f, static_cast<float>(wsum)) : 0.f;
-  for (int64_t i = first_index() >> 5; i < n; i += warps) {
-    const int32_t l = labels[i];
-    if (l < 0 || l >= c) {
-      if (lane == 0) {
-        row_loss[i] = 0;
-        row_correct[i] = 0;
-      }
-      if (l == -1 && dlogits)
-        for (int64_t j = lane; j < c; j += 32) dlogits[i * c + j] = 0.f;
-      continue;
-    }
-    const float w = class_weights ? class_weights[l] : 1.f;
-    const float scale = class_weights ? __fmul_rn(w, inv_w) : inv_w;
-    const float* row = probs + i * c;
-    float best = -INFINITY;
-    int64_t best_j = c;  // no candidate yet
-    for (int64_t j = lane; j < c; j += 32) {
-      const float v = row[j];
-      // Strictly greater: the first maximum in this lane. As the CPU's scan (best starts at 0,
-      // row[j] > row[best]): a NaN at j = 0 wins, a NaN elsewhere is never a candidate (it
-      // must not hide a larger value later in this lane).
-      if (best_j == c ? (j == 0 || !isnan(v)) : v > best) {
-        best = v;
-        best_j = j;
-      }
-      if (dlogits) {
-        const float d = __fmul_rn(v, scale);
-        dlogits[i * c + j] = j == l ? __fsub_rn(d, scale) : d;
-      }
-    }
-    for (int offset = 16; offset > 0; offset >>= 1) {  // keep the larger, on ties the first
-      const float ov = __shfl_down_sync(0xffffffffu, best, offset);
-      const int64_t oj = __shfl_down_sync(0xffffffffu, best_j, offset);
-      if (oj != c && (best_j == c || ov > best || (ov == best && oj < best_j))) {
-        best = ov;
-        best_j = oj;
-      }
-    }
-    if (lane == 0) {
-      const double pl = row[l];
-      row_loss[i] = static_cast<double>(w) * -log(pl < 1e-37 ? 1e-37 : pl);  // std::max's NaN behaviour, as the CPU
-      row_correct[i] = best_j == l ? 1 : 0;
-    }
-  }
-}
-
-// One block: the loss sum and correct count over the rows.
-__global__ void cross_entropy_total_kernel(const double* row_loss, const int32_t* row_correct, int64_t n,
-                                           CrossEntropyResult* result) {
-  double loss = 0, right = 0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    loss += row_loss[i];
-    right += row_correct[i];
-  }
-  loss = block_sum(loss);
-  right = block_sum(right);
-  if (threadIdx.x == 0) {
-    result->loss_sum = loss;
-    result->correct = static_cast<unsigned long long>(right);
-  }
-}
-
 constexpr int kMomentLanes = 32;  // channels per block (threadIdx.x)
 constexpr int kMomentRows = 8;    // positions per block step (threadIdx.y)
 
@@ -176,8 +80,8 @@ __global__ void channel_partial_kernel(const float* x, int64_t positions, int64_
 }
 
 // out[ch] = (sum over the groups of partials) / divisor, as float and (when out_d) double.
-__global__ void channel_finalize_kernel(const double* partials, int64_t groups, int64_t c, int64_t divisor,
-                                        float* out, double* out_d) {
+__global__ void channel_finalize_kernel(const double* partials, int64_t groups, int64_t c, int64_t divisor, float* out,
+                                        double* out_d) {
   for (int64_t ch = first_index(); ch < c; ch += grid_stride()) {
     double s = 0;
     for (int64_t g = 0; g < groups; ++g) s += partials[g * c + ch];
@@ -248,26 +152,6 @@ void l2_norm_into(const float* x, int64_t n, double* scratch, float* norms, bool
 void clip_to_norm(float* p, int64_t n, const float* norms, double threshold, cudaStream_t stream) {
   if (n <= 0) return;
   clip_to_norm_kernel<<<grid_for(n), kThreads, 0, stream>>>(p, n, norms, threshold);
-  DLT_LAUNCH_CHECK();
-}
-
-size_t cross_entropy_scratch(int64_t n) { return static_cast<size_t>(n) * (sizeof(double) + sizeof(int32_t)); }
-
-void cross_entropy(const float* probs, const int32_t* labels, int64_t n, int64_t c, const float* class_weights,
-                   bool undefined_labels, float* dlogits, void* scratch, CrossEntropyResult* result,
-                   cudaStream_t stream) {
-  auto* row_loss = static_cast<double*>(scratch);
-  auto* row_correct = reinterpret_cast<int32_t*>(row_loss + n);
-  // 0xff bytes: first_bad = UINT64_MAX (no bad label); the other fields are overwritten.
-  DLT_CUDA(cudaMemsetAsync(result, 0xff, sizeof(CrossEntropyResult), stream));
-  cross_entropy_weight_kernel<<<1, kThreads, 0, stream>>>(labels, n, c, class_weights, undefined_labels, result);
-  DLT_LAUNCH_CHECK();
-  if (n > 0) {
-    cross_entropy_rows_kernel<<<grid_for(n, kThreads / 32), kThreads, 0, stream>>>(
-        probs, labels, n, c, class_weights, dlogits, row_loss, row_correct, result);
-    DLT_LAUNCH_CHECK();
-  }
-  cross_entropy_total_kernel<<<1, kThreads, 0, stream>>>(row_loss, row_correct, n, result);
   DLT_LAUNCH_CHECK();
 }
 

@@ -97,7 +97,8 @@ std::vector<std::string> pareto_labels(const std::vector<std::string>& names, st
   return out;
 }
 
-std::vector<size_t> pareto_front(const std::vector<ParetoPoint>& pts) {
+std::vector<size_t> pareto_front(const std::vector<ParetoPoint>& pts, bool lower_is_better) {
+  const double sign = lower_is_better ? -1.0 : 1.0;
   std::vector<size_t> front;
   for (size_t i = 0; i < pts.size(); ++i) {
     if (!finite_point(pts[i])) continue;
@@ -105,8 +106,8 @@ std::vector<size_t> pareto_front(const std::vector<ParetoPoint>& pts) {
     for (size_t j = 0; j < pts.size() && !dominated; ++j) {
       if (j == i || !finite_point(pts[j])) continue;
       const ParetoPoint &a = pts[j], &b = pts[i];
-      dominated = a.memory_bytes <= b.memory_bytes && a.accuracy >= b.accuracy &&
-                  (a.memory_bytes < b.memory_bytes || a.accuracy > b.accuracy);
+      dominated = a.memory_bytes <= b.memory_bytes && sign * a.accuracy >= sign * b.accuracy &&
+                  (a.memory_bytes < b.memory_bytes || sign * a.accuracy > sign * b.accuracy);
     }
     if (!dominated) front.push_back(i);
   }
@@ -115,7 +116,8 @@ std::vector<size_t> pareto_front(const std::vector<ParetoPoint>& pts) {
   return front;
 }
 
-void write_pareto_png(const std::string& path, const std::vector<ParetoPoint>& pts, const std::string& title) {
+void write_pareto_png(const std::string& path, const std::vector<ParetoPoint>& pts, const std::string& title,
+                      const std::string& ylabel, bool lower_is_better) {
   Canvas c(kWidth, kHeight, kWhite);
   double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
   size_t n_finite = 0;
@@ -130,10 +132,10 @@ void write_pareto_png(const std::string& path, const std::vector<ParetoPoint>& p
   Axes ax{{115, 60, kWidth - 35.0, kHeight - 85.0}, 0, 1, 0, 1};
   axis_range(xlo, xhi, ax.xmin, ax.xmax);
   axis_range(ylo, yhi, ax.ymin, ax.ymax);
-  if (yhi <= 100) ax.ymax = std::min(ax.ymax, 100.0);  // no ticks above 100%
+  if (!lower_is_better && yhi <= 100) ax.ymax = std::min(ax.ymax, 100.0);  // no ticks above 100%
   AxesStyle style;
   style.xlabel = "Memory footprint (bytes)";
-  style.ylabel = "Accuracy (%)";
+  style.ylabel = ylabel;
   style.x_si_suffix = true;
   style.max_xticks = 7;
   style.max_yticks = 7;
@@ -146,7 +148,7 @@ void write_pareto_png(const std::string& path, const std::vector<ParetoPoint>& p
 
   const Rect& a = ax.area;
   c.set_clip({a.x0 - kRadius - 1, a.y0 - kRadius - 1, a.x1 + kRadius + 1, a.y1 + kRadius + 1});
-  const std::vector<size_t> front = pareto_front(pts);
+  const std::vector<size_t> front = pareto_front(pts, lower_is_better);
   std::vector<double> fx, fy;
   for (size_t i : front) fx.push_back(ax.px(pts[i].memory_bytes)), fy.push_back(ax.py(pts[i].accuracy));
   for (const ParetoPoint& p : pts)

@@ -16,7 +16,8 @@ struct ParetoPoint {
 // Indices of the Pareto-optimal points, sorted by memory (ties by index): those for which no
 // other point has <= memory and >= accuracy with one of the two strict. Identical points are
 // all kept; points with a non-finite memory or accuracy are never on the front.
-std::vector<size_t> pareto_front(const std::vector<ParetoPoint>& pts);
+// lower_is_better: `accuracy` holds an error (regression's RMSE), the lower the better.
+std::vector<size_t> pareto_front(const std::vector<ParetoPoint>& pts, bool lower_is_better = false);
 
 // The labels drawn next to the points. Sweep point names are key=value parts joined by '_'
 // (scripts/sweep.sh: "InitialLearnRate=0.01_conv1.NumFilters=20"); a key that every name has
@@ -28,6 +29,8 @@ std::vector<std::string> pareto_labels(const std::vector<std::string>& names, st
 // Writes a PNG scatter of accuracy (%) against memory footprint (bytes) with the front as a red
 // line; points are labelled (pareto_labels, the keys under the title) when there are at most 40. Writes path + ".tmp",
 // then renames; throws Error naming the path when the file cannot be written.
-void write_pareto_png(const std::string& path, const std::vector<ParetoPoint>& pts, const std::string& title);
+// ylabel names the y axis; lower_is_better as pareto_front's.
+void write_pareto_png(const std::string& path, const std::vector<ParetoPoint>& pts, const std::string& title,
+                      const std::string& ylabel = "Accuracy (%)", bool lower_is_better = false);
 
 }  // namespace dlt

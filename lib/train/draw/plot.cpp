@@ -422,8 +422,8 @@ double robust_max(std::vector<double> values) {
 void write_progress_png(const std::string& path, const ProgressSeries& s) {
   const std::vector<InfoText> info = info_layout(progress_info_lines(s.info));
   Canvas c(kProgressWidth, progress_height(info), kWhite);
-  Panel acc{"Accuracy (%)",
-            "%",
+  Panel acc{s.metric_label,
+            s.metric_percent ? "%" : "",
             kAccuracyColour,
             finite_pairs(s.iteration, s.minibatch_accuracy),
             finite_pairs(s.val_iteration, s.val_accuracy),
@@ -432,7 +432,8 @@ void write_progress_png(const std::string& path, const ProgressSeries& s) {
             100};
   for (size_t i = 0; i < s.val_metrics.size(); ++i) {
     std::vector<double> percent = s.val_metrics[i].second;
-    for (double& v : percent) v *= 100;
+    if (s.metric_percent)
+      for (double& v : percent) v *= 100;
     acc.metrics.push_back({s.val_metrics[i].first, kMetricColours[i % std::size(kMetricColours)],
                            finite_pairs(s.val_iteration, percent), finite_runs(s.val_iteration, percent)});
   }
@@ -465,6 +466,16 @@ void write_progress_png(const std::string& path, const ProgressSeries& s) {
   const double step = nice_step(lo, hi, 6);
   loss.ymin = std::floor(lo / step) * step;
   loss.ymax = std::ceil(hi / step - 1e-9) * step;
+
+  if (!s.metric_percent) {  // RMSE or F1: the panel spans its values, from 0
+    std::vector<double> all = acc.raw.y;
+    all.insert(all.end(), acc.val.y.begin(), acc.val.y.end());
+    double top = robust_max(all);
+    if (!(top > 0)) top = 1;
+    const double ystep = nice_step(0, top, 6);
+    acc.ymin = 0;
+    acc.ymax = std::ceil(top / ystep - 1e-9) * ystep;
+  }
 
   std::vector<double> epoch_starts(s.epoch_start_iterations.begin(), s.epoch_start_iterations.end());
   std::sort(epoch_starts.begin(), epoch_starts.end());

@@ -37,8 +37,12 @@ struct InfoLine {
 std::vector<InfoLine> progress_info_lines(const ProgressInfo& info);
 
 struct ProgressSeries {
-  std::vector<double> iteration;           // x of the mini-batch values
-  std::vector<double> minibatch_accuracy;  // percent, one per iteration (may be empty)
+  std::vector<double> iteration;  // x of the mini-batch values
+  // The headline metric (train/progress.h): its panel's label, and whether it is a percent
+  // (accuracy: the panel spans 0..100) or a number scaled to its values (RMSE, F1).
+  std::string metric_label = "Accuracy (%)";
+  bool metric_percent = true;
+  std::vector<double> minibatch_accuracy;  // the headline, one per iteration (may be empty)
   std::vector<double> minibatch_loss;      // one per iteration (may be empty)
   std::vector<double> learn_rate;          // the base learning rate, one per iteration (may be empty)
   // One entry per validation check, in order; a non-finite value breaks the dashed line, so

@@ -1,7 +1,8 @@
 // TensorBoard (training.TensorBoard), rank 0: an event file (train/event_file.h) in
 // <output-dir>/tensorboard or the folder given, one record per iteration with its scalars
-//   train/loss, train/accuracy, train/learn_rate, train/images_per_second,
-//   validation/loss, validation/accuracy and validation/<metric> (where validation ran),
+//   train/loss, train/<headline>, train/learn_rate, train/images_per_second,
+//   validation/loss, validation/<headline> and validation/<metric> (where validation ran),
+// the headline being accuracy, rmse or f1 (progress.h's HeadlineMetric),
 // the log.csv values as float32 (a NaN, an empty log.csv cell, is left out), and the progress
 // plot as the image "progress" each time progress.png is redrawn (seen by its file identity
 // changing: every drawing is a new file renamed into place), the final one included. Every
@@ -69,17 +70,18 @@ class TensorBoard : public TrainingObserver {
 
   Requests on_iteration(const IterationRecord& r, const RunState&) override {
     std::vector<std::pair<std::string, float>> values;
-    auto add = [&](const char* tag, double v) {
+    auto add = [&](const std::string& tag, double v) {
       if (!std::isnan(v)) values.emplace_back(tag, static_cast<float>(v));
     };
+    const std::string& headline = run_.history.headline().name;  // accuracy, rmse or f1
     add("train/loss", r.minibatch_loss);
-    add("train/accuracy", r.minibatch_accuracy);
+    add("train/" + headline, r.minibatch_accuracy);
     add("train/learn_rate", r.learn_rate);
     add("train/images_per_second", r.images_per_second);
     add("validation/loss", r.validation_loss);
-    add("validation/accuracy", r.validation_accuracy);
+    add("validation/" + headline, r.validation_accuracy);
     for (const auto& [name, v] : r.validation_metrics)
-      if (name != "accuracy" && !std::isnan(v)) values.emplace_back("validation/" + name, static_cast<float>(v));
+      if (name != headline && !std::isnan(v)) values.emplace_back("validation/" + name, static_cast<float>(v));
     writer_->add_scalars(r.iteration, values);
     add_new_plot(r.iteration);
     return {};

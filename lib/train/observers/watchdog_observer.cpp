@@ -63,7 +63,9 @@ std::unique_ptr<TrainingObserver> make_learning_watchdog(int64_t classes, Watchd
 }
 
 std::unique_ptr<TrainingObserver> make_learning_watchdog(const TrainingRun& run) {
-  return make_learning_watchdog(static_cast<int64_t>(run.net->classes().size()),
+  // Its symptoms are cross-entropy's (chance loss ln K, chance accuracy 1/K): off for the other losses.
+  const bool cross_entropy = run.net->loss_kind() == LossKind::kCrossEntropy;
+  return make_learning_watchdog(cross_entropy ? static_cast<int64_t>(run.net->classes().size()) : 0,
                                 watchdog_context(*run.net, run.options));
 }
 
