@@ -143,10 +143,13 @@ def scored_rmse(predictions_csv, table_csv):
         return "/".join(os.path.normpath(p).split(os.sep)[-2:])
     with open(table_csv, newline="", encoding="utf-8-sig") as f:
         rows = [r for r in csv.reader(f) if r]
+    names = rows[0][1:]
     truth = {key(r[0]): [float(v) for v in r[1:]] for r in rows[1:]}
     with open(predictions_csv, newline="", encoding="utf-8-sig") as f:
         rows = [r for r in csv.reader(f) if r]
-    pred = {key(r[0]): [float(v) for v in r[1:]] for r in rows[1:]}
+    # The response columns by name (dltrain predict --table adds true_<name> columns).
+    cols = [rows[0].index(n) for n in names]
+    pred = {key(r[0]): [float(r[c]) for c in cols] for r in rows[1:]}
     if set(pred) != set(truth):
         raise ValueError(f"{predictions_csv}: {len(set(truth) - set(pred))} of the table's images missing, "
                          f"{len(set(pred) - set(truth))} not in it")
@@ -188,7 +191,7 @@ def run_dltrain(args, data, seed, logs, env):
         if prc != 0:
             raise ValueError(f"dltrain predict: exit {prc} (log {log_path})")
         extra["rmse_scored"] = scored_rmse(run + "-pred.csv", os.path.join(data, "test.csv"))
-    except (ValueError, OSError, IndexError) as e:
+    except (ValueError, OSError, IndexError) as e:  # ValueError: also a missing response column
         extra["rmse_scored_error"] = str(e)
     batch = int(read_yaml(os.path.join(run, "config.yaml"))["training"]["MiniBatchSize"])
     epochs = int(j["epochs"])
