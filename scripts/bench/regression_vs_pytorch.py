@@ -27,7 +27,8 @@ last epoch, seconds per epoch the mean of its training loops. As a check of both
 this script recomputes each side's RMSE (rmse_scored) from its predictions on the test table:
 `dltrain predict model.bin --table test.csv` and pytorch_regression.py's --predictions CSV.
 
-Prints a markdown table and writes LOGS/results.jsonl: a {"run": {...}} line (command, date,
+Prints a markdown table and writes LOGS/results.jsonl (each run also to LOGS/runs-so-far.jsonl
+as it ends): a {"run": {...}} line (command, date,
 machine, CPU model, ISA, dltrain and PyTorch versions, data), one line per run
 ({"kind": "run", "side", "seed", "epochs", "validation_rmse", "seconds_per_epoch", ...}) and a
 summary line ({"kind": "summary", mean RMSE per side, their ratio, seconds per epoch per side,
@@ -337,6 +338,7 @@ def main():
     machine = {"machine": args.machine, "cpu_model": zc.cpu_model(), "isa": zc.isa(), "threads": args.threads}
 
     runs = []
+    open(os.path.join(logs, "runs-so-far.jsonl"), "w").close()
     for i, seed in enumerate(seeds):
         order = (run_dltrain, run_pytorch) if i % 2 == 0 else (run_pytorch, run_dltrain)
         for fn in order:
@@ -346,6 +348,8 @@ def main():
             r = {"kind": "run", **r, **machine, "version": peer}
             runs.append(r)
             say(json.dumps({k: v for k, v in r.items() if not isinstance(v, list)}))
+            with open(os.path.join(logs, "runs-so-far.jsonl"), "a") as f:  # kept if the script is stopped
+                f.write(json.dumps(r) + "\n")
     summary = summarise(runs)
 
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
