@@ -237,6 +237,35 @@ def finetune_twin(res):
                                          "PyTorch s / epoch", "dltrain speed-up"], ["---"] * 7, rows)
 
 
+def regression_twin(res):
+    """scripts/bench/regression_vs_pytorch.py's table from its newest result file."""
+    f = res.latest("-regression_vs_pytorch.jsonl")
+    run = res.run(f)
+    runs = res.rows(f, kind="run")
+    summary = res.one(f, kind="summary")
+
+    def cell(seed, side, key, fmt):
+        r = next((r for r in runs if r["seed"] == seed and r["side"] == side), None)
+        if r is None:
+            return "—"
+        if "error" in r:
+            return f"failed: {r['error']}"
+        load = r.get("foreign_load_cores", 0)
+        return format(r[key], fmt) + (f" (load {load:.1f})" if key == "seconds_per_epoch" and load >= 0.3 else "")
+    rows = [[seed, cell(seed, "dltrain", "validation_rmse", ".3f"), cell(seed, "pytorch", "validation_rmse", ".3f"),
+             cell(seed, "dltrain", "seconds_per_epoch", ".2f"), cell(seed, "pytorch", "seconds_per_epoch", ".2f")]
+            for seed in summary["seeds"]]
+    d = [r for r in runs if r["side"] == "dltrain" and "error" not in r]
+    p = [r for r in runs if r["side"] == "pytorch" and "error" not in r]
+    if d and p:
+        dm, pm = (sum(r["validation_rmse"] for r in rs) / len(rs) for rs in (d, p))
+        dt, pt = (sum(r["seconds_per_epoch"] for r in rs) / len(rs) for rs in (d, p))
+        rows.append(["mean", f"{dm:.3f}", f"{pm:.3f} (dltrain / PyTorch {dm / pm:.3f})", f"{dt:.2f}",
+                     f"{pt:.2f} (dltrain / PyTorch {dt / pt:.2f})"])
+    return run["header"] + [""] + table(["seed", "dltrain RMSE", "PyTorch RMSE", "dltrain s / epoch", "PyTorch s / epoch"],
+                                        ["---:", "---:", "---:", "---:", "---:"], rows)
+
+
 # ---- GPU ----
 
 GPU = "2026-11-27-h200-gpu_vs_pytorch.jsonl"
@@ -352,8 +381,8 @@ def scaling_model(res):
 
 
 TABLES = {f.__name__: f for f in (cpu_training, winograd_avx2, cpu_mixed, data_vs_pil, cifar10_accuracy, camvid_cpu,
-                                   dp_overlap, finetune_twin, onnx_inference_cpu, mobilenet_blocks, gpu_training,
-                                   gpu_mixed, gpu_switches, gpu_profile, gpu_engines, onnx_gpu, camvid_gpu,
+                                   dp_overlap, finetune_twin, regression_twin, onnx_inference_cpu, mobilenet_blocks,
+                                   gpu_training, gpu_mixed, gpu_switches, gpu_profile, gpu_engines, onnx_gpu, camvid_gpu,
                                    scaling_model)}
 
 
