@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "train/draw/pareto.h"
 #include "train/run_state.h"
+#include "util/csv.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/flat_json.h"
@@ -105,13 +106,6 @@ std::string num(double v, const char* fmt) {
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt, v);
   return buf;
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += (c == '"') ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
 }
 
 void write_csv(const std::string& path, const std::vector<RunRow>& rows, bool rmse) {

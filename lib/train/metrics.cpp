@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "util/csv.h"
 #include "util/json.h"
 #include "util/terminal.h"
 
@@ -56,15 +57,6 @@ std::vector<Predictions::ClassStats> Predictions::per_class() const {
   }
   return out;
 }
-
-namespace {
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-}  // namespace
 
 std::string Predictions::csv() const {
   std::string out = "path,label,score";

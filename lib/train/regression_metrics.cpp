@@ -5,18 +5,12 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "util/csv.h"
 #include "util/json.h"
 
 namespace dlt {
 
 namespace {
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
 
 std::string number(double v) {  // a float's 7 significant digits: 0.9f is 0.9
   char buf[32];

@@ -86,10 +86,10 @@ TEST_CASE("metrics options: dump writes them back and loads equal", "[config]") 
 TEST_CASE("metrics options: bad values are one line with file:line and the fix", "[config]") {
   // training: is line 8; its first option line 9.
   CHECK(error_of("  Metrics: [fscore, fscor]\n") ==
-        "cfg.yaml:9: training.Metrics must be a list of accuracy, fscore, precision, recall, auc, iou, got "
+        "cfg.yaml:9: training.Metrics must be a list of accuracy, fscore, precision, recall, auc, iou, rmse, mae, mape, got "
         "'[fscore, fscor]' (did you mean 'fscore'?)");
   CHECK(error_of("  Metrics: [loss]\n") ==
-        "cfg.yaml:9: training.Metrics must be a list of accuracy, fscore, precision, recall, auc, iou, got "
+        "cfg.yaml:9: training.Metrics must be a list of accuracy, fscore, precision, recall, auc, iou, rmse, mae, mape, got "
         "'[loss]' (the loss is always computed; list the other metrics)");
   CHECK(error_of("  Metrics: [auc, auc]\n") ==
         "cfg.yaml:9: training.Metrics must be a list of distinct metrics, got '[auc, auc]' (auc twice)");
@@ -98,7 +98,7 @@ TEST_CASE("metrics options: bad values are one line with file:line and the fix",
         "(add recall to Metrics, or watch loss)");
   CHECK(error_of("  ObjectiveMetricName: los\n") ==
         "cfg.yaml:9: training.ObjectiveMetricName must be loss or a name in Metrics (loss, accuracy, fscore, "
-        "precision, recall, auc, iou), got 'los' (did you mean 'loss'?)");
+        "precision, recall, auc, iou, rmse, mae, mape), got 'los' (did you mean 'loss'?)");
   CHECK(error_of("  OutputNetwork: best\n")
             .rfind("cfg.yaml:9: training.OutputNetwork must be one of last-iteration, best-validation, "
                    "best-validation-loss, got 'best'",
