@@ -68,8 +68,8 @@ Runner add_export(CLI::App& app) {
     export_onnx(m, a->output);
     // With --output /dev/stdout the ONNX bytes own stdout: the note goes to stderr.
     std::fprintf(is_standard_output(a->output) ? stderr : stdout,
-                 "exported %s -> %s (ONNX opset 13, input (N, C, H, W) 'input', output 'prob')\n", a->model.c_str(),
-                 a->output.c_str());
+                 "exported %s -> %s (ONNX opset 13, input (N, C, H, W) 'input', output '%s')\n", a->model.c_str(),
+                 a->output.c_str(), m.task == "regression" ? "responses" : "prob");
     return 0;
   };
 }

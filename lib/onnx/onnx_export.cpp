@@ -1,7 +1,7 @@
 // dltrain model -> ONNX (opset 13) with NCHW semantics: input "input" (N, C, H, W), output
-// "prob" (N, K). Each layer writes its own nodes (Layer::to_onnx, layers/onnx_graph.h); this
-// file is the protobuf side: initializers, nodes, the graph's output and the class names in
-// metadata_props.
+// "prob" (N, K) (regression: the responses (N, R), multi-label: the sigmoid probabilities). Each layer writes its own
+// nodes (Layer::to_onnx, layers/onnx_graph.h); this file is the protobuf side: initializers, nodes, the graph's output
+// and the class names in metadata_props.
 #include <map>
 
 #include "build_config.h"
@@ -44,8 +44,23 @@ class Exporter final : public OnnxGraph {
       }
       outs.push_back(net_.layer(i).to_onnx(*this, ins, net_.output_shape(i)));
     }
-    // The softmax output (the classification layer passes it on) is the graph output "prob".
-    const OnnxValue& last = outs.back();
+    // The softmax output (the classification layer passes it on) is the graph output "prob";
+    // a regression network's responses, with ResponseNormalization undone (x std + mean) as
+    // dltrain predict does, or a multi-label network's sigmoid probabilities.
+    OnnxValue last = outs.back();
+    const std::vector<float>& mean = m_.responses.mean;
+    if (m_.task == "regression" && !mean.empty()) {
+      const int64_t r = static_cast<int64_t>(mean.size());
+      add_floats("response_std", {r}, m_.responses.std);
+      add_floats("response_mean", {r}, mean);
+      add_node("Mul", "responses_scaled", {last.name, "response_std"}, "responses_scaled", {});
+      add_node("Add", "responses", {"responses_scaled", "response_mean"}, "responses", {});
+      last.name = "responses";
+    } else if (m_.task == "regression" || (m_.task == "multilabel" && last.name != "prob")) {
+      const std::string name = m_.task == "regression" ? "responses" : "prob";
+      add_node("Identity", name, {last.name}, name, {});
+      last.name = name;
+    }
     auto* out = g_->add_output();
     out->set_name(last.name);
     auto* tt = out->mutable_type()->mutable_tensor_type();
@@ -62,6 +77,13 @@ class Exporter final : public OnnxGraph {
     auto* meta = model_.add_metadata_props();
     meta->set_key(kOnnxClassNamesKey);
     meta->set_value(names);
+    if (!m_.responses.names.empty()) {  // regression: the responses' names, one per line
+      std::string responses;
+      for (const auto& n : m_.responses.names) responses += (responses.empty() ? "" : "\n") + n;
+      auto* rmeta = model_.add_metadata_props();
+      rmeta->set_key("response_names");
+      rmeta->set_value(responses);
+    }
     std::string bytes;
     if (!model_.SerializeToString(&bytes))
       throw ModelError(path_ + ": protobuf could not serialize the model (over 2 GB?)");

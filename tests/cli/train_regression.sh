@@ -99,6 +99,31 @@ close "$mae2" "$mae" || fail "MAE from predict's output $mae2, summary.json $mae
 close "$mape2" "$mape" || fail "MAPE from predict's output $mape2, summary.json $mape"
 echo "ok: predict's output gives summary.json's RMSE $rmse2, MAE $mae2, MAPE $mape2"
 
+# ONNX: the export's output "responses" carries the un-normalised predictions (x std + mean):
+# OpenCV's dnn on the exported file gives predict's numbers for the first 8 test images.
+if [[ $("$DLTRAIN" export "$run/model.bin" --output "$TMP/reg.onnx" 2>&1) == *"output 'responses'"* ]] &&
+  /usr/bin/python3 -c "import cv2, numpy" 2>/dev/null; then
+  /usr/bin/python3 - "$TMP/reg.onnx" "$TMP/pred.csv" <<'PY' || fail "OpenCV on the exported regression model disagrees with predict"
+import csv, sys
+import cv2, numpy as np
+net = cv2.dnn.readNetFromONNX(sys.argv[1])
+rows = list(csv.DictReader(open(sys.argv[2])))[:8]
+y = []
+for r in rows:  # one image at a time: OpenCV 4.6's dnn broadcasts the mean image over a batch of 1 only
+    net.setInput(cv2.cvtColor(cv2.imread(r["path"]), cv2.COLOR_BGR2RGB).astype(np.float32).transpose(2, 0, 1)[None])
+    y.append(net.forward()[0])
+y = np.array(y)
+want = np.array([[float(r["Size"]), float(r["Tilt"])] for r in rows])
+err = np.abs(y - want).max()
+print(f"ok: OpenCV dnn on the exported model: predict's responses within {err:.1e}")
+sys.exit(0 if err < 1e-3 else 1)
+PY
+else
+  "$DLTRAIN" export "$run/model.bin" --output "$TMP/reg.onnx" 2>&1 | grep -q "output 'responses'" ||
+    fail "export names no 'responses' output"
+  echo "ok: exported (OpenCV's python module not installed: the numbers are not compared)"
+fi
+
 # trainnet's way: no output layer, training.Loss mse: the same network, the same run.
 sed '/type: regression/d' "$TMP/reg.yaml" > "$TMP/trainnet.yaml"
 printf '  Loss: mse\n' >> "$TMP/trainnet.yaml"
