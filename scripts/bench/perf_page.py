@@ -262,7 +262,10 @@ def regression_twin(res):
         dt, pt = (sum(r["seconds_per_epoch"] for r in rs) / len(rs) for rs in (d, p))
         rows.append(["mean", f"{dm:.3f}", f"{pm:.3f} (dltrain / PyTorch {dm / pm:.3f})", f"{dt:.2f}",
                      f"{pt:.2f} (dltrain / PyTorch {dt / pt:.2f})"])
-    return run["header"] + [""] + table(["seed", "dltrain RMSE", "PyTorch RMSE", "dltrain s / epoch", "PyTorch s / epoch"],
+    caption = (f"{run['date']}, {run['cpu_model']} ({run['isa']}), {run['threads']} threads; {run['dltrain']} against "
+               f"PyTorch {run['torch']}; {run['epochs']} epochs, {run['train_images']:,} / {run['test_images']:,} "
+               f"digits; RMSE in degrees on the test digits.")
+    return [caption, ""] + table(["seed", "dltrain RMSE", "PyTorch RMSE", "dltrain s / epoch", "PyTorch s / epoch"],
                                         ["---:", "---:", "---:", "---:", "---:"], rows)
 
 
