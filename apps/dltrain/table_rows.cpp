@@ -1,10 +1,11 @@
-// read_table_rows: a CSV reader for the commands' --table (table_rows.h).
+// read_table_rows: the commands' --table (table_rows.h), tokenized by lib/data/table.h's parse_csv.
 #include "table_rows.h"
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "data/table.h"
 #include "util/error.h"
 
 namespace dlt::app {
@@ -29,63 +30,18 @@ TableRows read_table_rows(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   if (in.bad()) throw DataError(path + ": cannot read the table");
-  std::string text = ss.str();
-  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
+  const std::vector<CsvRecord> rows = parse_csv(ss.str(), path);  // lib/data/table.h's tokenizer
 
   TableRows t;
   t.path = path;
-  std::vector<TableRow> rows;
-  TableRow row;
-  std::string cell;
-  bool quoted = false, was_quoted = false;
-  int line = 1;
-  row.line = 1;
-  auto end_cell = [&] {
-    row.cells.push_back(was_quoted ? cell : trim_cell(cell));
-    cell.clear();
-    was_quoted = false;
-  };
-  auto end_row = [&] {
-    end_cell();
-    const bool blank = row.cells.size() == 1 && row.cells[0].empty();
-    if (!blank) rows.push_back(row);
-    row.cells.clear();
-  };
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        cell += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        if (c == '\n') ++line;
-        cell += c;
-      }
-    } else if (c == '"' && trim_cell(cell).empty()) {
-      cell.clear();
-      quoted = was_quoted = true;
-    } else if (c == ',') {
-      end_cell();
-    } else if (c == '\n' || c == '\r') {
-      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      end_row();
-      row.line = ++line;
-    } else {
-      cell += c;
-    }
-  }
-  if (quoted) throw DataError(path + ":" + std::to_string(row.line) + ": a quoted cell has no closing quote");
-  if (!cell.empty() || !row.cells.empty() || was_quoted) end_row();
   if (rows.empty()) throw DataError(path + ": the table is empty (expected a header row, then one row per image)");
-  t.header = rows.front().cells;
+  t.header = rows.front().fields;
   for (auto& h : t.header) h = trim_cell(h);
   for (size_t r = 1; r < rows.size(); ++r) {
-    if (rows[r].cells.size() != t.header.size())
-      throw DataError(path + ":" + std::to_string(rows[r].line) + ": " + std::to_string(rows[r].cells.size()) +
+    if (rows[r].fields.size() != t.header.size())
+      throw DataError(path + ":" + std::to_string(rows[r].line) + ": " + std::to_string(rows[r].fields.size()) +
                       " cells but the header has " + std::to_string(t.header.size()));
-    t.rows.push_back(std::move(rows[r]));
+    t.rows.push_back(TableRow{static_cast<int>(rows[r].line), rows[r].fields});
   }
   if (t.rows.empty()) throw DataError(path + ": the table has a header but no rows");
   return t;

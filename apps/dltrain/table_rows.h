@@ -1,7 +1,7 @@
 // The --table CSV of `dltrain predict` and `dltrain classify` (docs/matlab.md, "Regression and
-// multi-label"): a header row, then one row per image, the image file first. A small reader of
-// its own until the commands take lib/data/table.h's (ImageDatastore::from_table), which reads
-// the same format for training; only the cells are read here, the commands check their meaning.
+// multi-label"): a header row, then one row per image, the image file first. The CSV is split by
+// lib/data/table.h's parse_csv (the tokenizer training's tables use); here only the cells and
+// their lines, as the commands match columns by the model's names and check their meaning.
 #pragma once
 #include <string>
 #include <vector>
@@ -19,9 +19,8 @@ struct TableRows {
   std::vector<TableRow> rows;       // blank lines left out
 };
 
-// Reads a UTF-8 CSV (comma separated, RFC 4180 double quotes, CRLF or LF, a byte-order mark
-// allowed). Throws DataError "path:line: ..." for a missing or empty file, an unterminated
-// quote, or a row whose cell count is not the header's.
+// Reads a UTF-8 CSV (parse_csv's format). Throws DataError "path:line: ..." for a missing or
+// empty file, a malformed quote, or a row whose cell count is not the header's.
 TableRows read_table_rows(const std::string& path);
 
 // A row's image file: absolute as given, else relative to `folder` when not empty, else to the

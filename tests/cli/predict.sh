@@ -36,6 +36,8 @@ open(tmp + "/tables/bad-number.csv", "w").write("File,Angle,Scale\na.png,1,2\nb.
 open(tmp + "/tables/bad-column.csv", "w").write("File,Angel,Scale\na.png,1,2\n")
 open(tmp + "/tables/missing.csv", "w").write("File,Angle,Scale\nnope.png,1,2\n")
 open(tmp + "/tables/bad-label.csv", "w").write("File,Labels\na.png,cat\nb.png,cat;dgo\n")
+open(tmp + "/tables/short-row.csv", "w").write("File,Angle,Scale\na.png,1,2\n\nb.png,3\n")
+open(tmp + "/tables/open-quote.csv", "w").write('File,Labels\na.png,cat\nb.png,"cat;dog\n')
 PY
 img="$TMP/img"
 
@@ -99,6 +101,8 @@ expect_error "a column the model lacks" 1 "bad-column.csv:1: column 'Angel' is n
   -- "$DLTRAIN" predict "$TMP/reg.bin" "$img" --table "$TMP/tables/bad-column.csv"
 expect_error "a missing image" 1 "missing.csv:2: image .*nope.png not found" \
   -- "$DLTRAIN" predict "$TMP/reg.bin" --table "$TMP/tables/missing.csv"
+expect_error "a row with too few cells" 1 "short-row.csv:4: 2 cells but the header has 3" \
+  -- "$DLTRAIN" predict "$TMP/reg.bin" "$img" --table "$TMP/tables/short-row.csv"
 [[ ! -e "$TMP/bad.csv" ]] || fail "a failed predict left $TMP/bad.csv"
 
 # classify: single-label models refuse --threshold and --table; a regression model is predict's.
@@ -111,6 +115,8 @@ expect_error "classify, a regression model" 2 "reg.bin: a regression model.*use 
 expect_error "--top on a multi-label model" 2 "top: .*multi-label" -- "$DLTRAIN" classify "$TMP/multi.bin" "$img" --top 2
 expect_error "an unknown label" 1 "bad-label.csv:3: label 'dgo' is not one of the model's classes (cat, dog)" \
   -- "$DLTRAIN" classify "$TMP/multi.bin" "$img" --table "$TMP/tables/bad-label.csv"
+expect_error "a quote never closed" 1 "open-quote.csv:3: a quoted field is never closed" \
+  -- "$DLTRAIN" classify "$TMP/multi.bin" "$img" --table "$TMP/tables/open-quote.csv"
 # Single-label classify as before.
 "$DLTRAIN" classify "$TMP/class.bin" "$img" --json > "$TMP/single.json"
 $PY -c "import json, sys; j = json.load(open(sys.argv[1])); assert len(j['predictions']) == 5 and 'accuracy' not in j, j" \
