@@ -333,6 +333,65 @@ print(f"dltrain segment, GPU / CPU on the same model: GlobalAccuracy {g['GlobalA
 sys.exit(0 if ok else 1)
 PYEOF
 fi
+# The other tasks (regression, multi-label, generalized Dice; their loss kernels are new on the
+# GPU): each trained on the CPU and on the GPU from the same seed, in each other's band
+# (validation loss within 5 %; RMSE within 5 %, F1 and mean IoU within 0.03).
+task_band() {  # $1 CPU run, $2 GPU run, $3 the headline field of summary.json
+  python3 - "$work/$1/summary.json" "$work/$2/summary.json" "$3" <<'PYEOF'
+import json, sys
+c, g = (json.load(open(p)) for p in sys.argv[1:3])
+f = sys.argv[3]
+dl = abs(g["validation_loss"] - c["validation_loss"]) / max(abs(c["validation_loss"]), 1e-12)
+dm = abs(g[f] - c[f]) / (abs(c[f]) if f == "validation_rmse" else 1.0)
+ok = dl <= 0.05 and dm <= (0.05 if f == "validation_rmse" else 0.03)
+print(f"{sys.argv[2].split('/')[-2]}: GPU / CPU {f} {g[f]:.4f} / {c[f]:.4f}, loss {g['validation_loss']:.5f} / "
+      f"{c['validation_loss']:.5f}: {'in band' if ok else 'OUT OF BAND'}")
+sys.exit(0 if ok else 1)
+PYEOF
+}
+task_run() {  # $1 name, $2 config, $3 ExecutionEnvironment, then --set arguments
+  local name=$1 cfg=$2 env=$3; shift 3
+  [[ $(left) -lt 60 ]] && { echo "train $name: skipped, $(left)s left"; failures+=("train_${name}_no_time"); return 1; }
+  timeout -k 5 150 "$work/bin/dltrain" train "$cfg" --output-dir "$work/$name" --set training.ExecutionEnvironment="$env" \
+    --set training.MaxEpochs=6 --set training.Seed=5 "$@" > "$work/logs/train_$name.log" 2>&1 ||
+    { echo "train $name: FAILED (exit $?)"; tail -5 "$work/logs/train_$name.log"; failures+=("train_$name"); return 1; }
+}
+for split in train test; do  # responses of the shapes: Size = 10 x class + 5, Tilt = 2 - class
+  ( cd "$work/data" && k=0 && echo "File,Size,Tilt" &&
+    for c in $(ls "$split" | sort); do for f in $(ls "$split/$c" | sort); do echo "$split/$c/$f,$((10 * k + 5)),$((2 - k))"; done; k=$((k + 1)); done
+  ) > "$work/data/$split.csv"
+done
+cat > "$work/regression.yaml" <<YAML
+layers:
+  - {type: imageInput, InputSize: [32, 32, 3], Normalization: zerocenter}
+  - {type: convolution2d, FilterSize: 3, NumFilters: 16, Padding: same, WeightsInitializer: he}
+  - {type: batchNormalization}
+  - {type: relu}
+  - {type: maxPooling2d, PoolSize: 2, Stride: 2}
+  - {type: convolution2d, FilterSize: 3, NumFilters: 32, Padding: same, WeightsInitializer: he}
+  - {type: batchNormalization}
+  - {type: relu}
+  - {type: globalAveragePooling2d}
+  - {type: fullyConnected, OutputSize: 2}
+data: {train: $work/data/train.csv, validation: $work/data/test.csv, ResponseNormalization: zscore}
+training: {Loss: mse, Solver: adam, InitialLearnRate: 0.003, MiniBatchSize: 64, Shuffle: every-epoch, Metrics: [rmse, mae]}
+YAML
+if task_run reg_cpu "$work/regression.yaml" cpu && task_run reg_gpu "$work/regression.yaml" gpu; then
+  task_band reg_cpu reg_gpu validation_rmse || failures+=(regression_band)
+fi
+"$work/bin/dltrain" make-dataset shapes-multi "$work/multidata" --count 1500 --seed 3 > "$work/logs/make_multidata.log" 2>&1 ||
+  { echo "make-dataset shapes-multi failed: $(tail -3 "$work/logs/make_multidata.log")"; failures+=(make_multidata); }
+multi_sets=(--set data.train="$work/multidata/train.csv" --set data.validation="$work/multidata/test.csv")
+if task_run multi_cpu configs/shapes-multilabel.yaml cpu "${multi_sets[@]}" &&
+   task_run multi_gpu configs/shapes-multilabel.yaml gpu "${multi_sets[@]}"; then
+  task_band multi_cpu multi_gpu validation_f1 || failures+=(multilabel_band)
+fi
+dice_sets=(--set data.train.images="$work/segdata/train/images" --set data.train.labels="$work/segdata/train/labels"
+           --set data.validation.images="$work/segdata/test/images" --set data.validation.labels="$work/segdata/test/labels"
+           --set training.Loss=generalized-dice)
+if task_run dice_cpu configs/shapes-seg.yaml cpu "${dice_sets[@]}" && task_run dice_gpu configs/shapes-seg.yaml gpu "${dice_sets[@]}"; then
+  task_band dice_cpu dice_gpu validation_mean_iou || failures+=(dice_band)
+fi
 # The switches not yet the default (docs/gpu.md): dltrain's batch-norm kernels with the exhaustive
 # convolution search, float32 and mixed precision, each in the CPU's band.
 DLT_CUDNN_ENGINES=exhaustive DLT_BN_KERNELS=dltrain train_run run_bnk gpu && { in_band run_bnk || failures+=(train_bnk_band); }
