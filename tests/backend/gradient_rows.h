@@ -16,9 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "backend/attention_op.h"
 #include "backend/depth_to_space_op.h"
 #include "backend/kernel_kinds.h"
 #include "backend/ops.h"
+#include "support/reference_attention.h"
 #include "support/reference_losses.h"
 #include "support/reference_ops.h"
 #include "support/tensor_utils.h"
@@ -279,6 +281,21 @@ inline GradientRow depth_to_space(std::string name, DepthToSpaceDesc d) {
       [d](const std::vector<Vec>&, const Vec& dy) { return std::vector<Vec>{ref::depth_to_space_backward(d, dy)}; }};
 }
 
+// Q and K in [-2, 2) (a softmax far from uniform).
+inline GradientRow attention(std::string name, AttentionDesc d) {
+  Rng rng(131);
+  Vec q = random_vec(d.q_numel(), rng, -2.0, 2.0), k = random_vec(d.k_numel(), rng, -2.0, 2.0);
+  return {"attention " + name,
+          AttentionDesc::kOp,
+          {q, k, random_vec(d.v_numel(), rng)},
+          [d](const std::vector<Vec>& in) { return ref::attention_forward(d, in[0], in[1], in[2]); },
+          [d](const std::vector<Vec>& in, const Vec& dy) {
+            Vec dq, dk, dv;
+            ref::attention_backward(d, in[0], in[1], in[2], dy, dq, dk, dv);
+            return std::vector<Vec>{dq, dk, dv};
+          }};
+}
+
 // A loss is one output, the mean loss: its backward scales the reference's gradient (with
 // respect to the outputs, or to the logits before the sigmoid or softmax) by dy[0].
 inline Vec scaled(Vec g, double s) {
@@ -411,6 +428,9 @@ inline std::vector<GradientRow> gradient_rows() {
   rows.push_back(unpool("2x2/2", u));
   rows.push_back(depth_to_space("DCR 2x3", {2, 3, 2, 12, 2, 3, false}));
   rows.push_back(depth_to_space("CRD 2", {2, 2, 3, 8, 2, 2, true}));
+  rows.push_back(attention("2 heads, 3 queries over 4 keys, key dim 3 value dim 2", {2, 2, 3, 4, 3, 2, false, 0.f}));
+  rows.push_back(attention("causal, 2 heads of 5 tokens", {1, 2, 5, 5, 3, 3, true, 0.f}));
+  rows.push_back(attention("causal, 4 queries over 2 keys, scale 0.7", {1, 1, 4, 2, 2, 3, true, 0.7f}));
   rows.push_back(regression_loss("mse 4x3", LossKind::kMse, 4, 3));
   rows.push_back(regression_loss("mae 4x3", LossKind::kMae, 4, 3));
   rows.push_back(regression_loss("huber delta 1, 5x4 (both sides)", LossKind::kHuber, 5, 4));

@@ -497,7 +497,9 @@ inline AgreementRow cross_entropy_row(std::string name, int64_t n, int64_t c, bo
 
 }  // namespace dlt::test
 
-// The light kernels' rows and the fused batch norm's (they use the checks above).
+// The light kernels' rows and the fused batch norm's, and the attention op's (they use the
+// checks above).
+#include "backend/attention_rows.h"
 #include "backend/kernel_rows.h"
 
 namespace dlt::test {
@@ -724,6 +726,7 @@ inline std::vector<AgreementRow> agreement_rows() {
   rows.push_back(layer_norm_row("spatial-channel 2 images of 5x4x6", layer_norm(2, 120, 6, 1e-5f)));
   rows.push_back(layer_norm_row("spatial-channel 3 images of 16x16x8", layer_norm(3, 2048, 8, 1e-5f)));
   rows.push_back(layer_norm_row("large epsilon 0.1, 20x16", layer_norm(20, 16, 16, 0.1f)));
+  for (AgreementRow& r : attention_rows()) rows.push_back(std::move(r));
   for (AgreementRow& r : kernel_rows()) rows.push_back(std::move(r));
   return rows;
 }

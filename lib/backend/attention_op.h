@@ -1,0 +1,98 @@
+// Scaled dot-product attention (MATLAB's selfAttentionLayer without its projections; PyTorch's
+// MultiheadAttention between its in- and out-projections) on already-projected queries, keys
+// and values. Token sequences are NHWC tensors (n, seq, 1, channels): MATLAB's SCB layout, the
+// same memory as (n, seq, channels). Heads are contiguous channel blocks: head h of Q is
+// channels [h * key_dim, (h + 1) * key_dim), as in PyTorch and MATLAB. Per image and head,
+//   S = scale * Q_h K_h^T (seq_q x seq_kv),  P = softmax over each row of S (masked entries -inf),
+//   O_h = P V_h (seq_q x value_dim),
+// with Q (n, seq_q, heads * key_dim), K (n, seq_kv, heads * key_dim), V (n, seq_kv,
+// heads * value_dim) and O (n, seq_q, heads * value_dim). causal masks key j for query i when
+// j > i (MATLAB's AttentionMask "causal"; PyTorch's is_causal, top-left aligned when
+// seq_q != seq_kv: every query sees key 0, so no row is empty).
+// The backward gives dQ, dK and dV from dO (written, not accumulated) and uses what the last
+// forward of the same op saved: the probabilities P (n * heads * seq_q * seq_kv floats), which
+// for ViT lengths (up to a few hundred tokens) is cheaper than recomputing Q K^T from the
+// softmax statistics. An op of the registry (op_registry.h): each backend registers its kernel
+// in its own file.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "tensor/tensor.h"
+#include "util/check.h"
+
+namespace dlt {
+
+class AttentionOp;
+
+struct AttentionDesc {
+  using Op = AttentionOp;
+  static constexpr const char* kOp = "attention";
+  int64_t n = 1;          // batch
+  int64_t heads = 1;      // number of heads
+  int64_t seq_q = 1;      // query tokens
+  int64_t seq_kv = 1;     // key and value tokens
+  int64_t key_dim = 1;    // per head (queries and keys)
+  int64_t value_dim = 1;  // per head (values and output)
+  bool causal = false;    // mask key j > query i
+  float scale = 0.f;      // 0: 1 / sqrt(key_dim)
+  float scale_or_default() const { return scale != 0.f ? scale : 1.f / std::sqrt(static_cast<float>(key_dim)); }
+  int64_t q_numel() const { return n * seq_q * heads * key_dim; }
+  int64_t k_numel() const { return n * seq_kv * heads * key_dim; }
+  int64_t v_numel() const { return n * seq_kv * heads * value_dim; }
+  int64_t o_numel() const { return n * seq_q * heads * value_dim; }
+  int64_t probs_numel() const { return n * heads * seq_q * seq_kv; }
+};
+
+// Tensors of the descriptor's sizes (any shape of that many values), on the op's device.
+class AttentionOp {
+ public:
+  virtual ~AttentionOp() = default;
+  // o from q, k, v; keeps the probabilities for backward.
+  void forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) {
+    check(q, desc_.q_numel(), "q");
+    check(k, desc_.k_numel(), "k");
+    check(v, desc_.v_numel(), "v");
+    check(o, desc_.o_numel(), "o");
+    do_forward(q, k, v, o);
+    forward_done_ = true;
+  }
+  // dq, dk, dv from dout (the gradient of o) and the inputs of the last forward.
+  void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, Tensor& dq, Tensor& dk,
+                Tensor& dv) {
+    DLT_CHECK(forward_done_, "attention: backward before any forward (it reads the forward's probabilities)");
+    check(q, desc_.q_numel(), "q");
+    check(k, desc_.k_numel(), "k");
+    check(v, desc_.v_numel(), "v");
+    check(dout, desc_.o_numel(), "dO");
+    check(dq, desc_.q_numel(), "dQ");
+    check(dk, desc_.k_numel(), "dK");
+    check(dv, desc_.v_numel(), "dV");
+    do_backward(q, k, v, dout, dq, dk, dv);
+  }
+  const AttentionDesc& desc() const { return desc_; }
+
+ protected:
+  AttentionOp(const AttentionDesc& d, Device device) : desc_(d), device_(device) {
+    DLT_CHECK(d.n >= 1 && d.heads >= 1 && d.seq_q >= 1 && d.seq_kv >= 1 && d.key_dim >= 1 && d.value_dim >= 1,
+              "attention: every size must be at least 1 (n " << d.n << ", heads " << d.heads << ", seq_q " << d.seq_q
+                                                             << ", seq_kv " << d.seq_kv << ", key_dim " << d.key_dim
+                                                             << ", value_dim " << d.value_dim << ")");
+    DLT_CHECK(std::isfinite(d.scale), "attention: scale " << d.scale << " is not finite");
+  }
+  virtual void do_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) = 0;
+  virtual void do_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, Tensor& dq,
+                           Tensor& dk, Tensor& dv) = 0;
+
+ private:
+  void check(const Tensor& t, int64_t numel, const char* what) const {
+    DLT_CHECK(t.defined() && t.device() == device_ && t.numel() == numel,
+              "attention: " << what << " must be " << numel << " values on " << device_.str() << " (got "
+                            << (t.defined() ? t.numel() : 0) << ")");
+  }
+  AttentionDesc desc_;
+  Device device_;
+  bool forward_done_ = false;
+};
+
+}  // namespace dlt

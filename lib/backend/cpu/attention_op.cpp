@@ -1,0 +1,169 @@
+// The CPU's attention (backend/attention_op.h) on oneDNN: every product is one batched matmul
+// over (n, heads) whose memory descriptors read the head blocks of the token tensors in place
+// (4-D views with strides: no reorders; oneDNN 2.6 runs them on its brgemm kernels), and the
+// softmax is oneDNN's, in place on the scores. The causal mask writes -inf above the diagonal
+// between the scores' product and the softmax.
+//   forward:  P = softmax(scale Q K^T)          O = P V
+//   backward: dV = P^T dO    dP = dO V^T    dS = softmax_backward(P, dP)
+//             dQ = scale dS K    dK = scale dS^T Q
+// The op keeps P (n * heads * seq_q * seq_kv floats) between forward and backward, and dP, dS
+// once a backward has run.
+#include <limits>
+#include <memory>
+
+#include "backend/attention_op.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/primitive_sets.h"
+
+namespace dlt::cpu {
+namespace {
+
+using dnnl::matmul;
+using dnnl::prop_kind;
+using dnnl::softmax_backward;
+using dnnl::softmax_forward;
+using Dims = memory::dims;
+
+// One batched product dst = scale * src x weights, with unbound memories.
+struct Product {
+  Product(const memory::desc& src_md, const memory::desc& wei_md, const memory::desc& dst_md, float scale,
+          const dnnl::engine& eng)
+      : pd(matmul::desc(src_md, wei_md, dst_md), attr(scale), eng), prim(pd) {
+    src = unbound(src_md, eng);
+    wei = unbound(wei_md, eng);
+    dst = unbound(dst_md, eng);
+  }
+  static dnnl::primitive_attr attr(float scale) {
+    dnnl::primitive_attr a = user_scratchpad_attr();
+    if (scale != 1.f) a.set_output_scales(0, {scale});
+    return a;
+  }
+  void run(dnnl::stream& s, const Scratchpad& pad, const dnnl::engine& eng, const float* a, const float* b, float* c) {
+    src.set_data_handle(const_cast<float*>(a));
+    wei.set_data_handle(const_cast<float*>(b));
+    dst.set_data_handle(c);
+    cpu::run(prim, s,
+             {{DNNL_ARG_SRC, src},
+              {DNNL_ARG_WEIGHTS, wei},
+              {DNNL_ARG_DST, dst},
+              {DNNL_ARG_SCRATCHPAD, pad.memory_for(pd.scratchpad_desc(), eng)}});
+  }
+  matmul::primitive_desc pd;
+  matmul prim;
+  memory src, wei, dst;
+};
+
+class CpuAttentionOp final : public AttentionOp, public ImplInfo {
+ public:
+  CpuAttentionOp(const AttentionDesc& d, DnnlContext& ctx)
+      : AttentionOp(d, Device::cpu()),
+        d_(d),
+        ctx_(ctx),
+        scale_(d.scale_or_default()),
+        scores_(product(tokens(d.seq_q, d.key_dim), tokens_t(d.seq_kv, d.key_dim), probs(), scale_)),
+        out_(product(probs(), tokens(d.seq_kv, d.value_dim), tokens(d.seq_q, d.value_dim), 1.f)),
+        dv_(product(probs_t(), tokens(d.seq_q, d.value_dim), tokens(d.seq_kv, d.value_dim), 1.f)),
+        dp_(product(tokens(d.seq_q, d.value_dim), tokens_t(d.seq_kv, d.value_dim), probs(), 1.f)),
+        dq_(product(probs(), tokens(d.seq_kv, d.key_dim), tokens(d.seq_q, d.key_dim), scale_)),
+        dk_(product(probs_t(), tokens(d.seq_q, d.key_dim), tokens(d.seq_kv, d.key_dim), scale_)),
+        softmax_({prop_kind::forward_training, rows_md(), 1}, {rows_md(), rows_md(), 1}, rows_md(), ctx.eng) {
+    for (const Product* p : {&*scores_, &*out_, &*dv_, &*dp_, &*dq_, &*dk_}) pad_.need(p->pd.scratchpad_desc());
+    pad_.allocate();
+    probs_ = host_buffer(static_cast<size_t>(d.probs_numel()) * sizeof(float));
+    ddst_ = unbound(rows_md(), ctx.eng);
+    softmax_.bwd_args = {{DNNL_ARG_DST, softmax_.dst},
+                         {DNNL_ARG_DIFF_DST, ddst_},
+                         {DNNL_ARG_DIFF_SRC, softmax_.src},
+                         {DNNL_ARG_SCRATCHPAD, softmax_.bwd_pad(ctx.eng)}};
+  }
+
+  std::string impl_info() const override {
+    return "scores=" + impl_of(scores_->pd) + " out=" + impl_of(out_->pd) + " dq=" + impl_of(dq_->pd) + " softmax " +
+           softmax_.impl_info();
+  }
+
+ protected:
+  void do_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) override {
+    float* p = probs_.data();
+    scores_->run(ctx_.strm, pad_, ctx_.eng, q.data(), k.data(), p);
+    if (d_.causal) mask(p);
+    softmax_.forward(ctx_.strm, probs_, probs_);
+    out_->run(ctx_.strm, pad_, ctx_.eng, p, v.data(), o.data());
+  }
+
+  void do_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, Tensor& dq, Tensor& dk,
+                   Tensor& dv) override {
+    if (!dp_buf_.defined()) {
+      dp_buf_ = host_buffer(static_cast<size_t>(d_.probs_numel()) * sizeof(float));
+      ds_buf_ = host_buffer(static_cast<size_t>(d_.probs_numel()) * sizeof(float));
+    }
+    const float* p = probs_.data();
+    dv_->run(ctx_.strm, pad_, ctx_.eng, p, dout.data(), dv.data());
+    dp_->run(ctx_.strm, pad_, ctx_.eng, dout.data(), v.data(), dp_buf_.data());
+    bind(softmax_.dst, probs_);
+    bind(ddst_, dp_buf_);
+    bind(softmax_.src, ds_buf_);
+    softmax_.backward(ctx_.strm);
+    dq_->run(ctx_.strm, pad_, ctx_.eng, ds_buf_.data(), k.data(), dq.data());
+    dk_->run(ctx_.strm, pad_, ctx_.eng, ds_buf_.data(), q.data(), dk.data());
+  }
+
+ private:
+  // (n, heads, seq, dim) read in place from a token tensor (n, seq, heads * dim), and its
+  // transpose (n, heads, dim, seq).
+  memory::desc tokens(int64_t seq, int64_t dim) const {
+    const int64_t c = d_.heads * dim;
+    return memory::desc(Dims{d_.n, d_.heads, seq, dim}, kF32, Dims{seq * c, dim, c, 1});
+  }
+  memory::desc tokens_t(int64_t seq, int64_t dim) const {
+    const int64_t c = d_.heads * dim;
+    return memory::desc(Dims{d_.n, d_.heads, dim, seq}, kF32, Dims{seq * c, dim, 1, c});
+  }
+  // The probabilities (n, heads, seq_q, seq_kv), dense, and their transpose.
+  memory::desc probs() const {
+    return memory::desc(Dims{d_.n, d_.heads, d_.seq_q, d_.seq_kv}, kF32, memory::format_tag::abcd);
+  }
+  memory::desc probs_t() const {
+    const int64_t plane = d_.seq_q * d_.seq_kv;
+    return memory::desc(Dims{d_.n, d_.heads, d_.seq_kv, d_.seq_q}, kF32, Dims{d_.heads * plane, plane, 1, d_.seq_kv});
+  }
+  // The probabilities as softmax rows (n * heads * seq_q, seq_kv).
+  memory::desc rows_md() const { return nc_md(d_.n * d_.heads * d_.seq_q, d_.seq_kv); }
+  std::unique_ptr<Product> product(const memory::desc& a, const memory::desc& b, const memory::desc& c,
+                                   float scale) const {
+    return std::make_unique<Product>(a, b, c, scale, ctx_.eng);
+  }
+
+  // -inf at key j > query i in every row block.
+  void mask(float* s) const {
+    const int64_t rows = d_.n * d_.heads * d_.seq_q, kv = d_.seq_kv;
+    const float inf = std::numeric_limits<float>::infinity();
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t i = r % d_.seq_q;
+      for (int64_t j = i + 1; j < kv; ++j) s[r * kv + j] = -inf;
+    }
+  }
+
+  AttentionDesc d_;
+  DnnlContext& ctx_;
+  float scale_;
+  std::unique_ptr<Product> scores_, out_, dv_, dp_, dq_, dk_;
+  PrimitivePair<softmax_forward, softmax_backward> softmax_;  // src S / dS, dst P
+  memory ddst_;                                               // dP
+  Scratchpad pad_;                                            // the products' (the softmax has its own)
+  Tensor probs_, dp_buf_, ds_buf_;
+};
+
+std::unique_ptr<AttentionOp> make(Backend& b, const AttentionDesc& d) {
+  return guarded("attention", [&]() -> std::unique_ptr<AttentionOp> {
+    return std::make_unique<CpuAttentionOp>(d, dnnl_context(b));
+  });
+}
+
+}  // namespace
+
+DLT_REGISTER_OP(AttentionDesc, DeviceType::kCpu, "onednn", 0, make, nullptr);
+
+}  // namespace dlt::cpu

@@ -1,0 +1,59 @@
+// Agreement rows of the attention op (backend/attention_op.h): forward and backward on random
+// token tensors against the double reference (support/reference_attention.h). Part of
+// agreement_rows() (op_agreement.h).
+#pragma once
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "backend/attention_op.h"
+#include "backend/backend.h"
+#include "support/reference_attention.h"
+#include "support/tensor_utils.h"
+
+namespace dlt::test {
+namespace agreement {
+
+// Q and K in [-2, 2) so that the softmax is far from uniform; O, dQ, dK and dV each checked.
+inline AgreementRow attention_row(std::string name, AttentionDesc d) {
+  return {"attention " + name, {AttentionDesc::kOp}, [d](Backend& be, double tol) {
+            Rng rng(61);
+            const Vec q = random_vec(d.q_numel(), rng, -2.0, 2.0), k = random_vec(d.k_numel(), rng, -2.0, 2.0);
+            const Vec v = random_vec(d.v_numel(), rng), dout = random_vec(d.o_numel(), rng);
+            const Device dev = be.device();
+            const Shape qs{d.n, d.seq_q, 1, d.heads * d.key_dim}, ks{d.n, d.seq_kv, 1, d.heads * d.key_dim};
+            const Shape vs{d.n, d.seq_kv, 1, d.heads * d.value_dim}, os{d.n, d.seq_q, 1, d.heads * d.value_dim};
+            Tensor tq = to_tensor(q, qs, dev), tk = to_tensor(k, ks, dev), tv = to_tensor(v, vs, dev);
+            Tensor to(os, dev), tdq(qs, dev), tdk(ks, dev), tdv(vs, dev);
+            auto op = be.make(d);
+            op->forward(tq, tk, tv, to);
+            check_close("forward", to, ref::attention_forward(d, q, k, v), tol);
+            be.fill(tdq, 123.f);  // must be overwritten, not accumulated
+            be.fill(tdk, 123.f);
+            be.fill(tdv, 123.f);
+            op->backward(tq, tk, tv, to_tensor(dout, os, dev), tdq, tdk, tdv);
+            Vec dq, dk, dv;
+            ref::attention_backward(d, q, k, v, dout, dq, dk, dv);
+            check_close("backward dQ", tdq, dq, tol);
+            check_close("backward dK", tdk, dk, tol);
+            check_close("backward dV", tdv, dv, tol);
+          }};
+}
+
+// {n, heads, seq_q, seq_kv, key_dim, value_dim, causal, scale}
+inline std::vector<AgreementRow> attention_rows() {
+  std::vector<AgreementRow> rows;
+  rows.push_back(attention_row("one head, 2 images of 7 tokens, dim 8", {2, 1, 7, 7, 8, 8, false, 0.f}));
+  rows.push_back(attention_row("3 heads, one token", {2, 3, 1, 1, 16, 16, false, 0.f}));
+  rows.push_back(
+      attention_row("4 heads, 5 queries over 9 keys, key dim 6 value dim 10", {2, 4, 5, 9, 6, 10, false, 0.f}));
+  rows.push_back(attention_row("causal, 2 heads of 65 tokens", {2, 2, 65, 65, 16, 16, true, 0.f}));
+  rows.push_back(attention_row("causal, 7 queries over 4 keys (top-left)", {2, 2, 7, 4, 8, 5, true, 0.f}));
+  rows.push_back(attention_row("causal, 3 queries over 8 keys, scale 0.3", {1, 3, 3, 8, 4, 4, true, 0.3f}));
+  rows.push_back(attention_row("ViT-Tiny: 3 heads of 197 tokens, dim 64", {1, 3, 197, 197, 64, 64, false, 0.f}));
+  return rows;
+}
+
+}  // namespace agreement
+}  // namespace dlt::test

@@ -1,0 +1,96 @@
+// Reference attention (reference_attention.h): one (image, head) pair at a time, in double.
+#include "support/reference_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
+namespace dlt::ref {
+
+namespace {
+
+// Element (b, t, h, c) of a token tensor (b, seq, heads * dim).
+size_t at(const AttentionDesc& d, int64_t seq, int64_t dim, int64_t b, int64_t t, int64_t h, int64_t c) {
+  return static_cast<size_t>(((b * seq + t) * d.heads + h) * dim + c);
+}
+size_t prob_at(const AttentionDesc& d, int64_t b, int64_t h, int64_t i, int64_t j) {
+  return static_cast<size_t>(((b * d.heads + h) * d.seq_q + i) * d.seq_kv + j);
+}
+bool masked(const AttentionDesc& d, int64_t i, int64_t j) { return d.causal && j > i; }
+
+}  // namespace
+
+Vec attention_probs(const AttentionDesc& d, const Vec& q, const Vec& k) {
+  const double scale = d.scale != 0.f ? d.scale : 1.0 / std::sqrt(static_cast<double>(d.key_dim));
+  Vec p(static_cast<size_t>(d.probs_numel()), 0.0);
+  for (int64_t b = 0; b < d.n; ++b)
+    for (int64_t h = 0; h < d.heads; ++h)
+      for (int64_t i = 0; i < d.seq_q; ++i) {
+        double m = -INFINITY;
+        for (int64_t j = 0; j < d.seq_kv; ++j) {
+          if (masked(d, i, j)) continue;
+          double s = 0;
+          for (int64_t c = 0; c < d.key_dim; ++c)
+            s += q[at(d, d.seq_q, d.key_dim, b, i, h, c)] * k[at(d, d.seq_kv, d.key_dim, b, j, h, c)];
+          p[prob_at(d, b, h, i, j)] = s * scale;
+          m = std::max(m, s * scale);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < d.seq_kv; ++j)
+          if (!masked(d, i, j)) sum += p[prob_at(d, b, h, i, j)] = std::exp(p[prob_at(d, b, h, i, j)] - m);
+        for (int64_t j = 0; j < d.seq_kv; ++j) p[prob_at(d, b, h, i, j)] /= sum;
+      }
+  return p;
+}
+
+Vec attention_forward(const AttentionDesc& d, const Vec& q, const Vec& k, const Vec& v) {
+  const Vec p = attention_probs(d, q, k);
+  Vec o(static_cast<size_t>(d.o_numel()), 0.0);
+  for (int64_t b = 0; b < d.n; ++b)
+    for (int64_t h = 0; h < d.heads; ++h)
+      for (int64_t i = 0; i < d.seq_q; ++i)
+        for (int64_t c = 0; c < d.value_dim; ++c) {
+          double s = 0;
+          for (int64_t j = 0; j < d.seq_kv; ++j)
+            s += p[prob_at(d, b, h, i, j)] * v[at(d, d.seq_kv, d.value_dim, b, j, h, c)];
+          o[at(d, d.seq_q, d.value_dim, b, i, h, c)] = s;
+        }
+  return o;
+}
+
+void attention_backward(const AttentionDesc& d, const Vec& q, const Vec& k, const Vec& v, const Vec& dout, Vec& dq,
+                        Vec& dk, Vec& dv) {
+  const double scale = d.scale != 0.f ? d.scale : 1.0 / std::sqrt(static_cast<double>(d.key_dim));
+  const Vec p = attention_probs(d, q, k);
+  dq.assign(q.size(), 0.0);
+  dk.assign(k.size(), 0.0);
+  dv.assign(v.size(), 0.0);
+  Vec dp(static_cast<size_t>(d.seq_kv));
+  for (int64_t b = 0; b < d.n; ++b)
+    for (int64_t h = 0; h < d.heads; ++h)
+      for (int64_t i = 0; i < d.seq_q; ++i) {
+        // dP_ij = <dO_i, V_j>; dV_j += P_ij dO_i.
+        for (int64_t j = 0; j < d.seq_kv; ++j) {
+          const double pij = p[prob_at(d, b, h, i, j)];
+          double s = 0;
+          for (int64_t c = 0; c < d.value_dim; ++c) {
+            const double g = dout[at(d, d.seq_q, d.value_dim, b, i, h, c)];
+            s += g * v[at(d, d.seq_kv, d.value_dim, b, j, h, c)];
+            dv[at(d, d.seq_kv, d.value_dim, b, j, h, c)] += pij * g;
+          }
+          dp[static_cast<size_t>(j)] = s;
+        }
+        // dS_ij = P_ij (dP_ij - sum_l P_il dP_il); the scores are scale * <Q_i, K_j>.
+        double row = 0;
+        for (int64_t j = 0; j < d.seq_kv; ++j) row += p[prob_at(d, b, h, i, j)] * dp[static_cast<size_t>(j)];
+        for (int64_t j = 0; j < d.seq_kv; ++j) {
+          const double ds = p[prob_at(d, b, h, i, j)] * (dp[static_cast<size_t>(j)] - row) * scale;
+          for (int64_t c = 0; c < d.key_dim; ++c) {
+            dq[at(d, d.seq_q, d.key_dim, b, i, h, c)] += ds * k[at(d, d.seq_kv, d.key_dim, b, j, h, c)];
+            dk[at(d, d.seq_kv, d.key_dim, b, j, h, c)] += ds * q[at(d, d.seq_q, d.key_dim, b, i, h, c)];
+          }
+        }
+      }
+}
+
+}  // namespace dlt::ref

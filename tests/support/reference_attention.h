@@ -1,0 +1,21 @@
+// The double-precision reference of the attention op (backend/attention_op.h): per image and
+// head, softmax(scale Q K^T, masked) V written out with plain loops, and its backward through
+// the softmax. Q, K, V, O are token tensors (n, seq, heads * dim), heads as channel blocks.
+#pragma once
+#include <vector>
+
+#include "backend/attention_op.h"
+
+namespace dlt::ref {
+
+using Vec = std::vector<double>;
+
+// The probabilities (n, heads, seq_q, seq_kv): softmax over each row of the masked scores.
+Vec attention_probs(const AttentionDesc& d, const Vec& q, const Vec& k);
+// O (n, seq_q, heads * value_dim).
+Vec attention_forward(const AttentionDesc& d, const Vec& q, const Vec& k, const Vec& v);
+// dQ, dK, dV from dO (written, not accumulated).
+void attention_backward(const AttentionDesc& d, const Vec& q, const Vec& k, const Vec& v, const Vec& dout, Vec& dq,
+                        Vec& dk, Vec& dv);
+
+}  // namespace dlt::ref
