@@ -1,0 +1,157 @@
+// The CUDA attention (backend/attention_op.h): the heads moved to head-major (n, heads, seq,
+// dim) copies (cuda_attention_kernels.cu), every product one cuBLAS strided-batched GEMM over
+// n * heads, cuDNN's softmax (ACCURATE, MODE_INSTANCE) over the score rows, the causal mask a
+// kernel of its own between the scores' product and the softmax.
+//   forward:  P = softmax(scale Q K^T)          O = P V
+//   backward: dV = P^T dO    dP = dO V^T    dS = softmax_backward(P, dP)
+//             dQ = scale dS K    dK = scale dS^T Q
+// The op keeps P (n * heads * seq_q * seq_kv floats) between forward and backward; the
+// head-major copies, the scores and dP, dS live in the device's shared workspace for one call.
+// FP32 compute (CUBLAS_COMPUTE_32F) unless AllowTF32.
+//
+// Row-major products on cuBLAS (column-major): a row-major (r, c) matrix is the column-major
+// (c, r) one, so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T: the operands swap, the
+// transpose flags stay (rm_gemm below).
+#include <cuda_runtime.h>
+
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/attention_op.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_op_util.h"
+
+namespace dlt::cuda {
+
+// cuda_attention_kernels.cu
+void attention_heads(const float* from, float* to, int64_t n, int64_t seq, int64_t heads, int64_t dim, bool split,
+                     cudaStream_t stream);
+void attention_causal_mask(float* scores, int64_t rows, int64_t seq_q, int64_t seq_kv, cudaStream_t stream);
+
+namespace {
+
+class CudaAttentionOp final : public AttentionOp {
+ public:
+  CudaAttentionOp(const AttentionDesc& d, CudaContext& ctx, const BackendOptions& options)
+      : AttentionOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx), scale_(d.scale_or_default()) {
+    const std::string name = "attention (" + std::to_string(d.n) + " x " + std::to_string(d.heads) + " heads, " +
+                             std::to_string(d.seq_q) + " x " + std::to_string(d.seq_kv) + " tokens)";
+    batch_ = to_int(d.n * d.heads, name, "N x heads");
+    sq_ = to_int(d.seq_q, name, "query tokens");
+    skv_ = to_int(d.seq_kv, name, "key tokens");
+    dk_ = to_int(d.key_dim, name, "key dimension");
+    dv_ = to_int(d.value_dim, name, "value dimension");
+    for (int64_t numel : {d.q_numel(), d.k_numel(), d.v_numel(), d.o_numel(), d.probs_numel()})
+      to_int(numel, name, "tensor size");
+    const int rows = to_int(d.n * d.heads * d.seq_q, name, "score rows");
+    DLT_CUDNN(cudnnSetTensor4dDescriptor(rows_desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, rows, skv_, 1, 1));
+    compute_ = tf32_allowed(options) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    probs_ = device_floats(d.probs_numel(), ctx);
+  }
+
+ protected:
+  void do_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) override {
+    Carve w(ctx_, {d_.q_numel(), d_.k_numel(), d_.v_numel(), d_.probs_numel(), d_.o_numel()});
+    float *qh = w[0], *kh = w[1], *vh = w[2], *s = w[3], *oh = w[4];
+    split(q, qh, d_.seq_q, d_.key_dim);
+    split(k, kh, d_.seq_kv, d_.key_dim);
+    split(v, vh, d_.seq_kv, d_.value_dim);
+    const int64_t plane = d_.seq_q * d_.seq_kv;
+    // S (sq, skv) = scale Q (sq, dk) K^T
+    rm_gemm(false, true, sq_, skv_, dk_, scale_, qh, dk_, d_.seq_q * d_.key_dim, kh, dk_, d_.seq_kv * d_.key_dim, s,
+            skv_, plane);
+    if (d_.causal) attention_causal_mask(s, d_.n * d_.heads * d_.seq_q, d_.seq_q, d_.seq_kv, ctx_.stream);
+    const float one = 1.f, zero = 0.f;
+    DLT_CUDNN(cudnnSoftmaxForward(ctx_.cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, rows_desc_, s,
+                                  &zero, rows_desc_, probs_.data()));
+    // O (sq, dv) = P (sq, skv) V (skv, dv)
+    rm_gemm(false, false, sq_, dv_, skv_, 1.f, probs_.data(), skv_, plane, vh, dv_, d_.seq_kv * d_.value_dim, oh, dv_,
+            d_.seq_q * d_.value_dim);
+    merge(oh, o, d_.seq_q, d_.value_dim);
+  }
+
+  void do_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, Tensor& dq, Tensor& dk,
+                   Tensor& dv) override {
+    Carve w(ctx_, {d_.q_numel(), d_.k_numel(), d_.v_numel(), d_.o_numel(), d_.probs_numel(), d_.probs_numel(),
+                   d_.q_numel(), d_.k_numel(), d_.v_numel()});
+    float *qh = w[0], *kh = w[1], *vh = w[2], *doh = w[3], *dp = w[4], *ds = w[5], *dqh = w[6], *dkh = w[7],
+          *dvh = w[8];
+    split(q, qh, d_.seq_q, d_.key_dim);
+    split(k, kh, d_.seq_kv, d_.key_dim);
+    split(v, vh, d_.seq_kv, d_.value_dim);
+    split(dout, doh, d_.seq_q, d_.value_dim);
+    const int64_t plane = d_.seq_q * d_.seq_kv, qs = d_.seq_q * d_.key_dim, ks = d_.seq_kv * d_.key_dim;
+    const int64_t vs = d_.seq_kv * d_.value_dim, os = d_.seq_q * d_.value_dim;
+    const float* p = probs_.data();
+    // dV (skv, dv) = P^T dO (sq, dv)
+    rm_gemm(true, false, skv_, dv_, sq_, 1.f, p, skv_, plane, doh, dv_, os, dvh, dv_, vs);
+    // dP (sq, skv) = dO (sq, dv) V^T
+    rm_gemm(false, true, sq_, skv_, dv_, 1.f, doh, dv_, os, vh, dv_, vs, dp, skv_, plane);
+    const float one = 1.f, zero = 0.f;
+    DLT_CUDNN(cudnnSoftmaxBackward(ctx_.cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, rows_desc_, p,
+                                   rows_desc_, dp, &zero, rows_desc_, ds));
+    // dQ (sq, dk) = scale dS (sq, skv) K (skv, dk);  dK (skv, dk) = scale dS^T Q (sq, dk)
+    rm_gemm(false, false, sq_, dk_, skv_, scale_, ds, skv_, plane, kh, dk_, ks, dqh, dk_, qs);
+    rm_gemm(true, false, skv_, dk_, sq_, scale_, ds, skv_, plane, qh, dk_, qs, dkh, dk_, ks);
+    merge(dqh, dq, d_.seq_q, d_.key_dim);
+    merge(dkh, dk, d_.seq_kv, d_.key_dim);
+    merge(dvh, dv, d_.seq_kv, d_.value_dim);
+  }
+
+ private:
+  // Float buffers of the given sizes carved out of the device's shared workspace.
+  class Carve {
+   public:
+    Carve(CudaContext& ctx, std::initializer_list<int64_t> counts) {
+      size_t bytes = 0;
+      for (int64_t c : counts) bytes += aligned_bytes(static_cast<size_t>(c) * sizeof(float));
+      char* base = static_cast<char*>(ctx.workspace(bytes));
+      for (int64_t c : counts) {
+        ptrs_.push_back(reinterpret_cast<float*>(base));
+        base += aligned_bytes(static_cast<size_t>(c) * sizeof(float));
+      }
+    }
+    float* operator[](size_t i) const { return ptrs_[i]; }
+
+   private:
+    std::vector<float*> ptrs_;
+  };
+
+  void split(const Tensor& t, float* to, int64_t seq, int64_t dim) {
+    attention_heads(t.data(), to, d_.n, seq, d_.heads, dim, true, ctx_.stream);
+  }
+  void merge(const float* from, Tensor& t, int64_t seq, int64_t dim) {
+    attention_heads(from, t.data(), d_.n, seq, d_.heads, dim, false, ctx_.stream);
+  }
+
+  // Row-major, batched over n * heads: C (m, n) = alpha op(A) op(B), op(A) (m, k), op(B) (k, n);
+  // lda, ldb, ldc the stored rows' lengths, sa, sb, sc the strides between batch entries.
+  void rm_gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, int64_t sa, const float* b,
+               int ldb, int64_t sb, float* c, int ldc, int64_t sc) {
+    const float beta = 0.f;
+    DLT_CUBLAS(cublasGemmStridedBatchedEx(ctx_.cublas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                          n, m, k, &alpha, b, CUDA_R_32F, ldb, sb, a, CUDA_R_32F, lda, sa, &beta, c,
+                                          CUDA_R_32F, ldc, sc, batch_, compute_, CUBLAS_GEMM_DEFAULT));
+  }
+
+  AttentionDesc d_;
+  CudaContext& ctx_;
+  float scale_;
+  int batch_ = 0, sq_ = 0, skv_ = 0, dk_ = 0, dv_ = 0;
+  cublasComputeType_t compute_ = CUBLAS_COMPUTE_32F;
+  TensorDesc rows_desc_;  // (n * heads * seq_q, seq_kv, 1, 1): the softmax rows
+  Tensor probs_;          // P (n, heads, seq_q, seq_kv), kept for backward
+};
+
+std::unique_ptr<AttentionOp> make(Backend& b, const AttentionDesc& d) {
+  cuda_backend_of(b).enter();
+  return std::make_unique<CudaAttentionOp>(d, cuda_context(b), b.options());
+}
+
+}  // namespace
+
+DLT_REGISTER_OP(AttentionDesc, DeviceType::kCuda, "cublas", 0, make, nullptr);
+
+}  // namespace dlt::cuda
