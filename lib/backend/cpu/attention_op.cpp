@@ -6,8 +6,8 @@
 //   forward:  P = softmax(scale Q K^T)          O = P V
 //   backward: dV = P^T dO    dP = dO V^T    dS = softmax_backward(P, dP)
 //             dQ = scale dS K    dK = scale dS^T Q
-// The op keeps P (n * heads * seq_q * seq_kv floats) between forward and backward, and dP, dS
-// once a backward has run.
+// The op keeps P (n * heads * seq_q * seq_kv floats) between forward and backward, and as many
+// for dP once a backward has run (the softmax backward overwrites dP with dS in place).
 #include <limits>
 #include <memory>
 
@@ -94,19 +94,16 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
 
   void do_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, Tensor& dq, Tensor& dk,
                    Tensor& dv) override {
-    if (!dp_buf_.defined()) {
-      dp_buf_ = host_buffer(static_cast<size_t>(d_.probs_numel()) * sizeof(float));
-      ds_buf_ = host_buffer(static_cast<size_t>(d_.probs_numel()) * sizeof(float));
-    }
+    if (!dp_buf_.defined()) dp_buf_ = host_buffer(static_cast<size_t>(d_.probs_numel()) * sizeof(float));
     const float* p = probs_.data();
     dv_->run(ctx_.strm, pad_, ctx_.eng, p, dout.data(), dv.data());
     dp_->run(ctx_.strm, pad_, ctx_.eng, dout.data(), v.data(), dp_buf_.data());
     bind(softmax_.dst, probs_);
     bind(ddst_, dp_buf_);
-    bind(softmax_.src, ds_buf_);
+    bind(softmax_.src, dp_buf_);  // dS over dP
     softmax_.backward(ctx_.strm);
-    dq_->run(ctx_.strm, pad_, ctx_.eng, ds_buf_.data(), k.data(), dq.data());
-    dk_->run(ctx_.strm, pad_, ctx_.eng, ds_buf_.data(), q.data(), dk.data());
+    dq_->run(ctx_.strm, pad_, ctx_.eng, dp_buf_.data(), k.data(), dq.data());
+    dk_->run(ctx_.strm, pad_, ctx_.eng, dp_buf_.data(), q.data(), dk.data());
   }
 
  private:
@@ -153,7 +150,7 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
   PrimitivePair<softmax_forward, softmax_backward> softmax_;  // src S / dS, dst P
   memory ddst_;                                               // dP
   Scratchpad pad_;                                            // the products' (the softmax has its own)
-  Tensor probs_, dp_buf_, ds_buf_;
+  Tensor probs_, dp_buf_;                                     // P; dP, then dS
 };
 
 std::unique_ptr<AttentionOp> make(Backend& b, const AttentionDesc& d) {
