@@ -507,7 +507,7 @@ float adam_correction(float b, int64_t t) { return 1.f / (1.f - static_cast<floa
 StepScalars StepScalars::at_step(const UpdateRule& rule, float lr, int64_t t) {
   StepScalars k;
   k.lr.value = lr;
-  if (rule.solver == Solver::kAdam) {
+  if (adam_family(rule.solver)) {
     DLT_CHECK(t >= 1, "adam_update: step " << t << " must start at 1");
     k.c1.value = adam_correction(rule.b1, t);
     k.c2.value = adam_correction(rule.b2, t);
@@ -517,9 +517,10 @@ StepScalars StepScalars::at_step(const UpdateRule& rule, float lr, int64_t t) {
 
 void Backend::optimizer_update(const UpdateRule& rule, const StepScalars& k, Tensor& w, const Tensor& g, Tensor& m,
                                Tensor& s) {
-  const char* op = rule.solver == Solver::kSgdm   ? "sgdm_update"
-                   : rule.solver == Solver::kAdam ? "adam_update"
-                                                  : "rmsprop_update";
+  const char* op = rule.solver == Solver::kSgdm    ? "sgdm_update"
+                   : rule.solver == Solver::kAdam  ? "adam_update"
+                   : rule.solver == Solver::kAdamW ? "adamw_update"
+                                                   : "rmsprop_update";
   const bool uses_m = rule.solver != Solver::kRmsprop, uses_s = rule.solver != Solver::kSgdm;
   same_numel(w, g, op);
   if (uses_m) same_numel(w, m, op);
@@ -535,7 +536,7 @@ void Backend::optimizer_update(const UpdateRule& rule, const StepScalars& k, Ten
     return ScalarArg{0.f, v.in->data() + v.index};
   };
   UpdateScalars u{resolve(k.lr), ScalarArg{1.f, nullptr}, ScalarArg{1.f, nullptr}};
-  if (rule.solver == Solver::kAdam) {
+  if (adam_family(rule.solver)) {
     u.c1 = resolve(k.c1);
     u.c2 = resolve(k.c2);
   }

@@ -30,9 +30,10 @@ class AsyncDevice;
 struct UpdateRule {
   Solver solver = Solver::kSgdm;
   float momentum = 0.9f;         // sgdm
-  float b1 = 0.9f, b2 = 0.999f;  // adam: b1 and b2; rmsprop: b2
-  float eps = 1e-8f;             // adam, rmsprop
+  float b1 = 0.9f, b2 = 0.999f;  // adam, adamw: b1 and b2; rmsprop: b2
+  float eps = 1e-8f;             // adam, adamw, rmsprop
   float l2 = 0.f;                // L2 regularization (with the parameter's factor)
+  float wd = 0.f;                // adamw: decoupled weight decay (with the parameter's L2 factor)
 };
 
 // A number that changes from step to step: by value, or read by the device from element
@@ -234,8 +235,8 @@ class Backend {
                               int64_t* counted = nullptr);
 
   // ---- optimizers ----
-  // One update of w by g (UpdateRule's formulas). m is sgdm's velocity or Adam's first
-  // moment, s Adam's or RMSProp's second moment; each solver reads only its own (the other may
+  // One update of w by g (UpdateRule's formulas, solver.h). m is sgdm's velocity or Adam's first
+  // moment (adam, adamw), s Adam's or RMSProp's second moment; each solver reads only its own (the other may
   // be undefined). All of equal numel, on this device.
   void optimizer_update(const UpdateRule& rule, const StepScalars& k, Tensor& w, const Tensor& g, Tensor& m, Tensor& s);
 

@@ -21,17 +21,21 @@ struct SolverOption {
 const std::vector<SolverOption>& solver_options() {
   static const std::vector<SolverOption> v = {
       {"Momentum", {Solver::kSgdm}},
-      {"GradientDecayFactor", {Solver::kAdam}},
-      {"SquaredGradientDecayFactor", {Solver::kAdam, Solver::kRmsprop}},
-      {"Epsilon", {Solver::kAdam, Solver::kRmsprop}},
+      {"GradientDecayFactor", {Solver::kAdam, Solver::kAdamW}},
+      {"SquaredGradientDecayFactor", {Solver::kAdam, Solver::kRmsprop, Solver::kAdamW}},
+      {"Epsilon", {Solver::kAdam, Solver::kRmsprop, Solver::kAdamW}},
+      {"WeightDecay", {Solver::kAdamW}},
   };
   return v;
 }
 
+// "sgdm", "adam and adamw", "adam, rmsprop and adamw".
 std::string solver_list(const std::vector<Solver>& solvers) {
   std::vector<std::string> names;
   for (Solver s : solvers) names.push_back(to_string(s));
-  return join(names, " and ");
+  const std::string last = names.back();
+  names.pop_back();
+  return names.empty() ? last : join(names, ", ") + " and " + last;
 }
 
 // Whether the schedule list has a named piecewise entry (the one that reads LearnRateDrop*).

@@ -94,7 +94,7 @@ enum class ResponseNormalization { kNone, kZscore };
 // The words of each choice, in the enum's order: read (any case), written and listed in errors.
 template <>
 struct ChoiceNames<Solver> {
-  static constexpr std::array<std::string_view, 3> names = {"sgdm", "adam", "rmsprop"};
+  static constexpr std::array<std::string_view, 4> names = {"sgdm", "adam", "rmsprop", "adamw"};
 };
 template <>
 struct ChoiceNames<GradientThresholdMethod> {
@@ -174,7 +174,7 @@ struct ChoiceNames<Cache> {
 // trainingOptions(...)
 struct TrainingOptions {
   Solver solver = Solver::kSgdm;
-  double initial_learn_rate = 0.01;  // MATLAB: 0.01 for sgdm, 0.001 for adam/rmsprop
+  double initial_learn_rate = 0.01;  // MATLAB: 0.01 for sgdm, 0.001 for adam/rmsprop (and adamw)
   bool initial_learn_rate_set = false;
   // LearnRateSchedule: empty is none; several run in sequence, each starting where the previous
   // one's NumSteps end (MATLAB's cell array {warmupLearnRate, cosineLearnRate}).
@@ -182,11 +182,15 @@ struct TrainingOptions {
   double learn_rate_drop_factor = 0.1;
   int64_t learn_rate_drop_period = 10;
   double momentum = 0.9;
-  double gradient_decay_factor = 0.9;            // adam beta1
-  double squared_gradient_decay_factor = 0.999;  // adam 0.999, rmsprop 0.9 (set at resolve)
+  double gradient_decay_factor = 0.9;            // adam and adamw beta1
+  double squared_gradient_decay_factor = 0.999;  // adam and adamw 0.999, rmsprop 0.9 (set at resolve)
   bool squared_gradient_decay_factor_set = false;
   double epsilon = 1e-8;
-  double l2_regularization = 1e-4;
+  double l2_regularization = 1e-4;  // added to the gradient; adamw: 0 unless set (set at resolve)
+  bool l2_regularization_set = false;
+  // WeightDecay (dltrain's, adamw only): decoupled decay w *= 1 - lr * WeightDecay * L2 factor
+  // before each step, PyTorch's AdamW weight_decay and default.
+  double weight_decay = 0.01;
   double gradient_threshold = -1;  // <= 0 or inf: off
   GradientThresholdMethod gradient_threshold_method = GradientThresholdMethod::kL2Norm;
   int64_t max_epochs = 30;
@@ -246,10 +250,12 @@ struct TrainingOptions {
   double communication_timeout = 60;     // CommunicationTimeout (DLT_COMM_TIMEOUT), seconds
   bool communication_timing = false;     // CommunicationTiming (DLT_COMM_TIMING)
 
-  // MATLAB's solver-dependent defaults, applied after reading.
+  // MATLAB's solver-dependent defaults, applied after reading; adamw's are PyTorch's AdamW
+  // (its decay is WeightDecay, so no L2 term by default).
   void resolve_defaults() {
     if (!initial_learn_rate_set) initial_learn_rate = solver == Solver::kSgdm ? 0.01 : 0.001;
     if (!squared_gradient_decay_factor_set) squared_gradient_decay_factor = solver == Solver::kRmsprop ? 0.9 : 0.999;
+    if (!l2_regularization_set && solver == Solver::kAdamW) l2_regularization = 0;
   }
 };
 
@@ -291,7 +297,7 @@ struct DataOptions {
   std::vector<std::vector<std::vector<int64_t>>> label_ids;
   bool segmentation() const { return !train_labels.empty(); }
   bool table() const { return is_table_path(train); }  // regression or multi-label (data/table.h)
-  double validation_split = 0;  // splitEachLabel fraction for validation when no folder given
+  double validation_split = 0;                         // splitEachLabel fraction for validation when no folder given
   bool include_subfolders = true;
   LabelSource label_source = LabelSource::kFolderNames;
   std::vector<std::string> file_extensions;  // empty: every format stb_image reads

@@ -19,8 +19,9 @@ void write_training(YAML::Emitter& e, const TrainingOptions& opts);
 void read_training_value(const std::string& option, const std::string& text, TrainingOptions& out,
                          const std::function<void(const std::string& expect, const std::string& hint)>& fail);
 std::vector<std::string> training_keys();
-// Whether `solver` reads the training option (Momentum: sgdm; GradientDecayFactor: adam;
-// SquaredGradientDecayFactor, Epsilon: adam and rmsprop; every other option: all of them).
+// Whether `solver` reads the training option (Momentum: sgdm; GradientDecayFactor: adam and
+// adamw; SquaredGradientDecayFactor, Epsilon: adam, rmsprop and adamw; WeightDecay: adamw;
+// every other option: all of them).
 bool solver_reads(const std::string& option, Solver solver);
 // The training options written in `training` (the file and --set) that the run would not use
 // (config/option_checks.cpp): throws ConfigError for an option of another solver and for

@@ -146,9 +146,17 @@ const std::vector<FieldDef<TO>>& fields() {
     v.push_back(sq);
     v.push_back(double_field<TO>(
         "Epsilon", 0, true, kInf, true, "a positive number", [](auto& o) -> auto& { return o.epsilon; }));
-    v.push_back(double_field<TO>(
+    auto l2 = double_field<TO>(
         "L2Regularization", 0, false, kInf, true, "a number >= 0",
-        [](auto& o) -> auto& { return o.l2_regularization; }));
+        [](auto& o) -> auto& { return o.l2_regularization; });
+    auto l2_read = l2.read;
+    l2.read = [l2_read](const ValueCtx& c, TO& o) {
+      l2_read(c, o);
+      o.l2_regularization_set = true;
+    };
+    v.push_back(l2);
+    v.push_back(double_field<TO>(
+        "WeightDecay", 0, false, kInf, true, "a number >= 0", [](auto& o) -> auto& { return o.weight_decay; }));
     v.push_back(double_or_inf_field<TO>(
         "GradientThreshold", [](auto& o) -> auto& { return o.gradient_threshold; }));
     v.push_back(choice_field<TO>(

@@ -70,6 +70,8 @@ UpdateRule Optimizer::rule(const Param& p) const {
   r.b2 = static_cast<float>(o_.squared_gradient_decay_factor);
   r.eps = static_cast<float>(o_.epsilon);
   r.l2 = static_cast<float>(o_.l2_regularization * p.l2_factor);
+  // adamw's decoupled decay follows the same per-parameter factor (WeightL2Factor, BiasL2Factor, ...).
+  if (o_.solver == Solver::kAdamW) r.wd = static_cast<float>(o_.weight_decay * p.l2_factor);
   return r;
 }
 
@@ -105,7 +107,7 @@ void Optimizer::prepare(double lr) {
   DLT_CHECK(device_scalars(), "Optimizer::prepare without set_device_scalars(true)");
   ++t_;
   float* h = scalars_host_.data();
-  if (o_.solver == Solver::kAdam) {
+  if (adam_family(o_.solver)) {
     h[0] = adam_correction(static_cast<float>(o_.gradient_decay_factor), t_);
     h[1] = adam_correction(static_cast<float>(o_.squared_gradient_decay_factor), t_);
   }

@@ -1,5 +1,6 @@
-// Solvers (sgdm, adam, rmsprop) over the network's parameters, with MATLAB's per-parameter
-// learn-rate and L2 factors and gradient clipping (GradientThreshold / GradientThresholdMethod);
+// Solvers (sgdm, adam, rmsprop and dltrain's adamw) over the network's parameters, with
+// MATLAB's per-parameter learn-rate and L2 factors (the L2 factor also scales adamw's
+// WeightDecay) and gradient clipping (GradientThreshold / GradientThresholdMethod);
 // the learning-rate schedule is optim/schedule.h. State tensors are allocated once, on the
 // parameters' device.
 #pragma once
@@ -42,10 +43,10 @@ class Optimizer {
 
  private:
   void clip();
-  UpdateRule rule(const Param& p) const;  // the solver's constants and p's L2 factor
+  UpdateRule rule(const Param& p) const;  // the solver's constants and p's L2 factor (L2 and adamw's decay)
   TrainingOptions o_;
   std::vector<Param*> params_;
-  std::vector<Tensor> m_, s_;  // sgdm velocity / adam first moment; adam and rmsprop second moment
+  std::vector<Tensor> m_, s_;  // sgdm velocity / adam(w) first moment; adam(w) and rmsprop second moment
   Tensor norms_;               // clipping by norm: L2 norms, per parameter (l2norm) or one (global)
   int64_t t_ = 0;
   // Device-scalar mode: [c1, c2, lr of parameter 0, 1, ...] on the host and on the device.

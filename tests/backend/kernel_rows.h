@@ -213,9 +213,9 @@ inline AgreementRow channel_moments_row(int64_t positions, int64_t c) {
           }};
 }
 
-// One step of each solver against its formula (backend.h's UpdateRule), with L2 and step t.
+// One step of each solver against its formula (backend/solver.h), with L2, adamw's decay and step t.
 inline AgreementRow optimizer_row(Solver solver, int64_t n) {
-  const char* names[] = {"sgdm", "adam", "rmsprop"};
+  const char* names[] = {"sgdm", "adam", "rmsprop", "adamw"};
   return {std::string("optimizer_update ") + names[static_cast<int>(solver)] + " " + std::to_string(n),
           {OptimizerUpdateKernel::kOp},
           [solver, n](Backend& be, double tol) {
@@ -224,7 +224,7 @@ inline AgreementRow optimizer_row(Solver solver, int64_t n) {
                       s = random_vec(n, rng, 0.1, 1.0);
             UpdateRule r;
             r.solver = solver;
-            r.momentum = 0.8f, r.b1 = 0.85f, r.b2 = 0.95f, r.eps = 1e-6f, r.l2 = 0.01f;
+            r.momentum = 0.8f, r.b1 = 0.85f, r.b2 = 0.95f, r.eps = 1e-6f, r.l2 = 0.01f, r.wd = 0.3f;
             const float lr = 0.05f;
             const int64_t t = 3;
             Tensor tw = on_device(w, {n}, be), tg = on_device(g, {n}, be), tm = on_device(m, {n}, be),
@@ -237,10 +237,11 @@ inline AgreementRow optimizer_row(Solver solver, int64_t n) {
               if (solver == Solver::kSgdm) {
                 wm[i] = r.momentum * m[i] - lr * gi;
                 ww[i] = w[i] + wm[i];
-              } else if (solver == Solver::kAdam) {
+              } else if (adam_family(solver)) {  // adam reads no wd
+                const double keep = solver == Solver::kAdamW ? 1 - double{lr} * r.wd : 1;
                 wm[i] = r.b1 * m[i] + (1 - r.b1) * gi;
                 ws[i] = r.b2 * s[i] + (1 - r.b2) * gi * gi;
-                ww[i] = w[i] - lr * (wm[i] * c1) / (std::sqrt(ws[i] * c2) + r.eps);
+                ww[i] = w[i] * keep - lr * (wm[i] * c1) / (std::sqrt(ws[i] * c2) + r.eps);
               } else {
                 ws[i] = r.b2 * s[i] + (1 - r.b2) * gi * gi;
                 ww[i] = w[i] - lr * gi / (std::sqrt(ws[i]) + r.eps);
@@ -323,6 +324,7 @@ inline std::vector<AgreementRow> kernel_rows() {
   rows.push_back(optimizer_row(Solver::kSgdm, 1000));
   rows.push_back(optimizer_row(Solver::kAdam, 1000));
   rows.push_back(optimizer_row(Solver::kRmsprop, 70000));
+  rows.push_back(optimizer_row(Solver::kAdamW, 70000));
   rows.push_back(bn_relu_max_pool_row("3x3 stride 2 odd sizes", 2, 9, 7, 5, 3, 2));
   rows.push_back(bn_relu_max_pool_row("2x2 stride 2 16 channels", 3, 8, 8, 16, 2, 2));
   rows.push_back(depth_to_space_row("DCR block 2, 2x3x5x12", {2, 3, 5, 12, 2, 2, false}));

@@ -229,7 +229,7 @@ TEST_CASE("crop2d and its backward by hand", "[backend][cpu]") {
   CHECK_THROWS_WITH(be.crop2d(x, y, d), Catch::Contains("is not inside 3x4"));
 }
 
-TEST_CASE("sgdm, adam and rmsprop updates match closed-form values", "[backend][cpu]") {
+TEST_CASE("sgdm, adam, rmsprop and adamw updates match closed-form values", "[backend][cpu]") {
   Backend& be = cpu_backend();
   SECTION("sgdm") {
     Tensor w = to_tensor({1, -2}, {2}), g = to_tensor({0.5, 1}, {2}), v = to_tensor({0.2, 0}, {2});
@@ -255,6 +255,29 @@ TEST_CASE("sgdm, adam and rmsprop updates match closed-form values", "[backend][
     adam_update(be, w2, g, m2, s2, 0.1f, 0.9f, 0.999f, 1e-8f, 1, 0.1f);
     CHECK(to_vec(m2)[0] == Approx(0.06).epsilon(1e-6));
     CHECK(to_vec(w2)[0] == Approx(0.9).epsilon(1e-6));
+  }
+  SECTION("adamw, two steps: the decay before adam's step, by the step's rate") {
+    Tensor w = to_tensor({1}, {1}), g = to_tensor({0.5}, {1});
+    Tensor m = to_tensor({0}, {1}), s = to_tensor({0}, {1});
+    // step 1: w = 1 * (1 - 0.1 * 0.5) - 0.1 * 0.5 / 0.5 = 0.85 (adam alone: 0.9)
+    adamw_update(be, w, g, m, s, 0.1f, 0.9f, 0.999f, 1e-8f, 1, 0.f, 0.5f);
+    CHECK(to_vec(w)[0] == Approx(0.85).epsilon(1e-6));
+    CHECK(to_vec(m)[0] == Approx(0.05).epsilon(1e-6));  // the moments see g alone
+    // step 2 at rate 0.2 (m_hat = 0.5, s_hat = 0.25): w = 0.85 * (1 - 0.2 * 0.5) - 0.2 * 0.5 / 0.5 = 0.565
+    adamw_update(be, w, g, m, s, 0.2f, 0.9f, 0.999f, 1e-8f, 2, 0.f, 0.5f);
+    CHECK(to_vec(w)[0] == Approx(0.565).epsilon(1e-5));
+    // with L2 as well: g' = 0.5 + 0.1 * 1 from the undecayed w; the first step still moves by lr
+    Tensor w2 = to_tensor({1}, {1}), m2 = to_tensor({0}, {1}), s2 = to_tensor({0}, {1});
+    adamw_update(be, w2, g, m2, s2, 0.1f, 0.9f, 0.999f, 1e-8f, 1, 0.1f, 0.5f);
+    CHECK(to_vec(m2)[0] == Approx(0.06).epsilon(1e-6));
+    CHECK(to_vec(w2)[0] == Approx(0.85).epsilon(1e-6));
+    // WeightDecay 0 is adam's update bit for bit.
+    Tensor wa = to_tensor({1, -3}, {2}), wb = wa.clone(), ga = to_tensor({0.25, 0.7}, {2});
+    Tensor ma = to_tensor({0.1, -0.2}, {2}), sa = to_tensor({0.01, 0.02}, {2}), mb = ma.clone(), sb = sa.clone();
+    adamw_update(be, wa, ga, ma, sa, 0.01f, 0.9f, 0.999f, 1e-8f, 3, 0.01f, 0.f);
+    adam_update(be, wb, ga, mb, sb, 0.01f, 0.9f, 0.999f, 1e-8f, 3, 0.01f);
+    CHECK(to_vec(wa) == to_vec(wb));
+    CHECK(to_vec(wa)[0] != 1.f);
   }
   SECTION("rmsprop") {
     Tensor w = to_tensor({1}, {1}), g = to_tensor({0.5}, {1}), s = to_tensor({0}, {1});

@@ -34,7 +34,7 @@ expect_error "Momentum with adam" 2 \
   -- train --set training.Momentum=0.9 --output-dir "$TMP/m"
 [[ ! -e "$TMP/m" ]] || fail "a refused config wrote $TMP/m"
 expect_error "GradientDecayFactor with rmsprop" 2 \
-  "training.GradientDecayFactor is read by Solver adam only, but Solver is rmsprop" \
+  "training.GradientDecayFactor is read by Solver adam and adamw only, but Solver is rmsprop" \
   -- train --set training.Solver=rmsprop --set training.GradientDecayFactor=0.8 --output-dir "$TMP/g"
 expect_error "best-validation without validation data" 2 \
   "training.OutputNetwork is best-validation but there is no validation data (give data.validation or data.ValidationSplit, or write OutputNetwork: last-iteration)" \

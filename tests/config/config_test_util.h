@@ -103,6 +103,7 @@ inline void require_same_training(const TrainingOptions& a, const TrainingOption
   CHECK(a.squared_gradient_decay_factor == b.squared_gradient_decay_factor);
   CHECK(a.epsilon == b.epsilon);
   CHECK(a.l2_regularization == b.l2_regularization);
+  CHECK(a.weight_decay == b.weight_decay);
   CHECK(a.gradient_threshold == b.gradient_threshold);
   CHECK(a.gradient_threshold_method == b.gradient_threshold_method);
   CHECK(a.max_epochs == b.max_epochs);

@@ -127,7 +127,7 @@ TEST_CASE("choices: a bad word is one line naming the option, the words and the 
   CHECK(error_of(kNet, {"data.OnBadImage=ignore"}) ==
         "--set data.OnBadImage=ignore: data.OnBadImage must be one of error, skip, got 'ignore'");
   CHECK(error_of(kNet + "training:\n  Solver: [sgdm]\n") ==
-        "cfg.yaml:9: training.Solver must be one of sgdm, adam, rmsprop, got '[sgdm]'");
+        "cfg.yaml:9: training.Solver must be one of sgdm, adam, rmsprop, adamw, got '[sgdm]'");
 }
 
 TEST_CASE("choices: environment variables go through the option table", "[config]") {

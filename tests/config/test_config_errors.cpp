@@ -50,7 +50,7 @@ TEST_CASE("config errors: training value types and ranges", "[config]") {
 TEST_CASE("config errors: enum values get did-you-mean", "[config]") {
   std::string head = kNet + "training:\n";  // line 9 onwards
   CHECK(config_error_of(head + "  Solver: sgd\n") ==
-        "cfg.yaml:9: training.Solver must be one of sgdm, adam, rmsprop, got 'sgd' (did you mean 'sgdm'?)");
+        "cfg.yaml:9: training.Solver must be one of sgdm, adam, rmsprop, adamw, got 'sgd' (did you mean 'sgdm'?)");
   CHECK(config_error_of(head + "  Shuffle: every_epoch\n") ==
         "cfg.yaml:9: training.Shuffle must be one of once, never, every-epoch, got 'every_epoch' "
         "(did you mean 'every-epoch'?)");
@@ -243,7 +243,7 @@ TEST_CASE("config errors: --set overrides name the override", "[config]") {
   CHECK(config_error_of(kNet, {"training.MaxEpochs=abc"}) ==
         "--set training.MaxEpochs=abc: training.MaxEpochs must be a positive integer, got 'abc'");
   CHECK(config_error_of(kNet, {"training.Solver=sgd"}) ==
-        "--set training.Solver=sgd: training.Solver must be one of sgdm, adam, rmsprop, got 'sgd' "
+        "--set training.Solver=sgd: training.Solver must be one of sgdm, adam, rmsprop, adamw, got 'sgd' "
         "(did you mean 'sgdm'?)");
   CHECK(config_error_of(kNet, {"layers.conv1.type=conv"})
             .rfind("--set layers.conv1.type=conv: layer 2: unknown layer type 'conv'", 0) == 0);

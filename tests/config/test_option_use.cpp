@@ -42,12 +42,13 @@ struct SolverCase {
 TEST_CASE("option use: each solver option is read by its solvers and refused by the others", "[config]") {
   const std::vector<SolverCase> cases = {
       {"Momentum", "0.5", {"sgdm"}},
-      {"GradientDecayFactor", "0.5", {"adam"}},
-      {"SquaredGradientDecayFactor", "0.5", {"adam", "rmsprop"}},
-      {"Epsilon", "0.001", {"adam", "rmsprop"}},
+      {"GradientDecayFactor", "0.5", {"adam", "adamw"}},
+      {"SquaredGradientDecayFactor", "0.5", {"adam", "rmsprop", "adamw"}},
+      {"Epsilon", "0.001", {"adam", "rmsprop", "adamw"}},
+      {"WeightDecay", "0.05", {"adamw"}},
   };
   for (const SolverCase& c : cases)
-    for (const std::string solver : {"sgdm", "adam", "rmsprop"}) {
+    for (const std::string solver : {"sgdm", "adam", "rmsprop", "adamw"}) {
       INFO(c.option << " with " << solver);
       const std::string text = cfg("  Solver: " + solver + "\n  " + c.option + ": " + c.value + "\n");
       const bool reads = std::find(c.read_by.begin(), c.read_by.end(), solver) != c.read_by.end();
@@ -55,8 +56,9 @@ TEST_CASE("option use: each solver option is read by its solvers and refused by 
         CHECK(config_error_of(text) == "no error");
         continue;
       }
-      std::string who;
-      for (const std::string& s : c.read_by) who += (who.empty() ? "" : " and ") + s;
+      std::string who;  // "adam", "adam and adamw", "adam, rmsprop and adamw"
+      for (size_t i = 0; i < c.read_by.size(); ++i)
+        who += (i == 0 ? "" : i + 1 == c.read_by.size() ? " and " : ", ") + c.read_by[i];
       CHECK(config_error_of(text) == "cfg.yaml:10: training." + c.option + " is read by Solver " + who +
                                          " only, but Solver is " + solver + " (remove " + c.option +
                                          ", or change Solver)");
@@ -69,6 +71,41 @@ TEST_CASE("option use: each solver option is read by its solvers and refused by 
   CHECK(a.training.squared_gradient_decay_factor == 0.25);
   CHECK(a.training.epsilon == 0.001);
   CHECK(load_config(dir.write("s.yaml", cfg("  Momentum: 0.5\n"))).training.momentum == 0.5);
+  const Config w = load_config(dir.write("w.yaml", cfg("  Solver: adamw\n  WeightDecay: 0.05\n  "
+                                                       "GradientDecayFactor: 0.8\n")));
+  CHECK(w.training.weight_decay == 0.05);
+  CHECK(w.training.gradient_decay_factor == 0.8);
+}
+
+TEST_CASE("option use: WeightDecay with sgdm and a negative WeightDecay are refused in one line", "[config]") {
+  CHECK(config_error_of(cfg("  WeightDecay: 0.05\n")) ==
+        "cfg.yaml:9: training.WeightDecay is read by Solver adamw only, but Solver is sgdm (remove WeightDecay, or "
+        "change Solver)");
+  CHECK(config_error_of(cfg("  Solver: adam\n"), {"training.WeightDecay=0.05"}) ==
+        "--set training.WeightDecay=0.05: training.WeightDecay is read by Solver adamw only, but Solver is adam "
+        "(remove WeightDecay, or change Solver)");
+  CHECK(config_error_of(cfg("  Solver: adamw\n  WeightDecay: -0.01\n")) ==
+        "cfg.yaml:10: training.WeightDecay must be a number >= 0, got '-0.01'");
+  CHECK(config_error_of(cfg("  Solver: adamw\n  WeightDecay: 0\n")) == "no error");  // plain adam's step
+}
+
+TEST_CASE("option use: adamw's defaults are PyTorch's AdamW; L2Regularization is 0 unless written", "[config]") {
+  test::TempDir dir;
+  const TrainingOptions d = load_config(dir.write("d.yaml", cfg("  Solver: adamw\n"))).training;
+  CHECK(d.solver == Solver::kAdamW);
+  CHECK(d.initial_learn_rate == 0.001);
+  CHECK(d.gradient_decay_factor == 0.9);
+  CHECK(d.squared_gradient_decay_factor == 0.999);
+  CHECK(d.epsilon == 1e-8);
+  CHECK(d.weight_decay == 0.01);
+  CHECK(d.l2_regularization == 0);
+  // Written, L2Regularization is kept (an L2 term in the gradient besides the decay).
+  const TrainingOptions l2 =
+      load_config(dir.write("l.yaml", cfg("  Solver: adamw\n  L2Regularization: 0.0005\n"))).training;
+  CHECK(l2.l2_regularization == 0.0005);
+  CHECK(l2.weight_decay == 0.01);
+  // The other solvers keep MATLAB's L2Regularization default.
+  CHECK(load_config(dir.write("a.yaml", cfg("  Solver: adam\n"))).training.l2_regularization == 1e-4);
 }
 
 TEST_CASE("option use: --set is judged like the file, at the option's own place", "[config]") {
@@ -81,18 +118,19 @@ TEST_CASE("option use: --set is judged like the file, at the option's own place"
         "cfg.yaml:9: training.Momentum is read by Solver sgdm only, but Solver is rmsprop "
         "(remove Momentum, or change Solver)");
   CHECK(config_error_of(cfg("  Solver: adam\n  Epsilon: 0.001\n"), {"training.Solver=sgdm"}) ==
-        "cfg.yaml:10: training.Epsilon is read by Solver adam and rmsprop only, but Solver is sgdm "
+        "cfg.yaml:10: training.Epsilon is read by Solver adam, rmsprop and adamw only, but Solver is sgdm "
         "(remove Epsilon, or change Solver)");
 }
 
 TEST_CASE("option use: config.yaml leaves out the other solvers' options and loads back", "[config]") {
   test::TempDir dir;
-  for (const std::string solver : {"sgdm", "adam", "rmsprop"}) {
+  for (const std::string solver : {"sgdm", "adam", "rmsprop", "adamw"}) {
     INFO(solver);
     const Config a = load_config(dir.write("a.yaml", cfg("  Solver: " + solver + "\n")));
     const std::string dumped = dump_config(a);
     CHECK((dumped.find("Momentum:") != std::string::npos) == (solver == "sgdm"));
-    CHECK((dumped.find("  GradientDecayFactor:") != std::string::npos) == (solver == "adam"));
+    CHECK((dumped.find("  GradientDecayFactor:") != std::string::npos) == (solver == "adam" || solver == "adamw"));
+    CHECK((dumped.find("WeightDecay:") != std::string::npos) == (solver == "adamw"));
     CHECK((dumped.find("SquaredGradientDecayFactor:") != std::string::npos) == (solver != "sgdm"));
     CHECK((dumped.find("Epsilon:") != std::string::npos) == (solver != "sgdm"));
     const Config b = load_config(dir.write("config.yaml", dumped));

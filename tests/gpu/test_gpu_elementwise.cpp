@@ -311,7 +311,7 @@ TEST_CASE("gpu loss: mse, binary cross-entropy, Dice and focal in flight against
   CHECK_THROWS_WITH(be.read_loss_totals(totals, bad), Catch::Contains("target 0.5 of image 3, class 2 is not 0 or 1"));
 }
 
-TEST_CASE("gpu optimizers: sgdm, adam, rmsprop over several steps", "[gpu][optim]") {
+TEST_CASE("gpu optimizers: sgdm, adam, rmsprop, adamw over several steps", "[gpu][optim]") {
   Rng rng(106);
   const Shape s{kN};
   auto w = random_pair(s, rng), g = random_pair(s, rng);
@@ -334,6 +334,18 @@ TEST_CASE("gpu optimizers: sgdm, adam, rmsprop over several steps", "[gpu][optim
     check_equal("adam w", w.dev, w.cpu);
     check_equal("adam m", md, mc);
     check_equal("adam s", sd, sc);
+  }
+  SECTION("adamw") {
+    Tensor mc = Tensor::zeros(s), sc = Tensor::zeros(s);
+    Tensor md = mc.to(device_under_test()), sd = sc.to(device_under_test());
+    for (int64_t t = 1; t <= 3; ++t) {
+      const float lr = 1e-3f * static_cast<float>(t);  // a rate that changes, as a schedule's
+      adamw_update(cpu_be(), w.cpu, g.cpu, mc, sc, lr, 0.9f, 0.999f, 1e-8f, t, 1e-4f, 0.05f);
+      adamw_update(dut_backend(), w.dev, g.dev, md, sd, lr, 0.9f, 0.999f, 1e-8f, t, 1e-4f, 0.05f);
+    }
+    check_equal("adamw w", w.dev, w.cpu);
+    check_equal("adamw m", md, mc);
+    check_equal("adamw s", sd, sc);
   }
   SECTION("rmsprop") {
     Tensor sc = Tensor::zeros(s), sd = Tensor::zeros(s).to(device_under_test());

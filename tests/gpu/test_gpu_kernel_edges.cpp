@@ -108,6 +108,7 @@ TEST_CASE("gpu elementwise: empty tensors launch nothing and fail nothing", "[gp
   CHECK(to_vec(norms) == Vec{0.0, 5.0});
   sgdm_update(be, a, b, c, 0.1f, 0.9f, 0.f);
   adam_update(be, a, b, c, m, 0.1f, 0.9f, 0.999f, 1e-8f, 1, 0.f);
+  adamw_update(be, a, b, c, m, 0.1f, 0.9f, 0.999f, 1e-8f, 1, 0.f, 0.01f);
   rmsprop_update(be, a, b, c, 0.1f, 0.9f, 1e-8f, 0.f);
   Tensor x(Shape{0, 3, 3, 4}, d), ones(Shape{4}, d);
   be.fill(ones, 1.f);
@@ -129,7 +130,7 @@ TEST_CASE("gpu optimizers: scalars read from device memory give the by-value upd
   Tensor none;
   Backend& be = dut_backend();
   auto g = random_pair(s, rng);
-  for (const char* opt : {"sgdm", "adam", "rmsprop"}) {
+  for (const char* opt : {"sgdm", "adam", "rmsprop", "adamw"}) {
     auto w = random_pair(s, rng), st1 = random_pair(s, rng, 0.f, 0.1f);
     Tensor st2 = st1.dev.clone(), w2 = w.dev.clone();
     Tensor m1 = Tensor::zeros(s).to(device_under_test()), m2 = m1.clone();
@@ -137,13 +138,16 @@ TEST_CASE("gpu optimizers: scalars read from device memory give the by-value upd
     for (int step = 0; step < 2; ++step) {
       if (name == "sgdm") {
         sgdm_update(be, w.dev, g.dev, st1.dev, lr, 0.9f, 1e-4f);
-        be.optimizer_update(UpdateRule{Solver::kSgdm, 0.9f, b1, b2, 1e-8f, 1e-4f}, k, w2, g.dev, st2, none);
+        be.optimizer_update(UpdateRule{Solver::kSgdm, 0.9f, b1, b2, 1e-8f, 1e-4f, 0.f}, k, w2, g.dev, st2, none);
       } else if (name == "adam") {
         adam_update(be, w.dev, g.dev, m1, st1.dev, lr, b1, b2, 1e-8f, t, 1e-4f);
-        be.optimizer_update(UpdateRule{Solver::kAdam, 0.9f, b1, b2, 1e-8f, 1e-4f}, k, w2, g.dev, m2, st2);
+        be.optimizer_update(UpdateRule{Solver::kAdam, 0.9f, b1, b2, 1e-8f, 1e-4f, 0.f}, k, w2, g.dev, m2, st2);
+      } else if (name == "adamw") {
+        adamw_update(be, w.dev, g.dev, m1, st1.dev, lr, b1, b2, 1e-8f, t, 1e-4f, 0.05f);
+        be.optimizer_update(UpdateRule{Solver::kAdamW, 0.9f, b1, b2, 1e-8f, 1e-4f, 0.05f}, k, w2, g.dev, m2, st2);
       } else {
         rmsprop_update(be, w.dev, g.dev, st1.dev, lr, b2, 1e-8f, 1e-4f);
-        be.optimizer_update(UpdateRule{Solver::kRmsprop, 0.9f, b1, b2, 1e-8f, 1e-4f}, k, w2, g.dev, none, st2);
+        be.optimizer_update(UpdateRule{Solver::kRmsprop, 0.9f, b1, b2, 1e-8f, 1e-4f, 0.f}, k, w2, g.dev, none, st2);
       }
     }
     INFO(name);

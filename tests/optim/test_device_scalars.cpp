@@ -43,6 +43,8 @@ TrainingOptions options(const std::string& solver, const std::string& clip) {
   TrainingOptions o;
   REQUIRE(parse_choice(solver, &o.solver));
   o.l2_regularization = 0.01;
+  o.l2_regularization_set = true;  // adamw too: L2 besides the decay
+  o.weight_decay = 0.05;           // adamw's
   o.momentum = 0.9;
   if (!clip.empty()) {
     o.gradient_threshold = 0.5;
@@ -84,8 +86,8 @@ Vec run(const TrainingOptions& o, int mode) {
 
 }  // namespace
 
-TEST_CASE("device scalars: bit-identical updates for sgdm, adam and rmsprop", "[optim]") {
-  for (const std::string solver : {"sgdm", "adam", "rmsprop"}) {
+TEST_CASE("device scalars: bit-identical updates for sgdm, adam, rmsprop and adamw", "[optim]") {
+  for (const std::string solver : {"sgdm", "adam", "rmsprop", "adamw"}) {
     for (const std::string clip : {"", "absolute-value", "global-l2norm"}) {
       INFO(solver << " clip '" << clip << "'");
       const TrainingOptions o = options(solver, clip);

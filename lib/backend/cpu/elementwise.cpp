@@ -285,16 +285,19 @@ static void cpu_optimizer_update(Backend&, const UpdateRule& r, const UpdateScal
       }
       return;
     }
-    case Solver::kAdam: {
+    case Solver::kAdam:
+    case Solver::kAdamW: {  // adamw decays w by lr * wd first (keep); adam's keep is exactly 1
       const float b1 = r.b1, b2 = r.b2, eps = r.eps, c1 = get(k.c1), c2 = get(k.c2);
+      const float keep = r.solver == Solver::kAdamW ? 1.f - lr * r.wd : 1.f;
       float* pm = m.data();
       float* ps = s.data();
 #pragma omp parallel for if (n > kParallelMin) schedule(static)
       for (int64_t i = 0; i < n; ++i) {
-        const float gi = pg[i] + l2 * pw[i];
+        const float wi = pw[i];
+        const float gi = pg[i] + l2 * wi;
         pm[i] = b1 * pm[i] + (1.f - b1) * gi;
         ps[i] = b2 * ps[i] + (1.f - b2) * gi * gi;
-        pw[i] -= lr * (pm[i] * c1) / (std::sqrt(ps[i] * c2) + eps);
+        pw[i] = wi * keep - lr * (pm[i] * c1) / (std::sqrt(ps[i] * c2) + eps);
       }
       return;
     }

@@ -176,8 +176,9 @@ static void cuda_optimizer_update(Backend& be, const UpdateRule& r, const Update
       cuda::sgdm_update(w.data(), g.data(), m.data(), w.numel(), arg(k.lr), r.momentum, r.l2, gpu.context().stream);
       return;
     case Solver::kAdam:
+    case Solver::kAdamW:
       cuda::adam_update(w.data(), g.data(), m.data(), s.data(), w.numel(), arg(k.lr), r.b1, r.b2, r.eps, arg(k.c1),
-                        arg(k.c2), r.l2, gpu.context().stream);
+                        arg(k.c2), r.l2, r.solver == Solver::kAdamW ? r.wd : 0.f, gpu.context().stream);
       return;
     case Solver::kRmsprop:
       cuda::rmsprop_update(w.data(), g.data(), s.data(), w.numel(), arg(k.lr), r.b2, r.eps, r.l2, gpu.context().stream);

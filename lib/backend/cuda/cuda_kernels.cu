@@ -94,11 +94,12 @@ __global__ void sgdm_kernel(float* w, const float* g, float* v, int64_t n, Scala
   }
 }
 
-// g' = g + l2 w; m = b1 m + (1-b1) g'; s = b2 s + (1-b2) g' g'; w -= lr (m c1) / (sqrt(s c2) + eps)
+// g' = g + l2 w; m = b1 m + (1-b1) g'; s = b2 s + (1-b2) g' g';
+// w = w (1 - lr wd) - lr (m c1) / (sqrt(s c2) + eps)   (adam: wd = 0, so 1 - lr wd is exactly 1)
 __global__ void adam_kernel(float* w, const float* g, float* m, float* s, int64_t n, Scalar lr_in, float b1, float b2,
-                            float eps, Scalar c1_in, Scalar c2_in, float l2) {
+                            float eps, Scalar c1_in, Scalar c2_in, float l2, float wd) {
   const float lr = load(lr_in), c1 = load(c1_in), c2 = load(c2_in);
-  const float one_b1 = fsub(1.f, b1), one_b2 = fsub(1.f, b2);
+  const float one_b1 = fsub(1.f, b1), one_b2 = fsub(1.f, b2), keep = fsub(1.f, fmul(lr, wd));
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const float wi = w[i];
     const float gi = fadd(g[i], fmul(l2, wi));
@@ -106,7 +107,7 @@ __global__ void adam_kernel(float* w, const float* g, float* m, float* s, int64_
     const float si = fadd(fmul(b2, s[i]), fmul(fmul(one_b2, gi), gi));
     m[i] = mi;
     s[i] = si;
-    w[i] = fsub(wi, __fdiv_rn(fmul(lr, fmul(mi, c1)), fadd(__fsqrt_rn(fmul(si, c2)), eps)));
+    w[i] = fsub(fmul(wi, keep), __fdiv_rn(fmul(lr, fmul(mi, c1)), fadd(__fsqrt_rn(fmul(si, c2)), eps)));
   }
 }
 
@@ -196,9 +197,9 @@ void sgdm_update(float* w, const float* g, float* v, int64_t n, Scalar lr, float
 }
 
 void adam_update(float* w, const float* g, float* m, float* s, int64_t n, Scalar lr, float b1, float b2, float eps,
-                 Scalar c1, Scalar c2, float l2, cudaStream_t stream) {
+                 Scalar c1, Scalar c2, float l2, float wd, cudaStream_t stream) {
   if (n <= 0) return;
-  adam_kernel<<<grid_for(n), kThreads, 0, stream>>>(w, g, m, s, n, lr, b1, b2, eps, c1, c2, l2);
+  adam_kernel<<<grid_for(n), kThreads, 0, stream>>>(w, g, m, s, n, lr, b1, b2, eps, c1, c2, l2, wd);
   DLT_LAUNCH_CHECK();
 }
 

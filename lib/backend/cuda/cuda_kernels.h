@@ -42,9 +42,10 @@ struct Scalar {
 // Fused optimizer updates, formulas as Backend's (UpdateRule in backend.h).
 void sgdm_update(float* w, const float* g, float* v, int64_t n, Scalar lr, float momentum, float l2,
                  cudaStream_t stream);
-// c1 = 1 / (1 - b1^t), c2 = 1 / (1 - b2^t), computed by the caller.
+// c1 = 1 / (1 - b1^t), c2 = 1 / (1 - b2^t), computed by the caller. adam and adamw: wd is
+// adamw's decoupled weight decay (w scaled by 1 - lr wd first), 0 for adam.
 void adam_update(float* w, const float* g, float* m, float* s, int64_t n, Scalar lr, float b1, float b2, float eps,
-                 Scalar c1, Scalar c2, float l2, cudaStream_t stream);
+                 Scalar c1, Scalar c2, float l2, float wd, cudaStream_t stream);
 void rmsprop_update(float* w, const float* g, float* s, int64_t n, Scalar lr, float b2, float eps, float l2,
                     cudaStream_t stream);
 
