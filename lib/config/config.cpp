@@ -56,9 +56,17 @@ Config convert(YAML::Node root, const std::string& origin_name, const std::vecto
   if (root.IsDefined() && !root.IsNull() && !root.IsMap())
     throw ConfigError(origin.at(root) + "a config is a map with the sections layers, data and training, got '" +
                       cfg::node_text(root) + "'");
-  cfg::move_training_aliases(root, origin);    // the file's; --set redirects its own
-  cfg::expand_layer_generators(root, origin);  // before --set, which names generated layers
-  cfg::apply_overrides(root, overrides, origin);
+  cfg::move_training_aliases(root, origin);  // the file's; --set redirects its own
+  // --set on training and data first (a generator's output layer follows training.Loss), then
+  // the generator, then --set on layers, which names generated layers.
+  std::vector<std::string> on_layers, on_rest;
+  for (const auto& ov : overrides) {
+    const std::string section = ov.substr(0, ov.find_first_of(".="));
+    (section == "layers" ? on_layers : on_rest).push_back(ov);
+  }
+  cfg::apply_overrides(root, on_rest, origin);
+  cfg::expand_layer_generators(root, origin);
+  cfg::apply_overrides(root, on_layers, origin);
   Config c;
   c.path = origin_name;
   YAML::Node layers, data, training, base;

@@ -1,9 +1,10 @@
 // Network generators with MATLAB's names: `layers: {segnetLayers: {...}}` (or unetLayers)
-// expands, when the config loads and before --set, into the
+// expands, when the config loads and before --set on layers, into the
 // layer list MATLAB's function returns (same layer names and order), so that
-// `--set layers.NAME.Option=...` and the resolved config.yaml see ordinary layers. Beyond
-// MATLAB's options, ClassWeights goes to the pixelClassification layer (seed 003 replaces
-// that layer by one with weights; here it is one key).
+// `--set layers.NAME.Option=...` and the resolved config.yaml see ordinary layers. The output
+// layer follows training.Loss (pixelClassification for none and crossentropy). Beyond MATLAB's
+// options, ClassWeights goes to the pixelClassification layer (seed 003 replaces that layer by
+// one with weights; here it is one key).
 #include <cmath>
 #include <functional>
 #include <map>
@@ -37,6 +38,9 @@ class GeneratorArgs {
     auto it = entries_.find(key);
     return it == entries_.end() ? nullptr : &it->second;
   }
+  const std::string& name() const { return name_; }
+  // "file:line: <generator>: " for an entry's messages.
+  std::string at(const Entry& e) const { return origin_.loc(e.key_node, e.value).prefix() + name_ + ": "; }
   [[noreturn]] void fail(const Entry& e, const std::string& what) const {
     throw ConfigError(origin_.loc(e.key_node, e.value).prefix() + name_ + ": " + e.key + " " + what + ", got '" +
                       node_text(e.value) + "'");
@@ -88,11 +92,6 @@ class GeneratorArgs {
     if (static_cast<int64_t>(v.size()) != stages)
       fail(*find(key), "must be one integer or one per encoder stage (" + std::to_string(stages) + ")");
     return v;
-  }
-  // The value of key as written (a scalar or a list), or null.
-  YAML::Node raw(const std::string& key) {
-    const Entry* e = find(key);
-    return e ? e->value : YAML::Node();
   }
   void check_all_used() const {
     for (const auto& [key, e] : entries_) {
@@ -165,12 +164,44 @@ class LayerList {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
+// The output layer that ends a generated network, named `name`, as training.Loss (`loss`: the
+// file's or --set's value, or null) asks: pixelClassification for none and the cross-entropies,
+// with the generator's ClassWeights; dicePixelClassification for generalized-dice and focalLoss
+// for focal-crossentropy, which take no class weights. A loss that is not per pixel is an error
+// here; a name that is no loss is left to the training section to report.
+void add_output(LayerList& l, GeneratorArgs& a, const std::string& name, const YAML::Node& loss, const Origin& origin) {
+  const std::string gen = a.name();
+  const std::string want = loss.IsDefined() && loss.IsScalar() ? loss.Scalar() : "";
+  std::string type = "pixelClassification";
+  if (iequals(want, "generalized-dice"))
+    type = "dicePixelClassification";
+  else if (iequals(want, "focal-crossentropy"))
+    type = "focalLoss";
+  for (const char* other : {"binary-crossentropy", "mse", "mean-squared-error", "mae", "mean-absolute-error", "huber"})
+    if (iequals(want, other))
+      throw ConfigError(origin.at(loss) + "training.Loss " + want + " is not a per-pixel loss, and " + gen +
+                        " ends in a per-pixel output layer (Loss none or crossentropy: pixelClassification; "
+                        "generalized-dice: dicePixelClassification; focal-crossentropy: focalLoss)");
+  YAML::Node out = l.add(type, name);
+  const Entry* w = a.find("ClassWeights");
+  if (!w || w->value.IsNull() || (w->value.IsScalar() && iequals(w->value.Scalar(), "none"))) return;
+  if (type != "pixelClassification")
+    throw ConfigError(a.at(*w) + "ClassWeights '" + node_text(w->value) + "' applies to the pixelClassification " +
+                      "output (training.Loss none or crossentropy); with Loss " + want + " the network ends in " +
+                      type + ", which takes no class weights (MATLAB's " +
+                      (type == "focalLoss" ? "focalLossLayer has Gamma and Alpha"
+                                           : "dicePixelClassificationLayer weights each class by 1 / its pixel "
+                                             "count squared") +
+                      "): remove ClassWeights");
+  out["ClassWeights"] = YAML::Clone(w->value);
+}
+
 // segnetLayers(imageSize, numClasses, encoderDepth, NumConvolutionLayers=2,
 // NumOutputChannels=min(64*2^(i-1), 512), FilterSize=3): encoder stages of conv-bn-relu and a
 // 2x2 max pooling that keeps its indices; decoder stages that unpool with them, in reverse,
 // each ending with the channels of the stage above (the last with NumClasses); softmax and
-// pixelClassification.
-YAML::Node segnet(const YAML::Node& node, const Origin& origin) {
+// training.Loss's output layer (add_output).
+YAML::Node segnet(const YAML::Node& node, const Origin& origin, const YAML::Node& loss) {
   GeneratorArgs a("segnetLayers", node, origin);
   const int64_t depth = a.integer("EncoderDepth", 4, 1, true);
   const std::vector<int64_t> size = image_size(a, node, origin, "segnetLayers", depth);
@@ -181,7 +212,7 @@ YAML::Node segnet(const YAML::Node& node, const Origin& origin) {
   const std::vector<int64_t> channels = a.per_stage("NumOutputChannels", def_channels, depth);
   const int64_t filter = a.integer("FilterSize", 3, 1);
   const std::string norm = a.word("Normalization", "zerocenter", {"zerocenter", "zscore", "none"});
-  const YAML::Node weights = a.raw("ClassWeights");
+  a.find("ClassWeights");  // add_output reads it
   a.check_all_used();
 
   LayerList l;
@@ -209,8 +240,7 @@ YAML::Node segnet(const YAML::Node& node, const Origin& origin) {
       conv_bn_relu(stage, j, j > 1 ? channels[i - 1] : i > 1 ? channels[i - 2] : classes);
   }
   l.add("softmax", "softmax");
-  YAML::Node out = l.add("pixelClassification", "pixelLabels");
-  if (weights.IsDefined() && !weights.IsNull()) out["ClassWeights"] = YAML::Clone(weights);
+  add_output(l, a, "pixelLabels", loss, origin);
   return l.node();
 }
 
@@ -220,9 +250,9 @@ YAML::Node segnet(const YAML::Node& node, const Origin& origin) {
 // dropout before it; a bridge of two conv-relu pairs and a dropout; decoder stages that
 // up-convolve (2x2 stride-2 transposedConv2d, -UpConv, -UpReLU), concatenate the encoder
 // stage's ReLU-2 output of the same size (-DepthConcatenation) and apply two conv-relu pairs;
-// a 1x1 convolution to NumClasses, softmax and pixelClassification. Channels double per
-// encoder stage from NumFirstEncoderFilters and halve per decoder stage.
-YAML::Node unet(const YAML::Node& node, const Origin& origin) {
+// a 1x1 convolution to NumClasses, softmax and training.Loss's output layer (add_output).
+// Channels double per encoder stage from NumFirstEncoderFilters and halve per decoder stage.
+YAML::Node unet(const YAML::Node& node, const Origin& origin, const YAML::Node& loss) {
   GeneratorArgs a("unetLayers", node, origin);
   const int64_t depth = a.integer("EncoderDepth", 4, 1);
   const std::vector<int64_t> size = image_size(a, node, origin, "unetLayers", depth);
@@ -231,7 +261,7 @@ YAML::Node unet(const YAML::Node& node, const Origin& origin) {
   const int64_t filter = a.integer("FilterSize", 3, 1);
   a.word("ConvolutionPadding", "same", {"same"});  // MATLAB's 'valid' (with crop layers) is not offered yet
   const std::string norm = a.word("Normalization", "zerocenter", {"zerocenter", "zscore", "none"});
-  const YAML::Node weights = a.raw("ClassWeights");
+  a.find("ClassWeights");  // add_output reads it
   a.check_all_used();
   const int64_t f = int64_t{1} << depth;
   if (size[0] % f || size[1] % f)
@@ -278,14 +308,13 @@ YAML::Node unet(const YAML::Node& node, const Origin& origin) {
   }
   l.conv("Final-ConvolutionLayer", 1, classes);
   l.add("softmax", "Softmax-Layer");
-  YAML::Node out = l.add("pixelClassification", "Segmentation-Layer");
-  if (weights.IsDefined() && !weights.IsNull()) out["ClassWeights"] = YAML::Clone(weights);
+  add_output(l, a, "Segmentation-Layer", loss, origin);
   return l.node();
 }
 
 struct Generator {
   const char* name;
-  YAML::Node (*expand)(const YAML::Node&, const Origin&);
+  YAML::Node (*expand)(const YAML::Node& options, const Origin&, const YAML::Node& loss);
 };
 const std::vector<Generator>& generators() {
   static const std::vector<Generator> g = {{"segnetLayers", segnet}, {"unetLayers", unet}};
@@ -310,10 +339,13 @@ void expand_layer_generators(YAML::Node& root, Origin& origin) {
                       join(network_generator_names(), ", ") + "), got a map of " + std::to_string(entries.size()) +
                       " keys");
   const Entry& e = entries[0];
+  const YAML::Node& croot = root;  // const: reading a missing key adds nothing
+  const YAML::Node training = croot["training"];
+  const YAML::Node loss = training.IsDefined() && training.IsMap() ? training["Loss"] : YAML::Node();
   for (const auto& g : generators()) {
     if (!iequals(e.key, g.name)) continue;
     const SourceLoc at = origin.loc(e.key_node, e.value);
-    YAML::Node list = g.expand(e.value, origin);
+    YAML::Node list = g.expand(e.value, origin, loss);
     const std::string what = at.file + (at.line > 0 ? ":" + std::to_string(at.line) : "") + " (" + g.name + ")";
     origin.mark_override(list, what);
     root["layers"] = list;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Trains configs/camvid-segnet-basic.yaml (or --config) on CamVid's train split with dltrain
 # and with PyTorch (scripts/bench/pytorch_segment.py: the same network from dltrain's resolved
-# config.yaml, the same He initialisation, options, median-frequency class weights and
-# augmentation), one run per seed and side, on the same 2 cores (--device gpu: on cuda:0,
+# config.yaml, the same He initialisation, options, loss (the output layer's: cross-entropy with
+# the config's class weights, generalized Dice or focal cross-entropy) and augmentation), one
+# run per seed and side, on the same 2 cores (--device gpu: on cuda:0,
 # float32 with TF32 off both sides), one after the other. Both
 # sides' predictions on the val split are scored by one metric code (scripts/bench/
 # seg_metrics.py) at the label images' resolution. Prints a markdown table: mean IoU, global
@@ -111,10 +112,14 @@ for s in $seeds; do
     done
     "$python" "$root/scripts/bench/seg_metrics.py" "$run/config.yaml" "$run/pred-index" "$data/val/labels" \
         >"$run.metrics.json"
-    "$python" - "$run/summary.json" "$run.metrics.json" "$s" >>"$results" <<'PY'
+    "$python" - "$run/summary.json" "$run.metrics.json" "$s" "$run/config.yaml" "$root/scripts/bench" >>"$results" <<'PY'
 import json, sys
+sys.path.insert(0, sys.argv[5])
+import yaml
+from pytorch_segment import loss_of
 j, m = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-print(json.dumps({"side": "dltrain", "seed": int(sys.argv[3]), "MeanIoU": m["MeanIoU"],
+loss = loss_of(yaml.safe_load(open(sys.argv[4])))[0]
+print(json.dumps({"side": "dltrain", "seed": int(sys.argv[3]), "loss": loss, "MeanIoU": m["MeanIoU"],
                   "GlobalAccuracy": m["GlobalAccuracy"], "train_images_per_second": j["train_images_per_second"]}))
 PY
   fi
@@ -129,7 +134,7 @@ PY
   "$python" - "$plog.json" "$plog.metrics.json" "$s" >>"$results" <<'PY'
 import json, sys
 j, m = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-print(json.dumps({"side": "pytorch", "seed": int(sys.argv[3]), "MeanIoU": m["MeanIoU"],
+print(json.dumps({"side": "pytorch", "seed": int(sys.argv[3]), "loss": j["loss"], "MeanIoU": m["MeanIoU"],
                   "GlobalAccuracy": m["GlobalAccuracy"], "train_images_per_second": j["train_images_per_second"],
                   "torch": j["torch"]}))
 PY
@@ -141,7 +146,8 @@ where="CPU $(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 torch_v = next((r["torch"] for r in rows if "torch" in r), "?")
-print(f"{sys.argv[3]}, {sys.argv[2]} epochs, {sys.argv[4]}, PyTorch {torch_v}\n")
+loss = next((r["loss"] for r in rows if "loss" in r), "?")
+print(f"{sys.argv[3]}, loss {loss}, {sys.argv[2]} epochs, {sys.argv[4]}, PyTorch {torch_v}\n")
 print("| seed | dltrain mIoU | PyTorch mIoU | dltrain global acc | PyTorch global acc | dltrain img/s | PyTorch img/s | time ratio dltrain/PyTorch |")
 print("|---:|---:|---:|---:|---:|---:|---:|---:|")
 none = {"MeanIoU": None, "GlobalAccuracy": None, "train_images_per_second": None}

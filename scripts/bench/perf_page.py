@@ -182,6 +182,28 @@ def camvid_cpu(res):
                  ["---", "---:", "---", "---", "---:"], rows)
 
 
+def camvid_dice(res):
+    """camvid_segmentation.sh --config configs/camvid-segnet-basic-dice.yaml: generalized Dice both sides."""
+    f = res.latest("-camvid_dice.jsonl")
+    run = res.run(f)
+    rows = []
+    for epochs in sorted({r["epochs"] for r in res.rows(f) if "side" in r}):
+        d, p = (res.rows(f, side=s, epochs=epochs) for s in ("dltrain", "pytorch"))
+        t = [r for r in res.rows(f, epochs=epochs) if "epoch_time_ratio" in r]
+
+        def ious(rs):
+            s = ", ".join(f"{r['mean_iou']:.2f}" for r in rs)
+            return s + (f" (mean {mean([r['mean_iou'] for r in rs])})" if len(rs) > 1 else "")
+        diff = Decimal(mean([r["mean_iou"] for r in d])) - Decimal(mean([r["mean_iou"] for r in p]))
+        verdict = "within 1 point" if abs(diff) <= 1 else "more than 1 point apart"
+        rows.append([", ".join(str(r["seed"]) for r in d), epochs, ious(d), ious(p), f"{diff:+} ({verdict})",
+                     ", ".join(f"{r['epoch_time_ratio']:.2f}" for r in t)])
+    caption = (f"With `--config {run['config']}` (`Loss: {run['loss']}` on both sides): {run['date']}, "
+               f"{run['machine']}, {run['threads']} threads each, {run['peer']}; {run['times']}.")
+    return [caption, ""] + table(["seeds", "epochs", "dltrain mean IoU %", "PyTorch mean IoU %", "dltrain − PyTorch",
+                                  "time per epoch dltrain / PyTorch"], ["---", "---:", "---", "---", "---:", "---:"], rows)
+
+
 def dp_overlap(res):
     rows = [[r["network"], r["buckets"], f"{r['compute_ms_per_iteration']:.1f}", f"{r['exposed_allreduce_ms']:.2f}",
              n(r["train_images_per_second"])] for r in res.rows("2026-11-21-cpuvm-dp_overlap.jsonl")]
@@ -384,7 +406,7 @@ def scaling_model(res):
 
 
 TABLES = {f.__name__: f for f in (cpu_training, winograd_avx2, cpu_mixed, data_vs_pil, cifar10_accuracy, camvid_cpu,
-                                   dp_overlap, finetune_twin, regression_twin, onnx_inference_cpu, mobilenet_blocks,
+                                   camvid_dice, dp_overlap, finetune_twin, regression_twin, onnx_inference_cpu, mobilenet_blocks,
                                    gpu_training, gpu_mixed, gpu_switches, gpu_profile, gpu_engines, onnx_gpu, camvid_gpu,
                                    scaling_model)}
 

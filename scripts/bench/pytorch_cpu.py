@@ -210,9 +210,11 @@ def build(config_path, torch):
         inputs = spec.pop("Inputs", [prev] if prev is not None else [])
         if isinstance(inputs, str):
             inputs = [inputs]
-        if kind in ("softmax", "classification", "pixelClassification", "regression"):
+        if kind in ("softmax", "classification", "pixelClassification", "regression", "dicePixelClassification",
+                    "focalLoss"):
             # The model returns logits; training uses the fused softmax + cross-entropy loss,
-            # inference applies softmax (see run_inference). A regression output layer (MATLAB's
+            # inference applies softmax (see run_inference; pytorch_segment.py trains the Dice and
+            # focal losses on the logits' softmax). A regression output layer (MATLAB's
             # regressionLayer) adds nothing either: the model returns the responses, and
             # num_classes is their count (pytorch_regression.py).
             if kind != "softmax" and num_classes is None:

@@ -14,9 +14,12 @@ return_indices + MaxUnpool2d), same data (DATA/train/{images,labels}, DATA/val/{
 paired by file stem; images resized to the input size with PIL's antialiased bilinear filter,
 labels with nearest neighbour; label values not in LabelIDs are undefined = ignore_index),
 same normalization (zerocenter: the training set's mean image at the input size), same loss
-(per-pixel cross-entropy with the config's ClassWeights, undefined pixels ignored: PyTorch's
-CrossEntropyLoss(weight, ignore_index=-1) with its weighted mean, as dltrain's
-pixelClassification), same augmentation (RandXReflection, RandX/YTranslation drawn uniformly,
+(the output layer's, or training.Loss's when the network ends in its softmax; undefined pixels
+count nowhere): pixelClassification / crossentropy is per-pixel cross-entropy with the config's
+ClassWeights, PyTorch's CrossEntropyLoss(weight, ignore_index=-1) with its weighted mean;
+dicePixelClassification / generalized-dice and focalLoss / focal-crossentropy are
+generalized_dice and focal_cross_entropy below, written as dltrain's kernels
+(lib/backend/cpu/loss_kernels.cpp) compute them, with autograd through the softmax; same augmentation (RandXReflection, RandX/YTranslation drawn uniformly,
 one affine warp: bilinear image sampling with zero fill, nearest labels with undefined fill),
 same options (sgdm with each learnable's L2 factor, MiniBatchSize with the partial last batch
 dropped, Shuffle every-epoch / once / never, MaxEpochs, constant or piecewise learn rate).
@@ -101,6 +104,53 @@ def load_split(items, hw, c, table, np):
     return x, y
 
 
+def loss_of(cfg):
+    """The loss dltrain trains the resolved config with: its output layer's, or training.Loss's
+    when the layers end in the softmax (dltrain appends the loss's output layer)."""
+    out = cfg["layers"][-1]
+    by_layer = {"pixelClassification": "crossentropy", "dicePixelClassification": "generalized-dice",
+                "focalLoss": "focal-crossentropy"}
+    if out["type"] in by_layer:
+        return by_layer[out["type"]], out
+    named = str((cfg.get("training") or {}).get("Loss", "none")).lower()
+    named = {"index-crossentropy": "crossentropy"}.get(named, named)
+    if out["type"] == "softmax" and named in ("crossentropy", "generalized-dice", "focal-crossentropy"):
+        return named, {}
+    raise SystemExit(f"pytorch_segment: the network ends in {out['type']} with Loss {named}; this script trains "
+                     "pixelClassification, dicePixelClassification and focalLoss")
+
+
+def generalized_dice(logits, y, torch):
+    """dltrain's generalized Dice (MATLAB's generalizedDice): per image, over its pixels whose label
+    is defined (y >= 0), with n_k their count of class k, w_k = 1 / n_k^2 (0 when n_k = 0),
+    A = sum_k w_k sum_p p_k t_k and B = sum_k w_k sum_p (p_k^2 + t_k^2), the loss is 1 - 2 A / B;
+    the mean over the images with B > 0 (no epsilon). Sums in float64, as dltrain's kernel."""
+    k = logits.shape[1]
+    p = torch.softmax(logits, dim=1).double()
+    defined = (y >= 0).unsqueeze(1)                                   # N 1 H W
+    t = torch.nn.functional.one_hot(y.clamp(min=0), k).permute(0, 3, 1, 2).double() * defined
+    count = t.sum((2, 3))                                             # N K
+    w = torch.where(count > 0, 1.0 / count.clamp(min=1) ** 2, torch.zeros_like(count))
+    inter = (p * t).sum((2, 3))
+    union = (p * p * defined).sum((2, 3)) + count
+    a, b = (w * inter).sum(1), (w * union).sum(1)
+    counted = b > 0
+    if not bool(counted.any()):
+        return (p.sum() * 0).to(logits.dtype)
+    return (1 - 2 * a[counted] / b[counted]).mean().to(logits.dtype)
+
+
+def focal_cross_entropy(logits, y, gamma, alpha, torch):
+    """dltrain's focal cross-entropy (MATLAB's focalCrossEntropy): -alpha (1 - p)^gamma log p of each
+    defined pixel's label probability p, the mean over those pixels (the focalLoss layer takes no
+    class weights)."""
+    logp = torch.log_softmax(logits, dim=1)
+    defined = y >= 0
+    logp_l = logp.gather(1, y.clamp(min=0).unsqueeze(1)).squeeze(1)[defined]
+    q = 1 - logp_l.exp()
+    return -(alpha * q.pow(gamma) * logp_l).sum() / defined.sum().clamp(min=1)
+
+
 def augment(x, y, aug, gen, torch):
     """One affine warp per image, as dltrain's: x (N, C, H, W) float, y (N, H, W) long."""
     import torch.nn.functional as F
@@ -159,7 +209,8 @@ def main():
         cfg = yaml.safe_load(f)
     net, (c, h, w), num_classes, _, topts = pytorch_cpu.build(args.config, torch)
     data = cfg["data"]
-    out_layer = cfg["layers"][-1]
+    loss_name, out_layer = loss_of(cfg)
+    gamma, alpha = float(out_layer.get("Gamma", 2.0)), float(out_layer.get("Alpha", 0.25))
     weights = out_layer.get("ClassWeights", "none")
     if isinstance(weights, str):
         if weights.lower() != "none":
@@ -212,7 +263,7 @@ def main():
     once = None
     epoch_seconds = []
     log(f"{epochs} epochs x {per_epoch} iterations of {bsz}; lr {lr0}, momentum {momentum}, "
-        f"weight decay {l2}, shuffle {shuffle}, class weights {weights}, seed {args.seed}")
+        f"weight decay {l2}, shuffle {shuffle}, loss {loss_name}, class weights {weights}, seed {args.seed}")
     for epoch in range(epochs):
         lr = lr0 * drop_factor ** (epoch // drop_period) if sched == "piecewise" else lr0
         for g in opt.param_groups:
@@ -236,7 +287,12 @@ def main():
             x = x.contiguous(memory_format=torch.channels_last)
             opt.zero_grad(set_to_none=True)
             logits = net(x)
-            loss = F.cross_entropy(logits, y, weight=class_weights, ignore_index=-1)
+            if loss_name == "generalized-dice":
+                loss = generalized_dice(logits, y, torch)
+            elif loss_name == "focal-crossentropy":
+                loss = focal_cross_entropy(logits, y, gamma, alpha, torch)
+            else:
+                loss = F.cross_entropy(logits, y, weight=class_weights, ignore_index=-1)
             loss.backward()
             opt.step()
             with torch.no_grad():
@@ -263,7 +319,7 @@ def main():
                 Image.fromarray(pred[k].numpy().astype(np.uint8)).save(
                     os.path.join(args.predictions, stem + ".png"))
     print(json.dumps({
-        "side": "pytorch", "seed": args.seed, "epochs": epochs,
+        "side": "pytorch", "seed": args.seed, "epochs": epochs, "loss": loss_name,
         "train_images_per_second": round(epochs * per_epoch * bsz / max(sum(epoch_seconds), 1e-9), 3),
         "wall_seconds": round(time.perf_counter() - t_start, 3),
         "train_images": int(n), "val_images": int(val_x.shape[0]), "mini_batch_size": bsz,

@@ -2,6 +2,7 @@
 // --set on generated layers, the resolved config, the built networks' shapes, and errors.
 #include <catch2/catch.hpp>
 
+#include "backend/loss.h"
 #include "config/config.h"
 #include "net/network.h"
 #include "util/error.h"
@@ -96,6 +97,67 @@ TEST_CASE("segnetLayers options: per-stage lists, ClassWeights, and errors", "[c
   CHECK_THROWS_WITH(load_config_text("layers:\n  segnetLayer: {NumClasses: 3}\n", "bad.yaml"),
                     Catch::Contains("bad.yaml:2: layers: unknown network generator 'segnetLayer' (did you mean "
                                     "'segnetLayers'?)"));
+}
+
+TEST_CASE("segnetLayers and unetLayers end in training.Loss's output layer", "[config][generators]") {
+  const std::string seg = R"(layers:
+  segnetLayers: {ImageSize: [16, 16, 3], NumClasses: 3, EncoderDepth: 2, NumOutputChannels: 4}
+)";
+  auto output = [](const Config& c) { return c.network.layers.back(); };
+  // No Loss: pixelClassification, as before.
+  CHECK(output(load_config_text(seg, "seg.yaml")).type == "pixelClassification");
+  CHECK(output(load_config_text(seg + "training: {Loss: crossentropy}\n", "seg.yaml")).type == "pixelClassification");
+
+  // The file's Loss, or --set's (applied before the generator expands).
+  for (const Config& c : {load_config_text(seg + "training: {Loss: generalized-dice}\n", "seg.yaml"),
+                          load_config_text(seg, "seg.yaml", {"training.Loss=generalized-dice"})}) {
+    CHECK(output(c).type == "dicePixelClassification");
+    CHECK(output(c).name == "pixelLabels");
+    Network net(network_for_training(c), Device::cpu());
+    CHECK(net.loss_kind() == LossKind::kGeneralizedDice);
+    CHECK(net.per_pixel());
+    CHECK(net.task() == "segmentation");
+  }
+  // --set on the generated output layer still reaches it.
+  Config focal = load_config_text(seg, "seg.yaml", {"layers.pixelLabels.Gamma=3", "training.Loss=focal-crossentropy"});
+  CHECK(output(focal).type == "focalLoss");
+  CHECK(output(focal).get_double("Gamma", 0) == 3);
+  CHECK(Network(network_for_training(focal), Device::cpu()).loss_kind() == LossKind::kFocalCrossEntropy);
+  // The resolved config loads back to the same network.
+  Config dice = load_config_text(seg, "seg.yaml", {"training.Loss=generalized-dice"});
+  Config back = load_config_text(dump_config(dice), "resolved.yaml");
+  CHECK(output(back).type == "dicePixelClassification");
+
+  const std::string weighted = R"(layers:
+  segnetLayers:
+    ImageSize: [16, 16, 3]
+    NumClasses: 3
+    EncoderDepth: 2
+    ClassWeights: median-frequency
+)";
+  CHECK(output(load_config_text(weighted, "w.yaml", {"training.Loss=crossentropy"})).get_string("ClassWeights", "") ==
+        "median-frequency");
+  CHECK_THROWS_WITH(load_config_text(weighted + "training:\n  Loss: generalized-dice\n", "w.yaml"),
+                    Catch::Contains("w.yaml:6: segnetLayers: ClassWeights 'median-frequency' applies to the "
+                                    "pixelClassification output (training.Loss none or crossentropy); with Loss "
+                                    "generalized-dice the network ends in dicePixelClassification, which takes no "
+                                    "class weights") &&
+                        Catch::Contains("remove ClassWeights"));
+  CHECK_THROWS_WITH(load_config_text(weighted, "w.yaml", {"training.Loss=focal-crossentropy"}),
+                    Catch::Contains("ClassWeights 'median-frequency'") && Catch::Contains("ends in focalLoss"));
+  std::string unweighted = weighted;
+  unweighted.replace(unweighted.find("median-frequency"), 16, "none");
+  CHECK(output(load_config_text(unweighted, "w.yaml", {"training.Loss=generalized-dice"})).type ==
+        "dicePixelClassification");
+  CHECK_THROWS_WITH(load_config_text(seg + "training:\n  Loss: mse\n", "seg.yaml"),
+                    Catch::Contains("seg.yaml:4: training.Loss mse is not a per-pixel loss, and segnetLayers ends in "
+                                    "a per-pixel output layer"));
+
+  Config unet = load_config_text("layers:\n  unetLayers: {ImageSize: [16, 16], NumClasses: 2, EncoderDepth: 1}\n",
+                                 "unet.yaml", {"training.Loss=generalized-dice"});
+  CHECK(output(unet).type == "dicePixelClassification");
+  CHECK(output(unet).name == "Segmentation-Layer");
+  CHECK(Network(network_for_training(unet), Device::cpu()).loss_kind() == LossKind::kGeneralizedDice);
 }
 
 TEST_CASE("unetLayers expands to MATLAB's U-Net (names, channels, skips) and builds", "[config][generators]") {
