@@ -133,11 +133,7 @@ def winograd_avx2(res):
             key = "train_step_ms" if "train_step_ms" in r else "inference_ms"
             rows.append([r["layer"], n(r[key]), n(w[key])])
     lines = table(["layer", "oneDNN 2.6.3 jit:avx2 (blocked)", "dltrain Winograd"], ["---", "---:", "---:"], rows)
-    blocks = [r for r in res.rows(f, layer="whole network")]
-    lines += ["", "Tiles per block (`DLT_WINOGRAD_BLOCK`), training / inference ms:",  ""]
-    lines += table(["tiles per block"] + [str(b["winograd_block"]) for b in blocks], ["---"] + ["---:"] * len(blocks),
-                   [["training / inference ms"] + [f"{n(b['train_step_ms'])} / {n(b['inference_ms'])}" for b in blocks]])
-    return lines
+    return lines  # the file's "whole network" rows (DLT_WINOGRAD_BLOCK 16-128) stay in the results only
 
 
 def cpu_mixed(res):
@@ -291,6 +287,36 @@ def regression_twin(res):
                                         ["---:", "---:", "---:", "---:", "---:"], rows)
 
 
+def multilabel_twin(res):
+    """scripts/bench/multilabel_vs_pytorch.py's table from its newest result file: one row per side."""
+    f = res.latest("-multilabel_vs_pytorch.jsonl")
+    run = res.run(f)
+    runs = res.rows(f, kind="run")
+    summary = res.one(f, kind="summary")
+    rows = []
+    for side, label in (("dltrain", run["dltrain"]), ("pytorch", f"PyTorch {run['torch']}")):
+        rs = [next((r for r in runs if r["seed"] == seed and r["side"] == side), {"error": "missing"})
+              for seed in summary["seeds"]]
+        per_seed = ", ".join(f"failed: {r['error']}" if "error" in r else f"{100 * r['f1']:.1f}" for r in rs)
+        ok = [r for r in rs if "error" not in r]
+        if not ok:
+            rows.append([label, per_seed, "—", "—", "—"])
+            continue
+        load = max(r.get("foreign_load_cores", 0) for r in ok)
+        rows.append([label, per_seed, f"{100 * sum(r['f1'] for r in ok) / len(ok):.2f}",
+                     f"{100 * sum(r['jaccard'] for r in ok) / len(ok):.1f}",
+                     f"{sum(r['seconds_per_epoch'] for r in ok) / len(ok):.2f}" + (f" (load {load:.1f})" if load >= 0.3 else "")])
+    caption = (f"Multi-label, `scripts/bench/multilabel_vs_pytorch.py`: {run['config']} against `pytorch_multilabel.py`, "
+               f"{run['date']}, {run['cpu_model']} ({run['isa']}), {run['threads']} threads; {run['epochs']} epochs, "
+               f"{run['train_images']:,} / {run['test_images']:,} `make-dataset shapes-multi` images; F1 and Jaccard in "
+               f"% on the test images (threshold 0.5); {summary['verdict'].split(' (')[0]}" +
+               "".join(f"; from one start (seed 0's initial network, no shuffling) the mini-batch losses agree to "
+                       f"{r['max_loss_difference']:.0e} over {r['iterations']} iterations"
+                       for r in res.rows(f, kind="same_start") if "error" not in r) + ".")
+    return [caption, ""] + table(["side", f"F1, seeds {', '.join(str(s) for s in summary['seeds'])}", "mean F1",
+                                  "mean Jaccard", "s / epoch"], ["---", "---:", "---:", "---:", "---:"], rows)
+
+
 # ---- GPU ----
 
 GPU = "2026-11-27-h200-gpu_vs_pytorch.jsonl"
@@ -406,7 +432,8 @@ def scaling_model(res):
 
 
 TABLES = {f.__name__: f for f in (cpu_training, winograd_avx2, cpu_mixed, data_vs_pil, cifar10_accuracy, camvid_cpu,
-                                   camvid_dice, dp_overlap, finetune_twin, regression_twin, onnx_inference_cpu, mobilenet_blocks,
+                                   camvid_dice, dp_overlap, finetune_twin, regression_twin, multilabel_twin,
+                                   onnx_inference_cpu, mobilenet_blocks,
                                    gpu_training, gpu_mixed, gpu_switches, gpu_profile, gpu_engines, onnx_gpu, camvid_gpu,
                                    scaling_model)}
 

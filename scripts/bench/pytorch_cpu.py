@@ -210,14 +210,16 @@ def build(config_path, torch):
         inputs = spec.pop("Inputs", [prev] if prev is not None else [])
         if isinstance(inputs, str):
             inputs = [inputs]
-        if kind in ("softmax", "classification", "pixelClassification", "regression", "dicePixelClassification",
-                    "focalLoss"):
+        if kind in ("softmax", "sigmoid", "classification", "pixelClassification", "regression",
+                    "multilabelClassification", "dicePixelClassification", "focalLoss"):
             # The model returns logits; training uses the fused softmax + cross-entropy loss,
             # inference applies softmax (see run_inference; pytorch_segment.py trains the Dice and
             # focal losses on the logits' softmax). A regression output layer (MATLAB's
             # regressionLayer) adds nothing either: the model returns the responses, and
-            # num_classes is their count (pytorch_regression.py).
-            if kind != "softmax" and num_classes is None:
+            # num_classes is their count (pytorch_regression.py). A multi-label network's sigmoid
+            # likewise: the model returns the K scores before it, pytorch_multilabel.py's loss
+            # takes them (binary cross-entropy with logits) and its inference applies the sigmoid.
+            if kind not in ("softmax", "sigmoid") and num_classes is None:
                 num_classes = shapes[prev][0]
             continue
         x = values[inputs[0]] if inputs else None
