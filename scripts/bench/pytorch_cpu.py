@@ -340,6 +340,28 @@ def build(config_path, torch):
 
 
 # ---------------------------------------------------------------- timing
+def training_epochs(torch, opt, gen, n, epochs, shuffle, lr0, sched, drop_factor, drop_period):
+    """The twins' epochs as dltrain runs them: at the top of each, sets every parameter group's
+    rate (InitialLearnRate, x LearnRateDropFactor every LearnRateDropPeriod epochs when piecewise,
+    x the group's "lr_factor") and yields (epoch, lr, order), the mini-batch order: a new
+    permutation from GEN per epoch (every-epoch), one drawn at the first epoch (once), or 0..n-1
+    (never)."""
+    once = None
+    for epoch in range(epochs):
+        lr = lr0 * drop_factor ** (epoch // drop_period) if sched == "piecewise" else lr0
+        for g in opt.param_groups:
+            g["lr"] = lr * g["lr_factor"]
+        if shuffle == "never":
+            order = torch.arange(n)
+        elif shuffle == "once":
+            if once is None:
+                once = torch.randperm(n, generator=gen)
+            order = once
+        else:
+            order = torch.randperm(n, generator=gen)
+        yield epoch, lr, order
+
+
 def cpu_busy_seconds():
     """Busy CPU time of the whole machine (all cores, all processes) from /proc/stat."""
     try:

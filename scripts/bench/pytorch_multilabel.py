@@ -319,24 +319,13 @@ def main():
     bsz = min(batch, n)
     per_epoch = n // bsz  # MATLAB drops the last partial mini-batch
     gen = torch.Generator().manual_seed(args.seed)
-    once_order = None
     epoch_seconds, epoch_f1, iteration_losses = [], [], []
     last_loss = float("nan")
     log(f"{epochs} epochs x {per_epoch} iterations of {bsz}; lr {lr0} "
         f"{'x' + str(drop_factor) + ' every ' + str(drop_period) + ' epochs' if sched == 'piecewise' else 'constant'}, "
         f"{solver_note}, weight decay {l2}, shuffle {shuffle}, seed {args.seed}")
-    for epoch in range(epochs):
-        lr = lr0 * drop_factor ** (epoch // drop_period) if sched == "piecewise" else lr0
-        for g in opt.param_groups:
-            g["lr"] = lr * g["lr_factor"]
-        if shuffle == "never":
-            order = torch.arange(n)
-        elif shuffle == "once":
-            if once_order is None:
-                once_order = torch.randperm(n, generator=gen)
-            order = once_order
-        else:
-            order = torch.randperm(n, generator=gen)
+    for epoch, lr, order in pytorch_cpu.training_epochs(torch, opt, gen, n, epochs, shuffle, lr0, sched, drop_factor,
+                                                        drop_period):
         net.train()
         te = time.perf_counter()
         loss_sum = 0.0

@@ -260,21 +260,11 @@ def main():
     bsz = min(batch, n)
     per_epoch = n // bsz
     gen = torch.Generator().manual_seed(args.seed)
-    once = None
     epoch_seconds = []
     log(f"{epochs} epochs x {per_epoch} iterations of {bsz}; lr {lr0}, momentum {momentum}, "
         f"weight decay {l2}, shuffle {shuffle}, loss {loss_name}, class weights {weights}, seed {args.seed}")
-    for epoch in range(epochs):
-        lr = lr0 * drop_factor ** (epoch // drop_period) if sched == "piecewise" else lr0
-        for g in opt.param_groups:
-            g["lr"] = lr * g["lr_factor"]
-        if shuffle == "never":
-            order = torch.arange(n)
-        elif shuffle == "once":
-            once = torch.randperm(n, generator=gen) if once is None else once
-            order = once
-        else:
-            order = torch.randperm(n, generator=gen)
+    for epoch, lr, order in pytorch_cpu.training_epochs(torch, opt, gen, n, epochs, shuffle, lr0, sched, drop_factor,
+                                                        drop_period):
         net.train()
         te = time.perf_counter()
         # Sums stay on the device (one synchronisation per epoch, not three per iteration).
