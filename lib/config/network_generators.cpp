@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "config/choice.h"
+#include "config/options.h"
 #include "config/sections.h"
 #include "util/error.h"
 #include "util/numbers.h"
@@ -172,16 +174,31 @@ std::string str(int64_t v) { return std::to_string(v); }
 void add_output(LayerList& l, GeneratorArgs& a, const std::string& name, const YAML::Node& loss, const Origin& origin) {
   const std::string gen = a.name();
   const std::string want = loss.IsDefined() && loss.IsScalar() ? loss.Scalar() : "";
-  std::string type = "pixelClassification";
-  if (iequals(want, "generalized-dice"))
-    type = "dicePixelClassification";
-  else if (iequals(want, "focal-crossentropy"))
-    type = "focalLoss";
-  for (const char* other : {"binary-crossentropy", "mse", "mean-squared-error", "mae", "mean-absolute-error", "huber"})
-    if (iequals(want, other))
+  LossName kind = LossName::kNone;
+  parse_choice(want, &kind);  // a word that is no loss stays kNone: the training section reports it
+  std::string type;
+  switch (kind) {
+    case LossName::kNone:
+    case LossName::kCrossEntropy:
+    case LossName::kIndexCrossEntropy:
+      type = "pixelClassification";
+      break;
+    case LossName::kGeneralizedDice:
+      type = "dicePixelClassification";
+      break;
+    case LossName::kFocalCrossEntropy:
+      type = "focalLoss";
+      break;
+    case LossName::kBinaryCrossEntropy:
+    case LossName::kMse:
+    case LossName::kMeanSquaredError:
+    case LossName::kMae:
+    case LossName::kMeanAbsoluteError:
+    case LossName::kHuber:
       throw ConfigError(origin.at(loss) + "training.Loss " + want + " is not a per-pixel loss, and " + gen +
                         " ends in a per-pixel output layer (Loss none or crossentropy: pixelClassification; "
                         "generalized-dice: dicePixelClassification; focal-crossentropy: focalLoss)");
+  }
   YAML::Node out = l.add(type, name);
   const Entry* w = a.find("ClassWeights");
   if (!w || w->value.IsNull() || (w->value.IsScalar() && iequals(w->value.Scalar(), "none"))) return;
