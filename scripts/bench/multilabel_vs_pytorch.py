@@ -63,7 +63,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "scripts", "onnx"))
 import perf_page  # noqa: E402
-import regression_vs_pytorch as rvp  # noqa: E402  (busy_seconds, measured, read_yaml, table_rows)
+import regression_vs_pytorch as rvp  # noqa: E402  (busy_seconds, measured, read_yaml, table_rows, wait_idle)
 import zoo_coverage as zc  # noqa: E402  (cpu_model, isa)
 
 BENCH = "multilabel_vs_pytorch"
@@ -78,22 +78,6 @@ def say(msg):
 def die(msg):
     say("error: " + msg)
     sys.exit(1)
-
-
-def wait_idle(limit):
-    """Polls every 5 s until other processes use less than 0.3 cores, or gives up after limit s."""
-    if limit <= 0:
-        return
-    deadline = time.time() + limit
-    while True:
-        b0 = rvp.busy_seconds()
-        time.sleep(5)
-        load = (rvp.busy_seconds() - b0) / 5
-        if load < 0.3:
-            return
-        if time.time() > deadline:
-            say(f"cores still busy ({load:.2f}) after {limit} s; running anyway")
-            return
 
 
 def split_labels(field):
@@ -398,7 +382,7 @@ def main():
     for i, seed in enumerate(seeds):
         order = (run_dltrain, run_pytorch) if i % 2 == 0 else (run_pytorch, run_dltrain)
         for fn in order:
-            wait_idle(args.wait_idle)
+            rvp.wait_idle(args.wait_idle, say)
             r = fn(args, data, seed, logs, env)
             peer = version[0] if r["side"] == "dltrain" and version else f"PyTorch {torch_version}"
             r = {"kind": "run", **r, **machine, "version": peer}
@@ -409,7 +393,7 @@ def main():
     summary = summarise(runs)
     extra_rows = []
     if args.same_start_epochs > 0:
-        wait_idle(args.wait_idle)
+        rvp.wait_idle(args.wait_idle, say)
         ss = same_start(args, data, logs, env)
         say(json.dumps({k: v for k, v in ss.items() if not isinstance(v, list)}))
         extra_rows.append(ss)
