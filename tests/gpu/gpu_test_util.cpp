@@ -5,6 +5,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
 
 #include "config/config.h"
 #include "util/error.h"
@@ -26,6 +29,17 @@ std::string config_path(const std::string& name) {
 }
 
 NetworkSpec config_network(const std::string& name) { return load_config(config_path(name)).network; }
+
+NetworkSpec config_network_file(const std::string& relative) {
+  std::string root = DLT_SOURCE_DIR;
+  if (const char* env = std::getenv("DLT_SOURCE_DIR"); env && *env) root = env;
+  const std::string path = root + "/" + relative;
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return network_spec_from_yaml(text.str(), path);
+}
 
 bool feeds_batch_norm(const std::vector<Param*>& ps, size_t i) {
   return i > 0 && i + 1 < ps.size() && ps[i]->name == "Bias" && ps[i - 1]->name == "Weights" &&

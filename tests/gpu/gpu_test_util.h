@@ -46,6 +46,8 @@ Comparison compare_tensors(const Tensor& got, const Tensor& want);
 std::string config_path(const std::string& name);
 // The `layers:` of a config under configs/ (e.g. "cifar10-bn") as a NetworkSpec.
 NetworkSpec config_network(const std::string& name);
+// The layers of a YAML file without data or training sections (path relative to the source).
+NetworkSpec config_network_file(const std::string& relative);
 // Parameter i is a Bias right after its layer's Weights and right before a batch norm's Scale:
 // in the test networks (layers in order) a convolution whose only consumer is batch norm, whose
 // gradient is zero up to rounding (the normalisation subtracts the bias again).

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# A small vision transformer end to end: patchEmbedding, class token, positionEmbedding, one
+# pre-norm encoder block (selfAttention, per-token fullyConnected MLP), indexing1d, trained with
+# adamw on the generated shapes; validation accuracy well above chance; `dltrain info` shows the
+# token formats; model.bin classifies the validation images with summary.json's accuracy; bad
+# token networks are refused with one line naming the layer.
+source "$(dirname "$0")/common.sh" "$@"
+make_shapes "$TMP/data" 150
+cat > "$TMP/vit.yaml" <<YAML
+layers:
+  - {type: imageInput, Name: input, InputSize: [32, 32, 3], Normalization: zscore}
+  - {type: patchEmbedding, Name: patch, PatchSize: 8, OutputSize: 32}
+  - {type: embeddingConcatenation, Name: cls}
+  - {type: positionEmbedding, Name: pos, OutputSize: 32, MaxPosition: 17}
+  - {type: layerNormalization, Name: ln1}
+  - {type: selfAttention, Name: attn, NumHeads: 4, NumKeyChannels: 32}
+  - {type: addition, Name: add1, Inputs: [attn, pos]}
+  - {type: layerNormalization, Name: ln2}
+  - {type: fullyConnected, Name: fc1, OutputSize: 64, OperationDimension: channel}
+  - {type: gelu, Name: gelu}
+  - {type: fullyConnected, Name: fc2, OutputSize: 32, OperationDimension: channel}
+  - {type: addition, Name: add2, Inputs: [fc2, add1]}
+  - {type: layerNormalization, Name: ln3}
+  - {type: indexing1d, Name: token}
+  - {type: fullyConnected, Name: fc, OutputSize: 4}
+  - {type: softmax, Name: softmax}
+  - {type: classification, Name: output}
+data:
+  train: $TMP/data/train
+  validation: $TMP/data/test
+training:
+  Solver: adamw
+  InitialLearnRate: 0.003
+  MaxEpochs: 25
+  MiniBatchSize: 32
+  Shuffle: every-epoch
+  ValidationFrequency: 1000
+  Seed: 1
+  Verbose: false
+YAML
+"$DLTRAIN" info "$TMP/vit.yaml" > "$TMP/info.out"
+grep -Eq "^2 +patch +patchEmbedding +16x32 +SCB " "$TMP/info.out" || fail "info: patchEmbedding row: $(cat "$TMP/info.out")"
+grep -Eq "^14 +token +indexing1d +32 +CB " "$TMP/info.out" || fail "info: indexing1d row: $(cat "$TMP/info.out")"
+echo "ok: dltrain info shows the token formats (16x32 SCB after patchEmbedding, 32 CB after indexing1d)"
+
+run="$TMP/run"
+"$DLTRAIN" train "$TMP/vit.yaml" --output-dir "$run" > "$TMP/train.out"
+acc=$(json_number "$run/summary.json" validation_accuracy)
+# 4 classes: chance is 25 %.
+at_least "$acc" 50 || fail "validation accuracy $acc%: the transformer did not learn (chance 25%)"
+echo "ok: the transformer learns the shapes: validation accuracy $acc% (chance 25%)"
+"$DLTRAIN" classify "$run/model.bin" "$TMP/data/test" --output "$TMP/preds.csv" > "$TMP/report.txt"
+pct=$(grep 'Accuracy:' "$TMP/report.txt" | grep -o '[0-9.]*%' | tr -d '%')
+[ -n "$pct" ] || fail "classify printed no accuracy: $(cat "$TMP/report.txt")"
+awk -v a="$acc" -v p="$pct" 'BEGIN { d = a - p; exit !(d < 0.01 && d > -0.01) }' ||
+  fail "classify's accuracy $pct% differs from summary.json's $acc%: $(cat "$TMP/report.txt")"
+echo "ok: model.bin classifies with summary.json's accuracy ($pct%)"
+
+sed 's/{type: layerNormalization, Name: ln1}/{type: convolution2d, Name: conv, FilterSize: 1, NumFilters: 32}/' \
+  "$TMP/vit.yaml" > "$TMP/conv.yaml"
+expect_error "a convolution on tokens" 2 "layer 'conv' (convolution2d) does not take SCB data, which 'pos'" -- \
+  "$DLTRAIN" info "$TMP/conv.yaml"
+expect_error "attention dropout" 2 "DropoutProbability" -- \
+  "$DLTRAIN" info "$TMP/vit.yaml" --set "layers.attn.DropoutProbability=0.1"
+expect_error "a patch that does not divide the image" 2 "PatchSize \[5 5\] does not divide the input's 32x32 pixels" -- \
+  "$DLTRAIN" info "$TMP/vit.yaml" --set "layers.patch.PatchSize=5"
+expect_error "heads that do not divide the key channels" 2 "NumKeyChannels (32) must be a multiple of NumHeads (3)" -- \
+  "$DLTRAIN" info "$TMP/vit.yaml" --set "layers.attn.NumHeads=3"
+expect_error "a sequence longer than MaxPosition" 2 "the sequence has 17 tokens, more than MaxPosition 16" -- \
+  "$DLTRAIN" info "$TMP/vit.yaml" --set "layers.pos.MaxPosition=16"
