@@ -9,11 +9,11 @@
 // heads * value_dim) and O (n, seq_q, heads * value_dim). causal masks key j for query i when
 // j > i (MATLAB's AttentionMask "causal"; PyTorch's is_causal, top-left aligned when
 // seq_q != seq_kv: every query sees key 0, so no row is empty).
-// The backward gives dQ, dK and dV from dO (written, not accumulated) and uses what the last
-// forward of the same op saved: the probabilities P (n * heads * seq_q * seq_kv floats), which
-// for ViT lengths (up to a few hundred tokens) is cheaper than recomputing Q K^T from the
-// softmax statistics. An op of the registry (op_registry.h): each backend registers its kernel
-// in its own file.
+// The backward gives dQ, dK and dV from dO (written, not accumulated) from the inputs of the
+// last forward of the same op: a kernel keeps the probabilities P (n * heads * seq_q * seq_kv
+// floats) from that forward where they fit its budget, and computes them again otherwise
+// (cpu/attention_op.cpp). An op of the registry (op_registry.h): each backend registers its
+// kernel in its own file.
 #pragma once
 #include <cmath>
 #include <cstdint>

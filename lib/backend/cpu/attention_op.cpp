@@ -1,15 +1,19 @@
 // The CPU's attention (backend/attention_op.h) on oneDNN: every product is one batched matmul
-// over (n, heads) whose memory descriptors read the head blocks of the token tensors in place
-// (4-D views with strides: no reorders; oneDNN 2.6 runs them on its brgemm kernels), and the
-// softmax is oneDNN's, in place on the scores. The causal mask writes -inf above the diagonal
-// between the scores' product and the softmax.
+// over (images, heads) whose memory descriptors read the head blocks of the token tensors in
+// place (4-D views with strides: no reorders; oneDNN 2.6 runs them on its brgemm kernels), and
+// the softmax is oneDNN's, in place on the scores. The causal mask writes -inf above the
+// diagonal between the scores' product and the softmax.
 //   forward:  P = softmax(scale Q K^T)          O = P V
 //   backward: dV = P^T dO    dP = dO V^T    dS = softmax_backward(P, dP)
 //             dQ = scale dS K    dK = scale dS^T Q
-// The op keeps P (n * heads * seq_q * seq_kv floats) between forward and backward, and as many
-// for dP once a backward has run (the softmax backward overwrites dP with dS in place).
+// Where the probabilities of the whole batch (n * heads * seq_q * seq_kv floats) fit in
+// kKeepProbsBytes, the op runs the batch as one pass and keeps P between forward and backward
+// (and as many floats for dP once a backward has run). Beyond that (long sequences: 12 heads
+// of 1024 tokens are 48 MiB per image) it runs image by image and keeps nothing: the backward
+// computes each image's P again (one more product and softmax), so its buffers hold one image.
 #include <limits>
 #include <memory>
+#include <string>
 
 #include "backend/attention_op.h"
 #include "backend/cpu/cpu_backend.h"
@@ -24,6 +28,14 @@ using dnnl::prop_kind;
 using dnnl::softmax_backward;
 using dnnl::softmax_forward;
 using Dims = memory::dims;
+
+// The largest batch of probabilities kept from forward to backward (and the dP beside them).
+constexpr int64_t kKeepProbsBytes = int64_t{64} << 20;
+
+// Images per pass: the whole batch where its probabilities fit in kKeepProbsBytes, else one.
+int64_t images_per_pass(const AttentionDesc& d) {
+  return d.probs_numel() * static_cast<int64_t>(sizeof(float)) <= kKeepProbsBytes ? d.n : 1;
+}
 
 // One batched product dst = scale * src x weights, with unbound memories.
 struct Product {
@@ -59,6 +71,7 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
   CpuAttentionOp(const AttentionDesc& d, DnnlContext& ctx)
       : AttentionOp(d, Device::cpu()),
         d_(d),
+        m_(images_per_pass(d)),
         ctx_(ctx),
         scale_(d.scale_or_default()),
         scores_(product(tokens(d.seq_q, d.key_dim), tokens_t(d.seq_kv, d.key_dim), probs(), scale_)),
@@ -70,7 +83,7 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
         softmax_({prop_kind::forward_training, rows_md(), 1}, {rows_md(), rows_md(), 1}, rows_md(), ctx.eng) {
     for (const Product* p : {&*scores_, &*out_, &*dv_, &*dp_, &*dq_, &*dk_}) pad_.need(p->pd.scratchpad_desc());
     pad_.allocate();
-    probs_ = host_buffer(static_cast<size_t>(d.probs_numel()) * sizeof(float));
+    probs_ = host_buffer(static_cast<size_t>(pass_probs()) * sizeof(float));
     ddst_ = unbound(rows_md(), ctx.eng);
     softmax_.bwd_args = {{DNNL_ARG_DST, softmax_.dst},
                          {DNNL_ARG_DIFF_DST, ddst_},
@@ -79,54 +92,70 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
   }
 
   std::string impl_info() const override {
-    return "scores=" + impl_of(scores_->pd) + " out=" + impl_of(out_->pd) + " dq=" + impl_of(dq_->pd) + " softmax " +
-           softmax_.impl_info();
+    return "images per pass=" + std::to_string(m_) + " scores=" + impl_of(scores_->pd) + " out=" + impl_of(out_->pd) +
+           " dq=" + impl_of(dq_->pd) + " softmax " + softmax_.impl_info();
   }
 
  protected:
   void do_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) override {
-    float* p = probs_.data();
-    scores_->run(ctx_.strm, pad_, ctx_.eng, q.data(), k.data(), p);
-    if (d_.causal) mask(p);
-    softmax_.forward(ctx_.strm, probs_, probs_);
-    out_->run(ctx_.strm, pad_, ctx_.eng, p, v.data(), o.data());
+    for (int64_t i = 0; i < d_.n; i += m_) {
+      probabilities(q, k, i);
+      out_->run(ctx_.strm, pad_, ctx_.eng, probs_.data(), v.data() + i * kv_values(), o.data() + i * q_values(true));
+    }
   }
 
   void do_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, Tensor& dq, Tensor& dk,
                    Tensor& dv) override {
-    if (!dp_buf_.defined()) dp_buf_ = host_buffer(static_cast<size_t>(d_.probs_numel()) * sizeof(float));
-    const float* p = probs_.data();
-    dv_->run(ctx_.strm, pad_, ctx_.eng, p, dout.data(), dv.data());
-    dp_->run(ctx_.strm, pad_, ctx_.eng, dout.data(), v.data(), dp_buf_.data());
-    bind(softmax_.dst, probs_);
-    bind(ddst_, dp_buf_);
-    bind(softmax_.src, dp_buf_);  // dS over dP
-    softmax_.backward(ctx_.strm);
-    dq_->run(ctx_.strm, pad_, ctx_.eng, dp_buf_.data(), k.data(), dq.data());
-    dk_->run(ctx_.strm, pad_, ctx_.eng, dp_buf_.data(), q.data(), dk.data());
+    if (!dp_buf_.defined()) dp_buf_ = host_buffer(static_cast<size_t>(pass_probs()) * sizeof(float));
+    for (int64_t i = 0; i < d_.n; i += m_) {
+      if (m_ < d_.n) probabilities(q, k, i);  // one image's P again; the whole batch's is kept
+      const float* p = probs_.data();
+      const float* g = dout.data() + i * q_values(true);
+      dv_->run(ctx_.strm, pad_, ctx_.eng, p, g, dv.data() + i * kv_values());
+      dp_->run(ctx_.strm, pad_, ctx_.eng, g, v.data() + i * kv_values(), dp_buf_.data());
+      bind(softmax_.dst, probs_);
+      bind(ddst_, dp_buf_);
+      bind(softmax_.src, dp_buf_);  // dS over dP
+      softmax_.backward(ctx_.strm);
+      dq_->run(ctx_.strm, pad_, ctx_.eng, dp_buf_.data(), k.data() + i * kv_keys(), dq.data() + i * q_values(false));
+      dk_->run(ctx_.strm, pad_, ctx_.eng, dp_buf_.data(), q.data() + i * q_values(false), dk.data() + i * kv_keys());
+    }
   }
 
  private:
-  // (n, heads, seq, dim) read in place from a token tensor (n, seq, heads * dim), and its
+  // The probabilities of the pass of images from `first` into probs_.
+  void probabilities(const Tensor& q, const Tensor& k, int64_t first) {
+    float* p = probs_.data();
+    scores_->run(ctx_.strm, pad_, ctx_.eng, q.data() + first * q_values(false), k.data() + first * kv_keys(), p);
+    if (d_.causal) mask(p);
+    softmax_.forward(ctx_.strm, probs_, probs_);
+  }
+  // Floats per image: queries (keys' width) or outputs (values' width), keys, values.
+  int64_t q_values(bool value_width) const { return d_.seq_q * d_.heads * (value_width ? d_.value_dim : d_.key_dim); }
+  int64_t kv_keys() const { return d_.seq_kv * d_.heads * d_.key_dim; }
+  int64_t kv_values() const { return d_.seq_kv * d_.heads * d_.value_dim; }
+  int64_t pass_probs() const { return m_ * d_.heads * d_.seq_q * d_.seq_kv; }
+
+  // (images, heads, seq, dim) read in place from a token tensor (n, seq, heads * dim), and its
   // transpose (n, heads, dim, seq).
   memory::desc tokens(int64_t seq, int64_t dim) const {
     const int64_t c = d_.heads * dim;
-    return memory::desc(Dims{d_.n, d_.heads, seq, dim}, kF32, Dims{seq * c, dim, c, 1});
+    return memory::desc(Dims{m_, d_.heads, seq, dim}, kF32, Dims{seq * c, dim, c, 1});
   }
   memory::desc tokens_t(int64_t seq, int64_t dim) const {
     const int64_t c = d_.heads * dim;
-    return memory::desc(Dims{d_.n, d_.heads, dim, seq}, kF32, Dims{seq * c, dim, 1, c});
+    return memory::desc(Dims{m_, d_.heads, dim, seq}, kF32, Dims{seq * c, dim, 1, c});
   }
-  // The probabilities (n, heads, seq_q, seq_kv), dense, and their transpose.
+  // The probabilities (images, heads, seq_q, seq_kv), dense, and their transpose.
   memory::desc probs() const {
-    return memory::desc(Dims{d_.n, d_.heads, d_.seq_q, d_.seq_kv}, kF32, memory::format_tag::abcd);
+    return memory::desc(Dims{m_, d_.heads, d_.seq_q, d_.seq_kv}, kF32, memory::format_tag::abcd);
   }
   memory::desc probs_t() const {
     const int64_t plane = d_.seq_q * d_.seq_kv;
-    return memory::desc(Dims{d_.n, d_.heads, d_.seq_kv, d_.seq_q}, kF32, Dims{d_.heads * plane, plane, 1, d_.seq_kv});
+    return memory::desc(Dims{m_, d_.heads, d_.seq_kv, d_.seq_q}, kF32, Dims{d_.heads * plane, plane, 1, d_.seq_kv});
   }
-  // The probabilities as softmax rows (n * heads * seq_q, seq_kv).
-  memory::desc rows_md() const { return nc_md(d_.n * d_.heads * d_.seq_q, d_.seq_kv); }
+  // The probabilities as softmax rows (images * heads * seq_q, seq_kv).
+  memory::desc rows_md() const { return nc_md(m_ * d_.heads * d_.seq_q, d_.seq_kv); }
   std::unique_ptr<Product> product(const memory::desc& a, const memory::desc& b, const memory::desc& c,
                                    float scale) const {
     return std::make_unique<Product>(a, b, c, scale, ctx_.eng);
@@ -134,7 +163,7 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
 
   // -inf at key j > query i in every row block.
   void mask(float* s) const {
-    const int64_t rows = d_.n * d_.heads * d_.seq_q, kv = d_.seq_kv;
+    const int64_t rows = m_ * d_.heads * d_.seq_q, kv = d_.seq_kv;
     const float inf = std::numeric_limits<float>::infinity();
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
@@ -144,13 +173,14 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
   }
 
   AttentionDesc d_;
+  int64_t m_;  // images per pass: n (P kept for the backward) or 1 (P computed again there)
   DnnlContext& ctx_;
   float scale_;
   std::unique_ptr<Product> scores_, out_, dv_, dp_, dq_, dk_;
   PrimitivePair<softmax_forward, softmax_backward> softmax_;  // src S / dS, dst P
   memory ddst_;                                               // dP
   Scratchpad pad_;                                            // the products' (the softmax has its own)
-  Tensor probs_, dp_buf_;                                     // P; dP, then dS
+  Tensor probs_, dp_buf_;                                     // a pass's P; dP, then dS
 };
 
 std::unique_ptr<AttentionOp> make(Backend& b, const AttentionDesc& d) {
