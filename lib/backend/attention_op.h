@@ -36,6 +36,10 @@ struct AttentionDesc {
   int64_t value_dim = 1;  // per head (values and output)
   bool causal = false;    // mask key j > query i
   float scale = 0.f;      // 0: 1 / sqrt(key_dim)
+  // Dropout on the probabilities in forward_dropout: P[e] is kept with probability 1 - dropout
+  // and scaled by 1 / (1 - dropout), where dropout_uniform(key, e) >= dropout (dropout_hash.h;
+  // e the index in (n, heads, seq_q, seq_kv)): the same mask on every backend. O = (P * M) V.
+  float dropout = 0.f;
   float scale_or_default() const { return scale != 0.f ? scale : 1.f / std::sqrt(static_cast<float>(key_dim)); }
   int64_t q_numel() const { return n * seq_q * heads * key_dim; }
   int64_t k_numel() const { return n * seq_kv * heads * key_dim; }
@@ -48,14 +52,13 @@ struct AttentionDesc {
 class AttentionOp {
  public:
   virtual ~AttentionOp() = default;
-  // o from q, k, v; keeps the probabilities for backward.
-  void forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) {
-    check(q, desc_.q_numel(), "q");
-    check(k, desc_.k_numel(), "k");
-    check(v, desc_.v_numel(), "v");
-    check(o, desc_.o_numel(), "o");
-    do_forward(q, k, v, o);
-    forward_done_ = true;
+  // o from q, k, v, without dropout (inference, or dropout 0).
+  void forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) { run_forward(q, k, v, o, false, 0); }
+  // A training forward with the descriptor's dropout on the probabilities, its mask drawn from
+  // key; the backward that follows applies the same mask.
+  void forward_dropout(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o, uint64_t key) {
+    DLT_CHECK(desc_.dropout > 0.f, "attention: forward_dropout without a dropout probability");
+    run_forward(q, k, v, o, true, key);
   }
   // dq, dk, dv from dout (the gradient of o) and the inputs of the last forward.
   void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, Tensor& dq, Tensor& dk,
@@ -79,12 +82,27 @@ class AttentionOp {
                                                              << ", seq_kv " << d.seq_kv << ", key_dim " << d.key_dim
                                                              << ", value_dim " << d.value_dim << ")");
     DLT_CHECK(std::isfinite(d.scale), "attention: scale " << d.scale << " is not finite");
+    DLT_CHECK(d.dropout >= 0.f && d.dropout < 1.f, "attention: dropout " << d.dropout << " is not in [0, 1)");
   }
+  // dropout: apply the mask of `key` (forward_dropout); the backward after it reads dropout_on().
   virtual void do_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) = 0;
+  bool dropout_on() const { return dropout_on_; }
+  uint64_t dropout_key() const { return dropout_key_; }
+  float keep_scale() const { return 1.f / (1.f - desc_.dropout); }
   virtual void do_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, Tensor& dq,
                            Tensor& dk, Tensor& dv) = 0;
 
  private:
+  void run_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o, bool dropout, uint64_t key) {
+    check(q, desc_.q_numel(), "q");
+    check(k, desc_.k_numel(), "k");
+    check(v, desc_.v_numel(), "v");
+    check(o, desc_.o_numel(), "o");
+    dropout_on_ = dropout;
+    dropout_key_ = key;
+    do_forward(q, k, v, o);
+    forward_done_ = true;
+  }
   void check(const Tensor& t, int64_t numel, const char* what) const {
     DLT_CHECK(t.defined() && t.device() == device_ && t.numel() == numel,
               "attention: " << what << " must be " << numel << " values on " << device_.str() << " (got "
@@ -93,6 +111,8 @@ class AttentionOp {
   AttentionDesc desc_;
   Device device_;
   bool forward_done_ = false;
+  bool dropout_on_ = false;
+  uint64_t dropout_key_ = 0;
 };
 
 }  // namespace dlt

@@ -3,7 +3,8 @@
 //   Q = x Wq' + bq, K = x Wk' + bk, V = x Wv' + bv   (NumKeyChannels, NumKeyChannels,
 //   NumValueChannels channels: the totals over the NumHeads heads, heads contiguous blocks),
 //   A = attention(Q, K, V) per head (backend/attention_op.h; AttentionMask causal hides the
-//   later tokens), y = A Wo' + bo (OutputSize channels).
+//   later tokens; DropoutProbability drops attention weights in training, scaling the others
+//   by 1 / (1 - p)), y = A Wo' + bo (OutputSize channels).
 // Learnables with MATLAB's names and shapes: QueryWeights (NumKeyChannels, C), KeyWeights,
 // ValueWeights (NumValueChannels, C), OutputWeights (OutputSize, NumValueChannels) and the
 // biases; Weight / Bias initializers and factors apply to all four. PyTorch's
@@ -33,10 +34,9 @@ class SelfAttentionLayer final : public Layer {
                           ") must be a multiple of NumHeads (" + std::to_string(heads_) +
                           "): it is the total over the heads");
     causal_ = spec_.get_choice("AttentionMask", "none", {"none", "causal"}) == "causal";
-    if (spec_.get_double("DropoutProbability", 0.0) != 0.0)
-      throw ConfigError(spec.where() +
-                        "option DropoutProbability: dropout on the attention weights is not supported yet (use 0, "
-                        "and a dropout layer after the attention)");
+    dropout_ = spec_.get_double("DropoutProbability", 0.0);
+    if (dropout_ < 0 || dropout_ >= 1)
+      throw ConfigError(spec.where() + "option DropoutProbability must be in [0, 1), got " + std::to_string(dropout_));
     const Init wi = parse_initializer(spec_, "WeightsInitializer", "glorot");
     const Init bi = parse_initializer(spec_, "BiasInitializer", "zeros");
     weight_ = make_param(spec_, "Weight", Shape{}, wi, 1.f);
@@ -89,6 +89,7 @@ class SelfAttentionLayer final : public Layer {
     d.key_dim = key_ / heads_;
     d.value_dim = value_ / heads_;
     d.causal = causal_;
+    d.dropout = static_cast<float>(dropout_);
     attention_ = be.make(d);
     const int64_t width[4] = {key_, key_, value_, value_};  // Q, K, V, A
     for (int i = 0; i < 4; ++i) {
@@ -98,9 +99,12 @@ class SelfAttentionLayer final : public Layer {
     dx_part_ = Tensor(Shape{rows, c_}, be.device());
   }
 
-  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
     for (int i = 0; i < 3; ++i) fc_[i]->forward(*x[0], weights(i), bias(i), act_[i]);
-    attention_->forward(act_[0], act_[1], act_[2], act_[3]);
+    if (ctx.training && dropout_ > 0)
+      attention_->forward_dropout(act_[0], act_[1], act_[2], act_[3], dropout_key(ctx));
+    else
+      attention_->forward(act_[0], act_[1], act_[2], act_[3]);
     fc_[3]->forward(act_[3], weights(3), bias(3), y);
   }
 
@@ -122,8 +126,17 @@ class SelfAttentionLayer final : public Layer {
     return 2 * s_ * (c_ * (2 * key_ + value_) + value_ * out_) + 2 * s_ * s_ * (key_ + value_);
   }
   std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
+  // Dropout draws a new mask each training step.
+  bool stochastic() const override { return dropout_ > 0; }
 
  private:
+  // The mask's key for this step: from the run's seed, the layer's name and the iteration (as
+  // the dropout layer draws its masks).
+  uint64_t dropout_key(const RunContext& ctx) const {
+    uint64_t h = 1469598103934665603ULL;  // FNV-1a of the name, mixed with the iteration
+    for (char c : name()) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+    return Rng::derive(ctx.seed, {h ^ (ctx.iteration * 0x9e3779b97f4a7c15ULL)}).next_u64();
+  }
   // An option that is a number >= 1 or "auto" (def).
   int64_t auto_int(const std::string& key, int64_t def) const {
     const SpecValue* v = spec_.get(key);
@@ -141,6 +154,7 @@ class SelfAttentionLayer final : public Layer {
 
   int64_t heads_ = 1, key_ = 1, value_ = 1, out_ = 0, s_ = 1, c_ = 1;
   bool causal_ = false;
+  double dropout_ = 0;  // DropoutProbability: on the attention weights, in training
   Param weight_, bias_;
   Backend* be_ = nullptr;
   std::unique_ptr<FcOp> fc_[4];  // Q, K, V, output projections

@@ -27,14 +27,20 @@ inline AgreementRow attention_row(std::string name, AttentionDesc d) {
             Tensor tq = to_tensor(q, qs, dev), tk = to_tensor(k, ks, dev), tv = to_tensor(v, vs, dev);
             Tensor to(os, dev), tdq(qs, dev), tdk(ks, dev), tdv(vs, dev);
             auto op = be.make(d);
-            op->forward(tq, tk, tv, to);
-            check_close("forward", to, ref::attention_forward(d, q, k, v), tol);
+            // With dropout: the training forward's mask (the same key on every backend).
+            const bool drop = d.dropout > 0.f;
+            const uint64_t key = 0x5eedf00dULL;
+            if (drop)
+              op->forward_dropout(tq, tk, tv, to, key);
+            else
+              op->forward(tq, tk, tv, to);
+            check_close("forward", to, ref::attention_forward(d, q, k, v, drop, key), tol);
             be.fill(tdq, 123.f);  // must be overwritten, not accumulated
             be.fill(tdk, 123.f);
             be.fill(tdv, 123.f);
             op->backward(tq, tk, tv, to_tensor(dout, os, dev), tdq, tdk, tdv);
             Vec dq, dk, dv;
-            ref::attention_backward(d, q, k, v, dout, dq, dk, dv);
+            ref::attention_backward(d, q, k, v, dout, dq, dk, dv, drop, key);
             check_close("backward dQ", tdq, dq, tol);
             check_close("backward dK", tdk, dk, tol);
             check_close("backward dV", tdv, dv, tol);
@@ -52,8 +58,14 @@ inline std::vector<AgreementRow> attention_rows() {
   rows.push_back(attention_row("causal, 7 queries over 4 keys (top-left)", {2, 2, 7, 4, 8, 5, true, 0.f}));
   rows.push_back(attention_row("causal, 3 queries over 8 keys, scale 0.3", {1, 3, 3, 8, 4, 4, true, 0.3f}));
   rows.push_back(attention_row("ViT-Tiny: 3 heads of 197 tokens, dim 64", {1, 3, 197, 197, 64, 64, false, 0.f}));
+  AttentionDesc dropout{2, 3, 9, 9, 4, 5, false, 0.f};
+  dropout.dropout = 0.3f;
+  rows.push_back(attention_row("dropout 0.3, 3 heads of 9 tokens", dropout));
+  AttentionDesc long_dropout{3, 2, 2048, 2048, 4, 4, false, 0.f};
+  long_dropout.dropout = 0.1f;
   // 96 MiB of probabilities: the CPU op runs image by image and computes P again in backward.
   rows.push_back(attention_row("3 images of 2 heads of 2048 tokens, causal", {3, 2, 2048, 2048, 4, 4, true, 0.f}));
+  rows.push_back(attention_row("3 images of 2 heads of 2048 tokens, dropout 0.1", long_dropout));
   return rows;
 }
 

@@ -303,17 +303,19 @@ inline GradientRow spatial_transpose(std::string name, SpatialTransposeDesc d) {
       [d](const std::vector<Vec>&, const Vec& dy) { return std::vector<Vec>{ref::spatial_transpose_backward(d, dy)}; }};
 }
 
-// Q and K in [-2, 2) (a softmax far from uniform).
+// Q and K in [-2, 2) (a softmax far from uniform). With d.dropout: one fixed mask.
 inline GradientRow attention(std::string name, AttentionDesc d) {
   Rng rng(131);
   Vec q = random_vec(d.q_numel(), rng, -2.0, 2.0), k = random_vec(d.k_numel(), rng, -2.0, 2.0);
+  const bool drop = d.dropout > 0.f;
+  const uint64_t key = 77;
   return {"attention " + name,
           AttentionDesc::kOp,
           {q, k, random_vec(d.v_numel(), rng)},
-          [d](const std::vector<Vec>& in) { return ref::attention_forward(d, in[0], in[1], in[2]); },
-          [d](const std::vector<Vec>& in, const Vec& dy) {
+          [d, drop](const std::vector<Vec>& in) { return ref::attention_forward(d, in[0], in[1], in[2], drop, key); },
+          [d, drop](const std::vector<Vec>& in, const Vec& dy) {
             Vec dq, dk, dv;
-            ref::attention_backward(d, in[0], in[1], in[2], dy, dq, dk, dv);
+            ref::attention_backward(d, in[0], in[1], in[2], dy, dq, dk, dv, drop, key);
             return std::vector<Vec>{dq, dk, dv};
           }};
 }
@@ -455,6 +457,9 @@ inline std::vector<GradientRow> gradient_rows() {
   rows.push_back(attention("2 heads, 3 queries over 4 keys, key dim 3 value dim 2", {2, 2, 3, 4, 3, 2, false, 0.f}));
   rows.push_back(attention("causal, 2 heads of 5 tokens", {1, 2, 5, 5, 3, 3, true, 0.f}));
   rows.push_back(attention("causal, 4 queries over 2 keys, scale 0.7", {1, 1, 4, 2, 2, 3, true, 0.7f}));
+  AttentionDesc dropout{1, 2, 4, 5, 3, 2, false, 0.f};
+  dropout.dropout = 0.4f;
+  rows.push_back(attention("dropout 0.4, 2 heads, 4 queries over 5 keys", dropout));
   rows.push_back(regression_loss("mse 4x3", LossKind::kMse, 4, 3));
   rows.push_back(regression_loss("mae 4x3", LossKind::kMae, 4, 3));
   rows.push_back(regression_loss("huber delta 1, 5x4 (both sides)", LossKind::kHuber, 5, 4));

@@ -3,7 +3,7 @@
 # pre-norm encoder block (selfAttention, per-token fullyConnected MLP), indexing1d, trained with
 # adamw on the generated shapes; validation accuracy well above chance; `dltrain info` shows the
 # token formats; model.bin classifies the validation images with summary.json's accuracy; bad
-# token networks are refused with one line naming the layer.
+# token networks are refused with one line naming the layer; attention dropout trains.
 source "$(dirname "$0")/common.sh" "$@"
 make_shapes "$TMP/data" 150
 cat > "$TMP/vit.yaml" <<YAML
@@ -60,11 +60,18 @@ sed 's/{type: layerNormalization, Name: ln1}/{type: convolution2d, Name: conv, F
   "$TMP/vit.yaml" > "$TMP/conv.yaml"
 expect_error "a convolution on tokens" 2 "layer 'conv' (convolution2d) does not take SCB data, which 'pos'" -- \
   "$DLTRAIN" info "$TMP/conv.yaml"
-expect_error "attention dropout" 2 "DropoutProbability" -- \
-  "$DLTRAIN" info "$TMP/vit.yaml" --set "layers.attn.DropoutProbability=0.1"
+expect_error "attention dropout of 1" 2 "option DropoutProbability must be in \[0, 1)" -- \
+  "$DLTRAIN" info "$TMP/vit.yaml" --set "layers.attn.DropoutProbability=1"
 expect_error "a patch that does not divide the image" 2 "PatchSize \[5 5\] does not divide the input's 32x32 pixels" -- \
   "$DLTRAIN" info "$TMP/vit.yaml" --set "layers.patch.PatchSize=5"
 expect_error "heads that do not divide the key channels" 2 "NumKeyChannels (32) must be a multiple of NumHeads (3)" -- \
   "$DLTRAIN" info "$TMP/vit.yaml" --set "layers.attn.NumHeads=3"
 expect_error "a sequence longer than MaxPosition" 2 "the sequence has 17 tokens, more than MaxPosition 16" -- \
   "$DLTRAIN" info "$TMP/vit.yaml" --set "layers.pos.MaxPosition=16"
+# Attention dropout: a training run with it completes with finite losses (the masks change per step).
+"$DLTRAIN" train "$TMP/vit.yaml" --output-dir "$TMP/drop" --set "layers.attn.DropoutProbability=0.1" \
+  --set training.MaxEpochs=2 > "$TMP/drop.out"
+grep -q '"status":"completed"' "$TMP/drop/summary.json" || fail "dropout run: $(cat "$TMP/drop/summary.json")"
+loss=$(json_number "$TMP/drop/summary.json" validation_loss)
+awk -v l="$loss" 'BEGIN { exit !(l > 0 && l < 10) }' || fail "dropout run: validation loss '$loss'"
+echo "ok: selfAttention with DropoutProbability 0.1 trains (validation loss $loss)"

@@ -107,6 +107,10 @@ TEST_CASE("gradients: selfAttention", "[layers][grad]") {
                                                        "OutputSize=3", "AttentionMask=causal"}),
                           {Shape{4, 1, 5}}, o));
   }
+  SECTION("attention dropout 0.3 (the mask of the step's key, the same in every evaluation)") {
+    expect_ok(check_layer(layer_spec("selfAttention", {"NumHeads=2", "NumKeyChannels=4", "DropoutProbability=0.3"}),
+                          {Shape{5, 1, 3}}, o));
+  }
   SECTION("one head, one token") {
     expect_ok(check_layer(layer_spec("selfAttention", {"NumHeads=1", "NumKeyChannels=3"}), {Shape{1, 1, 4}}, o));
   }

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstddef>
 
+#include "backend/dropout_hash.h"
+
 namespace dlt::ref {
 
 namespace {
@@ -17,6 +19,11 @@ size_t prob_at(const AttentionDesc& d, int64_t b, int64_t h, int64_t i, int64_t 
   return static_cast<size_t>(((b * d.heads + h) * d.seq_q + i) * d.seq_kv + j);
 }
 bool masked(const AttentionDesc& d, int64_t i, int64_t j) { return d.causal && j > i; }
+// The dropout factor of probability e: 0 or 1 / (1 - p) (1 without dropout).
+double keep(const AttentionDesc& d, bool dropout, uint64_t key, size_t e) {
+  if (!dropout || d.dropout == 0.f) return 1.0;
+  return dropout_uniform(key, e) >= d.dropout ? 1.0 / (1.0 - static_cast<double>(d.dropout)) : 0.0;
+}
 
 }  // namespace
 
@@ -43,7 +50,7 @@ Vec attention_probs(const AttentionDesc& d, const Vec& q, const Vec& k) {
   return p;
 }
 
-Vec attention_forward(const AttentionDesc& d, const Vec& q, const Vec& k, const Vec& v) {
+Vec attention_forward(const AttentionDesc& d, const Vec& q, const Vec& k, const Vec& v, bool dropout, uint64_t key) {
   const Vec p = attention_probs(d, q, k);
   Vec o(static_cast<size_t>(d.o_numel()), 0.0);
   for (int64_t b = 0; b < d.n; ++b)
@@ -52,14 +59,15 @@ Vec attention_forward(const AttentionDesc& d, const Vec& q, const Vec& k, const 
         for (int64_t c = 0; c < d.value_dim; ++c) {
           double s = 0;
           for (int64_t j = 0; j < d.seq_kv; ++j)
-            s += p[prob_at(d, b, h, i, j)] * v[at(d, d.seq_kv, d.value_dim, b, j, h, c)];
+            s += p[prob_at(d, b, h, i, j)] * keep(d, dropout, key, prob_at(d, b, h, i, j)) *
+                 v[at(d, d.seq_kv, d.value_dim, b, j, h, c)];
           o[at(d, d.seq_q, d.value_dim, b, i, h, c)] = s;
         }
   return o;
 }
 
 void attention_backward(const AttentionDesc& d, const Vec& q, const Vec& k, const Vec& v, const Vec& dout, Vec& dq,
-                        Vec& dk, Vec& dv) {
+                        Vec& dk, Vec& dv, bool dropout, uint64_t key) {
   const double scale = d.scale != 0.f ? d.scale : 1.0 / std::sqrt(static_cast<double>(d.key_dim));
   const Vec p = attention_probs(d, q, k);
   dq.assign(q.size(), 0.0);
@@ -69,16 +77,17 @@ void attention_backward(const AttentionDesc& d, const Vec& q, const Vec& k, cons
   for (int64_t b = 0; b < d.n; ++b)
     for (int64_t h = 0; h < d.heads; ++h)
       for (int64_t i = 0; i < d.seq_q; ++i) {
-        // dP_ij = <dO_i, V_j>; dV_j += P_ij dO_i.
+        // dP_ij = M_ij <dO_i, V_j>; dV_j += P_ij M_ij dO_i (M: the dropout mask, else 1).
         for (int64_t j = 0; j < d.seq_kv; ++j) {
-          const double pij = p[prob_at(d, b, h, i, j)];
+          const double m = keep(d, dropout, key, prob_at(d, b, h, i, j));
+          const double pij = p[prob_at(d, b, h, i, j)] * m;
           double s = 0;
           for (int64_t c = 0; c < d.value_dim; ++c) {
             const double g = dout[at(d, d.seq_q, d.value_dim, b, i, h, c)];
             s += g * v[at(d, d.seq_kv, d.value_dim, b, j, h, c)];
             dv[at(d, d.seq_kv, d.value_dim, b, j, h, c)] += pij * g;
           }
-          dp[static_cast<size_t>(j)] = s;
+          dp[static_cast<size_t>(j)] = s * m;
         }
         // dS_ij = P_ij (dP_ij - sum_l P_il dP_il); the scores are scale * <Q_i, K_j>.
         double row = 0;

@@ -2,6 +2,7 @@
 // head, softmax(scale Q K^T, masked) V written out with plain loops, and its backward through
 // the softmax. Q, K, V, O are token tensors (n, seq, heads * dim), heads as channel blocks.
 #pragma once
+#include <cstdint>
 #include <vector>
 
 #include "backend/attention_op.h"
@@ -12,10 +13,12 @@ using Vec = std::vector<double>;
 
 // The probabilities (n, heads, seq_q, seq_kv): softmax over each row of the masked scores.
 Vec attention_probs(const AttentionDesc& d, const Vec& q, const Vec& k);
-// O (n, seq_q, heads * value_dim).
-Vec attention_forward(const AttentionDesc& d, const Vec& q, const Vec& k, const Vec& v);
-// dQ, dK, dV from dO (written, not accumulated).
+// O (n, seq_q, heads * value_dim). With d.dropout > 0 and dropout: the probabilities times
+// forward_dropout's mask of key (backend/attention_op.h).
+Vec attention_forward(const AttentionDesc& d, const Vec& q, const Vec& k, const Vec& v, bool dropout = false,
+                      uint64_t key = 0);
+// dQ, dK, dV from dO (written, not accumulated), through the same mask.
 void attention_backward(const AttentionDesc& d, const Vec& q, const Vec& k, const Vec& v, const Vec& dout, Vec& dq,
-                        Vec& dk, Vec& dv);
+                        Vec& dk, Vec& dv, bool dropout = false, uint64_t key = 0);
 
 }  // namespace dlt::ref

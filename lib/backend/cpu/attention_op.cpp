@@ -6,6 +6,9 @@
 //   forward:  P = softmax(scale Q K^T)          O = P V
 //   backward: dV = P^T dO    dP = dO V^T    dS = softmax_backward(P, dP)
 //             dQ = scale dS K    dK = scale dS^T Q
+// With dropout (forward_dropout) P times the mask M replaces P in both products with V, and
+// dP is multiplied by M before the softmax's backward; M is drawn again from its key (a loop
+// over the probabilities, like the causal mask).
 // Where the probabilities of the whole batch (n * heads * seq_q * seq_kv floats) fit in
 // kKeepProbsBytes, the op runs the batch as one pass and keeps P between forward and backward
 // (and as many floats for dP once a backward has run). Beyond that (long sequences: 12 heads
@@ -19,6 +22,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/primitive_sets.h"
+#include "backend/dropout_hash.h"
 
 namespace dlt::cpu {
 namespace {
@@ -100,7 +104,7 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
   void do_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) override {
     for (int64_t i = 0; i < d_.n; i += m_) {
       probabilities(q, k, i);
-      out_->run(ctx_.strm, pad_, ctx_.eng, probs_.data(), v.data() + i * kv_values(), o.data() + i * q_values(true));
+      out_->run(ctx_.strm, pad_, ctx_.eng, dropped(i), v.data() + i * kv_values(), o.data() + i * q_values(true));
     }
   }
 
@@ -109,10 +113,10 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
     if (!dp_buf_.defined()) dp_buf_ = host_buffer(static_cast<size_t>(pass_probs()) * sizeof(float));
     for (int64_t i = 0; i < d_.n; i += m_) {
       if (m_ < d_.n) probabilities(q, k, i);  // one image's P again; the whole batch's is kept
-      const float* p = probs_.data();
       const float* g = dout.data() + i * q_values(true);
-      dv_->run(ctx_.strm, pad_, ctx_.eng, p, g, dv.data() + i * kv_values());
+      dv_->run(ctx_.strm, pad_, ctx_.eng, dropped(i), g, dv.data() + i * kv_values());
       dp_->run(ctx_.strm, pad_, ctx_.eng, g, v.data() + i * kv_values(), dp_buf_.data());
+      if (dropout_on()) apply_mask(dp_buf_.data(), dp_buf_.data(), i);  // dP = M (dO V^T)
       bind(softmax_.dst, probs_);
       bind(ddst_, dp_buf_);
       bind(softmax_.src, dp_buf_);  // dS over dP
@@ -129,6 +133,22 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
     scores_->run(ctx_.strm, pad_, ctx_.eng, q.data() + first * q_values(false), k.data() + first * kv_keys(), p);
     if (d_.causal) mask(p);
     softmax_.forward(ctx_.strm, probs_, probs_);
+  }
+  // The probabilities the products with V use: P, or P * M into dropped_ with dropout.
+  const float* dropped(int64_t first) {
+    if (!dropout_on()) return probs_.data();
+    if (!dropped_.defined()) dropped_ = host_buffer(static_cast<size_t>(pass_probs()) * sizeof(float));
+    apply_mask(probs_.data(), dropped_.data(), first);
+    return dropped_.data();
+  }
+  // to = from * M for the pass of images from `first` (from and to may be the same).
+  void apply_mask(const float* from, float* to, int64_t first) const {
+    const int64_t count = pass_probs(), base = first * d_.heads * d_.seq_q * d_.seq_kv;
+    const float p = d_.dropout, scale = keep_scale();
+    const uint64_t key = dropout_key();
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < count; ++e)
+      to[e] = dropout_uniform(key, static_cast<uint64_t>(base + e)) >= p ? from[e] * scale : 0.f;
   }
   // Floats per image: queries (keys' width) or outputs (values' width), keys, values.
   int64_t q_values(bool value_width) const { return d_.seq_q * d_.heads * (value_width ? d_.value_dim : d_.key_dim); }
@@ -181,6 +201,7 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
   memory ddst_;                                               // dP
   Scratchpad pad_;                                            // the products' (the softmax has its own)
   Tensor probs_, dp_buf_;                                     // a pass's P; dP, then dS
+  Tensor dropped_;                                            // P * M (dropout only)
 };
 
 std::unique_ptr<AttentionOp> make(Backend& b, const AttentionDesc& d) {

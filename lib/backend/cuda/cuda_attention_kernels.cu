@@ -1,11 +1,13 @@
 // The attention op's own kernels (backend/attention_op.h, cuda_attention_op.cpp): moving the
 // heads of a token tensor (n, seq, heads * dim) to and from head-major (n, heads, seq, dim),
-// and the causal mask on the scores. One thread per value, grid-stride.
+// the causal mask on the scores and the dropout mask on the probabilities (dropout_hash.h: the
+// CPU's mask bit for bit). One thread per value, grid-stride.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "backend/cuda/cuda_launch.cuh"
+#include "backend/dropout_hash.h"
 
 namespace dlt::cuda {
 
@@ -39,6 +41,11 @@ __global__ void causal_mask_kernel(float* s, int64_t total, int64_t seq_q, int64
   }
 }
 
+__global__ void dropout_mask_kernel(const float* from, float* to, int64_t total, float p, float scale, uint64_t key) {
+  for (int64_t i = first_index(); i < total; i += grid_stride())
+    to[i] = dropout_uniform(key, static_cast<uint64_t>(i)) >= p ? from[i] * scale : 0.f;
+}
+
 }  // namespace
 
 // Declared where they are called (cuda_attention_op.cpp). split: token -> head-major, else back.
@@ -55,6 +62,15 @@ void attention_causal_mask(float* scores, int64_t rows, int64_t seq_q, int64_t s
   const int64_t total = rows * seq_kv;
   if (total <= 0) return;
   causal_mask_kernel<<<grid_for(total), kThreads, 0, stream>>>(scores, total, seq_q, seq_kv);
+  DLT_LAUNCH_CHECK();
+}
+
+// to = from * M over all the probabilities (n, heads, seq_q, seq_kv): kept with probability
+// 1 - p and scaled by `scale` (from and to may be the same).
+void attention_dropout(const float* from, float* to, int64_t total, float p, float scale, uint64_t key,
+                       cudaStream_t stream) {
+  if (total <= 0) return;
+  dropout_mask_kernel<<<grid_for(total), kThreads, 0, stream>>>(from, to, total, p, scale, key);
   DLT_LAUNCH_CHECK();
 }
 

@@ -5,6 +5,9 @@
 //   forward:  P = softmax(scale Q K^T)          O = P V
 //   backward: dV = P^T dO    dP = dO V^T    dS = softmax_backward(P, dP)
 //             dQ = scale dS K    dK = scale dS^T Q
+// With dropout (forward_dropout) P times the mask M (a kernel, drawn again in backward from its
+// key) replaces P in both products with V, and dP is multiplied by M before the softmax's
+// backward.
 // The op keeps P (n * heads * seq_q * seq_kv floats) between forward and backward; the
 // head-major copies, the scores and dP, dS live in the device's shared workspace for one call.
 // FP32 compute (CUBLAS_COMPUTE_32F) unless AllowTF32.
@@ -29,6 +32,8 @@ namespace dlt::cuda {
 void attention_heads(const float* from, float* to, int64_t n, int64_t seq, int64_t heads, int64_t dim, bool split,
                      cudaStream_t stream);
 void attention_causal_mask(float* scores, int64_t rows, int64_t seq_q, int64_t seq_kv, cudaStream_t stream);
+void attention_dropout(const float* from, float* to, int64_t total, float p, float scale, uint64_t key,
+                       cudaStream_t stream);
 
 namespace {
 
@@ -54,7 +59,7 @@ class CudaAttentionOp final : public AttentionOp {
  protected:
   void do_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) override {
     Carve w(ctx_, {d_.q_numel(), d_.k_numel(), d_.v_numel(), d_.probs_numel(), d_.o_numel()});
-    float *qh = w[0], *kh = w[1], *vh = w[2], *s = w[3], *oh = w[4];
+    float *qh = w[0], *kh = w[1], *vh = w[2], *s = w[3], *oh = w[4];  // s: the scores, then P * M
     split(q, qh, d_.seq_q, d_.key_dim);
     split(k, kh, d_.seq_kv, d_.key_dim);
     split(v, vh, d_.seq_kv, d_.value_dim);
@@ -66,8 +71,8 @@ class CudaAttentionOp final : public AttentionOp {
     const float one = 1.f, zero = 0.f;
     DLT_CUDNN(cudnnSoftmaxForward(ctx_.cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, rows_desc_, s,
                                   &zero, rows_desc_, probs_.data()));
-    // O (sq, dv) = P (sq, skv) V (skv, dv)
-    rm_gemm(false, false, sq_, dv_, skv_, 1.f, probs_.data(), skv_, plane, vh, dv_, d_.seq_kv * d_.value_dim, oh, dv_,
+    // O (sq, dv) = P (sq, skv) V (skv, dv), or (P * M) V
+    rm_gemm(false, false, sq_, dv_, skv_, 1.f, dropped(s), skv_, plane, vh, dv_, d_.seq_kv * d_.value_dim, oh, dv_,
             d_.seq_q * d_.value_dim);
     merge(oh, o, d_.seq_q, d_.value_dim);
   }
@@ -77,7 +82,7 @@ class CudaAttentionOp final : public AttentionOp {
     Carve w(ctx_, {d_.q_numel(), d_.k_numel(), d_.v_numel(), d_.o_numel(), d_.probs_numel(), d_.probs_numel(),
                    d_.q_numel(), d_.k_numel(), d_.v_numel()});
     float *qh = w[0], *kh = w[1], *vh = w[2], *doh = w[3], *dp = w[4], *ds = w[5], *dqh = w[6], *dkh = w[7],
-          *dvh = w[8];
+          *dvh = w[8];  // ds holds P * M until the softmax's backward writes dS
     split(q, qh, d_.seq_q, d_.key_dim);
     split(k, kh, d_.seq_kv, d_.key_dim);
     split(v, vh, d_.seq_kv, d_.value_dim);
@@ -85,10 +90,11 @@ class CudaAttentionOp final : public AttentionOp {
     const int64_t plane = d_.seq_q * d_.seq_kv, qs = d_.seq_q * d_.key_dim, ks = d_.seq_kv * d_.key_dim;
     const int64_t vs = d_.seq_kv * d_.value_dim, os = d_.seq_q * d_.value_dim;
     const float* p = probs_.data();
-    // dV (skv, dv) = P^T dO (sq, dv)
-    rm_gemm(true, false, skv_, dv_, sq_, 1.f, p, skv_, plane, doh, dv_, os, dvh, dv_, vs);
-    // dP (sq, skv) = dO (sq, dv) V^T
+    // dV (skv, dv) = P^T dO (sq, dv), or (P * M)^T dO
+    rm_gemm(true, false, skv_, dv_, sq_, 1.f, dropped(ds), skv_, plane, doh, dv_, os, dvh, dv_, vs);
+    // dP (sq, skv) = dO (sq, dv) V^T, times M with dropout
     rm_gemm(false, true, sq_, skv_, dv_, 1.f, doh, dv_, os, vh, dv_, vs, dp, skv_, plane);
+    if (dropout_on()) attention_dropout(dp, dp, d_.probs_numel(), d_.dropout, keep_scale(), dropout_key(), ctx_.stream);
     const float one = 1.f, zero = 0.f;
     DLT_CUDNN(cudnnSoftmaxBackward(ctx_.cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, rows_desc_, p,
                                    rows_desc_, dp, &zero, rows_desc_, ds));
@@ -101,6 +107,13 @@ class CudaAttentionOp final : public AttentionOp {
   }
 
  private:
+  // The probabilities the products with V use: P, or P * M written into `into`.
+  const float* dropped(float* into) {
+    if (!dropout_on()) return probs_.data();
+    attention_dropout(probs_.data(), into, d_.probs_numel(), d_.dropout, keep_scale(), dropout_key(), ctx_.stream);
+    return into;
+  }
+
   // Float buffers of the given sizes carved out of the device's shared workspace.
   class Carve {
    public:
