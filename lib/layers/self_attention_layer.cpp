@@ -92,11 +92,12 @@ class SelfAttentionLayer final : public Layer {
     d.dropout = static_cast<float>(dropout_);
     attention_ = be.make(d);
     const int64_t width[4] = {key_, key_, value_, value_};  // Q, K, V, A
-    for (int i = 0; i < 4; ++i) {
-      act_[i] = Tensor(Shape{rows, width[i]}, be.device());
-      grad_[i] = Tensor(Shape{rows, width[i]}, be.device());
-    }
-    dx_part_ = Tensor(Shape{rows, c_}, be.device());
+    for (int i = 0; i < 4; ++i) act_[i] = Tensor(Shape{rows, width[i]}, be.device());
+    for (int i = 0; i < 3; ++i) grad_[i] = Tensor(Shape{rows, width[i]}, be.device());
+    // dA takes A's place once the output projection's weight gradient has read A, and dx's
+    // parts take dA's once the attention's backward has read it (when their sizes agree).
+    grad_[3] = act_[3];
+    dx_part_ = value_ == c_ ? act_[3] : Tensor(Shape{rows, c_}, be.device());
   }
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
@@ -111,7 +112,7 @@ class SelfAttentionLayer final : public Layer {
   void backward(const std::vector<const Tensor*>& x, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {
     update_grads(3, act_[3], dy);
-    fc_[3]->backward_data(dy, weights(3), grad_[3]);
+    fc_[3]->backward_data(dy, weights(3), grad_[3]);  // over A, read for the last time above
     attention_->backward(act_[0], act_[1], act_[2], grad_[3], grad_[0], grad_[1], grad_[2]);
     for (int i = 0; i < 3; ++i) update_grads(i, *x[0], grad_[i]);
     if (!dx[0]) return;
@@ -160,8 +161,8 @@ class SelfAttentionLayer final : public Layer {
   std::unique_ptr<FcOp> fc_[4];  // Q, K, V, output projections
   std::unique_ptr<AttentionOp> attention_;
   Tensor act_[4];   // Q, K, V, A = attention(Q, K, V) (rows, channels), kept for backward
-  Tensor grad_[4];  // their gradients
-  Tensor dx_part_;  // one projection's share of dx
+  Tensor grad_[4];  // their gradients (dA in A's storage)
+  Tensor dx_part_;  // one projection's share of dx (in A's storage when it has dx's size)
 };
 
 }  // namespace

@@ -12,12 +12,17 @@ the difference in images, is the memory per image (the fixed costs, libraries an
 cancel). Both on 2 threads.
 
   scripts/bench/attention_memory.py [--tokens "64 197 1024"] [--batches "2 6"]
-      [--dltrain build/dltrain] [--python build/zoo-venv/bin/python] [--out FILE.jsonl]
+      [--repeats 3] [--dltrain build/dltrain] [--python build/zoo-venv/bin/python] [--out FILE.jsonl]
 
-Prints a table; with --out appends one JSON line per token count (and a first line naming
-the machine and versions) to FILE.jsonl.
+Each peak is the median of --repeats runs (PyTorch's moves by MiBs from run to run, dltrain's
+by KiBs). About 12 minutes on 2 cores.
+
+Prints a table; with --out appends a {"run": ...} line (date, CPU, oneDNN's ISA, PyTorch's
+version) and one JSON line per token count to FILE.jsonl (docs/performance.md's
+`attention_memory` table reads docs/results/*-attention_memory.jsonl).
 """
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -61,6 +66,14 @@ training:
 """
 
 
+def cfg_for_isa(tmp):
+    """A small config to ask dltrain which ISA it runs at."""
+    path = os.path.join(tmp, "isa.yaml")
+    with open(path, "w") as f:
+        f.write(dltrain_config(4))
+    return path
+
+
 def measure(cmd, env=None):
     """Peak KiB of one run of cmd, in a fresh intermediate process (so RUSAGE_CHILDREN is its own)."""
     probe = ("import resource, subprocess, sys\n"
@@ -73,7 +86,8 @@ def measure(cmd, env=None):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", default="64 197 1024")
-    ap.add_argument("--batches", default="2 6")
+    ap.add_argument("--batches", default="4 16")
+    ap.add_argument("--repeats", type=int, default=3, help="runs per side and batch; the median counts")
     ap.add_argument("--dltrain", default="build/dltrain")
     ap.add_argument("--python", default="build/zoo-venv/bin/python")
     ap.add_argument("--out")
@@ -98,8 +112,11 @@ def main():
                                "--warmup", "1", "--threads", "2"]
                     else:
                         cmd = [a.python, "-c", TORCH_STEP, str(s), str(CHANNELS), str(HEADS), str(b), str(CLASSES)]
-                    peaks[(side, b)] = measure(cmd, env)
-            row = {"tokens": s, "channels": CHANNELS, "heads": HEADS, "batches": [b1, b2]}
+                    # The median of --repeats runs: PyTorch's peak moves by MiBs between runs (when
+                    # its allocator returns freed blocks), dltrain's by a few KiB.
+                    runs = sorted(measure(cmd, env) for _ in range(a.repeats))
+                    peaks[(side, b)] = runs[len(runs) // 2]
+            row = {"tokens": s, "channels": CHANNELS, "heads": HEADS, "batches": [b1, b2], "repeats": a.repeats}
             for side in ("dltrain", "pytorch"):
                 row[f"{side}_peak_mib"] = [round(peaks[(side, b)] / 1024, 1) for b in (b1, b2)]
                 row[f"{side}_mib_per_image"] = round((peaks[(side, b2)] - peaks[(side, b1)]) / 1024 / (b2 - b1), 2)
@@ -108,12 +125,18 @@ def main():
                   f"PyTorch {row['pytorch_mib_per_image']:8.2f} MiB/image", flush=True)
     if a.out:
         cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+        # The ISA oneDNN runs at, from its verbose line ("...,cpu,isa:Intel AVX-512 with ...").
+        info = subprocess.run([a.dltrain, "time", cfg_for_isa(tempfile.mkdtemp()), "--batch", "1", "--iterations", "1",
+                               "--repeats", "1", "--warmup", "0"], env=dict(env, DNNL_VERBOSE="1"),
+                              capture_output=True, text=True)
+        isa = next((l.split("isa:", 1)[1].strip() for l in (info.stdout + info.stderr).splitlines() if "isa:" in l),
+                   "?")
         with open(a.out, "a") as f:
-            f.write(json.dumps({"kind": "run", "benchmark": "attention_memory", "cpu": cpu,
-                                "machine": platform.machine(), "peer": f"PyTorch {torch_version}",
-                                "threads": 2}) + "\n")
+            f.write(json.dumps({"run": {"bench": "attention_memory.py", "date": str(datetime.date.today()),
+                                        "cpu": cpu, "isa": isa, "machine": platform.machine(),
+                                        "peer": f"PyTorch {torch_version}", "threads": 2}}) + "\n")
             for r in rows:
-                f.write(json.dumps(dict(kind="tokens", **r)) + "\n")
+                f.write(json.dumps(r) + "\n")
     print("| tokens | dltrain MiB/image | PyTorch MiB/image |")
     print("|---:|---:|---:|")
     for r in rows:

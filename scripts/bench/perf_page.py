@@ -317,6 +317,21 @@ def multilabel_twin(res):
                                   "mean Jaccard", "s / epoch"], ["---", "---:", "---:", "---:", "---:"], rows)
 
 
+def attention_memory(res):
+    """scripts/bench/attention_memory.py's table from its newest result file: MiB per image per side."""
+    f = res.latest("-attention_memory.jsonl")
+    run = res.run(f)
+    rows = [[r["tokens"], f"{r['dltrain_mib_per_image']:.1f}", f"{r['pytorch_mib_per_image']:.1f}",
+             f"{r['pytorch_mib_per_image'] / r['dltrain_mib_per_image']:.2f}"] for r in res.rows(f)]
+    first = res.rows(f)[0]
+    caption = (f"Attention memory, `scripts/bench/attention_memory.py`: one selfAttention layer of {first['channels']} "
+               f"channels and {first['heads']} heads, a training step; peak resident memory per image (batches "
+               f"{first['batches'][0]} and {first['batches'][1]}), {run['date']}, {run['cpu']} ({run['isa']}), "
+               f"{run['peer']} eager (`nn.MultiheadAttention`).")
+    return [caption, ""] + table(["tokens", "dltrain MiB / image", "PyTorch MiB / image", "PyTorch / dltrain"],
+                                 ["---:", "---:", "---:", "---:"], rows)
+
+
 # ---- GPU ----
 
 GPU = "2026-11-27-h200-gpu_vs_pytorch.jsonl"
@@ -433,6 +448,7 @@ def scaling_model(res):
 
 TABLES = {f.__name__: f for f in (cpu_training, winograd_avx2, cpu_mixed, data_vs_pil, cifar10_accuracy, camvid_cpu,
                                    camvid_dice, dp_overlap, finetune_twin, regression_twin, multilabel_twin,
+                                   attention_memory,
                                    onnx_inference_cpu, mobilenet_blocks,
                                    gpu_training, gpu_mixed, gpu_switches, gpu_profile, gpu_engines, onnx_gpu, camvid_gpu,
                                    scaling_model)}
