@@ -287,6 +287,14 @@ def regression_twin(res):
                                         ["---:", "---:", "---:", "---:", "---:"], rows)
 
 
+def seed_list(seeds):
+    """'0-15' for consecutive seeds, else '0, 2, 5'."""
+    seeds = list(seeds)
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(str(s) for s in seeds)
+
+
 def multilabel_twin(res):
     """scripts/bench/multilabel_vs_pytorch.py's table from its newest result file: one row per side;
     the caption gives the twin's F1 from dltrain's start and order (its same_start rows) when the
@@ -316,7 +324,7 @@ def multilabel_twin(res):
         twin = ", ".join(f"{100 * r['pytorch_f1']:.1f}" for r in pairs)
         ours = ", ".join(f"{100 * r['dltrain_f1']:.1f}" for r in pairs)
         same = (f". From dltrain's start and order for the whole run (its initial network and mini-batches for the "
-                f"seed) the twin's F1 is {twin} (seeds {', '.join(str(r['seed']) for r in pairs)}; dltrain's {ours}): "
+                f"seed) the twin's F1 is {twin} (seeds {seed_list(r['seed'] for r in pairs)}; dltrain's {ours}): "
                 f"dltrain {sum(diffs) / len(diffs):+.2f} points from it on average, at most "
                 f"{max(abs(d) for d in diffs):.2f} in one seed, the mini-batch losses within "
                 f"{max(r['max_loss_difference'] for r in pairs):.0e}")
@@ -325,7 +333,7 @@ def multilabel_twin(res):
                f"{run['train_images']:,} / {run['test_images']:,} `make-dataset shapes-multi` images; F1 and Jaccard in "
                f"% on the test images (threshold 0.5); {summary['verdict'].split(' (')[0]} over "
                f"{len(summary['seeds'])} seeds{same}.")
-    return [caption, ""] + table(["side", f"F1, seeds {', '.join(str(s) for s in summary['seeds'])}", "mean F1",
+    return [caption, ""] + table(["side", f"F1, seeds {seed_list(summary['seeds'])}", "mean F1",
                                   "mean Jaccard", "s / epoch"], ["---", "---:", "---:", "---:", "---:"], rows)
 
 
