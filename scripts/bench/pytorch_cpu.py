@@ -352,15 +352,30 @@ def _splitmix64(x):
     return x, z ^ (z >> 31)
 
 
+def _derive(seed, ids):
+    """lib/util/rng.h's Rng::derive(seed, ids): the seed of a stream."""
+    x = seed & _U64
+    for i in ids:
+        _, x = _splitmix64(x ^ ((i * 0xD1342543DE82EF95 + 0x632BE59BD9B4E019) & _U64))
+    return x
+
+
+def order_seed(seed):
+    """The seed of a twin's mini-batch order generator for training.Seed SEED: dltrain's shuffle
+    stream (Rng::derive(seed, {kShuffleStream})), apart from torch.manual_seed(SEED)'s, which
+    draws the initial weights. A torch.Generator seeded with SEED itself would take the first
+    epoch's permutation from the very numbers (the same mt19937 sequence) that drew the initial
+    weights; dltrain draws the two from separate streams."""
+    return _derive(seed, [_SHUFFLE_STREAM])
+
+
 def dltrain_permutation(seed, stream, n):
     """The permutation of 0..n-1 dltrain's BatchLoader::make_order draws for training.Seed SEED
     and STREAM (the 0-based epoch for Shuffle every-epoch, 0 for once): Rng::derive(seed,
     {kShuffleStream, stream}) (splitmix64 stream derivation, xoshiro256**) and a Fisher-Yates
     shuffle swapping p[k - 1] with p[next_u64() % k] for k = n..2 (lib/util/rng.h). A twin
     given it trains on dltrain's mini-batches in dltrain's order."""
-    x = seed & _U64
-    for i in (_SHUFFLE_STREAM, stream):
-        _, x = _splitmix64(x ^ ((i * 0xD1342543DE82EF95 + 0x632BE59BD9B4E019) & _U64))
+    x = _derive(seed, [_SHUFFLE_STREAM, stream])
     s = []
     for _ in range(4):
         x, v = _splitmix64(x)

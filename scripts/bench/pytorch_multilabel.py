@@ -28,10 +28,11 @@ weight_decay=L2Regularization 1e-4 times each learnable's L2 factor: weights 1, 
 gradient before the moments, as dltrain's adam_update does (L2 regularization, not AdamW);
 its bias corrections are dltrain's. sgdm is also taken (torch.optim.SGD with Momentum); the
 piecewise schedule, MiniBatchSize with the last partial mini-batch of each epoch dropped (as
-MATLAB), Shuffle (once / every-epoch / never), MaxEpochs. Batch norm: epsilon 1e-5 (the
-layer's Epsilon), the running statistics decay 0.1 with the unbiased batch variance (torch's
-momentum 0.1, as dltrain's MeanDecay / VarianceDecay), used as they are in eval mode (dltrain
-does not recompute population statistics at the end).
+MATLAB), Shuffle (once / every-epoch / never; torch.randperm from a generator of its own,
+pytorch_cpu.order_seed, as dltrain draws the order apart from the weights), MaxEpochs. Batch
+norm: epsilon 1e-5 (the layer's Epsilon), the running statistics decay 0.1 with the unbiased
+batch variance (torch's momentum 0.1, as dltrain's MeanDecay / VarianceDecay), used as they are
+in eval mode (dltrain does not recompute population statistics at the end).
 
 Loss: dltrain's binary-crossentropy (docs/config.md, "Losses"): -sum over the K labels of
 [t log p + (1 - t) log(1 - p)], averaged over the images, here
@@ -323,7 +324,7 @@ def main():
     n = train_x.shape[0]
     bsz = min(batch, n)
     per_epoch = n // bsz  # MATLAB drops the last partial mini-batch
-    gen = torch.Generator().manual_seed(args.seed)
+    gen = torch.Generator().manual_seed(pytorch_cpu.order_seed(args.seed))  # not the weights' stream
     epoch_seconds, epoch_f1, iteration_losses = [], [], []
     last_loss = float("nan")
     log(f"{epochs} epochs x {per_epoch} iterations of {bsz}; lr {lr0} "
