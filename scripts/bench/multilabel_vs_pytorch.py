@@ -6,7 +6,7 @@ same network, options, initialisation, loss and data) for each seed, on the same
 cores; the test F1 after the same epochs and the seconds per epoch side by side.
 
   scripts/bench/multilabel_vs_pytorch.py [--seeds "0 1 2"] [--epochs N] [--data DIR]
-      [--count N] [--logs DIR] [--wait-idle S] [--same-start-epochs E] [--write-docs [--machine NAME]]
+      [--count N] [--logs DIR] [--wait-idle S] [--same-start-seeds SEEDS] [--write-docs [--machine NAME]]
 
 Data: `dltrain make-dataset shapes-multi DIR --count N --seed 0` (N images, default 3000 as the
 config's comment, of 32x32 RGB with 1 to 3 of 4 kinds of shape; the last 20% are the test
@@ -28,13 +28,20 @@ epoch, seconds per epoch the mean of its training loops. As a check of both, one
 script recomputes each side's F1 (f1_scored) from its predictions on the test table (classify's
 CSV and pytorch_multilabel.py's --predictions CSV, matched to the table by path).
 
-Same start (--same-start-epochs E, default 2; 0 skips it): the seeds draw different initial
-weights and mini-batch orders on the two sides, and one seed's F1 moves by a few points with
-them, so the script also trains both sides from one start: dltrain's initial network for seed
-0 (a one-epoch run with every learn-rate factor 0, `dltrain export`ed) loaded into the twin
-(--init-onnx), both with Shuffle: never, for E epochs, and records each iteration's mini-batch
-loss on both sides ({"kind": "same_start", "max_loss_difference_first_epoch",
-"max_loss_difference", ...}); the summary and the table's header state it.
+Same start (--same-start-seeds SEEDS, default: every seed of --seeds; "" skips it): the seeds
+draw different initial weights and mini-batch orders on the two sides, and one seed's F1 moves
+by a few points with them, so for each of these seeds the twin trains a second time from
+dltrain's start: dltrain's initial network for the seed (a one-epoch run with every learn-rate
+factor 0, `dltrain export`ed) loaded into the twin (--init-onnx), and dltrain's mini-batch order
+for every epoch (--dltrain-order: the config's Shuffle with dltrain's permutations for the
+seed), for the whole run. Its pair is dltrain's run of the same seed (which starts there and
+takes that order): the two F1 side by side per seed, and each iteration's mini-batch loss
+(dltrain's log.csv against the twin's --iteration-losses) ({"kind": "same_start", "seed",
+"dltrain_f1", "pytorch_f1", "f1_difference_points", "max_loss_difference_first_epoch",
+"max_loss_difference", ...}); the summary (same_start_f1_difference_points: the mean per-seed
+difference, same_start_max_abs_f1_difference_points) and the table's header state it. Equal
+implementations agree there up to rounding, which grows over a run; the unpaired seeds then
+differ by the draws alone.
 
 Prints a markdown table and writes LOGS/results.jsonl (each run also to LOGS/runs-so-far.jsonl
 as it ends): a {"run": {...}} line (command, date, machine, CPU model, ISA, dltrain and PyTorch
@@ -204,59 +211,72 @@ def run_pytorch(args, data, seed, logs, env):
                 process_seconds=round(wall, 3), foreign_load_cores=load)
 
 
-def same_start(args, data, logs, env):
-    """Both sides from one start: dltrain's initial network for seed 0 (a one-epoch run with every
-    learn-rate factor 0, exported to ONNX) loaded into the twin (--init-onnx), both with
-    Shuffle: never (the table's order), for --same-start-epochs epochs; each iteration's
-    mini-batch loss side by side. Seeds draw different initial weights and orders on the two
-    sides, so the F1 of one seed differs by chance; from one start the two trainings must agree
-    until rounding differences grow."""
+def same_start(args, data, seed, logs, env, dl):
+    """The twin from dltrain's start for SEED: dltrain's initial network (a one-epoch run with
+    every learn-rate factor 0, exported to ONNX) loaded into the twin (--init-onnx), dltrain's
+    mini-batch order for every epoch (--dltrain-order), the whole run; compared with DL, dltrain's
+    run of SEED (the same start and order): F1 and each iteration's mini-batch loss."""
     d = os.path.join(logs, "same-start")
     os.makedirs(d, exist_ok=True)
     cfg = rvp.read_yaml(args.config)
-    cfg.setdefault("training", {})["Shuffle"] = "never"
-    config = os.path.join(d, "config.yaml")
-    import yaml
-    with open(config, "w") as f:
-        yaml.safe_dump(cfg, f, sort_keys=False)
-    common = ["--quiet", "--set", f"data.train={os.path.join(data, 'train.csv')}",
-              "--set", f"data.validation={os.path.join(data, 'test.csv')}", "--set", "training.Seed=0"]
     frozen = []
     for layer in cfg["layers"]:
         names = {"convolution2d": ("Weight", "Bias"), "fullyConnected": ("Weight", "Bias"),
                  "batchNormalization": ("Scale", "Offset")}.get(layer["type"], ())
         for n in names:
             frozen += ["--set", f"layers.{layer['Name']}.{n}LearnRateFactor=0"]
+    initial = os.path.join(d, f"initial-seed{seed}")
+    onnx_path = initial + ".onnx"
+    base = os.path.join(d, f"pytorch-seed{seed}")
     denv = dict(env, OMP_NUM_THREADS=str(args.threads))
-    steps = [[args.dltrain, "train", config, "--output-dir", os.path.join(d, "initial")] + common +
-             ["--set", "training.MaxEpochs=1"] + frozen,
-             [args.dltrain, "export", os.path.join(d, "initial", "model.bin"), "--output", os.path.join(d, "initial.onnx")],
-             [args.dltrain, "train", config, "--output-dir", os.path.join(d, "dltrain")] + common +
-             ["--set", f"training.MaxEpochs={args.same_start_epochs}"],
-             [args.python, os.path.join(HERE, "pytorch_multilabel.py"), config, "--data", data, "--seed", "0",
-              "--threads", str(args.threads), "--epochs", str(args.same_start_epochs),
-              "--init-onnx", os.path.join(d, "initial.onnx"), "--iteration-losses", os.path.join(d, "pytorch-losses.txt")]]
-    say(f"same start: {len(steps)} steps in {d}")
-    with open(os.path.join(d, "log.txt"), "w") as lf:
+    steps = [[args.dltrain, "train", args.config, "--output-dir", initial, "--quiet",
+              "--set", f"data.train={os.path.join(data, 'train.csv')}",
+              "--set", f"data.validation={os.path.join(data, 'test.csv')}",
+              "--set", f"training.Seed={seed}", "--set", "training.MaxEpochs=1"] + frozen,
+             [args.dltrain, "export", os.path.join(initial, "model.bin"), "--output", onnx_path]]
+    twin = [args.python, os.path.join(HERE, "pytorch_multilabel.py"), args.config, "--data", data, "--seed", str(seed),
+            "--threads", str(args.threads), "--init-onnx", onnx_path, "--dltrain-order",
+            "--iteration-losses", base + "-losses.txt", "--predictions", base + "-pred.csv"]
+    if args.epochs:
+        twin += ["--epochs", str(args.epochs)]
+    say(f"same start, seed {seed}: {' '.join(shlex.quote(c) for c in twin)} (log {base}.log)")
+    with open(base + ".log", "w") as lf:
         for cmd in steps:
             lf.write("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
             lf.flush()
             if subprocess.call(cmd, env=denv, stdout=lf, stderr=subprocess.STDOUT) != 0:
-                return {"kind": "same_start", "error": f"{os.path.basename(cmd[1])} {cmd[2] if len(cmd) > 2 else ''}: "
-                                                       f"failed (log {d}/log.txt)"}
-    with open(os.path.join(d, "dltrain", "log.csv"), newline="") as f:
-        dl = [float(r["minibatch_loss"]) for r in csv.DictReader(f) if r.get("minibatch_loss")]
-    with open(os.path.join(d, "pytorch-losses.txt")) as f:
-        pt = [float(v) for v in f if v.strip()]
-    if len(dl) != len(pt) or not dl:
-        return {"kind": "same_start", "error": f"{len(dl)} dltrain and {len(pt)} PyTorch iterations"}
-    diff = [abs(a - b) for a, b in zip(dl, pt)]
-    first = len(dl) // args.same_start_epochs
-    return {"kind": "same_start", "epochs": args.same_start_epochs, "iterations": len(dl),
-            "max_loss_difference_first_epoch": round(max(diff[:first]), 7),
-            "max_loss_difference": round(max(diff), 7),
-            "last_losses": [round(dl[-1], 6), round(pt[-1], 6)],
-            "dltrain_losses": [round(v, 6) for v in dl], "pytorch_losses": [round(v, 6) for v in pt]}
+                return {"kind": "same_start", "seed": seed,
+                        "error": f"dltrain {cmd[1]}: failed (log {base}.log)"}
+        lf.write("$ " + " ".join(shlex.quote(c) for c in twin) + "\n")
+    with open(base + ".json", "w") as out, open(base + ".log", "a") as err:
+        rc, wall, load = rvp.measured(twin, env, out, err)
+    if rc != 0:
+        return {"kind": "same_start", "seed": seed, "error": f"pytorch_multilabel.py: exit {rc} (log {base}.log)"}
+    r = json.loads(open(base + ".json").read().strip().splitlines()[-1])
+    with open(os.path.join(logs, f"dltrain-seed{seed}", "log.csv"), newline="") as f:
+        dl_losses = [float(v["minibatch_loss"]) for v in csv.DictReader(f) if v.get("minibatch_loss")]
+    with open(base + "-losses.txt") as f:
+        pt_losses = [float(v) for v in f if v.strip()]
+    if len(dl_losses) != len(pt_losses) or not dl_losses:
+        return {"kind": "same_start", "seed": seed,
+                "error": f"{len(dl_losses)} dltrain and {len(pt_losses)} PyTorch iterations"}
+    diff = [abs(a - b) for a, b in zip(dl_losses, pt_losses)]
+    first = len(dl_losses) // r["epochs"]
+    out = {"kind": "same_start", "seed": seed, "epochs": r["epochs"], "iterations": len(dl_losses),
+           "dltrain_f1": dl["f1"], "pytorch_f1": r["f1"],
+           "f1_difference_points": round(100 * (dl["f1"] - r["f1"]), 3),
+           "dltrain_jaccard": dl["jaccard"], "pytorch_jaccard": r["jaccard"],
+           "max_loss_difference_first_epoch": round(max(diff[:first]), 7),
+           "max_loss_difference": round(max(diff), 7),
+           "last_losses": [round(dl_losses[-1], 6), round(pt_losses[-1], 6)],
+           "dltrain_f1_by_epoch": dl.get("validation_f1_by_epoch"), "pytorch_f1_per_epoch": r.get("f1_per_epoch"),
+           "seconds_per_epoch": r.get("seconds_per_epoch"), "foreign_load_cores": load,
+           "dltrain_losses": [round(v, 6) for v in dl_losses], "pytorch_losses": [round(v, 6) for v in pt_losses]}
+    try:
+        out["pytorch_f1_scored"] = scored(base + "-pred.csv", os.path.join(data, "test.csv"))["f1_scored"]
+    except (ValueError, OSError, IndexError) as e:
+        out["scored_error"] = str(e)
+    return out
 
 
 def summarise(runs):
@@ -293,7 +313,30 @@ def summarise(runs):
     return s
 
 
-def markdown(runs, summary):
+def summarise_same_start(rows):
+    """The same-start pairs: dltrain's run of a seed against the twin from its start and order."""
+    ok = [r for r in rows if "error" not in r]
+    s = {"same_start_seeds": [r["seed"] for r in rows]}
+    if ok:
+        d = [r["f1_difference_points"] for r in ok]
+        s.update({"same_start_dltrain_f1_mean": round(statistics.mean(r["dltrain_f1"] for r in ok), 6),
+                  "same_start_pytorch_f1_mean": round(statistics.mean(r["pytorch_f1"] for r in ok), 6),
+                  "same_start_f1_difference_points": round(statistics.mean(d), 3),
+                  "same_start_max_abs_f1_difference_points": round(max(abs(v) for v in d), 3),
+                  "same_start_max_loss_difference_first_epoch": max(r["max_loss_difference_first_epoch"] for r in ok),
+                  "same_start_max_loss_difference": max(r["max_loss_difference"] for r in ok)})
+    failed = "; ".join(f"seed {r['seed']}: {r['error']}" for r in rows if "error" in r)
+    s["same_start"] = (
+        (f"from dltrain's start and order (seeds {', '.join(str(r['seed']) for r in ok)}, every epoch) the twin's F1 "
+         f"differs from dltrain's by {s['same_start_f1_difference_points']:+.2f} points on average and at most "
+         f"{s['same_start_max_abs_f1_difference_points']:.2f} in one seed; the mini-batch losses differ by at most "
+         f"{s['same_start_max_loss_difference_first_epoch']:.1e} in the first epoch and "
+         f"{s['same_start_max_loss_difference']:.1e} over the {ok[0]['iterations']} iterations" if ok else
+         "same start: no pair") + (f" (failed: {failed})" if failed else ""))
+    return s
+
+
+def markdown(runs, summary, pairs):
     out = ["| seed | dltrain F1 | PyTorch F1 | dltrain Jaccard | PyTorch Jaccard | dltrain s / epoch | "
            "PyTorch s / epoch | foreign load (cores) |", "|---:|---:|---:|---:|---:|---:|---:|---|"]
     for seed in summary["seeds"]:
@@ -309,6 +352,12 @@ def markdown(runs, summary):
         out.append(f"| mean | {summary['dltrain_f1_mean']:.4f} | {summary['pytorch_f1_mean']:.4f} | "
                    f"{summary['dltrain_jaccard_mean']:.4f} | {summary['pytorch_jaccard_mean']:.4f} | "
                    f"{summary['dltrain_seconds_per_epoch_mean']:.2f} | {summary['pytorch_seconds_per_epoch_mean']:.2f} | |")
+    if pairs:
+        out += ["", "| seed, same start | dltrain F1 | PyTorch F1 | difference (points) | largest loss difference |",
+                "|---:|---:|---:|---:|---:|"]
+        out += [f"| {r['seed']} | error: {r['error']} | | | |" if "error" in r else
+                f"| {r['seed']} | {r['dltrain_f1']:.4f} | {r['pytorch_f1']:.4f} | {r['f1_difference_points']:+.2f} | "
+                f"{r['max_loss_difference']:.1e} |" for r in pairs]
     return (out + ["", summary["verdict"]] + ([summary["same_start"]] if "same_start" in summary else []) +
             [f"check: {c}" for c in summary["checks"]])
 
@@ -324,9 +373,9 @@ def main():
     ap.add_argument("--logs", help="run folders and results.jsonl (default: a new /tmp folder)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--wait-idle", type=int, default=120, help="seconds to wait for idle cores before each run")
-    ap.add_argument("--same-start-epochs", type=int, default=2,
-                    help="epochs of the same-start check (both sides from dltrain's initial network, "
-                         "Shuffle never); 0: skip it")
+    ap.add_argument("--same-start-seeds",
+                    help="seeds (of --seeds) whose twin also trains from dltrain's start and in dltrain's order "
+                         "for the whole run (default: every seed; \"\": none)")
     ap.add_argument("--write-docs", action="store_true",
                     help="save the results as docs/results/DATE-MACHINE-multilabel_vs_pytorch.jsonl and "
                          "regenerate docs/performance.md")
@@ -340,8 +389,12 @@ def main():
         die(f"--seeds must list integers >= 0, got '{args.seeds}'")
     if args.epochs < 0:
         die(f"--epochs must be >= 1, got {args.epochs}")
-    if args.same_start_epochs < 0:
-        die(f"--same-start-epochs must be >= 0, got {args.same_start_epochs}")
+    try:
+        same_seeds = seeds if args.same_start_seeds is None else [int(s) for s in args.same_start_seeds.split()]
+    except ValueError:
+        die(f"--same-start-seeds must be integers, got '{args.same_start_seeds}'")
+    if set(same_seeds) - set(seeds):
+        die(f"--same-start-seeds must be among --seeds ({args.seeds}): the pair's dltrain side is that seed's run")
     if args.count < 10:
         die(f"--count must be at least 10, got {args.count}")
     args.dltrain = os.path.abspath(os.environ.get("DLTRAIN", os.path.join(ROOT, "build", "dltrain")))
@@ -377,8 +430,13 @@ def main():
                                    capture_output=True, text=True).stdout.strip()
     machine = {"machine": args.machine, "cpu_model": zc.cpu_model(), "isa": zc.isa(), "threads": args.threads}
 
-    runs = []
+    runs, extra_rows = [], []
     open(os.path.join(logs, "runs-so-far.jsonl"), "w").close()
+
+    def keep(r):
+        say(json.dumps({k: v for k, v in r.items() if not isinstance(v, list)}))
+        with open(os.path.join(logs, "runs-so-far.jsonl"), "a") as f:  # kept if the script is stopped
+            f.write(json.dumps(r) + "\n")
     for i, seed in enumerate(seeds):
         order = (run_dltrain, run_pytorch) if i % 2 == 0 else (run_pytorch, run_dltrain)
         for fn in order:
@@ -387,21 +445,17 @@ def main():
             peer = version[0] if r["side"] == "dltrain" and version else f"PyTorch {torch_version}"
             r = {"kind": "run", **r, **machine, "version": peer}
             runs.append(r)
-            say(json.dumps({k: v for k, v in r.items() if not isinstance(v, list)}))
-            with open(os.path.join(logs, "runs-so-far.jsonl"), "a") as f:  # kept if the script is stopped
-                f.write(json.dumps(r) + "\n")
+            keep(r)
+        dl = next(r for r in runs if r["seed"] == seed and r["side"] == "dltrain")
+        if seed in same_seeds:
+            rvp.wait_idle(args.wait_idle, say)
+            ss = (same_start(args, data, seed, logs, env, dl) if "error" not in dl else
+                  {"kind": "same_start", "seed": seed, "error": "dltrain's run of the seed failed"})
+            extra_rows.append(ss)
+            keep(ss)
     summary = summarise(runs)
-    extra_rows = []
-    if args.same_start_epochs > 0:
-        rvp.wait_idle(args.wait_idle, say)
-        ss = same_start(args, data, logs, env)
-        say(json.dumps({k: v for k, v in ss.items() if not isinstance(v, list)}))
-        extra_rows.append(ss)
-        summary["same_start"] = (f"same start: {ss['error']}" if "error" in ss else
-                                 f"from one start (seed 0's initial network, the table's order) the mini-batch "
-                                 f"losses of the {ss['iterations']} iterations of {ss['epochs']} epochs differ by at "
-                                 f"most {ss['max_loss_difference_first_epoch']:.1e} in the first epoch and "
-                                 f"{ss['max_loss_difference']:.1e} in all (losses near {ss['last_losses'][0]:.2f})")
+    if same_seeds:
+        summary.update(summarise_same_start(extra_rows))
 
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     config_rel = os.path.relpath(args.config, ROOT)
@@ -429,7 +483,7 @@ def main():
         f.write(json.dumps({"run": run_line}) + "\n")
         for r in rows:
             f.write(json.dumps(r) + "\n")
-    print("\n".join(header[:1] + [""] + markdown(runs, summary)))
+    print("\n".join(header[:1] + [""] + markdown(runs, summary, extra_rows)))
     if args.write_docs:
         perf_page.save_result(BENCH, args.machine, run_line, rows)
     return 0 if summary["verdict"].startswith("PASS") else 1

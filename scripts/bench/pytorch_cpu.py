@@ -340,13 +340,77 @@ def build(config_path, torch):
 
 
 # ---------------------------------------------------------------- timing
-def training_epochs(torch, opt, gen, n, epochs, shuffle, lr0, sched, drop_factor, drop_period):
+_U64 = (1 << 64) - 1
+_SHUFFLE_STREAM = 0x5348554646  # lib/data/batch_loader.cpp's kShuffleStream
+
+
+def _splitmix64(x):
+    """lib/util/rng.h's splitmix64: returns (the advanced state, the output)."""
+    x = (x + 0x9E3779B97F4A7C15) & _U64
+    z = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _U64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _U64
+    return x, z ^ (z >> 31)
+
+
+def _derive(seed, ids):
+    """lib/util/rng.h's Rng::derive(seed, ids): the seed of a stream."""
+    x = seed & _U64
+    for i in ids:
+        _, x = _splitmix64(x ^ ((i * 0xD1342543DE82EF95 + 0x632BE59BD9B4E019) & _U64))
+    return x
+
+
+def order_seed(seed):
+    """The seed of a twin's mini-batch order generator for training.Seed SEED: dltrain's shuffle
+    stream (Rng::derive(seed, {kShuffleStream})), apart from torch.manual_seed(SEED)'s, which
+    draws the initial weights. A torch.Generator seeded with SEED itself would take the first
+    epoch's permutation from the very numbers (the same mt19937 sequence) that drew the initial
+    weights; dltrain draws the two from separate streams."""
+    return _derive(seed, [_SHUFFLE_STREAM])
+
+
+def dltrain_permutation(seed, stream, n):
+    """The permutation of 0..n-1 dltrain's BatchLoader::make_order draws for training.Seed SEED
+    and STREAM (the 0-based epoch for Shuffle every-epoch, 0 for once): Rng::derive(seed,
+    {kShuffleStream, stream}) (splitmix64 stream derivation, xoshiro256**) and a Fisher-Yates
+    shuffle swapping p[k - 1] with p[next_u64() % k] for k = n..2 (lib/util/rng.h). A twin
+    given it trains on dltrain's mini-batches in dltrain's order."""
+    x = _derive(seed, [_SHUFFLE_STREAM, stream])
+    s = []
+    for _ in range(4):
+        x, v = _splitmix64(x)
+        s.append(v)
+
+    def rotl(v, k):
+        return ((v << k) | (v >> (64 - k))) & _U64
+    p = list(range(n))
+    for k in range(n, 1, -1):
+        r = (rotl((s[1] * 5) & _U64, 7) * 9) & _U64
+        t = (s[1] << 17) & _U64
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = rotl(s[3], 45)
+        j = r % k
+        p[k - 1], p[j] = p[j], p[k - 1]
+    return p
+
+
+def training_epochs(torch, opt, gen, n, epochs, shuffle, lr0, sched, drop_factor, drop_period, dltrain_seed=None):
     """The twins' epochs as dltrain runs them: at the top of each, sets every parameter group's
     rate (InitialLearnRate, x LearnRateDropFactor every LearnRateDropPeriod epochs when piecewise,
     x the group's "lr_factor") and yields (epoch, lr, order), the mini-batch order: a new
     permutation from GEN per epoch (every-epoch), one drawn at the first epoch (once), or 0..n-1
-    (never)."""
+    (never). With DLTRAIN_SEED the permutations are dltrain's own for that training.Seed
+    (dltrain_permutation) instead of GEN's."""
     once = None
+
+    def draw(stream):
+        if dltrain_seed is not None:
+            return torch.tensor(dltrain_permutation(dltrain_seed, stream, n), dtype=torch.long)
+        return torch.randperm(n, generator=gen)
     for epoch in range(epochs):
         lr = lr0 * drop_factor ** (epoch // drop_period) if sched == "piecewise" else lr0
         for g in opt.param_groups:
@@ -355,10 +419,10 @@ def training_epochs(torch, opt, gen, n, epochs, shuffle, lr0, sched, drop_factor
             order = torch.arange(n)
         elif shuffle == "once":
             if once is None:
-                once = torch.randperm(n, generator=gen)
+                once = draw(0)
             order = once
         else:
-            order = torch.randperm(n, generator=gen)
+            order = draw(epoch)
         yield epoch, lr, order
 
 

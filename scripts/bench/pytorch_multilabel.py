@@ -6,7 +6,7 @@ Classification Using Deep Learning" written trainnet's way) on File,Labels table
 
   /usr/bin/python3 scripts/bench/pytorch_multilabel.py configs/shapes-multilabel.yaml \\
       --data DIR --seed 0 [--epochs N] [--predictions FILE.csv] [--init-onnx FILE.onnx]
-      [--iteration-losses FILE]
+      [--dltrain-order] [--iteration-losses FILE]
 
 DIR holds train.csv and test.csv as `dltrain make-dataset shapes-multi` writes them: a header
 row `File,Labels`, then the image file (relative to the CSV's folder, or absolute) and its
@@ -28,10 +28,11 @@ weight_decay=L2Regularization 1e-4 times each learnable's L2 factor: weights 1, 
 gradient before the moments, as dltrain's adam_update does (L2 regularization, not AdamW);
 its bias corrections are dltrain's. sgdm is also taken (torch.optim.SGD with Momentum); the
 piecewise schedule, MiniBatchSize with the last partial mini-batch of each epoch dropped (as
-MATLAB), Shuffle (once / every-epoch / never), MaxEpochs. Batch norm: epsilon 1e-5 (the
-layer's Epsilon), the running statistics decay 0.1 with the unbiased batch variance (torch's
-momentum 0.1, as dltrain's MeanDecay / VarianceDecay), used as they are in eval mode (dltrain
-does not recompute population statistics at the end).
+MATLAB), Shuffle (once / every-epoch / never; torch.randperm from a generator of its own,
+pytorch_cpu.order_seed, as dltrain draws the order apart from the weights), MaxEpochs. Batch
+norm: epsilon 1e-5 (the layer's Epsilon), the running statistics decay 0.1 with the unbiased
+batch variance (torch's momentum 0.1, as dltrain's MeanDecay / VarianceDecay), used as they are
+in eval mode (dltrain does not recompute population statistics at the end).
 
 Loss: dltrain's binary-crossentropy (docs/config.md, "Losses"): -sum over the K labels of
 [t log p + (1 - t) log(1 - p)], averaged over the images, here
@@ -53,10 +54,13 @@ labels, score_<class>...). Runs in pytorch_cpu.py's "best" CPU configuration: ch
 torch.set_num_threads(2), tcmalloc preloaded when installed. Progress goes to stderr, the JSON
 line to stdout.
 
---init-onnx starts from the weights, batch-norm statistics and input mean / std of a `dltrain
-export` of the same network instead of the seed's draw, and --iteration-losses writes every
-iteration's mini-batch loss: multilabel_vs_pytorch.py's same-start check trains both sides from
-one start with them.
+--init-onnx starts from the learnables and input mean / std of a `dltrain export` of the same
+network instead of the seed's draw (the batch-norm statistics stay at 0 and 1, dltrain's
+initial TrainedMean and TrainedVariance), --dltrain-order takes each epoch's mini-batch order
+from dltrain's own shuffle for --seed (pytorch_cpu.dltrain_permutation) instead of torch's
+generator, and --iteration-losses writes every iteration's mini-batch loss:
+multilabel_vs_pytorch.py's same-start runs train the twin with all three from the start dltrain
+draws for a seed, in dltrain's order for every epoch.
 """
 import argparse
 import csv
@@ -150,8 +154,10 @@ def metrics(pred, truth):
 
 
 def load_onnx_weights(path, net, torch):
-    """The learnables, batch-norm statistics and input mean / std of a `dltrain export` of the
-    same network (its initializers are named after the layers: conv1_W, bn1_scale, fc_B, ...)."""
+    """The learnables and input mean / std of a `dltrain export` of the same network (its
+    initializers are named after the layers: conv1_W, bn1_scale, fc_B, ...). The batch-norm
+    statistics are not taken: they stay at 0 and 1, where dltrain's start has them (the export
+    of an initial network comes from an epoch with every learn-rate factor 0, which moved them)."""
     import onnx
     from onnx import numpy_helper
     w = {i.name: torch.from_numpy(numpy_helper.to_array(i).copy()) for i in onnx.load(path).graph.initializer}
@@ -179,8 +185,6 @@ def load_onnx_weights(path, net, torch):
             elif kind == "batchNormalization":
                 take(name + "_scale", mod.weight)
                 take(name + "_offset", mod.bias)
-                take(name + "_mean", mod.running_mean)
-                take(name + "_var", mod.running_var)
     log(f"started from {path} ({len(used)} of its {len(w)} initializers)")
 
 
@@ -217,6 +221,8 @@ def main():
     ap.add_argument("--predictions", help="write the test predictions here (CSV: path, labels, score_<class>...)")
     ap.add_argument("--init-onnx", help="start from the weights and input statistics of this `dltrain export` of "
                                         "the same network (a check that both sides train alike from one start)")
+    ap.add_argument("--dltrain-order", action="store_true",
+                    help="each epoch's mini-batch order from dltrain's shuffle for --seed instead of torch's")
     ap.add_argument("--iteration-losses", help="write each iteration's mini-batch loss here (one per line)")
     args = ap.parse_args()
     train_csv = args.train or (args.data and os.path.join(args.data, "train.csv"))
@@ -318,14 +324,15 @@ def main():
     n = train_x.shape[0]
     bsz = min(batch, n)
     per_epoch = n // bsz  # MATLAB drops the last partial mini-batch
-    gen = torch.Generator().manual_seed(args.seed)
+    gen = torch.Generator().manual_seed(pytorch_cpu.order_seed(args.seed))  # not the weights' stream
     epoch_seconds, epoch_f1, iteration_losses = [], [], []
     last_loss = float("nan")
     log(f"{epochs} epochs x {per_epoch} iterations of {bsz}; lr {lr0} "
         f"{'x' + str(drop_factor) + ' every ' + str(drop_period) + ' epochs' if sched == 'piecewise' else 'constant'}, "
-        f"{solver_note}, weight decay {l2}, shuffle {shuffle}, seed {args.seed}")
+        f"{solver_note}, weight decay {l2}, shuffle {shuffle}{' (dltrain order)' if args.dltrain_order else ''}, "
+        f"seed {args.seed}")
     for epoch, lr, order in pytorch_cpu.training_epochs(torch, opt, gen, n, epochs, shuffle, lr0, sched, drop_factor,
-                                                        drop_period):
+                                                        drop_period, args.seed if args.dltrain_order else None):
         net.train()
         te = time.perf_counter()
         loss_sum = 0.0
@@ -376,6 +383,7 @@ def main():
         "mini_batch_size": bsz, "train_images": int(n), "test_images": int(test_x.shape[0]),
         "final_epoch_mean_loss": round(last_loss, 6), "torch": torch.__version__, "decoder": decoder,
         "tcmalloc": os.environ.get("LD_PRELOAD", ""), "threads": torch.get_num_threads(),
+        "init_onnx": args.init_onnx, "dltrain_order": args.dltrain_order,
     }), flush=True)
 
 
