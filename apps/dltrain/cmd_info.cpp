@@ -72,11 +72,13 @@ Runner add_info(CLI::App& app) {
     int name_width = 24;  // wider for long generated names (unetLayers' Decoder-Stage-1-DepthConcatenation)
     for (size_t i = 0; i < net->size(); ++i)
       name_width = std::max(name_width, static_cast<int>(net->layer(i).name().size()));
-    std::printf("%-4s %-*s %-26s %-16s %12s\n", "#", name_width, "Name", "Type", "Activations", "Learnables");
+    std::printf("%-4s %-*s %-26s %-16s %-6s %12s\n", "#", name_width, "Name", "Type", "Activations", "Format",
+                "Learnables");
     for (size_t i = 0; i < net->size(); ++i) {
       Layer& l = net->layer(i);
-      std::printf("%-4zu %-*s %-26s %-16s %12lld\n", i + 1, name_width, l.name().c_str(), l.type().c_str(),
-                  net->output_shape(i).str().c_str(), static_cast<long long>(learnables(l)));
+      std::printf("%-4zu %-*s %-26s %-16s %-6s %12lld\n", i + 1, name_width, l.name().c_str(), l.type().c_str(),
+                  format_dims(net->output_format(i), net->output_shape(i)).c_str(), format_name(net->output_format(i)),
+                  static_cast<long long>(learnables(l)));
     }
     std::printf("\nTotal learnables:  %lld\n", static_cast<long long>(net->total_learnables()));
     std::printf("Memory footprint:  %lld bytes\n", static_cast<long long>(net->memory_bytes()));

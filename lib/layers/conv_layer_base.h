@@ -18,6 +18,8 @@ namespace dlt {
 
 class ConvLayerBase : public Layer {
  public:
+  // An image layer: not on token sequences.
+  bool takes(DataFormat f) const override { return f != DataFormat::kSCB; }
   void setup(int64_t n, Backend& be) override;
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override;
   void backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy, const std::vector<Tensor*>& dx,

@@ -13,6 +13,8 @@ namespace {
 
 class Crop2dLayer final : public Layer {
  public:
+  // An image layer: not on token sequences.
+  bool takes(DataFormat f) const override { return f != DataFormat::kSCB; }
   explicit Crop2dLayer(const LayerSpec& spec) : Layer(spec) {
     center_ = spec_.get_choice("Mode", "centercrop", {"centercrop", "custom"}) == "centercrop";
     if (center_) {

@@ -14,6 +14,8 @@ namespace {
 
 class DepthToSpaceLayer final : public Layer {
  public:
+  // An image layer: not on token sequences.
+  bool takes(DataFormat f) const override { return f != DataFormat::kSCB; }
   explicit DepthToSpaceLayer(const LayerSpec& spec) : Layer(spec) {
     const std::vector<int64_t> b = spec_.get_ints("BlockSize", {}, 2, 1);
     if (b.empty())

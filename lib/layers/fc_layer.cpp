@@ -1,6 +1,9 @@
-// fullyConnected: MATLAB's fullyConnectedLayer on the backend's FcOp. The input (H, W, C) is
-// flattened in HWC order; Weights (OutputSize, H*W*C), Bias (OutputSize). Fuses a following
-// ReLU.
+// fullyConnected: MATLAB's fullyConnectedLayer on the backend's FcOp. OperationDimension
+// auto or spatial-channel: the input (H, W, C) is flattened in HWC order, Weights (OutputSize,
+// H*W*C), and the output is one vector (CB); channel: the same weights (OutputSize, C) for each
+// pixel or token, the output keeping the input's positions and format ((S, 1, C) tokens ->
+// (S, 1, OutputSize): a transformer's per-token projection). Bias (OutputSize). Fuses a
+// following ReLU.
 #include <memory>
 
 #include "layers/layer_util.h"
@@ -15,6 +18,7 @@ class FullyConnectedLayer final : public Layer {
     out_ = spec_.get_int("OutputSize", 0, 1);
     if (out_ == 0) throw ConfigError(spec.where() + "option OutputSize is required (e.g. OutputSize: 10)");
     spec_.get("InputSize");
+    per_position_ = spec_.get_choice("OperationDimension", "auto", {"auto", "spatial-channel", "channel"}) == "channel";
     Init wi = parse_initializer(spec_, "WeightsInitializer", "glorot");
     Init bi = parse_initializer(spec_, "BiasInitializer", "zeros");
     weight_ = make_param(spec_, "Weight", Shape{}, wi, 1.f);
@@ -25,7 +29,8 @@ class FullyConnectedLayer final : public Layer {
 
   Shape infer(const std::vector<Shape>& inputs) override {
     expect_inputs(spec_, inputs, 1);
-    in_ = inputs[0].numel();
+    positions_ = per_position_ ? inputs[0][0] * inputs[0][1] : 1;
+    in_ = per_position_ ? inputs[0][2] : inputs[0].numel();
     int64_t declared = spec_.get_int("InputSize", in_, 1);
     if (declared != in_)
       shape_error(spec_, "InputSize is " + std::to_string(declared) + " but the input is " + inputs[0].str() + " = " +
@@ -40,12 +45,13 @@ class FullyConnectedLayer final : public Layer {
     b.fan_in = in_;
     b.fan_out = out_;
     params_ = {w, b};
-    return Shape{1, 1, out_};
+    return per_position_ ? Shape{inputs[0][0], inputs[0][1], out_} : Shape{1, 1, out_};
   }
+  DataFormat output_format() const override { return per_position_ ? input_format(0) : DataFormat::kCB; }
 
   void setup(int64_t n, Backend& be) override {
-    op_ = be.make(FcDesc{n, in_, out_, fusion_.relu, mixed_});
-    if (fusion_.relu) relu_ = be.make(ActDesc{n * out_, ActKind::kRelu, 0.f});
+    op_ = be.make(FcDesc{n * positions_, in_, out_, fusion_.relu, mixed_});
+    if (fusion_.relu) relu_ = be.make(ActDesc{n * positions_ * out_, ActKind::kRelu, 0.f});
   }
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
@@ -61,13 +67,16 @@ class FullyConnectedLayer final : public Layer {
     if (dx[0]) op_->backward_data(dy, w.value, *dx[0]);
   }
 
-  int64_t flops_per_image() const override { return 2 * in_ * out_; }
+  int64_t flops_per_image() const override { return 2 * positions_ * in_ * out_; }
   std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
 
   // The first fullyConnected after an image gets a Flatten, and its columns go from HWC to
   // CHW order.
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
     const std::string& n = name();
+    if (per_position_)
+      throw ModelError(g.path() + ": layer '" + n +
+                       "' (fullyConnected, OperationDimension channel) has no ONNX export");
     OnnxValue x = g.flat(inputs.at(0));
     int64_t h = x.shape[0], w = x.shape[1], c = x.shape[2];
     std::vector<float> wt = host_values(params_[0].value);
@@ -122,6 +131,8 @@ class FullyConnectedLayer final : public Layer {
 
  private:
   int64_t in_ = 0, out_ = 0;
+  bool per_position_ = false;  // OperationDimension channel
+  int64_t positions_ = 1;      // rows per image: H * W with per_position_, else 1
   Param weight_, bias_;
   std::unique_ptr<FcOp> op_;
   std::unique_ptr<ActOp> relu_;

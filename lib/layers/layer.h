@@ -8,9 +8,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
+#include "layers/data_format.h"
 #include "layers/fusion.h"
 #include "layers/onnx_graph.h"
 #include "layers/spec.h"
@@ -73,6 +75,15 @@ class Layer {
   virtual Shape infer(const std::vector<Shape>& inputs) = 0;
   // Number of inputs this layer takes (-1: any number >= 2, e.g. addition).
   virtual int num_inputs() const { return 1; }
+  // Data formats (layers/data_format.h): the network hands a layer its inputs' formats before
+  // infer() and refuses an input whose format takes() declines (naming both layers);
+  // output_format() (asked after infer()) is what it gives, by default its first input's.
+  void set_input_formats(std::vector<DataFormat> formats) { in_formats_ = std::move(formats); }
+  virtual bool takes(DataFormat f) const {
+    (void)f;
+    return true;
+  }
+  virtual DataFormat output_format() const { return input_format(0); }
 
   std::vector<Param>& params() { return params_; }
   std::vector<State>& states() { return states_; }
@@ -152,12 +163,16 @@ class Layer {
   virtual OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const;
 
  protected:
+  // Input i's format (SSCB when the network has not set it: a layer built alone, as tests do).
+  DataFormat input_format(size_t i) const { return i < in_formats_.size() ? in_formats_[i] : DataFormat::kSSCB; }
+
   LayerSpec spec_;
   std::vector<Param> params_;
   std::vector<State> states_;
   FusionTraits traits_;
   Fusion fusion_;
   bool mixed_ = false;
+  std::vector<DataFormat> in_formats_;
 };
 
 // A layer type: its MATLAB name (without "Layer"), its factory, and the ONNX operators it

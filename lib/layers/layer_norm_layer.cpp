@@ -3,9 +3,12 @@
 // channel by the learnables Scale and Offset (C):
 //   OperationDimension  spatial-channel  over H, W and C of each image (MATLAB's 'auto' for
 //                                        images, and its 'batch-excluded', which for images is
-//                                        the same; the default)
+//                                        the same)
 //                       channel-only     over the C channels of each pixel (PyTorch's LayerNorm
-//                                        on channels-last data, ConvNeXt's LayerNorm2d)
+//                                        on channels-last data, ConvNeXt's LayerNorm2d), and
+//                                        over the C channels of each token: MATLAB's 'auto'
+//                                        for token sequences (SCB), a transformer's LayerNorm
+//   The default, auto, is spatial-channel for images and channel-only for tokens.
 // Training and inference compute the same (no running statistics). ONNX: LayerNormalization
 // (opset 17) over the channels of a channels-last value, or over axis 1 of an NCHW image;
 // export writes opset 13 (InstanceNormalization on reshaped rows, then Mul and Add).
@@ -26,6 +29,7 @@ class LayerNormLayer final : public Layer {
     const std::string dim =
         spec_.get_choice("OperationDimension", "auto", {"auto", "spatial-channel", "channel-only", "batch-excluded"});
     channel_only_ = dim == "channel-only";
+    auto_ = dim == "auto";
     scale_ = make_param(spec_, "Scale", Shape{}, Init::kOnes, 1.f);
     offset_ = make_param(spec_, "Offset", Shape{}, Init::kZeros, 1.f);
     spec_.get("NumChannels");
@@ -34,6 +38,7 @@ class LayerNormLayer final : public Layer {
   Shape infer(const std::vector<Shape>& inputs) override {
     expect_inputs(spec_, inputs, 1);
     shape_ = inputs[0];
+    if (auto_) channel_only_ = input_format(0) == DataFormat::kSCB;
     const int64_t c = shape_[2];
     const int64_t nc = spec_.get_int("NumChannels", c, 1);
     if (nc != c)
@@ -188,6 +193,7 @@ class LayerNormLayer final : public Layer {
  private:
   double epsilon_;
   bool channel_only_ = false;
+  bool auto_ = false;  // OperationDimension auto: decided by the input's format in infer()
   Param scale_, offset_;
   Shape shape_;  // per image (H, W, C)
   std::unique_ptr<LayerNormOp> op_;

@@ -14,6 +14,8 @@ namespace {
 
 class PoolingLayer final : public Layer {
  public:
+  // An image layer: not on token sequences.
+  bool takes(DataFormat f) const override { return f != DataFormat::kSCB; }
   PoolingLayer(const LayerSpec& spec, PoolKind kind, bool global) : Layer(spec), kind_(kind), global_(global) {
     if (!global_) {
       auto ps = spec_.get_ints("PoolSize", {}, 2, 1);
@@ -235,6 +237,8 @@ class PoolingLayer final : public Layer {
 // outputs; here the option names the layer).
 class MaxUnpoolingLayer final : public Layer {
  public:
+  // An image layer: not on token sequences.
+  bool takes(DataFormat f) const override { return f != DataFormat::kSCB; }
   explicit MaxUnpoolingLayer(const LayerSpec& spec) : Layer(spec) {
     pool_name_ = spec_.get_string("PoolingLayer", "");
     if (pool_name_.empty())

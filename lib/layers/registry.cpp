@@ -47,6 +47,12 @@ const LayerType& layer_normalization_layer_type();
 const LayerType& channel_shuffle_layer_type();
 const LayerType& channel_slice_layer_type();
 const LayerType& depth_to_space_layer_type();
+const LayerType& patch_embedding_layer_type();
+const LayerType& embedding_concatenation_layer_type();
+const LayerType& position_embedding_layer_type();
+const LayerType& self_attention_layer_type();
+const LayerType& indexing1d_layer_type();
+const LayerType& global_average_pooling1d_layer_type();
 
 const std::vector<const LayerType*>& layer_registry() {
   static const std::vector<const LayerType*> kLayers = {
@@ -88,6 +94,12 @@ const std::vector<const LayerType*>& layer_registry() {
       &channel_shuffle_layer_type(),
       &channel_slice_layer_type(),
       &depth_to_space_layer_type(),
+      &patch_embedding_layer_type(),
+      &embedding_concatenation_layer_type(),
+      &position_embedding_layer_type(),
+      &self_attention_layer_type(),
+      &indexing1d_layer_type(),
+      &global_average_pooling1d_layer_type(),
   };
   return kLayers;
 }

@@ -10,6 +10,8 @@ namespace {
 
 class LrnLayer final : public Layer {
  public:
+  // An image layer: not on token sequences.
+  bool takes(DataFormat f) const override { return f != DataFormat::kSCB; }
   explicit LrnLayer(const LayerSpec& spec) : Layer(spec) {
     size_ = spec_.get_int("WindowChannelSize", 0, 1);
     if (size_ == 0)

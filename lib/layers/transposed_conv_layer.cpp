@@ -16,6 +16,8 @@ namespace {
 
 class TransposedConv2dLayer final : public Layer {
  public:
+  // An image layer: not on token sequences.
+  bool takes(DataFormat f) const override { return f != DataFormat::kSCB; }
   explicit TransposedConv2dLayer(const LayerSpec& spec);
   Shape infer(const std::vector<Shape>& inputs) override;
   void setup(int64_t n, Backend& be) override;

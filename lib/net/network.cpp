@@ -76,8 +76,18 @@ void Network::build() {
       return it == index.end() ? nullptr : nodes_[it->second].layer.get();
     });
     std::vector<Shape> in_shapes;
-    for (int p : node.inputs) in_shapes.push_back(nodes_[p].shape);
+    std::vector<DataFormat> in_formats;
+    for (int p : node.inputs) {
+      in_shapes.push_back(nodes_[p].shape);
+      in_formats.push_back(nodes_[p].format);
+      if (!node.layer->takes(nodes_[p].format))
+        throw ConfigError(ls.loc.prefix() + "layer '" + ls.name + "' (" + node.layer->type() + ") does not take " +
+                          format_name(nodes_[p].format) + " data, which '" + nodes_[p].layer->name() + "' (" +
+                          nodes_[p].layer->type() + ") gives (" + format_dims(nodes_[p].format, nodes_[p].shape) + ")");
+    }
+    node.layer->set_input_formats(in_formats);
     node.shape = node.layer->infer(in_shapes);
+    node.format = node.layer->output_format();
     // Overflow-safe: per-image activations beyond 2^31 values (8 GiB) are a corrupt spec.
     int64_t values = 1;
     for (int d = 0; d < node.shape.rank(); ++d) {

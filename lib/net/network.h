@@ -41,6 +41,7 @@ class Network {
   Layer& layer(size_t i) { return *nodes_[i].layer; }
   const Layer& layer(size_t i) const { return *nodes_[i].layer; }
   const Shape& output_shape(size_t i) const { return nodes_[i].shape; }  // per image (H, W, C)
+  DataFormat output_format(size_t i) const { return nodes_[i].format; }  // SSCB, SCB or CB
   bool fused(size_t i) const { return nodes_[i].alias_of >= 0; }
   // Training: batchNormalization i runs with the max pooling after its ReLU as one op.
   bool fused_with_max_pool(size_t i) const { return plan_.runs_in_max_pool(i); }
@@ -164,6 +165,7 @@ class Network {
     std::unique_ptr<Layer> layer;
     std::vector<int> inputs;
     Shape shape;
+    DataFormat format = DataFormat::kSSCB;
     int alias_of = -1;           // fused ReLU / output layer: shares this node's tensors
     bool needs_grad = false;     // a gradient must flow into this node's output
     std::vector<int> consumers;  // non-alias nodes reading this node's storage

@@ -20,6 +20,7 @@
 #include "backend/depth_to_space_op.h"
 #include "backend/kernel_kinds.h"
 #include "backend/ops.h"
+#include "backend/token_ops.h"
 #include "support/reference_attention.h"
 #include "support/reference_losses.h"
 #include "support/reference_ops.h"
@@ -281,6 +282,27 @@ inline GradientRow depth_to_space(std::string name, DepthToSpaceDesc d) {
       [d](const std::vector<Vec>&, const Vec& dy) { return std::vector<Vec>{ref::depth_to_space_backward(d, dy)}; }};
 }
 
+inline GradientRow batch_broadcast(std::string name, BatchBroadcastDesc d) {
+  Rng rng(127);
+  return {"batch_broadcast " + name,
+          BatchBroadcastDesc::kOp,
+          {random_vec(d.rows * d.length, rng), random_vec(d.length, rng)},
+          [d](const std::vector<Vec>& in) { return ref::batch_broadcast_add(d, in[0], in[1]); },
+          [d](const std::vector<Vec>&, const Vec& dy) {
+            return std::vector<Vec>{dy, ref::batch_sum(d, dy)};
+          }};
+}
+
+inline GradientRow spatial_transpose(std::string name, SpatialTransposeDesc d) {
+  Rng rng(137);
+  return {
+      "spatial_transpose " + name,
+      SpatialTransposeDesc::kOp,
+      {random_vec(d.numel(), rng)},
+      [d](const std::vector<Vec>& in) { return ref::spatial_transpose_forward(d, in[0]); },
+      [d](const std::vector<Vec>&, const Vec& dy) { return std::vector<Vec>{ref::spatial_transpose_backward(d, dy)}; }};
+}
+
 // Q and K in [-2, 2) (a softmax far from uniform).
 inline GradientRow attention(std::string name, AttentionDesc d) {
   Rng rng(131);
@@ -428,6 +450,8 @@ inline std::vector<GradientRow> gradient_rows() {
   rows.push_back(unpool("2x2/2", u));
   rows.push_back(depth_to_space("DCR 2x3", {2, 3, 2, 12, 2, 3, false}));
   rows.push_back(depth_to_space("CRD 2", {2, 2, 3, 8, 2, 2, true}));
+  rows.push_back(batch_broadcast("3 rows of 4", {3, 4}));
+  rows.push_back(spatial_transpose("2x3x2x2", {2, 3, 2, 2}));
   rows.push_back(attention("2 heads, 3 queries over 4 keys, key dim 3 value dim 2", {2, 2, 3, 4, 3, 2, false, 0.f}));
   rows.push_back(attention("causal, 2 heads of 5 tokens", {1, 2, 5, 5, 3, 3, true, 0.f}));
   rows.push_back(attention("causal, 4 queries over 2 keys, scale 0.7", {1, 1, 4, 2, 2, 3, true, 0.7f}));

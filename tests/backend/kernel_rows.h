@@ -13,6 +13,7 @@
 #include "backend/dropout_hash.h"
 #include "backend/kernel_kinds.h"
 #include "backend/loss_rows.h"
+#include "backend/token_ops.h"
 #include "support/reference_ops.h"
 #include "support/tensor_utils.h"
 
@@ -309,6 +310,40 @@ inline AgreementRow depth_to_space_row(std::string name, DepthToSpaceDesc d) {
           }};
 }
 
+// Batch broadcast: add (with x, in place, and without x: then exact) and the sum over rows.
+inline AgreementRow batch_broadcast_row(std::string name, BatchBroadcastDesc d) {
+  return {"batch_broadcast " + name, {BatchBroadcastDesc::kOp}, [d](Backend& be, double tol) {
+            Rng rng(41);
+            const Vec x = random_vec(d.rows * d.length, rng), b = random_vec(d.length, rng);
+            auto op = be.make(d);
+            const Shape ys{d.rows, d.length}, bs{d.length};
+            Tensor y(ys, be.device()), tx = on_device(x, ys, be), db(bs, be.device());
+            op->add(tx, on_device(b, bs, be), y);
+            check_close("add", y, ref::batch_broadcast_add(d, x, b), tol);
+            op->add(tx, on_device(b, bs, be), tx);
+            check_close("add in place", tx, ref::batch_broadcast_add(d, x, b), tol);
+            op->add(Tensor(), on_device(b, bs, be), y);
+            check_exact("broadcast", y, ref::batch_broadcast_add(d, {}, b));
+            op->sum(on_device(x, ys, be), db);
+            check_close("sum", db, ref::batch_sum(d, x), tol);
+          }};
+}
+
+// Spatial transpose, forward and backward: a permutation, so exact.
+inline AgreementRow spatial_transpose_row(std::string name, SpatialTransposeDesc d) {
+  return {"spatial_transpose " + name, {SpatialTransposeDesc::kOp}, [d](Backend& be, double) {
+            Rng rng(43);
+            const Vec x = random_vec(d.numel(), rng), dy = random_vec(d.numel(), rng);
+            auto op = be.make(d);
+            const Shape xs{d.n, d.h, d.w, d.c}, ys{d.n, d.w, d.h, d.c};
+            Tensor y(ys, be.device()), dx(xs, be.device());
+            op->forward(on_device(x, xs, be), y);
+            check_exact("forward", y, ref::spatial_transpose_forward(d, x));
+            op->backward(on_device(dy, ys, be), dx);
+            check_exact("backward", dx, ref::spatial_transpose_backward(d, dy));
+          }};
+}
+
 inline std::vector<AgreementRow> kernel_rows() {
   std::vector<AgreementRow> rows = elementwise_rows(1001);
   for (AgreementRow& r : elementwise_rows(70000)) rows.push_back(std::move(r));  // past the parallel threshold
@@ -332,6 +367,10 @@ inline std::vector<AgreementRow> kernel_rows() {
   rows.push_back(depth_to_space_row("DCR block 2x3, 2x3x4x12", {2, 3, 4, 12, 2, 3, false}));
   rows.push_back(depth_to_space_row("CRD block 3x2, 2x2x3x30", {2, 2, 3, 30, 3, 2, true}));
   rows.push_back(depth_to_space_row("DCR block 2, 2x40x40x64 (over 200k values)", {2, 40, 40, 64, 2, 2, false}));
+  rows.push_back(batch_broadcast_row("3 rows of 5", {3, 5}));
+  rows.push_back(batch_broadcast_row("32 rows of 65x192 (a ViT's position table)", {32, 65 * 192}));
+  rows.push_back(spatial_transpose_row("2x3x4x5", {2, 3, 4, 5}));
+  rows.push_back(spatial_transpose_row("4x8x8x192 (a patch grid)", {4, 8, 8, 192}));
   for (AgreementRow& r : loss_rows()) rows.push_back(std::move(r));
   return rows;
 }

@@ -87,6 +87,59 @@ TEST_CASE("gradients: fullyConnected", "[layers][grad]") {
   expect_ok(check_layer(layer_spec("fullyConnected", {"OutputSize=5"}), {Shape{3, 2, 4}}, o));
 }
 
+TEST_CASE("gradients: fullyConnected per position (OperationDimension channel)", "[layers][grad]") {
+  GradCheckOptions o;
+  expect_ok(
+      check_layer(layer_spec("fullyConnected", {"OutputSize=5", "OperationDimension=channel"}), {Shape{7, 1, 4}}, o));
+  expect_ok(
+      check_layer(layer_spec("fullyConnected", {"OutputSize=3", "OperationDimension=channel"}), {Shape{3, 2, 4}}, o));
+}
+
+// The token layers on (S, 1, C) sequences (check_layer builds a layer alone: no format check).
+TEST_CASE("gradients: selfAttention", "[layers][grad]") {
+  GradCheckOptions o;
+  o.input_scale = 1.5;
+  SECTION("3 heads of 2 channels, 5 tokens") {
+    expect_ok(check_layer(layer_spec("selfAttention", {"NumHeads=3", "NumKeyChannels=6"}), {Shape{5, 1, 4}}, o));
+  }
+  SECTION("causal, value and output sizes of their own") {
+    expect_ok(check_layer(layer_spec("selfAttention", {"NumHeads=2", "NumKeyChannels=4", "NumValueChannels=6",
+                                                       "OutputSize=3", "AttentionMask=causal"}),
+                          {Shape{4, 1, 5}}, o));
+  }
+  SECTION("one head, one token") {
+    expect_ok(check_layer(layer_spec("selfAttention", {"NumHeads=1", "NumKeyChannels=3"}), {Shape{1, 1, 4}}, o));
+  }
+}
+
+TEST_CASE(
+    "gradients: patchEmbedding, embeddingConcatenation, positionEmbedding, indexing1d, "
+    "globalAveragePooling1d",
+    "[layers][grad]") {
+  GradCheckOptions o;
+  SECTION("patchEmbedding column-major (transposed grid)") {
+    expect_ok(check_layer(layer_spec("patchEmbedding", {"PatchSize=2", "OutputSize=3"}), {Shape{4, 6, 2}}, o));
+  }
+  SECTION("patchEmbedding row-major, non-square patches") {
+    expect_ok(
+        check_layer(layer_spec("patchEmbedding", {"PatchSize=[2,3]", "OutputSize=4", "SpatialFlattenMode=row-major"}),
+                    {Shape{4, 6, 2}}, o));
+  }
+  SECTION("embeddingConcatenation") {
+    expect_ok(check_layer(layer_spec("embeddingConcatenation", {}), {Shape{5, 1, 4}}, o));
+  }
+  SECTION("positionEmbedding, a sequence shorter than MaxPosition") {
+    expect_ok(check_layer(layer_spec("positionEmbedding", {"OutputSize=4", "MaxPosition=9"}), {Shape{6, 1, 4}}, o));
+  }
+  SECTION("indexing1d first and last") {
+    expect_ok(check_layer(layer_spec("indexing1d", {}), {Shape{5, 1, 4}}, o));
+    expect_ok(check_layer(layer_spec("indexing1d", {"Index=last"}), {Shape{5, 1, 4}}, o));
+  }
+  SECTION("globalAveragePooling1d") {
+    expect_ok(check_layer(layer_spec("globalAveragePooling1d", {}), {Shape{5, 1, 4}}, o));
+  }
+}
+
 TEST_CASE("gradients: batchNormalization", "[layers][grad]") {
   GradCheckOptions o;
   o.batch = 3;

@@ -1,5 +1,5 @@
-// Reference channel shuffle, channel slice and depth to space (reference_ops.h): index maps written out per
-// pixel and channel, in double.
+// Reference channel shuffle, channel slice, depth to space and the token ops (reference_ops.h): index maps written out
+// per pixel and channel, in double.
 #include "support/reference_ops.h"
 
 namespace dlt::ref {
@@ -65,6 +65,38 @@ Vec depth_to_space_backward(const DepthToSpaceDesc& d, const Vec& dy) {
   Vec dx(dy.size());
   for (size_t i = 0; i < dy.size(); ++i) dx[static_cast<size_t>(where[i])] = dy[i];
   return dx;
+}
+
+Vec batch_broadcast_add(const BatchBroadcastDesc& d, const Vec& x, const Vec& b) {
+  Vec y(static_cast<size_t>(d.rows * d.length));
+  for (int64_t r = 0; r < d.rows; ++r)
+    for (int64_t i = 0; i < d.length; ++i) {
+      const size_t k = static_cast<size_t>(r * d.length + i);
+      y[k] = (x.empty() ? 0.0 : x[k]) + b[static_cast<size_t>(i)];
+    }
+  return y;
+}
+
+Vec batch_sum(const BatchBroadcastDesc& d, const Vec& dy) {
+  Vec db(static_cast<size_t>(d.length), 0.0);
+  for (int64_t r = 0; r < d.rows; ++r)
+    for (int64_t i = 0; i < d.length; ++i) db[static_cast<size_t>(i)] += dy[static_cast<size_t>(r * d.length + i)];
+  return db;
+}
+
+Vec spatial_transpose_forward(const SpatialTransposeDesc& d, const Vec& x) {
+  Vec y(x.size());
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t i = 0; i < d.h; ++i)
+      for (int64_t j = 0; j < d.w; ++j)
+        for (int64_t c = 0; c < d.c; ++c)
+          y[static_cast<size_t>(((n * d.w + j) * d.h + i) * d.c + c)] =
+              x[static_cast<size_t>(((n * d.h + i) * d.w + j) * d.c + c)];
+  return y;
+}
+
+Vec spatial_transpose_backward(const SpatialTransposeDesc& d, const Vec& dy) {
+  return spatial_transpose_forward(SpatialTransposeDesc{d.n, d.w, d.h, d.c}, dy);
 }
 
 }  // namespace dlt::ref

@@ -16,6 +16,7 @@
 #include "backend/backend.h"
 #include "backend/depth_to_space_op.h"
 #include "backend/ops.h"
+#include "backend/token_ops.h"
 
 namespace dlt::ref {
 
@@ -107,6 +108,13 @@ Vec channel_slice_backward(const ChannelSliceDesc& d, const Vec& dy);  // -> dx
 // depth to space (backend/depth_to_space_op.h), DCR or CRD, from ONNX's definition.
 Vec depth_to_space_forward(const DepthToSpaceDesc& d, const Vec& x);
 Vec depth_to_space_backward(const DepthToSpaceDesc& d, const Vec& dy);  // -> dx
+// batch broadcast (backend/token_ops.h): y[r, :] = x[r, :] + b (x empty: b repeated); the sum
+// of dy's rows (b's gradient).
+Vec batch_broadcast_add(const BatchBroadcastDesc& d, const Vec& x, const Vec& b);
+Vec batch_sum(const BatchBroadcastDesc& d, const Vec& dy);
+// spatial transpose (backend/token_ops.h): (n, h, w, c) -> (n, w, h, c); the backward back.
+Vec spatial_transpose_forward(const SpatialTransposeDesc& d, const Vec& x);
+Vec spatial_transpose_backward(const SpatialTransposeDesc& d, const Vec& dy);  // -> dx
 
 // ---- cross-entropy of softmax probabilities (N, C) with integer labels (N) ----
 // Returns the weighted mean sum w[l] * -log(max(p_l, 1e-37)) / sum w[l] over the rows whose

@@ -1,0 +1,164 @@
+// selfAttention: MATLAB's selfAttentionLayer (R2023a) on token sequences (SCB: (S, 1, C) per
+// image). Multi-head scaled dot-product attention with its four projections, per token:
+//   Q = x Wq' + bq, K = x Wk' + bk, V = x Wv' + bv   (NumKeyChannels, NumKeyChannels,
+//   NumValueChannels channels: the totals over the NumHeads heads, heads contiguous blocks),
+//   A = attention(Q, K, V) per head (backend/attention_op.h; AttentionMask causal hides the
+//   later tokens), y = A Wo' + bo (OutputSize channels).
+// Learnables with MATLAB's names and shapes: QueryWeights (NumKeyChannels, C), KeyWeights,
+// ValueWeights (NumValueChannels, C), OutputWeights (OutputSize, NumValueChannels) and the
+// biases; Weight / Bias initializers and factors apply to all four. PyTorch's
+// nn.MultiheadAttention (batch_first) computes the same with in_proj_weight = [Wq; Wk; Wv].
+#include <memory>
+#include <string>
+
+#include "backend/attention_op.h"
+#include "layers/layer_util.h"
+
+namespace dlt {
+
+namespace {
+
+class SelfAttentionLayer final : public Layer {
+ public:
+  explicit SelfAttentionLayer(const LayerSpec& spec) : Layer(spec) {
+    heads_ = spec_.get_int("NumHeads", 0, 1);
+    if (heads_ == 0) throw ConfigError(spec.where() + "option NumHeads is required (e.g. NumHeads: 3)");
+    key_ = spec_.get_int("NumKeyChannels", 0, 1);
+    if (key_ == 0) throw ConfigError(spec.where() + "option NumKeyChannels is required (e.g. NumKeyChannels: 192)");
+    value_ = auto_int("NumValueChannels", key_);
+    out_ = auto_int("OutputSize", 0);  // 0: the input's channels (infer)
+    for (auto [what, n] : {std::pair<const char*, int64_t>{"NumKeyChannels", key_}, {"NumValueChannels", value_}})
+      if (n % heads_ != 0)
+        throw ConfigError(spec.where() + "option " + what + " (" + std::to_string(n) +
+                          ") must be a multiple of NumHeads (" + std::to_string(heads_) +
+                          "): it is the total over the heads");
+    causal_ = spec_.get_choice("AttentionMask", "none", {"none", "causal"}) == "causal";
+    if (spec_.get_double("DropoutProbability", 0.0) != 0.0)
+      throw ConfigError(spec.where() +
+                        "option DropoutProbability: dropout on the attention weights is not supported yet (use 0, "
+                        "and a dropout layer after the attention)");
+    const Init wi = parse_initializer(spec_, "WeightsInitializer", "glorot");
+    const Init bi = parse_initializer(spec_, "BiasInitializer", "zeros");
+    weight_ = make_param(spec_, "Weight", Shape{}, wi, 1.f);
+    bias_ = make_param(spec_, "Bias", Shape{}, bi, 0.f);
+  }
+
+  bool takes(DataFormat f) const override { return f == DataFormat::kSCB; }
+
+  Shape infer(const std::vector<Shape>& inputs) override {
+    expect_inputs(spec_, inputs, 1);
+    s_ = inputs[0][0];
+    c_ = inputs[0][2];
+    if (out_ == 0) out_ = c_;
+    params_.clear();
+    // (name, rows, columns) of each projection's weights; its bias has `rows` values.
+    const struct {
+      const char* name;
+      int64_t rows, cols;
+    } proj[] = {{"Query", key_, c_}, {"Key", key_, c_}, {"Value", value_, c_}, {"Output", out_, value_}};
+    for (const auto& p : proj) {
+      Param w = weight_;
+      w.name = std::string(p.name) + "Weights";
+      w.shape = Shape{p.rows, p.cols};
+      w.fan_in = p.cols;
+      w.fan_out = p.rows;
+      params_.push_back(w);
+    }
+    for (const auto& p : proj) {
+      Param b = bias_;
+      b.name = std::string(p.name) + "Bias";
+      b.shape = Shape{p.rows};
+      b.fan_in = p.cols;
+      b.fan_out = p.rows;
+      params_.push_back(b);
+    }
+    return Shape{s_, 1, out_};
+  }
+
+  void setup(int64_t n, Backend& be) override {
+    be_ = &be;
+    const int64_t rows = n * s_;
+    fc_[0] = be.make(FcDesc{rows, c_, key_, false, mixed_});
+    fc_[1] = be.make(FcDesc{rows, c_, key_, false, mixed_});
+    fc_[2] = be.make(FcDesc{rows, c_, value_, false, mixed_});
+    fc_[3] = be.make(FcDesc{rows, value_, out_, false, mixed_});
+    AttentionDesc d;
+    d.n = n;
+    d.heads = heads_;
+    d.seq_q = d.seq_kv = s_;
+    d.key_dim = key_ / heads_;
+    d.value_dim = value_ / heads_;
+    d.causal = causal_;
+    attention_ = be.make(d);
+    const int64_t width[4] = {key_, key_, value_, value_};  // Q, K, V, A
+    for (int i = 0; i < 4; ++i) {
+      act_[i] = Tensor(Shape{rows, width[i]}, be.device());
+      grad_[i] = Tensor(Shape{rows, width[i]}, be.device());
+    }
+    dx_part_ = Tensor(Shape{rows, c_}, be.device());
+  }
+
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
+    for (int i = 0; i < 3; ++i) fc_[i]->forward(*x[0], weights(i), bias(i), act_[i]);
+    attention_->forward(act_[0], act_[1], act_[2], act_[3]);
+    fc_[3]->forward(act_[3], weights(3), bias(3), y);
+  }
+
+  void backward(const std::vector<const Tensor*>& x, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext&) override {
+    update_grads(3, act_[3], dy);
+    fc_[3]->backward_data(dy, weights(3), grad_[3]);
+    attention_->backward(act_[0], act_[1], act_[2], grad_[3], grad_[0], grad_[1], grad_[2]);
+    for (int i = 0; i < 3; ++i) update_grads(i, *x[0], grad_[i]);
+    if (!dx[0]) return;
+    fc_[0]->backward_data(grad_[0], weights(0), *dx[0]);  // dx = dQ Wq + dK Wk + dV Wv
+    for (int i = 1; i < 3; ++i) {
+      fc_[i]->backward_data(grad_[i], weights(i), dx_part_);
+      be_->axpby(1.f, dx_part_, 1.f, *dx[0]);
+    }
+  }
+
+  int64_t flops_per_image() const override {
+    return 2 * s_ * (c_ * (2 * key_ + value_) + value_ * out_) + 2 * s_ * s_ * (key_ + value_);
+  }
+  std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
+
+ private:
+  // An option that is a number >= 1 or "auto" (def).
+  int64_t auto_int(const std::string& key, int64_t def) const {
+    const SpecValue* v = spec_.get(key);
+    if (v && !v->is_list && v->items.size() == 1 && v->items[0] == "auto") return def;
+    return spec_.get_int(key, def, 1);
+  }
+  Tensor& weights(int i) { return params_[static_cast<size_t>(i)].value; }
+  Tensor& bias(int i) { return params_[static_cast<size_t>(4 + i)].value; }
+  // Projection i's weight and bias gradients from its input and its output's gradient.
+  void update_grads(int i, const Tensor& in, const Tensor& g) {
+    Param& w = params_[static_cast<size_t>(i)];
+    Param& b = params_[static_cast<size_t>(4 + i)];
+    if (!w.frozen() || !b.frozen()) fc_[i]->backward_weights(in, g, w.grad, b.grad);
+  }
+
+  int64_t heads_ = 1, key_ = 1, value_ = 1, out_ = 0, s_ = 1, c_ = 1;
+  bool causal_ = false;
+  Param weight_, bias_;
+  Backend* be_ = nullptr;
+  std::unique_ptr<FcOp> fc_[4];  // Q, K, V, output projections
+  std::unique_ptr<AttentionOp> attention_;
+  Tensor act_[4];   // Q, K, V, A = attention(Q, K, V) (rows, channels), kept for backward
+  Tensor grad_[4];  // their gradients
+  Tensor dx_part_;  // one projection's share of dx
+};
+
+}  // namespace
+
+const LayerType& self_attention_layer_type() {
+  static const LayerType t{
+      "selfAttention",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<SelfAttentionLayer>(s); },
+      {},
+      nullptr};
+  return t;
+}
+
+}  // namespace dlt

@@ -1,0 +1,346 @@
+// The token layers of MATLAB's vision transformers (R2023b): patchEmbedding,
+// embeddingConcatenation, positionEmbedding, indexing1d and globalAveragePooling1d. A token
+// sequence is SCB (layers/data_format.h): (S, 1, C) per image, the same memory as (S, C), so
+// a patch grid becomes tokens without moving data (row-major) and per-token layers
+// (fullyConnected with OperationDimension channel, layerNormalization, the activations) run
+// on it as on pixels. The data movement of these layers is backend/token_ops.h's.
+#include <memory>
+#include <string>
+
+#include "backend/token_ops.h"
+#include "layers/layer_util.h"
+
+namespace dlt {
+
+namespace {
+
+// Token layers take SCB data; patchEmbedding takes images.
+bool is_tokens(DataFormat f) { return f == DataFormat::kSCB; }
+
+// patchEmbedding: a convolution with FilterSize = Stride = PatchSize (no padding) whose
+// (H / ph, W / pw) grid of OutputSize channels is flattened into S = (H / ph) (W / pw) tokens.
+// SpatialFlattenMode column-major (MATLAB's default) numbers the patches down the columns
+// (token w * H' + h), row-major along the rows (token h * W' + w: PyTorch's flatten(2), and
+// dltrain's memory order, so it moves no data). Weights (OutputSize, ph, pw, C), Bias
+// (OutputSize), initialized as convolution2d's.
+class PatchEmbeddingLayer final : public Layer {
+ public:
+  explicit PatchEmbeddingLayer(const LayerSpec& spec) : Layer(spec) {
+    const std::vector<int64_t> p = spec_.get_ints("PatchSize", {0, 0}, 2, 1);
+    if (p[0] == 0) throw ConfigError(spec.where() + "option PatchSize is required (e.g. PatchSize: 16)");
+    ph_ = p[0];
+    pw_ = p[1];
+    k_ = spec_.get_int("OutputSize", 0, 1);
+    if (k_ == 0) throw ConfigError(spec.where() + "option OutputSize is required (e.g. OutputSize: 768)");
+    column_major_ =
+        spec_.get_choice("SpatialFlattenMode", "column-major", {"column-major", "row-major"}) == "column-major";
+    weight_ = make_param(spec_, "Weight", Shape{}, parse_initializer(spec_, "WeightsInitializer", "glorot"), 1.f);
+    bias_ = make_param(spec_, "Bias", Shape{}, parse_initializer(spec_, "BiasInitializer", "zeros"), 0.f);
+  }
+
+  bool takes(DataFormat f) const override { return f == DataFormat::kSSCB; }
+  DataFormat output_format() const override { return DataFormat::kSCB; }
+
+  Shape infer(const std::vector<Shape>& inputs) override {
+    expect_inputs(spec_, inputs, 1);
+    const Shape& in = inputs[0];
+    h_ = in[0];
+    w_ = in[1];
+    c_ = in[2];
+    if (h_ % ph_ != 0 || w_ % pw_ != 0)
+      shape_error(spec_, "PatchSize [" + std::to_string(ph_) + " " + std::to_string(pw_) +
+                             "] does not divide the input's " + std::to_string(h_) + "x" + std::to_string(w_) +
+                             " pixels (resize the input or choose a patch size that divides it)");
+    params_ = weights_and_bias(weight_, bias_, Shape{k_, ph_, pw_, c_}, k_, ph_ * pw_ * c_, ph_ * pw_ * k_);
+    return Shape{grid_h() * grid_w(), 1, k_};
+  }
+
+  void setup(int64_t n, Backend& be) override {
+    ConvDesc d;
+    d.n = n;
+    d.h = h_;
+    d.w = w_;
+    d.c = c_;
+    d.k = k_;
+    d.kh = d.stride_h = ph_;
+    d.kw = d.stride_w = pw_;
+    d.bf16 = mixed_;
+    conv_ = be.make(d);
+    transpose_.reset();
+    if (transposes()) {
+      transpose_ = be.make(SpatialTransposeDesc{n, grid_h(), grid_w(), k_});
+      grid_ = Tensor(Shape{n, grid_h(), grid_w(), k_}, be.device());
+    }
+  }
+
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
+    if (!transpose_) return conv_->forward(*x[0], params_[0].value, params_[1].value, y);
+    conv_->forward(*x[0], params_[0].value, params_[1].value, grid_);
+    transpose_->forward(grid_, y);  // (h, w) -> (w, h): the tokens column by column
+  }
+
+  void backward(const std::vector<const Tensor*>& x, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext&) override {
+    const Tensor* g = &dy;
+    if (transpose_) {
+      transpose_->backward(dy, grid_);  // grid_ now holds the gradient of the convolution's output
+      g = &grid_;
+    }
+    Param& w = params_[0];
+    Param& b = params_[1];
+    if (!w.frozen() || !b.frozen()) conv_->backward_weights(*x[0], *g, w.grad, b.grad);
+    if (dx[0]) conv_->backward_data(*g, w.value, *dx[0]);
+  }
+
+  int64_t flops_per_image() const override { return 2 * grid_h() * grid_w() * k_ * ph_ * pw_ * c_; }
+  std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
+
+ private:
+  int64_t grid_h() const { return h_ / ph_; }
+  int64_t grid_w() const { return w_ / pw_; }
+  // Column-major order differs from the memory's only with more than one row and column.
+  bool transposes() const { return column_major_ && grid_h() > 1 && grid_w() > 1; }
+
+  int64_t ph_ = 1, pw_ = 1, k_ = 1, h_ = 0, w_ = 0, c_ = 0;
+  bool column_major_ = true;
+  Param weight_, bias_;
+  std::unique_ptr<ConvOp> conv_;
+  std::unique_ptr<SpatialTransposeOp> transpose_;
+  Tensor grid_;  // (n, H', W', OutputSize): the convolution's output, then its gradient
+};
+
+// embeddingConcatenation: prepends one learnable token, Weights (C), to every sequence
+// (ViT's class token): (S, 1, C) -> (S + 1, 1, C).
+class EmbeddingConcatenationLayer final : public Layer {
+ public:
+  explicit EmbeddingConcatenationLayer(const LayerSpec& spec) : Layer(spec) {
+    weight_ =
+        make_param(spec_, "Weight", Shape{}, parse_initializer(spec_, "WeightsInitializer", "narrow-normal"), 1.f);
+  }
+
+  bool takes(DataFormat f) const override { return is_tokens(f); }
+
+  Shape infer(const std::vector<Shape>& inputs) override {
+    expect_inputs(spec_, inputs, 1);
+    s_ = inputs[0][0];
+    c_ = inputs[0][2];
+    Param w = weight_;
+    w.name = "Weights";
+    w.shape = Shape{c_};
+    w.fan_in = w.fan_out = c_;
+    params_ = {w};
+    return Shape{s_ + 1, 1, c_};
+  }
+
+  void setup(int64_t n, Backend& be) override {
+    broadcast_ = be.make(BatchBroadcastDesc{n, c_});
+    concat_ = be.make(ConcatDesc{n, 1, 1, {c_, s_ * c_}});  // per image: [token, sequence]
+    token_ = Tensor(Shape{n, c_}, be.device());
+  }
+
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
+    broadcast_->add(Tensor(), params_[0].value, token_);
+    concat_->forward({&token_, x[0]}, y);
+  }
+
+  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext&) override {
+    Param& w = params_[0];
+    concat_->backward(dy, {w.frozen() ? nullptr : &token_, dx[0]});
+    if (!w.frozen()) broadcast_->sum(token_, w.grad);
+  }
+
+  std::vector<std::string> learnable_options() const override { return {"Weight"}; }
+
+ private:
+  int64_t s_ = 1, c_ = 1;
+  Param weight_;
+  std::unique_ptr<BatchBroadcastOp> broadcast_;
+  std::unique_ptr<ConcatOp> concat_;
+  Tensor token_;  // (n, C): the token per image, then its gradient
+};
+
+// positionEmbedding: adds a learnable vector per position, Weights (MaxPosition, OutputSize)
+// (MATLAB's OutputSize x MaxPosition), to each token: y[s] = x[s] + Weights[s] for the S <=
+// MaxPosition positions of the sequence (positions are token indices: PositionDimension auto
+// or spatial on SCB data).
+class PositionEmbeddingLayer final : public Layer {
+ public:
+  explicit PositionEmbeddingLayer(const LayerSpec& spec) : Layer(spec) {
+    out_ = spec_.get_int("OutputSize", 0, 1);
+    if (out_ == 0) throw ConfigError(spec.where() + "option OutputSize is required (e.g. OutputSize: 768)");
+    max_ = spec_.get_int("MaxPosition", 0, 1);
+    if (max_ == 0) throw ConfigError(spec.where() + "option MaxPosition is required (e.g. MaxPosition: 197)");
+    const std::string dim = spec_.get_choice("PositionDimension", "auto", {"auto", "spatial", "temporal"});
+    if (dim == "temporal")
+      throw ConfigError(spec.where() +
+                        "option PositionDimension is 'temporal', but dltrain's sequences have no time dimension "
+                        "(use auto or spatial: the token index)");
+    weight_ =
+        make_param(spec_, "Weight", Shape{}, parse_initializer(spec_, "WeightsInitializer", "narrow-normal"), 1.f);
+  }
+
+  bool takes(DataFormat f) const override { return is_tokens(f); }
+
+  Shape infer(const std::vector<Shape>& inputs) override {
+    expect_inputs(spec_, inputs, 1);
+    s_ = inputs[0][0];
+    const int64_t c = inputs[0][2];
+    if (c != out_)
+      shape_error(spec_,
+                  "OutputSize is " + std::to_string(out_) + " but the tokens have " + std::to_string(c) + " channels");
+    if (s_ > max_)
+      shape_error(spec_,
+                  "the sequence has " + std::to_string(s_) + " tokens, more than MaxPosition " + std::to_string(max_));
+    Param w = weight_;
+    w.name = "Weights";
+    w.shape = Shape{max_, out_};
+    w.fan_in = max_;
+    w.fan_out = out_;
+    params_ = {w};
+    return inputs[0];
+  }
+
+  void setup(int64_t n, Backend& be) override {
+    be_ = &be;
+    broadcast_ = be.make(BatchBroadcastDesc{n, s_ * out_});
+  }
+
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
+    broadcast_->add(*x[0], used(params_[0].value), y);
+  }
+
+  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext&) override {
+    Param& w = params_[0];
+    if (!w.frozen()) {
+      Tensor g = used(w.grad);
+      broadcast_->sum(dy, g);
+      if (s_ < max_) {  // the positions past the sequence get no gradient
+        Tensor rest = w.grad.view(Shape{(max_ - s_) * out_}, s_ * out_);
+        be_->fill(rest, 0.f);
+      }
+    }
+    if (dx[0]) be_->copy(dy, *dx[0]);
+  }
+
+  int64_t flops_per_image() const override { return s_ * out_; }
+  std::vector<std::string> learnable_options() const override { return {"Weight"}; }
+
+ private:
+  // The rows of the table the sequence uses (its first S positions).
+  Tensor used(const Tensor& table) const { return table.view(Shape{s_ * out_}, 0); }
+
+  int64_t out_ = 1, max_ = 1, s_ = 1;
+  Param weight_;
+  Backend* be_ = nullptr;
+  std::unique_ptr<BatchBroadcastOp> broadcast_;
+};
+
+// indexing1d: the first or last token of each sequence (Index first / last), as one vector:
+// (S, 1, C) -> CB (1, 1, C).
+class Indexing1dLayer final : public Layer {
+ public:
+  explicit Indexing1dLayer(const LayerSpec& spec) : Layer(spec) {
+    last_ = spec_.get_choice("Index", "first", {"first", "last"}) == "last";
+  }
+
+  bool takes(DataFormat f) const override { return is_tokens(f); }
+  DataFormat output_format() const override { return DataFormat::kCB; }
+
+  Shape infer(const std::vector<Shape>& inputs) override {
+    expect_inputs(spec_, inputs, 1);
+    d_.h = inputs[0][0];
+    d_.w = 1;
+    d_.c = inputs[0][2];
+    d_.out_h = d_.out_w = 1;
+    d_.top = last_ ? d_.h - 1 : 0;
+    d_.left = 0;
+    return Shape{1, 1, d_.c};
+  }
+
+  void setup(int64_t n, Backend& be) override {
+    be_ = &be;
+    d_.n = n;
+  }
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
+    be_->crop2d(*x[0], y, d_);
+  }
+  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext&) override {
+    if (dx[0]) be_->crop2d_backward(dy, *dx[0], d_);
+  }
+
+ private:
+  bool last_ = false;
+  CropDesc d_;
+  Backend* be_ = nullptr;
+};
+
+// globalAveragePooling1d: the mean of each channel over the tokens: (S, 1, C) -> CB (1, 1, C).
+class GlobalAveragePooling1dLayer final : public Layer {
+ public:
+  explicit GlobalAveragePooling1dLayer(const LayerSpec& spec) : Layer(spec) {}
+
+  bool takes(DataFormat f) const override { return is_tokens(f); }
+  DataFormat output_format() const override { return DataFormat::kCB; }
+
+  Shape infer(const std::vector<Shape>& inputs) override {
+    expect_inputs(spec_, inputs, 1);
+    s_ = inputs[0][0];
+    c_ = inputs[0][2];
+    return Shape{1, 1, c_};
+  }
+
+  void setup(int64_t n, Backend& be) override {
+    PoolDesc d;
+    d.n = n;
+    d.h = d.kh = s_;
+    d.w = d.kw = 1;
+    d.c = c_;
+    d.kind = PoolKind::kAverage;
+    pool_ = be.make(d);
+  }
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
+    pool_->forward(*x[0], y, ctx.training);
+  }
+  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext&) override {
+    if (dx[0]) pool_->backward(dy, *dx[0]);
+  }
+  int64_t flops_per_image() const override { return s_ * c_; }
+
+ private:
+  int64_t s_ = 1, c_ = 1;
+  std::unique_ptr<PoolOp> pool_;
+};
+
+template <class L>
+std::unique_ptr<Layer> make(const LayerSpec& s) {
+  return std::make_unique<L>(s);
+}
+
+}  // namespace
+
+const LayerType& patch_embedding_layer_type() {
+  static const LayerType t{"patchEmbedding", make<PatchEmbeddingLayer>, {}, nullptr};
+  return t;
+}
+const LayerType& embedding_concatenation_layer_type() {
+  static const LayerType t{"embeddingConcatenation", make<EmbeddingConcatenationLayer>, {}, nullptr};
+  return t;
+}
+const LayerType& position_embedding_layer_type() {
+  static const LayerType t{"positionEmbedding", make<PositionEmbeddingLayer>, {}, nullptr};
+  return t;
+}
+const LayerType& indexing1d_layer_type() {
+  static const LayerType t{"indexing1d", make<Indexing1dLayer>, {}, nullptr};
+  return t;
+}
+const LayerType& global_average_pooling1d_layer_type() {
+  static const LayerType t{"globalAveragePooling1d", make<GlobalAveragePooling1dLayer>, {}, nullptr};
+  return t;
+}
+
+}  // namespace dlt
