@@ -7,7 +7,7 @@ per epoch and the peak memory side by side (issue 51, item 4).
 
   nice -n 19 env OMP_WAIT_POLICY=passive scripts/bench/vit_vs_pytorch.py [--seeds "0 1"]
       [--epochs 3] [--train-subset 10000] [--data DIR] [--logs DIR] [--wait-idle S]
-      [--side both|dltrain|pytorch] [--write-docs [--machine NAME]]
+      [--side both|dltrain|pytorch] [--resume] [--write-docs [--machine NAME] [--note TEXT]]
 
 Data: DIR (default data/cifar10, unpacked from /work/shared/datasets/cifar10-jpg.tar by
 datasets/get-cifar10.sh when missing) with train/<class>/ and test/<class>/. --train-subset N
@@ -28,7 +28,9 @@ dltrain: `dltrain train LOGS/config.yaml --set training.Seed=S`; its test accura
 validation_accuracy (the last network on the test folder), its seconds per epoch the trained
 images (iterations x MiniBatchSize) / train_images_per_second / epochs. PyTorch
 (pytorch_vit.py, run by PYTHON: a PyTorch 2.15): its test accuracy after the last epoch, its
-seconds per epoch the mean of its training loops. Check: the twin writes each iteration's rate
+seconds per epoch the mean of its training loops. --resume keeps the completed runs of
+LOGS/runs-so-far.jsonl with the same epochs and training images (a stopped comparison, or one
+side run before the other with --side) and runs the rest. Check: the twin writes each iteration's rate
 (--iterations-csv); the summary's "checks" give the largest relative difference from dltrain's
 log.csv base_learning_rate per seed (MISMATCH above 1e-9).
 
@@ -259,10 +261,13 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--side", choices=("both", "dltrain", "pytorch"), default="both")
     ap.add_argument("--wait-idle", type=int, default=120, help="seconds to wait for idle cores before each run")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the completed runs of LOGS/runs-so-far.jsonl (same epochs and images); run the others")
     ap.add_argument("--write-docs", action="store_true",
                     help="save the results as docs/results/DATE-MACHINE-vit_vs_pytorch.jsonl and regenerate "
                          "docs/performance.md")
     ap.add_argument("--machine", default=os.uname().nodename, help="the result file's machine label")
+    ap.add_argument("--note", default="", help="a sentence on how the runs were made, for the header and the table")
     args = ap.parse_args()
     try:
         seeds = [int(s) for s in args.seeds.split()]
@@ -307,9 +312,22 @@ def main():
     env = dict(os.environ)
     sides = {"both": (run_dltrain, run_pytorch), "dltrain": (run_dltrain,), "pytorch": (run_pytorch,)}[args.side]
     runs = []
-    open(os.path.join(logs, "runs-so-far.jsonl"), "w").close()
+    so_far = os.path.join(logs, "runs-so-far.jsonl")
+    done = {}
+    if args.resume and os.path.exists(so_far):
+        for line in open(so_far):
+            r = json.loads(line)
+            if "error" not in r and r.get("epochs") == args.epochs and r.get("train_images") == n_train:
+                done[(r["side"], r["seed"])] = r
+    else:
+        open(so_far, "w").close()
     for i, seed in enumerate(seeds):
         for fn in (sides if i % 2 == 0 else sides[::-1]):
+            side = fn.__name__.split("_")[1]
+            if (side, seed) in done:
+                say(f"{side} seed {seed}: kept from {so_far} (--resume)")
+                runs.append(done[(side, seed)])
+                continue
             rvp.wait_idle(args.wait_idle, say)
             r = fn(args, config, seed, logs, env)
             peer = (version[0] if version else "dltrain") if r["side"] == "dltrain" else f"PyTorch {torch_version}"
@@ -329,12 +347,13 @@ def main():
         f"{version[0] if version else 'dltrain'}, PyTorch {torch_version} (`scripts/bench/pytorch_vit.py`: the same "
         f"network, initialisation, options, augmentation and data, F.scaled_dot_product_attention).",
         f"Seconds per epoch: the training loop, validation excluded; sides in turn on the same {args.threads} cores; "
-        f"other processes kept up to {max(loads) if loads else 0:.1f} cores busy (foreign load). {summary['verdict']}."]
+        f"other processes kept up to {max(loads) if loads else 0:.1f} cores busy (foreign load). {summary['verdict']}."] + \
+        ([args.note] if args.note else [])
     run_line = {"bench": BENCH, "command": " ".join(shlex.quote(a) for a in sys.argv), "date": when,
                 "config": os.path.relpath(args.config, ROOT), "epochs": args.epochs, "seeds": seeds,
                 "train_subset": args.train_subset, "train_images": n_train, "test_images": n_test, "plan": plan,
                 "data": data, "dltrain": version[0] if version else None, "dltrain_path": args.dltrain,
-                "python": args.python, "torch": torch_version, "header": header, **machine}
+                "python": args.python, "torch": torch_version, "note": args.note, "header": header, **machine}
     rows = runs + [summary]
     with open(os.path.join(logs, "results.jsonl"), "w") as f:
         f.write(json.dumps({"run": run_line}) + "\n")
