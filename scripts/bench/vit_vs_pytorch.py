@@ -31,8 +31,9 @@ images (iterations x MiniBatchSize) / train_images_per_second / epochs. PyTorch
 seconds per epoch the mean of its training loops. --resume keeps the completed runs of
 LOGS/runs-so-far.jsonl with the same epochs and training images (a stopped comparison, or one
 side run before the other with --side) and runs the rest. Check: the twin writes each iteration's rate
-(--iterations-csv); the summary's "checks" give the largest relative difference from dltrain's
-log.csv base_learning_rate per seed (MISMATCH above 1e-9).
+(--iterations-csv); the summary's "checks" give, per seed, the largest relative difference from
+dltrain's log.csv base_learning_rate (MISMATCH above 1e-5: log.csv keeps 6 significant digits)
+and both sides' mean mini-batch loss per epoch.
 
 Prints a markdown table and writes LOGS/results.jsonl (each run also to LOGS/runs-so-far.jsonl
 as it ends): a {"run": {...}} line (command, date, machine, CPU model, ISA, dltrain and PyTorch
@@ -197,8 +198,9 @@ def run_pytorch(args, config, seed, logs, env):
     return dict(base, **{k: r[k] for k in keep if k in r})
 
 
-def rate_check(logs, seed):
-    """The largest relative difference between dltrain's and the twin's rate over the iterations of a seed."""
+def rate_check(logs, seed, iterations_per_epoch):
+    """A seed's learning rates on both sides (their largest relative difference; log.csv keeps 6
+    significant digits) and each side's mean mini-batch loss per epoch."""
     d = iteration_rows(os.path.join(logs, f"dltrain-seed{seed}", "log.csv"))
     p = iteration_rows(os.path.join(logs, f"pytorch-seed{seed}-iterations.csv"))
     if not d or not p:
@@ -206,14 +208,20 @@ def rate_check(logs, seed):
     if sorted(d) != sorted(p):
         return f"seed {seed}: dltrain ran {len(d)} iterations, PyTorch {len(p)}"
     worst = max(abs(d[i][0] - p[i][0]) / max(abs(d[i][0]), 1e-30) for i in d)
-    return f"seed {seed}: learning rates of the {len(d)} iterations agree to {worst:.1e} relative" + \
-        ("" if worst < 1e-9 else " (MISMATCH: > 1e-9)")
+    ipe = max(iterations_per_epoch, 1)
+
+    def per_epoch(rows):
+        its = sorted(rows)
+        return "/".join(f"{statistics.mean(rows[i][1] for i in its[e:e + ipe]):.3f}" for e in range(0, len(its), ipe))
+    return (f"seed {seed}: the learning rates of the {len(d)} iterations agree to {worst:.1e} relative" +
+            ("" if worst < 1e-5 else " (MISMATCH: > 1e-5)") +
+            f"; mean mini-batch loss per epoch dltrain {per_epoch(d)}, PyTorch {per_epoch(p)}")
 
 
-def summarise(runs, logs):
+def summarise(runs, logs, iterations_per_epoch):
     ok = {s: [r for r in runs if r["side"] == s and "error" not in r] for s in ("dltrain", "pytorch")}
     s = {"kind": "summary", "seeds": sorted({r["seed"] for r in runs}), "tolerance_points": TOLERANCE}
-    s["checks"] = [c for c in (rate_check(logs, seed) for seed in s["seeds"]) if c]
+    s["checks"] = [c for c in (rate_check(logs, seed, iterations_per_epoch) for seed in s["seeds"]) if c]
     for side, rs in ok.items():
         if rs:
             s[f"{side}_accuracy_mean"] = round(statistics.mean(r["test_accuracy"] for r in rs), 3)
@@ -336,7 +344,7 @@ def main():
             say(json.dumps({k: v for k, v in r.items() if not isinstance(v, list)}))
             with open(os.path.join(logs, "runs-so-far.jsonl"), "a") as f:  # kept if the script is stopped
                 f.write(json.dumps(r) + "\n")
-    summary = summarise(runs, logs)
+    summary = summarise(runs, logs, plan["iterations_per_epoch"])
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     loads = [r["foreign_load_cores"] for r in runs]
     subset = f"the first {n_train // 10:,} images of each class" if args.train_subset else "the whole training set"
