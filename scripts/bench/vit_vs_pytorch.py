@@ -319,7 +319,7 @@ def main():
     machine = {"machine": args.machine, "cpu_model": zc.cpu_model(), "isa": zc.isa(), "threads": args.threads}
     env = dict(os.environ)
     sides = {"both": (run_dltrain, run_pytorch), "dltrain": (run_dltrain,), "pytorch": (run_pytorch,)}[args.side]
-    runs = []
+    runs, kept = [], []
     so_far = os.path.join(logs, "runs-so-far.jsonl")
     done = {}
     if args.resume and os.path.exists(so_far):
@@ -335,6 +335,7 @@ def main():
             if (side, seed) in done:
                 say(f"{side} seed {seed}: kept from {so_far} (--resume)")
                 runs.append(done[(side, seed)])
+                kept.append((side, seed))
                 continue
             rvp.wait_idle(args.wait_idle, say)
             r = fn(args, config, seed, logs, env)
@@ -354,7 +355,9 @@ def main():
         f"{plan['cosine_epochs']} of cosine) on {n_train:,} CIFAR-10 training images ({subset}), tested on {n_test:,}; "
         f"{version[0] if version else 'dltrain'}, PyTorch {torch_version} (`scripts/bench/pytorch_vit.py`: the same "
         f"network, initialisation, options, augmentation and data, F.scaled_dot_product_attention).",
-        f"Seconds per epoch: the training loop, validation excluded; sides in turn on the same {args.threads} cores; "
+        f"Seconds per epoch: the training loop, validation excluded; "
+        f"{'sides in turn' if not kept else f'{len(kept)} of the runs kept from earlier invocations (--resume)'} on the "
+        f"same {args.threads} cores; "
         f"other processes kept up to {max(loads) if loads else 0:.1f} cores busy (foreign load). {summary['verdict']}."] + \
         ([args.note] if args.note else [])
     run_line = {"bench": BENCH, "command": " ".join(shlex.quote(a) for a in sys.argv), "date": when,
