@@ -352,6 +352,35 @@ def attention_memory(res):
                                  ["---:", "---:", "---:", "---:"], rows)
 
 
+def vit_twin(res):
+    """scripts/bench/vit_vs_pytorch.py's table from its newest result file: one row per side."""
+    f = res.latest("-vit_vs_pytorch.jsonl")
+    run = res.run(f)
+    runs = res.rows(f, kind="run")
+    summary = res.one(f, kind="summary")
+    rows = []
+    for side, label in (("dltrain", run["dltrain"] or "dltrain"), ("pytorch", f"PyTorch {run['torch']}")):
+        rs = [r for r in runs if r["side"] == side]
+        ok = [r for r in rs if "error" not in r]
+        if not rs:
+            rows.append([label, "not run", "—", "—", "—"])
+            continue
+        per_seed = ", ".join(f"failed: {r['error']}" if "error" in r else f"{r['test_accuracy']:.2f}" for r in rs)
+        if not ok:
+            rows.append([label, per_seed, "—", "—", "—"])
+            continue
+        load = max(r.get("foreign_load_cores", 0) for r in ok)
+        rows.append([label, per_seed, mean([r["test_accuracy"] for r in ok]),
+                     mean([r["seconds_per_epoch"] for r in ok], 1) + (f" (load {load:.1f})" if load >= 0.3 else ""),
+                     n(max(r["peak_rss_mib"] for r in ok))])
+    caption = (f"ViT, `scripts/bench/vit_vs_pytorch.py`: {run['config']} against `pytorch_vit.py`, {run['date']}, "
+               f"{run['cpu_model']} ({run['isa']}), {run['threads']} threads; {run['epochs']} epochs on "
+               f"{run['train_images']:,} CIFAR-10 training images, test accuracy on {run['test_images']:,}; "
+               f"{summary['verdict'].split(' (')[0]}." + (f" {run['note']}" if run.get("note") else ""))
+    return [caption, ""] + table(["side", f"test accuracy %, seeds {', '.join(str(s) for s in summary['seeds'])}",
+                                  "mean", "s / epoch", "peak MiB"], ["---", "---:", "---:", "---:", "---:"], rows)
+
+
 # ---- GPU ----
 
 GPU = "2026-11-27-h200-gpu_vs_pytorch.jsonl"
@@ -467,7 +496,7 @@ def scaling_model(res):
 
 
 TABLES = {f.__name__: f for f in (cpu_training, winograd_avx2, cpu_mixed, data_vs_pil, cifar10_accuracy, camvid_cpu,
-                                   camvid_dice, dp_overlap, finetune_twin, regression_twin, multilabel_twin,
+                                   camvid_dice, dp_overlap, finetune_twin, regression_twin, multilabel_twin, vit_twin,
                                    attention_memory,
                                    onnx_inference_cpu, mobilenet_blocks,
                                    gpu_training, gpu_mixed, gpu_switches, gpu_profile, gpu_engines, onnx_gpu, camvid_gpu,
