@@ -79,6 +79,12 @@ void expect_inputs(const LayerSpec& spec, const std::vector<Shape>& inputs, size
     shape_error(spec, "takes " + std::to_string(n) + " input(s) but is given " + std::to_string(inputs.size()));
 }
 
+uint64_t dropout_stream(const std::string& layer_name, uint64_t iteration) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : layer_name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  return h ^ (iteration * 0x9e3779b97f4a7c15ULL);
+}
+
 void set_list(LayerSpec& spec, const std::string& key, const std::vector<int64_t>& v) {
   SpecValue sv;
   sv.is_list = true;

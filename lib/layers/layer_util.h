@@ -25,6 +25,10 @@ std::vector<Param> weights_and_bias(Param weight, Param bias, const Shape& weigh
                                     int64_t fan_out);
 [[noreturn]] void shape_error(const LayerSpec& spec, const std::string& what);
 void expect_inputs(const LayerSpec& spec, const std::vector<Shape>& inputs, size_t n);
+// The stream of a layer's dropout masks at an iteration (with the run's seed, Backend::
+// dropout_forward's and the attention's key): the layer's name hashed (FNV-1a), mixed with the
+// iteration, so each layer and step draws its own mask.
+uint64_t dropout_stream(const std::string& layer_name, uint64_t iteration);
 // Sets option key to the list v (ONNX import).
 void set_list(LayerSpec& spec, const std::string& key, const std::vector<int64_t>& v);
 

@@ -131,12 +131,9 @@ class SelfAttentionLayer final : public Layer {
   bool stochastic() const override { return dropout_ > 0; }
 
  private:
-  // The mask's key for this step: from the run's seed, the layer's name and the iteration (as
-  // the dropout layer draws its masks).
+  // The mask's key for this step, as the dropout layer draws its masks (Backend::dropout_forward).
   uint64_t dropout_key(const RunContext& ctx) const {
-    uint64_t h = 1469598103934665603ULL;  // FNV-1a of the name, mixed with the iteration
-    for (char c : name()) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-    return Rng::derive(ctx.seed, {h ^ (ctx.iteration * 0x9e3779b97f4a7c15ULL)}).next_u64();
+    return Rng::derive(ctx.seed, {dropout_stream(name(), ctx.iteration)}).next_u64();
   }
   // An option that is a number >= 1 or "auto" (def).
   int64_t auto_int(const std::string& key, int64_t def) const {

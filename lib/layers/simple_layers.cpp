@@ -86,7 +86,7 @@ class DropoutLayer final : public Layer {
       be.copy(*x[0], y);
       return;
     }
-    be.dropout_forward(*x[0], y, mask_, static_cast<float>(p_), ctx.seed, stream_id(ctx));
+    be.dropout_forward(*x[0], y, mask_, static_cast<float>(p_), ctx.seed, dropout_stream(name(), ctx.iteration));
   }
   void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {
@@ -115,11 +115,6 @@ class DropoutLayer final : public Layer {
   }
 
  private:
-  uint64_t stream_id(const RunContext& ctx) const {
-    uint64_t h = 1469598103934665603ULL;  // FNV-1a of the layer name, mixed with the iteration
-    for (char c : name()) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-    return h ^ (ctx.iteration * 0x9e3779b97f4a7c15ULL);
-  }
   double p_;
   Shape shape_;
   Tensor mask_;  // (N, H, W, C): 0 or 1/(1-p)
