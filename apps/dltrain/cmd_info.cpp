@@ -58,6 +58,7 @@ Runner add_info(CLI::App& app) {
         Layer& l = net->layer(i);
         j.begin_object();
         j.field("name", l.name()).field("type", l.type()).field("output_shape", net->output_shape(i).str());
+        j.field("format", format_name(net->output_format(i)));
         j.field("learnables", learnables(l));
         j.end_object();
       }

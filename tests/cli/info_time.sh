@@ -8,7 +8,7 @@ cfg="$SRC/configs/cifar10.yaml"
 learn=$(( (5*5*3+1)*32 + (5*5*32+1)*32 + (5*5*32+1)*64 + (3*3*64+1)*64 + (64+1)*10 ))
 [[ $(json_number "$TMP/info.json" total_learnables) -eq $learn ]] || fail "total_learnables != $learn: $(cat "$TMP/info.json")"
 [[ $(json_number "$TMP/info.json" memory_bytes) -eq $(( 4 * (learn + 32*32*3) )) ]] || fail "memory_bytes"
-grep -q '"layers":\[{"name":"input","type":"imageInput","output_shape":"32x32x3","learnables":0}' "$TMP/info.json" \
+grep -q '"layers":\[{"name":"input","type":"imageInput","output_shape":"32x32x3","format":"SSCB","learnables":0}' "$TMP/info.json" \
   || fail "layers array format: $(head -c 200 "$TMP/info.json")"
 grep -q '"flops_per_image":[1-9]' "$TMP/info.json" || fail "flops_per_image"
 # stdout is data: --json prints one JSON object and nothing else (logs go to stderr).
@@ -56,7 +56,7 @@ layers:
   unetLayers: {ImageSize: [32, 48, 3], NumClasses: 4, EncoderDepth: 2, NumFirstEncoderFilters: 8}
 YAML
 "$DLTRAIN" info "$TMP/unet.yaml" > "$TMP/unet.txt" || fail "info on unetLayers: $(cat "$TMP/unet.txt")"
-grep -q "Decoder-Stage-1-UpConv  *transposedConv2d  *16x24x16  *2064$" "$TMP/unet.txt" || fail "unet info: $(cat "$TMP/unet.txt")"
+grep -q "Decoder-Stage-1-UpConv  *transposedConv2d  *16x24x16  *SSCB  *2064$" "$TMP/unet.txt" || fail "unet info: $(cat "$TMP/unet.txt")"
 grep -q "Decoder-Stage-2-DepthConcatenation depthConcatenation  *32x48x16 " "$TMP/unet.txt" || fail "unet info: concatenation"
 grep -q "Segmentation-Layer  *pixelClassification  *32x48x4 " "$TMP/unet.txt" || fail "unet info: output layer"
 grep -q "Total learnables:  29492$" "$TMP/unet.txt" || fail "unet info: learnables"
