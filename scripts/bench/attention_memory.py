@@ -18,8 +18,8 @@ Each peak is the median of --repeats runs (PyTorch's moves by MiBs from run to r
 by KiBs). About 12 minutes on 2 cores.
 
 Prints a table; with --out appends a {"run": ...} line (date, CPU, oneDNN's ISA, PyTorch's
-version) and one JSON line per token count to FILE.jsonl (docs/performance.md's
-`attention_memory` table reads docs/results/*-attention_memory.jsonl).
+version) and one JSON line per token count to FILE.jsonl (perf_page.py's attention_memory(), the
+sentence under docs/performance.md's vit_twin table, reads docs/results/*-attention_memory.jsonl).
 """
 import argparse
 import datetime

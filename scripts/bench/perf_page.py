@@ -337,21 +337,6 @@ def multilabel_twin(res):
                                   "mean Jaccard", "s / epoch"], ["---", "---:", "---:", "---:", "---:"], rows)
 
 
-def attention_memory(res):
-    """scripts/bench/attention_memory.py's table from its newest result file: MiB per image per side."""
-    f = res.latest("-attention_memory.jsonl")
-    run = res.run(f)
-    rows = [[r["tokens"], f"{r['dltrain_mib_per_image']:.1f}", f"{r['pytorch_mib_per_image']:.1f}",
-             f"{r['pytorch_mib_per_image'] / r['dltrain_mib_per_image']:.2f}"] for r in res.rows(f)]
-    first = res.rows(f)[0]
-    caption = (f"Attention memory, `scripts/bench/attention_memory.py`: one selfAttention layer of {first['channels']} "
-               f"channels and {first['heads']} heads, a training step; peak resident memory per image (batches "
-               f"{first['batches'][0]} and {first['batches'][1]}), {run['date']}, {run['cpu']} ({run['isa']}), "
-               f"{run['peer']} eager (`nn.MultiheadAttention`).")
-    return [caption, ""] + table(["tokens", "dltrain MiB / image", "PyTorch MiB / image", "PyTorch / dltrain"],
-                                 ["---:", "---:", "---:", "---:"], rows)
-
-
 def vit_twin(res):
     """scripts/bench/vit_vs_pytorch.py's table from its newest result file: one row per side."""
     f = res.latest("-vit_vs_pytorch.jsonl")
@@ -378,7 +363,21 @@ def vit_twin(res):
                f"{run['train_images']:,} CIFAR-10 training images, test accuracy on {run['test_images']:,}; "
                f"{summary['verdict'].split(' (')[0]}." + (f" {run['note']}" if run.get("note") else ""))
     return [caption, ""] + table(["side", f"test accuracy %, seeds {', '.join(str(s) for s in summary['seeds'])}",
-                                  "mean", "s / epoch", "peak MiB"], ["---", "---:", "---:", "---:", "---:"], rows)
+                                  "mean", "s / epoch", "peak MiB"], ["---", "---:", "---:", "---:", "---:"], rows) + \
+        ["", attention_memory(res)]
+
+
+def attention_memory(res):
+    """scripts/bench/attention_memory.py's newest result as one sentence: MiB per image per side."""
+    f = res.latest("-attention_memory.jsonl")
+    run = res.run(f)
+    rows = res.rows(f)
+    per = ", ".join(f"{r['tokens']} tokens {r['dltrain_mib_per_image']:.1f} MiB ({r['pytorch_mib_per_image']:.1f})"
+                    for r in rows)
+    return (f"Attention memory (`scripts/bench/attention_memory.py`, {run['date']}, {run['cpu']}, {run['isa']}): one "
+            f"selfAttention of {rows[0]['channels']} channels and {rows[0]['heads']} heads in a training step, peak "
+            f"resident memory per image from batches {rows[0]['batches'][0]} and {rows[0]['batches'][1]}, dltrain "
+            f"({run['peer']} eager `nn.MultiheadAttention`): {per}.")
 
 
 # ---- GPU ----
@@ -497,7 +496,6 @@ def scaling_model(res):
 
 TABLES = {f.__name__: f for f in (cpu_training, winograd_avx2, cpu_mixed, data_vs_pil, cifar10_accuracy, camvid_cpu,
                                    camvid_dice, dp_overlap, finetune_twin, regression_twin, multilabel_twin, vit_twin,
-                                   attention_memory,
                                    onnx_inference_cpu, mobilenet_blocks,
                                    gpu_training, gpu_mixed, gpu_switches, gpu_profile, gpu_engines, onnx_gpu, camvid_gpu,
                                    scaling_model)}
