@@ -315,32 +315,24 @@ class GlobalAveragePooling1dLayer final : public Layer {
   std::unique_ptr<PoolOp> pool_;
 };
 
+// The LayerType of L under its MATLAB name (one static per layer class).
 template <class L>
-std::unique_ptr<Layer> make(const LayerSpec& s) {
-  return std::make_unique<L>(s);
+const LayerType& type_of(const char* name) {
+  static const LayerType t{
+      name, [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<L>(s); }, {}, nullptr};
+  return t;
 }
 
 }  // namespace
 
-const LayerType& patch_embedding_layer_type() {
-  static const LayerType t{"patchEmbedding", make<PatchEmbeddingLayer>, {}, nullptr};
-  return t;
-}
+const LayerType& patch_embedding_layer_type() { return type_of<PatchEmbeddingLayer>("patchEmbedding"); }
 const LayerType& embedding_concatenation_layer_type() {
-  static const LayerType t{"embeddingConcatenation", make<EmbeddingConcatenationLayer>, {}, nullptr};
-  return t;
+  return type_of<EmbeddingConcatenationLayer>("embeddingConcatenation");
 }
-const LayerType& position_embedding_layer_type() {
-  static const LayerType t{"positionEmbedding", make<PositionEmbeddingLayer>, {}, nullptr};
-  return t;
-}
-const LayerType& indexing1d_layer_type() {
-  static const LayerType t{"indexing1d", make<Indexing1dLayer>, {}, nullptr};
-  return t;
-}
+const LayerType& position_embedding_layer_type() { return type_of<PositionEmbeddingLayer>("positionEmbedding"); }
+const LayerType& indexing1d_layer_type() { return type_of<Indexing1dLayer>("indexing1d"); }
 const LayerType& global_average_pooling1d_layer_type() {
-  static const LayerType t{"globalAveragePooling1d", make<GlobalAveragePooling1dLayer>, {}, nullptr};
-  return t;
+  return type_of<GlobalAveragePooling1dLayer>("globalAveragePooling1d");
 }
 
 }  // namespace dlt
