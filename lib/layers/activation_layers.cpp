@@ -162,7 +162,7 @@ void clip_bounds(OnnxNodeReader& r, float& lo, float& hi) {
   }
 }
 
-// Element-wise: a channels-last input stays channels-last.
+// Element-wise: a channels-last input stays channels-last, tokens stay tokens.
 void ActivationLayer::from_onnx(OnnxNodeReader& r) {
   const OnnxValue in = r.input(0, false, true);
   const std::string& op = r.op();
@@ -215,8 +215,8 @@ void ActivationLayer::from_onnx(OnnxNodeReader& r) {
     if (alpha != 1.f) r.fail("alpha is " + onnx_number(alpha) + "; dltrain's swish is x * sigmoid(x) (alpha 1)");
     name = add("swish").name;
   }
-  OnnxValue out{name, in.shape, in.flat};
-  out.channels_last = in.channels_last;
+  OnnxValue out = in;
+  out.name = name;
   r.set_output(out);
 }
 

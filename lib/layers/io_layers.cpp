@@ -163,14 +163,15 @@ class AdditionLayer final : public Layer {
       if (v.shape != first.shape || v.flat != first.flat)
         r.fail("its inputs have different shapes (" + first.shape.str() + " and " + v.shape.str() + ")");
       if (v.channels_last != first.channels_last) r.fail("adds a channels-last (N, H, W, C) and an (N, C, H, W) value");
+      if (v.tokens != first.tokens) r.fail("adds a token sequence (N, S, C) and an image");
       ins.push_back(v.name);
     }
     if (ins.size() < 2) r.fail("needs at least two inputs");
     LayerSpec& s = r.add_layer("addition", ins);
     s.set("NumInputs", std::to_string(ins.size()));
     s.inputs = ins;
-    OnnxValue out{s.name, first.shape, first.flat};
-    out.channels_last = first.channels_last;
+    OnnxValue out = first;
+    out.name = s.name;
     r.set_output(out);
   }
 

@@ -90,13 +90,15 @@ class LayerNormLayer final : public Layer {
   // (N, 1, H, W) mean from (N, C, H, W): each row to normalize becomes an instance of
   // InstanceNormalization (biased variance, epsilon inside the square root: the same formula),
   // then Mul and Add apply Scale and Offset (C, 1, 1). spatial-channel: Reshape (N, 1, C*H*W);
-  // channel-only: Transpose (0, 2, 3, 1) and Reshape (N, H*W, C), and back.
+  // channel-only: Transpose (0, 2, 3, 1) and Reshape (N, H*W, C), and back; tokens (N, S, C) are
+  // those rows already.
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
     const std::string& n = name();
     const OnnxValue& x = inputs.at(0);
     const int64_t h = shape_[0], w = shape_[1], c = shape_[2];
-    const bool per_pixel = channel_only_ && !x.flat && h * w > 1;
-    const int64_t instances = per_pixel ? h * w : 1;  // InstanceNormalization's "channels"
+    const bool per_pixel = channel_only_ && !x.flat && !x.tokens && h * w > 1;
+    const bool per_token = channel_only_ && x.tokens;
+    const int64_t instances = per_pixel || per_token ? h * w : 1;  // InstanceNormalization's "channels"
     std::string v = x.name;
     if (per_pixel) {
       g.add_node("Transpose", n + "_to_nhwc", {v}, n + "_nhwc", {OnnxAttr("perm", std::vector<int64_t>{0, 2, 3, 1})});
@@ -110,6 +112,7 @@ class LayerNormLayer final : public Layer {
                {OnnxAttr("epsilon", static_cast<float>(epsilon_))});
     const std::vector<int64_t> back = x.flat      ? std::vector<int64_t>{0, c}
                                       : per_pixel ? std::vector<int64_t>{0, h, w, c}
+                                      : x.tokens  ? std::vector<int64_t>{0, h * w, c}
                                                   : std::vector<int64_t>{0, c, h, w};
     g.add_ints(n + "_image_shape", {static_cast<int64_t>(back.size())}, back);
     g.add_node("Reshape", n + "_from_rows", {n + "_normalized", n + "_image_shape"}, n + "_image");
@@ -118,7 +121,8 @@ class LayerNormLayer final : public Layer {
       g.add_node("Transpose", n + "_to_nchw", {v}, n + "_nchw", {OnnxAttr("perm", std::vector<int64_t>{0, 3, 1, 2})});
       v = n + "_nchw";
     }
-    const std::vector<int64_t> per_channel = x.flat ? std::vector<int64_t>{c} : std::vector<int64_t>{c, 1, 1};
+    const std::vector<int64_t> per_channel =
+        x.flat || x.tokens ? std::vector<int64_t>{c} : std::vector<int64_t>{c, 1, 1};
     g.add_floats(n + "_scale", per_channel, host_values(params_[0].value));
     g.add_floats(n + "_offset", per_channel, host_values(params_[1].value));
     g.add_node("Mul", n + "_scaled", {v, n + "_scale"}, n + "_scaled");
@@ -128,14 +132,21 @@ class LayerNormLayer final : public Layer {
 
   // Layouts: an (N, C, H, W) image over axis 1 (-3): spatial-channel; a channels-last
   // (N, H, W, C) value over axis 3 (-1): channel-only, over axis 1 (-3): spatial-channel; an
-  // (N, C) value over axis 1 (-1). The output keeps the input's layout.
+  // (N, C) value over axis 1 (-1); tokens (N, S, C) over axis 2 (-1): channel-only. The output keeps the input's
+  // layout.
   static void from_onnx(OnnxNodeReader& r) {
     const OnnxValue in = r.input(0, false, true);
     const int64_t h = in.shape[0], w = in.shape[1], c = in.shape[2], axis = r.attr_int("axis", -1);
     for (int i = 1; i < 3; ++i)
       if (r.has_output(i)) r.fail("its Mean and InvStdDev outputs are not supported (only Y)");
     bool channel_only = false;
-    if (in.flat) {
+    if (in.tokens) {
+      if (axis != 2 && axis != -1)
+        r.fail("axis " + std::to_string(axis) +
+               " of a token sequence (N, S, C) is not supported: dltrain normalizes "
+               "each token over its channels (axis -1)");
+      channel_only = true;
+    } else if (in.flat) {
       if (h * w != 1) r.fail("its input is flattened (N, C*H*W); dltrain normalizes images or (N, C) values");
       if (axis != 1 && axis != -1) r.fail("on (N, C) values only axis 1 (the channels) is supported");
       channel_only = true;

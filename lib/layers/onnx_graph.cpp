@@ -24,6 +24,18 @@ OnnxValue OnnxGraph::image(const std::string& layer, const OnnxValue& in) {
   return OnnxValue{layer + "_image", in.shape, false};
 }
 
+std::string OnnxGraph::tokens_linear(const std::string& out, const std::string& x, const std::vector<float>& weights,
+                                     int64_t k, int64_t c, const std::vector<float>& bias) {
+  std::vector<float> t(weights.size());
+  for (int64_t o = 0; o < k; ++o)
+    for (int64_t i = 0; i < c; ++i) t[static_cast<size_t>(i * k + o)] = weights[static_cast<size_t>(o * c + i)];
+  add_floats(out + "_W", {c, k}, t);
+  add_floats(out + "_B", {k}, bias);
+  add_node("MatMul", out + "_matmul", {x, out + "_W"}, out + "_product");
+  add_node("Add", out, {out + "_product", out + "_B"}, out);
+  return out;
+}
+
 std::vector<float> OnnxNodeReader::bias_or_zeros(int i, int64_t k) {
   std::vector<float> b(static_cast<size_t>(k), 0.f);
   if (has_input(i)) b = floats(i, "bias");

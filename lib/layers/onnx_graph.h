@@ -23,7 +23,8 @@ class Tensor;
 // output; name is then the maxPooling2d layer and shape that layer's INPUT shape, and only
 // MaxUnpool reads it (OnnxNodeReader::indices_input). channels_last (import only): the ONNX
 // value is the NCHW tensor permuted to (N, H, W, C) by Transpose(0, 2, 3, 1), which holds the
-// same bytes as dltrain's layout; shape stays (H, W, C).
+// same bytes as dltrain's layout; shape stays (H, W, C). tokens: the ONNX value is a token
+// sequence (N, S, C), dltrain's SCB; shape is (S, 1, C).
 struct OnnxValue {
   std::string name;
   Shape shape;
@@ -31,6 +32,7 @@ struct OnnxValue {
   std::array<int64_t, 4> pad{};
   bool indices = false;
   bool channels_last = false;
+  bool tokens = false;
 };
 
 // One attribute of a node: an integer, a float, a list of integers or a string.
@@ -71,6 +73,11 @@ class OnnxGraph {
   // no ONNX form here (ModelError naming the layer).
   OnnxValue flat(const OnnxValue& in);
   OnnxValue image(const std::string& layer, const OnnxValue& in);
+  // tokens(): each token of (N, S, C) value `x` times weights (k, c) (dltrain's fullyConnected
+  // layout), plus bias: MatMul by the transposed weights and Add; returns the output's name
+  // (`out`).
+  std::string tokens_linear(const std::string& out, const std::string& x, const std::vector<float>& weights, int64_t k,
+                            int64_t c, const std::vector<float>& bias);
 };
 
 // Import: one ONNX node being read (lib/onnx/onnx_import.cpp). A layer type's from_onnx

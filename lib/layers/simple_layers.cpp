@@ -102,15 +102,16 @@ class DropoutLayer final : public Layer {
   OnnxValue to_onnx(OnnxGraph&, const std::vector<OnnxValue>& inputs, const Shape&) const override {
     return inputs.at(0);
   }
-  // Element-wise, so any layout passes through: a channels-last value stays channels-last.
+  // Element-wise, so any layout passes through: a channels-last value stays channels-last, tokens
+  // stay tokens.
   static void from_onnx(OnnxNodeReader& r) {
     const OnnxValue in = r.input(0, false, true);
     float ratio = r.attr_float("ratio", 0.5f);
     if (r.has_input(1)) ratio = r.floats(1, "ratio").at(0);
     LayerSpec& s = r.add_layer("dropout", {in.name});
     s.set("Probability", onnx_number(ratio));
-    OnnxValue out{s.name, in.shape, in.flat};
-    out.channels_last = in.channels_last;
+    OnnxValue out = in;
+    out.name = s.name;
     r.set_output(out);
   }
 

@@ -95,6 +95,28 @@ class PatchEmbeddingLayer final : public Layer {
   int64_t flops_per_image() const override { return 2 * grid_h() * grid_w() * k_ * ph_ * pw_ * c_; }
   std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
 
+  // Conv (kernel = stride), the grid transposed for column-major order, Reshape (N, K, S) and
+  // Transpose (0, 2, 1): the tokens (N, S, K).
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    const std::string& n = name();
+    const OnnxValue x = g.image(n, inputs.at(0));
+    g.add_floats(n + "_W", {k_, c_, ph_, pw_}, ohwi_to_oihw(host_values(params_[0].value), k_, c_, ph_, pw_));
+    g.add_floats(n + "_B", {k_}, host_values(params_[1].value));
+    g.add_node("Conv", n + "_conv", {x.name, n + "_W", n + "_B"}, n + "_grid",
+               {OnnxAttr("kernel_shape", std::vector<int64_t>{ph_, pw_}),
+                OnnxAttr("strides", std::vector<int64_t>{ph_, pw_})});
+    std::string grid = n + "_grid";
+    if (transposes()) {
+      g.add_node("Transpose", n + "_columns", {grid}, n + "_grid_t",
+                 {OnnxAttr("perm", std::vector<int64_t>{0, 1, 3, 2})});
+      grid = n + "_grid_t";
+    }
+    g.add_ints(n + "_shape", {3}, {0, k_, grid_h() * grid_w()});
+    g.add_node("Reshape", n + "_flatten", {grid, n + "_shape"}, n + "_channels_first");
+    g.add_node("Transpose", n, {n + "_channels_first"}, n, {OnnxAttr("perm", std::vector<int64_t>{0, 2, 1})});
+    return OnnxValue{n, out, false};
+  }
+
  private:
   int64_t grid_h() const { return h_ / ph_; }
   int64_t grid_w() const { return w_ / pw_; }
@@ -151,6 +173,23 @@ class EmbeddingConcatenationLayer final : public Layer {
   }
 
   std::vector<std::string> learnable_options() const override { return {"Weight"}; }
+
+  // The token (1, 1, C) expanded to (N, 1, C) (N from the input's Shape), then Concat on axis 1.
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    const std::string& n = name();
+    const std::string& x = inputs.at(0).name;
+    g.add_floats(n + "_token", {1, 1, c_}, host_values(params_[0].value));
+    g.add_node("Shape", n + "_shape", {x}, n + "_input_shape");
+    g.add_ints(n + "_zero", {1}, {0});
+    g.add_ints(n + "_one", {1}, {1});
+    g.add_node("Slice", n + "_batch", {n + "_input_shape", n + "_zero", n + "_one", n + "_zero"}, n + "_n");
+    g.add_ints(n + "_one_c", {2}, {1, c_});
+    g.add_node("Concat", n + "_token_shape", {n + "_n", n + "_one_c"}, n + "_expand_shape",
+               {OnnxAttr("axis", int64_t{0})});
+    g.add_node("Expand", n + "_expand", {n + "_token", n + "_expand_shape"}, n + "_tokens");
+    g.add_node("Concat", n, {n + "_tokens", x}, n, {OnnxAttr("axis", int64_t{1})});
+    return OnnxValue{n, out, false};
+  }
 
  private:
   int64_t s_ = 1, c_ = 1;
@@ -227,6 +266,16 @@ class PositionEmbeddingLayer final : public Layer {
   int64_t flops_per_image() const override { return s_ * out_; }
   std::vector<std::string> learnable_options() const override { return {"Weight"}; }
 
+  // Add of the table's first S rows as a (1, S, C) constant.
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    const std::string& n = name();
+    std::vector<float> t = host_values(params_[0].value);
+    t.resize(static_cast<size_t>(s_ * out_));
+    g.add_floats(n + "_table", {1, s_, out_}, t);
+    g.add_node("Add", n, {inputs.at(0).name, n + "_table"}, n);
+    return OnnxValue{n, out, false};
+  }
+
  private:
   // The rows of the table the sequence uses (its first S positions).
   Tensor used(const Tensor& table) const { return table.view(Shape{s_ * out_}, 0); }
@@ -271,6 +320,14 @@ class Indexing1dLayer final : public Layer {
     if (dx[0]) be_->crop2d_backward(dy, *dx[0], d_);
   }
 
+  // Gather of one token on axis 1: (N, C).
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    const std::string& n = name();
+    g.add_ints(n + "_index", {}, {d_.top});
+    g.add_node("Gather", n, {inputs.at(0).name, n + "_index"}, n, {OnnxAttr("axis", int64_t{1})});
+    return OnnxValue{n, out, true};
+  }
+
  private:
   bool last_ = false;
   CropDesc d_;
@@ -309,6 +366,14 @@ class GlobalAveragePooling1dLayer final : public Layer {
     if (dx[0]) pool_->backward(dy, *dx[0]);
   }
   int64_t flops_per_image() const override { return s_ * c_; }
+
+  // ReduceMean over the tokens (axis 1): (N, C).
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    const std::string& n = name();
+    g.add_node("ReduceMean", n, {inputs.at(0).name}, n,
+               {OnnxAttr("axes", std::vector<int64_t>{1}), OnnxAttr("keepdims", int64_t{0})});
+    return OnnxValue{n, out, true};
+  }
 
  private:
   int64_t s_ = 1, c_ = 1;

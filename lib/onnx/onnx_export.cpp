@@ -43,6 +43,7 @@ class Exporter final : public OnnxGraph {
         for (const auto& in : s.inputs) ins.push_back(outs[static_cast<size_t>(index.at(in))]);
       }
       outs.push_back(net_.layer(i).to_onnx(*this, ins, net_.output_shape(i)));
+      outs.back().tokens = net_.output_format(i) == DataFormat::kSCB;
     }
     // The softmax output (the classification layer passes it on) is the graph output "prob";
     // a regression network's responses, with ResponseNormalization undone (x std + mean) as

@@ -62,6 +62,14 @@ void Importer::constant_node(const onnx::NodeProto& n) {
   set_const(n, owned_.back().get());
 }
 
+// The layer operators that read token sequences (the rest reads images or (N, C) values).
+bool reads_tokens(const std::string& op) {
+  for (const char* o : {"LayerNormalization", "Add", "Sum", "Relu", "Gelu", "Sigmoid", "Tanh", "Swish", "HardSwish",
+                        "HardSigmoid", "LeakyRelu", "Elu", "Clip", "Dropout"})
+    if (op == o) return true;
+  return false;
+}
+
 // One node as a layer type's from_onnx sees it (layers/onnx_graph.h).
 class NodeReader final : public OnnxNodeReader {
  public:
@@ -72,7 +80,12 @@ class NodeReader final : public OnnxNodeReader {
   bool has_input(int i) const override { return n_.input_size() > i && !n_.input(i).empty(); }
   bool is_constant(int i) const override { return has_input(i) && im_.constant(n_.input(i)) != nullptr; }
   OnnxValue input(int i, bool absorb_pad, bool allow_channels_last) override {
-    return im_.value(n_, i, absorb_pad, false, allow_channels_last);
+    OnnxValue v = im_.value(n_, i, absorb_pad, false, allow_channels_last);
+    if (v.tokens && !reads_tokens(n_.op_type()))
+      fail("its input '" + n_.input(i) +
+           "' is a token sequence (N, S, C); dltrain reads tokens in LayerNormalization, Add, the activations, "
+           "Dropout, MatMul by a constant and the attention's operators");
+    return v;
   }
   OnnxValue indices_input(int i) override { return im_.value(n_, i, false, true); }
   int num_outputs() const override { return n_.output_size(); }

@@ -40,11 +40,13 @@ int64_t arith(const std::string& op, int64_t a, int64_t b) {
   if (op == "Add") overflow = __builtin_add_overflow(a, b, &r);
   if (op == "Sub") overflow = __builtin_sub_overflow(a, b, &r);
   if (op == "Mul") overflow = __builtin_mul_overflow(a, b, &r);
-  if (op == "Div") {
+  if (op == "Div" || op == "Mod") {
     if (b == 0) refuse("divides by zero");
     overflow = a == INT64_MIN && b == -1;
-    r = overflow ? 0 : a / b;
+    r = overflow ? 0 : op == "Div" ? a / b : a % b;
+    if (op == "Mod" && r != 0 && (r < 0) != (b < 0)) r += b;  // fmod 0: the divisor's sign
   }
+  if (op == "Equal") r = a == b;
   if (overflow) refuse("overflows int64 (" + std::to_string(a) + " " + op + " " + std::to_string(b) + ")");
   return r;
 }
@@ -91,7 +93,8 @@ IntConst slice(const std::vector<const IntConst*>& in, const FoldAttrs& a, int o
 }  // namespace
 
 bool is_fold_op(const std::string& op) {
-  for (const char* o : {"Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Add", "Sub", "Mul", "Div"})
+  for (const char* o : {"Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Add", "Sub", "Mul", "Div", "Mod",
+                        "Equal", "Where", "Reshape", "ConstantOfShape"})
     if (op == o) return true;
   return false;
 }
@@ -136,6 +139,37 @@ IntConst fold(const std::string& op, const std::vector<const IntConst*>& in, con
     return out;
   }
   if (op == "Slice") return slice(in, a, opset);
+  if (op == "Reshape") {  // a scalar or list to a scalar or list of the same values
+    const IntConst& data = need(in, 0, "data");
+    const IntConst& shape = list(in, 1, "shape");
+    if (shape.v.size() > 1 ||
+        (shape.v.size() == 1 && shape.v[0] != -1 && shape.v[0] != static_cast<int64_t>(data.v.size())))
+      refuse("reshapes a shape list to " + ints_str(shape.v) + "; only to a scalar or a 1-D list is folded");
+    if (shape.v.empty() && data.v.size() != 1)
+      refuse("reshapes " + std::to_string(data.v.size()) + " values to a scalar");
+    return IntConst{shape.v.empty(), data.v};
+  }
+  if (op == "ConstantOfShape") {
+    const IntConst& shape = list(in, 0, "shape");
+    if (shape.v.size() > 1)
+      refuse("makes a constant of rank " + std::to_string(shape.v.size()) + "; only 1-D is folded");
+    const int64_t count = shape.v.empty() ? 1 : shape.v[0];
+    if (count < 0 || count > kMaxFoldValues) refuse("makes " + std::to_string(count) + " values");
+    return IntConst{shape.v.empty(), std::vector<int64_t>(static_cast<size_t>(count), a.value)};
+  }
+  if (op == "Where") {
+    const IntConst &c = need(in, 0, "condition"), &x = need(in, 1, "X"), &y = need(in, 2, "Y");
+    size_t count = std::max({c.v.size(), x.v.size(), y.v.size()});
+    for (const IntConst* t : {&c, &x, &y})
+      if (t->v.size() != count && t->v.size() != 1) refuse("has operands that do not broadcast");
+    IntConst out;
+    out.scalar = c.scalar && x.scalar && y.scalar;
+    for (size_t i = 0; i < count; ++i) {
+      auto at = [i](const IntConst& t) { return t.v[t.v.size() == 1 ? 0 : i]; };
+      out.v.push_back(at(c) ? at(x) : at(y));
+    }
+    return out;
+  }
   if (op == "Cast") {
     if (a.to != 7 && a.to != 6)  // INT64, INT32
       refuse("casts a shape to data type " + std::to_string(a.to) + "; only integer casts of shapes are folded");

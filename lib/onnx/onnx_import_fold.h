@@ -1,6 +1,7 @@
 // Import's constant folding of shape arithmetic: Shape of a computed value, then Gather,
-// Unsqueeze, Squeeze, Concat, Slice, Cast and integer Add / Sub / Mul / Div on the results, as
-// TorchScript writes `x.view(x.size(0), -1)`. The values are scalars or 1-D lists of int64;
+// Unsqueeze, Squeeze, Concat, Slice, Cast, Reshape, ConstantOfShape, Equal, Where and integer
+// Add / Sub / Mul / Div / Mod on the results, as TorchScript writes `x.view(x.size(0), -1)` and
+// the unflatten of an attention's joint projection. The values are scalars or 1-D lists of int64;
 // the batch size N is symbolic (kBatchDim), and arithmetic on it is refused. Plain vectors:
 // lib/onnx/onnx_import.cpp turns the nodes into these calls and the results into constants.
 #pragma once
@@ -37,6 +38,7 @@ struct FoldAttrs {
   std::vector<int64_t> axes;  // Squeeze / Unsqueeze / Slice before axes became an input
   bool has_axes = false;
   std::vector<int64_t> starts, ends;  // Slice before opset 10
+  int64_t value = 0;                  // ConstantOfShape: the (integer) value
 };
 IntConst fold(const std::string& op, const std::vector<const IntConst*>& in, const FoldAttrs& attrs, int opset);
 

@@ -15,8 +15,10 @@ namespace dlt::onnx_detail {
 
 namespace {
 
-// The ONNX dims of a value: (N, C, H, W), (N, H, W, C) when channels-last, (N, C*H*W) flat.
+// The ONNX dims of a value: (N, C, H, W), (N, H, W, C) when channels-last, (N, C*H*W) flat,
+// (N, S, C) tokens.
 std::vector<int64_t> onnx_dims(const Value& v) {
+  if (v.tokens) return {kBatchDim, v.shape[0], v.shape[2]};
   if (v.flat) return {kBatchDim, v.shape.numel()};
   if (v.channels_last) return {kBatchDim, v.shape[0], v.shape[1], v.shape[2]};
   return {kBatchDim, v.shape[2], v.shape[0], v.shape[1]};
@@ -94,6 +96,10 @@ void Importer::fold_node(const onnx::NodeProto& n) {
   a.axes = attr_ints(n, "axes", {});
   a.starts = attr_ints(n, "starts", {});
   a.ends = attr_ints(n, "ends", {});
+  if (const auto* v = find_attr(n, "value"); v && v->has_t()) {
+    if (checked_values(v->t(), what) != 1) fail(n, "has a value of " + dims_str(v->t()) + "; expected one value");
+    a.value = ints_of(v->t(), what)[0];
+  }
   try {
     set_ints(n, fold(n.op_type(), in, a, static_cast<int>(opset_)));
   } catch (const FoldError& e) {
@@ -238,6 +244,10 @@ void Importer::reshape_to(const onnx::NodeProto& n, const Value& v, const std::v
       ((rest[0] == c && rest[1] == h && rest[2] == w) || (h * w == 1 && rest[1] == 1 && rest[2] == 1))) {  // an image
     out.flat = false;
     return set_out(n, out);
+  }
+  if (rest.size() == 2 && !v.flat && rest[0] == c && rest[1] == h * w) {  // (N, C, H*W): on its way to tokens
+    flat_images_[define(n)] = v;
+    return;
   }
   if (rest.size() == 4 && !v.flat && !v.channels_last && rest[0] > 1 && rest[0] * rest[1] == c && rest[2] == h &&
       rest[3] == w) {  // (N, G, C/G, H, W): the first step of a channel shuffle

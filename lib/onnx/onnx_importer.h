@@ -81,6 +81,11 @@ class Importer {
   Value& value(const onnx::NodeProto& n, int i, bool pad_ok = false, bool indices = false, bool cl_ok = false) {
     if (n.input_size() <= i) fail(n, "has too few inputs");
     auto it = values_.find(n.input(i));
+    if (it == values_.end() && views_.count(n.input(i))) {
+      values_[n.input(i)] = tokens_of(n, views_.at(n.input(i)));
+      it = values_.find(n.input(i));
+    }
+    if (it == values_.end() && swap_error_.count(n.input(i))) throw ModelError(swap_error_.at(n.input(i)));
     if (it == values_.end() && whole_.count(n.input(i)))
       fail(n, "input '" + n.input(i) +
                   "' is the whole batch flattened to 1-D (Reshape to [-1]), which dltrain reads only as the dynamo "
@@ -109,7 +114,8 @@ class Importer {
   const std::string& define(const onnx::NodeProto& n, int i = 0) {
     if (n.output_size() <= i || n.output(i).empty()) fail(n, "has no output " + std::to_string(i));
     const std::string& name = n.output(i);
-    if (values_.count(name) || consts_.count(name) || shuffles_.count(name) || whole_.count(name))
+    if (values_.count(name) || consts_.count(name) || shuffles_.count(name) || whole_.count(name) ||
+        views_.count(name) || flat_images_.count(name) || swapped_images_.count(name))
       fail(n, "output '" + name + "' is already defined earlier in the graph (each ONNX value is assigned once)");
     return name;
   }
@@ -171,6 +177,7 @@ class Importer {
       d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
     int64_t h = -1, w = -1, c = -1;
     if (d.size() == 4) c = d[1], h = d[2], w = d[3];
+    if (!d.empty() && d[0] > 0) exported_batch_ = d[0];
     if (opt_.input_size.size() == 3) h = opt_.input_size[0], w = opt_.input_size[1], c = opt_.input_size[2];
     if (d.size() != 4 && opt_.input_size.empty())
       throw ModelError(path_ + ": the graph input '" + in->name() + "' has " + std::to_string(d.size()) +
@@ -196,6 +203,7 @@ class Importer {
       fail(n, "operator domain '" + n.domain() + "' is not supported (supported: " + supported_ops() + ")");
     if (op == "Constant") return constant_node(n);
     if (op == "Identity") return identity(n);
+    if (token_node(n)) return;
     if (op == "Shape") return shape(n);
     if (op == "Gather" && n.input_size() > 0 && whole_.count(n.input(0))) return restride(n);
     if (is_fold_op(op) && all_constant(n)) return fold_node(n);
@@ -230,6 +238,61 @@ class Importer {
   void restride(const onnx::NodeProto& n);
   void mul(const onnx::NodeProto& n);
   void channel_scale(const onnx::NodeProto& n, int value_input);
+
+  // ---- token sequences and attention (onnx_import_tokens.cpp). The reshapes and transposes
+  // between a token sequence and the heads of an attention are read as strided views of a
+  // source (per image: the graph is exported with one image); the attention's projections stay
+  // pending until the chain from the scores through softmax to the output projection is whole,
+  // which then becomes one selfAttention layer. A pending projection read by anything else
+  // becomes a fullyConnected layer (OperationDimension channel).
+ public:
+  struct Source {
+    enum Kind { kTokens, kProjection, kScores, kProbs, kHeads } kind = kTokens;
+    Value tokens;                // kTokens: the value; kProjection: its input
+    int64_t rows = 0, cols = 0;  // the source per image, a row-major matrix
+    std::vector<float> weight;   // kProjection: (C, K) as MatMul reads it
+    std::vector<float> bias;     // kProjection: K values
+    std::string node;            // kProjection: the MatMul node's name (its layer's, if made)
+    int materialized = -1;       // kProjection made a layer: the kTokens source of its output
+    // kScores / kProbs / kHeads: the operands (projection source, first column), the heads,
+    // the channels per head and the scale applied to the scores.
+    int q = -1, k = -1, v = -1;
+    int64_t q_col = 0, k_col = 0, v_col = 0, heads = 1, key_dim = 0, value_dim = 0;
+    double scale = 1;
+    bool causal = false;  // a mask hides the later keys
+  };
+  // Element (i0, i1, ...) of the ONNX value is source[offset + sum(i_j * strides[j])], times scale.
+  struct View {
+    int source = 0;
+    std::vector<int64_t> dims, strides;
+    int64_t offset = 0;
+    double scale = 1;
+  };
+
+ private:
+  bool token_node(const onnx::NodeProto& n);
+  bool has_view(const onnx::NodeProto& n, int i) const { return n.input_size() > i && views_.count(n.input(i)); }
+  View view_of(const onnx::NodeProto& n, int i);
+  int tokens_source(const Value& v);
+  bool reads_as_tokens(const View& v) const;
+  Value tokens_of(const onnx::NodeProto& n, const View& v);
+  void view_reshape(const onnx::NodeProto& n, const View& v);
+  void view_transpose(const onnx::NodeProto& n, const View& v);
+  void view_squeeze(const onnx::NodeProto& n, const View& v);
+  void view_gather(const onnx::NodeProto& n, const View& v);
+  void view_matmul(const onnx::NodeProto& n);
+  void view_add(const onnx::NodeProto& n, int vi);
+  void view_scale(const onnx::NodeProto& n, int vi);
+  void view_softmax(const onnx::NodeProto& n, const View& v);
+  void causal_mask(const onnx::NodeProto& n, int vi, const View& v);
+  void attention(const onnx::NodeProto& n, const View& heads, const std::vector<float>& w, int64_t out,
+                 const std::vector<float>& bias);
+  void image_to_tokens(const onnx::NodeProto& n);
+  void class_token(const onnx::NodeProto& n);
+  void position_table(const onnx::NodeProto& n, int vi);
+  void token_index(const onnx::NodeProto& n, const Value& v);
+  void token_mean(const onnx::NodeProto& n, const Value& v);
+  bool float_fold(const onnx::NodeProto& n);
 
   std::vector<float> need_floats(const onnx::NodeProto& n, int i, const std::string& role) {
     return floats_of(need_const(n, i, role), path_ + ": node '" + node_name(n) + "'");
@@ -315,6 +378,8 @@ class Importer {
   void finish() {
     if (g_.output_size() < 1) throw ModelError(path_ + ": the graph has no output");
     auto it = values_.find(g_.output(0).name());
+    if (it == values_.end() && swap_error_.count(g_.output(0).name()))
+      throw ModelError(swap_error_.at(g_.output(0).name()));
     if (it == values_.end())
       throw ModelError(path_ + ": the graph output '" + g_.output(0).name() + "' was not produced");
     Value out = it->second;
@@ -368,6 +433,19 @@ class Importer {
   std::map<std::string, Shuffle> shuffles_;
   // A value reshaped to [-1], batch included (the dynamo exporter's as_strided), by name.
   std::map<std::string, Value> whole_;
+  // Token reading (onnx_import_tokens.cpp): an image reshaped to (N, C, H*W) on its way to
+  // tokens; the views by value name and their sources; the bias index of an attention layer's
+  // output projection (for the Add that follows it).
+  std::map<std::string, Value> flat_images_;
+  // Transpose (0, 1, 3, 2) of an image: patches column by column when a Reshape to (N, C, W*H)
+  // follows; the error for any other reader.
+  std::map<std::string, Value> swapped_images_;
+  std::map<std::string, std::string> swap_error_;
+  std::set<std::string> column_major_;  // flat images of swapped ones
+  int64_t exported_batch_ = 0;          // the graph input's fixed batch (0: symbolic)
+  std::map<std::string, View> views_;
+  std::vector<Source> sources_;
+  std::map<std::string, size_t> attention_bias_;
   ExternalData external_;
   std::string last_layer_op_;                  // the operator of the node that added the last layer
   std::map<std::string, size_t> matmul_bias_;  // MatMul output -> index of its Bias in m_.params

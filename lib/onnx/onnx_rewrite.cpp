@@ -259,7 +259,8 @@ class Rewriter {
   bool is_tensor_const(const std::string& v, int rank) const {
     auto it = consts_.find(v);
     return it != consts_.end() && it->second->dims_size() == rank &&
-           (it->second->data_type() == onnx::TensorProto::FLOAT || it->second->data_type() == onnx::TensorProto::DOUBLE);
+           (it->second->data_type() == onnx::TensorProto::FLOAT ||
+            it->second->data_type() == onnx::TensorProto::DOUBLE);
   }
   // A small int64 constant's values (shapes, axes), if v is one.
   std::optional<std::vector<int64_t>> ints(const std::string& v) const {
@@ -360,25 +361,26 @@ class Rewriter {
     if (!back_shape || back_shape->empty() || (*back_shape)[0] != 0) return false;
     std::vector<int> nodes{norm, rows, back};
     std::string x = g_.node(rows).input(0), tail = g_.node(back).output(0);
-    const bool per_pixel = instances > 1;
+    // Tokens (N, S, C): the rows are the tokens already (dltrain's export of a per-token norm).
+    const bool tokens = instances > 1 && back_shape->size() == 3 && (*back_shape)[1] == instances;
+    const bool per_pixel = instances > 1 && !tokens;
     if (per_pixel) {  // the transposes around it; the input of the pattern is the channels-last value
       const int to = inner(x, "Transpose", 1), from = sole_consumer(tail, "Transpose");
-      if (to < 0 || from < 0 || back_shape->size() != 4 ||
-          (*back_shape)[1] * (*back_shape)[2] != instances ||
+      if (to < 0 || from < 0 || back_shape->size() != 4 || (*back_shape)[1] * (*back_shape)[2] != instances ||
           attr_ints(g_.node(to), "perm", {}) != std::vector<int64_t>{0, 2, 3, 1} ||
           attr_ints(g_.node(from), "perm", {}) != std::vector<int64_t>{0, 3, 1, 2})
         return false;
       x = g_.node(to).input(0);
       tail = g_.node(from).output(0);
       nodes.insert(nodes.end(), {to, from});
-    } else if (back_shape->size() != 4 && back_shape->size() != 2) {
+    } else if (!tokens && back_shape->size() != 4 && back_shape->size() != 2) {
       return false;
     }
     const int mul = sole_consumer(tail, "Mul");
     if (mul < 0) return false;
     const onnx::NodeProto& mn = g_.node(mul);
     const int si = mn.input(0) == tail ? 1 : 0;
-    const int rank = back_shape->size() == 2 ? 1 : 3;
+    const int rank = back_shape->size() == 4 ? 3 : 1;
     const int off = sole_consumer(mn.output(0), "Add");
     if (mn.input_size() != 2 || !is_tensor_const(mn.input(si), rank) || off < 0) return false;
     const onnx::NodeProto& on = g_.node(off);
@@ -386,7 +388,7 @@ class Rewriter {
     if (on.input_size() != 2 || !is_tensor_const(on.input(oi), rank)) return false;
     nodes.insert(nodes.end(), {mul, off});
     for (int i : nodes) removed_[static_cast<size_t>(i)] = true;
-    layer_norm_nodes(off, x, mn.input(si), on.input(oi), attr_float(nn, "epsilon", 1e-5f), 1, per_pixel);
+    layer_norm_nodes(off, x, mn.input(si), on.input(oi), attr_float(nn, "epsilon", 1e-5f), tokens ? -1 : 1, per_pixel);
     return true;
   }
 
@@ -453,12 +455,12 @@ class Rewriter {
   }
 
   onnx::GraphProto& g_;
-  std::vector<bool> removed_;                               // per node index
+  std::vector<bool> removed_;                                // per node index
   std::map<int, std::vector<onnx::NodeProto>> replacement_;  // root index -> its new nodes
-  std::map<std::string, const onnx::TensorProto*> consts_;  // initializers and Constant outputs
-  std::map<std::string, int> producer_;                     // value -> node index
-  std::map<std::string, int> uses_;                         // value -> node inputs and graph outputs
-  std::map<std::string, int> consumer_;                     // value -> the last node that reads it
+  std::map<std::string, const onnx::TensorProto*> consts_;   // initializers and Constant outputs
+  std::map<std::string, int> producer_;                      // value -> node index
+  std::map<std::string, int> uses_;                          // value -> node inputs and graph outputs
+  std::map<std::string, int> consumer_;                      // value -> the last node that reads it
 };
 
 }  // namespace

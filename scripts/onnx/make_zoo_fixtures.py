@@ -9,7 +9,9 @@ zoo_coverage.py does). Each architecture is exported by both PyTorch exporters:
   NAME-torchscript.onnx                     dynamo=False, opset 17, weights inside
 and beside each FIXTURE.onnx: FIXTURE.input.f32 (2 images, raw float32 N x H x W x C, 0..255,
 the layout `dltrain export --debug-forward` reads) and FIXTURE.expected.txt (onnxruntime's
-class probabilities of those images, one image per line). tests/cli/onnx_zoo_fixtures.sh
+class probabilities of those images, one image per line). The transformers are exported with a
+batch of one image, as PyTorch users export them (zoo_coverage.one_image: both exporters bake the
+batch into the attention's Reshape targets), and onnxruntime runs them image by image. tests/cli/onnx_zoo_fixtures.sh
 compares dltrain with them. Needs the virtual environment zoo_coverage.py uses (--venv).
 Usage: scripts/onnx/make_zoo_fixtures.py [--venv DIR] [--output tests/data/onnx_zoo] [--only a,b]
 """
@@ -28,7 +30,7 @@ def tiny_models():
     """name -> a constructor of the shrunk network (10 classes)."""
     import torch.nn as nn
     from torchvision.models import convnext, densenet, efficientnet, mnasnet, mobilenetv2, mobilenetv3, regnet
-    from torchvision.models import resnet, shufflenetv2
+    from torchvision.models import resnet, shufflenetv2, vision_transformer
     from torchvision.ops.misc import Conv2dNormActivation
 
     def mobilenet_v2():
@@ -94,10 +96,24 @@ def tiny_models():
     def resnext_bottleneck():
         return small_resnet(resnet.Bottleneck, [8, 16, 32], groups=4, base_width=16)
 
+    def vit_tiny():
+        # torchvision's ViT (class token, position table, pre-norm blocks of nn.MultiheadAttention
+        # and a gelu MLP) at 32x32: 8x8 patches, 2 blocks of 2 heads, width 16
+        # (torchvision starts the class token, the head and the attention's biases at zero: drawn
+        # here so that each takes part in the comparison)
+        import torch
+        m = vision_transformer.VisionTransformer(image_size=SIDE, patch_size=8, num_layers=2, num_heads=2,
+                                                 hidden_dim=16, mlp_dim=32, num_classes=10)
+        with torch.no_grad():
+            for name, p in m.named_parameters():
+                if not p.abs().sum():
+                    p.normal_(0.0, 0.2)
+        return m
+
     return {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small,
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
-            "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck}
+            "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck, "vit": vit_tiny}
 
 
 def write_fixture(name, make, exporter, out_dir):
@@ -116,8 +132,7 @@ def write_fixture(name, make, exporter, out_dir):
     for stale in (path, path + ".data"):
         if os.path.exists(stale):
             os.remove(stale)
-    zc.export(model, x, path, exporter)
-    probs = zc.ort_probs(path, x.numpy(), 1)
+    probs = zc.export_probs(model, x, path, exporter, 1, zc.one_image(name))
     with torch.no_grad():
         torch_probs = model(x).numpy()
     agree = float(np.abs(probs - torch_probs).max())

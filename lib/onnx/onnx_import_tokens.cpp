@@ -1,0 +1,820 @@
+// The importer's token sequences and attention (onnx_importer.h):
+// - a patch convolution reshaped to (N, C, H*W) and transposed to (N, H*W, C): patchEmbedding
+//   (row-major patch order); the class token Concat: embeddingConcatenation; the Add of a
+//   (1, S, C) constant: positionEmbedding; a Gather of the first or last token: indexing1d;
+// - MatMul of tokens by a constant: a projection, pending until read; read as tokens it becomes
+//   a fullyConnected layer (OperationDimension channel);
+// - the attention between projections, whatever reshapes and transposes an exporter writes
+//   around it: Q K^T (times scalars), Softmax over the keys, times V, and the output projection
+//   become one selfAttention layer. Every intermediate value is a strided view of its source
+//   (PyTorch's view rules), so that the heads and the Q / K / V columns are read from the
+//   strides and offsets rather than from one exporter's node order; a value that is not such a
+//   view is refused.
+// The graph must be exported with one image: exporters bake the batch into the heads' Reshape
+// targets.
+#include <cmath>
+#include <optional>
+
+#include "onnx/onnx_importer.h"
+
+namespace dlt::onnx_detail {
+
+namespace {
+
+constexpr size_t kMaxViewRank = 16;  // attention graphs use 5 at most
+
+int64_t product(const std::vector<int64_t>& d) {
+  int64_t p = 1;
+  for (int64_t x : d) p *= x;
+  return p;
+}
+
+// The strides that read `to` from the same elements as (dims, strides), as PyTorch's view()
+// computes them; nullopt when `to` is not a view of them (a copy would be needed).
+std::optional<std::vector<int64_t>> view_strides(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+                                                 const std::vector<int64_t>& to) {
+  std::vector<int64_t> out(to.size(), 0);
+  if (dims.empty()) return to.empty() || product(to) == 1 ? std::optional(out) : std::nullopt;
+  int64_t view_d = static_cast<int64_t>(to.size()) - 1;
+  int64_t chunk_stride = strides.back(), tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(dims.size()) - 1; d >= 0; --d) {
+    tensor_numel *= dims[static_cast<size_t>(d)];
+    const bool chunk_ends = d == 0 || (dims[static_cast<size_t>(d - 1)] != 1 &&
+                                       strides[static_cast<size_t>(d - 1)] != tensor_numel * chunk_stride);
+    if (!chunk_ends) continue;
+    while (view_d >= 0 && (view_numel < tensor_numel || to[static_cast<size_t>(view_d)] == 1)) {
+      out[static_cast<size_t>(view_d)] = view_numel * chunk_stride;
+      view_numel *= to[static_cast<size_t>(view_d)];
+      --view_d;
+    }
+    if (view_numel != tensor_numel) return std::nullopt;
+    if (d > 0) {
+      chunk_stride = strides[static_cast<size_t>(d - 1)];
+      tensor_numel = view_numel = 1;
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+
+// The row dimension of a view that reads a rows x cols matrix row by row, with any size-1
+// dimensions around: the last dimension is the columns (stride 1), the only other dimension
+// larger than 1 the rows (stride cols). -1: there is none (one row); -2: not such a view.
+int64_t row_dim(const Importer::View& v, int64_t rows, int64_t cols) {
+  const auto& d = v.dims;
+  if (d.empty() || d.back() != cols || (cols > 1 && v.strides.back() != 1) || v.offset != 0) return -2;
+  int64_t found = -1;
+  for (size_t i = 0; i + 1 < d.size(); ++i) {
+    if (d[i] == 1) continue;
+    if (found >= 0 || d[i] != rows || v.strides[i] != cols) return -2;
+    found = static_cast<int64_t>(i);
+  }
+  return found < 0 && rows != 1 ? -2 : found;
+}
+
+// A view reading one operand of an attention (Q, K^T or V) from a projection's columns:
+// (heads..., rows, cols) with the matrix in the last two dimensions, transposed for K^T.
+struct Operand {
+  int64_t heads = 1, dim = 0, col = 0;
+  std::vector<int64_t> leading;  // the dimensions before the matrix (the heads among size-1 ones)
+};
+std::optional<Operand> operand(const Importer::View& v, int64_t seq, int64_t cols, bool transposed) {
+  const size_t r = v.dims.size();
+  if (r < 2) return std::nullopt;
+  const size_t seq_axis = transposed ? r - 1 : r - 2, ch_axis = transposed ? r - 2 : r - 1;
+  Operand o;
+  o.dim = v.dims[ch_axis];
+  if (v.dims[seq_axis] != seq || (seq > 1 && v.strides[seq_axis] != cols)) return std::nullopt;
+  if (o.dim > 1 && v.strides[ch_axis] != 1) return std::nullopt;
+  o.leading.assign(v.dims.begin(), v.dims.end() - 2);
+  for (size_t i = 0; i + 2 < r; ++i) {
+    if (v.dims[i] == 1) continue;
+    if (o.heads > 1 || v.strides[i] != o.dim) return std::nullopt;
+    o.heads = v.dims[i];
+  }
+  o.col = v.offset;
+  if (o.col < 0 || o.col + o.heads * o.dim > cols) return std::nullopt;
+  return o;
+}
+
+// Strides of a (leading..., rows, cols) result whose heads dimension (the one leading
+// dimension larger than 1) steps by head_stride.
+std::vector<int64_t> result_strides(const std::vector<int64_t>& leading, int64_t head_stride, int64_t row_stride) {
+  std::vector<int64_t> s;
+  for (int64_t d : leading) s.push_back(d > 1 ? head_stride : 0);
+  s.push_back(row_stride);
+  s.push_back(1);
+  return s;
+}
+
+bool reads_tokens(const std::string& op) {
+  for (const char* o : {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "MatMul", "Gather", "Shape", "Concat"})
+    if (op == o) return true;
+  return false;
+}
+
+}  // namespace
+
+int Importer::tokens_source(const Value& v) {
+  Source s;
+  s.kind = Source::kTokens;
+  s.tokens = v;
+  s.rows = v.shape[0];
+  s.cols = v.shape[2];
+  sources_.push_back(s);
+  return static_cast<int>(sources_.size() - 1);
+}
+
+Importer::View Importer::view_of(const onnx::NodeProto& n, int i) {
+  if (auto it = views_.find(n.input(i)); it != views_.end()) return it->second;
+  const Value v = value(n, i);
+  if (!v.tokens) fail(n, "input '" + n.input(i) + "' is not a token sequence (N, S, C)");
+  View out;
+  out.source = tokens_source(v);
+  out.dims = {1, v.shape[0], v.shape[2]};
+  out.strides = {v.shape[0] * v.shape[2], v.shape[2], 1};
+  return out;
+}
+
+bool Importer::reads_as_tokens(const View& v) const {
+  const Source& s = sources_[static_cast<size_t>(v.source)];
+  return (s.kind == Source::kTokens || s.kind == Source::kProjection) && v.dims.size() == 3 && v.dims[0] == 1 &&
+         row_dim(v, s.rows, s.cols) >= -1 && v.scale == 1;
+}
+
+// A view read as a token sequence: the (1, S, C) of its source in order, nothing scaled. A
+// pending projection read so becomes its fullyConnected layer.
+Value Importer::tokens_of(const onnx::NodeProto& n, const View& v) {
+  Source& s = sources_[static_cast<size_t>(v.source)];
+  if (!reads_as_tokens(v))
+    fail(n, "reads a " + ints_str(v.dims) +
+                " value inside an attention; dltrain reads the attention's reshapes and transposes only between "
+                "MatMul projections of one token sequence, the scores Q K^T, Softmax over the keys, their product "
+                "with V and the output projection");
+  if (s.kind == Source::kTokens) return s.tokens;
+  if (s.materialized < 0) {
+    const int64_t c = s.tokens.shape[2], k = s.cols;
+    onnx::NodeProto matmul;  // named after the MatMul, not after the node that reads it
+    matmul.set_name(s.node);
+    LayerSpec& spec = add_layer("fullyConnected", unique_name(matmul), {s.tokens.name});
+    spec.set("OutputSize", std::to_string(k));
+    spec.set("OperationDimension", "channel");
+    std::vector<float> w(static_cast<size_t>(k * c));
+    for (int64_t o = 0; o < k; ++o)
+      for (int64_t i = 0; i < c; ++i) w[static_cast<size_t>(o * c + i)] = s.weight[static_cast<size_t>(i * k + o)];
+    const std::string name = spec.name;
+    last_layer_op_ = "MatMul";
+    add_param(name, "Weights", Shape{k, c}, std::move(w));
+    add_param(name, "Bias", Shape{k}, s.bias);
+    Value out{name, Shape{s.rows, 1, k}, false};
+    out.tokens = true;
+    const int made = tokens_source(out);
+    sources_[static_cast<size_t>(v.source)].materialized = made;
+  }
+  return sources_[static_cast<size_t>(sources_[static_cast<size_t>(v.source)].materialized)].tokens;
+}
+
+bool Importer::token_node(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  if (all_constant(n)) return float_fold(n);
+  auto is_tokens = [&](int i) {
+    auto it = n.input_size() > i ? values_.find(n.input(i)) : values_.end();
+    return it != values_.end() && it->second.tokens;
+  };
+  if (op == "Transpose" && n.input_size() > 0 && flat_images_.count(n.input(0))) {
+    image_to_tokens(n);
+    return true;
+  }
+  // A patch grid transposed (0, 1, 3, 2) and reshaped to (N, C, W*H): tokens column by column.
+  if (op == "Transpose" && n.input_size() > 0 && values_.count(n.input(0)) &&
+      attr_ints(n, "perm", {}) == std::vector<int64_t>{0, 1, 3, 2}) {
+    const Value& v = values_.at(n.input(0));
+    if (!v.flat && !v.channels_last && !v.tokens && !padded(v) && !v.indices) {
+      const std::string& out = define(n);
+      swapped_images_[out] = v;
+      swap_error_[out] = path_ + ": node '" + node_name(n) +
+                         "' (Transpose): transposes an image with perm [0, 1, 3, 2]; supported: (0, 2, 3, 1) of an "
+                         "image to channels-last, (0, 3, 1, 2) back, ShuffleNet's (0, 2, 1, 3, 4), and (0, 1, 3, 2) "
+                         "of a patch grid right before its Reshape to (N, C, W*H) (tokens column by column)";
+      return true;
+    }
+  }
+  if (op == "Reshape" && n.input_size() > 1 && swapped_images_.count(n.input(0))) {
+    const Value v = swapped_images_.at(n.input(0));
+    const auto t = ints_of(need_const(n, 1, "shape"), path_ + ": node '" + node_name(n) + "'");
+    const int64_t c = v.shape[2], s = v.shape[0] * v.shape[1];
+    if (t.size() != 3 || (t[1] != c && !(t[1] == 0)) || (t[2] != s && t[2] != -1))
+      fail(n, "reshapes a transposed image to " + ints_str(t) + "; dltrain reads only (N, " + std::to_string(c) + ", " +
+                  std::to_string(s) + "): its patches as tokens, column by column");
+    const std::string& out = define(n);
+    flat_images_[out] = v;
+    column_major_.insert(out);
+    return true;
+  }
+  const bool view0 = has_view(n, 0), view1 = has_view(n, 1);
+  if (!view0 && !view1 && !is_tokens(0) && !is_tokens(1)) return false;
+  if (op == "Shape") {
+    const View v = view_of(n, 0);
+    set_ints(n, shape_slice(v.dims, attr_int(n, "start", 0), attr_int(n, "end", INT64_MAX)));
+    return true;
+  }
+  if (op == "Concat" && is_tokens(1) && n.input_size() == 2 && constant(n.input(0))) {
+    class_token(n);
+    return true;
+  }
+  if (op == "Add" && n.input_size() == 2 && (constant(n.input(0)) || constant(n.input(1)))) {
+    const int vi = constant(n.input(0)) ? 1 : 0;
+    if (has_view(n, vi)) {
+      view_add(n, vi);
+      return true;
+    }
+    position_table(n, vi);
+    return true;
+  }
+  const int64_t gather_axis = attr_int(n, "axis", 0);
+  if (op == "Gather" && (gather_axis == 1 || gather_axis == -2) &&
+      (is_tokens(0) || (view0 && reads_as_tokens(views_.at(n.input(0)))))) {
+    token_index(n, value(n, 0));
+    return true;
+  }
+  if (op == "ReduceMean" && (is_tokens(0) || view0)) {
+    token_mean(n, value(n, 0));
+    return true;
+  }
+  if ((op == "Mul" || op == "Div") && n.input_size() == 2 && (view0 || view1) &&
+      (constant(n.input(view0 ? 1 : 0)) != nullptr)) {
+    view_scale(n, view0 ? 0 : 1);
+    return true;
+  }
+  if (op == "Softmax" && view0) {
+    view_softmax(n, views_.at(n.input(0)));
+    return true;
+  }
+  if (op == "MatMul" || (op == "Gemm" && view0)) {
+    view_matmul(n);
+    return true;
+  }
+  if (!reads_tokens(op) || !(view0 || is_tokens(0))) return false;
+  const View v = view_of(n, 0);
+  if (op == "Reshape")
+    view_reshape(n, v);
+  else if (op == "Transpose")
+    view_transpose(n, v);
+  else if (op == "Squeeze" || op == "Unsqueeze")
+    view_squeeze(n, v);
+  else if (op == "Gather")
+    view_gather(n, v);
+  else
+    return false;
+  return true;
+}
+
+void Importer::view_reshape(const onnx::NodeProto& n, const View& v) {
+  std::vector<int64_t> t = ints_of(need_const(n, 1, "shape"), path_ + ": node '" + node_name(n) + "'");
+  const std::string batch =
+      exported_batch_ > 1 ? " (the graph was exported with a batch of " + std::to_string(exported_batch_) +
+                                " images; dltrain reads token graphs exported with one: torch.onnx.export with an "
+                                "input of batch 1)"
+                          : "";
+  if (t.size() > kMaxViewRank)
+    fail(n, "reshapes to " + std::to_string(t.size()) + " dimensions; dltrain reads at most " +
+                std::to_string(kMaxViewRank));
+  const int64_t numel = product(v.dims);
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] == kBatchDim) t[i] = 1;  // the one image
+    if (t[i] == 0 && attr_int(n, "allowzero", 0) == 0) {
+      if (i >= v.dims.size()) fail(n, "reshape target " + ints_str(t) + " copies a dimension its input lacks");
+      t[i] = v.dims[i];
+    }
+    if (t[i] == -1 && infer < 0) {
+      infer = static_cast<int64_t>(i);
+      continue;
+    }
+    if (t[i] < 1 || t[i] > numel || known > numel / t[i])
+      fail(n, "reshapes " + ints_str(v.dims) + " to " + ints_str(t) + ": the sizes do not match" + batch);
+    known *= t[i];
+  }
+  if (infer >= 0) {
+    if (numel % known != 0)
+      fail(n, "reshapes " + ints_str(v.dims) + " to " + ints_str(t) + ": the sizes do not match" + batch);
+    t[static_cast<size_t>(infer)] = numel / known;
+  } else if (known != numel) {
+    fail(n, "reshapes " + ints_str(v.dims) + " to " + ints_str(t) + ": the sizes do not match" + batch);
+  }
+  const auto strides = view_strides(v.dims, v.strides, t);
+  if (!strides)
+    fail(n, "reshapes " + ints_str(v.dims) + " to " + ints_str(t) +
+                ", which reorders the attention's values beyond a view of them (dltrain reads the reshapes that "
+                "split or merge neighbouring dimensions)" +
+                batch);
+  View out = v;
+  out.dims = t;
+  out.strides = *strides;
+  views_[define(n)] = out;
+}
+
+void Importer::view_transpose(const onnx::NodeProto& n, const View& v) {
+  const int64_t r = static_cast<int64_t>(v.dims.size());
+  std::vector<int64_t> perm = attr_ints(n, "perm", {});
+  if (perm.empty())
+    for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
+  std::vector<int64_t> seen(static_cast<size_t>(r), 0);
+  View out = v;
+  if (static_cast<int64_t>(perm.size()) != r)
+    fail(n, "perm " + ints_str(perm) + " does not match rank " + std::to_string(r));
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] < 0 || perm[i] >= r || seen[static_cast<size_t>(perm[i])]++)
+      fail(n, "perm " + ints_str(perm) + " is not a permutation of " + std::to_string(r) + " axes");
+    out.dims[i] = v.dims[static_cast<size_t>(perm[i])];
+    out.strides[i] = v.strides[static_cast<size_t>(perm[i])];
+  }
+  views_[define(n)] = out;
+}
+
+void Importer::view_squeeze(const onnx::NodeProto& n, const View& v) {
+  std::vector<int64_t> axes;
+  if (opset_ >= 13 && n.input_size() > 1 && !n.input(1).empty())
+    axes = ints_of(need_const(n, 1, "axes"), path_ + ": node '" + node_name(n) + "'");
+  else
+    axes = attr_ints(n, "axes", {});
+  const bool squeeze = n.op_type() == "Squeeze";
+  if (axes.size() > kMaxViewRank) fail(n, "has " + std::to_string(axes.size()) + " axes");
+  const int64_t rank = static_cast<int64_t>(v.dims.size()) + (squeeze ? 0 : static_cast<int64_t>(axes.size()));
+  for (int64_t& a : axes) {
+    if (a < -rank || a >= rank)
+      fail(n, "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
+    if (a < 0) a += rank;
+  }
+  std::sort(axes.begin(), axes.end());
+  View out = v;
+  out.dims.clear();
+  out.strides.clear();
+  if (squeeze) {
+    for (size_t i = 0; i < v.dims.size(); ++i) {
+      const bool drop = axes.empty() ? v.dims[i] == 1 : std::binary_search(axes.begin(), axes.end(), int64_t(i));
+      if (drop && v.dims[i] != 1)
+        fail(n, "squeezes axis " + std::to_string(i) + " of size " + std::to_string(v.dims[i]));
+      if (drop) continue;
+      out.dims.push_back(v.dims[i]);
+      out.strides.push_back(v.strides[i]);
+    }
+  } else {
+    for (int64_t i = 0, j = 0; i < rank; ++i) {
+      if (std::binary_search(axes.begin(), axes.end(), i)) {
+        out.dims.push_back(1);
+        out.strides.push_back(0);
+      } else {
+        out.dims.push_back(v.dims[static_cast<size_t>(j)]);
+        out.strides.push_back(v.strides[static_cast<size_t>(j++)]);
+      }
+    }
+  }
+  views_[define(n)] = out;
+}
+
+void Importer::view_gather(const onnx::NodeProto& n, const View& v) {
+  const onnx::TensorProto& t = need_const(n, 1, "indices");
+  const std::vector<int64_t> idx = ints_of(t, path_ + ": node '" + node_name(n) + "'");
+  const int64_t r = static_cast<int64_t>(v.dims.size());
+  int64_t axis = attr_int(n, "axis", 0);
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r || idx.size() != 1)
+    fail(n, "gathers " + std::to_string(idx.size()) + " indices along axis " + std::to_string(attr_int(n, "axis", 0)) +
+                " of " + ints_str(v.dims) + "; dltrain reads one index (Q, K or V of a joint projection)");
+  const size_t a = static_cast<size_t>(axis);
+  int64_t i = idx[0] < 0 ? idx[0] + v.dims[a] : idx[0];
+  if (i < 0 || i >= v.dims[a]) fail(n, "index " + std::to_string(idx[0]) + " is out of range for " + ints_str(v.dims));
+  View out = v;
+  out.offset += i * v.strides[a];
+  if (t.dims_size() == 0) {
+    out.dims.erase(out.dims.begin() + axis);
+    out.strides.erase(out.strides.begin() + axis);
+  } else {
+    out.dims[a] = 1;
+  }
+  views_[define(n)] = out;
+}
+
+void Importer::view_scale(const onnx::NodeProto& n, int vi) {
+  const std::vector<float> c = need_floats(n, 1 - vi, "scale");
+  if (c.size() != 1)
+    fail(n, "scales an attention operand by " + std::to_string(c.size()) + " values; dltrain reads one");
+  if (n.op_type() == "Div" && vi != 0) fail(n, "divides a constant by an attention operand");
+  View out = views_.count(n.input(vi)) ? views_.at(n.input(vi)) : view_of(n, vi);
+  if (n.op_type() == "Div") {
+    if (c[0] == 0.f) fail(n, "divides by zero");
+    out.scale /= c[0];
+  } else {
+    out.scale *= c[0];
+  }
+  views_[define(n)] = out;
+}
+
+void Importer::view_add(const onnx::NodeProto& n, int vi) {
+  const View v = views_.at(n.input(vi));
+  Source& s = sources_[static_cast<size_t>(v.source)];
+  if (s.kind == Source::kScores) return causal_mask(n, vi, v);
+  std::vector<float> b = need_floats(n, 1 - vi, "bias");
+  if (b.size() == 1) b.assign(static_cast<size_t>(s.cols), b[0]);
+  const bool rows = row_dim(v, s.rows, s.cols) >= -1 && v.scale == 1;
+  const bool projection = s.kind == Source::kProjection && s.materialized < 0;
+  const bool attention_out = s.kind == Source::kTokens && attention_bias_.count(s.tokens.name);
+  if (!rows || (!projection && !attention_out) || static_cast<int64_t>(b.size()) != s.cols)
+    fail(n, "adds a constant of " + std::to_string(b.size()) + " values to a " + ints_str(v.dims) +
+                " value; dltrain reads it only as the bias of a projection (one value per output channel)");
+  std::vector<float>& bias = projection ? s.bias : m_.params[attention_bias_.at(s.tokens.name)].data;
+  for (size_t o = 0; o < b.size(); ++o) bias[o] += b[o];
+  views_[define(n)] = v;
+}
+
+// Add of an (S, S) constant to the scores: the causal mask (0 on and below the diagonal, -inf
+// or a float at least as low as -1e30 above it: no weight for the later keys; the same before
+// or after the scale).
+void Importer::causal_mask(const onnx::NodeProto& n, int vi, const View& v) {
+  Source& s = sources_[static_cast<size_t>(v.source)];
+  const onnx::TensorProto& t = *constant(n.input(1 - vi));
+  const std::vector<int64_t> d = dims_of(t);
+  const int64_t seq = s.rows;
+  bool square = d.size() >= 2 && d[d.size() - 1] == seq && d[d.size() - 2] == seq && product(d) == seq * seq;
+  bool causal = square && v.dims.back() == seq && v.dims[v.dims.size() - 2] == seq;
+  if (causal) {
+    const std::vector<float> m = need_floats(n, 1 - vi, "mask");
+    for (int64_t r = 0; r < seq && causal; ++r)
+      for (int64_t c = 0; c < seq && causal; ++c) {
+        const float x = m[static_cast<size_t>(r * seq + c)];
+        causal = c <= r ? x == 0.f : x <= -1e30f;
+      }
+  }
+  if (!causal)
+    fail(n, "adds a " + dims_str(t) + " constant to attention scores " + ints_str(v.dims) +
+                "; dltrain reads only a causal mask there ((S, S): 0 on and below the diagonal, -inf above it)");
+  s.causal = true;
+  views_[define(n)] = v;
+}
+
+void Importer::view_softmax(const onnx::NodeProto& n, const View& v) {
+  const Source& s = sources_[static_cast<size_t>(v.source)];
+  const int64_t r = static_cast<int64_t>(v.dims.size());
+  int64_t axis = attr_int(n, "axis", -1);
+  if (axis < 0) axis += r;
+  if (s.kind != Source::kScores || axis != r - 1 || v.dims.back() != s.cols || (s.cols > 1 && v.strides.back() != 1))
+    fail(n, "is a Softmax of " + ints_str(v.dims) + " that is not over the keys of attention scores Q K^T");
+  Source p = s;
+  p.kind = Source::kProbs;
+  p.scale = v.scale;  // the scores' own scale was put into the view
+  sources_.push_back(p);
+  View out = v;
+  out.source = static_cast<int>(sources_.size() - 1);
+  out.scale = 1;
+  views_[define(n)] = out;
+}
+
+void Importer::view_matmul(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  if (n.input_size() < 2) fail(n, "has too few inputs");
+  if (constant(n.input(1))) {  // a projection, or the attention's output projection
+    std::vector<int64_t> d = dims_of(*constant(n.input(1)));
+    if (d.size() != 2) fail(n, "multiplies tokens by a constant of rank " + std::to_string(d.size()) + ", expected 2");
+    const bool trans_b = op == "Gemm" && attr_int(n, "transB", 0) != 0;
+    if (op == "Gemm" && attr_int(n, "transA", 0) != 0) fail(n, "transA 1 is not supported");
+    const float alpha = op == "Gemm" ? attr_float(n, "alpha", 1.f) : 1.f;
+    const int64_t in = trans_b ? d[1] : d[0], k = trans_b ? d[0] : d[1];
+    std::vector<float> w = need_floats(n, 1, "weight");
+    if (trans_b) {  // as MatMul reads it: (in, k)
+      std::vector<float> t(w.size());
+      for (int64_t o = 0; o < k; ++o)
+        for (int64_t i = 0; i < in; ++i) t[static_cast<size_t>(i * k + o)] = w[static_cast<size_t>(o * in + i)];
+      w = std::move(t);
+    }
+    for (float& x : w) x *= alpha;
+    std::vector<float> bias(static_cast<size_t>(k), 0.f);
+    if (op == "Gemm" && n.input_size() > 2 && !n.input(2).empty()) {
+      std::vector<float> b = need_floats(n, 2, "bias");
+      if (b.size() == 1) b.assign(static_cast<size_t>(k), b[0]);
+      if (static_cast<int64_t>(b.size()) != k)
+        fail(n, "bias has " + std::to_string(b.size()) + " values for " + std::to_string(k));
+      const float beta = attr_float(n, "beta", 1.f);
+      for (size_t o = 0; o < b.size(); ++o) bias[o] = beta * b[o];
+    }
+    View v = view_of(n, 0);
+    if (sources_[static_cast<size_t>(v.source)].kind == Source::kHeads) return attention(n, v, w, k, bias);
+    if (sources_[static_cast<size_t>(v.source)].kind == Source::kProjection) {
+      tokens_of(n, v);  // a projection of a projection: the first one made a layer
+      v.source = sources_[static_cast<size_t>(v.source)].materialized;
+    }
+    const Source& s = sources_[static_cast<size_t>(v.source)];
+    const int64_t row = row_dim(v, s.rows, s.cols);
+    if (s.kind != Source::kTokens || row < -1 || v.scale != 1 || s.cols != in)
+      fail(n, "multiplies a " + ints_str(v.dims) + " value by a " + std::to_string(in) + "x" + std::to_string(k) +
+                  " constant; dltrain reads it as a projection of each token of a (N, S, " + std::to_string(s.cols) +
+                  ") sequence");
+    Source p;
+    p.kind = Source::kProjection;
+    p.tokens = s.tokens;
+    p.node = node_name(n);
+    p.rows = s.rows;
+    p.cols = k;
+    p.weight = std::move(w);
+    p.bias = std::move(bias);
+    sources_.push_back(std::move(p));
+    View out = v;
+    out.source = static_cast<int>(sources_.size() - 1);
+    out.dims.back() = k;
+    for (size_t i = 0; i + 1 < out.dims.size(); ++i) out.strides[i] = static_cast<int64_t>(i) == row ? k : 0;
+    views_[define(n)] = out;
+    return;
+  }
+  if (op != "MatMul" || !has_view(n, 0) || !has_view(n, 1))
+    fail(n, "multiplies two computed values that are not the operands of an attention (Q K^T or softmax times V)");
+  const View a = views_.at(n.input(0)), b = views_.at(n.input(1));
+  const Source &sa = sources_[static_cast<size_t>(a.source)], &sb = sources_[static_cast<size_t>(b.source)];
+  const bool proj_a = sa.kind == Source::kProjection && sa.materialized < 0;
+  const bool proj_b = sb.kind == Source::kProjection && sb.materialized < 0;
+  if (proj_a && proj_b) {  // the scores Q K^T
+    const auto q = operand(a, sa.rows, sa.cols, false), k = operand(b, sb.rows, sb.cols, true);
+    if (!q || !k || sa.rows != sb.rows || q->leading != k->leading || q->heads != k->heads || q->dim != k->dim)
+      fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) +
+                  ", which dltrain does not read as the scores Q K^T of heads of projected tokens");
+    Source s;
+    s.kind = Source::kScores;
+    s.tokens = sa.tokens;
+    s.rows = s.cols = sa.rows;
+    s.q = a.source;
+    s.k = b.source;
+    s.q_col = q->col;
+    s.k_col = k->col;
+    s.heads = q->heads;
+    s.key_dim = q->dim;
+    sources_.push_back(s);
+    View out;
+    out.source = static_cast<int>(sources_.size() - 1);
+    out.dims = q->leading;
+    out.dims.push_back(s.rows);
+    out.dims.push_back(s.rows);
+    out.strides = result_strides(q->leading, s.rows * s.rows, s.rows);
+    out.scale = a.scale * b.scale;
+    views_[define(n)] = out;
+    return;
+  }
+  if (sa.kind == Source::kProbs && proj_b) {  // softmax times V
+    const auto v = operand(b, sb.rows, sb.cols, false);
+    std::vector<int64_t> lead(a.dims.begin(), a.dims.end() - 2);
+    const bool probs_whole = a.dims.size() >= 2 && a.dims[a.dims.size() - 2] == sa.rows && a.dims.back() == sa.rows &&
+                             a.scale == 1 && (sa.rows == 1 || a.strides[a.dims.size() - 2] == sa.rows);
+    if (!v || !probs_whole || sb.rows != sa.rows || v->leading != lead || v->heads != sa.heads)
+      fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) +
+                  ", which dltrain does not read as the attention weights times the heads of V");
+    Source s = sa;
+    s.kind = Source::kHeads;
+    s.v = b.source;
+    s.v_col = v->col;
+    s.value_dim = v->dim;
+    s.cols = s.heads * s.value_dim;
+    sources_.push_back(s);
+    View out;
+    out.source = static_cast<int>(sources_.size() - 1);
+    out.dims = lead;
+    out.dims.push_back(s.rows);
+    out.dims.push_back(s.value_dim);
+    out.strides = result_strides(lead, s.value_dim, s.cols);
+    views_[define(n)] = out;
+    return;
+  }
+  fail(n, "multiplies two computed values that are not the operands of an attention (Q K^T or softmax times V)");
+}
+
+// The output projection of the heads: the whole chain becomes one selfAttention layer.
+void Importer::attention(const onnx::NodeProto& n, const View& heads, const std::vector<float>& w, int64_t out,
+                         const std::vector<float>& out_bias) {
+  const Source a = sources_[static_cast<size_t>(heads.source)];
+  const int64_t row = row_dim(heads, a.rows, a.cols);
+  if (row < -1 || heads.scale != 1 || static_cast<int64_t>(w.size()) != a.cols * out)
+    fail(n, "projects a " + ints_str(heads.dims) + " value; dltrain reads the attention's output projection of the " +
+                std::to_string(a.rows) + " tokens with their " + std::to_string(a.heads) + " heads side by side (" +
+                std::to_string(a.cols) + " channels)");
+  const Source &q = sources_[static_cast<size_t>(a.q)], &k = sources_[static_cast<size_t>(a.k)],
+               &v = sources_[static_cast<size_t>(a.v)];
+  if (q.tokens.name != k.tokens.name || q.tokens.name != v.tokens.name)
+    fail(n,
+         "is the output of an attention whose queries, keys and values come from different token sequences "
+         "(dltrain's selfAttention projects one)");
+  const Value& x = q.tokens;
+  const int64_t c = x.shape[2], key = a.heads * a.key_dim, value = a.heads * a.value_dim;
+  // Rows [col, col + count) of a projection as (count, C) weights and count biases.
+  auto take = [&](const Source& p, int64_t col, int64_t count, float f, std::vector<float>& wt, std::vector<float>& b) {
+    wt.assign(static_cast<size_t>(count * c), 0.f);
+    b.assign(static_cast<size_t>(count), 0.f);
+    for (int64_t o = 0; o < count; ++o) {
+      for (int64_t i = 0; i < c; ++i)
+        wt[static_cast<size_t>(o * c + i)] = f * p.weight[static_cast<size_t>(i * p.cols + col + o)];
+      b[static_cast<size_t>(o)] = f * p.bias[static_cast<size_t>(col + o)];
+    }
+  };
+  // dltrain scales the scores by 1 / sqrt(key_dim); another scale goes into the queries.
+  const double want = 1.0 / std::sqrt(static_cast<double>(a.key_dim));
+  const float f = std::fabs(a.scale / want - 1) < 1e-6 ? 1.f : static_cast<float>(a.scale / want);
+  std::vector<float> qw, qb, kw, kb, vw, vb;
+  take(q, a.q_col, key, f, qw, qb);
+  take(k, a.k_col, key, 1.f, kw, kb);
+  take(v, a.v_col, value, 1.f, vw, vb);
+  std::vector<float> ow(static_cast<size_t>(out * value));
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t i = 0; i < value; ++i) ow[static_cast<size_t>(o * value + i)] = w[static_cast<size_t>(i * out + o)];
+  LayerSpec& s = add_layer("selfAttention", unique_name(n), {x.name});
+  s.set("NumHeads", std::to_string(a.heads));
+  s.set("NumKeyChannels", std::to_string(key));
+  s.set("NumValueChannels", std::to_string(value));
+  s.set("OutputSize", std::to_string(out));
+  if (a.causal) s.set("AttentionMask", "causal");
+  const std::string name = s.name;
+  last_layer_op_ = n.op_type();
+  add_param(name, "QueryWeights", Shape{key, c}, std::move(qw));
+  add_param(name, "KeyWeights", Shape{key, c}, std::move(kw));
+  add_param(name, "ValueWeights", Shape{value, c}, std::move(vw));
+  add_param(name, "OutputWeights", Shape{out, value}, std::move(ow));
+  add_param(name, "QueryBias", Shape{key}, std::move(qb));
+  add_param(name, "KeyBias", Shape{key}, std::move(kb));
+  add_param(name, "ValueBias", Shape{value}, std::move(vb));
+  attention_bias_[name] = m_.params.size();
+  add_param(name, "OutputBias", Shape{out}, out_bias);
+  Value y{name, Shape{a.rows, 1, out}, false};
+  y.tokens = true;
+  View r = heads;
+  r.source = tokens_source(y);
+  r.dims.back() = out;
+  for (size_t i = 0; i + 1 < r.dims.size(); ++i) r.strides[i] = static_cast<int64_t>(i) == row ? out : 0;
+  views_[define(n)] = r;
+}
+
+// Transpose (0, 2, 1) of a convolution's (N, C, H*W): the tokens of a patch embedding.
+void Importer::image_to_tokens(const onnx::NodeProto& n) {
+  const Value im = flat_images_.at(n.input(0));
+  if (attr_ints(n, "perm", {}) != std::vector<int64_t>{0, 2, 1})
+    fail(n, "transposes an image reshaped to (N, C, H*W) with perm " + ints_str(attr_ints(n, "perm", {})) +
+                "; dltrain reads (0, 2, 1): its pixels as tokens");
+  LayerSpec* conv = m_.network.layers.empty() ? nullptr : &m_.network.layers.back();
+  const bool patches = conv && conv->name == im.name && conv->type == "convolution2d" &&
+                       conv->get_ints("FilterSize", {}, 2) == conv->get_ints("Stride", {1, 1}, 2) &&
+                       conv->get_ints("DilationFactor", {1, 1}, 2) == std::vector<int64_t>{1, 1} &&
+                       conv->get_ints("Padding", {0, 0, 0, 0}, 4) == std::vector<int64_t>{0, 0, 0, 0};
+  if (!patches)
+    fail(n, "makes tokens of the pixels of '" + im.name +
+                "'; dltrain reads tokens of a patch embedding only: a Conv whose kernel equals its stride, without "
+                "padding, right before the Reshape to (N, C, H*W)");
+  const std::vector<int64_t> patch = conv->get_ints("FilterSize", {}, 2);
+  LayerSpec pe;
+  pe.name = conv->name;
+  pe.type = "patchEmbedding";
+  pe.inputs = conv->inputs;
+  set_list(pe, "PatchSize", patch);
+  pe.set("OutputSize", std::to_string(im.shape[2]));
+  pe.set("SpatialFlattenMode", column_major_.count(n.input(0)) ? "column-major" : "row-major");
+  *conv = pe;
+  // The image itself is gone: its ONNX values may no longer be read.
+  for (auto it = values_.begin(); it != values_.end();)
+    it = it->second.name == im.name ? values_.erase(it) : std::next(it);
+  Value t{im.name, Shape{im.shape[0] * im.shape[1], 1, im.shape[2]}, false};
+  t.tokens = true;
+  set_out(n, t);
+}
+
+// Concat (axis 1) of a (1, 1, C) constant and tokens: the class token in front.
+void Importer::class_token(const onnx::NodeProto& n) {
+  const Value v = value(n, 1);
+  const int64_t axis = attr_int(n, "axis", 0), c = v.shape[2];
+  const std::vector<float> t = need_floats(n, 0, "class token");
+  if ((axis != 1 && axis != -2) || static_cast<int64_t>(t.size()) != c)
+    fail(n, "concatenates a " + dims_str(*constant(n.input(0))) + " constant with tokens along axis " +
+                std::to_string(axis) + "; dltrain reads a (1, 1, " + std::to_string(c) +
+                ") class token in front of the sequence (axis 1)");
+  LayerSpec& s = add_layer("embeddingConcatenation", unique_name(n), {v.name});
+  const std::string name = s.name;
+  last_layer_op_ = "Concat";
+  add_param(name, "Weights", Shape{c}, t);
+  Value out{name, Shape{v.shape[0] + 1, 1, c}, false};
+  out.tokens = true;
+  set_out(n, out);
+}
+
+// Add of a (1, S, C) constant to tokens: a learnable position table of S positions.
+void Importer::position_table(const onnx::NodeProto& n, int vi) {
+  const Value v = value(n, vi);
+  const int64_t s = v.shape[0], c = v.shape[2];
+  const std::vector<int64_t> d = dims_of(*constant(n.input(1 - vi)));
+  const std::vector<float> t = need_floats(n, 1 - vi, "position table");
+  const bool table = (d == std::vector<int64_t>{1, s, c} || d == std::vector<int64_t>{s, c});
+  if (!table)
+    fail(n, "adds a " + dims_str(*constant(n.input(1 - vi))) + " constant to " + std::to_string(s) + " tokens of " +
+                std::to_string(c) + " channels; dltrain reads a position table (1, " + std::to_string(s) + ", " +
+                std::to_string(c) + ") or the bias of a projection");
+  LayerSpec& spec = add_layer("positionEmbedding", unique_name(n), {v.name});
+  spec.set("OutputSize", std::to_string(c));
+  spec.set("MaxPosition", std::to_string(s));
+  const std::string name = spec.name;
+  last_layer_op_ = "Add";
+  add_param(name, "Weights", Shape{s, c}, t);
+  Value out = v;
+  out.name = name;
+  set_out(n, out);
+}
+
+// Gather of one token (axis 1): indexing1d of the first or the last.
+void Importer::token_index(const onnx::NodeProto& n, const Value& v) {
+  const onnx::TensorProto& t = need_const(n, 1, "indices");
+  const std::vector<int64_t> idx = ints_of(t, path_ + ": node '" + node_name(n) + "'");
+  const int64_t s = v.shape[0], axis = attr_int(n, "axis", 0);
+  const bool one = idx.size() == 1 && t.dims_size() == 0;
+  const bool first = one && idx[0] == 0, last = one && (idx[0] == s - 1 || idx[0] == -1);
+  if ((axis != 1 && axis != -2) || !(first || last))
+    fail(n, "gathers " + dims_str(t) + " indices along axis " + std::to_string(axis) + " of " + std::to_string(s) +
+                " tokens; dltrain reads one scalar index of the first or the last token (axis 1)");
+  LayerSpec& spec = add_layer("indexing1d", unique_name(n), {v.name});
+  spec.set("Index", first ? "first" : "last");
+  last_layer_op_ = "Gather";
+  set_out(n, Value{spec.name, Shape{1, 1, v.shape[2]}, true});
+}
+
+// ReduceMean over the tokens (axis 1, keepdims 0): globalAveragePooling1d.
+void Importer::token_mean(const onnx::NodeProto& n, const Value& v) {
+  std::vector<int64_t> axes = attr_ints(n, "axes", {});
+  if (opset_ >= 18 && n.input_size() > 1 && !n.input(1).empty())
+    axes = ints_of(need_const(n, 1, "axes"), path_ + ": node '" + node_name(n) + "'");
+  if ((axes != std::vector<int64_t>{1} && axes != std::vector<int64_t>{-2}) || attr_int(n, "keepdims", 1) != 0)
+    fail(n, "averages tokens over axes " + ints_str(axes) + " with keepdims " +
+                std::to_string(attr_int(n, "keepdims", 1)) +
+                "; dltrain reads the mean over the tokens (axis 1, keepdims 0): globalAveragePooling1d");
+  LayerSpec& spec = add_layer("globalAveragePooling1d", unique_name(n), {v.name});
+  last_layer_op_ = "ReduceMean";
+  set_out(n, Value{spec.name, Shape{1, 1, v.shape[2]}, true});
+}
+
+// Arithmetic on one-value float constants (the attention's scale, computed from a shape) and
+// Expand / ConstantOfShape whose result holds as many values as its input.
+bool Importer::float_fold(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  const std::string what = path_ + ": node '" + node_name(n) + "'";
+  auto is_float = [&](int i) {
+    const onnx::TensorProto* t = constant(n.input(i));
+    return t && (t->data_type() == onnx::TensorProto::FLOAT || t->data_type() == onnx::TensorProto::DOUBLE);
+  };
+  auto keep = [&](const std::vector<int64_t>& dims, const std::vector<float>& v) {
+    auto t = std::make_unique<onnx::TensorProto>();
+    set_floats(*t, n.output_size() ? n.output(0) : "", dims, v);
+    owned_.push_back(std::move(t));
+    set_const(n, owned_.back().get());
+  };
+  if (op == "Expand" && n.input_size() == 2 && is_float(0)) {
+    const onnx::TensorProto& x = *constant(n.input(0));
+    std::vector<int64_t> d = dims_of(x), to = ints_of(*constant(n.input(1)), what);
+    std::vector<int64_t> out(std::max(d.size(), to.size()), 1);
+    for (size_t i = 0; i < out.size(); ++i) {
+      const int64_t a = i + d.size() >= out.size() ? d[i + d.size() - out.size()] : 1;
+      int64_t b = i + to.size() >= out.size() ? to[i + to.size() - out.size()] : 1;
+      if (b == kBatchDim) b = 1;  // the batch of the input's Shape: one image
+      if (a != b && a != 1 && b != 1)
+        fail(n, "expands " + dims_str(x) + " to " + ints_str(to) + ": they do not broadcast");
+      out[i] = std::max(a, b);
+    }
+    if (product(out) != product(d))
+      fail(n, "expands a " + dims_str(x) + " constant to " + ints_str(out) +
+                  "; dltrain reads Expand of constants only where no value is repeated (one image)");
+    keep(out, floats_of(x, what));
+    return true;
+  }
+  if (op == "ConstantOfShape") {
+    const auto* a = find_attr(n, "value");
+    if (!a || !a->has_t() || a->t().data_type() != onnx::TensorProto::FLOAT) return false;
+    const std::vector<int64_t> d = ints_of(*constant(n.input(0)), what);
+    for (int64_t x : d)
+      if (x < 0 || x > kMaxFoldValues) fail(n, "makes a " + ints_str(d) + " constant; dltrain folds small ones only");
+    if (product(d) > kMaxFoldValues) fail(n, "makes a " + ints_str(d) + " constant; dltrain folds small ones only");
+    keep(d, std::vector<float>(static_cast<size_t>(product(d)), floats_of(a->t(), what).at(0)));
+    return true;
+  }
+  const bool arithmetic = op == "Sqrt" || op == "Add" || op == "Sub" || op == "Mul" || op == "Div";
+  if (!arithmetic) return false;
+  bool any_float = false;
+  for (int i = 0; i < n.input_size(); ++i) any_float = any_float || is_float(i);
+  if (!any_float) return false;
+  std::vector<double> x;
+  std::vector<int64_t> dims;
+  for (int i = 0; i < n.input_size(); ++i) {
+    const onnx::TensorProto& t = *constant(n.input(i));
+    if (checked_values(t, what) != 1)
+      fail(n, "computes with a " + dims_str(t) + " float constant; dltrain folds one-value float arithmetic only");
+    if (dims_of(t).size() > dims.size()) dims = dims_of(t);
+    x.push_back(is_float(i) ? floats_of(t, what)[0] : static_cast<double>(ints_of(t, what)[0]));
+  }
+  double r = 0;
+  if (op == "Sqrt") r = std::sqrt(x.at(0));
+  if (op == "Add") r = x.at(0) + x.at(1);
+  if (op == "Sub") r = x.at(0) - x.at(1);
+  if (op == "Mul") r = x.at(0) * x.at(1);
+  if (op == "Div") r = x.at(0) / x.at(1);
+  if (!std::isfinite(r)) fail(n, "folds to " + std::to_string(r) + ", not a finite number");
+  keep(dims, {static_cast<float>(r)});
+  return true;
+}
+
+}  // namespace dlt::onnx_detail

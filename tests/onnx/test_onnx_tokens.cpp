@@ -1,0 +1,310 @@
+// Token sequences and attention through ONNX: a transformer written in YAML (column-major
+// patches, class token, a position table longer than the sequence, a causal attention whose
+// value width differs from its key width, per-token MLP, the mean over the tokens) exports
+// and reads back as the same network computing the same probabilities; attention chains
+// written as PyTorch's exporters write them read as one selfAttention layer; and the import
+// refuses, in one line, what does not match (sizes, position tables, masks, batch-2 exports).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "onnx_test_graph.h"
+#include "support/tensor_utils.h"
+#include "util/rng.h"
+
+namespace dlt::test {
+namespace {
+
+const char* kTransformer = R"(
+layers:
+  - {type: imageInput, Name: input, InputSize: [8, 6, 3], Normalization: none}
+  - {type: patchEmbedding, Name: patch, PatchSize: 2, OutputSize: 8}
+  - {type: embeddingConcatenation, Name: cls}
+  - {type: positionEmbedding, Name: pos, OutputSize: 8, MaxPosition: 16}
+  - {type: layerNormalization, Name: ln1}
+  - {type: selfAttention, Name: attn, NumHeads: 2, NumKeyChannels: 8, NumValueChannels: 6, AttentionMask: causal}
+  - {type: addition, Name: add1, Inputs: [attn, pos]}
+  - {type: layerNormalization, Name: ln2}
+  - {type: fullyConnected, Name: fc1, OutputSize: 12, OperationDimension: channel}
+  - {type: gelu, Name: gelu}
+  - {type: fullyConnected, Name: fc2, OutputSize: 8, OperationDimension: channel}
+  - {type: addition, Name: add2, Inputs: [fc2, add1]}
+  - {type: globalAveragePooling1d, Name: mean}
+  - {type: fullyConnected, Name: fc, OutputSize: 3}
+  - {type: softmax, Name: softmax}
+  - {type: classification, Name: output}
+)";
+
+std::vector<float> random_images(int64_t n, int64_t values, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> x(static_cast<size_t>(n * values));
+  for (float& v : x) v = static_cast<float>(rng.normal());
+  return x;
+}
+
+// The tokens of the first layers of a tiny ViT in ONNX: x (1, 3, 4, 4) -> Conv 2x2 stride 2 (4
+// channels) -> Reshape (1, 4, 4) -> Transpose (0, 2, 1): 4 tokens of 4 channels, named "t".
+OnnxBuilder patch_tokens(int64_t batch = 1) {
+  OnnxBuilder b({batch, 3, 4, 4}, 17, false);
+  std::vector<float> w(4 * 3 * 2 * 2);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * static_cast<float>(i % 7) - 0.1f;
+  b.floats("w", {4, 3, 2, 2}, w);
+  b.floats("bias", {4}, {0.1f, -0.2f, 0.3f, 0.f});
+  auto& conv = b.node("Conv", {"x", "w", "bias"}, {"grid"});
+  OnnxBuilder::attr(conv, "kernel_shape", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(conv, "strides", std::vector<int64_t>{2, 2});
+  b.ints("flat_shape", {3}, {batch, 4, 4});
+  b.node("Reshape", {"grid", "flat_shape"}, {"flat"});
+  OnnxBuilder::attr(b.node("Transpose", {"flat"}, {"t"}), "perm", std::vector<int64_t>{0, 2, 1});
+  return b;
+}
+
+// The end of a classifier after tokens `v`: Gather of the first token, Gemm to 2 classes, Softmax.
+void classify_first_token(OnnxBuilder& b, const std::string& v) {
+  b.ints("first", {}, {0});
+  OnnxBuilder::attr(b.node("Gather", {v, "first"}, {"token"}), "axis", int64_t{1});
+  b.floats("head", {4, 2}, {0.5f, -0.5f, 0.25f, 0.1f, -0.3f, 0.2f, 0.4f, -0.1f});
+  b.node("MatMul", {"token", "head"}, {"logits"});
+  OnnxBuilder::attr(b.node("Softmax", {"logits"}, {"prob"}), "axis", int64_t{1});
+  b.output("prob");
+}
+
+// PyTorch's attention over tokens "t" (4 tokens, 4 channels, 2 heads of 2) as the dynamo
+// exporter writes nn.MultiheadAttention: a joint projection, the unflatten into Q, K, V, the
+// heads, the scale on both operands, Softmax, the merge of the heads and the output
+// projection; `mask` adds an (S, S) constant to the scores. `batch`: the images the graph was
+// exported with (baked into the Reshape targets, as the exporters do). Returns the output's name.
+std::string torch_attention(OnnxBuilder& b, const std::vector<float>& mask = {}, int64_t batch = 1) {
+  std::vector<float> wqkv(4 * 12), bqkv(12), wo(4 * 4);
+  for (size_t i = 0; i < wqkv.size(); ++i) wqkv[i] = std::sin(0.7f * static_cast<float>(i));
+  for (size_t i = 0; i < bqkv.size(); ++i) bqkv[i] = 0.1f * std::cos(static_cast<float>(i));
+  for (size_t i = 0; i < wo.size(); ++i) wo[i] = 0.3f * std::cos(1.3f * static_cast<float>(i));
+  b.floats("wqkv", {4, 12}, wqkv);
+  b.floats("bqkv", {12}, bqkv);
+  b.floats("wo", {4, 4}, wo);
+  OnnxBuilder::attr(b.node("Transpose", {"t"}, {"seq_first"}), "perm", std::vector<int64_t>{1, 0, 2});
+  b.node("MatMul", {"seq_first", "wqkv"}, {"qkv_product"});
+  b.node("Add", {"qkv_product", "bqkv"}, {"qkv"});
+  b.ints("unflatten", {4}, {4, batch, 3, 4});
+  b.node("Reshape", {"qkv", "unflatten"}, {"qkv3"});
+  b.ints("zero_axis", {1}, {0});
+  b.node("Unsqueeze", {"qkv3", "zero_axis"}, {"qkv5"});
+  OnnxBuilder::attr(b.node("Transpose", {"qkv5"}, {"qkv5t"}), "perm", std::vector<int64_t>{3, 1, 2, 0, 4});
+  b.ints("squeeze_axis", {1}, {-2});
+  b.node("Squeeze", {"qkv5t", "squeeze_axis"}, {"parts"});
+  b.ints("heads_shape", {3}, {4, batch * 2, 2});
+  b.ints("batch_heads", {4}, {batch, 2, 4, 2});
+  const char* names[3] = {"q", "k", "v"};
+  for (int64_t i = 0; i < 3; ++i) {
+    const std::string p = names[i];
+    b.ints(p + "_index", {}, {i});
+    OnnxBuilder::attr(b.node("Gather", {"parts", p + "_index"}, {p + "_seq"}), "axis", int64_t{0});
+    b.node("Reshape", {p + "_seq", "heads_shape"}, {p + "_split"});
+    OnnxBuilder::attr(b.node("Transpose", {p + "_split"}, {p + "_heads"}), "perm", std::vector<int64_t>{1, 0, 2});
+    b.node("Reshape", {p + "_heads", "batch_heads"}, {p + "_4d"});
+  }
+  OnnxBuilder::attr(b.node("Transpose", {"k_4d"}, {"k_t"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+  b.floats("root_scale", {1}, {1.f / std::sqrt(std::sqrt(2.f))});
+  b.node("Mul", {"q_4d", "root_scale"}, {"q_scaled"});
+  b.node("Mul", {"k_t", "root_scale"}, {"k_scaled"});
+  b.node("MatMul", {"q_scaled", "k_scaled"}, {"scores"});
+  std::string scores = "scores";
+  if (!mask.empty()) {
+    b.floats("mask", {4, 4}, mask);
+    b.node("Add", {"scores", "mask"}, {"masked"});
+    scores = "masked";
+  }
+  OnnxBuilder::attr(b.node("Softmax", {scores}, {"probs"}), "axis", int64_t{-1});
+  b.node("MatMul", {"probs", "v_4d"}, {"weighted"});
+  OnnxBuilder::attr(b.node("Transpose", {"weighted"}, {"merged_t"}), "perm", std::vector<int64_t>{2, 0, 1, 3});
+  b.ints("merged_shape", {2}, {4 * batch, 4});
+  b.node("Reshape", {"merged_t", "merged_shape"}, {"merged"});
+  OnnxBuilder::attr(b.node("Gemm", {"merged", "wo"}, {"projected"}), "transB", int64_t{1});
+  b.ints("back_shape", {3}, {4, batch, 4});
+  b.node("Reshape", {"projected", "back_shape"}, {"back"});
+  OnnxBuilder::attr(b.node("Transpose", {"back"}, {"attended"}), "perm", std::vector<int64_t>{1, 0, 2});
+  return "attended";
+}
+
+// The same attention computed directly (double): the class probabilities of the first token's
+// head for image x (1, 3, 4, 4 NCHW as the graph reads it), causal when asked.
+std::vector<double> reference(OnnxBuilder& b, const std::vector<float>& x_nchw, bool causal) {
+  auto init = [&](const std::string& name) {
+    for (const auto& t : b.model().graph().initializer())
+      if (t.name() == name) {
+        std::vector<float> v(static_cast<size_t>(t.raw_data().size() / sizeof(float)));
+        std::memcpy(v.data(), t.raw_data().data(), t.raw_data().size());
+        return std::vector<double>(v.begin(), v.end());
+      }
+    FAIL("no initializer " << name);
+    return std::vector<double>{};
+  };
+  const auto w = init("w"), bias = init("bias"), wqkv = init("wqkv"), bqkv = init("bqkv"), wo = init("wo"),
+             head = init("head");
+  double t[4][4];  // token (row-major patch) x channel
+  for (int gy = 0; gy < 2; ++gy)
+    for (int gx = 0; gx < 2; ++gx)
+      for (int k = 0; k < 4; ++k) {
+        double s = bias[static_cast<size_t>(k)];
+        for (int c = 0; c < 3; ++c)
+          for (int dy = 0; dy < 2; ++dy)
+            for (int dx = 0; dx < 2; ++dx)
+              s += w[static_cast<size_t>(((k * 3 + c) * 2 + dy) * 2 + dx)] *
+                   x_nchw[static_cast<size_t>((c * 4 + gy * 2 + dy) * 4 + gx * 2 + dx)];
+        t[gy * 2 + gx][k] = s;
+      }
+  double qkv[4][12];
+  for (int s = 0; s < 4; ++s)
+    for (int o = 0; o < 12; ++o) {
+      qkv[s][o] = bqkv[static_cast<size_t>(o)];
+      for (int c = 0; c < 4; ++c) qkv[s][o] += t[s][c] * wqkv[static_cast<size_t>(c * 12 + o)];
+    }
+  double merged[4][4] = {};
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 4; ++i) {
+      double p[4], sum = 0, top = -1e300;
+      for (int j = 0; j < 4; ++j) {
+        p[j] = 0;
+        for (int d = 0; d < 2; ++d) p[j] += qkv[i][h * 2 + d] * qkv[j][4 + h * 2 + d];
+        p[j] /= std::sqrt(2.0);
+        if (causal && j > i) p[j] = -1e300;
+        top = std::max(top, p[j]);
+      }
+      for (int j = 0; j < 4; ++j) sum += p[j] = (causal && j > i) ? 0 : std::exp(p[j] - top);
+      for (int d = 0; d < 2; ++d)
+        for (int j = 0; j < 4; ++j) merged[i][h * 2 + d] += p[j] / sum * qkv[j][8 + h * 2 + d];
+    }
+  double first[4];  // the first token after the output projection (Gemm transB: wo is (out, in))
+  for (int o = 0; o < 4; ++o) {
+    first[o] = 0;
+    for (int c = 0; c < 4; ++c) first[o] += merged[0][c] * wo[static_cast<size_t>(o * 4 + c)];
+  }
+  double logit[2];
+  for (int k = 0; k < 2; ++k) {
+    logit[k] = 0;
+    for (int c = 0; c < 4; ++c) logit[k] += first[c] * head[static_cast<size_t>(c * 2 + k)];
+  }
+  const double top = std::max(logit[0], logit[1]);
+  const double e0 = std::exp(logit[0] - top), e1 = std::exp(logit[1] - top);
+  return {e0 / (e0 + e1), e1 / (e0 + e1)};
+}
+
+// NCHW image -> the NHWC layout `probabilities` reads.
+std::vector<float> to_nhwc(const std::vector<float>& nchw, int64_t c, int64_t h, int64_t w) {
+  std::vector<float> out(nchw.size());
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x)
+        out[static_cast<size_t>((y * w + x) * c + ch)] = nchw[static_cast<size_t>((ch * h + y) * w + x)];
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("onnx tokens: a transformer from YAML exports and reads back as the same network", "[onnx][vit]") {
+  Network net(network_spec_from_yaml(kTransformer, "transformer.yaml"), Device::cpu());
+  net.init_params(7);
+  ModelData m = net.to_model_data();
+  m.classes = {"a", "b", "c"};
+  TempDir dir;
+  const std::string path = dir.file("vit.onnx");
+  export_onnx(m, path);
+  const ModelData back = import_onnx(path, {});
+  std::vector<std::string> types;
+  for (const auto& l : back.network.layers) types.push_back(l.type);
+  CHECK(types == std::vector<std::string>{"imageInput", "patchEmbedding", "embeddingConcatenation", "positionEmbedding",
+                                          "layerNormalization", "selfAttention", "addition", "layerNormalization",
+                                          "fullyConnected", "gelu", "fullyConnected", "addition",
+                                          "globalAveragePooling1d", "fullyConnected", "softmax", "classification"});
+  const LayerSpec* attn = layer_of_type(back, "selfAttention");
+  REQUIRE(attn);
+  CHECK(attn->get_string("AttentionMask", "none") == "causal");
+  CHECK(attn->get_int("NumHeads", 0) == 2);
+  CHECK(attn->get_int("NumKeyChannels", 0) == 8);
+  CHECK(attn->get_int("NumValueChannels", 0) == 6);
+  CHECK(layer_of_type(back, "patchEmbedding")->get_string("SpatialFlattenMode", "") == "column-major");
+  const std::vector<float> x = random_images(3, 8 * 6 * 3, 11);
+  const std::vector<float> p = probabilities(m, x, 3), q = probabilities(back, x, 3);
+  REQUIRE(p.size() == q.size());
+  double diff = 0;
+  for (size_t i = 0; i < p.size(); ++i) diff = std::max(diff, std::fabs(double(p[i]) - q[i]));
+  CHECK(diff < 1e-5);
+  // Not a trivially uniform output: the images are told apart.
+  CHECK(std::fabs(p[0] - p[3]) + std::fabs(p[1] - p[4]) > 1e-3);
+}
+
+TEST_CASE("onnx tokens: PyTorch's attention chain reads as one selfAttention layer", "[onnx][vit]") {
+  for (const bool causal : {false, true}) {
+    INFO((causal ? "causal" : "no mask"));
+    OnnxBuilder b = patch_tokens();
+    std::vector<float> mask;
+    if (causal) {
+      mask.assign(16, 0.f);
+      for (int r = 0; r < 4; ++r)
+        for (int c = r + 1; c < 4; ++c) mask[static_cast<size_t>(r * 4 + c)] = -INFINITY;
+    }
+    classify_first_token(b, torch_attention(b, mask));
+    const ModelData m = imported(b);
+    const LayerSpec* attn = layer_of_type(m, "selfAttention");
+    REQUIRE(attn);
+    CHECK(attn->get_int("NumHeads", 0) == 2);
+    CHECK(attn->get_string("AttentionMask", "none") == (causal ? "causal" : "none"));
+    CHECK(layer_of_type(m, "patchEmbedding"));
+    CHECK(layer_of_type(m, "indexing1d"));
+    std::vector<float> x(48);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i) + 1.f);
+    const std::vector<double> want = reference(b, x, causal);
+    const std::vector<float> got = probabilities(m, to_nhwc(x, 3, 4, 4), 1);
+    REQUIRE(got.size() == 2);
+    CHECK(std::fabs(got[0] - want[0]) < 1e-5);
+    CHECK(std::fabs(got[1] - want[1]) < 1e-5);
+  }
+}
+
+TEST_CASE("onnx tokens: hostile token graphs are refused in one line", "[onnx][vit]") {
+  SECTION("a Reshape of tokens whose sizes do not match") {
+    OnnxBuilder b = patch_tokens();
+    b.ints("bad", {3}, {1, 4, 3});
+    b.node("Reshape", {"t", "bad"}, {"r"});
+    classify_first_token(b, "r");
+    const std::string e = import_error(b);
+    CHECK_THAT(e, Catch::Contains("node 'r' (Reshape): reshapes [1, 4, 4] to [1, 4, 3]: the sizes do not match"));
+    CHECK(e.find('\n') == std::string::npos);
+  }
+  SECTION("a position table of the wrong length") {
+    OnnxBuilder b = patch_tokens();
+    b.floats("table", {1, 5, 4}, std::vector<float>(20, 0.1f));
+    b.node("Add", {"t", "table"}, {"p"});
+    classify_first_token(b, "p");
+    CHECK_THAT(import_error(b), Catch::Contains("node 'p' (Add): adds a 1x5x4 constant to 4 tokens of 4 channels; "
+                                                "dltrain reads a position table (1, 4, 4)"));
+  }
+  SECTION("a mask on the scores that is not causal") {
+    OnnxBuilder b = patch_tokens();
+    std::vector<float> mask(16, 0.f);
+    mask[4] = -INFINITY;  // hides key 0 from query 1: not the causal pattern
+    classify_first_token(b, torch_attention(b, mask));
+    CHECK_THAT(import_error(b), Catch::Contains("node 'masked' (Add): adds a 4x4 constant to attention scores "
+                                                "[1, 2, 4, 4]; dltrain reads only a causal mask there"));
+  }
+  SECTION("a graph exported with two images") {
+    OnnxBuilder b = patch_tokens(2);
+    classify_first_token(b, torch_attention(b, {}, 2));
+    const std::string e = import_error(b);
+    CHECK_THAT(e, Catch::Contains("the sizes do not match (the graph was exported with a batch of 2 images; dltrain "
+                                  "reads token graphs exported with one"));
+  }
+  SECTION("an image layer on tokens") {
+    OnnxBuilder b = patch_tokens();
+    b.node("Relu", {"t"}, {"relu"});  // element-wise: fine on tokens
+    OnnxBuilder::attr(b.node("MaxPool", {"relu"}, {"pooled"}), "kernel_shape", std::vector<int64_t>{2, 2});
+    classify_first_token(b, "pooled");
+    CHECK_THAT(import_error(b),
+               Catch::Contains("node 'pooled' (MaxPool): its input 'relu' is a token sequence (N, S, C)"));
+  }
+}
+
+}  // namespace dlt::test
