@@ -106,7 +106,21 @@ def build_model(arch, side):
     if arch.startswith("vit_"):
         kwargs["image_size"] = side
     torch.manual_seed(0)
-    return torchvision.models.get_model(arch, **kwargs).eval()
+    model = torchvision.models.get_model(arch, **kwargs).eval()
+    if one_image(arch):
+        draw_zeros(model)
+    return model
+
+
+def draw_zeros(model, std=0.2):
+    """Draws the parameters that start at zero (torchvision's transformers start their head, class
+    token and attention biases so): a zero head gives uniform probabilities, which compare equal
+    whatever the network computes."""
+    import torch
+    with torch.no_grad():
+        for p in model.parameters():
+            if not p.abs().sum():
+                p.normal_(0.0, std)
 
 
 def make_images(n, side, seed=0):
@@ -471,7 +485,8 @@ def table(results, archs, exporters, versions, minutes, args, reused):
         f"{args.threads} threads, {minutes:.0f} min for the whole table"
         + (f" (exports of {reused} of the {len(archs)} architectures reused from an earlier run, --reuse)."
            if reused else "."),
-        "Random weights (seed 0), num_classes 10, the ImageNet normalisation and a softmax inside the graph, the "
+        "Random weights (seed 0; the transformers' zero-initialised parameters drawn too), num_classes 10, the "
+        "ImageNet normalisation and a softmax inside the graph, the "
         f"last Linear (squeezenet: Conv) scaled so the logits of the {args.images} fixed PNG images have standard "
         f"deviation {LOGIT_STD:g} over the classes. Input {args.size}x{args.size} (inception_v3 75, alexnet / vgg / "
         "maxvit 224). A cell reads `ok A / B`: A = largest |probability difference| of `dltrain classify` against "
