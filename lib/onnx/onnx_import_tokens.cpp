@@ -12,6 +12,7 @@
 //   view is refused.
 // The graph must be exported with one image: exporters bake the batch into the heads' Reshape
 // targets.
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -108,7 +109,8 @@ std::vector<int64_t> result_strides(const std::vector<int64_t>& leading, int64_t
 }
 
 bool reads_tokens(const std::string& op) {
-  for (const char* o : {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "MatMul", "Gather", "Shape", "Concat"})
+  for (const char* o :
+       {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "MatMul", "Gather", "Shape", "Concat", "Slice", "Split"})
     if (op == o) return true;
   return false;
 }
@@ -264,6 +266,10 @@ bool Importer::token_node(const onnx::NodeProto& n) {
     view_squeeze(n, v);
   else if (op == "Gather")
     view_gather(n, v);
+  else if (op == "Slice")
+    view_slice(n, v);
+  else if (op == "Split")
+    view_split(n, v);
   else
     return false;
   return true;
@@ -394,6 +400,78 @@ void Importer::view_gather(const onnx::NodeProto& n, const View& v) {
     out.dims[a] = 1;
   }
   views_[define(n)] = out;
+}
+
+// Slice with steps >= 1 (timm's unbind of Q, K and V, as the dynamo exporter writes it).
+void Importer::view_slice(const onnx::NodeProto& n, const View& v) {
+  const std::string what = path_ + ": node '" + node_name(n) + "'";
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (opset_ >= 10) {
+    starts = ints_of(need_const(n, 1, "starts"), what);
+    ends = ints_of(need_const(n, 2, "ends"), what);
+    if (n.input_size() > 3 && !n.input(3).empty()) axes = ints_of(need_const(n, 3, "axes"), what);
+    if (n.input_size() > 4 && !n.input(4).empty()) steps = ints_of(need_const(n, 4, "steps"), what);
+  } else {
+    starts = attr_ints(n, "starts", {});
+    ends = attr_ints(n, "ends", {});
+    axes = attr_ints(n, "axes", {});
+  }
+  const int64_t r = static_cast<int64_t>(v.dims.size());
+  if (axes.empty())
+    for (int64_t i = 0; i < static_cast<int64_t>(starts.size()); ++i) axes.push_back(i);
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (starts.size() != ends.size() || starts.size() != axes.size() || starts.size() != steps.size())
+    fail(n, "has " + std::to_string(starts.size()) + " starts, " + std::to_string(ends.size()) + " ends, " +
+                std::to_string(axes.size()) + " axes and " + std::to_string(steps.size()) + " steps");
+  View out = v;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
+    if (a < 0 || a >= r) fail(n, "axis " + std::to_string(axes[i]) + " is out of range for " + ints_str(v.dims));
+    if (steps[i] < 1)
+      fail(n, "slices " + ints_str(v.dims) + " with step " + std::to_string(steps[i]) +
+                  " inside an attention; dltrain reads steps of 1 or more");
+    const size_t ax = static_cast<size_t>(a);
+    const int64_t d = v.dims[ax];
+    auto clamp = [d](int64_t x) { return std::clamp<int64_t>(x < 0 ? x + d : x, 0, d); };
+    const int64_t s = clamp(starts[i]), e = clamp(ends[i]);
+    const int64_t count = e > s ? (e - s + steps[i] - 1) / steps[i] : 0;
+    if (count == 0) fail(n, "slices nothing of " + ints_str(v.dims) + " (axis " + std::to_string(a) + ")");
+    out.offset += s * out.strides[ax];
+    out.dims[ax] = count;
+    out.strides[ax] *= steps[i];
+  }
+  views_[define(n)] = out;
+}
+
+// Split into parts along one axis (timm's unbind, as the TorchScript exporter writes it).
+void Importer::view_split(const onnx::NodeProto& n, const View& v) {
+  const int64_t r = static_cast<int64_t>(v.dims.size());
+  int64_t axis = attr_int(n, "axis", 0);
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r) fail(n, "axis " + std::to_string(attr_int(n, "axis", 0)) + " is out of range");
+  const size_t ax = static_cast<size_t>(axis);
+  std::vector<int64_t> sizes = attr_ints(n, "split", {});
+  if (n.input_size() > 1 && !n.input(1).empty())
+    sizes = ints_of(need_const(n, 1, "split"), path_ + ": node '" + node_name(n) + "'");
+  const int64_t parts = n.output_size();
+  if (sizes.empty()) {
+    if (parts < 1 || v.dims[ax] % parts != 0)
+      fail(n, "splits " + std::to_string(v.dims[ax]) + " into " + std::to_string(parts) + " unequal parts");
+    sizes.assign(static_cast<size_t>(parts), v.dims[ax] / parts);
+  }
+  int64_t total = 0;
+  for (int64_t s : sizes) total += s < 1 ? v.dims[ax] + 1 : s;
+  if (static_cast<int64_t>(sizes.size()) != parts || total != v.dims[ax])
+    fail(n, "splits " + std::to_string(v.dims[ax]) + " values into " + ints_str(sizes) + " for " +
+                std::to_string(parts) + " outputs");
+  int64_t start = 0;
+  for (int i = 0; i < parts; ++i) {
+    View out = v;
+    out.offset += start * v.strides[ax];
+    out.dims[ax] = sizes[static_cast<size_t>(i)];
+    start += sizes[static_cast<size_t>(i)];
+    if (!n.output(i).empty()) views_[define(n, i)] = out;
+  }
 }
 
 void Importer::view_scale(const onnx::NodeProto& n, int vi) {

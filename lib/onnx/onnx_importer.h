@@ -280,6 +280,8 @@ class Importer {
   void view_transpose(const onnx::NodeProto& n, const View& v);
   void view_squeeze(const onnx::NodeProto& n, const View& v);
   void view_gather(const onnx::NodeProto& n, const View& v);
+  void view_slice(const onnx::NodeProto& n, const View& v);
+  void view_split(const onnx::NodeProto& n, const View& v);
   void view_matmul(const onnx::NodeProto& n);
   void view_add(const onnx::NodeProto& n, int vi);
   void view_scale(const onnx::NodeProto& n, int vi);

@@ -251,8 +251,27 @@ def finetune_twin(res):
         rows.append([name, f"{r['dltrain_accuracy_mean']:.1f}% ± {r['dltrain_accuracy_sd']:.1f}",
                      f"{r['pytorch_accuracy_mean']:.1f}% ± {r['pytorch_accuracy_sd']:.1f}", f"{diff:+.1f}",
                      f"{r['dltrain_epoch_s']:.1f}", f"{r['pytorch_epoch_s']:.1f}", f"{speedup:.2f}x"])
-    return run["header"] + [""] + table(["network", "dltrain accuracy", "PyTorch accuracy", "difference", "dltrain s / epoch",
-                                         "PyTorch s / epoch", "dltrain speed-up"], ["---"] * 7, rows)
+    out = run["header"] + [""] + table(["network", "dltrain accuracy", "PyTorch accuracy", "difference", "dltrain s / epoch",
+                                        "PyTorch s / epoch", "dltrain speed-up"], ["---"] * 7, rows)
+    if any(name.endswith("-finetune_vit_vs_pytorch.jsonl") for name in os.listdir(res.dir)):
+        out += ["", finetune_vit(res)]
+    return out
+
+
+def finetune_vit(res):
+    """The imported ViT's fine-tuning (finetune_vs_pytorch --networks vit_small --result
+    finetune_vit_vs_pytorch) as one sentence under the CNNs' table."""
+    f = res.latest("-finetune_vit_vs_pytorch.jsonl")
+    run = res.run(f)
+    r = res.rows(f)[0]
+    if "dltrain_error" in r:
+        return f"An imported ViT ({r['network']}, `{run['command']}`): dltrain failed: {r['dltrain_error']}."
+    return (f"An imported ViT (`{run['command']}`; {run['machine']}, {run['threads']} threads): torchvision's "
+            f"VisionTransformer at 32x32 (4x4 patches, 4 blocks of 3 heads, width 96) pretrained by PyTorch on "
+            f"CIFAR-10 ({r['pretrained']:.1f}%), exported with one image, fine-tuned at 32x32 with the options above: "
+            f"dltrain {r['dltrain_accuracy_mean']:.1f}% ± {r['dltrain_accuracy_sd']:.1f}, PyTorch "
+            f"{r['pytorch_accuracy_mean']:.1f}% ± {r['pytorch_accuracy_sd']:.1f}; {r['dltrain_epoch_s']:.1f} s against "
+            f"{r['pytorch_epoch_s']:.1f} s per epoch.")
 
 
 def regression_twin(res):

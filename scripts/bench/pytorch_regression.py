@@ -19,7 +19,8 @@ options from the config's `training:` section: sgdm = torch.optim.SGD(lr=Initial
 momentum=Momentum, weight_decay=L2Regularization times each learnable's L2 factor, as dltrain
 applies it: weights 1, biases 0 (BiasL2Factor), batch-norm scale and offset 1), piecewise
 schedule (lr * LearnRateDropFactor^floor(epoch / LearnRateDropPeriod)), MiniBatchSize with the
-last partial mini-batch of each epoch dropped (as MATLAB), Shuffle, MaxEpochs. Batch norm: the
+last partial mini-batch of each epoch dropped (as MATLAB), Shuffle (torch.randperm from a generator
+of its own, pytorch_cpu.order_seed, as dltrain draws the order apart from the weights), MaxEpochs. Batch norm: the
 running statistics decay 0.1 with the unbiased batch variance (torch's momentum 0.1, as
 dltrain's MeanDecay / VarianceDecay); dropout scales by 1/(1-p) in training (both).
 
@@ -221,7 +222,7 @@ def main():
     n = train_x.shape[0]
     bsz = min(batch, n)
     per_epoch = n // bsz  # MATLAB drops the last partial mini-batch
-    gen = torch.Generator().manual_seed(args.seed)
+    gen = torch.Generator().manual_seed(pytorch_cpu.order_seed(args.seed))  # not the weights' stream
     epoch_seconds, epoch_rmse = [], []
     last_loss = float("nan")
     log(f"{epochs} epochs x {per_epoch} iterations of {bsz}; lr {lr0} "

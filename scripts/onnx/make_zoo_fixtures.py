@@ -106,10 +106,56 @@ def tiny_models():
         zc.draw_zeros(m)
         return m
 
+    def vit_timm():
+        # timm's VisionTransformer layout, written out (timm is not a torchvision model): a joint
+        # qkv Linear reshaped to (B, N, 3, H, d), permuted and unbound, F.scaled_dot_product_attention,
+        # no class token, the mean over the tokens before the head
+        import torch
+        import torch.nn.functional as F
+
+        class Attention(nn.Module):
+            def __init__(self, dim, heads):
+                super().__init__()
+                self.heads = heads
+                self.qkv = nn.Linear(dim, dim * 3)
+                self.proj = nn.Linear(dim, dim)
+
+            def forward(self, x):
+                b, n, c = x.shape
+                q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+                return self.proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, n, c))
+
+        class Block(nn.Module):
+            def __init__(self, dim, heads):
+                super().__init__()
+                self.norm1, self.attn, self.norm2 = nn.LayerNorm(dim), Attention(dim, heads), nn.LayerNorm(dim)
+                self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+
+            def forward(self, x):
+                x = x + self.attn(self.norm1(x))
+                return x + self.mlp(self.norm2(x))
+
+        class Vit(nn.Module):
+            def __init__(self, dim=16, heads=2):
+                super().__init__()
+                self.patch_embed = nn.Conv2d(3, dim, 8, 8)
+                self.pos_embed = nn.Parameter(torch.randn(1, (SIDE // 8) ** 2, dim) * 0.2)
+                self.blocks = nn.Sequential(Block(dim, heads), Block(dim, heads))
+                self.norm, self.head = nn.LayerNorm(dim), nn.Linear(dim, 10)
+
+            def forward(self, x):
+                x = self.patch_embed(x).flatten(2).transpose(1, 2) + self.pos_embed
+                return self.head(self.norm(self.blocks(x)).mean(1))
+
+        m = Vit()
+        zc.draw_zeros(m)
+        return m
+
     return {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small,
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
-            "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck, "vit": vit_tiny}
+            "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck, "vit": vit_tiny,
+            "vit_timm": vit_timm}
 
 
 def write_fixture(name, make, exporter, out_dir):

@@ -193,12 +193,15 @@ def wrap(model):
     return Wrapped(model).eval()
 
 
-def export(model, x, path, exporter, keep_batchnorm=False):
+def export(model, x, path, exporter, keep_batchnorm=False, dynamic_batch=False):
     """Exports in inference mode. Both exporters fold BatchNormalization into the convolution
     before it (the dynamo exporter through onnxscript's rewrite rules, TorchScript's in its eval
     pass), which is right for inference but leaves nothing for fine-tuning to normalise with:
-    keep_batchnorm=True keeps the BatchNormalization nodes (their running statistics) instead."""
+    keep_batchnorm=True keeps the BatchNormalization nodes (their running statistics) instead.
+    dynamic_batch: the batch a symbolic dimension (what onnxruntime runs a transformer at any
+    batch with; dltrain reads the fixed one-image export)."""
     import torch
+    dynamic = {"dynamic_axes": {"input": {0: "N"}, "prob": {0: "N"}}} if dynamic_batch else {}
     if exporter == "dynamo":
         import onnxscript.rewriter as rewriter
         default_rules = rewriter._DEFAULT_REWRITE_RULES
@@ -207,13 +210,13 @@ def export(model, x, path, exporter, keep_batchnorm=False):
             bn_rules = set(map(id, _fuse_batchnorm.rules.rules))
             rewriter._DEFAULT_REWRITE_RULES = tuple(r for r in default_rules if id(r) not in bn_rules)
         try:
-            torch.onnx.export(model, (x,), path, dynamo=True, input_names=["input"], output_names=["prob"])
+            torch.onnx.export(model, (x,), path, dynamo=True, input_names=["input"], output_names=["prob"], **dynamic)
         finally:
             rewriter._DEFAULT_REWRITE_RULES = default_rules
     else:
         mode = torch.onnx.TrainingMode.PRESERVE if keep_batchnorm else torch.onnx.TrainingMode.EVAL
         torch.onnx.export(model, (x,), path, dynamo=False, opset_version=17, input_names=["input"],
-                          output_names=["prob"], training=mode)
+                          output_names=["prob"], training=mode, **dynamic)
 
 
 def one_image(arch):
