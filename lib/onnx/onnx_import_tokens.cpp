@@ -870,7 +870,7 @@ bool Importer::float_fold(const onnx::NodeProto& n) {
     keep(d, std::vector<float>(static_cast<size_t>(product(d)), floats_of(a->t(), what).at(0)));
     return true;
   }
-  const bool arithmetic = op == "Sqrt" || op == "Add" || op == "Sub" || op == "Mul" || op == "Div";
+  const bool arithmetic = op == "Sqrt" || op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow";
   if (!arithmetic) return false;
   bool any_float = false;
   for (int i = 0; i < n.input_size(); ++i) any_float = any_float || is_float(i);
@@ -890,6 +890,7 @@ bool Importer::float_fold(const onnx::NodeProto& n) {
   if (op == "Sub") r = x.at(0) - x.at(1);
   if (op == "Mul") r = x.at(0) * x.at(1);
   if (op == "Div") r = x.at(0) / x.at(1);
+  if (op == "Pow") r = std::pow(x.at(0), x.at(1));
   if (!std::isfinite(r)) fail(n, "folds to " + std::to_string(r) + ", not a finite number");
   keep(dims, {static_cast<float>(r)});
   return true;

@@ -232,8 +232,28 @@ def onnx_inference_cpu(res):
         ratio = r.get("ratio", min(r["pytorch"], r["onnxruntime"]) / r["dltrain"])
         spread = f" ({r['ratio_min']:.2f}-{r['ratio_max']:.2f})" if "ratio_min" in r and run.get("rounds", 1) > 1 else ""
         rows.append([r["network"], cell(r, "dltrain"), cell(r, "pytorch"), cell(r, "onnxruntime"), f"{ratio:.2f}x{spread}"])
-    return run["header"] + [""] + table(["network", "dltrain", "PyTorch eager", "onnxruntime", "dltrain vs the faster peer"],
-                                        ["---"] * 5, rows)
+    out = run["header"] + [""] + table(["network", "dltrain", "PyTorch eager", "onnxruntime", "dltrain vs the faster peer"],
+                                       ["---"] * 5, rows)
+    if any(name.endswith("-onnx_inference_vit.jsonl") for name in os.listdir(res.dir)):
+        out += ["", onnx_inference_vit(res)]
+    return out
+
+
+def onnx_inference_vit(res):
+    """The transformers' run of onnx_inference_vs_peers (--result onnx_inference_vit) as one sentence."""
+    f = res.latest("-onnx_inference_vit.jsonl")
+    run = res.run(f)
+    parts = []
+    for r in res.rows(f):
+        if "dltrain" not in r:
+            parts.append(f"{r['network']} import failed: {r.get('dltrain_error', '?')}")
+            continue
+        load = max(r.get(s + "_load", 0) for s in ("dltrain", "pytorch", "onnxruntime"))
+        parts.append(f"{r['network']} dltrain {r['dltrain']:.0f} ms, PyTorch {r['pytorch']:.0f} ms, onnxruntime "
+                     f"{r['onnxruntime']:.0f} ms: {min(r['pytorch'], r['onnxruntime']) / r['dltrain']:.2f}x"
+                     + (f" (foreign load up to {load:.1f} cores)" if load >= 0.3 else ""))
+    return (f"Imported transformers (`{run['command']}`, {run['date']}, {run['machine']}, batch {run['batch']}; dltrain "
+            f"reads the one-image export, onnxruntime one with a symbolic batch): " + "; ".join(parts) + ".")
 
 
 def finetune_twin(res):

@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """Test helper (cli.onnx_finetune_twin): PyTorch's side of fine-tuning an imported network.
 Small MobileNetV2- and EfficientNet-like networks (inverted residuals with batch norm; ReLU6,
-or SiLU with squeeze-and-excitation), random weights and running statistics, exported in
+or SiLU with squeeze-and-excitation) and a small vision transformer (vit: class token, position
+table, one attention block written out), random weights and running statistics, exported in
 inference mode with their BatchNormalization nodes kept (TrainingMode.PRESERVE of an eval
 model), plus generated PNG class folders. Then the same weights fine-tuned as dltrain's
 `base: {Model: NAME.onnx, RemoveLast: 3}` + fullyConnected(K, zero weights and bias,
 WeightLearnRateFactor 10, BiasLearnRateFactor 20) + softmax + classification does it: sgdm,
-momentum 0.9, L2 1e-4 on weights and batch-norm scale / offset (not biases), one mini-batch of
+momentum 0.9, L2 1e-4 on weights, normalisations' scale / offset and the ViT's class token and
+position table (not biases), one mini-batch of
 every image, batch norm with batch statistics. Writes the loss of each step.
 Usage: finetune_twin.py export OUTDIR NAME       (NAME.onnx, data/train/cK/*.png)
        finetune_twin.py train OUTDIR NAME STEPS LR   (NAME.losses.txt: one loss per step)"""
@@ -46,7 +48,43 @@ class InvertedResidual(nn.Module):
         return x + self.body(x)
 
 
+class VisionTransformer(nn.Module):
+    """A small ViT at 24x24: 4x4 patches (36 tokens of 16 channels), a class token, a position
+    table, one pre-norm block (a joint qkv Linear split into 2 heads, softmax(Q K^T / sqrt(d)) V
+    written out, the output projection; LayerNorm, Linear, GELU, Linear), a last LayerNorm and
+    the class token's Linear (head)."""
+
+    def __init__(self, dim=16, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.patch = nn.Conv2d(3, dim, 4, 4)
+        self.cls = nn.Parameter(torch.randn(1, 1, dim) * 0.5)
+        self.pos = nn.Parameter(torch.randn(1, (SIZE // 4) ** 2 + 1, dim) * 0.5)
+        self.norm1, self.qkv, self.proj = nn.LayerNorm(dim), nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.norm2, self.mlp = nn.LayerNorm(dim), nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+        self.norm, self.head = nn.LayerNorm(dim), nn.Linear(dim, 10)
+
+    def forward(self, x):
+        x = self.patch(x).flatten(2).transpose(1, 2)
+        b, _, c = x.shape
+        x = torch.cat([self.cls.expand(b, -1, -1), x], 1) + self.pos
+        n, d = x.shape[1], c // self.heads
+        q, k, v = self.qkv(self.norm1(x)).reshape(b, n, 3, self.heads, d).permute(2, 0, 3, 1, 4)
+        a = torch.softmax(q @ k.transpose(-2, -1) / d ** 0.5, -1) @ v
+        x = x + self.proj(a.transpose(1, 2).reshape(b, n, c))
+        x = x + self.mlp(self.norm2(x))
+        return self.head(self.norm(x)[:, 0])
+
+
 def build(name):
+    if name == "vit":
+        net = VisionTransformer()
+        with torch.no_grad():  # LayerNorm's scale and offset away from 1 / 0
+            for m in net.modules():
+                if isinstance(m, nn.LayerNorm):
+                    m.weight.uniform_(0.5, 1.5)
+                    m.bias.normal_(0, 0.1)
+        return net.eval()
     act, se = {"mobilenet": (nn.ReLU6, False), "efficientnet": (nn.SiLU, True)}[name]
     net = nn.Sequential(conv_bn(3, 8, 3, 2, act=act), InvertedResidual(8, 4, act, se), InvertedResidual(8, 4, act, se),
                         conv_bn(8, 32, act=act), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
@@ -90,10 +128,14 @@ def train(outdir, name, steps, lr):
     torch.manual_seed(1)
     net = build(name)
     net.load_state_dict(torch.load(os.path.join(outdir, name + ".pt")))
-    head = nn.Linear(32, CLASSES)
+    vit = isinstance(net, VisionTransformer)
+    head = nn.Linear((net.head if vit else net[-1]).in_features, CLASSES)
     nn.init.zeros_(head.weight)
     nn.init.zeros_(head.bias)
-    net[-1] = head
+    if vit:
+        net.head = head
+    else:
+        net[-1] = head
     net.train()
     decay, no_decay = [], []
     for m in net.modules():
@@ -103,8 +145,10 @@ def train(outdir, name, steps, lr):
             decay.append(m.weight)
             if m.bias is not None:
                 no_decay.append(m.bias)
-        elif isinstance(m, nn.BatchNorm2d):
+        elif isinstance(m, (nn.BatchNorm2d, nn.LayerNorm)):
             decay += [m.weight, m.bias]
+    if vit:  # dltrain's class token and position table have L2 factor 1
+        decay += [net.cls, net.pos]
     opt = torch.optim.SGD([{"params": decay, "weight_decay": 1e-4, "lr": lr},
                            {"params": no_decay, "weight_decay": 0.0, "lr": lr},
                            {"params": [head.weight], "weight_decay": 1e-4, "lr": 10 * lr},
