@@ -252,7 +252,7 @@ def onnx_inference_vit(res):
         parts.append(f"{r['network']} dltrain {r['dltrain']:.0f} ms, PyTorch {r['pytorch']:.0f} ms, onnxruntime "
                      f"{r['onnxruntime']:.0f} ms: {min(r['pytorch'], r['onnxruntime']) / r['dltrain']:.2f}x"
                      + (f" (foreign load up to {load:.1f} cores)" if load >= 0.3 else ""))
-    return (f"Imported transformers (`{run['command']}`, {run['date']}, {run['machine']}, batch {run['batch']}; dltrain "
+    return (f"Imported transformers (`{bench_command(run['command'])}`, {run['date']}, {run['machine']}, batch {run['batch']}; dltrain "
             f"reads the one-image export, onnxruntime one with a symbolic batch): " + "; ".join(parts) + ".")
 
 
@@ -286,12 +286,17 @@ def finetune_vit(res):
     r = res.rows(f)[0]
     if "dltrain_error" in r:
         return f"An imported ViT ({r['network']}, `{run['command']}`): dltrain failed: {r['dltrain_error']}."
-    return (f"An imported ViT (`{run['command']}`; {run['machine']}, {run['threads']} threads): torchvision's "
+    return (f"An imported ViT (`{bench_command(run['command'])}`; {run['machine']}, {run['threads']} threads): torchvision's "
             f"VisionTransformer at 32x32 (4x4 patches, 4 blocks of 3 heads, width 96) pretrained by PyTorch on "
             f"CIFAR-10 ({r['pretrained']:.1f}%), exported with one image, fine-tuned at 32x32 with the options above: "
             f"dltrain {r['dltrain_accuracy_mean']:.1f}% ± {r['dltrain_accuracy_sd']:.1f}, PyTorch "
             f"{r['pytorch_accuracy_mean']:.1f}% ± {r['pytorch_accuracy_sd']:.1f}; {r['dltrain_epoch_s']:.1f} s against "
-            f"{r['pytorch_epoch_s']:.1f} s per epoch.")
+            f"{r['pytorch_epoch_s']:.1f} s per epoch." + (f" {run['note']}" if run.get("note") else ""))
+
+
+def bench_command(command):
+    """A result's command without the options that name this machine's paths or the result file."""
+    return re.sub(r" --(venv|data|machine|result|dltrain) \S+| --write-docs", "", command)
 
 
 def regression_twin(res):
