@@ -73,7 +73,7 @@ class OnnxGraph {
   // no ONNX form here (ModelError naming the layer).
   OnnxValue flat(const OnnxValue& in);
   OnnxValue image(const std::string& layer, const OnnxValue& in);
-  // tokens(): each token of (N, S, C) value `x` times weights (k, c) (dltrain's fullyConnected
+  // tokens_linear(): each token of (N, S, C) value `x` times weights (k, c) (dltrain's fullyConnected
   // layout), plus bias: MatMul by the transposed weights and Add; returns the output's name
   // (`out`).
   std::string tokens_linear(const std::string& out, const std::string& x, const std::vector<float>& weights, int64_t k,

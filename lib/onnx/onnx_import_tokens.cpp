@@ -640,7 +640,7 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
     std::vector<int64_t> lead(a.dims.begin(), a.dims.end() - 2);
     const bool probs_whole = a.dims.size() >= 2 && a.dims[a.dims.size() - 2] == sa.rows && a.dims.back() == sa.rows &&
                              a.scale == 1 && (sa.rows == 1 || a.strides[a.dims.size() - 2] == sa.rows);
-    if (!v || !probs_whole || sb.rows != sa.rows || v->leading != lead || v->heads != sa.heads)
+    if (!v || !probs_whole || b.scale != 1 || sb.rows != sa.rows || v->leading != lead || v->heads != sa.heads)
       fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) +
                   ", which dltrain does not read as the attention weights times the heads of V");
     Source s = sa;
