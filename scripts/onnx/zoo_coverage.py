@@ -630,6 +630,13 @@ def main():
                 if r["arch"] not in archs and r["exporter"] in exporters:
                     results[(r["arch"], r["exporter"])] = r
                     merged.add(r["arch"])
+        for a in all_archs:  # the earlier run's architectures over --max-params: listed as not run, as it did
+            side = input_size(a, args.size)
+            if a not in archs and a not in merged and param_count(a, side) > args.max_params:
+                for e in exporters:
+                    results[(a, e)] = {"arch": a, "exporter": e, "size": side, "status": "skipped",
+                                       "error": f"not run: {param_count(a, side) / 1e6:.0f}M parameters > --max-params"}
+                merged.add(a)
         archs = [a for a in all_archs if a in archs or a in merged]
     text = table(results, archs, exporters, versions, (time.time() - start) / 60, args, reused, len(merged))
     print(text)
