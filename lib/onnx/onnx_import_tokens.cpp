@@ -108,7 +108,8 @@ std::vector<int64_t> result_strides(const std::vector<int64_t>& leading, int64_t
   return s;
 }
 
-bool reads_tokens(const std::string& op) {
+// The graph operators read on tokens and views here (the layers' own: onnx_import.cpp's reads_tokens).
+bool view_op(const std::string& op) {
   for (const char* o :
        {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "MatMul", "Gather", "Shape", "Concat", "Slice", "Split"})
     if (op == o) return true;
@@ -256,7 +257,7 @@ bool Importer::token_node(const onnx::NodeProto& n) {
     view_matmul(n);
     return true;
   }
-  if (!reads_tokens(op) || !(view0 || is_tokens(0))) return false;
+  if (!view_op(op) || !(view0 || is_tokens(0))) return false;
   const View v = view_of(n, 0);
   if (op == "Reshape")
     view_reshape(n, v);
@@ -479,7 +480,7 @@ void Importer::view_scale(const onnx::NodeProto& n, int vi) {
   if (c.size() != 1)
     fail(n, "scales an attention operand by " + std::to_string(c.size()) + " values; dltrain reads one");
   if (n.op_type() == "Div" && vi != 0) fail(n, "divides a constant by an attention operand");
-  View out = views_.count(n.input(vi)) ? views_.at(n.input(vi)) : view_of(n, vi);
+  View out = view_of(n, vi);
   if (n.op_type() == "Div") {
     if (c[0] == 0.f) fail(n, "divides by zero");
     out.scale /= c[0];
