@@ -252,7 +252,10 @@ def onnx_inference_vit(res):
         parts.append(f"{r['network']} dltrain {r['dltrain']:.0f} ms, PyTorch {r['pytorch']:.0f} ms, onnxruntime "
                      f"{r['onnxruntime']:.0f} ms: {min(r['pytorch'], r['onnxruntime']) / r['dltrain']:.2f}x"
                      + (f" (foreign load up to {load:.1f} cores)" if load >= 0.3 else ""))
-    return (f"Imported transformers (`{bench_command(run['command'])}`, {run['date']}, {run['machine']}, batch {run['batch']}; dltrain "
+    torch = re.search(r"PyTorch (\S+) eager", run["header"][0])
+    ort = re.search(r"onnxruntime (\S+?)[;,]", run["header"][0])
+    return (f"Imported transformers (`{bench_command(run['command'])}`, {run['date']}, {run['machine']}, batch {run['batch']}, "
+            f"PyTorch {torch.group(1) if torch else '?'} eager, onnxruntime {ort.group(1) if ort else '?'}; dltrain "
             f"reads the one-image export, onnxruntime one with a symbolic batch): " + "; ".join(parts) + ".")
 
 
@@ -286,7 +289,9 @@ def finetune_vit(res):
     r = res.rows(f)[0]
     if "dltrain_error" in r:
         return f"An imported ViT ({r['network']}, `{run['command']}`): dltrain failed: {r['dltrain_error']}."
-    return (f"An imported ViT (`{bench_command(run['command'])}`; {run['machine']}, {run['threads']} threads): torchvision's "
+    torch = re.search(r"PyTorch (\d[^\s,;]*?)\.?(?:\s|$)", run["header"][0])
+    return (f"An imported ViT (`{bench_command(run['command'])}`; {run['machine']}, {run['threads']} threads; PyTorch "
+            f"{torch.group(1) if torch else '?'}): torchvision's "
             f"VisionTransformer at 32x32 (4x4 patches, 4 blocks of 3 heads, width 96) pretrained by PyTorch on "
             f"CIFAR-10 ({r['pretrained']:.1f}%), exported with one image, fine-tuned at 32x32 with the options above: "
             f"dltrain {r['dltrain_accuracy_mean']:.1f}% ± {r['dltrain_accuracy_sd']:.1f}, PyTorch "
