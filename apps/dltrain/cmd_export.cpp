@@ -1,4 +1,4 @@
-// dltrain export model.bin --output model.onnx
+// dltrain export model.bin --output model.onnx [--external-data]
 // Writes a trained model as ONNX (NCHW input "input", output "prob"), for ONNX runtimes;
 // --output may be a device or FIFO (written through) or /dev/stdout (the note goes to stderr).
 // Hidden test aids: --debug-forward IN.f32 writes the class probabilities of the raw NHWC
@@ -46,10 +46,14 @@ Runner add_export(CLI::App& app) {
   struct Args {
     std::string model, output, forward;
     bool params = false;
+    OnnxExportOptions onnx;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("model", a->model, "A model file (model.bin)")->required();
   cmd->add_option("--output,-o", a->output, "The ONNX file to write (model.onnx)");
+  cmd->add_flag("--external-data", a->onnx.external_data,
+                "Write the weights to OUTPUT.data beside the model (ONNX's external data); "
+                "done without the flag only for models over protobuf's 2 GB limit");
   cmd->add_option("--debug-forward", a->forward, "")->group("");
   cmd->add_flag("--debug-params", a->params, "")->group("");
   return [a]() {
@@ -65,7 +69,7 @@ Runner add_export(CLI::App& app) {
       debug_forward(m, a->forward, a->output);
       return 0;
     }
-    export_onnx(m, a->output);
+    export_onnx(m, a->output, a->onnx);
     // With --output /dev/stdout the ONNX bytes own stdout: the note goes to stderr.
     std::fprintf(is_standard_output(a->output) ? stderr : stdout,
                  "exported %s -> %s (ONNX opset 13, input (N, C, H, W) 'input', output '%s')\n", a->model.c_str(),

@@ -31,8 +31,16 @@ bool onnx_available();
 ModelData import_onnx(const std::string& path, const OnnxImportOptions& options);
 // The same from the file's bytes already in memory; `name` stands for the path in errors.
 ModelData import_onnx_bytes(const std::string& bytes, const std::string& name, const OnnxImportOptions& options);
+struct OnnxExportOptions {
+  // true: every initializer of 1 KiB or more is written to PATH.data beside PATH (ONNX's
+  // external data, as onnx.save(..., save_as_external_data=True) writes it). Without it a
+  // model is written in one file unless it passes protobuf's 2 GB limit, which needs the same.
+  bool external_data = false;
+};
+
 // Model -> ONNX file (opset 13, NCHW input "input" (N, C, H, W), output "prob" (N, K)),
-// written atomically. Throws ModelError naming the layer that has no ONNX form.
-void export_onnx(const ModelData& model, const std::string& path);
+// written atomically (with external data: PATH.data first, then PATH). Throws ModelError
+// naming the layer that has no ONNX form.
+void export_onnx(const ModelData& model, const std::string& path, const OnnxExportOptions& options = {});
 
 }  // namespace dlt

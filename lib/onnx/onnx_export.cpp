@@ -2,6 +2,8 @@
 // "prob" (N, K) (regression: the responses (N, R), multi-label: the sigmoid probabilities). Each layer writes its own
 // nodes (Layer::to_onnx, layers/onnx_graph.h); this file is the protobuf side: initializers, nodes, the graph's output
 // and the class names in metadata_props.
+#include <climits>
+#include <filesystem>
 #include <map>
 
 #include "build_config.h"
@@ -23,7 +25,8 @@ class Exporter final : public OnnxGraph {
     g_ = model_.mutable_graph();
   }
 
-  std::string run() {
+  // Builds the graph: nodes, initializers (their bytes inline) and metadata.
+  void build() {
     model_.set_ir_version(7);
     auto* op = model_.add_opset_import();
     op->set_domain("");
@@ -85,9 +88,40 @@ class Exporter final : public OnnxGraph {
       rmeta->set_key("response_names");
       rmeta->set_value(responses);
     }
+  }
+
+  // Whether the model, serialized with its weights inline, would pass protobuf's 2 GB limit.
+  bool over_protobuf_limit() const { return model_.ByteSizeLong() > static_cast<size_t>(INT_MAX); }
+
+  // ONNX's external data: moves the bytes of every initializer of 1 KiB or more into `data`
+  // (the file `location`, beside the model), each starting at a multiple of 64 bytes, those
+  // of 1 MiB or more at a multiple of 64 KiB (onnx.save's alignment, which lets a reader
+  // map them), and marks the initializer EXTERNAL with its location, offset and length.
+  void move_to_external(const std::string& location, std::string* data) {
+    for (auto& t : *g_->mutable_initializer()) {
+      if (t.raw_data().size() < 1024) continue;
+      const size_t align = t.raw_data().size() >= (size_t{1} << 20) ? 65536 : 64;
+      data->resize((data->size() + align - 1) / align * align, '\0');
+      const size_t offset = data->size();
+      data->append(t.raw_data());
+      const size_t length = t.raw_data().size();
+      std::string().swap(*t.mutable_raw_data());
+      t.clear_raw_data();
+      t.set_data_location(onnx::TensorProto::EXTERNAL);
+      const std::pair<const char*, std::string> entries[] = {
+          {"location", location}, {"offset", std::to_string(offset)}, {"length", std::to_string(length)}};
+      for (const auto& [key, value] : entries) {
+        auto* e = t.add_external_data();
+        e->set_key(key);
+        e->set_value(value);
+      }
+    }
+  }
+
+  std::string serialize() const {
     std::string bytes;
-    if (!model_.SerializeToString(&bytes))
-      throw ModelError(path_ + ": protobuf could not serialize the model (over 2 GB?)");
+    if (over_protobuf_limit() || !model_.SerializeToString(&bytes))
+      throw ModelError(path_ + ": protobuf could not serialize the model (its graph alone is over 2 GB)");
     return bytes;
   }
 
@@ -144,8 +178,23 @@ class Exporter final : public OnnxGraph {
 
 }  // namespace
 
-void export_onnx(const ModelData& model, const std::string& path) {
-  write_file_atomic(path, Exporter(model, path).run());
+void export_onnx(const ModelData& model, const std::string& path, const OnnxExportOptions& options) {
+  Exporter e(model, path);
+  e.build();
+  if (!options.external_data && !e.over_protobuf_limit()) return write_file_atomic(path, e.serialize());
+  // The weights go to PATH.data beside the model (named relative to its folder, as readers
+  // require), written and renamed into place before the model that names it.
+  const OutputTarget target = output_target(path);
+  if (target.kind != OutputTarget::Kind::kReplace)
+    throw ModelError(path + ": ONNX external data is a file beside the model: give --output a file path, not a "
+                     "device or pipe" + std::string(options.external_data ? "" : " (the model is over protobuf's 2 GB limit)"));
+  const std::filesystem::path real(target.path);
+  const std::string location = real.filename().string() + ".data";
+  std::string data;
+  e.move_to_external(location, &data);
+  write_file_atomic((real.parent_path() / location).string(), data);
+  std::string().swap(data);
+  write_file_atomic(target.path, e.serialize());
 }
 
 }  // namespace dlt

@@ -15,6 +15,6 @@ namespace {
 bool onnx_available() { return false; }
 ModelData import_onnx(const std::string& path, const OnnxImportOptions&) { no_onnx(path); }
 ModelData import_onnx_bytes(const std::string&, const std::string& name, const OnnxImportOptions&) { no_onnx(name); }
-void export_onnx(const ModelData&, const std::string& path) { no_onnx(path); }
+void export_onnx(const ModelData&, const std::string& path, const OnnxExportOptions&) { no_onnx(path); }
 
 }  // namespace dlt

@@ -489,8 +489,8 @@ def table(results, archs, exporters, versions, minutes, args, reused, merged=0):
         f"torch {versions['torch']}, torchvision {versions['torchvision']}, onnx {versions['onnx']}, "
         f"onnxruntime {versions['onnxruntime']}, onnxscript {versions['onnxscript']}; {cpu_model()}, "
         f"{args.threads} threads, {minutes:.0f} min for "
-        + (f"the {len(archs) - merged} architectures run here; the rows of the other {merged} are an earlier run's "
-           f"(--merge {os.path.basename(args.merge)}), from the same script" if merged else "the whole table")
+        + (f"the {len(archs) - merged} architectures run here; the rows of the other {merged} are earlier "
+           f"runs' (--merge {os.path.basename(args.merge)}), from the same script" if merged else "the whole table")
         + (f" (exports of {reused} of the {len(archs)} architectures reused from an earlier run, --reuse)."
            if reused else "."),
         "Random weights (seed 0; the transformers' zero-initialised parameters drawn too), num_classes 10, the "

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
+#include "config/config.h"
 #include "onnx_test_graph.h"
 
 namespace dlt {
@@ -155,6 +157,65 @@ TEST_CASE("onnx external data: an import from memory refuses it with one line", 
   CHECK(has(e,
             "mem.onnx: initializer: tensor 'W' keeps its data in an external file ('m.onnx.data'), which an "
             "import from memory cannot read"));
+}
+
+TEST_CASE("onnx external data: export writes the weights beside the model, and they read back", "[onnx]") {
+  // A conv of 3x3x3x24 weights (2592 bytes: external), a bias of 24 (96 bytes: inline) and a
+  // fully connected layer of 4x4x24x3 weights (4608 bytes: external).
+  const char* yaml = R"(
+layers:
+  - {type: imageInput, Name: input, InputSize: [6, 6, 3], Normalization: none}
+  - {type: convolution2d, Name: conv, FilterSize: 3, NumFilters: 24}
+  - {type: relu, Name: relu}
+  - {type: fullyConnected, Name: fc, OutputSize: 3}
+  - {type: softmax, Name: softmax}
+  - {type: classification, Name: output}
+)";
+  Network net(network_spec_from_yaml(yaml, "net.yaml"), Device::cpu());
+  net.init_params(3);
+  ModelData m = net.to_model_data();
+  m.classes = {"a", "b", "c"};
+  Folder f;
+  export_onnx(m, f.file("m.onnx"), {.external_data = true});
+  onnx::ModelProto proto;
+  {
+    std::ifstream in(f.file("m.onnx"), std::ios::binary);
+    REQUIRE(proto.ParseFromIstream(&in));
+  }
+  size_t external = 0, inline_bytes = 0;
+  for (const auto& t : proto.graph().initializer()) {
+    if (t.data_location() != onnx::TensorProto::EXTERNAL) {
+      CHECK(t.raw_data().size() < 1024);
+      inline_bytes += t.raw_data().size();
+      continue;
+    }
+    ++external;
+    CHECK(t.raw_data().empty());
+    std::map<std::string, std::string> kv;
+    for (const auto& e : t.external_data()) kv[e.key()] = e.value();
+    CHECK(kv["location"] == "m.onnx.data");
+    CHECK(std::stoll(kv["offset"]) % 64 == 0);
+    CHECK(std::stoll(kv["length"]) >= 1024);
+  }
+  CHECK(external == 2);  // the conv's and the fully connected layer's weights
+  CHECK(inline_bytes > 0);
+  CHECK(std::filesystem::file_size(f.file("m.onnx.data")) >= 2592 + 4 * 4 * 24 * 3 * 4);  // a 4x4x24 output: unpadded
+  const ModelData back = import_onnx(f.file("m.onnx"), {});
+  std::vector<float> xs(6 * 6 * 3 * 2);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.01f * static_cast<float>(i % 17) - 0.08f;
+  const std::vector<float> want = test::probabilities(m, xs, 2), got = test::probabilities(back, xs, 2);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(want[i]).margin(1e-6));
+  CHECK(std::fabs(want[0] - want[3]) + std::fabs(want[1] - want[4]) > 1e-4);  // the images are told apart
+  // A device or pipe has no folder for the data file beside it.
+  std::string e;
+  try {
+    export_onnx(m, "/dev/null", {.external_data = true});
+  } catch (const ModelError& err) {
+    e = err.what();
+  }
+  CHECK(has(e, "/dev/null: ONNX external data is a file beside the model: give --output a file path, not a device "
+               "or pipe"));
 }
 
 }  // namespace
