@@ -9,6 +9,11 @@
 // heads * value_dim) and O (n, seq_q, heads * value_dim). causal masks key j for query i when
 // j > i (MATLAB's AttentionMask "causal"; PyTorch's is_causal, top-left aligned when
 // seq_q != seq_kv: every query sees key 0, so no row is empty).
+// With bias_n > 0 an additive bias B (bias_n, heads, seq_q, seq_kv) joins the scores before the
+// mask and softmax: S = scale * Q_h K_h^T + B[b % bias_n, h] for batch entry b (Swin's relative
+// position bias, bias_n 1, or that bias plus the shifted windows' mask, bias_n = the windows of
+// an image with images' windows consecutive in the batch); its gradient dB sums the scores'
+// gradients over the batch entries that share each entry.
 // The backward gives dQ, dK and dV from dO (written, not accumulated) from the inputs of the
 // last forward of the same op: a kernel keeps the probabilities P (n * heads * seq_q * seq_kv
 // floats) from that forward where they fit its budget, and computes them again otherwise
@@ -40,12 +45,14 @@ struct AttentionDesc {
   // and scaled by 1 / (1 - dropout), where dropout_uniform(key, e) >= dropout (dropout_hash.h;
   // e the index in (n, heads, seq_q, seq_kv)): the same mask on every backend. O = (P * M) V.
   float dropout = 0.f;
+  int64_t bias_n = 0;  // 0: no additive bias; else B (bias_n, heads, seq_q, seq_kv), set_bias
   float scale_or_default() const { return scale != 0.f ? scale : 1.f / std::sqrt(static_cast<float>(key_dim)); }
   int64_t q_numel() const { return n * seq_q * heads * key_dim; }
   int64_t k_numel() const { return n * seq_kv * heads * key_dim; }
   int64_t v_numel() const { return n * seq_kv * heads * value_dim; }
   int64_t o_numel() const { return n * seq_q * heads * value_dim; }
   int64_t probs_numel() const { return n * heads * seq_q * seq_kv; }
+  int64_t bias_numel() const { return bias_n * heads * seq_q * seq_kv; }
 };
 
 // Tensors of the descriptor's sizes (any shape of that many values), on the op's device.
@@ -60,10 +67,22 @@ class AttentionOp {
     DLT_CHECK(desc_.dropout > 0.f, "attention: forward_dropout without a dropout probability");
     run_forward(q, k, v, o, true, key);
   }
-  // dq, dk, dv from dout (the gradient of o) and the inputs of the last forward.
+  // The additive bias (desc().bias_n > 0): read by every forward and backward until set again
+  // (the tensor must outlive them).
+  void set_bias(const Tensor& bias) {
+    DLT_CHECK(desc_.bias_n > 0, "attention: set_bias on an op without bias (bias_n 0)");
+    check(bias, desc_.bias_numel(), "bias");
+    bias_ = &bias;
+  }
+  // dq, dk, dv from dout (the gradient of o) and the inputs of the last forward; dbias (written,
+  // not accumulated) when not null, the bias's gradient.
   void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, Tensor& dq, Tensor& dk,
-                Tensor& dv) {
+                Tensor& dv, Tensor* dbias = nullptr) {
     DLT_CHECK(forward_done_, "attention: backward before any forward (it reads the forward's probabilities)");
+    if (dbias) {
+      DLT_CHECK(desc_.bias_n > 0, "attention: a bias gradient asked of an op without bias");
+      check(*dbias, desc_.bias_numel(), "dB");
+    }
     check(q, desc_.q_numel(), "q");
     check(k, desc_.k_numel(), "k");
     check(v, desc_.v_numel(), "v");
@@ -71,7 +90,7 @@ class AttentionOp {
     check(dq, desc_.q_numel(), "dQ");
     check(dk, desc_.k_numel(), "dK");
     check(dv, desc_.v_numel(), "dV");
-    do_backward(q, k, v, dout, dq, dk, dv);
+    do_backward(q, k, v, dout, dq, dk, dv, dbias);
   }
   const AttentionDesc& desc() const { return desc_; }
 
@@ -83,14 +102,17 @@ class AttentionOp {
                                                              << ", value_dim " << d.value_dim << ")");
     DLT_CHECK(std::isfinite(d.scale), "attention: scale " << d.scale << " is not finite");
     DLT_CHECK(d.dropout >= 0.f && d.dropout < 1.f, "attention: dropout " << d.dropout << " is not in [0, 1)");
+    DLT_CHECK(d.bias_n >= 0, "attention: bias_n " << d.bias_n << " is negative");
   }
   // dropout: apply the mask of `key` (forward_dropout); the backward after it reads dropout_on().
   virtual void do_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) = 0;
   bool dropout_on() const { return dropout_on_; }
   uint64_t dropout_key() const { return dropout_key_; }
   float keep_scale() const { return 1.f / (1.f - desc_.dropout); }
+  // The bias set by set_bias (null without bias).
+  const Tensor* bias() const { return bias_; }
   virtual void do_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, Tensor& dq,
-                           Tensor& dk, Tensor& dv) = 0;
+                           Tensor& dk, Tensor& dv, Tensor* dbias) = 0;
 
  private:
   void run_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o, bool dropout, uint64_t key) {
@@ -98,6 +120,7 @@ class AttentionOp {
     check(k, desc_.k_numel(), "k");
     check(v, desc_.v_numel(), "v");
     check(o, desc_.o_numel(), "o");
+    DLT_CHECK(desc_.bias_n == 0 || bias_, "attention: forward before set_bias (bias_n " << desc_.bias_n << ")");
     dropout_on_ = dropout;
     dropout_key_ = key;
     do_forward(q, k, v, o);
@@ -110,6 +133,7 @@ class AttentionOp {
   }
   AttentionDesc desc_;
   Device device_;
+  const Tensor* bias_ = nullptr;
   bool forward_done_ = false;
   bool dropout_on_ = false;
   uint64_t dropout_key_ = 0;

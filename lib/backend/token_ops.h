@@ -8,8 +8,16 @@
 //
 // Spatial transpose (patchEmbedding's column-major token order): x (n, h, w, c) to
 // y (n, w, h, c), y[n, j, i, :] = x[n, i, j, :]; the backward is the transpose back.
+//
+// Row gather (windowAttention's window partition and its reverse, its relative position table
+// spread to the dense bias): n blocks of rows_in rows of `cols` values to n blocks of rows_out
+// rows by one index per output row, the same for every block:
+//   forward:  y[b, r, :] = index[r] >= 0 ? x[b, index[r], :] : 0,
+//   backward: dx[b, s, :] = sum over the rows r with index[r] == s of dy[b, r, :] (in r's order;
+//             written, not accumulated; 0 for a row no index names).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "tensor/tensor.h"
 #include "util/check.h"
@@ -18,6 +26,7 @@ namespace dlt {
 
 class BatchBroadcastOp;
 class SpatialTransposeOp;
+class RowGatherOp;
 
 struct BatchBroadcastDesc {
   using Op = BatchBroadcastOp;
@@ -96,6 +105,65 @@ class SpatialTransposeOp {
               "spatial transpose: " << what << " must be " << desc_.numel() << " values on " << device_.str());
   }
   SpatialTransposeDesc desc_;
+  Device device_;
+};
+
+struct RowGatherDesc {
+  using Op = RowGatherOp;
+  static constexpr const char* kOp = "row_gather";
+  int64_t n = 1, rows_in = 1, rows_out = 1, cols = 1;
+  std::vector<int64_t> index;  // rows_out entries, each -1 (a zero row) or in [0, rows_in)
+};
+
+class RowGatherOp {
+ public:
+  virtual ~RowGatherOp() = default;
+  void forward(const Tensor& x, Tensor& y) {
+    check(x, desc_.rows_in, "x");
+    check(y, desc_.rows_out, "y");
+    do_forward(x, y);
+  }
+  void backward(const Tensor& dy, Tensor& dx) {
+    check(dy, desc_.rows_out, "dy");
+    check(dx, desc_.rows_in, "dx");
+    do_backward(dy, dx);
+  }
+  const RowGatherDesc& desc() const { return desc_; }
+
+ protected:
+  RowGatherOp(const RowGatherDesc& d, Device device) : desc_(d), device_(device) {
+    DLT_CHECK(d.n >= 1 && d.rows_in >= 1 && d.rows_out >= 1 && d.cols >= 1,
+              "row gather: every size must be at least 1");
+    DLT_CHECK(static_cast<int64_t>(d.index.size()) == d.rows_out,
+              "row gather: " << d.index.size() << " indices for " << d.rows_out << " rows");
+    for (int64_t i : d.index)
+      DLT_CHECK(i >= -1 && i < d.rows_in, "row gather: index " << i << " outside [-1, " << d.rows_in << ")");
+  }
+  // The rows r of each input row s, in r's order (CSR: rows [starts[s], starts[s + 1]) of
+  // `sources`), for the backward.
+  void inverse(std::vector<int64_t>& starts, std::vector<int64_t>& sources) const {
+    starts.assign(static_cast<size_t>(desc_.rows_in + 1), 0);
+    for (int64_t i : desc_.index)
+      if (i >= 0) ++starts[static_cast<size_t>(i + 1)];
+    for (size_t s = 1; s < starts.size(); ++s) starts[s] += starts[s - 1];
+    sources.assign(static_cast<size_t>(starts.back()), 0);
+    std::vector<int64_t> next(starts.begin(), starts.end() - 1);
+    for (int64_t r = 0; r < desc_.rows_out; ++r) {
+      const int64_t i = desc_.index[static_cast<size_t>(r)];
+      if (i >= 0) sources[static_cast<size_t>(next[static_cast<size_t>(i)]++)] = r;
+    }
+  }
+  virtual void do_forward(const Tensor& x, Tensor& y) = 0;
+  virtual void do_backward(const Tensor& dy, Tensor& dx) = 0;
+
+ private:
+  void check(const Tensor& t, int64_t rows, const char* what) const {
+    const int64_t numel = desc_.n * rows * desc_.cols;
+    DLT_CHECK(t.defined() && t.device() == device_ && t.numel() == numel,
+              "row gather: " << what << " must be " << numel << " values on " << device_.str() << " (got "
+                             << (t.defined() ? t.numel() : 0) << ")");
+  }
+  RowGatherDesc desc_;
   Device device_;
 };
 

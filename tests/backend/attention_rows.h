@@ -27,6 +27,12 @@ inline AgreementRow attention_row(std::string name, AttentionDesc d) {
             Tensor tq = to_tensor(q, qs, dev), tk = to_tensor(k, ks, dev), tv = to_tensor(v, vs, dev);
             Tensor to(os, dev), tdq(qs, dev), tdk(ks, dev), tdv(vs, dev);
             auto op = be.make(d);
+            // With bias: values in [-3, 3), large enough to move the probabilities.
+            const Vec bias = d.bias_n > 0 ? random_vec(d.bias_numel(), rng, -3.0, 3.0) : Vec{};
+            const Shape bs{d.bias_n, d.heads, d.seq_q, d.seq_kv};
+            Tensor tb = d.bias_n > 0 ? to_tensor(bias, bs, dev) : Tensor(), tdb = d.bias_n > 0 ? Tensor(bs, dev) : Tensor();
+            if (d.bias_n > 0) op->set_bias(tb);
+            const Vec* pb = d.bias_n > 0 ? &bias : nullptr;
             // With dropout: the training forward's mask (the same key on every backend).
             const bool drop = d.dropout > 0.f;
             const uint64_t key = 0x5eedf00dULL;
@@ -34,16 +40,18 @@ inline AgreementRow attention_row(std::string name, AttentionDesc d) {
               op->forward_dropout(tq, tk, tv, to, key);
             else
               op->forward(tq, tk, tv, to);
-            check_close("forward", to, ref::attention_forward(d, q, k, v, drop, key), tol);
+            check_close("forward", to, ref::attention_forward(d, q, k, v, drop, key, pb), tol);
             be.fill(tdq, 123.f);  // must be overwritten, not accumulated
             be.fill(tdk, 123.f);
             be.fill(tdv, 123.f);
-            op->backward(tq, tk, tv, to_tensor(dout, os, dev), tdq, tdk, tdv);
-            Vec dq, dk, dv;
-            ref::attention_backward(d, q, k, v, dout, dq, dk, dv, drop, key);
+            if (pb) be.fill(tdb, 123.f);
+            op->backward(tq, tk, tv, to_tensor(dout, os, dev), tdq, tdk, tdv, pb ? &tdb : nullptr);
+            Vec dq, dk, dv, db;
+            ref::attention_backward(d, q, k, v, dout, dq, dk, dv, drop, key, pb, pb ? &db : nullptr);
             check_close("backward dQ", tdq, dq, tol);
             check_close("backward dK", tdk, dk, tol);
             check_close("backward dV", tdv, dv, tol);
+            if (pb) check_close("backward dB", tdb, db, tol);
           }};
 }
 
@@ -66,6 +74,16 @@ inline std::vector<AgreementRow> attention_rows() {
   // 96 MiB of probabilities: the CPU op runs image by image and computes P again in backward.
   rows.push_back(attention_row("3 images of 2 heads of 2048 tokens, causal", {3, 2, 2048, 2048, 4, 4, true, 0.f}));
   rows.push_back(attention_row("3 images of 2 heads of 2048 tokens, dropout 0.1", long_dropout));
+  AttentionDesc window{6, 3, 16, 16, 8, 8, false, 0.f};
+  window.bias_n = 1;  // Swin's relative position bias: one table for every window
+  rows.push_back(attention_row("bias shared by 6 windows of 3 heads of 4x4 tokens", window));
+  AttentionDesc shifted{8, 2, 9, 9, 4, 4, false, 0.f};
+  shifted.bias_n = 4;  // 2 images of 4 windows, a bias per window (the shift mask)
+  shifted.dropout = 0.2f;
+  rows.push_back(attention_row("bias per window of 2 images, dropout 0.2", shifted));
+  AttentionDesc long_bias{3, 1, 2400, 2400, 4, 4, false, 0.f};
+  long_bias.bias_n = 2;  // 66 MiB of probabilities: the CPU runs image by image; entries 0 and 2 share
+  rows.push_back(attention_row("bias of 2 entries over 3 images of 2400 tokens (image by image)", long_bias));
   return rows;
 }
 

@@ -303,20 +303,36 @@ inline GradientRow spatial_transpose(std::string name, SpatialTransposeDesc d) {
       [d](const std::vector<Vec>&, const Vec& dy) { return std::vector<Vec>{ref::spatial_transpose_backward(d, dy)}; }};
 }
 
-// Q and K in [-2, 2) (a softmax far from uniform). With d.dropout: one fixed mask.
+inline GradientRow row_gather(std::string name, RowGatherDesc d) {
+  Rng rng(139);
+  return {"row_gather " + name,
+          RowGatherDesc::kOp,
+          {random_vec(d.n * d.rows_in * d.cols, rng)},
+          [d](const std::vector<Vec>& in) { return ref::row_gather_forward(d, in[0]); },
+          [d](const std::vector<Vec>&, const Vec& dy) { return std::vector<Vec>{ref::row_gather_backward(d, dy)}; }};
+}
+
+// Q and K in [-2, 2) (a softmax far from uniform). With d.dropout: one fixed mask; with
+// d.bias_n: the bias in [-1, 1), a fourth input.
 inline GradientRow attention(std::string name, AttentionDesc d) {
   Rng rng(131);
   Vec q = random_vec(d.q_numel(), rng, -2.0, 2.0), k = random_vec(d.k_numel(), rng, -2.0, 2.0);
   const bool drop = d.dropout > 0.f;
   const uint64_t key = 77;
-  return {"attention " + name,
-          AttentionDesc::kOp,
-          {q, k, random_vec(d.v_numel(), rng)},
-          [d, drop](const std::vector<Vec>& in) { return ref::attention_forward(d, in[0], in[1], in[2], drop, key); },
+  std::vector<Vec> inputs{q, k, random_vec(d.v_numel(), rng)};
+  if (d.bias_n > 0) inputs.push_back(random_vec(d.bias_numel(), rng));
+  return {"attention " + name, AttentionDesc::kOp, inputs,
+          [d, drop](const std::vector<Vec>& in) {
+            return ref::attention_forward(d, in[0], in[1], in[2], drop, key, d.bias_n > 0 ? &in[3] : nullptr);
+          },
           [d, drop](const std::vector<Vec>& in, const Vec& dy) {
-            Vec dq, dk, dv;
-            ref::attention_backward(d, in[0], in[1], in[2], dy, dq, dk, dv, drop, key);
-            return std::vector<Vec>{dq, dk, dv};
+            Vec dq, dk, dv, db;
+            const bool biased = d.bias_n > 0;
+            ref::attention_backward(d, in[0], in[1], in[2], dy, dq, dk, dv, drop, key, biased ? &in[3] : nullptr,
+                                    biased ? &db : nullptr);
+            std::vector<Vec> grads{dq, dk, dv};
+            if (biased) grads.push_back(db);
+            return grads;
           }};
 }
 
@@ -454,12 +470,16 @@ inline std::vector<GradientRow> gradient_rows() {
   rows.push_back(depth_to_space("CRD 2", {2, 2, 3, 8, 2, 2, true}));
   rows.push_back(batch_broadcast("3 rows of 4", {3, 4}));
   rows.push_back(spatial_transpose("2x3x2x2", {2, 3, 2, 2}));
+  rows.push_back(row_gather("2 blocks of 4 rows to 6 (a zero row, a row taken twice)", {2, 4, 6, 3, {3, -1, 0, 3, 1, 2}}));
   rows.push_back(attention("2 heads, 3 queries over 4 keys, key dim 3 value dim 2", {2, 2, 3, 4, 3, 2, false, 0.f}));
   rows.push_back(attention("causal, 2 heads of 5 tokens", {1, 2, 5, 5, 3, 3, true, 0.f}));
   rows.push_back(attention("causal, 4 queries over 2 keys, scale 0.7", {1, 1, 4, 2, 2, 3, true, 0.7f}));
   AttentionDesc dropout{1, 2, 4, 5, 3, 2, false, 0.f};
   dropout.dropout = 0.4f;
   rows.push_back(attention("dropout 0.4, 2 heads, 4 queries over 5 keys", dropout));
+  AttentionDesc biased{4, 2, 3, 3, 2, 2, false, 0.f};
+  biased.bias_n = 2;  // 2 images of 2 windows, a bias per window
+  rows.push_back(attention("bias per window, 4 entries of 2 heads of 3 tokens", biased));
   rows.push_back(regression_loss("mse 4x3", LossKind::kMse, 4, 3));
   rows.push_back(regression_loss("mae 4x3", LossKind::kMae, 4, 3));
   rows.push_back(regression_loss("huber delta 1, 5x4 (both sides)", LossKind::kHuber, 5, 4));

@@ -344,6 +344,50 @@ inline AgreementRow spatial_transpose_row(std::string name, SpatialTransposeDesc
           }};
 }
 
+// Row gather, forward and backward; the backward's sums run in the same order everywhere.
+inline AgreementRow row_gather_row(std::string name, RowGatherDesc d) {
+  return {"row_gather " + name, {RowGatherDesc::kOp}, [d](Backend& be, double tol) {
+            Rng rng(47);
+            const Vec x = random_vec(d.n * d.rows_in * d.cols, rng), dy = random_vec(d.n * d.rows_out * d.cols, rng);
+            auto op = be.make(d);
+            const Shape xs{d.n, d.rows_in, d.cols}, ys{d.n, d.rows_out, d.cols};
+            Tensor y(ys, be.device()), dx(xs, be.device());
+            be.fill(y, 123.f);  // every value written, the zero rows too
+            be.fill(dx, 123.f);
+            op->forward(on_device(x, xs, be), y);
+            check_exact("forward", y, ref::row_gather_forward(d, x));
+            op->backward(on_device(dy, ys, be), dx);
+            check_close("backward", dx, ref::row_gather_backward(d, dy), tol);
+          }};
+}
+
+// A Swin window partition's index: (h, w) pixels padded to whole windows of ws x ws, rolled
+// by -shift, read window by window (-1: a padded pixel).
+inline std::vector<int64_t> window_index(int64_t h, int64_t w, int64_t ws, int64_t shift) {
+  const int64_t ph = (h + ws - 1) / ws * ws, pw = (w + ws - 1) / ws * ws;
+  std::vector<int64_t> index;
+  for (int64_t wy = 0; wy < ph / ws; ++wy)
+    for (int64_t wx = 0; wx < pw / ws; ++wx)
+      for (int64_t y = 0; y < ws; ++y)
+        for (int64_t x = 0; x < ws; ++x) {
+          const int64_t sy = (wy * ws + y + shift) % ph, sx = (wx * ws + x + shift) % pw;
+          index.push_back(sy < h && sx < w ? sy * w + sx : -1);
+        }
+  return index;
+}
+
+// The relative position table's index of a ws x ws window: entry (h, i, j) of the dense bias
+// (heads, S, S) reads row rel(i, j) * heads + h of the (table rows * heads, 1) table.
+inline std::vector<int64_t> relative_index(int64_t ws, int64_t heads) {
+  const int64_t s = ws * ws, span = 2 * ws - 1;
+  std::vector<int64_t> index;
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < s; ++i)
+      for (int64_t j = 0; j < s; ++j)
+        index.push_back(((i / ws - j / ws + ws - 1) * span + (i % ws - j % ws + ws - 1)) * heads + h);
+  return index;
+}
+
 inline std::vector<AgreementRow> kernel_rows() {
   std::vector<AgreementRow> rows = elementwise_rows(1001);
   for (AgreementRow& r : elementwise_rows(70000)) rows.push_back(std::move(r));  // past the parallel threshold
@@ -371,6 +415,11 @@ inline std::vector<AgreementRow> kernel_rows() {
   rows.push_back(batch_broadcast_row("32 rows of 65x192 (a ViT's position table)", {32, 65 * 192}));
   rows.push_back(spatial_transpose_row("2x3x4x5", {2, 3, 4, 5}));
   rows.push_back(spatial_transpose_row("4x8x8x192 (a patch grid)", {4, 8, 8, 192}));
+  rows.push_back(row_gather_row("4 blocks of 5 rows to 7", {4, 5, 7, 3, {4, 0, -1, 2, 2, 1, 4}}));
+  rows.push_back(row_gather_row("window partition of 2 images of 9x10x96, 7x7 windows shifted 3",
+                                {2, 90, 4 * 49, 96, window_index(9, 10, 7, 3)}));
+  rows.push_back(row_gather_row("relative position table of 7x7 windows, 3 heads (2401 reads of 169 rows)",
+                                {1, 13 * 13 * 3, 3 * 49 * 49, 1, relative_index(7, 3)}));
   for (AgreementRow& r : loss_rows()) rows.push_back(std::move(r));
   return rows;
 }

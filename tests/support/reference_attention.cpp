@@ -27,7 +27,7 @@ double keep(const AttentionDesc& d, bool dropout, uint64_t key, size_t e) {
 
 }  // namespace
 
-Vec attention_probs(const AttentionDesc& d, const Vec& q, const Vec& k) {
+Vec attention_probs(const AttentionDesc& d, const Vec& q, const Vec& k, const Vec* bias) {
   const double scale = d.scale != 0.f ? d.scale : 1.0 / std::sqrt(static_cast<double>(d.key_dim));
   Vec p(static_cast<size_t>(d.probs_numel()), 0.0);
   for (int64_t b = 0; b < d.n; ++b)
@@ -39,8 +39,10 @@ Vec attention_probs(const AttentionDesc& d, const Vec& q, const Vec& k) {
           double s = 0;
           for (int64_t c = 0; c < d.key_dim; ++c)
             s += q[at(d, d.seq_q, d.key_dim, b, i, h, c)] * k[at(d, d.seq_kv, d.key_dim, b, j, h, c)];
-          p[prob_at(d, b, h, i, j)] = s * scale;
-          m = std::max(m, s * scale);
+          s *= scale;
+          if (d.bias_n > 0) s += (*bias)[prob_at(d, b % d.bias_n, h, i, j)];
+          p[prob_at(d, b, h, i, j)] = s;
+          m = std::max(m, s);
         }
         double sum = 0;
         for (int64_t j = 0; j < d.seq_kv; ++j)
@@ -50,8 +52,9 @@ Vec attention_probs(const AttentionDesc& d, const Vec& q, const Vec& k) {
   return p;
 }
 
-Vec attention_forward(const AttentionDesc& d, const Vec& q, const Vec& k, const Vec& v, bool dropout, uint64_t key) {
-  const Vec p = attention_probs(d, q, k);
+Vec attention_forward(const AttentionDesc& d, const Vec& q, const Vec& k, const Vec& v, bool dropout, uint64_t key,
+                      const Vec* bias) {
+  const Vec p = attention_probs(d, q, k, bias);
   Vec o(static_cast<size_t>(d.o_numel()), 0.0);
   for (int64_t b = 0; b < d.n; ++b)
     for (int64_t h = 0; h < d.heads; ++h)
@@ -67,9 +70,10 @@ Vec attention_forward(const AttentionDesc& d, const Vec& q, const Vec& k, const 
 }
 
 void attention_backward(const AttentionDesc& d, const Vec& q, const Vec& k, const Vec& v, const Vec& dout, Vec& dq,
-                        Vec& dk, Vec& dv, bool dropout, uint64_t key) {
+                        Vec& dk, Vec& dv, bool dropout, uint64_t key, const Vec* bias, Vec* dbias) {
   const double scale = d.scale != 0.f ? d.scale : 1.0 / std::sqrt(static_cast<double>(d.key_dim));
-  const Vec p = attention_probs(d, q, k);
+  const Vec p = attention_probs(d, q, k, bias);
+  if (dbias) dbias->assign(static_cast<size_t>(d.bias_numel()), 0.0);
   dq.assign(q.size(), 0.0);
   dk.assign(k.size(), 0.0);
   dv.assign(v.size(), 0.0);
@@ -89,11 +93,13 @@ void attention_backward(const AttentionDesc& d, const Vec& q, const Vec& k, cons
           }
           dp[static_cast<size_t>(j)] = s * m;
         }
-        // dS_ij = P_ij (dP_ij - sum_l P_il dP_il); the scores are scale * <Q_i, K_j>.
+        // dS_ij = P_ij (dP_ij - sum_l P_il dP_il); the scores are scale * <Q_i, K_j> + B_ij.
         double row = 0;
         for (int64_t j = 0; j < d.seq_kv; ++j) row += p[prob_at(d, b, h, i, j)] * dp[static_cast<size_t>(j)];
         for (int64_t j = 0; j < d.seq_kv; ++j) {
-          const double ds = p[prob_at(d, b, h, i, j)] * (dp[static_cast<size_t>(j)] - row) * scale;
+          const double dsb = p[prob_at(d, b, h, i, j)] * (dp[static_cast<size_t>(j)] - row);
+          if (dbias) (*dbias)[prob_at(d, b % d.bias_n, h, i, j)] += dsb;
+          const double ds = dsb * scale;
           for (int64_t c = 0; c < d.key_dim; ++c) {
             dq[at(d, d.seq_q, d.key_dim, b, i, h, c)] += ds * k[at(d, d.seq_kv, d.key_dim, b, j, h, c)];
             dk[at(d, d.seq_kv, d.key_dim, b, j, h, c)] += ds * q[at(d, d.seq_q, d.key_dim, b, i, h, c)];

@@ -11,14 +11,17 @@ namespace dlt::ref {
 
 using Vec = std::vector<double>;
 
-// The probabilities (n, heads, seq_q, seq_kv): softmax over each row of the masked scores.
-Vec attention_probs(const AttentionDesc& d, const Vec& q, const Vec& k);
+// The probabilities (n, heads, seq_q, seq_kv): softmax over each row of the masked scores, with
+// the additive bias (bias_n, heads, seq_q, seq_kv) where d.bias_n > 0 (bias then not null).
+Vec attention_probs(const AttentionDesc& d, const Vec& q, const Vec& k, const Vec* bias = nullptr);
 // O (n, seq_q, heads * value_dim). With d.dropout > 0 and dropout: the probabilities times
 // forward_dropout's mask of key (backend/attention_op.h).
 Vec attention_forward(const AttentionDesc& d, const Vec& q, const Vec& k, const Vec& v, bool dropout = false,
-                      uint64_t key = 0);
-// dQ, dK, dV from dO (written, not accumulated), through the same mask.
+                      uint64_t key = 0, const Vec* bias = nullptr);
+// dQ, dK, dV from dO (written, not accumulated), through the same mask; dbias (when not null)
+// the bias's gradient.
 void attention_backward(const AttentionDesc& d, const Vec& q, const Vec& k, const Vec& v, const Vec& dout, Vec& dq,
-                        Vec& dk, Vec& dv, bool dropout = false, uint64_t key = 0);
+                        Vec& dk, Vec& dv, bool dropout = false, uint64_t key = 0, const Vec* bias = nullptr,
+                        Vec* dbias = nullptr);
 
 }  // namespace dlt::ref

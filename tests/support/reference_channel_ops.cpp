@@ -95,6 +95,30 @@ Vec spatial_transpose_forward(const SpatialTransposeDesc& d, const Vec& x) {
   return y;
 }
 
+Vec row_gather_forward(const RowGatherDesc& d, const Vec& x) {
+  Vec y(static_cast<size_t>(d.n * d.rows_out * d.cols), 0.0);
+  for (int64_t b = 0; b < d.n; ++b)
+    for (int64_t r = 0; r < d.rows_out; ++r) {
+      const int64_t i = d.index[static_cast<size_t>(r)];
+      if (i < 0) continue;
+      for (int64_t j = 0; j < d.cols; ++j)
+        y[static_cast<size_t>((b * d.rows_out + r) * d.cols + j)] = x[static_cast<size_t>((b * d.rows_in + i) * d.cols + j)];
+    }
+  return y;
+}
+
+Vec row_gather_backward(const RowGatherDesc& d, const Vec& dy) {
+  Vec dx(static_cast<size_t>(d.n * d.rows_in * d.cols), 0.0);
+  for (int64_t b = 0; b < d.n; ++b)
+    for (int64_t r = 0; r < d.rows_out; ++r) {
+      const int64_t i = d.index[static_cast<size_t>(r)];
+      if (i < 0) continue;
+      for (int64_t j = 0; j < d.cols; ++j)
+        dx[static_cast<size_t>((b * d.rows_in + i) * d.cols + j)] += dy[static_cast<size_t>((b * d.rows_out + r) * d.cols + j)];
+    }
+  return dx;
+}
+
 Vec spatial_transpose_backward(const SpatialTransposeDesc& d, const Vec& dy) {
   return spatial_transpose_forward(SpatialTransposeDesc{d.n, d.w, d.h, d.c}, dy);
 }

@@ -115,6 +115,8 @@ Vec batch_sum(const BatchBroadcastDesc& d, const Vec& dy);
 // spatial transpose (backend/token_ops.h): (n, h, w, c) -> (n, w, h, c); the backward back.
 Vec spatial_transpose_forward(const SpatialTransposeDesc& d, const Vec& x);
 Vec spatial_transpose_backward(const SpatialTransposeDesc& d, const Vec& dy);  // -> dx
+Vec row_gather_forward(const RowGatherDesc& d, const Vec& x);
+Vec row_gather_backward(const RowGatherDesc& d, const Vec& dy);  // -> dx
 
 // ---- cross-entropy of softmax probabilities (N, C) with integer labels (N) ----
 // Returns the weighted mean sum w[l] * -log(max(p_l, 1e-37)) / sum w[l] over the rows whose

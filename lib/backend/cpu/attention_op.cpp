@@ -1,8 +1,9 @@
 // The CPU's attention (backend/attention_op.h) on oneDNN: every product is one batched matmul
 // over (images, heads) whose memory descriptors read the head blocks of the token tensors in
 // place (4-D views with strides: no reorders; oneDNN 2.6 runs them on its brgemm kernels), and
-// the softmax is oneDNN's, in place on the scores. The causal mask writes -inf above the
-// diagonal between the scores' product and the softmax.
+// the softmax is oneDNN's, in place on the scores. The additive bias (bias_n > 0) is added and
+// the causal mask writes -inf above the diagonal between the scores' product and the softmax;
+// the bias's gradient sums dS over the batch entries that share each bias entry.
 //   forward:  P = softmax(scale Q K^T)          O = P V
 //   backward: dV = P^T dO    dP = dO V^T    dS = softmax_backward(P, dP)
 //             dQ = scale dS K    dK = scale dS^T Q
@@ -14,6 +15,7 @@
 // (and as many floats for dP once a backward has run). Beyond that (long sequences: 12 heads
 // of 1024 tokens are 48 MiB per image) it runs image by image and keeps nothing: the backward
 // computes each image's P again (one more product and softmax), so its buffers hold one image.
+#include <algorithm>
 #include <limits>
 #include <memory>
 #include <string>
@@ -109,8 +111,9 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
   }
 
   void do_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, Tensor& dq, Tensor& dk,
-                   Tensor& dv) override {
+                   Tensor& dv, Tensor* dbias) override {
     if (!dp_buf_.defined()) dp_buf_ = host_buffer(static_cast<size_t>(pass_probs()) * sizeof(float));
+    if (dbias) std::fill(dbias->data(), dbias->data() + dbias->numel(), 0.f);
     for (int64_t i = 0; i < d_.n; i += m_) {
       if (m_ < d_.n) probabilities(q, k, i);  // one image's P again; the whole batch's is kept
       const float* g = dout.data() + i * q_values(true);
@@ -121,6 +124,7 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
       bind(ddst_, dp_buf_);
       bind(softmax_.src, dp_buf_);  // dS over dP
       softmax_.backward(ctx_.strm);
+      if (dbias) add_bias_grad(dp_buf_.data(), dbias->data(), i);
       dq_->run(ctx_.strm, pad_, ctx_.eng, dp_buf_.data(), k.data() + i * kv_keys(), dq.data() + i * q_values(false));
       dk_->run(ctx_.strm, pad_, ctx_.eng, dp_buf_.data(), q.data() + i * q_values(false), dk.data() + i * kv_keys());
     }
@@ -131,6 +135,7 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
   void probabilities(const Tensor& q, const Tensor& k, int64_t first) {
     float* p = probs_.data();
     scores_->run(ctx_.strm, pad_, ctx_.eng, q.data() + first * q_values(false), k.data() + first * kv_keys(), p);
+    if (bias()) add_bias(p, first);
     if (d_.causal) mask(p);
     softmax_.forward(ctx_.strm, probs_, probs_);
   }
@@ -181,6 +186,25 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
     return std::make_unique<Product>(a, b, c, scale, ctx_.eng);
   }
 
+  // s += B[b % bias_n] for each image b of the pass from `first`.
+  void add_bias(float* s, int64_t first) const {
+    const int64_t plane = d_.heads * d_.seq_q * d_.seq_kv, count = pass_probs();
+    const float* b = bias()->data();
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < count; ++e) s[e] += b[((first + e / plane) % d_.bias_n) * plane + e % plane];
+  }
+  // dB[f] += dS of every image b of the pass from `first` with b % bias_n the entry of f.
+  void add_bias_grad(const float* ds, float* db, int64_t first) const {
+    const int64_t plane = d_.heads * d_.seq_q * d_.seq_kv, count = d_.bias_numel();
+#pragma omp parallel for schedule(static)
+    for (int64_t f = 0; f < count; ++f) {
+      const int64_t entry = f / plane, at = f % plane;
+      float sum = 0.f;
+      for (int64_t b = first + (entry - first % d_.bias_n + d_.bias_n) % d_.bias_n; b < first + m_; b += d_.bias_n)
+        sum += ds[(b - first) * plane + at];
+      db[f] += sum;
+    }
+  }
   // -inf at key j > query i in every row block.
   void mask(float* s) const {
     const int64_t rows = m_ * d_.heads * d_.seq_q, kv = d_.seq_kv;

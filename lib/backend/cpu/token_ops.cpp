@@ -1,5 +1,6 @@
 // The CPU's token data movement (backend/token_ops.h): plain loops, parallel over rows or
 // columns (no arithmetic beyond one addition per value).
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -73,16 +74,61 @@ class CpuSpatialTransposeOp final : public SpatialTransposeOp {
   SpatialTransposeDesc d_;
 };
 
+class CpuRowGatherOp final : public RowGatherOp {
+ public:
+  explicit CpuRowGatherOp(const RowGatherDesc& d) : RowGatherOp(d, Device::cpu()), d_(d) { inverse(starts_, sources_); }
+
+ private:
+  void do_forward(const Tensor& x, Tensor& y) override {
+    const float* src = x.data();
+    float* dst = y.data();
+    const int64_t c = d_.cols;
+    const size_t bytes = static_cast<size_t>(c) * sizeof(float);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t b = 0; b < d_.n; ++b)
+      for (int64_t r = 0; r < d_.rows_out; ++r) {
+        const int64_t i = d_.index[static_cast<size_t>(r)];
+        float* out = dst + (b * d_.rows_out + r) * c;
+        if (i >= 0)
+          std::memcpy(out, src + (b * d_.rows_in + i) * c, bytes);
+        else
+          std::memset(out, 0, bytes);
+      }
+  }
+  void do_backward(const Tensor& dy, Tensor& dx) override {
+    const float* g = dy.data();
+    float* out = dx.data();
+    const int64_t c = d_.cols;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t b = 0; b < d_.n; ++b)
+      for (int64_t s = 0; s < d_.rows_in; ++s) {
+        float* o = out + (b * d_.rows_in + s) * c;
+        std::fill(o, o + c, 0.f);
+        for (int64_t k = starts_[static_cast<size_t>(s)]; k < starts_[static_cast<size_t>(s + 1)]; ++k) {
+          const float* in = g + (b * d_.rows_out + sources_[static_cast<size_t>(k)]) * c;
+          for (int64_t j = 0; j < c; ++j) o[j] += in[j];
+        }
+      }
+  }
+
+  RowGatherDesc d_;
+  std::vector<int64_t> starts_, sources_;
+};
+
 std::unique_ptr<BatchBroadcastOp> make_broadcast(Backend&, const BatchBroadcastDesc& d) {
   return std::make_unique<CpuBatchBroadcastOp>(d);
 }
 std::unique_ptr<SpatialTransposeOp> make_transpose(Backend&, const SpatialTransposeDesc& d) {
   return std::make_unique<CpuSpatialTransposeOp>(d);
 }
+std::unique_ptr<RowGatherOp> make_gather(Backend&, const RowGatherDesc& d) {
+  return std::make_unique<CpuRowGatherOp>(d);
+}
 
 }  // namespace
 
 DLT_REGISTER_OP(BatchBroadcastDesc, DeviceType::kCpu, "own", 0, make_broadcast, nullptr);
+DLT_REGISTER_OP(RowGatherDesc, DeviceType::kCpu, "own", 0, make_gather, nullptr);
 DLT_REGISTER_OP(SpatialTransposeDesc, DeviceType::kCpu, "own", 0, make_transpose, nullptr);
 
 }  // namespace dlt::cpu

@@ -1,6 +1,6 @@
 // The attention op's own kernels (backend/attention_op.h, cuda_attention_op.cpp): moving the
 // heads of a token tensor (n, seq, heads * dim) to and from head-major (n, heads, seq, dim),
-// the causal mask on the scores and the dropout mask on the probabilities (dropout_hash.h: the
+// the additive bias and its gradient, the causal mask on the scores and the dropout mask on the probabilities (dropout_hash.h: the
 // CPU's mask bit for bit). One thread per value, grid-stride.
 #include <cuda_runtime.h>
 
@@ -41,6 +41,20 @@ __global__ void causal_mask_kernel(float* s, int64_t total, int64_t seq_q, int64
   }
 }
 
+// s[i] += bias[(b % bias_n) * plane + i % plane], b = i / plane the batch entry.
+__global__ void add_bias_kernel(float* s, const float* bias, int64_t total, int64_t plane, int64_t bias_n) {
+  for (int64_t i = first_index(); i < total; i += grid_stride()) s[i] += bias[((i / plane) % bias_n) * plane + i % plane];
+}
+
+// db[f] = sum over the batch entries b = f / plane, + bias_n, ... < n of ds[b * plane + f % plane].
+__global__ void bias_grad_kernel(const float* ds, float* db, int64_t count, int64_t plane, int64_t bias_n, int64_t n) {
+  for (int64_t f = first_index(); f < count; f += grid_stride()) {
+    float sum = 0.f;
+    for (int64_t b = f / plane; b < n; b += bias_n) sum += ds[b * plane + f % plane];
+    db[f] = sum;
+  }
+}
+
 __global__ void dropout_mask_kernel(const float* from, float* to, int64_t total, float p, float scale, uint64_t key) {
   for (int64_t i = first_index(); i < total; i += grid_stride())
     to[i] = dropout_uniform(key, static_cast<uint64_t>(i)) >= p ? from[i] * scale : 0.f;
@@ -62,6 +76,24 @@ void attention_causal_mask(float* scores, int64_t rows, int64_t seq_q, int64_t s
   const int64_t total = rows * seq_kv;
   if (total <= 0) return;
   causal_mask_kernel<<<grid_for(total), kThreads, 0, stream>>>(scores, total, seq_q, seq_kv);
+  DLT_LAUNCH_CHECK();
+}
+
+// The bias (bias_n, plane) added to the scores (n, plane), plane = heads * seq_q * seq_kv.
+void attention_add_bias(float* scores, const float* bias, int64_t n, int64_t plane, int64_t bias_n,
+                        cudaStream_t stream) {
+  const int64_t total = n * plane;
+  if (total <= 0) return;
+  add_bias_kernel<<<grid_for(total), kThreads, 0, stream>>>(scores, bias, total, plane, bias_n);
+  DLT_LAUNCH_CHECK();
+}
+
+// The bias's gradient (bias_n, plane) from the scores' (n, plane): written, not accumulated.
+void attention_bias_grad(const float* ds, float* dbias, int64_t n, int64_t plane, int64_t bias_n,
+                         cudaStream_t stream) {
+  const int64_t count = bias_n * plane;
+  if (count <= 0) return;
+  bias_grad_kernel<<<grid_for(count), kThreads, 0, stream>>>(ds, dbias, count, plane, bias_n, n);
   DLT_LAUNCH_CHECK();
 }
 

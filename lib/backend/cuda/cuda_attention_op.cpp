@@ -1,7 +1,8 @@
 // The CUDA attention (backend/attention_op.h): the heads moved to head-major (n, heads, seq,
 // dim) copies (cuda_attention_kernels.cu), every product one cuBLAS strided-batched GEMM over
-// n * heads, cuDNN's softmax (ACCURATE, MODE_INSTANCE) over the score rows, the causal mask a
-// kernel of its own between the scores' product and the softmax.
+// n * heads, cuDNN's softmax (ACCURATE, MODE_INSTANCE) over the score rows, the additive bias
+// and the causal mask kernels of their own between the scores' product and the softmax (the
+// bias's gradient a kernel summing dS over the batch entries that share each entry).
 //   forward:  P = softmax(scale Q K^T)          O = P V
 //   backward: dV = P^T dO    dP = dO V^T    dS = softmax_backward(P, dP)
 //             dQ = scale dS K    dK = scale dS^T Q
@@ -32,6 +33,10 @@ namespace dlt::cuda {
 void attention_heads(const float* from, float* to, int64_t n, int64_t seq, int64_t heads, int64_t dim, bool split,
                      cudaStream_t stream);
 void attention_causal_mask(float* scores, int64_t rows, int64_t seq_q, int64_t seq_kv, cudaStream_t stream);
+void attention_add_bias(float* scores, const float* bias, int64_t n, int64_t plane, int64_t bias_n,
+                        cudaStream_t stream);
+void attention_bias_grad(const float* ds, float* dbias, int64_t n, int64_t plane, int64_t bias_n,
+                         cudaStream_t stream);
 void attention_dropout(const float* from, float* to, int64_t total, float p, float scale, uint64_t key,
                        cudaStream_t stream);
 
@@ -67,6 +72,7 @@ class CudaAttentionOp final : public AttentionOp {
     // S (sq, skv) = scale Q (sq, dk) K^T
     rm_gemm(false, true, sq_, skv_, dk_, scale_, qh, dk_, d_.seq_q * d_.key_dim, kh, dk_, d_.seq_kv * d_.key_dim, s,
             skv_, plane);
+    if (bias()) attention_add_bias(s, bias()->data(), d_.n, d_.heads * plane, d_.bias_n, ctx_.stream);
     if (d_.causal) attention_causal_mask(s, d_.n * d_.heads * d_.seq_q, d_.seq_q, d_.seq_kv, ctx_.stream);
     const float one = 1.f, zero = 0.f;
     DLT_CUDNN(cudnnSoftmaxForward(ctx_.cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, rows_desc_, s,
@@ -78,7 +84,7 @@ class CudaAttentionOp final : public AttentionOp {
   }
 
   void do_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, Tensor& dq, Tensor& dk,
-                   Tensor& dv) override {
+                   Tensor& dv, Tensor* dbias) override {
     Carve w(ctx_, {d_.q_numel(), d_.k_numel(), d_.v_numel(), d_.o_numel(), d_.probs_numel(), d_.probs_numel(),
                    d_.q_numel(), d_.k_numel(), d_.v_numel()});
     float *qh = w[0], *kh = w[1], *vh = w[2], *doh = w[3], *dp = w[4], *ds = w[5], *dqh = w[6], *dkh = w[7],
@@ -98,6 +104,7 @@ class CudaAttentionOp final : public AttentionOp {
     const float one = 1.f, zero = 0.f;
     DLT_CUDNN(cudnnSoftmaxBackward(ctx_.cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, rows_desc_, p,
                                    rows_desc_, dp, &zero, rows_desc_, ds));
+    if (dbias) attention_bias_grad(ds, dbias->data(), d_.n, d_.heads * plane, d_.bias_n, ctx_.stream);
     // dQ (sq, dk) = scale dS (sq, skv) K (skv, dk);  dK (skv, dk) = scale dS^T Q (sq, dk)
     rm_gemm(false, false, sq_, dk_, skv_, scale_, ds, skv_, plane, kh, dk_, ks, dqh, dk_, qs);
     rm_gemm(true, false, skv_, dk_, sq_, scale_, ds, skv_, plane, qh, dk_, qs, dkh, dk_, ks);

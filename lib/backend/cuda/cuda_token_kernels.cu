@@ -39,9 +39,48 @@ __global__ void spatial_transpose_kernel(const float* from, float* to, int64_t t
   }
 }
 
+// y[b, r, :] = x[b, index[r], :] or 0; one thread per output value.
+__global__ void row_gather_kernel(const float* x, float* y, const int32_t* index, int64_t total, int64_t rows_in,
+                                  int64_t rows_out, int64_t cols) {
+  for (int64_t t = first_index(); t < total; t += grid_stride()) {
+    const int64_t j = t % cols, row = t / cols, r = row % rows_out, b = row / rows_out;
+    const int32_t i = index[r];
+    y[t] = i >= 0 ? x[(b * rows_in + i) * cols + j] : 0.f;
+  }
+}
+
+// dx[b, s, :] = the sum of dy[b, r, :] over the rows r of s's list, in their order; one thread
+// per input value.
+__global__ void row_gather_backward_kernel(const float* dy, float* dx, const int32_t* starts, const int32_t* sources,
+                                           int64_t total, int64_t rows_in, int64_t rows_out, int64_t cols) {
+  for (int64_t t = first_index(); t < total; t += grid_stride()) {
+    const int64_t j = t % cols, row = t / cols, s = row % rows_in, b = row / rows_in;
+    float sum = 0.f;
+    for (int32_t k = starts[s]; k < starts[s + 1]; ++k) sum += dy[(b * rows_out + sources[k]) * cols + j];
+    dx[t] = sum;
+  }
+}
+
 }  // namespace
 
 // Declared where they are called (cuda_token_ops.cpp).
+void row_gather(const float* x, float* y, const int32_t* index, int64_t n, int64_t rows_in, int64_t rows_out,
+                int64_t cols, cudaStream_t stream) {
+  const int64_t total = n * rows_out * cols;
+  if (total <= 0) return;
+  row_gather_kernel<<<grid_for(total), kThreads, 0, stream>>>(x, y, index, total, rows_in, rows_out, cols);
+  DLT_LAUNCH_CHECK();
+}
+
+void row_gather_backward(const float* dy, float* dx, const int32_t* starts, const int32_t* sources, int64_t n,
+                         int64_t rows_in, int64_t rows_out, int64_t cols, cudaStream_t stream) {
+  const int64_t total = n * rows_in * cols;
+  if (total <= 0) return;
+  row_gather_backward_kernel<<<grid_for(total), kThreads, 0, stream>>>(dy, dx, starts, sources, total, rows_in,
+                                                                       rows_out, cols);
+  DLT_LAUNCH_CHECK();
+}
+
 void batch_broadcast_add(const float* x, const float* b, float* y, int64_t rows, int64_t length, cudaStream_t stream) {
   const int64_t total = rows * length;
   if (total <= 0) return;

@@ -2,7 +2,10 @@
 // the compute stream.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_common.h"
@@ -15,6 +18,10 @@ void batch_broadcast_add(const float* x, const float* b, float* y, int64_t rows,
 void batch_sum(const float* dy, float* db, int64_t rows, int64_t length, cudaStream_t stream);
 void spatial_transpose(const float* from, float* to, int64_t n, int64_t h, int64_t w, int64_t c, bool back,
                        cudaStream_t stream);
+void row_gather(const float* x, float* y, const int32_t* index, int64_t n, int64_t rows_in, int64_t rows_out,
+                int64_t cols, cudaStream_t stream);
+void row_gather_backward(const float* dy, float* dx, const int32_t* starts, const int32_t* sources, int64_t n,
+                         int64_t rows_in, int64_t rows_out, int64_t cols, cudaStream_t stream);
 
 namespace {
 
@@ -49,6 +56,42 @@ class CudaSpatialTransposeOp final : public SpatialTransposeOp {
   CudaContext& ctx_;
 };
 
+// The index and its inverse (RowGatherOp::inverse) as int32 on the device, each held in a float
+// tensor of as many elements.
+class CudaRowGatherOp final : public RowGatherOp {
+ public:
+  CudaRowGatherOp(const RowGatherDesc& d, CudaContext& ctx) : RowGatherOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx) {
+    DLT_CHECK(d.rows_in < (int64_t{1} << 31) && d.rows_out < (int64_t{1} << 31),
+              "row gather: " << d.rows_in << " -> " << d.rows_out << " rows is over the CUDA kernel's 2^31");
+    std::vector<int64_t> starts, sources;
+    inverse(starts, sources);
+    index_ = upload(d.index);
+    starts_ = upload(starts);
+    sources_ = upload(sources);
+  }
+
+ private:
+  void do_forward(const Tensor& x, Tensor& y) override {
+    row_gather(x.data(), y.data(), ints(index_), d_.n, d_.rows_in, d_.rows_out, d_.cols, ctx_.stream);
+  }
+  void do_backward(const Tensor& dy, Tensor& dx) override {
+    row_gather_backward(dy.data(), dx.data(), ints(starts_), ints(sources_), d_.n, d_.rows_in, d_.rows_out, d_.cols,
+                        ctx_.stream);
+  }
+  Tensor upload(const std::vector<int64_t>& v) const {
+    const int64_t count = std::max<int64_t>(1, static_cast<int64_t>(v.size()));
+    Tensor host(Shape{count});
+    int32_t* p = reinterpret_cast<int32_t*>(host.data());
+    for (size_t i = 0; i < v.size(); ++i) p[i] = static_cast<int32_t>(v[i]);
+    return host.to(Device::cuda(ctx_.device));
+  }
+  static const int32_t* ints(const Tensor& t) { return reinterpret_cast<const int32_t*>(t.data()); }
+
+  RowGatherDesc d_;
+  CudaContext& ctx_;
+  Tensor index_, starts_, sources_;
+};
+
 std::unique_ptr<BatchBroadcastOp> make_broadcast(Backend& b, const BatchBroadcastDesc& d) {
   cuda_backend_of(b).enter();
   return std::make_unique<CudaBatchBroadcastOp>(d, cuda_context(b));
@@ -57,9 +100,14 @@ std::unique_ptr<SpatialTransposeOp> make_transpose(Backend& b, const SpatialTran
   cuda_backend_of(b).enter();
   return std::make_unique<CudaSpatialTransposeOp>(d, cuda_context(b));
 }
+std::unique_ptr<RowGatherOp> make_gather(Backend& b, const RowGatherDesc& d) {
+  cuda_backend_of(b).enter();
+  return std::make_unique<CudaRowGatherOp>(d, cuda_context(b));
+}
 
 }  // namespace
 
+DLT_REGISTER_OP(RowGatherDesc, DeviceType::kCuda, "own", 0, make_gather, nullptr);
 DLT_REGISTER_OP(BatchBroadcastDesc, DeviceType::kCuda, "own", 0, make_broadcast, nullptr);
 DLT_REGISTER_OP(SpatialTransposeDesc, DeviceType::kCuda, "own", 0, make_transpose, nullptr);
 
