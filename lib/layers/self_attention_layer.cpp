@@ -1,5 +1,6 @@
 // selfAttention: MATLAB's selfAttentionLayer (R2023a) on token sequences (SCB: (S, 1, C) per
-// image). Multi-head scaled dot-product attention with its four projections, per token:
+// image). Multi-head scaled dot-product attention with its four projections (attention_core.h),
+// per token:
 //   Q = x Wq' + bq, K = x Wk' + bk, V = x Wv' + bv   (NumKeyChannels, NumKeyChannels,
 //   NumValueChannels channels: the totals over the NumHeads heads, heads contiguous blocks),
 //   A = attention(Q, K, V) per head (backend/attention_op.h; AttentionMask causal hides the
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "backend/attention_op.h"
+#include "layers/attention_core.h"
 #include "layers/layer_util.h"
 
 namespace dlt {
@@ -52,81 +54,25 @@ class SelfAttentionLayer final : public Layer {
     c_ = inputs[0][2];
     if (out_ == 0) out_ = c_;
     params_.clear();
-    // (name, rows, columns) of each projection's weights; its bias has `rows` values.
-    const struct {
-      const char* name;
-      int64_t rows, cols;
-    } proj[] = {{"Query", key_, c_}, {"Key", key_, c_}, {"Value", value_, c_}, {"Output", out_, value_}};
-    for (const auto& p : proj) {
-      Param w = weight_;
-      w.name = std::string(p.name) + "Weights";
-      w.shape = Shape{p.rows, p.cols};
-      w.fan_in = p.cols;
-      w.fan_out = p.rows;
-      params_.push_back(w);
-    }
-    for (const auto& p : proj) {
-      Param b = bias_;
-      b.name = std::string(p.name) + "Bias";
-      b.shape = Shape{p.rows};
-      b.fan_in = p.cols;
-      b.fan_out = p.rows;
-      params_.push_back(b);
-    }
+    AttentionCore::add_params(params_, weight_, bias_, sizes());
     return Shape{s_, 1, out_};
   }
 
   void setup(int64_t n, Backend& be) override {
-    be_ = &be;
-    const int64_t rows = n * s_;
-    fc_[0] = be.make(FcDesc{rows, c_, key_, false, mixed_});
-    fc_[1] = be.make(FcDesc{rows, c_, key_, false, mixed_});
-    fc_[2] = be.make(FcDesc{rows, c_, value_, false, mixed_});
-    fc_[3] = be.make(FcDesc{rows, value_, out_, false, mixed_});
-    AttentionDesc d;
-    d.n = n;
-    d.heads = heads_;
-    d.seq_q = d.seq_kv = s_;
-    d.key_dim = key_ / heads_;
-    d.value_dim = value_ / heads_;
-    d.causal = causal_;
-    d.dropout = static_cast<float>(dropout_);
-    attention_ = be.make(d);
-    const int64_t width[4] = {key_, key_, value_, value_};  // Q, K, V, A
-    for (int i = 0; i < 4; ++i) act_[i] = Tensor(Shape{rows, width[i]}, be.device());
-    for (int i = 0; i < 3; ++i) grad_[i] = Tensor(Shape{rows, width[i]}, be.device());
-    // dA takes A's place once the output projection's weight gradient has read A, and dx's
-    // parts take dA's once the attention's backward has read it (when their sizes agree).
-    grad_[3] = act_[3];
-    dx_part_ = value_ == c_ ? act_[3] : Tensor(Shape{rows, c_}, be.device());
+    core_.setup(be, sizes(), n, s_, causal_, static_cast<float>(dropout_), 0, mixed_);
   }
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
-    for (int i = 0; i < 3; ++i) fc_[i]->forward(*x[0], weights(i), bias(i), act_[i]);
-    if (ctx.training && dropout_ > 0)
-      attention_->forward_dropout(act_[0], act_[1], act_[2], act_[3], dropout_key(ctx));
-    else
-      attention_->forward(act_[0], act_[1], act_[2], act_[3]);
-    fc_[3]->forward(act_[3], weights(3), bias(3), y);
+    const bool drop = ctx.training && dropout_ > 0;
+    core_.forward(*x[0], y, params_.data(), drop, drop ? dropout_key(ctx) : 0);
   }
 
   void backward(const std::vector<const Tensor*>& x, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {
-    update_grads(3, act_[3], dy);
-    fc_[3]->backward_data(dy, weights(3), grad_[3]);  // over A, read for the last time above
-    attention_->backward(act_[0], act_[1], act_[2], grad_[3], grad_[0], grad_[1], grad_[2]);
-    for (int i = 0; i < 3; ++i) update_grads(i, *x[0], grad_[i]);
-    if (!dx[0]) return;
-    fc_[0]->backward_data(grad_[0], weights(0), *dx[0]);  // dx = dQ Wq + dK Wk + dV Wv
-    for (int i = 1; i < 3; ++i) {
-      fc_[i]->backward_data(grad_[i], weights(i), dx_part_);
-      be_->axpby(1.f, dx_part_, 1.f, *dx[0]);
-    }
+    core_.backward(*x[0], dy, dx[0], params_.data(), nullptr);
   }
 
-  int64_t flops_per_image() const override {
-    return 2 * s_ * (c_ * (2 * key_ + value_) + value_ * out_) + 2 * s_ * s_ * (key_ + value_);
-  }
+  int64_t flops_per_image() const override { return AttentionCore::flops(sizes(), s_); }
   std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
 
   // The projections as MatMul + Add; Q and V reshaped to heads (N, H, S, d), K to (N, H, d, S);
@@ -188,25 +134,13 @@ class SelfAttentionLayer final : public Layer {
     if (v && !v->is_list && v->items.size() == 1 && v->items[0] == "auto") return def;
     return spec_.get_int(key, def, 1);
   }
-  Tensor& weights(int i) { return params_[static_cast<size_t>(i)].value; }
-  Tensor& bias(int i) { return params_[static_cast<size_t>(4 + i)].value; }
-  // Projection i's weight and bias gradients from its input and its output's gradient.
-  void update_grads(int i, const Tensor& in, const Tensor& g) {
-    Param& w = params_[static_cast<size_t>(i)];
-    Param& b = params_[static_cast<size_t>(4 + i)];
-    if (!w.frozen() || !b.frozen()) fc_[i]->backward_weights(in, g, w.grad, b.grad);
-  }
+  AttentionSizes sizes() const { return {heads_, key_, value_, out_, c_}; }
 
   int64_t heads_ = 1, key_ = 1, value_ = 1, out_ = 0, s_ = 1, c_ = 1;
   bool causal_ = false;
   double dropout_ = 0;  // DropoutProbability: on the attention weights, in training
   Param weight_, bias_;
-  Backend* be_ = nullptr;
-  std::unique_ptr<FcOp> fc_[4];  // Q, K, V, output projections
-  std::unique_ptr<AttentionOp> attention_;
-  Tensor act_[4];   // Q, K, V, A = attention(Q, K, V) (rows, channels), kept for backward
-  Tensor grad_[4];  // their gradients (dA in A's storage)
-  Tensor dx_part_;  // one projection's share of dx (in A's storage when it has dx's size)
+  AttentionCore core_;
 };
 
 }  // namespace

@@ -186,8 +186,10 @@ void export_onnx(const ModelData& model, const std::string& path, const OnnxExpo
   // require), written and renamed into place before the model that names it.
   const OutputTarget target = output_target(path);
   if (target.kind != OutputTarget::Kind::kReplace)
-    throw ModelError(path + ": ONNX external data is a file beside the model: give --output a file path, not a "
-                     "device or pipe" + std::string(options.external_data ? "" : " (the model is over protobuf's 2 GB limit)"));
+    throw ModelError(path +
+                     ": ONNX external data is a file beside the model: give --output a file path, not a "
+                     "device or pipe" +
+                     std::string(options.external_data ? "" : " (the model is over protobuf's 2 GB limit)"));
   const std::filesystem::path real(target.path);
   const std::string location = real.filename().string() + ".data";
   std::string data;

@@ -30,7 +30,8 @@ inline AgreementRow attention_row(std::string name, AttentionDesc d) {
             // With bias: values in [-3, 3), large enough to move the probabilities.
             const Vec bias = d.bias_n > 0 ? random_vec(d.bias_numel(), rng, -3.0, 3.0) : Vec{};
             const Shape bs{d.bias_n, d.heads, d.seq_q, d.seq_kv};
-            Tensor tb = d.bias_n > 0 ? to_tensor(bias, bs, dev) : Tensor(), tdb = d.bias_n > 0 ? Tensor(bs, dev) : Tensor();
+            Tensor tb = d.bias_n > 0 ? to_tensor(bias, bs, dev) : Tensor(),
+                   tdb = d.bias_n > 0 ? Tensor(bs, dev) : Tensor();
             if (d.bias_n > 0) op->set_bias(tb);
             const Vec* pb = d.bias_n > 0 ? &bias : nullptr;
             // With dropout: the training forward's mask (the same key on every backend).

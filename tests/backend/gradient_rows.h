@@ -470,7 +470,8 @@ inline std::vector<GradientRow> gradient_rows() {
   rows.push_back(depth_to_space("CRD 2", {2, 2, 3, 8, 2, 2, true}));
   rows.push_back(batch_broadcast("3 rows of 4", {3, 4}));
   rows.push_back(spatial_transpose("2x3x2x2", {2, 3, 2, 2}));
-  rows.push_back(row_gather("2 blocks of 4 rows to 6 (a zero row, a row taken twice)", {2, 4, 6, 3, {3, -1, 0, 3, 1, 2}}));
+  rows.push_back(
+      row_gather("2 blocks of 4 rows to 6 (a zero row, a row taken twice)", {2, 4, 6, 3, {3, -1, 0, 3, 1, 2}}));
   rows.push_back(attention("2 heads, 3 queries over 4 keys, key dim 3 value dim 2", {2, 2, 3, 4, 3, 2, false, 0.f}));
   rows.push_back(attention("causal, 2 heads of 5 tokens", {1, 2, 5, 5, 3, 3, true, 0.f}));
   rows.push_back(attention("causal, 4 queries over 2 keys, scale 0.7", {1, 1, 4, 2, 2, 3, true, 0.7f}));

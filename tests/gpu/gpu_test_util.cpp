@@ -41,9 +41,16 @@ NetworkSpec config_network_file(const std::string& relative) {
   return network_spec_from_yaml(text.str(), path);
 }
 
-bool feeds_batch_norm(const std::vector<Param*>& ps, size_t i) {
+bool feeds_batch_norm(Network& net, size_t i) {
+  std::vector<const Param*> ps;
+  std::vector<std::string> types;  // the type of each learnable's layer, in params() order
+  for (size_t l = 0; l < net.size(); ++l)
+    for (const Param& p : net.layer(l).params()) {
+      ps.push_back(&p);
+      types.push_back(net.layer(l).type());
+    }
   return i > 0 && i + 1 < ps.size() && ps[i]->name == "Bias" && ps[i - 1]->name == "Weights" &&
-         ps[i + 1]->name == "Scale";
+         types[i + 1] == "batchNormalization";
 }
 
 NetworkPair network_pair(const NetworkSpec& spec, uint64_t seed, const BackendOptions& dev_options) {

@@ -48,10 +48,11 @@ std::string config_path(const std::string& name);
 NetworkSpec config_network(const std::string& name);
 // The layers of a YAML file without data or training sections (path relative to the source).
 NetworkSpec config_network_file(const std::string& relative);
-// Parameter i is a Bias right after its layer's Weights and right before a batch norm's Scale:
+// Learnable i of net.params() is a Bias right after its layer's Weights and right before a
+// batchNormalization layer's Scale (not a layerNormalization's, which keeps the bias):
 // in the test networks (layers in order) a convolution whose only consumer is batch norm, whose
 // gradient is zero up to rounding (the normalisation subtracts the bias again).
-bool feeds_batch_norm(const std::vector<Param*>& ps, size_t i);
+bool feeds_batch_norm(Network& net, size_t i);
 
 // A CPU network initialised from seed, with non-trivial input normalization (a random mean
 // image in [100, 150)) and batch-norm running statistics, and the same weights loaded into a

@@ -55,7 +55,7 @@ Outcome train(const std::string& solver, const std::string& clip, bool graphed) 
   // BiasLearnRateFactor 0): the comparison is of the weights the loss depends on.
   std::vector<Param*> ps = net.params();
   for (size_t i = 0; i < ps.size(); ++i)
-    if (feeds_batch_norm(ps, i)) ps[i]->learn_rate_factor = 0.f;
+    if (feeds_batch_norm(net, i)) ps[i]->learn_rate_factor = 0.f;
   Optimizer opt(o, net.params());
   if (graphed) opt.set_device_scalars(true);
   StepGraph graph(dev, 2);
@@ -125,7 +125,8 @@ TEST_CASE("gpu CUDA graph: captured and replayed steps give the direct steps' we
     // may differ by an ulp from run to run (atomics), graphed or not.
     double worst = 0;
     for (size_t i = 0; i < direct.values.size(); ++i)
-      worst = std::max(worst, std::fabs(direct.values[i] - graphed.values[i]) / std::max(1.0, std::fabs(direct.values[i])));
+      worst =
+          std::max(worst, std::fabs(direct.values[i] - graphed.values[i]) / std::max(1.0, std::fabs(direct.values[i])));
     double worst_loss = 0;
     for (size_t k = 0; k < direct.losses.size(); ++k)
       worst_loss = std::max(worst_loss, std::fabs(direct.losses[k] - graphed.losses[k]));

@@ -116,6 +116,33 @@ TEST_CASE("gradients: selfAttention", "[layers][grad]") {
   }
 }
 
+// Swin's window attention on (H, W, C) images: the relative position table's gradient too.
+TEST_CASE("gradients: windowAttention", "[layers][grad]") {
+  GradCheckOptions o;
+  o.input_scale = 1.5;
+  SECTION("2x2 windows of a 4x4 image, 2 heads") {
+    expect_ok(check_layer(
+        layer_spec("windowAttention", {"NumHeads=2", "WindowSize=2", "RelativePositionBiasInitializer=glorot"}),
+        {Shape{4, 4, 4}}, o));
+  }
+  SECTION("3x3 windows shifted by 1 over a padded 5x4 image (the mask, padded tokens)") {
+    expect_ok(check_layer(layer_spec("windowAttention", {"NumHeads=1", "WindowSize=3", "ShiftSize=1",
+                                                         "RelativePositionBiasInitializer=glorot"}),
+                          {Shape{5, 4, 3}}, o));
+  }
+  SECTION("2x3 windows shifted by [1 1], key and output sizes of their own, no table") {
+    expect_ok(
+        check_layer(layer_spec("windowAttention", {"NumHeads=2", "WindowSize=[2,3]", "ShiftSize=[1,1]",
+                                                   "NumKeyChannels=4", "OutputSize=3", "RelativePositionBias=false"}),
+                    {Shape{4, 6, 2}}, o));
+  }
+  SECTION("attention dropout 0.2, shifted") {
+    expect_ok(check_layer(
+        layer_spec("windowAttention", {"NumHeads=1", "WindowSize=2", "ShiftSize=1", "DropoutProbability=0.2"}),
+        {Shape{4, 4, 2}}, o));
+  }
+}
+
 TEST_CASE(
     "gradients: patchEmbedding, embeddingConcatenation, positionEmbedding, indexing1d, "
     "globalAveragePooling1d",

@@ -214,8 +214,9 @@ layers:
   } catch (const ModelError& err) {
     e = err.what();
   }
-  CHECK(has(e, "/dev/null: ONNX external data is a file beside the model: give --output a file path, not a device "
-               "or pipe"));
+  CHECK(has(e,
+            "/dev/null: ONNX external data is a file beside the model: give --output a file path, not a device "
+            "or pipe"));
 }
 
 }  // namespace

@@ -102,7 +102,8 @@ Vec row_gather_forward(const RowGatherDesc& d, const Vec& x) {
       const int64_t i = d.index[static_cast<size_t>(r)];
       if (i < 0) continue;
       for (int64_t j = 0; j < d.cols; ++j)
-        y[static_cast<size_t>((b * d.rows_out + r) * d.cols + j)] = x[static_cast<size_t>((b * d.rows_in + i) * d.cols + j)];
+        y[static_cast<size_t>((b * d.rows_out + r) * d.cols + j)] =
+            x[static_cast<size_t>((b * d.rows_in + i) * d.cols + j)];
     }
   return y;
 }
@@ -114,7 +115,8 @@ Vec row_gather_backward(const RowGatherDesc& d, const Vec& dy) {
       const int64_t i = d.index[static_cast<size_t>(r)];
       if (i < 0) continue;
       for (int64_t j = 0; j < d.cols; ++j)
-        dx[static_cast<size_t>((b * d.rows_in + i) * d.cols + j)] += dy[static_cast<size_t>((b * d.rows_out + r) * d.cols + j)];
+        dx[static_cast<size_t>((b * d.rows_in + i) * d.cols + j)] +=
+            dy[static_cast<size_t>((b * d.rows_out + r) * d.cols + j)];
     }
   return dx;
 }

@@ -1,7 +1,7 @@
 // The attention op's own kernels (backend/attention_op.h, cuda_attention_op.cpp): moving the
 // heads of a token tensor (n, seq, heads * dim) to and from head-major (n, heads, seq, dim),
-// the additive bias and its gradient, the causal mask on the scores and the dropout mask on the probabilities (dropout_hash.h: the
-// CPU's mask bit for bit). One thread per value, grid-stride.
+// the additive bias and its gradient, the causal mask on the scores and the dropout mask on the probabilities
+// (dropout_hash.h: the CPU's mask bit for bit). One thread per value, grid-stride.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -43,7 +43,8 @@ __global__ void causal_mask_kernel(float* s, int64_t total, int64_t seq_q, int64
 
 // s[i] += bias[(b % bias_n) * plane + i % plane], b = i / plane the batch entry.
 __global__ void add_bias_kernel(float* s, const float* bias, int64_t total, int64_t plane, int64_t bias_n) {
-  for (int64_t i = first_index(); i < total; i += grid_stride()) s[i] += bias[((i / plane) % bias_n) * plane + i % plane];
+  for (int64_t i = first_index(); i < total; i += grid_stride())
+    s[i] += bias[((i / plane) % bias_n) * plane + i % plane];
 }
 
 // db[f] = sum over the batch entries b = f / plane, + bias_n, ... < n of ds[b * plane + f % plane].
@@ -89,8 +90,7 @@ void attention_add_bias(float* scores, const float* bias, int64_t n, int64_t pla
 }
 
 // The bias's gradient (bias_n, plane) from the scores' (n, plane): written, not accumulated.
-void attention_bias_grad(const float* ds, float* dbias, int64_t n, int64_t plane, int64_t bias_n,
-                         cudaStream_t stream) {
+void attention_bias_grad(const float* ds, float* dbias, int64_t n, int64_t plane, int64_t bias_n, cudaStream_t stream) {
   const int64_t count = bias_n * plane;
   if (count <= 0) return;
   bias_grad_kernel<<<grid_for(count), kThreads, 0, stream>>>(ds, dbias, count, plane, bias_n, n);

@@ -35,8 +35,7 @@ void attention_heads(const float* from, float* to, int64_t n, int64_t seq, int64
 void attention_causal_mask(float* scores, int64_t rows, int64_t seq_q, int64_t seq_kv, cudaStream_t stream);
 void attention_add_bias(float* scores, const float* bias, int64_t n, int64_t plane, int64_t bias_n,
                         cudaStream_t stream);
-void attention_bias_grad(const float* ds, float* dbias, int64_t n, int64_t plane, int64_t bias_n,
-                         cudaStream_t stream);
+void attention_bias_grad(const float* ds, float* dbias, int64_t n, int64_t plane, int64_t bias_n, cudaStream_t stream);
 void attention_dropout(const float* from, float* to, int64_t total, float p, float scale, uint64_t key,
                        cudaStream_t stream);
 

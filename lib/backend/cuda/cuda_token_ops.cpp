@@ -60,7 +60,8 @@ class CudaSpatialTransposeOp final : public SpatialTransposeOp {
 // tensor of as many elements.
 class CudaRowGatherOp final : public RowGatherOp {
  public:
-  CudaRowGatherOp(const RowGatherDesc& d, CudaContext& ctx) : RowGatherOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx) {
+  CudaRowGatherOp(const RowGatherDesc& d, CudaContext& ctx)
+      : RowGatherOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx) {
     DLT_CHECK(d.rows_in < (int64_t{1} << 31) && d.rows_out < (int64_t{1} << 31),
               "row gather: " << d.rows_in << " -> " << d.rows_out << " rows is over the CUDA kernel's 2^31");
     std::vector<int64_t> starts, sources;

@@ -1,0 +1,89 @@
+// The attention of selfAttention and windowAttention (attention_core.h).
+#include "layers/attention_core.h"
+
+#include <string>
+
+namespace dlt {
+
+void AttentionCore::add_params(std::vector<Param>& params, const Param& weight, const Param& bias,
+                               const AttentionSizes& s) {
+  // (name, rows, columns) of each projection's weights; its bias has `rows` values.
+  const struct {
+    const char* name;
+    int64_t rows, cols;
+  } proj[] = {{"Query", s.key, s.c}, {"Key", s.key, s.c}, {"Value", s.value, s.c}, {"Output", s.out, s.value}};
+  for (const auto& p : proj) {
+    Param w = weight;
+    w.name = std::string(p.name) + "Weights";
+    w.shape = Shape{p.rows, p.cols};
+    w.fan_in = p.cols;
+    w.fan_out = p.rows;
+    params.push_back(w);
+  }
+  for (const auto& p : proj) {
+    Param b = bias;
+    b.name = std::string(p.name) + "Bias";
+    b.shape = Shape{p.rows};
+    b.fan_in = p.cols;
+    b.fan_out = p.rows;
+    params.push_back(b);
+  }
+}
+
+void AttentionCore::setup(Backend& be, const AttentionSizes& s, int64_t sequences, int64_t seq, bool causal,
+                          float dropout, int64_t bias_n, bool mixed) {
+  be_ = &be;
+  const int64_t rows = sequences * seq;
+  fc_[0] = be.make(FcDesc{rows, s.c, s.key, false, mixed});
+  fc_[1] = be.make(FcDesc{rows, s.c, s.key, false, mixed});
+  fc_[2] = be.make(FcDesc{rows, s.c, s.value, false, mixed});
+  fc_[3] = be.make(FcDesc{rows, s.value, s.out, false, mixed});
+  AttentionDesc d;
+  d.n = sequences;
+  d.heads = s.heads;
+  d.seq_q = d.seq_kv = seq;
+  d.key_dim = s.key / s.heads;
+  d.value_dim = s.value / s.heads;
+  d.causal = causal;
+  d.dropout = dropout;
+  d.bias_n = bias_n;
+  attention_ = be.make(d);
+  const int64_t width[4] = {s.key, s.key, s.value, s.value};  // Q, K, V, A
+  for (int i = 0; i < 4; ++i) act_[i] = Tensor(Shape{rows, width[i]}, be.device());
+  for (int i = 0; i < 3; ++i) grad_[i] = Tensor(Shape{rows, width[i]}, be.device());
+  // dA takes A's place once the output projection's weight gradient has read A, and dx's
+  // parts take dA's once the attention's backward has read it (when their sizes agree).
+  grad_[3] = act_[3];
+  dx_part_ = s.value == s.c ? act_[3] : Tensor(Shape{rows, s.c}, be.device());
+}
+
+void AttentionCore::forward(const Tensor& x, Tensor& y, Param* params, bool dropout, uint64_t dropout_key) {
+  for (int i = 0; i < 3; ++i) fc_[i]->forward(x, params[i].value, params[4 + i].value, act_[i]);
+  if (dropout)
+    attention_->forward_dropout(act_[0], act_[1], act_[2], act_[3], dropout_key);
+  else
+    attention_->forward(act_[0], act_[1], act_[2], act_[3]);
+  fc_[3]->forward(act_[3], params[3].value, params[7].value, y);
+}
+
+void AttentionCore::backward(const Tensor& x, Tensor& dy, Tensor* dx, Param* params, Tensor* dbias) {
+  update_grads(3, act_[3], dy, params);
+  fc_[3]->backward_data(dy, params[3].value, grad_[3]);  // over A, read for the last time above
+  attention_->backward(act_[0], act_[1], act_[2], grad_[3], grad_[0], grad_[1], grad_[2], dbias);
+  for (int i = 0; i < 3; ++i) update_grads(i, x, grad_[i], params);
+  if (!dx) return;
+  fc_[0]->backward_data(grad_[0], params[0].value, *dx);  // dx = dQ Wq + dK Wk + dV Wv
+  for (int i = 1; i < 3; ++i) {
+    fc_[i]->backward_data(grad_[i], params[i].value, dx_part_);
+    be_->axpby(1.f, dx_part_, 1.f, *dx);
+  }
+}
+
+// Projection i's weight and bias gradients from its input and its output's gradient.
+void AttentionCore::update_grads(int i, const Tensor& in, const Tensor& g, Param* params) {
+  Param& w = params[i];
+  Param& b = params[4 + i];
+  if (!w.frozen() || !b.frozen()) fc_[i]->backward_weights(in, g, w.grad, b.grad);
+}
+
+}  // namespace dlt

@@ -1,0 +1,56 @@
+// The multi-head attention of selfAttention and windowAttention on rows of tokens: the query,
+// key and value projections, the attention op (backend/attention_op.h) and the output
+// projection, with MATLAB's learnables (selfAttentionLayer's names and shapes):
+//   Q = x Wq' + bq, K = x Wk' + bk, V = x Wv' + bv   (key, key, value channels: the totals over
+//   the heads, heads contiguous blocks), A = attention(Q, K, V) per sequence and head,
+//   y = A Wo' + bo (out channels).
+// The layer owns the learnables (Layer::params_): add_params appends the eight in the order
+// QueryWeights, KeyWeights, ValueWeights, OutputWeights, QueryBias .. OutputBias, and the
+// calls below take a pointer to the first.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/attention_op.h"
+#include "backend/backend.h"
+#include "layers/layer.h"
+
+namespace dlt {
+
+struct AttentionSizes {
+  int64_t heads = 1, key = 1, value = 1, out = 1, c = 1;  // c: the input's channels
+};
+
+class AttentionCore {
+ public:
+  // Appends the eight learnables, copies of the Weight and Bias templates (their initializers
+  // and factors) with MATLAB's names, shapes and fans.
+  static void add_params(std::vector<Param>& params, const Param& weight, const Param& bias, const AttentionSizes& s);
+
+  // `sequences` sequences of `seq` tokens; bias_n as AttentionDesc's (0: none).
+  void setup(Backend& be, const AttentionSizes& s, int64_t sequences, int64_t seq, bool causal, float dropout,
+             int64_t bias_n, bool mixed);
+  AttentionOp& attention() { return *attention_; }
+  // y (rows, out) from x (rows, c); dropout_key: the training forward's mask (0: no dropout).
+  void forward(const Tensor& x, Tensor& y, Param* params, bool dropout, uint64_t dropout_key);
+  // The learnables' gradients and dx (null: not wanted) from dy (its storage is reused); dbias
+  // (null: none) the attention bias's gradient.
+  void backward(const Tensor& x, Tensor& dy, Tensor* dx, Param* params, Tensor* dbias);
+  // Multiply-adds x 2 per sequence of seq tokens.
+  static int64_t flops(const AttentionSizes& s, int64_t seq) {
+    return 2 * seq * (s.c * (2 * s.key + s.value) + s.value * s.out) + 2 * seq * seq * (s.key + s.value);
+  }
+
+ private:
+  void update_grads(int i, const Tensor& in, const Tensor& g, Param* params);
+
+  Backend* be_ = nullptr;
+  std::unique_ptr<FcOp> fc_[4];  // Q, K, V, output projections
+  std::unique_ptr<AttentionOp> attention_;
+  Tensor act_[4];   // Q, K, V, A = attention(Q, K, V) (rows, channels), kept for backward
+  Tensor grad_[4];  // their gradients (dA in A's storage)
+  Tensor dx_part_;  // one projection's share of dx (in A's storage when it has dx's size)
+};
+
+}  // namespace dlt

@@ -1,0 +1,228 @@
+// windowAttention: dltrain's own layer (MATLAB has none; torchvision's ShiftedWindowAttention,
+// the attention of Swin Transformer) on images (SSCB): multi-head self-attention within
+// WindowSize windows of pixels, each pixel a token of C channels. Per image:
+//   1. pad the bottom and right with zero pixels to whole windows, roll the padded image up and
+//      left by ShiftSize (cyclic), cut it into windows of S = wh x ww tokens (row by row);
+//   2. attention in every window (attention_core.h: the projections and learnables of
+//      selfAttention), the scores plus a relative position bias B[h, i, j] = table[rel(i, j), h]
+//      (RelativePositionBias, (2 wh - 1) (2 ww - 1) rows of NumHeads: the offset between tokens
+//      i and j, (dy + wh - 1) (2 ww - 1) + dx + ww - 1) and, when shifted, -100 between tokens
+//      that came from different regions of the unrolled image (torchvision's mask);
+//   3. the windows back in place, rolled back, the padding cut off: (H, W, OutputSize).
+// As torchvision: padded tokens take part in the attention (zero before the projections), and
+// a dimension whose padded size is no larger than its window is not shifted.
+// The partition, its reverse and the table's spread to the dense bias are row gathers
+// (backend/token_ops.h); the mask is a constant added to the dense bias.
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/token_ops.h"
+#include "layers/attention_core.h"
+#include "layers/layer_util.h"
+
+namespace dlt {
+
+namespace {
+
+class WindowAttentionLayer final : public Layer {
+ public:
+  explicit WindowAttentionLayer(const LayerSpec& spec) : Layer(spec) {
+    heads_ = spec_.get_int("NumHeads", 0, 1);
+    if (heads_ == 0) throw ConfigError(spec.where() + "option NumHeads is required (e.g. NumHeads: 3)");
+    const std::vector<int64_t> w = spec_.get_ints("WindowSize", {0, 0}, 2, 1);
+    if (w[0] == 0) throw ConfigError(spec.where() + "option WindowSize is required (e.g. WindowSize: 7)");
+    win_h_ = w[0];
+    win_w_ = w[1];
+    const std::vector<int64_t> sh = spec_.get_ints("ShiftSize", {0, 0}, 2, 0);
+    shift_h_ = sh[0];
+    shift_w_ = sh[1];
+    if (shift_h_ >= win_h_ || shift_w_ >= win_w_)
+      throw ConfigError(spec.where() + "option ShiftSize [" + std::to_string(shift_h_) + " " +
+                        std::to_string(shift_w_) + "] must be smaller than WindowSize [" + std::to_string(win_h_) +
+                        " " + std::to_string(win_w_) + "] (Swin shifts by half a window)");
+    key_ = auto_int("NumKeyChannels", 0);  // 0: the input's channels
+    value_ = auto_int("NumValueChannels", 0);
+    out_ = auto_int("OutputSize", 0);
+    relative_ = spec_.get_bool("RelativePositionBias", true);
+    dropout_ = spec_.get_double("DropoutProbability", 0.0);
+    if (dropout_ < 0 || dropout_ >= 1)
+      throw ConfigError(spec.where() + "option DropoutProbability must be in [0, 1), got " + std::to_string(dropout_));
+    weight_ = make_param(spec_, "Weight", Shape{}, parse_initializer(spec_, "WeightsInitializer", "glorot"), 1.f);
+    bias_ = make_param(spec_, "Bias", Shape{}, parse_initializer(spec_, "BiasInitializer", "zeros"), 0.f);
+    table_ = make_param(spec_, "RelativePositionBias", Shape{},
+                        parse_initializer(spec_, "RelativePositionBiasInitializer", "narrow-normal"), 0.f);
+  }
+
+  Shape infer(const std::vector<Shape>& inputs) override {
+    expect_inputs(spec_, inputs, 1);
+    h_ = inputs[0][0];
+    w_ = inputs[0][1];
+    s_.c = inputs[0][2];
+    s_.heads = heads_;
+    s_.key = key_ ? key_ : s_.c;
+    s_.value = value_ ? value_ : s_.key;
+    s_.out = out_ ? out_ : s_.c;
+    for (auto [what, n] : {std::pair<const char*, int64_t>{"NumKeyChannels", s_.key}, {"NumValueChannels", s_.value}})
+      if (n % heads_ != 0)
+        shape_error(spec_, std::string(what) + " (" + std::to_string(n) + ") must be a multiple of NumHeads (" +
+                               std::to_string(heads_) + "): it is the total over the heads");
+    pad_h_ = (h_ + win_h_ - 1) / win_h_ * win_h_;
+    pad_w_ = (w_ + win_w_ - 1) / win_w_ * win_w_;
+    params_.clear();
+    AttentionCore::add_params(params_, weight_, bias_, s_);
+    if (relative_) {
+      Param t = table_;
+      t.name = "RelativePositionBias";
+      t.shape = Shape{(2 * win_h_ - 1) * (2 * win_w_ - 1), heads_};
+      t.fan_in = t.fan_out = heads_;
+      params_.push_back(t);
+    }
+    return Shape{h_, w_, s_.out};
+  }
+
+  void setup(int64_t n, Backend& be) override {
+    be_ = &be;
+    const int64_t seq = win_h_ * win_w_, windows = windows_per_image();
+    const std::vector<int64_t> part = partition_index();
+    part_ = be.make(RowGatherDesc{n, h_ * w_, windows * seq, s_.c, part});
+    std::vector<int64_t> back(static_cast<size_t>(h_ * w_), -1);
+    for (size_t r = 0; r < part.size(); ++r)
+      if (part[r] >= 0) back[static_cast<size_t>(part[r])] = static_cast<int64_t>(r);
+    reverse_ = be.make(RowGatherDesc{n, windows * seq, h_ * w_, s_.out, back});
+    const bool shifted = shift(true) > 0 || shift(false) > 0;
+    bias_n_ = shifted ? windows : relative_ ? 1 : 0;
+    core_.setup(be, s_, n * windows, seq, false, static_cast<float>(dropout_), bias_n_, mixed_);
+    xw_ = Tensor(Shape{n * windows * seq, s_.c}, be.device());
+    yw_ = Tensor(Shape{n * windows * seq, s_.out}, be.device());
+    dxw_ = Tensor(Shape{n * windows * seq, s_.c}, be.device());
+    if (bias_n_ == 0) return;
+    const int64_t plane = heads_ * seq * seq;
+    dense_ = Tensor(Shape{bias_n_, heads_, seq, seq}, be.device());
+    ddense_ = Tensor(Shape{bias_n_, heads_, seq, seq}, be.device());
+    if (shifted) fill_mask(windows, seq, plane);
+    if (relative_) {
+      const int64_t rows = (2 * win_h_ - 1) * (2 * win_w_ - 1);
+      spread_ = be.make(RowGatherDesc{1, rows * heads_, bias_n_ * plane, 1, table_index(seq)});
+    }
+  }
+
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
+    part_->forward(*x[0], xw_);
+    if (bias_n_ > 0) {
+      if (relative_) {
+        spread_->forward(params_.back().value, dense_);
+        if (mask_.defined()) be_->axpby(1.f, mask_, 1.f, dense_);
+      } else {
+        be_->copy(mask_, dense_);
+      }
+      core_.attention().set_bias(dense_);
+    }
+    const bool drop = ctx.training && dropout_ > 0;
+    core_.forward(xw_, yw_, params_.data(), drop,
+                  drop ? Rng::derive(ctx.seed, {dropout_stream(name(), ctx.iteration)}).next_u64() : 0);
+    reverse_->forward(yw_, y);
+  }
+
+  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext&) override {
+    reverse_->backward(dy, yw_);  // dY in windows (padded tokens 0), over the forward's windows
+    core_.backward(xw_, yw_, dx[0] ? &dxw_ : nullptr, params_.data(), relative_ ? &ddense_ : nullptr);
+    if (relative_ && !params_.back().frozen()) spread_->backward(ddense_, params_.back().grad);
+    if (dx[0]) part_->backward(dxw_, *dx[0]);
+  }
+
+  int64_t flops_per_image() const override { return windows_per_image() * AttentionCore::flops(s_, win_h_ * win_w_); }
+  std::vector<std::string> learnable_options() const override { return {"Weight", "Bias", "RelativePositionBias"}; }
+  bool stochastic() const override { return dropout_ > 0; }
+
+ private:
+  int64_t auto_int(const std::string& key, int64_t def) const {
+    const SpecValue* v = spec_.get(key);
+    if (v && !v->is_list && v->items.size() == 1 && v->items[0] == "auto") return def;
+    return spec_.get_int(key, def, 1);
+  }
+  int64_t windows_per_image() const { return (pad_h_ / win_h_) * (pad_w_ / win_w_); }
+  // The shift of a dimension: none where the padded size is no larger than the window.
+  int64_t shift(bool rows) const {
+    return rows ? (win_h_ >= pad_h_ ? 0 : shift_h_) : (win_w_ >= pad_w_ ? 0 : shift_w_);
+  }
+  // For each window token (window by window, row by row in each), the pixel it reads (y * W + x
+  // of the unpadded image) or -1 (padding): the padded image rolled by -shift.
+  std::vector<int64_t> partition_index() const {
+    std::vector<int64_t> index;
+    const int64_t sh = shift(true), sw = shift(false);
+    for (int64_t wy = 0; wy < pad_h_ / win_h_; ++wy)
+      for (int64_t wx = 0; wx < pad_w_ / win_w_; ++wx)
+        for (int64_t y = 0; y < win_h_; ++y)
+          for (int64_t x = 0; x < win_w_; ++x) {
+            const int64_t py = (wy * win_h_ + y + sh) % pad_h_, px = (wx * win_w_ + x + sw) % pad_w_;
+            index.push_back(py < h_ && px < w_ ? py * w_ + px : -1);
+          }
+    return index;
+  }
+  // The dense bias's table row for each (window entry, head, i, j): rel(i, j) * heads + head.
+  std::vector<int64_t> table_index(int64_t seq) const {
+    std::vector<int64_t> index;
+    index.reserve(static_cast<size_t>(bias_n_ * heads_ * seq * seq));
+    for (int64_t e = 0; e < bias_n_; ++e)
+      for (int64_t h = 0; h < heads_; ++h)
+        for (int64_t i = 0; i < seq; ++i)
+          for (int64_t j = 0; j < seq; ++j) {
+            const int64_t dy = i / win_w_ - j / win_w_ + win_h_ - 1, dx = i % win_w_ - j % win_w_ + win_w_ - 1;
+            index.push_back((dy * (2 * win_w_ - 1) + dx) * heads_ + h);
+          }
+    return index;
+  }
+  // torchvision's mask: the rolled, padded image in 3 x 3 regions (per dimension: before the
+  // last window, the last window's part that stays, the part that wrapped around); -100 where
+  // tokens i and j of a window lie in different regions, the same for every head.
+  void fill_mask(int64_t windows, int64_t seq, int64_t plane) {
+    Tensor host(Shape{windows, heads_, seq, seq});
+    auto region = [](int64_t p, int64_t padded, int64_t win, int64_t shift) {
+      return p < padded - win ? 0 : p < padded - shift ? 1 : 2;
+    };
+    const int64_t per_row = pad_w_ / win_w_;
+    std::vector<int64_t> id(static_cast<size_t>(seq));
+    for (int64_t wnd = 0; wnd < windows; ++wnd) {
+      for (int64_t t = 0; t < seq; ++t) {
+        const int64_t py = (wnd / per_row) * win_h_ + t / win_w_, px = (wnd % per_row) * win_w_ + t % win_w_;
+        id[static_cast<size_t>(t)] =
+            region(py, pad_h_, win_h_, shift(true)) * 3 + region(px, pad_w_, win_w_, shift(false));
+      }
+      for (int64_t h = 0; h < heads_; ++h)
+        for (int64_t i = 0; i < seq; ++i)
+          for (int64_t j = 0; j < seq; ++j)
+            host.data()[wnd * plane + (h * seq + i) * seq + j] =
+                id[static_cast<size_t>(i)] == id[static_cast<size_t>(j)] ? 0.f : -100.f;
+    }
+    mask_ = host.to(be_->device());
+  }
+
+  int64_t heads_ = 1, win_h_ = 1, win_w_ = 1, shift_h_ = 0, shift_w_ = 0, key_ = 0, value_ = 0, out_ = 0;
+  int64_t h_ = 1, w_ = 1, pad_h_ = 1, pad_w_ = 1, bias_n_ = 0;
+  bool relative_ = true;
+  double dropout_ = 0;
+  AttentionSizes s_;
+  Param weight_, bias_, table_;
+  Backend* be_ = nullptr;
+  AttentionCore core_;
+  std::unique_ptr<RowGatherOp> part_, reverse_, spread_;
+  Tensor xw_, yw_, dxw_;   // the windows' tokens, the attention's output, dX in windows
+  Tensor dense_, ddense_;  // the bias (bias_n, heads, S, S) and its gradient
+  Tensor mask_;            // the shifted windows' mask (bias_n, heads, S, S), or undefined
+};
+
+}  // namespace
+
+const LayerType& window_attention_layer_type() {
+  static const LayerType t{
+      "windowAttention",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<WindowAttentionLayer>(s); },
+      {},
+      nullptr};
+  return t;
+}
+
+}  // namespace dlt

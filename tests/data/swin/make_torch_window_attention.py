@@ -1,0 +1,68 @@
+"""Writes torch_window_attention.txt: torchvision's ShiftedWindowAttention (Swin's attention) on
+fixed random inputs and learnables, its output and the gradients of sum(y * r), for
+tests/layers/test_window_attention.cpp.
+
+Run with a PyTorch that has torchvision's Swin (>= 0.13), e.g. the zoo venv:
+  build/zoo-venv/bin/python tests/data/swin/make_torch_window_attention.py
+Each case: a 'case NAME H W C HEADS WH WW SH SW N' line, then 'KEY v v v ...' lines:
+x (N, H, W, C), r, y, dx and, for each learnable, 'param NAME' and 'grad NAME' in dltrain's
+names and shapes (QueryWeights (C, C) = rows 0..C-1 of qkv.weight, ..., RelativePositionBias
+((2 WH - 1) (2 WW - 1), HEADS) = relative_position_bias_table).
+"""
+import os
+
+import torch
+from torchvision.models.swin_transformer import ShiftedWindowAttention
+
+CASES = [
+    # name, H, W, C, heads, window, shift, N
+    ("plain", 4, 4, 6, 2, (2, 2), (0, 0), 2),
+    ("shifted_padded", 5, 7, 6, 3, (3, 3), (1, 1), 2),
+    ("rectangular_shift", 6, 8, 4, 2, (3, 4), (1, 2), 1),
+    ("window_covers_rows", 3, 8, 4, 1, (4, 4), (2, 2), 1),  # rows padded to 4: not shifted
+]
+
+
+def row(key, t):
+    return key + " " + " ".join(f"{v:.9g}" for v in t.detach().reshape(-1).tolist())
+
+
+def main():
+    torch.manual_seed(0)
+    lines = ["# written by make_torch_window_attention.py (torch " + torch.__version__ + ")"]
+    for name, h, w, c, heads, win, shift, n in CASES:
+        m = ShiftedWindowAttention(c, list(win), list(shift), heads).double()
+        with torch.no_grad():
+            for p in m.parameters():
+                p.uniform_(-0.5, 0.5)
+            m.relative_position_bias_table.uniform_(-1.0, 1.0)
+        x = torch.empty(n, h, w, c, dtype=torch.float64).uniform_(-1.5, 1.5).requires_grad_(True)
+        r = torch.empty(n, h, w, c, dtype=torch.float64).uniform_(-1.0, 1.0)
+        m.train(False)
+        y = m(x)
+        (y * r).sum().backward()
+        lines.append(f"case {name} {h} {w} {c} {heads} {win[0]} {win[1]} {shift[0]} {shift[1]} {n}")
+        lines += [row("x", x), row("r", r), row("y", y), row("dx", x.grad)]
+        qkv_w, qkv_b = m.qkv.weight, m.qkv.bias
+        named = [
+            ("QueryWeights", qkv_w[:c], qkv_w.grad[:c]),
+            ("KeyWeights", qkv_w[c:2 * c], qkv_w.grad[c:2 * c]),
+            ("ValueWeights", qkv_w[2 * c:], qkv_w.grad[2 * c:]),
+            ("OutputWeights", m.proj.weight, m.proj.weight.grad),
+            ("QueryBias", qkv_b[:c], qkv_b.grad[:c]),
+            ("KeyBias", qkv_b[c:2 * c], qkv_b.grad[c:2 * c]),
+            ("ValueBias", qkv_b[2 * c:], qkv_b.grad[2 * c:]),
+            ("OutputBias", m.proj.bias, m.proj.bias.grad),
+            ("RelativePositionBias", m.relative_position_bias_table, m.relative_position_bias_table.grad),
+        ]
+        for pname, value, grad in named:
+            lines.append(row("param " + pname, value))
+            lines.append(row("grad " + pname, grad))
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_window_attention.txt")
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    main()
