@@ -3,6 +3,10 @@
 // pixels with C / (bh * bw) channels (backend/depth_to_space_op.h has the ordering of each
 // mode). ONNX: DepthToSpace both ways (one block size for both dimensions; PyTorch's
 // pixel_shuffle exports as its CRD mode).
+// spaceToDepth (MATLAB's spaceToDepthLayer): its inverse in DCR order, each bh x bw block of
+// input pixels one output pixel of C * bh * bw channels, y[n, h, w, (i * bw + j) * C + k] =
+// x[n, h * bh + i, w * bw + j, k] (ONNX SpaceToDepth, both ways): the depth-to-space op run
+// backwards. Swin's patch merging is spaceToDepth 2, layerNormalization and a 1x1 convolution.
 #include <memory>
 
 #include "backend/depth_to_space_op.h"
@@ -79,7 +83,77 @@ class DepthToSpaceLayer final : public Layer {
   std::unique_ptr<DepthToSpaceOp> op_;
 };
 
+class SpaceToDepthLayer final : public Layer {
+ public:
+  bool takes(DataFormat f) const override { return f != DataFormat::kSCB; }
+  explicit SpaceToDepthLayer(const LayerSpec& spec) : Layer(spec) {
+    const std::vector<int64_t> b = spec_.get_ints("BlockSize", {}, 2, 1);
+    if (b.empty())
+      throw ConfigError(spec_.where() +
+                        "option BlockSize is required (e.g. BlockSize: 2, or [2 3] for height and width)");
+    d_.bh = b[0];
+    d_.bw = b[1];
+  }
+
+  // d_ describes the depth-to-space from this layer's output back to its input.
+  Shape infer(const std::vector<Shape>& inputs) override {
+    expect_inputs(spec_, inputs, 1);
+    const Shape& in = inputs[0];
+    if (in[0] % d_.bh != 0 || in[1] % d_.bw != 0)
+      shape_error(spec_, "input is " + in.str() + " but BlockSize [" + std::to_string(d_.bh) + " " +
+                             std::to_string(d_.bw) + "] does not divide its height and width");
+    d_.h = in[0] / d_.bh;
+    d_.w = in[1] / d_.bw;
+    d_.c = in[2] * d_.bh * d_.bw;
+    return Shape{d_.h, d_.w, d_.c};
+  }
+  void setup(int64_t n, Backend& be) override {
+    d_.n = n;
+    op_ = be.make(d_);
+  }
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override { op_->backward(*x[0], y); }
+  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext&) override {
+    if (dx[0]) op_->forward(dy, *dx[0]);
+  }
+
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    if (d_.bh != d_.bw)
+      throw ModelError(g.path() + ": layer '" + name() + "' (spaceToDepth) has block " + std::to_string(d_.bh) + "x" +
+                       std::to_string(d_.bw) + "; ONNX SpaceToDepth has one block size for both dimensions");
+    const OnnxValue x = g.image(name(), inputs.at(0));
+    g.add_node("SpaceToDepth", name(), {x.name}, name(), {OnnxAttr("blocksize", d_.bh)});
+    return OnnxValue{name(), out, false};
+  }
+
+  static void from_onnx(OnnxNodeReader& r) {
+    const OnnxValue in = r.input(0);
+    r.need_image(in);
+    const int64_t b = r.attr_int("blocksize", 0);
+    if (b < 1 || b > kOnnxMaxWindow) r.fail("blocksize " + std::to_string(b) + " is not a block size (1 or more)");
+    if (in.shape[0] % b != 0 || in.shape[1] % b != 0)
+      r.fail("its input is " + std::to_string(in.shape[0]) + "x" + std::to_string(in.shape[1]) +
+             " pixels, not a multiple of blocksize " + std::to_string(b));
+    LayerSpec& s = r.add_layer("spaceToDepth", {in.name});
+    s.set("BlockSize", std::to_string(b));
+    r.set_output(OnnxValue{s.name, Shape{in.shape[0] / b, in.shape[1] / b, in.shape[2] * b * b}, false});
+  }
+
+ private:
+  DepthToSpaceDesc d_;
+  std::unique_ptr<DepthToSpaceOp> op_;
+};
+
 }  // namespace
+
+const LayerType& space_to_depth_layer_type() {
+  static const LayerType t{
+      "spaceToDepth",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<SpaceToDepthLayer>(s); },
+      {"SpaceToDepth"},
+      SpaceToDepthLayer::from_onnx};
+  return t;
+}
 
 const LayerType& depth_to_space_layer_type() {
   static const LayerType t{

@@ -47,6 +47,7 @@ const LayerType& layer_normalization_layer_type();
 const LayerType& channel_shuffle_layer_type();
 const LayerType& channel_slice_layer_type();
 const LayerType& depth_to_space_layer_type();
+const LayerType& space_to_depth_layer_type();
 const LayerType& patch_embedding_layer_type();
 const LayerType& embedding_concatenation_layer_type();
 const LayerType& position_embedding_layer_type();
@@ -95,6 +96,7 @@ const std::vector<const LayerType*>& layer_registry() {
       &channel_shuffle_layer_type(),
       &channel_slice_layer_type(),
       &depth_to_space_layer_type(),
+      &space_to_depth_layer_type(),
       &patch_embedding_layer_type(),
       &embedding_concatenation_layer_type(),
       &position_embedding_layer_type(),

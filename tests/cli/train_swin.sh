@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A small Swin-style network end to end: a patch convolution, two pre-norm blocks of window
-# attention (the second with shifted windows) with a per-pixel MLP, a strided convolution between
-# stages, global pooling; trained with adamw on the generated shapes: validation accuracy well
+# attention (the second with shifted windows) with a per-pixel MLP, Swin's patch merging
+# (spaceToDepth, layerNormalization, a 1x1 convolution), global pooling; trained with adamw on the generated shapes: validation accuracy well
 # above chance; `dltrain info` shows the layer; model.bin classifies the validation images with
 # summary.json's accuracy; a shift as large as the window is refused with one line.
 source "$(dirname "$0")/common.sh" "$@"
@@ -21,8 +21,9 @@ layers:
   - {type: gelu, Name: gelu}
   - {type: convolution2d, Name: mlp2, FilterSize: 1, NumFilters: 32}
   - {type: addition, Name: add3, Inputs: [mlp2, add2]}
-  - {type: convolution2d, Name: merge, FilterSize: 2, Stride: 2, NumFilters: 64}
+  - {type: spaceToDepth, Name: merge, BlockSize: 2}
   - {type: layerNormalization, Name: ln4, OperationDimension: channel-only}
+  - {type: convolution2d, Name: reduce, FilterSize: 1, NumFilters: 64}
   - {type: globalAveragePooling2d, Name: gap}
   - {type: fullyConnected, Name: fc, OutputSize: 4}
   - {type: softmax, Name: softmax}

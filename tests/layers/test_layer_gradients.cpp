@@ -226,6 +226,8 @@ TEST_CASE("gradients: depthToSpace2d", "[layers][grad]") {
   GradCheckOptions o;
   expect_ok(check_layer(layer_spec("depthToSpace2d", {"BlockSize=2"}), {Shape{3, 2, 8}}, o));
   expect_ok(check_layer(layer_spec("depthToSpace2d", {"BlockSize=[3,2]", "Mode=crd"}), {Shape{2, 3, 12}}, o));
+  expect_ok(check_layer(layer_spec("spaceToDepth", {"BlockSize=2"}), {Shape{4, 6, 3}}, o));
+  expect_ok(check_layer(layer_spec("spaceToDepth", {"BlockSize=[2,3]"}), {Shape{4, 6, 2}}, o));
 }
 
 TEST_CASE("gradients: crossChannelNormalization", "[layers][grad]") {
