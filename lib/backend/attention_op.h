@@ -75,7 +75,8 @@ class AttentionOp {
     bias_ = &bias;
   }
   // dq, dk, dv from dout (the gradient of o) and the inputs of the last forward; dbias (written,
-  // not accumulated) when not null, the bias's gradient.
+  // not accumulated) when not null, the bias's gradient. dk may be k's storage and dv v's (the
+  // kernels read each before writing its gradient over it): the caller saves two buffers.
   void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, Tensor& dq, Tensor& dk,
                 Tensor& dv, Tensor* dbias = nullptr) {
     DLT_CHECK(forward_done_, "attention: backward before any forward (it reads the forward's probabilities)");

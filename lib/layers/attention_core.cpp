@@ -50,9 +50,12 @@ void AttentionCore::setup(Backend& be, const AttentionSizes& s, int64_t sequence
   attention_ = be.make(d);
   const int64_t width[4] = {s.key, s.key, s.value, s.value};  // Q, K, V, A
   for (int i = 0; i < 4; ++i) act_[i] = Tensor(Shape{rows, width[i]}, be.device());
-  for (int i = 0; i < 3; ++i) grad_[i] = Tensor(Shape{rows, width[i]}, be.device());
-  // dA takes A's place once the output projection's weight gradient has read A, and dx's
-  // parts take dA's once the attention's backward has read it (when their sizes agree).
+  // dA takes A's place once the output projection's weight gradient has read A; dK and dV take
+  // K's and V's (the attention's backward reads each first, attention_op.h), and dx's parts
+  // take dA's once the attention's backward has read it (when their sizes agree).
+  grad_[0] = Tensor(Shape{rows, width[0]}, be.device());
+  grad_[1] = act_[1];
+  grad_[2] = act_[2];
   grad_[3] = act_[3];
   dx_part_ = s.value == s.c ? act_[3] : Tensor(Shape{rows, s.c}, be.device());
 }

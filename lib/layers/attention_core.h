@@ -49,7 +49,7 @@ class AttentionCore {
   std::unique_ptr<FcOp> fc_[4];  // Q, K, V, output projections
   std::unique_ptr<AttentionOp> attention_;
   Tensor act_[4];   // Q, K, V, A = attention(Q, K, V) (rows, channels), kept for backward
-  Tensor grad_[4];  // their gradients (dA in A's storage)
+  Tensor grad_[4];  // their gradients (dK, dV, dA in K's, V's, A's storage)
   Tensor dx_part_;  // one projection's share of dx (in A's storage when it has dx's size)
 };
 

@@ -53,6 +53,12 @@ inline AgreementRow attention_row(std::string name, AttentionDesc d) {
             check_close("backward dK", tdk, dk, tol);
             check_close("backward dV", tdv, dv, tol);
             if (pb) check_close("backward dB", tdb, db, tol);
+            // dK and dV over K and V themselves (the layers' use): the same gradients.
+            Tensor ak = to_tensor(k, ks, dev), av = to_tensor(v, vs, dev);
+            op->backward(tq, ak, av, to_tensor(dout, os, dev), tdq, ak, av, pb ? &tdb : nullptr);
+            check_close("backward dQ, dK over K, dV over V", tdq, dq, tol);
+            check_close("backward dK over K", ak, dk, tol);
+            check_close("backward dV over V", av, dv, tol);
           }};
 }
 

@@ -117,8 +117,9 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
     for (int64_t i = 0; i < d_.n; i += m_) {
       if (m_ < d_.n) probabilities(q, k, i);  // one image's P again; the whole batch's is kept
       const float* g = dout.data() + i * q_values(true);
-      dv_->run(ctx_.strm, pad_, ctx_.eng, dropped(i), g, dv.data() + i * kv_values());
+      // dP before dV, and dQ before dK: dV and dK may be V's and K's storage (attention_op.h).
       dp_->run(ctx_.strm, pad_, ctx_.eng, g, v.data() + i * kv_values(), dp_buf_.data());
+      dv_->run(ctx_.strm, pad_, ctx_.eng, dropped(i), g, dv.data() + i * kv_values());
       if (dropout_on()) apply_mask(dp_buf_.data(), dp_buf_.data(), i);  // dP = M (dO V^T)
       bind(softmax_.dst, probs_);
       bind(ddst_, dp_buf_);

@@ -10,7 +10,8 @@
 // key) replaces P in both products with V, and dP is multiplied by M before the softmax's
 // backward.
 // The op keeps P (n * heads * seq_q * seq_kv floats) between forward and backward; the
-// head-major copies, the scores and dP, dS live in the device's shared workspace for one call.
+// head-major copies, the scores and dP, dS live in the device's shared workspace for one call
+// (the backward reads Q, K, V into them first, so dK and dV may be K's and V's storage).
 // FP32 compute (CUBLAS_COMPUTE_32F) unless AllowTF32.
 //
 // Row-major products on cuBLAS (column-major): a row-major (r, c) matrix is the column-major
