@@ -16,17 +16,40 @@ namespace dlt {
 
 namespace {
 
+// BlockSize (required): sets d's bh and bw.
+void read_block_size(const LayerSpec& spec, DepthToSpaceDesc& d) {
+  const std::vector<int64_t> b = spec.get_ints("BlockSize", {}, 2, 1);
+  if (b.empty())
+    throw ConfigError(spec.where() + "option BlockSize is required (e.g. BlockSize: 2, or [2 3] for height and width)");
+  d.bh = b[0];
+  d.bw = b[1];
+}
+
+// The ONNX node (DepthToSpace or SpaceToDepth) of a square block: `op` on the image form of input.
+OnnxValue block_node(OnnxGraph& g, const Layer& l, const DepthToSpaceDesc& d, const std::string& op,
+                     std::vector<OnnxAttr> attrs, const OnnxValue& input, const Shape& out) {
+  if (d.bh != d.bw)
+    throw ModelError(g.path() + ": layer '" + l.name() + "' (" + l.type() + ") has block " + std::to_string(d.bh) +
+                     "x" + std::to_string(d.bw) + "; ONNX " + op + " has one block size for both dimensions");
+  const OnnxValue x = g.image(l.name(), input);
+  attrs.push_back(OnnxAttr("blocksize", d.bh));
+  g.add_node(op, l.name(), {x.name}, l.name(), attrs);
+  return OnnxValue{l.name(), out, false};
+}
+
+// The blocksize attribute of an import's DepthToSpace or SpaceToDepth node.
+int64_t onnx_block_size(OnnxNodeReader& r) {
+  const int64_t b = r.attr_int("blocksize", 0);
+  if (b < 1 || b > kOnnxMaxWindow) r.fail("blocksize " + std::to_string(b) + " is not a block size (1 or more)");
+  return b;
+}
+
 class DepthToSpaceLayer final : public Layer {
  public:
   // An image layer: not on token sequences.
   bool takes(DataFormat f) const override { return f != DataFormat::kSCB; }
   explicit DepthToSpaceLayer(const LayerSpec& spec) : Layer(spec) {
-    const std::vector<int64_t> b = spec_.get_ints("BlockSize", {}, 2, 1);
-    if (b.empty())
-      throw ConfigError(spec_.where() +
-                        "option BlockSize is required (e.g. BlockSize: 2, or [2 3] for height and width)");
-    d_.bh = b[0];
-    d_.bw = b[1];
+    read_block_size(spec_, d_);
     d_.crd = spec_.get_choice("Mode", "dcr", {"dcr", "crd"}) == "crd";
   }
 
@@ -53,21 +76,15 @@ class DepthToSpaceLayer final : public Layer {
   }
 
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
-    if (d_.bh != d_.bw)
-      throw ModelError(g.path() + ": layer '" + name() + "' (depthToSpace2d) has block " + std::to_string(d_.bh) + "x" +
-                       std::to_string(d_.bw) + "; ONNX DepthToSpace has one block size for both dimensions");
-    const OnnxValue x = g.image(name(), inputs.at(0));
-    g.add_node("DepthToSpace", name(), {x.name}, name(),
-               {OnnxAttr("blocksize", d_.bh), OnnxAttr("mode", std::string(d_.crd ? "CRD" : "DCR"))});
-    return OnnxValue{name(), out, false};
+    return block_node(g, *this, d_, "DepthToSpace", {OnnxAttr("mode", std::string(d_.crd ? "CRD" : "DCR"))},
+                      inputs.at(0), out);
   }
 
   static void from_onnx(OnnxNodeReader& r) {
     const OnnxValue in = r.input(0);
     r.need_image(in);
-    const int64_t b = r.attr_int("blocksize", 0);
+    const int64_t b = onnx_block_size(r);
     const std::string mode = r.attr_string("mode", "DCR");
-    if (b < 1 || b > kOnnxMaxWindow) r.fail("blocksize " + std::to_string(b) + " is not a block size (1 or more)");
     if (mode != "DCR" && mode != "CRD") r.fail("mode '" + mode + "' is neither DCR nor CRD");
     if (in.shape[2] % (b * b) != 0)
       r.fail("its input has " + std::to_string(in.shape[2]) +
@@ -86,14 +103,7 @@ class DepthToSpaceLayer final : public Layer {
 class SpaceToDepthLayer final : public Layer {
  public:
   bool takes(DataFormat f) const override { return f != DataFormat::kSCB; }
-  explicit SpaceToDepthLayer(const LayerSpec& spec) : Layer(spec) {
-    const std::vector<int64_t> b = spec_.get_ints("BlockSize", {}, 2, 1);
-    if (b.empty())
-      throw ConfigError(spec_.where() +
-                        "option BlockSize is required (e.g. BlockSize: 2, or [2 3] for height and width)");
-    d_.bh = b[0];
-    d_.bw = b[1];
-  }
+  explicit SpaceToDepthLayer(const LayerSpec& spec) : Layer(spec) { read_block_size(spec_, d_); }
 
   // d_ describes the depth-to-space from this layer's output back to its input.
   Shape infer(const std::vector<Shape>& inputs) override {
@@ -118,19 +128,13 @@ class SpaceToDepthLayer final : public Layer {
   }
 
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
-    if (d_.bh != d_.bw)
-      throw ModelError(g.path() + ": layer '" + name() + "' (spaceToDepth) has block " + std::to_string(d_.bh) + "x" +
-                       std::to_string(d_.bw) + "; ONNX SpaceToDepth has one block size for both dimensions");
-    const OnnxValue x = g.image(name(), inputs.at(0));
-    g.add_node("SpaceToDepth", name(), {x.name}, name(), {OnnxAttr("blocksize", d_.bh)});
-    return OnnxValue{name(), out, false};
+    return block_node(g, *this, d_, "SpaceToDepth", {}, inputs.at(0), out);
   }
 
   static void from_onnx(OnnxNodeReader& r) {
     const OnnxValue in = r.input(0);
     r.need_image(in);
-    const int64_t b = r.attr_int("blocksize", 0);
-    if (b < 1 || b > kOnnxMaxWindow) r.fail("blocksize " + std::to_string(b) + " is not a block size (1 or more)");
+    const int64_t b = onnx_block_size(r);
     if (in.shape[0] % b != 0 || in.shape[1] % b != 0)
       r.fail("its input is " + std::to_string(in.shape[0]) + "x" + std::to_string(in.shape[1]) +
              " pixels, not a multiple of blocksize " + std::to_string(b));

@@ -40,6 +40,18 @@ expect_error() {
   printf '%s\n' "$out" | grep -q -- "$pattern" || fail "$what: stderr does not mention '$pattern': $out"
   echo "ok: $what -> $(printf '%s' "$out" | grep error)"
 }
+# classify_matches_summary RUN DATA: RUN/model.bin classifies DATA (class folders) with the
+# validation accuracy RUN/summary.json reports (within 0.01 points).
+classify_matches_summary() {
+  local run=$1 data=$2 acc pct
+  acc=$(json_number "$run/summary.json" validation_accuracy)
+  "$DLTRAIN" classify "$run/model.bin" "$data" --output "$TMP/preds.csv" > "$TMP/report.txt"
+  pct=$(grep 'Accuracy:' "$TMP/report.txt" | grep -o '[0-9.]*%' | tr -d '%')
+  [ -n "$pct" ] || fail "classify printed no accuracy: $(cat "$TMP/report.txt")"
+  awk -v a="$acc" -v p="$pct" 'BEGIN { d = a - p; exit !(d < 0.01 && d > -0.01) }' ||
+    fail "classify's accuracy $pct% differs from summary.json's $acc%: $(cat "$TMP/report.txt")"
+  echo "ok: model.bin classifies with summary.json's accuracy ($pct%)"
+}
 # make_shapes DIR [per-class]: a small generated dataset
 make_shapes() {
   "$DLTRAIN" make-dataset shapes "$1" --classes 4 --per-class "${2:-150}" --size 32x32 --seed 3 >/dev/null

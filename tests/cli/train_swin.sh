@@ -52,12 +52,7 @@ acc=$(json_number "$run/summary.json" validation_accuracy)
 # 4 classes: chance is 25 %.
 at_least "$acc" 50 || fail "validation accuracy $acc%: the network did not learn (chance 25%)"
 echo "ok: the window attention network learns the shapes: validation accuracy $acc% (chance 25%)"
-"$DLTRAIN" classify "$run/model.bin" "$TMP/data/test" --output "$TMP/preds.csv" > "$TMP/report.txt"
-pct=$(grep 'Accuracy:' "$TMP/report.txt" | grep -o '[0-9.]*%' | tr -d '%')
-[ -n "$pct" ] || fail "classify printed no accuracy: $(cat "$TMP/report.txt")"
-awk -v a="$acc" -v p="$pct" 'BEGIN { d = a - p; exit !(d < 0.01 && d > -0.01) }' ||
-  fail "classify's accuracy $pct% differs from summary.json's $acc%: $(cat "$TMP/report.txt")"
-echo "ok: model.bin classifies with summary.json's accuracy ($pct%)"
+classify_matches_summary "$run" "$TMP/data/test"
 
 expect_error "a shift of a whole window" 2 "layer 'wa2' (windowAttention): option ShiftSize \[4 4\] must be smaller than WindowSize \[4 4\]" -- \
   "$DLTRAIN" info "$TMP/swin.yaml" --set "layers.wa2.ShiftSize=4"
