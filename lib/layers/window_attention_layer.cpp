@@ -11,6 +11,10 @@
 //   3. the windows back in place, rolled back, the padding cut off: (H, W, OutputSize).
 // As torchvision: padded tokens take part in the attention (zero before the projections), and
 // a dimension whose padded size is no larger than its window is not shifted.
+// Partition grid (MaxViT's grid attention) forms each window from pixels spaced apart instead:
+// WindowSize must divide the image, and window (i, j) of the (H / wh) x (W / ww) windows holds
+// the pixels (a H / wh + i, b W / ww + j), token a ww + b (torchvision's PartitionAttentionLayer
+// with partition_type "grid": its partition and axis swap); no padding, no shift.
 // The partition, its reverse and the table's spread to the dense bias are row gathers
 // (backend/token_ops.h); the mask is a constant added to the dense bias.
 #include <algorithm>
@@ -42,6 +46,9 @@ class WindowAttentionLayer final : public Layer {
       throw ConfigError(spec.where() + "option ShiftSize [" + std::to_string(shift_h_) + " " +
                         std::to_string(shift_w_) + "] must be smaller than WindowSize [" + std::to_string(win_h_) +
                         " " + std::to_string(win_w_) + "] (Swin shifts by half a window)");
+    grid_ = spec_.get_choice("Partition", "window", {"window", "grid"}) == "grid";
+    if (grid_ && (shift_h_ > 0 || shift_w_ > 0))
+      throw ConfigError(spec.where() + "option ShiftSize must be 0 with Partition grid (grid windows are not shifted)");
     key_ = auto_int("NumKeyChannels", 0);  // 0: the input's channels
     value_ = auto_int("NumValueChannels", 0);
     out_ = auto_int("OutputSize", 0);
@@ -68,6 +75,10 @@ class WindowAttentionLayer final : public Layer {
       if (n % heads_ != 0)
         shape_error(spec_, std::string(what) + " (" + std::to_string(n) + ") must be a multiple of NumHeads (" +
                                std::to_string(heads_) + "): it is the total over the heads");
+    if (grid_ && (h_ % win_h_ != 0 || w_ % win_w_ != 0))
+      shape_error(spec_, "WindowSize [" + std::to_string(win_h_) + " " + std::to_string(win_w_) +
+                             "] does not divide the input's " + std::to_string(h_) + "x" + std::to_string(w_) +
+                             " pixels, which Partition grid needs");
     pad_h_ = (h_ + win_h_ - 1) / win_h_ * win_h_;
     pad_w_ = (w_ + win_w_ - 1) / win_w_ * win_w_;
     params_.clear();
@@ -152,6 +163,14 @@ class WindowAttentionLayer final : public Layer {
   // of the unpadded image) or -1 (padding): the padded image rolled by -shift.
   std::vector<int64_t> partition_index() const {
     std::vector<int64_t> index;
+    if (grid_) {  // window (i, j) of the (gh, gw) offsets, token (a, b): pixel (a gh + i, b gw + j)
+      const int64_t gh = h_ / win_h_, gw = w_ / win_w_;
+      for (int64_t i = 0; i < gh; ++i)
+        for (int64_t j = 0; j < gw; ++j)
+          for (int64_t a = 0; a < win_h_; ++a)
+            for (int64_t b = 0; b < win_w_; ++b) index.push_back((a * gh + i) * w_ + b * gw + j);
+      return index;
+    }
     const int64_t sh = shift(true), sw = shift(false);
     for (int64_t wy = 0; wy < pad_h_ / win_h_; ++wy)
       for (int64_t wx = 0; wx < pad_w_ / win_w_; ++wx)
@@ -202,7 +221,7 @@ class WindowAttentionLayer final : public Layer {
 
   int64_t heads_ = 1, win_h_ = 1, win_w_ = 1, shift_h_ = 0, shift_w_ = 0, key_ = 0, value_ = 0, out_ = 0;
   int64_t h_ = 1, w_ = 1, pad_h_ = 1, pad_w_ = 1, bias_n_ = 0;
-  bool relative_ = true;
+  bool relative_ = true, grid_ = false;
   double dropout_ = 0;
   AttentionSizes s_;
   Param weight_, bias_, table_;

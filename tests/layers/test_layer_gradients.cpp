@@ -136,6 +136,11 @@ TEST_CASE("gradients: windowAttention", "[layers][grad]") {
                                                    "NumKeyChannels=4", "OutputSize=3", "RelativePositionBias=false"}),
                     {Shape{4, 6, 2}}, o));
   }
+  SECTION("Partition grid: 2x2 windows of pixels spaced 3 and 2 apart in a 6x4 image") {
+    expect_ok(check_layer(layer_spec("windowAttention", {"NumHeads=2", "WindowSize=2", "Partition=grid",
+                                                         "RelativePositionBiasInitializer=glorot"}),
+                          {Shape{6, 4, 4}}, o));
+  }
   SECTION("attention dropout 0.2, shifted") {
     expect_ok(check_layer(
         layer_spec("windowAttention", {"NumHeads=1", "WindowSize=2", "ShiftSize=1", "DropoutProbability=0.2"}),

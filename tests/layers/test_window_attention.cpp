@@ -2,7 +2,8 @@
 // ShiftedWindowAttention on the same learnables and images (tests/data/swin/
 // torch_window_attention.txt, written by make_torch_window_attention.py beside it): the output,
 // the input's gradient and every learnable's, with padding, shifts, rectangular windows and a
-// window that covers the padded rows (not shifted there). Also the options' refusals.
+// window that covers the padded rows (not shifted there); and MaxViT's window and grid attention
+// (Partition grid). Also the options' refusals.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -26,6 +27,7 @@ namespace {
 struct SwinCase {
   std::string name;
   int64_t h = 0, w = 0, c = 0, heads = 0, wh = 0, ww = 0, sh = 0, sw = 0, n = 0;
+  std::string partition;                              // window or grid
   std::map<std::string, std::vector<double>> values;  // x, r, y, dx, "param NAME", "grad NAME"
 };
 
@@ -39,7 +41,7 @@ std::vector<SwinCase> read_cases() {
     if (!(ls >> key) || key[0] == '#') continue;
     if (key == "case") {
       SwinCase c;
-      ls >> c.name >> c.h >> c.w >> c.c >> c.heads >> c.wh >> c.ww >> c.sh >> c.sw >> c.n;
+      ls >> c.name >> c.h >> c.w >> c.c >> c.heads >> c.wh >> c.ww >> c.sh >> c.sw >> c.n >> c.partition;
       cases.push_back(c);
       continue;
     }
@@ -86,16 +88,18 @@ std::string refusal(const std::vector<std::string>& options, const Shape& in) {
 
 }  // namespace
 
-TEST_CASE("windowAttention agrees with torchvision's ShiftedWindowAttention", "[layers][swin]") {
+TEST_CASE("windowAttention agrees with torchvision's ShiftedWindowAttention and MaxViT's window and grid attention",
+          "[layers][swin]") {
   const std::vector<SwinCase> cases = read_cases();
-  REQUIRE(cases.size() == 4);
+  REQUIRE(cases.size() == 6);
   Backend& be = backend_for(Device::cpu());
   for (const SwinCase& c : cases) {
     INFO("case " << c.name);
-    std::unique_ptr<Layer> layer = make_layer(
-        layer_spec("windowAttention", {"NumHeads=" + std::to_string(c.heads),
-                                       "WindowSize=[" + std::to_string(c.wh) + "," + std::to_string(c.ww) + "]",
-                                       "ShiftSize=[" + std::to_string(c.sh) + "," + std::to_string(c.sw) + "]"}));
+    std::unique_ptr<Layer> layer = make_layer(layer_spec(
+        "windowAttention",
+        {"NumHeads=" + std::to_string(c.heads),
+         "WindowSize=[" + std::to_string(c.wh) + "," + std::to_string(c.ww) + "]",
+         "ShiftSize=[" + std::to_string(c.sh) + "," + std::to_string(c.sw) + "]", "Partition=" + c.partition}));
     const Shape out = layer->infer({Shape{c.h, c.w, c.c}});
     CHECK(out == Shape{c.h, c.w, c.c});
     REQUIRE(layer->params().size() == 9);
@@ -144,6 +148,10 @@ TEST_CASE("windowAttention: options are checked with one line naming the layer",
              Catch::Contains("option ShiftSize [4 4] must be smaller than WindowSize [4 4]"));
   CHECK_THAT(refusal({"NumHeads=4", "WindowSize=2"}, Shape{4, 4, 6}),
              Catch::Contains("NumKeyChannels (6) must be a multiple of NumHeads (4)"));
+  CHECK_THAT(refusal({"NumHeads=2", "WindowSize=3", "Partition=grid"}, Shape{6, 8, 6}),
+             Catch::Contains("WindowSize [3 3] does not divide the input's 6x8 pixels, which Partition grid needs"));
+  CHECK_THAT(refusal({"NumHeads=2", "WindowSize=2", "ShiftSize=1", "Partition=grid"}, Shape{4, 4, 6}),
+             Catch::Contains("option ShiftSize must be 0 with Partition grid"));
   CHECK_THAT(refusal({"NumHeads=2", "WindowSize=2", "DropoutProbability=1"}, Shape{4, 4, 6}),
              Catch::Contains("DropoutProbability must be in [0, 1)"));
   CHECK(refusal({"NumHeads=2", "WindowSize=2"}, Shape{4, 4, 6}).empty());

@@ -1,17 +1,21 @@
-"""Writes torch_window_attention.txt: torchvision's ShiftedWindowAttention (Swin's attention) on
-fixed random inputs and learnables, its output and the gradients of sum(y * r), for
-tests/layers/test_window_attention.cpp.
+"""Writes torch_window_attention.txt: torchvision's ShiftedWindowAttention (Swin's attention) and
+MaxViT's window and grid attention (PartitionAttentionLayer's partition, axis swap and
+RelativePositionalMultiHeadAttention) on fixed random inputs and learnables, the output and the
+gradients of sum(y * r), for tests/layers/test_window_attention.cpp.
 
 Run with a PyTorch that has torchvision's Swin (>= 0.13), e.g. the zoo venv:
   build/zoo-venv/bin/python tests/data/swin/make_torch_window_attention.py
-Each case: a 'case NAME H W C HEADS WH WW SH SW N' line, then 'KEY v v v ...' lines:
+Each case: a 'case NAME H W C HEADS WH WW SH SW N PARTITION' line, then 'KEY v v v ...' lines:
 x (N, H, W, C), r, y, dx and, for each learnable, 'param NAME' and 'grad NAME' in dltrain's
 names and shapes (QueryWeights (C, C) = rows 0..C-1 of qkv.weight, ..., RelativePositionBias
-((2 WH - 1) (2 WW - 1), HEADS) = relative_position_bias_table).
+((2 WH - 1) (2 WW - 1), HEADS) = relative_position_bias_table). MaxViT scales the scores by
+C^-1/2 rather than the head's d^-1/2: its query weights and bias are written times sqrt(d / C)
+(what an import folds in), their gradients divided by it.
 """
 import os
 
 import torch
+from torchvision.models.maxvit import RelativePositionalMultiHeadAttention, WindowDepartition, WindowPartition
 from torchvision.models.swin_transformer import ShiftedWindowAttention
 
 CASES = [
@@ -21,6 +25,36 @@ CASES = [
     ("rectangular_shift", 6, 8, 4, 2, (3, 4), (1, 2), 1),
     ("window_covers_rows", 3, 8, 4, 1, (4, 4), (2, 2), 1),  # rows padded to 4: not shifted
 ]
+
+
+# MaxViT: name, H, W, C, head_dim, partition_size, partition_type, N
+MAXVIT_CASES = [
+    ("maxvit_window", 6, 6, 8, 4, 3, "window", 2),
+    ("maxvit_grid", 8, 8, 8, 2, 2, "grid", 2),  # sequences of 2x2 tokens spaced 4 apart
+]
+
+
+class MaxVitAttention(torch.nn.Module):
+    """PartitionAttentionLayer's attention path without its norm: (N, H, W, C) in and out."""
+
+    def __init__(self, c, head_dim, size, partition_type, h, w):
+        super().__init__()
+        self.attn = RelativePositionalMultiHeadAttention(c, head_dim, size * size)
+        n_partitions = h // size
+        self.p = size if partition_type == "window" else n_partitions
+        self.grid = partition_type == "grid"
+        self.h, self.w = h, w
+
+    def forward(self, x):
+        x = x.permute(0, 3, 1, 2)
+        x = WindowPartition()(x, self.p)
+        if self.grid:
+            x = x.swapaxes(-2, -3)
+        x = self.attn(x)
+        if self.grid:
+            x = x.swapaxes(-2, -3)
+        x = WindowDepartition()(x, self.p, self.h // self.p, self.w // self.p)
+        return x.permute(0, 2, 3, 1)
 
 
 def row(key, t):
@@ -41,7 +75,7 @@ def main():
         m.train(False)
         y = m(x)
         (y * r).sum().backward()
-        lines.append(f"case {name} {h} {w} {c} {heads} {win[0]} {win[1]} {shift[0]} {shift[1]} {n}")
+        lines.append(f"case {name} {h} {w} {c} {heads} {win[0]} {win[1]} {shift[0]} {shift[1]} {n} window")
         lines += [row("x", x), row("r", r), row("y", y), row("dx", x.grad)]
         qkv_w, qkv_b = m.qkv.weight, m.qkv.bias
         named = [
@@ -54,6 +88,38 @@ def main():
             ("ValueBias", qkv_b[2 * c:], qkv_b.grad[2 * c:]),
             ("OutputBias", m.proj.bias, m.proj.bias.grad),
             ("RelativePositionBias", m.relative_position_bias_table, m.relative_position_bias_table.grad),
+        ]
+        for pname, value, grad in named:
+            lines.append(row("param " + pname, value))
+            lines.append(row("grad " + pname, grad))
+    for name, h, w, c, head_dim, size, ptype, n in MAXVIT_CASES:
+        m = MaxVitAttention(c, head_dim, size, ptype, h, w).double()
+        a = m.attn
+        with torch.no_grad():
+            for p in a.parameters():
+                p.uniform_(-0.5, 0.5)
+            a.relative_position_bias_table.uniform_(-1.0, 1.0)
+        x = torch.empty(n, h, w, c, dtype=torch.float64).uniform_(-1.5, 1.5).requires_grad_(True)
+        r = torch.empty(n, h, w, c, dtype=torch.float64).uniform_(-1.0, 1.0)
+        y = m(x)
+        (y * r).sum().backward()
+        heads = c // head_dim
+        # dltrain's windows: Partition window, WindowSize = the partition; grid: the grid of
+        # `size` x `size` tokens spaced h / size apart.
+        lines.append(f"case {name} {h} {w} {c} {heads} {size} {size} 0 0 {n} {ptype}")
+        lines += [row("x", x), row("r", r), row("y", y), row("dx", x.grad)]
+        f = (head_dim / c) ** 0.5
+        qkv_w, qkv_b = a.to_qkv.weight, a.to_qkv.bias
+        named = [
+            ("QueryWeights", qkv_w[:c] * f, qkv_w.grad[:c] / f),
+            ("KeyWeights", qkv_w[c:2 * c], qkv_w.grad[c:2 * c]),
+            ("ValueWeights", qkv_w[2 * c:], qkv_w.grad[2 * c:]),
+            ("OutputWeights", a.merge.weight, a.merge.weight.grad),
+            ("QueryBias", qkv_b[:c] * f, qkv_b.grad[:c] / f),
+            ("KeyBias", qkv_b[c:2 * c], qkv_b.grad[c:2 * c]),
+            ("ValueBias", qkv_b[2 * c:], qkv_b.grad[2 * c:]),
+            ("OutputBias", a.merge.bias, a.merge.bias.grad),
+            ("RelativePositionBias", a.relative_position_bias_table, a.relative_position_bias_table.grad),
         ]
         for pname, value, grad in named:
             lines.append(row("param " + pname, value))
