@@ -44,12 +44,14 @@ TEST_CASE("onnx import: a zero stride is refused, not divided by", "[onnx][skipp
   CHECK_THAT(import_error(regression("conv-stride-0")), Catch::Contains("must be in 1..1048576"));
 }
 
-// Seeds for the import paths of today's exporters (one per path, made with onnx.helper; the
-// attention one is tests/data/onnx_zoo/vit-torchscript.onnx): each imports from memory, except external data, which has no folder to be read from there.
+// Seeds for the import paths of today's exporters and layers (one per path, made with onnx.helper; the
+// attention one is tests/data/onnx_zoo/vit-torchscript.onnx): each imports from memory, except external data, which has
+// no folder to be read from there.
 TEST_CASE("onnx import: the seeds of the exporters' forms import from memory", "[onnx][skippable]") {
   DLT_SKIP_IF(!onnx_available(), "this build has no ONNX support");
-  for (const char* name : {"seed-identity-alias", "seed-shape-fold-reshape", "seed-reducemean-opset18",
-                           "seed-transpose-matmul", "seed-channel-shuffle", "seed-vit-attention"}) {
+  for (const char* name :
+       {"seed-identity-alias", "seed-shape-fold-reshape", "seed-reducemean-opset18", "seed-transpose-matmul",
+        "seed-channel-shuffle", "seed-vit-attention", "seed-space-to-depth"}) {
     INFO(name);
     CHECK(import_error(regression(name)) == "no ModelError");
   }
