@@ -15,8 +15,9 @@
 // WindowSize must divide the image, and window (i, j) of the (H / wh) x (W / ww) windows holds
 // the pixels (a H / wh + i, b W / ww + j), token a ww + b (torchvision's PartitionAttentionLayer
 // with partition_type "grid": its partition and axis swap); no padding, no shift.
-// The partition, its reverse and the table's spread to the dense bias are row gathers
-// (backend/token_ops.h); the mask is a constant added to the dense bias.
+// The partition, its reverse and the table's spread to (heads, S, S) are row gathers
+// (backend/token_ops.h); shifted, the spread table is added to each window's constant mask
+// (a batch broadcast), and its gradient sums the windows' shares.
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -110,26 +111,24 @@ class WindowAttentionLayer final : public Layer {
     dxw_ = Tensor(Shape{n * windows * seq, s_.c}, be.device());
     if (bias_n_ == 0) return;
     const int64_t plane = heads_ * seq * seq;
+    if (shifted) fill_mask(windows, seq, plane);
+    if (!relative_) return;
+    // The table spread to (heads, S, S) once, then added to each window's mask.
+    const int64_t rows = (2 * win_h_ - 1) * (2 * win_w_ - 1);
+    spread_ = be.make(RowGatherDesc{1, rows * heads_, plane, 1, table_index(seq)});
+    rel_ = Tensor(Shape{1, heads_, seq, seq}, be.device());
+    drel_ = Tensor(Shape{1, heads_, seq, seq}, be.device());
+    if (!shifted) return;
+    broadcast_ = be.make(BatchBroadcastDesc{bias_n_, plane});
     dense_ = Tensor(Shape{bias_n_, heads_, seq, seq}, be.device());
     ddense_ = Tensor(Shape{bias_n_, heads_, seq, seq}, be.device());
-    if (shifted) fill_mask(windows, seq, plane);
-    if (relative_) {
-      const int64_t rows = (2 * win_h_ - 1) * (2 * win_w_ - 1);
-      spread_ = be.make(RowGatherDesc{1, rows * heads_, bias_n_ * plane, 1, table_index(seq)});
-    }
   }
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
     part_->forward(*x[0], xw_);
-    if (bias_n_ > 0) {
-      if (relative_) {
-        spread_->forward(params_.back().value, dense_);
-        if (mask_.defined()) be_->axpby(1.f, mask_, 1.f, dense_);
-      } else {
-        be_->copy(mask_, dense_);
-      }
-      core_.attention().set_bias(dense_);
-    }
+    if (relative_) spread_->forward(params_.back().value, rel_);
+    if (relative_ && mask_.defined()) broadcast_->add(mask_, rel_, dense_);
+    if (bias_n_ > 0) core_.attention().set_bias(!relative_ ? mask_ : mask_.defined() ? dense_ : rel_);
     const bool drop = ctx.training && dropout_ > 0;
     core_.forward(xw_, yw_, params_.data(), drop,
                   drop ? Rng::derive(ctx.seed, {dropout_stream(name(), ctx.iteration)}).next_u64() : 0);
@@ -139,8 +138,11 @@ class WindowAttentionLayer final : public Layer {
   void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {
     reverse_->backward(dy, yw_);  // dY in windows (padded tokens 0), over the forward's windows
-    core_.backward(xw_, yw_, dx[0] ? &dxw_ : nullptr, params_.data(), relative_ ? &ddense_ : nullptr);
-    if (relative_ && !params_.back().frozen()) spread_->backward(ddense_, params_.back().grad);
+    const bool table = relative_ && !params_.back().frozen();
+    Tensor* dbias = !table ? nullptr : mask_.defined() ? &ddense_ : &drel_;
+    core_.backward(xw_, yw_, dx[0] ? &dxw_ : nullptr, params_.data(), dbias);
+    if (table && mask_.defined()) broadcast_->sum(ddense_, drel_);  // the windows' shares of the table
+    if (table) spread_->backward(drel_, params_.back().grad);
     if (dx[0]) part_->backward(dxw_, *dx[0]);
   }
 
@@ -181,17 +183,16 @@ class WindowAttentionLayer final : public Layer {
           }
     return index;
   }
-  // The dense bias's table row for each (window entry, head, i, j): rel(i, j) * heads + head.
+  // The table row of each (head, i, j) of the spread bias: rel(i, j) * heads + head.
   std::vector<int64_t> table_index(int64_t seq) const {
     std::vector<int64_t> index;
-    index.reserve(static_cast<size_t>(bias_n_ * heads_ * seq * seq));
-    for (int64_t e = 0; e < bias_n_; ++e)
-      for (int64_t h = 0; h < heads_; ++h)
-        for (int64_t i = 0; i < seq; ++i)
-          for (int64_t j = 0; j < seq; ++j) {
-            const int64_t dy = i / win_w_ - j / win_w_ + win_h_ - 1, dx = i % win_w_ - j % win_w_ + win_w_ - 1;
-            index.push_back((dy * (2 * win_w_ - 1) + dx) * heads_ + h);
-          }
+    index.reserve(static_cast<size_t>(heads_ * seq * seq));
+    for (int64_t h = 0; h < heads_; ++h)
+      for (int64_t i = 0; i < seq; ++i)
+        for (int64_t j = 0; j < seq; ++j) {
+          const int64_t dy = i / win_w_ - j / win_w_ + win_h_ - 1, dx = i % win_w_ - j % win_w_ + win_w_ - 1;
+          index.push_back((dy * (2 * win_w_ - 1) + dx) * heads_ + h);
+        }
     return index;
   }
   // torchvision's mask: the rolled, padded image in 3 x 3 regions (per dimension: before the
@@ -228,8 +229,10 @@ class WindowAttentionLayer final : public Layer {
   Backend* be_ = nullptr;
   AttentionCore core_;
   std::unique_ptr<RowGatherOp> part_, reverse_, spread_;
-  Tensor xw_, yw_, dxw_;   // the windows' tokens, the attention's output, dX in windows
-  Tensor dense_, ddense_;  // the bias (bias_n, heads, S, S) and its gradient
+  std::unique_ptr<BatchBroadcastOp> broadcast_;  // the spread table onto each window's mask
+  Tensor xw_, yw_, dxw_;                         // the windows' tokens, the attention's output, dX in windows
+  Tensor rel_, drel_;                            // the table spread to (1, heads, S, S), and its gradient
+  Tensor dense_, ddense_;  // shifted with a table: mask + rel_ (bias_n, heads, S, S), its gradient
   Tensor mask_;            // the shifted windows' mask (bias_n, heads, S, S), or undefined
 };
 
