@@ -98,6 +98,10 @@ class Exporter final : public OnnxGraph {
   // of 1 MiB or more at a multiple of 64 KiB (onnx.save's alignment, which lets a reader
   // map them), and marks the initializer EXTERNAL with its location, offset and length.
   void move_to_external(const std::string& location, std::string* data) {
+    size_t bytes = 0;  // an upper bound, so that appending never reallocates (a copy of gigabytes)
+    for (const auto& t : g_->initializer())
+      if (t.raw_data().size() >= 1024) bytes += t.raw_data().size() + 65536;
+    data->reserve(bytes);
     for (auto& t : *g_->mutable_initializer()) {
       if (t.raw_data().size() < 1024) continue;
       const size_t align = t.raw_data().size() >= (size_t{1} << 20) ? 65536 : 64;
