@@ -6,6 +6,7 @@
 // (Partition grid). Also the options' refusals.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -20,6 +21,7 @@
 #include "support/grad_check.h"
 #include "support/tensor_utils.h"
 #include "util/error.h"
+#include "util/rng.h"
 
 namespace dlt::test {
 namespace {
@@ -139,6 +141,36 @@ TEST_CASE("windowAttention in a network: tests/data/swin/tiny_swin.yaml's gradie
   INFO("checked " << r.checked << ", failed " << r.failed << ", worst " << r.worst << " (error " << r.max_error << ")");
   CHECK(r.checked >= 100);
   CHECK(r.failed == 0);
+}
+
+TEST_CASE("windowAttention: a frozen layer (freeze_layer) leaves its gradients alone, dx still computed",
+          "[layers][swin]") {
+  LayerSpec spec = layer_spec("windowAttention", {"NumHeads=2", "WindowSize=2", "ShiftSize=1"});
+  freeze_layer(spec);
+  CHECK(spec.get_double("RelativePositionBiasLearnRateFactor", 1) == 0);
+  CHECK(spec.get_double("WeightLearnRateFactor", 1) == 0);
+  std::unique_ptr<Layer> layer = make_layer(spec);
+  layer->infer({Shape{4, 4, 4}});
+  Rng rng(3);
+  for (Param& p : layer->params()) {
+    p.value = Tensor(p.shape);
+    for (int64_t i = 0; i < p.value.numel(); ++i) p.value.data()[i] = static_cast<float>(rng.uniform() - 0.5);
+    p.grad = Tensor(p.shape);
+    std::fill(p.grad.data(), p.grad.data() + p.grad.numel(), 123.f);
+    CHECK(p.frozen());
+  }
+  layer->setup(2, backend_for(Device::cpu()));
+  Tensor x(Shape{2, 4, 4, 4}), y(Shape{2, 4, 4, 4}), dy(Shape{2, 4, 4, 4}), dx(Shape{2, 4, 4, 4});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] = static_cast<float>(rng.uniform()), dy.data()[i] = 1.f;
+  std::fill(dx.data(), dx.data() + dx.numel(), 0.f);
+  RunContext ctx{true, 7, 3};
+  layer->forward({&x}, y, ctx);
+  layer->backward({&x}, y, dy, {&dx}, ctx);
+  for (const Param& p : layer->params()) {
+    INFO(p.name);
+    CHECK(std::all_of(p.grad.data(), p.grad.data() + p.grad.numel(), [](float g) { return g == 123.f; }));
+  }
+  CHECK(std::any_of(dx.data(), dx.data() + dx.numel(), [](float g) { return g != 0.f; }));
 }
 
 TEST_CASE("windowAttention: options are checked with one line naming the layer", "[layers][swin]") {
