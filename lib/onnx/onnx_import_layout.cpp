@@ -59,6 +59,104 @@ bool Importer::all_constant(const onnx::NodeProto& n) const {
   return any;
 }
 
+bool Importer::shape_arithmetic(const onnx::NodeProto& n) const {
+  if (n.op_type() == "ConstantOfShape") {  // a list of integers: one dimension, an integer value
+    const auto* v = find_attr(n, "value");
+    const bool int_value =
+        v && v->has_t() &&
+        (v->t().data_type() == onnx::TensorProto::INT64 || v->t().data_type() == onnx::TensorProto::INT32);
+    const onnx::TensorProto* shape = n.input_size() > 0 ? constant(n.input(0)) : nullptr;
+    if (!int_value || !shape || checked_values(*shape, path_) > 1) return false;
+  }
+  for (const auto& in : n.input()) {
+    if (in.empty()) continue;
+    const onnx::TensorProto* t = constant(in);
+    const bool ints = t->data_type() == onnx::TensorProto::INT64 || t->data_type() == onnx::TensorProto::INT32;
+    if (!ints || t->dims_size() > 1) return false;
+  }
+  return true;
+}
+
+namespace {
+
+TensorConst tensor_const(const onnx::TensorProto& t, const std::string& what) {
+  TensorConst c;
+  c.dims = dims_of(t);
+  if (checked_values(t, what) > kMaxFoldTensorValues)
+    throw FoldError("has a " + dims_str(t) + " input; dltrain folds tensors of at most " +
+                    std::to_string(kMaxFoldTensorValues) + " values");
+  const int type = t.data_type();
+  if (type == onnx::TensorProto::FLOAT || type == onnx::TensorProto::DOUBLE) {
+    for (float x : floats_of(t, what)) c.v.push_back(x);
+  } else if (type == onnx::TensorProto::INT64 || type == onnx::TensorProto::INT32) {
+    c.type = TensorConst::kInt;
+    for (int64_t x : ints_of(t, what)) {
+      if (x > (int64_t{1} << 53) || x < -(int64_t{1} << 53))
+        throw FoldError("has an input holding the batch size or an integer beyond 2^53");
+      c.v.push_back(static_cast<double>(x));
+    }
+  } else if (type == onnx::TensorProto::BOOL) {
+    check_tensor(t, what);
+    c.type = TensorConst::kBool;
+    if (t.has_raw_data())
+      for (char b : t.raw_data()) c.v.push_back(b != 0 ? 1 : 0);
+    else
+      for (int32_t b : t.int32_data()) c.v.push_back(b != 0 ? 1 : 0);
+  } else {
+    throw FoldError("has an input of data type " + std::to_string(type) + " (dltrain folds float, int and bool)");
+  }
+  return c;
+}
+
+void to_proto(const TensorConst& c, onnx::TensorProto& t, const std::string& name) {
+  if (c.type == TensorConst::kFloat) return set_floats(t, name, c.dims, std::vector<float>(c.v.begin(), c.v.end()));
+  if (c.type == TensorConst::kInt) return set_ints(t, name, c.dims, std::vector<int64_t>(c.v.begin(), c.v.end()));
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::BOOL);
+  for (int64_t d : c.dims) t.add_dims(d);
+  std::string bytes;
+  for (double x : c.v) bytes.push_back(x != 0 ? 1 : 0);
+  t.set_raw_data(bytes);
+}
+
+}  // namespace
+
+void Importer::tensor_fold_node(const onnx::NodeProto& n) {
+  const std::string what = path_ + ": node '" + node_name(n) + "'";
+  try {
+    std::vector<TensorConst> consts(static_cast<size_t>(n.input_size()));
+    std::vector<const TensorConst*> in;
+    for (int i = 0; i < n.input_size(); ++i) {
+      if (n.input(i).empty()) {
+        in.push_back(nullptr);
+        continue;
+      }
+      consts[static_cast<size_t>(i)] = tensor_const(*constant(n.input(i)), what);
+      in.push_back(&consts[static_cast<size_t>(i)]);
+    }
+    TensorFoldAttrs a;
+    a.axis = attr_int(n, "axis", 0);
+    a.perm = attr_ints(n, "perm", {});
+    a.has_axes = find_attr(n, "axes") != nullptr;
+    a.axes = attr_ints(n, "axes", {});
+    a.starts = attr_ints(n, "starts", {});
+    a.ends = attr_ints(n, "ends", {});
+    a.to = attr_int(n, "to", 1);
+    a.allowzero = attr_int(n, "allowzero", 0);
+    a.reduction = attr_string(n, "reduction", "none");
+    if (const auto* v = find_attr(n, "value"); v && v->has_t()) {
+      a.value = tensor_const(v->t(), what);
+      a.has_value = true;
+    }
+    auto t = std::make_unique<onnx::TensorProto>();
+    to_proto(tensor_fold(n.op_type(), in, a, static_cast<int>(opset_)), *t, n.output_size() ? n.output(0) : "");
+    owned_.push_back(std::move(t));
+    set_const(n, owned_.back().get());
+  } catch (const FoldError& e) {
+    fail(n, std::string("folding its constant inputs: ") + e.what());
+  }
+}
+
 void Importer::fold_node(const onnx::NodeProto& n) {
   const std::string what = path_ + ": node '" + node_name(n) + "'";
   if (n.op_type() == "Cast" && attr_int(n, "to", 0) == onnx::TensorProto::FLOAT) {

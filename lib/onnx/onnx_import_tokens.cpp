@@ -855,9 +855,11 @@ bool Importer::float_fold(const onnx::NodeProto& n) {
         fail(n, "expands " + dims_str(x) + " to " + ints_str(to) + ": they do not broadcast");
       out[i] = std::max(a, b);
     }
+    const bool batch = std::find(to.begin(), to.end(), kBatchDim) != to.end();
+    if (product(out) != product(d) && !batch) return false;  // a plain broadcast: tensor_fold_node
     if (product(out) != product(d))
       fail(n, "expands a " + dims_str(x) + " constant to " + ints_str(out) +
-                  "; dltrain reads Expand of constants only where no value is repeated (one image)");
+                  "; dltrain reads Expand of constants to the batch only where no value is repeated (one image)");
     keep(out, floats_of(x, what));
     return true;
   }
@@ -866,8 +868,8 @@ bool Importer::float_fold(const onnx::NodeProto& n) {
     if (!a || !a->has_t() || a->t().data_type() != onnx::TensorProto::FLOAT) return false;
     const std::vector<int64_t> d = ints_of(*constant(n.input(0)), what);
     for (int64_t x : d)
-      if (x < 0 || x > kMaxFoldValues) fail(n, "makes a " + ints_str(d) + " constant; dltrain folds small ones only");
-    if (product(d) > kMaxFoldValues) fail(n, "makes a " + ints_str(d) + " constant; dltrain folds small ones only");
+      if (x < 0 || x > kMaxFoldValues) return false;  // a tensor: tensor_fold_node
+    if (product(d) > kMaxFoldValues) return false;
     keep(d, std::vector<float>(static_cast<size_t>(product(d)), floats_of(a->t(), what).at(0)));
     return true;
   }
@@ -880,8 +882,7 @@ bool Importer::float_fold(const onnx::NodeProto& n) {
   std::vector<int64_t> dims;
   for (int i = 0; i < n.input_size(); ++i) {
     const onnx::TensorProto& t = *constant(n.input(i));
-    if (checked_values(t, what) != 1)
-      fail(n, "computes with a " + dims_str(t) + " float constant; dltrain folds one-value float arithmetic only");
+    if (checked_values(t, what) != 1) return false;  // tensors: tensor_fold_node
     if (dims_of(t).size() > dims.size()) dims = dims_of(t);
     x.push_back(is_float(i) ? floats_of(t, what)[0] : static_cast<double>(ints_of(t, what)[0]));
   }

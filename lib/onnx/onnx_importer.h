@@ -11,6 +11,7 @@
 
 #include "layers/layer.h"
 #include "onnx/onnx.h"
+#include "onnx/onnx_import_const.h"
 #include "onnx/onnx_import_external.h"
 #include "onnx/onnx_import_fold.h"
 #include "onnx/onnx_proto_util.h"
@@ -206,7 +207,9 @@ class Importer {
     if (token_node(n)) return;
     if (op == "Shape") return shape(n);
     if (op == "Gather" && n.input_size() > 0 && whole_.count(n.input(0))) return restride(n);
-    if (is_fold_op(op) && all_constant(n)) return fold_node(n);
+    if (is_fold_op(op) && all_constant(n) && shape_arithmetic(n)) return fold_node(n);
+    if (is_tensor_fold_op(op) && all_constant(n)) return tensor_fold_node(n);
+    if (is_fold_op(op) && all_constant(n)) return fold_node(n);  // its refusal names what it folds
     if (op == "Cast") return cast(n);
     if (op == "Flatten" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze") return reshape(n);
     if (op == "Transpose") return transpose(n);
@@ -230,6 +233,11 @@ class Importer {
   void shape(const onnx::NodeProto& n);
   bool all_constant(const onnx::NodeProto& n) const;
   void fold_node(const onnx::NodeProto& n);
+  // Whether every input of n is an integer scalar or list: shape arithmetic for fold_node, which
+  // knows the batch size (and refuses lists longer than a shape); else a constant node goes to
+  // tensor_fold_node (onnx_import_const.h: tensors of any rank and type).
+  bool shape_arithmetic(const onnx::NodeProto& n) const;
+  void tensor_fold_node(const onnx::NodeProto& n);
   void cast(const onnx::NodeProto& n);
   // Layout forms (onnx_import_layout.cpp).
   void reshape(const onnx::NodeProto& n);

@@ -51,7 +51,7 @@ TEST_CASE("onnx import: the seeds of the exporters' forms import from memory", "
   DLT_SKIP_IF(!onnx_available(), "this build has no ONNX support");
   for (const char* name :
        {"seed-identity-alias", "seed-shape-fold-reshape", "seed-reducemean-opset18", "seed-transpose-matmul",
-        "seed-channel-shuffle", "seed-vit-attention", "seed-space-to-depth"}) {
+        "seed-channel-shuffle", "seed-vit-attention", "seed-space-to-depth", "seed-tensor-fold"}) {
     INFO(name);
     CHECK(import_error(regression(name)) == "no ModelError");
   }

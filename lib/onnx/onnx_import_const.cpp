@@ -1,0 +1,586 @@
+// Folding of constant tensors of any rank (onnx_import_const.h).
+#include "onnx/onnx_import_const.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <set>
+
+namespace dlt::onnxu {
+
+namespace {
+
+constexpr double kMaxExactInt = 9007199254740992.0;  // 2^53
+// The most multiply-adds one folded MatMul may cost.
+constexpr int64_t kMaxFoldMatMulWork = int64_t{1} << 30;
+
+[[noreturn]] void refuse(const std::string& why) { throw FoldError(why); }
+
+std::string dims_text(const std::vector<int64_t>& d) {
+  if (d.empty()) return "a scalar";
+  std::string s;
+  for (int64_t x : d) s += (s.empty() ? "" : "x") + std::to_string(x);
+  return s;
+}
+
+// The number of values of dims, refused past kMaxFoldTensorValues.
+int64_t count(const std::vector<int64_t>& d) {
+  if (d.size() > 16) refuse("a result of rank " + std::to_string(d.size()) + " (dltrain folds up to rank 16)");
+  int64_t n = 1;
+  for (int64_t x : d) {
+    if (x < 0) refuse("a dimension of " + std::to_string(x));
+    if (x != 0 && n > kMaxFoldTensorValues / x)
+      refuse("a result of " + dims_text(d) + " values, more than the " + std::to_string(kMaxFoldTensorValues) +
+             " dltrain folds");
+    n *= x;
+  }
+  if (n > kMaxFoldTensorValues)
+    refuse("a result of " + dims_text(d) + ", more than the " + std::to_string(kMaxFoldTensorValues) +
+           " values dltrain folds");
+  return n;
+}
+
+std::vector<int64_t> strides_of(const std::vector<int64_t>& d) {
+  std::vector<int64_t> s(d.size(), 1);
+  for (size_t i = d.size(); i-- > 1;) s[i - 1] = s[i] * d[i];
+  return s;
+}
+
+TensorConst make(TensorConst::Type type, std::vector<int64_t> dims) {
+  TensorConst t;
+  t.type = type;
+  t.v.assign(static_cast<size_t>(count(dims)), 0.0);
+  t.dims = std::move(dims);
+  return t;
+}
+
+const TensorConst& need(const std::vector<const TensorConst*>& in, size_t i, const char* role) {
+  if (in.size() <= i || !in[i]) refuse(std::string("has no ") + role + " input");
+  return *in[i];
+}
+
+// An integer list (a shape, axes, indices) from a constant of rank 0 or 1.
+std::vector<int64_t> int_list(const TensorConst& t, const char* role) {
+  if (t.type == TensorConst::kFloat) refuse(std::string("its ") + role + " is a float tensor");
+  if (t.dims.size() > 1) refuse(std::string("its ") + role + " is " + dims_text(t.dims) + ", not a list");
+  std::vector<int64_t> out;
+  for (double x : t.v) out.push_back(static_cast<int64_t>(x));
+  return out;
+}
+
+int64_t axis_of(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    refuse("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+// numpy's broadcast of several shapes.
+std::vector<int64_t> broadcast(const std::vector<std::vector<int64_t>>& shapes) {
+  size_t rank = 0;
+  for (const auto& s : shapes) rank = std::max(rank, s.size());
+  std::vector<int64_t> out(rank, 1);
+  for (const auto& s : shapes)
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t& o = out[rank - s.size() + i];
+      const int64_t d = s[i];
+      if (d == o || d == 1) continue;
+      if (o != 1) {
+        std::string all;
+        for (const auto& t : shapes) all += (all.empty() ? "" : " and ") + dims_text(t);
+        refuse("shapes " + all + " do not broadcast");
+      }
+      o = d;
+    }
+  return out;
+}
+
+// The offset into a tensor of dims `d` (aligned right, size-1 dimensions repeated) of each
+// index of `out`.
+std::vector<int64_t> broadcast_offsets(const std::vector<int64_t>& d, const std::vector<int64_t>& out) {
+  const std::vector<int64_t> s = strides_of(d), os = strides_of(out);
+  const int64_t n = count(out);
+  std::vector<int64_t> offsets(static_cast<size_t>(n), 0);
+  const size_t lead = out.size() - d.size();
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i, off = 0;
+    for (size_t k = 0; k < out.size(); ++k) {
+      const int64_t idx = rest / os[k];
+      rest %= os[k];
+      if (k >= lead && d[k - lead] != 1) off += idx * s[k - lead];
+    }
+    offsets[static_cast<size_t>(i)] = off;
+  }
+  return offsets;
+}
+
+TensorConst elementwise(const std::vector<const TensorConst*>& xs, TensorConst::Type type,
+                        const std::function<double(const std::vector<double>&)>& f) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (const TensorConst* x : xs) shapes.push_back(x->dims);
+  TensorConst out = make(type, broadcast(shapes));
+  std::vector<std::vector<int64_t>> offsets;
+  for (const TensorConst* x : xs) offsets.push_back(broadcast_offsets(x->dims, out.dims));
+  std::vector<double> args(xs.size());
+  for (size_t i = 0; i < out.v.size(); ++i) {
+    for (size_t k = 0; k < xs.size(); ++k) args[k] = xs[k]->v[static_cast<size_t>(offsets[k][i])];
+    out.v[i] = f(args);
+  }
+  return out;
+}
+
+// An integer result stays an integer; refused where it no longer fits a double exactly.
+void check_ints(const TensorConst& t) {
+  if (t.type != TensorConst::kInt) return;
+  for (double x : t.v)
+    if (!(std::fabs(x) <= kMaxExactInt)) refuse("an integer result beyond 2^53");
+}
+
+TensorConst binary(const std::string& op, const TensorConst& a, const TensorConst& b) {
+  const bool ints = a.type != TensorConst::kFloat && b.type != TensorConst::kFloat;
+  if (op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" || op == "GreaterOrEqual") {
+    return elementwise({&a, &b}, TensorConst::kBool, [&](const std::vector<double>& x) {
+      if (op == "Equal") return double(x[0] == x[1]);
+      if (op == "Less") return double(x[0] < x[1]);
+      if (op == "Greater") return double(x[0] > x[1]);
+      if (op == "LessOrEqual") return double(x[0] <= x[1]);
+      return double(x[0] >= x[1]);
+    });
+  }
+  if (op == "And" || op == "Or" || op == "Xor") {
+    return elementwise({&a, &b}, TensorConst::kBool, [&](const std::vector<double>& x) {
+      const bool p = x[0] != 0, q = x[1] != 0;
+      return double(op == "And" ? p && q : op == "Or" ? p || q : p != q);
+    });
+  }
+  TensorConst out =
+      elementwise({&a, &b}, ints ? TensorConst::kInt : TensorConst::kFloat, [&](const std::vector<double>& x) {
+        if (op == "Add") return x[0] + x[1];
+        if (op == "Sub") return x[0] - x[1];
+        if (op == "Mul") return x[0] * x[1];
+        if (op == "Pow") return std::pow(x[0], x[1]);
+        if (op == "Max") return std::max(x[0], x[1]);
+        if (op == "Min") return std::min(x[0], x[1]);
+        // Div: integers truncate toward zero (as C and onnxruntime do)
+        if (ints) {
+          if (x[1] == 0) refuse("divides an integer by 0");
+          return std::trunc(x[0] / x[1]);
+        }
+        return x[0] / x[1];
+      });
+  if (!ints)
+    for (double& x : out.v) x = static_cast<float>(x);  // float32 arithmetic's rounding
+  check_ints(out);
+  return out;
+}
+
+TensorConst unary(const std::string& op, const TensorConst& a) {
+  if (op == "Not") {
+    TensorConst out = a;
+    out.type = TensorConst::kBool;
+    for (double& x : out.v) x = x == 0 ? 1 : 0;
+    return out;
+  }
+  TensorConst out = a;
+  const bool keeps_type = op == "Neg" || op == "Abs" || op == "Relu" || op == "Floor" || op == "Ceil";
+  if (!keeps_type || out.type == TensorConst::kBool) out.type = TensorConst::kFloat;
+  for (double& x : out.v) {
+    if (op == "Neg") x = -x;
+    if (op == "Abs") x = std::fabs(x);
+    if (op == "Relu") x = std::max(x, 0.0);
+    if (op == "Floor") x = std::floor(x);
+    if (op == "Ceil") x = std::ceil(x);
+    if (op == "Sigmoid") x = 1.0 / (1.0 + std::exp(-x));
+    if (op == "Exp") x = std::exp(x);
+    if (op == "Log") x = std::log(x);
+    if (op == "Sqrt") x = std::sqrt(x);
+    if (op == "Tanh") x = std::tanh(x);
+    if (out.type == TensorConst::kFloat) x = static_cast<float>(x);
+  }
+  return out;
+}
+
+TensorConst cast(const TensorConst& a, int64_t to) {
+  TensorConst out = a;
+  if (to == 1 || to == 11) {  // FLOAT, DOUBLE
+    out.type = TensorConst::kFloat;
+    for (double& x : out.v) x = static_cast<float>(x);
+  } else if (to == 6 || to == 7) {  // INT32, INT64
+    out.type = TensorConst::kInt;
+    for (double& x : out.v) {
+      if (!(std::fabs(x) <= kMaxExactInt)) refuse("casts " + std::to_string(x) + " to an integer");
+      x = std::trunc(x);
+    }
+  } else if (to == 9) {  // BOOL
+    out.type = TensorConst::kBool;
+    for (double& x : out.v) x = x != 0 ? 1 : 0;
+  } else {
+    refuse("casts to data type " + std::to_string(to) + " (dltrain folds float, int32, int64 and bool)");
+  }
+  return out;
+}
+
+TensorConst gather(const TensorConst& data, const TensorConst& idx, int64_t axis_attr) {
+  if (data.dims.empty()) refuse("gathers from a scalar");
+  if (idx.type == TensorConst::kFloat) refuse("its indices are floats");
+  const int64_t rank = static_cast<int64_t>(data.dims.size()), axis = axis_of(axis_attr, rank);
+  const int64_t len = data.dims[static_cast<size_t>(axis)];
+  std::vector<int64_t> dims(data.dims.begin(), data.dims.begin() + axis);
+  dims.insert(dims.end(), idx.dims.begin(), idx.dims.end());
+  dims.insert(dims.end(), data.dims.begin() + axis + 1, data.dims.end());
+  TensorConst out = make(data.type, dims);
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= data.dims[static_cast<size_t>(i)];
+  for (int64_t i = axis + 1; i < rank; ++i) inner *= data.dims[static_cast<size_t>(i)];
+  const int64_t k = static_cast<int64_t>(idx.v.size());
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t at = static_cast<int64_t>(idx.v[static_cast<size_t>(j)]);
+    if (at < -len || at >= len)
+      refuse("index " + std::to_string(at) + " is out of range for a dimension of " + std::to_string(len));
+    if (at < 0) at += len;
+    for (int64_t o = 0; o < outer; ++o)
+      std::copy_n(data.v.begin() + (o * len + at) * inner, inner, out.v.begin() + (o * k + j) * inner);
+  }
+  return out;
+}
+
+TensorConst reshape(const TensorConst& data, const std::vector<int64_t>& target, bool allowzero) {
+  std::vector<int64_t> dims = target;
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == kBatchDim) refuse("reshapes a constant to the batch size");
+    if (dims[i] == 0 && !allowzero) {
+      if (i >= data.dims.size()) refuse("a 0 in the target names no dimension of " + dims_text(data.dims));
+      dims[i] = data.dims[i];
+    }
+    if (dims[i] == -1) {
+      if (infer >= 0) refuse("two -1 in the target");
+      infer = static_cast<int>(i);
+      continue;
+    }
+    if (dims[i] < 0) refuse("a target dimension of " + std::to_string(dims[i]));
+    if (dims[i] > kMaxFoldTensorValues / known) refuse("a target of more values than the tensor");
+    known *= std::max<int64_t>(dims[i], 1);
+  }
+  const int64_t n = static_cast<int64_t>(data.v.size());
+  if (infer >= 0) {
+    if (known == 0 || n % known != 0)
+      refuse("cannot infer the -1 of " + ints_str(target) + " from " + dims_text(data.dims));
+    dims[static_cast<size_t>(infer)] = n / known;
+  }
+  if (count(dims) != n) refuse("reshapes " + dims_text(data.dims) + " to " + dims_text(dims));
+  TensorConst out = data;
+  out.dims = dims;
+  return out;
+}
+
+TensorConst transpose(const TensorConst& data, std::vector<int64_t> perm) {
+  const size_t rank = data.dims.size();
+  if (perm.empty())
+    for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  std::set<int64_t> seen(perm.begin(), perm.end());
+  if (perm.size() != rank || seen.size() != rank || *seen.begin() != 0 || *seen.rbegin() != int64_t(rank) - 1)
+    refuse("perm " + ints_str(perm) + " is not a permutation of " + std::to_string(rank) + " axes");
+  std::vector<int64_t> dims(rank);
+  for (size_t i = 0; i < rank; ++i) dims[i] = data.dims[static_cast<size_t>(perm[i])];
+  TensorConst out = make(data.type, dims);
+  const std::vector<int64_t> in_s = strides_of(data.dims), out_s = strides_of(dims);
+  for (size_t i = 0; i < out.v.size(); ++i) {
+    int64_t rest = static_cast<int64_t>(i), off = 0;
+    for (size_t k = 0; k < rank; ++k) {
+      off += (rest / out_s[k]) * in_s[static_cast<size_t>(perm[k])];
+      rest %= out_s[k];
+    }
+    out.v[i] = data.v[static_cast<size_t>(off)];
+  }
+  return out;
+}
+
+TensorConst unsqueeze(const TensorConst& data, const std::vector<int64_t>& axes) {
+  const int64_t rank = static_cast<int64_t>(data.dims.size() + axes.size());
+  if (rank > 16) refuse("a result of rank " + std::to_string(rank) + " (dltrain folds up to rank 16)");
+  std::vector<bool> inserted(static_cast<size_t>(rank), false);
+  for (int64_t a : axes) {
+    const int64_t x = axis_of(a, rank);
+    if (inserted[static_cast<size_t>(x)]) refuse("axis " + std::to_string(a) + " twice");
+    inserted[static_cast<size_t>(x)] = true;
+  }
+  TensorConst out = data;
+  out.dims.clear();
+  size_t k = 0;
+  for (int64_t i = 0; i < rank; ++i) out.dims.push_back(inserted[static_cast<size_t>(i)] ? 1 : data.dims[k++]);
+  return out;
+}
+
+TensorConst squeeze(const TensorConst& data, const std::vector<int64_t>& axes, bool has_axes) {
+  const int64_t rank = static_cast<int64_t>(data.dims.size());
+  std::vector<bool> drop(static_cast<size_t>(rank), false);
+  for (int64_t i = 0; i < rank; ++i) drop[static_cast<size_t>(i)] = !has_axes && data.dims[static_cast<size_t>(i)] == 1;
+  for (int64_t a : axes) {
+    const int64_t x = axis_of(a, rank);
+    if (data.dims[static_cast<size_t>(x)] != 1)
+      refuse("squeezes axis " + std::to_string(a) + " of size " + std::to_string(data.dims[static_cast<size_t>(x)]));
+    drop[static_cast<size_t>(x)] = true;
+  }
+  TensorConst out = data;
+  out.dims.clear();
+  for (int64_t i = 0; i < rank; ++i)
+    if (!drop[static_cast<size_t>(i)]) out.dims.push_back(data.dims[static_cast<size_t>(i)]);
+  return out;
+}
+
+TensorConst concat(const std::vector<const TensorConst*>& in, int64_t axis_attr) {
+  if (in.empty() || !in[0]) refuse("has no inputs");
+  const std::vector<int64_t>& first = in[0]->dims;
+  const int64_t axis = axis_of(axis_attr, static_cast<int64_t>(first.size()));
+  std::vector<int64_t> dims = first;
+  dims[static_cast<size_t>(axis)] = 0;
+  TensorConst::Type type = in[0]->type;
+  for (const TensorConst* t : in) {
+    if (!t) refuse("has an absent input");
+    if (t->dims.size() != first.size()) refuse("joins tensors of different ranks");
+    for (size_t i = 0; i < first.size(); ++i)
+      if (int64_t(i) != axis && t->dims[i] != first[i])
+        refuse("joins " + dims_text(first) + " and " + dims_text(t->dims) + " along axis " + std::to_string(axis));
+    dims[static_cast<size_t>(axis)] += t->dims[static_cast<size_t>(axis)];
+    if (t->type == TensorConst::kFloat) type = TensorConst::kFloat;
+  }
+  TensorConst out = make(type, dims);
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= first[static_cast<size_t>(i)];
+  for (size_t i = static_cast<size_t>(axis) + 1; i < first.size(); ++i) inner *= first[i];
+  int64_t at = 0;
+  const int64_t total = dims[static_cast<size_t>(axis)];
+  for (const TensorConst* t : in) {
+    const int64_t len = t->dims[static_cast<size_t>(axis)];
+    for (int64_t o = 0; o < outer; ++o)
+      std::copy_n(t->v.begin() + o * len * inner, len * inner, out.v.begin() + (o * total + at) * inner);
+    at += len;
+  }
+  return out;
+}
+
+TensorConst slice(const TensorConst& data, std::vector<int64_t> starts, std::vector<int64_t> ends,
+                  std::vector<int64_t> axes, std::vector<int64_t> steps) {
+  const int64_t rank = static_cast<int64_t>(data.dims.size());
+  if (starts.size() != ends.size())
+    refuse("has " + std::to_string(starts.size()) + " starts and " + std::to_string(ends.size()) + " ends");
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size()) refuse("has lists of different lengths");
+  std::vector<int64_t> first(static_cast<size_t>(rank), 0), step(static_cast<size_t>(rank), 1), dims = data.dims;
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t ax = axis_of(axes[i], rank), len = data.dims[static_cast<size_t>(ax)];
+    if (seen[static_cast<size_t>(ax)]) refuse("slices axis " + std::to_string(axes[i]) + " twice");
+    seen[static_cast<size_t>(ax)] = true;
+    const int64_t s = steps[i];
+    if (s == 0) refuse("a step of 0");
+    // ONNX's clamping: negative from the end, then start into [0, len] and end into [0, len]
+    // (steps > 0), or start into [0, len - 1] and end into [-1, len - 1] (steps < 0).
+    auto from_end = [&](int64_t x) { return x < 0 ? (x < -len ? -1 : x + len) : x; };
+    if (len == 0) {  // nothing to take
+      dims[static_cast<size_t>(ax)] = 0;
+      continue;
+    }
+    const int64_t b =
+        s > 0 ? std::clamp<int64_t>(from_end(starts[i]), 0, len) : std::clamp<int64_t>(from_end(starts[i]), 0, len - 1);
+    const int64_t e =
+        s > 0 ? std::clamp<int64_t>(from_end(ends[i]), 0, len) : std::clamp<int64_t>(from_end(ends[i]), -1, len - 1);
+    const int64_t n = s > 0 ? (e > b ? (e - b + s - 1) / s : 0) : (b > e ? (b - e + (-s) - 1) / (-s) : 0);
+    first[static_cast<size_t>(ax)] = b;
+    step[static_cast<size_t>(ax)] = s;
+    dims[static_cast<size_t>(ax)] = n;
+  }
+  TensorConst out = make(data.type, dims);
+  const std::vector<int64_t> in_s = strides_of(data.dims), out_s = strides_of(dims);
+  for (size_t i = 0; i < out.v.size(); ++i) {
+    int64_t rest = static_cast<int64_t>(i), off = 0;
+    for (size_t k = 0; k < dims.size(); ++k) {
+      off += (first[k] + (rest / out_s[k]) * step[k]) * in_s[k];
+      rest %= out_s[k];
+    }
+    out.v[i] = data.v[static_cast<size_t>(off)];
+  }
+  return out;
+}
+
+TensorConst expand(const TensorConst& data, const std::vector<int64_t>& shape) {
+  for (int64_t d : shape)
+    if (d == kBatchDim) refuse("expands a constant to the batch size");
+  const std::vector<int64_t> dims = broadcast({data.dims, shape});
+  TensorConst out = make(data.type, dims);
+  const std::vector<int64_t> off = broadcast_offsets(data.dims, dims);
+  for (size_t i = 0; i < out.v.size(); ++i) out.v[i] = data.v[static_cast<size_t>(off[i])];
+  return out;
+}
+
+TensorConst scatter_nd(const TensorConst& data, const TensorConst& idx, const TensorConst& upd,
+                       const std::string& reduction) {
+  if (reduction != "none" && reduction != "add" && reduction != "mul")
+    refuse("reduction '" + reduction + "' (dltrain folds none, add and mul)");
+  if (idx.type == TensorConst::kFloat) refuse("its indices are floats");
+  if (idx.dims.empty()) refuse("its indices are a scalar");
+  const int64_t k = idx.dims.back(), rank = static_cast<int64_t>(data.dims.size());
+  if (k < 1 || k > rank) refuse("index tuples of " + std::to_string(k) + " for rank " + std::to_string(rank));
+  std::vector<int64_t> want(idx.dims.begin(), idx.dims.end() - 1);
+  want.insert(want.end(), data.dims.begin() + k, data.dims.end());
+  if (upd.dims != want) refuse("updates of " + dims_text(upd.dims) + ", expected " + dims_text(want));
+  TensorConst out = data;
+  if (upd.type == TensorConst::kFloat) out.type = TensorConst::kFloat;
+  const std::vector<int64_t> s = strides_of(data.dims);
+  int64_t slice = 1;
+  for (int64_t i = k; i < rank; ++i) slice *= data.dims[static_cast<size_t>(i)];
+  const int64_t tuples = static_cast<int64_t>(idx.v.size()) / k;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t off = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t at = static_cast<int64_t>(idx.v[static_cast<size_t>(t * k + j)]);
+      const int64_t len = data.dims[static_cast<size_t>(j)];
+      if (at < -len || at >= len)
+        refuse("index " + std::to_string(at) + " is out of range for a dimension of " + std::to_string(len));
+      if (at < 0) at += len;
+      off += at * s[static_cast<size_t>(j)];
+    }
+    for (int64_t e = 0; e < slice; ++e) {
+      double& x = out.v[static_cast<size_t>(off + e)];
+      const double u = upd.v[static_cast<size_t>(t * slice + e)];
+      x = reduction == "add" ? x + u : reduction == "mul" ? x * u : u;
+    }
+  }
+  return out;
+}
+
+TensorConst range(const TensorConst& start, const TensorConst& limit, const TensorConst& delta) {
+  for (const TensorConst* t : {&start, &limit, &delta})
+    if (t->v.size() != 1) refuse("its start, limit and delta must be scalars");
+  const double a = start.v[0], b = limit.v[0], d = delta.v[0];
+  if (d == 0) refuse("a delta of 0");
+  const double n = std::max(std::ceil((b - a) / d), 0.0);
+  if (!(n <= double(kMaxFoldTensorValues)))
+    refuse("a range of more than " + std::to_string(kMaxFoldTensorValues) + " values");
+  TensorConst out = make(
+      start.type == TensorConst::kFloat || delta.type == TensorConst::kFloat ? TensorConst::kFloat : TensorConst::kInt,
+      {static_cast<int64_t>(n)});
+  for (size_t i = 0; i < out.v.size(); ++i) out.v[i] = a + static_cast<double>(i) * d;
+  return out;
+}
+
+// numpy's matmul: 1-D operands promoted and their axis removed again, batch dimensions broadcast.
+TensorConst matmul(const TensorConst& a0, const TensorConst& b0) {
+  if (a0.dims.empty() || b0.dims.empty()) refuse("multiplies a scalar");
+  TensorConst a = a0, b = b0;
+  const bool a_vec = a.dims.size() == 1, b_vec = b.dims.size() == 1;
+  if (a_vec) a.dims.insert(a.dims.begin(), 1);
+  if (b_vec) b.dims.push_back(1);
+  const int64_t m = a.dims[a.dims.size() - 2], k = a.dims.back(), n = b.dims.back();
+  if (b.dims[b.dims.size() - 2] != k) refuse("multiplies " + dims_text(a0.dims) + " by " + dims_text(b0.dims));
+  const std::vector<int64_t> ab(a.dims.begin(), a.dims.end() - 2), bb(b.dims.begin(), b.dims.end() - 2);
+  std::vector<int64_t> batch = broadcast({ab, bb});
+  const int64_t batches = count(batch);
+  std::vector<int64_t> dims = batch;
+  dims.push_back(m);
+  dims.push_back(n);
+  const int64_t results = count(dims);  // refused past kMaxFoldTensorValues before any product
+  if (results > 0 && k > kMaxFoldMatMulWork / results)
+    refuse("a product of more than " + std::to_string(kMaxFoldMatMulWork) + " multiply-adds");
+  TensorConst out = make(
+      a.type == TensorConst::kFloat || b.type == TensorConst::kFloat ? TensorConst::kFloat : TensorConst::kInt, dims);
+  const std::vector<int64_t> ao = broadcast_offsets(ab, batch), bo = broadcast_offsets(bb, batch);
+  for (int64_t p = 0; p < batches; ++p) {
+    const double* x = a.v.data() + ao[static_cast<size_t>(p)] * m * k;
+    const double* y = b.v.data() + bo[static_cast<size_t>(p)] * k * n;
+    double* z = out.v.data() + p * m * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t t = 0; t < k; ++t) s += x[i * k + t] * y[t * n + j];
+        z[i * n + j] = s;
+      }
+  }
+  if (out.type == TensorConst::kFloat)
+    for (double& v : out.v) v = static_cast<float>(v);
+  check_ints(out);
+  if (b_vec) out.dims.pop_back();
+  if (a_vec) out.dims.erase(out.dims.end() - (b_vec ? 1 : 2));
+  return out;
+}
+
+const std::set<std::string>& binary_ops() {
+  static const std::set<std::string> ops{"Add", "Sub",   "Mul",  "Div",     "Pow",         "Max",
+                                         "Min", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
+                                         "And", "Or",    "Xor"};
+  return ops;
+}
+const std::set<std::string>& unary_ops() {
+  static const std::set<std::string> ops{"Not",     "Neg", "Abs", "Relu", "Floor", "Ceil",
+                                         "Sigmoid", "Exp", "Log", "Sqrt", "Tanh"};
+  return ops;
+}
+
+}  // namespace
+
+int64_t TensorConst::size() const { return static_cast<int64_t>(v.size()); }
+
+bool is_tensor_fold_op(const std::string& op) {
+  static const std::set<std::string> other{"Cast",    "Gather",    "Reshape", "Transpose", "Unsqueeze",
+                                           "Squeeze", "Concat",    "Slice",   "Expand",    "ConstantOfShape",
+                                           "Range",   "ScatterND", "MatMul",  "Where",     "Identity"};
+  return binary_ops().count(op) || unary_ops().count(op) || other.count(op);
+}
+
+TensorConst tensor_fold(const std::string& op, const std::vector<const TensorConst*>& in, const TensorFoldAttrs& a,
+                        int opset) {
+  if (binary_ops().count(op)) return binary(op, need(in, 0, "first"), need(in, 1, "second"));
+  if (unary_ops().count(op)) return unary(op, need(in, 0, "data"));
+  if (op == "Identity") return need(in, 0, "data");
+  if (op == "Cast") return cast(need(in, 0, "data"), a.to);
+  if (op == "Where") {
+    const TensorConst &c = need(in, 0, "condition"), &x = need(in, 1, "X"), &y = need(in, 2, "Y");
+    const TensorConst::Type type =
+        x.type == TensorConst::kFloat || y.type == TensorConst::kFloat ? TensorConst::kFloat : x.type;
+    return elementwise({&c, &x, &y}, type, [](const std::vector<double>& v) { return v[0] != 0 ? v[1] : v[2]; });
+  }
+  if (op == "Gather") return gather(need(in, 0, "data"), need(in, 1, "indices"), a.axis);
+  if (op == "Reshape") return reshape(need(in, 0, "data"), int_list(need(in, 1, "shape"), "shape"), a.allowzero != 0);
+  if (op == "Transpose") return transpose(need(in, 0, "data"), a.perm);
+  if (op == "Unsqueeze" || op == "Squeeze") {
+    std::vector<int64_t> axes = a.axes;
+    bool has = a.has_axes;
+    if (opset >= 13 && in.size() > 1 && in[1]) axes = int_list(*in[1], "axes"), has = true;
+    if (op == "Unsqueeze") return unsqueeze(need(in, 0, "data"), axes);
+    return squeeze(need(in, 0, "data"), axes, has);
+  }
+  if (op == "Concat") return concat(in, a.axis);
+  if (op == "Slice") {
+    const TensorConst& data = need(in, 0, "data");
+    if (opset < 10) return slice(data, a.starts, a.ends, a.axes, {});
+    auto list = [&](size_t i, const char* role) {
+      return in.size() > i && in[i] ? int_list(*in[i], role) : std::vector<int64_t>{};
+    };
+    return slice(data, list(1, "starts"), list(2, "ends"), list(3, "axes"), list(4, "steps"));
+  }
+  if (op == "Expand") return expand(need(in, 0, "data"), int_list(need(in, 1, "shape"), "shape"));
+  if (op == "ConstantOfShape") {
+    const std::vector<int64_t> dims = int_list(need(in, 0, "shape"), "shape");
+    for (int64_t d : dims)
+      if (d == kBatchDim) refuse("a constant of the batch size");
+    TensorConst value;
+    value.v = {0.0};
+    if (a.has_value) {
+      if (a.value.v.size() != 1) refuse("a value of " + dims_text(a.value.dims) + "; expected one value");
+      value = a.value;
+    }
+    TensorConst out = make(value.type, dims);
+    std::fill(out.v.begin(), out.v.end(), value.v[0]);
+    return out;
+  }
+  if (op == "Range") return range(need(in, 0, "start"), need(in, 1, "limit"), need(in, 2, "delta"));
+  if (op == "ScatterND")
+    return scatter_nd(need(in, 0, "data"), need(in, 1, "indices"), need(in, 2, "updates"), a.reduction);
+  if (op == "MatMul") return matmul(need(in, 0, "A"), need(in, 1, "B"));
+  refuse("operator '" + op + "' is not folded");
+}
+
+}  // namespace dlt::onnxu

@@ -1,0 +1,285 @@
+// Import's folding of constant tensors of any rank (lib/onnx/onnx_import_const.h): each operator
+// on small tensors against values worked out by hand, the chains Swin's exporters write (its
+// relative position bias gathered from the table, its shifted-window mask from ConstantOfShape,
+// ScatterND, Sub, Equal, Not and Where), the refusals (indices out of range, shapes that do not
+// broadcast, results too large), and a graph whose Gemm weights are computed from constants
+// importing as the graph with those weights written out.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "onnx/onnx_import_const.h"
+#include "onnx_test_graph.h"
+
+namespace dlt::test {
+namespace {
+
+using onnxu::FoldError;
+using onnxu::TensorConst;
+using onnxu::TensorFoldAttrs;
+
+TensorConst floats(std::vector<int64_t> dims, std::vector<double> v) {
+  TensorConst t;
+  t.dims = std::move(dims);
+  t.v = std::move(v);
+  return t;
+}
+TensorConst ints(std::vector<int64_t> dims, std::vector<double> v) {
+  TensorConst t = floats(std::move(dims), std::move(v));
+  t.type = TensorConst::kInt;
+  return t;
+}
+
+TensorConst fold(const std::string& op, std::vector<const TensorConst*> in, const TensorFoldAttrs& a = {}) {
+  return onnxu::tensor_fold(op, in, a, 17);
+}
+
+std::string refusal(const std::string& op, std::vector<const TensorConst*> in, const TensorFoldAttrs& a = {}) {
+  try {
+    fold(op, std::move(in), a);
+  } catch (const FoldError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("constant folding: elementwise operators broadcast as numpy does", "[onnx]") {
+  const TensorConst a = floats({2, 3}, {1, 2, 3, 4, 5, 6}), row = floats({3}, {10, 20, 30}),
+                    col = floats({2, 1}, {-1, 1});
+  TensorConst s = fold("Add", {&a, &row});
+  CHECK(s.dims == std::vector<int64_t>{2, 3});
+  CHECK(s.v == std::vector<double>{11, 22, 33, 14, 25, 36});
+  CHECK(fold("Mul", {&a, &col}).v == std::vector<double>{-1, -2, -3, 4, 5, 6});
+  CHECK(fold("Sub", {&col, &row}).v == std::vector<double>{-11, -21, -31, -9, -19, -29});
+  const TensorConst seven = ints({}, {7}), two = ints({}, {-2});
+  const TensorConst q = fold("Div", {&seven, &two});
+  CHECK(q.type == TensorConst::kInt);
+  CHECK(q.v == std::vector<double>{-3});  // truncated toward zero
+  const TensorConst e = fold("Equal", {&a, &row});
+  CHECK(e.type == TensorConst::kBool);
+  CHECK(e.v == std::vector<double>{0, 0, 0, 0, 0, 0});
+  CHECK(fold("Not", {&e}).v == std::vector<double>{1, 1, 1, 1, 1, 1});
+  const TensorConst cond = ints({2, 1}, {1, 0});
+  TensorConst w = fold("Where", {&cond, &a, &row});
+  CHECK(w.v == std::vector<double>{1, 2, 3, 10, 20, 30});
+  CHECK(fold("Sigmoid", {&col}).v[1] == Approx(1 / (1 + std::exp(-1.0))));
+  CHECK(fold("Relu", {&col}).v == std::vector<double>{0, 1});
+  const TensorConst b3 = floats({4}, {1, 2, 3, 4});
+  CHECK_THAT(refusal("Add", {&a, &b3}), Catch::Contains("shapes 2x3 and 4 do not broadcast"));
+}
+
+TEST_CASE("constant folding: Gather, Reshape, Transpose, Unsqueeze, Squeeze, Concat, Slice, Expand", "[onnx]") {
+  const TensorConst table = floats({4, 2}, {0, 1, 10, 11, 20, 21, 30, 31});
+  const TensorConst idx = ints({2, 2}, {3, 0, -1, 2});
+  TensorConst g = fold("Gather", {&table, &idx});
+  CHECK(g.dims == std::vector<int64_t>{2, 2, 2});
+  CHECK(g.v == std::vector<double>{30, 31, 0, 1, 30, 31, 20, 21});
+  TensorFoldAttrs axis1;
+  axis1.axis = 1;
+  const TensorConst one = ints({}, {1});
+  TensorConst g1 = fold("Gather", {&table, &one}, axis1);
+  CHECK(g1.dims == std::vector<int64_t>{4});
+  CHECK(g1.v == std::vector<double>{1, 11, 21, 31});
+  const TensorConst bad = ints({1}, {4});
+  CHECK_THAT(refusal("Gather", {&table, &bad}), Catch::Contains("index 4 is out of range for a dimension of 4"));
+
+  const TensorConst shape = ints({3}, {2, -1, 2});
+  TensorConst r = fold("Reshape", {&table, &shape});
+  CHECK(r.dims == std::vector<int64_t>{2, 2, 2});
+  const TensorConst zero_shape = ints({2}, {0, -1});
+  CHECK(fold("Reshape", {&table, &zero_shape}).dims == std::vector<int64_t>{4, 2});
+  const TensorConst wrong = ints({2}, {3, 3});
+  CHECK_THAT(refusal("Reshape", {&table, &wrong}), Catch::Contains("reshapes 4x2 to 3x3"));
+
+  TensorFoldAttrs perm;
+  perm.perm = {2, 0, 1};
+  TensorConst t = fold("Transpose", {&r}, perm);
+  CHECK(t.dims == std::vector<int64_t>{2, 2, 2});
+  // r[i][j][k] = table[(2i + j)][k]; t[k][i][j] = r[i][j][k]
+  CHECK(t.v == std::vector<double>{0, 10, 20, 30, 1, 11, 21, 31});
+
+  const TensorConst axes0 = ints({1}, {0});
+  TensorConst u = fold("Unsqueeze", {&table, &axes0});
+  CHECK(u.dims == std::vector<int64_t>{1, 4, 2});
+  CHECK(fold("Squeeze", {&u, &axes0}).dims == std::vector<int64_t>{4, 2});
+  CHECK(fold("Squeeze", {&u}).dims == std::vector<int64_t>{4, 2});
+
+  TensorFoldAttrs cat;
+  cat.axis = 1;
+  TensorConst c = fold("Concat", {&table, &table}, cat);
+  CHECK(c.dims == std::vector<int64_t>{4, 4});
+  CHECK(c.v[4] == 10);
+  CHECK(c.v[7] == 11);
+
+  // Slice rows 3, 1 (start -1, end -5 clamped to -1, step -2) and column 1.
+  const TensorConst st = ints({2}, {-1, 1}), en = ints({2}, {-5, 2}), ax = ints({2}, {0, 1}), sp = ints({2}, {-2, 1});
+  TensorConst sl = fold("Slice", {&table, &st, &en, &ax, &sp});
+  CHECK(sl.dims == std::vector<int64_t>{2, 1});
+  CHECK(sl.v == std::vector<double>{31, 11});
+
+  const TensorConst col = floats({2, 1}, {1, 2}), to = ints({3}, {3, 2, 4});
+  TensorConst x = fold("Expand", {&col, &to});
+  CHECK(x.dims == std::vector<int64_t>{3, 2, 4});
+  CHECK(x.v[5] == 2);
+}
+
+TEST_CASE("constant folding: ConstantOfShape, Range, ScatterND, MatMul, Cast", "[onnx]") {
+  const TensorConst shape = ints({2}, {2, 3});
+  TensorConst z = fold("ConstantOfShape", {&shape});
+  CHECK(z.dims == std::vector<int64_t>{2, 3});
+  CHECK(z.v == std::vector<double>(6, 0.0));
+  const TensorConst start = ints({}, {2}), limit = ints({}, {9}), delta = ints({}, {3});
+  TensorConst rg = fold("Range", {&start, &limit, &delta});
+  CHECK(rg.type == TensorConst::kInt);
+  CHECK(rg.v == std::vector<double>{2, 5, 8});
+  // ScatterND: rows 1 and 0 of a 2x3 zero tensor replaced.
+  const TensorConst idx = ints({2, 1}, {1, 0}), upd = floats({2, 3}, {1, 2, 3, 4, 5, 6});
+  TensorConst sc = fold("ScatterND", {&z, &idx, &upd});
+  CHECK(sc.v == std::vector<double>{4, 5, 6, 1, 2, 3});
+  const TensorConst cell = ints({1, 2}, {0, 2}), val = floats({1}, {-7});
+  CHECK(fold("ScatterND", {&sc, &cell, &val}).v == std::vector<double>{4, 5, -7, 1, 2, 3});
+  const TensorConst far = ints({1, 2}, {2, 0});
+  CHECK_THAT(refusal("ScatterND", {&sc, &far, &val}), Catch::Contains("index 2 is out of range"));
+  // MatMul: (2, 2, 3) x (3, 2), a batch of two.
+  const TensorConst a = floats({2, 2, 3}, {1, 0, 0, 0, 1, 0, 1, 1, 1, 2, 0, -1}),
+                    b = floats({3, 2}, {1, 2, 3, 4, 5, 6});
+  TensorConst m = fold("MatMul", {&a, &b});
+  CHECK(m.dims == std::vector<int64_t>{2, 2, 2});
+  CHECK(m.v == std::vector<double>{1, 2, 3, 4, 9, 12, -3, -2});
+  const TensorConst v = floats({2}, {1, -1});  // a vector: its axis removed again
+  TensorConst bv = fold("MatMul", {&b, &v});
+  CHECK(bv.dims == std::vector<int64_t>{3});
+  CHECK(bv.v == std::vector<double>{-1, -1, -1});
+  TensorFoldAttrs to_int;
+  to_int.to = 7;
+  const TensorConst f = floats({2}, {2.7, -2.7});
+  TensorConst ci = fold("Cast", {&f}, to_int);
+  CHECK(ci.type == TensorConst::kInt);
+  CHECK(ci.v == std::vector<double>{2, -2});
+  const TensorConst huge = ints({2}, {1 << 13, 1 << 12});
+  CHECK_THAT(refusal("ConstantOfShape", {&huge}), Catch::Contains("more than the 16777216"));
+}
+
+TEST_CASE("constant folding: hostile sizes are refused before anything is allocated", "[onnx]") {
+  const TensorConst one = floats({1}, {1});
+  const TensorConst far = ints({2}, {int64_t{1} << 40, int64_t{1} << 40});
+  CHECK_THAT(refusal("Reshape", {&one, &far}), Catch::Contains("a target of more values than the tensor"));
+  CHECK_THAT(refusal("Expand", {&one, &far}), Catch::Contains("more than the 16777216"));
+  std::vector<double> axes;
+  for (int i = 0; i < 20; ++i) axes.push_back(i);
+  const TensorConst many = ints({20}, axes);
+  CHECK_THAT(refusal("Unsqueeze", {&one, &many}), Catch::Contains("a result of rank 21"));
+  // (2048 x 2048) x (2048 x 2048): 8.6e9 multiply-adds.
+  TensorConst a = floats({2048, 2048}, std::vector<double>(2048 * 2048, 1.0));
+  CHECK_THAT(refusal("MatMul", {&a, &a}), Catch::Contains("a product of more than 1073741824 multiply-adds"));
+  const TensorConst start = floats({}, {0}), limit = floats({}, {1e12}), step = floats({}, {1});
+  CHECK_THAT(refusal("Range", {&start, &limit, &step}), Catch::Contains("a range of more than 16777216 values"));
+  const TensorConst zero = ints({}, {0});
+  CHECK_THAT(refusal("Div", {&zero, &zero}), Catch::Contains("divides an integer by 0"));
+}
+
+// Swin's shifted-window mask for a 4x4 image, 2x2 windows shifted by 1, as torchvision computes
+// it and the dynamo exporter writes it: region labels by ScatterND, per window the labels' pairwise
+// differences, -100 where they differ.
+TEST_CASE("constant folding: Swin's shifted-window mask and its relative position bias", "[onnx]") {
+  // Labels of the 4x4 padded image: rows 0-1 / 2 / 3 and columns likewise: label 3 * rh + rw.
+  const TensorConst shape = ints({2}, {4, 4});
+  TensorConst labels = fold("ConstantOfShape", {&shape});
+  std::vector<double> cells, values;
+  for (int y = 0; y < 4; ++y)
+    for (int x = 0; x < 4; ++x) {
+      cells.push_back(y), cells.push_back(x);
+      const int rh = y < 2 ? 0 : y < 3 ? 1 : 2, rw = x < 2 ? 0 : x < 3 ? 1 : 2;
+      values.push_back(3 * rh + rw);
+    }
+  const TensorConst idx = ints({16, 2}, cells), upd = floats({16}, values);
+  labels = fold("ScatterND", {&labels, &idx, &upd});
+  // Windows: (2, 2, 2, 2) -> permute (0, 2, 1, 3) -> (4 windows, 4 tokens).
+  const TensorConst s4 = ints({4}, {2, 2, 2, 2}), s2 = ints({2}, {4, 4});
+  TensorFoldAttrs perm;
+  perm.perm = {0, 2, 1, 3};
+  TensorConst r1 = fold("Reshape", {&labels, &s4});
+  TensorConst r2 = fold("Transpose", {&r1}, perm);
+  TensorConst win = fold("Reshape", {&r2, &s2});
+  const TensorConst ax1 = ints({1}, {1}), ax2 = ints({1}, {2});
+  TensorConst a = fold("Unsqueeze", {&win, &ax1}), b = fold("Unsqueeze", {&win, &ax2});
+  TensorConst diff = fold("Sub", {&a, &b});
+  CHECK(diff.dims == std::vector<int64_t>{4, 4, 4});
+  const TensorConst zero = floats({}, {0}), minus100 = floats({}, {-100});
+  TensorConst eq = fold("Equal", {&diff, &zero});
+  TensorConst ne = fold("Not", {&eq});
+  TensorConst mask = fold("Where", {&ne, &minus100, &zero});
+  // The last window (rows 2-3, columns 2-3) holds labels 4, 5, 7, 8: every pair of different
+  // tokens is masked; the first (rows 0-1, columns 0-1) holds 0 everywhere: nothing masked.
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      CHECK(mask.v[static_cast<size_t>(i * 4 + j)] == 0);
+      CHECK(mask.v[static_cast<size_t>(48 + i * 4 + j)] == (i == j ? 0 : -100));
+    }
+  // The relative position bias of a 2x2 window, 2 heads: a (9, 2) table gathered by the (4x4)
+  // index (dy + 1) * 3 + dx + 1, viewed (4, 4, 2), permuted to (2, 4, 4), unsqueezed.
+  std::vector<double> tv(18), iv;
+  for (size_t i = 0; i < tv.size(); ++i) tv[i] = 0.5 * static_cast<double>(i);
+  const TensorConst table = floats({9, 2}, tv);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) iv.push_back((i / 2 - j / 2 + 1) * 3 + (i % 2 - j % 2 + 1));
+  const TensorConst index = ints({16}, iv), s3 = ints({3}, {4, 4, -1}), ax0 = ints({1}, {0});
+  TensorFoldAttrs p3;
+  p3.perm = {2, 0, 1};
+  TensorConst g = fold("Gather", {&table, &index});
+  TensorConst v3 = fold("Reshape", {&g, &s3});
+  TensorConst pb = fold("Transpose", {&v3}, p3);
+  TensorConst bias = fold("Unsqueeze", {&pb, &ax0});
+  CHECK(bias.dims == std::vector<int64_t>{1, 2, 4, 4});
+  // head 1, query 3 (1, 1), key 0 (0, 0): dy = dx = 1: row 8, column 1.
+  CHECK(bias.v[static_cast<size_t>(16 + 3 * 4 + 0)] == tv[8 * 2 + 1]);
+}
+
+TEST_CASE("constant folding: a graph whose Gemm weights are computed imports as the written-out one", "[onnx]") {
+  // W (3, 4) = Transpose(Reshape(Gather(T (6, 2), idx (6)), (4, 3))); B = Relu(b0 - 0.1).
+  std::vector<float> t(12);
+  for (size_t i = 0; i < t.size(); ++i) t[i] = 0.3f * std::sin(1.7f * static_cast<float>(i));
+  const std::vector<int64_t> idx{5, 0, 3, 3, 1, 2};
+  std::vector<float> w(12);  // written out: w[k][c] = gathered[c * 3 + k]
+  std::vector<float> gathered;
+  for (int64_t r : idx)
+    gathered.push_back(t[static_cast<size_t>(r * 2)]), gathered.push_back(t[static_cast<size_t>(r * 2 + 1)]);
+  for (int k = 0; k < 3; ++k)
+    for (int c = 0; c < 4; ++c) w[static_cast<size_t>(k * 4 + c)] = gathered[static_cast<size_t>(c * 3 + k)];
+  const std::vector<float> b0{0.5f, -0.2f, 0.15f}, b{0.4f, 0.f, 0.05f};
+  auto graph = [&](bool computed) {
+    OnnxBuilder g({1, 4, 1, 1});
+    g.node("Flatten", {"x"}, {"f"});
+    if (computed) {
+      g.floats("T", {6, 2}, t);
+      g.ints("idx", {6}, idx);
+      g.ints("shape", {2}, {4, 3});
+      g.node("Gather", {"T", "idx"}, {"gathered"});
+      g.node("Reshape", {"gathered", "shape"}, {"w43"});
+      OnnxBuilder::attr(g.node("Transpose", {"w43"}, {"W"}), "perm", std::vector<int64_t>{1, 0});
+      g.floats("b0", {3}, b0);
+      g.floats("tenth", {}, {0.1f});
+      g.node("Sub", {"b0", "tenth"}, {"b1"});
+      g.node("Relu", {"b1"}, {"B"});
+    } else {
+      g.floats("W", {3, 4}, w);
+      g.floats("B", {3}, b);
+    }
+    OnnxBuilder::attr(g.node("Gemm", {"f", "W", "B"}, {"g"}), "transB", 1);
+    g.node("Softmax", {"g"}, {"prob"});
+    g.output("prob");
+    return g;
+  };
+  const ModelData folded = imported(graph(true)), plain = imported(graph(false));
+  const std::vector<float> x{0.3f, -1.2f, 0.7f, 2.0f, -0.4f, 0.1f, 1.5f, -0.9f};
+  const std::vector<float> p = probabilities(folded, x, 2), q = probabilities(plain, x, 2);
+  REQUIRE(p.size() == q.size());
+  for (size_t i = 0; i < p.size(); ++i) CHECK(p[i] == Approx(q[i]).margin(1e-6));
+  CHECK(std::fabs(q[0] - q[3]) > 1e-3);  // the two images are told apart
+}
+
+}  // namespace dlt::test
