@@ -452,6 +452,34 @@ TensorConst scatter_nd(const TensorConst& data, const TensorConst& idx, const Te
   return out;
 }
 
+TensorConst gather_nd(const TensorConst& data, const TensorConst& idx, int64_t batch_dims) {
+  if (batch_dims != 0) refuse("batch_dims " + std::to_string(batch_dims) + " (dltrain folds batch_dims 0)");
+  if (idx.type == TensorConst::kFloat) refuse("its indices are floats");
+  if (idx.dims.empty()) refuse("its indices are a scalar");
+  const int64_t k = idx.dims.back(), rank = static_cast<int64_t>(data.dims.size());
+  if (k < 1 || k > rank) refuse("index tuples of " + std::to_string(k) + " for rank " + std::to_string(rank));
+  std::vector<int64_t> dims(idx.dims.begin(), idx.dims.end() - 1);
+  dims.insert(dims.end(), data.dims.begin() + k, data.dims.end());
+  TensorConst out = make(data.type, dims);
+  const std::vector<int64_t> s = strides_of(data.dims);
+  int64_t slice = 1;
+  for (int64_t i = k; i < rank; ++i) slice *= data.dims[static_cast<size_t>(i)];
+  const int64_t tuples = static_cast<int64_t>(idx.v.size()) / k;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t off = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t at = static_cast<int64_t>(idx.v[static_cast<size_t>(t * k + j)]);
+      const int64_t len = data.dims[static_cast<size_t>(j)];
+      if (at < -len || at >= len)
+        refuse("index " + std::to_string(at) + " is out of range for a dimension of " + std::to_string(len));
+      if (at < 0) at += len;
+      off += at * s[static_cast<size_t>(j)];
+    }
+    std::copy_n(data.v.begin() + off, slice, out.v.begin() + t * slice);
+  }
+  return out;
+}
+
 TensorConst range(const TensorConst& start, const TensorConst& limit, const TensorConst& delta) {
   for (const TensorConst* t : {&start, &limit, &delta})
     if (t->v.size() != 1) refuse("its start, limit and delta must be scalars");
@@ -524,9 +552,9 @@ const std::set<std::string>& unary_ops() {
 int64_t TensorConst::size() const { return static_cast<int64_t>(v.size()); }
 
 bool is_tensor_fold_op(const std::string& op) {
-  static const std::set<std::string> other{"Cast",    "Gather",    "Reshape", "Transpose", "Unsqueeze",
-                                           "Squeeze", "Concat",    "Slice",   "Expand",    "ConstantOfShape",
-                                           "Range",   "ScatterND", "MatMul",  "Where",     "Identity"};
+  static const std::set<std::string> other{"Cast",   "Gather", "Reshape",  "Transpose",       "Unsqueeze", "Squeeze",
+                                           "Concat", "Slice",  "Expand",   "ConstantOfShape", "Range",     "ScatterND",
+                                           "MatMul", "Where",  "Identity", "GatherND"};
   return binary_ops().count(op) || unary_ops().count(op) || other.count(op);
 }
 
@@ -543,6 +571,7 @@ TensorConst tensor_fold(const std::string& op, const std::vector<const TensorCon
     return elementwise({&c, &x, &y}, type, [](const std::vector<double>& v) { return v[0] != 0 ? v[1] : v[2]; });
   }
   if (op == "Gather") return gather(need(in, 0, "data"), need(in, 1, "indices"), a.axis);
+  if (op == "GatherND") return gather_nd(need(in, 0, "data"), need(in, 1, "indices"), a.batch_dims);
   if (op == "Reshape") return reshape(need(in, 0, "data"), int_list(need(in, 1, "shape"), "shape"), a.allowzero != 0);
   if (op == "Transpose") return transpose(need(in, 0, "data"), a.perm);
   if (op == "Unsqueeze" || op == "Squeeze") {

@@ -1,7 +1,7 @@
 // Import's folding of constant tensors of any rank, beyond shape arithmetic (onnx_import_fold.h):
 // the exporters compute attention masks and position biases from constants inside the graph
 // (Swin's shifted-window mask: ConstantOfShape, Slice, ScatterND, Sub, Equal, Not, Where; its
-// relative position bias: a Gather of the table by an index, Reshape, Transpose, Unsqueeze;
+// relative position bias: a Gather (GatherND) of the table by an index, Reshape, Transpose, Unsqueeze;
 // Swin V2's MLP on a coordinate table: MatMul, Add, Relu, Sigmoid, Mul). A node whose inputs are
 // all constants becomes a constant. Values are held as doubles: float32 exactly, int64 up to
 // 2^53 (an integer beyond that is refused), bool as 0 / 1. Plain vectors: lib/onnx turns the
@@ -39,6 +39,7 @@ struct TensorFoldAttrs {
   bool has_value = false;
   std::string reduction = "none";  // ScatterND
   int64_t allowzero = 0;           // Reshape
+  int64_t batch_dims = 0;          // GatherND
 };
 
 // One node of those on constant inputs (nullptr: an absent optional input). Throws FoldError

@@ -127,7 +127,7 @@ TEST_CASE("constant folding: Gather, Reshape, Transpose, Unsqueeze, Squeeze, Con
   CHECK(x.v[5] == 2);
 }
 
-TEST_CASE("constant folding: ConstantOfShape, Range, ScatterND, MatMul, Cast", "[onnx]") {
+TEST_CASE("constant folding: ConstantOfShape, Range, ScatterND, GatherND, MatMul, Cast", "[onnx]") {
   const TensorConst shape = ints({2}, {2, 3});
   TensorConst z = fold("ConstantOfShape", {&shape});
   CHECK(z.dims == std::vector<int64_t>{2, 3});
@@ -142,6 +142,12 @@ TEST_CASE("constant folding: ConstantOfShape, Range, ScatterND, MatMul, Cast", "
   CHECK(sc.v == std::vector<double>{4, 5, 6, 1, 2, 3});
   const TensorConst cell = ints({1, 2}, {0, 2}), val = floats({1}, {-7});
   CHECK(fold("ScatterND", {&sc, &cell, &val}).v == std::vector<double>{4, 5, -7, 1, 2, 3});
+  const TensorConst pick = ints({2, 2}, {1, 2, 0, 0});  // GatherND: cells (1, 2) and (0, 0)
+  CHECK(fold("GatherND", {&sc, &pick}).v == std::vector<double>{3, 4});
+  const TensorConst rows = ints({1, 1}, {1});
+  TensorConst row = fold("GatherND", {&sc, &rows});
+  CHECK(row.dims == std::vector<int64_t>{1, 3});
+  CHECK(row.v == std::vector<double>{1, 2, 3});
   const TensorConst far = ints({1, 2}, {2, 0});
   CHECK_THAT(refusal("ScatterND", {&sc, &far, &val}), Catch::Contains("index 2 is out of range"));
   // MatMul: (2, 2, 3) x (3, 2), a batch of two.
