@@ -14,6 +14,7 @@
 // targets.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "onnx/onnx_importer.h"
@@ -24,9 +25,11 @@ namespace {
 
 constexpr size_t kMaxViewRank = 16;  // attention graphs use 5 at most
 
+// The product of d, INT64_MAX when it overflows (a constant's claimed sizes are the file's).
 int64_t product(const std::vector<int64_t>& d) {
   int64_t p = 1;
-  for (int64_t x : d) p *= x;
+  for (int64_t x : d)
+    if (__builtin_mul_overflow(p, x, &p)) return std::numeric_limits<int64_t>::max();
   return p;
 }
 

@@ -245,6 +245,28 @@ TEST_CASE("constant folding: Swin's shifted-window mask and its relative positio
   CHECK(bias.v[static_cast<size_t>(16 + 3 * 4 + 0)] == tv[8 * 2 + 1]);
 }
 
+// Found by fuzz_onnx_import: the Expand of a float constant to a shape of ~2^62 values overflowed
+// the product of its sizes; now one error line, from the tensor folder.
+TEST_CASE("constant folding: an Expand of a constant to an absurd shape is one error line", "[onnx]") {
+  // (1, 4) to (2^40, 4); (1, 1) to (2^52, 2^52), whose size overflows int64.
+  for (const auto& [w, to] : {std::pair<std::vector<int64_t>, std::vector<int64_t>>{{1, 4}, {int64_t{1} << 40, 4}},
+                              {{1, 1}, {int64_t{1} << 52, int64_t{1} << 52}}}) {
+    OnnxBuilder g({1, 4, 1, 1});
+    g.node("Flatten", {"x"}, {"f"});
+    g.floats("w", w, std::vector<float>(static_cast<size_t>(w[0] * w[1]), 0.25f));
+    g.ints("to", {2}, to);
+    g.node("Expand", {"w", "to"}, {"W"}, "expand");
+    g.floats("B", {1}, {0.f});
+    OnnxBuilder::attr(g.node("Gemm", {"f", "W", "B"}, {"g"}), "transB", 1);
+    g.node("Softmax", {"g"}, {"prob"});
+    g.output("prob");
+    const std::string e = import_error(g);
+    CHECK_THAT(e, Catch::Contains("node 'expand' (Expand): folding its constant inputs: a result of"));
+    CHECK_THAT(e, Catch::Contains("more than the 16777216"));
+    CHECK(e.find('\n') == std::string::npos);
+  }
+}
+
 TEST_CASE("constant folding: a graph whose Gemm weights are computed imports as the written-out one", "[onnx]") {
   // W (3, 4) = Transpose(Reshape(Gather(T (6, 2), idx (6)), (4, 3))); B = Relu(b0 - 0.1).
   std::vector<float> t(12);
