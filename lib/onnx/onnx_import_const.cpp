@@ -416,37 +416,57 @@ TensorConst expand(const TensorConst& data, const std::vector<int64_t>& shape) {
   return out;
 }
 
+// The index tuples of ScatterND / GatherND: idx (..., k) addresses the first k dimensions of
+// data; each tuple names a slice of the remaining dimensions' values.
+struct NdIndex {
+  int64_t k = 1, slice = 1, tuples = 0;
+  std::vector<int64_t> lead;  // idx's dimensions before the last: the tuples' shape
+};
+
+NdIndex nd_index(const TensorConst& data, const TensorConst& idx) {
+  if (idx.type == TensorConst::kFloat) refuse("its indices are floats");
+  if (idx.dims.empty()) refuse("its indices are a scalar");
+  NdIndex x;
+  x.k = idx.dims.back();
+  const int64_t rank = static_cast<int64_t>(data.dims.size());
+  if (x.k < 1 || x.k > rank) refuse("index tuples of " + std::to_string(x.k) + " for rank " + std::to_string(rank));
+  for (int64_t i = x.k; i < rank; ++i) x.slice *= data.dims[static_cast<size_t>(i)];
+  x.tuples = static_cast<int64_t>(idx.v.size()) / x.k;
+  x.lead.assign(idx.dims.begin(), idx.dims.end() - 1);
+  return x;
+}
+
+// The offset in data of tuple t's slice; an index outside its dimension is refused.
+int64_t tuple_offset(const TensorConst& data, const TensorConst& idx, const NdIndex& x, int64_t t) {
+  const std::vector<int64_t> s = strides_of(data.dims);
+  int64_t off = 0;
+  for (int64_t j = 0; j < x.k; ++j) {
+    int64_t at = static_cast<int64_t>(idx.v[static_cast<size_t>(t * x.k + j)]);
+    const int64_t len = data.dims[static_cast<size_t>(j)];
+    if (at < -len || at >= len)
+      refuse("index " + std::to_string(at) + " is out of range for a dimension of " + std::to_string(len));
+    if (at < 0) at += len;
+    off += at * s[static_cast<size_t>(j)];
+  }
+  return off;
+}
+
 TensorConst scatter_nd(const TensorConst& data, const TensorConst& idx, const TensorConst& upd,
                        const std::string& reduction) {
   if (reduction != "none" && reduction != "add" && reduction != "mul")
     refuse("reduction '" + reduction + "' (dltrain folds none, add and mul)");
-  if (idx.type == TensorConst::kFloat) refuse("its indices are floats");
-  if (idx.dims.empty()) refuse("its indices are a scalar");
-  const int64_t k = idx.dims.back(), rank = static_cast<int64_t>(data.dims.size());
-  if (k < 1 || k > rank) refuse("index tuples of " + std::to_string(k) + " for rank " + std::to_string(rank));
-  std::vector<int64_t> want(idx.dims.begin(), idx.dims.end() - 1);
-  want.insert(want.end(), data.dims.begin() + k, data.dims.end());
+  const NdIndex x = nd_index(data, idx);
+  std::vector<int64_t> want = x.lead;
+  want.insert(want.end(), data.dims.begin() + x.k, data.dims.end());
   if (upd.dims != want) refuse("updates of " + dims_text(upd.dims) + ", expected " + dims_text(want));
   TensorConst out = data;
   if (upd.type == TensorConst::kFloat) out.type = TensorConst::kFloat;
-  const std::vector<int64_t> s = strides_of(data.dims);
-  int64_t slice = 1;
-  for (int64_t i = k; i < rank; ++i) slice *= data.dims[static_cast<size_t>(i)];
-  const int64_t tuples = static_cast<int64_t>(idx.v.size()) / k;
-  for (int64_t t = 0; t < tuples; ++t) {
-    int64_t off = 0;
-    for (int64_t j = 0; j < k; ++j) {
-      int64_t at = static_cast<int64_t>(idx.v[static_cast<size_t>(t * k + j)]);
-      const int64_t len = data.dims[static_cast<size_t>(j)];
-      if (at < -len || at >= len)
-        refuse("index " + std::to_string(at) + " is out of range for a dimension of " + std::to_string(len));
-      if (at < 0) at += len;
-      off += at * s[static_cast<size_t>(j)];
-    }
-    for (int64_t e = 0; e < slice; ++e) {
-      double& x = out.v[static_cast<size_t>(off + e)];
-      const double u = upd.v[static_cast<size_t>(t * slice + e)];
-      x = reduction == "add" ? x + u : reduction == "mul" ? x * u : u;
+  for (int64_t t = 0; t < x.tuples; ++t) {
+    const int64_t off = tuple_offset(data, idx, x, t);
+    for (int64_t e = 0; e < x.slice; ++e) {
+      double& v = out.v[static_cast<size_t>(off + e)];
+      const double u = upd.v[static_cast<size_t>(t * x.slice + e)];
+      v = reduction == "add" ? v + u : reduction == "mul" ? v * u : u;
     }
   }
   return out;
@@ -454,29 +474,12 @@ TensorConst scatter_nd(const TensorConst& data, const TensorConst& idx, const Te
 
 TensorConst gather_nd(const TensorConst& data, const TensorConst& idx, int64_t batch_dims) {
   if (batch_dims != 0) refuse("batch_dims " + std::to_string(batch_dims) + " (dltrain folds batch_dims 0)");
-  if (idx.type == TensorConst::kFloat) refuse("its indices are floats");
-  if (idx.dims.empty()) refuse("its indices are a scalar");
-  const int64_t k = idx.dims.back(), rank = static_cast<int64_t>(data.dims.size());
-  if (k < 1 || k > rank) refuse("index tuples of " + std::to_string(k) + " for rank " + std::to_string(rank));
-  std::vector<int64_t> dims(idx.dims.begin(), idx.dims.end() - 1);
-  dims.insert(dims.end(), data.dims.begin() + k, data.dims.end());
+  const NdIndex x = nd_index(data, idx);
+  std::vector<int64_t> dims = x.lead;
+  dims.insert(dims.end(), data.dims.begin() + x.k, data.dims.end());
   TensorConst out = make(data.type, dims);
-  const std::vector<int64_t> s = strides_of(data.dims);
-  int64_t slice = 1;
-  for (int64_t i = k; i < rank; ++i) slice *= data.dims[static_cast<size_t>(i)];
-  const int64_t tuples = static_cast<int64_t>(idx.v.size()) / k;
-  for (int64_t t = 0; t < tuples; ++t) {
-    int64_t off = 0;
-    for (int64_t j = 0; j < k; ++j) {
-      int64_t at = static_cast<int64_t>(idx.v[static_cast<size_t>(t * k + j)]);
-      const int64_t len = data.dims[static_cast<size_t>(j)];
-      if (at < -len || at >= len)
-        refuse("index " + std::to_string(at) + " is out of range for a dimension of " + std::to_string(len));
-      if (at < 0) at += len;
-      off += at * s[static_cast<size_t>(j)];
-    }
-    std::copy_n(data.v.begin() + off, slice, out.v.begin() + t * slice);
-  }
+  for (int64_t t = 0; t < x.tuples; ++t)
+    std::copy_n(data.v.begin() + tuple_offset(data, idx, x, t), x.slice, out.v.begin() + t * x.slice);
   return out;
 }
 

@@ -57,6 +57,28 @@ class MaxVitAttention(torch.nn.Module):
         return x.permute(0, 2, 3, 1)
 
 
+def learnables(c, qkv, proj, table, f):
+    """'param NAME' and 'grad NAME' lines in dltrain's names: the joint qkv Linear split into Q, K
+    and V (the query's weight and bias times f, their gradients divided by it), the output
+    projection, the relative position table."""
+    w, b = qkv.weight, qkv.bias
+    named = [
+        ("QueryWeights", w[:c] * f, w.grad[:c] / f),
+        ("KeyWeights", w[c:2 * c], w.grad[c:2 * c]),
+        ("ValueWeights", w[2 * c:], w.grad[2 * c:]),
+        ("OutputWeights", proj.weight, proj.weight.grad),
+        ("QueryBias", b[:c] * f, b.grad[:c] / f),
+        ("KeyBias", b[c:2 * c], b.grad[c:2 * c]),
+        ("ValueBias", b[2 * c:], b.grad[2 * c:]),
+        ("OutputBias", proj.bias, proj.bias.grad),
+        ("RelativePositionBias", table, table.grad),
+    ]
+    lines = []
+    for name, value, grad in named:
+        lines += [row("param " + name, value), row("grad " + name, grad)]
+    return lines
+
+
 def row(key, t):
     return key + " " + " ".join(f"{v:.9g}" for v in t.detach().reshape(-1).tolist())
 
@@ -77,21 +99,7 @@ def main():
         (y * r).sum().backward()
         lines.append(f"case {name} {h} {w} {c} {heads} {win[0]} {win[1]} {shift[0]} {shift[1]} {n} window")
         lines += [row("x", x), row("r", r), row("y", y), row("dx", x.grad)]
-        qkv_w, qkv_b = m.qkv.weight, m.qkv.bias
-        named = [
-            ("QueryWeights", qkv_w[:c], qkv_w.grad[:c]),
-            ("KeyWeights", qkv_w[c:2 * c], qkv_w.grad[c:2 * c]),
-            ("ValueWeights", qkv_w[2 * c:], qkv_w.grad[2 * c:]),
-            ("OutputWeights", m.proj.weight, m.proj.weight.grad),
-            ("QueryBias", qkv_b[:c], qkv_b.grad[:c]),
-            ("KeyBias", qkv_b[c:2 * c], qkv_b.grad[c:2 * c]),
-            ("ValueBias", qkv_b[2 * c:], qkv_b.grad[2 * c:]),
-            ("OutputBias", m.proj.bias, m.proj.bias.grad),
-            ("RelativePositionBias", m.relative_position_bias_table, m.relative_position_bias_table.grad),
-        ]
-        for pname, value, grad in named:
-            lines.append(row("param " + pname, value))
-            lines.append(row("grad " + pname, grad))
+        lines += learnables(c, m.qkv, m.proj, m.relative_position_bias_table, 1.0)
     for name, h, w, c, head_dim, size, ptype, n in MAXVIT_CASES:
         m = MaxVitAttention(c, head_dim, size, ptype, h, w).double()
         a = m.attn
@@ -109,21 +117,7 @@ def main():
         lines.append(f"case {name} {h} {w} {c} {heads} {size} {size} 0 0 {n} {ptype}")
         lines += [row("x", x), row("r", r), row("y", y), row("dx", x.grad)]
         f = (head_dim / c) ** 0.5
-        qkv_w, qkv_b = a.to_qkv.weight, a.to_qkv.bias
-        named = [
-            ("QueryWeights", qkv_w[:c] * f, qkv_w.grad[:c] / f),
-            ("KeyWeights", qkv_w[c:2 * c], qkv_w.grad[c:2 * c]),
-            ("ValueWeights", qkv_w[2 * c:], qkv_w.grad[2 * c:]),
-            ("OutputWeights", a.merge.weight, a.merge.weight.grad),
-            ("QueryBias", qkv_b[:c] * f, qkv_b.grad[:c] / f),
-            ("KeyBias", qkv_b[c:2 * c], qkv_b.grad[c:2 * c]),
-            ("ValueBias", qkv_b[2 * c:], qkv_b.grad[2 * c:]),
-            ("OutputBias", a.merge.bias, a.merge.bias.grad),
-            ("RelativePositionBias", a.relative_position_bias_table, a.relative_position_bias_table.grad),
-        ]
-        for pname, value, grad in named:
-            lines.append(row("param " + pname, value))
-            lines.append(row("grad " + pname, grad))
+        lines += learnables(c, a.to_qkv, a.merge, a.relative_position_bias_table, f)
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_window_attention.txt")
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
