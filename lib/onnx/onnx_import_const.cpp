@@ -420,7 +420,8 @@ TensorConst expand(const TensorConst& data, const std::vector<int64_t>& shape) {
 // data; each tuple names a slice of the remaining dimensions' values.
 struct NdIndex {
   int64_t k = 1, slice = 1, tuples = 0;
-  std::vector<int64_t> lead;  // idx's dimensions before the last: the tuples' shape
+  std::vector<int64_t> lead;     // idx's dimensions before the last: the tuples' shape
+  std::vector<int64_t> strides;  // data's
 };
 
 NdIndex nd_index(const TensorConst& data, const TensorConst& idx) {
@@ -433,12 +434,12 @@ NdIndex nd_index(const TensorConst& data, const TensorConst& idx) {
   for (int64_t i = x.k; i < rank; ++i) x.slice *= data.dims[static_cast<size_t>(i)];
   x.tuples = static_cast<int64_t>(idx.v.size()) / x.k;
   x.lead.assign(idx.dims.begin(), idx.dims.end() - 1);
+  x.strides = strides_of(data.dims);
   return x;
 }
 
 // The offset in data of tuple t's slice; an index outside its dimension is refused.
 int64_t tuple_offset(const TensorConst& data, const TensorConst& idx, const NdIndex& x, int64_t t) {
-  const std::vector<int64_t> s = strides_of(data.dims);
   int64_t off = 0;
   for (int64_t j = 0; j < x.k; ++j) {
     int64_t at = static_cast<int64_t>(idx.v[static_cast<size_t>(t * x.k + j)]);
@@ -446,7 +447,7 @@ int64_t tuple_offset(const TensorConst& data, const TensorConst& idx, const NdIn
     if (at < -len || at >= len)
       refuse("index " + std::to_string(at) + " is out of range for a dimension of " + std::to_string(len));
     if (at < 0) at += len;
-    off += at * s[static_cast<size_t>(j)];
+    off += at * x.strides[static_cast<size_t>(j)];
   }
   return off;
 }
