@@ -146,6 +146,108 @@ class WindowAttentionLayer final : public Layer {
     if (dx[0]) part_->backward(dxw_, *dx[0]);
   }
 
+  // ONNX: torchvision's shifted_window_attention as PyTorch's dynamo exporter writes it (and
+  // dltrain's import reads it back) on the channels-last image: zero Pad, the roll as Slices
+  // and a Concat per axis, the partition (Reshape, Transpose, Reshape), the joint Q/K/V MatMul,
+  // the heads (Reshape, Transpose, Gather), the scaled scores plus the spread table and the
+  // shift's mask, Softmax, the output projection, the reverse, the roll back and the crop.
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    const std::string& n = name();
+    if (s_.key != s_.value)
+      throw ModelError("layer '" + n + "' (windowAttention): NumKeyChannels (" + std::to_string(s_.key) +
+                       ") differs from NumValueChannels (" + std::to_string(s_.value) +
+                       "); its ONNX form (torchvision's joint Q/K/V projection) needs them equal");
+    OnnxValue in = inputs.at(0);
+    if (in.flat) in = g.image(n, in);
+    const int64_t seq = win_h_ * win_w_, windows = windows_per_image(), key = s_.key, d = key / heads_, c = s_.c;
+    const int64_t sh = shift(true), sw = shift(false), gh = pad_h_ / win_h_, gw = pad_w_ / win_w_;
+    auto node = [&](const std::string& op, const std::string& tag, const std::vector<std::string>& ins,
+                    const std::vector<OnnxAttr>& attrs = {}) {
+      g.add_node(op, n + tag, ins, n + tag, attrs);
+      return n + tag;
+    };
+    auto reshape = [&](const std::string& x, const std::string& tag, const std::vector<int64_t>& dims) {
+      return node("Reshape", tag, {x, g.add_ints(n + tag + "_shape", {static_cast<int64_t>(dims.size())}, dims)});
+    };
+    auto transpose = [&](const std::string& x, const std::string& tag, const std::vector<int64_t>& perm) {
+      return node("Transpose", tag, {x}, {OnnxAttr("perm", perm)});
+    };
+    auto slice = [&](const std::string& x, const std::string& tag, const std::vector<int64_t>& start,
+                     const std::vector<int64_t>& end, const std::vector<int64_t>& axes) {
+      const int64_t k = static_cast<int64_t>(axes.size());
+      return node("Slice", tag,
+                  {x, g.add_ints(n + tag + "_starts", {k}, start), g.add_ints(n + tag + "_ends", {k}, end),
+                   g.add_ints(n + tag + "_axes", {k}, axes)});
+    };
+    // x[at:] then x[:at] along axis: torch.roll by -at.
+    auto roll = [&](const std::string& x, const std::string& tag, int64_t axis, int64_t at, int64_t len) {
+      const std::string tail = slice(x, tag + "_tail", {at}, {len}, {axis});
+      const std::string head = slice(x, tag + "_head", {0}, {at}, {axis});
+      return node("Concat", tag, {tail, head}, {OnnxAttr("axis", axis)});
+    };
+    std::string x = transpose(in.name, "_hwc", {0, 2, 3, 1});
+    if (pad_h_ > h_ || pad_w_ > w_)
+      x = node("Pad", "_pad", {x, g.add_ints(n + "_pads", {8}, {0, 0, 0, 0, 0, pad_h_ - h_, pad_w_ - w_, 0})});
+    if (sh) x = roll(x, "_roll_h", 1, sh, pad_h_);
+    if (sw) x = roll(x, "_roll_w", 2, sw, pad_w_);
+    if (grid_) {
+      x = reshape(x, "_split", {-1, win_h_, gh, win_w_, gw, c});
+      x = transpose(x, "_windows", {0, 2, 4, 1, 3, 5});
+    } else {
+      x = reshape(x, "_split", {-1, gh, win_h_, gw, win_w_, c});
+      x = transpose(x, "_windows", {0, 1, 3, 2, 4, 5});
+    }
+    x = reshape(x, "_tokens", {-1, seq, c});
+    std::vector<float> w, b;
+    for (size_t p = 0; p < 3; ++p) {
+      const std::vector<float> pw = host_values(params_[p].value), pb = host_values(params_[4 + p].value);
+      w.insert(w.end(), pw.begin(), pw.end());
+      b.insert(b.end(), pb.begin(), pb.end());
+    }
+    x = g.tokens_linear(n + "_qkv", x, w, 3 * key, c, b);
+    x = reshape(x, "_qkv_heads", {-1, seq, 3, heads_, d});
+    x = transpose(x, "_qkv_t", {2, 0, 3, 1, 4});
+    std::string part[3];
+    for (int64_t p = 0; p < 3; ++p) {
+      const std::string tag = std::string("_") + "qkv"[p];
+      part[p] = node("Gather", tag, {x, g.add_ints(n + tag + "_index", {}, {p})}, {OnnxAttr("axis", int64_t{0})});
+    }
+    AttentionDesc desc;
+    desc.key_dim = d;
+    const std::string q = node("Mul", "_q_scaled", {part[0], g.add_floats(n + "_scale", {}, {desc.scale_or_default()})});
+    const std::string kt = transpose(part[1], "_k_t", {0, 1, 3, 2});
+    std::string scores = node("MatMul", "_scores", {q, kt});
+    if (relative_) {
+      const std::vector<float> table = host_values(params_.back().value);
+      std::vector<float> dense;
+      for (int64_t i : table_index(seq)) dense.push_back(table[static_cast<size_t>(i)]);
+      scores = node("Add", "_biased", {scores, g.add_floats(n + "_bias", {1, heads_, seq, seq}, dense)});
+    }
+    if (sh || sw) {
+      scores = reshape(scores, "_by_window", {-1, windows, heads_, seq, seq});
+      scores = node("Add", "_masked", {scores, g.add_floats(n + "_mask", {1, windows, 1, seq, seq}, shift_mask(windows, seq))});
+      scores = reshape(scores, "_unmasked", {-1, heads_, seq, seq});
+    }
+    x = node("Softmax", "_probs", {scores}, {OnnxAttr("axis", int64_t{-1})});
+    x = node("MatMul", "_heads", {x, part[2]});
+    x = transpose(x, "_heads_t", {0, 2, 1, 3});
+    x = reshape(x, "_merged", {-1, seq, key});
+    x = g.tokens_linear(n + "_proj", x, host_values(params_[3].value), s_.out, key, host_values(params_[7].value));
+    if (grid_) {
+      x = reshape(x, "_rev_split", {-1, gh, gw, win_h_, win_w_, s_.out});
+      x = transpose(x, "_rev_t", {0, 3, 1, 4, 2, 5});
+    } else {
+      x = reshape(x, "_rev_split", {-1, gh, gw, win_h_, win_w_, s_.out});
+      x = transpose(x, "_rev_t", {0, 1, 3, 2, 4, 5});
+    }
+    x = reshape(x, "_rev", {-1, pad_h_, pad_w_, s_.out});
+    if (sh) x = roll(x, "_unroll_h", 1, pad_h_ - sh, pad_h_);
+    if (sw) x = roll(x, "_unroll_w", 2, pad_w_ - sw, pad_w_);
+    if (pad_h_ > h_ || pad_w_ > w_) x = slice(x, "_crop", {0, 0}, {h_, w_}, {1, 2});
+    g.add_node("Transpose", n, {x}, n, {OnnxAttr("perm", std::vector<int64_t>{0, 3, 1, 2})});
+    return OnnxValue{n, out, false};
+  }
+
   int64_t flops_per_image() const override { return windows_per_image() * AttentionCore::flops(s_, win_h_ * win_w_); }
   std::vector<std::string> learnable_options() const override { return {"Weight", "Bias", "RelativePositionBias"}; }
   bool stochastic() const override { return dropout_ > 0; }
@@ -197,9 +299,9 @@ class WindowAttentionLayer final : public Layer {
   }
   // torchvision's mask: the rolled, padded image in 3 x 3 regions (per dimension: before the
   // last window, the last window's part that stays, the part that wrapped around); -100 where
-  // tokens i and j of a window lie in different regions, the same for every head.
-  void fill_mask(int64_t windows, int64_t seq, int64_t plane) {
-    Tensor host(Shape{windows, heads_, seq, seq});
+  // tokens i and j of a window lie in different regions: (windows, S, S), the same for every head.
+  std::vector<float> shift_mask(int64_t windows, int64_t seq) const {
+    std::vector<float> mask(static_cast<size_t>(windows * seq * seq));
     auto region = [](int64_t p, int64_t padded, int64_t win, int64_t shift) {
       return p < padded - win ? 0 : p < padded - shift ? 1 : 2;
     };
@@ -211,12 +313,19 @@ class WindowAttentionLayer final : public Layer {
         id[static_cast<size_t>(t)] =
             region(py, pad_h_, win_h_, shift(true)) * 3 + region(px, pad_w_, win_w_, shift(false));
       }
-      for (int64_t h = 0; h < heads_; ++h)
-        for (int64_t i = 0; i < seq; ++i)
-          for (int64_t j = 0; j < seq; ++j)
-            host.data()[wnd * plane + (h * seq + i) * seq + j] =
-                id[static_cast<size_t>(i)] == id[static_cast<size_t>(j)] ? 0.f : -100.f;
+      for (int64_t i = 0; i < seq; ++i)
+        for (int64_t j = 0; j < seq; ++j)
+          mask[static_cast<size_t>((wnd * seq + i) * seq + j)] =
+              id[static_cast<size_t>(i)] == id[static_cast<size_t>(j)] ? 0.f : -100.f;
     }
+    return mask;
+  }
+  void fill_mask(int64_t windows, int64_t seq, int64_t plane) {
+    Tensor host(Shape{windows, heads_, seq, seq});
+    const std::vector<float> m = shift_mask(windows, seq);
+    for (int64_t wnd = 0; wnd < windows; ++wnd)
+      for (int64_t h = 0; h < heads_; ++h)
+        std::copy_n(m.begin() + wnd * seq * seq, seq * seq, host.data() + wnd * plane + h * seq * seq);
     mask_ = host.to(be_->device());
   }
 

@@ -45,8 +45,23 @@ void Importer::set_ints(const onnx::NodeProto& n, const IntConst& c) {
 }
 
 void Importer::shape(const onnx::NodeProto& n) {
-  const Value v = value(n, 0, false, false, true);
-  set_ints(n, shape_slice(onnx_dims(v), attr_int(n, "start", 0), attr_int(n, "end", INT64_MAX)));
+  // Of a constant (TorchScript takes the length of a folded pad list): its dimensions.
+  const onnx::TensorProto* t = n.input_size() > 0 ? constant(n.input(0)) : nullptr;
+  // Of a channels-last image in a graph exported with one image: that image's batch of 1
+  // (torchvision's Swin computes window counts from it, B * windows).
+  const int64_t one = exported_batch_ == 1 ? 1 : kBatchDim;
+  std::vector<int64_t> dims;
+  if (t) {
+    dims = dims_of(*t);
+  } else if (n.input_size() > 0 && image_views_.count(n.input(0))) {
+    const ImageView& v = image_views_.at(n.input(0));
+    dims = {one, v.count[0], v.count[1], v.src.shape[2]};
+  } else {
+    const Value v = value(n, 0, false, false, true);
+    dims = onnx_dims(v);
+    if (v.channels_last) dims[0] = one;
+  }
+  set_ints(n, shape_slice(dims, attr_int(n, "start", 0), attr_int(n, "end", INT64_MAX)));
 }
 
 bool Importer::all_constant(const onnx::NodeProto& n) const {
@@ -68,6 +83,10 @@ bool Importer::shape_arithmetic(const onnx::NodeProto& n) const {
     const onnx::TensorProto* shape = n.input_size() > 0 ? constant(n.input(0)) : nullptr;
     if (!int_value || !shape || checked_values(*shape, path_) > 1) return false;
   }
+  // A list reshaped to a matrix (TorchScript's pad list, (-1, 2)): a tensor fold.
+  if (n.op_type() == "Reshape" && n.input_size() > 1 && constant(n.input(1)) &&
+      checked_values(*constant(n.input(1)), path_) > 1)
+    return false;
   for (const auto& in : n.input()) {
     if (in.empty()) continue;
     const onnx::TensorProto* t = constant(in);
@@ -79,7 +98,9 @@ bool Importer::shape_arithmetic(const onnx::NodeProto& n) const {
 
 namespace {
 
-TensorConst tensor_const(const onnx::TensorProto& t, const std::string& what) {
+// bounds: a Slice's starts or ends, where INT64_MAX / MIN (PyTorch's "to the end") clamp to
+// +-2^53 (past any dimension) rather than being refused.
+TensorConst tensor_const(const onnx::TensorProto& t, const std::string& what, bool bounds = false) {
   TensorConst c;
   c.dims = dims_of(t);
   if (checked_values(t, what) > kMaxFoldTensorValues)
@@ -91,6 +112,7 @@ TensorConst tensor_const(const onnx::TensorProto& t, const std::string& what) {
   } else if (type == onnx::TensorProto::INT64 || type == onnx::TensorProto::INT32) {
     c.type = TensorConst::kInt;
     for (int64_t x : ints_of(t, what)) {
+      if (bounds) x = std::clamp(x, -(int64_t{1} << 53), int64_t{1} << 53);
       if (x > (int64_t{1} << 53) || x < -(int64_t{1} << 53))
         throw FoldError("has an input holding the batch size or an integer beyond 2^53");
       c.v.push_back(static_cast<double>(x));
@@ -131,7 +153,7 @@ void Importer::tensor_fold_node(const onnx::NodeProto& n) {
         in.push_back(nullptr);
         continue;
       }
-      consts[static_cast<size_t>(i)] = tensor_const(*constant(n.input(i)), what);
+      consts[static_cast<size_t>(i)] = tensor_const(*constant(n.input(i)), what, n.op_type() == "Slice" && (i == 1 || i == 2));
       in.push_back(&consts[static_cast<size_t>(i)]);
     }
     TensorFoldAttrs a;

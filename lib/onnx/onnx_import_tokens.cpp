@@ -408,25 +408,9 @@ void Importer::view_gather(const onnx::NodeProto& n, const View& v) {
 
 // Slice with steps >= 1 (timm's unbind of Q, K and V, as the dynamo exporter writes it).
 void Importer::view_slice(const onnx::NodeProto& n, const View& v) {
-  const std::string what = path_ + ": node '" + node_name(n) + "'";
-  std::vector<int64_t> starts, ends, axes, steps;
-  if (opset_ >= 10) {
-    starts = ints_of(need_const(n, 1, "starts"), what);
-    ends = ints_of(need_const(n, 2, "ends"), what);
-    if (n.input_size() > 3 && !n.input(3).empty()) axes = ints_of(need_const(n, 3, "axes"), what);
-    if (n.input_size() > 4 && !n.input(4).empty()) steps = ints_of(need_const(n, 4, "steps"), what);
-  } else {
-    starts = attr_ints(n, "starts", {});
-    ends = attr_ints(n, "ends", {});
-    axes = attr_ints(n, "axes", {});
-  }
+  const SliceArgs args = slice_args(n);
+  const std::vector<int64_t>&starts = args.starts, &ends = args.ends, &axes = args.axes, &steps = args.steps;
   const int64_t r = static_cast<int64_t>(v.dims.size());
-  if (axes.empty())
-    for (int64_t i = 0; i < static_cast<int64_t>(starts.size()); ++i) axes.push_back(i);
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (starts.size() != ends.size() || starts.size() != axes.size() || starts.size() != steps.size())
-    fail(n, "has " + std::to_string(starts.size()) + " starts, " + std::to_string(ends.size()) + " ends, " +
-                std::to_string(axes.size()) + " axes and " + std::to_string(steps.size()) + " steps");
   View out = v;
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];

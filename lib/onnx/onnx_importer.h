@@ -2,6 +2,7 @@
 // walk, the input, layers through NodeReader, the end of the graph) and onnx_import_layout.cpp
 // (shape folding, layout forms, Mul routing). Internal to lib/onnx.
 #pragma once
+#include <array>
 #include <cctype>
 #include <map>
 #include <memory>
@@ -87,6 +88,19 @@ class Importer {
       it = values_.find(n.input(i));
     }
     if (it == values_.end() && swap_error_.count(n.input(i))) throw ModelError(swap_error_.at(n.input(i)));
+    if (it == values_.end() && image_views_.count(n.input(i)))
+      fail(n, "input '" + n.input(i) +
+                  "' is a padded, rolled or sliced channels-last image, which dltrain reads only as Swin's window "
+                  "attention (Pad, roll, window partition) or patch merging (four strided Slices and a Concat of "
+                  "their channels)");
+    if (it == values_.end() && win_.count(n.input(i)))
+      fail(n, "input '" + n.input(i) +
+                  "' is inside a window attention (from its window partition to the reverse), which dltrain reads "
+                  "only in torchvision's form (shifted_window_attention)");
+    if (it != values_.end() && channel_perm_.count(n.input(i)) && !perm_ok_)
+      fail(n, "input '" + n.input(i) +
+                  "' holds a patch merging's channels in torchvision's order, which dltrain reads only through a "
+                  "LayerNormalization into a MatMul");
     if (it == values_.end() && whole_.count(n.input(i)))
       fail(n, "input '" + n.input(i) +
                   "' is the whole batch flattened to 1-D (Reshape to [-1]), which dltrain reads only as the dynamo "
@@ -116,7 +130,8 @@ class Importer {
     if (n.output_size() <= i || n.output(i).empty()) fail(n, "has no output " + std::to_string(i));
     const std::string& name = n.output(i);
     if (values_.count(name) || consts_.count(name) || shuffles_.count(name) || whole_.count(name) ||
-        views_.count(name) || flat_images_.count(name) || swapped_images_.count(name))
+        views_.count(name) || flat_images_.count(name) || swapped_images_.count(name) ||
+        image_views_.count(name) || win_.count(name))
       fail(n, "output '" + name + "' is already defined earlier in the graph (each ONNX value is assigned once)");
     return name;
   }
@@ -204,6 +219,7 @@ class Importer {
       fail(n, "operator domain '" + n.domain() + "' is not supported (supported: " + supported_ops() + ")");
     if (op == "Constant") return constant_node(n);
     if (op == "Identity") return identity(n);
+    if (!all_constant(n) && window_node(n)) return;
     if (token_node(n)) return;
     if (op == "Shape") return shape(n);
     if (op == "Gather" && n.input_size() > 0 && whole_.count(n.input(0))) return restride(n);
@@ -303,6 +319,52 @@ class Importer {
   void token_index(const onnx::NodeProto& n, const Value& v);
   void token_mean(const onnx::NodeProto& n, const Value& v);
   bool float_fold(const onnx::NodeProto& n);
+
+  // ---- Swin's window attention and patch merging (onnx_import_window.cpp).
+ public:
+  // A channels-last image read through a zero Pad, Slices and the Concats of a roll: element
+  // (y, x) of the ONNX value is P[(start[0] + y step[0] + roll[0]) % full[0], (likewise x)],
+  // P the image src padded at the bottom and right to full (zeros when zero_pad; otherwise
+  // values dltrain does not compute, which only a crop may drop).
+  struct ImageView {
+    Value src;
+    std::array<int64_t, 2> full{}, roll{}, start{}, step{1, 1}, count{};
+    bool zero_pad = true;
+  };
+  // One window attention being read, from its partition to the reverse of its output.
+  struct WindowBlock {
+    ImageView in;
+    int64_t wh = 0, ww = 0, windows = 0, heads = 0, head_dim = 0, qkv_cols = 0, out = 0;
+    std::vector<float> qkv_w, qkv_b, proj_w, proj_b;  // as MatMul reads them: (C, 3K), (K, out)
+    bool grid = false;  // Partition grid: window (i, j) holds pixels (a H/wh + i, b W/ww + j)
+    double scale = 1;
+    std::vector<float> bias, mask;  // (heads, S, S) and (windows, S, S) as the graph adds them
+  };
+  enum class WinStage {
+    kSplit, kWindows, kTokens, kQkv, kQkv5, kQkvT, kQ, kK, kKt, kV, kScores, kScores5, kProbs,
+    kHeads, kHeadsT, kMerged, kProj, kRev6, kRev
+  };
+  struct WinValue {
+    size_t block = 0;
+    WinStage stage = WinStage::kSplit;
+  };
+
+ private:
+  bool window_node(const onnx::NodeProto& n);
+  struct SliceArgs {
+    std::vector<int64_t> starts, ends, axes, steps;
+  };
+  SliceArgs slice_args(const onnx::NodeProto& n);
+  void set_image_view(const onnx::NodeProto& n, const ImageView& v);
+  void image_pad(const onnx::NodeProto& n, ImageView v);
+  void image_slice(const onnx::NodeProto& n, ImageView v);
+  void image_concat(const onnx::NodeProto& n);
+  void patch_merging(const onnx::NodeProto& n, const std::vector<ImageView>& parts);
+  void window_split(const onnx::NodeProto& n, const ImageView& v);
+  void window_step(const onnx::NodeProto& n, const WinValue& w);
+  void window_emit(const onnx::NodeProto& n, const WindowBlock& b);
+  void permuted_read(const onnx::NodeProto& n, const LayerType& t);
+  ImageView image_view_of(const onnx::NodeProto& n, int i);
 
   std::vector<float> need_floats(const onnx::NodeProto& n, int i, const std::string& role) {
     return floats_of(need_const(n, i, role), path_ + ": node '" + node_name(n) + "'");
@@ -457,6 +519,13 @@ class Importer {
   std::vector<Source> sources_;
   std::map<std::string, size_t> attention_bias_;
   ExternalData external_;
+  std::map<std::string, ImageView> image_views_;
+  std::vector<WindowBlock> blocks_;
+  std::map<std::string, WinValue> win_;
+  // Patch merging's channels in torchvision's order: dltrain's channel of each ONNX channel,
+  // carried through the LayerNormalization to the MatMul that reads them.
+  std::map<std::string, std::vector<int64_t>> channel_perm_;
+  bool perm_ok_ = false;
   std::string last_layer_op_;                  // the operator of the node that added the last layer
   std::map<std::string, size_t> matmul_bias_;  // MatMul output -> index of its Bias in m_.params
   std::set<std::string> taken_;

@@ -30,7 +30,7 @@ def tiny_models():
     """name -> a constructor of the shrunk network (10 classes)."""
     import torch.nn as nn
     from torchvision.models import convnext, densenet, efficientnet, mnasnet, mobilenetv2, mobilenetv3, regnet
-    from torchvision.models import resnet, shufflenetv2, vision_transformer
+    from torchvision.models import resnet, shufflenetv2, swin_transformer, vision_transformer
     from torchvision.ops.misc import Conv2dNormActivation
 
     def mobilenet_v2():
@@ -106,6 +106,15 @@ def tiny_models():
         zc.draw_zeros(m)
         return m
 
+    def swin_tiny():
+        # torchvision's Swin Transformer at 32x32: 8x8 patches of width 16, two stages of two
+        # blocks (2 and 4 heads) with 3x3 windows: the first pads 4x4 to 6x6 and shifts by 1 with
+        # the mask, patch merging, the second pads 2x2 to 3x3 (no shift: one window)
+        m = swin_transformer.SwinTransformer(patch_size=[8, 8], embed_dim=16, depths=[2, 2], num_heads=[2, 4],
+                                             window_size=[3, 3], num_classes=10)
+        zc.draw_zeros(m)
+        return m
+
     def vit_timm():
         # timm's VisionTransformer layout, written out (timm is not a torchvision model): a joint
         # qkv Linear reshaped to (B, N, 3, H, d), permuted and unbound, F.scaled_dot_product_attention,
@@ -155,7 +164,19 @@ def tiny_models():
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
             "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck, "vit": vit_tiny,
-            "vit_timm": vit_timm}
+            "vit_timm": vit_timm, "swin": swin_tiny}
+
+
+def strip_metadata(path):
+    """Drops the dynamo exporter's per-node metadata (source locations and module names, which
+    import ignores; most of a small model's bytes), keeping the graph and its external data."""
+    import onnx
+    m = onnx.load(path, load_external_data=False)
+    if not any(n.metadata_props for n in m.graph.node):
+        return
+    for n in m.graph.node:
+        del n.metadata_props[:]
+    onnx.save(m, path)
 
 
 def write_fixture(name, make, exporter, out_dir):
@@ -175,6 +196,8 @@ def write_fixture(name, make, exporter, out_dir):
         if os.path.exists(stale):
             os.remove(stale)
     probs = zc.export_probs(model, x, path, exporter, 1, zc.one_image(name))
+    if exporter == "dynamo":
+        strip_metadata(path)
     with torch.no_grad():
         torch_probs = model(x).numpy()
     agree = float(np.abs(probs - torch_probs).max())

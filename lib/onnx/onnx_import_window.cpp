@@ -1,0 +1,630 @@
+// The importer's Swin Transformer forms (onnx_importer.h), on channels-last images:
+// - torchvision's shifted_window_attention: a zero Pad at the bottom and right, the roll
+//   (Slice, Slice, Concat per axis), the window partition (Reshape to (1, H/wh, wh, W/ww, ww, C),
+//   Transpose (0, 1, 3, 2, 4, 5), Reshape to (windows, S, C)), the joint Q/K/V projection, the
+//   heads (Reshape (windows, S, 3, heads, d), Transpose (2, 0, 3, 1, 4), Gather 0/1/2), the
+//   scaled scores with the relative position bias and, shifted, the mask (Add of a constant
+//   (heads, S, S); Reshape to (1, windows, heads, S, S), Add of a (windows, 1, S, S) constant,
+//   Reshape back), Softmax, times V, the heads side by side, the output projection, the
+//   reverse partition, the roll back and the crop: one windowAttention layer. The bias is read
+//   back into its table (refused unless every pair of tokens at the same offset has the same
+//   bias), the mask checked against the one the layer computes;
+// - PatchMerging: four Slices of step 2 (offsets (0, 0), (1, 0), (0, 1), (1, 1)) concatenated
+//   along the channels: spaceToDepth 2, whose channel order (block 2 i + j) differs from
+//   torchvision's (i + 2 j); the LayerNormalization and the MatMul that read it take the
+//   permutation into their learnables.
+// Every value in between is tracked by what it is (an ImageView, a WinValue stage); anything
+// else that reads one is refused with the form dltrain expects.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "onnx/onnx_importer.h"
+
+namespace dlt::onnx_detail {
+
+namespace {
+
+using Stage = Importer::WinStage;
+
+const char* stage_name(Stage s) {
+  switch (s) {
+    case Stage::kSplit:
+      return "window split (1, H/wh, wh, W/ww, ww, C), before its Transpose (0, 1, 3, 2, 4, 5) (or (0, 2, 4, 1, 3, "
+             "5): grid windows)";
+    case Stage::kWindows: return "windows, before their Reshape to (windows, wh*ww, C)";
+    case Stage::kTokens: return "window tokens, before the joint Q/K/V MatMul";
+    case Stage::kQkv: return "Q/K/V projection, before its bias Add or its Reshape to (windows, S, 3, heads, d)";
+    case Stage::kQkv5: return "Q/K/V heads, before their Transpose (2, 0, 3, 1, 4)";
+    case Stage::kQkvT: return "transposed Q/K/V heads, before the Gather of Q, K or V";
+    case Stage::kQ: return "queries, before their scale (Mul) or the MatMul by the transposed keys";
+    case Stage::kK: return "keys, before their Transpose (0, 1, 3, 2)";
+    case Stage::kKt: return "transposed keys, read by the scores' MatMul";
+    case Stage::kV: return "values, read by the MatMul of the probabilities";
+    case Stage::kScores:
+      return "scores, before the bias Add, the Reshape to (1, windows, heads, S, S) for the mask, or the Softmax";
+    case Stage::kScores5: return "scores by window, before the mask Add or the Reshape back to (windows, heads, S, S)";
+    case Stage::kProbs: return "attention probabilities, before their MatMul by the values";
+    case Stage::kHeads: return "heads' output, before its Transpose (0, 2, 1, 3)";
+    case Stage::kHeadsT: return "transposed heads' output, before its Reshape to (windows, S, heads*d)";
+    case Stage::kMerged: return "merged heads, before the output projection's MatMul";
+    case Stage::kProj: return "output projection, before its bias Add or the Reshape to (1, H/wh, W/ww, wh, ww, C)";
+    case Stage::kRev6: return "reversed windows, before their Transpose (0, 1, 3, 2, 4, 5) ((0, 3, 1, 4, 2, 5) for grid)";
+    case Stage::kRev: return "reversed windows, before their Reshape to (1, H, W, C)";
+  }
+  return "";
+}
+
+// A target's leading (batch) entry for one image: 1, -1 or the symbolic batch.
+bool one_image(int64_t d) { return d == 1 || d == -1 || d == kBatchDim; }
+
+bool whole(const Importer::ImageView& v) {
+  for (int k = 0; k < 2; ++k)
+    if (v.roll[k] != 0 || v.start[k] != 0 || v.step[k] != 1 || v.count[k] != v.full[k]) return false;
+  return true;
+}
+
+}  // namespace
+
+Importer::ImageView Importer::image_view_of(const onnx::NodeProto& n, int i) {
+  if (image_views_.count(n.input(i))) return image_views_.at(n.input(i));
+  ImageView v;
+  v.src = value(n, i, false, false, true);
+  if (!v.src.channels_last) fail(n, "input '" + n.input(i) + "' is not a channels-last image (N, H, W, C)");
+  v.full = v.count = {v.src.shape[0], v.src.shape[1]};
+  return v;
+}
+
+void Importer::set_image_view(const onnx::NodeProto& n, const ImageView& v) {
+  bool identity = true;
+  for (int k = 0; k < 2; ++k)
+    identity = identity && v.roll[k] == 0 && v.start[k] == 0 && v.step[k] == 1 && v.count[k] == v.src.shape[k];
+  if (identity) return set_out(n, v.src);
+  image_views_[define(n)] = v;
+}
+
+Importer::SliceArgs Importer::slice_args(const onnx::NodeProto& n) {
+  const std::string what = path_ + ": node '" + node_name(n) + "'";
+  SliceArgs a;
+  if (opset_ >= 10) {
+    a.starts = ints_of(need_const(n, 1, "starts"), what);
+    a.ends = ints_of(need_const(n, 2, "ends"), what);
+    if (n.input_size() > 3 && !n.input(3).empty()) a.axes = ints_of(need_const(n, 3, "axes"), what);
+    if (n.input_size() > 4 && !n.input(4).empty()) a.steps = ints_of(need_const(n, 4, "steps"), what);
+  } else {
+    a.starts = attr_ints(n, "starts", {});
+    a.ends = attr_ints(n, "ends", {});
+    a.axes = attr_ints(n, "axes", {});
+  }
+  if (a.axes.empty())
+    for (int64_t i = 0; i < static_cast<int64_t>(a.starts.size()); ++i) a.axes.push_back(i);
+  if (a.steps.empty()) a.steps.assign(a.starts.size(), 1);
+  if (a.starts.size() != a.ends.size() || a.starts.size() != a.axes.size() || a.starts.size() != a.steps.size())
+    fail(n, "has " + std::to_string(a.starts.size()) + " starts, " + std::to_string(a.ends.size()) + " ends, " +
+                std::to_string(a.axes.size()) + " axes and " + std::to_string(a.steps.size()) + " steps");
+  return a;
+}
+
+bool Importer::window_node(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  if (n.input_size() == 0) return false;
+  for (int i = 0; i < n.input_size(); ++i)
+    if (win_.count(n.input(i))) {
+      window_step(n, win_.at(n.input(i)));
+      return true;
+    }
+  if (op == "Concat") {
+    for (int i = 0; i < n.input_size(); ++i)
+      if (image_views_.count(n.input(i))) {
+        image_concat(n);
+        return true;
+      }
+  }
+  const std::string& x = n.input(0);
+  auto it = values_.find(x);
+  const bool cl = it != values_.end() && it->second.channels_last && it->second.shape[0] * it->second.shape[1] > 1;
+  if (image_views_.count(x) || cl) {
+    if (op == "Pad") return image_pad(n, image_view_of(n, 0)), true;
+    if (op == "Slice") return image_slice(n, image_view_of(n, 0)), true;
+    if (op == "Reshape" && n.input_size() > 1 && constant(n.input(1)) &&
+        dims_of(*constant(n.input(1))) == std::vector<int64_t>{6})
+      return window_split(n, image_view_of(n, 0)), true;
+    if (op == "Concat") return image_concat(n), true;
+  }
+  if (it != values_.end() && channel_perm_.count(x) && (op == "LayerNormalization" || op == "MatMul")) {
+    permuted_read(n, *layer_type_for_onnx(op));
+    return true;
+  }
+  return false;
+}
+
+// Pad (N, H, W, C) with zeros at the bottom and right only.
+void Importer::image_pad(const onnx::NodeProto& n, ImageView v) {
+  if (attr_string(n, "mode", "constant") != "constant") fail(n, "only constant (zero) padding is supported");
+  if (n.input_size() > 2 && !n.input(2).empty()) {
+    const std::vector<float> c = need_floats(n, 2, "constant_value");
+    if (c.size() != 1 || c[0] != 0.f) fail(n, "only zero padding (one constant_value of 0) is supported");
+  }
+  if (n.input_size() > 3 && !n.input(3).empty()) fail(n, "Pad's axes input is not supported");
+  const std::vector<int64_t> p = n.input_size() > 1
+                                     ? ints_of(need_const(n, 1, "pads"), path_ + ": node '" + node_name(n) + "'")
+                                     : attr_ints(n, "pads", {});
+  if (p.size() != 8 || p[0] || p[1] || p[2] || p[3] || p[4] || p[7] || p[5] < 0 || p[6] < 0)
+    fail(n, "pads a channels-last image by " + ints_str(p) +
+                "; dltrain reads only zeros at the bottom and right (Swin: [0, 0, 0, 0, 0, bottom, right, 0])");
+  if (!whole(v) || !v.zero_pad) fail(n, "pads an image that is already padded, rolled or sliced");
+  for (int k = 0; k < 2; ++k) {
+    if (p[5 + k] > kMaxInputValues) fail(n, "pads by " + std::to_string(p[5 + k]) + " pixels");
+    v.full[k] += p[5 + k];
+    v.count[k] = v.full[k];
+  }
+  set_image_view(n, v);
+}
+
+// Slice along height and width (steps of 1 or more); the batch and channels stay whole.
+void Importer::image_slice(const onnx::NodeProto& n, ImageView v) {
+  const SliceArgs a = slice_args(n);
+  for (size_t i = 0; i < a.axes.size(); ++i) {
+    const int64_t axis = a.axes[i] < 0 ? a.axes[i] + 4 : a.axes[i];
+    if (axis != 1 && axis != 2) {
+      if ((axis == 0 || axis == 3) && a.starts[i] == 0 && a.ends[i] >= (axis == 0 ? 1 : v.src.shape[2]) &&
+          a.steps[i] == 1)
+        continue;
+      fail(n, "slices axis " + std::to_string(a.axes[i]) +
+                  " of a channels-last image; dltrain reads slices of its height and width (axes 1, 2)");
+    }
+    if (a.steps[i] < 1) fail(n, "slices with step " + std::to_string(a.steps[i]) + "; dltrain reads steps of 1 or more");
+    const size_t k = static_cast<size_t>(axis - 1);
+    const int64_t d = v.count[k];
+    auto clamp = [d](int64_t x) { return std::clamp<int64_t>(x < 0 ? x + d : x, 0, d); };
+    const int64_t s = clamp(a.starts[i]), e = clamp(a.ends[i]);
+    const int64_t count = e > s ? (e - s + a.steps[i] - 1) / a.steps[i] : 0;
+    if (count == 0) fail(n, "slices nothing of the image (axis " + std::to_string(axis) + ")");
+    v.start[k] += s * v.step[k];
+    v.step[k] *= a.steps[i];
+    v.count[k] = count;
+  }
+  set_image_view(n, v);
+}
+
+// Concat of two parts along height or width: a roll (torch.roll(x, -a) is x[a:] then x[:a]);
+// of four strided parts along the channels: patch merging.
+void Importer::image_concat(const onnx::NodeProto& n) {
+  std::vector<ImageView> parts;
+  for (int i = 0; i < n.input_size(); ++i) parts.push_back(image_view_of(n, i));
+  int64_t axis = attr_int(n, "axis", 0);
+  if (axis < 0) axis += 4;
+  if (axis == 3 && parts.size() == 4) return patch_merging(n, parts);
+  const ImageView &a = parts[0], &b = parts.back();
+  if ((axis == 1 || axis == 2) && parts.size() == 2) {
+    const size_t k = static_cast<size_t>(axis - 1), o = 1 - k;
+    const int64_t len = a.full[k], at = a.start[k];
+    const bool same = a.src.name == b.src.name && a.full == b.full && a.roll == b.roll &&
+                      a.zero_pad == b.zero_pad && a.start[o] == b.start[o] && a.step[o] == b.step[o] &&
+                      a.count[o] == b.count[o];
+    if (same && a.step[k] == 1 && b.step[k] == 1 && at > 0 && at + a.count[k] == len && b.start[k] == 0 &&
+        b.count[k] == at) {
+      ImageView r = a;
+      r.start[k] = 0;
+      r.count[k] = len;
+      r.roll[k] = (a.roll[k] + at) % len;
+      return set_image_view(n, r);
+    }
+  }
+  fail(n, "concatenates " + std::to_string(parts.size()) + " parts of a channels-last image along axis " +
+              std::to_string(attr_int(n, "axis", 0)) +
+              "; dltrain reads a roll (x[a:] then x[:a] along height or width) and patch merging (four "
+              "step-2 slices along the channels)");
+}
+
+void Importer::patch_merging(const onnx::NodeProto& n, const std::vector<ImageView>& parts) {
+  const Value& src = parts[0].src;
+  const int64_t h = src.shape[0], w = src.shape[1], c = src.shape[2];
+  std::vector<int64_t> perm(static_cast<size_t>(4 * c));
+  std::vector<bool> seen(4, false);
+  for (size_t b = 0; b < 4; ++b) {
+    const ImageView& p = parts[b];
+    const int64_t i = p.start[0], j = p.start[1];
+    const bool ok = p.src.name == src.name && p.zero_pad && p.roll == std::array<int64_t, 2>{} &&
+                    p.step == std::array<int64_t, 2>{2, 2} && i >= 0 && i < 2 && j >= 0 && j < 2 &&
+                    p.count[0] == p.full[0] / 2 && p.count[1] == p.full[1] / 2 && !seen[static_cast<size_t>(i * 2 + j)];
+    if (!ok)
+      fail(n, "concatenates channels of strided slices that are not the four 2x2 offsets of one image (Swin's "
+              "patch merging: x[0::2, 0::2], x[1::2, 0::2], x[0::2, 1::2], x[1::2, 1::2])");
+    seen[static_cast<size_t>(i * 2 + j)] = true;
+    for (int64_t k = 0; k < c; ++k) perm[static_cast<size_t>(static_cast<int64_t>(b) * c + k)] = (i * 2 + j) * c + k;
+  }
+  if (parts[0].full[0] != h || parts[0].full[1] != w)
+    fail(n, "merges the patches of a padded " + std::to_string(h) + "x" + std::to_string(w) +
+                " image; dltrain's spaceToDepth needs an even height and width");
+  LayerSpec& s = add_layer("spaceToDepth", unique_name(n), {src.name});
+  s.set("BlockSize", "2");
+  last_layer_op_ = "Concat";
+  Value out{s.name, Shape{h / 2, w / 2, 4 * c}, false};
+  out.channels_last = true;
+  set_out(n, out);
+  bool identity = true;
+  for (size_t g = 0; g < perm.size(); ++g) identity = identity && perm[g] == static_cast<int64_t>(g);
+  if (!identity) channel_perm_[n.output(0)] = perm;
+}
+
+// A LayerNormalization over the channels or a MatMul reading patch merging's channels: the
+// layer reads dltrain's order, its learnables are permuted to match.
+void Importer::permuted_read(const onnx::NodeProto& n, const LayerType& t) {
+  const std::vector<int64_t> perm = channel_perm_.at(n.input(0));
+  const int64_t c = static_cast<int64_t>(perm.size());
+  if (n.op_type() == "LayerNormalization") {
+    const int64_t axis = attr_int(n, "axis", -1);
+    if (axis != -1 && axis != 3) fail(n, "normalizes patch merging's output over axis " + std::to_string(axis) +
+                                             "; dltrain reads its channels in another order: only axis -1 is read");
+  }
+  perm_ok_ = true;
+  read_layer(t, n);
+  perm_ok_ = false;
+  const std::string layer = m_.network.layers.back().name;
+  bool permuted = false;
+  for (NamedTensor& p : m_.params) {
+    if (p.layer != layer) continue;
+    const int64_t rows = static_cast<int64_t>(p.data.size()) / c;
+    const bool by_channel = (p.name == "Scale" || p.name == "Offset") && rows == 1;
+    if (!by_channel && p.name != "Weights") continue;
+    if (rows * c != static_cast<int64_t>(p.data.size())) fail(n, "has learnables that do not match its channels");
+    std::vector<float> out(p.data.size());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t g = 0; g < c; ++g)
+        out[static_cast<size_t>(r * c + perm[static_cast<size_t>(g)])] = p.data[static_cast<size_t>(r * c + g)];
+    p.data = std::move(out);
+    permuted = true;
+  }
+  if (!permuted) fail(n, "reads patch merging's channels but has no per-channel learnables to reorder");
+  if (n.op_type() == "LayerNormalization") channel_perm_[n.output(0)] = perm;
+}
+
+// Reshape of the whole padded, rolled image to (1, H/wh, wh, W/ww, ww, C): a window attention begins.
+void Importer::window_split(const onnx::NodeProto& n, const ImageView& v) {
+  const auto t = ints_of(need_const(n, 1, "shape"), path_ + ": node '" + node_name(n) + "'");
+  const int64_t c = v.src.shape[2];
+  const bool whole_image = v.zero_pad && v.start == std::array<int64_t, 2>{} && v.step == std::array<int64_t, 2>{1, 1} &&
+                           v.count == v.full;
+  if (!whole_image || !one_image(t[0]) || t[1] < 1 || t[2] < 1 || t[3] < 1 || t[4] < 1 || t[1] * t[2] != v.full[0] ||
+      t[3] * t[4] != v.full[1] || (t[5] != c && t[5] != -1))
+    fail(n, "reshapes a " + std::to_string(v.count[0]) + "x" + std::to_string(v.count[1]) + "x" + std::to_string(c) +
+                " channels-last image to " + ints_str(t) +
+                "; dltrain reads 6-D reshapes only as Swin's window partition of the whole (padded, rolled) image: "
+                "(1, H/wh, wh, W/ww, ww, C)");
+  WindowBlock b;
+  b.in = v;
+  b.wh = t[2];
+  b.ww = t[4];
+  b.windows = t[1] * t[3];
+  blocks_.push_back(std::move(b));
+  win_[define(n)] = WinValue{blocks_.size() - 1, Stage::kSplit};
+}
+
+void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
+  const std::string& op = n.op_type();
+  WindowBlock& b = blocks_[w.block];
+  const int64_t seq = b.wh * b.ww, c = b.in.src.shape[2];
+  const std::string what = path_ + ": node '" + node_name(n) + "'";
+  auto next = [&](Stage s) { win_[define(n)] = WinValue{w.block, s}; };
+  auto refuse = [&]() {
+    fail(n, "reads a window attention's " + std::string(stage_name(w.stage)) +
+                "; dltrain reads window attention only in torchvision's form (shifted_window_attention)");
+  };
+  auto target = [&]() { return ints_of(need_const(n, 1, "shape"), what); };
+  auto perm_is = [&](std::vector<int64_t> p) { return op == "Transpose" && attr_ints(n, "perm", {}) == p; };
+  // The operand in this block (Add and Mul take it either side; MatMul's is checked below).
+  int vi = -1;
+  for (int i = 0; i < n.input_size() && vi < 0; ++i)
+    if (win_.count(n.input(i)) && win_.at(n.input(i)).block == w.block) vi = i;
+  if (vi < 0 || (vi > 0 && op != "Add" && op != "Mul")) refuse();
+  const Stage s = win_.at(n.input(vi)).stage;
+  if (op == "Shape") {
+    const int64_t heads = b.heads, d = b.head_dim, nh = b.in.full[0] / b.wh, nw = b.in.full[1] / b.ww;
+    std::vector<int64_t> dims;
+    switch (s) {
+      case Stage::kSplit: dims = {1, nh, b.wh, nw, b.ww, c}; break;
+      case Stage::kWindows: dims = {1, nh, nw, b.wh, b.ww, c}; break;
+      case Stage::kTokens: dims = {b.windows, seq, c}; break;
+      case Stage::kQkv: dims = {b.windows, seq, b.qkv_cols}; break;
+      case Stage::kQkv5: dims = {b.windows, seq, 3, heads, d}; break;
+      case Stage::kQkvT: dims = {3, b.windows, heads, seq, d}; break;
+      case Stage::kQ:
+      case Stage::kK:
+      case Stage::kV:
+      case Stage::kHeads: dims = {b.windows, heads, seq, d}; break;
+      case Stage::kKt: dims = {b.windows, heads, d, seq}; break;
+      case Stage::kScores:
+      case Stage::kProbs: dims = {b.windows, heads, seq, seq}; break;
+      case Stage::kScores5: dims = {1, b.windows, heads, seq, seq}; break;
+      case Stage::kHeadsT: dims = {b.windows, seq, heads, d}; break;
+      case Stage::kMerged: dims = {b.windows, seq, heads * d}; break;
+      case Stage::kProj: dims = {b.windows, seq, b.out}; break;
+      case Stage::kRev6: dims = {1, nh, nw, b.wh, b.ww, b.out}; break;
+      case Stage::kRev: dims = {1, nh, b.wh, nw, b.ww, b.out}; break;
+    }
+    return set_ints(n, shape_slice(dims, attr_int(n, "start", 0), attr_int(n, "end", INT64_MAX)));
+  }
+  // The constant operand of a binary node whose other operand is this stage's value.
+  auto other_const = [&]() -> const onnx::TensorProto* {
+    return n.input_size() == 2 ? constant(n.input(1 - vi)) : nullptr;
+  };
+  switch (s) {
+    case Stage::kSplit:
+      // Grid (dltrain's export of Partition grid): the split was (1, wh, H/wh, ww, W/ww, C).
+      if (perm_is({0, 2, 4, 1, 3, 5}) && whole(b.in) && b.in.full[0] == b.in.src.shape[0] &&
+          b.in.full[1] == b.in.src.shape[1]) {
+        b.grid = true;
+        b.wh = b.in.full[0] / b.wh;
+        b.ww = b.in.full[1] / b.ww;
+        b.windows = (b.in.full[0] / b.wh) * (b.in.full[1] / b.ww);
+        return next(Stage::kWindows);
+      }
+      if (!perm_is({0, 1, 3, 2, 4, 5})) refuse();
+      return next(Stage::kWindows);
+    case Stage::kWindows: {
+      if (op != "Reshape") refuse();
+      const auto t = target();
+      if (t.size() != 3 || (t[0] != b.windows && t[0] != -1) || t[1] != seq || (t[2] != c && t[2] != -1)) refuse();
+      return next(Stage::kTokens);
+    }
+    case Stage::kTokens: {
+      if (op != "MatMul" || !constant(n.input(1))) refuse();
+      const auto d = dims_of(*constant(n.input(1)));
+      if (d.size() != 2 || d[0] != c || d[1] < 3 || d[1] % 3 != 0)
+        fail(n, "projects the window tokens with a " + ints_str(d) + " weight; dltrain reads the joint Q/K/V (" +
+                    std::to_string(c) + ", 3 K)");
+      b.qkv_w = need_floats(n, 1, "weight");
+      b.qkv_cols = d[1];
+      b.qkv_b.assign(static_cast<size_t>(d[1]), 0.f);
+      return next(Stage::kQkv);
+    }
+    case Stage::kQkv:
+    case Stage::kProj: {
+      const bool qkv = s == Stage::kQkv;
+      std::vector<float>& bias = qkv ? b.qkv_b : b.proj_b;
+      if (op == "Add") {
+        const onnx::TensorProto* t = other_const();
+        if (!t) refuse();
+        std::vector<float> v = floats_of(*t, what);
+        if (v.size() == 1) v.assign(bias.size(), v[0]);
+        if (v.size() != bias.size())
+          fail(n, "adds " + std::to_string(v.size()) + " values to a projection of " + std::to_string(bias.size()));
+        for (size_t i = 0; i < v.size(); ++i) bias[i] += v[i];
+        return next(s);
+      }
+      if (op != "Reshape") refuse();
+      const auto t = target();
+      if (qkv) {
+        if (t.size() != 5 || (t[0] != b.windows && t[0] != -1) || t[1] != seq || t[2] != 3 || t[3] < 1 || t[4] < 1 ||
+            t[3] * t[4] * 3 != b.qkv_cols)
+          fail(n, "reshapes the joint Q/K/V projection to " + ints_str(t) + "; dltrain reads (windows, " +
+                      std::to_string(seq) + ", 3, heads, d)");
+        b.heads = t[3];
+        b.head_dim = t[4];
+        return next(Stage::kQkv5);
+      }
+      if (t.size() != 6 || !one_image(t[0]) || t[1] * t[3] != b.in.full[0] || t[2] * t[4] != b.in.full[1] ||
+          t[3] != b.wh || t[4] != b.ww || (t[5] != b.out && t[5] != -1))
+        fail(n, "reshapes the window attention's output to " + ints_str(t) + "; dltrain reads (1, H/wh, W/ww, wh, ww, C)");
+      return next(Stage::kRev6);
+    }
+    case Stage::kQkv5:
+      if (!perm_is({2, 0, 3, 1, 4})) refuse();
+      return next(Stage::kQkvT);
+    case Stage::kQkvT: {
+      if (op != "Gather" || attr_int(n, "axis", 0) != 0) refuse();
+      const onnx::TensorProto& t = need_const(n, 1, "indices");
+      const auto idx = ints_of(t, what);
+      if (t.dims_size() != 0 || idx.size() != 1 || idx[0] < 0 || idx[0] > 2)
+        fail(n, "gathers " + ints_str(idx) + " of the Q/K/V heads; dltrain reads one index, 0, 1 or 2, as a scalar");
+      return next(idx[0] == 0 ? Stage::kQ : idx[0] == 1 ? Stage::kK : Stage::kV);
+    }
+    case Stage::kQ:
+      if (op == "Mul") {
+        const onnx::TensorProto* t = other_const();
+        const std::vector<float> f = t ? floats_of(*t, what) : std::vector<float>{};
+        if (f.size() != 1) fail(n, "multiplies the queries by something other than one constant");
+        b.scale *= f[0];
+        return next(Stage::kQ);
+      }
+      if (op != "MatMul" || n.input_size() != 2 || !win_.count(n.input(1)) ||
+          win_.at(n.input(1)).block != w.block || win_.at(n.input(1)).stage != Stage::kKt)
+        refuse();
+      return next(Stage::kScores);
+    case Stage::kK:
+      if (!perm_is({0, 1, 3, 2})) refuse();
+      return next(Stage::kKt);
+    case Stage::kScores:
+    case Stage::kScores5: {
+      const bool by_window = s == Stage::kScores5;
+      if (op == "Add") {
+        const onnx::TensorProto* t = other_const();
+        if (!t) refuse();
+        std::vector<float> v = floats_of(*t, what);
+        const std::vector<int64_t> d = dims_of(*t);
+        const int64_t plane = seq * seq;
+        if (!by_window && static_cast<int64_t>(v.size()) == b.heads * plane && b.bias.empty() && d.size() >= 3 &&
+            d[d.size() - 3] == b.heads) {
+          b.bias = std::move(v);
+          return next(s);
+        }
+        if (by_window && static_cast<int64_t>(v.size()) == b.windows * plane && b.mask.empty() && d.size() >= 4 &&
+            d[d.size() - 3] == 1 && d[d.size() - 4] == b.windows) {
+          b.mask = std::move(v);
+          return next(s);
+        }
+        fail(n, "adds a " + ints_str(d) + " constant to the window scores; dltrain reads the relative position bias (" +
+                    std::to_string(b.heads) + ", " + std::to_string(seq) + ", " + std::to_string(seq) +
+                    ") once, and the shift's mask (" + std::to_string(b.windows) + ", 1, " + std::to_string(seq) + ", " +
+                    std::to_string(seq) + ") once, after a Reshape to (1, windows, heads, S, S)");
+      }
+      if (op == "Reshape") {
+        const auto t = target();
+        if (!by_window && t.size() == 5 && one_image(t[0]) && t[1] == b.windows && t[2] == b.heads && t[3] == seq &&
+            t[4] == seq)
+          return next(Stage::kScores5);
+        if (by_window && t.size() == 4 && (t[0] == -1 || t[0] == b.windows) && t[1] == b.heads && t[2] == seq &&
+            t[3] == seq)
+          return next(Stage::kScores);
+        fail(n, "reshapes the window scores to " + ints_str(t) +
+                    "; dltrain reads (1, windows, heads, S, S) and back (windows, heads, S, S)");
+      }
+      if (op == "Softmax" && !by_window) {
+        const int64_t axis = attr_int(n, "axis", opset_ >= 13 ? -1 : 1);
+        if (axis != -1 && axis != 3) fail(n, "takes the softmax over axis " + std::to_string(axis) + ", not the keys (-1)");
+        return next(Stage::kProbs);
+      }
+      return refuse();
+    }
+    case Stage::kProbs:
+      if (op != "MatMul" || n.input_size() != 2 || !win_.count(n.input(1)) || win_.at(n.input(1)).block != w.block ||
+          win_.at(n.input(1)).stage != Stage::kV)
+        refuse();
+      return next(Stage::kHeads);
+    case Stage::kHeads:
+      if (!perm_is({0, 2, 1, 3})) refuse();
+      return next(Stage::kHeadsT);
+    case Stage::kHeadsT: {
+      if (op != "Reshape") refuse();
+      const auto t = target();
+      if (t.size() != 3 || (t[0] != b.windows && t[0] != -1) || t[1] != seq || t[2] != b.heads * b.head_dim) refuse();
+      return next(Stage::kMerged);
+    }
+    case Stage::kMerged: {
+      if (op != "MatMul" || !constant(n.input(1))) refuse();
+      const auto d = dims_of(*constant(n.input(1)));
+      if (d.size() != 2 || d[0] != b.heads * b.head_dim || d[1] < 1)
+        fail(n, "projects the merged heads with a " + ints_str(d) + " weight; dltrain reads (" +
+                    std::to_string(b.heads * b.head_dim) + ", OutputSize)");
+      b.proj_w = need_floats(n, 1, "weight");
+      b.out = d[1];
+      b.proj_b.assign(static_cast<size_t>(d[1]), 0.f);
+      return next(Stage::kProj);
+    }
+    case Stage::kRev6:
+      if (!perm_is(b.grid ? std::vector<int64_t>{0, 3, 1, 4, 2, 5} : std::vector<int64_t>{0, 1, 3, 2, 4, 5})) refuse();
+      return next(Stage::kRev);
+    case Stage::kRev: {
+      if (op != "Reshape") refuse();
+      const auto t = target();
+      if (t.size() != 4 || !one_image(t[0]) || t[1] != b.in.full[0] || t[2] != b.in.full[1] ||
+          (t[3] != b.out && t[3] != -1))
+        fail(n, "reshapes the reversed windows to " + ints_str(t) + "; dltrain reads (1, " +
+                    std::to_string(b.in.full[0]) + ", " + std::to_string(b.in.full[1]) + ", " + std::to_string(b.out) +
+                    ")");
+      return window_emit(n, b);
+    }
+    case Stage::kKt:
+    case Stage::kV:
+      refuse();
+  }
+  refuse();
+}
+
+// The whole chain read: one windowAttention layer on the unpadded, unrolled image; its output
+// is seen through the same padding and roll until the graph rolls it back and crops it.
+void Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
+  const int64_t seq = b.wh * b.ww, c = b.in.src.shape[2], key = b.heads * b.head_dim, plane = seq * seq;
+  const int64_t win[2] = {b.wh, b.ww};
+  for (int k = 0; k < 2; ++k) {
+    const int64_t r = b.in.roll[k];
+    if (r != 0 && (r >= win[k] || b.in.full[k] <= win[k]))
+      fail(n, "closes a window attention whose image was rolled by " + std::to_string(r) + " along axis " +
+                  std::to_string(k + 1) + " (padded size " + std::to_string(b.in.full[k]) + ", window " +
+                  std::to_string(win[k]) + "); dltrain shifts by less than the window, and only a dimension larger "
+                  "than it");
+  }
+  const bool shifted = b.in.roll[0] > 0 || b.in.roll[1] > 0;
+  if (shifted != !b.mask.empty())
+    fail(n, shifted ? "closes a shifted window attention without the shift's mask"
+                    : "closes an unshifted window attention that adds a mask by window");
+  if (shifted) {
+    // torchvision's regions of the rolled, padded image; -100 between tokens of different ones.
+    auto region = [](int64_t p, int64_t padded, int64_t w, int64_t shift) {
+      return shift == 0 ? 0 : p < padded - w ? 0 : p < padded - shift ? 1 : 2;
+    };
+    const int64_t per_row = b.in.full[1] / b.ww;
+    std::vector<int64_t> id(static_cast<size_t>(seq));
+    for (int64_t wnd = 0; wnd < b.windows; ++wnd) {
+      for (int64_t t = 0; t < seq; ++t) {
+        const int64_t py = (wnd / per_row) * b.wh + t / b.ww, px = (wnd % per_row) * b.ww + t % b.ww;
+        id[static_cast<size_t>(t)] =
+            region(py, b.in.full[0], b.wh, b.in.roll[0]) * 3 + region(px, b.in.full[1], b.ww, b.in.roll[1]);
+      }
+      for (int64_t i = 0; i < seq; ++i)
+        for (int64_t j = 0; j < seq; ++j) {
+          const float want = id[static_cast<size_t>(i)] == id[static_cast<size_t>(j)] ? 0.f : -100.f;
+          if (std::fabs(b.mask[static_cast<size_t>(wnd * plane + i * seq + j)] - want) > 1e-3f)
+            fail(n, "adds a shift mask that differs from torchvision's (window " + std::to_string(wnd) + ", tokens " +
+                        std::to_string(i) + " and " + std::to_string(j) + "): dltrain computes the mask itself");
+        }
+    }
+  }
+  // The dense bias back into its table: row (dy + wh - 1) (2 ww - 1) + dx + ww - 1, one column per head.
+  const int64_t rows = (2 * b.wh - 1) * (2 * b.ww - 1);
+  std::vector<float> table(static_cast<size_t>(rows * b.heads), 0.f);
+  if (!b.bias.empty()) {
+    std::vector<bool> set(table.size(), false);
+    for (int64_t h = 0; h < b.heads; ++h)
+      for (int64_t i = 0; i < seq; ++i)
+        for (int64_t j = 0; j < seq; ++j) {
+          const int64_t dy = i / b.ww - j / b.ww + b.wh - 1, dx = i % b.ww - j % b.ww + b.ww - 1;
+          const size_t at = static_cast<size_t>((dy * (2 * b.ww - 1) + dx) * b.heads + h);
+          const float v = b.bias[static_cast<size_t>((h * seq + i) * seq + j)];
+          if (set[at] && std::fabs(table[at] - v) > 1e-6f * std::max(1.f, std::fabs(v)))
+            fail(n, "adds a bias to the window scores that is not a relative position bias (head " + std::to_string(h) +
+                        ", tokens " + std::to_string(i) + " and " + std::to_string(j) +
+                        " differ from another pair at the same offset)");
+          table[at] = v;
+          set[at] = true;
+        }
+  }
+  // dltrain scales the scores by 1 / sqrt(d); another scale goes into the queries.
+  const double want = 1.0 / std::sqrt(static_cast<double>(b.head_dim));
+  const float f = std::fabs(b.scale / want - 1) < 1e-6 ? 1.f : static_cast<float>(b.scale / want);
+  auto take = [&](int64_t col, float g, std::vector<float>& wt, std::vector<float>& bias) {
+    wt.assign(static_cast<size_t>(key * c), 0.f);
+    bias.assign(static_cast<size_t>(key), 0.f);
+    for (int64_t o = 0; o < key; ++o) {
+      for (int64_t i = 0; i < c; ++i)
+        wt[static_cast<size_t>(o * c + i)] = g * b.qkv_w[static_cast<size_t>(i * b.qkv_cols + col + o)];
+      bias[static_cast<size_t>(o)] = g * b.qkv_b[static_cast<size_t>(col + o)];
+    }
+  };
+  std::vector<float> qw, qb, kw, kb, vw, vb;
+  take(0, f, qw, qb);
+  take(key, 1.f, kw, kb);
+  take(2 * key, 1.f, vw, vb);
+  std::vector<float> ow(static_cast<size_t>(b.out * key));
+  for (int64_t o = 0; o < b.out; ++o)
+    for (int64_t i = 0; i < key; ++i)
+      ow[static_cast<size_t>(o * key + i)] = b.proj_w[static_cast<size_t>(i * b.out + o)];
+  LayerSpec& s = add_layer("windowAttention", unique_name(n), {b.in.src.name});
+  s.set("NumHeads", std::to_string(b.heads));
+  set_list(s, "WindowSize", {b.wh, b.ww});
+  if (shifted) set_list(s, "ShiftSize", {b.in.roll[0], b.in.roll[1]});
+  if (b.grid) s.set("Partition", "grid");
+  s.set("NumKeyChannels", std::to_string(key));
+  s.set("NumValueChannels", std::to_string(key));
+  s.set("OutputSize", std::to_string(b.out));
+  if (b.bias.empty()) s.set("RelativePositionBias", "false");
+  const std::string name = s.name;
+  last_layer_op_ = n.op_type();
+  add_param(name, "QueryWeights", Shape{key, c}, std::move(qw));
+  add_param(name, "KeyWeights", Shape{key, c}, std::move(kw));
+  add_param(name, "ValueWeights", Shape{key, c}, std::move(vw));
+  add_param(name, "OutputWeights", Shape{b.out, key}, std::move(ow));
+  add_param(name, "QueryBias", Shape{key}, std::move(qb));
+  add_param(name, "KeyBias", Shape{key}, std::move(kb));
+  add_param(name, "ValueBias", Shape{key}, std::move(vb));
+  add_param(name, "OutputBias", Shape{b.out}, b.proj_b);
+  if (!b.bias.empty()) add_param(name, "RelativePositionBias", Shape{rows, b.heads}, std::move(table));
+  ImageView out = b.in;
+  out.src = Value{name, Shape{b.in.src.shape[0], b.in.src.shape[1], b.out}, false};
+  out.src.channels_last = true;
+  out.zero_pad = false;
+  set_image_view(n, out);
+}
+
+}  // namespace dlt::onnx_detail

@@ -1,0 +1,155 @@
+// Swin's window attention through ONNX: windowAttention layers written in YAML (padded, shifted
+// with the mask, rectangular windows, another output width; MaxViT's grid windows) export in the
+// form torchvision's shifted_window_attention takes in PyTorch's dynamo export and read back as
+// the same layers computing the same probabilities; the import refuses, in one line, a score
+// bias that is not a relative position bias, a mask other than torchvision's and a partition
+// whose sizes do not match. torchvision's own exports (both exporters) are the fixtures of
+// tests/cli/onnx_zoo_fixtures.sh.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "onnx_test_graph.h"
+#include "util/rng.h"
+
+namespace dlt::test {
+namespace {
+
+const char* kWindows = R"(
+layers:
+  - {type: imageInput, Name: input, InputSize: [7, 5, 4], Normalization: none}
+  - {type: windowAttention, Name: w1, NumHeads: 2, WindowSize: 3, ShiftSize: 1}
+  - {type: windowAttention, Name: w2, NumHeads: 2, WindowSize: [2, 3], OutputSize: 6}
+  - {type: globalAveragePooling2d, Name: gap}
+  - {type: fullyConnected, Name: fc, OutputSize: 3}
+  - {type: softmax, Name: softmax}
+  - {type: classification, Name: output}
+)";
+
+const char* kGrid = R"(
+layers:
+  - {type: imageInput, Name: input, InputSize: [6, 4, 4], Normalization: none}
+  - {type: windowAttention, Name: g, NumHeads: 2, WindowSize: [3, 2], Partition: grid}
+  - {type: globalAveragePooling2d, Name: gap}
+  - {type: fullyConnected, Name: fc, OutputSize: 3}
+  - {type: softmax, Name: softmax}
+  - {type: classification, Name: output}
+)";
+
+ModelData model_of(const char* yaml) {
+  Network net(network_spec_from_yaml(yaml, "swin.yaml"), Device::cpu());
+  net.init_params(5);
+  ModelData m = net.to_model_data();
+  m.classes = {"a", "b", "c"};
+  return m;
+}
+
+std::vector<float> random_images(int64_t n, int64_t values, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> x(static_cast<size_t>(n * values));
+  for (float& v : x) v = static_cast<float>(rng.normal());
+  return x;
+}
+
+// The largest difference between the probabilities of m and of its ONNX export read back.
+double round_trip(const ModelData& m, const ModelData& back, int64_t values) {
+  const std::vector<float> x = random_images(2, values, 13);
+  const std::vector<float> p = probabilities(m, x, 2), q = probabilities(back, x, 2);
+  REQUIRE(p.size() == q.size());
+  double diff = 0;
+  for (size_t i = 0; i < p.size(); ++i) diff = std::max(diff, std::fabs(double(p[i]) - q[i]));
+  CHECK(std::fabs(p[0] - p[3]) + std::fabs(p[1] - p[4]) > 1e-3);  // the images are told apart
+  return diff;
+}
+
+onnx::ModelProto exported(const ModelData& m, const TempDir& dir) {
+  const std::string path = dir.file("swin.onnx");
+  export_onnx(m, path);
+  onnx::ModelProto proto;
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(proto.ParseFromIstream(&in));
+  return proto;
+}
+
+onnx::TensorProto& initializer(onnx::ModelProto& p, const std::string& name) {
+  for (auto& t : *p.mutable_graph()->mutable_initializer())
+    if (t.name() == name) return t;
+  FAIL("no initializer " << name);
+  throw;
+}
+
+// Element i of a float initializer (raw data) plus delta.
+void nudge(onnx::TensorProto& t, size_t i, float delta) {
+  std::string raw = t.raw_data();
+  REQUIRE((i + 1) * sizeof(float) <= raw.size());
+  float v;
+  std::memcpy(&v, raw.data() + i * sizeof(float), sizeof(float));
+  v += delta;
+  std::memcpy(raw.data() + i * sizeof(float), &v, sizeof(float));
+  t.set_raw_data(raw);
+}
+
+}  // namespace
+
+TEST_CASE("onnx window: Swin's window attention exports and reads back as the same layers", "[onnx][swin]") {
+  SECTION("padded, shifted, rectangular windows, another output width") {
+    const ModelData m = model_of(kWindows);
+    TempDir dir;
+    const std::string path = dir.file("swin.onnx");
+    export_onnx(m, path);
+    const ModelData back = import_onnx(path, {});
+    std::vector<const LayerSpec*> attn;
+    for (const auto& l : back.network.layers)
+      if (l.type == "windowAttention") attn.push_back(&l);
+    REQUIRE(attn.size() == 2);
+    CHECK(attn[0]->get_ints("WindowSize", {}, 2) == std::vector<int64_t>{3, 3});
+    CHECK(attn[0]->get_ints("ShiftSize", {0, 0}, 2) == std::vector<int64_t>{1, 1});
+    CHECK(attn[0]->get_int("NumHeads", 0) == 2);
+    CHECK(attn[1]->get_ints("WindowSize", {}, 2) == std::vector<int64_t>{2, 3});
+    CHECK(attn[1]->get_ints("ShiftSize", {0, 0}, 2) == std::vector<int64_t>{0, 0});
+    CHECK(attn[1]->get_int("OutputSize", 0) == 6);
+    CHECK(round_trip(m, back, 7 * 5 * 4) < 1e-5);
+  }
+  SECTION("grid windows (MaxViT)") {
+    const ModelData m = model_of(kGrid);
+    TempDir dir;
+    const std::string path = dir.file("grid.onnx");
+    export_onnx(m, path);
+    const ModelData back = import_onnx(path, {});
+    const LayerSpec* g = layer_of_type(back, "windowAttention");
+    REQUIRE(g);
+    CHECK(g->get_string("Partition", "window") == "grid");
+    CHECK(g->get_ints("WindowSize", {}, 2) == std::vector<int64_t>{3, 2});
+    CHECK(round_trip(m, back, 6 * 4 * 4) < 1e-5);
+  }
+}
+
+TEST_CASE("onnx window: hostile window attention graphs are refused in one line", "[onnx][swin]") {
+  const ModelData m = model_of(kWindows);
+  TempDir dir;
+  onnx::ModelProto p = exported(m, dir);
+  std::string want;
+  SECTION("a score bias that is not a relative position bias") {
+    nudge(initializer(p, "w1_bias"), 1, 0.5f);  // head 0, tokens 0 and 1 only
+    want = "node 'w1_rev' (Reshape): adds a bias to the window scores that is not a relative position bias";
+  }
+  SECTION("a shift mask other than torchvision's") {
+    nudge(initializer(p, "w1_mask"), 0, -100.f);  // window 0 hides token 0 from itself
+    want = "node 'w1_rev' (Reshape): adds a shift mask that differs from torchvision's (window 0, tokens 0 and 0)";
+  }
+  SECTION("a window partition whose sizes do not match") {
+    onnx::TensorProto& t = initializer(p, "w1_split_shape");
+    const std::vector<int64_t> bad = {-1, 3, 3, 2, 2, 4};  // 2 x 2 is not the padded width 6
+    t.set_raw_data(std::string(reinterpret_cast<const char*>(bad.data()), bad.size() * sizeof(int64_t)));
+    want = "node 'w1_split' (Reshape): reshapes a 9x6x4 channels-last image to [-1, 3, 3, 2, 2, 4]";
+  }
+  const std::string e = import_in(dir, p.SerializeAsString());
+  CHECK_THAT(e, Catch::Contains(want));
+  CHECK(e.find('\n') == std::string::npos);
+}
+
+}  // namespace dlt::test
