@@ -15,6 +15,15 @@
 //   forward:  y[b, r, :] = index[r] >= 0 ? x[b, index[r], :] : 0,
 //   backward: dx[b, s, :] = sum over the rows r with index[r] == s of dy[b, r, :] (in r's order;
 //             written, not accumulated; 0 for a row no index names).
+//
+// Head normalize (windowAttention's cosine attention, Swin V2's): `rows` rows of `heads` groups
+// of `dim` values; each group scaled to unit length (its L2 norm at least kEps, as PyTorch's
+// F.normalize) and, with a logit scale t (one value per head), times s[h] = exp(min(t[h],
+// max_log_scale)):
+//   forward:  y[r, h, :] = s[h] x[r, h, :] / max(|x[r, h, :]|, kEps),
+//   backward: dx from x and dy (dx may be x or dy: each group is read before it is written) and
+//             dt[h] = s[h] sum over r of dy[r, h, :] . x[r, h, :] / max(|x[r, h, :]|, kEps) where
+//             t[h] < max_log_scale, else 0 (written, not accumulated).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -27,6 +36,7 @@ namespace dlt {
 class BatchBroadcastOp;
 class SpatialTransposeOp;
 class RowGatherOp;
+class HeadNormalizeOp;
 
 struct BatchBroadcastDesc {
   using Op = BatchBroadcastOp;
@@ -164,6 +174,54 @@ class RowGatherOp {
                              << (t.defined() ? t.numel() : 0) << ")");
   }
   RowGatherDesc desc_;
+  Device device_;
+};
+
+struct HeadNormalizeDesc {
+  using Op = HeadNormalizeOp;
+  static constexpr const char* kOp = "head_normalize";
+  static constexpr float kEps = 1e-12f;
+  int64_t rows = 1, heads = 1, dim = 1;
+  double max_log_scale = 4.605170185988091;  // log(100), Swin V2's clamp
+  int64_t numel() const { return rows * heads * dim; }
+};
+
+class HeadNormalizeOp {
+ public:
+  virtual ~HeadNormalizeOp() = default;
+  // t: the logit scale (heads values), undefined for none (s = 1).
+  void forward(const Tensor& x, const Tensor& t, Tensor& y) {
+    check(x, desc_.numel(), "x");
+    check(y, desc_.numel(), "y");
+    if (t.defined()) check(t, desc_.heads, "t");
+    do_forward(x, t.defined() ? &t : nullptr, y);
+  }
+  // dt: null when t is undefined or its gradient is not wanted.
+  void backward(const Tensor& x, const Tensor& t, const Tensor& dy, Tensor& dx, Tensor* dt) {
+    check(x, desc_.numel(), "x");
+    check(dy, desc_.numel(), "dy");
+    check(dx, desc_.numel(), "dx");
+    if (t.defined()) check(t, desc_.heads, "t");
+    DLT_CHECK(!dt || t.defined(), "head normalize: a logit scale gradient without a logit scale");
+    if (dt) check(*dt, desc_.heads, "dt");
+    do_backward(x, t.defined() ? &t : nullptr, dy, dx, dt);
+  }
+  const HeadNormalizeDesc& desc() const { return desc_; }
+
+ protected:
+  HeadNormalizeOp(const HeadNormalizeDesc& d, Device device) : desc_(d), device_(device) {
+    DLT_CHECK(d.rows >= 1 && d.heads >= 1 && d.dim >= 1, "head normalize: every size must be at least 1");
+  }
+  virtual void do_forward(const Tensor& x, const Tensor* t, Tensor& y) = 0;
+  virtual void do_backward(const Tensor& x, const Tensor* t, const Tensor& dy, Tensor& dx, Tensor* dt) = 0;
+
+ private:
+  void check(const Tensor& t, int64_t numel, const char* what) const {
+    DLT_CHECK(t.defined() && t.device() == device_ && t.numel() == numel,
+              "head normalize: " << what << " must be " << numel << " values on " << device_.str() << " (got "
+                                 << (t.defined() ? t.numel() : 0) << ")");
+  }
+  HeadNormalizeDesc desc_;
   Device device_;
 };
 

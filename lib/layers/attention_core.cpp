@@ -31,7 +31,7 @@ void AttentionCore::add_params(std::vector<Param>& params, const Param& weight, 
 }
 
 void AttentionCore::setup(Backend& be, const AttentionSizes& s, int64_t sequences, int64_t seq, bool causal,
-                          float dropout, int64_t bias_n, bool mixed) {
+                          float dropout, int64_t bias_n, bool mixed, bool cosine) {
   be_ = &be;
   const int64_t rows = sequences * seq;
   fc_[0] = be.make(FcDesc{rows, s.c, s.key, false, mixed});
@@ -47,6 +47,7 @@ void AttentionCore::setup(Backend& be, const AttentionSizes& s, int64_t sequence
   d.causal = causal;
   d.dropout = dropout;
   d.bias_n = bias_n;
+  if (cosine) d.scale = 1.f;
   attention_ = be.make(d);
   const int64_t width[4] = {s.key, s.key, s.value, s.value};  // Q, K, V, A
   for (int i = 0; i < 4; ++i) act_[i] = Tensor(Shape{rows, width[i]}, be.device());
@@ -58,21 +59,47 @@ void AttentionCore::setup(Backend& be, const AttentionSizes& s, int64_t sequence
   grad_[2] = act_[2];
   grad_[3] = act_[3];
   dx_part_ = s.value == s.c ? act_[3] : Tensor(Shape{rows, s.c}, be.device());
+  norm_[0].reset();
+  norm_[1].reset();
+  if (!cosine) return;
+  // dK takes the normalized K's place, the raw K's gradient the raw K's (head normalize may
+  // write dx over x).
+  for (int i = 0; i < 2; ++i) {
+    norm_[i] = be.make(HeadNormalizeDesc{rows, s.heads, s.key / s.heads});
+    unit_[i] = Tensor(Shape{rows, s.key}, be.device());
+  }
+  grad_[1] = act_[1];
 }
 
-void AttentionCore::forward(const Tensor& x, Tensor& y, Param* params, bool dropout, uint64_t dropout_key) {
+void AttentionCore::forward(const Tensor& x, Tensor& y, Param* params, bool dropout, uint64_t dropout_key,
+                            const Param* logit) {
   for (int i = 0; i < 3; ++i) fc_[i]->forward(x, params[i].value, params[4 + i].value, act_[i]);
+  const bool cosine = norm_[0] != nullptr;
+  if (cosine) {
+    DLT_CHECK(logit, "attention: cosine attention without its logit scale");
+    norm_[0]->forward(act_[0], logit->value, unit_[0]);
+    norm_[1]->forward(act_[1], Tensor(), unit_[1]);
+  }
+  const Tensor& q = cosine ? unit_[0] : act_[0];
+  const Tensor& k = cosine ? unit_[1] : act_[1];
   if (dropout)
-    attention_->forward_dropout(act_[0], act_[1], act_[2], act_[3], dropout_key);
+    attention_->forward_dropout(q, k, act_[2], act_[3], dropout_key);
   else
-    attention_->forward(act_[0], act_[1], act_[2], act_[3]);
+    attention_->forward(q, k, act_[2], act_[3]);
   fc_[3]->forward(act_[3], params[3].value, params[7].value, y);
 }
 
-void AttentionCore::backward(const Tensor& x, Tensor& dy, Tensor* dx, Param* params, Tensor* dbias) {
+void AttentionCore::backward(const Tensor& x, Tensor& dy, Tensor* dx, Param* params, Tensor* dbias, Param* logit) {
   update_grads(3, act_[3], dy, params);
   fc_[3]->backward_data(dy, params[3].value, grad_[3]);  // over A, read for the last time above
-  attention_->backward(act_[0], act_[1], act_[2], grad_[3], grad_[0], grad_[1], grad_[2], dbias);
+  if (norm_[0]) {
+    // dQ' and dK' of the normalized ones (dK' over K'), then through the normalization.
+    attention_->backward(unit_[0], unit_[1], act_[2], grad_[3], grad_[0], unit_[1], grad_[2], dbias);
+    norm_[1]->backward(act_[1], Tensor(), unit_[1], grad_[1], nullptr);
+    norm_[0]->backward(act_[0], logit->value, grad_[0], grad_[0], logit->frozen() ? nullptr : &logit->grad);
+  } else {
+    attention_->backward(act_[0], act_[1], act_[2], grad_[3], grad_[0], grad_[1], grad_[2], dbias);
+  }
   for (int i = 0; i < 3; ++i) update_grads(i, x, grad_[i], params);
   if (!dx) return;
   fc_[0]->backward_data(grad_[0], params[0].value, *dx);  // dx = dQ Wq + dK Wk + dV Wv

@@ -4,6 +4,9 @@
 //   Q = x Wq' + bq, K = x Wk' + bk, V = x Wv' + bv   (key, key, value channels: the totals over
 //   the heads, heads contiguous blocks), A = attention(Q, K, V) per sequence and head,
 //   y = A Wo' + bo (out channels).
+// Cosine (Swin V2's attention): Q and K normalized per head to unit length, Q times
+// exp(min(t, log 100)) per head (t: the layer's LogitScale learnable), the scores unscaled
+// (backend/token_ops.h's head normalize).
 // The layer owns the learnables (Layer::params_): add_params appends the eight in the order
 // QueryWeights, KeyWeights, ValueWeights, OutputWeights, QueryBias .. OutputBias, and the
 // calls below take a pointer to the first.
@@ -14,6 +17,7 @@
 
 #include "backend/attention_op.h"
 #include "backend/backend.h"
+#include "backend/token_ops.h"
 #include "layers/layer.h"
 
 namespace dlt {
@@ -30,13 +34,15 @@ class AttentionCore {
 
   // `sequences` sequences of `seq` tokens; bias_n as AttentionDesc's (0: none).
   void setup(Backend& be, const AttentionSizes& s, int64_t sequences, int64_t seq, bool causal, float dropout,
-             int64_t bias_n, bool mixed);
+             int64_t bias_n, bool mixed, bool cosine = false);
   AttentionOp& attention() { return *attention_; }
   // y (rows, out) from x (rows, c); dropout_key: the training forward's mask (0: no dropout).
-  void forward(const Tensor& x, Tensor& y, Param* params, bool dropout, uint64_t dropout_key);
+  // logit: the cosine attention's LogitScale (required with cosine, else ignored).
+  void forward(const Tensor& x, Tensor& y, Param* params, bool dropout, uint64_t dropout_key,
+               const Param* logit = nullptr);
   // The learnables' gradients and dx (null: not wanted) from dy (its storage is reused); dbias
   // (null: none) the attention bias's gradient.
-  void backward(const Tensor& x, Tensor& dy, Tensor* dx, Param* params, Tensor* dbias);
+  void backward(const Tensor& x, Tensor& dy, Tensor* dx, Param* params, Tensor* dbias, Param* logit = nullptr);
   // Multiply-adds x 2 per sequence of seq tokens.
   static int64_t flops(const AttentionSizes& s, int64_t seq) {
     return 2 * seq * (s.c * (2 * s.key + s.value) + s.value * s.out) + 2 * seq * seq * (s.key + s.value);
@@ -48,6 +54,8 @@ class AttentionCore {
   Backend* be_ = nullptr;
   std::unique_ptr<FcOp> fc_[4];  // Q, K, V, output projections
   std::unique_ptr<AttentionOp> attention_;
+  std::unique_ptr<HeadNormalizeOp> norm_[2];  // cosine: Q (with the logit scale) and K
+  Tensor unit_[2];                            // cosine: the normalized Q and K the attention reads
   Tensor act_[4];   // Q, K, V, A = attention(Q, K, V) (rows, channels), kept for backward
   Tensor grad_[4];  // their gradients (dK, dV, dA in K's, V's, A's storage)
   Tensor dx_part_;  // one projection's share of dx (in A's storage when it has dx's size)

@@ -11,6 +11,9 @@
 //   3. the windows back in place, rolled back, the padding cut off: (H, W, OutputSize).
 // As torchvision: padded tokens take part in the attention (zero before the projections), and
 // a dimension whose padded size is no larger than its window is not shifted.
+// CosineAttention (Swin V2's ShiftedWindowAttentionV2): Q and K normalized per head, the scores
+// their cosine times exp(min(LogitScale, log 100)) per head (a learnable, log(10) at first),
+// unscaled otherwise (attention_core.h).
 // Partition grid (MaxViT's grid attention) forms each window from pixels spaced apart instead:
 // WindowSize must divide the image, and window (i, j) of the (H / wh) x (W / ww) windows holds
 // the pixels (a H / wh + i, b W / ww + j), token a ww + b (torchvision's PartitionAttentionLayer
@@ -19,6 +22,7 @@
 // (backend/token_ops.h); shifted, the spread table is added to each window's constant mask
 // (a batch broadcast), and its gradient sums the windows' shares.
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,6 +58,7 @@ class WindowAttentionLayer final : public Layer {
     value_ = auto_int("NumValueChannels", 0);
     out_ = auto_int("OutputSize", 0);
     relative_ = spec_.get_bool("RelativePositionBias", true);
+    cosine_ = spec_.get_bool("CosineAttention", false);
     dropout_ = spec_.get_double("DropoutProbability", 0.0);
     if (dropout_ < 0 || dropout_ >= 1)
       throw ConfigError(spec.where() + "option DropoutProbability must be in [0, 1), got " + std::to_string(dropout_));
@@ -61,6 +66,7 @@ class WindowAttentionLayer final : public Layer {
     bias_ = make_param(spec_, "Bias", Shape{}, parse_initializer(spec_, "BiasInitializer", "zeros"), 0.f);
     table_ = make_param(spec_, "RelativePositionBias", Shape{},
                         parse_initializer(spec_, "RelativePositionBiasInitializer", "narrow-normal"), 0.f);
+    logit_ = make_param(spec_, "LogitScale", Shape{}, Init::kZeros, 0.f);  // init_params: log(10)
   }
 
   Shape infer(const std::vector<Shape>& inputs) override {
@@ -91,6 +97,11 @@ class WindowAttentionLayer final : public Layer {
       t.fan_in = t.fan_out = heads_;
       params_.push_back(t);
     }
+    if (cosine_) {
+      Param t = logit_;
+      t.shape = Shape{heads_};
+      params_.push_back(t);
+    }
     return Shape{h_, w_, s_.out};
   }
 
@@ -105,7 +116,7 @@ class WindowAttentionLayer final : public Layer {
     reverse_ = be.make(RowGatherDesc{n, windows * seq, h_ * w_, s_.out, back});
     const bool shifted = shift(true) > 0 || shift(false) > 0;
     bias_n_ = shifted ? windows : relative_ ? 1 : 0;
-    core_.setup(be, s_, n * windows, seq, false, static_cast<float>(dropout_), bias_n_, mixed_);
+    core_.setup(be, s_, n * windows, seq, false, static_cast<float>(dropout_), bias_n_, mixed_, cosine_);
     xw_ = Tensor(Shape{n * windows * seq, s_.c}, be.device());
     yw_ = Tensor(Shape{n * windows * seq, s_.out}, be.device());
     dxw_ = Tensor(Shape{n * windows * seq, s_.c}, be.device());
@@ -126,23 +137,24 @@ class WindowAttentionLayer final : public Layer {
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
     part_->forward(*x[0], xw_);
-    if (relative_) spread_->forward(params_.back().value, rel_);
+    if (relative_) spread_->forward(table().value, rel_);
     if (relative_ && mask_.defined()) broadcast_->add(mask_, rel_, dense_);
     if (bias_n_ > 0) core_.attention().set_bias(!relative_ ? mask_ : mask_.defined() ? dense_ : rel_);
     const bool drop = ctx.training && dropout_ > 0;
     core_.forward(xw_, yw_, params_.data(), drop,
-                  drop ? Rng::derive(ctx.seed, {dropout_stream(name(), ctx.iteration)}).next_u64() : 0);
+                  drop ? Rng::derive(ctx.seed, {dropout_stream(name(), ctx.iteration)}).next_u64() : 0,
+                  cosine_ ? &params_.back() : nullptr);
     reverse_->forward(yw_, y);
   }
 
   void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {
     reverse_->backward(dy, yw_);  // dY in windows (padded tokens 0), over the forward's windows
-    const bool table = relative_ && !params_.back().frozen();
-    Tensor* dbias = !table ? nullptr : mask_.defined() ? &ddense_ : &drel_;
-    core_.backward(xw_, yw_, dx[0] ? &dxw_ : nullptr, params_.data(), dbias);
-    if (table && mask_.defined()) broadcast_->sum(ddense_, drel_);  // the windows' shares of the table
-    if (table) spread_->backward(drel_, params_.back().grad);
+    const bool learn_table = relative_ && !table().frozen();
+    Tensor* dbias = !learn_table ? nullptr : mask_.defined() ? &ddense_ : &drel_;
+    core_.backward(xw_, yw_, dx[0] ? &dxw_ : nullptr, params_.data(), dbias, cosine_ ? &params_.back() : nullptr);
+    if (learn_table && mask_.defined()) broadcast_->sum(ddense_, drel_);  // the windows' shares of the table
+    if (learn_table) spread_->backward(drel_, table().grad);
     if (dx[0]) part_->backward(dxw_, *dx[0]);
   }
 
@@ -212,13 +224,29 @@ class WindowAttentionLayer final : public Layer {
       const std::string tag = std::string("_") + "qkv"[p];
       part[p] = node("Gather", tag, {x, g.add_ints(n + tag + "_index", {}, {p})}, {OnnxAttr("axis", int64_t{0})});
     }
-    AttentionDesc desc;
-    desc.key_dim = d;
-    const std::string q = node("Mul", "_q_scaled", {part[0], g.add_floats(n + "_scale", {}, {desc.scale_or_default()})});
-    const std::string kt = transpose(part[1], "_k_t", {0, 1, 3, 2});
-    std::string scores = node("MatMul", "_scores", {q, kt});
+    std::string q = part[0], k = part[1];
+    if (cosine_) {  // F.normalize: x / max(|x|, eps) over each head's channels
+      auto unit = [&](const std::string& x, const std::string& tag) {
+        const std::string norm = node("ReduceL2", tag + "_norm", {x},
+                                      {OnnxAttr("axes", std::vector<int64_t>{-1}), OnnxAttr("keepdims", int64_t{1})});
+        const std::string eps = g.add_floats(n + tag + "_eps", {}, {HeadNormalizeDesc::kEps});
+        return node("Div", tag + "_unit", {x, node("Clip", tag + "_clip", {norm, eps})});
+      };
+      q = unit(q, "_q");
+      k = unit(k, "_k");
+    } else {
+      AttentionDesc desc;
+      desc.key_dim = d;
+      q = node("Mul", "_q_scaled", {q, g.add_floats(n + "_scale", {}, {desc.scale_or_default()})});
+    }
+    std::string scores = node("MatMul", "_scores", {q, transpose(k, "_k_t", {0, 1, 3, 2})});
+    if (cosine_) {
+      std::vector<float> scale = host_values(params_.back().value);
+      for (float& v : scale) v = std::exp(std::min(v, static_cast<float>(HeadNormalizeDesc{}.max_log_scale)));
+      scores = node("Mul", "_logit", {scores, g.add_floats(n + "_logit_scale", {heads_, 1, 1}, scale)});
+    }
     if (relative_) {
-      const std::vector<float> table = host_values(params_.back().value);
+      const std::vector<float> table = host_values(this->table().value);
       std::vector<float> dense;
       for (int64_t i : table_index(seq)) dense.push_back(table[static_cast<size_t>(i)]);
       scores = node("Add", "_biased", {scores, g.add_floats(n + "_bias", {1, heads_, seq, seq}, dense)});
@@ -249,7 +277,17 @@ class WindowAttentionLayer final : public Layer {
   }
 
   int64_t flops_per_image() const override { return windows_per_image() * AttentionCore::flops(s_, win_h_ * win_w_); }
-  std::vector<std::string> learnable_options() const override { return {"Weight", "Bias", "RelativePositionBias"}; }
+  std::vector<std::string> learnable_options() const override {
+    return {"Weight", "Bias", "RelativePositionBias", "LogitScale"};
+  }
+  // Swin V2's logit scale starts at log(10) for every head.
+  void init_params(Rng& rng) override {
+    Layer::init_params(rng);
+    if (!cosine_) return;
+    Tensor h(Shape{heads_});
+    std::fill(h.data(), h.data() + heads_, std::log(10.f));
+    params_.back().value.copy_from(h);
+  }
   bool stochastic() const override { return dropout_ > 0; }
 
  private:
@@ -259,6 +297,9 @@ class WindowAttentionLayer final : public Layer {
     return spec_.get_int(key, def, 1);
   }
   int64_t windows_per_image() const { return (pad_h_ / win_h_) * (pad_w_ / win_w_); }
+  // The relative position table: after the eight projections' learnables.
+  Param& table() { return params_[8]; }
+  const Param& table() const { return params_[8]; }
   // The shift of a dimension: none where the padded size is no larger than the window.
   int64_t shift(bool rows) const {
     return rows ? (win_h_ >= pad_h_ ? 0 : shift_h_) : (win_w_ >= pad_w_ ? 0 : shift_w_);
@@ -331,10 +372,10 @@ class WindowAttentionLayer final : public Layer {
 
   int64_t heads_ = 1, win_h_ = 1, win_w_ = 1, shift_h_ = 0, shift_w_ = 0, key_ = 0, value_ = 0, out_ = 0;
   int64_t h_ = 1, w_ = 1, pad_h_ = 1, pad_w_ = 1, bias_n_ = 0;
-  bool relative_ = true, grid_ = false;
+  bool relative_ = true, grid_ = false, cosine_ = false;
   double dropout_ = 0;
   AttentionSizes s_;
-  Param weight_, bias_, table_;
+  Param weight_, bias_, table_, logit_;
   Backend* be_ = nullptr;
   AttentionCore core_;
   std::unique_ptr<RowGatherOp> part_, reverse_, spread_;

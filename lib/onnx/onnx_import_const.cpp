@@ -558,7 +558,7 @@ int64_t TensorConst::size() const { return static_cast<int64_t>(v.size()); }
 bool is_tensor_fold_op(const std::string& op) {
   static const std::set<std::string> other{"Cast",   "Gather", "Reshape",  "Transpose",       "Unsqueeze", "Squeeze",
                                            "Concat", "Slice",  "Expand",   "ConstantOfShape", "Range",     "ScatterND",
-                                           "MatMul", "Where",  "Identity", "GatherND"};
+                                           "MatMul", "Where",  "Identity", "GatherND", "Clip"};
   return binary_ops().count(op) || unary_ops().count(op) || other.count(op);
 }
 
@@ -613,6 +613,18 @@ TensorConst tensor_fold(const std::string& op, const std::vector<const TensorCon
   if (op == "ScatterND")
     return scatter_nd(need(in, 0, "data"), need(in, 1, "indices"), need(in, 2, "updates"), a.reduction);
   if (op == "MatMul") return matmul(need(in, 0, "A"), need(in, 1, "B"));
+  if (op == "Clip") {  // min and max: optional scalars (Swin V2's clamp of its logit scale)
+    const TensorConst& x = need(in, 0, "input");
+    auto bound = [&](size_t i, double none) {
+      if (in.size() <= i || !in[i]) return none;
+      if (in[i]->v.size() != 1) refuse("a Clip bound of " + dims_text(in[i]->dims) + "; expected one value");
+      return in[i]->v[0];
+    };
+    const double lo = bound(1, -INFINITY), hi = bound(2, INFINITY);
+    TensorConst out = x;
+    for (double& v : out.v) v = std::min(std::max(v, lo), hi);
+    return out;
+  }
   refuse("operator '" + op + "' is not folded");
 }
 

@@ -51,6 +51,8 @@ const char* stage_name(Stage s) {
     case Stage::kProj: return "output projection, before its bias Add or the Reshape to (1, H/wh, W/ww, wh, ww, C)";
     case Stage::kRev6: return "reversed windows, before their Transpose (0, 1, 3, 2, 4, 5) ((0, 3, 1, 4, 2, 5) for grid)";
     case Stage::kRev: return "reversed windows, before their Reshape to (1, H, W, C)";
+    case Stage::kQNorm:
+    case Stage::kKNorm: return "norm of the queries or keys, before its Clip, Expand or the Div by it";
   }
   return "";
 }
@@ -342,6 +344,8 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       case Stage::kProj: dims = {b.windows, seq, b.out}; break;
       case Stage::kRev6: dims = {1, nh, nw, b.wh, b.ww, b.out}; break;
       case Stage::kRev: dims = {1, nh, b.wh, nw, b.ww, b.out}; break;
+      case Stage::kQNorm:
+      case Stage::kKNorm: dims = {b.windows, heads, seq, 1}; break;
     }
     return set_ints(n, shape_slice(dims, attr_int(n, "start", 0), attr_int(n, "end", INT64_MAX)));
   }
@@ -421,10 +425,36 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       return next(idx[0] == 0 ? Stage::kQ : idx[0] == 1 ? Stage::kK : Stage::kV);
     }
     case Stage::kQ:
+    case Stage::kK:
+      // F.normalize (Swin V2's cosine attention): ReduceL2 over the channels, Clip, Expand, Div.
+      if (op == "ReduceL2") {
+        const std::vector<int64_t> axes = opset_ >= 18 && n.input_size() > 1
+                                              ? ints_of(need_const(n, 1, "axes"), what)
+                                              : attr_ints(n, "axes", {});
+        if ((axes != std::vector<int64_t>{-1} && axes != std::vector<int64_t>{3}) || attr_int(n, "keepdims", 1) != 1)
+          fail(n, "takes the norm of the queries or keys over axes " + ints_str(axes) +
+                      "; dltrain reads the norm of each head's channels (axes [-1], keepdims 1)");
+        return next(s == Stage::kQ ? Stage::kQNorm : Stage::kKNorm);
+      }
+      if (op == "Div") {
+        const bool norm = n.input_size() == 2 && vi == 0 && win_.count(n.input(1)) &&
+                          win_.at(n.input(1)).block == w.block &&
+                          win_.at(n.input(1)).stage == (s == Stage::kQ ? Stage::kQNorm : Stage::kKNorm);
+        bool& unit = s == Stage::kQ ? b.q_unit : b.k_unit;
+        if (!norm || unit || (s == Stage::kQ && b.scale != 1))
+          fail(n, "divides the queries or keys by something other than their own norm, once and before any scale");
+        unit = true;
+        return next(s);
+      }
+      if (s == Stage::kK) {
+        if (!perm_is({0, 1, 3, 2})) refuse();
+        return next(Stage::kKt);
+      }
       if (op == "Mul") {
         const onnx::TensorProto* t = other_const();
         const std::vector<float> f = t ? floats_of(*t, what) : std::vector<float>{};
-        if (f.size() != 1) fail(n, "multiplies the queries by something other than one constant");
+        if (f.size() != 1 || b.q_unit)
+          fail(n, "multiplies the queries by something other than one constant, or after their normalization");
         b.scale *= f[0];
         return next(Stage::kQ);
       }
@@ -432,9 +462,18 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
           win_.at(n.input(1)).block != w.block || win_.at(n.input(1)).stage != Stage::kKt)
         refuse();
       return next(Stage::kScores);
-    case Stage::kK:
-      if (!perm_is({0, 1, 3, 2})) refuse();
-      return next(Stage::kKt);
+    case Stage::kQNorm:
+    case Stage::kKNorm: {
+      if (op == "Clip") {  // clamp_min(eps): a floor of at most 1e-6, no ceiling
+        const std::vector<float> lo = n.input_size() > 1 && !n.input(1).empty() ? need_floats(n, 1, "min")
+                                                                                 : std::vector<float>{};
+        if (lo.size() != 1 || lo[0] < 0 || lo[0] > 1e-6f || (n.input_size() > 2 && !n.input(2).empty()))
+          fail(n, "clips a norm other than F.normalize's (a floor of at most 1e-6, no ceiling)");
+        return next(s);
+      }
+      if (op == "Expand") return next(s);
+      return refuse();
+    }
     case Stage::kScores:
     case Stage::kScores5: {
       const bool by_window = s == Stage::kScores5;
@@ -469,6 +508,15 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
           return next(Stage::kScores);
         fail(n, "reshapes the window scores to " + ints_str(t) +
                     "; dltrain reads (1, windows, heads, S, S) and back (windows, heads, S, S)");
+      }
+      if (op == "Mul" && !by_window) {
+        const onnx::TensorProto* t = other_const();
+        std::vector<float> v = t ? floats_of(*t, what) : std::vector<float>{};
+        if (v.size() == 1) v.assign(static_cast<size_t>(b.heads), v[0]);
+        if (static_cast<int64_t>(v.size()) != b.heads || !b.logit.empty() || !b.bias.empty())
+          fail(n, "multiplies the window scores by something other than one factor per head, once, before the bias");
+        b.logit = std::move(v);
+        return next(s);
       }
       if (op == "Softmax" && !by_window) {
         const int64_t axis = attr_int(n, "axis", opset_ >= 13 ? -1 : 1);
@@ -580,8 +628,23 @@ void Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
           set[at] = true;
         }
   }
+  // Cosine: unit Q and K, the scores times exp(LogitScale) per head (unscaled otherwise).
+  const bool cosine = b.q_unit || b.k_unit;
+  if (cosine && !(b.q_unit && b.k_unit))
+    fail(n, "closes a window attention that normalizes only its " + std::string(b.q_unit ? "queries" : "keys") +
+                "; dltrain's cosine attention normalizes both");
+  std::vector<float> logit;
+  if (cosine) {
+    for (float v : b.logit.empty() ? std::vector<float>(static_cast<size_t>(b.heads), 1.f) : b.logit) {
+      if (!(v > 0) || v > 100.f * (1 + 1e-6f))
+        fail(n, "scales the cosine scores by " + std::to_string(v) + "; dltrain reads exp(LogitScale) in (0, 100]");
+      logit.push_back(std::log(v));
+    }
+  } else if (!b.logit.empty()) {
+    fail(n, "scales the window scores per head without normalizing the queries and keys (cosine attention)");
+  }
   // dltrain scales the scores by 1 / sqrt(d); another scale goes into the queries.
-  const double want = 1.0 / std::sqrt(static_cast<double>(b.head_dim));
+  const double want = cosine ? 1.0 : 1.0 / std::sqrt(static_cast<double>(b.head_dim));
   const float f = std::fabs(b.scale / want - 1) < 1e-6 ? 1.f : static_cast<float>(b.scale / want);
   auto take = [&](int64_t col, float g, std::vector<float>& wt, std::vector<float>& bias) {
     wt.assign(static_cast<size_t>(key * c), 0.f);
@@ -609,6 +672,7 @@ void Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
   s.set("NumValueChannels", std::to_string(key));
   s.set("OutputSize", std::to_string(b.out));
   if (b.bias.empty()) s.set("RelativePositionBias", "false");
+  if (cosine) s.set("CosineAttention", "true");
   const std::string name = s.name;
   last_layer_op_ = n.op_type();
   add_param(name, "QueryWeights", Shape{key, c}, std::move(qw));
@@ -620,6 +684,7 @@ void Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
   add_param(name, "ValueBias", Shape{key}, std::move(vb));
   add_param(name, "OutputBias", Shape{b.out}, b.proj_b);
   if (!b.bias.empty()) add_param(name, "RelativePositionBias", Shape{rows, b.heads}, std::move(table));
+  if (cosine) add_param(name, "LogitScale", Shape{b.heads}, std::move(logit));
   ImageView out = b.in;
   out.src = Value{name, Shape{b.in.src.shape[0], b.in.src.shape[1], b.out}, false};
   out.src.channels_last = true;

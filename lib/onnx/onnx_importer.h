@@ -338,11 +338,13 @@ class Importer {
     std::vector<float> qkv_w, qkv_b, proj_w, proj_b;  // as MatMul reads them: (C, 3K), (K, out)
     bool grid = false;  // Partition grid: window (i, j) holds pixels (a H/wh + i, b W/ww + j)
     double scale = 1;
+    bool q_unit = false, k_unit = false;  // Q, K divided by their norms (cosine attention)
+    std::vector<float> logit;             // cosine: the scores' per-head factor
     std::vector<float> bias, mask;  // (heads, S, S) and (windows, S, S) as the graph adds them
   };
   enum class WinStage {
     kSplit, kWindows, kTokens, kQkv, kQkv5, kQkvT, kQ, kK, kKt, kV, kScores, kScores5, kProbs,
-    kHeads, kHeadsT, kMerged, kProj, kRev6, kRev
+    kHeads, kHeadsT, kMerged, kProj, kRev6, kRev, kQNorm, kKNorm
   };
   struct WinValue {
     size_t block = 0;

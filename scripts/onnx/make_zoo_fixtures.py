@@ -115,6 +115,16 @@ def tiny_models():
         zc.draw_zeros(m)
         return m
 
+    def swin_v2_tiny():
+        # the same network with Swin V2's blocks (cosine attention with a logit scale, the
+        # position bias from its MLP, post-norm) and patch merging (reduction, then norm)
+        m = swin_transformer.SwinTransformer(patch_size=[8, 8], embed_dim=16, depths=[2, 2], num_heads=[2, 4],
+                                             window_size=[3, 3], num_classes=10,
+                                             block=swin_transformer.SwinTransformerBlockV2,
+                                             downsample_layer=swin_transformer.PatchMergingV2)
+        zc.draw_zeros(m)
+        return m
+
     def vit_timm():
         # timm's VisionTransformer layout, written out (timm is not a torchvision model): a joint
         # qkv Linear reshaped to (B, N, 3, H, d), permuted and unbound, F.scaled_dot_product_attention,
@@ -164,7 +174,7 @@ def tiny_models():
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
             "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck, "vit": vit_tiny,
-            "vit_timm": vit_timm, "swin": swin_tiny}
+            "vit_timm": vit_timm, "swin": swin_tiny, "swin_v2": swin_v2_tiny}
 
 
 def strip_metadata(path):

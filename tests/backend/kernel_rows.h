@@ -361,6 +361,32 @@ inline AgreementRow row_gather_row(std::string name, RowGatherDesc d) {
           }};
 }
 
+// Head normalize (Swin V2's cosine attention), forward and backward with the logit scale (one
+// head past the clamp) and without; dx written over dy as the attention core does.
+inline AgreementRow head_normalize_row(std::string name, HeadNormalizeDesc d) {
+  return {"head_normalize " + name, {HeadNormalizeDesc::kOp}, [d](Backend& be, double tol) {
+            Rng rng(53);
+            const Vec x = random_vec(d.numel(), rng, -2.0, 2.0), dy = random_vec(d.numel(), rng);
+            Vec t = random_vec(d.heads, rng, 1.0, 4.0);
+            t.back() = 5.0;  // past log(100): s = 100, no gradient
+            auto op = be.make(d);
+            const Shape xs{d.rows, d.heads * d.dim}, ts{d.heads};
+            for (const bool scaled : {true, false}) {
+              INFO((scaled ? "with" : "without") << " the logit scale");
+              const Vec tv = scaled ? t : Vec{};
+              Tensor y(xs, be.device()), dx = on_device(dy, xs, be), dt(ts, be.device());
+              const Tensor tt = scaled ? on_device(t, ts, be) : Tensor();
+              op->forward(on_device(x, xs, be), tt, y);
+              check_close("forward", y, ref::head_normalize_forward(d, x, tv), tol);
+              Vec want_dx, want_dt;
+              ref::head_normalize_backward(d, x, tv, dy, want_dx, want_dt);
+              op->backward(on_device(x, xs, be), tt, dx, dx, scaled ? &dt : nullptr);
+              check_close("backward dx", dx, want_dx, tol);
+              if (scaled) check_close("backward dt", dt, want_dt, tol);
+            }
+          }};
+}
+
 // A Swin window partition's index: (h, w) pixels padded to whole windows of ws x ws, rolled
 // by -shift, read window by window (-1: a padded pixel).
 inline std::vector<int64_t> window_index(int64_t h, int64_t w, int64_t ws, int64_t shift) {
@@ -420,6 +446,9 @@ inline std::vector<AgreementRow> kernel_rows() {
                                 {2, 90, 4 * 49, 96, window_index(9, 10, 7, 3)}));
   rows.push_back(row_gather_row("relative position table of 7x7 windows, 3 heads (2401 reads of 169 rows)",
                                 {1, 13 * 13 * 3, 3 * 49 * 49, 1, relative_index(7, 3)}));
+  rows.push_back(head_normalize_row("5 rows of 3 heads of 4", {5, 3, 4}));
+  rows.push_back(head_normalize_row("2 images of 64 windows of 49 tokens, 4 heads of 32 (swin_v2_t's first stage)",
+                                    {2 * 64 * 49, 4, 32}));
   for (AgreementRow& r : loss_rows()) rows.push_back(std::move(r));
   return rows;
 }

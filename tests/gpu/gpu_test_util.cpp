@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -51,6 +52,20 @@ bool feeds_batch_norm(Network& net, size_t i) {
     }
   return i > 0 && i + 1 < ps.size() && ps[i]->name == "Bias" && ps[i - 1]->name == "Weights" &&
          types[i + 1] == "batchNormalization";
+}
+
+bool zero_key_bias(Network& net, size_t i) {
+  size_t at = 0;
+  for (size_t l = 0; l < net.size(); ++l) {
+    const std::vector<Param>& ps = net.layer(l).params();
+    if (i >= at + ps.size()) {
+      at += ps.size();
+      continue;
+    }
+    const bool cosine = std::any_of(ps.begin(), ps.end(), [](const Param& p) { return p.name == "LogitScale"; });
+    return ps[i - at].name == "KeyBias" && !cosine;
+  }
+  return false;
 }
 
 NetworkPair network_pair(const NetworkSpec& spec, uint64_t seed, const BackendOptions& dev_options) {

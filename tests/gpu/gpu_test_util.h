@@ -53,6 +53,10 @@ NetworkSpec config_network_file(const std::string& relative);
 // in the test networks (layers in order) a convolution whose only consumer is batch norm, whose
 // gradient is zero up to rounding (the normalisation subtracts the bias again).
 bool feeds_batch_norm(Network& net, size_t i);
+// Whether learnable i is an attention's KeyBias, whose gradient is zero in exact arithmetic (a
+// softmax row does not change when the same number is added to all its scores); not with cosine
+// attention (its keys are normalized after the bias).
+bool zero_key_bias(Network& net, size_t i);
 
 // A CPU network initialised from seed, with non-trivial input normalization (a random mean
 // image in [100, 150)) and batch-norm running statistics, and the same weights loaded into a

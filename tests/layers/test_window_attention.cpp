@@ -3,7 +3,8 @@
 // torch_window_attention.txt, written by make_torch_window_attention.py beside it): the output,
 // the input's gradient and every learnable's, with padding, shifts, rectangular windows and a
 // window that covers the padded rows (not shifted there); and MaxViT's window and grid attention
-// (Partition grid). Also the options' refusals.
+// (Partition grid); and Swin V2's ShiftedWindowAttentionV2 (CosineAttention, one head's logit
+// scale clamped). Also the options' refusals.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -93,18 +94,24 @@ std::string refusal(const std::vector<std::string>& options, const Shape& in) {
 TEST_CASE("windowAttention agrees with torchvision's ShiftedWindowAttention and MaxViT's window and grid attention",
           "[layers][swin]") {
   const std::vector<SwinCase> cases = read_cases();
-  REQUIRE(cases.size() == 6);
+  REQUIRE(cases.size() == 7);
   Backend& be = backend_for(Device::cpu());
   for (const SwinCase& c : cases) {
     INFO("case " << c.name);
+    const bool cosine = c.partition == "cosine";
+    // Cosine scores are multiplied by up to 100 (the clamp): float32's rounding of the unit
+    // vectors' products grows with them.
+    const double tol = cosine ? 5e-5 : 1e-5;
     std::unique_ptr<Layer> layer = make_layer(layer_spec(
         "windowAttention",
         {"NumHeads=" + std::to_string(c.heads),
          "WindowSize=[" + std::to_string(c.wh) + "," + std::to_string(c.ww) + "]",
-         "ShiftSize=[" + std::to_string(c.sh) + "," + std::to_string(c.sw) + "]", "Partition=" + c.partition}));
+         "ShiftSize=[" + std::to_string(c.sh) + "," + std::to_string(c.sw) + "]",
+         "Partition=" + std::string(cosine ? "window" : c.partition),
+         "CosineAttention=" + std::string(cosine ? "true" : "false")}));
     const Shape out = layer->infer({Shape{c.h, c.w, c.c}});
     CHECK(out == Shape{c.h, c.w, c.c});
-    REQUIRE(layer->params().size() == 9);
+    REQUIRE(layer->params().size() == (cosine ? 10u : 9u));
     for (Param& p : layer->params()) {
       INFO("param " << p.name);
       p.value = from(c.values.at("param " + p.name), p.shape);
@@ -116,15 +123,16 @@ TEST_CASE("windowAttention agrees with torchvision's ShiftedWindowAttention and 
     Tensor y(xs), dy = from(c.values.at("r"), xs), dx(xs);
     RunContext ctx{true, 7, 3};
     layer->forward({&x}, y, ctx);
-    CHECK(max_rel(y, c.values.at("y")) < 1e-5);
+    CHECK(max_rel(y, c.values.at("y")) < tol);
     layer->backward({&x}, y, dy, {&dx}, ctx);
-    CHECK(max_rel(dx, c.values.at("dx")) < 1e-5);
+    CHECK(max_rel(dx, c.values.at("dx")) < tol);
     for (const Param& p : layer->params()) {
       INFO("gradient of " << p.name);
       if (p.name != "KeyBias") {
-        CHECK(max_rel(p.grad, c.values.at("grad " + p.name)) < 1e-5);
+        CHECK(max_rel(p.grad, c.values.at("grad " + p.name)) < tol);
         continue;
       }
+      if (cosine) continue;  // torchvision's V2 holds the key bias at zero; dltrain's learns it
       // 0 up to rounding on both sides: a softmax row does not change when the same number is
       // added to every score.
       for (int64_t i = 0; i < p.grad.numel(); ++i) CHECK(std::fabs(p.grad.data()[i]) < 1e-6);

@@ -127,7 +127,7 @@ TEST_CASE("constant folding: Gather, Reshape, Transpose, Unsqueeze, Squeeze, Con
   CHECK(x.v[5] == 2);
 }
 
-TEST_CASE("constant folding: ConstantOfShape, Range, ScatterND, GatherND, MatMul, Cast", "[onnx]") {
+TEST_CASE("constant folding: ConstantOfShape, Range, ScatterND, GatherND, MatMul, Cast, Clip", "[onnx]") {
   const TensorConst shape = ints({2}, {2, 3});
   TensorConst z = fold("ConstantOfShape", {&shape});
   CHECK(z.dims == std::vector<int64_t>{2, 3});
@@ -168,6 +168,13 @@ TEST_CASE("constant folding: ConstantOfShape, Range, ScatterND, GatherND, MatMul
   CHECK(ci.v == std::vector<double>{2, -2});
   const TensorConst huge = ints({2}, {1 << 13, 1 << 12});
   CHECK_THAT(refusal("ConstantOfShape", {&huge}), Catch::Contains("more than the 16777216"));
+  // Clip: Swin V2's clamp(logit_scale, max=log(100)), min absent; both bounds; a bound not scalar.
+  const TensorConst logit = floats({3, 1, 1}, {2.3, 4.0, 5.0}), cap = floats({}, {std::log(100.0)});
+  CHECK(fold("Clip", {&logit, nullptr, &cap}).v == std::vector<double>{2.3, 4.0, std::log(100.0)});
+  const TensorConst lo = floats({}, {2.5});
+  CHECK(fold("Clip", {&logit, &lo, &cap}).v == std::vector<double>{2.5, 4.0, std::log(100.0)});
+  CHECK(fold("Clip", {&logit}).v == logit.v);
+  CHECK_THAT(refusal("Clip", {&logit, &b}), Catch::Contains("a Clip bound of 3x2; expected one value"));
 }
 
 TEST_CASE("constant folding: hostile sizes are refused before anything is allocated", "[onnx]") {

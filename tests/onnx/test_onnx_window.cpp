@@ -1,10 +1,10 @@
 // Swin's window attention through ONNX: windowAttention layers written in YAML (padded, shifted
-// with the mask, rectangular windows, another output width; MaxViT's grid windows) export in the
-// form torchvision's shifted_window_attention takes in PyTorch's dynamo export and read back as
-// the same layers computing the same probabilities; the import refuses, in one line, a score
-// bias that is not a relative position bias, a mask other than torchvision's and a partition
-// whose sizes do not match. torchvision's own exports (both exporters) are the fixtures of
-// tests/cli/onnx_zoo_fixtures.sh.
+// with the mask, rectangular windows, another output width, Swin V2's cosine attention; MaxViT's
+// grid windows) export in the form torchvision's shifted_window_attention takes in PyTorch's
+// dynamo export and read back as the same layers computing the same probabilities; the import
+// refuses, in one line, a score bias that is not a relative position bias, a mask other than
+// torchvision's and a partition whose sizes do not match. torchvision's own exports (Swin and
+// Swin V2, both exporters) are the fixtures of tests/cli/onnx_zoo_fixtures.sh.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -23,7 +23,7 @@ const char* kWindows = R"(
 layers:
   - {type: imageInput, Name: input, InputSize: [7, 5, 4], Normalization: none}
   - {type: windowAttention, Name: w1, NumHeads: 2, WindowSize: 3, ShiftSize: 1}
-  - {type: windowAttention, Name: w2, NumHeads: 2, WindowSize: [2, 3], OutputSize: 6}
+  - {type: windowAttention, Name: w2, NumHeads: 2, WindowSize: [2, 3], OutputSize: 6, CosineAttention: true}
   - {type: globalAveragePooling2d, Name: gap}
   - {type: fullyConnected, Name: fc, OutputSize: 3}
   - {type: softmax, Name: softmax}
@@ -96,7 +96,7 @@ void nudge(onnx::TensorProto& t, size_t i, float delta) {
 }  // namespace
 
 TEST_CASE("onnx window: Swin's window attention exports and reads back as the same layers", "[onnx][swin]") {
-  SECTION("padded, shifted, rectangular windows, another output width") {
+  SECTION("padded, shifted, rectangular windows, another output width, cosine attention") {
     const ModelData m = model_of(kWindows);
     TempDir dir;
     const std::string path = dir.file("swin.onnx");
@@ -112,6 +112,8 @@ TEST_CASE("onnx window: Swin's window attention exports and reads back as the sa
     CHECK(attn[1]->get_ints("WindowSize", {}, 2) == std::vector<int64_t>{2, 3});
     CHECK(attn[1]->get_ints("ShiftSize", {0, 0}, 2) == std::vector<int64_t>{0, 0});
     CHECK(attn[1]->get_int("OutputSize", 0) == 6);
+    CHECK(attn[1]->get_bool("CosineAttention", false));
+    CHECK(!attn[0]->get_bool("CosineAttention", false));
     CHECK(round_trip(m, back, 7 * 5 * 4) < 1e-5);
   }
   SECTION("grid windows (MaxViT)") {

@@ -2,6 +2,9 @@
 // per pixel and channel, in double.
 #include "support/reference_ops.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace dlt::ref {
 
 Vec channel_shuffle_forward(const ChannelShuffleDesc& d, const Vec& x) {
@@ -119,6 +122,47 @@ Vec row_gather_backward(const RowGatherDesc& d, const Vec& dy) {
             dy[static_cast<size_t>((b * d.rows_out + r) * d.cols + j)];
     }
   return dx;
+}
+
+namespace {
+
+double head_scale(const HeadNormalizeDesc& d, const Vec& t, int64_t h) {
+  return t.empty() ? 1.0 : std::exp(std::min(t[static_cast<size_t>(h)], d.max_log_scale));
+}
+
+double group_norm(const HeadNormalizeDesc& d, const Vec& x, int64_t g) {
+  double n = 0;
+  for (int64_t i = 0; i < d.dim; ++i) n += x[static_cast<size_t>(g * d.dim + i)] * x[static_cast<size_t>(g * d.dim + i)];
+  return std::max(std::sqrt(n), static_cast<double>(HeadNormalizeDesc::kEps));
+}
+
+}  // namespace
+
+Vec head_normalize_forward(const HeadNormalizeDesc& d, const Vec& x, const Vec& t) {
+  Vec y(x.size());
+  for (int64_t g = 0; g < d.rows * d.heads; ++g) {
+    const double f = head_scale(d, t, g % d.heads) / group_norm(d, x, g);
+    for (int64_t i = 0; i < d.dim; ++i) y[static_cast<size_t>(g * d.dim + i)] = f * x[static_cast<size_t>(g * d.dim + i)];
+  }
+  return y;
+}
+
+// y = s u, u = x / n: dx = s (dy - u (u . dy)) / n; dt = s sum(dy . u) where t is below the clamp.
+void head_normalize_backward(const HeadNormalizeDesc& d, const Vec& x, const Vec& t, const Vec& dy, Vec& dx, Vec& dt) {
+  dx.assign(x.size(), 0.0);
+  dt.assign(t.size(), 0.0);
+  for (int64_t g = 0; g < d.rows * d.heads; ++g) {
+    const int64_t h = g % d.heads;
+    const double n = group_norm(d, x, g), s = head_scale(d, t, h);
+    double dot = 0;
+    for (int64_t i = 0; i < d.dim; ++i)
+      dot += x[static_cast<size_t>(g * d.dim + i)] / n * dy[static_cast<size_t>(g * d.dim + i)];
+    for (int64_t i = 0; i < d.dim; ++i) {
+      const size_t k = static_cast<size_t>(g * d.dim + i);
+      dx[k] = s * (dy[k] - x[k] / n * dot) / n;
+    }
+    if (!t.empty() && t[static_cast<size_t>(h)] < d.max_log_scale) dt[static_cast<size_t>(h)] += s * dot;
+  }
 }
 
 Vec spatial_transpose_backward(const SpatialTransposeDesc& d, const Vec& dy) {

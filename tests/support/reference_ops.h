@@ -117,6 +117,10 @@ Vec spatial_transpose_forward(const SpatialTransposeDesc& d, const Vec& x);
 Vec spatial_transpose_backward(const SpatialTransposeDesc& d, const Vec& dy);  // -> dx
 Vec row_gather_forward(const RowGatherDesc& d, const Vec& x);
 Vec row_gather_backward(const RowGatherDesc& d, const Vec& dy);  // -> dx
+// head normalize (backend/token_ops.h): each group of dim values over max(its norm, eps), times
+// exp(min(t[h], max_log_scale)) (t empty: 1); the backward's dx and dt (t empty: dt empty).
+Vec head_normalize_forward(const HeadNormalizeDesc& d, const Vec& x, const Vec& t);
+void head_normalize_backward(const HeadNormalizeDesc& d, const Vec& x, const Vec& t, const Vec& dy, Vec& dx, Vec& dt);
 
 // ---- cross-entropy of softmax probabilities (N, C) with integer labels (N) ----
 // Returns the weighted mean sum w[l] * -log(max(p_l, 1e-37)) / sum w[l] over the rows whose

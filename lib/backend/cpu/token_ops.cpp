@@ -1,8 +1,10 @@
-// The CPU's token data movement (backend/token_ops.h): plain loops, parallel over rows or
-// columns (no arithmetic beyond one addition per value).
+// The CPU's token ops (backend/token_ops.h): plain loops, parallel over rows or columns (data
+// movement with one addition per value; the head normalization's norms and dot products).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/token_ops.h"
@@ -115,6 +117,79 @@ class CpuRowGatherOp final : public RowGatherOp {
   std::vector<int64_t> starts_, sources_;
 };
 
+// Each group's norm, dot product and the logit scale's per-head sum in float, group by group
+// and row by row in order (the same for every thread count).
+class CpuHeadNormalizeOp final : public HeadNormalizeOp {
+ public:
+  explicit CpuHeadNormalizeOp(const HeadNormalizeDesc& d) : HeadNormalizeOp(d, Device::cpu()), d_(d) {}
+
+ private:
+  std::vector<float> scales(const Tensor* t) const {
+    std::vector<float> s(static_cast<size_t>(d_.heads), 1.f);
+    if (t)
+      for (int64_t h = 0; h < d_.heads; ++h)
+        s[static_cast<size_t>(h)] = std::exp(std::min(t->data()[h], static_cast<float>(d_.max_log_scale)));
+    return s;
+  }
+  static float norm(const float* x, int64_t dim) {
+    float n = 0.f;
+    for (int64_t i = 0; i < dim; ++i) n += x[i] * x[i];
+    return std::max(std::sqrt(n), HeadNormalizeDesc::kEps);
+  }
+  void do_forward(const Tensor& x, const Tensor* t, Tensor& y) override {
+    const std::vector<float> s = scales(t);
+    const float* xp = x.data();
+    float* yp = y.data();
+    const int64_t dim = d_.dim, heads = d_.heads;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < d_.rows; ++r)
+      for (int64_t h = 0; h < heads; ++h) {
+        const float* in = xp + (r * heads + h) * dim;
+        float* out = yp + (r * heads + h) * dim;
+        const float f = s[static_cast<size_t>(h)] / norm(in, dim);
+        for (int64_t i = 0; i < dim; ++i) out[i] = f * in[i];
+      }
+  }
+  void do_backward(const Tensor& x, const Tensor* t, const Tensor& dy, Tensor& dx, Tensor* dt) override {
+    const std::vector<float> s = scales(t);
+    const float* xp = x.data();
+    const float* gp = dy.data();
+    float* out = dx.data();
+    const int64_t dim = d_.dim, heads = d_.heads, rows = d_.rows;
+    // dt first: dx may overwrite x or dy.
+    if (dt) {
+#pragma omp parallel for schedule(static)
+      for (int64_t h = 0; h < heads; ++h) {
+        float sum = 0.f;
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* in = xp + (r * heads + h) * dim;
+          const float* g = gp + (r * heads + h) * dim;
+          float dot = 0.f;
+          for (int64_t i = 0; i < dim; ++i) dot += g[i] * in[i];
+          sum += dot / norm(in, dim);
+        }
+        const bool clamped = t->data()[h] >= static_cast<float>(d_.max_log_scale);
+        dt->data()[h] = clamped ? 0.f : s[static_cast<size_t>(h)] * sum;
+      }
+    }
+    // u = x / n, du = s dy: dx = (du - u (u . du)) / n.
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t at = (r * heads + h) * dim;
+        const float* in = xp + at;
+        const float* g = gp + at;
+        const float n = norm(in, dim), f = s[static_cast<size_t>(h)] / n;
+        float dot = 0.f;  // u . dy
+        for (int64_t i = 0; i < dim; ++i) dot += in[i] * g[i];
+        dot /= n;
+        for (int64_t i = 0; i < dim; ++i) out[at + i] = f * (g[i] - in[i] / n * dot);
+      }
+  }
+
+  HeadNormalizeDesc d_;
+};
+
 std::unique_ptr<BatchBroadcastOp> make_broadcast(Backend&, const BatchBroadcastDesc& d) {
   return std::make_unique<CpuBatchBroadcastOp>(d);
 }
@@ -124,11 +199,15 @@ std::unique_ptr<SpatialTransposeOp> make_transpose(Backend&, const SpatialTransp
 std::unique_ptr<RowGatherOp> make_gather(Backend&, const RowGatherDesc& d) {
   return std::make_unique<CpuRowGatherOp>(d);
 }
+std::unique_ptr<HeadNormalizeOp> make_head_normalize(Backend&, const HeadNormalizeDesc& d) {
+  return std::make_unique<CpuHeadNormalizeOp>(d);
+}
 
 }  // namespace
 
 DLT_REGISTER_OP(BatchBroadcastDesc, DeviceType::kCpu, "own", 0, make_broadcast, nullptr);
 DLT_REGISTER_OP(RowGatherDesc, DeviceType::kCpu, "own", 0, make_gather, nullptr);
 DLT_REGISTER_OP(SpatialTransposeDesc, DeviceType::kCpu, "own", 0, make_transpose, nullptr);
+DLT_REGISTER_OP(HeadNormalizeDesc, DeviceType::kCpu, "own", 0, make_head_normalize, nullptr);
 
 }  // namespace dlt::cpu

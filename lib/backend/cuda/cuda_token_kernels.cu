@@ -1,4 +1,5 @@
-// The token data-movement kernels (backend/token_ops.h): one thread per value, grid-stride.
+// The token kernels (backend/token_ops.h): one thread per value (per group of values for the
+// head normalization), grid-stride.
 // batch_sum gives each column one thread that sums its rows in order (rows are a batch: few).
 #include <cuda_runtime.h>
 
@@ -61,9 +62,78 @@ __global__ void row_gather_backward_kernel(const float* dy, float* dx, const int
   }
 }
 
+// Head normalize: one thread per group of dim values (norms and dot products in float, in order).
+__device__ float head_scale(const float* t, int64_t h, float max_log) { return t ? expf(fminf(t[h], max_log)) : 1.f; }
+
+__device__ float group_norm(const float* x, int64_t dim) {
+  float n = 0.f;
+  for (int64_t i = 0; i < dim; ++i) n += x[i] * x[i];
+  return fmaxf(sqrtf(n), 1e-12f);
+}
+
+__global__ void head_normalize_kernel(const float* x, const float* t, float* y, int64_t groups, int64_t heads,
+                                      int64_t dim, float max_log) {
+  for (int64_t g = first_index(); g < groups; g += grid_stride()) {
+    const float* in = x + g * dim;
+    const float f = head_scale(t, g % heads, max_log) / group_norm(in, dim);
+    for (int64_t i = 0; i < dim; ++i) y[g * dim + i] = f * in[i];
+  }
+}
+
+__global__ void head_normalize_backward_kernel(const float* x, const float* t, const float* dy, float* dx,
+                                               int64_t groups, int64_t heads, int64_t dim, float max_log) {
+  for (int64_t g = first_index(); g < groups; g += grid_stride()) {
+    const float* in = x + g * dim;
+    const float* gr = dy + g * dim;
+    const float n = group_norm(in, dim), f = head_scale(t, g % heads, max_log) / n;
+    float dot = 0.f;
+    for (int64_t i = 0; i < dim; ++i) dot += in[i] * gr[i];
+    dot /= n;
+    for (int64_t i = 0; i < dim; ++i) dx[g * dim + i] = f * (gr[i] - in[i] / n * dot);
+  }
+}
+
+// dt[h]: one block of kThreads per head; thread k sums rows k, k + kThreads, ..., then block_sum.
+__global__ void head_normalize_scale_grad_kernel(const float* x, const float* t, const float* dy, float* dt,
+                                                 int64_t rows, int64_t heads, int64_t dim, float max_log) {
+  const int64_t h = blockIdx.x;
+  double sum = 0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+    const float* in = x + (r * heads + h) * dim;
+    const float* gr = dy + (r * heads + h) * dim;
+    float dot = 0.f;
+    for (int64_t i = 0; i < dim; ++i) dot += gr[i] * in[i];
+    sum += dot / group_norm(in, dim);
+  }
+  const double total = block_sum(sum);
+  if (threadIdx.x == 0) dt[h] = t[h] >= max_log ? 0.f : head_scale(t, h, max_log) * static_cast<float>(total);
+}
+
 }  // namespace
 
 // Declared where they are called (cuda_token_ops.cpp).
+void head_normalize(const float* x, const float* t, float* y, int64_t rows, int64_t heads, int64_t dim, float max_log,
+                    cudaStream_t stream) {
+  const int64_t groups = rows * heads;
+  if (groups <= 0) return;
+  head_normalize_kernel<<<grid_for(groups), kThreads, 0, stream>>>(x, t, y, groups, heads, dim, max_log);
+  DLT_LAUNCH_CHECK();
+}
+
+void head_normalize_backward(const float* x, const float* t, const float* dy, float* dx, float* dt, int64_t rows,
+                             int64_t heads, int64_t dim, float max_log, cudaStream_t stream) {
+  const int64_t groups = rows * heads;
+  if (groups <= 0) return;
+  // dt first: dx may overwrite x or dy.
+  if (dt) {
+    head_normalize_scale_grad_kernel<<<static_cast<unsigned>(heads), kThreads, 0, stream>>>(x, t, dy, dt, rows, heads,
+                                                                                          dim, max_log);
+    DLT_LAUNCH_CHECK();
+  }
+  head_normalize_backward_kernel<<<grid_for(groups), kThreads, 0, stream>>>(x, t, dy, dx, groups, heads, dim, max_log);
+  DLT_LAUNCH_CHECK();
+}
+
 void row_gather(const float* x, float* y, const int32_t* index, int64_t n, int64_t rows_in, int64_t rows_out,
                 int64_t cols, cudaStream_t stream) {
   const int64_t total = n * rows_out * cols;

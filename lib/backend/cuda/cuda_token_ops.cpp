@@ -1,4 +1,4 @@
-// The CUDA token data movement (backend/token_ops.h): its kernels in cuda_token_kernels.cu, on
+// The CUDA token ops (backend/token_ops.h): its kernels in cuda_token_kernels.cu, on
 // the compute stream.
 #include <cuda_runtime.h>
 
@@ -23,7 +23,31 @@ void row_gather(const float* x, float* y, const int32_t* index, int64_t n, int64
 void row_gather_backward(const float* dy, float* dx, const int32_t* starts, const int32_t* sources, int64_t n,
                          int64_t rows_in, int64_t rows_out, int64_t cols, cudaStream_t stream);
 
+void head_normalize(const float* x, const float* t, float* y, int64_t rows, int64_t heads, int64_t dim, float max_log,
+                    cudaStream_t stream);
+void head_normalize_backward(const float* x, const float* t, const float* dy, float* dx, float* dt, int64_t rows,
+                             int64_t heads, int64_t dim, float max_log, cudaStream_t stream);
+
 namespace {
+
+class CudaHeadNormalizeOp final : public HeadNormalizeOp {
+ public:
+  CudaHeadNormalizeOp(const HeadNormalizeDesc& d, CudaContext& ctx)
+      : HeadNormalizeOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx) {}
+
+ private:
+  void do_forward(const Tensor& x, const Tensor* t, Tensor& y) override {
+    head_normalize(x.data(), t ? t->data() : nullptr, y.data(), d_.rows, d_.heads, d_.dim,
+                   static_cast<float>(d_.max_log_scale), ctx_.stream);
+  }
+  void do_backward(const Tensor& x, const Tensor* t, const Tensor& dy, Tensor& dx, Tensor* dt) override {
+    head_normalize_backward(x.data(), t ? t->data() : nullptr, dy.data(), dx.data(), dt ? dt->data() : nullptr,
+                            d_.rows, d_.heads, d_.dim, static_cast<float>(d_.max_log_scale), ctx_.stream);
+  }
+
+  HeadNormalizeDesc d_;
+  CudaContext& ctx_;
+};
 
 class CudaBatchBroadcastOp final : public BatchBroadcastOp {
  public:
@@ -105,11 +129,16 @@ std::unique_ptr<RowGatherOp> make_gather(Backend& b, const RowGatherDesc& d) {
   cuda_backend_of(b).enter();
   return std::make_unique<CudaRowGatherOp>(d, cuda_context(b));
 }
+std::unique_ptr<HeadNormalizeOp> make_head_normalize(Backend& b, const HeadNormalizeDesc& d) {
+  cuda_backend_of(b).enter();
+  return std::make_unique<CudaHeadNormalizeOp>(d, cuda_context(b));
+}
 
 }  // namespace
 
 DLT_REGISTER_OP(RowGatherDesc, DeviceType::kCuda, "own", 0, make_gather, nullptr);
 DLT_REGISTER_OP(BatchBroadcastDesc, DeviceType::kCuda, "own", 0, make_broadcast, nullptr);
 DLT_REGISTER_OP(SpatialTransposeDesc, DeviceType::kCuda, "own", 0, make_transpose, nullptr);
+DLT_REGISTER_OP(HeadNormalizeDesc, DeviceType::kCuda, "own", 0, make_head_normalize, nullptr);
 
 }  // namespace dlt::cuda

@@ -1,4 +1,6 @@
-"""Writes torch_window_attention.txt: torchvision's ShiftedWindowAttention (Swin's attention) and
+"""Writes torch_window_attention.txt: torchvision's ShiftedWindowAttention (Swin's attention), its
+ShiftedWindowAttentionV2 (Swin V2's cosine attention; its position bias from a learnable table
+rather than the MLP, its key bias zero as V2 holds it, one head's logit scale past the clamp) and
 MaxViT's window and grid attention (PartitionAttentionLayer's partition, axis swap and
 RelativePositionalMultiHeadAttention) on fixed random inputs and learnables, the output and the
 gradients of sum(y * r), for tests/layers/test_window_attention.cpp.
@@ -8,7 +10,8 @@ Run with a PyTorch that has torchvision's Swin (>= 0.13), e.g. the zoo venv:
 Each case: a 'case NAME H W C HEADS WH WW SH SW N PARTITION' line, then 'KEY v v v ...' lines:
 x (N, H, W, C), r, y, dx and, for each learnable, 'param NAME' and 'grad NAME' in dltrain's
 names and shapes (QueryWeights (C, C) = rows 0..C-1 of qkv.weight, ..., RelativePositionBias
-((2 WH - 1) (2 WW - 1), HEADS) = relative_position_bias_table). MaxViT scales the scores by
+((2 WH - 1) (2 WW - 1), HEADS) = relative_position_bias_table, LogitScale (HEADS) = V2's
+logit_scale); PARTITION is window, grid or cosine (window partition, CosineAttention). MaxViT scales the scores by
 C^-1/2 rather than the head's d^-1/2: its query weights and bias are written times sqrt(d / C)
 (what an import folds in), their gradients divided by it.
 """
@@ -16,7 +19,8 @@ import os
 
 import torch
 from torchvision.models.maxvit import RelativePositionalMultiHeadAttention, WindowDepartition, WindowPartition
-from torchvision.models.swin_transformer import ShiftedWindowAttention
+from torchvision.models.swin_transformer import ShiftedWindowAttention, ShiftedWindowAttentionV2
+from torchvision.models.swin_transformer import _get_relative_position_bias
 
 CASES = [
     # name, H, W, C, heads, window, shift, N
@@ -32,6 +36,26 @@ MAXVIT_CASES = [
     ("maxvit_window", 6, 6, 8, 4, 3, "window", 2),
     ("maxvit_grid", 8, 8, 8, 2, 2, "grid", 2),  # sequences of 2x2 tokens spaced 4 apart
 ]
+
+
+# Swin V2 (CosineAttention): name, H, W, C, heads, window, shift, N
+COSINE_CASES = [
+    ("cosine_shifted_padded", 5, 7, 6, 3, (3, 3), (1, 1), 2),
+]
+
+
+class CosineWindowAttention(ShiftedWindowAttentionV2):
+    """torchvision's Swin V2 attention with its position bias read from a learnable table (the
+    values its continuous position bias MLP gives, 16 sigmoid(cpb_mlp(...)), in dltrain's
+    RelativePositionBias) rather than from the MLP."""
+
+    def __init__(self, c, win, shift, heads):
+        super().__init__(c, list(win), list(shift), heads)
+        rows = (2 * win[0] - 1) * (2 * win[1] - 1)
+        self.table = torch.nn.Parameter(torch.zeros(rows, heads))
+
+    def get_relative_position_bias(self):
+        return _get_relative_position_bias(self.table, self.relative_position_index, self.window_size)
 
 
 class MaxVitAttention(torch.nn.Module):
@@ -57,7 +81,7 @@ class MaxVitAttention(torch.nn.Module):
         return x.permute(0, 2, 3, 1)
 
 
-def learnables(c, qkv, proj, table, f):
+def learnables(c, qkv, proj, table, f, logit=None):
     """'param NAME' and 'grad NAME' lines in dltrain's names: the joint qkv Linear split into Q, K
     and V (the query's weight and bias times f, their gradients divided by it), the output
     projection, the relative position table."""
@@ -73,6 +97,8 @@ def learnables(c, qkv, proj, table, f):
         ("OutputBias", proj.bias, proj.bias.grad),
         ("RelativePositionBias", table, table.grad),
     ]
+    if logit is not None:
+        named.append(("LogitScale", logit, logit.grad))
     lines = []
     for name, value, grad in named:
         lines += [row("param " + name, value), row("grad " + name, grad)]
@@ -118,6 +144,22 @@ def main():
         lines += [row("x", x), row("r", r), row("y", y), row("dx", x.grad)]
         f = (head_dim / c) ** 0.5
         lines += learnables(c, a.to_qkv, a.merge, a.relative_position_bias_table, f)
+    for name, h, w, c, heads, win, shift, n in COSINE_CASES:
+        m = CosineWindowAttention(c, win, shift, heads).double()
+        with torch.no_grad():
+            for p in m.parameters():
+                p.uniform_(-0.5, 0.5)
+            m.table.uniform_(0.0, 16.0)  # 16 sigmoid(.) lies in (0, 16)
+            m.qkv.bias[c:2 * c] = 0  # torchvision's V2 holds the key bias at zero
+            m.logit_scale.copy_(torch.tensor([2.0, 2.5, 5.0], dtype=torch.float64).view(heads, 1, 1))  # head 2 clamped
+        x = torch.empty(n, h, w, c, dtype=torch.float64).uniform_(-1.5, 1.5).requires_grad_(True)
+        r = torch.empty(n, h, w, c, dtype=torch.float64).uniform_(-1.0, 1.0)
+        m.train(False)
+        y = m(x)
+        (y * r).sum().backward()
+        lines.append(f"case {name} {h} {w} {c} {heads} {win[0]} {win[1]} {shift[0]} {shift[1]} {n} cosine")
+        lines += [row("x", x), row("r", r), row("y", y), row("dx", x.grad)]
+        lines += learnables(c, m.qkv, m.proj, m.table, 1.0, m.logit_scale)
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_window_attention.txt")
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
