@@ -1,4 +1,4 @@
-// The importer's Swin Transformer forms (onnx_importer.h), on channels-last images:
+// The importer's Swin Transformer and MaxViT forms (onnx_importer.h), on channels-last images:
 // - torchvision's shifted_window_attention: a zero Pad at the bottom and right, the roll
 //   (Slice, Slice, Concat per axis), the window partition (Reshape to (1, H/wh, wh, W/ww, ww, C),
 //   Transpose (0, 1, 3, 2, 4, 5), Reshape to (windows, S, C)), the joint Q/K/V projection, the
@@ -9,15 +9,25 @@
 //   reverse partition, the roll back and the crop: one windowAttention layer. The bias is read
 //   back into its table (refused unless every pair of tokens at the same offset has the same
 //   bias), the mask checked against the one the layer computes;
+//   Swin V2's cosine attention adds F.normalize of Q and K and a per-head factor on the scores
+//   (CosineAttention, LogitScale its logarithm);
 // - PatchMerging: four Slices of step 2 (offsets (0, 0), (1, 0), (0, 1), (1, 1)) concatenated
 //   along the channels: spaceToDepth 2, whose channel order (block 2 i + j) differs from
 //   torchvision's (i + 2 j); the LayerNormalization and the MatMul that read it take the
-//   permutation into their learnables.
-// Every value in between is tracked by what it is (an ImageView, a WinValue stage); anything
-// else that reads one is refused with the form dltrain expects.
+//   permutation into their learnables;
+// - MaxViT: an NCHW image partitioned into (1, windows, tokens, C) (Reshape, Transpose, Reshape;
+//   the grid's swap) is the same image to the per-token layers on it (node() keeps the
+//   partition on their outputs); its attention (the joint projection Split or Sliced into Q, K
+//   and V, Einsums) becomes windowAttention at the output projection; the reverse partition
+//   gives the image back.
+// Every value in between is tracked by what it is (an ImageView, a WinValue stage, an
+// ImageSplit, a Partition); anything else that reads one is refused with the form dltrain
+// expects.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "onnx/onnx_importer.h"
 
@@ -53,6 +63,12 @@ const char* stage_name(Stage s) {
     case Stage::kRev: return "reversed windows, before their Reshape to (1, H, W, C)";
     case Stage::kQNorm:
     case Stage::kKNorm: return "norm of the queries or keys, before its Clip, Expand or the Div by it";
+    case Stage::kQFlat:
+    case Stage::kKFlat:
+    case Stage::kVFlat: return "split Q, K or V, before its Reshape to (1, windows, S, heads, d)";
+    case Stage::kQ5:
+    case Stage::kK5:
+    case Stage::kV5: return "Q, K or V heads, before their Transpose (0, 1, 3, 2, 4)";
   }
   return "";
 }
@@ -110,11 +126,21 @@ Importer::SliceArgs Importer::slice_args(const onnx::NodeProto& n) {
 bool Importer::window_node(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
   if (n.input_size() == 0) return false;
-  for (int i = 0; i < n.input_size(); ++i)
-    if (win_.count(n.input(i))) {
-      window_step(n, win_.at(n.input(i)));
-      return true;
+  for (int i = 0; i < n.input_size(); ++i) {
+    auto it = win_.find(n.input(i));
+    if (it == win_.end()) continue;
+    // MaxViT's attention ends at its output projection: anything but the projection's bias
+    // reads the windowAttention layer's output, in the partition of its input.
+    const WindowBlock& b = blocks_[it->second.block];
+    const bool bias = op == "Add" && n.input_size() == 2 && constant(n.input(1 - i));
+    if (b.maxvit && it->second.stage == Stage::kProj && !bias) {
+      maxvit_close(n, n.input(i));
+      break;
     }
+    window_step(n, it->second);
+    return true;
+  }
+  if (maxvit_node(n)) return true;
   if (op == "Concat") {
     for (int i = 0; i < n.input_size(); ++i)
       if (image_views_.count(n.input(i))) {
@@ -138,6 +164,191 @@ bool Importer::window_node(const onnx::NodeProto& n) {
     return true;
   }
   return false;
+}
+
+// ---- MaxViT: its partition of NCHW images into (1, windows, tokens, C), the per-token layers
+// on them (node(): the outputs keep the partition), the grid swap, the attention's start and end.
+
+const Importer::Partition* Importer::partition_of_inputs(const onnx::NodeProto& n) {
+  const Partition* p = nullptr;
+  bool untagged = false;
+  for (int i = 0; i < n.input_size(); ++i) {
+    // A constant, or a window attention still being read (its projection, MaxViT's residual Add).
+    if (n.input(i).empty() || constant(n.input(i)) || win_.count(n.input(i))) continue;
+    auto it = partitions_.find(n.input(i));
+    if (it == partitions_.end()) {
+      untagged = true;
+      continue;
+    }
+    if (p && !(*p == it->second))
+      fail(n, "combines MaxViT tokens of two different partitions ('" + n.input(0) + "', '" + n.input(i) + "')");
+    p = &it->second;
+  }
+  if (!p) return nullptr;
+  static const std::set<std::string> per_token{"LayerNormalization", "MatMul", "Add",       "Gelu",
+                                               "Relu",               "Sigmoid", "Mul",       "Dropout",
+                                               "Identity",           "Reshape", "Transpose", "Shape"};
+  if (!per_token.count(n.op_type()) || untagged)
+    fail(n, "reads MaxViT's partitioned tokens (1, windows, tokens, C)" +
+                std::string(untagged ? " together with a value that is not partitioned the same way" : "") +
+                "; dltrain reads them only in LayerNormalization, MatMul, Add, the activations, the grid swap and "
+                "the reverse partition");
+  return p;
+}
+
+void Importer::tag_outputs(const onnx::NodeProto& n, const Partition& p) {
+  for (const auto& out : n.output()) {
+    auto it = values_.find(out);
+    if (it != values_.end() && it->second.channels_last && !partitions_.count(out)) partitions_[out] = p;
+  }
+}
+
+// Whether value goes (through a bias Add) into a Split or Slices: MaxViT's joint Q/K/V
+// projection rather than its MLP's.
+bool Importer::feeds_split(const std::string& value) {
+  if (consumers_.empty())
+    for (int k = 0; k < g_.node_size(); ++k)
+      for (const auto& in : g_.node(k).input()) consumers_[in].push_back(k);
+  auto it = consumers_.find(value);
+  if (it == consumers_.end()) return false;
+  for (int k : it->second) {
+    const onnx::NodeProto& c = g_.node(k);
+    if (c.op_type() == "Split" || c.op_type() == "Slice") return true;  // Slice: TorchScript's chunk
+    const bool bias = c.op_type() == "Add" && c.input_size() == 2 && (constant(c.input(0)) || constant(c.input(1)));
+    if (bias && c.output_size() == 1 && feeds_split(c.output(0))) return true;
+  }
+  return false;
+}
+
+bool Importer::maxvit_node(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  const std::string& x = n.input(0);
+  const std::string what = path_ + ": node '" + node_name(n) + "'";
+  auto target = [&]() { return ints_of(need_const(n, 1, "shape"), what); };
+  auto perm = [&]() { return attr_ints(n, "perm", {}); };
+  // An NCHW image reshaped to (1, C, a, b, c, d): a partition (or a reverse) begins.
+  auto it = values_.find(x);
+  const bool image = it != values_.end() && !it->second.flat && !it->second.channels_last && !it->second.tokens &&
+                     !padded(it->second) && !it->second.indices && !partitions_.count(x);
+  if (op == "Reshape" && image && n.input_size() > 1 && constant(n.input(1)) &&
+      dims_of(*constant(n.input(1))) == std::vector<int64_t>{6}) {
+    const Value& v = it->second;
+    const auto t = target();
+    const int64_t h = v.shape[0], w = v.shape[1], c = v.shape[2];
+    if (!one_image(t[0]) || t[1] != c || t[2] < 1 || t[3] < 1 || t[4] < 1 || t[5] < 1 || t[2] * t[3] != h ||
+        t[4] * t[5] != w)
+      fail(n, "reshapes a " + std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w) + " image to " +
+                  ints_str(t) + "; dltrain reads 6-D reshapes of an (N, C, H, W) image only as MaxViT's partition "
+                  "(1, C, H/p, p, W/p, p)");
+    splits_[define(n)] = ImageSplit{v, t[2], t[3], t[4], t[5], ImageSplit::kSplit};
+    return true;
+  }
+  const int64_t one = exported_batch_ == 1 ? 1 : kBatchDim;  // as Shape of a channels-last value
+  auto shape_out = [&](const std::vector<int64_t>& dims) {
+    set_ints(n, shape_slice(dims, attr_int(n, "start", 0), attr_int(n, "end", INT64_MAX)));
+    return true;
+  };
+  if (splits_.count(x)) {
+    const ImageSplit sp = splits_.at(x);
+    const int64_t h = sp.image.shape[0], w = sp.image.shape[1], c = sp.image.shape[2];
+    if (op == "Shape")
+      return shape_out(sp.stage == ImageSplit::kSplit ? std::vector<int64_t>{one, c, sp.a, sp.b, sp.c, sp.d}
+                                                      : std::vector<int64_t>{one, sp.a, sp.c, sp.b, sp.d, c});
+    if (sp.stage == ImageSplit::kSplit && op == "Transpose" && perm() == std::vector<int64_t>{0, 2, 4, 3, 5, 1}) {
+      ImageSplit out = sp;
+      out.stage = ImageSplit::kPart;
+      splits_[define(n)] = out;
+      return true;
+    }
+    if (sp.stage == ImageSplit::kDep && op == "Transpose" && perm() == std::vector<int64_t>{0, 5, 1, 3, 2, 4}) {
+      ImageSplit out = sp;
+      out.stage = ImageSplit::kSplit;
+      splits_[define(n)] = out;
+      return true;
+    }
+    if (op == "Reshape" && sp.stage == ImageSplit::kSplit) {
+      const auto t = target();
+      if (t.size() == 4 && one_image(t[0]) && t[1] == c && t[2] == h && t[3] == w) {
+        set_out(n, sp.image);  // the image again
+        return true;
+      }
+      if (t.size() == 6 && one_image(t[0]) && t[1] == c && t[2] * t[3] == h && t[4] * t[5] == w && t[2] > 0 &&
+          t[4] > 0) {  // the reverse and the next partition's split in one
+        splits_[define(n)] = ImageSplit{sp.image, t[2], t[3], t[4], t[5], ImageSplit::kSplit};
+        return true;
+      }
+    }
+    if (op == "Reshape" && sp.stage == ImageSplit::kPart) {
+      const auto t = target();
+      if (t.size() == 4 && one_image(t[0]) && t[1] == sp.a * sp.c && t[2] == sp.b * sp.d && t[3] == c) {
+        Value v = sp.image;
+        v.channels_last = true;
+        set_out(n, v);
+        partitions_[n.output(0)] = Partition{false, sp.b, sp.d};
+        return true;
+      }
+    }
+    fail(n, "reads a 6-D split of an image; dltrain reads MaxViT's partition (Reshape (1, C, H/p, p, W/p, p), "
+            "Transpose (0, 2, 4, 3, 5, 1), Reshape (1, windows, p*p, C)) and its reverse (Reshape (1, H/p, W/p, p, "
+            "p, C), Transpose (0, 5, 1, 3, 2, 4), Reshape (1, C, H, W))");
+  }
+  auto pt = partitions_.find(x);
+  if (pt == partitions_.end() || it == values_.end()) return false;
+  const Partition part = pt->second;
+  const Value v = it->second;
+  const int64_t h = v.shape[0], w = v.shape[1], c = v.shape[2];
+  if (op == "Shape") return shape_out({one, (h / part.wh) * (w / part.ww), part.wh * part.ww, c});
+  if (op == "Transpose") {  // the grid swap and back
+    if (perm() != std::vector<int64_t>{0, 2, 1, 3})
+      fail(n, "transposes MaxViT's partitioned tokens by " + ints_str(perm()) +
+                  "; dltrain reads only the grid swap (0, 2, 1, 3)");
+    set_out(n, v);
+    partitions_[n.output(0)] = Partition{!part.grid, h / part.wh, w / part.ww};
+    return true;
+  }
+  if (op == "Reshape") {  // the reverse of a window partition: (1, H/p, W/p, p, p, C)
+    const auto t = target();
+    if (part.grid || t.size() != 6 || !one_image(t[0]) || t[1] * part.wh != h || t[2] * part.ww != w ||
+        t[3] != part.wh || t[4] != part.ww || t[5] != c)
+      fail(n, "reshapes MaxViT's partitioned tokens to " + ints_str(t) +
+                  "; dltrain reads the reverse of a window partition, (1, H/p, W/p, p, p, C), after the grid swap "
+                  "back");
+    Value img = v;
+    img.channels_last = false;
+    splits_[define(n)] = ImageSplit{img, t[1], t[3], t[2], t[4], ImageSplit::kDep};
+    return true;
+  }
+  if (op == "MatMul" && n.input_size() == 2 && constant(n.input(1)) && feeds_split(n.output(0))) {
+    const auto d = dims_of(*constant(n.input(1)));
+    if (d.size() != 2 || d[0] != c || d[1] < 3 || d[1] % 3 != 0)
+      fail(n, "projects MaxViT's tokens with a " + ints_str(d) + " weight into a Split; dltrain reads the joint Q/K/V (" +
+                  std::to_string(c) + ", 3 K)");
+    WindowBlock b;
+    b.in.src = v;
+    b.in.full = b.in.count = {h, w};
+    b.maxvit = true;
+    b.grid = part.grid;
+    b.wh = part.wh;
+    b.ww = part.ww;
+    b.windows = (h / part.wh) * (w / part.ww);
+    b.qkv_w = need_floats(n, 1, "weight");
+    b.qkv_cols = d[1];
+    b.qkv_b.assign(static_cast<size_t>(d[1]), 0.f);
+    blocks_.push_back(std::move(b));
+    win_[define(n)] = WinValue{blocks_.size() - 1, Stage::kQkv};
+    return true;
+  }
+  return false;
+}
+
+// The attention read to its output projection: the windowAttention layer takes the place of
+// the projection's value, in its input's partition.
+void Importer::maxvit_close(const onnx::NodeProto& n, const std::string& proj) {
+  const WindowBlock& b = blocks_[win_.at(proj).block];
+  const Value y = window_emit(n, b);
+  win_.erase(proj);
+  values_[proj] = y;
+  partitions_[proj] = Partition{b.grid, b.wh, b.ww};
 }
 
 // Pad (N, H, W, C) with zeros at the bottom and right only.
@@ -346,7 +557,15 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       case Stage::kRev: dims = {1, nh, b.wh, nw, b.ww, b.out}; break;
       case Stage::kQNorm:
       case Stage::kKNorm: dims = {b.windows, heads, seq, 1}; break;
+      case Stage::kQFlat:
+      case Stage::kKFlat:
+      case Stage::kVFlat: dims = {b.windows, seq, b.qkv_cols / 3}; break;
+      case Stage::kQ5:
+      case Stage::kK5:
+      case Stage::kV5: dims = {b.windows, seq, heads, d}; break;
     }
+    if (b.maxvit && s != Stage::kSplit && s != Stage::kWindows && s != Stage::kRev6 && s != Stage::kRev)
+      dims.insert(dims.begin(), 1);  // MaxViT keeps the batch axis: (1, windows, ...)
     return set_ints(n, shape_slice(dims, attr_int(n, "start", 0), attr_int(n, "end", INT64_MAX)));
   }
   // The constant operand of a binary node whose other operand is this stage's value.
@@ -397,6 +616,31 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         for (size_t i = 0; i < v.size(); ++i) bias[i] += v[i];
         return next(s);
       }
+      if (qkv && b.maxvit && op == "Split") {  // MaxViT: Q, K and V side by side along the channels
+        int64_t axis = attr_int(n, "axis", 0);
+        if (axis < 0) axis += 4;
+        const std::vector<int64_t> sizes = n.input_size() > 1 && !n.input(1).empty()
+                                               ? ints_of(need_const(n, 1, "split"), what)
+                                               : attr_ints(n, "split", {});
+        const int64_t third = b.qkv_cols / 3;
+        if (axis != 3 || n.output_size() != 3 ||
+            (!sizes.empty() && sizes != std::vector<int64_t>{third, third, third}))
+          fail(n, "splits MaxViT's joint Q/K/V projection other than into three equal parts along the channels");
+        const Stage parts[3] = {Stage::kQFlat, Stage::kKFlat, Stage::kVFlat};
+        for (int i = 0; i < 3; ++i) win_[define(n, i)] = WinValue{w.block, parts[i]};
+        return;
+      }
+      if (qkv && b.maxvit && op == "Slice") {  // TorchScript's chunk: one third of the channels each
+        const SliceArgs a = slice_args(n);
+        const int64_t third = b.qkv_cols / 3;
+        const int64_t axis = a.axes.size() == 1 ? (a.axes[0] < 0 ? a.axes[0] + 4 : a.axes[0]) : -1;
+        const int64_t start = a.starts.empty() ? -1 : a.starts[0];
+        if (axis != 3 || a.steps[0] != 1 || start < 0 || start % third != 0 || start / third > 2 ||
+            std::min(a.ends[0], b.qkv_cols) != start + third)
+          fail(n, "slices MaxViT's joint Q/K/V projection other than into thirds along the channels");
+        const Stage parts[3] = {Stage::kQFlat, Stage::kKFlat, Stage::kVFlat};
+        return next(parts[start / third]);
+      }
       if (op != "Reshape") refuse();
       const auto t = target();
       if (qkv) {
@@ -416,6 +660,24 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
     case Stage::kQkv5:
       if (!perm_is({2, 0, 3, 1, 4})) refuse();
       return next(Stage::kQkvT);
+    case Stage::kQFlat:
+    case Stage::kKFlat:
+    case Stage::kVFlat: {
+      if (op != "Reshape") refuse();
+      const auto t = target();
+      if (t.size() != 5 || !one_image(t[0]) || t[1] != b.windows || t[2] != seq || t[3] < 1 || t[4] < 1 ||
+          t[3] * t[4] * 3 != b.qkv_cols || (b.heads && (t[3] != b.heads || t[4] != b.head_dim)))
+        fail(n, "reshapes MaxViT's Q, K or V to " + ints_str(t) + "; dltrain reads (1, " + std::to_string(b.windows) +
+                    ", " + std::to_string(seq) + ", heads, d), the same heads for all three");
+      b.heads = t[3];
+      b.head_dim = t[4];
+      return next(s == Stage::kQFlat ? Stage::kQ5 : s == Stage::kKFlat ? Stage::kK5 : Stage::kV5);
+    }
+    case Stage::kQ5:
+    case Stage::kK5:
+    case Stage::kV5:
+      if (!perm_is({0, 1, 3, 2, 4})) refuse();
+      return next(s == Stage::kQ5 ? Stage::kQ : s == Stage::kK5 ? Stage::kK : Stage::kV);
     case Stage::kQkvT: {
       if (op != "Gather" || attr_int(n, "axis", 0) != 0) refuse();
       const onnx::TensorProto& t = need_const(n, 1, "indices");
@@ -446,17 +708,27 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         unit = true;
         return next(s);
       }
+      if (op == "Mul") {  // a scale of Q (Swin) or K (MaxViT): the scores' scale either way
+        const onnx::TensorProto* t = other_const();
+        const std::vector<float> f = t ? floats_of(*t, what) : std::vector<float>{};
+        if (f.size() != 1 || b.q_unit || b.k_unit)
+          fail(n, "multiplies the queries or keys by something other than one constant, or after their normalization");
+        b.scale *= f[0];
+        return next(s);
+      }
       if (s == Stage::kK) {
         if (!perm_is({0, 1, 3, 2})) refuse();
         return next(Stage::kKt);
       }
-      if (op == "Mul") {
-        const onnx::TensorProto* t = other_const();
-        const std::vector<float> f = t ? floats_of(*t, what) : std::vector<float>{};
-        if (f.size() != 1 || b.q_unit)
-          fail(n, "multiplies the queries by something other than one constant, or after their normalization");
-        b.scale *= f[0];
-        return next(Stage::kQ);
+      if (op == "Einsum") {  // MaxViT: Q K^T per window and head
+        std::string eq = attr_string(n, "equation", "");
+        eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+        std::transform(eq.begin(), eq.end(), eq.begin(), [](unsigned char ch) { return std::tolower(ch); });
+        if (eq != "bghid,bghjd->bghij" || n.input_size() != 2 || vi != 0 || !win_.count(n.input(1)) ||
+            win_.at(n.input(1)).block != w.block || win_.at(n.input(1)).stage != Stage::kK)
+          fail(n, "is an Einsum '" + attr_string(n, "equation", "") +
+                      "' of the queries; dltrain reads MaxViT's 'B G H I D, B G H J D -> B G H I J' of Q and K");
+        return next(Stage::kScores);
       }
       if (op != "MatMul" || n.input_size() != 2 || !win_.count(n.input(1)) ||
           win_.at(n.input(1)).block != w.block || win_.at(n.input(1)).stage != Stage::kKt)
@@ -525,17 +797,32 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       }
       return refuse();
     }
-    case Stage::kProbs:
-      if (op != "MatMul" || n.input_size() != 2 || !win_.count(n.input(1)) || win_.at(n.input(1)).block != w.block ||
+    case Stage::kProbs: {
+      if (op == "Einsum") {
+        std::string eq = attr_string(n, "equation", "");
+        eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+        std::transform(eq.begin(), eq.end(), eq.begin(), [](unsigned char ch) { return std::tolower(ch); });
+        if (eq != "bghij,bghjd->bghid")
+          fail(n, "is an Einsum '" + attr_string(n, "equation", "") +
+                      "' of the probabilities; dltrain reads MaxViT's 'B G H I J, B G H J D -> B G H I D'");
+      } else if (op != "MatMul") {
+        refuse();
+      }
+      if (n.input_size() != 2 || vi != 0 || !win_.count(n.input(1)) || win_.at(n.input(1)).block != w.block ||
           win_.at(n.input(1)).stage != Stage::kV)
         refuse();
       return next(Stage::kHeads);
+    }
     case Stage::kHeads:
-      if (!perm_is({0, 2, 1, 3})) refuse();
+      if (!perm_is(b.maxvit ? std::vector<int64_t>{0, 1, 3, 2, 4} : std::vector<int64_t>{0, 2, 1, 3})) refuse();
       return next(Stage::kHeadsT);
     case Stage::kHeadsT: {
       if (op != "Reshape") refuse();
-      const auto t = target();
+      std::vector<int64_t> t = target();
+      if (b.maxvit) {
+        if (t.size() != 4 || !one_image(t[0])) refuse();
+        t.erase(t.begin());
+      }
       if (t.size() != 3 || (t[0] != b.windows && t[0] != -1) || t[1] != seq || t[2] != b.heads * b.head_dim) refuse();
       return next(Stage::kMerged);
     }
@@ -561,7 +848,10 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         fail(n, "reshapes the reversed windows to " + ints_str(t) + "; dltrain reads (1, " +
                     std::to_string(b.in.full[0]) + ", " + std::to_string(b.in.full[1]) + ", " + std::to_string(b.out) +
                     ")");
-      return window_emit(n, b);
+      ImageView out = b.in;
+      out.src = window_emit(n, b);
+      out.zero_pad = false;
+      return set_image_view(n, out);
     }
     case Stage::kKt:
     case Stage::kV:
@@ -570,9 +860,10 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
   refuse();
 }
 
-// The whole chain read: one windowAttention layer on the unpadded, unrolled image; its output
-// is seen through the same padding and roll until the graph rolls it back and crops it.
-void Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
+// The whole chain read: one windowAttention layer on the unpadded, unrolled image (channels-last
+// out). Swin's output is seen through the same padding and roll until the graph rolls it back
+// and crops it; MaxViT's in the same partition as its input.
+Value Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
   const int64_t seq = b.wh * b.ww, c = b.in.src.shape[2], key = b.heads * b.head_dim, plane = seq * seq;
   const int64_t win[2] = {b.wh, b.ww};
   for (int k = 0; k < 2; ++k) {
@@ -685,11 +976,9 @@ void Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
   add_param(name, "OutputBias", Shape{b.out}, b.proj_b);
   if (!b.bias.empty()) add_param(name, "RelativePositionBias", Shape{rows, b.heads}, std::move(table));
   if (cosine) add_param(name, "LogitScale", Shape{b.heads}, std::move(logit));
-  ImageView out = b.in;
-  out.src = Value{name, Shape{b.in.src.shape[0], b.in.src.shape[1], b.out}, false};
-  out.src.channels_last = true;
-  out.zero_pad = false;
-  set_image_view(n, out);
+  Value y{name, Shape{b.in.src.shape[0], b.in.src.shape[1], b.out}, false};
+  y.channels_last = true;
+  return y;
 }
 
 }  // namespace dlt::onnx_detail

@@ -93,6 +93,11 @@ class Importer {
                   "' is a padded, rolled or sliced channels-last image, which dltrain reads only as Swin's window "
                   "attention (Pad, roll, window partition) or patch merging (four strided Slices and a Concat of "
                   "their channels)");
+    if (it == values_.end() && splits_.count(n.input(i)))
+      fail(n, "input '" + n.input(i) +
+                  "' is a 6-D split of an image, which dltrain reads only as MaxViT's window partition (Reshape to "
+                  "(1, C, H/p, p, W/p, p), Transpose (0, 2, 4, 3, 5, 1), Reshape to (1, windows, p*p, C)) or its "
+                  "reverse");
     if (it == values_.end() && win_.count(n.input(i)))
       fail(n, "input '" + n.input(i) +
                   "' is inside a window attention (from its window partition to the reverse), which dltrain reads "
@@ -131,7 +136,7 @@ class Importer {
     const std::string& name = n.output(i);
     if (values_.count(name) || consts_.count(name) || shuffles_.count(name) || whole_.count(name) ||
         views_.count(name) || flat_images_.count(name) || swapped_images_.count(name) ||
-        image_views_.count(name) || win_.count(name))
+        image_views_.count(name) || win_.count(name) || splits_.count(name))
       fail(n, "output '" + name + "' is already defined earlier in the graph (each ONNX value is assigned once)");
     return name;
   }
@@ -213,7 +218,15 @@ class Importer {
   }
 
   // ---- operators
+  // MaxViT's partitioned tokens (onnx_import_window.cpp) pass through the per-token operators
+  // below as the image they hold: the outputs carry the inputs' partition.
   void node(const onnx::NodeProto& n) {
+    const Partition* p = partition_of_inputs(n);
+    const Partition keep = p ? *p : Partition{};
+    node_inner(n);
+    if (p) tag_outputs(n, keep);
+  }
+  void node_inner(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       fail(n, "operator domain '" + n.domain() + "' is not supported (supported: " + supported_ops() + ")");
@@ -336,7 +349,8 @@ class Importer {
     ImageView in;
     int64_t wh = 0, ww = 0, windows = 0, heads = 0, head_dim = 0, qkv_cols = 0, out = 0;
     std::vector<float> qkv_w, qkv_b, proj_w, proj_b;  // as MatMul reads them: (C, 3K), (K, out)
-    bool grid = false;  // Partition grid: window (i, j) holds pixels (a H/wh + i, b W/ww + j)
+    bool grid = false;    // Partition grid: window (i, j) holds pixels (a H/wh + i, b W/ww + j)
+    bool maxvit = false;  // MaxViT's form: from partitioned tokens, Split, Einsum; ends at its projection
     double scale = 1;
     bool q_unit = false, k_unit = false;  // Q, K divided by their norms (cosine attention)
     std::vector<float> logit;             // cosine: the scores' per-head factor
@@ -344,7 +358,23 @@ class Importer {
   };
   enum class WinStage {
     kSplit, kWindows, kTokens, kQkv, kQkv5, kQkvT, kQ, kK, kKt, kV, kScores, kScores5, kProbs,
-    kHeads, kHeadsT, kMerged, kProj, kRev6, kRev, kQNorm, kKNorm
+    kHeads, kHeadsT, kMerged, kProj, kRev6, kRev, kQNorm, kKNorm, kQFlat, kKFlat, kVFlat, kQ5, kK5, kV5
+  };
+  // MaxViT's layouts of an image's pixels as (1, windows, tokens, C): window: windows of wh x ww
+  // adjacent pixels (its partition); grid: the same after the swap of the two middle axes, each
+  // window the pixels spaced (H / wh, W / ww) apart (windowAttention's Partition grid).
+  struct Partition {
+    bool grid = false;
+    int64_t wh = 0, ww = 0;
+    bool operator==(const Partition& o) const { return grid == o.grid && wh == o.wh && ww == o.ww; }
+  };
+  // An NCHW image on its way into or out of a partition: (1, C, a, b, c, d) (H = a b, W = c d),
+  // transposed to (1, a, c, b, d, C) (part), or a partitioned value reshaped to (1, a, c, b, d, C)
+  // on its way out (dep).
+  struct ImageSplit {
+    Value image;  // channels_last false
+    int64_t a = 0, b = 0, c = 0, d = 0;
+    enum Stage { kSplit, kPart, kDep } stage = kSplit;
   };
   struct WinValue {
     size_t block = 0;
@@ -364,7 +394,12 @@ class Importer {
   void patch_merging(const onnx::NodeProto& n, const std::vector<ImageView>& parts);
   void window_split(const onnx::NodeProto& n, const ImageView& v);
   void window_step(const onnx::NodeProto& n, const WinValue& w);
-  void window_emit(const onnx::NodeProto& n, const WindowBlock& b);
+  Value window_emit(const onnx::NodeProto& n, const WindowBlock& b);
+  const Partition* partition_of_inputs(const onnx::NodeProto& n);
+  void tag_outputs(const onnx::NodeProto& n, const Partition& p);
+  bool maxvit_node(const onnx::NodeProto& n);
+  void maxvit_close(const onnx::NodeProto& n, const std::string& proj);
+  bool feeds_split(const std::string& value);
   void permuted_read(const onnx::NodeProto& n, const LayerType& t);
   ImageView image_view_of(const onnx::NodeProto& n, int i);
 
@@ -524,6 +559,9 @@ class Importer {
   std::map<std::string, ImageView> image_views_;
   std::vector<WindowBlock> blocks_;
   std::map<std::string, WinValue> win_;
+  std::map<std::string, Partition> partitions_;  // partitioned tokens (their Value in values_)
+  std::map<std::string, ImageSplit> splits_;
+  std::map<std::string, std::vector<int>> consumers_;  // feeds_split's index, built on first use
   // Patch merging's channels in torchvision's order: dltrain's channel of each ONNX channel,
   // carried through the LayerNormalization to the MatMul that reads them.
   std::map<std::string, std::vector<int64_t>> channel_perm_;

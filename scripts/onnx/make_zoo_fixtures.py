@@ -29,7 +29,7 @@ MAX_BYTES = 600 * 1024  # per fixture (the .onnx and its .onnx.data together)
 def tiny_models():
     """name -> a constructor of the shrunk network (10 classes)."""
     import torch.nn as nn
-    from torchvision.models import convnext, densenet, efficientnet, mnasnet, mobilenetv2, mobilenetv3, regnet
+    from torchvision.models import convnext, densenet, efficientnet, maxvit, mnasnet, mobilenetv2, mobilenetv3, regnet
     from torchvision.models import resnet, shufflenetv2, swin_transformer, vision_transformer
     from torchvision.ops.misc import Conv2dNormActivation
 
@@ -125,6 +125,15 @@ def tiny_models():
         zc.draw_zeros(m)
         return m
 
+    def maxvit_tiny():
+        # torchvision's MaxViT at 32x32: a stem of 8 channels (16x16), two blocks (16 and 32
+        # channels, heads of 8) of MBConv, window and grid attention with partitions of 4x4
+        # (8x8: 2x2 windows, then grid windows of pixels spaced 2 apart; 4x4: one of each)
+        m = maxvit.MaxVit(input_size=(SIDE, SIDE), stem_channels=8, partition_size=4, block_channels=[16, 32],
+                          block_layers=[1, 1], head_dim=8, stochastic_depth_prob=0.0, num_classes=10)
+        zc.draw_zeros(m)
+        return m
+
     def vit_timm():
         # timm's VisionTransformer layout, written out (timm is not a torchvision model): a joint
         # qkv Linear reshaped to (B, N, 3, H, d), permuted and unbound, F.scaled_dot_product_attention,
@@ -174,7 +183,8 @@ def tiny_models():
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
             "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck, "vit": vit_tiny,
-            "vit_timm": vit_timm, "swin": swin_tiny, "swin_v2": swin_v2_tiny}
+            "vit_timm": vit_timm, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
+            "maxvit": maxvit_tiny}
 
 
 def strip_metadata(path):

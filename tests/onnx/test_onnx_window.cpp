@@ -154,4 +154,47 @@ TEST_CASE("onnx window: hostile window attention graphs are refused in one line"
   CHECK(e.find('\n') == std::string::npos);
 }
 
+TEST_CASE("onnx window: MaxViT graphs edited to break the partition or the attention are refused in one line",
+          "[onnx][swin]") {
+  // tests/data/onnx_zoo/maxvit-torchscript.onnx (torchvision's MaxViT, TorchScript exporter: its
+  // shapes are Constant nodes, its weights inside).
+  onnx::ModelProto p;
+  {
+    std::ifstream in(std::string(DLT_SOURCE_DIR) + "/tests/data/onnx_zoo/maxvit-torchscript.onnx", std::ios::binary);
+    REQUIRE(p.ParseFromIstream(&in));
+  }
+  auto producer = [&](const std::string& value) -> onnx::NodeProto* {
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.output_size() == 1 && n.output(0) == value) return &n;
+    return nullptr;
+  };
+  std::string want;
+  SECTION("a partition whose sizes do not match the image") {
+    for (auto& n : *p.mutable_graph()->mutable_node()) {
+      if (n.op_type() != "Reshape") continue;
+      onnx::NodeProto* c = producer(n.input(1));
+      if (!c || c->op_type() != "Constant" || c->attribute(0).t().dims_size() != 1 || c->attribute(0).t().dims(0) != 6)
+        continue;
+      const std::vector<int64_t> bad = {1, 16, 2, 2, 2, 2};  // 2 x 2 rows of an 8x8 image
+      c->mutable_attribute(0)->mutable_t()->set_raw_data(
+          std::string(reinterpret_cast<const char*>(bad.data()), bad.size() * sizeof(int64_t)));
+      break;
+    }
+    want = "reshapes a 16x8x8 image to [1, 16, 2, 2, 2, 2]; dltrain reads 6-D reshapes of an (N, C, H, W) image "
+           "only as MaxViT's partition";
+  }
+  SECTION("an Einsum of another equation") {
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.op_type() == "Einsum") {
+        n.mutable_attribute(0)->set_s("B G H I D, B G H J D -> B G H J I");
+        break;
+      }
+    want = "dltrain reads MaxViT's 'B G H I D, B G H J D -> B G H I J' of Q and K";
+  }
+  TempDir dir;
+  const std::string e = import_in(dir, p.SerializeAsString());
+  CHECK_THAT(e, Catch::Contains(want));
+  CHECK(e.find('\n') == std::string::npos);
+}
+
 }  // namespace dlt::test
