@@ -650,6 +650,17 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
   fail(n, "multiplies two computed values that are not the operands of an attention (Q K^T or softmax times V)");
 }
 
+void projection_rows(const std::vector<float>& w, const std::vector<float>& b, int64_t c, int64_t cols, int64_t col,
+                     int64_t count, float f, std::vector<float>& weights, std::vector<float>& bias) {
+  weights.assign(static_cast<size_t>(count * c), 0.f);
+  bias.assign(static_cast<size_t>(count), 0.f);
+  for (int64_t o = 0; o < count; ++o) {
+    for (int64_t i = 0; i < c; ++i)
+      weights[static_cast<size_t>(o * c + i)] = f * w[static_cast<size_t>(i * cols + col + o)];
+    bias[static_cast<size_t>(o)] = f * b[static_cast<size_t>(col + o)];
+  }
+}
+
 // The output projection of the heads: the whole chain becomes one selfAttention layer.
 void Importer::attention(const onnx::NodeProto& n, const View& heads, const std::vector<float>& w, int64_t out,
                          const std::vector<float>& out_bias) {
@@ -667,15 +678,8 @@ void Importer::attention(const onnx::NodeProto& n, const View& heads, const std:
          "(dltrain's selfAttention projects one)");
   const Value& x = q.tokens;
   const int64_t c = x.shape[2], key = a.heads * a.key_dim, value = a.heads * a.value_dim;
-  // Rows [col, col + count) of a projection as (count, C) weights and count biases.
   auto take = [&](const Source& p, int64_t col, int64_t count, float f, std::vector<float>& wt, std::vector<float>& b) {
-    wt.assign(static_cast<size_t>(count * c), 0.f);
-    b.assign(static_cast<size_t>(count), 0.f);
-    for (int64_t o = 0; o < count; ++o) {
-      for (int64_t i = 0; i < c; ++i)
-        wt[static_cast<size_t>(o * c + i)] = f * p.weight[static_cast<size_t>(i * p.cols + col + o)];
-      b[static_cast<size_t>(o)] = f * p.bias[static_cast<size_t>(col + o)];
-    }
+    projection_rows(p.weight, p.bias, c, p.cols, col, count, f, wt, b);
   };
   // dltrain scales the scores by 1 / sqrt(key_dim); another scale goes into the queries.
   const double want = 1.0 / std::sqrt(static_cast<double>(a.key_dim));

@@ -938,13 +938,7 @@ Value Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
   const double want = cosine ? 1.0 : 1.0 / std::sqrt(static_cast<double>(b.head_dim));
   const float f = std::fabs(b.scale / want - 1) < 1e-6 ? 1.f : static_cast<float>(b.scale / want);
   auto take = [&](int64_t col, float g, std::vector<float>& wt, std::vector<float>& bias) {
-    wt.assign(static_cast<size_t>(key * c), 0.f);
-    bias.assign(static_cast<size_t>(key), 0.f);
-    for (int64_t o = 0; o < key; ++o) {
-      for (int64_t i = 0; i < c; ++i)
-        wt[static_cast<size_t>(o * c + i)] = g * b.qkv_w[static_cast<size_t>(i * b.qkv_cols + col + o)];
-      bias[static_cast<size_t>(o)] = g * b.qkv_b[static_cast<size_t>(col + o)];
-    }
+    projection_rows(b.qkv_w, b.qkv_b, c, b.qkv_cols, col, key, g, wt, bias);
   };
   std::vector<float> qw, qb, kw, kb, vw, vb;
   take(0, f, qw, qb);

@@ -32,6 +32,11 @@ inline bool padded(const Value& v) { return v.pad[0] || v.pad[1] || v.pad[2] || 
 // The operators import reads: the layer types' (registry order), then the graph's own.
 std::string supported_ops();
 
+// Columns [col, col + count) of a MatMul weight w (c, cols) and of its bias b as an attention's
+// (count, c) weights and count biases, times f (onnx_import_tokens.cpp).
+void projection_rows(const std::vector<float>& w, const std::vector<float>& b, int64_t c, int64_t cols, int64_t col,
+                     int64_t count, float f, std::vector<float>& weights, std::vector<float>& bias);
+
 class Importer {
  public:
   friend class NodeReader;

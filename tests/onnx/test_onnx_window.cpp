@@ -66,6 +66,14 @@ double round_trip(const ModelData& m, const ModelData& back, int64_t values) {
   return diff;
 }
 
+// m exported to ONNX and imported back.
+ModelData exported_back(const ModelData& m) {
+  TempDir dir;
+  const std::string path = dir.file("back.onnx");
+  export_onnx(m, path);
+  return import_onnx(path, {});
+}
+
 onnx::ModelProto exported(const ModelData& m, const TempDir& dir) {
   const std::string path = dir.file("swin.onnx");
   export_onnx(m, path);
@@ -98,10 +106,7 @@ void nudge(onnx::TensorProto& t, size_t i, float delta) {
 TEST_CASE("onnx window: Swin's window attention exports and reads back as the same layers", "[onnx][swin]") {
   SECTION("padded, shifted, rectangular windows, another output width, cosine attention") {
     const ModelData m = model_of(kWindows);
-    TempDir dir;
-    const std::string path = dir.file("swin.onnx");
-    export_onnx(m, path);
-    const ModelData back = import_onnx(path, {});
+    const ModelData back = exported_back(m);
     std::vector<const LayerSpec*> attn;
     for (const auto& l : back.network.layers)
       if (l.type == "windowAttention") attn.push_back(&l);
@@ -118,10 +123,7 @@ TEST_CASE("onnx window: Swin's window attention exports and reads back as the sa
   }
   SECTION("grid windows (MaxViT)") {
     const ModelData m = model_of(kGrid);
-    TempDir dir;
-    const std::string path = dir.file("grid.onnx");
-    export_onnx(m, path);
-    const ModelData back = import_onnx(path, {});
+    const ModelData back = exported_back(m);
     const LayerSpec* g = layer_of_type(back, "windowAttention");
     REQUIRE(g);
     CHECK(g->get_string("Partition", "window") == "grid");

@@ -105,6 +105,17 @@ def learnables(c, qkv, proj, table, f, logit=None):
     return lines
 
 
+def run(m, n, h, w, c):
+    """The module on fixed random x (N, H, W, C) in double, and the gradients of sum(y * r): the
+    x, r, y and dx lines."""
+    x = torch.empty(n, h, w, c, dtype=torch.float64).uniform_(-1.5, 1.5).requires_grad_(True)
+    r = torch.empty(n, h, w, c, dtype=torch.float64).uniform_(-1.0, 1.0)
+    m.train(False)
+    y = m(x)
+    (y * r).sum().backward()
+    return [row("x", x), row("r", r), row("y", y), row("dx", x.grad)]
+
+
 def row(key, t):
     return key + " " + " ".join(f"{v:.9g}" for v in t.detach().reshape(-1).tolist())
 
@@ -118,13 +129,9 @@ def main():
             for p in m.parameters():
                 p.uniform_(-0.5, 0.5)
             m.relative_position_bias_table.uniform_(-1.0, 1.0)
-        x = torch.empty(n, h, w, c, dtype=torch.float64).uniform_(-1.5, 1.5).requires_grad_(True)
-        r = torch.empty(n, h, w, c, dtype=torch.float64).uniform_(-1.0, 1.0)
-        m.train(False)
-        y = m(x)
-        (y * r).sum().backward()
+        data = run(m, n, h, w, c)
         lines.append(f"case {name} {h} {w} {c} {heads} {win[0]} {win[1]} {shift[0]} {shift[1]} {n} window")
-        lines += [row("x", x), row("r", r), row("y", y), row("dx", x.grad)]
+        lines += data
         lines += learnables(c, m.qkv, m.proj, m.relative_position_bias_table, 1.0)
     for name, h, w, c, head_dim, size, ptype, n in MAXVIT_CASES:
         m = MaxVitAttention(c, head_dim, size, ptype, h, w).double()
@@ -133,15 +140,12 @@ def main():
             for p in a.parameters():
                 p.uniform_(-0.5, 0.5)
             a.relative_position_bias_table.uniform_(-1.0, 1.0)
-        x = torch.empty(n, h, w, c, dtype=torch.float64).uniform_(-1.5, 1.5).requires_grad_(True)
-        r = torch.empty(n, h, w, c, dtype=torch.float64).uniform_(-1.0, 1.0)
-        y = m(x)
-        (y * r).sum().backward()
+        data = run(m, n, h, w, c)
         heads = c // head_dim
         # dltrain's windows: Partition window, WindowSize = the partition; grid: the grid of
         # `size` x `size` tokens spaced h / size apart.
         lines.append(f"case {name} {h} {w} {c} {heads} {size} {size} 0 0 {n} {ptype}")
-        lines += [row("x", x), row("r", r), row("y", y), row("dx", x.grad)]
+        lines += data
         f = (head_dim / c) ** 0.5
         lines += learnables(c, a.to_qkv, a.merge, a.relative_position_bias_table, f)
     for name, h, w, c, heads, win, shift, n in COSINE_CASES:
@@ -152,13 +156,9 @@ def main():
             m.table.uniform_(0.0, 16.0)  # 16 sigmoid(.) lies in (0, 16)
             m.qkv.bias[c:2 * c] = 0  # torchvision's V2 holds the key bias at zero
             m.logit_scale.copy_(torch.tensor([2.0, 2.5, 5.0], dtype=torch.float64).view(heads, 1, 1))  # head 2 clamped
-        x = torch.empty(n, h, w, c, dtype=torch.float64).uniform_(-1.5, 1.5).requires_grad_(True)
-        r = torch.empty(n, h, w, c, dtype=torch.float64).uniform_(-1.0, 1.0)
-        m.train(False)
-        y = m(x)
-        (y * r).sum().backward()
+        data = run(m, n, h, w, c)
         lines.append(f"case {name} {h} {w} {c} {heads} {win[0]} {win[1]} {shift[0]} {shift[1]} {n} cosine")
-        lines += [row("x", x), row("r", r), row("y", y), row("dx", x.grad)]
+        lines += data
         lines += learnables(c, m.qkv, m.proj, m.table, 1.0, m.logit_scale)
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_window_attention.txt")
     with open(out, "w") as f:
