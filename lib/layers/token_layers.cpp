@@ -4,6 +4,8 @@
 // a patch grid becomes tokens without moving data (row-major) and per-token layers
 // (fullyConnected with OperationDimension channel, layerNormalization, the activations) run
 // on it as on pixels. The data movement of these layers is backend/token_ops.h's.
+#include <algorithm>
+#include <cctype>
 #include <memory>
 #include <string>
 
@@ -286,12 +288,23 @@ class PositionEmbeddingLayer final : public Layer {
   std::unique_ptr<BatchBroadcastOp> broadcast_;
 };
 
-// indexing1d: the first or last token of each sequence (Index first / last), as one vector:
-// (S, 1, C) -> CB (1, 1, C).
+// indexing1d: the first or last token of each sequence (Index first / last; dltrain also takes
+// a 1-based position, as DeiT's distillation token 2), as one vector: (S, 1, C) -> CB (1, 1, C).
 class Indexing1dLayer final : public Layer {
  public:
   explicit Indexing1dLayer(const LayerSpec& spec) : Layer(spec) {
-    last_ = spec_.get_choice("Index", "first", {"first", "last"}) == "last";
+    std::string index = spec_.get_string("Index", "first");
+    std::transform(index.begin(), index.end(), index.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    if (index == "first" || index == "last") {
+      last_ = index == "last";
+      return;
+    }
+    const bool digits = !index.empty() && index.size() <= 9 &&
+                        std::all_of(index.begin(), index.end(), [](unsigned char ch) { return std::isdigit(ch); });
+    if (!digits || std::stoll(index) < 1)
+      throw ConfigError(spec_.where() + "option Index must be first, last or a token's position (1 or more), got '" +
+                        index + "'");
+    position_ = std::stoll(index);
   }
 
   bool takes(DataFormat f) const override { return is_tokens(f); }
@@ -303,7 +316,10 @@ class Indexing1dLayer final : public Layer {
     d_.w = 1;
     d_.c = inputs[0][2];
     d_.out_h = d_.out_w = 1;
-    d_.top = last_ ? d_.h - 1 : 0;
+    if (position_ > d_.h)
+      shape_error(spec_, "Index " + std::to_string(position_) + " is past the " + std::to_string(d_.h) +
+                             " tokens of the sequence");
+    d_.top = last_ ? d_.h - 1 : position_ - 1;
     d_.left = 0;
     return Shape{1, 1, d_.c};
   }
@@ -330,6 +346,7 @@ class Indexing1dLayer final : public Layer {
 
  private:
   bool last_ = false;
+  int64_t position_ = 1;  // 1-based, unless last_
   CropDesc d_;
   Backend* be_ = nullptr;
 };

@@ -8,6 +8,7 @@
 // - Mul: of two computed values the layer type registered for "Mul"; of a value and a
 //   per-channel constant a 1x1 channel-wise groupedConvolution2d (ConvNeXt's layer scale).
 #include <algorithm>
+#include <cmath>
 
 #include "onnx/onnx_importer.h"
 
@@ -445,9 +446,9 @@ void Importer::mul(const onnx::NodeProto& n) {
   input_normalization(n);
 }
 
-// Mul(value, constant of 1 or C values broadcast over the channels): a channel-wise
+// Mul(value, constant of 1 or C values broadcast over the channels), or Div by one: a channel-wise
 // groupedConvolution2d with 1x1 filters, the constant as Weights and zero Bias.
-void Importer::channel_scale(const onnx::NodeProto& n, int vi) {
+void Importer::channel_scale(const onnx::NodeProto& n, int vi, bool reciprocal) {
   const Value v = value(n, vi, false, false, true);
   const int64_t c = v.shape[2];
   if (v.flat && v.shape[0] * v.shape[1] > 1)
@@ -456,6 +457,11 @@ void Importer::channel_scale(const onnx::NodeProto& n, int vi) {
          "(N, C) is supported");
   const onnx::TensorProto& k = need_const(n, 1 - vi, "scale");
   std::vector<float> s = floats_of(k, path_ + ": node '" + node_name(n) + "'");
+  if (reciprocal)
+    for (float& x : s) {
+      if (x == 0.f || !std::isfinite(1.f / x)) fail(n, "divides by a constant holding 0 or a value too close to it");
+      x = 1.f / x;
+    }
   // The channel axis counted from the last: NCHW images 2, (N, C) and channels-last 0.
   const int64_t from_end = v.flat || v.channels_last ? 0 : 2;
   const std::vector<int64_t> d = dims_of(k);

@@ -217,15 +217,20 @@ bool Importer::token_node(const onnx::NodeProto& n) {
     column_major_.insert(out);
     return true;
   }
+  // The class token (DeiT: and the distillation token) in front of the sequence.
+  if (op == "Concat" && n.input_size() >= 2 && is_tokens(n.input_size() - 1)) {
+    bool leading = true;
+    for (int i = 0; i + 1 < n.input_size(); ++i) leading = leading && constant(n.input(i));
+    if (leading) {
+      class_token(n);
+      return true;
+    }
+  }
   const bool view0 = has_view(n, 0), view1 = has_view(n, 1);
   if (!view0 && !view1 && !is_tokens(0) && !is_tokens(1)) return false;
   if (op == "Shape") {
     const View v = view_of(n, 0);
     set_ints(n, shape_slice(v.dims, attr_int(n, "start", 0), attr_int(n, "end", INT64_MAX)));
-    return true;
-  }
-  if (op == "Concat" && is_tokens(1) && n.input_size() == 2 && constant(n.input(0))) {
-    class_token(n);
     return true;
   }
   if (op == "Add" && n.input_size() == 2 && (constant(n.input(0)) || constant(n.input(1)))) {
@@ -751,20 +756,29 @@ void Importer::image_to_tokens(const onnx::NodeProto& n) {
 
 // Concat (axis 1) of a (1, 1, C) constant and tokens: the class token in front.
 void Importer::class_token(const onnx::NodeProto& n) {
-  const Value v = value(n, 1);
+  const int last = n.input_size() - 1;
+  Value v = value(n, last);
   const int64_t axis = attr_int(n, "axis", 0), c = v.shape[2];
-  const std::vector<float> t = need_floats(n, 0, "class token");
-  if ((axis != 1 && axis != -2) || static_cast<int64_t>(t.size()) != c)
-    fail(n, "concatenates a " + dims_str(*constant(n.input(0))) + " constant with tokens along axis " +
-                std::to_string(axis) + "; dltrain reads a (1, 1, " + std::to_string(c) +
-                ") class token in front of the sequence (axis 1)");
-  LayerSpec& s = add_layer("embeddingConcatenation", unique_name(n), {v.name});
-  const std::string name = s.name;
+  std::vector<std::vector<float>> tokens;
+  for (int i = 0; i < last; ++i) {
+    tokens.push_back(need_floats(n, i, "class token"));
+    if ((axis != 1 && axis != -2) || static_cast<int64_t>(tokens.back().size()) != c)
+      fail(n, "concatenates a " + dims_str(*constant(n.input(i))) + " constant with tokens along axis " +
+                  std::to_string(axis) + "; dltrain reads (1, 1, " + std::to_string(c) +
+                  ") tokens (a class token, DeiT's distillation token) in front of the sequence (axis 1)");
+  }
+  // One embeddingConcatenation per token, the one next to the sequence first.
+  const std::string base = unique_name(n);
+  for (int i = last - 1; i >= 0; --i) {
+    const std::string name = i == 0 ? base : base + "_token" + std::to_string(i + 1);
+    taken_.insert(name);
+    add_layer("embeddingConcatenation", name, {v.name});
+    add_param(name, "Weights", Shape{c}, tokens[static_cast<size_t>(i)]);
+    v = Value{name, Shape{v.shape[0] + 1, 1, c}, false};
+    v.tokens = true;
+  }
   last_layer_op_ = "Concat";
-  add_param(name, "Weights", Shape{c}, t);
-  Value out{name, Shape{v.shape[0] + 1, 1, c}, false};
-  out.tokens = true;
-  set_out(n, out);
+  set_out(n, v);
 }
 
 // Add of a (1, S, C) constant to tokens: a learnable position table of S positions.
@@ -795,12 +809,12 @@ void Importer::token_index(const onnx::NodeProto& n, const Value& v) {
   const std::vector<int64_t> idx = ints_of(t, path_ + ": node '" + node_name(n) + "'");
   const int64_t s = v.shape[0], axis = attr_int(n, "axis", 0);
   const bool one = idx.size() == 1 && t.dims_size() == 0;
-  const bool first = one && idx[0] == 0, last = one && (idx[0] == s - 1 || idx[0] == -1);
-  if ((axis != 1 && axis != -2) || !(first || last))
+  const int64_t at = one ? (idx[0] < 0 ? idx[0] + s : idx[0]) : -1;
+  if ((axis != 1 && axis != -2) || at < 0 || at >= s)
     fail(n, "gathers " + dims_str(t) + " indices along axis " + std::to_string(axis) + " of " + std::to_string(s) +
-                " tokens; dltrain reads one scalar index of the first or the last token (axis 1)");
+                " tokens; dltrain reads one scalar index of a token (axis 1)");
   LayerSpec& spec = add_layer("indexing1d", unique_name(n), {v.name});
-  spec.set("Index", first ? "first" : "last");
+  spec.set("Index", at == 0 ? "first" : at == s - 1 ? "last" : std::to_string(at + 1));
   last_layer_op_ = "Gather";
   set_out(n, Value{spec.name, Shape{1, 1, v.shape[2]}, true});
 }

@@ -249,6 +249,9 @@ class Importer {
     if (op == "Transpose") return transpose(n);
     if (op == "Pad") return pad(n);
     if (op == "Mul") return mul(n);
+    if (op == "Div" && n.input_size() == 2 && constant(n.input(1)) && values_.count(n.input(0)) &&
+        !(values_.at(n.input(0)).name == input_name_ && m_.network.layers.size() == 1))
+      return channel_scale(n, 0, true);  // x / c: a scale by 1 / c (DeiT's mean of its two heads)
     if (op == "Sub" || op == "Div") return input_normalization(n);
     if (op == "Add" && matmul_bias(n)) return;
     if (const LayerType* t = layer_type_for_onnx(op)) return read_layer(*t, n);
@@ -279,7 +282,8 @@ class Importer {
   void transpose(const onnx::NodeProto& n);
   void restride(const onnx::NodeProto& n);
   void mul(const onnx::NodeProto& n);
-  void channel_scale(const onnx::NodeProto& n, int value_input);
+  // reciprocal: Div(value, constant), the scale 1 / constant.
+  void channel_scale(const onnx::NodeProto& n, int value_input, bool reciprocal = false);
 
   // ---- token sequences and attention (onnx_import_tokens.cpp). The reshapes and transposes
   // between a token sequence and the heads of an attention are read as strided views of a

@@ -134,11 +134,10 @@ def tiny_models():
         zc.draw_zeros(m)
         return m
 
-    def vit_timm():
-        # timm's VisionTransformer layout, written out (timm is not a torchvision model): a joint
-        # qkv Linear reshaped to (B, N, 3, H, d), permuted and unbound, F.scaled_dot_product_attention,
-        # no class token, the mean over the tokens before the head
-        import torch
+    def timm_block():
+        # timm's transformer block, written out (timm is not a torchvision model): pre-norm, a
+        # joint qkv Linear reshaped to (B, N, 3, H, d), permuted and unbound,
+        # F.scaled_dot_product_attention, a gelu MLP
         import torch.nn.functional as F
 
         class Attention(nn.Module):
@@ -163,6 +162,13 @@ def tiny_models():
                 x = x + self.attn(self.norm1(x))
                 return x + self.mlp(self.norm2(x))
 
+        return Block
+
+    def vit_timm():
+        # timm's VisionTransformer layout: no class token, the mean over the tokens before the head
+        import torch
+        Block = timm_block()
+
         class Vit(nn.Module):
             def __init__(self, dim=16, heads=2):
                 super().__init__()
@@ -179,11 +185,40 @@ def tiny_models():
         zc.draw_zeros(m)
         return m
 
+    def deit_distilled():
+        # timm's distilled DeiT layout: a class and a distillation token in front of the
+        # patches, one position table over all, and at inference the mean of the class head on
+        # token 0 and the distillation head on token 1
+        import torch
+        Block = timm_block()
+
+        class Deit(nn.Module):
+            def __init__(self, dim=16, heads=2):
+                super().__init__()
+                self.patch_embed = nn.Conv2d(3, dim, 8, 8)
+                self.cls_token = nn.Parameter(torch.randn(1, 1, dim) * 0.2)
+                self.dist_token = nn.Parameter(torch.randn(1, 1, dim) * 0.2)
+                self.pos_embed = nn.Parameter(torch.randn(1, (SIDE // 8) ** 2 + 2, dim) * 0.2)
+                self.blocks = nn.Sequential(Block(dim, heads), Block(dim, heads))
+                self.norm = nn.LayerNorm(dim)
+                self.head, self.head_dist = nn.Linear(dim, 10), nn.Linear(dim, 10)
+
+            def forward(self, x):
+                x = self.patch_embed(x).flatten(2).transpose(1, 2)
+                b = x.shape[0]
+                x = torch.cat((self.cls_token.expand(b, -1, -1), self.dist_token.expand(b, -1, -1), x), dim=1)
+                x = self.norm(self.blocks(x + self.pos_embed))
+                return (self.head(x[:, 0]) + self.head_dist(x[:, 1])) / 2
+
+        m = Deit()
+        zc.draw_zeros(m)
+        return m
+
     return {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small,
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
             "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck, "vit": vit_tiny,
-            "vit_timm": vit_timm, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
+            "vit_timm": vit_timm, "deit_distilled": deit_distilled, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
             "maxvit": maxvit_tiny}
 
 

@@ -225,7 +225,7 @@ def export(model, x, path, exporter, keep_batchnorm=False, dynamic_batch=False):
 def one_image(arch):
     """Transformers are exported with one image, as their users do: both exporters bake the batch
     into the attention's Reshape targets, and dltrain reads such graphs per image."""
-    return arch.startswith(("vit", "swin", "maxvit"))
+    return arch.startswith(("vit", "deit", "swin", "maxvit"))
 
 
 def export_probs(model, x, path, exporter, threads, single):

@@ -1,13 +1,19 @@
 // Numerical gradient checks of every layer type: inputs and parameters, central differences
 // in double precision against the analytical backward (tests/support/grad_check.h).
 #include <catch2/catch.hpp>
+
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "backend/backend.h"
 #include "layers/layer.h"
 #include "support/grad_check.h"
 #include "support/tensor_utils.h"
+#include "util/error.h"
 
 using namespace dlt;
 using namespace dlt::test;
@@ -167,13 +173,46 @@ TEST_CASE(
   SECTION("positionEmbedding, a sequence shorter than MaxPosition") {
     expect_ok(check_layer(layer_spec("positionEmbedding", {"OutputSize=4", "MaxPosition=9"}), {Shape{6, 1, 4}}, o));
   }
-  SECTION("indexing1d first and last") {
+  SECTION("indexing1d first, last and a position") {
     expect_ok(check_layer(layer_spec("indexing1d", {}), {Shape{5, 1, 4}}, o));
     expect_ok(check_layer(layer_spec("indexing1d", {"Index=last"}), {Shape{5, 1, 4}}, o));
+    expect_ok(check_layer(layer_spec("indexing1d", {"Index=2"}), {Shape{5, 1, 4}}, o));
   }
   SECTION("globalAveragePooling1d") {
     expect_ok(check_layer(layer_spec("globalAveragePooling1d", {}), {Shape{5, 1, 4}}, o));
   }
+}
+
+// DeiT reads its distillation token, the second: Index 2 (dltrain's own; MATLAB has first and last).
+TEST_CASE("indexing1d: Index picks the first, the last or the numbered token; past the sequence is refused",
+          "[layers]") {
+  Backend& be = backend_for(Device::cpu());
+  Tensor x(Shape{2, 5, 1, 3});  // 2 sequences of 5 tokens of 3 channels: value 100 n + 10 token + channel
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t t = 0; t < 5; ++t)
+      for (int64_t c = 0; c < 3; ++c) x.data()[(n * 5 + t) * 3 + c] = static_cast<float>(100 * n + 10 * t + c);
+  for (const auto& [index, token] : std::vector<std::pair<std::string, int64_t>>{
+           {"first", 0}, {"last", 4}, {"2", 1}, {"5", 4}, {"Last", 4}}) {
+    INFO("Index " << index);
+    std::unique_ptr<Layer> l = make_layer(layer_spec("indexing1d", {"Index=" + index}));
+    REQUIRE(l->infer({Shape{5, 1, 3}}) == Shape{1, 1, 3});
+    l->setup(2, be);
+    Tensor y(Shape{2, 1, 1, 3});
+    l->forward({&x}, y, RunContext{});
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t c = 0; c < 3; ++c) CHECK(y.data()[n * 3 + c] == static_cast<float>(100 * n + 10 * token + c));
+  }
+  auto refusal = [](const std::string& index) {
+    try {
+      make_layer(layer_spec("indexing1d", {"Index=" + index}))->infer({Shape{5, 1, 3}});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(refusal("6"), Catch::Contains("Index 6 is past the 5 tokens of the sequence"));
+  CHECK_THAT(refusal("0"), Catch::Contains("option Index must be first, last or a token's position (1 or more), got '0'"));
+  CHECK_THAT(refusal("middle"), Catch::Contains("got 'middle'"));
 }
 
 TEST_CASE("gradients: batchNormalization", "[layers][grad]") {

@@ -274,6 +274,15 @@ TEST_CASE("onnx tokens: hostile token graphs are refused in one line", "[onnx][v
     CHECK_THAT(e, Catch::Contains("node 'r' (Reshape): reshapes [1, 4, 4] to [1, 4, 3]: the sizes do not match"));
     CHECK(e.find('\n') == std::string::npos);
   }
+  SECTION("a second leading token of the wrong width (DeiT's class and distillation tokens)") {
+    OnnxBuilder b = patch_tokens();
+    b.floats("cls", {1, 1, 4}, {0.1f, 0.2f, 0.3f, 0.4f});
+    b.floats("dist", {1, 1, 3}, {0.1f, 0.2f, 0.3f});
+    OnnxBuilder::attr(b.node("Concat", {"cls", "dist", "t"}, {"c"}), "axis", int64_t{1});
+    classify_first_token(b, "c");
+    CHECK_THAT(import_error(b), Catch::Contains("node 'c' (Concat): concatenates a 1x1x3 constant with tokens along "
+                                                "axis 1; dltrain reads (1, 1, 4) tokens"));
+  }
   SECTION("a position table of the wrong length") {
     OnnxBuilder b = patch_tokens();
     b.floats("table", {1, 5, 4}, std::vector<float>(20, 0.1f));
