@@ -45,14 +45,15 @@ TEST_CASE("onnx import: a zero stride is refused, not divided by", "[onnx][skipp
 }
 
 // Seeds for the import paths of today's exporters and layers (one per path, made with onnx.helper; the
-// attention one is tests/data/onnx_zoo/vit-torchscript.onnx, the window ones torchvision's Swin and MaxViT at 16x16 from
-// the TorchScript exporter): each imports from memory, except external data, which has no folder to be read from there.
+// attention ones are tests/data/onnx_zoo/vit-torchscript.onnx and deit_distilled-torchscript.onnx, the window
+// ones torchvision's Swin and MaxViT at 16x16 from the TorchScript exporter): each imports from memory, except
+// external data, which has no folder to be read from there.
 TEST_CASE("onnx import: the seeds of the exporters' forms import from memory", "[onnx][skippable]") {
   DLT_SKIP_IF(!onnx_available(), "this build has no ONNX support");
   for (const char* name :
        {"seed-identity-alias", "seed-shape-fold-reshape", "seed-reducemean-opset18", "seed-transpose-matmul",
         "seed-channel-shuffle", "seed-vit-attention", "seed-space-to-depth", "seed-tensor-fold", "seed-swin-window",
-        "seed-maxvit-partition"}) {
+        "seed-maxvit-partition", "seed-deit-tokens"}) {
     INFO(name);
     CHECK(import_error(regression(name)) == "no ModelError");
   }
