@@ -30,6 +30,7 @@
 #include "backend/token_ops.h"
 #include "layers/attention_core.h"
 #include "layers/layer_util.h"
+#include "layers/window_geometry.h"
 
 namespace dlt {
 
@@ -253,7 +254,7 @@ class WindowAttentionLayer final : public Layer {
     }
     if (sh || sw) {
       scores = reshape(scores, "_by_window", {-1, windows, heads_, seq, seq});
-      scores = node("Add", "_masked", {scores, g.add_floats(n + "_mask", {1, windows, 1, seq, seq}, shift_mask(windows, seq))});
+      scores = node("Add", "_masked", {scores, g.add_floats(n + "_mask", {1, windows, 1, seq, seq}, shift_mask())});
       scores = reshape(scores, "_unmasked", {-1, heads_, seq, seq});
     }
     x = node("Softmax", "_probs", {scores}, {OnnxAttr("axis", int64_t{-1})});
@@ -332,38 +333,16 @@ class WindowAttentionLayer final : public Layer {
     index.reserve(static_cast<size_t>(heads_ * seq * seq));
     for (int64_t h = 0; h < heads_; ++h)
       for (int64_t i = 0; i < seq; ++i)
-        for (int64_t j = 0; j < seq; ++j) {
-          const int64_t dy = i / win_w_ - j / win_w_ + win_h_ - 1, dx = i % win_w_ - j % win_w_ + win_w_ - 1;
-          index.push_back((dy * (2 * win_w_ - 1) + dx) * heads_ + h);
-        }
+        for (int64_t j = 0; j < seq; ++j) index.push_back(window::relative_row(i, j, win_h_, win_w_) * heads_ + h);
     return index;
   }
-  // torchvision's mask: the rolled, padded image in 3 x 3 regions (per dimension: before the
-  // last window, the last window's part that stays, the part that wrapped around); -100 where
-  // tokens i and j of a window lie in different regions: (windows, S, S), the same for every head.
-  std::vector<float> shift_mask(int64_t windows, int64_t seq) const {
-    std::vector<float> mask(static_cast<size_t>(windows * seq * seq));
-    auto region = [](int64_t p, int64_t padded, int64_t win, int64_t shift) {
-      return p < padded - win ? 0 : p < padded - shift ? 1 : 2;
-    };
-    const int64_t per_row = pad_w_ / win_w_;
-    std::vector<int64_t> id(static_cast<size_t>(seq));
-    for (int64_t wnd = 0; wnd < windows; ++wnd) {
-      for (int64_t t = 0; t < seq; ++t) {
-        const int64_t py = (wnd / per_row) * win_h_ + t / win_w_, px = (wnd % per_row) * win_w_ + t % win_w_;
-        id[static_cast<size_t>(t)] =
-            region(py, pad_h_, win_h_, shift(true)) * 3 + region(px, pad_w_, win_w_, shift(false));
-      }
-      for (int64_t i = 0; i < seq; ++i)
-        for (int64_t j = 0; j < seq; ++j)
-          mask[static_cast<size_t>((wnd * seq + i) * seq + j)] =
-              id[static_cast<size_t>(i)] == id[static_cast<size_t>(j)] ? 0.f : -100.f;
-    }
-    return mask;
+  // torchvision's mask (window_geometry.h): (windows, S, S), the same for every head.
+  std::vector<float> shift_mask() const {
+    return window::shift_mask(pad_h_, pad_w_, win_h_, win_w_, shift(true), shift(false));
   }
   void fill_mask(int64_t windows, int64_t seq, int64_t plane) {
     Tensor host(Shape{windows, heads_, seq, seq});
-    const std::vector<float> m = shift_mask(windows, seq);
+    const std::vector<float> m = shift_mask();
     for (int64_t wnd = 0; wnd < windows; ++wnd)
       for (int64_t h = 0; h < heads_; ++h)
         std::copy_n(m.begin() + wnd * seq * seq, seq * seq, host.data() + wnd * plane + h * seq * seq);

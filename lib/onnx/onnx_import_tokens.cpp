@@ -414,7 +414,7 @@ void Importer::view_gather(const onnx::NodeProto& n, const View& v) {
 // Slice with steps >= 1 (timm's unbind of Q, K and V, as the dynamo exporter writes it).
 void Importer::view_slice(const onnx::NodeProto& n, const View& v) {
   const SliceArgs args = slice_args(n);
-  const std::vector<int64_t>&starts = args.starts, &ends = args.ends, &axes = args.axes, &steps = args.steps;
+  const std::vector<int64_t>&axes = args.axes, &steps = args.steps;
   const int64_t r = static_cast<int64_t>(v.dims.size());
   View out = v;
   for (size_t i = 0; i < axes.size(); ++i) {
@@ -424,10 +424,7 @@ void Importer::view_slice(const onnx::NodeProto& n, const View& v) {
       fail(n, "slices " + ints_str(v.dims) + " with step " + std::to_string(steps[i]) +
                   " inside an attention; dltrain reads steps of 1 or more");
     const size_t ax = static_cast<size_t>(a);
-    const int64_t d = v.dims[ax];
-    auto clamp = [d](int64_t x) { return std::clamp<int64_t>(x < 0 ? x + d : x, 0, d); };
-    const int64_t s = clamp(starts[i]), e = clamp(ends[i]);
-    const int64_t count = e > s ? (e - s + steps[i] - 1) / steps[i] : 0;
+    const auto [s, count] = args.range(i, v.dims[ax]);
     if (count == 0) fail(n, "slices nothing of " + ints_str(v.dims) + " (axis " + std::to_string(a) + ")");
     out.offset += s * out.strides[ax];
     out.dims[ax] = count;

@@ -29,6 +29,7 @@
 #include <limits>
 #include <set>
 
+#include "layers/window_geometry.h"
 #include "onnx/onnx_importer.h"
 
 namespace dlt::onnx_detail {
@@ -388,10 +389,7 @@ void Importer::image_slice(const onnx::NodeProto& n, ImageView v) {
     }
     if (a.steps[i] < 1) fail(n, "slices with step " + std::to_string(a.steps[i]) + "; dltrain reads steps of 1 or more");
     const size_t k = static_cast<size_t>(axis - 1);
-    const int64_t d = v.count[k];
-    auto clamp = [d](int64_t x) { return std::clamp<int64_t>(x < 0 ? x + d : x, 0, d); };
-    const int64_t s = clamp(a.starts[i]), e = clamp(a.ends[i]);
-    const int64_t count = e > s ? (e - s + a.steps[i] - 1) / a.steps[i] : 0;
+    const auto [s, count] = a.range(i, v.count[k]);
     if (count == 0) fail(n, "slices nothing of the image (axis " + std::to_string(axis) + ")");
     v.start[k] += s * v.step[k];
     v.step[k] *= a.steps[i];
@@ -526,6 +524,13 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
   };
   auto target = [&]() { return ints_of(need_const(n, 1, "shape"), what); };
   auto perm_is = [&](std::vector<int64_t> p) { return op == "Transpose" && attr_ints(n, "perm", {}) == p; };
+  // An Einsum's equation without spaces, in lower case (MaxViT writes "B G H I D, ...").
+  auto equation = [&]() {
+    std::string eq = attr_string(n, "equation", "");
+    eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+    std::transform(eq.begin(), eq.end(), eq.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    return eq;
+  };
   // The operand in this block (Add and Mul take it either side; MatMul's is checked below).
   int vi = -1;
   for (int i = 0; i < n.input_size() && vi < 0; ++i)
@@ -721,10 +726,7 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         return next(Stage::kKt);
       }
       if (op == "Einsum") {  // MaxViT: Q K^T per window and head
-        std::string eq = attr_string(n, "equation", "");
-        eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
-        std::transform(eq.begin(), eq.end(), eq.begin(), [](unsigned char ch) { return std::tolower(ch); });
-        if (eq != "bghid,bghjd->bghij" || n.input_size() != 2 || vi != 0 || !win_.count(n.input(1)) ||
+        if (equation() != "bghid,bghjd->bghij" || n.input_size() != 2 || vi != 0 || !win_.count(n.input(1)) ||
             win_.at(n.input(1)).block != w.block || win_.at(n.input(1)).stage != Stage::kK)
           fail(n, "is an Einsum '" + attr_string(n, "equation", "") +
                       "' of the queries; dltrain reads MaxViT's 'B G H I D, B G H J D -> B G H I J' of Q and K");
@@ -799,10 +801,7 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
     }
     case Stage::kProbs: {
       if (op == "Einsum") {
-        std::string eq = attr_string(n, "equation", "");
-        eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
-        std::transform(eq.begin(), eq.end(), eq.begin(), [](unsigned char ch) { return std::tolower(ch); });
-        if (eq != "bghij,bghjd->bghid")
+        if (equation() != "bghij,bghjd->bghid")
           fail(n, "is an Einsum '" + attr_string(n, "equation", "") +
                       "' of the probabilities; dltrain reads MaxViT's 'B G H I J, B G H J D -> B G H I D'");
       } else if (op != "MatMul") {
@@ -878,27 +877,16 @@ Value Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
   if (shifted != !b.mask.empty())
     fail(n, shifted ? "closes a shifted window attention without the shift's mask"
                     : "closes an unshifted window attention that adds a mask by window");
-  if (shifted) {
-    // torchvision's regions of the rolled, padded image; -100 between tokens of different ones.
-    auto region = [](int64_t p, int64_t padded, int64_t w, int64_t shift) {
-      return shift == 0 ? 0 : p < padded - w ? 0 : p < padded - shift ? 1 : 2;
-    };
-    const int64_t per_row = b.in.full[1] / b.ww;
-    std::vector<int64_t> id(static_cast<size_t>(seq));
-    for (int64_t wnd = 0; wnd < b.windows; ++wnd) {
-      for (int64_t t = 0; t < seq; ++t) {
-        const int64_t py = (wnd / per_row) * b.wh + t / b.ww, px = (wnd % per_row) * b.ww + t % b.ww;
-        id[static_cast<size_t>(t)] =
-            region(py, b.in.full[0], b.wh, b.in.roll[0]) * 3 + region(px, b.in.full[1], b.ww, b.in.roll[1]);
+  if (shifted) {  // the mask must be the one the layer computes
+    const std::vector<float> want =
+        window::shift_mask(b.in.full[0], b.in.full[1], b.wh, b.ww, b.in.roll[0], b.in.roll[1]);
+    for (size_t k = 0; k < want.size(); ++k)
+      if (std::fabs(b.mask[k] - want[k]) > 1e-3f) {
+        const int64_t wnd = static_cast<int64_t>(k) / plane, i = static_cast<int64_t>(k) % plane / seq,
+                      j = static_cast<int64_t>(k) % seq;
+        fail(n, "adds a shift mask that differs from torchvision's (window " + std::to_string(wnd) + ", tokens " +
+                    std::to_string(i) + " and " + std::to_string(j) + "): dltrain computes the mask itself");
       }
-      for (int64_t i = 0; i < seq; ++i)
-        for (int64_t j = 0; j < seq; ++j) {
-          const float want = id[static_cast<size_t>(i)] == id[static_cast<size_t>(j)] ? 0.f : -100.f;
-          if (std::fabs(b.mask[static_cast<size_t>(wnd * plane + i * seq + j)] - want) > 1e-3f)
-            fail(n, "adds a shift mask that differs from torchvision's (window " + std::to_string(wnd) + ", tokens " +
-                        std::to_string(i) + " and " + std::to_string(j) + "): dltrain computes the mask itself");
-        }
-    }
   }
   // The dense bias back into its table: row (dy + wh - 1) (2 ww - 1) + dx + ww - 1, one column per head.
   const int64_t rows = (2 * b.wh - 1) * (2 * b.ww - 1);
@@ -908,8 +896,7 @@ Value Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
     for (int64_t h = 0; h < b.heads; ++h)
       for (int64_t i = 0; i < seq; ++i)
         for (int64_t j = 0; j < seq; ++j) {
-          const int64_t dy = i / b.ww - j / b.ww + b.wh - 1, dx = i % b.ww - j % b.ww + b.ww - 1;
-          const size_t at = static_cast<size_t>((dy * (2 * b.ww - 1) + dx) * b.heads + h);
+          const size_t at = static_cast<size_t>(window::relative_row(i, j, b.wh, b.ww) * b.heads + h);
           const float v = b.bias[static_cast<size_t>((h * seq + i) * seq + j)];
           if (set[at] && std::fabs(table[at] - v) > 1e-6f * std::max(1.f, std::fabs(v)))
             fail(n, "adds a bias to the window scores that is not a relative position bias (head " + std::to_string(h) +

@@ -2,12 +2,14 @@
 // walk, the input, layers through NodeReader, the end of the graph) and onnx_import_layout.cpp
 // (shape folding, layout forms, Mul routing). Internal to lib/onnx.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "layers/layer.h"
@@ -394,6 +396,13 @@ class Importer {
   bool window_node(const onnx::NodeProto& n);
   struct SliceArgs {
     std::vector<int64_t> starts, ends, axes, steps;
+    // Slice i (a step of 1 or more) of a dimension of size d, clamped as ONNX does: its first
+    // index and its count.
+    std::pair<int64_t, int64_t> range(size_t i, int64_t d) const {
+      auto clamp = [d](int64_t x) { return std::clamp<int64_t>(x < 0 ? x + d : x, 0, d); };
+      const int64_t s = clamp(starts[i]), e = clamp(ends[i]);
+      return {s, e > s ? (e - s + steps[i] - 1) / steps[i] : 0};
+    }
   };
   SliceArgs slice_args(const onnx::NodeProto& n);
   void set_image_view(const onnx::NodeProto& n, const ImageView& v);

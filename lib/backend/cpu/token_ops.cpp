@@ -121,15 +121,15 @@ class CpuRowGatherOp final : public RowGatherOp {
 // and row by row in order (the same for every thread count).
 class CpuHeadNormalizeOp final : public HeadNormalizeOp {
  public:
-  explicit CpuHeadNormalizeOp(const HeadNormalizeDesc& d) : HeadNormalizeOp(d, Device::cpu()), d_(d) {}
+  explicit CpuHeadNormalizeOp(const HeadNormalizeDesc& d)
+      : HeadNormalizeOp(d, Device::cpu()), d_(d), scale_(static_cast<size_t>(d.heads)) {}
 
  private:
-  std::vector<float> scales(const Tensor* t) const {
-    std::vector<float> s(static_cast<size_t>(d_.heads), 1.f);
-    if (t)
-      for (int64_t h = 0; h < d_.heads; ++h)
-        s[static_cast<size_t>(h)] = std::exp(std::min(t->data()[h], static_cast<float>(d_.max_log_scale)));
-    return s;
+  // Each head's factor exp(min(t, max_log_scale)) (1 without t) into scale_.
+  const std::vector<float>& scales(const Tensor* t) {
+    for (int64_t h = 0; h < d_.heads; ++h)
+      scale_[static_cast<size_t>(h)] = t ? std::exp(std::min(t->data()[h], static_cast<float>(d_.max_log_scale))) : 1.f;
+    return scale_;
   }
   static float norm(const float* x, int64_t dim) {
     float n = 0.f;
@@ -137,7 +137,7 @@ class CpuHeadNormalizeOp final : public HeadNormalizeOp {
     return std::max(std::sqrt(n), HeadNormalizeDesc::kEps);
   }
   void do_forward(const Tensor& x, const Tensor* t, Tensor& y) override {
-    const std::vector<float> s = scales(t);
+    const std::vector<float>& s = scales(t);
     const float* xp = x.data();
     float* yp = y.data();
     const int64_t dim = d_.dim, heads = d_.heads;
@@ -151,7 +151,7 @@ class CpuHeadNormalizeOp final : public HeadNormalizeOp {
       }
   }
   void do_backward(const Tensor& x, const Tensor* t, const Tensor& dy, Tensor& dx, Tensor* dt) override {
-    const std::vector<float> s = scales(t);
+    const std::vector<float>& s = scales(t);
     const float* xp = x.data();
     const float* gp = dy.data();
     float* out = dx.data();
@@ -188,6 +188,7 @@ class CpuHeadNormalizeOp final : public HeadNormalizeOp {
   }
 
   HeadNormalizeDesc d_;
+  std::vector<float> scale_;
 };
 
 std::unique_ptr<BatchBroadcastOp> make_broadcast(Backend&, const BatchBroadcastDesc& d) {
