@@ -3,19 +3,23 @@
 
 For each torchvision network (default mobilenet_v2, resnet50; random weights, seed 0, 1000
 classes, 224x224) it exports the model with torch.onnx.export (dynamo=True, the default
-exporter; where that fails, dynamo=False at opset 17, and the row says which), then times
-inference at one batch (default 256) in float32 with TF32 off on both sides:
-  - dltrain: `dltrain time --gpu 0 --json` on a config whose base: is the ONNX file (imported
-    on the fly, the last two layers replaced by softmax + classification as a user's would
-    be): its inference_ms, the median of --repeats loops of --iterations forward passes;
+exporter; where that fails, dynamo=False at opset 17, and the row says which; the transformers,
+vit / swin / maxvit, with one image, as zoo_coverage.py exports them: dltrain reads such a graph
+at any batch), then times inference at one batch (default 256) in each of --precisions: single
+(float32, TF32 off on both sides) and mixed (dltrain's Precision: mixed against PyTorch under
+torch.autocast(bfloat16)):
+  - dltrain: `dltrain time --gpu 0 --json --set training.Precision=P` on a config whose base:
+    is the ONNX file (imported on the fly, the last two layers replaced by softmax +
+    classification as a user's would be): its inference_ms, the median of --repeats loops of
+    --iterations forward passes;
   - PyTorch eager: the same model object on cuda:0, channels_last, cudnn.benchmark,
     torch.inference_mode, timed with CUDA events over the same loops.
-Per network PyTorch is timed first, then dltrain, then dltrain under each --variants switch, so
+Per network and precision PyTorch is timed first, then dltrain, then dltrain under each --variants switch, so
 that a run cut by its caller's time limit (SIGTERM) still has the peer's number: the table is
 written after every measurement and on SIGTERM, with what was measured so far.
 Agreement of the imported networks with the exporter's model is checked elsewhere
 (scripts/onnx/zoo_coverage.py, tests/onnx); this script measures speed only. Prints one JSON
-line per network to stdout at the end (also when stopped by SIGTERM), a markdown table to stderr,
+line per network and precision to stdout at the end (also when stopped by SIGTERM), a markdown table to stderr,
 and writes OUTPUT-DIR/table.md.
 Runs with the python3 that has torch, torchvision, onnx and onnxscript (the GPU machine's).
 
@@ -58,13 +62,14 @@ def export(model, x, path):
         return "torchscript"
 
 
-def dltrain_time(args, onnx_path, work, batch, variant=("", {})):
+def dltrain_time(args, onnx_path, work, batch, precision, variant=("", {})):
     """`dltrain time` of the imported network; variant: (name, extra environment) of a switch run."""
     cfg = os.path.join(work, "time.yaml")
     zc.write_time_config(cfg, onnx_path, batch)
     where = ["--gpu", "0"] if args.device == "cuda" else ["--threads", "2"]
     cmd = [args.dltrain, "time", cfg, *where, "--batch", str(batch), "--json",
-           "--iterations", str(args.iterations), "--repeats", str(args.repeats), "--warmup", str(args.warmup)]
+           "--iterations", str(args.iterations), "--repeats", str(args.repeats), "--warmup", str(args.warmup),
+           "--set", f"training.Precision={precision}"]
     env = {k: v for k, v in os.environ.items() if k != "DLT_ALLOW_TF32"}
     env.update(variant[1])
     if args.profile:
@@ -75,7 +80,7 @@ def dltrain_time(args, onnx_path, work, batch, variant=("", {})):
     if p.returncode != 0:
         tail = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"
         raise RuntimeError(tail)
-    stem = os.path.join(work, os.path.basename(onnx_path)[:-5] + (f"_{variant[0]}" if variant[0] else ""))
+    stem = os.path.join(work, os.path.basename(onnx_path)[:-5] + f"_{precision}" + (f"_{variant[0]}" if variant[0] else ""))
     with open(stem + "_dltrain.json", "w") as f:
         f.write(p.stdout)
     with open(stem + "_dltrain.log", "w") as f:
@@ -153,6 +158,9 @@ def main():
     p.add_argument("--networks", default="mobilenet_v2,resnet50")
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--size", type=int, default=224)
+    p.add_argument("--precisions", default="single",
+                   help="comma-separated: single (float32, TF32 off) and/or mixed (dltrain's Precision: mixed "
+                        "against torch.autocast bfloat16)")
     p.add_argument("--iterations", type=int, default=10)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--warmup", type=int, default=3)
@@ -167,6 +175,9 @@ def main():
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                    help="cpu: a self-check of this script where no GPU is (small --batch)")
     args = p.parse_args()
+    precisions = [q for q in args.precisions.split(",") if q]
+    if not precisions or any(q not in ("single", "mixed") for q in precisions):
+        p.error(f"--precisions takes single and/or mixed, got '{args.precisions}'")
     variants = []  # (name, environment, networks or None for all)
     for spec in [v for v in args.variants.split(";") if v.strip()]:
         name, _, assignments = spec.partition(":")
@@ -188,18 +199,19 @@ def main():
 
     def table():
         """The markdown table of the rows so far (the last one may be partial), to stderr and table.md."""
-        lines = [f"Imported ONNX inference on {gpu}, batch {args.batch}, {args.size}x{args.size}, float32 (TF32 "
-                 f"off both sides); PyTorch {torch.__version__} eager (channels_last, cudnn.benchmark), cuDNN "
+        lines = [f"Imported ONNX inference on {gpu}, batch {args.batch}, {args.size}x{args.size}; single: float32 "
+                 f"(TF32 off both sides), mixed: dltrain's Precision: mixed against torch.autocast(bfloat16); "
+                 f"PyTorch {torch.__version__} eager (channels_last, cudnn.benchmark), cuDNN "
                  f"{torch.backends.cudnn.version()}; median of {args.repeats} loops of {args.iterations} batches.",
-                 "", "| network | exporter | dltrain ms (img/s) | PyTorch eager ms (img/s) | PyTorch / dltrain |",
-                 "|---|---|---|---|---|"]
+                 "", "| network | precision | exporter | dltrain ms (img/s) | PyTorch eager ms (img/s) | PyTorch / dltrain |",
+                 "|---|---|---|---|---|---|"]
 
         def cell(ms):
             return f"{ms:.2f} ({args.batch / ms * 1e3:,.0f})"
         for r in rows:
             d = cell(r["dltrain_ms"]) if "dltrain_ms" in r else r.get("dltrain_error", r.get("error", "not run"))
             t = cell(r["pytorch_ms"]) if "pytorch_ms" in r else "not run"
-            lines.append(f"| {r['network']} | {r.get('exporter', '—')} | {d} | {t} | "
+            lines.append(f"| {r['network']} | {r['precision']} | {r.get('exporter', '—')} | {d} | {t} | "
                          f"{str(r['ratio']) + 'x' if 'ratio' in r else '—'} |")
             for name, env, nets in variants:
                 if nets and r["network"] not in nets:
@@ -207,7 +219,7 @@ def main():
                 ms = r.get(f"dltrain_ms_{name}")
                 d = cell(ms) if ms else r.get(f"dltrain_error_{name}", "not run")
                 lines.append(f"| {r['network']}, dltrain with {' '.join(f'{k}={v}' for k, v in env.items())} | "
-                             f"{r.get('exporter', '—')} | {d} | {t} | "
+                             f"{r['precision']} | {r.get('exporter', '—')} | {d} | {t} | "
                              f"{str(r['ratio_' + name]) + 'x' if 'ratio_' + name in r else '—'} |")
         with open(os.path.join(work, "table.md"), "w") as f:
             f.write("\n".join(lines) + "\n")
@@ -223,57 +235,62 @@ def main():
     signal.signal(signal.SIGTERM, on_term)
     try:
         for net in [n for n in args.networks.split(",") if n]:
-            row = {"network": net, "batch": args.batch, "size": args.size, "gpu": gpu,
-                   "torch": torch.__version__, "cudnn": torch.backends.cudnn.version()}
-            rows.append(row)
+            base = {"network": net, "batch": args.batch, "size": args.size, "gpu": gpu,
+                    "torch": torch.__version__, "cudnn": torch.backends.cudnn.version()}
             torch.manual_seed(0)
             model = torchvision.models.get_model(net, weights=None).eval()
-            x_cpu = torch.rand(2, 3, args.size, args.size)
+            # Transformers with one image (zoo_coverage.one_image: both exporters bake the batch in).
+            x_cpu = torch.rand(1 if zc.one_image(net) else 2, 3, args.size, args.size)
             path = os.path.join(work, net + ".onnx")
             t0 = time.perf_counter()
             try:
-                row["exporter"] = export(model, x_cpu, path)
+                base["exporter"] = export(model, x_cpu, path)
             except Exception as e:  # noqa: BLE001
-                row["error"] = f"export: {str(e).splitlines()[0][:160]}"
+                rows.append(base | {"precision": precisions[0], "error": f"export: {str(e).splitlines()[0][:160]}"})
                 failed += 1
                 continue
-            row["export_s"] = round(time.perf_counter() - t0, 1)
-            # The peer first: its number is the one a cut run must not lose.
+            base["export_s"] = round(time.perf_counter() - t0, 1)
             model = model.to(args.device, memory_format=torch.channels_last)
             x = torch.rand(args.batch, 3, args.size, args.size, device=args.device).contiguous(
                 memory_format=torch.channels_last)
-            with torch.inference_mode():
-                row["pytorch_ms"] = torch_ms(model, x, args, torch)
-            if args.device == "cuda":
-                torch.cuda.empty_cache()  # the device's memory to dltrain's process
-            table()
-            runs = [("", {})] + [(name, env) for name, env, nets in variants if not nets or net in nets]
-            for variant in runs:
-                suffix = f"_{variant[0]}" if variant[0] else ""
-                try:
-                    if variant[0]:
-                        log(f"{net}, dltrain with {variant[0]} "
-                            f"({' '.join(f'{k}={v}' for k, v in variant[1].items())}):")
-                    d, seconds = dltrain_time(args, path, work, args.batch, variant)
-                    row["dltrain_ms" + suffix] = d["inference_ms"]
-                    row["dltrain_call_s" + suffix] = round(seconds, 1)
-                    if args.profile:
-                        print_layers(d)
-                except (RuntimeError, subprocess.TimeoutExpired) as e:
-                    row["dltrain_error" + suffix] = str(e)[:200]
-                    failed += 1
-                ratios(row)
+            for precision in precisions:
+                row = base | {"precision": precision}
+                rows.append(row)
+                # The peer first: its number is the one a cut run must not lose.
+                with torch.inference_mode(), torch.autocast(args.device, dtype=torch.bfloat16,
+                                                            enabled=precision == "mixed"):
+                    row["pytorch_ms"] = torch_ms(model, x, args, torch)
+                if args.device == "cuda":
+                    torch.cuda.empty_cache()  # the device's memory to dltrain's process
                 table()
-            if args.profile and args.device == "cuda":
-                with torch.inference_mode():
-                    print_torch_profile(model, x, torch)
+                runs = [("", {})] + [(name, env) for name, env, nets in variants if not nets or net in nets]
+                for variant in runs:
+                    suffix = f"_{variant[0]}" if variant[0] else ""
+                    try:
+                        if variant[0]:
+                            log(f"{net} {precision}, dltrain with {variant[0]} "
+                                f"({' '.join(f'{k}={v}' for k, v in variant[1].items())}):")
+                        d, seconds = dltrain_time(args, path, work, args.batch, precision, variant)
+                        row["dltrain_ms" + suffix] = d["inference_ms"]
+                        row["dltrain_call_s" + suffix] = round(seconds, 1)
+                        if args.profile:
+                            print_layers(d)
+                    except (RuntimeError, subprocess.TimeoutExpired) as e:
+                        row["dltrain_error" + suffix] = str(e)[:200]
+                        failed += 1
+                    ratios(row)
+                    table()
+                if args.profile and args.device == "cuda":
+                    with torch.inference_mode(), torch.autocast(args.device, dtype=torch.bfloat16,
+                                                                enabled=precision == "mixed"):
+                        print_torch_profile(model, x, torch)
             del model, x
             if args.device == "cuda":
                 torch.cuda.empty_cache()
     except Stopped as e:
         log(f"stopped by {e}: the table has what was measured")
         failed += 1
-    for row in rows:  # one JSON line per network, measured or not
+    for row in rows:  # one JSON line per network and precision, measured or not
         print(json.dumps(row), flush=True)
     print(table(), file=sys.stderr, flush=True)
     return 1 if failed else 0

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch CUDA reference for dltrain's GPU benchmark (scripts/bench/gpu_vs_pytorch): builds the
-network of a dltrain YAML config with pytorch_cpu.py's builder, moves it to the GPU and times
-training and inference on synthetic data with CUDA events. Prints one JSON line per
+network of a dltrain YAML config with pytorch_cpu.py's builder (pytorch_vit.py's for a network
+with token layers: configs/cifar10-vit.yaml, F.scaled_dot_product_attention), moves it to the
+GPU and times training and inference on synthetic data with CUDA events. Prints one JSON line per
 (network, preset, mode); `--peak` instead measures the float32, TF32 and bfloat16
 matrix-multiply rates that serve as the peaks for model FLOP utilisation.
 
@@ -20,7 +21,10 @@ dltrain: this loop never reads the loss back, while dltrain's step waits for its
 backward or the update) once per step.
 Exit code 77 when no CUDA GPU is visible. `--dry-run-cpu` runs everything on the CPU with host
 timers (a check of this script on machines without a GPU; its numbers mean nothing). FLOPs as pytorch_cpu.py: 2 x MACs of conv + fc,
-forward; a training step counts 3x forward.
+forward (a token network's also count the attention's two products, by torch.utils.flop_counter);
+a training step counts 3x forward. The optimizer follows the config's Solver (sgdm: SGD with
+momentum and L2Regularization as weight decay; adam; adamw with WeightDecay), its learning rate
+InitialLearnRate x 1e-3 (the timing, not the training, is the point).
 """
 import argparse
 import importlib.util
@@ -33,11 +37,43 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def load_builder():
-    spec = importlib.util.spec_from_file_location("pytorch_cpu", os.path.join(HERE, "pytorch_cpu.py"))
+def load_module(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, name + ".py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.build
+    return mod
+
+
+# Layer types only pytorch_vit.py's builder knows: a config with any of them is built there.
+TOKEN_LAYERS = {"patchEmbedding", "embeddingConcatenation", "positionEmbedding", "selfAttention", "indexing1d",
+                "layerNormalization", "gelu"}
+
+
+def build_network(path, torch):
+    """(net, (c, h, w), classes, forward FLOPs per image, training options) of a dltrain config."""
+    import yaml
+    with open(path) as f:
+        cfg = yaml.safe_load(f)
+    if not any(layer.get("type") in TOKEN_LAYERS for layer in cfg.get("layers", [])):
+        return load_module("pytorch_cpu").build(path, torch)
+    net, (c, h, w), num_classes, _ = load_module("pytorch_vit").build(cfg, torch, path)
+    from torch.utils.flop_counter import FlopCounterMode
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter:
+        net(torch.zeros(1, c, h, w))
+    return net, (c, h, w), num_classes, counter.get_total_flops(), cfg.get("training", {}) or {}
+
+
+def optimizer(torch, params, topts):
+    """The config's Solver, as dltrain's step would run it (module doc)."""
+    solver = str(topts.get("Solver", "sgdm")).lower()
+    lr = float(topts.get("InitialLearnRate", 0.01)) * 1e-3
+    if solver == "adamw":
+        return torch.optim.AdamW(params, lr=lr, weight_decay=float(topts.get("WeightDecay", 0.01)))
+    if solver == "adam":
+        return torch.optim.Adam(params, lr=lr, weight_decay=float(topts.get("L2Regularization", 1e-4)))
+    return torch.optim.SGD(params, lr=lr, momentum=float(topts.get("Momentum", 0.9)),
+                           weight_decay=float(topts.get("L2Regularization", 1e-4)))
 
 
 DEV = "cuda"
@@ -183,21 +219,18 @@ def main():
         return
     if not args.configs:
         ap.error("give config files, or --peak")
-    build = load_builder()
     set_preset(torch, args.preset)
     torch.manual_seed(0)
     fmt = torch.channels_last
     for path in args.configs:
-        net, (c, h, w), num_classes, flops, topts = build(path, torch)
+        net, (c, h, w), num_classes, flops, topts = build_network(path, torch)
         batch = args.batch or int(topts.get("MiniBatchSize", 128))
         net = net.to(DEV).to(memory_format=fmt)
         gen = torch.Generator(device=DEV).manual_seed(123)
         images = torch.randint(0, 256, (batch, c, h, w), generator=gen, device=DEV).float()
         images = images.contiguous(memory_format=fmt)
         labels = torch.randint(0, num_classes, (batch,), generator=gen, device=DEV)
-        opt = torch.optim.SGD(net.parameters(), lr=float(topts.get("InitialLearnRate", 0.01)) * 1e-3,
-                              momentum=float(topts.get("Momentum", 0.9)),
-                              weight_decay=float(topts.get("L2Regularization", 1e-4)))
+        opt = optimizer(torch, net.parameters(), topts)
         model = net
         compile_s = None
         if args.preset == "compile":
@@ -249,7 +282,7 @@ def main():
                 "repeat_ms_per_iteration": [round(t, 3) for t in ms],
                 "iterations": args.iterations, "repeats": args.repeats, "warmup": args.warmup,
                 "flops_per_image_forward": flops, "flops_per_image": mode_flops,
-                "flops_convention": "2*MACs of conv+fc, forward; train = 3x forward",
+                "flops_convention": "2*MACs of conv+fc (and a token network's attention products), forward; train = 3x forward",
                 "tflops_per_second": round(ips * mode_flops / 1e12, 3),
                 "channels_last": True, "cudnn_benchmark": True,
                 "cudnn_tf32": torch.backends.cudnn.allow_tf32,
@@ -258,7 +291,7 @@ def main():
                 "compile_seconds": compile_s,
             } | device_info(torch)
             if mode == "train" and last_loss[0] is not None:
-                rec["final_loss"] = round(float(last_loss[0]), 4)
+                rec["final_loss"] = round(float(last_loss[0].detach()), 4)
             print(json.dumps(rec), flush=True)
             if args.profile > 0 and DEV == "cuda":
                 profile(torch, fn, args.profile, f"{name} {args.preset} {mode}, batch {batch}")

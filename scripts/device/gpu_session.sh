@@ -22,16 +22,20 @@
 #                  per-operator CUDA times for resnet18-cifar and cifar10, after the step times
 #                  under CudnnEngines auto / exhaustive x BatchNormKernels cudnn / dltrain);
 #                  "camvid" trains seed 003's SegNet at 360x480 on CamVid with dltrain and
-#                  PyTorch (.devbundle/camvid.tar); "zoo" times imported mobilenet_v2 / resnet50
-#                  inference at batch 256 against PyTorch eager, dltrain also under each of
+#                  PyTorch (.devbundle/camvid.tar); "zoo" times imported networks' inference
+#                  at batch 256 against PyTorch eager (ZOO_NETWORKS, default resnet50,
+#                  mobilenet_v2, efficientnet_b0, convnext_tiny, vit_b_16, swin_t; in each of
+#                  ZOO_PRECISIONS, default "single,mixed": float32, and Precision: mixed against
+#                  autocast bfloat16), dltrain also under each of
 #                  ZOO_VARIANTS (e.g. "nortc:DLT_CUDNN_RUNTIME_COMPILED=0", or
 #                  "clip@mobilenet_v2:..." for the networks named; default none); PyTorch is
-#                  timed first per network, and a stage cut by ZOO_SECONDS keeps its table
+#                  timed first per network and precision, and a stage cut by ZOO_SECONDS keeps its table
 #   Environment: SESSION_SECONDS (the whole budget, default 510), TESTS_SECONDS, BENCH_SECONDS,
 #   CAMVID_SECONDS, ZOO_SECONDS (caps per stage), RESERVE_SECONDS (kept for the stages after
 #   bench / camvid / zoo), CAMVID_EPOCHS (3), BENCH_NETWORKS, BENCH_GRAPH_NETWORKS ("none": no
-#   CUDA-graph rows), BENCH_SWITCHES, CAMVID_PYTORCH_ONLY (an earlier run's resolved config:
-#   PyTorch's side alone), ZOO_NETWORKS, ZOO_VARIANTS, PROFILE_NETWORKS, PROFILE_ENGINES. A stage
+#   CUDA-graph rows), BENCH_MIXED_NETWORKS (default "resnet18-cifar cifar10-vit"), BENCH_SWITCHES,
+#   CAMVID_PYTORCH_ONLY (an earlier run's resolved config: PyTorch's side alone), ZOO_NETWORKS,
+#   ZOO_PRECISIONS, ZOO_VARIANTS, PROFILE_NETWORKS, PROFILE_ENGINES. A stage
 #   with too little time left is skipped and named.
 #     --test-args  arguments for dltrain_gpu_tests (a Catch2 tag or test name filter)
 #     --sanitize-args  one Catch2 test spec (a test name may hold spaces) for the sanitize
@@ -480,8 +484,9 @@ else
   # in the environment skips them; docs/gpu.md "GPU switches").
   extra+=(--switches "${BENCH_SWITCHES-DLT_CUDNN_ENGINES=exhaustive DLT_BN_KERNELS=dltrain DLT_ALLOW_REDUCED_PRECISION_REDUCTION=1}")
   DLTRAIN="$work/bin/dltrain" timeout -k 5 "$t" scripts/bench/gpu_vs_pytorch --output-dir "$work/bench" \
-    --networks "${BENCH_NETWORKS:-cifar10 cifar10-bn resnet18-cifar}" --compile-networks "resnet18-cifar" \
-    --compile-timeout "$compile_t" --graph-networks "${BENCH_GRAPH_NETWORKS:-cifar10 resnet18-cifar}" --mixed-networks "resnet18-cifar" \
+    --networks "${BENCH_NETWORKS:-cifar10 cifar10-bn resnet18-cifar cifar10-vit}" --compile-networks "resnet18-cifar" \
+    --compile-timeout "$compile_t" --graph-networks "${BENCH_GRAPH_NETWORKS:-cifar10 resnet18-cifar}" \
+    --mixed-networks "${BENCH_MIXED_NETWORKS:-resnet18-cifar cifar10-vit}" \
     "${extra[@]}" > "$work/logs/bench.log" 2>&1
   rc=$?
   tail -40 "$work/logs/bench.log"
@@ -523,18 +528,20 @@ stage_camvid() {
   [[ $rc -eq 0 ]] || { echo "camvid: exit $rc"; failures+=(camvid); }
 }
 
-# --- 8. imported ONNX networks (stage "zoo"): torchvision's mobilenet_v2 and resnet50 exported
-# here by this machine's PyTorch (the default dynamo exporter), imported by `dltrain time`'s
-# base:, inference at batch 256 on the GPU against PyTorch eager (scripts/bench/onnx_inference_gpu.py:
-# per network PyTorch first, then dltrain and its variants; on the time limit's SIGTERM it writes
-# the table of what it measured).
+# --- 8. imported ONNX networks (stage "zoo"): torchvision's networks (ZOO_NETWORKS) exported
+# here by this machine's PyTorch (the default dynamo exporter; the transformers with one image),
+# imported by `dltrain time`'s base:, inference at batch 256 on the GPU against PyTorch eager in
+# float32 and mixed precision (scripts/bench/onnx_inference_gpu.py: per network and precision
+# PyTorch first, then dltrain and its variants; on the time limit's SIGTERM it writes the table
+# of what it measured).
 stage_zoo() {
   local t=$(( $(left) - ${RESERVE_SECONDS:-0} ))
-  (( t > ${ZOO_SECONDS:-150} )) && t=${ZOO_SECONDS:-150}
-  stage "zoo: imported mobilenet_v2 and resnet50, inference at batch 256 against PyTorch eager (at most ${t}s)"
+  (( t > ${ZOO_SECONDS:-450} )) && t=${ZOO_SECONDS:-450}
+  local nets=${ZOO_NETWORKS:-resnet50,mobilenet_v2,efficientnet_b0,convnext_tiny,vit_b_16,swin_t}
+  stage "zoo: imported $nets, inference at batch 256 (${ZOO_PRECISIONS:-single,mixed}) against PyTorch eager (at most ${t}s)"
   (( t < 40 )) && { echo "zoo: skipped, only ${t}s left"; failures+=(zoo_no_time); return; }
   DLTRAIN="$work/bin/dltrain" timeout -k 5 "$t" python3 scripts/bench/onnx_inference_gpu.py --output-dir "$work/zoo" \
-    --networks "${ZOO_NETWORKS:-mobilenet_v2,resnet50}" --run-timeout $(( t / 2 )) --profile \
+    --networks "$nets" --precisions "${ZOO_PRECISIONS:-single,mixed}" --run-timeout $(( t / 2 )) --profile \
     --variants "${ZOO_VARIANTS-}" > "$work/logs/zoo.jsonl" 2> "$work/logs/zoo.log"
   local rc=$?
   grep -E '^onnx_inference_gpu: |^\|' "$work/logs/zoo.log" | cut -c1-400
