@@ -9,6 +9,7 @@
 //   per-channel constant a 1x1 channel-wise groupedConvolution2d (ConvNeXt's layer scale).
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "onnx/onnx_importer.h"
 
@@ -462,8 +463,8 @@ void Importer::channel_scale(const onnx::NodeProto& n, int vi, bool reciprocal) 
       if (x == 0.f || !std::isfinite(1.f / x)) fail(n, "divides by a constant holding 0 or a value too close to it");
       x = 1.f / x;
     }
-  // The channel axis counted from the last: NCHW images 2, (N, C) and channels-last 0.
-  const int64_t from_end = v.flat || v.channels_last ? 0 : 2;
+  // The channel axis counted from the last: NCHW images 2, (N, C), channels-last and tokens 0.
+  const int64_t from_end = v.flat || v.channels_last || v.tokens ? 0 : 2;
   const std::vector<int64_t> d = dims_of(k);
   bool per_channel = s.size() == 1;
   if (static_cast<int64_t>(s.size()) == c && static_cast<int64_t>(d.size()) > from_end && d.size() <= 4) {
@@ -475,6 +476,7 @@ void Importer::channel_scale(const onnx::NodeProto& n, int vi, bool reciprocal) 
     fail(n, "multiplies by a constant of shape " + dims_str(k) + "; supported: one value, or one per channel (" +
                 std::string(from_end == 2 ? "C, 1, 1" : "C") + " with C = " + std::to_string(c) + ")");
   if (s.size() == 1) s.assign(static_cast<size_t>(c), s[0]);
+  if (v.tokens) return fold_token_scale(n, vi, v, s);
   LayerSpec& spec = add_layer("groupedConvolution2d", unique_name(n), {v.name});
   set_list(spec, "FilterSize", {1, 1});
   spec.set("NumFiltersPerGroup", "1");
@@ -485,6 +487,38 @@ void Importer::channel_scale(const onnx::NodeProto& n, int vi, bool reciprocal) 
   Value out = v;
   out.name = spec.name;
   set_out(n, out);
+}
+
+// A per-channel scale of the tokens a fullyConnected or selfAttention layer makes (DeiT III's and
+// CaiT's LayerScale, gamma * x after the output projection): folded into that layer's output
+// weights and bias, when nothing else reads the layer's output (the ONNX values that name it are
+// read only by this node and by nodes whose outputs name it too, such as its bias Add).
+void Importer::fold_token_scale(const onnx::NodeProto& n, int vi, const Value& v, const std::vector<float>& s) {
+  const LayerSpec* layer = nullptr;
+  for (const LayerSpec& l : m_.network.layers)
+    if (l.name == v.name) layer = &l;
+  const bool fc = layer && layer->type == "fullyConnected", attention = layer && layer->type == "selfAttention";
+  std::set<std::string> aliases;
+  for (const auto& [onnx_name, value] : values_)
+    if (value.name == v.name) aliases.insert(onnx_name);
+  bool alone = true;
+  for (const std::string& a : aliases)
+    for (int k : consumers_of(a)) {
+      const onnx::NodeProto& c = g_.node(k);
+      bool aliasing = c.output_size() > 0;
+      for (const auto& out : c.output()) aliasing = aliasing && aliases.count(out);
+      if (&c != &n && !aliasing) alone = false;
+    }
+  if (!(fc || attention) || !alone)
+    fail(n, "multiplies a token sequence by a constant per channel; dltrain folds such a scale (LayerScale) only "
+            "into the fullyConnected or selfAttention layer that makes the tokens, when nothing else reads them");
+  const std::string weights = fc ? "Weights" : "OutputWeights", bias = fc ? "Bias" : "OutputBias";
+  for (NamedTensor& p : m_.params) {
+    if (p.layer != v.name || (p.name != weights && p.name != bias)) continue;
+    const size_t per_row = p.data.size() / s.size();
+    for (size_t i = 0; i < p.data.size(); ++i) p.data[i] *= s[i / per_row];
+  }
+  set_out(n, value(n, vi, false, false, true));
 }
 
 }  // namespace dlt::onnx_detail

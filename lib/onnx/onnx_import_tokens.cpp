@@ -254,6 +254,10 @@ bool Importer::token_node(const onnx::NodeProto& n) {
   }
   if ((op == "Mul" || op == "Div") && n.input_size() == 2 && (view0 || view1) &&
       (constant(n.input(view0 ? 1 : 0)) != nullptr)) {
+    // A per-channel scale of a token sequence (DeiT III's and CaiT's LayerScale after the output
+    // projection) is a layer on the tokens, not a scale of an attention operand.
+    const View& v = views_.at(n.input(view0 ? 0 : 1));
+    if (reads_as_tokens(v) && need_floats(n, view0 ? 1 : 0, "scale").size() > 1) return false;
     view_scale(n, view0 ? 0 : 1);
     return true;
   }

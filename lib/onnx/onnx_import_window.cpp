@@ -47,7 +47,14 @@ const char* stage_name(Stage s) {
     case Stage::kTokens: return "window tokens, before the joint Q/K/V MatMul";
     case Stage::kQkv: return "Q/K/V projection, before its bias Add or its Reshape to (windows, S, 3, heads, d)";
     case Stage::kQkv5: return "Q/K/V heads, before their Transpose (2, 0, 3, 1, 4)";
-    case Stage::kQkvT: return "transposed Q/K/V heads, before the Gather of Q, K or V";
+    case Stage::kQkvT: return "transposed Q/K/V heads, before the Gather (or Slice) of Q, K or V";
+    case Stage::kQ1:
+    case Stage::kK1:
+    case Stage::kV1: return "sliced Q, K or V, before its Squeeze of axis 0";
+    case Stage::kWin4: return "windows (windows, wh, ww, C), before their Reshape to (windows, wh*ww, C)";
+    case Stage::kProj4: return "output projection (windows, wh, ww, C), before its Reshape to (1, H/wh, W/ww, wh, ww, C)";
+    case Stage::kMerge:
+      return "2x2 patches transposed to (1, H/2, W/2, 2, 2, C), before their Reshape to (1, H/2, W/2, 4 C)";
     case Stage::kQ: return "queries, before their scale (Mul) or the MatMul by the transposed keys";
     case Stage::kK: return "keys, before their Transpose (0, 1, 3, 2)";
     case Stage::kKt: return "transposed keys, read by the scores' MatMul";
@@ -190,7 +197,7 @@ const Importer::Partition* Importer::partition_of_inputs(const onnx::NodeProto& 
                                                "Relu",               "Sigmoid", "Mul",       "Dropout",
                                                "Identity",           "Reshape", "Transpose", "Shape"};
   if (!per_token.count(n.op_type()) || untagged)
-    fail(n, "reads MaxViT's partitioned tokens (1, windows, tokens, C)" +
+    fail(n, "reads " + std::string(p->flat ? "a channels-last image flattened to (1, H*W, C)" : "MaxViT's partitioned tokens (1, windows, tokens, C)") +
                 std::string(untagged ? " together with a value that is not partitioned the same way" : "") +
                 "; dltrain reads them only in LayerNormalization, MatMul, Add, the activations, the grid swap and "
                 "the reverse partition");
@@ -204,15 +211,19 @@ void Importer::tag_outputs(const onnx::NodeProto& n, const Partition& p) {
   }
 }
 
-// Whether value goes (through a bias Add) into a Split or Slices: MaxViT's joint Q/K/V
-// projection rather than its MLP's.
-bool Importer::feeds_split(const std::string& value) {
+const std::vector<int>& Importer::consumers_of(const std::string& value) {
   if (consumers_.empty())
     for (int k = 0; k < g_.node_size(); ++k)
       for (const auto& in : g_.node(k).input()) consumers_[in].push_back(k);
+  static const std::vector<int> none;
   auto it = consumers_.find(value);
-  if (it == consumers_.end()) return false;
-  for (int k : it->second) {
+  return it == consumers_.end() ? none : it->second;
+}
+
+// Whether value goes (through a bias Add) into a Split or Slices: MaxViT's joint Q/K/V
+// projection rather than its MLP's.
+bool Importer::feeds_split(const std::string& value) {
+  for (int k : consumers_of(value)) {
     const onnx::NodeProto& c = g_.node(k);
     if (c.op_type() == "Split" || c.op_type() == "Slice") return true;  // Slice: TorchScript's chunk
     const bool bias = c.op_type() == "Add" && c.input_size() == 2 && (constant(c.input(0)) || constant(c.input(1)));
@@ -293,11 +304,40 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
             "Transpose (0, 2, 4, 3, 5, 1), Reshape (1, windows, p*p, C)) and its reverse (Reshape (1, H/p, W/p, p, "
             "p, C), Transpose (0, 5, 1, 3, 2, 4), Reshape (1, C, H, W))");
   }
+  // A channels-last image flattened to one sequence (1, H*W, C) (timm's Swin, around its MLP):
+  // the image itself to the per-token layers, until the Reshape back to (1, H, W, C).
+  if (op == "Reshape" && it != values_.end() && it->second.channels_last && !partitions_.count(x) &&
+      !padded(it->second) && n.input_size() > 1 && constant(n.input(1))) {
+    const Value& v = it->second;
+    const auto t = target();
+    const int64_t h = v.shape[0], w = v.shape[1], c = v.shape[2];
+    if (t.size() == 3 && one_image(t[0]) && (t[1] == h * w || t[1] == -1) && (t[2] == c || t[2] == -1)) {
+      set_out(n, v);
+      partitions_[n.output(0)] = Partition{false, h, w, true};
+      return true;
+    }
+  }
   auto pt = partitions_.find(x);
   if (pt == partitions_.end() || it == values_.end()) return false;
   const Partition part = pt->second;
   const Value v = it->second;
   const int64_t h = v.shape[0], w = v.shape[1], c = v.shape[2];
+  if (part.flat) {
+    if (op == "Shape") return shape_out({one, h * w, c});
+    if (op == "Reshape") {
+      const auto t = target();
+      if (t.size() != 4 || !one_image(t[0]) || t[1] != h || t[2] != w || (t[3] != c && t[3] != -1))
+        fail(n, "reshapes a channels-last image flattened to (1, " + std::to_string(h * w) + ", " + std::to_string(c) +
+                    ") to " + ints_str(t) + "; dltrain reads only the Reshape back to (1, " + std::to_string(h) + ", " +
+                    std::to_string(w) + ", " + std::to_string(c) + ")");
+      set_out(n, v);  // the channels-last image again
+      return true;
+    }
+    if (op == "Transpose" || (op == "MatMul" && feeds_split(n.output(0))))
+      fail(n, "reads a channels-last image flattened to (1, H*W, C) by " + op +
+                  "; dltrain reads it only in LayerNormalization, MatMul, Add, the activations and the Reshape back");
+    return false;
+  }
   if (op == "Shape") return shape_out({one, (h / part.wh) * (w / part.ww), part.wh * part.ww, c});
   if (op == "Transpose") {  // the grid swap and back
     if (perm() != std::vector<int64_t>{0, 2, 1, 3})
@@ -366,6 +406,7 @@ void Importer::image_pad(const onnx::NodeProto& n, ImageView v) {
   if (p.size() != 8 || p[0] || p[1] || p[2] || p[3] || p[4] || p[7] || p[5] < 0 || p[6] < 0)
     fail(n, "pads a channels-last image by " + ints_str(p) +
                 "; dltrain reads only zeros at the bottom and right (Swin: [0, 0, 0, 0, 0, bottom, right, 0])");
+  if (p[5] == 0 && p[6] == 0) return set_image_view(n, v);  // nothing (timm pads after its roll)
   if (!whole(v) || !v.zero_pad) fail(n, "pads an image that is already padded, rolled or sliced");
   for (int k = 0; k < 2; ++k) {
     if (p[5 + k] > kMaxInputValues) fail(n, "pads by " + std::to_string(p[5 + k]) + " pixels");
@@ -459,6 +500,30 @@ void Importer::patch_merging(const onnx::NodeProto& n, const std::vector<ImageVi
   if (!identity) channel_perm_[n.output(0)] = perm;
 }
 
+// timm's patch merging, a Reshape of the whole image to (1, H/2, 2, W/2, 2, C), Transpose (0, 1,
+// 3, 4, 2, 5) (w_first: the patches' blocks by column offset, then row offset, as torchvision's
+// four slices) or (0, 1, 3, 2, 4, 5), Reshape to (1, H/2, W/2, 4 C): spaceToDepth 2, its
+// channel order carried to the layers that read it as patch_merging's is.
+void Importer::merge_split(const onnx::NodeProto& n, const Value& src, bool w_first) {
+  const int64_t h = src.shape[0], w = src.shape[1], c = src.shape[2];
+  if (h % 2 || w % 2)
+    fail(n, "merges the 2x2 patches of a " + std::to_string(h) + "x" + std::to_string(w) +
+                " image; dltrain's spaceToDepth needs an even height and width");
+  std::vector<int64_t> perm(static_cast<size_t>(4 * c));
+  for (int64_t i = 0; i < 2; ++i)  // row offset
+    for (int64_t j = 0; j < 2; ++j) {
+      const int64_t block = w_first ? j * 2 + i : i * 2 + j;
+      for (int64_t k = 0; k < c; ++k) perm[static_cast<size_t>(block * c + k)] = (i * 2 + j) * c + k;
+    }
+  LayerSpec& s = add_layer("spaceToDepth", unique_name(n), {src.name});
+  s.set("BlockSize", "2");
+  last_layer_op_ = "Reshape";
+  Value out{s.name, Shape{h / 2, w / 2, 4 * c}, false};
+  out.channels_last = true;
+  set_out(n, out);
+  if (w_first) channel_perm_[n.output(0)] = perm;
+}
+
 // A LayerNormalization over the channels or a MatMul reading patch merging's channels: the
 // layer reads dltrain's order, its learnables are permuted to match.
 void Importer::permuted_read(const onnx::NodeProto& n, const LayerType& t) {
@@ -524,6 +589,13 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
   };
   auto target = [&]() { return ints_of(need_const(n, 1, "shape"), what); };
   auto perm_is = [&](std::vector<int64_t> p) { return op == "Transpose" && attr_ints(n, "perm", {}) == p; };
+  // The output's Reshape to (1, H/wh, W/ww, wh, ww, C), on the way to the image.
+  auto reverse = [&](const std::vector<int64_t>& t) {
+    if (t.size() != 6 || !one_image(t[0]) || t[1] * t[3] != b.in.full[0] || t[2] * t[4] != b.in.full[1] ||
+        t[3] != b.wh || t[4] != b.ww || (t[5] != b.out && t[5] != -1))
+      fail(n, "reshapes the window attention's output to " + ints_str(t) + "; dltrain reads (1, H/wh, W/ww, wh, ww, C)");
+    next(Stage::kRev6);
+  };
   // An Einsum's equation without spaces, in lower case (MaxViT writes "B G H I D, ...").
   auto equation = [&]() {
     std::string eq = attr_string(n, "equation", "");
@@ -547,6 +619,12 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       case Stage::kQkv: dims = {b.windows, seq, b.qkv_cols}; break;
       case Stage::kQkv5: dims = {b.windows, seq, 3, heads, d}; break;
       case Stage::kQkvT: dims = {3, b.windows, heads, seq, d}; break;
+      case Stage::kQ1:
+      case Stage::kK1:
+      case Stage::kV1: dims = {1, b.windows, heads, seq, d}; break;
+      case Stage::kMerge: dims = {1, nh, nw, b.ww, b.wh, c}; break;
+      case Stage::kWin4: dims = {b.windows, b.wh, b.ww, c}; break;
+      case Stage::kProj4: dims = {b.windows, b.wh, b.ww, b.out}; break;
       case Stage::kQ:
       case Stage::kK:
       case Stage::kV:
@@ -588,9 +666,34 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         b.windows = (b.in.full[0] / b.wh) * (b.in.full[1] / b.ww);
         return next(Stage::kWindows);
       }
+      if (b.wh == 2 && b.ww == 2 && perm_is({0, 1, 3, 4, 2, 5})) return next(Stage::kMerge);  // timm's patch merging
       if (!perm_is({0, 1, 3, 2, 4, 5})) refuse();
       return next(Stage::kWindows);
+    case Stage::kMerge: {
+      if (op != "Reshape") refuse();
+      const auto t = target();
+      if (t.size() != 4 || !one_image(t[0]) || t[1] * 2 != b.in.full[0] || t[2] * 2 != b.in.full[1] ||
+          (t[3] != 4 * c && t[3] != -1) || !whole(b.in) || b.in.full != b.in.src_hw())
+        fail(n, "reads 2x2 patches of a channels-last image transposed (0, 1, 3, 4, 2, 5); dltrain reads them as timm's "
+                "patch merging of the whole unpadded image: a Reshape to (1, H/2, W/2, 4 C)");
+      merge_split(n, b.in.src, true);
+      return;
+    }
     case Stage::kWindows: {
+      if (op != "Reshape") refuse();
+      auto t = target();
+      // (1, H/2, W/2, 4 C): the 2x2 patches' channels side by side, spaceToDepth's order
+      if (t.size() == 4 && b.wh == 2 && b.ww == 2 && one_image(t[0]) && t[1] * 2 == b.in.full[0] &&
+          t[2] * 2 == b.in.full[1] && (t[3] == 4 * c || t[3] == -1) && whole(b.in) && b.in.full == b.in.src_hw()) {
+        merge_split(n, b.in.src, false);
+        return;
+      }
+      if (t.size() == 4 && (t[0] == b.windows || t[0] == -1) && t[1] == b.wh && t[2] == b.ww && (t[3] == c || t[3] == -1))
+        return next(Stage::kWin4);  // TorchScript's timm: (windows, wh, ww, C) first
+      if (t.size() != 3 || (t[0] != b.windows && t[0] != -1) || t[1] != seq || (t[2] != c && t[2] != -1)) refuse();
+      return next(Stage::kTokens);
+    }
+    case Stage::kWin4: {
       if (op != "Reshape") refuse();
       const auto t = target();
       if (t.size() != 3 || (t[0] != b.windows && t[0] != -1) || t[1] != seq || (t[2] != c && t[2] != -1)) refuse();
@@ -647,8 +750,10 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         return next(parts[start / third]);
       }
       if (op != "Reshape") refuse();
-      const auto t = target();
+      auto t = target();
       if (qkv) {
+        // timm writes the head dimension as -1
+        if (t.size() == 5 && t[4] == -1 && t[3] >= 1 && b.qkv_cols % (3 * t[3]) == 0) t[4] = b.qkv_cols / (3 * t[3]);
         if (t.size() != 5 || (t[0] != b.windows && t[0] != -1) || t[1] != seq || t[2] != 3 || t[3] < 1 || t[4] < 1 ||
             t[3] * t[4] * 3 != b.qkv_cols)
           fail(n, "reshapes the joint Q/K/V projection to " + ints_str(t) + "; dltrain reads (windows, " +
@@ -657,11 +762,14 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         b.head_dim = t[4];
         return next(Stage::kQkv5);
       }
-      if (t.size() != 6 || !one_image(t[0]) || t[1] * t[3] != b.in.full[0] || t[2] * t[4] != b.in.full[1] ||
-          t[3] != b.wh || t[4] != b.ww || (t[5] != b.out && t[5] != -1))
-        fail(n, "reshapes the window attention's output to " + ints_str(t) + "; dltrain reads (1, H/wh, W/ww, wh, ww, C)");
-      return next(Stage::kRev6);
+      if (t.size() == 4 && (t[0] == b.windows || t[0] == -1) && t[1] == b.wh && t[2] == b.ww &&
+          (t[3] == b.out || t[3] == -1))
+        return next(Stage::kProj4);  // TorchScript's timm: (windows, wh, ww, C) first
+      return reverse(t);
     }
+    case Stage::kProj4:
+      if (op != "Reshape") refuse();
+      return reverse(target());
     case Stage::kQkv5:
       if (!perm_is({2, 0, 3, 1, 4})) refuse();
       return next(Stage::kQkvT);
@@ -669,7 +777,7 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
     case Stage::kKFlat:
     case Stage::kVFlat: {
       if (op != "Reshape") refuse();
-      const auto t = target();
+      auto t = target();
       if (t.size() != 5 || !one_image(t[0]) || t[1] != b.windows || t[2] != seq || t[3] < 1 || t[4] < 1 ||
           t[3] * t[4] * 3 != b.qkv_cols || (b.heads && (t[3] != b.heads || t[4] != b.head_dim)))
         fail(n, "reshapes MaxViT's Q, K or V to " + ints_str(t) + "; dltrain reads (1, " + std::to_string(b.windows) +
@@ -678,12 +786,41 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       b.head_dim = t[4];
       return next(s == Stage::kQFlat ? Stage::kQ5 : s == Stage::kKFlat ? Stage::kK5 : Stage::kV5);
     }
+    case Stage::kQ1:
+    case Stage::kK1:
+    case Stage::kV1: {
+      if (op != "Squeeze") refuse();
+      const std::vector<int64_t> axes = n.input_size() > 1 && !n.input(1).empty()
+                                            ? ints_of(need_const(n, 1, "axes"), what)
+                                            : attr_ints(n, "axes", {});
+      if (axes != std::vector<int64_t>{0} && axes != std::vector<int64_t>{-5}) refuse();
+      return next(s == Stage::kQ1 ? Stage::kQ : s == Stage::kK1 ? Stage::kK : Stage::kV);
+    }
     case Stage::kQ5:
     case Stage::kK5:
     case Stage::kV5:
       if (!perm_is({0, 1, 3, 2, 4})) refuse();
       return next(s == Stage::kQ5 ? Stage::kQ : s == Stage::kK5 ? Stage::kK : Stage::kV);
     case Stage::kQkvT: {
+      if (op == "Split") {  // TorchScript's unbind(0): three parts of one along axis 0, each Squeezed
+        const std::vector<int64_t> sizes = n.input_size() > 1 && !n.input(1).empty()
+                                               ? ints_of(need_const(n, 1, "split"), what)
+                                               : attr_ints(n, "split", {});
+        if (attr_int(n, "axis", 0) != 0 || n.output_size() != 3 ||
+            (!sizes.empty() && sizes != std::vector<int64_t>{1, 1, 1}))
+          fail(n, "splits the Q/K/V heads other than into Q, K and V along axis 0");
+        const Stage parts[3] = {Stage::kQ1, Stage::kK1, Stage::kV1};
+        for (int i = 0; i < 3; ++i) win_[define(n, i)] = WinValue{w.block, parts[i]};
+        return;
+      }
+      if (op == "Slice") {  // timm's unbind(0): a Slice of one along axis 0, then its Squeeze
+        const SliceArgs a = slice_args(n);
+        const int64_t start = a.starts.size() == 1 ? a.starts[0] : -1;
+        if (a.axes.size() != 1 || a.axes[0] != 0 || a.steps[0] != 1 || start < 0 || start > 2 ||
+            std::min<int64_t>(a.ends[0], 3) != start + 1)
+          fail(n, "slices the Q/K/V heads other than one of Q, K or V along axis 0");
+        return next(start == 0 ? Stage::kQ1 : start == 1 ? Stage::kK1 : Stage::kV1);
+      }
       if (op != "Gather" || attr_int(n, "axis", 0) != 0) refuse();
       const onnx::TensorProto& t = need_const(n, 1, "indices");
       const auto idx = ints_of(t, what);
@@ -822,7 +959,9 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         if (t.size() != 4 || !one_image(t[0])) refuse();
         t.erase(t.begin());
       }
-      if (t.size() != 3 || (t[0] != b.windows && t[0] != -1) || t[1] != seq || t[2] != b.heads * b.head_dim) refuse();
+      if (t.size() != 3 || (t[0] != b.windows && t[0] != -1) || t[1] != seq ||
+          (t[2] != b.heads * b.head_dim && (t[2] != -1 || t[0] == -1)))
+        refuse();
       return next(Stage::kMerged);
     }
     case Stage::kMerged: {
@@ -841,7 +980,7 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       return next(Stage::kRev);
     case Stage::kRev: {
       if (op != "Reshape") refuse();
-      const auto t = target();
+      auto t = target();
       if (t.size() != 4 || !one_image(t[0]) || t[1] != b.in.full[0] || t[2] != b.in.full[1] ||
           (t[3] != b.out && t[3] != -1))
         fail(n, "reshapes the reversed windows to " + ints_str(t) + "; dltrain reads (1, " +

@@ -231,7 +231,7 @@ class Importer {
     const Partition* p = partition_of_inputs(n);
     const Partition keep = p ? *p : Partition{};
     node_inner(n);
-    if (p) tag_outputs(n, keep);
+    if (p && !(keep.flat && n.op_type() == "Reshape")) tag_outputs(n, keep);  // a flat image's Reshape: the image
   }
   void node_inner(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
@@ -286,6 +286,7 @@ class Importer {
   void mul(const onnx::NodeProto& n);
   // reciprocal: Div(value, constant), the scale 1 / constant.
   void channel_scale(const onnx::NodeProto& n, int value_input, bool reciprocal = false);
+  void fold_token_scale(const onnx::NodeProto& n, int vi, const Value& v, const std::vector<float>& s);
 
   // ---- token sequences and attention (onnx_import_tokens.cpp). The reshapes and transposes
   // between a token sequence and the heads of an attention are read as strided views of a
@@ -354,6 +355,7 @@ class Importer {
     Value src;
     std::array<int64_t, 2> full{}, roll{}, start{}, step{1, 1}, count{};
     bool zero_pad = true;
+    std::array<int64_t, 2> src_hw() const { return {src.shape[0], src.shape[1]}; }
   };
   // One window attention being read, from its partition to the reverse of its output.
   struct WindowBlock {
@@ -369,15 +371,22 @@ class Importer {
   };
   enum class WinStage {
     kSplit, kWindows, kTokens, kQkv, kQkv5, kQkvT, kQ, kK, kKt, kV, kScores, kScores5, kProbs,
-    kHeads, kHeadsT, kMerged, kProj, kRev6, kRev, kQNorm, kKNorm, kQFlat, kKFlat, kVFlat, kQ5, kK5, kV5
+    kHeads, kHeadsT, kMerged, kProj, kRev6, kRev, kQNorm, kKNorm, kQFlat, kKFlat, kVFlat, kQ5, kK5, kV5,
+    kQ1, kK1, kV1,  // timm's unbind: one of Q, K, V sliced, (1, windows, heads, S, d), before its Squeeze
+    kMerge,         // timm's patch merging: the 2x2 split transposed to (1, H/2, W/2, 2, 2, C)
+    kWin4, kProj4   // TorchScript's timm windows (windows, wh, ww, C) on the way in and out
   };
   // MaxViT's layouts of an image's pixels as (1, windows, tokens, C): window: windows of wh x ww
   // adjacent pixels (its partition); grid: the same after the swap of the two middle axes, each
   // window the pixels spaced (H / wh, W / ww) apart (windowAttention's Partition grid).
+  // flat: the whole channels-last image as one sequence (1, H*W, C) (timm's Swin runs its MLP so).
   struct Partition {
     bool grid = false;
     int64_t wh = 0, ww = 0;
-    bool operator==(const Partition& o) const { return grid == o.grid && wh == o.wh && ww == o.ww; }
+    bool flat = false;
+    bool operator==(const Partition& o) const {
+      return grid == o.grid && wh == o.wh && ww == o.ww && flat == o.flat;
+    }
   };
   // An NCHW image on its way into or out of a partition: (1, C, a, b, c, d) (H = a b, W = c d),
   // transposed to (1, a, c, b, d, C) (part), or a partitioned value reshaped to (1, a, c, b, d, C)
@@ -410,6 +419,7 @@ class Importer {
   void image_slice(const onnx::NodeProto& n, ImageView v);
   void image_concat(const onnx::NodeProto& n);
   void patch_merging(const onnx::NodeProto& n, const std::vector<ImageView>& parts);
+  void merge_split(const onnx::NodeProto& n, const Value& src, bool w_first);
   void window_split(const onnx::NodeProto& n, const ImageView& v);
   void window_step(const onnx::NodeProto& n, const WinValue& w);
   Value window_emit(const onnx::NodeProto& n, const WindowBlock& b);
@@ -418,6 +428,7 @@ class Importer {
   bool maxvit_node(const onnx::NodeProto& n);
   void maxvit_close(const onnx::NodeProto& n, const std::string& proj);
   bool feeds_split(const std::string& value);
+  const std::vector<int>& consumers_of(const std::string& value);  // the nodes reading it, by index
   void permuted_read(const onnx::NodeProto& n, const LayerType& t);
   ImageView image_view_of(const onnx::NodeProto& n, int i);
 

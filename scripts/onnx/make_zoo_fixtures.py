@@ -214,12 +214,44 @@ def tiny_models():
         zc.draw_zeros(m)
         return m
 
+    def timm_net(make):
+        # timm's own classes, shrunk (timm is in the zoo venv): LayerScale's gammas drawn around 1,
+        # where their 1e-5 start would hide how the import treats them
+        import torch
+        m = make()
+        zc.draw_zeros(m)
+        with torch.no_grad():
+            for name, p in m.named_parameters():
+                if name.endswith("gamma"):
+                    p.uniform_(0.5, 1.5)
+        return m
+
+    def swin_timm():
+        # timm's Swin: the window partition as (windows, wh, ww, C) (TorchScript), Q/K/V unbound by
+        # Slices or a Split, the MLP on the image flattened to (1, H*W, C), roll before pad, patch
+        # merging as a Reshape and Transpose of 2x2 patches
+        from timm.models.swin_transformer import SwinTransformer
+        return timm_net(lambda: SwinTransformer(img_size=SIDE, patch_size=2, num_classes=10, embed_dim=16,
+                                                depths=(2, 2), num_heads=(1, 2), window_size=4))
+
+    def swin_v2_timm():
+        from timm.models.swin_transformer_v2 import SwinTransformerV2
+        return timm_net(lambda: SwinTransformerV2(img_size=SIDE, patch_size=2, num_classes=10, embed_dim=8,
+                                                  depths=(2, 2), num_heads=(1, 2), window_size=4))
+
+    def deit3():
+        # timm's DeiT III: LayerScale (gamma * x) after the attention's and the MLP's projections,
+        # the position table added before the class token is prepended
+        from timm.models.vision_transformer import VisionTransformer
+        return timm_net(lambda: VisionTransformer(img_size=SIDE, patch_size=8, num_classes=10, embed_dim=16, depth=2,
+                                                  num_heads=2, init_values=1e-5, no_embed_class=True))
+
     return {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small,
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
             "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck, "vit": vit_tiny,
             "vit_timm": vit_timm, "deit_distilled": deit_distilled, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
-            "maxvit": maxvit_tiny}
+            "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3}
 
 
 def strip_metadata(path):

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -194,6 +195,61 @@ TEST_CASE("onnx window: MaxViT graphs edited to break the partition or the atten
     want = "dltrain reads MaxViT's 'B G H I D, B G H J D -> B G H I J' of Q and K";
   }
   TempDir dir;
+  const std::string e = import_in(dir, p.SerializeAsString());
+  CHECK_THAT(e, Catch::Contains(want));
+  CHECK(e.find('\n') == std::string::npos);
+}
+
+TEST_CASE("onnx window: timm's Swin and DeiT III graphs edited to break their forms are refused in one line",
+          "[onnx][swin]") {
+  // The dynamo fixtures of tests/data/onnx_zoo: their shapes small initializers inside the file,
+  // the weights in the .onnx.data file beside it (copied beside the edited graph).
+  TempDir dir;
+  auto load = [&](const std::string& fixture) {
+    const std::string base = std::string(DLT_SOURCE_DIR) + "/tests/data/onnx_zoo/" + fixture;
+    onnx::ModelProto p;
+    std::ifstream in(base + ".onnx", std::ios::binary);
+    REQUIRE(p.ParseFromIstream(&in));
+    std::ifstream data(base + ".onnx.data", std::ios::binary);
+    dir.write(fixture + ".onnx.data", std::string(std::istreambuf_iterator<char>(data), {}));
+    return p;
+  };
+  auto set_ints = [](onnx::TensorProto& t, const std::vector<int64_t>& v) {
+    t.set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int64_t)));
+  };
+  onnx::ModelProto p;
+  std::string want;
+  SECTION("the MLP's flattened image reshaped back to another size") {
+    p = load("swin_timm-dynamo");
+    set_ints(initializer(p, "val_106"), {1, 8, 32, 16});  // was (1, 16, 16, 16)
+    want = "node 'node_view_11' (Reshape): reshapes a channels-last image flattened to (1, 256, 16) to "
+           "[1, 8, 32, 16]; dltrain reads only the Reshape back to (1, 16, 16, 16)";
+  }
+  SECTION("patch merging's 2x2 patches reshaped to other than 4 C channels") {
+    p = load("swin_timm-dynamo");
+    set_ints(initializer(p, "val_267"), {1, 16, 8, 32});  // was (1, 8, 8, 64)
+    want = "node 'node__unsafe_view' (Reshape): reads 2x2 patches of a channels-last image transposed (0, 1, 3, 4, 2, "
+           "5); dltrain reads them as timm's patch merging";
+  }
+  SECTION("a LayerScale whose projection the residual also reads unscaled") {
+    p = load("deit3-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_add_1") n.set_input(1, "linear_1");  // was the scaled 'mul'
+    want = "node 'node_mul' (Mul): multiplies a token sequence by a constant per channel; dltrain folds such a scale "
+           "(LayerScale) only into the fullyConnected or selfAttention layer that makes the tokens, when nothing else "
+           "reads them";
+  }
+  SECTION("a LayerScale of half the channels") {
+    p = load("deit3-dynamo");
+    onnx::TensorProto& t = initializer(p, "net.blocks.0.ls1.gamma");
+    t.clear_external_data();
+    t.set_data_location(onnx::TensorProto::DEFAULT);
+    t.set_dims(0, 8);
+    const std::vector<float> half(8, 0.5f);
+    t.set_raw_data(std::string(reinterpret_cast<const char*>(half.data()), half.size() * sizeof(float)));
+    want = "node 'node_mul' (Mul): multiplies by a constant of shape 8; supported: one value, or one per channel (C "
+           "with C = 16)";
+  }
   const std::string e = import_in(dir, p.SerializeAsString());
   CHECK_THAT(e, Catch::Contains(want));
   CHECK(e.find('\n') == std::string::npos);
