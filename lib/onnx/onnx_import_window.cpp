@@ -51,6 +51,8 @@ const char* stage_name(Stage s) {
     case Stage::kQ1:
     case Stage::kK1:
     case Stage::kV1: return "sliced Q, K or V, before its Squeeze of axis 0";
+    case Stage::kKf: return "keys reshaped to (windows heads, S, d), before their Transpose (0, 2, 1)";
+    case Stage::kKft: return "transposed keys (windows heads, d, S), before their Reshape to (windows, heads, d, S)";
     case Stage::kWin4: return "windows (windows, wh, ww, C), before their Reshape to (windows, wh*ww, C)";
     case Stage::kProj4: return "output projection (windows, wh, ww, C), before its Reshape to (1, H/wh, W/ww, wh, ww, C)";
     case Stage::kMerge:
@@ -141,13 +143,14 @@ bool Importer::window_node(const onnx::NodeProto& n) {
     // reads the windowAttention layer's output, in the partition of its input.
     const WindowBlock& b = blocks_[it->second.block];
     const bool bias = op == "Add" && n.input_size() == 2 && constant(n.input(1 - i));
-    if (b.maxvit && it->second.stage == Stage::kProj && !bias) {
+    if ((b.maxvit || b.seq) && it->second.stage == Stage::kProj && !bias) {
       maxvit_close(n, n.input(i));
       break;
     }
     window_step(n, it->second);
     return true;
   }
+  if (unfold_node(n)) return true;
   if (maxvit_node(n)) return true;
   if (op == "Concat") {
     for (int i = 0; i < n.input_size(); ++i)
@@ -193,11 +196,14 @@ const Importer::Partition* Importer::partition_of_inputs(const onnx::NodeProto& 
     p = &it->second;
   }
   if (!p) return nullptr;
-  static const std::set<std::string> per_token{"LayerNormalization", "MatMul", "Add",       "Gelu",
-                                               "Relu",               "Sigmoid", "Mul",       "Dropout",
+  static const std::set<std::string> per_token{"LayerNormalization", "MatMul", "Add",       "Gelu",    "Relu",
+                                               "Sigmoid",            "Swish",  "HardSwish", "Mul",     "Dropout",
                                                "Identity",           "Reshape", "Transpose", "Shape"};
   if (!per_token.count(n.op_type()) || untagged)
-    fail(n, "reads " + std::string(p->flat ? "a channels-last image flattened to (1, H*W, C)" : "MaxViT's partitioned tokens (1, windows, tokens, C)") +
+    fail(n, "reads " +
+                std::string(p->flat  ? "a channels-last image flattened to (1, H*W, C)"
+                            : p->seq ? "MobileViT's unfolded tokens (P, N, C)"
+                                     : "MaxViT's partitioned tokens (1, windows, tokens, C)") +
                 std::string(untagged ? " together with a value that is not partitioned the same way" : "") +
                 "; dltrain reads them only in LayerNormalization, MatMul, Add, the activations, the grid swap and "
                 "the reverse partition");
@@ -230,6 +236,118 @@ bool Importer::feeds_split(const std::string& value) {
     if (bias && c.output_size() == 1 && feeds_split(c.output(0))) return true;
   }
   return false;
+}
+
+// Whether value goes (through a bias Add) into a Reshape to (windows, S, 3, heads, d): an
+// attention's joint Q/K/V projection rather than its MLP's (the target a constant, or TorchScript's
+// Concat of five with the constant 3 third).
+bool Importer::feeds_heads(const std::string& value) {
+  for (int k : consumers_of(value)) {
+    const onnx::NodeProto& c = g_.node(k);
+    const bool bias = c.op_type() == "Add" && c.input_size() == 2 && (constant(c.input(0)) || constant(c.input(1)));
+    if (bias && c.output_size() == 1 && feeds_heads(c.output(0))) return true;
+    if (c.op_type() != "Reshape" || c.input_size() < 2 || c.input(0) != value) continue;
+    if (const onnx::TensorProto* t = constant(c.input(1))) {
+      const auto d = ints_of(*t, path_);
+      if (d.size() == 5 && d[2] == 3) return true;
+      continue;
+    }
+    for (const onnx::NodeProto& p : g_.node()) {  // the target's node, not read yet
+      if (p.output_size() != 1 || p.output(0) != c.input(1)) continue;
+      if (p.op_type() == "Constant" && p.attribute_size() == 1 && p.attribute(0).has_t()) {
+        const auto d = ints_of(p.attribute(0).t(), path_);
+        if (d.size() == 5 && d[2] == 3) return true;
+      }
+      if (p.op_type() == "Concat" && p.input_size() == 5) {
+        const onnx::TensorProto* three = constant(p.input(2));
+        if (three && ints_of(*three, path_) == std::vector<int64_t>{3}) return true;
+      }
+    }
+  }
+  return false;
+}
+
+// MobileViT's unfold of an NCHW image and its fold back (Unfold): the image itself to the layers
+// between, as (P, N, C) tokens partitioned by grid windows of (H/ph) x (W/pw) tokens (the pixels
+// at one offset inside every patch).
+bool Importer::unfold_node(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  const std::string what = path_ + ": node '" + node_name(n) + "'";
+  auto target = [&]() { return ints_of(need_const(n, 1, "shape"), what); };
+  auto perm_is = [&](std::vector<int64_t> p) { return op == "Transpose" && attr_ints(n, "perm", {}) == p; };
+  const std::string& x = n.input(0);
+  auto it = values_.find(x);
+  if (op == "Reshape" && it != values_.end() && n.input_size() > 1 && constant(n.input(1))) {
+    const Value& v = it->second;
+    const bool image = !v.flat && !v.channels_last && !v.tokens && !padded(v) && !v.indices && !partitions_.count(x);
+    const auto t = target();
+    const int64_t h = v.shape[0], w = v.shape[1], c = v.shape[2];
+    if (image && t.size() == 4 && t[1] > 1 && t[3] > 1 && h % t[1] == 0 && w % t[3] == 0 && t[0] == c * (h / t[1]) &&
+        t[2] == w / t[3]) {
+      unfolds_[define(n)] = Unfold{v, t[1], t[3], 1};
+      return true;
+    }
+  }
+  auto u_it = unfolds_.find(x);
+  if (u_it == unfolds_.end()) return false;
+  const Unfold u = u_it->second;
+  const int64_t h = u.image.shape[0], w = u.image.shape[1], c = u.image.shape[2], nh = h / u.ph, nw = w / u.pw;
+  const int64_t tokens = nh * nw, windows = u.ph * u.pw;
+  auto next = [&](int stage) {
+    Unfold out = u;
+    out.stage = stage;
+    unfolds_[define(n)] = out;
+    return true;
+  };
+  if (op == "Shape") {
+    std::vector<int64_t> dims;
+    switch (u.stage) {
+      case 1: dims = {c * nh, u.ph, nw, u.pw}; break;
+      case 2: case 7: dims = {c * nh, nw, u.ph, u.pw}; break;
+      case 3: case 6: dims = {1, c, tokens, windows}; break;
+      case 4: case 5: dims = {1, windows, tokens, c}; break;
+      case 8: dims = {c * nh, u.ph, nw, u.pw}; break;
+    }
+    set_ints(n, shape_slice(dims, attr_int(n, "start", 0), attr_int(n, "end", INT64_MAX)));
+    return true;
+  }
+  const bool reshape = op == "Reshape";
+  const std::vector<int64_t> t = reshape ? target() : std::vector<int64_t>{};
+  switch (u.stage) {
+    case 1:
+    case 7:
+      if (perm_is({0, 2, 1, 3})) return next(u.stage + 1);
+      break;
+    case 2:
+      if (reshape && t.size() == 4 && one_image(t[0]) && t[1] == c && t[2] == tokens && t[3] == windows) return next(3);
+      break;
+    case 3:
+    case 5:
+      if (perm_is({0, 3, 2, 1})) return next(u.stage + 1);
+      break;
+    case 4:
+      if (reshape && t.size() == 3 && (t[0] == windows || t[0] == -1) && t[1] == tokens && (t[2] == c || t[2] == -1)) {
+        Value v = u.image;
+        v.channels_last = true;
+        set_out(n, v);
+        partitions_[n.output(0)] = Partition{true, nh, nw, false, true};
+        return true;
+      }
+      break;
+    case 6:
+      if (reshape && t.size() == 4 && t[0] == c * nh && t[1] == nw && t[2] == u.ph && t[3] == u.pw) return next(7);
+      break;
+    case 8:
+      if (reshape && t.size() == 4 && one_image(t[0]) && t[1] == c && t[2] == h && t[3] == w) {
+        set_out(n, u.image);  // the image again
+        return true;
+      }
+      break;
+  }
+  fail(n, "reads an image on its way into or out of MobileViT's unfold (step " + std::to_string(u.stage) +
+              "); dltrain reads the unfold as Reshape (C H/ph, ph, W/pw, pw), Transpose (0, 2, 1, 3), Reshape (1, C, "
+              "N, P), Transpose (0, 3, 2, 1), Reshape (P, N, C) and the fold as Reshape (1, P, N, C), Transpose (0, 3, "
+              "2, 1), Reshape (C H/ph, W/pw, ph, pw), Transpose (0, 2, 1, 3), Reshape (1, C, H, W)");
 }
 
 bool Importer::maxvit_node(const onnx::NodeProto& n) {
@@ -322,6 +440,45 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
   const Partition part = pt->second;
   const Value v = it->second;
   const int64_t h = v.shape[0], w = v.shape[1], c = v.shape[2];
+  if (part.seq) {  // MobileViT's (P, N, C): windows (its pixel offsets) of N tokens
+    const int64_t windows = (h / part.wh) * (w / part.ww), seq = part.wh * part.ww;
+    if (op == "Shape") return shape_out({windows, seq, c});
+    if (op == "Reshape") {  // the fold begins: (1, P, N, C)
+      const auto t = target();
+      if (t.size() != 4 || !one_image(t[0]) || t[1] != windows || t[2] != seq || (t[3] != c && t[3] != -1))
+        fail(n, "reshapes MobileViT's unfolded tokens (" + std::to_string(windows) + ", " + std::to_string(seq) + ", " +
+                    std::to_string(c) + ") to " + ints_str(t) + "; dltrain reads the fold back, (1, " +
+                    std::to_string(windows) + ", " + std::to_string(seq) + ", " + std::to_string(c) + ") first");
+      Value img = v;
+      img.channels_last = false;
+      unfolds_[define(n)] = Unfold{img, h / part.wh, w / part.ww, 5};
+      return true;
+    }
+    if (op == "MatMul" && n.input_size() == 2 && constant(n.input(1)) && feeds_heads(n.output(0))) {
+      const auto d = dims_of(*constant(n.input(1)));
+      if (d.size() != 2 || d[0] != c || d[1] < 3 || d[1] % 3 != 0)
+        fail(n, "projects MobileViT's tokens with a " + ints_str(d) + " weight into its heads; dltrain reads the "
+                    "joint Q/K/V (" + std::to_string(c) + ", 3 K)");
+      WindowBlock b;
+      b.in.src = v;
+      b.in.full = b.in.count = {h, w};
+      b.seq = true;
+      b.grid = part.grid;
+      b.wh = part.wh;
+      b.ww = part.ww;
+      b.windows = windows;
+      b.qkv_w = need_floats(n, 1, "weight");
+      b.qkv_cols = d[1];
+      b.qkv_b.assign(static_cast<size_t>(d[1]), 0.f);
+      blocks_.push_back(std::move(b));
+      win_[define(n)] = WinValue{blocks_.size() - 1, Stage::kQkv};
+      return true;
+    }
+    if (op == "Transpose")
+      fail(n, "transposes MobileViT's unfolded tokens; dltrain reads them only in LayerNormalization, MatMul, Add, "
+              "the activations, the attention and the fold back");
+    return false;
+  }
   if (part.flat) {
     if (op == "Shape") return shape_out({one, h * w, c});
     if (op == "Reshape") {
@@ -389,7 +546,7 @@ void Importer::maxvit_close(const onnx::NodeProto& n, const std::string& proj) {
   const Value y = window_emit(n, b);
   win_.erase(proj);
   values_[proj] = y;
-  partitions_[proj] = Partition{b.grid, b.wh, b.ww};
+  partitions_[proj] = Partition{b.grid, b.wh, b.ww, false, b.seq};
 }
 
 // Pad (N, H, W, C) with zeros at the bottom and right only.
@@ -624,6 +781,8 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       case Stage::kV1: dims = {1, b.windows, heads, seq, d}; break;
       case Stage::kMerge: dims = {1, nh, nw, b.ww, b.wh, c}; break;
       case Stage::kWin4: dims = {b.windows, b.wh, b.ww, c}; break;
+      case Stage::kKf: dims = {b.windows * heads, seq, d}; break;
+      case Stage::kKft: dims = {b.windows * heads, d, seq}; break;
       case Stage::kProj4: dims = {b.windows, b.wh, b.ww, b.out}; break;
       case Stage::kQ:
       case Stage::kK:
@@ -859,6 +1018,12 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         return next(s);
       }
       if (s == Stage::kK) {
+        if (op == "Reshape") {  // the dynamo exporter's K^T: (windows heads, S, d), Transpose, back
+          const auto t = target();
+          if (t.size() != 3 || (t[0] != b.windows * b.heads && t[0] != -1) || t[1] != seq || t[2] != b.head_dim)
+            refuse();
+          return next(Stage::kKf);
+        }
         if (!perm_is({0, 1, 3, 2})) refuse();
         return next(Stage::kKt);
       }
@@ -991,7 +1156,24 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       out.zero_pad = false;
       return set_image_view(n, out);
     }
-    case Stage::kKt:
+    case Stage::kKf:
+      if (!perm_is({0, 2, 1})) refuse();
+      return next(Stage::kKft);
+    case Stage::kKft: {
+      if (op != "Reshape") refuse();
+      const auto t = target();
+      if (t.size() != 4 || (t[0] != b.windows && t[0] != -1) || t[1] != b.heads || t[2] != b.head_dim || t[3] != seq)
+        refuse();
+      return next(Stage::kKt);
+    }
+    case Stage::kKt: {
+      if (op != "Mul") refuse();  // the dynamo exporter scales Q and K^T by the root of the scale each
+      const onnx::TensorProto* t = other_const();
+      const std::vector<float> f = t ? floats_of(*t, what) : std::vector<float>{};
+      if (f.size() != 1 || b.q_unit || b.k_unit) fail(n, "multiplies the transposed keys by something other than one constant");
+      b.scale *= f[0];
+      return next(s);
+    }
     case Stage::kV:
       refuse();
   }

@@ -100,6 +100,11 @@ class Importer {
                   "' is a padded, rolled or sliced channels-last image, which dltrain reads only as Swin's window "
                   "attention (Pad, roll, window partition) or patch merging (four strided Slices and a Concat of "
                   "their channels)");
+    if (it == values_.end() && unfolds_.count(n.input(i)))
+      fail(n, "input '" + n.input(i) +
+                  "' is an image on its way into or out of MobileViT's unfold, which dltrain reads only as its "
+                  "Reshape (C H/ph, ph, W/pw, pw), Transpose (0, 2, 1, 3), Reshape (1, C, N, P), Transpose (0, 3, 2, "
+                  "1), Reshape (P, N, C) and the fold back in reverse");
     if (it == values_.end() && splits_.count(n.input(i)))
       fail(n, "input '" + n.input(i) +
                   "' is a 6-D split of an image, which dltrain reads only as MaxViT's window partition (Reshape to "
@@ -364,6 +369,7 @@ class Importer {
     std::vector<float> qkv_w, qkv_b, proj_w, proj_b;  // as MatMul reads them: (C, 3K), (K, out)
     bool grid = false;    // Partition grid: window (i, j) holds pixels (a H/wh + i, b W/ww + j)
     bool maxvit = false;  // MaxViT's form: from partitioned tokens, Split, Einsum; ends at its projection
+    bool seq = false;     // MobileViT's: from (windows, S, C) tokens, timm's attention; ends at its projection
     double scale = 1;
     bool q_unit = false, k_unit = false;  // Q, K divided by their norms (cosine attention)
     std::vector<float> logit;             // cosine: the scores' per-head factor
@@ -374,19 +380,31 @@ class Importer {
     kHeads, kHeadsT, kMerged, kProj, kRev6, kRev, kQNorm, kKNorm, kQFlat, kKFlat, kVFlat, kQ5, kK5, kV5,
     kQ1, kK1, kV1,  // timm's unbind: one of Q, K, V sliced, (1, windows, heads, S, d), before its Squeeze
     kMerge,         // timm's patch merging: the 2x2 split transposed to (1, H/2, W/2, 2, 2, C)
-    kWin4, kProj4   // TorchScript's timm windows (windows, wh, ww, C) on the way in and out
+    kWin4, kProj4,  // TorchScript's timm windows (windows, wh, ww, C) on the way in and out
+    kKf, kKft       // K^T as the dynamo exporter writes it: K reshaped to (windows heads, S, d), transposed
   };
   // MaxViT's layouts of an image's pixels as (1, windows, tokens, C): window: windows of wh x ww
   // adjacent pixels (its partition); grid: the same after the swap of the two middle axes, each
   // window the pixels spaced (H / wh, W / ww) apart (windowAttention's Partition grid).
-  // flat: the whole channels-last image as one sequence (1, H*W, C) (timm's Swin runs its MLP so).
+  // flat: the whole channels-last image as one sequence (1, H*W, C) (timm's Swin runs its MLP so);
+  // seq: the windows as the leading axis, (windows, tokens, C) (MobileViT's unfolded patches).
   struct Partition {
     bool grid = false;
     int64_t wh = 0, ww = 0;
-    bool flat = false;
+    bool flat = false, seq = false;
     bool operator==(const Partition& o) const {
-      return grid == o.grid && wh == o.wh && ww == o.ww && flat == o.flat;
+      return grid == o.grid && wh == o.wh && ww == o.ww && flat == o.flat && seq == o.seq;
     }
+  };
+  // MobileViT's unfold of an NCHW image into P = ph pw sequences (one per pixel offset inside its
+  // ph x pw patches) of N = (H/ph)(W/pw) tokens, and its fold back, step by step: stages 1-4
+  // after the unfold's Reshape (C H/ph, ph, W/pw, pw), Transpose (0, 2, 1, 3), Reshape (1, C, N, P),
+  // Transpose (0, 3, 2, 1); 5-8 after the fold's Reshape (1, P, N, C), Transpose (0, 3, 2, 1),
+  // Reshape (C H/ph, W/pw, ph, pw), Transpose (0, 2, 1, 3).
+  struct Unfold {
+    Value image;  // channels_last false
+    int64_t ph = 0, pw = 0;
+    int stage = 1;
   };
   // An NCHW image on its way into or out of a partition: (1, C, a, b, c, d) (H = a b, W = c d),
   // transposed to (1, a, c, b, d, C) (part), or a partitioned value reshaped to (1, a, c, b, d, C)
@@ -429,6 +447,8 @@ class Importer {
   void maxvit_close(const onnx::NodeProto& n, const std::string& proj);
   bool feeds_split(const std::string& value);
   const std::vector<int>& consumers_of(const std::string& value);  // the nodes reading it, by index
+  bool feeds_heads(const std::string& value);  // through a bias Add into a Reshape to (.., .., 3, heads, d)
+  bool unfold_node(const onnx::NodeProto& n);
   void permuted_read(const onnx::NodeProto& n, const LayerType& t);
   ImageView image_view_of(const onnx::NodeProto& n, int i);
 
@@ -590,6 +610,7 @@ class Importer {
   std::map<std::string, WinValue> win_;
   std::map<std::string, Partition> partitions_;  // partitioned tokens (their Value in values_)
   std::map<std::string, ImageSplit> splits_;
+  std::map<std::string, Unfold> unfolds_;
   std::map<std::string, std::vector<int>> consumers_;  // feeds_split's index, built on first use
   // Patch merging's channels in torchvision's order: dltrain's channel of each ONNX channel,
   // carried through the LayerNormalization to the MatMul that reads them.

@@ -246,12 +246,25 @@ def tiny_models():
         return timm_net(lambda: VisionTransformer(img_size=SIDE, patch_size=8, num_classes=10, embed_dim=16, depth=2,
                                                   num_heads=2, init_values=1e-5, no_embed_class=True))
 
+    def mobilevit():
+        # timm's MobileViT (ByobNet): a stride-2 stem, an inverted residual block, one MobileViT block
+        # (2x2 patches unfolded into 4 sequences of 4x4 tokens of width 16, two transformer layers
+        # of 4 heads, the fold back, a 1x1 projection and the fusion with the block's input)
+        from timm.models.byobnet import ByobNet, ByoModelCfg
+        from timm.models.mobilevit import _inverted_residual_block, _mobilevit_block
+        cfg = ByoModelCfg(blocks=(_inverted_residual_block(d=1, c=8, s=2, br=2.0),
+                                  _mobilevit_block(d=1, c=16, s=2, transformer_dim=16, transformer_depth=2,
+                                                   patch_size=2, br=2.0)),
+                          stem_chs=8, stem_type="3x3", stem_pool="", downsample="", act_layer="silu", num_features=32)
+        return timm_net(lambda: ByobNet(cfg, num_classes=10))
+
     return {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small,
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
             "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck, "vit": vit_tiny,
             "vit_timm": vit_timm, "deit_distilled": deit_distilled, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
-            "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3}
+            "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
+            "mobilevit": mobilevit}
 
 
 def strip_metadata(path):

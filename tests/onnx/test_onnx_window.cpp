@@ -200,7 +200,7 @@ TEST_CASE("onnx window: MaxViT graphs edited to break the partition or the atten
   CHECK(e.find('\n') == std::string::npos);
 }
 
-TEST_CASE("onnx window: timm's Swin and DeiT III graphs edited to break their forms are refused in one line",
+TEST_CASE("onnx window: timm's Swin, DeiT III and MobileViT graphs edited to break their forms are refused in one line",
           "[onnx][swin]") {
   // The dynamo fixtures of tests/data/onnx_zoo: their shapes small initializers inside the file,
   // the weights in the .onnx.data file beside it (copied beside the edited graph).
@@ -249,6 +249,17 @@ TEST_CASE("onnx window: timm's Swin and DeiT III graphs edited to break their fo
     t.set_raw_data(std::string(reinterpret_cast<const char*>(half.data()), half.size() * sizeof(float)));
     want = "node 'node_mul' (Mul): multiplies by a constant of shape 8; supported: one value, or one per channel (C "
            "with C = 16)";
+  }
+  SECTION("MobileViT's unfold into another number of tokens") {
+    p = load("mobilevit-dynamo");
+    set_ints(initializer(p, "val_113"), {1, 16, 2, 8});  // was (1, C, N, P) = (1, 16, 4, 4)
+    want = "node 'node__unsafe_view' (Reshape): reads an image on its way into or out of MobileViT's unfold (step 2)";
+  }
+  SECTION("MobileViT's fold from another layout of its tokens") {
+    p = load("mobilevit-dynamo");
+    set_ints(initializer(p, "val_259"), {1, 2, 8, -1});  // was (1, P, N, -1) = (1, 4, 4, -1)
+    want = "node 'node_view_6' (Reshape): reshapes MobileViT's unfolded tokens (4, 4, 16) to [1, 2, 8, -1]; dltrain "
+           "reads the fold back, (1, 4, 4, 16) first";
   }
   const std::string e = import_in(dir, p.SerializeAsString());
   CHECK_THAT(e, Catch::Contains(want));
