@@ -93,7 +93,8 @@ bool Importer::shape_arithmetic(const onnx::NodeProto& n) const {
     if (in.empty()) continue;
     const onnx::TensorProto* t = constant(in);
     const bool ints = t->data_type() == onnx::TensorProto::INT64 || t->data_type() == onnx::TensorProto::INT32;
-    if (!ints || t->dims_size() > 1) return false;
+    // a list longer than a shape (a relative position index flattened: swin_s3) is a tensor too
+    if (!ints || t->dims_size() > 1 || checked_values(*t, path_) > kMaxFoldValues) return false;
   }
   return true;
 }

@@ -317,4 +317,46 @@ TEST_CASE("constant folding: a graph whose Gemm weights are computed imports as 
   CHECK(std::fabs(q[0] - q[3]) > 1e-3);  // the two images are told apart
 }
 
+TEST_CASE("constant folding: an index list longer than a shape folds as a tensor (timm's swin_s3 bias)", "[onnx]") {
+  // W (3, 4) = Reshape(Slice(GatherND(T (100), Unsqueeze(Reshape(idx (10, 10), [-1]), [-1])), 0, 12), (3, 4)):
+  // the flattened index is a list of 100 integers, longer than any shape, folded with the tensors.
+  std::vector<float> t(100);
+  for (size_t i = 0; i < t.size(); ++i) t[i] = 0.3f * std::sin(1.3f * static_cast<float>(i));
+  std::vector<int64_t> idx(100);
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>((i * 37 + 11) % 100);
+  std::vector<float> w(12);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = t[static_cast<size_t>(idx[i])];
+  auto graph = [&](bool computed) {
+    OnnxBuilder g({1, 4, 1, 1});
+    g.node("Flatten", {"x"}, {"f"});
+    if (computed) {
+      g.floats("T", {100}, t);
+      g.ints("idx", {10, 10}, idx);
+      g.ints("flat", {1}, {-1});
+      g.ints("last", {1}, {-1});
+      g.ints("zero", {1}, {0});
+      g.ints("twelve", {1}, {12});
+      g.ints("shape", {2}, {3, 4});
+      g.node("Reshape", {"idx", "flat"}, {"idx_flat"});
+      g.node("Unsqueeze", {"idx_flat", "last"}, {"idx_col"});
+      g.node("GatherND", {"T", "idx_col"}, {"gathered"});
+      g.node("Slice", {"gathered", "zero", "twelve"}, {"first"});
+      g.node("Reshape", {"first", "shape"}, {"W"});
+    } else {
+      g.floats("W", {3, 4}, w);
+    }
+    g.floats("B", {3}, {0.1f, -0.2f, 0.05f});
+    OnnxBuilder::attr(g.node("Gemm", {"f", "W", "B"}, {"g"}), "transB", 1);
+    g.node("Softmax", {"g"}, {"prob"});
+    g.output("prob");
+    return g;
+  };
+  const ModelData folded = imported(graph(true)), plain = imported(graph(false));
+  const std::vector<float> x{0.3f, -1.2f, 0.7f, 2.0f, -0.4f, 0.1f, 1.5f, -0.9f};
+  const std::vector<float> p = probabilities(folded, x, 2), q = probabilities(plain, x, 2);
+  REQUIRE(p.size() == q.size());
+  for (size_t i = 0; i < p.size(); ++i) CHECK(p[i] == Approx(q[i]).margin(1e-6));
+  CHECK(std::fabs(q[0] - q[3]) > 1e-3);  // the two images are told apart
+}
+
 }  // namespace dlt::test
