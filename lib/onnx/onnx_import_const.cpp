@@ -2,8 +2,10 @@
 #include "onnx/onnx_import_const.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <set>
 
 namespace dlt::onnxu {
@@ -500,6 +502,77 @@ TensorConst range(const TensorConst& start, const TensorConst& limit, const Tens
 }
 
 // numpy's matmul: 1-D operands promoted and their axis removed again, batch dimensions broadcast.
+// Einsum of constants in explicit form ("nixw,jyw->nijxy": one letter per axis, no ellipsis, a
+// letter's size the same wherever it appears): every combination of the letters visited once,
+// the product of the operands added into the output's element (timm's MaxViT computes its
+// relative position bias so).
+TensorConst einsum(std::string eq, const std::vector<const TensorConst*>& in) {
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  const size_t arrow = eq.find("->");
+  if (arrow == std::string::npos || eq.find('.') != std::string::npos)
+    refuse("an Einsum '" + eq + "'; dltrain folds the explicit form (inputs -> output) without ellipsis");
+  std::vector<std::string> terms;
+  for (size_t at = 0;;) {
+    const size_t comma = eq.find(',', at);
+    terms.push_back(eq.substr(at, std::min(comma, arrow) - at));
+    if (comma == std::string::npos || comma > arrow) break;
+    at = comma + 1;
+  }
+  const std::string out_labels = eq.substr(arrow + 2);
+  if (terms.size() != in.size()) refuse("an Einsum '" + eq + "' of " + std::to_string(in.size()) + " inputs");
+  std::string labels;  // the output's letters first, then the summed ones
+  std::map<char, int64_t> size;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    const TensorConst& t = need(in, k, "operand");
+    if (terms[k].size() != t.dims.size())
+      refuse("an Einsum term '" + terms[k] + "' for an operand of " + dims_text(t.dims));
+    for (size_t d = 0; d < t.dims.size(); ++d) {
+      const char c = terms[k][d];
+      if (!std::isalpha(static_cast<unsigned char>(c))) refuse("an Einsum '" + eq + "'");
+      auto [it, fresh] = size.emplace(c, t.dims[d]);
+      if (!fresh && it->second != t.dims[d]) refuse("an Einsum whose '" + std::string(1, c) + "' has two sizes");
+    }
+  }
+  std::vector<int64_t> dims;
+  for (char c : out_labels) {
+    if (!size.count(c) || labels.find(c) != std::string::npos) refuse("an Einsum output '" + out_labels + "'");
+    labels += c;
+    dims.push_back(size.at(c));
+  }
+  for (const auto& [c, n] : size)
+    if (labels.find(c) == std::string::npos) labels += c;
+  TensorConst out = make(TensorConst::kFloat, dims);
+  int64_t work = 1;
+  for (char c : labels) {
+    const int64_t n = size.at(c);
+    if (n == 0) return out;
+    if (work > kMaxFoldMatMulWork / n)
+      refuse("an Einsum of more than " + std::to_string(kMaxFoldMatMulWork) + " multiply-adds");
+    work *= n;
+  }
+  // The step of each letter in each operand and in the output.
+  std::vector<std::vector<int64_t>> step(in.size() + 1, std::vector<int64_t>(labels.size(), 0));
+  auto fill = [&](std::vector<int64_t>& st, const std::string& term, const std::vector<int64_t>& d) {
+    const std::vector<int64_t> s = strides_of(d);
+    for (size_t i = 0; i < term.size(); ++i) st[labels.find(term[i])] += s[i];
+  };
+  for (size_t k = 0; k < in.size(); ++k) fill(step[k], terms[k], in[k]->dims);
+  fill(step[in.size()], out_labels, dims);
+  std::vector<int64_t> idx(labels.size(), 0), off(in.size() + 1, 0);
+  for (int64_t it = 0; it < work; ++it) {
+    double p = 1;
+    for (size_t k = 0; k < in.size(); ++k) p *= in[k]->v[static_cast<size_t>(off[k])];
+    out.v[static_cast<size_t>(off[in.size()])] += p;
+    for (size_t l = labels.size(); l-- > 0;) {  // the odometer: the last letter turns fastest
+      for (size_t k = 0; k <= in.size(); ++k) off[k] += step[k][l];
+      if (++idx[l] < size.at(labels[l])) break;
+      for (size_t k = 0; k <= in.size(); ++k) off[k] -= step[k][l] * idx[l];
+      idx[l] = 0;
+    }
+  }
+  return out;
+}
+
 TensorConst matmul(const TensorConst& a0, const TensorConst& b0) {
   if (a0.dims.empty() || b0.dims.empty()) refuse("multiplies a scalar");
   TensorConst a = a0, b = b0;
@@ -558,7 +631,7 @@ int64_t TensorConst::size() const { return static_cast<int64_t>(v.size()); }
 bool is_tensor_fold_op(const std::string& op) {
   static const std::set<std::string> other{"Cast",   "Gather", "Reshape",  "Transpose",       "Unsqueeze", "Squeeze",
                                            "Concat", "Slice",  "Expand",   "ConstantOfShape", "Range",     "ScatterND",
-                                           "MatMul", "Where",  "Identity", "GatherND", "Clip"};
+                                           "MatMul", "Where",  "Identity", "GatherND", "Clip",            "Einsum"};
   return binary_ops().count(op) || unary_ops().count(op) || other.count(op);
 }
 
@@ -613,6 +686,7 @@ TensorConst tensor_fold(const std::string& op, const std::vector<const TensorCon
   if (op == "ScatterND")
     return scatter_nd(need(in, 0, "data"), need(in, 1, "indices"), need(in, 2, "updates"), a.reduction);
   if (op == "MatMul") return matmul(need(in, 0, "A"), need(in, 1, "B"));
+  if (op == "Einsum") return einsum(a.equation, in);
   if (op == "Clip") {  // min and max: optional scalars (Swin V2's clamp of its logit scale)
     const TensorConst& x = need(in, 0, "input");
     auto bound = [&](size_t i, double none) {

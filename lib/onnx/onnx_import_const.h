@@ -40,6 +40,7 @@ struct TensorFoldAttrs {
   std::string reduction = "none";  // ScatterND
   int64_t allowzero = 0;           // Reshape
   int64_t batch_dims = 0;          // GatherND
+  std::string equation;            // Einsum
 };
 
 // One node of those on constant inputs (nullptr: an absent optional input). Throws FoldError

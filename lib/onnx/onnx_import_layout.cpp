@@ -170,6 +170,7 @@ void Importer::tensor_fold_node(const onnx::NodeProto& n) {
     a.allowzero = attr_int(n, "allowzero", 0);
     a.reduction = attr_string(n, "reduction", "none");
     a.batch_dims = attr_int(n, "batch_dims", 0);
+    a.equation = attr_string(n, "equation", "");
     if (const auto* v = find_attr(n, "value"); v && v->has_t()) {
       a.value = tensor_const(v->t(), what);
       a.has_value = true;

@@ -50,7 +50,7 @@ const char* stage_name(Stage s) {
     case Stage::kQkvT: return "transposed Q/K/V heads, before the Gather (or Slice) of Q, K or V";
     case Stage::kQ1:
     case Stage::kK1:
-    case Stage::kV1: return "sliced Q, K or V, before its Squeeze of axis 0";
+    case Stage::kV1: return "sliced Q, K or V, before its Squeeze";
     case Stage::kKf: return "keys reshaped to (windows heads, S, d), before their Transpose (0, 2, 1)";
     case Stage::kKft: return "transposed keys (windows heads, d, S), before their Reshape to (windows, heads, d, S)";
     case Stage::kWin4: return "windows (windows, wh, ww, C), before their Reshape to (windows, wh*ww, C)";
@@ -746,6 +746,17 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
   };
   auto target = [&]() { return ints_of(need_const(n, 1, "shape"), what); };
   auto perm_is = [&](std::vector<int64_t> p) { return op == "Transpose" && attr_ints(n, "perm", {}) == p; };
+  // The joint Q/K/V MatMul of the window tokens, (windows, S, C) or (windows, wh, ww, C).
+  auto qkv_matmul = [&]() {
+    const auto d = dims_of(*constant(n.input(1)));
+    if (d.size() != 2 || d[0] != c || d[1] < 3 || d[1] % 3 != 0)
+      fail(n, "projects the window tokens with a " + ints_str(d) + " weight; dltrain reads the joint Q/K/V (" +
+                  std::to_string(c) + ", 3 K)");
+    b.qkv_w = need_floats(n, 1, "weight");
+    b.qkv_cols = d[1];
+    b.qkv_b.assign(static_cast<size_t>(d[1]), 0.f);
+    next(Stage::kQkv);
+  };
   // The output's Reshape to (1, H/wh, W/ww, wh, ww, C), on the way to the image.
   auto reverse = [&](const std::vector<int64_t>& t) {
     if (t.size() != 6 || !one_image(t[0]) || t[1] * t[3] != b.in.full[0] || t[2] * t[4] != b.in.full[1] ||
@@ -775,10 +786,16 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       case Stage::kTokens: dims = {b.windows, seq, c}; break;
       case Stage::kQkv: dims = {b.windows, seq, b.qkv_cols}; break;
       case Stage::kQkv5: dims = {b.windows, seq, 3, heads, d}; break;
-      case Stage::kQkvT: dims = {3, b.windows, heads, seq, d}; break;
+      case Stage::kQkvT:
+        dims = b.unbind_axis == 2 ? std::vector<int64_t>{b.windows, heads, 3, seq, d}
+                                  : std::vector<int64_t>{3, b.windows, heads, seq, d};
+        break;
       case Stage::kQ1:
       case Stage::kK1:
-      case Stage::kV1: dims = {1, b.windows, heads, seq, d}; break;
+      case Stage::kV1:
+        dims = b.unbind_axis == 2 ? std::vector<int64_t>{b.windows, heads, 1, seq, d}
+                                  : std::vector<int64_t>{1, b.windows, heads, seq, d};
+        break;
       case Stage::kMerge: dims = {1, nh, nw, b.ww, b.wh, c}; break;
       case Stage::kWin4: dims = {b.windows, b.wh, b.ww, c}; break;
       case Stage::kKf: dims = {b.windows * heads, seq, d}; break;
@@ -793,8 +810,13 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       case Stage::kProbs: dims = {b.windows, heads, seq, seq}; break;
       case Stage::kScores5: dims = {1, b.windows, heads, seq, seq}; break;
       case Stage::kHeadsT: dims = {b.windows, seq, heads, d}; break;
-      case Stage::kMerged: dims = {b.windows, seq, heads * d}; break;
-      case Stage::kProj: dims = {b.windows, seq, b.out}; break;
+      case Stage::kMerged:
+        dims = b.merged4 ? std::vector<int64_t>{b.windows, b.wh, b.ww, heads * d}
+                         : std::vector<int64_t>{b.windows, seq, heads * d};
+        break;
+      case Stage::kProj:
+        dims = b.merged4 ? std::vector<int64_t>{b.windows, b.wh, b.ww, b.out} : std::vector<int64_t>{b.windows, seq, b.out};
+        break;
       case Stage::kRev6: dims = {1, nh, nw, b.wh, b.ww, b.out}; break;
       case Stage::kRev: dims = {1, nh, b.wh, nw, b.ww, b.out}; break;
       case Stage::kQNorm:
@@ -853,6 +875,7 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       return next(Stage::kTokens);
     }
     case Stage::kWin4: {
+      if (op == "MatMul" && constant(n.input(1))) return qkv_matmul();  // timm's MaxViT: on (windows, wh, ww, C)
       if (op != "Reshape") refuse();
       const auto t = target();
       if (t.size() != 3 || (t[0] != b.windows && t[0] != -1) || t[1] != seq || (t[2] != c && t[2] != -1)) refuse();
@@ -860,14 +883,7 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
     }
     case Stage::kTokens: {
       if (op != "MatMul" || !constant(n.input(1))) refuse();
-      const auto d = dims_of(*constant(n.input(1)));
-      if (d.size() != 2 || d[0] != c || d[1] < 3 || d[1] % 3 != 0)
-        fail(n, "projects the window tokens with a " + ints_str(d) + " weight; dltrain reads the joint Q/K/V (" +
-                    std::to_string(c) + ", 3 K)");
-      b.qkv_w = need_floats(n, 1, "weight");
-      b.qkv_cols = d[1];
-      b.qkv_b.assign(static_cast<size_t>(d[1]), 0.f);
-      return next(Stage::kQkv);
+      return qkv_matmul();
     }
     case Stage::kQkv:
     case Stage::kProj: {
@@ -913,6 +929,7 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       if (qkv) {
         // timm writes the head dimension as -1
         if (t.size() == 5 && t[4] == -1 && t[3] >= 1 && b.qkv_cols % (3 * t[3]) == 0) t[4] = b.qkv_cols / (3 * t[3]);
+        if (t.size() == 5 && t[0] == b.windows && t[1] == -1) t[1] = seq;  // timm's MaxViT
         if (t.size() != 5 || (t[0] != b.windows && t[0] != -1) || t[1] != seq || t[2] != 3 || t[3] < 1 || t[4] < 1 ||
             t[3] * t[4] * 3 != b.qkv_cols)
           fail(n, "reshapes the joint Q/K/V projection to " + ints_str(t) + "; dltrain reads (windows, " +
@@ -930,6 +947,10 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       if (op != "Reshape") refuse();
       return reverse(target());
     case Stage::kQkv5:
+      if (perm_is({0, 3, 2, 1, 4})) {  // timm's MaxViT: (windows, heads, 3, S, d), unbound along axis 2
+        b.unbind_axis = 2;
+        return next(Stage::kQkvT);
+      }
       if (!perm_is({2, 0, 3, 1, 4})) refuse();
       return next(Stage::kQkvT);
     case Stage::kQFlat:
@@ -952,7 +973,7 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       const std::vector<int64_t> axes = n.input_size() > 1 && !n.input(1).empty()
                                             ? ints_of(need_const(n, 1, "axes"), what)
                                             : attr_ints(n, "axes", {});
-      if (axes != std::vector<int64_t>{0} && axes != std::vector<int64_t>{-5}) refuse();
+      if (axes != std::vector<int64_t>{b.unbind_axis} && axes != std::vector<int64_t>{b.unbind_axis - 5}) refuse();
       return next(s == Stage::kQ1 ? Stage::kQ : s == Stage::kK1 ? Stage::kK : Stage::kV);
     }
     case Stage::kQ5:
@@ -965,9 +986,9 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         const std::vector<int64_t> sizes = n.input_size() > 1 && !n.input(1).empty()
                                                ? ints_of(need_const(n, 1, "split"), what)
                                                : attr_ints(n, "split", {});
-        if (attr_int(n, "axis", 0) != 0 || n.output_size() != 3 ||
+        if (attr_int(n, "axis", 0) != b.unbind_axis || n.output_size() != 3 ||
             (!sizes.empty() && sizes != std::vector<int64_t>{1, 1, 1}))
-          fail(n, "splits the Q/K/V heads other than into Q, K and V along axis 0");
+          fail(n, "splits the Q/K/V heads other than into Q, K and V along axis " + std::to_string(b.unbind_axis));
         const Stage parts[3] = {Stage::kQ1, Stage::kK1, Stage::kV1};
         for (int i = 0; i < 3; ++i) win_[define(n, i)] = WinValue{w.block, parts[i]};
         return;
@@ -975,12 +996,12 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       if (op == "Slice") {  // timm's unbind(0): a Slice of one along axis 0, then its Squeeze
         const SliceArgs a = slice_args(n);
         const int64_t start = a.starts.size() == 1 ? a.starts[0] : -1;
-        if (a.axes.size() != 1 || a.axes[0] != 0 || a.steps[0] != 1 || start < 0 || start > 2 ||
-            std::min<int64_t>(a.ends[0], 3) != start + 1)
-          fail(n, "slices the Q/K/V heads other than one of Q, K or V along axis 0");
+        if (a.axes.size() != 1 || (a.axes[0] != b.unbind_axis && a.axes[0] != b.unbind_axis - 5) || a.steps[0] != 1 ||
+            start < 0 || start > 2 || std::min<int64_t>(a.ends[0], 3) != start + 1)
+          fail(n, "slices the Q/K/V heads other than one of Q, K or V along axis " + std::to_string(b.unbind_axis));
         return next(start == 0 ? Stage::kQ1 : start == 1 ? Stage::kK1 : Stage::kV1);
       }
-      if (op != "Gather" || attr_int(n, "axis", 0) != 0) refuse();
+      if (op != "Gather" || attr_int(n, "axis", 0) != b.unbind_axis) refuse();
       const onnx::TensorProto& t = need_const(n, 1, "indices");
       const auto idx = ints_of(t, what);
       if (t.dims_size() != 0 || idx.size() != 1 || idx[0] < 0 || idx[0] > 2)
@@ -1123,6 +1144,9 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       if (b.maxvit) {
         if (t.size() != 4 || !one_image(t[0])) refuse();
         t.erase(t.begin());
+      } else if (t.size() == 4 && (t[0] == b.windows || t[0] == -1) && t[1] == b.wh && t[2] == b.ww) {
+        t = {t[0], seq, t[3]};  // timm's MaxViT: the merged heads as (windows, wh, ww, C)
+        b.merged4 = true;
       }
       if (t.size() != 3 || (t[0] != b.windows && t[0] != -1) || t[1] != seq ||
           (t[2] != b.heads * b.head_dim && (t[2] != -1 || t[0] == -1)))

@@ -366,6 +366,8 @@ class Importer {
   struct WindowBlock {
     ImageView in;
     int64_t wh = 0, ww = 0, windows = 0, heads = 0, head_dim = 0, qkv_cols = 0, out = 0;
+    int64_t unbind_axis = 0;  // the Q/K/V axis after the heads' Transpose: 0, or 2 (timm's MaxViT)
+    bool merged4 = false;     // the heads merged into (windows, wh, ww, C) (timm's MaxViT)
     std::vector<float> qkv_w, qkv_b, proj_w, proj_b;  // as MatMul reads them: (C, 3K), (K, out)
     bool grid = false;    // Partition grid: window (i, j) holds pixels (a H/wh + i, b W/ww + j)
     bool maxvit = false;  // MaxViT's form: from partitioned tokens, Split, Einsum; ends at its projection

@@ -258,13 +258,26 @@ def tiny_models():
                           stem_chs=8, stem_type="3x3", stem_pool="", downsample="", act_layer="silu", num_features=32)
         return timm_net(lambda: ByobNet(cfg, num_classes=10))
 
+    def maxvit_timm():
+        # timm's MaxViT (TensorFlow's layout, maxvit_*_tf): channels-last window and grid partitions
+        # through (windows, wh, ww, C), the attention on them with its heads interleaved, Q/K/V
+        # unbound along axis 2, the relative position bias an Einsum of constant tables
+        from timm.models.maxxvit import MaxxVit, MaxxVitCfg, MaxxVitConvCfg, MaxxVitTransformerCfg
+        cfg = MaxxVitCfg(embed_dim=(16, 32), depths=(1, 1), block_type=("M", "M"), stem_width=8, stem_bias=True,
+                         head_hidden_size=32,
+                         conv_cfg=MaxxVitConvCfg(norm_eps=1e-3, act_layer="gelu_tanh", padding="same"),
+                         transformer_cfg=MaxxVitTransformerCfg(dim_head=8, norm_eps=1e-5, act_layer="gelu_tanh",
+                                                               head_first=False, rel_pos_type="bias_tf",
+                                                               window_size=(2, 2)))
+        return timm_net(lambda: MaxxVit(cfg, img_size=SIDE, num_classes=10))
+
     return {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small,
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
             "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck, "vit": vit_tiny,
             "vit_timm": vit_timm, "deit_distilled": deit_distilled, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
-            "mobilevit": mobilevit}
+            "mobilevit": mobilevit, "maxvit_timm": maxvit_timm}
 
 
 def strip_metadata(path):

@@ -177,6 +177,40 @@ TEST_CASE("constant folding: ConstantOfShape, Range, ScatterND, GatherND, MatMul
   CHECK_THAT(refusal("Clip", {&logit, &b}), Catch::Contains("a Clip bound of 3x2; expected one value"));
 }
 
+TEST_CASE("constant folding: Einsum of constants (timm's MaxViT bias), against loops", "[onnx]") {
+  TensorFoldAttrs a;
+  // "ij,jk->ik": a matrix product
+  const TensorConst m = floats({2, 3}, {1, 2, 3, 4, 5, 6}), k = floats({3, 2}, {1, 0, -1, 2, 0.5, 1});
+  a.equation = "ij,jk->ik";
+  CHECK(fold("Einsum", {&m, &k}, a).v == std::vector<double>{0.5, 7, 2, 16});
+  // timm's RelPosBiasTf: "nixw,jyw->nijxy" (spaces as MaxViT writes them elsewhere)
+  const int64_t N = 2, I = 3, X = 2, W = 4, J = 2, Y = 3;
+  std::vector<double> p(static_cast<size_t>(N * I * X * W)), q(static_cast<size_t>(J * Y * W));
+  for (size_t i = 0; i < p.size(); ++i) p[i] = std::sin(0.7 * static_cast<double>(i));
+  for (size_t i = 0; i < q.size(); ++i) q[i] = std::cos(0.3 * static_cast<double>(i));
+  const TensorConst tp = floats({N, I, X, W}, p), tq = floats({J, Y, W}, q);
+  a.equation = "nixw, jyw -> nijxy";
+  const TensorConst r = fold("Einsum", {&tp, &tq}, a);
+  CHECK(r.dims == std::vector<int64_t>{N, I, J, X, Y});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t i = 0; i < I; ++i)
+      for (int64_t j = 0; j < J; ++j)
+        for (int64_t x = 0; x < X; ++x)
+          for (int64_t y = 0; y < Y; ++y) {
+            double want = 0;
+            for (int64_t w = 0; w < W; ++w)
+              want += p[static_cast<size_t>(((n * I + i) * X + x) * W + w)] * q[static_cast<size_t>((j * Y + y) * W + w)];
+            CHECK(r.v[static_cast<size_t>((((n * I + i) * J + j) * X + x) * Y + y)] == Approx(want).margin(1e-12));
+          }
+  // the refusals
+  a.equation = "...ij,jk->...ik";
+  CHECK_THAT(refusal("Einsum", {&m, &k}, a), Catch::Contains("without ellipsis"));
+  a.equation = "ij,ik->jk";  // i is 2 in m and 3 in k
+  CHECK_THAT(refusal("Einsum", {&m, &k}, a), Catch::Contains("whose 'i' has two sizes"));
+  a.equation = "ijk,jk->ik";
+  CHECK_THAT(refusal("Einsum", {&m, &k}, a), Catch::Contains("an Einsum term 'ijk' for an operand of 2x3"));
+}
+
 TEST_CASE("constant folding: hostile sizes are refused before anything is allocated", "[onnx]") {
   const TensorConst one = floats({1}, {1});
   const TensorConst far = ints({2}, {int64_t{1} << 40, int64_t{1} << 40});
