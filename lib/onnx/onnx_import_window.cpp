@@ -51,6 +51,8 @@ const char* stage_name(Stage s) {
     case Stage::kQ1:
     case Stage::kK1:
     case Stage::kV1: return "sliced Q, K or V, before its Squeeze";
+    case Stage::kQkvH: return "head-first Q/K/V (windows, S, heads, 3 d), before their Transpose (0, 2, 1, 3)";
+    case Stage::kQkvHT: return "head-first Q/K/V (windows, heads, S, 3 d), before their Split into Q, K and V";
     case Stage::kKf: return "keys reshaped to (windows heads, S, d), before their Transpose (0, 2, 1)";
     case Stage::kKft: return "transposed keys (windows heads, d, S), before their Reshape to (windows, heads, d, S)";
     case Stage::kWin4: return "windows (windows, wh, ww, C), before their Reshape to (windows, wh*ww, C)";
@@ -799,6 +801,8 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       case Stage::kMerge: dims = {1, nh, nw, b.ww, b.wh, c}; break;
       case Stage::kWin4: dims = {b.windows, b.wh, b.ww, c}; break;
       case Stage::kKf: dims = {b.windows * heads, seq, d}; break;
+      case Stage::kQkvH: dims = {b.windows, seq, heads, 3 * d}; break;
+      case Stage::kQkvHT: dims = {b.windows, heads, seq, 3 * d}; break;
       case Stage::kKft: dims = {b.windows * heads, d, seq}; break;
       case Stage::kProj4: dims = {b.windows, b.wh, b.ww, b.out}; break;
       case Stage::kQ:
@@ -926,6 +930,26 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       }
       if (op != "Reshape") refuse();
       auto t = target();
+      if (qkv && t.size() == 4 && (t[0] == b.windows || t[0] == -1) && (t[1] == seq || (t[1] == -1 && t[0] != -1)) &&
+          t[2] >= 1 && t[3] >= 3 && t[3] % 3 == 0 && t[2] * t[3] == b.qkv_cols) {
+        // timm's head-first layout (maxvit_*_rw): each head's Q, K and V side by side; the
+        // columns reordered to Q of every head, then K, then V
+        b.heads = t[2];
+        b.head_dim = t[3] / 3;
+        const int64_t d = b.head_dim, key = b.heads * d;
+        std::vector<float> w(b.qkv_w.size()), bias(b.qkv_b.size());
+        for (int64_t h = 0; h < b.heads; ++h)
+          for (int64_t part = 0; part < 3; ++part)
+            for (int64_t i = 0; i < d; ++i) {
+              const int64_t from = h * 3 * d + part * d + i, to = part * key + h * d + i;
+              bias[static_cast<size_t>(to)] = b.qkv_b[static_cast<size_t>(from)];
+              for (int64_t r = 0; r < c; ++r)
+                w[static_cast<size_t>(r * b.qkv_cols + to)] = b.qkv_w[static_cast<size_t>(r * b.qkv_cols + from)];
+            }
+        b.qkv_w = std::move(w);
+        b.qkv_b = std::move(bias);
+        return next(Stage::kQkvH);
+      }
       if (qkv) {
         // timm writes the head dimension as -1
         if (t.size() == 5 && t[4] == -1 && t[3] >= 1 && b.qkv_cols % (3 * t[3]) == 0) t[4] = b.qkv_cols / (3 * t[3]);
@@ -1179,6 +1203,32 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       out.src = window_emit(n, b);
       out.zero_pad = false;
       return set_image_view(n, out);
+    }
+    case Stage::kQkvH:
+      if (!perm_is({0, 2, 1, 3})) refuse();
+      return next(Stage::kQkvHT);
+    case Stage::kQkvHT: {
+      const int64_t d = b.head_dim;
+      const Stage parts[3] = {Stage::kQ, Stage::kK, Stage::kV};
+      if (op == "Split") {
+        const std::vector<int64_t> sizes = n.input_size() > 1 && !n.input(1).empty()
+                                               ? ints_of(need_const(n, 1, "split"), what)
+                                               : attr_ints(n, "split", {});
+        const int64_t axis = attr_int(n, "axis", 0);
+        if ((axis != 3 && axis != -1) || n.output_size() != 3 || (!sizes.empty() && sizes != std::vector<int64_t>{d, d, d}))
+          fail(n, "splits the head-first Q/K/V other than into Q, K and V along the last axis");
+        for (int i = 0; i < 3; ++i) win_[define(n, i)] = WinValue{w.block, parts[i]};
+        return;
+      }
+      if (op == "Slice") {
+        const SliceArgs a = slice_args(n);
+        const int64_t start = a.starts.size() == 1 ? a.starts[0] : -1;
+        if (a.axes.size() != 1 || (a.axes[0] != 3 && a.axes[0] != -1) || a.steps[0] != 1 || start < 0 ||
+            start % d != 0 || start / d > 2 || std::min<int64_t>(a.ends[0], 3 * d) != start + d)
+          fail(n, "slices the head-first Q/K/V other than into thirds along the last axis");
+        return next(parts[start / d]);
+      }
+      return refuse();
     }
     case Stage::kKf:
       if (!perm_is({0, 2, 1})) refuse();

@@ -383,7 +383,8 @@ class Importer {
     kQ1, kK1, kV1,  // timm's unbind: one of Q, K, V sliced, (1, windows, heads, S, d), before its Squeeze
     kMerge,         // timm's patch merging: the 2x2 split transposed to (1, H/2, W/2, 2, 2, C)
     kWin4, kProj4,  // TorchScript's timm windows (windows, wh, ww, C) on the way in and out
-    kKf, kKft       // K^T as the dynamo exporter writes it: K reshaped to (windows heads, S, d), transposed
+    kKf, kKft,      // K^T as the dynamo exporter writes it: K reshaped to (windows heads, S, d), transposed
+    kQkvH, kQkvHT   // timm's head-first Q/K/V (maxvit_*_rw): (windows, S, heads, 3 d), transposed (0, 2, 1, 3)
   };
   // MaxViT's layouts of an image's pixels as (1, windows, tokens, C): window: windows of wh x ww
   // adjacent pixels (its partition); grid: the same after the swap of the two middle axes, each

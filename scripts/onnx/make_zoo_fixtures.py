@@ -271,13 +271,25 @@ def tiny_models():
                                                                window_size=(2, 2)))
         return timm_net(lambda: MaxxVit(cfg, img_size=SIDE, num_classes=10))
 
+    def maxvit_timm_rw():
+        # the same with each head's Q, K and V side by side (head_first, as timm's maxvit_*_rw
+        # models; their own relative position bias does not pass the dynamo exporter)
+        from timm.models.maxxvit import MaxxVit, MaxxVitCfg, MaxxVitConvCfg, MaxxVitTransformerCfg
+        cfg = MaxxVitCfg(embed_dim=(16, 32), depths=(1, 1), block_type=("M", "M"), stem_width=8, stem_bias=True,
+                         head_hidden_size=32,
+                         conv_cfg=MaxxVitConvCfg(norm_eps=1e-3, act_layer="gelu_tanh", padding="same"),
+                         transformer_cfg=MaxxVitTransformerCfg(dim_head=8, norm_eps=1e-5, act_layer="gelu_tanh",
+                                                               head_first=True, rel_pos_type="bias_tf",
+                                                               window_size=(2, 2)))
+        return timm_net(lambda: MaxxVit(cfg, img_size=SIDE, num_classes=10))
+
     return {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small,
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
             "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck, "vit": vit_tiny,
             "vit_timm": vit_timm, "deit_distilled": deit_distilled, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
-            "mobilevit": mobilevit, "maxvit_timm": maxvit_timm}
+            "mobilevit": mobilevit, "maxvit_timm": maxvit_timm, "maxvit_timm_rw": maxvit_timm_rw}
 
 
 def strip_metadata(path):
