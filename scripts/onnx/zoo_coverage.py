@@ -456,8 +456,8 @@ def cell(r):
         return "—"
     if r["status"] == "skipped":
         return r["error"]
-    if r["status"] != "ok":
-        return f"{r['status']}: {r['error']}".replace("|", "\\|")
+    if r["status"] != "ok":  # the exporter colours its messages: the escapes dropped
+        return re.sub(r"\x1b\[[0-9;]*m", "", f"{r['status']}: {r['error']}").replace("|", "\\|")
     return f"ok {r['diff_import']:.1e} / {r['diff_export']:.1e}"
 
 
