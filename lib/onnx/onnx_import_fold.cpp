@@ -196,9 +196,11 @@ IntConst shape_slice(const std::vector<int64_t>& dims, int64_t start, int64_t en
 }
 
 std::string ints_str(const std::vector<int64_t>& v) {
+  constexpr size_t kShown = 16;  // a hostile list stays one short line
   std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i)
+  for (size_t i = 0; i < v.size() && i < kShown; ++i)
     s += (i ? ", " : "") + (v[i] == kBatchDim ? std::string("N") : std::to_string(v[i]));
+  if (v.size() > kShown) s += ", ... (" + std::to_string(v.size()) + " values)";
   return s + "]";
 }
 

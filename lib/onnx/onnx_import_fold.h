@@ -45,7 +45,7 @@ IntConst fold(const std::string& op, const std::vector<const IntConst*>& in, con
 // The shape of a value as Shape reports it, [start, end) of `dims` (opset 15 attributes).
 IntConst shape_slice(const std::vector<int64_t>& dims, int64_t start, int64_t end);
 
-// "[N, -1]": a folded list for messages.
+// "[N, -1]": a folded list for messages (the first 16 values of a longer one, and its length).
 std::string ints_str(const std::vector<int64_t>& v);
 
 }  // namespace dlt::onnxu

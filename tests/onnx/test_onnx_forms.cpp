@@ -213,13 +213,16 @@ TEST_CASE("onnx forms: absurd shape arithmetic is one error line", "[onnx]") {
               g.node("Reshape", {"x", "m"}, {"f"});
             }),
             "shape arithmetic computes with the batch size N"));
-  CHECK(has(error_of([](OnnxBuilder& g) {
-              g.ints("many", {1000000}, std::vector<int64_t>(1000000, 1));
-              g.ints("minus1", {1}, {-1});
-              OnnxBuilder::attr(g.node("Concat", {"many", "minus1"}, {"m"}, "cat"), "axis", 0);
-              g.node("Reshape", {"x", "m"}, {"f"});
-            }),
-            "input 'many' is a 1000000 constant; dltrain folds only shape arithmetic"));
+  {  // a million-long list folds (a tensor, as a flattened index); the Reshape to it is refused in a short line
+    const std::string e = error_of([](OnnxBuilder& g) {
+      g.ints("many", {1000000}, std::vector<int64_t>(1000000, 1));
+      g.ints("minus1", {1}, {-1});
+      OnnxBuilder::attr(g.node("Concat", {"many", "minus1"}, {"m"}, "cat"), "axis", 0);
+      g.node("Reshape", {"x", "m"}, {"f"});
+    });
+    CHECK(has(e, "node 'f' (Reshape): reshapes to [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, ... (1000001 values)]"));
+    CHECK(e.size() < 400);
+  }
   CHECK(has(error_of([](OnnxBuilder& g) {
               g.node("Shape", {"x"}, {"s"});
               g.ints("seven", {}, {7});
