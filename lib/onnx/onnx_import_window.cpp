@@ -51,6 +51,11 @@ const char* stage_name(Stage s) {
     case Stage::kQ1:
     case Stage::kK1:
     case Stage::kV1: return "sliced Q, K or V, before its Squeeze";
+    case Stage::kConvQkv: return "Q/K/V of an image (1, 3 C, H, W), before its Reshape to (1, heads, 3 d, H W)";
+    case Stage::kQkvC: return "Q/K/V by head (1, heads, 3 d, H W), before their Split into Q, K and V";
+    case Stage::kQc:
+    case Stage::kVc: return "queries or values (1, heads, d, H W), before their Transpose (0, 1, 3, 2)";
+    case Stage::kHeadsC: return "heads' output (1, heads, d, H W), before its Reshape to (1, C, H, W)";
     case Stage::kQkvH: return "head-first Q/K/V (windows, S, heads, 3 d), before their Transpose (0, 2, 1, 3)";
     case Stage::kQkvHT: return "head-first Q/K/V (windows, heads, S, 3 d), before their Split into Q, K and V";
     case Stage::kKf: return "keys reshaped to (windows heads, S, d), before their Transpose (0, 2, 1)";
@@ -145,7 +150,7 @@ bool Importer::window_node(const onnx::NodeProto& n) {
     // reads the windowAttention layer's output, in the partition of its input.
     const WindowBlock& b = blocks_[it->second.block];
     const bool bias = op == "Add" && n.input_size() == 2 && constant(n.input(1 - i));
-    if ((b.maxvit || b.seq) && it->second.stage == Stage::kProj && !bias) {
+    if ((b.maxvit || b.seq || b.image2d) && it->second.stage == Stage::kProj && !bias) {
       maxvit_close(n, n.input(i));
       break;
     }
@@ -153,6 +158,7 @@ bool Importer::window_node(const onnx::NodeProto& n) {
     return true;
   }
   if (unfold_node(n)) return true;
+  if (attention2d_start(n)) return true;
   if (maxvit_node(n)) return true;
   if (op == "Concat") {
     for (int i = 0; i < n.input_size(); ++i)
@@ -352,6 +358,69 @@ bool Importer::unfold_node(const onnx::NodeProto& n) {
               "2, 1), Reshape (C H/ph, W/pw, ph, pw), Transpose (0, 2, 1, 3), Reshape (1, C, H, W)");
 }
 
+// timm's Attention2d (CoAtNet): a 1x1 Conv of an NCHW image into Q/K/V, read by a Reshape to
+// (1, heads, 3 d, H W) (each head's Q, K and V side by side), attends over the whole image: a
+// windowAttention of one window. The Conv's weights become its projections, Q, K, V reordered.
+bool Importer::attention2d_start(const onnx::NodeProto& n) {
+  if (n.op_type() != "Conv" || n.input_size() < 2 || !constant(n.input(1)) || n.output_size() != 1) return false;
+  auto it = values_.find(n.input(0));
+  if (it == values_.end()) return false;
+  const Value& v = it->second;
+  if (v.flat || v.channels_last || v.tokens || padded(v) || v.indices || partitions_.count(n.input(0))) return false;
+  const auto d = dims_of(*constant(n.input(1)));
+  const int64_t h = v.shape[0], w = v.shape[1], c = v.shape[2];
+  if (d.size() != 4 || d[1] != c || d[2] != 1 || d[3] != 1 || attr_int(n, "group", 1) != 1 ||
+      attr_ints(n, "strides", {1, 1}) != std::vector<int64_t>{1, 1} ||
+      attr_ints(n, "pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0} ||
+      attr_ints(n, "dilations", {1, 1}) != std::vector<int64_t>{1, 1})
+    return false;
+  const std::vector<int>& readers = consumers_of(n.output(0));
+  if (readers.size() != 1) return false;
+  const onnx::NodeProto& r = g_.node(readers[0]);
+  if (r.op_type() != "Reshape" || r.input_size() < 2) return false;
+  std::vector<int64_t> t;
+  if (const onnx::TensorProto* shape = constant(r.input(1))) {
+    t = ints_of(*shape, path_);
+  } else {
+    for (const onnx::NodeProto& p : g_.node())  // TorchScript: a Constant node not read yet
+      if (p.output_size() == 1 && p.output(0) == r.input(1) && p.op_type() == "Constant" && p.attribute_size() == 1 &&
+          p.attribute(0).has_t())
+        t = ints_of(p.attribute(0).t(), path_);
+  }
+  const int64_t cols = d[0];
+  if (t.size() != 4 || !one_image(t[0]) || t[1] < 1 || t[2] < 3 || t[2] % 3 != 0 || t[1] * t[2] != cols ||
+      (t[3] != h * w && t[3] != -1))
+    return false;
+  WindowBlock b;
+  b.in.src = v;
+  b.in.full = b.in.count = {h, w};
+  b.image2d = true;
+  b.wh = h;
+  b.ww = w;
+  b.windows = 1;
+  b.heads = t[1];
+  b.head_dim = t[2] / 3;
+  b.qkv_cols = cols;
+  const std::vector<float> wv = need_floats(n, 1, "weight");
+  const std::vector<float> bv = n.input_size() > 2 && !n.input(2).empty() ? need_floats(n, 2, "bias")
+                                                                        : std::vector<float>(static_cast<size_t>(cols), 0.f);
+  // (C, 3 K) as a MatMul reads it, the columns Q of every head, then K, then V
+  const int64_t dh = b.head_dim, key = b.heads * dh;
+  b.qkv_w.assign(static_cast<size_t>(c * cols), 0.f);
+  b.qkv_b.assign(static_cast<size_t>(cols), 0.f);
+  for (int64_t hd = 0; hd < b.heads; ++hd)
+    for (int64_t part = 0; part < 3; ++part)
+      for (int64_t i = 0; i < dh; ++i) {
+        const int64_t from = hd * 3 * dh + part * dh + i, to = part * key + hd * dh + i;
+        b.qkv_b[static_cast<size_t>(to)] = bv[static_cast<size_t>(from)];
+        for (int64_t r2 = 0; r2 < c; ++r2)
+          b.qkv_w[static_cast<size_t>(r2 * cols + to)] = wv[static_cast<size_t>(from * c + r2)];
+      }
+  blocks_.push_back(std::move(b));
+  win_[define(n)] = WinValue{blocks_.size() - 1, Stage::kConvQkv};
+  return true;
+}
+
 bool Importer::maxvit_node(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
   const std::string& x = n.input(0);
@@ -545,8 +614,13 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
 // the projection's value, in its input's partition.
 void Importer::maxvit_close(const onnx::NodeProto& n, const std::string& proj) {
   const WindowBlock& b = blocks_[win_.at(proj).block];
-  const Value y = window_emit(n, b);
+  Value y = window_emit(n, b);
   win_.erase(proj);
+  if (b.image2d) {  // CoAtNet: the NCHW image again
+    y.channels_last = false;
+    values_[proj] = y;
+    return;
+  }
   values_[proj] = y;
   partitions_[proj] = Partition{b.grid, b.wh, b.ww, false, b.seq};
 }
@@ -802,6 +876,11 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       case Stage::kWin4: dims = {b.windows, b.wh, b.ww, c}; break;
       case Stage::kKf: dims = {b.windows * heads, seq, d}; break;
       case Stage::kQkvH: dims = {b.windows, seq, heads, 3 * d}; break;
+      case Stage::kConvQkv: dims = {1, b.qkv_cols, b.wh, b.ww}; break;
+      case Stage::kQkvC: dims = {1, heads, 3 * d, seq}; break;
+      case Stage::kQc:
+      case Stage::kVc:
+      case Stage::kHeadsC: dims = {1, heads, d, seq}; break;
       case Stage::kQkvHT: dims = {b.windows, heads, seq, 3 * d}; break;
       case Stage::kKft: dims = {b.windows * heads, d, seq}; break;
       case Stage::kProj4: dims = {b.windows, b.wh, b.ww, b.out}; break;
@@ -1160,6 +1239,10 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       return next(Stage::kHeads);
     }
     case Stage::kHeads:
+      if (b.image2d) {
+        if (!perm_is({0, 1, 3, 2})) refuse();
+        return next(Stage::kHeadsC);
+      }
       if (!perm_is(b.maxvit ? std::vector<int64_t>{0, 1, 3, 2, 4} : std::vector<int64_t>{0, 2, 1, 3})) refuse();
       return next(Stage::kHeadsT);
     case Stage::kHeadsT: {
@@ -1178,6 +1261,25 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       return next(Stage::kMerged);
     }
     case Stage::kMerged: {
+      if (b.image2d) {  // the output projection: a 1x1 Conv (+ its bias)
+        const int64_t key = b.heads * b.head_dim;
+        const onnx::TensorProto* wt = op == "Conv" && n.input_size() >= 2 ? constant(n.input(1)) : nullptr;
+        const auto d = wt ? dims_of(*wt) : std::vector<int64_t>{};
+        if (!wt || d.size() != 4 || d[1] != key || d[2] != 1 || d[3] != 1 || attr_int(n, "group", 1) != 1 ||
+            attr_ints(n, "strides", {1, 1}) != std::vector<int64_t>{1, 1} ||
+            attr_ints(n, "pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0})
+          fail(n, "projects the merged heads other than by a 1x1 Conv of " + std::to_string(key) + " input channels");
+        const std::vector<float> wv = need_floats(n, 1, "weight");
+        b.out = d[0];
+        b.proj_w.assign(static_cast<size_t>(key * b.out), 0.f);
+        for (int64_t o = 0; o < b.out; ++o)
+          for (int64_t i = 0; i < key; ++i)
+            b.proj_w[static_cast<size_t>(i * b.out + o)] = wv[static_cast<size_t>(o * key + i)];
+        b.proj_b = n.input_size() > 2 && !n.input(2).empty() ? need_floats(n, 2, "bias")
+                                                              : std::vector<float>(static_cast<size_t>(b.out), 0.f);
+        if (static_cast<int64_t>(b.proj_b.size()) != b.out) fail(n, "has a bias of the wrong length");
+        return next(Stage::kProj);
+      }
       if (op != "MatMul" || !constant(n.input(1))) refuse();
       const auto d = dims_of(*constant(n.input(1)));
       if (d.size() != 2 || d[0] != b.heads * b.head_dim || d[1] < 1)
@@ -1207,6 +1309,50 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
     case Stage::kQkvH:
       if (!perm_is({0, 2, 1, 3})) refuse();
       return next(Stage::kQkvHT);
+    case Stage::kConvQkv: {
+      if (op != "Reshape") refuse();
+      const auto t = target();
+      if (t.size() != 4 || !one_image(t[0]) || t[1] != b.heads || t[2] != 3 * b.head_dim || (t[3] != seq && t[3] != -1))
+        fail(n, "reshapes an image's Q/K/V to " + ints_str(t) + "; dltrain reads (1, " + std::to_string(b.heads) + ", " +
+                    std::to_string(3 * b.head_dim) + ", " + std::to_string(seq) + ")");
+      return next(Stage::kQkvC);
+    }
+    case Stage::kQkvC: {  // Q, K and V of each head side by side along axis 2; K comes out as K^T
+      const int64_t d = b.head_dim;
+      const Stage parts[3] = {Stage::kQc, Stage::kKt, Stage::kVc};
+      if (op == "Split") {
+        const std::vector<int64_t> sizes = n.input_size() > 1 && !n.input(1).empty()
+                                               ? ints_of(need_const(n, 1, "split"), what)
+                                               : attr_ints(n, "split", {});
+        const int64_t axis = attr_int(n, "axis", 0);
+        if ((axis != 2 && axis != -2) || n.output_size() != 3 || (!sizes.empty() && sizes != std::vector<int64_t>{d, d, d}))
+          fail(n, "splits an image's Q/K/V other than into Q, K and V along axis 2");
+        for (int i = 0; i < 3; ++i) win_[define(n, i)] = WinValue{w.block, parts[i]};
+        return;
+      }
+      if (op == "Slice") {
+        const SliceArgs a = slice_args(n);
+        const int64_t start = a.starts.size() == 1 ? a.starts[0] : -1;
+        if (a.axes.size() != 1 || (a.axes[0] != 2 && a.axes[0] != -2) || a.steps[0] != 1 || start < 0 ||
+            start % d != 0 || start / d > 2 || std::min<int64_t>(a.ends[0], 3 * d) != start + d)
+          fail(n, "slices an image's Q/K/V other than into thirds along axis 2");
+        return next(parts[start / d]);
+      }
+      return refuse();
+    }
+    case Stage::kQc:
+    case Stage::kVc:
+      if (!perm_is({0, 1, 3, 2})) refuse();
+      return next(s == Stage::kQc ? Stage::kQ : Stage::kV);
+    case Stage::kHeadsC: {
+      if (op != "Reshape") refuse();
+      const auto t = target();
+      if (t.size() != 4 || !one_image(t[0]) || (t[1] != b.heads * b.head_dim && t[1] != -1) || t[2] != b.wh ||
+          t[3] != b.ww)
+        fail(n, "reshapes the heads' output (1, heads, d, H W) to " + ints_str(t) + "; dltrain reads (1, " +
+                    std::to_string(b.heads * b.head_dim) + ", " + std::to_string(b.wh) + ", " + std::to_string(b.ww) + ")");
+      return next(Stage::kMerged);
+    }
     case Stage::kQkvHT: {
       const int64_t d = b.head_dim;
       const Stage parts[3] = {Stage::kQ, Stage::kK, Stage::kV};
@@ -1241,6 +1387,7 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       return next(Stage::kKt);
     }
     case Stage::kKt: {
+      if (b.image2d && perm_is({0, 1, 3, 2})) return next(Stage::kK);  // CoAtNet's K^T transposed to K
       if (op != "Mul") refuse();  // the dynamo exporter scales Q and K^T by the root of the scale each
       const onnx::TensorProto* t = other_const();
       const std::vector<float> f = t ? floats_of(*t, what) : std::vector<float>{};

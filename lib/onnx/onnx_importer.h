@@ -368,6 +368,9 @@ class Importer {
     int64_t wh = 0, ww = 0, windows = 0, heads = 0, head_dim = 0, qkv_cols = 0, out = 0;
     int64_t unbind_axis = 0;  // the Q/K/V axis after the heads' Transpose: 0, or 2 (timm's MaxViT)
     bool merged4 = false;     // the heads merged into (windows, wh, ww, C) (timm's MaxViT)
+    // timm's Attention2d (CoAtNet): one window, the whole NCHW image; Q/K/V and the output
+    // projection 1x1 Convs; ends at its projection, an NCHW image again
+    bool image2d = false;
     std::vector<float> qkv_w, qkv_b, proj_w, proj_b;  // as MatMul reads them: (C, 3K), (K, out)
     bool grid = false;    // Partition grid: window (i, j) holds pixels (a H/wh + i, b W/ww + j)
     bool maxvit = false;  // MaxViT's form: from partitioned tokens, Split, Einsum; ends at its projection
@@ -384,7 +387,8 @@ class Importer {
     kMerge,         // timm's patch merging: the 2x2 split transposed to (1, H/2, W/2, 2, 2, C)
     kWin4, kProj4,  // TorchScript's timm windows (windows, wh, ww, C) on the way in and out
     kKf, kKft,      // K^T as the dynamo exporter writes it: K reshaped to (windows heads, S, d), transposed
-    kQkvH, kQkvHT   // timm's head-first Q/K/V (maxvit_*_rw): (windows, S, heads, 3 d), transposed (0, 2, 1, 3)
+    kQkvH, kQkvHT,  // timm's head-first Q/K/V (maxvit_*_rw): (windows, S, heads, 3 d), transposed (0, 2, 1, 3)
+    kConvQkv, kQkvC, kQc, kVc, kHeadsC  // CoAtNet's attention over an NCHW image (see image2d)
   };
   // MaxViT's layouts of an image's pixels as (1, windows, tokens, C): window: windows of wh x ww
   // adjacent pixels (its partition); grid: the same after the swap of the two middle axes, each
@@ -452,6 +456,7 @@ class Importer {
   const std::vector<int>& consumers_of(const std::string& value);  // the nodes reading it, by index
   bool feeds_heads(const std::string& value);  // through a bias Add into a Reshape to (.., .., 3, heads, d)
   bool unfold_node(const onnx::NodeProto& n);
+  bool attention2d_start(const onnx::NodeProto& n);
   void permuted_read(const onnx::NodeProto& n, const LayerType& t);
   ImageView image_view_of(const onnx::NodeProto& n, int i);
 

@@ -283,13 +283,25 @@ def tiny_models():
                                                                window_size=(2, 2)))
         return timm_net(lambda: MaxxVit(cfg, img_size=SIDE, num_classes=10))
 
+    def coatnet_timm():
+        # timm's CoAtNet (coatnet_*_rw): an MBConv stage, then a transformer stage whose attention
+        # runs over the whole NCHW image (Attention2d: Q/K/V and the projection 1x1 Convs, each
+        # head's Q, K and V side by side, a relative position bias gathered from its table)
+        import dataclasses
+        from timm.models.maxxvit import MaxxVit, MaxxVitCfg, _rw_max_cfg
+        cfg = MaxxVitCfg(embed_dim=(16, 32), depths=(1, 1), block_type=("C", "T"), stem_width=(8, 16),
+                         **_rw_max_cfg(stride_mode="pool", conv_output_bias=True, conv_attn_ratio=0.25))
+        cfg = dataclasses.replace(cfg, transformer_cfg=dataclasses.replace(cfg.transformer_cfg, dim_head=8))
+        return timm_net(lambda: MaxxVit(cfg, img_size=SIDE, num_classes=10))
+
     return {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small,
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
             "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck, "vit": vit_tiny,
             "vit_timm": vit_timm, "deit_distilled": deit_distilled, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
-            "mobilevit": mobilevit, "maxvit_timm": maxvit_timm, "maxvit_timm_rw": maxvit_timm_rw}
+            "mobilevit": mobilevit, "maxvit_timm": maxvit_timm, "maxvit_timm_rw": maxvit_timm_rw,
+            "coatnet_timm": coatnet_timm}
 
 
 def strip_metadata(path):

@@ -200,7 +200,7 @@ TEST_CASE("onnx window: MaxViT graphs edited to break the partition or the atten
   CHECK(e.find('\n') == std::string::npos);
 }
 
-TEST_CASE("onnx window: timm's Swin, DeiT III and MobileViT graphs edited to break their forms are refused in one line",
+TEST_CASE("onnx window: timm's Swin, DeiT III, MobileViT and CoAtNet graphs edited to break their forms are refused in one line",
           "[onnx][swin]") {
   // The dynamo fixtures of tests/data/onnx_zoo: their shapes small initializers inside the file,
   // the weights in the .onnx.data file beside it (copied beside the edited graph).
@@ -260,6 +260,12 @@ TEST_CASE("onnx window: timm's Swin, DeiT III and MobileViT graphs edited to bre
     set_ints(initializer(p, "val_259"), {1, 2, 8, -1});  // was (1, P, N, -1) = (1, 4, 4, -1)
     want = "node 'node_view_6' (Reshape): reshapes MobileViT's unfolded tokens (4, 4, 16) to [1, 2, 8, -1]; dltrain "
            "reads the fold back, (1, 4, 4, 16) first";
+  }
+  SECTION("CoAtNet's heads merged back into an image of another size") {
+    p = load("coatnet_timm-dynamo");
+    set_ints(initializer(p, "val_114"), {1, 16, 2, 8});  // was (1, C, H, W) = (1, 16, 4, 4)
+    want = "node 'node__unsafe_view' (Reshape): reshapes the heads' output (1, heads, d, H W) to [1, 16, 2, 8]; "
+           "dltrain reads (1, 16, 4, 4)";
   }
   const std::string e = import_in(dir, p.SerializeAsString());
   CHECK_THAT(e, Catch::Contains(want));
