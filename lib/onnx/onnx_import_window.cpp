@@ -526,23 +526,7 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
       return true;
     }
     if (op == "MatMul" && n.input_size() == 2 && constant(n.input(1)) && feeds_heads(n.output(0))) {
-      const auto d = dims_of(*constant(n.input(1)));
-      if (d.size() != 2 || d[0] != c || d[1] < 3 || d[1] % 3 != 0)
-        fail(n, "projects MobileViT's tokens with a " + ints_str(d) + " weight into its heads; dltrain reads the "
-                    "joint Q/K/V (" + std::to_string(c) + ", 3 K)");
-      WindowBlock b;
-      b.in.src = v;
-      b.in.full = b.in.count = {h, w};
-      b.seq = true;
-      b.grid = part.grid;
-      b.wh = part.wh;
-      b.ww = part.ww;
-      b.windows = windows;
-      b.qkv_w = need_floats(n, 1, "weight");
-      b.qkv_cols = d[1];
-      b.qkv_b.assign(static_cast<size_t>(d[1]), 0.f);
-      blocks_.push_back(std::move(b));
-      win_[define(n)] = WinValue{blocks_.size() - 1, Stage::kQkv};
+      partition_block(n, v, part, "MobileViT's tokens", "into its heads").seq = true;
       return true;
     }
     if (op == "Transpose")
@@ -588,26 +572,34 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
     return true;
   }
   if (op == "MatMul" && n.input_size() == 2 && constant(n.input(1)) && feeds_split(n.output(0))) {
-    const auto d = dims_of(*constant(n.input(1)));
-    if (d.size() != 2 || d[0] != c || d[1] < 3 || d[1] % 3 != 0)
-      fail(n, "projects MaxViT's tokens with a " + ints_str(d) + " weight into a Split; dltrain reads the joint Q/K/V (" +
-                  std::to_string(c) + ", 3 K)");
-    WindowBlock b;
-    b.in.src = v;
-    b.in.full = b.in.count = {h, w};
-    b.maxvit = true;
-    b.grid = part.grid;
-    b.wh = part.wh;
-    b.ww = part.ww;
-    b.windows = (h / part.wh) * (w / part.ww);
-    b.qkv_w = need_floats(n, 1, "weight");
-    b.qkv_cols = d[1];
-    b.qkv_b.assign(static_cast<size_t>(d[1]), 0.f);
-    blocks_.push_back(std::move(b));
-    win_[define(n)] = WinValue{blocks_.size() - 1, Stage::kQkv};
+    partition_block(n, v, part, "MaxViT's tokens", "into a Split").maxvit = true;
     return true;
   }
   return false;
+}
+
+// The joint Q/K/V MatMul of partitioned tokens (MaxViT's, MobileViT's) begins a window attention
+// on the image they hold, its windows the partition's.
+Importer::WindowBlock& Importer::partition_block(const onnx::NodeProto& n, const Value& v, const Partition& part,
+                                                 const std::string& whose, const std::string& into) {
+  const int64_t h = v.shape[0], w = v.shape[1], c = v.shape[2];
+  const auto d = dims_of(*constant(n.input(1)));
+  if (d.size() != 2 || d[0] != c || d[1] < 3 || d[1] % 3 != 0)
+    fail(n, "projects " + whose + " with a " + ints_str(d) + " weight " + into + "; dltrain reads the joint Q/K/V (" +
+                std::to_string(c) + ", 3 K)");
+  WindowBlock b;
+  b.in.src = v;
+  b.in.full = b.in.count = {h, w};
+  b.grid = part.grid;
+  b.wh = part.wh;
+  b.ww = part.ww;
+  b.windows = (h / part.wh) * (w / part.ww);
+  b.qkv_w = need_floats(n, 1, "weight");
+  b.qkv_cols = d[1];
+  b.qkv_b.assign(static_cast<size_t>(d[1]), 0.f);
+  blocks_.push_back(std::move(b));
+  win_[define(n)] = WinValue{blocks_.size() - 1, Stage::kQkv};
+  return blocks_.back();
 }
 
 // The attention read to its output projection: the windowAttention layer takes the place of
@@ -722,9 +714,16 @@ void Importer::patch_merging(const onnx::NodeProto& n, const std::vector<ImageVi
   if (parts[0].full[0] != h || parts[0].full[1] != w)
     fail(n, "merges the patches of a padded " + std::to_string(h) + "x" + std::to_string(w) +
                 " image; dltrain's spaceToDepth needs an even height and width");
+  merged_patches(n, src, perm);
+}
+
+// spaceToDepth 2 of a channels-last image, perm its ONNX channel order (dltrain's channel of each
+// ONNX channel), carried to the layers that read it unless it is dltrain's own.
+void Importer::merged_patches(const onnx::NodeProto& n, const Value& src, const std::vector<int64_t>& perm) {
+  const int64_t h = src.shape[0], w = src.shape[1], c = src.shape[2];
   LayerSpec& s = add_layer("spaceToDepth", unique_name(n), {src.name});
   s.set("BlockSize", "2");
-  last_layer_op_ = "Concat";
+  last_layer_op_ = n.op_type();
   Value out{s.name, Shape{h / 2, w / 2, 4 * c}, false};
   out.channels_last = true;
   set_out(n, out);
@@ -748,13 +747,7 @@ void Importer::merge_split(const onnx::NodeProto& n, const Value& src, bool w_fi
       const int64_t block = w_first ? j * 2 + i : i * 2 + j;
       for (int64_t k = 0; k < c; ++k) perm[static_cast<size_t>(block * c + k)] = (i * 2 + j) * c + k;
     }
-  LayerSpec& s = add_layer("spaceToDepth", unique_name(n), {src.name});
-  s.set("BlockSize", "2");
-  last_layer_op_ = "Reshape";
-  Value out{s.name, Shape{h / 2, w / 2, 4 * c}, false};
-  out.channels_last = true;
-  set_out(n, out);
-  if (w_first) channel_perm_[n.output(0)] = perm;
+  merged_patches(n, src, perm);
 }
 
 // A LayerNormalization over the channels or a MatMul reading patch merging's channels: the
@@ -832,6 +825,29 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
     b.qkv_cols = d[1];
     b.qkv_b.assign(static_cast<size_t>(d[1]), 0.f);
     next(Stage::kQkv);
+  };
+  // Each head's Q, K and V side by side along `axis` of a 4-D value, d channels each: a Split into
+  // three (TorchScript: a Slice of one third); each part on to its stage.
+  auto thirds = [&](int64_t axis, const std::array<Stage, 3>& parts, const std::string& whose) {
+    const int64_t d = b.head_dim;
+    auto on_axis = [&](int64_t a) { return a == axis || a == axis - 4; };
+    if (op == "Split") {
+      const std::vector<int64_t> sizes = n.input_size() > 1 && !n.input(1).empty()
+                                             ? ints_of(need_const(n, 1, "split"), what)
+                                             : attr_ints(n, "split", {});
+      if (!on_axis(attr_int(n, "axis", 0)) || n.output_size() != 3 ||
+          (!sizes.empty() && sizes != std::vector<int64_t>{d, d, d}))
+        fail(n, "splits " + whose + " other than into Q, K and V along axis " + std::to_string(axis));
+      for (int i = 0; i < 3; ++i) win_[define(n, i)] = WinValue{w.block, parts[static_cast<size_t>(i)]};
+      return;
+    }
+    if (op != "Slice") refuse();
+    const SliceArgs a = slice_args(n);
+    const int64_t start = a.starts.size() == 1 ? a.starts[0] : -1;
+    if (a.axes.size() != 1 || !on_axis(a.axes[0]) || a.steps[0] != 1 || start < 0 || start % d != 0 || start / d > 2 ||
+        std::min<int64_t>(a.ends[0], 3 * d) != start + d)
+      fail(n, "slices " + whose + " other than into thirds along axis " + std::to_string(axis));
+    next(parts[static_cast<size_t>(start / d)]);
   };
   // The output's Reshape to (1, H/wh, W/ww, wh, ww, C), on the way to the image.
   auto reverse = [&](const std::vector<int64_t>& t) {
@@ -1317,29 +1333,8 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
                     std::to_string(3 * b.head_dim) + ", " + std::to_string(seq) + ")");
       return next(Stage::kQkvC);
     }
-    case Stage::kQkvC: {  // Q, K and V of each head side by side along axis 2; K comes out as K^T
-      const int64_t d = b.head_dim;
-      const Stage parts[3] = {Stage::kQc, Stage::kKt, Stage::kVc};
-      if (op == "Split") {
-        const std::vector<int64_t> sizes = n.input_size() > 1 && !n.input(1).empty()
-                                               ? ints_of(need_const(n, 1, "split"), what)
-                                               : attr_ints(n, "split", {});
-        const int64_t axis = attr_int(n, "axis", 0);
-        if ((axis != 2 && axis != -2) || n.output_size() != 3 || (!sizes.empty() && sizes != std::vector<int64_t>{d, d, d}))
-          fail(n, "splits an image's Q/K/V other than into Q, K and V along axis 2");
-        for (int i = 0; i < 3; ++i) win_[define(n, i)] = WinValue{w.block, parts[i]};
-        return;
-      }
-      if (op == "Slice") {
-        const SliceArgs a = slice_args(n);
-        const int64_t start = a.starts.size() == 1 ? a.starts[0] : -1;
-        if (a.axes.size() != 1 || (a.axes[0] != 2 && a.axes[0] != -2) || a.steps[0] != 1 || start < 0 ||
-            start % d != 0 || start / d > 2 || std::min<int64_t>(a.ends[0], 3 * d) != start + d)
-          fail(n, "slices an image's Q/K/V other than into thirds along axis 2");
-        return next(parts[start / d]);
-      }
-      return refuse();
-    }
+    case Stage::kQkvC:  // Q, K and V of each head side by side along axis 2; K comes out as K^T
+      return thirds(2, {Stage::kQc, Stage::kKt, Stage::kVc}, "an image's Q/K/V");
     case Stage::kQc:
     case Stage::kVc:
       if (!perm_is({0, 1, 3, 2})) refuse();
@@ -1353,29 +1348,8 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
                     std::to_string(b.heads * b.head_dim) + ", " + std::to_string(b.wh) + ", " + std::to_string(b.ww) + ")");
       return next(Stage::kMerged);
     }
-    case Stage::kQkvHT: {
-      const int64_t d = b.head_dim;
-      const Stage parts[3] = {Stage::kQ, Stage::kK, Stage::kV};
-      if (op == "Split") {
-        const std::vector<int64_t> sizes = n.input_size() > 1 && !n.input(1).empty()
-                                               ? ints_of(need_const(n, 1, "split"), what)
-                                               : attr_ints(n, "split", {});
-        const int64_t axis = attr_int(n, "axis", 0);
-        if ((axis != 3 && axis != -1) || n.output_size() != 3 || (!sizes.empty() && sizes != std::vector<int64_t>{d, d, d}))
-          fail(n, "splits the head-first Q/K/V other than into Q, K and V along the last axis");
-        for (int i = 0; i < 3; ++i) win_[define(n, i)] = WinValue{w.block, parts[i]};
-        return;
-      }
-      if (op == "Slice") {
-        const SliceArgs a = slice_args(n);
-        const int64_t start = a.starts.size() == 1 ? a.starts[0] : -1;
-        if (a.axes.size() != 1 || (a.axes[0] != 3 && a.axes[0] != -1) || a.steps[0] != 1 || start < 0 ||
-            start % d != 0 || start / d > 2 || std::min<int64_t>(a.ends[0], 3 * d) != start + d)
-          fail(n, "slices the head-first Q/K/V other than into thirds along the last axis");
-        return next(parts[start / d]);
-      }
-      return refuse();
-    }
+    case Stage::kQkvHT:
+      return thirds(3, {Stage::kQ, Stage::kK, Stage::kV}, "the head-first Q/K/V");
     case Stage::kKf:
       if (!perm_is({0, 2, 1})) refuse();
       return next(Stage::kKft);

@@ -445,6 +445,7 @@ class Importer {
   void image_concat(const onnx::NodeProto& n);
   void patch_merging(const onnx::NodeProto& n, const std::vector<ImageView>& parts);
   void merge_split(const onnx::NodeProto& n, const Value& src, bool w_first);
+  void merged_patches(const onnx::NodeProto& n, const Value& src, const std::vector<int64_t>& perm);
   void window_split(const onnx::NodeProto& n, const ImageView& v);
   void window_step(const onnx::NodeProto& n, const WinValue& w);
   Value window_emit(const onnx::NodeProto& n, const WindowBlock& b);
@@ -457,6 +458,8 @@ class Importer {
   bool feeds_heads(const std::string& value);  // through a bias Add into a Reshape to (.., .., 3, heads, d)
   bool unfold_node(const onnx::NodeProto& n);
   bool attention2d_start(const onnx::NodeProto& n);
+  WindowBlock& partition_block(const onnx::NodeProto& n, const Value& v, const Partition& part,
+                               const std::string& whose, const std::string& into);
   void permuted_read(const onnx::NodeProto& n, const LayerType& t);
   ImageView image_view_of(const onnx::NodeProto& n, int i);
 

@@ -258,28 +258,17 @@ def tiny_models():
                           stem_chs=8, stem_type="3x3", stem_pool="", downsample="", act_layer="silu", num_features=32)
         return timm_net(lambda: ByobNet(cfg, num_classes=10))
 
-    def maxvit_timm():
-        # timm's MaxViT (TensorFlow's layout, maxvit_*_tf): channels-last window and grid partitions
-        # through (windows, wh, ww, C), the attention on them with its heads interleaved, Q/K/V
-        # unbound along axis 2, the relative position bias an Einsum of constant tables
+    def maxvit_tf(head_first):
+        # timm's MaxViT in TensorFlow's layout (maxvit_*_tf): channels-last window and grid partitions
+        # through (windows, wh, ww, C), Q/K/V unbound along axis 2, the relative position bias an
+        # Einsum of constant tables; head_first: each head's Q, K and V side by side (as timm's
+        # maxvit_*_rw models, whose own bias does not pass the dynamo exporter)
         from timm.models.maxxvit import MaxxVit, MaxxVitCfg, MaxxVitConvCfg, MaxxVitTransformerCfg
         cfg = MaxxVitCfg(embed_dim=(16, 32), depths=(1, 1), block_type=("M", "M"), stem_width=8, stem_bias=True,
                          head_hidden_size=32,
                          conv_cfg=MaxxVitConvCfg(norm_eps=1e-3, act_layer="gelu_tanh", padding="same"),
                          transformer_cfg=MaxxVitTransformerCfg(dim_head=8, norm_eps=1e-5, act_layer="gelu_tanh",
-                                                               head_first=False, rel_pos_type="bias_tf",
-                                                               window_size=(2, 2)))
-        return timm_net(lambda: MaxxVit(cfg, img_size=SIDE, num_classes=10))
-
-    def maxvit_timm_rw():
-        # the same with each head's Q, K and V side by side (head_first, as timm's maxvit_*_rw
-        # models; their own relative position bias does not pass the dynamo exporter)
-        from timm.models.maxxvit import MaxxVit, MaxxVitCfg, MaxxVitConvCfg, MaxxVitTransformerCfg
-        cfg = MaxxVitCfg(embed_dim=(16, 32), depths=(1, 1), block_type=("M", "M"), stem_width=8, stem_bias=True,
-                         head_hidden_size=32,
-                         conv_cfg=MaxxVitConvCfg(norm_eps=1e-3, act_layer="gelu_tanh", padding="same"),
-                         transformer_cfg=MaxxVitTransformerCfg(dim_head=8, norm_eps=1e-5, act_layer="gelu_tanh",
-                                                               head_first=True, rel_pos_type="bias_tf",
+                                                               head_first=head_first, rel_pos_type="bias_tf",
                                                                window_size=(2, 2)))
         return timm_net(lambda: MaxxVit(cfg, img_size=SIDE, num_classes=10))
 
@@ -300,7 +289,7 @@ def tiny_models():
             "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck, "vit": vit_tiny,
             "vit_timm": vit_timm, "deit_distilled": deit_distilled, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
-            "mobilevit": mobilevit, "maxvit_timm": maxvit_timm, "maxvit_timm_rw": maxvit_timm_rw,
+            "mobilevit": mobilevit, "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm}
 
 

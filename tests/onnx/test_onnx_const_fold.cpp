@@ -45,6 +45,16 @@ std::string refusal(const std::string& op, std::vector<const TensorConst*> in, c
   return "";
 }
 
+// A graph whose weights are computed from constants gives the written-out graph's probabilities
+// on two 1x4 images (the Gemm graphs below).
+void same_as_written_out(const ModelData& folded, const ModelData& plain) {
+  const std::vector<float> x{0.3f, -1.2f, 0.7f, 2.0f, -0.4f, 0.1f, 1.5f, -0.9f};
+  const std::vector<float> p = probabilities(folded, x, 2), q = probabilities(plain, x, 2);
+  REQUIRE(p.size() == q.size());
+  for (size_t i = 0; i < p.size(); ++i) CHECK(p[i] == Approx(q[i]).margin(1e-6));
+  CHECK(std::fabs(q[0] - q[3]) > 1e-3);  // the two images are told apart
+}
+
 }  // namespace
 
 TEST_CASE("constant folding: elementwise operators broadcast as numpy does", "[onnx]") {
@@ -343,12 +353,7 @@ TEST_CASE("constant folding: a graph whose Gemm weights are computed imports as 
     g.output("prob");
     return g;
   };
-  const ModelData folded = imported(graph(true)), plain = imported(graph(false));
-  const std::vector<float> x{0.3f, -1.2f, 0.7f, 2.0f, -0.4f, 0.1f, 1.5f, -0.9f};
-  const std::vector<float> p = probabilities(folded, x, 2), q = probabilities(plain, x, 2);
-  REQUIRE(p.size() == q.size());
-  for (size_t i = 0; i < p.size(); ++i) CHECK(p[i] == Approx(q[i]).margin(1e-6));
-  CHECK(std::fabs(q[0] - q[3]) > 1e-3);  // the two images are told apart
+  same_as_written_out(imported(graph(true)), imported(graph(false)));
 }
 
 TEST_CASE("constant folding: an index list longer than a shape folds as a tensor (timm's swin_s3 bias)", "[onnx]") {
@@ -385,12 +390,7 @@ TEST_CASE("constant folding: an index list longer than a shape folds as a tensor
     g.output("prob");
     return g;
   };
-  const ModelData folded = imported(graph(true)), plain = imported(graph(false));
-  const std::vector<float> x{0.3f, -1.2f, 0.7f, 2.0f, -0.4f, 0.1f, 1.5f, -0.9f};
-  const std::vector<float> p = probabilities(folded, x, 2), q = probabilities(plain, x, 2);
-  REQUIRE(p.size() == q.size());
-  for (size_t i = 0; i < p.size(); ++i) CHECK(p[i] == Approx(q[i]).margin(1e-6));
-  CHECK(std::fabs(q[0] - q[3]) > 1e-3);  // the two images are told apart
+  same_as_written_out(imported(graph(true)), imported(graph(false)));
 }
 
 }  // namespace dlt::test
