@@ -734,10 +734,19 @@ void Importer::image_to_tokens(const onnx::NodeProto& n) {
                        conv->get_ints("FilterSize", {}, 2) == conv->get_ints("Stride", {1, 1}, 2) &&
                        conv->get_ints("DilationFactor", {1, 1}, 2) == std::vector<int64_t>{1, 1} &&
                        conv->get_ints("Padding", {0, 0, 0, 0}, 4) == std::vector<int64_t>{0, 0, 0, 0};
+  if (!patches && !column_major_.count(n.input(0))) {
+    // Any other image's pixels as tokens (TinyViT's MLP after its local convolution): the image
+    // itself, flattened, to the per-token layers until a Reshape back to (1, H, W, C).
+    Value v = im;
+    v.channels_last = true;
+    set_out(n, v);
+    partitions_[n.output(0)] = Partition{false, im.shape[0], im.shape[1], true};
+    return;
+  }
   if (!patches)
     fail(n, "makes tokens of the pixels of '" + im.name +
-                "'; dltrain reads tokens of a patch embedding only: a Conv whose kernel equals its stride, without "
-                "padding, right before the Reshape to (N, C, H*W)");
+                "' column by column; dltrain reads those of a patch embedding only: a Conv whose kernel equals its "
+                "stride, without padding, right before the Reshape to (N, C, W*H)");
   const std::vector<int64_t> patch = conv->get_ints("FilterSize", {}, 2);
   LayerSpec pe;
   pe.name = conv->name;

@@ -56,6 +56,9 @@ const char* stage_name(Stage s) {
     case Stage::kQc:
     case Stage::kVc: return "queries or values (1, heads, d, H W), before their Transpose (0, 1, 3, 2)";
     case Stage::kHeadsC: return "heads' output (1, heads, d, H W), before its Reshape to (1, C, H, W)";
+    case Stage::kQs:
+    case Stage::kKs:
+    case Stage::kVs: return "Q, K or V split from the head-first Q/K/V, before its Transpose (0, 2, 1, 3)";
     case Stage::kQkvH: return "head-first Q/K/V (windows, S, heads, 3 d), before their Transpose (0, 2, 1, 3)";
     case Stage::kQkvHT: return "head-first Q/K/V (windows, heads, S, 3 d), before their Split into Q, K and V";
     case Stage::kKf: return "keys reshaped to (windows heads, S, d), before their Transpose (0, 2, 1)";
@@ -150,7 +153,7 @@ bool Importer::window_node(const onnx::NodeProto& n) {
     // reads the windowAttention layer's output, in the partition of its input.
     const WindowBlock& b = blocks_[it->second.block];
     const bool bias = op == "Add" && n.input_size() == 2 && constant(n.input(1 - i));
-    if ((b.maxvit || b.seq || b.image2d) && it->second.stage == Stage::kProj && !bias) {
+    if ((b.maxvit || b.seq || b.image2d || b.flat_tokens) && it->second.stage == Stage::kProj && !bias) {
       maxvit_close(n, n.input(i));
       break;
     }
@@ -255,17 +258,18 @@ bool Importer::feeds_heads(const std::string& value) {
     const bool bias = c.op_type() == "Add" && c.input_size() == 2 && (constant(c.input(0)) || constant(c.input(1)));
     if (bias && c.output_size() == 1 && feeds_heads(c.output(0))) return true;
     if (c.op_type() != "Reshape" || c.input_size() < 2 || c.input(0) != value) continue;
+    auto heads = [](const std::vector<int64_t>& d) {
+      return (d.size() == 5 && d[2] == 3) || (d.size() == 4 && d[2] >= 1 && (d[3] == -1 || (d[3] > 0 && d[3] % 3 == 0)));
+    };
     if (const onnx::TensorProto* t = constant(c.input(1))) {
-      const auto d = ints_of(*t, path_);
-      if (d.size() == 5 && d[2] == 3) return true;
+      if (heads(ints_of(*t, path_))) return true;
       continue;
     }
     for (const onnx::NodeProto& p : g_.node()) {  // the target's node, not read yet
       if (p.output_size() != 1 || p.output(0) != c.input(1)) continue;
-      if (p.op_type() == "Constant" && p.attribute_size() == 1 && p.attribute(0).has_t()) {
-        const auto d = ints_of(p.attribute(0).t(), path_);
-        if (d.size() == 5 && d[2] == 3) return true;
-      }
+      if (p.op_type() == "Constant" && p.attribute_size() == 1 && p.attribute(0).has_t() &&
+          heads(ints_of(p.attribute(0).t(), path_)))
+        return true;
       if (p.op_type() == "Concat" && p.input_size() == 5) {
         const onnx::TensorProto* three = constant(p.input(2));
         if (three && ints_of(*three, path_) == std::vector<int64_t>{3}) return true;
@@ -545,6 +549,11 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
       set_out(n, v);  // the channels-last image again
       return true;
     }
+    if (op == "MatMul" && n.input_size() == 2 && constant(n.input(1)) && feeds_heads(n.output(0))) {
+      // an attention over the whole image (TinyViT's stages whose window is the image)
+      partition_block(n, v, Partition{false, h, w}, "the flattened image's tokens", "into its heads").flat_tokens = true;
+      return true;
+    }
     if (op == "Transpose" || (op == "MatMul" && feeds_split(n.output(0))))
       fail(n, "reads a channels-last image flattened to (1, H*W, C) by " + op +
                   "; dltrain reads it only in LayerNormalization, MatMul, Add, the activations and the Reshape back");
@@ -614,7 +623,7 @@ void Importer::maxvit_close(const onnx::NodeProto& n, const std::string& proj) {
     return;
   }
   values_[proj] = y;
-  partitions_[proj] = Partition{b.grid, b.wh, b.ww, false, b.seq};
+  partitions_[proj] = Partition{b.grid, b.wh, b.ww, b.flat_tokens, b.seq};
 }
 
 // Pad (N, H, W, C) with zeros at the bottom and right only.
@@ -892,6 +901,9 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       case Stage::kWin4: dims = {b.windows, b.wh, b.ww, c}; break;
       case Stage::kKf: dims = {b.windows * heads, seq, d}; break;
       case Stage::kQkvH: dims = {b.windows, seq, heads, 3 * d}; break;
+      case Stage::kQs:
+      case Stage::kKs:
+      case Stage::kVs: dims = {b.windows, seq, heads, d}; break;
       case Stage::kConvQkv: dims = {1, b.qkv_cols, b.wh, b.ww}; break;
       case Stage::kQkvC: dims = {1, heads, 3 * d, seq}; break;
       case Stage::kQc:
@@ -981,6 +993,19 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       return next(Stage::kTokens);
     }
     case Stage::kTokens: {
+      if (op == "LayerNormalization") {  // TinyViT normalizes the window tokens inside its attention
+        if (!whole(b.in) || b.in.full != b.in.src_hw())
+          fail(n, "normalizes the window tokens of a padded image; dltrain reads a LayerNormalization inside the "
+                  "window attention only where no padding is, as the same layer on the image before it");
+        const LayerType* ln = layer_type_for_onnx("LayerNormalization");
+        if (!ln) refuse();
+        values_[n.input(0)] = b.in.src;  // the image, whose tokens the windows hold
+        read_layer(*ln, n);
+        b.in.src = values_.at(n.output(0));
+        values_.erase(n.input(0));
+        values_.erase(n.output(0));
+        return next(Stage::kTokens);
+      }
       if (op != "MatMul" || !constant(n.input(1))) refuse();
       return qkv_matmul();
     }
@@ -1025,6 +1050,8 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       }
       if (op != "Reshape") refuse();
       auto t = target();
+      if (qkv && t.size() == 4 && t[3] == -1 && t[2] >= 1 && t[0] != -1 && t[1] != -1 && b.qkv_cols % t[2] == 0)
+        t[3] = b.qkv_cols / t[2];  // TinyViT's (windows, S, heads, -1)
       if (qkv && t.size() == 4 && (t[0] == b.windows || t[0] == -1) && (t[1] == seq || (t[1] == -1 && t[0] != -1)) &&
           t[2] >= 1 && t[3] >= 3 && t[3] % 3 == 0 && t[2] * t[3] == b.qkv_cols) {
         // timm's head-first layout (maxvit_*_rw): each head's Q, K and V side by side; the
@@ -1323,8 +1350,16 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       return set_image_view(n, out);
     }
     case Stage::kQkvH:
+      if (op == "Split" || op == "Slice")  // TinyViT: split into Q, K and V first, each transposed
+        return thirds(3, {Stage::kQs, Stage::kKs, Stage::kVs}, "the head-first Q/K/V");
       if (!perm_is({0, 2, 1, 3})) refuse();
       return next(Stage::kQkvHT);
+    case Stage::kQs:
+    case Stage::kKs:
+    case Stage::kVs:
+      if (s == Stage::kKs && perm_is({0, 2, 3, 1})) return next(Stage::kKt);  // TorchScript: K^T in one Transpose
+      if (!perm_is({0, 2, 1, 3})) refuse();
+      return next(s == Stage::kQs ? Stage::kQ : s == Stage::kKs ? Stage::kK : Stage::kV);
     case Stage::kConvQkv: {
       if (op != "Reshape") refuse();
       const auto t = target();

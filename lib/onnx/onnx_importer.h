@@ -371,6 +371,7 @@ class Importer {
     // timm's Attention2d (CoAtNet): one window, the whole NCHW image; Q/K/V and the output
     // projection 1x1 Convs; ends at its projection, an NCHW image again
     bool image2d = false;
+    bool flat_tokens = false;  // from the whole image flattened to (1, H*W, C) (TinyViT's last stages)
     std::vector<float> qkv_w, qkv_b, proj_w, proj_b;  // as MatMul reads them: (C, 3K), (K, out)
     bool grid = false;    // Partition grid: window (i, j) holds pixels (a H/wh + i, b W/ww + j)
     bool maxvit = false;  // MaxViT's form: from partitioned tokens, Split, Einsum; ends at its projection
@@ -388,6 +389,7 @@ class Importer {
     kWin4, kProj4,  // TorchScript's timm windows (windows, wh, ww, C) on the way in and out
     kKf, kKft,      // K^T as the dynamo exporter writes it: K reshaped to (windows heads, S, d), transposed
     kQkvH, kQkvHT,  // timm's head-first Q/K/V (maxvit_*_rw): (windows, S, heads, 3 d), transposed (0, 2, 1, 3)
+    kQs, kKs, kVs,  // or split first (TinyViT): Q, K or V (windows, S, heads, d), before its Transpose (0, 2, 1, 3)
     kConvQkv, kQkvC, kQc, kVc, kHeadsC  // CoAtNet's attention over an NCHW image (see image2d)
   };
   // MaxViT's layouts of an image's pixels as (1, windows, tokens, C): window: windows of wh x ww
@@ -455,7 +457,8 @@ class Importer {
   void maxvit_close(const onnx::NodeProto& n, const std::string& proj);
   bool feeds_split(const std::string& value);
   const std::vector<int>& consumers_of(const std::string& value);  // the nodes reading it, by index
-  bool feeds_heads(const std::string& value);  // through a bias Add into a Reshape to (.., .., 3, heads, d)
+  // through a bias Add into a Reshape to (.., S, 3, heads, d) or, head-first, (.., S, heads, 3 d or -1)
+  bool feeds_heads(const std::string& value);
   bool unfold_node(const onnx::NodeProto& n);
   bool attention2d_start(const onnx::NodeProto& n);
   WindowBlock& partition_block(const onnx::NodeProto& n, const Value& v, const Partition& part,

@@ -283,6 +283,14 @@ def tiny_models():
         cfg = dataclasses.replace(cfg, transformer_cfg=dataclasses.replace(cfg.transformer_cfg, dim_head=8))
         return timm_net(lambda: MaxxVit(cfg, img_size=SIDE, num_classes=10))
 
+    def tinyvit_timm():
+        # timm's TinyViT: a convolution stage, then window attention with a LayerNormalization inside
+        # it, Q/K/V split head-first before their transposes, the MLP on the pixels of a local
+        # convolution as tokens; the last stage's window is the whole image (no partition)
+        from timm.models.tiny_vit import TinyVit
+        return timm_net(lambda: TinyVit(num_classes=10, embed_dims=(8, 16, 24), depths=(1, 1, 1), num_heads=(1, 2, 2),
+                                        window_sizes=(2, 2, 2), drop_path_rate=0.0))
+
     return {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small,
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
@@ -290,7 +298,7 @@ def tiny_models():
             "vit_timm": vit_timm, "deit_distilled": deit_distilled, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
             "mobilevit": mobilevit, "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
-            "coatnet_timm": coatnet_timm}
+            "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm}
 
 
 def strip_metadata(path):
