@@ -631,7 +631,8 @@ int64_t TensorConst::size() const { return static_cast<int64_t>(v.size()); }
 bool is_tensor_fold_op(const std::string& op) {
   static const std::set<std::string> other{"Cast",   "Gather", "Reshape",  "Transpose",       "Unsqueeze", "Squeeze",
                                            "Concat", "Slice",  "Expand",   "ConstantOfShape", "Range",     "ScatterND",
-                                           "MatMul", "Where",  "Identity", "GatherND", "Clip",            "Einsum"};
+                                           "MatMul", "Where",  "Identity", "GatherND", "Clip",            "Einsum",
+                                           "Gemm"};
   return binary_ops().count(op) || unary_ops().count(op) || other.count(op);
 }
 
@@ -687,6 +688,19 @@ TensorConst tensor_fold(const std::string& op, const std::vector<const TensorCon
     return scatter_nd(need(in, 0, "data"), need(in, 1, "indices"), need(in, 2, "updates"), a.reduction);
   if (op == "MatMul") return matmul(need(in, 0, "A"), need(in, 1, "B"));
   if (op == "Einsum") return einsum(a.equation, in);
+  if (op == "Gemm") {  // alpha A' B' + beta C of 2-D constants (a position MLP run on its coordinates)
+    const TensorConst &x = need(in, 0, "A"), &y = need(in, 1, "B");
+    if (x.dims.size() != 2 || y.dims.size() != 2) refuse("a Gemm of " + dims_text(x.dims) + " and " + dims_text(y.dims));
+    TensorConst out = matmul(a.trans_a ? transpose(x, {1, 0}) : x, a.trans_b ? transpose(y, {1, 0}) : y);
+    out.type = TensorConst::kFloat;
+    for (double& v : out.v) v *= a.alpha;
+    if (in.size() > 2 && in[2]) {
+      TensorConst scaled = *in[2];
+      for (double& v : scaled.v) v *= a.beta;
+      out = binary("Add", out, scaled);
+    }
+    return out;
+  }
   if (op == "Clip") {  // min and max: optional scalars (Swin V2's clamp of its logit scale)
     const TensorConst& x = need(in, 0, "input");
     auto bound = [&](size_t i, double none) {

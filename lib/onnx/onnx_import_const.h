@@ -41,6 +41,8 @@ struct TensorFoldAttrs {
   int64_t allowzero = 0;           // Reshape
   int64_t batch_dims = 0;          // GatherND
   std::string equation;            // Einsum
+  double alpha = 1, beta = 1;      // Gemm
+  int64_t trans_a = 0, trans_b = 0;
 };
 
 // One node of those on constant inputs (nullptr: an absent optional input). Throws FoldError

@@ -171,6 +171,10 @@ void Importer::tensor_fold_node(const onnx::NodeProto& n) {
     a.reduction = attr_string(n, "reduction", "none");
     a.batch_dims = attr_int(n, "batch_dims", 0);
     a.equation = attr_string(n, "equation", "");
+    a.alpha = attr_float(n, "alpha", 1.f);
+    a.beta = attr_float(n, "beta", 1.f);
+    a.trans_a = attr_int(n, "transA", 0);
+    a.trans_b = attr_int(n, "transB", 0);
     if (const auto* v = find_attr(n, "value"); v && v->has_t()) {
       a.value = tensor_const(v->t(), what);
       a.has_value = true;

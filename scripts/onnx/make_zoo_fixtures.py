@@ -291,6 +291,14 @@ def tiny_models():
         return timm_net(lambda: TinyVit(num_classes=10, embed_dims=(8, 16, 24), depths=(1, 1, 1), num_heads=(1, 2, 2),
                                         window_sizes=(2, 2, 2), drop_path_rate=0.0))
 
+    def swin_v2_cr_timm():
+        # timm's Swin V2 "cr" variant: cosine attention with a per-head temperature, its position
+        # bias a Gemm-ReLU-Gemm MLP over the log-spaced coordinates (constants, folded), the
+        # normalization after the attention and after the MLP
+        from timm.models.swin_transformer_v2_cr import SwinTransformerV2Cr
+        return timm_net(lambda: SwinTransformerV2Cr(img_size=(SIDE, SIDE), patch_size=4, window_size=2, embed_dim=8,
+                                                    depths=(2, 2), num_heads=(1, 2), num_classes=10))
+
     return {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small,
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
@@ -298,7 +306,8 @@ def tiny_models():
             "vit_timm": vit_timm, "deit_distilled": deit_distilled, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
             "mobilevit": mobilevit, "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
-            "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm}
+            "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm,
+            "swin_v2_cr_timm": swin_v2_cr_timm}
 
 
 def strip_metadata(path):

@@ -221,6 +221,28 @@ TEST_CASE("constant folding: Einsum of constants (timm's MaxViT bias), against l
   CHECK_THAT(refusal("Einsum", {&m, &k}, a), Catch::Contains("an Einsum term 'ijk' for an operand of 2x3"));
 }
 
+TEST_CASE("constant folding: Gemm of constants (a position MLP on its coordinates), against hand values", "[onnx]") {
+  TensorFoldAttrs a;
+  const TensorConst x = floats({2, 3}, {1, 2, 3, 4, 5, 6}), w = floats({2, 3}, {1, 0, -1, 0.5, 1, 0}),
+                    c = floats({2}, {10, 20});
+  // alpha x w^T + beta c: rows (1 - 3, 0.5 + 2) and (4 - 6, 2 + 5), times 2, plus 0.5 (10, 20)
+  a.trans_b = 1;
+  a.alpha = 2;
+  a.beta = 0.5;
+  TensorConst y = fold("Gemm", {&x, &w, &c}, a);
+  CHECK(y.dims == std::vector<int64_t>{2, 2});
+  CHECK(y.v == std::vector<double>{1, 15, 1, 24});
+  // transA: x^T (3, 2) times a (2, 1) column, no C
+  TensorFoldAttrs t;
+  t.trans_a = 1;
+  const TensorConst col = floats({2, 1}, {1, -1});
+  y = fold("Gemm", {&x, &col}, t);
+  CHECK(y.dims == std::vector<int64_t>{3, 1});
+  CHECK(y.v == std::vector<double>{-3, -3, -3});
+  const TensorConst v3 = floats({3}, {1, 2, 3});
+  CHECK_THAT(refusal("Gemm", {&v3, &w}, t), Catch::Contains("a Gemm of 3 and 2x3"));
+}
+
 TEST_CASE("constant folding: hostile sizes are refused before anything is allocated", "[onnx]") {
   const TensorConst one = floats({1}, {1});
   const TensorConst far = ints({2}, {int64_t{1} << 40, int64_t{1} << 40});
