@@ -495,6 +495,28 @@ void Importer::channel_scale(const onnx::NodeProto& n, int vi, bool reciprocal) 
   set_out(n, out);
 }
 
+// Sub of two computed images: the second scaled by -1 channel by channel (a 1x1 channel-wise
+// groupedConvolution2d, as a constant scale is), then the addition layer of the two.
+void Importer::subtract(const onnx::NodeProto& n) {
+  const Value a = value(n, 0, false, false, true), b = value(n, 1, false, false, true);
+  if (a.tokens || b.tokens || a.flat != b.flat || a.channels_last != b.channels_last || !(a.shape == b.shape))
+    fail(n, "subtracts values of different shapes or layouts (" + a.shape.str() + ", " + b.shape.str() +
+                "); dltrain reads Sub of two computed values only for images of the same shape");
+  const int64_t c = b.shape[2];
+  LayerSpec& neg = add_layer("groupedConvolution2d", unique_name(n) + "_negated", {b.name});
+  set_list(neg, "FilterSize", {1, 1});
+  neg.set("NumFiltersPerGroup", "1");
+  neg.set("NumGroups", "channel-wise");
+  const std::string neg_name = neg.name;
+  last_layer_op_ = "Sub";
+  add_param(neg_name, "Weights", Shape{c, 1, 1, 1}, std::vector<float>(static_cast<size_t>(c), -1.f));
+  add_param(neg_name, "Bias", Shape{c}, std::vector<float>(static_cast<size_t>(c), 0.f));
+  LayerSpec& sum = add_layer("addition", unique_name(n), {a.name, neg_name});
+  Value out = a;
+  out.name = sum.name;
+  set_out(n, out);
+}
+
 // A per-channel scale of the tokens a fullyConnected or selfAttention layer makes (DeiT III's and
 // CaiT's LayerScale, gamma * x after the output projection): folded into that layer's output
 // weights and bias, when nothing else reads the layer's output (the ONNX values that name it are

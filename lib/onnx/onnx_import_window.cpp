@@ -510,6 +510,18 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
       return true;
     }
   }
+  if (auto fl = flat_nchw_.find(x); fl != flat_nchw_.end()) {
+    const Value img = fl->second;
+    const int64_t h = img.shape[0], w = img.shape[1], c = img.shape[2];
+    if (op == "Shape") return shape_out({one, c, h * w});
+    const auto t = op == "Reshape" ? target() : std::vector<int64_t>{};
+    if (t.size() != 4 || !one_image(t[0]) || (t[1] != c && t[1] != -1) || t[2] != h || t[3] != w)
+      fail(n, "reads an image's flattened tokens transposed to (1, " + std::to_string(c) + ", " + std::to_string(h * w) +
+                  "); dltrain reads only their Reshape back to (1, " + std::to_string(c) + ", " + std::to_string(h) +
+                  ", " + std::to_string(w) + ")");
+    set_out(n, img);
+    return true;
+  }
   auto pt = partitions_.find(x);
   if (pt == partitions_.end() || it == values_.end()) return false;
   const Partition part = pt->second;
@@ -552,6 +564,12 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
     if (op == "MatMul" && n.input_size() == 2 && constant(n.input(1)) && feeds_heads(n.output(0))) {
       // an attention over the whole image (TinyViT's stages whose window is the image)
       partition_block(n, v, Partition{false, h, w}, "the flattened image's tokens", "into its heads").flat_tokens = true;
+      return true;
+    }
+    if (op == "Transpose" && attr_ints(n, "perm", {}) == std::vector<int64_t>{0, 2, 1}) {
+      Value img = v;  // (1, C, H*W) on the way back to the (1, C, H, W) image (FastViT's attention)
+      img.channels_last = false;
+      flat_nchw_[define(n)] = img;
       return true;
     }
     if (op == "Transpose" || (op == "MatMul" && feeds_split(n.output(0))))

@@ -259,8 +259,16 @@ class Importer {
     if (op == "Div" && n.input_size() == 2 && constant(n.input(1)) && values_.count(n.input(0)) &&
         !(values_.at(n.input(0)).name == input_name_ && m_.network.layers.size() == 1))
       return channel_scale(n, 0, true);  // x / c: a scale by 1 / c (DeiT's mean of its two heads)
+    if (op == "Sub" && n.input_size() == 2 && values_.count(n.input(0)) && values_.count(n.input(1)))
+      return subtract(n);  // two computed values (FastViT's RepMixer): a - b as a + (-1) b
     if (op == "Sub" || op == "Div") return input_normalization(n);
     if (op == "Add" && matmul_bias(n)) return;
+    if (op == "Add" && n.input_size() == 2 && (constant(n.input(0)) != nullptr) != (constant(n.input(1)) != nullptr)) {
+      const int ci = constant(n.input(0)) ? 0 : 1;  // x + 0 (timm's MobileOne without its identity branch)
+      const std::vector<float> k = floats_of(*constant(n.input(ci)), path_ + ": node '" + node_name(n) + "'");
+      if (!k.empty() && std::all_of(k.begin(), k.end(), [](float v) { return v == 0.f; }))
+        return set_out(n, value(n, 1 - ci, false, false, true));
+    }
     if (const LayerType* t = layer_type_for_onnx(op)) return read_layer(*t, n);
     fail(n, "operator '" + op + "' is not supported by dltrain import (supported: " + supported_ops() + ")");
   }
@@ -292,6 +300,7 @@ class Importer {
   // reciprocal: Div(value, constant), the scale 1 / constant.
   void channel_scale(const onnx::NodeProto& n, int value_input, bool reciprocal = false);
   void fold_token_scale(const onnx::NodeProto& n, int vi, const Value& v, const std::vector<float>& s);
+  void subtract(const onnx::NodeProto& n);
 
   // ---- token sequences and attention (onnx_import_tokens.cpp). The reshapes and transposes
   // between a token sequence and the heads of an attention are read as strided views of a
@@ -625,6 +634,7 @@ class Importer {
   std::map<std::string, Partition> partitions_;  // partitioned tokens (their Value in values_)
   std::map<std::string, ImageSplit> splits_;
   std::map<std::string, Unfold> unfolds_;
+  std::map<std::string, Value> flat_nchw_;  // flattened tokens transposed to (1, C, H*W), on the way to the image
   std::map<std::string, std::vector<int>> consumers_;  // feeds_split's index, built on first use
   // Patch merging's channels in torchvision's order: dltrain's channel of each ONNX channel,
   // carried through the LayerNormalization to the MatMul that reads them.

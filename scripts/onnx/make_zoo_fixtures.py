@@ -299,6 +299,16 @@ def tiny_models():
         return timm_net(lambda: SwinTransformerV2Cr(img_size=(SIDE, SIDE), patch_size=4, window_size=2, embed_dim=8,
                                                     depths=(2, 2), num_heads=(1, 2), num_classes=10))
 
+    def fastvit_timm():
+        # timm's FastViT: MobileOne stem branches (one a Add of 0), RepMixer (the difference of two
+        # depthwise convolutions' outputs), a conditional position encoding, and attention over
+        # the image's pixels as tokens, transposed and reshaped back into the image
+        from functools import partial
+        from timm.models.fastvit import FastVit, RepConditionalPosEnc
+        return timm_net(lambda: FastVit(layers=(1, 1), token_mixers=("repmixer", "attention"), embed_dims=(16, 32),
+                                        mlp_ratios=(2, 2), downsamples=(False, True), num_classes=10,
+                                        pos_embs=(None, partial(RepConditionalPosEnc, spatial_shape=(3, 3)))))
+
     return {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small,
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
@@ -307,7 +317,7 @@ def tiny_models():
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
             "mobilevit": mobilevit, "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm,
-            "swin_v2_cr_timm": swin_v2_cr_timm}
+            "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm}
 
 
 def strip_metadata(path):

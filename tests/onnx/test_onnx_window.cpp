@@ -200,7 +200,7 @@ TEST_CASE("onnx window: MaxViT graphs edited to break the partition or the atten
   CHECK(e.find('\n') == std::string::npos);
 }
 
-TEST_CASE("onnx window: timm's Swin, DeiT III, MobileViT and CoAtNet graphs edited to break their forms are refused in one line",
+TEST_CASE("onnx window: timm's Swin, DeiT III, MobileViT, CoAtNet and FastViT graphs edited to break their forms are refused in one line",
           "[onnx][swin]") {
   // The dynamo fixtures of tests/data/onnx_zoo: their shapes small initializers inside the file,
   // the weights in the .onnx.data file beside it (copied beside the edited graph).
@@ -266,6 +266,12 @@ TEST_CASE("onnx window: timm's Swin, DeiT III, MobileViT and CoAtNet graphs edit
     set_ints(initializer(p, "val_114"), {1, 16, 2, 8});  // was (1, C, H, W) = (1, 16, 4, 4)
     want = "node 'node__unsafe_view' (Reshape): reshapes the heads' output (1, heads, d, H W) to [1, 16, 2, 8]; "
            "dltrain reads (1, 16, 4, 4)";
+  }
+  SECTION("FastViT's RepMixer subtracting an image of another size") {
+    p = load("fastvit_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_sub_1") n.set_input(1, "getitem");  // the stem's first, larger convolution
+    want = "node 'node_sub_1' (Sub): subtracts values of different shapes or layouts";
   }
   const std::string e = import_in(dir, p.SerializeAsString());
   CHECK_THAT(e, Catch::Contains(want));
