@@ -19,10 +19,17 @@
 //   the grid's swap) is the same image to the per-token layers on it (node() keeps the
 //   partition on their outputs); its attention (the joint projection Split or Sliced into Q, K
 //   and V, Einsums) becomes windowAttention at the output projection; the reverse partition
-//   gives the image back.
+//   gives the image back;
+// - timm's forms of the same (docs/transfer.md "timm's transformers and hybrids"): Q/K/V unbound
+//   by Slice+Squeeze or Split, windows through (windows, wh, ww, C), the image flattened to
+//   (1, H*W, C) for its MLP (a flat Partition), patch merging by Reshape/Transpose (merge_split),
+//   MaxViT's Q/K/V unbound along axis 2 and the head-first layout, MobileViT's unfold (a grid
+//   Partition of (P, N, C) sequences, unfold_node), CoAtNet's attention over a whole NCHW image
+//   (attention2d_start), TinyViT's LayerNormalization inside the attention and its attention
+//   over the flattened image.
 // Every value in between is tracked by what it is (an ImageView, a WinValue stage, an
-// ImageSplit, a Partition); anything else that reads one is refused with the form dltrain
-// expects.
+// ImageSplit, a Partition, an Unfold); anything else that reads one is refused with the form
+// dltrain expects.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
