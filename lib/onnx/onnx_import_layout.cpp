@@ -483,16 +483,23 @@ void Importer::channel_scale(const onnx::NodeProto& n, int vi, bool reciprocal) 
                 std::string(from_end == 2 ? "C, 1, 1" : "C") + " with C = " + std::to_string(c) + ")");
   if (s.size() == 1) s.assign(static_cast<size_t>(c), s[0]);
   if (v.tokens) return fold_token_scale(n, vi, v, s);
-  LayerSpec& spec = add_layer("groupedConvolution2d", unique_name(n), {v.name});
+  Value out = v;
+  out.name = scale_channels(n, unique_name(n), v.name, std::move(s));
+  set_out(n, out);
+}
+
+std::string Importer::scale_channels(const onnx::NodeProto& n, const std::string& name, const std::string& input,
+                                     std::vector<float> scales) {
+  const int64_t c = static_cast<int64_t>(scales.size());
+  LayerSpec& spec = add_layer("groupedConvolution2d", name, {input});
   set_list(spec, "FilterSize", {1, 1});
   spec.set("NumFiltersPerGroup", "1");
   spec.set("NumGroups", "channel-wise");
-  last_layer_op_ = "Mul";
-  add_param(spec.name, "Weights", Shape{c, 1, 1, 1}, s);
-  add_param(spec.name, "Bias", Shape{c}, std::vector<float>(static_cast<size_t>(c), 0.f));
-  Value out = v;
-  out.name = spec.name;
-  set_out(n, out);
+  last_layer_op_ = n.op_type();
+  const std::string made = spec.name;
+  add_param(made, "Weights", Shape{c, 1, 1, 1}, std::move(scales));
+  add_param(made, "Bias", Shape{c}, std::vector<float>(static_cast<size_t>(c), 0.f));
+  return made;
 }
 
 // Sub of two computed images: the second scaled by -1 channel by channel (a 1x1 channel-wise
@@ -502,15 +509,8 @@ void Importer::subtract(const onnx::NodeProto& n) {
   if (a.tokens || b.tokens || a.flat != b.flat || a.channels_last != b.channels_last || !(a.shape == b.shape))
     fail(n, "subtracts values of different shapes or layouts (" + a.shape.str() + ", " + b.shape.str() +
                 "); dltrain reads Sub of two computed values only for images of the same shape");
-  const int64_t c = b.shape[2];
-  LayerSpec& neg = add_layer("groupedConvolution2d", unique_name(n) + "_negated", {b.name});
-  set_list(neg, "FilterSize", {1, 1});
-  neg.set("NumFiltersPerGroup", "1");
-  neg.set("NumGroups", "channel-wise");
-  const std::string neg_name = neg.name;
-  last_layer_op_ = "Sub";
-  add_param(neg_name, "Weights", Shape{c, 1, 1, 1}, std::vector<float>(static_cast<size_t>(c), -1.f));
-  add_param(neg_name, "Bias", Shape{c}, std::vector<float>(static_cast<size_t>(c), 0.f));
+  const std::string neg_name =
+      scale_channels(n, unique_name(n) + "_negated", b.name, std::vector<float>(static_cast<size_t>(b.shape[2]), -1.f));
   LayerSpec& sum = add_layer("addition", unique_name(n), {a.name, neg_name});
   Value out = a;
   out.name = sum.name;

@@ -160,7 +160,7 @@ bool Importer::window_node(const onnx::NodeProto& n) {
     // reads the windowAttention layer's output, in the partition of its input.
     const WindowBlock& b = blocks_[it->second.block];
     const bool bias = op == "Add" && n.input_size() == 2 && constant(n.input(1 - i));
-    if ((b.maxvit || b.seq || b.image2d || b.flat_tokens) && it->second.stage == Stage::kProj && !bias) {
+    if (b.ends_at_projection() && it->second.stage == Stage::kProj && !bias) {
       maxvit_close(n, n.input(i));
       break;
     }
@@ -265,25 +265,27 @@ bool Importer::feeds_heads(const std::string& value) {
     const bool bias = c.op_type() == "Add" && c.input_size() == 2 && (constant(c.input(0)) || constant(c.input(1)));
     if (bias && c.output_size() == 1 && feeds_heads(c.output(0))) return true;
     if (c.op_type() != "Reshape" || c.input_size() < 2 || c.input(0) != value) continue;
-    auto heads = [](const std::vector<int64_t>& d) {
-      return (d.size() == 5 && d[2] == 3) || (d.size() == 4 && d[2] >= 1 && (d[3] == -1 || (d[3] > 0 && d[3] % 3 == 0)));
-    };
-    if (const onnx::TensorProto* t = constant(c.input(1))) {
-      if (heads(ints_of(*t, path_))) return true;
-      continue;
-    }
-    for (const onnx::NodeProto& p : g_.node()) {  // the target's node, not read yet
-      if (p.output_size() != 1 || p.output(0) != c.input(1)) continue;
-      if (p.op_type() == "Constant" && p.attribute_size() == 1 && p.attribute(0).has_t() &&
-          heads(ints_of(p.attribute(0).t(), path_)))
+    const std::vector<int64_t> d = ints_ahead(c.input(1));
+    if ((d.size() == 5 && d[2] == 3) || (d.size() == 4 && d[2] >= 1 && (d[3] == -1 || (d[3] > 0 && d[3] % 3 == 0))))
+      return true;
+    for (const onnx::NodeProto& p : g_.node())  // TorchScript's target: a Concat of five, the third 3
+      if (p.output_size() == 1 && p.output(0) == c.input(1) && p.op_type() == "Concat" && p.input_size() == 5 &&
+          ints_ahead(p.input(2)) == std::vector<int64_t>{3})
         return true;
-      if (p.op_type() == "Concat" && p.input_size() == 5) {
-        const onnx::TensorProto* three = constant(p.input(2));
-        if (three && ints_of(*three, path_) == std::vector<int64_t>{3}) return true;
-      }
-    }
   }
   return false;
+}
+
+// The integers of a constant ahead of the node being read: an initializer, a constant already
+// read, or a Constant node not read yet (TorchScript writes them just before their use); empty
+// for a computed value.
+std::vector<int64_t> Importer::ints_ahead(const std::string& name) {
+  if (const onnx::TensorProto* t = constant(name)) return ints_of(*t, path_);
+  for (const onnx::NodeProto& p : g_.node())
+    if (p.output_size() == 1 && p.output(0) == name && p.op_type() == "Constant" && p.attribute_size() == 1 &&
+        p.attribute(0).has_t())
+      return ints_of(p.attribute(0).t(), path_);
+  return {};
 }
 
 // MobileViT's unfold of an NCHW image and its fold back (Unfold): the image itself to the layers
@@ -389,15 +391,7 @@ bool Importer::attention2d_start(const onnx::NodeProto& n) {
   if (readers.size() != 1) return false;
   const onnx::NodeProto& r = g_.node(readers[0]);
   if (r.op_type() != "Reshape" || r.input_size() < 2) return false;
-  std::vector<int64_t> t;
-  if (const onnx::TensorProto* shape = constant(r.input(1))) {
-    t = ints_of(*shape, path_);
-  } else {
-    for (const onnx::NodeProto& p : g_.node())  // TorchScript: a Constant node not read yet
-      if (p.output_size() == 1 && p.output(0) == r.input(1) && p.op_type() == "Constant" && p.attribute_size() == 1 &&
-          p.attribute(0).has_t())
-        t = ints_of(p.attribute(0).t(), path_);
-  }
+  const std::vector<int64_t> t = ints_ahead(r.input(1));
   const int64_t cols = d[0];
   if (t.size() != 4 || !one_image(t[0]) || t[1] < 1 || t[2] < 3 || t[2] % 3 != 0 || t[1] * t[2] != cols ||
       (t[3] != h * w && t[3] != -1))

@@ -301,6 +301,9 @@ class Importer {
   void channel_scale(const onnx::NodeProto& n, int value_input, bool reciprocal = false);
   void fold_token_scale(const onnx::NodeProto& n, int vi, const Value& v, const std::vector<float>& s);
   void subtract(const onnx::NodeProto& n);
+  // A 1x1 channel-wise groupedConvolution2d scaling each channel of `input` (bias 0): its name.
+  std::string scale_channels(const onnx::NodeProto& n, const std::string& name, const std::string& input,
+                             std::vector<float> scales);
 
   // ---- token sequences and attention (onnx_import_tokens.cpp). The reshapes and transposes
   // between a token sequence and the heads of an attention are read as strided views of a
@@ -385,6 +388,8 @@ class Importer {
     bool grid = false;    // Partition grid: window (i, j) holds pixels (a H/wh + i, b W/ww + j)
     bool maxvit = false;  // MaxViT's form: from partitioned tokens, Split, Einsum; ends at its projection
     bool seq = false;     // MobileViT's: from (windows, S, C) tokens, timm's attention; ends at its projection
+    // Every form but Swin's ends at its output projection (maxvit_close), in its input's layout.
+    bool ends_at_projection() const { return maxvit || seq || image2d || flat_tokens; }
     double scale = 1;
     bool q_unit = false, k_unit = false;  // Q, K divided by their norms (cosine attention)
     std::vector<float> logit;             // cosine: the scores' per-head factor
@@ -468,6 +473,7 @@ class Importer {
   const std::vector<int>& consumers_of(const std::string& value);  // the nodes reading it, by index
   // through a bias Add into a Reshape to (.., S, 3, heads, d) or, head-first, (.., S, heads, 3 d or -1)
   bool feeds_heads(const std::string& value);
+  std::vector<int64_t> ints_ahead(const std::string& name);
   bool unfold_node(const onnx::NodeProto& n);
   bool attention2d_start(const onnx::NodeProto& n);
   WindowBlock& partition_block(const onnx::NodeProto& n, const Value& v, const Partition& part,
