@@ -219,12 +219,16 @@ struct PoolDesc {
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_t = 0, pad_b = 0, pad_l = 0, pad_r = 0;
   PoolKind kind = PoolKind::kMax;
+  // Average pooling only: divide by the window's taps inside the input (MATLAB's PaddingValue
+  // "mean", ONNX's count_include_pad 0) instead of by kh * kw.
+  bool exclude_padding = false;
   int64_t out_h() const { return (h + pad_t + pad_b - kh) / stride_h + 1; }
   int64_t out_w() const { return (w + pad_l + pad_r - kw) / stride_w + 1; }
 };
 
-// Average pooling counts padding as zeros (MATLAB's PaddingValue 0). Global average pooling
-// is a PoolDesc with kh = h, kw = w.
+// Average pooling counts padding as zeros (MATLAB's PaddingValue 0), or leaves it out of the
+// divisor (exclude_padding, PaddingValue "mean"). Global average pooling is a PoolDesc with
+// kh = h, kw = w.
 class PoolOp {
  public:
   virtual ~PoolOp() = default;

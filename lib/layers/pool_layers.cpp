@@ -1,7 +1,8 @@
 // maxPooling2d, averagePooling2d, globalAveragePooling2d and globalMaxPooling2d on the
 // backend's PoolOp (a global pooling is one window of the whole input). MATLAB defaults:
-// Stride 1, Padding 0; average pooling counts padding as zeros; max pooling's gradient goes to
-// the first maximum of each window, rows first.
+// Stride 1, Padding 0; average pooling counts padding as zeros (PaddingValue 0) or leaves it
+// out of each window's divisor (PaddingValue mean); max pooling's gradient goes to the first
+// maximum of each window, rows first.
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -26,6 +27,9 @@ class PoolingLayer final : public Layer {
       sh_ = st[0];
       sw_ = st[1];
       spec_.get("Padding");
+      // MATLAB's PaddingValue: 0 (the padding counts as zeros) or "mean" (padded with each
+      // window's mean: the average over the taps inside the input; ONNX's count_include_pad 0).
+      if (kind_ == PoolKind::kAverage) exclude_padding_ = spec_.get_choice("PaddingValue", "0", {"0", "mean"}) == "mean";
       // SegNet: keep where each maximum came from, for a maxUnpooling2d (MATLAB's 'indices'
       // and 'size' outputs; here the unpooling layer names this layer).
       if (kind_ == PoolKind::kMax) keep_indices_ = spec_.get_bool("HasUnpoolingOutputs", false);
@@ -98,7 +102,7 @@ class PoolingLayer final : public Layer {
     const bool avg = kind_ == PoolKind::kAverage;
     std::string src = x.name;
     std::vector<int64_t> pads = {pt_, pl_, pb_, pr_};
-    if (avg && (pt_ || pb_ || pl_ || pr_)) {
+    if (avg && !exclude_padding_ && (pt_ || pb_ || pl_ || pr_)) {
       // Zeros counted in the average: an explicit Pad, as PyTorch exports it (OpenCV 4.6
       // gets AveragePool with pads and count_include_pad wrong).
       g.add_ints(n + "_pads", {8}, {0, 0, pt_, pl_, 0, 0, pb_, pr_});
@@ -118,7 +122,8 @@ class PoolingLayer final : public Layer {
   std::string indices_onnx_name() const { return name() + "_indices"; }
 
   // MaxPool / AveragePool; a preceding zero Pad folds into an AveragePool's padding (it
-  // counts padding as zeros), ceil_mode into extra bottom / right padding of a MaxPool. A
+  // counts padding as zeros), ceil_mode into extra bottom / right padding of a MaxPool. An
+  // AveragePool with pads and count_include_pad 0 is PaddingValue mean. A
   // MaxPool's Indices output makes a maxPooling2d with HasUnpoolingOutputs (read by MaxUnpool).
   static void from_onnx(OnnxNodeReader& r) {
     bool avg = r.op() == "AveragePool";
@@ -130,11 +135,11 @@ class PoolingLayer final : public Layer {
     for (int64_t d : r.attr_ints("dilations", {1, 1}))
       if (d != 1) r.fail("dilated pooling is not supported");
     auto p = r.pads(in.shape, ks[0], ks[1], st[0], st[1]);
-    bool has_pad = p[0] || p[1] || p[2] || p[3];
-    if (avg && has_pad && r.attr_int("count_include_pad", 0) == 0)
+    const bool exclude = avg && (p[0] || p[1] || p[2] || p[3]) && r.attr_int("count_include_pad", 0) == 0;
+    if (exclude && (in.pad[0] || in.pad[1] || in.pad[2] || in.pad[3]))
       r.fail(
-          "count_include_pad is 0 with padding, but dltrain's average pooling counts padding as zeros "
-          "(export with count_include_pad=True, or remove the padding)");
+          "count_include_pad is 0 after a Pad node: the Pad's zeros would count in the average and the "
+          "pads would not, which one averagePooling2d cannot do");
     for (int i = 0; i < 4; ++i) p[i] += in.pad[i];  // a Pad node's zeros count in the average
     int64_t h = in.shape[0], w = in.shape[1];
     auto size = [](int64_t x, int64_t a, int64_t b, int64_t k, int64_t s, bool ceil_mode) {
@@ -159,6 +164,7 @@ class PoolingLayer final : public Layer {
     set_list(s, "PoolSize", ks);
     set_list(s, "Stride", st);
     set_list(s, "Padding", {p[0], p[2], p[1], p[3]});
+    if (exclude) s.set("PaddingValue", "mean");
     r.set_output(OnnxValue{s.name, Shape{oh, ow, in.shape[2]}, false});
     if (!avg && r.has_output(1)) {
       s.set("HasUnpoolingOutputs", "true");
@@ -214,6 +220,7 @@ class PoolingLayer final : public Layer {
     d.pad_l = pl_;
     d.pad_r = pr_;
     d.kind = kind_;
+    d.exclude_padding = exclude_padding_;
     return d;
   }
 
@@ -221,6 +228,7 @@ class PoolingLayer final : public Layer {
   PoolKind kind_;
   bool global_;
   bool keep_indices_ = false;
+  bool exclude_padding_ = false;  // average pooling: PaddingValue mean
   Tensor indices_;
   Backend* be_ = nullptr;
   int64_t n_ = 0;

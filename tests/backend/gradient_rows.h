@@ -448,6 +448,9 @@ inline std::vector<GradientRow> gradient_rows() {
   p.n = 2, p.h = 7, p.w = 9, p.c = 3, p.kh = p.kw = 3, p.stride_h = p.stride_w = 2, p.pad_t = 1, p.pad_r = 2;
   p.kind = PoolKind::kAverage;
   rows.push_back(pool("average 3x3/2 asymmetric padding", p));
+  p.exclude_padding = true;
+  rows.push_back(pool("average 3x3/2 asymmetric padding left out of the divisor", p));
+  p.exclude_padding = false;
   p.kind = PoolKind::kMax;
   rows.push_back(pool("max 3x3/2 asymmetric padding", p));
   rows.push_back(batch_norm("odd sizes", {3, 4, 3, 5, 1e-5f, false}));

@@ -614,6 +614,9 @@ inline std::vector<AgreementRow> agreement_rows() {
   PoolDesc p = pool(2, 7, 9, 3, 3, 2, PoolKind::kAverage);
   p.pad_t = 1, p.pad_b = 0, p.pad_l = 0, p.pad_r = 2;
   rows.push_back(pool_row("avg asymmetric padding counts zeros", p));
+  p.exclude_padding = true;
+  rows.push_back(pool_row("avg asymmetric padding left out of the divisor", p));
+  p.exclude_padding = false;
   p.kind = PoolKind::kMax;
   rows.push_back(pool_row("max asymmetric padding", p));
   p = pool(3, 4, 5, 8, 1, 1, PoolKind::kAverage);

@@ -124,6 +124,14 @@ TEST_CASE("max and average pooling by hand, padding counts as zeros", "[backend]
   check_values(y, {0.25, 1.25, 2.75, 7.0});
   avg->backward(to_tensor({4, 8, 12, 16}, {1, 2, 2, 1}), dx);
   check_values(dx, {1, 2, 2, 3, 4, 4, 3, 4, 4});
+
+  d.exclude_padding = true;  // each window divided by its taps inside the image
+  auto mean = be.make(d);
+  mean->forward(iota9(), y, true);
+  // 1/1, (2+3)/2, (4+7)/2, (5+6+8+9)/4
+  check_values(y, {1, 2.5, 5.5, 7.0});
+  mean->backward(to_tensor({4, 8, 12, 16}, {1, 2, 2, 1}), dx);
+  check_values(dx, {4, 4, 4, 6, 4, 4, 6, 4, 4});
 }
 
 // Max-pooling backward against the reference (tests/support/reference_ops): each output's

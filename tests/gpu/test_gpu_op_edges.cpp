@@ -25,6 +25,12 @@ PoolDesc pool_desc(int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_
   return d;
 }
 
+// d with average pooling's padding left out of each window's divisor (PaddingValue mean).
+PoolDesc excluded(PoolDesc d) {
+  d.exclude_padding = true;
+  return d;
+}
+
 void run_rows(const std::vector<AgreementRow>& rows) {
   Backend& be = dut_backend();
   for (const AgreementRow& row : rows) {
@@ -37,13 +43,17 @@ void run_rows(const std::vector<AgreementRow>& rows) {
 }  // namespace
 
 TEST_CASE("gpu layer ops: pooling padded by cuDNN and one-image batches", "[gpu][backend]") {
-  // Symmetric padding is cuDNN's own (max must ignore it, average count it as zeros; corner
-  // windows of [-1, 1) inputs are often all negative); t1 b2 l2 r1 is cuDNN's 1 + an excess.
+  // Symmetric padding is cuDNN's own (max must ignore it, average count it as zeros or leave
+  // it out; corner windows of [-1, 1) inputs are often all negative); t1 b2 l2 r1 is cuDNN's 1
+  // + an excess.
   const auto kMax = PoolKind::kMax, kAvg = PoolKind::kAverage;
   run_rows({pool_row("max 3x3 stride 1 padding 1", pool_desc(2, 6, 5, 4, 3, 1, 1, 1, 1, 1, kMax)),
             pool_row("avg 3x3 stride 1 padding 1", pool_desc(2, 6, 5, 4, 3, 1, 1, 1, 1, 1, kAvg)),
             pool_row("max 3x3 stride 2 padding t1 b2 l2 r1", pool_desc(2, 7, 8, 3, 3, 2, 1, 2, 2, 1, kMax)),
             pool_row("avg 3x3 stride 2 padding t1 b2 l2 r1", pool_desc(2, 7, 8, 3, 3, 2, 1, 2, 2, 1, kAvg)),
+            pool_row("avg 3x3 stride 1 padding 1 left out", excluded(pool_desc(2, 6, 5, 4, 3, 1, 1, 1, 1, 1, kAvg))),
+            pool_row("avg 3x3 stride 2 padding t1 b2 l2 r1 left out",
+                     excluded(pool_desc(2, 7, 8, 3, 3, 2, 1, 2, 2, 1, kAvg))),
             pool_row("max 2x2 stride 2 one image", pool_desc(1, 4, 4, 3, 2, 2, 0, 0, 0, 0, kMax)),
             fc_row("1 sample fused relu", {1, 48, 7, true}), softmax_row("1 row", 1, 10),
             batch_norm_row("one image 3x3 fused relu", {1, 3, 3, 8, 1e-5f, true})});

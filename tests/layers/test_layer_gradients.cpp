@@ -253,6 +253,9 @@ TEST_CASE("gradients: pooling", "[layers][grad]") {
   expect_ok(
       check_layer(layer_spec("maxPooling2d", {"PoolSize=2", "Stride=2", "Padding=[0,1,0,1]"}), {Shape{5, 5, 2}}, o));
   expect_ok(check_layer(layer_spec("averagePooling2d", {"PoolSize=3", "Stride=2", "Padding=1"}), {Shape{6, 6, 3}}, o));
+  expect_ok(check_layer(
+      layer_spec("averagePooling2d", {"PoolSize=3", "Stride=2", "Padding=[1,0,2,1]", "PaddingValue=mean"}),
+      {Shape{6, 5, 3}}, o));
   expect_ok(check_layer(layer_spec("globalAveragePooling2d", {}), {Shape{4, 3, 5}}, o));
   expect_ok(check_layer(layer_spec("globalMaxPooling2d", {}), {Shape{4, 3, 5}}, o));
   expect_ok(check_layer(layer_spec("globalMaxPooling2d", {}), {Shape{7, 6, 3}}, o));

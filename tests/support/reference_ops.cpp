@@ -212,7 +212,7 @@ Vec pool_forward(const PoolDesc& d, const Vec& x) {
     } else {
       double s = 0;
       for (int64_t i : win) s += x[i];
-      y[o] = s / taps;
+      y[o] = s / (d.exclude_padding ? static_cast<double>(win.size()) : taps);
     }
   });
   return y;
@@ -229,7 +229,8 @@ Vec pool_backward(const PoolDesc& d, const Vec& x, const Vec& dy) {
         if (x[i] > x[best]) best = i;
       dx[best] += dy[o];
     } else {
-      for (int64_t i : win) dx[i] += dy[o] / taps;
+      const double n = d.exclude_padding ? static_cast<double>(win.size()) : taps;
+      for (int64_t i : win) dx[i] += dy[o] / n;
     }
   });
   return dx;

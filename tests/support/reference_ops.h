@@ -43,7 +43,8 @@ void fc_backward_weights(const FcDesc& d, const Vec& x, const Vec& dy, Vec& dw, 
 
 // ---- pooling: x (N,H,W,C) -> y (N,OH,OW,C) ----
 // Max ignores padding (and sends the gradient to the first maximum of the window in
-// row-major window order); average divides by kh*kw, counting padding as zeros.
+// row-major window order); average divides by kh*kw, counting padding as zeros, or by the
+// window's taps inside the input (exclude_padding).
 Vec pool_forward(const PoolDesc& d, const Vec& x);
 Vec pool_backward(const PoolDesc& d, const Vec& x, const Vec& dy);  // -> dx
 // Max unpooling (Backend::max_pool_indices / max_unpool): each max-pooling output's position

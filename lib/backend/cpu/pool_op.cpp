@@ -1,5 +1,5 @@
 // Max and average pooling on oneDNN (NHWC, asymmetric padding). Average pooling counts the
-// padding as zeros (pooling_avg_include_padding). Two forward primitives: training (max keeps
+// padding as zeros (pooling_avg_include_padding) or leaves it out (pooling_avg_exclude_padding). Two forward primitives: training (max keeps
 // its workspace of indices for backward) and inference (no workspace).
 //
 // Max-pooling backward below avx512_core is dltrain's own, from oneDNN's workspace: oneDNN
@@ -59,7 +59,8 @@ using dnnl::pooling_forward;
 using dnnl::prop_kind;
 
 algorithm pool_algorithm(const PoolDesc& d) {
-  return d.kind == PoolKind::kMax ? algorithm::pooling_max : algorithm::pooling_avg_include_padding;
+  if (d.kind == PoolKind::kMax) return algorithm::pooling_max;
+  return d.exclude_padding ? algorithm::pooling_avg_exclude_padding : algorithm::pooling_avg_include_padding;
 }
 memory::desc pool_x_md(const PoolDesc& d) { return nhwc_md(d.n, d.h, d.w, d.c); }
 memory::desc pool_y_md(const PoolDesc& d) { return nhwc_md(d.n, d.out_h(), d.out_w(), d.c); }

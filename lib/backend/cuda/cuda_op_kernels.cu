@@ -29,6 +29,22 @@ __global__ void pad_nhwc_kernel(const float* x, float* xp, int64_t n, int64_t h,
   }
 }
 
+// y = x * taps / (the window's taps inside the input), per output position of an average
+// pooling (N, OH, OW, C): count_include_pad's average turned into count-exclude's.
+__global__ void avg_pool_exclude_scale_kernel(const float* x, float* y, int64_t total, int64_t c, int64_t oh,
+                                              int64_t ow, int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t sh,
+                                              int64_t sw, int64_t pt, int64_t pl) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t r = i / c;
+    const int64_t ox = r % ow;
+    r /= ow;
+    const int64_t oy = r % oh;
+    const int64_t y0 = oy * sh - pt, x0 = ox * sw - pl;
+    const int64_t rows = min(y0 + kh, h) - max(y0, int64_t(0)), cols = min(x0 + kw, w) - max(x0, int64_t(0));
+    y[i] = x[i] * (static_cast<float>(kh * kw) / static_cast<float>(rows * cols));
+  }
+}
+
 __global__ void crop_nhwc_kernel(const float* xp, float* x, int64_t n, int64_t h, int64_t w, int64_t c, int64_t pt,
                                  int64_t pl, int64_t hp, int64_t wp) {
   const int64_t total = n * h * w * c;
@@ -209,6 +225,15 @@ cudaError_t crop_nhwc(const float* xp, float* x, int64_t n, int64_t h, int64_t w
                       int64_t pl, int64_t pr, cudaStream_t stream) {
   const int64_t hp = h + pt + pb, wp = w + pl + pr;
   crop_nhwc_kernel<<<blocks_for(n * h * w * c), kThreads, 0, stream>>>(xp, x, n, h, w, c, pt, pl, hp, wp);
+  return cudaGetLastError();
+}
+
+cudaError_t avg_pool_exclude_scale(const float* x, float* y, int64_t n, int64_t oh, int64_t ow, int64_t c, int64_t h,
+                                   int64_t w, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t pt, int64_t pl,
+                                   cudaStream_t stream) {
+  const int64_t total = n * oh * ow * c;
+  avg_pool_exclude_scale_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, y, total, c, oh, ow, h, w, kh, kw, sh,
+                                                                            sw, pt, pl);
   return cudaGetLastError();
 }
 

@@ -18,6 +18,13 @@ cudaError_t pad_nhwc(const float* x, float* xp, int64_t n, int64_t h, int64_t w,
 cudaError_t crop_nhwc(const float* xp, float* x, int64_t n, int64_t h, int64_t w, int64_t c, int64_t pt, int64_t pb,
                       int64_t pl, int64_t pr, cudaStream_t stream);
 
+// y (n, oh, ow, c) = x * kh kw / (the taps of each output's window inside the (h, w) input;
+// windows at stride (sh, sw) from top / left padding pt, pl): an average pooling that counted
+// padding as zeros made one that leaves it out. y may alias x.
+cudaError_t avg_pool_exclude_scale(const float* x, float* y, int64_t n, int64_t oh, int64_t ow, int64_t c, int64_t h,
+                                   int64_t w, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t pt, int64_t pl,
+                                   cudaStream_t stream);
+
 cudaError_t fill(float* p, int64_t count, float value, cudaStream_t stream);
 
 // y = x > 0 ? x : alpha x;  dx = x > 0 ? dy : alpha dy  (dx may alias dy).
