@@ -11,7 +11,8 @@ namespace dlt {
 
 OnnxValue OnnxGraph::flat(const OnnxValue& in) {
   if (in.flat) return in;
-  add_node("Flatten", in.name + "_flatten", {in.name}, in.name + "_flat", {OnnxAttr("axis", int64_t{1})});
+  if (flattened_.insert(in.name).second)
+    add_node("Flatten", in.name + "_flatten", {in.name}, in.name + "_flat", {OnnxAttr("axis", int64_t{1})});
   return OnnxValue{in.name + "_flat", in.shape, true};
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -68,9 +69,9 @@ class OnnxGraph {
   // The file being written, for errors ("m.onnx").
   virtual const std::string& path() const = 0;
 
-  // Helpers on top of the above. flat(): a Flatten to (N, C*H*W) unless already flat.
-  // image(): a flat (N, C) value reshaped to (N, C, 1, 1); a flat image larger than 1x1 has
-  // no ONNX form here (ModelError naming the layer).
+  // Helpers on top of the above. flat(): a Flatten to (N, C*H*W) unless already flat (one
+  // Flatten per value, however many layers read it flat). image(): a flat (N, C) value reshaped to (N, C, 1, 1); a flat
+  // image larger than 1x1 has no ONNX form here (ModelError naming the layer).
   OnnxValue flat(const OnnxValue& in);
   OnnxValue image(const std::string& layer, const OnnxValue& in);
   // tokens_linear(): each token of (N, S, C) value `x` times weights (k, c) (dltrain's fullyConnected
@@ -78,6 +79,9 @@ class OnnxGraph {
   // (`out`).
   std::string tokens_linear(const std::string& out, const std::string& x, const std::vector<float>& weights, int64_t k,
                             int64_t c, const std::vector<float>& bias);
+
+ private:
+  std::set<std::string> flattened_;  // the values flat() has written a Flatten of
 };
 
 // Import: one ONNX node being read (lib/onnx/onnx_import.cpp). A layer type's from_onnx

@@ -162,17 +162,15 @@ class WindowAttentionLayer final : public Layer {
   // ONNX: torchvision's shifted_window_attention as PyTorch's dynamo exporter writes it (and
   // dltrain's import reads it back) on the channels-last image: zero Pad, the roll as Slices
   // and a Concat per axis, the partition (Reshape, Transpose, Reshape), the joint Q/K/V MatMul,
-  // the heads (Reshape, Transpose, Gather), the scaled scores plus the spread table and the
+  // the heads (Reshape, Transpose, Gather; keys and values of different widths: timm's head-first Reshape,
+  // Transpose and Split), the scaled scores plus the spread table and the
   // shift's mask, Softmax, the output projection, the reverse, the roll back and the crop.
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
     const std::string& n = name();
-    if (s_.key != s_.value)
-      throw ModelError("layer '" + n + "' (windowAttention): NumKeyChannels (" + std::to_string(s_.key) +
-                       ") differs from NumValueChannels (" + std::to_string(s_.value) +
-                       "); its ONNX form (torchvision's joint Q/K/V projection) needs them equal");
     OnnxValue in = inputs.at(0);
     if (in.flat) in = g.image(n, in);
     const int64_t seq = win_h_ * win_w_, windows = windows_per_image(), key = s_.key, d = key / heads_, c = s_.c;
+    const int64_t value = s_.value, dv = value / heads_;
     const int64_t sh = shift(true), sw = shift(false), gh = pad_h_ / win_h_, gw = pad_w_ / win_w_;
     auto node = [&](const std::string& op, const std::string& tag, const std::vector<std::string>& ins,
                     const std::vector<OnnxAttr>& attrs = {}) {
@@ -212,18 +210,40 @@ class WindowAttentionLayer final : public Layer {
     }
     x = reshape(x, "_tokens", {-1, seq, c});
     std::vector<float> w, b;
-    for (size_t p = 0; p < 3; ++p) {
-      const std::vector<float> pw = host_values(params_[p].value), pb = host_values(params_[4 + p].value);
-      w.insert(w.end(), pw.begin(), pw.end());
-      b.insert(b.end(), pb.begin(), pb.end());
-    }
-    x = g.tokens_linear(n + "_qkv", x, w, 3 * key, c, b);
-    x = reshape(x, "_qkv_heads", {-1, seq, 3, heads_, d});
-    x = transpose(x, "_qkv_t", {2, 0, 3, 1, 4});
     std::string part[3];
-    for (int64_t p = 0; p < 3; ++p) {
-      const std::string tag = std::string("_") + "qkv"[p];
-      part[p] = node("Gather", tag, {x, g.add_ints(n + tag + "_index", {}, {p})}, {OnnxAttr("axis", int64_t{0})});
+    if (key == value) {  // torchvision's: Q, K and V of every head, then their heads
+      for (size_t p = 0; p < 3; ++p) {
+        const std::vector<float> pw = host_values(params_[p].value), pb = host_values(params_[4 + p].value);
+        w.insert(w.end(), pw.begin(), pw.end());
+        b.insert(b.end(), pb.begin(), pb.end());
+      }
+      x = g.tokens_linear(n + "_qkv", x, w, 3 * key, c, b);
+      x = reshape(x, "_qkv_heads", {-1, seq, 3, heads_, d});
+      x = transpose(x, "_qkv_t", {2, 0, 3, 1, 4});
+      for (int64_t p = 0; p < 3; ++p) {
+        const std::string tag = std::string("_") + "qkv"[p];
+        part[p] = node("Gather", tag, {x, g.add_ints(n + tag + "_index", {}, {p})}, {OnnxAttr("axis", int64_t{0})});
+      }
+    } else {  // keys and values of different widths: timm's head-first form (EfficientFormer), head h's Q, K, V side by
+              // side
+      const std::vector<float> pw[3] = {host_values(params_[0].value), host_values(params_[1].value),
+                                        host_values(params_[2].value)};
+      const std::vector<float> pb[3] = {host_values(params_[4].value), host_values(params_[5].value),
+                                        host_values(params_[6].value)};
+      for (int64_t h = 0; h < heads_; ++h)
+        for (int64_t p = 0; p < 3; ++p) {
+          const int64_t width = p == 2 ? dv : d, rows = h * width;  // rows of a (channels, C) weight
+          w.insert(w.end(), pw[p].begin() + rows * c, pw[p].begin() + (rows + width) * c);
+          b.insert(b.end(), pb[p].begin() + rows, pb[p].begin() + rows + width);
+        }
+      x = g.tokens_linear(n + "_qkv", x, w, 2 * key + value, c, b);
+      x = reshape(x, "_qkv_heads", {-1, seq, heads_, 2 * d + dv});
+      x = transpose(x, "_qkv_t", {0, 2, 1, 3});
+      g.add_node_outputs("Split", n + "_qkv_split", {x, g.add_ints(n + "_qkv_sizes", {3}, {d, d, dv})},
+                         {n + "_q", n + "_k", n + "_v"}, {OnnxAttr("axis", int64_t{3})});
+      part[0] = n + "_q";
+      part[1] = n + "_k";
+      part[2] = n + "_v";
     }
     std::string q = part[0], k = part[1];
     if (cosine_) {  // F.normalize: x / max(|x|, eps) over each head's channels
@@ -260,8 +280,8 @@ class WindowAttentionLayer final : public Layer {
     x = node("Softmax", "_probs", {scores}, {OnnxAttr("axis", int64_t{-1})});
     x = node("MatMul", "_heads", {x, part[2]});
     x = transpose(x, "_heads_t", {0, 2, 1, 3});
-    x = reshape(x, "_merged", {-1, seq, key});
-    x = g.tokens_linear(n + "_proj", x, host_values(params_[3].value), s_.out, key, host_values(params_[7].value));
+    x = reshape(x, "_merged", {-1, seq, value});
+    x = g.tokens_linear(n + "_proj", x, host_values(params_[3].value), s_.out, value, host_values(params_[7].value));
     if (grid_) {
       x = reshape(x, "_rev_split", {-1, gh, gw, win_h_, win_w_, s_.out});
       x = transpose(x, "_rev_t", {0, 3, 1, 4, 2, 5});

@@ -829,18 +829,21 @@ void Importer::token_index(const onnx::NodeProto& n, const Value& v) {
   set_out(n, Value{spec.name, Shape{1, 1, v.shape[2]}, true});
 }
 
-// ReduceMean over the tokens (axis 1, keepdims 0): globalAveragePooling1d.
-void Importer::token_mean(const onnx::NodeProto& n, const Value& v) {
+// ReduceMean over the tokens (axis 1, keepdims 0): globalAveragePooling1d; of a channels-last
+// image flattened to (1, H*W, C) (EfficientFormer's head), globalAveragePooling2d of the image.
+void Importer::token_mean(const onnx::NodeProto& n, const Value& v, bool flat_image) {
   std::vector<int64_t> axes = attr_ints(n, "axes", {});
   if (opset_ >= 18 && n.input_size() > 1 && !n.input(1).empty())
     axes = ints_of(need_const(n, 1, "axes"), path_ + ": node '" + node_name(n) + "'");
   if ((axes != std::vector<int64_t>{1} && axes != std::vector<int64_t>{-2}) || attr_int(n, "keepdims", 1) != 0)
     fail(n, "averages tokens over axes " + ints_str(axes) + " with keepdims " +
                 std::to_string(attr_int(n, "keepdims", 1)) +
-                "; dltrain reads the mean over the tokens (axis 1, keepdims 0): globalAveragePooling1d");
-  LayerSpec& spec = add_layer("globalAveragePooling1d", unique_name(n), {v.name});
+                "; dltrain reads the mean over the tokens (axis 1, keepdims 0): " +
+                (flat_image ? "globalAveragePooling2d of the image" : "globalAveragePooling1d"));
+  LayerSpec& spec =
+      add_layer(flat_image ? "globalAveragePooling2d" : "globalAveragePooling1d", unique_name(n), {v.name});
   last_layer_op_ = "ReduceMean";
-  set_out(n, Value{spec.name, Shape{1, 1, v.shape[2]}, true});
+  set_out(n, Value{spec.name, Shape{1, 1, v.shape[2]}, true});  // (N, C)
 }
 
 // Arithmetic on one-value float constants (the attention's scale, computed from a shape) and

@@ -217,7 +217,9 @@ const Importer::Partition* Importer::partition_of_inputs(const onnx::NodeProto& 
   static const std::set<std::string> per_token{"LayerNormalization", "MatMul", "Add",       "Gelu",    "Relu",
                                                "Sigmoid",            "Swish",  "HardSwish", "Mul",     "Dropout",
                                                "Identity",           "Reshape", "Transpose", "Shape"};
-  if (!per_token.count(n.op_type()) || untagged)
+  // The mean over all tokens of a flat image (EfficientFormer's head) ends its partition.
+  const bool flat_mean = p->flat && n.op_type() == "ReduceMean";
+  if ((!per_token.count(n.op_type()) && !flat_mean) || untagged)
     fail(n, "reads " +
                 std::string(p->flat  ? "a channels-last image flattened to (1, H*W, C)"
                             : p->seq ? "MobileViT's unfolded tokens (P, N, C)"
@@ -562,6 +564,10 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
       set_out(n, v);  // the channels-last image again
       return true;
     }
+    if (op == "ReduceMean") {  // the mean over the tokens: over the image's pixels
+      token_mean(n, v, true);
+      return true;
+    }
     if (op == "MatMul" && n.input_size() == 2 && constant(n.input(1)) && feeds_heads(n.output(0))) {
       // an attention over the whole image (TinyViT's stages whose window is the image)
       partition_block(n, v, Partition{false, h, w}, "the flattened image's tokens", "into its heads").flat_tokens = true;
@@ -612,9 +618,9 @@ Importer::WindowBlock& Importer::partition_block(const onnx::NodeProto& n, const
                                                  const std::string& whose, const std::string& into) {
   const int64_t h = v.shape[0], w = v.shape[1], c = v.shape[2];
   const auto d = dims_of(*constant(n.input(1)));
-  if (d.size() != 2 || d[0] != c || d[1] < 3 || d[1] % 3 != 0)
+  if (d.size() != 2 || d[0] != c || d[1] < 3)
     fail(n, "projects " + whose + " with a " + ints_str(d) + " weight " + into + "; dltrain reads the joint Q/K/V (" +
-                std::to_string(c) + ", 3 K)");
+                std::to_string(c) + ", 2 K + V)");
   WindowBlock b;
   b.in.src = v;
   b.in.full = b.in.count = {h, w};
@@ -846,9 +852,9 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
   // The joint Q/K/V MatMul of the window tokens, (windows, S, C) or (windows, wh, ww, C).
   auto qkv_matmul = [&]() {
     const auto d = dims_of(*constant(n.input(1)));
-    if (d.size() != 2 || d[0] != c || d[1] < 3 || d[1] % 3 != 0)
+    if (d.size() != 2 || d[0] != c || d[1] < 3)
       fail(n, "projects the window tokens with a " + ints_str(d) + " weight; dltrain reads the joint Q/K/V (" +
-                  std::to_string(c) + ", 3 K)");
+                  std::to_string(c) + ", 2 K + V)");
     b.qkv_w = need_floats(n, 1, "weight");
     b.qkv_cols = d[1];
     b.qkv_b.assign(static_cast<size_t>(d[1]), 0.f);
@@ -856,26 +862,51 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
   };
   // Each head's Q, K and V side by side along `axis` of a 4-D value, d channels each: a Split into
   // three (TorchScript: a Slice of one third); each part on to its stage.
+  // Head-first, the parts may be (d, d, dv) of the head's head_width channels: the first split
+  // or slice seen sets d and dv, the others must agree.
   auto thirds = [&](int64_t axis, const std::array<Stage, 3>& parts, const std::string& whose) {
-    const int64_t d = b.head_dim;
     auto on_axis = [&](int64_t a) { return a == axis || a == axis - 4; };
+    const int64_t width = b.head_first ? b.head_width : 3 * b.head_dim;
+    // Q and K of d channels, V of the rest: settles d (head-first) or checks it.
+    auto settle = [&](int64_t d) {
+      const bool ok =
+          d >= 1 && width - 2 * d >= 1 &&
+          (b.head_first ? !b.value_dim || (d == b.head_dim && width - 2 * d == b.value_dim) : 3 * d == width);
+      if (ok && b.head_first) {
+        b.head_dim = d;
+        b.value_dim = width - 2 * d;
+      }
+      return ok;
+    };
     if (op == "Split") {
       const std::vector<int64_t> sizes = n.input_size() > 1 && !n.input(1).empty()
                                              ? ints_of(need_const(n, 1, "split"), what)
                                              : attr_ints(n, "split", {});
-      if (!on_axis(attr_int(n, "axis", 0)) || n.output_size() != 3 ||
-          (!sizes.empty() && sizes != std::vector<int64_t>{d, d, d}))
-        fail(n, "splits " + whose + " other than into Q, K and V along axis " + std::to_string(axis));
+      const bool parts_ok = sizes.empty() ? width % 3 == 0 && settle(width / 3)
+                                          : sizes.size() == 3 && sizes[0] == sizes[1] &&
+                                                sizes[0] + sizes[1] + sizes[2] == width && settle(sizes[0]);
+      if (!on_axis(attr_int(n, "axis", 0)) || n.output_size() != 3 || !parts_ok)
+        fail(n, "splits " + whose + " other than into Q, K and V along axis " + std::to_string(axis) +
+                    " (Q and K of the same width, V the rest of " + std::to_string(width) + ")");
       for (int i = 0; i < 3; ++i) win_[define(n, i)] = WinValue{w.block, parts[static_cast<size_t>(i)]};
       return;
     }
     if (op != "Slice") refuse();
     const SliceArgs a = slice_args(n);
     const int64_t start = a.starts.size() == 1 ? a.starts[0] : -1;
-    if (a.axes.size() != 1 || !on_axis(a.axes[0]) || a.steps[0] != 1 || start < 0 || start % d != 0 || start / d > 2 ||
-        std::min<int64_t>(a.ends[0], 3 * d) != start + d)
-      fail(n, "slices " + whose + " other than into thirds along axis " + std::to_string(axis));
-    next(parts[static_cast<size_t>(start / d)]);
+    const int64_t end = a.ends.empty() ? -1 : std::min<int64_t>(a.ends[0], width);
+    // Q [0, d), K [d, 2 d), V [2 d, width): which part, and the d it implies.
+    int part = -1;
+    if (start == 0 && settle(end))
+      part = 0;
+    else if (start > 0 && end == 2 * start && settle(start))
+      part = 1;
+    else if (start > 0 && start % 2 == 0 && end == width && settle(start / 2))
+      part = 2;
+    if (a.axes.size() != 1 || !on_axis(a.axes[0]) || a.steps[0] != 1 || part < 0)
+      fail(n, "slices " + whose + " other than into Q, K and V along axis " + std::to_string(axis) +
+                  " (Q and K of the same width, V the rest of " + std::to_string(width) + ")");
+    next(parts[static_cast<size_t>(part)]);
   };
   // The output's Reshape to (1, H/wh, W/ww, wh, ww, C), on the way to the image.
   auto reverse = [&](const std::vector<int64_t>& t) {
@@ -898,7 +929,8 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
   if (vi < 0 || (vi > 0 && op != "Add" && op != "Mul")) refuse();
   const Stage s = win_.at(n.input(vi)).stage;
   if (op == "Shape") {
-    const int64_t heads = b.heads, d = b.head_dim, nh = b.in.full[0] / b.wh, nw = b.in.full[1] / b.ww;
+    const int64_t heads = b.heads, d = b.head_dim, dv = b.vd(), nh = b.in.full[0] / b.wh, nw = b.in.full[1] / b.ww;
+    const int64_t width = b.head_first ? b.head_width : 3 * d;
     std::vector<int64_t> dims;
     switch (s) {
       case Stage::kSplit: dims = {1, nh, b.wh, nw, b.ww, c}; break;
@@ -919,30 +951,30 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       case Stage::kMerge: dims = {1, nh, nw, b.ww, b.wh, c}; break;
       case Stage::kWin4: dims = {b.windows, b.wh, b.ww, c}; break;
       case Stage::kKf: dims = {b.windows * heads, seq, d}; break;
-      case Stage::kQkvH: dims = {b.windows, seq, heads, 3 * d}; break;
+      case Stage::kQkvH: dims = {b.windows, seq, heads, width}; break;
       case Stage::kQs:
-      case Stage::kKs:
-      case Stage::kVs: dims = {b.windows, seq, heads, d}; break;
+      case Stage::kKs: dims = {b.windows, seq, heads, d}; break;
+      case Stage::kVs: dims = {b.windows, seq, heads, dv}; break;
       case Stage::kConvQkv: dims = {1, b.qkv_cols, b.wh, b.ww}; break;
       case Stage::kQkvC: dims = {1, heads, 3 * d, seq}; break;
-      case Stage::kQc:
+      case Stage::kQc: dims = {1, heads, d, seq}; break;
       case Stage::kVc:
-      case Stage::kHeadsC: dims = {1, heads, d, seq}; break;
-      case Stage::kQkvHT: dims = {b.windows, heads, seq, 3 * d}; break;
+      case Stage::kHeadsC: dims = {1, heads, dv, seq}; break;
+      case Stage::kQkvHT: dims = {b.windows, heads, seq, width}; break;
       case Stage::kKft: dims = {b.windows * heads, d, seq}; break;
       case Stage::kProj4: dims = {b.windows, b.wh, b.ww, b.out}; break;
       case Stage::kQ:
-      case Stage::kK:
+      case Stage::kK: dims = {b.windows, heads, seq, d}; break;
       case Stage::kV:
-      case Stage::kHeads: dims = {b.windows, heads, seq, d}; break;
+      case Stage::kHeads: dims = {b.windows, heads, seq, dv}; break;
       case Stage::kKt: dims = {b.windows, heads, d, seq}; break;
       case Stage::kScores:
       case Stage::kProbs: dims = {b.windows, heads, seq, seq}; break;
       case Stage::kScores5: dims = {1, b.windows, heads, seq, seq}; break;
-      case Stage::kHeadsT: dims = {b.windows, seq, heads, d}; break;
+      case Stage::kHeadsT: dims = {b.windows, seq, heads, dv}; break;
       case Stage::kMerged:
-        dims = b.merged4 ? std::vector<int64_t>{b.windows, b.wh, b.ww, heads * d}
-                         : std::vector<int64_t>{b.windows, seq, heads * d};
+        dims = b.merged4 ? std::vector<int64_t>{b.windows, b.wh, b.ww, heads * dv}
+                         : std::vector<int64_t>{b.windows, seq, heads * dv};
         break;
       case Stage::kProj:
         dims = b.merged4 ? std::vector<int64_t>{b.windows, b.wh, b.ww, b.out} : std::vector<int64_t>{b.windows, seq, b.out};
@@ -1049,7 +1081,7 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
                                                ? ints_of(need_const(n, 1, "split"), what)
                                                : attr_ints(n, "split", {});
         const int64_t third = b.qkv_cols / 3;
-        if (axis != 3 || n.output_size() != 3 ||
+        if (axis != 3 || n.output_size() != 3 || b.qkv_cols % 3 != 0 ||
             (!sizes.empty() && sizes != std::vector<int64_t>{third, third, third}))
           fail(n, "splits MaxViT's joint Q/K/V projection other than into three equal parts along the channels");
         const Stage parts[3] = {Stage::kQFlat, Stage::kKFlat, Stage::kVFlat};
@@ -1061,8 +1093,8 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         const int64_t third = b.qkv_cols / 3;
         const int64_t axis = a.axes.size() == 1 ? (a.axes[0] < 0 ? a.axes[0] + 4 : a.axes[0]) : -1;
         const int64_t start = a.starts.empty() ? -1 : a.starts[0];
-        if (axis != 3 || a.steps[0] != 1 || start < 0 || start % third != 0 || start / third > 2 ||
-            std::min(a.ends[0], b.qkv_cols) != start + third)
+        if (axis != 3 || a.steps[0] != 1 || start < 0 || b.qkv_cols % 3 != 0 || start % third != 0 ||
+            start / third > 2 || std::min(a.ends[0], b.qkv_cols) != start + third)
           fail(n, "slices MaxViT's joint Q/K/V projection other than into thirds along the channels");
         const Stage parts[3] = {Stage::kQFlat, Stage::kKFlat, Stage::kVFlat};
         return next(parts[start / third]);
@@ -1072,23 +1104,13 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       if (qkv && t.size() == 4 && t[3] == -1 && t[2] >= 1 && t[0] != -1 && t[1] != -1 && b.qkv_cols % t[2] == 0)
         t[3] = b.qkv_cols / t[2];  // TinyViT's (windows, S, heads, -1)
       if (qkv && t.size() == 4 && (t[0] == b.windows || t[0] == -1) && (t[1] == seq || (t[1] == -1 && t[0] != -1)) &&
-          t[2] >= 1 && t[3] >= 3 && t[3] % 3 == 0 && t[2] * t[3] == b.qkv_cols) {
-        // timm's head-first layout (maxvit_*_rw): each head's Q, K and V side by side; the
-        // columns reordered to Q of every head, then K, then V
+          t[2] >= 1 && t[3] >= 3 && t[2] * t[3] == b.qkv_cols) {
+        // timm's head-first layout (maxvit_*_rw, TinyViT, EfficientFormer): each head's Q, K and V
+        // side by side; their widths come with the split, the columns' order at the close
         b.heads = t[2];
-        b.head_dim = t[3] / 3;
-        const int64_t d = b.head_dim, key = b.heads * d;
-        std::vector<float> w(b.qkv_w.size()), bias(b.qkv_b.size());
-        for (int64_t h = 0; h < b.heads; ++h)
-          for (int64_t part = 0; part < 3; ++part)
-            for (int64_t i = 0; i < d; ++i) {
-              const int64_t from = h * 3 * d + part * d + i, to = part * key + h * d + i;
-              bias[static_cast<size_t>(to)] = b.qkv_b[static_cast<size_t>(from)];
-              for (int64_t r = 0; r < c; ++r)
-                w[static_cast<size_t>(r * b.qkv_cols + to)] = b.qkv_w[static_cast<size_t>(r * b.qkv_cols + from)];
-            }
-        b.qkv_w = std::move(w);
-        b.qkv_b = std::move(bias);
+        b.head_first = true;
+        b.head_width = t[3];
+        b.head_dim = t[3] % 3 == 0 ? t[3] / 3 : 0;
         return next(Stage::kQkvH);
       }
       if (qkv) {
@@ -1248,6 +1270,7 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         if (!by_window && static_cast<int64_t>(v.size()) == b.heads * plane && b.bias.empty() && d.size() >= 3 &&
             d[d.size() - 3] == b.heads) {
           b.bias = std::move(v);
+          b.bias_node = node_name(n);
           return next(s);
         }
         if (by_window && static_cast<int64_t>(v.size()) == b.windows * plane && b.mask.empty() && d.size() >= 4 &&
@@ -1274,6 +1297,11 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       if (op == "Mul" && !by_window) {
         const onnx::TensorProto* t = other_const();
         std::vector<float> v = t ? floats_of(*t, what) : std::vector<float>{};
+        // Not cosine attention: one constant is the scores' scale (EfficientFormer's (q @ k^T) * scale).
+        if (v.size() == 1 && !b.q_unit && !b.k_unit && b.logit.empty() && b.bias.empty()) {
+          b.scale *= v[0];
+          return next(s);
+        }
         if (v.size() == 1) v.assign(static_cast<size_t>(b.heads), v[0]);
         if (static_cast<int64_t>(v.size()) != b.heads || !b.logit.empty() || !b.bias.empty())
           fail(n, "multiplies the window scores by something other than one factor per head, once, before the bias");
@@ -1318,13 +1346,13 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         b.merged4 = true;
       }
       if (t.size() != 3 || (t[0] != b.windows && t[0] != -1) || t[1] != seq ||
-          (t[2] != b.heads * b.head_dim && (t[2] != -1 || t[0] == -1)))
+          (t[2] != b.heads * b.vd() && (t[2] != -1 || t[0] == -1)))
         refuse();
       return next(Stage::kMerged);
     }
     case Stage::kMerged: {
       if (b.image2d) {  // the output projection: a 1x1 Conv (+ its bias)
-        const int64_t key = b.heads * b.head_dim;
+        const int64_t key = b.heads * b.vd();
         const onnx::TensorProto* wt = op == "Conv" && n.input_size() >= 2 ? constant(n.input(1)) : nullptr;
         const auto d = wt ? dims_of(*wt) : std::vector<int64_t>{};
         if (!wt || d.size() != 4 || d[1] != key || d[2] != 1 || d[3] != 1 || attr_int(n, "group", 1) != 1 ||
@@ -1344,9 +1372,9 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       }
       if (op != "MatMul" || !constant(n.input(1))) refuse();
       const auto d = dims_of(*constant(n.input(1)));
-      if (d.size() != 2 || d[0] != b.heads * b.head_dim || d[1] < 1)
+      if (d.size() != 2 || d[0] != b.heads * b.vd() || d[1] < 1)
         fail(n, "projects the merged heads with a " + ints_str(d) + " weight; dltrain reads (" +
-                    std::to_string(b.heads * b.head_dim) + ", OutputSize)");
+                    std::to_string(b.heads * b.vd()) + ", OutputSize)");
       b.proj_w = need_floats(n, 1, "weight");
       b.out = d[1];
       b.proj_b.assign(static_cast<size_t>(d[1]), 0.f);
@@ -1396,10 +1424,10 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
     case Stage::kHeadsC: {
       if (op != "Reshape") refuse();
       const auto t = target();
-      if (t.size() != 4 || !one_image(t[0]) || (t[1] != b.heads * b.head_dim && t[1] != -1) || t[2] != b.wh ||
+      if (t.size() != 4 || !one_image(t[0]) || (t[1] != b.heads * b.vd() && t[1] != -1) || t[2] != b.wh ||
           t[3] != b.ww)
         fail(n, "reshapes the heads' output (1, heads, d, H W) to " + ints_str(t) + "; dltrain reads (1, " +
-                    std::to_string(b.heads * b.head_dim) + ", " + std::to_string(b.wh) + ", " + std::to_string(b.ww) + ")");
+                    std::to_string(b.heads * b.vd()) + ", " + std::to_string(b.wh) + ", " + std::to_string(b.ww) + ")");
       return next(Stage::kMerged);
     }
     case Stage::kQkvHT:
@@ -1434,7 +1462,10 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
 // and crops it; MaxViT's in the same partition as its input.
 Value Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
   const int64_t seq = b.wh * b.ww, c = b.in.src.shape[2], key = b.heads * b.head_dim, plane = seq * seq;
+  const int64_t value = b.heads * b.vd();
   const int64_t win[2] = {b.wh, b.ww};
+  if (b.head_first && (!b.head_dim || 2 * key + value != b.qkv_cols))
+    fail(n, "closes a window attention whose head-first Q/K/V was never split into Q, K and V");
   for (int k = 0; k < 2; ++k) {
     const int64_t r = b.in.roll[k];
     if (r != 0 && (r >= win[k] || b.in.full[k] <= win[k]))
@@ -1469,8 +1500,9 @@ Value Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
           const size_t at = static_cast<size_t>(window::relative_row(i, j, b.wh, b.ww) * b.heads + h);
           const float v = b.bias[static_cast<size_t>((h * seq + i) * seq + j)];
           if (set[at] && std::fabs(table[at] - v) > 1e-6f * std::max(1.f, std::fabs(v)))
-            fail(n, "adds a bias to the window scores that is not a relative position bias (head " + std::to_string(h) +
-                        ", tokens " + std::to_string(i) + " and " + std::to_string(j) +
+            fail(n, "closes a window attention whose score bias (node '" + b.bias_node +
+                        "') is not a relative position bias (head " + std::to_string(h) + ", tokens " +
+                        std::to_string(i) + " and " + std::to_string(j) +
                         " differ from another pair at the same offset)");
           table[at] = v;
           set[at] = true;
@@ -1494,24 +1526,43 @@ Value Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
   // dltrain scales the scores by 1 / sqrt(d); another scale goes into the queries.
   const double want = cosine ? 1.0 : 1.0 / std::sqrt(static_cast<double>(b.head_dim));
   const float f = std::fabs(b.scale / want - 1) < 1e-6 ? 1.f : static_cast<float>(b.scale / want);
-  auto take = [&](int64_t col, float g, std::vector<float>& wt, std::vector<float>& bias) {
-    projection_rows(b.qkv_w, b.qkv_b, c, b.qkv_cols, col, key, g, wt, bias);
+  // Head-first: head h's columns are [h w, h w + d) for Q, then K, then dv for V (w = 2 d + dv);
+  // dltrain's projection reads Q of every head, then K, then V.
+  std::vector<int64_t> column(static_cast<size_t>(b.qkv_cols));
+  for (int64_t j = 0; j < b.qkv_cols; ++j) column[static_cast<size_t>(j)] = j;
+  if (b.head_first)
+    for (int64_t h = 0; h < b.heads; ++h)
+      for (int64_t i = 0; i < b.head_width; ++i) {
+        const int64_t d = b.head_dim, to = i < d       ? h * d + i
+                                           : i < 2 * d ? key + h * d + i - d
+                                                       : 2 * key + h * b.vd() + i - 2 * d;
+        column[static_cast<size_t>(to)] = h * b.head_width + i;
+      }
+  std::vector<float> qkv_w(b.qkv_w.size()), qkv_b(b.qkv_b.size());
+  for (int64_t j = 0; j < b.qkv_cols; ++j) {
+    const int64_t from = column[static_cast<size_t>(j)];
+    qkv_b[static_cast<size_t>(j)] = b.qkv_b[static_cast<size_t>(from)];
+    for (int64_t r = 0; r < c; ++r)
+      qkv_w[static_cast<size_t>(r * b.qkv_cols + j)] = b.qkv_w[static_cast<size_t>(r * b.qkv_cols + from)];
+  }
+  auto take = [&](int64_t col, int64_t count, float g, std::vector<float>& wt, std::vector<float>& bias) {
+    projection_rows(qkv_w, qkv_b, c, b.qkv_cols, col, count, g, wt, bias);
   };
   std::vector<float> qw, qb, kw, kb, vw, vb;
-  take(0, f, qw, qb);
-  take(key, 1.f, kw, kb);
-  take(2 * key, 1.f, vw, vb);
-  std::vector<float> ow(static_cast<size_t>(b.out * key));
+  take(0, key, f, qw, qb);
+  take(key, key, 1.f, kw, kb);
+  take(2 * key, value, 1.f, vw, vb);
+  std::vector<float> ow(static_cast<size_t>(b.out * value));
   for (int64_t o = 0; o < b.out; ++o)
-    for (int64_t i = 0; i < key; ++i)
-      ow[static_cast<size_t>(o * key + i)] = b.proj_w[static_cast<size_t>(i * b.out + o)];
+    for (int64_t i = 0; i < value; ++i)
+      ow[static_cast<size_t>(o * value + i)] = b.proj_w[static_cast<size_t>(i * b.out + o)];
   LayerSpec& s = add_layer("windowAttention", unique_name(n), {b.in.src.name});
   s.set("NumHeads", std::to_string(b.heads));
   set_list(s, "WindowSize", {b.wh, b.ww});
   if (shifted) set_list(s, "ShiftSize", {b.in.roll[0], b.in.roll[1]});
   if (b.grid) s.set("Partition", "grid");
   s.set("NumKeyChannels", std::to_string(key));
-  s.set("NumValueChannels", std::to_string(key));
+  s.set("NumValueChannels", std::to_string(value));
   s.set("OutputSize", std::to_string(b.out));
   if (b.bias.empty()) s.set("RelativePositionBias", "false");
   if (cosine) s.set("CosineAttention", "true");
@@ -1519,11 +1570,11 @@ Value Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
   last_layer_op_ = n.op_type();
   add_param(name, "QueryWeights", Shape{key, c}, std::move(qw));
   add_param(name, "KeyWeights", Shape{key, c}, std::move(kw));
-  add_param(name, "ValueWeights", Shape{key, c}, std::move(vw));
-  add_param(name, "OutputWeights", Shape{b.out, key}, std::move(ow));
+  add_param(name, "ValueWeights", Shape{value, c}, std::move(vw));
+  add_param(name, "OutputWeights", Shape{b.out, value}, std::move(ow));
   add_param(name, "QueryBias", Shape{key}, std::move(qb));
   add_param(name, "KeyBias", Shape{key}, std::move(kb));
-  add_param(name, "ValueBias", Shape{key}, std::move(vb));
+  add_param(name, "ValueBias", Shape{value}, std::move(vb));
   add_param(name, "OutputBias", Shape{b.out}, b.proj_b);
   if (!b.bias.empty()) add_param(name, "RelativePositionBias", Shape{rows, b.heads}, std::move(table));
   if (cosine) add_param(name, "LogitScale", Shape{b.heads}, std::move(logit));

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -232,11 +233,14 @@ class Importer {
   // ---- operators
   // MaxViT's partitioned tokens (onnx_import_window.cpp) pass through the per-token operators
   // below as the image they hold: the outputs carry the inputs' partition.
+  // A node that closes a window attention (reads its projection) sees the partition after.
   void node(const onnx::NodeProto& n) {
-    const Partition* p = partition_of_inputs(n);
-    const Partition keep = p ? *p : Partition{};
+    std::optional<Partition> part;
+    if (const Partition* p = partition_of_inputs(n)) part = *p;
     node_inner(n);
-    if (p && !(keep.flat && n.op_type() == "Reshape")) tag_outputs(n, keep);  // a flat image's Reshape: the image
+    if (!part)
+      if (const Partition* p = partition_of_inputs(n)) part = *p;
+    if (part && !(part->flat && n.op_type() == "Reshape")) tag_outputs(n, *part);  // a flat image's Reshape: the image
   }
   void node_inner(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
@@ -359,7 +363,7 @@ class Importer {
   void class_token(const onnx::NodeProto& n);
   void position_table(const onnx::NodeProto& n, int vi);
   void token_index(const onnx::NodeProto& n, const Value& v);
-  void token_mean(const onnx::NodeProto& n, const Value& v);
+  void token_mean(const onnx::NodeProto& n, const Value& v, bool flat_image = false);
   bool float_fold(const onnx::NodeProto& n);
 
   // ---- Swin's window attention and patch merging (onnx_import_window.cpp).
@@ -378,6 +382,13 @@ class Importer {
   struct WindowBlock {
     ImageView in;
     int64_t wh = 0, ww = 0, windows = 0, heads = 0, head_dim = 0, qkv_cols = 0, out = 0;
+    // timm's head-first Q/K/V (each head's Q, K and V side by side, head_width channels): the
+    // columns are put in Q, K, V order when the block closes, once the split gave head_dim and
+    // value_dim (EfficientFormer's values are wider than its keys)
+    bool head_first = false;
+    int64_t head_width = 0;
+    int64_t value_dim = 0;  // per head; 0: head_dim
+    int64_t vd() const { return value_dim ? value_dim : head_dim; }
     int64_t unbind_axis = 0;  // the Q/K/V axis after the heads' Transpose: 0, or 2 (timm's MaxViT)
     bool merged4 = false;     // the heads merged into (windows, wh, ww, C) (timm's MaxViT)
     // timm's Attention2d (CoAtNet): one window, the whole NCHW image; Q/K/V and the output
@@ -394,6 +405,7 @@ class Importer {
     bool q_unit = false, k_unit = false;  // Q, K divided by their norms (cosine attention)
     std::vector<float> logit;             // cosine: the scores' per-head factor
     std::vector<float> bias, mask;  // (heads, S, S) and (windows, S, S) as the graph adds them
+    std::string bias_node;          // the Add of the bias
   };
   enum class WinStage {
     kSplit, kWindows, kTokens, kQkv, kQkv5, kQkvT, kQ, kK, kKt, kV, kScores, kScores5, kProbs,

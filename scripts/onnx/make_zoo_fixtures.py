@@ -23,6 +23,7 @@ import zoo_coverage as zc
 
 SIDE = 32
 IMAGES = 2
+SIDES = {"efficientformer_timm": 56}  # fixtures whose architecture fixes another input size
 MAX_BYTES = 600 * 1024  # per fixture (the .onnx and its .onnx.data together)
 
 
@@ -309,6 +310,16 @@ def tiny_models():
                                         mlp_ratios=(2, 2), downsamples=(False, True), num_classes=10,
                                         pos_embs=(None, partial(RepConditionalPosEnc, spatial_shape=(3, 3)))))
 
+    def efficientformer_timm():
+        # timm's EfficientFormer: pooling token mixers (average pooling that leaves the padding out
+        # of its divisor, minus its input), then the image flattened to tokens for attention whose
+        # keys (32 a head) are narrower than its values (128), each head's Q, K and V side by side,
+        # a bias gathered from a table by absolute offsets, the scores scaled after Q K^T; the mean
+        # over the tokens into two heads averaged. Its bias is fixed at 7x7: a 56x56 input.
+        from timm.models.efficientformer import EfficientFormer
+        return timm_net(lambda: EfficientFormer(depths=(1, 2), embed_dims=(8, 16), downsamples=(False, True),
+                                                num_vit=1, num_classes=10))
+
     return {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small,
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
@@ -317,7 +328,8 @@ def tiny_models():
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
             "mobilevit": mobilevit, "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm,
-            "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm}
+            "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm,
+            "efficientformer_timm": efficientformer_timm}
 
 
 def strip_metadata(path):
@@ -337,7 +349,7 @@ def write_fixture(name, make, exporter, out_dir):
     import torch
     torch.manual_seed(0)
     net = make().eval()
-    pixels = zc.make_images(IMAGES, SIDE, seed=1)
+    pixels = zc.make_images(IMAGES, SIDES.get(name, SIDE), seed=1)
     x = torch.from_numpy(pixels.astype(np.float32)).permute(0, 3, 1, 2).contiguous()
     mean = torch.tensor(zc.MEAN).view(1, 3, 1, 1) * 255
     std = torch.tensor(zc.STD).view(1, 3, 1, 1) * 255

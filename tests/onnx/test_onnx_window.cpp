@@ -1,10 +1,11 @@
 // Swin's window attention through ONNX: windowAttention layers written in YAML (padded, shifted
-// with the mask, rectangular windows, another output width, Swin V2's cosine attention; MaxViT's
-// grid windows) export in the form torchvision's shifted_window_attention takes in PyTorch's
-// dynamo export and read back as the same layers computing the same probabilities; the import
-// refuses, in one line, a score bias that is not a relative position bias, a mask other than
-// torchvision's and a partition whose sizes do not match. torchvision's own exports (Swin and
-// Swin V2, both exporters) are the fixtures of tests/cli/onnx_zoo_fixtures.sh.
+// with the mask, rectangular windows, another output width, Swin V2's cosine attention, keys
+// narrower than values; MaxViT's grid windows) export in the form torchvision's
+// shifted_window_attention takes in PyTorch's dynamo export and read back as the same layers
+// computing the same probabilities; the import refuses, in one line, a score bias that is not a
+// relative position bias, a mask other than torchvision's and a partition whose sizes do not
+// match. torchvision's own exports (Swin and Swin V2, both exporters) are the fixtures of
+// tests/cli/onnx_zoo_fixtures.sh.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -35,6 +36,18 @@ const char* kGrid = R"(
 layers:
   - {type: imageInput, Name: input, InputSize: [6, 4, 4], Normalization: none}
   - {type: windowAttention, Name: g, NumHeads: 2, WindowSize: [3, 2], Partition: grid}
+  - {type: globalAveragePooling2d, Name: gap}
+  - {type: fullyConnected, Name: fc, OutputSize: 3}
+  - {type: softmax, Name: softmax}
+  - {type: classification, Name: output}
+)";
+
+// Keys narrower than values (EfficientFormer's attention): exported in timm's head-first form.
+const char* kWideValues = R"(
+layers:
+  - {type: imageInput, Name: input, InputSize: [5, 4, 4], Normalization: none}
+  - {type: windowAttention, Name: w, NumHeads: 2, WindowSize: 3, ShiftSize: 1, NumKeyChannels: 4,
+     NumValueChannels: 10, OutputSize: 6}
   - {type: globalAveragePooling2d, Name: gap}
   - {type: fullyConnected, Name: fc, OutputSize: 3}
   - {type: softmax, Name: softmax}
@@ -122,6 +135,16 @@ TEST_CASE("onnx window: Swin's window attention exports and reads back as the sa
     CHECK(!attn[0]->get_bool("CosineAttention", false));
     CHECK(round_trip(m, back, 7 * 5 * 4) < 1e-5);
   }
+  SECTION("keys narrower than values: each head's Q, K and V side by side, split") {
+    const ModelData m = model_of(kWideValues);
+    const ModelData back = exported_back(m);
+    const LayerSpec* w = layer_of_type(back, "windowAttention");
+    REQUIRE(w);
+    CHECK(w->get_int("NumKeyChannels", 0) == 4);
+    CHECK(w->get_int("NumValueChannels", 0) == 10);
+    CHECK(w->get_ints("ShiftSize", {0, 0}, 2) == std::vector<int64_t>{1, 1});
+    CHECK(round_trip(m, back, 5 * 4 * 4) < 1e-5);
+  }
   SECTION("grid windows (MaxViT)") {
     const ModelData m = model_of(kGrid);
     const ModelData back = exported_back(m);
@@ -140,7 +163,9 @@ TEST_CASE("onnx window: hostile window attention graphs are refused in one line"
   std::string want;
   SECTION("a score bias that is not a relative position bias") {
     nudge(initializer(p, "w1_bias"), 1, 0.5f);  // head 0, tokens 0 and 1 only
-    want = "node 'w1_rev' (Reshape): adds a bias to the window scores that is not a relative position bias";
+    want =
+        "node 'w1_rev' (Reshape): closes a window attention whose score bias (node 'w1_biased') is not a relative "
+        "position bias";
   }
   SECTION("a shift mask other than torchvision's") {
     nudge(initializer(p, "w1_mask"), 0, -100.f);  // window 0 hides token 0 from itself
@@ -200,8 +225,10 @@ TEST_CASE("onnx window: MaxViT graphs edited to break the partition or the atten
   CHECK(e.find('\n') == std::string::npos);
 }
 
-TEST_CASE("onnx window: timm's Swin, DeiT III, MobileViT, CoAtNet and FastViT graphs edited to break their forms are refused in one line",
-          "[onnx][swin]") {
+TEST_CASE(
+    "onnx window: timm's Swin, DeiT III, MobileViT, CoAtNet, FastViT and EfficientFormer graphs edited to break "
+    "their forms are refused in one line",
+    "[onnx][swin]") {
   // The dynamo fixtures of tests/data/onnx_zoo: their shapes small initializers inside the file,
   // the weights in the .onnx.data file beside it (copied beside the edited graph).
   TempDir dir;
@@ -272,6 +299,25 @@ TEST_CASE("onnx window: timm's Swin, DeiT III, MobileViT, CoAtNet and FastViT gr
     for (auto& n : *p.mutable_graph()->mutable_node())
       if (n.name() == "node_sub_1") n.set_input(1, "getitem");  // the stem's first, larger convolution
     want = "node 'node_sub_1' (Sub): subtracts values of different shapes or layouts";
+  }
+  SECTION("EfficientFormer's head-first Q/K/V split into keys and queries of different widths") {
+    p = load("efficientformer_timm-dynamo");
+    set_ints(initializer(p, "val_83"), {32, 16, 144});  // was (32, 32, 128): Q, K, V of each head
+    want =
+        "node 'node_Split_108' (Split): splits the head-first Q/K/V other than into Q, K and V along axis 3 (Q and "
+        "K of the same width, V the rest of 192)";
+  }
+  SECTION("EfficientFormer's attention bias not a function of the offset between tokens") {
+    p = load("efficientformer_timm-dynamo");
+    onnx::TensorProto& t = initializer(p, "index");  // (heads, 49, 49), gathered from timm's table
+    t.clear_external_data();
+    t.set_data_location(onnx::TensorProto::DEFAULT);
+    std::vector<float> bias(8 * 49 * 49, 0.f);
+    bias[1] = 1.f;  // head 0, tokens 0 and 1 only: token 1 and 2 are as far apart
+    t.set_raw_data(std::string(reinterpret_cast<const char*>(bias.data()), bias.size() * sizeof(float)));
+    want =
+        "node 'node_mul_5' (Mul): closes a window attention whose score bias (node 'node_add_4') is not a relative "
+        "position bias (head 0, tokens 1 and 2";
   }
   const std::string e = import_in(dir, p.SerializeAsString());
   CHECK_THAT(e, Catch::Contains(want));
