@@ -34,8 +34,8 @@ std::string supported_ops() {
     for (const auto& op : t->onnx_ops) out += op + ", ";
   return out +
          "Flatten, Reshape, Squeeze, Unsqueeze, Transpose (to channels-last and back), Pad, Identity, Constant, "
-         "shape arithmetic on constants (Shape, Gather, Concat, Slice, Cast, Add/Sub/Mul/Div), Mul by a "
-         "per-channel constant, and Sub/Mul/Div at the input";
+         "shape arithmetic on constants (Shape, Gather, Concat, Slice, Cast, Add/Sub/Mul/Div), Mul or Add of a "
+         "per-channel constant, Pow 2 of a computed value, and Sub/Mul/Div at the input";
 }
 
 void Importer::constant_node(const onnx::NodeProto& n) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <sstream>
 
 #include "onnx/onnx_importer.h"
 
@@ -454,14 +455,14 @@ void Importer::mul(const onnx::NodeProto& n) {
 }
 
 // Mul(value, constant of 1 or C values broadcast over the channels), or Div by one: a channel-wise
-// groupedConvolution2d with 1x1 filters, the constant as Weights and zero Bias.
-void Importer::channel_scale(const onnx::NodeProto& n, int vi, bool reciprocal) {
+// groupedConvolution2d with 1x1 filters, the constant as Weights and zero Bias; Add of such a
+// constant (offset): Weights 1 and the constant as Bias.
+void Importer::channel_scale(const onnx::NodeProto& n, int vi, bool reciprocal, bool offset) {
   const Value v = value(n, vi, false, false, true);
   const int64_t c = v.shape[2];
   if (v.flat && v.shape[0] * v.shape[1] > 1)
-    fail(n,
-         "multiplies a flattened image (N, C*H*W) by a constant; only per-channel scaling of an image or "
-         "(N, C) is supported");
+    fail(n, std::string(offset ? "adds a constant to" : "multiplies") +
+                " a flattened image (N, C*H*W); only one value per channel of an image or (N, C) is supported");
   const onnx::TensorProto& k = need_const(n, 1 - vi, "scale");
   std::vector<float> s = floats_of(k, path_ + ": node '" + node_name(n) + "'");
   if (reciprocal)
@@ -479,17 +480,22 @@ void Importer::channel_scale(const onnx::NodeProto& n, int vi, bool reciprocal) 
       if (d[i] != 1 && static_cast<int64_t>(d.size() - 1 - i) != from_end) per_channel = false;
   }
   if (!per_channel)
-    fail(n, "multiplies by a constant of shape " + dims_str(k) + "; supported: one value, or one per channel (" +
-                std::string(from_end == 2 ? "C, 1, 1" : "C") + " with C = " + std::to_string(c) + ")");
+    fail(n, (offset ? "adds a constant of shape " : "multiplies by a constant of shape ") + dims_str(k) +
+                "; supported: one value, or one per channel (" + std::string(from_end == 2 ? "C, 1, 1" : "C") +
+                " with C = " + std::to_string(c) + ")");
   if (s.size() == 1) s.assign(static_cast<size_t>(c), s[0]);
-  if (v.tokens) return fold_token_scale(n, vi, v, s);
   Value out = v;
+  if (offset) {
+    out.name = scale_channels(n, unique_name(n), v.name, std::vector<float>(static_cast<size_t>(c), 1.f), std::move(s));
+    return set_out(n, out);
+  }
+  if (v.tokens) return fold_token_scale(n, vi, v, s);
   out.name = scale_channels(n, unique_name(n), v.name, std::move(s));
   set_out(n, out);
 }
 
 std::string Importer::scale_channels(const onnx::NodeProto& n, const std::string& name, const std::string& input,
-                                     std::vector<float> scales) {
+                                     std::vector<float> scales, std::vector<float> offsets) {
   const int64_t c = static_cast<int64_t>(scales.size());
   LayerSpec& spec = add_layer("groupedConvolution2d", name, {input});
   set_list(spec, "FilterSize", {1, 1});
@@ -498,7 +504,8 @@ std::string Importer::scale_channels(const onnx::NodeProto& n, const std::string
   last_layer_op_ = n.op_type();
   const std::string made = spec.name;
   add_param(made, "Weights", Shape{c, 1, 1, 1}, std::move(scales));
-  add_param(made, "Bias", Shape{c}, std::vector<float>(static_cast<size_t>(c), 0.f));
+  if (offsets.empty()) offsets.assign(static_cast<size_t>(c), 0.f);
+  add_param(made, "Bias", Shape{c}, std::move(offsets));
   return made;
 }
 
@@ -514,6 +521,28 @@ void Importer::subtract(const onnx::NodeProto& n) {
   LayerSpec& sum = add_layer("addition", unique_name(n), {a.name, neg_name});
   Value out = a;
   out.name = sum.name;
+  set_out(n, out);
+}
+
+// Pow(value, 2) (timm's StarReLU, relu(x) ** 2): the multiplication layer of the value by itself.
+void Importer::square(const onnx::NodeProto& n) {
+  const Value v = value(n, 0, false, false, true);
+  const std::vector<float> e = need_floats(n, 1, "exponent");
+  if (e.size() != 1 || e[0] != 2.f) {
+    std::ostringstream power;
+    if (e.size() == 1)
+      power << e[0];
+    else
+      power << "of a " << dims_str(need_const(n, 1, "exponent")) << " constant";
+    fail(n, "raises a computed value to the power " + power.str() +
+                "; dltrain reads only its square (an exponent of one value, 2)");
+  }
+  if (v.tokens) fail(n, "squares a token sequence; dltrain reads the square of an image or (N, C) value only");
+  LayerSpec& s = add_layer("multiplication", unique_name(n), {v.name, v.name});
+  s.set("NumInputs", "2");
+  last_layer_op_ = n.op_type();
+  Value out = v;
+  out.name = s.name;
   set_out(n, out);
 }
 

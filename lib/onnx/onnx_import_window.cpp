@@ -216,7 +216,7 @@ const Importer::Partition* Importer::partition_of_inputs(const onnx::NodeProto& 
   if (!p) return nullptr;
   static const std::set<std::string> per_token{"LayerNormalization", "MatMul", "Add",       "Gelu",    "Relu",
                                                "Sigmoid",            "Swish",  "HardSwish", "Mul",     "Dropout",
-                                               "Identity",           "Reshape", "Transpose", "Shape"};
+                                               "Identity",           "Reshape", "Transpose", "Shape",   "Pow"};
   // The mean over all tokens of a flat image (EfficientFormer's head) ends its partition.
   const bool flat_mean = p->flat && n.op_type() == "ReduceMean";
   if ((!per_token.count(n.op_type()) && !flat_mean) || untagged)

@@ -266,12 +266,17 @@ class Importer {
     if (op == "Sub" && n.input_size() == 2 && values_.count(n.input(0)) && values_.count(n.input(1)))
       return subtract(n);  // two computed values (FastViT's RepMixer): a - b as a + (-1) b
     if (op == "Sub" || op == "Div") return input_normalization(n);
+    if (op == "Pow" && n.input_size() == 2 && values_.count(n.input(0)) && constant(n.input(1))) return square(n);
     if (op == "Add" && matmul_bias(n)) return;
     if (op == "Add" && n.input_size() == 2 && (constant(n.input(0)) != nullptr) != (constant(n.input(1)) != nullptr)) {
       const int ci = constant(n.input(0)) ? 0 : 1;  // x + 0 (timm's MobileOne without its identity branch)
       const std::vector<float> k = floats_of(*constant(n.input(ci)), path_ + ": node '" + node_name(n) + "'");
       if (!k.empty() && std::all_of(k.begin(), k.end(), [](float v) { return v == 0.f; }))
         return set_out(n, value(n, 1 - ci, false, false, true));
+      // One value or one per channel added to an image (timm's StarReLU bias), not at the input.
+      if (values_.count(n.input(1 - ci)) && !values_.at(n.input(1 - ci)).tokens &&
+          values_.at(n.input(1 - ci)).name != input_name_)
+        return channel_scale(n, 1 - ci, false, true);
     }
     if (const LayerType* t = layer_type_for_onnx(op)) return read_layer(*t, n);
     fail(n, "operator '" + op + "' is not supported by dltrain import (supported: " + supported_ops() + ")");
@@ -301,13 +306,16 @@ class Importer {
   void transpose(const onnx::NodeProto& n);
   void restride(const onnx::NodeProto& n);
   void mul(const onnx::NodeProto& n);
-  // reciprocal: Div(value, constant), the scale 1 / constant.
-  void channel_scale(const onnx::NodeProto& n, int value_input, bool reciprocal = false);
+  // reciprocal: Div(value, constant), the scale 1 / constant. offset: Add(value, constant), each
+  // channel plus its value (timm's StarReLU bias).
+  void channel_scale(const onnx::NodeProto& n, int value_input, bool reciprocal = false, bool offset = false);
   void fold_token_scale(const onnx::NodeProto& n, int vi, const Value& v, const std::vector<float>& s);
   void subtract(const onnx::NodeProto& n);
-  // A 1x1 channel-wise groupedConvolution2d scaling each channel of `input` (bias 0): its name.
+  void square(const onnx::NodeProto& n);
+  // A 1x1 channel-wise groupedConvolution2d scaling each channel of `input` (bias 0, or the
+  // offsets given): its name.
   std::string scale_channels(const onnx::NodeProto& n, const std::string& name, const std::string& input,
-                             std::vector<float> scales);
+                             std::vector<float> scales, std::vector<float> offsets = {});
 
   // ---- token sequences and attention (onnx_import_tokens.cpp). The reshapes and transposes
   // between a token sequence and the heads of an attention are read as strided views of a

@@ -346,7 +346,8 @@ class Rewriter {
   // Reshape (0, R, -1), InstanceNormalization with R ones and zeros, Reshape back to the input's
   // shape, [Transpose (0, 3, 1, 2)], Mul by the scale, Add the offset. Without the transposes
   // R is 1 (over axis 1: C, H and W, or the C of an (N, C) value); with them R is H * W (the
-  // channels of each pixel).
+  // channels of each pixel). PyTorch's GroupNorm of one group (timm's PoolFormer and MetaFormer
+  // GroupNorm1) is the same with R 1 and the Reshape back to Shape(x) of an image.
   bool layer_norm_by_instances(int norm) {
     const onnx::NodeProto& nn = g_.node(norm);
     if (nn.input_size() != 3) return false;
@@ -357,10 +358,19 @@ class Rewriter {
     if (instances < 1 || !all_equal(nn.input(1), instances, 1.f) || !all_equal(nn.input(2), instances, 0.f))
       return false;
     const int back = sole_consumer(nn.output(0), "Reshape");
-    const auto back_shape = back < 0 ? std::nullopt : ints(g_.node(back).input(1));
-    if (!back_shape || back_shape->empty() || (*back_shape)[0] != 0) return false;
+    auto back_shape = back < 0 ? std::nullopt : ints(g_.node(back).input(1));
     std::vector<int> nodes{norm, rows, back};
-    std::string x = g_.node(rows).input(0), tail = g_.node(back).output(0);
+    std::string x = g_.node(rows).input(0), tail = back < 0 ? "" : g_.node(back).output(0);
+    if (!back_shape && back >= 0 && instances == 1) {  // GroupNorm(1, C): back to Shape(x), an image
+      const int shape = inner(g_.node(back).input(1), "Shape", 1);
+      if (shape >= 0 && g_.node(shape).input(0) == x && !find_attr(g_.node(shape), "start") &&
+          !find_attr(g_.node(shape), "end")) {
+        back_shape = std::vector<int64_t>{0, 0, 0, 0};  // its rank; the scale's (C, 1, 1) says image
+        nodes.push_back(shape);
+      }
+    }
+    // The batch kept (0), or one image (the dynamo exporter's of a graph exported with one).
+    if (!back_shape || back_shape->empty() || ((*back_shape)[0] != 0 && (*back_shape)[0] != 1)) return false;
     // Tokens (N, S, C): the rows are the tokens already (dltrain's export of a per-token norm).
     const bool tokens = instances > 1 && back_shape->size() == 3 && (*back_shape)[1] == instances;
     const bool per_pixel = instances > 1 && !tokens;

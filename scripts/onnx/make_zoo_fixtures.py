@@ -320,6 +320,33 @@ def tiny_models():
         return timm_net(lambda: EfficientFormer(depths=(1, 2), embed_dims=(8, 16), downsamples=(False, True),
                                                 num_vit=1, num_classes=10))
 
+    def metaformer(**kw):
+        # timm's MetaFormer, its layer and residual scales drawn around 1 as LayerScale's gammas
+        import torch
+        from timm.models.metaformer import MetaFormer
+        m = timm_net(lambda: MetaFormer(num_classes=10, **kw))
+        with torch.no_grad():
+            for name, p in m.named_parameters():
+                if "layer_scale" in name or "res_scale" in name:
+                    p.uniform_(0.5, 1.5)
+        return m
+
+    def poolformer_timm():
+        # timm's PoolFormer (v1): GroupNorm of one group (torch.onnx's InstanceNormalization of the
+        # image as one row), pooling that leaves the padding out minus its input, 1x1-conv MLPs
+        import torch.nn as nn
+        from timm.models.metaformer import GroupNorm1
+        return metaformer(depths=(1, 1), dims=(8, 16), downsample_norm=None, mlp_act=nn.GELU, mlp_bias=True,
+                          norm_layers=GroupNorm1, layer_scale_init_values=1e-5, res_scale_init_values=None,
+                          use_mlp_head=False)
+
+    def caformer_timm():
+        # timm's CAFormer: a SepConv stage (channels-last MLPs with StarReLU: scale * relu(x) ** 2 +
+        # bias), then attention over the image flattened to tokens, residual scales, an MLP head
+        from timm.models.metaformer import Attention, LayerNorm2dNoBias, LayerNormNoBias, SepConv
+        return metaformer(depths=(1, 1), dims=(16, 32), token_mixers=(SepConv, Attention),
+                          norm_layers=(LayerNorm2dNoBias, LayerNormNoBias), res_scale_init_values=(None, 1.0))
+
     return {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small,
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
@@ -329,7 +356,8 @@ def tiny_models():
             "mobilevit": mobilevit, "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm,
             "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm,
-            "efficientformer_timm": efficientformer_timm}
+            "efficientformer_timm": efficientformer_timm, "poolformer_timm": poolformer_timm,
+            "caformer_timm": caformer_timm}
 
 
 def strip_metadata(path):

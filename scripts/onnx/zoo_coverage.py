@@ -246,7 +246,8 @@ def one_image(arch):
     into the attention's Reshape targets, and dltrain reads such graphs per image."""
     name = arch[len(TIMM):] if arch.startswith(TIMM) else arch
     return arch.startswith(TIMM) or name.startswith(("vit", "deit", "swin", "maxvit", "mobilevit", "coatnet",
-                                                     "tinyvit", "fastvit", "efficientformer"))
+                                                     "tinyvit", "fastvit", "efficientformer", "poolformer",
+                                                     "caformer"))
 
 
 def export_probs(model, x, path, exporter, threads, single):

@@ -1,7 +1,7 @@
-// ONNX import of multiplication (Mul of two computed values) and layerNormalization
-// (LayerNormalization, opset 17) in each layout the importer tracks: NCHW images, channels-last
-// values between Transpose (0, 2, 3, 1) and (0, 3, 1, 2) (ConvNeXt's LayerNorm2d), and their
-// refusals. Each graph's imported probabilities are compared with the same computation in
+// ONNX import of multiplication (Mul of two computed values, Pow 2) and layerNormalization
+// (LayerNormalization, opset 17; PyTorch's GroupNorm of one group) in each layout the importer
+// tracks: NCHW images, channels-last values between Transpose (0, 2, 3, 1) and (0, 3, 1, 2)
+// (ConvNeXt's LayerNorm2d), and their refusals; Mul and Add of per-channel constants. Each graph's imported probabilities are compared with the same computation in
 // double precision here.
 #include <catch2/catch.hpp>
 
@@ -177,6 +177,78 @@ TEST_CASE("onnx layer norm: axis 1 of an image and of channels-last data is over
   }
 }
 
+TEST_CASE("onnx layer norm: PyTorch's GroupNorm of one group (InstanceNormalization of the image as one row)",
+          "[onnx]") {
+  // torch.onnx's decomposition (timm's PoolFormer): Reshape (0, 1, -1), InstanceNormalization
+  // with scale 1 and bias 0, Reshape back to Shape(x), Mul and Add of (C, 1, 1) constants.
+  const std::vector<float> scale = values(kC, 51), bias = values(kC, 52);
+  for (bool shape_of_x : {true, false}) {
+    INFO("back to Shape(x): " << shape_of_x);
+    Head t;
+    OnnxBuilder g = t.make();
+    g.ints("rows", {3}, {0, 1, -1});
+    g.floats("one", {1}, {1.f});
+    g.floats("zero", {1}, {0.f});
+    g.floats("S", {kC, 1, 1}, scale);
+    g.floats("O", {kC, 1, 1}, bias);
+    g.node("Relu", {"x"}, {"r"});
+    g.node("Reshape", {"r", "rows"}, {"flat"});
+    OnnxBuilder::attr(g.node("InstanceNormalization", {"flat", "one", "zero"}, {"norm"}), "epsilon", int64_t{0});
+    g.model().mutable_graph()->mutable_node()->rbegin()->mutable_attribute(0)->set_type(onnx::AttributeProto::FLOAT);
+    g.model().mutable_graph()->mutable_node()->rbegin()->mutable_attribute(0)->set_f(1e-5f);
+    if (shape_of_x) {
+      g.node("Shape", {"r"}, {"shape"});
+    } else {
+      g.ints("shape", {4}, {1, kC, kH, kW});  // the dynamo exporter's, of one image
+    }
+    g.node("Reshape", {"norm", "shape"}, {"back"});
+    g.node("Mul", {"back", "S"}, {"scaled"});
+    g.node("Add", {"scaled", "O"}, {"gn"});
+    t.finish(g, "gn");
+    const ModelData m = test::imported(g);
+    const LayerSpec* spec = test::layer_of_type(m, "layerNormalization");
+    REQUIRE(spec != nullptr);
+    CHECK(spec->get_string("OperationDimension", "") == "spatial-channel");
+    check_close(test::probabilities(m, t.x, 2), t.expected([&](int img) {
+      double mean = 0, var = 0;
+      auto r = [&](int64_t k) { return std::max(0.0, t.at(img, k / kC, k % kC)); };
+      for (int64_t k = 0; k < kPixels * kC; ++k) mean += r(k) / (kPixels * kC);
+      for (int64_t k = 0; k < kPixels * kC; ++k) var += std::pow(r(k) - mean, 2) / (kPixels * kC);
+      std::vector<double> f(kPixels * kC);
+      for (int64_t k = 0; k < kPixels * kC; ++k)
+        f[k] = (r(k) - mean) / std::sqrt(var + 1e-5) * scale[k % kC] + bias[k % kC];
+      return f;
+    }));
+  }
+}
+
+TEST_CASE("onnx pow and add: StarReLU's scale * relu(x) ** 2 + bias", "[onnx]") {
+  // Pow 2 of a computed value is a multiplication layer of it by itself; Mul and Add of one
+  // constant (or one per channel) are a 1x1 channel-wise groupedConvolution2d.
+  Head t;
+  const std::vector<float> bias = values(kC, 62);
+  OnnxBuilder g = t.make();
+  g.floats("two", {}, {2.f});
+  g.floats("s", {1}, {0.8f});
+  g.floats("o", {kC, 1, 1}, bias);
+  g.node("Relu", {"x"}, {"r"});
+  g.node("Pow", {"r", "two"}, {"sq"});
+  g.node("Mul", {"s", "sq"}, {"scaled"});
+  g.node("Add", {"o", "scaled"}, {"star"});
+  t.finish(g, "star");
+  const ModelData m = test::imported(g);
+  const LayerSpec* mul = test::layer_of_type(m, "multiplication");
+  REQUIRE(mul != nullptr);
+  CHECK(mul->inputs.size() == 2);
+  CHECK(mul->inputs[0] == mul->inputs[1]);
+  check_close(test::probabilities(m, t.x, 2), t.expected([&](int img) {
+    std::vector<double> f(kPixels * kC);
+    for (int64_t p = 0; p < kPixels; ++p)
+      for (int64_t c = 0; c < kC; ++c) f[p * kC + c] = 0.8 * std::pow(std::max(0.0, t.at(img, p, c)), 2) + bias[c];
+    return f;
+  }));
+}
+
 TEST_CASE("onnx mul and layer norm: the forms dltrain does not compute are one line", "[onnx]") {
   Head t;
   auto error_of = [&](auto&& build) {
@@ -224,6 +296,21 @@ TEST_CASE("onnx mul and layer norm: the forms dltrain does not compute are one l
     g.output("y");
   });
   CHECK(has(e, "its Mean and InvStdDev outputs are not supported"));
+  e = error_of([](OnnxBuilder& g) {
+    g.floats("three", {}, {3.f});
+    g.node("Relu", {"x"}, {"r"});
+    g.node("Pow", {"r", "three"}, {"y"});
+    g.output("y");
+  });
+  CHECK(has(e, "node 'y' (Pow): raises a computed value to the power 3; dltrain reads only its square"));
+  e = error_of([](OnnxBuilder& g) {
+    g.floats("P", {1, kC, kH, kW}, values(kC * kH * kW, 46));  // a position table, not per channel
+    g.node("Relu", {"x"}, {"r"});
+    g.node("Add", {"r", "P"}, {"y"});
+    g.output("y");
+  });
+  CHECK(has(e, "node 'y' (Add): adds a constant of shape 1x4x2x3; supported: one value, or one per channel (C, 1, 1 "
+               "with C = 4)"));
 }
 
 }  // namespace dlt
