@@ -43,11 +43,15 @@ class ConcatOp;
 // project_k > 0: a linear 1x1 convolution to project_k channels (with bias, no activation)
 // reads the depthwise output in the op's own layout, and forward_depthwise writes its output
 // instead (MobileNetV2's projection): the expanded tensor is never reordered.
+// The activations (ActDesc below); declared here for the convolutions' post-ops.
+enum class ActKind;
+
 struct DepthwisePostOp {
   int64_t kernel = 0, stride = 1, pad = 0, out_h = 0, out_w = 0;
   bool relu = false;
   float relu_ceiling = std::numeric_limits<float>::infinity();
-  bool swish = false;
+  bool post_act = false;  // instead of relu: the activation act (a swish, a GELU) as a post-op
+  ActKind act{};
   int64_t project_k = 0;
   int64_t out_channels(int64_t k) const { return project_k > 0 ? project_k : k; }
 };
@@ -78,9 +82,11 @@ struct ConvDesc {
   // its device or its tensors are not host memory (the network then runs the normalization
   // apart).
   bool folded_affine = false;
-  // With inference_relu: forward(..., relu = true) applies a swish instead, z * sigmoid(z) of
-  // z = conv(x) + b (EfficientNet's SiLU folded in CPU inference; the CPU backend only).
-  bool inference_swish = false;
+  // With inference_relu: forward(..., relu = true) applies the activation inference_act instead
+  // to z = conv(x) + b: a swish z * sigmoid(z) (EfficientNet's SiLU) or a GELU, erf or tanh form
+  // (PoolFormer's and EfficientFormer's MLPs), folded in CPU inference (the CPU backend only).
+  bool inference_post_act = false;
+  ActKind inference_act{};
   // Precision: mixed. x, w and dy are rounded to bfloat16 for the multiply; products are
   // summed, and y, dx, dw, db written, in float32 (the tensors stay float32). The op may keep
   // forward's rounded x and w for the backward passes, and one rounded dy for both: between
@@ -361,7 +367,7 @@ class LrnOp {
 // Derivatives at the kinks are PyTorch's: the clipped ones pass the gradient strictly inside
 // the linear part only (clippedRelu on 0 < x < alpha, hardSigmoid where 0 < alpha x + beta < 1);
 // hardSwish's is (2x + 3) / 6 on [-3, 3], 0 below and 1 above.
-enum class ActKind {
+enum class ActKind : int {
   kRelu,
   kLeakyRelu,
   kElu,

@@ -24,7 +24,6 @@ class ActivationLayer final : public Layer {
   ActivationLayer(const LayerSpec& spec, ActKind kind) : Layer(spec), kind_(kind) {
     traits_.relu = kind == ActKind::kRelu;
     traits_.clipped_relu = kind == ActKind::kClippedRelu;
-    traits_.swish = kind == ActKind::kSwish;
     if (kind == ActKind::kLeakyRelu) alpha_ = number("Scale", 0.01);
     if (kind == ActKind::kElu) alpha_ = number("Alpha", 1.0);
     if (kind == ActKind::kClippedRelu) {
@@ -39,6 +38,9 @@ class ActivationLayer final : public Layer {
       alpha_ = number("Alpha", 1.0 / 6);
       beta_ = number("Beta", 0.5);
     }
+    // (after kind_ took Approximation tanh)
+    traits_.post_act = kind_ == ActKind::kSwish || kind_ == ActKind::kGelu || kind_ == ActKind::kGeluTanh;
+    traits_.post_act_kind = kind_;
   }
   Shape infer(const std::vector<Shape>& inputs) override {
     expect_inputs(spec_, inputs, 1);

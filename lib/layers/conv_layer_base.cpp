@@ -58,7 +58,17 @@ Shape ConvLayerBase::infer_conv(const Shape& in, int64_t k, int64_t groups) {
   traits_.conv_op = true;
   traits_.conv = d;
   traits_.op = &op_;
+  // One 1x1 filter per channel, unpadded, stride 1: x * Weights + Bias per channel (a LayerScale
+  // or another per-channel scale), which a convolution before it can fold in inference.
+  traits_.affine_in_inference =
+      groups_ == c_ && k_ == c_ && kh_ == 1 && kw_ == 1 && sh_ == 1 && sw_ == 1 && !(pt_ || pb_ || pl_ || pr_);
   return Shape{d.out_h(), d.out_w(), k_};
+}
+
+void ConvLayerBase::inference_affine(std::vector<float>& scale, std::vector<float>& shift) const {
+  DLT_CHECK(fusion_traits().affine_in_inference, "layer '" << name() << "' is not a per-channel affine");
+  scale = host_values(params_[0].value);
+  shift = host_values(params_[1].value);
 }
 
 ConvDesc ConvLayerBase::desc(int64_t n) const {

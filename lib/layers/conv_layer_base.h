@@ -26,6 +26,8 @@ class ConvLayerBase : public Layer {
                 const RunContext& ctx) override;
   int64_t flops_per_image() const override;
   std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
+  // A channel-wise 1x1 convolution (FusionTraits::affine_in_inference): Weights and Bias.
+  void inference_affine(std::vector<float>& scale, std::vector<float>& shift) const override;
   // A Conv node with the group attribute.
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override;
 

@@ -20,10 +20,11 @@ struct FusionTraits {
   // 0 < y < ceiling, the same mask as 0 < x < ceiling).
   bool clipped_relu = false;
   float ceiling = 0.f;
-  // A swish (x * sigmoid(x)), which a convolution before it applies as a post-op in inference
-  // where the backend has one (Fusion::folded_swish); training runs the two apart (swish's
-  // backward needs its input, which a fused op would not keep).
-  bool swish = false;
+  // A swish (x * sigmoid(x)) or a GELU (erf or tanh form): post_act_kind, which a convolution
+  // before it applies as a post-op in inference where the backend has one (Fusion::folded_act);
+  // training runs the two apart (their backward needs the input, which a fused op would not keep).
+  bool post_act = false;
+  ActKind post_act_kind{};
   // Its op can apply a following ReLU, forward and backward (convolutions, fullyConnected,
   // batchNormalization) ...
   bool relu_in_op = false;
@@ -63,7 +64,8 @@ struct FusionTraits {
   bool batch_norm_op = false;
   BatchNormDesc batch_norm;
   // In inference it computes x * scale + shift per channel (Layer::inference_affine), which a
-  // convolution before it can fold into its weights and bias (batchNormalization).
+  // convolution before it can fold into its weights and bias (batchNormalization, and a
+  // channel-wise 1x1 groupedConvolution2d: an imported LayerScale).
   bool affine_in_inference = false;
 };
 
@@ -85,9 +87,10 @@ struct Fusion {
   // own op ignores the fields below down to scaled_input.
   bool folds_affine = false;
   bool folded_relu = false;
-  // A convolution that in inference applies the swish after it (or after the
-  // batchNormalization it folds) as its post-op, writing the swish's output.
-  bool folded_swish = false;
+  // A convolution that in inference applies the swish or GELU after it (folded_kind; or after
+  // the batchNormalization it folds) as its post-op, writing that activation's output.
+  bool folded_act = false;
+  ActKind folded_kind{};
   // A 1x1 convolution that in inference also computes the depthwise convolution reading its
   // output (or its folded normalization's or activation's), with that convolution's folding
   // and activation, as its op's depthwise post-op (ConvOp::forward_depthwise), and with

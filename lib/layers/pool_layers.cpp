@@ -29,7 +29,8 @@ class PoolingLayer final : public Layer {
       spec_.get("Padding");
       // MATLAB's PaddingValue: 0 (the padding counts as zeros) or "mean" (padded with each
       // window's mean: the average over the taps inside the input; ONNX's count_include_pad 0).
-      if (kind_ == PoolKind::kAverage) exclude_padding_ = spec_.get_choice("PaddingValue", "0", {"0", "mean"}) == "mean";
+      if (kind_ == PoolKind::kAverage)
+        exclude_padding_ = spec_.get_choice("PaddingValue", "0", {"0", "mean"}) == "mean";
       // SegNet: keep where each maximum came from, for a maxUnpooling2d (MATLAB's 'indices'
       // and 'size' outputs; here the unpooling layer names this layer).
       if (kind_ == PoolKind::kMax) keep_indices_ = spec_.get_bool("HasUnpoolingOutputs", false);

@@ -71,7 +71,7 @@ void FusionPlan::forward_folded(size_t i, const Tensor& x, Tensor& y) {
   DLT_CHECK(node.folds && node.op, "fusion plan: node " << i << " folds nothing");
   const Params p = inference_params(i);
   const Fusion& f = fusion_[i];
-  node.op->forward(x, *p.w, *p.b, y, f.folded_relu || f.folded_swish);
+  node.op->forward(x, *p.w, *p.b, y, f.folded_relu || f.folded_act);
 }
 
 void FusionPlan::run_alone(size_t i, const Tensor& x, Tensor& y, const RunContext& ctx) {

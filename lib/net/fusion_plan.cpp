@@ -33,8 +33,9 @@ ConvDesc FusionPlan::fused_conv(const ConvDesc& conv, const Fusion& f) {
   ConvDesc d = conv;
   d.fuse_relu = f.relu;
   d.relu_ceiling = f.relu_ceiling;
-  d.inference_relu = (f.folds_affine && f.folded_relu) || f.folded_swish;
-  d.inference_swish = f.folded_swish;
+  d.inference_relu = (f.folds_affine && f.folded_relu) || f.folded_act;
+  d.inference_post_act = f.folded_act;
+  d.inference_act = f.folded_kind;
   d.folded_affine = f.folds_affine;
   d.depthwise = f.depthwise;
   d.scaled_input = f.scaled_input;
@@ -106,27 +107,31 @@ FusionPlan::FusionPlan(const std::vector<Layer*>& layers, const std::vector<std:
   }
   // Inference: a convolution and the per-channel affine (batchNormalization) that is its only
   // consumer, folded into its weights and bias.
+  // (A channel-wise 1x1 convolution is both: once folded into its producer, it folds nothing.)
+  auto folded_away = [&](size_t i) { return nodes_[i].inference.kind == Kind::kFoldedAway; };
   for (size_t p = 0; p < n; ++p) {
     const int q = only_user(p);
-    if (!traits(p).conv_op || q < 0 || !single_input(q) || !traits(static_cast<size_t>(q)).affine_in_inference)
+    if (!traits(p).conv_op || folded_away(p) || q < 0 || !single_input(q) ||
+        !traits(static_cast<size_t>(q)).affine_in_inference)
       continue;
     Fusion f = fusion[p];
     f.folds_affine = true;
     f.folded_relu = fusion[static_cast<size_t>(q)].relu;
-    // A clippedRelu or a swish that is the normalization's only consumer folds in too (the
-    // convolution's clip or swish post-op), and the convolution writes its output.
+    // A clippedRelu, a swish or a GELU that is the normalization's only consumer folds in too
+    // (the convolution's clip or activation post-op), and the convolution writes its output.
     const int r = only_user(static_cast<size_t>(q));
     bool with_r = false;
     if (!fusion[static_cast<size_t>(q)].relu && r >= 0 && single_input(r)) {
       const FusionTraits& rt = traits(static_cast<size_t>(r));
       Fusion g = f;
-      if (rt.swish) {
-        g.folded_swish = true;
+      if (rt.post_act) {
+        g.folded_act = true;
+        g.folded_kind = rt.post_act_kind;
       } else if (rt.clipped_relu) {
         g.folded_relu = true;
         g.relu_ceiling = rt.ceiling;
       }
-      if ((rt.swish || rt.clipped_relu) && supports(p, g)) {
+      if ((rt.post_act || rt.clipped_relu) && supports(p, g)) {
         f = g;
         with_r = true;
       }
@@ -145,16 +150,18 @@ FusionPlan::FusionPlan(const std::vector<Layer*>& layers, const std::vector<std:
     node.affine = layers[static_cast<size_t>(q)];
     nodes_[static_cast<size_t>(q)].inference = {Kind::kFoldedAway, static_cast<int>(p)};
   }
-  // Inference: a convolution and the swish that is its only consumer (EfficientNet's
+  // Inference: a convolution and the swish or GELU that is its only consumer (EfficientNet's
   // convolutions with their normalization folded in by the exporter, its squeeze-and-excitation
-  // reduction): the swish as the convolution's post-op.
+  // reduction; PoolFormer's and EfficientFormer's 1x1 MLPs): the activation as the convolution's
+  // post-op.
   for (size_t p = 0; p < n; ++p) {
     const int r = only_user(p);
-    if (!traits(p).conv_op || r < 0 || fusion[p].relu || fusion[p].folds_affine ||
-        !traits(static_cast<size_t>(r)).swish || !single_input(r))
+    if (!traits(p).conv_op || folded_away(p) || r < 0 || fusion[p].relu || fusion[p].folds_affine ||
+        !traits(static_cast<size_t>(r)).post_act || !single_input(r))
       continue;
     Fusion f = fusion[p];
-    f.folded_swish = true;
+    f.folded_act = true;
+    f.folded_kind = traits(static_cast<size_t>(r)).post_act_kind;
     if (!supports(p, f)) continue;
     fusion[p] = f;
     Node& node = nodes_[p];
@@ -207,7 +214,8 @@ void FusionPlan::plan_depthwise(const std::vector<Layer*>& layers, const std::ve
     f.depthwise = depthwise_geometry(dt.conv);
     f.depthwise.relu = df.relu || (df.folds_affine && df.folded_relu);
     f.depthwise.relu_ceiling = df.relu_ceiling;
-    f.depthwise.swish = df.folded_swish;
+    f.depthwise.post_act = df.folded_act;
+    f.depthwise.act = df.folded_kind;
     const int end = chain_end(d);
     // The projection: a 1x1 convolution, folded or not but with no activation, that is the
     // depthwise output's only consumer.
@@ -242,7 +250,7 @@ bool FusionPlan::linear_pointwise(const std::vector<Layer*>& layers, int q) cons
   const FusionTraits& t = layers[static_cast<size_t>(q)]->fusion_traits();
   const Node& qn = nodes_[static_cast<size_t>(q)];
   const Fusion& qf = fusion_[static_cast<size_t>(q)];
-  return t.conv_op && t.conv.is_pointwise() && !qf.relu && !qf.folded_relu && !qf.folded_swish &&
+  return t.conv_op && t.conv.is_pointwise() && !qf.relu && !qf.folded_relu && !qf.folded_act &&
          (qn.inference.kind == Kind::kLayer || qn.inference.kind == Kind::kFoldedConv);
 }
 

@@ -85,7 +85,8 @@ TEST_CASE("gpu backend: supports() names the fused ops the device runs", "[gpu][
   scaled.fuse_relu = false, scaled.scaled_input = true;
   CHECK(be.supports(scaled) == !gpu);
   ConvDesc swish = plain;
-  swish.fuse_relu = false, swish.inference_relu = swish.inference_swish = true;
+  swish.fuse_relu = false, swish.inference_relu = swish.inference_post_act = true;
+  swish.inference_act = ActKind::kSwish;
   CHECK(be.supports(swish) == !gpu);
   ConvDesc clipped = plain;
   clipped.relu_ceiling = 6.f;

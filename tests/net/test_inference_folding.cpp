@@ -177,12 +177,13 @@ TEST_CASE("inference folding: swish after a convolution or its batchNormalizatio
   };
   Network net(s, Device::cpu());
   auto index = [&](const std::string& name) { return index_of(net, name); };
-  CHECK(net.layer(index("c1")).fusion().folded_swish);       // with its normalization
-  CHECK(net.layer(index("dw")).fusion().folded_swish);       // depthwise, with its normalization
-  CHECK(net.layer(index("squeeze")).fusion().folded_swish);  // no normalization between
-  CHECK(net.layer(index("head")).fusion().folded_swish);
-  CHECK_FALSE(net.layer(index("excite")).fusion().folded_swish);  // a sigmoid after it
-  CHECK_FALSE(net.layer(index("pw")).fusion().folded_swish);      // bn3 has no activation after it
+  for (const char* name : {"c1", "dw", "squeeze", "head"}) {  // with their normalization, or without
+    INFO(name);
+    CHECK(net.layer(index(name)).fusion().folded_act);
+    CHECK(net.layer(index(name)).fusion().folded_kind == ActKind::kSwish);
+  }
+  CHECK_FALSE(net.layer(index("excite")).fusion().folded_act);  // a sigmoid after it
+  CHECK_FALSE(net.layer(index("pw")).fusion().folded_act);      // bn3 has no activation after it
   CHECK(net.folds(index("squeeze")));
   // c1, dw, pw with their normalizations; squeeze and head with their swish alone. The sigmoid
   // gate halves the features, so the probabilities spread less than the others' (0.05-0.09 here,
@@ -190,14 +191,76 @@ TEST_CASE("inference folding: swish after a convolution or its batchNormalizatio
   check_folding(s, 4, 5, 0.03);
 }
 
+TEST_CASE("inference folding: GELU after a 1x1 convolution as a post-op", "[net][fold]") {
+  // PoolFormer's and EfficientFormer's MLPs (1x1 convolution, GELU, 1x1 convolution), the erf
+  // and the tanh form, one with a batchNormalization between; a convolution whose output
+  // something besides its GELU reads keeps it apart.
+  NetworkSpec s;
+  s.layers = {
+      named("imageInput", "in", {"InputSize=[7,6,4]", "Normalization=none"}),
+      named("convolution2d", "fc1", {"FilterSize=1", "NumFilters=16"}),
+      named("gelu", "act1", {}),
+      named("convolution2d", "fc2", {"FilterSize=1", "NumFilters=8"}),
+      named("batchNormalization", "bn", {}),
+      named("gelu", "act2", {"Approximation=tanh"}),
+      named("convolution2d", "fc3", {"FilterSize=3", "NumFilters=8", "Padding=same"}),
+      named("gelu", "act3", {}),
+      named_in("addition", "res", {}, {"act3", "fc3"}),
+      named("globalAveragePooling2d", "gap", {}),
+      named("fullyConnected", "fc", {"OutputSize=5"}),
+      named("softmax", "sm", {}),
+      named("classification", "out", {}),
+  };
+  Network net(s, Device::cpu());
+  auto index = [&](const std::string& name) { return index_of(net, name); };
+  CHECK(net.layer(index("fc1")).fusion().folded_kind == ActKind::kGelu);
+  CHECK(net.layer(index("fc2")).fusion().folded_kind == ActKind::kGeluTanh);  // with bn
+  for (const char* name : {"fc1", "fc2"}) CHECK(net.layer(index(name)).fusion().folded_act);
+  CHECK_FALSE(net.layer(index("fc3")).fusion().folded_act);  // res reads it too
+  check_folding(s, 3, 2, 0.03);
+}
+
+TEST_CASE("inference folding: a channel-wise 1x1 convolution (an imported LayerScale) after a convolution",
+          "[net][fold]") {
+  // EfficientFormer's and PoolFormer's MLP end: a 1x1 convolution scaled per channel by a
+  // channel-wise 1x1 groupedConvolution2d (the import's LayerScale), then the residual addition;
+  // the one scaling an addition's output has no convolution to fold into; one with a GELU after
+  // it folds both.
+  NetworkSpec s;
+  const std::vector<std::string> scale = {"FilterSize=1", "NumFiltersPerGroup=1", "NumGroups=channel-wise"};
+  s.layers = {
+      named("imageInput", "in", {"InputSize=[5,6,8]", "Normalization=none"}),
+      named("convolution2d", "fc1", {"FilterSize=1", "NumFilters=8"}),
+      named("groupedConvolution2d", "ls1", scale),
+      named_in("addition", "res", {}, {"in", "ls1"}),
+      named("groupedConvolution2d", "ls2", scale),
+      named("convolution2d", "fc2", {"FilterSize=3", "NumFilters=8", "Padding=same"}),
+      named("groupedConvolution2d", "ls3", scale),
+      named("gelu", "act", {}),
+      named("globalAveragePooling2d", "gap", {}),
+      named("fullyConnected", "fc", {"OutputSize=5"}),
+      named("softmax", "sm", {}),
+      named("classification", "out", {}),
+  };
+  Network net(s, Device::cpu());
+  auto index = [&](const std::string& name) { return index_of(net, name); };
+  CHECK(net.layer(index("fc1")).fusion().folds_affine);
+  CHECK(net.layer(index("fc2")).fusion().folds_affine);
+  CHECK(net.layer(index("fc2")).fusion().folded_act);
+  CHECK_FALSE(net.layer(index("ls2")).fusion().folds_affine);  // its producer is an addition
+  CHECK_FALSE(net.folds(index("ls2")));
+  check_folding(s, 3, 2, 0.03);
+}
+
 }  // namespace dlt::test
 
 namespace dlt::test {
 
-TEST_CASE("inference folding: a convolution's swish post-op gives the separate swish's values", "[net][fold]") {
-  // The ops under the folded swish: oneDNN's direct convolution with an eltwise_swish post-op,
-  // and the Winograd / blocked ops with the swish op after them (ActAfterConvOp), against the
-  // plain convolution and the swish layer's op.
+TEST_CASE("inference folding: a convolution's swish or GELU post-op gives the separate activation's values",
+          "[net][fold]") {
+  // The ops under the folded swish or GELU (erf and tanh forms): oneDNN's direct convolution
+  // with an eltwise post-op, and the Winograd / blocked ops with the activation op after them
+  // (ActAfterConvOp), against the plain convolution and the activation layer's op.
   struct Case {
     const char* name;
     int64_t hw, c, k, f, groups;
@@ -208,33 +271,35 @@ TEST_CASE("inference folding: a convolution's swish post-op gives the separate s
       {"depthwise 5x5", 11, 24, 24, 5, 24},
   };
   Backend& be = cpu_backend();
-  for (const Case& cs : cases) {
-    INFO(cs.name);
-    Rng rng(5);
-    const ConvProblem p = random_conv_problem(2, cs.hw, cs.c, cs.k, cs.f, 1, cs.groups, rng);
-    const ConvDesc& d = p.d;
-    const Tensor &x = p.x, &w = p.w, &b = p.b;
-    const Shape ys{d.n, d.out_h(), d.out_w(), d.k};
-    auto plain = be.make(d);
-    auto swish = be.make(ActDesc{ys.numel(), ActKind::kSwish, 0.f});
-    Tensor pre(ys), apart(ys), together(ys), unfolded(ys);
-    plain->forward(x, w, b, pre);
-    swish->forward(pre, apart);
+  for (const Case& cs : cases)
+    for (ActKind kind : {ActKind::kSwish, ActKind::kGelu, ActKind::kGeluTanh}) {
+      INFO(cs.name << ", " << act_name(kind));
+      Rng rng(5);
+      const ConvProblem p = random_conv_problem(2, cs.hw, cs.c, cs.k, cs.f, 1, cs.groups, rng);
+      const ConvDesc& d = p.d;
+      const Tensor &x = p.x, &w = p.w, &b = p.b;
+      const Shape ys{d.n, d.out_h(), d.out_w(), d.k};
+      auto plain = be.make(d);
+      auto act = be.make(ActDesc{ys.numel(), kind, 0.f});
+      Tensor pre(ys), apart(ys), together(ys), unfolded(ys);
+      plain->forward(x, w, b, pre);
+      act->forward(pre, apart);
 
-    ConvDesc fd = d;
-    fd.inference_relu = true;
-    fd.inference_swish = true;
-    auto folded = be.make(fd);
-    folded->forward(x, w, b, together, true);
-    folded->forward(x, w, b, unfolded);  // without the post-op: the plain convolution
-    const Comparison cmp = compare(to_vec(together), to_vec(apart));
-    INFO(cmp.str());
-    CHECK(cmp.max_abs < 1e-6);
-    CHECK(compare(to_vec(unfolded), to_vec(pre)).max_abs < 1e-6);
-    int64_t negative = 0;  // swish's negative lobe is reached: a ReLU in its place would fail
-    for (int64_t i = 0; i < apart.numel(); ++i) negative += apart.data()[i] < -0.01f;
-    CHECK(negative > 0);
-  }
+      ConvDesc fd = d;
+      fd.inference_relu = true;
+      fd.inference_post_act = true;
+      fd.inference_act = kind;
+      auto folded = be.make(fd);
+      folded->forward(x, w, b, together, true);
+      folded->forward(x, w, b, unfolded);  // without the post-op: the plain convolution
+      const Comparison cmp = compare(to_vec(together), to_vec(apart));
+      INFO(cmp.str());
+      CHECK(cmp.max_abs < 1e-6);
+      CHECK(compare(to_vec(unfolded), to_vec(pre)).max_abs < 1e-6);
+      int64_t negative = 0;  // the negative lobe is reached: a ReLU in its place would fail
+      for (int64_t i = 0; i < apart.numel(); ++i) negative += apart.data()[i] < -0.01f;
+      CHECK(negative > 0);
+    }
 }
 
 }  // namespace dlt::test
@@ -245,10 +310,11 @@ namespace {
 
 enum class Act { kNone, kRelu, kClip, kSwish };
 
-void set_act(Act a, float ceiling, bool& relu, float& relu_ceiling, bool& swish) {
+void set_act(Act a, float ceiling, bool& relu, float& relu_ceiling, bool& post_act, ActKind& kind) {
   relu = a != Act::kNone;
   relu_ceiling = a == Act::kClip ? ceiling : std::numeric_limits<float>::infinity();
-  swish = a == Act::kSwish;
+  post_act = a == Act::kSwish;
+  kind = ActKind::kSwish;
 }
 
 }  // namespace
@@ -303,17 +369,15 @@ TEST_CASE("inference folding: a 1x1 convolution's depthwise post-op gives the tw
     ConvProblem p = random_conv_problem(cs.n, cs.hw, cs.c, cs.k, 1, 1, 1, rng);
     ConvProblem q = random_conv_problem(cs.n, cs.hw, cs.k, cs.k, cs.kernel, cs.stride, cs.k, rng);
     ConvDesc pd = p.d, qd = q.d;
-    bool relu = false, swish = false;
+    bool relu = false;
     float ceiling = 0.f;
-    set_act(cs.own, kCeiling, relu, ceiling, swish);
+    set_act(cs.own, kCeiling, relu, ceiling, pd.inference_post_act, pd.inference_act);
     pd.relu_ceiling = ceiling;
     pd.fuse_relu = relu && cs.fused_relu;
     pd.inference_relu = relu && !cs.fused_relu;
-    pd.inference_swish = swish;
-    set_act(cs.dw, kCeiling, relu, ceiling, swish);
+    set_act(cs.dw, kCeiling, relu, ceiling, qd.inference_post_act, qd.inference_act);
     qd.relu_ceiling = ceiling;
     qd.inference_relu = relu;
-    qd.inference_swish = swish;
     const Shape mid_shape{pd.n, pd.h, pd.w, pd.k}, y_shape{qd.n, qd.out_h(), qd.out_w(), qd.k};
     Tensor mid(mid_shape), apart(y_shape);
     be.make(pd)->forward(p.x, p.w, p.b, mid, pd.inference_relu);
@@ -333,7 +397,7 @@ TEST_CASE("inference folding: a 1x1 convolution's depthwise post-op gives the tw
     fd.depthwise.pad = qd.pad_t;
     fd.depthwise.out_h = qd.out_h();
     fd.depthwise.out_w = qd.out_w();
-    set_act(cs.dw, kCeiling, fd.depthwise.relu, fd.depthwise.relu_ceiling, fd.depthwise.swish);
+    set_act(cs.dw, kCeiling, fd.depthwise.relu, fd.depthwise.relu_ceiling, fd.depthwise.post_act, fd.depthwise.act);
     fd.depthwise.project_k = cs.project;
     auto fused = be.make(fd);
     INFO(impl_info(*fused));
@@ -420,7 +484,8 @@ TEST_CASE("inference folding: a 1x1 convolution runs the depthwise convolution a
   }
   CHECK(net.layer(index("pw2")).fusion().depthwise.stride == 2);
   CHECK(net.layer(index("pw2")).fusion().depthwise.relu_ceiling == 0.6f);
-  CHECK(net.layer(index("pw3")).fusion().depthwise.swish);
+  CHECK(net.layer(index("pw3")).fusion().depthwise.post_act);
+  CHECK(net.layer(index("pw3")).fusion().depthwise.act == ActKind::kSwish);
   CHECK(net.layer(index("pw1")).fusion().depthwise.project_k == 16);  // pj1, its normalization folded
   CHECK(net.layer(index("pw2")).fusion().depthwise.project_k == 24);  // pj2
   CHECK(net.layer(index("pw3")).fusion().depthwise.project_k == 0);   // pw4 has a ReLU

@@ -1,8 +1,8 @@
 // ONNX import of multiplication (Mul of two computed values, Pow 2) and layerNormalization
 // (LayerNormalization, opset 17; PyTorch's GroupNorm of one group) in each layout the importer
 // tracks: NCHW images, channels-last values between Transpose (0, 2, 3, 1) and (0, 3, 1, 2)
-// (ConvNeXt's LayerNorm2d), and their refusals; Mul and Add of per-channel constants. Each graph's imported probabilities are compared with the same computation in
-// double precision here.
+// (ConvNeXt's LayerNorm2d), and their refusals; Mul and Add of per-channel constants. Each graph's imported
+// probabilities are compared with the same computation in double precision here.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -309,8 +309,9 @@ TEST_CASE("onnx mul and layer norm: the forms dltrain does not compute are one l
     g.node("Add", {"r", "P"}, {"y"});
     g.output("y");
   });
-  CHECK(has(e, "node 'y' (Add): adds a constant of shape 1x4x2x3; supported: one value, or one per channel (C, 1, 1 "
-               "with C = 4)"));
+  CHECK(has(e,
+            "node 'y' (Add): adds a constant of shape 1x4x2x3; supported: one value, or one per channel (C, 1, 1 "
+            "with C = 4)"));
 }
 
 }  // namespace dlt

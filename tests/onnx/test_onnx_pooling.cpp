@@ -87,8 +87,7 @@ OnnxBuilder pool_graph(int64_t count_include_pad, bool pad_node) {
   OnnxBuilder::attr(pool, "kernel_shape", std::vector<int64_t>{kPool, kPool});
   OnnxBuilder::attr(pool, "strides", std::vector<int64_t>{kStride, kStride});
   // After the Pad node (one row on top), the pool's own top padding is one row less.
-  OnnxBuilder::attr(pool, "pads",
-                    pad_node ? std::vector<int64_t>{kPads[0] - 1, kPads[1], kPads[2], kPads[3]} : kPads);
+  OnnxBuilder::attr(pool, "pads", pad_node ? std::vector<int64_t>{kPads[0] - 1, kPads[1], kPads[2], kPads[3]} : kPads);
   OnnxBuilder::attr(pool, "count_include_pad", count_include_pad);
   g.node("Flatten", {"p"}, {"f"});
   g.floats("W", {kK, kC * kOH * kOW}, gemm_weights());

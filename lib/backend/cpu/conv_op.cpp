@@ -7,9 +7,9 @@
 // weights are oneDNN's 5-d (G, K/G, C/G, kh, kw) in the gohwi layout, which is our
 // (K, kh, kw, C/G) with K split group-major; oneDNN picks its depthwise kernels (jit_dw) when
 // groups == C. A fused clipped ReLU (ConvDesc::relu_ceiling) is a clip post-op here, a folded
-// swish (ConvDesc::inference_swish) a swish post-op; the Winograd and blocked ops run without
+// swish or GELU (ConvDesc::inference_post_act) that post-op; the Winograd and blocked ops run without
 // them and ActAfterConvOp applies the activation to their output in place, so a fused
-// clippedRelu or a folded swish never changes which algorithm a convolution runs, nor its bits.
+// clippedRelu or a folded swish (or GELU) never changes which algorithm a convolution runs, nor its bits.
 // A 1x1 convolution with ConvDesc::depthwise also makes oneDNN's 1x1 forward with a depthwise
 // post-op (make_depthwise), which computes the depthwise output from tiles of its own output
 // (on blocked activations, reordered from and to NHWC), and the projection after it.
@@ -64,7 +64,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     bwd_w_pd_ = convolution_backward_weights::primitive_desc(bwd, user_scratchpad_attr(), eng, fwd_pd_);
     if (d.inference_relu && !d.fuse_relu)
       fwd_relu_pd_ = relu_variant(fwd_pd_, strides, dil, pl, pr, eng, algorithm::convolution_direct, d.relu_ceiling,
-                                  d.inference_swish);
+                                  d.inference_post_act, d.inference_act);
     fwd_ = convolution_forward(fwd_pd_);
     if (fwd_relu_pd_) fwd_relu_ = convolution_forward(fwd_relu_pd_);
     bwd_d_ = convolution_backward_data(bwd_d_pd_);
@@ -235,9 +235,9 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
     const DepthwisePostOp& p = d_.depthwise;
     if (p.kernel <= 0 || (p.stride < 2 && p.project_k == 0) || d_.bf16 || !d_.is_pointwise()) return;
     dnnl::post_ops po;
-    if (d_.fuse_relu || d_.inference_relu) append_act(po, d_.relu_ceiling, d_.inference_swish);
+    if (d_.fuse_relu || d_.inference_relu) append_act(po, d_.relu_ceiling, d_.inference_post_act, d_.inference_act);
     po.append_dw(kF32, kF32, kF32, p.kernel, p.stride, p.pad, 0, {});
-    if (p.relu || p.swish) append_act(po, p.relu_ceiling, p.swish);
+    if (p.relu || p.post_act) append_act(po, p.relu_ceiling, p.post_act, p.act);
     dnnl::primitive_attr attr = user_scratchpad_attr();
     attr.set_post_ops(po);
     convolution_forward::desc fd(
@@ -393,10 +393,10 @@ class ActAfterConvOp final : public ConvOp, public ImplInfo {
       : ConvOp(d, Device::cpu()),
         conv_(std::move(conv)),
         act_(make_act_op(
-            ActDesc{d.n * d.out_h() * d.out_w() * d.k, d.inference_swish ? ActKind::kSwish : ActKind::kClippedRelu,
-                    d.inference_swish ? 0.f : d.relu_ceiling},
+            ActDesc{d.n * d.out_h() * d.out_w() * d.k, d.inference_post_act ? d.inference_act : ActKind::kClippedRelu,
+                    d.inference_post_act ? 0.f : d.relu_ceiling},
             ctx)),
-        what_(d.inference_swish ? " then swish" : " then clip") {}
+        what_(std::string(" then ") + (d.inference_post_act ? act_name(d.inference_act) : "clip")) {}
 
   std::string impl_info() const override {
     const auto* inner = dynamic_cast<const ImplInfo*>(conv_.get());
@@ -416,25 +416,25 @@ class ActAfterConvOp final : public ConvOp, public ImplInfo {
  private:
   std::unique_ptr<ConvOp> conv_;
   std::unique_ptr<ActOp> act_;
-  const char* what_;
+  std::string what_;
 };
 
 }  // namespace
 
 static std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx, bool direct_only) {
-  DLT_CHECK(!d.inference_swish || d.inference_relu, "conv: inference_swish without inference_relu");
-  if (!direct_only && (((d.fuse_relu || d.inference_relu) && std::isfinite(d.relu_ceiling)) || d.inference_swish)) {
+  DLT_CHECK(!d.inference_post_act || d.inference_relu, "conv: inference_post_act without inference_relu");
+  if (!direct_only && (((d.fuse_relu || d.inference_relu) && std::isfinite(d.relu_ceiling)) || d.inference_post_act)) {
     ConvDesc plain = d;
     plain.fuse_relu = false;
     plain.inference_relu = false;
-    plain.inference_swish = false;
+    plain.inference_post_act = false;
     plain.relu_ceiling = std::numeric_limits<float>::infinity();
     std::unique_ptr<ConvOp> op = make_winograd_conv_op(plain);
     if (!op) op = make_blocked_conv_op(plain, ctx);
     if (op) return std::make_unique<ActAfterConvOp>(d, std::move(op), ctx);
   }
-  // (A folded swish never reaches these two: they know no swish, and took the plain problem above.)
-  if (!direct_only && !d.inference_swish) {
+  // (A folded swish or GELU never reaches these two: they know none, and took the plain problem above.)
+  if (!direct_only && !d.inference_post_act) {
     if (auto winograd = make_winograd_conv_op(d)) return winograd;
     if (auto blocked = make_blocked_conv_op(d, ctx)) return blocked;
   }

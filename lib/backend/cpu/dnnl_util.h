@@ -67,11 +67,16 @@ inline dnnl::primitive_attr user_scratchpad_attr() {
   return attr;
 }
 // Appends a relu post-op, or with a finite ceiling min(max(x, 0), ceiling) (clip_v2, as the
-// clippedRelu act op runs it: the same bits), or with swish x * sigmoid(x) (eltwise_swish with
-// alpha 1, as the swish act op runs it).
-inline void append_act(dnnl::post_ops& po, float ceiling, bool swish) {
-  if (swish)
+// clippedRelu act op runs it: the same bits), or with post_act the activation act: a swish
+// x * sigmoid(x) (eltwise_swish with alpha 1) or a GELU (eltwise_gelu_erf, eltwise_gelu_tanh),
+// as the act ops run them.
+inline void append_act(dnnl::post_ops& po, float ceiling, bool post_act = false, ActKind act = ActKind::kRelu) {
+  if (post_act && act == ActKind::kSwish)
     po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
+  else if (post_act && act == ActKind::kGelu)
+    po.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f);
+  else if (post_act && act == ActKind::kGeluTanh)
+    po.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
   else if (std::isfinite(ceiling))
     po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip_v2, 0.f, ceiling);
   else
@@ -79,11 +84,11 @@ inline void append_act(dnnl::post_ops& po, float ceiling, bool swish) {
 }
 // That activation as the attribute's one post-op when fuse_relu.
 inline dnnl::primitive_attr relu_attr(bool fuse_relu, float ceiling = std::numeric_limits<float>::infinity(),
-                                      bool swish = false) {
+                                      bool post_act = false, ActKind act = ActKind::kRelu) {
   dnnl::primitive_attr attr = user_scratchpad_attr();
   if (fuse_relu) {
     dnnl::post_ops po;
-    append_act(po, ceiling, swish);
+    append_act(po, ceiling, post_act, act);
     attr.set_post_ops(po);
   }
   return attr;
@@ -91,15 +96,15 @@ inline dnnl::primitive_attr relu_attr(bool fuse_relu, float ceiling = std::numer
 
 // The forward pd's problem with a relu post-op, on exactly the memory formats the forward
 // chose (so the two share the weights, input and output buffers): ConvDesc::inference_relu
-// (and inference_swish: the swish post-op instead).
+// (and inference_post_act: that activation's post-op instead).
 inline dnnl::convolution_forward::primitive_desc relu_variant(
     const dnnl::convolution_forward::primitive_desc& fwd, const dnnl::memory::dims& strides,
     const dnnl::memory::dims& dilation, const dnnl::memory::dims& pad_l, const dnnl::memory::dims& pad_r,
     const dnnl::engine& eng, dnnl::algorithm alg = dnnl::algorithm::convolution_direct,
-    float ceiling = std::numeric_limits<float>::infinity(), bool swish = false) {
+    float ceiling = std::numeric_limits<float>::infinity(), bool post_act = false, ActKind act = ActKind::kRelu) {
   dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, alg, fwd.src_desc(), fwd.weights_desc(),
                                     fwd.bias_desc(), fwd.dst_desc(), strides, dilation, pad_l, pad_r);
-  return dnnl::convolution_forward::primitive_desc(d, relu_attr(true, ceiling, swish), eng);
+  return dnnl::convolution_forward::primitive_desc(d, relu_attr(true, ceiling, post_act, act), eng);
 }
 
 // The implementation name oneDNN chose ("brg:avx512_core", "jit:avx2", "gemm:jit", "ref").

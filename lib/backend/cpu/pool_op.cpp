@@ -1,6 +1,7 @@
 // Max and average pooling on oneDNN (NHWC, asymmetric padding). Average pooling counts the
-// padding as zeros (pooling_avg_include_padding) or leaves it out (pooling_avg_exclude_padding). Two forward primitives: training (max keeps
-// its workspace of indices for backward) and inference (no workspace).
+// padding as zeros (pooling_avg_include_padding) or leaves it out (pooling_avg_exclude_padding).
+// Two forward primitives: training (max keeps its workspace of indices for backward) and
+// inference (no workspace).
 //
 // Max-pooling backward below avx512_core is dltrain's own, from oneDNN's workspace: oneDNN
 // 2.6's AVX2 kernel is slow on overlapping windows (CIFAR-10's first pooling layer,

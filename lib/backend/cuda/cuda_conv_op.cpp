@@ -51,8 +51,8 @@ class CudaConvOp final : public ConvOp {
       : ConvOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx), opts_(options), name_(describe(d)) {
     if (d.bf16) require_bf16(ctx, name_);
     // A clipped ReLU (relu_ceiling) runs in the bias epilogue; the network fuses one on the GPU
-    // only under CudaFusedClippedRelu (fusion_plan.cpp). A swish is folded on the CPU only.
-    DLT_CHECK(!d.inference_swish, name_ << ": no swish epilogue on the GPU");
+    // only under CudaFusedClippedRelu (fusion_plan.cpp). A swish or GELU is folded on the CPU only.
+    DLT_CHECK(!d.inference_post_act, name_ << ": no swish or GELU epilogue on the GPU");
     const cudnnDataType_t dtype = d.bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
     oh_ = d.out_h();
     ow_ = d.out_w();
@@ -524,12 +524,12 @@ std::unique_ptr<ConvOp> make_registered(Backend& b, const ConvDesc& d) {
 }
 // What the cuDNN convolution does not run, so that Backend::supports answers the network's fusion
 // plan truthfully: the CPU's post-ops (a depthwise convolution after it, an input scaled per
-// image and channel, a swish), a batch norm folded into the weights (inference folding was
+// image and channel, a swish or GELU), a batch norm folded into the weights (inference folding was
 // measured on the CPU only; the GPU runs the normalization apart, as before) and a clipped ReLU
 // unless CudaFusedClippedRelu puts it in the bias epilogue (a clippedRelu layer then runs on its
 // own).
 bool accepts_registered(const Backend& b, const ConvDesc& d) {
-  if (d.depthwise.kernel > 0 || d.scaled_input || d.inference_swish || d.folded_affine) return false;
+  if (d.depthwise.kernel > 0 || d.scaled_input || d.inference_post_act || d.folded_affine) return false;
   return !std::isfinite(d.relu_ceiling) || b.options().cuda_fused_clipped_relu;
 }
 }  // namespace

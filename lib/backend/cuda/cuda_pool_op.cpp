@@ -21,9 +21,12 @@ class CudaPoolOp final : public PoolOp {
  public:
   CudaPoolOp(const PoolDesc& d, CudaContext& ctx) : PoolOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx) {
     std::ostringstream os;
-    os << (d.kind == PoolKind::kMax ? "max" : d.exclude_padding ? "average (padding excluded)" : "average") << " pool (input " << d.n << "x" << d.h << "x" << d.w << "x"
-       << d.c << ", window " << d.kh << "x" << d.kw << ", stride " << d.stride_h << "x" << d.stride_w << ", padding t"
-       << d.pad_t << " b" << d.pad_b << " l" << d.pad_l << " r" << d.pad_r << ")";
+    os << (d.kind == PoolKind::kMax ? "max"
+           : d.exclude_padding      ? "average (padding excluded)"
+                                    : "average")
+       << " pool (input " << d.n << "x" << d.h << "x" << d.w << "x" << d.c << ", window " << d.kh << "x" << d.kw
+       << ", stride " << d.stride_h << "x" << d.stride_w << ", padding t" << d.pad_t << " b" << d.pad_b << " l"
+       << d.pad_l << " r" << d.pad_r << ")";
     name_ = os.str();
     oh_ = d.out_h();
     ow_ = d.out_w();
@@ -115,15 +118,15 @@ class CudaPoolOp final : public PoolOp {
   std::string name_;
   int64_t oh_ = 0, ow_ = 0;
   bool rescale_ = false;  // average pooling without the padding in its divisor, over a padded input
-  PadSplit pad_;  // symmetric padding for cuDNN + the excess padded explicitly
+  PadSplit pad_;          // symmetric padding for cuDNN + the excess padded explicitly
   bool have_forward_ = false;
   size_t xp_bytes_ = 0;
   TensorDesc x_desc_, y_desc_;  // (N, Hx, Wx, C), (N, OH, OW, C)
   PoolingDesc pool_desc_;
-  Tensor xp_;      // (N, Hx, Wx, C) padded input of the last training forward
-  Tensor x_kept_;  // (N, H, W, C) input of the last training forward (no explicit padding)
-  Tensor y_copy_;  // (N, OH, OW, C) max pooling's output of the last training forward
-  Tensor y_kept_;  // what backward passes as y
+  Tensor xp_;         // (N, Hx, Wx, C) padded input of the last training forward
+  Tensor x_kept_;     // (N, H, W, C) input of the last training forward (no explicit padding)
+  Tensor y_copy_;     // (N, OH, OW, C) max pooling's output of the last training forward
+  Tensor y_kept_;     // what backward passes as y
   Tensor dy_scaled_;  // (N, OH, OW, C) the gradient scaled for exclude_padding's backward
 };
 
