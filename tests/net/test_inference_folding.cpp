@@ -81,6 +81,14 @@ LayerSpec named(const std::string& type, const std::string& name, const std::vec
   return s;
 }
 
+// layers, then a fullyConnected of 5 classes, its softmax and the classification output.
+std::vector<LayerSpec> classifier(std::vector<LayerSpec> layers) {
+  layers.push_back(named("fullyConnected", "fc", {"OutputSize=5"}));
+  layers.push_back(named("softmax", "sm", {}));
+  layers.push_back(named("classification", "out", {}));
+  return layers;
+}
+
 LayerSpec named_in(const std::string& type, const std::string& name, const std::vector<std::string>& options,
                    std::vector<std::string> inputs) {
   LayerSpec s = named(type, name, options);
@@ -117,7 +125,7 @@ TEST_CASE("inference folding: conv + batchNormalization + clippedRelu (ReLU6) as
   // MobileNet's blocks as exported with their normalizations kept: each clippedRelu folds into
   // the convolution as its clip post-op (a ceiling of 0.3 clips much of the output here).
   NetworkSpec s;
-  s.layers = {
+  s.layers = classifier({
       named("imageInput", "in", {"InputSize=[9,9,3]", "Normalization=none"}),
       named("convolution2d", "c1", {"FilterSize=3", "NumFilters=16", "Padding=same", "Stride=2"}),
       named("batchNormalization", "bn1", {}),
@@ -129,10 +137,7 @@ TEST_CASE("inference folding: conv + batchNormalization + clippedRelu (ReLU6) as
       named("convolution2d", "pw", {"FilterSize=1", "NumFilters=8"}),
       named("batchNormalization", "bn3", {}),
       named("globalAveragePooling2d", "gap", {}),
-      named("fullyConnected", "fc", {"OutputSize=5"}),
-      named("softmax", "sm", {}),
-      named("classification", "out", {}),
-  };
+  });
   Network net(s, Device::cpu());
   CHECK(net.layer(1).fusion().folded_relu);
   CHECK(net.layer(1).fusion().relu_ceiling == 0.3f);
@@ -152,7 +157,7 @@ TEST_CASE("inference folding: swish after a convolution or its batchNormalizatio
   // projection with a normalization and no activation. Each swish folds into the convolution
   // before it as its post-op.
   NetworkSpec s;
-  s.layers = {
+  s.layers = classifier({
       named("imageInput", "in", {"InputSize=[9,9,3]", "Normalization=none"}),
       named("convolution2d", "c1", {"FilterSize=3", "NumFilters=16", "Padding=same", "Stride=2"}),
       named("batchNormalization", "bn1", {}),
@@ -171,10 +176,7 @@ TEST_CASE("inference folding: swish after a convolution or its batchNormalizatio
       named("batchNormalization", "bn3", {}),
       named("convolution2d", "head", {"FilterSize=3", "NumFilters=8", "Padding=same"}),
       named("swish", "head_act", {}),
-      named("fullyConnected", "fc", {"OutputSize=5"}),
-      named("softmax", "sm", {}),
-      named("classification", "out", {}),
-  };
+  });
   Network net(s, Device::cpu());
   auto index = [&](const std::string& name) { return index_of(net, name); };
   for (const char* name : {"c1", "dw", "squeeze", "head"}) {  // with their normalization, or without
@@ -196,7 +198,7 @@ TEST_CASE("inference folding: GELU after a 1x1 convolution as a post-op", "[net]
   // and the tanh form, one with a batchNormalization between; a convolution whose output
   // something besides its GELU reads keeps it apart.
   NetworkSpec s;
-  s.layers = {
+  s.layers = classifier({
       named("imageInput", "in", {"InputSize=[7,6,4]", "Normalization=none"}),
       named("convolution2d", "fc1", {"FilterSize=1", "NumFilters=16"}),
       named("gelu", "act1", {}),
@@ -207,10 +209,7 @@ TEST_CASE("inference folding: GELU after a 1x1 convolution as a post-op", "[net]
       named("gelu", "act3", {}),
       named_in("addition", "res", {}, {"act3", "fc3"}),
       named("globalAveragePooling2d", "gap", {}),
-      named("fullyConnected", "fc", {"OutputSize=5"}),
-      named("softmax", "sm", {}),
-      named("classification", "out", {}),
-  };
+  });
   Network net(s, Device::cpu());
   auto index = [&](const std::string& name) { return index_of(net, name); };
   CHECK(net.layer(index("fc1")).fusion().folded_kind == ActKind::kGelu);
@@ -228,7 +227,7 @@ TEST_CASE("inference folding: a channel-wise 1x1 convolution (an imported LayerS
   // it folds both.
   NetworkSpec s;
   const std::vector<std::string> scale = {"FilterSize=1", "NumFiltersPerGroup=1", "NumGroups=channel-wise"};
-  s.layers = {
+  s.layers = classifier({
       named("imageInput", "in", {"InputSize=[5,6,8]", "Normalization=none"}),
       named("convolution2d", "fc1", {"FilterSize=1", "NumFilters=8"}),
       named("groupedConvolution2d", "ls1", scale),
@@ -238,10 +237,7 @@ TEST_CASE("inference folding: a channel-wise 1x1 convolution (an imported LayerS
       named("groupedConvolution2d", "ls3", scale),
       named("gelu", "act", {}),
       named("globalAveragePooling2d", "gap", {}),
-      named("fullyConnected", "fc", {"OutputSize=5"}),
-      named("softmax", "sm", {}),
-      named("classification", "out", {}),
-  };
+  });
   Network net(s, Device::cpu());
   auto index = [&](const std::string& name) { return index_of(net, name); };
   CHECK(net.layer(index("fc1")).fusion().folds_affine);
@@ -437,7 +433,7 @@ TEST_CASE("inference folding: a 1x1 convolution runs the depthwise convolution a
   // ReLU a projection.
   const std::string dw = "NumFiltersPerGroup=1";
   NetworkSpec s;
-  s.layers = {
+  s.layers = classifier({
       named("imageInput", "in", {"InputSize=[112,112,3]", "Normalization=none"}),
       named("convolution2d", "c1", {"FilterSize=3", "NumFilters=16", "Padding=same", "Stride=2"}),
       named("batchNormalization", "bn1", {}),
@@ -471,10 +467,7 @@ TEST_CASE("inference folding: a 1x1 convolution runs the depthwise convolution a
       named("groupedConvolution2d", "g4",
             {"FilterSize=3", "NumFiltersPerGroup=2", "NumGroups=channel-wise", "Padding=same"}),
       named("globalAveragePooling2d", "gap", {}),
-      named("fullyConnected", "fc", {"OutputSize=5"}),
-      named("softmax", "sm", {}),
-      named("classification", "out", {}),
-  };
+  });
   Network net(s, Device::cpu());
   auto index = [&](const std::string& name) { return index_of(net, name); };
   for (const char* name : {"pw1", "pw2", "pw3"}) {

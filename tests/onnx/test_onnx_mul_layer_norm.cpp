@@ -76,6 +76,19 @@ void check_close(const std::vector<float>& got, const std::vector<double>& want)
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+// One image's values v(k) (k = p * C + c) normalized over all of them (H, W and C: epsilon
+// 1e-5, the biased variance), times scale[c] plus bias[c].
+template <class V>
+std::vector<double> image_norm(V v, const std::vector<float>& scale, const std::vector<float>& bias) {
+  double mean = 0, var = 0;
+  for (int64_t k = 0; k < kPixels * kC; ++k) mean += v(k) / (kPixels * kC);
+  for (int64_t k = 0; k < kPixels * kC; ++k) var += std::pow(v(k) - mean, 2) / (kPixels * kC);
+  std::vector<double> f(kPixels * kC);
+  for (int64_t k = 0; k < kPixels * kC; ++k)
+    f[k] = (v(k) - mean) / std::sqrt(var + 1e-5) * scale[k % kC] + bias[k % kC];
+  return f;
+}
+
 }  // namespace
 
 TEST_CASE("onnx mul: squeeze-and-excitation's Mul of (N, C, 1, 1) and (N, C, H, W), either order", "[onnx]") {
@@ -166,13 +179,7 @@ TEST_CASE("onnx layer norm: axis 1 of an image and of channels-last data is over
     REQUIRE(spec != nullptr);
     CHECK(spec->get_string("OperationDimension", "") == "spatial-channel");
     check_close(test::probabilities(m, t.x, 2), t.expected([&](int img) {
-      double mean = 0, var = 0;
-      for (int64_t k = 0; k < kPixels * kC; ++k) mean += t.at(img, k / kC, k % kC) / (kPixels * kC);
-      for (int64_t k = 0; k < kPixels * kC; ++k) var += std::pow(t.at(img, k / kC, k % kC) - mean, 2) / (kPixels * kC);
-      std::vector<double> f(kPixels * kC);
-      for (int64_t k = 0; k < kPixels * kC; ++k)
-        f[k] = (t.at(img, k / kC, k % kC) - mean) / std::sqrt(var + 1e-5) * scale[k % kC] + bias[k % kC];
-      return f;
+      return image_norm([&](int64_t k) { return t.at(img, k / kC, k % kC); }, scale, bias);
     }));
   }
 }
@@ -210,14 +217,7 @@ TEST_CASE("onnx layer norm: PyTorch's GroupNorm of one group (InstanceNormalizat
     REQUIRE(spec != nullptr);
     CHECK(spec->get_string("OperationDimension", "") == "spatial-channel");
     check_close(test::probabilities(m, t.x, 2), t.expected([&](int img) {
-      double mean = 0, var = 0;
-      auto r = [&](int64_t k) { return std::max(0.0, t.at(img, k / kC, k % kC)); };
-      for (int64_t k = 0; k < kPixels * kC; ++k) mean += r(k) / (kPixels * kC);
-      for (int64_t k = 0; k < kPixels * kC; ++k) var += std::pow(r(k) - mean, 2) / (kPixels * kC);
-      std::vector<double> f(kPixels * kC);
-      for (int64_t k = 0; k < kPixels * kC; ++k)
-        f[k] = (r(k) - mean) / std::sqrt(var + 1e-5) * scale[k % kC] + bias[k % kC];
-      return f;
+      return image_norm([&](int64_t k) { return std::max(0.0, t.at(img, k / kC, k % kC)); }, scale, bias);
     }));
   }
 }
