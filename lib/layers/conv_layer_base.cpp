@@ -67,8 +67,12 @@ Shape ConvLayerBase::infer_conv(const Shape& in, int64_t k, int64_t groups) {
 
 void ConvLayerBase::inference_affine(std::vector<float>& scale, std::vector<float>& shift) const {
   DLT_CHECK(fusion_traits().affine_in_inference, "layer '" << name() << "' is not a per-channel affine");
-  scale = host_values(params_[0].value);
-  shift = host_values(params_[1].value);
+  // Host memory, as folding runs (the plan folds only where the backend's convolution takes it);
+  // assign reuses the vectors' storage, called on every inference forward.
+  const float* w = params_[0].value.data();
+  const float* b = params_[1].value.data();
+  scale.assign(w, w + k_);
+  shift.assign(b, b + k_);
 }
 
 ConvDesc ConvLayerBase::desc(int64_t n) const {

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
-#include <sstream>
 
 #include "onnx/onnx_importer.h"
 
@@ -528,15 +527,10 @@ void Importer::subtract(const onnx::NodeProto& n) {
 void Importer::square(const onnx::NodeProto& n) {
   const Value v = value(n, 0, false, false, true);
   const std::vector<float> e = need_floats(n, 1, "exponent");
-  if (e.size() != 1 || e[0] != 2.f) {
-    std::ostringstream power;
-    if (e.size() == 1)
-      power << e[0];
-    else
-      power << "of a " << dims_str(need_const(n, 1, "exponent")) << " constant";
-    fail(n, "raises a computed value to the power " + power.str() +
+  if (e.size() != 1 || e[0] != 2.f)
+    fail(n, "raises a computed value to the power " +
+                (e.size() == 1 ? onnx_number(e[0]) : "of a " + dims_str(need_const(n, 1, "exponent")) + " constant") +
                 "; dltrain reads only its square (an exponent of one value, 2)");
-  }
   if (v.tokens) fail(n, "squares a token sequence; dltrain reads the square of an image or (N, C) value only");
   LayerSpec& s = add_layer("multiplication", unique_name(n), {v.name, v.name});
   s.set("NumInputs", "2");

@@ -375,7 +375,8 @@ bool Importer::unfold_node(const onnx::NodeProto& n) {
 
 // timm's Attention2d (CoAtNet): a 1x1 Conv of an NCHW image into Q/K/V, read by a Reshape to
 // (1, heads, 3 d, H W) (each head's Q, K and V side by side), attends over the whole image: a
-// windowAttention of one window. The Conv's weights become its projections, Q, K, V reordered.
+// windowAttention of one window. The Conv's weights become its projections (head-first, put in
+// Q, K, V order at the close as the Reshape's are).
 bool Importer::attention2d_start(const onnx::NodeProto& n) {
   if (n.op_type() != "Conv" || n.input_size() < 2 || !constant(n.input(1)) || n.output_size() != 1) return false;
   auto it = values_.find(n.input(0));
@@ -406,23 +407,17 @@ bool Importer::attention2d_start(const onnx::NodeProto& n) {
   b.ww = w;
   b.windows = 1;
   b.heads = t[1];
+  b.head_first = true;  // each head's Q, K and V side by side: their order at the close
+  b.head_width = t[2];
   b.head_dim = t[2] / 3;
   b.qkv_cols = cols;
   const std::vector<float> wv = need_floats(n, 1, "weight");
-  const std::vector<float> bv = n.input_size() > 2 && !n.input(2).empty() ? need_floats(n, 2, "bias")
-                                                                        : std::vector<float>(static_cast<size_t>(cols), 0.f);
-  // (C, 3 K) as a MatMul reads it, the columns Q of every head, then K, then V
-  const int64_t dh = b.head_dim, key = b.heads * dh;
+  b.qkv_b = n.input_size() > 2 && !n.input(2).empty() ? need_floats(n, 2, "bias")
+                                                      : std::vector<float>(static_cast<size_t>(cols), 0.f);
+  // (C, cols) as a MatMul reads it
   b.qkv_w.assign(static_cast<size_t>(c * cols), 0.f);
-  b.qkv_b.assign(static_cast<size_t>(cols), 0.f);
-  for (int64_t hd = 0; hd < b.heads; ++hd)
-    for (int64_t part = 0; part < 3; ++part)
-      for (int64_t i = 0; i < dh; ++i) {
-        const int64_t from = hd * 3 * dh + part * dh + i, to = part * key + hd * dh + i;
-        b.qkv_b[static_cast<size_t>(to)] = bv[static_cast<size_t>(from)];
-        for (int64_t r2 = 0; r2 < c; ++r2)
-          b.qkv_w[static_cast<size_t>(r2 * cols + to)] = wv[static_cast<size_t>(from * c + r2)];
-      }
+  for (int64_t k = 0; k < cols; ++k)
+    for (int64_t r = 0; r < c; ++r) b.qkv_w[static_cast<size_t>(r * cols + k)] = wv[static_cast<size_t>(k * c + r)];
   blocks_.push_back(std::move(b));
   win_[define(n)] = WinValue{blocks_.size() - 1, Stage::kConvQkv};
   return true;
@@ -956,7 +951,7 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       case Stage::kKs: dims = {b.windows, seq, heads, d}; break;
       case Stage::kVs: dims = {b.windows, seq, heads, dv}; break;
       case Stage::kConvQkv: dims = {1, b.qkv_cols, b.wh, b.ww}; break;
-      case Stage::kQkvC: dims = {1, heads, 3 * d, seq}; break;
+      case Stage::kQkvC: dims = {1, heads, width, seq}; break;
       case Stage::kQc: dims = {1, heads, d, seq}; break;
       case Stage::kVc:
       case Stage::kHeadsC: dims = {1, heads, dv, seq}; break;
@@ -1410,9 +1405,9 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
     case Stage::kConvQkv: {
       if (op != "Reshape") refuse();
       const auto t = target();
-      if (t.size() != 4 || !one_image(t[0]) || t[1] != b.heads || t[2] != 3 * b.head_dim || (t[3] != seq && t[3] != -1))
+      if (t.size() != 4 || !one_image(t[0]) || t[1] != b.heads || t[2] != b.head_width || (t[3] != seq && t[3] != -1))
         fail(n, "reshapes an image's Q/K/V to " + ints_str(t) + "; dltrain reads (1, " + std::to_string(b.heads) + ", " +
-                    std::to_string(3 * b.head_dim) + ", " + std::to_string(seq) + ")");
+                    std::to_string(b.head_width) + ", " + std::to_string(seq) + ")");
       return next(Stage::kQkvC);
     }
     case Stage::kQkvC:  // Q, K and V of each head side by side along axis 2; K comes out as K^T
@@ -1528,23 +1523,16 @@ Value Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
   const float f = std::fabs(b.scale / want - 1) < 1e-6 ? 1.f : static_cast<float>(b.scale / want);
   // Head-first: head h's columns are [h w, h w + d) for Q, then K, then dv for V (w = 2 d + dv);
   // dltrain's projection reads Q of every head, then K, then V.
-  std::vector<int64_t> column(static_cast<size_t>(b.qkv_cols));
-  for (int64_t j = 0; j < b.qkv_cols; ++j) column[static_cast<size_t>(j)] = j;
+  std::vector<float> qkv_w = b.qkv_w, qkv_b = b.qkv_b;
   if (b.head_first)
     for (int64_t h = 0; h < b.heads; ++h)
       for (int64_t i = 0; i < b.head_width; ++i) {
-        const int64_t d = b.head_dim, to = i < d       ? h * d + i
-                                           : i < 2 * d ? key + h * d + i - d
-                                                       : 2 * key + h * b.vd() + i - 2 * d;
-        column[static_cast<size_t>(to)] = h * b.head_width + i;
+        const int64_t d = b.head_dim, from = h * b.head_width + i;
+        const int64_t to = i < d ? h * d + i : i < 2 * d ? key + h * d + i - d : 2 * key + h * b.vd() + i - 2 * d;
+        qkv_b[static_cast<size_t>(to)] = b.qkv_b[static_cast<size_t>(from)];
+        for (int64_t r = 0; r < c; ++r)
+          qkv_w[static_cast<size_t>(r * b.qkv_cols + to)] = b.qkv_w[static_cast<size_t>(r * b.qkv_cols + from)];
       }
-  std::vector<float> qkv_w(b.qkv_w.size()), qkv_b(b.qkv_b.size());
-  for (int64_t j = 0; j < b.qkv_cols; ++j) {
-    const int64_t from = column[static_cast<size_t>(j)];
-    qkv_b[static_cast<size_t>(j)] = b.qkv_b[static_cast<size_t>(from)];
-    for (int64_t r = 0; r < c; ++r)
-      qkv_w[static_cast<size_t>(r * b.qkv_cols + j)] = b.qkv_w[static_cast<size_t>(r * b.qkv_cols + from)];
-  }
   auto take = [&](int64_t col, int64_t count, float g, std::vector<float>& wt, std::vector<float>& bias) {
     projection_rows(qkv_w, qkv_b, c, b.qkv_cols, col, count, g, wt, bias);
   };

@@ -274,8 +274,8 @@ class Importer {
       if (!k.empty() && std::all_of(k.begin(), k.end(), [](float v) { return v == 0.f; }))
         return set_out(n, value(n, 1 - ci, false, false, true));
       // One value or one per channel added to an image (timm's StarReLU bias), not at the input.
-      if (values_.count(n.input(1 - ci)) && !values_.at(n.input(1 - ci)).tokens &&
-          values_.at(n.input(1 - ci)).name != input_name_)
+      const auto x = values_.find(n.input(1 - ci));
+      if (x != values_.end() && !x->second.tokens && x->second.name != input_name_)
         return channel_scale(n, 1 - ci, false, true);
     }
     if (const LayerType* t = layer_type_for_onnx(op)) return read_layer(*t, n);
@@ -390,9 +390,10 @@ class Importer {
   struct WindowBlock {
     ImageView in;
     int64_t wh = 0, ww = 0, windows = 0, heads = 0, head_dim = 0, qkv_cols = 0, out = 0;
-    // timm's head-first Q/K/V (each head's Q, K and V side by side, head_width channels): the
-    // columns are put in Q, K, V order when the block closes, once the split gave head_dim and
-    // value_dim (EfficientFormer's values are wider than its keys)
+    // timm's head-first Q/K/V (each head's Q, K and V side by side, head_width channels: the
+    // Reshape to (windows, S, heads, w) or CoAtNet's (1, heads, w, H W)): the columns are put in
+    // Q, K, V order when the block closes, once the split gave head_dim and value_dim
+    // (EfficientFormer's values are wider than its keys)
     bool head_first = false;
     int64_t head_width = 0;
     int64_t value_dim = 0;  // per head; 0: head_dim

@@ -358,10 +358,11 @@ class Rewriter {
     if (instances < 1 || !all_equal(nn.input(1), instances, 1.f) || !all_equal(nn.input(2), instances, 0.f))
       return false;
     const int back = sole_consumer(nn.output(0), "Reshape");
-    auto back_shape = back < 0 ? std::nullopt : ints(g_.node(back).input(1));
+    if (back < 0) return false;
+    auto back_shape = ints(g_.node(back).input(1));
     std::vector<int> nodes{norm, rows, back};
-    std::string x = g_.node(rows).input(0), tail = back < 0 ? "" : g_.node(back).output(0);
-    if (!back_shape && back >= 0 && instances == 1) {  // GroupNorm(1, C): back to Shape(x), an image
+    std::string x = g_.node(rows).input(0), tail = g_.node(back).output(0);
+    if (!back_shape && instances == 1) {  // GroupNorm(1, C): back to Shape(x), an image
       const int shape = inner(g_.node(back).input(1), "Shape", 1);
       if (shape >= 0 && g_.node(shape).input(0) == x && !find_attr(g_.node(shape), "start") &&
           !find_attr(g_.node(shape), "end")) {

@@ -216,14 +216,15 @@ def tiny_models():
         return m
 
     def timm_net(make):
-        # timm's own classes, shrunk (timm is in the zoo venv): LayerScale's gammas drawn around 1,
-        # where their 1e-5 start would hide how the import treats them
+        # timm's own classes, shrunk (timm is in the zoo venv): LayerScale's gammas (and MetaFormer's
+        # layer and residual scales) drawn around 1, where their 1e-5 start would hide how the
+        # import treats them
         import torch
         m = make()
         zc.draw_zeros(m)
         with torch.no_grad():
             for name, p in m.named_parameters():
-                if name.endswith("gamma"):
+                if name.endswith("gamma") or "layer_scale" in name or "res_scale" in name:
                     p.uniform_(0.5, 1.5)
         return m
 
@@ -321,15 +322,8 @@ def tiny_models():
                                                 num_vit=1, num_classes=10))
 
     def metaformer(**kw):
-        # timm's MetaFormer, its layer and residual scales drawn around 1 as LayerScale's gammas
-        import torch
         from timm.models.metaformer import MetaFormer
-        m = timm_net(lambda: MetaFormer(num_classes=10, **kw))
-        with torch.no_grad():
-            for name, p in m.named_parameters():
-                if "layer_scale" in name or "res_scale" in name:
-                    p.uniform_(0.5, 1.5)
-        return m
+        return timm_net(lambda: MetaFormer(num_classes=10, **kw))
 
     def poolformer_timm():
         # timm's PoolFormer (v1): GroupNorm of one group (torch.onnx's InstanceNormalization of the
