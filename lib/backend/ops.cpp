@@ -36,6 +36,9 @@ ConvOp::ConvOp(const ConvDesc& d, Device device) : desc_(d), device_(device) {
     throw ShapeError("conv: " + std::to_string(d.groups) + " groups do not divide the " + std::to_string(d.c) +
                      " input channels and " + std::to_string(d.k) + " filters (each group needs C / G inputs and " +
                      "K / G filters)");
+  DLT_CHECK(!d.sum_relu || d.inference_sum, "conv: sum_relu without inference_sum");
+  DLT_CHECK(!d.inference_sum || (!d.fuse_relu && !d.inference_relu && d.depthwise.kernel == 0 && !d.scaled_input),
+            "conv: a residual sum after the convolution's own activation or post-op is not a kernel of any backend");
 }
 
 void ConvOp::forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu) {
@@ -75,6 +78,21 @@ void ConvOp::forward_scaled(const Tensor& x, const Tensor& s, const Tensor& w, c
   expect(b, d.k, device_, "conv forward_scaled", "b");
   expect(y, d.n * d.out_h() * d.out_w() * d.k, device_, "conv forward_scaled", "y");
   do_forward_scaled(x, s, w, b, y);
+}
+
+void ConvOp::forward_sum(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& r, Tensor& y) {
+  const ConvDesc& d = desc_;
+  DLT_CHECK(d.inference_sum, "conv forward_sum: the op was made without ConvDesc::inference_sum");
+  expect(x, d.n * d.h * d.w * d.c, device_, "conv forward_sum", "x");
+  expect(w, d.weight_numel(), device_, "conv forward_sum", "w");
+  expect(b, d.k, device_, "conv forward_sum", "b");
+  expect(r, d.n * d.out_h() * d.out_w() * d.k, device_, "conv forward_sum", "r");
+  expect(y, d.n * d.out_h() * d.out_w() * d.k, device_, "conv forward_sum", "y");
+  do_forward_sum(x, w, b, r, y);
+}
+
+void ConvOp::do_forward_sum(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Tensor&) {
+  DLT_CHECK(false, "conv forward_sum: this kernel has no residual sum (its accepts must decline inference_sum)");
 }
 
 void ConvOp::backward_data(const Tensor& dy, const Tensor& w, Tensor& dx) {

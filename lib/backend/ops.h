@@ -99,6 +99,12 @@ struct ConvDesc {
   // convolution without activation; CPU inference of squeeze-and-excitation's product and the
   // projection after it); ConvOp::scaled_ready says whether the op can.
   bool scaled_input = false;
+  // forward_sum(x, w, b, r, y) writes y = conv(x) + b + r, then a ReLU when sum_relu: a
+  // residual addition, and the ReLU after it, folded into the convolution that computes one of
+  // its inputs (CPU inference; the plan asks for it on a convolution without an activation of
+  // its own, its normalization folded or not).
+  bool inference_sum = false;
+  bool sum_relu = false;
   int64_t out_h() const { return (h + pad_t + pad_b - ((kh - 1) * dilation_h + 1)) / stride_h + 1; }
   int64_t out_w() const { return (w + pad_l + pad_r - ((kw - 1) * dilation_w + 1)) / stride_w + 1; }
   int64_t group_c() const { return c / groups; }  // input channels each filter sees
@@ -135,6 +141,8 @@ class ConvOp {
   // Whether this op has a kernel for ConvDesc::scaled_input (on the CPU, float32, where the
   // per-image weights are small against the image); when not, the caller multiplies first.
   virtual bool scaled_ready() const { return false; }
+  // ConvDesc::inference_sum: y = conv(x) + b + r (r of y's size), and its ReLU when sum_relu.
+  void forward_sum(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& r, Tensor& y);
 
  protected:
   ConvOp(const ConvDesc& d, Device device);
@@ -147,6 +155,8 @@ class ConvOp {
                                     const Tensor&, const Tensor&, Tensor&) {}
   // Reached only where scaled_ready() (forward_scaled checks).
   virtual void do_forward_scaled(const Tensor&, const Tensor&, const Tensor&, const Tensor&, Tensor&) {}
+  // Every kernel that accepts ConvDesc::inference_sum overrides it (this one throws).
+  virtual void do_forward_sum(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& r, Tensor& y);
 
  private:
   ConvDesc desc_;

@@ -67,6 +67,9 @@ struct FusionTraits {
   // convolution before it can fold into its weights and bias (batchNormalization, and a
   // channel-wise 1x1 groupedConvolution2d: an imported LayerScale).
   bool affine_in_inference = false;
+  // An addition of two inputs of one size (a residual connection): a convolution computing one
+  // of them can add the other in its op in inference (Fusion::summed).
+  bool residual_sum = false;
 };
 
 // The plan's decisions for one layer; all false: the layer runs alone.
@@ -101,6 +104,11 @@ struct Fusion {
   // before it (FusionTraits::channel_scale_input): its input times a per-image, per-channel
   // scale, as its weights times that scale (ConvOp::forward_scaled).
   bool scaled_input = false;
+  // A convolution without an activation of its own that in inference also computes the
+  // addition reading its output (or its folded normalization's), adding the addition's other
+  // input in its op (ConvOp::forward_sum), and the ReLU after that addition when sum_relu.
+  bool summed = false;
+  bool sum_relu = false;
   // A batchNormalization that in training runs its ReLU and the max pooling of geometry
   // max_pool (per image) after it as one op (BnReluMaxPoolOp): in a training pass that is not
   // data-parallel (RunContext::comm of size 1 or none), the network calls its forward with

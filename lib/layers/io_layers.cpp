@@ -125,6 +125,7 @@ class AdditionLayer final : public Layer {
       if (inputs[i] != inputs[0])
         shape_error(spec_, "inputs " + spec_.inputs[0] + " (" + inputs[0].str() + ") and " + spec_.inputs[i] + " (" +
                                inputs[i].str() + ") differ in size");
+    traits_.residual_sum = inputs.size() == 2;
     return inputs[0];
   }
   void setup(int64_t, Backend&) override {}

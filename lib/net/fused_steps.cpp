@@ -66,12 +66,17 @@ FusionPlan::Params FusionPlan::inference_params(size_t i) {
   return {&node.folded_w, &node.folded_b};
 }
 
-void FusionPlan::forward_folded(size_t i, const Tensor& x, Tensor& y) {
+void FusionPlan::forward_folded(size_t i, const Tensor& x, Tensor& y, const Tensor* residual) {
   Node& node = nodes_[i];
   DLT_CHECK(node.folds && node.op, "fusion plan: node " << i << " folds nothing");
-  const Params p = inference_params(i);
   const Fusion& f = fusion_[i];
-  node.op->forward(x, *p.w, *p.b, y, f.folded_relu || f.folded_act);
+  DLT_CHECK(f.summed == (residual != nullptr),
+            "fusion plan: node " << i << ": the residual input does not match the plan");
+  const Params p = inference_params(i);
+  if (f.summed)
+    node.op->forward_sum(x, *p.w, *p.b, *residual, y);
+  else
+    node.op->forward(x, *p.w, *p.b, y, f.folded_relu || f.folded_act);
 }
 
 void FusionPlan::run_alone(size_t i, const Tensor& x, Tensor& y, const RunContext& ctx) {

@@ -39,6 +39,8 @@ ConvDesc FusionPlan::fused_conv(const ConvDesc& conv, const Fusion& f) {
   d.folded_affine = f.folds_affine;
   d.depthwise = f.depthwise;
   d.scaled_input = f.scaled_input;
+  d.inference_sum = f.summed;
+  d.sum_relu = f.sum_relu;
   return d;
 }
 
@@ -173,6 +175,7 @@ FusionPlan::FusionPlan(const std::vector<Layer*>& layers, const std::vector<std:
   }
   plan_depthwise(layers, inputs, users, backend);
   plan_scaled(layers, users, backend);
+  plan_sum(layers, inputs, users, backend);
   for (size_t i = 0; i < n; ++i) layers[i]->set_fusion(fusion[i]);
 }
 
@@ -275,6 +278,54 @@ void FusionPlan::plan_scaled(const std::vector<Layer*>& layers, const std::vecto
     qn.scale_input = scale;
     qn.inference = {Kind::kScaledConv, static_cast<int>(m)};
     nodes_[m].inference = {Kind::kFoldedAway, q};
+  }
+}
+
+// Inference: a convolution without an activation of its own, its normalization folded or not
+// (ResNet's last convolution of a block, a branch's closing projection with its LayerScale
+// folded), and the two-input addition that is the only consumer of its output: the addition,
+// and the ReLU that is the addition's only consumer, run in the convolution's op
+// (ConvDesc::inference_sum), which adds the addition's other input. That input must be computed
+// before the convolution's step: a node before it (every node's output is written at its own
+// step or an earlier one; the values a fused step leaves unwritten have only that step as
+// consumer). A block's projection shortcut that comes after its last convolution takes the sum
+// instead.
+void FusionPlan::plan_sum(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& inputs,
+                          const std::vector<std::vector<int>>& users, const Backend& backend) {
+  auto only_user = [&](int i) {
+    return users[static_cast<size_t>(i)].size() == 1 ? users[static_cast<size_t>(i)][0] : -1;
+  };
+  for (size_t p = 0; p < layers.size(); ++p) {
+    const FusionTraits& t = layers[p]->fusion_traits();
+    Node& pn = nodes_[p];
+    const Fusion& pf = fusion_[p];
+    if (!t.conv_op || pf.relu || pf.folded_relu || pf.folded_act || pf.depthwise.kernel > 0 || pf.scaled_input ||
+        (pn.inference.kind != Kind::kLayer && pn.inference.kind != Kind::kFoldedConv))
+      continue;
+    const int e = pn.inference.kind == Kind::kFoldedConv ? pn.output : static_cast<int>(p);
+    const int a = only_user(e);
+    if (a < 0 || !layers[static_cast<size_t>(a)]->fusion_traits().residual_sum ||
+        inputs[static_cast<size_t>(a)].size() != 2 || nodes_[static_cast<size_t>(a)].inference.kind != Kind::kLayer)
+      continue;
+    const std::vector<int>& in = inputs[static_cast<size_t>(a)];
+    const int other = in[0] == e ? in[1] : in[0];
+    if (other == e || other >= static_cast<int>(p)) continue;
+    const int r = only_user(a);
+    const bool relu = r >= 0 && inputs[static_cast<size_t>(r)].size() == 1 &&
+                      layers[static_cast<size_t>(r)]->fusion_traits().relu &&
+                      nodes_[static_cast<size_t>(r)].inference.kind == Kind::kLayer;
+    Fusion f = pf;
+    f.summed = true;
+    f.sum_relu = relu;
+    if (!backend.supports(fused_conv(t.conv, f))) continue;
+    fusion_[p] = f;
+    if (pn.inference.kind == Kind::kLayer) pn.inference = {Kind::kFoldedConv, a};
+    pn.conv = layers[p];
+    pn.folds = true;
+    pn.sum = other;
+    pn.output = relu ? r : a;
+    nodes_[static_cast<size_t>(a)].inference = {Kind::kFoldedAway, static_cast<int>(p)};
+    if (relu) nodes_[static_cast<size_t>(r)].inference = {Kind::kFoldedAway, static_cast<int>(p)};
   }
 }
 

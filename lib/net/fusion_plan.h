@@ -23,6 +23,10 @@
 //  - a multiplication by a per-channel scale (squeeze-and-excitation) and the linear 1x1
 //    convolution that is its only consumer, as that convolution with per-image weights in
 //    inference (ConvDesc::scaled_input; apart where the op has no kernel for the batch).
+//  - a convolution without an activation (its normalization folded or not), the two-input
+//    addition that is its only consumer and the ReLU after that, as the convolution with the
+//    addition's other input added in its op in inference (ConvDesc::inference_sum; a residual
+//    connection), where that input is computed before the convolution runs.
 // Adding a fusion: what the rule needs of a layer as FusionTraits data (an op descriptor, a
 // fact), its decision in Fusion, a rule in fusion_plan.cpp that asks Backend::supports for the
 // fused op's descriptor, and, for a step that runs two layers, a Kind, its run in
@@ -46,7 +50,7 @@ class FusionPlan {
     kFoldedAway,     // inference: nothing, the convolution partner computes this batchNormalization
                      // (or the clippedRelu or swish after one, or a swish after it)
     kFoldedConv,     // inference: the convolution also computes batchNormalization partner (or
-                     // swish partner)
+                     // swish partner, or the residual addition after it)
     kConvDepthwise,  // inference: the 1x1 convolution, folded as kFoldedConv or not, also computes
                      // the depthwise convolution partner (folded or not), and its projection
     kScaledConv,     // inference: the 1x1 convolution, folded as kFoldedConv or not, also computes
@@ -94,6 +98,8 @@ class FusionPlan {
   bool runs_in_max_pool(size_t bn) const { return nodes_[bn].training.kind == Kind::kInMaxPool; }
   // kScaledConv: which of the multiplication's two inputs is the per-channel scale.
   int scale_input(size_t conv) const { return nodes_[conv].scale_input; }
+  // kFoldedConv with a residual sum: the node whose output the convolution adds (-1: none).
+  int sum_input(size_t conv) const { return nodes_[conv].sum; }
 
   // ---- the fused inference steps (fused_steps.cpp) ----
   // Makes node i's fused op for batch size n (mixed: Precision mixed) where its inference step
@@ -103,8 +109,9 @@ class FusionPlan {
   // batch size; where not, the step runs the layers apart.
   bool depthwise_ready(size_t conv) const;
   bool scaled_ready(size_t conv) const;
-  // kFoldedConv: convolution i computes its batchNormalization's (or swish's) output y from x.
-  void forward_folded(size_t i, const Tensor& x, Tensor& y);
+  // kFoldedConv: convolution i computes its batchNormalization's (or swish's) output y from x,
+  // or that plus residual (the output of sum_input, null without) and the ReLU after the sum.
+  void forward_folded(size_t i, const Tensor& x, Tensor& y, const Tensor* residual = nullptr);
   // kConvDepthwise at 1x1 convolution i: y is folded_output's, mid depthwise_input's, pj_mid
   // projection_input's (null without a projection).
   void forward_depthwise(size_t i, const Tensor& x, Tensor& mid, Tensor* pj_mid, Tensor& y, const RunContext& ctx);
@@ -130,6 +137,8 @@ class FusionPlan {
     // kScaledConv: the multiplication and scale_input.
     Layer* mul = nullptr;
     int scale_input = -1;
+    // kFoldedConv: sum_input.
+    int sum = -1;
     // fused_steps.cpp: the convolution's inference op (setup), which is also the layer's own
     // (FusionTraits::op), and its folded weights and bias.
     std::shared_ptr<ConvOp> op;
@@ -139,6 +148,8 @@ class FusionPlan {
                       const std::vector<std::vector<int>>& users, const Backend& backend);
   void plan_scaled(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& users,
                    const Backend& backend);
+  void plan_sum(const std::vector<Layer*>& layers, const std::vector<std::vector<int>>& inputs,
+                const std::vector<std::vector<int>>& users, const Backend& backend);
   // Node q's layer is a 1x1 convolution without activation (folded with its normalization or
   // not) that no other inference step has taken.
   bool linear_pointwise(const std::vector<Layer*>& layers, int q) const;

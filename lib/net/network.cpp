@@ -254,7 +254,8 @@ const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
       if (step.kind == Kind::kBnReluMaxPool)
         stepped.layer->forward(xs, n.out, ctx);
       else if (step.kind == Kind::kFoldedConv)
-        plan_.forward_folded(i, *xs[0], nodes_[static_cast<size_t>(plan_.folded_output(i))].out);
+        plan_.forward_folded(i, *xs[0], nodes_[static_cast<size_t>(plan_.folded_output(i))].out,
+                             plan_.sum_input(i) >= 0 ? &nodes_[root(plan_.sum_input(i))].out : nullptr);
       else if (step.kind == Kind::kConvDepthwise)
         plan_.forward_depthwise(i, *xs[0], nodes_[root(plan_.depthwise_input(i))].out,
                                 plan_.projection_input(i) >= 0 ? &nodes_[root(plan_.projection_input(i))].out : nullptr,

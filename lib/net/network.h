@@ -82,6 +82,8 @@ class Network {
   bool runs_depthwise(size_t conv) const { return plan_.runs_depthwise(conv); }
   // Whether 1x1 convolution `conv` computes the multiplication before it in inference (FusionPlan).
   bool runs_scaled(size_t conv) const { return plan_.runs_scaled(conv); }
+  // Whether convolution `conv` adds the residual addition after it in inference (FusionPlan).
+  bool runs_sum(size_t conv) const { return plan_.sum_input(conv) >= 0; }
   // After set_batch: whether those steps run as one op at this batch size (else the layers
   // run apart: the backend's op has no kernel for the batch, or mixed precision).
   bool depthwise_ready(size_t conv) const { return plan_.depthwise_ready(conv); }

@@ -3,6 +3,7 @@
 // sums), and differ from the unrounded reference by bfloat16's rounding (so the rounding ran).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -80,6 +81,26 @@ void check_conv(ConvDesc d) {
   expect_mixed("backward_weights dw", tdw, dw_r, dw_e);
   INFO("db " << compare(tdb, db_e).str());
   CHECK(compare(tdb, db_e).rel <= kMixedTol);
+  if (d.fuse_relu) return;
+  // Inference's residual sum (ConvDesc::inference_sum) on the same rounded operands: the
+  // rounded-input convolution, plus r, through the ReLU.
+  ConvDesc sd = d;
+  sd.inference_sum = sd.sum_relu = true;
+  auto sum_op = cpu_backend().make(sd);
+  INFO(impl_info(*sum_op));
+  const Vec r = random_vec(d.n * oh * ow * d.k, rng);
+  Tensor tr = to_tensor(r, ty.shape()), ts(ty.shape());
+  sum_op->forward_sum(tx, tw, tb, tr, ts);
+  Vec want = ref::conv_forward(d, xr, wr, b);
+  int64_t negative = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    want[i] += r[i];
+    negative += want[i] < 0;
+    want[i] = std::max(want[i], 0.0);
+  }
+  CHECK(negative > 0);
+  INFO("forward_sum " << compare(ts, want).str());
+  CHECK(compare(ts, want).rel <= kSumTol);
 }
 
 }  // namespace

@@ -70,7 +70,7 @@ TEST_CASE("gpu backend: the CUDA plugin has a kernel for every op and light kern
 }
 
 // What the fusion plan asks before it plans a fused op: the CUDA convolution runs no depthwise
-// post-op, scaled input or swish, and a clipped ReLU only under CudaFusedClippedRelu; the CUDA
+// post-op, scaled input, swish or residual sum, and a clipped ReLU only under CudaFusedClippedRelu; the CUDA
 // backend has no fused batch norm + ReLU + max pooling. The CPU (the self-check) runs them all.
 TEST_CASE("gpu backend: supports() names the fused ops the device runs", "[gpu][backend]") {
   const bool gpu = testing_a_gpu();
@@ -88,6 +88,9 @@ TEST_CASE("gpu backend: supports() names the fused ops the device runs", "[gpu][
   swish.fuse_relu = false, swish.inference_relu = swish.inference_post_act = true;
   swish.inference_act = ActKind::kSwish;
   CHECK(be.supports(swish) == !gpu);
+  ConvDesc summed = plain;
+  summed.fuse_relu = false, summed.inference_sum = summed.sum_relu = true;
+  CHECK(be.supports(summed) == !gpu);
   ConvDesc clipped = plain;
   clipped.relu_ceiling = 6.f;
   CHECK(be.supports(clipped) == !gpu);

@@ -610,3 +610,135 @@ TEST_CASE("inference folding: a 1x1 convolution computes the squeeze-and-excitat
 }
 
 }  // namespace dlt::test
+
+namespace dlt::test {
+
+namespace {
+
+// What forward_sum must give: relu(conv(x) + b + r) (or without the ReLU), from the plain
+// convolution's output.
+Vec summed(const Tensor& conv_out, const Tensor& r, bool relu) {
+  Vec y = to_vec(conv_out);
+  const Vec rv = to_vec(r);
+  for (size_t i = 0; i < y.size(); ++i) {
+    y[i] += rv[i];
+    if (relu) y[i] = std::max(y[i], 0.0);
+  }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("inference folding: a convolution's residual sum gives the convolution, addition and ReLU's values",
+          "[net][fold]") {
+  // The op under the residual-sum fusion (ConvDesc::inference_sum): oneDNN's forward with a
+  // binary add post-op (and the ReLU after it), or the Winograd / blocked ops, and kernels
+  // without that post-op, with one add pass after them (SumAfterConvOp, ResidualAdd), against
+  // the plain convolution, then the addition and the ReLU. forward() of the same op stays the
+  // plain convolution.
+  struct Case {
+    const char* name;
+    int64_t hw, c, k, f, stride, groups;
+  };
+  const Case cases[] = {
+      {"1x1, 32 -> 48", 9, 32, 48, 1, 1, 1},
+      {"3x3, 64 -> 64 (the Winograd shape)", 12, 64, 64, 3, 1, 1},
+      {"3x3 stride 2, 16 -> 24", 11, 16, 24, 3, 2, 1},
+      {"depthwise 5x5", 10, 24, 24, 5, 1, 24},
+  };
+  Backend& be = cpu_backend();
+  for (const Case& cs : cases)
+    for (bool relu : {false, true}) {
+      INFO(cs.name << (relu ? ", then a ReLU" : ""));
+      Rng rng(9);
+      const ConvProblem p = random_conv_problem(3, cs.hw, cs.c, cs.k, cs.f, cs.stride, cs.groups, rng);
+      const ConvDesc& d = p.d;
+      const Shape ys{d.n, d.out_h(), d.out_w(), d.k};
+      const Tensor r = random_tensor(ys, rng, -2.f, 2.f);
+      Tensor pre(ys), together(ys), unfused(ys);
+      be.make(d)->forward(p.x, p.w, p.b, pre);
+      ConvDesc sd = d;
+      sd.inference_sum = true;
+      sd.sum_relu = relu;
+      REQUIRE(be.supports(sd));
+      auto op = be.make(sd);
+      INFO(impl_info(*op));
+      CHECK(impl_info(*op).find("sum") != std::string::npos);
+      op->forward_sum(p.x, p.w, p.b, r, together);
+      const Vec want = summed(pre, r, relu);
+      const Comparison cmp = compare(to_vec(together), want);
+      INFO(cmp.str());
+      CHECK(cmp.max_abs < 1e-5 * std::max(1.0, cmp.scale));
+      op->forward(p.x, p.w, p.b, unfused);
+      CHECK(compare(to_vec(unfused), to_vec(pre)).max_abs < 1e-5 * std::max(1.0, cmp.scale));
+      // The residual and the ReLU mattered: without them the output is far off.
+      CHECK(compare(to_vec(pre), want).max_abs > 0.1);
+      int64_t clipped = 0;
+      for (double v : summed(pre, r, false)) clipped += v < -0.01;
+      CHECK(clipped > 0);
+    }
+  // Refused with an activation of the convolution's own before the sum.
+  ConvDesc bad{};
+  bad.n = 1, bad.h = bad.w = 4, bad.c = bad.k = 8, bad.inference_sum = true, bad.inference_relu = true;
+  CHECK_THROWS_WITH(be.make(bad), Catch::Contains("residual sum after the convolution's own activation"));
+}
+
+TEST_CASE("inference folding: a residual addition and its ReLU run in the convolution before them", "[net][fold]") {
+  // ResNet's blocks: the last convolution of a block (its normalization folded, or none) adds
+  // the shortcut in its op, with the ReLU after the addition. The shortcut's projection, listed
+  // after the block's last convolution, takes the sum instead (the other input must be computed
+  // first). Not fused: a convolution with a ReLU of its own, an addition of three inputs, an
+  // addition whose output another layer also reads (its ReLU stays apart: the sum still folds),
+  // the sum of a value with itself.
+  NetworkSpec s;
+  s.layers = classifier({
+      named("imageInput", "in", {"InputSize=[12,12,8]", "Normalization=none"}),
+      named("convolution2d", "stem", {"FilterSize=3", "NumFilters=16", "Padding=same"}),
+      named("batchNormalization", "stem_bn", {}),
+      named("relu", "stem_relu", {}),
+      // an identity block: conv, bn, relu, conv, bn, + stem_relu, relu
+      named("convolution2d", "a1", {"FilterSize=3", "NumFilters=16", "Padding=same"}),
+      named("batchNormalization", "a1_bn", {}),
+      named("relu", "a1_relu", {}),
+      named("convolution2d", "a2", {"FilterSize=3", "NumFilters=16", "Padding=same"}),
+      named("batchNormalization", "a2_bn", {}),
+      named_in("addition", "a_add", {"NumInputs=2"}, {"stem_relu", "a2_bn"}),
+      named("relu", "a_relu", {}),
+      // a projection block, the shortcut listed last: it takes the sum
+      named("convolution2d", "b1", {"FilterSize=1", "NumFilters=24", "Stride=2"}),
+      named("batchNormalization", "b1_bn", {}),
+      named_in("convolution2d", "b_sc", {"FilterSize=1", "NumFilters=24", "Stride=2"}, {"a_relu"}),
+      named("batchNormalization", "b_sc_bn", {}),
+      named_in("addition", "b_add", {"NumInputs=2"}, {"b1_bn", "b_sc_bn"}),
+      named("relu", "b_relu", {}),
+      // an exporter's form: no normalization; the addition read twice
+      named("convolution2d", "c1", {"FilterSize=3", "NumFilters=24", "Padding=same"}),
+      named_in("addition", "c_add", {"NumInputs=2"}, {"c1", "b_relu"}),
+      named("relu", "c_relu", {}),
+      named_in("convolution2d", "d1", {"FilterSize=1", "NumFilters=24"}, {"c_relu"}),
+      named("relu", "d1_relu", {}),
+      named_in("addition", "d_add", {"NumInputs=2"}, {"d1_relu", "c_add"}),
+      named_in("convolution2d", "e1", {"FilterSize=1", "NumFilters=24"}, {"d_add"}),
+      named_in("addition", "e_add", {"NumInputs=3"}, {"e1", "d_add", "c_relu"}),
+      named("convolution2d", "f1", {"FilterSize=1", "NumFilters=24"}),
+      named_in("addition", "f_add", {"NumInputs=2"}, {"f1", "f1"}),
+      named("globalAveragePooling2d", "gap", {}),
+  });
+  Network net(s, Device::cpu());
+  auto index = [&](const std::string& name) { return index_of(net, name); };
+  for (const char* name : {"a2", "b_sc", "c1"}) {
+    INFO(name);
+    CHECK(net.runs_sum(index(name)));
+  }
+  CHECK(net.layer(index("a2")).fusion().sum_relu);
+  CHECK(net.layer(index("b_sc")).fusion().sum_relu);
+  CHECK_FALSE(net.layer(index("c1")).fusion().sum_relu);  // c_add is also d_add's input
+  for (const char* name : {"stem", "a1", "b1", "d1", "e1", "f1"}) {
+    INFO(name);
+    CHECK_FALSE(net.runs_sum(index(name)));
+  }
+  // Folding: stem, a1, a2, b1, b_sc (normalizations), c1 (its sum).
+  check_folding(s, 3, 6, 0.03);
+}
+
+}  // namespace dlt::test

@@ -524,12 +524,13 @@ std::unique_ptr<ConvOp> make_registered(Backend& b, const ConvDesc& d) {
 }
 // What the cuDNN convolution does not run, so that Backend::supports answers the network's fusion
 // plan truthfully: the CPU's post-ops (a depthwise convolution after it, an input scaled per
-// image and channel, a swish or GELU), a batch norm folded into the weights (inference folding was
+// image and channel, a swish or GELU, a residual sum), a batch norm folded into the weights (inference folding was
 // measured on the CPU only; the GPU runs the normalization apart, as before) and a clipped ReLU
 // unless CudaFusedClippedRelu puts it in the bias epilogue (a clippedRelu layer then runs on its
 // own).
 bool accepts_registered(const Backend& b, const ConvDesc& d) {
-  if (d.depthwise.kernel > 0 || d.scaled_input || d.inference_post_act || d.folded_affine) return false;
+  if (d.depthwise.kernel > 0 || d.scaled_input || d.inference_post_act || d.inference_sum || d.folded_affine)
+    return false;
   return !std::isfinite(d.relu_ceiling) || b.options().cuda_fused_clipped_relu;
 }
 }  // namespace
