@@ -1,9 +1,12 @@
 // dltrain time CONFIG.yaml [--batch N] [--iterations N]: like `caffe time`. Times forward and
 // backward per layer and whole training steps (forward, loss, backward, solver update) and
-// inference passes on synthetic data, and reports images/s.
+// inference passes on synthetic data, and reports images/s; per layer also its time in an
+// inference pass, where a layer that another's fused step computes (a folded normalization, a
+// residual addition) names that layer.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include "commands.h"
 #include "config/config.h"
@@ -138,6 +141,9 @@ Runner add_time(CLI::App& app) {
       net.forward(x, ctx);
       net.loss_and_backward(y, ctx, true, nullptr);
     }
+    std::vector<double> inf(net.size(), 0.0);
+    net.set_profile(&inf, nullptr);  // the same for inference, with its fused steps
+    for (int it = 0; it < a->iterations; ++it) net.forward(x, eval);
     net.set_profile(nullptr, nullptr);
     double train_ips = static_cast<double>(n) / step, infer_ips = static_cast<double>(n) / infer;
     if (a->json) {
@@ -161,16 +167,23 @@ Runner add_time(CLI::App& app) {
         j.begin_object().field("name", net.layer(i).name()).field("type", net.layer(i).type());
         j.field("fused", net.fused(i));
         j.field("forward_ms", fwd[i] / a->iterations * 1e3).field("backward_ms", bwd[i] / a->iterations * 1e3);
+        j.field("inference_ms", inf[i] / a->iterations * 1e3);
+        const size_t in = net.inference_step_of(i);
+        if (in != i) j.field("inference_in", net.layer(in).name());
         j.end_object();
       }
       j.end_array().end_object();
       std::printf("%s\n", j.str().c_str());
       return 0;
     }
-    std::printf("%-24s %-26s %12s %12s\n", "Layer", "Type", "Forward ms", "Backward ms");
-    for (size_t i = 0; i < net.size(); ++i)
-      std::printf("%-24s %-26s %12.3f %12.3f%s\n", net.layer(i).name().c_str(), net.layer(i).type().c_str(),
-                  fwd[i] / a->iterations * 1e3, bwd[i] / a->iterations * 1e3, net.fused(i) ? "  (fused)" : "");
+    std::printf("%-24s %-26s %12s %12s %13s\n", "Layer", "Type", "Forward ms", "Backward ms", "Inference ms");
+    for (size_t i = 0; i < net.size(); ++i) {
+      const size_t in = net.inference_step_of(i);
+      const std::string where = in == i ? "" : "  (inference: in " + net.layer(in).name() + ")";
+      std::printf("%-24s %-26s %12.3f %12.3f %13.3f%s%s\n", net.layer(i).name().c_str(), net.layer(i).type().c_str(),
+                  fwd[i] / a->iterations * 1e3, bwd[i] / a->iterations * 1e3, inf[i] / a->iterations * 1e3,
+                  net.fused(i) ? "  (fused)" : "", where.c_str());
+    }
     std::printf(
         "\nBatch %lld on %s (Precision %s): training step %.2f ms (%.0f images/s), inference %.2f ms (%.0f images/s)\n",
         static_cast<long long>(n), dev.str().c_str(), to_string(c.training.precision).c_str(), step * 1e3, train_ips,

@@ -234,6 +234,12 @@ void Network::set_batch(int64_t n) {
   }
 }
 
+size_t Network::inference_step_of(size_t i) const {
+  const int j = root(static_cast<int>(i));
+  const FusionPlan::Step step = plan_.step(static_cast<size_t>(j), RunContext{false, 0, 0}, inference_folding_);
+  return static_cast<size_t>(step.kind == FusionPlan::Kind::kFoldedAway ? step.partner : j);
+}
+
 const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
   DLT_CHECK(x.shape() == batch_shape(batch_, input_shape()), "forward: input "
                                                                  << x.shape().str() << " but the network expects "

@@ -82,6 +82,10 @@ class Network {
   bool runs_depthwise(size_t conv) const { return plan_.runs_depthwise(conv); }
   // Whether 1x1 convolution `conv` computes the multiplication before it in inference (FusionPlan).
   bool runs_scaled(size_t conv) const { return plan_.runs_scaled(conv); }
+  // The node whose step computes node i's output in an inference pass as forward runs it now
+  // (inference folding on or off): i itself, or the convolution that folds it, or for a fused
+  // ReLU (fused(i)) the node that computes its producer's.
+  size_t inference_step_of(size_t i) const;
   // Whether convolution `conv` adds the residual addition after it in inference (FusionPlan).
   bool runs_sum(size_t conv) const { return plan_.sum_input(conv) >= 0; }
   // After set_batch: whether those steps run as one op at this batch size (else the layers

@@ -32,6 +32,17 @@ DLT_CUDNN_ENGINES=exhaustive DLT_BN_KERNELS=dltrain DLT_ALLOW_REDUCED_PRECISION_
 grep -q '"cudnn_engines":"exhaustive","batch_norm_kernels":"dltrain","allow_reduced_precision_reduction":true,"cudnn_runtime_compiled":false' \
   "$TMP/time-env.json" || fail "time: switches from the environment: $(head -c 300 "$TMP/time-env.json")"
 grep -q '"name":"relu2","type":"relu","fused":true' "$TMP/time.json" || fail "time: relu2 should be fused into conv2"
+grep -q '"name":"conv2","type":"convolution2d","fused":false,"forward_ms":[0-9.e-]*,"backward_ms":[0-9.e-]*,"inference_ms":[0-9.e-]*}' \
+  "$TMP/time.json" || fail "time: conv2's inference_ms: $(cat "$TMP/time.json")"
+# In inference a convolution folds its batchNormalization and the ReLU after it: their rows
+# name the convolution, in the table too.
+"$DLTRAIN" time "$SRC/configs/cifar10-bn.yaml" --batch 4 --iterations 1 --warmup 0 --json > "$TMP/time-bn.json"
+grep -q '"name":"bn2","type":"batchNormalization","fused":false,"forward_ms":[0-9.e-]*,"backward_ms":[0-9.e-]*,"inference_ms":0,"inference_in":"conv2"}' \
+  "$TMP/time-bn.json" || fail "time: bn2 in conv2's inference step: $(cat "$TMP/time-bn.json")"
+grep -q '"name":"relu2","type":"relu","fused":true,.*"inference_in":"conv2"}' "$TMP/time-bn.json" || fail "time: relu2's inference step"
+"$DLTRAIN" time "$SRC/configs/cifar10-bn.yaml" --batch 4 --iterations 1 --warmup 0 > "$TMP/time-bn.txt"
+grep -q "^bn2 .*(inference: in conv2)$" "$TMP/time-bn.txt" || fail "time table: bn2: $(cat "$TMP/time-bn.txt")"
+grep -q "^conv2 .* [0-9.]*$" "$TMP/time-bn.txt" || fail "time table: conv2: $(cat "$TMP/time-bn.txt")"
 # --gpu on a machine without a usable GPU: one line naming the problem, exit 3 (device error).
 if ! "$DLTRAIN" time "$cfg" --batch 2 --iterations 1 --warmup 0 --gpu 0 >/dev/null 2>&1; then
   expect_error "time --gpu without a GPU" 3 "GPU\|CUDA" -- "$DLTRAIN" time "$cfg" --batch 2 --iterations 1 --gpu 0
