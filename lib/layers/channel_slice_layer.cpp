@@ -67,13 +67,17 @@ class ChannelSliceLayer final : public Layer {
   }
 
  private:
-  // The input's channel axis: 1 (or -3 of an image, -1 of a flat (N, C) value); flattened
-  // images of more than one pixel have none.
+  // The input's channel axis: 1 (or -3 of an image, -1 of a flat (N, C) value), 3 or -1 of a
+  // channels-last (N, H, W, C) value (the same memory); flattened images of more than one pixel
+  // have none.
   static OnnxValue channel_input(OnnxNodeReader& r, int64_t axis) {
-    const OnnxValue in = r.input(0);
+    const OnnxValue in = r.input(0, false, true);
     r.need_image(in);
-    if (axis != 1 && axis != (in.flat ? -1 : -3))
-      r.fail("only splitting / slicing the channels (axis 1) is supported, not axis " + std::to_string(axis));
+    const int64_t channels = in.channels_last ? 3 : 1;
+    if (axis != channels && axis != (in.flat || in.channels_last ? -1 : -3))
+      r.fail("only splitting / slicing the channels (axis " + std::to_string(channels) +
+             (in.channels_last ? " of a channels-last value" : "") + ") is supported, not axis " +
+             std::to_string(axis));
     return in;
   }
 
@@ -81,7 +85,8 @@ class ChannelSliceLayer final : public Layer {
     LayerSpec& s = r.add_layer("channelSlice", {in.name});
     s.set("StartChannel", std::to_string(start + 1));
     s.set("NumChannels", std::to_string(count));
-    const OnnxValue v{s.name, Shape{in.shape[0], in.shape[1], count}, in.flat};
+    OnnxValue v{s.name, Shape{in.shape[0], in.shape[1], count}, in.flat};
+    v.channels_last = in.channels_last;
     if (output == 0)
       r.set_output(v);
     else
@@ -142,7 +147,7 @@ class ChannelSliceLayer final : public Layer {
     std::vector<int64_t> axes = list(3, "axes", false), steps = list(4, "steps", false);
     if (axes.empty()) axes = {0};  // ONNX's default: the first axes in order (here: the batch)
     if (starts.size() != 1 || ends.size() != 1 || axes.size() != 1)
-      r.fail("only a Slice of one axis, the channels (axes [1]), is supported");
+      r.fail("only a Slice of one axis, the channels (axes [1], or [3] of a channels-last value), is supported");
     if (!steps.empty() && (steps.size() != 1 || steps[0] != 1)) r.fail("only steps of 1 are supported");
     const OnnxValue in = channel_input(r, axes[0]);
     const int64_t c = in.shape[2];

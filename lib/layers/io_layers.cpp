@@ -217,15 +217,21 @@ class DepthConcatenationLayer final : public Layer {
     return OnnxValue{name(), out, false};
   }
 
+  // Concat along the channels: axis 1 (or -3 of an image, -1 of a flat value), or 3 or -1 of
+  // channels-last (N, H, W, C) values (the same memory), all inputs in one layout.
   static void from_onnx(OnnxNodeReader& r) {
-    OnnxValue first = r.input(0);
+    OnnxValue first = r.input(0, false, true);
     int64_t axis = r.attr_int("axis", 1);
     int64_t rank = first.flat ? 2 : 4;
-    if (axis != 1 && axis != 1 - rank) r.fail("only concatenation along channels (axis 1) is supported");
+    if (first.channels_last ? axis != 3 && axis != -1 : axis != 1 && axis != 1 - rank)
+      r.fail(first.channels_last ? "only concatenation along the channels of channels-last values (axis 3) is supported"
+                                 : "only concatenation along channels (axis 1) is supported");
     std::vector<std::string> ins;
     int64_t c = 0;
     for (int i = 0; i < r.num_inputs(); ++i) {
-      const OnnxValue v = r.input(i);
+      const OnnxValue v = r.input(i, false, true);
+      if (v.channels_last != first.channels_last)
+        r.fail("concatenates a channels-last (N, H, W, C) and an (N, C, H, W) value");
       if (v.shape[0] != first.shape[0] || v.shape[1] != first.shape[1] || v.flat != first.flat)
         r.fail("its inputs differ in height or width (" + first.shape.str() + " and " + v.shape.str() + ")");
       if (v.flat && v.shape[0] * v.shape[1] > 1) r.fail("concatenating flattened images is not supported");
@@ -236,7 +242,9 @@ class DepthConcatenationLayer final : public Layer {
     LayerSpec& s = r.add_layer("depthConcatenation", ins);
     s.set("NumInputs", std::to_string(ins.size()));
     s.inputs = ins;
-    r.set_output(OnnxValue{s.name, Shape{first.shape[0], first.shape[1], c}, first.flat});
+    OnnxValue out{s.name, Shape{first.shape[0], first.shape[1], c}, first.flat};
+    out.channels_last = first.channels_last;
+    r.set_output(out);
   }
 
  private:

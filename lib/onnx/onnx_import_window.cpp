@@ -181,6 +181,13 @@ bool Importer::window_node(const onnx::NodeProto& n) {
   auto it = values_.find(x);
   const bool cl = it != values_.end() && it->second.channels_last && it->second.shape[0] * it->second.shape[1] > 1;
   if (image_views_.count(x) || cl) {
+    // A Concat or Slice along the channels of whole channels-last values (MambaOut's gate): the
+    // layers' own readers (depthConcatenation, channelSlice) take the channel axis.
+    auto channel_axes = [&](const std::vector<int64_t>& axes) {
+      return !axes.empty() && std::all_of(axes.begin(), axes.end(), [](int64_t a) { return a == 3 || a == -1; });
+    };
+    if (!image_views_.count(x) && op == "Concat" && channel_axes({attr_int(n, "axis", 0)})) return false;
+    if (!image_views_.count(x) && op == "Slice" && channel_axes(slice_args(n).axes)) return false;
     if (op == "Pad") return image_pad(n, image_view_of(n, 0)), true;
     if (op == "Slice") return image_slice(n, image_view_of(n, 0)), true;
     if (op == "Reshape" && n.input_size() > 1 && constant(n.input(1)) &&

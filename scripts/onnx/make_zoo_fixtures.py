@@ -341,6 +341,13 @@ def tiny_models():
         return metaformer(depths=(1, 1), dims=(16, 32), token_mixers=(SepConv, Attention),
                           norm_layers=(LayerNorm2dNoBias, LayerNormNoBias), res_scale_init_values=(None, 1.0))
 
+    def mambaout_timm():
+        # timm's MambaOut: channels-last blocks whose 1x1 projection splits along the channels into
+        # a gate, an identity part and a part through a depthwise convolution (NCHW), the last two
+        # concatenated along the channels and gated; a LayerScale on the block's output
+        from timm.models.mambaout import MambaOut
+        return timm_net(lambda: MambaOut(num_classes=10, depths=(1, 1), dims=(8, 16), kernel_size=3, ls_init_value=1e-5))
+
     return {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small,
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
@@ -351,7 +358,7 @@ def tiny_models():
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm,
             "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm,
             "efficientformer_timm": efficientformer_timm, "poolformer_timm": poolformer_timm,
-            "caformer_timm": caformer_timm}
+            "caformer_timm": caformer_timm, "mambaout_timm": mambaout_timm}
 
 
 def strip_metadata(path):

@@ -247,7 +247,7 @@ def one_image(arch):
     name = arch[len(TIMM):] if arch.startswith(TIMM) else arch
     return arch.startswith(TIMM) or name.startswith(("vit", "deit", "swin", "maxvit", "mobilevit", "coatnet",
                                                      "tinyvit", "fastvit", "efficientformer", "poolformer",
-                                                     "caformer"))
+                                                     "caformer", "mambaout"))
 
 
 def export_probs(model, x, path, exporter, threads, single):

@@ -315,3 +315,73 @@ TEST_CASE("onnx mul and layer norm: the forms dltrain does not compute are one l
 }
 
 }  // namespace dlt
+
+namespace dlt {
+
+TEST_CASE("onnx split and concat: the channels of channels-last values (MambaOut's gate)", "[onnx]") {
+  // x to channels-last, Split along axis 3 (or -1) into 1 and 3 channels, the second part back
+  // to NCHW through a Relu and to channels-last again, Concat along axis -1 (or 3) in swapped
+  // order, a Slice of channels [1, 3) of that times a Slice of channels [0, 2) of x (both along
+  // the same axis), back to NCHW and joined with x's channels [2, 4).
+  for (int64_t axis : {int64_t{3}, int64_t{-1}}) {
+    INFO("axis " << axis);
+    Head t;
+    OnnxBuilder g = t.make(13);
+    g.ints("sizes", {2}, {1, 3});
+    OnnxBuilder::attr(g.node("Transpose", {"x"}, {"t"}), "perm", std::vector<int64_t>{0, 2, 3, 1});
+    OnnxBuilder::attr(g.node("Split", {"t", "sizes"}, {"a", "b"}), "axis", axis);
+    OnnxBuilder::attr(g.node("Transpose", {"b"}, {"b_nchw"}), "perm", std::vector<int64_t>{0, 3, 1, 2});
+    g.node("Relu", {"b_nchw"}, {"b_relu"});
+    OnnxBuilder::attr(g.node("Transpose", {"b_relu"}, {"b_last"}), "perm", std::vector<int64_t>{0, 2, 3, 1});
+    OnnxBuilder::attr(g.node("Concat", {"b_last", "a"}, {"cat"}), "axis", axis == 3 ? int64_t{-1} : int64_t{3});
+    g.ints("s0", {1}, {1});
+    g.ints("s1", {1}, {3});
+    g.ints("ax", {1}, {axis});
+    g.node("Slice", {"cat", "s0", "s1", "ax"}, {"mid"});
+    g.ints("t0", {1}, {0});
+    g.ints("t1", {1}, {2});
+    g.node("Slice", {"t", "t0", "t1", "ax"}, {"first"});
+    g.node("Mul", {"mid", "first"}, {"gated"});
+    OnnxBuilder::attr(g.node("Transpose", {"gated"}, {"g_nchw"}), "perm", std::vector<int64_t>{0, 3, 1, 2});
+    g.ints("u0", {1}, {2});
+    g.ints("u1", {1}, {4});
+    g.ints("ax1", {1}, {1});
+    g.node("Slice", {"x", "u0", "u1", "ax1"}, {"x_tail"});
+    OnnxBuilder::attr(g.node("Concat", {"g_nchw", "x_tail"}, {"feat"}), "axis", int64_t{1});
+    t.finish(g, "feat");
+    const ModelData m = test::imported(g);
+    CHECK(test::layer_of_type(m, "channelSlice") != nullptr);
+    CHECK(test::layer_of_type(m, "depthConcatenation") != nullptr);
+    check_close(test::probabilities(m, t.x, 2), t.expected([&](int img) {
+      std::vector<double> f(kPixels * kC);
+      for (int64_t p = 0; p < kPixels; ++p) {
+        // cat = (relu(x1), relu(x2), relu(x3), x0); mid = cat[1..2] = (relu(x2), relu(x3))
+        const double mid[2] = {std::max(0.0, t.at(img, p, 2)), std::max(0.0, t.at(img, p, 3))};
+        for (int64_t c = 0; c < 2; ++c) f[p * kC + c] = mid[c] * t.at(img, p, c);
+        for (int64_t c = 2; c < kC; ++c) f[p * kC + c] = t.at(img, p, c);
+      }
+      return f;
+    }));
+  }
+  // Along another axis of a channels-last value, or joining the two layouts: one line each.
+  Head t;
+  auto error_of = [&](auto&& build) {
+    OnnxBuilder g = t.make(13);
+    OnnxBuilder::attr(g.node("Transpose", {"x"}, {"t"}), "perm", std::vector<int64_t>{0, 2, 3, 1});
+    build(g);
+    return test::import_error(g);
+  };
+  std::string e = error_of([](OnnxBuilder& g) {
+    g.ints("sizes", {2}, {1, 1});
+    OnnxBuilder::attr(g.node("Split", {"t", "sizes"}, {"a", "b"}), "axis", int64_t{1});
+    g.output("a");
+  });
+  CHECK(has(e, "only splitting / slicing the channels (axis 3 of a channels-last value) is supported, not axis 1"));
+  e = error_of([](OnnxBuilder& g) {
+    OnnxBuilder::attr(g.node("Concat", {"t", "x"}, {"y"}), "axis", int64_t{-1});
+    g.output("y");
+  });
+  CHECK(has(e, "concatenates a channels-last (N, H, W, C) and an (N, C, H, W) value"));
+}
+
+}  // namespace dlt
