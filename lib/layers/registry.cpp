@@ -48,6 +48,7 @@ const LayerType& channel_shuffle_layer_type();
 const LayerType& channel_slice_layer_type();
 const LayerType& depth_to_space_layer_type();
 const LayerType& space_to_depth_layer_type();
+const LayerType& resize2d_layer_type();
 const LayerType& patch_embedding_layer_type();
 const LayerType& embedding_concatenation_layer_type();
 const LayerType& position_embedding_layer_type();
@@ -97,6 +98,7 @@ const std::vector<const LayerType*>& layer_registry() {
       &channel_slice_layer_type(),
       &depth_to_space_layer_type(),
       &space_to_depth_layer_type(),
+      &resize2d_layer_type(),
       &patch_embedding_layer_type(),
       &embedding_concatenation_layer_type(),
       &position_embedding_layer_type(),

@@ -348,6 +348,32 @@ def tiny_models():
         from timm.models.mambaout import MambaOut
         return timm_net(lambda: MambaOut(num_classes=10, depths=(1, 1), dims=(8, 16), kernel_size=3, ls_init_value=1e-5))
 
+    def interpolate():
+        # torch.nn.functional.interpolate as segmentation decoders and GhostNet use it: bilinear
+        # x2 (half_pixel), nearest to a size (asymmetric, floor), nearest x0.5, nearest up to a
+        # size, bilinear down to a size (nearest-exact does not export as Resize)
+        import torch.nn.functional as F
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+                self.c2 = nn.Conv2d(8, 8, 3, padding=1)
+                self.c3 = nn.Conv2d(8, 8, 1)
+                self.fc = nn.Linear(8 * 5 * 4, 10)
+
+            def forward(self, x):
+                a = F.relu(self.c1(x))
+                b = F.interpolate(a, scale_factor=2, mode="bilinear", align_corners=False)
+                c = F.relu(self.c2(b))
+                d = F.interpolate(c, size=(13, 11), mode="nearest")
+                e = F.interpolate(d, scale_factor=0.5, mode="nearest")
+                f = F.interpolate(self.c3(e), size=(9, 9), mode="nearest")
+                g = F.interpolate(f, size=(5, 4), mode="bilinear", align_corners=False)
+                return self.fc(g.flatten(1))
+
+        return Net()
+
     return {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small,
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
@@ -358,7 +384,8 @@ def tiny_models():
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm,
             "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm,
             "efficientformer_timm": efficientformer_timm, "poolformer_timm": poolformer_timm,
-            "caformer_timm": caformer_timm, "mambaout_timm": mambaout_timm}
+            "caformer_timm": caformer_timm, "mambaout_timm": mambaout_timm,
+            "interpolate": interpolate}
 
 
 def strip_metadata(path):

@@ -20,6 +20,7 @@
 #include "backend/depth_to_space_op.h"
 #include "backend/kernel_kinds.h"
 #include "backend/ops.h"
+#include "backend/resize_op.h"
 #include "backend/token_ops.h"
 #include "support/reference_attention.h"
 #include "support/reference_losses.h"
@@ -282,6 +283,15 @@ inline GradientRow depth_to_space(std::string name, DepthToSpaceDesc d) {
       [d](const std::vector<Vec>&, const Vec& dy) { return std::vector<Vec>{ref::depth_to_space_backward(d, dy)}; }};
 }
 
+inline GradientRow resize(std::string name, ResizeDesc d) {
+  Rng rng(131);
+  return {"resize " + name,
+          ResizeDesc::kOp,
+          {random_vec(d.x_numel(), rng)},
+          [d](const std::vector<Vec>& in) { return ref::resize_forward(d, in[0]); },
+          [d](const std::vector<Vec>&, const Vec& dy) { return std::vector<Vec>{ref::resize_backward(d, dy)}; }};
+}
+
 inline GradientRow batch_broadcast(std::string name, BatchBroadcastDesc d) {
   Rng rng(127);
   return {"batch_broadcast " + name,
@@ -487,6 +497,8 @@ inline std::vector<GradientRow> gradient_rows() {
   rows.push_back(unpool("2x2/2", u));
   rows.push_back(depth_to_space("DCR 2x3", {2, 3, 2, 12, 2, 3, false}));
   rows.push_back(depth_to_space("CRD 2", {2, 2, 3, 8, 2, 2, true}));
+  rows.push_back(resize("bilinear 3x4 -> 5x7", ref::resize_desc(2, 3, 4, 2, 5, 7, true, true, false)));
+  rows.push_back(resize("nearest 4x3 -> 2x5, floor", ref::resize_desc(2, 4, 3, 2, 2, 5, false, false, true)));
   rows.push_back(batch_broadcast("3 rows of 4", {3, 4}));
   rows.push_back(spatial_transpose("2x3x2x2", {2, 3, 2, 2}));
   rows.push_back(

@@ -13,6 +13,7 @@
 #include "backend/dropout_hash.h"
 #include "backend/kernel_kinds.h"
 #include "backend/loss_rows.h"
+#include "backend/resize_op.h"
 #include "backend/token_ops.h"
 #include "support/reference_ops.h"
 #include "support/tensor_utils.h"
@@ -310,6 +311,24 @@ inline AgreementRow depth_to_space_row(std::string name, DepthToSpaceDesc d) {
           }};
 }
 
+// Resize, forward and backward, against the double reference (nearest forward: exact).
+inline AgreementRow resize_row(std::string name, ResizeDesc d) {
+  return {"resize " + name, {ResizeDesc::kOp}, [d](Backend& be, double tol) {
+            Rng rng(47);
+            const Vec x = random_vec(d.x_numel(), rng), dy = random_vec(d.y_numel(), rng);
+            auto op = be.make(d);
+            const Shape xs{d.n, d.h, d.w, d.c}, ys{d.n, d.oh, d.ow, d.c};
+            Tensor y(ys, be.device()), dx(xs, be.device());
+            op->forward(on_device(x, xs, be), y);
+            if (d.bilinear)
+              check_close("resize", y, ref::resize_forward(d, x), tol);
+            else
+              check_exact("resize", y, ref::resize_forward(d, x));
+            op->backward(on_device(dy, ys, be), dx);
+            check_close("resize backward", dx, ref::resize_backward(d, dy), tol);
+          }};
+}
+
 // Batch broadcast: add (with x, in place, and without x: then exact) and the sum over rows.
 inline AgreementRow batch_broadcast_row(std::string name, BatchBroadcastDesc d) {
   return {"batch_broadcast " + name, {BatchBroadcastDesc::kOp}, [d](Backend& be, double tol) {
@@ -437,6 +456,16 @@ inline std::vector<AgreementRow> kernel_rows() {
   rows.push_back(depth_to_space_row("DCR block 2x3, 2x3x4x12", {2, 3, 4, 12, 2, 3, false}));
   rows.push_back(depth_to_space_row("CRD block 3x2, 2x2x3x30", {2, 2, 3, 30, 3, 2, true}));
   rows.push_back(depth_to_space_row("DCR block 2, 2x40x40x64 (over 200k values)", {2, 40, 40, 64, 2, 2, false}));
+  rows.push_back(resize_row("nearest x2, asymmetric floor (PyTorch's nearest)",
+                            ref::resize_desc(2, 3, 5, 4, 6, 10, false, false, true)));
+  rows.push_back(
+      resize_row("nearest 7x5 -> 4x9, half-pixel round", ref::resize_desc(2, 7, 5, 3, 4, 9, false, true, false)));
+  rows.push_back(resize_row("bilinear x2, half-pixel (PyTorch's bilinear)",
+                            ref::resize_desc(2, 4, 3, 5, 8, 6, true, true, false)));
+  rows.push_back(resize_row("bilinear scale [1.5, 0.5], asymmetric",
+                            ref::resize_desc(1, 5, 8, 3, 7, 4, true, false, false, 1.5, 0.5)));
+  rows.push_back(resize_row("bilinear 2x24x24x64 -> 52x37 (over 200k values)",
+                            ref::resize_desc(2, 24, 24, 64, 52, 37, true, true, false)));
   rows.push_back(batch_broadcast_row("3 rows of 5", {3, 5}));
   rows.push_back(batch_broadcast_row("32 rows of 65x192 (a ViT's position table)", {32, 65 * 192}));
   rows.push_back(spatial_transpose_row("2x3x4x5", {2, 3, 4, 5}));

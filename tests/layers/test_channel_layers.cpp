@@ -95,3 +95,42 @@ TEST_CASE("globalMaxPooling2d: 1x1xC, the gradient to the first maximum on ties"
   want[1] = 20;
   CHECK(r.dx == want);
 }
+
+TEST_CASE("resize2d: PyTorch's interpolate values; its options and sizes", "[layers]") {
+  // x = 0..11 as one channel of 3x4; the values PyTorch 1.13 gives
+  // (torch.nn.functional.interpolate on the same tensor, printed to float32).
+  Vec x(12), dy;
+  for (int i = 0; i < 12; ++i) x[static_cast<size_t>(i)] = i;
+  auto values = [&](std::vector<std::string> opts, const Shape& out) {
+    dy.assign(static_cast<size_t>(out.numel()), 1.0);
+    CHECK(out_shape("resize2d", opts, Shape{3, 4, 1}) == out);
+    return run_layer(layer_spec("resize2d", opts), Shape{3, 4, 1}, x, dy).y;
+  };
+  auto check = [](const Vec& got, const Vec& want) {
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(want[i]).margin(2e-6));
+  };
+  // size=(5, 3), mode="bilinear", align_corners=False
+  check(values({"OutputSize=[5,3]", "Method=bilinear"}, Shape{5, 3, 1}),
+        {0.1666666865348816, 1.5, 2.8333334922790527, 1.7666667699813843, 3.1000001430511475, 4.433333396911621,
+         4.1666669845581055, 5.5, 6.833333492279053, 6.566667079925537, 7.90000057220459, 9.233333587646484,
+         8.166666984558105, 9.5, 10.833333015441895});
+  // scale_factor=(1.5, 0.5), mode="nearest"
+  check(values({"Scale=[1.5,0.5]", "GeometricTransformMode=asymmetric", "NearestRoundingMode=floor"}, Shape{4, 2, 1}),
+        {0, 2, 0, 2, 4, 6, 8, 10});
+  // size=(5, 7), mode="nearest-exact"
+  check(values({"OutputSize=[5,7]"}, Shape{5, 7, 1}), {0, 0, 1, 2, 2, 3, 3,  0,  0,  1,  2, 2, 3, 3,  4,  4,  5, 6,
+                                                       6, 7, 7, 8, 8, 9, 10, 10, 11, 11, 8, 8, 9, 10, 10, 11, 11});
+  // The backward of nearest sends each output gradient to its one source: the counts.
+  const Vec counts = run_layer(layer_spec("resize2d", {"OutputSize=[5,7]"}), Shape{3, 4, 1}, x, Vec(35, 1.0)).dx;
+  check(counts, {4, 2, 4, 4, 2, 1, 2, 2, 4, 2, 4, 4});
+
+  CHECK_THROWS_WITH(make_layer(layer_spec("resize2d", {})), Catch::Contains("give exactly one of Scale"));
+  CHECK_THROWS_WITH(make_layer(layer_spec("resize2d", {"Scale=2", "OutputSize=[4,4]"})),
+                    Catch::Contains("give exactly one of Scale"));
+  CHECK_THROWS_WITH(make_layer(layer_spec("resize2d", {"Scale=0"})), Catch::Contains("is not a positive factor"));
+  CHECK_THROWS_WITH(make_layer(layer_spec("resize2d", {"Scale=[1,2,3]"})), Catch::Contains("Scale has 3 values"));
+  CHECK_THROWS_AS(make_layer(layer_spec("resize2d", {"Scale=2", "NearestRoundingMode=onnx-10"})), ConfigError);
+  CHECK_THROWS_AS(make_layer(layer_spec("resize2d", {"Scale=2", "Method=bicubic"})), ConfigError);
+  CHECK_THROWS_WITH(out_shape("resize2d", {"Scale=0.2"}, Shape{4, 4, 1}), Catch::Contains("the output would be 0x0"));
+}

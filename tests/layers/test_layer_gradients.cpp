@@ -277,6 +277,17 @@ TEST_CASE("gradients: depthToSpace2d", "[layers][grad]") {
   expect_ok(check_layer(layer_spec("spaceToDepth", {"BlockSize=[2,3]"}), {Shape{4, 6, 2}}, o));
 }
 
+TEST_CASE("gradients: resize2d", "[layers][grad]") {
+  GradCheckOptions o;
+  expect_ok(check_layer(layer_spec("resize2d", {"Scale=2", "Method=bilinear"}), {Shape{3, 2, 4}}, o));
+  expect_ok(
+      check_layer(layer_spec("resize2d", {"OutputSize=[5,2]", "Method=bilinear", "GeometricTransformMode=asymmetric"}),
+                  {Shape{3, 4, 3}}, o));
+  expect_ok(check_layer(layer_spec("resize2d", {"Scale=[1.5,0.5]"}), {Shape{2, 6, 2}}, o));
+  expect_ok(
+      check_layer(layer_spec("resize2d", {"OutputSize=[7,3]", "NearestRoundingMode=floor"}), {Shape{3, 2, 2}}, o));
+}
+
 TEST_CASE("gradients: crossChannelNormalization", "[layers][grad]") {
   GradCheckOptions o;
   o.input_scale = 2.0;

@@ -74,6 +74,12 @@ class OnnxBuilder {
     a->set_type(onnx::AttributeProto::INTS);
     for (int64_t x : v) a->add_ints(x);
   }
+  static void attr(onnx::NodeProto& n, const std::string& name, const std::string& v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
   // A Constant node with an INT64 tensor value.
   onnx::NodeProto& int_constant(const std::string& out, const std::vector<int64_t>& dims,
                                 const std::vector<int64_t>& v) {

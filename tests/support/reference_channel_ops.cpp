@@ -70,6 +70,61 @@ Vec depth_to_space_backward(const DepthToSpaceDesc& d, const Vec& dy) {
   return dx;
 }
 
+namespace {
+
+// The (out x in) weights of one dimension of a resize, in double.
+std::vector<double> resize_weights(const ResizeDesc& d, int64_t in, int64_t out, double scale) {
+  std::vector<double> m(static_cast<size_t>(out * in), 0.0);
+  for (int64_t o = 0; o < out; ++o) {
+    double s = d.half_pixel ? (o + 0.5) / scale - 0.5 : o / scale;
+    if (!d.bilinear) {
+      const double r = d.floor ? std::floor(s) : std::floor(s + 0.5);
+      const int64_t i = std::min<int64_t>(std::max<int64_t>(static_cast<int64_t>(r), 0), in - 1);
+      m[static_cast<size_t>(o * in + i)] = 1.0;
+      continue;
+    }
+    s = std::min(std::max(s, 0.0), static_cast<double>(in - 1));
+    for (int64_t i = 0; i < in; ++i) m[static_cast<size_t>(o * in + i)] = std::max(0.0, 1.0 - std::abs(s - i));
+  }
+  return m;
+}
+
+}  // namespace
+
+Vec resize_forward(const ResizeDesc& d, const Vec& x) {
+  const std::vector<double> wy = resize_weights(d, d.h, d.oh, d.scale_h), wx = resize_weights(d, d.w, d.ow, d.scale_w);
+  Vec y(static_cast<size_t>(d.y_numel()), 0.0);
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t oy = 0; oy < d.oh; ++oy)
+      for (int64_t ox = 0; ox < d.ow; ++ox)
+        for (int64_t iy = 0; iy < d.h; ++iy)
+          for (int64_t ix = 0; ix < d.w; ++ix) {
+            const double wt = wy[static_cast<size_t>(oy * d.h + iy)] * wx[static_cast<size_t>(ox * d.w + ix)];
+            if (wt == 0.0) continue;
+            for (int64_t k = 0; k < d.c; ++k)
+              y[static_cast<size_t>(((n * d.oh + oy) * d.ow + ox) * d.c + k)] +=
+                  wt * x[static_cast<size_t>(((n * d.h + iy) * d.w + ix) * d.c + k)];
+          }
+  return y;
+}
+
+Vec resize_backward(const ResizeDesc& d, const Vec& dy) {
+  const std::vector<double> wy = resize_weights(d, d.h, d.oh, d.scale_h), wx = resize_weights(d, d.w, d.ow, d.scale_w);
+  Vec dx(static_cast<size_t>(d.x_numel()), 0.0);
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t oy = 0; oy < d.oh; ++oy)
+      for (int64_t ox = 0; ox < d.ow; ++ox)
+        for (int64_t iy = 0; iy < d.h; ++iy)
+          for (int64_t ix = 0; ix < d.w; ++ix) {
+            const double wt = wy[static_cast<size_t>(oy * d.h + iy)] * wx[static_cast<size_t>(ox * d.w + ix)];
+            if (wt == 0.0) continue;
+            for (int64_t k = 0; k < d.c; ++k)
+              dx[static_cast<size_t>(((n * d.h + iy) * d.w + ix) * d.c + k)] +=
+                  wt * dy[static_cast<size_t>(((n * d.oh + oy) * d.ow + ox) * d.c + k)];
+          }
+  return dx;
+}
+
 Vec batch_broadcast_add(const BatchBroadcastDesc& d, const Vec& x, const Vec& b) {
   Vec y(static_cast<size_t>(d.rows * d.length));
   for (int64_t r = 0; r < d.rows; ++r)

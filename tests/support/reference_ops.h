@@ -16,6 +16,7 @@
 #include "backend/backend.h"
 #include "backend/depth_to_space_op.h"
 #include "backend/ops.h"
+#include "backend/resize_op.h"
 #include "backend/token_ops.h"
 
 namespace dlt::ref {
@@ -109,6 +110,22 @@ Vec channel_slice_backward(const ChannelSliceDesc& d, const Vec& dy);  // -> dx
 // depth to space (backend/depth_to_space_op.h), DCR or CRD, from ONNX's definition.
 Vec depth_to_space_forward(const DepthToSpaceDesc& d, const Vec& x);
 Vec depth_to_space_backward(const DepthToSpaceDesc& d, const Vec& dy);  // -> dx
+// resize (backend/resize_op.h) from its definition: each output pixel a weighted sum of input
+// pixels, the weights of height and width multiplied (nearest: 1 at the rounded source; bilinear:
+// the hat max(0, 1 - |s - i|) at the clamped source s); the backward is the transpose.
+// A resize of n images h x w x c to oh x ow (scale: the output / input size unless given).
+inline ResizeDesc resize_desc(int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow, bool bilinear,
+                              bool half_pixel, bool floor, double scale_h = 0, double scale_w = 0) {
+  ResizeDesc d;
+  d.n = n, d.h = h, d.w = w, d.c = c, d.oh = oh, d.ow = ow;
+  d.scale_h = scale_h > 0 ? scale_h : static_cast<double>(oh) / static_cast<double>(h);
+  d.scale_w = scale_w > 0 ? scale_w : static_cast<double>(ow) / static_cast<double>(w);
+  d.bilinear = bilinear, d.half_pixel = half_pixel, d.floor = floor;
+  return d;
+}
+
+Vec resize_forward(const ResizeDesc& d, const Vec& x);
+Vec resize_backward(const ResizeDesc& d, const Vec& dy);  // -> dx
 // batch broadcast (backend/token_ops.h): y[r, :] = x[r, :] + b (x empty: b repeated); the sum
 // of dy's rows (b's gradient).
 Vec batch_broadcast_add(const BatchBroadcastDesc& d, const Vec& x, const Vec& b);

@@ -1,0 +1,57 @@
+// The CUDA resize (backend/resize_op.h): its kernels in cuda_resize_kernels.cu, on the compute
+// stream, reading the descriptor's taps from a table uploaded when the op is made.
+#include <cuda_runtime.h>
+
+#include <memory>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_common.h"
+#include "backend/resize_op.h"
+
+namespace dlt::cuda {
+
+// cuda_resize_kernels.cu: table holds (i0, i1, w1) per output row, then per output column.
+void resize_forward(const float* x, float* y, const float* table, int64_t n, int64_t h, int64_t w, int64_t c,
+                    int64_t oh, int64_t ow, cudaStream_t stream);
+void resize_backward(const float* dy, float* dx, const float* table, int64_t n, int64_t h, int64_t w, int64_t c,
+                     int64_t oh, int64_t ow, cudaStream_t stream);
+
+namespace {
+
+class CudaResizeOp final : public ResizeOp {
+ public:
+  CudaResizeOp(const ResizeDesc& d, CudaContext& ctx) : ResizeOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx) {
+    Tensor host(Shape{3 * (d.oh + d.ow)});
+    float* t = host.data();
+    for (const auto& taps : {d.row_taps(), d.col_taps()})
+      for (const ResizeDesc::Tap& p : taps) {
+        *t++ = static_cast<float>(p.i0);
+        *t++ = static_cast<float>(p.i1);
+        *t++ = d.bilinear ? p.w1 : 0.f;
+      }
+    table_ = host.to(Device::cuda(ctx.device));
+  }
+
+ private:
+  void do_forward(const Tensor& x, Tensor& y) override {
+    resize_forward(x.data(), y.data(), table_.data(), d_.n, d_.h, d_.w, d_.c, d_.oh, d_.ow, ctx_.stream);
+  }
+  void do_backward(const Tensor& dy, Tensor& dx) override {
+    resize_backward(dy.data(), dx.data(), table_.data(), d_.n, d_.h, d_.w, d_.c, d_.oh, d_.ow, ctx_.stream);
+  }
+
+  ResizeDesc d_;
+  CudaContext& ctx_;
+  Tensor table_;
+};
+
+std::unique_ptr<ResizeOp> make(Backend& b, const ResizeDesc& d) {
+  cuda_backend_of(b).enter();
+  return std::make_unique<CudaResizeOp>(d, cuda_context(b));
+}
+
+}  // namespace
+
+DLT_REGISTER_OP(ResizeDesc, DeviceType::kCuda, "own", 0, make, nullptr);
+
+}  // namespace dlt::cuda
