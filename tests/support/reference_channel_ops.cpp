@@ -89,41 +89,34 @@ std::vector<double> resize_weights(const ResizeDesc& d, int64_t in, int64_t out,
   return m;
 }
 
+// y = the resize of x, or (backward) dx = its transpose applied to dy.
+Vec resize_apply(const ResizeDesc& d, const Vec& v, bool backward) {
+  const std::vector<double> wy = resize_weights(d, d.h, d.oh, d.scale_h), wx = resize_weights(d, d.w, d.ow, d.scale_w);
+  Vec out(static_cast<size_t>(backward ? d.x_numel() : d.y_numel()), 0.0);
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t oy = 0; oy < d.oh; ++oy)
+      for (int64_t ox = 0; ox < d.ow; ++ox)
+        for (int64_t iy = 0; iy < d.h; ++iy)
+          for (int64_t ix = 0; ix < d.w; ++ix) {
+            const double wt = wy[static_cast<size_t>(oy * d.h + iy)] * wx[static_cast<size_t>(ox * d.w + ix)];
+            if (wt == 0.0) continue;
+            const size_t o = static_cast<size_t>(((n * d.oh + oy) * d.ow + ox) * d.c);
+            const size_t i = static_cast<size_t>(((n * d.h + iy) * d.w + ix) * d.c);
+            for (size_t k = 0; k < static_cast<size_t>(d.c); ++k) {
+              if (backward)
+                out[i + k] += wt * v[o + k];
+              else
+                out[o + k] += wt * v[i + k];
+            }
+          }
+  return out;
+}
+
 }  // namespace
 
-Vec resize_forward(const ResizeDesc& d, const Vec& x) {
-  const std::vector<double> wy = resize_weights(d, d.h, d.oh, d.scale_h), wx = resize_weights(d, d.w, d.ow, d.scale_w);
-  Vec y(static_cast<size_t>(d.y_numel()), 0.0);
-  for (int64_t n = 0; n < d.n; ++n)
-    for (int64_t oy = 0; oy < d.oh; ++oy)
-      for (int64_t ox = 0; ox < d.ow; ++ox)
-        for (int64_t iy = 0; iy < d.h; ++iy)
-          for (int64_t ix = 0; ix < d.w; ++ix) {
-            const double wt = wy[static_cast<size_t>(oy * d.h + iy)] * wx[static_cast<size_t>(ox * d.w + ix)];
-            if (wt == 0.0) continue;
-            for (int64_t k = 0; k < d.c; ++k)
-              y[static_cast<size_t>(((n * d.oh + oy) * d.ow + ox) * d.c + k)] +=
-                  wt * x[static_cast<size_t>(((n * d.h + iy) * d.w + ix) * d.c + k)];
-          }
-  return y;
-}
+Vec resize_forward(const ResizeDesc& d, const Vec& x) { return resize_apply(d, x, false); }
 
-Vec resize_backward(const ResizeDesc& d, const Vec& dy) {
-  const std::vector<double> wy = resize_weights(d, d.h, d.oh, d.scale_h), wx = resize_weights(d, d.w, d.ow, d.scale_w);
-  Vec dx(static_cast<size_t>(d.x_numel()), 0.0);
-  for (int64_t n = 0; n < d.n; ++n)
-    for (int64_t oy = 0; oy < d.oh; ++oy)
-      for (int64_t ox = 0; ox < d.ow; ++ox)
-        for (int64_t iy = 0; iy < d.h; ++iy)
-          for (int64_t ix = 0; ix < d.w; ++ix) {
-            const double wt = wy[static_cast<size_t>(oy * d.h + iy)] * wx[static_cast<size_t>(ox * d.w + ix)];
-            if (wt == 0.0) continue;
-            for (int64_t k = 0; k < d.c; ++k)
-              dx[static_cast<size_t>(((n * d.h + iy) * d.w + ix) * d.c + k)] +=
-                  wt * dy[static_cast<size_t>(((n * d.oh + oy) * d.ow + ox) * d.c + k)];
-          }
-  return dx;
-}
+Vec resize_backward(const ResizeDesc& d, const Vec& dy) { return resize_apply(d, dy, true); }
 
 Vec batch_broadcast_add(const BatchBroadcastDesc& d, const Vec& x, const Vec& b) {
   Vec y(static_cast<size_t>(d.rows * d.length));

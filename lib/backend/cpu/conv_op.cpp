@@ -156,13 +156,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
  protected:
   void do_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu) override {
     need_bias(b, "conv forward");
-    bind(w_fwd_.user, w);
-    w_fwd_.run(ctx_.strm);
-    bind(x_, x);
-    x_reuse_.convert(x_lp_, x, ReuseOnce::kForward, ctx_.strm);
-    dy_reuse_.forget();
-    bind(b_, b);
-    bind(y_, y);
+    bind_forward(w_fwd_, x, w, b, y);
     if (relu && !d_.fuse_relu)
       fwd_relu_.execute(ctx_.strm, fwd_relu_args_);
     else
@@ -231,13 +225,7 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
       sum_args_[DNNL_ARG_SCRATCHPAD] = pad_.memory_for(sum_pd_.scratchpad_desc(), ctx_.eng);
       sum_args_[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = sum_r_;
     }
-    bind(w_sum_.user, w);
-    w_sum_.run(ctx_.strm);
-    bind(x_, x);
-    x_reuse_.convert(x_lp_, x, ReuseOnce::kForward, ctx_.strm);
-    dy_reuse_.forget();
-    bind(b_, b);
-    bind(y_, y);
+    bind_forward(w_sum_, x, w, b, y);
     bind(sum_r_, r);
     sum_fwd_.execute(ctx_.strm, sum_args_);
     ctx_.strm.wait();
@@ -397,6 +385,18 @@ class CpuConvOp final : public ConvOp, public ImplInfo {
                 {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, dw_w_.blocked},
                 {DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS, dw_b_},
                 {DNNL_ARG_SCRATCHPAD, pad_.memory_for(dw_pd_.scratchpad_desc(), eng)}};
+  }
+
+  // A forward's operands: w through w_path (the layout its primitive reads), x (rounded to
+  // bfloat16 under Precision: mixed, once per forward), b and y.
+  void bind_forward(LayoutPath& w_path, const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+    bind(w_path.user, w);
+    w_path.run(ctx_.strm);
+    bind(x_, x);
+    x_reuse_.convert(x_lp_, x, ReuseOnce::kForward, ctx_.strm);
+    dy_reuse_.forget();
+    bind(b_, b);
+    bind(y_, y);
   }
 
   // ConvDesc::inference_sum: the forward with a binary add post-op reading r (NHWC, y's size)
