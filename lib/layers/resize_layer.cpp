@@ -18,8 +18,8 @@ namespace dlt {
 
 namespace {
 
-// The nearest input of output o with ONNX's round_prefer_floor (halves down), to check that it
-// is the layer's round (halves up) for every output: no source coordinate falls on a half.
+// Whether a source coordinate of one of the out outputs falls on a half, where ONNX's
+// round_prefer_floor (halves down) and the layer's round (halves up) pick different inputs.
 bool has_tie(const ResizeDesc& d, int64_t out, double scale) {
   for (int64_t o = 0; o < out; ++o) {
     const double s = d.half_pixel ? (static_cast<double>(o) + 0.5) / scale - 0.5 : static_cast<double>(o) / scale;
@@ -164,9 +164,9 @@ class ResizeLayer final : public Layer {
     bool by_size = false;
     if (r.has_input(2) && !r.dims(2, "scales").empty() && r.dims(2, "scales")[0] > 0) {
       const std::vector<float> s = r.floats(2, "scales");
-      if (s.size() != 4 || s[0] != 1.f || s[1] != 1.f || !(s[2] > 0) || !(s[3] > 0) || !std::isfinite(s[2]) ||
-          !std::isfinite(s[3]))
-        r.fail("scales must be [1, 1, height, width] with positive factors (only the image is resized)");
+      if (s.size() != 4 || s[0] != 1.f || s[1] != 1.f || !(s[2] > 0) || !(s[3] > 0) || !(s[2] <= 1e6f) ||
+          !(s[3] <= 1e6f))
+        r.fail("scales must be [1, 1, height, width] with factors in (0, 1e6] (only the image is resized)");
       d.oh = static_cast<int64_t>(static_cast<float>(h) * s[2]);
       d.ow = static_cast<int64_t>(static_cast<float>(w) * s[3]);
       d.scale_h = import_scale(h, d.oh, s[2]);

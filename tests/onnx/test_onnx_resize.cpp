@@ -215,6 +215,7 @@ TEST_CASE("onnx Resize: what resize2d does not compute is one line naming the no
   CHECK_THAT(error_of({1, 2, 2, 2}, "nearest", "asymmetric", "floor"),
              Catch::Contains("scales must be [1, 1, height, width]"));
   CHECK_THAT(error_of({1, 1, 0.1f, 2}, "nearest", "asymmetric", "floor"), Catch::Contains("to 0x8 pixels"));
+  CHECK_THAT(error_of({1, 1, 1e30f, 2}, "nearest", "asymmetric", "floor"), Catch::Contains("factors in (0, 1e6]"));
   Graph t(6, 8, 10);
   t.g.floats("scales", {4}, {1, 1, 2, 2});
   t.g.node("Resize", {"x", "scales"}, {"r"});
