@@ -88,11 +88,16 @@ class GeneratorArgs {
     fail(*e, "must be one of " + join(choices, ", "));
   }
   // Per-stage values: one number for every stage or one per stage.
-  std::vector<int64_t> per_stage(const std::string& key, std::vector<int64_t> def, int64_t stages) {
+  // max: the largest value (a count of layers; the generated network stays a few thousand
+  // layers at most).
+  std::vector<int64_t> per_stage(const std::string& key, std::vector<int64_t> def, int64_t stages,
+                                 int64_t max = INT64_MAX) {
     std::vector<int64_t> v = ints(key, def, 1);
     if (v.size() == 1) v.assign(static_cast<size_t>(stages), v[0]);
     if (static_cast<int64_t>(v.size()) != stages)
       fail(*find(key), "must be one integer or one per encoder stage (" + std::to_string(stages) + ")");
+    for (int64_t x : v)
+      if (x > max) fail(*find(key), "must be at most " + std::to_string(max));
     return v;
   }
   void check_all_used() const {
@@ -225,7 +230,7 @@ YAML::Node segnet(const YAML::Node& node, const Origin& origin, const YAML::Node
   const int64_t classes = a.integer("NumClasses", 0, 2, true);
   std::vector<int64_t> def_channels;
   for (int64_t i = 0; i < depth; ++i) def_channels.push_back(std::min<int64_t>(int64_t{64} << i, 512));
-  const std::vector<int64_t> convs = a.per_stage("NumConvolutionLayers", {2}, depth);
+  const std::vector<int64_t> convs = a.per_stage("NumConvolutionLayers", {2}, depth, 64);
   const std::vector<int64_t> channels = a.per_stage("NumOutputChannels", def_channels, depth);
   const int64_t filter = a.integer("FilterSize", 3, 1);
   const std::string norm = a.word("Normalization", "zerocenter", {"zerocenter", "zscore", "none"});

@@ -247,3 +247,15 @@ TEST_CASE("unetLayers expands to MATLAB's U-Net (names, channels, skips) and bui
     CHECK_THROWS_WITH(fails("ImageSize: [32, 32, 3]"), Catch::Contains("unetLayers needs NumClasses"));
   }
 }
+
+namespace dlt {
+TEST_CASE("segnetLayers: NumConvolutionLayers above 64 is one line, not a network of thousands of layers",
+          "[config][generators]") {
+  // (fuzz_config's input segnet-1921-convolutions-timeout took minutes to expand.)
+  CHECK_THROWS_WITH(load_config_text(R"(layers:
+  segnetLayers: {ImageSize: [16, 16, 3], NumClasses: 3, EncoderDepth: 1, NumConvolutionLayers: 1921}
+)",
+                                     "seg.yaml"),
+                    Catch::Contains("seg.yaml:2: segnetLayers: NumConvolutionLayers must be at most 64"));
+}
+}  // namespace dlt
