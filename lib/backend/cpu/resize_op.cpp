@@ -68,7 +68,7 @@ class CpuResizeOp final : public ResizeOp {
               float* p = img + (iy * d_.w + ix) * c;
               for (int64_t k = k0; k < k1; ++k) p[k] += wt * src[k];
             };
-            const float wy = d_.bilinear ? r.w1 : 0.f, wx = d_.bilinear ? q.w1 : 0.f;
+            const float wy = r.w1, wx = q.w1;  // 0 for nearest (ResizeDesc::taps)
             add(r.i0, q.i0, (1.f - wy) * (1.f - wx));
             add(r.i0, q.i1, (1.f - wy) * wx);
             add(r.i1, q.i0, wy * (1.f - wx));

@@ -27,7 +27,7 @@ class CudaResizeOp final : public ResizeOp {
       for (const ResizeDesc::Tap& p : taps) {
         *t++ = static_cast<float>(p.i0);
         *t++ = static_cast<float>(p.i1);
-        *t++ = d.bilinear ? p.w1 : 0.f;
+        *t++ = p.w1;  // 0 for nearest
       }
     table_ = host.to(Device::cuda(ctx.device));
   }
