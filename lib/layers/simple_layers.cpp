@@ -136,19 +136,47 @@ class SoftmaxLayer final : public Layer {
     if (dx[0]) op_->backward(y, dy, *dx[0]);
   }
 
-  // Its output is the graph's output "prob" (N, K).
+  // Its output is the graph's output "prob": (N, K) class scores, or per pixel (N, K, H, W)
+  // (opset 13's Softmax over axis 1 alone).
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
-    OnnxValue x = g.flat(inputs.at(0));
+    const OnnxValue& in = inputs.at(0);
+    if (in.tokens)
+      throw ModelError(g.path() + ": softmax '" + name() +
+                       "' reads tokens, which has no ONNX form here (only class scores or pixels)");
+    if (out[0] * out[1] > 1 && !in.flat) {
+      g.add_node("Softmax", name(), {in.name}, "prob", {OnnxAttr("axis", int64_t{1})});
+      return OnnxValue{"prob", out, false};
+    }
+    OnnxValue x = g.flat(in);
     g.add_node("Softmax", name(), {x.name}, "prob", {OnnxAttr("axis", int64_t{1})});
     return OnnxValue{"prob", out, true};
   }
 
+  // Over the class scores (N, K), or over the channels of each pixel: axis 1 (-3) of an
+  // (N, C, H, W) image from opset 13 on (below 13 it means the C*H*W values together), the
+  // last axis of a channels-last (N, H, W, C) value.
   static void from_onnx(OnnxNodeReader& r) {
-    const OnnxValue in = r.input(0);
-    int64_t axis = r.attr_int("axis", r.opset() >= 13 ? -1 : 1);
-    bool channel = in.shape[0] * in.shape[1] == 1 && (axis == 1 || (in.flat && axis == -1));
-    if (!channel) r.fail("only a softmax over the class scores (N, K) is supported");
-    r.set_output(OnnxValue{r.add_layer("softmax", {in.name}).name, in.shape, true});
+    const OnnxValue in = r.input(0, false, true);
+    const int64_t axis = r.attr_int("axis", r.opset() >= 13 ? -1 : 1);
+    const bool one = in.shape[0] * in.shape[1] == 1;
+    bool channel = false;
+    if (in.channels_last)
+      channel = axis == -1 || axis == 3;
+    else if (one)
+      channel = axis == 1 || (in.flat && axis == -1);
+    else
+      channel = !in.flat && !in.tokens && r.opset() >= 13 && (axis == 1 || axis == -3);
+    if (!channel)
+      r.fail(one || in.flat || in.tokens
+                 ? "only a softmax over the class scores (N, K) is supported"
+                 : "only a softmax over the channels of each pixel (axis 1 of (N, C, H, W), opset 13 or later) "
+                   "is supported, not axis " +
+                       std::to_string(axis) + " of " + in.shape.str() + " per image at opset " +
+                       std::to_string(r.opset()));
+    OnnxValue y = in;
+    y.name = r.add_layer("softmax", {in.name}).name;
+    if (one && !in.channels_last) y.flat = true;
+    r.set_output(y);
   }
 
  private:

@@ -1,7 +1,7 @@
 // dltrain model -> ONNX (opset 13) with NCHW semantics: input "input" (N, C, H, W), output
-// "prob" (N, K) (regression: the responses (N, R), multi-label: the sigmoid probabilities). Each layer writes its own
-// nodes (Layer::to_onnx, layers/onnx_graph.h); this file is the protobuf side: initializers, nodes, the graph's output
-// and the class names in metadata_props.
+// "prob" (N, K) (segmentation: (N, K, H, W); regression: the responses (N, R), multi-label: the sigmoid probabilities).
+// Each layer writes its own nodes (Layer::to_onnx, layers/onnx_graph.h); this file is the protobuf side: initializers,
+// nodes, the graph's output and the class names in metadata_props.
 #include <climits>
 #include <filesystem>
 #include <map>
@@ -71,6 +71,10 @@ class Exporter final : public OnnxGraph {
     tt->set_elem_type(onnx::TensorProto::FLOAT);
     tt->mutable_shape()->add_dim()->set_dim_param("N");
     tt->mutable_shape()->add_dim()->set_dim_value(last.shape[2]);
+    if (!last.flat && last.shape[0] * last.shape[1] > 1) {  // per pixel: (N, K, H, W)
+      tt->mutable_shape()->add_dim()->set_dim_value(last.shape[0]);
+      tt->mutable_shape()->add_dim()->set_dim_value(last.shape[1]);
+    }
     // The class names travel in the model's metadata, one per line (as for --classes FILE).
     std::string names;
     for (const auto& c : m_.classes) {

@@ -591,15 +591,27 @@ class Importer {
     if (it == values_.end())
       throw ModelError(path_ + ": the graph output '" + g_.output(0).name() + "' was not produced");
     Value out = it->second;
-    if (out.shape[0] != 1 || out.shape[1] != 1)
-      throw ModelError(path_ + ": the graph ends with " + out.shape.str() + " per image, not class scores (1x1xK)");
+    // Class scores per image (1x1xK), or per pixel (HxWxK: a segmentation network, such as
+    // torchvision's FCN, DeepLabV3 and LR-ASPP, read as MATLAB's importNetworkFromONNX does).
+    const bool pixels = out.shape[0] * out.shape[1] > 1;
+    if (pixels && (out.tokens || out.channels_last || out.flat))
+      throw ModelError(path_ + ": the graph ends with " + out.shape.str() + " per image " +
+                       (out.tokens ? "as tokens" : "in another layout") +
+                       ", not class scores per image (1x1xK) or per pixel (N, K, H, W)");
+    if (pixels && out.shape[2] < 2)
+      throw ModelError(path_ + ": the graph ends with " + out.shape.str() +
+                       " per image: one score per pixel, not K >= 2 class scores per pixel (N, K, H, W)");
     if (m_.network.layers.back().name != out.name)
       throw ModelError(path_ + ": the graph output '" + g_.output(0).name() + "' is not the last node's output");
     if (last_layer_op_ != "Softmax") {
       taken_.insert("softmax");
       add_layer("softmax", taken_.count("prob") ? "softmax" : "prob", {out.name});
     }
-    add_layer("classification", taken_.count("output") ? "classoutput" : "output", {m_.network.layers.back().name});
+    if (pixels)
+      add_layer("pixelClassification", taken_.count("pixelLabels") ? "pixelLabelsOutput" : "pixelLabels",
+                {m_.network.layers.back().name});
+    else
+      add_layer("classification", taken_.count("output") ? "classoutput" : "output", {m_.network.layers.back().name});
     int64_t k = out.shape[2];
     m_.classes = opt_.classes;
     if (m_.classes.empty())

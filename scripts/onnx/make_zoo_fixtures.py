@@ -9,7 +9,8 @@ zoo_coverage.py does). Each architecture is exported by both PyTorch exporters:
   NAME-torchscript.onnx                     dynamo=False, opset 17, weights inside
 and beside each FIXTURE.onnx: FIXTURE.input.f32 (2 images, raw float32 N x H x W x C, 0..255,
 the layout `dltrain export --debug-forward` reads) and FIXTURE.expected.txt (onnxruntime's
-class probabilities of those images, one image per line). The transformers are exported with a
+class probabilities of those images, one image per line; the segmentation networks' (fcn_seg,
+deeplabv3_seg, lraspp_seg: torchvision's FCN, DeepLabV3, LR-ASPP) per pixel, in (H, W, K) order). The transformers are exported with a
 batch of one image, as PyTorch users export them (zoo_coverage.one_image: both exporters bake the
 batch into the attention's Reshape targets), and onnxruntime runs them image by image. tests/cli/onnx_zoo_fixtures.sh
 compares dltrain with them. Needs the virtual environment zoo_coverage.py uses (--venv).
@@ -25,6 +26,7 @@ SIDE = 32
 IMAGES = 2
 SIDES = {"efficientformer_timm": 56}  # fixtures whose architecture fixes another input size
 MAX_BYTES = 600 * 1024  # per fixture (the .onnx and its .onnx.data together)
+SEG_CLASSES = 3  # the segmentation fixtures' classes (their expected files hold 32 x 32 x 3 per image)
 
 
 def tiny_models():
@@ -374,6 +376,69 @@ def tiny_models():
 
         return Net()
 
+    def dilated_resnet():
+        # ResNet-50's layout at small widths with torchvision's Bottleneck blocks, layer3 and
+        # layer4 dilated instead of strided (replace_stride_with_dilation=[False, True, True],
+        # what torchvision's FCN and DeepLabV3 backbones use)
+        class Backbone(nn.Module):
+            def __init__(self, widths=(4, 8, 8, 16)):
+                super().__init__()
+                self.conv1 = nn.Conv2d(3, widths[0], 7, 2, 3, bias=False)
+                self.bn1 = nn.BatchNorm2d(widths[0])
+                self.relu = nn.ReLU(inplace=True)
+                self.maxpool = nn.MaxPool2d(3, 2, 1)
+                cin, dilation = widths[0], 1
+                for i, (w, dilate) in enumerate(zip(widths, (False, False, True, True))):
+                    stride = 1 if i == 0 else 2
+                    previous = dilation
+                    if dilate:
+                        dilation, stride = dilation * stride, 1
+                    out = w * resnet.Bottleneck.expansion
+                    down = None
+                    if stride != 1 or cin != out:
+                        down = nn.Sequential(nn.Conv2d(cin, out, 1, stride, bias=False), nn.BatchNorm2d(out))
+                    blocks = [resnet.Bottleneck(cin, w, stride, down, dilation=previous),
+                              resnet.Bottleneck(out, w, dilation=dilation)]
+                    setattr(self, f"layer{i + 1}", nn.Sequential(*blocks))
+                    cin = out
+                self.out_channels = cin
+
+        return Backbone()
+
+    def tiny_mobilenet_v3():
+        # MobileNetV3's blocks (squeeze-and-excitation, hardswish) in few stages: strided to an
+        # output stride of 16, the last block dilated, as torchvision's segmentation models
+        # build MobileNetV3-Large (dilated=True)
+        def conf(*a):
+            return mobilenetv3.InvertedResidualConfig(*a, width_mult=1.0)
+
+        setting = [conf(8, 3, 8, 8, False, "RE", 1, 1), conf(8, 3, 24, 8, False, "RE", 2, 1),
+                   conf(8, 5, 24, 16, True, "RE", 2, 1), conf(16, 3, 48, 16, False, "HS", 1, 1),
+                   conf(16, 3, 48, 16, True, "HS", 2, 1), conf(16, 5, 48, 16, True, "HS", 1, 2)]
+        return mobilenetv3.MobileNetV3(setting, 64)
+
+    def fcn_seg():
+        from torchvision.models._utils import IntermediateLayerGetter
+        from torchvision.models.segmentation import fcn
+        backbone = dilated_resnet()
+        head = fcn.FCNHead(backbone.out_channels, SEG_CLASSES)
+        return zc.segmentation_out(fcn.FCN(IntermediateLayerGetter(backbone, {"layer4": "out"}), head))
+
+    def deeplabv3_seg():
+        # torchvision's DeepLabV3 on MobileNetV3 with DeepLabHead's layout (ASPP at rates 12, 24,
+        # 36 with its image pooling branch, 3x3 convolution, 1x1 classifier) 8 wide instead of 256
+        from torchvision.models.segmentation import deeplabv3
+        net = deeplabv3._deeplabv3_mobilenetv3(tiny_mobilenet_v3(), SEG_CLASSES, False)
+        inplanes = net.classifier[0].convs[0][0].in_channels
+        net.classifier = nn.Sequential(deeplabv3.ASPP(inplanes, [12, 24, 36], out_channels=8),
+                                       nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                                       nn.Conv2d(8, SEG_CLASSES, 1))
+        return zc.segmentation_out(net)
+
+    def lraspp_seg():
+        from torchvision.models.segmentation import lraspp
+        return zc.segmentation_out(lraspp._lraspp_mobilenetv3(tiny_mobilenet_v3(), SEG_CLASSES))
+
     return {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small,
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
@@ -385,7 +450,7 @@ def tiny_models():
             "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm,
             "efficientformer_timm": efficientformer_timm, "poolformer_timm": poolformer_timm,
             "caformer_timm": caformer_timm, "mambaout_timm": mambaout_timm,
-            "interpolate": interpolate}
+            "interpolate": interpolate, "fcn_seg": fcn_seg, "deeplabv3_seg": deeplabv3_seg, "lraspp_seg": lraspp_seg}
 
 
 def strip_metadata(path):
@@ -425,6 +490,8 @@ def write_fixture(name, make, exporter, out_dir):
     if agree > 1e-5:
         sys.exit(f"make_zoo_fixtures: {fixture}: onnxruntime differs from PyTorch by {agree:.1e}")
     pixels.astype(np.float32).tofile(os.path.join(out_dir, fixture + ".input.f32"))
+    if probs.ndim == 4:  # a segmentation network's (N, K, H, W): dltrain's pixels are (N, H, W, K)
+        probs = probs.transpose(0, 2, 3, 1).reshape(probs.shape[0], -1)
     with open(os.path.join(out_dir, fixture + ".expected.txt"), "w") as f:
         for row in probs:
             f.write(" ".join(f"{v:.9g}" for v in row) + "\n")

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """Test helper: builds torchvision-style AlexNet (64x64), ResNet-18 (32x32), a small
-up-convolution network (16x16, ConvTranspose2d with output_padding) and a network of grouped
-and depthwise convolutions (32x32, nn.Conv2d with groups) with random weights (no downloads,
+up-convolution network (16x16, ConvTranspose2d with output_padding), a network of grouped
+and depthwise convolutions (32x32, nn.Conv2d with groups) and a segmentation network (16x16,
+scores per pixel: its probabilities per pixel in NHWC order) with random weights (no downloads,
 no torchvision), exports them with torch.onnx.export, and writes test images (raw float32
 NHWC, 0..255) and PyTorch's softmax probabilities (raw float32).
-Usage: torch_models.py OUTDIR   (writes {alexnet,resnet18,upconv,grouped}.{onnx,in.f32,probs.f32})"""
+Usage: torch_models.py OUTDIR   (writes {alexnet,resnet18,upconv,grouped,segfcn}.{onnx,in.f32,probs.f32})"""
 import sys
 import numpy as np
 import torch
@@ -123,6 +124,24 @@ class GroupedNet(nn.Module):
         return self.classifier(torch.flatten(self.pool(self.features(x)), 1))
 
 
+class SegFcn(nn.Module):
+    """A segmentation network as torchvision's FCN heads end: scores per pixel at half size,
+    bilinear upsampling (interpolate, align_corners False) back to the input's size, and a skip
+    branch of per-pixel scores added (FCN-8s' fusion); the output is (N, 4, H, W) logits."""
+    def __init__(self, num_classes=4):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.BatchNorm2d(8), nn.ReLU(inplace=True),  # 8x8
+            nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(inplace=True))
+        self.classifier = nn.Conv2d(8, num_classes, 1)
+        self.skip = nn.Conv2d(3, num_classes, 1)
+
+    def forward(self, x):
+        y = nn.functional.interpolate(self.classifier(self.features(x)), scale_factor=2, mode="bilinear",
+                                      align_corners=False)
+        return y + self.skip(x)
+
+
 def randomize_bn(model, gen):
     for m in model.modules():
         if isinstance(m, nn.BatchNorm2d):
@@ -137,7 +156,7 @@ def main(out):
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(1)
     for name, model, size in [("alexnet", AlexNet(), 64), ("resnet18", ResNet18(), 32), ("upconv", UpConv(), 16),
-                              ("grouped", GroupedNet(), 32)]:
+                              ("grouped", GroupedNet(), 32), ("segfcn", SegFcn(), 16)]:
         model.eval()
         with torch.no_grad():
             randomize_bn(model, gen)
@@ -145,15 +164,20 @@ def main(out):
             # The images are 0..255 (as dltrain feeds them): scale the first conv instead.
             first = model.conv1 if name == "resnet18" else model.features[0]
             first.weight.mul_(1 / 255.0)
+            if name == "segfcn":
+                model.skip.weight.mul_(1 / 255.0)
             # Keep the class scores moderate (no saturated softmax): scale the last layer.
             last = {"alexnet": lambda: model.classifier[-1], "resnet18": lambda: model.fc,
-                    "upconv": lambda: model.classifier, "grouped": lambda: model.classifier}[name]()
+                    "upconv": lambda: model.classifier, "grouped": lambda: model.classifier,
+                    "segfcn": lambda: model.classifier}[name]()
             z = torch.log(model(x)) if name == "resnet18" else model(x)
             s = 3.0 / max(float(z.std()), 1e-6)
             last.weight.mul_(s)
             last.bias.mul_(s)
             y = model(x)
             probs = y if name == "resnet18" else torch.softmax(y, 1)
+            if probs.dim() == 4:  # per pixel: dltrain's (N, H, W, K) order
+                probs = probs.permute(0, 2, 3, 1).contiguous()
         torch.onnx.export(model, x, f"{out}/{name}.onnx", input_names=["data"], output_names=["scores"],
                           opset_version=13, dynamic_axes={"data": {0: "batch"}, "scores": {0: "batch"}})
         x.permute(0, 2, 3, 1).contiguous().numpy().astype(np.float32).tofile(f"{out}/{name}.in.f32")

@@ -17,6 +17,12 @@ timm's models run the same way when named timm:NAME in --models (timm.create_mod
 pretrained=False, num_classes=10), at the input size of NAME's pretrained configuration, every
 LayerScale gamma drawn in [0.5, 1.5] where its 1e-5 start would hide how the import reads it);
 a run of timm models alone writes its own table, between the zoo-coverage-timm markers.
+torchvision's segmentation models run the same way when named seg:NAME (NAME from
+torchvision.models.segmentation: weights and weights_backbone None, num_classes 10, no
+auxiliary head, the graph's output its "out" scores with a softmax over each pixel's classes,
+the last Conv scaled): dltrain's per-pixel probabilities (`dltrain export --debug-forward`, the
+network's own output) are compared with onnxruntime's; a run of them alone writes its own table,
+between the zoo-coverage-seg markers.
 
 Runs in a virtual environment with PyPI's torch, torchvision, onnx, onnxruntime, onnxscript
 (--venv, default build/zoo-venv, created when missing); re-executes itself there.
@@ -41,6 +47,8 @@ PACKAGES = ["torch", "torchvision", "onnx", "onnxruntime", "onnxscript", "timm"]
 BEGIN, END = "<!-- zoo-coverage begin -->", "<!-- zoo-coverage end -->"
 TIMM_BEGIN, TIMM_END = "<!-- zoo-coverage-timm begin -->", "<!-- zoo-coverage-timm end -->"
 TIMM = "timm:"
+SEG_BEGIN, SEG_END = "<!-- zoo-coverage-seg begin -->", "<!-- zoo-coverage-seg end -->"
+SEG = "seg:"
 EXPORTERS = {"dynamo": "dynamo=True, default opset", "torchscript": "dynamo=False, opset 17"}
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -111,9 +119,34 @@ def input_size(arch, size):
     return size
 
 
+def segmentation_out(net):
+    """torchvision's segmentation models return {"out": scores, "aux": ...}: the scores alone."""
+    import torch
+
+    class SegmentationOut(torch.nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def forward(self, x):
+            return self.net(x)["out"]
+
+    return SegmentationOut(net)
+
+
+def segmentation_kwargs(arch):
+    kwargs = {"weights": None, "weights_backbone": None, "num_classes": 10}
+    if not arch[len(SEG):].startswith("lraspp"):
+        kwargs["aux_loss"] = False
+    return kwargs
+
+
 def build_model(arch, side):
     import torch
     import torchvision
+    if arch.startswith(SEG):
+        torch.manual_seed(0)
+        return segmentation_out(torchvision.models.get_model(arch[len(SEG):], **segmentation_kwargs(arch)).eval())
     if arch.startswith(TIMM):
         import timm
         torch.manual_seed(0)
@@ -358,6 +391,21 @@ def classify_probs(dltrain, model_bin, images, classes, threads, timeout):
     return probs, 0, out
 
 
+def pixel_probs(dltrain, model_bin, x_nchw, folder, timeout):
+    """A segmentation network's probabilities per pixel (N x K x H x W), from `dltrain export
+    --debug-forward` on the same pixels (NHWC float32), or None."""
+    import numpy as np
+    raw, out_path = os.path.join(folder, "input.f32"), os.path.join(folder, "pixels.f32")
+    np.ascontiguousarray(x_nchw.transpose(0, 2, 3, 1), dtype=np.float32).tofile(raw)
+    rc, out = run_limited([dltrain, "export", model_bin, "--debug-forward", raw, "--output", out_path], timeout)
+    if rc != 0:
+        return None, rc, out
+    n, _, h, w = x_nchw.shape
+    probs = np.fromfile(out_path, dtype=np.float32).reshape(n, h, w, -1).transpose(0, 3, 1, 2)
+    os.remove(out_path)
+    return probs, 0, out
+
+
 def export_all(args, arch, exporters, side, folder):
     """Runs the child for one architecture under the time limit; returns {exporter: error or None}."""
     t0 = time.time()
@@ -399,8 +447,12 @@ def check_one(args, arch, exporter, side, folder, export_error):
         r["status"] = "import"
         r["error"] = f"timeout after {args.timeout} s" if rc is None else first_error(out, folder)
         return r
-    probs, rc, out = classify_probs(args.dltrain, bin_path, info["images"], ref.shape[1], args.threads,
-                                    args.timeout)
+    if arch.startswith(SEG):
+        probs, rc, out = pixel_probs(args.dltrain, bin_path, np.load(os.path.join(folder, "input.npy")), sub,
+                                     args.timeout)
+    else:
+        probs, rc, out = classify_probs(args.dltrain, bin_path, info["images"], ref.shape[1], args.threads,
+                                        args.timeout)
     if probs is None:
         r["status"] = "classify"
         r["error"] = f"timeout after {args.timeout} s" if rc is None else first_error(out, folder)
@@ -438,6 +490,8 @@ def param_count(arch, side):
     kwargs = {"weights": None, "num_classes": 10}
     if arch.startswith("vit_"):
         kwargs["image_size"] = side
+    if arch.startswith(SEG):
+        arch, kwargs = arch[len(SEG):], segmentation_kwargs(arch)
     register = torch.nn.Module.register_parameter
 
     def on_meta(module, name, param):
@@ -473,12 +527,14 @@ def isa():
     return "AVX2" if "avx2" in flags else "SSE"
 
 
-def write_time_config(path, onnx_path, batch):
-    """A config for `dltrain time` on an imported classifier: base: the ONNX file, its last two
-    layers (softmax and the output) replaced by dltrain's, as a user's transfer config has them."""
+def write_time_config(path, onnx_path, batch, pixels=False):
+    """A config for `dltrain time` on an imported classifier (pixels: segmentation network): base:
+    the ONNX file, its last two layers (softmax and the output) replaced by dltrain's, as a user's
+    transfer config has them."""
+    output = "pixelClassification" if pixels else "classification"
     with open(path, "w") as f:
         f.write(f"base:\n  Model: {onnx_path}\n  RemoveLast: 2\nlayers:\n"
-                "  - {type: softmax, Name: prob_timed}\n  - {type: classification, Name: out_timed}\n"
+                f"  - {{type: softmax, Name: prob_timed}}\n  - {{type: {output}, Name: out_timed}}\n"
                 f"training:\n  MiniBatchSize: {batch}\n")
 
 
@@ -509,6 +565,7 @@ def opsets(results, exporter):
 
 
 def table(results, archs, exporters, versions, minutes, args, reused, merged=0):
+    seg = all(a.startswith(SEG) for a in archs)
     ok = {e: [a for a in archs if results.get((a, e), {}).get("status") == "ok"] for e in exporters}
     lines = [
         f"Generated by `scripts/onnx/zoo_coverage.py` on {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, "
@@ -521,14 +578,21 @@ def table(results, archs, exporters, versions, minutes, args, reused, merged=0):
            f"runs' (--merge {os.path.basename(args.merge)}), from the same script" if merged else "the whole table")
         + (f" (exports of {reused} of the {len(archs)} architectures reused from an earlier run, --reuse)."
            if reused else "."),
-        "Random weights (seed 0; the transformers' zero-initialised parameters drawn too), num_classes 10, the "
-        "ImageNet normalisation and a softmax inside the graph, the "
-        f"last Linear (squeezenet: Conv) scaled so the logits of the {args.images} fixed PNG images have standard "
-        f"deviation {LOGIT_STD:g} over the classes. "
-        + ("Input: each model's pretrained size; LayerScale gammas drawn in [0.5, 1.5]. " if "timm" in versions else
-           f"Input {args.size}x{args.size} (inception_v3 75, alexnet / vgg / maxvit 224). ")
-        + "A cell reads `ok A / B`: A = largest |probability difference| of `dltrain classify` against "
-        "onnxruntime on the exported file, B = onnxruntime on `dltrain export`'s file against the same; otherwise the "
+        ("Random weights (seed 0), num_classes 10, no auxiliary head, the ImageNet normalisation and a softmax "
+           "over each pixel's classes inside the graph (the model's `out` scores), the last Conv scaled so the "
+           f"logits of the {args.images} fixed images have standard deviation {LOGIT_STD:g} over the classes. "
+           f"Input {args.size}x{args.size}. A cell reads `ok A / B`: A = largest |probability difference| over the "
+           "pixels of dltrain's forward (`dltrain export --debug-forward`) against onnxruntime on the exported "
+           "file, " if seg else
+           "Random weights (seed 0; the transformers' zero-initialised parameters drawn too), num_classes 10, the "
+           "ImageNet normalisation and a softmax inside the graph, the "
+           f"last Linear (squeezenet: Conv) scaled so the logits of the {args.images} fixed PNG images have standard "
+           f"deviation {LOGIT_STD:g} over the classes. "
+           + ("Input: each model's pretrained size; LayerScale gammas drawn in [0.5, 1.5]. " if "timm" in versions
+              else f"Input {args.size}x{args.size} (inception_v3 75, alexnet / vgg / maxvit 224). ")
+           + "A cell reads `ok A / B`: A = largest |probability difference| of `dltrain classify` against "
+           "onnxruntime on the exported file, ")
+        + "B = onnxruntime on `dltrain export`'s file against the same; otherwise the "
         "step that failed and its first error line.",
         "",
         "| architecture | input | " + " | ".join(f"{e} ({EXPORTERS[e]}{opsets(results, e)})" for e in exporters) + " |",
@@ -546,15 +610,17 @@ def table(results, archs, exporters, versions, minutes, args, reused, merged=0):
     return "\n".join(lines) + "\n"
 
 
-def write_docs(text, timm_run=False):
+def write_docs(text, run="torchvision"):
+    """run: torchvision, timm or seg (each has its own table)."""
     path = os.path.join(ROOT, "docs", "transfer.md")
     doc = open(path).read()
-    begin, end = (TIMM_BEGIN, TIMM_END) if timm_run else (BEGIN, END)
+    begin, end = {"timm": (TIMM_BEGIN, TIMM_END), "seg": (SEG_BEGIN, SEG_END)}.get(run, (BEGIN, END))
     if begin in doc and end in doc:
         head, rest = doc.split(begin, 1)
         doc = head + begin + "\n" + text + end + rest.split(end, 1)[1]
     else:
-        title = "timm's transformers" if timm_run else "torchvision's zoo"
+        title = {"timm": "timm's transformers", "seg": "torchvision's segmentation models"}.get(run,
+                                                                                               "torchvision's zoo")
         doc = doc.rstrip("\n") + f"\n\n## Coverage of {title}\n\n" + begin + "\n" + text + end + "\n"
     with open(path, "w") as f:
         f.write(doc)
@@ -645,13 +711,19 @@ def main():
     all_archs = torchvision.models.list_models(module=torchvision.models)
     archs = [a for a in args.models.split(",") if a] or all_archs
     timm_run = any(a.startswith(TIMM) for a in archs)
+    seg_run = any(a.startswith(SEG) for a in archs)
+    if seg_run and (not all(a.startswith(SEG) for a in archs) or args.merge):
+        sys.exit("zoo_coverage: seg:NAME models run alone (their own table), without --merge")
     if timm_run:
         import timm
         versions["timm"] = timm.__version__
         if not all(a.startswith(TIMM) for a in archs) or args.merge:
             sys.exit("zoo_coverage: timm:NAME models run alone (their own table), without --merge")
     for a in archs:
-        if a.startswith(TIMM):
+        if a.startswith(SEG):
+            if a[len(SEG):] not in torchvision.models.list_models(module=torchvision.models.segmentation):
+                sys.exit(f"zoo_coverage: '{a[len(SEG):]}' is not one of torchvision's segmentation models")
+        elif a.startswith(TIMM):
             if a[len(TIMM):] not in timm.list_models():
                 sys.exit(f"zoo_coverage: '{a[len(TIMM):]}' is not one of timm's models")
         elif a not in all_archs:
@@ -682,7 +754,7 @@ def main():
     text = table(results, archs, exporters, versions, (time.time() - start) / 60, args, reused, len(merged))
     print(text)
     if args.write_docs:
-        write_docs(text, timm_run)
+        write_docs(text, "timm" if timm_run else "seg" if seg_run else "torchvision")
     return 0
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ONNX against other implementations: torchvision-style AlexNet (64x64, with LRN, ceil-mode
 # max pooling, padded average pooling, LeakyReLU, ELU, dropout), ResNet-18 (32x32), a small
-# up-convolution network (16x16, ConvTranspose2d with output_padding and stride 2) and a network
-# of grouped and depthwise convolutions (32x32, nn.Conv2d with groups) built
+# up-convolution network (16x16, ConvTranspose2d with output_padding and stride 2), a network
+# of grouped and depthwise convolutions (32x32, nn.Conv2d with groups) and a segmentation network
+# (16x16, scores per pixel upsampled by interpolate: imported as softmax + pixelClassification) built
 # in PyTorch with random weights are exported with torch.onnx.export (and a MaxPool-with-
 # Indices + MaxUnpool graph written with onnx.helper, computed by torch.nn.functional), imported, and must give
 # PyTorch's class probabilities within 1e-4 relative; dltrain's export of each must run in
@@ -16,7 +17,7 @@ $PY -c "import torch, numpy" 2>/dev/null || skip "/usr/bin/python3 lacks torch/n
 $PY "$SRC/scripts/onnx/torch_models.py" "$TMP" 2>/dev/null
 $PY "$SRC/scripts/onnx/unpool_model.py" "$TMP" 2>/dev/null
 $PY -c "import cv2" 2>/dev/null || skip "/usr/bin/python3 lacks cv2, which the OpenCV half needs (apt-get install python3-opencv)"
-for net in alexnet:64 resnet18:32 upconv:16 unpool:16 grouped:32; do
+for net in alexnet:64 resnet18:32 upconv:16 unpool:16 grouped:32 segfcn:16; do
   n=${net%%:*} s=${net##*:}
   onnx_round_trip "$n" "$s"
 done

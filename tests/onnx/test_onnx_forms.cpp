@@ -501,13 +501,15 @@ TEST_CASE("onnx forms: Mul by a per-channel constant is a channel-wise 1x1 group
   bad.node("Mul", {"r", "scale"}, {"s"}, "mul");
   bad.output("s");
   CHECK(has(test::import_error(bad), "node 'mul' (Mul): multiplies by a constant of shape 2x2; supported: one value"));
-  // Two computed values: the multiplication layer (test_onnx_routing.cpp runs it); here the
-  // import gets past the Mul and stops at the graph's end, which is no class scores.
+  // Two computed values: the multiplication layer (test_onnx_routing.cpp runs it); the graph
+  // ends with scores per pixel, so it reads as a segmentation network.
   OnnxBuilder two({1, 3, 2, 2});
   two.node("Relu", {"x"}, {"r"});
   two.node("Mul", {"r", "x"}, {"s"}, "mul");
   two.output("s");
-  CHECK(has(test::import_error(two), "the graph ends with 2x2x3 per image, not class scores"));
+  const ModelData seg = test::imported(two);
+  CHECK(test::layer_of_type(seg, "multiplication") != nullptr);
+  CHECK(seg.network.layers.back().type == "pixelClassification");
 }
 
 TEST_CASE("onnx forms: ShuffleNet's Reshape - Transpose - Reshape is one channelShuffle", "[onnx]") {

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# A segmentation network through ONNX and back: configs/shapes-seg.yaml (SegNet: max pooling
+# with indices, unpooling) trained briefly, `dltrain export` (output (N, K, H, W), the softmax per
+# pixel), `dltrain import` of that file (softmax + pixelClassification, the class names from the
+# file), and `dltrain segment` of both on the same labelled images: the same predictions, so the
+# same metrics. Then the imported network fine-tunes from a config (base: the import, its
+# output layer replaced) and keeps what it learnt: its validation mean IoU stays within 0.05 of
+# the original's.
+source "$(dirname "$0")/common.sh" "$@"
+skip_without_onnx
+data="$TMP/data"
+"$DLTRAIN" make-dataset shapes-seg "$data" --classes 4 --count 600 --seed 3 >/dev/null 2>&1
+sets=(--set "data.train.images=$data/train/images" --set "data.train.labels=$data/train/labels"
+      --set "data.validation.images=$data/test/images" --set "data.validation.labels=$data/test/labels")
+"$DLTRAIN" train "$SRC/configs/shapes-seg.yaml" --quiet --output-dir "$TMP/run" "${sets[@]}" \
+  --set training.Seed=1 --set training.MaxEpochs=4 > "$TMP/train.out" 2>&1 || fail "training: $(tail -3 "$TMP/train.out")"
+miou=$(json_number "$TMP/run/summary.json" validation_mean_iou)
+echo "trained: validation mean IoU $miou"
+
+"$DLTRAIN" export "$TMP/run/model.bin" --output "$TMP/seg.onnx" >/dev/null || fail "export"
+"$DLTRAIN" import "$TMP/seg.onnx" --output "$TMP/back.bin" >/dev/null || fail "import of the export"
+"$DLTRAIN" info "$TMP/back.bin" > "$TMP/info.txt"
+grep -q "pixelLabels  *pixelClassification  *32x32x5" "$TMP/info.txt" || fail "import: $(tail -12 "$TMP/info.txt")"
+for m in run/model back; do
+  "$DLTRAIN" segment "$TMP/$m.bin" "$data/test/images" --labels "$data/test/labels" --output "$TMP/seg-${m%%/*}" \
+    --json > "$TMP/${m%%/*}.json" || fail "segment $m.bin"
+done
+/usr/bin/python3 - "$TMP/seg-run/metrics.json" "$TMP/seg-back/metrics.json" <<'PYEOF' || fail "metrics differ"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["DataSetMetrics"] == b["DataSetMetrics"], (a["DataSetMetrics"], b["DataSetMetrics"])
+assert a["ClassMetrics"] == b["ClassMetrics"], "per-class metrics differ"
+print("same metrics after export and import:", a["DataSetMetrics"])
+PYEOF
+grep -q '"triangle"' "$TMP/back.json" || fail "the class names did not travel: $(head -c 400 "$TMP/back.json")"
+# The label images themselves are the same.
+for f in "$TMP"/seg-run/*.png; do
+  cmp -s "$f" "$TMP/seg-back/$(basename "$f")" || fail "$(basename "$f") differs after export and import"
+done
+
+# Fine-tuning the import: its softmax and output layer replaced by new ones.
+cat > "$TMP/finetune.yaml" <<EOF
+base: {Model: $TMP/back.bin, RemoveLast: 2}
+layers:
+  - {type: softmax, Name: softmax_new}
+  - {type: pixelClassification, Name: labels}
+data:
+  train: {images: $data/train/images, labels: $data/train/labels}
+  validation: {images: $data/test/images, labels: $data/test/labels}
+  ClassNames: [background, circle, square, triangle, cross]
+  LabelIDs: [0, 1, 2, 3, 4]
+training: {Solver: adam, InitialLearnRate: 0.0005, MaxEpochs: 1, MiniBatchSize: 32, Seed: 1}
+EOF
+"$DLTRAIN" train "$TMP/finetune.yaml" --quiet --output-dir "$TMP/tuned" > "$TMP/tune.out" 2>&1 \
+  || fail "fine-tuning the import: $(tail -3 "$TMP/tune.out")"
+tuned=$(json_number "$TMP/tuned/summary.json" validation_mean_iou)
+echo "fine-tuned import: validation mean IoU $tuned"
+at_least "$tuned" "$(awk -v m="$miou" 'BEGIN { print m - 0.05 }')" || fail "fine-tuned mean IoU $tuned < $miou - 0.05"
+echo PASS
