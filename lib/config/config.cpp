@@ -1,6 +1,7 @@
 // load_config / dump_config: file -> YAML tree -> --set overrides -> typed sections, and back.
 #include "config/config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -16,13 +17,36 @@ namespace dlt {
 namespace {
 
 const std::vector<std::string> kTopLevel = {"layers", "data", "training", "base"};
-const std::vector<std::string> kBaseKeys = {"Model", "KeepLayers", "RemoveLast", "KeepUntil", "FreezeUntil"};
+const std::vector<std::string> kBaseKeys = {"Model", "KeepLayers", "RemoveLast", "KeepUntil", "FreezeUntil", "Replace"};
 
-// base: {Model: path, KeepLayers: N | RemoveLast: N | KeepUntil: name, FreezeUntil: name}
+// Replace: a layer name or a list of them.
+void read_replace(const cfg::Entry& e, const SourceLoc& at, TransferBase& b) {
+  std::vector<YAML::Node> items;
+  if (e.value.IsScalar())
+    items.push_back(e.value);
+  else if (e.value.IsSequence())
+    for (const YAML::Node& n : e.value) items.push_back(n);
+  for (const YAML::Node& n : items) {
+    if (!n.IsScalar() || n.Scalar().empty())
+      throw ConfigError(at.prefix() + "base: Replace must be a layer name or a list of layer names, got '" +
+                        cfg::node_text(e.value) + "'");
+    if (std::find(b.replace.begin(), b.replace.end(), n.Scalar()) != b.replace.end())
+      throw ConfigError(at.prefix() + "base: Replace names '" + n.Scalar() + "' twice");
+    b.replace.push_back(n.Scalar());
+  }
+  if (b.replace.empty()) throw ConfigError(at.prefix() + "base: Replace needs at least one layer name");
+}
+
+// base: {Model: path, KeepLayers: N | RemoveLast: N | KeepUntil: name, FreezeUntil: name,
+//        Replace: name or [names]}
 void read_base(const YAML::Node& node, const cfg::Origin& origin, TransferBase& b) {
   b.loc = origin.loc(node);
   for (const cfg::Entry& e : cfg::map_entries(node, origin, "base")) {
     SourceLoc at = origin.loc(e.key_node, e.value);
+    if (e.key == "Replace") {
+      read_replace(e, at, b);
+      continue;
+    }
     if (!e.value.IsScalar() || e.value.Scalar().empty())
       throw ConfigError(at.prefix() + "base: " + e.key + " must be a single value, got '" + cfg::node_text(e.value) +
                         "'");
@@ -87,7 +111,7 @@ Config convert(YAML::Node root, const std::string& origin_name, const std::vecto
       }
     }
   }
-  c.network = cfg::read_layers(layers, origin);
+  c.network = cfg::read_layers(layers, origin, base.IsDefined() && !base.IsNull());
   if (base.IsDefined() && !base.IsNull()) {
     read_base(base, origin, c.base);
   }
@@ -140,8 +164,16 @@ std::string dump_config(const Config& c) {
     e << YAML::Key << "Model" << YAML::Value << c.base.model;
     e << YAML::Key << "KeepLayers" << YAML::Value << c.base.kept;
     if (!c.base.freeze_until.empty()) e << YAML::Key << "FreezeUntil" << YAML::Value << c.base.freeze_until;
+    if (!c.base.replace.empty()) e << YAML::Key << "Replace" << YAML::Value << YAML::Flow << c.base.replace;
     e << YAML::EndMap;
-    added.layers.erase(added.layers.begin(), added.layers.begin() + c.base.kept);
+    // layers: the replacements (taken from their places among the kept layers), then the rest.
+    added.layers.clear();
+    for (int64_t i = 0; i < c.base.kept; ++i) {
+      const LayerSpec& l = c.network.layers[static_cast<size_t>(i)];
+      if (std::find(c.base.replace.begin(), c.base.replace.end(), l.name) != c.base.replace.end())
+        added.layers.push_back(l);
+    }
+    added.layers.insert(added.layers.end(), c.network.layers.begin() + c.base.kept, c.network.layers.end());
   }
   e << YAML::Key << "layers" << YAML::Value;
   cfg::write_layers(e, added);

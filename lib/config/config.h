@@ -24,6 +24,8 @@ struct TransferBase {
   int64_t remove_last = -1;                  // keep all but the last N (MATLAB's layers(1:end-N))
   std::string keep_until;                    // keep up to and including this layer
   std::string freeze_until;                  // freeze kept layers up to and including this one
+  std::vector<std::string> replace;          // kept layers that the layers: entry of the same Name takes the
+                                             // place of (MATLAB's replaceLayer)
   SourceLoc loc;                             // the base: section, for messages
   int64_t kept = 0;                          // filled by apply_transfer: layers taken from the base
   std::shared_ptr<const ModelData> weights;  // filled by apply_transfer: the base model

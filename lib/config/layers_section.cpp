@@ -107,7 +107,7 @@ std::vector<std::string> layer_names(const YAML::Node& layers) {
   return names;
 }
 
-NetworkSpec read_layers(const YAML::Node& node, const Origin& origin) {
+NetworkSpec read_layers(const YAML::Node& node, const Origin& origin, bool after_base) {
   if (!node.IsDefined() || node.IsNull())
     throw ConfigError(origin.file() + ": no layers (add a layers: section listing the network's layers)");
   if (!node.IsSequence() || node.size() == 0)
@@ -169,6 +169,10 @@ NetworkSpec read_layers(const YAML::Node& node, const Origin& origin) {
     for (const auto& n : items) {
       const std::string& name = n.Scalar();
       auto it = index_of.find(name);
+      if (it == index_of.end() && after_base) {  // a layer of the base model, checked when the network is built
+        s.inputs.push_back(name);
+        continue;
+      }
       if (it == index_of.end()) {
         std::vector<std::string> earlier;
         for (size_t j = 0; j < k; ++j) earlier.push_back(net.layers[j].name);

@@ -52,7 +52,9 @@ std::string unknown_data_message(const std::string& key);
 std::string unknown_augmentation_message(const std::string& key);
 
 // layers: a sequence of maps -> NetworkSpec (types canonical, default names filled in).
-NetworkSpec read_layers(const YAML::Node& node, const Origin& origin);
+// after_base: the list follows a base: model's layers, so Inputs may also name layers of the
+// model, which only the built network checks.
+NetworkSpec read_layers(const YAML::Node& node, const Origin& origin, bool after_base = false);
 void write_layers(YAML::Emitter& e, const NetworkSpec& net);
 // The canonical spelling of a layer type, or "" when unknown.
 std::string canonical_layer_type(const std::string& type);

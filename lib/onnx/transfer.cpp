@@ -49,21 +49,47 @@ NetworkSpec apply_transfer(TransferBase& base, const NetworkSpec& new_layers) {
     int64_t last = index_of(out, base.freeze_until, where, "FreezeUntil");
     for (int64_t i = 0; i <= last; ++i) freeze_layer(out.layers[static_cast<size_t>(i)]);
   }
+  auto is_replaced = [&](const std::string& name) {
+    return std::find(base.replace.begin(), base.replace.end(), name) != base.replace.end();
+  };
+  auto check_new = [&](const LayerSpec& s) {
+    if (make_layer(s)->role() == Layer::Role::kInput)
+      throw ConfigError(s.loc.prefix() + "layer '" + s.name +
+                        "': with base:, the layers: list only adds layers after the kept ones or replaces them "
+                        "(remove " +
+                        s.type + ")");
+  };
+  // Replace (MATLAB's replaceLayer): the layers: entry of the same Name takes the kept layer's
+  // place, reading its inputs unless it names its own; it starts from fresh weights, unfrozen.
+  for (const std::string& name : base.replace) {
+    const int64_t i = index_of(out, name, where, "Replace");
+    if (i == 0)
+      throw ConfigError(where + "Replace names '" + name + "', the input layer (replace the layers after it)");
+    auto it = std::find_if(new_layers.layers.begin(), new_layers.layers.end(),
+                           [&](const LayerSpec& s) { return s.name == name; });
+    if (it == new_layers.layers.end())
+      throw ConfigError(where + "Replace names '" + name + "' but layers: has no layer with Name: " + name +
+                        " (the layer that takes its place)");
+    check_new(*it);
+    LayerSpec s = *it;
+    if (s.inputs.empty()) s.inputs = out.layers[static_cast<size_t>(i)].inputs;
+    out.layers[static_cast<size_t>(i)] = std::move(s);
+  }
   for (const LayerSpec& s : new_layers.layers) {
+    if (is_replaced(s.name)) continue;
     for (const LayerSpec& k : out.layers)
       if (k.name == s.name)
         throw ConfigError(s.loc.prefix() + "layer '" + s.name +
-                          "' has the name of a kept base layer (give it another Name)");
-    if (make_layer(s)->role() == Layer::Role::kInput)
-      throw ConfigError(s.loc.prefix() + "layer '" + s.name +
-                        "': with base:, the layers: list only adds layers after the kept ones (remove " + s.type + ")");
+                          "' has the name of a kept base layer (give it another Name, or list it in base: "
+                          "Replace to take that layer's place)");
+    check_new(s);
     out.layers.push_back(s);
   }
   base.kept = keep;
-  auto weights = std::make_shared<ModelData>();  // the kept layers' tensors only
+  auto weights = std::make_shared<ModelData>();  // the kept layers' tensors only (not the replaced ones')
   auto kept = [&](const NamedTensor& t) {
-    return std::any_of(out.layers.begin(), out.layers.begin() + keep,
-                       [&](const LayerSpec& l) { return l.name == t.layer; });
+    return !is_replaced(t.layer) && std::any_of(out.layers.begin(), out.layers.begin() + keep,
+                                                [&](const LayerSpec& l) { return l.name == t.layer; });
   };
   for (auto& t : m.params)
     if (kept(t)) weights->params.push_back(std::move(t));
