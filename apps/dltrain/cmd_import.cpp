@@ -40,7 +40,7 @@ Runner add_import(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "import",
       "Convert an ONNX network (PyTorch's torch.onnx.export, MATLAB's exportONNXNetwork) into a dltrain model "
-      "file, to classify with or to fine-tune (base: in a config)");
+      "file, to classify (or segment) with or to fine-tune (base: in a config)");
   struct Args {
     std::string onnx, output, classes, input_size;
   };
@@ -59,10 +59,11 @@ Runner add_import(CLI::App& app) {
     Network net(m, Device::cpu(), a->onnx);  // validates shapes and weights before writing
     save_model(a->output, m);
     const Shape& in = net.input_shape();
-    std::printf("imported %s: %zu layers, %lld learnables, input %lldx%lldx%lld, %lld classes -> %s\n", a->onnx.c_str(),
-                net.size(), static_cast<long long>(net.total_learnables()), static_cast<long long>(in[0]),
-                static_cast<long long>(in[1]), static_cast<long long>(in[2]), static_cast<long long>(net.num_classes()),
-                a->output.c_str());
+    std::printf(
+        "imported %s: %zu layers, %lld learnables, input %lldx%lldx%lld, %lld classes%s -> %s\n", a->onnx.c_str(),
+        net.size(), static_cast<long long>(net.total_learnables()), static_cast<long long>(in[0]),
+        static_cast<long long>(in[1]), static_cast<long long>(in[2]), static_cast<long long>(net.num_classes()),
+        net.task() == "segmentation" ? " per pixel (a segmentation network: dltrain segment)" : "", a->output.c_str());
     return 0;
   };
 }

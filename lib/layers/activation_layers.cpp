@@ -39,7 +39,8 @@ class ActivationLayer final : public Layer {
       beta_ = number("Beta", 0.5);
     }
     // (after kind_ took Approximation tanh)
-    traits_.post_act = kind_ == ActKind::kSwish || kind_ == ActKind::kGelu || kind_ == ActKind::kGeluTanh;
+    traits_.post_act = kind_ == ActKind::kSwish || kind_ == ActKind::kGelu || kind_ == ActKind::kGeluTanh ||
+                       kind_ == ActKind::kHardSwish;
     traits_.post_act_kind = kind_;
   }
   Shape infer(const std::vector<Shape>& inputs) override {

@@ -3,8 +3,9 @@
 // its weights and bias and its ReLU as a post-op. The class probabilities match the unfolded
 // network's on cifar10-bn (NHWC convolutions), resnet18-cifar (Winograd on AVX-512, blocked
 // direct convolution on AVX2) and shapes-mobilenet (depthwise and grouped convolutions), also
-// after the weights and statistics change; a clippedRelu (ReLU6) or swish (SiLU) after the
-// normalization, or a swish right after a convolution, folds in as the convolution's post-op.
+// after the weights and statistics change; a clippedRelu (ReLU6), swish (SiLU) or hard swish
+// after the normalization, or a swish, GELU or hard swish right after a convolution, folds in as
+// the convolution's post-op.
 #include <catch2/catch.hpp>
 
 #include "backend/cpu/cpu_backend.h"
@@ -219,6 +220,42 @@ TEST_CASE("inference folding: GELU after a 1x1 convolution as a post-op", "[net]
   check_folding(s, 3, 2, 0.03);
 }
 
+TEST_CASE("inference folding: hard swish after a convolution or its batchNormalization as a post-op", "[net][fold]") {
+  // MobileNetV3's blocks (and LR-ASPP's and DeepLabV3's backbone): a convolution with its
+  // normalization and hard swish, a depthwise one with its hard swish directly (as the
+  // exporters leave it, the normalization folded), a squeeze-and-excitation whose gate is a
+  // hardSigmoid (not folded), and a hard swish whose input an addition also reads (kept apart).
+  NetworkSpec s;
+  s.layers = classifier({
+      named("imageInput", "in", {"InputSize=[9,9,3]", "Normalization=none"}),
+      named("convolution2d", "c1", {"FilterSize=3", "NumFilters=16", "Padding=same", "Stride=2"}),
+      named("batchNormalization", "bn1", {}),
+      named("hardSwish", "act1", {}),
+      named("groupedConvolution2d", "dw",
+            {"FilterSize=3", "NumFiltersPerGroup=1", "NumGroups=channel-wise", "Padding=same"}),
+      named("hardSwish", "act2", {}),
+      named("globalAveragePooling2d", "gap", {}),
+      named("convolution2d", "squeeze", {"FilterSize=1", "NumFilters=4"}),
+      named("relu", "squeeze_act", {}),
+      named("convolution2d", "excite", {"FilterSize=1", "NumFilters=16"}),
+      named("hardSigmoid", "gate", {}),
+      named_in("multiplication", "se", {}, {"gate", "act2"}),
+      named("convolution2d", "pw", {"FilterSize=1", "NumFilters=16"}),
+      named("hardSwish", "act3", {}),
+      named_in("addition", "res", {}, {"act3", "pw"}),
+  });
+  Network net(s, Device::cpu());
+  auto index = [&](const std::string& name) { return index_of(net, name); };
+  for (const char* name : {"c1", "dw"}) {
+    INFO(name);
+    CHECK(net.layer(index(name)).fusion().folded_act);
+    CHECK(net.layer(index(name)).fusion().folded_kind == ActKind::kHardSwish);
+  }
+  CHECK_FALSE(net.layer(index("excite")).fusion().folded_act);  // a hardSigmoid after it
+  CHECK_FALSE(net.layer(index("pw")).fusion().folded_act);      // res reads it too
+  check_folding(s, 4, 2, 0.03);
+}
+
 TEST_CASE("inference folding: a channel-wise 1x1 convolution (an imported LayerScale) after a convolution",
           "[net][fold]") {
   // EfficientFormer's and PoolFormer's MLP end: a 1x1 convolution scaled per channel by a
@@ -254,7 +291,8 @@ namespace dlt::test {
 
 TEST_CASE("inference folding: a convolution's swish or GELU post-op gives the separate activation's values",
           "[net][fold]") {
-  // The ops under the folded swish or GELU (erf and tanh forms): oneDNN's direct convolution
+  // The ops under the folded swish, GELU (erf and tanh forms) or hard swish (whose separate op
+  // is a loop; the post-op oneDNN's eltwise_hardswish): oneDNN's direct convolution
   // with an eltwise post-op, and the Winograd / blocked ops with the activation op after them
   // (ActAfterConvOp), against the plain convolution and the activation layer's op.
   struct Case {
@@ -268,7 +306,7 @@ TEST_CASE("inference folding: a convolution's swish or GELU post-op gives the se
   };
   Backend& be = cpu_backend();
   for (const Case& cs : cases)
-    for (ActKind kind : {ActKind::kSwish, ActKind::kGelu, ActKind::kGeluTanh}) {
+    for (ActKind kind : {ActKind::kSwish, ActKind::kGelu, ActKind::kGeluTanh, ActKind::kHardSwish}) {
       INFO(cs.name << ", " << act_name(kind));
       Rng rng(5);
       const ConvProblem p = random_conv_problem(2, cs.hw, cs.c, cs.k, cs.f, 1, cs.groups, rng);

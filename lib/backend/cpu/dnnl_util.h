@@ -68,8 +68,9 @@ inline dnnl::primitive_attr user_scratchpad_attr() {
 }
 // Appends a relu post-op, or with a finite ceiling min(max(x, 0), ceiling) (clip_v2, as the
 // clippedRelu act op runs it: the same bits), or with post_act the activation act: a swish
-// x * sigmoid(x) (eltwise_swish with alpha 1) or a GELU (eltwise_gelu_erf, eltwise_gelu_tanh),
-// as the act ops run them.
+// x * sigmoid(x) (eltwise_swish with alpha 1), a GELU (eltwise_gelu_erf, eltwise_gelu_tanh), as
+// the act ops run them, or a hard swish x relu6(x + 3) / 6 (eltwise_hardswish: oneDNN 2.6's
+// forward is that formula; its derivative, which the act op does not use, is never needed here).
 inline void append_act(dnnl::post_ops& po, float ceiling, bool post_act = false, ActKind act = ActKind::kRelu) {
   if (post_act && act == ActKind::kSwish)
     po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
@@ -77,6 +78,8 @@ inline void append_act(dnnl::post_ops& po, float ceiling, bool post_act = false,
     po.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f);
   else if (post_act && act == ActKind::kGeluTanh)
     po.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
+  else if (post_act && act == ActKind::kHardSwish)
+    po.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f);
   else if (std::isfinite(ceiling))
     po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip_v2, 0.f, ceiling);
   else
