@@ -5,7 +5,7 @@
 # file), and `dltrain segment` of both on the same labelled images: the same predictions, so the
 # same metrics. Then the imported network fine-tunes from a config (base: the import, its
 # output layer replaced) and keeps what it learnt: its validation mean IoU stays within 0.05 of
-# the original's.
+# the original's. Last, base: Replace on an imported LR-ASPP and its run's resolved config.
 source "$(dirname "$0")/common.sh" "$@"
 skip_without_onnx
 data="$TMP/data"
@@ -56,4 +56,38 @@ EOF
 tuned=$(json_number "$TMP/tuned/summary.json" validation_mean_iou)
 echo "fine-tuned import: validation mean IoU $tuned"
 at_least "$tuned" "$(awk -v m="$miou" 'BEGIN { print m - 0.05 }')" || fail "fine-tuned mean IoU $tuned < $miou - 0.05"
+
+# base: Replace on an imported LR-ASPP (the fixture tests/data/onnx_zoo/lraspp_seg-torchscript.onnx:
+# 3 classes at 32x32): its two classifier convolutions, which sit before the addition, the resize,
+# the softmax and the output, replaced for the data's 5 classes, the other layers in place; the
+# run's resolved config.yaml trains again to the same layers.
+"$DLTRAIN" import "$SRC/tests/data/onnx_zoo/lraspp_seg-torchscript.onnx" --output "$TMP/lraspp.bin" >/dev/null \
+  || fail "import of the LR-ASPP fixture"
+"$DLTRAIN" info "$TMP/lraspp.bin" > "$TMP/lraspp.txt"
+low=$(awk '$2 ~ /low_classifier/ { print $2 }' "$TMP/lraspp.txt")
+high=$(awk '$2 ~ /high_classifier/ { print $2 }' "$TMP/lraspp.txt")
+[[ -n $low && -n $high ]] || fail "no classifier convolutions in: $(tail -15 "$TMP/lraspp.txt")"
+cat > "$TMP/replace.yaml" <<EOF
+base: {Model: $TMP/lraspp.bin, Replace: [$low, $high]}
+layers:
+  - {type: convolution2d, Name: $low, FilterSize: 1, NumFilters: 5}
+  - {type: convolution2d, Name: $high, FilterSize: 1, NumFilters: 5}
+data:
+  train: {images: $data/train/images, labels: $data/train/labels}
+  ClassNames: [background, circle, square, triangle, cross]
+  LabelIDs: [0, 1, 2, 3, 4]
+training: {Solver: adam, InitialLearnRate: 0.001, MaxEpochs: 1, MiniBatchSize: 32, Seed: 1}
+EOF
+"$DLTRAIN" train "$TMP/replace.yaml" --quiet --output-dir "$TMP/replaced" > "$TMP/replace.out" 2>&1 \
+  || fail "training with Replace: $(tail -3 "$TMP/replace.out")"
+"$DLTRAIN" info "$TMP/replaced/model.bin" > "$TMP/replaced.txt"
+grep -q "pixelLabels  *pixelClassification  *32x32x5" "$TMP/replaced.txt" || fail "not 5 classes: $(tail -12 "$TMP/replaced.txt")"
+# The same layers in the same places (names and types), the classifiers 5 wide.
+diff <(awk '$1 ~ /^[0-9]+$/ { print $1, $2, $3 }' "$TMP/lraspp.txt") \
+     <(awk '$1 ~ /^[0-9]+$/ { print $1, $2, $3 }' "$TMP/replaced.txt") > /dev/null || fail "Replace moved layers"
+grep -q "$low  *convolution2d  *8x8x5 " "$TMP/replaced.txt" || fail "$low: $(grep "$low" "$TMP/replaced.txt")"
+grep -q "Replace: \[$low, $high\]" "$TMP/replaced/config.yaml" || fail "resolved config: $(grep -A4 '^base' "$TMP/replaced/config.yaml")"
+"$DLTRAIN" train "$TMP/replaced/config.yaml" --quiet --output-dir "$TMP/again" > "$TMP/again.out" 2>&1 \
+  || fail "the resolved config does not train: $(tail -3 "$TMP/again.out")"
+"$DLTRAIN" info "$TMP/again/model.bin" | diff - "$TMP/replaced.txt" > /dev/null || fail "the resolved config built another network"
 echo PASS
