@@ -83,8 +83,9 @@ struct ConvDesc {
   // apart).
   bool folded_affine = false;
   // With inference_relu: forward(..., relu = true) applies the activation inference_act instead
-  // to z = conv(x) + b: a swish z * sigmoid(z) (EfficientNet's SiLU) or a GELU, erf or tanh form
-  // (PoolFormer's and EfficientFormer's MLPs), folded in CPU inference (the CPU backend only).
+  // to z = conv(x) + b: a swish z * sigmoid(z) (EfficientNet's SiLU), a GELU, erf or tanh form
+  // (PoolFormer's and EfficientFormer's MLPs), or a hard swish (MobileNetV3), folded in CPU
+  // inference (the CPU backend only; the kinds are the activation layers' FusionTraits::post_act).
   bool inference_post_act = false;
   ActKind inference_act{};
   // Precision: mixed. x, w and dy are rounded to bfloat16 for the multiply; products are

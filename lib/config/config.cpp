@@ -1,7 +1,6 @@
 // load_config / dump_config: file -> YAML tree -> --set overrides -> typed sections, and back.
 #include "config/config.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -30,8 +29,7 @@ void read_replace(const cfg::Entry& e, const SourceLoc& at, TransferBase& b) {
     if (!n.IsScalar() || n.Scalar().empty())
       throw ConfigError(at.prefix() + "base: Replace must be a layer name or a list of layer names, got '" +
                         cfg::node_text(e.value) + "'");
-    if (std::find(b.replace.begin(), b.replace.end(), n.Scalar()) != b.replace.end())
-      throw ConfigError(at.prefix() + "base: Replace names '" + n.Scalar() + "' twice");
+    if (b.replaces(n.Scalar())) throw ConfigError(at.prefix() + "base: Replace names '" + n.Scalar() + "' twice");
     b.replace.push_back(n.Scalar());
   }
   if (b.replace.empty()) throw ConfigError(at.prefix() + "base: Replace needs at least one layer name");
@@ -170,8 +168,7 @@ std::string dump_config(const Config& c) {
     added.layers.clear();
     for (int64_t i = 0; i < c.base.kept; ++i) {
       const LayerSpec& l = c.network.layers[static_cast<size_t>(i)];
-      if (std::find(c.base.replace.begin(), c.base.replace.end(), l.name) != c.base.replace.end())
-        added.layers.push_back(l);
+      if (c.base.replaces(l.name)) added.layers.push_back(l);
     }
     added.layers.insert(added.layers.end(), c.network.layers.begin() + c.base.kept, c.network.layers.end());
   }

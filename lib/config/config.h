@@ -5,6 +5,7 @@
 // below). Every error is a ConfigError with one line "file:line: what (fix)", or for an
 // environment variable "VARIABLE is 'value' (...)". Schema: docs/config.md.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -29,6 +30,10 @@ struct TransferBase {
   SourceLoc loc;                             // the base: section, for messages
   int64_t kept = 0;                          // filled by apply_transfer: layers taken from the base
   std::shared_ptr<const ModelData> weights;  // filled by apply_transfer: the base model
+
+  bool replaces(const std::string& layer) const {
+    return std::find(replace.begin(), replace.end(), layer) != replace.end();
+  }
 };
 
 struct Config {

@@ -90,7 +90,7 @@ struct Fusion {
   // own op ignores the fields below down to scaled_input.
   bool folds_affine = false;
   bool folded_relu = false;
-  // A convolution that in inference applies the swish or GELU after it (folded_kind; or after
+  // A convolution that in inference applies the swish, GELU or hard swish after it (folded_kind; or after
   // the batchNormalization it folds) as its post-op, writing that activation's output.
   bool folded_act = false;
   ActKind folded_kind{};

@@ -119,7 +119,7 @@ FusionPlan::FusionPlan(const std::vector<Layer*>& layers, const std::vector<std:
     Fusion f = fusion[p];
     f.folds_affine = true;
     f.folded_relu = fusion[static_cast<size_t>(q)].relu;
-    // A clippedRelu, a swish or a GELU that is the normalization's only consumer folds in too
+    // A clippedRelu, a swish, a GELU or a hard swish that is the normalization's only consumer folds in too
     // (the convolution's clip or activation post-op), and the convolution writes its output.
     const int r = only_user(static_cast<size_t>(q));
     bool with_r = false;
@@ -152,10 +152,10 @@ FusionPlan::FusionPlan(const std::vector<Layer*>& layers, const std::vector<std:
     node.affine = layers[static_cast<size_t>(q)];
     nodes_[static_cast<size_t>(q)].inference = {Kind::kFoldedAway, static_cast<int>(p)};
   }
-  // Inference: a convolution and the swish or GELU that is its only consumer (EfficientNet's
-  // convolutions with their normalization folded in by the exporter, its squeeze-and-excitation
-  // reduction; PoolFormer's and EfficientFormer's 1x1 MLPs): the activation as the convolution's
-  // post-op.
+  // Inference: a convolution and the swish, GELU or hard swish that is its only consumer
+  // (EfficientNet's and MobileNetV3's convolutions with their normalization folded in by the
+  // exporter, EfficientNet's squeeze-and-excitation reduction; PoolFormer's and EfficientFormer's
+  // 1x1 MLPs): the activation as the convolution's post-op.
   for (size_t p = 0; p < n; ++p) {
     const int r = only_user(p);
     if (!traits(p).conv_op || folded_away(p) || r < 0 || fusion[p].relu || fusion[p].folds_affine ||

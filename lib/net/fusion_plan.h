@@ -15,8 +15,9 @@
 //  - batchNormalization + ReLU + max pooling as one op in training (BnReluMaxPoolDesc); the
 //    layers run one by one in data-parallel training (the op has only this rank's statistics).
 //  - convolution + batchNormalization or a channel-wise 1x1 convolution (an imported LayerScale)
-//    (+ a clippedRelu, swish or GELU after it) folded into one convolution in inference (ConvDesc::folded_affine,
-//    inference_relu, inference_post_act); a convolution + swish or GELU the same way without a normalization.
+//    (+ a clippedRelu, swish, GELU or hard swish after it) folded into one convolution in inference
+//    (ConvDesc::folded_affine, inference_relu, inference_post_act); a convolution + swish, GELU or hard swish
+//    the same way without a normalization.
 //  - a 1x1 convolution and the depthwise convolution after it, each as folded, as one op in
 //    inference (ConvDesc::depthwise; apart where the op has no kernel for the batch), with the
 //    linear 1x1 projection after them where one follows (MobileNetV2's blocks).

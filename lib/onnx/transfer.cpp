@@ -49,9 +49,6 @@ NetworkSpec apply_transfer(TransferBase& base, const NetworkSpec& new_layers) {
     int64_t last = index_of(out, base.freeze_until, where, "FreezeUntil");
     for (int64_t i = 0; i <= last; ++i) freeze_layer(out.layers[static_cast<size_t>(i)]);
   }
-  auto is_replaced = [&](const std::string& name) {
-    return std::find(base.replace.begin(), base.replace.end(), name) != base.replace.end();
-  };
   auto check_new = [&](const LayerSpec& s) {
     if (make_layer(s)->role() == Layer::Role::kInput)
       throw ConfigError(s.loc.prefix() + "layer '" + s.name +
@@ -76,7 +73,7 @@ NetworkSpec apply_transfer(TransferBase& base, const NetworkSpec& new_layers) {
     out.layers[static_cast<size_t>(i)] = std::move(s);
   }
   for (const LayerSpec& s : new_layers.layers) {
-    if (is_replaced(s.name)) continue;
+    if (base.replaces(s.name)) continue;
     for (const LayerSpec& k : out.layers)
       if (k.name == s.name)
         throw ConfigError(s.loc.prefix() + "layer '" + s.name +
@@ -88,8 +85,8 @@ NetworkSpec apply_transfer(TransferBase& base, const NetworkSpec& new_layers) {
   base.kept = keep;
   auto weights = std::make_shared<ModelData>();  // the kept layers' tensors only (not the replaced ones')
   auto kept = [&](const NamedTensor& t) {
-    return !is_replaced(t.layer) && std::any_of(out.layers.begin(), out.layers.begin() + keep,
-                                                [&](const LayerSpec& l) { return l.name == t.layer; });
+    return !base.replaces(t.layer) && std::any_of(out.layers.begin(), out.layers.begin() + keep,
+                                                  [&](const LayerSpec& l) { return l.name == t.layer; });
   };
   for (auto& t : m.params)
     if (kept(t)) weights->params.push_back(std::move(t));

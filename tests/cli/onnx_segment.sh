@@ -10,6 +10,8 @@ source "$(dirname "$0")/common.sh" "$@"
 skip_without_onnx
 data="$TMP/data"
 "$DLTRAIN" make-dataset shapes-seg "$data" --classes 4 --count 600 --seed 3 >/dev/null 2>&1
+classes="  ClassNames: [background, circle, square, triangle, cross]
+  LabelIDs: [0, 1, 2, 3, 4]"  # make-dataset's, for the configs below
 sets=(--set "data.train.images=$data/train/images" --set "data.train.labels=$data/train/labels"
       --set "data.validation.images=$data/test/images" --set "data.validation.labels=$data/test/labels")
 "$DLTRAIN" train "$SRC/configs/shapes-seg.yaml" --quiet --output-dir "$TMP/run" "${sets[@]}" \
@@ -47,8 +49,7 @@ layers:
 data:
   train: {images: $data/train/images, labels: $data/train/labels}
   validation: {images: $data/test/images, labels: $data/test/labels}
-  ClassNames: [background, circle, square, triangle, cross]
-  LabelIDs: [0, 1, 2, 3, 4]
+$classes
 training: {Solver: adam, InitialLearnRate: 0.0005, MaxEpochs: 1, MiniBatchSize: 32, Seed: 1}
 EOF
 "$DLTRAIN" train "$TMP/finetune.yaml" --quiet --output-dir "$TMP/tuned" > "$TMP/tune.out" 2>&1 \
@@ -74,8 +75,7 @@ layers:
   - {type: convolution2d, Name: $high, FilterSize: 1, NumFilters: 5}
 data:
   train: {images: $data/train/images, labels: $data/train/labels}
-  ClassNames: [background, circle, square, triangle, cross]
-  LabelIDs: [0, 1, 2, 3, 4]
+$classes
 training: {Solver: adam, InitialLearnRate: 0.001, MaxEpochs: 1, MiniBatchSize: 32, Seed: 1}
 EOF
 "$DLTRAIN" train "$TMP/replace.yaml" --quiet --output-dir "$TMP/replaced" > "$TMP/replace.out" 2>&1 \

@@ -3,9 +3,10 @@
 // pixelClassification appended (or its own Softmax over the channels kept) and gives the
 // per-pixel softmax of its scores; a YAML segmentation network exports with the Softmax over
 // axis 1 of (N, K, H, W) and reads back as the same network; what is not a per-pixel softmax or
-// per-pixel scores is one line.
+// per-pixel scores is one line, and so is the export of a softmax over tokens.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -171,6 +172,30 @@ layers:
   REQUIRE(p.size() == q.size());
   REQUIRE(p.size() == size_t{2 * 4 * 6 * 3});
   for (size_t i = 0; i < p.size(); ++i) CHECK(q[i] == Approx(p[i]).margin(1e-6));
+}
+
+TEST_CASE("a softmax over tokens has no ONNX export: one line naming the layer", "[onnx]") {
+  const std::string yaml = R"(
+layers:
+  - {type: imageInput, Name: input, InputSize: [8, 8, 3], Normalization: none}
+  - {type: patchEmbedding, Name: patches, PatchSize: 4, OutputSize: 8}
+  - {type: softmax, Name: tokensoftmax}
+  - {type: globalAveragePooling1d, Name: pool}
+  - {type: fullyConnected, Name: fc, OutputSize: 3}
+  - {type: softmax, Name: prob}
+  - {type: classification, Name: output}
+)";
+  Network net(network_spec_from_yaml(yaml, "tokens.yaml"), Device::cpu());
+  net.init_params(1);
+  ModelData m = net.to_model_data();
+  m.classes = {"a", "b", "c"};
+  TempDir dir;
+  try {
+    export_onnx(m, dir.file("tokens.onnx"));
+    FAIL("a softmax over tokens was exported");
+  } catch (const ModelError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("softmax 'tokensoftmax' reads tokens, which has no ONNX form here"));
+  }
 }
 
 }  // namespace dlt::test

@@ -7,9 +7,9 @@
 // weights are oneDNN's 5-d (G, K/G, C/G, kh, kw) in the gohwi layout, which is our
 // (K, kh, kw, C/G) with K split group-major; oneDNN picks its depthwise kernels (jit_dw) when
 // groups == C. A fused clipped ReLU (ConvDesc::relu_ceiling) is a clip post-op here, a folded
-// swish or GELU (ConvDesc::inference_post_act) that post-op; the Winograd and blocked ops run without
+// swish, GELU or hard swish (ConvDesc::inference_post_act) that post-op; the Winograd and blocked ops run without
 // them and ActAfterConvOp applies the activation to their output in place, so a fused
-// clippedRelu or a folded swish (or GELU) never changes which algorithm a convolution runs, nor its bits.
+// clippedRelu or a folded activation never changes which algorithm a convolution runs, nor its bits.
 // A 1x1 convolution with ConvDesc::depthwise also makes oneDNN's 1x1 forward with a depthwise
 // post-op (make_depthwise), which computes the depthwise output from tiles of its own output
 // (on blocked activations, reordered from and to NHWC), and the projection after it.
@@ -571,7 +571,7 @@ static std::unique_ptr<ConvOp> make_conv_op(const ConvDesc& d, DnnlContext& ctx,
     if (!op) op = make_blocked_conv_op(plain, ctx);
     if (op) return std::make_unique<ActAfterConvOp>(d, std::move(op), ctx);
   }
-  // (A folded swish or GELU never reaches these two: they know none, and took the plain problem above.)
+  // (A folded activation never reaches these two: they know none, and took the plain problem above.)
   if (!direct_only && !d.inference_post_act && !d.inference_sum) {
     if (auto winograd = make_winograd_conv_op(d)) return winograd;
     if (auto blocked = make_blocked_conv_op(d, ctx)) return blocked;

@@ -51,8 +51,8 @@ class CudaConvOp final : public ConvOp {
       : ConvOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx), opts_(options), name_(describe(d)) {
     if (d.bf16) require_bf16(ctx, name_);
     // A clipped ReLU (relu_ceiling) runs in the bias epilogue; the network fuses one on the GPU
-    // only under CudaFusedClippedRelu (fusion_plan.cpp). A swish or GELU is folded on the CPU only.
-    DLT_CHECK(!d.inference_post_act, name_ << ": no swish or GELU epilogue on the GPU");
+    // only under CudaFusedClippedRelu (fusion_plan.cpp). A swish, GELU or hard swish is folded on the CPU only.
+    DLT_CHECK(!d.inference_post_act, name_ << ": no swish, GELU or hard swish epilogue on the GPU");
     const cudnnDataType_t dtype = d.bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
     oh_ = d.out_h();
     ow_ = d.out_w();
