@@ -161,7 +161,7 @@ Runner add_time(CLI::App& app) {
       j.field("train_step_ms", step * 1e3).field("inference_ms", infer * 1e3);
       j.field("flops_per_image", net.flops_per_image());
       j.field("peak_device_memory_bytes", static_cast<int64_t>(be.peak_memory_bytes()));
-      j.field("activation_bytes", net.activation_bytes());
+      j.field("activation_bytes", net.activation_bytes()).field("inference_bytes", net.inference_bytes());
       j.key("layers").begin_array();
       for (size_t i = 0; i < net.size(); ++i) {
         j.begin_object().field("name", net.layer(i).name()).field("type", net.layer(i).type());
@@ -188,7 +188,9 @@ Runner add_time(CLI::App& app) {
         "\nBatch %lld on %s (Precision %s): training step %.2f ms (%.0f images/s), inference %.2f ms (%.0f images/s)\n",
         static_cast<long long>(n), dev.str().c_str(), to_string(c.training.precision).c_str(), step * 1e3, train_ips,
         infer * 1e3, infer_ips);
-    std::printf("Layer outputs and gradients: %.1f MiB\n", static_cast<double>(net.activation_bytes()) / (1 << 20));
+    std::printf("Layer outputs and gradients: %.1f MiB (an inference pass writes to %.1f MiB of them)\n",
+                static_cast<double>(net.activation_bytes()) / (1 << 20),
+                static_cast<double>(net.inference_bytes()) / (1 << 20));
     if (c.training.cuda_graph) std::printf("Training steps: %s\n", graph_state.c_str());
     if (!dev.is_cpu())
       std::printf(

@@ -31,7 +31,8 @@
 // Adding a fusion: what the rule needs of a layer as FusionTraits data (an op descriptor, a
 // fact), its decision in Fusion, a rule in fusion_plan.cpp that asks Backend::supports for the
 // fused op's descriptor, and, for a step that runs two layers, a Kind, its run in
-// fused_steps.cpp and its case in Network::forward / backward_node. A backend that fuses the
+// fused_steps.cpp and its case in Network::forward / backward_node and in
+// Network::inference_step_io (the outputs the step reads and writes). A backend that fuses the
 // pattern accepts the descriptor in its kernel's `accepts` (op_registry.h).
 #pragma once
 #include <cstddef>

@@ -220,7 +220,8 @@ void Network::set_batch(int64_t n) {
     node.out = nodes_[root(node.alias_of)].out;
     node.grad = nodes_[root(node.alias_of)].grad;
   }
-  if (n != batch_) {
+  const bool remake = n != batch_;
+  if (remake) {
     Backend& be = *backend_;
     for (size_t i = 0; i < nodes_.size(); ++i) {
       Node& node = nodes_[i];
@@ -232,6 +233,8 @@ void Network::set_batch(int64_t n) {
     }
     batch_ = n;
   }
+  // (Which steps run fused ops, and so which outputs a pass writes, follows the ops just made.)
+  if (remake || inference_plan_batch_ != n || inference_plan_folding_ != inference_folding_) plan_inference_buffers(n);
 }
 
 size_t Network::inference_step_of(size_t i) const {
@@ -244,35 +247,44 @@ const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
   DLT_CHECK(x.shape() == batch_shape(batch_, input_shape()), "forward: input "
                                                                  << x.shape().str() << " but the network expects "
                                                                  << batch_shape(batch_, input_shape()).str());
+  // Inference on shared buffers (plan_inference_buffers), planned again where the folding
+  // changed since set_batch.
+  if (!ctx.training && inference_plan_folding_ != inference_folding_) plan_inference_buffers(batch_);
+  const bool inf = !ctx.training && !inference_out_.empty();
   std::vector<const Tensor*>& xs = scratch_xs_;
   using Kind = FusionPlan::Kind;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
     if (n.alias_of >= 0) continue;
+    if (i == 0 && inf && input_->normalization() == "none") {
+      inference_out_[0] = x;  // an input without normalization passes x on as it is
+      continue;
+    }
     const FusionPlan::Step step = plan_.step(i, ctx, inference_folding_);
     if (step.kind == Kind::kFoldedAway || step.kind == Kind::kInMaxPool) continue;  // another node's step runs it
     // kBnReluMaxPool: the batchNormalization's forward on its input writes the pooling's output.
     Node& stepped = step.kind == Kind::kBnReluMaxPool ? nodes_[static_cast<size_t>(step.partner)] : n;
     xs.clear();
     if (i == 0) xs.push_back(&x);
-    for (int p : stepped.inputs) xs.push_back(&nodes_[root(p)].out);
+    for (int p : stepped.inputs) xs.push_back(&value(p, inf));
+    Tensor& y = value(static_cast<int>(i), inf);
     auto run = [&] {
       if (step.kind == Kind::kBnReluMaxPool)
-        stepped.layer->forward(xs, n.out, ctx);
+        stepped.layer->forward(xs, y, ctx);
       else if (step.kind == Kind::kFoldedConv)
-        plan_.forward_folded(i, *xs[0], nodes_[static_cast<size_t>(plan_.folded_output(i))].out,
-                             plan_.sum_input(i) >= 0 ? &nodes_[root(plan_.sum_input(i))].out : nullptr);
+        plan_.forward_folded(i, *xs[0], value(plan_.folded_output(i), inf),
+                             plan_.sum_input(i) >= 0 ? &value(plan_.sum_input(i), inf) : nullptr);
       else if (step.kind == Kind::kConvDepthwise)
-        plan_.forward_depthwise(i, *xs[0], nodes_[root(plan_.depthwise_input(i))].out,
-                                plan_.projection_input(i) >= 0 ? &nodes_[root(plan_.projection_input(i))].out : nullptr,
-                                nodes_[root(plan_.folded_output(i))].out, ctx);
+        plan_.forward_depthwise(i, *xs[0], value(plan_.depthwise_input(i), inf),
+                                plan_.projection_input(i) >= 0 ? &value(plan_.projection_input(i), inf) : nullptr,
+                                value(plan_.folded_output(i), inf), ctx);
       else if (step.kind == Kind::kScaledConv) {
         Node& mul = nodes_[static_cast<size_t>(step.partner)];
         scratch_mul_xs_.clear();
-        for (int p : mul.inputs) scratch_mul_xs_.push_back(&nodes_[root(p)].out);
-        plan_.forward_scaled(i, scratch_mul_xs_, mul.out, nodes_[root(plan_.folded_output(i))].out, ctx);
+        for (int p : mul.inputs) scratch_mul_xs_.push_back(&value(p, inf));
+        plan_.forward_scaled(i, scratch_mul_xs_, value(step.partner, inf), value(plan_.folded_output(i), inf), ctx);
       } else
-        n.layer->forward(xs, n.out, ctx);
+        n.layer->forward(xs, y, ctx);
     };
     if (!prof_fwd_) {
       for_layer(*n.layer, run);
@@ -285,7 +297,8 @@ const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
     be.synchronize();
     (*prof_fwd_)[i] += t.seconds();
   }
-  return nodes_[output_].out;
+  last_inference_ = inf;
+  return output();
 }
 
 double Network::loss_and_backward(const Tensor& labels, const RunContext& ctx, bool backward, int64_t* correct,
@@ -297,6 +310,7 @@ double Network::loss_and_backward(const Tensor& labels, const RunContext& ctx, b
 void Network::loss_and_backward_async(const Tensor& labels, const RunContext& ctx, bool backward) {
   Backend& be = *backend_;
   Node& out = nodes_[output_];
+  DLT_CHECK(!backward || !last_inference_, "loss_and_backward: backward after an inference pass");
   Tensor none;
   Tensor* grad = nullptr;
   if (backward)
@@ -315,13 +329,13 @@ void Network::loss_and_backward_async(const Tensor& labels, const RunContext& ct
     DLT_CHECK(labels.numel() == batch_ * out.shape.numel(), "loss: " << labels.numel() << " targets for a batch of "
                                                                      << batch_ << " images of " << out.shape.str()
                                                                      << " outputs");
-    be.loss_async(out.out, labels, grad ? *grad : none, loss_totals_, opt);
+    be.loss_async(output(), labels, grad ? *grad : none, loss_totals_, opt);
   } else {
     const int64_t rows = batch_ * out.shape[0] * out.shape[1];
     DLT_CHECK(labels.numel() == (loss_.per_pixel ? rows : batch_),
               "loss: " << labels.numel() << " labels for a batch of " << batch_ << " images"
                        << (loss_.per_pixel ? " of " + out.shape.str() + " scores (one label per pixel)" : ""));
-    Tensor probs = out.out.reshaped(Shape{rows, num_classes()});
+    Tensor probs = output().reshaped(Shape{rows, num_classes()});
     if (loss_.kind == LossKind::kCrossEntropy)
       be.cross_entropy_async(probs, labels, grad ? *grad : none, loss_totals_, opt);
     else

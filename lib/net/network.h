@@ -74,6 +74,13 @@ class Network {
   // Gradient buffers of layer outputs share memory where their lifetimes in backward do not
   // overlap (on by default; off keeps one buffer per gradient, for tests). Call before set_batch.
   void set_gradient_reuse(bool on) { grad_reuse_ = on; }
+  // Inference passes (forward with ctx.training false) write the layer outputs into the
+  // training buffers shared by liveness (plan_inference_buffers): a pass touches a few of them,
+  // which stay in cache. On by default; off gives every output its own buffer (tests).
+  void set_inference_reuse(bool on) {
+    inference_reuse_ = on;
+    inference_plan_batch_ = 0;  // the next set_batch or forward plans again
+  }
   // Inference runs a convolution and the batchNormalization after it as one convolution
   // (FusionPlan, where the backend accepts it). On by default; off runs them apart (tests).
   void set_inference_folding(bool on) { inference_folding_ = on; }
@@ -98,6 +105,8 @@ class Network {
   bool mixed_precision() const { return mixed_; }
   // Bytes held for layer outputs and their gradients at the current batch size.
   int64_t activation_bytes() const;
+  // Bytes of those an inference pass writes its layer outputs to (plan_inference_buffers).
+  int64_t inference_bytes() const { return inference_bytes_; }
   int64_t batch() const { return batch_; }
 
   // Per-pixel classification (pixelClassification output): labels are (N, H, W) with -1 for
@@ -123,7 +132,7 @@ class Network {
   void loss_and_backward_async(const Tensor& labels, const RunContext& ctx, bool backward);
   double read_loss(int64_t* correct, int64_t* counted = nullptr);
   // The last forward's output (what forward returned).
-  const Tensor& output() const { return nodes_[output_].out; }
+  const Tensor& output() const { return last_inference_ ? inference_out_[output_] : nodes_[output_].out; }
   // The last loss's totals (waits): the metrics' sums (LossTotals), loss_sum the mean loss.
   LossTotals read_loss_totals();
   // The loss the network ends in (its output layer's) and whether it compares float targets
@@ -187,6 +196,13 @@ class Network {
   void allocate_params();
   void check_weights(const ModelData& m) const;
   void plan_gradients(int64_t n);
+  // Inference buffers by liveness (network_inference_buffers.cpp): inference_out_.
+  void plan_inference_buffers(int64_t n);
+  // The node outputs (roots) node i's inference step reads and writes; false where node i
+  // runs no step of its own in an inference pass (fused into another's, or an alias).
+  bool inference_step_io(size_t i, std::vector<int>& reads, std::vector<int>& writes) const;
+  // The tensor holding node p's output in a pass: inference_out_'s in an inference pass.
+  Tensor& value(int p, bool inference) { return inference ? inference_out_[root(p)] : nodes_[root(p)].out; }
   // training.Loss (spec_.loss) on a network without an output layer: appends the matching
   // output layer to spec_; returns its index, or -1 when nothing was appended.
   int append_loss_layer();
@@ -213,6 +229,15 @@ class Network {
   bool inference_folding_ = true;
   bool mixed_ = false;
   std::vector<Tensor> grad_slots_;  // storage shared by gradients (plan_gradients)
+  // Per node: its output in an inference pass, a view of a training buffer or of
+  // inference_extra_ (plan_inference_buffers; empty: reuse off, inference writes node.out).
+  std::vector<Tensor> inference_out_;
+  std::vector<Tensor> inference_extra_;  // buffers no training buffer could stand for
+  bool inference_reuse_ = true;
+  int64_t inference_bytes_ = 0;         // what inference_bytes() reports
+  int64_t inference_plan_batch_ = 0;    // the batch size inference_out_ was planned for
+  bool inference_plan_folding_ = true;  // and the inference folding
+  bool last_inference_ = false;         // the last forward was an inference pass on inference_out_
   int64_t batch_ = 0;
   // Argument lists reused by forward/backward so an iteration allocates nothing.
   std::vector<const Tensor*> scratch_xs_, scratch_parts_;

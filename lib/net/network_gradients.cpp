@@ -103,6 +103,7 @@ int64_t Network::activation_bytes() const {
   for (const Node& n : nodes_)
     if (n.alias_of < 0 && n.out.defined()) bytes += static_cast<int64_t>(n.out.bytes());
   for (const Tensor& t : grad_slots_) bytes += static_cast<int64_t>(t.bytes());
+  for (const Tensor& t : inference_extra_) bytes += static_cast<int64_t>(t.bytes());
   return bytes;
 }
 

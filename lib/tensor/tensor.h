@@ -55,6 +55,9 @@ class Tensor {
   Tensor reshaped(const Shape& shape) const { return view(shape, 0); }
   // Changes the shape; reallocates only when the storage capacity is too small.
   void resize(const Shape& shape);
+  // Elements the storage holds from this tensor's first one on (at least numel()): the
+  // largest view(shape, 0) it can give.
+  int64_t capacity() const { return storage_ ? static_cast<int64_t>(storage_->bytes() / elem_size()) - offset_ : 0; }
 
   Tensor to(Device device) const;
   Tensor clone() const { return to(device()); }
