@@ -33,6 +33,7 @@ Network::~Network() = default;
 
 void Network::build() {
   if (spec_.layers.empty()) throw ConfigError("the network has no layers (add a layers: list)");
+  inference_reuse_ = shared_inference_buffers(device_);
   const int appended = append_loss_layer();
   std::map<std::string, int> index;
   for (size_t i = 0; i < spec_.layers.size(); ++i) {

@@ -20,6 +20,11 @@ namespace dlt {
 
 struct ModelData;
 
+// Whether inference passes share buffers by default (Network::set_inference_reuse):
+// DLT_INFERENCE_BUFFERS `shared` or `own`, else shared on the CPU and own on a GPU, where it
+// has not run yet.
+bool shared_inference_buffers(Device device);
+
 class Network {
  public:
   // The network's ops are made by `backend` (backend_for(device, the run's BackendOptions)) and
@@ -76,7 +81,8 @@ class Network {
   void set_gradient_reuse(bool on) { grad_reuse_ = on; }
   // Inference passes (forward with ctx.training false) write the layer outputs into the
   // training buffers shared by liveness (plan_inference_buffers): a pass touches a few of them,
-  // which stay in cache. On by default; off gives every output its own buffer (tests).
+  // which stay in cache. The default is shared_inference_buffers(device); off gives every
+  // output its own buffer (tests).
   void set_inference_reuse(bool on) {
     inference_reuse_ = on;
     inference_plan_batch_ = 0;  // the next set_batch or forward plans again

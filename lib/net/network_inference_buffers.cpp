@@ -3,13 +3,24 @@
 // (inference_step_io).
 #include <algorithm>
 #include <map>
+#include <string>
 
 #include "net/network.h"
 #include "net/network_internal.h"
+#include "util/env.h"
+#include "util/error.h"
 
 namespace dlt {
 
 using net_internal::out_of_memory_in;
+
+bool shared_inference_buffers(Device device) {
+  const std::string v = env_text("DLT_INFERENCE_BUFFERS");
+  if (v.empty()) return device.is_cpu();
+  if (v != "shared" && v != "own")
+    throw ConfigError("DLT_INFERENCE_BUFFERS is '" + v + "'; set it to shared or own, or unset it");
+  return v == "shared";
+}
 
 bool Network::inference_step_io(size_t i, std::vector<int>& reads, std::vector<int>& writes) const {
   using Kind = FusionPlan::Kind;

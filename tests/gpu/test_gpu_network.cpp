@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "config/config.h"
 #include "gpu/gpu_test_util.h"
@@ -126,6 +127,44 @@ TEST_CASE("gpu network: a tiny Swin (window attention, shifted windows, relative
   NetworkPair p = network_pair(config_network_file("tests/data/swin/tiny_swin.yaml"), 6);
   check_forward_backward(p, 7, 4);
   check_forward_backward(p, 3, 5);
+}
+
+namespace {
+
+// Inference on shared buffers (Network::set_inference_reuse; off by default on a GPU until
+// this ran on one) against a buffer per output on the same device network, bit for bit, and
+// against the CPU.
+void check_shared_inference_buffers(NetworkPair& p, int64_t batch, uint64_t seed) {
+  Rng rng(seed);
+  p.cpu->set_batch(batch);
+  Tensor x = random_images(batch, p.cpu->input_shape(), rng);
+  Tensor xd = x.to(p.dev->device());
+  const RunContext ctx{false, 11, 5};
+  const Tensor want = p.cpu->forward(x, ctx).clone();
+  std::vector<float> own, shared;
+  for (bool reuse : {false, true}) {
+    p.dev->set_inference_reuse(reuse);
+    p.dev->set_batch(batch);
+    for (int pass = 0; pass < 2; ++pass) {  // the second pass on buffers the first one wrote
+      const Tensor got = p.dev->forward(xd, ctx).to(Device::cpu());
+      check_close(reuse ? "shared buffers against the CPU" : "own buffers against the CPU", got, want, 1e-4);
+      (reuse ? shared : own) = std::vector<float>(got.data(), got.data() + got.numel());
+    }
+  }
+  CHECK(shared == own);
+  INFO("shared " << p.dev->inference_bytes() << " bytes of " << p.dev->activation_bytes());
+  CHECK(p.dev->inference_bytes() < p.dev->activation_bytes());
+}
+
+}  // namespace
+
+TEST_CASE("gpu network: inference on shared buffers gives a buffer per output's values", "[gpu][net]") {
+  NetworkPair resnet = network_pair(config_network("resnet18-cifar"), 6);
+  check_shared_inference_buffers(resnet, 4, 7);
+  NetworkPair vit = network_pair(config_network_file("tests/data/vit/tiny_vit.yaml"), 6);
+  check_shared_inference_buffers(vit, 5, 8);
+  NetworkPair mobile = network_pair(config_network("shapes-mobilenet"), 6);
+  check_shared_inference_buffers(mobile, 3, 9);
 }
 
 TEST_CASE("gpu caching allocator: warmed-up iterations take no new device memory", "[gpu][memory]") {

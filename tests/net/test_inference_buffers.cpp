@@ -8,6 +8,7 @@
 // inference passes gives the same gradients.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,7 @@ void check_config(const std::string& name, int64_t n) {
   INFO(name);
   const NetworkSpec spec = load_config(std::string(DLT_SOURCE_DIR) + "/configs/" + name + ".yaml").network;
   Network shared(spec, Device::cpu()), own(spec, Device::cpu());
+  shared.set_inference_reuse(true);  // (whatever DLT_INFERENCE_BUFFERS says)
   own.set_inference_reuse(false);
   shared.init_params(3);
   own.init_params(3);
@@ -63,6 +65,7 @@ void check_onnx(const std::string& fixture, int64_t n) {
   INFO(fixture);
   const ModelData m = import_onnx(std::string(DLT_SOURCE_DIR) + "/tests/data/onnx_zoo/" + fixture + ".onnx", {});
   Network shared(m, Device::cpu()), own(m, Device::cpu());
+  shared.set_inference_reuse(true);  // (whatever DLT_INFERENCE_BUFFERS says)
   own.set_inference_reuse(false);
   CHECK(largest_difference(shared, own, n) == 0);
 }
@@ -83,6 +86,7 @@ TEST_CASE("inference buffers: outputs bit-identical to one buffer per layer outp
 TEST_CASE("inference buffers: a pass writes to a fraction of the buffers", "[net][inference_buffers]") {
   const NetworkSpec spec = load_config(std::string(DLT_SOURCE_DIR) + "/configs/resnet18-cifar.yaml").network;
   Network shared(spec, Device::cpu()), own(spec, Device::cpu());
+  shared.set_inference_reuse(true);  // (whatever DLT_INFERENCE_BUFFERS says)
   own.set_inference_reuse(false);
   shared.set_batch(8);
   own.set_batch(8);
@@ -101,9 +105,30 @@ TEST_CASE("inference buffers: a pass writes to a fraction of the buffers", "[net
   CHECK(shared.activation_bytes() == own.activation_bytes());
 }
 
+TEST_CASE("inference buffers: DLT_INFERENCE_BUFFERS chooses the default, shared on the CPU",
+          "[net][inference_buffers]") {
+  const char* before = std::getenv("DLT_INFERENCE_BUFFERS");
+  const std::string saved = before ? before : "";
+  unsetenv("DLT_INFERENCE_BUFFERS");
+  CHECK(shared_inference_buffers(Device::cpu()));
+  CHECK_FALSE(shared_inference_buffers(Device::cuda(0)));  // not run on a GPU yet
+  setenv("DLT_INFERENCE_BUFFERS", "shared", 1);
+  CHECK(shared_inference_buffers(Device::cuda(0)));
+  setenv("DLT_INFERENCE_BUFFERS", "own", 1);
+  CHECK_FALSE(shared_inference_buffers(Device::cpu()));
+  setenv("DLT_INFERENCE_BUFFERS", "yes", 1);
+  CHECK_THROWS_WITH(shared_inference_buffers(Device::cpu()),
+                    "DLT_INFERENCE_BUFFERS is 'yes'; set it to shared or own, or unset it");
+  if (before)
+    setenv("DLT_INFERENCE_BUFFERS", saved.c_str(), 1);
+  else
+    unsetenv("DLT_INFERENCE_BUFFERS");
+}
+
 TEST_CASE("inference buffers: training between inference passes gives the same gradients", "[net][inference_buffers]") {
   const NetworkSpec spec = load_config(std::string(DLT_SOURCE_DIR) + "/configs/cifar10-bn.yaml").network;
   Network shared(spec, Device::cpu()), own(spec, Device::cpu());
+  shared.set_inference_reuse(true);  // (whatever DLT_INFERENCE_BUFFERS says)
   own.set_inference_reuse(false);
   const int64_t n = 4;
   for (Network* net : {&shared, &own}) {
