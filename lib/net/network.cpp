@@ -221,8 +221,7 @@ void Network::set_batch(int64_t n) {
     node.out = nodes_[root(node.alias_of)].out;
     node.grad = nodes_[root(node.alias_of)].grad;
   }
-  const bool remake = n != batch_;
-  if (remake) {
+  if (n != batch_) {
     Backend& be = *backend_;
     for (size_t i = 0; i < nodes_.size(); ++i) {
       Node& node = nodes_[i];
@@ -233,9 +232,10 @@ void Network::set_batch(int64_t n) {
       });
     }
     batch_ = n;
+    // The next inference pass plans its buffers: which steps run fused ops, and so which
+    // outputs a pass writes, follows the ops just made.
+    inference_planned_ = false;
   }
-  // (Which steps run fused ops, and so which outputs a pass writes, follows the ops just made.)
-  if (remake || inference_plan_batch_ != n || inference_plan_folding_ != inference_folding_) plan_inference_buffers(n);
 }
 
 size_t Network::inference_step_of(size_t i) const {
@@ -248,9 +248,10 @@ const Tensor& Network::forward(const Tensor& x, const RunContext& ctx) {
   DLT_CHECK(x.shape() == batch_shape(batch_, input_shape()), "forward: input "
                                                                  << x.shape().str() << " but the network expects "
                                                                  << batch_shape(batch_, input_shape()).str());
-  // Inference on shared buffers (plan_inference_buffers), planned again where the folding
-  // changed since set_batch.
-  if (!ctx.training && inference_plan_folding_ != inference_folding_) plan_inference_buffers(batch_);
+  // Inference on shared buffers (plan_inference_buffers), planned at the first inference pass
+  // after set_batch (a run that only trains plans none) and again where the folding changed.
+  if (!ctx.training && (!inference_planned_ || inference_plan_folding_ != inference_folding_))
+    plan_inference_buffers(batch_);
   const bool inf = !ctx.training && !inference_out_.empty();
   std::vector<const Tensor*>& xs = scratch_xs_;
   using Kind = FusionPlan::Kind;

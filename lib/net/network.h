@@ -85,7 +85,7 @@ class Network {
   // output its own buffer (tests).
   void set_inference_reuse(bool on) {
     inference_reuse_ = on;
-    inference_plan_batch_ = 0;  // the next set_batch or forward plans again
+    inference_planned_ = false;  // the next inference pass plans again
   }
   // Inference runs a convolution and the batchNormalization after it as one convolution
   // (FusionPlan, where the backend accepts it). On by default; off runs them apart (tests).
@@ -111,7 +111,8 @@ class Network {
   bool mixed_precision() const { return mixed_; }
   // Bytes held for layer outputs and their gradients at the current batch size.
   int64_t activation_bytes() const;
-  // Bytes of those an inference pass writes its layer outputs to (plan_inference_buffers).
+  // Bytes of those the last inference pass wrote its layer outputs to (plan_inference_buffers;
+  // 0 before the first at this batch size).
   int64_t inference_bytes() const { return inference_bytes_; }
   int64_t batch() const { return batch_; }
 
@@ -241,8 +242,8 @@ class Network {
   std::vector<Tensor> inference_extra_;  // buffers no training buffer could stand for
   bool inference_reuse_ = true;
   int64_t inference_bytes_ = 0;         // what inference_bytes() reports
-  int64_t inference_plan_batch_ = 0;    // the batch size inference_out_ was planned for
-  bool inference_plan_folding_ = true;  // and the inference folding
+  bool inference_planned_ = false;      // inference_out_ fits the ops of the current batch size
+  bool inference_plan_folding_ = true;  // and the inference folding it was planned for
   bool last_inference_ = false;         // the last forward was an inference pass on inference_out_
   int64_t batch_ = 0;
   // Argument lists reused by forward/backward so an iteration allocates nothing.

@@ -69,7 +69,7 @@ bool Network::inference_step_io(size_t i, std::vector<int>& reads, std::vector<i
 void Network::plan_inference_buffers(int64_t n) {
   inference_out_.clear();
   inference_extra_.clear();
-  inference_plan_batch_ = n;
+  inference_planned_ = true;
   inference_plan_folding_ = inference_folding_;
   last_inference_ = false;
   inference_bytes_ = 0;
