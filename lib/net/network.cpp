@@ -388,9 +388,12 @@ void Network::backward_node(int i, const RunContext& ctx) {
   }
   scratch_xs_.clear();
   scratch_dxs_.clear();
-  for (int p : n.inputs) {
+  for (size_t j = 0; j < n.inputs.size(); ++j) {
+    const int p = n.inputs[j];
     scratch_xs_.push_back(&nodes_[root(p)].out);
-    scratch_dxs_.push_back(grad_target(i, p));
+    int mention = 0;  // earlier inputs naming the same producer
+    for (size_t e = 0; e < j; ++e) mention += root(n.inputs[e]) == root(p) ? 1 : 0;
+    scratch_dxs_.push_back(grad_target(i, p, mention));
   }
   Timer t;
   for_layer(*n.layer, [&] { n.layer->backward(scratch_xs_, n.out, n.grad, scratch_dxs_, ctx); });

@@ -197,7 +197,8 @@ class Network {
   };
   void backward_node(int i, const RunContext& ctx);
   int root(int i) const { return nodes_[i].alias_of < 0 ? i : root(nodes_[i].alias_of); }
-  Tensor* grad_target(int consumer, int producer);
+  // Where consumer writes the gradient of its mention-th input naming producer.
+  Tensor* grad_target(int consumer, int producer, int mention = 0);
   void build();
   void plan_fusion();
   void allocate_params();

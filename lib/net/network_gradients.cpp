@@ -107,13 +107,14 @@ int64_t Network::activation_bytes() const {
   return bytes;
 }
 
-Tensor* Network::grad_target(int consumer, int producer) {
+Tensor* Network::grad_target(int consumer, int producer, int mention) {
   Node& p = nodes_[root(producer)];
   if (!p.needs_grad) return nullptr;
   if (p.consumers.size() == 1) return &p.grad;
-  // A consumer naming the same producer twice gets one edge buffer per mention.
+  // A consumer naming the same producer twice (x * x) gets one edge buffer per mention, in the
+  // order of its inputs (consumers lists the consumer once per mention).
   for (size_t k = 0; k < p.consumers.size(); ++k)
-    if (p.consumers[k] == consumer) return &p.edge_grads[k];
+    if (p.consumers[k] == consumer && mention-- == 0) return &p.edge_grads[k];
   DLT_CHECK(false, "no edge from " << producer << " to " << consumer);
 }
 

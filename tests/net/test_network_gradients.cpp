@@ -149,6 +149,30 @@ TEST_CASE("network gradients: residual DAG with a shared branch point", "[net][g
   CHECK(r.failed == 0);
 }
 
+TEST_CASE("network gradients: a layer naming the same input twice (x * x, x + x)", "[net][grad]") {
+  // Each mention is an edge of its own: the gradient reaching "a" is the sum over both
+  // mentions of each consumer (2 x dy for x + x, 2 x x dy for x * x) plus the third consumer's.
+  NetworkSpec s = spec_of({
+      named(layer_spec("imageInput", {"InputSize=[4,4,3]", "Normalization=none"}), "in"),
+      named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=4", "Padding=same"}), "a"),
+      named(layer_spec("multiplication", {}), "sq", {"a", "a"}),
+      named(layer_spec("addition", {}), "twice", {"sq", "sq"}),
+      named(layer_spec("addition", {}), "res", {"twice", "a"}),
+      named(layer_spec("globalAveragePooling2d", {}), "gap"),
+      named(layer_spec("fullyConnected", {"OutputSize=3"}), "fc"),
+      named(layer_spec("softmax", {}), "sm"),
+      named(layer_spec("classification", {}), "out"),
+  });
+  GradCheckOptions o;
+  o.batch = 3;
+  o.samples = 16;
+  o.step = 1e-3;
+  auto r = check_network(s, o);
+  INFO("worst " << r.worst << " error " << r.max_error);
+  CHECK(r.checked > 30);
+  CHECK(r.failed == 0);
+}
+
 TEST_CASE("shape errors name the layer and the numbers", "[net]") {
   NetworkSpec s = spec_of({
       named(layer_spec("imageInput", {"InputSize=[3,3,64]"}), "in"),
