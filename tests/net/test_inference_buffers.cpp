@@ -15,6 +15,7 @@
 #include "config/config.h"
 #include "net/network.h"
 #include "onnx/onnx.h"
+#include "support/grad_check.h"
 #include "support/tensor_utils.h"
 #include "util/rng.h"
 
@@ -50,15 +51,24 @@ double largest_difference(Network& shared, Network& own, int64_t n) {
   return worst;
 }
 
-void check_config(const std::string& name, int64_t n) {
-  INFO(name);
-  const NetworkSpec spec = load_config(std::string(DLT_SOURCE_DIR) + "/configs/" + name + ".yaml").network;
+void check_spec(const NetworkSpec& spec, int64_t n) {
   Network shared(spec, Device::cpu()), own(spec, Device::cpu());
   shared.set_inference_reuse(true);  // (whatever DLT_INFERENCE_BUFFERS says)
   own.set_inference_reuse(false);
   shared.init_params(3);
   own.init_params(3);
   CHECK(largest_difference(shared, own, n) == 0);
+}
+
+void check_config(const std::string& name, int64_t n) {
+  INFO(name);
+  check_spec(load_config(std::string(DLT_SOURCE_DIR) + "/configs/" + name + ".yaml").network, n);
+}
+
+LayerSpec named(LayerSpec s, const std::string& name, std::vector<std::string> inputs = {}) {
+  s.name = name;
+  s.inputs = std::move(inputs);
+  return s;
 }
 
 void check_onnx(const std::string& fixture, int64_t n) {
@@ -81,6 +91,25 @@ TEST_CASE("inference buffers: outputs bit-identical to one buffer per layer outp
   check_onnx("densenet-torchscript", 2);       // concatenations read by many layers
   check_onnx("lraspp_seg-torchscript", 2);     // two heads, a sigmoid gate, resizes
   check_onnx("vit-dynamo", 2);                 // tokens, attention, the class token
+}
+
+TEST_CASE("inference buffers: layers naming the same input twice", "[net][inference_buffers]") {
+  NetworkSpec s;
+  s.layers = {
+      named(layer_spec("imageInput", {"InputSize=[4,4,3]", "Normalization=none"}), "in"),
+      named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=4", "Padding=same"}), "a"),
+      named(layer_spec("multiplication", {}), "sq", {"a", "a"}),
+      named(layer_spec("addition", {}), "twice", {"sq", "sq"}),
+      named(layer_spec("addition", {}), "res", {"twice", "a"}),
+      named(layer_spec("multiplication", {}), "in2", {"in", "in"}),
+      named(layer_spec("convolution2d", {"FilterSize=1", "NumFilters=4"}), "b", {"in2"}),
+      named(layer_spec("addition", {}), "join", {"res", "b"}),
+      named(layer_spec("globalAveragePooling2d", {}), "gap"),
+      named(layer_spec("fullyConnected", {"OutputSize=3"}), "fc"),
+      named(layer_spec("softmax", {}), "sm"),
+      named(layer_spec("classification", {}), "out"),
+  };
+  check_spec(s, 3);
 }
 
 TEST_CASE("inference buffers: a pass writes to a fraction of the buffers", "[net][inference_buffers]") {
