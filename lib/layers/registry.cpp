@@ -53,6 +53,7 @@ const LayerType& patch_embedding_layer_type();
 const LayerType& embedding_concatenation_layer_type();
 const LayerType& position_embedding_layer_type();
 const LayerType& self_attention_layer_type();
+const LayerType& attention_layer_type();
 const LayerType& window_attention_layer_type();
 const LayerType& indexing1d_layer_type();
 const LayerType& global_average_pooling1d_layer_type();
@@ -103,6 +104,7 @@ const std::vector<const LayerType*>& layer_registry() {
       &embedding_concatenation_layer_type(),
       &position_embedding_layer_type(),
       &self_attention_layer_type(),
+      &attention_layer_type(),
       &window_attention_layer_type(),
       &indexing1d_layer_type(),
       &global_average_pooling1d_layer_type(),

@@ -632,8 +632,34 @@ bool is_tensor_fold_op(const std::string& op) {
   static const std::set<std::string> other{"Cast",   "Gather", "Reshape",  "Transpose",       "Unsqueeze", "Squeeze",
                                            "Concat", "Slice",  "Expand",   "ConstantOfShape", "Range",     "ScatterND",
                                            "MatMul", "Where",  "Identity", "GatherND", "Clip",            "Einsum",
-                                           "Gemm"};
+                                           "Gemm",   "Split"};
   return binary_ops().count(op) || unary_ops().count(op) || other.count(op);
+}
+
+std::vector<TensorConst> split_fold(const TensorConst& data, int64_t axis_attr, std::vector<int64_t> sizes,
+                                    int64_t outputs) {
+  const int64_t rank = static_cast<int64_t>(data.dims.size());
+  const int64_t axis = axis_of(axis_attr, rank), len = data.dims[static_cast<size_t>(axis)];
+  if (outputs < 1) refuse("a Split into no outputs");
+  if (sizes.empty()) {  // equal parts, the last one smaller (opset 18's num_outputs)
+    const int64_t part = (len + outputs - 1) / outputs;
+    for (int64_t i = 0, left = len; i < outputs; ++i, left -= part) sizes.push_back(std::max<int64_t>(0, std::min(part, left)));
+  }
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) refuse("a Split size of " + std::to_string(s));
+    total += s;
+  }
+  if (static_cast<int64_t>(sizes.size()) != outputs || total != len)
+    refuse("splits " + std::to_string(len) + " values of axis " + std::to_string(axis_attr) + " into sizes " +
+           dims_text(sizes) + " for " + std::to_string(outputs) + " outputs");
+  std::vector<TensorConst> out;
+  int64_t at = 0;
+  for (int64_t s : sizes) {
+    out.push_back(slice(data, {at}, {at + s}, {axis}, {}));
+    at += s;
+  }
+  return out;
 }
 
 TensorConst tensor_fold(const std::string& op, const std::vector<const TensorConst*>& in, const TensorFoldAttrs& a,

@@ -179,6 +179,19 @@ void Importer::tensor_fold_node(const onnx::NodeProto& n) {
       a.value = tensor_const(v->t(), what);
       a.has_value = true;
     }
+    if (n.op_type() == "Split") {  // a joint projection's weight cut into Q, K and V (nn.MultiheadAttention)
+      std::vector<int64_t> sizes = attr_ints(n, "split", {});
+      if (in.size() > 1 && in[1]) sizes = ints_of(*constant(n.input(1)), what);
+      if (in.empty() || !in[0]) fail(n, "has no data input");
+      const std::vector<TensorConst> parts = split_fold(*in[0], a.axis, sizes, n.output_size());
+      for (int i = 0; i < n.output_size(); ++i) {
+        auto t = std::make_unique<onnx::TensorProto>();
+        to_proto(parts[static_cast<size_t>(i)], *t, n.output(i));
+        owned_.push_back(std::move(t));
+        consts_[define(n, i)] = owned_.back().get();
+      }
+      return;
+    }
     auto t = std::make_unique<onnx::TensorProto>();
     to_proto(tensor_fold(n.op_type(), in, a, static_cast<int>(opset_)), *t, n.output_size() ? n.output(0) : "");
     owned_.push_back(std::move(t));

@@ -144,13 +144,19 @@ Importer::View Importer::view_of(const onnx::NodeProto& n, int i) {
 
 bool Importer::reads_as_tokens(const View& v) const {
   const Source& s = sources_[static_cast<size_t>(v.source)];
-  return (s.kind == Source::kTokens || s.kind == Source::kProjection) && v.dims.size() == 3 && v.dims[0] == 1 &&
+  return (s.kind == Source::kTokens || s.kind == Source::kProjection || s.kind == Source::kHeads) &&
+         v.dims.size() == 3 && v.dims[0] == 1 &&
          row_dim(v, s.rows, s.cols) >= -1 && v.scale == 1;
 }
 
 // A view read as a token sequence: the (1, S, C) of its source in order, nothing scaled. A
 // pending projection read so becomes its fullyConnected layer.
 Value Importer::tokens_of(const onnx::NodeProto& n, const View& v) {
+  if (sources_[static_cast<size_t>(v.source)].kind == Source::kHeads && reads_as_tokens(v)) {
+    View out = v;  // the heads read without an output projection: an attention layer
+    out.source = attention_layer(n, v.source);
+    return tokens_of(n, out);
+  }
   Source& s = sources_[static_cast<size_t>(v.source)];
   if (!reads_as_tokens(v))
     fail(n, "reads a " + ints_str(v.dims) +
@@ -500,27 +506,28 @@ void Importer::view_add(const onnx::NodeProto& n, int vi) {
   views_[define(n)] = v;
 }
 
-// Add of an (S, S) constant to the scores: the causal mask (0 on and below the diagonal, -inf
+// Add of a (queries, keys) constant to the scores: the causal mask (0 on and below the diagonal, -inf
 // or a float at least as low as -1e30 above it: no weight for the later keys; the same before
 // or after the scale).
 void Importer::causal_mask(const onnx::NodeProto& n, int vi, const View& v) {
   Source& s = sources_[static_cast<size_t>(v.source)];
   const onnx::TensorProto& t = *constant(n.input(1 - vi));
   const std::vector<int64_t> d = dims_of(t);
-  const int64_t seq = s.rows;
-  bool square = d.size() >= 2 && d[d.size() - 1] == seq && d[d.size() - 2] == seq && product(d) == seq * seq;
-  bool causal = square && v.dims.back() == seq && v.dims[v.dims.size() - 2] == seq;
+  const int64_t rows = s.rows, cols = s.cols;
+  bool fits = d.size() >= 2 && d[d.size() - 1] == cols && d[d.size() - 2] == rows && product(d) == rows * cols;
+  bool causal = fits && v.dims.back() == cols && v.dims[v.dims.size() - 2] == rows;
   if (causal) {
     const std::vector<float> m = need_floats(n, 1 - vi, "mask");
-    for (int64_t r = 0; r < seq && causal; ++r)
-      for (int64_t c = 0; c < seq && causal; ++c) {
-        const float x = m[static_cast<size_t>(r * seq + c)];
+    for (int64_t r = 0; r < rows && causal; ++r)
+      for (int64_t c = 0; c < cols && causal; ++c) {
+        const float x = m[static_cast<size_t>(r * cols + c)];
         causal = c <= r ? x == 0.f : x <= -1e30f;
       }
   }
   if (!causal)
     fail(n, "adds a " + dims_str(t) + " constant to attention scores " + ints_str(v.dims) +
-                "; dltrain reads only a causal mask there ((S, S): 0 on and below the diagonal, -inf above it)");
+                "; dltrain reads only a causal mask there ((queries, keys): 0 on and below the diagonal, -inf "
+                "above it)");
   s.causal = true;
   views_[define(n)] = v;
 }
@@ -570,7 +577,10 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
       for (size_t o = 0; o < b.size(); ++o) bias[o] = beta * b[o];
     }
     View v = view_of(n, 0);
-    if (sources_[static_cast<size_t>(v.source)].kind == Source::kHeads) return attention(n, v, w, k, bias);
+    if (sources_[static_cast<size_t>(v.source)].kind == Source::kHeads) {
+      if (self_attention(v.source)) return attention(n, v, w, k, bias);
+      v.source = attention_layer(n, v.source);  // the attention layer's output, projected by this MatMul
+    }
     if (sources_[static_cast<size_t>(v.source)].kind == Source::kProjection) {
       tokens_of(n, v);  // a projection of a projection: the first one made a layer
       v.source = sources_[static_cast<size_t>(v.source)].materialized;
@@ -599,19 +609,23 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
   }
   if (op != "MatMul" || !has_view(n, 0) || !has_view(n, 1))
     fail(n, "multiplies two computed values that are not the operands of an attention (Q K^T or softmax times V)");
-  const View a = views_.at(n.input(0)), b = views_.at(n.input(1));
+  View a = views_.at(n.input(0)), b = views_.at(n.input(1));
+  a.source = operand_source(a.source);
+  b.source = operand_source(b.source);
   const Source &sa = sources_[static_cast<size_t>(a.source)], &sb = sources_[static_cast<size_t>(b.source)];
-  const bool proj_a = sa.kind == Source::kProjection && sa.materialized < 0;
-  const bool proj_b = sb.kind == Source::kProjection && sb.materialized < 0;
-  if (proj_a && proj_b) {  // the scores Q K^T
+  // An operand: the columns of a projection not yet made a layer, or of a token sequence.
+  const bool proj_a = sa.kind == Source::kTokens || (sa.kind == Source::kProjection && sa.materialized < 0);
+  const bool proj_b = sb.kind == Source::kTokens || (sb.kind == Source::kProjection && sb.materialized < 0);
+  if (proj_a && proj_b) {  // the scores Q K^T (as many keys as queries or not: cross-attention)
     const auto q = operand(a, sa.rows, sa.cols, false), k = operand(b, sb.rows, sb.cols, true);
-    if (!q || !k || sa.rows != sb.rows || q->leading != k->leading || q->heads != k->heads || q->dim != k->dim)
+    if (!q || !k || q->leading != k->leading || q->heads != k->heads || q->dim != k->dim)
       fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) +
                   ", which dltrain does not read as the scores Q K^T of heads of projected tokens");
     Source s;
     s.kind = Source::kScores;
     s.tokens = sa.tokens;
-    s.rows = s.cols = sa.rows;
+    s.rows = sa.rows;
+    s.cols = sb.rows;
     s.q = a.source;
     s.k = b.source;
     s.q_col = q->col;
@@ -623,8 +637,8 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
     out.source = static_cast<int>(sources_.size() - 1);
     out.dims = q->leading;
     out.dims.push_back(s.rows);
-    out.dims.push_back(s.rows);
-    out.strides = result_strides(q->leading, s.rows * s.rows, s.rows);
+    out.dims.push_back(s.cols);
+    out.strides = result_strides(q->leading, s.rows * s.cols, s.cols);
     out.scale = a.scale * b.scale;
     views_[define(n)] = out;
     return;
@@ -632,9 +646,9 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
   if (sa.kind == Source::kProbs && proj_b) {  // softmax times V
     const auto v = operand(b, sb.rows, sb.cols, false);
     std::vector<int64_t> lead(a.dims.begin(), a.dims.end() - 2);
-    const bool probs_whole = a.dims.size() >= 2 && a.dims[a.dims.size() - 2] == sa.rows && a.dims.back() == sa.rows &&
-                             a.scale == 1 && (sa.rows == 1 || a.strides[a.dims.size() - 2] == sa.rows);
-    if (!v || !probs_whole || b.scale != 1 || sb.rows != sa.rows || v->leading != lead || v->heads != sa.heads)
+    const bool probs_whole = a.dims.size() >= 2 && a.dims[a.dims.size() - 2] == sa.rows && a.dims.back() == sa.cols &&
+                             a.scale == 1 && (sa.rows == 1 || a.strides[a.dims.size() - 2] == sa.cols);
+    if (!v || !probs_whole || b.scale != 1 || sb.rows != sa.cols || v->leading != lead || v->heads != sa.heads)
       fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) +
                   ", which dltrain does not read as the attention weights times the heads of V");
     Source s = sa;
@@ -667,6 +681,96 @@ void projection_rows(const std::vector<float>& w, const std::vector<float>& b, i
   }
 }
 
+// The source an attention operand reads: a projection already made a layer is read as that
+// layer's tokens (the same rows and columns).
+int Importer::operand_source(int source) const {
+  const Source& s = sources_[static_cast<size_t>(source)];
+  return s.kind == Source::kProjection && s.materialized >= 0 ? s.materialized : source;
+}
+
+// Queries, keys and values all columns of pending projections of one token sequence: the chain
+// with its output projection is one selfAttention layer. Otherwise (cross-attention, keys or
+// values without a projection, heads read without one) it is an attention layer between
+// fullyConnected projections (attention_layer).
+bool Importer::self_attention(int heads) const {
+  const Source& a = sources_[static_cast<size_t>(heads)];
+  const Source *q = &sources_[static_cast<size_t>(a.q)], *k = &sources_[static_cast<size_t>(a.k)],
+               *v = &sources_[static_cast<size_t>(a.v)];
+  for (const Source* p : {q, k, v})
+    if (p->kind != Source::kProjection || p->materialized >= 0) return false;
+  return q->tokens.name == k->tokens.name && q->tokens.name == v->tokens.name;
+}
+
+// Columns [col, col + count) of an operand's source as a token sequence: a whole token sequence
+// as it is; a projection's columns as a fullyConnected layer (the whole projection as its own
+// layer, named after its MatMul; a part of it, as a joint QKV projection's, as a layer of those
+// columns named after the MatMul and the role).
+Value Importer::operand_tokens(const onnx::NodeProto& n, int source, int64_t col, int64_t count,
+                                         const char* role) {
+  const Source p = sources_[static_cast<size_t>(source)];
+  const bool whole = col == 0 && count == p.cols;
+  if (p.kind == Source::kTokens) {
+    if (!whole)
+      fail(n, std::string("reads channels [") + std::to_string(col) + ", " + std::to_string(col + count) +
+                  ") of a sequence of " + std::to_string(p.cols) + " channels as the attention's " + role +
+                  "; dltrain reads there a whole token sequence or columns of a MatMul projection");
+    return p.tokens;
+  }
+  if (whole) {
+    View all;
+    all.source = source;
+    all.dims = {1, p.rows, p.cols};
+    all.strides = {p.rows * p.cols, p.cols, 1};
+    return tokens_of(n, all);
+  }
+  const int64_t c = p.tokens.shape[2];
+  std::vector<float> w, b;
+  projection_rows(p.weight, p.bias, c, p.cols, col, count, 1.f, w, b);
+  onnx::NodeProto matmul;  // named after the projection's MatMul
+  matmul.set_name(p.node + "_" + role);
+  LayerSpec& spec = add_layer("fullyConnected", unique_name(matmul), {p.tokens.name});
+  spec.set("OutputSize", std::to_string(count));
+  spec.set("OperationDimension", "channel");
+  const std::string name = spec.name;
+  last_layer_op_ = "MatMul";
+  add_param(name, "Weights", Shape{count, c}, std::move(w));
+  add_param(name, "Bias", Shape{count}, std::move(b));
+  Value out{name, Shape{p.rows, 1, count}, false};
+  out.tokens = true;
+  return out;
+}
+
+// The attention of a kHeads source as an attention layer (MATLAB's attentionLayer) on its
+// queries, keys and values (operand_tokens); returns the kTokens source of its output.
+int Importer::attention_layer(const onnx::NodeProto& n, int heads) {
+  if (sources_[static_cast<size_t>(heads)].materialized >= 0) return sources_[static_cast<size_t>(heads)].materialized;
+  const Source a = sources_[static_cast<size_t>(heads)];
+  const int64_t key = a.heads * a.key_dim, value = a.heads * a.value_dim;
+  const Value q = operand_tokens(n, a.q, a.q_col, key, "query");
+  const Value k = operand_tokens(n, a.k, a.k_col, key, "key");
+  const Value v = operand_tokens(n, a.v, a.v_col, value, "value");
+  if (k.shape[0] != v.shape[0])
+    fail(n, "reads an attention of " + std::to_string(k.shape[0]) + " keys over " + std::to_string(v.shape[0]) +
+                " values; dltrain reads a value per key");
+  onnx::NodeProto named;
+  named.set_name(node_name(n) + "_attention");
+  LayerSpec& s = add_layer("attention", unique_name(named), {q.name, k.name, v.name});
+  s.set("NumHeads", std::to_string(a.heads));
+  if (a.causal) s.set("AttentionMask", "causal");
+  const double want = 1.0 / std::sqrt(static_cast<double>(a.key_dim));
+  if (std::fabs(a.scale / want - 1) >= 1e-6) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", a.scale);
+    s.set("Scale", buf);
+  }
+  last_layer_op_ = "Softmax";
+  Value y{s.name, Shape{a.rows, 1, value}, false};
+  y.tokens = true;
+  const int made = tokens_source(y);
+  sources_[static_cast<size_t>(heads)].materialized = made;
+  return made;
+}
+
 // The output projection of the heads: the whole chain becomes one selfAttention layer.
 void Importer::attention(const onnx::NodeProto& n, const View& heads, const std::vector<float>& w, int64_t out,
                          const std::vector<float>& out_bias) {
@@ -678,10 +782,6 @@ void Importer::attention(const onnx::NodeProto& n, const View& heads, const std:
                 std::to_string(a.cols) + " channels)");
   const Source &q = sources_[static_cast<size_t>(a.q)], &k = sources_[static_cast<size_t>(a.k)],
                &v = sources_[static_cast<size_t>(a.v)];
-  if (q.tokens.name != k.tokens.name || q.tokens.name != v.tokens.name)
-    fail(n,
-         "is the output of an attention whose queries, keys and values come from different token sequences "
-         "(dltrain's selfAttention projects one)");
   const Value& x = q.tokens;
   const int64_t c = x.shape[2], key = a.heads * a.key_dim, value = a.heads * a.value_dim;
   auto take = [&](const Source& p, int64_t col, int64_t count, float f, std::vector<float>& wt, std::vector<float>& b) {
@@ -726,15 +826,35 @@ void Importer::attention(const onnx::NodeProto& n, const View& heads, const std:
 // Transpose (0, 2, 1) of a convolution's (N, C, H*W): the tokens of a patch embedding.
 void Importer::image_to_tokens(const onnx::NodeProto& n) {
   const Value im = flat_images_.at(n.input(0));
-  if (attr_ints(n, "perm", {}) != std::vector<int64_t>{0, 2, 1})
-    fail(n, "transposes an image reshaped to (N, C, H*W) with perm " + ints_str(attr_ints(n, "perm", {})) +
-                "; dltrain reads (0, 2, 1): its pixels as tokens");
-  LayerSpec* conv = m_.network.layers.empty() ? nullptr : &m_.network.layers.back();
-  const bool patches = conv && conv->name == im.name && conv->type == "convolution2d" &&
+  const std::vector<int64_t> perm = attr_ints(n, "perm", {});
+  // (2, 0, 1): the tokens sequence-first (S, N, C), as nn.MultiheadAttention transposes them
+  // when it follows the patch embedding directly; with one image the same memory.
+  const bool seq_first = perm == std::vector<int64_t>{2, 0, 1} && exported_batch_ == 1;
+  if (perm != std::vector<int64_t>{0, 2, 1} && !seq_first)
+    fail(n, "transposes an image reshaped to (N, C, H*W) with perm " + ints_str(perm) +
+                "; dltrain reads (0, 2, 1): its pixels as tokens (and (2, 0, 1) of a graph exported with one "
+                "image)");
+  // The convolution that made the image, read by no layer since (a layer made of another
+  // branch may stand between).
+  LayerSpec* conv = nullptr;
+  bool read = false;
+  for (auto& l : m_.network.layers) {
+    if (l.name == im.name) conv = &l;
+    read = read || (conv && conv != &l && std::find(l.inputs.begin(), l.inputs.end(), im.name) != l.inputs.end());
+  }
+  Value t{im.name, Shape{im.shape[0] * im.shape[1], 1, im.shape[2]}, false};
+  t.tokens = true;
+  // The same flat image made tokens a second time (one Transpose for a residual sum, another
+  // for nn.MultiheadAttention's sequence-first query): the patch embedding's tokens again.
+  const bool again = conv && conv->type == "patchEmbedding" && !column_major_.count(n.input(0)) &&
+                     conv->get_string("SpatialFlattenMode", "") == "row-major";
+  if (again) return tokens_out(n, t, seq_first);
+  if (read) conv = nullptr;
+  const bool patches = conv && conv->type == "convolution2d" &&
                        conv->get_ints("FilterSize", {}, 2) == conv->get_ints("Stride", {1, 1}, 2) &&
                        conv->get_ints("DilationFactor", {1, 1}, 2) == std::vector<int64_t>{1, 1} &&
                        conv->get_ints("Padding", {0, 0, 0, 0}, 4) == std::vector<int64_t>{0, 0, 0, 0};
-  if (!patches && !column_major_.count(n.input(0))) {
+  if (!patches && !column_major_.count(n.input(0)) && !seq_first) {
     // Any other image's pixels as tokens (TinyViT's MLP after its local convolution): the image
     // itself, flattened, to the per-token layers until a Reshape back to (1, H, W, C).
     Value v = im;
@@ -746,7 +866,7 @@ void Importer::image_to_tokens(const onnx::NodeProto& n) {
   if (!patches)
     fail(n, "makes tokens of the pixels of '" + im.name +
                 "' column by column; dltrain reads those of a patch embedding only: a Conv whose kernel equals its "
-                "stride, without padding, right before the Reshape to (N, C, W*H)");
+                "stride, without padding, read by nothing but the Reshape to (N, C, W*H)");
   const std::vector<int64_t> patch = conv->get_ints("FilterSize", {}, 2);
   LayerSpec pe;
   pe.name = conv->name;
@@ -759,9 +879,17 @@ void Importer::image_to_tokens(const onnx::NodeProto& n) {
   // The image itself is gone: its ONNX values may no longer be read.
   for (auto it = values_.begin(); it != values_.end();)
     it = it->second.name == im.name ? values_.erase(it) : std::next(it);
-  Value t{im.name, Shape{im.shape[0] * im.shape[1], 1, im.shape[2]}, false};
-  t.tokens = true;
-  set_out(n, t);
+  tokens_out(n, t, seq_first);
+}
+
+// Tokens t as node n's output: (1, S, C), or sequence-first (S, 1, C) as a view of them.
+void Importer::tokens_out(const onnx::NodeProto& n, const Value& t, bool seq_first) {
+  if (!seq_first) return set_out(n, t);
+  View v;
+  v.source = tokens_source(t);
+  v.dims = {t.shape[0], 1, t.shape[2]};
+  v.strides = {t.shape[2], t.shape[0] * t.shape[2], 1};
+  views_[define(n)] = v;
 }
 
 // Concat (axis 1) of a (1, 1, C) constant and tokens: the class token in front.

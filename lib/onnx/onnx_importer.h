@@ -331,9 +331,10 @@ class Importer {
     std::vector<float> weight;   // kProjection: (C, K) as MatMul reads it
     std::vector<float> bias;     // kProjection: K values
     std::string node;            // kProjection: the MatMul node's name (its layer's, if made)
-    int materialized = -1;       // kProjection made a layer: the kTokens source of its output
-    // kScores / kProbs / kHeads: the operands (projection source, first column), the heads,
-    // the channels per head and the scale applied to the scores.
+    int materialized = -1;       // kProjection / kHeads made a layer: the kTokens source of its output
+    // kScores / kProbs / kHeads: the operands (a projection or a token sequence, first column),
+    // the heads, the channels per head and the scale applied to the scores; rows the queries,
+    // cols the keys (kScores, kProbs) or the heads' values side by side (kHeads).
     int q = -1, k = -1, v = -1;
     int64_t q_col = 0, k_col = 0, v_col = 0, heads = 1, key_dim = 0, value_dim = 0;
     double scale = 1;
@@ -365,6 +366,11 @@ class Importer {
   void view_scale(const onnx::NodeProto& n, int vi);
   void view_softmax(const onnx::NodeProto& n, const View& v);
   void causal_mask(const onnx::NodeProto& n, int vi, const View& v);
+  int operand_source(int source) const;
+  void tokens_out(const onnx::NodeProto& n, const Value& t, bool seq_first);
+  bool self_attention(int heads) const;
+  Value operand_tokens(const onnx::NodeProto& n, int source, int64_t col, int64_t count, const char* role);
+  int attention_layer(const onnx::NodeProto& n, int heads);
   void attention(const onnx::NodeProto& n, const View& heads, const std::vector<float>& w, int64_t out,
                  const std::vector<float>& bias);
   void image_to_tokens(const onnx::NodeProto& n);

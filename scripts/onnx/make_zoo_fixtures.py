@@ -217,6 +217,47 @@ def tiny_models():
         zc.draw_zeros(m)
         return m
 
+    def cross_attention():
+        # Cross-attention in the two forms PyTorch users write: nn.MultiheadAttention with the
+        # queries from 16 tokens of 8x8 patches and the keys and values from 4 tokens of 16x16
+        # patches (its joint key/value projection chunked), and PVT v2's spatial-reduction
+        # attention written out (a q Linear, a joint kv Linear of the reduced tokens reshaped to
+        # (B, M, 2, heads, d), permuted and unbound, F.scaled_dot_product_attention, proj)
+        import torch
+        import torch.nn.functional as F
+
+        class Reduced(nn.Module):
+            def __init__(self, dim, heads):
+                super().__init__()
+                self.heads = heads
+                self.q, self.kv, self.proj = nn.Linear(dim, dim), nn.Linear(dim, 2 * dim), nn.Linear(dim, dim)
+
+            def forward(self, x, y):
+                b, n, c = x.shape
+                d = c // self.heads
+                q = self.q(x).reshape(b, n, self.heads, d).permute(0, 2, 1, 3)
+                k, v = self.kv(y).reshape(b, -1, 2, self.heads, d).permute(2, 0, 3, 1, 4).unbind(0)
+                return self.proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, n, c))
+
+        class Cross(nn.Module):
+            def __init__(self, dim=16, heads=2):
+                super().__init__()
+                self.fine, self.coarse = nn.Conv2d(3, dim, 8, 8), nn.Conv2d(3, dim, 16, 16)
+                self.mha = nn.MultiheadAttention(dim, heads, batch_first=True)
+                self.norm, self.reduced = nn.LayerNorm(dim), Reduced(dim, heads)
+                self.head = nn.Linear(dim, 10)
+
+            def forward(self, x):
+                t = self.fine(x).flatten(2).transpose(1, 2)
+                m = self.coarse(x).flatten(2).transpose(1, 2)
+                t = t + self.mha(t, m, m, need_weights=False)[0]
+                t = t + self.reduced(self.norm(t), m)
+                return self.head(t.mean(1))
+
+        m = Cross()
+        zc.draw_zeros(m)
+        return m
+
     def timm_net(make):
         # timm's own classes, shrunk (timm is in the zoo venv): LayerScale's gammas (and MetaFormer's
         # layer and residual scales) drawn around 1, where their 1e-5 start would hide how the
@@ -443,7 +484,7 @@ def tiny_models():
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
             "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck, "vit": vit_tiny,
-            "vit_timm": vit_timm, "deit_distilled": deit_distilled, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
+            "vit_timm": vit_timm, "deit_distilled": deit_distilled, "cross_attention": cross_attention, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
             "mobilevit": mobilevit, "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm,

@@ -278,7 +278,7 @@ def one_image(arch):
     """Transformers are exported with one image, as their users do: both exporters bake the batch
     into the attention's Reshape targets, and dltrain reads such graphs per image."""
     name = arch[len(TIMM):] if arch.startswith(TIMM) else arch
-    return arch.startswith(TIMM) or name.startswith(("vit", "deit", "swin", "maxvit", "mobilevit", "coatnet",
+    return arch.startswith(TIMM) or name.startswith(("vit", "deit", "swin", "maxvit", "mobilevit", "coatnet", "cross",
                                                      "tinyvit", "fastvit", "efficientformer", "poolformer",
                                                      "caformer", "mambaout"))
 

@@ -129,6 +129,12 @@ TEST_CASE("gpu network: a tiny Swin (window attention, shifted windows, relative
   check_forward_backward(p, 3, 5);
 }
 
+TEST_CASE("gpu network: cross-attention (the attention layer between projections of two sequences)", "[gpu][net]") {
+  NetworkPair p = network_pair(config_network_file("tests/data/vit/cross_attention.yaml"), 6);
+  check_forward_backward(p, 7, 4);
+  check_forward_backward(p, 3, 5);
+}
+
 namespace {
 
 // Inference on shared buffers (Network::set_inference_reuse; off by default on a GPU until

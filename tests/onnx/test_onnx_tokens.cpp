@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -234,6 +235,62 @@ TEST_CASE("onnx tokens: a transformer from YAML exports and reads back as the sa
   CHECK(diff < 1e-5);
   // Not a trivially uniform output: the images are told apart.
   CHECK(std::fabs(p[0] - p[3]) + std::fabs(p[1] - p[4]) > 1e-3);
+}
+
+// The attention layer (MATLAB's attentionLayer) exports as selfAttention's chain without its
+// projections and reads back as an attention layer between fullyConnected projections: queries
+// and keys from different sequences (16 and 4 tokens), keys without a projection, a causal mask
+// over fewer keys than queries with a scale of its own, heads read by an addition without an
+// output projection.
+TEST_CASE("onnx tokens: cross-attention from YAML (the attention layer) exports and reads back", "[onnx][vit]") {
+  const std::string file = std::string(DLT_SOURCE_DIR) + "/tests/data/vit/cross_attention.yaml";
+  const std::string causal = R"(
+layers:
+  - {type: imageInput, Name: input, InputSize: [8, 8, 3], Normalization: none}
+  - {type: patchEmbedding, Name: fine, PatchSize: 2, OutputSize: 8}
+  - {type: patchEmbedding, Name: coarse, PatchSize: 4, OutputSize: 6, Inputs: input}
+  - {type: fullyConnected, Name: q, OutputSize: 4, OperationDimension: channel, Inputs: fine}
+  - {type: fullyConnected, Name: k, OutputSize: 4, OperationDimension: channel, Inputs: coarse}
+  - {type: fullyConnected, Name: v, OutputSize: 8, OperationDimension: channel, Inputs: coarse}
+  - {type: attention, Name: att, NumHeads: 2, AttentionMask: causal, Scale: 0.3, Inputs: [q, k, v]}
+  - {type: addition, Name: add, Inputs: [att, fine]}
+  - {type: globalAveragePooling1d, Name: gap}
+  - {type: fullyConnected, Name: fc, OutputSize: 3}
+  - {type: softmax, Name: sm}
+  - {type: classification, Name: out}
+)";
+  for (const NetworkSpec& spec : {load_config(file).network, network_spec_from_yaml(causal, "causal.yaml")}) {
+    Network net(spec, Device::cpu());
+    net.init_params(7);
+    ModelData m = net.to_model_data();
+    m.classes = {"a", "b", "c"};
+    TempDir dir;
+    const std::string path = dir.file("cross.onnx");
+    export_onnx(m, path);
+    const ModelData back = import_onnx(path, {});
+    const LayerSpec* att = layer_of_type(back, "attention");
+    REQUIRE(att);
+    CHECK(att->inputs.size() == 3);
+    CHECK(!layer_of_type(back, "selfAttention"));
+    // The same layers (the imported ones in the graph's order).
+    std::multiset<std::string> want, got;
+    for (const auto& l : spec.layers) want.insert(l.type);
+    for (const auto& l : back.network.layers) got.insert(l.type);
+    CHECK(got == want);
+    const LayerSpec* orig = nullptr;
+    for (const auto& l : spec.layers)
+      if (l.type == "attention") orig = &l;
+    REQUIRE(orig);
+    CHECK(att->get_string("AttentionMask", "none") == orig->get_string("AttentionMask", "none"));
+    CHECK(att->get_double("Scale", 0) == Approx(orig->get_double("Scale", 0)));
+    const std::vector<float> x = random_images(3, 8 * 8 * 3, 11);
+    const std::vector<float> p = probabilities(m, x, 3), q = probabilities(back, x, 3);
+    REQUIRE(p.size() == q.size());
+    double diff = 0;
+    for (size_t i = 0; i < p.size(); ++i) diff = std::max(diff, std::fabs(double(p[i]) - q[i]));
+    CHECK(diff < 1e-5);
+    CHECK(std::fabs(p[0] - p[3]) + std::fabs(p[1] - p[4]) > 1e-3);
+  }
 }
 
 TEST_CASE("onnx tokens: PyTorch's attention chain reads as one selfAttention layer", "[onnx][vit]") {

@@ -1,0 +1,174 @@
+// attention: MATLAB's attentionLayer (R2024a), multi-head scaled dot-product attention on
+// queries, keys and values that are already projected, each a token sequence (SCB) of its own:
+// Inputs [query, key, value] (MATLAB's input names), query (Sq, 1, Ck), key (Skv, 1, Ck),
+// value (Skv, 1, Cv); output (Sq, 1, Cv). Per image and head h (channels [h Ck / NumHeads,
+// (h + 1) Ck / NumHeads) of Q and K, likewise of V):
+//   A_h = softmax(Scale * Q_h K_h^T) V_h,   Scale "auto" = 1 / sqrt(Ck / NumHeads),
+// AttentionMask causal hiding key j from query i when j > i (top-left aligned when Sq != Skv),
+// DropoutProbability dropping attention weights in training (the others scaled by 1 / (1 - p)).
+// The keys and values may come from another sequence than the queries (cross-attention: a
+// decoder's queries over an encoder's tokens, PVT's queries over a subsampled image) or from
+// the same one (selfAttention is this layer between four fullyConnected projections). No
+// learnables. The op is backend/attention_op.h's. PyTorch: F.scaled_dot_product_attention on the
+// heads (N, NumHeads, S, C / NumHeads). MATLAB's HasPaddingMaskInput and HasScoresOutput are
+// refused when true: dltrain's sequences have no padding and a layer has one output.
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "backend/attention_op.h"
+#include "layers/layer_util.h"
+
+namespace dlt {
+
+namespace {
+
+class AttentionLayer final : public Layer {
+ public:
+  explicit AttentionLayer(const LayerSpec& spec) : Layer(spec) {
+    heads_ = spec_.get_int("NumHeads", 0, 1);
+    if (heads_ == 0) throw ConfigError(spec.where() + "option NumHeads is required (e.g. NumHeads: 4)");
+    const SpecValue* s = spec_.get("Scale");
+    if (!(s && !s->is_list && s->items.size() == 1 && s->items[0] == "auto")) {
+      scale_ = spec_.get_double("Scale", 0.0);
+      if (s && (static_cast<float>(scale_) == 0.f || !std::isfinite(static_cast<float>(scale_))))
+        throw ConfigError(spec.where() + "option Scale must be auto or a finite non-zero number, got " +
+                          s->items.at(0) + " (0 would weigh every key alike)");
+    }
+    causal_ = spec_.get_choice("AttentionMask", "none", {"none", "causal"}) == "causal";
+    dropout_ = spec_.get_double("DropoutProbability", 0.0);
+    if (dropout_ < 0 || dropout_ >= 1)
+      throw ConfigError(spec.where() + "option DropoutProbability must be in [0, 1), got " + std::to_string(dropout_));
+    if (spec_.get_bool("HasPaddingMaskInput", false))
+      throw ConfigError(spec.where() +
+                        "option HasPaddingMaskInput true is not supported: dltrain's token sequences have "
+                        "no padding (every sequence of a batch has the same length)");
+    if (spec_.get_bool("HasScoresOutput", false))
+      throw ConfigError(spec.where() + "option HasScoresOutput true is not supported: a dltrain layer has one output");
+  }
+
+  int num_inputs() const override { return 3; }
+  bool takes(DataFormat f) const override { return f == DataFormat::kSCB; }
+
+  Shape infer(const std::vector<Shape>& inputs) override {
+    expect_inputs(spec_, inputs, 3);
+    const Shape &q = inputs[0], &k = inputs[1], &v = inputs[2];
+    seq_q_ = q[0];
+    seq_kv_ = k[0];
+    key_ = q[2];
+    value_ = v[2];
+    if (k[2] != key_)
+      shape_error(spec_, "the key has " + std::to_string(k[2]) + " channels and the query " + std::to_string(key_) +
+                             " (Inputs [query, key, value]: queries and keys must have the same channels)");
+    if (v[0] != seq_kv_)
+      shape_error(spec_, "the value has " + std::to_string(v[0]) + " tokens and the key " + std::to_string(seq_kv_) +
+                             " (Inputs [query, key, value]: a value per key)");
+    for (auto [what, n] : {std::pair<const char*, int64_t>{"query and key", key_}, {"value", value_}})
+      if (n % heads_ != 0)
+        shape_error(spec_, std::string("the ") + what + " channels (" + std::to_string(n) +
+                               ") are not a multiple of NumHeads (" + std::to_string(heads_) + ")");
+    return Shape{seq_q_, 1, value_};
+  }
+
+  void setup(int64_t n, Backend& be) override {
+    op_ = be.make(desc(n));
+    for (Tensor& t : scratch_) t = Tensor();
+  }
+
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
+    if (ctx.training && dropout_ > 0)
+      op_->forward_dropout(*x[0], *x[1], *x[2], y,
+                           Rng::derive(ctx.seed, {dropout_stream(name(), ctx.iteration)}).next_u64());
+    else
+      op_->forward(*x[0], *x[1], *x[2], y);
+  }
+
+  // The op writes all three gradients: an input that needs none gets a scratch buffer.
+  void backward(const std::vector<const Tensor*>& x, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext&) override {
+    Tensor* d[3];
+    for (size_t i = 0; i < 3; ++i) {
+      d[i] = dx[i];
+      if (!d[i]) {
+        if (!scratch_[i].defined()) scratch_[i] = Tensor(x[i]->shape(), x[i]->device());
+        d[i] = &scratch_[i];
+      }
+    }
+    op_->backward(*x[0], *x[1], *x[2], dy, *d[0], *d[1], *d[2]);
+  }
+
+  int64_t flops_per_image() const override { return 2 * seq_q_ * seq_kv_ * (key_ + value_); }
+  bool stochastic() const override { return dropout_ > 0; }
+
+  // Q and V as heads (N, H, S, d), K as (N, H, d, S); MatMul, Mul by the scale, the causal mask
+  // added (the lowest float above the diagonal), Softmax, MatMul by V, the heads side by side
+  // again (N, Sq, Cv): selfAttention's form without its projections.
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    const std::string& n = name();
+    const char* part[3] = {"_q", "_k", "_v"};
+    const int64_t seq[3] = {seq_q_, seq_kv_, seq_kv_}, dim[3] = {key_ / heads_, key_ / heads_, value_ / heads_};
+    std::string heads[3];
+    for (size_t i = 0; i < 3; ++i) {
+      const std::string p = n + part[i];
+      g.add_ints(p + "_heads_shape", {4}, {0, seq[i], heads_, dim[i]});
+      g.add_node("Reshape", p + "_split", {inputs.at(i).name, p + "_heads_shape"}, p + "_heads");
+      const std::vector<int64_t> perm = i == 1 ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3};
+      g.add_node("Transpose", p + "_transpose", {p + "_heads"}, p + "_t", {OnnxAttr("perm", perm)});
+      heads[i] = p + "_t";
+    }
+    g.add_node("MatMul", n + "_qk", {heads[0], heads[1]}, n + "_qk");
+    g.add_floats(n + "_scale", {}, {desc(1).scale_or_default()});
+    g.add_node("Mul", n + "_scaled", {n + "_qk", n + "_scale"}, n + "_scores");
+    std::string scores = n + "_scores";
+    if (causal_) {
+      std::vector<float> mask(static_cast<size_t>(seq_q_ * seq_kv_), 0.f);
+      for (int64_t r = 0; r < seq_q_; ++r)
+        for (int64_t c = r + 1; c < seq_kv_; ++c)
+          mask[static_cast<size_t>(r * seq_kv_ + c)] = std::numeric_limits<float>::lowest();
+      g.add_floats(n + "_mask", {seq_q_, seq_kv_}, mask);
+      g.add_node("Add", n + "_masked", {scores, n + "_mask"}, n + "_masked_scores");
+      scores = n + "_masked_scores";
+    }
+    g.add_node("Softmax", n + "_softmax", {scores}, n + "_probs", {OnnxAttr("axis", int64_t{-1})});
+    g.add_node("MatMul", n + "_pv", {n + "_probs", heads[2]}, n + "_pv");
+    g.add_node("Transpose", n + "_merge", {n + "_pv"}, n + "_pv_t",
+               {OnnxAttr("perm", std::vector<int64_t>{0, 2, 1, 3})});
+    g.add_ints(n + "_merged_shape", {3}, {0, seq_q_, value_});
+    g.add_node("Reshape", n + "_merged", {n + "_pv_t", n + "_merged_shape"}, n);
+    return OnnxValue{n, out, false};
+  }
+
+ private:
+  AttentionDesc desc(int64_t n) const {
+    AttentionDesc d;
+    d.n = n;
+    d.heads = heads_;
+    d.seq_q = seq_q_;
+    d.seq_kv = seq_kv_;
+    d.key_dim = key_ / heads_;
+    d.value_dim = value_ / heads_;
+    d.causal = causal_;
+    d.scale = static_cast<float>(scale_);
+    d.dropout = static_cast<float>(dropout_);
+    return d;
+  }
+
+  int64_t heads_ = 1, seq_q_ = 1, seq_kv_ = 1, key_ = 1, value_ = 1;
+  double scale_ = 0;  // 0: auto
+  bool causal_ = false;
+  double dropout_ = 0;
+  std::unique_ptr<AttentionOp> op_;
+  Tensor scratch_[3];  // gradients of inputs that need none (the op writes all three)
+};
+
+}  // namespace
+
+const LayerType& attention_layer_type() {
+  static const LayerType t{
+      "attention", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<AttentionLayer>(s); },
+      {}, nullptr};
+  return t;
+}
+
+}  // namespace dlt

@@ -1,0 +1,194 @@
+// attention (MATLAB's attentionLayer): gradient checks of its three inputs (cross-attention with
+// fewer keys than queries, causal, a scale of its own, dropout, keys and values from one layer),
+// selfAttention computed again as fullyConnected projections around it (the same outputs and
+// gradients, weights copied), and its option and shape errors.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "layers/layer.h"
+#include "net/network.h"
+#include "support/grad_check.h"
+#include "support/tensor_utils.h"
+#include "util/error.h"
+
+using namespace dlt;
+using namespace dlt::test;
+
+namespace {
+
+void expect_ok(const GradCheckReport& r, int min_checked) {
+  INFO("checked " << r.checked << ", failed " << r.failed << ", worst " << r.worst << " (error " << r.max_error
+                  << ")");
+  CHECK(r.checked >= min_checked);
+  CHECK(r.failed == 0);
+}
+
+LayerSpec attention(const std::vector<std::string>& options) {
+  LayerSpec s = layer_spec("attention", options);
+  s.inputs = {"q", "k", "v"};
+  return s;
+}
+
+NetworkSpec yaml_net(const std::string& layers) {
+  return network_spec_from_yaml("layers:\n" + layers, "inline");
+}
+
+// Two token sequences of one image: 16 tokens of its 2x2 patches and 4 of its 4x4 patches.
+const std::string kTwoSequences =
+    "  - {type: imageInput, Name: in, InputSize: [8, 8, 3], Normalization: none}\n"
+    "  - {type: patchEmbedding, Name: fine, PatchSize: 2, OutputSize: 6, SpatialFlattenMode: row-major}\n"
+    "  - {type: patchEmbedding, Name: coarse, PatchSize: 4, OutputSize: 5, Inputs: in}\n";
+const std::string kOneSequence =
+    "  - {type: imageInput, Name: in, InputSize: [8, 8, 3], Normalization: none}\n"
+    "  - {type: patchEmbedding, Name: fine, PatchSize: 2, OutputSize: 6, SpatialFlattenMode: row-major}\n";
+const std::string kHead =
+    "  - {type: globalAveragePooling1d, Name: gap}\n"
+    "  - {type: fullyConnected, Name: fc, OutputSize: 3}\n"
+    "  - {type: softmax, Name: sm}\n"
+    "  - {type: classification, Name: out}\n";
+
+}  // namespace
+
+TEST_CASE("gradients: attention (queries, keys and values as inputs)", "[layers][grad][attention]") {
+  GradCheckOptions o;
+  o.input_scale = 1.5;
+  SECTION("2 heads, 5 queries over 3 keys, values wider than keys") {
+    expect_ok(check_layer(attention({"NumHeads=2"}), {Shape{5, 1, 4}, Shape{3, 1, 4}, Shape{3, 1, 6}}, o), 60);
+  }
+  SECTION("causal over as many keys, Scale 0.7") {
+    expect_ok(check_layer(attention({"NumHeads=1", "AttentionMask=causal", "Scale=0.7"}),
+                          {Shape{4, 1, 3}, Shape{4, 1, 3}, Shape{4, 1, 2}}, o),
+              60);
+  }
+  SECTION("dropout 0.3 (the step's mask, the same in every evaluation)") {
+    expect_ok(check_layer(attention({"NumHeads=2", "DropoutProbability=0.3"}),
+                          {Shape{3, 1, 4}, Shape{6, 1, 4}, Shape{6, 1, 2}}, o),
+              60);
+  }
+}
+
+TEST_CASE("network gradients: cross-attention, keys and values from one layer", "[net][grad][attention]") {
+  // The queries from the fine tokens; keys and values both the coarse tokens (one producer named
+  // twice: each mention's gradient is summed into it).
+  const NetworkSpec s = yaml_net(kTwoSequences +
+                                 "  - {type: fullyConnected, Name: q, OutputSize: 5, OperationDimension: channel, "
+                                 "Inputs: fine}\n"
+                                 "  - {type: attention, Name: att, NumHeads: 5, Inputs: [q, coarse, coarse]}\n" +
+                                 kHead);
+  Network net(s, Device::cpu());
+  CHECK(net.output_shape(4) == Shape{16, 1, 5});
+  CHECK(net.output_format(4) == DataFormat::kSCB);
+  GradCheckOptions o;
+  o.batch = 2;
+  o.samples = 16;
+  o.step = 1e-3;
+  const GradCheckReport r = check_network(s, o);
+  expect_ok(r, 60);
+}
+
+TEST_CASE("network gradients: PVT-like cross-attention with dropout (tests/data/vit/cross_attention.yaml)",
+          "[net][grad][attention]") {
+  const std::string file = std::string(DLT_SOURCE_DIR) + "/tests/data/vit/cross_attention.yaml";
+  GradCheckOptions o;
+  o.batch = 2;
+  o.samples = 12;
+  o.step = 1e-3;
+  expect_ok(check_network(load_config(file).network, o), 80);
+}
+
+TEST_CASE("attention: selfAttention is attention between fullyConnected projections", "[layers][attention]") {
+  const std::string sa_opts = "NumHeads: 2, NumKeyChannels: 4, NumValueChannels: 6, OutputSize: 5";
+  for (const char* mask : {"none", "causal"}) {
+    INFO("AttentionMask " << mask);
+    const std::string m = std::string(", AttentionMask: ") + mask;
+    const NetworkSpec whole =
+        yaml_net(kOneSequence + "  - {type: selfAttention, Name: sa, " + sa_opts + m + ", Inputs: fine}\n" + kHead);
+    const NetworkSpec parts = yaml_net(
+        kOneSequence +
+        "  - {type: fullyConnected, Name: pq, OutputSize: 4, OperationDimension: channel, Inputs: fine}\n"
+        "  - {type: fullyConnected, Name: pk, OutputSize: 4, OperationDimension: channel, Inputs: fine}\n"
+        "  - {type: fullyConnected, Name: pv, OutputSize: 6, OperationDimension: channel, Inputs: fine}\n"
+        "  - {type: attention, Name: att, NumHeads: 2" +
+        m +
+        ", Inputs: [pq, pk, pv]}\n"
+        "  - {type: fullyConnected, Name: po, OutputSize: 5, OperationDimension: channel}\n" +
+        kHead);
+    Network a(whole, Device::cpu()), b(parts, Device::cpu());
+    a.init_params(4);
+    b.init_params(5);
+    // selfAttention's learnables (QueryWeights .. OutputWeights, QueryBias .. OutputBias) are
+    // the projections' Weights and Bias.
+    auto find = [](Network& net, const std::string& name) -> Layer& {
+      for (size_t i = 0; i < net.size(); ++i)
+        if (net.layer(i).name() == name) return net.layer(i);
+      FAIL("no layer " << name);
+      return net.layer(0);
+    };
+    std::vector<Param>& sa = find(a, "sa").params();
+    REQUIRE(sa.size() == 8);
+    const char* proj[4] = {"pq", "pk", "pv", "po"};
+    for (int i = 0; i < 4; ++i) {
+      std::vector<Param>& fc = find(b, proj[i]).params();
+      REQUIRE(fc[0].value.numel() == sa[static_cast<size_t>(i)].value.numel());
+      fc[0].value.copy_from(sa[static_cast<size_t>(i)].value);
+      fc[1].value.copy_from(sa[static_cast<size_t>(4 + i)].value);
+    }
+    for (const char* shared : {"fine", "fc"})
+      for (size_t j = 0; j < find(a, shared).params().size(); ++j)
+        find(b, shared).params()[j].value.copy_from(find(a, shared).params()[j].value);
+
+    const int64_t n = 3;
+    a.set_batch(n);
+    b.set_batch(n);
+    Rng rng(9);
+    const Tensor x = random_tensor(Shape{n, 8, 8, 3}, rng);
+    Tensor labels(Shape{n}, Device::cpu(), DType::kI32);
+    for (int64_t i = 0; i < n; ++i) labels.data_i32()[i] = static_cast<int32_t>(i % 3);
+    const RunContext ctx{true, 1, 0};
+    const Vec pa = to_vec(a.forward(x, ctx)), pb = to_vec(b.forward(x, ctx));
+    const Comparison probs = compare(pb, pa);
+    INFO("probabilities: " << probs.str());
+    CHECK(probs.max_abs <= 1e-6);
+    CHECK(a.loss_and_backward(labels, ctx, true, nullptr) == Approx(b.loss_and_backward(labels, ctx, true, nullptr)));
+    for (int i = 0; i < 4; ++i) {
+      const Comparison g = compare(find(b, proj[i]).params()[0].grad, to_vec(sa[static_cast<size_t>(i)].grad));
+      INFO(proj[i] << " weights' gradient: " << g.str());
+      CHECK(g.max_abs <= 1e-5 * std::max(g.scale, 1.0));
+    }
+    // The patch embedding's gradient: through dQ, dK and dV summed.
+    const Comparison g = compare(find(b, "fine").params()[0].grad, to_vec(find(a, "fine").params()[0].grad));
+    INFO("patch weights' gradient: " << g.str());
+    CHECK(g.max_abs <= 1e-5 * std::max(g.scale, 1.0));
+  }
+}
+
+TEST_CASE("attention: option and shape errors name the layer", "[layers][attention]") {
+  auto build = [](const std::string& att) {
+    return Network(yaml_net(kTwoSequences + "  - {type: attention, Name: att, " + att + "}\n" + kHead), Device::cpu());
+  };
+  CHECK_THROWS_WITH(build("Inputs: [fine, coarse, coarse]"), Catch::Contains("option NumHeads is required"));
+  CHECK_THROWS_WITH(build("NumHeads: 1, Inputs: [fine, coarse]"),
+                    Catch::Contains("layer 'att' (attention) takes 3 input(s) but has 2"));
+  CHECK_THROWS_WITH(build("NumHeads: 1, Inputs: [fine, coarse, coarse]"),
+                    Catch::Contains("the key has 5 channels and the query 6"));
+  CHECK_THROWS_WITH(build("NumHeads: 1, Inputs: [fine, fine, coarse]"),
+                    Catch::Contains("the value has 4 tokens and the key 16"));
+  CHECK_THROWS_WITH(build("NumHeads: 4, Inputs: [fine, fine, fine]"),
+                    Catch::Contains("the query and key channels (6) are not a multiple of NumHeads (4)"));
+  CHECK_THROWS_WITH(build("NumHeads: 2, Scale: 0, Inputs: [fine, fine, fine]"),
+                    Catch::Contains("option Scale must be auto or a finite non-zero number, got 0"));
+  CHECK_THROWS_WITH(build("NumHeads: 2, HasScoresOutput: true, Inputs: [fine, fine, fine]"),
+                    Catch::Contains("HasScoresOutput true is not supported"));
+  CHECK_THROWS_WITH(build("NumHeads: 2, HasPaddingMaskInput: true, Inputs: [fine, fine, fine]"),
+                    Catch::Contains("HasPaddingMaskInput true is not supported"));
+  CHECK_THROWS_WITH(build("NumHeads: 2, Inputs: [in, in, in]"),
+                    Catch::Contains("layer 'att' (attention) does not take SSCB data"));
+  CHECK_NOTHROW(Network(yaml_net(kOneSequence +
+                                  "  - {type: attention, Name: att, NumHeads: 2, Scale: auto, AttentionMask: causal, "
+                                  "Inputs: [fine, fine, fine]}\n" +
+                                  kHead),
+                         Device::cpu()));
+}
