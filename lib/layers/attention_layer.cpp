@@ -166,8 +166,10 @@ class AttentionLayer final : public Layer {
 
 const LayerType& attention_layer_type() {
   static const LayerType t{
-      "attention", [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<AttentionLayer>(s); },
-      {}, nullptr};
+      "attention",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<AttentionLayer>(s); },
+      {},
+      nullptr};
   return t;
 }
 

@@ -629,10 +629,10 @@ const std::set<std::string>& unary_ops() {
 int64_t TensorConst::size() const { return static_cast<int64_t>(v.size()); }
 
 bool is_tensor_fold_op(const std::string& op) {
-  static const std::set<std::string> other{"Cast",   "Gather", "Reshape",  "Transpose",       "Unsqueeze", "Squeeze",
-                                           "Concat", "Slice",  "Expand",   "ConstantOfShape", "Range",     "ScatterND",
-                                           "MatMul", "Where",  "Identity", "GatherND", "Clip",            "Einsum",
-                                           "Gemm",   "Split"};
+  static const std::set<std::string> other{"Cast",     "Gather",    "Reshape", "Transpose", "Unsqueeze",
+                                           "Squeeze",  "Concat",    "Slice",   "Expand",    "ConstantOfShape",
+                                           "Range",    "ScatterND", "MatMul",  "Where",     "Identity",
+                                           "GatherND", "Clip",      "Einsum",  "Gemm",      "Split"};
   return binary_ops().count(op) || unary_ops().count(op) || other.count(op);
 }
 
@@ -643,16 +643,20 @@ std::vector<TensorConst> split_fold(const TensorConst& data, int64_t axis_attr, 
   if (outputs < 1) refuse("a Split into no outputs");
   if (sizes.empty()) {  // equal parts, the last one smaller (opset 18's num_outputs)
     const int64_t part = (len + outputs - 1) / outputs;
-    for (int64_t i = 0, left = len; i < outputs; ++i, left -= part) sizes.push_back(std::max<int64_t>(0, std::min(part, left)));
+    for (int64_t i = 0, left = len; i < outputs; ++i, left -= part)
+      sizes.push_back(std::max<int64_t>(0, std::min(part, left)));
   }
   int64_t total = 0;
   for (int64_t s : sizes) {
     if (s < 0) refuse("a Split size of " + std::to_string(s));
     total += s;
   }
-  if (static_cast<int64_t>(sizes.size()) != outputs || total != len)
-    refuse("splits " + std::to_string(len) + " values of axis " + std::to_string(axis_attr) + " into sizes " +
-           dims_text(sizes) + " for " + std::to_string(outputs) + " outputs");
+  if (static_cast<int64_t>(sizes.size()) != outputs || total != len) {
+    std::string list;
+    for (int64_t s : sizes) list += (list.empty() ? "" : ", ") + std::to_string(s);
+    refuse("splits " + std::to_string(len) + " values of axis " + std::to_string(axis_attr) + " into sizes [" + list +
+           "] for " + std::to_string(outputs) + " outputs");
+  }
   std::vector<TensorConst> out;
   int64_t at = 0;
   for (int64_t s : sizes) {

@@ -47,8 +47,7 @@ struct TensorFoldAttrs {
 
 // Split of a constant along axis into outputs parts of the given sizes (empty: equal parts, the
 // last one smaller, as opset 18's num_outputs). Throws FoldError when the sizes do not add up.
-std::vector<TensorConst> split_fold(const TensorConst& data, int64_t axis, std::vector<int64_t> sizes,
-                                    int64_t outputs);
+std::vector<TensorConst> split_fold(const TensorConst& data, int64_t axis, std::vector<int64_t> sizes, int64_t outputs);
 
 // One node of those on constant inputs (nullptr: an absent optional input). Throws FoldError
 // saying why it cannot (shapes that do not broadcast, an index out of range, a result over

@@ -145,8 +145,7 @@ Importer::View Importer::view_of(const onnx::NodeProto& n, int i) {
 bool Importer::reads_as_tokens(const View& v) const {
   const Source& s = sources_[static_cast<size_t>(v.source)];
   return (s.kind == Source::kTokens || s.kind == Source::kProjection || s.kind == Source::kHeads) &&
-         v.dims.size() == 3 && v.dims[0] == 1 &&
-         row_dim(v, s.rows, s.cols) >= -1 && v.scale == 1;
+         v.dims.size() == 3 && v.dims[0] == 1 && row_dim(v, s.rows, s.cols) >= -1 && v.scale == 1;
 }
 
 // A view read as a token sequence: the (1, S, C) of its source in order, nothing scaled. A
@@ -705,8 +704,7 @@ bool Importer::self_attention(int heads) const {
 // as it is; a projection's columns as a fullyConnected layer (the whole projection as its own
 // layer, named after its MatMul; a part of it, as a joint QKV projection's, as a layer of those
 // columns named after the MatMul and the role).
-Value Importer::operand_tokens(const onnx::NodeProto& n, int source, int64_t col, int64_t count,
-                                         const char* role) {
+Value Importer::operand_tokens(const onnx::NodeProto& n, int source, int64_t col, int64_t count, const char* role) {
   const Source p = sources_[static_cast<size_t>(source)];
   const bool whole = col == 0 && count == p.cols;
   if (p.kind == Source::kTokens) {

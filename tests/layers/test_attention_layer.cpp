@@ -20,8 +20,7 @@ using namespace dlt::test;
 namespace {
 
 void expect_ok(const GradCheckReport& r, int min_checked) {
-  INFO("checked " << r.checked << ", failed " << r.failed << ", worst " << r.worst << " (error " << r.max_error
-                  << ")");
+  INFO("checked " << r.checked << ", failed " << r.failed << ", worst " << r.worst << " (error " << r.max_error << ")");
   CHECK(r.checked >= min_checked);
   CHECK(r.failed == 0);
 }
@@ -32,9 +31,7 @@ LayerSpec attention(const std::vector<std::string>& options) {
   return s;
 }
 
-NetworkSpec yaml_net(const std::string& layers) {
-  return network_spec_from_yaml("layers:\n" + layers, "inline");
-}
+NetworkSpec yaml_net(const std::string& layers) { return network_spec_from_yaml("layers:\n" + layers, "inline"); }
 
 // Two token sequences of one image: 16 tokens of its 2x2 patches and 4 of its 4x4 patches.
 const std::string kTwoSequences =
@@ -106,16 +103,16 @@ TEST_CASE("attention: selfAttention is attention between fullyConnected projecti
     const std::string m = std::string(", AttentionMask: ") + mask;
     const NetworkSpec whole =
         yaml_net(kOneSequence + "  - {type: selfAttention, Name: sa, " + sa_opts + m + ", Inputs: fine}\n" + kHead);
-    const NetworkSpec parts = yaml_net(
-        kOneSequence +
-        "  - {type: fullyConnected, Name: pq, OutputSize: 4, OperationDimension: channel, Inputs: fine}\n"
-        "  - {type: fullyConnected, Name: pk, OutputSize: 4, OperationDimension: channel, Inputs: fine}\n"
-        "  - {type: fullyConnected, Name: pv, OutputSize: 6, OperationDimension: channel, Inputs: fine}\n"
-        "  - {type: attention, Name: att, NumHeads: 2" +
-        m +
-        ", Inputs: [pq, pk, pv]}\n"
-        "  - {type: fullyConnected, Name: po, OutputSize: 5, OperationDimension: channel}\n" +
-        kHead);
+    const NetworkSpec parts =
+        yaml_net(kOneSequence +
+                 "  - {type: fullyConnected, Name: pq, OutputSize: 4, OperationDimension: channel, Inputs: fine}\n"
+                 "  - {type: fullyConnected, Name: pk, OutputSize: 4, OperationDimension: channel, Inputs: fine}\n"
+                 "  - {type: fullyConnected, Name: pv, OutputSize: 6, OperationDimension: channel, Inputs: fine}\n"
+                 "  - {type: attention, Name: att, NumHeads: 2" +
+                 m +
+                 ", Inputs: [pq, pk, pv]}\n"
+                 "  - {type: fullyConnected, Name: po, OutputSize: 5, OperationDimension: channel}\n" +
+                 kHead);
     Network a(whole, Device::cpu()), b(parts, Device::cpu());
     a.init_params(4);
     b.init_params(5);
@@ -187,8 +184,8 @@ TEST_CASE("attention: option and shape errors name the layer", "[layers][attenti
   CHECK_THROWS_WITH(build("NumHeads: 2, Inputs: [in, in, in]"),
                     Catch::Contains("layer 'att' (attention) does not take SSCB data"));
   CHECK_NOTHROW(Network(yaml_net(kOneSequence +
-                                  "  - {type: attention, Name: att, NumHeads: 2, Scale: auto, AttentionMask: causal, "
-                                  "Inputs: [fine, fine, fine]}\n" +
-                                  kHead),
-                         Device::cpu()));
+                                 "  - {type: attention, Name: att, NumHeads: 2, Scale: auto, AttentionMask: causal, "
+                                 "Inputs: [fine, fine, fine]}\n" +
+                                 kHead),
+                        Device::cpu()));
 }

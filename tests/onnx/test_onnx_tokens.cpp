@@ -130,6 +130,52 @@ std::string torch_attention(OnnxBuilder& b, const std::vector<float>& mask = {},
   return "attended";
 }
 
+// Cross-attention of the 4 tokens "t" over one token "m" (a 4x4 patch of the image: Conv 4x4
+// stride 4, 4 channels): Q = t Wq, K = m Wk, V = (values == "t" ? t : m) Wv, 2 heads of 2,
+// `mask` (4 x 1) added to the scores, the output projection. Returns the output's name.
+std::string cross_attention(OnnxBuilder& b, const std::string& values = "m", const std::vector<float>& mask = {}) {
+  std::vector<float> wm(4 * 3 * 4 * 4);
+  for (size_t i = 0; i < wm.size(); ++i) wm[i] = 0.03f * static_cast<float>(i % 11) - 0.15f;
+  b.floats("wm", {4, 3, 4, 4}, wm);
+  auto& conv = b.node("Conv", {"x", "wm"}, {"mgrid"});
+  OnnxBuilder::attr(conv, "kernel_shape", std::vector<int64_t>{4, 4});
+  OnnxBuilder::attr(conv, "strides", std::vector<int64_t>{4, 4});
+  b.ints("m_shape", {3}, {1, 4, 1});
+  b.node("Reshape", {"mgrid", "m_shape"}, {"mflat"});
+  OnnxBuilder::attr(b.node("Transpose", {"mflat"}, {"m"}), "perm", std::vector<int64_t>{0, 2, 1});
+  const char* part[3] = {"q", "k", "v"};
+  const std::string from[3] = {"t", "m", values};
+  const std::vector<int64_t> perm[3] = {{0, 2, 1, 3}, {0, 2, 3, 1}, {0, 2, 1, 3}};
+  for (int i = 0; i < 3; ++i) {
+    const std::string p = part[i];
+    std::vector<float> w(16);
+    for (size_t j = 0; j < w.size(); ++j) w[j] = std::sin(0.9f * static_cast<float>(j) + static_cast<float>(i));
+    b.floats("w" + p, {4, 4}, w);
+    b.node("MatMul", {from[i], "w" + p}, {p});
+    const int64_t seq = from[i] == "t" ? 4 : 1;
+    b.ints(p + "_shape", {4}, {1, seq, 2, 2});
+    b.node("Reshape", {p, p + "_shape"}, {p + "_split"});
+    OnnxBuilder::attr(b.node("Transpose", {p + "_split"}, {p + "_heads"}), "perm", perm[i]);
+  }
+  b.node("MatMul", {"q_heads", "k_heads"}, {"scores"});
+  std::string scores = "scores";
+  if (!mask.empty()) {
+    b.floats("mask", {4, 1}, mask);
+    b.node("Add", {"scores", "mask"}, {"masked"});
+    scores = "masked";
+  }
+  OnnxBuilder::attr(b.node("Softmax", {scores}, {"probs"}), "axis", int64_t{-1});
+  b.node("MatMul", {"probs", "v_heads"}, {"weighted"});
+  OnnxBuilder::attr(b.node("Transpose", {"weighted"}, {"merged_t"}), "perm", std::vector<int64_t>{0, 2, 1, 3});
+  b.ints("merged_shape", {3}, {1, 4, 4});
+  b.node("Reshape", {"merged_t", "merged_shape"}, {"merged"});
+  b.floats("wo", {4, 4},
+           std::vector<float>{0.5f, -0.2f, 0.1f, 0.3f, 0.2f, 0.4f, -0.3f, 0.1f, -0.1f, 0.2f, 0.6f, 0.2f, 0.3f, -0.4f,
+                              0.2f, 0.5f});
+  b.node("MatMul", {"merged", "wo"}, {"attended"});
+  return "attended";
+}
+
 // The same attention computed directly (double): the class probabilities of the first token's
 // head for image x (1, 3, 4, 4 NCHW as the graph reads it), causal when asked.
 std::vector<double> reference(OnnxBuilder& b, const std::vector<float>& x_nchw, bool causal) {
@@ -362,6 +408,47 @@ TEST_CASE("onnx tokens: hostile token graphs are refused in one line", "[onnx][v
     const std::string e = import_error(b);
     CHECK_THAT(e, Catch::Contains("the sizes do not match (the graph was exported with a batch of 2 images; dltrain "
                                   "reads token graphs exported with one"));
+  }
+  SECTION("cross-attention (the graph the sections below break): fullyConnected and attention layers") {
+    OnnxBuilder b = patch_tokens();
+    classify_first_token(b, cross_attention(b, "m", std::vector<float>(4, 0.f)));  // a causal mask of zeros
+    const ModelData m = imported(b);
+    const LayerSpec* att = layer_of_type(m, "attention");
+    REQUIRE(att);
+    CHECK(att->get_string("AttentionMask", "none") == "causal");
+    CHECK(att->get_double("Scale", 0) == Approx(1.0));  // no scale in the graph: 1, not 1 / sqrt(2)
+  }
+  SECTION("cross-attention whose values are another sequence than its keys") {
+    OnnxBuilder b = patch_tokens();
+    classify_first_token(b, cross_attention(b, "t"));
+    CHECK_THAT(import_error(b), Catch::Contains("node 'weighted' (MatMul): multiplies [1, 2, 4, 1] by [1, 2, 4, 2], "
+                                                "which dltrain does not read as the attention weights times the heads "
+                                                "of V"));
+  }
+  SECTION("a mask on cross-attention scores that is not causal") {
+    OnnxBuilder b = patch_tokens();
+    classify_first_token(b, cross_attention(b, "m", {-INFINITY, 0.f, 0.f, 0.f}));
+    CHECK_THAT(import_error(b),
+               Catch::Contains("node 'masked' (Add): adds a 4x1 constant to attention scores "
+                               "[1, 2, 4, 1]; dltrain reads only a causal mask there ((queries, keys)"));
+  }
+  SECTION("tokens sequence-first in a graph exported with two images") {
+    OnnxBuilder b = patch_tokens(2);
+    OnnxBuilder::attr(b.node("Transpose", {"flat"}, {"seq"}), "perm", std::vector<int64_t>{2, 0, 1});
+    classify_first_token(b, "seq");
+    CHECK_THAT(import_error(b), Catch::Contains("transposes an image reshaped to (N, C, H*W) with perm [2, 0, 1]; "
+                                                "dltrain reads (0, 2, 1): its pixels as tokens (and (2, 0, 1) of a "
+                                                "graph exported with one image)"));
+  }
+  SECTION("a Split of a constant whose sizes do not add up") {
+    OnnxBuilder b = patch_tokens();
+    b.floats("joint", {4, 8}, std::vector<float>(32, 0.1f));
+    b.ints("sizes", {2}, {4, 3});
+    OnnxBuilder::attr(b.node("Split", {"joint", "sizes"}, {"wa", "wb"}), "axis", int64_t{1});
+    b.node("MatMul", {"t", "wa"}, {"pa"});
+    classify_first_token(b, "pa");
+    CHECK_THAT(import_error(b), Catch::Contains("folding its constant inputs: splits 8 values of axis 1 into sizes "
+                                                "[4, 3] for 2 outputs"));
   }
   SECTION("an image layer on tokens") {
     OnnxBuilder b = patch_tokens();
