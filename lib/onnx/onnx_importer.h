@@ -36,7 +36,7 @@ inline bool padded(const Value& v) { return v.pad[0] || v.pad[1] || v.pad[2] || 
 std::string supported_ops();
 
 // Columns [col, col + count) of a MatMul weight w (c, cols) and of its bias b as an attention's
-// (count, c) weights and count biases, times f (onnx_import_tokens.cpp).
+// (count, c) weights and count biases, times f (onnx_import_attention.cpp).
 void projection_rows(const std::vector<float>& w, const std::vector<float>& b, int64_t c, int64_t cols, int64_t col,
                      int64_t count, float f, std::vector<float>& weights, std::vector<float>& bias);
 
@@ -693,5 +693,12 @@ class Importer {
   std::vector<float> mean_, sd_, mean_image_;
   ModelData m_;
 };
+
+// The product of d, INT64_MAX when it overflows (onnx_import_tokens.cpp).
+int64_t product(const std::vector<int64_t>& d);
+// The row dimension of a view that reads a rows x cols matrix row by row, with any size-1
+// dimensions around: -1 when there is none (one row), -2 when it is not such a view
+// (onnx_import_tokens.cpp).
+int64_t row_dim(const Importer::View& v, int64_t rows, int64_t cols);
 
 }  // namespace dlt::onnx_detail

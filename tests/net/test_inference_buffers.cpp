@@ -91,6 +91,8 @@ TEST_CASE("inference buffers: outputs bit-identical to one buffer per layer outp
   check_onnx("densenet-torchscript", 2);       // concatenations read by many layers
   check_onnx("lraspp_seg-torchscript", 2);     // two heads, a sigmoid gate, resizes
   check_onnx("vit-dynamo", 2);                 // tokens, attention, the class token
+  // Cross-attention: an attention layer of three inputs, keys and values of another length.
+  check_spec(load_config(std::string(DLT_SOURCE_DIR) + "/tests/data/vit/cross_attention.yaml").network, 3);
 }
 
 TEST_CASE("inference buffers: layers naming the same input twice", "[net][inference_buffers]") {

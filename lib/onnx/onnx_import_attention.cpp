@@ -1,0 +1,371 @@
+// The importer's attention (onnx_importer.h), on the views of onnx_import_tokens.cpp: Q K^T
+// (times scalars; Q and K from one sequence or two: cross-attention), an Add of a causal mask,
+// Softmax over the keys, times V, and the output projection. Queries, keys and values all
+// columns of projections of one token sequence, followed by an output projection, become one
+// selfAttention layer; any other attention (queries over another sequence's keys and values,
+// keys or values without a projection, heads read without an output projection) an attention
+// layer between fullyConnected layers of the projections' columns.
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include "onnx/onnx_importer.h"
+
+namespace dlt::onnx_detail {
+
+namespace {
+
+// A view reading one operand of an attention (Q, K^T or V) from a projection's columns:
+// (heads..., rows, cols) with the matrix in the last two dimensions, transposed for K^T.
+struct Operand {
+  int64_t heads = 1, dim = 0, col = 0;
+  std::vector<int64_t> leading;  // the dimensions before the matrix (the heads among size-1 ones)
+};
+std::optional<Operand> operand(const Importer::View& v, int64_t seq, int64_t cols, bool transposed) {
+  const size_t r = v.dims.size();
+  if (r < 2) return std::nullopt;
+  const size_t seq_axis = transposed ? r - 1 : r - 2, ch_axis = transposed ? r - 2 : r - 1;
+  Operand o;
+  o.dim = v.dims[ch_axis];
+  if (v.dims[seq_axis] != seq || (seq > 1 && v.strides[seq_axis] != cols)) return std::nullopt;
+  if (o.dim > 1 && v.strides[ch_axis] != 1) return std::nullopt;
+  o.leading.assign(v.dims.begin(), v.dims.end() - 2);
+  for (size_t i = 0; i + 2 < r; ++i) {
+    if (v.dims[i] == 1) continue;
+    if (o.heads > 1 || v.strides[i] != o.dim) return std::nullopt;
+    o.heads = v.dims[i];
+  }
+  o.col = v.offset;
+  if (o.col < 0 || o.col + o.heads * o.dim > cols) return std::nullopt;
+  return o;
+}
+
+// Strides of a (leading..., rows, cols) result whose heads dimension (the one leading
+// dimension larger than 1) steps by head_stride.
+std::vector<int64_t> result_strides(const std::vector<int64_t>& leading, int64_t head_stride, int64_t row_stride) {
+  std::vector<int64_t> s;
+  for (int64_t d : leading) s.push_back(d > 1 ? head_stride : 0);
+  s.push_back(row_stride);
+  s.push_back(1);
+  return s;
+}
+
+}  // namespace
+
+// Add of a (queries, keys) constant to the scores: the causal mask (0 on and below the
+// diagonal, -inf or a float at least as low as -1e30 above it: no weight for the later keys;
+// the same before or after the scale).
+void Importer::causal_mask(const onnx::NodeProto& n, int vi, const View& v) {
+  Source& s = sources_[static_cast<size_t>(v.source)];
+  const onnx::TensorProto& t = *constant(n.input(1 - vi));
+  const std::vector<int64_t> d = dims_of(t);
+  const int64_t rows = s.rows, cols = s.cols;
+  bool fits = d.size() >= 2 && d[d.size() - 1] == cols && d[d.size() - 2] == rows && product(d) == rows * cols;
+  bool causal = fits && v.dims.back() == cols && v.dims[v.dims.size() - 2] == rows;
+  if (causal) {
+    const std::vector<float> m = need_floats(n, 1 - vi, "mask");
+    for (int64_t r = 0; r < rows && causal; ++r)
+      for (int64_t c = 0; c < cols && causal; ++c) {
+        const float x = m[static_cast<size_t>(r * cols + c)];
+        causal = c <= r ? x == 0.f : x <= -1e30f;
+      }
+  }
+  if (!causal)
+    fail(n, "adds a " + dims_str(t) + " constant to attention scores " + ints_str(v.dims) +
+                "; dltrain reads only a causal mask there ((queries, keys): 0 on and below the diagonal, -inf "
+                "above it)");
+  s.causal = true;
+  views_[define(n)] = v;
+}
+
+void Importer::view_softmax(const onnx::NodeProto& n, const View& v) {
+  const Source& s = sources_[static_cast<size_t>(v.source)];
+  const int64_t r = static_cast<int64_t>(v.dims.size());
+  int64_t axis = attr_int(n, "axis", -1);
+  if (axis < 0) axis += r;
+  if (s.kind != Source::kScores || axis != r - 1 || v.dims.back() != s.cols || (s.cols > 1 && v.strides.back() != 1))
+    fail(n, "is a Softmax of " + ints_str(v.dims) + " that is not over the keys of attention scores Q K^T");
+  Source p = s;
+  p.kind = Source::kProbs;
+  p.scale = v.scale;  // the scores' own scale was put into the view
+  sources_.push_back(p);
+  View out = v;
+  out.source = static_cast<int>(sources_.size() - 1);
+  out.scale = 1;
+  views_[define(n)] = out;
+}
+
+void Importer::view_matmul(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  if (n.input_size() < 2) fail(n, "has too few inputs");
+  if (constant(n.input(1))) {  // a projection, or the attention's output projection
+    std::vector<int64_t> d = dims_of(*constant(n.input(1)));
+    if (d.size() != 2) fail(n, "multiplies tokens by a constant of rank " + std::to_string(d.size()) + ", expected 2");
+    const bool trans_b = op == "Gemm" && attr_int(n, "transB", 0) != 0;
+    if (op == "Gemm" && attr_int(n, "transA", 0) != 0) fail(n, "transA 1 is not supported");
+    const float alpha = op == "Gemm" ? attr_float(n, "alpha", 1.f) : 1.f;
+    const int64_t in = trans_b ? d[1] : d[0], k = trans_b ? d[0] : d[1];
+    std::vector<float> w = need_floats(n, 1, "weight");
+    if (trans_b) {  // as MatMul reads it: (in, k)
+      std::vector<float> t(w.size());
+      for (int64_t o = 0; o < k; ++o)
+        for (int64_t i = 0; i < in; ++i) t[static_cast<size_t>(i * k + o)] = w[static_cast<size_t>(o * in + i)];
+      w = std::move(t);
+    }
+    for (float& x : w) x *= alpha;
+    std::vector<float> bias(static_cast<size_t>(k), 0.f);
+    if (op == "Gemm" && n.input_size() > 2 && !n.input(2).empty()) {
+      std::vector<float> b = need_floats(n, 2, "bias");
+      if (b.size() == 1) b.assign(static_cast<size_t>(k), b[0]);
+      if (static_cast<int64_t>(b.size()) != k)
+        fail(n, "bias has " + std::to_string(b.size()) + " values for " + std::to_string(k));
+      const float beta = attr_float(n, "beta", 1.f);
+      for (size_t o = 0; o < b.size(); ++o) bias[o] = beta * b[o];
+    }
+    View v = view_of(n, 0);
+    if (sources_[static_cast<size_t>(v.source)].kind == Source::kHeads) {
+      if (self_attention(v.source)) return attention(n, v, w, k, bias);
+      v.source = attention_layer(n, v.source);  // the attention layer's output, projected by this MatMul
+    }
+    if (sources_[static_cast<size_t>(v.source)].kind == Source::kProjection) {
+      tokens_of(n, v);  // a projection of a projection: the first one made a layer
+      v.source = sources_[static_cast<size_t>(v.source)].materialized;
+    }
+    const Source& s = sources_[static_cast<size_t>(v.source)];
+    const int64_t row = row_dim(v, s.rows, s.cols);
+    if (s.kind != Source::kTokens || row < -1 || v.scale != 1 || s.cols != in)
+      fail(n, "multiplies a " + ints_str(v.dims) + " value by a " + std::to_string(in) + "x" + std::to_string(k) +
+                  " constant; dltrain reads it as a projection of each token of a (N, S, " + std::to_string(s.cols) +
+                  ") sequence");
+    Source p;
+    p.kind = Source::kProjection;
+    p.tokens = s.tokens;
+    p.node = node_name(n);
+    p.rows = s.rows;
+    p.cols = k;
+    p.weight = std::move(w);
+    p.bias = std::move(bias);
+    sources_.push_back(std::move(p));
+    View out = v;
+    out.source = static_cast<int>(sources_.size() - 1);
+    out.dims.back() = k;
+    for (size_t i = 0; i + 1 < out.dims.size(); ++i) out.strides[i] = static_cast<int64_t>(i) == row ? k : 0;
+    views_[define(n)] = out;
+    return;
+  }
+  if (op != "MatMul" || !has_view(n, 0) || !has_view(n, 1))
+    fail(n, "multiplies two computed values that are not the operands of an attention (Q K^T or softmax times V)");
+  View a = views_.at(n.input(0)), b = views_.at(n.input(1));
+  a.source = operand_source(a.source);
+  b.source = operand_source(b.source);
+  const Source &sa = sources_[static_cast<size_t>(a.source)], &sb = sources_[static_cast<size_t>(b.source)];
+  // An operand: the columns of a projection not yet made a layer, or of a token sequence.
+  const bool proj_a = sa.kind == Source::kTokens || (sa.kind == Source::kProjection && sa.materialized < 0);
+  const bool proj_b = sb.kind == Source::kTokens || (sb.kind == Source::kProjection && sb.materialized < 0);
+  if (proj_a && proj_b) {  // the scores Q K^T (as many keys as queries or not: cross-attention)
+    const auto q = operand(a, sa.rows, sa.cols, false), k = operand(b, sb.rows, sb.cols, true);
+    if (!q || !k || q->leading != k->leading || q->heads != k->heads || q->dim != k->dim)
+      fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) +
+                  ", which dltrain does not read as the scores Q K^T of heads of projected tokens");
+    Source s;
+    s.kind = Source::kScores;
+    s.tokens = sa.tokens;
+    s.rows = sa.rows;
+    s.cols = sb.rows;
+    s.q = a.source;
+    s.k = b.source;
+    s.q_col = q->col;
+    s.k_col = k->col;
+    s.heads = q->heads;
+    s.key_dim = q->dim;
+    sources_.push_back(s);
+    View out;
+    out.source = static_cast<int>(sources_.size() - 1);
+    out.dims = q->leading;
+    out.dims.push_back(s.rows);
+    out.dims.push_back(s.cols);
+    out.strides = result_strides(q->leading, s.rows * s.cols, s.cols);
+    out.scale = a.scale * b.scale;
+    views_[define(n)] = out;
+    return;
+  }
+  if (sa.kind == Source::kProbs && proj_b) {  // softmax times V
+    const auto v = operand(b, sb.rows, sb.cols, false);
+    std::vector<int64_t> lead(a.dims.begin(), a.dims.end() - 2);
+    const bool probs_whole = a.dims.size() >= 2 && a.dims[a.dims.size() - 2] == sa.rows && a.dims.back() == sa.cols &&
+                             a.scale == 1 && (sa.rows == 1 || a.strides[a.dims.size() - 2] == sa.cols);
+    if (!v || !probs_whole || b.scale != 1 || sb.rows != sa.cols || v->leading != lead || v->heads != sa.heads)
+      fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) +
+                  ", which dltrain does not read as the attention weights times the heads of V");
+    Source s = sa;
+    s.kind = Source::kHeads;
+    s.v = b.source;
+    s.v_col = v->col;
+    s.value_dim = v->dim;
+    s.cols = s.heads * s.value_dim;
+    sources_.push_back(s);
+    View out;
+    out.source = static_cast<int>(sources_.size() - 1);
+    out.dims = lead;
+    out.dims.push_back(s.rows);
+    out.dims.push_back(s.value_dim);
+    out.strides = result_strides(lead, s.value_dim, s.cols);
+    views_[define(n)] = out;
+    return;
+  }
+  fail(n, "multiplies two computed values that are not the operands of an attention (Q K^T or softmax times V)");
+}
+
+void projection_rows(const std::vector<float>& w, const std::vector<float>& b, int64_t c, int64_t cols, int64_t col,
+                     int64_t count, float f, std::vector<float>& weights, std::vector<float>& bias) {
+  weights.assign(static_cast<size_t>(count * c), 0.f);
+  bias.assign(static_cast<size_t>(count), 0.f);
+  for (int64_t o = 0; o < count; ++o) {
+    for (int64_t i = 0; i < c; ++i)
+      weights[static_cast<size_t>(o * c + i)] = f * w[static_cast<size_t>(i * cols + col + o)];
+    bias[static_cast<size_t>(o)] = f * b[static_cast<size_t>(col + o)];
+  }
+}
+
+// The source an attention operand reads: a projection already made a layer is read as that
+// layer's tokens (the same rows and columns).
+int Importer::operand_source(int source) const {
+  const Source& s = sources_[static_cast<size_t>(source)];
+  return s.kind == Source::kProjection && s.materialized >= 0 ? s.materialized : source;
+}
+
+// Queries, keys and values all columns of pending projections of one token sequence: the chain
+// with its output projection is one selfAttention layer. Otherwise (cross-attention, keys or
+// values without a projection, heads read without one) it is an attention layer between
+// fullyConnected projections (attention_layer).
+bool Importer::self_attention(int heads) const {
+  const Source& a = sources_[static_cast<size_t>(heads)];
+  const Source *q = &sources_[static_cast<size_t>(a.q)], *k = &sources_[static_cast<size_t>(a.k)],
+               *v = &sources_[static_cast<size_t>(a.v)];
+  for (const Source* p : {q, k, v})
+    if (p->kind != Source::kProjection || p->materialized >= 0) return false;
+  return q->tokens.name == k->tokens.name && q->tokens.name == v->tokens.name;
+}
+
+// Columns [col, col + count) of an operand's source as a token sequence: a whole token sequence
+// as it is; a projection's columns as a fullyConnected layer (the whole projection as its own
+// layer, named after its MatMul; a part of it, as a joint QKV projection's, as a layer of those
+// columns named after the MatMul and the role).
+Value Importer::operand_tokens(const onnx::NodeProto& n, int source, int64_t col, int64_t count, const char* role) {
+  const Source p = sources_[static_cast<size_t>(source)];
+  const bool whole = col == 0 && count == p.cols;
+  if (p.kind == Source::kTokens) {
+    if (!whole)
+      fail(n, std::string("reads channels [") + std::to_string(col) + ", " + std::to_string(col + count) +
+                  ") of a sequence of " + std::to_string(p.cols) + " channels as the attention's " + role +
+                  "; dltrain reads there a whole token sequence or columns of a MatMul projection");
+    return p.tokens;
+  }
+  if (whole) {
+    View all;
+    all.source = source;
+    all.dims = {1, p.rows, p.cols};
+    all.strides = {p.rows * p.cols, p.cols, 1};
+    return tokens_of(n, all);
+  }
+  const int64_t c = p.tokens.shape[2];
+  std::vector<float> w, b;
+  projection_rows(p.weight, p.bias, c, p.cols, col, count, 1.f, w, b);
+  onnx::NodeProto matmul;  // named after the projection's MatMul
+  matmul.set_name(p.node + "_" + role);
+  LayerSpec& spec = add_layer("fullyConnected", unique_name(matmul), {p.tokens.name});
+  spec.set("OutputSize", std::to_string(count));
+  spec.set("OperationDimension", "channel");
+  const std::string name = spec.name;
+  last_layer_op_ = "MatMul";
+  add_param(name, "Weights", Shape{count, c}, std::move(w));
+  add_param(name, "Bias", Shape{count}, std::move(b));
+  Value out{name, Shape{p.rows, 1, count}, false};
+  out.tokens = true;
+  return out;
+}
+
+// The attention of a kHeads source as an attention layer (MATLAB's attentionLayer) on its
+// queries, keys and values (operand_tokens); returns the kTokens source of its output.
+int Importer::attention_layer(const onnx::NodeProto& n, int heads) {
+  if (sources_[static_cast<size_t>(heads)].materialized >= 0) return sources_[static_cast<size_t>(heads)].materialized;
+  const Source a = sources_[static_cast<size_t>(heads)];
+  const int64_t key = a.heads * a.key_dim, value = a.heads * a.value_dim;
+  const Value q = operand_tokens(n, a.q, a.q_col, key, "query");
+  const Value k = operand_tokens(n, a.k, a.k_col, key, "key");
+  const Value v = operand_tokens(n, a.v, a.v_col, value, "value");
+  if (k.shape[0] != v.shape[0])
+    fail(n, "reads an attention of " + std::to_string(k.shape[0]) + " keys over " + std::to_string(v.shape[0]) +
+                " values; dltrain reads a value per key");
+  onnx::NodeProto named;
+  named.set_name(node_name(n) + "_attention");
+  LayerSpec& s = add_layer("attention", unique_name(named), {q.name, k.name, v.name});
+  s.set("NumHeads", std::to_string(a.heads));
+  if (a.causal) s.set("AttentionMask", "causal");
+  const double want = 1.0 / std::sqrt(static_cast<double>(a.key_dim));
+  if (std::fabs(a.scale / want - 1) >= 1e-6) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", a.scale);
+    s.set("Scale", buf);
+  }
+  last_layer_op_ = "Softmax";
+  Value y{s.name, Shape{a.rows, 1, value}, false};
+  y.tokens = true;
+  const int made = tokens_source(y);
+  sources_[static_cast<size_t>(heads)].materialized = made;
+  return made;
+}
+
+// The output projection of the heads: the whole chain becomes one selfAttention layer.
+void Importer::attention(const onnx::NodeProto& n, const View& heads, const std::vector<float>& w, int64_t out,
+                         const std::vector<float>& out_bias) {
+  const Source a = sources_[static_cast<size_t>(heads.source)];
+  const int64_t row = row_dim(heads, a.rows, a.cols);
+  if (row < -1 || heads.scale != 1 || static_cast<int64_t>(w.size()) != a.cols * out)
+    fail(n, "projects a " + ints_str(heads.dims) + " value; dltrain reads the attention's output projection of the " +
+                std::to_string(a.rows) + " tokens with their " + std::to_string(a.heads) + " heads side by side (" +
+                std::to_string(a.cols) + " channels)");
+  const Source &q = sources_[static_cast<size_t>(a.q)], &k = sources_[static_cast<size_t>(a.k)],
+               &v = sources_[static_cast<size_t>(a.v)];
+  const Value& x = q.tokens;
+  const int64_t c = x.shape[2], key = a.heads * a.key_dim, value = a.heads * a.value_dim;
+  auto take = [&](const Source& p, int64_t col, int64_t count, float f, std::vector<float>& wt, std::vector<float>& b) {
+    projection_rows(p.weight, p.bias, c, p.cols, col, count, f, wt, b);
+  };
+  // dltrain scales the scores by 1 / sqrt(key_dim); another scale goes into the queries.
+  const double want = 1.0 / std::sqrt(static_cast<double>(a.key_dim));
+  const float f = std::fabs(a.scale / want - 1) < 1e-6 ? 1.f : static_cast<float>(a.scale / want);
+  std::vector<float> qw, qb, kw, kb, vw, vb;
+  take(q, a.q_col, key, f, qw, qb);
+  take(k, a.k_col, key, 1.f, kw, kb);
+  take(v, a.v_col, value, 1.f, vw, vb);
+  std::vector<float> ow(static_cast<size_t>(out * value));
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t i = 0; i < value; ++i) ow[static_cast<size_t>(o * value + i)] = w[static_cast<size_t>(i * out + o)];
+  LayerSpec& s = add_layer("selfAttention", unique_name(n), {x.name});
+  s.set("NumHeads", std::to_string(a.heads));
+  s.set("NumKeyChannels", std::to_string(key));
+  s.set("NumValueChannels", std::to_string(value));
+  s.set("OutputSize", std::to_string(out));
+  if (a.causal) s.set("AttentionMask", "causal");
+  const std::string name = s.name;
+  last_layer_op_ = n.op_type();
+  add_param(name, "QueryWeights", Shape{key, c}, std::move(qw));
+  add_param(name, "KeyWeights", Shape{key, c}, std::move(kw));
+  add_param(name, "ValueWeights", Shape{value, c}, std::move(vw));
+  add_param(name, "OutputWeights", Shape{out, value}, std::move(ow));
+  add_param(name, "QueryBias", Shape{key}, std::move(qb));
+  add_param(name, "KeyBias", Shape{key}, std::move(kb));
+  add_param(name, "ValueBias", Shape{value}, std::move(vb));
+  attention_bias_[name] = m_.params.size();
+  add_param(name, "OutputBias", Shape{out}, out_bias);
+  Value y{name, Shape{a.rows, 1, out}, false};
+  y.tokens = true;
+  View r = heads;
+  r.source = tokens_source(y);
+  r.dims.back() = out;
+  for (size_t i = 0; i + 1 < r.dims.size(); ++i) r.strides[i] = static_cast<int64_t>(i) == row ? out : 0;
+  views_[define(n)] = r;
+}
+
+}  // namespace dlt::onnx_detail
