@@ -44,6 +44,8 @@ const LayerType& depth_concatenation_layer_type();
 const LayerType& crop2d_layer_type();
 const LayerType& multiplication_layer_type();
 const LayerType& layer_normalization_layer_type();
+const LayerType& group_normalization_layer_type();
+const LayerType& instance_normalization_layer_type();
 const LayerType& channel_shuffle_layer_type();
 const LayerType& channel_slice_layer_type();
 const LayerType& depth_to_space_layer_type();
@@ -95,6 +97,8 @@ const std::vector<const LayerType*>& layer_registry() {
       &crop2d_layer_type(),
       &multiplication_layer_type(),
       &layer_normalization_layer_type(),
+      &group_normalization_layer_type(),
+      &instance_normalization_layer_type(),
       &channel_shuffle_layer_type(),
       &channel_slice_layer_type(),
       &depth_to_space_layer_type(),

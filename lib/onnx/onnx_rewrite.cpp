@@ -46,6 +46,8 @@ class Rewriter {
         }
     }
     for (const auto& o : g.output()) ++uses_[o.name()];
+    if (g.input_size() > 0 && g.input(0).type().tensor_type().shape().dim_size() > 0)
+      batch_ = g.input(0).type().tensor_type().shape().dim(0).dim_value();
   }
 
   int run() {
@@ -362,18 +364,26 @@ class Rewriter {
     auto back_shape = ints(g_.node(back).input(1));
     std::vector<int> nodes{norm, rows, back};
     std::string x = g_.node(rows).input(0), tail = g_.node(back).output(0);
-    if (!back_shape && instances == 1) {  // GroupNorm(1, C): back to Shape(x), an image
+    shape_of_x = false;
+    if (!back_shape) {  // GroupNorm(G, C): back to Shape(x), an image
       const int shape = inner(g_.node(back).input(1), "Shape", 1);
       if (shape >= 0 && g_.node(shape).input(0) == x && !find_attr(g_.node(shape), "start") &&
           !find_attr(g_.node(shape), "end")) {
         back_shape = std::vector<int64_t>{0, 0, 0, 0};  // its rank; the scale's (C, 1, 1) says image
+        shape_of_x = true;
         nodes.push_back(shape);
       }
     }
-    // The batch kept (0), or one image (the dynamo exporter's of a graph exported with one).
-    if (!back_shape || back_shape->empty() || ((*back_shape)[0] != 0 && (*back_shape)[0] != 1)) return false;
+    // The batch kept (0), or one image (the dynamo exporter's of a graph exported with one), or
+    // the graph input's fixed batch (the dynamo exporter's of a graph exported with a batch).
+    if (!back_shape || back_shape->empty() ||
+        ((*back_shape)[0] != 0 && (*back_shape)[0] != 1 && (*back_shape)[0] != batch_))
+      return false;
     // Tokens (N, S, C): the rows are the tokens already (dltrain's export of a per-token norm).
     const bool tokens = instances > 1 && back_shape->size() == 3 && (*back_shape)[1] == instances;
+    // PyTorch's GroupNorm of G > 1 groups: the rows are the groups of an image's channels (no
+    // Transposes around; back to Shape(x) or to (N, C, H, W) with C a multiple of G).
+    if (instances > 1 && !tokens && inner(x, "Transpose", 1) < 0) return group_norm(nn, nodes, x, tail, instances);
     const bool per_pixel = instances > 1 && !tokens;
     if (per_pixel) {  // the transposes around it; the input of the pattern is the channels-last value
       const int to = inner(x, "Transpose", 1), from = sole_consumer(tail, "Transpose");
@@ -400,6 +410,41 @@ class Rewriter {
     nodes.insert(nodes.end(), {mul, off});
     for (int i : nodes) removed_[static_cast<size_t>(i)] = true;
     layer_norm_nodes(off, x, mn.input(si), on.input(oi), attr_float(nn, "epsilon", 1e-5f), tokens ? -1 : 1, per_pixel);
+    return true;
+  }
+
+  // The rest of PyTorch's GroupNorm after layer_norm_by_instances matched its Reshape (0, G, -1),
+  // InstanceNormalization and Reshape back (`nodes`; x its input, tail the image again): Mul by a
+  // (C, 1, 1) scale and Add of a (C, 1, 1) offset, C a multiple of G; becomes GroupNormalization
+  // (num_groups G, the scale and bias per channel, as opset 21 reads them).
+  bool group_norm(const onnx::NodeProto& nn, std::vector<int>& nodes, const std::string& x, const std::string& tail,
+                  int64_t groups) {
+    const auto back_shape = ints(g_.node(nodes[2]).input(1));
+    if (!shape_of_x && (!back_shape || back_shape->size() != 4)) return false;
+    const int mul = sole_consumer(tail, "Mul");
+    if (mul < 0) return false;
+    const onnx::NodeProto& mn = g_.node(mul);
+    const int si = mn.input(0) == tail ? 1 : 0;
+    const int off = sole_consumer(mn.output(0), "Add");
+    if (mn.input_size() != 2 || !is_tensor_const(mn.input(si), 3) || off < 0) return false;
+    const onnx::NodeProto& on = g_.node(off);
+    const int oi = on.input(0) == mn.output(0) ? 1 : 0;
+    if (on.input_size() != 2 || !is_tensor_const(on.input(oi), 3)) return false;
+    const std::vector<int64_t> sd = dims_of(*consts_.at(mn.input(si)));
+    const int64_t c = sd.empty() ? 0 : sd[0];
+    if (c % groups != 0 || (back_shape && back_shape->size() == 4 && (*back_shape)[1] != c)) return false;
+    nodes.insert(nodes.end(), {mul, off});
+    for (int i : nodes) removed_[static_cast<size_t>(i)] = true;
+    const onnx::NodeProto& r = g_.node(off);
+    onnx::NodeProto& gn = replacement_[off].emplace_back();
+    gn.set_op_type("GroupNormalization");
+    gn.set_name(r.name());
+    gn.add_input(x);
+    gn.add_input(mn.input(si));
+    gn.add_input(on.input(oi));
+    gn.add_output(r.output(0));
+    add_attr(gn, "num_groups", groups);
+    add_attr(gn, "epsilon", attr_float(nn, "epsilon", 1e-5f));
     return true;
   }
 
@@ -466,6 +511,8 @@ class Rewriter {
   }
 
   onnx::GraphProto& g_;
+  bool shape_of_x = false;                                   // layer_norm_by_instances: the Reshape back reads Shape(x)
+  int64_t batch_ = 0;                                        // the graph input's fixed batch (0: symbolic or none)
   std::vector<bool> removed_;                                // per node index
   std::map<int, std::vector<onnx::NodeProto>> replacement_;  // root index -> its new nodes
   std::map<std::string, const onnx::TensorProto*> consts_;   // initializers and Constant outputs

@@ -258,6 +258,32 @@ def tiny_models():
         zc.draw_zeros(m)
         return m
 
+    def group_norm():
+        # GroupNorm (4 and 8 groups) and InstanceNorm2d with affine between convolutions: the
+        # normalizations of small-batch training (torchvision has no classifier with them); the
+        # scales and offsets drawn around 1 and 0
+        import torch
+
+        class GroupNormNet(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.features = nn.Sequential(
+                    nn.Conv2d(3, 16, 3, padding=1), nn.GroupNorm(4, 16), nn.ReLU(),
+                    nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.InstanceNorm2d(32, affine=True), nn.ReLU(),
+                    nn.Conv2d(32, 32, 3, stride=2, padding=1), nn.GroupNorm(8, 32), nn.ReLU())
+                self.head = nn.Linear(32, 10)
+
+            def forward(self, x):
+                return self.head(self.features(x).mean((2, 3)))
+
+        m = GroupNormNet()
+        with torch.no_grad():
+            for mod in m.modules():
+                if isinstance(mod, (nn.GroupNorm, nn.InstanceNorm2d)):
+                    mod.weight.uniform_(0.5, 1.5)
+                    mod.bias.uniform_(-0.5, 0.5)
+        return m
+
     def timm_net(make):
         # timm's own classes, shrunk (timm is in the zoo venv): LayerScale's gammas (and MetaFormer's
         # layer and residual scales) drawn around 1, where their 1e-5 start would hide how the
@@ -484,7 +510,8 @@ def tiny_models():
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
             "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck, "vit": vit_tiny,
-            "vit_timm": vit_timm, "deit_distilled": deit_distilled, "cross_attention": cross_attention, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
+            "vit_timm": vit_timm, "deit_distilled": deit_distilled, "cross_attention": cross_attention,
+            "group_norm": group_norm, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
             "mobilevit": mobilevit, "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm,

@@ -209,6 +209,19 @@ inline GradientRow layer_norm(std::string name, LayerNormDesc d) {
           }};
 }
 
+inline GradientRow group_norm(std::string name, GroupNormDesc d) {
+  Rng rng(97);
+  return {"group_norm " + name,
+          GroupNormDesc::kOp,
+          {random_vec(d.numel(), rng, -1.0, 2.0), random_vec(d.c, rng, 0.5, 1.5), random_vec(d.c, rng)},
+          [d](const std::vector<Vec>& in) { return ref::group_norm_forward(d, in[0], in[1], in[2]); },
+          [d](const std::vector<Vec>& in, const Vec& dy) {
+            Vec dx, dscale, doffset;
+            ref::group_norm_backward(d, in[0], dy, in[1], dx, dscale, doffset);
+            return std::vector<Vec>{dx, dscale, doffset};
+          }};
+}
+
 inline GradientRow multiply(std::string name, ProductDesc d, std::vector<bool> repeated) {
   Rng rng(89);
   std::vector<Vec> xs;
@@ -486,6 +499,8 @@ inline std::vector<GradientRow> gradient_rows() {
   rows.push_back(concat("3+5+1", 6, {3, 5, 1}));
   rows.push_back(layer_norm("channel-only 10x6", {10, 6, 6, 1e-5f}));
   rows.push_back(layer_norm("spatial-channel 2 images of 3x2x4", {2, 24, 4, 1e-5f}));
+  rows.push_back(group_norm("3 groups of 2, 2 images of 2x2", {2, 4, 6, 3, 1e-5f}));
+  rows.push_back(group_norm("instance: 4 groups of 1, 2 images of 3", {2, 3, 4, 4, 1e-5f}));
   rows.push_back(multiply("squeeze-and-excitation, 3 inputs", {2, 6, 4}, {true, false, false}));
   CropDesc cr;
   cr.n = 2, cr.h = 6, cr.w = 5, cr.c = 3, cr.out_h = 3, cr.out_w = 4, cr.top = 2, cr.left = 1;

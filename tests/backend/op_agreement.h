@@ -425,6 +425,45 @@ inline AgreementRow layer_norm_row(std::string name, LayerNormDesc d) {
           }};
 }
 
+// Group normalization: training forward (y and the group statistics), inference forward,
+// backward with the parameter gradients and without them (frozen).
+inline AgreementRow group_norm_row(std::string name, GroupNormDesc d) {
+  return {"group_norm " + name, {GroupNormDesc::kOp}, [d](Backend& be, double tol) {
+            Rng rng(97);
+            const Device dev = be.device();
+            const Shape xs{d.n, d.pixels, 1, d.c}, cs{d.c}, ss{d.stats()};
+            Vec x = random_vec(xs.numel(), rng, -2.0, 3.0), dy = random_vec(xs.numel(), rng);
+            Vec scale = random_vec(d.c, rng, 0.5, 1.5), offset = random_vec(d.c, rng);
+            Tensor tx = to_tensor(x, xs, dev), tdy = to_tensor(dy, xs, dev);
+            Tensor tscale = to_tensor(scale, cs, dev), toffset = to_tensor(offset, cs, dev);
+            Tensor ty(xs, dev), tdx(xs, dev), tmean(ss, dev), tvar(ss, dev), tdscale(cs, dev), tdoffset(cs, dev);
+            auto op = be.make(d);
+            Vec mean, var;
+            const Vec want = ref::group_norm_forward(d, x, scale, offset, &mean, &var);
+            be.fill(ty, 7.f);
+            op->forward_training(tx, tscale, toffset, ty, tmean, tvar);
+            check_close("forward_training y", ty, want, tol);
+            check_close("forward_training mean", tmean, mean, tol);
+            check_close("forward_training var", tvar, var, tol);
+            be.fill(ty, 7.f);
+            op->forward_inference(tx, tscale, toffset, ty);
+            check_close("forward_inference y", ty, want, tol);
+            Vec dx, dscale, doffset;
+            ref::group_norm_backward(d, x, dy, scale, dx, dscale, doffset);
+            be.fill(tdscale, 123.f);  // overwritten, not accumulated
+            be.fill(tdoffset, 123.f);
+            be.fill(tdx, 5.f);
+            op->backward(tx, tdy, tscale, tmean, tvar, tdx, tdscale, tdoffset);
+            check_close("backward dx", tdx, dx, tol);
+            check_close("backward dscale", tdscale, dscale, tol);
+            check_close("backward doffset", tdoffset, doffset, tol);
+            Tensor none;
+            be.fill(tdx, 5.f);
+            op->backward(tx, tdy, tscale, tmean, tvar, tdx, none, none);
+            check_close("backward dx (frozen scale and offset)", tdx, dx, tol);
+          }};
+}
+
 // Channel shuffle and its inverse (the backward) against the reference; outputs are filled
 // first so that an unwritten element shows.
 inline AgreementRow shuffle_row(std::string name, ChannelShuffleDesc d) {
@@ -729,6 +768,16 @@ inline std::vector<AgreementRow> agreement_rows() {
   rows.push_back(layer_norm_row("spatial-channel 2 images of 5x4x6", layer_norm(2, 120, 6, 1e-5f)));
   rows.push_back(layer_norm_row("spatial-channel 3 images of 16x16x8", layer_norm(3, 2048, 8, 1e-5f)));
   rows.push_back(layer_norm_row("large epsilon 0.1, 20x16", layer_norm(20, 16, 16, 0.1f)));
+  auto group_norm = [](int64_t n, int64_t pixels, int64_t c, int64_t groups, float eps) {
+    return GroupNormDesc{n, pixels, c, groups, eps};
+  };
+  rows.push_back(group_norm_row("4 groups of 4, 2 images of 5x3", group_norm(2, 15, 16, 4, 1e-5f)));
+  rows.push_back(group_norm_row("instance: 6 groups of 1, 3 images of 7", group_norm(3, 7, 6, 6, 1e-5f)));
+  rows.push_back(group_norm_row("one group (all channels), 2 images of 3x3", group_norm(2, 9, 5, 1, 1e-5f)));
+  rows.push_back(group_norm_row("one pixel, 8 groups of 4", group_norm(3, 1, 32, 8, 1e-5f)));
+  rows.push_back(
+      group_norm_row("2 images of 40x40, 32 groups of 2 (many pixel blocks)", group_norm(2, 1600, 64, 32, 1e-5f)));
+  rows.push_back(group_norm_row("large epsilon 0.1, 3 groups of 5", group_norm(2, 4, 15, 3, 0.1f)));
   for (AgreementRow& r : attention_rows()) rows.push_back(std::move(r));
   for (AgreementRow& r : kernel_rows()) rows.push_back(std::move(r));
   return rows;

@@ -135,6 +135,12 @@ TEST_CASE("gpu network: cross-attention (the attention layer between projections
   check_forward_backward(p, 3, 5);
 }
 
+TEST_CASE("gpu network: group and instance normalization", "[gpu][net]") {
+  NetworkPair p = network_pair(config_network_file("tests/data/norm/group_norm.yaml"), 6);
+  check_forward_backward(p, 5, 4);
+  check_forward_backward(p, 1, 5);  // one image: the statistics are per image anyway
+}
+
 namespace {
 
 // Inference on shared buffers (Network::set_inference_reuse; off by default on a GPU until

@@ -336,6 +336,14 @@ TEST_CASE("gradients: layerNormalization", "[layers][grad]") {
   }
 }
 
+TEST_CASE("gradients: groupNormalization and instanceNormalization", "[layers][grad]") {
+  GradCheckOptions o;
+  expect_ok(check_layer(layer_spec("groupNormalization", {"NumGroups=3"}), {Shape{3, 2, 6}}, o));
+  expect_ok(check_layer(layer_spec("groupNormalization", {"NumGroups=all-channels"}), {Shape{2, 2, 4}}, o));
+  expect_ok(check_layer(layer_spec("groupNormalization", {"NumGroups=channel-wise"}), {Shape{3, 3, 2}}, o));
+  expect_ok(check_layer(layer_spec("instanceNormalization", {"Epsilon=0.01"}), {Shape{2, 3, 5}}, o));
+}
+
 TEST_CASE("gradients: crop2d (the reference input gets a zero gradient)", "[layers][grad]") {
   GradCheckOptions o;
   LayerSpec center = layer_spec("crop2d", {});

@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "backend/depth_to_space_op.h"
+#include "backend/group_norm_op.h"
 #include "backend/ops.h"
 #include "backend/resize_op.h"
 #include "backend/token_ops.h"
@@ -97,6 +98,15 @@ Vec layer_norm_forward(const LayerNormDesc& d, const Vec& x, const Vec& scale, c
                        Vec* var = nullptr);
 // Through the row statistics (computed from x).
 void layer_norm_backward(const LayerNormDesc& d, const Vec& x, const Vec& dy, const Vec& scale, Vec& dx, Vec& dscale,
+                         Vec& doffset);
+
+// ---- group normalization of NHWC x (n, pixels, c) in `groups` contiguous channel groups
+// (GroupNormDesc): each image's group by its own mean and biased variance, then scale and
+// offset per channel; mean and var (n * groups) when non-null (reference_product_norm.cpp) ----
+Vec group_norm_forward(const GroupNormDesc& d, const Vec& x, const Vec& scale, const Vec& offset, Vec* mean = nullptr,
+                       Vec* var = nullptr);
+// Through the group statistics (computed from x).
+void group_norm_backward(const GroupNormDesc& d, const Vec& x, const Vec& dy, const Vec& scale, Vec& dx, Vec& dscale,
                          Vec& doffset);
 
 // ---- channel shuffle and slice (Backend::channel_shuffle / channel_slice), per pixel of

@@ -101,4 +101,68 @@ void layer_norm_backward(const LayerNormDesc& d, const Vec& x, const Vec& dy, co
   }
 }
 
+// Group (i, g): the indices of its values, pixel by pixel, channel by channel.
+static std::vector<size_t> group_indices(const GroupNormDesc& d, int64_t i, int64_t g) {
+  std::vector<size_t> k;
+  const int64_t cg = d.c / d.groups;
+  for (int64_t p = 0; p < d.pixels; ++p)
+    for (int64_t j = 0; j < cg; ++j) k.push_back(static_cast<size_t>((i * d.pixels + p) * d.c + g * cg + j));
+  return k;
+}
+
+Vec group_norm_forward(const GroupNormDesc& d, const Vec& x, const Vec& scale, const Vec& offset, Vec* mean, Vec* var) {
+  Vec y(x.size());
+  if (mean) mean->assign(static_cast<size_t>(d.n * d.groups), 0.0);
+  if (var) var->assign(static_cast<size_t>(d.n * d.groups), 0.0);
+  for (int64_t i = 0; i < d.n; ++i)
+    for (int64_t g = 0; g < d.groups; ++g) {
+      const std::vector<size_t> ks = group_indices(d, i, g);
+      double mu = 0, v = 0;
+      for (size_t k : ks) mu += x[k];
+      mu /= static_cast<double>(ks.size());
+      for (size_t k : ks) v += (x[k] - mu) * (x[k] - mu);
+      v /= static_cast<double>(ks.size());
+      if (mean) (*mean)[static_cast<size_t>(i * d.groups + g)] = mu;
+      if (var) (*var)[static_cast<size_t>(i * d.groups + g)] = v;
+      const double sigma = std::sqrt(v + static_cast<double>(d.epsilon));
+      for (size_t k : ks) {
+        const size_t ch = k % static_cast<size_t>(d.c);
+        y[k] = (x[k] - mu) / sigma * scale[ch] + offset[ch];
+      }
+    }
+  return y;
+}
+
+void group_norm_backward(const GroupNormDesc& d, const Vec& x, const Vec& dy, const Vec& scale, Vec& dx, Vec& dscale,
+                         Vec& doffset) {
+  dx.assign(x.size(), 0.0);
+  dscale.assign(static_cast<size_t>(d.c), 0.0);
+  doffset.assign(static_cast<size_t>(d.c), 0.0);
+  for (int64_t i = 0; i < d.n; ++i)
+    for (int64_t g = 0; g < d.groups; ++g) {
+      const std::vector<size_t> ks = group_indices(d, i, g);
+      const double m = static_cast<double>(ks.size());
+      double mu = 0, v = 0;
+      for (size_t k : ks) mu += x[k];
+      mu /= m;
+      for (size_t k : ks) v += (x[k] - mu) * (x[k] - mu);
+      v /= m;
+      const double sigma = std::sqrt(v + static_cast<double>(d.epsilon));
+      double sum_g = 0, sum_gx = 0;  // over the group: g = dy * scale, g * xhat
+      for (size_t k : ks) {
+        const size_t ch = k % static_cast<size_t>(d.c);
+        const double xhat = (x[k] - mu) / sigma, gv = dy[k] * scale[ch];
+        sum_g += gv;
+        sum_gx += gv * xhat;
+        dscale[ch] += dy[k] * xhat;
+        doffset[ch] += dy[k];
+      }
+      for (size_t k : ks) {
+        const size_t ch = k % static_cast<size_t>(d.c);
+        const double xhat = (x[k] - mu) / sigma;
+        dx[k] = (dy[k] * scale[ch] - sum_g / m - xhat * sum_gx / m) / sigma;
+      }
+    }
+}
+
 }  // namespace dlt::ref
