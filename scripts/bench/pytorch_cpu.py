@@ -245,6 +245,11 @@ def build(config_path, torch):
             mod = conv if sym else nn.Sequential(Pad(pad, 0.0), conv)
         elif kind == "batchNormalization":
             mod = nn.BatchNorm2d(x.shape[1], eps=float(spec.get("Epsilon", 1e-5)))
+        elif kind in ("groupNormalization", "instanceNormalization"):
+            c = x.shape[1]
+            g = str(spec.get("NumGroups", "channel-wise"))
+            groups = c if kind == "instanceNormalization" or g == "channel-wise" else 1 if g == "all-channels" else int(g)
+            mod = nn.GroupNorm(groups, c, eps=float(spec.get("Epsilon", 1e-5)))
         elif kind == "relu":
             mod = nn.ReLU()
         elif kind == "leakyRelu":
