@@ -24,6 +24,7 @@ const LayerType& swish_layer_type();
 const LayerType& gelu_layer_type();
 const LayerType& hard_sigmoid_layer_type();
 const LayerType& hard_swish_layer_type();
+const LayerType& prelu_layer_type();
 const LayerType& max_pooling_layer_type();
 const LayerType& max_unpooling_layer_type();
 const LayerType& average_pooling_layer_type();
@@ -77,6 +78,7 @@ const std::vector<const LayerType*>& layer_registry() {
       &gelu_layer_type(),
       &hard_sigmoid_layer_type(),
       &hard_swish_layer_type(),
+      &prelu_layer_type(),
       &max_pooling_layer_type(),
       &max_unpooling_layer_type(),
       &average_pooling_layer_type(),

@@ -284,6 +284,29 @@ def tiny_models():
                     mod.bias.uniform_(-0.5, 0.5)
         return m
 
+    def prelu():
+        # PReLU with an alpha per channel and with one shared, between convolutions (MATLAB's
+        # preluLayer), the alphas drawn on both sides of 0
+        import torch
+
+        class PReluNet(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.features = nn.Sequential(
+                    nn.Conv2d(3, 16, 3, padding=1), nn.PReLU(16), nn.Conv2d(16, 24, 3, stride=2, padding=1),
+                    nn.PReLU(), nn.Conv2d(24, 24, 3, stride=2, padding=1), nn.PReLU(24))
+                self.head = nn.Linear(24, 10)
+
+            def forward(self, x):
+                return self.head(self.features(x).mean((2, 3)))
+
+        m = PReluNet()
+        with torch.no_grad():
+            for mod in m.modules():
+                if isinstance(mod, nn.PReLU):
+                    mod.weight.uniform_(-0.5, 0.8)
+        return m
+
     def timm_net(make):
         # timm's own classes, shrunk (timm is in the zoo venv): LayerScale's gammas (and MetaFormer's
         # layer and residual scales) drawn around 1, where their 1e-5 start would hide how the
@@ -511,7 +534,7 @@ def tiny_models():
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
             "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck, "vit": vit_tiny,
             "vit_timm": vit_timm, "deit_distilled": deit_distilled, "cross_attention": cross_attention,
-            "group_norm": group_norm, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
+            "group_norm": group_norm, "prelu": prelu, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
             "mobilevit": mobilevit, "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm,

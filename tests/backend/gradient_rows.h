@@ -222,6 +222,22 @@ inline GradientRow group_norm(std::string name, GroupNormDesc d) {
           }};
 }
 
+// PReLU's inputs kept away from 0 (its kink): |x| >= 0.2.
+inline GradientRow prelu(std::string name, PReluDesc d) {
+  Rng rng(101);
+  Vec x = random_vec(d.numel(), rng, -1.0, 1.0);
+  for (double& v : x) v = v < 0 ? v - 0.2 : v + 0.2;
+  return {"prelu " + name,
+          PReluDesc::kOp,
+          {x, random_vec(d.alphas, rng, -0.5, 0.8)},
+          [d](const std::vector<Vec>& in) { return ref::prelu_forward(d, in[0], in[1]); },
+          [d](const std::vector<Vec>& in, const Vec& dy) {
+            Vec dx, dalpha;
+            ref::prelu_backward(d, in[0], in[1], dy, dx, dalpha);
+            return std::vector<Vec>{dx, dalpha};
+          }};
+}
+
 inline GradientRow multiply(std::string name, ProductDesc d, std::vector<bool> repeated) {
   Rng rng(89);
   std::vector<Vec> xs;
@@ -500,6 +516,8 @@ inline std::vector<GradientRow> gradient_rows() {
   rows.push_back(layer_norm("channel-only 10x6", {10, 6, 6, 1e-5f}));
   rows.push_back(layer_norm("spatial-channel 2 images of 3x2x4", {2, 24, 4, 1e-5f}));
   rows.push_back(group_norm("3 groups of 2, 2 images of 2x2", {2, 4, 6, 3, 1e-5f}));
+  rows.push_back(prelu("shared alpha, 2 images of 3x4", {2, 3, 4, 1}));
+  rows.push_back(prelu("alpha per channel, 2 images of 3x4", {2, 3, 4, 4}));
   rows.push_back(group_norm("instance: 4 groups of 1, 2 images of 3", {2, 3, 4, 4, 1e-5f}));
   rows.push_back(multiply("squeeze-and-excitation, 3 inputs", {2, 6, 4}, {true, false, false}));
   CropDesc cr;

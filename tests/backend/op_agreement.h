@@ -464,6 +464,34 @@ inline AgreementRow group_norm_row(std::string name, GroupNormDesc d) {
           }};
 }
 
+// PReLU: forward, backward with the alpha gradient and without it (frozen).
+inline AgreementRow prelu_row(std::string name, PReluDesc d) {
+  return {"prelu " + name, {PReluDesc::kOp}, [d](Backend& be, double tol) {
+            Rng rng(101);
+            const Device dev = be.device();
+            const Shape xs{d.n, d.pixels, 1, d.c}, as{d.alphas};
+            Vec x = random_vec(xs.numel(), rng, -2.0, 2.0), dy = random_vec(xs.numel(), rng);
+            Vec alpha = random_vec(d.alphas, rng, -0.5, 0.8);
+            Tensor tx = to_tensor(x, xs, dev), tdy = to_tensor(dy, xs, dev), ta = to_tensor(alpha, as, dev);
+            Tensor ty(xs, dev), tdx(xs, dev), tda(as, dev);
+            auto op = be.make(d);
+            be.fill(ty, 7.f);
+            op->forward(tx, ta, ty);
+            check_close("forward", ty, ref::prelu_forward(d, x, alpha), tol);
+            Vec dx, dalpha;
+            ref::prelu_backward(d, x, alpha, dy, dx, dalpha);
+            be.fill(tdx, 5.f);
+            be.fill(tda, 123.f);  // overwritten, not accumulated
+            op->backward(tx, ta, tdy, tdx, tda);
+            check_close("backward dx", tdx, dx, tol);
+            check_close("backward dalpha", tda, dalpha, tol);
+            Tensor none;
+            be.fill(tdx, 5.f);
+            op->backward(tx, ta, tdy, tdx, none);
+            check_close("backward dx (frozen alpha)", tdx, dx, tol);
+          }};
+}
+
 // Channel shuffle and its inverse (the backward) against the reference; outputs are filled
 // first so that an unwritten element shows.
 inline AgreementRow shuffle_row(std::string name, ChannelShuffleDesc d) {
@@ -778,6 +806,10 @@ inline std::vector<AgreementRow> agreement_rows() {
   rows.push_back(
       group_norm_row("2 images of 40x40, 32 groups of 2 (many pixel blocks)", group_norm(2, 1600, 64, 32, 1e-5f)));
   rows.push_back(group_norm_row("large epsilon 0.1, 3 groups of 5", group_norm(2, 4, 15, 3, 0.1f)));
+  rows.push_back(prelu_row("shared alpha, 2 images of 5x7", {2, 5, 7, 1}));
+  rows.push_back(prelu_row("alpha per channel, 3 images of 4x9", {3, 4, 9, 9}));
+  rows.push_back(prelu_row("alpha per channel, 2 images of 30x30x16 (many row blocks)", {2, 900, 16, 16}));
+  rows.push_back(prelu_row("one channel", {4, 6, 1, 1}));
   for (AgreementRow& r : attention_rows()) rows.push_back(std::move(r));
   for (AgreementRow& r : kernel_rows()) rows.push_back(std::move(r));
   return rows;

@@ -344,6 +344,14 @@ TEST_CASE("gradients: groupNormalization and instanceNormalization", "[layers][g
   expect_ok(check_layer(layer_spec("instanceNormalization", {"Epsilon=0.01"}), {Shape{2, 3, 5}}, o));
 }
 
+TEST_CASE("gradients: prelu (shared and per-channel Alpha)", "[layers][grad]") {
+  GradCheckOptions o;
+  o.kink_guard = 0.05;
+  expect_ok(check_layer(layer_spec("prelu", {}), {Shape{3, 2, 5}}, o));
+  expect_ok(check_layer(layer_spec("prelu", {"Alpha=0.1", "AlphaPerChannel=true"}), {Shape{3, 2, 4}}, o));
+  expect_ok(check_layer(layer_spec("prelu", {"Alpha=[0.1,-0.2,0.3]"}), {Shape{2, 2, 3}}, o));
+}
+
 TEST_CASE("gradients: crop2d (the reference input gets a zero gradient)", "[layers][grad]") {
   GradCheckOptions o;
   LayerSpec center = layer_spec("crop2d", {});

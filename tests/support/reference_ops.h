@@ -17,6 +17,7 @@
 #include "backend/depth_to_space_op.h"
 #include "backend/group_norm_op.h"
 #include "backend/ops.h"
+#include "backend/prelu_op.h"
 #include "backend/resize_op.h"
 #include "backend/token_ops.h"
 
@@ -108,6 +109,11 @@ Vec group_norm_forward(const GroupNormDesc& d, const Vec& x, const Vec& scale, c
 // Through the group statistics (computed from x).
 void group_norm_backward(const GroupNormDesc& d, const Vec& x, const Vec& dy, const Vec& scale, Vec& dx, Vec& dscale,
                          Vec& doffset);
+
+// ---- PReLU of NHWC x (n, pixels, c) with alpha of 1 or c values (PReluDesc)
+// (reference_product_norm.cpp) ----
+Vec prelu_forward(const PReluDesc& d, const Vec& x, const Vec& alpha);
+void prelu_backward(const PReluDesc& d, const Vec& x, const Vec& alpha, const Vec& dy, Vec& dx, Vec& dalpha);
 
 // ---- channel shuffle and slice (Backend::channel_shuffle / channel_slice), per pixel of
 // NHWC tensors (reference_channel_ops.cpp) ----

@@ -165,4 +165,23 @@ void group_norm_backward(const GroupNormDesc& d, const Vec& x, const Vec& dy, co
     }
 }
 
+Vec prelu_forward(const PReluDesc& d, const Vec& x, const Vec& alpha) {
+  Vec y(x.size());
+  for (size_t k = 0; k < x.size(); ++k) {
+    const double a = alpha[d.alphas == 1 ? 0 : k % static_cast<size_t>(d.c)];
+    y[k] = x[k] > 0 ? x[k] : a * x[k];
+  }
+  return y;
+}
+
+void prelu_backward(const PReluDesc& d, const Vec& x, const Vec& alpha, const Vec& dy, Vec& dx, Vec& dalpha) {
+  dx.assign(x.size(), 0.0);
+  dalpha.assign(static_cast<size_t>(d.alphas), 0.0);
+  for (size_t k = 0; k < x.size(); ++k) {
+    const size_t j = d.alphas == 1 ? 0 : k % static_cast<size_t>(d.c);
+    dx[k] = x[k] > 0 ? dy[k] : alpha[j] * dy[k];
+    if (!(x[k] > 0)) dalpha[j] += dy[k] * x[k];
+  }
+}
+
 }  // namespace dlt::ref
