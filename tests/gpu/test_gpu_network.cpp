@@ -135,7 +135,7 @@ TEST_CASE("gpu network: cross-attention (the attention layer between projections
   check_forward_backward(p, 3, 5);
 }
 
-TEST_CASE("gpu network: group and instance normalization", "[gpu][net]") {
+TEST_CASE("gpu network: group and instance normalization, prelu", "[gpu][net]") {
   NetworkPair p = network_pair(config_network_file("tests/data/norm/group_norm.yaml"), 6);
   check_forward_backward(p, 5, 4);
   check_forward_backward(p, 1, 5);  // one image: the statistics are per image anyway
