@@ -661,11 +661,16 @@ bool Importer::float_fold(const onnx::NodeProto& n) {
     for (int64_t x : d)
       if (x < 0 || x > kMaxFoldValues) return false;  // a tensor: tensor_fold_node
     if (product(d) > kMaxFoldValues) return false;
-    keep(d, std::vector<float>(static_cast<size_t>(product(d)), floats_of(a->t(), what).at(0)));
+    const std::vector<float> value = floats_of(a->t(), what);
+    if (value.size() != 1) fail(n, "has a value of " + std::to_string(value.size()) + " numbers; ONNX's is one");
+    keep(d, std::vector<float>(static_cast<size_t>(product(d)), value[0]));
     return true;
   }
   const bool arithmetic = op == "Sqrt" || op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow";
   if (!arithmetic) return false;
+  const int want = op == "Sqrt" ? 1 : 2;
+  if (n.input_size() != want)
+    fail(n, "has " + std::to_string(n.input_size()) + " inputs; " + op + " takes " + std::to_string(want));
   bool any_float = false;
   for (int i = 0; i < n.input_size(); ++i) any_float = any_float || is_float(i);
   if (!any_float) return false;

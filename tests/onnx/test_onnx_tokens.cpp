@@ -450,6 +450,14 @@ TEST_CASE("onnx tokens: hostile token graphs are refused in one line", "[onnx][v
     CHECK_THAT(import_error(b), Catch::Contains("folding its constant inputs: splits 8 values of axis 1 into sizes "
                                                 "[4, 3] for 2 outputs"));
   }
+  SECTION("an arithmetic node on constants with one input of two (fuzz_onnx_import: binary-op-one-input)") {
+    OnnxBuilder b = patch_tokens();
+    b.floats("two", {1}, {2.f});
+    b.node("Add", {"two"}, {"lonely"});
+    b.node("Mul", {"t", "lonely"}, {"scaled"});
+    classify_first_token(b, "scaled");
+    CHECK_THAT(import_error(b), Catch::Contains("node 'lonely' (Add): has 1 inputs; Add takes 2"));
+  }
   SECTION("an image layer on tokens") {
     OnnxBuilder b = patch_tokens();
     b.node("Relu", {"t"}, {"relu"});  // element-wise: fine on tokens
