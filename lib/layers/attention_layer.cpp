@@ -13,7 +13,6 @@
 // heads (N, NumHeads, S, C / NumHeads). MATLAB's HasPaddingMaskInput and HasScoresOutput are
 // refused when true: dltrain's sequences have no padding and a layer has one output.
 #include <cmath>
-#include <limits>
 #include <memory>
 #include <string>
 
@@ -101,42 +100,11 @@ class AttentionLayer final : public Layer {
   int64_t flops_per_image() const override { return 2 * seq_q_ * seq_kv_ * (key_ + value_); }
   bool stochastic() const override { return dropout_ > 0; }
 
-  // Q and V as heads (N, H, S, d), K as (N, H, d, S); MatMul, Mul by the scale, the causal mask
-  // added (the lowest float above the diagonal), Softmax, MatMul by V, the heads side by side
-  // again (N, Sq, Cv): selfAttention's form without its projections.
+  // OnnxGraph::attention: selfAttention's form without its projections.
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
-    const std::string& n = name();
-    const char* part[3] = {"_q", "_k", "_v"};
-    const int64_t seq[3] = {seq_q_, seq_kv_, seq_kv_}, dim[3] = {key_ / heads_, key_ / heads_, value_ / heads_};
-    std::string heads[3];
-    for (size_t i = 0; i < 3; ++i) {
-      const std::string p = n + part[i];
-      g.add_ints(p + "_heads_shape", {4}, {0, seq[i], heads_, dim[i]});
-      g.add_node("Reshape", p + "_split", {inputs.at(i).name, p + "_heads_shape"}, p + "_heads");
-      const std::vector<int64_t> perm = i == 1 ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3};
-      g.add_node("Transpose", p + "_transpose", {p + "_heads"}, p + "_t", {OnnxAttr("perm", perm)});
-      heads[i] = p + "_t";
-    }
-    g.add_node("MatMul", n + "_qk", {heads[0], heads[1]}, n + "_qk");
-    g.add_floats(n + "_scale", {}, {desc(1).scale_or_default()});
-    g.add_node("Mul", n + "_scaled", {n + "_qk", n + "_scale"}, n + "_scores");
-    std::string scores = n + "_scores";
-    if (causal_) {
-      std::vector<float> mask(static_cast<size_t>(seq_q_ * seq_kv_), 0.f);
-      for (int64_t r = 0; r < seq_q_; ++r)
-        for (int64_t c = r + 1; c < seq_kv_; ++c)
-          mask[static_cast<size_t>(r * seq_kv_ + c)] = std::numeric_limits<float>::lowest();
-      g.add_floats(n + "_mask", {seq_q_, seq_kv_}, mask);
-      g.add_node("Add", n + "_masked", {scores, n + "_mask"}, n + "_masked_scores");
-      scores = n + "_masked_scores";
-    }
-    g.add_node("Softmax", n + "_softmax", {scores}, n + "_probs", {OnnxAttr("axis", int64_t{-1})});
-    g.add_node("MatMul", n + "_pv", {n + "_probs", heads[2]}, n + "_pv");
-    g.add_node("Transpose", n + "_merge", {n + "_pv"}, n + "_pv_t",
-               {OnnxAttr("perm", std::vector<int64_t>{0, 2, 1, 3})});
-    g.add_ints(n + "_merged_shape", {3}, {0, seq_q_, value_});
-    g.add_node("Reshape", n + "_merged", {n + "_pv_t", n + "_merged_shape"}, n);
-    return OnnxValue{n, out, false};
+    g.attention(name(), inputs.at(0).name, inputs.at(1).name, inputs.at(2).name, heads_, seq_q_, seq_kv_, key_ / heads_,
+                value_ / heads_, desc(1).scale_or_default(), causal_);
+    return OnnxValue{name(), out, false};
   }
 
  private:

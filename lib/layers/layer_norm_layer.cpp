@@ -73,14 +73,9 @@ class LayerNormLayer final : public Layer {
                 const RunContext&) override {
     Param& s = params_[0];
     Param& o = params_[1];
-    Tensor* out = dx[0];
-    if (!out) {  // the op computes dx with the parameter gradients: a scratch one
-      if (!scratch_dx_.defined() || scratch_dx_.numel() != x[0]->numel())
-        scratch_dx_ = Tensor(x[0]->shape(), x[0]->device());
-      out = &scratch_dx_;
-    }
     Tensor none;
-    op_->backward(*x[0], dy, s.value, mean_, var_, *out, s.frozen() ? none : s.grad, o.frozen() ? none : o.grad);
+    op_->backward(*x[0], dy, s.value, mean_, var_, grad_or_scratch(dx[0], *x[0], scratch_dx_),
+                  s.frozen() ? none : s.grad, o.frozen() ? none : o.grad);
   }
 
   int64_t flops_per_image() const override { return 8 * shape_.numel(); }

@@ -70,6 +70,12 @@ Param make_param(const LayerSpec& spec, const std::string& name, const Shape& sh
   return p;
 }
 
+Tensor& grad_or_scratch(Tensor* dx, const Tensor& x, Tensor& scratch) {
+  if (dx) return *dx;
+  if (!scratch.defined() || scratch.numel() != x.numel()) scratch = Tensor(x.shape(), x.device());
+  return scratch;
+}
+
 void shape_error(const LayerSpec& spec, const std::string& what) {
   throw ShapeError(spec.loc.prefix() + spec.name + ": " + what);
 }

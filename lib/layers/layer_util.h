@@ -29,6 +29,9 @@ void expect_inputs(const LayerSpec& spec, const std::vector<Shape>& inputs, size
 // dropout_forward's and the attention's key): the layer's name hashed (FNV-1a), mixed with the
 // iteration, so each layer and step draws its own mask.
 uint64_t dropout_stream(const std::string& layer_name, uint64_t iteration);
+// Where an op that computes the input gradient together with its learnables' writes dx: the
+// network's dx, or (dx null: the input needs no gradient) scratch, made x's size when it is not.
+Tensor& grad_or_scratch(Tensor* dx, const Tensor& x, Tensor& scratch);
 // Sets option key to the list v (ONNX import).
 void set_list(LayerSpec& spec, const std::string& key, const std::vector<int64_t>& v);
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 
 #include "tensor/tensor.h"
 #include "util/error.h"
@@ -34,6 +35,43 @@ std::string OnnxGraph::tokens_linear(const std::string& out, const std::string& 
   add_floats(out + "_B", {k}, bias);
   add_node("MatMul", out + "_matmul", {x, out + "_W"}, out + "_product");
   add_node("Add", out, {out + "_product", out + "_B"}, out);
+  return out;
+}
+
+std::string OnnxGraph::attention(const std::string& out, const std::string& q, const std::string& k,
+                                 const std::string& v, int64_t heads, int64_t seq_q, int64_t seq_kv, int64_t key_dim,
+                                 int64_t value_dim, float scale, bool causal) {
+  const std::string in[3] = {q, k, v};
+  const char* part[3] = {"_q", "_k", "_v"};
+  const int64_t seq[3] = {seq_q, seq_kv, seq_kv}, dim[3] = {key_dim, key_dim, value_dim};
+  std::string head[3];
+  for (size_t i = 0; i < 3; ++i) {
+    const std::string p = out + part[i];
+    add_ints(p + "_heads_shape", {4}, {0, seq[i], heads, dim[i]});
+    add_node("Reshape", p + "_split", {in[i], p + "_heads_shape"}, p + "_heads");
+    const std::vector<int64_t> perm = i == 1 ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3};
+    add_node("Transpose", p + "_transpose", {p + "_heads"}, p + "_t", {OnnxAttr("perm", perm)});
+    head[i] = p + "_t";
+  }
+  add_node("MatMul", out + "_qk", {head[0], head[1]}, out + "_qk");
+  add_floats(out + "_scale", {}, {scale});
+  add_node("Mul", out + "_scaled", {out + "_qk", out + "_scale"}, out + "_scores");
+  std::string scores = out + "_scores";
+  if (causal) {
+    std::vector<float> mask(static_cast<size_t>(seq_q * seq_kv), 0.f);
+    for (int64_t r = 0; r < seq_q; ++r)
+      for (int64_t c = r + 1; c < seq_kv; ++c)
+        mask[static_cast<size_t>(r * seq_kv + c)] = std::numeric_limits<float>::lowest();
+    add_floats(out + "_mask", {seq_q, seq_kv}, mask);
+    add_node("Add", out + "_masked", {scores, out + "_mask"}, out + "_masked_scores");
+    scores = out + "_masked_scores";
+  }
+  add_node("Softmax", out + "_softmax", {scores}, out + "_probs", {OnnxAttr("axis", int64_t{-1})});
+  add_node("MatMul", out + "_pv", {out + "_probs", head[2]}, out + "_pv");
+  add_node("Transpose", out + "_merge", {out + "_pv"}, out + "_pv_t",
+           {OnnxAttr("perm", std::vector<int64_t>{0, 2, 1, 3})});
+  add_ints(out + "_merged_shape", {3}, {0, seq_q, heads * value_dim});
+  add_node("Reshape", out + "_merged", {out + "_pv_t", out + "_merged_shape"}, out);
   return out;
 }
 

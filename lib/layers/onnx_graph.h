@@ -79,6 +79,14 @@ class OnnxGraph {
   // (`out`).
   std::string tokens_linear(const std::string& out, const std::string& x, const std::vector<float>& weights, int64_t k,
                             int64_t c, const std::vector<float>& bias);
+  // attention(): scaled dot-product attention of token sequences q (N, Sq, H * dk), k (N, Skv,
+  // H * dk) and v (N, Skv, H * dv): each reshaped into H heads (K transposed), MatMul, Mul by
+  // scale, the causal mask added (the lowest float above the diagonal of (Sq, Skv)), Softmax,
+  // MatMul by V, the heads side by side again (N, Sq, H * dv) as `out` (selfAttention's and the
+  // attention layer's form). Returns `out`.
+  std::string attention(const std::string& out, const std::string& q, const std::string& k, const std::string& v,
+                        int64_t heads, int64_t seq_q, int64_t seq_kv, int64_t key_dim, int64_t value_dim, float scale,
+                        bool causal);
 
  private:
   std::set<std::string> flattened_;  // the values flat() has written a Flatten of

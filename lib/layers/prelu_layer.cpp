@@ -63,14 +63,8 @@ class PReluLayer final : public Layer {
   void backward(const std::vector<const Tensor*>& x, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {
     Param& a = params_[0];
-    Tensor* out = dx[0];
-    if (!out) {  // the op computes dx with the alpha gradient: a scratch one
-      if (!scratch_dx_.defined() || scratch_dx_.numel() != x[0]->numel())
-        scratch_dx_ = Tensor(x[0]->shape(), x[0]->device());
-      out = &scratch_dx_;
-    }
     Tensor none;
-    op_->backward(*x[0], a.value, dy, *out, a.frozen() ? none : a.grad);
+    op_->backward(*x[0], a.value, dy, grad_or_scratch(dx[0], *x[0], scratch_dx_), a.frozen() ? none : a.grad);
   }
 
   int64_t flops_per_image() const override { return shape_.numel(); }

@@ -10,7 +10,6 @@
 // ValueWeights (NumValueChannels, C), OutputWeights (OutputSize, NumValueChannels) and the
 // biases; Weight / Bias initializers and factors apply to all four. PyTorch's
 // nn.MultiheadAttention (batch_first) computes the same with in_proj_weight = [Wq; Wk; Wv].
-#include <limits>
 #include <memory>
 #include <string>
 
@@ -75,47 +74,21 @@ class SelfAttentionLayer final : public Layer {
   int64_t flops_per_image() const override { return AttentionCore::flops(sizes(), s_); }
   std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
 
-  // The projections as MatMul + Add; Q and V reshaped to heads (N, H, S, d), K to (N, H, d, S);
-  // MatMul, Mul by the scale, the causal mask added (the lowest float above the diagonal),
-  // Softmax, MatMul by V, the heads side by side again (N, S, H * dv), the output projection.
+  // The projections as MatMul + Add, the attention (OnnxGraph::attention: heads, MatMul, scale,
+  // causal mask, Softmax, MatMul by V, the heads side by side again), the output projection.
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
     const std::string& n = name();
     const std::string& x = inputs.at(0).name;
-    const int64_t dk = key_ / heads_, dv = value_ / heads_;
+    const int64_t width[3] = {key_, key_, value_};
     const char* part[3] = {"_q", "_k", "_v"};
-    const int64_t width[3] = {key_, key_, value_}, dim[3] = {dk, dk, dv};
-    std::string heads[3];
-    for (int i = 0; i < 3; ++i) {
-      const std::string p = n + part[i];
-      g.tokens_linear(p, x, host_values(params_[static_cast<size_t>(i)].value), width[i], c_,
-                      host_values(params_[static_cast<size_t>(4 + i)].value));
-      g.add_ints(p + "_heads_shape", {4}, {0, s_, heads_, dim[i]});
-      g.add_node("Reshape", p + "_split", {p, p + "_heads_shape"}, p + "_heads");
-      const std::vector<int64_t> perm = i == 1 ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3};
-      g.add_node("Transpose", p + "_transpose", {p + "_heads"}, p + "_t", {OnnxAttr("perm", perm)});
-      heads[i] = p + "_t";
-    }
+    std::string proj[3];
+    for (size_t i = 0; i < 3; ++i)
+      proj[i] = g.tokens_linear(n + "_proj" + part[i], x, host_values(params_[i].value), width[i], c_,
+                                host_values(params_[4 + i].value));
     AttentionDesc d;
-    d.key_dim = dk;
-    g.add_node("MatMul", n + "_qk", {heads[0], heads[1]}, n + "_qk");
-    g.add_floats(n + "_scale", {}, {d.scale_or_default()});
-    g.add_node("Mul", n + "_scaled", {n + "_qk", n + "_scale"}, n + "_scores");
-    std::string scores = n + "_scores";
-    if (causal_) {
-      std::vector<float> mask(static_cast<size_t>(s_ * s_), 0.f);
-      for (int64_t r = 0; r < s_; ++r)
-        for (int64_t c = r + 1; c < s_; ++c)
-          mask[static_cast<size_t>(r * s_ + c)] = std::numeric_limits<float>::lowest();
-      g.add_floats(n + "_mask", {s_, s_}, mask);
-      g.add_node("Add", n + "_masked", {scores, n + "_mask"}, n + "_masked_scores");
-      scores = n + "_masked_scores";
-    }
-    g.add_node("Softmax", n + "_softmax", {scores}, n + "_probs", {OnnxAttr("axis", int64_t{-1})});
-    g.add_node("MatMul", n + "_pv", {n + "_probs", heads[2]}, n + "_pv");
-    g.add_node("Transpose", n + "_merge", {n + "_pv"}, n + "_pv_t",
-               {OnnxAttr("perm", std::vector<int64_t>{0, 2, 1, 3})});
-    g.add_ints(n + "_merged_shape", {3}, {0, s_, value_});
-    g.add_node("Reshape", n + "_merged", {n + "_pv_t", n + "_merged_shape"}, n + "_heads");
+    d.key_dim = key_ / heads_;
+    g.attention(n + "_heads", proj[0], proj[1], proj[2], heads_, s_, s_, key_ / heads_, value_ / heads_,
+                d.scale_or_default(), causal_);
     g.tokens_linear(n, n + "_heads", host_values(params_[3].value), out_, value_, host_values(params_[7].value));
     return OnnxValue{n, out, false};
   }

@@ -125,6 +125,17 @@ inline ModelData imported(const OnnxBuilder& b) {
   return m;
 }
 
+// n values in [-1, 1) from a linear congruential sequence started at seed (the same on every
+// platform): weights and images of hand-built graphs.
+inline std::vector<float> lcg_values(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    v[i] = static_cast<float>(seed >> 8) / static_cast<float>(1u << 23) - 1.f;
+  }
+  return v;
+}
+
 // The probabilities the model computes for NHWC images x (n images).
 inline std::vector<float> probabilities(const ModelData& m, const std::vector<float>& x, int64_t n) {
   Network net(m, Device::cpu());

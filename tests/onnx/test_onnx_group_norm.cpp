@@ -19,14 +19,7 @@ namespace {
 using test::OnnxBuilder;
 constexpr int64_t kH = 2, kW = 3, kC = 4, kK = 3, kPixels = kH * kW;
 
-std::vector<float> values(size_t n, uint32_t seed) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) {
-    seed = seed * 1664525u + 1013904223u;
-    v[i] = static_cast<float>(seed >> 8) / static_cast<float>(1u << 23) - 1.f;
-  }
-  return v;
-}
+std::vector<float> values(size_t n, uint32_t seed) { return test::lcg_values(n, seed); }
 
 // x (1, C, H, W) -> the test's nodes ending in `feat` -> GlobalAveragePool -> Flatten -> Gemm
 // (K = 3) -> Softmax, and the same in double from the normalized features.
