@@ -70,10 +70,7 @@ class AttentionLayer final : public Layer {
     return Shape{seq_q_, 1, value_};
   }
 
-  void setup(int64_t n, Backend& be) override {
-    op_ = be.make(desc(n));
-    for (Tensor& t : scratch_) t = Tensor();
-  }
+  void setup(int64_t n, Backend& be) override { op_ = be.make(desc(n)); }
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
     if (ctx.training && dropout_ > 0)
@@ -86,15 +83,8 @@ class AttentionLayer final : public Layer {
   // The op writes all three gradients: an input that needs none gets a scratch buffer.
   void backward(const std::vector<const Tensor*>& x, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {
-    Tensor* d[3];
-    for (size_t i = 0; i < 3; ++i) {
-      d[i] = dx[i];
-      if (!d[i]) {
-        if (!scratch_[i].defined()) scratch_[i] = Tensor(x[i]->shape(), x[i]->device());
-        d[i] = &scratch_[i];
-      }
-    }
-    op_->backward(*x[0], *x[1], *x[2], dy, *d[0], *d[1], *d[2]);
+    op_->backward(*x[0], *x[1], *x[2], dy, grad_or_scratch(dx[0], *x[0], scratch_[0]),
+                  grad_or_scratch(dx[1], *x[1], scratch_[1]), grad_or_scratch(dx[2], *x[2], scratch_[2]));
   }
 
   int64_t flops_per_image() const override { return 2 * seq_q_ * seq_kv_ * (key_ + value_); }

@@ -23,10 +23,10 @@ namespace {
 
 class GroupNormLayer final : public Layer {
  public:
-  GroupNormLayer(const LayerSpec& spec, bool instance) : Layer(spec), instance_(instance) {
+  GroupNormLayer(const LayerSpec& spec, bool instance) : Layer(spec), channel_wise_(instance) {
     epsilon_ = spec_.get_double("Epsilon", 1e-5);
     if (!(epsilon_ > 0)) throw ConfigError(spec.where() + "option Epsilon must be > 0");
-    if (!instance_) {
+    if (!instance) {
       const SpecValue* g = spec_.get("NumGroups");
       if (!g)
         throw ConfigError(spec.where() +
@@ -36,7 +36,7 @@ class GroupNormLayer final : public Layer {
       if (word == "all-channels")
         groups_ = 1;
       else if (word == "channel-wise")
-        groups_ = 0;  // the channels, once known
+        channel_wise_ = true;
       else if (!word.empty() && word.find_first_not_of("0123456789") != std::string::npos)
         throw ConfigError(spec.where() + "option NumGroups must be a number >= 1, all-channels or channel-wise, got '" +
                           word + "'");
@@ -58,7 +58,7 @@ class GroupNormLayer final : public Layer {
     if (nc != c)
       shape_error(spec_,
                   "NumChannels is " + std::to_string(nc) + " but the input has " + std::to_string(c) + " channels");
-    if (instance_ || groups_ == 0) groups_ = c;
+    if (channel_wise_) groups_ = c;
     if (c % groups_ != 0)
       shape_error(spec_, "NumGroups " + std::to_string(groups_) + " does not divide the input's " + std::to_string(c) +
                              " channels");
@@ -166,8 +166,8 @@ class GroupNormLayer final : public Layer {
   }
 
  private:
-  bool instance_ = false;
-  int64_t groups_ = 0;  // 0: channel-wise until infer() knows the channels
+  bool channel_wise_ = false;  // a group per channel (instanceNormalization, NumGroups channel-wise)
+  int64_t groups_ = 1;         // the channels' groups (set by infer() when channel-wise)
   double epsilon_ = 1e-5;
   Param scale_, offset_;
   Shape shape_;  // per image (H, W, C)

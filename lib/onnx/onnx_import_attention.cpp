@@ -294,9 +294,6 @@ int Importer::attention_layer(const onnx::NodeProto& n, int heads) {
   const Value q = operand_tokens(n, a.q, a.q_col, key, "query");
   const Value k = operand_tokens(n, a.k, a.k_col, key, "key");
   const Value v = operand_tokens(n, a.v, a.v_col, value, "value");
-  if (k.shape[0] != v.shape[0])
-    fail(n, "reads an attention of " + std::to_string(k.shape[0]) + " keys over " + std::to_string(v.shape[0]) +
-                " values; dltrain reads a value per key");
   onnx::NodeProto named;
   named.set_name(node_name(n) + "_attention");
   LayerSpec& s = add_layer("attention", unique_name(named), {q.name, k.name, v.name});

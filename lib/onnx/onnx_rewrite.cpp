@@ -364,13 +364,11 @@ class Rewriter {
     auto back_shape = ints(g_.node(back).input(1));
     std::vector<int> nodes{norm, rows, back};
     std::string x = g_.node(rows).input(0), tail = g_.node(back).output(0);
-    shape_of_x = false;
     if (!back_shape) {  // GroupNorm(G, C): back to Shape(x), an image
       const int shape = inner(g_.node(back).input(1), "Shape", 1);
       if (shape >= 0 && g_.node(shape).input(0) == x && !find_attr(g_.node(shape), "start") &&
           !find_attr(g_.node(shape), "end")) {
         back_shape = std::vector<int64_t>{0, 0, 0, 0};  // its rank; the scale's (C, 1, 1) says image
-        shape_of_x = true;
         nodes.push_back(shape);
       }
     }
@@ -383,7 +381,8 @@ class Rewriter {
     const bool tokens = instances > 1 && back_shape->size() == 3 && (*back_shape)[1] == instances;
     // PyTorch's GroupNorm of G > 1 groups: the rows are the groups of an image's channels (no
     // Transposes around; back to Shape(x) or to (N, C, H, W) with C a multiple of G).
-    if (instances > 1 && !tokens && inner(x, "Transpose", 1) < 0) return group_norm(nn, nodes, x, tail, instances);
+    if (instances > 1 && !tokens && inner(x, "Transpose", 1) < 0)
+      return group_norm(nn, nodes, x, tail, instances, *back_shape);
     const bool per_pixel = instances > 1 && !tokens;
     if (per_pixel) {  // the transposes around it; the input of the pattern is the channels-last value
       const int to = inner(x, "Transpose", 1), from = sole_consumer(tail, "Transpose");
@@ -414,13 +413,13 @@ class Rewriter {
   }
 
   // The rest of PyTorch's GroupNorm after layer_norm_by_instances matched its Reshape (0, G, -1),
-  // InstanceNormalization and Reshape back (`nodes`; x its input, tail the image again): Mul by a
+  // InstanceNormalization and Reshape back to back_shape ((0, 0, 0, 0) for Shape(x)) (`nodes`; x
+  // its input, tail the image again): Mul by a
   // (C, 1, 1) scale and Add of a (C, 1, 1) offset, C a multiple of G; becomes GroupNormalization
   // (num_groups G, the scale and bias per channel, as opset 21 reads them).
   bool group_norm(const onnx::NodeProto& nn, std::vector<int>& nodes, const std::string& x, const std::string& tail,
-                  int64_t groups) {
-    const auto back_shape = ints(g_.node(nodes[2]).input(1));
-    if (!shape_of_x && (!back_shape || back_shape->size() != 4)) return false;
+                  int64_t groups, const std::vector<int64_t>& back_shape) {
+    if (back_shape.size() != 4) return false;
     const int mul = sole_consumer(tail, "Mul");
     if (mul < 0) return false;
     const onnx::NodeProto& mn = g_.node(mul);
@@ -432,7 +431,7 @@ class Rewriter {
     if (on.input_size() != 2 || !is_tensor_const(on.input(oi), 3)) return false;
     const std::vector<int64_t> sd = dims_of(*consts_.at(mn.input(si)));
     const int64_t c = sd.empty() ? 0 : sd[0];
-    if (c % groups != 0 || (back_shape && back_shape->size() == 4 && (*back_shape)[1] != c)) return false;
+    if (c % groups != 0 || (back_shape[1] != 0 && back_shape[1] != c)) return false;  // 0: the input's, Shape(x)
     nodes.insert(nodes.end(), {mul, off});
     for (int i : nodes) removed_[static_cast<size_t>(i)] = true;
     const onnx::NodeProto& r = g_.node(off);
@@ -511,7 +510,6 @@ class Rewriter {
   }
 
   onnx::GraphProto& g_;
-  bool shape_of_x = false;                                   // layer_norm_by_instances: the Reshape back reads Shape(x)
   int64_t batch_ = 0;                                        // the graph input's fixed batch (0: symbolic or none)
   std::vector<bool> removed_;                                // per node index
   std::map<int, std::vector<onnx::NodeProto>> replacement_;  // root index -> its new nodes

@@ -1,6 +1,7 @@
 // The CPU's PReLU (backend/prelu_op.h): plain loops over the NHWC rows with the channels
 // innermost (vectorized); the alpha gradient as per-channel sums per block of rows in double,
 // added in block order (the same for any number of threads).
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -14,11 +15,16 @@ constexpr int64_t kBlockRows = 256;
 
 class CpuPReluOp final : public PReluOp {
  public:
-  explicit CpuPReluOp(const PReluDesc& d) : PReluOp(d, Device::cpu()), d_(d) {}
+  explicit CpuPReluOp(const PReluDesc& d)
+      : PReluOp(d, Device::cpu()),
+        d_(d),
+        blocks_((d.n * d.pixels + kBlockRows - 1) / kBlockRows),
+        a_(static_cast<size_t>(d.c)),
+        part_(static_cast<size_t>(blocks_ * d.c)) {}
 
  protected:
   void do_forward(const Tensor& x, const Tensor& alpha, Tensor& y) override {
-    const std::vector<float> a = alphas(alpha);
+    const float* a = alphas(alpha);
     const float* xp = x.data();
     float* yp = y.data();
     const int64_t c = d_.c;
@@ -32,16 +38,17 @@ class CpuPReluOp final : public PReluOp {
   }
 
   void do_backward(const Tensor& x, const Tensor& alpha, const Tensor& dy, Tensor& dx, Tensor& dalpha) override {
-    const std::vector<float> a = alphas(alpha);
+    const float* a = alphas(alpha);
     const float *xp = x.data(), *dyp = dy.data();
     float* dxp = dx.data();
-    const int64_t c = d_.c, rows = d_.n * d_.pixels, blocks = (rows + kBlockRows - 1) / kBlockRows;
+    const int64_t c = d_.c, rows = d_.n * d_.pixels, blocks = blocks_;
     const bool want = dalpha.defined();
-    std::vector<double> part(want ? static_cast<size_t>(blocks * c) : 0, 0.0);
+    double* part = part_.data();
 #pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t r1 = (b + 1) * kBlockRows < rows ? (b + 1) * kBlockRows : rows;
-      double* acc = want ? part.data() + b * c : nullptr;
+      double* acc = want ? part + b * c : nullptr;
+      if (acc) std::fill(acc, acc + c, 0.0);
       for (int64_t r = b * kBlockRows; r < r1; ++r) {
         const float *xr = xp + r * c, *dyr = dyp + r * c;
         float* dxr = dxp + r * c;
@@ -64,13 +71,15 @@ class CpuPReluOp final : public PReluOp {
   }
 
  private:
-  // The alpha of each channel.
-  std::vector<float> alphas(const Tensor& alpha) const {
-    std::vector<float> a(static_cast<size_t>(d_.c));
-    for (int64_t ch = 0; ch < d_.c; ++ch) a[static_cast<size_t>(ch)] = alpha.data()[d_.alphas == 1 ? 0 : ch];
-    return a;
+  // The alpha of each channel (in a_).
+  const float* alphas(const Tensor& alpha) {
+    for (int64_t ch = 0; ch < d_.c; ++ch) a_[static_cast<size_t>(ch)] = alpha.data()[d_.alphas == 1 ? 0 : ch];
+    return a_.data();
   }
   PReluDesc d_;
+  int64_t blocks_ = 1;        // blocks of kBlockRows rows
+  std::vector<float> a_;      // (c) the alpha of each channel
+  std::vector<double> part_;  // (blocks, c) dAlpha's partial sums
 };
 
 std::unique_ptr<PReluOp> make(Backend&, const PReluDesc& d) { return std::make_unique<CpuPReluOp>(d); }
