@@ -1,6 +1,8 @@
-// dltrain info CONFIG.yaml|MODEL.bin [--json]: the layer table (name, type, activations,
-// learnables), total learnables, the memory footprint as seed 001's getMemoryFootprint
-// computes it, forward FLOPs per image, and where the CUDA backend is.
+// dltrain info CONFIG.yaml|MODEL.bin|MODEL.onnx [--json]: the layer table (name, type,
+// activations, learnables), total learnables, the memory footprint as seed 001's
+// getMemoryFootprint computes it, forward FLOPs per image, and where the CUDA backend is. An
+// ONNX file shows the network `dltrain import` makes of it (MATLAB's analyzeNetwork of an
+// imported network), nothing written.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -8,8 +10,10 @@
 #include "backend/cuda_plugin.h"
 #include "commands.h"
 #include "config/config.h"
+#include "model_argument.h"
 #include "net/model_file.h"
 #include "net/network.h"
+#include "onnx/onnx.h"
 #include "onnx/transfer.h"
 #include "util/json.h"
 
@@ -20,6 +24,10 @@ namespace {
 std::unique_ptr<Network> load_network(const std::string& path, const std::vector<std::string>& sets) {
   if (looks_like_model(path)) {
     ModelData m = load_model(path);
+    return std::make_unique<Network>(m, Device::cpu(), path);
+  }
+  if (is_onnx_file(path)) {
+    ModelData m = import_onnx(path, {});
     return std::make_unique<Network>(m, Device::cpu(), path);
   }
   Config c = load_config(path, sets);
@@ -38,15 +46,15 @@ int64_t learnables(Layer& l) {
 Runner add_info(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "info",
-      "Show a network's layers, output sizes, learnables, memory footprint and FLOPs, from a config or a "
-      "model file");
+      "Show a network's layers, output sizes, learnables, memory footprint and FLOPs, from a config, a "
+      "model file or an ONNX file (the network dltrain import makes of it)");
   struct Args {
     std::string path;
     bool json = false;
     std::vector<std::string> sets;
   };
   auto args = std::make_shared<Args>();
-  cmd->add_option("file", args->path, "A config (.yaml) or a model file (model.bin)")->required();
+  cmd->add_option("file", args->path, "A config (.yaml), a model file (model.bin) or an ONNX file (.onnx)")->required();
   cmd->add_flag("--json", args->json, "Print JSON instead of a table");
   cmd->add_option("--set", args->sets, "Override a config option: section.path=value");
   return [args]() {

@@ -40,6 +40,15 @@ bool starts_like_onnx(const std::vector<uint8_t>& head) {
 
 }  // namespace
 
+bool is_onnx_file(const std::string& path) {
+  if (has_extension(path, ".onnx")) return true;
+  std::vector<uint8_t> head(3);
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return starts_like_onnx(head);
+}
+
 void check_model_argument(const std::string& path, const std::string& command) {
   if (looks_like_model(path)) return;
   std::vector<uint8_t> head(4096);

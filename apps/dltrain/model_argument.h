@@ -1,5 +1,5 @@
 // The MODEL argument of classify and segment: a YAML config or an ONNX file given in its place
-// is named as such, with the command that makes a dltrain model of it.
+// is named as such, with the command that makes a dltrain model of it. info reads ONNX files.
 #pragma once
 #include <string>
 
@@ -9,5 +9,8 @@ namespace dlt::app {
 // ONNX model (.onnx, or protobuf bytes that start like one) rather than a dltrain model;
 // returns otherwise (load_model reports anything else). `command` names the subcommand.
 void check_model_argument(const std::string& path, const std::string& command);
+
+// An ONNX model: .onnx, or protobuf bytes that start like one.
+bool is_onnx_file(const std::string& path);
 
 }  // namespace dlt::app

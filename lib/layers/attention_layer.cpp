@@ -12,6 +12,9 @@
 // learnables. The op is backend/attention_op.h's. PyTorch: F.scaled_dot_product_attention on the
 // heads (N, NumHeads, S, C / NumHeads). MATLAB's HasPaddingMaskInput and HasScoresOutput are
 // refused when true: dltrain's sequences have no padding and a layer has one output.
+// Images (SSCB) are taken too (dltrain's own): an image's pixels in row order are its tokens
+// (the same memory as (H W, 1, C)); the output has the query's format, an Hq x Wq x Cv image
+// for an image query (PVT's queries over the pixels of a strided convolution's output).
 #include <cmath>
 #include <memory>
 #include <string>
@@ -48,26 +51,26 @@ class AttentionLayer final : public Layer {
   }
 
   int num_inputs() const override { return 3; }
-  bool takes(DataFormat f) const override { return f == DataFormat::kSCB; }
+  bool takes(DataFormat f) const override { return f == DataFormat::kSCB || f == DataFormat::kSSCB; }
 
   Shape infer(const std::vector<Shape>& inputs) override {
     expect_inputs(spec_, inputs, 3);
     const Shape &q = inputs[0], &k = inputs[1], &v = inputs[2];
-    seq_q_ = q[0];
-    seq_kv_ = k[0];
+    seq_q_ = q[0] * q[1];
+    seq_kv_ = k[0] * k[1];
     key_ = q[2];
     value_ = v[2];
     if (k[2] != key_)
       shape_error(spec_, "the key has " + std::to_string(k[2]) + " channels and the query " + std::to_string(key_) +
                              " (Inputs [query, key, value]: queries and keys must have the same channels)");
-    if (v[0] != seq_kv_)
-      shape_error(spec_, "the value has " + std::to_string(v[0]) + " tokens and the key " + std::to_string(seq_kv_) +
-                             " (Inputs [query, key, value]: a value per key)");
+    if (v[0] * v[1] != seq_kv_)
+      shape_error(spec_, "the value has " + std::to_string(v[0] * v[1]) + " tokens and the key " +
+                             std::to_string(seq_kv_) + " (Inputs [query, key, value]: a value per key)");
     for (auto [what, n] : {std::pair<const char*, int64_t>{"query and key", key_}, {"value", value_}})
       if (n % heads_ != 0)
         shape_error(spec_, std::string("the ") + what + " channels (" + std::to_string(n) +
                                ") are not a multiple of NumHeads (" + std::to_string(heads_) + ")");
-    return Shape{seq_q_, 1, value_};
+    return Shape{q[0], q[1], value_};
   }
 
   void setup(int64_t n, Backend& be) override { op_ = be.make(desc(n)); }
@@ -90,11 +93,15 @@ class AttentionLayer final : public Layer {
   int64_t flops_per_image() const override { return 2 * seq_q_ * seq_kv_ * (key_ + value_); }
   bool stochastic() const override { return dropout_ > 0; }
 
-  // OnnxGraph::attention: selfAttention's form without its projections.
+  // OnnxGraph::attention: selfAttention's form without its projections (images' pixels made
+  // tokens first; an image query's output made an image again).
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
-    g.attention(name(), inputs.at(0).name, inputs.at(1).name, inputs.at(2).name, heads_, seq_q_, seq_kv_, key_ / heads_,
-                value_ / heads_, desc(1).scale_or_default(), causal_);
-    return OnnxValue{name(), out, false};
+    const std::string& n = name();
+    const bool image = !inputs.at(0).tokens;
+    const std::string y = image ? n + "_tokens" : n;
+    g.attention(y, g.pixel_tokens(n, inputs[0]), g.pixel_tokens(n, inputs.at(1)), g.pixel_tokens(n, inputs.at(2)),
+                heads_, seq_q_, seq_kv_, key_ / heads_, value_ / heads_, desc(1).scale_or_default(), causal_);
+    return image ? g.tokens_image(n, y, out) : OnnxValue{n, out, false};
   }
 
  private:

@@ -71,17 +71,21 @@ class FullyConnectedLayer final : public Layer {
   std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
 
   // The first fullyConnected after an image gets a Flatten, and its columns go from HWC to
-  // CHW order; per token (OperationDimension channel on tokens): MatMul and Add.
+  // CHW order; per token (OperationDimension channel on tokens): MatMul and Add; per pixel
+  // (OperationDimension channel on an image): a 1x1 Conv.
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
     const std::string& n = name();
     if (per_position_ && inputs.at(0).tokens) {
       g.tokens_linear(n, inputs[0].name, host_values(params_[0].value), out_, in_, host_values(params_[1].value));
       return OnnxValue{n, out, false};
     }
-    if (per_position_)
-      throw ModelError(g.path() + ": layer '" + n +
-                       "' (fullyConnected, OperationDimension channel) on an image has no ONNX export (on tokens it "
-                       "has)");
+    if (per_position_ && !inputs[0].flat) {  // per pixel of an image: a 1x1 Conv (weights (k, c, 1, 1))
+      g.add_floats(n + "_W", {out_, in_, 1, 1}, host_values(params_[0].value));
+      g.add_floats(n + "_B", {out_}, host_values(params_[1].value));
+      g.add_node("Conv", n, {inputs[0].name, n + "_W", n + "_B"}, n,
+                 {OnnxAttr("kernel_shape", std::vector<int64_t>{1, 1})});
+      return OnnxValue{n, out, false};
+    }
     OnnxValue x = g.flat(inputs.at(0));
     int64_t h = x.shape[0], w = x.shape[1], c = x.shape[2];
     std::vector<float> wt = host_values(params_[0].value);

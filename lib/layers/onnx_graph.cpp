@@ -75,6 +75,27 @@ std::string OnnxGraph::attention(const std::string& out, const std::string& q, c
   return out;
 }
 
+std::string OnnxGraph::pixel_tokens(const std::string& layer, const OnnxValue& in) {
+  if (in.tokens) return in.name;
+  const OnnxValue x = image(layer, in);
+  const int64_t s = x.shape[0] * x.shape[1], c = x.shape[2];
+  const std::string t = x.name + "_pixels";
+  if (pixel_tokens_.insert(x.name).second) {
+    add_node("Transpose", t + "_channels_last", {x.name}, t + "_hwc",
+             {OnnxAttr("perm", std::vector<int64_t>{0, 2, 3, 1})});
+    add_ints(t + "_shape", {3}, {-1, s, c});
+    add_node("Reshape", t, {t + "_hwc", t + "_shape"}, t);
+  }
+  return t;
+}
+
+OnnxValue OnnxGraph::tokens_image(const std::string& out, const std::string& tokens, const Shape& shape) {
+  add_ints(out + "_image_shape", {4}, {-1, shape[0], shape[1], shape[2]});
+  add_node("Reshape", out + "_pixels", {tokens, out + "_image_shape"}, out + "_hwc");
+  add_node("Transpose", out, {out + "_hwc"}, out, {OnnxAttr("perm", std::vector<int64_t>{0, 3, 1, 2})});
+  return OnnxValue{out, shape, false};
+}
+
 std::vector<float> OnnxNodeReader::bias_or_zeros(int i, int64_t k) {
   std::vector<float> b(static_cast<size_t>(k), 0.f);
   if (has_input(i)) b = floats(i, "bias");

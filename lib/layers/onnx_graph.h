@@ -87,9 +87,17 @@ class OnnxGraph {
   std::string attention(const std::string& out, const std::string& q, const std::string& k, const std::string& v,
                         int64_t heads, int64_t seq_q, int64_t seq_kv, int64_t key_dim, int64_t value_dim, float scale,
                         bool causal);
+  // pixel_tokens(): value `in` as a token sequence (N, S, C): tokens as they are; an image
+  // (N, C, H, W) (or a flat 1x1 one) as its pixels in row order, (N, H*W, C): Transpose
+  // (0, 2, 3, 1) and Reshape, PVT's form, written once per value however many layers read it.
+  // tokens_image(): tokens (N, H*W, C) back into the (N, C, H, W) image of `shape` (H, W, C),
+  // named `out`: Reshape (N, H, W, C) and Transpose (0, 3, 1, 2).
+  std::string pixel_tokens(const std::string& layer, const OnnxValue& in);
+  OnnxValue tokens_image(const std::string& out, const std::string& tokens, const Shape& shape);
 
  private:
-  std::set<std::string> flattened_;  // the values flat() has written a Flatten of
+  std::set<std::string> flattened_;     // the values flat() has written a Flatten of
+  std::set<std::string> pixel_tokens_;  // the images pixel_tokens() has made tokens of
 };
 
 // Import: one ONNX node being read (lib/onnx/onnx_import.cpp). A layer type's from_onnx

@@ -10,6 +10,9 @@
 // ValueWeights (NumValueChannels, C), OutputWeights (OutputSize, NumValueChannels) and the
 // biases; Weight / Bias initializers and factors apply to all four. PyTorch's
 // nn.MultiheadAttention (batch_first) computes the same with in_proj_weight = [Wq; Wk; Wv].
+// An image (SSCB, H x W x C) is taken too (dltrain's own: PVT's and SegFormer's attention over
+// the pixels of a feature map): its pixels in row order are the tokens, the same memory as
+// (H W, 1, C), and the output is an H x W x OutputSize image.
 #include <memory>
 #include <string>
 
@@ -45,16 +48,17 @@ class SelfAttentionLayer final : public Layer {
     bias_ = make_param(spec_, "Bias", Shape{}, bi, 0.f);
   }
 
-  bool takes(DataFormat f) const override { return f == DataFormat::kSCB; }
+  bool takes(DataFormat f) const override { return f == DataFormat::kSCB || f == DataFormat::kSSCB; }
 
   Shape infer(const std::vector<Shape>& inputs) override {
     expect_inputs(spec_, inputs, 1);
-    s_ = inputs[0][0];
-    c_ = inputs[0][2];
+    const Shape& in = inputs[0];
+    s_ = in[0] * in[1];
+    c_ = in[2];
     if (out_ == 0) out_ = c_;
     params_.clear();
     AttentionCore::add_params(params_, weight_, bias_, sizes());
-    return Shape{s_, 1, out_};
+    return Shape{in[0], in[1], out_};
   }
 
   void setup(int64_t n, Backend& be) override {
@@ -76,9 +80,11 @@ class SelfAttentionLayer final : public Layer {
 
   // The projections as MatMul + Add, the attention (OnnxGraph::attention: heads, MatMul, scale,
   // causal mask, Softmax, MatMul by V, the heads side by side again), the output projection.
+  // An image's pixels are made tokens first and the output made an image again.
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
     const std::string& n = name();
-    const std::string& x = inputs.at(0).name;
+    const bool image = !inputs.at(0).tokens;
+    const std::string x = g.pixel_tokens(n, inputs[0]);
     const int64_t width[3] = {key_, key_, value_};
     const char* part[3] = {"_q", "_k", "_v"};
     std::string proj[3];
@@ -89,8 +95,9 @@ class SelfAttentionLayer final : public Layer {
     d.key_dim = key_ / heads_;
     g.attention(n + "_heads", proj[0], proj[1], proj[2], heads_, s_, s_, key_ / heads_, value_ / heads_,
                 d.scale_or_default(), causal_);
-    g.tokens_linear(n, n + "_heads", host_values(params_[3].value), out_, value_, host_values(params_[7].value));
-    return OnnxValue{n, out, false};
+    const std::string y = image ? n + "_tokens" : n;
+    g.tokens_linear(y, n + "_heads", host_values(params_[3].value), out_, value_, host_values(params_[7].value));
+    return image ? g.tokens_image(n, y, out) : OnnxValue{n, out, false};
   }
 
   // Dropout draws a new mask each training step.

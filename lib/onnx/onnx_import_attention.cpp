@@ -280,9 +280,7 @@ Value Importer::operand_tokens(const onnx::NodeProto& n, int source, int64_t col
   last_layer_op_ = "MatMul";
   add_param(name, "Weights", Shape{count, c}, std::move(w));
   add_param(name, "Bias", Shape{count}, std::move(b));
-  Value out{name, Shape{p.rows, 1, count}, false};
-  out.tokens = true;
-  return out;
+  return tokens_like(p.tokens, name, count);
 }
 
 // The attention of a kHeads source as an attention layer (MATLAB's attentionLayer) on its
@@ -306,8 +304,7 @@ int Importer::attention_layer(const onnx::NodeProto& n, int heads) {
     s.set("Scale", buf);
   }
   last_layer_op_ = "Softmax";
-  Value y{s.name, Shape{a.rows, 1, value}, false};
-  y.tokens = true;
+  const Value y = tokens_like(q, s.name, value);
   const int made = tokens_source(y);
   sources_[static_cast<size_t>(heads)].materialized = made;
   return made;
@@ -356,8 +353,7 @@ void Importer::attention(const onnx::NodeProto& n, const View& heads, const std:
   add_param(name, "ValueBias", Shape{value}, std::move(vb));
   attention_bias_[name] = m_.params.size();
   add_param(name, "OutputBias", Shape{out}, out_bias);
-  Value y{name, Shape{a.rows, 1, out}, false};
-  y.tokens = true;
+  const Value y = tokens_like(x, name, out);
   View r = heads;
   r.source = tokens_source(y);
   r.dims.back() = out;

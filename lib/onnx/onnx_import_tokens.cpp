@@ -88,20 +88,38 @@ int Importer::tokens_source(const Value& v) {
   Source s;
   s.kind = Source::kTokens;
   s.tokens = v;
-  s.rows = v.shape[0];
+  s.rows = v.shape[0] * v.shape[1];
   s.cols = v.shape[2];
   sources_.push_back(s);
   return static_cast<int>(sources_.size() - 1);
 }
 
+// A layer's output over the tokens of `like`: a token sequence (S, 1, channels), or a
+// channels-last image flattened to its pixels (H, W, channels), which a flat Partition tags.
+Value Importer::tokens_like(const Value& like, const std::string& name, int64_t channels) const {
+  Value out{name, Shape{like.shape[0], like.shape[1], channels}, false};
+  out.tokens = like.tokens;
+  out.channels_last = like.channels_last;
+  return out;
+}
+
+bool Importer::flat_image(const std::string& value) const {
+  auto it = partitions_.find(value);
+  return it != partitions_.end() && it->second.flat && values_.count(value);
+}
+
+// Input i as a view: a view already, or a token sequence (1, S, C), or a channels-last image
+// flattened to (1, H*W, C) (PVT's attention over its pixels: the image stays the layers' input).
 Importer::View Importer::view_of(const onnx::NodeProto& n, int i) {
   if (auto it = views_.find(n.input(i)); it != views_.end()) return it->second;
-  const Value v = value(n, i);
-  if (!v.tokens) fail(n, "input '" + n.input(i) + "' is not a token sequence (N, S, C)");
+  const bool flat = flat_image(n.input(i));
+  const Value v = value(n, i, false, false, flat);
+  if (!v.tokens && !flat) fail(n, "input '" + n.input(i) + "' is not a token sequence (N, S, C)");
+  const int64_t s = v.shape[0] * v.shape[1];
   View out;
   out.source = tokens_source(v);
-  out.dims = {1, v.shape[0], v.shape[2]};
-  out.strides = {v.shape[0] * v.shape[2], v.shape[2], 1};
+  out.dims = {1, s, v.shape[2]};
+  out.strides = {s * v.shape[2], v.shape[2], 1};
   return out;
 }
 
@@ -140,9 +158,7 @@ Value Importer::tokens_of(const onnx::NodeProto& n, const View& v) {
     last_layer_op_ = "MatMul";
     add_param(name, "Weights", Shape{k, c}, std::move(w));
     add_param(name, "Bias", Shape{k}, s.bias);
-    Value out{name, Shape{s.rows, 1, k}, false};
-    out.tokens = true;
-    const int made = tokens_source(out);
+    const int made = tokens_source(tokens_like(s.tokens, name, k));
     sources_[static_cast<size_t>(v.source)].materialized = made;
   }
   return sources_[static_cast<size_t>(sources_[static_cast<size_t>(v.source)].materialized)].tokens;
@@ -236,6 +252,19 @@ bool Importer::token_node(const onnx::NodeProto& n) {
   if (op == "MatMul" || (op == "Gemm" && view0)) {
     view_matmul(n);
     return true;
+  }
+  // Tokens over a flattened channels-last image's pixels reshaped back to (1, H, W, C): an
+  // image again (the attention layer's output on an image, as dltrain exports it).
+  if (op == "Reshape" && view0 && n.input_size() > 1 && constant(n.input(1))) {
+    const View& v = views_.at(n.input(0));
+    const Value& t = sources_[static_cast<size_t>(v.source)].tokens;
+    const auto tg = ints_of(*constant(n.input(1)), path_ + ": node '" + node_name(n) + "'");
+    if (t.channels_last && reads_as_tokens(v) && tg.size() == 4 &&
+        (tg[0] == 1 || tg[0] == -1 || tg[0] == 0 || tg[0] == kBatchDim) && tg[1] == t.shape[0] && tg[2] == t.shape[1] &&
+        (tg[3] == v.dims.back() || tg[3] == -1)) {
+      set_out(n, value(n, 0, false, false, true));
+      return true;
+    }
   }
   if (!view_op(op) || !(view0 || is_tokens(0))) return false;
   const View v = view_of(n, 0);

@@ -211,6 +211,10 @@ const Importer::Partition* Importer::partition_of_inputs(const onnx::NodeProto& 
   for (int i = 0; i < n.input_size(); ++i) {
     // A constant, or a window attention still being read (its projection, MaxViT's residual Add).
     if (n.input(i).empty() || constant(n.input(i)) || win_.count(n.input(i))) continue;
+    // A view over a flattened image's pixels (PVT's attention): that image's tokens when read.
+    if (auto vw = views_.find(n.input(i));
+        vw != views_.end() && sources_[static_cast<size_t>(vw->second.source)].tokens.channels_last)
+      continue;
     auto it = partitions_.find(n.input(i));
     if (it == partitions_.end()) {
       untagged = true;
@@ -282,6 +286,33 @@ bool Importer::feeds_heads(const std::string& value) {
           ints_ahead(p.input(2)) == std::vector<int64_t>{3})
         return true;
   }
+  return false;
+}
+
+// Whether value goes (through a bias Add) into a Reshape to `rank` or more dimensions.
+bool Importer::feeds_reshape(const std::string& value, size_t rank) {
+  for (int k : consumers_of(value)) {
+    const onnx::NodeProto& c = g_.node(k);
+    const bool bias = c.op_type() == "Add" && c.input_size() == 2 && (constant(c.input(0)) || constant(c.input(1)));
+    if (bias && c.output_size() == 1 && feeds_reshape(c.output(0), rank)) return true;
+    if (c.op_type() == "Reshape" && c.input_size() == 2 && c.input(0) == value && ints_ahead(c.input(1)).size() >= rank)
+      return true;
+  }
+  return false;
+}
+
+// Whether value's heads (through a bias Add, a Reshape and any Transposes) are split into Q, K
+// and V by a Split, Slices or Gathers: a joint Q/K/V projection (TinyViT's, EfficientFormer's).
+bool Importer::splits_heads(const std::string& value) {
+  std::vector<std::string> todo{value};
+  for (size_t i = 0; i < todo.size() && i < 16; ++i)
+    for (int k : consumers_of(todo[i])) {
+      const onnx::NodeProto& c = g_.node(k);
+      const std::string& op = c.op_type();
+      if (i > 0 && (op == "Split" || op == "Slice" || op == "Gather")) return true;
+      const bool bias = op == "Add" && c.input_size() == 2 && (constant(c.input(0)) || constant(c.input(1)));
+      if ((bias || op == "Reshape" || op == "Transpose") && c.output_size() == 1) todo.push_back(c.output(0));
+    }
   return false;
 }
 
@@ -557,6 +588,10 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
   }
   if (part.flat) {
     if (op == "Shape") return shape_out({one, h * w, c});
+    if (op == "Reshape" && target().size() >= 4 && target()[1] == h * w) {
+      view_reshape(n, view_of(n, 0));  // the pixels as tokens into heads, (1, H*W, heads, d): an attention's operand
+      return true;
+    }
     if (op == "Reshape") {
       const auto t = target();
       if (t.size() != 4 || !one_image(t[0]) || t[1] != h || t[2] != w || (t[3] != c && t[3] != -1))
@@ -568,6 +603,13 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
     }
     if (op == "ReduceMean") {  // the mean over the tokens: over the image's pixels
       token_mean(n, v, true);
+      return true;
+    }
+    if (op == "MatMul" && n.input_size() == 2 && constant(n.input(1)) && feeds_reshape(n.output(0), 4) &&
+        !(feeds_heads(n.output(0)) && splits_heads(n.output(0)))) {
+      // a projection of the pixels as tokens into heads, each of Q, K and V of its own or K and V
+      // together (PVT's attention): read as views (onnx_import_attention.cpp) on the image
+      view_matmul(n);
       return true;
     }
     if (op == "MatMul" && n.input_size() == 2 && constant(n.input(1)) && feeds_heads(n.output(0))) {

@@ -92,7 +92,10 @@ class Importer {
     if (n.input_size() <= i) fail(n, "has too few inputs");
     auto it = values_.find(n.input(i));
     if (it == values_.end() && views_.count(n.input(i))) {
-      values_[n.input(i)] = tokens_of(n, views_.at(n.input(i)));
+      const Value t = tokens_of(n, views_.at(n.input(i)));
+      values_[n.input(i)] = t;
+      // the pixels of a flattened channels-last image (PVT's attention): that image's partition
+      if (t.channels_last) partitions_[n.input(i)] = Partition{false, t.shape[0], t.shape[1], true};
       it = values_.find(n.input(i));
     }
     if (it == values_.end() && swap_error_.count(n.input(i))) throw ModelError(swap_error_.at(n.input(i)));
@@ -353,6 +356,8 @@ class Importer {
   bool has_view(const onnx::NodeProto& n, int i) const { return n.input_size() > i && views_.count(n.input(i)); }
   View view_of(const onnx::NodeProto& n, int i);
   int tokens_source(const Value& v);
+  Value tokens_like(const Value& like, const std::string& name, int64_t channels) const;
+  bool flat_image(const std::string& value) const;
   bool reads_as_tokens(const View& v) const;
   Value tokens_of(const onnx::NodeProto& n, const View& v);
   void view_reshape(const onnx::NodeProto& n, const View& v);
@@ -501,6 +506,8 @@ class Importer {
   // through a bias Add into a Reshape to (.., S, 3, heads, d) or, head-first, (.., S, heads, 3 d or -1)
   bool feeds_heads(const std::string& value);
   std::vector<int64_t> ints_ahead(const std::string& name);
+  bool feeds_reshape(const std::string& value, size_t rank);
+  bool splits_heads(const std::string& value);
   bool unfold_node(const onnx::NodeProto& n);
   bool attention2d_start(const onnx::NodeProto& n);
   WindowBlock& partition_block(const onnx::NodeProto& n, const Value& v, const Partition& part,

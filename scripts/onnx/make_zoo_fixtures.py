@@ -413,6 +413,16 @@ def tiny_models():
         return timm_net(lambda: EfficientFormer(depths=(1, 2), embed_dims=(8, 16), downsamples=(False, True),
                                                 num_vit=1, num_classes=10))
 
+    def pvt_v2_timm():
+        # timm's PVT v2: overlapping patch embeddings (strided Convs with padding) into channels-last
+        # images flattened to tokens, attention whose keys and values come from the tokens put back
+        # into an image and reduced by a strided Conv (spatial reduction 2 in the first stage, none
+        # in the second), Q and K/V separate Linears; the MLP's depthwise Conv on the tokens as an
+        # image; each stage's tokens reshaped back into an NCHW image
+        from timm.models.pvt_v2 import PyramidVisionTransformerV2
+        return timm_net(lambda: PyramidVisionTransformerV2(depths=(1, 1), embed_dims=(16, 32), num_heads=(1, 2),
+                                                           sr_ratios=(2, 1), mlp_ratios=(2, 2), num_classes=10))
+
     def metaformer(**kw):
         from timm.models.metaformer import MetaFormer
         return timm_net(lambda: MetaFormer(num_classes=10, **kw))
@@ -529,6 +539,37 @@ def tiny_models():
         from torchvision.models.segmentation import lraspp
         return zc.segmentation_out(lraspp._lraspp_mobilenetv3(tiny_mobilenet_v3(), SEG_CLASSES))
 
+    def segformer_seg():
+        # Hugging Face's SegFormer (transformers' SegformerForSemanticSegmentation): PVT v2's
+        # encoder in its own layout (the patch Conv flattened to tokens before its LayerNorm, the
+        # scores divided by sqrt(d) after Q K^T), then the all-MLP decoder (each stage's tokens
+        # projected, resized to the first stage's size, concatenated in reverse, fused by a 1x1
+        # Conv with BatchNorm and ReLU, classified by a 1x1 Conv) and the logits resized to the
+        # input as its semantic segmentation post-processing does
+        import torch
+        import torch.nn.functional as F
+        from transformers import SegformerConfig, SegformerForSemanticSegmentation
+        cfg = SegformerConfig(num_channels=3, num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1],
+                              hidden_sizes=[16, 32], patch_sizes=[7, 3], strides=[4, 2], num_attention_heads=[1, 2],
+                              mlp_ratios=[2, 2], decoder_hidden_size=16, num_labels=SEG_CLASSES)
+
+        class Segformer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = SegformerForSemanticSegmentation(cfg)
+
+            def forward(self, x):
+                logits = self.net(pixel_values=x).logits
+                return F.interpolate(logits, size=x.shape[2:], mode="bilinear", align_corners=False)
+
+        m = Segformer()
+        zc.draw_zeros(m)
+        with torch.no_grad():  # running statistics of the decoder's BatchNorm away from 0 and 1
+            bn = m.net.decode_head.batch_norm
+            bn.running_mean.uniform_(-0.2, 0.2)
+            bn.running_var.uniform_(0.5, 1.5)
+        return m
+
     return {"mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small,
             "efficientnet_b0": efficientnet_b0, "shufflenet_v2": shufflenet_v2, "regnet_y": regnet_y,
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
@@ -537,11 +578,12 @@ def tiny_models():
             "group_norm": group_norm, "prelu": prelu, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
             "mobilevit": mobilevit, "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
-            "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm,
+            "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm, "pvt_v2_timm": pvt_v2_timm,
             "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm,
             "efficientformer_timm": efficientformer_timm, "poolformer_timm": poolformer_timm,
             "caformer_timm": caformer_timm, "mambaout_timm": mambaout_timm,
-            "interpolate": interpolate, "fcn_seg": fcn_seg, "deeplabv3_seg": deeplabv3_seg, "lraspp_seg": lraspp_seg}
+            "interpolate": interpolate, "fcn_seg": fcn_seg, "deeplabv3_seg": deeplabv3_seg, "lraspp_seg": lraspp_seg,
+            "segformer_seg": segformer_seg}
 
 
 def strip_metadata(path):

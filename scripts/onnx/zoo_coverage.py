@@ -43,7 +43,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-PACKAGES = ["torch", "torchvision", "onnx", "onnxruntime", "onnxscript", "timm"]
+PACKAGES = ["torch", "torchvision", "onnx", "onnxruntime", "onnxscript", "timm", "transformers"]
 BEGIN, END = "<!-- zoo-coverage begin -->", "<!-- zoo-coverage end -->"
 TIMM_BEGIN, TIMM_END = "<!-- zoo-coverage-timm begin -->", "<!-- zoo-coverage-timm end -->"
 TIMM = "timm:"
@@ -134,6 +134,33 @@ def segmentation_out(net):
     return SegmentationOut(net)
 
 
+# Hugging Face's SegFormer (transformers' SegformerForSemanticSegmentation) with the encoder sizes
+# of NVIDIA's mit-b0, b1 and b2 checkpoints: seg:segformer_b0 etc. in the segmentation table.
+SEGFORMER = {"segformer_b0": {"hidden_sizes": [32, 64, 160, 256], "depths": [2, 2, 2, 2], "decoder_hidden_size": 256},
+             "segformer_b1": {"hidden_sizes": [64, 128, 320, 512], "depths": [2, 2, 2, 2], "decoder_hidden_size": 256},
+             "segformer_b2": {"hidden_sizes": [64, 128, 320, 512], "depths": [3, 4, 6, 3], "decoder_hidden_size": 768}}
+
+
+def segformer(name):
+    """SegFormer with 10 classes, its logits (a quarter of the input's size) resized to the input
+    as transformers' post_process_semantic_segmentation does."""
+    import torch
+    import torch.nn.functional as F
+    from transformers import SegformerConfig, SegformerForSemanticSegmentation
+    cfg = SegformerConfig(num_labels=10, num_attention_heads=[1, 2, 5, 8], sr_ratios=[8, 4, 2, 1], **SEGFORMER[name])
+
+    class Segformer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = SegformerForSemanticSegmentation(cfg)
+
+        def forward(self, x):
+            logits = self.net(pixel_values=x).logits
+            return F.interpolate(logits, size=x.shape[2:], mode="bilinear", align_corners=False)
+
+    return Segformer()
+
+
 def segmentation_kwargs(arch):
     kwargs = {"weights": None, "weights_backbone": None, "num_classes": 10}
     if not arch[len(SEG):].startswith("lraspp"):
@@ -146,6 +173,10 @@ def build_model(arch, side):
     import torchvision
     if arch.startswith(SEG):
         torch.manual_seed(0)
+        if arch[len(SEG):] in SEGFORMER:
+            model = segformer(arch[len(SEG):]).eval()
+            draw_zeros(model)
+            return model
         return segmentation_out(torchvision.models.get_model(arch[len(SEG):], **segmentation_kwargs(arch)).eval())
     if arch.startswith(TIMM):
         import timm
@@ -277,10 +308,10 @@ def export(model, x, path, exporter, keep_batchnorm=False, dynamic_batch=False):
 def one_image(arch):
     """Transformers are exported with one image, as their users do: both exporters bake the batch
     into the attention's Reshape targets, and dltrain reads such graphs per image."""
-    name = arch[len(TIMM):] if arch.startswith(TIMM) else arch
+    name = arch.split(":", 1)[-1]  # without timm: or seg:
     return arch.startswith(TIMM) or name.startswith(("vit", "deit", "swin", "maxvit", "mobilevit", "coatnet", "cross",
                                                      "tinyvit", "fastvit", "efficientformer", "poolformer",
-                                                     "caformer", "mambaout"))
+                                                     "caformer", "mambaout", "pvt", "segformer"))
 
 
 def export_probs(model, x, path, exporter, threads, single):
@@ -487,6 +518,9 @@ def param_count(arch, side):
         with torch.device("meta"):
             return sum(p.numel() for p in timm.create_model(arch[len(TIMM):], pretrained=False,
                                                              num_classes=10).parameters())
+    if arch[len(SEG):] in SEGFORMER:
+        with torch.device("meta"):
+            return sum(p.numel() for p in segformer(arch[len(SEG):]).parameters())
     kwargs = {"weights": None, "num_classes": 10}
     if arch.startswith("vit_"):
         kwargs["image_size"] = side
@@ -572,14 +606,16 @@ def table(results, archs, exporters, versions, minutes, args, reused, merged=0):
         f"{versions['dltrain']}: "
         f"torch {versions['torch']}, torchvision {versions['torchvision']}, onnx {versions['onnx']}, "
         f"onnxruntime {versions['onnxruntime']}, onnxscript {versions['onnxscript']}"
-        + (f", timm {versions['timm']}" if "timm" in versions else "") + f"; {cpu_model()}, "
+        + (f", timm {versions['timm']}" if "timm" in versions else "")
+        + (f", transformers {versions['transformers']}" if "transformers" in versions else "") + f"; {cpu_model()}, "
         f"{args.threads} threads, {minutes:.0f} min for "
         + (f"the {len(archs) - merged} architectures run here; the rows of the other {merged} are earlier "
            f"runs' (--merge {os.path.basename(args.merge)}), from the same script" if merged else "the whole table")
         + (f" (exports of {reused} of the {len(archs)} architectures reused from an earlier run, --reuse)."
            if reused else "."),
         ("Random weights (seed 0), num_classes 10, no auxiliary head, the ImageNet normalisation and a softmax "
-           "over each pixel's classes inside the graph (the model's `out` scores), the last Conv scaled so the "
+           "over each pixel's classes inside the graph (the model's `out` scores; SegFormer's logits resized to "
+           "the input, bilinear, as transformers' post-processing does), the last Conv scaled so the "
            f"logits of the {args.images} fixed images have standard deviation {LOGIT_STD:g} over the classes. "
            f"Input {args.size}x{args.size}. A cell reads `ok A / B`: A = largest |probability difference| over the "
            "pixels of dltrain's forward (`dltrain export --debug-forward`) against onnxruntime on the exported "
@@ -721,8 +757,12 @@ def main():
             sys.exit("zoo_coverage: timm:NAME models run alone (their own table), without --merge")
     for a in archs:
         if a.startswith(SEG):
-            if a[len(SEG):] not in torchvision.models.list_models(module=torchvision.models.segmentation):
-                sys.exit(f"zoo_coverage: '{a[len(SEG):]}' is not one of torchvision's segmentation models")
+            if a[len(SEG):] in SEGFORMER:
+                import transformers
+                versions["transformers"] = transformers.__version__
+            elif a[len(SEG):] not in torchvision.models.list_models(module=torchvision.models.segmentation):
+                sys.exit(f"zoo_coverage: '{a[len(SEG):]}' is not one of torchvision's segmentation models nor "
+                         f"{', '.join(SEGFORMER)}")
         elif a.startswith(TIMM):
             if a[len(TIMM):] not in timm.list_models():
                 sys.exit(f"zoo_coverage: '{a[len(TIMM):]}' is not one of timm's models")

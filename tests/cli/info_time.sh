@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dltrain info (table and --json, from a config and from a model) and dltrain time; --json
+# dltrain info (table and --json, from a config, a model and an ONNX file) and dltrain time; --json
 # prints only JSON on stdout.
 source "$(dirname "$0")/common.sh" "$@"
 cfg="$SRC/configs/cifar10.yaml"
@@ -16,6 +16,15 @@ json_only() { [[ $(wc -l < "$1") -eq 1 && $(head -c 1 "$1") == "{" && $(tail -c 
 json_only "$TMP/info.json" info
 "$DLTRAIN" info "$cfg" > "$TMP/info.txt"
 grep -q "Memory footprint:  $(( 4 * (learn + 32*32*3) )) bytes" "$TMP/info.txt" || fail "table: $(cat "$TMP/info.txt")"
+# An ONNX file: the network its import makes (the SegFormer fixture: attention layers on images),
+# nothing written; the same table as the imported model's.
+if ! "$DLTRAIN" import /nonexistent.onnx --output "$TMP/x.bin" 2>&1 | grep -q "built without ONNX"; then
+  sf="$SRC/tests/data/onnx_zoo/segformer_seg-torchscript.onnx"
+  "$DLTRAIN" info "$sf" > "$TMP/onnx-info.txt" || fail "info of an ONNX file: $(tail -3 "$TMP/onnx-info.txt")"
+  grep -q "attention  *8x8x16  *SSCB" "$TMP/onnx-info.txt" || fail "info of an ONNX file: $(head -20 "$TMP/onnx-info.txt")"
+  "$DLTRAIN" import "$sf" --output "$TMP/sf.bin" > /dev/null || fail "import of the SegFormer fixture"
+  "$DLTRAIN" info "$TMP/sf.bin" | diff - "$TMP/onnx-info.txt" > /dev/null || fail "info of the ONNX file differs from its import's"
+fi
 
 "$DLTRAIN" time "$cfg" --batch 8 --iterations 2 --warmup 1 --json > "$TMP/time.json"
 json_only "$TMP/time.json" time

@@ -5,7 +5,8 @@
 # file), and `dltrain segment` of both on the same labelled images: the same predictions, so the
 # same metrics. Then the imported network fine-tunes from a config (base: the import, its
 # output layer replaced) and keeps what it learnt: its validation mean IoU stays within 0.05 of
-# the original's. Last, base: Replace on an imported LR-ASPP and its run's resolved config.
+# the original's. Then base: Replace on an imported LR-ASPP and its run's resolved config; last,
+# an imported SegFormer fine-tuned.
 source "$(dirname "$0")/common.sh" "$@"
 skip_without_onnx
 data="$TMP/data"
@@ -90,4 +91,28 @@ grep -q "Replace: \[$low, $high\]" "$TMP/replaced/config.yaml" || fail "resolved
 "$DLTRAIN" train "$TMP/replaced/config.yaml" --quiet --output-dir "$TMP/again" > "$TMP/again.out" 2>&1 \
   || fail "the resolved config does not train: $(tail -3 "$TMP/again.out")"
 "$DLTRAIN" info "$TMP/again/model.bin" | diff - "$TMP/replaced.txt" > /dev/null || fail "the resolved config built another network"
+
+# An imported SegFormer (the fixture segformer_seg-torchscript.onnx: PVT v2's attention on images,
+# the all-MLP decoder; random weights, 3 classes) fine-tuned from its classifier replaced for the
+# data's 5 classes: it learns the shapes. A mean IoU over 0.2 = 1/5 is more than any prediction of
+# one class everywhere can reach (the other four classes' IoU 0).
+"$DLTRAIN" import "$SRC/tests/data/onnx_zoo/segformer_seg-torchscript.onnx" --output "$TMP/segformer.bin" >/dev/null \
+  || fail "import of the SegFormer fixture"
+cls=$("$DLTRAIN" info "$TMP/segformer.bin" | awk '$2 ~ /classifier_Conv/ { print $2 }')
+[[ -n $cls ]] || fail "no classifier convolution in the imported SegFormer"
+cat > "$TMP/segformer.yaml" <<EOF
+base: {Model: $TMP/segformer.bin, Replace: [$cls]}
+layers:
+  - {type: convolution2d, Name: $cls, FilterSize: 1, NumFilters: 5}
+data:
+  train: {images: $data/train/images, labels: $data/train/labels}
+  validation: {images: $data/test/images, labels: $data/test/labels}
+$classes
+training: {Solver: adam, InitialLearnRate: 0.003, MaxEpochs: 4, MiniBatchSize: 32, Seed: 1}
+EOF
+"$DLTRAIN" train "$TMP/segformer.yaml" --quiet --output-dir "$TMP/segformer" > "$TMP/segformer.out" 2>&1 \
+  || fail "fine-tuning the imported SegFormer: $(tail -3 "$TMP/segformer.out")"
+sf=$(json_number "$TMP/segformer/summary.json" validation_mean_iou)
+echo "fine-tuned SegFormer import: validation mean IoU $sf"
+at_least "$sf" 0.201 || fail "the fine-tuned SegFormer's mean IoU $sf is not over 0.2"
 echo PASS

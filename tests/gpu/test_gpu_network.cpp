@@ -135,6 +135,13 @@ TEST_CASE("gpu network: cross-attention (the attention layer between projections
   check_forward_backward(p, 3, 5);
 }
 
+TEST_CASE("gpu network: attention on images (PVT's spatial-reduction attention, selfAttention on pixels)",
+          "[gpu][net]") {
+  NetworkPair p = network_pair(config_network_file("tests/data/vit/pvt_image.yaml"), 6);
+  check_forward_backward(p, 4, 4);
+  check_forward_backward(p, 1, 5);
+}
+
 TEST_CASE("gpu network: group and instance normalization, prelu", "[gpu][net]") {
   NetworkPair p = network_pair(config_network_file("tests/data/norm/group_norm.yaml"), 6);
   check_forward_backward(p, 5, 4);

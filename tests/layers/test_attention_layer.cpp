@@ -1,7 +1,8 @@
 // attention (MATLAB's attentionLayer): gradient checks of its three inputs (cross-attention with
 // fewer keys than queries, causal, a scale of its own, dropout, keys and values from one layer),
 // selfAttention computed again as fullyConnected projections around it (the same outputs and
-// gradients, weights copied), and its option and shape errors.
+// gradients, weights copied), images' pixels as tokens (PVT's attention on a feature map), and its
+// option and shape errors.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -64,6 +65,79 @@ TEST_CASE("gradients: attention (queries, keys and values as inputs)", "[layers]
     expect_ok(check_layer(attention({"NumHeads=2", "DropoutProbability=0.3"}),
                           {Shape{3, 1, 4}, Shape{6, 1, 4}, Shape{6, 1, 2}}, o),
               60);
+  }
+}
+
+TEST_CASE("gradients: attention on images (their pixels as tokens)", "[layers][grad][attention]") {
+  GradCheckOptions o;
+  o.input_scale = 1.5;
+  // Queries from a 2x3 image, keys from a 2x2 image, values from 4 tokens: the output a 2x3 image.
+  LayerSpec s = attention({"NumHeads=2"});
+  const std::vector<Shape> in = {Shape{2, 3, 4}, Shape{2, 2, 4}, Shape{4, 1, 6}};
+  CHECK(make_layer(s)->infer(in) == Shape{2, 3, 6});
+  expect_ok(check_layer(s, in, o), 60);
+  LayerSpec sa = layer_spec("selfAttention", {"NumHeads=2", "NumKeyChannels=4", "NumValueChannels=2", "OutputSize=3"});
+  CHECK(make_layer(sa)->infer({Shape{3, 2, 5}}) == Shape{3, 2, 3});
+  expect_ok(check_layer(sa, {Shape{3, 2, 5}}, o), 60);
+}
+
+TEST_CASE("network gradients: PVT's attention on a feature map (tests/data/vit/pvt_image.yaml)",
+          "[net][grad][attention]") {
+  const std::string file = std::string(DLT_SOURCE_DIR) + "/tests/data/vit/pvt_image.yaml";
+  const NetworkSpec spec = load_config(file).network;
+  Network net(spec, Device::cpu());
+  for (size_t i = 0; i < net.size(); ++i)
+    if (net.layer(i).name() == "att" || net.layer(i).name() == "sa") {
+      INFO(net.layer(i).name());
+      CHECK(net.output_format(i) == DataFormat::kSSCB);
+      CHECK(net.output_shape(i)[0] == 4);
+      CHECK(net.output_shape(i)[1] == 4);
+    }
+  GradCheckOptions o;
+  o.batch = 2;
+  o.samples = 12;
+  o.step = 1e-3;
+  expect_ok(check_network(spec, o), 80);
+}
+
+// selfAttention over an image's pixels computes what it computes over the same pixels as tokens:
+// a stride-2 convolution's 4x4 output, and patchEmbedding's tokens of the same weights.
+TEST_CASE("attention: selfAttention on an image equals it on the image's pixels as tokens", "[layers][attention]") {
+  const std::string in = "  - {type: imageInput, Name: in, InputSize: [8, 8, 3], Normalization: none}\n";
+  const std::string sa = "  - {type: selfAttention, Name: sa, NumHeads: 2, NumKeyChannels: 4, AttentionMask: causal}\n";
+  const NetworkSpec image =
+      yaml_net(in + "  - {type: convolution2d, Name: grid, FilterSize: 2, Stride: 2, NumFilters: 6}\n" + sa +
+               "  - {type: globalAveragePooling2d, Name: gap}\n" + kHead.substr(kHead.find("\n") + 1));
+  const NetworkSpec tokens = yaml_net(
+      in + "  - {type: patchEmbedding, Name: grid, PatchSize: 2, OutputSize: 6, SpatialFlattenMode: row-major}\n" + sa +
+      kHead);
+  Network a(image, Device::cpu()), b(tokens, Device::cpu());
+  a.init_params(4);
+  b.init_params(5);
+  const std::vector<Param*> pa = a.params(), pb = b.params();
+  REQUIRE(pa.size() == pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    REQUIRE(pa[i]->value.numel() == pb[i]->value.numel());
+    pb[i]->value.copy_from(pa[i]->value);
+  }
+  const int64_t n = 3;
+  a.set_batch(n);
+  b.set_batch(n);
+  Rng rng(9);
+  const Tensor x = random_tensor(Shape{n, 8, 8, 3}, rng);
+  Tensor labels(Shape{n}, Device::cpu(), DType::kI32);
+  for (int64_t i = 0; i < n; ++i) labels.data_i32()[i] = static_cast<int32_t>(i % 3);
+  const RunContext ctx{true, 1, 0};
+  const Vec ya = to_vec(a.forward(x, ctx)), yb = to_vec(b.forward(x, ctx));
+  const Comparison probs = compare(yb, ya);
+  INFO("probabilities: " << probs.str());
+  CHECK(probs.max_abs <= 1e-6);
+  CHECK(std::fabs(ya[0] - ya[3]) + std::fabs(ya[1] - ya[4]) > 1e-3);  // the images told apart
+  CHECK(a.loss_and_backward(labels, ctx, true, nullptr) == Approx(b.loss_and_backward(labels, ctx, true, nullptr)));
+  for (size_t i = 0; i < pa.size(); ++i) {
+    const Comparison g = compare(pb[i]->grad, to_vec(pa[i]->grad));
+    INFO("gradient of learnable " << i << ": " << g.str());
+    CHECK(g.max_abs <= 1e-5 * std::max(g.scale, 1.0));
   }
 }
 
@@ -181,8 +255,12 @@ TEST_CASE("attention: option and shape errors name the layer", "[layers][attenti
                     Catch::Contains("HasScoresOutput true is not supported"));
   CHECK_THROWS_WITH(build("NumHeads: 2, HasPaddingMaskInput: true, Inputs: [fine, fine, fine]"),
                     Catch::Contains("HasPaddingMaskInput true is not supported"));
-  CHECK_THROWS_WITH(build("NumHeads: 2, Inputs: [in, in, in]"),
-                    Catch::Contains("layer 'att' (attention) does not take SSCB data"));
+  // An image's pixels are tokens too: the output is an image (8x8x3), which the token head refuses.
+  CHECK_THROWS_WITH(build("NumHeads: 1, Inputs: [in, in, in]"),
+                    Catch::Contains("layer 'gap' (globalAveragePooling1d) does not take SSCB data, which 'att' "
+                                    "(attention) gives (8x8x3)"));
+  CHECK_THROWS_WITH(build("NumHeads: 1, Inputs: [in, fine, fine]"),
+                    Catch::Contains("the key has 6 channels and the query 3"));
   CHECK_NOTHROW(Network(yaml_net(kOneSequence +
                                  "  - {type: attention, Name: att, NumHeads: 2, Scale: auto, AttentionMask: causal, "
                                  "Inputs: [fine, fine, fine]}\n" +

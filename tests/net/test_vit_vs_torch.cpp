@@ -115,7 +115,7 @@ TEST_CASE("data formats: tokens between patchEmbedding and indexing1d, images re
   CHECK(format["fc"] == DataFormat::kCB);
   CHECK(format_dims(DataFormat::kSCB, net.output_shape(4)) == "7x8");
 
-  // A convolution on tokens, selfAttention on an image: one line naming both layers.
+  // A convolution on tokens, the class token on an image: one line naming both layers.
   NetworkSpec conv_on_tokens = tiny_vit();
   conv_on_tokens.layers[4] = network_spec_from_yaml(
                                  "layers:\n  - {type: imageInput, InputSize: [2, 2, 1]}\n"
@@ -125,10 +125,10 @@ TEST_CASE("data formats: tokens between patchEmbedding and indexing1d, images re
   CHECK_THROWS_WITH(Network(conv_on_tokens, Device::cpu()),
                     Catch::Contains("layer 'conv' (convolution2d) does not take SCB data, which 'pos' "
                                     "(positionEmbedding) gives (7x8)"));
-  NetworkSpec attention_on_image = tiny_vit();
-  attention_on_image.layers.erase(attention_on_image.layers.begin() + 1, attention_on_image.layers.begin() + 5);
-  CHECK_THROWS_WITH(Network(attention_on_image, Device::cpu()),
-                    Catch::Contains("layer 'attn' (selfAttention) does not take SSCB data, which 'input'"));
+  NetworkSpec token_on_image = tiny_vit();
+  token_on_image.layers.erase(token_on_image.layers.begin() + 1, token_on_image.layers.begin() + 2);
+  CHECK_THROWS_WITH(Network(token_on_image, Device::cpu()),
+                    Catch::Contains("layer 'cls' (embeddingConcatenation) does not take SSCB data, which 'input'"));
 }
 
 }  // namespace dlt::test

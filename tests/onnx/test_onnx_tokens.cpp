@@ -339,6 +339,42 @@ layers:
   }
 }
 
+// Attention on images (tests/data/vit/pvt_image.yaml: the attention layer's queries, keys and
+// values all images of two sizes, selfAttention on an image, fullyConnected per pixel) exports in
+// PVT's form (the pixels as tokens by Transpose (0, 2, 3, 1) and Reshape, the output back by
+// Reshape and Transpose (0, 3, 1, 2); fullyConnected per pixel a 1x1 Conv) and reads back as the
+// same function: the attention layer and selfAttention on images again.
+TEST_CASE("onnx tokens: attention on images from YAML exports and reads back", "[onnx][vit]") {
+  const std::string file = std::string(DLT_SOURCE_DIR) + "/tests/data/vit/pvt_image.yaml";
+  Network net(load_config(file).network, Device::cpu());
+  net.init_params(7);
+  ModelData m = net.to_model_data();
+  m.classes = {"a", "b", "c"};
+  TempDir dir;
+  const std::string path = dir.file("pvt.onnx");
+  export_onnx(m, path);
+  const ModelData back = import_onnx(path, {});
+  Network again(back.network, Device::cpu());
+  for (const char* type : {"attention", "selfAttention"}) {
+    INFO(type);
+    bool found = false;
+    for (size_t i = 0; i < again.size(); ++i)
+      if (back.network.layers[i].type == type) {
+        found = true;
+        CHECK(again.output_format(i) == DataFormat::kSSCB);
+        CHECK(again.output_shape(i)[0] * again.output_shape(i)[1] == 16);
+      }
+    CHECK(found);
+  }
+  const std::vector<float> x = random_images(3, 8 * 8 * 3, 11);
+  const std::vector<float> p = probabilities(m, x, 3), q = probabilities(back, x, 3);
+  REQUIRE(p.size() == q.size());
+  double diff = 0;
+  for (size_t i = 0; i < p.size(); ++i) diff = std::max(diff, std::fabs(double(p[i]) - q[i]));
+  CHECK(diff < 1e-5);
+  CHECK(std::fabs(p[0] - p[3]) + std::fabs(p[1] - p[4]) > 1e-3);
+}
+
 TEST_CASE("onnx tokens: PyTorch's attention chain reads as one selfAttention layer", "[onnx][vit]") {
   for (const bool causal : {false, true}) {
     INFO((causal ? "causal" : "no mask"));

@@ -226,8 +226,8 @@ TEST_CASE("onnx window: MaxViT graphs edited to break the partition or the atten
 }
 
 TEST_CASE(
-    "onnx window: timm's Swin, DeiT III, MobileViT, CoAtNet, FastViT and EfficientFormer graphs edited to break "
-    "their forms are refused in one line",
+    "onnx window: timm's Swin, DeiT III, MobileViT, CoAtNet, FastViT, EfficientFormer and PVT v2 graphs and "
+    "SegFormer's edited to break their forms are refused in one line",
     "[onnx][swin]") {
   // The dynamo fixtures of tests/data/onnx_zoo: their shapes small initializers inside the file,
   // the weights in the .onnx.data file beside it (copied beside the edited graph).
@@ -318,6 +318,32 @@ TEST_CASE(
     want =
         "node 'node_mul_5' (Mul): closes a window attention whose score bias (node 'node_add_4') is not a relative "
         "position bias (head 0, tokens 1 and 2";
+  }
+  SECTION("PVT v2's keys and values reshaped into four parts instead of two") {
+    p = load("pvt_v2_timm-dynamo");
+    set_ints(initializer(p, "val_38"), {1, -1, 4, 1, 8});  // was (1, -1, 2, 1, 16): K and V, one head
+    want = "node 'node_Reshape_61' (Reshape): reshapes [1, 1, 16, 8] to [-1, 16, 16]: the sizes do not match";
+  }
+  SECTION("PVT v2's queries in two heads, its keys in one") {
+    p = load("pvt_v2_timm-dynamo");
+    set_ints(initializer(p, "val_16"), {1, 64, 2, -1});  // was (1, 64, 1, -1)
+    want =
+        "node 'node_MatMul_70' (MatMul): multiplies [1, 2, 64, 8] by [1, 1, 16, 16], which dltrain does not read "
+        "as the scores Q K^T of heads of projected tokens";
+  }
+  SECTION("PVT v2's stage ending in an image of another size") {
+    p = load("pvt_v2_timm-dynamo");
+    set_ints(initializer(p, "val_203"), {1, 2, 8, -1});  // was (1, 4, 4, -1)
+    want =
+        "node 'node_view_15' (Reshape): reshapes a channels-last image flattened to (1, 16, 32) to [1, 2, 8, -1]; "
+        "dltrain reads only the Reshape back to (1, 4, 4, 32)";
+  }
+  SECTION("SegFormer's queries over half the pixels") {
+    p = load("segformer_seg-dynamo");
+    set_ints(initializer(p, "val_16"), {1, 32, -1, 16});  // was (1, 64, -1, 16)
+    want =
+        "node 'node_MatMul_61' (MatMul): multiplies [1, 2, 32, 16] by [1, 1, 16, 16], which dltrain does not read "
+        "as the scores Q K^T";
   }
   const std::string e = import_in(dir, p.SerializeAsString());
   CHECK_THAT(e, Catch::Contains(want));
