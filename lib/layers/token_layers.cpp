@@ -201,10 +201,13 @@ class EmbeddingConcatenationLayer final : public Layer {
   Tensor token_;  // (n, C): the token per image, then its gradient
 };
 
-// positionEmbedding: adds a learnable vector per position, Weights (MaxPosition, OutputSize)
-// (MATLAB's OutputSize x MaxPosition), to each token: y[s] = x[s] + Weights[s] for the S <=
-// MaxPosition positions of the sequence (positions are token indices: PositionDimension auto
-// or spatial on SCB data).
+// positionEmbedding: MATLAB's positionEmbeddingLayer: the learnable vector of each position,
+// Weights (MaxPosition, OutputSize) (MATLAB's OutputSize x MaxPosition), for the S <= MaxPosition
+// positions of its input's sequence: y[s] = Weights[s], the same for every image (positions are
+// token indices: PositionDimension auto or spatial on SCB data). The input's values are not
+// read (only its length), so it gets no gradient; an addition layer sums the embedding with the
+// tokens, as in MATLAB's networks (positionEmbeddingLayer, then additionLayer(2) whose other
+// input is the layer before it).
 class PositionEmbeddingLayer final : public Layer {
  public:
   explicit PositionEmbeddingLayer(const LayerSpec& spec) : Layer(spec) {
@@ -226,10 +229,6 @@ class PositionEmbeddingLayer final : public Layer {
   Shape infer(const std::vector<Shape>& inputs) override {
     expect_inputs(spec_, inputs, 1);
     s_ = inputs[0][0];
-    const int64_t c = inputs[0][2];
-    if (c != out_)
-      shape_error(spec_,
-                  "OutputSize is " + std::to_string(out_) + " but the tokens have " + std::to_string(c) + " channels");
     if (s_ > max_)
       shape_error(spec_,
                   "the sequence has " + std::to_string(s_) + " tokens, more than MaxPosition " + std::to_string(max_));
@@ -239,7 +238,7 @@ class PositionEmbeddingLayer final : public Layer {
     w.fan_in = max_;
     w.fan_out = out_;
     params_ = {w};
-    return inputs[0];
+    return Shape{s_, 1, out_};
   }
 
   void setup(int64_t n, Backend& be) override {
@@ -247,8 +246,8 @@ class PositionEmbeddingLayer final : public Layer {
     broadcast_ = be.make(BatchBroadcastDesc{n, s_ * out_});
   }
 
-  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
-    broadcast_->add(*x[0], used(params_[0].value), y);
+  void forward(const std::vector<const Tensor*>&, Tensor& y, const RunContext&) override {
+    broadcast_->add(Tensor(), used(params_[0].value), y);
   }
 
   void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
@@ -262,19 +261,27 @@ class PositionEmbeddingLayer final : public Layer {
         be_->fill(rest, 0.f);
       }
     }
-    if (dx[0]) be_->copy(dy, *dx[0]);
+    if (dx[0]) be_->fill(*dx[0], 0.f);  // the output does not depend on the input's values
   }
 
-  int64_t flops_per_image() const override { return s_ * out_; }
+  int64_t flops_per_image() const override { return 0; }
   std::vector<std::string> learnable_options() const override { return {"Weight"}; }
 
-  // Add of the table's first S rows as a (1, S, C) constant.
+  // The table's first S rows (1, S, OutputSize) expanded to the input's batch: Expand by
+  // (N, S, OutputSize), N from the input's Shape.
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
     const std::string& n = name();
     std::vector<float> t = host_values(params_[0].value);
     t.resize(static_cast<size_t>(s_ * out_));
     g.add_floats(n + "_table", {1, s_, out_}, t);
-    g.add_node("Add", n, {inputs.at(0).name, n + "_table"}, n);
+    g.add_node("Shape", n + "_shape", {inputs.at(0).name}, n + "_input_shape");
+    g.add_ints(n + "_zero", {1}, {0});
+    g.add_ints(n + "_one", {1}, {1});
+    g.add_node("Slice", n + "_batch", {n + "_input_shape", n + "_zero", n + "_one", n + "_zero"}, n + "_n");
+    g.add_ints(n + "_rows", {2}, {s_, out_});
+    g.add_node("Concat", n + "_table_shape", {n + "_n", n + "_rows"}, n + "_expand_shape",
+               {OnnxAttr("axis", int64_t{0})});
+    g.add_node("Expand", n, {n + "_table", n + "_expand_shape"}, n);
     return OnnxValue{n, out, false};
   }
 

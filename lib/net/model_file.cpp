@@ -15,6 +15,8 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <set>
 
 #include "config/config.h"
 #include "util/error.h"
@@ -24,6 +26,43 @@
 namespace dlt {
 
 namespace {
+
+// Version 1's positionEmbedding added its table to its input: P becomes P_table (the table
+// alone, version 2's layer, its learnables renamed with it) and an addition named P of the
+// input and P_table, so that every layer reading P reads the same sum.
+void upgrade_position_embeddings(NetworkSpec& net, std::vector<NamedTensor>& params) {
+  std::vector<LayerSpec> out;
+  out.reserve(net.layers.size());
+  std::set<std::string> names;  // a set: a hostile spec may hold tens of thousands of layers
+  for (const auto& l : net.layers) names.insert(l.name);
+  auto taken = [&](const std::string& n) { return names.count(n) != 0; };
+  std::map<std::string, std::string> renamed;  // positionEmbedding -> its table's new name
+  for (size_t i = 0; i < net.layers.size(); ++i) {
+    LayerSpec l = net.layers[i];
+    if (l.type != "positionEmbedding") {
+      out.push_back(std::move(l));
+      continue;
+    }
+    const std::string name = l.name;
+    const std::string input = !l.inputs.empty() ? l.inputs[0] : i > 0 ? net.layers[i - 1].name : "";
+    std::string table = name + "_table";
+    for (int k = 2; taken(table); ++k) table = name + "_table" + std::to_string(k);
+    names.insert(table);
+    renamed[name] = table;
+    l.name = table;
+    l.inputs = {input};
+    LayerSpec sum;
+    sum.name = name;
+    sum.type = "addition";
+    sum.inputs = {input, table};
+    sum.loc = l.loc;
+    out.push_back(std::move(l));
+    out.push_back(std::move(sum));
+  }
+  net.layers = std::move(out);
+  for (auto& p : params)
+    if (auto it = renamed.find(p.layer); it != renamed.end()) p.layer = it->second;
+}
 
 constexpr size_t kHeaderBytes = 32;
 // The network spec is YAML, which yaml-cpp holds in about 90 times its size: a spec of 4 MiB
@@ -382,11 +421,12 @@ ModelData decode(const std::vector<uint8_t>& b, const std::string& name) {
     } else if (tag == "META") {
       m.metadata_json = r.rest();
     } else {
-      r.rest();  // written by a later version-1 writer: skipped
+      r.rest();  // written by a later writer of this version: skipped
     }
     if (r.left() != 0) r.fail(std::to_string(r.left()) + " bytes left over at the end of the section");
   }
   if (!have_spec) throw ModelError(name + ": no network spec section (file corrupt)");
+  if (version < 2) upgrade_position_embeddings(m.network, m.params);
   return m;
 }
 

@@ -41,7 +41,10 @@ struct ModelData {
 };
 
 inline constexpr char kModelMagic[8] = {'D', 'L', 'T', 'M', 'O', 'D', 'E', 'L'};
-inline constexpr uint32_t kModelFormatVersion = 1;
+// 2: positionEmbedding outputs its table alone (MATLAB's positionEmbeddingLayer); in version 1
+// files it added the table to its input, and reading one rewrites each such layer P as a
+// positionEmbedding P_table and an addition P of its input and P_table (the same function).
+inline constexpr uint32_t kModelFormatVersion = 2;
 
 // Writes path + ".tmp-<pid>", fsyncs it and renames it over path, so readers never see a
 // half-written model. Throws ModelError naming the path and the system error.

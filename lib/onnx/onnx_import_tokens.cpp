@@ -599,19 +599,24 @@ void Importer::position_table(const onnx::NodeProto& n, int vi) {
   const int64_t s = v.shape[0], c = v.shape[2];
   const std::vector<int64_t> d = dims_of(*constant(n.input(1 - vi)));
   const std::vector<float> t = need_floats(n, 1 - vi, "position table");
-  const bool table = (d == std::vector<int64_t>{1, s, c} || d == std::vector<int64_t>{s, c});
-  if (!table)
+  const bool fits = (d == std::vector<int64_t>{1, s, c} || d == std::vector<int64_t>{s, c});
+  if (!fits)
     fail(n, "adds a " + dims_str(*constant(n.input(1 - vi))) + " constant to " + std::to_string(s) + " tokens of " +
                 std::to_string(c) + " channels; dltrain reads a position table (1, " + std::to_string(s) + ", " +
                 std::to_string(c) + ") or the bias of a projection");
-  LayerSpec& spec = add_layer("positionEmbedding", unique_name(n), {v.name});
+  // MATLAB's form: positionEmbedding (the table) and an addition of it to the tokens.
+  const std::string sum = unique_name(n);
+  onnx::NodeProto named;
+  named.set_name(node_name(n) + "_position");
+  LayerSpec& spec = add_layer("positionEmbedding", unique_name(named), {v.name});
   spec.set("OutputSize", std::to_string(c));
   spec.set("MaxPosition", std::to_string(s));
-  const std::string name = spec.name;
+  const std::string table = spec.name;
+  add_param(table, "Weights", Shape{s, c}, t);
+  add_layer("addition", sum, {v.name, table});
   last_layer_op_ = "Add";
-  add_param(name, "Weights", Shape{s, c}, t);
   Value out = v;
-  out.name = name;
+  out.name = sum;
   set_out(n, out);
 }
 

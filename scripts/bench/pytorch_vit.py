@@ -20,7 +20,7 @@ imageDatastore), decoded once with PIL into uint8. The network is built from the
     (PyTorch's `flatten(2)`);
   - embeddingConcatenation: a learnable token (C) prepended, narrow-normal (N(0, 0.01));
   - positionEmbedding: a learnable (MaxPosition, OutputSize) table, narrow-normal, its first S
-    rows added;
+    rows (the embedding alone, as MATLAB's layer; an addition adds it to the tokens);
   - layerNormalization: each token over its C channels, biased variance, Epsilon (1e-5), Scale 1,
     Offset 0;
   - selfAttention: Q, K, V projections C_in -> NumKeyChannels (NumValueChannels for V) and the
@@ -262,8 +262,8 @@ def build(cfg, torch, config_path):
             super().__init__()
             self.table = nn.Parameter(torch.empty(max_pos, c).normal_(0.0, 0.01))
 
-        def forward(self, x):
-            return x + self.table[:x.shape[1]]
+        def forward(self, x):  # the table alone (MATLAB's positionEmbeddingLayer); an addition adds it
+            return self.table[:x.shape[1]].unsqueeze(0).expand(x.shape[0], -1, -1)
 
     class SelfAttention(nn.Module):
         def __init__(self, c_in, heads, key_ch, value_ch, out_ch):
@@ -358,12 +358,11 @@ def build(cfg, torch, config_path):
             mod = ClassToken(shape[-1])
             out = (shape[0] + 1, shape[1])
         elif kind == "positionEmbedding":
-            mp = int(spec["MaxPosition"])
-            if int(spec["OutputSize"]) != shape[-1] or shape[0] > mp:
-                raise SystemExit(f"pytorch_vit: {where}: OutputSize {spec['OutputSize']} / MaxPosition {mp} do not "
-                                 f"fit the input's {shape[0]} tokens of {shape[-1]} channels")
-            mod = PositionEmbedding(mp, shape[-1])
-            out = shape
+            mp, k = int(spec["MaxPosition"]), int(spec["OutputSize"])
+            if shape[0] > mp:
+                raise SystemExit(f"pytorch_vit: {where}: MaxPosition {mp} is below the input's {shape[0]} tokens")
+            mod = PositionEmbedding(mp, k)
+            out = (shape[0], k)
         elif kind == "layerNormalization":
             mod = nn.LayerNorm(shape[-1], eps=float(spec.get("Epsilon", 1e-5)))
             out = shape

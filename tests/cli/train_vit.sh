@@ -12,9 +12,10 @@ layers:
   - {type: patchEmbedding, Name: patch, PatchSize: 8, OutputSize: 32}
   - {type: embeddingConcatenation, Name: cls}
   - {type: positionEmbedding, Name: pos, OutputSize: 32, MaxPosition: 17}
+  - {type: addition, Name: embed, Inputs: [cls, pos]}
   - {type: layerNormalization, Name: ln1}
   - {type: selfAttention, Name: attn, NumHeads: 4, NumKeyChannels: 32}
-  - {type: addition, Name: add1, Inputs: [attn, pos]}
+  - {type: addition, Name: add1, Inputs: [attn, embed]}
   - {type: layerNormalization, Name: ln2}
   - {type: fullyConnected, Name: fc1, OutputSize: 64, OperationDimension: channel}
   - {type: gelu, Name: gelu}
@@ -30,8 +31,8 @@ data:
   validation: $TMP/data/test
 training:
   Solver: adamw
-  InitialLearnRate: 0.003
-  MaxEpochs: 25
+  InitialLearnRate: 0.001
+  MaxEpochs: 60
   MiniBatchSize: 32
   Shuffle: every-epoch
   ValidationFrequency: 1000
@@ -40,7 +41,7 @@ training:
 YAML
 "$DLTRAIN" info "$TMP/vit.yaml" > "$TMP/info.out"
 grep -Eq "^2 +patch +patchEmbedding +16x32 +SCB " "$TMP/info.out" || fail "info: patchEmbedding row: $(cat "$TMP/info.out")"
-grep -Eq "^14 +token +indexing1d +32 +CB " "$TMP/info.out" || fail "info: indexing1d row: $(cat "$TMP/info.out")"
+grep -Eq "^15 +token +indexing1d +32 +CB " "$TMP/info.out" || fail "info: indexing1d row: $(cat "$TMP/info.out")"
 echo "ok: dltrain info shows the token formats (16x32 SCB after patchEmbedding, 32 CB after indexing1d)"
 
 run="$TMP/run"
@@ -53,7 +54,7 @@ classify_matches_summary "$run" "$TMP/data/test"
 
 sed 's/{type: layerNormalization, Name: ln1}/{type: convolution2d, Name: conv, FilterSize: 1, NumFilters: 32}/' \
   "$TMP/vit.yaml" > "$TMP/conv.yaml"
-expect_error "a convolution on tokens" 2 "layer 'conv' (convolution2d) does not take SCB data, which 'pos'" -- \
+expect_error "a convolution on tokens" 2 "layer 'conv' (convolution2d) does not take SCB data, which 'embed'" -- \
   "$DLTRAIN" info "$TMP/conv.yaml"
 expect_error "attention dropout of 1" 2 "option DropoutProbability must be in \[0, 1)" -- \
   "$DLTRAIN" info "$TMP/vit.yaml" --set "layers.attn.DropoutProbability=1"

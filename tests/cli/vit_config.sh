@@ -16,9 +16,9 @@ n=$(json_number "$TMP/info.json" total_learnables)
 row() { grep -E "^[0-9]+ +$1 " "$TMP/info.txt" | tr -s ' '; }
 [[ "$(row patch)" == "2 patch patchEmbedding 64x192 SCB 9408" ]] || fail "patch row: $(row patch)"
 [[ "$(row pos)" == "4 pos positionEmbedding 65x192 SCB 12480" ]] || fail "pos row: $(row pos)"
-[[ "$(row b6_attn)" == "46 b6_attn selfAttention 65x192 SCB 148224" ]] || fail "b6_attn row: $(row b6_attn)"
-[[ "$(row b6_fc1)" == "49 b6_fc1 fullyConnected 65x768 SCB 148224" ]] || fail "b6_fc1 row: $(row b6_fc1)"
-[[ "$(row token)" == "54 token indexing1d 192 CB 0" ]] || fail "token row: $(row token)"
+[[ "$(row b6_attn)" == "47 b6_attn selfAttention 65x192 SCB 148224" ]] || fail "b6_attn row: $(row b6_attn)"
+[[ "$(row b6_fc1)" == "50 b6_fc1 fullyConnected 65x768 SCB 148224" ]] || fail "b6_fc1 row: $(row b6_fc1)"
+[[ "$(row token)" == "55 token indexing1d 192 CB 0" ]] || fail "token row: $(row token)"
 echo "ok: info: 2693578 learnables, tokens 65x192 SCB, the class token 192 CB"
 
 "$DLTRAIN" make-dataset shapes "$TMP/data" --classes 4 --per-class 40 --seed 3 > /dev/null

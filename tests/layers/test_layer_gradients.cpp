@@ -170,8 +170,8 @@ TEST_CASE(
   SECTION("embeddingConcatenation") {
     expect_ok(check_layer(layer_spec("embeddingConcatenation", {}), {Shape{5, 1, 4}}, o));
   }
-  SECTION("positionEmbedding, a sequence shorter than MaxPosition") {
-    expect_ok(check_layer(layer_spec("positionEmbedding", {"OutputSize=4", "MaxPosition=9"}), {Shape{6, 1, 4}}, o));
+  SECTION("positionEmbedding, a sequence shorter than MaxPosition, OutputSize other than the input's channels") {
+    expect_ok(check_layer(layer_spec("positionEmbedding", {"OutputSize=4", "MaxPosition=9"}), {Shape{6, 1, 3}}, o));
   }
   SECTION("indexing1d first, last and a position") {
     expect_ok(check_layer(layer_spec("indexing1d", {}), {Shape{5, 1, 4}}, o));

@@ -5,8 +5,10 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "config/config.h"
@@ -209,7 +211,7 @@ TEST_CASE("model file: foreign, empty, missing and newer files", "[model]") {
   fix_checksums(newer);
   std::string n = dir.write_bytes("newer.bin", newer);
   CHECK(looks_like_model(n));
-  CHECK(error_for(n) == n + ": format version 9 is newer than this dltrain (1); use a newer dltrain");
+  CHECK(error_for(n) == n + ": format version 9 is newer than this dltrain (2); use a newer dltrain");
   put_u32(newer, 8, 0);
   fix_checksums(newer);
   CHECK(decode_error(newer) == "model.bin: invalid format version 0 (file corrupt)");
@@ -421,6 +423,57 @@ TEST_CASE("model file: a tensor with a zero dimension decodes to an empty tensor
   REQUIRE(back.states.size() == m.states.size());
   CHECK(back.states.back().shape == Shape{0, 4});
   CHECK(back.states.back().data.empty());
+}
+
+}  // namespace dlt
+
+namespace dlt {
+
+// Format 1's positionEmbedding added its table to its input; format 2's outputs the table alone
+// (MATLAB's positionEmbeddingLayer). tests/data/vit/vit_format1.bin, written by format 1 (the ViT
+// fixture tests/data/onnx_zoo/vit-torchscript.onnx imported), reads as the same function: its
+// positionEmbedding split into the table and an addition of the same name, and its probabilities
+// still onnxruntime's (vit-torchscript.expected.txt) on the fixture's two images.
+TEST_CASE("model file: format 1's positionEmbedding reads as the table and an addition", "[model][vit]") {
+  const std::string dir = std::string(DLT_SOURCE_DIR) + "/tests/data/";
+  const ModelData m = load_model(dir + "vit/vit_format1.bin");
+  const LayerSpec* table = m.network.find("net_encoder_Add_table");
+  const LayerSpec* sum = m.network.find("net_encoder_Add");
+  REQUIRE(table);
+  REQUIRE(sum);
+  CHECK(table->type == "positionEmbedding");
+  CHECK(sum->type == "addition");
+  REQUIRE(sum->inputs.size() == 2);
+  CHECK(sum->inputs[1] == "net_encoder_Add_table");
+  CHECK(table->inputs == std::vector<std::string>{sum->inputs[0]});
+  bool renamed = false;
+  for (const auto& p : m.params) {
+    CHECK(p.layer != "net_encoder_Add");
+    renamed = renamed || (p.layer == "net_encoder_Add_table" && p.name == "Weights");
+  }
+  CHECK(renamed);
+
+  Network net(m, Device::cpu());
+  const int64_t n = 2;
+  net.set_batch(n);
+  std::ifstream in(dir + "onnx_zoo/vit-torchscript.input.f32", std::ios::binary);
+  std::vector<float> pixels(static_cast<size_t>(n * 32 * 32 * 3));
+  in.read(reinterpret_cast<char*>(pixels.data()), static_cast<std::streamsize>(pixels.size() * sizeof(float)));
+  REQUIRE(in.gcount() == static_cast<std::streamsize>(pixels.size() * sizeof(float)));
+  Tensor x(Shape{n, 32, 32, 3});
+  std::copy(pixels.begin(), pixels.end(), x.data());
+  const Tensor y = net.forward(x, RunContext{false, 0, 0}).to(Device::cpu());
+  std::ifstream want(dir + "onnx_zoo/vit-torchscript.expected.txt");
+  double diff = 0;
+  int64_t count = 0;
+  for (float v; want >> v; ++count) diff = std::max(diff, std::fabs(static_cast<double>(v) - y.data()[count]));
+  CHECK(count == y.numel());
+  CHECK(diff < 1e-4);
+
+  // Saved again, it is a format 2 file that reads back unchanged.
+  const ModelData again = decode_model(encode_model(m), "again.bin");
+  CHECK(again.network.layers.size() == m.network.layers.size());
+  CHECK(again.network.find("net_encoder_Add_table"));
 }
 
 }  // namespace dlt

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include "net/network.h"
 #include "support/tensor_utils.h"
 #include "util/error.h"
+#include "util/rng.h"
 
 namespace dlt::test {
 namespace {
@@ -107,7 +109,7 @@ TEST_CASE("data formats: tokens between patchEmbedding and indexing1d, images re
   std::map<std::string, DataFormat> format;
   for (size_t i = 0; i < net.size(); ++i) format[net.layer(i).name()] = net.output_format(i);
   CHECK(format["input"] == DataFormat::kSSCB);
-  for (const char* name : {"patch", "cls", "pos", "ln1", "attn", "add1", "fc1", "gelu", "fc2", "add2"}) {
+  for (const char* name : {"patch", "cls", "pos", "embed", "ln1", "attn", "add1", "fc1", "gelu", "fc2", "add2"}) {
     INFO(name);
     CHECK(format[name] == DataFormat::kSCB);
   }
@@ -117,18 +119,55 @@ TEST_CASE("data formats: tokens between patchEmbedding and indexing1d, images re
 
   // A convolution on tokens, the class token on an image: one line naming both layers.
   NetworkSpec conv_on_tokens = tiny_vit();
-  conv_on_tokens.layers[4] = network_spec_from_yaml(
+  conv_on_tokens.layers[5] = network_spec_from_yaml(
                                  "layers:\n  - {type: imageInput, InputSize: [2, 2, 1]}\n"
                                  "  - {type: convolution2d, Name: conv, FilterSize: 1, NumFilters: 8}\n",
                                  "inline")
                                  .layers[1];
   CHECK_THROWS_WITH(Network(conv_on_tokens, Device::cpu()),
-                    Catch::Contains("layer 'conv' (convolution2d) does not take SCB data, which 'pos' "
-                                    "(positionEmbedding) gives (7x8)"));
+                    Catch::Contains("layer 'conv' (convolution2d) does not take SCB data, which 'embed' "
+                                    "(addition) gives (7x8)"));
   NetworkSpec token_on_image = tiny_vit();
   token_on_image.layers.erase(token_on_image.layers.begin() + 1, token_on_image.layers.begin() + 2);
   CHECK_THROWS_WITH(Network(token_on_image, Device::cpu()),
                     Catch::Contains("layer 'cls' (embeddingConcatenation) does not take SSCB data, which 'input'"));
+}
+
+}  // namespace dlt::test
+
+namespace dlt::test {
+
+// MATLAB's positionEmbeddingLayer outputs the position vectors alone (an additionLayer adds them
+// to the tokens): a head on it alone gives every image the same probabilities, and with the
+// addition they differ.
+TEST_CASE("positionEmbedding outputs the table alone, as MATLAB's positionEmbeddingLayer", "[net][vit]") {
+  auto net_for = [](bool add) {
+    std::string y =
+        "layers:\n"
+        "  - {type: imageInput, Name: in, InputSize: [8, 8, 3], Normalization: none}\n"
+        "  - {type: patchEmbedding, Name: patch, PatchSize: 2, OutputSize: 4}\n"
+        "  - {type: positionEmbedding, Name: pos, OutputSize: 4, MaxPosition: 20}\n";
+    if (add) y += "  - {type: addition, Name: sum, Inputs: [patch, pos]}\n";
+    y += "  - {type: fullyConnected, Name: fc, OutputSize: 3}\n"
+         "  - {type: softmax, Name: sm}\n"
+         "  - {type: classification, Name: out}\n";
+    return network_spec_from_yaml(y, "inline");
+  };
+  for (bool add : {false, true}) {
+    INFO("with the addition: " << add);
+    Network net(net_for(add), Device::cpu());
+    net.init_params(3);
+    net.set_batch(2);
+    Rng rng(5);
+    const Tensor x = random_tensor(Shape{2, 8, 8, 3}, rng);
+    const Vec p = to_vec(net.forward(x, RunContext{false, 0, 0}));
+    double diff = 0;
+    for (size_t i = 0; i < 3; ++i) diff = std::max(diff, std::fabs(double(p[i]) - p[3 + i]));
+    if (add)
+      CHECK(diff > 1e-4);
+    else
+      CHECK(diff == 0);
+  }
 }
 
 }  // namespace dlt::test

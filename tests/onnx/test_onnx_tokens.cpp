@@ -25,9 +25,10 @@ layers:
   - {type: patchEmbedding, Name: patch, PatchSize: 2, OutputSize: 8}
   - {type: embeddingConcatenation, Name: cls}
   - {type: positionEmbedding, Name: pos, OutputSize: 8, MaxPosition: 16}
+  - {type: addition, Name: embed, Inputs: [cls, pos]}
   - {type: layerNormalization, Name: ln1}
   - {type: selfAttention, Name: attn, NumHeads: 2, NumKeyChannels: 8, NumValueChannels: 6, AttentionMask: causal}
-  - {type: addition, Name: add1, Inputs: [attn, pos]}
+  - {type: addition, Name: add1, Inputs: [attn, embed]}
   - {type: layerNormalization, Name: ln2}
   - {type: fullyConnected, Name: fc1, OutputSize: 12, OperationDimension: channel}
   - {type: gelu, Name: gelu}
@@ -263,8 +264,8 @@ TEST_CASE("onnx tokens: a transformer from YAML exports and reads back as the sa
   std::vector<std::string> types;
   for (const auto& l : back.network.layers) types.push_back(l.type);
   CHECK(types == std::vector<std::string>{"imageInput", "patchEmbedding", "embeddingConcatenation", "positionEmbedding",
-                                          "layerNormalization", "selfAttention", "addition", "layerNormalization",
-                                          "fullyConnected", "gelu", "fullyConnected", "addition",
+                                          "addition", "layerNormalization", "selfAttention", "addition",
+                                          "layerNormalization", "fullyConnected", "gelu", "fullyConnected", "addition",
                                           "globalAveragePooling1d", "fullyConnected", "softmax", "classification"});
   const LayerSpec* attn = layer_of_type(back, "selfAttention");
   REQUIRE(attn);
