@@ -40,7 +40,7 @@ std::string OnnxGraph::tokens_linear(const std::string& out, const std::string& 
 
 std::string OnnxGraph::attention(const std::string& out, const std::string& q, const std::string& k,
                                  const std::string& v, int64_t heads, int64_t seq_q, int64_t seq_kv, int64_t key_dim,
-                                 int64_t value_dim, float scale, bool causal) {
+                                 int64_t value_dim, float scale, bool causal, const std::vector<float>* bias) {
   const std::string in[3] = {q, k, v};
   const char* part[3] = {"_q", "_k", "_v"};
   const int64_t seq[3] = {seq_q, seq_kv, seq_kv}, dim[3] = {key_dim, key_dim, value_dim};
@@ -57,6 +57,11 @@ std::string OnnxGraph::attention(const std::string& out, const std::string& q, c
   add_floats(out + "_scale", {}, {scale});
   add_node("Mul", out + "_scaled", {out + "_qk", out + "_scale"}, out + "_scores");
   std::string scores = out + "_scores";
+  if (bias) {
+    add_floats(out + "_bias", {1, heads, seq_q, seq_kv}, *bias);
+    add_node("Add", out + "_biased", {scores, out + "_bias"}, out + "_biased_scores");
+    scores = out + "_biased_scores";
+  }
   if (causal) {
     std::vector<float> mask(static_cast<size_t>(seq_q * seq_kv), 0.f);
     for (int64_t r = 0; r < seq_q; ++r)

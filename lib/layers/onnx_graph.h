@@ -83,10 +83,11 @@ class OnnxGraph {
   // H * dk) and v (N, Skv, H * dv): each reshaped into H heads (K transposed), MatMul, Mul by
   // scale, the causal mask added (the lowest float above the diagonal of (Sq, Skv)), Softmax,
   // MatMul by V, the heads side by side again (N, Sq, H * dv) as `out` (selfAttention's and the
-  // attention layer's form). Returns `out`.
+  // attention layer's form). bias (not null): H * Sq * Skv values added to the scaled scores
+  // before the mask (selfAttention's ScoreBias). Returns `out`.
   std::string attention(const std::string& out, const std::string& q, const std::string& k, const std::string& v,
                         int64_t heads, int64_t seq_q, int64_t seq_kv, int64_t key_dim, int64_t value_dim, float scale,
-                        bool causal);
+                        bool causal, const std::vector<float>* bias = nullptr);
   // pixel_tokens(): value `in` as a token sequence (N, S, C): tokens as they are; an image
   // (N, C, H, W) (or a flat 1x1 one) as its pixels in row order, (N, H*W, C): Transpose
   // (0, 2, 3, 1) and Reshape, PVT's form, written once per value however many layers read it.

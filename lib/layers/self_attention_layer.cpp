@@ -10,6 +10,9 @@
 // ValueWeights (NumValueChannels, C), OutputWeights (OutputSize, NumValueChannels) and the
 // biases; Weight / Bias initializers and factors apply to all four. PyTorch's
 // nn.MultiheadAttention (batch_first) computes the same with in_proj_weight = [Wq; Wk; Wv].
+// ScoreBias true (dltrain's own option; MATLAB's layer has none) adds a learnable ScoreBias
+// (NumHeads, S, S) to each head's scaled scores before the softmax, the same for every image:
+// BEiT's relative position bias, read from its table into one value per head and pair of tokens.
 // An image (SSCB, H x W x C) is taken too (dltrain's own: PVT's and SegFormer's attention over
 // the pixels of a feature map): its pixels in row order are the tokens, the same memory as
 // (H W, 1, C), and the output is an H x W x OutputSize image.
@@ -46,6 +49,8 @@ class SelfAttentionLayer final : public Layer {
     const Init bi = parse_initializer(spec_, "BiasInitializer", "zeros");
     weight_ = make_param(spec_, "Weight", Shape{}, wi, 1.f);
     bias_ = make_param(spec_, "Bias", Shape{}, bi, 0.f);
+    score_bias_ = spec_.get_bool("ScoreBias", false);
+    if (score_bias_) scores_ = make_param(spec_, "ScoreBias", Shape{}, Init::kZeros, 0.f);
   }
 
   bool takes(DataFormat f) const override { return f == DataFormat::kSCB || f == DataFormat::kSSCB; }
@@ -58,25 +63,37 @@ class SelfAttentionLayer final : public Layer {
     if (out_ == 0) out_ = c_;
     params_.clear();
     AttentionCore::add_params(params_, weight_, bias_, sizes());
+    if (score_bias_) {
+      Param b = scores_;
+      b.name = "ScoreBias";
+      b.shape = Shape{heads_, s_, s_};
+      b.fan_in = b.fan_out = s_;
+      params_.push_back(b);
+    }
     return Shape{in[0], in[1], out_};
   }
 
   void setup(int64_t n, Backend& be) override {
-    core_.setup(be, sizes(), n, s_, causal_, static_cast<float>(dropout_), 0, mixed_);
+    core_.setup(be, sizes(), n, s_, causal_, static_cast<float>(dropout_), score_bias_ ? 1 : 0, mixed_);
   }
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
     const bool drop = ctx.training && dropout_ > 0;
+    if (score_bias_) core_.attention().set_bias(params_[8].value);
     core_.forward(*x[0], y, params_.data(), drop, drop ? dropout_key(ctx) : 0);
   }
 
   void backward(const std::vector<const Tensor*>& x, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {
-    core_.backward(*x[0], dy, dx[0], params_.data(), nullptr);
+    Tensor* dbias = score_bias_ && !params_[8].frozen() ? &params_[8].grad : nullptr;
+    core_.backward(*x[0], dy, dx[0], params_.data(), dbias);
   }
 
   int64_t flops_per_image() const override { return AttentionCore::flops(sizes(), s_); }
-  std::vector<std::string> learnable_options() const override { return {"Weight", "Bias"}; }
+  std::vector<std::string> learnable_options() const override {
+    if (score_bias_) return {"Weight", "Bias", "ScoreBias"};
+    return {"Weight", "Bias"};
+  }
 
   // The projections as MatMul + Add, the attention (OnnxGraph::attention: heads, MatMul, scale,
   // causal mask, Softmax, MatMul by V, the heads side by side again), the output projection.
@@ -93,8 +110,9 @@ class SelfAttentionLayer final : public Layer {
                                 host_values(params_[4 + i].value));
     AttentionDesc d;
     d.key_dim = key_ / heads_;
+    const std::vector<float> bias = score_bias_ ? host_values(params_[8].value) : std::vector<float>{};
     g.attention(n + "_heads", proj[0], proj[1], proj[2], heads_, s_, s_, key_ / heads_, value_ / heads_,
-                d.scale_or_default(), causal_);
+                d.scale_or_default(), causal_, score_bias_ ? &bias : nullptr);
     const std::string y = image ? n + "_tokens" : n;
     g.tokens_linear(y, n + "_heads", host_values(params_[3].value), out_, value_, host_values(params_[7].value));
     return image ? g.tokens_image(n, y, out) : OnnxValue{n, out, false};
@@ -118,8 +136,9 @@ class SelfAttentionLayer final : public Layer {
 
   int64_t heads_ = 1, key_ = 1, value_ = 1, out_ = 0, s_ = 1, c_ = 1;
   bool causal_ = false;
-  double dropout_ = 0;  // DropoutProbability: on the attention weights, in training
-  Param weight_, bias_;
+  bool score_bias_ = false;  // ScoreBias: params_[8], (heads, S, S) added to the scaled scores
+  double dropout_ = 0;       // DropoutProbability: on the attention weights, in training
+  Param weight_, bias_, scores_;
   AttentionCore core_;
 };
 

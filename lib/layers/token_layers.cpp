@@ -359,9 +359,13 @@ class Indexing1dLayer final : public Layer {
 };
 
 // globalAveragePooling1d: the mean of each channel over the tokens: (S, 1, C) -> CB (1, 1, C).
+// PrefixTokens k (dltrain's own option; timm's num_prefix_tokens): the mean over the tokens after
+// the first k (a class token left out: BEiT's and DeiT III's global average pooling).
 class GlobalAveragePooling1dLayer final : public Layer {
  public:
-  explicit GlobalAveragePooling1dLayer(const LayerSpec& spec) : Layer(spec) {}
+  explicit GlobalAveragePooling1dLayer(const LayerSpec& spec) : Layer(spec) {
+    prefix_ = spec_.get_int("PrefixTokens", 0, 0);
+  }
 
   bool takes(DataFormat f) const override { return is_tokens(f); }
   DataFormat output_format() const override { return DataFormat::kCB; }
@@ -370,38 +374,67 @@ class GlobalAveragePooling1dLayer final : public Layer {
     expect_inputs(spec_, inputs, 1);
     s_ = inputs[0][0];
     c_ = inputs[0][2];
+    if (prefix_ >= s_)
+      shape_error(spec_, "PrefixTokens " + std::to_string(prefix_) + " leaves none of the " + std::to_string(s_) +
+                             " tokens to average");
     return Shape{1, 1, c_};
   }
 
   void setup(int64_t n, Backend& be) override {
+    be_ = &be;
     PoolDesc d;
     d.n = n;
-    d.h = d.kh = s_;
+    d.h = d.kh = s_ - prefix_;
     d.w = d.kw = 1;
     d.c = c_;
     d.kind = PoolKind::kAverage;
     pool_ = be.make(d);
+    if (prefix_ == 0) return;
+    crop_.n = n;
+    crop_.h = s_;
+    crop_.w = 1;
+    crop_.c = c_;
+    crop_.out_h = s_ - prefix_;
+    crop_.out_w = 1;
+    crop_.top = prefix_;
+    crop_.left = 0;
+    rest_ = Tensor(Shape{n, s_ - prefix_, 1, c_}, be.device());
   }
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
-    pool_->forward(*x[0], y, ctx.training);
+    if (prefix_ == 0) return pool_->forward(*x[0], y, ctx.training);
+    be_->crop2d(*x[0], rest_, crop_);
+    pool_->forward(rest_, y, ctx.training);
   }
   void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {
-    if (dx[0]) pool_->backward(dy, *dx[0]);
+    if (!dx[0]) return;
+    if (prefix_ == 0) return pool_->backward(dy, *dx[0]);
+    pool_->backward(dy, rest_);
+    be_->crop2d_backward(rest_, *dx[0], crop_);
   }
-  int64_t flops_per_image() const override { return s_ * c_; }
+  int64_t flops_per_image() const override { return (s_ - prefix_) * c_; }
 
-  // ReduceMean over the tokens (axis 1): (N, C).
+  // ReduceMean over the tokens (axis 1): (N, C); after a Slice of the tokens from PrefixTokens on.
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
     const std::string& n = name();
-    g.add_node("ReduceMean", n, {inputs.at(0).name}, n,
-               {OnnxAttr("axes", std::vector<int64_t>{1}), OnnxAttr("keepdims", int64_t{0})});
+    std::string x = inputs.at(0).name;
+    if (prefix_ > 0) {
+      g.add_ints(n + "_start", {1}, {prefix_});
+      g.add_ints(n + "_end", {1}, {s_});
+      g.add_ints(n + "_axis", {1}, {1});
+      g.add_node("Slice", n + "_tokens", {x, n + "_start", n + "_end", n + "_axis"}, n + "_rest");
+      x = n + "_rest";
+    }
+    g.add_node("ReduceMean", n, {x}, n, {OnnxAttr("axes", std::vector<int64_t>{1}), OnnxAttr("keepdims", int64_t{0})});
     return OnnxValue{n, out, true};
   }
 
  private:
-  int64_t s_ = 1, c_ = 1;
+  int64_t s_ = 1, c_ = 1, prefix_ = 0;
   std::unique_ptr<PoolOp> pool_;
+  Backend* be_ = nullptr;
+  CropDesc crop_;
+  Tensor rest_;  // the tokens after the prefix, then their gradient
 };
 
 // The LayerType of L under its MATLAB name (one static per layer class).

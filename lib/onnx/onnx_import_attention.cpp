@@ -52,29 +52,52 @@ std::vector<int64_t> result_strides(const std::vector<int64_t>& leading, int64_t
 
 }  // namespace
 
-// Add of a (queries, keys) constant to the scores: the causal mask (0 on and below the
-// diagonal, -inf or a float at least as low as -1e30 above it: no weight for the later keys;
-// the same before or after the scale).
+// Add of a constant to the scores: a (queries, keys) causal mask (0 on and below the diagonal,
+// -inf or a float at least as low as -1e30 above it: no weight for the later keys; the same
+// before or after the scale), or a bias of one value per head and pair of tokens, (heads,
+// queries, keys) or (queries, keys) for every head (BEiT's relative position bias, gathered
+// from its table): selfAttention's ScoreBias.
 void Importer::causal_mask(const onnx::NodeProto& n, int vi, const View& v) {
   Source& s = sources_[static_cast<size_t>(v.source)];
   const onnx::TensorProto& t = *constant(n.input(1 - vi));
   const std::vector<int64_t> d = dims_of(t);
-  const int64_t rows = s.rows, cols = s.cols;
-  bool fits = d.size() >= 2 && d[d.size() - 1] == cols && d[d.size() - 2] == rows && product(d) == rows * cols;
-  bool causal = fits && v.dims.back() == cols && v.dims[v.dims.size() - 2] == rows;
-  if (causal) {
-    const std::vector<float> m = need_floats(n, 1 - vi, "mask");
+  const int64_t rows = s.rows, cols = s.cols, heads = s.heads;
+  const bool whole = v.dims.size() >= 2 && v.dims.back() == cols && v.dims[v.dims.size() - 2] == rows;
+  const bool plane = d.size() >= 2 && d[d.size() - 1] == cols && d[d.size() - 2] == rows;
+  bool causal = plane && whole && product(d) == rows * cols;
+  const std::vector<float> m = plane && whole ? need_floats(n, 1 - vi, "scores' addend") : std::vector<float>{};
+  if (causal)
     for (int64_t r = 0; r < rows && causal; ++r)
       for (int64_t c = 0; c < cols && causal; ++c) {
         const float x = m[static_cast<size_t>(r * cols + c)];
         causal = c <= r ? x == 0.f : x <= -1e30f;
       }
+  if (causal) {
+    s.causal = true;
+    views_[define(n)] = v;
+    return;
   }
-  if (!causal)
+  // A bias per head: the view's heads dimension (the one leading dimension larger than 1) must
+  // be the constant's dimension in the same place from the end, every other one 1.
+  // A mask (an entry of -inf or at most -1e30) other than the causal one is refused, not learnt.
+  bool per_head =
+      plane && whole && s.score_bias.empty() && (product(d) == rows * cols || product(d) == heads * rows * cols);
+  for (float x : m) per_head = per_head && std::isfinite(x) && x > -1e30f;
+  if (per_head && product(d) == heads * rows * cols && heads > 1) {
+    const size_t r = v.dims.size(), k = d.size();
+    for (size_t i = 0; i + 2 < r && per_head; ++i) {
+      const int64_t dc = i + k >= r ? d[i + k - r] : 1;
+      per_head = v.dims[i] > 1 ? dc == v.dims[i] && v.dims[i] == heads : dc == 1;
+    }
+    for (size_t i = 0; i + 2 < k && i + r < k; ++i) per_head = per_head && d[i] == 1;
+  }
+  if (!per_head)
     fail(n, "adds a " + dims_str(t) + " constant to attention scores " + ints_str(v.dims) +
-                "; dltrain reads only a causal mask there ((queries, keys): 0 on and below the diagonal, -inf "
-                "above it)");
-  s.causal = true;
+                "; dltrain reads there a causal mask ((queries, keys): 0 on and below the diagonal, -inf above it) "
+                "or a finite bias per head and pair of tokens ((heads, queries, keys) or (queries, keys))");
+  std::vector<float> b(static_cast<size_t>(heads * rows * cols));
+  for (size_t i = 0; i < b.size(); ++i) b[i] = m[m.size() == b.size() ? i : i % m.size()] / static_cast<float>(v.scale);
+  s.score_bias = std::move(b);
   views_[define(n)] = v;
 }
 
@@ -288,6 +311,11 @@ Value Importer::operand_tokens(const onnx::NodeProto& n, int source, int64_t col
 int Importer::attention_layer(const onnx::NodeProto& n, int heads) {
   if (sources_[static_cast<size_t>(heads)].materialized >= 0) return sources_[static_cast<size_t>(heads)].materialized;
   const Source a = sources_[static_cast<size_t>(heads)];
+  if (!a.score_bias.empty())
+    fail(n,
+         "reads an attention with a bias added to its scores whose queries, keys and values are not all "
+         "projections of one sequence followed by an output projection; dltrain reads such a bias only as "
+         "selfAttention's ScoreBias");
   const int64_t key = a.heads * a.key_dim, value = a.heads * a.value_dim;
   const Value q = operand_tokens(n, a.q, a.q_col, key, "query");
   const Value k = operand_tokens(n, a.k, a.k_col, key, "key");
@@ -342,6 +370,7 @@ void Importer::attention(const onnx::NodeProto& n, const View& heads, const std:
   s.set("NumValueChannels", std::to_string(value));
   s.set("OutputSize", std::to_string(out));
   if (a.causal) s.set("AttentionMask", "causal");
+  if (!a.score_bias.empty()) s.set("ScoreBias", "true");
   const std::string name = s.name;
   last_layer_op_ = n.op_type();
   add_param(name, "QueryWeights", Shape{key, c}, std::move(qw));
@@ -353,6 +382,11 @@ void Importer::attention(const onnx::NodeProto& n, const View& heads, const std:
   add_param(name, "ValueBias", Shape{value}, std::move(vb));
   attention_bias_[name] = m_.params.size();
   add_param(name, "OutputBias", Shape{out}, out_bias);
+  if (!a.score_bias.empty()) {  // the scores' bias at the softmax: the final scale times the stored one
+    std::vector<float> b = a.score_bias;
+    for (float& x : b) x = static_cast<float>(x * a.scale);
+    add_param(name, "ScoreBias", Shape{a.heads, a.rows, a.rows}, std::move(b));
+  }
   const Value y = tokens_like(x, name, out);
   View r = heads;
   r.source = tokens_source(y);

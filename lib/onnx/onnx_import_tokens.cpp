@@ -232,6 +232,16 @@ bool Importer::token_node(const onnx::NodeProto& n) {
     token_index(n, value(n, 0));
     return true;
   }
+  if (op == "ReduceMean" && view0) {  // the tokens after the first k (a Slice): PrefixTokens k
+    const View& v = views_.at(n.input(0));
+    const Source& s = sources_[static_cast<size_t>(v.source)];
+    const int64_t k = s.cols > 0 ? v.offset / s.cols : 0;
+    if (s.kind == Source::kTokens && v.scale == 1 && v.offset == k * s.cols && k > 0 && k < s.rows &&
+        v.dims == std::vector<int64_t>{1, s.rows - k, s.cols} && v.strides[1] == s.cols && v.strides[2] == 1) {
+      token_mean(n, s.tokens, false, k);
+      return true;
+    }
+  }
   if (op == "ReduceMean" && (is_tokens(0) || view0)) {
     token_mean(n, value(n, 0));
     return true;
@@ -638,7 +648,7 @@ void Importer::token_index(const onnx::NodeProto& n, const Value& v) {
 
 // ReduceMean over the tokens (axis 1, keepdims 0): globalAveragePooling1d; of a channels-last
 // image flattened to (1, H*W, C) (EfficientFormer's head), globalAveragePooling2d of the image.
-void Importer::token_mean(const onnx::NodeProto& n, const Value& v, bool flat_image) {
+void Importer::token_mean(const onnx::NodeProto& n, const Value& v, bool flat_image, int64_t prefix) {
   std::vector<int64_t> axes = attr_ints(n, "axes", {});
   if (opset_ >= 18 && n.input_size() > 1 && !n.input(1).empty())
     axes = ints_of(need_const(n, 1, "axes"), path_ + ": node '" + node_name(n) + "'");
@@ -649,6 +659,7 @@ void Importer::token_mean(const onnx::NodeProto& n, const Value& v, bool flat_im
                 (flat_image ? "globalAveragePooling2d of the image" : "globalAveragePooling1d"));
   LayerSpec& spec =
       add_layer(flat_image ? "globalAveragePooling2d" : "globalAveragePooling1d", unique_name(n), {v.name});
+  if (prefix > 0) spec.set("PrefixTokens", std::to_string(prefix));
   last_layer_op_ = "ReduceMean";
   set_out(n, Value{spec.name, Shape{1, 1, v.shape[2]}, true});  // (N, C)
 }

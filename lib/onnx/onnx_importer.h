@@ -342,6 +342,9 @@ class Importer {
     int64_t q_col = 0, k_col = 0, v_col = 0, heads = 1, key_dim = 0, value_dim = 0;
     double scale = 1;
     bool causal = false;  // a mask hides the later keys
+    // A constant added to the scores (BEiT's relative position bias), (heads, rows, cols), divided
+    // by the scores' scale at its Add: the bias the softmax sees is scale times these.
+    std::vector<float> score_bias;
   };
   // Element (i0, i1, ...) of the ONNX value is source[offset + sum(i_j * strides[j])], times scale.
   struct View {
@@ -382,7 +385,8 @@ class Importer {
   void class_token(const onnx::NodeProto& n);
   void position_table(const onnx::NodeProto& n, int vi);
   void token_index(const onnx::NodeProto& n, const Value& v);
-  void token_mean(const onnx::NodeProto& n, const Value& v, bool flat_image = false);
+  // prefix: the mean over the tokens after the first `prefix` (globalAveragePooling1d PrefixTokens).
+  void token_mean(const onnx::NodeProto& n, const Value& v, bool flat_image = false, int64_t prefix = 0);
   bool float_fold(const onnx::NodeProto& n);
 
   // ---- Swin's window attention and patch merging (onnx_import_window.cpp).

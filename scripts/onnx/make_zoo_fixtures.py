@@ -423,6 +423,22 @@ def tiny_models():
         return timm_net(lambda: PyramidVisionTransformerV2(depths=(1, 1), embed_dims=(16, 32), num_heads=(1, 2),
                                                            sr_ratios=(2, 1), mlp_ratios=(2, 2), num_classes=10))
 
+    def beit_timm():
+        # timm's BEiT: a relative position bias per head and pair of tokens (gathered from its
+        # table, the class token's rows and columns its own entries) added to the scaled scores,
+        # Q and V biases without a K bias, LayerScale, the mean over the patch tokens (the class
+        # token left out). Its attention written out (fused_attn off): the dynamo exporter fails on
+        # scaled_dot_product_attention with a mask here (a view of the transposed heads)
+        from timm.models.beit import Beit
+
+        def make():
+            m = Beit(img_size=SIDE, patch_size=8, num_classes=10, embed_dim=16, depth=2, num_heads=2,
+                     use_rel_pos_bias=True, use_abs_pos_emb=False, init_values=0.1)
+            for b in m.blocks:
+                b.attn.fused_attn = False
+            return m
+        return timm_net(make)
+
     def metaformer(**kw):
         from timm.models.metaformer import MetaFormer
         return timm_net(lambda: MetaFormer(num_classes=10, **kw))
@@ -578,7 +594,7 @@ def tiny_models():
             "group_norm": group_norm, "prelu": prelu, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
             "mobilevit": mobilevit, "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
-            "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm, "pvt_v2_timm": pvt_v2_timm,
+            "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm, "pvt_v2_timm": pvt_v2_timm, "beit_timm": beit_timm,
             "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm,
             "efficientformer_timm": efficientformer_timm, "poolformer_timm": poolformer_timm,
             "caformer_timm": caformer_timm, "mambaout_timm": mambaout_timm,

@@ -311,7 +311,7 @@ def one_image(arch):
     name = arch.split(":", 1)[-1]  # without timm: or seg:
     return arch.startswith(TIMM) or name.startswith(("vit", "deit", "swin", "maxvit", "mobilevit", "coatnet", "cross",
                                                      "tinyvit", "fastvit", "efficientformer", "poolformer",
-                                                     "caformer", "mambaout", "pvt", "segformer"))
+                                                     "caformer", "mambaout", "pvt", "segformer", "beit"))
 
 
 def export_probs(model, x, path, exporter, threads, single):

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "config/config.h"
 #include "layers/layer.h"
 #include "support/grad_check.h"
 #include "support/tensor_utils.h"
@@ -120,6 +121,23 @@ TEST_CASE("gradients: selfAttention", "[layers][grad]") {
   SECTION("one head, one token") {
     expect_ok(check_layer(layer_spec("selfAttention", {"NumHeads=1", "NumKeyChannels=3"}), {Shape{1, 1, 4}}, o));
   }
+  SECTION("ScoreBias (BEiT's), with and without a causal mask") {
+    expect_ok(check_layer(layer_spec("selfAttention", {"NumHeads=2", "NumKeyChannels=4", "ScoreBias=true"}),
+                          {Shape{5, 1, 3}}, o));
+    expect_ok(check_layer(
+        layer_spec("selfAttention", {"NumHeads=2", "NumKeyChannels=4", "ScoreBias=true", "AttentionMask=causal"}),
+        {Shape{4, 1, 3}}, o));
+  }
+}
+
+TEST_CASE("network gradients: BEiT's score bias and pooling after the class token (tests/data/vit/beit.yaml)",
+          "[net][grad][vit]") {
+  const NetworkSpec spec = load_config(std::string(DLT_SOURCE_DIR) + "/tests/data/vit/beit.yaml").network;
+  GradCheckOptions o;
+  o.batch = 2;
+  o.samples = 12;
+  o.step = 1e-3;
+  expect_ok(check_network(spec, o));
 }
 
 // Swin's window attention on (H, W, C) images: the relative position table's gradient too.
@@ -172,6 +190,9 @@ TEST_CASE(
   }
   SECTION("positionEmbedding, a sequence shorter than MaxPosition, OutputSize other than the input's channels") {
     expect_ok(check_layer(layer_spec("positionEmbedding", {"OutputSize=4", "MaxPosition=9"}), {Shape{6, 1, 3}}, o));
+  }
+  SECTION("globalAveragePooling1d over the tokens after the first two (PrefixTokens 2)") {
+    expect_ok(check_layer(layer_spec("globalAveragePooling1d", {"PrefixTokens=2"}), {Shape{5, 1, 4}}, o));
   }
   SECTION("indexing1d first, last and a position") {
     expect_ok(check_layer(layer_spec("indexing1d", {}), {Shape{5, 1, 4}}, o));

@@ -79,7 +79,8 @@ void classify_first_token(OnnxBuilder& b, const std::string& v) {
 // heads, the scale on both operands, Softmax, the merge of the heads and the output
 // projection; `mask` adds an (S, S) constant to the scores. `batch`: the images the graph was
 // exported with (baked into the Reshape targets, as the exporters do). Returns the output's name.
-std::string torch_attention(OnnxBuilder& b, const std::vector<float>& mask = {}, int64_t batch = 1) {
+std::string torch_attention(OnnxBuilder& b, const std::vector<float>& mask = {}, int64_t batch = 1,
+                            const std::vector<int64_t>& mask_dims = {4, 4}) {
   std::vector<float> wqkv(4 * 12), bqkv(12), wo(4 * 4);
   for (size_t i = 0; i < wqkv.size(); ++i) wqkv[i] = std::sin(0.7f * static_cast<float>(i));
   for (size_t i = 0; i < bqkv.size(); ++i) bqkv[i] = 0.1f * std::cos(static_cast<float>(i));
@@ -115,7 +116,7 @@ std::string torch_attention(OnnxBuilder& b, const std::vector<float>& mask = {},
   b.node("MatMul", {"q_scaled", "k_scaled"}, {"scores"});
   std::string scores = "scores";
   if (!mask.empty()) {
-    b.floats("mask", {4, 4}, mask);
+    b.floats("mask", mask_dims, mask);
     b.node("Add", {"scores", "mask"}, {"masked"});
     scores = "masked";
   }
@@ -376,6 +377,42 @@ TEST_CASE("onnx tokens: attention on images from YAML exports and reads back", "
   CHECK(std::fabs(p[0] - p[3]) + std::fabs(p[1] - p[4]) > 1e-3);
 }
 
+// selfAttention's ScoreBias exports as an Add of a (1, heads, S, S) constant to the scaled scores
+// and reads back as ScoreBias (the same values); globalAveragePooling1d PrefixTokens 1 as a Slice
+// of the tokens from 1 and ReduceMean, read back as PrefixTokens 1 (tests/data/vit/beit.yaml).
+TEST_CASE("onnx tokens: BEiT's score bias and pooling after the class token export and read back", "[onnx][vit]") {
+  const std::string file = std::string(DLT_SOURCE_DIR) + "/tests/data/vit/beit.yaml";
+  Network net(load_config(file).network, Device::cpu());
+  net.init_params(7);
+  // A bias that is not zero (its initializer's), different per head and pair of tokens.
+  for (size_t i = 0; i < net.size(); ++i)
+    if (net.layer(i).name() == "attn") {
+      Param& b = net.layer(i).params().at(8);
+      REQUIRE(b.name == "ScoreBias");
+      Rng rng(3);
+      b.value.copy_from(random_tensor(b.value.shape(), rng));
+    }
+  ModelData m = net.to_model_data();
+  m.classes = {"a", "b", "c"};
+  TempDir dir;
+  const std::string path = dir.file("beit.onnx");
+  export_onnx(m, path);
+  const ModelData back = import_onnx(path, {});
+  const LayerSpec* attn = layer_of_type(back, "selfAttention");
+  const LayerSpec* gap = layer_of_type(back, "globalAveragePooling1d");
+  REQUIRE(attn);
+  REQUIRE(gap);
+  CHECK(attn->get_bool("ScoreBias", false));
+  CHECK(gap->get_int("PrefixTokens", 0) == 1);
+  const std::vector<float> x = random_images(3, 8 * 8 * 3, 11);
+  const std::vector<float> p = probabilities(m, x, 3), q = probabilities(back, x, 3);
+  REQUIRE(p.size() == q.size());
+  double diff = 0;
+  for (size_t i = 0; i < p.size(); ++i) diff = std::max(diff, std::fabs(double(p[i]) - q[i]));
+  CHECK(diff < 1e-5);
+  CHECK(std::fabs(p[0] - p[3]) + std::fabs(p[1] - p[4]) > 1e-3);
+}
+
 TEST_CASE("onnx tokens: PyTorch's attention chain reads as one selfAttention layer", "[onnx][vit]") {
   for (const bool causal : {false, true}) {
     INFO((causal ? "causal" : "no mask"));
@@ -437,7 +474,7 @@ TEST_CASE("onnx tokens: hostile token graphs are refused in one line", "[onnx][v
     mask[4] = -INFINITY;  // hides key 0 from query 1: not the causal pattern
     classify_first_token(b, torch_attention(b, mask));
     CHECK_THAT(import_error(b), Catch::Contains("node 'masked' (Add): adds a 4x4 constant to attention scores "
-                                                "[1, 2, 4, 4]; dltrain reads only a causal mask there"));
+                                                "[1, 2, 4, 4]; dltrain reads there a causal mask"));
   }
   SECTION("a graph exported with two images") {
     OnnxBuilder b = patch_tokens(2);
@@ -465,9 +502,35 @@ TEST_CASE("onnx tokens: hostile token graphs are refused in one line", "[onnx][v
   SECTION("a mask on cross-attention scores that is not causal") {
     OnnxBuilder b = patch_tokens();
     classify_first_token(b, cross_attention(b, "m", {-INFINITY, 0.f, 0.f, 0.f}));
-    CHECK_THAT(import_error(b),
-               Catch::Contains("node 'masked' (Add): adds a 4x1 constant to attention scores "
-                               "[1, 2, 4, 1]; dltrain reads only a causal mask there ((queries, keys)"));
+    CHECK_THAT(import_error(b), Catch::Contains("node 'masked' (Add): adds a 4x1 constant to attention scores "
+                                                "[1, 2, 4, 1]; dltrain reads there a causal mask ((queries, keys)"));
+  }
+  SECTION("a finite bias on cross-attention scores (read only as selfAttention's ScoreBias)") {
+    OnnxBuilder b = patch_tokens();
+    classify_first_token(b, cross_attention(b, "m", {0.5f, 0.f, 0.f, 0.f}));
+    CHECK_THAT(import_error(b), Catch::Contains("reads an attention with a bias added to its scores whose queries, "
+                                                "keys and values are not all projections of one sequence"));
+  }
+  SECTION("a bias of three heads on the scores of two") {
+    OnnxBuilder b = patch_tokens();
+    classify_first_token(b, torch_attention(b, std::vector<float>(48, 0.25f), 1, {1, 3, 4, 4}));
+    CHECK_THAT(import_error(b), Catch::Contains("node 'masked' (Add): adds a 1x3x4x4 constant to attention scores "
+                                                "[1, 2, 4, 4]; dltrain reads there a causal mask"));
+  }
+  SECTION("a bias of two heads reads as selfAttention's ScoreBias, per head") {
+    OnnxBuilder b = patch_tokens();
+    std::vector<float> bias(32);
+    for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.05f * static_cast<float>(i);
+    classify_first_token(b, torch_attention(b, bias, 1, {1, 2, 4, 4}));
+    const ModelData m = imported(b);
+    const LayerSpec* attn = layer_of_type(m, "selfAttention");
+    REQUIRE(attn);
+    CHECK(attn->get_bool("ScoreBias", false));
+    for (const auto& p : m.params)
+      if (p.layer == attn->name && p.name == "ScoreBias") {
+        REQUIRE(p.data.size() == 32);
+        CHECK(p.data[31] == Approx(0.05f * 31));  // added after the scale: as it is
+      }
   }
   SECTION("tokens sequence-first in a graph exported with two images") {
     OnnxBuilder b = patch_tokens(2);
