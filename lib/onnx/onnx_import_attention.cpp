@@ -62,7 +62,11 @@ void Importer::causal_mask(const onnx::NodeProto& n, int vi, const View& v) {
   const onnx::TensorProto& t = *constant(n.input(1 - vi));
   const std::vector<int64_t> d = dims_of(t);
   const int64_t rows = s.rows, cols = s.cols, heads = s.heads;
-  const bool whole = v.dims.size() >= 2 && v.dims.back() == cols && v.dims[v.dims.size() - 2] == rows;
+  // The scores in their own order: (.., heads, queries, keys) row-major, as Q K^T made them.
+  const size_t r = v.dims.size();
+  bool whole = r >= 2 && v.dims.back() == cols && v.dims[r - 2] == rows && v.offset == 0 &&
+               (cols == 1 || v.strides[r - 1] == 1) && (rows == 1 || v.strides[r - 2] == cols);
+  for (size_t i = 0; i + 2 < r; ++i) whole = whole && (v.dims[i] == 1 || v.strides[i] == rows * cols);
   const bool plane = d.size() >= 2 && d[d.size() - 1] == cols && d[d.size() - 2] == rows;
   bool causal = plane && whole && product(d) == rows * cols;
   const std::vector<float> m = plane && whole ? need_floats(n, 1 - vi, "scores' addend") : std::vector<float>{};
@@ -83,8 +87,12 @@ void Importer::causal_mask(const onnx::NodeProto& n, int vi, const View& v) {
   bool per_head =
       plane && whole && s.score_bias.empty() && (product(d) == rows * cols || product(d) == heads * rows * cols);
   for (float x : m) per_head = per_head && std::isfinite(x) && x > -1e30f;
+  if (per_head && !(std::isfinite(v.scale) && v.scale != 0))
+    fail(n, "adds a bias to attention scores scaled by " + std::to_string(v.scale) +
+                "; dltrain reads a bias on "
+                "scores scaled by a finite number other than 0");
   if (per_head && product(d) == heads * rows * cols && heads > 1) {
-    const size_t r = v.dims.size(), k = d.size();
+    const size_t k = d.size();
     for (size_t i = 0; i + 2 < r && per_head; ++i) {
       const int64_t dc = i + k >= r ? d[i + k - r] : 1;
       per_head = v.dims[i] > 1 ? dc == v.dims[i] && v.dims[i] == heads : dc == 1;

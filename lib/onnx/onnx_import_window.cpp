@@ -588,7 +588,7 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
   }
   if (part.flat) {
     if (op == "Shape") return shape_out({one, h * w, c});
-    if (op == "Reshape" && target().size() >= 4 && target()[1] == h * w) {
+    if (op == "Reshape" && target().size() >= 4 && target()[1] == h * w && !(target()[1] == h && target()[2] == w)) {
       view_reshape(n, view_of(n, 0));  // the pixels as tokens into heads, (1, H*W, heads, d): an attention's operand
       return true;
     }
