@@ -563,22 +563,9 @@ def tiny_models():
         # Conv with BatchNorm and ReLU, classified by a 1x1 Conv) and the logits resized to the
         # input as its semantic segmentation post-processing does
         import torch
-        import torch.nn.functional as F
-        from transformers import SegformerConfig, SegformerForSemanticSegmentation
-        cfg = SegformerConfig(num_channels=3, num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1],
-                              hidden_sizes=[16, 32], patch_sizes=[7, 3], strides=[4, 2], num_attention_heads=[1, 2],
-                              mlp_ratios=[2, 2], decoder_hidden_size=16, num_labels=SEG_CLASSES)
-
-        class Segformer(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.net = SegformerForSemanticSegmentation(cfg)
-
-            def forward(self, x):
-                logits = self.net(pixel_values=x).logits
-                return F.interpolate(logits, size=x.shape[2:], mode="bilinear", align_corners=False)
-
-        m = Segformer()
+        m = zc.segformer_model(num_channels=3, num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1],
+                               hidden_sizes=[16, 32], patch_sizes=[7, 3], strides=[4, 2], num_attention_heads=[1, 2],
+                               mlp_ratios=[2, 2], decoder_hidden_size=16, num_labels=SEG_CLASSES)
         zc.draw_zeros(m)
         with torch.no_grad():  # running statistics of the decoder's BatchNorm away from 0 and 1
             bn = m.net.decode_head.batch_norm

@@ -142,12 +142,17 @@ SEGFORMER = {"segformer_b0": {"hidden_sizes": [32, 64, 160, 256], "depths": [2, 
 
 
 def segformer(name):
-    """SegFormer with 10 classes, its logits (a quarter of the input's size) resized to the input
-    as transformers' post_process_semantic_segmentation does."""
+    """SegFormer of SEGFORMER's sizes with 10 classes."""
+    return segformer_model(num_labels=10, num_attention_heads=[1, 2, 5, 8], sr_ratios=[8, 4, 2, 1], **SEGFORMER[name])
+
+
+def segformer_model(**config):
+    """transformers' SegformerForSemanticSegmentation of SegformerConfig(**config), its logits (a
+    quarter of the input's size) resized to the input as post_process_semantic_segmentation does."""
     import torch
     import torch.nn.functional as F
     from transformers import SegformerConfig, SegformerForSemanticSegmentation
-    cfg = SegformerConfig(num_labels=10, num_attention_heads=[1, 2, 5, 8], sr_ratios=[8, 4, 2, 1], **SEGFORMER[name])
+    cfg = SegformerConfig(**config)
 
     class Segformer(torch.nn.Module):
         def __init__(self):

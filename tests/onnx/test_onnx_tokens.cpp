@@ -251,17 +251,32 @@ std::vector<float> to_nhwc(const std::vector<float>& nchw, int64_t c, int64_t h,
   return out;
 }
 
+// Exports `net` (initialized, 3 classes, 8x8x3 or the given input) and imports the file: the
+// imported model, after checking that it gives the same probabilities on three random images
+// (within 1e-5) and that those tell the images apart.
+ModelData round_trip(Network& net, int64_t pixels = 8 * 8 * 3) {
+  ModelData m = net.to_model_data();
+  m.classes = {"a", "b", "c"};
+  TempDir dir;
+  const std::string path = dir.file("m.onnx");
+  export_onnx(m, path);
+  ModelData back = import_onnx(path, {});
+  const std::vector<float> x = random_images(3, pixels, 11);
+  const std::vector<float> p = probabilities(m, x, 3), q = probabilities(back, x, 3);
+  REQUIRE(p.size() == q.size());
+  double diff = 0;
+  for (size_t i = 0; i < p.size(); ++i) diff = std::max(diff, std::fabs(double(p[i]) - q[i]));
+  CHECK(diff < 1e-5);
+  CHECK(std::fabs(p[0] - p[3]) + std::fabs(p[1] - p[4]) > 1e-3);
+  return back;
+}
+
 }  // namespace
 
 TEST_CASE("onnx tokens: a transformer from YAML exports and reads back as the same network", "[onnx][vit]") {
   Network net(network_spec_from_yaml(kTransformer, "transformer.yaml"), Device::cpu());
   net.init_params(7);
-  ModelData m = net.to_model_data();
-  m.classes = {"a", "b", "c"};
-  TempDir dir;
-  const std::string path = dir.file("vit.onnx");
-  export_onnx(m, path);
-  const ModelData back = import_onnx(path, {});
+  const ModelData back = round_trip(net, 8 * 6 * 3);
   std::vector<std::string> types;
   for (const auto& l : back.network.layers) types.push_back(l.type);
   CHECK(types == std::vector<std::string>{"imageInput", "patchEmbedding", "embeddingConcatenation", "positionEmbedding",
@@ -275,14 +290,6 @@ TEST_CASE("onnx tokens: a transformer from YAML exports and reads back as the sa
   CHECK(attn->get_int("NumKeyChannels", 0) == 8);
   CHECK(attn->get_int("NumValueChannels", 0) == 6);
   CHECK(layer_of_type(back, "patchEmbedding")->get_string("SpatialFlattenMode", "") == "column-major");
-  const std::vector<float> x = random_images(3, 8 * 6 * 3, 11);
-  const std::vector<float> p = probabilities(m, x, 3), q = probabilities(back, x, 3);
-  REQUIRE(p.size() == q.size());
-  double diff = 0;
-  for (size_t i = 0; i < p.size(); ++i) diff = std::max(diff, std::fabs(double(p[i]) - q[i]));
-  CHECK(diff < 1e-5);
-  // Not a trivially uniform output: the images are told apart.
-  CHECK(std::fabs(p[0] - p[3]) + std::fabs(p[1] - p[4]) > 1e-3);
 }
 
 // The attention layer (MATLAB's attentionLayer) exports as selfAttention's chain without its
@@ -310,12 +317,7 @@ layers:
   for (const NetworkSpec& spec : {load_config(file).network, network_spec_from_yaml(causal, "causal.yaml")}) {
     Network net(spec, Device::cpu());
     net.init_params(7);
-    ModelData m = net.to_model_data();
-    m.classes = {"a", "b", "c"};
-    TempDir dir;
-    const std::string path = dir.file("cross.onnx");
-    export_onnx(m, path);
-    const ModelData back = import_onnx(path, {});
+    const ModelData back = round_trip(net);
     const LayerSpec* att = layer_of_type(back, "attention");
     REQUIRE(att);
     CHECK(att->inputs.size() == 3);
@@ -331,13 +333,6 @@ layers:
     REQUIRE(orig);
     CHECK(att->get_string("AttentionMask", "none") == orig->get_string("AttentionMask", "none"));
     CHECK(att->get_double("Scale", 0) == Approx(orig->get_double("Scale", 0)));
-    const std::vector<float> x = random_images(3, 8 * 8 * 3, 11);
-    const std::vector<float> p = probabilities(m, x, 3), q = probabilities(back, x, 3);
-    REQUIRE(p.size() == q.size());
-    double diff = 0;
-    for (size_t i = 0; i < p.size(); ++i) diff = std::max(diff, std::fabs(double(p[i]) - q[i]));
-    CHECK(diff < 1e-5);
-    CHECK(std::fabs(p[0] - p[3]) + std::fabs(p[1] - p[4]) > 1e-3);
   }
 }
 
@@ -350,12 +345,7 @@ TEST_CASE("onnx tokens: attention on images from YAML exports and reads back", "
   const std::string file = std::string(DLT_SOURCE_DIR) + "/tests/data/vit/pvt_image.yaml";
   Network net(load_config(file).network, Device::cpu());
   net.init_params(7);
-  ModelData m = net.to_model_data();
-  m.classes = {"a", "b", "c"};
-  TempDir dir;
-  const std::string path = dir.file("pvt.onnx");
-  export_onnx(m, path);
-  const ModelData back = import_onnx(path, {});
+  const ModelData back = round_trip(net);
   Network again(back.network, Device::cpu());
   for (const char* type : {"attention", "selfAttention"}) {
     INFO(type);
@@ -368,13 +358,6 @@ TEST_CASE("onnx tokens: attention on images from YAML exports and reads back", "
       }
     CHECK(found);
   }
-  const std::vector<float> x = random_images(3, 8 * 8 * 3, 11);
-  const std::vector<float> p = probabilities(m, x, 3), q = probabilities(back, x, 3);
-  REQUIRE(p.size() == q.size());
-  double diff = 0;
-  for (size_t i = 0; i < p.size(); ++i) diff = std::max(diff, std::fabs(double(p[i]) - q[i]));
-  CHECK(diff < 1e-5);
-  CHECK(std::fabs(p[0] - p[3]) + std::fabs(p[1] - p[4]) > 1e-3);
 }
 
 // selfAttention's ScoreBias exports as an Add of a (1, heads, S, S) constant to the scaled scores
@@ -392,25 +375,13 @@ TEST_CASE("onnx tokens: BEiT's score bias and pooling after the class token expo
       Rng rng(3);
       b.value.copy_from(random_tensor(b.value.shape(), rng));
     }
-  ModelData m = net.to_model_data();
-  m.classes = {"a", "b", "c"};
-  TempDir dir;
-  const std::string path = dir.file("beit.onnx");
-  export_onnx(m, path);
-  const ModelData back = import_onnx(path, {});
+  const ModelData back = round_trip(net);
   const LayerSpec* attn = layer_of_type(back, "selfAttention");
   const LayerSpec* gap = layer_of_type(back, "globalAveragePooling1d");
   REQUIRE(attn);
   REQUIRE(gap);
   CHECK(attn->get_bool("ScoreBias", false));
   CHECK(gap->get_int("PrefixTokens", 0) == 1);
-  const std::vector<float> x = random_images(3, 8 * 8 * 3, 11);
-  const std::vector<float> p = probabilities(m, x, 3), q = probabilities(back, x, 3);
-  REQUIRE(p.size() == q.size());
-  double diff = 0;
-  for (size_t i = 0; i < p.size(); ++i) diff = std::max(diff, std::fabs(double(p[i]) - q[i]));
-  CHECK(diff < 1e-5);
-  CHECK(std::fabs(p[0] - p[3]) + std::fabs(p[1] - p[4]) > 1e-3);
 }
 
 TEST_CASE("onnx tokens: PyTorch's attention chain reads as one selfAttention layer", "[onnx][vit]") {
