@@ -94,6 +94,18 @@ std::string OnnxGraph::pixel_tokens(const std::string& layer, const OnnxValue& i
   return t;
 }
 
+void OnnxGraph::batch_expand(const std::string& out, const std::string& value, const std::string& like,
+                             const std::vector<int64_t>& dims) {
+  add_node("Shape", out + "_shape", {like}, out + "_input_shape");
+  add_ints(out + "_zero", {1}, {0});
+  add_ints(out + "_one", {1}, {1});
+  add_node("Slice", out + "_batch", {out + "_input_shape", out + "_zero", out + "_one", out + "_zero"}, out + "_n");
+  add_ints(out + "_dims", {static_cast<int64_t>(dims.size())}, dims);
+  add_node("Concat", out + "_expand_dims", {out + "_n", out + "_dims"}, out + "_expand_shape",
+           {OnnxAttr("axis", int64_t{0})});
+  add_node("Expand", out, {value, out + "_expand_shape"}, out);
+}
+
 OnnxValue OnnxGraph::tokens_image(const std::string& out, const std::string& tokens, const Shape& shape) {
   add_ints(out + "_image_shape", {4}, {-1, shape[0], shape[1], shape[2]});
   add_node("Reshape", out + "_pixels", {tokens, out + "_image_shape"}, out + "_hwc");

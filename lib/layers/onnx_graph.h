@@ -94,6 +94,10 @@ class OnnxGraph {
   // tokens_image(): tokens (N, H*W, C) back into the (N, C, H, W) image of `shape` (H, W, C),
   // named `out`: Reshape (N, H, W, C) and Transpose (0, 3, 1, 2).
   std::string pixel_tokens(const std::string& layer, const OnnxValue& in);
+  // batch_expand(): constant `value` (1, dims...) repeated for each of the N images of value
+  // `like`: Expand by (N, dims...), N sliced from Shape(like); named `out`.
+  void batch_expand(const std::string& out, const std::string& value, const std::string& like,
+                    const std::vector<int64_t>& dims);
   OnnxValue tokens_image(const std::string& out, const std::string& tokens, const Shape& shape);
 
  private:

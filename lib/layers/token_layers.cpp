@@ -181,14 +181,7 @@ class EmbeddingConcatenationLayer final : public Layer {
     const std::string& n = name();
     const std::string& x = inputs.at(0).name;
     g.add_floats(n + "_token", {1, 1, c_}, host_values(params_[0].value));
-    g.add_node("Shape", n + "_shape", {x}, n + "_input_shape");
-    g.add_ints(n + "_zero", {1}, {0});
-    g.add_ints(n + "_one", {1}, {1});
-    g.add_node("Slice", n + "_batch", {n + "_input_shape", n + "_zero", n + "_one", n + "_zero"}, n + "_n");
-    g.add_ints(n + "_one_c", {2}, {1, c_});
-    g.add_node("Concat", n + "_token_shape", {n + "_n", n + "_one_c"}, n + "_expand_shape",
-               {OnnxAttr("axis", int64_t{0})});
-    g.add_node("Expand", n + "_expand", {n + "_token", n + "_expand_shape"}, n + "_tokens");
+    g.batch_expand(n + "_tokens", n + "_token", x, {1, c_});
     g.add_node("Concat", n, {n + "_tokens", x}, n, {OnnxAttr("axis", int64_t{1})});
     return OnnxValue{n, out, false};
   }
@@ -274,14 +267,7 @@ class PositionEmbeddingLayer final : public Layer {
     std::vector<float> t = host_values(params_[0].value);
     t.resize(static_cast<size_t>(s_ * out_));
     g.add_floats(n + "_table", {1, s_, out_}, t);
-    g.add_node("Shape", n + "_shape", {inputs.at(0).name}, n + "_input_shape");
-    g.add_ints(n + "_zero", {1}, {0});
-    g.add_ints(n + "_one", {1}, {1});
-    g.add_node("Slice", n + "_batch", {n + "_input_shape", n + "_zero", n + "_one", n + "_zero"}, n + "_n");
-    g.add_ints(n + "_rows", {2}, {s_, out_});
-    g.add_node("Concat", n + "_table_shape", {n + "_n", n + "_rows"}, n + "_expand_shape",
-               {OnnxAttr("axis", int64_t{0})});
-    g.add_node("Expand", n, {n + "_table", n + "_expand_shape"}, n);
+    g.batch_expand(n, n + "_table", inputs.at(0).name, {s_, out_});
     return OnnxValue{n, out, false};
   }
 

@@ -35,7 +35,6 @@ void upgrade_position_embeddings(NetworkSpec& net, std::vector<NamedTensor>& par
   out.reserve(net.layers.size());
   std::set<std::string> names;  // a set: a hostile spec may hold tens of thousands of layers
   for (const auto& l : net.layers) names.insert(l.name);
-  auto taken = [&](const std::string& n) { return names.count(n) != 0; };
   std::map<std::string, std::string> renamed;  // positionEmbedding -> its table's new name
   for (size_t i = 0; i < net.layers.size(); ++i) {
     LayerSpec l = net.layers[i];
@@ -46,7 +45,7 @@ void upgrade_position_embeddings(NetworkSpec& net, std::vector<NamedTensor>& par
     const std::string name = l.name;
     const std::string input = !l.inputs.empty() ? l.inputs[0] : i > 0 ? net.layers[i - 1].name : "";
     std::string table = name + "_table";
-    for (int k = 2; taken(table); ++k) table = name + "_table" + std::to_string(k);
+    for (int k = 2; names.count(table); ++k) table = name + "_table" + std::to_string(k);
     names.insert(table);
     renamed[name] = table;
     l.name = table;

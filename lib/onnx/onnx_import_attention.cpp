@@ -1,5 +1,5 @@
 // The importer's attention (onnx_importer.h), on the views of onnx_import_tokens.cpp: Q K^T
-// (times scalars; Q and K from one sequence or two: cross-attention), an Add of a causal mask,
+// (times scalars; Q and K from one sequence or two: cross-attention), an Add of a causal mask or of a bias (ScoreBias),
 // Softmax over the keys, times V, and the output projection. Queries, keys and values all
 // columns of projections of one token sequence, followed by an output projection, become one
 // selfAttention layer; any other attention (queries over another sequence's keys and values,
@@ -57,7 +57,7 @@ std::vector<int64_t> result_strides(const std::vector<int64_t>& leading, int64_t
 // before or after the scale), or a bias of one value per head and pair of tokens, (heads,
 // queries, keys) or (queries, keys) for every head (BEiT's relative position bias, gathered
 // from its table): selfAttention's ScoreBias.
-void Importer::causal_mask(const onnx::NodeProto& n, int vi, const View& v) {
+void Importer::scores_addend(const onnx::NodeProto& n, int vi, const View& v) {
   Source& s = sources_[static_cast<size_t>(v.source)];
   const onnx::TensorProto& t = *constant(n.input(1 - vi));
   const std::vector<int64_t> d = dims_of(t);

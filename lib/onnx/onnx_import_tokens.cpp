@@ -493,7 +493,7 @@ void Importer::view_scale(const onnx::NodeProto& n, int vi) {
 void Importer::view_add(const onnx::NodeProto& n, int vi) {
   const View v = views_.at(n.input(vi));
   Source& s = sources_[static_cast<size_t>(v.source)];
-  if (s.kind == Source::kScores) return causal_mask(n, vi, v);
+  if (s.kind == Source::kScores) return scores_addend(n, vi, v);
   std::vector<float> b = need_floats(n, 1 - vi, "bias");
   if (b.size() == 1) b.assign(static_cast<size_t>(s.cols), b[0]);
   const bool rows = row_dim(v, s.rows, s.cols) >= -1 && v.scale == 1;

@@ -373,7 +373,7 @@ class Importer {
   void view_add(const onnx::NodeProto& n, int vi);
   void view_scale(const onnx::NodeProto& n, int vi);
   void view_softmax(const onnx::NodeProto& n, const View& v);
-  void causal_mask(const onnx::NodeProto& n, int vi, const View& v);
+  void scores_addend(const onnx::NodeProto& n, int vi, const View& v);
   int operand_source(int source) const;
   void tokens_out(const onnx::NodeProto& n, const Value& t, bool seq_first);
   bool self_attention(int heads) const;
