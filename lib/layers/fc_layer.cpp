@@ -99,6 +99,7 @@ class FullyConnectedLayer final : public Layer {
   // Gemm (alpha, beta and transB folded in) or MatMul (a following Add of a constant becomes
   // the bias: lib/onnx/onnx_import.cpp).
   static void from_onnx(OnnxNodeReader& r) {
+    if (adaptive_pool_from_onnx(r)) return;
     const OnnxValue in = r.input(0, false, true);
     bool gemm = r.op() == "Gemm";
     if (in.channels_last) {

@@ -173,6 +173,12 @@ using OnnxImportFn = void (*)(OnnxNodeReader&);
 // fullyConnected's from_onnx hands such nodes to it (conv_layer.cpp).
 void pointwise_conv_from_onnx(OnnxNodeReader& r, const OnnxValue& in);
 
+// MatMul of an image (N, C, H, W) by a constant (W, Wo), or of a constant (Ho, H) by an image,
+// holding adaptive average pooling's weights (adaptive_pool_op.h): an adaptiveAveragePooling2d
+// of that one dimension (dltrain's own export of it). False, having added nothing, for any other
+// MatMul; fullyConnected's from_onnx asks it first (adaptive_pool_layer.cpp).
+bool adaptive_pool_from_onnx(OnnxNodeReader& r);
+
 // Layout permutations. (K, C, kh, kw) <-> (K, kh, kw, C):
 std::vector<float> oihw_to_ohwi(const std::vector<float>& w, int64_t k, int64_t c, int64_t kh, int64_t kw);
 std::vector<float> ohwi_to_oihw(const std::vector<float>& w, int64_t k, int64_t c, int64_t kh, int64_t kw);

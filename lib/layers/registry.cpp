@@ -30,8 +30,11 @@ const LayerType& max_unpooling_layer_type();
 const LayerType& average_pooling_layer_type();
 const LayerType& global_average_pooling_layer_type();
 const LayerType& global_max_pooling_layer_type();
+const LayerType& adaptive_average_pooling_layer_type();
 const LayerType& cross_channel_normalization_layer_type();
 const LayerType& dropout_layer_type();
+const LayerType& spatial_dropout_layer_type();
+const LayerType& flatten_layer_type();
 const LayerType& fully_connected_layer_type();
 const LayerType& softmax_layer_type();
 const LayerType& classification_layer_type();
@@ -60,6 +63,7 @@ const LayerType& attention_layer_type();
 const LayerType& window_attention_layer_type();
 const LayerType& indexing1d_layer_type();
 const LayerType& global_average_pooling1d_layer_type();
+const LayerType& global_max_pooling1d_layer_type();
 
 const std::vector<const LayerType*>& layer_registry() {
   static const std::vector<const LayerType*> kLayers = {
@@ -84,8 +88,11 @@ const std::vector<const LayerType*>& layer_registry() {
       &average_pooling_layer_type(),
       &global_average_pooling_layer_type(),
       &global_max_pooling_layer_type(),
+      &adaptive_average_pooling_layer_type(),
       &cross_channel_normalization_layer_type(),
       &dropout_layer_type(),
+      &spatial_dropout_layer_type(),
+      &flatten_layer_type(),
       &fully_connected_layer_type(),
       &softmax_layer_type(),
       &classification_layer_type(),
@@ -114,6 +121,7 @@ const std::vector<const LayerType*>& layer_registry() {
       &window_attention_layer_type(),
       &indexing1d_layer_type(),
       &global_average_pooling1d_layer_type(),
+      &global_max_pooling1d_layer_type(),
   };
   return kLayers;
 }

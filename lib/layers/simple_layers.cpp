@@ -1,4 +1,5 @@
-// Normalization and regularization layers: crossChannelNormalization, dropout and softmax.
+// Normalization and regularization layers: crossChannelNormalization, dropout, spatialDropout
+// and softmax.
 // Each is a thin wrapper over one backend op (the activations: activation_layers.cpp).
 #include <memory>
 
@@ -121,6 +122,64 @@ class DropoutLayer final : public Layer {
   Tensor mask_;  // (N, H, W, C): 0 or 1/(1-p)
 };
 
+// spatialDropout: MATLAB's spatialDropoutLayer (R2024a), dropout of whole channels: in
+// training each channel of each image is zeroed with Probability p (all its pixels or tokens
+// together) and the others scaled by 1 / (1 - p); the identity in inference. The mask (N, C)
+// comes from the dropout kernel (the same masks on every backend for a seed and iteration)
+// and multiplies the input with the multiplication layer's broadcast over the pixels.
+class SpatialDropoutLayer final : public Layer {
+ public:
+  explicit SpatialDropoutLayer(const LayerSpec& spec) : Layer(spec) {
+    p_ = spec_.get_double("Probability", 0.5);
+    if (p_ < 0 || p_ >= 1)
+      throw ConfigError(spec.where() + "option Probability must be in [0, 1), got " + std::to_string(p_));
+  }
+  Shape infer(const std::vector<Shape>& inputs) override {
+    expect_inputs(spec_, inputs, 1);
+    shape_ = inputs[0];
+    return shape_;
+  }
+  void setup(int64_t n, Backend& be) override {
+    be_ = &be;
+    d_ = ProductDesc{n, shape_[0] * shape_[1], shape_[2]};
+    const Shape s{n, 1, 1, shape_[2]};
+    for (Tensor* t : {&ones_, &mask_, &keep_}) {
+      if (!t->defined()) *t = Tensor(s, be.device());
+      t->resize(s);
+    }
+  }
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
+    if (!ctx.training || p_ == 0) {
+      be_->copy(*x[0], y);
+      return;
+    }
+    be_->fill(ones_, 1.f);
+    be_->dropout_forward(ones_, mask_, keep_, static_cast<float>(p_), ctx.seed, dropout_stream(name(), ctx.iteration));
+    be_->multiply({x[0], &mask_}, y, d_);
+  }
+  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext&) override {
+    if (!dx[0]) return;
+    if (p_ == 0)
+      be_->copy(dy, *dx[0]);
+    else
+      be_->multiply({&dy, &mask_}, *dx[0], d_);
+  }
+  bool stochastic() const override { return true; }
+  // Inference: the identity, so no ONNX node.
+  OnnxValue to_onnx(OnnxGraph&, const std::vector<OnnxValue>& inputs, const Shape&) const override {
+    return inputs.at(0);
+  }
+
+ private:
+  double p_;
+  Shape shape_;
+  ProductDesc d_;
+  Backend* be_ = nullptr;
+  Tensor ones_, keep_;  // (N, C): the dropout kernel's input and its own mask
+  Tensor mask_;         // (N, C): 0 or 1/(1-p) per channel of each image
+};
+
 class SoftmaxLayer final : public Layer {
  public:
   explicit SoftmaxLayer(const LayerSpec& spec) : Layer(spec) {}
@@ -200,6 +259,15 @@ const LayerType& dropout_layer_type() {
       [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<DropoutLayer>(s); },
       {"Dropout"},
       DropoutLayer::from_onnx};
+  return t;
+}
+
+const LayerType& spatial_dropout_layer_type() {
+  static const LayerType t{
+      "spatialDropout",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<SpatialDropoutLayer>(s); },
+      {},
+      nullptr};
   return t;
 }
 

@@ -1,9 +1,9 @@
 // The token layers of MATLAB's vision transformers (R2023b): patchEmbedding,
-// embeddingConcatenation, positionEmbedding, indexing1d and globalAveragePooling1d. A token
-// sequence is SCB (layers/data_format.h): (S, 1, C) per image, the same memory as (S, C), so
-// a patch grid becomes tokens without moving data (row-major) and per-token layers
-// (fullyConnected with OperationDimension channel, layerNormalization, the activations) run
-// on it as on pixels. The data movement of these layers is backend/token_ops.h's.
+// embeddingConcatenation, positionEmbedding, indexing1d, globalAveragePooling1d and
+// globalMaxPooling1d. A token sequence is SCB (layers/data_format.h): (S, 1, C) per image, the
+// same memory as (S, C), so a patch grid becomes tokens without moving data (row-major) and
+// per-token layers (fullyConnected with OperationDimension channel, layerNormalization, the
+// activations) run on it as on pixels. The data movement of these layers is backend/token_ops.h's.
 #include <algorithm>
 #include <cctype>
 #include <memory>
@@ -344,14 +344,14 @@ class Indexing1dLayer final : public Layer {
   Backend* be_ = nullptr;
 };
 
-// globalAveragePooling1d: the mean of each channel over the tokens: (S, 1, C) -> CB (1, 1, C).
-// PrefixTokens k (dltrain's own option; timm's num_prefix_tokens): the mean over the tokens after
-// the first k (a class token left out: BEiT's and DeiT III's global average pooling).
-class GlobalAveragePooling1dLayer final : public Layer {
+// globalAveragePooling1d / globalMaxPooling1d: the mean / the maximum of each channel over the
+// tokens: (S, 1, C) -> CB (1, 1, C). PrefixTokens k (dltrain's own option; timm's
+// num_prefix_tokens): over the tokens after the first k (a class token left out: BEiT's and
+// DeiT III's global average pooling).
+template <PoolKind kKind>
+class GlobalPooling1dLayer final : public Layer {
  public:
-  explicit GlobalAveragePooling1dLayer(const LayerSpec& spec) : Layer(spec) {
-    prefix_ = spec_.get_int("PrefixTokens", 0, 0);
-  }
+  explicit GlobalPooling1dLayer(const LayerSpec& spec) : Layer(spec) { prefix_ = spec_.get_int("PrefixTokens", 0, 0); }
 
   bool takes(DataFormat f) const override { return is_tokens(f); }
   DataFormat output_format() const override { return DataFormat::kCB; }
@@ -362,7 +362,7 @@ class GlobalAveragePooling1dLayer final : public Layer {
     c_ = inputs[0][2];
     if (prefix_ >= s_)
       shape_error(spec_, "PrefixTokens " + std::to_string(prefix_) + " leaves none of the " + std::to_string(s_) +
-                             " tokens to average");
+                             " tokens to pool");
     return Shape{1, 1, c_};
   }
 
@@ -373,7 +373,7 @@ class GlobalAveragePooling1dLayer final : public Layer {
     d.h = d.kh = s_ - prefix_;
     d.w = d.kw = 1;
     d.c = c_;
-    d.kind = PoolKind::kAverage;
+    d.kind = kKind;
     pool_ = be.make(d);
     if (prefix_ == 0) return;
     crop_.n = n;
@@ -400,7 +400,8 @@ class GlobalAveragePooling1dLayer final : public Layer {
   }
   int64_t flops_per_image() const override { return (s_ - prefix_) * c_; }
 
-  // ReduceMean over the tokens (axis 1): (N, C); after a Slice of the tokens from PrefixTokens on.
+  // ReduceMean / ReduceMax over the tokens (axis 1): (N, C); after a Slice of the tokens from
+  // PrefixTokens on.
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
     const std::string& n = name();
     std::string x = inputs.at(0).name;
@@ -411,7 +412,8 @@ class GlobalAveragePooling1dLayer final : public Layer {
       g.add_node("Slice", n + "_tokens", {x, n + "_start", n + "_end", n + "_axis"}, n + "_rest");
       x = n + "_rest";
     }
-    g.add_node("ReduceMean", n, {x}, n, {OnnxAttr("axes", std::vector<int64_t>{1}), OnnxAttr("keepdims", int64_t{0})});
+    g.add_node(kKind == PoolKind::kMax ? "ReduceMax" : "ReduceMean", n, {x}, n,
+               {OnnxAttr("axes", std::vector<int64_t>{1}), OnnxAttr("keepdims", int64_t{0})});
     return OnnxValue{n, out, true};
   }
 
@@ -440,7 +442,10 @@ const LayerType& embedding_concatenation_layer_type() {
 const LayerType& position_embedding_layer_type() { return type_of<PositionEmbeddingLayer>("positionEmbedding"); }
 const LayerType& indexing1d_layer_type() { return type_of<Indexing1dLayer>("indexing1d"); }
 const LayerType& global_average_pooling1d_layer_type() {
-  return type_of<GlobalAveragePooling1dLayer>("globalAveragePooling1d");
+  return type_of<GlobalPooling1dLayer<PoolKind::kAverage>>("globalAveragePooling1d");
+}
+const LayerType& global_max_pooling1d_layer_type() {
+  return type_of<GlobalPooling1dLayer<PoolKind::kMax>>("globalMaxPooling1d");
 }
 
 }  // namespace dlt

@@ -124,9 +124,12 @@ class NodeReader final : public OnnxNodeReader {
 
 void Importer::read_layer(const LayerType& type, const onnx::NodeProto& n) {
   NodeReader r(*this, n);
+  const size_t params = m_.params.size();
   type.from_onnx(r);
-  // MatMul has no bias input: a following Add of a constant is its bias (matmul_bias).
-  if (const std::string& op = n.op_type(); op == "MatMul") matmul_bias_[n.output(0)] = m_.params.size() - 1;
+  // MatMul has no bias input: a following Add of a constant is its bias (matmul_bias), when it
+  // made a layer with one (not an adaptive pooling's averaging MatMul).
+  if (const std::string& op = n.op_type(); op == "MatMul" && m_.params.size() > params)
+    matmul_bias_[n.output(0)] = m_.params.size() - 1;
 }
 
 }  // namespace onnx_detail

@@ -2,6 +2,8 @@
 // - Shape of a computed value and the integer arithmetic on it, folded to constants
 //   (onnx_import_fold.h), so that Reshape reads a constant target;
 // - Flatten / Reshape / Squeeze / Unsqueeze between (N, C, H, W), (N, C*H*W) and (N, C, 1, 1);
+//   a Flatten (or a Reshape to (N, K)) of a channels-last image or a Flatten of tokens: a flatten
+//   layer (their order is dltrain's);
 // - Transpose (0, 2, 3, 1) to channels-last and (0, 3, 1, 2) back (the same layers, a flag);
 // - ShuffleNet's Reshape (N, G, C/G, H, W) -> Transpose (0, 2, 1, 3, 4) -> Reshape as one
 //   channelShuffle layer;
@@ -295,8 +297,11 @@ void Importer::reshape(const onnx::NodeProto& n) {
     const int64_t rank = v.flat ? 2 : 4;
     if (axis < 0) axis += rank;
     if (axis != 1) fail(n, "only Flatten with axis 1 (keep the batch dimension) is supported");
-    if (v.channels_last && h * w > 1)
-      fail(n, "flattens a channels-last (N, H, W, C) value; transpose it back to (N, C, H, W) first");
+    if ((v.channels_last || v.tokens) && h * w > 1) {
+      // (N, H, W, C) or tokens (N, S, C) flattened hold dltrain's memory order: its flatten layer
+      LayerSpec& s = add_layer("flatten", unique_name(n), {v.name});
+      return set_out(n, Value{s.name, Shape{1, 1, v.shape.numel()}, true});
+    }
     v.flat = true;
     v.channels_last = false;
     return set_out(n, v);
@@ -375,8 +380,13 @@ void Importer::reshape_to(const onnx::NodeProto& n, const Value& v, const std::v
     fail(n, "reshapes " + std::to_string(numel) + " values per image to " + ints_str(target) + supported);
   const std::vector<int64_t> rest(t.begin() + 1, t.end());
   Value out = v;
+  if (v.channels_last && h * w > 1 && rest.size() == 1) {  // flattened in dltrain's order: its flatten layer
+    LayerSpec& s = add_layer("flatten", unique_name(n), {v.name});
+    return set_out(n, Value{s.name, Shape{1, 1, numel}, true});
+  }
   if (v.channels_last && h * w > 1)
-    fail(n, "reshapes a channels-last (N, H, W, C) value; transpose it back to (N, C, H, W) first");
+    fail(n, "reshapes a channels-last (N, H, W, C) value to " + ints_str(target) +
+                "; dltrain reads it flattened to (N, H*W*C), or transposed back to (N, C, H, W) first");
   out.channels_last = false;
   if (rest.size() == 1) {  // (N, K)
     out.flat = true;

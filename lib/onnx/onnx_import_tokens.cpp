@@ -232,18 +232,19 @@ bool Importer::token_node(const onnx::NodeProto& n) {
     token_index(n, value(n, 0));
     return true;
   }
-  if (op == "ReduceMean" && view0) {  // the tokens after the first k (a Slice): PrefixTokens k
+  const bool reduce = op == "ReduceMean" || op == "ReduceMax";
+  if (reduce && view0) {  // the tokens after the first k (a Slice): PrefixTokens k
     const View& v = views_.at(n.input(0));
     const Source& s = sources_[static_cast<size_t>(v.source)];
     const int64_t k = s.cols > 0 ? v.offset / s.cols : 0;
     if (s.kind == Source::kTokens && v.scale == 1 && v.offset == k * s.cols && k > 0 && k < s.rows &&
         v.dims == std::vector<int64_t>{1, s.rows - k, s.cols} && v.strides[1] == s.cols && v.strides[2] == 1) {
-      token_mean(n, s.tokens, false, k);
+      token_pool(n, s.tokens, false, k);
       return true;
     }
   }
-  if (op == "ReduceMean" && (is_tokens(0) || view0)) {
-    token_mean(n, value(n, 0));
+  if (reduce && (is_tokens(0) || view0)) {
+    token_pool(n, value(n, 0));
     return true;
   }
   if ((op == "Mul" || op == "Div") && n.input_size() == 2 && (view0 || view1) &&
@@ -273,6 +274,20 @@ bool Importer::token_node(const onnx::NodeProto& n) {
         (tg[0] == 1 || tg[0] == -1 || tg[0] == 0 || tg[0] == kBatchDim) && tg[1] == t.shape[0] && tg[2] == t.shape[1] &&
         (tg[3] == v.dims.back() || tg[3] == -1)) {
       set_out(n, value(n, 0, false, false, true));
+      return true;
+    }
+  }
+  // Tokens (1, S, C) reshaped to (1, S*C): flattened in dltrain's order, its flatten layer.
+  if (op == "Reshape" && (view0 || is_tokens(0)) && n.input_size() > 1 && constant(n.input(1))) {
+    const View v = view_of(n, 0);
+    const auto tg = ints_of(*constant(n.input(1)), path_ + ": node '" + node_name(n) + "'");
+    const int64_t k = v.dims.size() == 3 ? v.dims[1] * v.dims[2] : 0;
+    if (reads_as_tokens(v) && v.dims[1] > 1 && tg.size() == 2 &&
+        (tg[0] == 1 || tg[0] == 0 || tg[0] == -1 || tg[0] == kBatchDim) &&
+        (tg[1] == k || (tg[1] == -1 && tg[0] != -1))) {
+      const Value t = value(n, 0);
+      LayerSpec& spec = add_layer("flatten", unique_name(n), {t.name});
+      set_out(n, Value{spec.name, Shape{1, 1, k}, true});
       return true;
     }
   }
@@ -646,21 +661,23 @@ void Importer::token_index(const onnx::NodeProto& n, const Value& v) {
   set_out(n, Value{spec.name, Shape{1, 1, v.shape[2]}, true});
 }
 
-// ReduceMean over the tokens (axis 1, keepdims 0): globalAveragePooling1d; of a channels-last
-// image flattened to (1, H*W, C) (EfficientFormer's head), globalAveragePooling2d of the image.
-void Importer::token_mean(const onnx::NodeProto& n, const Value& v, bool flat_image, int64_t prefix) {
+// ReduceMean / ReduceMax over the tokens (axis 1, keepdims 0): globalAveragePooling1d /
+// globalMaxPooling1d; of a channels-last image flattened to (1, H*W, C) (EfficientFormer's
+// head), globalAveragePooling2d / globalMaxPooling2d of the image.
+void Importer::token_pool(const onnx::NodeProto& n, const Value& v, bool flat_image, int64_t prefix) {
+  const bool max = n.op_type() == "ReduceMax";
   std::vector<int64_t> axes = attr_ints(n, "axes", {});
   if (opset_ >= 18 && n.input_size() > 1 && !n.input(1).empty())
     axes = ints_of(need_const(n, 1, "axes"), path_ + ": node '" + node_name(n) + "'");
+  const std::string type = std::string(max ? "globalMaxPooling" : "globalAveragePooling") + (flat_image ? "2d" : "1d");
   if ((axes != std::vector<int64_t>{1} && axes != std::vector<int64_t>{-2}) || attr_int(n, "keepdims", 1) != 0)
-    fail(n, "averages tokens over axes " + ints_str(axes) + " with keepdims " +
-                std::to_string(attr_int(n, "keepdims", 1)) +
-                "; dltrain reads the mean over the tokens (axis 1, keepdims 0): " +
-                (flat_image ? "globalAveragePooling2d of the image" : "globalAveragePooling1d"));
-  LayerSpec& spec =
-      add_layer(flat_image ? "globalAveragePooling2d" : "globalAveragePooling1d", unique_name(n), {v.name});
+    fail(n, std::string(max ? "takes the maximum of" : "averages") + " tokens over axes " + ints_str(axes) +
+                " with keepdims " + std::to_string(attr_int(n, "keepdims", 1)) + "; dltrain reads the " +
+                (max ? "maximum" : "mean") + " over the tokens (axis 1, keepdims 0): " + type +
+                (flat_image ? " of the image" : ""));
+  LayerSpec& spec = add_layer(type, unique_name(n), {v.name});
   if (prefix > 0) spec.set("PrefixTokens", std::to_string(prefix));
-  last_layer_op_ = "ReduceMean";
+  last_layer_op_ = n.op_type();
   set_out(n, Value{spec.name, Shape{1, 1, v.shape[2]}, true});  // (N, C)
 }
 

@@ -228,8 +228,8 @@ const Importer::Partition* Importer::partition_of_inputs(const onnx::NodeProto& 
   static const std::set<std::string> per_token{"LayerNormalization", "MatMul", "Add",       "Gelu",    "Relu",
                                                "Sigmoid",            "Swish",  "HardSwish", "Mul",     "Dropout",
                                                "Identity",           "Reshape", "Transpose", "Shape",   "Pow"};
-  // The mean over all tokens of a flat image (EfficientFormer's head) ends its partition.
-  const bool flat_mean = p->flat && n.op_type() == "ReduceMean";
+  // The mean or maximum over all tokens of a flat image (EfficientFormer's head) ends its partition.
+  const bool flat_mean = p->flat && (n.op_type() == "ReduceMean" || n.op_type() == "ReduceMax");
   if ((!per_token.count(n.op_type()) && !flat_mean) || untagged)
     fail(n, "reads " +
                 std::string(p->flat  ? "a channels-last image flattened to (1, H*W, C)"
@@ -601,8 +601,8 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
       set_out(n, v);  // the channels-last image again
       return true;
     }
-    if (op == "ReduceMean") {  // the mean over the tokens: over the image's pixels
-      token_mean(n, v, true);
+    if (op == "ReduceMean" || op == "ReduceMax") {  // over the tokens: over the image's pixels
+      token_pool(n, v, true);
       return true;
     }
     if (op == "MatMul" && n.input_size() == 2 && constant(n.input(1)) && feeds_reshape(n.output(0), 4) &&

@@ -385,8 +385,8 @@ class Importer {
   void class_token(const onnx::NodeProto& n);
   void position_table(const onnx::NodeProto& n, int vi);
   void token_index(const onnx::NodeProto& n, const Value& v);
-  // prefix: the mean over the tokens after the first `prefix` (globalAveragePooling1d PrefixTokens).
-  void token_mean(const onnx::NodeProto& n, const Value& v, bool flat_image = false, int64_t prefix = 0);
+  // prefix: over the tokens after the first `prefix` (globalAveragePooling1d PrefixTokens).
+  void token_pool(const onnx::NodeProto& n, const Value& v, bool flat_image = false, int64_t prefix = 0);
   bool float_fold(const onnx::NodeProto& n);
 
   // ---- Swin's window attention and patch merging (onnx_import_window.cpp).

@@ -307,6 +307,30 @@ def tiny_models():
                     mod.weight.uniform_(-0.5, 0.8)
         return m
 
+    def flatten_max():
+        # MATLAB's flattenLayer and globalMaxPooling1dLayer as PyTorch writes them: a channels-last
+        # image flattened (Keras' order: permute to (N, H, W, C), flatten(1)) into a Linear, and
+        # patch tokens (a strided Conv, flatten(2).transpose(1, 2)) through a per-token Linear,
+        # their maximum over the tokens (amax(1)) and all of them flattened (flatten(1))
+        import torch
+
+        class FlattenMax(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 6, 3, stride=4, padding=1)
+                self.patch = nn.Conv2d(3, 8, 8, stride=8)
+                self.token = nn.Linear(8, 8)
+                self.fc_image = nn.Linear(8 * 8 * 6, 10)
+                self.fc_max = nn.Linear(8, 10)
+                self.fc_tokens = nn.Linear(16 * 8, 10)
+
+            def forward(self, x):
+                image = torch.relu(self.conv(x)).permute(0, 2, 3, 1).flatten(1)
+                tokens = torch.nn.functional.gelu(self.token(self.patch(x).flatten(2).transpose(1, 2)))
+                return self.fc_image(image) + self.fc_max(tokens.amax(1)) + self.fc_tokens(tokens.flatten(1))
+
+        return FlattenMax()
+
     def timm_net(make):
         # timm's own classes, shrunk (timm is in the zoo venv): LayerScale's gammas (and MetaFormer's
         # layer and residual scales) drawn around 1, where their 1e-5 start would hide how the
@@ -578,7 +602,8 @@ def tiny_models():
             "convnext": convnext_tiny, "densenet": densenet_tiny, "mnasnet": mnasnet_tiny,
             "resnet_basic": resnet_basic, "resnext_bottleneck": resnext_bottleneck, "vit": vit_tiny,
             "vit_timm": vit_timm, "deit_distilled": deit_distilled, "cross_attention": cross_attention,
-            "group_norm": group_norm, "prelu": prelu, "swin": swin_tiny, "swin_v2": swin_v2_tiny,
+            "group_norm": group_norm, "prelu": prelu, "flatten_max": flatten_max, "swin": swin_tiny,
+            "swin_v2": swin_v2_tiny,
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
             "mobilevit": mobilevit, "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm, "pvt_v2_timm": pvt_v2_timm, "beit_timm": beit_timm,

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/adaptive_pool_op.h"
 #include "backend/attention_op.h"
 #include "backend/depth_to_space_op.h"
 #include "backend/kernel_kinds.h"
@@ -312,6 +313,15 @@ inline GradientRow depth_to_space(std::string name, DepthToSpaceDesc d) {
       [d](const std::vector<Vec>&, const Vec& dy) { return std::vector<Vec>{ref::depth_to_space_backward(d, dy)}; }};
 }
 
+inline GradientRow adaptive_pool(std::string name, AdaptivePoolDesc d) {
+  Rng rng(53);
+  return {"adaptive_average_pool " + name,
+          AdaptivePoolDesc::kOp,
+          {random_vec(d.in_numel(), rng)},
+          [d](const std::vector<Vec>& in) { return ref::adaptive_pool_forward(d, in[0]); },
+          [d](const std::vector<Vec>&, const Vec& dy) { return std::vector<Vec>{ref::adaptive_pool_backward(d, dy)}; }};
+}
+
 inline GradientRow resize(std::string name, ResizeDesc d) {
   Rng rng(131);
   return {"resize " + name,
@@ -530,6 +540,7 @@ inline std::vector<GradientRow> gradient_rows() {
   rows.push_back(unpool("2x2/2", u));
   rows.push_back(depth_to_space("DCR 2x3", {2, 3, 2, 12, 2, 3, false}));
   rows.push_back(depth_to_space("CRD 2", {2, 2, 3, 8, 2, 2, true}));
+  rows.push_back(adaptive_pool("5x7 -> 3x4", {2, 5, 7, 2, 3, 4}));
   rows.push_back(resize("bilinear 3x4 -> 5x7", ref::resize_desc(2, 3, 4, 2, 5, 7, true, true, false)));
   rows.push_back(resize("nearest 4x3 -> 2x5, floor", ref::resize_desc(2, 4, 3, 2, 2, 5, false, false, true)));
   rows.push_back(batch_broadcast("3 rows of 4", {3, 4}));

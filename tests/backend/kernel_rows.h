@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/adaptive_pool_op.h"
 #include "backend/backend.h"
 #include "backend/depth_to_space_op.h"
 #include "backend/dropout_hash.h"
@@ -311,6 +312,23 @@ inline AgreementRow depth_to_space_row(std::string name, DepthToSpaceDesc d) {
           }};
 }
 
+// Adaptive average pooling, forward and backward, against the double reference.
+inline AgreementRow adaptive_pool_row(std::string name, AdaptivePoolDesc d) {
+  return {"adaptive_average_pool " + name, {AdaptivePoolDesc::kOp}, [d](Backend& be, double tol) {
+            Rng rng(53);
+            const Vec x = random_vec(d.in_numel(), rng), dy = random_vec(d.out_numel(), rng);
+            auto op = be.make(d);
+            const Shape xs{d.n, d.h, d.w, d.c}, ys{d.n, d.out_h, d.out_w, d.c};
+            Tensor y(ys, be.device()), dx(xs, be.device());
+            be.fill(y, 7.f);  // every value must be written
+            be.fill(dx, 7.f);
+            op->forward(on_device(x, xs, be), y);
+            check_close("adaptive_average_pool", y, ref::adaptive_pool_forward(d, x), tol);
+            op->backward(on_device(dy, ys, be), dx);
+            check_close("adaptive_average_pool backward", dx, ref::adaptive_pool_backward(d, dy), tol);
+          }};
+}
+
 // Resize, forward and backward, against the double reference (nearest forward: exact).
 inline AgreementRow resize_row(std::string name, ResizeDesc d) {
   return {"resize " + name, {ResizeDesc::kOp}, [d](Backend& be, double tol) {
@@ -456,6 +474,10 @@ inline std::vector<AgreementRow> kernel_rows() {
   rows.push_back(depth_to_space_row("DCR block 2x3, 2x3x4x12", {2, 3, 4, 12, 2, 3, false}));
   rows.push_back(depth_to_space_row("CRD block 3x2, 2x2x3x30", {2, 2, 3, 30, 3, 2, true}));
   rows.push_back(depth_to_space_row("DCR block 2, 2x40x40x64 (over 200k values)", {2, 40, 40, 64, 2, 2, false}));
+  rows.push_back(adaptive_pool_row("5x7 -> 3x4 (overlapping regions)", {2, 5, 7, 3, 3, 4}));
+  rows.push_back(adaptive_pool_row("8x6 -> 4x3 (regions of 2x2)", {2, 8, 6, 5, 4, 3}));
+  rows.push_back(adaptive_pool_row("3x2 -> 5x4 (larger than the input)", {1, 3, 2, 4, 5, 4}));
+  rows.push_back(adaptive_pool_row("2x13x11x64 -> 7x7 (over 18k values)", {2, 13, 11, 64, 7, 7}));
   rows.push_back(resize_row("nearest x2, asymmetric floor (PyTorch's nearest)",
                             ref::resize_desc(2, 3, 5, 4, 6, 10, false, false, true)));
   rows.push_back(

@@ -154,6 +154,13 @@ TEST_CASE("gpu network: group and instance normalization, prelu", "[gpu][net]") 
   check_forward_backward(p, 1, 5);  // one image: the statistics are per image anyway
 }
 
+TEST_CASE("gpu network: flatten, spatial dropout, global max pooling over tokens, adaptive average pooling",
+          "[gpu][net]") {
+  NetworkPair p = network_pair(config_network_file("tests/data/layers/flatten_pool.yaml"), 6);
+  check_forward_backward(p, 5, 4);
+  check_forward_backward(p, 1, 5);
+}
+
 namespace {
 
 // Inference on shared buffers (Network::set_inference_reuse; off by default on a GPU until

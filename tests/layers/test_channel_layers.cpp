@@ -1,7 +1,10 @@
-// channelShuffle, channelSlice and globalMaxPooling2d on the CPU: output shapes, option and
-// shape errors, hand-computed values (torchvision's channel_shuffle order), and where max
-// pooling's gradient goes when several values tie for the maximum.
+// channelShuffle, channelSlice, globalMaxPooling2d / globalMaxPooling1d, flatten, spatialDropout
+// and adaptiveAveragePooling2d on the CPU: output shapes, option and shape errors, hand-computed values
+// (torchvision's channel_shuffle order, flatten's memory order), where max pooling's gradient
+// goes when several values tie for the maximum, and spatial dropout's whole-channel masks.
 #include <catch2/catch.hpp>
+
+#include <cmath>
 
 #include "backend/backend.h"
 #include "layers/layer.h"
@@ -94,6 +97,116 @@ TEST_CASE("globalMaxPooling2d: 1x1xC, the gradient to the first maximum on ties"
   want[2 * 2] = 10;
   want[1] = 20;
   CHECK(r.dx == want);
+}
+
+TEST_CASE("globalMaxPooling1d: the maximum over the tokens, after PrefixTokens; errors", "[layers]") {
+  CHECK(out_shape("globalMaxPooling1d", {}, Shape{6, 1, 4}) == Shape{1, 1, 4});
+  // 4 tokens of 2 channels; token 0 (a class token) holds the largest values.
+  const Vec x{9, 9, 1, -3, 2, -2, 2, -5};
+  Run all = run_layer(layer_spec("globalMaxPooling1d", {}), Shape{4, 1, 2}, x, {10, 20});
+  CHECK(all.y == Vec{9, 9});
+  CHECK(all.dx == Vec{10, 20, 0, 0, 0, 0, 0, 0});
+  // After the first token: channel 0 ties at tokens 2 and 3 (the first takes the gradient).
+  Run rest = run_layer(layer_spec("globalMaxPooling1d", {"PrefixTokens=1"}), Shape{4, 1, 2}, x, {10, 20});
+  CHECK(rest.y == Vec{2, -2});
+  CHECK(rest.dx == Vec{0, 0, 0, 0, 10, 20, 0, 0});
+  CHECK_THROWS_WITH(out_shape("globalMaxPooling1d", {"PrefixTokens=4"}, Shape{4, 1, 2}),
+                    Catch::Contains("PrefixTokens 4 leaves none of the 4 tokens to pool"));
+  CHECK_THROWS_WITH(make_layer(layer_spec("globalMaxPooling1d", {"PrefixTokens=-1"})), Catch::Contains("PrefixTokens"));
+}
+
+TEST_CASE("flatten: an image or tokens as one vector in memory order; a vector as it is", "[layers]") {
+  CHECK(out_shape("flatten", {}, Shape{3, 2, 5}) == Shape{1, 1, 30});
+  CHECK(out_shape("flatten", {}, Shape{7, 1, 4}) == Shape{1, 1, 28});
+  CHECK(out_shape("flatten", {}, Shape{1, 1, 9}) == Shape{1, 1, 9});
+  auto l = make_layer(layer_spec("flatten", {}));
+  l->set_input_formats({DataFormat::kSSCB});
+  CHECK(l->output_format() == DataFormat::kCB);
+  Vec x(12), dy(12);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = 0.5 * static_cast<double>(i) - 2;  // (h, w, c) with c fastest: PyTorch's permute(0, 2, 3, 1).flatten(1)
+    dy[i] = static_cast<double>(i * i);
+  }
+  Run r = run_layer(layer_spec("flatten", {}), Shape{2, 3, 2}, x, dy);
+  CHECK(r.y == x);
+  CHECK(r.dx == dy);
+}
+
+TEST_CASE("spatialDropout: whole channels of each image dropped, the rest scaled; inference passes", "[layers]") {
+  Backend& be = backend_for(Device::cpu());
+  const double p = 0.25;
+  const int64_t n = 8, h = 3, w = 2, c = 16;
+  auto l = make_layer(layer_spec("spatialDropout", {"Probability=0.25"}, "sd"));
+  REQUIRE(l->infer({Shape{h, w, c}}) == Shape{h, w, c});
+  l->setup(n, be);
+  Rng rng(3);
+  const Vec xv = random_vec(n * h * w * c, rng, 0.5, 1.5);  // never 0: a 0 out is a dropped value
+  const Tensor x = to_tensor(xv, Shape{n, h, w, c});
+  Tensor y(x.shape()), y2(x.shape()), dx(x.shape());
+  const RunContext train{true, 5, 3};
+  l->forward({&x}, y, train);
+  const Vec out = to_vec(y);
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const int64_t first = (i * h * w) * c + ch;
+      const bool drop = out[static_cast<size_t>(first)] == 0;
+      dropped += drop;
+      for (int64_t px = 0; px < h * w; ++px) {
+        const size_t k = static_cast<size_t>((i * h * w + px) * c + ch);
+        INFO("image " << i << ", channel " << ch << ", pixel " << px);
+        CHECK(out[k] == Approx(drop ? 0.0 : xv[k] / (1 - p)).margin(1e-6));
+      }
+    }
+  // 128 channels at p 0.25: 32 expected; [14, 50] holds with a probability above 0.999.
+  CHECK(dropped >= 14);
+  CHECK(dropped <= 50);
+  // The same mask for the same seed and iteration; the gradient goes through that mask.
+  l->forward({&x}, y2, train);
+  CHECK(to_vec(y2) == out);
+  Tensor dy = to_tensor(Vec(xv.size(), 2.0), x.shape());
+  l->backward({&x}, y, dy, {&dx}, train);
+  const Vec g = to_vec(dx);
+  for (size_t k = 0; k < g.size(); ++k) CHECK(g[k] == Approx(out[k] == 0 ? 0.0 : 2 / (1 - p)));
+  // Another iteration draws another mask; inference is the identity.
+  l->forward({&x}, y2, RunContext{true, 5, 4});
+  CHECK(to_vec(y2) != out);
+  l->forward({&x}, y2, RunContext{false, 5, 3});
+  CHECK(to_vec(y2) == xv);
+  CHECK_THROWS_WITH(make_layer(layer_spec("spatialDropout", {"Probability=1"})),
+                    Catch::Contains("option Probability must be in [0, 1), got 1"));
+}
+
+// PyTorch 2.15's AdaptiveAvgPool2d((3, 4)) of x[c, h, w] = (7 h + w)^1.5 / 10 + 100 c (5x7, two
+// channels), and its input gradient for dy = 0, 1, ..., 11 over the 3x4 outputs of channel 0.
+TEST_CASE("adaptiveAveragePooling2d: PyTorch's AdaptiveAvgPool2d values and gradient; options", "[layers]") {
+  CHECK(out_shape("adaptiveAveragePooling2d", {"OutputSize=7"}, Shape{13, 9, 5}) == Shape{7, 7, 5});
+  CHECK(out_shape("adaptiveAveragePooling2d", {"OutputSize=[3,4]"}, Shape{5, 7, 2}) == Shape{3, 4, 2});
+  Vec x(5 * 7 * 2), dy(3 * 4 * 2, 0.0);
+  for (int h = 0; h < 5; ++h)
+    for (int w = 0; w < 7; ++w)
+      for (int c = 0; c < 2; ++c) x[static_cast<size_t>((h * 7 + w) * 2 + c)] = std::pow(7 * h + w, 1.5) / 10 + 100 * c;
+  for (int k = 0; k < 12; ++k) dy[static_cast<size_t>(2 * k)] = k;
+  const Run r = run_layer(layer_spec("adaptiveAveragePooling2d", {"OutputSize=[3,4]"}), Shape{5, 7, 2}, x, dy);
+  const Vec torch_y{1.053691864, 1.504579544, 2.234189272,  2.857966661,  5.850814819,  6.716739178,
+                    7.934492111, 8.892897606, 12.593876839, 13.735934258, 15.305676460, 16.517337799};
+  const Vec torch_dx{0.000000000, 0.166666672, 0.166666672, 0.500000000, 0.333333343, 1.083333373, 0.750000000,
+                     0.666666687, 1.388888836, 0.722222209, 1.722222328, 1.000000000, 2.916666508, 1.916666627,
+                     0.666666687, 1.222222209, 0.555555522, 1.222222209, 0.666666687, 1.833333254, 1.166666627,
+                     2.666666746, 4.722222328, 2.055555582, 4.388888836, 2.333333254, 6.250000000, 3.916666508,
+                     2.000000000, 3.500000000, 1.500000000, 3.166666508, 1.666666627, 4.416666508, 2.750000000};
+  for (size_t k = 0; k < 12; ++k) {
+    CHECK(r.y[2 * k] == Approx(torch_y[k]).epsilon(1e-6));
+    CHECK(r.y[2 * k + 1] == Approx(torch_y[k] + 100).epsilon(1e-6));
+  }
+  for (size_t k = 0; k < 35; ++k) {
+    CHECK(r.dx[2 * k] == Approx(torch_dx[k]).epsilon(1e-6));
+    CHECK(r.dx[2 * k + 1] == 0);
+  }
+  CHECK_THROWS_WITH(make_layer(layer_spec("adaptiveAveragePooling2d", {})),
+                    Catch::Contains("option OutputSize is required"));
+  CHECK_THROWS_WITH(make_layer(layer_spec("adaptiveAveragePooling2d", {"OutputSize=[3,0]"})),
+                    Catch::Contains("OutputSize"));
 }
 
 TEST_CASE("resize2d: PyTorch's interpolate values; its options and sizes", "[layers]") {

@@ -204,6 +204,27 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("gradients: globalMaxPooling1d, flatten, spatialDropout", "[layers][grad]") {
+  GradCheckOptions o;
+  SECTION("globalMaxPooling1d, over all tokens and after PrefixTokens 2") {
+    expect_ok(check_layer(layer_spec("globalMaxPooling1d", {}), {Shape{5, 1, 4}}, o));
+    expect_ok(check_layer(layer_spec("globalMaxPooling1d", {"PrefixTokens=2"}), {Shape{5, 1, 4}}, o));
+  }
+  SECTION("flatten of an image and of tokens") {
+    expect_ok(check_layer(layer_spec("flatten", {}), {Shape{3, 2, 4}}, o));
+    expect_ok(check_layer(layer_spec("flatten", {}), {Shape{5, 1, 3}}, o));
+  }
+  SECTION("spatialDropout") {
+    expect_ok(check_layer(layer_spec("spatialDropout", {"Probability=0.4"}), {Shape{3, 3, 6}}, o));
+  }
+  SECTION("with adaptiveAveragePooling2d in a network (tests/data/layers/flatten_pool.yaml)") {
+    o.step = 1e-3;  // small enough that no token's maximum changes hands
+    expect_ok(
+        check_network(load_config(std::string(DLT_SOURCE_DIR) + "/tests/data/layers/flatten_pool.yaml").network, o),
+        30);
+  }
+}
+
 // DeiT reads its distillation token, the second: Index 2 (dltrain's own; MATLAB has first and last).
 TEST_CASE("indexing1d: Index picks the first, the last or the numbered token; past the sequence is refused",
           "[layers]") {
@@ -280,6 +301,8 @@ TEST_CASE("gradients: pooling", "[layers][grad]") {
   expect_ok(check_layer(layer_spec("globalAveragePooling2d", {}), {Shape{4, 3, 5}}, o));
   expect_ok(check_layer(layer_spec("globalMaxPooling2d", {}), {Shape{4, 3, 5}}, o));
   expect_ok(check_layer(layer_spec("globalMaxPooling2d", {}), {Shape{7, 6, 3}}, o));
+  expect_ok(check_layer(layer_spec("adaptiveAveragePooling2d", {"OutputSize=[3,4]"}), {Shape{5, 7, 2}}, o));
+  expect_ok(check_layer(layer_spec("adaptiveAveragePooling2d", {"OutputSize=2"}), {Shape{6, 4, 3}}, o));
 }
 
 TEST_CASE("gradients: channelShuffle and channelSlice", "[layers][grad]") {

@@ -460,11 +460,31 @@ TEST_CASE("onnx forms: channels-last values are refused where a layer reads (N, 
               g.output("u");
             }),
             "node 'odd' (Transpose): transposes an image with perm [0, 1, 3, 2]"));
-  CHECK(has(error_of([](OnnxBuilder& g) {
-              g.node("Flatten", {"t"}, {"f"}, "flatten");
-              g.output("f");
-            }),
-            "node 'flatten' (Flatten): flattens a channels-last (N, H, W, C) value"));
+}
+
+// A channels-last value flattened holds dltrain's own order (Keras' Flatten, PyTorch's
+// x.permute(0, 2, 3, 1).flatten(1)): a flatten layer, whose 12 values feed the classifier in that
+// order.
+TEST_CASE("onnx forms: Flatten of a channels-last value is a flatten layer in (H, W, C) order", "[onnx]") {
+  OnnxBuilder g({1, 3, 2, 2});
+  OnnxBuilder::attr(g.node("Transpose", {"x"}, {"t"}), "perm", std::vector<int64_t>{0, 2, 3, 1});
+  g.node("Flatten", {"t"}, {"f"}, "flatten");
+  const std::vector<float> head = values(24, 4);
+  g.floats("head", {12, 2}, head);
+  g.node("MatMul", {"f", "head"}, {"logits"});
+  OnnxBuilder::attr(g.node("Softmax", {"logits"}, {"prob"}), "axis", int64_t{1});
+  g.output("prob");
+  const ModelData m = test::imported(g);
+  REQUIRE(test::layer_of_type(m, "flatten"));
+  const std::vector<float> x = values(12, 9);  // NHWC: the order the flattened values keep
+  double logit[2] = {0, 0};
+  for (size_t i = 0; i < 12; ++i)
+    for (size_t k = 0; k < 2; ++k) logit[k] += static_cast<double>(x[i]) * head[i * 2 + k];
+  const double p0 = 1 / (1 + std::exp(logit[1] - logit[0]));
+  const std::vector<float> got = test::probabilities(m, x, 1);
+  REQUIRE(got.size() == 2);
+  CHECK(got[0] == Approx(p0).margin(1e-6));
+  CHECK(got[1] == Approx(1 - p0).margin(1e-6));
 }
 
 TEST_CASE("onnx forms: Mul by a per-channel constant is a channel-wise 1x1 groupedConvolution2d", "[onnx]") {

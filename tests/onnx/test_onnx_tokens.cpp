@@ -6,6 +6,7 @@
 // refuses, in one line, what does not match (sizes, position tables, masks, batch-2 exports).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -49,6 +50,17 @@ std::vector<float> random_images(int64_t n, int64_t values, uint64_t seed) {
 
 // The tokens of the first layers of a tiny ViT in ONNX: x (1, 3, 4, 4) -> Conv 2x2 stride 2 (4
 // channels) -> Reshape (1, 4, 4) -> Transpose (0, 2, 1): 4 tokens of 4 channels, named "t".
+// A 2x2 convolution of stride 2 of a 4x4 RGB image: a 2x2 image "grid" of 4 channels (without
+// patch_tokens' Reshape and Transpose after it).
+OnnxBuilder conv_grid(int64_t batch = 1) {
+  OnnxBuilder b({batch, 3, 4, 4}, 17, false);
+  b.floats("w", {4, 3, 2, 2}, lcg_values(48, 3));
+  auto& conv = b.node("Conv", {"x", "w"}, {"grid"});
+  OnnxBuilder::attr(conv, "kernel_shape", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(conv, "strides", std::vector<int64_t>{2, 2});
+  return b;
+}
+
 OnnxBuilder patch_tokens(int64_t batch = 1) {
   OnnxBuilder b({batch, 3, 4, 4}, 17, false);
   std::vector<float> w(4 * 3 * 2 * 2);
@@ -384,6 +396,28 @@ TEST_CASE("onnx tokens: BEiT's score bias and pooling after the class token expo
   CHECK(gap->get_int("PrefixTokens", 0) == 1);
 }
 
+// flatten exports as Transpose to channels-last and Flatten (of tokens: Flatten), which read back
+// as flatten; globalMaxPooling1d as ReduceMax (after a Slice of the prefix token); spatialDropout
+// is the identity in inference and leaves no node; adaptiveAveragePooling2d to 4x4 of 8x8 as an
+// AveragePool (read back as averagePooling2d), to 3x5 as two averaging MatMul (read back as two
+// adaptiveAveragePooling2d, the width's and the height's).
+TEST_CASE("onnx tokens: flatten, globalMaxPooling1d, spatialDropout, adaptiveAveragePooling2d export and read back",
+          "[onnx][vit]") {
+  const std::string file = std::string(DLT_SOURCE_DIR) + "/tests/data/layers/flatten_pool.yaml";
+  Network net(load_config(file).network, Device::cpu());
+  net.init_params(7);
+  const ModelData back = round_trip(net);
+  std::vector<std::string> types;
+  for (const auto& l : back.network.layers) types.push_back(l.type);
+  CHECK(std::count(types.begin(), types.end(), "flatten") == 2);
+  CHECK(std::count(types.begin(), types.end(), "spatialDropout") == 0);
+  CHECK(std::count(types.begin(), types.end(), "adaptiveAveragePooling2d") == 2);
+  CHECK(std::count(types.begin(), types.end(), "averagePooling2d") == 1);
+  const LayerSpec* gmax = layer_of_type(back, "globalMaxPooling1d");
+  REQUIRE(gmax);
+  CHECK(gmax->get_int("PrefixTokens", 0) == 1);
+}
+
 TEST_CASE("onnx tokens: PyTorch's attention chain reads as one selfAttention layer", "[onnx][vit]") {
   for (const bool causal : {false, true}) {
     INFO((causal ? "causal" : "no mask"));
@@ -421,6 +455,65 @@ TEST_CASE("onnx tokens: hostile token graphs are refused in one line", "[onnx][v
     const std::string e = import_error(b);
     CHECK_THAT(e, Catch::Contains("node 'r' (Reshape): reshapes [1, 4, 4] to [1, 4, 3]: the sizes do not match"));
     CHECK(e.find('\n') == std::string::npos);
+  }
+  SECTION("a maximum over the channels of the tokens (globalMaxPooling1d reads axis 1)") {
+    OnnxBuilder b = patch_tokens();
+    auto& max = b.node("ReduceMax", {"t"}, {"m"});
+    OnnxBuilder::attr(max, "axes", std::vector<int64_t>{2});
+    OnnxBuilder::attr(max, "keepdims", int64_t{0});
+    b.floats("head", {4, 2}, {0.5f, -0.5f, 0.25f, 0.1f, -0.3f, 0.2f, 0.4f, -0.1f});
+    b.node("MatMul", {"m", "head"}, {"logits"});
+    OnnxBuilder::attr(b.node("Softmax", {"logits"}, {"prob"}), "axis", int64_t{1});
+    b.output("prob");
+    CHECK_THAT(import_error(b), Catch::Contains("node 'm' (ReduceMax): takes the maximum of tokens over axes [2] with "
+                                                "keepdims 0; dltrain reads the maximum over the tokens (axis 1, "
+                                                "keepdims 0): globalMaxPooling1d"));
+  }
+  SECTION("tokens flattened read as flatten; a channels-last image reshaped to (1, 2, 8) is refused") {
+    OnnxBuilder b = patch_tokens();
+    b.ints("all", {2}, {1, 16});
+    b.node("Reshape", {"t", "all"}, {"f"});
+    b.floats("head", {16, 2}, lcg_values(32, 5));
+    b.node("MatMul", {"f", "head"}, {"logits"});
+    OnnxBuilder::attr(b.node("Softmax", {"logits"}, {"prob"}), "axis", int64_t{1});
+    b.output("prob");
+    const ModelData m = imported(b);
+    REQUIRE(layer_of_type(m, "flatten"));
+    OnnxBuilder c = conv_grid();
+    OnnxBuilder::attr(c.node("Transpose", {"grid"}, {"nhwc"}), "perm", std::vector<int64_t>{0, 2, 3, 1});
+    c.ints("pixels", {3}, {1, 2, 8});
+    c.node("Reshape", {"nhwc", "pixels"}, {"p"});
+    c.node("MatMul", {"p", "head"}, {"logits"});
+    OnnxBuilder::attr(c.node("Softmax", {"logits"}, {"prob"}), "axis", int64_t{1});
+    c.floats("head", {4, 2}, lcg_values(8, 5));
+    c.output("prob");
+    CHECK_THAT(import_error(c), Catch::Contains("node 'p' (Reshape): reshapes a channels-last (N, H, W, C) value to "
+                                                "[1, 2, 8]; dltrain reads it flattened to (N, H*W*C), or transposed "
+                                                "back to (N, C, H, W) first"));
+  }
+  SECTION("a MatMul of an image by a constant that is not an averaging matrix") {
+    OnnxBuilder b = conv_grid();
+    b.floats("cols", {2, 1}, {0.5f, 0.25f});  // (W, 1): not 1/2 and 1/2
+    b.node("MatMul", {"grid", "cols"}, {"pooled"});
+    b.node("Flatten", {"pooled"}, {"f"});
+    b.floats("head", {8, 2}, lcg_values(16, 5));
+    b.node("MatMul", {"f", "head"}, {"logits"});
+    OnnxBuilder::attr(b.node("Softmax", {"logits"}, {"prob"}), "axis", int64_t{1});
+    b.output("prob");
+    CHECK_THAT(import_error(b),
+               Catch::Contains("node 'pooled' (MatMul): weight expects 2 inputs but its input has 16"));
+    OnnxBuilder a = conv_grid();
+    a.floats("cols", {2, 1}, {0.5f, 0.5f});  // the same graph with the average over the width
+    a.node("MatMul", {"grid", "cols"}, {"pooled"});
+    a.node("Flatten", {"pooled"}, {"f"});
+    a.floats("head", {8, 2}, lcg_values(16, 5));
+    a.node("MatMul", {"f", "head"}, {"logits"});
+    OnnxBuilder::attr(a.node("Softmax", {"logits"}, {"prob"}), "axis", int64_t{1});
+    a.output("prob");
+    const ModelData m = imported(a);
+    const LayerSpec* pool = layer_of_type(m, "adaptiveAveragePooling2d");
+    REQUIRE(pool);
+    CHECK(pool->get_ints("OutputSize", {}, 2) == std::vector<int64_t>{2, 1});
   }
   SECTION("a second leading token of the wrong width (DeiT's class and distillation tokens)") {
     OnnxBuilder b = patch_tokens();

@@ -1,9 +1,10 @@
-// Reference channel shuffle, channel slice, depth to space and the token ops (reference_ops.h): index maps written out
-// per pixel and channel, in double.
+// Reference channel shuffle, channel slice, depth to space, adaptive average pooling and the token
+// ops (reference_ops.h): index maps written out per pixel and channel, in double.
 #include "support/reference_ops.h"
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace dlt::ref {
 
@@ -215,6 +216,45 @@ void head_normalize_backward(const HeadNormalizeDesc& d, const Vec& x, const Vec
 
 Vec spatial_transpose_backward(const SpatialTransposeDesc& d, const Vec& dy) {
   return spatial_transpose_forward(SpatialTransposeDesc{d.n, d.w, d.h, d.c}, dy);
+}
+
+namespace {
+
+// Output i's region of `in` inputs pooled to `out`: [floor(i in / out), ceil((i + 1) in / out)).
+std::pair<int64_t, int64_t> adaptive_region(int64_t i, int64_t in, int64_t out) {
+  const double a = static_cast<double>(i) * static_cast<double>(in) / static_cast<double>(out);
+  const double b = static_cast<double>(i + 1) * static_cast<double>(in) / static_cast<double>(out);
+  return {static_cast<int64_t>(std::floor(a)), static_cast<int64_t>(std::ceil(b))};
+}
+
+// Calls f(output index, input index, 1 / region size) for every input value of every region.
+template <class F>
+void adaptive_pairs(const AdaptivePoolDesc& d, F f) {
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t i = 0; i < d.out_h; ++i)
+      for (int64_t j = 0; j < d.out_w; ++j) {
+        const auto [h0, h1] = adaptive_region(i, d.h, d.out_h);
+        const auto [w0, w1] = adaptive_region(j, d.w, d.out_w);
+        const double inv = 1.0 / static_cast<double>((h1 - h0) * (w1 - w0));
+        for (int64_t h = h0; h < h1; ++h)
+          for (int64_t w = w0; w < w1; ++w)
+            for (int64_t ch = 0; ch < d.c; ++ch)
+              f(((n * d.out_h + i) * d.out_w + j) * d.c + ch, ((n * d.h + h) * d.w + w) * d.c + ch, inv);
+      }
+}
+
+}  // namespace
+
+Vec adaptive_pool_forward(const AdaptivePoolDesc& d, const Vec& x) {
+  Vec y(static_cast<size_t>(d.out_numel()), 0.0);
+  adaptive_pairs(d, [&](int64_t o, int64_t in, double inv) { y[o] += x[in] * inv; });
+  return y;
+}
+
+Vec adaptive_pool_backward(const AdaptivePoolDesc& d, const Vec& dy) {
+  Vec dx(static_cast<size_t>(d.in_numel()), 0.0);
+  adaptive_pairs(d, [&](int64_t o, int64_t in, double inv) { dx[in] += dy[o] * inv; });
+  return dx;
 }
 
 }  // namespace dlt::ref

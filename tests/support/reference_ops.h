@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/adaptive_pool_op.h"
 #include "backend/backend.h"
 #include "backend/depth_to_space_op.h"
 #include "backend/group_norm_op.h"
@@ -123,6 +124,12 @@ Vec channel_shuffle_backward(const ChannelShuffleDesc& d, const Vec& dy);  // ->
 // y = x[..., start : start + count]; dx zero outside those channels.
 Vec channel_slice_forward(const ChannelSliceDesc& d, const Vec& x);
 Vec channel_slice_backward(const ChannelSliceDesc& d, const Vec& dy);  // -> dx
+// adaptive average pooling (backend/adaptive_pool_op.h) from PyTorch's definition of
+// AdaptiveAvgPool2d: output (i, j) averages rows floor(i H / Ho) .. ceil((i + 1) H / Ho) - 1 and
+// the columns alike (computed in double, not with the op's integer helpers); the backward
+// spreads each output's gradient evenly over its region.
+Vec adaptive_pool_forward(const AdaptivePoolDesc& d, const Vec& x);
+Vec adaptive_pool_backward(const AdaptivePoolDesc& d, const Vec& dy);  // -> dx
 // depth to space (backend/depth_to_space_op.h), DCR or CRD, from ONNX's definition.
 Vec depth_to_space_forward(const DepthToSpaceDesc& d, const Vec& x);
 Vec depth_to_space_backward(const DepthToSpaceDesc& d, const Vec& dy);  // -> dx
