@@ -23,6 +23,14 @@ const std::vector<FieldDef<AO>>& aug_fields() {
       range_field<AO>(
           "RandScale", true, [](auto& o) -> auto& { return o.rand_scale; }),
       range_field<AO>(
+          "RandXScale", true, [](auto& o) -> auto& { return o.rand_x_scale; }),
+      range_field<AO>(
+          "RandYScale", true, [](auto& o) -> auto& { return o.rand_y_scale; }),
+      range_field<AO>(
+          "RandXShear", false, [](auto& o) -> auto& { return o.rand_x_shear; }),
+      range_field<AO>(
+          "RandYShear", false, [](auto& o) -> auto& { return o.rand_y_shear; }),
+      range_field<AO>(
           "RandXTranslation", false, [](auto& o) -> auto& { return o.rand_x_translation; }),
       range_field<AO>(
           "RandYTranslation", false, [](auto& o) -> auto& { return o.rand_y_translation; }),
@@ -174,12 +182,25 @@ const std::vector<FieldDef<DO>>& data_fields() {
           "FileExtensions", [](auto& o) -> auto& { return o.file_extensions; }),
       choice_field<DO>(
           "OutputSizeMode", [](auto& o) -> auto& { return o.output_size_mode; }),
-      FieldDef<DO>{"Augmentation",
-                   [](const ValueCtx& c, DO& o) {
-                     read_section(c.value, c.origin, aug_fields(), "data.Augmentation", "data.Augmentation option",
-                                  o.augment);
-                   },
-                   [](YAML::Emitter& e, const DO& o) { write_section(e, aug_fields(), o.augment); }},
+      FieldDef<DO>{
+          "Augmentation",
+          [](const ValueCtx& c, DO& o) {
+            read_section(c.value, c.origin, aug_fields(), "data.Augmentation", "data.Augmentation option", o.augment);
+            const AugmentOptions& a = o.augment;
+            const std::string at = c.origin.loc(c.key, c.value).prefix();
+            if ((a.rand_scale[0] != 1 || a.rand_scale[1] != 1) &&
+                (a.rand_x_scale[0] != 1 || a.rand_x_scale[1] != 1 || a.rand_y_scale[0] != 1 || a.rand_y_scale[1] != 1))
+              throw ConfigError(at +
+                                "data.Augmentation has RandScale and RandXScale / RandYScale: MATLAB's "
+                                "imageDataAugmenter ignores the latter then; give one or the other");
+            for (const auto& [name, r] : {std::pair{"RandXShear", a.rand_x_shear}, {"RandYShear", a.rand_y_shear}})
+              if (!(r[0] > -90 && r[1] < 90))
+                throw ConfigError(at + "data.Augmentation." + name +
+                                  " must be a range of angles in (-90, 90) "
+                                  "degrees, got [" +
+                                  format_double(r[0]) + ", " + format_double(r[1]) + "]");
+          },
+          [](YAML::Emitter& e, const DO& o) { write_section(e, aug_fields(), o.augment); }},
       bool_field<DO>(
           "AugmentRegression", [](auto& o) -> auto& { return o.augment_regression; }),
       choice_field<DO>(

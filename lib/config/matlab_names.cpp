@@ -24,8 +24,8 @@ const std::vector<MatlabNames>& tables() {
        "training",
        "option",
        {// normalization, hardware and data formats
-        "ResetInputNormalization", "BatchNormalizationStatistics", "Acceleration", "PreprocessingEnvironment",
-        "InputDataFormats", "TargetDataFormats",
+        "BatchNormalizationStatistics", "Acceleration", "PreprocessingEnvironment", "InputDataFormats",
+        "TargetDataFormats",
         // the L-BFGS solver
         "MaxIterations", "LineSearchMethod", "MaxNumLineSearchIterations", "HistorySize", "InitialInverseHessianFactor",
         "GradientTolerance", "StepTolerance",

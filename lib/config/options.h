@@ -208,6 +208,10 @@ struct TrainingOptions {
   // TensorBoard: event files in tensorboard_dir, or <output-dir>/tensorboard when it is empty.
   bool tensorboard = false;
   std::string tensorboard_dir;
+  // ResetInputNormalization (MATLAB's, true by default): compute the imageInput's statistics from
+  // the training data; false: keep those the layer has (its config's Min and Max, or the base
+  // model's) and compute only missing ones.
+  bool reset_input_normalization = true;
   bool verbose = true;
   int64_t verbose_frequency = 50;
   VerboseLayout verbose_layout = VerboseLayout::kAuto;
@@ -265,13 +269,22 @@ struct AugmentOptions {
   bool rand_y_reflection = false;
   double rand_rotation[2] = {0, 0};  // degrees
   double rand_scale[2] = {1, 1};
+  double rand_x_scale[2] = {1, 1};  // horizontal and vertical scale apart (not with rand_scale)
+  double rand_y_scale[2] = {1, 1};
+  double rand_x_shear[2] = {0, 0};  // degrees, in (-90, 90)
+  double rand_y_shear[2] = {0, 0};
   double rand_x_translation[2] = {0, 0};  // pixels
   double rand_y_translation[2] = {0, 0};
   int64_t pad_crop = 0;  // padded random crop: pad by this many pixels, crop back
+  // Whether the axis scales or shears are drawn (draw_affine draws their four values only then).
+  bool axis_scale_or_shear() const {
+    return rand_x_scale[0] != 1 || rand_x_scale[1] != 1 || rand_y_scale[0] != 1 || rand_y_scale[1] != 1 ||
+           rand_x_shear[0] != 0 || rand_x_shear[1] != 0 || rand_y_shear[0] != 0 || rand_y_shear[1] != 0;
+  }
   bool any() const {
     return rand_x_reflection || rand_y_reflection || rand_rotation[0] != 0 || rand_rotation[1] != 0 ||
            rand_scale[0] != 1 || rand_scale[1] != 1 || rand_x_translation[0] != 0 || rand_x_translation[1] != 0 ||
-           rand_y_translation[0] != 0 || rand_y_translation[1] != 0 || pad_crop != 0;
+           rand_y_translation[0] != 0 || rand_y_translation[1] != 0 || pad_crop != 0 || axis_scale_or_shear();
   }
 };
 

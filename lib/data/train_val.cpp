@@ -13,6 +13,10 @@ std::string geometric_augmentation(const DataOptions& d) {
   if (a.rand_y_reflection) return aug + "RandYReflection";
   if (a.rand_rotation[0] != 0 || a.rand_rotation[1] != 0) return aug + "RandRotation";
   if (a.rand_scale[0] != 1 || a.rand_scale[1] != 1) return aug + "RandScale";
+  if (a.rand_x_scale[0] != 1 || a.rand_x_scale[1] != 1) return aug + "RandXScale";
+  if (a.rand_y_scale[0] != 1 || a.rand_y_scale[1] != 1) return aug + "RandYScale";
+  if (a.rand_x_shear[0] != 0 || a.rand_x_shear[1] != 0) return aug + "RandXShear";
+  if (a.rand_y_shear[0] != 0 || a.rand_y_shear[1] != 0) return aug + "RandYShear";
   if (a.rand_x_translation[0] != 0 || a.rand_x_translation[1] != 0) return aug + "RandXTranslation";
   if (a.rand_y_translation[0] != 0 || a.rand_y_translation[1] != 0) return aug + "RandYTranslation";
   if (a.pad_crop != 0) return aug + "PadCrop";

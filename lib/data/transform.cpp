@@ -165,6 +165,15 @@ AffineDraw draw_affine(const AugmentOptions& o, Rng& rng) {
   d.scale = o.rand_scale[0] == o.rand_scale[1] ? o.rand_scale[0] : sc;
   d.tx = o.rand_x_translation[0] == o.rand_x_translation[1] ? o.rand_x_translation[0] : tx;
   d.ty = o.rand_y_translation[0] == o.rand_y_translation[1] ? o.rand_y_translation[0] : ty;
+  if (!o.axis_scale_or_shear()) return d;
+  auto draw = [&rng](const double(&r)[2]) {
+    const double v = rng.uniform(r[0], r[1]);
+    return r[0] == r[1] ? r[0] : v;
+  };
+  d.scale_x = draw(o.rand_x_scale);
+  d.scale_y = draw(o.rand_y_scale);
+  d.shear_x_deg = draw(o.rand_x_shear);
+  d.shear_y_deg = draw(o.rand_y_shear);
   return d;
 }
 
@@ -182,16 +191,21 @@ inline void sample_inside(const Image& in, int x0, int y0, float ax, float ay, u
 // Calls f(xo, yo, x, y) for every output pixel with its source position (x, y) under the warp.
 template <class F>
 void for_each_source(int h, int w, const AffineDraw& d, F&& f) {
+  constexpr double kPi = 3.14159265358979323846;
   const double cx = (w - 1) / 2.0, cy = (h - 1) / 2.0;
-  const double th = d.rotation_deg * 3.14159265358979323846 / 180.0;
-  const double cs = std::cos(th) / d.scale, sn = std::sin(th) / d.scale;
+  const double th = d.rotation_deg * kPi / 180.0;
+  const double a = d.scale * d.scale_x, b = d.scale * d.scale_y;
   const double sx = d.flip_x ? -1 : 1, sy = d.flip_y ? -1 : 1;
-  // Source coordinates are affine in xo along a row: x = bx + kx * xo, y = by + ky * xo.
-  const double kx = sx * cs, ky = -sy * sn;
+  // A^-1 = Reflection Rotation^-1 Scale^-1 Shear^-1, Shear^-1 = [[1 + hx hy, -hx], [-hy, 1]].
+  const double hx = std::tan(d.shear_x_deg * kPi / 180.0), hy = std::tan(d.shear_y_deg * kPi / 180.0);
+  const double r00 = std::cos(th) / a, r01 = std::sin(th) / b, r10 = -std::sin(th) / a, r11 = std::cos(th) / b;
+  const double k00 = sx * (r00 * (1 + hx * hy) + r01 * -hy), k01 = sx * (r00 * -hx + r01);
+  const double k10 = sy * (r10 * (1 + hx * hy) + r11 * -hy), k11 = sy * (r10 * -hx + r11);
+  // Source coordinates are affine in xo along a row: x = bx + k00 * xo, y = by + k10 * xo.
   for (int yo = 0; yo < h; ++yo) {
     const double dy = yo - cy - d.ty, dx0 = -cx - d.tx;
-    const double bx = cx + sx * (cs * dx0 + sn * dy), by = cy + sy * (-sn * dx0 + cs * dy);
-    for (int xo = 0; xo < w; ++xo) f(xo, yo, bx + kx * xo, by + ky * xo);
+    const double bx = cx + (k00 * dx0 + k01 * dy), by = cy + (k10 * dx0 + k11 * dy);
+    for (int xo = 0; xo < w; ++xo) f(xo, yo, bx + k00 * xo, by + k10 * xo);
   }
 }
 

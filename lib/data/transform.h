@@ -1,6 +1,6 @@
 // Image transforms of augmentedImageDatastore / imageDataAugmenter: resize (antialiased
-// bilinear), center and random crops, and the augmentation (reflections, rotation, scale and
-// translation as one affine warp with bilinear sampling and zero fill; PadCrop). Each random
+// bilinear), center and random crops, and the augmentation (reflections, rotation, scale, shear
+// and translation as one affine warp with bilinear sampling and zero fill; PadCrop). Each random
 // transform takes an Rng& so callers derive it from (seed, epoch, image index).
 #pragma once
 #include <string>
@@ -23,11 +23,18 @@ void center_crop(const Image& in, int height, int width, const std::string& name
 void random_crop(const Image& in, int height, int width, const std::string& name, Rng& rng, Image& out);
 
 // The affine part of the augmentation, drawn from rng: out(p') = in(A^-1 (p' - c - t) + c)
-// about the image centre c. Always draws the same number of values from rng.
+// about the image centre c, A = Shear Scale Rotation Reflection (the reflection applied first):
+// Scale diag(scale scale_x, scale scale_y), Shear the vertical shear (y' = y + tan(shear_y) x)
+// after the horizontal one (x' = x + tan(shear_x) y). Draws the same number of values from rng
+// for the same options (the axis scales and shears only when any is set).
 struct AffineDraw {
   bool flip_x = false, flip_y = false;
   double rotation_deg = 0, scale = 1, tx = 0, ty = 0;
-  bool identity() const { return !flip_x && !flip_y && rotation_deg == 0 && scale == 1 && tx == 0 && ty == 0; }
+  double scale_x = 1, scale_y = 1, shear_x_deg = 0, shear_y_deg = 0;
+  bool identity() const {
+    return !flip_x && !flip_y && rotation_deg == 0 && scale == 1 && tx == 0 && ty == 0 && scale_x == 1 &&
+           scale_y == 1 && shear_x_deg == 0 && shear_y_deg == 0;
+  }
 };
 AffineDraw draw_affine(const AugmentOptions& options, Rng& rng);
 // Applies a drawn affine warp (same size, zero fill). Pure reflections and integer

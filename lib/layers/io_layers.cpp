@@ -1,7 +1,9 @@
-// imageInput (with zerocenter / zscore normalization from training-data statistics),
+// imageInput (with zerocenter / zscore / rescale normalization from training-data statistics),
 // classification (the output layer: the network computes its cross-entropy loss), addition
 // and depthConcatenation (the DAG joins).
 #include "layers/io_layers.h"
+
+#include <algorithm>
 
 #include "layers/layer_util.h"
 #include "util/strings.h"
@@ -18,7 +20,23 @@ ImageInputLayer::ImageInputLayer(const LayerSpec& spec) : Layer(spec) {
   auto sz = spec_.get_ints("InputSize", {}, n, 1);
   if (n == 2) sz.push_back(1);
   shape_ = Shape{sz[0], sz[1], sz[2]};
-  normalization_ = spec_.get_choice("Normalization", "zerocenter", {"none", "zerocenter", "zscore"});
+  normalization_ = spec_.get_choice("Normalization", "zerocenter",
+                                    {"none", "zerocenter", "zscore", "rescale-symmetric", "rescale-zero-one"});
+  min_ = spec_.get_doubles("Min", {});
+  max_ = spec_.get_doubles("Max", {});
+  if ((!min_.empty() || !max_.empty()) && !rescale())
+    throw ConfigError(spec.where() + "options Min and Max apply to Normalization rescale-symmetric or " +
+                      "rescale-zero-one, not " + normalization_);
+  if (min_.empty() != max_.empty())
+    throw ConfigError(spec.where() + "give both Min and Max (or neither: then they are computed from the " +
+                      "training data, per channel)");
+  for (const auto* values : {&min_, &max_})
+    if (!values->empty() && values->size() != 1 && static_cast<int64_t>(values->size()) != shape_[2])
+      throw ConfigError(spec.where() + "options Min and Max take one value or one per channel (" +
+                        std::to_string(shape_[2]) + "), got " + std::to_string(values->size()));
+  for (size_t c = 0; c < std::max(min_.size(), max_.size()) && !min_.empty(); ++c)
+    if (!(min_[std::min(c, min_.size() - 1)] < max_[std::min(c, max_.size() - 1)]))
+      throw ConfigError(spec.where() + "Min must be below Max (channel " + std::to_string(c + 1) + ")");
   spec_.get("DataAugmentation");
 }
 
@@ -30,29 +48,78 @@ Shape ImageInputLayer::infer(const std::vector<Shape>& inputs) {
     states_.push_back(State{"Mean", Shape{1, 1, shape_[2]}, 0.f, {}});
     states_.push_back(State{"StandardDeviation", Shape{1, 1, shape_[2]}, 1.f, {}});
   }
+  if (rescale()) {
+    states_.push_back(State{"Min", Shape{1, 1, shape_[2]}, 0.f, {}});
+    states_.push_back(State{"Max", Shape{1, 1, shape_[2]}, 1.f, {}});
+  }
   return shape_;
 }
 
+void ImageInputLayer::init_params(Rng& rng) {
+  Layer::init_params(rng);
+  if (min_.empty()) return;
+  const int64_t c = shape_[2];
+  Tensor lo(Shape{c}), hi(Shape{c});
+  for (int64_t i = 0; i < c; ++i) {
+    lo.data()[i] = static_cast<float>(min_[min_.size() == 1 ? 0 : static_cast<size_t>(i)]);
+    hi.data()[i] = static_cast<float>(max_[max_.size() == 1 ? 0 : static_cast<size_t>(i)]);
+  }
+  states_[0].value.copy_from(lo);
+  states_[1].value.copy_from(hi);
+}
+
 void ImageInputLayer::setup(int64_t, Backend& be) {
-  if (normalization_ == "zscore" && !inv_std_.defined()) inv_std_ = Tensor(Shape{shape_[2]}, be.device());
-  refresh_inv_std();
+  if ((normalization_ == "zscore" || rescale()) && !mul_.defined()) {
+    shift_ = Tensor(Shape{shape_[2]}, be.device());
+    mul_ = Tensor(Shape{shape_[2]}, be.device());
+  }
+  refresh_normalization();
 }
 
-void ImageInputLayer::refresh_inv_std() {
-  if (normalization_ != "zscore" || !inv_std_.defined()) return;
-  Tensor sd = states_[1].value.to(Device::cpu());
-  Tensor inv(Shape{shape_[2]});
-  for (int64_t c = 0; c < shape_[2]; ++c) inv.data()[c] = sd.data()[c] > 0 ? 1.f / sd.data()[c] : 1.f;
-  inv_std_.copy_from(inv);
+// zscore: (x - Mean) / StandardDeviation (1 where it is 0). rescale-zero-one: (x - Min) /
+// (Max - Min); rescale-symmetric: 2 (x - Min) / (Max - Min) - 1 = (x - (Min + Max) / 2) * 2 /
+// (Max - Min); a channel with Max = Min is only shifted (by Min).
+void ImageInputLayer::coefficients(std::vector<float>& shift, std::vector<float>& mul) const {
+  const std::vector<float> a = host_values(states_[0].value), b = host_values(states_[1].value);
+  shift.resize(a.size());
+  mul.resize(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (normalization_ == "zscore") {
+      shift[i] = a[i];
+      mul[i] = b[i] > 0 ? 1.f / b[i] : 1.f;
+      continue;
+    }
+    const float range = b[i] - a[i];
+    const bool symmetric = normalization_ == "rescale-symmetric";
+    shift[i] = symmetric && range > 0 ? a[i] + range / 2 : a[i];
+    mul[i] = range > 0 ? (symmetric ? 2.f : 1.f) / range : 1.f;
+  }
 }
 
-void ImageInputLayer::set_statistics(const Tensor& mean_image, const Tensor& channel_mean, const Tensor& channel_std) {
+void ImageInputLayer::refresh_normalization() {
+  if (!mul_.defined()) return;
+  std::vector<float> shift, mul;
+  coefficients(shift, mul);
+  const Shape s{shape_[2]};
+  Tensor hs(s), hm(s);
+  std::copy(shift.begin(), shift.end(), hs.data());
+  std::copy(mul.begin(), mul.end(), hm.data());
+  shift_.copy_from(hs);
+  mul_.copy_from(hm);
+}
+
+void ImageInputLayer::set_statistics(const Tensor& mean_image, const Tensor& channel_mean, const Tensor& channel_std,
+                                     const Tensor& channel_min, const Tensor& channel_max) {
   if (normalization_ == "zerocenter") states_[0].value.copy_from(mean_image);
   if (normalization_ == "zscore") {
     states_[0].value.copy_from(channel_mean);
     states_[1].value.copy_from(channel_std);
-    refresh_inv_std();
   }
+  if (rescale()) {
+    states_[0].value.copy_from(channel_min);
+    states_[1].value.copy_from(channel_max);
+  }
+  refresh_normalization();
 }
 
 void ImageInputLayer::forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) {
@@ -62,7 +129,7 @@ void ImageInputLayer::forward(const std::vector<const Tensor*>& x, Tensor& y, co
   else if (normalization_ == "zerocenter")
     be.shift_scale(*x[0], states_[0].value, Tensor(), y);
   else
-    be.shift_scale(*x[0], states_[0].value, inv_std_, y);
+    be.shift_scale(*x[0], shift_, mul_, y);
 }
 
 void ImageInputLayer::backward(const std::vector<const Tensor*>&, const Tensor&, Tensor&, const std::vector<Tensor*>&,
@@ -82,6 +149,13 @@ OnnxValue ImageInputLayer::to_onnx(OnnxGraph& g, const std::vector<OnnxValue>&, 
     g.add_floats(n + "_std", {1, c, 1, 1}, sd);
     g.add_node("Sub", n + "_center", {"input", n + "_mean"}, n + "_centered");
     g.add_node("Div", n + "_scale", {n + "_centered", n + "_std"}, n + "_norm");
+  } else if (rescale()) {  // the forward's shift and scale (the importer reads them as zscore)
+    std::vector<float> shift, mul;
+    coefficients(shift, mul);
+    g.add_floats(n + "_shift", {1, c, 1, 1}, shift);
+    g.add_floats(n + "_mul", {1, c, 1, 1}, mul);
+    g.add_node("Sub", n + "_center", {"input", n + "_shift"}, n + "_centered");
+    g.add_node("Mul", n + "_scale", {n + "_centered", n + "_mul"}, n + "_norm");
   } else {
     return OnnxValue{"input", out, false};
   }

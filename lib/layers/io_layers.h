@@ -2,6 +2,7 @@
 // statistics). The other layer types are reached only through make_layer().
 #pragma once
 #include <string>
+#include <vector>
 
 #include "layers/layer.h"
 
@@ -12,9 +13,12 @@ class ImageInputLayer final : public Layer {
   explicit ImageInputLayer(const LayerSpec& spec);
   int num_inputs() const override { return 0; }
   Role role() const override { return Role::kInput; }
-  // The graph input "input" (N, C, H, W); zerocenter / zscore become Sub / Div nodes.
+  // The graph input "input" (N, C, H, W); zerocenter / zscore become Sub / Div nodes, the
+  // rescalings Sub / Mul.
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override;
   Shape infer(const std::vector<Shape>& inputs) override;
+  // The states' initial values; Min and Max as given in the config.
+  void init_params(Rng& rng) override;
   void setup(int64_t n, Backend& be) override;
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override;
   void backward(const std::vector<const Tensor*>& x, const Tensor& y, Tensor& dy, const std::vector<Tensor*>& dx,
@@ -22,18 +26,27 @@ class ImageInputLayer final : public Layer {
 
   const Shape& input_size() const { return shape_; }  // (H, W, C)
   const std::string& normalization() const { return normalization_; }
-  // mean_image (H, W, C), channel_mean and channel_std (C), host or device tensors.
-  void set_statistics(const Tensor& mean_image, const Tensor& channel_mean, const Tensor& channel_std);
+  // A rescaling whose Min and Max the config gives (init_params writes them into the states).
+  bool given_statistics() const { return !min_.empty(); }
+  // mean_image (H, W, C), channel_mean, channel_std, channel_min and channel_max (C), host or
+  // device tensors: what the normalization uses of them (given Min and Max too).
+  void set_statistics(const Tensor& mean_image, const Tensor& channel_mean, const Tensor& channel_std,
+                      const Tensor& channel_min, const Tensor& channel_max);
   // Values stored for normalization that count toward the memory footprint (seed 001's
   // getMemoryFootprint counts the zerocenter mean image).
   int64_t stored_statistics() const;
-  // Call after the states were loaded from a model file.
-  void refresh_inv_std();
+  // Call after the states were loaded from a model file or set: the per-channel shift and scale
+  // the forward pass applies.
+  void refresh_normalization();
 
  private:
+  bool rescale() const { return normalization_ == "rescale-symmetric" || normalization_ == "rescale-zero-one"; }
+  // zscore's and the rescalings' y = (x - shift) * mul per channel, from the states.
+  void coefficients(std::vector<float>& shift, std::vector<float>& mul) const;
   Shape shape_;
   std::string normalization_;
-  Tensor inv_std_;  // (C) 1 / StandardDeviation for zscore
+  std::vector<double> min_, max_;  // the config's Min and Max (one value or one per channel), if given
+  Tensor shift_, mul_;             // (C) y = (x - shift) * mul: zscore (shift the Mean state), the rescalings
 };
 
 // The output layers after a softmax (classification, pixelClassification): the network

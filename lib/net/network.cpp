@@ -195,7 +195,7 @@ void Network::init_params(uint64_t seed) {
     Rng rng = Rng::derive(seed, {0x1a7e5ULL, i});
     nodes_[i].layer->init_params(rng);
   }
-  input_->refresh_inv_std();
+  input_->refresh_normalization();
 }
 
 void Network::set_mixed_precision(bool on) {

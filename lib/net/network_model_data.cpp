@@ -121,7 +121,7 @@ void Network::load_weights(const ModelData& m) {
   response_names_ = m.responses.names;
   response_mean_ = m.responses.mean;
   response_std_ = m.responses.std;
-  input_->refresh_inv_std();
+  input_->refresh_normalization();
 }
 
 }  // namespace dlt

@@ -125,7 +125,7 @@ int64_t apply_base_weights(Network& net, const ModelData& weights) {
     for (Param& p : l.params()) copy(find(weights.params, l.name(), p.name), p.shape, p.value, l.name());
     for (State& s : l.states()) copy(find(weights.states, l.name(), s.name), s.shape, s.value, l.name());
   }
-  net.input_layer().refresh_inv_std();
+  net.input_layer().refresh_normalization();
   return copied;
 }
 

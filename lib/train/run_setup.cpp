@@ -2,6 +2,8 @@
 // input statistics and the optimizer of a training run.
 #include "train/run_setup.h"
 
+#include <algorithm>
+
 #include "backend/backend.h"
 #include "data/input_fit.h"
 #include "data/label_images.h"
@@ -194,16 +196,33 @@ void prepare_network(TrainingRun& run) {
                            : "";
     if (!val_fit.empty()) log::info("{}", val_fit);
   }
-  if (run.net->input_layer().normalization() != "none") {
+  // ResetInputNormalization (MATLAB's): true computes the statistics from the training data;
+  // false keeps those the imageInput has (the config's Min and Max, or the base model's).
+  ImageInputLayer& input = run.net->input_layer();
+  const bool from_base =
+      cfg.base.weights && std::any_of(cfg.base.weights->states.begin(), cfg.base.weights->states.end(),
+                                      [&](const NamedTensor& t) { return t.layer == input.name(); });
+  const bool keep = !o.reset_input_normalization && (from_base || input.given_statistics());
+  if (input.normalization() != "none" && keep)
+    log::info("input normalization '{}' from the {} (ResetInputNormalization false)", input.normalization(),
+              from_base ? "base model" : "config's Min and Max");
+  if (input.normalization() != "none" && o.reset_input_normalization && (from_base || input.given_statistics()))
+    log::info(
+        "input normalization '{}': {} recomputed from the training data (ResetInputNormalization true, "
+        "MATLAB's default; false keeps them)",
+        input.normalization(), from_base ? "the base model's statistics are" : "the config's Min and Max are");
+  if (input.normalization() != "none" && !keep) {
     Timer t;
     DatasetStats st = compute_stats(run.train_data, loader_options(cfg.data, o, in, false));
     int64_t c = in[2];
-    Tensor mean(Shape{c}), sd(Shape{c});
+    Tensor mean(Shape{c}), sd(Shape{c}), lo(Shape{c}), hi(Shape{c});
     for (int64_t i = 0; i < c; ++i) {
       mean.data()[i] = static_cast<float>(st.channel_mean[i]);
       sd.data()[i] = static_cast<float>(st.channel_std[i]);
+      lo.data()[i] = static_cast<float>(st.channel_min[i]);
+      hi.data()[i] = static_cast<float>(st.channel_max[i]);
     }
-    run.net->input_layer().set_statistics(st.mean_image, mean, sd);
+    run.net->input_layer().set_statistics(st.mean_image, mean, sd, lo, hi);
     log::info("input normalization '{}' from {} training images ({:.1f} s)", run.net->input_layer().normalization(),
               st.count, t.seconds());
   }

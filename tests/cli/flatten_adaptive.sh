@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# MATLAB's spatialDropoutLayer, adaptiveAveragePooling2dLayer and flattenLayer in a config: a
-# small network on generated 24x24 shapes (4 classes, 400 each) pools 12x12 to 5x5 (regions that
-# overlap), flattens it into the classifier and learns (validation accuracy >= 85%; 89-94% with
-# seeds 1-3); classify agrees with summary.json; the model exports to ONNX (two averaging MatMul
+# MATLAB's spatialDropoutLayer, adaptiveAveragePooling2dLayer and flattenLayer and imageInputLayer's
+# rescale-symmetric normalization in a config: a small network on generated 24x24 shapes (4
+# classes, 400 each) pools 12x12 to 5x5 (regions that overlap), flattens it into the classifier
+# and learns (validation accuracy >= 85%; 89-94% with seeds 1-3); classify agrees with
+# summary.json; the model exports to ONNX (Sub and Mul for the rescaling, two averaging MatMul
 # for the pooling, Transpose + Flatten) and imports back as the same layers with the same
 # accuracy.
 source "$(dirname "$0")/common.sh" "$@"
 "$DLTRAIN" make-dataset shapes "$TMP/data" --classes 4 --per-class 400 --size 24x24 --seed 3 > /dev/null
 cat > "$TMP/net.yaml" <<YAML
 layers:
-  - {type: imageInput, Name: input, InputSize: [24, 24, 3], Normalization: zerocenter}
+  - {type: imageInput, Name: input, InputSize: [24, 24, 3], Normalization: rescale-symmetric}
   - {type: convolution2d, Name: conv1, FilterSize: 3, NumFilters: 16, Padding: same, WeightsInitializer: he}
   - {type: batchNormalization, Name: bn1}
   - {type: relu, Name: relu1}

@@ -163,6 +163,10 @@ inline void require_same_data(const DataOptions& a, const DataOptions& b) {
   for (int i = 0; i < 2; ++i) {
     CHECK(x.rand_rotation[i] == y.rand_rotation[i]);
     CHECK(x.rand_scale[i] == y.rand_scale[i]);
+    CHECK(x.rand_x_scale[i] == y.rand_x_scale[i]);
+    CHECK(x.rand_y_scale[i] == y.rand_y_scale[i]);
+    CHECK(x.rand_x_shear[i] == y.rand_x_shear[i]);
+    CHECK(x.rand_y_shear[i] == y.rand_y_shear[i]);
     CHECK(x.rand_x_translation[i] == y.rand_x_translation[i]);
     CHECK(x.rand_y_translation[i] == y.rand_y_translation[i]);
   }

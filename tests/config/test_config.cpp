@@ -303,7 +303,7 @@ TEST_CASE("config: MATLAB's space-separated lists ([32 32 3]) read as comma-sepa
   - {type: convolution2d, Name: c, FilterSize: [5 3], NumFilters: 4, Stride: [2  1], Padding: [1 1 2 2]}
   - {type: fullyConnected, Name: fc, OutputSize: 3}
 data:
-  Augmentation: {RandXTranslation: [-10 10], RandScale: [0.9 1.1]}
+  Augmentation: {RandXTranslation: [-10 10], RandScale: [0.9 1.1], RandXShear: [-15 15], RandYShear: [0 5]}
 training:
   WorkerLoad: [2 1]
 )"),
@@ -319,6 +319,8 @@ training:
   CHECK(c.data.augment.rand_x_translation[0] == -10);
   CHECK(c.data.augment.rand_x_translation[1] == 10);
   CHECK(c.data.augment.rand_scale[1] == 1.1);
+  CHECK(c.data.augment.rand_x_shear[0] == -15);
+  CHECK(c.data.augment.rand_y_shear[1] == 5);
   CHECK(c.training.worker_load == std::vector<double>{2, 1});
   // Written back with commas; the same from --set.
   CHECK(dump_config(c).find("InputSize: [32, 32, 3]") != std::string::npos);

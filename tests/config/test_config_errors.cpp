@@ -91,6 +91,11 @@ TEST_CASE("config errors: data values", "[config]") {
   CHECK(config_error_of(kNet + "data:\n  Augmentation: {RandScale: [0, 2]}\n") ==
         "cfg.yaml:9: data.Augmentation.RandScale must be a range [min, max] of numbers > 0 with min <= max, "
         "got '[0, 2]'");
+  CHECK(config_error_of(kNet + "data:\n  Augmentation: {RandScale: [0.9, 1.1], RandXScale: [1, 2]}\n") ==
+        "cfg.yaml:9: data.Augmentation has RandScale and RandXScale / RandYScale: MATLAB's imageDataAugmenter ignores "
+        "the latter then; give one or the other");
+  CHECK(config_error_of(kNet + "data:\n  Augmentation: {RandYShear: [-10, 90]}\n") ==
+        "cfg.yaml:9: data.Augmentation.RandYShear must be a range of angles in (-90, 90) degrees, got [-10, 90]");
   CHECK(config_error_of(kNet + "data:\n  train: [a, b]\n") ==
         "cfg.yaml:9: data.train must be a folder, a .csv table, or {images: DIR, labels: DIR} for segmentation, got "
         "'[a, b]'");

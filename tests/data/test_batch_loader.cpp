@@ -277,18 +277,23 @@ TEST_CASE("compute_stats matches a direct computation", "[data]") {
   o.augment.rand_x_reflection = true;
   const DatasetStats st = compute_stats(ds, o);
   CHECK(st.count == 10);
-  std::vector<double> mean(48, 0), ch(3, 0), ch2(3, 0);
+  std::vector<double> mean(48, 0), ch(3, 0), ch2(3, 0), lo(3, 255), hi(3, 0);
   for (int64_t i = 0; i < ds.size(); ++i) {
     const Image img = decode_image(ds.path(i), 3);
     for (int p = 0; p < 48; ++p) {
       mean[p] += img.pixels[p] / 10.0;
       ch[p % 3] += img.pixels[p] / 160.0;
       ch2[p % 3] += double(img.pixels[p]) * img.pixels[p] / 160.0;
+      lo[p % 3] = std::min(lo[p % 3], double(img.pixels[p]));
+      hi[p % 3] = std::max(hi[p % 3], double(img.pixels[p]));
     }
   }
   for (int p = 0; p < 48; ++p) CHECK(st.mean_image.data()[p] == Approx(mean[p]).epsilon(1e-6));
   for (int c = 0; c < 3; ++c) {
     CHECK(st.channel_mean[c] == Approx(ch[c]).epsilon(1e-9));
     CHECK(st.channel_std[c] == Approx(std::sqrt(ch2[c] - ch[c] * ch[c])).epsilon(1e-9));
+    CHECK(st.channel_min[c] == lo[c]);  // rescale-*'s Min and Max
+    CHECK(st.channel_max[c] == hi[c]);
+    CHECK(lo[c] < hi[c]);
   }
 }

@@ -1,6 +1,8 @@
 // Transforms: resize, crops, exact reflections and translations, reproducible augmentation.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 #include "data/transform.h"
 #include "data_test_util.h"
 #include "util/error.h"
@@ -76,6 +78,66 @@ TEST_CASE("reflection and integer translation are exact", "[data]") {
   warp_affine(img, r, out);
   for (int y = 0; y < 3; ++y)
     for (int x = 0; x < 4; ++x) CHECK(out.at(y, x)[0] == img.at(2 - y, 3 - x)[0]);
+}
+
+// imageDataAugmenter's RandXShear / RandYShear and RandXScale / RandYScale about the centre
+// (2, 2) of a 5x5 image: a 45-degree horizontal shear moves row y by y - 2 pixels (x' = x +
+// tan(45) (y - 2)), a vertical one column x by x - 2; a horizontal scale of 2 samples column
+// 2 + (x - 2) / 2 (the half columns the mean of their neighbours, bilinear).
+TEST_CASE("axis shear and scale move pixels as their matrices say", "[data]") {
+  const Image img = test::pattern_image(5, 5, 1, 3);
+  Image out;
+  AffineDraw hx;
+  hx.shear_x_deg = 45;
+  warp_affine(img, hx, out);
+  for (int y = 0; y < 5; ++y)
+    for (int x = 0; x < 5; ++x) {
+      const int sx = x - (y - 2);
+      INFO("x shear, output (" << y << ", " << x << ")");
+      CHECK(out.at(y, x)[0] == (sx >= 0 && sx < 5 ? img.at(y, sx)[0] : 0));
+    }
+  AffineDraw hy;
+  hy.shear_y_deg = -45;
+  warp_affine(img, hy, out);
+  for (int y = 0; y < 5; ++y)
+    for (int x = 0; x < 5; ++x) {
+      const int sy = y + (x - 2);
+      INFO("y shear, output (" << y << ", " << x << ")");
+      CHECK(out.at(y, x)[0] == (sy >= 0 && sy < 5 ? img.at(sy, x)[0] : 0));
+    }
+  AffineDraw sx;
+  sx.scale_x = 2;
+  warp_affine(img, sx, out);
+  for (int y = 0; y < 5; ++y) {
+    CHECK(out.at(y, 0)[0] == img.at(y, 1)[0]);
+    CHECK(out.at(y, 2)[0] == img.at(y, 2)[0]);
+    CHECK(out.at(y, 4)[0] == img.at(y, 3)[0]);
+    const int mean = (img.at(y, 1)[0] + img.at(y, 2)[0]);  // column 1.5, rounded as the warp rounds
+    CHECK(std::abs(2 * out.at(y, 1)[0] - mean) <= 1);
+  }
+  AffineDraw sy;
+  sy.scale_y = 0.5;  // rows 2 + 2 (y - 2): rows 0 and 4 come from outside, zero
+  warp_affine(img, sy, out);
+  for (int x = 0; x < 5; ++x) {
+    CHECK(out.at(1, x)[0] == img.at(0, x)[0]);
+    CHECK(out.at(2, x)[0] == img.at(2, x)[0]);
+    CHECK(out.at(3, x)[0] == img.at(4, x)[0]);
+    CHECK(out.at(0, x)[0] == 0);
+  }
+  // Drawn from their ranges: values inside them, fixed ends returned as they are.
+  AugmentOptions o;
+  o.rand_x_shear[0] = -10;
+  o.rand_x_shear[1] = 20;
+  o.rand_y_scale[0] = o.rand_y_scale[1] = 1.5;
+  for (uint64_t s = 0; s < 10; ++s) {
+    Rng rng(s);
+    const AffineDraw d = draw_affine(o, rng);
+    CHECK(d.shear_x_deg >= -10);
+    CHECK(d.shear_x_deg <= 20);
+    CHECK(d.scale_y == 1.5);
+    CHECK(d.scale_x == 1);
+    CHECK(d.shear_y_deg == 0);
+  }
 }
 
 TEST_CASE("pad_crop shifts with zero fill", "[data]") {
