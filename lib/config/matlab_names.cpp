@@ -24,8 +24,7 @@ const std::vector<MatlabNames>& tables() {
        "training",
        "option",
        {// normalization, hardware and data formats
-        "BatchNormalizationStatistics", "Acceleration", "PreprocessingEnvironment", "InputDataFormats",
-        "TargetDataFormats",
+        "Acceleration", "PreprocessingEnvironment", "InputDataFormats", "TargetDataFormats",
         // the L-BFGS solver
         "MaxIterations", "LineSearchMethod", "MaxNumLineSearchIterations", "HistorySize", "InitialInverseHessianFactor",
         "GradientTolerance", "StepTolerance",

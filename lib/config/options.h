@@ -64,6 +64,7 @@ enum class OutputNetwork { kLastIteration, kBestValidation };
 
 enum class GradientThresholdMethod { kL2Norm, kGlobalL2Norm, kAbsoluteValue };
 enum class Shuffle { kOnce, kNever, kEveryEpoch };
+enum class BatchNormStatistics { kMoving, kPopulation };  // BatchNormalizationStatistics
 enum class VerboseLayout { kAuto, kWide, kCompact };  // the verbose table (dltrain's)
 enum class Plots { kTrainingProgress, kNone };        // progress.png or not
 enum class ExecutionEnvironment { kAuto, kCpu, kGpu, kMultiGpu, kParallel };
@@ -103,6 +104,10 @@ struct ChoiceNames<GradientThresholdMethod> {
 template <>
 struct ChoiceNames<Shuffle> {
   static constexpr std::array<std::string_view, 3> names = {"once", "never", "every-epoch"};
+};
+template <>
+struct ChoiceNames<BatchNormStatistics> {
+  static constexpr std::array<std::string_view, 2> names = {"moving", "population"};
 };
 template <>
 struct ChoiceNames<VerboseLayout> {
@@ -212,6 +217,10 @@ struct TrainingOptions {
   // the training data; false: keep those the layer has (its config's Min and Max, or the base
   // model's) and compute only missing ones.
   bool reset_input_normalization = true;
+  // BatchNormalizationStatistics (MATLAB's; its default is population): moving keeps batch
+  // norm's moving averages; population replaces them, once training ends, by the mean and
+  // variance of each batch norm's input over one more pass of the training data.
+  BatchNormStatistics batch_normalization_statistics = BatchNormStatistics::kMoving;
   bool verbose = true;
   int64_t verbose_frequency = 50;
   VerboseLayout verbose_layout = VerboseLayout::kAuto;

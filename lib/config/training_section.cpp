@@ -178,6 +178,8 @@ const std::vector<FieldDef<TO>>& fields() {
     v.push_back(objective_field());
     v.push_back(bool_field<TO>(
         "ResetInputNormalization", [](auto& o) -> auto& { return o.reset_input_normalization; }));
+    v.push_back(choice_field<TO>(
+        "BatchNormalizationStatistics", [](auto& o) -> auto& { return o.batch_normalization_statistics; }));
     v.push_back(bool_field<TO>(
         "Verbose", [](auto& o) -> auto& { return o.verbose; }));
     v.push_back(int_field<TO>(

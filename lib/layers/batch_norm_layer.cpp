@@ -3,6 +3,8 @@
 // both ways.
 #include "layers/batch_norm_layer.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <memory>
 
@@ -89,7 +91,45 @@ void BatchNormLayer::forward(const std::vector<const Tensor*>& x, Tensor& y, con
   } else {
     op_->forward_training(*x[0], s.value, o.value, y, batch_mean_, batch_var_);
   }
-  update_trained(m);
+  if (ctx.population_statistics)
+    accumulate_population(m);
+  else
+    update_trained(m);
+}
+
+bool BatchNormLayer::start_population_statistics() {
+  Backend& be = *be_;
+  for (Tensor* t : {&pop_mean_, &pop_m2_, &pop_delta_, &pop_square_}) {
+    if (!t->defined()) *t = Tensor(Shape{c_}, be.device());
+    be.fill(*t, 0.f);
+  }
+  pop_count_ = 0;
+  return true;
+}
+
+// Chan's pairwise update of the running mean and sum of squared deviations M2 with a batch of m
+// positions (mean mu, biased variance v): delta = mu - mean, mean += delta m / (count + m),
+// M2 += v m + delta^2 count m / (count + m).
+void BatchNormLayer::accumulate_population(int64_t m) {
+  if (m <= 0) return;
+  Backend& be = *be_;
+  const double n = pop_count_, total = n + static_cast<double>(m);
+  be.copy(batch_mean_, pop_delta_);
+  be.axpby(-1.f, pop_mean_, 1.f, pop_delta_);
+  be.axpby(static_cast<float>(static_cast<double>(m) / total), pop_delta_, 1.f, pop_mean_);
+  be.multiply(pop_delta_, pop_delta_, pop_square_);
+  be.axpby(static_cast<float>(m), batch_var_, 1.f, pop_m2_);
+  be.axpby(static_cast<float>(n * static_cast<double>(m) / total), pop_square_, 1.f, pop_m2_);
+  pop_count_ = total;
+}
+
+// TrainedMean = the population mean, TrainedVariance = M2 / (count - 1) (unbiased, as the moving
+// averages).
+void BatchNormLayer::finish_population_statistics() {
+  if (pop_count_ <= 0) return;
+  Backend& be = *be_;
+  be.copy(pop_mean_, states_[0].value);
+  be.axpby(static_cast<float>(1.0 / std::max(pop_count_ - 1, 1.0)), pop_m2_, 0.f, states_[1].value);
 }
 
 // trained = (1 - decay) * trained + decay * batch statistic (unbiased variance over m).

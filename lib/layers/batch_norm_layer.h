@@ -31,6 +31,11 @@ class BatchNormLayer final : public Layer {
                 const RunContext& ctx) override;
   int64_t flops_per_image() const override { return 2 * shape_.numel(); }
   bool joins_collectives() const override { return true; }
+  // BatchNormalizationStatistics population: TrainedMean and TrainedVariance become the mean
+  // and the unbiased variance of the input over the pass's positions (every batch's statistics
+  // merged exactly, in Chan's pairwise form).
+  bool start_population_statistics() override;
+  void finish_population_statistics() override;
   std::vector<std::string> learnable_options() const override { return {"Scale", "Offset"}; }
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override;
   static void from_onnx(OnnxNodeReader& r);
@@ -42,6 +47,7 @@ class BatchNormLayer final : public Layer {
 
  private:
   void update_trained(int64_t m);
+  void accumulate_population(int64_t m);
   static bool synchronized(const RunContext& ctx);
   // This pass runs the fused op (Fusion::with_max_pool, training, not synchronized): y is the
   // max pooling's output.
@@ -56,6 +62,8 @@ class BatchNormLayer final : public Layer {
   int64_t c_ = 0, n_ = 0;
   Tensor batch_mean_, batch_var_;  // (C) statistics of the last training forward (global when synchronized)
   Tensor scratch_dx_;
+  Tensor pop_mean_, pop_m2_, pop_delta_, pop_square_;  // (C) the population pass's running sums
+  double pop_count_ = 0;                               // positions merged so far
   Tensor sync_scratch_;                        // (C) for the synchronized moments on a device
   Tensor sum_shift_, sum_scale_;               // (C) D and S of synchronized backward
   std::unique_ptr<BatchNormOp> op_, sync_op_;  // sync_op_: global_stats, for data parallel

@@ -57,6 +57,10 @@ struct RunContext {
   Communicator* comm = nullptr;
   double weight = 1;
   int64_t global_images = 0;
+  // A pass of training forwards that finalizes batch norm's statistics (BatchNormalizationStatistics
+  // population): such a layer accumulates its input's statistics instead of updating its moving
+  // averages (Layer::start_population_statistics).
+  bool population_statistics = false;
 };
 
 class Layer {
@@ -151,6 +155,12 @@ class Layer {
   // Its training forward changes from step to step (dropout's mask), so a captured CUDA graph
   // cannot replay it.
   virtual bool stochastic() const { return false; }
+  // BatchNormalizationStatistics population: the network calls start_population_statistics()
+  // on every layer before a pass of training forwards with RunContext::population_statistics
+  // and finish_population_statistics() after it, which makes what the layer accumulated its
+  // statistics. Returns whether the layer has such statistics (batch norm).
+  virtual bool start_population_statistics() { return false; }
+  virtual void finish_population_statistics() {}
   // It runs collectives when training data-parallel (synchronized batch norm): a rank whose
   // share of the batch is empty still calls its forward and backward, and its states() are
   // a (TrainedMean, TrainedVariance) pair the ranks combine after training.

@@ -161,6 +161,13 @@ class Network {
   // no images, forward then backward in the order a full pass calls them, calling the
   // grads-ready hook as loss_and_backward does. ctx.comm null or of size 1: only the zeroing.
   void run_empty_share(const RunContext& ctx);
+  // BatchNormalizationStatistics population: every layer's start_population_statistics (true:
+  // some layer has such statistics) before a pass of forwards with
+  // RunContext::population_statistics, and finish_population_statistics after it.
+  bool start_population_statistics();
+  void finish_population_statistics();
+  // An empty share's forward in such a pass: the synchronized batch norms' collectives only.
+  void run_empty_share_forward(const RunContext& ctx);
 
   // Per-layer timing for `dltrain time`: when set, forward and backward add each layer's
   // seconds (synchronizing the device around it) into these vectors of size().

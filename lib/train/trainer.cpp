@@ -61,6 +61,7 @@ class Trainer {
   bool stop_requested_by_signal(int64_t iteration);
   void prepare_validation();
   void validate(IterationRecord& rec);
+  bool population_statistics();
   void apply(const Requests& r);
   void finish(RunStatus status, StopReason why);
   void fail(const std::string& error);
@@ -367,11 +368,10 @@ void Trainer::finish(RunStatus status, StopReason why) {
   const auto& recs = run_.history.records();
   const int64_t last = recs.empty() ? 0 : recs.back().iteration;
   if (ended_with_model(status)) {
-    if (have_best_) {
-      run_.net->load_weights(best_);
-      run_.state.set_validation(evaluate(run_), false);
-    } else if (run_.has_validation &&
-               (recs.empty() || std::isnan(recs.back().validation_loss) || std::isnan(run_.state.validation().loss))) {
+    if (have_best_) run_.net->load_weights(best_);
+    const bool finalized = population_statistics();
+    if (have_best_ || (run_.has_validation && (finalized || recs.empty() || std::isnan(recs.back().validation_loss) ||
+                                               std::isnan(run_.state.validation().loss)))) {
       // (the last: a run resumed from its final checkpoint has validated nothing in this process)
       run_.state.set_validation(evaluate(run_), false);
     }
@@ -402,6 +402,50 @@ void Trainer::finish(RunStatus status, StopReason why) {
   finished_ = true;
   // A diverged run's TrainingError says it (the others' sentences: after_iterations).
   if (status != RunStatus::kDiverged) log::info("{}: {}", status_phrase(status), why.message);
+}
+
+// BatchNormalizationStatistics population (MATLAB's): the network that model.bin will hold gets
+// its batch norms' TrainedMean and TrainedVariance from one more pass of the training data, in
+// order and unaugmented, as training forwards (each batch normalized with its own statistics,
+// as in training; every rank its share, the statistics of the global batch). Returns whether
+// it ran (false: moving, or no batch norm).
+bool Trainer::population_statistics() {
+  if (o_.batch_normalization_statistics != BatchNormStatistics::kPopulation) return false;
+  Network& net = *run_.net;
+  if (!net.start_population_statistics()) return false;
+  Timer t;
+  LoaderOptions lo = loader_options(cfg_.data, o_, net.input_shape(), false);
+  lo.rank = run_.comm->rank();
+  lo.world_size = run_.comm->size();
+  BatchLoader loader(run_.train_data, lo);
+  DeviceBatches batches(run_.device);
+  loader.start_epoch(0);
+  Batch b;
+  double images = 0;
+  uint64_t it = static_cast<uint64_t>(run_.position.iteration);
+  while (loader.next(b)) {
+    RunContext ctx{true, o_.seed, ++it};
+    ctx.population_statistics = true;
+    const GlobalShare share =
+        global_share(*run_.comm, b.size, cfg_.data.on_bad_image == OnBadImage::kSkip ? 0 : b.global_size);
+    if (run_.comm->size() > 1) {
+      ctx.comm = run_.comm.get();
+      ctx.weight = share.weight;
+      ctx.global_images = share.images;
+    }
+    if (b.size > 0) {
+      if (b.size != net.batch()) net.set_batch(b.size);
+      net.forward(batches.take(b).images, ctx);
+    } else {
+      net.run_empty_share_forward(ctx);
+    }
+    images += static_cast<double>(share.images);
+  }
+  net.finish_population_statistics();
+  net.set_batch(o_.mini_batch_size);
+  log::info("batch normalization statistics of {} training images ({:.1f} s; BatchNormalizationStatistics population)",
+            static_cast<int64_t>(images), t.seconds());
+  return true;
 }
 
 // A failed run: its state says why (the error), its plot says so (rank 0, once training has

@@ -2,7 +2,8 @@
 # Data-parallel CPU workers over Gloo (ExecutionEnvironment: parallel) against one process
 # with the same global mini-batch and Seed: final model.bin weights within 1e-5 relative
 # (per tensor: max |a - b| / max |b|, tests/dist/compare_models.py) for equal and uneven
-# WorkerLoad, an empty share, batch norm (synchronized; equal, uneven and empty shares),
+# WorkerLoad, an empty share, batch norm (synchronized; equal, uneven and empty shares; its
+# population statistics after training),
 # small gradient buckets overlapping backward, worlds joined through torchrun / srun variables
 # (a shared directory, or rank 0's TCP store at MASTER_ADDR:MASTER_PORT), and --resume with a
 # different number of workers or from a file only rank 0 has. Tiny data: 39 images of 16x16.
@@ -67,6 +68,16 @@ train bn bn_empty "${par[@]}" --set "training.WorkerLoad=[1,0]"
 echo -n "batch norm, WorkerLoad [1 0]:   "; compare "$TMP/bn_empty/model.bin" "$TMP/bn_one/model.bin" || fail "batch norm, [1 0]"
 train bn bn_three "${par[@]}" --set training.NumWorkers=3 --set "training.WorkerLoad=[2,0,1]"
 echo -n "batch norm, 3 workers [2 0 1]:  "; compare "$TMP/bn_three/model.bin" "$TMP/bn_one/model.bin" || fail "batch norm, 3 workers"
+# BatchNormalizationStatistics population: the pass after training merges the global batches'
+# statistics on every rank, an empty share joining them with zeros.
+pop=(--set training.BatchNormalizationStatistics=population)
+train bn bnp_one "${pop[@]}"
+grep -q "batch normalization statistics of 39 training images" "$TMP/bnp_one.log" ||
+  fail "no population pass logged: $(cat "$TMP/bnp_one.log")"
+train bn bnp_uneven "${par[@]}" "${pop[@]}" --set "training.WorkerLoad=[3,1]"
+echo -n "population statistics, [3 1]:   "; compare "$TMP/bnp_uneven/model.bin" "$TMP/bnp_one/model.bin" || fail "population, [3 1]"
+train bn bnp_empty "${par[@]}" "${pop[@]}" --set "training.WorkerLoad=[1,0]"
+echo -n "population statistics, [1 0]:   "; compare "$TMP/bnp_empty/model.bin" "$TMP/bnp_one/model.bin" || fail "population, [1 0]"
 # Gradient buckets of 31 floats (the net has 891 learnables): several all-reduces start while
 # backward runs, interleaved with the batch-norm ones.
 (export DLT_BUCKET_MB=0.000122; train bn bn_buckets "${par[@]}" --set "training.WorkerLoad=[3,1]") || exit 1

@@ -116,8 +116,7 @@ TEST_CASE("matlab options: a refused name gets the same hint from YAML and --set
 }
 
 TEST_CASE("matlab options: MATLAB names dltrain does not have, one short line", "[config]") {
-  for (const std::string name : {"Acceleration", "BatchNormalizationStatistics", "PreprocessingEnvironment",
-                                 "InputDataFormats", "LineSearchMethod"}) {
+  for (const std::string name : {"Acceleration", "PreprocessingEnvironment", "InputDataFormats", "LineSearchMethod"}) {
     INFO(name);
     const std::string what =
         "training." + name + " is a MATLAB option dltrain does not have (remove it; docs/matlab.md lists them)";
