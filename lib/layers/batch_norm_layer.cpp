@@ -98,12 +98,7 @@ void BatchNormLayer::forward(const std::vector<const Tensor*>& x, Tensor& y, con
 }
 
 bool BatchNormLayer::start_population_statistics() {
-  Backend& be = *be_;
-  for (Tensor* t : {&pop_mean_, &pop_m2_, &pop_delta_, &pop_square_}) {
-    if (!t->defined()) *t = Tensor(Shape{c_}, be.device());
-    be.fill(*t, 0.f);
-  }
-  pop_count_ = 0;
+  pop_count_ = 0;  // the sums start at the pass's first batch (accumulate_population)
   return true;
 }
 
@@ -113,6 +108,11 @@ bool BatchNormLayer::start_population_statistics() {
 void BatchNormLayer::accumulate_population(int64_t m) {
   if (m <= 0) return;
   Backend& be = *be_;
+  if (pop_count_ == 0)
+    for (Tensor* t : {&pop_mean_, &pop_m2_, &pop_delta_, &pop_square_}) {
+      if (!t->defined()) *t = Tensor(Shape{c_}, be.device());
+      be.fill(*t, 0.f);
+    }
   const double n = pop_count_, total = n + static_cast<double>(m);
   be.copy(batch_mean_, pop_delta_);
   be.axpby(-1.f, pop_mean_, 1.f, pop_delta_);

@@ -64,9 +64,11 @@ class LrnLayer final : public Layer {
   std::unique_ptr<LrnOp> op_;
 };
 
-class DropoutLayer final : public Layer {
+// What dropout and spatialDropout share: MATLAB's Probability in [0, 1), the output the input's
+// shape, training-time randomness, and no ONNX node (the identity in inference).
+class DropoutBase : public Layer {
  public:
-  explicit DropoutLayer(const LayerSpec& spec) : Layer(spec) {
+  explicit DropoutBase(const LayerSpec& spec) : Layer(spec) {
     p_ = spec_.get_double("Probability", 0.5);
     if (p_ < 0 || p_ >= 1)
       throw ConfigError(spec.where() + "option Probability must be in [0, 1), got " + std::to_string(p_));
@@ -76,6 +78,19 @@ class DropoutLayer final : public Layer {
     shape_ = inputs[0];
     return shape_;
   }
+  bool stochastic() const override { return true; }
+  OnnxValue to_onnx(OnnxGraph&, const std::vector<OnnxValue>& inputs, const Shape&) const override {
+    return inputs.at(0);
+  }
+
+ protected:
+  double p_;
+  Shape shape_;
+};
+
+class DropoutLayer final : public DropoutBase {
+ public:
+  explicit DropoutLayer(const LayerSpec& spec) : DropoutBase(spec) {}
   void setup(int64_t n, Backend& be) override {
     Shape s = batch_shape(n, shape_);
     if (!mask_.defined()) mask_ = Tensor(s, be.device());
@@ -98,11 +113,6 @@ class DropoutLayer final : public Layer {
     else
       be.multiply(dy, mask_, *dx[0]);
   }
-  bool stochastic() const override { return true; }
-  // Inference: the identity, so no ONNX node.
-  OnnxValue to_onnx(OnnxGraph&, const std::vector<OnnxValue>& inputs, const Shape&) const override {
-    return inputs.at(0);
-  }
   // Element-wise, so any layout passes through: a channels-last value stays channels-last, tokens
   // stay tokens.
   static void from_onnx(OnnxNodeReader& r) {
@@ -117,8 +127,6 @@ class DropoutLayer final : public Layer {
   }
 
  private:
-  double p_;
-  Shape shape_;
   Tensor mask_;  // (N, H, W, C): 0 or 1/(1-p)
 };
 
@@ -127,18 +135,9 @@ class DropoutLayer final : public Layer {
 // together) and the others scaled by 1 / (1 - p); the identity in inference. The mask (N, C)
 // comes from the dropout kernel (the same masks on every backend for a seed and iteration)
 // and multiplies the input with the multiplication layer's broadcast over the pixels.
-class SpatialDropoutLayer final : public Layer {
+class SpatialDropoutLayer final : public DropoutBase {
  public:
-  explicit SpatialDropoutLayer(const LayerSpec& spec) : Layer(spec) {
-    p_ = spec_.get_double("Probability", 0.5);
-    if (p_ < 0 || p_ >= 1)
-      throw ConfigError(spec.where() + "option Probability must be in [0, 1), got " + std::to_string(p_));
-  }
-  Shape infer(const std::vector<Shape>& inputs) override {
-    expect_inputs(spec_, inputs, 1);
-    shape_ = inputs[0];
-    return shape_;
-  }
+  explicit SpatialDropoutLayer(const LayerSpec& spec) : DropoutBase(spec) {}
   void setup(int64_t n, Backend& be) override {
     be_ = &be;
     d_ = ProductDesc{n, shape_[0] * shape_[1], shape_[2]};
@@ -165,15 +164,8 @@ class SpatialDropoutLayer final : public Layer {
     else
       be_->multiply({&dy, &mask_}, *dx[0], d_);
   }
-  bool stochastic() const override { return true; }
-  // Inference: the identity, so no ONNX node.
-  OnnxValue to_onnx(OnnxGraph&, const std::vector<OnnxValue>& inputs, const Shape&) const override {
-    return inputs.at(0);
-  }
 
  private:
-  double p_;
-  Shape shape_;
   ProductDesc d_;
   Backend* be_ = nullptr;
   Tensor ones_, keep_;  // (N, C): the dropout kernel's input and its own mask

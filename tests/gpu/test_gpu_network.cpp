@@ -59,9 +59,9 @@ void check_forward_backward(NetworkPair& p, int64_t batch, uint64_t seed) {
         // Zero in exact arithmetic, so a relative comparison compares noise: a convolution's
         // bias whose output goes into batch norm (the normalisation subtracts it again), an
         // attention's KeyBias (a softmax row does not change when the same number is added to
-        // all its scores; not with cosine attention). Both sides must be at the level of rounding: 1e-5 of a gradient whose
-        // order a wrongly computed one would have: the layer's weights' before the bias, the key
-        // weights' for KeyBias (the same sum over the tokens' dK, weighted by the inputs).
+        // all its scores; not with cosine attention). Both sides must be at the level of rounding: 1e-5 of a gradient
+        // whose order a wrongly computed one would have: the layer's weights' before the bias, the key weights' for
+        // KeyBias (the same sum over the tokens' dK, weighted by the inputs).
         const double noise = 1e-5 * max_abs(gc[gc[i]->name == "KeyBias" ? i - 4 : i - 1]->grad);
         INFO(what << ": zero in exact arithmetic; max |got| " << max_abs(gd[i]->grad) << ", max |want| "
                   << max_abs(gc[i]->grad) << ", allowed " << noise);
@@ -159,6 +159,38 @@ TEST_CASE("gpu network: flatten, spatial dropout, global max pooling over tokens
   NetworkPair p = network_pair(config_network_file("tests/data/layers/flatten_pool.yaml"), 6);
   check_forward_backward(p, 5, 4);
   check_forward_backward(p, 1, 5);
+}
+
+// BatchNormalizationStatistics population: the same training forwards on both devices merge the
+// same batch-norm statistics (batches of 6, 6 and 2 images; the device's element-wise merge
+// against the CPU's).
+TEST_CASE("gpu network: batch norm population statistics agree with the CPU", "[gpu][net]") {
+  NetworkPair p = network_pair(config_network("cifar10-bn"), 3);
+  REQUIRE(p.cpu->start_population_statistics());
+  REQUIRE(p.dev->start_population_statistics());
+  Rng rng(9);
+  uint64_t it = 0;
+  for (int64_t n : {6, 6, 2}) {
+    p.cpu->set_batch(n);
+    p.dev->set_batch(n);
+    const Tensor x = random_images(n, p.cpu->input_shape(), rng);
+    RunContext ctx{true, 11, ++it};
+    ctx.population_statistics = true;
+    p.cpu->forward(x, ctx);
+    p.dev->forward(x.to(p.dev->device()), ctx);
+  }
+  p.cpu->finish_population_statistics();
+  p.dev->finish_population_statistics();
+  int compared = 0;
+  for (size_t i = 0; i < p.cpu->size(); ++i)
+    for (size_t k = 0; k < p.cpu->layer(i).states().size(); ++k) {
+      const State& a = p.dev->layer(i).states()[k];
+      const State& b = p.cpu->layer(i).states()[k];
+      if (b.name != "TrainedMean" && b.name != "TrainedVariance") continue;
+      check_close(p.cpu->layer(i).name() + " " + b.name, a.value.to(Device::cpu()), b.value, 1e-4);
+      ++compared;
+    }
+  CHECK(compared >= 4);
 }
 
 namespace {

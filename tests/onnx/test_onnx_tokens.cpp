@@ -86,6 +86,14 @@ void classify_first_token(OnnxBuilder& b, const std::string& v) {
   b.output("prob");
 }
 
+// The end of a classifier after a flat (N, k) value `v`: MatMul by a (k, 2) head, Softmax.
+void classify_vector(OnnxBuilder& b, const std::string& v, int64_t k) {
+  b.floats("head", {k, 2}, lcg_values(static_cast<size_t>(2 * k), 5));
+  b.node("MatMul", {v, "head"}, {"logits"});
+  OnnxBuilder::attr(b.node("Softmax", {"logits"}, {"prob"}), "axis", int64_t{1});
+  b.output("prob");
+}
+
 // PyTorch's attention over tokens "t" (4 tokens, 4 channels, 2 heads of 2) as the dynamo
 // exporter writes nn.MultiheadAttention: a joint projection, the unflatten into Q, K, V, the
 // heads, the scale on both operands, Softmax, the merge of the heads and the output
@@ -461,10 +469,7 @@ TEST_CASE("onnx tokens: hostile token graphs are refused in one line", "[onnx][v
     auto& max = b.node("ReduceMax", {"t"}, {"m"});
     OnnxBuilder::attr(max, "axes", std::vector<int64_t>{2});
     OnnxBuilder::attr(max, "keepdims", int64_t{0});
-    b.floats("head", {4, 2}, {0.5f, -0.5f, 0.25f, 0.1f, -0.3f, 0.2f, 0.4f, -0.1f});
-    b.node("MatMul", {"m", "head"}, {"logits"});
-    OnnxBuilder::attr(b.node("Softmax", {"logits"}, {"prob"}), "axis", int64_t{1});
-    b.output("prob");
+    classify_vector(b, "m", 4);
     CHECK_THAT(import_error(b), Catch::Contains("node 'm' (ReduceMax): takes the maximum of tokens over axes [2] with "
                                                 "keepdims 0; dltrain reads the maximum over the tokens (axis 1, "
                                                 "keepdims 0): globalMaxPooling1d"));
@@ -473,47 +478,37 @@ TEST_CASE("onnx tokens: hostile token graphs are refused in one line", "[onnx][v
     OnnxBuilder b = patch_tokens();
     b.ints("all", {2}, {1, 16});
     b.node("Reshape", {"t", "all"}, {"f"});
-    b.floats("head", {16, 2}, lcg_values(32, 5));
-    b.node("MatMul", {"f", "head"}, {"logits"});
-    OnnxBuilder::attr(b.node("Softmax", {"logits"}, {"prob"}), "axis", int64_t{1});
-    b.output("prob");
+    classify_vector(b, "f", 16);
     const ModelData m = imported(b);
     REQUIRE(layer_of_type(m, "flatten"));
     OnnxBuilder c = conv_grid();
     OnnxBuilder::attr(c.node("Transpose", {"grid"}, {"nhwc"}), "perm", std::vector<int64_t>{0, 2, 3, 1});
     c.ints("pixels", {3}, {1, 2, 8});
     c.node("Reshape", {"nhwc", "pixels"}, {"p"});
-    c.node("MatMul", {"p", "head"}, {"logits"});
-    OnnxBuilder::attr(c.node("Softmax", {"logits"}, {"prob"}), "axis", int64_t{1});
-    c.floats("head", {4, 2}, lcg_values(8, 5));
-    c.output("prob");
+    classify_vector(c, "p", 8);
     CHECK_THAT(import_error(c), Catch::Contains("node 'p' (Reshape): reshapes a channels-last (N, H, W, C) value to "
                                                 "[1, 2, 8]; dltrain reads it flattened to (N, H*W*C), or transposed "
                                                 "back to (N, C, H, W) first"));
   }
-  SECTION("a MatMul of an image by a constant that is not an averaging matrix") {
-    OnnxBuilder b = conv_grid();
-    b.floats("cols", {2, 1}, {0.5f, 0.25f});  // (W, 1): not 1/2 and 1/2
-    b.node("MatMul", {"grid", "cols"}, {"pooled"});
-    b.node("Flatten", {"pooled"}, {"f"});
-    b.floats("head", {8, 2}, lcg_values(16, 5));
-    b.node("MatMul", {"f", "head"}, {"logits"});
-    OnnxBuilder::attr(b.node("Softmax", {"logits"}, {"prob"}), "axis", int64_t{1});
-    b.output("prob");
-    CHECK_THAT(import_error(b),
-               Catch::Contains("node 'pooled' (MatMul): weight expects 2 inputs but its input has 16"));
-    OnnxBuilder a = conv_grid();
-    a.floats("cols", {2, 1}, {0.5f, 0.5f});  // the same graph with the average over the width
-    a.node("MatMul", {"grid", "cols"}, {"pooled"});
-    a.node("Flatten", {"pooled"}, {"f"});
-    a.floats("head", {8, 2}, lcg_values(16, 5));
-    a.node("MatMul", {"f", "head"}, {"logits"});
-    OnnxBuilder::attr(a.node("Softmax", {"logits"}, {"prob"}), "axis", int64_t{1});
-    a.output("prob");
-    const ModelData m = imported(a);
-    const LayerSpec* pool = layer_of_type(m, "adaptiveAveragePooling2d");
-    REQUIRE(pool);
-    CHECK(pool->get_ints("OutputSize", {}, 2) == std::vector<int64_t>{2, 1});
+  SECTION("a MatMul of an image by a constant that is not an averaging matrix; one that is") {
+    // (W, 1) weights over the 2 columns of "grid": 0.5 and 0.25 are a weighted sum, 0.5 and 0.5
+    // the average (adaptive pooling to one column)
+    for (const float second : {0.25f, 0.5f}) {
+      OnnxBuilder b = conv_grid();
+      b.floats("cols", {2, 1}, {0.5f, second});
+      b.node("MatMul", {"grid", "cols"}, {"pooled"});
+      b.node("Flatten", {"pooled"}, {"f"});
+      classify_vector(b, "f", 8);
+      if (second != 0.5f) {
+        CHECK_THAT(import_error(b), Catch::Contains("node 'pooled' (MatMul): weight expects 2 inputs but its input "
+                                                    "has 16"));
+        continue;
+      }
+      const ModelData m = imported(b);
+      const LayerSpec* pool = layer_of_type(m, "adaptiveAveragePooling2d");
+      REQUIRE(pool);
+      CHECK(pool->get_ints("OutputSize", {}, 2) == std::vector<int64_t>{2, 1});
+    }
   }
   SECTION("a second leading token of the wrong width (DeiT's class and distillation tokens)") {
     OnnxBuilder b = patch_tokens();

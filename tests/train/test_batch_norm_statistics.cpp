@@ -6,21 +6,18 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
-#include "config/config.h"
 #include "data/batch_loader.h"
 #include "data/data_test_util.h"
 #include "data/shapes.h"
 #include "layers/layer.h"
-#include "net/model_file.h"
 #include "support/grad_check.h"
 #include "support/tensor_utils.h"
-#include "train/trainer.h"
+#include "train/train_test_util.h"
 #include "util/rng.h"
 
 using namespace dlt;
@@ -73,31 +70,24 @@ namespace {
 // norm; returns that batch norm's TrainedMean and TrainedVariance from model.bin.
 std::pair<std::vector<float>, std::vector<float>> first_bn(const std::string& dir, const std::string& out,
                                                            const std::string& statistics) {
-  const std::string path = dir + "/" + out + ".yaml";
-  std::ofstream(path) << "layers:\n"
-                         "  - {type: imageInput, Name: input, InputSize: [12, 12, 3], Normalization: none}\n"
-                         "  - {type: batchNormalization, Name: bn0}\n"
-                         "  - {type: convolution2d, Name: conv, FilterSize: 3, NumFilters: 4}\n"
-                         "  - {type: batchNormalization, Name: bn1}\n"
-                         "  - {type: relu, Name: relu}\n"
-                         "  - {type: globalAveragePooling2d, Name: gap}\n"
-                         "  - {type: fullyConnected, Name: fc, OutputSize: 3}\n"
-                         "  - {type: softmax, Name: sm}\n"
-                         "  - {type: classification, Name: out}\n"
-                         "data:\n  train: "
-                      << dir << "/data/train\n  validation: " << dir << "/data/test\n";
-  Config c = load_config(path, {"training.MaxEpochs=2", "training.MiniBatchSize=16", "training.Verbose=false",
-                                "training.Plots=none", "training.Seed=1", "training.ExecutionEnvironment=cpu",
-                                "training.BatchNormalizationStatistics=" + statistics});
-  TrainArgs args;
-  args.output_dir = dir + "/" + out;
-  args.config_text = dump_config(c);
-  args.device = Device::cpu();
-  const TrainResult r = train_network(c, args);
-  REQUIRE(r.status == "completed");
-  std::vector<float> mean, var;
-  for (const NamedTensor& t : load_model(r.model_path).states)
-    if (t.layer == "bn0") (t.name == "TrainedMean" ? mean : var) = t.data;
+  const std::string yaml =
+      "layers:\n"
+      "  - {type: imageInput, Name: input, InputSize: [12, 12, 3], Normalization: none}\n"
+      "  - {type: batchNormalization, Name: bn0}\n"
+      "  - {type: convolution2d, Name: conv, FilterSize: 3, NumFilters: 4}\n"
+      "  - {type: batchNormalization, Name: bn1}\n"
+      "  - {type: relu, Name: relu}\n"
+      "  - {type: globalAveragePooling2d, Name: gap}\n"
+      "  - {type: fullyConnected, Name: fc, OutputSize: 3}\n"
+      "  - {type: softmax, Name: sm}\n"
+      "  - {type: classification, Name: out}\n"
+      "data:\n  train: " +
+      dir + "/data/train\n  validation: " + dir + "/data/test\n";
+  const auto states = train_and_read_states(
+      dir, out, yaml, "bn0",
+      {"training.MaxEpochs=2", "training.MiniBatchSize=16", "training.BatchNormalizationStatistics=" + statistics});
+  const std::vector<float> mean = state_named(states, "TrainedMean").data,
+                           var = state_named(states, "TrainedVariance").data;
   REQUIRE(mean.size() == 3);
   REQUIRE(var.size() == 3);
   return {mean, var};

@@ -4,19 +4,14 @@
 // ones). The statistics are read back from the written model.bin.
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <string>
 #include <vector>
 
-#include "config/config.h"
 #include "data/batch_loader.h"
 #include "data/data_test_util.h"
 #include "data/shapes.h"
-#include "net/model_file.h"
-#include "onnx/transfer.h"
 #include "support/tensor_utils.h"
-#include "train/execution.h"
-#include "train/trainer.h"
+#include "train/train_test_util.h"
 
 using namespace dlt;
 
@@ -32,34 +27,15 @@ std::string shapes(const std::string& dir, uint64_t seed) {
   return dir;
 }
 
-// Trains `yaml` (layers and data) one epoch into dir/out; returns the model's input states.
+// One epoch of `yaml` into dir/out: the input layer's states in model.bin.
 std::vector<NamedTensor> train_states(const std::string& dir, const std::string& out, const std::string& yaml,
-                                      const std::vector<std::string>& overrides) {
-  const std::string path = dir + "/" + out + ".yaml";
-  std::ofstream(path) << yaml;
-  std::vector<std::string> o = {"training.MaxEpochs=1",   "training.MiniBatchSize=20",
-                                "training.Verbose=false", "training.Plots=none",
-                                "training.Seed=1",        "training.ExecutionEnvironment=cpu"};
-  o.insert(o.end(), overrides.begin(), overrides.end());
-  Config c = load_config(path, o);
-  apply_transfer(c);
-  TrainArgs args;
-  args.output_dir = dir + "/" + out;
-  args.config_text = dump_config(c);
-  args.device = Device::cpu();
-  const TrainResult r = train_network(c, args);
-  REQUIRE(r.status == "completed");
-  std::vector<NamedTensor> states;
-  for (const NamedTensor& t : load_model(r.model_path).states)
-    if (t.layer == "input") states.push_back(t);
-  return states;
+                                      std::vector<std::string> overrides) {
+  overrides.insert(overrides.begin(), {"training.MaxEpochs=1", "training.MiniBatchSize=20"});
+  return test::train_and_read_states(dir, out, yaml, "input", overrides);
 }
 
 const NamedTensor& state(const std::vector<NamedTensor>& s, const std::string& name) {
-  for (const NamedTensor& t : s)
-    if (t.name == name) return t;
-  FAIL("no state " << name);
-  throw 0;
+  return test::state_named(s, name);
 }
 
 std::string net(const std::string& input, const std::string& data) {
