@@ -4,6 +4,7 @@
 #include "layers/io_layers.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "layers/layer_util.h"
 #include "util/strings.h"
@@ -22,21 +23,35 @@ ImageInputLayer::ImageInputLayer(const LayerSpec& spec) : Layer(spec) {
   shape_ = Shape{sz[0], sz[1], sz[2]};
   normalization_ = spec_.get_choice("Normalization", "zerocenter",
                                     {"none", "zerocenter", "zscore", "rescale-symmetric", "rescale-zero-one"});
-  min_ = spec_.get_doubles("Min", {});
-  max_ = spec_.get_doubles("Max", {});
-  if ((!min_.empty() || !max_.empty()) && !rescale())
-    throw ConfigError(spec.where() + "options Min and Max apply to Normalization rescale-symmetric or " +
-                      "rescale-zero-one, not " + normalization_);
-  if (min_.empty() != max_.empty())
-    throw ConfigError(spec.where() + "give both Min and Max (or neither: then they are computed from the " +
-                      "training data, per channel)");
-  for (const auto* values : {&min_, &max_})
-    if (!values->empty() && values->size() != 1 && static_cast<int64_t>(values->size()) != shape_[2])
-      throw ConfigError(spec.where() + "options Min and Max take one value or one per channel (" +
-                        std::to_string(shape_[2]) + "), got " + std::to_string(values->size()));
-  for (size_t c = 0; c < std::max(min_.size(), max_.size()) && !min_.empty(); ++c)
-    if (!(min_[std::min(c, min_.size() - 1)] < max_[std::min(c, max_.size() - 1)]))
+  // The statistics the config may give (MATLAB's imageInputLayer properties): one value or one
+  // per channel each, for this normalization's states.
+  const std::vector<std::string> names = statistic_names();
+  for (const auto& [option, applies] :
+       std::vector<std::pair<std::string, std::string>>{{"Mean", "zerocenter or zscore"},
+                                                        {"StandardDeviation", "zscore"},
+                                                        {"Min", "rescale-symmetric or rescale-zero-one"},
+                                                        {"Max", "rescale-symmetric or rescale-zero-one"}}) {
+    std::vector<double> values = spec_.get_doubles(option, {});
+    if (values.empty()) continue;
+    if (std::find(names.begin(), names.end(), option) == names.end())
+      throw ConfigError(spec.where() + "option " + option + " applies to Normalization " + applies + ", not " +
+                        normalization_);
+    if (values.size() != 1 && static_cast<int64_t>(values.size()) != shape_[2])
+      throw ConfigError(spec.where() + "option " + option + " takes one value or one per channel (" +
+                        std::to_string(shape_[2]) + "), got " + std::to_string(values.size()));
+    given_.resize(names.size());
+    given_[static_cast<size_t>(std::find(names.begin(), names.end(), option) - names.begin())] = std::move(values);
+  }
+  if (!given_.empty() && std::any_of(given_.begin(), given_.end(), [](const auto& g) { return g.empty(); }))
+    throw ConfigError(spec.where() + "give both " + names[0] + " and " + names[1] +
+                      " (or neither: then they are computed from the training data, per channel)");
+  auto at = [](const std::vector<double>& v, size_t c) { return v[std::min(c, v.size() - 1)]; };
+  for (size_t c = 0; c < static_cast<size_t>(shape_[2]) && !given_.empty(); ++c) {
+    if (rescale() && !(at(given_[0], c) < at(given_[1], c)))
       throw ConfigError(spec.where() + "Min must be below Max (channel " + std::to_string(c + 1) + ")");
+    if (normalization_ == "zscore" && !(at(given_[1], c) > 0))
+      throw ConfigError(spec.where() + "StandardDeviation must be > 0 (channel " + std::to_string(c + 1) + ")");
+  }
   spec_.get("DataAugmentation");
 }
 
@@ -55,17 +70,23 @@ Shape ImageInputLayer::infer(const std::vector<Shape>& inputs) {
   return shape_;
 }
 
+std::vector<std::string> ImageInputLayer::statistic_names() const {
+  if (normalization_ == "zerocenter") return {"Mean"};
+  if (normalization_ == "zscore") return {"Mean", "StandardDeviation"};
+  if (rescale()) return {"Min", "Max"};
+  return {};
+}
+
+// The given statistics per channel into their states (zerocenter's mean image: each pixel).
 void ImageInputLayer::init_params(Rng& rng) {
   Layer::init_params(rng);
-  if (min_.empty()) return;
-  const int64_t c = shape_[2];
-  Tensor lo(Shape{c}), hi(Shape{c});
-  for (int64_t i = 0; i < c; ++i) {
-    lo.data()[i] = static_cast<float>(min_[min_.size() == 1 ? 0 : static_cast<size_t>(i)]);
-    hi.data()[i] = static_cast<float>(max_[max_.size() == 1 ? 0 : static_cast<size_t>(i)]);
+  for (size_t k = 0; k < given_.size(); ++k) {
+    const std::vector<double>& v = given_[k];
+    Tensor h(states_[k].shape);
+    for (int64_t i = 0; i < h.numel(); ++i)
+      h.data()[i] = static_cast<float>(v[v.size() == 1 ? 0 : static_cast<size_t>(i % shape_[2])]);
+    states_[k].value.copy_from(h);
   }
-  states_[0].value.copy_from(lo);
-  states_[1].value.copy_from(hi);
 }
 
 void ImageInputLayer::setup(int64_t, Backend& be) {

@@ -17,7 +17,8 @@ class ImageInputLayer final : public Layer {
   // rescalings Sub / Mul.
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override;
   Shape infer(const std::vector<Shape>& inputs) override;
-  // The states' initial values; Min and Max as given in the config.
+  // The states' initial values; the statistics the config gives (Mean, StandardDeviation, Min,
+  // Max) as given.
   void init_params(Rng& rng) override;
   void setup(int64_t n, Backend& be) override;
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override;
@@ -26,10 +27,11 @@ class ImageInputLayer final : public Layer {
 
   const Shape& input_size() const { return shape_; }  // (H, W, C)
   const std::string& normalization() const { return normalization_; }
-  // A rescaling whose Min and Max the config gives (init_params writes them into the states).
-  bool given_statistics() const { return !min_.empty(); }
+  // The config gives this normalization's statistics (Mean; Mean and StandardDeviation; Min and
+  // Max): init_params writes them into the states.
+  bool given_statistics() const { return !given_.empty(); }
   // mean_image (H, W, C), channel_mean, channel_std, channel_min and channel_max (C), host or
-  // device tensors: what the normalization uses of them (given Min and Max too).
+  // device tensors: what the normalization uses of them (given statistics too).
   void set_statistics(const Tensor& mean_image, const Tensor& channel_mean, const Tensor& channel_std,
                       const Tensor& channel_min, const Tensor& channel_max);
   // Values stored for normalization that count toward the memory footprint (seed 001's
@@ -45,8 +47,10 @@ class ImageInputLayer final : public Layer {
   void coefficients(std::vector<float>& shift, std::vector<float>& mul) const;
   Shape shape_;
   std::string normalization_;
-  std::vector<double> min_, max_;  // the config's Min and Max (one value or one per channel), if given
-  Tensor shift_, mul_;             // (C) y = (x - shift) * mul: zscore (shift the Mean state), the rescalings
+  // The statistics' option names for this normalization, in the order of its states.
+  std::vector<std::string> statistic_names() const;
+  std::vector<std::vector<double>> given_;  // the config's values of them (one or one per channel), if given
+  Tensor shift_, mul_;                      // (C) y = (x - shift) * mul: zscore (shift the Mean state), the rescalings
 };
 
 // The output layers after a softmax (classification, pixelClassification): the network

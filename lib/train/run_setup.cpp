@@ -197,7 +197,7 @@ void prepare_network(TrainingRun& run) {
     if (!val_fit.empty()) log::info("{}", val_fit);
   }
   // ResetInputNormalization (MATLAB's): true computes the statistics from the training data;
-  // false keeps those the imageInput has (the config's Min and Max, or the base model's).
+  // false keeps those the imageInput has (given in the config, or the base model's).
   ImageInputLayer& input = run.net->input_layer();
   const bool from_base =
       cfg.base.weights && std::any_of(cfg.base.weights->states.begin(), cfg.base.weights->states.end(),
@@ -205,12 +205,12 @@ void prepare_network(TrainingRun& run) {
   const bool keep = !o.reset_input_normalization && (from_base || input.given_statistics());
   if (input.normalization() != "none" && keep)
     log::info("input normalization '{}' from the {} (ResetInputNormalization false)", input.normalization(),
-              from_base ? "base model" : "config's Min and Max");
+              from_base ? "base model" : "statistics the config gives");
   if (input.normalization() != "none" && o.reset_input_normalization && (from_base || input.given_statistics()))
     log::info(
         "input normalization '{}': {} recomputed from the training data (ResetInputNormalization true, "
         "MATLAB's default; false keeps them)",
-        input.normalization(), from_base ? "the base model's statistics are" : "the config's Min and Max are");
+        input.normalization(), from_base ? "the base model's statistics are" : "the statistics the config gives are");
   if (input.normalization() != "none" && !keep) {
     Timer t;
     DatasetStats st = compute_stats(run.train_data, loader_options(cfg.data, o, in, false));

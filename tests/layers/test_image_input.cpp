@@ -91,6 +91,25 @@ TEST_CASE("imageInput rescale: Min and Max from the config; statistics replace t
                   .given_statistics());
 }
 
+// MATLAB's imageInputLayer Mean and StandardDeviation given in the config (ImageNet's, say):
+// per channel or one value, zerocenter's Mean repeated over the mean image.
+TEST_CASE("imageInput zscore and zerocenter: Mean and StandardDeviation from the config", "[layers]") {
+  const Vec y = normalize(layer_spec("imageInput", {"InputSize=[2,1,3]", "Normalization=zscore", "Mean=[10,100,250]",
+                                                    "StandardDeviation=[20,50,100]"}),
+                          {}, {}, false);
+  const Vec mean{10, 100, 250}, sd{20, 50, 100};
+  for (size_t k = 0; k < y.size(); ++k) {
+    const int c = static_cast<int>(k % 3), p = static_cast<int>(k / 3 % 2), n = static_cast<int>(k / 6);
+    CHECK(y[k] == Approx((at(n, p, c) - mean[c]) / sd[c]).margin(1e-6));
+  }
+  const Vec z =
+      normalize(layer_spec("imageInput", {"InputSize=[2,1,3]", "Normalization=zerocenter", "Mean=30"}), {}, {}, false);
+  for (size_t k = 0; k < z.size(); ++k) {
+    const int c = static_cast<int>(k % 3), p = static_cast<int>(k / 3 % 2), n = static_cast<int>(k / 6);
+    CHECK(z[k] == Approx(at(n, p, c) - 30).margin(1e-6));
+  }
+}
+
 TEST_CASE("imageInput zscore: (x - Mean) / StandardDeviation per channel", "[layers]") {
   const Vec mean{10, 100, 250}, sd{20, 50, 100};
   const Vec y = normalize(layer_spec("imageInput", {"InputSize=[2,1,3]", "Normalization=zscore"}), mean, sd);
@@ -111,11 +130,18 @@ TEST_CASE("imageInput Min and Max: errors name the option", "[layers]") {
     return std::string();
   };
   CHECK_THAT(error({"Normalization=zscore", "Min=0", "Max=1"}),
-             Catch::Contains("options Min and Max apply to Normalization rescale-symmetric or rescale-zero-one, not "
-                             "zscore"));
+             Catch::Contains("option Min applies to Normalization rescale-symmetric or rescale-zero-one, not zscore"));
+  CHECK_THAT(error({"Normalization=zerocenter", "StandardDeviation=2"}),
+             Catch::Contains("option StandardDeviation applies to Normalization zscore, not zerocenter"));
+  CHECK_THAT(error({"Normalization=none", "Mean=2"}),
+             Catch::Contains("option Mean applies to Normalization zerocenter or zscore, not none"));
   CHECK_THAT(error({"Normalization=rescale-zero-one", "Min=0"}), Catch::Contains("give both Min and Max"));
+  CHECK_THAT(error({"Normalization=zscore", "StandardDeviation=3"}),
+             Catch::Contains("give both Mean and StandardDeviation"));
   CHECK_THAT(error({"Normalization=rescale-zero-one", "Min=[0,1]", "Max=255"}),
-             Catch::Contains("options Min and Max take one value or one per channel (3), got 2"));
+             Catch::Contains("option Min takes one value or one per channel (3), got 2"));
+  CHECK_THAT(error({"Normalization=zscore", "Mean=0", "StandardDeviation=[1,0,1]"}),
+             Catch::Contains("StandardDeviation must be > 0 (channel 2)"));
   CHECK_THAT(error({"Normalization=rescale-symmetric", "Min=[0,5,0]", "Max=[1,5,1]"}),
              Catch::Contains("Min must be below Max (channel 2)"));
   CHECK_THAT(error({"Normalization=rescale"}), Catch::Contains("rescale-symmetric"));

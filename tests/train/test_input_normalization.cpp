@@ -1,7 +1,7 @@
 // ResetInputNormalization (MATLAB's trainingOptions) in whole training runs on generated shapes:
-// true (the default) computes the imageInput's statistics from the training data, over the
-// config's Min and Max and over a base model's; false keeps those (and computes only missing
-// ones). The statistics are read back from the written model.bin.
+// true (the default) computes the imageInput's statistics from the training data, over those the
+// config gives (Min and Max, Mean and StandardDeviation) and over a base model's; false keeps
+// those (and computes only missing ones). The statistics are read back from the written model.bin.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -70,6 +70,18 @@ TEST_CASE("ResetInputNormalization: the config's Min and Max kept (false) or rec
     CHECK(state(reset, "Max").data[c] == static_cast<float>(st.channel_max[c]));
   }
   CHECK(state(reset, "Max").data != state(kept, "Max").data);
+}
+
+TEST_CASE("ResetInputNormalization: the config's Mean and StandardDeviation kept (false)", "[train]") {
+  test::TempDir tmp;
+  const std::string data = shapes(tmp.str() + "/data", 3);
+  const std::string yaml =
+      net("Normalization: zscore, Mean: [123.675, 116.28, 103.53], StandardDeviation: [58.395, 57.12, 57.375]", data);
+  const auto kept = train_states(tmp.str(), "kept", yaml, {"training.ResetInputNormalization=false"});
+  CHECK(state(kept, "Mean").data == std::vector<float>{123.675f, 116.28f, 103.53f});
+  CHECK(state(kept, "StandardDeviation").data == std::vector<float>{58.395f, 57.12f, 57.375f});
+  const auto reset = train_states(tmp.str(), "reset", yaml, {});
+  CHECK(state(reset, "Mean").data != state(kept, "Mean").data);
 }
 
 TEST_CASE("ResetInputNormalization: a base model's zscore statistics kept (false) or recomputed (true)", "[train]") {
