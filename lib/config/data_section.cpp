@@ -36,6 +36,8 @@ const std::vector<FieldDef<AO>>& aug_fields() {
           "RandYTranslation", false, [](auto& o) -> auto& { return o.rand_y_translation; }),
       int_field<AO>(
           "PadCrop", 0, "an integer >= 0", [](auto& o) -> auto& { return o.pad_crop; }),
+      nonneg_list_field<AO>(
+          "FillValue", [](auto& o) -> auto& { return o.fill_value; }),
   };
   return f;
 }
@@ -196,9 +198,14 @@ const std::vector<FieldDef<DO>>& data_fields() {
             for (const auto& [name, r] : {std::pair{"RandXShear", a.rand_x_shear}, {"RandYShear", a.rand_y_shear}})
               if (!(r[0] > -90 && r[1] < 90))
                 throw ConfigError(at + "data.Augmentation." + name +
-                                  " must be a range of angles in (-90, 90) "
-                                  "degrees, got [" +
-                                  format_double(r[0]) + ", " + format_double(r[1]) + "]");
+                                  " must be a range of angles in (-90, 90) degrees, got [" + format_double(r[0]) +
+                                  ", " + format_double(r[1]) + "]");
+            for (double v : a.fill_value)
+              if (v > 255)
+                throw ConfigError(
+                    at +
+                    "data.Augmentation.FillValue must be pixel values in [0, 255] (one, or one per channel), got " +
+                    format_double(v));
           },
           [](YAML::Emitter& e, const DO& o) { write_section(e, aug_fields(), o.augment); }},
       bool_field<DO>(

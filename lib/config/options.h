@@ -285,6 +285,9 @@ struct AugmentOptions {
   double rand_x_translation[2] = {0, 0};  // pixels
   double rand_y_translation[2] = {0, 0};
   int64_t pad_crop = 0;  // padded random crop: pad by this many pixels, crop back
+  // FillValue: what the warp and PadCrop bring in from outside the image, one value or one per
+  // channel in [0, 255] (empty: 0).
+  std::vector<double> fill_value;
   // Whether the axis scales or shears are drawn (draw_affine draws their four values only then).
   bool axis_scale_or_shear() const {
     return rand_x_scale[0] != 1 || rand_x_scale[1] != 1 || rand_y_scale[0] != 1 || rand_y_scale[1] != 1 ||

@@ -209,11 +209,18 @@ void for_each_source(int h, int w, const AffineDraw& d, F&& f) {
   }
 }
 
+// The fill value of each of c channels: one given for all, one each, or none (0).
+std::vector<uint8_t> per_channel(const std::vector<uint8_t>& fill, int c) {
+  std::vector<uint8_t> out(static_cast<size_t>(c), 0);
+  for (int k = 0; k < c && !fill.empty(); ++k) out[size_t(k)] = fill[fill.size() == 1 ? 0 : size_t(k)];
+  return out;
+}
+
 template <int C>
-void warp_rows(const Image& in, const AffineDraw& d, Image& out) {
+void warp_rows(const Image& in, const AffineDraw& d, const uint8_t* fill, Image& out) {
   const int h = in.height, w = in.width;
   for_each_source(h, w, d, [&](int xo, int yo, double x, double y) {
-    if (!(x >= -1 && y >= -1 && x < w && y < h)) return;                           // zero fill
+    if (!(x >= -1 && y >= -1 && x < w && y < h)) return;                           // the fill
     const int x0 = static_cast<int>(x + 1) - 1, y0 = static_cast<int>(y + 1) - 1;  // floor
     const float ax = static_cast<float>(x - x0), ay = static_cast<float>(y - y0);
     uint8_t* dst = out.at(yo, xo);
@@ -225,8 +232,13 @@ void warp_rows(const Image& in, const AffineDraw& d, Image& out) {
     const int xs[4] = {x0, x0 + 1, x0, x0 + 1}, ys[4] = {y0, y0, y0 + 1, y0 + 1};
     for (int k = 0; k < C; ++k) {
       float acc = 0;
-      for (int t = 0; t < 4; ++t)
-        if (wts[t] != 0.f && xs[t] >= 0 && xs[t] < w && ys[t] >= 0 && ys[t] < h) acc += wts[t] * in.at(ys[t], xs[t])[k];
+      for (int t = 0; t < 4; ++t) {
+        if (wts[t] == 0.f) continue;
+        if (xs[t] >= 0 && xs[t] < w && ys[t] >= 0 && ys[t] < h)
+          acc += wts[t] * in.at(ys[t], xs[t])[k];
+        else if (fill[k] != 0)
+          acc += wts[t] * fill[k];
+      }
       dst[k] = to_u8(acc);
     }
   });
@@ -234,23 +246,25 @@ void warp_rows(const Image& in, const AffineDraw& d, Image& out) {
 
 }  // namespace
 
-void warp_affine(const Image& in, const AffineDraw& d, Image& out) {
+void warp_affine(const Image& in, const AffineDraw& d, Image& out, const std::vector<uint8_t>& fill) {
   out.height = in.height;
   out.width = in.width;
   out.channels = in.channels;
-  out.pixels.assign(in.pixels.size(), 0);
+  const std::vector<uint8_t> f = per_channel(fill, in.channels);
+  out.pixels.resize(in.pixels.size());
+  for (size_t i = 0; i < out.pixels.size(); ++i) out.pixels[i] = f[i % f.size()];
   switch (in.channels) {
     case 1:
-      warp_rows<1>(in, d, out);
+      warp_rows<1>(in, d, f.data(), out);
       break;
     case 2:
-      warp_rows<2>(in, d, out);
+      warp_rows<2>(in, d, f.data(), out);
       break;
     case 3:
-      warp_rows<3>(in, d, out);
+      warp_rows<3>(in, d, f.data(), out);
       break;
     default:
-      warp_rows<4>(in, d, out);
+      warp_rows<4>(in, d, f.data(), out);
       break;
   }
 }
@@ -268,12 +282,14 @@ void warp_affine_nearest(const Image& in, const AffineDraw& d, uint8_t fill, Ima
 }
 
 namespace {
-void pad_crop_at(const Image& in, int ox, int oy, uint8_t fill, Image& out) {
+void pad_crop_at(const Image& in, int ox, int oy, const std::vector<uint8_t>& fill, Image& out) {
   const int h = in.height, w = in.width, c = in.channels;
   out.height = h;
   out.width = w;
   out.channels = c;
-  out.pixels.assign(in.pixels.size(), fill);
+  const std::vector<uint8_t> f = per_channel(fill, c);
+  out.pixels.resize(in.pixels.size());
+  for (size_t i = 0; i < out.pixels.size(); ++i) out.pixels[i] = f[i % f.size()];
   for (int y = 0; y < h; ++y) {
     const int ys = y + oy;
     if (ys < 0 || ys >= h) continue;
@@ -289,38 +305,47 @@ std::pair<int, int> draw_pad_offset(int64_t pad, Rng& rng) {
   const int oy = static_cast<int>(rng.below(uint64_t(2 * p) + 1)) - p;
   return {ox, oy};
 }
+
+// The options' FillValue as pixel values.
+std::vector<uint8_t> fill_of(const AugmentOptions& o) {
+  std::vector<uint8_t> f;
+  for (double v : o.fill_value) f.push_back(static_cast<uint8_t>(std::lround(std::clamp(v, 0.0, 255.0))));
+  return f;
+}
 }  // namespace
 
-void pad_crop(const Image& in, int64_t pad, Rng& rng, Image& out) {
+void pad_crop(const Image& in, int64_t pad, Rng& rng, Image& out, const std::vector<uint8_t>& fill) {
   const auto [ox, oy] = draw_pad_offset(pad, rng);
-  pad_crop_at(in, ox, oy, 0, out);
+  pad_crop_at(in, ox, oy, fill, out);
 }
 
 void augment_pair(Image& image, Image& labels, const AugmentOptions& options, uint8_t fill, Rng& rng, Image& scratch) {
   const AffineDraw d = draw_affine(options, rng);
+  const std::vector<uint8_t> image_fill = fill_of(options);
   if (!d.identity()) {
-    warp_affine(image, d, scratch);
+    warp_affine(image, d, scratch, image_fill);
     std::swap(image, scratch);
     warp_affine_nearest(labels, d, fill, scratch);
     std::swap(labels, scratch);
   }
   if (options.pad_crop > 0) {
     const auto [ox, oy] = draw_pad_offset(options.pad_crop, rng);
-    pad_crop_at(image, ox, oy, 0, scratch);
+    pad_crop_at(image, ox, oy, image_fill, scratch);
     std::swap(image, scratch);
-    pad_crop_at(labels, ox, oy, fill, scratch);
+    pad_crop_at(labels, ox, oy, {fill}, scratch);
     std::swap(labels, scratch);
   }
 }
 
 void augment(Image& image, const AugmentOptions& options, Rng& rng, Image& scratch) {
   const AffineDraw d = draw_affine(options, rng);
+  const std::vector<uint8_t> fill = fill_of(options);
   if (!d.identity()) {
-    warp_affine(image, d, scratch);
+    warp_affine(image, d, scratch, fill);
     std::swap(image, scratch);
   }
   if (options.pad_crop > 0) {
-    pad_crop(image, options.pad_crop, rng, scratch);
+    pad_crop(image, options.pad_crop, rng, scratch, fill);
     std::swap(image, scratch);
   }
 }

@@ -4,6 +4,7 @@
 // transform takes an Rng& so callers derive it from (seed, epoch, image index).
 #pragma once
 #include <string>
+#include <vector>
 
 #include "config/options.h"
 #include "data/image.h"
@@ -37,21 +38,23 @@ struct AffineDraw {
   }
 };
 AffineDraw draw_affine(const AugmentOptions& options, Rng& rng);
-// Applies a drawn affine warp (same size, zero fill). Pure reflections and integer
-// translations are exact pixel moves.
-void warp_affine(const Image& in, const AffineDraw& draw, Image& out);
+// Applies a drawn affine warp (same size). Points outside the image are `fill` (one value per
+// channel, or one for all; empty: 0), bilinear samples at the border weigh them in. Pure
+// reflections and integer translations are exact pixel moves.
+void warp_affine(const Image& in, const AffineDraw& draw, Image& out, const std::vector<uint8_t>& fill = {});
 // The same warp sampling the nearest pixel (label images: classes are never blended); output
 // pixels whose source falls outside the image get `fill`.
 void warp_affine_nearest(const Image& in, const AffineDraw& draw, uint8_t fill, Image& out);
-// Zero-pad by `pad` on every side, then crop back to the original size at a random offset.
-void pad_crop(const Image& in, int64_t pad, Rng& rng, Image& out);
+// Pad by `pad` on every side with `fill` (as warp_affine's), then crop back to the original size
+// at a random offset.
+void pad_crop(const Image& in, int64_t pad, Rng& rng, Image& out, const std::vector<uint8_t>& fill = {});
 
-// The whole imageDataAugmenter: affine warp, then PadCrop. `scratch` is reused; the result is
-// left in `image`.
+// The whole imageDataAugmenter: affine warp, then PadCrop, both filling with FillValue.
+// `scratch` is reused; the result is left in `image`.
 void augment(Image& image, const AugmentOptions& options, Rng& rng, Image& scratch);
 
 // Segmentation: the same random augmentation applied to an image and its label image (one draw
-// from rng, the same one augment() makes): the image sampled bilinearly with zero fill, the
+// from rng, the same one augment() makes): the image sampled bilinearly with FillValue, the
 // labels nearest with `fill` (undefined) where the warp or PadCrop brings in outside pixels.
 void augment_pair(Image& image, Image& labels, const AugmentOptions& options, uint8_t fill, Rng& rng, Image& scratch);
 

@@ -4,7 +4,6 @@
 #include "layers/batch_norm_layer.h"
 
 #include <algorithm>
-
 #include <cmath>
 #include <memory>
 

@@ -1,7 +1,9 @@
 // batchNormalization: MATLAB's batchNormalizationLayer. Scale and Offset (C) are learnable;
 // TrainedMean and TrainedVariance (C) are moving averages updated in training as
 //   trained = (1 - decay) * trained + decay * batch   (MeanDecay, VarianceDecay: 0.1)
-// with the unbiased batch variance. Inference uses the trained statistics. Runs a following
+// with the unbiased batch variance (or, with training's BatchNormalizationStatistics population,
+// set once training ends from a pass over the training data). Inference uses the trained
+// statistics. Runs a following
 // ReLU in its op when the Network's fusion plan says so (Fusion::relu; the backend op then
 // applies the relu backward itself). In data-parallel training (RunContext::comm of size > 1)
 // it is synchronized: every rank normalizes with the global batch's statistics and backward

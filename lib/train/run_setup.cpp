@@ -181,6 +181,11 @@ void prepare_network(TrainingRun& run) {
   run.net->init_params(o.seed);
   if (cfg.base.weights) apply_base_weights(*run.net, *cfg.base.weights);  // transfer: kept layers
   const Shape& in = run.net->input_shape();
+  const size_t fills = cfg.data.augment.fill_value.size();
+  if (fills > 1 && static_cast<int64_t>(fills) != in[2])
+    throw ConfigError(cfg.path + ": data.Augmentation.FillValue has " + std::to_string(fills) +
+                      " values but the images have " + std::to_string(in[2]) +
+                      " channels (InputSize): give one value, or one per channel");
   // Each rank loads its own share of every global mini-batch (training and validation).
   LoaderOptions train_opt = loader_options(cfg.data, o, in, true), val_opt = loader_options(cfg.data, o, in, false);
   train_opt.rank = val_opt.rank = run.comm->rank();

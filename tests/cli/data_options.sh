@@ -10,6 +10,7 @@
 #   IncludeSubfolders true lists images below the class folders at any depth; false looks only
 #     directly in the folder given (MATLAB's imageDatastore), where a class-folder tree has none.
 #   FileExtensions [.png]: files with other extensions are not listed (by default they are).
+#   Augmentation.FillValue of neither one value nor one per channel is refused in one line.
 source "$(dirname "$0")/common.sh" "$@"
 "$DLTRAIN" make-dataset shapes "$TMP/data" --classes 2 --per-class 60 --size 16x16 --seed 3 > /dev/null
 cat > "$TMP/net.yaml" <<YAML
@@ -131,4 +132,7 @@ every=$(listed_images ext-all --set data.train="$TMP/ext")
 png=$(listed_images ext-png --set data.train="$TMP/ext" --set "data.FileExtensions=[.png]")
 echo "FileExtensions: default lists $every (of $n_all files), [.png] $png (of $n_png .png files)"
 [[ $every == "$n_all" && $png == "$n_png" ]] || fail "FileExtensions: $every / $png, expected $n_all / $n_png"
+expect_error "Augmentation.FillValue of 2 values for 3 channels" 2 "FillValue has 2 values but the images have 3 channels" -- \
+  "$DLTRAIN" train "$TMP/net.yaml" --output-dir "$TMP/fill" --set data.train="$TMP/data/train" \
+  --set "data.Augmentation.FillValue=[1,2]" --set data.Augmentation.RandRotation=[-10,10]
 echo "data options: ok"

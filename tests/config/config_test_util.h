@@ -171,6 +171,7 @@ inline void require_same_data(const DataOptions& a, const DataOptions& b) {
     CHECK(x.rand_y_translation[i] == y.rand_y_translation[i]);
   }
   CHECK(x.pad_crop == y.pad_crop);
+  CHECK(x.fill_value == y.fill_value);
   CHECK(a.on_bad_image == b.on_bad_image);
   CHECK(a.cache == b.cache);
   CHECK(a.loader_threads == b.loader_threads);

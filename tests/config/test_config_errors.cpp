@@ -96,6 +96,8 @@ TEST_CASE("config errors: data values", "[config]") {
         "the latter then; give one or the other");
   CHECK(config_error_of(kNet + "data:\n  Augmentation: {RandYShear: [-10, 90]}\n") ==
         "cfg.yaml:9: data.Augmentation.RandYShear must be a range of angles in (-90, 90) degrees, got [-10, 90]");
+  CHECK(config_error_of(kNet + "data:\n  Augmentation: {FillValue: [0, 300]}\n") ==
+        "cfg.yaml:9: data.Augmentation.FillValue must be pixel values in [0, 255] (one, or one per channel), got 300");
   CHECK(config_error_of(kNet + "data:\n  train: [a, b]\n") ==
         "cfg.yaml:9: data.train must be a folder, a .csv table, or {images: DIR, labels: DIR} for segmentation, got "
         "'[a, b]'");

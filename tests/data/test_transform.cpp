@@ -140,6 +140,42 @@ TEST_CASE("axis shear and scale move pixels as their matrices say", "[data]") {
   }
 }
 
+// FillValue (imageDataAugmenter's): what comes in from outside, per channel or one for all; at
+// the border a bilinear sample weighs it in (a half-pixel shift: the mean of the edge pixel and
+// the fill).
+TEST_CASE("warp and PadCrop fill with FillValue", "[data]") {
+  const Image img = test::pattern_image(4, 5, 3, 7);
+  Image out;
+  AffineDraw t;
+  t.tx = 2;  // content moves right by 2: columns 0 and 1 come from outside
+  warp_affine(img, t, out, {10, 20, 30});
+  for (int y = 0; y < 4; ++y)
+    for (int k = 0; k < 3; ++k) {
+      CHECK(out.at(y, 0)[k] == 10 * (k + 1));
+      CHECK(out.at(y, 1)[k] == 10 * (k + 1));
+      CHECK(out.at(y, 2)[k] == img.at(y, 0)[k]);
+    }
+  AffineDraw half;
+  half.tx = 0.5;  // column 0 samples x = -0.5: half the fill, half pixel 0
+  warp_affine(img, half, out, {200});
+  for (int y = 0; y < 4; ++y)
+    for (int k = 0; k < 3; ++k) CHECK(std::abs(2 * out.at(y, 0)[k] - (200 + img.at(y, 0)[k])) <= 1);
+  // Without FillValue: zeros, as before.
+  warp_affine(img, t, out);
+  CHECK(out.at(0, 0)[0] == 0);
+  bool filled = false;
+  for (uint64_t s = 0; s < 20; ++s) {
+    Rng rng(s);
+    pad_crop(img, 1, rng, out, {99});
+    for (int y = 0; y < 4; ++y)
+      for (int x = 0; x < 5; ++x) {
+        const uint8_t v = out.at(y, x)[2];
+        filled |= v == 99;
+      }
+  }
+  CHECK(filled);
+}
+
 TEST_CASE("pad_crop shifts with zero fill", "[data]") {
   const Image img = test::pattern_image(4, 4, 1, 9);
   Image out;
