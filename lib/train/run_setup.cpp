@@ -216,6 +216,23 @@ void prepare_network(TrainingRun& run) {
         "input normalization '{}': {} recomputed from the training data (ResetInputNormalization true, "
         "MATLAB's default; false keeps them)",
         input.normalization(), from_base ? "the base model's statistics are" : "the statistics the config gives are");
+  // Options written that this run does not use (their defaults are never judged).
+  const std::string& path = cfg.path;
+  if (!o.reset_input_normalization && (input.normalization() == "none" || (!from_base && !input.given_statistics())))
+    log::warn(
+        "{}: training.ResetInputNormalization false has no effect: the imageInput has no statistics to keep "
+        "(Normalization {}, none given in the config, no base model's)",
+        path, input.normalization());
+  if (o.batch_normalization_statistics == BatchNormStatistics::kPopulation && !run.net->start_population_statistics())
+    log::warn(
+        "{}: training.BatchNormalizationStatistics population has no effect: the network has no batch "
+        "normalization",
+        path);
+  if (!cfg.data.augment.fill_value.empty() && !cfg.data.augment.any())
+    log::warn(
+        "{}: data.Augmentation.FillValue has no effect: no augmentation brings in pixels from outside the "
+        "image (RandRotation, RandScale, the translations, PadCrop, ...)",
+        path);
   if (input.normalization() != "none" && !keep) {
     Timer t;
     DatasetStats st = compute_stats(run.train_data, loader_options(cfg.data, o, in, false));

@@ -10,7 +10,9 @@
 #   IncludeSubfolders true lists images below the class folders at any depth; false looks only
 #     directly in the folder given (MATLAB's imageDatastore), where a class-folder tree has none.
 #   FileExtensions [.png]: files with other extensions are not listed (by default they are).
-#   Augmentation.FillValue of neither one value nor one per channel is refused in one line.
+#   Augmentation.FillValue of neither one value nor one per channel is refused in one line; it,
+#     ResetInputNormalization false and BatchNormalizationStatistics population where the run
+#     does not use them each get one warning line.
 source "$(dirname "$0")/common.sh" "$@"
 "$DLTRAIN" make-dataset shapes "$TMP/data" --classes 2 --per-class 60 --size 16x16 --seed 3 > /dev/null
 cat > "$TMP/net.yaml" <<YAML
@@ -135,4 +137,15 @@ echo "FileExtensions: default lists $every (of $n_all files), [.png] $png (of $n
 expect_error "Augmentation.FillValue of 2 values for 3 channels" 2 "FillValue has 2 values but the images have 3 channels" -- \
   "$DLTRAIN" train "$TMP/net.yaml" --output-dir "$TMP/fill" --set data.train="$TMP/data/train" \
   --set "data.Augmentation.FillValue=[1,2]" --set data.Augmentation.RandRotation=[-10,10]
+# Options written that the run does not use: one warning line each, and the run trains.
+"$DLTRAIN" train "$TMP/net.yaml" --output-dir "$TMP/unused" --set data.train="$TMP/data/train" \
+  --set training.MaxEpochs=1 --set data.Augmentation.FillValue=128 --set training.ResetInputNormalization=false \
+  --set training.BatchNormalizationStatistics=population > "$TMP/unused.log" 2>&1 ||
+  fail "the run with unused options failed: $(cat "$TMP/unused.log")"
+for w in "data.Augmentation.FillValue has no effect: no augmentation" \
+  "training.ResetInputNormalization false has no effect: the imageInput has no statistics to keep" \
+  "training.BatchNormalizationStatistics population has no effect: the network has no batch normalization"; do
+  [[ $(grep -c "warning: .*$w" "$TMP/unused.log") == 1 ]] || fail "no single warning '$w': $(cat "$TMP/unused.log")"
+done
+echo "ok: FillValue, ResetInputNormalization and BatchNormalizationStatistics unused: a warning each"
 echo "data options: ok"
