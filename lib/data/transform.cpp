@@ -209,11 +209,18 @@ void for_each_source(int h, int w, const AffineDraw& d, F&& f) {
   }
 }
 
-// The fill value of each of c channels: one given for all, one each, or none (0).
-std::vector<uint8_t> per_channel(const std::vector<uint8_t>& fill, int c) {
-  std::vector<uint8_t> out(static_cast<size_t>(c), 0);
-  for (int k = 0; k < c && !fill.empty(); ++k) out[size_t(k)] = fill[fill.size() == 1 ? 0 : size_t(k)];
-  return out;
+// out: in's size, every pixel `fill` (a memset when all channels are the same value).
+void start_filled(const Image& in, const PixelFill& fill, Image& out) {
+  out.height = in.height;
+  out.width = in.width;
+  out.channels = in.channels;
+  const int c = in.channels;
+  if (std::all_of(fill.begin(), fill.begin() + c, [&](uint8_t v) { return v == fill[0]; })) {
+    out.pixels.assign(in.pixels.size(), fill[0]);
+    return;
+  }
+  out.pixels.resize(in.pixels.size());
+  for (size_t i = 0; i < out.pixels.size(); i += size_t(c)) std::copy(fill.begin(), fill.begin() + c, &out.pixels[i]);
 }
 
 template <int C>
@@ -246,25 +253,30 @@ void warp_rows(const Image& in, const AffineDraw& d, const uint8_t* fill, Image&
 
 }  // namespace
 
-void warp_affine(const Image& in, const AffineDraw& d, Image& out, const std::vector<uint8_t>& fill) {
-  out.height = in.height;
-  out.width = in.width;
-  out.channels = in.channels;
-  const std::vector<uint8_t> f = per_channel(fill, in.channels);
-  out.pixels.resize(in.pixels.size());
-  for (size_t i = 0; i < out.pixels.size(); ++i) out.pixels[i] = f[i % f.size()];
+PixelFill pixel_fill(const AugmentOptions& o, int channels) {
+  PixelFill f{};
+  for (int k = 0; k < channels && k < 4 && !o.fill_value.empty(); ++k) {
+    const double v = o.fill_value[o.fill_value.size() == 1 ? 0 : size_t(k)];
+    f[size_t(k)] = static_cast<uint8_t>(std::lround(std::clamp(v, 0.0, 255.0)));
+  }
+  return f;
+}
+
+void warp_affine(const Image& in, const AffineDraw& d, Image& out, const PixelFill& fill) {
+  start_filled(in, fill, out);
+  const uint8_t* f = fill.data();
   switch (in.channels) {
     case 1:
-      warp_rows<1>(in, d, f.data(), out);
+      warp_rows<1>(in, d, f, out);
       break;
     case 2:
-      warp_rows<2>(in, d, f.data(), out);
+      warp_rows<2>(in, d, f, out);
       break;
     case 3:
-      warp_rows<3>(in, d, f.data(), out);
+      warp_rows<3>(in, d, f, out);
       break;
     default:
-      warp_rows<4>(in, d, f.data(), out);
+      warp_rows<4>(in, d, f, out);
       break;
   }
 }
@@ -282,14 +294,9 @@ void warp_affine_nearest(const Image& in, const AffineDraw& d, uint8_t fill, Ima
 }
 
 namespace {
-void pad_crop_at(const Image& in, int ox, int oy, const std::vector<uint8_t>& fill, Image& out) {
+void pad_crop_at(const Image& in, int ox, int oy, const PixelFill& fill, Image& out) {
   const int h = in.height, w = in.width, c = in.channels;
-  out.height = h;
-  out.width = w;
-  out.channels = c;
-  const std::vector<uint8_t> f = per_channel(fill, c);
-  out.pixels.resize(in.pixels.size());
-  for (size_t i = 0; i < out.pixels.size(); ++i) out.pixels[i] = f[i % f.size()];
+  start_filled(in, fill, out);
   for (int y = 0; y < h; ++y) {
     const int ys = y + oy;
     if (ys < 0 || ys >= h) continue;
@@ -306,22 +313,16 @@ std::pair<int, int> draw_pad_offset(int64_t pad, Rng& rng) {
   return {ox, oy};
 }
 
-// The options' FillValue as pixel values.
-std::vector<uint8_t> fill_of(const AugmentOptions& o) {
-  std::vector<uint8_t> f;
-  for (double v : o.fill_value) f.push_back(static_cast<uint8_t>(std::lround(std::clamp(v, 0.0, 255.0))));
-  return f;
-}
 }  // namespace
 
-void pad_crop(const Image& in, int64_t pad, Rng& rng, Image& out, const std::vector<uint8_t>& fill) {
+void pad_crop(const Image& in, int64_t pad, Rng& rng, Image& out, const PixelFill& fill) {
   const auto [ox, oy] = draw_pad_offset(pad, rng);
   pad_crop_at(in, ox, oy, fill, out);
 }
 
 void augment_pair(Image& image, Image& labels, const AugmentOptions& options, uint8_t fill, Rng& rng, Image& scratch) {
   const AffineDraw d = draw_affine(options, rng);
-  const std::vector<uint8_t> image_fill = fill_of(options);
+  const PixelFill image_fill = pixel_fill(options, image.channels);
   if (!d.identity()) {
     warp_affine(image, d, scratch, image_fill);
     std::swap(image, scratch);
@@ -332,14 +333,14 @@ void augment_pair(Image& image, Image& labels, const AugmentOptions& options, ui
     const auto [ox, oy] = draw_pad_offset(options.pad_crop, rng);
     pad_crop_at(image, ox, oy, image_fill, scratch);
     std::swap(image, scratch);
-    pad_crop_at(labels, ox, oy, {fill}, scratch);
+    pad_crop_at(labels, ox, oy, PixelFill{fill, fill, fill, fill}, scratch);
     std::swap(labels, scratch);
   }
 }
 
 void augment(Image& image, const AugmentOptions& options, Rng& rng, Image& scratch) {
   const AffineDraw d = draw_affine(options, rng);
-  const std::vector<uint8_t> fill = fill_of(options);
+  const PixelFill fill = pixel_fill(options, image.channels);
   if (!d.identity()) {
     warp_affine(image, d, scratch, fill);
     std::swap(image, scratch);

@@ -1,10 +1,11 @@
 // Image transforms of augmentedImageDatastore / imageDataAugmenter: resize (antialiased
 // bilinear), center and random crops, and the augmentation (reflections, rotation, scale, shear
-// and translation as one affine warp with bilinear sampling and zero fill; PadCrop). Each random
+// and translation as one affine warp with bilinear sampling and FillValue's fill; PadCrop). Each random
 // transform takes an Rng& so callers derive it from (seed, epoch, image index).
 #pragma once
+#include <array>
+#include <cstdint>
 #include <string>
-#include <vector>
 
 #include "config/options.h"
 #include "data/image.h"
@@ -38,16 +39,19 @@ struct AffineDraw {
   }
 };
 AffineDraw draw_affine(const AugmentOptions& options, Rng& rng);
-// Applies a drawn affine warp (same size). Points outside the image are `fill` (one value per
-// channel, or one for all; empty: 0), bilinear samples at the border weigh them in. Pure
-// reflections and integer translations are exact pixel moves.
-void warp_affine(const Image& in, const AffineDraw& draw, Image& out, const std::vector<uint8_t>& fill = {});
+// A pixel value per channel (up to 4) for what comes in from outside the image.
+using PixelFill = std::array<uint8_t, 4>;
+// FillValue as a PixelFill for images of `channels`: one value for all, or one each.
+PixelFill pixel_fill(const AugmentOptions& options, int channels);
+// Applies a drawn affine warp (same size). Points outside the image are `fill`; bilinear samples
+// at the border weigh them in. Pure reflections and integer translations are exact pixel moves.
+void warp_affine(const Image& in, const AffineDraw& draw, Image& out, const PixelFill& fill = {});
 // The same warp sampling the nearest pixel (label images: classes are never blended); output
 // pixels whose source falls outside the image get `fill`.
 void warp_affine_nearest(const Image& in, const AffineDraw& draw, uint8_t fill, Image& out);
 // Pad by `pad` on every side with `fill` (as warp_affine's), then crop back to the original size
 // at a random offset.
-void pad_crop(const Image& in, int64_t pad, Rng& rng, Image& out, const std::vector<uint8_t>& fill = {});
+void pad_crop(const Image& in, int64_t pad, Rng& rng, Image& out, const PixelFill& fill = {});
 
 // The whole imageDataAugmenter: affine warp, then PadCrop, both filling with FillValue.
 // `scratch` is reused; the result is left in `image`.

@@ -96,9 +96,8 @@ void BatchNormLayer::forward(const std::vector<const Tensor*>& x, Tensor& y, con
     update_trained(m);
 }
 
-bool BatchNormLayer::start_population_statistics() {
+void BatchNormLayer::start_population_statistics() {
   pop_count_ = 0;  // the sums start at the pass's first batch (accumulate_population)
-  return true;
 }
 
 // Chan's pairwise update of the running mean and sum of squared deviations M2 with a batch of m

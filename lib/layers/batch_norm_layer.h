@@ -36,7 +36,8 @@ class BatchNormLayer final : public Layer {
   // BatchNormalizationStatistics population: TrainedMean and TrainedVariance become the mean
   // and the unbiased variance of the input over the pass's positions (every batch's statistics
   // merged exactly, in Chan's pairwise form).
-  bool start_population_statistics() override;
+  bool has_population_statistics() const override { return true; }
+  void start_population_statistics() override;
   void finish_population_statistics() override;
   std::vector<std::string> learnable_options() const override { return {"Scale", "Offset"}; }
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override;

@@ -155,11 +155,12 @@ class Layer {
   // Its training forward changes from step to step (dropout's mask), so a captured CUDA graph
   // cannot replay it.
   virtual bool stochastic() const { return false; }
-  // BatchNormalizationStatistics population: the network calls start_population_statistics()
-  // on every layer before a pass of training forwards with RunContext::population_statistics
-  // and finish_population_statistics() after it, which makes what the layer accumulated its
-  // statistics. Returns whether the layer has such statistics (batch norm).
-  virtual bool start_population_statistics() { return false; }
+  // BatchNormalizationStatistics population: a layer with such statistics (batch norm) says so;
+  // the network calls start_population_statistics() on it before a pass of training forwards
+  // with RunContext::population_statistics and finish_population_statistics() after it, which
+  // makes what the layer accumulated its statistics.
+  virtual bool has_population_statistics() const { return false; }
+  virtual void start_population_statistics() {}
   virtual void finish_population_statistics() {}
   // It runs collectives when training data-parallel (synchronized batch norm): a rank whose
   // share of the batch is empty still calls its forward and backward, and its states() are

@@ -146,13 +146,13 @@ class SpatialDropoutLayer final : public DropoutBase {
       if (!t->defined()) *t = Tensor(s, be.device());
       t->resize(s);
     }
+    be.fill(ones_, 1.f);  // read only: the dropout kernel's input
   }
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
     if (!ctx.training || p_ == 0) {
       be_->copy(*x[0], y);
       return;
     }
-    be_->fill(ones_, 1.f);
     be_->dropout_forward(ones_, mask_, keep_, static_cast<float>(p_), ctx.seed, dropout_stream(name(), ctx.iteration));
     be_->multiply({x[0], &mask_}, y, d_);
   }

@@ -161,10 +161,11 @@ class Network {
   // no images, forward then backward in the order a full pass calls them, calling the
   // grads-ready hook as loss_and_backward does. ctx.comm null or of size 1: only the zeroing.
   void run_empty_share(const RunContext& ctx);
-  // BatchNormalizationStatistics population: every layer's start_population_statistics (true:
-  // some layer has such statistics) before a pass of forwards with
+  // BatchNormalizationStatistics population: whether some layer has such statistics; every
+  // layer's start_population_statistics before a pass of forwards with
   // RunContext::population_statistics, and finish_population_statistics after it.
-  bool start_population_statistics();
+  bool has_population_statistics() const;
+  void start_population_statistics();
   void finish_population_statistics();
   // An empty share's forward in such a pass: the synchronized batch norms' collectives only.
   void run_empty_share_forward(const RunContext& ctx);

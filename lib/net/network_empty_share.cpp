@@ -1,6 +1,8 @@
 // Network::run_empty_share: a data-parallel rank with no images of the global batch still
 // joins the collectives of the layers that run them (synchronized batch norm); and the pass of
 // BatchNormalizationStatistics population over the layers.
+#include <algorithm>
+
 #include "backend/collectives.h"
 #include "net/network.h"
 
@@ -17,11 +19,14 @@ void Network::run_empty_share_forward(const RunContext& ctx) {
   }
 }
 
-bool Network::start_population_statistics() {
-  bool any = false;
+bool Network::has_population_statistics() const {
+  return std::any_of(nodes_.begin(), nodes_.end(),
+                     [](const Node& n) { return n.alias_of < 0 && n.layer->has_population_statistics(); });
+}
+
+void Network::start_population_statistics() {
   for (Node& n : nodes_)
-    if (n.alias_of < 0) any = n.layer->start_population_statistics() || any;
-  return any;
+    if (n.alias_of < 0) n.layer->start_population_statistics();
 }
 
 void Network::finish_population_statistics() {

@@ -223,7 +223,7 @@ void prepare_network(TrainingRun& run) {
         "{}: training.ResetInputNormalization false has no effect: the imageInput has no statistics to keep "
         "(Normalization {}, none given in the config, no base model's)",
         path, input.normalization());
-  if (o.batch_normalization_statistics == BatchNormStatistics::kPopulation && !run.net->start_population_statistics())
+  if (o.batch_normalization_statistics == BatchNormStatistics::kPopulation && !run.net->has_population_statistics())
     log::warn(
         "{}: training.BatchNormalizationStatistics population has no effect: the network has no batch "
         "normalization",

@@ -412,7 +412,8 @@ void Trainer::finish(RunStatus status, StopReason why) {
 bool Trainer::population_statistics() {
   if (o_.batch_normalization_statistics != BatchNormStatistics::kPopulation) return false;
   Network& net = *run_.net;
-  if (!net.start_population_statistics()) return false;
+  if (!net.has_population_statistics()) return false;
+  net.start_population_statistics();
   Timer t;
   LoaderOptions lo = loader_options(cfg_.data, o_, net.input_shape(), false);
   lo.rank = run_.comm->rank();

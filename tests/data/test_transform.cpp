@@ -157,7 +157,9 @@ TEST_CASE("warp and PadCrop fill with FillValue", "[data]") {
     }
   AffineDraw half;
   half.tx = 0.5;  // column 0 samples x = -0.5: half the fill, half pixel 0
-  warp_affine(img, half, out, {200});
+  AugmentOptions one;
+  one.fill_value = {200};  // one FillValue for every channel
+  warp_affine(img, half, out, pixel_fill(one, 3));
   for (int y = 0; y < 4; ++y)
     for (int k = 0; k < 3; ++k) CHECK(std::abs(2 * out.at(y, 0)[k] - (200 + img.at(y, 0)[k])) <= 1);
   // Without FillValue: zeros, as before.
@@ -166,7 +168,7 @@ TEST_CASE("warp and PadCrop fill with FillValue", "[data]") {
   bool filled = false;
   for (uint64_t s = 0; s < 20; ++s) {
     Rng rng(s);
-    pad_crop(img, 1, rng, out, {99});
+    pad_crop(img, 1, rng, out, PixelFill{99, 99, 99});
     for (int y = 0; y < 4; ++y)
       for (int x = 0; x < 5; ++x) {
         const uint8_t v = out.at(y, x)[2];
