@@ -1,6 +1,6 @@
 // imageInput (with zerocenter / zscore / rescale normalization from training-data statistics),
-// classification (the output layer: the network computes its cross-entropy loss), addition
-// and depthConcatenation (the DAG joins).
+// classification (the output layer: the network computes its cross-entropy loss), addition,
+// depthConcatenation and concatenation (the DAG joins).
 #include "layers/io_layers.h"
 
 #include <algorithm>
@@ -275,6 +275,129 @@ class AdditionLayer final : public Layer {
   int64_t num_ = 0;
 };
 
+// concatenation (MATLAB's concatenationLayer(dim, numInputs)): the inputs joined along dimension
+// Dim of their data format: images (SSCB) along 1 (height), 2 (width) or 3 (the channels, as
+// depthConcatenation), token sequences (SCB) along 1 (the tokens) or 2 (the channels), vectors
+// (CB) along 1. Along the tokens an image among token sequences is the sequence of its pixels in
+// row order (dltrain's extension: PiT's class token in front of its feature map's pixels). The
+// other dimensions must agree. Per image, joining along a dimension joins blocks of memory (of
+// the image, a row, a pixel): one concat op over those blocks.
+class ConcatenationLayer final : public Layer {
+ public:
+  explicit ConcatenationLayer(const LayerSpec& spec) : Layer(spec) {
+    dim_ = spec_.get_int("Dim", 0, 1);
+    if (dim_ == 0)
+      throw ConfigError(spec_.where() +
+                        "option Dim is required (e.g. Dim: 1: the tokens of sequences, the height "
+                        "of images)");
+    num_ = spec_.get_int("NumInputs", 0, 2);
+  }
+  int num_inputs() const override { return -1; }
+  DataFormat output_format() const override { return format_; }
+
+  Shape infer(const std::vector<Shape>& inputs) override {
+    if (inputs.size() < 2)
+      shape_error(spec_, "concatenation needs at least 2 Inputs, got " + std::to_string(inputs.size()));
+    if (num_ && static_cast<int64_t>(inputs.size()) != num_)
+      shape_error(spec_, "NumInputs is " + std::to_string(num_) + " but " + std::to_string(inputs.size()) +
+                             " Inputs are named");
+    bool tokens = false, images = false, vectors = false;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const DataFormat f = input_format(i);
+      tokens = tokens || f == DataFormat::kSCB;
+      images = images || f == DataFormat::kSSCB;
+      vectors = vectors || f == DataFormat::kCB;
+    }
+    if (vectors && (tokens || images))
+      shape_error(spec_, "joins vectors (CB) with " + std::string(tokens ? "token sequences" : "images") +
+                             "; their inputs must be all vectors, or images and token sequences");
+    if (tokens && images && dim_ != 1)
+      shape_error(spec_, "joins token sequences and images along Dim " + std::to_string(dim_) +
+                             "; dltrain joins them only along the tokens (Dim 1: an image as its pixels)");
+    format_ = vectors ? DataFormat::kCB : tokens ? DataFormat::kSCB : DataFormat::kSSCB;
+    const int64_t dims = format_ == DataFormat::kSSCB ? 3 : format_ == DataFormat::kSCB ? 2 : 1;
+    if (dim_ > dims)
+      shape_error(spec_, "Dim " + std::to_string(dim_) + " is not a dimension of " + format_name(format_) +
+                             " data (1.." + std::to_string(dims) + "; the batch is not joined)");
+    // (h, w, c) per input as the output's format sees it; the axis joined.
+    std::vector<Shape> in;
+    for (const Shape& x : inputs) in.push_back(format_ == DataFormat::kSCB ? Shape{x[0] * x[1], 1, x[2]} : x);
+    axis_ = format_ == DataFormat::kSSCB               ? static_cast<size_t>(dim_ - 1)
+            : format_ == DataFormat::kSCB && dim_ == 1 ? 0
+                                                       : 2;
+    Shape out = in[0];
+    out[axis_] = 0;
+    parts_.clear();
+    for (size_t i = 0; i < in.size(); ++i) {
+      for (size_t a = 0; a < 3; ++a)
+        if (a != axis_ && in[i][a] != in[0][a])
+          shape_error(spec_, "inputs " + input_name(0) + " (" + inputs[0].str() + ") and " + input_name(i) + " (" +
+                                 inputs[i].str() + ") differ in a dimension other than Dim " + std::to_string(dim_));
+      out[axis_] += in[i][axis_];
+      parts_.push_back(axis_ == 0 ? in[i][0] * in[i][1] * in[i][2] : axis_ == 1 ? in[i][1] * in[i][2] : in[i][2]);
+    }
+    outer_ = axis_ == 0 ? 1 : axis_ == 1 ? out[0] : out[0] * out[1];
+    return out;
+  }
+  void setup(int64_t n, Backend& be) override { op_ = be.make(ConcatDesc{n, outer_, 1, parts_}); }
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override { op_->forward(x, y); }
+  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext&) override {
+    op_->backward(dy, dx);
+  }
+
+  // Concat: images (N, C, H, W) on axis 2, 3 or 1; tokens (N, S, C) on axis 1 or 2 (an image's
+  // pixels made tokens first); vectors (N, C) on axis 1.
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    const std::string& n = name();
+    std::vector<std::string> names;
+    for (const auto& in : inputs)
+      names.push_back(format_ == DataFormat::kSSCB  ? g.image(n, in).name
+                      : format_ == DataFormat::kSCB ? g.pixel_tokens(n, in)
+                                                    : g.flat(in).name);
+    const int64_t axis = format_ == DataFormat::kSSCB ? (dim_ == 3 ? 1 : dim_ + 1) : dim_;
+    g.add_node("Concat", n, names, n, {OnnxAttr("axis", axis)});
+    return OnnxValue{n, out, format_ == DataFormat::kCB};
+  }
+
+  // Concat of images along their height or width: axis 2 or 3 of (N, C, H, W), 1 or 2 of
+  // channels-last (N, H, W, C); all inputs in one layout (along the channels:
+  // depthConcatenation; along tokens: the importer's token reading).
+  static void from_onnx(OnnxNodeReader& r, int64_t dim) {
+    const OnnxValue first = r.input(0, false, true);
+    std::vector<std::string> ins;
+    Shape out = first.shape;
+    out[static_cast<size_t>(dim - 1)] = 0;
+    for (int i = 0; i < r.num_inputs(); ++i) {
+      const OnnxValue v = r.input(i, false, true);
+      if (v.channels_last != first.channels_last || v.flat || v.tokens)
+        r.fail("concatenates images of different layouts (or a flattened value) along their height or width");
+      for (size_t a = 0; a < 3; ++a)
+        if (static_cast<int64_t>(a) != dim - 1 && v.shape[a] != first.shape[a])
+          r.fail("its inputs (" + first.shape.str() + " and " + v.shape.str() +
+                 ") differ in a dimension other than the one joined");
+      out[static_cast<size_t>(dim - 1)] += v.shape[static_cast<size_t>(dim - 1)];
+      ins.push_back(v.name);
+    }
+    LayerSpec& s = r.add_layer("concatenation", ins);
+    s.set("Dim", std::to_string(dim));
+    s.set("NumInputs", std::to_string(ins.size()));
+    s.inputs = ins;
+    OnnxValue v{s.name, out, false};
+    v.channels_last = first.channels_last;
+    r.set_output(v);
+  }
+
+ private:
+  std::string input_name(size_t i) const { return i < spec_.inputs.size() ? spec_.inputs[i] : std::to_string(i + 1); }
+
+  int64_t dim_ = 1, num_ = 0, outer_ = 1;
+  size_t axis_ = 0;
+  DataFormat format_ = DataFormat::kSSCB;
+  std::vector<int64_t> parts_;
+  std::unique_ptr<ConcatOp> op_;
+};
+
 class DepthConcatenationLayer final : public Layer {
  public:
   explicit DepthConcatenationLayer(const LayerSpec& spec) : Layer(spec) { num_ = spec_.get_int("NumInputs", 0, 2); }
@@ -318,6 +441,11 @@ class DepthConcatenationLayer final : public Layer {
     OnnxValue first = r.input(0, false, true);
     int64_t axis = r.attr_int("axis", 1);
     int64_t rank = first.flat ? 2 : 4;
+    if (!first.flat && !first.tokens) {  // along the height or width: the concatenation layer
+      const int64_t a = axis < 0 ? axis + 4 : axis;
+      const int64_t dim = first.channels_last ? (a == 1 || a == 2 ? a : 0) : (a == 2 || a == 3 ? a - 1 : 0);
+      if (dim) return ConcatenationLayer::from_onnx(r, dim);
+    }
     if (first.channels_last ? axis != 3 && axis != -1 : axis != 1 && axis != 1 - rank)
       r.fail(first.channels_last ? "only concatenation along the channels of channels-last values (axis 3) is supported"
                                  : "only concatenation along channels (axis 1) is supported");
@@ -349,6 +477,15 @@ class DepthConcatenationLayer final : public Layer {
 };
 
 }  // namespace
+
+const LayerType& concatenation_layer_type() {
+  static const LayerType t{
+      "concatenation",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<ConcatenationLayer>(s); },
+      {},
+      nullptr};
+  return t;
+}
 
 const LayerType& image_input_layer_type() {
   static const LayerType t{

@@ -64,6 +64,8 @@ const LayerType& window_attention_layer_type();
 const LayerType& indexing1d_layer_type();
 const LayerType& global_average_pooling1d_layer_type();
 const LayerType& global_max_pooling1d_layer_type();
+const LayerType& token_slice_layer_type();
+const LayerType& concatenation_layer_type();
 
 const std::vector<const LayerType*>& layer_registry() {
   static const std::vector<const LayerType*> kLayers = {
@@ -122,6 +124,8 @@ const std::vector<const LayerType*>& layer_registry() {
       &indexing1d_layer_type(),
       &global_average_pooling1d_layer_type(),
       &global_max_pooling1d_layer_type(),
+      &token_slice_layer_type(),
+      &concatenation_layer_type(),
   };
   return kLayers;
 }

@@ -1,9 +1,9 @@
 // The token layers of MATLAB's vision transformers (R2023b): patchEmbedding,
 // embeddingConcatenation, positionEmbedding, indexing1d, globalAveragePooling1d and
-// globalMaxPooling1d. A token sequence is SCB (layers/data_format.h): (S, 1, C) per image, the
-// same memory as (S, C), so a patch grid becomes tokens without moving data (row-major) and
-// per-token layers (fullyConnected with OperationDimension channel, layerNormalization, the
-// activations) run on it as on pixels. The data movement of these layers is backend/token_ops.h's.
+// globalMaxPooling1d; and dltrain's tokenSlice. A token sequence is SCB (layers/data_format.h): (S, 1, C) per image,
+// the same memory as (S, C), so a patch grid becomes tokens without moving data (row-major) and per-token layers
+// (fullyConnected with OperationDimension channel, layerNormalization, the activations) run on it as on pixels. The
+// data movement of these layers is backend/token_ops.h's.
 #include <algorithm>
 #include <cctype>
 #include <memory>
@@ -18,6 +18,9 @@ namespace {
 
 // Token layers take SCB data; patchEmbedding takes images.
 bool is_tokens(DataFormat f) { return f == DataFormat::kSCB; }
+// embeddingConcatenation and positionEmbedding also take an image as the sequence of its pixels
+// in row order (H * W tokens, the same memory: PiT's tokens are its feature map's pixels).
+bool tokens_or_image(DataFormat f) { return f == DataFormat::kSCB || f == DataFormat::kSSCB; }
 
 // patchEmbedding: a convolution with FilterSize = Stride = PatchSize (no padding) whose
 // (H / ph, W / pw) grid of OutputSize channels is flattened into S = (H / ph) (W / pw) tokens.
@@ -134,7 +137,8 @@ class PatchEmbeddingLayer final : public Layer {
 };
 
 // embeddingConcatenation: prepends one learnable token, Weights (C), to every sequence
-// (ViT's class token): (S, 1, C) -> (S + 1, 1, C).
+// (ViT's class token): (S, 1, C) -> (S + 1, 1, C); of an image (H, W, C), to its pixels
+// (dltrain's extension: PiT's class token): (H * W + 1, 1, C).
 class EmbeddingConcatenationLayer final : public Layer {
  public:
   explicit EmbeddingConcatenationLayer(const LayerSpec& spec) : Layer(spec) {
@@ -142,11 +146,12 @@ class EmbeddingConcatenationLayer final : public Layer {
         make_param(spec_, "Weight", Shape{}, parse_initializer(spec_, "WeightsInitializer", "narrow-normal"), 1.f);
   }
 
-  bool takes(DataFormat f) const override { return is_tokens(f); }
+  bool takes(DataFormat f) const override { return tokens_or_image(f); }
+  DataFormat output_format() const override { return DataFormat::kSCB; }
 
   Shape infer(const std::vector<Shape>& inputs) override {
     expect_inputs(spec_, inputs, 1);
-    s_ = inputs[0][0];
+    s_ = inputs[0][0] * inputs[0][1];
     c_ = inputs[0][2];
     Param w = weight_;
     w.name = "Weights";
@@ -176,10 +181,11 @@ class EmbeddingConcatenationLayer final : public Layer {
 
   std::vector<std::string> learnable_options() const override { return {"Weight"}; }
 
-  // The token (1, 1, C) expanded to (N, 1, C) (N from the input's Shape), then Concat on axis 1.
+  // The token (1, 1, C) expanded to (N, 1, C) (N from the input's Shape), then Concat on axis 1
+  // (an image's pixels made tokens first).
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
     const std::string& n = name();
-    const std::string& x = inputs.at(0).name;
+    const std::string x = g.pixel_tokens(n, inputs.at(0));
     g.add_floats(n + "_token", {1, 1, c_}, host_values(params_[0].value));
     g.batch_expand(n + "_tokens", n + "_token", x, {1, c_});
     g.add_node("Concat", n, {n + "_tokens", x}, n, {OnnxAttr("axis", int64_t{1})});
@@ -197,10 +203,12 @@ class EmbeddingConcatenationLayer final : public Layer {
 // positionEmbedding: MATLAB's positionEmbeddingLayer: the learnable vector of each position,
 // Weights (MaxPosition, OutputSize) (MATLAB's OutputSize x MaxPosition), for the S <= MaxPosition
 // positions of its input's sequence: y[s] = Weights[s], the same for every image (positions are
-// token indices: PositionDimension auto or spatial on SCB data). The input's values are not
-// read (only its length), so it gets no gradient; an addition layer sums the embedding with the
-// tokens, as in MATLAB's networks (positionEmbeddingLayer, then additionLayer(2) whose other
-// input is the layer before it).
+// token indices: PositionDimension auto or spatial on SCB data). On an image (H, W, C) (dltrain's
+// extension: MATLAB embeds the positions of sequences and 1-D images) the positions are its
+// pixels in row order and the output an image (H, W, OutputSize): PiT's learnable position
+// table of its feature map. The input's values are not read (only its length), so it gets no
+// gradient; an addition layer sums the embedding with the tokens, as in MATLAB's networks
+// (positionEmbeddingLayer, then additionLayer(2) whose other input is the layer before it).
 class PositionEmbeddingLayer final : public Layer {
  public:
   explicit PositionEmbeddingLayer(const LayerSpec& spec) : Layer(spec) {
@@ -217,21 +225,25 @@ class PositionEmbeddingLayer final : public Layer {
         make_param(spec_, "Weight", Shape{}, parse_initializer(spec_, "WeightsInitializer", "narrow-normal"), 1.f);
   }
 
-  bool takes(DataFormat f) const override { return is_tokens(f); }
+  bool takes(DataFormat f) const override { return tokens_or_image(f); }
 
   Shape infer(const std::vector<Shape>& inputs) override {
     expect_inputs(spec_, inputs, 1);
-    s_ = inputs[0][0];
+    image_ = input_format(0) == DataFormat::kSSCB;
+    h_ = inputs[0][0];
+    w_ = image_ ? inputs[0][1] : 1;
+    s_ = h_ * w_;
     if (s_ > max_)
-      shape_error(spec_,
-                  "the sequence has " + std::to_string(s_) + " tokens, more than MaxPosition " + std::to_string(max_));
+      shape_error(spec_, (image_ ? "the image has " + std::to_string(s_) + " pixels (" + inputs[0].str() + ")"
+                                 : "the sequence has " + std::to_string(s_) + " tokens") +
+                             ", more than MaxPosition " + std::to_string(max_));
     Param w = weight_;
     w.name = "Weights";
     w.shape = Shape{max_, out_};
     w.fan_in = max_;
     w.fan_out = out_;
     params_ = {w};
-    return Shape{s_, 1, out_};
+    return Shape{h_, w_, out_};
   }
 
   void setup(int64_t n, Backend& be) override {
@@ -261,13 +273,22 @@ class PositionEmbeddingLayer final : public Layer {
   std::vector<std::string> learnable_options() const override { return {"Weight"}; }
 
   // The table's first S rows (1, S, OutputSize) expanded to the input's batch: Expand by
-  // (N, S, OutputSize), N from the input's Shape.
+  // (N, S, OutputSize), N from the input's Shape; on an image, the rows as the image
+  // (1, OutputSize, H, W) expanded to (N, OutputSize, H, W).
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
     const std::string& n = name();
     std::vector<float> t = host_values(params_[0].value);
     t.resize(static_cast<size_t>(s_ * out_));
-    g.add_floats(n + "_table", {1, s_, out_}, t);
-    g.batch_expand(n, n + "_table", inputs.at(0).name, {s_, out_});
+    if (!image_) {
+      g.add_floats(n + "_table", {1, s_, out_}, t);
+      g.batch_expand(n, n + "_table", inputs.at(0).name, {s_, out_});
+      return OnnxValue{n, out, false};
+    }
+    std::vector<float> chw(t.size());
+    for (int64_t p = 0; p < s_; ++p)
+      for (int64_t o = 0; o < out_; ++o) chw[static_cast<size_t>(o * s_ + p)] = t[static_cast<size_t>(p * out_ + o)];
+    g.add_floats(n + "_table", {1, out_, h_, w_}, chw);
+    g.batch_expand(n, n + "_table", inputs.at(0).name, {out_, h_, w_});
     return OnnxValue{n, out, false};
   }
 
@@ -275,7 +296,8 @@ class PositionEmbeddingLayer final : public Layer {
   // The rows of the table the sequence uses (its first S positions).
   Tensor used(const Tensor& table) const { return table.view(Shape{s_ * out_}, 0); }
 
-  int64_t out_ = 1, max_ = 1, s_ = 1;
+  bool image_ = false;
+  int64_t out_ = 1, max_ = 1, s_ = 1, h_ = 1, w_ = 1;
   Param weight_;
   Backend* be_ = nullptr;
   std::unique_ptr<BatchBroadcastOp> broadcast_;
@@ -425,6 +447,78 @@ class GlobalPooling1dLayer final : public Layer {
   Tensor rest_;  // the tokens after the prefix, then their gradient
 };
 
+// tokenSlice (dltrain's own name; PyTorch's x[:, k:k + m]): the NumTokens tokens from StartToken
+// (1-based) of each sequence, (S, 1, C) -> (NumTokens, 1, C); with ImageSize [H W] (H * W =
+// NumTokens) handed on as the image (H, W, C) they are the pixels of, in row order (PiT: the
+// tokens after the class token back into its feature map). The backward writes the gradient
+// into those tokens and zeros into the others.
+class TokenSliceLayer final : public Layer {
+ public:
+  explicit TokenSliceLayer(const LayerSpec& spec) : Layer(spec) {
+    const int64_t start = spec_.get_int("StartToken", 0, 1);
+    count_ = spec_.get_int("NumTokens", 0, 1);
+    if (start == 0 || count_ == 0)
+      throw ConfigError(spec_.where() +
+                        "options StartToken (1-based) and NumTokens are required (e.g. StartToken: 2, NumTokens: 64)");
+    d_.top = start - 1;
+    const std::vector<int64_t> image = spec_.get_ints("ImageSize", {}, 2);
+    if (!image.empty()) {
+      if (image[0] < 1 || image[1] < 1 || image[0] * image[1] != count_)
+        throw ConfigError(spec_.where() + "option ImageSize [" + std::to_string(image[0]) + " " +
+                          std::to_string(image[1]) + "] does not hold the " + std::to_string(count_) +
+                          " tokens of NumTokens (its height times width must equal them)");
+      image_h_ = image[0];
+      image_w_ = image[1];
+    }
+  }
+
+  bool takes(DataFormat f) const override { return is_tokens(f); }
+  DataFormat output_format() const override { return image_h_ ? DataFormat::kSSCB : DataFormat::kSCB; }
+
+  Shape infer(const std::vector<Shape>& inputs) override {
+    expect_inputs(spec_, inputs, 1);
+    d_.h = inputs[0][0];
+    d_.w = d_.out_w = 1;
+    d_.c = inputs[0][2];
+    d_.left = 0;
+    d_.out_h = count_;
+    if (d_.top + count_ > d_.h)
+      shape_error(spec_, "StartToken " + std::to_string(d_.top + 1) + " and NumTokens " + std::to_string(count_) +
+                             " take tokens " + std::to_string(d_.top + 1) + ".." + std::to_string(d_.top + count_) +
+                             " of a sequence of " + std::to_string(d_.h));
+    return image_h_ ? Shape{image_h_, image_w_, d_.c} : Shape{count_, 1, d_.c};
+  }
+
+  void setup(int64_t n, Backend& be) override {
+    be_ = &be;
+    d_.n = n;
+  }
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
+    be_->crop2d(*x[0], y, d_);
+  }
+  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext&) override {
+    if (dx[0]) be_->crop2d_backward(dy, *dx[0], d_);
+  }
+
+  // Slice of axis 1 (opset 13: inputs); with ImageSize, Reshape (N, H, W, C) and Transpose
+  // (0, 3, 1, 2) into the image.
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    const std::string& n = name();
+    const std::string tokens = image_h_ ? n + "_tokens" : n;
+    g.add_ints(n + "_starts", {1}, {d_.top});
+    g.add_ints(n + "_ends", {1}, {d_.top + count_});
+    g.add_ints(n + "_axes", {1}, {1});
+    g.add_node("Slice", n + "_slice", {inputs.at(0).name, n + "_starts", n + "_ends", n + "_axes"}, tokens);
+    return image_h_ ? g.tokens_image(n, tokens, out) : OnnxValue{n, out, false};
+  }
+
+ private:
+  int64_t count_ = 1, image_h_ = 0, image_w_ = 0;
+  CropDesc d_;
+  Backend* be_ = nullptr;
+};
+
 // The LayerType of L under its MATLAB name (one static per layer class).
 template <class L>
 const LayerType& type_of(const char* name) {
@@ -447,5 +541,6 @@ const LayerType& global_average_pooling1d_layer_type() {
 const LayerType& global_max_pooling1d_layer_type() {
   return type_of<GlobalPooling1dLayer<PoolKind::kMax>>("globalMaxPooling1d");
 }
+const LayerType& token_slice_layer_type() { return type_of<TokenSliceLayer>("tokenSlice"); }
 
 }  // namespace dlt

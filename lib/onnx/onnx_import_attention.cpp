@@ -154,6 +154,11 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
       for (size_t o = 0; o < b.size(); ++o) bias[o] = beta * b[o];
     }
     View v = view_of(n, 0);
+    if (token_range(v)) {  // a projection of some of the tokens (PiT's class token): their tokenSlice
+      const Value t = tokens_of(n, v);
+      const int64_t rows = t.shape[0] * t.shape[1], cols = t.shape[2];
+      v = View{tokens_source(t), {1, rows, cols}, {rows * cols, cols, 1}, 0, 1};
+    }
     if (sources_[static_cast<size_t>(v.source)].kind == Source::kHeads) {
       if (self_attention(v.source)) return attention(n, v, w, k, bias);
       v.source = attention_layer(n, v.source);  // the attention layer's output, projected by this MatMul

@@ -495,6 +495,10 @@ void Importer::channel_scale(const onnx::NodeProto& n, int vi, bool reciprocal, 
   // The channel axis counted from the last: NCHW images 2, (N, C), channels-last and tokens 0.
   const int64_t from_end = v.flat || v.channels_last || v.tokens ? 0 : 2;
   const std::vector<int64_t> d = dims_of(k);
+  const std::vector<int64_t> whole{v.shape[2], v.shape[0], v.shape[1]};
+  if (offset && from_end == 2 && v.shape[0] * v.shape[1] > 1 &&
+      (d == whole || d == std::vector<int64_t>{1, whole[0], whole[1], whole[2]}))
+    return image_position_table(n, v, s);
   bool per_channel = s.size() == 1;
   if (static_cast<int64_t>(s.size()) == c && static_cast<int64_t>(d.size()) > from_end && d.size() <= 4) {
     per_channel = true;
@@ -502,9 +506,13 @@ void Importer::channel_scale(const onnx::NodeProto& n, int vi, bool reciprocal, 
       if (d[i] != 1 && static_cast<int64_t>(d.size() - 1 - i) != from_end) per_channel = false;
   }
   if (!per_channel)
-    fail(n, (offset ? "adds a constant of shape " : "multiplies by a constant of shape ") + dims_str(k) +
-                "; supported: one value, or one per channel (" + std::string(from_end == 2 ? "C, 1, 1" : "C") +
-                " with C = " + std::to_string(c) + ")");
+    fail(n,
+         (offset ? "adds a constant of shape " : "multiplies by a constant of shape ") + dims_str(k) +
+             "; supported: one value, or one per channel (" + std::string(from_end == 2 ? "C, 1, 1" : "C") +
+             " with C = " + std::to_string(c) + ")" +
+             (offset && from_end == 2 ? ", or a position table of the image's shape (1, " + std::to_string(c) + ", " +
+                                            std::to_string(v.shape[0]) + ", " + std::to_string(v.shape[1]) + ")"
+                                      : std::string()));
   if (s.size() == 1) s.assign(static_cast<size_t>(c), s[0]);
   Value out = v;
   if (offset) {

@@ -125,13 +125,44 @@ Importer::View Importer::view_of(const onnx::NodeProto& n, int i) {
 
 bool Importer::reads_as_tokens(const View& v) const {
   const Source& s = sources_[static_cast<size_t>(v.source)];
+  if (token_range(v)) return true;
   return (s.kind == Source::kTokens || s.kind == Source::kProjection || s.kind == Source::kHeads) &&
          v.dims.size() == 3 && v.dims[0] == 1 && row_dim(v, s.rows, s.cols) >= -1 && v.scale == 1;
+}
+
+std::optional<std::pair<int64_t, int64_t>> Importer::token_range(const View& v) const {
+  const Source& s = sources_[static_cast<size_t>(v.source)];
+  if (s.kind != Source::kTokens || v.scale != 1 || v.dims.size() != 3 || v.dims[0] != 1 || v.dims[2] != s.cols ||
+      (s.cols > 1 && v.strides[2] != 1) || (v.dims[1] > 1 && v.strides[1] != s.cols) || s.cols < 1 ||
+      v.offset % s.cols != 0)
+    return std::nullopt;
+  const int64_t first = v.offset / s.cols, count = v.dims[1];
+  if (first < 0 || first + count > s.rows || (first == 0 && count == s.rows)) return std::nullopt;
+  return std::make_pair(first, count);
+}
+
+Value Importer::token_slice(const onnx::NodeProto& n, const Value& tokens, int64_t first, int64_t count,
+                            int64_t image_h, int64_t image_w) {
+  const auto key = std::make_tuple(tokens.name, first, count, image_h);
+  if (auto it = token_slices_.find(key); it != token_slices_.end()) return it->second;
+  onnx::NodeProto named;  // named after the node that reads the tokens (the Slice has no layer)
+  named.set_name(node_name(n) + "_tokens");
+  LayerSpec& spec = add_layer("tokenSlice", unique_name(named), {tokens.name});
+  spec.set("StartToken", std::to_string(first + 1));
+  spec.set("NumTokens", std::to_string(count));
+  if (image_h) set_list(spec, "ImageSize", {image_h, image_w});
+  last_layer_op_ = "Slice";
+  Value out{spec.name, image_h ? Shape{image_h, image_w, tokens.shape[2]} : Shape{count, 1, tokens.shape[2]}, false};
+  out.tokens = image_h == 0;
+  token_slices_[key] = out;
+  return out;
 }
 
 // A view read as a token sequence: the (1, S, C) of its source in order, nothing scaled. A
 // pending projection read so becomes its fullyConnected layer.
 Value Importer::tokens_of(const onnx::NodeProto& n, const View& v) {
+  if (const auto r = token_range(v))
+    return token_slice(n, sources_[static_cast<size_t>(v.source)].tokens, r->first, r->second);
   if (sources_[static_cast<size_t>(v.source)].kind == Source::kHeads && reads_as_tokens(v)) {
     View out = v;  // the heads read without an output projection: an attention layer
     out.source = attention_layer(n, v.source);
@@ -201,14 +232,29 @@ bool Importer::token_node(const onnx::NodeProto& n) {
     column_major_.insert(out);
     return true;
   }
-  // The class token (DeiT: and the distillation token) in front of the sequence.
-  if (op == "Concat" && n.input_size() >= 2 && is_tokens(n.input_size() - 1)) {
-    bool leading = true;
-    for (int i = 0; i + 1 < n.input_size(); ++i) leading = leading && constant(n.input(i));
-    if (leading) {
+  // Concat of token sequences (a flattened image's pixels are tokens to it): the class token
+  // (DeiT: and the distillation token) in front of the sequence (PiT: of a feature map's
+  // pixels), or computed sequences joined (PiT's projected class token and its pooled map).
+  if (op == "Concat" && n.input_size() >= 2) {
+    const int last = n.input_size() - 1;
+    bool leading = true, computed = true, any = false;
+    for (int i = 0; i <= last; ++i) {
+      if (i < last) leading = leading && constant(n.input(i));
+      computed = computed && !constant(n.input(i));
+      any = any || is_tokens(i) || has_view(n, i) || flat_image(n.input(i));
+    }
+    if (leading && (is_tokens(last) || flat_image(n.input(last)))) {
       class_token(n);
       return true;
     }
+    if (any && computed) {
+      token_concat(n);
+      return true;
+    }
+    if (any)
+      fail(n,
+           "concatenates token sequences with constants after the first computed one; dltrain reads constant "
+           "tokens (a class token) only in front of the sequence");
   }
   const bool view0 = has_view(n, 0), view1 = has_view(n, 1);
   if (!view0 && !view1 && !is_tokens(0) && !is_tokens(1)) return false;
@@ -263,6 +309,33 @@ bool Importer::token_node(const onnx::NodeProto& n) {
   if (op == "MatMul" || (op == "Gemm" && view0)) {
     view_matmul(n);
     return true;
+  }
+  // Tokens [k, k + H*W) of a sequence transposed (0, 2, 1) and reshaped to (1, C, H, W): the
+  // image of those pixels (PiT's feature map after its class token).
+  if (op == "Reshape" && view0 && n.input_size() > 1 && constant(n.input(1))) {
+    View t = views_.at(n.input(0));
+    const Source& s = sources_[static_cast<size_t>(t.source)];
+    const auto tg = ints_of(*constant(n.input(1)), path_ + ": node '" + node_name(n) + "'");
+    if (s.kind == Source::kTokens && t.dims.size() == 3 && tg.size() == 4 && t.dims[1] == s.cols &&
+        (t.dims[1] == 1 || t.strides[1] == 1) && tg[1] == s.cols && tg[2] > 0 && tg[3] > 0 &&
+        tg[2] * tg[3] == t.dims[2] && (tg[0] == 1 || tg[0] == -1 || tg[0] == 0 || tg[0] == kBatchDim)) {
+      std::swap(t.dims[1], t.dims[2]);  // the tokens the transpose read
+      std::swap(t.strides[1], t.strides[2]);
+      if (const auto r = token_range(t); r && !s.tokens.channels_last) {
+        set_out(n, token_slice(n, s.tokens, r->first, r->second, tg[2], tg[3]));
+        return true;
+      }
+    }
+    // ... or reshaped to (1, H, W, C) (as dltrain exports tokenSlice's image): channels-last.
+    const View& u = views_.at(n.input(0));
+    if (const auto r = token_range(u); r && !s.tokens.channels_last && tg.size() == 4 && tg[1] > 0 && tg[2] > 0 &&
+                                       tg[1] * tg[2] == r->second && tg[3] == s.cols &&
+                                       (tg[0] == 1 || tg[0] == -1 || tg[0] == 0 || tg[0] == kBatchDim)) {
+      Value im = token_slice(n, s.tokens, r->first, r->second, tg[1], tg[2]);
+      im.channels_last = true;
+      set_out(n, im);
+      return true;
+    }
   }
   // Tokens over a flattened channels-last image's pixels reshaped back to (1, H, W, C): an
   // image again (the attention layer's output on an image, as dltrain exports it).
@@ -594,24 +667,28 @@ void Importer::tokens_out(const onnx::NodeProto& n, const Value& t, bool seq_fir
 // Concat (axis 1) of a (1, 1, C) constant and tokens: the class token in front.
 void Importer::class_token(const onnx::NodeProto& n) {
   const int last = n.input_size() - 1;
-  Value v = value(n, last);
+  Value v = value(n, last, false, false, true);
   const int64_t axis = attr_int(n, "axis", 0), c = v.shape[2];
   std::vector<std::vector<float>> tokens;
   for (int i = 0; i < last; ++i) {
-    tokens.push_back(need_floats(n, i, "class token"));
-    if ((axis != 1 && axis != -2) || static_cast<int64_t>(tokens.back().size()) != c)
+    const std::vector<float> t = need_floats(n, i, "class token");
+    const std::vector<int64_t> d = dims_of(*constant(n.input(i)));
+    // (1, k, C): k tokens (PiT's two); any other constant of C values: one
+    const int64_t k = d.size() == 3 && d[0] == 1 && d[2] == c ? d[1] : static_cast<int64_t>(t.size()) == c ? 1 : 0;
+    if ((axis != 1 && axis != -2) || k < 1)
       fail(n, "concatenates a " + dims_str(*constant(n.input(i))) + " constant with tokens along axis " +
-                  std::to_string(axis) + "; dltrain reads (1, 1, " + std::to_string(c) +
+                  std::to_string(axis) + "; dltrain reads (1, k, " + std::to_string(c) +
                   ") tokens (a class token, DeiT's distillation token) in front of the sequence (axis 1)");
+    for (int64_t j = 0; j < k; ++j) tokens.emplace_back(t.begin() + j * c, t.begin() + (j + 1) * c);
   }
   // One embeddingConcatenation per token, the one next to the sequence first.
   const std::string base = unique_name(n);
-  for (int i = last - 1; i >= 0; --i) {
+  for (int i = static_cast<int>(tokens.size()) - 1; i >= 0; --i) {
     const std::string name = i == 0 ? base : base + "_token" + std::to_string(i + 1);
     taken_.insert(name);
     add_layer("embeddingConcatenation", name, {v.name});
     add_param(name, "Weights", Shape{c}, tokens[static_cast<size_t>(i)]);
-    v = Value{name, Shape{v.shape[0] + 1, 1, c}, false};
+    v = Value{name, Shape{v.shape[0] * v.shape[1] + 1, 1, c}, false};
     v.tokens = true;
   }
   last_layer_op_ = "Concat";
@@ -642,6 +719,61 @@ void Importer::position_table(const onnx::NodeProto& n, int vi) {
   last_layer_op_ = "Add";
   Value out = v;
   out.name = sum;
+  set_out(n, out);
+}
+
+// Add of a (1, C, H, W) constant to an image of that shape: a learnable table of its H * W pixel
+// positions (PiT's position embedding of its feature map): positionEmbedding on the image and
+// an addition.
+void Importer::image_position_table(const onnx::NodeProto& n, const Value& v, const std::vector<float>& chw) {
+  const int64_t h = v.shape[0], w = v.shape[1], c = v.shape[2], s = h * w;
+  std::vector<float> t(static_cast<size_t>(s * c));
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t p = 0; p < s; ++p) t[static_cast<size_t>(p * c + ch)] = chw[static_cast<size_t>(ch * s + p)];
+  const std::string sum = unique_name(n);
+  onnx::NodeProto named;
+  named.set_name(node_name(n) + "_position");
+  LayerSpec& spec = add_layer("positionEmbedding", unique_name(named), {v.name});
+  spec.set("OutputSize", std::to_string(c));
+  spec.set("MaxPosition", std::to_string(s));
+  const std::string table = spec.name;
+  add_param(table, "Weights", Shape{s, c}, std::move(t));
+  add_layer("addition", sum, {v.name, table});
+  last_layer_op_ = "Add";
+  Value out = v;
+  out.name = sum;
+  set_out(n, out);
+}
+
+// Concat (axis 1) of computed token sequences, or of a channels-last image flattened to its
+// pixels among them: the concatenation layer along the tokens (Dim 1).
+void Importer::token_concat(const onnx::NodeProto& n) {
+  const int64_t axis = attr_int(n, "axis", 0);
+  if (axis != 1 && axis != -2)
+    fail(n, "concatenates token sequences along axis " + std::to_string(axis) +
+                "; dltrain joins them along the tokens (axis 1)");
+  std::vector<std::string> ins;
+  int64_t s = 0, c = -1;
+  for (int i = 0; i < n.input_size(); ++i) {
+    const Value v = value(n, i, false, false, true);
+    const bool pixels = !v.tokens && v.channels_last && flat_image(n.input(i));
+    if (!v.tokens && !pixels)
+      fail(n, "concatenates input '" + n.input(i) +
+                  "', which is not a token sequence, with tokens; dltrain joins token sequences (and the pixels of a "
+                  "flattened feature map) along the tokens");
+    if (c >= 0 && v.shape[2] != c)
+      fail(n,
+           "concatenates token sequences of " + std::to_string(c) + " and " + std::to_string(v.shape[2]) + " channels");
+    c = v.shape[2];
+    s += v.shape[0] * v.shape[1];
+    ins.push_back(v.name);
+  }
+  LayerSpec& spec = add_layer("concatenation", unique_name(n), ins);
+  spec.set("Dim", "1");
+  spec.set("NumInputs", std::to_string(ins.size()));
+  last_layer_op_ = "Concat";
+  Value out{spec.name, Shape{s, 1, c}, false};
+  out.tokens = true;
   set_out(n, out);
 }
 

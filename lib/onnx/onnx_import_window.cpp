@@ -206,6 +206,11 @@ bool Importer::window_node(const onnx::NodeProto& n) {
 // on them (node(): the outputs keep the partition), the grid swap, the attention's start and end.
 
 const Importer::Partition* Importer::partition_of_inputs(const onnx::NodeProto& n) {
+  // A Concat reads a flattened image's pixels as a token sequence (PiT's class token in front of
+  // them, token_node): its output is no longer that image.
+  if (n.op_type() == "Concat")
+    for (int i = 0; i < n.input_size(); ++i)
+      if (auto it = partitions_.find(n.input(i)); it != partitions_.end() && it->second.flat) return nullptr;
   const Partition* p = nullptr;
   bool untagged = false;
   for (int i = 0; i < n.input_size(); ++i) {

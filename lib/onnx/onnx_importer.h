@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -384,7 +385,16 @@ class Importer {
   void image_to_tokens(const onnx::NodeProto& n);
   void class_token(const onnx::NodeProto& n);
   void position_table(const onnx::NodeProto& n, int vi);
+  void image_position_table(const onnx::NodeProto& n, const Value& v, const std::vector<float>& chw);
   void token_index(const onnx::NodeProto& n, const Value& v);
+  // A view that reads tokens [first, first + count) of a token sequence in order (a Slice of
+  // its tokens: PiT's class token and its feature map), other than the whole sequence.
+  std::optional<std::pair<int64_t, int64_t>> token_range(const View& v) const;
+  // That range of `tokens` as a tokenSlice layer (one per range), as tokens or, with image_h,
+  // as the image (image_h, image_w) of its pixels.
+  Value token_slice(const onnx::NodeProto& n, const Value& tokens, int64_t first, int64_t count, int64_t image_h = 0,
+                    int64_t image_w = 0);
+  void token_concat(const onnx::NodeProto& n);
   // prefix: over the tokens after the first `prefix` (globalAveragePooling1d PrefixTokens).
   void token_pool(const onnx::NodeProto& n, const Value& v, bool flat_image = false, int64_t prefix = 0);
   bool float_fold(const onnx::NodeProto& n);
@@ -683,6 +693,8 @@ class Importer {
   std::map<std::string, View> views_;
   std::vector<Source> sources_;
   std::map<std::string, size_t> attention_bias_;
+  // The tokenSlice layers made, by (sequence, first token, count, image height).
+  std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, Value> token_slices_;
   ExternalData external_;
   std::map<std::string, ImageView> image_views_;
   std::vector<WindowBlock> blocks_;

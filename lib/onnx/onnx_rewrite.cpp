@@ -377,8 +377,9 @@ class Rewriter {
     if (!back_shape || back_shape->empty() ||
         ((*back_shape)[0] != 0 && (*back_shape)[0] != 1 && (*back_shape)[0] != batch_))
       return false;
-    // Tokens (N, S, C): the rows are the tokens already (dltrain's export of a per-token norm).
-    const bool tokens = instances > 1 && back_shape->size() == 3 && (*back_shape)[1] == instances;
+    // Tokens (N, S, C): the rows are the tokens already (dltrain's export of a per-token norm; of
+    // one token too, PiT's class token).
+    const bool tokens = back_shape->size() == 3 && (*back_shape)[1] == instances;
     // PyTorch's GroupNorm of G > 1 groups: the rows are the groups of an image's channels (no
     // Transposes around; back to Shape(x) or to (N, C, H, W) with C a multiple of G).
     if (instances > 1 && !tokens && inner(x, "Transpose", 1) < 0)

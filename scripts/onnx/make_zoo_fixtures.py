@@ -447,6 +447,18 @@ def tiny_models():
         return timm_net(lambda: PyramidVisionTransformerV2(depths=(1, 1), embed_dims=(16, 32), num_heads=(1, 2),
                                                            sr_ratios=(2, 1), mlp_ratios=(2, 2), num_classes=10))
 
+    def pit_timm(distilled):
+        # timm's PiT: an overlapping patch Conv (stride below its kernel), a learnable position table
+        # of its feature map (an Add of a (1, C, H, W) constant), the class token in front of the
+        # map's pixels, and between the stages the tokens after the class token put back into the
+        # map (Slice, Transpose, Reshape), pooled by a strided depthwise Conv while the class token
+        # goes through a Linear, then the two joined again (a Concat of computed tokens). Distilled:
+        # two tokens in front, and the mean of the two heads
+        from timm.models.pit import PoolingVisionTransformer
+        return timm_net(lambda: PoolingVisionTransformer(img_size=SIDE, patch_size=8, stride=4, base_dims=(8, 8),
+                                                         depth=(1, 1), heads=(1, 2), mlp_ratio=2, num_classes=10,
+                                                         distilled=distilled))
+
     def beit_timm():
         # timm's BEiT: a relative position bias per head and pair of tokens (gathered from its
         # table, the class token's rows and columns its own entries) added to the scaled scores,
@@ -607,6 +619,7 @@ def tiny_models():
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
             "mobilevit": mobilevit, "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm, "pvt_v2_timm": pvt_v2_timm, "beit_timm": beit_timm,
+            "pit_timm": lambda: pit_timm(False), "pit_distilled_timm": lambda: pit_timm(True),
             "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm,
             "efficientformer_timm": efficientformer_timm, "poolformer_timm": poolformer_timm,
             "caformer_timm": caformer_timm, "mambaout_timm": mambaout_timm,

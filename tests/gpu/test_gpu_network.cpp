@@ -148,6 +148,13 @@ TEST_CASE("gpu network: BEiT's score bias and pooling after the class token", "[
   check_forward_backward(p, 1, 5);
 }
 
+TEST_CASE("gpu network: PiT's pooling between stages (tokenSlice, concatenation, position table of a map)",
+          "[gpu][net]") {
+  NetworkPair p = network_pair(config_network_file("tests/data/vit/pit.yaml"), 6);
+  check_forward_backward(p, 4, 4);
+  check_forward_backward(p, 1, 5);
+}
+
 TEST_CASE("gpu network: group and instance normalization, prelu", "[gpu][net]") {
   NetworkPair p = network_pair(config_network_file("tests/data/norm/group_norm.yaml"), 6);
   check_forward_backward(p, 5, 4);

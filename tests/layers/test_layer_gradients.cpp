@@ -225,6 +225,139 @@ TEST_CASE("gradients: globalMaxPooling1d, flatten, spatialDropout", "[layers][gr
   }
 }
 
+TEST_CASE("gradients: tokenSlice, concatenation, and the token layers on images (PiT)", "[layers][grad]") {
+  GradCheckOptions o;
+  const DataFormat im = DataFormat::kSSCB, tok = DataFormat::kSCB, vec = DataFormat::kCB;
+  SECTION("tokenSlice as tokens and as an image") {
+    expect_ok(check_layer(layer_spec("tokenSlice", {"StartToken=2", "NumTokens=4"}), {Shape{6, 1, 3}}, o, {tok}));
+    expect_ok(check_layer(layer_spec("tokenSlice", {"StartToken=3", "NumTokens=4", "ImageSize=[2,2]"}),
+                          {Shape{6, 1, 3}}, o, {tok}));
+  }
+  SECTION("concatenation of tokens along the tokens and the channels, of a token and an image's pixels") {
+    expect_ok(check_layer(layer_spec("concatenation", {"Dim=1"}), {Shape{2, 1, 3}, Shape{4, 1, 3}}, o, {tok, tok}));
+    expect_ok(check_layer(layer_spec("concatenation", {"Dim=2"}), {Shape{3, 1, 2}, Shape{3, 1, 4}}, o, {tok, tok}));
+    expect_ok(check_layer(layer_spec("concatenation", {"Dim=1"}), {Shape{1, 1, 3}, Shape{2, 3, 3}}, o, {tok, im}));
+  }
+  SECTION("concatenation of images along the height, the width and the channels, of vectors") {
+    expect_ok(check_layer(layer_spec("concatenation", {"Dim=1", "NumInputs=3"}),
+                          {Shape{2, 3, 2}, Shape{1, 3, 2}, Shape{2, 3, 2}}, o, {im, im, im}));
+    expect_ok(check_layer(layer_spec("concatenation", {"Dim=2"}), {Shape{2, 3, 2}, Shape{2, 1, 2}}, o, {im, im}));
+    expect_ok(check_layer(layer_spec("concatenation", {"Dim=3"}), {Shape{2, 2, 1}, Shape{2, 2, 3}}, o, {im, im}));
+    expect_ok(check_layer(layer_spec("concatenation", {"Dim=1"}), {Shape{1, 1, 2}, Shape{1, 1, 3}}, o, {vec, vec}));
+  }
+  SECTION("positionEmbedding and embeddingConcatenation on an image (its pixels as the positions, the tokens)") {
+    expect_ok(
+        check_layer(layer_spec("positionEmbedding", {"OutputSize=2", "MaxPosition=8"}), {Shape{3, 2, 2}}, o, {im}));
+    expect_ok(check_layer(layer_spec("embeddingConcatenation", {}), {Shape{2, 3, 4}}, o, {im}));
+  }
+}
+
+TEST_CASE("network gradients: PiT's stages (tests/data/vit/pit.yaml)", "[net][grad]") {
+  const NetworkSpec spec = load_config(std::string(DLT_SOURCE_DIR) + "/tests/data/vit/pit.yaml").network;
+  GradCheckOptions o;
+  o.batch = 2;
+  o.samples = 12;
+  o.step = 1e-3;
+  expect_ok(check_network(spec, o), 80);
+}
+
+// Where each value goes: concatenation along every dimension and tokenSlice, against positions
+// computed here; the refusals name the layer's options and the shapes.
+TEST_CASE("concatenation and tokenSlice: values in place; bad dimensions and ranges are refused", "[layers]") {
+  Backend& be = backend_for(Device::cpu());
+  const DataFormat im = DataFormat::kSSCB, tok = DataFormat::kSCB, vec = DataFormat::kCB;
+  // value of input k at (n, h, w, c): 1000 k + 100 n + 10 (h * W + w) + c
+  auto input = [](int k, const Shape& s, int64_t batch) {
+    Tensor x(Shape{batch, s[0], s[1], s[2]});
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t p = 0; p < s[0] * s[1]; ++p)
+        for (int64_t c = 0; c < s[2]; ++c)
+          x.data()[(n * s[0] * s[1] + p) * s[2] + c] = static_cast<float>(1000 * k + 100 * n + 10 * p + c);
+    return x;
+  };
+  auto run = [&](const LayerSpec& spec, const std::vector<Shape>& shapes, const std::vector<DataFormat>& formats,
+                 Shape* out) {
+    std::unique_ptr<Layer> l = make_layer(spec);
+    l->set_input_formats(formats);
+    *out = l->infer(shapes);
+    l->setup(2, be);
+    std::vector<Tensor> xs;
+    for (size_t k = 0; k < shapes.size(); ++k) xs.push_back(input(static_cast<int>(k), shapes[k], 2));
+    std::vector<const Tensor*> xp;
+    for (auto& x : xs) xp.push_back(&x);
+    Tensor y(Shape{2, (*out)[0], (*out)[1], (*out)[2]});
+    l->forward(xp, y, RunContext{});
+    return y;
+  };
+  Shape out;
+  SECTION("images along the height, the width and the channels") {
+    const Tensor h = run(layer_spec("concatenation", {"Dim=1"}), {Shape{2, 3, 2}, Shape{1, 3, 2}}, {im, im}, &out);
+    REQUIRE(out == Shape{3, 3, 2});
+    // image 1, row 2 (the second input's only row), column 1, channel 1
+    CHECK(h.data()[((1 * 3 + 2) * 3 + 1) * 2 + 1] == 1000.f + 100 + 10 * 1 + 1);
+    CHECK(h.data()[((1 * 3 + 1) * 3 + 2) * 2 + 0] == 100.f + 10 * 5);
+    const Tensor w = run(layer_spec("concatenation", {"Dim=2"}), {Shape{2, 3, 2}, Shape{2, 1, 2}}, {im, im}, &out);
+    REQUIRE(out == Shape{2, 4, 2});
+    CHECK(w.data()[((1 * 2 + 1) * 4 + 3) * 2 + 1] == 1000.f + 100 + 10 * 1 + 1);  // (1, 1, 3): input 1's (1, 0)
+    CHECK(w.data()[((1 * 2 + 1) * 4 + 2) * 2 + 0] == 100.f + 10 * 5);             // (1, 1, 2): input 0's (1, 2)
+    const Tensor c = run(layer_spec("concatenation", {"Dim=3"}), {Shape{2, 2, 1}, Shape{2, 2, 3}}, {im, im}, &out);
+    REQUIRE(out == Shape{2, 2, 4});
+    CHECK(c.data()[(1 * 4 + 3) * 4 + 0] == 100.f + 30);
+    CHECK(c.data()[(1 * 4 + 3) * 4 + 3] == 1000.f + 100 + 30 + 2);
+  }
+  SECTION("a token in front of an image's pixels; tokens along their channels; vectors") {
+    const Tensor t = run(layer_spec("concatenation", {"Dim=1"}), {Shape{1, 1, 3}, Shape{2, 2, 3}}, {tok, im}, &out);
+    REQUIRE(out == Shape{5, 1, 3});
+    CHECK(t.data()[(1 * 5 + 0) * 3 + 2] == 100.f + 2);
+    CHECK(t.data()[(1 * 5 + 4) * 3 + 1] == 1000.f + 100 + 30 + 1);  // pixel (1, 1), the fourth
+    const Tensor ch = run(layer_spec("concatenation", {"Dim=2"}), {Shape{3, 1, 2}, Shape{3, 1, 1}}, {tok, tok}, &out);
+    REQUIRE(out == Shape{3, 1, 3});
+    CHECK(ch.data()[(1 * 3 + 2) * 3 + 2] == 1000.f + 100 + 20);
+    const Tensor v = run(layer_spec("concatenation", {"Dim=1"}), {Shape{1, 1, 2}, Shape{1, 1, 2}}, {vec, vec}, &out);
+    REQUIRE(out == Shape{1, 1, 4});
+    CHECK(v.data()[1 * 4 + 3] == 1000.f + 100 + 1);
+  }
+  SECTION("tokenSlice as tokens and as the image of its pixels") {
+    const Tensor s = run(layer_spec("tokenSlice", {"StartToken=2", "NumTokens=4", "ImageSize=[2,2]"}), {Shape{5, 1, 3}},
+                         {tok}, &out);
+    REQUIRE(out == Shape{2, 2, 3});
+    CHECK(s.data()[(1 * 4 + 3) * 3 + 1] == 100.f + 10 * 4 + 1);  // pixel (1, 1): token 5
+    const Tensor r = run(layer_spec("tokenSlice", {"StartToken=1", "NumTokens=1"}), {Shape{5, 1, 3}}, {tok}, &out);
+    REQUIRE(out == Shape{1, 1, 3});
+    CHECK(r.data()[1 * 3 + 2] == 100.f + 2);
+  }
+  SECTION("refusals") {
+    auto refusal = [&](const LayerSpec& spec, const std::vector<Shape>& shapes,
+                       const std::vector<DataFormat>& formats) {
+      try {
+        std::unique_ptr<Layer> l = make_layer(spec);
+        l->set_input_formats(formats);
+        l->infer(shapes);
+      } catch (const Error& e) {
+        return std::string(e.what());
+      }
+      return std::string();
+    };
+    CHECK_THAT(refusal(layer_spec("concatenation", {"Dim=4"}), {Shape{2, 2, 1}, Shape{2, 2, 1}}, {im, im}),
+               Catch::Contains("Dim 4 is not a dimension of SSCB data (1..3; the batch is not joined)"));
+    CHECK_THAT(refusal(layer_spec("concatenation", {"Dim=2"}), {Shape{1, 1, 3}, Shape{2, 2, 3}}, {tok, im}),
+               Catch::Contains("joins token sequences and images along Dim 2"));
+    CHECK_THAT(refusal(layer_spec("concatenation", {"Dim=1"}), {Shape{1, 1, 3}, Shape{2, 1, 3}}, {vec, tok}),
+               Catch::Contains("joins vectors (CB) with token sequences"));
+    CHECK_THAT(refusal(layer_spec("concatenation", {"Dim=1"}), {Shape{2, 3, 2}, Shape{2, 2, 2}}, {im, im}),
+               Catch::Contains("differ in a dimension other than Dim 1"));
+    CHECK_THAT(refusal(layer_spec("concatenation", {}), {Shape{2, 3, 2}, Shape{2, 3, 2}}, {im, im}),
+               Catch::Contains("option Dim is required"));
+    CHECK_THAT(refusal(layer_spec("tokenSlice", {"StartToken=4", "NumTokens=3"}), {Shape{5, 1, 3}}, {tok}),
+               Catch::Contains("take tokens 4..6 of a sequence of 5"));
+    CHECK_THAT(
+        refusal(layer_spec("tokenSlice", {"StartToken=1", "NumTokens=4", "ImageSize=[3,2]"}), {Shape{5, 1, 3}}, {tok}),
+        Catch::Contains("option ImageSize [3 2] does not hold the 4 tokens of NumTokens"));
+    CHECK_THAT(refusal(layer_spec("positionEmbedding", {"OutputSize=2", "MaxPosition=5"}), {Shape{3, 2, 2}}, {im}),
+               Catch::Contains("the image has 6 pixels (3x2x2), more than MaxPosition 5"));
+  }
+}
+
 // DeiT reads its distillation token, the second: Index 2 (dltrain's own; MATLAB has first and last).
 TEST_CASE("indexing1d: Index picks the first, the last or the numbered token; past the sequence is refused",
           "[layers]") {

@@ -117,7 +117,7 @@ TEST_CASE("data formats: tokens between patchEmbedding and indexing1d, images re
   CHECK(format["fc"] == DataFormat::kCB);
   CHECK(format_dims(DataFormat::kSCB, net.output_shape(4)) == "7x8");
 
-  // A convolution on tokens, the class token on an image: one line naming both layers.
+  // A convolution on tokens, a token of an image: one line naming both layers.
   NetworkSpec conv_on_tokens = tiny_vit();
   conv_on_tokens.layers[5] = network_spec_from_yaml(
                                  "layers:\n  - {type: imageInput, InputSize: [2, 2, 1]}\n"
@@ -127,10 +127,13 @@ TEST_CASE("data formats: tokens between patchEmbedding and indexing1d, images re
   CHECK_THROWS_WITH(Network(conv_on_tokens, Device::cpu()),
                     Catch::Contains("layer 'conv' (convolution2d) does not take SCB data, which 'embed' "
                                     "(addition) gives (7x8)"));
-  NetworkSpec token_on_image = tiny_vit();
-  token_on_image.layers.erase(token_on_image.layers.begin() + 1, token_on_image.layers.begin() + 2);
+  const NetworkSpec token_on_image = network_spec_from_yaml(
+      "layers:\n  - {type: imageInput, Name: input, InputSize: [4, 4, 3]}\n  - {type: indexing1d, Name: token}\n"
+      "  - {type: fullyConnected, Name: fc, OutputSize: 2}\n  - {type: softmax, Name: sm}\n"
+      "  - {type: classification, Name: out}\n",
+      "inline");
   CHECK_THROWS_WITH(Network(token_on_image, Device::cpu()),
-                    Catch::Contains("layer 'cls' (embeddingConcatenation) does not take SSCB data, which 'input'"));
+                    Catch::Contains("layer 'token' (indexing1d) does not take SSCB data, which 'input'"));
 }
 
 }  // namespace dlt::test

@@ -297,14 +297,14 @@ TEST_CASE("onnx mul and layer norm: the forms dltrain does not compute are one l
   });
   CHECK(has(e, "node 'y' (Pow): raises a computed value to the power 3; dltrain reads only its square"));
   e = error_of([](OnnxBuilder& g) {
-    g.floats("P", {1, kC, kH, kW}, values(kC * kH * kW, 46));  // a position table, not per channel
+    g.floats("P", {1, kC, kH, 1}, values(kC * kH, 46));  // per channel and row: neither kind
     g.node("Relu", {"x"}, {"r"});
     g.node("Add", {"r", "P"}, {"y"});
     g.output("y");
   });
   CHECK(has(e,
-            "node 'y' (Add): adds a constant of shape 1x4x2x3; supported: one value, or one per channel (C, 1, 1 "
-            "with C = 4)"));
+            "node 'y' (Add): adds a constant of shape 1x4x2x1; supported: one value, or one per channel (C, 1, 1 "
+            "with C = 4), or a position table of the image's shape (1, 4, 2, 3)"));
 }
 
 }  // namespace dlt

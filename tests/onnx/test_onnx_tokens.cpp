@@ -380,6 +380,48 @@ TEST_CASE("onnx tokens: attention on images from YAML exports and reads back", "
   }
 }
 
+// PiT's stages (tests/data/vit/pit.yaml) export (positionEmbedding on an image as a (1, C, H, W)
+// table, the class token in front of the map's pixels, tokenSlice as a Slice (and the map's
+// Reshape and Transpose), concatenation of tokens as a Concat on axis 1) and read back as the
+// same layers; concatenation of images along the height and the width as a Concat on axis 2 or
+// 3, read back as concatenation Dim 1 or 2.
+TEST_CASE("onnx tokens: PiT's stages and concatenation along every dimension export and read back", "[onnx][vit]") {
+  {
+    Network net(load_config(std::string(DLT_SOURCE_DIR) + "/tests/data/vit/pit.yaml").network, Device::cpu());
+    net.init_params(7);
+    const ModelData back = round_trip(net);
+    std::vector<std::string> types;
+    for (const auto& l : back.network.layers) types.push_back(l.type);
+    CHECK(std::count(types.begin(), types.end(), "tokenSlice") == 3);
+    CHECK(std::count(types.begin(), types.end(), "concatenation") == 1);
+    CHECK(std::count(types.begin(), types.end(), "positionEmbedding") == 1);
+    CHECK(std::count(types.begin(), types.end(), "embeddingConcatenation") == 1);
+  }
+  Network net(network_spec_from_yaml(R"(
+layers:
+  - {type: imageInput, Name: input, InputSize: [6, 6, 3], Normalization: none}
+  - {type: convolution2d, Name: a, FilterSize: 3, NumFilters: 4, Padding: same}
+  - {type: convolution2d, Name: b, FilterSize: [3, 1], NumFilters: 4, Inputs: input}
+  - {type: concatenation, Name: rows, Dim: 1, Inputs: [a, b]}
+  - {type: convolution2d, Name: c, FilterSize: [1, 3], NumFilters: 4, Inputs: rows}
+  - {type: concatenation, Name: cols, Dim: 2, Inputs: [rows, c]}
+  - {type: concatenation, Name: chans, Dim: 3, Inputs: [cols, cols]}
+  - {type: globalAveragePooling2d, Name: gap}
+  - {type: fullyConnected, Name: fc, OutputSize: 3}
+  - {type: softmax, Name: sm}
+  - {type: classification, Name: out}
+)",
+                                     "concat.yaml"),
+              Device::cpu());
+  net.init_params(7);
+  const ModelData back = round_trip(net, 6 * 6 * 3);
+  std::vector<std::string> dims;
+  for (const auto& l : back.network.layers)
+    if (l.type == "concatenation") dims.push_back(l.get_string("Dim", ""));
+  CHECK(dims == std::vector<std::string>{"1", "2"});  // along the channels: depthConcatenation
+  CHECK(layer_of_type(back, "depthConcatenation"));
+}
+
 // selfAttention's ScoreBias exports as an Add of a (1, heads, S, S) constant to the scaled scores
 // and reads back as ScoreBias (the same values); globalAveragePooling1d PrefixTokens 1 as a Slice
 // of the tokens from 1 and ReduceMean, read back as PrefixTokens 1 (tests/data/vit/beit.yaml).
@@ -517,7 +559,7 @@ TEST_CASE("onnx tokens: hostile token graphs are refused in one line", "[onnx][v
     OnnxBuilder::attr(b.node("Concat", {"cls", "dist", "t"}, {"c"}), "axis", int64_t{1});
     classify_first_token(b, "c");
     CHECK_THAT(import_error(b), Catch::Contains("node 'c' (Concat): concatenates a 1x1x3 constant with tokens along "
-                                                "axis 1; dltrain reads (1, 1, 4) tokens"));
+                                                "axis 1; dltrain reads (1, k, 4) tokens"));
   }
   SECTION("a position table of the wrong length") {
     OnnxBuilder b = patch_tokens();

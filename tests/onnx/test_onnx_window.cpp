@@ -338,6 +338,29 @@ TEST_CASE(
         "node 'node_view_15' (Reshape): reshapes a channels-last image flattened to (1, 16, 32) to [1, 2, 8, -1]; "
         "dltrain reads only the Reshape back to (1, 4, 4, 32)";
   }
+  SECTION("PiT's feature map after its class token reshaped to another size") {
+    p = load("pit_timm-dynamo");
+    set_ints(initializer(p, "val_105"), {1, 8, 6, 8});  // was (1, C, H, W) = (1, 8, 7, 7)
+    want = "node 'node_view_3' (Reshape): reshapes [1, 8, 49] to [1, 8, 6, 8]: the sizes do not match";
+  }
+  SECTION("PiT's position table for a map of another size") {
+    p = load("pit_timm-dynamo");
+    onnx::TensorProto& t = initializer(p, "net.pos_embed");
+    t.clear_external_data();
+    t.set_data_location(onnx::TensorProto::DEFAULT);
+    t.set_dims(3, 6);  // (1, 8, 7, 6): broadcast over nothing
+    const std::vector<float> table(8 * 7 * 6, 0.5f);
+    t.set_raw_data(std::string(reinterpret_cast<const char*>(table.data()), table.size() * sizeof(float)));
+    want =
+        "node 'node_add' (Add): adds a constant of shape 1x8x7x6; supported: one value, or one per channel (C, 1, "
+        "1 with C = 8), or a position table of the image's shape (1, 8, 7, 7)";
+  }
+  SECTION("PiT's class token joined with tokens of other channels") {
+    p = load("pit_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_cat_1") n.set_input(0, "add_2");  // the first stage's 8-channel tokens, not the 16
+    want = "node 'node_cat_1' (Concat): concatenates token sequences of 8 and 16 channels";
+  }
   SECTION("SegFormer's queries over half the pixels") {
     p = load("segformer_seg-dynamo");
     set_ints(initializer(p, "val_16"), {1, 32, -1, 16});  // was (1, 64, -1, 16)

@@ -96,9 +96,11 @@ std::vector<float> host_vector(const Tensor& t) { return std::vector<float>(t.da
 
 }  // namespace
 
-GradCheckReport check_layer(const LayerSpec& spec, const std::vector<Shape>& input_shapes, const GradCheckOptions& o) {
+GradCheckReport check_layer(const LayerSpec& spec, const std::vector<Shape>& input_shapes, const GradCheckOptions& o,
+                            const std::vector<DataFormat>& formats) {
   Backend& be = backend_for(Device::cpu());
   std::unique_ptr<Layer> layer = make_layer(spec);
+  layer->set_input_formats(formats);
   Shape out_shape = layer->infer(input_shapes);
   Rng rng(o.seed);
   for (Param& p : layer->params()) {

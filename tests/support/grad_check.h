@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "layers/data_format.h"
 #include "layers/spec.h"
 #include "tensor/shape.h"
 
@@ -34,8 +35,9 @@ struct GradCheckReport {
 };
 
 // Layer alone: loss = sum(y .* r) for a fixed random r. Checks every input and parameter.
+// formats: the inputs' data formats (default: images, SSCB).
 GradCheckReport check_layer(const LayerSpec& spec, const std::vector<Shape>& input_shapes,
-                            const GradCheckOptions& options);
+                            const GradCheckOptions& options, const std::vector<DataFormat>& formats = {});
 
 // Whole network with its loss on random labels (per pixel for a per-pixel output, some
 // undefined), random responses (regression) or random 0/1 targets (multi-label): checks every
