@@ -5,8 +5,12 @@
 //   nearest: the input pixel round(s) (halves up: MATLAB's "round", ONNX's round_prefer_ceil)
 //            or floor(s) (MATLAB's and ONNX's "floor"), clamped to [0, H - 1];
 //   bilinear: s clamped to [0, H - 1], the pixels i0 = floor(s) and i1 = min(i0 + 1, H - 1)
-//            weighted 1 - (s - i0) and s - i0 (PyTorch's align_corners=False, ONNX's linear).
-// Bilinear weights multiply across the two dimensions. The scale is the one given (ONNX's scales,
+//            weighted 1 - (s - i0) and s - i0 (PyTorch's align_corners=False, ONNX's linear);
+//   bicubic: the pixels i0 - 1 .. i0 + 2 around i0 = floor(s) (s not clamped), each clamped to
+//            [0, H - 1], weighted by Keys' cubic convolution with a = -0.75 at their distance
+//            from s (PyTorch's bicubic with align_corners=False, ONNX's cubic with
+//            cubic_coeff_a -0.75 and exclude_outside 0); cubic_taps() lists them.
+// Bilinear and bicubic weights multiply across the two dimensions. The scale is the one given (ONNX's scales,
 // MATLAB's Scale), which for a size given instead is OH / H. taps() lists each output row's (or
 // column's) two input rows and the second one's weight; both backends read these tables. The
 // backward adds each output gradient into its input pixels with the same weights. An op of the
@@ -30,7 +34,8 @@ struct ResizeDesc {
   int64_t n = 1, h = 1, w = 1, c = 1;  // input
   int64_t oh = 1, ow = 1;              // output
   double scale_h = 1, scale_w = 1;     // output / input
-  bool bilinear = false;               // else nearest
+  bool bilinear = false;               // else nearest (unless bicubic)
+  bool bicubic = false;                // else nearest or bilinear
   bool half_pixel = true;              // else asymmetric
   bool floor = false;                  // nearest: floor(s), else round(s) (halves up)
   int64_t x_numel() const { return n * h * w * c; }
@@ -60,6 +65,31 @@ struct ResizeDesc {
   }
   std::vector<Tap> row_taps() const { return taps(h, oh, scale_h); }
   std::vector<Tap> col_taps() const { return taps(w, ow, scale_w); }
+
+  // Bicubic: one output row's (or column's) four input rows and their weights.
+  struct CubicTap {
+    int64_t i[4] = {0, 0, 0, 0};
+    float w[4] = {0.f, 0.f, 0.f, 0.f};
+  };
+  static constexpr double kCubicA = -0.75;
+  std::vector<CubicTap> cubic_taps(int64_t in, int64_t out, double scale) const {
+    std::vector<CubicTap> t(static_cast<size_t>(out));
+    auto near = [](double x) { return ((kCubicA + 2) * x - (kCubicA + 3)) * x * x + 1; };  // |x| <= 1
+    auto far = [](double x) { return ((kCubicA * x - 5 * kCubicA) * x + 8 * kCubicA) * x - 4 * kCubicA; };
+    for (int64_t o = 0; o < out; ++o) {
+      const double s = half_pixel ? (static_cast<double>(o) + 0.5) / scale - 0.5 : static_cast<double>(o) / scale;
+      const double f = std::floor(s), d = s - f;
+      const double w[4] = {far(d + 1), near(d), near(1 - d), far(2 - d)};
+      CubicTap& p = t[static_cast<size_t>(o)];
+      for (int k = 0; k < 4; ++k) {
+        p.i[k] = std::clamp<int64_t>(static_cast<int64_t>(f) - 1 + k, 0, in - 1);
+        p.w[k] = static_cast<float>(w[k]);
+      }
+    }
+    return t;
+  }
+  std::vector<CubicTap> row_cubic_taps() const { return cubic_taps(h, oh, scale_h); }
+  std::vector<CubicTap> col_cubic_taps() const { return cubic_taps(w, ow, scale_w); }
 };
 
 // x, y, dy, dx of the descriptor's sizes, on the op's device. backward writes dx (not accumulated).

@@ -1,11 +1,13 @@
 // resize2d (MATLAB's resize2dLayer): an image resized by Scale (a scalar or [height width]; the
 // output is floor(input size x scale)) or to OutputSize ([height width]), by Method "nearest"
-// (the default) or "bilinear", with GeometricTransformMode "half-pixel" (the default) or
+// (the default), "bilinear" or "bicubic" (dltrain's: MATLAB's layer has the first two), with
+// GeometricTransformMode "half-pixel" (the default) or
 // "asymmetric" and, for nearest, NearestRoundingMode "round" (the default) or "floor"
 // (backend/resize_op.h has the arithmetic). PyTorch's interpolate(mode="nearest") is nearest,
 // asymmetric, floor; mode="bilinear" (align_corners=False) is bilinear, half-pixel;
-// mode="nearest-exact" is nearest, half-pixel, round. ONNX: Resize (opset 11 on) both ways,
-// refusing what this layer does not compute (cubic, align_corners, antialias, ...) in one line.
+// mode="nearest-exact" is nearest, half-pixel, round; mode="bicubic" (align_corners=False) is
+// bicubic, half-pixel. ONNX: Resize (opset 11 on) both ways, refusing what this layer does not
+// compute (align_corners, antialias, a cubic coefficient other than -0.75, ...) in one line.
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -74,7 +76,9 @@ class ResizeLayer final : public Layer {
     for (double s : scale_)
       if (!(s > 0) || !std::isfinite(s) || s > 1e6)
         throw ConfigError(spec_.where() + "Scale " + std::to_string(s) + " is not a positive factor");
-    d_.bilinear = spec_.get_choice("Method", "nearest", {"nearest", "bilinear"}) == "bilinear";
+    const std::string method = spec_.get_choice("Method", "nearest", {"nearest", "bilinear", "bicubic"});
+    d_.bilinear = method == "bilinear";
+    d_.bicubic = method == "bicubic";
     d_.half_pixel =
         spec_.get_choice("GeometricTransformMode", "half-pixel", {"half-pixel", "asymmetric"}) == "half-pixel";
     d_.floor = spec_.get_choice("NearestRoundingMode", "round", {"round", "floor"}) == "floor";
@@ -110,7 +114,7 @@ class ResizeLayer final : public Layer {
                 const RunContext&) override {
     if (dx[0]) op_->backward(dy, *dx[0]);
   }
-  int64_t flops_per_image() const override { return (d_.bilinear ? 11 : 0) * d_.oh * d_.ow * d_.c; }
+  int64_t flops_per_image() const override { return (d_.bicubic ? 48 : d_.bilinear ? 11 : 0) * d_.oh * d_.ow * d_.c; }
 
   // Resize (opset 11 on). Scale: a scales input of the layer's scales (in float32; ONNX's
   // coordinates use the scale given). OutputSize: a sizes input, the batch and channels of
@@ -136,9 +140,13 @@ class ResizeLayer final : public Layer {
       in.push_back(g.add_floats(n + "_scales", {4}, {1.f, 1.f, sh, sw}));
     }
     std::vector<OnnxAttr> attrs = {
-        OnnxAttr("mode", std::string(d_.bilinear ? "linear" : "nearest")),
+        OnnxAttr("mode", std::string(d_.bicubic    ? "cubic"
+                                     : d_.bilinear ? "linear"
+                                                   : "nearest")),
         OnnxAttr("coordinate_transformation_mode", std::string(d_.half_pixel ? "half_pixel" : "asymmetric"))};
-    if (!d_.bilinear) attrs.push_back(OnnxAttr("nearest_mode", std::string(d_.floor ? "floor" : "round_prefer_ceil")));
+    if (d_.bicubic) attrs.push_back(OnnxAttr("cubic_coeff_a", static_cast<float>(ResizeDesc::kCubicA)));
+    if (!d_.bilinear && !d_.bicubic)
+      attrs.push_back(OnnxAttr("nearest_mode", std::string(d_.floor ? "floor" : "round_prefer_ceil")));
     g.add_node("Resize", n, in, n, attrs);
     return OnnxValue{n, out, false};
   }
@@ -148,8 +156,12 @@ class ResizeLayer final : public Layer {
     r.need_image(in);
     if (r.opset() < 11) r.fail("Resize before opset 11 is not supported (export at opset 11 or later)");
     const std::string mode = r.attr_string("mode", "nearest");
-    if (mode != "nearest" && mode != "linear")
-      r.fail("mode '" + mode + "' is not supported (nearest and linear: resize2d's Method nearest and bilinear)");
+    if (mode != "nearest" && mode != "linear" && mode != "cubic")
+      r.fail("mode '" + mode +
+             "' is not supported (nearest, linear and cubic: resize2d's Method nearest, bilinear and bicubic)");
+    if (mode == "cubic" && std::fabs(r.attr_float("cubic_coeff_a", -0.75f) + 0.75f) > 1e-6f)
+      r.fail("cubic_coeff_a " + std::to_string(r.attr_float("cubic_coeff_a", -0.75f)) +
+             " is not supported (dltrain's bicubic is PyTorch's and ONNX's default, -0.75)");
     std::string ctm = r.attr_string("coordinate_transformation_mode", "half_pixel");
     const std::string nearest = r.attr_string("nearest_mode", "round_prefer_floor");
     if (r.attr_int("exclude_outside", 0) != 0) r.fail("exclude_outside 1 is not supported");
@@ -161,6 +173,7 @@ class ResizeLayer final : public Layer {
     ResizeDesc d;
     d.h = h, d.w = w, d.c = c;
     d.bilinear = mode == "linear";
+    d.bicubic = mode == "cubic";
     bool by_size = false;
     if (r.has_input(2) && !r.dims(2, "scales").empty() && r.dims(2, "scales")[0] > 0) {
       const std::vector<float> s = r.floats(2, "scales");
@@ -192,7 +205,7 @@ class ResizeLayer final : public Layer {
       r.fail("coordinate_transformation_mode '" + ctm +
              "' is not supported (half_pixel and asymmetric: resize2d's GeometricTransformMode)");
     d.half_pixel = ctm == "half_pixel";
-    if (!d.bilinear) {
+    if (!d.bilinear && !d.bicubic) {
       if (nearest == "floor") {
         d.floor = true;
       } else if (nearest == "round_prefer_floor") {
@@ -217,9 +230,9 @@ class ResizeLayer final : public Layer {
       }
       s.options["Scale"] = v;
     }
-    s.set("Method", d.bilinear ? "bilinear" : "nearest");
+    s.set("Method", d.bicubic ? "bicubic" : d.bilinear ? "bilinear" : "nearest");
     s.set("GeometricTransformMode", d.half_pixel ? "half-pixel" : "asymmetric");
-    if (!d.bilinear) s.set("NearestRoundingMode", d.floor ? "floor" : "round");
+    if (!d.bilinear && !d.bicubic) s.set("NearestRoundingMode", d.floor ? "floor" : "round");
     r.set_output(OnnxValue{s.name, Shape{d.oh, d.ow, c}, false});
   }
 

@@ -476,6 +476,64 @@ void Importer::mul(const onnx::NodeProto& n) {
   input_normalization(n);
 }
 
+// torch.stack of flat (N, K) values and the mean over the stack (CrossViT's two heads): an
+// Unsqueeze of axis 0 each, a Concat along axis 0, a ReduceMean (or ReduceSum) of axis 0 without
+// keepdims: the addition layer of the values (and a scale by 1 / their number for the mean).
+bool Importer::stack_node(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  if (op == "Unsqueeze" && n.input_size() >= 1 && values_.count(n.input(0))) {
+    const Value& v = values_.at(n.input(0));
+    std::vector<int64_t> axes = opset_ >= 13 ? std::vector<int64_t>{} : attr_ints(n, "axes", {});
+    if (opset_ >= 13 && n.input_size() > 1 && constant(n.input(1)))
+      axes = ints_of(*constant(n.input(1)), path_ + ": node '" + node_name(n) + "'");
+    if (!v.flat || v.shape[0] * v.shape[1] != 1 || axes != std::vector<int64_t>{0}) return false;
+    stacks_[define(n)] = {v};
+    return true;
+  }
+  if (op == "Concat" && n.input_size() >= 1 && stacks_.count(n.input(0))) {
+    if (attr_int(n, "axis", 0) != 0) fail(n, "concatenates stacked (1, N, K) values along an axis other than 0");
+    std::vector<Value> all;
+    for (int i = 0; i < n.input_size(); ++i) {
+      auto it = stacks_.find(n.input(i));
+      if (it == stacks_.end()) fail(n, "concatenates a stack of (1, N, K) values with something else");
+      for (const Value& v : it->second) {
+        if (!all.empty() && v.shape[2] != all.front().shape[2])
+          fail(n, "stacks values of " + std::to_string(all.front().shape[2]) + " and " + std::to_string(v.shape[2]) +
+                      " channels");
+        all.push_back(v);
+      }
+    }
+    stacks_[define(n)] = all;
+    return true;
+  }
+  if ((op == "ReduceMean" || op == "ReduceSum") && n.input_size() >= 1 && stacks_.count(n.input(0))) {
+    const std::vector<Value>& all = stacks_.at(n.input(0));
+    std::vector<int64_t> axes = attr_ints(n, "axes", {});
+    if (n.input_size() > 1 && constant(n.input(1)))
+      axes = ints_of(*constant(n.input(1)), path_ + ": node '" + node_name(n) + "'");
+    if (axes != std::vector<int64_t>{0} || attr_int(n, "keepdims", 1) != 0)
+      fail(n, "reduces a stack of (N, K) values over axes " + ints_str(axes) +
+                  "; dltrain reads the mean or sum over the stack (axes [0], keepdims 0)");
+    std::vector<std::string> ins;
+    for (const Value& v : all) ins.push_back(v.name);
+    Value out = all.front();
+    if (ins.size() > 1) {
+      LayerSpec& sum = add_layer("addition", unique_name(n) + (op == "ReduceMean" ? "_sum" : ""), ins);
+      sum.set("NumInputs", std::to_string(ins.size()));
+      out.name = sum.name;
+    }
+    if (op == "ReduceMean" && ins.size() > 1) {
+      const int64_t k = out.shape[2];
+      out.name = scale_channels(n, unique_name(n), out.name,
+                                std::vector<float>(static_cast<size_t>(k), 1.f / static_cast<float>(ins.size())));
+    }
+    last_layer_op_ = op;
+    set_out(n, out);
+    return true;
+  }
+  return false;
+}
+
 // Mul(value, constant of 1 or C values broadcast over the channels), or Div by one: a channel-wise
 // groupedConvolution2d with 1x1 filters, the constant as Weights and zero Bias; Add of such a
 // constant (offset): Weights 1 and the constant as Bias.

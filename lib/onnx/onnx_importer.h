@@ -127,6 +127,10 @@ class Importer {
       fail(n, "input '" + n.input(i) +
                   "' is the whole batch flattened to 1-D (Reshape to [-1]), which dltrain reads only as the dynamo "
                   "exporter's as_strided: a Gather of the same order right after it");
+    if (it == values_.end() && stacks_.count(n.input(i)))
+      fail(n, "input '" + n.input(i) +
+                  "' is a stack of (N, K) values along a new axis 0, which dltrain reads only as the mean (or sum) "
+                  "over that axis (ReduceMean / ReduceSum of axis 0, keepdims 0: CrossViT's heads)");
     if (it == values_.end() && shuffles_.count(n.input(i)))
       fail(n, "input '" + n.input(i) +
                   "' is a 5-D reshape of an image, which dltrain reads only as ShuffleNet's channel shuffle "
@@ -152,8 +156,8 @@ class Importer {
     if (n.output_size() <= i || n.output(i).empty()) fail(n, "has no output " + std::to_string(i));
     const std::string& name = n.output(i);
     if (values_.count(name) || consts_.count(name) || shuffles_.count(name) || whole_.count(name) ||
-        views_.count(name) || flat_images_.count(name) || swapped_images_.count(name) ||
-        image_views_.count(name) || win_.count(name) || splits_.count(name))
+        views_.count(name) || flat_images_.count(name) || swapped_images_.count(name) || image_views_.count(name) ||
+        win_.count(name) || splits_.count(name) || stacks_.count(name))
       fail(n, "output '" + name + "' is already defined earlier in the graph (each ONNX value is assigned once)");
     return name;
   }
@@ -252,6 +256,7 @@ class Importer {
       fail(n, "operator domain '" + n.domain() + "' is not supported (supported: " + supported_ops() + ")");
     if (op == "Constant") return constant_node(n);
     if (op == "Identity") return identity(n);
+    if (stack_node(n)) return;
     if (!all_constant(n) && window_node(n)) return;
     if (token_node(n)) return;
     if (op == "Shape") return shape(n);
@@ -313,6 +318,8 @@ class Importer {
   // reciprocal: Div(value, constant), the scale 1 / constant. offset: Add(value, constant), each
   // channel plus its value (timm's StarReLU bias).
   void channel_scale(const onnx::NodeProto& n, int value_input, bool reciprocal = false, bool offset = false);
+  // torch.stack of flat (N, K) values along a new axis 0 and the mean over it (CrossViT's heads).
+  bool stack_node(const onnx::NodeProto& n);
   void fold_token_scale(const onnx::NodeProto& n, int vi, const Value& v, const std::vector<float>& s);
   void subtract(const onnx::NodeProto& n);
   void square(const onnx::NodeProto& n);
@@ -701,6 +708,8 @@ class Importer {
   std::map<std::string, WinValue> win_;
   std::map<std::string, Partition> partitions_;  // partitioned tokens (their Value in values_)
   std::map<std::string, ImageSplit> splits_;
+  // Flat (N, K) values stacked along a new axis 0, by the stack's name (stack_node).
+  std::map<std::string, std::vector<Value>> stacks_;
   std::map<std::string, Unfold> unfolds_;
   std::map<std::string, Value> flat_nchw_;  // flattened tokens transposed to (1, C, H*W), on the way to the image
   std::map<std::string, std::vector<int>> consumers_;  // feeds_split's index, built on first use

@@ -459,6 +459,18 @@ def tiny_models():
                                                          depth=(1, 1), heads=(1, 2), mlp_ratio=2, num_classes=10,
                                                          distilled=distilled))
 
+    def crossvit_timm():
+        # timm's CrossViT: two branches (8x8 patches of the 32x32 image, width 8; 7x7 patches of it
+        # resized bicubic to 28x28, width 16), each with a class token and a position table, one
+        # block each, then the cross-attention fusion: each class token projected to the other
+        # branch's width, joined with that branch's patch tokens, attending over them as the only
+        # query, projected back and joined with its own patch tokens; the mean of the two heads
+        # (torch.stack and mean)
+        from timm.models.crossvit import CrossVit
+        return timm_net(lambda: CrossVit(img_size=SIDE, img_scale=(1.0, 0.875), patch_size=(8, 7), embed_dim=(8, 16),
+                                         depth=((1, 1, 0),), num_heads=(1, 2), mlp_ratio=(2., 2., 2.),
+                                         num_classes=10))
+
     def beit_timm():
         # timm's BEiT: a relative position bias per head and pair of tokens (gathered from its
         # table, the class token's rows and columns its own entries) added to the scaled scores,
@@ -620,6 +632,7 @@ def tiny_models():
             "mobilevit": mobilevit, "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm, "pvt_v2_timm": pvt_v2_timm, "beit_timm": beit_timm,
             "pit_timm": lambda: pit_timm(False), "pit_distilled_timm": lambda: pit_timm(True),
+            "crossvit_timm": crossvit_timm,
             "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm,
             "efficientformer_timm": efficientformer_timm, "poolformer_timm": poolformer_timm,
             "caformer_timm": caformer_timm, "mambaout_timm": mambaout_timm,

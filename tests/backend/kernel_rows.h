@@ -338,7 +338,7 @@ inline AgreementRow resize_row(std::string name, ResizeDesc d) {
             const Shape xs{d.n, d.h, d.w, d.c}, ys{d.n, d.oh, d.ow, d.c};
             Tensor y(ys, be.device()), dx(xs, be.device());
             op->forward(on_device(x, xs, be), y);
-            if (d.bilinear)
+            if (d.bilinear || d.bicubic)
               check_close("resize", y, ref::resize_forward(d, x), tol);
             else
               check_exact("resize", y, ref::resize_forward(d, x));
@@ -488,6 +488,12 @@ inline std::vector<AgreementRow> kernel_rows() {
                             ref::resize_desc(1, 5, 8, 3, 7, 4, true, false, false, 1.5, 0.5)));
   rows.push_back(resize_row("bilinear 2x24x24x64 -> 52x37 (over 200k values)",
                             ref::resize_desc(2, 24, 24, 64, 52, 37, true, true, false)));
+  rows.push_back(resize_row("bicubic 15x15 -> 14x14, half-pixel (CrossViT's 240 -> 224)",
+                            ref::cubic_resize(ref::resize_desc(2, 15, 15, 3, 14, 14, false, true, false))));
+  rows.push_back(resize_row("bicubic x2 of 3x4, asymmetric (taps past both edges)",
+                            ref::cubic_resize(ref::resize_desc(1, 3, 4, 5, 6, 8, false, false, false))));
+  rows.push_back(resize_row("bicubic 2x24x24x64 -> 52x37 (over 200k values)",
+                            ref::cubic_resize(ref::resize_desc(2, 24, 24, 64, 52, 37, false, true, false))));
   rows.push_back(batch_broadcast_row("3 rows of 5", {3, 5}));
   rows.push_back(batch_broadcast_row("32 rows of 65x192 (a ViT's position table)", {32, 65 * 192}));
   rows.push_back(spatial_transpose_row("2x3x4x5", {2, 3, 4, 5}));

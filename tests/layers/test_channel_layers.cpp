@@ -234,6 +234,34 @@ TEST_CASE("resize2d: PyTorch's interpolate values; its options and sizes", "[lay
   // size=(5, 7), mode="nearest-exact"
   check(values({"OutputSize=[5,7]"}, Shape{5, 7, 1}), {0, 0, 1, 2, 2, 3, 3,  0,  0,  1,  2, 2, 3, 3,  4,  4,  5, 6,
                                                        6, 7, 7, 8, 8, 9, 10, 10, 11, 11, 8, 8, 9, 10, 10, 11, 11});
+  // PyTorch 2.15: size=(5, 7), mode="bicubic", align_corners=False; its input gradient for the
+  // output gradient 0..34; and size=(2, 3) of x squared (taps past the edges both ways)
+  check(values({"OutputSize=[5,7]", "Method=bicubic"}, Shape{5, 7, 1}),
+        {-0.48321646451950073, -0.10475475341081619, 0.5125924348831177,
+         1.1160005331039429,   1.7194089889526367,   2.336754322052002,
+         2.715216875076294,    1.1647859811782837,   1.543246865272522,
+         2.1605937480926514,   2.7640018463134766,   3.36741042137146,
+         3.984755754470825,    4.363217830657959,    3.900785446166992,
+         4.279244899749756,    4.896591663360596,    5.5,
+         6.1034088134765625,   6.7207536697387695,   7.099216461181641,
+         6.636786937713623,    7.015244483947754,    7.632591724395752,
+         8.236000061035156,    8.839410781860352,    9.456753730773926,
+         9.835216522216797,    8.284789085388184,    8.663246154785156,
+         9.28059196472168,     9.884000778198242,    10.487412452697754,
+         11.104754447937012,   11.483219146728516});
+  {
+    Vec g(35);
+    for (int i = 0; i < 35; ++i) g[static_cast<size_t>(i)] = i;
+    check(run_layer(layer_spec("resize2d", {"OutputSize=[5,7]", "Method=bicubic"}), Shape{3, 4, 1}, x, g).dx,
+          {5.578857421875, 10.931591987609863, 16.379457473754883, 20.870161056518555, 42.50807189941406,
+           49.3552131652832, 55.10942077636719, 58.65928268432617, 74.9109878540039, 82.5234603881836,
+           87.97129821777344, 90.20235443115234});
+    Vec sq(12);
+    for (int i = 0; i < 12; ++i) sq[static_cast<size_t>(i)] = i * i;
+    const Vec y =
+        run_layer(layer_spec("resize2d", {"OutputSize=[2,3]", "Method=bicubic"}), Shape{3, 4, 1}, sq, Vec(6, 1.0)).y;
+    check(y, {2.222113847732544, 6.359375, 14.672564506530762, 55.60428237915039, 77.515625, 103.60292053222656});
+  }
   // The backward of nearest sends each output gradient to its one source: the counts.
   const Vec counts = run_layer(layer_spec("resize2d", {"OutputSize=[5,7]"}), Shape{3, 4, 1}, x, Vec(35, 1.0)).dx;
   check(counts, {4, 2, 4, 4, 2, 1, 2, 2, 4, 2, 4, 4});
@@ -244,6 +272,6 @@ TEST_CASE("resize2d: PyTorch's interpolate values; its options and sizes", "[lay
   CHECK_THROWS_WITH(make_layer(layer_spec("resize2d", {"Scale=0"})), Catch::Contains("is not a positive factor"));
   CHECK_THROWS_WITH(make_layer(layer_spec("resize2d", {"Scale=[1,2,3]"})), Catch::Contains("Scale has 3 values"));
   CHECK_THROWS_AS(make_layer(layer_spec("resize2d", {"Scale=2", "NearestRoundingMode=onnx-10"})), ConfigError);
-  CHECK_THROWS_AS(make_layer(layer_spec("resize2d", {"Scale=2", "Method=bicubic"})), ConfigError);
+  CHECK_THROWS_AS(make_layer(layer_spec("resize2d", {"Scale=2", "Method=lanczos"})), ConfigError);
   CHECK_THROWS_WITH(out_shape("resize2d", {"Scale=0.2"}, Shape{4, 4, 1}), Catch::Contains("the output would be 0x0"));
 }

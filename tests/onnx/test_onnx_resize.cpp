@@ -146,6 +146,20 @@ TEST_CASE("onnx Resize imports as resize2d in the forms PyTorch's interpolate ex
        "half_pixel",
        "",
        ref::resize_desc(1, kH, kW, kC, 6, 8, false, true, false, 2, 2)},
+      {"cubic to 5x7, half_pixel (PyTorch's bicubic)",
+       {},
+       {1, kC, 5, 7},
+       "cubic",
+       "half_pixel",
+       "",
+       ref::cubic_resize(ref::resize_desc(1, kH, kW, kC, 5, 7, false, true, false))},
+      {"cubic x2, asymmetric",
+       {1, 1, 2, 2},
+       {},
+       "cubic",
+       "asymmetric",
+       "",
+       ref::cubic_resize(ref::resize_desc(1, kH, kW, kC, 6, 8, false, false, false, 2, 2))},
   };
   for (const Case& cs : cases) {
     INFO(cs.name);
@@ -158,7 +172,7 @@ TEST_CASE("onnx Resize imports as resize2d in the forms PyTorch's interpolate ex
     const ModelData m = imported(t.g);
     const LayerSpec* s = layer_of_type(m, "resize2d");
     REQUIRE(s);
-    CHECK(s->get_string("Method", "") == (cs.want.bilinear ? "bilinear" : "nearest"));
+    CHECK(s->get_string("Method", "") == (cs.want.bicubic ? "bicubic" : cs.want.bilinear ? "bilinear" : "nearest"));
     check_probabilities(m, cs.want);
   }
 }
@@ -166,7 +180,8 @@ TEST_CASE("onnx Resize imports as resize2d in the forms PyTorch's interpolate ex
 TEST_CASE("resize2d exports as Resize and reads back as the same network", "[onnx]") {
   for (const char* opts :
        {"{Method: bilinear, OutputSize: [5, 7]}", "{Scale: [1.5, 0.5], NearestRoundingMode: floor}",
-        "{Scale: 2, GeometricTransformMode: asymmetric, Method: bilinear}", "{OutputSize: [7, 3]}"}) {
+        "{Scale: 2, GeometricTransformMode: asymmetric, Method: bilinear}", "{OutputSize: [7, 3]}",
+        "{Method: bicubic, OutputSize: [2, 7]}", "{Scale: 2, GeometricTransformMode: asymmetric, Method: bicubic}"}) {
     INFO(opts);
     const std::string yaml = std::string(R"(
 layers:
@@ -205,7 +220,7 @@ TEST_CASE("onnx Resize: what resize2d does not compute is one line naming the no
     t.finish();
     return import_error(t.g);
   };
-  CHECK_THAT(error_of({1, 1, 2, 2}, "cubic", "half_pixel", ""), Catch::Contains("node 'r' (Resize): mode 'cubic'"));
+  CHECK_THAT(error_of({1, 1, 2, 2}, "lanczos", "half_pixel", ""), Catch::Contains("node 'r' (Resize): mode 'lanczos'"));
   CHECK_THAT(error_of({1, 1, 2, 2}, "linear", "align_corners", ""),
              Catch::Contains("coordinate_transformation_mode 'align_corners' is not supported"));
   CHECK_THAT(error_of({1, 1, 2, 2}, "nearest", "asymmetric", "ceil"), Catch::Contains("nearest_mode 'ceil'"));
@@ -216,6 +231,14 @@ TEST_CASE("onnx Resize: what resize2d does not compute is one line naming the no
              Catch::Contains("scales must be [1, 1, height, width]"));
   CHECK_THAT(error_of({1, 1, 0.1f, 2}, "nearest", "asymmetric", "floor"), Catch::Contains("to 0x8 pixels"));
   CHECK_THAT(error_of({1, 1, 1e30f, 2}, "nearest", "asymmetric", "floor"), Catch::Contains("factors in (0, 1e6]"));
+  {
+    Graph c(6, 8);
+    onnx::NodeProto& n = c.resize({1, 1, 2, 2}, {});
+    OnnxBuilder::attr(n, "mode", std::string("cubic"));
+    OnnxBuilder::float_attr(n, "cubic_coeff_a", -0.5f);  // TensorFlow's
+    c.finish();
+    CHECK_THAT(import_error(c.g), Catch::Contains("cubic_coeff_a -0.500000 is not supported"));
+  }
   Graph t(6, 8, 10);
   t.g.floats("scales", {4}, {1, 1, 2, 2});
   t.g.node("Resize", {"x", "scales"}, {"r"});

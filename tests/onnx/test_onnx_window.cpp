@@ -361,6 +361,33 @@ TEST_CASE(
       if (n.name() == "node_cat_1") n.set_input(0, "add_2");  // the first stage's 8-channel tokens, not the 16
     want = "node 'node_cat_1' (Concat): concatenates token sequences of 8 and 16 channels";
   }
+  SECTION("CrossViT's heads stacked, then reduced over their classes") {
+    p = load("crossvit_timm-dynamo");
+    onnx::TensorProto& axes = *p.mutable_graph()->add_initializer();
+    axes.set_name("axis_one");
+    axes.set_data_type(onnx::TensorProto::INT64);
+    axes.add_dims(1);
+    set_ints(axes, {1});
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_mean") n.set_input(1, "axis_one");  // was the stack's axis 0
+    want =
+        "node 'node_mean' (ReduceMean): reduces a stack of (N, K) values over axes [1]; dltrain reads the mean or "
+        "sum over the stack (axes [0], keepdims 0)";
+  }
+  SECTION("CrossViT's stacked heads read by something other than their mean") {
+    p = load("crossvit_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_softmax_2") n.set_input(0, "stack");
+    want = "node 'node_softmax_2' (Softmax): input 'stack' is a stack of (N, K) values along a new axis 0";
+  }
+  SECTION("CrossViT's bicubic resize with TensorFlow's coefficient") {
+    p = load("crossvit_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_upsample_bicubic2d")
+        for (auto& a : *n.mutable_attribute())
+          if (a.name() == "cubic_coeff_a") a.set_f(-0.5f);
+    want = "node 'node_upsample_bicubic2d' (Resize): cubic_coeff_a -0.500000 is not supported";
+  }
   SECTION("SegFormer's queries over half the pixels") {
     p = load("segformer_seg-dynamo");
     set_ints(initializer(p, "val_16"), {1, 32, -1, 16});  // was (1, 64, -1, 16)

@@ -78,6 +78,16 @@ std::vector<double> resize_weights(const ResizeDesc& d, int64_t in, int64_t out,
   std::vector<double> m(static_cast<size_t>(out * in), 0.0);
   for (int64_t o = 0; o < out; ++o) {
     double s = d.half_pixel ? (o + 0.5) / scale - 0.5 : o / scale;
+    if (d.bicubic) {  // Keys' kernel, a = -0.75, at the distance of each of the 4 taps; taps past the edge
+      const double a = -0.75, f = std::floor(s);  // count for the edge pixel
+      for (int k = -1; k <= 2; ++k) {
+        const double x = std::abs(s - (f + k));
+        const double wt = x <= 1 ? ((a + 2) * x - (a + 3)) * x * x + 1 : ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+        const int64_t i = std::min<int64_t>(std::max<int64_t>(static_cast<int64_t>(f) + k, 0), in - 1);
+        m[static_cast<size_t>(o * in + i)] += wt;
+      }
+      continue;
+    }
     if (!d.bilinear) {
       const double r = d.floor ? std::floor(s) : std::floor(s + 0.5);
       const int64_t i = std::min<int64_t>(std::max<int64_t>(static_cast<int64_t>(r), 0), in - 1);

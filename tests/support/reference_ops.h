@@ -135,8 +135,10 @@ Vec depth_to_space_forward(const DepthToSpaceDesc& d, const Vec& x);
 Vec depth_to_space_backward(const DepthToSpaceDesc& d, const Vec& dy);  // -> dx
 // resize (backend/resize_op.h) from its definition: each output pixel a weighted sum of input
 // pixels, the weights of height and width multiplied (nearest: 1 at the rounded source; bilinear:
-// the hat max(0, 1 - |s - i|) at the clamped source s); the backward is the transpose.
-// A resize of n images h x w x c to oh x ow (scale: the output / input size unless given).
+// the hat max(0, 1 - |s - i|) at the clamped source s; bicubic: Keys' kernel at the four pixels
+// around s, those past the edge counted for the edge pixel); the backward is the transpose.
+// A resize of n images h x w x c to oh x ow (scale: the output / input size unless given);
+// cubic_resize() makes one bicubic.
 inline ResizeDesc resize_desc(int64_t n, int64_t h, int64_t w, int64_t c, int64_t oh, int64_t ow, bool bilinear,
                               bool half_pixel, bool floor, double scale_h = 0, double scale_w = 0) {
   ResizeDesc d;
@@ -144,6 +146,12 @@ inline ResizeDesc resize_desc(int64_t n, int64_t h, int64_t w, int64_t c, int64_
   d.scale_h = scale_h > 0 ? scale_h : static_cast<double>(oh) / static_cast<double>(h);
   d.scale_w = scale_w > 0 ? scale_w : static_cast<double>(ow) / static_cast<double>(w);
   d.bilinear = bilinear, d.half_pixel = half_pixel, d.floor = floor;
+  return d;
+}
+
+inline ResizeDesc cubic_resize(ResizeDesc d) {
+  d.bilinear = false;
+  d.bicubic = true;
   return d;
 }
 

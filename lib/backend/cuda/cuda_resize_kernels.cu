@@ -1,6 +1,6 @@
 // The resize kernels (backend/resize_op.h): one thread per output value, grid-stride, reading
 // the descriptor's row and column taps from a device table (i0, i1, w1 per output row, then per
-// output column, as floats). The backward adds each output gradient into its input pixels with
+// output column, as floats; bicubic: i0..i3, w0..w3). The backward adds each output gradient into its input pixels with
 // atomicAdd (dx zeroed first): where taps overlap, the order of the additions varies.
 #include <cuda_runtime.h>
 
@@ -60,6 +60,48 @@ __global__ void resize_backward_kernel(const float* dy, float* dx, const float* 
   }
 }
 
+// Bicubic: the table holds (i0..i3, w0..w3) per output row, then per output column.
+__global__ void resize_cubic_forward_kernel(const float* x, float* y, const float* table, int64_t total, int64_t h,
+                                            int64_t w, int64_t c, int64_t oh, int64_t ow) {
+  for (int64_t i = first_index(); i < total; i += grid_stride()) {
+    const int64_t k = i % c;
+    int64_t p = i / c;
+    const int64_t ox = p % ow;
+    p /= ow;
+    const int64_t oy = p % oh, n = p / oh;
+    const float* r = table + 8 * oy;
+    const float* q = table + 8 * (oh + ox);
+    const float* img = x + n * h * w * c + k;
+    float acc = 0.f;
+    for (int a = 0; a < 4; ++a) {
+      const float* row = img + static_cast<int64_t>(r[a]) * w * c;
+      for (int b = 0; b < 4; ++b) acc += r[4 + a] * q[4 + b] * row[static_cast<int64_t>(q[b]) * c];
+    }
+    y[i] = acc;
+  }
+}
+
+__global__ void resize_cubic_backward_kernel(const float* dy, float* dx, const float* table, int64_t total, int64_t h,
+                                             int64_t w, int64_t c, int64_t oh, int64_t ow) {
+  for (int64_t i = first_index(); i < total; i += grid_stride()) {
+    const int64_t k = i % c;
+    int64_t p = i / c;
+    const int64_t ox = p % ow;
+    p /= ow;
+    const int64_t oy = p % oh, n = p / oh;
+    const float* r = table + 8 * oy;
+    const float* q = table + 8 * (oh + ox);
+    float* img = dx + n * h * w * c + k;
+    const float g = dy[i];
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b) {
+        const float wt = r[4 + a] * q[4 + b];
+        if (wt != 0.f)
+          atomicAdd(img + (static_cast<int64_t>(r[a]) * w + static_cast<int64_t>(q[b])) * c, wt * g);
+      }
+  }
+}
+
 }  // namespace
 
 // Declared where they are called (cuda_resize_op.cpp).
@@ -77,6 +119,23 @@ void resize_backward(const float* dy, float* dx, const float* table, int64_t n, 
   const int64_t total = n * oh * ow * c;
   if (total <= 0) return;
   resize_backward_kernel<<<grid_for(total), kThreads, 0, stream>>>(dy, dx, table, total, h, w, c, oh, ow);
+  DLT_LAUNCH_CHECK();
+}
+
+void resize_cubic_forward(const float* x, float* y, const float* table, int64_t n, int64_t h, int64_t w, int64_t c,
+                          int64_t oh, int64_t ow, cudaStream_t stream) {
+  const int64_t total = n * oh * ow * c;
+  if (total <= 0) return;
+  resize_cubic_forward_kernel<<<grid_for(total), kThreads, 0, stream>>>(x, y, table, total, h, w, c, oh, ow);
+  DLT_LAUNCH_CHECK();
+}
+
+void resize_cubic_backward(const float* dy, float* dx, const float* table, int64_t n, int64_t h, int64_t w, int64_t c,
+                           int64_t oh, int64_t ow, cudaStream_t stream) {
+  DLT_CUDA(cudaMemsetAsync(dx, 0, static_cast<size_t>(n * h * w * c) * sizeof(float), stream));
+  const int64_t total = n * oh * ow * c;
+  if (total <= 0) return;
+  resize_cubic_backward_kernel<<<grid_for(total), kThreads, 0, stream>>>(dy, dx, table, total, h, w, c, oh, ow);
   DLT_LAUNCH_CHECK();
 }
 

@@ -15,12 +15,28 @@ void resize_forward(const float* x, float* y, const float* table, int64_t n, int
                     int64_t oh, int64_t ow, cudaStream_t stream);
 void resize_backward(const float* dy, float* dx, const float* table, int64_t n, int64_t h, int64_t w, int64_t c,
                      int64_t oh, int64_t ow, cudaStream_t stream);
+// Bicubic: table holds (i0..i3, w0..w3) per output row, then per output column.
+void resize_cubic_forward(const float* x, float* y, const float* table, int64_t n, int64_t h, int64_t w, int64_t c,
+                          int64_t oh, int64_t ow, cudaStream_t stream);
+void resize_cubic_backward(const float* dy, float* dx, const float* table, int64_t n, int64_t h, int64_t w, int64_t c,
+                           int64_t oh, int64_t ow, cudaStream_t stream);
 
 namespace {
 
 class CudaResizeOp final : public ResizeOp {
  public:
   CudaResizeOp(const ResizeDesc& d, CudaContext& ctx) : ResizeOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx) {
+    if (d.bicubic) {
+      Tensor host(Shape{8 * (d.oh + d.ow)});
+      float* t = host.data();
+      for (const auto& taps : {d.row_cubic_taps(), d.col_cubic_taps()})
+        for (const ResizeDesc::CubicTap& p : taps) {
+          for (int k = 0; k < 4; ++k) *t++ = static_cast<float>(p.i[k]);
+          for (int k = 0; k < 4; ++k) *t++ = p.w[k];
+        }
+      table_ = host.to(Device::cuda(ctx.device));
+      return;
+    }
     Tensor host(Shape{3 * (d.oh + d.ow)});
     float* t = host.data();
     for (const auto& taps : {d.row_taps(), d.col_taps()})
@@ -34,9 +50,14 @@ class CudaResizeOp final : public ResizeOp {
 
  private:
   void do_forward(const Tensor& x, Tensor& y) override {
+    if (d_.bicubic)
+      return resize_cubic_forward(x.data(), y.data(), table_.data(), d_.n, d_.h, d_.w, d_.c, d_.oh, d_.ow, ctx_.stream);
     resize_forward(x.data(), y.data(), table_.data(), d_.n, d_.h, d_.w, d_.c, d_.oh, d_.ow, ctx_.stream);
   }
   void do_backward(const Tensor& dy, Tensor& dx) override {
+    if (d_.bicubic)
+      return resize_cubic_backward(dy.data(), dx.data(), table_.data(), d_.n, d_.h, d_.w, d_.c, d_.oh, d_.ow,
+                                   ctx_.stream);
     resize_backward(dy.data(), dx.data(), table_.data(), d_.n, d_.h, d_.w, d_.c, d_.oh, d_.ow, ctx_.stream);
   }
 
