@@ -86,55 +86,68 @@ class CpuResizeOp final : public ResizeOp {
       }
   }
 
-  // Each output value: the four rows' sums of their four columns, weighted.
+  // Separable: each output row first as the weighted sum of its four input rows (whole rows of
+  // W x C values), then each output pixel from four pixels of that row.
   void cubic_forward(const Tensor& x, Tensor& y) {
     const float* in = x.data();
     float* out = y.data();
-    const int64_t c = d_.c;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t n = 0; n < d_.n; ++n)
-      for (int64_t oy = 0; oy < d_.oh; ++oy) {
-        const ResizeDesc::CubicTap& r = cubic_rows_[static_cast<size_t>(oy)];
-        float* dst = out + (n * d_.oh + oy) * d_.ow * c;
-        for (int64_t ox = 0; ox < d_.ow; ++ox, dst += c) {
-          const ResizeDesc::CubicTap& q = cubic_cols_[static_cast<size_t>(ox)];
-          std::fill(dst, dst + c, 0.f);
-          for (int a = 0; a < 4; ++a) {
-            const float* row = in + (n * d_.h + r.i[a]) * d_.w * c;
-            for (int b = 0; b < 4; ++b) {
-              const float* src = row + q.i[b] * c;
-              const float wt = r.w[a] * q.w[b];
-              for (int64_t k = 0; k < c; ++k) dst[k] += wt * src[k];
-            }
+    const int64_t c = d_.c, wc = d_.w * c;
+#pragma omp parallel
+    {
+      std::vector<float> row(static_cast<size_t>(wc));
+#pragma omp for collapse(2) schedule(static)
+      for (int64_t n = 0; n < d_.n; ++n)
+        for (int64_t oy = 0; oy < d_.oh; ++oy) {
+          const ResizeDesc::CubicTap& r = cubic_rows_[static_cast<size_t>(oy)];
+          const float* r0 = in + (n * d_.h + r.i[0]) * wc;
+          const float* r1 = in + (n * d_.h + r.i[1]) * wc;
+          const float* r2 = in + (n * d_.h + r.i[2]) * wc;
+          const float* r3 = in + (n * d_.h + r.i[3]) * wc;
+          float* t = row.data();
+          for (int64_t j = 0; j < wc; ++j) t[j] = r.w[0] * r0[j] + r.w[1] * r1[j] + r.w[2] * r2[j] + r.w[3] * r3[j];
+          float* dst = out + (n * d_.oh + oy) * d_.ow * c;
+          for (int64_t ox = 0; ox < d_.ow; ++ox, dst += c) {
+            const ResizeDesc::CubicTap& q = cubic_cols_[static_cast<size_t>(ox)];
+            const float *a = t + q.i[0] * c, *b = t + q.i[1] * c, *e = t + q.i[2] * c, *f = t + q.i[3] * c;
+            for (int64_t k = 0; k < c; ++k) dst[k] = q.w[0] * a[k] + q.w[1] * b[k] + q.w[2] * e[k] + q.w[3] * f[k];
           }
         }
-      }
+    }
   }
 
+  // The transpose, separable too: each output row's gradient spread over a row of W x C values,
+  // then that row added into its four input rows; parallel over images (no two threads touch
+  // one value).
   void cubic_backward(const Tensor& dy, Tensor& dx) {
     const float* g = dy.data();
     float* out = dx.data();
-    const int64_t c = d_.c, blocks = (c + kChannelBlock - 1) / kChannelBlock;
+    const int64_t c = d_.c, wc = d_.w * c;
     std::fill(out, out + d_.x_numel(), 0.f);
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t n = 0; n < d_.n; ++n)
-      for (int64_t blk = 0; blk < blocks; ++blk) {
-        const int64_t k0 = blk * kChannelBlock, k1 = std::min(c, k0 + kChannelBlock);
-        float* img = out + n * d_.h * d_.w * c;
+#pragma omp parallel
+    {
+      std::vector<float> row(static_cast<size_t>(wc));
+#pragma omp for schedule(static)
+      for (int64_t n = 0; n < d_.n; ++n) {
+        float* img = out + n * d_.h * wc;
         for (int64_t oy = 0; oy < d_.oh; ++oy) {
           const ResizeDesc::CubicTap& r = cubic_rows_[static_cast<size_t>(oy)];
+          float* t = row.data();
+          std::fill(t, t + wc, 0.f);
           const float* src = g + (n * d_.oh + oy) * d_.ow * c;
           for (int64_t ox = 0; ox < d_.ow; ++ox, src += c) {
             const ResizeDesc::CubicTap& q = cubic_cols_[static_cast<size_t>(ox)];
-            for (int a = 0; a < 4; ++a)
-              for (int b = 0; b < 4; ++b) {
-                const float wt = r.w[a] * q.w[b];
-                float* p = img + (r.i[a] * d_.w + q.i[b]) * c;
-                for (int64_t k = k0; k < k1; ++k) p[k] += wt * src[k];
-              }
+            for (int b = 0; b < 4; ++b) {
+              float* p = t + q.i[b] * c;
+              for (int64_t k = 0; k < c; ++k) p[k] += q.w[b] * src[k];
+            }
+          }
+          for (int a = 0; a < 4; ++a) {
+            float* p = img + r.i[a] * wc;
+            for (int64_t j = 0; j < wc; ++j) p[j] += r.w[a] * t[j];
           }
         }
       }
+    }
   }
 
   ResizeDesc d_;
