@@ -303,11 +303,45 @@ class PositionEmbeddingLayer final : public Layer {
   std::unique_ptr<BatchBroadcastOp> broadcast_;
 };
 
+// The token layers that copy a run of consecutive tokens of each sequence (crop2d on (S, 1, C);
+// the backward writes zeros into the other tokens): indexing1d and tokenSlice.
+class TokenRunLayer : public Layer {
+ public:
+  using Layer::Layer;
+  bool takes(DataFormat f) const override { return is_tokens(f); }
+  void setup(int64_t n, Backend& be) override {
+    be_ = &be;
+    d_.n = n;
+  }
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
+    be_->crop2d(*x[0], y, d_);
+  }
+  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext&) override {
+    if (dx[0]) be_->crop2d_backward(dy, *dx[0], d_);
+  }
+
+ protected:
+  // The run of `count` tokens from `first` (0-based) of a sequence of shape in (S, 1, C).
+  void set_run(const Shape& in, int64_t first, int64_t count) {
+    d_.h = in[0];
+    d_.w = d_.out_w = 1;
+    d_.c = in[2];
+    d_.top = first;
+    d_.left = 0;
+    d_.out_h = count;
+  }
+  CropDesc d_;
+
+ private:
+  Backend* be_ = nullptr;
+};
+
 // indexing1d: the first or last token of each sequence (Index first / last; dltrain also takes
 // a 1-based position, as DeiT's distillation token 2), as one vector: (S, 1, C) -> CB (1, 1, C).
-class Indexing1dLayer final : public Layer {
+class Indexing1dLayer final : public TokenRunLayer {
  public:
-  explicit Indexing1dLayer(const LayerSpec& spec) : Layer(spec) {
+  explicit Indexing1dLayer(const LayerSpec& spec) : TokenRunLayer(spec) {
     std::string index = spec_.get_string("Index", "first");
     std::transform(index.begin(), index.end(), index.begin(), [](unsigned char ch) { return std::tolower(ch); });
     if (index == "first" || index == "last") {
@@ -322,33 +356,16 @@ class Indexing1dLayer final : public Layer {
     position_ = std::stoll(index);
   }
 
-  bool takes(DataFormat f) const override { return is_tokens(f); }
   DataFormat output_format() const override { return DataFormat::kCB; }
 
   Shape infer(const std::vector<Shape>& inputs) override {
     expect_inputs(spec_, inputs, 1);
-    d_.h = inputs[0][0];
-    d_.w = 1;
-    d_.c = inputs[0][2];
-    d_.out_h = d_.out_w = 1;
-    if (position_ > d_.h)
-      shape_error(spec_, "Index " + std::to_string(position_) + " is past the " + std::to_string(d_.h) +
+    const int64_t s = inputs[0][0];
+    if (position_ > s)
+      shape_error(spec_, "Index " + std::to_string(position_) + " is past the " + std::to_string(s) +
                              " tokens of the sequence");
-    d_.top = last_ ? d_.h - 1 : position_ - 1;
-    d_.left = 0;
+    set_run(inputs[0], last_ ? s - 1 : position_ - 1, 1);
     return Shape{1, 1, d_.c};
-  }
-
-  void setup(int64_t n, Backend& be) override {
-    be_ = &be;
-    d_.n = n;
-  }
-  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
-    be_->crop2d(*x[0], y, d_);
-  }
-  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
-                const RunContext&) override {
-    if (dx[0]) be_->crop2d_backward(dy, *dx[0], d_);
   }
 
   // Gather of one token on axis 1: (N, C).
@@ -362,8 +379,6 @@ class Indexing1dLayer final : public Layer {
  private:
   bool last_ = false;
   int64_t position_ = 1;  // 1-based, unless last_
-  CropDesc d_;
-  Backend* be_ = nullptr;
 };
 
 // globalAveragePooling1d / globalMaxPooling1d: the mean / the maximum of each channel over the
@@ -452,15 +467,15 @@ class GlobalPooling1dLayer final : public Layer {
 // NumTokens) handed on as the image (H, W, C) they are the pixels of, in row order (PiT: the
 // tokens after the class token back into its feature map). The backward writes the gradient
 // into those tokens and zeros into the others.
-class TokenSliceLayer final : public Layer {
+class TokenSliceLayer final : public TokenRunLayer {
  public:
-  explicit TokenSliceLayer(const LayerSpec& spec) : Layer(spec) {
+  explicit TokenSliceLayer(const LayerSpec& spec) : TokenRunLayer(spec) {
     const int64_t start = spec_.get_int("StartToken", 0, 1);
     count_ = spec_.get_int("NumTokens", 0, 1);
     if (start == 0 || count_ == 0)
       throw ConfigError(spec_.where() +
                         "options StartToken (1-based) and NumTokens are required (e.g. StartToken: 2, NumTokens: 64)");
-    d_.top = start - 1;
+    first_ = start - 1;
     const std::vector<int64_t> image = spec_.get_ints("ImageSize", {}, 2);
     if (!image.empty()) {
       if (image[0] < 1 || image[1] < 1 || image[0] * image[1] != count_)
@@ -472,33 +487,16 @@ class TokenSliceLayer final : public Layer {
     }
   }
 
-  bool takes(DataFormat f) const override { return is_tokens(f); }
   DataFormat output_format() const override { return image_h_ ? DataFormat::kSSCB : DataFormat::kSCB; }
 
   Shape infer(const std::vector<Shape>& inputs) override {
     expect_inputs(spec_, inputs, 1);
-    d_.h = inputs[0][0];
-    d_.w = d_.out_w = 1;
-    d_.c = inputs[0][2];
-    d_.left = 0;
-    d_.out_h = count_;
-    if (d_.top + count_ > d_.h)
-      shape_error(spec_, "StartToken " + std::to_string(d_.top + 1) + " and NumTokens " + std::to_string(count_) +
-                             " take tokens " + std::to_string(d_.top + 1) + ".." + std::to_string(d_.top + count_) +
-                             " of a sequence of " + std::to_string(d_.h));
+    if (first_ + count_ > inputs[0][0])
+      shape_error(spec_, "StartToken " + std::to_string(first_ + 1) + " and NumTokens " + std::to_string(count_) +
+                             " take tokens " + std::to_string(first_ + 1) + ".." + std::to_string(first_ + count_) +
+                             " of a sequence of " + std::to_string(inputs[0][0]));
+    set_run(inputs[0], first_, count_);
     return image_h_ ? Shape{image_h_, image_w_, d_.c} : Shape{count_, 1, d_.c};
-  }
-
-  void setup(int64_t n, Backend& be) override {
-    be_ = &be;
-    d_.n = n;
-  }
-  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
-    be_->crop2d(*x[0], y, d_);
-  }
-  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
-                const RunContext&) override {
-    if (dx[0]) be_->crop2d_backward(dy, *dx[0], d_);
   }
 
   // Slice of axis 1 (opset 13: inputs); with ImageSize, Reshape (N, H, W, C) and Transpose
@@ -514,9 +512,7 @@ class TokenSliceLayer final : public Layer {
   }
 
  private:
-  int64_t count_ = 1, image_h_ = 0, image_w_ = 0;
-  CropDesc d_;
-  Backend* be_ = nullptr;
+  int64_t first_ = 0, count_ = 1, image_h_ = 0, image_w_ = 0;
 };
 
 // The LayerType of L under its MATLAB name (one static per layer class).

@@ -706,16 +706,22 @@ void Importer::position_table(const onnx::NodeProto& n, int vi) {
     fail(n, "adds a " + dims_str(*constant(n.input(1 - vi))) + " constant to " + std::to_string(s) + " tokens of " +
                 std::to_string(c) + " channels; dltrain reads a position table (1, " + std::to_string(s) + ", " +
                 std::to_string(c) + ") or the bias of a projection");
-  // MATLAB's form: positionEmbedding (the table) and an addition of it to the tokens.
+  add_position_table(n, v, t);
+}
+
+// MATLAB's form of an Add of a learnable table of v's positions (its tokens or pixels, s of
+// them; `table` (s, C) row by row): positionEmbedding (the table) and an addition of it to v.
+void Importer::add_position_table(const onnx::NodeProto& n, const Value& v, std::vector<float> table) {
+  const int64_t c = v.shape[2], s = static_cast<int64_t>(table.size()) / c;
   const std::string sum = unique_name(n);
   onnx::NodeProto named;
   named.set_name(node_name(n) + "_position");
   LayerSpec& spec = add_layer("positionEmbedding", unique_name(named), {v.name});
   spec.set("OutputSize", std::to_string(c));
   spec.set("MaxPosition", std::to_string(s));
-  const std::string table = spec.name;
-  add_param(table, "Weights", Shape{s, c}, t);
-  add_layer("addition", sum, {v.name, table});
+  const std::string name = spec.name;
+  add_param(name, "Weights", Shape{s, c}, std::move(table));
+  add_layer("addition", sum, {v.name, name});
   last_layer_op_ = "Add";
   Value out = v;
   out.name = sum;
@@ -730,19 +736,7 @@ void Importer::image_position_table(const onnx::NodeProto& n, const Value& v, co
   std::vector<float> t(static_cast<size_t>(s * c));
   for (int64_t ch = 0; ch < c; ++ch)
     for (int64_t p = 0; p < s; ++p) t[static_cast<size_t>(p * c + ch)] = chw[static_cast<size_t>(ch * s + p)];
-  const std::string sum = unique_name(n);
-  onnx::NodeProto named;
-  named.set_name(node_name(n) + "_position");
-  LayerSpec& spec = add_layer("positionEmbedding", unique_name(named), {v.name});
-  spec.set("OutputSize", std::to_string(c));
-  spec.set("MaxPosition", std::to_string(s));
-  const std::string table = spec.name;
-  add_param(table, "Weights", Shape{s, c}, std::move(t));
-  add_layer("addition", sum, {v.name, table});
-  last_layer_op_ = "Add";
-  Value out = v;
-  out.name = sum;
-  set_out(n, out);
+  add_position_table(n, v, std::move(t));
 }
 
 // Concat (axis 1) of computed token sequences, or of a channels-last image flattened to its

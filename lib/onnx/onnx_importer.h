@@ -393,6 +393,7 @@ class Importer {
   void class_token(const onnx::NodeProto& n);
   void position_table(const onnx::NodeProto& n, int vi);
   void image_position_table(const onnx::NodeProto& n, const Value& v, const std::vector<float>& chw);
+  void add_position_table(const onnx::NodeProto& n, const Value& v, std::vector<float> table);
   void token_index(const onnx::NodeProto& n, const Value& v);
   // A view that reads tokens [first, first + count) of a token sequence in order (a Slice of
   // its tokens: PiT's class token and its feature map), other than the whole sequence.

@@ -60,17 +60,25 @@ __global__ void resize_backward_kernel(const float* dy, float* dx, const float* 
   }
 }
 
-// Bicubic: the table holds (i0..i3, w0..w3) per output row, then per output column.
+// Bicubic: the table holds (i0..i3, w0..w3) per output row, then per output column. Output
+// value i of (n, oh, ow, c): its row's and column's entries (r, q), its image and channel.
+__device__ inline void cubic_taps_of(int64_t i, const float* table, int64_t oh, int64_t ow, int64_t c,
+                                     const float*& r, const float*& q, int64_t& n, int64_t& k) {
+  k = i % c;
+  int64_t p = i / c;
+  const int64_t ox = p % ow;
+  p /= ow;
+  r = table + 8 * (p % oh);
+  q = table + 8 * (oh + ox);
+  n = p / oh;
+}
+
 __global__ void resize_cubic_forward_kernel(const float* x, float* y, const float* table, int64_t total, int64_t h,
                                             int64_t w, int64_t c, int64_t oh, int64_t ow) {
   for (int64_t i = first_index(); i < total; i += grid_stride()) {
-    const int64_t k = i % c;
-    int64_t p = i / c;
-    const int64_t ox = p % ow;
-    p /= ow;
-    const int64_t oy = p % oh, n = p / oh;
-    const float* r = table + 8 * oy;
-    const float* q = table + 8 * (oh + ox);
+    const float *r, *q;
+    int64_t n, k;
+    cubic_taps_of(i, table, oh, ow, c, r, q, n, k);
     const float* img = x + n * h * w * c + k;
     float acc = 0.f;
     for (int a = 0; a < 4; ++a) {
@@ -84,13 +92,9 @@ __global__ void resize_cubic_forward_kernel(const float* x, float* y, const floa
 __global__ void resize_cubic_backward_kernel(const float* dy, float* dx, const float* table, int64_t total, int64_t h,
                                              int64_t w, int64_t c, int64_t oh, int64_t ow) {
   for (int64_t i = first_index(); i < total; i += grid_stride()) {
-    const int64_t k = i % c;
-    int64_t p = i / c;
-    const int64_t ox = p % ow;
-    p /= ow;
-    const int64_t oy = p % oh, n = p / oh;
-    const float* r = table + 8 * oy;
-    const float* q = table + 8 * (oh + ox);
+    const float *r, *q;
+    int64_t n, k;
+    cubic_taps_of(i, table, oh, ow, c, r, q, n, k);
     float* img = dx + n * h * w * c + k;
     const float g = dy[i];
     for (int a = 0; a < 4; ++a)
