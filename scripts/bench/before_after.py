@@ -193,10 +193,14 @@ def onnx_schedule(quick):
     return (1, 2) if quick else (3, 3)
 
 
-def exported(net, cache):
+def exported(net, cache, peer=False):
     """The dynamo export of torchvision's NET (random weights, seed 0, batch 32, 224x224), made
-    as onnx_inference_vs_peers makes it and kept in CACHE; a later run reuses it."""
-    path = os.path.join(cache, f"{net}-b{ONNX_BATCH}-{ONNX_SIZE}-dynamo.onnx")
+    as onnx_inference_vs_peers makes it and kept in CACHE; a later run reuses it. Transformers
+    (zoo_coverage.one_image) are exported with one image for dltrain, which reads only that
+    form, and (peer) with a symbolic batch for onnxruntime; other networks once for both."""
+    single = zc.one_image(net)
+    batch = 1 if single and not peer else ONNX_BATCH
+    path = os.path.join(cache, f"{net}-b{batch}-{ONNX_SIZE}-dynamo{'-symbolic' if single and peer else ''}.onnx")
     done = path + ".done"
     if os.path.exists(done) and os.path.exists(path):
         return path
@@ -207,9 +211,12 @@ def exported(net, cache):
     torch.set_num_threads(ONNX_THREADS)
     torch.manual_seed(0)
     model = torchvision.models.get_model(net, weights=None).eval()
-    x = torch.rand(ONNX_BATCH, 3, ONNX_SIZE, ONNX_SIZE)
+    x = torch.rand(batch, 3, ONNX_SIZE, ONNX_SIZE)
     with contextlib.redirect_stdout(sys.stderr):  # the exporter's progress lines; stdout is the table's
-        zc.export(model, x, path, "dynamo")
+        if single and peer:
+            zc.export(model, x, path, "dynamo", dynamic_batch=True)
+        else:
+            zc.export(model, x, path, "dynamo")
     with open(done, "w") as f:
         json.dump({"torch": torch.__version__, "torchvision": torchvision.__version__}, f)
     return path
@@ -221,7 +228,7 @@ def onnx_workload(net, quick, env, cache, work):
     cfg = os.path.join(work, f"time-{net}.yaml")
     zc.write_time_config(cfg, path, ONNX_BATCH)
     iters, repeats = onnx_schedule(quick)
-    sess = peers.ort_session(path, ONNX_THREADS)
+    sess = peers.ort_session(exported(net, cache, peer=True), ONNX_THREADS)
     feed = {sess.get_inputs()[0].name:
             np.random.default_rng(0).random((ONNX_BATCH, 3, ONNX_SIZE, ONNX_SIZE), dtype=np.float32)}
 
