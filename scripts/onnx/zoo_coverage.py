@@ -614,11 +614,11 @@ def table(results, archs, exporters, versions, minutes, args, reused, merged=0):
         f"onnxruntime {versions['onnxruntime']}, onnxscript {versions['onnxscript']}"
         + (f", timm {versions['timm']}" if "timm" in versions else "")
         + (f", transformers {versions['transformers']}" if "transformers" in versions else "") + f"; {cpu_model()}, "
-        f"{args.threads} threads, {minutes:.0f} min for "
-        + (f"the {len(archs) - merged} architectures run here; the rows of the other {merged} are earlier "
-           f"runs' (--merge {os.path.basename(args.merge)}), from the same script" if merged else "the whole table")
-        + (f" (exports of {reused} of the {len(archs)} architectures reused from an earlier run, --reuse)."
-           if reused else "."),
+        f"{args.threads} threads"
+        + (f", {minutes:.0f} min for " + (
+            f"the {len(archs) - merged} architectures run here; the rows of the other {merged} are earlier "
+            f"runs' (--merge {os.path.basename(args.merge)}), from the same script" if merged else "the whole table")
+           if not reused else "") + ".",
         ("Random weights (seed 0), num_classes 10, no auxiliary head, the ImageNet normalisation and a softmax "
            "over each pixel's classes inside the graph (the model's `out` scores; SegFormer's logits resized to "
            "the input, bilinear, as transformers' post-processing does), the last Conv scaled so the "

@@ -94,6 +94,8 @@ class CpuResizeOp final : public ResizeOp {
     const int64_t c = d_.c, wc = d_.w * c;
 #pragma omp parallel
     {
+      // A row per thread and call: a row kept in the op instead made CrossViT's 240 -> 224 of
+      // 32 images slower (5.0 against 3.6 ms, 2 cores, AVX-512).
       std::vector<float> row(static_cast<size_t>(wc));
 #pragma omp for collapse(2) schedule(static)
       for (int64_t n = 0; n < d_.n; ++n)

@@ -108,38 +108,23 @@ __global__ void resize_cubic_backward_kernel(const float* dy, float* dx, const f
 
 }  // namespace
 
-// Declared where they are called (cuda_resize_op.cpp).
+// Declared where they are called (cuda_resize_op.cpp). cubic: the bicubic table and kernels.
 void resize_forward(const float* x, float* y, const float* table, int64_t n, int64_t h, int64_t w, int64_t c,
-                    int64_t oh, int64_t ow, cudaStream_t stream) {
+                    int64_t oh, int64_t ow, bool cubic, cudaStream_t stream) {
   const int64_t total = n * oh * ow * c;
   if (total <= 0) return;
-  resize_forward_kernel<<<grid_for(total), kThreads, 0, stream>>>(x, y, table, total, h, w, c, oh, ow);
+  auto* kernel = cubic ? resize_cubic_forward_kernel : resize_forward_kernel;
+  kernel<<<grid_for(total), kThreads, 0, stream>>>(x, y, table, total, h, w, c, oh, ow);
   DLT_LAUNCH_CHECK();
 }
 
 void resize_backward(const float* dy, float* dx, const float* table, int64_t n, int64_t h, int64_t w, int64_t c,
-                     int64_t oh, int64_t ow, cudaStream_t stream) {
+                     int64_t oh, int64_t ow, bool cubic, cudaStream_t stream) {
   DLT_CUDA(cudaMemsetAsync(dx, 0, static_cast<size_t>(n * h * w * c) * sizeof(float), stream));
   const int64_t total = n * oh * ow * c;
   if (total <= 0) return;
-  resize_backward_kernel<<<grid_for(total), kThreads, 0, stream>>>(dy, dx, table, total, h, w, c, oh, ow);
-  DLT_LAUNCH_CHECK();
-}
-
-void resize_cubic_forward(const float* x, float* y, const float* table, int64_t n, int64_t h, int64_t w, int64_t c,
-                          int64_t oh, int64_t ow, cudaStream_t stream) {
-  const int64_t total = n * oh * ow * c;
-  if (total <= 0) return;
-  resize_cubic_forward_kernel<<<grid_for(total), kThreads, 0, stream>>>(x, y, table, total, h, w, c, oh, ow);
-  DLT_LAUNCH_CHECK();
-}
-
-void resize_cubic_backward(const float* dy, float* dx, const float* table, int64_t n, int64_t h, int64_t w, int64_t c,
-                           int64_t oh, int64_t ow, cudaStream_t stream) {
-  DLT_CUDA(cudaMemsetAsync(dx, 0, static_cast<size_t>(n * h * w * c) * sizeof(float), stream));
-  const int64_t total = n * oh * ow * c;
-  if (total <= 0) return;
-  resize_cubic_backward_kernel<<<grid_for(total), kThreads, 0, stream>>>(dy, dx, table, total, h, w, c, oh, ow);
+  auto* kernel = cubic ? resize_cubic_backward_kernel : resize_backward_kernel;
+  kernel<<<grid_for(total), kThreads, 0, stream>>>(dy, dx, table, total, h, w, c, oh, ow);
   DLT_LAUNCH_CHECK();
 }
 

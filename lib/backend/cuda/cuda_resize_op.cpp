@@ -10,16 +10,12 @@
 
 namespace dlt::cuda {
 
-// cuda_resize_kernels.cu: table holds (i0, i1, w1) per output row, then per output column.
+// cuda_resize_kernels.cu: table holds (i0, i1, w1) per output row, then per output column; with
+// cubic (i0..i3, w0..w3).
 void resize_forward(const float* x, float* y, const float* table, int64_t n, int64_t h, int64_t w, int64_t c,
-                    int64_t oh, int64_t ow, cudaStream_t stream);
+                    int64_t oh, int64_t ow, bool cubic, cudaStream_t stream);
 void resize_backward(const float* dy, float* dx, const float* table, int64_t n, int64_t h, int64_t w, int64_t c,
-                     int64_t oh, int64_t ow, cudaStream_t stream);
-// Bicubic: table holds (i0..i3, w0..w3) per output row, then per output column.
-void resize_cubic_forward(const float* x, float* y, const float* table, int64_t n, int64_t h, int64_t w, int64_t c,
-                          int64_t oh, int64_t ow, cudaStream_t stream);
-void resize_cubic_backward(const float* dy, float* dx, const float* table, int64_t n, int64_t h, int64_t w, int64_t c,
-                           int64_t oh, int64_t ow, cudaStream_t stream);
+                     int64_t oh, int64_t ow, bool cubic, cudaStream_t stream);
 
 namespace {
 
@@ -50,15 +46,10 @@ class CudaResizeOp final : public ResizeOp {
 
  private:
   void do_forward(const Tensor& x, Tensor& y) override {
-    if (d_.bicubic)
-      return resize_cubic_forward(x.data(), y.data(), table_.data(), d_.n, d_.h, d_.w, d_.c, d_.oh, d_.ow, ctx_.stream);
-    resize_forward(x.data(), y.data(), table_.data(), d_.n, d_.h, d_.w, d_.c, d_.oh, d_.ow, ctx_.stream);
+    resize_forward(x.data(), y.data(), table_.data(), d_.n, d_.h, d_.w, d_.c, d_.oh, d_.ow, d_.bicubic, ctx_.stream);
   }
   void do_backward(const Tensor& dy, Tensor& dx) override {
-    if (d_.bicubic)
-      return resize_cubic_backward(dy.data(), dx.data(), table_.data(), d_.n, d_.h, d_.w, d_.c, d_.oh, d_.ow,
-                                   ctx_.stream);
-    resize_backward(dy.data(), dx.data(), table_.data(), d_.n, d_.h, d_.w, d_.c, d_.oh, d_.ow, ctx_.stream);
+    resize_backward(dy.data(), dx.data(), table_.data(), d_.n, d_.h, d_.w, d_.c, d_.oh, d_.ow, d_.bicubic, ctx_.stream);
   }
 
   ResizeDesc d_;
