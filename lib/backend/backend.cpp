@@ -444,6 +444,8 @@ const char* loss_name(LossKind k) {
       return "generalized_dice";
     case LossKind::kFocalCrossEntropy:
       return "focal_cross_entropy";
+    case LossKind::kTversky:
+      return "tversky";
   }
   return "loss";
 }
@@ -458,13 +460,19 @@ void check_loss_args(const Tensor& outputs, const Tensor& targets, const Tensor&
     return;
   }
   check_loss(outputs, targets, grad, opt, d);
-  if (opt.kind == LossKind::kGeneralizedDice) {
+  if (opt.kind == LossKind::kGeneralizedDice || opt.kind == LossKind::kTversky) {
     DLT_CHECK(opt.images > 0 && targets.numel() % opt.images == 0,
               op << ": " << targets.numel() << " labels for " << opt.images << " images");
-    DLT_CHECK(!opt.class_weights.defined(),
+    DLT_CHECK(opt.kind != LossKind::kGeneralizedDice || !opt.class_weights.defined(),
               op << ": MATLAB's generalized Dice loss weights each class by its inverse squared pixel count and "
                     "takes no class weights; leave ClassWeights out");
+    DLT_CHECK(opt.kind != LossKind::kTversky || !opt.class_weights.defined(),
+              op << ": the Tversky loss sums its classes' indices unweighted and takes no class weights; leave "
+                    "ClassWeights out");
   }
+  if (opt.kind == LossKind::kTversky)
+    DLT_CHECK(opt.tversky_alpha >= 0 && opt.tversky_beta >= 0 && opt.tversky_alpha + opt.tversky_beta > 0,
+              op << ": Alpha and Beta must be >= 0, not both 0");
   if (opt.kind == LossKind::kFocalCrossEntropy)
     DLT_CHECK(opt.focal_gamma >= 0 && opt.focal_alpha > 0, op << ": Gamma must be >= 0 and Alpha > 0");
 }
@@ -485,6 +493,8 @@ LossTotals Backend::loss(const Tensor& outputs, const Tensor& targets, Tensor& g
       return run<GeneralizedDiceKernel>(outputs, targets, opt, grad);
     case LossKind::kFocalCrossEntropy:
       return run<FocalCrossEntropyKernel>(outputs, targets, opt, grad);
+    case LossKind::kTversky:
+      return run<TverskyKernel>(outputs, targets, opt, grad);
   }
   DLT_CHECK(false, "loss: unknown loss kind " << static_cast<int>(opt.kind));
   return {};

@@ -223,6 +223,11 @@ class Backend {
   //   generalized-dice: per image (opt.images images of rows / images pixels), MATLAB's
   //          generalizedDice: 1 - 2 sum_k w_k sum_p y t / sum_k w_k sum_p (y^2 + t^2), w_k = 1 /
   //          (sum_p t_k)^2 (0 if absent), mean over images with a counted pixel; no class weights;
+  //   tversky: per image as generalized-dice, sum over the classes k of 1 - TI_k, TI_k = (TP + e) /
+  //          (TP + alpha FP + beta FN + e), TP = sum_p y_k t_k, FP = sum_p y_k (1 - t_k), FN =
+  //          sum_p (1 - y_k) t_k over the counted pixels, e = 1e-8 (MATLAB's Tversky loss example;
+  //          alpha, beta = opt.tversky_alpha, opt.tversky_beta), mean over images with a counted pixel;
+  //          no class weights;
   //   focal-crossentropy: -alpha (1 - p_l)^gamma log p_l, class-weighted and averaged as cross_entropy;
   //   the gradients through the softmax to its input: dlogit_j = p_j (g_j - sum_k p_k g_k).
   // The totals carry the metrics' sums (LossTotals; kernel_kinds.h says which kind fills which).

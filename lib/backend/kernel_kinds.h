@@ -88,7 +88,7 @@ DLT_KERNEL_KIND(CrossEntropyKernel, "cross_entropy",
                 LossTotals(Backend&, const Tensor& probs, const Tensor& labels, const LossOptions& opt,
                            Tensor& dlogits));
 // The loss kernels return LossTotals: loss_sum and weight_sum (the mean's denominator) always;
-// cross-entropy, Dice and focal correct, counted and classes (C); regression counted (N),
+// cross-entropy, Dice, Tversky and focal correct, counted and classes (C); regression counted (N),
 // classes (W), sq_sum, abs_sum, ape_sum, ape_count and values; binary cross-entropy counted (N),
 // classes (C), values, tp, fp, fn and exact. A bad label or target sets first_bad (the rest may
 // then be partial). Backend::loss_async's comment (backend.h) has the formulas.
@@ -104,6 +104,10 @@ DLT_KERNEL_KIND(BinaryCrossEntropyKernel, "binary_cross_entropy",
                            Tensor& dlogits));
 // As CrossEntropyKernel, with opt.images > 0 dividing labels.numel().
 DLT_KERNEL_KIND(GeneralizedDiceKernel, "generalized_dice",
+                LossTotals(Backend&, const Tensor& probs, const Tensor& labels, const LossOptions& opt,
+                           Tensor& dlogits));
+// As GeneralizedDiceKernel.
+DLT_KERNEL_KIND(TverskyKernel, "tversky",
                 LossTotals(Backend&, const Tensor& probs, const Tensor& labels, const LossOptions& opt,
                            Tensor& dlogits));
 DLT_KERNEL_KIND(FocalCrossEntropyKernel, "focal_cross_entropy",

@@ -15,7 +15,12 @@ enum class LossKind : int32_t {
   kHuber,               // Huber loss (trainnet "huber"), transition point huber_delta
   kGeneralizedDice,     // softmax probs vs int32 pixel labels (generalizedDice, dicePixelClassificationLayer)
   kFocalCrossEntropy,   // softmax probs vs int32 labels (focalCrossEntropy, focalLossLayer)
+  kTversky,             // softmax probs vs int32 pixel labels (MATLAB's tverskyPixelClassificationLayer example)
 };
+
+// The Tversky index's smoothing, added to its numerator and denominator (MATLAB's example
+// layer's Epsilon): a class absent from an image and predicted nowhere has index 1.
+inline constexpr double kTverskyEpsilon = 1e-8;
 
 // Whether a loss compares float targets (regression, multi-label) rather than int32 labels.
 inline bool float_targets(LossKind k) {
@@ -33,6 +38,8 @@ struct LossOptions {
   float huber_delta = 1.f;    // huber: |e| <= delta is quadratic
   float focal_gamma = 2.f;    // focal: the modulating exponent
   float focal_alpha = 0.25f;  // focal: the balancing factor
+  float tversky_alpha = 0.3f;  // tversky: the weight of the false positives
+  float tversky_beta = 0.7f;   // tversky: the weight of the false negatives
   int64_t images = 0;         // N, the images: float targets are N rows; Dice's labels N * pixels
 };
 

@@ -173,9 +173,9 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 // The output layer that ends a generated network, named `name`, as training.Loss (`loss`: the
 // file's or --set's value, or null) asks: pixelClassification for none and the cross-entropies,
-// with the generator's ClassWeights; dicePixelClassification for generalized-dice and focalLoss
-// for focal-crossentropy, which take no class weights. A loss that is not per pixel is an error
-// here; a name that is no loss is left to the training section to report.
+// with the generator's ClassWeights; dicePixelClassification for generalized-dice, focalLoss
+// for focal-crossentropy and tverskyPixelClassification for tversky, which take no class weights. A loss that is not
+// per pixel is an error here; a name that is no loss is left to the training section to report.
 void add_output(LayerList& l, GeneratorArgs& a, const std::string& name, const YAML::Node& loss, const Origin& origin) {
   const std::string gen = a.name();
   const std::string want = loss.IsDefined() && loss.IsScalar() ? loss.Scalar() : "";
@@ -194,6 +194,9 @@ void add_output(LayerList& l, GeneratorArgs& a, const std::string& name, const Y
     case LossName::kFocalCrossEntropy:
       type = "focalLoss";
       break;
+    case LossName::kTversky:
+      type = "tverskyPixelClassification";
+      break;
     case LossName::kBinaryCrossEntropy:
     case LossName::kMse:
     case LossName::kMeanSquaredError:
@@ -202,7 +205,8 @@ void add_output(LayerList& l, GeneratorArgs& a, const std::string& name, const Y
     case LossName::kHuber:
       throw ConfigError(origin.at(loss) + "training.Loss " + want + " is not a per-pixel loss, and " + gen +
                         " ends in a per-pixel output layer (Loss none or crossentropy: pixelClassification; "
-                        "generalized-dice: dicePixelClassification; focal-crossentropy: focalLoss)");
+                        "generalized-dice: dicePixelClassification; focal-crossentropy: focalLoss; tversky: "
+                        "tverskyPixelClassification)");
   }
   YAML::Node out = l.add(type, name);
   const Entry* w = a.find("ClassWeights");
@@ -212,8 +216,10 @@ void add_output(LayerList& l, GeneratorArgs& a, const std::string& name, const Y
                       "output (training.Loss none or crossentropy); with Loss " + want + " the network ends in " +
                       type + ", which takes no class weights (MATLAB's " +
                       (type == "focalLoss" ? "focalLossLayer has Gamma and Alpha"
-                                           : "dicePixelClassificationLayer weights each class by 1 / its pixel "
-                                             "count squared") +
+                       : type == "tverskyPixelClassification"
+                           ? "Tversky loss example weighs its errors by Alpha and Beta"
+                           : "dicePixelClassificationLayer weights each class by 1 / "
+                             "its pixel count squared") +
                       "): remove ClassWeights");
   out["ClassWeights"] = YAML::Clone(w->value);
 }

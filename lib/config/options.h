@@ -83,7 +83,8 @@ enum class LossName {
   kMeanAbsoluteError,
   kHuber,
   kGeneralizedDice,
-  kFocalCrossEntropy
+  kFocalCrossEntropy,
+  kTversky
 };
 enum class OutputSizeMode { kResize, kCenterCrop, kRandCrop };
 enum class OnBadImage { kError, kSkip };
@@ -147,7 +148,7 @@ struct ChoiceNames<LabelSource> {
 };
 template <>
 struct ChoiceNames<LossName> {
-  static constexpr std::array<std::string_view, 11> names = {"none",
+  static constexpr std::array<std::string_view, 12> names = {"none",
                                                              "crossentropy",
                                                              "index-crossentropy",
                                                              "binary-crossentropy",
@@ -157,7 +158,8 @@ struct ChoiceNames<LossName> {
                                                              "mean-absolute-error",
                                                              "huber",
                                                              "generalized-dice",
-                                                             "focal-crossentropy"};
+                                                             "focal-crossentropy",
+                                                             "tversky"};
 };
 template <>
 struct ChoiceNames<OutputSizeMode> {

@@ -142,7 +142,7 @@ class Layer {
     bool median_frequency = false;
     LossKind kind = LossKind::kCrossEntropy;
     Follows follows = Follows::kSoftmax;
-    float huber_delta = 1.f, focal_gamma = 2.f, focal_alpha = 0.25f;
+    float huber_delta = 1.f, focal_gamma = 2.f, focal_alpha = 0.25f, tversky_alpha = 0.3f, tversky_beta = 0.7f;
   };
   virtual LossSpec loss_spec() const { return {}; }
   // Called by the Network just before infer(), with a lookup of the layers built before this

@@ -8,6 +8,8 @@
 //   dicePixelClassification  MATLAB's: generalized Dice loss after a softmax over HxWxK scores.
 //   focalLoss                MATLAB's focalLossLayer (Gamma, Alpha): focal cross-entropy after a
 //                            softmax, per image (1x1xK) or per pixel (HxWxK).
+//   tverskyPixelClassification  MATLAB's example layer (Alpha, Beta): Tversky loss after a softmax
+//                            over HxWxK scores.
 // Like classification, they hold no data and run nothing: the network computes the loss.
 #include <cmath>
 #include <memory>
@@ -109,6 +111,33 @@ class DiceLayer final : public LossOutputLayer {
   }
 };
 
+class TverskyLayer final : public LossOutputLayer {
+ public:
+  explicit TverskyLayer(const LayerSpec& spec) : LossOutputLayer(spec) {
+    spec_.get("Classes");
+    const double alpha = spec_.get_double("Alpha", 0.3), beta = spec_.get_double("Beta", 0.7);
+    for (const auto& [key, v] : {std::pair{"Alpha", alpha}, std::pair{"Beta", beta}})
+      if (!(v >= 0) || !std::isfinite(v))
+        throw ConfigError(spec_.where() + key + " must be a number >= 0, got " + std::to_string(v));
+    if (alpha + beta <= 0) throw ConfigError(spec_.where() + "Alpha and Beta must not both be 0");
+    loss_.kind = LossKind::kTversky;
+    loss_.tversky_alpha = static_cast<float>(alpha);
+    loss_.tversky_beta = static_cast<float>(beta);
+    loss_.per_pixel = true;
+  }
+  void check_producers(const std::vector<const Layer*>& producers) const override { check_after(producers, "softmax"); }
+  Shape infer(const std::vector<Shape>& inputs) override {
+    expect_inputs(spec_, inputs, 1);
+    if (inputs[0][2] < 2)
+      shape_error(spec_, "input is " + inputs[0].str() + " but " + type() + " needs HxWxK class scores, K >= 2");
+    return inputs[0];
+  }
+  LossSpec loss_spec() const override { return loss_; }
+
+ private:
+  LossSpec loss_;
+};
+
 class FocalLayer final : public LossOutputLayer {
  public:
   explicit FocalLayer(const LayerSpec& spec) : LossOutputLayer(spec) {
@@ -154,6 +183,10 @@ const LayerType& multilabel_classification_layer_type() {
 }
 const LayerType& dice_pixel_classification_layer_type() {
   static const LayerType t = output_type<DiceLayer>("dicePixelClassification");
+  return t;
+}
+const LayerType& tversky_pixel_classification_layer_type() {
+  static const LayerType t = output_type<TverskyLayer>("tverskyPixelClassification");
   return t;
 }
 const LayerType& focal_loss_layer_type() {

@@ -43,6 +43,7 @@ const LayerType& regression_layer_type();
 const LayerType& multilabel_classification_layer_type();
 const LayerType& dice_pixel_classification_layer_type();
 const LayerType& focal_loss_layer_type();
+const LayerType& tversky_pixel_classification_layer_type();
 const LayerType& addition_layer_type();
 const LayerType& depth_concatenation_layer_type();
 const LayerType& crop2d_layer_type();
@@ -103,6 +104,7 @@ const std::vector<const LayerType*>& layer_registry() {
       &multilabel_classification_layer_type(),
       &dice_pixel_classification_layer_type(),
       &focal_loss_layer_type(),
+      &tversky_pixel_classification_layer_type(),
       &addition_layer_type(),
       &depth_concatenation_layer_type(),
       &crop2d_layer_type(),

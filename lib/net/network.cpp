@@ -326,6 +326,8 @@ void Network::loss_and_backward_async(const Tensor& labels, const RunContext& ct
   opt.huber_delta = loss_.huber_delta;
   opt.focal_gamma = loss_.focal_gamma;
   opt.focal_alpha = loss_.focal_alpha;
+  opt.tversky_alpha = loss_.tversky_alpha;
+  opt.tversky_beta = loss_.tversky_beta;
   opt.images = batch_;
   if (dlt::float_targets(loss_.kind)) {
     DLT_CHECK(labels.numel() == batch_ * out.shape.numel(), "loss: " << labels.numel() << " targets for a batch of "

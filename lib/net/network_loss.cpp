@@ -25,6 +25,7 @@ LossLayer loss_layer(const std::string& name) {
   if (name == "huber") return {"regression", "huber", LossKind::kHuber};
   if (name == "generalized-dice") return {"dicePixelClassification", nullptr, LossKind::kGeneralizedDice};
   if (name == "focal-crossentropy") return {"focalLoss", nullptr, LossKind::kFocalCrossEntropy};
+  if (name == "tversky") return {"tverskyPixelClassification", nullptr, LossKind::kTversky};
   throw ConfigError("training.Loss '" + name + "' is not a loss dltrain knows");
 }
 

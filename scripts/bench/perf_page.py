@@ -180,7 +180,17 @@ def camvid_cpu(res):
 
 def camvid_dice(res):
     """camvid_segmentation.sh --config configs/camvid-segnet-basic-dice.yaml: generalized Dice both sides."""
-    f = res.latest("-camvid_dice.jsonl")
+    return camvid_loss(res, "-camvid_dice.jsonl")
+
+
+def camvid_tversky(res):
+    """camvid_segmentation.sh --config configs/camvid-segnet-basic-tversky.yaml: Tversky both sides."""
+    return camvid_loss(res, "-camvid_tversky.jsonl")
+
+
+def camvid_loss(res, suffix):
+    """The latest result file ending in SUFFIX: a loss other than cross-entropy, the same on both sides."""
+    f = res.latest(suffix)
     run = res.run(f)
     rows = []
     for epochs in sorted({r["epochs"] for r in res.rows(f) if "side" in r}):
@@ -544,7 +554,7 @@ def scaling_model(res):
 
 
 TABLES = {f.__name__: f for f in (cpu_training, winograd_avx2, cpu_mixed, data_vs_pil, cifar10_accuracy, camvid_cpu,
-                                   camvid_dice, dp_overlap, finetune_twin, regression_twin, multilabel_twin, vit_twin,
+                                   camvid_dice, camvid_tversky, dp_overlap, finetune_twin, regression_twin, multilabel_twin, vit_twin,
                                    onnx_inference_cpu, mobilenet_blocks,
                                    gpu_training, gpu_mixed, gpu_switches, gpu_profile, gpu_engines, onnx_gpu, camvid_gpu,
                                    scaling_model)}

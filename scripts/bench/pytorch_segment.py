@@ -17,8 +17,8 @@ same normalization (zerocenter: the training set's mean image at the input size)
 (the output layer's, or training.Loss's when the network ends in its softmax; undefined pixels
 count nowhere): pixelClassification / crossentropy is per-pixel cross-entropy with the config's
 ClassWeights, PyTorch's CrossEntropyLoss(weight, ignore_index=-1) with its weighted mean;
-dicePixelClassification / generalized-dice and focalLoss / focal-crossentropy are
-generalized_dice and focal_cross_entropy below, written as dltrain's kernels
+dicePixelClassification / generalized-dice, focalLoss / focal-crossentropy and
+tverskyPixelClassification / tversky are generalized_dice, focal_cross_entropy and tversky below, written as dltrain's kernels
 (lib/backend/cpu/loss_kernels.cpp) compute them, with autograd through the softmax; same augmentation (RandXReflection, RandX/YTranslation drawn uniformly,
 one affine warp: bilinear image sampling with zero fill, nearest labels with undefined fill),
 same options (sgdm with each learnable's L2 factor, MiniBatchSize with the partial last batch
@@ -109,15 +109,15 @@ def loss_of(cfg):
     when the layers end in the softmax (dltrain appends the loss's output layer)."""
     out = cfg["layers"][-1]
     by_layer = {"pixelClassification": "crossentropy", "dicePixelClassification": "generalized-dice",
-                "focalLoss": "focal-crossentropy"}
+                "focalLoss": "focal-crossentropy", "tverskyPixelClassification": "tversky"}
     if out["type"] in by_layer:
         return by_layer[out["type"]], out
     named = str((cfg.get("training") or {}).get("Loss", "none")).lower()
     named = {"index-crossentropy": "crossentropy"}.get(named, named)
-    if out["type"] == "softmax" and named in ("crossentropy", "generalized-dice", "focal-crossentropy"):
+    if out["type"] == "softmax" and named in ("crossentropy", "generalized-dice", "focal-crossentropy", "tversky"):
         return named, {}
     raise SystemExit(f"pytorch_segment: the network ends in {out['type']} with Loss {named}; this script trains "
-                     "pixelClassification, dicePixelClassification and focalLoss")
+                     "pixelClassification, dicePixelClassification, focalLoss and tverskyPixelClassification")
 
 
 def generalized_dice(logits, y, torch):
@@ -149,6 +149,25 @@ def focal_cross_entropy(logits, y, gamma, alpha, torch):
     logp_l = logp.gather(1, y.clamp(min=0).unsqueeze(1)).squeeze(1)[defined]
     q = 1 - logp_l.exp()
     return -(alpha * q.pow(gamma) * logp_l).sum() / defined.sum().clamp(min=1)
+
+
+def tversky(logits, y, alpha, beta, torch):
+    """dltrain's Tversky loss (MATLAB's Tversky loss example): per image, over its pixels whose label
+    is defined, TP_k = sum_p p_k t_k, FP_k = sum_p p_k (1 - t_k), FN_k = sum_p (1 - p_k) t_k, the
+    loss sum_k 1 - (TP_k + 1e-8) / (TP_k + alpha FP_k + beta FN_k + 1e-8); the mean over the images
+    with a defined pixel. Sums in float64, as dltrain's kernel."""
+    k = logits.shape[1]
+    defined = (y >= 0).unsqueeze(1)                                   # N 1 H W
+    p = torch.softmax(logits, dim=1).double() * defined
+    t = torch.nn.functional.one_hot(y.clamp(min=0), k).permute(0, 3, 1, 2).double() * defined
+    tp = (p * t).sum((2, 3))
+    fp = p.sum((2, 3)) - tp
+    fn = t.sum((2, 3)) - tp
+    ti = (tp + 1e-8) / (tp + alpha * fp + beta * fn + 1e-8)
+    counted = defined.flatten(1).any(1)
+    if not bool(counted.any()):
+        return (p.sum() * 0).to(logits.dtype)
+    return (1 - ti).sum(1)[counted].mean().to(logits.dtype)
 
 
 def augment(x, y, aug, gen, torch):
@@ -211,6 +230,7 @@ def main():
     data = cfg["data"]
     loss_name, out_layer = loss_of(cfg)
     gamma, alpha = float(out_layer.get("Gamma", 2.0)), float(out_layer.get("Alpha", 0.25))
+    t_alpha, t_beta = float(out_layer.get("Alpha", 0.3)), float(out_layer.get("Beta", 0.7))
     weights = out_layer.get("ClassWeights", "none")
     if isinstance(weights, str):
         if weights.lower() != "none":
@@ -281,6 +301,8 @@ def main():
                 loss = generalized_dice(logits, y, torch)
             elif loss_name == "focal-crossentropy":
                 loss = focal_cross_entropy(logits, y, gamma, alpha, torch)
+            elif loss_name == "tversky":
+                loss = tversky(logits, y, t_alpha, t_beta, torch)
             else:
                 loss = F.cross_entropy(logits, y, weight=class_weights, ignore_index=-1)
             loss.backward()

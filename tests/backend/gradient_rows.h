@@ -459,6 +459,21 @@ inline GradientRow generalized_dice(std::string name, int64_t images, int64_t pi
       [loss](const std::vector<Vec>& in, const Vec& dy) { return std::vector<Vec>{scaled(loss(in[0]).grad, dy[0])}; }};
 }
 
+inline GradientRow tversky(std::string name, int64_t images, int64_t pixels, int64_t c, double alpha, double beta) {
+  Rng rng(149);
+  const int64_t rows = images * pixels;
+  const std::vector<int32_t> labels = some_labels(rows, c, rng);
+  auto loss = [=](const Vec& logits) {
+    return ref::tversky(images, c, ref::softmax_forward(rows, c, logits), labels, alpha, beta);
+  };
+  return {
+      "tversky " + name,
+      TverskyKernel::kOp,
+      {random_vec(rows * c, rng, -2.0, 2.0)},
+      [loss](const std::vector<Vec>& in) { return Vec{loss(in[0]).loss}; },
+      [loss](const std::vector<Vec>& in, const Vec& dy) { return std::vector<Vec>{scaled(loss(in[0]).grad, dy[0])}; }};
+}
+
 inline GradientRow focal_cross_entropy(std::string name, int64_t n, int64_t c, double gamma, double alpha,
                                        bool weighted) {
   Rng rng(139);
@@ -565,6 +580,8 @@ inline std::vector<GradientRow> gradient_rows() {
   rows.push_back(regression_loss("huber delta 0.3, 5x4", LossKind::kHuber, 5, 4, 0.3));
   rows.push_back(binary_cross_entropy("4x5", 4, 5));
   rows.push_back(generalized_dice("2 images of 6 pixels, 4 classes, undefined", 2, 6, 4));
+  rows.push_back(tversky("alpha 0.3 beta 0.7, 2 images of 6 pixels, 4 classes, undefined", 2, 6, 4, 0.3, 0.7));
+  rows.push_back(tversky("alpha 1 beta 0.2, 3 images of 4 pixels, 3 classes", 3, 4, 3, 1.0, 0.2));
   rows.push_back(focal_cross_entropy("gamma 2 alpha 0.25, 8x5, undefined", 8, 5, 2.0, 0.25, false));
   rows.push_back(focal_cross_entropy("gamma 0.7 alpha 0.5, weighted", 8, 5, 0.7, 0.5, true));
   return rows;

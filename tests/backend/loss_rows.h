@@ -149,6 +149,28 @@ inline AgreementRow focal_cross_entropy_row(std::string name, int64_t n, int64_t
           }};
 }
 
+inline AgreementRow tversky_row(std::string name, int64_t images, int64_t pixels, int64_t c, float alpha, float beta,
+                                bool undefined = false) {
+  return {"tversky " + name, {TverskyKernel::kOp}, [=](Backend& be, double tol) {
+            Rng rng(151);
+            const Device dev = be.device();
+            const int64_t rows = images * pixels;
+            const Vec p = as_floats(ref::softmax_forward(rows, c, random_vec(rows * c, rng, -3.0, 3.0)));
+            std::vector<int32_t> labels = random_labels(rows, c, undefined, rng);
+            if (undefined)
+              for (int64_t i = (images - 1) * pixels; i < rows; ++i) labels[static_cast<size_t>(i)] = -1;
+            LossOptions opt;
+            opt.kind = LossKind::kTversky, opt.images = images, opt.undefined_labels = undefined;
+            opt.tversky_alpha = alpha, opt.tversky_beta = beta;
+            Tensor tp = to_tensor(p, {images, pixels, 1, c}, dev), grad(tp.shape(), dev);
+            const LossTotals got = run_loss(be, tp, label_tensor(labels, dev), grad, opt);
+            const ref::LossResult want = ref::tversky(images, c, p, labels, alpha, beta);
+            check_loss_totals(got, want, tol);
+            CHECK(got.classes == static_cast<uint64_t>(c));
+            check_close("dlogits", grad, want.grad, tol);
+          }};
+}
+
 inline std::vector<AgreementRow> loss_rows() {
   std::vector<AgreementRow> rows;
   rows.push_back(regression_loss_row("mse 10x3", LossKind::kMse, 10, 3));
@@ -164,6 +186,11 @@ inline std::vector<AgreementRow> loss_rows() {
   rows.push_back(generalized_dice_row("3 images of 8x8, 4 classes, undefined", 3, 64, 4, true));
   rows.push_back(generalized_dice_row("1 image of 3 pixels, 2 classes", 1, 3, 2));
   rows.push_back(generalized_dice_row("4 images of 64x64, 5 classes, undefined (parallel)", 4, 4096, 5, true));
+  rows.push_back(tversky_row("alpha 0.3 beta 0.7, 2 images of 5 pixels, 7 classes (some absent)", 2, 5, 7, 0.3f, 0.7f));
+  rows.push_back(tversky_row("alpha 0.5 beta 0.5, 3 images of 8x8, 4 classes, undefined", 3, 64, 4, 0.5f, 0.5f, true));
+  rows.push_back(tversky_row("alpha 0 beta 1, 1 image of 3 pixels, 2 classes", 1, 3, 2, 0.f, 1.f));
+  rows.push_back(tversky_row("alpha 0.7 beta 0.3, 4 images of 64x64, 5 classes, undefined (parallel)", 4, 4096, 5, 0.7f,
+                             0.3f, true));
   rows.push_back(focal_cross_entropy_row("100x10 gamma 2 alpha 0.25", 100, 10, 2.f, 0.25f));
   rows.push_back(focal_cross_entropy_row("weighted undefined 700x11", 700, 11, 2.f, 0.25f, true, true));
   rows.push_back(focal_cross_entropy_row("gamma 0 alpha 1 (cross-entropy) 50x6", 50, 6, 0.f, 1.f));

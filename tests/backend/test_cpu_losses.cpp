@@ -170,7 +170,7 @@ Vec softmax_rows(const Vec& x, int64_t c) {
 
 TEST_CASE("loss kernels agree with PyTorch (torch_losses.txt, MATLAB's factors)", "[backend][cpu][loss]") {
   const std::vector<TorchCase> cases = read_torch_cases();
-  REQUIRE(cases.size() == 8);
+  REQUIRE(cases.size() == 10);
   for (const TorchCase& tc : cases) {
     INFO("case " << tc.name);
     const int64_t n = static_cast<int64_t>(tc.at("images")[0]), w = static_cast<int64_t>(tc.at("width")[0]);
@@ -189,10 +189,16 @@ TEST_CASE("loss kernels agree with PyTorch (torch_losses.txt, MATLAB's factors)"
       outputs = to_tensor(p, {n, w});
       targets = to_tensor(tc.at("targets"), {n, w});
     } else {
-      REQUIRE((tc.kind == "dice" || tc.kind == "focal"));
+      REQUIRE((tc.kind == "dice" || tc.kind == "focal" || tc.kind == "tversky"));
       const Vec& labels = tc.at("labels");
-      opt.kind = tc.kind == "dice" ? LossKind::kGeneralizedDice : LossKind::kFocalCrossEntropy;
+      opt.kind = tc.kind == "dice"    ? LossKind::kGeneralizedDice
+                 : tc.kind == "focal" ? LossKind::kFocalCrossEntropy
+                                      : LossKind::kTversky;
       opt.undefined_labels = true;
+      if (tc.kind == "tversky") {
+        opt.tversky_alpha = static_cast<float>(tc.at("alpha")[0]);
+        opt.tversky_beta = static_cast<float>(tc.at("beta")[0]);
+      }
       if (tc.kind == "focal") {
         opt.focal_gamma = static_cast<float>(tc.at("gamma")[0]);
         opt.focal_alpha = static_cast<float>(tc.at("alpha")[0]);
@@ -214,9 +220,10 @@ TEST_CASE("loss kernels agree with PyTorch (torch_losses.txt, MATLAB's factors)"
   }
 }
 
-TEST_CASE("loss errors: a label out of range, a binary target 0.5, Dice with class weights", "[backend][cpu][loss]") {
+TEST_CASE("loss errors: a label out of range, a binary target 0.5, Dice and Tversky with class weights",
+          "[backend][cpu][loss]") {
   Tensor p = to_tensor({0.8, 0.2, 0.4, 0.6}, {2, 2}), g(Shape{2, 2});
-  for (LossKind kind : {LossKind::kGeneralizedDice, LossKind::kFocalCrossEntropy}) {
+  for (LossKind kind : {LossKind::kGeneralizedDice, LossKind::kFocalCrossEntropy, LossKind::kTversky}) {
     INFO("kind " << static_cast<int>(kind));
     CHECK_THROWS_WITH(read_loss(p, labels_of({1, 5}), g, options(kind, 2)),
                       Catch::Contains("label 5 of sample 1 is outside 0..1"));
@@ -231,6 +238,14 @@ TEST_CASE("loss errors: a label out of range, a binary target 0.5, Dice with cla
   LossOptions dice = options(LossKind::kGeneralizedDice, 1);
   dice.class_weights = to_tensor({1, 2}, {2});
   CHECK_THROWS_WITH(read_loss(p, labels_of({0, 1}), g, dice), Catch::Contains("takes no class weights"));
+  LossOptions tversky = options(LossKind::kTversky, 1);
+  tversky.class_weights = to_tensor({1, 2}, {2});
+  CHECK_THROWS_WITH(read_loss(p, labels_of({0, 1}), g, tversky), Catch::Contains("takes no class weights"));
+  tversky = options(LossKind::kTversky, 1);
+  tversky.tversky_alpha = tversky.tversky_beta = 0.f;
+  CHECK_THROWS_WITH(read_loss(p, labels_of({0, 1}), g, tversky), Catch::Contains("not both 0"));
+  tversky.tversky_beta = -1.f;
+  CHECK_THROWS_WITH(read_loss(p, labels_of({0, 1}), g, tversky), Catch::Contains("must be >= 0"));
   LossOptions huber = options(LossKind::kHuber, 2);
   huber.huber_delta = 0.f;
   CHECK_THROWS_WITH(read_loss(p, p, g, huber), Catch::Contains("transition point must be > 0"));

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The segmentation twin's losses are dltrain's: scripts/bench/pytorch_segment.py's
-# generalized_dice and focal_cross_entropy (on N x K x H x W logits) give the loss and the
-# logits' gradient of tests/data/losses/torch_losses.txt's dice and unweighted focal cases,
+# generalized_dice, focal_cross_entropy and tversky (on N x K x H x W logits) give the loss and the
+# logits' gradient of tests/data/losses/torch_losses.txt's dice, unweighted focal and tversky cases,
 # the numbers tests/backend/test_cpu_losses.cpp checks dltrain's CPU kernels against (1e-9
 # relative, float64 here); loss_of reads the loss from a resolved config's output layer or
 # training.Loss.
@@ -42,6 +42,11 @@ for c in cases:
         x = torch.tensor(c["logits"], dtype=torch.float64).reshape(1, n, k)  # one image of n pixels
         y = torch.tensor(c["labels"]).long().reshape(1, n, 1)
         loss_fn = lambda logits, y: ps.focal_cross_entropy(logits, y, c["gamma"][0], c["alpha"][0], torch)
+    elif kind == "tversky":
+        px = len(c["labels"]) // n
+        x = torch.tensor(c["logits"], dtype=torch.float64).reshape(n, px, k)
+        y = torch.tensor(c["labels"]).long().reshape(n, px, 1)
+        loss_fn = lambda logits, y: ps.tversky(logits, y, c["alpha"][0], c["beta"][0], torch)
     else:
         continue
     logits = x.permute(0, 2, 1).unsqueeze(3).contiguous().requires_grad_()  # N K H 1
@@ -50,14 +55,16 @@ for c in cases:
     close(f"{c['name']} loss", loss.detach().reshape(1), c["loss"])
     close(f"{c['name']} gradient", logits.grad.squeeze(3).permute(0, 2, 1).reshape(-1), c["grad"])
     checked += 1
-if checked != 2:
-    raise SystemExit(f"checked {checked} cases, expected the dice case and the unweighted focal case")
+if checked != 4:
+    raise SystemExit(f"checked {checked} cases, expected the dice case, the unweighted focal case and two tversky cases")
 
 seg = [{"type": "softmax", "Name": "softmax"}]
 assert ps.loss_of({"layers": seg + [{"type": "dicePixelClassification"}]})[0] == "generalized-dice"
 assert ps.loss_of({"layers": seg + [{"type": "pixelClassification"}]})[0] == "crossentropy"
 assert ps.loss_of({"layers": seg + [{"type": "focalLoss", "Gamma": 3}]})[1]["Gamma"] == 3
 assert ps.loss_of({"layers": seg, "training": {"Loss": "generalized-dice"}})[0] == "generalized-dice"
+assert ps.loss_of({"layers": seg + [{"type": "tverskyPixelClassification", "Beta": 0.9}]})[1]["Beta"] == 0.9
+assert ps.loss_of({"layers": seg, "training": {"Loss": "tversky"}})[0] == "tversky"
 try:
     ps.loss_of({"layers": seg + [{"type": "regression"}]})
     raise AssertionError("loss_of took a regression output")

@@ -123,6 +123,15 @@ TEST_CASE("segnetLayers and unetLayers end in training.Loss's output layer", "[c
   CHECK(output(focal).type == "focalLoss");
   CHECK(output(focal).get_double("Gamma", 0) == 3);
   CHECK(Network(network_for_training(focal), Device::cpu()).loss_kind() == LossKind::kFocalCrossEntropy);
+  Config tversky = load_config_text(seg, "seg.yaml", {"layers.pixelLabels.Beta=0.9", "training.Loss=tversky"});
+  CHECK(output(tversky).type == "tverskyPixelClassification");
+  CHECK(output(tversky).get_double("Beta", 0) == 0.9);
+  const Network tnet(network_for_training(tversky), Device::cpu());
+  CHECK(tnet.loss_kind() == LossKind::kTversky);
+  CHECK(tnet.task() == "segmentation");
+  const Config negative = load_config_text(seg, "seg.yaml", {"layers.pixelLabels.Alpha=-1", "training.Loss=tversky"});
+  CHECK_THROWS_WITH(Network(network_for_training(negative), Device::cpu()),
+                    Catch::Contains("Alpha must be a number >= 0, got -1"));
   // The resolved config loads back to the same network.
   Config dice = load_config_text(seg, "seg.yaml", {"training.Loss=generalized-dice"});
   Config back = load_config_text(dump_config(dice), "resolved.yaml");
@@ -145,6 +154,8 @@ TEST_CASE("segnetLayers and unetLayers end in training.Loss's output layer", "[c
                         Catch::Contains("remove ClassWeights"));
   CHECK_THROWS_WITH(load_config_text(weighted, "w.yaml", {"training.Loss=focal-crossentropy"}),
                     Catch::Contains("ClassWeights 'median-frequency'") && Catch::Contains("ends in focalLoss"));
+  CHECK_THROWS_WITH(load_config_text(weighted, "w.yaml", {"training.Loss=tversky"}),
+                    Catch::Contains("ends in tverskyPixelClassification") && Catch::Contains("Alpha and Beta"));
   std::string unweighted = weighted;
   unweighted.replace(unweighted.find("median-frequency"), 16, "none");
   CHECK(output(load_config_text(unweighted, "w.yaml", {"training.Loss=generalized-dice"})).type ==

@@ -244,11 +244,11 @@ TEST_CASE("gpu loss: cross_entropy_async then read_loss, two losses in flight", 
   CHECK(be.sum_squares(work) == Approx(squares * 0.25).epsilon(1e-5));
 }
 
-// Every other loss kind through loss_async, four in flight with a read-back and a kernel in
+// Every other loss kind through loss_async, five in flight with a read-back and a kernel in
 // between, read in reverse order (the last one through its event, the others from the device):
 // the CPU backend's totals and gradients. A binary target of 0.5 is a DataError read from the
 // device.
-TEST_CASE("gpu loss: mse, binary cross-entropy, Dice and focal in flight against the CPU", "[gpu][loss]") {
+TEST_CASE("gpu loss: mse, binary cross-entropy, Dice, focal and Tversky in flight against the CPU", "[gpu][loss]") {
   Rng rng(108);
   const int64_t n = 6, r = 5, c = 7, pixels = 300;
   struct Loss {
@@ -256,7 +256,7 @@ TEST_CASE("gpu loss: mse, binary cross-entropy, Dice and focal in flight against
     Tensor outputs, targets;                        // host
     Tensor dev_outputs, dev_targets, grad, totals;  // device, alive until read
   };
-  std::vector<Loss> losses(4);
+  std::vector<Loss> losses(5);
   losses[0].opt.kind = LossKind::kMse;
   losses[0].outputs = to_tensor(random_vec(n * r, rng, -2.0, 2.0), {n, r});
   losses[0].targets = to_tensor(random_vec(n * r, rng, -2.0, 2.0), {n, r});
@@ -265,8 +265,11 @@ TEST_CASE("gpu loss: mse, binary cross-entropy, Dice and focal in flight against
   for (double& v : t) v = static_cast<double>(rng.below(2));
   losses[1].outputs = to_tensor(p, {n, c});
   losses[1].targets = to_tensor(t, {n, c});
-  for (int i = 2; i < 4; ++i) {
-    losses[i].opt.kind = i == 2 ? LossKind::kGeneralizedDice : LossKind::kFocalCrossEntropy;
+  for (int i = 2; i < 5; ++i) {
+    losses[i].opt.kind = i == 2   ? LossKind::kGeneralizedDice
+                         : i == 3 ? LossKind::kFocalCrossEntropy
+                                  : LossKind::kTversky;
+    losses[i].opt.tversky_alpha = 0.4f, losses[i].opt.tversky_beta = 0.9f;
     losses[i].opt.undefined_labels = true;
     losses[i].outputs =
         to_tensor(ref::softmax_forward(n * pixels, c, random_vec(n * pixels * c, rng, -3.0, 3.0)), {n, pixels, 1, c});
@@ -286,7 +289,7 @@ TEST_CASE("gpu loss: mse, binary cross-entropy, Dice and focal in flight against
   Tensor work = to_tensor(random_vec(kN, rng), {kN}).to(device_under_test());
   const double squares = be.sum_squares(work);
   be.scale(work, 0.5f);
-  for (int i = 3; i >= 0; --i) {
+  for (int i = 4; i >= 0; --i) {
     Loss& l = losses[static_cast<size_t>(i)];
     INFO("loss kind " << static_cast<int>(l.opt.kind));
     const LossTotals got = be.read_loss_totals(l.totals, l.dev_targets);

@@ -140,13 +140,21 @@ TEST_CASE("network gradients through binary cross-entropy after a sigmoid", "[ne
   expect_gradients(head("multilabelClassification", {}, 4, "sigmoid"));
 }
 
-TEST_CASE("network gradients through focal cross-entropy and generalized Dice", "[net][loss][grad]") {
+TEST_CASE("network gradients through focal cross-entropy, generalized Dice and Tversky", "[net][loss][grad]") {
   SECTION("focal per image") { expect_gradients(head("focalLoss", {"Gamma=2", "Alpha=0.5"}, 3, "softmax")); }
   SECTION("Dice per pixel") {
     NetworkSpec s;
     s.layers = {named(layer_spec("imageInput", {"InputSize=[4,4,2]", "Normalization=none"}), "in"),
                 named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=3", "Padding=same"}), "conv"),
                 named(layer_spec("softmax", {}), "sm"), named(layer_spec("dicePixelClassification", {}), "out")};
+    expect_gradients(s);
+  }
+  SECTION("Tversky per pixel") {
+    NetworkSpec s;
+    s.layers = {named(layer_spec("imageInput", {"InputSize=[4,4,2]", "Normalization=none"}), "in"),
+                named(layer_spec("convolution2d", {"FilterSize=3", "NumFilters=3", "Padding=same"}), "conv"),
+                named(layer_spec("softmax", {}), "sm"),
+                named(layer_spec("tverskyPixelClassification", {"Alpha=0.6", "Beta=0.8"}), "out")};
     expect_gradients(s);
   }
   SECTION("focal per pixel") {

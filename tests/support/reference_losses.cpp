@@ -117,6 +117,54 @@ LossResult generalized_dice(int64_t images, int64_t c, const Vec& probs, const s
   return r;
 }
 
+LossResult tversky(int64_t images, int64_t c, const Vec& probs, const std::vector<int32_t>& labels, double alpha,
+                   double beta) {
+  LossResult r;
+  const int64_t rows = static_cast<int64_t>(labels.size()), pixels = rows / images;
+  const double e = kTverskyEpsilon;
+  Vec dl_dy(probs.size(), 0.0);
+  double sum = 0;
+  for (int64_t img = 0; img < images; ++img) {
+    Vec tp(c, 0.0), fp(c, 0.0), fn(c, 0.0);
+    bool any = false;
+    for (int64_t p = img * pixels; p < (img + 1) * pixels; ++p) {
+      if (labels[p] < 0) continue;
+      any = true;
+      ++r.counted;
+      r.correct += first_max(&probs[p * c], c) == labels[p];
+      for (int64_t k = 0; k < c; ++k) {
+        const double y = probs[p * c + k], t = k == labels[p] ? 1.0 : 0.0;
+        tp[k] += y * t;
+        fp[k] += y * (1 - t);
+        fn[k] += (1 - y) * t;
+      }
+    }
+    if (!any) continue;
+    r.weight += 1;
+    // L = sum_k 1 - N_k / D_k, N = TP + e, D = TP + alpha FP + beta FN + e; by y_k of a pixel with
+    // target t: dN = t, dD = t + alpha (1 - t) - beta t.
+    Vec n(c), d(c);
+    for (int64_t k = 0; k < c; ++k) {
+      n[k] = tp[k] + e;
+      d[k] = tp[k] + alpha * fp[k] + beta * fn[k] + e;
+      sum += 1 - n[k] / d[k];
+    }
+    for (int64_t p = img * pixels; p < (img + 1) * pixels; ++p) {
+      if (labels[p] < 0) continue;
+      for (int64_t k = 0; k < c; ++k) {
+        const double t = k == labels[p] ? 1.0 : 0.0, dn = t, dd = t + alpha * (1 - t) - beta * t;
+        dl_dy[p * c + k] = -(dn * d[k] - n[k] * dd) / (d[k] * d[k]);
+      }
+    }
+  }
+  if (r.weight > 0) {
+    r.loss = sum / r.weight;
+    for (double& g : dl_dy) g /= r.weight;
+  }
+  r.grad = softmax_backward(rows, c, probs, dl_dy);
+  return r;
+}
+
 LossResult focal_cross_entropy(int64_t c, const Vec& probs, const std::vector<int32_t>& labels, double gamma,
                                double alpha, const Vec& weights) {
   LossResult r;

@@ -29,6 +29,9 @@ LossResult regression_loss(LossKind kind, int64_t n, const Vec& y, const Vec& t,
 LossResult binary_cross_entropy(int64_t n, const Vec& p, const Vec& t);
 // Softmax probabilities (rows, c) against labels (-1: undefined), rows / images pixels per image.
 LossResult generalized_dice(int64_t images, int64_t c, const Vec& probs, const std::vector<int32_t>& labels);
+// The Tversky loss (alpha on the false positives, beta on the false negatives), as generalized_dice.
+LossResult tversky(int64_t images, int64_t c, const Vec& probs, const std::vector<int32_t>& labels, double alpha,
+                   double beta);
 // weights empty: all 1.
 LossResult focal_cross_entropy(int64_t c, const Vec& probs, const std::vector<int32_t>& labels, double gamma,
                                double alpha, const Vec& weights = {});

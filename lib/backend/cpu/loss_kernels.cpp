@@ -1,6 +1,6 @@
 // CpuBackend's losses other than cross-entropy (Backend::loss in backend.h states the formulas):
 // mean squared / absolute / Huber error on float targets, binary cross-entropy on sigmoid
-// probabilities, generalized Dice and focal cross-entropy on softmax probabilities. Plain
+// probabilities, generalized Dice, Tversky and focal cross-entropy on softmax probabilities. Plain
 // OpenMP loops on arguments Backend has checked; sums in double (their rounding alone depends
 // on the thread count).
 #include <algorithm>
@@ -245,7 +245,74 @@ static LossTotals cpu_focal_cross_entropy(Backend&, const Tensor& probs, const T
 
 DLT_REGISTER_KERNEL(RegressionLossKernel, DeviceType::kCpu, cpu_regression_loss);
 DLT_REGISTER_KERNEL(BinaryCrossEntropyKernel, DeviceType::kCpu, cpu_binary_cross_entropy);
+static LossTotals cpu_tversky(Backend&, const Tensor& probs, const Tensor& labels, const LossOptions& opt,
+                              Tensor& dlogits) {
+  const int64_t rows = labels.numel(), c = probs.numel() / rows, images = opt.images, pixels = rows / images;
+  const double alpha = opt.tversky_alpha, beta = opt.tversky_beta;
+  const float* p = probs.data();
+  const int32_t* lab = labels.data_i32();
+  float* d = dlogits.defined() ? dlogits.data() : nullptr;
+  LossTotals t;
+  if (!count_labels(lab, rows, c, opt, nullptr, t)) return t;
+  // Per image and class: the loss's derivatives by y_k where the label is k, and where it is not.
+  std::vector<double> coef(static_cast<size_t>(images * 2 * c), 0.0);
+  double loss = 0, counted_images = 0;
+  int64_t correct = 0;
+#pragma omp parallel for if (rows * c > kParallelMin) schedule(static) reduction(+ : loss, counted_images, correct)
+  for (int64_t img = 0; img < images; ++img) {
+    std::vector<double> count(static_cast<size_t>(c), 0.0), tp(count), sum(count);
+    bool any = false;
+    for (int64_t r = img * pixels; r < (img + 1) * pixels; ++r) {
+      const int32_t l = lab[r];
+      if (l < 0) continue;
+      const float* row = p + r * c;
+      for (int64_t k = 0; k < c; ++k) sum[k] += row[k];
+      count[l] += 1;
+      tp[l] += row[l];
+      correct += first_max(row, c) == l;
+      any = true;
+    }
+    if (!any) continue;
+    double* g = coef.data() + img * 2 * c;
+    for (int64_t k = 0; k < c; ++k) {
+      const double num = tp[k] + kTverskyEpsilon,
+                   den = tp[k] + alpha * (sum[k] - tp[k]) + beta * (count[k] - tp[k]) + kTverskyEpsilon;
+      loss += 1 - num / den;
+      g[2 * k] = -(den - num * (1 - beta)) / (den * den);
+      g[2 * k + 1] = num * alpha / (den * den);
+    }
+    counted_images += 1;
+  }
+  t.loss_sum = loss;
+  t.weight_sum = counted_images;
+  t.correct = static_cast<uint64_t>(correct);
+  if (!d) return t;
+  const double inv_images = counted_images > 0 ? 1.0 / counted_images : 0.0;
+#pragma omp parallel if (rows * c > kParallelMin)
+  {
+    std::vector<double> g(static_cast<size_t>(c));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int32_t l = lab[r];
+      float* dr = d + r * c;
+      if (l < 0) {
+        std::fill(dr, dr + c, 0.f);
+        continue;
+      }
+      const float* row = p + r * c;
+      const double* w = coef.data() + (r / pixels) * 2 * c;
+      double dot = 0;
+      for (int64_t k = 0; k < c; ++k) {
+        g[k] = inv_images * w[2 * k + (k == l ? 0 : 1)];
+        dot += row[k] * g[k];
+      }
+      for (int64_t k = 0; k < c; ++k) dr[k] = static_cast<float>(row[k] * (g[k] - dot));
+    }
+  }
+  return t;
+}
 DLT_REGISTER_KERNEL(GeneralizedDiceKernel, DeviceType::kCpu, cpu_generalized_dice);
+DLT_REGISTER_KERNEL(TverskyKernel, DeviceType::kCpu, cpu_tversky);
 DLT_REGISTER_KERNEL(FocalCrossEntropyKernel, DeviceType::kCpu, cpu_focal_cross_entropy);
 
 }  // namespace dlt

@@ -1,6 +1,6 @@
 // The CUDA backend's loss kernels (cuda_loss_kernels.h): cross-entropy and focal cross-entropy
-// (a warp per sample), generalized Dice (per-image class sums over a fixed grid of pixel
-// chunks, then a thread per pixel for the gradient), the regression losses and binary
+// (a warp per sample), generalized Dice and Tversky (per-image class sums over a fixed grid of
+// pixel chunks, then a thread per pixel for the gradient), the regression losses and binary
 // cross-entropy (partial sums per block). Loss and metric sums in double, reduced in a fixed
 // order; gradients written as the CPU kernels write them.
 #include <cmath>
@@ -183,15 +183,18 @@ int64_t dice_chunks(int64_t pixels) {
   return g < 1 ? 1 : g > kDiceMaxChunks ? kDiceMaxChunks : g;
 }
 
-// Block (chunk, image): over the chunk's counted pixels, per class k the sums of y_k^2, of y_k
-// where the label is k, and the count of k, into partials[(image * chunks + chunk) * (3c + 1)
-// + 3k ..]; the pixels whose first maximum is their label at [3c].
-__global__ void dice_partial_kernel(const float* probs, const int32_t* labels, int64_t pixels, int64_t c,
-                                    int64_t chunks, double* partials) {
+// Block (chunk, image): over the chunk's counted pixels, per class k the sums of y_k^2, of y_k,
+// of y_k where the label is k, and the count of k, into partials[(image * chunks + chunk) *
+// (4c + 1) + 4k ..]; the pixels whose first maximum is their label at [4c]. Dice reads the first,
+// Tversky the second.
+constexpr int64_t kOverlapFields = 4;
+
+__global__ void overlap_partial_kernel(const float* probs, const int32_t* labels, int64_t pixels, int64_t c,
+                                       int64_t chunks, double* partials) {
   const int64_t img = blockIdx.y, stride = chunks * blockDim.x, start = blockIdx.x * blockDim.x + threadIdx.x;
   const float* p = probs + img * pixels * c;
   const int32_t* lab = labels + img * pixels;
-  double* out = partials + (img * chunks + blockIdx.x) * (3 * c + 1);
+  double* out = partials + (img * chunks + blockIdx.x) * (kOverlapFields * c + 1);
   double right = 0;
   for (int64_t i = start; i < pixels; i += stride) {
     const int32_t l = lab[i];
@@ -203,25 +206,39 @@ __global__ void dice_partial_kernel(const float* probs, const int32_t* labels, i
     right += best == l ? 1.0 : 0.0;
   }
   right = block_sum(right);
-  if (threadIdx.x == 0) out[3 * c] = right;
+  if (threadIdx.x == 0) out[kOverlapFields * c] = right;
   for (int64_t k = 0; k < c; ++k) {
-    double sq = 0, inter = 0, count = 0;
+    double sq = 0, sum = 0, inter = 0, count = 0;
     for (int64_t i = start; i < pixels; i += stride) {
       const int32_t l = lab[i];
       if (l < 0 || l >= c) continue;
       const double v = p[i * c + k];
       sq += v * v;
+      sum += v;
       if (l == k) inter += v, count += 1;
     }
     sq = block_sum(sq);
+    sum = block_sum(sum);
     inter = block_sum(inter);
     count = block_sum(count);
     if (threadIdx.x == 0) {
-      out[3 * k] = sq;
-      out[3 * k + 1] = inter;
-      out[3 * k + 2] = count;
+      double* q = out + kOverlapFields * k;
+      q[0] = sq, q[1] = sum, q[2] = inter, q[3] = count;
     }
   }
+}
+
+// Class k's sums of image img over its chunks (overlap_partial_kernel's four fields).
+struct ClassSums {
+  double sq = 0, sum = 0, inter = 0, count = 0;
+};
+__device__ ClassSums class_sums(const double* partials, int64_t img, int64_t c, int64_t chunks, int64_t k) {
+  ClassSums s;
+  for (int64_t ch = 0; ch < chunks; ++ch) {
+    const double* q = partials + (img * chunks + ch) * (kOverlapFields * c + 1) + kOverlapFields * k;
+    s.sq += q[0], s.sum += q[1], s.inter += q[2], s.count += q[3];
+  }
+  return s;
 }
 
 // A thread per image: w_k = 1 / n_k^2 (0 for n_k = 0), A = sum w a, B = sum w b into
@@ -232,14 +249,10 @@ __global__ void dice_image_kernel(const double* partials, int64_t images, int64_
     double* w = coef + img * (c + 2);
     double a = 0, b = 0;
     for (int64_t k = 0; k < c; ++k) {
-      double sq = 0, inter = 0, count = 0;
-      for (int64_t ch = 0; ch < chunks; ++ch) {
-        const double* q = partials + (img * chunks + ch) * (3 * c + 1) + 3 * k;
-        sq += q[0], inter += q[1], count += q[2];
-      }
-      w[k] = count > 0 ? 1.0 / (count * count) : 0.0;
-      a += w[k] * inter;
-      b += w[k] * (sq + count);
+      const ClassSums s = class_sums(partials, img, c, chunks, k);
+      w[k] = s.count > 0 ? 1.0 / (s.count * s.count) : 0.0;
+      a += w[k] * s.inter;
+      b += w[k] * (s.sq + s.count);
     }
     w[c] = a;
     w[c + 1] = b;
@@ -248,12 +261,34 @@ __global__ void dice_image_kernel(const double* partials, int64_t images, int64_
   }
 }
 
+// A thread per image: TI_k = (TP + e) / (TP + alpha FP + beta FN + e), the image's loss sum_k (1 -
+// TI_k), whether it counts (a counted pixel), and the loss's derivatives by y_k where the label
+// is k and where it is not into coef[(image * c + k) * 2 ..].
+__global__ void tversky_image_kernel(const double* partials, int64_t images, int64_t c, int64_t chunks, double alpha,
+                                     double beta, double* coef, double* image_loss, double* image_counted) {
+  for (int64_t img = first_index(); img < images; img += grid_stride()) {
+    double loss = 0, pixels = 0;
+    for (int64_t k = 0; k < c; ++k) {
+      const ClassSums s = class_sums(partials, img, c, chunks, k);
+      const double num = s.inter + kTverskyEpsilon,
+                   den = s.inter + alpha * (s.sum - s.inter) + beta * (s.count - s.inter) + kTverskyEpsilon;
+      loss += 1 - num / den;
+      pixels += s.count;
+      coef[(img * c + k) * 2] = -(den - num * (1 - beta)) / (den * den);
+      coef[(img * c + k) * 2 + 1] = num * alpha / (den * den);
+    }
+    image_loss[img] = pixels > 0 ? loss : 0.0;
+    image_counted[img] = pixels > 0 ? 1.0 : 0.0;
+  }
+}
+
 // One block: the loss sum, the images that count (the mean's denominator) and the correct pixels.
-__global__ void dice_total_kernel(const double* partials, const double* image_loss, const double* image_counted,
-                                  int64_t images, int64_t c, int64_t chunks, LossResult* result) {
+__global__ void overlap_total_kernel(const double* partials, const double* image_loss, const double* image_counted,
+                                     int64_t images, int64_t c, int64_t chunks, LossResult* result) {
   double loss = 0, counted = 0, right = 0;
   for (int64_t i = threadIdx.x; i < images; i += blockDim.x) loss += image_loss[i], counted += image_counted[i];
-  for (int64_t i = threadIdx.x; i < images * chunks; i += blockDim.x) right += partials[i * (3 * c + 1) + 3 * c];
+  for (int64_t i = threadIdx.x; i < images * chunks; i += blockDim.x)
+    right += partials[i * (kOverlapFields * c + 1) + kOverlapFields * c];
   loss = block_sum(loss);
   counted = block_sum(counted);
   right = block_sum(right);
@@ -264,10 +299,12 @@ __global__ void dice_total_kernel(const double* partials, const double* image_lo
   }
 }
 
-// A thread per pixel: g_k = -2 w_k (t_k B - 2 A y_k) / (B^2 images), through the softmax:
-// dlogit_k = y_k (g_k - sum_j y_j g_j); 0 for an undefined pixel.
-__global__ void dice_grad_kernel(const float* probs, const int32_t* labels, int64_t rows, int64_t pixels, int64_t c,
-                                 const double* coef, const LossResult* result, float* dlogits) {
+// A thread per pixel: g_k = -2 w_k (t_k B - 2 A y_k) / (B^2 images) (Dice) or Tversky's
+// coefficient of (k, t_k) / images, through the softmax: dlogit_k = y_k (g_k - sum_j y_j g_j); 0 for
+// an undefined pixel.
+template <bool kTversky>
+__global__ void overlap_grad_kernel(const float* probs, const int32_t* labels, int64_t rows, int64_t pixels, int64_t c,
+                                    const double* coef, const LossResult* result, float* dlogits) {
   const double images = result->weight_sum, inv_images = images > 0 ? 1.0 / images : 0.0;
   for (int64_t r = first_index(); r < rows; r += grid_stride()) {
     const int32_t l = labels[r];
@@ -277,14 +314,19 @@ __global__ void dice_grad_kernel(const float* probs, const int32_t* labels, int6
       continue;
     }
     const float* row = probs + r * c;
-    const double* w = coef + (r / pixels) * (c + 2);
-    const double a = w[c], b = w[c + 1], s = -2 * inv_images / (b * b);
+    const int64_t img = r / pixels;
+    auto grad = [&](int64_t k) {
+      if constexpr (kTversky) {
+        return inv_images * coef[(img * c + k) * 2 + (k == l ? 0 : 1)];
+      } else {
+        const double* w = coef + img * (c + 2);
+        const double a = w[c], b = w[c + 1];
+        return -2 * inv_images / (b * b) * w[k] * ((k == l ? b : 0.0) - 2 * a * row[k]);
+      }
+    };
     double dot = 0;
-    for (int64_t k = 0; k < c; ++k) dot += row[k] * (s * w[k] * ((k == l ? b : 0.0) - 2 * a * row[k]));
-    for (int64_t k = 0; k < c; ++k) {
-      const double g = s * w[k] * ((k == l ? b : 0.0) - 2 * a * row[k]);
-      d[k] = static_cast<float>(row[k] * (g - dot));
-    }
+    for (int64_t k = 0; k < c; ++k) dot += row[k] * grad(k);
+    for (int64_t k = 0; k < c; ++k) d[k] = static_cast<float>(row[k] * (grad(k) - dot));
   }
 }
 
@@ -435,34 +477,69 @@ void focal_cross_entropy(const float* probs, const int32_t* labels, int64_t n, i
   DLT_LAUNCH_CHECK();
 }
 
-size_t generalized_dice_scratch(int64_t rows, int64_t c, int64_t images) {
+namespace {
+
+// The scratch of generalized_dice and tversky: the partial sums, per image the coefficients
+// (coef_per_image each), the loss and whether it counts.
+size_t overlap_scratch(int64_t rows, int64_t c, int64_t images, int64_t coef_per_image) {
   const int64_t chunks = dice_chunks(rows / images);
-  return static_cast<size_t>(images * chunks * (3 * c + 1) + images * (c + 2) + 2 * images) * sizeof(double);
+  return static_cast<size_t>(images * chunks * (kOverlapFields * c + 1) + images * coef_per_image + 2 * images) *
+         sizeof(double);
 }
 
-void generalized_dice(const float* probs, const int32_t* labels, int64_t rows, int64_t c, int64_t images,
-                      bool undefined_labels, float* dlogits, void* scratch, LossResult* result, cudaStream_t stream) {
+// The two losses' common steps; image_step(partials, coef, image_loss, image_counted) launches the
+// per-image kernel.
+template <bool kTversky, class ImageStep>
+void overlap_loss(const float* probs, const int32_t* labels, int64_t rows, int64_t c, int64_t images,
+                  bool undefined_labels, int64_t coef_per_image, float* dlogits, void* scratch, LossResult* result,
+                  cudaStream_t stream, ImageStep image_step) {
   const int64_t pixels = rows / images, chunks = dice_chunks(pixels);
   auto* partials = static_cast<double*>(scratch);
-  double* coef = partials + images * chunks * (3 * c + 1);
-  double* image_loss = coef + images * (c + 2);
+  double* coef = partials + images * chunks * (kOverlapFields * c + 1);
+  double* image_loss = coef + images * coef_per_image;
   double* image_counted = image_loss + images;
   reset_result(result, stream);
   // The labels' validity and count (weight_sum, replaced below by the images that count).
   cross_entropy_weight_kernel<<<1, kThreads, 0, stream>>>(labels, rows, c, nullptr, undefined_labels, result);
   DLT_LAUNCH_CHECK();
   const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(images));
-  dice_partial_kernel<<<grid, kThreads, 0, stream>>>(probs, labels, pixels, c, chunks, partials);
+  overlap_partial_kernel<<<grid, kThreads, 0, stream>>>(probs, labels, pixels, c, chunks, partials);
   DLT_LAUNCH_CHECK();
-  dice_image_kernel<<<grid_for(images), kThreads, 0, stream>>>(partials, images, c, chunks, coef, image_loss,
-                                                               image_counted);
+  image_step(partials, chunks, coef, image_loss, image_counted);
   DLT_LAUNCH_CHECK();
-  dice_total_kernel<<<1, kThreads, 0, stream>>>(partials, image_loss, image_counted, images, c, chunks, result);
+  overlap_total_kernel<<<1, kThreads, 0, stream>>>(partials, image_loss, image_counted, images, c, chunks, result);
   DLT_LAUNCH_CHECK();
   if (dlogits) {
-    dice_grad_kernel<<<grid_for(rows), kThreads, 0, stream>>>(probs, labels, rows, pixels, c, coef, result, dlogits);
+    overlap_grad_kernel<kTversky>
+        <<<grid_for(rows), kThreads, 0, stream>>>(probs, labels, rows, pixels, c, coef, result, dlogits);
     DLT_LAUNCH_CHECK();
   }
+}
+
+}  // namespace
+
+size_t generalized_dice_scratch(int64_t rows, int64_t c, int64_t images) {
+  return overlap_scratch(rows, c, images, c + 2);
+}
+
+void generalized_dice(const float* probs, const int32_t* labels, int64_t rows, int64_t c, int64_t images,
+                      bool undefined_labels, float* dlogits, void* scratch, LossResult* result, cudaStream_t stream) {
+  overlap_loss<false>(probs, labels, rows, c, images, undefined_labels, c + 2, dlogits, scratch, result, stream,
+                      [&](const double* partials, int64_t chunks, double* coef, double* loss, double* counted) {
+                        dice_image_kernel<<<grid_for(images), kThreads, 0, stream>>>(partials, images, c, chunks,
+                                                                                     coef, loss, counted);
+                      });
+}
+
+size_t tversky_scratch(int64_t rows, int64_t c, int64_t images) { return overlap_scratch(rows, c, images, 2 * c); }
+
+void tversky(const float* probs, const int32_t* labels, int64_t rows, int64_t c, int64_t images, bool undefined_labels,
+             float alpha, float beta, float* dlogits, void* scratch, LossResult* result, cudaStream_t stream) {
+  overlap_loss<true>(probs, labels, rows, c, images, undefined_labels, 2 * c, dlogits, scratch, result, stream,
+                     [&](const double* partials, int64_t chunks, double* coef, double* loss, double* counted) {
+                       tversky_image_kernel<<<grid_for(images), kThreads, 0, stream>>>(
+                           partials, images, c, chunks, alpha, beta, coef, loss, counted);
+                     });
 }
 
 size_t regression_loss_scratch(int64_t) { return kLossPartialBlocks * kLossFields * sizeof(double); }

@@ -46,6 +46,15 @@ size_t generalized_dice_scratch(int64_t rows, int64_t c, int64_t images);
 void generalized_dice(const float* probs, const int32_t* labels, int64_t rows, int64_t c, int64_t images,
                       bool undefined_labels, float* dlogits, void* scratch, LossResult* result, cudaStream_t stream);
 
+// Tversky's smoothing (backend/loss.h's kTverskyEpsilon; cuda_losses.cpp checks they agree).
+constexpr double kTverskyEpsilon = 1e-8;
+
+// Tversky (alpha, beta) per image of rows / images pixels, summed over the classes, mean over
+// the images with a counted pixel. scratch: tversky_scratch(rows, c, images) bytes.
+size_t tversky_scratch(int64_t rows, int64_t c, int64_t images);
+void tversky(const float* probs, const int32_t* labels, int64_t rows, int64_t c, int64_t images, bool undefined_labels,
+             float alpha, float beta, float* dlogits, void* scratch, LossResult* result, cudaStream_t stream);
+
 // mse, mae or huber (delta) on values = images * width outputs and targets; grad may be null.
 // scratch: regression_loss_scratch(values) bytes.
 enum class RegressionKind : int { kMse, kMae, kHuber };

@@ -20,6 +20,7 @@ static_assert(offsetof(cuda::LossResult, sq_sum) == offsetof(LossTotals, sq_sum)
 static_assert(offsetof(cuda::LossResult, ape_count) == offsetof(LossTotals, ape_count));
 static_assert(offsetof(cuda::LossResult, exact) == offsetof(LossTotals, exact));
 static_assert(sizeof(LossTotals) <= Backend::kLossTotalsFloats * sizeof(float));
+static_assert(cuda::kTverskyEpsilon == kTverskyEpsilon);
 
 // Every loss kind's kernel: the loss into a totals tensor (loss_async, which dispatches on
 // opt.kind), then its read (waits).
@@ -69,6 +70,12 @@ void CudaBackend::loss_async(const Tensor& outputs, const Tensor& targets, const
                              scratch(cuda::generalized_dice_scratch(rows, c, opt.images)), result, stream);
       break;
     }
+    case LossKind::kTversky: {
+      const int64_t rows = targets.numel(), c = outputs.numel() / rows;
+      cuda::tversky(outputs.data(), targets.data_i32(), rows, c, opt.images, opt.undefined_labels, opt.tversky_alpha,
+                    opt.tversky_beta, g, scratch(cuda::tversky_scratch(rows, c, opt.images)), result, stream);
+      break;
+    }
     case LossKind::kMse:
     case LossKind::kMae:
     case LossKind::kHuber: {
@@ -113,6 +120,7 @@ LossTotals CudaBackend::read_loss_totals(const Tensor& totals) {
 DLT_REGISTER_KERNEL(CrossEntropyKernel, DeviceType::kCuda, cuda_cross_entropy);
 DLT_REGISTER_KERNEL(FocalCrossEntropyKernel, DeviceType::kCuda, cuda_loss);
 DLT_REGISTER_KERNEL(GeneralizedDiceKernel, DeviceType::kCuda, cuda_loss);
+DLT_REGISTER_KERNEL(TverskyKernel, DeviceType::kCuda, cuda_loss);
 DLT_REGISTER_KERNEL(RegressionLossKernel, DeviceType::kCuda, cuda_loss);
 DLT_REGISTER_KERNEL(BinaryCrossEntropyKernel, DeviceType::kCuda, cuda_loss);
 

@@ -12,7 +12,7 @@ Each case states PyTorch's reduction; the test applies the factor to MATLAB's de
   mae   L1Loss                             = dltrain's * 1 / R
   huber HuberLoss(delta)                   = dltrain's * 1 / R
   bce   BCEWithLogitsLoss (of the logits)  = dltrain's * 1 / C
-generalized Dice and focal cross-entropy have no PyTorch module: they are written below in
+generalized Dice, focal cross-entropy and Tversky have no PyTorch module: they are written below in
 torch ops from MATLAB's definitions (factor 1), their gradients by autograd.
 
 File format: blocks of lines "key v1 v2 ...", a block from "case NAME" to "end".
@@ -82,6 +82,27 @@ def generalized_dice(images, pixels, c, labels):
                           ("logits", x.detach()), ("labels", labels), ("loss", [loss.item()]), ("grad", x.grad)])
 
 
+def tversky(images, pixels, c, alpha, beta, labels):
+    """The Tversky loss of MATLAB's example layer per image (sum over the classes of 1 - TI,
+    TI = (TP + 1e-8) / (TP + alpha FP + beta FN + 1e-8)), over the counted pixels, mean over the
+    images with a counted pixel."""
+    x = floats(images * pixels * c, -3, 3).reshape(images, pixels, c).requires_grad_()
+    lab = torch.tensor(labels).reshape(images, pixels)
+    mask = (lab >= 0).to(D).unsqueeze(2)
+    y = torch.softmax(x, dim=2) * mask
+    t = torch.nn.functional.one_hot(lab.clamp(min=0), c).to(D) * mask
+    tp = (y * t).sum(dim=1)
+    fp = (y * (1 - t) * mask).sum(dim=1)
+    fn = ((1 - y) * t).sum(dim=1)
+    ti = (tp + 1e-8) / (tp + alpha * fp + beta * fn + 1e-8)
+    keep = mask.squeeze(2).sum(dim=1) > 0
+    loss = (1 - ti).sum(dim=1)[keep].mean()
+    loss.backward()
+    return block("tversky", [("kind", "tversky"), ("images", [images]), ("width", [c]), ("alpha", [alpha]),
+                             ("beta", [beta]), ("pytorch_factor", [1.0]), ("logits", x.detach()), ("labels", labels),
+                             ("loss", [loss.item()]), ("grad", x.grad)])
+
+
 def focal(n, c, gamma, alpha, labels, weights):
     """MATLAB's focalCrossEntropy of softmax probabilities: -alpha (1 - p)^gamma log p of the
     label's p; class weights multiply, the mean divides by their sum over the counted labels."""
@@ -109,6 +130,9 @@ cases = [
     generalized_dice(2, 6, 3, [0, 1, 1, -1, 0, 1, 2, 0, 1, 2, 2, 0]),
     focal(6, 4, 2.0, 0.25, [3, 0, -1, 1, 2, 3], []),
     focal(5, 3, 0.5, 0.75, [2, 0, 1, 1, 0], [0.5, 2.0, 1.25]),
+    # Image 0: class 2 absent, one pixel undefined; image 1 all undefined (counts nowhere).
+    tversky(3, 4, 3, 0.3, 0.7, [0, 1, -1, 1, -1, -1, -1, -1, 2, 0, 1, 2]),
+    tversky(2, 5, 4, 1.0, 0.25, [3, 0, 1, 1, 0, 2, 2, 3, -1, 0]),
 ]
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_losses.txt")
 with open(path, "w") as f:
