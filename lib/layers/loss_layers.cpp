@@ -93,36 +93,11 @@ class MultilabelLayer final : public LossOutputLayer {
   }
 };
 
-class DiceLayer final : public LossOutputLayer {
+// A loss over a softmax's HxWxK score map whose loss_spec is loss_ (per pixel).
+class PixelOverlapLayer : public LossOutputLayer {
  public:
-  explicit DiceLayer(const LayerSpec& spec) : LossOutputLayer(spec) { spec_.get("Classes"); }
-  void check_producers(const std::vector<const Layer*>& producers) const override { check_after(producers, "softmax"); }
-  Shape infer(const std::vector<Shape>& inputs) override {
-    expect_inputs(spec_, inputs, 1);
-    if (inputs[0][2] < 2)
-      shape_error(spec_, "input is " + inputs[0].str() + " but " + type() + " needs HxWxK class scores, K >= 2");
-    return inputs[0];
-  }
-  LossSpec loss_spec() const override {
-    LossSpec s;
-    s.kind = LossKind::kGeneralizedDice;
-    s.per_pixel = true;
-    return s;
-  }
-};
-
-class TverskyLayer final : public LossOutputLayer {
- public:
-  explicit TverskyLayer(const LayerSpec& spec) : LossOutputLayer(spec) {
+  explicit PixelOverlapLayer(const LayerSpec& spec) : LossOutputLayer(spec) {
     spec_.get("Classes");
-    const double alpha = spec_.get_double("Alpha", 0.3), beta = spec_.get_double("Beta", 0.7);
-    for (const auto& [key, v] : {std::pair{"Alpha", alpha}, std::pair{"Beta", beta}})
-      if (!(v >= 0) || !std::isfinite(v))
-        throw ConfigError(spec_.where() + key + " must be a number >= 0, got " + std::to_string(v));
-    if (alpha + beta <= 0) throw ConfigError(spec_.where() + "Alpha and Beta must not both be 0");
-    loss_.kind = LossKind::kTversky;
-    loss_.tversky_alpha = static_cast<float>(alpha);
-    loss_.tversky_beta = static_cast<float>(beta);
     loss_.per_pixel = true;
   }
   void check_producers(const std::vector<const Layer*>& producers) const override { check_after(producers, "softmax"); }
@@ -134,8 +109,27 @@ class TverskyLayer final : public LossOutputLayer {
   }
   LossSpec loss_spec() const override { return loss_; }
 
- private:
+ protected:
   LossSpec loss_;
+};
+
+class DiceLayer final : public PixelOverlapLayer {
+ public:
+  explicit DiceLayer(const LayerSpec& spec) : PixelOverlapLayer(spec) { loss_.kind = LossKind::kGeneralizedDice; }
+};
+
+class TverskyLayer final : public PixelOverlapLayer {
+ public:
+  explicit TverskyLayer(const LayerSpec& spec) : PixelOverlapLayer(spec) {
+    const double alpha = spec_.get_double("Alpha", 0.3), beta = spec_.get_double("Beta", 0.7);
+    for (const auto& [key, v] : {std::pair{"Alpha", alpha}, std::pair{"Beta", beta}})
+      if (!(v >= 0) || !std::isfinite(v))
+        throw ConfigError(spec_.where() + key + " must be a number >= 0, got " + std::to_string(v));
+    if (alpha + beta <= 0) throw ConfigError(spec_.where() + "Alpha and Beta must not both be 0");
+    loss_.kind = LossKind::kTversky;
+    loss_.tversky_alpha = static_cast<float>(alpha);
+    loss_.tversky_beta = static_cast<float>(beta);
+  }
 };
 
 class FocalLayer final : public LossOutputLayer {

@@ -96,8 +96,7 @@ inline AgreementRow binary_cross_entropy_row(std::string name, int64_t n, int64_
           }};
 }
 
-// Softmax probabilities of images x pixels rows of c classes and random labels; undefined:
-// about a quarter of the labels -1 and the last image's all (an image that counts nowhere).
+// Random labels of c classes; undefined: about a quarter of them -1.
 inline std::vector<int32_t> random_labels(int64_t rows, int64_t c, bool undefined, Rng& rng) {
   std::vector<int32_t> labels(static_cast<size_t>(rows));
   for (int32_t& l : labels) {
@@ -107,16 +106,27 @@ inline std::vector<int32_t> random_labels(int64_t rows, int64_t c, bool undefine
   return labels;
 }
 
+// Softmax probabilities of images x pixels rows of c classes and random labels; undefined:
+// about a quarter of the labels -1 and the last image's all (an image that counts nowhere).
+struct PixelCase {
+  Vec probs;
+  std::vector<int32_t> labels;
+};
+inline PixelCase pixel_case(int64_t images, int64_t pixels, int64_t c, bool undefined, uint64_t seed) {
+  Rng rng(seed);
+  const int64_t rows = images * pixels;
+  PixelCase pc{as_floats(ref::softmax_forward(rows, c, random_vec(rows * c, rng, -3.0, 3.0))),
+               random_labels(rows, c, undefined, rng)};
+  if (undefined)
+    for (int64_t i = (images - 1) * pixels; i < rows; ++i) pc.labels[static_cast<size_t>(i)] = -1;
+  return pc;
+}
+
 inline AgreementRow generalized_dice_row(std::string name, int64_t images, int64_t pixels, int64_t c,
                                          bool undefined = false) {
   return {"generalized_dice " + name, {GeneralizedDiceKernel::kOp}, [=](Backend& be, double tol) {
-            Rng rng(139);
             const Device dev = be.device();
-            const int64_t rows = images * pixels;
-            const Vec p = as_floats(ref::softmax_forward(rows, c, random_vec(rows * c, rng, -3.0, 3.0)));
-            std::vector<int32_t> labels = random_labels(rows, c, undefined, rng);
-            if (undefined)
-              for (int64_t i = (images - 1) * pixels; i < rows; ++i) labels[static_cast<size_t>(i)] = -1;
+            const auto [p, labels] = pixel_case(images, pixels, c, undefined, 139);
             LossOptions opt;
             opt.kind = LossKind::kGeneralizedDice, opt.images = images, opt.undefined_labels = undefined;
             Tensor tp = to_tensor(p, {images, pixels, 1, c}, dev), grad(tp.shape(), dev);
@@ -152,13 +162,8 @@ inline AgreementRow focal_cross_entropy_row(std::string name, int64_t n, int64_t
 inline AgreementRow tversky_row(std::string name, int64_t images, int64_t pixels, int64_t c, float alpha, float beta,
                                 bool undefined = false) {
   return {"tversky " + name, {TverskyKernel::kOp}, [=](Backend& be, double tol) {
-            Rng rng(151);
             const Device dev = be.device();
-            const int64_t rows = images * pixels;
-            const Vec p = as_floats(ref::softmax_forward(rows, c, random_vec(rows * c, rng, -3.0, 3.0)));
-            std::vector<int32_t> labels = random_labels(rows, c, undefined, rng);
-            if (undefined)
-              for (int64_t i = (images - 1) * pixels; i < rows; ++i) labels[static_cast<size_t>(i)] = -1;
+            const auto [p, labels] = pixel_case(images, pixels, c, undefined, 151);
             LossOptions opt;
             opt.kind = LossKind::kTversky, opt.images = images, opt.undefined_labels = undefined;
             opt.tversky_alpha = alpha, opt.tversky_beta = beta;

@@ -40,6 +40,33 @@ bool count_labels(const int32_t* lab, int64_t n, int64_t c, const LossOptions& o
   return true;
 }
 
+// The per-pixel losses' gradient through the softmax: for each counted row r (label l),
+// dlogit_k = y_k (g_k - sum_j y_j g_j) with g_k = grad(r, l, k, row) (the loss's derivative by y_k);
+// 0 for an undefined row.
+template <class Grad>
+void softmax_chain(const float* p, const int32_t* lab, int64_t rows, int64_t c, float* d, Grad grad) {
+#pragma omp parallel if (rows * c > kParallelMin)
+  {
+    std::vector<double> g(static_cast<size_t>(c));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int32_t l = lab[r];
+      float* dr = d + r * c;
+      if (l < 0) {
+        std::fill(dr, dr + c, 0.f);
+        continue;
+      }
+      const float* row = p + r * c;
+      double dot = 0;
+      for (int64_t k = 0; k < c; ++k) {
+        g[k] = grad(r, l, k, row);
+        dot += row[k] * g[k];
+      }
+      for (int64_t k = 0; k < c; ++k) dr[k] = static_cast<float>(row[k] * (g[k] - dot));
+    }
+  }
+}
+
 }  // namespace
 
 static LossTotals cpu_regression_loss(Backend&, const Tensor& outputs, const Tensor& targets, const LossOptions& opt,
@@ -179,28 +206,11 @@ static LossTotals cpu_generalized_dice(Backend&, const Tensor& probs, const Tens
   t.correct = static_cast<uint64_t>(correct);
   if (!d) return t;
   const double inv_images = counted_images > 0 ? 1.0 / counted_images : 0.0;
-#pragma omp parallel if (rows * c > kParallelMin)
-  {
-    std::vector<double> g(static_cast<size_t>(c));
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      const int32_t l = lab[r];
-      float* dr = d + r * c;
-      if (l < 0) {
-        std::fill(dr, dr + c, 0.f);
-        continue;
-      }
-      const float* row = p + r * c;
-      const double* w = coef.data() + (r / pixels) * (c + 2);
-      const double a = w[c], b = w[c + 1], s = -2 * inv_images / (b * b);
-      double dot = 0;
-      for (int64_t k = 0; k < c; ++k) {
-        g[k] = s * w[k] * ((k == l ? b : 0.0) - 2 * a * row[k]);
-        dot += row[k] * g[k];
-      }
-      for (int64_t k = 0; k < c; ++k) dr[k] = static_cast<float>(row[k] * (g[k] - dot));
-    }
-  }
+  softmax_chain(p, lab, rows, c, d, [&](int64_t r, int32_t l, int64_t k, const float* row) {
+    const double* w = coef.data() + (r / pixels) * (c + 2);
+    const double a = w[c], b = w[c + 1];
+    return -2 * inv_images / (b * b) * w[k] * ((k == l ? b : 0.0) - 2 * a * row[k]);
+  });
   return t;
 }
 
@@ -288,27 +298,9 @@ static LossTotals cpu_tversky(Backend&, const Tensor& probs, const Tensor& label
   t.correct = static_cast<uint64_t>(correct);
   if (!d) return t;
   const double inv_images = counted_images > 0 ? 1.0 / counted_images : 0.0;
-#pragma omp parallel if (rows * c > kParallelMin)
-  {
-    std::vector<double> g(static_cast<size_t>(c));
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      const int32_t l = lab[r];
-      float* dr = d + r * c;
-      if (l < 0) {
-        std::fill(dr, dr + c, 0.f);
-        continue;
-      }
-      const float* row = p + r * c;
-      const double* w = coef.data() + (r / pixels) * 2 * c;
-      double dot = 0;
-      for (int64_t k = 0; k < c; ++k) {
-        g[k] = inv_images * w[2 * k + (k == l ? 0 : 1)];
-        dot += row[k] * g[k];
-      }
-      for (int64_t k = 0; k < c; ++k) dr[k] = static_cast<float>(row[k] * (g[k] - dot));
-    }
-  }
+  softmax_chain(p, lab, rows, c, d, [&](int64_t r, int32_t l, int64_t k, const float*) {
+    return inv_images * coef[static_cast<size_t>(((r / pixels) * c + k) * 2 + (k == l ? 0 : 1))];
+  });
   return t;
 }
 DLT_REGISTER_KERNEL(GeneralizedDiceKernel, DeviceType::kCpu, cpu_generalized_dice);
