@@ -211,10 +211,11 @@ def build(config_path, torch):
         if isinstance(inputs, str):
             inputs = [inputs]
         if kind in ("softmax", "sigmoid", "classification", "pixelClassification", "regression",
-                    "multilabelClassification", "dicePixelClassification", "focalLoss"):
+                    "multilabelClassification", "dicePixelClassification", "focalLoss",
+                    "tverskyPixelClassification"):
             # The model returns logits; training uses the fused softmax + cross-entropy loss,
-            # inference applies softmax (see run_inference; pytorch_segment.py trains the Dice and
-            # focal losses on the logits' softmax). A regression output layer (MATLAB's
+            # inference applies softmax (see run_inference; pytorch_segment.py trains the Dice,
+            # focal and Tversky losses on the logits' softmax). A regression output layer (MATLAB's
             # regressionLayer) adds nothing either: the model returns the responses, and
             # num_classes is their count (pytorch_regression.py). A multi-label network's sigmoid
             # likewise: the model returns the K scores before it, pytorch_multilabel.py's loss

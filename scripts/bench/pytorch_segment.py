@@ -239,6 +239,8 @@ def main():
         weights = None
     table = label_lookup(data["LabelIDs"], np)
     epochs = args.epochs or int(topts.get("MaxEpochs", 30))
+    if str(topts.get("Solver", "sgdm")).lower() != "sgdm":
+        raise SystemExit(f"pytorch_segment: Solver '{topts['Solver']}' not implemented here (sgdm only)")
     lr0 = float(topts.get("InitialLearnRate", 0.01))
     sched = str(topts.get("LearnRateSchedule", "none")).lower()
     drop_factor = float(topts.get("LearnRateDropFactor", 0.1))
@@ -249,7 +251,8 @@ def main():
     shuffle = str(topts.get("Shuffle", "once")).lower()
     aug = data.get("Augmentation", {}) or {}
     # The resolved config writes every key; the ones at their no-op value need nothing here.
-    noop = {"RandYReflection": False, "RandRotation": [0, 0], "RandScale": [1, 1], "PadCrop": 0}
+    noop = {"RandYReflection": False, "RandRotation": [0, 0], "RandScale": [1, 1], "RandXScale": [1, 1],
+            "RandYScale": [1, 1], "RandXShear": [0, 0], "RandYShear": [0, 0], "PadCrop": 0, "FillValue": []}
     unsupported = {k for k in set(aug) - {"RandXReflection", "RandXTranslation", "RandYTranslation"}
                    if aug[k] != noop.get(k, object())}
     if unsupported:
