@@ -72,6 +72,15 @@ class Results:
             raise SystemExit(f"perf_page: no result file *{suffix} in {self.dir}")
         return names[-1]
 
+    def latest_per_machine(self, suffix):
+        """The newest result file of each machine (DATE-MACHINE-...suffix), oldest first."""
+        newest = {}
+        for f in sorted(f for f in os.listdir(self.dir) if f.endswith(suffix)):
+            newest[f[len("YYYY-MM-DD-"):-len(suffix)]] = f
+        if not newest:
+            raise SystemExit(f"perf_page: no result file *{suffix} in {self.dir}")
+        return sorted(newest.values())
+
     def run(self, name):
         """The file's {"run": {...}} line."""
         with open(os.path.join(self.dir, name), encoding="utf-8") as f:
@@ -245,13 +254,13 @@ def onnx_inference_cpu(res):
     out = run["header"] + [""] + table(["network", "dltrain", "PyTorch eager", "onnxruntime", "dltrain vs the faster peer"],
                                        ["---"] * 5, rows)
     if any(name.endswith("-onnx_inference_vit.jsonl") for name in os.listdir(res.dir)):
-        out += ["", onnx_inference_vit(res)]
+        for f in res.latest_per_machine("-onnx_inference_vit.jsonl"):
+            out += ["", onnx_inference_vit(res, f)]
     return out
 
 
-def onnx_inference_vit(res):
-    """The transformers' run of onnx_inference_vs_peers (--result onnx_inference_vit) as one sentence."""
-    f = res.latest("-onnx_inference_vit.jsonl")
+def onnx_inference_vit(res, f):
+    """The transformers' run of onnx_inference_vs_peers (--result onnx_inference_vit) in file F as one sentence."""
     run = res.run(f)
     parts = []
     for r in res.rows(f):

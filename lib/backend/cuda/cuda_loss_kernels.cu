@@ -183,12 +183,13 @@ int64_t dice_chunks(int64_t pixels) {
   return g < 1 ? 1 : g > kDiceMaxChunks ? kDiceMaxChunks : g;
 }
 
-// Block (chunk, image): over the chunk's counted pixels, per class k the sums of y_k^2, of y_k,
-// of y_k where the label is k, and the count of k, into partials[(image * chunks + chunk) *
-// (4c + 1) + 4k ..]; the pixels whose first maximum is their label at [4c]. Dice reads the first,
-// Tversky the second.
-constexpr int64_t kOverlapFields = 4;
+// Block (chunk, image): over the chunk's counted pixels, per class k the sum of y_k^2 (kSquares:
+// Dice) or of y_k (Tversky), the sum of y_k where the label is k, and the count of k, into
+// partials[(image * chunks + chunk) * (3c + 1) + 3k ..]; the pixels whose first maximum is their
+// label at [3c].
+constexpr int64_t kOverlapFields = 3;
 
+template <bool kSquares>
 __global__ void overlap_partial_kernel(const float* probs, const int32_t* labels, int64_t pixels, int64_t c,
                                        int64_t chunks, double* partials) {
   const int64_t img = blockIdx.y, stride = chunks * blockDim.x, start = blockIdx.x * blockDim.x + threadIdx.x;
@@ -208,35 +209,33 @@ __global__ void overlap_partial_kernel(const float* probs, const int32_t* labels
   right = block_sum(right);
   if (threadIdx.x == 0) out[kOverlapFields * c] = right;
   for (int64_t k = 0; k < c; ++k) {
-    double sq = 0, sum = 0, inter = 0, count = 0;
+    double first = 0, inter = 0, count = 0;
     for (int64_t i = start; i < pixels; i += stride) {
       const int32_t l = lab[i];
       if (l < 0 || l >= c) continue;
       const double v = p[i * c + k];
-      sq += v * v;
-      sum += v;
+      first += kSquares ? v * v : v;
       if (l == k) inter += v, count += 1;
     }
-    sq = block_sum(sq);
-    sum = block_sum(sum);
+    first = block_sum(first);
     inter = block_sum(inter);
     count = block_sum(count);
     if (threadIdx.x == 0) {
       double* q = out + kOverlapFields * k;
-      q[0] = sq, q[1] = sum, q[2] = inter, q[3] = count;
+      q[0] = first, q[1] = inter, q[2] = count;
     }
   }
 }
 
-// Class k's sums of image img over its chunks (overlap_partial_kernel's four fields).
+// Class k's sums of image img over its chunks (overlap_partial_kernel's fields).
 struct ClassSums {
-  double sq = 0, sum = 0, inter = 0, count = 0;
+  double first = 0, inter = 0, count = 0;
 };
 __device__ ClassSums class_sums(const double* partials, int64_t img, int64_t c, int64_t chunks, int64_t k) {
   ClassSums s;
   for (int64_t ch = 0; ch < chunks; ++ch) {
     const double* q = partials + (img * chunks + ch) * (kOverlapFields * c + 1) + kOverlapFields * k;
-    s.sq += q[0], s.sum += q[1], s.inter += q[2], s.count += q[3];
+    s.first += q[0], s.inter += q[1], s.count += q[2];
   }
   return s;
 }
@@ -252,7 +251,7 @@ __global__ void dice_image_kernel(const double* partials, int64_t images, int64_
       const ClassSums s = class_sums(partials, img, c, chunks, k);
       w[k] = s.count > 0 ? 1.0 / (s.count * s.count) : 0.0;
       a += w[k] * s.inter;
-      b += w[k] * (s.sq + s.count);
+      b += w[k] * (s.first + s.count);
     }
     w[c] = a;
     w[c + 1] = b;
@@ -271,7 +270,7 @@ __global__ void tversky_image_kernel(const double* partials, int64_t images, int
     for (int64_t k = 0; k < c; ++k) {
       const ClassSums s = class_sums(partials, img, c, chunks, k);
       const double num = s.inter + kTverskyEpsilon,
-                   den = s.inter + alpha * (s.sum - s.inter) + beta * (s.count - s.inter) + kTverskyEpsilon;
+                   den = s.inter + alpha * (s.first - s.inter) + beta * (s.count - s.inter) + kTverskyEpsilon;
       loss += 1 - num / den;
       pixels += s.count;
       coef[(img * c + k) * 2] = -(den - num * (1 - beta)) / (den * den);
@@ -503,7 +502,7 @@ void overlap_loss(const float* probs, const int32_t* labels, int64_t rows, int64
   cross_entropy_weight_kernel<<<1, kThreads, 0, stream>>>(labels, rows, c, nullptr, undefined_labels, result);
   DLT_LAUNCH_CHECK();
   const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(images));
-  overlap_partial_kernel<<<grid, kThreads, 0, stream>>>(probs, labels, pixels, c, chunks, partials);
+  overlap_partial_kernel<!kTversky><<<grid, kThreads, 0, stream>>>(probs, labels, pixels, c, chunks, partials);
   DLT_LAUNCH_CHECK();
   image_step(partials, chunks, coef, image_loss, image_counted);
   DLT_LAUNCH_CHECK();
