@@ -11,8 +11,10 @@ packages=(
   # find_package(OpenCL REQUIRED), and libdnnl-dev only recommends the package that has it.
   ocl-icd-opencl-dev
   libonnx-dev libprotobuf-dev
-  # The ONNX tests check dltrain against PyTorch and OpenCV's dnn on the same networks.
-  python3-torch python3-numpy python3-onnx python3-opencv
+  # The ONNX tests check dltrain against PyTorch and OpenCV's dnn on the same networks;
+  # tests/cli/pytorch_segment_twin.sh runs the segmentation twin (PIL reads its images, YAML its
+  # config).
+  python3-torch python3-numpy python3-onnx python3-opencv python3-pil python3-yaml
   # The CLI tests measure peak memory with GNU time (tests/cli/common.sh peak_rss_kib) and
   # find worker processes with pgrep (procps); neither is in a minimal Debian.
   time procps
@@ -25,9 +27,9 @@ packages=(
   # runtimes (libclang-rt-14-dev), and LLVM's OpenMP for clang (libomp-dev).
   clang libclang-rt-14-dev libomp-dev
 )
-# The benchmarks also use PIL, YAML and tcmalloc from Debian (not needed to build or test).
+# The benchmarks also use tcmalloc from Debian (not needed to build or test).
 if [[ "${DLTRAIN_BENCH:-0}" == "1" ]]; then
-  packages+=(python3-pil python3-yaml libtcmalloc-minimal4)
+  packages+=(libtcmalloc-minimal4)
 fi
 
 missing=()

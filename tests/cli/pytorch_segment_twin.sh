@@ -6,7 +6,7 @@
 # implement (another solver) are one error line.
 source "$(dirname "$0")/common.sh" "$@"
 PY=/usr/bin/python3
-$PY -c "import torch, yaml, PIL, numpy" 2>/dev/null || skip "/usr/bin/python3 lacks torch/yaml/PIL/numpy (apt-get install python3-torch python3-yaml python3-pil)"
+$PY -c "import torch, yaml, PIL, numpy" 2>/dev/null || skip "/usr/bin/python3 lacks torch/yaml/PIL/numpy (apt-get install python3-torch python3-yaml python3-pil; scripts/setup.sh does)"
 data="$TMP/data"
 "$DLTRAIN" make-dataset shapes-seg "$data" --classes 4 --count 120 --seed 3 >/dev/null 2>&1
 ln -s "$data/test" "$data/val"
