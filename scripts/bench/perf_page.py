@@ -187,36 +187,30 @@ def camvid_cpu(res):
                  ["---", "---:", "---", "---", "---:"], rows)
 
 
-def camvid_dice(res):
-    """camvid_segmentation.sh --config configs/camvid-segnet-basic-dice.yaml: generalized Dice both sides."""
-    return camvid_loss(res, "-camvid_dice.jsonl")
+def camvid_losses(res):
+    """camvid_segmentation.sh --config configs/camvid-segnet-basic-{dice,tversky}.yaml: each config's loss on both
+    sides, a row per loss and epoch count from the newest file of each."""
+    rows, runs = [], []
+    for suffix in ("-camvid_dice.jsonl", "-camvid_tversky.jsonl"):
+        f = res.latest(suffix)
+        run = res.run(f)
+        runs.append(run)
+        for epochs in sorted({r["epochs"] for r in res.rows(f) if "side" in r}):
+            d, p = (res.rows(f, side=s, epochs=epochs) for s in ("dltrain", "pytorch"))
+            t = [r for r in res.rows(f, epochs=epochs) if "epoch_time_ratio" in r]
 
-
-def camvid_tversky(res):
-    """camvid_segmentation.sh --config configs/camvid-segnet-basic-tversky.yaml: Tversky both sides."""
-    return camvid_loss(res, "-camvid_tversky.jsonl")
-
-
-def camvid_loss(res, suffix):
-    """The latest result file ending in SUFFIX: a loss other than cross-entropy, the same on both sides."""
-    f = res.latest(suffix)
-    run = res.run(f)
-    rows = []
-    for epochs in sorted({r["epochs"] for r in res.rows(f) if "side" in r}):
-        d, p = (res.rows(f, side=s, epochs=epochs) for s in ("dltrain", "pytorch"))
-        t = [r for r in res.rows(f, epochs=epochs) if "epoch_time_ratio" in r]
-
-        def ious(rs):
-            s = ", ".join(f"{r['mean_iou']:.2f}" for r in rs)
-            return s + (f" (mean {mean([r['mean_iou'] for r in rs])})" if len(rs) > 1 else "")
-        diff = Decimal(mean([r["mean_iou"] for r in d])) - Decimal(mean([r["mean_iou"] for r in p]))
-        verdict = "within 1 point" if abs(diff) <= 1 else "more than 1 point apart"
-        rows.append([", ".join(str(r["seed"]) for r in d), epochs, ious(d), ious(p), f"{diff:+} ({verdict})",
-                     ", ".join(f"{r['epoch_time_ratio']:.2f}" for r in t)])
-    caption = (f"With `--config {run['config']}` (`Loss: {run['loss']}` on both sides): {run['date']}, "
-               f"{run['machine']}, {run['threads']} threads each, {run['peer']}; {run['times']}.")
-    return [caption, ""] + table(["seeds", "epochs", "dltrain mean IoU %", "PyTorch mean IoU %", "dltrain − PyTorch",
-                                  "time per epoch dltrain / PyTorch"], ["---", "---:", "---", "---", "---:", "---:"], rows)
+            def ious(rs):
+                s = ", ".join(f"{r['mean_iou']:.2f}" for r in rs)
+                return s + (f" (mean {mean([r['mean_iou'] for r in rs])})" if len(rs) > 1 else "")
+            diff = Decimal(mean([r["mean_iou"] for r in d])) - Decimal(mean([r["mean_iou"] for r in p]))
+            verdict = "within 1 point" if abs(diff) <= 1 else "more than 1 point apart"
+            rows.append([f"`{run['loss']}` ({run['config']})", ", ".join(str(r["seed"]) for r in d), epochs, ious(d),
+                         ious(p), f"{diff:+} ({verdict})", ", ".join(f"{r['epoch_time_ratio']:.2f}" for r in t)])
+    caption = "The config's `Loss` on both sides, 2 threads each: " + "; ".join(
+        f"`{r['loss']}` {r['date']}, {r['machine']}, {r['peer']}, {r['times']}" for r in runs) + "."
+    return [caption, ""] + table(["loss", "seeds", "epochs", "dltrain mean IoU %", "PyTorch mean IoU %",
+                                  "dltrain − PyTorch", "time per epoch dltrain / PyTorch"],
+                                 ["---", "---", "---:", "---", "---", "---:", "---:"], rows)
 
 
 def dp_overlap(res):
@@ -254,8 +248,7 @@ def onnx_inference_cpu(res):
     out = run["header"] + [""] + table(["network", "dltrain", "PyTorch eager", "onnxruntime", "dltrain vs the faster peer"],
                                        ["---"] * 5, rows)
     if any(name.endswith("-onnx_inference_vit.jsonl") for name in os.listdir(res.dir)):
-        for f in res.latest_per_machine("-onnx_inference_vit.jsonl"):
-            out += ["", onnx_inference_vit(res, f)]
+        out += ["", " ".join(onnx_inference_vit(res, f) for f in res.latest_per_machine("-onnx_inference_vit.jsonl"))]
     return out
 
 
@@ -563,7 +556,7 @@ def scaling_model(res):
 
 
 TABLES = {f.__name__: f for f in (cpu_training, winograd_avx2, cpu_mixed, data_vs_pil, cifar10_accuracy, camvid_cpu,
-                                   camvid_dice, camvid_tversky, dp_overlap, finetune_twin, regression_twin, multilabel_twin, vit_twin,
+                                   camvid_losses, dp_overlap, finetune_twin, regression_twin, multilabel_twin, vit_twin,
                                    onnx_inference_cpu, mobilenet_blocks,
                                    gpu_training, gpu_mixed, gpu_switches, gpu_profile, gpu_engines, onnx_gpu, camvid_gpu,
                                    scaling_model)}
