@@ -325,6 +325,13 @@ bool Importer::token_node(const onnx::NodeProto& n) {
         set_out(n, token_slice(n, s.tokens, r->first, r->second, tg[2], tg[3]));
         return true;
       }
+      // ... or all of them (Twins' position encoding after the first block of a stage whose
+      // attention never reads the image): a tokenSlice of the whole sequence.
+      if (t.scale == 1 && t.offset == 0 && t.dims[1] == s.rows && (s.rows == 1 || t.strides[1] == s.cols) &&
+          (s.cols == 1 || t.strides[2] == 1) && !s.tokens.channels_last) {
+        set_out(n, token_slice(n, s.tokens, 0, s.rows, tg[2], tg[3]));
+        return true;
+      }
     }
     // ... or reshaped to (1, H, W, C) (as dltrain exports tokenSlice's image): channels-last.
     const View& u = views_.at(n.input(0));
@@ -626,7 +633,11 @@ void Importer::image_to_tokens(const onnx::NodeProto& n) {
                        conv->get_ints("FilterSize", {}, 2) == conv->get_ints("Stride", {1, 1}, 2) &&
                        conv->get_ints("DilationFactor", {1, 1}, 2) == std::vector<int64_t>{1, 1} &&
                        conv->get_ints("Padding", {0, 0, 0, 0}, 4) == std::vector<int64_t>{0, 0, 0, 0};
-  if (!patches && !column_major_.count(n.input(0)) && !seq_first) {
+  // A patch embedding whose tokens go back into their image (Twins' locally-grouped attention)
+  // stays the convolution's image, as any other.
+  const bool image = patches && !column_major_.count(n.input(0)) && !seq_first &&
+                     read_as_image(n.output(0), im.shape[0], im.shape[1], im.shape[2]);
+  if ((!patches || image) && !column_major_.count(n.input(0)) && !seq_first) {
     // Any other image's pixels as tokens (TinyViT's MLP after its local convolution): the image
     // itself, flattened, to the per-token layers until a Reshape back to (1, H, W, C).
     Value v = im;

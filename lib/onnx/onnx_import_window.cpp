@@ -96,6 +96,10 @@ const char* stage_name(Stage s) {
     case Stage::kQ5:
     case Stage::kK5:
     case Stage::kV5: return "Q, K or V heads, before their Transpose (0, 1, 3, 2, 4)";
+    case Stage::kHeadsRev6:
+      return "merged heads (1, H/wh, W/ww, wh, ww, C), before their Transpose (0, 1, 3, 2, 4, 5)";
+    case Stage::kHeadsRev:
+      return "merged heads (1, H/wh, wh, W/ww, ww, C), before their Reshape to (1, H, W, C) or (1, H*W, C)";
   }
   return "";
 }
@@ -290,6 +294,45 @@ bool Importer::feeds_heads(const std::string& value) {
       if (p.output_size() == 1 && p.output(0) == c.input(1) && p.op_type() == "Concat" && p.input_size() == 5 &&
           ints_ahead(p.input(2)) == std::vector<int64_t>{3})
         return true;
+  }
+  return false;
+}
+
+// Whether value (a patch embedding's tokens) is reshaped back into its image, after
+// LayerNormalization at most: (1, h, w, c) (Twins' locally-grouped attention, which splits the
+// image into windows) or, transposed (0, 2, 1), (1, c, h, w) (its global sub-sampled attention's
+// strided Conv). The target a constant, or TorchScript's Concat of the batch and three constants.
+bool Importer::read_as_image(const std::string& value, int64_t h, int64_t w, int64_t c) {
+  auto target = [&](const std::string& name) {
+    std::vector<int64_t> t = ints_ahead(name);
+    for (const onnx::NodeProto& p : g_.node())
+      if (t.empty() && p.output_size() == 1 && p.output(0) == name && p.op_type() == "Concat" && p.input_size() == 4) {
+        t = {1};
+        for (int i = 1; i < 4; ++i) {
+          const std::vector<int64_t> part = ints_ahead(p.input(i));
+          if (part.size() != 1) return std::vector<int64_t>{};
+          t.push_back(part[0]);
+        }
+      }
+    return t;
+  };
+  auto reshaped_to = [&](const std::string& v, const std::vector<int64_t>& want) {
+    for (int k : consumers_of(v)) {
+      const onnx::NodeProto& r = g_.node(k);
+      if (r.op_type() != "Reshape" || r.input_size() < 2 || r.input(0) != v) continue;
+      const std::vector<int64_t> t = target(r.input(1));
+      if (t.size() == 4 && one_image(t[0]) && std::equal(t.begin() + 1, t.end(), want.begin())) return true;
+    }
+    return false;
+  };
+  if (reshaped_to(value, {h, w, c})) return true;
+  for (int k : consumers_of(value)) {
+    const onnx::NodeProto& r = g_.node(k);
+    if (r.input_size() < 1 || r.input(0) != value || r.output_size() < 1) continue;
+    if (r.op_type() == "LayerNormalization" && read_as_image(r.output(0), h, w, c)) return true;
+    if (r.op_type() == "Transpose" && attr_ints(r, "perm", {}) == std::vector<int64_t>{0, 2, 1} &&
+        reshaped_to(r.output(0), {c, h, w}))
+      return true;
   }
   return false;
 }
@@ -697,6 +740,10 @@ void Importer::maxvit_close(const onnx::NodeProto& n, const std::string& proj) {
     return;
   }
   values_[proj] = y;
+  if (b.twins) {  // the image, or its pixels as tokens (1, H*W, C)
+    if (!b.merged_image) partitions_[proj] = Partition{false, y.shape[0], y.shape[1], true};
+    return;
+  }
   partitions_[proj] = Partition{b.grid, b.wh, b.ww, b.flat_tokens, b.seq};
 }
 
@@ -977,6 +1024,7 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
     if (win_.count(n.input(i)) && win_.at(n.input(i)).block == w.block) vi = i;
   if (vi < 0 || (vi > 0 && op != "Add" && op != "Mul")) refuse();
   const Stage s = win_.at(n.input(vi)).stage;
+  const int64_t qkv_rank = b.twins ? 6 : 5;  // of the transposed Q/K/V heads
   if (op == "Shape") {
     const int64_t heads = b.heads, d = b.head_dim, dv = b.vd(), nh = b.in.full[0] / b.wh, nw = b.in.full[1] / b.ww;
     const int64_t width = b.head_first ? b.head_width : 3 * d;
@@ -1038,9 +1086,25 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       case Stage::kQ5:
       case Stage::kK5:
       case Stage::kV5: dims = {b.windows, seq, heads, d}; break;
+      case Stage::kHeadsRev6:
+        dims = {1, nh, nw, b.wh, b.ww, heads * dv};
+        break;
+      case Stage::kHeadsRev:
+        dims = {1, nh, b.wh, nw, b.ww, heads * dv};
+        break;
     }
-    if (b.maxvit && s != Stage::kSplit && s != Stage::kWindows && s != Stage::kRev6 && s != Stage::kRev)
-      dims.insert(dims.begin(), 1);  // MaxViT keeps the batch axis: (1, windows, ...)
+    const bool kept = s != Stage::kSplit && s != Stage::kWindows && s != Stage::kRev6 && s != Stage::kRev &&
+                      s != Stage::kHeadsRev6 && s != Stage::kHeadsRev;
+    if ((b.maxvit || b.twins) && kept) dims.insert(dims.begin(), 1);  // MaxViT and Twins keep the batch axis
+    if (b.twins) {  // the heads' axes after the batch's; Q/K/V projected and merged on the image's layout
+      const int64_t hw = b.in.full[0] * b.in.full[1], out = s == Stage::kProj ? b.out : heads * dv;
+      if (s == Stage::kQkv) dims = {1, nh, nw, b.wh, b.ww, b.qkv_cols};
+      if (s == Stage::kQkvT) dims = {3, 1, b.windows, heads, seq, d};
+      if (s == Stage::kQ1 || s == Stage::kK1 || s == Stage::kV1) dims = {1, 1, b.windows, heads, seq, d};
+      if (s == Stage::kMerged || s == Stage::kProj)
+        dims = b.merged_image ? std::vector<int64_t>{1, b.in.full[0], b.in.full[1], out}
+                              : std::vector<int64_t>{1, hw, out};
+    }
     return set_ints(n, shape_slice(dims, attr_int(n, "start", 0), attr_int(n, "end", INT64_MAX)));
   }
   // The constant operand of a binary node whose other operand is this stage's value.
@@ -1072,6 +1136,14 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       return;
     }
     case Stage::kWindows: {
+      if (op == "MatMul" && constant(n.input(1))) {  // Twins: Q/K/V of the 6-D windows
+        if (!whole(b.in) || b.in.full != b.in.src_hw())
+          fail(n,
+               "projects the windows of a padded, rolled or cropped image; dltrain reads Twins' locally-grouped "
+               "attention on whole windows of the image (its sides multiples of the window)");
+        b.twins = true;
+        return qkv_matmul();
+      }
       if (op != "Reshape") refuse();
       auto t = target();
       // (1, H/2, W/2, 4 C): the 2x2 patches' channels side by side, spaceToDepth's order
@@ -1162,6 +1234,13 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         b.head_dim = t[3] % 3 == 0 ? t[3] / 3 : 0;
         return next(Stage::kQkvH);
       }
+      if (qkv && b.twins) {  // (1, windows, S, 3, heads, d): the batch axis kept
+        if (t.size() != 6 || !one_image(t[0]) || t[1] != b.windows || t[2] != seq || t[3] != 3 || t[4] < 1 ||
+            (t[5] != -1 && t[4] * t[5] * 3 != b.qkv_cols))
+          fail(n, "reshapes Twins' joint Q/K/V projection to " + ints_str(t) + "; dltrain reads (1, " +
+                      std::to_string(b.windows) + ", " + std::to_string(seq) + ", 3, heads, d)");
+        t.erase(t.begin());
+      }
       if (qkv) {
         // timm writes the head dimension as -1
         if (t.size() == 5 && t[4] == -1 && t[3] >= 1 && b.qkv_cols % (3 * t[3]) == 0) t[4] = b.qkv_cols / (3 * t[3]);
@@ -1183,6 +1262,10 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       if (op != "Reshape") refuse();
       return reverse(target());
     case Stage::kQkv5:
+      if (b.twins) {  // (3, 1, windows, heads, S, d)
+        if (!perm_is({3, 0, 1, 4, 2, 5})) refuse();
+        return next(Stage::kQkvT);
+      }
       if (perm_is({0, 3, 2, 1, 4})) {  // timm's MaxViT: (windows, heads, 3, S, d), unbound along axis 2
         b.unbind_axis = 2;
         return next(Stage::kQkvT);
@@ -1209,7 +1292,8 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       const std::vector<int64_t> axes = n.input_size() > 1 && !n.input(1).empty()
                                             ? ints_of(need_const(n, 1, "axes"), what)
                                             : attr_ints(n, "axes", {});
-      if (axes != std::vector<int64_t>{b.unbind_axis} && axes != std::vector<int64_t>{b.unbind_axis - 5}) refuse();
+      if (axes != std::vector<int64_t>{b.unbind_axis} && axes != std::vector<int64_t>{b.unbind_axis - qkv_rank})
+        refuse();
       return next(s == Stage::kQ1 ? Stage::kQ : s == Stage::kK1 ? Stage::kK : Stage::kV);
     }
     case Stage::kQ5:
@@ -1232,8 +1316,8 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       if (op == "Slice") {  // timm's unbind(0): a Slice of one along axis 0, then its Squeeze
         const SliceArgs a = slice_args(n);
         const int64_t start = a.starts.size() == 1 ? a.starts[0] : -1;
-        if (a.axes.size() != 1 || (a.axes[0] != b.unbind_axis && a.axes[0] != b.unbind_axis - 5) || a.steps[0] != 1 ||
-            start < 0 || start > 2 || std::min<int64_t>(a.ends[0], 3) != start + 1)
+        if (a.axes.size() != 1 || (a.axes[0] != b.unbind_axis && a.axes[0] != b.unbind_axis - qkv_rank) ||
+            a.steps[0] != 1 || start < 0 || start > 2 || std::min<int64_t>(a.ends[0], 3) != start + 1)
           fail(n, "slices the Q/K/V heads other than one of Q, K or V along axis " + std::to_string(b.unbind_axis));
         return next(start == 0 ? Stage::kQ1 : start == 1 ? Stage::kK1 : Stage::kV1);
       }
@@ -1281,7 +1365,7 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
             refuse();
           return next(Stage::kKf);
         }
-        if (!perm_is({0, 1, 3, 2})) refuse();
+        if (!perm_is(b.twins ? std::vector<int64_t>{0, 1, 2, 4, 3} : std::vector<int64_t>{0, 1, 3, 2})) refuse();
         return next(Stage::kKt);
       }
       if (op == "Einsum") {  // MaxViT: Q K^T per window and head
@@ -1382,11 +1466,20 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         if (!perm_is({0, 1, 3, 2})) refuse();
         return next(Stage::kHeadsC);
       }
-      if (!perm_is(b.maxvit ? std::vector<int64_t>{0, 1, 3, 2, 4} : std::vector<int64_t>{0, 2, 1, 3})) refuse();
+      if (!perm_is(b.maxvit || b.twins ? std::vector<int64_t>{0, 1, 3, 2, 4} : std::vector<int64_t>{0, 2, 1, 3}))
+        refuse();
       return next(Stage::kHeadsT);
     case Stage::kHeadsT: {
       if (op != "Reshape") refuse();
       std::vector<int64_t> t = target();
+      if (b.twins) {  // the reverse partition of the merged heads: (1, H/wh, W/ww, wh, ww, C)
+        const int64_t nh = b.in.full[0] / b.wh, nw = b.in.full[1] / b.ww;
+        if (t.size() != 6 || !one_image(t[0]) || t != std::vector<int64_t>{t[0], nh, nw, b.wh, b.ww, b.heads * b.vd()})
+          fail(n, "reshapes Twins' merged heads to " + ints_str(t) + "; dltrain reads the reverse partition (1, " +
+                      std::to_string(nh) + ", " + std::to_string(nw) + ", " + std::to_string(b.wh) + ", " +
+                      std::to_string(b.ww) + ", " + std::to_string(b.heads * b.vd()) + ")");
+        return next(Stage::kHeadsRev6);
+      }
       if (b.maxvit) {
         if (t.size() != 4 || !one_image(t[0])) refuse();
         t.erase(t.begin());
@@ -1399,7 +1492,31 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         refuse();
       return next(Stage::kMerged);
     }
+    case Stage::kHeadsRev6:
+      if (!perm_is({0, 1, 3, 2, 4, 5})) refuse();
+      return next(Stage::kHeadsRev);
+    case Stage::kHeadsRev: {  // the image (1, H, W, C), or its pixels as tokens (1, H*W, C)
+      if (op != "Reshape") refuse();
+      const auto t = target();
+      const int64_t h = b.in.full[0], w = b.in.full[1], k = b.heads * b.vd();
+      const bool image = t.size() == 4 && one_image(t[0]) && t[1] == h && t[2] == w && (t[3] == k || t[3] == -1);
+      if (!image && !(t.size() == 3 && one_image(t[0]) && t[1] == h * w && (t[2] == k || t[2] == -1)))
+        fail(n, "reshapes Twins' merged heads to " + ints_str(t) + "; dltrain reads (1, " + std::to_string(h) + ", " +
+                    std::to_string(w) + ", " + std::to_string(k) + ") or (1, " + std::to_string(h * w) + ", " +
+                    std::to_string(k) + ")");
+      b.merged_image = image;
+      return next(Stage::kMerged);
+    }
     case Stage::kMerged: {
+      if (b.twins && b.merged_image && op == "Reshape") {  // the image's pixels as tokens
+        const auto t = target();
+        const int64_t hw = b.in.full[0] * b.in.full[1], k = b.heads * b.vd();
+        if (t.size() != 3 || !one_image(t[0]) || t[1] != hw || (t[2] != k && t[2] != -1))
+          fail(n, "reshapes Twins' merged heads to " + ints_str(t) + "; dltrain reads (1, " + std::to_string(hw) +
+                      ", " + std::to_string(k) + ")");
+        b.merged_image = false;
+        return next(Stage::kMerged);
+      }
       if (b.image2d) {  // the output projection: a 1x1 Conv (+ its bias)
         const int64_t key = b.heads * b.vd();
         const onnx::TensorProto* wt = op == "Conv" && n.input_size() >= 2 ? constant(n.input(1)) : nullptr;

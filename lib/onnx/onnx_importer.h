@@ -353,6 +353,10 @@ class Importer {
     // A constant added to the scores (BEiT's relative position bias), (heads, rows, cols), divided
     // by the scores' scale at its Add: the bias the softmax sees is scale times these.
     std::vector<float> score_bias;
+    // Attention across channels (XCiT's, DaViT's: Q^T K, softmax, times V^T): rows and cols the
+    // channels of a head (kScores, kProbs), key_dim = value_dim = those channels; kHeads: rows
+    // the tokens (the output (tokens, heads * d) as O^T's view reads it)
+    bool channel = false;
   };
   // Element (i0, i1, ...) of the ONNX value is source[offset + sum(i_j * strides[j])], times scale.
   struct View {
@@ -441,8 +445,12 @@ class Importer {
     bool grid = false;    // Partition grid: window (i, j) holds pixels (a H/wh + i, b W/ww + j)
     bool maxvit = false;  // MaxViT's form: from partitioned tokens, Split, Einsum; ends at its projection
     bool seq = false;     // MobileViT's: from (windows, S, C) tokens, timm's attention; ends at its projection
+    // Twins' locally-grouped attention: the joint Q/K/V of the 6-D windows (1, H/wh, W/ww, wh, ww, C),
+    // the batch axis kept through the heads, the heads merged back into the image ((1, H, W, C),
+    // merged_image, then (1, H*W, C)) before the output projection; ends at its projection
+    bool twins = false, merged_image = false;
     // Every form but Swin's ends at its output projection (maxvit_close), in its input's layout.
-    bool ends_at_projection() const { return maxvit || seq || image2d || flat_tokens; }
+    bool ends_at_projection() const { return maxvit || seq || image2d || flat_tokens || twins; }
     double scale = 1;
     bool q_unit = false, k_unit = false;  // Q, K divided by their norms (cosine attention)
     std::vector<float> logit;             // cosine: the scores' per-head factor
@@ -458,6 +466,7 @@ class Importer {
     kKf, kKft,      // K^T as the dynamo exporter writes it: K reshaped to (windows heads, S, d), transposed
     kQkvH, kQkvHT,  // timm's head-first Q/K/V (maxvit_*_rw): (windows, S, heads, 3 d), transposed (0, 2, 1, 3)
     kQs, kKs, kVs,  // or split first (TinyViT): Q, K or V (windows, S, heads, d), before its Transpose (0, 2, 1, 3)
+    kHeadsRev6, kHeadsRev,              // Twins: the merged heads' reverse partition, before the output projection
     kConvQkv, kQkvC, kQc, kVc, kHeadsC  // CoAtNet's attention over an NCHW image (see image2d)
   };
   // MaxViT's layouts of an image's pixels as (1, windows, tokens, C): window: windows of wh x ww
@@ -527,6 +536,7 @@ class Importer {
   const std::vector<int>& consumers_of(const std::string& value);  // the nodes reading it, by index
   // through a bias Add into a Reshape to (.., S, 3, heads, d) or, head-first, (.., S, heads, 3 d or -1)
   bool feeds_heads(const std::string& value);
+  bool read_as_image(const std::string& value, int64_t h, int64_t w, int64_t c);
   std::vector<int64_t> ints_ahead(const std::string& name);
   bool feeds_reshape(const std::string& value, size_t rank);
   bool splits_heads(const std::string& value);

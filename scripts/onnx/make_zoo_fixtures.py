@@ -17,6 +17,7 @@ compares dltrain with them. Needs the virtual environment zoo_coverage.py uses (
 Usage: scripts/onnx/make_zoo_fixtures.py [--venv DIR] [--output tests/data/onnx_zoo] [--only a,b]
 """
 import argparse
+import inspect
 import os
 import sys
 
@@ -471,6 +472,31 @@ def tiny_models():
                                          depth=((1, 1, 0),), num_heads=(1, 2), mlp_ratio=(2., 2., 2.),
                                          num_classes=10))
 
+    def twins_timm(exporter):
+        # timm's Twins-SVT: stages of 8x8 (patch 4) and 4x4 (patch 2) tokens of widths 16 and 32;
+        # in each stage a locally-grouped attention (zero padding to whole windows, the tokens'
+        # channels-last image split into 2x2 windows, the joint Q/K/V Linear on the 6-D windows)
+        # then a global sub-sampled one (keys and values from the image reduced by a strided Conv,
+        # as PVT v2's), the PEG (a depthwise 3x3 Conv on the tokens' image plus the tokens) after
+        # the first block; the mean over the tokens. The dynamo exporter fails on the locally-grouped
+        # attention's 5-D scaled_dot_product_attention: its fixture has it written out (fused_attn off)
+        from timm.models.twins import LocallyGroupedAttn, Twins
+        m = timm_net(lambda: Twins(img_size=SIDE, patch_size=4, embed_dims=(16, 32), num_heads=(1, 2),
+                                   mlp_ratios=(2, 2), depths=(2, 2), sr_ratios=(2, 1), wss=(2, 2),
+                                   num_classes=10))
+        for mod in m.modules():
+            if isinstance(mod, LocallyGroupedAttn):
+                mod.fused_attn = exporter != "dynamo"
+        return m
+
+    def twins_pcpvt_timm():
+        # timm's Twins-PCPVT: global sub-sampled attention only (spatial reduction 2, then none),
+        # the PEG after each stage's first block (in the second, the first reader of the patch
+        # embedding's tokens as an image)
+        from timm.models.twins import Twins
+        return timm_net(lambda: Twins(img_size=SIDE, patch_size=4, embed_dims=(16, 32), num_heads=(1, 2),
+                                      mlp_ratios=(2, 2), depths=(1, 1), sr_ratios=(2, 1), num_classes=10))
+
     def beit_timm():
         # timm's BEiT: a relative position bias per head and pair of tokens (gathered from its
         # table, the class token's rows and columns its own entries) added to the scaled scores,
@@ -632,7 +658,7 @@ def tiny_models():
             "mobilevit": mobilevit, "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm, "pvt_v2_timm": pvt_v2_timm, "beit_timm": beit_timm,
             "pit_timm": lambda: pit_timm(False), "pit_distilled_timm": lambda: pit_timm(True),
-            "crossvit_timm": crossvit_timm,
+            "crossvit_timm": crossvit_timm, "twins_timm": twins_timm, "twins_pcpvt_timm": twins_pcpvt_timm,
             "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm,
             "efficientformer_timm": efficientformer_timm, "poolformer_timm": poolformer_timm,
             "caformer_timm": caformer_timm, "mambaout_timm": mambaout_timm,
@@ -656,7 +682,8 @@ def write_fixture(name, make, exporter, out_dir):
     import numpy as np
     import torch
     torch.manual_seed(0)
-    net = make().eval()
+    # a constructor taking the exporter writes the form that exporter can export
+    net = (make(exporter) if "exporter" in inspect.signature(make).parameters else make()).eval()
     pixels = zc.make_images(IMAGES, SIDES.get(name, SIDE), seed=1)
     x = torch.from_numpy(pixels.astype(np.float32)).permute(0, 3, 1, 2).contiguous()
     mean = torch.tensor(zc.MEAN).view(1, 3, 1, 1) * 255

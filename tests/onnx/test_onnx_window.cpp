@@ -226,7 +226,7 @@ TEST_CASE("onnx window: MaxViT graphs edited to break the partition or the atten
 }
 
 TEST_CASE(
-    "onnx window: timm's Swin, DeiT III, MobileViT, CoAtNet, FastViT, EfficientFormer and PVT v2 graphs and "
+    "onnx window: timm's Swin, DeiT III, MobileViT, CoAtNet, FastViT, EfficientFormer, Twins and PVT v2 graphs and "
     "SegFormer's edited to break their forms are refused in one line",
     "[onnx][swin]") {
   // The dynamo fixtures of tests/data/onnx_zoo: their shapes small initializers inside the file,
@@ -318,6 +318,25 @@ TEST_CASE(
     want =
         "node 'node_mul_5' (Mul): closes a window attention whose score bias (node 'node_add_4') is not a relative "
         "position bias (head 0, tokens 1 and 2";
+  }
+  SECTION("Twins' joint Q/K/V reshaped with its windows and tokens swapped") {
+    p = load("twins_timm-dynamo");
+    set_ints(initializer(p, "val_33"), {1, 4, 16, 3, 1, 16});  // was (1, windows, S, 3, heads, d) = (1, 16, 4, ...)
+    want =
+        "node 'node_view_3' (Reshape): reshapes Twins' joint Q/K/V projection to [1, 4, 16, 3, 1, 16]; dltrain "
+        "reads (1, 16, 4, 3, heads, d)";
+  }
+  SECTION("Twins' merged heads reversed into another partition") {
+    p = load("twins_timm-dynamo");
+    set_ints(initializer(p, "val_55"), {1, 2, 8, 2, 2, 16});  // was (1, H/wh, W/ww, wh, ww, C) = (1, 4, 4, 2, 2, 16)
+    want =
+        "node 'node_view_4' (Reshape): reshapes Twins' merged heads to [1, 2, 8, 2, 2, 16]; dltrain reads the "
+        "reverse partition (1, 4, 4, 2, 2, 16)";
+  }
+  SECTION("Twins' tokens viewed as an image of another shape") {
+    p = load("twins_timm-dynamo");
+    set_ints(initializer(p, "val_14"), {1, 4, 16, 16});  // was (1, H, W, C) = (1, 8, 8, 16)
+    want = "node 'node_pad' (Pad): reads a [1, 4, 16, 16] value inside an attention";
   }
   SECTION("PVT v2's keys and values reshaped into four parts instead of two") {
     p = load("pvt_v2_timm-dynamo");
