@@ -80,6 +80,31 @@ std::string OnnxGraph::attention(const std::string& out, const std::string& q, c
   return out;
 }
 
+std::string OnnxGraph::channel_attention(const std::string& out, const std::string& q, const std::string& k,
+                                         const std::string& v, int64_t heads, int64_t seq, int64_t dim, float scale) {
+  const std::string in[3] = {q, k, v};
+  const char* part[3] = {"_q", "_k", "_v"};
+  std::string head[3];
+  for (size_t i = 0; i < 3; ++i) {
+    const std::string p = out + part[i];
+    add_ints(p + "_heads_shape", {4}, {0, seq, heads, dim});
+    add_node("Reshape", p + "_split", {in[i], p + "_heads_shape"}, p + "_heads");
+    const std::vector<int64_t> perm = i == 1 ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{0, 2, 3, 1};
+    add_node("Transpose", p + "_transpose", {p + "_heads"}, p + "_t", {OnnxAttr("perm", perm)});
+    head[i] = p + "_t";
+  }
+  add_node("MatMul", out + "_qk", {head[0], head[1]}, out + "_qk");
+  add_floats(out + "_scale", {}, {scale});
+  add_node("Mul", out + "_scaled", {out + "_qk", out + "_scale"}, out + "_scores");
+  add_node("Softmax", out + "_softmax", {out + "_scores"}, out + "_probs", {OnnxAttr("axis", int64_t{-1})});
+  add_node("MatMul", out + "_pv", {out + "_probs", head[2]}, out + "_pv");
+  add_node("Transpose", out + "_merge", {out + "_pv"}, out + "_pv_t",
+           {OnnxAttr("perm", std::vector<int64_t>{0, 3, 1, 2})});
+  add_ints(out + "_merged_shape", {3}, {0, seq, heads * dim});
+  add_node("Reshape", out + "_merged", {out + "_pv_t", out + "_merged_shape"}, out);
+  return out;
+}
+
 std::string OnnxGraph::pixel_tokens(const std::string& layer, const OnnxValue& in) {
   if (in.tokens) return in.name;
   const OnnxValue x = image(layer, in);

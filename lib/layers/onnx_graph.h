@@ -88,6 +88,12 @@ class OnnxGraph {
   std::string attention(const std::string& out, const std::string& q, const std::string& k, const std::string& v,
                         int64_t heads, int64_t seq_q, int64_t seq_kv, int64_t key_dim, int64_t value_dim, float scale,
                         bool causal, const std::vector<float>* bias = nullptr);
+  // channel_attention(): attention across the channels of token sequences q, k and v (N, S, H * d):
+  // q and v reshaped into H heads and transposed to (N, H, d, S), k to (N, H, S, d), MatMul (Q^T K),
+  // Mul by scale, Softmax, MatMul by V^T, the result (N, H, d, S) transposed to (N, S, H, d) and
+  // reshaped to (N, S, H * d) as `out` (the channelAttention layer's form). Returns `out`.
+  std::string channel_attention(const std::string& out, const std::string& q, const std::string& k,
+                                const std::string& v, int64_t heads, int64_t seq, int64_t dim, float scale);
   // pixel_tokens(): value `in` as a token sequence (N, S, C): tokens as they are; an image
   // (N, C, H, W) (or a flat 1x1 one) as its pixels in row order, (N, H*W, C): Transpose
   // (0, 2, 3, 1) and Reshape, PVT's form, written once per value however many layers read it.

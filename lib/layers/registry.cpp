@@ -61,6 +61,7 @@ const LayerType& embedding_concatenation_layer_type();
 const LayerType& position_embedding_layer_type();
 const LayerType& self_attention_layer_type();
 const LayerType& attention_layer_type();
+const LayerType& channel_attention_layer_type();
 const LayerType& window_attention_layer_type();
 const LayerType& indexing1d_layer_type();
 const LayerType& global_average_pooling1d_layer_type();
@@ -122,6 +123,7 @@ const std::vector<const LayerType*>& layer_registry() {
       &position_embedding_layer_type(),
       &self_attention_layer_type(),
       &attention_layer_type(),
+      &channel_attention_layer_type(),
       &window_attention_layer_type(),
       &indexing1d_layer_type(),
       &global_average_pooling1d_layer_type(),

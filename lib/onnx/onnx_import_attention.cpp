@@ -59,6 +59,10 @@ std::vector<int64_t> result_strides(const std::vector<int64_t>& leading, int64_t
 // from its table): selfAttention's ScoreBias.
 void Importer::scores_addend(const onnx::NodeProto& n, int vi, const View& v) {
   Source& s = sources_[static_cast<size_t>(v.source)];
+  if (s.channel)
+    fail(n,
+         "adds a constant to attention scores across channels (Q^T K); dltrain's channelAttention reads no mask "
+         "or bias there");
   const onnx::TensorProto& t = *constant(n.input(1 - vi));
   const std::vector<int64_t> d = dims_of(t);
   const int64_t rows = s.rows, cols = s.cols, heads = s.heads;
@@ -160,7 +164,8 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
       v = View{tokens_source(t), {1, rows, cols}, {rows * cols, cols, 1}, 0, 1};
     }
     if (sources_[static_cast<size_t>(v.source)].kind == Source::kHeads) {
-      if (self_attention(v.source)) return attention(n, v, w, k, bias);
+      if (self_attention(v.source) && !sources_[static_cast<size_t>(v.source)].channel)
+        return attention(n, v, w, k, bias);
       v.source = attention_layer(n, v.source);  // the attention layer's output, projected by this MatMul
     }
     if (sources_[static_cast<size_t>(v.source)].kind == Source::kProjection) {
@@ -200,6 +205,31 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
   const bool proj_b = sb.kind == Source::kTokens || (sb.kind == Source::kProjection && sb.materialized < 0);
   if (proj_a && proj_b) {  // the scores Q K^T (as many keys as queries or not: cross-attention)
     const auto q = operand(a, sa.rows, sa.cols, false), k = operand(b, sb.rows, sb.cols, true);
+    // ... or Q^T K over the same tokens (attention across channels: XCiT, DaViT)
+    const auto qt = operand(a, sa.rows, sa.cols, true), kc = operand(b, sb.rows, sb.cols, false);
+    if (!(q && k) && qt && kc && qt->leading == kc->leading && qt->heads == kc->heads && qt->dim == kc->dim &&
+        sa.rows == sb.rows) {
+      Source s;
+      s.kind = Source::kScores;
+      s.channel = true;
+      s.tokens = sa.tokens;
+      s.rows = s.cols = s.key_dim = s.value_dim = qt->dim;
+      s.q = a.source;
+      s.k = b.source;
+      s.q_col = qt->col;
+      s.k_col = kc->col;
+      s.heads = qt->heads;
+      sources_.push_back(s);
+      View out;
+      out.source = static_cast<int>(sources_.size() - 1);
+      out.dims = qt->leading;
+      out.dims.push_back(s.rows);
+      out.dims.push_back(s.cols);
+      out.strides = result_strides(qt->leading, s.rows * s.cols, s.cols);
+      out.scale = a.scale * b.scale;
+      views_[define(n)] = out;
+      return;
+    }
     if (!q || !k || q->leading != k->leading || q->heads != k->heads || q->dim != k->dim)
       fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) +
                   ", which dltrain does not read as the scores Q K^T of heads of projected tokens");
@@ -222,6 +252,34 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
     out.dims.push_back(s.cols);
     out.strides = result_strides(q->leading, s.rows * s.cols, s.cols);
     out.scale = a.scale * b.scale;
+    views_[define(n)] = out;
+    return;
+  }
+  if (sa.kind == Source::kProbs && sa.channel && proj_b) {  // across channels: the weights times V^T
+    const auto v = operand(b, sb.rows, sb.cols, true);
+    std::vector<int64_t> lead(a.dims.begin(), a.dims.end() - 2);
+    const bool probs_whole = a.dims.size() >= 2 && a.dims[a.dims.size() - 2] == sa.rows && a.dims.back() == sa.cols &&
+                             a.scale == 1 && a.strides[a.dims.size() - 2] == sa.cols;
+    const Source& q = sources_[static_cast<size_t>(sa.q)];
+    if (!v || !probs_whole || b.scale != 1 || sb.rows != q.rows || v->dim != sa.cols || v->leading != lead ||
+        v->heads != sa.heads)
+      fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) +
+                  ", which dltrain does not read as the weights across channels times the heads of V transposed");
+    Source s = sa;
+    s.kind = Source::kHeads;
+    s.v = b.source;
+    s.v_col = v->col;
+    s.rows = q.rows;  // the tokens
+    s.cols = s.heads * s.value_dim;
+    sources_.push_back(s);
+    View out;  // O^T per head: (lead..., d, tokens) of the (tokens, heads * d) output
+    out.source = static_cast<int>(sources_.size() - 1);
+    out.dims = lead;
+    out.dims.push_back(s.value_dim);
+    out.dims.push_back(s.rows);
+    for (int64_t d : lead) out.strides.push_back(d > 1 ? s.value_dim : 0);
+    out.strides.push_back(1);
+    out.strides.push_back(s.cols);
     views_[define(n)] = out;
     return;
   }
@@ -335,7 +393,7 @@ int Importer::attention_layer(const onnx::NodeProto& n, int heads) {
   const Value v = operand_tokens(n, a.v, a.v_col, value, "value");
   onnx::NodeProto named;
   named.set_name(node_name(n) + "_attention");
-  LayerSpec& s = add_layer("attention", unique_name(named), {q.name, k.name, v.name});
+  LayerSpec& s = add_layer(a.channel ? "channelAttention" : "attention", unique_name(named), {q.name, k.name, v.name});
   s.set("NumHeads", std::to_string(a.heads));
   if (a.causal) s.set("AttentionMask", "causal");
   const double want = 1.0 / std::sqrt(static_cast<double>(a.key_dim));

@@ -337,6 +337,35 @@ bool Importer::read_as_image(const std::string& value, int64_t h, int64_t w, int
   return false;
 }
 
+// Whether value's heads (through a bias Add, Reshapes, Transposes, the unbind and a scale) are
+// the first operand of a MatMul after a Transpose of their last two axes: Q^T K, attention across
+// the channels (DaViT's, XCiT's), read by the views (onnx_import_attention.cpp), not as windows.
+bool Importer::channel_heads(const std::string& value) {
+  std::vector<std::string> todo{value};
+  for (size_t i = 0; i < todo.size() && i < 64; ++i)
+    for (int k : consumers_of(todo[i])) {
+      const onnx::NodeProto& c = g_.node(k);
+      const std::string& op = c.op_type();
+      if (op == "Transpose" && c.output_size() == 1) {
+        const std::vector<int64_t> p = attr_ints(c, "perm", {});
+        bool last_two = p.size() >= 3;
+        for (size_t j = 0; j + 2 < p.size() && last_two; ++j) last_two = p[j] == static_cast<int64_t>(j);
+        last_two = last_two && p[p.size() - 2] == static_cast<int64_t>(p.size()) - 1 &&
+                   p.back() == static_cast<int64_t>(p.size()) - 2;
+        if (last_two)
+          for (int m : consumers_of(c.output(0)))
+            if (g_.node(m).op_type() == "MatMul" && g_.node(m).input(0) == c.output(0) &&
+                !constant(g_.node(m).input(1)))
+              return true;
+      }
+      const bool step = op == "Add" || op == "Mul" || op == "Reshape" || op == "Transpose" || op == "Split" ||
+                        op == "Slice" || op == "Gather" || op == "Squeeze";
+      if (step)
+        for (const auto& out : c.output()) todo.push_back(out);
+    }
+  return false;
+}
+
 // Whether value goes (through a bias Add) into a Reshape to `rank` or more dimensions.
 bool Importer::feeds_reshape(const std::string& value, size_t rank) {
   for (int k : consumers_of(value)) {
@@ -653,8 +682,9 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
       token_pool(n, v, true);
       return true;
     }
-    if (op == "MatMul" && n.input_size() == 2 && constant(n.input(1)) && feeds_reshape(n.output(0), 4) &&
-        !(feeds_heads(n.output(0)) && splits_heads(n.output(0)))) {
+    if (op == "MatMul" && n.input_size() == 2 && constant(n.input(1)) &&
+        ((feeds_reshape(n.output(0), 4) && !(feeds_heads(n.output(0)) && splits_heads(n.output(0)))) ||
+         channel_heads(n.output(0)))) {
       // a projection of the pixels as tokens into heads, each of Q, K and V of its own or K and V
       // together (PVT's attention): read as views (onnx_import_attention.cpp) on the image
       view_matmul(n);
@@ -1552,6 +1582,13 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
     case Stage::kRev: {
       if (op != "Reshape") refuse();
       auto t = target();
+      if (t.size() == 3 && one_image(t[0]) && t[1] == b.in.full[0] * b.in.full[1] && (t[2] == b.out || t[2] == -1) &&
+          whole(b.in) && b.in.full == b.in.src_hw()) {  // DaViT: straight to the pixels as tokens (1, H*W, C)
+        const Value y = window_emit(n, b);
+        set_out(n, y);
+        partitions_[n.output(0)] = Partition{false, y.shape[0], y.shape[1], true};
+        return;
+      }
       if (t.size() != 4 || !one_image(t[0]) || t[1] != b.in.full[0] || t[2] != b.in.full[1] ||
           (t[3] != b.out && t[3] != -1))
         fail(n, "reshapes the reversed windows to " + ints_str(t) + "; dltrain reads (1, " +

@@ -537,6 +537,7 @@ class Importer {
   // through a bias Add into a Reshape to (.., S, 3, heads, d) or, head-first, (.., S, heads, 3 d or -1)
   bool feeds_heads(const std::string& value);
   bool read_as_image(const std::string& value, int64_t h, int64_t w, int64_t c);
+  bool channel_heads(const std::string& value);
   std::vector<int64_t> ints_ahead(const std::string& name);
   bool feeds_reshape(const std::string& value, size_t rank);
   bool splits_heads(const std::string& value);

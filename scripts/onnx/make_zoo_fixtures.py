@@ -497,6 +497,16 @@ def tiny_models():
         return timm_net(lambda: Twins(img_size=SIDE, patch_size=4, embed_dims=(16, 32), num_heads=(1, 2),
                                       mlp_ratios=(2, 2), depths=(1, 1), sr_ratios=(2, 1), num_classes=10))
 
+    def davit_timm():
+        # timm's DaViT at 32x32: a 7x7 stride-4 stem of 16 channels with a channels-first
+        # LayerNorm, two stages of 16 and 32 channels (the second after a LayerNorm and a 2x2
+        # stride-2 Conv), each a spatial block (the convolutional position encoding, window
+        # attention of 2x2 windows on the flattened image, the MLP) and a channel block (attention
+        # across the channels of 2 and 4 heads: softmax(k^T v) applied to q)
+        from timm.models.davit import DaVit
+        return timm_net(lambda: DaVit(depths=(1, 1), embed_dims=(16, 32), num_heads=(2, 4), window_size=2,
+                                      mlp_ratio=2, num_classes=10))
+
     def beit_timm():
         # timm's BEiT: a relative position bias per head and pair of tokens (gathered from its
         # table, the class token's rows and columns its own entries) added to the scaled scores,
@@ -659,6 +669,7 @@ def tiny_models():
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm, "pvt_v2_timm": pvt_v2_timm, "beit_timm": beit_timm,
             "pit_timm": lambda: pit_timm(False), "pit_distilled_timm": lambda: pit_timm(True),
             "crossvit_timm": crossvit_timm, "twins_timm": twins_timm, "twins_pcpvt_timm": twins_pcpvt_timm,
+            "davit_timm": davit_timm,
             "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm,
             "efficientformer_timm": efficientformer_timm, "poolformer_timm": poolformer_timm,
             "caformer_timm": caformer_timm, "mambaout_timm": mambaout_timm,

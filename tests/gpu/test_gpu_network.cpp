@@ -142,6 +142,13 @@ TEST_CASE("gpu network: attention on images (PVT's spatial-reduction attention, 
   check_forward_backward(p, 1, 5);
 }
 
+TEST_CASE("gpu network: channel attention (DaViT's and XCiT's attention across channels, on tokens and a map)",
+          "[gpu][net]") {
+  NetworkPair p = network_pair(config_network_file("tests/data/vit/channel_attention.yaml"), 6);
+  check_forward_backward(p, 4, 4);
+  check_forward_backward(p, 1, 5);
+}
+
 TEST_CASE("gpu network: BEiT's score bias and pooling after the class token", "[gpu][net]") {
   NetworkPair p = network_pair(config_network_file("tests/data/vit/beit.yaml"), 6);
   check_forward_backward(p, 4, 4);

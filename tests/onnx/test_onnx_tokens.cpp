@@ -356,6 +356,33 @@ layers:
   }
 }
 
+// Channel attention (tests/data/vit/channel_attention.yaml: on tokens between projections, on an
+// image with a scale of its own) exports in XCiT's and DaViT's form (Q^T K, Softmax, times V^T) and
+// reads back as the same layers with their options.
+TEST_CASE("onnx tokens: channel attention from YAML exports and reads back", "[onnx][vit][channel]") {
+  const NetworkSpec spec = load_config(std::string(DLT_SOURCE_DIR) + "/tests/data/vit/channel_attention.yaml").network;
+  Network net(spec, Device::cpu());
+  net.init_params(7);
+  const ModelData back = round_trip(net);
+  std::vector<const LayerSpec*> ca;
+  for (const auto& l : back.network.layers)
+    if (l.type == "channelAttention") ca.push_back(&l);
+  REQUIRE(ca.size() == 2);
+  CHECK(ca[0]->get_int("NumHeads", 0) == 2);
+  CHECK(ca[0]->get_double("Scale", 0) == 0);  // auto
+  CHECK(ca[1]->get_int("NumHeads", 0) == 3);
+  CHECK(ca[1]->get_double("Scale", 0) == Approx(0.8));
+  Network again(back.network, Device::cpu());
+  for (size_t i = 0; i < again.size(); ++i) {
+    const LayerSpec& l = back.network.layers[i];
+    if (l.type != "channelAttention") continue;
+    INFO(l.name);  // the tokens' layer of 2 heads, the feature map's of 3
+    CHECK(again.output_format(i) == (l.get_int("NumHeads", 0) == 2 ? DataFormat::kSCB : DataFormat::kSSCB));
+  }
+  CHECK(!layer_of_type(back, "attention"));
+  CHECK(!layer_of_type(back, "selfAttention"));
+}
+
 // Attention on images (tests/data/vit/pvt_image.yaml: the attention layer's queries, keys and
 // values all images of two sizes, selfAttention on an image, fullyConnected per pixel) exports in
 // PVT's form (the pixels as tokens by Transpose (0, 2, 3, 1) and Reshape, the output back by

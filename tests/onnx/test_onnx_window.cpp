@@ -226,8 +226,8 @@ TEST_CASE("onnx window: MaxViT graphs edited to break the partition or the atten
 }
 
 TEST_CASE(
-    "onnx window: timm's Swin, DeiT III, MobileViT, CoAtNet, FastViT, EfficientFormer, Twins and PVT v2 graphs and "
-    "SegFormer's edited to break their forms are refused in one line",
+    "onnx window: timm's Swin, DeiT III, MobileViT, CoAtNet, FastViT, EfficientFormer, Twins, DaViT and PVT v2 graphs "
+    "and SegFormer's edited to break their forms are refused in one line",
     "[onnx][swin]") {
   // The dynamo fixtures of tests/data/onnx_zoo: their shapes small initializers inside the file,
   // the weights in the .onnx.data file beside it (copied beside the edited graph).
@@ -337,6 +337,13 @@ TEST_CASE(
     p = load("twins_timm-dynamo");
     set_ints(initializer(p, "val_14"), {1, 4, 16, 16});  // was (1, H, W, C) = (1, 8, 8, 16)
     want = "node 'node_pad' (Pad): reads a [1, 4, 16, 16] value inside an attention";
+  }
+  SECTION("DaViT's weights across channels times V not transposed") {
+    p = load("davit_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_matmul_1") n.set_input(1, "getitem_3");  // was its transpose (1, heads, d, tokens)
+    want = "node 'node_matmul_1' (MatMul): multiplies [1, 2, 8, 8] by [1, 2, 64, 8], which dltrain does not read as "
+           "the weights across channels times the heads of V transposed";
   }
   SECTION("PVT v2's keys and values reshaped into four parts instead of two") {
     p = load("pvt_v2_timm-dynamo");
