@@ -29,15 +29,8 @@ namespace {
 class ChannelAttentionLayer final : public Layer {
  public:
   explicit ChannelAttentionLayer(const LayerSpec& spec) : Layer(spec) {
-    heads_ = spec_.get_int("NumHeads", 0, 1);
-    if (heads_ == 0) throw ConfigError(spec.where() + "option NumHeads is required (e.g. NumHeads: 4)");
-    const SpecValue* s = spec_.get("Scale");
-    if (!(s && !s->is_list && s->items.size() == 1 && s->items[0] == "auto")) {
-      scale_ = spec_.get_double("Scale", 0.0);
-      if (s && (static_cast<float>(scale_) == 0.f || !std::isfinite(static_cast<float>(scale_))))
-        throw ConfigError(spec.where() + "option Scale must be auto or a finite non-zero number, got " +
-                          s->items.at(0) + " (0 would weigh every channel alike)");
-    }
+    heads_ = num_heads_option(spec_);
+    scale_ = scale_option(spec_, "channel");
   }
 
   int num_inputs() const override { return 3; }

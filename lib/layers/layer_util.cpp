@@ -1,5 +1,7 @@
 #include "layers/layer_util.h"
 
+#include <cmath>
+
 #include "util/error.h"
 #include "util/numbers.h"
 #include "util/strings.h"
@@ -68,6 +70,22 @@ Param make_param(const LayerSpec& spec, const std::string& name, const Shape& sh
   p.learn_rate_factor = static_cast<float>(lr);
   p.l2_factor = static_cast<float>(l2);
   return p;
+}
+
+int64_t num_heads_option(const LayerSpec& spec) {
+  const int64_t heads = spec.get_int("NumHeads", 0, 1);
+  if (heads == 0) throw ConfigError(spec.where() + "option NumHeads is required (e.g. NumHeads: 4)");
+  return heads;
+}
+
+double scale_option(const LayerSpec& spec, const std::string& alike) {
+  const SpecValue* s = spec.get("Scale");
+  if (s && !s->is_list && s->items.size() == 1 && s->items[0] == "auto") return 0;
+  const double scale = spec.get_double("Scale", 0.0);
+  if (s && (static_cast<float>(scale) == 0.f || !std::isfinite(static_cast<float>(scale))))
+    throw ConfigError(spec.where() + "option Scale must be auto or a finite non-zero number, got " + s->items.at(0) +
+                      " (0 would weigh every " + alike + " alike)");
+  return scale;
 }
 
 Tensor& grad_or_scratch(Tensor* dx, const Tensor& x, Tensor& scratch) {

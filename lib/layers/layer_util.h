@@ -32,6 +32,10 @@ uint64_t dropout_stream(const std::string& layer_name, uint64_t iteration);
 // Where an op that computes the input gradient together with its learnables' writes dx: the
 // network's dx, or (dx null: the input needs no gradient) scratch, made x's size when it is not.
 Tensor& grad_or_scratch(Tensor* dx, const Tensor& x, Tensor& scratch);
+// The attention layers' options: NumHeads (required, at least 1) and Scale ("auto": 0; otherwise
+// a finite number other than 0, which would weigh every `alike` the same).
+int64_t num_heads_option(const LayerSpec& spec);
+double scale_option(const LayerSpec& spec, const std::string& alike);
 // Sets option key to the list v (ONNX import).
 void set_list(LayerSpec& spec, const std::string& key, const std::vector<int64_t>& v);
 

@@ -204,56 +204,41 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
   const bool proj_a = sa.kind == Source::kTokens || (sa.kind == Source::kProjection && sa.materialized < 0);
   const bool proj_b = sb.kind == Source::kTokens || (sb.kind == Source::kProjection && sb.materialized < 0);
   if (proj_a && proj_b) {  // the scores Q K^T (as many keys as queries or not: cross-attention)
-    const auto q = operand(a, sa.rows, sa.cols, false), k = operand(b, sb.rows, sb.cols, true);
-    // ... or Q^T K over the same tokens (attention across channels: XCiT, DaViT)
-    const auto qt = operand(a, sa.rows, sa.cols, true), kc = operand(b, sb.rows, sb.cols, false);
-    if (!(q && k) && qt && kc && qt->leading == kc->leading && qt->heads == kc->heads && qt->dim == kc->dim &&
-        sa.rows == sb.rows) {
+    // The scores' source (rows x cols per head) and its view, the operands' leading dimensions first.
+    auto scores = [&](const Operand& x, const Operand& y, int64_t rows, int64_t cols, bool channel) {
       Source s;
       s.kind = Source::kScores;
-      s.channel = true;
+      s.channel = channel;
       s.tokens = sa.tokens;
-      s.rows = s.cols = s.key_dim = s.value_dim = qt->dim;
+      s.rows = rows;
+      s.cols = cols;
       s.q = a.source;
       s.k = b.source;
-      s.q_col = qt->col;
-      s.k_col = kc->col;
-      s.heads = qt->heads;
+      s.q_col = x.col;
+      s.k_col = y.col;
+      s.heads = x.heads;
+      s.key_dim = x.dim;
+      if (channel) s.value_dim = x.dim;
       sources_.push_back(s);
       View out;
       out.source = static_cast<int>(sources_.size() - 1);
-      out.dims = qt->leading;
-      out.dims.push_back(s.rows);
-      out.dims.push_back(s.cols);
-      out.strides = result_strides(qt->leading, s.rows * s.cols, s.cols);
+      out.dims = x.leading;
+      out.dims.push_back(rows);
+      out.dims.push_back(cols);
+      out.strides = result_strides(x.leading, rows * cols, cols);
       out.scale = a.scale * b.scale;
       views_[define(n)] = out;
-      return;
-    }
+    };
+    const auto q = operand(a, sa.rows, sa.cols, false), k = operand(b, sb.rows, sb.cols, true);
+    // ... or Q^T K over the same tokens (attention across channels: XCiT, DaViT): d x d per head
+    const auto qt = operand(a, sa.rows, sa.cols, true), kc = operand(b, sb.rows, sb.cols, false);
+    if (!(q && k) && qt && kc && qt->leading == kc->leading && qt->heads == kc->heads && qt->dim == kc->dim &&
+        sa.rows == sb.rows)
+      return scores(*qt, *kc, qt->dim, qt->dim, true);
     if (!q || !k || q->leading != k->leading || q->heads != k->heads || q->dim != k->dim)
       fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) +
                   ", which dltrain does not read as the scores Q K^T of heads of projected tokens");
-    Source s;
-    s.kind = Source::kScores;
-    s.tokens = sa.tokens;
-    s.rows = sa.rows;
-    s.cols = sb.rows;
-    s.q = a.source;
-    s.k = b.source;
-    s.q_col = q->col;
-    s.k_col = k->col;
-    s.heads = q->heads;
-    s.key_dim = q->dim;
-    sources_.push_back(s);
-    View out;
-    out.source = static_cast<int>(sources_.size() - 1);
-    out.dims = q->leading;
-    out.dims.push_back(s.rows);
-    out.dims.push_back(s.cols);
-    out.strides = result_strides(q->leading, s.rows * s.cols, s.cols);
-    out.scale = a.scale * b.scale;
-    views_[define(n)] = out;
-    return;
+    return scores(*q, *k, sa.rows, sb.rows, false);
   }
   if (sa.kind == Source::kProbs && sa.channel && proj_b) {  // across channels: the weights times V^T
     const auto v = operand(b, sb.rows, sb.cols, true);
