@@ -333,6 +333,13 @@ TEST_CASE(
         "node 'node_view_4' (Reshape): reshapes Twins' merged heads to [1, 2, 8, 2, 2, 16]; dltrain reads the "
         "reverse partition (1, 4, 4, 2, 2, 16)";
   }
+  SECTION("Twins' windows of a padded image") {
+    p = load("twins_timm-dynamo");
+    set_ints(initializer(p, "val_15"), {0, 0, 0, 0, 0, 2, 2, 0});  // was no padding: the 8x8 image now 10x10
+    set_ints(initializer(p, "val_23"), {1, 5, 2, 5, 2, 16});       // its 2x2 windows
+    want = "node 'node_MatMul_21' (MatMul): projects the windows of a padded, rolled or cropped image; dltrain reads "
+           "Twins' locally-grouped attention on whole windows of the image";
+  }
   SECTION("Twins' tokens viewed as an image of another shape") {
     p = load("twins_timm-dynamo");
     set_ints(initializer(p, "val_14"), {1, 4, 16, 16});  // was (1, H, W, C) = (1, 8, 8, 16)
