@@ -67,7 +67,7 @@ class ChannelAttentionLayer final : public Layer {
     d.scale = scale();
     op_ = be.make(d);
     for (Tensor& t : t_) t = Tensor(Shape{n, c_, seq_, 1}, dev);
-    for (Tensor& g : g_) g = Tensor();  // made by the first backward
+    dq_ = Tensor();  // made by the first backward
   }
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext&) override {
@@ -76,16 +76,17 @@ class ChannelAttentionLayer final : public Layer {
     from_heads_->forward(t_[3], y);
   }
 
-  // The op's gradients of the transposed heads, each brought back to its input's layout; the
-  // transposed inputs stay for the op's backward, the output's slot takes dy transposed.
+  // The op's gradients of the transposed heads, each brought back to its input's layout: the
+  // output's slot takes dy transposed, dK^T and dV^T go over K^T and V^T (the op reads each before
+  // it writes its gradient), dQ^T into a buffer of its own.
   void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {
     from_heads_->backward(dy, t_[3]);
-    for (Tensor& g : g_)
-      if (!g.defined()) g = Tensor(t_[3].shape(), t_[3].device());
-    op_->backward(t_[0], t_[1], t_[2], t_[3], g_[0], g_[1], g_[2]);
+    if (!dq_.defined()) dq_ = Tensor(t_[3].shape(), t_[3].device());
+    op_->backward(t_[0], t_[1], t_[2], t_[3], dq_, t_[1], t_[2]);
+    const Tensor* g[3] = {&dq_, &t_[1], &t_[2]};
     for (size_t i = 0; i < 3; ++i)
-      if (dx[i]) to_heads_->backward(g_[i], *dx[i]);
+      if (dx[i]) to_heads_->backward(*g[i], *dx[i]);
   }
 
   int64_t flops_per_image() const override { return 4 * c_ * (c_ / heads_) * seq_; }
@@ -111,8 +112,8 @@ class ChannelAttentionLayer final : public Layer {
   double scale_ = 0;  // 0: auto
   std::unique_ptr<SpatialTransposeOp> to_heads_, from_heads_;
   std::unique_ptr<AttentionOp> op_;
-  Tensor t_[4];  // Q^T, K^T, V^T and the output (N, C, S); in backward, dO^T
-  Tensor g_[3];  // the op's gradients of Q^T, K^T, V^T
+  Tensor t_[4];  // Q^T, K^T, V^T and the output (N, C, S); in backward dO^T, and dK^T, dV^T over K^T, V^T
+  Tensor dq_;    // the op's gradient of Q^T
 };
 
 }  // namespace

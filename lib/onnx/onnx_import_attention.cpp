@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <utility>
 
 #include "onnx/onnx_importer.h"
 
@@ -240,55 +241,37 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
                   ", which dltrain does not read as the scores Q K^T of heads of projected tokens");
     return scores(*q, *k, sa.rows, sb.rows, false);
   }
-  if (sa.kind == Source::kProbs && sa.channel && proj_b) {  // across channels: the weights times V^T
-    const auto v = operand(b, sb.rows, sb.cols, true);
-    std::vector<int64_t> lead(a.dims.begin(), a.dims.end() - 2);
-    const bool probs_whole = a.dims.size() >= 2 && a.dims[a.dims.size() - 2] == sa.rows && a.dims.back() == sa.cols &&
-                             a.scale == 1 && a.strides[a.dims.size() - 2] == sa.cols;
-    const Source& q = sources_[static_cast<size_t>(sa.q)];
-    if (!v || !probs_whole || b.scale != 1 || sb.rows != q.rows || v->dim != sa.cols || v->leading != lead ||
-        v->heads != sa.heads)
-      fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) +
-                  ", which dltrain does not read as the weights across channels times the heads of V transposed");
-    Source s = sa;
-    s.kind = Source::kHeads;
-    s.v = b.source;
-    s.v_col = v->col;
-    s.rows = q.rows;  // the tokens
-    s.cols = s.heads * s.value_dim;
-    sources_.push_back(s);
-    View out;  // O^T per head: (lead..., d, tokens) of the (tokens, heads * d) output
-    out.source = static_cast<int>(sources_.size() - 1);
-    out.dims = lead;
-    out.dims.push_back(s.value_dim);
-    out.dims.push_back(s.rows);
-    for (int64_t d : lead) out.strides.push_back(d > 1 ? s.value_dim : 0);
-    out.strides.push_back(1);
-    out.strides.push_back(s.cols);
-    views_[define(n)] = out;
-    return;
-  }
-  if (sa.kind == Source::kProbs && proj_b) {  // softmax times V
-    const auto v = operand(b, sb.rows, sb.cols, false);
+  if (sa.kind == Source::kProbs && proj_b) {  // softmax times V (across channels: the weights times V^T)
+    const bool channel = sa.channel;
+    const auto v = operand(b, sb.rows, sb.cols, channel);
     std::vector<int64_t> lead(a.dims.begin(), a.dims.end() - 2);
     const bool probs_whole = a.dims.size() >= 2 && a.dims[a.dims.size() - 2] == sa.rows && a.dims.back() == sa.cols &&
                              a.scale == 1 && (sa.rows == 1 || a.strides[a.dims.size() - 2] == sa.cols);
-    if (!v || !probs_whole || b.scale != 1 || sb.rows != sa.cols || v->leading != lead || v->heads != sa.heads)
-      fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) +
-                  ", which dltrain does not read as the attention weights times the heads of V");
+    // the output's rows: the queries, or (across channels) the tokens V and Q share
+    const int64_t rows = channel ? sources_[static_cast<size_t>(sa.q)].rows : sa.rows;
+    if (!v || !probs_whole || b.scale != 1 || v->leading != lead || v->heads != sa.heads ||
+        (channel ? sb.rows != rows || v->dim != sa.cols : sb.rows != sa.cols))
+      fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) + ", which dltrain does not read as the " +
+                  (channel ? "weights across channels times the heads of V transposed"
+                           : "attention weights times the heads of V"));
     Source s = sa;
     s.kind = Source::kHeads;
     s.v = b.source;
     s.v_col = v->col;
+    s.rows = rows;
     s.value_dim = v->dim;
     s.cols = s.heads * s.value_dim;
     sources_.push_back(s);
-    View out;
+    View out;  // (lead..., rows, value_dim); across channels its transpose O^T (lead..., d, tokens)
     out.source = static_cast<int>(sources_.size() - 1);
     out.dims = lead;
     out.dims.push_back(s.rows);
     out.dims.push_back(s.value_dim);
     out.strides = result_strides(lead, s.value_dim, s.cols);
+    if (channel) {
+      std::swap(out.dims[out.dims.size() - 2], out.dims.back());
+      std::swap(out.strides[out.strides.size() - 2], out.strides.back());
+    }
     views_[define(n)] = out;
     return;
   }
