@@ -177,13 +177,19 @@ class RowGatherOp {
   Device device_;
 };
 
+// Each group of `dim` values divided by its L2 norm (at least kEps) and multiplied by its head's
+// factor: x (rows, heads, per_head, dim), the factor of head h exp(min(t[h], max_log_scale))
+// (Swin V2's cosine attention's logit scale) or, linear, t[h] itself (XCiT's temperature); 1
+// without t.
 struct HeadNormalizeDesc {
   using Op = HeadNormalizeOp;
   static constexpr const char* kOp = "head_normalize";
   static constexpr float kEps = 1e-12f;
   int64_t rows = 1, heads = 1, dim = 1;
   double max_log_scale = 4.605170185988091;  // log(100), Swin V2's clamp
-  int64_t numel() const { return rows * heads * dim; }
+  int64_t per_head = 1;                      // groups of dim values per head
+  bool linear = false;                       // the factor is t itself, not exp(min(t, max_log_scale))
+  int64_t numel() const { return rows * heads * per_head * dim; }
 };
 
 class HeadNormalizeOp {
@@ -210,7 +216,8 @@ class HeadNormalizeOp {
 
  protected:
   HeadNormalizeOp(const HeadNormalizeDesc& d, Device device) : desc_(d), device_(device) {
-    DLT_CHECK(d.rows >= 1 && d.heads >= 1 && d.dim >= 1, "head normalize: every size must be at least 1");
+    DLT_CHECK(d.rows >= 1 && d.heads >= 1 && d.dim >= 1 && d.per_head >= 1,
+              "head normalize: every size must be at least 1");
   }
   virtual void do_forward(const Tensor& x, const Tensor* t, Tensor& y) = 0;
   virtual void do_backward(const Tensor& x, const Tensor* t, const Tensor& dy, Tensor& dx, Tensor* dt) = 0;

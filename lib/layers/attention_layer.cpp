@@ -14,7 +14,9 @@
 // refused when true: dltrain's sequences have no padding and a layer has one output.
 // Images (SSCB) are taken too (dltrain's own): an image's pixels in row order are its tokens
 // (the same memory as (H W, 1, C)); the output has the query's format, an Hq x Wq x Cv image
-// for an image query (PVT's queries over the pixels of a strided convolution's output).
+// for an image query (PVT's queries over the pixels of a strided convolution's output). A vector
+// (CB) is one token (CaiT's and XCiT's class attention: the class token's query alone); a
+// vector query gives a sequence of one token.
 #include <cmath>
 #include <memory>
 #include <string>
@@ -44,7 +46,12 @@ class AttentionLayer final : public Layer {
   }
 
   int num_inputs() const override { return 3; }
-  bool takes(DataFormat f) const override { return f == DataFormat::kSCB || f == DataFormat::kSSCB; }
+  bool takes(DataFormat f) const override {
+    return f == DataFormat::kSCB || f == DataFormat::kSSCB || f == DataFormat::kCB;
+  }
+  DataFormat output_format() const override {
+    return input_format(0) == DataFormat::kCB ? DataFormat::kSCB : input_format(0);
+  }
 
   Shape infer(const std::vector<Shape>& inputs) override {
     expect_inputs(spec_, inputs, 3);
@@ -90,7 +97,7 @@ class AttentionLayer final : public Layer {
   // tokens first; an image query's output made an image again).
   OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
     const std::string& n = name();
-    const bool image = !inputs.at(0).tokens;
+    const bool image = !inputs.at(0).tokens && !inputs[0].flat;
     const std::string y = image ? n + "_tokens" : n;
     g.attention(y, g.pixel_tokens(n, inputs[0]), g.pixel_tokens(n, inputs.at(1)), g.pixel_tokens(n, inputs.at(2)),
                 heads_, seq_q_, seq_kv_, key_ / heads_, value_ / heads_, desc(1).scale_or_default(), causal_);

@@ -40,6 +40,8 @@ Shape ConvLayerBase::infer_conv(const Shape& in, int64_t k, int64_t groups) {
   pb_ = pad[1];
   pl_ = pad[2];
   pr_ = pad[3];
+  if (input_format(0) == DataFormat::kSCB && pt_ + pb_ + pl_ + pr_ != 0)
+    shape_error(spec_, "pads a token sequence; a convolution of tokens is 1x1 without padding");
   ConvDesc d = desc(1);
   int64_t eh = (kh_ - 1) * dh_ + 1, ew = (kw_ - 1) * dw_ + 1;
   if (h_ + pt_ + pb_ < eh || w_ + pl_ + pr_ < ew) {
@@ -130,6 +132,18 @@ int64_t ConvLayerBase::flops_per_image() const {
 OnnxValue ConvLayerBase::to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const {
   const std::string& n = name();
   const int64_t cg = c_ / groups_;
+  if (inputs.at(0).tokens) {
+    // On tokens (N, S, C), a channel-wise 1x1 convolution (an imported channel scale): Mul, Add.
+    if (kh_ != 1 || kw_ != 1 || sh_ != 1 || sw_ != 1 || groups_ != c_ || k_ != c_ || pt_ + pl_ + pb_ + pr_ != 0)
+      throw ModelError(g.path() + ": layer '" + n +
+                       "' convolves a token sequence, which has an ONNX form here only as a channel-wise 1x1 "
+                       "convolution (a per-channel scale)");
+    g.add_floats(n + "_W", {c_}, host_values(params_[0].value));
+    g.add_floats(n + "_B", {c_}, host_values(params_[1].value));
+    g.add_node("Mul", n + "_scale", {inputs[0].name, n + "_W"}, n + "_scaled");
+    g.add_node("Add", n, {n + "_scaled", n + "_B"}, n);
+    return OnnxValue{n, out, false, {}, false, false, true};
+  }
   OnnxValue x = g.image(n, inputs.at(0));
   g.add_floats(n + "_W", {k_, cg, kh_, kw_}, ohwi_to_oihw(host_values(params_[0].value), k_, cg, kh_, kw_));
   g.add_floats(n + "_B", {k_}, host_values(params_[1].value));

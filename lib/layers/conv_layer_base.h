@@ -18,7 +18,7 @@ namespace dlt {
 
 class ConvLayerBase : public Layer {
  public:
-  // An image layer: not on token sequences.
+  // An image layer: not on token sequences (groupedConvolution2d's per-channel scale aside).
   bool takes(DataFormat f) const override { return f != DataFormat::kSCB; }
   void setup(int64_t n, Backend& be) override;
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override;

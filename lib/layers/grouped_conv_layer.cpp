@@ -4,6 +4,9 @@
 // is one group per input channel (a depthwise convolution, F its depth multiplier). Weights
 // (G*F, kh, kw, C/G), Bias (G*F); output channel k belongs to group k / F (ONNX's and
 // PyTorch's order). ONNX: Conv with group > 1 both ways.
+// On token sequences (dltrain's own) only as a per-channel scale: 1x1, stride 1, no padding,
+// channel-wise with one filter per group (each token a pixel; an imported LayerScale that cannot
+// be folded), written to ONNX as Mul and Add.
 #include <memory>
 
 #include "layers/conv_layer_base.h"
@@ -19,6 +22,10 @@ class GroupedConvolution2dLayer final : public ConvLayerBase {
  public:
   explicit GroupedConvolution2dLayer(const LayerSpec& spec);
   Shape infer(const std::vector<Shape>& inputs) override;
+  bool takes(DataFormat f) const override {
+    return f != DataFormat::kSCB ||
+           (num_groups_ == 0 && filters_per_group_ == 1 && kh_ == 1 && kw_ == 1 && sh_ == 1 && sw_ == 1);
+  }
 
  private:
   int64_t filters_per_group_ = 1;  // NumFiltersPerGroup

@@ -21,9 +21,10 @@ OnnxValue OnnxGraph::image(const std::string& layer, const OnnxValue& in) {
   if (!in.flat) return in;
   if (in.shape[0] * in.shape[1] != 1)
     throw ModelError(path() + ": layer '" + layer + "' reads a flattened image, which has no ONNX form here");
-  add_ints(layer + "_shape", {4}, {0, in.shape[2], 1, 1});
-  add_node("Reshape", layer + "_unflatten", {in.name, layer + "_shape"}, layer + "_image");
-  return OnnxValue{layer + "_image", in.shape, false};
+  const std::string p = layer + "_" + in.name;  // a layer may read several flat values
+  add_ints(p + "_shape", {4}, {0, in.shape[2], 1, 1});
+  add_node("Reshape", p + "_unflatten", {in.name, p + "_shape"}, p + "_image");
+  return OnnxValue{p + "_image", in.shape, false};
 }
 
 std::string OnnxGraph::tokens_linear(const std::string& out, const std::string& x, const std::vector<float>& weights,
@@ -81,7 +82,8 @@ std::string OnnxGraph::attention(const std::string& out, const std::string& q, c
 }
 
 std::string OnnxGraph::channel_attention(const std::string& out, const std::string& q, const std::string& k,
-                                         const std::string& v, int64_t heads, int64_t seq, int64_t dim, float scale) {
+                                         const std::string& v, int64_t heads, int64_t seq, int64_t dim, float scale,
+                                         const std::vector<float>* temperature) {
   const std::string in[3] = {q, k, v};
   const char* part[3] = {"_q", "_k", "_v"};
   std::string head[3];
@@ -89,14 +91,34 @@ std::string OnnxGraph::channel_attention(const std::string& out, const std::stri
     const std::string p = out + part[i];
     add_ints(p + "_heads_shape", {4}, {0, seq, heads, dim});
     add_node("Reshape", p + "_split", {in[i], p + "_heads_shape"}, p + "_heads");
-    const std::vector<int64_t> perm = i == 1 ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{0, 2, 3, 1};
+    const bool key_first = i == 1 && !temperature;
+    const std::vector<int64_t> perm = key_first ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{0, 2, 3, 1};
     add_node("Transpose", p + "_transpose", {p + "_heads"}, p + "_t", {OnnxAttr("perm", perm)});
     head[i] = p + "_t";
+    if (!temperature || i == 2) continue;
+    // F.normalize over the tokens: x / max(|x|, eps)
+    add_node("ReduceL2", p + "_norm", {head[i]}, p + "_norm",
+             {OnnxAttr("axes", std::vector<int64_t>{-1}), OnnxAttr("keepdims", int64_t{1})});
+    add_floats(p + "_eps", {}, {1e-12f});
+    add_node("Clip", p + "_clip", {p + "_norm", p + "_eps"}, p + "_clipped");
+    add_node("Div", p + "_unit", {head[i], p + "_clipped"}, p + "_unit");
+    head[i] = p + "_unit";
+    if (i == 1) {
+      add_node("Transpose", p + "_unit_t", {head[i]}, p + "_unit_t",
+               {OnnxAttr("perm", std::vector<int64_t>{0, 1, 3, 2})});
+      head[i] = p + "_unit_t";
+    }
   }
   add_node("MatMul", out + "_qk", {head[0], head[1]}, out + "_qk");
   add_floats(out + "_scale", {}, {scale});
   add_node("Mul", out + "_scaled", {out + "_qk", out + "_scale"}, out + "_scores");
-  add_node("Softmax", out + "_softmax", {out + "_scores"}, out + "_probs", {OnnxAttr("axis", int64_t{-1})});
+  std::string scores = out + "_scores";
+  if (temperature) {
+    add_floats(out + "_temperature", {heads, 1, 1}, *temperature);
+    add_node("Mul", out + "_tempered", {scores, out + "_temperature"}, out + "_tempered_scores");
+    scores = out + "_tempered_scores";
+  }
+  add_node("Softmax", out + "_softmax", {scores}, out + "_probs", {OnnxAttr("axis", int64_t{-1})});
   add_node("MatMul", out + "_pv", {out + "_probs", head[2]}, out + "_pv");
   add_node("Transpose", out + "_merge", {out + "_pv"}, out + "_pv_t",
            {OnnxAttr("perm", std::vector<int64_t>{0, 3, 1, 2})});

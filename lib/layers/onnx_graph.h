@@ -91,9 +91,13 @@ class OnnxGraph {
   // channel_attention(): attention across the channels of token sequences q, k and v (N, S, H * d):
   // q and v reshaped into H heads and transposed to (N, H, d, S), k to (N, H, S, d), MatMul (Q^T K),
   // Mul by scale, Softmax, MatMul by V^T, the result (N, H, d, S) transposed to (N, S, H, d) and
-  // reshaped to (N, S, H * d) as `out` (the channelAttention layer's form). Returns `out`.
+  // reshaped to (N, S, H * d) as `out` (the channelAttention layer's form). temperature (not
+  // null: H values): XCiT's form instead: q and k both (N, H, d, S), each divided by its L2 norm
+  // over the tokens (ReduceL2, Clip at 1e-12, Div), k then transposed, the scaled scores times
+  // the (H, 1, 1) temperature. Returns `out`.
   std::string channel_attention(const std::string& out, const std::string& q, const std::string& k,
-                                const std::string& v, int64_t heads, int64_t seq, int64_t dim, float scale);
+                                const std::string& v, int64_t heads, int64_t seq, int64_t dim, float scale,
+                                const std::vector<float>* temperature = nullptr);
   // pixel_tokens(): value `in` as a token sequence (N, S, C): tokens as they are; an image
   // (N, C, H, W) (or a flat 1x1 one) as its pixels in row order, (N, H*W, C): Transpose
   // (0, 2, 3, 1) and Reshape, PVT's form, written once per value however many layers read it.

@@ -210,6 +210,7 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
       Source s;
       s.kind = Source::kScores;
       s.channel = channel;
+      s.unit = a.unit_stride != 0;
       s.tokens = sa.tokens;
       s.rows = rows;
       s.cols = cols;
@@ -233,6 +234,12 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
     const auto q = operand(a, sa.rows, sa.cols, false), k = operand(b, sb.rows, sb.cols, true);
     // ... or Q^T K over the same tokens (attention across channels: XCiT, DaViT): d x d per head
     const auto qt = operand(a, sa.rows, sa.cols, true), kc = operand(b, sb.rows, sb.cols, false);
+    // Q and K L2-normalized over the tokens (XCiT's F.normalize): across channels, both or neither
+    const bool unit = a.unit_stride || b.unit_stride;
+    if (unit && !(a.unit_stride == sa.cols && b.unit_stride == sb.cols && !(q && k) && qt && kc))
+      fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) +
+                  " with an L2-normalized operand; dltrain reads normalized operands only as XCiT's attention across "
+                  "channels: Q^T K with both Q and K divided by their norms over the tokens");
     if (!(q && k) && qt && kc && qt->leading == kc->leading && qt->heads == kc->heads && qt->dim == kc->dim &&
         sa.rows == sb.rows)
       return scores(*qt, *kc, qt->dim, qt->dim, true);
@@ -249,7 +256,7 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
                              a.scale == 1 && (sa.rows == 1 || a.strides[a.dims.size() - 2] == sa.cols);
     // the output's rows: the queries, or (across channels) the tokens V and Q share
     const int64_t rows = channel ? sources_[static_cast<size_t>(sa.q)].rows : sa.rows;
-    if (!v || !probs_whole || b.scale != 1 || v->leading != lead || v->heads != sa.heads ||
+    if (!v || !probs_whole || b.scale != 1 || b.unit_stride || v->leading != lead || v->heads != sa.heads ||
         (channel ? sb.rows != rows || v->dim != sa.cols : sb.rows != sa.cols))
       fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) + ", which dltrain does not read as the " +
                   (channel ? "weights across channels times the heads of V transposed"
@@ -361,14 +368,24 @@ int Importer::attention_layer(const onnx::NodeProto& n, int heads) {
   const Value v = operand_tokens(n, a.v, a.v_col, value, "value");
   onnx::NodeProto named;
   named.set_name(node_name(n) + "_attention");
+  if (!a.temperature.empty() && !a.unit)
+    fail(n,
+         "multiplies attention scores across channels by a factor per head without normalizing Q and K; "
+         "dltrain reads such a temperature only with XCiT's L2-normalized queries and keys");
   LayerSpec& s = add_layer(a.channel ? "channelAttention" : "attention", unique_name(named), {q.name, k.name, v.name});
   s.set("NumHeads", std::to_string(a.heads));
   if (a.causal) s.set("AttentionMask", "causal");
-  const double want = 1.0 / std::sqrt(static_cast<double>(a.key_dim));
+  if (a.unit) s.set("NormalizeQueryKey", "true");
+  const double want = a.unit ? 1.0 : 1.0 / std::sqrt(static_cast<double>(a.key_dim));
   if (std::fabs(a.scale / want - 1) >= 1e-6) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.9g", a.scale);
     s.set("Scale", buf);
+  }
+  if (a.unit) {
+    std::vector<float> t = a.temperature;
+    if (t.empty()) t.assign(static_cast<size_t>(a.heads), 1.f);
+    add_param(s.name, "Temperature", Shape{a.heads}, std::move(t));
   }
   last_layer_op_ = "Softmax";
   const Value y = tokens_like(q, s.name, value);

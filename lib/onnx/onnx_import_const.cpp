@@ -196,6 +196,8 @@ TensorConst unary(const std::string& op, const TensorConst& a) {
     if (op == "Log") x = std::log(x);
     if (op == "Sqrt") x = std::sqrt(x);
     if (op == "Tanh") x = std::tanh(x);
+    if (op == "Sin") x = std::sin(x);
+    if (op == "Cos") x = std::cos(x);
     if (out.type == TensorConst::kFloat) x = static_cast<float>(x);
   }
   return out;
@@ -418,6 +420,74 @@ TensorConst expand(const TensorConst& data, const std::vector<int64_t>& shape) {
   return out;
 }
 
+// Tile: each dimension repeated (XCiT's Fourier position encoding, repeat over the batch of one).
+TensorConst tile(const TensorConst& data, const std::vector<int64_t>& repeats) {
+  if (repeats.size() != data.dims.size())
+    refuse("repeats " + dims_text(repeats) + " for a constant of rank " + std::to_string(data.dims.size()));
+  std::vector<int64_t> dims = data.dims;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (repeats[i] == kBatchDim) refuse("tiles a constant by the batch size");
+    if (repeats[i] < 0) refuse("a repeat count of " + std::to_string(repeats[i]));
+    dims[i] *= repeats[i];
+  }
+  TensorConst out = make(data.type, dims);
+  const std::vector<int64_t> s = strides_of(data.dims), os = strides_of(dims);
+  for (int64_t i = 0; i < out.size(); ++i) {
+    int64_t rest = i, off = 0;
+    for (size_t k = 0; k < dims.size(); ++k) {
+      off += (rest / os[k]) % data.dims[k] * s[k];
+      rest %= os[k];
+    }
+    out.v[static_cast<size_t>(i)] = data.v[static_cast<size_t>(off)];
+  }
+  return out;
+}
+
+// A 2-D Conv of constants (N, C, H, W) by (M, C / group, kh, kw), plus a bias of M (XCiT's 1x1
+// projection of its Fourier features), in double, rounded to float32 at the end.
+TensorConst conv(const TensorConst& x, const TensorConst& w, const TensorConst* b, const TensorFoldAttrs& a) {
+  if (x.dims.size() != 4 || w.dims.size() != 4)
+    refuse("a Conv of " + dims_text(x.dims) + " by " + dims_text(w.dims) + " (dltrain folds 2-D ones)");
+  if (a.auto_pad != "NOTSET" && a.auto_pad != "VALID") refuse("a Conv with auto_pad " + a.auto_pad);
+  auto pair = [](const std::vector<int64_t>& v, int64_t d, const char* what) {
+    if (v.empty()) return std::vector<int64_t>{d, d};
+    if (v.size() != 2 || v[0] < 1 || v[1] < 1) refuse(std::string("Conv ") + what + " " + dims_text(v));
+    return v;
+  };
+  const std::vector<int64_t> st = pair(a.strides, 1, "strides"), dl = pair(a.dilations, 1, "dilations");
+  std::vector<int64_t> pad = a.pads.empty() ? std::vector<int64_t>{0, 0, 0, 0} : a.pads;
+  if (pad.size() != 4 || *std::min_element(pad.begin(), pad.end()) < 0) refuse("Conv pads " + dims_text(a.pads));
+  const int64_t n = x.dims[0], c = x.dims[1], h = x.dims[2], wd = x.dims[3];
+  const int64_t m = w.dims[0], cg = w.dims[1], kh = w.dims[2], kw = w.dims[3], g = a.group;
+  if (g < 1 || c % g != 0 || m % g != 0 || cg != c / g)
+    refuse("a Conv of " + dims_text(x.dims) + " by " + dims_text(w.dims) + " in " + std::to_string(g) + " groups");
+  if (b && (b->dims.size() != 1 || b->dims[0] != m)) refuse("a Conv bias of " + dims_text(b->dims));
+  const int64_t oh = (h + pad[0] + pad[2] - dl[0] * (kh - 1) - 1) / st[0] + 1;
+  const int64_t ow = (wd + pad[1] + pad[3] - dl[1] * (kw - 1) - 1) / st[1] + 1;
+  if (oh < 1 || ow < 1) refuse("a Conv whose output is empty");
+  TensorConst out = make(TensorConst::kFloat, {n, m, oh, ow});
+  if (cg * kh * kw > kMaxFoldMatMulWork / out.size())
+    refuse("a Conv of more than " + std::to_string(kMaxFoldMatMulWork) + " multiply-adds");
+  const int64_t mg = m / g;
+  for (int64_t img = 0; img < n; ++img)
+    for (int64_t o = 0; o < m; ++o)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t z = 0; z < ow; ++z) {
+          double sum = b ? b->v[static_cast<size_t>(o)] : 0.0;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t i = 0; i < kh; ++i)
+              for (int64_t j = 0; j < kw; ++j) {
+                const int64_t yy = y * st[0] - pad[0] + i * dl[0], zz = z * st[1] - pad[1] + j * dl[1];
+                if (yy < 0 || yy >= h || zz < 0 || zz >= wd) continue;
+                const int64_t ch = o / mg * cg + ci;
+                sum += x.v[static_cast<size_t>(((img * c + ch) * h + yy) * wd + zz)] *
+                       w.v[static_cast<size_t>(((o * cg + ci) * kh + i) * kw + j)];
+              }
+          out.v[static_cast<size_t>(((img * m + o) * oh + y) * ow + z)] = static_cast<float>(sum);
+        }
+  return out;
+}
+
 // The index tuples of ScatterND / GatherND: idx (..., k) addresses the first k dimensions of
 // data; each tuple names a slice of the remaining dimensions' values.
 struct NdIndex {
@@ -619,8 +689,8 @@ const std::set<std::string>& binary_ops() {
   return ops;
 }
 const std::set<std::string>& unary_ops() {
-  static const std::set<std::string> ops{"Not",     "Neg", "Abs", "Relu", "Floor", "Ceil",
-                                         "Sigmoid", "Exp", "Log", "Sqrt", "Tanh"};
+  static const std::set<std::string> ops{"Not", "Neg", "Abs",  "Relu", "Floor", "Ceil", "Sigmoid",
+                                         "Exp", "Log", "Sqrt", "Tanh", "Sin",   "Cos"};
   return ops;
 }
 
@@ -629,10 +699,10 @@ const std::set<std::string>& unary_ops() {
 int64_t TensorConst::size() const { return static_cast<int64_t>(v.size()); }
 
 bool is_tensor_fold_op(const std::string& op) {
-  static const std::set<std::string> other{"Cast",     "Gather",    "Reshape", "Transpose", "Unsqueeze",
-                                           "Squeeze",  "Concat",    "Slice",   "Expand",    "ConstantOfShape",
-                                           "Range",    "ScatterND", "MatMul",  "Where",     "Identity",
-                                           "GatherND", "Clip",      "Einsum",  "Gemm",      "Split"};
+  static const std::set<std::string> other{
+      "Cast",   "Gather",          "Reshape", "Transpose", "Unsqueeze", "Squeeze", "Concat",   "Slice",
+      "Expand", "ConstantOfShape", "Range",   "ScatterND", "MatMul",    "Where",   "Identity", "GatherND",
+      "Clip",   "Einsum",          "Gemm",    "Split",     "Tile",      "Conv"};
   return binary_ops().count(op) || unary_ops().count(op) || other.count(op);
 }
 
@@ -731,6 +801,8 @@ TensorConst tensor_fold(const std::string& op, const std::vector<const TensorCon
     }
     return out;
   }
+  if (op == "Tile") return tile(need(in, 0, "input"), int_list(need(in, 1, "repeats"), "repeats"));
+  if (op == "Conv") return conv(need(in, 0, "X"), need(in, 1, "W"), in.size() > 2 ? in[2] : nullptr, a);
   if (op == "Clip") {  // min and max: optional scalars (Swin V2's clamp of its logit scale)
     const TensorConst& x = need(in, 0, "input");
     auto bound = [&](size_t i, double none) {

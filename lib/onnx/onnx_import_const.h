@@ -2,7 +2,8 @@
 // the exporters compute attention masks and position biases from constants inside the graph
 // (Swin's shifted-window mask: ConstantOfShape, Slice, ScatterND, Sub, Equal, Not, Where; its
 // relative position bias: a Gather (GatherND) of the table by an index, Reshape, Transpose, Unsqueeze;
-// Swin V2's MLP on a coordinate table: MatMul, Add, Relu, Sigmoid, Mul). A node whose inputs are
+// Swin V2's MLP on a coordinate table: MatMul, Add, Relu, Sigmoid, Mul; XCiT's Fourier position
+// encoding: Range, Tile, Sin, Cos, a 1x1 Conv). A node whose inputs are
 // all constants becomes a constant. Values are held as doubles: float32 exactly, int64 up to
 // 2^53 (an integer beyond that is refused), bool as 0 / 1. Plain vectors: lib/onnx turns the
 // nodes into these calls and the results into initializers.
@@ -43,6 +44,9 @@ struct TensorFoldAttrs {
   std::string equation;            // Einsum
   double alpha = 1, beta = 1;      // Gemm
   int64_t trans_a = 0, trans_b = 0;
+  std::vector<int64_t> strides, pads, dilations;  // Conv
+  int64_t group = 1;
+  std::string auto_pad = "NOTSET";
 };
 
 // Split of a constant along axis into outputs parts of the given sizes (empty: equal parts, the

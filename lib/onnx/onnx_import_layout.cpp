@@ -177,6 +177,11 @@ void Importer::tensor_fold_node(const onnx::NodeProto& n) {
     a.beta = attr_float(n, "beta", 1.f);
     a.trans_a = attr_int(n, "transA", 0);
     a.trans_b = attr_int(n, "transB", 0);
+    a.strides = attr_ints(n, "strides", {});
+    a.pads = attr_ints(n, "pads", {});
+    a.dilations = attr_ints(n, "dilations", {});
+    a.group = attr_int(n, "group", 1);
+    a.auto_pad = attr_string(n, "auto_pad", "NOTSET");
     if (const auto* v = find_attr(n, "value"); v && v->has_t()) {
       a.value = tensor_const(v->t(), what);
       a.has_value = true;
@@ -329,12 +334,19 @@ void Importer::reshape(const onnx::NodeProto& n) {
     v.channels_last = false;
     return set_out(n, v);
   }
+  // Unsqueeze (N, C) -> (N, 1, C): a sequence of one token (CaiT's and XCiT's class attention:
+  // the query of the class token alone).
+  if (v.flat && h * w == 1 && has_axes && normalize_axes(axes, 3) && axes == std::vector<int64_t>{1}) {
+    v.flat = false;
+    v.tokens = true;
+    return set_out(n, v);
+  }
   // Unsqueeze (N, C) -> (N, C, 1, 1), or (N, 1, 1, C) channels-last.
   if (!v.flat || h * w != 1 || !has_axes || !normalize_axes(axes, 4) ||
       (axes != std::vector<int64_t>{2, 3} && axes != std::vector<int64_t>{1, 2}))
     fail(n,
-         "only unsqueezing a flat (N, C) value to (N, C, 1, 1) (axes 2, 3) or (N, 1, 1, C) (axes 1, 2) is "
-         "supported");
+         "only unsqueezing a flat (N, C) value to (N, C, 1, 1) (axes 2, 3), (N, 1, 1, C) (axes 1, 2) or one token "
+         "(N, 1, C) (axis 1) is supported");
   v.flat = false;
   v.channels_last = axes[0] == 1;
   set_out(n, v);
@@ -557,6 +569,12 @@ void Importer::channel_scale(const onnx::NodeProto& n, int vi, bool reciprocal, 
   if (offset && from_end == 2 && v.shape[0] * v.shape[1] > 1 &&
       (d == whole || d == std::vector<int64_t>{1, whole[0], whole[1], whole[2]}))
     return image_position_table(n, v, s);
+  // A (1, H*W, C) table added to the image flattened channels-last to its pixels (XCiT's Fourier
+  // position encoding, folded to a constant): positionEmbedding of the pixels, in row order.
+  if (offset && v.channels_last && v.shape[0] * v.shape[1] > 1 &&
+      (d == std::vector<int64_t>{1, whole[1] * whole[2], whole[0]} ||
+       d == std::vector<int64_t>{whole[1] * whole[2], whole[0]}))
+    return add_position_table(n, v, s);
   bool per_channel = s.size() == 1;
   if (static_cast<int64_t>(s.size()) == c && static_cast<int64_t>(d.size()) > from_end && d.size() <= 4) {
     per_channel = true;
@@ -649,9 +667,13 @@ void Importer::fold_token_scale(const onnx::NodeProto& n, int vi, const Value& v
       for (const auto& out : c.output()) aliasing = aliasing && aliases.count(out);
       if (&c != &n && !aliasing) alone = false;
     }
-  if (!(fc || attention) || !alone)
-    fail(n, "multiplies a token sequence by a constant per channel; dltrain folds such a scale (LayerScale) only "
-            "into the fullyConnected or selfAttention layer that makes the tokens, when nothing else reads them");
+  if (!(fc || attention) || !alone) {
+    // ... otherwise (XCiT's LayerScale of a concatenation) a channel-wise 1x1 groupedConvolution2d
+    // on the tokens, as on an image
+    Value out = v;
+    out.name = scale_channels(n, unique_name(n), v.name, s);
+    return set_out(n, out);
+  }
   const std::string weights = fc ? "Weights" : "OutputWeights", bias = fc ? "Bias" : "OutputBias";
   for (NamedTensor& p : m_.params) {
     if (p.layer != v.name || (p.name != weights && p.name != bias)) continue;

@@ -125,6 +125,7 @@ Importer::View Importer::view_of(const onnx::NodeProto& n, int i) {
 
 bool Importer::reads_as_tokens(const View& v) const {
   const Source& s = sources_[static_cast<size_t>(v.source)];
+  if (v.unit_stride) return false;
   if (token_range(v)) return true;
   return (s.kind == Source::kTokens || s.kind == Source::kProjection || s.kind == Source::kHeads) &&
          v.dims.size() == 3 && v.dims[0] == 1 && row_dim(v, s.rows, s.cols) >= -1 && v.scale == 1;
@@ -132,9 +133,9 @@ bool Importer::reads_as_tokens(const View& v) const {
 
 std::optional<std::pair<int64_t, int64_t>> Importer::token_range(const View& v) const {
   const Source& s = sources_[static_cast<size_t>(v.source)];
-  if (s.kind != Source::kTokens || v.scale != 1 || v.dims.size() != 3 || v.dims[0] != 1 || v.dims[2] != s.cols ||
-      (s.cols > 1 && v.strides[2] != 1) || (v.dims[1] > 1 && v.strides[1] != s.cols) || s.cols < 1 ||
-      v.offset % s.cols != 0)
+  if (s.kind != Source::kTokens || v.scale != 1 || v.unit_stride || v.dims.size() != 3 || v.dims[0] != 1 ||
+      v.dims[2] != s.cols || (s.cols > 1 && v.strides[2] != 1) || (v.dims[1] > 1 && v.strides[1] != s.cols) ||
+      s.cols < 1 || v.offset % s.cols != 0)
     return std::nullopt;
   const int64_t first = v.offset / s.cols, count = v.dims[1];
   if (first < 0 || first + count > s.rows || (first == 0 && count == s.rows)) return std::nullopt;
@@ -256,6 +257,7 @@ bool Importer::token_node(const onnx::NodeProto& n) {
            "concatenates token sequences with constants after the first computed one; dltrain reads constant "
            "tokens (a class token) only in front of the sequence");
   }
+  if (view_norm(n)) return true;
   const bool view0 = has_view(n, 0), view1 = has_view(n, 1);
   if (!view0 && !view1 && !is_tokens(0) && !is_tokens(1)) return false;
   if (op == "Shape") {
@@ -373,6 +375,9 @@ bool Importer::token_node(const onnx::NodeProto& n) {
   }
   if (!view_op(op) || !(view0 || is_tokens(0))) return false;
   const View v = view_of(n, 0);
+  if (v.unit_stride && op != "Transpose")
+    fail(n, "reads an L2-normalized attention operand with '" + op +
+                "'; dltrain reads F.normalize of XCiT's queries and keys right before their Transpose and Q^T K");
   if (op == "Reshape")
     view_reshape(n, v);
   else if (op == "Transpose")
@@ -572,6 +577,9 @@ void Importer::view_split(const onnx::NodeProto& n, const View& v) {
 
 void Importer::view_scale(const onnx::NodeProto& n, int vi) {
   const std::vector<float> c = need_floats(n, 1 - vi, "scale");
+  const Source& src = sources_[static_cast<size_t>(views_.at(n.input(vi)).source)];
+  if (c.size() != 1 && n.op_type() == "Mul" && src.kind == Source::kScores && src.channel)
+    return scores_temperature(n, vi, c);
   if (c.size() != 1)
     fail(n, "scales an attention operand by " + std::to_string(c.size()) + " values; dltrain reads one");
   if (n.op_type() == "Div" && vi != 0) fail(n, "divides a constant by an attention operand");
@@ -585,9 +593,30 @@ void Importer::view_scale(const onnx::NodeProto& n, int vi) {
   views_[define(n)] = out;
 }
 
+// Mul of the scores across channels by a (heads, 1, 1) constant (XCiT's temperature): one factor
+// per head, the constant's heads dimension the view's (aligned from the end), its last two 1.
+void Importer::scores_temperature(const onnx::NodeProto& n, int vi, const std::vector<float>& t) {
+  const View v = views_.at(n.input(vi));
+  Source& s = sources_[static_cast<size_t>(v.source)];
+  const std::vector<int64_t> d = dims_of(*constant(n.input(1 - vi)));
+  const size_t r = v.dims.size(), k = d.size();
+  bool ok = static_cast<int64_t>(t.size()) == s.heads && s.temperature.empty() && k >= 3 && k <= r;
+  for (size_t i = 0; i < k && ok; ++i) {
+    const size_t at = r - k + i;
+    ok = d[i] == 1 || (at + 2 < r && d[i] == v.dims[at] && v.strides[at] == s.rows * s.cols);
+  }
+  if (!ok)
+    fail(n, "multiplies attention scores across channels " + ints_str(v.dims) + " by a " +
+                dims_str(*constant(n.input(1 - vi))) + " constant; dltrain reads there one factor per head ((" +
+                std::to_string(s.heads) + ", 1, 1): XCiT's temperature), once");
+  s.temperature = t;
+  views_[define(n)] = v;
+}
+
 void Importer::view_add(const onnx::NodeProto& n, int vi) {
   const View v = views_.at(n.input(vi));
   Source& s = sources_[static_cast<size_t>(v.source)];
+  if (v.unit_stride) fail(n, "adds a constant to an L2-normalized attention operand");
   if (s.kind == Source::kScores) return scores_addend(n, vi, v);
   std::vector<float> b = need_floats(n, 1 - vi, "bias");
   if (b.size() == 1) b.assign(static_cast<size_t>(s.cols), b[0]);
@@ -600,6 +629,46 @@ void Importer::view_add(const onnx::NodeProto& n, int vi) {
   std::vector<float>& bias = projection ? s.bias : m_.params[attention_bias_.at(s.tokens.name)].data;
   for (size_t o = 0; o < b.size(); ++o) bias[o] += b[o];
   views_[define(n)] = v;
+}
+
+// F.normalize(x, dim=-1) of an attention operand (XCiT's queries and keys, over the tokens):
+// ReduceL2 over its last axis (keepdims), a Clip of that at a small minimum, an Expand to x's
+// shape (or none), and the Div of x by it: x's view, unit along its last axis.
+bool Importer::view_norm(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  const std::string what = path_ + ": node '" + node_name(n) + "'";
+  if (op == "ReduceL2" && has_view(n, 0)) {
+    const View& v = views_.at(n.input(0));
+    std::vector<int64_t> axes = attr_ints(n, "axes", {});
+    if (n.input_size() > 1 && !n.input(1).empty()) axes = ints_of(need_const(n, 1, "axes"), what);
+    const int64_t r = static_cast<int64_t>(v.dims.size());
+    if (axes.size() != 1 || (axes[0] != -1 && axes[0] != r - 1) || attr_int(n, "keepdims", 1) != 1 || v.unit_stride)
+      fail(n, "takes the L2 norm of a " + ints_str(v.dims) + " attention operand over axes " + ints_str(axes) +
+                  "; dltrain reads F.normalize over its last axis (axes [-1], keepdims 1)");
+    norms_[define(n)] = n.input(0);
+    return true;
+  }
+  if ((op == "Clip" || op == "Expand") && n.input_size() > 0 && norms_.count(n.input(0))) {
+    if (op == "Clip") {
+      const onnx::TensorProto* lo = n.input_size() > 1 && !n.input(1).empty() ? constant(n.input(1)) : nullptr;
+      const std::vector<float> m = lo ? floats_of(*lo, what) : std::vector<float>{};
+      if (m.size() != 1 || !(m[0] > 0.f) || m[0] > 1e-6f || (n.input_size() > 2 && !n.input(2).empty()))
+        fail(n,
+             "clips the L2 norm of an attention operand; dltrain reads F.normalize's clamp: a minimum in (0, "
+             "1e-6] and no maximum");
+    }
+    norms_[define(n)] = norms_.at(n.input(0));
+    return true;
+  }
+  if (op == "Div" && n.input_size() == 2 && norms_.count(n.input(1))) {
+    if (norms_.at(n.input(1)) != n.input(0))
+      fail(n, "divides a value by the L2 norm of another; dltrain reads F.normalize: x divided by its own norm");
+    View out = views_.at(n.input(0));
+    out.unit_stride = out.strides.back();
+    views_[define(n)] = out;
+    return true;
+  }
+  return false;
 }
 
 // Transpose (0, 2, 1) of a convolution's (N, C, H*W): the tokens of a patch embedding.
@@ -706,18 +775,47 @@ void Importer::class_token(const onnx::NodeProto& n) {
   set_out(n, v);
 }
 
-// Add of a (1, S, C) constant to tokens: a learnable position table of S positions.
+// Add of a (1, S, C) constant to tokens: a learnable position table of S positions. Add of one
+// value per channel ((C), (1, C) or (1, 1, C)): the Bias of the channel-wise groupedConvolution2d
+// that scales the tokens when nothing else reads it (a channel scale's ONNX form, Mul and Add),
+// otherwise one of its own (Weights 1).
 void Importer::position_table(const onnx::NodeProto& n, int vi) {
   const Value v = value(n, vi);
   const int64_t s = v.shape[0], c = v.shape[2];
   const std::vector<int64_t> d = dims_of(*constant(n.input(1 - vi)));
-  const std::vector<float> t = need_floats(n, 1 - vi, "position table");
+  std::vector<float> t = need_floats(n, 1 - vi, "position table");
+  if (static_cast<int64_t>(t.size()) == c && (d.size() < 3 || d[0] * d[1] == 1) && s > 1) {
+    if (LayerSpec* scale = channel_scale_layer(v.name)) {
+      for (NamedTensor& p : m_.params)
+        if (p.layer == scale->name && p.name == "Bias")
+          for (size_t i = 0; i < p.data.size(); ++i) p.data[i] += t[i];
+      return set_out(n, value(n, vi, false, false, true));
+    }
+    Value out = v;
+    out.name = scale_channels(n, unique_name(n), v.name, std::vector<float>(t.size(), 1.f), std::move(t));
+    return set_out(n, out);
+  }
   const bool fits = (d == std::vector<int64_t>{1, s, c} || d == std::vector<int64_t>{s, c});
   if (!fits)
     fail(n, "adds a " + dims_str(*constant(n.input(1 - vi))) + " constant to " + std::to_string(s) + " tokens of " +
                 std::to_string(c) + " channels; dltrain reads a position table (1, " + std::to_string(s) + ", " +
                 std::to_string(c) + ") or the bias of a projection");
   add_position_table(n, v, t);
+}
+
+// The channel-wise 1x1 groupedConvolution2d (an imported channel scale) named `layer`, when no
+// ONNX node but the one being read reads its output; null otherwise.
+LayerSpec* Importer::channel_scale_layer(const std::string& layer) {
+  LayerSpec* found = nullptr;
+  for (LayerSpec& l : m_.network.layers)
+    if (l.name == layer && l.type == "groupedConvolution2d" && l.get_string("NumGroups", "") == "channel-wise" &&
+        l.get_ints("FilterSize", {}, 2) == std::vector<int64_t>{1, 1})
+      found = &l;
+  if (!found) return nullptr;
+  int readers = 0;
+  for (const auto& [onnx_name, value] : values_)
+    if (value.name == layer) readers += static_cast<int>(consumers_of(onnx_name).size());
+  return readers == 1 ? found : nullptr;
 }
 
 // MATLAB's form of an Add of a learnable table of v's positions (its tokens or pixels, s of

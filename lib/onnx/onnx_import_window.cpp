@@ -250,6 +250,16 @@ const Importer::Partition* Importer::partition_of_inputs(const onnx::NodeProto& 
   return p;
 }
 
+// The flat partition of the image whose pixels a view input of n reads (none: no such input).
+std::optional<Importer::Partition> Importer::flat_view_partition(const onnx::NodeProto& n) const {
+  for (int i = 0; i < n.input_size(); ++i)
+    if (auto vw = views_.find(n.input(i)); vw != views_.end()) {
+      const Value& t = sources_[static_cast<size_t>(vw->second.source)].tokens;
+      if (t.channels_last) return Partition{false, t.shape[0], t.shape[1], true};
+    }
+  return std::nullopt;
+}
+
 void Importer::tag_outputs(const onnx::NodeProto& n, const Partition& p) {
   for (const auto& out : n.output()) {
     auto it = values_.find(out);
@@ -338,8 +348,9 @@ bool Importer::read_as_image(const std::string& value, int64_t h, int64_t w, int
 }
 
 // Whether value's heads (through a bias Add, Reshapes, Transposes, the unbind and a scale) are
-// the first operand of a MatMul after a Transpose of their last two axes: Q^T K, attention across
-// the channels (DaViT's, XCiT's), read by the views (onnx_import_attention.cpp), not as windows.
+// the first operand of a MatMul after a Transpose of their last two axes (DaViT's k^T v), or are
+// transposed from (1, S, 3, heads, d) with the tokens last (XCiT's (3, 1, heads, d, S)): Q^T K,
+// attention across the channels, read by the views (onnx_import_attention.cpp), not as windows.
 bool Importer::channel_heads(const std::string& value) {
   std::vector<std::string> todo{value};
   for (size_t i = 0; i < todo.size() && i < 64; ++i)
@@ -348,6 +359,7 @@ bool Importer::channel_heads(const std::string& value) {
       const std::string& op = c.op_type();
       if (op == "Transpose" && c.output_size() == 1) {
         const std::vector<int64_t> p = attr_ints(c, "perm", {});
+        if (p.size() == 5 && p.back() == 1) return true;
         bool last_two = p.size() >= 3;
         for (size_t j = 0; j + 2 < p.size() && last_two; ++j) last_two = p[j] == static_cast<int64_t>(j);
         last_two = last_two && p[p.size() - 2] == static_cast<int64_t>(p.size()) - 1 &&

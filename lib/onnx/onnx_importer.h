@@ -242,12 +242,15 @@ class Importer {
   // MaxViT's partitioned tokens (onnx_import_window.cpp) pass through the per-token operators
   // below as the image they hold: the outputs carry the inputs' partition.
   // A node that closes a window attention (reads its projection) sees the partition after.
+  // A value made from a view over a flattened image's pixels (the attention's output projection
+  // scaled by XCiT's LayerScale) is that flattened image again.
   void node(const onnx::NodeProto& n) {
     std::optional<Partition> part;
     if (const Partition* p = partition_of_inputs(n)) part = *p;
     node_inner(n);
     if (!part)
       if (const Partition* p = partition_of_inputs(n)) part = *p;
+    if (!part) part = flat_view_partition(n);
     if (part && !(part->flat && n.op_type() == "Reshape")) tag_outputs(n, *part);  // a flat image's Reshape: the image
   }
   void node_inner(const onnx::NodeProto& n) {
@@ -357,13 +360,20 @@ class Importer {
     // channels of a head (kScores, kProbs), key_dim = value_dim = those channels; kHeads: rows
     // the tokens (the output (tokens, heads * d) as O^T's view reads it)
     bool channel = false;
+    // Across channels, XCiT's form: Q and K each divided by its L2 norm over the tokens (unit),
+    // the scores of each head times its temperature (heads values; empty: none)
+    bool unit = false;
+    std::vector<float> temperature;
   };
   // Element (i0, i1, ...) of the ONNX value is source[offset + sum(i_j * strides[j])], times scale.
+  // unit_stride (not 0): divided by the L2 norm of the vector along the source stride unit_stride
+  // (F.normalize over the tokens: the source's cols), which only Transpose and Q^T K read.
   struct View {
     int source = 0;
     std::vector<int64_t> dims, strides;
     int64_t offset = 0;
     double scale = 1;
+    int64_t unit_stride = 0;
   };
 
  private:
@@ -385,6 +395,8 @@ class Importer {
   void view_add(const onnx::NodeProto& n, int vi);
   void view_scale(const onnx::NodeProto& n, int vi);
   void view_softmax(const onnx::NodeProto& n, const View& v);
+  bool view_norm(const onnx::NodeProto& n);
+  void scores_temperature(const onnx::NodeProto& n, int vi, const std::vector<float>& t);
   void scores_addend(const onnx::NodeProto& n, int vi, const View& v);
   int operand_source(int source) const;
   void tokens_out(const onnx::NodeProto& n, const Value& t, bool seq_first);
@@ -396,6 +408,7 @@ class Importer {
   void image_to_tokens(const onnx::NodeProto& n);
   void class_token(const onnx::NodeProto& n);
   void position_table(const onnx::NodeProto& n, int vi);
+  LayerSpec* channel_scale_layer(const std::string& layer);
   void image_position_table(const onnx::NodeProto& n, const Value& v, const std::vector<float>& chw);
   void add_position_table(const onnx::NodeProto& n, const Value& v, std::vector<float> table);
   void token_index(const onnx::NodeProto& n, const Value& v);
@@ -529,6 +542,7 @@ class Importer {
   void window_step(const onnx::NodeProto& n, const WinValue& w);
   Value window_emit(const onnx::NodeProto& n, const WindowBlock& b);
   const Partition* partition_of_inputs(const onnx::NodeProto& n);
+  std::optional<Partition> flat_view_partition(const onnx::NodeProto& n) const;
   void tag_outputs(const onnx::NodeProto& n, const Partition& p);
   bool maxvit_node(const onnx::NodeProto& n);
   void maxvit_close(const onnx::NodeProto& n, const std::string& proj);
@@ -710,6 +724,8 @@ class Importer {
   std::set<std::string> column_major_;  // flat images of swapped ones
   int64_t exported_batch_ = 0;          // the graph input's fixed batch (0: symbolic)
   std::map<std::string, View> views_;
+  // F.normalize on a view: ReduceL2 over its last axis (Clip, Expand) -> the view it normalizes
+  std::map<std::string, std::string> norms_;
   std::vector<Source> sources_;
   std::map<std::string, size_t> attention_bias_;
   // The tokenSlice layers made, by (sequence, first token, count, image height).

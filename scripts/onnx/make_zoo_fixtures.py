@@ -507,6 +507,25 @@ def tiny_models():
         return timm_net(lambda: DaVit(depths=(1, 1), embed_dims=(16, 32), num_heads=(2, 4), window_size=2,
                                       mlp_ratio=2, num_classes=10))
 
+    def xcit_timm():
+        # timm's XCiT at 32x32: the convolutional patch embedding (three 3x3 stride-2 Convs with
+        # BatchNorm and GELU: 8x8 patches of width 16), the Fourier position encoding (computed
+        # from constants: Range, Sin, Cos, Tile, a 1x1 Conv), two blocks of cross-covariance
+        # attention (2 heads: Q and K L2-normalized over the tokens, each head's temperature, drawn
+        # away from 1), the local patch interaction (depthwise 3x3 Convs on the tokens' image,
+        # GELU, BatchNorm) and the MLP, each with its LayerScale; then a class token and one class
+        # attention block (CaiT's: the class token's query against every token), the class token
+        # read out
+        import torch
+        from timm.models.xcit import Xcit
+        m = timm_net(lambda: Xcit(img_size=SIDE, patch_size=8, embed_dim=16, depth=2, num_heads=2, mlp_ratio=2,
+                                  cls_attn_layers=1, num_classes=10))
+        with torch.no_grad():
+            for name, p in m.named_parameters():
+                if name.endswith(("temperature", "gamma1", "gamma2", "gamma3")):
+                    p.uniform_(0.5, 1.5)
+        return m
+
     def beit_timm():
         # timm's BEiT: a relative position bias per head and pair of tokens (gathered from its
         # table, the class token's rows and columns its own entries) added to the scaled scores,
@@ -669,7 +688,7 @@ def tiny_models():
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm, "pvt_v2_timm": pvt_v2_timm, "beit_timm": beit_timm,
             "pit_timm": lambda: pit_timm(False), "pit_distilled_timm": lambda: pit_timm(True),
             "crossvit_timm": crossvit_timm, "twins_timm": twins_timm, "twins_pcpvt_timm": twins_pcpvt_timm,
-            "davit_timm": davit_timm,
+            "davit_timm": davit_timm, "xcit_timm": xcit_timm,
             "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm,
             "efficientformer_timm": efficientformer_timm, "poolformer_timm": poolformer_timm,
             "caformer_timm": caformer_timm, "mambaout_timm": mambaout_timm,

@@ -361,7 +361,7 @@ inline GradientRow row_gather(std::string name, RowGatherDesc d) {
           [d](const std::vector<Vec>&, const Vec& dy) { return std::vector<Vec>{ref::row_gather_backward(d, dy)}; }};
 }
 
-// x and the logit scale t (one head past the clamp, where its gradient is 0).
+// x and the head factor t (a logit scale: one head past the clamp, where its gradient is 0).
 inline GradientRow head_normalize(std::string name, HeadNormalizeDesc d) {
   Rng rng(149);
   Vec t = random_vec(d.heads, rng, 1.0, 4.0);
@@ -565,6 +565,7 @@ inline std::vector<GradientRow> gradient_rows() {
   rows.push_back(
       row_gather("2 blocks of 4 rows to 6 (a zero row, a row taken twice)", {2, 4, 6, 3, {3, -1, 0, 3, 1, 2}}));
   rows.push_back(head_normalize("3 rows of 2 heads of 4, logit scale", {3, 2, 4}));
+  rows.push_back(head_normalize("2 rows of 2 heads of 3 groups of 4, linear factor", {2, 2, 4, 4.6, 3, true}));
   rows.push_back(attention("2 heads, 3 queries over 4 keys, key dim 3 value dim 2", {2, 2, 3, 4, 3, 2, false, 0.f}));
   rows.push_back(attention("causal, 2 heads of 5 tokens", {1, 2, 5, 5, 3, 3, true, 0.f}));
   rows.push_back(attention("causal, 4 queries over 2 keys, scale 0.7", {1, 1, 4, 2, 2, 3, true, 0.7f}));

@@ -398,8 +398,9 @@ inline AgreementRow row_gather_row(std::string name, RowGatherDesc d) {
           }};
 }
 
-// Head normalize (Swin V2's cosine attention), forward and backward with the logit scale (one
-// head past the clamp) and without; dx written over dy as the attention core does.
+// Head normalize (Swin V2's cosine attention; linear: XCiT's temperature), forward and backward
+// with the head factor (one logit scale past the clamp) and without; dx written over dy as the
+// attention core does.
 inline AgreementRow head_normalize_row(std::string name, HeadNormalizeDesc d) {
   return {"head_normalize " + name, {HeadNormalizeDesc::kOp}, [d](Backend& be, double tol) {
             Rng rng(53);
@@ -407,7 +408,7 @@ inline AgreementRow head_normalize_row(std::string name, HeadNormalizeDesc d) {
             Vec t = random_vec(d.heads, rng, 1.0, 4.0);
             t.back() = 5.0;  // past log(100): s = 100, no gradient
             auto op = be.make(d);
-            const Shape xs{d.rows, d.heads * d.dim}, ts{d.heads};
+            const Shape xs{d.rows, d.heads * d.per_head * d.dim}, ts{d.heads};
             for (const bool scaled : {true, false}) {
               INFO((scaled ? "with" : "without") << " the logit scale");
               const Vec tv = scaled ? t : Vec{};
@@ -506,6 +507,9 @@ inline std::vector<AgreementRow> kernel_rows() {
   rows.push_back(head_normalize_row("5 rows of 3 heads of 4", {5, 3, 4}));
   rows.push_back(head_normalize_row("2 images of 64 windows of 49 tokens, 4 heads of 32 (swin_v2_t's first stage)",
                                     {2 * 64 * 49, 4, 32}));
+  rows.push_back(head_normalize_row("linear, 2 rows of 2 heads of 3 groups of 7", {2, 2, 7, 4.6, 3, true}));
+  rows.push_back(head_normalize_row("linear, 4 images of 4 heads of 32 channels of 196 tokens (xcit_nano's XCA)",
+                                    {4, 4, 196, 4.6, 32, true}));
   for (AgreementRow& r : loss_rows()) rows.push_back(std::move(r));
   return rows;
 }

@@ -1,6 +1,7 @@
 // channelAttention (dltrain's own: XCiT's and DaViT's attention across channels): the forward
 // against a double-precision reference written out with plain loops (tokens and images, one and
-// several heads, a scale of its own), gradient checks of its three inputs, a network's gradients
+// several heads, a scale of its own, XCiT's normalized queries and keys with a temperature per
+// head), gradient checks of its three inputs (and the temperature), a network's gradients
 // (tests/data/vit/channel_attention.yaml), and its option and shape errors.
 #include <catch2/catch.hpp>
 
@@ -27,21 +28,33 @@ LayerSpec channel_attention(const std::vector<std::string>& options) {
 }
 
 // Per image and head: A = softmax over rows of (scale Q_h^T K_h) (d x d), O_h = V_h A^T; q, k, v
-// and the result (n, s, heads * d).
-Vec reference(const Vec& q, const Vec& k, const Vec& v, int64_t n, int64_t s, int64_t heads, int64_t d, double scale) {
+// and the result (n, s, heads * d). temperature (not empty: one per head): XCiT's form, each
+// channel of q and k divided by its norm over the tokens and head h's scores times temperature[h].
+Vec reference(Vec q, Vec k, const Vec& v, int64_t n, int64_t s, int64_t heads, int64_t d, double scale,
+              const Vec& temperature = {}) {
   const int64_t c = heads * d;
   Vec o(static_cast<size_t>(n * s * c), 0.0);
   auto at = [&](int64_t b, int64_t t, int64_t ch) { return static_cast<size_t>((b * s + t) * c + ch); };
+  if (!temperature.empty())
+    for (Vec* x : {&q, &k})
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t ch = 0; ch < c; ++ch) {
+          double norm = 0;
+          for (int64_t t = 0; t < s; ++t) norm += (*x)[at(b, t, ch)] * (*x)[at(b, t, ch)];
+          norm = std::max(std::sqrt(norm), 1e-12);
+          for (int64_t t = 0; t < s; ++t) (*x)[at(b, t, ch)] /= norm;
+        }
   for (int64_t b = 0; b < n; ++b)
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t i = 0; i < d; ++i) {
         std::vector<double> row(static_cast<size_t>(d));
         double top = -1e300;
+        const double f = scale * (temperature.empty() ? 1.0 : temperature[static_cast<size_t>(h)]);
         for (int64_t j = 0; j < d; ++j) {
           double dot = 0;
           for (int64_t t = 0; t < s; ++t) dot += q[at(b, t, h * d + i)] * k[at(b, t, h * d + j)];
-          row[static_cast<size_t>(j)] = scale * dot;
-          top = std::max(top, scale * dot);
+          row[static_cast<size_t>(j)] = f * dot;
+          top = std::max(top, f * dot);
         }
         double sum = 0;
         for (double& x : row) sum += (x = std::exp(x - top));
@@ -61,17 +74,29 @@ TEST_CASE("channelAttention equals its definition written out (tokens, images, h
     Shape in;  // per image
     int64_t heads;
     double scale;
+    Vec temperature;  // NormalizeQueryKey's, set as the layer's Temperature
   };
   const std::vector<Case> cases = {
-      {{"NumHeads=1"}, Shape{7, 1, 5}, 1, 1 / std::sqrt(5.0)},
-      {{"NumHeads=3"}, Shape{9, 1, 12}, 3, 0.5},
-      {{"NumHeads=2", "Scale=0.3"}, Shape{3, 4, 6}, 2, 0.3},  // an image: its 12 pixels are the tokens
+      {{"NumHeads=1"}, Shape{7, 1, 5}, 1, 1 / std::sqrt(5.0), {}},
+      {{"NumHeads=3", "Scale=0.5"}, Shape{9, 1, 12}, 3, 0.5, {}},
+      {{"NumHeads=2", "Scale=0.3"}, Shape{3, 4, 6}, 2, 0.3, {}},  // an image: its 12 pixels are the tokens
+      {{"NumHeads=2", "NormalizeQueryKey=true"}, Shape{10, 1, 8}, 2, 1.0, {0.6, 1.7}},  // Scale auto: 1
+      {{"NumHeads=3", "NormalizeQueryKey=true", "Scale=2"}, Shape{2, 3, 9}, 3, 2.0, {1.0, 0.4, 2.5}},
   };
   Backend& be = backend_for(Device::cpu());
   for (const Case& c : cases) {
     INFO("case " << c.in.str() << ", " << c.heads << " heads");
     std::unique_ptr<Layer> layer = make_layer(channel_attention(c.options));
     CHECK(layer->infer({c.in, c.in, c.in}) == c.in);
+    REQUIRE(layer->params().size() == (c.temperature.empty() ? 0u : 1u));
+    for (Param& p : layer->params()) {
+      CHECK(p.name == "Temperature");
+      CHECK(p.shape == Shape{c.heads});
+      CHECK(p.l2_factor == 0.f);
+      p.value = Tensor(p.shape);
+      for (int64_t h = 0; h < c.heads; ++h)
+        p.value.data()[h] = static_cast<float>(c.temperature[static_cast<size_t>(h)]);
+    }
     const int64_t n = 2, s = c.in[0] * c.in[1], ch = c.in[2];
     layer->setup(n, be);
     Rng rng(11);
@@ -81,7 +106,8 @@ TEST_CASE("channelAttention equals its definition written out (tokens, images, h
     Tensor y(xs);
     const RunContext ctx{false, 0, 0};
     layer->forward({&q, &k, &v}, y, ctx);
-    const Comparison cmp = compare(y, reference(to_vec(q), to_vec(k), to_vec(v), n, s, c.heads, ch / c.heads, c.scale));
+    const Comparison cmp =
+        compare(y, reference(to_vec(q), to_vec(k), to_vec(v), n, s, c.heads, ch / c.heads, c.scale, c.temperature));
     INFO(cmp.str());
     CHECK(cmp.max_abs <= 1e-5 * std::max(cmp.scale, 1.0));
   }
@@ -104,6 +130,17 @@ TEST_CASE("gradients: channelAttention (queries, keys and values as inputs)", "[
     CHECK(r.checked >= 60);
     CHECK(r.failed == 0);
   }
+}
+
+TEST_CASE("gradients: channelAttention with normalized queries and keys (inputs and Temperature)",
+          "[layers][grad][attention][channel]") {
+  GradCheckOptions o;
+  o.input_scale = 1.5;
+  const GradCheckReport r = check_layer(channel_attention({"NumHeads=2", "NormalizeQueryKey=true"}),
+                                        {Shape{5, 1, 6}, Shape{5, 1, 6}, Shape{5, 1, 6}}, o);
+  INFO("checked " << r.checked << ", failed " << r.failed << ", worst " << r.worst);
+  CHECK(r.checked >= 60);
+  CHECK(r.failed == 0);
 }
 
 TEST_CASE("network gradients: channel attention (tests/data/vit/channel_attention.yaml)",

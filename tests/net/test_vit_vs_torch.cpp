@@ -127,6 +127,25 @@ TEST_CASE("data formats: tokens between patchEmbedding and indexing1d, images re
   CHECK_THROWS_WITH(Network(conv_on_tokens, Device::cpu()),
                     Catch::Contains("layer 'conv' (convolution2d) does not take SCB data, which 'embed' "
                                     "(addition) gives (7x8)"));
+  // ... except a per-channel scale of the tokens (a 1x1 channel-wise groupedConvolution2d): tokens
+  // out; a 3x3 one is refused as any convolution.
+  for (const bool one : {true, false}) {
+    INFO((one ? "1x1" : "3x3"));
+    NetworkSpec scale_tokens = tiny_vit();
+    scale_tokens.layers[5] =
+        network_spec_from_yaml("layers:\n  - {type: imageInput, InputSize: [2, 2, 1]}\n"
+                               "  - {type: groupedConvolution2d, Name: ls, FilterSize: " +
+                                   std::string(one ? "1" : "3") + ", NumGroups: channel-wise, NumFiltersPerGroup: 1}\n",
+                               "inline")
+            .layers[1];
+    if (one) {
+      Network scaled(scale_tokens, Device::cpu());
+      CHECK(scaled.output_format(5) == DataFormat::kSCB);
+    } else {
+      CHECK_THROWS_WITH(Network(scale_tokens, Device::cpu()),
+                        Catch::Contains("layer 'ls' (groupedConvolution2d) does not take SCB data"));
+    }
+  }
   const NetworkSpec token_on_image = network_spec_from_yaml(
       "layers:\n  - {type: imageInput, Name: input, InputSize: [4, 4, 3]}\n  - {type: indexing1d, Name: token}\n"
       "  - {type: fullyConnected, Name: fc, OutputSize: 2}\n  - {type: softmax, Name: sm}\n"

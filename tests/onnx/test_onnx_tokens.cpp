@@ -356,28 +356,48 @@ layers:
   }
 }
 
-// Channel attention (tests/data/vit/channel_attention.yaml: on tokens between projections, on an
-// image with a scale of its own) exports in XCiT's and DaViT's form (Q^T K, Softmax, times V^T) and
-// reads back as the same layers with their options.
+// Channel attention (tests/data/vit/channel_attention.yaml: on tokens between projections, in
+// XCiT's form with its temperatures and a per-channel scale of the tokens, on an image with a
+// scale of its own) exports in XCiT's and DaViT's form (Q^T K, Softmax, times V^T) and reads back
+// as the same layers with their options and learnables.
 TEST_CASE("onnx tokens: channel attention from YAML exports and reads back", "[onnx][vit][channel]") {
   const NetworkSpec spec = load_config(std::string(DLT_SOURCE_DIR) + "/tests/data/vit/channel_attention.yaml").network;
   Network net(spec, Device::cpu());
   net.init_params(7);
+  const std::vector<float> temperature{0.5f, 1.5f, 2.f, 0.8f}, scale{0.6f, 1.1f, 0.9f, 1.3f, 0.7f, 1.2f, 1.f, 0.5f};
+  for (size_t i = 0; i < net.size(); ++i)
+    for (Param& p : net.layer(i).params()) {
+      const std::vector<float>* v = p.name == "Temperature"                              ? &temperature
+                                    : net.layer(i).name() == "ls" && p.name == "Weights" ? &scale
+                                                                                         : nullptr;
+      if (v) std::copy(v->begin(), v->end(), p.value.data());
+    }
   const ModelData back = round_trip(net);
   std::vector<const LayerSpec*> ca;
   for (const auto& l : back.network.layers)
     if (l.type == "channelAttention") ca.push_back(&l);
-  REQUIRE(ca.size() == 2);
+  REQUIRE(ca.size() == 3);
   CHECK(ca[0]->get_int("NumHeads", 0) == 2);
   CHECK(ca[0]->get_double("Scale", 0) == 0);  // auto
-  CHECK(ca[1]->get_int("NumHeads", 0) == 3);
+  CHECK(!ca[0]->get_bool("NormalizeQueryKey", false));
+  CHECK(ca[1]->get_int("NumHeads", 0) == 3);  // the feature map's
   CHECK(ca[1]->get_double("Scale", 0) == Approx(0.8));
+  CHECK(ca[2]->get_int("NumHeads", 0) == 4);  // XCiT's
+  CHECK(ca[2]->get_bool("NormalizeQueryKey", false));
+  CHECK(ca[2]->get_double("Scale", 0) == 0);  // auto: 1
+  bool found = false;
+  for (const NamedTensor& p : back.params)
+    if (p.layer == ca[2]->name && p.name == "Temperature") {
+      found = true;
+      CHECK(p.data == temperature);
+    }
+  CHECK(found);
   Network again(back.network, Device::cpu());
   for (size_t i = 0; i < again.size(); ++i) {
     const LayerSpec& l = back.network.layers[i];
     if (l.type != "channelAttention") continue;
-    INFO(l.name);  // the tokens' layer of 2 heads, the feature map's of 3
-    CHECK(again.output_format(i) == (l.get_int("NumHeads", 0) == 2 ? DataFormat::kSCB : DataFormat::kSSCB));
+    INFO(l.name);  // the tokens' layers of 2 and 4 heads, the feature map's of 3
+    CHECK(again.output_format(i) == (l.get_int("NumHeads", 0) == 3 ? DataFormat::kSSCB : DataFormat::kSCB));
   }
   CHECK(!layer_of_type(back, "attention"));
   CHECK(!layer_of_type(back, "selfAttention"));

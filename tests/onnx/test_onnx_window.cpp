@@ -258,14 +258,6 @@ TEST_CASE(
     want = "node 'node__unsafe_view' (Reshape): reads 2x2 patches of a channels-last image transposed (0, 1, 3, 4, 2, "
            "5); dltrain reads them as timm's patch merging";
   }
-  SECTION("a LayerScale whose projection the residual also reads unscaled") {
-    p = load("deit3-dynamo");
-    for (auto& n : *p.mutable_graph()->mutable_node())
-      if (n.name() == "node_add_1") n.set_input(1, "linear_1");  // was the scaled 'mul'
-    want = "node 'node_mul' (Mul): multiplies a token sequence by a constant per channel; dltrain folds such a scale "
-           "(LayerScale) only into the fullyConnected or selfAttention layer that makes the tokens, when nothing else "
-           "reads them";
-  }
   SECTION("a LayerScale of half the channels") {
     p = load("deit3-dynamo");
     onnx::TensorProto& t = initializer(p, "net.blocks.0.ls1.gamma");
@@ -276,6 +268,37 @@ TEST_CASE(
     t.set_raw_data(std::string(reinterpret_cast<const char*>(half.data()), half.size() * sizeof(float)));
     want = "node 'node_mul' (Mul): multiplies by a constant of shape 8; supported: one value, or one per channel (C "
            "with C = 16)";
+  }
+  SECTION("XCiT's keys left unnormalized") {
+    p = load("xcit_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_transpose_1") n.set_input(0, "getitem_10");  // was the normalized 'div_8'
+    want = "node 'node_matmul' (MatMul): multiplies [1, 2, 8, 16] by [1, 2, 16, 8] with an L2-normalized operand";
+  }
+  SECTION("XCiT's queries normalized over their channels") {
+    p = load("xcit_timm-dynamo");
+    set_ints(initializer(p, "val_186"), {-2});  // was -1: the tokens
+    want =
+        "node 'node_linalg_vector_norm' (ReduceL2): takes the L2 norm of a [1, 2, 8, 16] attention operand over "
+        "axes [-2]; dltrain reads F.normalize over its last axis";
+  }
+  SECTION("XCiT's norm clamped at 0.5") {
+    p = load("xcit_timm-dynamo");
+    onnx::TensorProto& t = initializer(p, "val_188");
+    const float half = 0.5f;
+    t.set_raw_data(std::string(reinterpret_cast<const char*>(&half), sizeof half));
+    want = "node 'node_clamp_min' (Clip): clips the L2 norm of an attention operand";
+  }
+  SECTION("XCiT's temperature along the rows of the scores") {
+    p = load("xcit_timm-dynamo");
+    onnx::TensorProto& t = initializer(p, "net.blocks.0.attn.temperature");
+    t.clear_external_data();
+    t.set_data_location(onnx::TensorProto::DEFAULT);
+    t.clear_dims();
+    for (int64_t d : {2, 1, 1, 1}) t.add_dims(d);
+    const std::vector<float> two{0.5f, 2.f};
+    t.set_raw_data(std::string(reinterpret_cast<const char*>(two.data()), two.size() * sizeof(float)));
+    want = "node 'node_mul_3' (Mul): multiplies attention scores across channels [1, 2, 8, 8] by a 2x1x1x1 constant";
   }
   SECTION("MobileViT's unfold into another number of tokens") {
     p = load("mobilevit-dynamo");

@@ -186,7 +186,8 @@ Vec row_gather_backward(const RowGatherDesc& d, const Vec& dy) {
 namespace {
 
 double head_scale(const HeadNormalizeDesc& d, const Vec& t, int64_t h) {
-  return t.empty() ? 1.0 : std::exp(std::min(t[static_cast<size_t>(h)], d.max_log_scale));
+  if (t.empty()) return 1.0;
+  return d.linear ? t[static_cast<size_t>(h)] : std::exp(std::min(t[static_cast<size_t>(h)], d.max_log_scale));
 }
 
 double group_norm(const HeadNormalizeDesc& d, const Vec& x, int64_t g) {
@@ -199,19 +200,20 @@ double group_norm(const HeadNormalizeDesc& d, const Vec& x, int64_t g) {
 
 Vec head_normalize_forward(const HeadNormalizeDesc& d, const Vec& x, const Vec& t) {
   Vec y(x.size());
-  for (int64_t g = 0; g < d.rows * d.heads; ++g) {
-    const double f = head_scale(d, t, g % d.heads) / group_norm(d, x, g);
+  for (int64_t g = 0; g < d.rows * d.heads * d.per_head; ++g) {
+    const double f = head_scale(d, t, g / d.per_head % d.heads) / group_norm(d, x, g);
     for (int64_t i = 0; i < d.dim; ++i) y[static_cast<size_t>(g * d.dim + i)] = f * x[static_cast<size_t>(g * d.dim + i)];
   }
   return y;
 }
 
-// y = s u, u = x / n: dx = s (dy - u (u . dy)) / n; dt = s sum(dy . u) where t is below the clamp.
+// y = s u, u = x / n: dx = s (dy - u (u . dy)) / n; dt = s sum(dy . u) where t is below the clamp
+// (linear: sum(dy . u)).
 void head_normalize_backward(const HeadNormalizeDesc& d, const Vec& x, const Vec& t, const Vec& dy, Vec& dx, Vec& dt) {
   dx.assign(x.size(), 0.0);
   dt.assign(t.size(), 0.0);
-  for (int64_t g = 0; g < d.rows * d.heads; ++g) {
-    const int64_t h = g % d.heads;
+  for (int64_t g = 0; g < d.rows * d.heads * d.per_head; ++g) {
+    const int64_t h = g / d.per_head % d.heads;
     const double n = group_norm(d, x, g), s = head_scale(d, t, h);
     double dot = 0;
     for (int64_t i = 0; i < d.dim; ++i)
@@ -220,7 +222,8 @@ void head_normalize_backward(const HeadNormalizeDesc& d, const Vec& x, const Vec
       const size_t k = static_cast<size_t>(g * d.dim + i);
       dx[k] = s * (dy[k] - x[k] / n * dot) / n;
     }
-    if (!t.empty() && t[static_cast<size_t>(h)] < d.max_log_scale) dt[static_cast<size_t>(h)] += s * dot;
+    if (!t.empty() && d.linear) dt[static_cast<size_t>(h)] += dot;
+    if (!t.empty() && !d.linear && t[static_cast<size_t>(h)] < d.max_log_scale) dt[static_cast<size_t>(h)] += s * dot;
   }
 }
 

@@ -117,18 +117,22 @@ class CpuRowGatherOp final : public RowGatherOp {
   std::vector<int64_t> starts_, sources_;
 };
 
-// Each group's norm, dot product and the logit scale's per-head sum in float, group by group
-// and row by row in order (the same for every thread count).
+// Each group's norm, dot product and the head factor's per-head sum in float, group by group
+// in order (the same for every thread count).
 class CpuHeadNormalizeOp final : public HeadNormalizeOp {
  public:
   explicit CpuHeadNormalizeOp(const HeadNormalizeDesc& d)
       : HeadNormalizeOp(d, Device::cpu()), d_(d), scale_(static_cast<size_t>(d.heads)) {}
 
  private:
-  // Each head's factor exp(min(t, max_log_scale)) (1 without t) into scale_.
+  // Each head's factor (1 without t) into scale_.
   const std::vector<float>& scales(const Tensor* t) {
-    for (int64_t h = 0; h < d_.heads; ++h)
-      scale_[static_cast<size_t>(h)] = t ? std::exp(std::min(t->data()[h], static_cast<float>(d_.max_log_scale))) : 1.f;
+    for (int64_t h = 0; h < d_.heads; ++h) {
+      const float v = t ? t->data()[h] : 0.f;
+      scale_[static_cast<size_t>(h)] = !t          ? 1.f
+                                       : d_.linear ? v
+                                                   : std::exp(std::min(v, static_cast<float>(d_.max_log_scale)));
+    }
     return scale_;
   }
   static float norm(const float* x, int64_t dim) {
@@ -136,55 +140,55 @@ class CpuHeadNormalizeOp final : public HeadNormalizeOp {
     for (int64_t i = 0; i < dim; ++i) n += x[i] * x[i];
     return std::max(std::sqrt(n), HeadNormalizeDesc::kEps);
   }
+  int64_t groups() const { return d_.rows * d_.heads * d_.per_head; }
+  int64_t head_of(int64_t g) const { return g / d_.per_head % d_.heads; }
   void do_forward(const Tensor& x, const Tensor* t, Tensor& y) override {
     const std::vector<float>& s = scales(t);
     const float* xp = x.data();
     float* yp = y.data();
-    const int64_t dim = d_.dim, heads = d_.heads;
+    const int64_t dim = d_.dim, n = groups();
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < d_.rows; ++r)
-      for (int64_t h = 0; h < heads; ++h) {
-        const float* in = xp + (r * heads + h) * dim;
-        float* out = yp + (r * heads + h) * dim;
-        const float f = s[static_cast<size_t>(h)] / norm(in, dim);
-        for (int64_t i = 0; i < dim; ++i) out[i] = f * in[i];
-      }
+    for (int64_t g = 0; g < n; ++g) {
+      const float* in = xp + g * dim;
+      float* out = yp + g * dim;
+      const float f = s[static_cast<size_t>(head_of(g))] / norm(in, dim);
+      for (int64_t i = 0; i < dim; ++i) out[i] = f * in[i];
+    }
   }
   void do_backward(const Tensor& x, const Tensor* t, const Tensor& dy, Tensor& dx, Tensor* dt) override {
     const std::vector<float>& s = scales(t);
     const float* xp = x.data();
     const float* gp = dy.data();
     float* out = dx.data();
-    const int64_t dim = d_.dim, heads = d_.heads, rows = d_.rows;
-    // dt first: dx may overwrite x or dy.
+    const int64_t dim = d_.dim, heads = d_.heads, per = d_.per_head, n = groups();
+    // dt first: dx may overwrite x or dy. d(factor)/dt: the factor (exp), 1 (linear), 0 (clamped).
     if (dt) {
 #pragma omp parallel for schedule(static)
       for (int64_t h = 0; h < heads; ++h) {
         float sum = 0.f;
-        for (int64_t r = 0; r < rows; ++r) {
-          const float* in = xp + (r * heads + h) * dim;
-          const float* g = gp + (r * heads + h) * dim;
-          float dot = 0.f;
-          for (int64_t i = 0; i < dim; ++i) dot += g[i] * in[i];
-          sum += dot / norm(in, dim);
-        }
-        const bool clamped = t->data()[h] >= static_cast<float>(d_.max_log_scale);
-        dt->data()[h] = clamped ? 0.f : s[static_cast<size_t>(h)] * sum;
+        for (int64_t r = 0; r < d_.rows; ++r)
+          for (int64_t p = 0; p < per; ++p) {
+            const int64_t at = ((r * heads + h) * per + p) * dim;
+            float dot = 0.f;
+            for (int64_t i = 0; i < dim; ++i) dot += gp[at + i] * xp[at + i];
+            sum += dot / norm(xp + at, dim);
+          }
+        const bool clamped = !d_.linear && t->data()[h] >= static_cast<float>(d_.max_log_scale);
+        dt->data()[h] = clamped ? 0.f : d_.linear ? sum : s[static_cast<size_t>(h)] * sum;
       }
     }
     // u = x / n, du = s dy: dx = (du - u (u . du)) / n.
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t h = 0; h < heads; ++h) {
-        const int64_t at = (r * heads + h) * dim;
-        const float* in = xp + at;
-        const float* g = gp + at;
-        const float n = norm(in, dim), f = s[static_cast<size_t>(h)] / n;
-        float dot = 0.f;  // u . dy
-        for (int64_t i = 0; i < dim; ++i) dot += in[i] * g[i];
-        dot /= n;
-        for (int64_t i = 0; i < dim; ++i) out[at + i] = f * (g[i] - in[i] / n * dot);
-      }
+    for (int64_t g = 0; g < n; ++g) {
+      const int64_t at = g * dim;
+      const float* in = xp + at;
+      const float* gr = gp + at;
+      const float nm = norm(in, dim), f = s[static_cast<size_t>(head_of(g))] / nm;
+      float dot = 0.f;  // u . dy
+      for (int64_t i = 0; i < dim; ++i) dot += in[i] * gr[i];
+      dot /= nm;
+      for (int64_t i = 0; i < dim; ++i) out[at + i] = f * (gr[i] - in[i] / nm * dot);
+    }
   }
 
   HeadNormalizeDesc d_;

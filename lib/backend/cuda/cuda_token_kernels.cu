@@ -62,8 +62,11 @@ __global__ void row_gather_backward_kernel(const float* dy, float* dx, const int
   }
 }
 
-// Head normalize: one thread per group of dim values (norms and dot products in float, in order).
-__device__ float head_scale(const float* t, int64_t h, float max_log) { return t ? expf(fminf(t[h], max_log)) : 1.f; }
+// Head normalize: one thread per group of dim values (norms and dot products in float, in order);
+// group g belongs to head g / per_head % heads. The factor: exp(min(t, max_log)), or t (linear).
+__device__ float head_scale(const float* t, int64_t h, float max_log, bool linear) {
+  return !t ? 1.f : linear ? t[h] : expf(fminf(t[h], max_log));
+}
 
 __device__ float group_norm(const float* x, int64_t dim) {
   float n = 0.f;
@@ -72,20 +75,21 @@ __device__ float group_norm(const float* x, int64_t dim) {
 }
 
 __global__ void head_normalize_kernel(const float* x, const float* t, float* y, int64_t groups, int64_t heads,
-                                      int64_t dim, float max_log) {
+                                      int64_t per_head, int64_t dim, float max_log, bool linear) {
   for (int64_t g = first_index(); g < groups; g += grid_stride()) {
     const float* in = x + g * dim;
-    const float f = head_scale(t, g % heads, max_log) / group_norm(in, dim);
+    const float f = head_scale(t, g / per_head % heads, max_log, linear) / group_norm(in, dim);
     for (int64_t i = 0; i < dim; ++i) y[g * dim + i] = f * in[i];
   }
 }
 
 __global__ void head_normalize_backward_kernel(const float* x, const float* t, const float* dy, float* dx,
-                                               int64_t groups, int64_t heads, int64_t dim, float max_log) {
+                                               int64_t groups, int64_t heads, int64_t per_head, int64_t dim,
+                                               float max_log, bool linear) {
   for (int64_t g = first_index(); g < groups; g += grid_stride()) {
     const float* in = x + g * dim;
     const float* gr = dy + g * dim;
-    const float n = group_norm(in, dim), f = head_scale(t, g % heads, max_log) / n;
+    const float n = group_norm(in, dim), f = head_scale(t, g / per_head % heads, max_log, linear) / n;
     float dot = 0.f;
     for (int64_t i = 0; i < dim; ++i) dot += in[i] * gr[i];
     dot /= n;
@@ -93,44 +97,52 @@ __global__ void head_normalize_backward_kernel(const float* x, const float* t, c
   }
 }
 
-// dt[h]: one block of kThreads per head; thread k sums rows k, k + kThreads, ..., then block_sum.
+// dt[h]: one block of kThreads per head; thread k sums the head's groups k, k + kThreads, ...
+// (row by row, per_head groups in each), then block_sum.
 __global__ void head_normalize_scale_grad_kernel(const float* x, const float* t, const float* dy, float* dt,
-                                                 int64_t rows, int64_t heads, int64_t dim, float max_log) {
+                                                 int64_t rows, int64_t heads, int64_t per_head, int64_t dim,
+                                                 float max_log, bool linear) {
   const int64_t h = blockIdx.x;
   double sum = 0;
-  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
-    const float* in = x + (r * heads + h) * dim;
-    const float* gr = dy + (r * heads + h) * dim;
+  for (int64_t k = threadIdx.x; k < rows * per_head; k += blockDim.x) {
+    const int64_t at = ((k / per_head * heads + h) * per_head + k % per_head) * dim;
     float dot = 0.f;
-    for (int64_t i = 0; i < dim; ++i) dot += gr[i] * in[i];
-    sum += dot / group_norm(in, dim);
+    for (int64_t i = 0; i < dim; ++i) dot += dy[at + i] * x[at + i];
+    sum += dot / group_norm(x + at, dim);
   }
   const double total = block_sum(sum);
-  if (threadIdx.x == 0) dt[h] = t[h] >= max_log ? 0.f : head_scale(t, h, max_log) * static_cast<float>(total);
+  if (threadIdx.x != 0) return;
+  if (linear)
+    dt[h] = static_cast<float>(total);
+  else
+    dt[h] = t[h] >= max_log ? 0.f : head_scale(t, h, max_log, false) * static_cast<float>(total);
 }
 
 }  // namespace
 
 // Declared where they are called (cuda_token_ops.cpp).
-void head_normalize(const float* x, const float* t, float* y, int64_t rows, int64_t heads, int64_t dim, float max_log,
-                    cudaStream_t stream) {
-  const int64_t groups = rows * heads;
+void head_normalize(const float* x, const float* t, float* y, int64_t rows, int64_t heads, int64_t per_head,
+                    int64_t dim, float max_log, bool linear, cudaStream_t stream) {
+  const int64_t groups = rows * heads * per_head;
   if (groups <= 0) return;
-  head_normalize_kernel<<<grid_for(groups), kThreads, 0, stream>>>(x, t, y, groups, heads, dim, max_log);
+  head_normalize_kernel<<<grid_for(groups), kThreads, 0, stream>>>(x, t, y, groups, heads, per_head, dim, max_log,
+                                                                   linear);
   DLT_LAUNCH_CHECK();
 }
 
 void head_normalize_backward(const float* x, const float* t, const float* dy, float* dx, float* dt, int64_t rows,
-                             int64_t heads, int64_t dim, float max_log, cudaStream_t stream) {
-  const int64_t groups = rows * heads;
+                             int64_t heads, int64_t per_head, int64_t dim, float max_log, bool linear,
+                             cudaStream_t stream) {
+  const int64_t groups = rows * heads * per_head;
   if (groups <= 0) return;
   // dt first: dx may overwrite x or dy.
   if (dt) {
-    head_normalize_scale_grad_kernel<<<static_cast<unsigned>(heads), kThreads, 0, stream>>>(x, t, dy, dt, rows, heads,
-                                                                                          dim, max_log);
+    head_normalize_scale_grad_kernel<<<static_cast<unsigned>(heads), kThreads, 0, stream>>>(
+        x, t, dy, dt, rows, heads, per_head, dim, max_log, linear);
     DLT_LAUNCH_CHECK();
   }
-  head_normalize_backward_kernel<<<grid_for(groups), kThreads, 0, stream>>>(x, t, dy, dx, groups, heads, dim, max_log);
+  head_normalize_backward_kernel<<<grid_for(groups), kThreads, 0, stream>>>(x, t, dy, dx, groups, heads, per_head, dim,
+                                                                            max_log, linear);
   DLT_LAUNCH_CHECK();
 }
 

@@ -23,10 +23,11 @@ void row_gather(const float* x, float* y, const int32_t* index, int64_t n, int64
 void row_gather_backward(const float* dy, float* dx, const int32_t* starts, const int32_t* sources, int64_t n,
                          int64_t rows_in, int64_t rows_out, int64_t cols, cudaStream_t stream);
 
-void head_normalize(const float* x, const float* t, float* y, int64_t rows, int64_t heads, int64_t dim, float max_log,
-                    cudaStream_t stream);
+void head_normalize(const float* x, const float* t, float* y, int64_t rows, int64_t heads, int64_t per_head,
+                    int64_t dim, float max_log, bool linear, cudaStream_t stream);
 void head_normalize_backward(const float* x, const float* t, const float* dy, float* dx, float* dt, int64_t rows,
-                             int64_t heads, int64_t dim, float max_log, cudaStream_t stream);
+                             int64_t heads, int64_t per_head, int64_t dim, float max_log, bool linear,
+                             cudaStream_t stream);
 
 namespace {
 
@@ -37,12 +38,13 @@ class CudaHeadNormalizeOp final : public HeadNormalizeOp {
 
  private:
   void do_forward(const Tensor& x, const Tensor* t, Tensor& y) override {
-    head_normalize(x.data(), t ? t->data() : nullptr, y.data(), d_.rows, d_.heads, d_.dim,
-                   static_cast<float>(d_.max_log_scale), ctx_.stream);
+    head_normalize(x.data(), t ? t->data() : nullptr, y.data(), d_.rows, d_.heads, d_.per_head, d_.dim,
+                   static_cast<float>(d_.max_log_scale), d_.linear, ctx_.stream);
   }
   void do_backward(const Tensor& x, const Tensor* t, const Tensor& dy, Tensor& dx, Tensor* dt) override {
-    head_normalize_backward(x.data(), t ? t->data() : nullptr, dy.data(), dx.data(), dt ? dt->data() : nullptr,
-                            d_.rows, d_.heads, d_.dim, static_cast<float>(d_.max_log_scale), ctx_.stream);
+    head_normalize_backward(x.data(), t ? t->data() : nullptr, dy.data(), dx.data(), dt ? dt->data() : nullptr, d_.rows,
+                            d_.heads, d_.per_head, d_.dim, static_cast<float>(d_.max_log_scale), d_.linear,
+                            ctx_.stream);
   }
 
   HeadNormalizeDesc d_;
