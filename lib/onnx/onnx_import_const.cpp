@@ -443,6 +443,32 @@ TensorConst tile(const TensorConst& data, const std::vector<int64_t>& repeats) {
   return out;
 }
 
+// CumSum along axis (EdgeNeXt's Fourier position encoding sums a mask of ones): exclusive leaves
+// each value out of its own sum, reverse sums from the end.
+TensorConst cumsum(const TensorConst& x, int64_t axis_in, bool exclusive, bool reverse) {
+  const int64_t rank = static_cast<int64_t>(x.dims.size());
+  if (rank == 0) refuse("a CumSum of a scalar");
+  const int64_t axis = axis_of(axis_in, rank), len = x.dims[static_cast<size_t>(axis)];
+  const int64_t inner = strides_of(x.dims)[static_cast<size_t>(axis)],
+                outer = x.size() / std::max<int64_t>(1, len * inner);
+  TensorConst out = x;
+  if (out.type == TensorConst::kBool) out.type = TensorConst::kInt;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      double sum = 0;
+      for (int64_t k = 0; k < len; ++k) {
+        const int64_t j = reverse ? len - 1 - k : k;
+        const size_t at = static_cast<size_t>((o * len + j) * inner + i);
+        const double v = x.v[at];
+        if (!exclusive) sum += v;
+        out.v[at] = out.type == TensorConst::kFloat ? static_cast<float>(sum) : sum;
+        if (exclusive) sum += v;
+      }
+    }
+  check_ints(out);
+  return out;
+}
+
 // A 2-D Conv of constants (N, C, H, W) by (M, C / group, kh, kw), plus a bias of M (XCiT's 1x1
 // projection of its Fourier features), in double, rounded to float32 at the end.
 TensorConst conv(const TensorConst& x, const TensorConst& w, const TensorConst* b, const TensorFoldAttrs& a) {
@@ -702,7 +728,7 @@ bool is_tensor_fold_op(const std::string& op) {
   static const std::set<std::string> other{
       "Cast",   "Gather",          "Reshape", "Transpose", "Unsqueeze", "Squeeze", "Concat",   "Slice",
       "Expand", "ConstantOfShape", "Range",   "ScatterND", "MatMul",    "Where",   "Identity", "GatherND",
-      "Clip",   "Einsum",          "Gemm",    "Split",     "Tile",      "Conv"};
+      "Clip",   "Einsum",          "Gemm",    "Split",     "Tile",      "Conv",    "CumSum"};
   return binary_ops().count(op) || unary_ops().count(op) || other.count(op);
 }
 
@@ -800,6 +826,11 @@ TensorConst tensor_fold(const std::string& op, const std::vector<const TensorCon
       out = binary("Add", out, scaled);
     }
     return out;
+  }
+  if (op == "CumSum") {
+    const std::vector<int64_t> axis = int_list(need(in, 1, "axis"), "axis");
+    if (axis.size() != 1) refuse("a CumSum axis of " + dims_text(need(in, 1, "axis").dims));
+    return cumsum(need(in, 0, "x"), axis[0], a.exclusive != 0, a.reverse != 0);
   }
   if (op == "Tile") return tile(need(in, 0, "input"), int_list(need(in, 1, "repeats"), "repeats"));
   if (op == "Conv") return conv(need(in, 0, "X"), need(in, 1, "W"), in.size() > 2 ? in[2] : nullptr, a);

@@ -3,7 +3,7 @@
 // (Swin's shifted-window mask: ConstantOfShape, Slice, ScatterND, Sub, Equal, Not, Where; its
 // relative position bias: a Gather (GatherND) of the table by an index, Reshape, Transpose, Unsqueeze;
 // Swin V2's MLP on a coordinate table: MatMul, Add, Relu, Sigmoid, Mul; XCiT's Fourier position
-// encoding: Range, Tile, Sin, Cos, a 1x1 Conv). A node whose inputs are
+// encoding: Range, Tile, Sin, Cos, a 1x1 Conv; EdgeNeXt's: CumSum). A node whose inputs are
 // all constants becomes a constant. Values are held as doubles: float32 exactly, int64 up to
 // 2^53 (an integer beyond that is refused), bool as 0 / 1. Plain vectors: lib/onnx turns the
 // nodes into these calls and the results into initializers.
@@ -47,6 +47,7 @@ struct TensorFoldAttrs {
   std::vector<int64_t> strides, pads, dilations;  // Conv
   int64_t group = 1;
   std::string auto_pad = "NOTSET";
+  int64_t exclusive = 0, reverse = 0;  // CumSum
 };
 
 // Split of a constant along axis into outputs parts of the given sizes (empty: equal parts, the

@@ -526,6 +526,24 @@ def tiny_models():
                     p.uniform_(0.5, 1.5)
         return m
 
+    def edgenext_timm():
+        # timm's EdgeNeXt at 32x32: a 4x4 stride-4 stem of 16 channels, a convolution encoder
+        # stage (a 3x3 depthwise Conv, channels-last LayerNorm, MLP, LayerScale), then a stage of 32
+        # channels with a convolution encoder and a split depthwise transpose attention block (its
+        # channels split in two, the second half's Res2Net-style depthwise Conv, the Fourier
+        # position encoding (CumSum of ones: folded), cross-covariance attention of 2 heads with
+        # its temperature, LayerScales), and two downsampling stages without blocks
+        import torch
+        from timm.models.edgenext import EdgeNeXt
+        m = timm_net(lambda: EdgeNeXt(dims=(16, 32, 32, 32), depths=(1, 2, 0, 0), global_block_counts=(0, 1, 0, 0),
+                                      kernel_sizes=(3, 3, 3, 3), heads=(2, 2, 2, 2), d2_scales=(2, 2, 2, 2),
+                                      use_pos_emb=(False, True, False, False), num_classes=10))
+        with torch.no_grad():
+            for name, p in m.named_parameters():
+                if name.endswith(("temperature", "gamma_xca")):
+                    p.uniform_(0.5, 1.5)
+        return m
+
     def beit_timm():
         # timm's BEiT: a relative position bias per head and pair of tokens (gathered from its
         # table, the class token's rows and columns its own entries) added to the scaled scores,
@@ -688,7 +706,7 @@ def tiny_models():
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm, "pvt_v2_timm": pvt_v2_timm, "beit_timm": beit_timm,
             "pit_timm": lambda: pit_timm(False), "pit_distilled_timm": lambda: pit_timm(True),
             "crossvit_timm": crossvit_timm, "twins_timm": twins_timm, "twins_pcpvt_timm": twins_pcpvt_timm,
-            "davit_timm": davit_timm, "xcit_timm": xcit_timm,
+            "davit_timm": davit_timm, "xcit_timm": xcit_timm, "edgenext_timm": edgenext_timm,
             "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm,
             "efficientformer_timm": efficientformer_timm, "poolformer_timm": poolformer_timm,
             "caformer_timm": caformer_timm, "mambaout_timm": mambaout_timm,

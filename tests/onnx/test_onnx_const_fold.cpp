@@ -243,6 +243,56 @@ TEST_CASE("constant folding: Gemm of constants (a position MLP on its coordinate
   CHECK_THAT(refusal("Gemm", {&v3, &w}, t), Catch::Contains("a Gemm of 3 and 2x3"));
 }
 
+TEST_CASE("constant folding: Sin, Cos, Tile, CumSum and Conv (the Fourier position encodings of XCiT, EdgeNeXt)",
+          "[onnx]") {
+  const TensorConst x = floats({2}, {0.5, -1.25});
+  CHECK(fold("Sin", {&x}).v ==
+        std::vector<double>{static_cast<float>(std::sin(0.5)), static_cast<float>(std::sin(-1.25))});
+  CHECK(fold("Cos", {&x}).v ==
+        std::vector<double>{static_cast<float>(std::cos(0.5)), static_cast<float>(std::cos(-1.25))});
+  // Tile (2, 3) by (2, 1): the rows twice
+  const TensorConst m = ints({2, 3}, {1, 2, 3, 4, 5, 6}), reps = ints({2}, {2, 1});
+  TensorConst y = fold("Tile", {&m, &reps});
+  CHECK(y.dims == std::vector<int64_t>{4, 3});
+  CHECK(y.v == std::vector<double>{1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6});
+  const TensorConst reps3 = ints({3}, {1, 1, 1});
+  CHECK_THAT(refusal("Tile", {&m, &reps3}), Catch::Contains("repeats 1x1x1 for a constant of rank 2"));
+  // CumSum along axis 1, inclusive, exclusive, reversed
+  const TensorConst axis = ints({}, {1});
+  y = fold("CumSum", {&m, &axis});
+  CHECK(y.v == std::vector<double>{1, 3, 6, 4, 9, 15});
+  TensorFoldAttrs ex;
+  ex.exclusive = 1;
+  CHECK(fold("CumSum", {&m, &axis}, ex).v == std::vector<double>{0, 1, 3, 0, 4, 9});
+  TensorFoldAttrs rev;
+  rev.reverse = 1;
+  CHECK(fold("CumSum", {&m, &axis}, rev).v == std::vector<double>{6, 5, 3, 15, 11, 6});
+  const TensorConst axis0 = ints({}, {0});
+  CHECK(fold("CumSum", {&m, &axis0}).v == std::vector<double>{1, 2, 3, 5, 7, 9});
+  // Conv: a (1, 2, 3, 3) image, 2 filters of 2x2 over both channels, stride 1, no padding, a bias
+  std::vector<double> img;
+  for (int i = 0; i < 18; ++i) img.push_back(i);
+  const TensorConst im = floats({1, 2, 3, 3}, img);
+  const TensorConst w = floats({2, 2, 2, 2}, {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1});
+  const TensorConst b = floats({2}, {0.5, -1});
+  y = fold("Conv", {&im, &w, &b});
+  CHECK(y.dims == std::vector<int64_t>{1, 2, 2, 2});
+  // filter 0: channel 0's top-left pixel + 0.5; filter 1: channel 0's bottom-right + channel 1's
+  // bottom-right - 1
+  CHECK(y.v == std::vector<double>{0.5, 1.5, 3.5, 4.5, 4 + 13 - 1, 5 + 14 - 1, 7 + 16 - 1, 8 + 17 - 1});
+  // depthwise (group 2) 1x1 filters, stride 2, padding 1: the corners and the zero border
+  TensorFoldAttrs dw;
+  dw.group = 2;
+  dw.strides = {2, 2};
+  dw.pads = {1, 1, 1, 1};
+  const TensorConst w1 = floats({2, 1, 1, 1}, {2, -1});
+  y = fold("Conv", {&im, &w1}, dw);
+  CHECK(y.dims == std::vector<int64_t>{1, 2, 3, 3});
+  CHECK(y.v == std::vector<double>{0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, -13, 0, 0, 0, 0});
+  const TensorConst w3 = floats({2, 3, 1, 1}, {1, 1, 1, 1, 1, 1});
+  CHECK_THAT(refusal("Conv", {&im, &w3}), Catch::Contains("a Conv of 1x2x3x3 by 2x3x1x1 in 1 groups"));
+}
+
 TEST_CASE("constant folding: hostile sizes are refused before anything is allocated", "[onnx]") {
   const TensorConst one = floats({1}, {1});
   const TensorConst far = ints({2}, {int64_t{1} << 40, int64_t{1} << 40});
