@@ -12,6 +12,9 @@
 // learnables. The op is backend/attention_op.h's. PyTorch: F.scaled_dot_product_attention on the
 // heads (N, NumHeads, S, C / NumHeads). MATLAB's HasPaddingMaskInput and HasScoresOutput are
 // refused when true: dltrain's sequences have no padding and a layer has one output.
+// ScoreBias true (dltrain's own, as selfAttention's) adds a learnable ScoreBias (NumHeads, Sq,
+// Skv) to each head's scaled scores before the mask and softmax, the same for every image:
+// LeViT's attention biases, gathered from its table into one value per head and pair of tokens.
 // Images (SSCB) are taken too (dltrain's own): an image's pixels in row order are its tokens
 // (the same memory as (H W, 1, C)); the output has the query's format, an Hq x Wq x Cv image
 // for an image query (PVT's queries over the pixels of a strided convolution's output). A vector
@@ -43,6 +46,8 @@ class AttentionLayer final : public Layer {
                         "no padding (every sequence of a batch has the same length)");
     if (spec_.get_bool("HasScoresOutput", false))
       throw ConfigError(spec.where() + "option HasScoresOutput true is not supported: a dltrain layer has one output");
+    score_bias_ = spec_.get_bool("ScoreBias", false);
+    if (score_bias_) scores_ = make_param(spec_, "ScoreBias", Shape{}, Init::kZeros, 0.f);
   }
 
   int num_inputs() const override { return 3; }
@@ -70,12 +75,20 @@ class AttentionLayer final : public Layer {
       if (n % heads_ != 0)
         shape_error(spec_, std::string("the ") + what + " channels (" + std::to_string(n) +
                                ") are not a multiple of NumHeads (" + std::to_string(heads_) + ")");
+    params_.clear();
+    if (score_bias_) {
+      Param b = scores_;
+      b.shape = Shape{heads_, seq_q_, seq_kv_};
+      b.fan_in = b.fan_out = seq_kv_;
+      params_.push_back(b);
+    }
     return Shape{q[0], q[1], value_};
   }
 
   void setup(int64_t n, Backend& be) override { op_ = be.make(desc(n)); }
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
+    if (score_bias_) op_->set_bias(params_[0].value);
     if (ctx.training && dropout_ > 0)
       op_->forward_dropout(*x[0], *x[1], *x[2], y,
                            Rng::derive(ctx.seed, {dropout_stream(name(), ctx.iteration)}).next_u64());
@@ -86,8 +99,13 @@ class AttentionLayer final : public Layer {
   // The op writes all three gradients: an input that needs none gets a scratch buffer.
   void backward(const std::vector<const Tensor*>& x, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {
+    Tensor* dbias = score_bias_ && !params_[0].frozen() ? &params_[0].grad : nullptr;
     op_->backward(*x[0], *x[1], *x[2], dy, grad_or_scratch(dx[0], *x[0], scratch_[0]),
-                  grad_or_scratch(dx[1], *x[1], scratch_[1]), grad_or_scratch(dx[2], *x[2], scratch_[2]));
+                  grad_or_scratch(dx[1], *x[1], scratch_[1]), grad_or_scratch(dx[2], *x[2], scratch_[2]), dbias);
+  }
+  std::vector<std::string> learnable_options() const override {
+    if (score_bias_) return {"ScoreBias"};
+    return {};
   }
 
   int64_t flops_per_image() const override { return 2 * seq_q_ * seq_kv_ * (key_ + value_); }
@@ -99,8 +117,10 @@ class AttentionLayer final : public Layer {
     const std::string& n = name();
     const bool image = !inputs.at(0).tokens && !inputs[0].flat;
     const std::string y = image ? n + "_tokens" : n;
+    const std::vector<float> bias = score_bias_ ? host_values(params_[0].value) : std::vector<float>{};
     g.attention(y, g.pixel_tokens(n, inputs[0]), g.pixel_tokens(n, inputs.at(1)), g.pixel_tokens(n, inputs.at(2)),
-                heads_, seq_q_, seq_kv_, key_ / heads_, value_ / heads_, desc(1).scale_or_default(), causal_);
+                heads_, seq_q_, seq_kv_, key_ / heads_, value_ / heads_, desc(1).scale_or_default(), causal_,
+                score_bias_ ? &bias : nullptr);
     return image ? g.tokens_image(n, y, out) : OnnxValue{n, out, false};
   }
 
@@ -116,12 +136,15 @@ class AttentionLayer final : public Layer {
     d.causal = causal_;
     d.scale = static_cast<float>(scale_);
     d.dropout = static_cast<float>(dropout_);
+    d.bias_n = score_bias_ ? 1 : 0;
     return d;
   }
 
   int64_t heads_ = 1, seq_q_ = 1, seq_kv_ = 1, key_ = 1, value_ = 1;
   double scale_ = 0;  // 0: auto
   bool causal_ = false;
+  bool score_bias_ = false;  // ScoreBias: params_[0], (heads, Sq, Skv) added to the scaled scores
+  Param scores_;             // its factors, read at construction
   double dropout_ = 0;
   std::unique_ptr<AttentionOp> op_;
   Tensor scratch_[3];  // gradients of inputs that need none (the op writes all three)

@@ -20,6 +20,7 @@ namespace {
 // (heads..., rows, cols) with the matrix in the last two dimensions, transposed for K^T.
 struct Operand {
   int64_t heads = 1, dim = 0, col = 0;
+  int64_t step = 0;              // the columns from one head to the next; 0: dim (side by side)
   std::vector<int64_t> leading;  // the dimensions before the matrix (the heads among size-1 ones)
 };
 std::optional<Operand> operand(const Importer::View& v, int64_t seq, int64_t cols, bool transposed) {
@@ -33,11 +34,13 @@ std::optional<Operand> operand(const Importer::View& v, int64_t seq, int64_t col
   o.leading.assign(v.dims.begin(), v.dims.end() - 2);
   for (size_t i = 0; i + 2 < r; ++i) {
     if (v.dims[i] == 1) continue;
-    if (o.heads > 1 || v.strides[i] != o.dim) return std::nullopt;
+    if (o.heads > 1 || v.strides[i] < o.dim) return std::nullopt;
     o.heads = v.dims[i];
+    if (v.strides[i] != o.dim) o.step = v.strides[i];  // heads apart (LeViT's Q, K, V per head)
   }
   o.col = v.offset;
-  if (o.col < 0 || o.col + o.heads * o.dim > cols) return std::nullopt;
+  const int64_t step = o.step ? o.step : o.dim;
+  if (o.col < 0 || o.col + (o.heads - 1) * step + o.dim > cols) return std::nullopt;
   return o;
 }
 
@@ -218,6 +221,8 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
       s.k = b.source;
       s.q_col = x.col;
       s.k_col = y.col;
+      s.q_step = x.step;
+      s.k_step = y.step;
       s.heads = x.heads;
       s.key_dim = x.dim;
       if (channel) s.value_dim = x.dim;
@@ -265,6 +270,7 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
     s.kind = Source::kHeads;
     s.v = b.source;
     s.v_col = v->col;
+    s.v_step = v->step;
     s.rows = rows;
     s.value_dim = v->dim;
     s.cols = s.heads * s.value_dim;
@@ -285,14 +291,19 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
   fail(n, "multiplies two computed values that are not the operands of an attention (Q K^T or softmax times V)");
 }
 
+// Columns [col, col + count) of a (c, cols) projection as `count` rows of fullyConnected weights
+// (times f); in `heads` blocks `step` columns apart when step is not 0.
 void projection_rows(const std::vector<float>& w, const std::vector<float>& b, int64_t c, int64_t cols, int64_t col,
-                     int64_t count, float f, std::vector<float>& weights, std::vector<float>& bias) {
+                     int64_t count, float f, std::vector<float>& weights, std::vector<float>& bias, int64_t heads,
+                     int64_t step) {
   weights.assign(static_cast<size_t>(count * c), 0.f);
   bias.assign(static_cast<size_t>(count), 0.f);
+  const int64_t per = count / heads, st = step ? step : per;
   for (int64_t o = 0; o < count; ++o) {
+    const int64_t from = col + o / per * st + o % per;
     for (int64_t i = 0; i < c; ++i)
-      weights[static_cast<size_t>(o * c + i)] = f * w[static_cast<size_t>(i * cols + col + o)];
-    bias[static_cast<size_t>(o)] = f * b[static_cast<size_t>(col + o)];
+      weights[static_cast<size_t>(o * c + i)] = f * w[static_cast<size_t>(i * cols + from)];
+    bias[static_cast<size_t>(o)] = f * b[static_cast<size_t>(from)];
   }
 }
 
@@ -320,17 +331,44 @@ bool Importer::self_attention(int heads) const {
 // as it is; a projection's columns as a fullyConnected layer (the whole projection as its own
 // layer, named after its MatMul; a part of it, as a joint QKV projection's, as a layer of those
 // columns named after the MatMul and the role).
-Value Importer::operand_tokens(const onnx::NodeProto& n, int source, int64_t col, int64_t count, const char* role) {
+Value Importer::operand_tokens(const onnx::NodeProto& n, int source, int64_t col, int64_t count, const char* role,
+                               int64_t heads, int64_t step) {
   const Source p = sources_[static_cast<size_t>(source)];
-  const bool whole = col == 0 && count == p.cols;
+  const int64_t per = count / heads;
+  if (step == per) step = 0;
+  const bool whole = col == 0 && count == p.cols && step == 0;
+  if (p.kind == Source::kTokens && !whole && p.tokens.channels_last) {
+    // Some channels of a flattened image (LeViT's Q, K and V of each head side by side, after
+    // the projection's BatchNorm): a channelSlice per run of channels, concatenated.
+    std::vector<std::string> parts;
+    const int64_t runs = step ? heads : 1, width = step ? per : count;
+    for (int64_t h = 0; h < runs; ++h) {
+      onnx::NodeProto named;
+      named.set_name(node_name(n) + "_" + role + (runs > 1 ? "_head" + std::to_string(h + 1) : std::string()));
+      LayerSpec& spec = add_layer("channelSlice", unique_name(named), {p.tokens.name});
+      spec.set("StartChannel", std::to_string(col + h * step + 1));
+      spec.set("NumChannels", std::to_string(width));
+      parts.push_back(spec.name);
+    }
+    last_layer_op_ = "Slice";
+    if (parts.size() == 1) return tokens_like(p.tokens, parts[0], count);
+    onnx::NodeProto named;
+    named.set_name(node_name(n) + "_" + role);
+    LayerSpec& cat = add_layer("depthConcatenation", unique_name(named), parts);
+    cat.set("NumInputs", std::to_string(parts.size()));
+    return tokens_like(p.tokens, cat.name, count);
+  }
   if (p.kind == Source::kTokens) {
     if (!whole)
       fail(n, std::string("reads channels [") + std::to_string(col) + ", " + std::to_string(col + count) +
-                  ") of a sequence of " + std::to_string(p.cols) + " channels as the attention's " + role +
-                  "; dltrain reads there a whole token sequence or columns of a MatMul projection");
+                  ") of a sequence of " + std::to_string(p.cols) + " channels" +
+                  (step ? " (heads " + std::to_string(step) + " apart)" : std::string()) + " as the attention's " +
+                  role +
+                  "; dltrain reads there a whole token sequence, channels of a flattened image or columns of a "
+                  "MatMul projection");
     return p.tokens;
   }
-  if (whole) {
+  if (whole) {  // a projection's columns in order
     View all;
     all.source = source;
     all.dims = {1, p.rows, p.cols};
@@ -339,7 +377,7 @@ Value Importer::operand_tokens(const onnx::NodeProto& n, int source, int64_t col
   }
   const int64_t c = p.tokens.shape[2];
   std::vector<float> w, b;
-  projection_rows(p.weight, p.bias, c, p.cols, col, count, 1.f, w, b);
+  projection_rows(p.weight, p.bias, c, p.cols, col, count, 1.f, w, b, heads, step);
   onnx::NodeProto matmul;  // named after the projection's MatMul
   matmul.set_name(p.node + "_" + role);
   LayerSpec& spec = add_layer("fullyConnected", unique_name(matmul), {p.tokens.name});
@@ -357,15 +395,10 @@ Value Importer::operand_tokens(const onnx::NodeProto& n, int source, int64_t col
 int Importer::attention_layer(const onnx::NodeProto& n, int heads) {
   if (sources_[static_cast<size_t>(heads)].materialized >= 0) return sources_[static_cast<size_t>(heads)].materialized;
   const Source a = sources_[static_cast<size_t>(heads)];
-  if (!a.score_bias.empty())
-    fail(n,
-         "reads an attention with a bias added to its scores whose queries, keys and values are not all "
-         "projections of one sequence followed by an output projection; dltrain reads such a bias only as "
-         "selfAttention's ScoreBias");
   const int64_t key = a.heads * a.key_dim, value = a.heads * a.value_dim;
-  const Value q = operand_tokens(n, a.q, a.q_col, key, "query");
-  const Value k = operand_tokens(n, a.k, a.k_col, key, "key");
-  const Value v = operand_tokens(n, a.v, a.v_col, value, "value");
+  const Value q = operand_tokens(n, a.q, a.q_col, key, "query", a.heads, a.q_step);
+  const Value k = operand_tokens(n, a.k, a.k_col, key, "key", a.heads, a.k_step);
+  const Value v = operand_tokens(n, a.v, a.v_col, value, "value", a.heads, a.v_step);
   onnx::NodeProto named;
   named.set_name(node_name(n) + "_attention");
   if (!a.temperature.empty() && !a.unit)
@@ -381,6 +414,12 @@ int Importer::attention_layer(const onnx::NodeProto& n, int heads) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.9g", a.scale);
     s.set("Scale", buf);
+  }
+  if (!a.score_bias.empty()) {  // the scores' bias at the softmax: the final scale times the stored one
+    s.set("ScoreBias", "true");
+    std::vector<float> b = a.score_bias;
+    for (float& x : b) x = static_cast<float>(x * a.scale);
+    add_param(s.name, "ScoreBias", Shape{a.heads, a.rows, sources_[static_cast<size_t>(a.k)].rows}, std::move(b));
   }
   if (a.unit) {
     std::vector<float> t = a.temperature;
@@ -407,16 +446,17 @@ void Importer::attention(const onnx::NodeProto& n, const View& heads, const std:
                &v = sources_[static_cast<size_t>(a.v)];
   const Value& x = q.tokens;
   const int64_t c = x.shape[2], key = a.heads * a.key_dim, value = a.heads * a.value_dim;
-  auto take = [&](const Source& p, int64_t col, int64_t count, float f, std::vector<float>& wt, std::vector<float>& b) {
-    projection_rows(p.weight, p.bias, c, p.cols, col, count, f, wt, b);
+  auto take = [&](const Source& p, int64_t col, int64_t count, int64_t step, float f, std::vector<float>& wt,
+                  std::vector<float>& b) {
+    projection_rows(p.weight, p.bias, c, p.cols, col, count, f, wt, b, a.heads, step);
   };
   // dltrain scales the scores by 1 / sqrt(key_dim); another scale goes into the queries.
   const double want = 1.0 / std::sqrt(static_cast<double>(a.key_dim));
   const float f = std::fabs(a.scale / want - 1) < 1e-6 ? 1.f : static_cast<float>(a.scale / want);
   std::vector<float> qw, qb, kw, kb, vw, vb;
-  take(q, a.q_col, key, f, qw, qb);
-  take(k, a.k_col, key, 1.f, kw, kb);
-  take(v, a.v_col, value, 1.f, vw, vb);
+  take(q, a.q_col, key, a.q_step, f, qw, qb);
+  take(k, a.k_col, key, a.k_step, 1.f, kw, kb);
+  take(v, a.v_col, value, a.v_step, 1.f, vw, vb);
   std::vector<float> ow(static_cast<size_t>(out * value));
   for (int64_t o = 0; o < out; ++o)
     for (int64_t i = 0; i < value; ++i) ow[static_cast<size_t>(o * value + i)] = w[static_cast<size_t>(i * out + o)];

@@ -171,6 +171,12 @@ bool Importer::window_node(const onnx::NodeProto& n) {
     window_step(n, it->second);
     return true;
   }
+  // A subsampled image (LeViT's queries) read by anything but the image views' own readers.
+  if (const std::string& x = n.input(0); image_views_.count(x) && !values_.count(x) && op != "Pad" && op != "Slice" &&
+                                         op != "Concat" &&
+                                         !(op == "Reshape" && n.input_size() > 1 && constant(n.input(1)) &&
+                                           dims_of(*constant(n.input(1))) == std::vector<int64_t>{6}))
+    subsample(n, x);
   if (unfold_node(n)) return true;
   if (attention2d_start(n)) return true;
   if (maxvit_node(n)) return true;
@@ -237,6 +243,10 @@ const Importer::Partition* Importer::partition_of_inputs(const onnx::NodeProto& 
   static const std::set<std::string> per_token{"LayerNormalization", "MatMul", "Add",       "Gelu",    "Relu",
                                                "Sigmoid",            "Swish",  "HardSwish", "Mul",     "Dropout",
                                                "Identity",           "Reshape", "Transpose", "Shape",   "Pow"};
+  // a flat image's pixels as rows (LeViT): BatchNormalization of them; Flatten to them
+  bool rows_op = p && p->flat && (n.op_type() == "BatchNormalization" || n.op_type() == "Flatten");
+  if (rows_op && n.op_type() == "BatchNormalization") rows_op = n.input_size() > 0 && rows_.count(n.input(0));
+  if (rows_op) return p;
   // The mean or maximum over all tokens of a flat image (EfficientFormer's head) ends its partition.
   const bool flat_mean = p->flat && (n.op_type() == "ReduceMean" || n.op_type() == "ReduceMax");
   if ((!per_token.count(n.op_type()) && !flat_mean) || untagged)
@@ -676,8 +686,46 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
     return false;
   }
   if (part.flat) {
-    if (op == "Shape") return shape_out({one, h * w, c});
-    if (op == "Reshape" && target().size() >= 4 && target()[1] == h * w && !(target()[1] == h && target()[2] == w)) {
+    const bool rows = rows_.count(x) != 0;
+    if (op == "Shape") return shape_out(rows ? std::vector<int64_t>{h * w, c} : std::vector<int64_t>{one, h * w, c});
+    // Its pixels as the rows of (H*W, C) (LeViT's BatchNorm1d over the flattened tokens): the same
+    // image; BatchNormalization of those rows normalizes each channel, as batchNormalization does
+    // the image's; the Reshape back to (1, H*W, C) is the flattened image again.
+    const std::vector<int64_t> t0 = op == "Reshape" ? target() : std::vector<int64_t>{};
+    const bool to_rows = (op == "Reshape" && t0.size() == 2 && (t0[0] == h * w || t0[0] == -1) &&
+                          (t0[1] == c || t0[1] == -1) && !(t0[0] == -1 && t0[1] == -1)) ||
+                         (op == "Flatten" && attr_int(n, "axis", 1) == 2);
+    if (!rows && to_rows) {
+      set_out(n, v);
+      partitions_[n.output(0)] = part;
+      rows_.insert(n.output(0));
+      return true;
+    }
+    if (rows && op == "Reshape" && t0.size() == 3 && one_image(t0[0]) && (t0[1] == h * w || t0[1] == -1) &&
+        (t0[2] == c || t0[2] == -1)) {
+      set_out(n, v);
+      partitions_[n.output(0)] = part;
+      return true;
+    }
+    if (rows && op == "BatchNormalization") {
+      Value& in = values_.at(x);  // read as the (N, C, H, W) image it is in dltrain's layout
+      in.channels_last = false;
+      read_layer(*layer_type_for_onnx(op), n);
+      in.channels_last = true;
+      values_.at(n.output(0)).channels_last = true;
+      partitions_[n.output(0)] = part;
+      rows_.insert(n.output(0));
+      return true;
+    }
+    if (rows && !(op == "Reshape" && t0.size() >= 4))
+      fail(n, "reads a channels-last image's pixels as the rows of (" + std::to_string(h * w) + ", " +
+                  std::to_string(c) + "); dltrain reads them only in BatchNormalization and the Reshape back to (1, " +
+                  std::to_string(h * w) + ", " + std::to_string(c) + ") or into heads");
+    // (1, H*W, heads, d), or (1, -1, heads, d) with heads * d = C
+    const bool into_heads = op == "Reshape" && target().size() >= 4 &&
+                            (target()[1] == h * w || (target()[1] == -1 && product(target()) == -c)) &&
+                            !(target()[1] == h && target()[2] == w);
+    if (into_heads) {
       view_reshape(n, view_of(n, 0));  // the pixels as tokens into heads, (1, H*W, heads, d): an attention's operand
       return true;
     }
@@ -834,6 +882,33 @@ void Importer::image_slice(const onnx::NodeProto& n, ImageView v) {
     v.count[k] = count;
   }
   set_image_view(n, v);
+}
+
+// A channels-last image sliced with steps from its first row and column to its end, neither
+// padded nor rolled (LeViT's subsampled queries, x[:, ::2, ::2]), read by a layer: an
+// averagePooling2d of 1x1 windows at those strides, a channels-last image. False for any other
+// view.
+bool Importer::subsample(const onnx::NodeProto& n, const std::string& value) {
+  const ImageView& v = image_views_.at(value);
+  const std::array<int64_t, 2> hw = v.src_hw();
+  for (size_t k = 0; k < 2; ++k)
+    if (v.roll[k] != 0 || v.full[k] != hw[k] || v.start[k] != 0 || v.step[k] < 1 ||
+        v.count[k] != (hw[k] - 1) / v.step[k] + 1)
+      return false;
+  Value out = v.src;
+  if (v.step[0] > 1 || v.step[1] > 1) {
+    onnx::NodeProto named;
+    named.set_name(node_name(n) + "_subsample");
+    LayerSpec& spec = add_layer("averagePooling2d", unique_name(named), {v.src.name});
+    set_list(spec, "PoolSize", {1, 1});
+    set_list(spec, "Stride", {v.step[0], v.step[1]});
+    last_layer_op_ = "AveragePool";
+    out.name = spec.name;
+    out.shape = Shape{v.count[0], v.count[1], v.src.shape[2]};
+  }
+  out.channels_last = true;
+  values_[value] = out;
+  return true;
 }
 
 // Concat of two parts along height or width: a roll (torch.roll(x, -a) is x[a:] then x[:a]);

@@ -39,7 +39,8 @@ std::string supported_ops();
 // Columns [col, col + count) of a MatMul weight w (c, cols) and of its bias b as an attention's
 // (count, c) weights and count biases, times f (onnx_import_attention.cpp).
 void projection_rows(const std::vector<float>& w, const std::vector<float>& b, int64_t c, int64_t cols, int64_t col,
-                     int64_t count, float f, std::vector<float>& weights, std::vector<float>& bias);
+                     int64_t count, float f, std::vector<float>& weights, std::vector<float>& bias, int64_t heads = 1,
+                     int64_t step = 0);
 
 class Importer {
  public:
@@ -100,6 +101,8 @@ class Importer {
       it = values_.find(n.input(i));
     }
     if (it == values_.end() && swap_error_.count(n.input(i))) throw ModelError(swap_error_.at(n.input(i)));
+    if (it == values_.end() && image_views_.count(n.input(i)) && subsample(n, n.input(i)))
+      it = values_.find(n.input(i));
     if (it == values_.end() && image_views_.count(n.input(i)))
       fail(n, "input '" + n.input(i) +
                   "' is a padded, rolled or sliced channels-last image, which dltrain reads only as Swin's window "
@@ -351,6 +354,9 @@ class Importer {
     // cols the keys (kScores, kProbs) or the heads' values side by side (kHeads).
     int q = -1, k = -1, v = -1;
     int64_t q_col = 0, k_col = 0, v_col = 0, heads = 1, key_dim = 0, value_dim = 0;
+    // the columns between one head's first and the next's in each operand (0: the head's width,
+    // heads side by side; larger: LeViT's heads, each its Q, K and V side by side)
+    int64_t q_step = 0, k_step = 0, v_step = 0;
     double scale = 1;
     bool causal = false;  // a mask hides the later keys
     // A constant added to the scores (BEiT's relative position bias), (heads, rows, cols), divided
@@ -401,7 +407,8 @@ class Importer {
   int operand_source(int source) const;
   void tokens_out(const onnx::NodeProto& n, const Value& t, bool seq_first);
   bool self_attention(int heads) const;
-  Value operand_tokens(const onnx::NodeProto& n, int source, int64_t col, int64_t count, const char* role);
+  Value operand_tokens(const onnx::NodeProto& n, int source, int64_t col, int64_t count, const char* role,
+                       int64_t heads = 1, int64_t step = 0);
   int attention_layer(const onnx::NodeProto& n, int heads);
   void attention(const onnx::NodeProto& n, const View& heads, const std::vector<float>& w, int64_t out,
                  const std::vector<float>& bias);
@@ -532,6 +539,7 @@ class Importer {
   };
   SliceArgs slice_args(const onnx::NodeProto& n);
   void set_image_view(const onnx::NodeProto& n, const ImageView& v);
+  bool subsample(const onnx::NodeProto& n, const std::string& value);
   void image_pad(const onnx::NodeProto& n, ImageView v);
   void image_slice(const onnx::NodeProto& n, ImageView v);
   void image_concat(const onnx::NodeProto& n);
@@ -726,6 +734,8 @@ class Importer {
   std::map<std::string, View> views_;
   // F.normalize on a view: ReduceL2 over its last axis (Clip, Expand) -> the view it normalizes
   std::map<std::string, std::string> norms_;
+  // flattened images read as the rows (H*W, C) of their pixels (LeViT's BatchNorm1d)
+  std::set<std::string> rows_;
   std::vector<Source> sources_;
   std::map<std::string, size_t> attention_bias_;
   // The tokenSlice layers made, by (sequence, first token, count, image height).

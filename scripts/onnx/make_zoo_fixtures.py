@@ -544,6 +544,27 @@ def tiny_models():
                     p.uniform_(0.5, 1.5)
         return m
 
+    def levit_timm():
+        # timm's LeViT (distilled) at 32x32: the 8x stem (three 3x3 stride-2 Convs with BatchNorm and
+        # Hardswish), tokens of 16 channels; each Linear followed by BatchNorm1d over the flattened
+        # tokens; attention of 2 heads (keys of 8, values of 16 per head) with its learnable bias
+        # per head and pair of tokens (gathered from a table by offset), Hardswish before the output
+        # projection; a stage of 32 channels after the attention downsample (queries from every
+        # other token of every other row, keys and values from all); the mean over the tokens, two
+        # heads (BatchNorm1d and Linear) averaged. BatchNorm's running statistics drawn away from
+        # 0 and 1
+        import torch
+        from timm.models.levit import LevitDistilled
+        m = timm_net(lambda: LevitDistilled(img_size=SIDE, num_classes=10, embed_dim=(16, 32), key_dim=8,
+                                            depth=(1, 1), num_heads=(2, 2), attn_ratio=2, mlp_ratio=2,
+                                            stem_type="s8"))
+        with torch.no_grad():
+            for mod in m.modules():
+                if isinstance(mod, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
+                    mod.running_mean.uniform_(-0.2, 0.2)
+                    mod.running_var.uniform_(0.5, 1.5)
+        return m
+
     def beit_timm():
         # timm's BEiT: a relative position bias per head and pair of tokens (gathered from its
         # table, the class token's rows and columns its own entries) added to the scaled scores,
@@ -707,6 +728,7 @@ def tiny_models():
             "pit_timm": lambda: pit_timm(False), "pit_distilled_timm": lambda: pit_timm(True),
             "crossvit_timm": crossvit_timm, "twins_timm": twins_timm, "twins_pcpvt_timm": twins_pcpvt_timm,
             "davit_timm": davit_timm, "xcit_timm": xcit_timm, "edgenext_timm": edgenext_timm,
+            "levit_timm": levit_timm,
             "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm,
             "efficientformer_timm": efficientformer_timm, "poolformer_timm": poolformer_timm,
             "caformer_timm": caformer_timm, "mambaout_timm": mambaout_timm,

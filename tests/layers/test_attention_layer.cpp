@@ -89,6 +89,24 @@ TEST_CASE("gradients: attention (queries, keys and values as inputs)", "[layers]
   }
 }
 
+TEST_CASE("gradients: attention with a score bias, and a vector query (one token)", "[layers][grad][attention]") {
+  GradCheckOptions o;
+  o.input_scale = 1.5;
+  SECTION("ScoreBias of 2 heads, 5 queries over 3 keys (LeViT's attention biases)") {
+    LayerSpec s = attention({"NumHeads=2", "ScoreBias=true"});
+    std::unique_ptr<Layer> l = make_layer(s);
+    l->infer({Shape{5, 1, 4}, Shape{3, 1, 4}, Shape{3, 1, 6}});
+    REQUIRE(l->params().size() == 1);
+    CHECK(l->params()[0].name == "ScoreBias");
+    CHECK(l->params()[0].shape == Shape{2, 5, 3});
+    expect_ok(check_layer(s, {Shape{5, 1, 4}, Shape{3, 1, 4}, Shape{3, 1, 6}}, o), 80);
+  }
+  SECTION("a vector query over 4 keys (the class token's query in CaiT's class attention)") {
+    const std::vector<DataFormat> formats{DataFormat::kCB, DataFormat::kSCB, DataFormat::kSCB};
+    expect_ok(check_layer(attention({"NumHeads=2"}), {Shape{1, 1, 4}, Shape{4, 1, 4}, Shape{4, 1, 6}}, o, formats), 40);
+  }
+}
+
 TEST_CASE("gradients: attention on images (their pixels as tokens)", "[layers][grad][attention]") {
   GradCheckOptions o;
   o.input_scale = 1.5;
@@ -180,9 +198,11 @@ TEST_CASE("network gradients: PVT-like cross-attention with dropout (tests/data/
 
 TEST_CASE("attention: selfAttention is attention between fullyConnected projections", "[layers][attention]") {
   const std::string sa_opts = "NumHeads: 2, NumKeyChannels: 4, NumValueChannels: 6, OutputSize: 5";
-  for (const char* mask : {"none", "causal"}) {
+  for (const char* mask : {"none", "causal", "bias"}) {
     INFO("AttentionMask " << mask);
-    const std::string m = std::string(", AttentionMask: ") + mask;
+    // "bias": both with ScoreBias (drawn, then copied), no mask
+    const bool bias = std::string(mask) == "bias";
+    const std::string m = bias ? std::string(", ScoreBias: true") : std::string(", AttentionMask: ") + mask;
     const NetworkSpec whole =
         yaml_net(kOneSequence + "  - {type: selfAttention, Name: sa, " + sa_opts + m + ", Inputs: fine}\n" + kHead);
     const NetworkSpec parts =
@@ -207,7 +227,14 @@ TEST_CASE("attention: selfAttention is attention between fullyConnected projecti
       return net.layer(0);
     };
     std::vector<Param>& sa = find(a, "sa").params();
-    REQUIRE(sa.size() == 8);
+    REQUIRE(sa.size() == (bias ? 9u : 8u));
+    if (bias) {  // selfAttention's ScoreBias (after its eight) is the attention layer's only learnable
+      Rng rng(21);
+      Param& sb = sa[8];
+      for (int64_t i = 0; i < sb.value.numel(); ++i) sb.value.data()[i] = static_cast<float>(rng.uniform(-1.0, 1.0));
+      REQUIRE(find(b, "att").params().size() == 1);
+      find(b, "att").params()[0].value.copy_from(sb.value);
+    }
     const char* proj[4] = {"pq", "pk", "pv", "po"};
     for (int i = 0; i < 4; ++i) {
       std::vector<Param>& fc = find(b, proj[i]).params();
@@ -229,6 +256,12 @@ TEST_CASE("attention: selfAttention is attention between fullyConnected projecti
     const Comparison g = compare(find(b, "fine").params()[0].grad, to_vec(find(a, "fine").params()[0].grad));
     INFO("patch weights' gradient: " << g.str());
     CHECK(g.max_abs <= 1e-5 * std::max(g.scale, 1.0));
+    if (bias) {
+      const Comparison gb = compare(find(b, "att").params()[0].grad, to_vec(sa[8].grad));
+      INFO("score bias' gradient: " << gb.str());
+      CHECK(gb.max_abs <= 1e-5 * std::max(gb.scale, 1.0));
+      CHECK(gb.scale > 1e-3);
+    }
   }
 }
 

@@ -334,9 +334,23 @@ layers:
   - {type: softmax, Name: sm}
   - {type: classification, Name: out}
 )";
-  for (const NetworkSpec& spec : {load_config(file).network, network_spec_from_yaml(causal, "causal.yaml")}) {
+  // LeViT's form: a learnable bias on the scores, an activation before the output projection
+  std::string biased = causal;
+  biased.replace(biased.find("AttentionMask: causal"), std::string("AttentionMask: causal").size(), "ScoreBias: true");
+  biased.replace(biased.find("  - {type: addition"), 0, "  - {type: hardSwish, Name: act}\n");
+  biased.replace(biased.find("Inputs: [att, fine]"), std::string("Inputs: [att, fine]").size(), "Inputs: [act, fine]");
+  for (const NetworkSpec& spec : {load_config(file).network, network_spec_from_yaml(causal, "causal.yaml"),
+                                  network_spec_from_yaml(biased, "biased.yaml")}) {
     Network net(spec, Device::cpu());
     net.init_params(7);
+    std::vector<float> drawn;  // the score bias, drawn in [-1, 1)
+    Rng rng(5);
+    for (size_t i = 0; i < net.size(); ++i)
+      for (Param& p : net.layer(i).params())
+        if (p.name == "ScoreBias") {
+          for (int64_t j = 0; j < p.value.numel(); ++j)
+            drawn.push_back(p.value.data()[j] = static_cast<float>(rng.uniform(-1.0, 1.0)));
+        }
     const ModelData back = round_trip(net);
     const LayerSpec* att = layer_of_type(back, "attention");
     REQUIRE(att);
@@ -353,6 +367,14 @@ layers:
     REQUIRE(orig);
     CHECK(att->get_string("AttentionMask", "none") == orig->get_string("AttentionMask", "none"));
     CHECK(att->get_double("Scale", 0) == Approx(orig->get_double("Scale", 0)));
+    CHECK(att->get_bool("ScoreBias", false) == !drawn.empty());
+    for (const NamedTensor& p : back.params)
+      if (p.layer == att->name && p.name == "ScoreBias") {
+        REQUIRE(p.data.size() == drawn.size());  // (2 heads, 16 queries, 4 keys)
+        for (size_t j = 0; j < drawn.size(); ++j) CHECK(p.data[j] == Approx(drawn[j]).margin(1e-6));
+        drawn.clear();
+      }
+    CHECK(drawn.empty());
   }
 }
 
@@ -653,11 +675,21 @@ TEST_CASE("onnx tokens: hostile token graphs are refused in one line", "[onnx][v
     CHECK_THAT(import_error(b), Catch::Contains("node 'masked' (Add): adds a 4x1 constant to attention scores "
                                                 "[1, 2, 4, 1]; dltrain reads there a causal mask ((queries, keys)"));
   }
-  SECTION("a finite bias on cross-attention scores (read only as selfAttention's ScoreBias)") {
+  SECTION("a finite bias on cross-attention scores: the attention layer's ScoreBias, every head's") {
     OnnxBuilder b = patch_tokens();
     classify_first_token(b, cross_attention(b, "m", {0.5f, 0.f, 0.f, 0.f}));
-    CHECK_THAT(import_error(b), Catch::Contains("reads an attention with a bias added to its scores whose queries, "
-                                                "keys and values are not all projections of one sequence"));
+    const ModelData m = imported(b);
+    const LayerSpec* att = layer_of_type(m, "attention");
+    REQUIRE(att);
+    CHECK(att->get_bool("ScoreBias", false));
+    bool found = false;
+    for (const auto& p : m.params)
+      if (p.layer == att->name && p.name == "ScoreBias") {
+        found = true;
+        CHECK(p.shape == Shape{2, 4, 1});  // heads, queries, keys
+        CHECK(p.data == std::vector<float>{0.5f, 0.f, 0.f, 0.f, 0.5f, 0.f, 0.f, 0.f});
+      }
+    CHECK(found);
   }
   SECTION("a bias of three heads on the scores of two") {
     OnnxBuilder b = patch_tokens();

@@ -300,6 +300,19 @@ TEST_CASE(
     t.set_raw_data(std::string(reinterpret_cast<const char*>(two.data()), two.size() * sizeof(float)));
     want = "node 'node_mul_3' (Mul): multiplies attention scores across channels [1, 2, 8, 8] by a 2x1x1x1 constant";
   }
+  SECTION("LeViT's BatchNorm1d over the tokens of (1, S, C), not their rows") {
+    p = load("levit_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())  // BatchNormalization would normalize axis 1
+      if (n.name() == "node__native_batch_norm_legit_no_training_3__0") n.set_input(0, "linear");  // was the rows
+    want =
+        "node 'node__native_batch_norm_legit_no_training_3__0' (BatchNormalization): reads a channels-last image "
+        "flattened to (1, H*W, C)";
+  }
+  SECTION("LeViT's queries subsampled from the second row and column") {
+    p = load("levit_timm-dynamo");
+    set_ints(initializer(p, "val_160"), {1});  // was 0: x[:, 1::2, 1::2]
+    want = "is a padded, rolled or sliced channels-last image, which dltrain reads only as Swin's window attention";
+  }
   SECTION("MobileViT's unfold into another number of tokens") {
     p = load("mobilevit-dynamo");
     set_ints(initializer(p, "val_113"), {1, 16, 2, 8});  // was (1, C, N, P) = (1, 16, 4, 4)
