@@ -187,23 +187,34 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
     return std::make_unique<Product>(a, b, c, scale, ctx_.eng);
   }
 
-  // s += B[b % bias_n] for each image b of the pass from `first`.
+  // s += B[b % bias_n] for each image b of the pass from `first`: row by row (a row of seq_kv
+  // scores and its bias row contiguous, the inner loop vectorized).
   void add_bias(float* s, int64_t first) const {
-    const int64_t plane = d_.heads * d_.seq_q * d_.seq_kv, count = pass_probs();
+    const int64_t kv = d_.seq_kv, plane_rows = d_.heads * d_.seq_q, rows = m_ * plane_rows;
     const float* b = bias()->data();
 #pragma omp parallel for schedule(static)
-    for (int64_t e = 0; e < count; ++e) s[e] += b[((first + e / plane) % d_.bias_n) * plane + e % plane];
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t image = r / plane_rows, row = r % plane_rows;
+      const float* from = b + (((first + image) % d_.bias_n) * plane_rows + row) * kv;
+      float* to = s + r * kv;
+#pragma omp simd
+      for (int64_t j = 0; j < kv; ++j) to[j] += from[j];
+    }
   }
-  // dB[f] += dS of every image b of the pass from `first` with b % bias_n the entry of f.
+  // dB[f] += dS of every image b of the pass from `first` with b % bias_n the entry of f: bias
+  // row by bias row, the images in order (the inner loop over a row vectorized).
   void add_bias_grad(const float* ds, float* db, int64_t first) const {
-    const int64_t plane = d_.heads * d_.seq_q * d_.seq_kv, count = d_.bias_numel();
+    const int64_t kv = d_.seq_kv, plane_rows = d_.heads * d_.seq_q, plane = plane_rows * kv;
+    const int64_t rows = d_.bias_n * plane_rows;
 #pragma omp parallel for schedule(static)
-    for (int64_t f = 0; f < count; ++f) {
-      const int64_t entry = f / plane, at = f % plane;
-      float sum = 0.f;
-      for (int64_t b = first + (entry - first % d_.bias_n + d_.bias_n) % d_.bias_n; b < first + m_; b += d_.bias_n)
-        sum += ds[(b - first) * plane + at];
-      db[f] += sum;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t entry = r / plane_rows, row = r % plane_rows;
+      float* to = db + r * kv;
+      for (int64_t b = first + (entry - first % d_.bias_n + d_.bias_n) % d_.bias_n; b < first + m_; b += d_.bias_n) {
+        const float* from = ds + (b - first) * plane + row * kv;
+#pragma omp simd
+        for (int64_t j = 0; j < kv; ++j) to[j] += from[j];
+      }
     }
   }
   // -inf at key j > query i in every row block.
