@@ -562,6 +562,7 @@ inline std::vector<GradientRow> gradient_rows() {
       resize("bicubic 5x4 -> 3x7", ref::cubic_resize(ref::resize_desc(2, 5, 4, 2, 3, 7, false, true, false))));
   rows.push_back(batch_broadcast("3 rows of 4", {3, 4}));
   rows.push_back(spatial_transpose("2x3x2x2", {2, 3, 2, 2}));
+  rows.push_back(spatial_transpose("2x3x5x1 (one value per pixel)", {2, 3, 5, 1}));
   rows.push_back(
       row_gather("2 blocks of 4 rows to 6 (a zero row, a row taken twice)", {2, 4, 6, 3, {3, -1, 0, 3, 1, 2}}));
   rows.push_back(head_normalize("3 rows of 2 heads of 4, logit scale", {3, 2, 4}));

@@ -499,6 +499,8 @@ inline std::vector<AgreementRow> kernel_rows() {
   rows.push_back(batch_broadcast_row("32 rows of 65x192 (a ViT's position table)", {32, 65 * 192}));
   rows.push_back(spatial_transpose_row("2x3x4x5", {2, 3, 4, 5}));
   rows.push_back(spatial_transpose_row("4x8x8x192 (a patch grid)", {4, 8, 8, 192}));
+  rows.push_back(spatial_transpose_row("3x7x5x1 (one value per pixel)", {3, 7, 5, 1}));
+  rows.push_back(spatial_transpose_row("32x196x128x1 (xcit_nano's (S, C) planes)", {32, 196, 128, 1}));
   rows.push_back(row_gather_row("4 blocks of 5 rows to 7", {4, 5, 7, 3, {4, 0, -1, 2, 2, 1, 4}}));
   rows.push_back(row_gather_row("window partition of 2 images of 9x10x96, 7x7 windows shifted 3",
                                 {2, 90, 4 * 49, 96, window_index(9, 10, 7, 3)}));

@@ -244,6 +244,17 @@ TEST_CASE(
   auto set_ints = [](onnx::TensorProto& t, const std::vector<int64_t>& v) {
     t.set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int64_t)));
   };
+  // An initializer's floats written into the file (the dynamo fixtures keep theirs outside),
+  // with new dimensions where dims is not empty.
+  auto set_floats = [](onnx::TensorProto& t, const std::vector<float>& v, const std::vector<int64_t>& dims = {}) {
+    t.clear_external_data();
+    t.set_data_location(onnx::TensorProto::DEFAULT);
+    if (!dims.empty()) {
+      t.clear_dims();
+      for (int64_t d : dims) t.add_dims(d);
+    }
+    t.set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+  };
   onnx::ModelProto p;
   std::string want;
   SECTION("the MLP's flattened image reshaped back to another size") {
@@ -260,12 +271,7 @@ TEST_CASE(
   }
   SECTION("a LayerScale of half the channels") {
     p = load("deit3-dynamo");
-    onnx::TensorProto& t = initializer(p, "net.blocks.0.ls1.gamma");
-    t.clear_external_data();
-    t.set_data_location(onnx::TensorProto::DEFAULT);
-    t.set_dims(0, 8);
-    const std::vector<float> half(8, 0.5f);
-    t.set_raw_data(std::string(reinterpret_cast<const char*>(half.data()), half.size() * sizeof(float)));
+    set_floats(initializer(p, "net.blocks.0.ls1.gamma"), std::vector<float>(8, 0.5f), {8});
     want = "node 'node_mul' (Mul): multiplies by a constant of shape 8; supported: one value, or one per channel (C "
            "with C = 16)";
   }
@@ -284,20 +290,12 @@ TEST_CASE(
   }
   SECTION("XCiT's norm clamped at 0.5") {
     p = load("xcit_timm-dynamo");
-    onnx::TensorProto& t = initializer(p, "val_188");
-    const float half = 0.5f;
-    t.set_raw_data(std::string(reinterpret_cast<const char*>(&half), sizeof half));
+    set_floats(initializer(p, "val_188"), {0.5f});
     want = "node 'node_clamp_min' (Clip): clips the L2 norm of an attention operand";
   }
   SECTION("XCiT's temperature along the rows of the scores") {
     p = load("xcit_timm-dynamo");
-    onnx::TensorProto& t = initializer(p, "net.blocks.0.attn.temperature");
-    t.clear_external_data();
-    t.set_data_location(onnx::TensorProto::DEFAULT);
-    t.clear_dims();
-    for (int64_t d : {2, 1, 1, 1}) t.add_dims(d);
-    const std::vector<float> two{0.5f, 2.f};
-    t.set_raw_data(std::string(reinterpret_cast<const char*>(two.data()), two.size() * sizeof(float)));
+    set_floats(initializer(p, "net.blocks.0.attn.temperature"), {0.5f, 2.f}, {2, 1, 1, 1});
     want = "node 'node_mul_3' (Mul): multiplies attention scores across channels [1, 2, 8, 8] by a 2x1x1x1 constant";
   }
   SECTION("LeViT's BatchNorm1d over the tokens of (1, S, C), not their rows") {
@@ -345,12 +343,9 @@ TEST_CASE(
   }
   SECTION("EfficientFormer's attention bias not a function of the offset between tokens") {
     p = load("efficientformer_timm-dynamo");
-    onnx::TensorProto& t = initializer(p, "index");  // (heads, 49, 49), gathered from timm's table
-    t.clear_external_data();
-    t.set_data_location(onnx::TensorProto::DEFAULT);
-    std::vector<float> bias(8 * 49 * 49, 0.f);
+    std::vector<float> bias(8 * 49 * 49, 0.f);  // (heads, 49, 49), gathered from timm's table
     bias[1] = 1.f;  // head 0, tokens 0 and 1 only: token 1 and 2 are as far apart
-    t.set_raw_data(std::string(reinterpret_cast<const char*>(bias.data()), bias.size() * sizeof(float)));
+    set_floats(initializer(p, "index"), bias);
     want =
         "node 'node_mul_5' (Mul): closes a window attention whose score bias (node 'node_add_4') is not a relative "
         "position bias (head 0, tokens 1 and 2";
@@ -414,12 +409,8 @@ TEST_CASE(
   }
   SECTION("PiT's position table for a map of another size") {
     p = load("pit_timm-dynamo");
-    onnx::TensorProto& t = initializer(p, "net.pos_embed");
-    t.clear_external_data();
-    t.set_data_location(onnx::TensorProto::DEFAULT);
-    t.set_dims(3, 6);  // (1, 8, 7, 6): broadcast over nothing
-    const std::vector<float> table(8 * 7 * 6, 0.5f);
-    t.set_raw_data(std::string(reinterpret_cast<const char*>(table.data()), table.size() * sizeof(float)));
+    set_floats(initializer(p, "net.pos_embed"), std::vector<float>(8 * 7 * 6, 0.5f),
+               {1, 8, 7, 6});  // broadcasts over nothing
     want =
         "node 'node_add' (Add): adds a constant of shape 1x8x7x6; supported: one value, or one per channel (C, 1, "
         "1 with C = 8), or a position table of the image's shape (1, 8, 7, 7)";

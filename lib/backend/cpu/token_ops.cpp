@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/primitive_sets.h"
 #include "backend/token_ops.h"
 
 namespace dlt::cpu {
@@ -72,7 +74,6 @@ class CpuSpatialTransposeOp final : public SpatialTransposeOp {
             std::memcpy(dst + wh, src + hw, bytes);
         }
   }
-
   SpatialTransposeDesc d_;
 };
 
@@ -198,7 +199,44 @@ class CpuHeadNormalizeOp final : public HeadNormalizeOp {
 std::unique_ptr<BatchBroadcastOp> make_broadcast(Backend&, const BatchBroadcastDesc& d) {
   return std::make_unique<CpuBatchBroadcastOp>(d);
 }
-std::unique_ptr<SpatialTransposeOp> make_transpose(Backend&, const SpatialTransposeDesc& d) {
+// One value per pixel (channelAttention's (S, C) <-> (C, S)): a oneDNN reorder between the plane
+// and its transpose (strided descriptors; its jit kernel moves vectors, where a copy call per
+// value took most of that layer's time).
+class CpuPlaneTransposeOp final : public SpatialTransposeOp {
+ public:
+  CpuPlaneTransposeOp(const SpatialTransposeDesc& d, DnnlContext& ctx)
+      : SpatialTransposeOp(d, Device::cpu()), ctx_(ctx), fwd_(make(false)), back_(make(true)) {}
+
+ private:
+  struct Reorder {
+    memory src, dst;
+    dnnl::reorder prim;
+  };
+  // (n, h, w) read row-major into its transpose (n, w, h), or back.
+  Reorder make(bool back) const {
+    const int64_t n = desc().n, h = desc().h, w = desc().w;
+    const memory::desc rows({n, h, w}, kF32, memory::dims{h * w, w, 1});
+    const memory::desc cols({n, h, w}, kF32, memory::dims{h * w, 1, h});
+    Reorder r{unbound(back ? cols : rows, ctx_.eng), unbound(back ? rows : cols, ctx_.eng), {}};
+    r.prim = dnnl::reorder(r.src, r.dst);
+    return r;
+  }
+  void do_run(const Tensor& from, Tensor& to, bool back) override {
+    Reorder& r = back ? back_ : fwd_;
+    bind(r.src, from);
+    bind(r.dst, to);
+    run(r.prim, ctx_.strm, {{DNNL_ARG_FROM, r.src}, {DNNL_ARG_TO, r.dst}});
+  }
+
+  DnnlContext& ctx_;
+  Reorder fwd_, back_;
+};
+
+std::unique_ptr<SpatialTransposeOp> make_transpose(Backend& b, const SpatialTransposeDesc& d) {
+  if (d.c == 1)
+    return guarded("spatial transpose", [&]() -> std::unique_ptr<SpatialTransposeOp> {
+      return std::make_unique<CpuPlaneTransposeOp>(d, dnnl_context(b));
+    });
   return std::make_unique<CpuSpatialTransposeOp>(d);
 }
 std::unique_ptr<RowGatherOp> make_gather(Backend&, const RowGatherDesc& d) {
