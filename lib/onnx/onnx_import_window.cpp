@@ -533,7 +533,7 @@ bool Importer::attention2d_start(const onnx::NodeProto& n) {
   if (r.op_type() != "Reshape" || r.input_size() < 2) return false;
   const std::vector<int64_t> t = ints_ahead(r.input(1));
   const int64_t cols = d[0];
-  if (t.size() != 4 || !one_image(t[0]) || t[1] < 1 || t[2] < 3 || t[2] % 3 != 0 || t[1] * t[2] != cols ||
+  if (t.size() != 4 || !one_image(t[0]) || t[1] < 1 || t[2] < 3 || t[2] % 3 != 0 || !times_is(t[1], t[2], cols) ||
       (t[3] != h * w && t[3] != -1))
     return false;
   WindowBlock b;
@@ -575,8 +575,8 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
     const Value& v = it->second;
     const auto t = target();
     const int64_t h = v.shape[0], w = v.shape[1], c = v.shape[2];
-    if (!one_image(t[0]) || t[1] != c || t[2] < 1 || t[3] < 1 || t[4] < 1 || t[5] < 1 || t[2] * t[3] != h ||
-        t[4] * t[5] != w)
+    if (!one_image(t[0]) || t[1] != c || t[2] < 1 || t[3] < 1 || t[4] < 1 || t[5] < 1 || !times_is(t[2], t[3], h) ||
+        !times_is(t[4], t[5], w))
       fail(n, "reshapes a " + std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w) + " image to " +
                   ints_str(t) + "; dltrain reads 6-D reshapes of an (N, C, H, W) image only as MaxViT's partition "
                   "(1, C, H/p, p, W/p, p)");
@@ -612,8 +612,8 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
         set_out(n, sp.image);  // the image again
         return true;
       }
-      if (t.size() == 6 && one_image(t[0]) && t[1] == c && t[2] * t[3] == h && t[4] * t[5] == w && t[2] > 0 &&
-          t[4] > 0) {  // the reverse and the next partition's split in one
+      if (t.size() == 6 && one_image(t[0]) && t[1] == c && times_is(t[2], t[3], h) && times_is(t[4], t[5], w) &&
+          t[2] > 0 && t[4] > 0) {  // the reverse and the next partition's split in one
         splits_[define(n)] = ImageSplit{sp.image, t[2], t[3], t[4], t[5], ImageSplit::kSplit};
         return true;
       }
@@ -1035,8 +1035,8 @@ void Importer::window_split(const onnx::NodeProto& n, const ImageView& v) {
   const int64_t c = v.src.shape[2];
   const bool whole_image = v.zero_pad && v.start == std::array<int64_t, 2>{} && v.step == std::array<int64_t, 2>{1, 1} &&
                            v.count == v.full;
-  if (!whole_image || !one_image(t[0]) || t[1] < 1 || t[2] < 1 || t[3] < 1 || t[4] < 1 || t[1] * t[2] != v.full[0] ||
-      t[3] * t[4] != v.full[1] || (t[5] != c && t[5] != -1))
+  if (!whole_image || !one_image(t[0]) || t[1] < 1 || t[2] < 1 || t[3] < 1 || t[4] < 1 ||
+      !times_is(t[1], t[2], v.full[0]) || !times_is(t[3], t[4], v.full[1]) || (t[5] != c && t[5] != -1))
     fail(n, "reshapes a " + std::to_string(v.count[0]) + "x" + std::to_string(v.count[1]) + "x" + std::to_string(c) +
                 " channels-last image to " + ints_str(t) +
                 "; dltrain reads 6-D reshapes only as Swin's window partition of the whole (padded, rolled) image: "
@@ -1123,8 +1123,8 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
   };
   // The output's Reshape to (1, H/wh, W/ww, wh, ww, C), on the way to the image.
   auto reverse = [&](const std::vector<int64_t>& t) {
-    if (t.size() != 6 || !one_image(t[0]) || t[1] * t[3] != b.in.full[0] || t[2] * t[4] != b.in.full[1] ||
-        t[3] != b.wh || t[4] != b.ww || (t[5] != b.out && t[5] != -1))
+    if (t.size() != 6 || !one_image(t[0]) || !times_is(t[1], t[3], b.in.full[0]) ||
+        !times_is(t[2], t[4], b.in.full[1]) || t[3] != b.wh || t[4] != b.ww || (t[5] != b.out && t[5] != -1))
       fail(n, "reshapes the window attention's output to " + ints_str(t) + "; dltrain reads (1, H/wh, W/ww, wh, ww, C)");
     next(Stage::kRev6);
   };
@@ -1342,7 +1342,7 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       if (qkv && t.size() == 4 && t[3] == -1 && t[2] >= 1 && t[0] != -1 && t[1] != -1 && b.qkv_cols % t[2] == 0)
         t[3] = b.qkv_cols / t[2];  // TinyViT's (windows, S, heads, -1)
       if (qkv && t.size() == 4 && (t[0] == b.windows || t[0] == -1) && (t[1] == seq || (t[1] == -1 && t[0] != -1)) &&
-          t[2] >= 1 && t[3] >= 3 && t[2] * t[3] == b.qkv_cols) {
+          t[2] >= 1 && t[3] >= 3 && times_is(t[2], t[3], b.qkv_cols)) {
         // timm's head-first layout (maxvit_*_rw, TinyViT, EfficientFormer): each head's Q, K and V
         // side by side; their widths come with the split, the columns' order at the close
         b.heads = t[2];
@@ -1353,7 +1353,7 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       }
       if (qkv && b.twins) {  // (1, windows, S, 3, heads, d): the batch axis kept
         if (t.size() != 6 || !one_image(t[0]) || t[1] != b.windows || t[2] != seq || t[3] != 3 || t[4] < 1 ||
-            (t[5] != -1 && t[4] * t[5] * 3 != b.qkv_cols))
+            (t[5] != -1 && !(b.qkv_cols % 3 == 0 && times_is(t[4], t[5], b.qkv_cols / 3))))
           fail(n, "reshapes Twins' joint Q/K/V projection to " + ints_str(t) + "; dltrain reads (1, " +
                       std::to_string(b.windows) + ", " + std::to_string(seq) + ", 3, heads, d)");
         t.erase(t.begin());

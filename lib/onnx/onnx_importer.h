@@ -766,6 +766,11 @@ class Importer {
 
 // The product of d, INT64_MAX when it overflows (onnx_import_tokens.cpp).
 int64_t product(const std::vector<int64_t>& d);
+// Whether a * b is want, without overflow (a file's sizes may be anything).
+inline bool times_is(int64_t a, int64_t b, int64_t want) {
+  int64_t p = 0;
+  return !__builtin_mul_overflow(a, b, &p) && p == want;
+}
 // The row dimension of a view that reads a rows x cols matrix row by row, with any size-1
 // dimensions around: -1 when there is none (one row), -2 when it is not such a view
 // (onnx_import_tokens.cpp).
