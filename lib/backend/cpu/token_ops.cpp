@@ -200,8 +200,8 @@ std::unique_ptr<BatchBroadcastOp> make_broadcast(Backend&, const BatchBroadcastD
   return std::make_unique<CpuBatchBroadcastOp>(d);
 }
 // One value per pixel (channelAttention's (S, C) <-> (C, S)): a oneDNN reorder between the plane
-// and its transpose (strided descriptors; its jit kernel moves vectors, where a copy call per
-// value took most of that layer's time).
+// and its transpose (strided descriptors; its jit kernel moves whole vectors, which the copy loop
+// above, a call per pixel, cannot for a single float).
 class CpuPlaneTransposeOp final : public SpatialTransposeOp {
  public:
   CpuPlaneTransposeOp(const SpatialTransposeDesc& d, DnnlContext& ctx)
