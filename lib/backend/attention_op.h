@@ -14,6 +14,13 @@
 // position bias, bias_n 1, or that bias plus the shifted windows' mask, bias_n = the windows of
 // an image with images' windows consecutive in the batch); its gradient dB sums the scores'
 // gradients over the batch entries that share each entry.
+// With talking_heads (CaiT's talking-heads attention) the scores are mixed across the heads
+// before the softmax and the probabilities after it, per image and pair of tokens (i, j):
+//   L[g] = sum_h Ws[g, h] S[h] + bs[g],   P = softmax over each row of L (masked entries -inf),
+//   A[g] = sum_h Wp[g, h] P[h] + bp[g],   O_g = A_g V_g,
+// with S the scaled (and biased) scores, Ws, Wp (heads, heads) as PyTorch's Linear weights
+// (output head, input head) and bs, bp (heads) (set_head_mix); dropout then drops entries of A.
+// The backward gives their gradients too (HeadMixGrads).
 // The backward gives dQ, dK and dV from dO (written, not accumulated) from the inputs of the
 // last forward of the same op: a kernel keeps the probabilities P (n * heads * seq_q * seq_kv
 // floats) from that forward where they fit its budget, and computes them again otherwise
@@ -29,6 +36,13 @@
 namespace dlt {
 
 class AttentionOp;
+
+// The talking heads' mixes' gradients (written, not accumulated); a null one is not computed.
+// [0]: the scores' mix before the softmax, [1]: the probabilities' after it.
+struct HeadMixGrads {
+  Tensor* weights[2] = {nullptr, nullptr};  // (heads, heads)
+  Tensor* bias[2] = {nullptr, nullptr};     // (heads)
+};
 
 struct AttentionDesc {
   using Op = AttentionOp;
@@ -46,6 +60,7 @@ struct AttentionDesc {
   // e the index in (n, heads, seq_q, seq_kv)): the same mask on every backend. O = (P * M) V.
   float dropout = 0.f;
   int64_t bias_n = 0;  // 0: no additive bias; else B (bias_n, heads, seq_q, seq_kv), set_bias
+  bool talking_heads = false;  // mix the scores and the probabilities across heads (set_head_mix)
   float scale_or_default() const { return scale != 0.f ? scale : 1.f / std::sqrt(static_cast<float>(key_dim)); }
   int64_t q_numel() const { return n * seq_q * heads * key_dim; }
   int64_t k_numel() const { return n * seq_kv * heads * key_dim; }
@@ -74,15 +89,35 @@ class AttentionOp {
     check(bias, desc_.bias_numel(), "bias");
     bias_ = &bias;
   }
+  // The talking heads' mixes (desc().talking_heads): scores_weights and probs_weights (heads,
+  // heads), scores_bias and probs_bias (heads); read by every forward and backward until set
+  // again (the tensors must outlive them).
+  void set_head_mix(const Tensor& scores_weights, const Tensor& scores_bias, const Tensor& probs_weights,
+                    const Tensor& probs_bias) {
+    DLT_CHECK(desc_.talking_heads, "attention: set_head_mix on an op without talking heads");
+    const Tensor* t[4] = {&scores_weights, &scores_bias, &probs_weights, &probs_bias};
+    for (int i = 0; i < 4; ++i) {
+      check(*t[i], i % 2 ? desc_.heads : desc_.heads * desc_.heads, i % 2 ? "a head mix's bias" : "a head mix");
+      mix_[i] = t[i];
+    }
+  }
   // dq, dk, dv from dout (the gradient of o) and the inputs of the last forward; dbias (written,
-  // not accumulated) when not null, the bias's gradient. dk may be k's storage and dv v's (the
-  // kernels read each before writing its gradient over it): the caller saves two buffers.
+  // not accumulated) when not null, the bias's gradient; dmix (when not null) the head mixes'.
+  // dk may be k's storage and dv v's (the kernels read each before writing its gradient over
+  // it): the caller saves two buffers.
   void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, Tensor& dq, Tensor& dk,
-                Tensor& dv, Tensor* dbias = nullptr) {
+                Tensor& dv, Tensor* dbias = nullptr, const HeadMixGrads* dmix = nullptr) {
     DLT_CHECK(forward_done_, "attention: backward before any forward (it reads the forward's probabilities)");
     if (dbias) {
       DLT_CHECK(desc_.bias_n > 0, "attention: a bias gradient asked of an op without bias");
       check(*dbias, desc_.bias_numel(), "dB");
+    }
+    if (dmix) {
+      DLT_CHECK(desc_.talking_heads, "attention: head mix gradients asked of an op without talking heads");
+      for (int i = 0; i < 2; ++i) {
+        if (dmix->weights[i]) check(*dmix->weights[i], desc_.heads * desc_.heads, "a head mix's gradient");
+        if (dmix->bias[i]) check(*dmix->bias[i], desc_.heads, "a head mix bias's gradient");
+      }
     }
     check(q, desc_.q_numel(), "q");
     check(k, desc_.k_numel(), "k");
@@ -91,7 +126,7 @@ class AttentionOp {
     check(dq, desc_.q_numel(), "dQ");
     check(dk, desc_.k_numel(), "dK");
     check(dv, desc_.v_numel(), "dV");
-    do_backward(q, k, v, dout, dq, dk, dv, dbias);
+    do_backward(q, k, v, dout, dq, dk, dv, dbias, dmix && desc_.talking_heads ? *dmix : HeadMixGrads{});
   }
   const AttentionDesc& desc() const { return desc_; }
 
@@ -112,8 +147,10 @@ class AttentionOp {
   float keep_scale() const { return 1.f / (1.f - desc_.dropout); }
   // The bias set by set_bias (null without bias).
   const Tensor* bias() const { return bias_; }
+  // The head mixes set by set_head_mix: scores' weights, bias, probabilities' weights, bias.
+  const Tensor& mix(int i) const { return *mix_[i]; }
   virtual void do_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, Tensor& dq,
-                           Tensor& dk, Tensor& dv, Tensor* dbias) = 0;
+                           Tensor& dk, Tensor& dv, Tensor* dbias, const HeadMixGrads& dmix) = 0;
 
  private:
   void run_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o, bool dropout, uint64_t key) {
@@ -122,6 +159,7 @@ class AttentionOp {
     check(v, desc_.v_numel(), "v");
     check(o, desc_.o_numel(), "o");
     DLT_CHECK(desc_.bias_n == 0 || bias_, "attention: forward before set_bias (bias_n " << desc_.bias_n << ")");
+    DLT_CHECK(!desc_.talking_heads || mix_[0], "attention: forward before set_head_mix (talking heads)");
     dropout_on_ = dropout;
     dropout_key_ = key;
     do_forward(q, k, v, o);
@@ -135,6 +173,7 @@ class AttentionOp {
   AttentionDesc desc_;
   Device device_;
   const Tensor* bias_ = nullptr;
+  const Tensor* mix_[4] = {nullptr, nullptr, nullptr, nullptr};
   bool forward_done_ = false;
   bool dropout_on_ = false;
   uint64_t dropout_key_ = 0;

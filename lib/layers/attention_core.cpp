@@ -3,7 +3,53 @@
 
 #include <string>
 
+#include "layers/layer_util.h"
+
 namespace dlt {
+
+namespace {
+const char* const kMixNames[4] = {"ScoreMixWeights", "ScoreMixBias", "ProbabilityMixWeights", "ProbabilityMixBias"};
+}  // namespace
+
+TalkingHeads::TalkingHeads(const LayerSpec& spec) : on_(spec.get_bool("TalkingHeads", false)) {
+  if (!on_) return;
+  for (int i = 0; i < 4; ++i)
+    templates_[i] = make_param(spec, kMixNames[i], Shape{}, i % 2 ? Init::kZeros : Init::kIdentity, i % 2 ? 0.f : 1.f);
+}
+
+void TalkingHeads::add_params(std::vector<Param>& params, int64_t heads) const {
+  if (!on_) return;
+  for (int i = 0; i < 4; ++i) {
+    Param p = templates_[i];
+    p.shape = i % 2 ? Shape{heads} : Shape{heads, heads};
+    p.fan_in = p.fan_out = heads;
+    params.push_back(p);
+  }
+}
+
+void TalkingHeads::set(AttentionOp& op, const Param* p) const {
+  op.set_head_mix(p[0].value, p[1].value, p[2].value, p[3].value);
+}
+
+HeadMixGrads TalkingHeads::grads(Param* p) const {
+  HeadMixGrads g;
+  for (int m = 0; m < 2; ++m) {
+    g.weights[m] = p[2 * m].frozen() ? nullptr : &p[2 * m].grad;
+    g.bias[m] = p[2 * m + 1].frozen() ? nullptr : &p[2 * m + 1].grad;
+  }
+  return g;
+}
+
+std::vector<float> TalkingHeads::packed(const Param* p) {
+  std::vector<float> all;
+  for (int i = 0; i < 4; ++i) {
+    const std::vector<float> v = host_values(p[i].value);
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  return all;
+}
+
+std::vector<std::string> TalkingHeads::names() { return {kMixNames, kMixNames + 4}; }
 
 void AttentionCore::add_params(std::vector<Param>& params, const Param& weight, const Param& bias,
                                const AttentionSizes& s) {
@@ -31,7 +77,7 @@ void AttentionCore::add_params(std::vector<Param>& params, const Param& weight, 
 }
 
 void AttentionCore::setup(Backend& be, const AttentionSizes& s, int64_t sequences, int64_t seq, bool causal,
-                          float dropout, int64_t bias_n, bool mixed, bool cosine) {
+                          float dropout, int64_t bias_n, bool mixed, bool cosine, bool talking_heads) {
   be_ = &be;
   const int64_t rows = sequences * seq;
   fc_[0] = be.make(FcDesc{rows, s.c, s.key, false, mixed});
@@ -47,6 +93,7 @@ void AttentionCore::setup(Backend& be, const AttentionSizes& s, int64_t sequence
   d.causal = causal;
   d.dropout = dropout;
   d.bias_n = bias_n;
+  d.talking_heads = talking_heads;
   if (cosine) d.scale = 1.f;
   attention_ = be.make(d);
   const int64_t width[4] = {s.key, s.key, s.value, s.value};  // Q, K, V, A
@@ -89,16 +136,17 @@ void AttentionCore::forward(const Tensor& x, Tensor& y, Param* params, bool drop
   fc_[3]->forward(act_[3], params[3].value, params[7].value, y);
 }
 
-void AttentionCore::backward(const Tensor& x, Tensor& dy, Tensor* dx, Param* params, Tensor* dbias, Param* logit) {
+void AttentionCore::backward(const Tensor& x, Tensor& dy, Tensor* dx, Param* params, Tensor* dbias, Param* logit,
+                             const HeadMixGrads* dmix) {
   update_grads(3, act_[3], dy, params);
   fc_[3]->backward_data(dy, params[3].value, grad_[3]);  // over A, read for the last time above
   if (norm_[0]) {
     // dQ' and dK' of the normalized ones (dK' over K'), then through the normalization.
-    attention_->backward(unit_[0], unit_[1], act_[2], grad_[3], grad_[0], unit_[1], grad_[2], dbias);
+    attention_->backward(unit_[0], unit_[1], act_[2], grad_[3], grad_[0], unit_[1], grad_[2], dbias, dmix);
     norm_[1]->backward(act_[1], Tensor(), unit_[1], grad_[1], nullptr);
     norm_[0]->backward(act_[0], logit->value, grad_[0], grad_[0], logit->frozen() ? nullptr : &logit->grad);
   } else {
-    attention_->backward(act_[0], act_[1], act_[2], grad_[3], grad_[0], grad_[1], grad_[2], dbias);
+    attention_->backward(act_[0], act_[1], act_[2], grad_[3], grad_[0], grad_[1], grad_[2], dbias, dmix);
   }
   for (int i = 0; i < 3; ++i) update_grads(i, x, grad_[i], params);
   if (!dx) return;

@@ -13,6 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/attention_op.h"
@@ -21,6 +22,31 @@
 #include "layers/layer.h"
 
 namespace dlt {
+
+// TalkingHeads true (dltrain's own option of selfAttention and attention; MATLAB's layers have
+// none): CaiT's talking-heads attention, the scores mixed across the heads before the softmax
+// and the probabilities after it (backend/attention_op.h), with four learnables appended to the
+// layer's: ScoreMixWeights (NumHeads, NumHeads: output head, input head), ScoreMixBias
+// (NumHeads), ProbabilityMixWeights, ProbabilityMixBias. The weights start as the identity and
+// the biases at 0 (the layer starts as plain multi-head attention); each has its
+// LearnRateFactor and L2Factor options (weights 1, biases 0 by default).
+class TalkingHeads {
+ public:
+  explicit TalkingHeads(const LayerSpec& spec);
+  bool on() const { return on_; }
+  // Appends the four learnables (when on) for `heads` heads.
+  void add_params(std::vector<Param>& params, int64_t heads) const;
+  // The op's mixes from the four learnables from p, and their gradients (not frozen ones).
+  void set(AttentionOp& op, const Param* p) const;
+  HeadMixGrads grads(Param* p) const;
+  // The four packed as OnnxGraph::attention's mix.
+  static std::vector<float> packed(const Param* p);
+  static std::vector<std::string> names();
+
+ private:
+  bool on_ = false;
+  Param templates_[4];
+};
 
 struct AttentionSizes {
   int64_t heads = 1, key = 1, value = 1, out = 1, c = 1;  // c: the input's channels
@@ -34,15 +60,16 @@ class AttentionCore {
 
   // `sequences` sequences of `seq` tokens; bias_n as AttentionDesc's (0: none).
   void setup(Backend& be, const AttentionSizes& s, int64_t sequences, int64_t seq, bool causal, float dropout,
-             int64_t bias_n, bool mixed, bool cosine = false);
+             int64_t bias_n, bool mixed, bool cosine = false, bool talking_heads = false);
   AttentionOp& attention() { return *attention_; }
   // y (rows, out) from x (rows, c); dropout_key: the training forward's mask (0: no dropout).
   // logit: the cosine attention's LogitScale (required with cosine, else ignored).
   void forward(const Tensor& x, Tensor& y, Param* params, bool dropout, uint64_t dropout_key,
                const Param* logit = nullptr);
   // The learnables' gradients and dx (null: not wanted) from dy (its storage is reused); dbias
-  // (null: none) the attention bias's gradient.
-  void backward(const Tensor& x, Tensor& dy, Tensor* dx, Param* params, Tensor* dbias, Param* logit = nullptr);
+  // (null: none) the attention bias's gradient, dmix (null: none) the talking heads'.
+  void backward(const Tensor& x, Tensor& dy, Tensor* dx, Param* params, Tensor* dbias, Param* logit = nullptr,
+                const HeadMixGrads* dmix = nullptr);
   // Multiply-adds x 2 per sequence of seq tokens.
   static int64_t flops(const AttentionSizes& s, int64_t seq) {
     return 2 * seq * (s.c * (2 * s.key + s.value) + s.value * s.out) + 2 * seq * seq * (s.key + s.value);

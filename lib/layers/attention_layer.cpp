@@ -15,6 +15,9 @@
 // ScoreBias true (dltrain's own, as selfAttention's) adds a learnable ScoreBias (NumHeads, Sq,
 // Skv) to each head's scaled scores before the mask and softmax, the same for every image:
 // LeViT's attention biases, gathered from its table into one value per head and pair of tokens.
+// TalkingHeads true (dltrain's own, as selfAttention's; attention_core.h): CaiT's talking heads,
+// the scores and the probabilities mixed across the heads by learnable (NumHeads, NumHeads)
+// weights and biases; the ScoreBias joins the scores before their mix, the mask after it.
 // Images (SSCB) are taken too (dltrain's own): an image's pixels in row order are its tokens
 // (the same memory as (H W, 1, C)); the output has the query's format, an Hq x Wq x Cv image
 // for an image query (PVT's queries over the pixels of a strided convolution's output). A vector
@@ -25,6 +28,7 @@
 #include <string>
 
 #include "backend/attention_op.h"
+#include "layers/attention_core.h"
 #include "layers/layer_util.h"
 
 namespace dlt {
@@ -33,7 +37,7 @@ namespace {
 
 class AttentionLayer final : public Layer {
  public:
-  explicit AttentionLayer(const LayerSpec& spec) : Layer(spec) {
+  explicit AttentionLayer(const LayerSpec& spec) : Layer(spec), talking_(spec_) {
     heads_ = num_heads_option(spec_);
     scale_ = scale_option(spec_, "key");
     causal_ = spec_.get_choice("AttentionMask", "none", {"none", "causal"}) == "causal";
@@ -82,6 +86,7 @@ class AttentionLayer final : public Layer {
       b.fan_in = b.fan_out = seq_kv_;
       params_.push_back(b);
     }
+    talking_.add_params(params_, heads_);
     return Shape{q[0], q[1], value_};
   }
 
@@ -89,6 +94,7 @@ class AttentionLayer final : public Layer {
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
     if (score_bias_) op_->set_bias(params_[0].value);
+    if (talking_.on()) talking_.set(*op_, mix_params());
     if (ctx.training && dropout_ > 0)
       op_->forward_dropout(*x[0], *x[1], *x[2], y,
                            Rng::derive(ctx.seed, {dropout_stream(name(), ctx.iteration)}).next_u64());
@@ -100,12 +106,17 @@ class AttentionLayer final : public Layer {
   void backward(const std::vector<const Tensor*>& x, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {
     Tensor* dbias = score_bias_ && !params_[0].frozen() ? &params_[0].grad : nullptr;
+    const HeadMixGrads dmix = talking_.on() ? talking_.grads(mix_params()) : HeadMixGrads{};
     op_->backward(*x[0], *x[1], *x[2], dy, grad_or_scratch(dx[0], *x[0], scratch_[0]),
-                  grad_or_scratch(dx[1], *x[1], scratch_[1]), grad_or_scratch(dx[2], *x[2], scratch_[2]), dbias);
+                  grad_or_scratch(dx[1], *x[1], scratch_[1]), grad_or_scratch(dx[2], *x[2], scratch_[2]), dbias,
+                  talking_.on() ? &dmix : nullptr);
   }
   std::vector<std::string> learnable_options() const override {
-    if (score_bias_) return {"ScoreBias"};
-    return {};
+    std::vector<std::string> names;
+    if (score_bias_) names.push_back("ScoreBias");
+    if (talking_.on())
+      for (const std::string& m : TalkingHeads::names()) names.push_back(m);
+    return names;
   }
 
   int64_t flops_per_image() const override { return 2 * seq_q_ * seq_kv_ * (key_ + value_); }
@@ -118,9 +129,10 @@ class AttentionLayer final : public Layer {
     const bool image = !inputs.at(0).tokens && !inputs[0].flat;
     const std::string y = image ? n + "_tokens" : n;
     const std::vector<float> bias = score_bias_ ? host_values(params_[0].value) : std::vector<float>{};
+    const std::vector<float> mix = talking_.on() ? TalkingHeads::packed(mix_params()) : std::vector<float>{};
     g.attention(y, g.pixel_tokens(n, inputs[0]), g.pixel_tokens(n, inputs.at(1)), g.pixel_tokens(n, inputs.at(2)),
                 heads_, seq_q_, seq_kv_, key_ / heads_, value_ / heads_, desc(1).scale_or_default(), causal_,
-                score_bias_ ? &bias : nullptr);
+                score_bias_ ? &bias : nullptr, talking_.on() ? &mix : nullptr);
     return image ? g.tokens_image(n, y, out) : OnnxValue{n, out, false};
   }
 
@@ -137,14 +149,19 @@ class AttentionLayer final : public Layer {
     d.scale = static_cast<float>(scale_);
     d.dropout = static_cast<float>(dropout_);
     d.bias_n = score_bias_ ? 1 : 0;
+    d.talking_heads = talking_.on();
     return d;
   }
+  // The talking heads' four learnables, after the ScoreBias.
+  Param* mix_params() { return params_.data() + (score_bias_ ? 1 : 0); }
+  const Param* mix_params() const { return params_.data() + (score_bias_ ? 1 : 0); }
 
   int64_t heads_ = 1, seq_q_ = 1, seq_kv_ = 1, key_ = 1, value_ = 1;
   double scale_ = 0;  // 0: auto
   bool causal_ = false;
   bool score_bias_ = false;  // ScoreBias: params_[0], (heads, Sq, Skv) added to the scaled scores
   Param scores_;             // its factors, read at construction
+  TalkingHeads talking_;     // TalkingHeads: the head mixes, after the ScoreBias in params_
   double dropout_ = 0;
   std::unique_ptr<AttentionOp> op_;
   Tensor scratch_[3];  // gradients of inputs that need none (the op writes all three)

@@ -1,5 +1,6 @@
 #include "layers/layer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -29,6 +30,10 @@ void fill_host(std::vector<float>& v, Init init, int64_t fan_in, int64_t fan_out
     }
     case Init::kNarrowNormal:  // normal(0, 0.01)
       for (float& x : v) x = static_cast<float>(0.01 * rng.normal());
+      break;
+    case Init::kIdentity:  // a (fan_out, fan_in) identity matrix
+      std::fill(v.begin(), v.end(), 0.f);
+      for (int64_t i = 0; i < std::min(fan_in, fan_out); ++i) v[static_cast<size_t>(i * fan_in + i)] = 1.f;
       break;
   }
 }

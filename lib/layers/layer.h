@@ -22,7 +22,7 @@
 
 namespace dlt {
 
-enum class Init { kZeros, kOnes, kGlorot, kHe, kNarrowNormal };
+enum class Init { kZeros, kOnes, kGlorot, kHe, kNarrowNormal, kIdentity };  // kIdentity: square (fan_in = fan_out)
 
 // A learnable parameter. value and grad are views into the network's flat buffers.
 struct Param {

@@ -2,6 +2,7 @@
 #include "layers/onnx_graph.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <limits>
 
@@ -41,7 +42,8 @@ std::string OnnxGraph::tokens_linear(const std::string& out, const std::string& 
 
 std::string OnnxGraph::attention(const std::string& out, const std::string& q, const std::string& k,
                                  const std::string& v, int64_t heads, int64_t seq_q, int64_t seq_kv, int64_t key_dim,
-                                 int64_t value_dim, float scale, bool causal, const std::vector<float>* bias) {
+                                 int64_t value_dim, float scale, bool causal, const std::vector<float>* bias,
+                                 const std::vector<float>* mix) {
   const std::string in[3] = {q, k, v};
   const char* part[3] = {"_q", "_k", "_v"};
   const int64_t seq[3] = {seq_q, seq_kv, seq_kv}, dim[3] = {key_dim, key_dim, value_dim};
@@ -63,6 +65,24 @@ std::string OnnxGraph::attention(const std::string& out, const std::string& q, c
     add_node("Add", out + "_biased", {scores, out + "_bias"}, out + "_biased_scores");
     scores = out + "_biased_scores";
   }
+  // Mix m of the talking heads on x (N, H, Sq, Skv): Linear over the heads axis.
+  auto head_mix = [&](int m, const std::string& x) {
+    const std::string p = out + (m == 0 ? "_score_mix" : "_prob_mix");
+    const size_t at = static_cast<size_t>(m * (heads * heads + heads));
+    std::vector<float> wt(static_cast<size_t>(heads * heads));
+    for (int64_t g = 0; g < heads; ++g)
+      for (int64_t h = 0; h < heads; ++h) wt[static_cast<size_t>(h * heads + g)] = (*mix)[at + g * heads + h];
+    add_floats(p + "_weights", {heads, heads}, wt);
+    add_floats(p + "_bias", {heads},
+               std::vector<float>(mix->begin() + static_cast<std::ptrdiff_t>(at + heads * heads),
+                                  mix->begin() + static_cast<std::ptrdiff_t>(at + heads * heads + heads)));
+    add_node("Transpose", p + "_heads_last", {x}, p + "_in", {OnnxAttr("perm", std::vector<int64_t>{0, 2, 3, 1})});
+    add_node("MatMul", p + "_matmul", {p + "_in", p + "_weights"}, p + "_product");
+    add_node("Add", p + "_add", {p + "_product", p + "_bias"}, p + "_out");
+    add_node("Transpose", p + "_heads_back", {p + "_out"}, p, {OnnxAttr("perm", std::vector<int64_t>{0, 3, 1, 2})});
+    return p;
+  };
+  if (mix) scores = head_mix(0, scores);
   if (causal) {
     std::vector<float> mask(static_cast<size_t>(seq_q * seq_kv), 0.f);
     for (int64_t r = 0; r < seq_q; ++r)
@@ -73,7 +93,8 @@ std::string OnnxGraph::attention(const std::string& out, const std::string& q, c
     scores = out + "_masked_scores";
   }
   add_node("Softmax", out + "_softmax", {scores}, out + "_probs", {OnnxAttr("axis", int64_t{-1})});
-  add_node("MatMul", out + "_pv", {out + "_probs", head[2]}, out + "_pv");
+  const std::string probs = mix ? head_mix(1, out + "_probs") : out + "_probs";
+  add_node("MatMul", out + "_pv", {probs, head[2]}, out + "_pv");
   add_node("Transpose", out + "_merge", {out + "_pv"}, out + "_pv_t",
            {OnnxAttr("perm", std::vector<int64_t>{0, 2, 1, 3})});
   add_ints(out + "_merged_shape", {3}, {0, seq_q, heads * value_dim});

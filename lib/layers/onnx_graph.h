@@ -84,10 +84,14 @@ class OnnxGraph {
   // scale, the causal mask added (the lowest float above the diagonal of (Sq, Skv)), Softmax,
   // MatMul by V, the heads side by side again (N, Sq, H * dv) as `out` (selfAttention's and the
   // attention layer's form). bias (not null): H * Sq * Skv values added to the scaled scores
-  // before the mask (selfAttention's ScoreBias). Returns `out`.
+  // before the mask (selfAttention's ScoreBias). mix (not null): the talking heads' mixes packed
+  // as the attention op's reference has them (scores' weights (H, H), bias (H), probabilities'
+  // weights, bias): the scores transposed to (N, Sq, Skv, H), MatMul by the transposed weights,
+  // Add of the bias, transposed back (PyTorch's Linear over the heads, CaiT's form), before the
+  // mask; the probabilities likewise after the Softmax. Returns `out`.
   std::string attention(const std::string& out, const std::string& q, const std::string& k, const std::string& v,
                         int64_t heads, int64_t seq_q, int64_t seq_kv, int64_t key_dim, int64_t value_dim, float scale,
-                        bool causal, const std::vector<float>* bias = nullptr);
+                        bool causal, const std::vector<float>* bias = nullptr, const std::vector<float>* mix = nullptr);
   // channel_attention(): attention across the channels of token sequences q, k and v (N, S, H * d):
   // q and v reshaped into H heads and transposed to (N, H, d, S), k to (N, H, S, d), MatMul (Q^T K),
   // Mul by scale, Softmax, MatMul by V^T, the result (N, H, d, S) transposed to (N, S, H, d) and

@@ -13,6 +13,9 @@
 // ScoreBias true (dltrain's own option; MATLAB's layer has none) adds a learnable ScoreBias
 // (NumHeads, S, S) to each head's scaled scores before the softmax, the same for every image:
 // BEiT's relative position bias, read from its table into one value per head and pair of tokens.
+// TalkingHeads true (dltrain's own; attention_core.h): CaiT's talking-heads attention, the
+// scores and the probabilities mixed across the heads by learnable (NumHeads, NumHeads) weights
+// and biases (after the ScoreBias in the learnables' order).
 // An image (SSCB, H x W x C) is taken too (dltrain's own: PVT's and SegFormer's attention over
 // the pixels of a feature map): its pixels in row order are the tokens, the same memory as
 // (H W, 1, C), and the output is an H x W x OutputSize image.
@@ -29,7 +32,7 @@ namespace {
 
 class SelfAttentionLayer final : public Layer {
  public:
-  explicit SelfAttentionLayer(const LayerSpec& spec) : Layer(spec) {
+  explicit SelfAttentionLayer(const LayerSpec& spec) : Layer(spec), talking_(spec_) {
     heads_ = spec_.get_int("NumHeads", 0, 1);
     if (heads_ == 0) throw ConfigError(spec.where() + "option NumHeads is required (e.g. NumHeads: 3)");
     key_ = spec_.get_int("NumKeyChannels", 0, 1);
@@ -70,29 +73,36 @@ class SelfAttentionLayer final : public Layer {
       b.fan_in = b.fan_out = s_;
       params_.push_back(b);
     }
+    talking_.add_params(params_, heads_);
     return Shape{in[0], in[1], out_};
   }
 
   void setup(int64_t n, Backend& be) override {
-    core_.setup(be, sizes(), n, s_, causal_, static_cast<float>(dropout_), score_bias_ ? 1 : 0, mixed_);
+    core_.setup(be, sizes(), n, s_, causal_, static_cast<float>(dropout_), score_bias_ ? 1 : 0, mixed_, false,
+                talking_.on());
   }
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
     const bool drop = ctx.training && dropout_ > 0;
     if (score_bias_) core_.attention().set_bias(params_[8].value);
+    if (talking_.on()) talking_.set(core_.attention(), mix_params());
     core_.forward(*x[0], y, params_.data(), drop, drop ? dropout_key(ctx) : 0);
   }
 
   void backward(const std::vector<const Tensor*>& x, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
                 const RunContext&) override {
     Tensor* dbias = score_bias_ && !params_[8].frozen() ? &params_[8].grad : nullptr;
-    core_.backward(*x[0], dy, dx[0], params_.data(), dbias);
+    const HeadMixGrads dmix = talking_.on() ? talking_.grads(mix_params()) : HeadMixGrads{};
+    core_.backward(*x[0], dy, dx[0], params_.data(), dbias, nullptr, talking_.on() ? &dmix : nullptr);
   }
 
   int64_t flops_per_image() const override { return AttentionCore::flops(sizes(), s_); }
   std::vector<std::string> learnable_options() const override {
-    if (score_bias_) return {"Weight", "Bias", "ScoreBias"};
-    return {"Weight", "Bias"};
+    std::vector<std::string> names{"Weight", "Bias"};
+    if (score_bias_) names.push_back("ScoreBias");
+    if (talking_.on())
+      for (const std::string& m : TalkingHeads::names()) names.push_back(m);
+    return names;
   }
 
   // The projections as MatMul + Add, the attention (OnnxGraph::attention: heads, MatMul, scale,
@@ -111,8 +121,9 @@ class SelfAttentionLayer final : public Layer {
     AttentionDesc d;
     d.key_dim = key_ / heads_;
     const std::vector<float> bias = score_bias_ ? host_values(params_[8].value) : std::vector<float>{};
+    const std::vector<float> mix = talking_.on() ? TalkingHeads::packed(mix_params()) : std::vector<float>{};
     g.attention(n + "_heads", proj[0], proj[1], proj[2], heads_, s_, s_, key_ / heads_, value_ / heads_,
-                d.scale_or_default(), causal_, score_bias_ ? &bias : nullptr);
+                d.scale_or_default(), causal_, score_bias_ ? &bias : nullptr, talking_.on() ? &mix : nullptr);
     const std::string y = image ? n + "_tokens" : n;
     g.tokens_linear(y, n + "_heads", host_values(params_[3].value), out_, value_, host_values(params_[7].value));
     return image ? g.tokens_image(n, y, out) : OnnxValue{n, out, false};
@@ -133,12 +144,16 @@ class SelfAttentionLayer final : public Layer {
     return spec_.get_int(key, def, 1);
   }
   AttentionSizes sizes() const { return {heads_, key_, value_, out_, c_}; }
+  // The talking heads' four learnables, after the ScoreBias.
+  Param* mix_params() { return params_.data() + (score_bias_ ? 9 : 8); }
+  const Param* mix_params() const { return params_.data() + (score_bias_ ? 9 : 8); }
 
   int64_t heads_ = 1, key_ = 1, value_ = 1, out_ = 0, s_ = 1, c_ = 1;
   bool causal_ = false;
   bool score_bias_ = false;  // ScoreBias: params_[8], (heads, S, S) added to the scaled scores
   double dropout_ = 0;       // DropoutProbability: on the attention weights, in training
   Param weight_, bias_, scores_;
+  TalkingHeads talking_;  // TalkingHeads: the head mixes, after the ScoreBias in params_
   AttentionCore core_;
 };
 

@@ -107,6 +107,10 @@ void Importer::scores_addend(const onnx::NodeProto& n, int vi, const View& v) {
     }
     for (size_t i = 0; i + 2 < k && i + r < k; ++i) per_head = per_head && d[i] == 1;
   }
+  if (per_head && !s.mix[0].empty())
+    fail(n,
+         "adds a bias per pair of tokens to attention scores mixed across the heads; dltrain reads such a bias "
+         "before the heads' mix (and a causal mask or the mix's own bias after it)");
   if (!per_head)
     fail(n, "adds a " + dims_str(t) + " constant to attention scores " + ints_str(v.dims) +
                 "; dltrain reads there a causal mask ((queries, keys): 0 on and below the diagonal, -inf above it) "
@@ -126,7 +130,13 @@ void Importer::view_softmax(const onnx::NodeProto& n, const View& v) {
     fail(n, "is a Softmax of " + ints_str(v.dims) + " that is not over the keys of attention scores Q K^T");
   Source p = s;
   p.kind = Source::kProbs;
-  p.scale = v.scale;  // the scores' own scale was put into the view
+  if (s.mix[0].empty()) {
+    p.scale = v.scale;        // the scores' own scale was put into the view
+  } else if (v.scale != 1) {  // the mix took the scores' scale; a factor after it is another form
+    fail(n,
+         "is a Softmax of attention scores mixed across the heads and then scaled; dltrain reads the scale "
+         "before the heads' mix");
+  }
   sources_.push_back(p);
   View out = v;
   out.source = static_cast<int>(sources_.size() - 1);
@@ -162,6 +172,8 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
       for (size_t o = 0; o < b.size(); ++o) bias[o] = beta * b[o];
     }
     View v = view_of(n, 0);
+    const Source::Kind kind = sources_[static_cast<size_t>(v.source)].kind;
+    if (kind == Source::kScores || kind == Source::kProbs) return head_mix(n, v, w, in, k);
     if (token_range(v)) {  // a projection of some of the tokens (PiT's class token): their tokenSlice
       const Value t = tokens_of(n, v);
       const int64_t rows = t.shape[0] * t.shape[1], cols = t.shape[2];
@@ -289,6 +301,97 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
     return;
   }
   fail(n, "multiplies two computed values that are not the operands of an attention (Q K^T or softmax times V)");
+}
+
+// Whether v reads all of its scores or probabilities source with the heads on its last axis
+// (the other axes the queries and the keys in any order): CaiT's permute(0, 2, 3, 1).
+bool Importer::heads_last(const View& v) const {
+  const Source& s = sources_[static_cast<size_t>(v.source)];
+  const size_t r = v.dims.size();
+  if (r < 1 || v.offset != 0 || v.dims.back() != s.heads || (s.heads > 1 && v.strides.back() != s.rows * s.cols))
+    return false;
+  // every other axis larger than 1: the queries (stride cols) or the keys (stride 1), once each
+  int64_t seen_rows = 0, seen_cols = 0;
+  for (size_t i = 0; i + 1 < r; ++i) {
+    if (v.dims[i] == 1) continue;
+    if (v.dims[i] == s.rows && v.strides[i] == s.cols && !seen_rows)
+      seen_rows = 1;
+    else if (v.dims[i] == s.cols && v.strides[i] == 1 && !seen_cols)
+      seen_cols = 1;
+    else
+      return false;
+  }
+  return (seen_rows || s.rows == 1) && (seen_cols || s.cols == 1);
+}
+
+// MatMul of attention scores or probabilities, the heads last, by an (in, out) constant: CaiT's
+// talking heads, a Linear over the heads before the softmax (the scores, with their scale) or
+// after it (the probabilities): the source's mix, its bias 0 until an Add gives it one.
+void Importer::head_mix(const onnx::NodeProto& n, const View& v, const std::vector<float>& w, int64_t in, int64_t out) {
+  const Source& s = sources_[static_cast<size_t>(v.source)];
+  const int m = s.kind == Source::kScores ? 0 : 1;
+  const char* what = m == 0 ? "attention scores" : "attention weights";
+  if (s.channel || !heads_last(v) || in != s.heads || out != s.heads)
+    fail(n, std::string("multiplies ") + what + " " + ints_str(v.dims) + " by a " + std::to_string(in) + "x" +
+                std::to_string(out) + " constant; dltrain reads there talking heads: the " + std::to_string(s.heads) +
+                " heads of Q K^T on the last axis (permute(0, 2, 3, 1)) mixed by a " + std::to_string(s.heads) + "x" +
+                std::to_string(s.heads) + " Linear");
+  if (!s.mix[m].empty())
+    fail(n, std::string("mixes the heads of ") + what +
+                " a second time; dltrain reads one mix before the softmax "
+                "and one after it");
+  if (m == 0 && s.causal)
+    fail(n, "mixes the heads of attention scores after a causal mask; dltrain reads the mask after the heads' mix");
+  if (m == 1 && v.scale != 1)
+    fail(n, "mixes the heads of attention weights scaled by " + std::to_string(v.scale) +
+                "; dltrain reads the softmax's weights unscaled there");
+  Source p = s;
+  p.mix[m].assign(static_cast<size_t>(in * in), 0.f);
+  for (int64_t o = 0; o < in; ++o)
+    for (int64_t i = 0; i < in; ++i) p.mix[m][static_cast<size_t>(o * in + i)] = w[static_cast<size_t>(i * in + o)];
+  p.mix_bias[m].assign(static_cast<size_t>(in), 0.f);
+  if (m == 0) p.scale = v.scale;  // the scores' scale, applied before the mix
+  sources_.push_back(std::move(p));
+  View r = v;
+  r.source = static_cast<int>(sources_.size() - 1);
+  r.scale = 1;
+  views_[define(n)] = r;
+}
+
+// An Add of a constant of one value per head to mixed scores or weights, the heads last: the
+// mix's bias (the Linear's); false when v is not such a value (the caller reads the Add).
+bool Importer::head_mix_bias(const onnx::NodeProto& n, int vi, const View& v) {
+  Source& s = sources_[static_cast<size_t>(v.source)];
+  const int m = s.kind == Source::kScores ? 0 : 1;
+  if ((s.kind != Source::kScores && s.kind != Source::kProbs) || s.mix[m].empty() || !heads_last(v)) return false;
+  const onnx::TensorProto* t = constant(n.input(1 - vi));
+  if (!t) return false;
+  const std::vector<int64_t> d = dims_of(*t);
+  const bool one = product(d) == 1, per_head = !d.empty() && d.back() == s.heads && product(d) == s.heads;
+  if (!one && !per_head) return false;
+  std::vector<float> b = need_floats(n, 1 - vi, "the heads' mix bias");
+  for (size_t g = 0; g < s.mix_bias[m].size(); ++g) s.mix_bias[m][g] += b[one ? 0 : g];
+  views_[define(n)] = v;
+  return true;
+}
+
+// TalkingHeads and the four mixes (identity and 0 for one the graph has not) on an attention
+// layer's spec.
+void Importer::talking_heads(LayerSpec& spec, const Source& a) {
+  if (a.mix[0].empty() && a.mix[1].empty()) return;
+  spec.set("TalkingHeads", "true");
+  const int64_t h = a.heads;
+  const char* names[2][2] = {{"ScoreMixWeights", "ScoreMixBias"}, {"ProbabilityMixWeights", "ProbabilityMixBias"}};
+  for (int m = 0; m < 2; ++m) {
+    std::vector<float> w = a.mix[m], b = a.mix_bias[m];
+    if (w.empty()) {
+      w.assign(static_cast<size_t>(h * h), 0.f);
+      for (int64_t i = 0; i < h; ++i) w[static_cast<size_t>(i * h + i)] = 1.f;
+      b.assign(static_cast<size_t>(h), 0.f);
+    }
+    add_param(spec.name, names[m][0], Shape{h, h}, std::move(w));
+    add_param(spec.name, names[m][1], Shape{h}, std::move(b));
+  }
 }
 
 // Columns [col, col + count) of a (c, cols) projection as `count` rows of fullyConnected weights
@@ -426,6 +529,9 @@ int Importer::attention_layer(const onnx::NodeProto& n, int heads) {
     if (t.empty()) t.assign(static_cast<size_t>(a.heads), 1.f);
     add_param(s.name, "Temperature", Shape{a.heads}, std::move(t));
   }
+  if (a.channel && (!a.mix[0].empty() || !a.mix[1].empty()))
+    fail(n, "mixes the heads of attention across channels; dltrain's channelAttention has no talking heads");
+  talking_heads(s, a);
   last_layer_op_ = "Softmax";
   const Value y = tokens_like(q, s.name, value);
   const int made = tokens_source(y);
@@ -483,6 +589,7 @@ void Importer::attention(const onnx::NodeProto& n, const View& heads, const std:
     for (float& x : b) x = static_cast<float>(x * a.scale);
     add_param(name, "ScoreBias", Shape{a.heads, a.rows, a.rows}, std::move(b));
   }
+  talking_heads(s, a);
   const Value y = tokens_like(x, name, out);
   View r = heads;
   r.source = tokens_source(y);

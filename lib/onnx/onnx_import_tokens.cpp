@@ -617,6 +617,7 @@ void Importer::view_add(const onnx::NodeProto& n, int vi) {
   const View v = views_.at(n.input(vi));
   Source& s = sources_[static_cast<size_t>(v.source)];
   if (v.unit_stride) fail(n, "adds a constant to an L2-normalized attention operand");
+  if (head_mix_bias(n, vi, v)) return;
   if (s.kind == Source::kScores) return scores_addend(n, vi, v);
   std::vector<float> b = need_floats(n, 1 - vi, "bias");
   if (b.size() == 1) b.assign(static_cast<size_t>(s.cols), b[0]);

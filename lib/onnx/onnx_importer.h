@@ -370,6 +370,10 @@ class Importer {
     // the scores of each head times its temperature (heads values; empty: none)
     bool unit = false;
     std::vector<float> temperature;
+    // Talking heads (CaiT's): the scores' (0) and the probabilities' (1) mixes across the heads,
+    // (heads, heads) as PyTorch's Linear weight (output head, input head), and their biases
+    // (heads); empty: none. The scores' mix takes the scale of the scores it read (scale).
+    std::vector<float> mix[2], mix_bias[2];
   };
   // Element (i0, i1, ...) of the ONNX value is source[offset + sum(i_j * strides[j])], times scale.
   // unit_stride (not 0): divided by the L2 norm of the vector along the source stride unit_stride
@@ -404,6 +408,10 @@ class Importer {
   bool view_norm(const onnx::NodeProto& n);
   void scores_temperature(const onnx::NodeProto& n, int vi, const std::vector<float>& t);
   void scores_addend(const onnx::NodeProto& n, int vi, const View& v);
+  bool heads_last(const View& v) const;
+  void head_mix(const onnx::NodeProto& n, const View& v, const std::vector<float>& w, int64_t in, int64_t out);
+  bool head_mix_bias(const onnx::NodeProto& n, int vi, const View& v);
+  void talking_heads(LayerSpec& spec, const Source& a);
   int operand_source(int source) const;
   void tokens_out(const onnx::NodeProto& n, const Value& t, bool seq_first);
   bool self_attention(int heads) const;

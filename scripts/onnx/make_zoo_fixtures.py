@@ -565,6 +565,15 @@ def tiny_models():
                     mod.running_var.uniform_(0.5, 1.5)
         return m
 
+    def cait_timm():
+        # timm's CaiT at 32x32: 8x8 patches of width 16, two blocks of talking-heads attention (4
+        # heads: the scores mixed across the heads by a Linear before the softmax and another after
+        # it), each with its LayerScale, then a class token and two class attention blocks (the
+        # class token's query against the class token and every patch), the class token read out
+        from timm.models.cait import Cait
+        return timm_net(lambda: Cait(img_size=SIDE, patch_size=8, embed_dim=16, depth=2, num_heads=4, mlp_ratio=2,
+                                     depth_token_only=2, num_classes=10))
+
     def beit_timm():
         # timm's BEiT: a relative position bias per head and pair of tokens (gathered from its
         # table, the class token's rows and columns its own entries) added to the scaled scores,
@@ -728,7 +737,7 @@ def tiny_models():
             "pit_timm": lambda: pit_timm(False), "pit_distilled_timm": lambda: pit_timm(True),
             "crossvit_timm": crossvit_timm, "twins_timm": twins_timm, "twins_pcpvt_timm": twins_pcpvt_timm,
             "davit_timm": davit_timm, "xcit_timm": xcit_timm, "edgenext_timm": edgenext_timm,
-            "levit_timm": levit_timm,
+            "levit_timm": levit_timm, "cait_timm": cait_timm,
             "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm,
             "efficientformer_timm": efficientformer_timm, "poolformer_timm": poolformer_timm,
             "caformer_timm": caformer_timm, "mambaout_timm": mambaout_timm,

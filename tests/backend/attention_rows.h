@@ -4,6 +4,8 @@
 #pragma once
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,23 @@ inline AgreementRow attention_row(std::string name, AttentionDesc d) {
                    tdb = d.bias_n > 0 ? Tensor(bs, dev) : Tensor();
             if (d.bias_n > 0) op->set_bias(tb);
             const Vec* pb = d.bias_n > 0 ? &bias : nullptr;
+            // With talking heads: mixes in [-1, 1) (the packed layout of the reference), as four
+            // tensors, and their gradients.
+            const int64_t h = d.heads;
+            const Vec mix = d.talking_heads ? random_vec(2 * h * (h + 1), rng, -1.0, 1.0) : Vec{};
+            Tensor tmix[4], tdmix[4];
+            HeadMixGrads grads;
+            if (d.talking_heads) {
+              for (int i = 0; i < 4; ++i) {
+                const int64_t at = (i / 2) * (h * h + h) + (i % 2) * h * h, count = i % 2 ? h : h * h;
+                tmix[i] = to_tensor(Vec(mix.begin() + at, mix.begin() + at + count), Shape{count}, dev);
+                tdmix[i] = Tensor(Shape{count}, dev);
+                be.fill(tdmix[i], 123.f);
+              }
+              op->set_head_mix(tmix[0], tmix[1], tmix[2], tmix[3]);
+              grads = HeadMixGrads{{&tdmix[0], &tdmix[2]}, {&tdmix[1], &tdmix[3]}};
+            }
+            const Vec* pm = d.talking_heads ? &mix : nullptr;
             // With dropout: the training forward's mask (the same key on every backend).
             const bool drop = d.dropout > 0.f;
             const uint64_t key = 0x5eedf00dULL;
@@ -41,21 +60,43 @@ inline AgreementRow attention_row(std::string name, AttentionDesc d) {
               op->forward_dropout(tq, tk, tv, to, key);
             else
               op->forward(tq, tk, tv, to);
-            check_close("forward", to, ref::attention_forward(d, q, k, v, drop, key, pb), tol);
+            check_close("forward", to, ref::attention_forward(d, q, k, v, drop, key, pb, pm), tol);
             be.fill(tdq, 123.f);  // must be overwritten, not accumulated
             be.fill(tdk, 123.f);
             be.fill(tdv, 123.f);
             if (pb) be.fill(tdb, 123.f);
-            op->backward(tq, tk, tv, to_tensor(dout, os, dev), tdq, tdk, tdv, pb ? &tdb : nullptr);
-            Vec dq, dk, dv, db;
-            ref::attention_backward(d, q, k, v, dout, dq, dk, dv, drop, key, pb, pb ? &db : nullptr);
+            op->backward(tq, tk, tv, to_tensor(dout, os, dev), tdq, tdk, tdv, pb ? &tdb : nullptr,
+                         pm ? &grads : nullptr);
+            Vec dq, dk, dv, db, dmix;
+            ref::attention_backward(d, q, k, v, dout, dq, dk, dv, drop, key, pb, pb ? &db : nullptr, pm,
+                                    pm ? &dmix : nullptr);
             check_close("backward dQ", tdq, dq, tol);
             check_close("backward dK", tdk, dk, tol);
             check_close("backward dV", tdv, dv, tol);
             if (pb) check_close("backward dB", tdb, db, tol);
+            if (pm) {
+              const char* what[4] = {"backward dWs (scores' head mix)", "backward dbs", "backward dWp (probabilities')",
+                                     "backward dbp"};
+              // Each mix gradient sums n * seq_q * seq_kv terms per entry. dbs is 0 in exact
+              // arithmetic (a constant added to a softmax's row does not move it): its float sums
+              // of the rows' cancelling gradients are held to tol of dWs's largest value.
+              const double floor = sum_floor(d.probs_numel() / d.heads, kFloorFraction);
+              for (int i = 0; i < 4; ++i) {
+                const int64_t at = (i / 2) * (h * h + h) + (i % 2) * h * h, count = i % 2 ? h : h * h;
+                if (i != 1) {
+                  check_close(what[i], tdmix[i], Vec(dmix.begin() + at, dmix.begin() + at + count), tol, floor);
+                  continue;
+                }
+                double got = 0, scale = 0;
+                for (double x : to_vec(tdmix[1])) got = std::max(got, std::fabs(x));
+                for (int64_t e = 0; e < h * h; ++e) scale = std::max(scale, std::fabs(dmix[static_cast<size_t>(e)]));
+                INFO(what[1] << ": largest " << got << ", dWs's largest " << scale);
+                CHECK(got <= tol * scale);
+              }
+            }
             // dK and dV over K and V themselves (the layers' use): the same gradients.
             Tensor ak = to_tensor(k, ks, dev), av = to_tensor(v, vs, dev);
-            op->backward(tq, ak, av, to_tensor(dout, os, dev), tdq, ak, av, pb ? &tdb : nullptr);
+            op->backward(tq, ak, av, to_tensor(dout, os, dev), tdq, ak, av, pb ? &tdb : nullptr, pm ? &grads : nullptr);
             check_close("backward dQ, dK over K, dV over V", tdq, dq, tol);
             check_close("backward dK over K", ak, dk, tol);
             check_close("backward dV over V", av, dv, tol);
@@ -91,6 +132,21 @@ inline std::vector<AgreementRow> attention_rows() {
   AttentionDesc long_bias{3, 1, 2400, 2400, 4, 4, false, 0.f};
   long_bias.bias_n = 2;  // 66 MiB of probabilities: the CPU runs image by image; entries 0 and 2 share
   rows.push_back(attention_row("bias of 2 entries over 3 images of 2400 tokens (image by image)", long_bias));
+  AttentionDesc talking{2, 4, 7, 7, 4, 4, false, 0.f};
+  talking.talking_heads = true;  // CaiT's talking heads: the scores and probabilities mixed across heads
+  rows.push_back(attention_row("talking heads, 4 heads of 7 tokens", talking));
+  AttentionDesc talking_all{4, 3, 5, 6, 3, 2, true, 0.4f};
+  talking_all.talking_heads = true;
+  talking_all.bias_n = 2;
+  talking_all.dropout = 0.25f;
+  rows.push_back(
+      attention_row("talking heads, causal, bias per window, dropout 0.25, 5 queries over 6 keys", talking_all));
+  AttentionDesc talking_long{2, 4, 1100, 1100, 4, 4, false, 0.f};
+  talking_long.talking_heads = true;  // 2 x 37 MiB of P and A: the CPU runs image by image
+  rows.push_back(attention_row("talking heads, 2 images of 4 heads of 1100 tokens (image by image)", talking_long));
+  AttentionDesc cait{3, 4, 17, 17, 4, 4, false, 0.f};
+  cait.talking_heads = true;  // the size of tests/data/onnx_zoo/cait_timm: 16 patches and the class token
+  rows.push_back(attention_row("talking heads, CaiT fixture's 4 heads of 17 tokens", cait));
   return rows;
 }
 

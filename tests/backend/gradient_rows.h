@@ -386,17 +386,23 @@ inline GradientRow attention(std::string name, AttentionDesc d) {
   const uint64_t key = 77;
   std::vector<Vec> inputs{q, k, random_vec(d.v_numel(), rng)};
   if (d.bias_n > 0) inputs.push_back(random_vec(d.bias_numel(), rng));
+  // With talking heads: the packed head mixes (reference_attention.h), the last input.
+  if (d.talking_heads) inputs.push_back(random_vec(2 * d.heads * (d.heads + 1), rng, -1.0, 1.0));
+  const size_t mix_at = inputs.size() - 1;
   return {"attention " + name, AttentionDesc::kOp, inputs,
-          [d, drop](const std::vector<Vec>& in) {
-            return ref::attention_forward(d, in[0], in[1], in[2], drop, key, d.bias_n > 0 ? &in[3] : nullptr);
+          [d, drop, mix_at](const std::vector<Vec>& in) {
+            return ref::attention_forward(d, in[0], in[1], in[2], drop, key, d.bias_n > 0 ? &in[3] : nullptr,
+                                          d.talking_heads ? &in[mix_at] : nullptr);
           },
-          [d, drop](const std::vector<Vec>& in, const Vec& dy) {
-            Vec dq, dk, dv, db;
+          [d, drop, mix_at](const std::vector<Vec>& in, const Vec& dy) {
+            Vec dq, dk, dv, db, dmix;
             const bool biased = d.bias_n > 0;
             ref::attention_backward(d, in[0], in[1], in[2], dy, dq, dk, dv, drop, key, biased ? &in[3] : nullptr,
-                                    biased ? &db : nullptr);
+                                    biased ? &db : nullptr, d.talking_heads ? &in[mix_at] : nullptr,
+                                    d.talking_heads ? &dmix : nullptr);
             std::vector<Vec> grads{dq, dk, dv};
             if (biased) grads.push_back(db);
+            if (d.talking_heads) grads.push_back(dmix);
             return grads;
           }};
 }
@@ -576,6 +582,14 @@ inline std::vector<GradientRow> gradient_rows() {
   AttentionDesc biased{4, 2, 3, 3, 2, 2, false, 0.f};
   biased.bias_n = 2;  // 2 images of 2 windows, a bias per window
   rows.push_back(attention("bias per window, 4 entries of 2 heads of 3 tokens", biased));
+  AttentionDesc talking{2, 3, 3, 4, 2, 2, false, 0.f};
+  talking.talking_heads = true;
+  rows.push_back(attention("talking heads, 3 heads, 3 queries over 4 keys", talking));
+  AttentionDesc talking_all{4, 2, 3, 3, 2, 2, true, 0.6f};
+  talking_all.talking_heads = true;
+  talking_all.bias_n = 2;
+  talking_all.dropout = 0.3f;
+  rows.push_back(attention("talking heads, causal, bias per window, dropout 0.3", talking_all));
   rows.push_back(regression_loss("mse 4x3", LossKind::kMse, 4, 3));
   rows.push_back(regression_loss("mae 4x3", LossKind::kMae, 4, 3));
   rows.push_back(regression_loss("huber delta 1, 5x4 (both sides)", LossKind::kHuber, 5, 4));

@@ -107,6 +107,58 @@ TEST_CASE("gradients: attention with a score bias, and a vector query (one token
   }
 }
 
+TEST_CASE("gradients: talking heads (CaiT's): attention and selfAttention", "[layers][grad][attention]") {
+  GradCheckOptions o;
+  o.input_scale = 1.5;
+  SECTION("attention: ScoreBias and TalkingHeads of 3 heads, 4 queries over 5 keys") {
+    LayerSpec s = attention({"NumHeads=3", "ScoreBias=true", "TalkingHeads=true"});
+    std::unique_ptr<Layer> l = make_layer(s);
+    l->infer({Shape{4, 1, 6}, Shape{5, 1, 6}, Shape{5, 1, 3}});
+    const char* names[5] = {"ScoreBias", "ScoreMixWeights", "ScoreMixBias", "ProbabilityMixWeights",
+                            "ProbabilityMixBias"};
+    REQUIRE(l->params().size() == 5);
+    for (size_t i = 0; i < 5; ++i) CHECK(l->params()[i].name == names[i]);
+    CHECK(l->params()[1].shape == Shape{3, 3});
+    CHECK(l->params()[4].shape == Shape{3});
+    expect_ok(check_layer(s, {Shape{4, 1, 6}, Shape{5, 1, 6}, Shape{5, 1, 3}}, o), 120);
+  }
+  SECTION("selfAttention: TalkingHeads of 2 heads, causal, dropout 0.2") {
+    LayerSpec s = layer_spec("selfAttention", {"NumHeads=2", "NumKeyChannels=4", "TalkingHeads=true",
+                                               "AttentionMask=causal", "DropoutProbability=0.2"});
+    expect_ok(check_layer(s, {Shape{5, 1, 3}}, o), 90);
+  }
+}
+
+TEST_CASE("attention: talking heads start as plain multi-head attention", "[layers][attention]") {
+  // The mixes' initial values (identity weights, zero biases) leave the scores and probabilities
+  // as they are: the same network with and without TalkingHeads, the same other learnables.
+  const std::string sa = "  - {type: selfAttention, Name: sa, NumHeads: 3, NumKeyChannels: 6, Inputs: fine";
+  Network a(yaml_net(kOneSequence + sa + "}\n" + kHead), Device::cpu()),
+      b(yaml_net(kOneSequence + sa + ", TalkingHeads: true}\n" + kHead), Device::cpu());
+  a.init_params(4);
+  b.init_params(4);
+  auto params = [](Network& net) {
+    std::vector<Param*> all;
+    for (size_t i = 0; i < net.size(); ++i)
+      for (Param& p : net.layer(i).params()) all.push_back(&p);
+    return all;
+  };
+  const std::vector<Param*> pa = params(a), pb = params(b);
+  REQUIRE(pb.size() == pa.size() + 4);
+  size_t j = 0;
+  for (Param* p : pb) {
+    if (p->name.find("Mix") != std::string::npos) {
+      const Vec v = to_vec(p->value);
+      const int64_t heads = 3;
+      for (size_t e = 0; e < v.size(); ++e)
+        CHECK(v[e] == (p->name.find("Weights") != std::string::npos && e / heads == e % heads ? 1.0 : 0.0));
+      continue;
+    }
+    p->value.copy_from(pa[j++]->value);
+  }
+  same_forward_and_loss(a, b);
+}
+
 TEST_CASE("gradients: attention on images (their pixels as tokens)", "[layers][grad][attention]") {
   GradCheckOptions o;
   o.input_scale = 1.5;
@@ -198,11 +250,14 @@ TEST_CASE("network gradients: PVT-like cross-attention with dropout (tests/data/
 
 TEST_CASE("attention: selfAttention is attention between fullyConnected projections", "[layers][attention]") {
   const std::string sa_opts = "NumHeads: 2, NumKeyChannels: 4, NumValueChannels: 6, OutputSize: 5";
-  for (const char* mask : {"none", "causal", "bias"}) {
+  for (const char* mask : {"none", "causal", "bias", "talking"}) {
     INFO("AttentionMask " << mask);
-    // "bias": both with ScoreBias (drawn, then copied), no mask
-    const bool bias = std::string(mask) == "bias";
-    const std::string m = bias ? std::string(", ScoreBias: true") : std::string(", AttentionMask: ") + mask;
+    // "bias": both with ScoreBias, "talking": both with TalkingHeads and a causal mask (their
+    // learnables drawn, then copied)
+    const bool bias = std::string(mask) == "bias", talking = std::string(mask) == "talking";
+    const std::string m = bias      ? std::string(", ScoreBias: true")
+                          : talking ? std::string(", TalkingHeads: true, AttentionMask: causal")
+                                    : std::string(", AttentionMask: ") + mask;
     const NetworkSpec whole =
         yaml_net(kOneSequence + "  - {type: selfAttention, Name: sa, " + sa_opts + m + ", Inputs: fine}\n" + kHead);
     const NetworkSpec parts =
@@ -227,13 +282,15 @@ TEST_CASE("attention: selfAttention is attention between fullyConnected projecti
       return net.layer(0);
     };
     std::vector<Param>& sa = find(a, "sa").params();
-    REQUIRE(sa.size() == (bias ? 9u : 8u));
-    if (bias) {  // selfAttention's ScoreBias (after its eight) is the attention layer's only learnable
-      Rng rng(21);
-      Param& sb = sa[8];
+    // selfAttention's ScoreBias or head mixes (after its eight) are the attention layer's learnables
+    const size_t extra = bias ? 1 : talking ? 4 : 0;
+    REQUIRE(sa.size() == 8 + extra);
+    REQUIRE(find(b, "att").params().size() == extra);
+    Rng rng(21);
+    for (size_t e = 0; e < extra; ++e) {
+      Param& sb = sa[8 + e];
       for (int64_t i = 0; i < sb.value.numel(); ++i) sb.value.data()[i] = static_cast<float>(rng.uniform(-1.0, 1.0));
-      REQUIRE(find(b, "att").params().size() == 1);
-      find(b, "att").params()[0].value.copy_from(sb.value);
+      find(b, "att").params()[e].value.copy_from(sb.value);
     }
     const char* proj[4] = {"pq", "pk", "pv", "po"};
     for (int i = 0; i < 4; ++i) {
@@ -256,11 +313,11 @@ TEST_CASE("attention: selfAttention is attention between fullyConnected projecti
     const Comparison g = compare(find(b, "fine").params()[0].grad, to_vec(find(a, "fine").params()[0].grad));
     INFO("patch weights' gradient: " << g.str());
     CHECK(g.max_abs <= 1e-5 * std::max(g.scale, 1.0));
-    if (bias) {
-      const Comparison gb = compare(find(b, "att").params()[0].grad, to_vec(sa[8].grad));
-      INFO("score bias' gradient: " << gb.str());
+    for (size_t e = 0; e < extra; ++e) {
+      const Comparison gb = compare(find(b, "att").params()[e].grad, to_vec(sa[8 + e].grad));
+      INFO(sa[8 + e].name << "'s gradient: " << gb.str());
       CHECK(gb.max_abs <= 1e-5 * std::max(gb.scale, 1.0));
-      CHECK(gb.scale > 1e-3);
+      if (sa[8 + e].name != "ScoreMixBias") CHECK(gb.scale > 1e-4);  // that one's is 0 (attention_op.h)
     }
   }
 }
@@ -290,6 +347,8 @@ TEST_CASE("attention: option and shape errors name the layer", "[layers][attenti
                                     "(attention) gives (8x8x3)"));
   CHECK_THROWS_WITH(build("NumHeads: 1, Inputs: [in, fine, fine]"),
                     Catch::Contains("the key has 6 channels and the query 3"));
+  CHECK_THROWS_WITH(build("NumHeads: 2, ScoreMixWeightsL2Factor: 0, Inputs: [fine, fine, fine]"),
+                    Catch::Contains("unknown option 'ScoreMixWeightsL2Factor'"));
   CHECK_NOTHROW(Network(yaml_net(kOneSequence +
                                  "  - {type: attention, Name: att, NumHeads: 2, Scale: auto, AttentionMask: causal, "
                                  "Inputs: [fine, fine, fine]}\n" +

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -376,6 +377,58 @@ layers:
       }
     CHECK(drawn.empty());
   }
+}
+
+// Talking heads (CaiT's) on selfAttention (with a ScoreBias, added before the scores' mix) and on
+// the attention layer (causal: the mask after the mix) export as PyTorch's Linear over the heads
+// (Transpose, MatMul, Add, Transpose) and read back as the same layers with the same mixes.
+TEST_CASE("onnx tokens: talking heads from YAML export and read back", "[onnx][vit]") {
+  const std::string yaml = R"(
+layers:
+  - {type: imageInput, Name: input, InputSize: [8, 8, 3], Normalization: none}
+  - {type: patchEmbedding, Name: fine, PatchSize: 2, OutputSize: 8}
+  - {type: selfAttention, Name: sa, NumHeads: 4, NumKeyChannels: 8, ScoreBias: true, TalkingHeads: true}
+  - {type: fullyConnected, Name: q, OutputSize: 6, OperationDimension: channel, Inputs: sa}
+  - {type: fullyConnected, Name: k, OutputSize: 6, OperationDimension: channel, Inputs: sa}
+  - {type: fullyConnected, Name: v, OutputSize: 8, OperationDimension: channel, Inputs: sa}
+  - {type: attention, Name: att, NumHeads: 2, AttentionMask: causal, TalkingHeads: true, Inputs: [q, k, v]}
+  - {type: addition, Name: add, Inputs: [att, fine]}
+  - {type: globalAveragePooling1d, Name: gap}
+  - {type: fullyConnected, Name: fc, OutputSize: 3}
+  - {type: softmax, Name: sm}
+  - {type: classification, Name: out}
+)";
+  Network net(network_spec_from_yaml(yaml, "talking.yaml"), Device::cpu());
+  net.init_params(7);
+  std::map<std::string, std::vector<float>> drawn;  // layer/learnable: the mixes and the bias, in [-1, 1)
+  Rng rng(5);
+  for (size_t i = 0; i < net.size(); ++i)
+    for (Param& p : net.layer(i).params())
+      if (p.name.find("Mix") != std::string::npos || p.name == "ScoreBias") {
+        std::vector<float>& d = drawn[net.layer(i).name() + "/" + p.name];
+        for (int64_t j = 0; j < p.value.numel(); ++j)
+          d.push_back(p.value.data()[j] = static_cast<float>(rng.uniform(-1.0, 1.0)));
+      }
+  REQUIRE(drawn.size() == 9);
+  const ModelData back = round_trip(net);
+  const LayerSpec* sa = layer_of_type(back, "selfAttention");
+  const LayerSpec* att = layer_of_type(back, "attention");
+  REQUIRE(sa);
+  REQUIRE(att);
+  CHECK(sa->get_bool("TalkingHeads", false));
+  CHECK(sa->get_bool("ScoreBias", false));
+  CHECK(att->get_bool("TalkingHeads", false));
+  CHECK(att->get_string("AttentionMask", "none") == "causal");
+  size_t compared = 0;
+  for (const NamedTensor& p : back.params) {
+    const std::string role = p.layer == sa->name ? "sa/" : p.layer == att->name ? "att/" : "";
+    if (role.empty() || !drawn.count(role + p.name)) continue;
+    const std::vector<float>& want = drawn.at(role + p.name);
+    REQUIRE(p.data.size() == want.size());
+    for (size_t j = 0; j < want.size(); ++j) CHECK(p.data[j] == Approx(want[j]).margin(1e-6));
+    ++compared;
+  }
+  CHECK(compared == 9);
 }
 
 // Channel attention (tests/data/vit/channel_attention.yaml: on tokens between projections, in

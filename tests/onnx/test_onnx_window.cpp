@@ -226,7 +226,8 @@ TEST_CASE("onnx window: MaxViT graphs edited to break the partition or the atten
 }
 
 TEST_CASE(
-    "onnx window: timm's Swin, DeiT III, MobileViT, CoAtNet, FastViT, EfficientFormer, Twins, DaViT and PVT v2 graphs "
+    "onnx window: timm's Swin, DeiT III, CaiT, MobileViT, CoAtNet, FastViT, EfficientFormer, Twins, DaViT and PVT v2 "
+    "graphs "
     "and SegFormer's edited to break their forms are refused in one line",
     "[onnx][swin]") {
   // The dynamo fixtures of tests/data/onnx_zoo: their shapes small initializers inside the file,
@@ -375,6 +376,35 @@ TEST_CASE(
     p = load("twins_timm-dynamo");
     set_ints(initializer(p, "val_14"), {1, 4, 16, 16});  // was (1, H, W, C) = (1, 8, 8, 16)
     want = "node 'node_pad' (Pad): reads a [1, 4, 16, 16] value inside an attention";
+  }
+  SECTION("CaiT's talking heads mixing the queries instead of the heads") {
+    p = load("cait_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_permute_1") {  // was (0, 2, 3, 1): the heads last
+        n.mutable_attribute(0)->clear_ints();
+        for (int64_t a : {0, 1, 3, 2}) n.mutable_attribute(0)->add_ints(a);
+      }
+    want =
+        "node 'node_MatMul_19' (MatMul): multiplies attention scores [1, 4, 16, 16] by a 4x4 constant; dltrain "
+        "reads there talking heads";
+  }
+  SECTION("CaiT's scores mixed across the heads a second time") {
+    p = load("cait_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_permute_3") n.set_input(0, "permute_2");  // was the softmax of it
+    want = "node 'node_MatMul_21' (MatMul): mixes the heads of attention scores a second time";
+  }
+  SECTION("CaiT's heads mixed into fewer heads") {
+    p = load("cait_timm-dynamo");
+    set_floats(initializer(p, "val_20"), std::vector<float>(8, 0.25f), {4, 2});  // was 4x4
+    want =
+        "node 'node_MatMul_19' (MatMul): multiplies attention scores [1, 16, 16, 4] by a 4x2 constant; dltrain "
+        "reads there talking heads";
+  }
+  SECTION("CaiT's mix bias of one value per pair of tokens and head") {
+    p = load("cait_timm-dynamo");
+    set_floats(initializer(p, "net.blocks.0.attn.proj_l.bias"), std::vector<float>(16 * 16 * 4, 0.1f), {16, 16, 4});
+    want = "node 'node_linear_1' (Add): adds a 16x16x4 constant to attention scores [1, 16, 16, 4]";
   }
   SECTION("DaViT's weights across channels times V not transposed") {
     p = load("davit_timm-dynamo");

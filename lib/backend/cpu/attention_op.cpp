@@ -15,10 +15,18 @@
 // (and as many floats for dP once a backward has run). Beyond that (long sequences: 12 heads
 // of 1024 tokens are 48 MiB per image) it runs image by image and keeps nothing: the backward
 // computes each image's P again (one more product and softmax), so its buffers hold one image.
+// Talking heads (attention_op.h): each mix across the heads is one batched matmul over the
+// pass's images, the head mix (heads, heads) broadcast over them and each image's (heads,
+// seq_q * seq_kv) the other operand; the mix's bias is added after it. The op keeps P and
+// the mixed A; the backward computes the scores S again for the first mix's weight gradient:
+//   forward:  S = scale Q K^T   L = Ws S + bs   P = softmax(L)   A = Wp P + bp   O = A V
+//   backward: dV = A^T dO   dA = dO V^T   dWp = sum dA P^T   dP = Wp^T dA
+//             dL = softmax_backward(P, dP)   dWs = sum dL S^T   dS = Ws^T dL   dQ, dK as above
 #include <algorithm>
 #include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/attention_op.h"
 #include "backend/cpu/cpu_backend.h"
@@ -38,9 +46,11 @@ using Dims = memory::dims;
 // The largest batch of probabilities kept from forward to backward (and the dP beside them).
 constexpr int64_t kKeepProbsBytes = int64_t{64} << 20;
 
-// Images per pass: the whole batch where its probabilities fit in kKeepProbsBytes, else one.
+// Images per pass: the whole batch where its probabilities (with talking heads P and the mixed
+// A) fit in kKeepProbsBytes, else one.
 int64_t images_per_pass(const AttentionDesc& d) {
-  return d.probs_numel() * static_cast<int64_t>(sizeof(float)) <= kKeepProbsBytes ? d.n : 1;
+  const int64_t kept = d.talking_heads ? 2 : 1;
+  return kept * d.probs_numel() * static_cast<int64_t>(sizeof(float)) <= kKeepProbsBytes ? d.n : 1;
 }
 
 // One batched product dst = scale * src x weights, with unbound memories.
@@ -88,6 +98,22 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
         dk_(product(probs_t(), tokens(d.seq_q, d.key_dim), tokens(d.seq_kv, d.key_dim), scale_)),
         softmax_({prop_kind::forward_training, rows_md(), 1}, {rows_md(), rows_md(), 1}, rows_md(), ctx.eng) {
     for (const Product* p : {&*scores_, &*out_, &*dv_, &*dp_, &*dq_, &*dk_}) pad_.need(p->pd.scratchpad_desc());
+    if (d.talking_heads) {
+      // (images, heads, plane): the scores' or probabilities' planes, and the head mix (1, heads,
+      // heads) broadcast over the images, plain or transposed; the weight gradient per image.
+      const int64_t h = d.heads, plane = d.seq_q * d.seq_kv;
+      const memory::desc planes(Dims{m_, h, plane}, kF32, memory::format_tag::abc);
+      const memory::desc planes_t(Dims{m_, plane, h}, kF32, Dims{h * plane, 1, plane});
+      const memory::desc mix(Dims{1, h, h}, kF32, memory::format_tag::abc);
+      const memory::desc mix_t(Dims{1, h, h}, kF32, Dims{h * h, 1, h});
+      head_mix_ = product(mix, planes, planes, 1.f);
+      head_mix_t_ = product(mix_t, planes, planes, 1.f);
+      head_mix_grad_ = product(planes, planes_t, memory::desc(Dims{m_, h, h}, kF32, memory::format_tag::abc), 1.f);
+      for (const Product* p : {&*head_mix_, &*head_mix_t_, &*head_mix_grad_}) pad_.need(p->pd.scratchpad_desc());
+      mixed_ = host_buffer(static_cast<size_t>(pass_probs()) * sizeof(float));
+      temp_ = host_buffer(static_cast<size_t>(pass_probs()) * sizeof(float));
+      mix_grad_buf_ = host_buffer(static_cast<size_t>(m_ * h * h) * sizeof(float));
+    }
     pad_.allocate();
     probs_ = host_buffer(static_cast<size_t>(pass_probs()) * sizeof(float));
     ddst_ = unbound(rows_md(), ctx.eng);
@@ -99,7 +125,9 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
 
   std::string impl_info() const override {
     return "images per pass=" + std::to_string(m_) + " scores=" + impl_of(scores_->pd) + " out=" + impl_of(out_->pd) +
-           " dq=" + impl_of(dq_->pd) + " softmax " + softmax_.impl_info();
+           " dq=" + impl_of(dq_->pd) + " softmax " + softmax_.impl_info() +
+           (head_mix_ ? " head mix=" + impl_of(head_mix_->pd) + " mix grad=" + impl_of(head_mix_grad_->pd)
+                      : std::string());
   }
 
  protected:
@@ -111,9 +139,11 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
   }
 
   void do_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, Tensor& dq, Tensor& dk,
-                   Tensor& dv, Tensor* dbias) override {
+                   Tensor& dv, Tensor* dbias, const HeadMixGrads& dmix) override {
     if (!dp_buf_.defined()) dp_buf_ = host_buffer(static_cast<size_t>(pass_probs()) * sizeof(float));
     if (dbias) std::fill(dbias->data(), dbias->data() + dbias->numel(), 0.f);
+    for (Tensor* g : {dmix.weights[0], dmix.weights[1], dmix.bias[0], dmix.bias[1]})
+      if (g) std::fill(g->data(), g->data() + g->numel(), 0.f);
     for (int64_t i = 0; i < d_.n; i += m_) {
       if (m_ < d_.n) probabilities(q, k, i);  // one image's P again; the whole batch's is kept
       const float* g = dout.data() + i * q_values(true);
@@ -121,10 +151,15 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
       dp_->run(ctx_.strm, pad_, ctx_.eng, g, v.data() + i * kv_values(), dp_buf_.data());
       dv_->run(ctx_.strm, pad_, ctx_.eng, dropped(i), g, dv.data() + i * kv_values());
       if (dropout_on()) apply_mask(dp_buf_.data(), dp_buf_.data(), i);  // dP = M (dO V^T)
-      bind(softmax_.dst, probs_);
-      bind(ddst_, dp_buf_);
-      bind(softmax_.src, dp_buf_);  // dS over dP
-      softmax_.backward(ctx_.strm);
+      // dS into dp_buf_: through the softmax (and with talking heads through both mixes)
+      if (d_.talking_heads) {
+        mix_backward(1, probs_.data(), dp_buf_.data(), temp_.data(), dmix);   // dA -> dP
+        softmax_grad(temp_);                                                  // dL over dP
+        probabilities_scores(q, k, i, dp_buf_.data());                        // S again
+        mix_backward(0, dp_buf_.data(), temp_.data(), dp_buf_.data(), dmix);  // dL -> dS over S
+      } else {
+        softmax_grad(dp_buf_);
+      }
       if (dbias) add_bias_grad(dp_buf_.data(), dbias->data(), i);
       dq_->run(ctx_.strm, pad_, ctx_.eng, dp_buf_.data(), k.data() + i * kv_keys(), dq.data() + i * q_values(false));
       dk_->run(ctx_.strm, pad_, ctx_.eng, dp_buf_.data(), q.data() + i * q_values(false), dk.data() + i * kv_keys());
@@ -132,19 +167,75 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
   }
 
  private:
-  // The probabilities of the pass of images from `first` into probs_.
+  // The probabilities of the pass of images from `first` into probs_ (with talking heads the
+  // mixed ones into mixed_ too).
   void probabilities(const Tensor& q, const Tensor& k, int64_t first) {
     float* p = probs_.data();
-    scores_->run(ctx_.strm, pad_, ctx_.eng, q.data() + first * q_values(false), k.data() + first * kv_keys(), p);
-    if (bias()) add_bias(p, first);
+    if (d_.talking_heads) {
+      probabilities_scores(q, k, first, temp_.data());
+      mix_forward(0, temp_.data(), p);
+    } else {
+      probabilities_scores(q, k, first, p);
+    }
     if (d_.causal) mask(p);
     softmax_.forward(ctx_.strm, probs_, probs_);
+    if (d_.talking_heads) mix_forward(1, p, mixed_.data());
   }
-  // The probabilities the products with V use: P, or P * M into dropped_ with dropout.
+  // The scores (with the bias) of the pass from `first` into s.
+  void probabilities_scores(const Tensor& q, const Tensor& k, int64_t first, float* s) {
+    scores_->run(ctx_.strm, pad_, ctx_.eng, q.data() + first * q_values(false), k.data() + first * kv_keys(), s);
+    if (bias()) add_bias(s, first);
+  }
+  // dS from dP, both in `grad` (the softmax's backward in place; its output P in probs_).
+  void softmax_grad(Tensor& grad) {
+    bind(softmax_.dst, probs_);
+    bind(ddst_, grad);
+    bind(softmax_.src, grad);
+    softmax_.backward(ctx_.strm);
+  }
+  // Head mix m (0: the scores', 1: the probabilities') of the pass: y = W x + b per image.
+  void mix_forward(int m, const float* x, float* y) {
+    head_mix_->run(ctx_.strm, pad_, ctx_.eng, mix(2 * m).data(), x, y);
+    const int64_t h = d_.heads, plane = d_.seq_q * d_.seq_kv;
+    const float* b = mix(2 * m + 1).data();
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < m_ * h; ++r) {
+      float* row = y + r * plane;
+      const float add = b[r % h];
+#pragma omp simd
+      for (int64_t e = 0; e < plane; ++e) row[e] += add;
+    }
+  }
+  // Head mix m's backward: its gradients (added to dmix's, when asked) from its input x and its
+  // output's gradient dy, and dx = W^T dy (dx may be x's storage, not dy's).
+  void mix_backward(int m, const float* x, const float* dy, float* dx, const HeadMixGrads& dmix) {
+    const int64_t h = d_.heads, plane = d_.seq_q * d_.seq_kv;
+    if (Tensor* dw = dmix.weights[m]) {
+      float* per_image = mix_grad_buf_.data();
+      head_mix_grad_->run(ctx_.strm, pad_, ctx_.eng, dy, x, per_image);
+      for (int64_t b = 0; b < m_; ++b)
+        for (int64_t e = 0; e < h * h; ++e) dw->data()[e] += per_image[b * h * h + e];
+    }
+    if (Tensor* db = dmix.bias[m]) {
+      std::vector<double> sums(static_cast<size_t>(m_ * h));
+#pragma omp parallel for schedule(static)
+      for (int64_t r = 0; r < m_ * h; ++r) {
+        double sum = 0;
+        const float* row = dy + r * plane;
+        for (int64_t e = 0; e < plane; ++e) sum += row[e];
+        sums[static_cast<size_t>(r)] = sum;
+      }
+      for (int64_t r = 0; r < m_ * h; ++r) db->data()[r % h] += static_cast<float>(sums[static_cast<size_t>(r)]);
+    }
+    head_mix_t_->run(ctx_.strm, pad_, ctx_.eng, mix(2 * m).data(), dy, dx);
+  }
+  // The weights the products with V use: P (with talking heads the mixed A), or that times M
+  // into dropped_ with dropout.
   const float* dropped(int64_t first) {
-    if (!dropout_on()) return probs_.data();
+    const float* w = d_.talking_heads ? mixed_.data() : probs_.data();
+    if (!dropout_on()) return w;
     if (!dropped_.defined()) dropped_ = host_buffer(static_cast<size_t>(pass_probs()) * sizeof(float));
-    apply_mask(probs_.data(), dropped_.data(), first);
+    apply_mask(w, dropped_.data(), first);
     return dropped_.data();
   }
   // to = from * M for the pass of images from `first` (from and to may be the same).
@@ -233,11 +324,13 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
   DnnlContext& ctx_;
   float scale_;
   std::unique_ptr<Product> scores_, out_, dv_, dp_, dq_, dk_;
+  std::unique_ptr<Product> head_mix_, head_mix_t_, head_mix_grad_;  // talking heads: W x, W^T dy, dy x^T
   PrimitivePair<softmax_forward, softmax_backward> softmax_;  // src S / dS, dst P
   memory ddst_;                                               // dP
   Scratchpad pad_;                                            // the products' (the softmax has its own)
   Tensor probs_, dp_buf_;                                     // a pass's P; dP, then dS
   Tensor dropped_;                                            // P * M (dropout only)
+  Tensor mixed_, temp_, mix_grad_buf_;  // talking heads: A; S or dP, dL; a mix's gradient per image
 };
 
 std::unique_ptr<AttentionOp> make(Backend& b, const AttentionDesc& d) {

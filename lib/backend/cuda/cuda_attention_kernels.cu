@@ -1,7 +1,8 @@
 // The attention op's own kernels (backend/attention_op.h, cuda_attention_op.cpp): moving the
 // heads of a token tensor (n, seq, heads * dim) to and from head-major (n, heads, seq, dim),
 // the additive bias and its gradient, the causal mask on the scores and the dropout mask on the probabilities
-// (dropout_hash.h: the CPU's mask bit for bit). One thread per value, grid-stride.
+// (dropout_hash.h: the CPU's mask bit for bit), the talking heads' mix bias and its sums. One
+// thread per value, grid-stride (the sums: a block per head).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -61,6 +62,21 @@ __global__ void dropout_mask_kernel(const float* from, float* to, int64_t total,
     to[i] = dropout_uniform(key, static_cast<uint64_t>(i)) >= p ? from[i] * scale : 0.f;
 }
 
+// x[i] += bias[(i / plane) % heads]: a value per head of each (n, heads, plane) block.
+__global__ void head_bias_kernel(float* x, const float* bias, int64_t total, int64_t plane, int64_t heads) {
+  for (int64_t i = first_index(); i < total; i += grid_stride()) x[i] += bias[(i / plane) % heads];
+}
+
+// out[g] = sum over b < n and e < plane of x[(b * heads + g) * plane + e]: block g, in double, a
+// fixed order.
+__global__ void head_sum_kernel(const float* x, float* out, int64_t n, int64_t heads, int64_t plane) {
+  const int64_t g = blockIdx.x;
+  double sum = 0;
+  for (int64_t i = threadIdx.x; i < n * plane; i += blockDim.x) sum += x[((i / plane) * heads + g) * plane + i % plane];
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) out[g] = static_cast<float>(sum);
+}
+
 }  // namespace
 
 // Declared where they are called (cuda_attention_op.cpp). split: token -> head-major, else back.
@@ -103,6 +119,21 @@ void attention_dropout(const float* from, float* to, int64_t total, float p, flo
                        cudaStream_t stream) {
   if (total <= 0) return;
   dropout_mask_kernel<<<grid_for(total), kThreads, 0, stream>>>(from, to, total, p, scale, key);
+  DLT_LAUNCH_CHECK();
+}
+
+// bias[g] added to every value of head g of x (n, heads, plane): the talking heads' mix bias.
+void attention_head_bias(float* x, const float* bias, int64_t n, int64_t heads, int64_t plane, cudaStream_t stream) {
+  const int64_t total = n * heads * plane;
+  if (total <= 0) return;
+  head_bias_kernel<<<grid_for(total), kThreads, 0, stream>>>(x, bias, total, plane, heads);
+  DLT_LAUNCH_CHECK();
+}
+
+// out (heads) = the sums of x (n, heads, plane) over n and plane: written, not accumulated.
+void attention_head_sum(const float* x, float* out, int64_t n, int64_t heads, int64_t plane, cudaStream_t stream) {
+  if (heads <= 0) return;
+  head_sum_kernel<<<static_cast<unsigned>(heads), kThreads, 0, stream>>>(x, out, n, heads, plane);
   DLT_LAUNCH_CHECK();
 }
 
