@@ -150,6 +150,14 @@ std::string OnnxGraph::channel_attention(const std::string& out, const std::stri
 
 std::string OnnxGraph::pixel_tokens(const std::string& layer, const OnnxValue& in) {
   if (in.tokens) return in.name;
+  if (in.flat) {  // a vector (N, C): one token (N, 1, C), the same memory
+    const std::string t = in.name + "_token";
+    if (pixel_tokens_.insert(t).second) {
+      add_ints(t + "_axes", {1}, {1});
+      add_node("Unsqueeze", t, {in.name, t + "_axes"}, t);
+    }
+    return t;
+  }
   const OnnxValue x = image(layer, in);
   const int64_t s = x.shape[0] * x.shape[1], c = x.shape[2];
   const std::string t = x.name + "_pixels";

@@ -103,8 +103,9 @@ class OnnxGraph {
                                 const std::string& v, int64_t heads, int64_t seq, int64_t dim, float scale,
                                 const std::vector<float>* temperature = nullptr);
   // pixel_tokens(): value `in` as a token sequence (N, S, C): tokens as they are; an image
-  // (N, C, H, W) (or a flat 1x1 one) as its pixels in row order, (N, H*W, C): Transpose
-  // (0, 2, 3, 1) and Reshape, PVT's form, written once per value however many layers read it.
+  // (N, C, H, W) as its pixels in row order, (N, H*W, C): Transpose (0, 2, 3, 1) and Reshape,
+  // PVT's form; a flat (N, C) value (a vector, or a 1x1 image) as one token: Unsqueeze of axis
+  // 1 (CaiT's and XCiT's class token query); written once per value however many layers read it.
   // tokens_image(): tokens (N, H*W, C) back into the (N, C, H, W) image of `shape` (H, W, C),
   // named `out`: Reshape (N, H, W, C) and Transpose (0, 3, 1, 2).
   std::string pixel_tokens(const std::string& layer, const OnnxValue& in);

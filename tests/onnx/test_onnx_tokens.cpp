@@ -431,6 +431,39 @@ layers:
   CHECK(compared == 9);
 }
 
+// CaiT's class attention from YAML: the class token's query alone (a vector, indexing1d and a
+// fullyConnected) over every token, its one-token output layer-normalized and projected per
+// token: the vector exports as one token (Unsqueeze of axis 1) and reads back as the same layers.
+TEST_CASE("onnx tokens: a vector query (class attention) exports and reads back", "[onnx][vit]") {
+  const std::string yaml = R"(
+layers:
+  - {type: imageInput, Name: input, InputSize: [8, 8, 3], Normalization: none}
+  - {type: patchEmbedding, Name: fine, PatchSize: 2, OutputSize: 8}
+  - {type: embeddingConcatenation, Name: cls}
+  - {type: indexing1d, Name: first, Index: first}
+  - {type: fullyConnected, Name: q, OutputSize: 8, Inputs: first}
+  - {type: fullyConnected, Name: k, OutputSize: 8, OperationDimension: channel, Inputs: cls}
+  - {type: fullyConnected, Name: v, OutputSize: 8, OperationDimension: channel, Inputs: cls}
+  - {type: attention, Name: att, NumHeads: 2, Inputs: [q, k, v]}
+  - {type: layerNormalization, Name: ln}
+  - {type: fullyConnected, Name: mlp, OutputSize: 8, OperationDimension: channel}
+  - {type: globalAveragePooling1d, Name: gap}
+  - {type: fullyConnected, Name: fc, OutputSize: 3}
+  - {type: softmax, Name: sm}
+  - {type: classification, Name: out}
+)";
+  Network net(network_spec_from_yaml(yaml, "class_attention.yaml"), Device::cpu());
+  net.init_params(7);
+  const ModelData back = round_trip(net);
+  const LayerSpec* att = layer_of_type(back, "attention");
+  REQUIRE(att);
+  CHECK(att->inputs.size() == 3);
+  std::multiset<std::string> want, got;
+  for (const auto& l : network_spec_from_yaml(yaml, "class_attention.yaml").layers) want.insert(l.type);
+  for (const auto& l : back.network.layers) got.insert(l.type);
+  CHECK(got == want);
+}
+
 // Channel attention (tests/data/vit/channel_attention.yaml: on tokens between projections, in
 // XCiT's form with its temperatures and a per-channel scale of the tokens, on an image with a
 // scale of its own) exports in XCiT's and DaViT's form (Q^T K, Softmax, times V^T) and reads back
