@@ -292,6 +292,21 @@ ModelData round_trip(Network& net, int64_t pixels = 8 * 8 * 3) {
   return back;
 }
 
+// The classifier head of the YAML networks below: mean over the tokens, 3 classes.
+const std::string kTokenHead =
+    "  - {type: globalAveragePooling1d, Name: gap}\n"
+    "  - {type: fullyConnected, Name: fc, OutputSize: 3}\n"
+    "  - {type: softmax, Name: sm}\n"
+    "  - {type: classification, Name: out}\n";
+
+// Whether the imported model has the spec's layer types (the imported ones in the graph's order).
+void same_layer_types(const NetworkSpec& spec, const ModelData& back) {
+  std::multiset<std::string> want, got;
+  for (const auto& l : spec.layers) want.insert(l.type);
+  for (const auto& l : back.network.layers) got.insert(l.type);
+  CHECK(got == want);
+}
+
 }  // namespace
 
 TEST_CASE("onnx tokens: a transformer from YAML exports and reads back as the same network", "[onnx][vit]") {
@@ -330,11 +345,7 @@ layers:
   - {type: fullyConnected, Name: v, OutputSize: 8, OperationDimension: channel, Inputs: coarse}
   - {type: attention, Name: att, NumHeads: 2, AttentionMask: causal, Scale: 0.3, Inputs: [q, k, v]}
   - {type: addition, Name: add, Inputs: [att, fine]}
-  - {type: globalAveragePooling1d, Name: gap}
-  - {type: fullyConnected, Name: fc, OutputSize: 3}
-  - {type: softmax, Name: sm}
-  - {type: classification, Name: out}
-)";
+)" + kTokenHead;
   // LeViT's form: a learnable bias on the scores, an activation before the output projection
   std::string biased = causal;
   biased.replace(biased.find("AttentionMask: causal"), std::string("AttentionMask: causal").size(), "ScoreBias: true");
@@ -357,11 +368,7 @@ layers:
     REQUIRE(att);
     CHECK(att->inputs.size() == 3);
     CHECK(!layer_of_type(back, "selfAttention"));
-    // The same layers (the imported ones in the graph's order).
-    std::multiset<std::string> want, got;
-    for (const auto& l : spec.layers) want.insert(l.type);
-    for (const auto& l : back.network.layers) got.insert(l.type);
-    CHECK(got == want);
+    same_layer_types(spec, back);
     const LayerSpec* orig = nullptr;
     for (const auto& l : spec.layers)
       if (l.type == "attention") orig = &l;
@@ -393,11 +400,7 @@ layers:
   - {type: fullyConnected, Name: v, OutputSize: 8, OperationDimension: channel, Inputs: sa}
   - {type: attention, Name: att, NumHeads: 2, AttentionMask: causal, TalkingHeads: true, Inputs: [q, k, v]}
   - {type: addition, Name: add, Inputs: [att, fine]}
-  - {type: globalAveragePooling1d, Name: gap}
-  - {type: fullyConnected, Name: fc, OutputSize: 3}
-  - {type: softmax, Name: sm}
-  - {type: classification, Name: out}
-)";
+)" + kTokenHead;
   Network net(network_spec_from_yaml(yaml, "talking.yaml"), Device::cpu());
   net.init_params(7);
   std::map<std::string, std::vector<float>> drawn;  // layer/learnable: the mixes and the bias, in [-1, 1)
@@ -447,21 +450,15 @@ layers:
   - {type: attention, Name: att, NumHeads: 2, Inputs: [q, k, v]}
   - {type: layerNormalization, Name: ln}
   - {type: fullyConnected, Name: mlp, OutputSize: 8, OperationDimension: channel}
-  - {type: globalAveragePooling1d, Name: gap}
-  - {type: fullyConnected, Name: fc, OutputSize: 3}
-  - {type: softmax, Name: sm}
-  - {type: classification, Name: out}
-)";
-  Network net(network_spec_from_yaml(yaml, "class_attention.yaml"), Device::cpu());
+)" + kTokenHead;
+  const NetworkSpec spec = network_spec_from_yaml(yaml, "class_attention.yaml");
+  Network net(spec, Device::cpu());
   net.init_params(7);
   const ModelData back = round_trip(net);
   const LayerSpec* att = layer_of_type(back, "attention");
   REQUIRE(att);
   CHECK(att->inputs.size() == 3);
-  std::multiset<std::string> want, got;
-  for (const auto& l : network_spec_from_yaml(yaml, "class_attention.yaml").layers) want.insert(l.type);
-  for (const auto& l : back.network.layers) got.insert(l.type);
-  CHECK(got == want);
+  same_layer_types(spec, back);
 }
 
 // Channel attention (tests/data/vit/channel_attention.yaml: on tokens between projections, in
