@@ -20,6 +20,9 @@
 //   A[g] = sum_h Wp[g, h] P[h] + bp[g],   O_g = A_g V_g,
 // with S the scaled (and biased) scores, Ws, Wp (heads, heads) as PyTorch's Linear weights
 // (output head, input head) and bs, bp (heads) (set_head_mix); dropout then drops entries of A.
+// With pair_probs_bias bp is one value per head and pair of tokens, (heads, seq_q, seq_kv), the
+// same for every image: A[g] = sum_h Wp[g, h] P[h] + bp[g] (ConViT's gated positional attention:
+// Wp diagonal, bp each head's positional weights times its gate).
 // The backward gives their gradients too (HeadMixGrads).
 // The backward gives dQ, dK and dV from dO (written, not accumulated) from the inputs of the
 // last forward of the same op: a kernel keeps the probabilities P (n * heads * seq_q * seq_kv
@@ -61,6 +64,7 @@ struct AttentionDesc {
   float dropout = 0.f;
   int64_t bias_n = 0;  // 0: no additive bias; else B (bias_n, heads, seq_q, seq_kv), set_bias
   bool talking_heads = false;  // mix the scores and the probabilities across heads (set_head_mix)
+  bool pair_probs_bias = false;  // talking heads: the probabilities' mix bias (heads, seq_q, seq_kv)
   float scale_or_default() const { return scale != 0.f ? scale : 1.f / std::sqrt(static_cast<float>(key_dim)); }
   int64_t q_numel() const { return n * seq_q * heads * key_dim; }
   int64_t k_numel() const { return n * seq_kv * heads * key_dim; }
@@ -68,6 +72,8 @@ struct AttentionDesc {
   int64_t o_numel() const { return n * seq_q * heads * value_dim; }
   int64_t probs_numel() const { return n * heads * seq_q * seq_kv; }
   int64_t bias_numel() const { return bias_n * heads * seq_q * seq_kv; }
+  // The head mixes' biases: the scores' (0) and the probabilities' (1).
+  int64_t mix_bias_numel(int m) const { return m == 1 && pair_probs_bias ? heads * seq_q * seq_kv : heads; }
 };
 
 // Tensors of the descriptor's sizes (any shape of that many values), on the op's device.
@@ -90,14 +96,15 @@ class AttentionOp {
     bias_ = &bias;
   }
   // The talking heads' mixes (desc().talking_heads): scores_weights and probs_weights (heads,
-  // heads), scores_bias and probs_bias (heads); read by every forward and backward until set
-  // again (the tensors must outlive them).
+  // heads), scores_bias and probs_bias (desc().mix_bias_numel(0 / 1) values); read by every
+  // forward and backward until set again (the tensors must outlive them).
   void set_head_mix(const Tensor& scores_weights, const Tensor& scores_bias, const Tensor& probs_weights,
                     const Tensor& probs_bias) {
     DLT_CHECK(desc_.talking_heads, "attention: set_head_mix on an op without talking heads");
     const Tensor* t[4] = {&scores_weights, &scores_bias, &probs_weights, &probs_bias};
     for (int i = 0; i < 4; ++i) {
-      check(*t[i], i % 2 ? desc_.heads : desc_.heads * desc_.heads, i % 2 ? "a head mix's bias" : "a head mix");
+      check(*t[i], i % 2 ? desc_.mix_bias_numel(i / 2) : desc_.heads * desc_.heads,
+            i % 2 ? "a head mix's bias" : "a head mix");
       mix_[i] = t[i];
     }
   }
@@ -116,7 +123,7 @@ class AttentionOp {
       DLT_CHECK(desc_.talking_heads, "attention: head mix gradients asked of an op without talking heads");
       for (int i = 0; i < 2; ++i) {
         if (dmix->weights[i]) check(*dmix->weights[i], desc_.heads * desc_.heads, "a head mix's gradient");
-        if (dmix->bias[i]) check(*dmix->bias[i], desc_.heads, "a head mix bias's gradient");
+        if (dmix->bias[i]) check(*dmix->bias[i], desc_.mix_bias_numel(i), "a head mix bias's gradient");
       }
     }
     check(q, desc_.q_numel(), "q");
@@ -139,6 +146,7 @@ class AttentionOp {
     DLT_CHECK(std::isfinite(d.scale), "attention: scale " << d.scale << " is not finite");
     DLT_CHECK(d.dropout >= 0.f && d.dropout < 1.f, "attention: dropout " << d.dropout << " is not in [0, 1)");
     DLT_CHECK(d.bias_n >= 0, "attention: bias_n " << d.bias_n << " is negative");
+    DLT_CHECK(!d.pair_probs_bias || d.talking_heads, "attention: pair_probs_bias without talking heads");
   }
   // dropout: apply the mask of `key` (forward_dropout); the backward after it reads dropout_on().
   virtual void do_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) = 0;

@@ -13,15 +13,16 @@ const char* const kMixNames[4] = {"ScoreMixWeights", "ScoreMixBias", "Probabilit
 
 TalkingHeads::TalkingHeads(const LayerSpec& spec) : on_(spec.get_bool("TalkingHeads", false)) {
   if (!on_) return;
+  pairs_ = spec.get_bool("ProbabilityMixBiasPerPair", false);
   for (int i = 0; i < 4; ++i)
     templates_[i] = make_param(spec, kMixNames[i], Shape{}, i % 2 ? Init::kZeros : Init::kIdentity, i % 2 ? 0.f : 1.f);
 }
 
-void TalkingHeads::add_params(std::vector<Param>& params, int64_t heads) const {
+void TalkingHeads::add_params(std::vector<Param>& params, int64_t heads, int64_t seq_q, int64_t seq_kv) const {
   if (!on_) return;
   for (int i = 0; i < 4; ++i) {
     Param p = templates_[i];
-    p.shape = i % 2 ? Shape{heads} : Shape{heads, heads};
+    p.shape = i % 2 == 0 ? Shape{heads, heads} : i == 3 && pairs_ ? Shape{heads, seq_q, seq_kv} : Shape{heads};
     p.fan_in = p.fan_out = heads;
     params.push_back(p);
   }
@@ -77,7 +78,7 @@ void AttentionCore::add_params(std::vector<Param>& params, const Param& weight, 
 }
 
 void AttentionCore::setup(Backend& be, const AttentionSizes& s, int64_t sequences, int64_t seq, bool causal,
-                          float dropout, int64_t bias_n, bool mixed, bool cosine, bool talking_heads) {
+                          float dropout, int64_t bias_n, bool mixed, bool cosine, const TalkingHeads* talking) {
   be_ = &be;
   const int64_t rows = sequences * seq;
   fc_[0] = be.make(FcDesc{rows, s.c, s.key, false, mixed});
@@ -93,7 +94,8 @@ void AttentionCore::setup(Backend& be, const AttentionSizes& s, int64_t sequence
   d.causal = causal;
   d.dropout = dropout;
   d.bias_n = bias_n;
-  d.talking_heads = talking_heads;
+  d.talking_heads = talking && talking->on();
+  d.pair_probs_bias = talking && talking->pair_bias();
   if (cosine) d.scale = 1.f;
   attention_ = be.make(d);
   const int64_t width[4] = {s.key, s.key, s.value, s.value};  // Q, K, V, A

@@ -29,13 +29,17 @@ namespace dlt {
 // layer's: ScoreMixWeights (NumHeads, NumHeads: output head, input head), ScoreMixBias
 // (NumHeads), ProbabilityMixWeights, ProbabilityMixBias. The weights start as the identity and
 // the biases at 0 (the layer starts as plain multi-head attention); each has its
-// LearnRateFactor and L2Factor options (weights 1, biases 0 by default).
+// LearnRateFactor and L2Factor options (weights 1, biases 0 by default). With
+// ProbabilityMixBiasPerPair true ProbabilityMixBias is (NumHeads, queries, keys): one value per
+// head and pair of tokens added to the mixed weights (ConViT's gated positional attention, the
+// positional weights times each head's gate).
 class TalkingHeads {
  public:
   explicit TalkingHeads(const LayerSpec& spec);
   bool on() const { return on_; }
-  // Appends the four learnables (when on) for `heads` heads.
-  void add_params(std::vector<Param>& params, int64_t heads) const;
+  bool pair_bias() const { return pairs_; }
+  // Appends the four learnables (when on) for `heads` heads over seq_q queries and seq_kv keys.
+  void add_params(std::vector<Param>& params, int64_t heads, int64_t seq_q, int64_t seq_kv) const;
   // The op's mixes from the four learnables from p, and their gradients (not frozen ones).
   void set(AttentionOp& op, const Param* p) const;
   HeadMixGrads grads(Param* p) const;
@@ -44,7 +48,7 @@ class TalkingHeads {
   static std::vector<std::string> names();
 
  private:
-  bool on_ = false;
+  bool on_ = false, pairs_ = false;
   Param templates_[4];
 };
 
@@ -60,7 +64,7 @@ class AttentionCore {
 
   // `sequences` sequences of `seq` tokens; bias_n as AttentionDesc's (0: none).
   void setup(Backend& be, const AttentionSizes& s, int64_t sequences, int64_t seq, bool causal, float dropout,
-             int64_t bias_n, bool mixed, bool cosine = false, bool talking_heads = false);
+             int64_t bias_n, bool mixed, bool cosine = false, const TalkingHeads* talking = nullptr);
   AttentionOp& attention() { return *attention_; }
   // y (rows, out) from x (rows, c); dropout_key: the training forward's mask (0: no dropout).
   // logit: the cosine attention's LogitScale (required with cosine, else ignored).

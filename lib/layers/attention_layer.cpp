@@ -86,7 +86,7 @@ class AttentionLayer final : public Layer {
       b.fan_in = b.fan_out = seq_kv_;
       params_.push_back(b);
     }
-    talking_.add_params(params_, heads_);
+    talking_.add_params(params_, heads_, seq_q_, seq_kv_);
     return Shape{q[0], q[1], value_};
   }
 
@@ -150,6 +150,7 @@ class AttentionLayer final : public Layer {
     d.dropout = static_cast<float>(dropout_);
     d.bias_n = score_bias_ ? 1 : 0;
     d.talking_heads = talking_.on();
+    d.pair_probs_bias = talking_.pair_bias();
     return d;
   }
   // The talking heads' four learnables, after the ScoreBias.

@@ -65,19 +65,30 @@ std::string OnnxGraph::attention(const std::string& out, const std::string& q, c
     add_node("Add", out + "_biased", {scores, out + "_bias"}, out + "_biased_scores");
     scores = out + "_biased_scores";
   }
-  // Mix m of the talking heads on x (N, H, Sq, Skv): Linear over the heads axis.
+  // Mix m of the talking heads on x (N, H, Sq, Skv): Linear over the heads axis. The weights'
+  // bias of one value per head and pair (the packed mix's size tells) is an Add after it.
   auto head_mix = [&](int m, const std::string& x) {
     const std::string p = out + (m == 0 ? "_score_mix" : "_prob_mix");
     const size_t at = static_cast<size_t>(m * (heads * heads + heads));
+    const int64_t plane = seq_q * seq_kv;
+    const bool pairs =
+        m == 1 && static_cast<int64_t>(mix->size()) == 2 * heads * heads + heads + heads * plane && plane > 1;
     std::vector<float> wt(static_cast<size_t>(heads * heads));
     for (int64_t g = 0; g < heads; ++g)
       for (int64_t h = 0; h < heads; ++h) wt[static_cast<size_t>(h * heads + g)] = (*mix)[at + g * heads + h];
     add_floats(p + "_weights", {heads, heads}, wt);
-    add_floats(p + "_bias", {heads},
-               std::vector<float>(mix->begin() + static_cast<std::ptrdiff_t>(at + heads * heads),
-                                  mix->begin() + static_cast<std::ptrdiff_t>(at + heads * heads + heads)));
+    const auto bias_from = mix->begin() + static_cast<std::ptrdiff_t>(at + heads * heads);
+    const std::vector<float> bias(bias_from, bias_from + (pairs ? heads * plane : heads));
     add_node("Transpose", p + "_heads_last", {x}, p + "_in", {OnnxAttr("perm", std::vector<int64_t>{0, 2, 3, 1})});
     add_node("MatMul", p + "_matmul", {p + "_in", p + "_weights"}, p + "_product");
+    if (pairs) {
+      add_node("Transpose", p + "_heads_back", {p + "_product"}, p + "_mixed",
+               {OnnxAttr("perm", std::vector<int64_t>{0, 3, 1, 2})});
+      add_floats(p + "_bias", {1, heads, seq_q, seq_kv}, bias);
+      add_node("Add", p + "_add", {p + "_mixed", p + "_bias"}, p);
+      return p;
+    }
+    add_floats(p + "_bias", {heads}, bias);
     add_node("Add", p + "_add", {p + "_product", p + "_bias"}, p + "_out");
     add_node("Transpose", p + "_heads_back", {p + "_out"}, p, {OnnxAttr("perm", std::vector<int64_t>{0, 3, 1, 2})});
     return p;

@@ -73,13 +73,13 @@ class SelfAttentionLayer final : public Layer {
       b.fan_in = b.fan_out = s_;
       params_.push_back(b);
     }
-    talking_.add_params(params_, heads_);
+    talking_.add_params(params_, heads_, s_, s_);
     return Shape{in[0], in[1], out_};
   }
 
   void setup(int64_t n, Backend& be) override {
     core_.setup(be, sizes(), n, s_, causal_, static_cast<float>(dropout_), score_bias_ ? 1 : 0, mixed_, false,
-                talking_.on());
+                &talking_);
   }
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {

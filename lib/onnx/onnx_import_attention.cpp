@@ -375,6 +375,171 @@ bool Importer::head_mix_bias(const onnx::NodeProto& n, int vi, const View& v) {
   return true;
 }
 
+// The axis of v that steps through the heads of its scores or weights source, when v reads all
+// of them in Q K^T's order ((.., heads, rows, cols), size-1 axes anywhere); -1 otherwise.
+int Importer::heads_axis(const View& v) const {
+  const Source& s = sources_[static_cast<size_t>(v.source)];
+  const size_t r = v.dims.size();
+  if (r < 2 || v.offset != 0 || v.dims[r - 1] != s.cols || v.dims[r - 2] != s.rows ||
+      (s.cols > 1 && v.strides[r - 1] != 1) || (s.rows > 1 && v.strides[r - 2] != s.cols))
+    return -1;
+  int axis = -1;
+  for (size_t i = 0; i + 2 < r; ++i) {
+    if (v.dims[i] == 1) continue;
+    if (axis >= 0 || v.dims[i] != s.heads || v.strides[i] != s.rows * s.cols) return -1;
+    axis = static_cast<int>(i);
+  }
+  return axis >= 0 || s.heads == 1 ? std::max(axis, 0) : -1;
+}
+
+namespace {
+
+// Whether constant dims d, aligned from the end with a view of rank r whose heads are on axis
+// `heads`, varies along that axis only (its size there `count`, 1 elsewhere).
+bool per_head_dims(const std::vector<int64_t>& d, size_t r, int heads, int64_t count) {
+  if (d.size() > r) return false;
+  for (size_t i = 0; i < d.size(); ++i) {
+    const size_t at = r - d.size() + i;
+    if (d[i] != (static_cast<int>(at) == heads ? count : 1) && d[i] != 1) return false;
+  }
+  return product(d) == count;
+}
+
+// The head mix bias b (heads values) as one value per head and pair of `plane` tokens.
+std::vector<float> per_pair(const std::vector<float>& b, int64_t plane) {
+  std::vector<float> out;
+  for (float x : b) out.insert(out.end(), static_cast<size_t>(plane), x);
+  return out;
+}
+
+}  // namespace
+
+// Mul of attention weights by one factor per head (ConViT's 1 - sigmoid(gate)): the weights'
+// mix, diagonal where there was none, its rows scaled (and its bias) where there was one.
+void Importer::probs_scale(const onnx::NodeProto& n, int vi, const std::vector<float>& c) {
+  const View v = views_.at(n.input(vi));
+  const Source& s = sources_[static_cast<size_t>(v.source)];
+  const int axis = heads_axis(v);
+  if (axis < 0 || v.scale != 1 || !per_head_dims(dims_of(*constant(n.input(1 - vi))), v.dims.size(), axis, s.heads) ||
+      static_cast<int64_t>(c.size()) != s.heads)
+    fail(n, "multiplies attention weights " + ints_str(v.dims) + " by a " + dims_str(*constant(n.input(1 - vi))) +
+                " constant; dltrain reads there one factor per head ((" + std::to_string(s.heads) +
+                ", 1, 1): ConViT's gate)");
+  const int64_t h = s.heads;
+  Source p = s;
+  if (p.mix[1].empty()) {
+    p.mix[1].assign(static_cast<size_t>(h * h), 0.f);
+    for (int64_t g = 0; g < h; ++g) p.mix[1][static_cast<size_t>(g * h + g)] = 1.f;
+    p.mix_bias[1].assign(static_cast<size_t>(h), 0.f);
+  }
+  const int64_t per = static_cast<int64_t>(p.mix_bias[1].size()) / h;  // 1 or plane
+  for (int64_t g = 0; g < h; ++g) {
+    for (int64_t i = 0; i < h; ++i) p.mix[1][static_cast<size_t>(g * h + i)] *= c[static_cast<size_t>(g)];
+    for (int64_t e = 0; e < per; ++e) p.mix_bias[1][static_cast<size_t>(g * per + e)] *= c[static_cast<size_t>(g)];
+  }
+  sources_.push_back(std::move(p));
+  View r = v;
+  r.source = static_cast<int>(sources_.size() - 1);
+  views_[define(n)] = r;
+}
+
+// Add of a constant to attention weights in Q K^T's order: one value per head, or per head and
+// pair of tokens ((heads, rows, cols), or (rows, cols) for every head: ConViT's gated positional
+// weights): the weights' mix bias (an identity mix where there was none).
+void Importer::probs_addend(const onnx::NodeProto& n, int vi, const View& v) {
+  Source& s = sources_[static_cast<size_t>(v.source)];
+  const std::vector<int64_t> d = dims_of(*constant(n.input(1 - vi)));
+  const int axis = heads_axis(v);
+  const int64_t h = s.heads, plane = s.rows * s.cols;
+  const size_t r = v.dims.size();
+  const bool head = axis >= 0 && per_head_dims(d, r, axis, h);
+  // (.., heads, rows, cols) or (rows, cols) from the end, the heads where the view has them
+  bool pair = axis >= 0 && d.size() >= 2 && d.size() <= r && d[d.size() - 1] == s.cols && d[d.size() - 2] == s.rows &&
+              (product(d) == plane || product(d) == h * plane);
+  for (size_t i = 0; pair && i + 2 < d.size(); ++i) {
+    const size_t at = r - d.size() + i;
+    pair = d[i] == 1 || (static_cast<int>(at) == axis && d[i] == h);
+  }
+  if (axis < 0 || v.scale != 1 || (!head && !pair))
+    fail(n, "adds a " + dims_str(*constant(n.input(1 - vi))) + " constant to attention weights " + ints_str(v.dims) +
+                "; dltrain reads there one value per head or per head and pair of tokens ((" + std::to_string(h) +
+                ", " + std::to_string(s.rows) + ", " + std::to_string(s.cols) + "): ConViT's positional weights)");
+  const std::vector<float> b = need_floats(n, 1 - vi, "the attention weights' bias");
+  if (s.mix[1].empty()) {
+    s.mix[1].assign(static_cast<size_t>(h * h), 0.f);
+    for (int64_t g = 0; g < h; ++g) s.mix[1][static_cast<size_t>(g * h + g)] = 1.f;
+    s.mix_bias[1].assign(static_cast<size_t>(h), 0.f);
+  }
+  std::vector<float>& to = s.mix_bias[1];
+  if (pair && static_cast<int64_t>(to.size()) == h) to = per_pair(to, plane);
+  const int64_t per = static_cast<int64_t>(to.size()) / h;
+  for (int64_t g = 0; g < h; ++g)
+    for (int64_t e = 0; e < per; ++e) {
+      const int64_t from = head ? g : static_cast<int64_t>(b.size()) == plane ? e : g * plane + e;
+      to[static_cast<size_t>(g * per + e)] += b[static_cast<size_t>(from)];
+    }
+  views_[define(n)] = v;
+}
+
+// ReduceSum of attention weights over the keys, its Unsqueeze back, and the Div of the weights by
+// it (ConViT's attn /= attn.sum(-1)): read where every row of the weights already sums to 1 (a
+// softmax, mixed by a mix whose row and bias sums are 1), so it changes nothing; refused otherwise.
+bool Importer::view_row_sum(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  if (op == "ReduceSum" && has_view(n, 0)) {
+    const View& v = views_.at(n.input(0));
+    if (sources_[static_cast<size_t>(v.source)].kind != Source::kProbs) return false;
+    std::vector<int64_t> axes = attr_ints(n, "axes", {});
+    if (n.input_size() > 1 && !n.input(1).empty())
+      axes = ints_of(need_const(n, 1, "axes"), path_ + ": node '" + node_name(n) + "'");
+    const int64_t r = static_cast<int64_t>(v.dims.size());
+    if (axes.size() != 1 || (axes[0] != -1 && axes[0] != r - 1) || heads_axis(v) < 0)
+      fail(n, "sums attention weights " + ints_str(v.dims) + " over axes " + ints_str(axes) +
+                  "; dltrain reads only the sum of each row (over the keys, axes [-1])");
+    row_sums_[define(n)] = {n.input(0), attr_int(n, "keepdims", 1) != 0};
+    return true;
+  }
+  if (op == "Unsqueeze" && n.input_size() > 0 && row_sums_.count(n.input(0))) {
+    const auto sum = row_sums_.at(n.input(0));
+    std::vector<int64_t> axes = attr_ints(n, "axes", {});
+    if (n.input_size() > 1 && !n.input(1).empty())
+      axes = ints_of(need_const(n, 1, "axes"), path_ + ": node '" + node_name(n) + "'");
+    const int64_t r = static_cast<int64_t>(views_.at(sum.first).dims.size());
+    if (sum.second || axes.size() != 1 || (axes[0] != -1 && axes[0] != r - 1))
+      fail(n, "unsqueezes the sums of attention weights' rows on axes " + ints_str(axes) +
+                  "; dltrain reads only their last axis back (keepdim)");
+    row_sums_[define(n)] = {sum.first, true};
+    return true;
+  }
+  if (op == "Div" && n.input_size() == 2 && row_sums_.count(n.input(1))) {
+    const auto sum = row_sums_.at(n.input(1));
+    if (sum.first != n.input(0) || !sum.second)
+      fail(n,
+           "divides a value by the sums of attention weights' rows; dltrain reads only the weights divided by "
+           "their own rows' sums (keepdim)");
+    const View v = views_.at(n.input(0));
+    const Source& s = sources_[static_cast<size_t>(v.source)];
+    // each row's sum: sum_h W[g, h] (the softmax rows sum to 1) plus the bias over the keys
+    const int64_t h = s.heads, per = s.mix_bias[1].empty() ? 0 : static_cast<int64_t>(s.mix_bias[1].size()) / h;
+    double worst = 0;
+    for (int64_t g = 0; g < h && !s.mix[1].empty(); ++g)
+      for (int64_t i = 0; i < s.rows; ++i) {
+        double sum = 0;
+        for (int64_t j = 0; j < h; ++j) sum += s.mix[1][static_cast<size_t>(g * h + j)];
+        for (int64_t j = 0; j < s.cols; ++j)
+          sum += per == 1 ? s.mix_bias[1][static_cast<size_t>(g)]
+                          : s.mix_bias[1][static_cast<size_t>(g * per + i * s.cols + j)];
+        worst = std::max(worst, std::fabs(sum - 1));
+      }
+    if (v.scale != 1 || worst > 1e-4)
+      fail(n, "divides attention weights by their rows' sums, which are not 1 (off by " + std::to_string(worst) +
+                  "); dltrain reads that division only where every row already sums to 1");
+    views_[define(n)] = v;
+    return true;
+  }
+  return false;
+}
+
 // TalkingHeads and the four mixes (identity and 0 for one the graph has not) on an attention
 // layer's spec.
 void Importer::talking_heads(LayerSpec& spec, const Source& a) {
@@ -389,8 +554,11 @@ void Importer::talking_heads(LayerSpec& spec, const Source& a) {
       for (int64_t i = 0; i < h; ++i) w[static_cast<size_t>(i * h + i)] = 1.f;
       b.assign(static_cast<size_t>(h), 0.f);
     }
+    const bool pairs = static_cast<int64_t>(b.size()) != h;  // the weights' bias per pair of tokens
+    if (pairs) spec.set("ProbabilityMixBiasPerPair", "true");
     add_param(spec.name, names[m][0], Shape{h, h}, std::move(w));
-    add_param(spec.name, names[m][1], Shape{h}, std::move(b));
+    const Shape bias_shape = pairs ? Shape{h, a.rows, sources_[static_cast<size_t>(a.k)].rows} : Shape{h};
+    add_param(spec.name, names[m][1], bias_shape, std::move(b));
   }
 }
 

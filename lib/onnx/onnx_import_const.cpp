@@ -443,6 +443,26 @@ TensorConst tile(const TensorConst& data, const std::vector<int64_t>& repeats) {
   return out;
 }
 
+// Softmax along axis (ConViT's positional attention weights, a softmax of a Linear of constant
+// offsets): each slice along the axis exp(x - max) over its sum, in double.
+TensorConst softmax(const TensorConst& x, int64_t axis_in) {
+  const int64_t rank = static_cast<int64_t>(x.dims.size());
+  if (rank == 0 || x.type != TensorConst::kFloat) refuse("a Softmax of a scalar or of integers");
+  const int64_t axis = axis_of(axis_in, rank), len = x.dims[static_cast<size_t>(axis)];
+  const int64_t inner = strides_of(x.dims)[static_cast<size_t>(axis)],
+                outer = x.size() / std::max<int64_t>(1, len * inner);
+  TensorConst out = x;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t k) { return static_cast<size_t>((o * len + k) * inner + i); };
+      double top = -INFINITY, sum = 0;
+      for (int64_t k = 0; k < len; ++k) top = std::max(top, x.v[at(k)]);
+      for (int64_t k = 0; k < len; ++k) sum += std::exp(x.v[at(k)] - top);
+      for (int64_t k = 0; k < len; ++k) out.v[at(k)] = static_cast<float>(std::exp(x.v[at(k)] - top) / sum);
+    }
+  return out;
+}
+
 // CumSum along axis (EdgeNeXt's Fourier position encoding sums a mask of ones): exclusive leaves
 // each value out of its own sum, reverse sums from the end.
 TensorConst cumsum(const TensorConst& x, int64_t axis_in, bool exclusive, bool reverse) {
@@ -728,7 +748,7 @@ bool is_tensor_fold_op(const std::string& op) {
   static const std::set<std::string> other{
       "Cast",   "Gather",          "Reshape", "Transpose", "Unsqueeze", "Squeeze", "Concat",   "Slice",
       "Expand", "ConstantOfShape", "Range",   "ScatterND", "MatMul",    "Where",   "Identity", "GatherND",
-      "Clip",   "Einsum",          "Gemm",    "Split",     "Tile",      "Conv",    "CumSum"};
+      "Clip",   "Einsum",          "Gemm",    "Split",     "Tile",      "Conv",    "CumSum",   "Softmax"};
   return binary_ops().count(op) || unary_ops().count(op) || other.count(op);
 }
 
@@ -826,6 +846,14 @@ TensorConst tensor_fold(const std::string& op, const std::vector<const TensorCon
       out = binary("Add", out, scaled);
     }
     return out;
+  }
+  if (op == "Softmax") {
+    const int64_t rank = static_cast<int64_t>(need(in, 0, "input").dims.size());
+    // before opset 13 the rows are the axes from `axis` on flattened: the same for the last axis
+    if (opset < 13 && axis_of(a.softmax_axis, rank) != rank - 1)
+      refuse("a Softmax over axis " + std::to_string(a.softmax_axis) +
+             " before opset 13 (only the last axis is folded)");
+    return softmax(need(in, 0, "input"), a.softmax_axis);
   }
   if (op == "CumSum") {
     const std::vector<int64_t> axis = int_list(need(in, 1, "axis"), "axis");

@@ -257,7 +257,7 @@ bool Importer::token_node(const onnx::NodeProto& n) {
            "concatenates token sequences with constants after the first computed one; dltrain reads constant "
            "tokens (a class token) only in front of the sequence");
   }
-  if (view_norm(n)) return true;
+  if (view_norm(n) || view_row_sum(n)) return true;
   const bool view0 = has_view(n, 0), view1 = has_view(n, 1);
   if (!view0 && !view1 && !is_tokens(0) && !is_tokens(1)) return false;
   if (op == "Shape") {
@@ -580,6 +580,7 @@ void Importer::view_scale(const onnx::NodeProto& n, int vi) {
   const Source& src = sources_[static_cast<size_t>(views_.at(n.input(vi)).source)];
   if (c.size() != 1 && n.op_type() == "Mul" && src.kind == Source::kScores && src.channel)
     return scores_temperature(n, vi, c);
+  if (c.size() != 1 && n.op_type() == "Mul" && src.kind == Source::kProbs && !src.channel) return probs_scale(n, vi, c);
   if (c.size() != 1)
     fail(n, "scales an attention operand by " + std::to_string(c.size()) + " values; dltrain reads one");
   if (n.op_type() == "Div" && vi != 0) fail(n, "divides a constant by an attention operand");
@@ -619,6 +620,7 @@ void Importer::view_add(const onnx::NodeProto& n, int vi) {
   if (v.unit_stride) fail(n, "adds a constant to an L2-normalized attention operand");
   if (head_mix_bias(n, vi, v)) return;
   if (s.kind == Source::kScores) return scores_addend(n, vi, v);
+  if (s.kind == Source::kProbs && !s.channel) return probs_addend(n, vi, v);
   std::vector<float> b = need_floats(n, 1 - vi, "bias");
   if (b.size() == 1) b.assign(static_cast<size_t>(s.cols), b[0]);
   const bool rows = row_dim(v, s.rows, s.cols) >= -1 && v.scale == 1;

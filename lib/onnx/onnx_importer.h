@@ -372,7 +372,8 @@ class Importer {
     std::vector<float> temperature;
     // Talking heads (CaiT's): the scores' (0) and the probabilities' (1) mixes across the heads,
     // (heads, heads) as PyTorch's Linear weight (output head, input head), and their biases
-    // (heads); empty: none. The scores' mix takes the scale of the scores it read (scale).
+    // (heads; the probabilities' may be (heads, rows, cols): ConViT's positional attention);
+    // empty: none. The scores' mix takes the scale of the scores it read (scale).
     std::vector<float> mix[2], mix_bias[2];
   };
   // Element (i0, i1, ...) of the ONNX value is source[offset + sum(i_j * strides[j])], times scale.
@@ -411,6 +412,10 @@ class Importer {
   bool heads_last(const View& v) const;
   void head_mix(const onnx::NodeProto& n, const View& v, const std::vector<float>& w, int64_t in, int64_t out);
   bool head_mix_bias(const onnx::NodeProto& n, int vi, const View& v);
+  int heads_axis(const View& v) const;
+  void probs_scale(const onnx::NodeProto& n, int vi, const std::vector<float>& c);
+  void probs_addend(const onnx::NodeProto& n, int vi, const View& v);
+  bool view_row_sum(const onnx::NodeProto& n);
   void talking_heads(LayerSpec& spec, const Source& a);
   int operand_source(int source) const;
   void tokens_out(const onnx::NodeProto& n, const Value& t, bool seq_first);
@@ -742,6 +747,9 @@ class Importer {
   std::map<std::string, View> views_;
   // F.normalize on a view: ReduceL2 over its last axis (Clip, Expand) -> the view it normalizes
   std::map<std::string, std::string> norms_;
+  // ReduceSum of attention weights over the keys (then Unsqueeze of its last axis): the weights'
+  // value and whether the sum kept that axis (ConViT's division of its mixed weights by their sums)
+  std::map<std::string, std::pair<std::string, bool>> row_sums_;
   // flattened images read as the rows (H*W, C) of their pixels (LeViT's BatchNorm1d)
   std::set<std::string> rows_;
   std::vector<Source> sources_;

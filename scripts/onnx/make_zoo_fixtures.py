@@ -574,6 +574,22 @@ def tiny_models():
         return timm_net(lambda: Cait(img_size=SIDE, patch_size=8, embed_dim=16, depth=2, num_heads=4, mlp_ratio=2,
                                      depth_token_only=2, num_classes=10))
 
+    def convit_timm():
+        # timm's ConViT at 32x32: 8x8 patches of width 16 (4 heads), two blocks of gated positional
+        # self-attention (each head's softmax of Q K^T and the softmax of its positional scores, a
+        # Linear of the constant offsets between patches, mixed by the sigmoid of its gate, drawn
+        # away from 0, then divided by the rows' sums), then the class token and a block of plain
+        # attention; the class token read out
+        import torch
+        from timm.models.convit import ConVit
+        m = timm_net(lambda: ConVit(img_size=SIDE, patch_size=8, embed_dim=4, depth=3, num_heads=4, mlp_ratio=2,
+                                    local_up_to_layer=2, num_classes=10))
+        with torch.no_grad():
+            for name, p in m.named_parameters():
+                if name.endswith("gating_param"):
+                    p.uniform_(-1.5, 1.5)
+        return m
+
     def beit_timm():
         # timm's BEiT: a relative position bias per head and pair of tokens (gathered from its
         # table, the class token's rows and columns its own entries) added to the scaled scores,
@@ -738,6 +754,7 @@ def tiny_models():
             "crossvit_timm": crossvit_timm, "twins_timm": twins_timm, "twins_pcpvt_timm": twins_pcpvt_timm,
             "davit_timm": davit_timm, "xcit_timm": xcit_timm, "edgenext_timm": edgenext_timm,
             "levit_timm": levit_timm, "cait_timm": cait_timm,
+            "convit_timm": convit_timm,
             "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm,
             "efficientformer_timm": efficientformer_timm, "poolformer_timm": poolformer_timm,
             "caformer_timm": caformer_timm, "mambaout_timm": mambaout_timm,

@@ -39,12 +39,14 @@ inline AgreementRow attention_row(std::string name, AttentionDesc d) {
             // With talking heads: mixes in [-1, 1) (the packed layout of the reference), as four
             // tensors, and their gradients.
             const int64_t h = d.heads;
-            const Vec mix = d.talking_heads ? random_vec(2 * h * (h + 1), rng, -1.0, 1.0) : Vec{};
+            const int64_t mix_numel = 2 * h * h + h + d.mix_bias_numel(1);
+            const Vec mix = d.talking_heads ? random_vec(mix_numel, rng, -1.0, 1.0) : Vec{};
             Tensor tmix[4], tdmix[4];
             HeadMixGrads grads;
             if (d.talking_heads) {
               for (int i = 0; i < 4; ++i) {
-                const int64_t at = (i / 2) * (h * h + h) + (i % 2) * h * h, count = i % 2 ? h : h * h;
+                const int64_t at = (i / 2) * (h * h + h) + (i % 2) * h * h;
+                const int64_t count = i % 2 ? d.mix_bias_numel(i / 2) : h * h;
                 tmix[i] = to_tensor(Vec(mix.begin() + at, mix.begin() + at + count), Shape{count}, dev);
                 tdmix[i] = Tensor(Shape{count}, dev);
                 be.fill(tdmix[i], 123.f);
@@ -82,7 +84,8 @@ inline AgreementRow attention_row(std::string name, AttentionDesc d) {
               // of the rows' cancelling gradients are held to tol of dWs's largest value.
               const double floor = sum_floor(d.probs_numel() / d.heads, kFloorFraction);
               for (int i = 0; i < 4; ++i) {
-                const int64_t at = (i / 2) * (h * h + h) + (i % 2) * h * h, count = i % 2 ? h : h * h;
+                const int64_t at = (i / 2) * (h * h + h) + (i % 2) * h * h;
+                const int64_t count = i % 2 ? d.mix_bias_numel(i / 2) : h * h;
                 if (i != 1) {
                   check_close(what[i], tdmix[i], Vec(dmix.begin() + at, dmix.begin() + at + count), tol, floor);
                   continue;
@@ -144,6 +147,16 @@ inline std::vector<AgreementRow> attention_rows() {
   AttentionDesc talking_long{2, 4, 1100, 1100, 4, 4, false, 0.f};
   talking_long.talking_heads = true;  // 2 x 37 MiB of P and A: the CPU runs image by image
   rows.push_back(attention_row("talking heads, 2 images of 4 heads of 1100 tokens (image by image)", talking_long));
+  AttentionDesc convit{3, 4, 16, 16, 4, 4, false, 0.f};
+  convit.talking_heads = true;  // ConViT's gated positional attention: a bias per head and pair after the softmax
+  convit.pair_probs_bias = true;
+  rows.push_back(
+      attention_row("talking heads, a bias per head and pair on the probabilities, 4 heads of 16 tokens", convit));
+  AttentionDesc convit_long = talking_long;
+  convit_long.pair_probs_bias = true;
+  convit_long.dropout = 0.1f;
+  rows.push_back(
+      attention_row("talking heads, a bias per pair, dropout 0.1, 1100 tokens (image by image)", convit_long));
   AttentionDesc cait{3, 4, 17, 17, 4, 4, false, 0.f};
   cait.talking_heads = true;  // the size of tests/data/onnx_zoo/cait_timm: 16 patches and the class token
   rows.push_back(attention_row("talking heads, CaiT fixture's 4 heads of 17 tokens", cait));

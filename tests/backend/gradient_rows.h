@@ -387,7 +387,8 @@ inline GradientRow attention(std::string name, AttentionDesc d) {
   std::vector<Vec> inputs{q, k, random_vec(d.v_numel(), rng)};
   if (d.bias_n > 0) inputs.push_back(random_vec(d.bias_numel(), rng));
   // With talking heads: the packed head mixes (reference_attention.h), the last input.
-  if (d.talking_heads) inputs.push_back(random_vec(2 * d.heads * (d.heads + 1), rng, -1.0, 1.0));
+  if (d.talking_heads)
+    inputs.push_back(random_vec(2 * d.heads * d.heads + d.heads + d.mix_bias_numel(1), rng, -1.0, 1.0));
   const size_t mix_at = inputs.size() - 1;
   return {"attention " + name, AttentionDesc::kOp, inputs,
           [d, drop, mix_at](const std::vector<Vec>& in) {
@@ -590,6 +591,10 @@ inline std::vector<GradientRow> gradient_rows() {
   talking_all.bias_n = 2;
   talking_all.dropout = 0.3f;
   rows.push_back(attention("talking heads, causal, bias per window, dropout 0.3", talking_all));
+  AttentionDesc pairs{2, 2, 3, 4, 2, 2, true, 0.f};
+  pairs.talking_heads = true;
+  pairs.pair_probs_bias = true;
+  rows.push_back(attention("talking heads, a bias per head and pair on the probabilities, causal", pairs));
   rows.push_back(regression_loss("mse 4x3", LossKind::kMse, 4, 3));
   rows.push_back(regression_loss("mae 4x3", LossKind::kMae, 4, 3));
   rows.push_back(regression_loss("huber delta 1, 5x4 (both sides)", LossKind::kHuber, 5, 4));

@@ -122,6 +122,15 @@ TEST_CASE("gradients: talking heads (CaiT's): attention and selfAttention", "[la
     CHECK(l->params()[4].shape == Shape{3});
     expect_ok(check_layer(s, {Shape{4, 1, 6}, Shape{5, 1, 6}, Shape{5, 1, 3}}, o), 120);
   }
+  SECTION("attention: TalkingHeads with the weights' bias per pair (ConViT's), 2 heads, 3 queries over 4 keys") {
+    LayerSpec s = attention({"NumHeads=2", "TalkingHeads=true", "ProbabilityMixBiasPerPair=true"});
+    std::unique_ptr<Layer> l = make_layer(s);
+    l->infer({Shape{3, 1, 4}, Shape{4, 1, 4}, Shape{4, 1, 2}});
+    REQUIRE(l->params().size() == 4);
+    CHECK(l->params()[3].name == "ProbabilityMixBias");
+    CHECK(l->params()[3].shape == Shape{2, 3, 4});
+    expect_ok(check_layer(s, {Shape{3, 1, 4}, Shape{4, 1, 4}, Shape{4, 1, 2}}, o), 90);
+  }
   SECTION("selfAttention: TalkingHeads of 2 heads, causal, dropout 0.2") {
     LayerSpec s = layer_spec("selfAttention", {"NumHeads=2", "NumKeyChannels=4", "TalkingHeads=true",
                                                "AttentionMask=causal", "DropoutProbability=0.2"});
@@ -349,6 +358,8 @@ TEST_CASE("attention: option and shape errors name the layer", "[layers][attenti
                     Catch::Contains("the key has 6 channels and the query 3"));
   CHECK_THROWS_WITH(build("NumHeads: 2, ScoreMixWeightsL2Factor: 0, Inputs: [fine, fine, fine]"),
                     Catch::Contains("unknown option 'ScoreMixWeightsL2Factor'"));
+  CHECK_THROWS_WITH(build("NumHeads: 2, ProbabilityMixBiasPerPair: true, Inputs: [fine, fine, fine]"),
+                    Catch::Contains("unknown option 'ProbabilityMixBiasPerPair'"));
   CHECK_NOTHROW(Network(yaml_net(kOneSequence +
                                  "  - {type: attention, Name: att, NumHeads: 2, Scale: auto, AttentionMask: causal, "
                                  "Inputs: [fine, fine, fine]}\n" +

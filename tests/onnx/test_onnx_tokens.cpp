@@ -387,8 +387,9 @@ layers:
 }
 
 // Talking heads (CaiT's) on selfAttention (with a ScoreBias, added before the scores' mix) and on
-// the attention layer (causal: the mask after the mix) export as PyTorch's Linear over the heads
-// (Transpose, MatMul, Add, Transpose) and read back as the same layers with the same mixes.
+// the attention layer (causal: the mask after the mix; its weights' bias per pair of tokens,
+// ConViT's form) export as PyTorch's Linear over the heads (Transpose, MatMul, Add, Transpose;
+// the bias per pair an Add after it) and read back as the same layers with the same mixes.
 TEST_CASE("onnx tokens: talking heads from YAML export and read back", "[onnx][vit]") {
   const std::string yaml = R"(
 layers:
@@ -398,7 +399,8 @@ layers:
   - {type: fullyConnected, Name: q, OutputSize: 6, OperationDimension: channel, Inputs: sa}
   - {type: fullyConnected, Name: k, OutputSize: 6, OperationDimension: channel, Inputs: sa}
   - {type: fullyConnected, Name: v, OutputSize: 8, OperationDimension: channel, Inputs: sa}
-  - {type: attention, Name: att, NumHeads: 2, AttentionMask: causal, TalkingHeads: true, Inputs: [q, k, v]}
+  - {type: attention, Name: att, NumHeads: 2, AttentionMask: causal, TalkingHeads: true,
+     ProbabilityMixBiasPerPair: true, Inputs: [q, k, v]}
   - {type: addition, Name: add, Inputs: [att, fine]}
 )" + kTokenHead;
   Network net(network_spec_from_yaml(yaml, "talking.yaml"), Device::cpu());
@@ -421,6 +423,8 @@ layers:
   CHECK(sa->get_bool("TalkingHeads", false));
   CHECK(sa->get_bool("ScoreBias", false));
   CHECK(att->get_bool("TalkingHeads", false));
+  CHECK(att->get_bool("ProbabilityMixBiasPerPair", false));
+  CHECK(!sa->get_bool("ProbabilityMixBiasPerPair", false));
   CHECK(att->get_string("AttentionMask", "none") == "causal");
   size_t compared = 0;
   for (const NamedTensor& p : back.params) {

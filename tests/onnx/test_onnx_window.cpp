@@ -226,7 +226,8 @@ TEST_CASE("onnx window: MaxViT graphs edited to break the partition or the atten
 }
 
 TEST_CASE(
-    "onnx window: timm's Swin, DeiT III, CaiT, MobileViT, CoAtNet, FastViT, EfficientFormer, Twins, DaViT and PVT v2 "
+    "onnx window: timm's Swin, DeiT III, CaiT, ConViT, MobileViT, CoAtNet, FastViT, EfficientFormer, Twins, DaViT and "
+    "PVT v2 "
     "graphs "
     "and SegFormer's edited to break their forms are refused in one line",
     "[onnx][swin]") {
@@ -405,6 +406,26 @@ TEST_CASE(
     p = load("cait_timm-dynamo");
     set_floats(initializer(p, "net.blocks.0.attn.proj_l.bias"), std::vector<float>(16 * 16 * 4, 0.1f), {16, 16, 4});
     want = "node 'node_linear_1' (Add): adds a 16x16x4 constant to attention scores [1, 16, 16, 4]";
+  }
+  SECTION("ConViT's gates leaving its rows summing to other than 1") {
+    p = load("convit_timm-dynamo");
+    set_floats(initializer(p, "sub_1"), std::vector<float>(4, 0.9f), {1, 4, 1, 1});  // was 1 - sigmoid(gate)
+    want = "node 'node_div_1' (Div): divides attention weights by their rows' sums, which are not 1";
+  }
+  SECTION("ConViT's gate one factor per query") {
+    p = load("convit_timm-dynamo");
+    set_floats(initializer(p, "sub_1"), std::vector<float>(16, 0.5f), {1, 1, 16, 1});
+    want = "node 'node_mul_1' (Mul): multiplies attention weights [1, 4, 16, 16] by a 1x1x16x1 constant";
+  }
+  SECTION("ConViT's positional weights one value per head and query") {
+    p = load("convit_timm-dynamo");
+    set_floats(initializer(p, "mul_2"), std::vector<float>(64, 0.01f), {1, 4, 16, 1});
+    want = "node 'node_add_1' (Add): adds a 1x4x16x1 constant to attention weights [1, 4, 16, 16]";
+  }
+  SECTION("ConViT's weights summed over the heads") {
+    p = load("convit_timm-dynamo");
+    set_ints(initializer(p, "val_33"), {1});  // was -1: the keys
+    want = "node 'node_sum_1' (ReduceSum): sums attention weights [1, 4, 16, 16] over axes [1]";
   }
   SECTION("DaViT's weights across channels times V not transposed") {
     p = load("davit_timm-dynamo");

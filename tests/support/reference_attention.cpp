@@ -43,6 +43,11 @@ Vec scores(const AttentionDesc& d, const Vec& q, const Vec& k, const Vec* bias) 
   return s;
 }
 
+// The bias of head g for pair e in mix m's bias (one value per head, or per head and pair).
+double mix_bias_at(const AttentionDesc& d, const double* bias, int m, int64_t g, int64_t e) {
+  return m == 1 && d.pair_probs_bias ? bias[g * d.seq_q * d.seq_kv + e] : bias[g];
+}
+
 // Mix m of the packed head mixes (0: the scores', 1: the probabilities'): y[g] = sum_h W[g, h]
 // x[h] + b[g] per image and pair of tokens; transposed: y[h] = sum_g W[g, h] x[g], no bias.
 Vec head_mix(const AttentionDesc& d, const Vec& x, const Vec& mix, int m, bool transposed) {
@@ -53,7 +58,7 @@ Vec head_mix(const AttentionDesc& d, const Vec& x, const Vec& mix, int m, bool t
   for (int64_t b = 0; b < d.n; ++b)
     for (int64_t g = 0; g < hh; ++g)
       for (int64_t e = 0; e < plane; ++e) {
-        double sum = transposed ? 0.0 : bias[g];
+        double sum = transposed ? 0.0 : mix_bias_at(d, bias, m, g, e);
         for (int64_t h = 0; h < hh; ++h)
           sum += (transposed ? w[h * hh + g] : w[g * hh + h]) * x[static_cast<size_t>((b * hh + h) * plane + e)];
         y[static_cast<size_t>((b * hh + g) * plane + e)] = sum;
@@ -70,7 +75,7 @@ void head_mix_grad(const AttentionDesc& d, const Vec& x, const Vec& dy, int m, V
     for (int64_t g = 0; g < hh; ++g)
       for (int64_t e = 0; e < plane; ++e) {
         const double gy = dy[static_cast<size_t>((b * hh + g) * plane + e)];
-        db[g] += gy;
+        db[m == 1 && d.pair_probs_bias ? g * plane + e : g] += gy;
         for (int64_t h = 0; h < hh; ++h) dw[g * hh + h] += gy * x[static_cast<size_t>((b * hh + h) * plane + e)];
       }
 }
@@ -134,7 +139,7 @@ void attention_backward(const AttentionDesc& d, const Vec& q, const Vec& k, cons
   const Vec a = attention_weights(d, q, k, bias, mix, &probs);  // what O reads: P, or the mixed P
   const Vec& p = d.talking_heads ? probs : a;
   if (dbias) dbias->assign(static_cast<size_t>(d.bias_numel()), 0.0);
-  if (dmix) dmix->assign(static_cast<size_t>(2 * d.heads * (d.heads + 1)), 0.0);
+  if (dmix) dmix->assign(static_cast<size_t>(2 * d.heads * d.heads + d.heads + d.mix_bias_numel(1)), 0.0);
   dq.assign(q.size(), 0.0);
   dk.assign(k.size(), 0.0);
   dv.assign(v.size(), 0.0);

@@ -2,7 +2,8 @@
 // head, softmax(scale Q K^T, masked) V written out with plain loops, and its backward through
 // the softmax. Q, K, V, O are token tensors (n, seq, heads * dim), heads as channel blocks.
 // With d.talking_heads, mix (not null) holds the head mixes packed: the scores' weights (heads,
-// heads), their bias (heads), the probabilities' weights and bias; its gradient dmix likewise.
+// heads), their bias (heads), the probabilities' weights and bias (heads, or with
+// d.pair_probs_bias (heads, seq_q, seq_kv)); its gradient dmix likewise.
 #pragma once
 #include <cstdint>
 #include <vector>

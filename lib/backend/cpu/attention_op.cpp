@@ -17,7 +17,8 @@
 // computes each image's P again (one more product and softmax), so its buffers hold one image.
 // Talking heads (attention_op.h): each mix across the heads is one batched matmul over the
 // pass's images, the head mix (heads, heads) broadcast over them and each image's (heads,
-// seq_q * seq_kv) the other operand; the mix's bias is added after it. The op keeps P and
+// seq_q * seq_kv) the other operand; the mix's bias (per head, or per head and pair) is added
+// after it. The op keeps P and
 // the mixed A; the backward computes the scores S again for the first mix's weight gradient:
 //   forward:  S = scale Q K^T   L = Ws S + bs   P = softmax(L)   A = Wp P + bp   O = A V
 //   backward: dV = A^T dO   dA = dO V^T   dWp = sum dA P^T   dP = Wp^T dA
@@ -193,14 +194,22 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
     bind(softmax_.src, grad);
     softmax_.backward(ctx_.strm);
   }
-  // Head mix m (0: the scores', 1: the probabilities') of the pass: y = W x + b per image.
+  // Head mix m (0: the scores', 1: the probabilities') of the pass: y = W x + b per image (b one
+  // value per head, or per head and pair of tokens).
   void mix_forward(int m, const float* x, float* y) {
     head_mix_->run(ctx_.strm, pad_, ctx_.eng, mix(2 * m).data(), x, y);
     const int64_t h = d_.heads, plane = d_.seq_q * d_.seq_kv;
     const float* b = mix(2 * m + 1).data();
+    const bool pairs = m == 1 && d_.pair_probs_bias;
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < m_ * h; ++r) {
       float* row = y + r * plane;
+      if (pairs) {
+        const float* from = b + (r % h) * plane;
+#pragma omp simd
+        for (int64_t e = 0; e < plane; ++e) row[e] += from[e];
+        continue;
+      }
       const float add = b[r % h];
 #pragma omp simd
       for (int64_t e = 0; e < plane; ++e) row[e] += add;
@@ -216,7 +225,17 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
       for (int64_t b = 0; b < m_; ++b)
         for (int64_t e = 0; e < h * h; ++e) dw->data()[e] += per_image[b * h * h + e];
     }
-    if (Tensor* db = dmix.bias[m]) {
+    if (Tensor* db = dmix.bias[m]; db && m == 1 && d_.pair_probs_bias) {  // per pair: the images summed
+#pragma omp parallel for schedule(static)
+      for (int64_t r = 0; r < h; ++r) {
+        float* to = db->data() + r * plane;
+        for (int64_t b = 0; b < m_; ++b) {
+          const float* from = dy + (b * h + r) * plane;
+#pragma omp simd
+          for (int64_t e = 0; e < plane; ++e) to[e] += from[e];
+        }
+      }
+    } else if (db) {
       std::vector<double> sums(static_cast<size_t>(m_ * h));
 #pragma omp parallel for schedule(static)
       for (int64_t r = 0; r < m_ * h; ++r) {

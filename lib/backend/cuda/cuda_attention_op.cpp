@@ -13,7 +13,8 @@
 // head-major copies, the scores and dP, dS live in the device's shared workspace for one call
 // (the backward reads Q, K, V into them first, so dK and dV may be K's and V's storage).
 // Talking heads (attention_op.h): each mix across the heads one strided-batched GEMM over the
-// images (the mix's stride 0), its bias a kernel; the op keeps the mixed A beside P, and the
+// images (the mix's stride 0), its bias a kernel (a bias per head and pair: the additive bias's
+// kernels, one entry for every image); the op keeps the mixed A beside P, and the
 // backward computes the scores again for the first mix's weight gradient (a GEMM per image into
 // the workspace, summed by a kernel):
 //   forward:  S = scale Q K^T   L = Ws S + bs   P = softmax(L)   A = Wp P + bp   O = A V
@@ -157,7 +158,10 @@ class CudaAttentionOp final : public AttentionOp {
   void mix_forward(int m, const float* x, float* y) {
     rm_gemm(false, false, heads_, plane_, heads_, 1.f, mix(2 * m).data(), heads_, 0, x, plane_,
             int64_t{heads_} * plane_, y, plane_, int64_t{heads_} * plane_, images_);
-    attention_head_bias(y, mix(2 * m + 1).data(), d_.n, d_.heads, int64_t{plane_}, ctx_.stream);
+    if (m == 1 && d_.pair_probs_bias)  // one value per head and pair, the same for every image
+      attention_add_bias(y, mix(3).data(), d_.n, d_.heads * int64_t{plane_}, 1, ctx_.stream);
+    else
+      attention_head_bias(y, mix(2 * m + 1).data(), d_.n, d_.heads, int64_t{plane_}, ctx_.stream);
   }
   // Head mix m's backward: its gradients (where dmix asks) from its input x and its output's
   // gradient dy (per image into `per_image`, then summed), and dx = W^T dy (dx may be x's
@@ -169,7 +173,10 @@ class CudaAttentionOp final : public AttentionOp {
               int64_t{heads_} * heads_, images_);
       attention_head_sum(per_image, dw->data(), d_.n, d_.heads * d_.heads, 1, ctx_.stream);
     }
-    if (Tensor* db = dmix.bias[m]) attention_head_sum(dy, db->data(), d_.n, d_.heads, plane_, ctx_.stream);
+    if (Tensor* db = dmix.bias[m]; db && m == 1 && d_.pair_probs_bias)
+      attention_bias_grad(dy, db->data(), d_.n, d_.heads * int64_t{plane_}, 1, ctx_.stream);
+    else if (db)
+      attention_head_sum(dy, db->data(), d_.n, d_.heads, plane_, ctx_.stream);
     rm_gemm(true, false, heads_, plane_, heads_, 1.f, mix(2 * m).data(), heads_, 0, dy, plane_, block, dx, plane_,
             block, images_);
   }
