@@ -447,7 +447,7 @@ void Importer::probs_scale(const onnx::NodeProto& n, int vi, const std::vector<f
 // pair of tokens ((heads, rows, cols), or (rows, cols) for every head: ConViT's gated positional
 // weights): the weights' mix bias (an identity mix where there was none).
 void Importer::probs_addend(const onnx::NodeProto& n, int vi, const View& v) {
-  Source& s = sources_[static_cast<size_t>(v.source)];
+  Source s = sources_[static_cast<size_t>(v.source)];  // a new source: the weights before it may be read too
   const std::vector<int64_t> d = dims_of(*constant(n.input(1 - vi)));
   const int axis = heads_axis(v);
   const int64_t h = s.heads, plane = s.rows * s.cols;
@@ -478,7 +478,10 @@ void Importer::probs_addend(const onnx::NodeProto& n, int vi, const View& v) {
       const int64_t from = head ? g : static_cast<int64_t>(b.size()) == plane ? e : g * plane + e;
       to[static_cast<size_t>(g * per + e)] += b[static_cast<size_t>(from)];
     }
-  views_[define(n)] = v;
+  sources_.push_back(std::move(s));
+  View out = v;
+  out.source = static_cast<int>(sources_.size() - 1);
+  views_[define(n)] = out;
 }
 
 // ReduceSum of attention weights over the keys, its Unsqueeze back, and the Div of the weights by
