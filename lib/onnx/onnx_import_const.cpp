@@ -591,6 +591,43 @@ TensorConst scatter_nd(const TensorConst& data, const TensorConst& idx, const Te
   return out;
 }
 
+// ScatterElements along axis (ConViT's offsets table built by slice assignments): each update
+// goes to its own position with the axis coordinate replaced by its index (negative from the end).
+TensorConst scatter_elements(const TensorConst& data, const TensorConst& idx, const TensorConst& upd, int64_t axis_in,
+                             const std::string& reduction) {
+  if (reduction != "none" && reduction != "add" && reduction != "mul")
+    refuse("reduction '" + reduction + "' (dltrain folds none, add and mul)");
+  const int64_t rank = static_cast<int64_t>(data.dims.size());
+  if (rank == 0 || idx.dims.size() != data.dims.size() || upd.dims != idx.dims)
+    refuse("indices of " + dims_text(idx.dims) + " and updates of " + dims_text(upd.dims) + " for data of " +
+           dims_text(data.dims) + " (the same rank, the updates the indices' shape)");
+  const int64_t axis = axis_of(axis_in, rank);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && idx.dims[static_cast<size_t>(d)] > data.dims[static_cast<size_t>(d)])
+      refuse("indices of " + dims_text(idx.dims) + " larger than the data " + dims_text(data.dims));
+  const std::vector<int64_t> from = strides_of(idx.dims), to = strides_of(data.dims);
+  const int64_t len = data.dims[static_cast<size_t>(axis)];
+  TensorConst out = data;
+  if (upd.type == TensorConst::kFloat) out.type = TensorConst::kFloat;
+  for (int64_t e = 0; e < idx.size(); ++e) {
+    int64_t at = 0, rest = e;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t c = rest / from[static_cast<size_t>(d)];
+      rest %= from[static_cast<size_t>(d)];
+      if (d == axis) {
+        const double i = idx.v[static_cast<size_t>(e)];
+        if (i < -len || i >= len) refuse("index " + std::to_string(static_cast<int64_t>(i)) + " is out of range");
+        c = static_cast<int64_t>(i < 0 ? i + len : i);
+      }
+      at += c * to[static_cast<size_t>(d)];
+    }
+    double& v = out.v[static_cast<size_t>(at)];
+    const double u = upd.v[static_cast<size_t>(e)];
+    v = reduction == "add" ? v + u : reduction == "mul" ? v * u : u;
+  }
+  return out;
+}
+
 TensorConst gather_nd(const TensorConst& data, const TensorConst& idx, int64_t batch_dims) {
   if (batch_dims != 0) refuse("batch_dims " + std::to_string(batch_dims) + " (dltrain folds batch_dims 0)");
   const NdIndex x = nd_index(data, idx);
@@ -745,10 +782,31 @@ const std::set<std::string>& unary_ops() {
 int64_t TensorConst::size() const { return static_cast<int64_t>(v.size()); }
 
 bool is_tensor_fold_op(const std::string& op) {
-  static const std::set<std::string> other{
-      "Cast",   "Gather",          "Reshape", "Transpose", "Unsqueeze", "Squeeze", "Concat",   "Slice",
-      "Expand", "ConstantOfShape", "Range",   "ScatterND", "MatMul",    "Where",   "Identity", "GatherND",
-      "Clip",   "Einsum",          "Gemm",    "Split",     "Tile",      "Conv",    "CumSum",   "Softmax"};
+  static const std::set<std::string> other{"Cast",
+                                           "Gather",
+                                           "Reshape",
+                                           "Transpose",
+                                           "Unsqueeze",
+                                           "Squeeze",
+                                           "Concat",
+                                           "Slice",
+                                           "Expand",
+                                           "ConstantOfShape",
+                                           "Range",
+                                           "ScatterND",
+                                           "ScatterElements",
+                                           "MatMul",
+                                           "Where",
+                                           "Identity",
+                                           "GatherND",
+                                           "Clip",
+                                           "Einsum",
+                                           "Gemm",
+                                           "Split",
+                                           "Tile",
+                                           "Conv",
+                                           "CumSum",
+                                           "Softmax"};
   return binary_ops().count(op) || unary_ops().count(op) || other.count(op);
 }
 
@@ -830,6 +888,8 @@ TensorConst tensor_fold(const std::string& op, const std::vector<const TensorCon
     return out;
   }
   if (op == "Range") return range(need(in, 0, "start"), need(in, 1, "limit"), need(in, 2, "delta"));
+  if (op == "ScatterElements")
+    return scatter_elements(need(in, 0, "data"), need(in, 1, "indices"), need(in, 2, "updates"), a.axis, a.reduction);
   if (op == "ScatterND")
     return scatter_nd(need(in, 0, "data"), need(in, 1, "indices"), need(in, 2, "updates"), a.reduction);
   if (op == "MatMul") return matmul(need(in, 0, "A"), need(in, 1, "B"));

@@ -137,7 +137,8 @@ TEST_CASE("constant folding: Gather, Reshape, Transpose, Unsqueeze, Squeeze, Con
   CHECK(x.v[5] == 2);
 }
 
-TEST_CASE("constant folding: ConstantOfShape, Range, ScatterND, GatherND, MatMul, Cast, Clip", "[onnx]") {
+TEST_CASE("constant folding: ConstantOfShape, Range, ScatterND, ScatterElements, GatherND, MatMul, Cast, Clip",
+          "[onnx]") {
   const TensorConst shape = ints({2}, {2, 3});
   TensorConst z = fold("ConstantOfShape", {&shape});
   CHECK(z.dims == std::vector<int64_t>{2, 3});
@@ -160,6 +161,18 @@ TEST_CASE("constant folding: ConstantOfShape, Range, ScatterND, GatherND, MatMul
   CHECK(row.v == std::vector<double>{1, 2, 3});
   const TensorConst far = ints({1, 2}, {2, 0});
   CHECK_THAT(refusal("ScatterND", {&sc, &far, &val}), Catch::Contains("index 2 is out of range"));
+  // ScatterElements along axis 1 (ConViT's offsets table, x[:, :, 2] = ...): out[i][idx[i][j]] =
+  // upd[i][j], index -1 the last column; along axis 0 with add.
+  TensorFoldAttrs cols;
+  cols.axis = 1;
+  const TensorConst eidx = ints({2, 2}, {2, 0, -1, 1}), eupd = floats({2, 2}, {7, 8, 9, 10});
+  CHECK(fold("ScatterElements", {&sc, &eidx, &eupd}, cols).v == std::vector<double>{8, 5, 7, 1, 10, 9});
+  TensorFoldAttrs rows_add;
+  rows_add.reduction = "add";
+  const TensorConst ridx = ints({1, 3}, {1, 0, 1}), rupd = floats({1, 3}, {100, 200, 300});
+  CHECK(fold("ScatterElements", {&sc, &ridx, &rupd}, rows_add).v == std::vector<double>{4, 205, 6, 101, 2, 303});
+  const TensorConst eout = ints({2, 2}, {3, 0, 0, 0});
+  CHECK_THAT(refusal("ScatterElements", {&sc, &eout, &eupd}, cols), Catch::Contains("index 3 is out of range"));
   // MatMul: (2, 2, 3) x (3, 2), a batch of two.
   const TensorConst a = floats({2, 2, 3}, {1, 0, 0, 0, 1, 0, 1, 1, 1, 2, 0, -1}),
                     b = floats({3, 2}, {1, 2, 3, 4, 5, 6});
