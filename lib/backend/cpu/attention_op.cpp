@@ -114,6 +114,7 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
       mixed_ = host_buffer(static_cast<size_t>(pass_probs()) * sizeof(float));
       temp_ = host_buffer(static_cast<size_t>(pass_probs()) * sizeof(float));
       mix_grad_buf_ = host_buffer(static_cast<size_t>(m_ * h * h) * sizeof(float));
+      bias_sums_.resize(static_cast<size_t>(m_ * h));
     }
     pad_.allocate();
     probs_ = host_buffer(static_cast<size_t>(pass_probs()) * sizeof(float));
@@ -236,7 +237,7 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
         }
       }
     } else if (db) {
-      std::vector<double> sums(static_cast<size_t>(m_ * h));
+      std::vector<double>& sums = bias_sums_;
 #pragma omp parallel for schedule(static)
       for (int64_t r = 0; r < m_ * h; ++r) {
         double sum = 0;
@@ -350,6 +351,7 @@ class CpuAttentionOp final : public AttentionOp, public ImplInfo {
   Tensor probs_, dp_buf_;                                     // a pass's P; dP, then dS
   Tensor dropped_;                                            // P * M (dropout only)
   Tensor mixed_, temp_, mix_grad_buf_;  // talking heads: A; S or dP, dL; a mix's gradient per image
+  std::vector<double> bias_sums_;       // talking heads: a mix bias's gradient per image and head
 };
 
 std::unique_ptr<AttentionOp> make(Backend& b, const AttentionDesc& d) {
