@@ -24,6 +24,17 @@
 //   backward: dx from x and dy (dx may be x or dy: each group is read before it is written) and
 //             dt[h] = s[h] sum over r of dy[r, h, :] . x[r, h, :] / max(|x[r, h, :]|, kEps) where
 //             t[h] < max_log_scale, else 0 (written, not accumulated).
+//
+// Rotary position embedding (RoPE: EVA-02's, LLaMA's; selfAttention's RotaryEmbedding) of the
+// queries or keys: n sequences of seq tokens, each token `heads` groups of `dim` channels. The
+// tokens from `prefix` on (those before it, a class token, are copied) rotate each pair (a, b)
+// of channels of every group, channels (2i, 2i + 1) (interleaved: timm's rot, EVA-02's) or
+// (i, i + dim / 2) (half: rotate_half, LLaMA's), by its row of the tables: with
+// c = cos[t - prefix, i], s = sin[t - prefix, i] (cos and sin (seq - prefix, dim / 2), any
+// values: a rotation where c^2 + s^2 = 1),
+//   forward:  y_a = a c - b s,   y_b = b c + a s,
+//   backward: dx_a = dy_a c + dy_b s,   dx_b = dy_b c - dy_a s   (the transposed rotation; dx may
+//             be dy, y may be x).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -37,6 +48,7 @@ class BatchBroadcastOp;
 class SpatialTransposeOp;
 class RowGatherOp;
 class HeadNormalizeOp;
+class RotaryOp;
 
 struct BatchBroadcastDesc {
   using Op = BatchBroadcastOp;
@@ -229,6 +241,56 @@ class HeadNormalizeOp {
                                  << (t.defined() ? t.numel() : 0) << ")");
   }
   HeadNormalizeDesc desc_;
+  Device device_;
+};
+
+struct RotaryDesc {
+  using Op = RotaryOp;
+  static constexpr const char* kOp = "rotary";
+  int64_t n = 1, seq = 1, heads = 1, dim = 2;
+  int64_t prefix = 0;  // tokens copied, not rotated
+  bool half = false;   // pairs (i, i + dim / 2), not (2i, 2i + 1)
+  int64_t numel() const { return n * seq * heads * dim; }
+  int64_t table_numel() const { return (seq - prefix) * (dim / 2); }
+};
+
+class RotaryOp {
+ public:
+  virtual ~RotaryOp() = default;
+  void forward(const Tensor& x, const Tensor& cos, const Tensor& sin, Tensor& y) {
+    check(x, desc_.numel(), "x");
+    check(y, desc_.numel(), "y");
+    check(cos, desc_.table_numel(), "cos");
+    check(sin, desc_.table_numel(), "sin");
+    do_run(x, cos, sin, y, false);
+  }
+  void backward(const Tensor& dy, const Tensor& cos, const Tensor& sin, Tensor& dx) {
+    check(dy, desc_.numel(), "dy");
+    check(dx, desc_.numel(), "dx");
+    check(cos, desc_.table_numel(), "cos");
+    check(sin, desc_.table_numel(), "sin");
+    do_run(dy, cos, sin, dx, true);
+  }
+  const RotaryDesc& desc() const { return desc_; }
+
+ protected:
+  RotaryOp(const RotaryDesc& d, Device device) : desc_(d), device_(device) {
+    DLT_CHECK(d.n >= 1 && d.seq >= 1 && d.heads >= 1 && d.dim >= 2 && d.dim % 2 == 0,
+              "rotary: sizes must be at least 1 and dim even (n " << d.n << ", seq " << d.seq << ", heads " << d.heads
+                                                                  << ", dim " << d.dim << ")");
+    DLT_CHECK(d.prefix >= 0 && d.prefix < d.seq,
+              "rotary: prefix " << d.prefix << " must leave tokens to rotate of " << d.seq);
+  }
+  // back: the transposed rotation (the backward).
+  virtual void do_run(const Tensor& x, const Tensor& cos, const Tensor& sin, Tensor& y, bool back) = 0;
+
+ private:
+  void check(const Tensor& t, int64_t numel, const char* what) const {
+    DLT_CHECK(t.defined() && t.device() == device_ && t.numel() == numel,
+              "rotary: " << what << " must be " << numel << " values on " << device_.str() << " (got "
+                         << (t.defined() ? t.numel() : 0) << ")");
+  }
+  RotaryDesc desc_;
   Device device_;
 };
 

@@ -1,6 +1,7 @@
 // The attention of selfAttention and windowAttention (attention_core.h).
 #include "layers/attention_core.h"
 
+#include <cmath>
 #include <string>
 
 #include "layers/layer_util.h"
@@ -52,6 +53,61 @@ std::vector<float> TalkingHeads::packed(const Param* p) {
 
 std::vector<std::string> TalkingHeads::names() { return {kMixNames, kMixNames + 4}; }
 
+Rotary::Rotary(const LayerSpec& spec) {
+  const std::string mode = spec.get_choice("RotaryEmbedding", "none", {"none", "interleaved", "half"});
+  on_ = mode != "none";
+  if (!on_) {
+    for (const char* o : {"RotaryPrefixTokens", "RotaryBase", "RotaryGrid"})
+      if (spec.has(o))
+        throw ConfigError(spec.where() + "option " + o + " needs RotaryEmbedding interleaved or half (it is none)");
+    return;
+  }
+  half_ = mode == "half";
+  prefix_ = spec.get_int("RotaryPrefixTokens", 0, 0);
+  base_ = spec.get_double("RotaryBase", 10000.0);
+  if (!(base_ > 1.0) || !std::isfinite(base_))
+    throw ConfigError(spec.where() + "option RotaryBase must be a number above 1");
+  if (spec.has("RotaryGrid")) grid_ = spec.get_ints("RotaryGrid", {}, 2, 1);
+}
+
+void Rotary::add_states(std::vector<State>& states, const LayerSpec& spec, int64_t seq, int64_t key_dim) const {
+  if (!on_) return;
+  const int64_t tokens = seq - prefix_;
+  if (tokens < 1)
+    throw ConfigError(spec.where() + "RotaryPrefixTokens (" + std::to_string(prefix_) + ") leaves no token of " +
+                      std::to_string(seq) + " to rotate");
+  if (key_dim % 2 != 0)
+    throw ConfigError(spec.where() + "RotaryEmbedding rotates pairs of channels: each head's " +
+                      std::to_string(key_dim) + " key channels must be even");
+  if (!grid_.empty() && (grid_[0] * grid_[1] != tokens || key_dim % 4 != 0))
+    throw ConfigError(spec.where() + "RotaryGrid [" + std::to_string(grid_[0]) + " " + std::to_string(grid_[1]) +
+                      "] must cover the " + std::to_string(tokens) +
+                      " rotated tokens, with each head's key channels a multiple of 4 (they are " +
+                      std::to_string(key_dim) + ")");
+  for (const char* name : {"RotaryCos", "RotarySin"})
+    states.push_back(State{name, Shape{tokens, key_dim / 2}, 0.f, {}});
+}
+
+void Rotary::fill(State* s) const {
+  const int64_t tokens = s[0].shape[0], pairs = s[0].shape[1];
+  Tensor c(s[0].shape), sn(s[1].shape);
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t i = 0; i < pairs; ++i) {
+      double angle;
+      if (grid_.empty()) {
+        angle =
+            static_cast<double>(t) * std::pow(base_, -2.0 * static_cast<double>(i) / static_cast<double>(2 * pairs));
+      } else {
+        const int64_t q = pairs / 2, pos = i < q ? t / grid_[1] : t % grid_[1];
+        angle = static_cast<double>(pos) * std::pow(base_, -static_cast<double>(i % q) / static_cast<double>(q));
+      }
+      c.data()[t * pairs + i] = static_cast<float>(std::cos(angle));
+      sn.data()[t * pairs + i] = static_cast<float>(std::sin(angle));
+    }
+  s[0].value.copy_from(c);
+  s[1].value.copy_from(sn);
+}
+
 void AttentionCore::add_params(std::vector<Param>& params, const Param& weight, const Param& bias,
                                const AttentionSizes& s) {
   // (name, rows, columns) of each projection's weights; its bias has `rows` values.
@@ -78,7 +134,8 @@ void AttentionCore::add_params(std::vector<Param>& params, const Param& weight, 
 }
 
 void AttentionCore::setup(Backend& be, const AttentionSizes& s, int64_t sequences, int64_t seq, bool causal,
-                          float dropout, int64_t bias_n, bool mixed, bool cosine, const TalkingHeads* talking) {
+                          float dropout, int64_t bias_n, bool mixed, bool cosine, const TalkingHeads* talking,
+                          const Rotary* rotary) {
   be_ = &be;
   const int64_t rows = sequences * seq;
   fc_[0] = be.make(FcDesc{rows, s.c, s.key, false, mixed});
@@ -110,6 +167,10 @@ void AttentionCore::setup(Backend& be, const AttentionSizes& s, int64_t sequence
   dx_part_ = s.value == s.c ? act_[3] : Tensor(Shape{rows, s.c}, be.device());
   norm_[0].reset();
   norm_[1].reset();
+  rotary_.reset();
+  DLT_CHECK(!(cosine && rotary && rotary->on()), "attention: cosine attention with a rotary embedding");
+  if (rotary && rotary->on())
+    rotary_ = be.make(RotaryDesc{sequences, seq, s.heads, s.key / s.heads, rotary->prefix(), rotary->half()});
   if (!cosine) return;
   // dK takes the normalized K's place, the raw K's gradient the raw K's (head normalize may
   // write dx over x).
@@ -123,6 +184,10 @@ void AttentionCore::setup(Backend& be, const AttentionSizes& s, int64_t sequence
 void AttentionCore::forward(const Tensor& x, Tensor& y, Param* params, bool dropout, uint64_t dropout_key,
                             const Param* logit) {
   for (int i = 0; i < 3; ++i) fc_[i]->forward(x, params[i].value, params[4 + i].value, act_[i]);
+  if (rotary_) {  // Q and K rotated in place: the attention's backward reads them so
+    DLT_CHECK(rot_cos_ && rot_sin_, "attention: a rotary embedding without its tables (set_rotary)");
+    for (int i = 0; i < 2; ++i) rotary_->forward(act_[i], *rot_cos_, *rot_sin_, act_[i]);
+  }
   const bool cosine = norm_[0] != nullptr;
   if (cosine) {
     DLT_CHECK(logit, "attention: cosine attention without its logit scale");
@@ -149,6 +214,8 @@ void AttentionCore::backward(const Tensor& x, Tensor& dy, Tensor* dx, Param* par
     norm_[0]->backward(act_[0], logit->value, grad_[0], grad_[0], logit->frozen() ? nullptr : &logit->grad);
   } else {
     attention_->backward(act_[0], act_[1], act_[2], grad_[3], grad_[0], grad_[1], grad_[2], dbias, dmix);
+    if (rotary_)  // the rotated Q's and K's gradients rotated back, in place
+      for (int i = 0; i < 2; ++i) rotary_->backward(grad_[i], *rot_cos_, *rot_sin_, grad_[i]);
   }
   for (int i = 0; i < 3; ++i) update_grads(i, x, grad_[i], params);
   if (!dx) return;

@@ -52,6 +52,35 @@ class TalkingHeads {
   Param templates_[4];
 };
 
+// RotaryEmbedding interleaved / half (dltrain's own option of selfAttention; MATLAB's layers
+// have none): rotary position embedding (RoPE; EVA-02's, LLaMA's) of the queries and keys after
+// their projections (backend/token_ops.h's rotary: pairs (2i, 2i + 1) or (i, i + d / 2) of each
+// head's d channels), the tokens before RotaryPrefixTokens (a class token) left as they are. The
+// angles' cosines and sines are two states of the layer, RotaryCos and RotarySin (S -
+// RotaryPrefixTokens, d / 2), saved with the model and not trained; a new layer fills them as
+// RoFormer and LLaMA do, token t's pair i at t RotaryBase^(-2i / d) (RotaryBase 10000), or with
+// RotaryGrid [H W] (the tokens a row-major H x W grid) axially: the first half of the pairs at
+// row y, the second at column x, pair i of a half at y (or x) RotaryBase^(-i / (d / 4)). An
+// imported network's are the file's.
+class Rotary {
+ public:
+  explicit Rotary(const LayerSpec& spec);
+  bool on() const { return on_; }
+  bool half() const { return half_; }
+  int64_t prefix() const { return prefix_; }
+  // Appends the two states (when on) for seq tokens and heads of key_dim channels; throws
+  // ConfigError where they do not fit.
+  void add_states(std::vector<State>& states, const LayerSpec& spec, int64_t seq, int64_t key_dim) const;
+  // The default angles' cosines and sines into the two states s[0], s[1].
+  void fill(State* s) const;
+
+ private:
+  bool on_ = false, half_ = false;
+  int64_t prefix_ = 0;
+  double base_ = 10000;
+  std::vector<int64_t> grid_;
+};
+
 struct AttentionSizes {
   int64_t heads = 1, key = 1, value = 1, out = 1, c = 1;  // c: the input's channels
 };
@@ -64,8 +93,15 @@ class AttentionCore {
 
   // `sequences` sequences of `seq` tokens; bias_n as AttentionDesc's (0: none).
   void setup(Backend& be, const AttentionSizes& s, int64_t sequences, int64_t seq, bool causal, float dropout,
-             int64_t bias_n, bool mixed, bool cosine = false, const TalkingHeads* talking = nullptr);
+             int64_t bias_n, bool mixed, bool cosine = false, const TalkingHeads* talking = nullptr,
+             const Rotary* rotary = nullptr);
   AttentionOp& attention() { return *attention_; }
+  // The rotary embedding's tables (a setup with rotary on): read by every forward and backward
+  // until set again (the tensors must outlive them).
+  void set_rotary(const Tensor& cos, const Tensor& sin) {
+    rot_cos_ = &cos;
+    rot_sin_ = &sin;
+  }
   // y (rows, out) from x (rows, c); dropout_key: the training forward's mask (0: no dropout).
   // logit: the cosine attention's LogitScale (required with cosine, else ignored).
   void forward(const Tensor& x, Tensor& y, Param* params, bool dropout, uint64_t dropout_key,
@@ -86,6 +122,8 @@ class AttentionCore {
   std::unique_ptr<FcOp> fc_[4];  // Q, K, V, output projections
   std::unique_ptr<AttentionOp> attention_;
   std::unique_ptr<HeadNormalizeOp> norm_[2];  // cosine: Q (with the logit scale) and K
+  std::unique_ptr<RotaryOp> rotary_;          // rotary: Q and K rotated in place
+  const Tensor *rot_cos_ = nullptr, *rot_sin_ = nullptr;
   Tensor unit_[2];                            // cosine: the normalized Q and K the attention reads
   Tensor act_[4];   // Q, K, V, A = attention(Q, K, V) (rows, channels), kept for backward
   Tensor grad_[4];  // their gradients (dK, dV, dA in K's, V's, A's storage)

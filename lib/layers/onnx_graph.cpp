@@ -43,7 +43,7 @@ std::string OnnxGraph::tokens_linear(const std::string& out, const std::string& 
 std::string OnnxGraph::attention(const std::string& out, const std::string& q, const std::string& k,
                                  const std::string& v, int64_t heads, int64_t seq_q, int64_t seq_kv, int64_t key_dim,
                                  int64_t value_dim, float scale, bool causal, const std::vector<float>* bias,
-                                 const std::vector<float>* mix) {
+                                 const std::vector<float>* mix, const OnnxRotary* rotary) {
   const std::string in[3] = {q, k, v};
   const char* part[3] = {"_q", "_k", "_v"};
   const int64_t seq[3] = {seq_q, seq_kv, seq_kv}, dim[3] = {key_dim, key_dim, value_dim};
@@ -52,8 +52,10 @@ std::string OnnxGraph::attention(const std::string& out, const std::string& q, c
     const std::string p = out + part[i];
     add_ints(p + "_heads_shape", {4}, {0, seq[i], heads, dim[i]});
     add_node("Reshape", p + "_split", {in[i], p + "_heads_shape"}, p + "_heads");
+    std::string x = p + "_heads";
+    if (rotary && i < 2) x = rotate(p, x, *rotary, seq[i], dim[i]);
     const std::vector<int64_t> perm = i == 1 ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3};
-    add_node("Transpose", p + "_transpose", {p + "_heads"}, p + "_t", {OnnxAttr("perm", perm)});
+    add_node("Transpose", p + "_transpose", {x}, p + "_t", {OnnxAttr("perm", perm)});
     head[i] = p + "_t";
   }
   add_node("MatMul", out + "_qk", {head[0], head[1]}, out + "_qk");
@@ -111,6 +113,47 @@ std::string OnnxGraph::attention(const std::string& out, const std::string& q, c
   add_ints(out + "_merged_shape", {3}, {0, seq_q, heads * value_dim});
   add_node("Reshape", out + "_merged", {out + "_pv_t", out + "_merged_shape"}, out);
   return out;
+}
+
+std::string OnnxGraph::rotate(const std::string& p, const std::string& x, const OnnxRotary& r, int64_t seq,
+                              int64_t dim) {
+  const int64_t pairs = dim / 2, apart = r.half ? pairs : 1, step = r.half ? 1 : 2, tokens = seq - r.prefix;
+  if (r.prefix < 0 || tokens < 1 || static_cast<int64_t>(r.cos.size()) != tokens * pairs ||
+      r.sin.size() != r.cos.size())
+    throw ModelError(path() + ": " + p + ": rotary tables do not match " + std::to_string(seq) + " tokens");
+  std::vector<float> rot(static_cast<size_t>(dim * dim), 0.f), c(static_cast<size_t>(tokens * dim)),
+      s(static_cast<size_t>(tokens * dim));
+  for (int64_t i = 0; i < pairs; ++i) {  // rot(x)_a = -x_b, rot(x)_b = x_a as x R
+    const int64_t a = i * step, b = a + apart;
+    rot[static_cast<size_t>(b * dim + a)] = -1.f;
+    rot[static_cast<size_t>(a * dim + b)] = 1.f;
+    for (int64_t t = 0; t < tokens; ++t)
+      for (int64_t ch : {a, b}) {
+        const size_t from = static_cast<size_t>(t * pairs + i), to = static_cast<size_t>(t * dim + ch);
+        c[to] = r.cos[from];
+        s[to] = r.sin[from];
+      }
+  }
+  std::string in = x;
+  if (r.prefix > 0) {  // the tokens from the prefix on, rotated, joined behind the others
+    add_ints(p + "_rot_axis", {1}, {1});
+    add_ints(p + "_rot_zero", {1}, {0});
+    add_ints(p + "_rot_first", {1}, {r.prefix});
+    add_ints(p + "_rot_end", {1}, {seq});
+    add_node("Slice", p + "_prefix", {x, p + "_rot_zero", p + "_rot_first", p + "_rot_axis"}, p + "_prefix");
+    add_node("Slice", p + "_rest", {x, p + "_rot_first", p + "_rot_end", p + "_rot_axis"}, p + "_rest");
+    in = p + "_rest";
+  }
+  add_floats(p + "_rot", {dim, dim}, rot);
+  add_floats(p + "_cos", {tokens, 1, dim}, c);
+  add_floats(p + "_sin", {tokens, 1, dim}, s);
+  add_node("MatMul", p + "_rotate", {in, p + "_rot"}, p + "_rotated");
+  add_node("Mul", p + "_times_cos", {in, p + "_cos"}, p + "_x_cos");
+  add_node("Mul", p + "_times_sin", {p + "_rotated", p + "_sin"}, p + "_rot_sin");
+  add_node("Add", p + "_rope", {p + "_x_cos", p + "_rot_sin"}, p + "_rope");
+  if (r.prefix == 0) return p + "_rope";
+  add_node("Concat", p + "_joined", {p + "_prefix", p + "_rope"}, p + "_joined", {OnnxAttr("axis", int64_t{1})});
+  return p + "_joined";
 }
 
 std::string OnnxGraph::channel_attention(const std::string& out, const std::string& q, const std::string& k,

@@ -51,6 +51,14 @@ struct OnnxAttr {
 };
 
 // Export: the graph being written (lib/onnx/onnx_export.cpp).
+// A rotary embedding's form for OnnxGraph::attention: the pairs' layout (half: (i, i + d / 2),
+// else (2i, 2i + 1)), the tokens before `prefix` not rotated, cos and sin (S - prefix, d / 2).
+struct OnnxRotary {
+  bool half = false;
+  int64_t prefix = 0;
+  std::vector<float> cos, sin;
+};
+
 class OnnxGraph {
  public:
   virtual ~OnnxGraph() = default;
@@ -88,10 +96,15 @@ class OnnxGraph {
   // as the attention op's reference has them (scores' weights (H, H), bias (H), probabilities'
   // weights, bias): the scores transposed to (N, Sq, Skv, H), MatMul by the transposed weights,
   // Add of the bias, transposed back (PyTorch's Linear over the heads, CaiT's form), before the
-  // mask; the probabilities likewise after the Softmax. Returns `out`.
+  // mask; the probabilities likewise after the Softmax. rotary (not null; seq_q = seq_kv): the
+  // heads of q and k (N, S, H, dk) rotated before their transposes, x * C + (x R) * S with R the
+  // (dk, dk) signed permutation of the pairs (MatMul) and C, S (S - prefix, 1, dk) the tables spread to
+  // both channels of each pair; the prefix tokens Sliced off first and joined in front again
+  // (Concat). Returns `out`.
   std::string attention(const std::string& out, const std::string& q, const std::string& k, const std::string& v,
                         int64_t heads, int64_t seq_q, int64_t seq_kv, int64_t key_dim, int64_t value_dim, float scale,
-                        bool causal, const std::vector<float>* bias = nullptr, const std::vector<float>* mix = nullptr);
+                        bool causal, const std::vector<float>* bias = nullptr, const std::vector<float>* mix = nullptr,
+                        const OnnxRotary* rotary = nullptr);
   // channel_attention(): attention across the channels of token sequences q, k and v (N, S, H * d):
   // q and v reshaped into H heads and transposed to (N, H, d, S), k to (N, H, S, d), MatMul (Q^T K),
   // Mul by scale, Softmax, MatMul by V^T, the result (N, H, d, S) transposed to (N, S, H, d) and
@@ -116,6 +129,8 @@ class OnnxGraph {
   OnnxValue tokens_image(const std::string& out, const std::string& tokens, const Shape& shape);
 
  private:
+  // The rotary embedding of heads x (N, S, H, dim) (attention's form); returns the rotated value.
+  std::string rotate(const std::string& p, const std::string& x, const OnnxRotary& r, int64_t seq, int64_t dim);
   std::set<std::string> flattened_;     // the values flat() has written a Flatten of
   std::set<std::string> pixel_tokens_;  // the images pixel_tokens() has made tokens of
 };

@@ -16,6 +16,8 @@
 // TalkingHeads true (dltrain's own; attention_core.h): CaiT's talking-heads attention, the
 // scores and the probabilities mixed across the heads by learnable (NumHeads, NumHeads) weights
 // and biases (after the ScoreBias in the learnables' order).
+// RotaryEmbedding interleaved / half (dltrain's own; attention_core.h): rotary position
+// embedding of the queries and keys (EVA-02's), its tables the states RotaryCos and RotarySin.
 // An image (SSCB, H x W x C) is taken too (dltrain's own: PVT's and SegFormer's attention over
 // the pixels of a feature map): its pixels in row order are the tokens, the same memory as
 // (H W, 1, C), and the output is an H x W x OutputSize image.
@@ -32,7 +34,7 @@ namespace {
 
 class SelfAttentionLayer final : public Layer {
  public:
-  explicit SelfAttentionLayer(const LayerSpec& spec) : Layer(spec), talking_(spec_) {
+  explicit SelfAttentionLayer(const LayerSpec& spec) : Layer(spec), talking_(spec_), rotary_(spec_) {
     heads_ = spec_.get_int("NumHeads", 0, 1);
     if (heads_ == 0) throw ConfigError(spec.where() + "option NumHeads is required (e.g. NumHeads: 3)");
     key_ = spec_.get_int("NumKeyChannels", 0, 1);
@@ -74,18 +76,26 @@ class SelfAttentionLayer final : public Layer {
       params_.push_back(b);
     }
     talking_.add_params(params_, heads_, s_, s_);
+    states_.clear();
+    rotary_.add_states(states_, spec_, s_, key_ / heads_);
     return Shape{in[0], in[1], out_};
+  }
+
+  void init_params(Rng& rng) override {
+    Layer::init_params(rng);
+    if (rotary_.on()) rotary_.fill(states_.data());
   }
 
   void setup(int64_t n, Backend& be) override {
     core_.setup(be, sizes(), n, s_, causal_, static_cast<float>(dropout_), score_bias_ ? 1 : 0, mixed_, false,
-                &talking_);
+                &talking_, &rotary_);
   }
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
     const bool drop = ctx.training && dropout_ > 0;
     if (score_bias_) core_.attention().set_bias(params_[8].value);
     if (talking_.on()) talking_.set(core_.attention(), mix_params());
+    if (rotary_.on()) core_.set_rotary(states_[0].value, states_[1].value);
     core_.forward(*x[0], y, params_.data(), drop, drop ? dropout_key(ctx) : 0);
   }
 
@@ -122,8 +132,12 @@ class SelfAttentionLayer final : public Layer {
     d.key_dim = key_ / heads_;
     const std::vector<float> bias = score_bias_ ? host_values(params_[8].value) : std::vector<float>{};
     const std::vector<float> mix = talking_.on() ? TalkingHeads::packed(mix_params()) : std::vector<float>{};
+    OnnxRotary rot;
+    if (rotary_.on())
+      rot = OnnxRotary{rotary_.half(), rotary_.prefix(), host_values(states_[0].value), host_values(states_[1].value)};
     g.attention(n + "_heads", proj[0], proj[1], proj[2], heads_, s_, s_, key_ / heads_, value_ / heads_,
-                d.scale_or_default(), causal_, score_bias_ ? &bias : nullptr, talking_.on() ? &mix : nullptr);
+                d.scale_or_default(), causal_, score_bias_ ? &bias : nullptr, talking_.on() ? &mix : nullptr,
+                rotary_.on() ? &rot : nullptr);
     const std::string y = image ? n + "_tokens" : n;
     g.tokens_linear(y, n + "_heads", host_values(params_[3].value), out_, value_, host_values(params_[7].value));
     return image ? g.tokens_image(n, y, out) : OnnxValue{n, out, false};
@@ -154,6 +168,7 @@ class SelfAttentionLayer final : public Layer {
   double dropout_ = 0;       // DropoutProbability: on the attention weights, in training
   Param weight_, bias_, scores_;
   TalkingHeads talking_;  // TalkingHeads: the head mixes, after the ScoreBias in params_
+  Rotary rotary_;         // RotaryEmbedding: its tables states_[0] (cos) and [1] (sin)
   AttentionCore core_;
 };
 

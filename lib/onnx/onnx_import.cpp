@@ -64,8 +64,8 @@ void Importer::constant_node(const onnx::NodeProto& n) {
 
 // The layer operators that read token sequences (the rest reads images or (N, C) values).
 bool reads_tokens(const std::string& op) {
-  for (const char* o : {"LayerNormalization", "Add", "Sum", "Relu", "Gelu", "Sigmoid", "Tanh", "Swish", "HardSwish",
-                        "HardSigmoid", "LeakyRelu", "Elu", "Clip", "Dropout"})
+  for (const char* o : {"LayerNormalization", "Add", "Sum", "Mul", "Relu", "Gelu", "Sigmoid", "Tanh", "Swish",
+                        "HardSwish", "HardSigmoid", "LeakyRelu", "Elu", "Clip", "Dropout"})
     if (op == o) return true;
   return false;
 }
@@ -83,7 +83,7 @@ class NodeReader final : public OnnxNodeReader {
     OnnxValue v = im_.value(n_, i, absorb_pad, false, allow_channels_last);
     if (v.tokens && !reads_tokens(n_.op_type()))
       fail("its input '" + n_.input(i) +
-           "' is a token sequence (N, S, C); dltrain reads tokens in LayerNormalization, Add, the activations, "
+           "' is a token sequence (N, S, C); dltrain reads tokens in LayerNormalization, Add, Mul, the activations, "
            "Dropout, MatMul by a constant and the attention's operators");
     return v;
   }

@@ -172,6 +172,7 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
       for (size_t o = 0; o < b.size(); ++o) bias[o] = beta * b[o];
     }
     View v = view_of(n, 0);
+    if (rotation_matmul(n, v, w, in, k)) return;
     const Source::Kind kind = sources_[static_cast<size_t>(v.source)].kind;
     if (kind == Source::kScores || kind == Source::kProbs) return head_mix(n, v, w, in, k);
     if (token_range(v)) {  // a projection of some of the tokens (PiT's class token): their tokenSlice
@@ -258,12 +259,21 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
                   " with an L2-normalized operand; dltrain reads normalized operands only as XCiT's attention across "
                   "channels: Q^T K with both Q and K divided by their norms over the tokens");
     if (!(q && k) && qt && kc && qt->leading == kc->leading && qt->heads == kc->heads && qt->dim == kc->dim &&
-        sa.rows == sb.rows)
+        sa.rows == sb.rows) {
+      if (a.rotary >= 0 || b.rotary >= 0 || a.rot || b.rot)
+        fail(n, "rotates the operands of attention across channels; dltrain reads a rotary embedding in Q K^T");
       return scores(*qt, *kc, qt->dim, qt->dim, true);
+    }
     if (!q || !k || q->leading != k->leading || q->heads != k->heads || q->dim != k->dim)
       fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) +
                   ", which dltrain does not read as the scores Q K^T of heads of projected tokens");
-    return scores(*q, *k, sa.rows, sb.rows, false);
+    const int rot = sa.rows == sb.rows ? scores_rotary(n, a, b, q->col, k->col, q->dim, q->step, sa.rows) : -1;
+    if (sa.rows != sb.rows && (a.rotary >= 0 || b.rotary >= 0 || a.rot || b.rot))
+      fail(n, "rotates the operands of cross-attention (" + std::to_string(sa.rows) + " queries, " +
+                  std::to_string(sb.rows) + " keys); dltrain reads a rotary embedding in self-attention");
+    scores(*q, *k, sa.rows, sb.rows, false);
+    sources_.back().rotary = rot;
+    return;
   }
   if (sa.kind == Source::kProbs && proj_b) {  // softmax times V (across channels: the weights times V^T)
     const bool channel = sa.channel;
@@ -273,8 +283,8 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
                              a.scale == 1 && (sa.rows == 1 || a.strides[a.dims.size() - 2] == sa.cols);
     // the output's rows: the queries, or (across channels) the tokens V and Q share
     const int64_t rows = channel ? sources_[static_cast<size_t>(sa.q)].rows : sa.rows;
-    if (!v || !probs_whole || b.scale != 1 || b.unit_stride || v->leading != lead || v->heads != sa.heads ||
-        (channel ? sb.rows != rows || v->dim != sa.cols : sb.rows != sa.cols))
+    if (!v || !probs_whole || b.scale != 1 || b.unit_stride || b.rot || b.rotary >= 0 || v->leading != lead ||
+        v->heads != sa.heads || (channel ? sb.rows != rows || v->dim != sa.cols : sb.rows != sa.cols))
       fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) + ", which dltrain does not read as the " +
                   (channel ? "weights across channels times the heads of V transposed"
                            : "attention weights times the heads of V"));
@@ -700,6 +710,10 @@ int Importer::attention_layer(const onnx::NodeProto& n, int heads) {
     if (t.empty()) t.assign(static_cast<size_t>(a.heads), 1.f);
     add_param(s.name, "Temperature", Shape{a.heads}, std::move(t));
   }
+  if (a.rotary >= 0)
+    fail(n,
+         "reads a rotary embedding's attention without an output projection of its heads or with Q, K and V "
+         "not all columns of projections of one token sequence; dltrain reads it as one selfAttention layer");
   if (a.channel && (!a.mix[0].empty() || !a.mix[1].empty()))
     fail(n, "mixes the heads of attention across channels; dltrain's channelAttention has no talking heads");
   talking_heads(s, a);
@@ -761,6 +775,7 @@ void Importer::attention(const onnx::NodeProto& n, const View& heads, const std:
     add_param(name, "ScoreBias", Shape{a.heads, a.rows, a.rows}, std::move(b));
   }
   talking_heads(s, a);
+  rotary_options(s, a);
   const Value y = tokens_like(x, name, out);
   View r = heads;
   r.source = tokens_source(y);

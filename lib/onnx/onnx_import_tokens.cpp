@@ -125,7 +125,7 @@ Importer::View Importer::view_of(const onnx::NodeProto& n, int i) {
 
 bool Importer::reads_as_tokens(const View& v) const {
   const Source& s = sources_[static_cast<size_t>(v.source)];
-  if (v.unit_stride) return false;
+  if (v.unit_stride || v.rot || v.rotary >= 0) return false;
   if (token_range(v)) return true;
   return (s.kind == Source::kTokens || s.kind == Source::kProjection || s.kind == Source::kHeads) &&
          v.dims.size() == 3 && v.dims[0] == 1 && row_dim(v, s.rows, s.cols) >= -1 && v.scale == 1;
@@ -236,6 +236,11 @@ bool Importer::token_node(const onnx::NodeProto& n) {
   // Concat of token sequences (a flattened image's pixels are tokens to it): the class token
   // (DeiT: and the distillation token) in front of the sequence (PiT: of a feature map's
   // pixels), or computed sequences joined (PiT's projected class token and its pooled map).
+  if (op == "Concat" && (rotation_pairs(n) || rotary_concat(n))) return true;
+  if (op == "Add" && n.input_size() == 2 && rotary_terms_.count(n.input(0)) && rotary_terms_.count(n.input(1))) {
+    rotary_sum(n);
+    return true;
+  }
   if (op == "Concat" && n.input_size() >= 2) {
     const int last = n.input_size() - 1;
     bool leading = true, computed = true, any = false;
@@ -260,6 +265,16 @@ bool Importer::token_node(const onnx::NodeProto& n) {
   if (view_norm(n) || view_row_sum(n)) return true;
   const bool view0 = has_view(n, 0), view1 = has_view(n, 1);
   if (!view0 && !view1 && !is_tokens(0) && !is_tokens(1)) return false;
+  if (op == "Neg" && view0) {  // rot(x)'s negated half: the view times -1
+    View out = views_.at(n.input(0));
+    out.scale = -out.scale;
+    views_[define(n)] = out;
+    return true;
+  }
+  if (op == "Cast" && view0 && attr_int(n, "to", 0) == onnx::TensorProto::FLOAT) {
+    views_[define(n)] = views_.at(n.input(0));
+    return true;
+  }
   if (op == "Shape") {
     const View v = view_of(n, 0);
     set_ints(n, shape_slice(v.dims, attr_int(n, "start", 0), attr_int(n, "end", INT64_MAX)));
@@ -301,6 +316,7 @@ bool Importer::token_node(const onnx::NodeProto& n) {
     // projection) is a layer on the tokens, not a scale of an attention operand.
     const View& v = views_.at(n.input(view0 ? 0 : 1));
     if (reads_as_tokens(v) && need_floats(n, view0 ? 1 : 0, "scale").size() > 1) return false;
+    if (op == "Mul" && rotary_term(n, view0 ? 0 : 1)) return true;
     view_scale(n, view0 ? 0 : 1);
     return true;
   }
@@ -618,6 +634,7 @@ void Importer::view_add(const onnx::NodeProto& n, int vi) {
   const View v = views_.at(n.input(vi));
   Source& s = sources_[static_cast<size_t>(v.source)];
   if (v.unit_stride) fail(n, "adds a constant to an L2-normalized attention operand");
+  if (v.rot || v.rotary >= 0) fail(n, "adds a constant to a rotated attention operand");
   if (head_mix_bias(n, vi, v)) return;
   if (s.kind == Source::kScores) return scores_addend(n, vi, v);
   if (s.kind == Source::kProbs && !s.channel) return probs_addend(n, vi, v);

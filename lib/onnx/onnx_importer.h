@@ -375,6 +375,16 @@ class Importer {
     // (heads; the probabilities' may be (heads, rows, cols): ConViT's positional attention);
     // empty: none. The scores' mix takes the scale of the scores it read (scale).
     std::vector<float> mix[2], mix_bias[2];
+    // A rotary embedding of Q and K (rotaries_; -1: none).
+    int rotary = -1;
+  };
+  // A rotary embedding read off an attention operand (EVA-02's x * cos + rot(x) * sin): the
+  // pairs' layout, a head's channels, the source row of the first rotated token and the column
+  // of the first head, cos and sin (tokens, dim / 2).
+  struct Rotary {
+    bool half = false;
+    int64_t dim = 0, first_row = 0, col = 0;
+    std::vector<float> cos, sin;
   };
   // Element (i0, i1, ...) of the ONNX value is source[offset + sum(i_j * strides[j])], times scale.
   // unit_stride (not 0): divided by the L2 norm of the vector along the source stride unit_stride
@@ -385,6 +395,17 @@ class Importer {
     int64_t offset = 0;
     double scale = 1;
     int64_t unit_stride = 0;
+    // rot 1 / 2: the elements of rot(x) instead of x, its pairs (2i, 2i + 1) / (i, i + d / 2) of
+    // the d = dims.back() channels on the last axis (for rot 1 the last two (d / 2, 2) until a
+    // Reshape merges them); rotary (not -1): rotated by rotaries_[rotary], an attention's Q or K.
+    int rot = 0;
+    int rotary = -1;
+  };
+  // Mul of a rotary view by a table (tokens, dim) not yet added to its partner.
+  struct RotaryTerm {
+    View v;
+    int tokens_axis = 0;
+    std::vector<float> table;
   };
 
  private:
@@ -407,6 +428,17 @@ class Importer {
   void view_scale(const onnx::NodeProto& n, int vi);
   void view_softmax(const onnx::NodeProto& n, const View& v);
   bool view_norm(const onnx::NodeProto& n);
+  // The rotary embedding's parts (onnx_import_rotary.cpp): rot(x) from Slices, Neg and a Concat
+  // (or a MatMul by its signed permutation), the products with the tables, their sum, the prefix
+  // tokens joined in front, and the check at Q K^T.
+  bool rotation_pairs(const onnx::NodeProto& n);
+  bool rotation_matmul(const onnx::NodeProto& n, const View& v, const std::vector<float>& w, int64_t in, int64_t out);
+  bool rotary_term(const onnx::NodeProto& n, int vi);
+  void rotary_sum(const onnx::NodeProto& n);
+  bool rotary_concat(const onnx::NodeProto& n);
+  int scores_rotary(const onnx::NodeProto& n, const View& q, const View& k, int64_t q_col, int64_t k_col,
+                    int64_t key_dim, int64_t q_step, int64_t rows);
+  void rotary_options(LayerSpec& spec, const Source& a);
   void scores_temperature(const onnx::NodeProto& n, int vi, const std::vector<float>& t);
   void scores_addend(const onnx::NodeProto& n, int vi, const View& v);
   bool heads_last(const View& v) const;
@@ -745,6 +777,8 @@ class Importer {
   std::set<std::string> column_major_;  // flat images of swapped ones
   int64_t exported_batch_ = 0;          // the graph input's fixed batch (0: symbolic)
   std::map<std::string, View> views_;
+  std::vector<Rotary> rotaries_;
+  std::map<std::string, RotaryTerm> rotary_terms_;
   // F.normalize on a view: ReduceL2 over its last axis (Clip, Expand) -> the view it normalizes
   std::map<std::string, std::string> norms_;
   // ReduceSum of attention weights over the keys (then Unsqueeze of its last axis): the weights'

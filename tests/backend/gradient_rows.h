@@ -377,6 +377,18 @@ inline GradientRow head_normalize(std::string name, HeadNormalizeDesc d) {
           }};
 }
 
+// x with fixed tables (any values: not only a rotation's), whose gradients the op does not give.
+inline GradientRow rotary(std::string name, RotaryDesc d) {
+  Rng rng(151);
+  const Vec c = random_vec(d.table_numel(), rng, -1.5, 1.5), s = random_vec(d.table_numel(), rng, -1.5, 1.5);
+  return {
+      "rotary " + name,
+      RotaryDesc::kOp,
+      {random_vec(d.numel(), rng, -2.0, 2.0)},
+      [d, c, s](const std::vector<Vec>& in) { return ref::rotary(d, in[0], c, s); },
+      [d, c, s](const std::vector<Vec>&, const Vec& dy) { return std::vector<Vec>{ref::rotary(d, dy, c, s, true)}; }};
+}
+
 // Q and K in [-2, 2) (a softmax far from uniform). With d.dropout: one fixed mask; with
 // d.bias_n: the bias in [-1, 1), a fourth input.
 inline GradientRow attention(std::string name, AttentionDesc d) {
@@ -574,6 +586,8 @@ inline std::vector<GradientRow> gradient_rows() {
       row_gather("2 blocks of 4 rows to 6 (a zero row, a row taken twice)", {2, 4, 6, 3, {3, -1, 0, 3, 1, 2}}));
   rows.push_back(head_normalize("3 rows of 2 heads of 4, logit scale", {3, 2, 4}));
   rows.push_back(head_normalize("2 rows of 2 heads of 3 groups of 4, linear factor", {2, 2, 4, 4.6, 3, true}));
+  rows.push_back(rotary("interleaved, 2 sequences of 4 tokens (1 prefix), 2 heads of 6", {2, 4, 2, 6, 1, false}));
+  rows.push_back(rotary("half, 1 sequence of 3 tokens, 3 heads of 4", {1, 3, 3, 4, 0, true}));
   rows.push_back(attention("2 heads, 3 queries over 4 keys, key dim 3 value dim 2", {2, 2, 3, 4, 3, 2, false, 0.f}));
   rows.push_back(attention("causal, 2 heads of 5 tokens", {1, 2, 5, 5, 3, 3, true, 0.f}));
   rows.push_back(attention("causal, 4 queries over 2 keys, scale 0.7", {1, 1, 4, 2, 2, 3, true, 0.7f}));

@@ -425,6 +425,32 @@ inline AgreementRow head_normalize_row(std::string name, HeadNormalizeDesc d) {
           }};
 }
 
+// Rotary embedding with a rotation's tables: forward into another tensor and in place, the
+// backward in place (as the attention core runs it).
+inline AgreementRow rotary_row(std::string name, RotaryDesc d) {
+  return {"rotary " + name, {RotaryDesc::kOp}, [d](Backend& be, double tol) {
+            Rng rng(59);
+            const Vec x = random_vec(d.numel(), rng, -2.0, 2.0), dy = random_vec(d.numel(), rng),
+                      angle = random_vec(d.table_numel(), rng, -3.2, 3.2);
+            Vec c(angle.size()), s(angle.size());
+            for (size_t i = 0; i < angle.size(); ++i) {
+              c[i] = std::cos(angle[i]);
+              s[i] = std::sin(angle[i]);
+            }
+            auto op = be.make(d);
+            const Shape xs{d.n * d.seq, d.heads * d.dim}, ts{d.table_numel()};
+            const Tensor ct = on_device(c, ts, be), st = on_device(s, ts, be);
+            Tensor y(xs, be.device()), inplace = on_device(x, xs, be), g = on_device(dy, xs, be);
+            const Vec want = ref::rotary(d, x, c, s);
+            op->forward(on_device(x, xs, be), ct, st, y);
+            check_close("forward", y, want, tol);
+            op->forward(inplace, ct, st, inplace);
+            check_close("forward in place", inplace, want, tol);
+            op->backward(g, ct, st, g);
+            check_close("backward in place", g, ref::rotary(d, dy, c, s, true), tol);
+          }};
+}
+
 // A Swin window partition's index: (h, w) pixels padded to whole windows of ws x ws, rolled
 // by -shift, read window by window (-1: a padded pixel).
 inline std::vector<int64_t> window_index(int64_t h, int64_t w, int64_t ws, int64_t shift) {
@@ -512,6 +538,10 @@ inline std::vector<AgreementRow> kernel_rows() {
   rows.push_back(head_normalize_row("linear, 2 rows of 2 heads of 3 groups of 7", {2, 2, 7, 4.6, 3, true}));
   rows.push_back(head_normalize_row("linear, 4 images of 4 heads of 32 channels of 196 tokens (xcit_nano's XCA)",
                                     {4, 4, 196, 4.6, 32, true}));
+  rows.push_back(rotary_row("interleaved, 3 sequences of 5 tokens (2 prefix), 2 heads of 8", {3, 5, 2, 8, 2, false}));
+  rows.push_back(rotary_row("half, 2 sequences of 7 tokens, 1 head of 2", {2, 7, 1, 2, 0, true}));
+  rows.push_back(rotary_row("interleaved, 4 images of 257 tokens (1 prefix), 3 heads of 64 (eva02_tiny's)",
+                            {4, 257, 3, 64, 1, false}));
   for (AgreementRow& r : loss_rows()) rows.push_back(std::move(r));
   return rows;
 }

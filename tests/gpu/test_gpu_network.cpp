@@ -155,6 +155,12 @@ TEST_CASE("gpu network: BEiT's score bias and pooling after the class token", "[
   check_forward_backward(p, 1, 5);
 }
 
+TEST_CASE("gpu network: EVA-02's rotary embedding and SwiGLU MLP", "[gpu][net]") {
+  NetworkPair p = network_pair(config_network_file("tests/data/vit/eva.yaml"), 6);
+  check_forward_backward(p, 4, 4);
+  check_forward_backward(p, 1, 5);
+}
+
 TEST_CASE("gpu network: PiT's pooling between stages (tokenSlice, concatenation, position table of a map)",
           "[gpu][net]") {
   NetworkPair p = network_pair(config_network_file("tests/data/vit/pit.yaml"), 6);

@@ -138,6 +138,78 @@ TEST_CASE("gradients: talking heads (CaiT's): attention and selfAttention", "[la
   }
 }
 
+TEST_CASE("gradients: rotary embedding (EVA-02's) in selfAttention", "[layers][grad][attention]") {
+  GradCheckOptions o;
+  o.input_scale = 1.5;
+  SECTION("interleaved pairs, a class token left as it is, 2 heads of 4") {
+    expect_ok(check_layer(layer_spec("selfAttention", {"NumHeads=2", "NumKeyChannels=8", "RotaryEmbedding=interleaved",
+                                                       "RotaryPrefixTokens=1"}),
+                          {Shape{5, 1, 3}}, o),
+              90);
+  }
+  SECTION("half pairs on a 2x3 grid, causal, 1 head of 8") {
+    expect_ok(check_layer(layer_spec("selfAttention", {"NumHeads=1", "NumKeyChannels=8", "RotaryEmbedding=half",
+                                                       "RotaryGrid=[2,3]", "AttentionMask=causal"}),
+                          {Shape{6, 1, 4}}, o),
+              90);
+  }
+}
+
+TEST_CASE("attention: a rotary embedding's tables and options", "[layers][attention]") {
+  auto tables = [](const std::vector<std::string>& options, Shape in) {
+    std::unique_ptr<Layer> l = make_layer(layer_spec("selfAttention", options));
+    l->infer({in});
+    for (Param& p : l->params()) p.value = Tensor(p.shape);
+    for (State& s : l->states()) s.value = Tensor(s.shape);
+    Rng rng(1);
+    l->init_params(rng);
+    REQUIRE(l->states().size() == 2);
+    CHECK(l->states()[0].name == "RotaryCos");
+    CHECK(l->states()[1].name == "RotarySin");
+    return std::make_pair(to_vec(l->states()[0].value), to_vec(l->states()[1].value));
+  };
+  SECTION("1-D: token t's pair i at t 10000^(-2i / d), after the prefix") {
+    const auto [c, s] =
+        tables({"NumHeads=2", "NumKeyChannels=12", "RotaryEmbedding=half", "RotaryPrefixTokens=2"}, Shape{7, 1, 4});
+    REQUIRE(c.size() == 5 * 3);  // 5 tokens of 3 pairs
+    for (int t = 0; t < 5; ++t)
+      for (int i = 0; i < 3; ++i) {
+        const double a = t * std::pow(10000.0, -2.0 * i / 6.0);
+        CHECK(c[static_cast<size_t>(t * 3 + i)] == Approx(std::cos(a)).margin(1e-6));
+        CHECK(s[static_cast<size_t>(t * 3 + i)] == Approx(std::sin(a)).margin(1e-6));
+      }
+  }
+  SECTION("RotaryGrid: the first half of the pairs at the row, the second at the column") {
+    const auto [c, s] =
+        tables({"NumHeads=1", "NumKeyChannels=8", "RotaryEmbedding=interleaved", "RotaryGrid=[2,3]", "RotaryBase=100"},
+               Shape{6, 1, 4});
+    REQUIRE(c.size() == 6 * 4);
+    for (int t = 0; t < 6; ++t)
+      for (int i = 0; i < 4; ++i) {
+        const double a = (i < 2 ? t / 3 : t % 3) * std::pow(100.0, -(i % 2) / 2.0);
+        CHECK(c[static_cast<size_t>(t * 4 + i)] == Approx(std::cos(a)).margin(1e-6));
+        CHECK(s[static_cast<size_t>(t * 4 + i)] == Approx(std::sin(a)).margin(1e-6));
+      }
+  }
+  auto build = [](const std::string& options) {
+    return Network(
+        yaml_net(kOneSequence + "  - {type: selfAttention, Name: sa, NumHeads: 2, " + options + "}\n" + kHead),
+        Device::cpu());
+  };
+  CHECK_THROWS_WITH(build("NumKeyChannels: 6, RotaryEmbedding: half"),
+                    Catch::Contains("each head's 3 key channels must be even"));
+  CHECK_THROWS_WITH(build("NumKeyChannels: 8, RotaryEmbedding: half, RotaryPrefixTokens: 16"),
+                    Catch::Contains("RotaryPrefixTokens (16) leaves no token of 16 to rotate"));
+  CHECK_THROWS_WITH(build("NumKeyChannels: 8, RotaryEmbedding: half, RotaryGrid: [3 5]"),
+                    Catch::Contains("RotaryGrid [3 5] must cover the 16 rotated tokens"));
+  CHECK_THROWS_WITH(build("NumKeyChannels: 4, RotaryEmbedding: half, RotaryGrid: [4 4]"),
+                    Catch::Contains("multiple of 4 (they are 2)"));
+  CHECK_THROWS_WITH(build("NumKeyChannels: 8, RotaryBase: 100"),
+                    Catch::Contains("option RotaryBase needs RotaryEmbedding interleaved or half (it is none)"));
+  CHECK_THROWS_WITH(build("NumKeyChannels: 8, RotaryEmbedding: spiral"), Catch::Contains("RotaryEmbedding"));
+  CHECK_NOTHROW(build("NumKeyChannels: 8, RotaryEmbedding: interleaved, RotaryGrid: [4 4], RotaryBase: 100"));
+}
+
 TEST_CASE("attention: talking heads start as plain multi-head attention", "[layers][attention]") {
   // The mixes' initial values (identity weights, zero biases) leave the scores and probabilities
   // as they are: the same network with and without TalkingHeads, the same other learnables.

@@ -140,6 +140,15 @@ TEST_CASE("network gradients: BEiT's score bias and pooling after the class toke
   expect_ok(check_network(spec, o));
 }
 
+TEST_CASE("network gradients: EVA-02's rotary embedding and SwiGLU MLP (tests/data/vit/eva.yaml)", "[net][grad][vit]") {
+  const NetworkSpec spec = load_config(std::string(DLT_SOURCE_DIR) + "/tests/data/vit/eva.yaml").network;
+  GradCheckOptions o;
+  o.batch = 2;
+  o.samples = 12;
+  o.step = 1e-3;
+  expect_ok(check_network(spec, o));
+}
+
 // Swin's window attention on (H, W, C) images: the relative position table's gradient too.
 TEST_CASE("gradients: windowAttention", "[layers][grad]") {
   GradCheckOptions o;

@@ -602,6 +602,53 @@ TEST_CASE("onnx tokens: BEiT's score bias and pooling after the class token expo
   CHECK(gap->get_int("PrefixTokens", 0) == 1);
 }
 
+// selfAttention's rotary embedding exports as the heads of Q and K sliced after the class token,
+// x * cos + (x R) * sin (R the pairs' signed permutation) and the class token joined in front
+// again, and reads back as RotaryEmbedding with the same tables; interleaved and half pairs
+// (tests/data/vit/eva.yaml, its tables' angles random).
+TEST_CASE("onnx tokens: EVA-02's rotary embedding exports and reads back", "[onnx][vit]") {
+  const std::string file = std::string(DLT_SOURCE_DIR) + "/tests/data/vit/eva.yaml";
+  for (const char* mode : {"interleaved", "half"}) {
+    INFO(mode);
+    NetworkSpec spec = load_config(file).network;
+    for (LayerSpec& l : spec.layers)
+      if (l.name == "attn") l.set("RotaryEmbedding", mode);
+    Network net(spec, Device::cpu());
+    net.init_params(7);
+    Vec want_cos, want_sin;
+    for (size_t i = 0; i < net.size(); ++i)
+      if (net.layer(i).name() == "attn") {
+        std::vector<State>& st = net.layer(i).states();
+        REQUIRE(st.size() == 2);
+        Rng rng(5);
+        const Tensor angle = random_tensor(st[0].shape, rng, -3.f, 3.f);
+        Tensor c(st[0].shape), s(st[0].shape);
+        for (int64_t k = 0; k < angle.numel(); ++k) {
+          c.data()[k] = std::cos(angle.data()[k]);
+          s.data()[k] = std::sin(angle.data()[k]);
+        }
+        st[0].value.copy_from(c);
+        st[1].value.copy_from(s);
+        want_cos = to_vec(c);
+        want_sin = to_vec(s);
+      }
+    const ModelData back = round_trip(net);
+    same_layer_types(spec, back);
+    const LayerSpec* attn = layer_of_type(back, "selfAttention");
+    REQUIRE(attn);
+    CHECK(attn->get_string("RotaryEmbedding", "") == mode);
+    CHECK(attn->get_int("RotaryPrefixTokens", 0) == 1);
+    Vec got_cos, got_sin;
+    for (const auto& st : back.states)
+      if (st.layer == attn->name && st.name == "RotaryCos")
+        got_cos.assign(st.data.begin(), st.data.end());
+      else if (st.layer == attn->name && st.name == "RotarySin")
+        got_sin.assign(st.data.begin(), st.data.end());
+    CHECK(got_cos == want_cos);
+    CHECK(got_sin == want_sin);
+  }
+}
+
 // flatten exports as Transpose to channels-last and Flatten (of tokens: Flatten), which read back
 // as flatten; globalMaxPooling1d as ReduceMax (after a Slice of the prefix token); spatialDropout
 // is the identity in inference and leaves no node; adaptiveAveragePooling2d to 4x4 of 8x8 as an

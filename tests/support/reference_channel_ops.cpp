@@ -227,6 +227,28 @@ void head_normalize_backward(const HeadNormalizeDesc& d, const Vec& x, const Vec
   }
 }
 
+// Written from the rotation matrix [[c, -s], [s, c]] per pair (its transpose for back), pair
+// (a, b) = channels (2i, 2i + 1) or (i, i + dim / 2) of each group.
+Vec rotary(const RotaryDesc& d, const Vec& x, const Vec& cos, const Vec& sin, bool back) {
+  Vec y = x;
+  const int64_t pairs = d.dim / 2;
+  for (int64_t r = 0; r < d.n * d.seq; ++r) {
+    const int64_t t = r % d.seq - d.prefix;
+    if (t < 0) continue;
+    for (int64_t h = 0; h < d.heads; ++h)
+      for (int64_t i = 0; i < pairs; ++i) {
+        const int64_t base = (r * d.heads + h) * d.dim;
+        const size_t a = static_cast<size_t>(base + (d.half ? i : 2 * i)),
+                     b = static_cast<size_t>(base + (d.half ? i + pairs : 2 * i + 1));
+        const double c = cos[static_cast<size_t>(t * pairs + i)], s = sin[static_cast<size_t>(t * pairs + i)];
+        const double m[2][2] = {{c, back ? s : -s}, {back ? -s : s, c}};
+        y[a] = m[0][0] * x[a] + m[0][1] * x[b];
+        y[b] = m[1][0] * x[a] + m[1][1] * x[b];
+      }
+  }
+  return y;
+}
+
 Vec spatial_transpose_backward(const SpatialTransposeDesc& d, const Vec& dy) {
   return spatial_transpose_forward(SpatialTransposeDesc{d.n, d.w, d.h, d.c}, dy);
 }

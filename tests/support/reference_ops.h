@@ -170,6 +170,9 @@ Vec row_gather_backward(const RowGatherDesc& d, const Vec& dy);  // -> dx
 // exp(min(t[h], max_log_scale)) (t empty: 1); the backward's dx and dt (t empty: dt empty).
 Vec head_normalize_forward(const HeadNormalizeDesc& d, const Vec& x, const Vec& t);
 void head_normalize_backward(const HeadNormalizeDesc& d, const Vec& x, const Vec& t, const Vec& dy, Vec& dx, Vec& dt);
+// rotary embedding (backend/token_ops.h): each pair of each token from d.prefix on rotated by
+// its row of cos and sin; back: by the transposed rotation (the backward: dx from dy).
+Vec rotary(const RotaryDesc& d, const Vec& x, const Vec& cos, const Vec& sin, bool back = false);
 
 // ---- cross-entropy of softmax probabilities (N, C) with integer labels (N) ----
 // Returns the weighted mean sum w[l] * -log(max(p_l, 1e-37)) / sum w[l] over the rows whose

@@ -196,6 +196,45 @@ class CpuHeadNormalizeOp final : public HeadNormalizeOp {
   std::vector<float> scale_;
 };
 
+// Pair by pair in float; each token's groups in turn (parallel over the tokens).
+class CpuRotaryOp final : public RotaryOp {
+ public:
+  explicit CpuRotaryOp(const RotaryDesc& d) : RotaryOp(d, Device::cpu()), d_(d) {}
+
+ private:
+  void do_run(const Tensor& x, const Tensor& cos, const Tensor& sin, Tensor& y, bool back) override {
+    const float* xp = x.data();
+    const float* cp = cos.data();
+    const float* sp = sin.data();
+    float* yp = y.data();
+    const int64_t dim = d_.dim, pairs = dim / 2, width = d_.heads * dim, tokens = d_.n * d_.seq;
+    // The second of a pair: the next channel (interleaved) or half a group on (half).
+    const int64_t apart = d_.half ? pairs : 1, step = d_.half ? 1 : 2;
+    const float sign = back ? -1.f : 1.f;  // the backward rotates by -s
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < tokens; ++r) {
+      const int64_t t = r % d_.seq - d_.prefix;
+      const float* in = xp + r * width;
+      float* out = yp + r * width;
+      if (t < 0) {
+        if (out != in) std::memcpy(out, in, static_cast<size_t>(width) * sizeof(float));
+        continue;
+      }
+      const float* c = cp + t * pairs;
+      const float* s = sp + t * pairs;
+      for (int64_t h = 0; h < d_.heads; ++h)
+        for (int64_t i = 0; i < pairs; ++i) {
+          const int64_t ia = h * dim + i * step, ib = ia + apart;
+          const float a = in[ia], b = in[ib], si = sign * s[i];
+          out[ia] = a * c[i] - b * si;
+          out[ib] = b * c[i] + a * si;
+        }
+    }
+  }
+
+  RotaryDesc d_;
+};
+
 std::unique_ptr<BatchBroadcastOp> make_broadcast(Backend&, const BatchBroadcastDesc& d) {
   return std::make_unique<CpuBatchBroadcastOp>(d);
 }
@@ -245,6 +284,7 @@ std::unique_ptr<RowGatherOp> make_gather(Backend&, const RowGatherDesc& d) {
 std::unique_ptr<HeadNormalizeOp> make_head_normalize(Backend&, const HeadNormalizeDesc& d) {
   return std::make_unique<CpuHeadNormalizeOp>(d);
 }
+std::unique_ptr<RotaryOp> make_rotary(Backend&, const RotaryDesc& d) { return std::make_unique<CpuRotaryOp>(d); }
 
 }  // namespace
 
@@ -252,5 +292,6 @@ DLT_REGISTER_OP(BatchBroadcastDesc, DeviceType::kCpu, "own", 0, make_broadcast, 
 DLT_REGISTER_OP(RowGatherDesc, DeviceType::kCpu, "own", 0, make_gather, nullptr);
 DLT_REGISTER_OP(SpatialTransposeDesc, DeviceType::kCpu, "own", 0, make_transpose, nullptr);
 DLT_REGISTER_OP(HeadNormalizeDesc, DeviceType::kCpu, "own", 0, make_head_normalize, nullptr);
+DLT_REGISTER_OP(RotaryDesc, DeviceType::kCpu, "own", 0, make_rotary, nullptr);
 
 }  // namespace dlt::cpu

@@ -1,5 +1,5 @@
 // The token kernels (backend/token_ops.h): one thread per value (per group of values for the
-// head normalization), grid-stride.
+// head normalization, per pair for the rotary embedding), grid-stride.
 // batch_sum gives each column one thread that sums its rows in order (rows are a batch: few).
 #include <cuda_runtime.h>
 
@@ -118,9 +118,38 @@ __global__ void head_normalize_scale_grad_kernel(const float* x, const float* t,
     dt[h] = t[h] >= max_log ? 0.f : head_scale(t, h, max_log, false) * static_cast<float>(total);
 }
 
+// One thread per pair of channels (in place allowed: a thread reads its pair before writing it).
+__global__ void rotary_kernel(const float* x, const float* cos_t, const float* sin_t, float* y, int64_t total,
+                              int64_t seq, int64_t heads, int64_t dim, int64_t prefix, bool half, float sign) {
+  const int64_t pairs = dim / 2;
+  for (int64_t p = first_index(); p < total; p += grid_stride()) {
+    const int64_t i = p % pairs, g = p / pairs;  // g: the group (token, head)
+    const int64_t t = g / heads % seq - prefix;
+    const int64_t ia = g * dim + (half ? i : 2 * i), ib = ia + (half ? pairs : 1);
+    const float a = x[ia], b = x[ib];
+    if (t < 0) {
+      y[ia] = a;
+      y[ib] = b;
+      continue;
+    }
+    const float c = cos_t[t * pairs + i], s = sign * sin_t[t * pairs + i];
+    y[ia] = a * c - b * s;
+    y[ib] = b * c + a * s;
+  }
+}
+
 }  // namespace
 
 // Declared where they are called (cuda_token_ops.cpp).
+void rotary(const float* x, const float* cos_t, const float* sin_t, float* y, int64_t n, int64_t seq, int64_t heads,
+            int64_t dim, int64_t prefix, bool half, bool back, cudaStream_t stream) {
+  const int64_t total = n * seq * heads * (dim / 2);
+  if (total <= 0) return;
+  rotary_kernel<<<grid_for(total), kThreads, 0, stream>>>(x, cos_t, sin_t, y, total, seq, heads, dim, prefix, half,
+                                                          back ? -1.f : 1.f);
+  DLT_LAUNCH_CHECK();
+}
+
 void head_normalize(const float* x, const float* t, float* y, int64_t rows, int64_t heads, int64_t per_head,
                     int64_t dim, float max_log, bool linear, cudaStream_t stream) {
   const int64_t groups = rows * heads * per_head;

@@ -28,8 +28,24 @@ void head_normalize(const float* x, const float* t, float* y, int64_t rows, int6
 void head_normalize_backward(const float* x, const float* t, const float* dy, float* dx, float* dt, int64_t rows,
                              int64_t heads, int64_t per_head, int64_t dim, float max_log, bool linear,
                              cudaStream_t stream);
+void rotary(const float* x, const float* cos_t, const float* sin_t, float* y, int64_t n, int64_t seq, int64_t heads,
+            int64_t dim, int64_t prefix, bool half, bool back, cudaStream_t stream);
 
 namespace {
+
+class CudaRotaryOp final : public RotaryOp {
+ public:
+  CudaRotaryOp(const RotaryDesc& d, CudaContext& ctx) : RotaryOp(d, Device::cuda(ctx.device)), d_(d), ctx_(ctx) {}
+
+ private:
+  void do_run(const Tensor& x, const Tensor& cos, const Tensor& sin, Tensor& y, bool back) override {
+    rotary(x.data(), cos.data(), sin.data(), y.data(), d_.n, d_.seq, d_.heads, d_.dim, d_.prefix, d_.half, back,
+           ctx_.stream);
+  }
+
+  RotaryDesc d_;
+  CudaContext& ctx_;
+};
 
 class CudaHeadNormalizeOp final : public HeadNormalizeOp {
  public:
@@ -135,6 +151,10 @@ std::unique_ptr<HeadNormalizeOp> make_head_normalize(Backend& b, const HeadNorma
   cuda_backend_of(b).enter();
   return std::make_unique<CudaHeadNormalizeOp>(d, cuda_context(b));
 }
+std::unique_ptr<RotaryOp> make_rotary(Backend& b, const RotaryDesc& d) {
+  cuda_backend_of(b).enter();
+  return std::make_unique<CudaRotaryOp>(d, cuda_context(b));
+}
 
 }  // namespace
 
@@ -142,5 +162,6 @@ DLT_REGISTER_OP(RowGatherDesc, DeviceType::kCuda, "own", 0, make_gather, nullptr
 DLT_REGISTER_OP(BatchBroadcastDesc, DeviceType::kCuda, "own", 0, make_broadcast, nullptr);
 DLT_REGISTER_OP(SpatialTransposeDesc, DeviceType::kCuda, "own", 0, make_transpose, nullptr);
 DLT_REGISTER_OP(HeadNormalizeDesc, DeviceType::kCuda, "own", 0, make_head_normalize, nullptr);
+DLT_REGISTER_OP(RotaryDesc, DeviceType::kCuda, "own", 0, make_rotary, nullptr);
 
 }  // namespace dlt::cuda
