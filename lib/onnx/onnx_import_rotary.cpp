@@ -18,9 +18,18 @@ namespace dlt::onnx_detail {
 
 namespace {
 
+// The same strides along every axis of more than one element in either view (a size-1 axis's
+// stride reads nothing: exporters leave any value there).
+bool same_strides(const Importer::View& a, const Importer::View& b) {
+  if (a.dims.size() != b.dims.size()) return false;
+  for (size_t i = 0; i < a.dims.size(); ++i)
+    if ((a.dims[i] > 1 || b.dims[i] > 1) && a.strides[i] != b.strides[i]) return false;
+  return true;
+}
+
 bool same_view(const Importer::View& a, const Importer::View& b) {
-  return a.source == b.source && a.dims == b.dims && a.strides == b.strides && a.offset == b.offset &&
-         a.scale == b.scale && a.unit_stride == b.unit_stride && a.rotary == b.rotary;
+  return a.source == b.source && a.dims == b.dims && same_strides(a, b) && a.offset == b.offset && a.scale == b.scale &&
+         a.unit_stride == b.unit_stride && a.rotary == b.rotary;
 }
 
 // Two table entries a pair shares (the same value, as the exporters spread one to both).
@@ -36,8 +45,8 @@ bool Importer::rotation_pairs(const onnx::NodeProto& n) {
   const int64_t r = static_cast<int64_t>(a.dims.size());
   int64_t axis = attr_int(n, "axis", 0);
   if (axis < 0) axis += r;
-  if (r < 2 || axis != r - 1 || a.source != b.source || a.dims != b.dims || a.strides != b.strides ||
-      a.scale != -b.scale || a.rot || b.rot || a.rotary >= 0 || b.rotary >= 0 || a.unit_stride || b.unit_stride)
+  if (r < 2 || axis != r - 1 || a.source != b.source || a.dims != b.dims || !same_strides(a, b) || a.rot || b.rot ||
+      a.rotary >= 0 || b.rotary >= 0 || a.unit_stride || b.unit_stride)
     return false;
   View out = b;
   if (a.dims.back() == 1) {  // interleaved: the odd channels negated, then the even ones
@@ -53,6 +62,10 @@ bool Importer::rotation_pairs(const onnx::NodeProto& n) {
     out.dims.back() = 2 * half;
     out.rot = 2;
   }
+  if (a.scale != -b.scale)
+    fail(n,
+         "joins the two parts of each pair of an attention operand's channels swapped but not negated; dltrain "
+         "reads there a rotary embedding's rot(x), the second of each pair negated before the first");
   views_[define(n)] = out;
   return true;
 }
@@ -172,7 +185,7 @@ bool Importer::rotary_concat(const onnx::NodeProto& n) {
   int64_t axis = attr_int(n, "axis", 0);
   if (axis < 0) axis += r;
   const Source& s = sources_[static_cast<size_t>(q.source)];
-  bool ok = p.rotary < 0 && !p.rot && !q.rot && p.source == q.source && p.scale == q.scale && p.strides == q.strides &&
+  bool ok = p.rotary < 0 && !p.rot && !q.rot && p.source == q.source && p.scale == q.scale && same_strides(p, q) &&
             p.dims.size() == q.dims.size() && axis >= 0 && axis < r && q.strides[static_cast<size_t>(axis)] == s.cols &&
             !p.unit_stride && !q.unit_stride;
   for (int64_t i = 0; ok && i < r; ++i)

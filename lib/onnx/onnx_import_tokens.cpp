@@ -169,6 +169,12 @@ Value Importer::tokens_of(const onnx::NodeProto& n, const View& v) {
     out.source = attention_layer(n, v.source);
     return tokens_of(n, out);
   }
+  if (const auto c = projection_columns(v)) {  // some columns of a pending projection (SwiGLU's halves)
+    const auto key = std::make_tuple(v.source, c->first, c->second);
+    if (auto it = column_layers_.find(key); it != column_layers_.end()) return it->second;
+    const std::string role = "columns" + std::to_string(c->first + 1) + "_" + std::to_string(c->first + c->second);
+    return column_layers_[key] = operand_tokens(n, v.source, c->first, c->second, role.c_str());
+  }
   Source& s = sources_[static_cast<size_t>(v.source)];
   if (!reads_as_tokens(v))
     fail(n, "reads a " + ints_str(v.dims) +
@@ -194,6 +200,18 @@ Value Importer::tokens_of(const onnx::NodeProto& n, const View& v) {
     sources_[static_cast<size_t>(v.source)].materialized = made;
   }
   return sources_[static_cast<size_t>(sources_[static_cast<size_t>(v.source)].materialized)].tokens;
+}
+
+// Columns [first, first + count) of a projection not yet made a layer, every token in order
+// (a Split of its output: SwiGLU's two halves), other than all of them.
+std::optional<std::pair<int64_t, int64_t>> Importer::projection_columns(const View& v) const {
+  const Source& s = sources_[static_cast<size_t>(v.source)];
+  if (s.kind != Source::kProjection || s.materialized >= 0 || v.scale != 1 || v.unit_stride || v.rot || v.rotary >= 0 ||
+      v.dims.size() != 3 || v.dims[0] != 1 || v.dims[1] != s.rows || (s.rows > 1 && v.strides[1] != s.cols))
+    return std::nullopt;
+  const int64_t count = v.dims[2], first = v.offset;
+  if (count >= s.cols || (count > 1 && v.strides[2] != 1) || first < 0 || first + count > s.cols) return std::nullopt;
+  return std::make_pair(first, count);
 }
 
 bool Importer::token_node(const onnx::NodeProto& n) {

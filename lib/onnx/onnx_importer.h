@@ -472,6 +472,7 @@ class Importer {
   Value token_slice(const onnx::NodeProto& n, const Value& tokens, int64_t first, int64_t count, int64_t image_h = 0,
                     int64_t image_w = 0);
   void token_concat(const onnx::NodeProto& n);
+  std::optional<std::pair<int64_t, int64_t>> projection_columns(const View& v) const;
   // prefix: over the tokens after the first `prefix` (globalAveragePooling1d PrefixTokens).
   void token_pool(const onnx::NodeProto& n, const Value& v, bool flat_image = false, int64_t prefix = 0);
   bool float_fold(const onnx::NodeProto& n);
@@ -779,6 +780,7 @@ class Importer {
   std::map<std::string, View> views_;
   std::vector<Rotary> rotaries_;
   std::map<std::string, RotaryTerm> rotary_terms_;
+  std::map<std::tuple<int, int64_t, int64_t>, Value> column_layers_;  // projection_columns' layers
   // F.normalize on a view: ReduceL2 over its last axis (Clip, Expand) -> the view it normalizes
   std::map<std::string, std::string> norms_;
   // ReduceSum of attention weights over the keys (then Unsqueeze of its last axis): the weights'

@@ -590,6 +590,18 @@ def tiny_models():
                     p.uniform_(-1.5, 1.5)
         return m
 
+    def eva_timm(half):
+        # timm's EVA-02 at 32x32: 8x8 patches of width 16 (2 heads of 8), a class token and a
+        # position table, two blocks whose queries and keys get a rotary position embedding (the
+        # angles of the 4x4 patch grid; the class token left as it is; pairs of channels
+        # interleaved, or with half the halves of each head: rotate_half) and a SwiGLU MLP (one
+        # Linear split in two, the swish of one half times the other, a LayerNorm, a Linear); the
+        # class token read out
+        from timm.models.eva import Eva
+        return timm_net(lambda: Eva(img_size=SIDE, patch_size=8, embed_dim=16, depth=2, num_heads=2, mlp_ratio=2,
+                                    swiglu_mlp=True, scale_mlp=True, use_rot_pos_emb=True, ref_feat_shape=(4, 4),
+                                    rope_rotate_half=half, num_classes=10))
+
     def beit_timm():
         # timm's BEiT: a relative position bias per head and pair of tokens (gathered from its
         # table, the class token's rows and columns its own entries) added to the scaled scores,
@@ -754,7 +766,7 @@ def tiny_models():
             "crossvit_timm": crossvit_timm, "twins_timm": twins_timm, "twins_pcpvt_timm": twins_pcpvt_timm,
             "davit_timm": davit_timm, "xcit_timm": xcit_timm, "edgenext_timm": edgenext_timm,
             "levit_timm": levit_timm, "cait_timm": cait_timm,
-            "convit_timm": convit_timm,
+            "convit_timm": convit_timm, "eva_timm": lambda: eva_timm(False), "eva_half_timm": lambda: eva_timm(True),
             "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm,
             "efficientformer_timm": efficientformer_timm, "poolformer_timm": poolformer_timm,
             "caformer_timm": caformer_timm, "mambaout_timm": mambaout_timm,

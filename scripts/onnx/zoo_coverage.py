@@ -316,7 +316,7 @@ def one_image(arch):
     name = arch.split(":", 1)[-1]  # without timm: or seg:
     return arch.startswith(TIMM) or name.startswith(("vit", "deit", "swin", "maxvit", "mobilevit", "coatnet", "cross",
                                                      "tinyvit", "fastvit", "efficientformer", "poolformer",
-                                                     "caformer", "mambaout", "pvt", "segformer", "beit", "pit", "twins", "davit", "xcit", "edgenext", "levit", "cait", "convit",
+                                                     "caformer", "mambaout", "pvt", "segformer", "beit", "pit", "twins", "davit", "xcit", "edgenext", "levit", "cait", "convit", "eva",
                                                      "flatten_max"))
 
 

@@ -226,7 +226,8 @@ TEST_CASE("onnx window: MaxViT graphs edited to break the partition or the atten
 }
 
 TEST_CASE(
-    "onnx window: timm's Swin, DeiT III, CaiT, ConViT, MobileViT, CoAtNet, FastViT, EfficientFormer, Twins, DaViT and "
+    "onnx window: timm's Swin, DeiT III, CaiT, ConViT, EVA-02, MobileViT, CoAtNet, FastViT, EfficientFormer, Twins, "
+    "DaViT and "
     "PVT v2 "
     "graphs "
     "and SegFormer's edited to break their forms are refused in one line",
@@ -426,6 +427,45 @@ TEST_CASE(
     p = load("convit_timm-dynamo");
     set_ints(initializer(p, "val_33"), {1});  // was -1: the keys
     want = "node 'node_sum_1' (ReduceSum): sums attention weights [1, 4, 16, 16] over axes [1]";
+  }
+  SECTION("EVA-02's rotary table rotating the two channels of a pair by different angles") {
+    p = load("eva_timm-dynamo");
+    std::vector<float> table(16 * 16);  // was (tokens, [sin | cos]) with each angle on both channels of its pair
+    for (size_t i = 0; i < table.size(); ++i) table[i] = 0.01f * static_cast<float>(i);
+    set_floats(initializer(p, "net.rope.pos_embed"), table);
+    want = "node 'node_add_1' (Add): rotates channels 0 and 1 of token 0 by different angles";
+  }
+  SECTION("EVA-02's rotary table of its own for each head") {
+    p = load("eva_timm-dynamo");
+    // was (tokens, [sin | cos]), split on axis 1: now (2, [sin | cos], 16), split into two 2x8x16
+    set_floats(initializer(p, "net.rope.pos_embed"), std::vector<float>(2 * 16 * 16, 0.5f), {2, 16, 16});
+    want =
+        "node 'node_mul' (Mul): multiplies a [1, 2, 16, 8] attention operand by a 2x8x16 constant; dltrain reads "
+        "there a rotary embedding's table of one value per token and channel of a head, (16, 8), the same for "
+        "every head";
+  }
+  SECTION("EVA-02's keys not rotated") {
+    p = load("eva_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_Reshape_165") n.set_input(0, "getitem_1");  // was the rotated keys
+    want = "with only one of Q and K rotated";
+  }
+  SECTION("EVA-02's class token joined behind the rotated tokens") {
+    p = load("eva_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_cat_2") {
+        n.set_input(0, "add_1");
+        n.set_input(1, "slice_1");
+      }
+    want = "node 'node_cat_2' (Concat): joins rotated attention operands to other values";
+  }
+  SECTION("EVA-02's half rotation with its halves not negated") {
+    p = load("eva_half_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_cat_2") n.set_input(0, "split_1_split_1");  // was its Neg
+    want =
+        "node 'node_cat_2' (Concat): joins the two parts of each pair of an attention operand's channels swapped "
+        "but not negated";
   }
   SECTION("DaViT's weights across channels times V not transposed") {
     p = load("davit_timm-dynamo");
