@@ -31,7 +31,8 @@
 // of channels of every group, channels (2i, 2i + 1) (interleaved: timm's rot, EVA-02's) or
 // (i, i + dim / 2) (half: rotate_half, LLaMA's), by its row of the tables: with
 // c = cos[t - prefix, i], s = sin[t - prefix, i] (cos and sin (seq - prefix, dim / 2), any
-// values: a rotation where c^2 + s^2 = 1),
+// values: a rotation where c^2 + s^2 = 1; with table_heads = heads a table per head, (heads,
+// seq - prefix, dim / 2): RoPE-Mixed's),
 //   forward:  y_a = a c - b s,   y_b = b c + a s,
 //   backward: dx_a = dy_a c + dy_b s,   dx_b = dy_b c - dy_a s   (the transposed rotation; dx may
 //             be dy, y may be x).
@@ -250,8 +251,9 @@ struct RotaryDesc {
   int64_t n = 1, seq = 1, heads = 1, dim = 2;
   int64_t prefix = 0;  // tokens copied, not rotated
   bool half = false;   // pairs (i, i + dim / 2), not (2i, 2i + 1)
+  int64_t table_heads = 1;  // 1: one table for every head; heads: one per head
   int64_t numel() const { return n * seq * heads * dim; }
-  int64_t table_numel() const { return (seq - prefix) * (dim / 2); }
+  int64_t table_numel() const { return table_heads * (seq - prefix) * (dim / 2); }
 };
 
 class RotaryOp {
@@ -280,6 +282,8 @@ class RotaryOp {
                                                                   << ", dim " << d.dim << ")");
     DLT_CHECK(d.prefix >= 0 && d.prefix < d.seq,
               "rotary: prefix " << d.prefix << " must leave tokens to rotate of " << d.seq);
+    DLT_CHECK(d.table_heads == 1 || d.table_heads == d.heads,
+              "rotary: " << d.table_heads << " tables for " << d.heads << " heads (1 or one per head)");
   }
   // back: the transposed rotation (the backward).
   virtual void do_run(const Tensor& x, const Tensor& cos, const Tensor& sin, Tensor& y, bool back) = 0;

@@ -57,20 +57,22 @@ Rotary::Rotary(const LayerSpec& spec) {
   const std::string mode = spec.get_choice("RotaryEmbedding", "none", {"none", "interleaved", "half"});
   on_ = mode != "none";
   if (!on_) {
-    for (const char* o : {"RotaryPrefixTokens", "RotaryBase", "RotaryGrid"})
+    for (const char* o : {"RotaryPrefixTokens", "RotaryBase", "RotaryGrid", "RotaryPerHead"})
       if (spec.has(o))
         throw ConfigError(spec.where() + "option " + o + " needs RotaryEmbedding interleaved or half (it is none)");
     return;
   }
   half_ = mode == "half";
   prefix_ = spec.get_int("RotaryPrefixTokens", 0, 0);
+  per_head_ = spec.get_bool("RotaryPerHead", false);
   base_ = spec.get_double("RotaryBase", 10000.0);
   if (!(base_ > 1.0) || !std::isfinite(base_))
     throw ConfigError(spec.where() + "option RotaryBase must be a number above 1");
   if (spec.has("RotaryGrid")) grid_ = spec.get_ints("RotaryGrid", {}, 2, 1);
 }
 
-void Rotary::add_states(std::vector<State>& states, const LayerSpec& spec, int64_t seq, int64_t key_dim) const {
+void Rotary::add_states(std::vector<State>& states, const LayerSpec& spec, int64_t seq, int64_t heads,
+                        int64_t key_dim) const {
   if (!on_) return;
   const int64_t tokens = seq - prefix_;
   if (tokens < 1)
@@ -85,11 +87,12 @@ void Rotary::add_states(std::vector<State>& states, const LayerSpec& spec, int64
                       " rotated tokens, with each head's key channels a multiple of 4 (they are " +
                       std::to_string(key_dim) + ")");
   for (const char* name : {"RotaryCos", "RotarySin"})
-    states.push_back(State{name, Shape{tokens, key_dim / 2}, 0.f, {}});
+    states.push_back(State{name, per_head_ ? Shape{heads, tokens, key_dim / 2} : Shape{tokens, key_dim / 2}, 0.f, {}});
 }
 
 void Rotary::fill(State* s) const {
-  const int64_t tokens = s[0].shape[0], pairs = s[0].shape[1];
+  const Shape& sh = s[0].shape;
+  const int64_t tokens = sh[sh.rank() - 2], pairs = sh[sh.rank() - 1], tables = sh.numel() / (tokens * pairs);
   Tensor c(s[0].shape), sn(s[1].shape);
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t i = 0; i < pairs; ++i) {
@@ -101,8 +104,10 @@ void Rotary::fill(State* s) const {
         const int64_t q = pairs / 2, pos = i < q ? t / grid_[1] : t % grid_[1];
         angle = static_cast<double>(pos) * std::pow(base_, -static_cast<double>(i % q) / static_cast<double>(q));
       }
-      c.data()[t * pairs + i] = static_cast<float>(std::cos(angle));
-      sn.data()[t * pairs + i] = static_cast<float>(std::sin(angle));
+      for (int64_t h = 0; h < tables; ++h) {
+        c.data()[(h * tokens + t) * pairs + i] = static_cast<float>(std::cos(angle));
+        sn.data()[(h * tokens + t) * pairs + i] = static_cast<float>(std::sin(angle));
+      }
     }
   s[0].value.copy_from(c);
   s[1].value.copy_from(sn);
@@ -170,7 +175,8 @@ void AttentionCore::setup(Backend& be, const AttentionSizes& s, int64_t sequence
   rotary_.reset();
   DLT_CHECK(!(cosine && rotary && rotary->on()), "attention: cosine attention with a rotary embedding");
   if (rotary && rotary->on())
-    rotary_ = be.make(RotaryDesc{sequences, seq, s.heads, s.key / s.heads, rotary->prefix(), rotary->half()});
+    rotary_ = be.make(RotaryDesc{sequences, seq, s.heads, s.key / s.heads, rotary->prefix(), rotary->half(),
+                                 rotary->per_head() ? s.heads : 1});
   if (!cosine) return;
   // dK takes the normalized K's place, the raw K's gradient the raw K's (head normalize may
   // write dx over x).

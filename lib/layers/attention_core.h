@@ -61,21 +61,23 @@ class TalkingHeads {
 // RoFormer and LLaMA do, token t's pair i at t RotaryBase^(-2i / d) (RotaryBase 10000), or with
 // RotaryGrid [H W] (the tokens a row-major H x W grid) axially: the first half of the pairs at
 // row y, the second at column x, pair i of a half at y (or x) RotaryBase^(-i / (d / 4)). An
-// imported network's are the file's.
+// imported network's are the file's. RotaryPerHead true: a table per head (NumHeads, S -
+// RotaryPrefixTokens, d / 2; RoPE-Mixed's), each filled as the shared one.
 class Rotary {
  public:
   explicit Rotary(const LayerSpec& spec);
   bool on() const { return on_; }
   bool half() const { return half_; }
   int64_t prefix() const { return prefix_; }
-  // Appends the two states (when on) for seq tokens and heads of key_dim channels; throws
-  // ConfigError where they do not fit.
-  void add_states(std::vector<State>& states, const LayerSpec& spec, int64_t seq, int64_t key_dim) const;
+  bool per_head() const { return per_head_; }
+  // Appends the two states (when on) for seq tokens and `heads` heads of key_dim channels;
+  // throws ConfigError where they do not fit.
+  void add_states(std::vector<State>& states, const LayerSpec& spec, int64_t seq, int64_t heads, int64_t key_dim) const;
   // The default angles' cosines and sines into the two states s[0], s[1].
   void fill(State* s) const;
 
  private:
-  bool on_ = false, half_ = false;
+  bool on_ = false, half_ = false, per_head_ = false;
   int64_t prefix_ = 0;
   double base_ = 10000;
   std::vector<int64_t> grid_;

@@ -117,22 +117,25 @@ std::string OnnxGraph::attention(const std::string& out, const std::string& q, c
 
 std::string OnnxGraph::rotate(const std::string& p, const std::string& x, const OnnxRotary& r, int64_t seq,
                               int64_t dim) {
-  const int64_t pairs = dim / 2, apart = r.half ? pairs : 1, step = r.half ? 1 : 2, tokens = seq - r.prefix;
-  if (r.prefix < 0 || tokens < 1 || static_cast<int64_t>(r.cos.size()) != tokens * pairs ||
+  const int64_t pairs = dim / 2, apart = r.half ? pairs : 1, step = r.half ? 1 : 2, tokens = seq - r.prefix,
+                tables = r.heads;
+  if (r.prefix < 0 || tokens < 1 || tables < 1 || static_cast<int64_t>(r.cos.size()) != tables * tokens * pairs ||
       r.sin.size() != r.cos.size())
     throw ModelError(path() + ": " + p + ": rotary tables do not match " + std::to_string(seq) + " tokens");
-  std::vector<float> rot(static_cast<size_t>(dim * dim), 0.f), c(static_cast<size_t>(tokens * dim)),
-      s(static_cast<size_t>(tokens * dim));
+  std::vector<float> rot(static_cast<size_t>(dim * dim), 0.f), c(static_cast<size_t>(tables * tokens * dim)),
+      s(c.size());
   for (int64_t i = 0; i < pairs; ++i) {  // rot(x)_a = -x_b, rot(x)_b = x_a as x R
     const int64_t a = i * step, b = a + apart;
     rot[static_cast<size_t>(b * dim + a)] = -1.f;
     rot[static_cast<size_t>(a * dim + b)] = 1.f;
-    for (int64_t t = 0; t < tokens; ++t)
-      for (int64_t ch : {a, b}) {
-        const size_t from = static_cast<size_t>(t * pairs + i), to = static_cast<size_t>(t * dim + ch);
-        c[to] = r.cos[from];
-        s[to] = r.sin[from];
-      }
+    for (int64_t h = 0; h < tables; ++h)  // (tokens, tables, dim): against the heads' axis of x (N, S, H, d)
+      for (int64_t t = 0; t < tokens; ++t)
+        for (int64_t ch : {a, b}) {
+          const size_t from = static_cast<size_t>((h * tokens + t) * pairs + i),
+                       to = static_cast<size_t>((t * tables + h) * dim + ch);
+          c[to] = r.cos[from];
+          s[to] = r.sin[from];
+        }
   }
   std::string in = x;
   if (r.prefix > 0) {  // the tokens from the prefix on, rotated, joined behind the others
@@ -145,8 +148,8 @@ std::string OnnxGraph::rotate(const std::string& p, const std::string& x, const 
     in = p + "_rest";
   }
   add_floats(p + "_rot", {dim, dim}, rot);
-  add_floats(p + "_cos", {tokens, 1, dim}, c);
-  add_floats(p + "_sin", {tokens, 1, dim}, s);
+  add_floats(p + "_cos", {tokens, tables, dim}, c);
+  add_floats(p + "_sin", {tokens, tables, dim}, s);
   add_node("MatMul", p + "_rotate", {in, p + "_rot"}, p + "_rotated");
   add_node("Mul", p + "_times_cos", {in, p + "_cos"}, p + "_x_cos");
   add_node("Mul", p + "_times_sin", {p + "_rotated", p + "_sin"}, p + "_rot_sin");

@@ -50,14 +50,17 @@ struct OnnxAttr {
   std::string s;
 };
 
-// Export: the graph being written (lib/onnx/onnx_export.cpp).
 // A rotary embedding's form for OnnxGraph::attention: the pairs' layout (half: (i, i + d / 2),
-// else (2i, 2i + 1)), the tokens before `prefix` not rotated, cos and sin (S - prefix, d / 2).
+// else (2i, 2i + 1)), the tokens before `prefix` not rotated, cos and sin (S - prefix, d / 2), or
+// (heads, S - prefix, d / 2) with a table per head.
 struct OnnxRotary {
   bool half = false;
   int64_t prefix = 0;
+  int64_t heads = 1;  // tables: 1, or one per head
   std::vector<float> cos, sin;
 };
+
+// Export: the graph being written (lib/onnx/onnx_export.cpp).
 
 class OnnxGraph {
  public:
@@ -98,7 +101,7 @@ class OnnxGraph {
   // Add of the bias, transposed back (PyTorch's Linear over the heads, CaiT's form), before the
   // mask; the probabilities likewise after the Softmax. rotary (not null; seq_q = seq_kv): the
   // heads of q and k (N, S, H, dk) rotated before their transposes, x * C + (x R) * S with R the
-  // (dk, dk) signed permutation of the pairs (MatMul) and C, S (S - prefix, 1, dk) the tables spread to
+  // (dk, dk) signed permutation of the pairs (MatMul) and C, S (S - prefix, 1 or H, dk) the tables spread to
   // both channels of each pair; the prefix tokens Sliced off first and joined in front again
   // (Concat). Returns `out`.
   std::string attention(const std::string& out, const std::string& q, const std::string& k, const std::string& v,

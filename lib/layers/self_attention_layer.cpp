@@ -77,7 +77,7 @@ class SelfAttentionLayer final : public Layer {
     }
     talking_.add_params(params_, heads_, s_, s_);
     states_.clear();
-    rotary_.add_states(states_, spec_, s_, key_ / heads_);
+    rotary_.add_states(states_, spec_, s_, heads_, key_ / heads_);
     return Shape{in[0], in[1], out_};
   }
 
@@ -134,7 +134,8 @@ class SelfAttentionLayer final : public Layer {
     const std::vector<float> mix = talking_.on() ? TalkingHeads::packed(mix_params()) : std::vector<float>{};
     OnnxRotary rot;
     if (rotary_.on())
-      rot = OnnxRotary{rotary_.half(), rotary_.prefix(), host_values(states_[0].value), host_values(states_[1].value)};
+      rot = OnnxRotary{rotary_.half(), rotary_.prefix(), rotary_.per_head() ? heads_ : 1, host_values(states_[0].value),
+                       host_values(states_[1].value)};
     g.attention(n + "_heads", proj[0], proj[1], proj[2], heads_, s_, s_, key_ / heads_, value_ / heads_,
                 d.scale_or_default(), causal_, score_bias_ ? &bias : nullptr, talking_.on() ? &mix : nullptr,
                 rotary_.on() ? &rot : nullptr);

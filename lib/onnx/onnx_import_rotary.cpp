@@ -9,6 +9,7 @@
 // The tokens before the rotated ones (EVA-02's class token) may be joined in front by a Concat.
 // Q K^T then reads both operands rotated alike, and the attention becomes selfAttention with
 // RotaryEmbedding and the tables as its RotaryCos and RotarySin states.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -96,8 +97,9 @@ bool Importer::rotation_matmul(const onnx::NodeProto& n, const View& v, const st
 }
 
 // Mul of a head view (rot(x) or x) by a constant varying along its tokens and its last axis (a
-// head's channels) only: one term of a rotary embedding, pending until the Add of its partner;
-// false for any other constant (the caller reads a scale).
+// head's channels), and along its heads too for a table per head (RoPE-Mixed's): one term of a
+// rotary embedding, pending until the Add of its partner; false for any other constant (the
+// caller reads a scale).
 bool Importer::rotary_term(const onnx::NodeProto& n, int vi) {
   const View& v = views_.at(n.input(vi));
   const onnx::TensorProto* t = constant(n.input(1 - vi));
@@ -109,35 +111,50 @@ bool Importer::rotary_term(const onnx::NodeProto& n, int vi) {
   if (r < 2 || d.empty() || d.size() > r || product(d) <= 1) return false;
   const int64_t dim = v.dims.back();
   if (dim < 2 || dim % 2 != 0 || v.strides.back() != 1) return false;
-  int tok = -1;
+  int tok = -1, heads = -1;  // the view's tokens axis, its heads axis (the other one of more than one)
   for (size_t i = 0; i + 1 < r; ++i)
-    if (v.dims[i] > 1 && v.strides[i] == s.cols) tok = static_cast<int>(i);
+    if (v.dims[i] > 1 && v.strides[i] == s.cols)
+      tok = static_cast<int>(i);
+    else if (v.dims[i] > 1)
+      heads = static_cast<int>(i);
   if (tok < 0) return false;
-  bool tokens_seen = false, channels_seen = false;
-  for (size_t i = 0; i < d.size(); ++i) {
+  const std::string what = "multiplies a " + ints_str(v.dims) + " attention operand by a " + dims_str(*t) +
+                           " constant; dltrain reads there a rotary embedding's table of one value per token and "
+                           "channel of a head, (" +
+                           std::to_string(v.dims[static_cast<size_t>(tok)]) + ", " + std::to_string(dim) +
+                           "), the same for every head or one per head";
+  // The constant's strides, aligned from the end with the view (0 where it repeats).
+  std::vector<int64_t> cs(r, 0);
+  int64_t stride = 1;
+  bool tokens_seen = false, channels_seen = false, per_head = false;
+  for (size_t i = d.size(); i-- > 0;) {
     const size_t at = r - d.size() + i;
-    if (d[i] == 1) continue;
-    if (at == r - 1 && d[i] == dim)
-      channels_seen = true;
-    else if (static_cast<int>(at) == tok && d[i] == v.dims[at])
-      tokens_seen = true;
-    else
-      fail(n, "multiplies a " + ints_str(v.dims) + " attention operand by a " + dims_str(*t) +
-                  " constant; dltrain reads there a rotary embedding's table of one value per token and channel "
-                  "of a head, (" +
-                  std::to_string(v.dims[static_cast<size_t>(tok)]) + ", " + std::to_string(dim) +
-                  "), the same for every head");
+    if (d[i] != 1) {
+      if (d[i] != v.dims[at] || (static_cast<int>(at) != tok && at != r - 1 && static_cast<int>(at) != heads))
+        fail(n, what);
+      cs[at] = stride;
+      tokens_seen = tokens_seen || static_cast<int>(at) == tok;
+      channels_seen = channels_seen || at == r - 1;
+      per_head = per_head || static_cast<int>(at) == heads;
+    }
+    stride *= d[i];
   }
-  if (!tokens_seen || !channels_seen)
-    fail(n, "multiplies a " + ints_str(v.dims) + " attention operand by a " + dims_str(*t) +
-                " constant; dltrain reads there a rotary embedding's table of one value per token and channel of a "
-                "head");
-  rotary_terms_[define(n)] = RotaryTerm{v, tok, need_floats(n, 1 - vi, "rotary table")};
+  if (!tokens_seen || !channels_seen) fail(n, what);
+  const std::vector<float> c = need_floats(n, 1 - vi, "rotary table");
+  RotaryTerm term{v, tok, per_head ? v.dims[static_cast<size_t>(heads)] : 1, {}};
+  const int64_t tokens = v.dims[static_cast<size_t>(tok)];
+  term.table.resize(static_cast<size_t>(term.tables * tokens * dim));
+  for (int64_t h = 0; h < term.tables; ++h)
+    for (int64_t k = 0; k < tokens; ++k)
+      for (int64_t ch = 0; ch < dim; ++ch)
+        term.table[static_cast<size_t>((h * tokens + k) * dim + ch)] = c[static_cast<size_t>(
+            (per_head ? h * cs[static_cast<size_t>(heads)] : 0) + k * cs[static_cast<size_t>(tok)] + ch * cs[r - 1])];
+  rotary_terms_[define(n)] = std::move(term);
   return true;
 }
 
 // Add of x * C and rot(x) * S: x rotated pair by pair, cos C and sin S, each the same for both
-// channels of a pair.
+// channels of a pair (one table, or one per head when either is).
 void Importer::rotary_sum(const onnx::NodeProto& n) {
   const RotaryTerm &a = rotary_terms_.at(n.input(0)), &b = rotary_terms_.at(n.input(1));
   const RotaryTerm& plain = a.v.rot ? b : a;
@@ -149,27 +166,33 @@ void Importer::rotary_sum(const onnx::NodeProto& n) {
          "adds two products of attention operands by tables; dltrain reads there a rotary embedding, x * cos + "
          "rot(x) * sin of the same x");
   const bool half = rot.v.rot == 2;
-  const int64_t dim = base.dims.back(), pairs = dim / 2, tokens = base.dims[static_cast<size_t>(plain.tokens_axis)];
+  const int64_t dim = base.dims.back(), pairs = dim / 2, tokens = base.dims[static_cast<size_t>(plain.tokens_axis)],
+                tables = std::max(plain.tables, rot.tables);
   Rotary r;
   r.half = half;
   r.dim = dim;
+  r.tables = tables;
   const Source& s = sources_[static_cast<size_t>(base.source)];
   r.first_row = base.offset / s.cols;
   r.col = base.offset % s.cols;
-  r.cos.resize(static_cast<size_t>(tokens * pairs));
+  r.cos.resize(static_cast<size_t>(tables * tokens * pairs));
   r.sin.resize(r.cos.size());
-  for (int64_t t = 0; t < tokens; ++t)
-    for (int64_t i = 0; i < pairs; ++i) {
-      const size_t ca = static_cast<size_t>(t * dim + (half ? i : 2 * i)),
-                   cb = static_cast<size_t>(t * dim + (half ? i + pairs : 2 * i + 1));
-      if (!pair_equal(plain.table[ca], plain.table[cb]) || !pair_equal(rot.table[ca], rot.table[cb]))
-        fail(n, "rotates channels " + std::to_string(ca % static_cast<size_t>(dim)) + " and " +
-                    std::to_string(cb % static_cast<size_t>(dim)) + " of token " + std::to_string(t) +
-                    " by different angles (their cos or sin differ); dltrain reads a rotary embedding whose pairs "
-                    "share one angle");
-      r.cos[static_cast<size_t>(t * pairs + i)] = plain.table[ca];
-      r.sin[static_cast<size_t>(t * pairs + i)] = rot.table[ca];
-    }
+  // Entry (h, t, ch) of a term's table (the same for every head where it has one).
+  auto at = [&](const RotaryTerm& x, int64_t h, int64_t t, int64_t ch) {
+    return x.table[static_cast<size_t>(((x.tables > 1 ? h : 0) * tokens + t) * dim + ch)];
+  };
+  for (int64_t h = 0; h < tables; ++h)
+    for (int64_t t = 0; t < tokens; ++t)
+      for (int64_t i = 0; i < pairs; ++i) {
+        const int64_t ca = half ? i : 2 * i, cb = half ? i + pairs : 2 * i + 1;
+        if (!pair_equal(at(plain, h, t, ca), at(plain, h, t, cb)) || !pair_equal(at(rot, h, t, ca), at(rot, h, t, cb)))
+          fail(n, "rotates channels " + std::to_string(ca) + " and " + std::to_string(cb) + " of token " +
+                      std::to_string(t) + (tables > 1 ? " of head " + std::to_string(h) : std::string()) +
+                      " by different angles (their cos or sin differ); dltrain reads a rotary embedding whose pairs "
+                      "share one angle");
+        r.cos[static_cast<size_t>((h * tokens + t) * pairs + i)] = at(plain, h, t, ca);
+        r.sin[static_cast<size_t>((h * tokens + t) * pairs + i)] = at(rot, h, t, ca);
+      }
   rotaries_.push_back(std::move(r));
   base.rotary = static_cast<int>(rotaries_.size() - 1);
   views_[define(n)] = base;
@@ -215,8 +238,9 @@ int Importer::scores_rotary(const onnx::NodeProto& n, const View& q, const View&
   if (q.rotary < 0 || k.rotary < 0)
     fail(n, what + "with only one of Q and K rotated; dltrain reads a rotary embedding of both");
   const Rotary &a = rotaries_[static_cast<size_t>(q.rotary)], &b = rotaries_[static_cast<size_t>(k.rotary)];
-  const int64_t tokens = static_cast<int64_t>(a.cos.size()) / (a.dim / 2);
-  if (a.half != b.half || a.dim != b.dim || a.cos != b.cos || a.sin != b.sin || a.first_row != b.first_row)
+  const int64_t tokens = static_cast<int64_t>(a.cos.size()) / (a.tables * (a.dim / 2));
+  if (a.half != b.half || a.dim != b.dim || a.tables != b.tables || a.cos != b.cos || a.sin != b.sin ||
+      a.first_row != b.first_row)
     fail(n, what + "with Q and K rotated by different tables; dltrain reads one rotary embedding of both");
   if (a.dim != key_dim || (q_step != 0 && q_step != key_dim) || a.col != q_col || b.col != k_col ||
       a.first_row + tokens != rows)
@@ -233,9 +257,11 @@ void Importer::rotary_options(LayerSpec& spec, const Source& a) {
   const Rotary& r = rotaries_[static_cast<size_t>(a.rotary)];
   spec.set("RotaryEmbedding", r.half ? "half" : "interleaved");
   if (r.first_row > 0) spec.set("RotaryPrefixTokens", std::to_string(r.first_row));
-  const int64_t pairs = r.dim / 2, tokens = static_cast<int64_t>(r.cos.size()) / pairs;
-  add_state(spec.name, "RotaryCos", Shape{tokens, pairs}, r.cos);
-  add_state(spec.name, "RotarySin", Shape{tokens, pairs}, r.sin);
+  const int64_t pairs = r.dim / 2, tokens = static_cast<int64_t>(r.cos.size()) / (r.tables * pairs);
+  if (r.tables > 1) spec.set("RotaryPerHead", "true");
+  const Shape shape = r.tables > 1 ? Shape{r.tables, tokens, pairs} : Shape{tokens, pairs};
+  add_state(spec.name, "RotaryCos", shape, r.cos);
+  add_state(spec.name, "RotarySin", shape, r.sin);
 }
 
 }  // namespace dlt::onnx_detail

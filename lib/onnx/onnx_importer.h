@@ -384,6 +384,7 @@ class Importer {
   struct Rotary {
     bool half = false;
     int64_t dim = 0, first_row = 0, col = 0;
+    int64_t tables = 1;  // 1, or one per head: cos and sin (heads, tokens, dim / 2)
     std::vector<float> cos, sin;
   };
   // Element (i0, i1, ...) of the ONNX value is source[offset + sum(i_j * strides[j])], times scale.
@@ -401,11 +402,12 @@ class Importer {
     int rot = 0;
     int rotary = -1;
   };
-  // Mul of a rotary view by a table (tokens, dim) not yet added to its partner.
+  // Mul of a rotary view by a table (tokens, dim), or one per head, not yet added to its partner.
   struct RotaryTerm {
     View v;
     int tokens_axis = 0;
-    std::vector<float> table;
+    int64_t tables = 1;        // 1, or one per head (the view's heads axis)
+    std::vector<float> table;  // (tables, tokens, dim)
   };
 
  private:

@@ -602,6 +602,19 @@ def tiny_models():
                                     swiglu_mlp=True, scale_mlp=True, use_rot_pos_emb=True, ref_feat_shape=(4, 4),
                                     rope_rotate_half=half, num_classes=10))
 
+    def eva_mixed_timm():
+        # timm's RoPE-Mixed ViT (vit_*_rope_mixed_*: an Eva with attn_type 'rope') at 32x32: 8x8
+        # patches of width 16 (2 heads of 8), a class token, no position table, two blocks whose
+        # queries and keys get a rotary embedding with a table per head and block (from learnable
+        # frequencies of the grid's x and y: the mixed tables), LayerScale, a GELU MLP; the class
+        # token read out
+        from timm.models.eva import Eva
+        return timm_net(lambda: Eva(img_size=SIDE, patch_size=8, embed_dim=16, depth=2, num_heads=2, mlp_ratio=2,
+                                    attn_type="rope", qkv_bias=True, init_values=1e-5, class_token=True,
+                                    global_pool="token", use_abs_pos_emb=False, use_rot_pos_emb=True,
+                                    rope_grid_indexing="xy", rope_temperature=10.0, rope_type="mixed",
+                                    num_classes=10))
+
     def beit_timm():
         # timm's BEiT: a relative position bias per head and pair of tokens (gathered from its
         # table, the class token's rows and columns its own entries) added to the scaled scores,
@@ -767,6 +780,7 @@ def tiny_models():
             "davit_timm": davit_timm, "xcit_timm": xcit_timm, "edgenext_timm": edgenext_timm,
             "levit_timm": levit_timm, "cait_timm": cait_timm,
             "convit_timm": convit_timm, "eva_timm": lambda: eva_timm(False), "eva_half_timm": lambda: eva_timm(True),
+            "eva_mixed_timm": eva_mixed_timm,
             "swin_v2_cr_timm": swin_v2_cr_timm, "fastvit_timm": fastvit_timm,
             "efficientformer_timm": efficientformer_timm, "poolformer_timm": poolformer_timm,
             "caformer_timm": caformer_timm, "mambaout_timm": mambaout_timm,
@@ -825,6 +839,11 @@ def write_fixture(name, make, exporter, out_dir):
     print(f"{fixture}: {size / 1024:.0f} KiB, max probability {probs.max():.3f}, onnxruntime vs PyTorch {agree:.1e}")
 
 
+# Fixtures an exporter writes wrongly: TorchScript's trace of the RoPE-Mixed model bakes a
+# (1, 3, 3) Expand of the class token that onnxruntime refuses (torch 2.15).
+SKIP_EXPORTERS = {"eva_mixed_timm": ("torchscript",)}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--venv", default=os.path.join(zc.ROOT, "build", "zoo-venv"))
@@ -841,6 +860,8 @@ def main():
         if n not in models:
             sys.exit(f"make_zoo_fixtures: unknown fixture '{n}' ({', '.join(models)})")
         for e in zc.EXPORTERS:
+            if e in SKIP_EXPORTERS.get(n, ()):
+                continue
             write_fixture(n, models[n], e, args.output)
     return 0
 

@@ -588,6 +588,8 @@ inline std::vector<GradientRow> gradient_rows() {
   rows.push_back(head_normalize("2 rows of 2 heads of 3 groups of 4, linear factor", {2, 2, 4, 4.6, 3, true}));
   rows.push_back(rotary("interleaved, 2 sequences of 4 tokens (1 prefix), 2 heads of 6", {2, 4, 2, 6, 1, false}));
   rows.push_back(rotary("half, 1 sequence of 3 tokens, 3 heads of 4", {1, 3, 3, 4, 0, true}));
+  rows.push_back(
+      rotary("a table per head, 2 sequences of 3 tokens (1 prefix), 2 heads of 4", {2, 3, 2, 4, 1, false, 2}));
   rows.push_back(attention("2 heads, 3 queries over 4 keys, key dim 3 value dim 2", {2, 2, 3, 4, 3, 2, false, 0.f}));
   rows.push_back(attention("causal, 2 heads of 5 tokens", {1, 2, 5, 5, 3, 3, true, 0.f}));
   rows.push_back(attention("causal, 4 queries over 2 keys, scale 0.7", {1, 1, 4, 2, 2, 3, true, 0.7f}));

@@ -540,6 +540,8 @@ inline std::vector<AgreementRow> kernel_rows() {
                                     {4, 4, 196, 4.6, 32, true}));
   rows.push_back(rotary_row("interleaved, 3 sequences of 5 tokens (2 prefix), 2 heads of 8", {3, 5, 2, 8, 2, false}));
   rows.push_back(rotary_row("half, 2 sequences of 7 tokens, 1 head of 2", {2, 7, 1, 2, 0, true}));
+  rows.push_back(
+      rotary_row("half, a table per head, 3 sequences of 6 tokens (1 prefix), 3 heads of 4", {3, 6, 3, 4, 1, true, 3}));
   rows.push_back(rotary_row("interleaved, 4 images of 257 tokens (1 prefix), 3 heads of 64 (eva02_tiny's)",
                             {4, 257, 3, 64, 1, false}));
   for (AgreementRow& r : loss_rows()) rows.push_back(std::move(r));

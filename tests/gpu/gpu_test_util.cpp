@@ -63,7 +63,10 @@ bool zero_key_bias(Network& net, size_t i) {
       continue;
     }
     const bool cosine = std::any_of(ps.begin(), ps.end(), [](const Param& p) { return p.name == "LogitScale"; });
-    return ps[i - at].name == "KeyBias" && !cosine;
+    // A rotary embedding turns the bias by each key's angles: no longer the same for every key.
+    const std::vector<State>& st = net.layer(l).states();
+    const bool rotary = std::any_of(st.begin(), st.end(), [](const State& s) { return s.name == "RotaryCos"; });
+    return ps[i - at].name == "KeyBias" && !cosine && !rotary;
   }
   return false;
 }

@@ -55,7 +55,8 @@ NetworkSpec config_network_file(const std::string& relative);
 bool feeds_batch_norm(Network& net, size_t i);
 // Whether learnable i is an attention's KeyBias, whose gradient is zero in exact arithmetic (a
 // softmax row does not change when the same number is added to all its scores); not with cosine
-// attention (its keys are normalized after the bias).
+// attention (its keys are normalized after the bias) nor with a rotary embedding (the bias is
+// turned by each key's angles).
 bool zero_key_bias(Network& net, size_t i);
 
 // A CPU network initialised from seed, with non-trivial input normalization (a random mean

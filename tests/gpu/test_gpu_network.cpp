@@ -59,9 +59,9 @@ void check_forward_backward(NetworkPair& p, int64_t batch, uint64_t seed) {
         // Zero in exact arithmetic, so a relative comparison compares noise: a convolution's
         // bias whose output goes into batch norm (the normalisation subtracts it again), an
         // attention's KeyBias (a softmax row does not change when the same number is added to
-        // all its scores; not with cosine attention). Both sides must be at the level of rounding: 1e-5 of a gradient
-        // whose order a wrongly computed one would have: the layer's weights' before the bias, the key weights' for
-        // KeyBias (the same sum over the tokens' dK, weighted by the inputs).
+        // all its scores; not with cosine attention or a rotary embedding). Both sides must be at the level of
+        // rounding: 1e-5 of a gradient whose order a wrongly computed one would have: the layer's weights' before the
+        // bias, the key weights' for KeyBias (the same sum over the tokens' dK, weighted by the inputs).
         const double noise = 1e-5 * max_abs(gc[gc[i]->name == "KeyBias" ? i - 4 : i - 1]->grad);
         INFO(what << ": zero in exact arithmetic; max |got| " << max_abs(gd[i]->grad) << ", max |want| "
                   << max_abs(gc[i]->grad) << ", allowed " << noise);

@@ -147,6 +147,12 @@ TEST_CASE("gradients: rotary embedding (EVA-02's) in selfAttention", "[layers][g
                           {Shape{5, 1, 3}}, o),
               90);
   }
+  SECTION("a table per head (RoPE-Mixed's), 3 heads of 2") {
+    expect_ok(check_layer(layer_spec("selfAttention",
+                                     {"NumHeads=3", "NumKeyChannels=6", "RotaryEmbedding=half", "RotaryPerHead=true"}),
+                          {Shape{4, 1, 3}}, o),
+              90);
+  }
   SECTION("half pairs on a 2x3 grid, causal, 1 head of 8") {
     expect_ok(check_layer(layer_spec("selfAttention", {"NumHeads=1", "NumKeyChannels=8", "RotaryEmbedding=half",
                                                        "RotaryGrid=[2,3]", "AttentionMask=causal"}),
@@ -191,6 +197,19 @@ TEST_CASE("attention: a rotary embedding's tables and options", "[layers][attent
         CHECK(s[static_cast<size_t>(t * 4 + i)] == Approx(std::sin(a)).margin(1e-6));
       }
   }
+  SECTION("RotaryPerHead: a table per head, each the shared one") {
+    const auto [c, s] =
+        tables({"NumHeads=2", "NumKeyChannels=8", "RotaryEmbedding=interleaved", "RotaryPerHead=true"}, Shape{3, 1, 4});
+    REQUIRE(c.size() == 2 * 3 * 2);  // 2 heads of 3 tokens of 2 pairs
+    for (int t = 0; t < 3; ++t)
+      for (int i = 0; i < 2; ++i) {
+        const double a = t * std::pow(10000.0, -2.0 * i / 4.0);
+        for (int h = 0; h < 2; ++h) {
+          CHECK(c[static_cast<size_t>((h * 3 + t) * 2 + i)] == Approx(std::cos(a)).margin(1e-6));
+          CHECK(s[static_cast<size_t>((h * 3 + t) * 2 + i)] == Approx(std::sin(a)).margin(1e-6));
+        }
+      }
+  }
   auto build = [](const std::string& options) {
     return Network(
         yaml_net(kOneSequence + "  - {type: selfAttention, Name: sa, NumHeads: 2, " + options + "}\n" + kHead),
@@ -204,6 +223,8 @@ TEST_CASE("attention: a rotary embedding's tables and options", "[layers][attent
                     Catch::Contains("RotaryGrid [3 5] must cover the 16 rotated tokens"));
   CHECK_THROWS_WITH(build("NumKeyChannels: 4, RotaryEmbedding: half, RotaryGrid: [4 4]"),
                     Catch::Contains("multiple of 4 (they are 2)"));
+  CHECK_THROWS_WITH(build("NumKeyChannels: 8, RotaryPerHead: true"),
+                    Catch::Contains("option RotaryPerHead needs RotaryEmbedding"));
   CHECK_THROWS_WITH(build("NumKeyChannels: 8, RotaryBase: 100"),
                     Catch::Contains("option RotaryBase needs RotaryEmbedding interleaved or half (it is none)"));
   CHECK_THROWS_WITH(build("NumKeyChannels: 8, RotaryEmbedding: spiral"), Catch::Contains("RotaryEmbedding"));

@@ -604,15 +604,19 @@ TEST_CASE("onnx tokens: BEiT's score bias and pooling after the class token expo
 
 // selfAttention's rotary embedding exports as the heads of Q and K sliced after the class token,
 // x * cos + (x R) * sin (R the pairs' signed permutation) and the class token joined in front
-// again, and reads back as RotaryEmbedding with the same tables; interleaved and half pairs
-// (tests/data/vit/eva.yaml, its tables' angles random).
+// again, and reads back as RotaryEmbedding with the same tables; interleaved and half pairs, and
+// a table per head (tests/data/vit/eva.yaml, its tables' angles random).
 TEST_CASE("onnx tokens: EVA-02's rotary embedding exports and reads back", "[onnx][vit]") {
   const std::string file = std::string(DLT_SOURCE_DIR) + "/tests/data/vit/eva.yaml";
-  for (const char* mode : {"interleaved", "half"}) {
+  for (const char* mode : {"interleaved", "half", "half, a table per head"}) {
     INFO(mode);
+    const bool per_head = std::string(mode).size() > 11;
     NetworkSpec spec = load_config(file).network;
     for (LayerSpec& l : spec.layers)
-      if (l.name == "attn") l.set("RotaryEmbedding", mode);
+      if (l.name == "attn") {
+        l.set("RotaryEmbedding", per_head ? "half" : mode);
+        if (per_head) l.set("RotaryPerHead", "true");
+      }
     Network net(spec, Device::cpu());
     net.init_params(7);
     Vec want_cos, want_sin;
@@ -636,8 +640,9 @@ TEST_CASE("onnx tokens: EVA-02's rotary embedding exports and reads back", "[onn
     same_layer_types(spec, back);
     const LayerSpec* attn = layer_of_type(back, "selfAttention");
     REQUIRE(attn);
-    CHECK(attn->get_string("RotaryEmbedding", "") == mode);
+    CHECK(attn->get_string("RotaryEmbedding", "") == (per_head ? "half" : mode));
     CHECK(attn->get_int("RotaryPrefixTokens", 0) == 1);
+    CHECK(attn->get_bool("RotaryPerHead", false) == per_head);
     Vec got_cos, got_sin;
     for (const auto& st : back.states)
       if (st.layer == attn->name && st.name == "RotaryCos")

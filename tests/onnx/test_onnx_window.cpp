@@ -435,14 +435,14 @@ TEST_CASE(
     set_floats(initializer(p, "net.rope.pos_embed"), table);
     want = "node 'node_add_1' (Add): rotates channels 0 and 1 of token 0 by different angles";
   }
-  SECTION("EVA-02's rotary table of its own for each head") {
+  SECTION("EVA-02's rotary table with the tokens and channels swapped") {
     p = load("eva_timm-dynamo");
     // was (tokens, [sin | cos]), split on axis 1: now (2, [sin | cos], 16), split into two 2x8x16
     set_floats(initializer(p, "net.rope.pos_embed"), std::vector<float>(2 * 16 * 16, 0.5f), {2, 16, 16});
     want =
         "node 'node_mul' (Mul): multiplies a [1, 2, 16, 8] attention operand by a 2x8x16 constant; dltrain reads "
         "there a rotary embedding's table of one value per token and channel of a head, (16, 8), the same for "
-        "every head";
+        "every head or one per head";
   }
   SECTION("EVA-02's keys not rotated") {
     p = load("eva_timm-dynamo");

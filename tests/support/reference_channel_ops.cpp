@@ -240,7 +240,8 @@ Vec rotary(const RotaryDesc& d, const Vec& x, const Vec& cos, const Vec& sin, bo
         const int64_t base = (r * d.heads + h) * d.dim;
         const size_t a = static_cast<size_t>(base + (d.half ? i : 2 * i)),
                      b = static_cast<size_t>(base + (d.half ? i + pairs : 2 * i + 1));
-        const double c = cos[static_cast<size_t>(t * pairs + i)], s = sin[static_cast<size_t>(t * pairs + i)];
+        const int64_t row = (d.table_heads == 1 ? 0 : h) * (d.seq - d.prefix) + t;
+        const double c = cos[static_cast<size_t>(row * pairs + i)], s = sin[static_cast<size_t>(row * pairs + i)];
         const double m[2][2] = {{c, back ? s : -s}, {back ? -s : s, c}};
         y[a] = m[0][0] * x[a] + m[0][1] * x[b];
         y[b] = m[1][0] * x[a] + m[1][1] * x[b];

@@ -220,15 +220,17 @@ class CpuRotaryOp final : public RotaryOp {
         if (out != in) std::memcpy(out, in, static_cast<size_t>(width) * sizeof(float));
         continue;
       }
-      const float* c = cp + t * pairs;
-      const float* s = sp + t * pairs;
-      for (int64_t h = 0; h < d_.heads; ++h)
+      for (int64_t h = 0; h < d_.heads; ++h) {
+        const int64_t row = (d_.table_heads == 1 ? 0 : h) * (d_.seq - d_.prefix) + t;
+        const float* c = cp + row * pairs;
+        const float* s = sp + row * pairs;
         for (int64_t i = 0; i < pairs; ++i) {
           const int64_t ia = h * dim + i * step, ib = ia + apart;
           const float a = in[ia], b = in[ib], si = sign * s[i];
           out[ia] = a * c[i] - b * si;
           out[ib] = b * c[i] + a * si;
         }
+      }
     }
   }
 

@@ -120,7 +120,8 @@ __global__ void head_normalize_scale_grad_kernel(const float* x, const float* t,
 
 // One thread per pair of channels (in place allowed: a thread reads its pair before writing it).
 __global__ void rotary_kernel(const float* x, const float* cos_t, const float* sin_t, float* y, int64_t total,
-                              int64_t seq, int64_t heads, int64_t dim, int64_t prefix, bool half, float sign) {
+                              int64_t seq, int64_t heads, int64_t dim, int64_t prefix, bool half, bool per_head,
+                              float sign) {
   const int64_t pairs = dim / 2;
   for (int64_t p = first_index(); p < total; p += grid_stride()) {
     const int64_t i = p % pairs, g = p / pairs;  // g: the group (token, head)
@@ -132,7 +133,8 @@ __global__ void rotary_kernel(const float* x, const float* cos_t, const float* s
       y[ib] = b;
       continue;
     }
-    const float c = cos_t[t * pairs + i], s = sign * sin_t[t * pairs + i];
+    const int64_t row = (per_head ? g % heads * (seq - prefix) : 0) + t;
+    const float c = cos_t[row * pairs + i], s = sign * sin_t[row * pairs + i];
     y[ia] = a * c - b * s;
     y[ib] = b * c + a * s;
   }
@@ -142,11 +144,11 @@ __global__ void rotary_kernel(const float* x, const float* cos_t, const float* s
 
 // Declared where they are called (cuda_token_ops.cpp).
 void rotary(const float* x, const float* cos_t, const float* sin_t, float* y, int64_t n, int64_t seq, int64_t heads,
-            int64_t dim, int64_t prefix, bool half, bool back, cudaStream_t stream) {
+            int64_t dim, int64_t prefix, bool half, bool per_head, bool back, cudaStream_t stream) {
   const int64_t total = n * seq * heads * (dim / 2);
   if (total <= 0) return;
   rotary_kernel<<<grid_for(total), kThreads, 0, stream>>>(x, cos_t, sin_t, y, total, seq, heads, dim, prefix, half,
-                                                          back ? -1.f : 1.f);
+                                                          per_head, back ? -1.f : 1.f);
   DLT_LAUNCH_CHECK();
 }
 

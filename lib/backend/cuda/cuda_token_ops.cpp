@@ -29,7 +29,7 @@ void head_normalize_backward(const float* x, const float* t, const float* dy, fl
                              int64_t heads, int64_t per_head, int64_t dim, float max_log, bool linear,
                              cudaStream_t stream);
 void rotary(const float* x, const float* cos_t, const float* sin_t, float* y, int64_t n, int64_t seq, int64_t heads,
-            int64_t dim, int64_t prefix, bool half, bool back, cudaStream_t stream);
+            int64_t dim, int64_t prefix, bool half, bool per_head, bool back, cudaStream_t stream);
 
 namespace {
 
@@ -39,8 +39,8 @@ class CudaRotaryOp final : public RotaryOp {
 
  private:
   void do_run(const Tensor& x, const Tensor& cos, const Tensor& sin, Tensor& y, bool back) override {
-    rotary(x.data(), cos.data(), sin.data(), y.data(), d_.n, d_.seq, d_.heads, d_.dim, d_.prefix, d_.half, back,
-           ctx_.stream);
+    rotary(x.data(), cos.data(), sin.data(), y.data(), d_.n, d_.seq, d_.heads, d_.dim, d_.prefix, d_.half,
+           d_.table_heads > 1, back, ctx_.stream);
   }
 
   RotaryDesc d_;
