@@ -806,7 +806,8 @@ bool is_tensor_fold_op(const std::string& op) {
                                            "Tile",
                                            "Conv",
                                            "CumSum",
-                                           "Softmax"};
+                                           "Softmax",
+                                           "Flatten"};
   return binary_ops().count(op) || unary_ops().count(op) || other.count(op);
 }
 
@@ -856,6 +857,18 @@ TensorConst tensor_fold(const std::string& op, const std::vector<const TensorCon
   if (op == "GatherND") return gather_nd(need(in, 0, "data"), need(in, 1, "indices"), a.batch_dims);
   if (op == "Reshape") return reshape(need(in, 0, "data"), int_list(need(in, 1, "shape"), "shape"), a.allowzero != 0);
   if (op == "Transpose") return transpose(need(in, 0, "data"), a.perm);
+  if (op == "Flatten") {  // (product of the dimensions before axis, product of the rest)
+    const TensorConst& x = need(in, 0, "data");
+    const int64_t rank = static_cast<int64_t>(x.dims.size());
+    const int64_t axis = a.flatten_axis < 0 ? a.flatten_axis + rank : a.flatten_axis;
+    if (axis < 0 || axis > rank)
+      refuse("a Flatten of axis " + std::to_string(a.flatten_axis) + " of rank " + std::to_string(rank));
+    int64_t rows = 1, cols = 1;
+    for (int64_t i = 0; i < rank; ++i) (i < axis ? rows : cols) *= x.dims[static_cast<size_t>(i)];
+    TensorConst out = x;
+    out.dims = {rows, cols};
+    return out;
+  }
   if (op == "Unsqueeze" || op == "Squeeze") {
     std::vector<int64_t> axes = a.axes;
     bool has = a.has_axes;

@@ -48,6 +48,7 @@ struct TensorFoldAttrs {
   int64_t group = 1;
   std::string auto_pad = "NOTSET";
   int64_t exclusive = 0, reverse = 0;  // CumSum
+  int64_t flatten_axis = 1;            // Flatten
   int64_t softmax_axis = -1;           // Softmax (its default by opset)
 };
 

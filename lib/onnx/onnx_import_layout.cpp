@@ -183,6 +183,7 @@ void Importer::tensor_fold_node(const onnx::NodeProto& n) {
     a.group = attr_int(n, "group", 1);
     a.auto_pad = attr_string(n, "auto_pad", "NOTSET");
     a.softmax_axis = attr_int(n, "axis", opset_ >= 13 ? -1 : 1);
+    a.flatten_axis = attr_int(n, "axis", 1);
     a.exclusive = attr_int(n, "exclusive", 0);
     a.reverse = attr_int(n, "reverse", 0);
     if (const auto* v = find_attr(n, "value"); v && v->has_t()) {

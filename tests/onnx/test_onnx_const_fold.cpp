@@ -82,7 +82,8 @@ TEST_CASE("constant folding: elementwise operators broadcast as numpy does", "[o
   CHECK_THAT(refusal("Add", {&a, &b3}), Catch::Contains("shapes 2x3 and 4 do not broadcast"));
 }
 
-TEST_CASE("constant folding: Gather, Reshape, Transpose, Unsqueeze, Squeeze, Concat, Slice, Expand", "[onnx]") {
+TEST_CASE("constant folding: Gather, Reshape, Transpose, Unsqueeze, Squeeze, Concat, Slice, Expand, Flatten",
+          "[onnx]") {
   const TensorConst table = floats({4, 2}, {0, 1, 10, 11, 20, 21, 30, 31});
   const TensorConst idx = ints({2, 2}, {3, 0, -1, 2});
   TensorConst g = fold("Gather", {&table, &idx});
@@ -135,6 +136,19 @@ TEST_CASE("constant folding: Gather, Reshape, Transpose, Unsqueeze, Squeeze, Con
   TensorConst x = fold("Expand", {&col, &to});
   CHECK(x.dims == std::vector<int64_t>{3, 2, 4});
   CHECK(x.v[5] == 2);
+
+  // Flatten (DINOv3's rotary coordinates (H, W, 2) to (H W, 2)): the values in order, the
+  // dimensions before axis (default 1) and from it multiplied; axis 0 and a negative one.
+  TensorConst f = fold("Flatten", {&x});
+  CHECK(f.dims == std::vector<int64_t>{3, 8});
+  CHECK(f.v == x.v);
+  TensorFoldAttrs flat;
+  flat.flatten_axis = 0;
+  CHECK(fold("Flatten", {&x}, flat).dims == std::vector<int64_t>{1, 24});
+  flat.flatten_axis = -1;
+  CHECK(fold("Flatten", {&x}, flat).dims == std::vector<int64_t>{6, 4});
+  flat.flatten_axis = 4;
+  CHECK_THAT(refusal("Flatten", {&x}, flat), Catch::Contains("a Flatten of axis 4 of rank 3"));
 }
 
 TEST_CASE("constant folding: ConstantOfShape, Range, ScatterND, ScatterElements, GatherND, MatMul, Cast, Clip",
