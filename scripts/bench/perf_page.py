@@ -263,7 +263,9 @@ def onnx_inference_vit(res, f):
         load = max(r.get(s + "_load", 0) for s in ("dltrain", "pytorch", "onnxruntime"))
         parts.append(f"{r['network']} dltrain {r['dltrain']:.0f} ms, PyTorch {r['pytorch']:.0f} ms, onnxruntime "
                      f"{r['onnxruntime']:.0f} ms: {min(r['pytorch'], r['onnxruntime']) / r['dltrain']:.2f}x"
-                     + (f" (foreign load up to {load:.1f} cores)" if load >= 0.3 else ""))
+                     + (f" (foreign load up to {load:.1f} cores)" if load >= 0.3 else "")
+                     # a row measured by another run of the bench, added to this file
+                     + (f" (`{bench_command(r['run_command'])}`, {r['run_date']})" if "run_command" in r else ""))
     torch = re.search(r"PyTorch (\S+) eager", run["header"][0])
     ort = re.search(r"onnxruntime (\S+?)[;,]", run["header"][0])
     return (f"Imported transformers (`{bench_command(run['command'])}`, {run['date']}, {run['machine']}, batch {run['batch']}, "
