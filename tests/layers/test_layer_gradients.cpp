@@ -28,6 +28,16 @@ void expect_ok(const GradCheckReport& r, int min_checked = 10) {
   CHECK(r.failed == 0);
 }
 
+// The network of tests/data/vit/<name>.yaml: 2 images, 12 sampled values per learnable, step 1e-3.
+void expect_vit_network_ok(const std::string& name, int min_checked = 10) {
+  const NetworkSpec spec = load_config(std::string(DLT_SOURCE_DIR) + "/tests/data/vit/" + name + ".yaml").network;
+  GradCheckOptions o;
+  o.batch = 2;
+  o.samples = 12;
+  o.step = 1e-3;
+  expect_ok(check_network(spec, o), min_checked);
+}
+
 }  // namespace
 
 TEST_CASE("gradients: convolution2d", "[layers][grad]") {
@@ -132,21 +142,11 @@ TEST_CASE("gradients: selfAttention", "[layers][grad]") {
 
 TEST_CASE("network gradients: BEiT's score bias and pooling after the class token (tests/data/vit/beit.yaml)",
           "[net][grad][vit]") {
-  const NetworkSpec spec = load_config(std::string(DLT_SOURCE_DIR) + "/tests/data/vit/beit.yaml").network;
-  GradCheckOptions o;
-  o.batch = 2;
-  o.samples = 12;
-  o.step = 1e-3;
-  expect_ok(check_network(spec, o));
+  expect_vit_network_ok("beit");
 }
 
 TEST_CASE("network gradients: EVA-02's rotary embedding and SwiGLU MLP (tests/data/vit/eva.yaml)", "[net][grad][vit]") {
-  const NetworkSpec spec = load_config(std::string(DLT_SOURCE_DIR) + "/tests/data/vit/eva.yaml").network;
-  GradCheckOptions o;
-  o.batch = 2;
-  o.samples = 12;
-  o.step = 1e-3;
-  expect_ok(check_network(spec, o));
+  expect_vit_network_ok("eva");
 }
 
 // Swin's window attention on (H, W, C) images: the relative position table's gradient too.
@@ -262,12 +262,7 @@ TEST_CASE("gradients: tokenSlice, concatenation, and the token layers on images 
 }
 
 TEST_CASE("network gradients: PiT's stages (tests/data/vit/pit.yaml)", "[net][grad]") {
-  const NetworkSpec spec = load_config(std::string(DLT_SOURCE_DIR) + "/tests/data/vit/pit.yaml").network;
-  GradCheckOptions o;
-  o.batch = 2;
-  o.samples = 12;
-  o.step = 1e-3;
-  expect_ok(check_network(spec, o), 80);
+  expect_vit_network_ok("pit", 80);
 }
 
 // Where each value goes: concatenation along every dimension and tokenSlice, against positions
