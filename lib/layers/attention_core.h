@@ -7,6 +7,9 @@
 // Cosine (Swin V2's attention): Q and K normalized per head to unit length, Q times
 // exp(min(t, log 100)) per head (t: the layer's LogitScale learnable), the scores unscaled
 // (backend/token_ops.h's head normalize).
+// Rotary (selfAttention's RotaryEmbedding): Q and K rotated in place after their projections
+// (backend/token_ops.h's rotary), the attention's backward reading the rotated ones and its dQ
+// and dK rotated back.
 // The layer owns the learnables (Layer::params_): add_params appends the eight in the order
 // QueryWeights, KeyWeights, ValueWeights, OutputWeights, QueryBias .. OutputBias, and the
 // calls below take a pointer to the first.

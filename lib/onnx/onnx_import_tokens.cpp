@@ -254,6 +254,9 @@ bool Importer::token_node(const onnx::NodeProto& n) {
   // Concat of token sequences (a flattened image's pixels are tokens to it): the class token
   // (DeiT: and the distillation token) in front of the sequence (PiT: of a feature map's
   // pixels), or computed sequences joined (PiT's projected class token and its pooled map).
+  if (op != "Add")  // a rotary embedding's term read by anything but the Add of its partner: value() refuses it
+    for (int i = 0; i < n.input_size(); ++i)
+      if (rotary_terms_.count(n.input(i))) value(n, i);
   if (op == "Concat" && (rotation_pairs(n) || rotary_concat(n))) return true;
   if (op == "Add" && n.input_size() == 2 && rotary_terms_.count(n.input(0)) && rotary_terms_.count(n.input(1))) {
     rotary_sum(n);

@@ -138,6 +138,10 @@ class Importer {
       fail(n, "input '" + n.input(i) +
                   "' is a 5-D reshape of an image, which dltrain reads only as ShuffleNet's channel shuffle "
                   "(Reshape to (N, G, C/G, H, W), Transpose (0, 2, 1, 3, 4), Reshape to (N, C, H, W))");
+    if (it == values_.end() && rotary_terms_.count(n.input(i)))
+      fail(n, "input '" + n.input(i) +
+                  "' is an attention operand times a table of one value per token and channel, which dltrain reads "
+                  "only as a term of a rotary embedding: x * cos + rot(x) * sin, the two products added");
     if (it == values_.end())
       fail(n, "input '" + n.input(i) +
                   "' is neither the graph input nor an earlier supported node's output (a graph must list its "

@@ -444,6 +444,14 @@ TEST_CASE(
         "there a rotary embedding's table of one value per token and channel of a head, (16, 8), the same for "
         "every head or one per head";
   }
+  SECTION("EVA-02's queries times cos read without their rot(x) * sin") {
+    p = load("eva_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_cat_2") n.set_input(1, "mul");  // was add_1, the sum with rot(x) * sin
+    want =
+        "node 'node_cat_2' (Concat): input 'mul' is an attention operand times a table of one value per token and "
+        "channel, which dltrain reads only as a term of a rotary embedding";
+  }
   SECTION("EVA-02's keys not rotated") {
     p = load("eva_timm-dynamo");
     for (auto& n : *p.mutable_graph()->mutable_node())
