@@ -196,7 +196,27 @@ class CpuHeadNormalizeOp final : public HeadNormalizeOp {
   std::vector<float> scale_;
 };
 
-// Pair by pair in float; each token's groups in turn (parallel over the tokens).
+// Pair by pair in float; each token's groups in turn (parallel over the tokens), each group's
+// pairs as one simd loop: an iteration reads and writes only its own pair, so y may be x.
+template <bool Half>
+void rotate_group(const float* x, float* y, const float* c, const float* s, int64_t pairs, float sign) {
+  if constexpr (Half) {
+#pragma omp simd
+    for (int64_t i = 0; i < pairs; ++i) {
+      const float a = x[i], b = x[i + pairs], si = sign * s[i];
+      y[i] = a * c[i] - b * si;
+      y[i + pairs] = b * c[i] + a * si;
+    }
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < pairs; ++i) {
+      const float a = x[2 * i], b = x[2 * i + 1], si = sign * s[i];
+      y[2 * i] = a * c[i] - b * si;
+      y[2 * i + 1] = b * c[i] + a * si;
+    }
+  }
+}
+
 class CpuRotaryOp final : public RotaryOp {
  public:
   explicit CpuRotaryOp(const RotaryDesc& d) : RotaryOp(d, Device::cpu()), d_(d) {}
@@ -208,8 +228,6 @@ class CpuRotaryOp final : public RotaryOp {
     const float* sp = sin.data();
     float* yp = y.data();
     const int64_t dim = d_.dim, pairs = dim / 2, width = d_.heads * dim, tokens = d_.n * d_.seq;
-    // The second of a pair: the next channel (interleaved) or half a group on (half).
-    const int64_t apart = d_.half ? pairs : 1, step = d_.half ? 1 : 2;
     const float sign = back ? -1.f : 1.f;  // the backward rotates by -s
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < tokens; ++r) {
@@ -221,15 +239,11 @@ class CpuRotaryOp final : public RotaryOp {
         continue;
       }
       for (int64_t h = 0; h < d_.heads; ++h) {
-        const int64_t row = (d_.table_heads == 1 ? 0 : h) * (d_.seq - d_.prefix) + t;
-        const float* c = cp + row * pairs;
-        const float* s = sp + row * pairs;
-        for (int64_t i = 0; i < pairs; ++i) {
-          const int64_t ia = h * dim + i * step, ib = ia + apart;
-          const float a = in[ia], b = in[ib], si = sign * s[i];
-          out[ia] = a * c[i] - b * si;
-          out[ib] = b * c[i] + a * si;
-        }
+        const int64_t at = ((d_.table_heads == 1 ? 0 : h) * (d_.seq - d_.prefix) + t) * pairs;
+        if (d_.half)
+          rotate_group<true>(in + h * dim, out + h * dim, cp + at, sp + at, pairs, sign);
+        else
+          rotate_group<false>(in + h * dim, out + h * dim, cp + at, sp + at, pairs, sign);
       }
     }
   }
