@@ -251,9 +251,7 @@ bool Importer::token_node(const onnx::NodeProto& n) {
     column_major_.insert(out);
     return true;
   }
-  // Concat of token sequences (a flattened image's pixels are tokens to it): the class token
-  // (DeiT: and the distillation token) in front of the sequence (PiT: of a feature map's
-  // pixels), or computed sequences joined (PiT's projected class token and its pooled map).
+  // A rotary embedding's parts (onnx_import_rotary.cpp).
   if (op != "Add")  // a rotary embedding's term read by anything but the Add of its partner: value() refuses it
     for (int i = 0; i < n.input_size(); ++i)
       if (rotary_terms_.count(n.input(i))) value(n, i);
@@ -262,6 +260,9 @@ bool Importer::token_node(const onnx::NodeProto& n) {
     rotary_sum(n);
     return true;
   }
+  // Concat of token sequences (a flattened image's pixels are tokens to it): the class token
+  // (DeiT: and the distillation token) in front of the sequence (PiT: of a feature map's
+  // pixels), or computed sequences joined (PiT's projected class token and its pooled map).
   if (op == "Concat" && n.input_size() >= 2) {
     const int last = n.input_size() - 1;
     bool leading = true, computed = true, any = false;
