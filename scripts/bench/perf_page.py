@@ -265,7 +265,8 @@ def onnx_inference_vit(res, f):
                      f"{r['onnxruntime']:.0f} ms: {min(r['pytorch'], r['onnxruntime']) / r['dltrain']:.2f}x"
                      + (f" (foreign load up to {load:.1f} cores)" if load >= 0.3 else "")
                      # a row measured by another run of the bench, added to this file
-                     + (f" (`{bench_command(r['run_command'])}`, {r['run_date']})" if "run_command" in r else ""))
+                     + (f" (`{bench_command(r['run_command'])}`, {r['run_date']}, {r['run_machine']}, "
+                        f"{r['run_peers']})" if "run_command" in r else ""))
     torch = re.search(r"PyTorch (\S+) eager", run["header"][0])
     ort = re.search(r"onnxruntime (\S+?)[;,]", run["header"][0])
     return (f"Imported transformers (`{bench_command(run['command'])}`, {run['date']}, {run['machine']}, batch {run['batch']}, "
