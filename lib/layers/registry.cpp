@@ -63,6 +63,7 @@ const LayerType& self_attention_layer_type();
 const LayerType& attention_layer_type();
 const LayerType& channel_attention_layer_type();
 const LayerType& window_attention_layer_type();
+const LayerType& separable_attention_layer_type();
 const LayerType& indexing1d_layer_type();
 const LayerType& global_average_pooling1d_layer_type();
 const LayerType& global_max_pooling1d_layer_type();
@@ -125,6 +126,7 @@ const std::vector<const LayerType*>& layer_registry() {
       &attention_layer_type(),
       &channel_attention_layer_type(),
       &window_attention_layer_type(),
+      &separable_attention_layer_type(),
       &indexing1d_layer_type(),
       &global_average_pooling1d_layer_type(),
       &global_max_pooling1d_layer_type(),

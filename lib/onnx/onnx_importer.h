@@ -118,6 +118,17 @@ class Importer {
                   "' is a 6-D split of an image, which dltrain reads only as MaxViT's window partition (Reshape to "
                   "(1, C, H/p, p, W/p, p), Transpose (0, 2, 4, 3, 5, 1), Reshape to (1, windows, p*p, C)) or its "
                   "reverse");
+    if (it == values_.end() && patch_steps_.count(n.input(i)))
+      fail(n,
+           "input '" + n.input(i) +
+               "' is a 6-D split of MobileViT v2's patches, which dltrain reads only as its unfold (Reshape (1, C, "
+               "H/ph, ph, W/pw, pw), Transpose (0, 1, 3, 5, 2, 4), Reshape (1, C, P, N)) or its fold (Reshape (1, C, "
+               "ph, pw, H/ph, W/pw), Transpose (0, 1, 4, 2, 5, 3), Reshape (1, C, H, W))");
+    if (it == values_.end() && separable_.count(n.input(i)))
+      fail(n, "input '" + n.input(i) +
+                  "' is part of MobileViT v2's separable self-attention, which dltrain reads only as timm's "
+                  "LinearSelfAttention: Split into [1, C, C] along axis 1, Softmax of the query over the patches, Mul "
+                  "of the keys by it, ReduceSum over the patches (keepdims), Relu of the values, Mul by the sum");
     if (it == values_.end() && win_.count(n.input(i)))
       fail(n, "input '" + n.input(i) +
                   "' is inside a window attention (from its window partition to the reverse), which dltrain reads "
@@ -164,7 +175,8 @@ class Importer {
     const std::string& name = n.output(i);
     if (values_.count(name) || consts_.count(name) || shuffles_.count(name) || whole_.count(name) ||
         views_.count(name) || flat_images_.count(name) || swapped_images_.count(name) || image_views_.count(name) ||
-        win_.count(name) || splits_.count(name) || stacks_.count(name))
+        win_.count(name) || splits_.count(name) || stacks_.count(name) || patch_steps_.count(name) ||
+        separable_.count(name))
       fail(n, "output '" + name + "' is already defined earlier in the graph (each ONNX value is assigned once)");
     return name;
   }
@@ -254,7 +266,12 @@ class Importer {
   void node(const onnx::NodeProto& n) {
     std::optional<Partition> part;
     if (const Partition* p = partition_of_inputs(n)) part = *p;
+    // MobileViT v2's unfolded patches through a per-pixel operator: its outputs are patches too.
+    const std::optional<PatchGrid> grid = patch_grid_of_inputs(n);
     node_inner(n);
+    if (grid)
+      for (int i = 0; i < n.output_size(); ++i)
+        if (values_.count(n.output(i))) patch_grids_.emplace(n.output(i), *grid);
     if (!part)
       if (const Partition* p = partition_of_inputs(n)) part = *p;
     if (!part) part = flat_view_partition(n);
@@ -266,6 +283,7 @@ class Importer {
       fail(n, "operator domain '" + n.domain() + "' is not supported (supported: " + supported_ops() + ")");
     if (op == "Constant") return constant_node(n);
     if (op == "Identity") return identity(n);
+    if (patch_node(n)) return;
     if (stack_node(n)) return;
     if (!all_constant(n) && window_node(n)) return;
     if (token_node(n)) return;
@@ -564,6 +582,28 @@ class Importer {
     int64_t ph = 0, pw = 0;
     int stage = 1;
   };
+  // MobileViT v2's unfold of an NCHW image into (1, C, P, N) (onnx_import_patches.cpp): P = ph pw
+  // offsets inside the patches, N patches; the image itself in dltrain, its pixels' groups named
+  // by the patch (PatchGrid). PatchStep: the 6-D value between the unfold's Transpose (0, 1, 3,
+  // 5, 2, 4) and its Reshape, or between the fold's Reshape (1, C, ph, pw, H/ph, W/pw) and its
+  // Transpose, both (1, C, ph, pw, H/ph, W/pw).
+  struct PatchGrid {
+    int64_t ph = 1, pw = 1;
+  };
+  struct PatchStep {
+    Value image;
+    int64_t ph = 1, pw = 1;
+    bool fold = false;
+  };
+  // timm's LinearSelfAttention between the unfold and the fold, node by node: the Split of the
+  // joint projection (qkv: its value, c the value channels) into the query, keys and values, the
+  // query's Softmax over the patches, the keys times it, their ReduceSum (the context), its
+  // Expand, the values' Relu; the product of the last two closes it as one separableAttention.
+  struct SeparablePart {
+    enum Role { kQuery, kKeys, kValues, kScores, kWeighted, kContext, kRelu } role = kQuery;
+    Value qkv;
+    PatchGrid grid;
+  };
   // An NCHW image on its way into or out of a partition: (1, C, a, b, c, d) (H = a b, W = c d),
   // transposed to (1, a, c, b, d, C) (part), or a partitioned value reshaped to (1, a, c, b, d, C)
   // on its way out (dep).
@@ -616,6 +656,11 @@ class Importer {
   bool feeds_reshape(const std::string& value, size_t rank);
   bool splits_heads(const std::string& value);
   bool unfold_node(const onnx::NodeProto& n);
+  // MobileViT v2 (onnx_import_patches.cpp): the unfold, the fold, the separable attention, and
+  // what the unfolded patches may pass through (patch_grid_of_inputs refuses the rest).
+  bool patch_node(const onnx::NodeProto& n);
+  std::optional<PatchGrid> patch_grid_of_inputs(const onnx::NodeProto& n);
+  bool separable_node(const onnx::NodeProto& n);
   bool attention2d_start(const onnx::NodeProto& n);
   WindowBlock& partition_block(const onnx::NodeProto& n, const Value& v, const Partition& part,
                                const std::string& whose, const std::string& into);
@@ -807,6 +852,9 @@ class Importer {
   // Flat (N, K) values stacked along a new axis 0, by the stack's name (stack_node).
   std::map<std::string, std::vector<Value>> stacks_;
   std::map<std::string, Unfold> unfolds_;
+  std::map<std::string, PatchGrid> patch_grids_;  // values in values_ that are unfolded patches
+  std::map<std::string, PatchStep> patch_steps_;
+  std::map<std::string, SeparablePart> separable_;
   std::map<std::string, Value> flat_nchw_;  // flattened tokens transposed to (1, C, H*W), on the way to the image
   std::map<std::string, std::vector<int>> consumers_;  // feeds_split's index, built on first use
   // Patch merging's channels in torchvision's order: dltrain's channel of each ONNX channel,

@@ -377,6 +377,17 @@ def tiny_models():
                           stem_chs=8, stem_type="3x3", stem_pool="", downsample="", act_layer="silu", num_features=32)
         return timm_net(lambda: ByobNet(cfg, num_classes=10))
 
+    def mobilevitv2_timm():
+        # timm's MobileViT v2 (ByobNet): a stride-2 stem, an inverted residual block, one MobileViT
+        # v2 block (2x2 patches unfolded into (1, 8, 4, 16), two transformer layers of separable
+        # self-attention (LinearSelfAttention) with GroupNorm1 and a 1x1-Conv MLP, the fold back)
+        from timm.models.byobnet import ByobNet, ByoModelCfg
+        from timm.models.mobilevit import _inverted_residual_block, _mobilevitv2_block
+        cfg = ByoModelCfg(blocks=(_inverted_residual_block(d=1, c=8, s=2, br=2.0),
+                                  *_mobilevitv2_block(d=1, c=16, s=1, transformer_depth=2, patch_size=2)),
+                          stem_chs=8, stem_type="3x3", stem_pool="", downsample="", act_layer="silu", num_features=32)
+        return timm_net(lambda: ByobNet(cfg, num_classes=10))
+
     def maxvit_tf(head_first):
         # timm's MaxViT in TensorFlow's layout (maxvit_*_tf): channels-last window and grid partitions
         # through (windows, wh, ww, C), Q/K/V unbound along axis 2, the relative position bias an
@@ -773,7 +784,7 @@ def tiny_models():
             "group_norm": group_norm, "prelu": prelu, "flatten_max": flatten_max, "swin": swin_tiny,
             "swin_v2": swin_v2_tiny,
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
-            "mobilevit": mobilevit, "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
+            "mobilevit": mobilevit, "mobilevitv2_timm": mobilevitv2_timm, "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm, "pvt_v2_timm": pvt_v2_timm, "beit_timm": beit_timm,
             "pit_timm": lambda: pit_timm(False), "pit_distilled_timm": lambda: pit_timm(True),
             "crossvit_timm": crossvit_timm, "twins_timm": twins_timm, "twins_pcpvt_timm": twins_pcpvt_timm,

@@ -22,6 +22,7 @@
 #include "backend/kernel_kinds.h"
 #include "backend/ops.h"
 #include "backend/resize_op.h"
+#include "backend/separable_attention_op.h"
 #include "backend/token_ops.h"
 #include "support/reference_attention.h"
 #include "support/reference_losses.h"
@@ -389,6 +390,18 @@ inline GradientRow rotary(std::string name, RotaryDesc d) {
       [d, c, s](const std::vector<Vec>&, const Vec& dy) { return std::vector<Vec>{ref::rotary(d, dy, c, s, true)}; }};
 }
 
+// Queries in [-2, 2) (a softmax far from uniform), keys and values either side of 0 (the relu).
+inline GradientRow separable_attention(std::string name, SeparableAttentionDesc d) {
+  Rng rng(157);
+  return {"separable_attention " + name,
+          SeparableAttentionDesc::kOp,
+          {random_vec(d.x_numel(), rng, -2.0, 2.0)},
+          [d](const std::vector<Vec>& in) { return ref::separable_attention_forward(d, in[0]); },
+          [d](const std::vector<Vec>& in, const Vec& dy) {
+            return std::vector<Vec>{ref::separable_attention_backward(d, in[0], dy)};
+          }};
+}
+
 // Q and K in [-2, 2) (a softmax far from uniform). With d.dropout: one fixed mask; with
 // d.bias_n: the bias in [-1, 1), a fourth input.
 inline GradientRow attention(std::string name, AttentionDesc d) {
@@ -590,6 +603,8 @@ inline std::vector<GradientRow> gradient_rows() {
   rows.push_back(rotary("half, 1 sequence of 3 tokens, 3 heads of 4", {1, 3, 3, 4, 0, true}));
   rows.push_back(
       rotary("a table per head, 2 sequences of 3 tokens (1 prefix), 2 heads of 4", {2, 3, 2, 4, 1, false, 2}));
+  rows.push_back(separable_attention("2 images of 4x6, 2x2 patches, 3 channels", {2, 4, 6, 3, 2, 2}));
+  rows.push_back(separable_attention("1 image of 3x4, 1x2 patches, 2 channels", {1, 3, 4, 2, 1, 2}));
   rows.push_back(attention("2 heads, 3 queries over 4 keys, key dim 3 value dim 2", {2, 2, 3, 4, 3, 2, false, 0.f}));
   rows.push_back(attention("causal, 2 heads of 5 tokens", {1, 2, 5, 5, 3, 3, true, 0.f}));
   rows.push_back(attention("causal, 4 queries over 2 keys, scale 0.7", {1, 1, 4, 2, 2, 3, true, 0.7f}));

@@ -15,6 +15,7 @@
 #include "backend/kernel_kinds.h"
 #include "backend/loss_rows.h"
 #include "backend/resize_op.h"
+#include "backend/separable_attention_op.h"
 #include "backend/token_ops.h"
 #include "support/reference_ops.h"
 #include "support/tensor_utils.h"
@@ -451,6 +452,29 @@ inline AgreementRow rotary_row(std::string name, RotaryDesc d) {
           }};
 }
 
+// Separable self-attention, forward (its output, scores and context) and backward, against the
+// double reference (the scores and context as the reference's unfold defines them).
+inline AgreementRow separable_attention_row(std::string name, SeparableAttentionDesc d) {
+  return {"separable_attention " + name, {SeparableAttentionDesc::kOp}, [d](Backend& be, double tol) {
+            Rng rng(61);
+            const Vec x = random_vec(d.x_numel(), rng, -3.0, 3.0), dy = random_vec(d.y_numel(), rng);
+            auto op = be.make(d);
+            const Shape xs{d.n, d.h, d.w, 1 + 2 * d.c}, ys{d.n, d.h, d.w, d.c};
+            Tensor y(ys, be.device()), s(Shape{d.n, d.h, d.w}, be.device()),
+                ctx(Shape{d.n, d.ph * d.pw, d.c}, be.device()), dx(xs, be.device());
+            const Tensor tx = on_device(x, xs, be);
+            op->forward(tx, y, s, ctx);
+            check_close("forward", y, ref::separable_attention_forward(d, x), tol);
+            // The scores sum to 1 over each group: one value per pixel, so their total is n ph pw.
+            double total = 0;
+            for (double v : to_vec(s)) total += v;
+            const double groups = static_cast<double>(d.n * d.ph * d.pw);
+            CHECK(std::abs(total - groups) < 1e-4 * groups);
+            op->backward(tx, on_device(dy, ys, be), s, ctx, dx);
+            check_close("backward", dx, ref::separable_attention_backward(d, x, dy), tol);
+          }};
+}
+
 // A Swin window partition's index: (h, w) pixels padded to whole windows of ws x ws, rolled
 // by -shift, read window by window (-1: a padded pixel).
 inline std::vector<int64_t> window_index(int64_t h, int64_t w, int64_t ws, int64_t shift) {
@@ -544,6 +568,10 @@ inline std::vector<AgreementRow> kernel_rows() {
       rotary_row("half, a table per head, 3 sequences of 6 tokens (1 prefix), 3 heads of 4", {3, 6, 3, 4, 1, true, 3}));
   rows.push_back(rotary_row("interleaved, 4 images of 257 tokens (1 prefix), 3 heads of 64 (eva02_tiny's)",
                             {4, 257, 3, 64, 1, false}));
+  rows.push_back(separable_attention_row("2 images of 6x8, 2x2 patches, 5 channels", {2, 6, 8, 5, 2, 2}));
+  rows.push_back(separable_attention_row("1 image of 5x3, 1x3 patches (3 groups of 5), 1 channel", {1, 5, 3, 1, 1, 3}));
+  rows.push_back(separable_attention_row("4 images of 28x28, 2x2 patches, 64 channels (mobilevitv2_050's first block)",
+                                         {4, 28, 28, 64, 2, 2}));
   for (AgreementRow& r : loss_rows()) rows.push_back(std::move(r));
   return rows;
 }

@@ -4,7 +4,7 @@
 # adamw on the generated shapes; validation accuracy well above chance; `dltrain info` shows the
 # token formats; model.bin classifies the validation images with summary.json's accuracy; bad
 # token networks are refused with one line naming the layer; attention dropout trains; so does a
-# rotary embedding, whose tables model.bin keeps.
+# rotary embedding, whose tables model.bin keeps; so does MobileViT v2's separable self-attention.
 source "$(dirname "$0")/common.sh" "$@"
 make_shapes "$TMP/data" 150
 cat > "$TMP/vit.yaml" <<YAML
@@ -84,3 +84,48 @@ acc=$(json_number "$rope/summary.json" validation_accuracy)
 at_least "$acc" 45 || fail "rotary run: validation accuracy $acc% (chance 25%)"
 echo "ok: selfAttention with RotaryEmbedding learns the shapes: validation accuracy $acc%"
 classify_matches_summary "$rope" "$TMP/data/test"
+
+# MobileViT v2's transformer layer on a stride-4 map (8x8 pixels of 16 channels, 2x2 patches:
+# separableAttention between its 1x1 projections, layerNormalization over the whole map, a 1x1
+# MLP): seed 1 reaches 92% (seeds 1-4: 92-98%); the same network with a 1x1 convolution in the
+# attention's place, no context beyond each pixel, 77-88%.
+cat > "$TMP/mv2.yaml" <<YAML
+layers:
+  - {type: imageInput, Name: input, InputSize: [32, 32, 3], Normalization: zscore}
+  - {type: convolution2d, Name: stem, FilterSize: 3, NumFilters: 16, Stride: 2, Padding: same}
+  - {type: swish, Name: act1}
+  - {type: convolution2d, Name: down, FilterSize: 3, NumFilters: 16, Stride: 2, Padding: same}
+  - {type: swish, Name: act2}
+  - {type: layerNormalization, Name: norm1}
+  - {type: convolution2d, Name: qkv, FilterSize: 1, NumFilters: 33}
+  - {type: separableAttention, Name: attn, PatchSize: 2}
+  - {type: convolution2d, Name: proj, FilterSize: 1, NumFilters: 16}
+  - {type: addition, Name: add1, Inputs: [proj, act2]}
+  - {type: layerNormalization, Name: norm2}
+  - {type: convolution2d, Name: fc1, FilterSize: 1, NumFilters: 32}
+  - {type: swish, Name: mlp_act}
+  - {type: convolution2d, Name: fc2, FilterSize: 1, NumFilters: 16}
+  - {type: addition, Name: add2, Inputs: [fc2, add1]}
+  - {type: globalAveragePooling2d, Name: gap}
+  - {type: fullyConnected, Name: fc, OutputSize: 4}
+  - {type: softmax, Name: softmax}
+  - {type: classification, Name: output}
+data:
+  train: $TMP/data/train
+  validation: $TMP/data/test
+training:
+  Solver: adamw
+  InitialLearnRate: 0.003
+  MaxEpochs: 30
+  MiniBatchSize: 32
+  Shuffle: every-epoch
+  ValidationFrequency: 1000
+  Seed: 1
+  Verbose: false
+YAML
+mv2="$TMP/mv2"
+"$DLTRAIN" train "$TMP/mv2.yaml" --output-dir "$mv2" > "$TMP/mv2.out"
+acc=$(json_number "$mv2/summary.json" validation_accuracy)
+at_least "$acc" 85 || fail "MobileViT v2 run: validation accuracy $acc% (chance 25%)"
+echo "ok: separableAttention (MobileViT v2) learns the shapes: validation accuracy $acc%"
+classify_matches_summary "$mv2" "$TMP/data/test"

@@ -161,6 +161,12 @@ TEST_CASE("gpu network: EVA-02's rotary embedding and SwiGLU MLP", "[gpu][net]")
   check_forward_backward(p, 1, 5);
 }
 
+TEST_CASE("gpu network: MobileViT v2's separable self-attention on its unfolded patches", "[gpu][net]") {
+  NetworkPair p = network_pair(config_network_file("tests/data/vit/mobilevitv2.yaml"), 6);
+  check_forward_backward(p, 4, 4);
+  check_forward_backward(p, 1, 5);
+}
+
 TEST_CASE("gpu network: PiT's pooling between stages (tokenSlice, concatenation, position table of a map)",
           "[gpu][net]") {
   NetworkPair p = network_pair(config_network_file("tests/data/vit/pit.yaml"), 6);

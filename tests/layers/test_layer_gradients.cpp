@@ -149,6 +149,11 @@ TEST_CASE("network gradients: EVA-02's rotary embedding and SwiGLU MLP (tests/da
   expect_vit_network_ok("eva");
 }
 
+TEST_CASE("network gradients: MobileViT v2's separable self-attention (tests/data/vit/mobilevitv2.yaml)",
+          "[net][grad][vit]") {
+  expect_vit_network_ok("mobilevitv2");
+}
+
 // Swin's window attention on (H, W, C) images: the relative position table's gradient too.
 TEST_CASE("gradients: windowAttention", "[layers][grad]") {
   GradCheckOptions o;

@@ -226,7 +226,8 @@ TEST_CASE("onnx window: MaxViT graphs edited to break the partition or the atten
 }
 
 TEST_CASE(
-    "onnx window: timm's Swin, DeiT III, CaiT, ConViT, EVA-02, MobileViT, CoAtNet, FastViT, EfficientFormer, Twins, "
+    "onnx window: timm's Swin, DeiT III, CaiT, ConViT, EVA-02, MobileViT (v1 and v2), CoAtNet, FastViT, "
+    "EfficientFormer, Twins, "
     "DaViT and "
     "PVT v2 "
     "graphs "
@@ -324,6 +325,28 @@ TEST_CASE(
     set_ints(initializer(p, "val_259"), {1, 2, 8, -1});  // was (1, P, N, -1) = (1, 4, 4, -1)
     want = "node 'node_view_6' (Reshape): reshapes MobileViT's unfolded tokens (4, 4, 16) to [1, 2, 8, -1]; dltrain "
            "reads the fold back, (1, 4, 4, 16) first";
+  }
+  SECTION("MobileViT v2's query softmaxed over the pixels of a patch, not over the patches") {
+    p = load("mobilevitv2_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_softmax") n.mutable_attribute(0)->set_i(2);  // was -1
+    want = "node 'node_softmax' (Softmax): reads MobileViT v2's separable self-attention out of order";
+  }
+  SECTION("MobileViT v2's joint projection split into unequal keys and values") {
+    p = load("mobilevitv2_timm-dynamo");
+    set_ints(initializer(p, "val_140"), {1, 4, 12});  // was [1, 8, 8]
+    want =
+        "node 'node_Split_323' (Split): splits MobileViT v2's unfolded patches; dltrain reads only the separable "
+        "attention's Split of its 17 channels into [1, C, C]";
+  }
+  SECTION("MobileViT v2's fold transposed into another pixel order") {
+    p = load("mobilevitv2_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_permute_1") {
+        n.mutable_attribute(0)->clear_ints();
+        for (int64_t v : {0, 1, 4, 3, 5, 2}) n.mutable_attribute(0)->add_ints(v);  // was (0, 1, 4, 2, 5, 3)
+      }
+    want = "node 'node_permute_1' (Transpose): reads MobileViT v2's patches on their way out of the unfold";
   }
   SECTION("CoAtNet's heads merged back into an image of another size") {
     p = load("coatnet_timm-dynamo");

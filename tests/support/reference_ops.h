@@ -20,6 +20,7 @@
 #include "backend/ops.h"
 #include "backend/prelu_op.h"
 #include "backend/resize_op.h"
+#include "backend/separable_attention_op.h"
 #include "backend/token_ops.h"
 
 namespace dlt::ref {
@@ -173,6 +174,11 @@ void head_normalize_backward(const HeadNormalizeDesc& d, const Vec& x, const Vec
 // rotary embedding (backend/token_ops.h): each pair of each token from d.prefix on rotated by
 // its row of cos and sin; back: by the transposed rotation (the backward: dx from dy).
 Vec rotary(const RotaryDesc& d, const Vec& x, const Vec& cos, const Vec& sin, bool back = false);
+// separable self-attention (backend/separable_attention_op.h), from MobileViT v2's definition:
+// x unfolded into (1 + 2c, P, N), softmax over N, the context, relu(v) times it, folded back;
+// the backward's dx from dy by the chain rule through the same steps.
+Vec separable_attention_forward(const SeparableAttentionDesc& d, const Vec& x);
+Vec separable_attention_backward(const SeparableAttentionDesc& d, const Vec& x, const Vec& dy);
 
 // ---- cross-entropy of softmax probabilities (N, C) with integer labels (N) ----
 // Returns the weighted mean sum w[l] * -log(max(p_l, 1e-37)) / sum w[l] over the rows whose
