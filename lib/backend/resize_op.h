@@ -2,6 +2,8 @@
 // tensors, x (N, H, W, C) to y (N, OH, OW, C), each output pixel from the input pixels its
 // source coordinate falls between, per dimension (height with scale_h, width with scale_w):
 //   half_pixel: s = (o + 0.5) / scale - 0.5;  else (asymmetric): s = o / scale;
+//   align_corners (over half_pixel): s = o (H - 1) / (OH - 1), 0 for one output pixel (the
+//            corners' centres meet: PyTorch's align_corners=True, ONNX's align_corners);
 //   nearest: the input pixel round(s) (halves up: MATLAB's "round", ONNX's round_prefer_ceil)
 //            or floor(s) (MATLAB's and ONNX's "floor"), clamped to [0, H - 1];
 //   bilinear: s clamped to [0, H - 1], the pixels i0 = floor(s) and i1 = min(i0 + 1, H - 1)
@@ -37,9 +39,16 @@ struct ResizeDesc {
   bool bilinear = false;               // else nearest (unless bicubic)
   bool bicubic = false;                // else nearest or bilinear
   bool half_pixel = true;              // else asymmetric
+  bool align_corners = false;          // over half_pixel and asymmetric
   bool floor = false;                  // nearest: floor(s), else round(s) (halves up)
   int64_t x_numel() const { return n * h * w * c; }
   int64_t y_numel() const { return n * oh * ow * c; }
+  // Output pixel o's source coordinate in a dimension of `in` pixels resized to `out` by scale.
+  double source(int64_t o, int64_t in, int64_t out, double scale) const {
+    if (align_corners)
+      return out > 1 ? static_cast<double>(o) * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
+    return half_pixel ? (static_cast<double>(o) + 0.5) / scale - 0.5 : static_cast<double>(o) / scale;
+  }
 
   // One output row (or column): input rows i0 and i1, i1's weight (0 for nearest).
   struct Tap {
@@ -49,7 +58,7 @@ struct ResizeDesc {
   std::vector<Tap> taps(int64_t in, int64_t out, double scale) const {
     std::vector<Tap> t(static_cast<size_t>(out));
     for (int64_t o = 0; o < out; ++o) {
-      const double s = half_pixel ? (static_cast<double>(o) + 0.5) / scale - 0.5 : static_cast<double>(o) / scale;
+      const double s = source(o, in, out, scale);
       Tap& p = t[static_cast<size_t>(o)];
       if (!bilinear) {
         const double r = floor ? std::floor(s) : std::floor(s + 0.5);
@@ -77,7 +86,7 @@ struct ResizeDesc {
     auto near = [](double x) { return ((kCubicA + 2) * x - (kCubicA + 3)) * x * x + 1; };  // |x| <= 1
     auto far = [](double x) { return ((kCubicA * x - 5 * kCubicA) * x + 8 * kCubicA) * x - 4 * kCubicA; };
     for (int64_t o = 0; o < out; ++o) {
-      const double s = half_pixel ? (static_cast<double>(o) + 0.5) / scale - 0.5 : static_cast<double>(o) / scale;
+      const double s = source(o, in, out, scale);
       const double f = std::floor(s), d = s - f;
       const double w[4] = {far(d + 1), near(d), near(1 - d), far(2 - d)};
       CubicTap& p = t[static_cast<size_t>(o)];

@@ -1,13 +1,13 @@
 // resize2d (MATLAB's resize2dLayer): an image resized by Scale (a scalar or [height width]; the
 // output is floor(input size x scale)) or to OutputSize ([height width]), by Method "nearest"
 // (the default), "bilinear" or "bicubic" (dltrain's: MATLAB's layer has the first two), with
-// GeometricTransformMode "half-pixel" (the default) or
-// "asymmetric" and, for nearest, NearestRoundingMode "round" (the default) or "floor"
+// GeometricTransformMode "half-pixel" (the default), "asymmetric" or "align-corners" (dltrain's:
+// PyTorch's align_corners=True) and, for nearest, NearestRoundingMode "round" (the default) or "floor"
 // (backend/resize_op.h has the arithmetic). PyTorch's interpolate(mode="nearest") is nearest,
 // asymmetric, floor; mode="bilinear" (align_corners=False) is bilinear, half-pixel;
 // mode="nearest-exact" is nearest, half-pixel, round; mode="bicubic" (align_corners=False) is
-// bicubic, half-pixel. ONNX: Resize (opset 11 on) both ways, refusing what this layer does not
-// compute (align_corners, antialias, a cubic coefficient other than -0.75, ...) in one line.
+// bicubic, half-pixel; align_corners=True is align-corners. ONNX: Resize (opset 11 on) both ways,
+// refusing what this layer does not compute (antialias, a cubic coefficient other than -0.75, ...) in one line.
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -22,9 +22,9 @@ namespace {
 
 // Whether a source coordinate of one of the out outputs falls on a half, where ONNX's
 // round_prefer_floor (halves down) and the layer's round (halves up) pick different inputs.
-bool has_tie(const ResizeDesc& d, int64_t out, double scale) {
+bool has_tie(const ResizeDesc& d, int64_t in, int64_t out, double scale) {
   for (int64_t o = 0; o < out; ++o) {
-    const double s = d.half_pixel ? (static_cast<double>(o) + 0.5) / scale - 0.5 : static_cast<double>(o) / scale;
+    const double s = d.source(o, in, out, scale);
     if (s > -0.5 && s - std::floor(s) == 0.5) return true;
   }
   return false;
@@ -79,8 +79,10 @@ class ResizeLayer final : public Layer {
     const std::string method = spec_.get_choice("Method", "nearest", {"nearest", "bilinear", "bicubic"});
     d_.bilinear = method == "bilinear";
     d_.bicubic = method == "bicubic";
-    d_.half_pixel =
-        spec_.get_choice("GeometricTransformMode", "half-pixel", {"half-pixel", "asymmetric"}) == "half-pixel";
+    const std::string mode =
+        spec_.get_choice("GeometricTransformMode", "half-pixel", {"half-pixel", "asymmetric", "align-corners"});
+    d_.half_pixel = mode == "half-pixel";
+    d_.align_corners = mode == "align-corners";
     d_.floor = spec_.get_choice("NearestRoundingMode", "round", {"round", "floor"}) == "floor";
   }
 
@@ -143,7 +145,9 @@ class ResizeLayer final : public Layer {
         OnnxAttr("mode", std::string(d_.bicubic    ? "cubic"
                                      : d_.bilinear ? "linear"
                                                    : "nearest")),
-        OnnxAttr("coordinate_transformation_mode", std::string(d_.half_pixel ? "half_pixel" : "asymmetric"))};
+        OnnxAttr("coordinate_transformation_mode", std::string(d_.align_corners ? "align_corners"
+                                                               : d_.half_pixel  ? "half_pixel"
+                                                                                : "asymmetric"))};
     if (d_.bicubic) attrs.push_back(OnnxAttr("cubic_coeff_a", static_cast<float>(ResizeDesc::kCubicA)));
     if (!d_.bilinear && !d_.bicubic)
       attrs.push_back(OnnxAttr("nearest_mode", std::string(d_.floor ? "floor" : "round_prefer_ceil")));
@@ -201,15 +205,16 @@ class ResizeLayer final : public Layer {
              std::to_string(d.ow) + " pixels (1 to " + std::to_string(kMaxSide) + " each way)");
     // pytorch_half_pixel is half_pixel where the output has more than one pixel.
     if (ctm == "pytorch_half_pixel" && d.oh > 1 && d.ow > 1) ctm = "half_pixel";
-    if (ctm != "half_pixel" && ctm != "asymmetric")
+    if (ctm != "half_pixel" && ctm != "asymmetric" && ctm != "align_corners")
       r.fail("coordinate_transformation_mode '" + ctm +
-             "' is not supported (half_pixel and asymmetric: resize2d's GeometricTransformMode)");
+             "' is not supported (half_pixel, asymmetric and align_corners: resize2d's GeometricTransformMode)");
     d.half_pixel = ctm == "half_pixel";
+    d.align_corners = ctm == "align_corners";
     if (!d.bilinear && !d.bicubic) {
       if (nearest == "floor") {
         d.floor = true;
       } else if (nearest == "round_prefer_floor") {
-        if (has_tie(d, d.oh, d.scale_h) || has_tie(d, d.ow, d.scale_w))
+        if (has_tie(d, h, d.oh, d.scale_h) || has_tie(d, w, d.ow, d.scale_w))
           r.fail(
               "nearest_mode round_prefer_floor rounds source coordinates that fall on a half down; dltrain "
               "rounds them up (round_prefer_ceil, MATLAB's round)");
@@ -231,7 +236,7 @@ class ResizeLayer final : public Layer {
       s.options["Scale"] = v;
     }
     s.set("Method", d.bicubic ? "bicubic" : d.bilinear ? "bilinear" : "nearest");
-    s.set("GeometricTransformMode", d.half_pixel ? "half-pixel" : "asymmetric");
+    s.set("GeometricTransformMode", d.align_corners ? "align-corners" : d.half_pixel ? "half-pixel" : "asymmetric");
     if (!d.bilinear && !d.bicubic) s.set("NearestRoundingMode", d.floor ? "floor" : "round");
     r.set_output(OnnxValue{s.name, Shape{d.oh, d.ow, c}, false});
   }

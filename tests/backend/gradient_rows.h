@@ -590,6 +590,10 @@ inline std::vector<GradientRow> gradient_rows() {
   rows.push_back(adaptive_pool("5x7 -> 3x4", {2, 5, 7, 2, 3, 4}));
   rows.push_back(resize("bilinear 3x4 -> 5x7", ref::resize_desc(2, 3, 4, 2, 5, 7, true, true, false)));
   rows.push_back(resize("nearest 4x3 -> 2x5, floor", ref::resize_desc(2, 4, 3, 2, 2, 5, false, false, true)));
+  rows.push_back(resize("bilinear 3x4 -> 5x6, align corners",
+                        ref::aligned_resize(ref::resize_desc(2, 3, 4, 2, 5, 6, true, true, false))));
+  rows.push_back(resize("bicubic 4x3 -> 6x2, align corners", ref::aligned_resize(ref::cubic_resize(ref::resize_desc(
+                                                                 1, 4, 3, 2, 6, 2, false, true, false)))));
   rows.push_back(
       resize("bicubic 5x4 -> 3x7", ref::cubic_resize(ref::resize_desc(2, 5, 4, 2, 3, 7, false, true, false))));
   rows.push_back(batch_broadcast("3 rows of 4", {3, 4}));

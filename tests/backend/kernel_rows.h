@@ -543,6 +543,13 @@ inline std::vector<AgreementRow> kernel_rows() {
                             ref::cubic_resize(ref::resize_desc(2, 15, 15, 3, 14, 14, false, true, false))));
   rows.push_back(resize_row("bicubic x2 of 3x4, asymmetric (taps past both edges)",
                             ref::cubic_resize(ref::resize_desc(1, 3, 4, 5, 6, 8, false, false, false))));
+  rows.push_back(resize_row("bilinear 4x7 -> 8x8, align corners (MobileViT v2's at 224)",
+                            ref::aligned_resize(ref::resize_desc(2, 7, 7, 6, 8, 8, true, true, false))));
+  rows.push_back(resize_row("nearest 5x3 -> 2x7, align corners",
+                            ref::aligned_resize(ref::resize_desc(1, 5, 3, 4, 2, 7, false, true, false))));
+  rows.push_back(
+      resize_row("bicubic 3x4 -> 1x6, align corners (one output row)",
+                 ref::aligned_resize(ref::cubic_resize(ref::resize_desc(2, 3, 4, 3, 1, 6, false, true, false)))));
   rows.push_back(resize_row("bicubic 2x24x24x64 -> 52x37 (over 200k values)",
                             ref::cubic_resize(ref::resize_desc(2, 24, 24, 64, 52, 37, false, true, false))));
   rows.push_back(batch_broadcast_row("3 rows of 5", {3, 5}));

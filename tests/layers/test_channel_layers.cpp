@@ -228,6 +228,12 @@ TEST_CASE("resize2d: PyTorch's interpolate values; its options and sizes", "[lay
         {0.1666666865348816, 1.5, 2.8333334922790527, 1.7666667699813843, 3.1000001430511475, 4.433333396911621,
          4.1666669845581055, 5.5, 6.833333492279053, 6.566667079925537, 7.90000057220459, 9.233333587646484,
          8.166666984558105, 9.5, 10.833333015441895});
+  // size=(5, 3), mode="bilinear", align_corners=True
+  check(values({"OutputSize=[5,3]", "Method=bilinear", "GeometricTransformMode=align-corners"}, Shape{5, 3, 1}),
+        {0, 1.5, 3, 2, 3.5, 5, 4, 5.5, 7, 6, 7.5, 9, 8, 9.5, 11});
+  // size=(1, 2), mode="bilinear", align_corners=True: one output row reads row 0
+  check(values({"OutputSize=[1,2]", "Method=bilinear", "GeometricTransformMode=align-corners"}, Shape{1, 2, 1}),
+        {0, 3});
   // scale_factor=(1.5, 0.5), mode="nearest"
   check(values({"Scale=[1.5,0.5]", "GeometricTransformMode=asymmetric", "NearestRoundingMode=floor"}, Shape{4, 2, 1}),
         {0, 2, 0, 2, 4, 6, 8, 10});
@@ -256,6 +262,16 @@ TEST_CASE("resize2d: PyTorch's interpolate values; its options and sizes", "[lay
           {5.578857421875, 10.931591987609863, 16.379457473754883, 20.870161056518555, 42.50807189941406,
            49.3552131652832, 55.10942077636719, 58.65928268432617, 74.9109878540039, 82.5234603881836,
            87.97129821777344, 90.20235443115234});
+    // size=(5, 7), mode="bicubic", align_corners=True: the output and its input gradient for
+    // the output gradient 0..34 (PyTorch 2.15)
+    const auto aligned = run_layer(
+        layer_spec("resize2d", {"OutputSize=[5,7]", "Method=bicubic", "GeometricTransformMode=align-corners"}),
+        Shape{3, 4, 1}, x, g);
+    check(aligned.y, {0.0,     0.40625, 1.0,     1.5,     2.0, 2.59375, 3.0, 1.625,   2.03125, 2.625,    3.125,   3.625,
+                      4.21875, 4.625,   4.0,     4.40625, 5.0, 5.5,     6.0, 6.59375, 7.0,     6.375,    6.78125, 7.375,
+                      7.875,   8.375,   8.96875, 9.375,   8.0, 8.40625, 9.0, 9.5,     10.0,    10.59375, 11.0});
+    check(aligned.dx, {2.4609375, 8.69921875, 15.37890625, 13.7109375, 43.544921875, 72.666015625, 83.056640625,
+                       61.044921875, 53.525390625, 84.728515625, 91.408203125, 64.775390625});
     Vec sq(12);
     for (int i = 0; i < 12; ++i) sq[static_cast<size_t>(i)] = i * i;
     const Vec y =

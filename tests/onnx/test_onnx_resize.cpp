@@ -153,6 +153,20 @@ TEST_CASE("onnx Resize imports as resize2d in the forms PyTorch's interpolate ex
        "half_pixel",
        "",
        ref::cubic_resize(ref::resize_desc(1, kH, kW, kC, 5, 7, false, true, false))},
+      {"linear to 5x7, align_corners (PyTorch's align_corners=True)",
+       {},
+       {1, kC, 5, 7},
+       "linear",
+       "align_corners",
+       "",
+       ref::aligned_resize(ref::resize_desc(1, kH, kW, kC, 5, 7, true, true, false))},
+      {"cubic x2, align_corners",
+       {1, 1, 2, 2},
+       {},
+       "cubic",
+       "align_corners",
+       "",
+       ref::aligned_resize(ref::cubic_resize(ref::resize_desc(1, kH, kW, kC, 6, 8, false, true, false, 2, 2)))},
       {"cubic x2, asymmetric",
        {1, 1, 2, 2},
        {},
@@ -173,6 +187,9 @@ TEST_CASE("onnx Resize imports as resize2d in the forms PyTorch's interpolate ex
     const LayerSpec* s = layer_of_type(m, "resize2d");
     REQUIRE(s);
     CHECK(s->get_string("Method", "") == (cs.want.bicubic ? "bicubic" : cs.want.bilinear ? "bilinear" : "nearest"));
+    CHECK(s->get_string("GeometricTransformMode", "") == (cs.want.align_corners ? "align-corners"
+                                                          : cs.want.half_pixel  ? "half-pixel"
+                                                                                : "asymmetric"));
     check_probabilities(m, cs.want);
   }
 }
@@ -181,7 +198,9 @@ TEST_CASE("resize2d exports as Resize and reads back as the same network", "[onn
   for (const char* opts :
        {"{Method: bilinear, OutputSize: [5, 7]}", "{Scale: [1.5, 0.5], NearestRoundingMode: floor}",
         "{Scale: 2, GeometricTransformMode: asymmetric, Method: bilinear}", "{OutputSize: [7, 3]}",
-        "{Method: bicubic, OutputSize: [2, 7]}", "{Scale: 2, GeometricTransformMode: asymmetric, Method: bicubic}"}) {
+        "{Method: bicubic, OutputSize: [2, 7]}", "{Scale: 2, GeometricTransformMode: asymmetric, Method: bicubic}",
+        "{Method: bilinear, OutputSize: [5, 7], GeometricTransformMode: align-corners}",
+        "{Method: bicubic, Scale: 2, GeometricTransformMode: align-corners}"}) {
     INFO(opts);
     const std::string yaml = std::string(R"(
 layers:
@@ -221,8 +240,8 @@ TEST_CASE("onnx Resize: what resize2d does not compute is one line naming the no
     return import_error(t.g);
   };
   CHECK_THAT(error_of({1, 1, 2, 2}, "lanczos", "half_pixel", ""), Catch::Contains("node 'r' (Resize): mode 'lanczos'"));
-  CHECK_THAT(error_of({1, 1, 2, 2}, "linear", "align_corners", ""),
-             Catch::Contains("coordinate_transformation_mode 'align_corners' is not supported"));
+  CHECK_THAT(error_of({1, 1, 2, 2}, "linear", "tf_crop_and_resize", ""),
+             Catch::Contains("coordinate_transformation_mode 'tf_crop_and_resize' is not supported"));
   CHECK_THAT(error_of({1, 1, 2, 2}, "nearest", "asymmetric", "ceil"), Catch::Contains("nearest_mode 'ceil'"));
   // Downscaling by 2 with half_pixel puts every source coordinate on a half.
   CHECK_THAT(error_of({1, 1, 0.5f, 0.5f}, "nearest", "half_pixel", "round_prefer_floor"),

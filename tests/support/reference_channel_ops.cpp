@@ -77,7 +77,10 @@ namespace {
 std::vector<double> resize_weights(const ResizeDesc& d, int64_t in, int64_t out, double scale) {
   std::vector<double> m(static_cast<size_t>(out * in), 0.0);
   for (int64_t o = 0; o < out; ++o) {
-    double s = d.half_pixel ? (o + 0.5) / scale - 0.5 : o / scale;
+    // align_corners: the first and last pixels' centres of both sizes meet
+    double s = d.align_corners ? (out > 1 ? double(o) * double(in - 1) / double(out - 1) : 0.0)
+               : d.half_pixel  ? (o + 0.5) / scale - 0.5
+                               : o / scale;
     if (d.bicubic) {  // Keys' kernel, a = -0.75, at the distance of each of the 4 taps; taps past the edge
       const double a = -0.75, f = std::floor(s);  // count for the edge pixel
       for (int k = -1; k <= 2; ++k) {

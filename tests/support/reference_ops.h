@@ -155,6 +155,11 @@ inline ResizeDesc cubic_resize(ResizeDesc d) {
   d.bicubic = true;
   return d;
 }
+// d with the corners' centres aligned (PyTorch's align_corners=True).
+inline ResizeDesc aligned_resize(ResizeDesc d) {
+  d.align_corners = true;
+  return d;
+}
 
 Vec resize_forward(const ResizeDesc& d, const Vec& x);
 Vec resize_backward(const ResizeDesc& d, const Vec& dy);  // -> dx
