@@ -42,13 +42,6 @@ layers:
   - {type: classification, Name: output}
 )";
 
-std::vector<float> random_images(int64_t n, int64_t values, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> x(static_cast<size_t>(n * values));
-  for (float& v : x) v = static_cast<float>(rng.normal());
-  return x;
-}
-
 // The tokens of the first layers of a tiny ViT in ONNX: x (1, 3, 4, 4) -> Conv 2x2 stride 2 (4
 // channels) -> Reshape (1, 4, 4) -> Transpose (0, 2, 1): 4 tokens of 4 channels, named "t".
 // A 2x2 convolution of stride 2 of a 4x4 RGB image: a 2x2 image "grid" of 4 channels (without
@@ -270,26 +263,6 @@ std::vector<float> to_nhwc(const std::vector<float>& nchw, int64_t c, int64_t h,
       for (int64_t x = 0; x < w; ++x)
         out[static_cast<size_t>((y * w + x) * c + ch)] = nchw[static_cast<size_t>((ch * h + y) * w + x)];
   return out;
-}
-
-// Exports `net` (initialized, 3 classes, 8x8x3 or the given input) and imports the file: the
-// imported model, after checking that it gives the same probabilities on three random images
-// (within 1e-5) and that those tell the images apart.
-ModelData round_trip(Network& net, int64_t pixels = 8 * 8 * 3) {
-  ModelData m = net.to_model_data();
-  m.classes = {"a", "b", "c"};
-  TempDir dir;
-  const std::string path = dir.file("m.onnx");
-  export_onnx(m, path);
-  ModelData back = import_onnx(path, {});
-  const std::vector<float> x = random_images(3, pixels, 11);
-  const std::vector<float> p = probabilities(m, x, 3), q = probabilities(back, x, 3);
-  REQUIRE(p.size() == q.size());
-  double diff = 0;
-  for (size_t i = 0; i < p.size(); ++i) diff = std::max(diff, std::fabs(double(p[i]) - q[i]));
-  CHECK(diff < 1e-5);
-  CHECK(std::fabs(p[0] - p[3]) + std::fabs(p[1] - p[4]) > 1e-3);
-  return back;
 }
 
 // The classifier head of the YAML networks below: mean over the tokens, 3 classes.

@@ -62,13 +62,6 @@ ModelData model_of(const char* yaml) {
   return m;
 }
 
-std::vector<float> random_images(int64_t n, int64_t values, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> x(static_cast<size_t>(n * values));
-  for (float& v : x) v = static_cast<float>(rng.normal());
-  return x;
-}
-
 // The largest difference between the probabilities of m and of its ONNX export read back.
 double round_trip(const ModelData& m, const ModelData& back, int64_t values) {
   const std::vector<float> x = random_images(2, values, 13);
