@@ -160,15 +160,20 @@ void Backend::multiply(const Tensor& x, const Tensor& m, Tensor& y) {
 }
 
 namespace {
-// Each input is full (d.n * d.pixels * d.c) or repeated over the pixels (d.n * d.c), on device dev.
+// Each input has the values of its extent (ProductDesc::extent), on device dev.
 void check_product(const std::vector<const Tensor*>& xs, const ProductDesc& d, Device dev, const char* op) {
   DLT_CHECK(!xs.empty(), op << ": no inputs");
   DLT_CHECK(d.n >= 0 && d.pixels >= 1 && d.c >= 1,
             op << ": " << d.n << " images of " << d.pixels << " pixels and " << d.c << " channels");
-  for (const Tensor* x : xs) {
-    DLT_CHECK(x && x->defined() && (x->numel() == d.n * d.pixels * d.c || x->numel() == d.n * d.c),
-              op << ": an input has " << (x && x->defined() ? x->numel() : 0) << " elements, expected "
-                 << d.n * d.pixels * d.c << " or " << d.n * d.c << " (repeated over " << d.pixels << " pixels)");
+  DLT_CHECK(d.extents.empty() || d.extents.size() == xs.size(),
+            op << ": " << d.extents.size() << " extents for " << xs.size() << " inputs");
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const Tensor* x = xs[i];
+    const int64_t values = x && x->defined() ? x->numel() : 0;
+    DLT_CHECK(x && x->defined() && values == d.values(d.extent(i, values)),
+              op << ": input " << i << " has " << values << " elements, expected " << d.values(d.extent(i, values))
+                 << " (" << d.n << " images of " << d.pixels << " pixels and " << d.c
+                 << " channels, or one of them repeated)");
     on(*x, dev, op);
   }
 }

@@ -484,10 +484,21 @@ class LayerNormOp {
 };
 
 // The shape of an element-wise product with broadcasting (Backend::multiply): the output is
-// (n, pixels, c) (pixels = H * W); each input is (n, pixels, c) or (n, 1, c), repeated over the
-// pixels (squeeze-and-excitation's per-channel weights).
+// (n, pixels, c) (pixels = H * W); each input is (n, pixels, c), or (n, 1, c) repeated over the
+// pixels (squeeze-and-excitation's per-channel weights), or (n, pixels, 1) repeated over the
+// channels (FocalNet's gates: one value per pixel). extents names each input's (by position);
+// where it is empty, an input of n * c values (and pixels > 1) is repeated over the pixels and
+// any other is full.
 struct ProductDesc {
+  enum Extent : uint8_t { kFull, kChannels, kPixels };  // (n, pixels, c), (n, 1, c), (n, pixels, 1)
   int64_t n = 1, pixels = 1, c = 1;
+  std::vector<Extent> extents;
+  // Input i's extent, for an input of `values` values.
+  Extent extent(size_t i, int64_t values) const {
+    if (i < extents.size()) return extents[i];
+    return pixels > 1 && values == n * c ? kChannels : kFull;
+  }
+  int64_t values(Extent e) const { return e == kChannels ? n * c : e == kPixels ? n * pixels : n * pixels * c; }
 };
 
 // Concatenation along channels of NHWC tensors with equal N, H, W: input i has channels[i].

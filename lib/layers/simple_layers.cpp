@@ -140,7 +140,7 @@ class SpatialDropoutLayer final : public DropoutBase {
   explicit SpatialDropoutLayer(const LayerSpec& spec) : DropoutBase(spec) {}
   void setup(int64_t n, Backend& be) override {
     be_ = &be;
-    d_ = ProductDesc{n, shape_[0] * shape_[1], shape_[2]};
+    d_ = ProductDesc{n, shape_[0] * shape_[1], shape_[2], {}};
     const Shape s{n, 1, 1, shape_[2]};
     for (Tensor* t : {&ones_, &mask_, &keep_}) {
       if (!t->defined()) *t = Tensor(s, be.device());

@@ -388,6 +388,16 @@ def tiny_models():
                           stem_chs=8, stem_type="3x3", stem_pool="", downsample="", act_layer="silu", num_features=32)
         return timm_net(lambda: ByobNet(cfg, num_classes=10))
 
+    def focalnet_timm():
+        # timm's FocalNet: focal modulation instead of attention (a 1x1 projection split into
+        # queries, a context and gates; two depthwise levels and a global average, each times its
+        # gate (one value per pixel: a product repeated over the channels; the global one an outer
+        # product), their sum through a 1x1 convolution times the queries), two stages of 16 and 32
+        # channels at 32x32
+        from timm.models.focalnet import FocalNet
+        return timm_net(lambda: FocalNet(depths=(1, 1), embed_dim=16, focal_levels=(2, 2), focal_windows=(3, 3),
+                                         num_classes=10))
+
     def maxvit_tf(head_first):
         # timm's MaxViT in TensorFlow's layout (maxvit_*_tf): channels-last window and grid partitions
         # through (windows, wh, ww, C), Q/K/V unbound along axis 2, the relative position bias an
@@ -784,7 +794,8 @@ def tiny_models():
             "group_norm": group_norm, "prelu": prelu, "flatten_max": flatten_max, "swin": swin_tiny,
             "swin_v2": swin_v2_tiny,
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
-            "mobilevit": mobilevit, "mobilevitv2_timm": mobilevitv2_timm, "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
+            "mobilevit": mobilevit, "mobilevitv2_timm": mobilevitv2_timm, "focalnet_timm": focalnet_timm,
+            "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm, "pvt_v2_timm": pvt_v2_timm, "beit_timm": beit_timm,
             "pit_timm": lambda: pit_timm(False), "pit_distilled_timm": lambda: pit_timm(True),
             "crossvit_timm": crossvit_timm, "twins_timm": twins_timm, "twins_pcpvt_timm": twins_pcpvt_timm,

@@ -240,10 +240,10 @@ inline GradientRow prelu(std::string name, PReluDesc d) {
           }};
 }
 
-inline GradientRow multiply(std::string name, ProductDesc d, std::vector<bool> repeated) {
+inline GradientRow multiply(std::string name, ProductDesc d) {
   Rng rng(89);
   std::vector<Vec> xs;
-  for (bool rep : repeated) xs.push_back(random_vec(rep ? d.n * d.c : d.n * d.pixels * d.c, rng));
+  for (ProductDesc::Extent e : d.extents) xs.push_back(random_vec(d.values(e), rng));
   return {"multiply " + name, MultiplyKernel::kOp, xs,
           [d](const std::vector<Vec>& in) { return ref::multiply_forward(d, in); },
           [d](const std::vector<Vec>& in, const Vec& dy) {
@@ -576,7 +576,10 @@ inline std::vector<GradientRow> gradient_rows() {
   rows.push_back(prelu("shared alpha, 2 images of 3x4", {2, 3, 4, 1}));
   rows.push_back(prelu("alpha per channel, 2 images of 3x4", {2, 3, 4, 4}));
   rows.push_back(group_norm("instance: 4 groups of 1, 2 images of 3", {2, 3, 4, 4, 1e-5f}));
-  rows.push_back(multiply("squeeze-and-excitation, 3 inputs", {2, 6, 4}, {true, false, false}));
+  rows.push_back(multiply("squeeze-and-excitation, 3 inputs",
+                          {2, 6, 4, {ProductDesc::kChannels, ProductDesc::kFull, ProductDesc::kFull}}));
+  rows.push_back(multiply("a value per pixel, and the outer product of one per channel",
+                          {2, 6, 4, {ProductDesc::kPixels, ProductDesc::kFull, ProductDesc::kChannels}}));
   CropDesc cr;
   cr.n = 2, cr.h = 6, cr.w = 5, cr.c = 3, cr.out_h = 3, cr.out_w = 4, cr.top = 2, cr.left = 1;
   rows.push_back(crop("6x5 -> 3x4 at (2, 1)", cr));

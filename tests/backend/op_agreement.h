@@ -355,36 +355,39 @@ inline AgreementRow crop_row(std::string name, CropDesc d) {
           }};
 }
 
-// The broadcasting product (Backend::multiply): repeated[i] makes input i (n, c), repeated over
-// the pixels; every input's gradient, with y and dx prefilled so that they must be overwritten.
-inline AgreementRow multiply_row(std::string name, ProductDesc d, std::vector<bool> repeated) {
-  return {
-      "multiply " + name, {MultiplyKernel::kOp, MultiplyBackwardKernel::kOp}, [d, repeated](Backend& be, double tol) {
-        Rng rng(79);
-        const Device dev = be.device();
-        const Shape full{d.n, d.pixels, 1, d.c}, small{d.n, 1, 1, d.c};
-        std::vector<Vec> xs;
-        std::vector<Tensor> txs;
-        std::vector<const Tensor*> in;
-        for (bool r : repeated) {
-          xs.push_back(random_vec(r ? small.numel() : full.numel(), rng, -2.0, 2.0));
-          txs.push_back(to_tensor(xs.back(), r ? small : full, dev));
-        }
-        for (const Tensor& t : txs) in.push_back(&t);
-        Tensor y(full, dev);
-        be.fill(y, 9.f);
-        be.multiply(in, y, d);
-        check_close("forward", y, ref::multiply_forward(d, xs), tol);
-        const Vec dy = random_vec(full.numel(), rng);
-        const Tensor tdy = to_tensor(dy, full, dev);
-        for (size_t i = 0; i < xs.size(); ++i) {
-          INFO("gradient of input " << i << (repeated[i] ? " (repeated)" : ""));
-          Tensor dx(txs[i].shape(), dev);
-          be.fill(dx, 123.f);
-          be.multiply_backward(tdy, in, i, dx, d);
-          check_close("backward", dx, ref::multiply_backward(d, xs, dy, i), tol);
-        }
-      }};
+// The broadcasting product (Backend::multiply): each input of its extent (d.extents: full, (n, c)
+// repeated over the pixels, (n, pixels) repeated over the channels); every input's gradient, with
+// y and dx prefilled so that they must be overwritten.
+inline AgreementRow multiply_row(std::string name, ProductDesc d) {
+  return {"multiply " + name, {MultiplyKernel::kOp, MultiplyBackwardKernel::kOp}, [d](Backend& be, double tol) {
+            Rng rng(79);
+            const Device dev = be.device();
+            const Shape full{d.n, d.pixels, 1, d.c};
+            std::vector<Vec> xs;
+            std::vector<Tensor> txs;
+            std::vector<const Tensor*> in;
+            for (ProductDesc::Extent e : d.extents) {
+              const Shape s = e == ProductDesc::kChannels ? Shape{d.n, 1, 1, d.c}
+                              : e == ProductDesc::kPixels ? Shape{d.n, d.pixels, 1, 1}
+                                                          : full;
+              xs.push_back(random_vec(s.numel(), rng, -2.0, 2.0));
+              txs.push_back(to_tensor(xs.back(), s, dev));
+            }
+            for (const Tensor& t : txs) in.push_back(&t);
+            Tensor y(full, dev);
+            be.fill(y, 9.f);
+            be.multiply(in, y, d);
+            check_close("forward", y, ref::multiply_forward(d, xs), tol);
+            const Vec dy = random_vec(full.numel(), rng);
+            const Tensor tdy = to_tensor(dy, full, dev);
+            for (size_t i = 0; i < xs.size(); ++i) {
+              INFO("gradient of input " << i << " (extent " << int(d.extents[i]) << ")");
+              Tensor dx(txs[i].shape(), dev);
+              be.fill(dx, 123.f);
+              be.multiply_backward(tdy, in, i, dx, d);
+              check_close("backward", dx, ref::multiply_backward(d, xs, dy, i), tol);
+            }
+          }};
 }
 
 // Layer normalization: training forward (y and the row statistics), inference forward, backward
@@ -778,14 +781,20 @@ inline std::vector<AgreementRow> agreement_rows() {
   rows.push_back(unpool_row("2x2/2 4x12x16x5", unpool(4, 12, 16, 5, 2, 2, 0)));
   rows.push_back(unpool_row("3x3/2 pad 1 2x9x7x3", unpool(2, 9, 7, 3, 3, 2, 1)));
   rows.push_back(unpool_row("2x2/2 2x96x128x64 (over 1M elements)", unpool(2, 96, 128, 64, 2, 2, 0)));
-  rows.push_back(multiply_row("2 equal inputs 2x15x7", {2, 15, 7}, {false, false}));
-  rows.push_back(multiply_row("squeeze-and-excitation: 1x1x5 first, 3x24x5", {3, 24, 5}, {true, false}));
-  rows.push_back(multiply_row("3 inputs, the middle repeated, odd C 2x15x9", {2, 15, 9}, {false, true, false}));
-  rows.push_back(multiply_row("C = 1, repeated", {2, 12, 1}, {false, true}));
-  rows.push_back(multiply_row("1x1 images", {4, 1, 6}, {false, false}));
-  rows.push_back(multiply_row("9 inputs (two CUDA launches), 2 repeated", {2, 10, 3},
-                              {true, false, false, false, false, true, false, false, false}));
-  rows.push_back(multiply_row("2x56x56x24 repeated (many pixel groups)", {2, 3136, 24}, {false, true}));
+  using E = ProductDesc::Extent;
+  const E F = ProductDesc::kFull, C = ProductDesc::kChannels, P = ProductDesc::kPixels;
+  rows.push_back(multiply_row("2 equal inputs 2x15x7", {2, 15, 7, {F, F}}));
+  rows.push_back(multiply_row("squeeze-and-excitation: 1x1x5 first, 3x24x5", {3, 24, 5, {C, F}}));
+  rows.push_back(multiply_row("3 inputs, the middle repeated, odd C 2x15x9", {2, 15, 9, {F, C, F}}));
+  rows.push_back(multiply_row("C = 1, repeated", {2, 12, 1, {F, C}}));
+  rows.push_back(multiply_row("1x1 images", {4, 1, 6, {F, F}}));
+  rows.push_back(multiply_row("9 inputs (two CUDA launches), 2 repeated", {2, 10, 3, {C, F, F, F, F, C, F, F, F}}));
+  rows.push_back(multiply_row("2x56x56x24 repeated (many pixel groups)", {2, 3136, 24, {F, C}}));
+  rows.push_back(multiply_row("gates: 2x15x7 times 2x15x1 (a value per pixel)", {2, 15, 7, {F, P}}));
+  rows.push_back(multiply_row("outer: 1x1x6 times 3x20x1", {3, 20, 6, {C, P}}));
+  rows.push_back(multiply_row("9 inputs (two CUDA launches), one per pixel, one per channel",
+                              {2, 10, 3, {F, F, P, F, F, F, F, F, C}}));
+  rows.push_back(multiply_row("2x56x56x96 times 2x56x56x1 (FocalNet's first stage)", {2, 3136, 96, {F, P}}));
   auto layer_norm = [](int64_t rows, int64_t length, int64_t c, float eps) {
     return LayerNormDesc{rows, length, c, eps};
   };

@@ -494,7 +494,7 @@ TEST_CASE("gradients: dropout, softmax, addition, depthConcatenation", "[layers]
   expect_ok(check_layer(cat, {Shape{3, 3, 2}, Shape{3, 3, 5}}, o));
 }
 
-TEST_CASE("gradients: multiplication (equal sizes, 1x1xC repeated, 3 inputs)", "[layers][grad]") {
+TEST_CASE("gradients: multiplication (equal sizes, 1x1xC and HxWx1 repeated, 3 inputs)", "[layers][grad]") {
   GradCheckOptions o;
   LayerSpec two = layer_spec("multiplication", {});
   two.inputs = {"a", "b"};
@@ -504,6 +504,9 @@ TEST_CASE("gradients: multiplication (equal sizes, 1x1xC repeated, 3 inputs)", "
   three.inputs = {"a", "b", "c"};
   expect_ok(check_layer(three, {Shape{3, 3, 7}, Shape{1, 1, 7}, Shape{3, 3, 7}}, o));
   expect_ok(check_layer(two, {Shape{2, 3, 1}, Shape{1, 1, 1}}, o));  // C = 1
+  expect_ok(check_layer(two, {Shape{3, 4, 5}, Shape{3, 4, 1}}, o));  // a value per pixel (FocalNet's gates)
+  expect_ok(check_layer(two, {Shape{1, 1, 5}, Shape{3, 4, 1}}, o));  // their outer product
+  expect_ok(check_layer(three, {Shape{3, 4, 1}, Shape{3, 4, 6}, Shape{1, 1, 6}}, o));
 }
 
 TEST_CASE("gradients: layerNormalization", "[layers][grad]") {

@@ -37,16 +37,23 @@ std::unique_ptr<Layer> ready_layer(const LayerSpec& spec, const Shape& in, int64
 
 }  // namespace
 
-TEST_CASE("multiplication: sizes, the 1x1xC broadcast in any position, errors", "[layers][multiplication]") {
+TEST_CASE("multiplication: sizes, the 1x1xC and HxWx1 broadcasts in any position, errors", "[layers][multiplication]") {
   CHECK(multiplication({"a", "b"})->infer({Shape{4, 5, 3}, Shape{4, 5, 3}}) == Shape{4, 5, 3});
   CHECK(multiplication({"a", "b"})->infer({Shape{1, 1, 3}, Shape{4, 5, 3}}) == Shape{4, 5, 3});
   CHECK(multiplication({"a", "b", "c"})->infer({Shape{4, 5, 3}, Shape{1, 1, 3}, Shape{4, 5, 3}}) == Shape{4, 5, 3});
   CHECK(multiplication({"a", "b"})->infer({Shape{1, 1, 3}, Shape{1, 1, 3}}) == Shape{1, 1, 3});
+  // a value per pixel repeated over the channels (FocalNet's gates), and the outer product of it
+  // with one per channel
+  CHECK(multiplication({"a", "b"})->infer({Shape{4, 5, 3}, Shape{4, 5, 1}}) == Shape{4, 5, 3});
+  CHECK(multiplication({"a", "b"})->infer({Shape{1, 1, 3}, Shape{4, 5, 1}}) == Shape{4, 5, 3});
+  CHECK_THROWS_WITH(multiplication({"a", "b", "c"})->infer({Shape{4, 5, 3}, Shape{4, 5, 1}, Shape{2, 5, 1}}),
+                    Catch::Contains("inputs a (4x5x3), b (4x5x1) and c (2x5x1) cannot be multiplied"));
   CHECK(multiplication({"a", "b"})->num_inputs() == -1);
   CHECK_THROWS_AS(multiplication({"a", "b"})->infer({Shape{4, 5, 3}, Shape{1, 1, 4}}), ShapeError);
   CHECK_THROWS_WITH(multiplication({"a", "b"})->infer({Shape{4, 5, 3}, Shape{1, 1, 4}}),
                     Catch::Contains("se_mul: inputs a (4x5x3) and b (1x1x4) cannot be multiplied") &&
-                        Catch::Contains("1x1x3 to repeat over height and width"));
+                        Catch::Contains("1x1x4 to repeat over height and width, or 4x5x1 to repeat over the "
+                                        "channels"));
   CHECK_THROWS_WITH(multiplication({"a", "b"})->infer({Shape{4, 5, 3}, Shape{4, 1, 3}}),
                     Catch::Contains("(4x1x3) cannot be multiplied"));
   CHECK_THROWS_WITH(multiplication({"a", "b"})->infer({Shape{4, 5, 3}, Shape{2, 2, 3}}), Catch::Contains("2x2x3"));
@@ -71,6 +78,34 @@ TEST_CASE("multiplication: squeeze-and-excitation forward and backward by hand",
   l->backward({&x, &s}, y, dy, {&dx, &ds}, ctx);
   CHECK(to_vec(dx) == Vec{10, 100, 20, 100});
   CHECK(to_vec(ds) == Vec{1 * 1 + 2 * 3, 1 * 2 + 1 * 4});  // summed over the two pixels
+}
+
+TEST_CASE("multiplication: a gate per pixel and an outer product, forward and backward by hand",
+          "[layers][multiplication]") {
+  // x (1, 2, 1, 2) = [[1, 2], [3, 4]] per pixel, g (1, 2, 1, 1) = [10, 100] (a value per pixel)
+  auto l = multiplication({"x", "g"});
+  l->infer({Shape{2, 1, 2}, Shape{2, 1, 1}});
+  l->setup(1, backend_for(Device::cpu()));
+  Tensor x = to_tensor({1, 2, 3, 4}, Shape{1, 2, 1, 2}), g = to_tensor({10, 100}, Shape{1, 2, 1, 1});
+  Tensor y(Shape{1, 2, 1, 2}), dy = to_tensor({1, 1, 2, 1}, Shape{1, 2, 1, 2});
+  RunContext ctx{true, 1, 0};
+  l->forward({&x, &g}, y, ctx);
+  CHECK(to_vec(y) == Vec{10, 20, 300, 400});
+  Tensor dx(x.shape()), dg(g.shape());
+  l->backward({&x, &g}, y, dy, {&dx, &dg}, ctx);
+  CHECK(to_vec(dx) == Vec{10, 10, 200, 100});
+  CHECK(to_vec(dg) == Vec{1 * 1 + 1 * 2, 2 * 3 + 1 * 4});  // summed over each pixel's channels
+  // c (1, 1, 1, 2) = [2, 5] per channel times g: the outer product
+  auto o = multiplication({"c", "g"});
+  CHECK(o->infer({Shape{1, 1, 2}, Shape{2, 1, 1}}) == Shape{2, 1, 2});
+  o->setup(1, backend_for(Device::cpu()));
+  Tensor c = to_tensor({2, 5}, Shape{1, 1, 1, 2});
+  o->forward({&c, &g}, y, ctx);
+  CHECK(to_vec(y) == Vec{20, 50, 200, 500});
+  Tensor dc(c.shape());
+  o->backward({&c, &g}, y, dy, {&dc, &dg}, ctx);
+  CHECK(to_vec(dc) == Vec{1 * 10 + 2 * 100, 1 * 10 + 1 * 100});  // summed over the pixels
+  CHECK(to_vec(dg) == Vec{1 * 2 + 1 * 5, 2 * 2 + 1 * 5});        // summed over the channels
 }
 
 TEST_CASE("layerNormalization: options and errors", "[layers][layer_norm]") {

@@ -556,7 +556,7 @@ TEST_CASE("inference folding: a 1x1 convolution's scaled input gives the multipl
     ConvProblem p = random_conv_problem(cs.n, cs.hw, cs.c, cs.k, 1, 1, 1, rng);
     const Tensor s = random_tensor(Shape{cs.n, 1, 1, cs.c}, rng, 0.f, 1.f);
     Tensor scaled(p.x.shape()), apart(Shape{cs.n, cs.hw, cs.hw, cs.k}), together(apart.shape());
-    be.multiply({&p.x, &s}, scaled, ProductDesc{cs.n, cs.hw * cs.hw, cs.c});
+    be.multiply({&p.x, &s}, scaled, ProductDesc{cs.n, cs.hw * cs.hw, cs.c, {}});
     be.make(p.d)->forward(scaled, p.w, p.b, apart);
     ConvDesc d = p.d;
     d.scaled_input = true;

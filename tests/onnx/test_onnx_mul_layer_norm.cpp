@@ -257,6 +257,13 @@ TEST_CASE("onnx mul and layer norm: the forms dltrain does not compute are one l
     g.output("y");
   });
   CHECK(has(e, "node 'y' (Mul): its inputs are 2x3x4 and 1x1x5"));
+  e = error_of([](OnnxBuilder& g) {  // a value per pixel of another image size
+    g.floats("K1", {1, kC, 1, 1}, values(kC, 43));
+    OnnxBuilder::attr(g.node("Conv", {"x", "K1"}, {"g1"}), "strides", std::vector<int64_t>{2, 2});
+    g.node("Mul", {"x", "g1"}, {"y"});
+    g.output("y");
+  });
+  CHECK(has(e, "node 'y' (Mul): its inputs are 2x3x4 and 1x2x1"));
   e = error_of([](OnnxBuilder& g) {
     OnnxBuilder::attr(g.node("Transpose", {"x"}, {"t"}), "perm", std::vector<int64_t>{0, 2, 3, 1});
     g.node("Mul", {"t", "x"}, {"y"});

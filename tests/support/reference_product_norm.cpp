@@ -7,10 +7,20 @@
 namespace dlt::ref {
 
 namespace {
-// Element (img, pixel, ch) of input x: its own, or its image's when repeated over the pixels.
-double at(const ProductDesc& d, const Vec& x, int64_t img, int64_t p, int64_t ch) {
-  const bool full = static_cast<int64_t>(x.size()) == d.n * d.pixels * d.c;
-  return full ? x[static_cast<size_t>((img * d.pixels + p) * d.c + ch)] : x[static_cast<size_t>(img * d.c + ch)];
+// Where element (img, pixel, ch) of input i is: its own, its image's channel when repeated over
+// the pixels, its pixel's value when repeated over the channels.
+size_t index(const ProductDesc& d, size_t i, const Vec& x, int64_t img, int64_t p, int64_t ch) {
+  switch (d.extent(i, static_cast<int64_t>(x.size()))) {
+    case ProductDesc::kChannels:
+      return static_cast<size_t>(img * d.c + ch);
+    case ProductDesc::kPixels:
+      return static_cast<size_t>(img * d.pixels + p);
+    default:
+      return static_cast<size_t>((img * d.pixels + p) * d.c + ch);
+  }
+}
+double at(const ProductDesc& d, size_t i, const Vec& x, int64_t img, int64_t p, int64_t ch) {
+  return x[index(d, i, x, img, p, ch)];
 }
 }  // namespace
 
@@ -20,23 +30,21 @@ Vec multiply_forward(const ProductDesc& d, const std::vector<Vec>& xs) {
     for (int64_t p = 0; p < d.pixels; ++p)
       for (int64_t ch = 0; ch < d.c; ++ch) {
         double v = 1;
-        for (const Vec& x : xs) v *= at(d, x, img, p, ch);
+        for (size_t i = 0; i < xs.size(); ++i) v *= at(d, i, xs[i], img, p, ch);
         y[static_cast<size_t>((img * d.pixels + p) * d.c + ch)] = v;
       }
   return y;
 }
 
 Vec multiply_backward(const ProductDesc& d, const std::vector<Vec>& xs, const Vec& dy, size_t i) {
-  const bool repeated = d.pixels > 1 && static_cast<int64_t>(xs[i].size()) == d.n * d.c;
   Vec dx(xs[i].size(), 0.0);
   for (int64_t img = 0; img < d.n; ++img)
     for (int64_t p = 0; p < d.pixels; ++p)
       for (int64_t ch = 0; ch < d.c; ++ch) {
-        const int64_t k = (img * d.pixels + p) * d.c + ch;
-        double g = dy[static_cast<size_t>(k)];
+        double g = dy[static_cast<size_t>((img * d.pixels + p) * d.c + ch)];
         for (size_t j = 0; j < xs.size(); ++j)
-          if (j != i) g *= at(d, xs[j], img, p, ch);
-        dx[static_cast<size_t>(repeated ? img * d.c + ch : k)] += g;
+          if (j != i) g *= at(d, j, xs[j], img, p, ch);
+        dx[index(d, i, xs[i], img, p, ch)] += g;
       }
   return dx;
 }

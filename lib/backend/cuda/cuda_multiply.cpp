@@ -1,8 +1,9 @@
 // The CUDA backend's element-wise product with broadcasting (Backend::multiply,
 // multiply_backward; the DeviceType::kCuda kernels of kernel_kinds.h):
 // the factors go to the kernels of cuda_multiply_kernels.cu kProductChunk at a time. The
-// gradient of an input repeated over the pixels is a per-(image, channel) sum: with more
-// factors than one launch takes, their product goes to a full-size scratch first.
+// gradient of an input repeated over the pixels is a per-(image, channel) sum, of one repeated
+// over the channels a per-pixel sum: with more factors than one launch takes, their product goes
+// to a full-size scratch first.
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
@@ -16,7 +17,7 @@ namespace {
 
 struct Factor {
   const float* x;
-  bool repeated;
+  ProductDesc::Extent extent;
 };
 
 // fs[first, first + kProductChunk) as one launch's factors.
@@ -24,7 +25,7 @@ cuda::Factors chunk(const std::vector<Factor>& fs, size_t first) {
   cuda::Factors f{};
   for (size_t j = first; j < fs.size() && f.k < cuda::kProductChunk; ++j, ++f.k) {
     f.x[f.k] = fs[j].x;
-    f.repeated[f.k] = fs[j].repeated;
+    f.extent[f.k] = static_cast<unsigned char>(fs[j].extent);
   }
   return f;
 }
@@ -35,14 +36,14 @@ void product_all(const std::vector<Factor>& fs, float* y, const ProductDesc& d, 
     cuda::product(chunk(fs, first), first > 0, y, d.n, d.pixels, d.c, stream);
 }
 
-Factor factor_of(const Tensor& x, const ProductDesc& d) { return {x.data(), d.pixels > 1 && x.numel() == d.n * d.c}; }
+Factor factor_of(const Tensor& x, size_t i, const ProductDesc& d) { return {x.data(), d.extent(i, x.numel())}; }
 
 }  // namespace
 
 static void cuda_multiply(Backend& be, const std::vector<const Tensor*>& xs, Tensor& y, const ProductDesc& d) {
   CudaBackend& gpu = cuda_backend_of(be);
   std::vector<Factor> fs;
-  for (const Tensor* x : xs) fs.push_back(factor_of(*x, d));
+  for (size_t i = 0; i < xs.size(); ++i) fs.push_back(factor_of(*xs[i], i, d));
   gpu.enter();
   product_all(fs, y.data(), d, gpu.context().stream);
 }
@@ -51,12 +52,23 @@ static void cuda_multiply_backward(Backend& be, const Tensor& dy, const std::vec
                                    Tensor& dx, const ProductDesc& d) {
   CudaBackend& gpu = cuda_backend_of(be);
   const cudaStream_t stream = gpu.context().stream;
-  std::vector<Factor> fs{{dy.data(), false}};
+  std::vector<Factor> fs{{dy.data(), ProductDesc::kFull}};
   for (size_t k = 0; k < xs.size(); ++k)
-    if (k != i) fs.push_back(factor_of(*xs[k], d));
+    if (k != i) fs.push_back(factor_of(*xs[k], k, d));
   gpu.enter();
-  if (!factor_of(*xs[i], d).repeated) {
+  const ProductDesc::Extent extent = factor_of(*xs[i], i, d).extent;
+  if (extent == ProductDesc::kFull) {
     product_all(fs, dx.data(), d, stream);
+    return;
+  }
+  if (extent == ProductDesc::kPixels) {  // a per-pixel sum over the channels
+    if (fs.size() <= static_cast<size_t>(cuda::kProductChunk)) {
+      cuda::product_channel_sum(chunk(fs, 0), dx.data(), d.n, d.pixels, d.c, stream);
+      return;
+    }
+    float* full = static_cast<float*>(gpu.scratch(static_cast<size_t>(d.n * d.pixels * d.c) * sizeof(float)));
+    product_all(fs, full, d, stream);
+    cuda::product_channel_sum(chunk({{full, ProductDesc::kFull}}, 0), dx.data(), d.n, d.pixels, d.c, stream);
     return;
   }
   const size_t partial_bytes = cuda::product_sum_scratch(d.n, d.pixels, d.c) * sizeof(double);
@@ -70,7 +82,8 @@ static void cuda_multiply_backward(Backend& be, const Tensor& dy, const std::vec
   char* s = static_cast<char*>(gpu.scratch(cuda::aligned_bytes(partial_bytes) + full_bytes));
   float* full = reinterpret_cast<float*>(s + cuda::aligned_bytes(partial_bytes));
   product_all(fs, full, d, stream);
-  cuda::product_sum(chunk({{full, false}}, 0), dx.data(), d.n, d.pixels, d.c, reinterpret_cast<double*>(s), stream);
+  cuda::product_sum(chunk({{full, ProductDesc::kFull}}, 0), dx.data(), d.n, d.pixels, d.c, reinterpret_cast<double*>(s),
+                    stream);
 }
 
 DLT_REGISTER_KERNEL(MultiplyKernel, DeviceType::kCuda, cuda_multiply);

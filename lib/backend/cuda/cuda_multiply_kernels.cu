@@ -1,6 +1,7 @@
 // The broadcasting product's kernels (cuda_multiply_kernels.h): a grid-stride product over
-// (n, pixels, c), and a two-pass per-(image, channel) sum over the pixels (partials per group
-// of pixels, then the groups in order), as channel_sum in cuda_reduce.cu.
+// (n, pixels, c), a two-pass per-(image, channel) sum over the pixels (partials per group of
+// pixels, then the groups in order), as channel_sum in cuda_reduce.cu, and a per-pixel sum over
+// the channels (a thread per pixel).
 #include "backend/cuda/cuda_launch.cuh"
 #include "backend/cuda/cuda_multiply_kernels.h"
 
@@ -10,10 +11,15 @@ namespace {
 constexpr int kLanes = 32;  // channels per block of the sum (threadIdx.x)
 constexpr int kRows = 8;    // pixels per block step (threadIdx.y)
 
+// Factor j's value at element i = (img * pixels + pixel) * c + ch.
+__device__ inline float factor_at(const Factors& f, int j, int64_t i, int64_t img, int64_t ch, int64_t c) {
+  return f.extent[j] == 1 ? f.x[j][img * c + ch] : f.extent[j] == 2 ? f.x[j][i / c] : f.x[j][i];
+}
+
 // The product of the factors at element (img, pixel, ch), index i = (img * pixels + pixel) * c + ch.
 __device__ inline float product_at(const Factors& f, int64_t i, int64_t img, int64_t ch, int64_t c) {
-  float v = f.repeated[0] ? f.x[0][img * c + ch] : f.x[0][i];
-  for (int j = 1; j < f.k; ++j) v = __fmul_rn(v, f.repeated[j] ? f.x[j][img * c + ch] : f.x[j][i]);
+  float v = factor_at(f, 0, i, img, ch, c);
+  for (int j = 1; j < f.k; ++j) v = __fmul_rn(v, factor_at(f, j, i, img, ch, c));
   return v;
 }
 
@@ -55,6 +61,15 @@ __global__ void product_finalize_kernel(const double* partials, int64_t n, int64
   }
 }
 
+// out[r] = the sum over row r's channels (row r = img * pixels + pixel), one thread per row.
+__global__ void product_channel_sum_kernel(Factors f, int64_t rows, int64_t pixels, int64_t c, float* out) {
+  for (int64_t r = first_index(); r < rows; r += grid_stride()) {
+    double s = 0;
+    for (int64_t ch = 0; ch < c; ++ch) s += static_cast<double>(product_at(f, r * c + ch, r / pixels, ch, c));
+    out[r] = static_cast<float>(s);
+  }
+}
+
 int64_t pixel_groups(int64_t pixels) {
   // Each thread sums at least 32 pixels; at most 64 groups per image.
   int64_t g = (pixels + kRows * 32 - 1) / (kRows * 32);
@@ -88,6 +103,13 @@ void product_sum(const Factors& f, float* out, int64_t n, int64_t pixels, int64_
   product_partial_kernel<<<grid, block, 0, stream>>>(f, n, pixels, c, scratch);
   DLT_LAUNCH_CHECK();
   product_finalize_kernel<<<grid_for(n * c), kThreads, 0, stream>>>(scratch, n, groups, c, out);
+  DLT_LAUNCH_CHECK();
+}
+
+void product_channel_sum(const Factors& f, float* out, int64_t n, int64_t pixels, int64_t c, cudaStream_t stream) {
+  const int64_t rows = n * pixels;
+  if (rows <= 0 || f.k <= 0) return;
+  product_channel_sum_kernel<<<grid_for(rows), kThreads, 0, stream>>>(f, rows, pixels, c, out);
   DLT_LAUNCH_CHECK();
 }
 

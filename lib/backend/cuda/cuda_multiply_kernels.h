@@ -1,6 +1,7 @@
 // Launchers of the broadcasting product's kernels (cuda_multiply_kernels.cu), for
-// Backend::multiply and multiply_backward: y (n, pixels, c), each factor (n, pixels, c) or,
-// when repeated, (n, c) used for every pixel of its image. Products are taken left to right
+// Backend::multiply and multiply_backward: y (n, pixels, c), each factor (n, pixels, c), (n, c)
+// used for every pixel of its image, or (n, pixels) used for every channel of its pixel (its
+// extent, ProductDesc::Extent). Products are taken left to right
 // with __fmul_rn, as the CPU backend's float loop. Each launcher enqueues on stream and checks
 // the launch; nothing synchronizes.
 #pragma once
@@ -16,7 +17,7 @@ constexpr int kProductChunk = 8;
 
 struct Factors {
   const float* x[kProductChunk];
-  bool repeated[kProductChunk];
+  unsigned char extent[kProductChunk];  // ProductDesc::Extent
   int k;
 };
 
@@ -28,5 +29,8 @@ void product(const Factors& f, bool accumulate, float* y, int64_t n, int64_t pix
 size_t product_sum_scratch(int64_t n, int64_t pixels, int64_t c);
 void product_sum(const Factors& f, float* out, int64_t n, int64_t pixels, int64_t c, double* scratch,
                  cudaStream_t stream);
+// out (n, pixels) = the sum over each pixel's channels of the product of the factors, in double,
+// in channel order.
+void product_channel_sum(const Factors& f, float* out, int64_t n, int64_t pixels, int64_t c, cudaStream_t stream);
 
 }  // namespace dlt::cuda
