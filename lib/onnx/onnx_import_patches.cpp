@@ -16,8 +16,6 @@ namespace dlt::onnx_detail {
 
 namespace {
 
-bool first_is_one(int64_t d) { return d == 1 || d == -1 || d == kBatchDim; }
-
 // Operators that compute each value from the same position of their inputs (or of a constant
 // broadcast over the pixels).
 bool per_value(const std::string& op) {
@@ -111,8 +109,8 @@ bool Importer::patch_node(const onnx::NodeProto& n) {
       const auto t = ints_of(need_const(n, 1, "shape"), what);
       const int64_t P = s.ph * s.pw, N = (h / s.ph) * (w / s.pw);
       const int unknown = (t.size() == 4 && t[2] == -1) + (t.size() == 4 && t[3] == -1);
-      if (t.size() == 4 && first_is_one(t[0]) && (t[1] == c || t[1] == 0) && unknown <= 1 &&
-          (t[2] == P || t[2] == -1) && (t[3] == N || t[3] == -1)) {
+      if (t.size() == 4 && one_image(t[0]) && (t[1] == c || t[1] == 0) && unknown <= 1 && (t[2] == P || t[2] == -1) &&
+          (t[3] == N || t[3] == -1)) {
         set_out(n, s.image);
         patch_grids_[n.output(0)] = PatchGrid{s.ph, s.pw};
         return true;
@@ -141,13 +139,13 @@ bool Importer::patch_node(const onnx::NodeProto& n) {
   if (op == "Reshape") {  // the fold's first step
     const auto t =
         n.input_size() > 1 && constant(n.input(1)) ? ints_of(need_const(n, 1, "shape"), what) : std::vector<int64_t>{};
-    if (t.size() == 6 && first_is_one(t[0]) && t[1] == c && t[2] == grid.ph && t[3] == grid.pw && t[4] == h / grid.ph &&
+    if (t.size() == 6 && one_image(t[0]) && t[1] == c && t[2] == grid.ph && t[3] == grid.pw && t[4] == h / grid.ph &&
         t[5] == w / grid.pw) {
       patch_steps_[define(n)] = PatchStep{v, grid.ph, grid.pw, true};
       return true;
     }
     // the Reshape to (1, C, P, N) again (dynamo's GroupNorm decomposition back to the shape it had)
-    if (t.size() == 4 && first_is_one(t[0]) && t[1] == c && t[2] == P && t[3] == N) {
+    if (t.size() == 4 && one_image(t[0]) && t[1] == c && t[2] == P && t[3] == N) {
       set_out(n, v);
       patch_grids_[n.output(0)] = grid;
       return true;
@@ -214,7 +212,7 @@ bool Importer::separable_node(const onnx::NodeProto& n) {
       constant(n.input(1))) {  // to the values' shape: the product broadcasts it the same
     const auto t = ints_of(need_const(n, 1, "shape"), what);
     const int64_t h = a->qkv.shape[0], w = a->qkv.shape[1];
-    if (t.size() == 4 && first_is_one(t[0]) && t[1] == k && t[2] == a->grid.ph * a->grid.pw &&
+    if (t.size() == 4 && one_image(t[0]) && t[1] == k && t[2] == a->grid.ph * a->grid.pw &&
         t[3] == (h / a->grid.ph) * (w / a->grid.pw)) {
       SeparablePart out = *a;
       separable_[define(n)] = out;  // still the context

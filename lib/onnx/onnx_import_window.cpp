@@ -104,9 +104,6 @@ const char* stage_name(Stage s) {
   return "";
 }
 
-// A target's leading (batch) entry for one image: 1, -1 or the symbolic batch.
-bool one_image(int64_t d) { return d == 1 || d == -1 || d == kBatchDim; }
-
 bool whole(const Importer::ImageView& v) {
   for (int k = 0; k < 2; ++k)
     if (v.roll[k] != 0 || v.start[k] != 0 || v.step[k] != 1 || v.count[k] != v.full[k]) return false;

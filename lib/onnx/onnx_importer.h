@@ -872,6 +872,8 @@ class Importer {
 
 // The product of d, INT64_MAX when it overflows (onnx_import_tokens.cpp).
 int64_t product(const std::vector<int64_t>& d);
+// A target's leading (batch) entry for one image: 1, -1 or the symbolic batch.
+inline bool one_image(int64_t d) { return d == 1 || d == -1 || d == kBatchDim; }
 // Whether a * b is want, without overflow (a file's sizes may be anything).
 inline bool times_is(int64_t a, int64_t b, int64_t want) {
   int64_t p = 0;

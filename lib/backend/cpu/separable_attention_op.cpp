@@ -15,7 +15,10 @@ namespace {
 class CpuSeparableAttentionOp final : public SeparableAttentionOp {
  public:
   explicit CpuSeparableAttentionOp(const SeparableAttentionDesc& d)
-      : SeparableAttentionOp(d, Device::cpu()), d_(d), pixels_((d.h / d.ph) * (d.w / d.pw)) {}
+      : SeparableAttentionOp(d, Device::cpu()),
+        d_(d),
+        pixels_((d.h / d.ph) * (d.w / d.pw)),
+        dctx_(static_cast<size_t>(d.n * d.ph * d.pw * d.c)) {}
 
  private:
   // The pixel index (n, h, w) of the group's p-th pixel; group = n * ph pw + i pw + j.
@@ -66,8 +69,8 @@ class CpuSeparableAttentionOp final : public SeparableAttentionOp {
     const int64_t c = d_.c, xc = 1 + 2 * c, groups = d_.n * d_.ph * d_.pw;
 #pragma omp parallel for schedule(static)
     for (int64_t g = 0; g < groups; ++g) {
-      std::vector<float> dctx(static_cast<size_t>(c), 0.f);
-      float* dc = dctx.data();
+      float* dc = dctx_.data() + g * c;
+      std::fill(dc, dc + c, 0.f);
       const float* ctx = cp + g * c;
       for (int64_t p = 0; p < pixels_; ++p) {  // the context's gradient and the values'
         const int64_t at = pixel(g, p);
@@ -105,6 +108,7 @@ class CpuSeparableAttentionOp final : public SeparableAttentionOp {
 
   SeparableAttentionDesc d_;
   int64_t pixels_;  // per group
+  std::vector<float> dctx_;  // the backward's context gradients, a row per group (made once)
 };
 
 std::unique_ptr<SeparableAttentionOp> make(Backend&, const SeparableAttentionDesc& d) {
