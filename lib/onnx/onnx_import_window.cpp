@@ -58,7 +58,10 @@ const char* stage_name(Stage s) {
     case Stage::kQ1:
     case Stage::kK1:
     case Stage::kV1: return "sliced Q, K or V, before its Squeeze";
-    case Stage::kConvQkv: return "Q/K/V of an image (1, 3 C, H, W), before its Reshape to (1, heads, 3 d, H W)";
+    case Stage::kConvQkv:
+      return "Q/K/V of an image (1, 3 C, H, W), before its Reshape to (1, heads, 3 d, H W) or (1, 3, heads, d, H W)";
+    case Stage::kQkvC5:
+      return "Q/K/V of an image (1, 3, heads, d, H W), before their Transpose (1, 0, 2, 4, 3)";
     case Stage::kQkvC: return "Q/K/V by head (1, heads, 3 d, H W), before their Split into Q, K and V";
     case Stage::kQc:
     case Stage::kVc: return "queries or values (1, heads, d, H W), before their Transpose (0, 1, 3, 2)";
@@ -510,7 +513,8 @@ bool Importer::unfold_node(const onnx::NodeProto& n) {
 // timm's Attention2d (CoAtNet): a 1x1 Conv of an NCHW image into Q/K/V, read by a Reshape to
 // (1, heads, 3 d, H W) (each head's Q, K and V side by side), attends over the whole image: a
 // windowAttention of one window. The Conv's weights become its projections (head-first, put in
-// Q, K, V order at the close as the Reshape's are).
+// Q, K, V order at the close as the Reshape's are). Visformer's Reshape is (1, 3, heads, d, H W):
+// Q, K and V each of all heads, then a Transpose (1, 0, 2, 4, 3) to ViT's (3, 1, heads, H W, d).
 bool Importer::attention2d_start(const onnx::NodeProto& n) {
   if (n.op_type() != "Conv" || n.input_size() < 2 || !constant(n.input(1)) || n.output_size() != 1) return false;
   auto it = values_.find(n.input(0));
@@ -530,9 +534,11 @@ bool Importer::attention2d_start(const onnx::NodeProto& n) {
   if (r.op_type() != "Reshape" || r.input_size() < 2) return false;
   const std::vector<int64_t> t = ints_ahead(r.input(1));
   const int64_t cols = d[0];
-  if (t.size() != 4 || !one_image(t[0]) || t[1] < 1 || t[2] < 3 || t[2] % 3 != 0 || !times_is(t[1], t[2], cols) ||
-      (t[3] != h * w && t[3] != -1))
-    return false;
+  const bool by_head = t.size() == 4 && one_image(t[0]) && t[1] >= 1 && t[2] >= 3 && t[2] % 3 == 0 &&
+                       times_is(t[1], t[2], cols) && (t[3] == h * w || t[3] == -1);
+  const bool by_part = t.size() == 5 && one_image(t[0]) && t[1] == 3 && t[2] >= 1 && t[3] >= 1 &&
+                       3 * t[2] * t[3] == cols && (t[4] == h * w || t[4] == -1);
+  if (!by_head && !by_part) return false;
   WindowBlock b;
   b.in.src = v;
   b.in.full = b.in.count = {h, w};
@@ -540,10 +546,15 @@ bool Importer::attention2d_start(const onnx::NodeProto& n) {
   b.wh = h;
   b.ww = w;
   b.windows = 1;
-  b.heads = t[1];
-  b.head_first = true;  // each head's Q, K and V side by side: their order at the close
-  b.head_width = t[2];
-  b.head_dim = t[2] / 3;
+  if (by_head) {
+    b.heads = t[1];
+    b.head_first = true;  // each head's Q, K and V side by side: their order at the close
+    b.head_width = t[2];
+    b.head_dim = t[2] / 3;
+  } else {
+    b.heads = t[2];
+    b.head_dim = t[3];
+  }
   b.qkv_cols = cols;
   const std::vector<float> wv = need_floats(n, 1, "weight");
   b.qkv_b = n.input_size() > 2 && !n.input(2).empty() ? need_floats(n, 2, "bias")
@@ -1167,6 +1178,9 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       case Stage::kKs: dims = {b.windows, seq, heads, d}; break;
       case Stage::kVs: dims = {b.windows, seq, heads, dv}; break;
       case Stage::kConvQkv: dims = {1, b.qkv_cols, b.wh, b.ww}; break;
+      case Stage::kQkvC5:
+        dims = {1, 3, heads, d, seq};
+        break;
       case Stage::kQkvC: dims = {1, heads, width, seq}; break;
       case Stage::kQc: dims = {1, heads, d, seq}; break;
       case Stage::kVc:
@@ -1697,11 +1711,21 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
     case Stage::kConvQkv: {
       if (op != "Reshape") refuse();
       const auto t = target();
+      if (!b.head_first) {  // Visformer's
+        if (t.size() != 5 || !one_image(t[0]) || t[1] != 3 || t[2] != b.heads || t[3] != b.head_dim ||
+            (t[4] != seq && t[4] != -1))
+          fail(n, "reshapes an image's Q/K/V to " + ints_str(t) + "; dltrain reads (1, 3, " + std::to_string(b.heads) +
+                      ", " + std::to_string(b.head_dim) + ", " + std::to_string(seq) + ")");
+        return next(Stage::kQkvC5);
+      }
       if (t.size() != 4 || !one_image(t[0]) || t[1] != b.heads || t[2] != b.head_width || (t[3] != seq && t[3] != -1))
         fail(n, "reshapes an image's Q/K/V to " + ints_str(t) + "; dltrain reads (1, " + std::to_string(b.heads) + ", " +
                     std::to_string(b.head_width) + ", " + std::to_string(seq) + ")");
       return next(Stage::kQkvC);
     }
+    case Stage::kQkvC5:  // on to ViT's (3, 1, heads, H W, d), unbound along axis 0
+      if (!perm_is({1, 0, 2, 4, 3})) refuse();
+      return next(Stage::kQkvT);
     case Stage::kQkvC:  // Q, K and V of each head side by side along axis 2; K comes out as K^T
       return thirds(2, {Stage::kQc, Stage::kKt, Stage::kVc}, "an image's Q/K/V");
     case Stage::kQc:

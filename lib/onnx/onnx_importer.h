@@ -527,8 +527,8 @@ class Importer {
     int64_t vd() const { return value_dim ? value_dim : head_dim; }
     int64_t unbind_axis = 0;  // the Q/K/V axis after the heads' Transpose: 0, or 2 (timm's MaxViT)
     bool merged4 = false;     // the heads merged into (windows, wh, ww, C) (timm's MaxViT)
-    // timm's Attention2d (CoAtNet): one window, the whole NCHW image; Q/K/V and the output
-    // projection 1x1 Convs; ends at its projection, an NCHW image again
+    // timm's Attention2d (CoAtNet) and Visformer's attention: one window, the whole NCHW image;
+    // Q/K/V and the output projection 1x1 Convs; ends at its projection, an NCHW image again
     bool image2d = false;
     bool flat_tokens = false;  // from the whole image flattened to (1, H*W, C) (TinyViT's last stages)
     std::vector<float> qkv_w, qkv_b, proj_w, proj_b;  // as MatMul reads them: (C, 3K), (K, out)
@@ -548,16 +548,54 @@ class Importer {
     std::string bias_node;          // the Add of the bias
   };
   enum class WinStage {
-    kSplit, kWindows, kTokens, kQkv, kQkv5, kQkvT, kQ, kK, kKt, kV, kScores, kScores5, kProbs,
-    kHeads, kHeadsT, kMerged, kProj, kRev6, kRev, kQNorm, kKNorm, kQFlat, kKFlat, kVFlat, kQ5, kK5, kV5,
-    kQ1, kK1, kV1,  // timm's unbind: one of Q, K, V sliced, (1, windows, heads, S, d), before its Squeeze
-    kMerge,         // timm's patch merging: the 2x2 split transposed to (1, H/2, W/2, 2, 2, C)
-    kWin4, kProj4,  // TorchScript's timm windows (windows, wh, ww, C) on the way in and out
-    kKf, kKft,      // K^T as the dynamo exporter writes it: K reshaped to (windows heads, S, d), transposed
-    kQkvH, kQkvHT,  // timm's head-first Q/K/V (maxvit_*_rw): (windows, S, heads, 3 d), transposed (0, 2, 1, 3)
-    kQs, kKs, kVs,  // or split first (TinyViT): Q, K or V (windows, S, heads, d), before its Transpose (0, 2, 1, 3)
-    kHeadsRev6, kHeadsRev,              // Twins: the merged heads' reverse partition, before the output projection
-    kConvQkv, kQkvC, kQc, kVc, kHeadsC  // CoAtNet's attention over an NCHW image (see image2d)
+    kSplit,
+    kWindows,
+    kTokens,
+    kQkv,
+    kQkv5,
+    kQkvT,
+    kQ,
+    kK,
+    kKt,
+    kV,
+    kScores,
+    kScores5,
+    kProbs,
+    kHeads,
+    kHeadsT,
+    kMerged,
+    kProj,
+    kRev6,
+    kRev,
+    kQNorm,
+    kKNorm,
+    kQFlat,
+    kKFlat,
+    kVFlat,
+    kQ5,
+    kK5,
+    kV5,
+    kQ1,
+    kK1,
+    kV1,     // timm's unbind: one of Q, K, V sliced, (1, windows, heads, S, d), before its Squeeze
+    kMerge,  // timm's patch merging: the 2x2 split transposed to (1, H/2, W/2, 2, 2, C)
+    kWin4,
+    kProj4,  // TorchScript's timm windows (windows, wh, ww, C) on the way in and out
+    kKf,
+    kKft,  // K^T as the dynamo exporter writes it: K reshaped to (windows heads, S, d), transposed
+    kQkvH,
+    kQkvHT,  // timm's head-first Q/K/V (maxvit_*_rw): (windows, S, heads, 3 d), transposed (0, 2, 1, 3)
+    kQs,
+    kKs,
+    kVs,  // or split first (TinyViT): Q, K or V (windows, S, heads, d), before its Transpose (0, 2, 1, 3)
+    kHeadsRev6,
+    kHeadsRev,  // Twins: the merged heads' reverse partition, before the output projection
+    kConvQkv,
+    kQkvC,
+    kQc,
+    kVc,
+    kHeadsC,  // CoAtNet's attention over an NCHW image (see image2d)
+    kQkvC5    // Visformer's: (1, 3, heads, d, H W), before its Transpose (1, 0, 2, 4, 3)
   };
   // MaxViT's layouts of an image's pixels as (1, windows, tokens, C): window: windows of wh x ww
   // adjacent pixels (its partition); grid: the same after the swap of the two middle axes, each

@@ -25,7 +25,7 @@ import zoo_coverage as zc
 
 SIDE = 32
 IMAGES = 2
-SIDES = {"efficientformer_timm": 56}  # fixtures whose architecture fixes another input size
+SIDES = {"efficientformer_timm": 56, "visformer_timm": 64}  # fixtures whose architecture fixes another input size
 MAX_BYTES = 600 * 1024  # per fixture (the .onnx and its .onnx.data together)
 SEG_CLASSES = 3  # the segmentation fixtures' classes (their expected files hold 32 x 32 x 3 per image)
 
@@ -397,6 +397,16 @@ def tiny_models():
         from timm.models.focalnet import FocalNet
         return timm_net(lambda: FocalNet(depths=(1, 1), embed_dim=16, focal_levels=(2, 2), focal_windows=(3, 3),
                                          num_classes=10))
+
+    def visformer_timm():
+        # timm's Visformer: a convolution stem, a stage of convolutional blocks, then two stages
+        # whose attention runs over the whole NCHW image (Q/K/V a 1x1 Conv reshaped to (1, 3,
+        # heads, d, H W) and transposed to ViT's layout, the output a 1x1 Conv), BatchNorm as
+        # visformer_tiny's norm, grouped 3x3 convolutions in the first stage's MLP
+        from timm.models.visformer import Visformer
+        return timm_net(lambda: Visformer(img_size=64, init_channels=8, embed_dim=32, depth=(1, 1, 1), num_heads=2, mlp_ratio=2.0,
+                                          group=4, attn_stage="011", spatial_conv="100", norm_layer=nn.BatchNorm2d,
+                                          embed_norm=nn.BatchNorm2d, num_classes=10))
 
     def maxvit_tf(head_first):
         # timm's MaxViT in TensorFlow's layout (maxvit_*_tf): channels-last window and grid partitions
@@ -795,6 +805,7 @@ def tiny_models():
             "swin_v2": swin_v2_tiny,
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
             "mobilevit": mobilevit, "mobilevitv2_timm": mobilevitv2_timm, "focalnet_timm": focalnet_timm,
+            "visformer_timm": visformer_timm,
             "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm, "pvt_v2_timm": pvt_v2_timm, "beit_timm": beit_timm,
             "pit_timm": lambda: pit_timm(False), "pit_distilled_timm": lambda: pit_timm(True),

@@ -219,7 +219,7 @@ TEST_CASE("onnx window: MaxViT graphs edited to break the partition or the atten
 }
 
 TEST_CASE(
-    "onnx window: timm's Swin, DeiT III, CaiT, ConViT, EVA-02, MobileViT (v1 and v2), CoAtNet, FastViT, "
+    "onnx window: timm's Swin, DeiT III, CaiT, ConViT, EVA-02, MobileViT (v1 and v2), CoAtNet, Visformer, FastViT, "
     "EfficientFormer, Twins, "
     "DaViT and "
     "PVT v2 "
@@ -346,6 +346,24 @@ TEST_CASE(
     set_ints(initializer(p, "val_114"), {1, 16, 2, 8});  // was (1, C, H, W) = (1, 16, 4, 4)
     want = "node 'node__unsafe_view' (Reshape): reshapes the heads' output (1, heads, d, H W) to [1, 16, 2, 8]; "
            "dltrain reads (1, 16, 4, 4)";
+  }
+  SECTION("Visformer's Q/K/V transposed with each head's channels before its pixels") {
+    p = load("visformer_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_permute") {
+        n.mutable_attribute(0)->clear_ints();
+        for (int64_t v : {1, 0, 2, 3, 4}) n.mutable_attribute(0)->add_ints(v);  // was (1, 0, 2, 4, 3)
+      }
+    want =
+        "node 'node_permute' (Transpose): reads a window attention's Q/K/V of an image (1, 3, heads, d, H W), before "
+        "their Transpose (1, 0, 2, 4, 3)";
+  }
+  SECTION("Visformer's heads merged back into an image of another size") {
+    p = load("visformer_timm-dynamo");
+    set_ints(initializer(p, "val_84"), {1, 32, 2, 8});  // was (1, C, H, W) = (1, 32, 4, 4)
+    want =
+        "node 'node__unsafe_view' (Reshape): reshapes the heads' output (1, heads, d, H W) to [1, 32, 2, 8]; "
+        "dltrain reads (1, 32, 4, 4)";
   }
   SECTION("FastViT's RepMixer subtracting an image of another size") {
     p = load("fastvit_timm-dynamo");
