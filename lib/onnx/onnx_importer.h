@@ -547,56 +547,20 @@ class Importer {
     std::vector<float> bias, mask;  // (heads, S, S) and (windows, S, S) as the graph adds them
     std::string bias_node;          // the Add of the bias
   };
+  // clang-format off
   enum class WinStage {
-    kSplit,
-    kWindows,
-    kTokens,
-    kQkv,
-    kQkv5,
-    kQkvT,
-    kQ,
-    kK,
-    kKt,
-    kV,
-    kScores,
-    kScores5,
-    kProbs,
-    kHeads,
-    kHeadsT,
-    kMerged,
-    kProj,
-    kRev6,
-    kRev,
-    kQNorm,
-    kKNorm,
-    kQFlat,
-    kKFlat,
-    kVFlat,
-    kQ5,
-    kK5,
-    kV5,
-    kQ1,
-    kK1,
-    kV1,     // timm's unbind: one of Q, K, V sliced, (1, windows, heads, S, d), before its Squeeze
-    kMerge,  // timm's patch merging: the 2x2 split transposed to (1, H/2, W/2, 2, 2, C)
-    kWin4,
-    kProj4,  // TorchScript's timm windows (windows, wh, ww, C) on the way in and out
-    kKf,
-    kKft,  // K^T as the dynamo exporter writes it: K reshaped to (windows heads, S, d), transposed
-    kQkvH,
-    kQkvHT,  // timm's head-first Q/K/V (maxvit_*_rw): (windows, S, heads, 3 d), transposed (0, 2, 1, 3)
-    kQs,
-    kKs,
-    kVs,  // or split first (TinyViT): Q, K or V (windows, S, heads, d), before its Transpose (0, 2, 1, 3)
-    kHeadsRev6,
-    kHeadsRev,  // Twins: the merged heads' reverse partition, before the output projection
-    kConvQkv,
-    kQkvC,
-    kQc,
-    kVc,
-    kHeadsC,  // CoAtNet's attention over an NCHW image (see image2d)
-    kQkvC5    // Visformer's: (1, 3, heads, d, H W), before its Transpose (1, 0, 2, 4, 3)
+    kSplit, kWindows, kTokens, kQkv, kQkv5, kQkvT, kQ, kK, kKt, kV, kScores, kScores5, kProbs,
+    kHeads, kHeadsT, kMerged, kProj, kRev6, kRev, kQNorm, kKNorm, kQFlat, kKFlat, kVFlat, kQ5, kK5, kV5,
+    kQ1, kK1, kV1,  // timm's unbind: one of Q, K, V sliced, (1, windows, heads, S, d), before its Squeeze
+    kMerge,         // timm's patch merging: the 2x2 split transposed to (1, H/2, W/2, 2, 2, C)
+    kWin4, kProj4,  // TorchScript's timm windows (windows, wh, ww, C) on the way in and out
+    kKf, kKft,      // K^T as the dynamo exporter writes it: K reshaped to (windows heads, S, d), transposed
+    kQkvH, kQkvHT,  // timm's head-first Q/K/V (maxvit_*_rw): (windows, S, heads, 3 d), transposed (0, 2, 1, 3)
+    kQs, kKs, kVs,  // or split first (TinyViT): Q, K or V (windows, S, heads, d), before its Transpose (0, 2, 1, 3)
+    kHeadsRev6, kHeadsRev,              // Twins: the merged heads' reverse partition, before the output projection
+    kConvQkv, kQkvC, kQc, kVc, kHeadsC, kQkvC5  // CoAtNet's and Visformer's attention over an NCHW image
   };
+  // clang-format on
   // MaxViT's layouts of an image's pixels as (1, windows, tokens, C): window: windows of wh x ww
   // adjacent pixels (its partition); grid: the same after the swap of the two middle axes, each
   // window the pixels spaced (H / wh, W / ww) apart (windowAttention's Partition grid).
