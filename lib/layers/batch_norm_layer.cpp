@@ -254,6 +254,13 @@ OnnxValue BatchNormLayer::to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& in
   g.add_floats(n + "_offset", {c_}, host_values(params_[1].value));
   g.add_floats(n + "_mean", {c_}, host_values(states_[0].value));
   g.add_floats(n + "_var", {c_}, host_values(states_[1].value));
+  if (input_format(0) == DataFormat::kSCB) {  // tokens (N, S, C): over (N, C, S), transposed there and back
+    g.add_node("Transpose", n + "_channels", {x.name}, n + "_cs", {OnnxAttr("perm", std::vector<int64_t>{0, 2, 1})});
+    g.add_node("BatchNormalization", n + "_norm", {n + "_cs", n + "_scale", n + "_offset", n + "_mean", n + "_var"},
+               n + "_normed", {OnnxAttr("epsilon", static_cast<float>(epsilon_))});
+    g.add_node("Transpose", n + "_tokens", {n + "_normed"}, n, {OnnxAttr("perm", std::vector<int64_t>{0, 2, 1})});
+    return OnnxValue{n, out, false};
+  }
   g.add_node("BatchNormalization", n, {x.name, n + "_scale", n + "_offset", n + "_mean", n + "_var"}, n,
              {OnnxAttr("epsilon", static_cast<float>(epsilon_))});
   return OnnxValue{n, out, x.flat};

@@ -8,6 +8,8 @@
 #include <memory>
 
 #include "layers/layer_util.h"
+#include "util/numbers.h"
+#include "util/strings.h"
 
 namespace dlt {
 
@@ -239,6 +241,103 @@ class PoolingLayer final : public Layer {
   std::unique_ptr<ActOp> relu_;  // the producer's ReLU backward (Fusion::takes_relu_backward)
 };
 
+// averagePooling1d and maxPooling1d (MATLAB's averagePooling1dLayer and maxPooling1dLayer): the
+// pooling of each channel over windows of PoolSize consecutive tokens, Stride apart, on the same
+// PoolOp as a (S, 1) image with a (PoolSize, 1) window. A token sequence (S, 1, C) in, (S', 1, C)
+// out; dltrain also takes an image (SSCB), its H x W pixels in row order as the tokens (NextViT's
+// spatial reduction: AvgPool1d over the flattened feature map). Padding: a number, [left right]
+// or "same" (output ceil(S / Stride) tokens, the odd one on the right, as MATLAB).
+class Pooling1dLayer final : public Layer {
+ public:
+  bool takes(DataFormat f) const override { return f != DataFormat::kCB; }
+  DataFormat output_format() const override { return DataFormat::kSCB; }
+  Pooling1dLayer(const LayerSpec& spec, PoolKind kind) : Layer(spec), kind_(kind) {
+    k_ = spec_.get_int("PoolSize", 0, 1);
+    if (k_ == 0) throw ConfigError(spec.where() + "option PoolSize is required (e.g. PoolSize: 2)");
+    stride_ = spec_.get_int("Stride", 1, 1);
+    if (kind_ == PoolKind::kAverage) exclude_padding_ = spec_.get_choice("PaddingValue", "0", {"0", "mean"}) == "mean";
+  }
+
+  Shape infer(const std::vector<Shape>& inputs) override {
+    expect_inputs(spec_, inputs, 1);
+    s_ = inputs[0][0] * inputs[0][1];  // a token sequence (S, 1, C), or an image's pixels in row order
+    c_ = inputs[0][2];
+    left_ = right_ = 0;
+    if (const SpecValue* v = spec_.get("Padding")) {
+      if (!v->is_list && v->items.size() == 1 && iequals(v->items[0], "same")) {
+        const int64_t out = (s_ + stride_ - 1) / stride_, total = std::max<int64_t>((out - 1) * stride_ + k_ - s_, 0);
+        left_ = total / 2;
+        right_ = total - left_;
+      } else {
+        std::vector<int64_t> p;
+        for (const auto& t : v->items) {
+          int64_t x = 0;
+          if (!parse_int(t, &x) || x < 0 || v->items.size() > 2)
+            throw ConfigError(spec_.where() + "option Padding must be 'same', a number >= 0 or [left right], got '" +
+                              v->str() + "'");
+          p.push_back(x);
+        }
+        left_ = p[0];
+        right_ = p.size() > 1 ? p[1] : p[0];
+      }
+    }
+    if (s_ + left_ + right_ < k_)
+      shape_error(spec_, "input has " + std::to_string(s_) + " tokens but PoolSize is " + std::to_string(k_) +
+                             " (use a smaller PoolSize or add Padding)");
+    if (left_ >= k_ || right_ >= k_) shape_error(spec_, "Padding must be smaller than PoolSize");
+    return Shape{desc(1).out_h(), 1, c_};
+  }
+
+  void setup(int64_t n, Backend& be) override { op_ = be.make(desc(n)); }
+  void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
+    op_->forward(*x[0], y, ctx.training);
+  }
+  void backward(const std::vector<const Tensor*>&, const Tensor&, Tensor& dy, const std::vector<Tensor*>& dx,
+                const RunContext&) override {
+    if (dx[0]) op_->backward(dy, *dx[0]);
+  }
+  int64_t flops_per_image() const override { return desc(1).out_h() * k_ * c_; }
+
+  // The tokens (N, S, C) (an image's pixels made tokens first) transposed to (N, C, S), a 1-D
+  // AveragePool / MaxPool (count_include_pad 1 unless PaddingValue mean), transposed back.
+  OnnxValue to_onnx(OnnxGraph& g, const std::vector<OnnxValue>& inputs, const Shape& out) const override {
+    const std::string& n = name();
+    const std::string tokens = g.pixel_tokens(n, inputs.at(0));
+    g.add_node("Transpose", n + "_channels", {tokens}, n + "_cs", {OnnxAttr("perm", std::vector<int64_t>{0, 2, 1})});
+    const bool avg = kind_ == PoolKind::kAverage;
+    std::vector<OnnxAttr> attrs = {OnnxAttr("kernel_shape", std::vector<int64_t>{k_}),
+                                   OnnxAttr("strides", std::vector<int64_t>{stride_}),
+                                   OnnxAttr("pads", std::vector<int64_t>{left_, right_})};
+    if (avg) attrs.emplace_back("count_include_pad", int64_t{exclude_padding_ ? 0 : 1});
+    g.add_node(avg ? "AveragePool" : "MaxPool", n + "_pool", {n + "_cs"}, n + "_pooled", attrs);
+    g.add_node("Transpose", n + "_tokens", {n + "_pooled"}, n, {OnnxAttr("perm", std::vector<int64_t>{0, 2, 1})});
+    return OnnxValue{n, out, false};
+  }
+
+ private:
+  PoolDesc desc(int64_t n) const {
+    PoolDesc d;
+    d.n = n;
+    d.h = s_;
+    d.w = 1;
+    d.c = c_;
+    d.kh = k_;
+    d.kw = 1;
+    d.stride_h = stride_;
+    d.stride_w = 1;
+    d.pad_t = left_;
+    d.pad_b = right_;
+    d.kind = kind_;
+    d.exclude_padding = exclude_padding_;
+    return d;
+  }
+
+  PoolKind kind_;
+  bool exclude_padding_ = false;
+  int64_t k_ = 1, stride_ = 1, left_ = 0, right_ = 0, s_ = 1, c_ = 1;
+  std::unique_ptr<PoolOp> op_;
+};
+
 // maxUnpooling2d (MATLAB's maxUnpooling2dLayer): the inverse of the maxPooling2d named by
 // PoolingLayer (which has HasUnpoolingOutputs: true): each input value goes back to where its
 // pooling window's maximum was, the rest is zero. Its input has the pooling's output shape,
@@ -393,6 +492,25 @@ const LayerType& global_max_pooling_layer_type() {
                            },
                            {"GlobalMaxPool", "ReduceMax"},
                            PoolingLayer::global_from_onnx};
+  return t;
+}
+
+const LayerType& average_pooling1d_layer_type() {
+  static const LayerType t{"averagePooling1d",
+                           [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+                             return std::make_unique<Pooling1dLayer>(s, PoolKind::kAverage);
+                           },
+                           {},
+                           nullptr};
+  return t;
+}
+
+const LayerType& max_pooling1d_layer_type() {
+  static const LayerType t{
+      "maxPooling1d",
+      [](const LayerSpec& s) -> std::unique_ptr<Layer> { return std::make_unique<Pooling1dLayer>(s, PoolKind::kMax); },
+      {},
+      nullptr};
   return t;
 }
 

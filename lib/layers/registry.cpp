@@ -67,6 +67,8 @@ const LayerType& separable_attention_layer_type();
 const LayerType& indexing1d_layer_type();
 const LayerType& global_average_pooling1d_layer_type();
 const LayerType& global_max_pooling1d_layer_type();
+const LayerType& average_pooling1d_layer_type();
+const LayerType& max_pooling1d_layer_type();
 const LayerType& token_slice_layer_type();
 const LayerType& concatenation_layer_type();
 
@@ -130,6 +132,8 @@ const std::vector<const LayerType*>& layer_registry() {
       &indexing1d_layer_type(),
       &global_average_pooling1d_layer_type(),
       &global_max_pooling1d_layer_type(),
+      &average_pooling1d_layer_type(),
+      &max_pooling1d_layer_type(),
       &token_slice_layer_type(),
       &concatenation_layer_type(),
   };

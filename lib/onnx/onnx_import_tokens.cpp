@@ -214,6 +214,102 @@ std::optional<std::pair<int64_t, int64_t>> Importer::projection_columns(const Vi
   return std::make_pair(first, count);
 }
 
+// A 1-D AveragePool / MaxPool over the tokens (1, C, S) (NextViT's spatial reduction, dltrain's
+// averagePooling1d and maxPooling1d): of an image flattened to (1, C, H*W) (its pixels in row
+// order), or of a token sequence transposed (0, 2, 1); its output a token sequence transposed,
+// which a BatchNormalization (per channel) keeps so and a Transpose (0, 2, 1) makes tokens again.
+bool Importer::pool1d_node(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  if (n.input_size() < 1) return false;
+  const std::string& x = n.input(0);
+  const bool pool = (op == "AveragePool" || op == "MaxPool") && attr_ints(n, "kernel_shape", {}).size() == 1;
+  if (!pool && !transposed_tokens_.count(x) && !(op == "BatchNormalization" && views_.count(x))) return false;
+  // The token sequence x holds transposed (0, 2, 1): a pooling's output, or a view of all the
+  // tokens of a sequence transposed (dltrain's export of these layers on tokens).
+  auto transposed = [&]() -> std::optional<Value> {
+    if (auto tt = transposed_tokens_.find(x); tt != transposed_tokens_.end()) return tt->second;
+    auto vw = views_.find(x);
+    if (vw == views_.end() || vw->second.dims.size() != 3) return std::nullopt;
+    View t = vw->second;
+    std::swap(t.dims[1], t.dims[2]);  // the tokens the transpose read
+    std::swap(t.strides[1], t.strides[2]);
+    if (!reads_as_tokens(t)) return std::nullopt;
+    return tokens_of(n, t);
+  };
+  if (!pool && op != "BatchNormalization") {
+    const Value tok = transposed_tokens_.at(x);
+    const int64_t s = tok.shape[0], c = tok.shape[2];
+    if (op == "Shape") {
+      set_ints(n, shape_slice({exported_batch_ == 1 ? 1 : kBatchDim, c, s}, attr_int(n, "start", 0),
+                              attr_int(n, "end", INT64_MAX)));
+      return true;
+    }
+    if (op == "Transpose" && attr_ints(n, "perm", {}) == std::vector<int64_t>{0, 2, 1}) {
+      set_out(n, tok);
+      return true;
+    }
+    return false;  // value() names the form for the rest
+  }
+  if (op == "BatchNormalization") {  // per channel: the layer on the tokens
+    const std::optional<Value> tok = transposed();
+    const LayerType* bn = layer_type_for_onnx(op);
+    if (!tok || !bn) return false;
+    Value as_read = *tok;  // BatchNormalization's reader sees (N, C, S, 1); the layer takes the tokens
+    as_read.tokens = false;
+    values_[x] = as_read;
+    read_layer(*bn, n);
+    values_.erase(x);
+    Value out = values_.at(n.output(0));
+    values_.erase(n.output(0));
+    out.shape = tok->shape;
+    out.tokens = true;
+    out.flat = false;
+    transposed_tokens_[n.output(0)] = out;
+    return true;
+  }
+  // The tokens pooled: a token sequence, or an image's pixels.
+  std::optional<Value> in = transposed();
+  if (!in) {
+    if (auto fi = flat_images_.find(x); fi != flat_images_.end() && !column_major_.count(x))
+      in = fi->second;
+    else if (auto fl = flat_nchw_.find(x); fl != flat_nchw_.end())
+      in = fl->second;
+    else
+      fail(n,
+           "pools along one axis a value that is neither an image flattened to (1, C, H*W) nor a whole token "
+           "sequence transposed (0, 2, 1); dltrain reads 1-D pooling only over tokens (averagePooling1d, "
+           "maxPooling1d)");
+  }
+  const bool avg = op == "AveragePool";
+  const int64_t k = attr_ints(n, "kernel_shape", {})[0];
+  const std::vector<int64_t> st = attr_ints(n, "strides", {1});
+  const std::vector<int64_t> p = attr_ints(n, "pads", {0, 0});
+  const int64_t s = in->shape[0] * in->shape[1], c = in->shape[2];
+  if (st.size() != 1 || p.size() != 2 || k < 1 || st[0] < 1 || p[0] < 0 || p[1] < 0 || p[0] >= k || p[1] >= k ||
+      s + p[0] + p[1] < k)
+    fail(n, "pools " + std::to_string(s) + " tokens with kernel " + std::to_string(k) + ", strides " + ints_str(st) +
+                " and pads " + ints_str(p) + "; dltrain reads one stride and pads smaller than the kernel");
+  if (attr_string(n, "auto_pad", "NOTSET") != "NOTSET") fail(n, "auto_pad is not supported (export explicit pads)");
+  for (int64_t d : attr_ints(n, "dilations", {1}))
+    if (d != 1) fail(n, "dilated pooling is not supported");
+  if (attr_int(n, "ceil_mode", 0) != 0 && (s + p[0] + p[1] - k) % st[0] != 0)
+    fail(n,
+         "ceil_mode 1 changes the output size, which dltrain's 1-D pooling cannot reproduce (export with "
+         "ceil_mode=False)");
+  if (n.output_size() > 1 && !n.output(1).empty()) fail(n, "a 1-D MaxPool's Indices output is not supported");
+  const int64_t out = (s + p[0] + p[1] - k) / st[0] + 1;
+  LayerSpec& spec = add_layer(avg ? "averagePooling1d" : "maxPooling1d", unique_name(n), {in->name});
+  spec.set("PoolSize", std::to_string(k));
+  spec.set("Stride", std::to_string(st[0]));
+  if (p[0] || p[1]) set_list(spec, "Padding", {p[0], p[1]});
+  if (avg && (p[0] || p[1]) && attr_int(n, "count_include_pad", 0) == 0) spec.set("PaddingValue", "mean");
+  last_layer_op_ = op;
+  Value tok{spec.name, Shape{out, 1, c}, false};
+  tok.tokens = true;
+  transposed_tokens_[define(n)] = tok;
+  return true;
+}
+
 bool Importer::token_node(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
   if (all_constant(n)) return float_fold(n);
@@ -395,6 +491,25 @@ bool Importer::token_node(const onnx::NodeProto& n) {
         (tg[3] == v.dims.back() || tg[3] == -1)) {
       set_out(n, value(n, 0, false, false, true));
       return true;
+    }
+  }
+  // ... or transposed (0, 2, 1) and reshaped to (1, C, H, W): the image again, NCHW (NextViT's
+  // attention output).
+  if (op == "Reshape" && view0 && n.input_size() > 1 && constant(n.input(1))) {
+    View v = views_.at(n.input(0));
+    const Value& t = sources_[static_cast<size_t>(v.source)].tokens;
+    const auto tg = ints_of(*constant(n.input(1)), path_ + ": node '" + node_name(n) + "'");
+    if (t.channels_last && v.dims.size() == 3 && tg.size() == 4 &&
+        (tg[0] == 1 || tg[0] == -1 || tg[0] == 0 || tg[0] == kBatchDim) && (tg[1] == v.dims[1] || tg[1] == -1) &&
+        tg[2] == t.shape[0] && tg[3] == t.shape[1] && v.dims[2] == t.shape[0] * t.shape[1]) {
+      std::swap(v.dims[1], v.dims[2]);  // the tokens the transpose read
+      std::swap(v.strides[1], v.strides[2]);
+      if (reads_as_tokens(v)) {
+        Value im = tokens_of(n, v);
+        im.channels_last = false;
+        set_out(n, im);
+        return true;
+      }
     }
   }
   // Tokens (1, S, C) reshaped to (1, S*C): flattened in dltrain's order, its flatten layer.

@@ -153,6 +153,10 @@ class Importer {
       fail(n, "input '" + n.input(i) +
                   "' is an attention operand times a table of one value per token and channel, which dltrain reads "
                   "only as a term of a rotary embedding: x * cos + rot(x) * sin, the two products added");
+    if (it == values_.end() && transposed_tokens_.count(n.input(i)))
+      fail(n, "input '" + n.input(i) +
+                  "' is a token sequence transposed to (1, C, S) after a 1-D pooling, which dltrain reads only in "
+                  "BatchNormalization and the Transpose (0, 2, 1) back to (1, S, C)");
     if (it == values_.end())
       fail(n, "input '" + n.input(i) +
                   "' is neither the graph input nor an earlier supported node's output (a graph must list its "
@@ -176,7 +180,7 @@ class Importer {
     if (values_.count(name) || consts_.count(name) || shuffles_.count(name) || whole_.count(name) ||
         views_.count(name) || flat_images_.count(name) || swapped_images_.count(name) || image_views_.count(name) ||
         win_.count(name) || splits_.count(name) || stacks_.count(name) || patch_steps_.count(name) ||
-        separable_.count(name))
+        separable_.count(name) || transposed_tokens_.count(name))
       fail(n, "output '" + name + "' is already defined earlier in the graph (each ONNX value is assigned once)");
     return name;
   }
@@ -284,6 +288,7 @@ class Importer {
     if (op == "Constant") return constant_node(n);
     if (op == "Identity") return identity(n);
     if (patch_node(n)) return;
+    if (pool1d_node(n)) return;
     if (stack_node(n)) return;
     if (!all_constant(n) && window_node(n)) return;
     if (token_node(n)) return;
@@ -434,6 +439,7 @@ class Importer {
 
  private:
   bool token_node(const onnx::NodeProto& n);
+  bool pool1d_node(const onnx::NodeProto& n);
   bool has_view(const onnx::NodeProto& n, int i) const { return n.input_size() > i && views_.count(n.input(i)); }
   View view_of(const onnx::NodeProto& n, int i);
   int tokens_source(const Value& v);
@@ -858,6 +864,9 @@ class Importer {
   std::map<std::string, PatchStep> patch_steps_;
   std::map<std::string, SeparablePart> separable_;
   std::map<std::string, Value> flat_nchw_;  // flattened tokens transposed to (1, C, H*W), on the way to the image
+  // A token sequence (values_' form, (S, 1, C)) transposed to (1, C, S): a 1-D pooling's output,
+  // read by a BatchNormalization or the Transpose back (pool1d_node)
+  std::map<std::string, Value> transposed_tokens_;
   std::map<std::string, std::vector<int>> consumers_;  // feeds_split's index, built on first use
   // Patch merging's channels in torchvision's order: dltrain's channel of each ONNX channel,
   // carried through the LayerNormalization to the MatMul that reads them.

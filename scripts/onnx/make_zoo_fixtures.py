@@ -408,6 +408,29 @@ def tiny_models():
                                           group=4, attn_stage="011", spatial_conv="100", norm_layer=nn.BatchNorm2d,
                                           embed_norm=nn.BatchNorm2d, num_classes=10))
 
+    def nextvit_timm():
+        # timm's NextViT: a stem, a convolution block (grouped 3x3 convolution attention), then two
+        # transformer blocks on the 8x8 map: the first's keys and values from its 64 tokens pooled
+        # 9 at a time in row order (AvgPool1d across the rows, then BatchNorm1d: 7 tokens), the
+        # second's from all of them; separate Q, K and V projections, the attention's output
+        # transposed back into the image, joined with a convolution branch along the channels
+        from timm.models.nextvit import ConvNormAct, NextConvBlock, NextTransformerBlock
+
+        class NextViTTiny(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.stem = ConvNormAct(3, 16, kernel_size=3, stride=2)
+                self.blocks = nn.Sequential(NextConvBlock(16, 32, stride=2, head_dim=8),
+                                            NextTransformerBlock(32, 40, drop_path=0.0, sr_ratio=3, head_dim=8),
+                                            NextTransformerBlock(40, 40, drop_path=0.0, sr_ratio=1, head_dim=8))
+                self.norm = nn.BatchNorm2d(40)
+                self.head = nn.Linear(40, 10)
+
+            def forward(self, x):
+                return self.head(self.norm(self.blocks(self.stem(x))).mean((2, 3)))
+
+        return timm_net(NextViTTiny)
+
     def maxvit_tf(head_first):
         # timm's MaxViT in TensorFlow's layout (maxvit_*_tf): channels-last window and grid partitions
         # through (windows, wh, ww, C), Q/K/V unbound along axis 2, the relative position bias an
@@ -805,7 +828,7 @@ def tiny_models():
             "swin_v2": swin_v2_tiny,
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
             "mobilevit": mobilevit, "mobilevitv2_timm": mobilevitv2_timm, "focalnet_timm": focalnet_timm,
-            "visformer_timm": visformer_timm,
+            "visformer_timm": visformer_timm, "nextvit_timm": nextvit_timm,
             "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm, "pvt_v2_timm": pvt_v2_timm, "beit_timm": beit_timm,
             "pit_timm": lambda: pit_timm(False), "pit_distilled_timm": lambda: pit_timm(True),

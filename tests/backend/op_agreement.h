@@ -700,6 +700,16 @@ inline std::vector<AgreementRow> agreement_rows() {
   p = pool(2, 17, 17, 8, 1, 1, PoolKind::kMax);
   p.kh = p.kw = 17;
   rows.push_back(pool_row("global max 17x17 (289 window positions)", p));
+  // averagePooling1d / maxPooling1d: a (S, 1) image, the window (k, 1): NextViT's 64 tokens
+  // pooled 9 at a time, and padded windows of both kinds.
+  p = pool(2, 64, 1, 32, 1, 1, PoolKind::kAverage);
+  p.kh = p.stride_h = 9;
+  rows.push_back(pool_row("1-D average of 64 tokens by 9", p));
+  p = pool(3, 13, 1, 6, 1, 1, PoolKind::kAverage);
+  p.kh = 3, p.stride_h = 2, p.pad_t = 1, p.pad_b = 2, p.exclude_padding = true;
+  rows.push_back(pool_row("1-D average padded, left out of the divisor", p));
+  p.exclude_padding = false, p.kind = PoolKind::kMax;
+  rows.push_back(pool_row("1-D max padded", p));
 
   rows.push_back(batch_norm_row("odd sizes", {4, 5, 3, 7, 1e-5f, false}));
   rows.push_back(batch_norm_row("32 channels fused relu", {8, 4, 4, 32, 1e-5f, true}));

@@ -43,15 +43,26 @@ NetworkSpec config_network_file(const std::string& relative) {
 }
 
 bool feeds_batch_norm(Network& net, size_t i) {
-  std::vector<const Param*> ps;
-  std::vector<std::string> types;  // the type of each learnable's layer, in params() order
-  for (size_t l = 0; l < net.size(); ++l)
-    for (const Param& p : net.layer(l).params()) {
-      ps.push_back(&p);
-      types.push_back(net.layer(l).type());
+  size_t at = 0;
+  for (size_t l = 0; l < net.size(); ++l) {
+    const std::vector<Param>& ps = net.layer(l).params();
+    if (i >= at + ps.size()) {
+      at += ps.size();
+      continue;
     }
-  return i > 0 && i + 1 < ps.size() && ps[i]->name == "Bias" && ps[i - 1]->name == "Weights" &&
-         types[i + 1] == "batchNormalization";
+    const size_t k = i - at;
+    if (ps[k].name != "Bias" || k == 0 || ps[k - 1].name != "Weights") return false;
+    // Read by the next layer, a batchNormalization, and by no other (a layer without Inputs
+    // reads the one before it).
+    const std::string& name = net.layer(l).name();
+    for (size_t r = l + 1; r < net.size(); ++r) {
+      const std::vector<std::string>& in = net.layer(r).spec().inputs;
+      const bool reads = std::find(in.begin(), in.end(), name) != in.end() || (r == l + 1 && in.empty());
+      if (reads && !(r == l + 1 && net.layer(r).type() == "batchNormalization")) return false;
+    }
+    return l + 1 < net.size() && net.layer(l + 1).type() == "batchNormalization";
+  }
+  return false;
 }
 
 bool zero_key_bias(Network& net, size_t i) {

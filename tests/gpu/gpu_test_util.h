@@ -48,10 +48,9 @@ std::string config_path(const std::string& name);
 NetworkSpec config_network(const std::string& name);
 // The layers of a YAML file without data or training sections (path relative to the source).
 NetworkSpec config_network_file(const std::string& relative);
-// Learnable i of net.params() is a Bias right after its layer's Weights and right before a
-// batchNormalization layer's Scale (not a layerNormalization's, which keeps the bias):
-// in the test networks (layers in order) a convolution whose only consumer is batch norm, whose
-// gradient is zero up to rounding (the normalisation subtracts the bias again).
+// Learnable i of net.params() is a Bias right after its layer's Weights, and that layer's only
+// reader is the batchNormalization layer after it (not a layerNormalization, which keeps the
+// bias): its gradient is zero up to rounding (the normalisation subtracts the bias again).
 bool feeds_batch_norm(Network& net, size_t i);
 // Whether learnable i is an attention's KeyBias, whose gradient is zero in exact arithmetic (a
 // softmax row does not change when the same number is added to all its scores); not with cosine

@@ -187,6 +187,13 @@ TEST_CASE("gpu network: flatten, spatial dropout, global max pooling over tokens
   check_forward_backward(p, 1, 5);
 }
 
+TEST_CASE("gpu network: averagePooling1d and maxPooling1d, batch norm of tokens (NextViT's spatial reduction)",
+          "[gpu][net]") {
+  NetworkPair p = network_pair(config_network_file("tests/data/layers/pool1d.yaml"), 6);
+  check_forward_backward(p, 5, 4);
+  check_forward_backward(p, 1, 5);
+}
+
 // BatchNormalizationStatistics population: the same training forwards on both devices merge the
 // same batch-norm statistics (batches of 6, 6 and 2 images; the device's element-wise merge
 // against the CPU's).

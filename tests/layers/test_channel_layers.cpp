@@ -1,4 +1,5 @@
-// channelShuffle, channelSlice, globalMaxPooling2d / globalMaxPooling1d, flatten, spatialDropout
+// channelShuffle, channelSlice, globalMaxPooling2d / globalMaxPooling1d, averagePooling1d /
+// maxPooling1d, flatten, spatialDropout
 // and adaptiveAveragePooling2d on the CPU: output shapes, option and shape errors, hand-computed values
 // (torchvision's channel_shuffle order, flatten's memory order), where max pooling's gradient
 // goes when several values tie for the maximum, and spatial dropout's whole-channel masks.
@@ -113,6 +114,49 @@ TEST_CASE("globalMaxPooling1d: the maximum over the tokens, after PrefixTokens; 
   CHECK_THROWS_WITH(out_shape("globalMaxPooling1d", {"PrefixTokens=4"}, Shape{4, 1, 2}),
                     Catch::Contains("PrefixTokens 4 leaves none of the 4 tokens to pool"));
   CHECK_THROWS_WITH(make_layer(layer_spec("globalMaxPooling1d", {"PrefixTokens=-1"})), Catch::Contains("PrefixTokens"));
+}
+
+TEST_CASE("averagePooling1d / maxPooling1d: windows of tokens, padding, an image's pixels; errors", "[layers]") {
+  // 5 tokens of 2 channels.
+  const Vec x{1, 2, 3, -4, 5, 6, -7, 8, 9, 10};
+  // PoolSize 2, Stride 2, one zero in front: windows (pad, t0), (t1, t2), (t3, t4).
+  Run zeros = run_layer(layer_spec("averagePooling1d", {"PoolSize=2", "Stride=2", "Padding=[1,0]"}), Shape{5, 1, 2}, x,
+                        {10, 20, 30, 40, 50, 60});
+  CHECK(zeros.y == Vec{0.5, 1, 4, 1, 1, 9});
+  CHECK(zeros.dx == Vec{5, 10, 15, 20, 15, 20, 25, 30, 25, 30});
+  // PaddingValue mean: the padded window is the mean of its one token.
+  Run mean = run_layer(layer_spec("averagePooling1d", {"PoolSize=2", "Stride=2", "Padding=[1,0]", "PaddingValue=mean"}),
+                       Shape{5, 1, 2}, x, {10, 20, 30, 40, 50, 60});
+  CHECK(mean.y == Vec{1, 2, 4, 1, 1, 9});
+  CHECK(mean.dx == Vec{10, 20, 15, 20, 15, 20, 25, 30, 25, 30});
+  // Overlapping windows (t0..t2), (t2..t4): the gradient to each window's maximum.
+  Run max = run_layer(layer_spec("maxPooling1d", {"PoolSize=3", "Stride=2"}), Shape{5, 1, 2}, x, {1, 2, 3, 4});
+  CHECK(max.y == Vec{5, 6, 9, 10});
+  CHECK(max.dx == Vec{0, 0, 0, 0, 1, 2, 0, 0, 3, 4});
+  // "same": ceil(5 / 2) = 3 outputs, the one padded token on the right.
+  CHECK(out_shape("maxPooling1d", {"PoolSize=2", "Stride=2", "Padding=same"}, Shape{5, 1, 2}) == Shape{3, 1, 2});
+  Run same = run_layer(layer_spec("maxPooling1d", {"PoolSize=2", "Stride=2", "Padding=same"}), Shape{5, 1, 2}, x,
+                       {1, 1, 1, 1, 1, 1});
+  CHECK(same.y == Vec{3, 2, 5, 8, 9, 10});
+  // An image's pixels in row order: a 2x3 image pooled 3 at a time is the mean of each row.
+  auto l = make_layer(layer_spec("averagePooling1d", {"PoolSize=3", "Stride=3"}));
+  l->set_input_formats({DataFormat::kSSCB});
+  CHECK(l->infer({Shape{2, 3, 1}}) == Shape{2, 1, 1});
+  CHECK(l->output_format() == DataFormat::kSCB);
+  Run rows = run_layer(layer_spec("averagePooling1d", {"PoolSize=3", "Stride=3"}), Shape{2, 3, 1}, {1, 2, 6, -3, 0, 9},
+                       {3, 6});
+  CHECK(rows.y == Vec{3, 2});
+  CHECK(rows.dx == Vec{1, 1, 1, 2, 2, 2});
+  CHECK_FALSE(make_layer(layer_spec("maxPooling1d", {"PoolSize=2"}))->takes(DataFormat::kCB));
+  CHECK_THROWS_WITH(make_layer(layer_spec("averagePooling1d", {})), Catch::Contains("option PoolSize is required"));
+  CHECK_THROWS_WITH(out_shape("averagePooling1d", {"PoolSize=6"}, Shape{5, 1, 2}),
+                    Catch::Contains("input has 5 tokens but PoolSize is 6"));
+  CHECK_THROWS_WITH(out_shape("maxPooling1d", {"PoolSize=2", "Padding=2"}, Shape{5, 1, 2}),
+                    Catch::Contains("Padding must be smaller than PoolSize"));
+  CHECK_THROWS_WITH(out_shape("maxPooling1d", {"PoolSize=2", "Padding=[1,0,1]"}, Shape{5, 1, 2}),
+                    Catch::Contains("option Padding must be 'same', a number >= 0 or [left right]"));
+  CHECK_THROWS_WITH(make_layer(layer_spec("averagePooling1d", {"PoolSize=2", "PaddingValue=max"})),
+                    Catch::Contains("PaddingValue"));
 }
 
 TEST_CASE("flatten: an image or tokens as one vector in memory order; a vector as it is", "[layers]") {

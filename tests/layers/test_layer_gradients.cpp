@@ -218,6 +218,29 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("gradients: averagePooling1d, maxPooling1d", "[layers][grad]") {
+  GradCheckOptions o;
+  const DataFormat im = DataFormat::kSSCB, tok = DataFormat::kSCB;
+  SECTION("averagePooling1d, zeros and the mean padded, on tokens and on an image's pixels") {
+    expect_ok(check_layer(layer_spec("averagePooling1d", {"PoolSize=3", "Stride=2", "Padding=[2,1]"}), {Shape{6, 1, 3}},
+                          o, {tok}));
+    expect_ok(
+        check_layer(layer_spec("averagePooling1d", {"PoolSize=3", "Stride=2", "Padding=[2,1]", "PaddingValue=mean"}),
+                    {Shape{6, 1, 3}}, o, {tok}));
+    expect_ok(check_layer(layer_spec("averagePooling1d", {"PoolSize=4", "Stride=4"}), {Shape{3, 4, 2}}, o, {im}));
+  }
+  SECTION("in a network with batchNormalization of tokens and an attention (tests/data/layers/pool1d.yaml)") {
+    expect_ok(check_network(load_config(std::string(DLT_SOURCE_DIR) + "/tests/data/layers/pool1d.yaml").network, o),
+              30);
+  }
+  SECTION("maxPooling1d, overlapping windows, same padding, on an image's pixels") {
+    o.step = 1e-3;  // small enough that no window's maximum changes hands
+    expect_ok(check_layer(layer_spec("maxPooling1d", {"PoolSize=3", "Stride=2", "Padding=same"}), {Shape{7, 1, 3}}, o,
+                          {tok}));
+    expect_ok(check_layer(layer_spec("maxPooling1d", {"PoolSize=5", "Stride=5"}), {Shape{2, 5, 2}}, o, {im}));
+  }
+}
+
 TEST_CASE("gradients: globalMaxPooling1d, flatten, spatialDropout", "[layers][grad]") {
   GradCheckOptions o;
   SECTION("globalMaxPooling1d, over all tokens and after PrefixTokens 2") {

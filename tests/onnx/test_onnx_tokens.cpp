@@ -652,6 +652,33 @@ TEST_CASE("onnx tokens: flatten, globalMaxPooling1d, spatialDropout, adaptiveAve
   CHECK(gmax->get_int("PrefixTokens", 0) == 1);
 }
 
+// averagePooling1d and maxPooling1d export as a Transpose of the tokens to (N, C, S), a 1-D
+// AveragePool / MaxPool and the Transpose back (an image's pixels made tokens first), the
+// batchNormalization of tokens likewise between two Transposes; they read back as the same layers.
+TEST_CASE("onnx tokens: averagePooling1d, maxPooling1d and batchNormalization of tokens export and read back",
+          "[onnx][vit]") {
+  const std::string file = std::string(DLT_SOURCE_DIR) + "/tests/data/layers/pool1d.yaml";
+  Network net(load_config(file).network, Device::cpu());
+  net.init_params(7);
+  const ModelData back = round_trip(net);
+  std::vector<const LayerSpec*> avg, max;
+  for (const auto& l : back.network.layers) {
+    if (l.type == "averagePooling1d") avg.push_back(&l);
+    if (l.type == "maxPooling1d") max.push_back(&l);
+  }
+  REQUIRE(avg.size() == 2);
+  REQUIRE(max.size() == 1);
+  CHECK(avg[0]->get_int("PoolSize", 0) == 9);
+  CHECK(avg[0]->get_int("Stride", 0) == 9);
+  CHECK(avg[1]->get_ints("Padding", {}, 2) == std::vector<int64_t>{1, 1});
+  CHECK(avg[1]->get_string("PaddingValue", "0") == "mean");
+  CHECK(max[0]->get_ints("Padding", {}, 2) == std::vector<int64_t>{0, 1});  // same: the odd one on the right
+  const LayerSpec* bn = layer_of_type(back, "batchNormalization");
+  REQUIRE(bn);
+  CHECK(bn == avg[0] + 1);  // on the pooled tokens (the layer before it: no Inputs)
+  CHECK((bn->inputs.empty() || bn->inputs == std::vector<std::string>{avg[0]->name}));
+}
+
 TEST_CASE("onnx tokens: PyTorch's attention chain reads as one selfAttention layer", "[onnx][vit]") {
   for (const bool causal : {false, true}) {
     INFO((causal ? "causal" : "no mask"));

@@ -219,7 +219,8 @@ TEST_CASE("onnx window: MaxViT graphs edited to break the partition or the atten
 }
 
 TEST_CASE(
-    "onnx window: timm's Swin, DeiT III, CaiT, ConViT, EVA-02, MobileViT (v1 and v2), CoAtNet, Visformer, FastViT, "
+    "onnx window: timm's Swin, DeiT III, CaiT, ConViT, EVA-02, MobileViT (v1 and v2), CoAtNet, Visformer, NextViT, "
+    "FastViT, "
     "EfficientFormer, Twins, "
     "DaViT and "
     "PVT v2 "
@@ -364,6 +365,35 @@ TEST_CASE(
     want =
         "node 'node__unsafe_view' (Reshape): reshapes the heads' output (1, heads, d, H W) to [1, 32, 2, 8]; "
         "dltrain reads (1, 32, 4, 4)";
+  }
+  SECTION("NextViT's pooled keys padded by a whole window") {
+    p = load("nextvit_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_avg_pool1d")
+        for (auto& a : *n.mutable_attribute())
+          if (a.name() == "pads") {
+            a.clear_ints();
+            for (int64_t v : {9, 0}) a.add_ints(v);  // was (0, 0), kernel 9
+          }
+    want =
+        "node 'node_avg_pool1d' (AveragePool): pools 64 tokens with kernel 9, strides [9] and pads [9, 0]; dltrain "
+        "reads one stride and pads smaller than the kernel";
+  }
+  SECTION("NextViT's pooled keys read transposed other than back to tokens") {
+    p = load("nextvit_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_transpose_2") {
+        n.mutable_attribute(0)->clear_ints();
+        for (int64_t v : {0, 1, 2}) n.mutable_attribute(0)->add_ints(v);  // was (0, 2, 1)
+      }
+    want =
+        "node 'node_transpose_2' (Transpose): input 'getitem_15' is a token sequence transposed to (1, C, S) after a "
+        "1-D pooling, which dltrain reads only in BatchNormalization and the Transpose (0, 2, 1) back to (1, S, C)";
+  }
+  SECTION("NextViT's attention output reshaped into an image of another size") {
+    p = load("nextvit_timm-dynamo");
+    set_ints(initializer(p, "val_130"), {1, 32, 4, 16});  // was (1, C, H, W) = (1, 32, 8, 8)
+    want = "node 'node_add_2' (Add): reads a [1, 32, 4, 16] value inside an attention";
   }
   SECTION("FastViT's RepMixer subtracting an image of another size") {
     p = load("fastvit_timm-dynamo");
