@@ -5,6 +5,7 @@
 // selfAttention layer; any other attention (queries over another sequence's keys and values,
 // keys or values without a projection, heads read without an output projection) an attention
 // layer between fullyConnected layers of the projections' columns.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -264,7 +265,10 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
         fail(n, "rotates the operands of attention across channels; dltrain reads a rotary embedding in Q K^T");
       return scores(*qt, *kc, qt->dim, qt->dim, true);
     }
-    if (!q || !k || q->leading != k->leading || q->heads != k->heads || q->dim != k->dim)
+    // One head of K for all of Q's (multi-query attention): its leading dimensions all 1.
+    const bool shared = q && k && q->heads > 1 && k->heads == 1 && q->leading.size() == k->leading.size() &&
+                        std::all_of(k->leading.begin(), k->leading.end(), [](int64_t d) { return d == 1; });
+    if (!q || !k || (q->leading != k->leading && !shared) || (q->heads != k->heads && !shared) || q->dim != k->dim)
       fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) +
                   ", which dltrain does not read as the scores Q K^T of heads of projected tokens");
     const int rot = sa.rows == sb.rows ? scores_rotary(n, a, b, q->col, k->col, q->dim, q->step, sa.rows) : -1;
@@ -273,6 +277,7 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
                   std::to_string(sb.rows) + " keys); dltrain reads a rotary embedding in self-attention");
     scores(*q, *k, sa.rows, sb.rows, false);
     sources_.back().rotary = rot;
+    sources_.back().k_shared = shared;
     return;
   }
   if (sa.kind == Source::kProbs && proj_b) {  // softmax times V (across channels: the weights times V^T)
@@ -283,8 +288,12 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
                              a.scale == 1 && (sa.rows == 1 || a.strides[a.dims.size() - 2] == sa.cols);
     // the output's rows: the queries, or (across channels) the tokens V and Q share
     const int64_t rows = channel ? sources_[static_cast<size_t>(sa.q)].rows : sa.rows;
-    if (!v || !probs_whole || b.scale != 1 || b.unit_stride || b.rot || b.rotary >= 0 || v->leading != lead ||
-        v->heads != sa.heads || (channel ? sb.rows != rows || v->dim != sa.cols : sb.rows != sa.cols))
+    // One head of V for all the weights' heads (multi-query attention): its leading dimensions all 1.
+    const bool shared = v && !channel && sa.heads > 1 && v->heads == 1 && v->leading.size() == lead.size() &&
+                        std::all_of(v->leading.begin(), v->leading.end(), [](int64_t d) { return d == 1; });
+    if (!v || !probs_whole || b.scale != 1 || b.unit_stride || b.rot || b.rotary >= 0 ||
+        (v->leading != lead && !shared) || (v->heads != sa.heads && !shared) ||
+        (channel ? sb.rows != rows || v->dim != sa.cols : sb.rows != sa.cols))
       fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) + ", which dltrain does not read as the " +
                   (channel ? "weights across channels times the heads of V transposed"
                            : "attention weights times the heads of V"));
@@ -293,6 +302,7 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
     s.v = b.source;
     s.v_col = v->col;
     s.v_step = v->step;
+    s.v_shared = shared;
     s.rows = rows;
     s.value_dim = v->dim;
     s.cols = s.heads * s.value_dim;
@@ -337,11 +347,18 @@ bool Importer::heads_last(const View& v) const {
 // MatMul of attention scores or probabilities, the heads last, by an (in, out) constant: CaiT's
 // talking heads, a Linear over the heads before the softmax (the scores, with their scale) or
 // after it (the probabilities): the source's mix, its bias 0 until an Add gives it one.
-void Importer::head_mix(const onnx::NodeProto& n, const View& v, const std::vector<float>& w, int64_t in, int64_t out) {
+void Importer::head_mix(const onnx::NodeProto& n, const View& v, const std::vector<float>& w, int64_t in, int64_t out,
+                        const std::vector<float>* bias) {
   const Source& s = sources_[static_cast<size_t>(v.source)];
   const int m = s.kind == Source::kScores ? 0 : 1;
   const char* what = m == 0 ? "attention scores" : "attention weights";
-  if (s.channel || !heads_last(v) || in != s.heads || out != s.heads)
+  // A 1x1 Conv over the heads as channels (EfficientFormer V2): (1, heads, rows, cols) in Q K^T's order.
+  const bool conv = n.op_type() == "Conv";
+  if (conv && (s.channel || v.dims.size() != 4 || heads_axis(v) != 1 || in != s.heads || out != s.heads))
+    fail(n, std::string("convolves ") + what + " " + ints_str(v.dims) + " with " + std::to_string(out) +
+                " filters; dltrain reads there talking heads: a 1x1 Conv of the " + std::to_string(s.heads) +
+                " heads of Q K^T (1, heads, queries, keys) into as many");
+  if (!conv && (s.channel || !heads_last(v) || in != s.heads || out != s.heads))
     fail(n, std::string("multiplies ") + what + " " + ints_str(v.dims) + " by a " + std::to_string(in) + "x" +
                 std::to_string(out) + " constant; dltrain reads there talking heads: the " + std::to_string(s.heads) +
                 " heads of Q K^T on the last axis (permute(0, 2, 3, 1)) mixed by a " + std::to_string(s.heads) + "x" +
@@ -360,12 +377,37 @@ void Importer::head_mix(const onnx::NodeProto& n, const View& v, const std::vect
   for (int64_t o = 0; o < in; ++o)
     for (int64_t i = 0; i < in; ++i) p.mix[m][static_cast<size_t>(o * in + i)] = w[static_cast<size_t>(i * in + o)];
   p.mix_bias[m].assign(static_cast<size_t>(in), 0.f);
+  if (bias) p.mix_bias[m] = *bias;
   if (m == 0) p.scale = v.scale;  // the scores' scale, applied before the mix
   sources_.push_back(std::move(p));
   View r = v;
   r.source = static_cast<int>(sources_.size() - 1);
   r.scale = 1;
   views_[define(n)] = r;
+}
+
+// A 1x1 Conv (heads -> heads, no group, stride or padding) of attention scores or weights
+// (1, heads, queries, keys): EfficientFormer V2's talking heads, its bias the mix's.
+void Importer::head_conv(const onnx::NodeProto& n, const View& v) {
+  if (n.input_size() < 2 || !constant(n.input(1))) fail(n, "has a computed weight");
+  const std::vector<int64_t> d = dims_of(*constant(n.input(1)));
+  if (d.size() != 4 || d[2] != 1 || d[3] != 1 || attr_int(n, "group", 1) != 1 ||
+      attr_ints(n, "strides", {1, 1}) != std::vector<int64_t>{1, 1} ||
+      attr_ints(n, "pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0} ||
+      attr_ints(n, "dilations", {1, 1}) != std::vector<int64_t>{1, 1})
+    fail(n, "convolves attention scores or weights with a " + ints_str(d) +
+                " kernel; dltrain reads there talking heads: a 1x1 Conv without groups, stride or padding");
+  const int64_t out = d[0], in = d[1];
+  const std::vector<float> k = need_floats(n, 1, "weight");  // (out, in)
+  std::vector<float> w(static_cast<size_t>(in * out));       // as MatMul reads it: (in, out)
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t i = 0; i < in; ++i) w[static_cast<size_t>(i * out + o)] = k[static_cast<size_t>(o * in + i)];
+  std::vector<float> b(static_cast<size_t>(out), 0.f);
+  if (n.input_size() > 2 && !n.input(2).empty()) {
+    b = need_floats(n, 2, "bias");
+    if (static_cast<int64_t>(b.size()) != out) fail(n, "bias has " + std::to_string(b.size()) + " values");
+  }
+  head_mix(n, v, w, in, out, &b);
 }
 
 // An Add of a constant of one value per head to mixed scores or weights, the heads last: the
@@ -608,6 +650,7 @@ bool Importer::self_attention(int heads) const {
                *v = &sources_[static_cast<size_t>(a.v)];
   for (const Source* p : {q, k, v})
     if (p->kind != Source::kProjection || p->materialized >= 0) return false;
+  if (a.k_shared || a.v_shared) return false;  // multi-query: the attention layer on K and V repeated
   return q->tokens.name == k->tokens.name && q->tokens.name == v->tokens.name;
 }
 
@@ -681,8 +724,22 @@ int Importer::attention_layer(const onnx::NodeProto& n, int heads) {
   const Source a = sources_[static_cast<size_t>(heads)];
   const int64_t key = a.heads * a.key_dim, value = a.heads * a.value_dim;
   const Value q = operand_tokens(n, a.q, a.q_col, key, "query", a.heads, a.q_step);
-  const Value k = operand_tokens(n, a.k, a.k_col, key, "key", a.heads, a.k_step);
-  const Value v = operand_tokens(n, a.v, a.v_col, value, "value", a.heads, a.v_step);
+  // Multi-query attention: the one head of K (or V) repeated for every head along the channels.
+  auto repeated = [&](int source, int64_t col, int64_t dim, const char* role) {
+    const Value one = operand_tokens(n, source, col, dim, role, 1, 0);
+    onnx::NodeProto named;
+    named.set_name(node_name(n) + "_" + role + "_heads");
+    const std::vector<std::string> copies(static_cast<size_t>(a.heads), one.name);
+    LayerSpec& cat = add_layer(one.channels_last ? "depthConcatenation" : "concatenation", unique_name(named), copies);
+    cat.set("NumInputs", std::to_string(a.heads));
+    if (!one.channels_last) cat.set("Dim", "2");
+    last_layer_op_ = "Concat";
+    return tokens_like(one, cat.name, a.heads * dim);
+  };
+  const Value k = a.k_shared ? repeated(a.k, a.k_col, a.key_dim, "key")
+                             : operand_tokens(n, a.k, a.k_col, key, "key", a.heads, a.k_step);
+  const Value v = a.v_shared ? repeated(a.v, a.v_col, a.value_dim, "value")
+                             : operand_tokens(n, a.v, a.v_col, value, "value", a.heads, a.v_step);
   onnx::NodeProto named;
   named.set_name(node_name(n) + "_attention");
   if (!a.temperature.empty() && !a.unit)

@@ -310,6 +310,58 @@ bool Importer::pool1d_node(const onnx::NodeProto& n) {
   return true;
 }
 
+// An NCHW image reshaped into heads, (1, heads, d, H*W) (MobileNetV4's and EfficientFormer V2's
+// Q, K or V: a 1x1 Conv's output, channel h d + j of head h): a view of its pixels as tokens (the
+// image, channels-last, is the attention's source, as PVT's flattened map).
+bool Importer::image_heads(const onnx::NodeProto& n) {
+  if (n.input_size() < 2 || !constant(n.input(1))) return false;
+  const auto it = values_.find(n.input(0));
+  if (it == values_.end() || partitions_.count(n.input(0)) || patch_grids_.count(n.input(0))) return false;
+  const Value& v = it->second;
+  if (v.flat || v.channels_last || v.tokens || padded(v) || v.indices) return false;
+  std::vector<int64_t> t = ints_ahead(n.input(1));
+  const int64_t h = v.shape[0], w = v.shape[1], c = v.shape[2];
+  if (t.size() != 4 || !one_image(t[0]) || (t[1] == -1) + (t[2] == -1) + (t[3] == -1) > 1) return false;
+  for (int i = 1; i < 4; ++i)
+    if (t[static_cast<size_t>(i)] == -1) {
+      const int64_t rest = t[1] * t[2] * t[3] * -1;
+      if (rest <= 0 || (c * h * w) % rest != 0) return false;
+      t[static_cast<size_t>(i)] = c * h * w / rest;
+    }
+  if (t[1] < 1 || t[2] < 1 || !times_is(t[1], t[2], c) || t[3] != h * w) return false;
+  Value im = v;
+  im.channels_last = true;  // the pixels in row order: the tokens
+  View out;
+  out.source = tokens_source(im);
+  out.dims = {1, t[1], t[2], h * w};
+  out.strides = {h * w * c, t[2], 1, c};
+  views_[define(n)] = out;
+  return true;
+}
+
+// A view (1, C, H, W) of tokens that are the pixels of an H x W image, channel c of pixel
+// (y, x) being channel c of token y W + x: that NCHW image (an attention's output transposed
+// and reshaped back into its map: NextViT's (0, 2, 1) of (1, N, C), EfficientFormer V2's (0, 1,
+// 3, 2) of (1, heads, N, d), then a Reshape (1, C, H, W)).
+std::optional<Value> Importer::view_image(const onnx::NodeProto& n, const View& v) {
+  const Source& s = sources_[static_cast<size_t>(v.source)];
+  const Value& t = s.tokens;
+  if (v.dims.size() != 4 || v.dims[0] != 1 || !t.channels_last || v.dims[2] != t.shape[0] || v.dims[3] != t.shape[1] ||
+      s.rows != t.shape[0] * t.shape[1])
+    return std::nullopt;
+  const int64_t w = v.dims[3];
+  if ((w > 1 && v.strides[3] != s.cols) || (v.dims[2] > 1 && v.strides[2] != w * s.cols)) return std::nullopt;
+  View tok = v;
+  tok.dims = {1, s.rows, v.dims[1]};
+  tok.strides = {s.rows * s.cols, s.cols, v.strides[1]};
+  if (!reads_as_tokens(tok)) return std::nullopt;
+  Value im = tokens_of(n, tok);
+  if (im.shape[0] != v.dims[2] || im.shape[1] != v.dims[3]) return std::nullopt;
+  im.channels_last = false;
+  im.tokens = false;
+  return im;
+}
+
 bool Importer::token_node(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
   if (all_constant(n)) return float_fold(n);
@@ -321,6 +373,7 @@ bool Importer::token_node(const onnx::NodeProto& n) {
     image_to_tokens(n);
     return true;
   }
+  if (op == "Reshape" && image_heads(n)) return true;
   // A patch grid transposed (0, 1, 3, 2) and reshaped to (N, C, W*H): tokens column by column.
   if (op == "Transpose" && n.input_size() > 0 && values_.count(n.input(0)) &&
       attr_ints(n, "perm", {}) == std::vector<int64_t>{0, 1, 3, 2}) {
@@ -442,6 +495,14 @@ bool Importer::token_node(const onnx::NodeProto& n) {
     view_softmax(n, views_.at(n.input(0)));
     return true;
   }
+  if (op == "Conv" && view0) {
+    const View& v = views_.at(n.input(0));
+    const Source::Kind kind = sources_[static_cast<size_t>(v.source)].kind;
+    if (kind == Source::kScores || kind == Source::kProbs) {
+      head_conv(n, v);
+      return true;
+    }
+  }
   if (op == "MatMul" || (op == "Gemm" && view0)) {
     view_matmul(n);
     return true;
@@ -491,25 +552,6 @@ bool Importer::token_node(const onnx::NodeProto& n) {
         (tg[3] == v.dims.back() || tg[3] == -1)) {
       set_out(n, value(n, 0, false, false, true));
       return true;
-    }
-  }
-  // ... or transposed (0, 2, 1) and reshaped to (1, C, H, W): the image again, NCHW (NextViT's
-  // attention output).
-  if (op == "Reshape" && view0 && n.input_size() > 1 && constant(n.input(1))) {
-    View v = views_.at(n.input(0));
-    const Value& t = sources_[static_cast<size_t>(v.source)].tokens;
-    const auto tg = ints_of(*constant(n.input(1)), path_ + ": node '" + node_name(n) + "'");
-    if (t.channels_last && v.dims.size() == 3 && tg.size() == 4 &&
-        (tg[0] == 1 || tg[0] == -1 || tg[0] == 0 || tg[0] == kBatchDim) && (tg[1] == v.dims[1] || tg[1] == -1) &&
-        tg[2] == t.shape[0] && tg[3] == t.shape[1] && v.dims[2] == t.shape[0] * t.shape[1]) {
-      std::swap(v.dims[1], v.dims[2]);  // the tokens the transpose read
-      std::swap(v.strides[1], v.strides[2]);
-      if (reads_as_tokens(v)) {
-        Value im = tokens_of(n, v);
-        im.channels_last = false;
-        set_out(n, im);
-        return true;
-      }
     }
   }
   // Tokens (1, S, C) reshaped to (1, S*C): flattened in dltrain's order, its flatten layer.

@@ -94,6 +94,10 @@ class Importer {
     if (n.input_size() <= i) fail(n, "has too few inputs");
     auto it = values_.find(n.input(i));
     if (it == values_.end() && views_.count(n.input(i))) {
+      if (const std::optional<Value> im = view_image(n, views_.at(n.input(i)))) {
+        values_[n.input(i)] = *im;  // an attention's output as the NCHW image of its pixels
+        return values_.at(n.input(i));
+      }
       const Value t = tokens_of(n, views_.at(n.input(i)));
       values_[n.input(i)] = t;
       // the pixels of a flattened channels-last image (PVT's attention): that image's partition
@@ -384,6 +388,9 @@ class Importer {
     // the columns between one head's first and the next's in each operand (0: the head's width,
     // heads side by side; larger: LeViT's heads, each its Q, K and V side by side)
     int64_t q_step = 0, k_step = 0, v_step = 0;
+    // multi-query attention (MobileNetV4's): K or V one head of key_dim / value_dim channels that
+    // every query head reads (broadcast over the heads)
+    bool k_shared = false, v_shared = false;
     double scale = 1;
     bool causal = false;  // a mask hides the later keys
     // A constant added to the scores (BEiT's relative position bias), (heads, rows, cols), divided
@@ -440,6 +447,8 @@ class Importer {
  private:
   bool token_node(const onnx::NodeProto& n);
   bool pool1d_node(const onnx::NodeProto& n);
+  bool image_heads(const onnx::NodeProto& n);
+  std::optional<Value> view_image(const onnx::NodeProto& n, const View& v);
   bool has_view(const onnx::NodeProto& n, int i) const { return n.input_size() > i && views_.count(n.input(i)); }
   View view_of(const onnx::NodeProto& n, int i);
   int tokens_source(const Value& v);
@@ -472,7 +481,9 @@ class Importer {
   void scores_temperature(const onnx::NodeProto& n, int vi, const std::vector<float>& t);
   void scores_addend(const onnx::NodeProto& n, int vi, const View& v);
   bool heads_last(const View& v) const;
-  void head_mix(const onnx::NodeProto& n, const View& v, const std::vector<float>& w, int64_t in, int64_t out);
+  void head_mix(const onnx::NodeProto& n, const View& v, const std::vector<float>& w, int64_t in, int64_t out,
+                const std::vector<float>* bias = nullptr);
+  void head_conv(const onnx::NodeProto& n, const View& v);
   bool head_mix_bias(const onnx::NodeProto& n, int vi, const View& v);
   int heads_axis(const View& v) const;
   void probs_scale(const onnx::NodeProto& n, int vi, const std::vector<float>& c);

@@ -25,7 +25,7 @@ import zoo_coverage as zc
 
 SIDE = 32
 IMAGES = 2
-SIDES = {"efficientformer_timm": 56, "visformer_timm": 64}  # fixtures whose architecture fixes another input size
+SIDES = {"efficientformer_timm": 56, "visformer_timm": 64, "efficientformerv2_timm": 64}  # fixtures whose architecture fixes another input size
 MAX_BYTES = 600 * 1024  # per fixture (the .onnx and its .onnx.data together)
 SEG_CLASSES = 3  # the segmentation fixtures' classes (their expected files hold 32 x 32 x 3 per image)
 
@@ -431,6 +431,46 @@ def tiny_models():
 
         return timm_net(NextViTTiny)
 
+    def mobilenetv4_timm():
+        # timm's MobileNetV4 hybrid: a fused inverted residual, an extra-depthwise inverted residual,
+        # then two multi-query attention blocks on the 4x4 map (one head of keys and values for the
+        # two query heads; the first's keys and values from a stride-2 depthwise convolution: 4
+        # tokens), with layer scale, and the 1x1 convolution head
+        from functools import partial
+        from timm.models._efficientnet_builder import decode_arch_def
+        from timm.models.mobilenetv3 import MobileNetV3
+        arch = [["er_r1_k3_s2_e4_c16"], ["uir_r1_a3_k3_s2_e2_c24"],
+                ["mqa_r1_k3_h2_s1_v2_d8_c24", "mqa_r1_k3_h2_s1_d8_c24"], ["cn_r1_k1_s1_c48"]]
+        return timm_net(lambda: MobileNetV3(block_args=decode_arch_def(arch), num_classes=10, stem_size=8,
+                                            fix_stem=True, head_bias=False, head_norm=True, num_features=64,
+                                            norm_layer=partial(nn.BatchNorm2d), act_layer=nn.ReLU,
+                                            layer_scale_init_value=1e-5))
+
+    def efficientformerv2_timm():
+        # timm's EfficientFormer V2 at 64x64: a stem and four stages; attention over the 8x8 map with
+        # a stride-2 depthwise convolution before it (4x4 tokens) and bilinear upsampling after, and
+        # the last downsampling's attention (queries from a local convolution and a pooling, keys and
+        # values from the 4x4 map): Q, K and V 1x1 Convs reshaped into heads (1, heads, d, H*W), a
+        # bias gathered per offset, talking heads as 1x1 Convs over the scores, a local depthwise
+        # convolution of V added to the output
+        # (its attention's heads and widths, fixed by the stages, shrunk to 2 heads of 8 key and 16
+        # value channels for the construction)
+        import timm.models.efficientformer_v2 as ef2
+
+        def make():
+            saved = ef2.Attention2d.__init__, ef2.Attention2dDownsample.__init__
+            ef2.Attention2d.__init__ = lambda self, dim, **kw: saved[0](
+                self, dim, **dict(kw, key_dim=8, num_heads=2, attn_ratio=2))
+            ef2.Attention2dDownsample.__init__ = lambda self, dim, **kw: saved[1](
+                self, dim, **dict(kw, key_dim=8, num_heads=2, attn_ratio=2))
+            try:
+                return ef2.EfficientFormerV2(depths=(1, 1, 1, 1), embed_dims=(8, 16, 24, 32), num_vit=1, mlp_ratios=2,
+                                             img_size=64, num_classes=10)
+            finally:
+                ef2.Attention2d.__init__, ef2.Attention2dDownsample.__init__ = saved
+
+        return timm_net(make)
+
     def maxvit_tf(head_first):
         # timm's MaxViT in TensorFlow's layout (maxvit_*_tf): channels-last window and grid partitions
         # through (windows, wh, ww, C), Q/K/V unbound along axis 2, the relative position bias an
@@ -829,6 +869,7 @@ def tiny_models():
             "maxvit": maxvit_tiny, "swin_timm": swin_timm, "swin_v2_timm": swin_v2_timm, "deit3": deit3,
             "mobilevit": mobilevit, "mobilevitv2_timm": mobilevitv2_timm, "focalnet_timm": focalnet_timm,
             "visformer_timm": visformer_timm, "nextvit_timm": nextvit_timm,
+            "mobilenetv4_timm": mobilenetv4_timm, "efficientformerv2_timm": efficientformerv2_timm,
             "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm, "pvt_v2_timm": pvt_v2_timm, "beit_timm": beit_timm,
             "pit_timm": lambda: pit_timm(False), "pit_distilled_timm": lambda: pit_timm(True),

@@ -220,7 +220,7 @@ TEST_CASE("onnx window: MaxViT graphs edited to break the partition or the atten
 
 TEST_CASE(
     "onnx window: timm's Swin, DeiT III, CaiT, ConViT, EVA-02, MobileViT (v1 and v2), CoAtNet, Visformer, NextViT, "
-    "FastViT, "
+    "MobileNetV4, EfficientFormer V2, FastViT, "
     "EfficientFormer, Twins, "
     "DaViT and "
     "PVT v2 "
@@ -394,6 +394,35 @@ TEST_CASE(
     p = load("nextvit_timm-dynamo");
     set_ints(initializer(p, "val_130"), {1, 32, 4, 16});  // was (1, C, H, W) = (1, 32, 8, 8)
     want = "node 'node_add_2' (Add): reads a [1, 32, 4, 16] value inside an attention";
+  }
+  SECTION("MobileNetV4's query heads of another width than its one head of keys") {
+    p = load("mobilenetv4_timm-dynamo");
+    set_ints(initializer(p, "val_102"), {1, 8, 2, -1});  // was (1, heads, d, -1) = (1, 2, 8, -1); both blocks'
+    want =
+        "node 'node_MatMul_174' (MatMul): multiplies [1, 8, 16, 2] by [1, 1, 8, 4], which dltrain does not read "
+        "as the scores Q K^T";
+  }
+  SECTION("MobileNetV4's attention output reshaped into an image of another size") {
+    p = load("mobilenetv4_timm-dynamo");
+    set_ints(initializer(p, "val_181"), {1, 2, 8, 16});  // was (1, H, W, C) = (1, 4, 4, 16); both blocks'
+    want = "node 'node_Conv_396' (Conv): reads a [1, 16, 2, 8] value inside an attention";
+  }
+  SECTION("EfficientFormer V2's talking heads as a grouped convolution") {
+    p = load("efficientformerv2_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_conv2d_15")
+        for (auto& a : *n.mutable_attribute())
+          if (a.name() == "group") a.set_i(2);  // was 1: each head alone
+    want =
+        "node 'node_conv2d_15' (Conv): convolves attention scores or weights with a [2, 2, 1, 1] kernel; dltrain "
+        "reads there talking heads: a 1x1 Conv without groups, stride or padding";
+  }
+  SECTION("EfficientFormer V2's queries and keys cut into more heads than its values") {
+    p = load("efficientformerv2_timm-dynamo");
+    set_ints(initializer(p, "val_91"), {1, 4, -1, 4});  // was (1, heads, d, H*W) = (1, 2, -1, 4)
+    want =
+        "node 'node_add_2' (Add): adds a 2x4x4 constant to attention scores [1, 4, 4, 4]; dltrain reads there a "
+        "causal mask";
   }
   SECTION("FastViT's RepMixer subtracting an image of another size") {
     p = load("fastvit_timm-dynamo");
