@@ -212,11 +212,26 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
     views_[define(n)] = out;
     return;
   }
-  if (op != "MatMul" || !has_view(n, 0) || !has_view(n, 1))
+  if (op != "MatMul" || (!has_view(n, 0) && !has_view(n, 1)))
     fail(n, "multiplies two computed values that are not the operands of an attention (Q K^T or softmax times V)");
-  View a = views_.at(n.input(0)), b = views_.at(n.input(1));
+  View a = view_of(n, 0), b = view_of(n, 1);  // a token sequence or a flattened image: a view of it
   a.source = operand_source(a.source);
   b.source = operand_source(b.source);
+  // V^T times the weights transposed (SHViT's v @ attn^T): (P V)^T, read as P V and transposed back.
+  const std::string operands = ints_str(a.dims) + " by " + ints_str(b.dims);  // as the graph has them
+  bool transposed_out = false;
+  if (const Source::Kind ka = sources_[static_cast<size_t>(a.source)].kind,
+      kb = sources_[static_cast<size_t>(b.source)].kind;
+      kb == Source::kProbs && (ka == Source::kTokens || ka == Source::kProjection) &&
+      !sources_[static_cast<size_t>(b.source)].channel && a.dims.size() >= 2 && b.dims.size() >= 2) {
+    for (View* v : {&a, &b}) {
+      const size_t r = v->dims.size();
+      std::swap(v->dims[r - 1], v->dims[r - 2]);
+      std::swap(v->strides[r - 1], v->strides[r - 2]);
+    }
+    std::swap(a, b);
+    transposed_out = true;
+  }
   const Source &sa = sources_[static_cast<size_t>(a.source)], &sb = sources_[static_cast<size_t>(b.source)];
   // An operand: the columns of a projection not yet made a layer, or of a token sequence.
   const bool proj_a = sa.kind == Source::kTokens || (sa.kind == Source::kProjection && sa.materialized < 0);
@@ -294,9 +309,10 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
     if (!v || !probs_whole || b.scale != 1 || b.unit_stride || b.rot || b.rotary >= 0 ||
         (v->leading != lead && !shared) || (v->heads != sa.heads && !shared) ||
         (channel ? sb.rows != rows || v->dim != sa.cols : sb.rows != sa.cols))
-      fail(n, "multiplies " + ints_str(a.dims) + " by " + ints_str(b.dims) + ", which dltrain does not read as the " +
-                  (channel ? "weights across channels times the heads of V transposed"
-                           : "attention weights times the heads of V"));
+      fail(n, "multiplies " + operands + ", which dltrain does not read as the " +
+                  (channel          ? "weights across channels times the heads of V transposed"
+                   : transposed_out ? "heads of V transposed times the attention weights transposed"
+                                    : "attention weights times the heads of V"));
     Source s = sa;
     s.kind = Source::kHeads;
     s.v = b.source;
@@ -313,7 +329,7 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
     out.dims.push_back(s.rows);
     out.dims.push_back(s.value_dim);
     out.strides = result_strides(lead, s.value_dim, s.cols);
-    if (channel) {
+    if (channel != transposed_out) {
       std::swap(out.dims[out.dims.size() - 2], out.dims.back());
       std::swap(out.strides[out.strides.size() - 2], out.strides.back());
     }

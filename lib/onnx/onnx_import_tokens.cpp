@@ -339,6 +339,24 @@ bool Importer::image_heads(const onnx::NodeProto& n) {
   return true;
 }
 
+// A MatMul of two computed values reading an NCHW image flattened to (1, C, H*W) (SHViT's K and
+// V: flatten(2) without a transpose): that image's pixels as tokens, viewed channels first.
+void Importer::flat_operands(const onnx::NodeProto& n) {
+  if (n.op_type() != "MatMul" || n.input_size() != 2 || constant(n.input(0)) || constant(n.input(1))) return;
+  for (int i = 0; i < 2; ++i) {
+    const auto fi = flat_images_.find(n.input(i));
+    if (fi == flat_images_.end() || column_major_.count(n.input(i)) || views_.count(n.input(i))) continue;
+    Value im = fi->second;
+    im.channels_last = true;
+    const int64_t s = im.shape[0] * im.shape[1], c = im.shape[2];
+    View v;
+    v.source = tokens_source(im);
+    v.dims = {1, c, s};
+    v.strides = {s * c, 1, c};
+    views_[n.input(i)] = v;
+  }
+}
+
 // A view (1, C, H, W) of tokens that are the pixels of an H x W image, channel c of pixel
 // (y, x) being channel c of token y W + x: that NCHW image (an attention's output transposed
 // and reshaped back into its map: NextViT's (0, 2, 1) of (1, N, C), EfficientFormer V2's (0, 1,
@@ -413,6 +431,14 @@ bool Importer::token_node(const onnx::NodeProto& n) {
   // (DeiT: and the distillation token) in front of the sequence (PiT: of a feature map's
   // pixels), or computed sequences joined (PiT's projected class token and its pooled map).
   if (op == "Concat" && n.input_size() >= 2) {
+    // An attention's output viewed as the NCHW map of its pixels (SHViT's, joined with the
+    // channels it left out) is that image to the Concat.
+    for (int i = 0; i < n.input_size(); ++i)
+      if (has_view(n, i) && !values_.count(n.input(i)))
+        if (const std::optional<Value> im = view_image(n, views_.at(n.input(i)))) {
+          values_[n.input(i)] = *im;
+          views_.erase(n.input(i));
+        }
     const int last = n.input_size() - 1;
     bool leading = true, computed = true, any = false;
     for (int i = 0; i <= last; ++i) {

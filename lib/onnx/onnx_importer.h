@@ -272,6 +272,7 @@ class Importer {
   // A value made from a view over a flattened image's pixels (the attention's output projection
   // scaled by XCiT's LayerScale) is that flattened image again.
   void node(const onnx::NodeProto& n) {
+    flat_operands(n);
     std::optional<Partition> part;
     if (const Partition* p = partition_of_inputs(n)) part = *p;
     // MobileViT v2's unfolded patches through a per-pixel operator: its outputs are patches too.
@@ -448,6 +449,7 @@ class Importer {
   bool token_node(const onnx::NodeProto& n);
   bool pool1d_node(const onnx::NodeProto& n);
   bool image_heads(const onnx::NodeProto& n);
+  void flat_operands(const onnx::NodeProto& n);
   std::optional<Value> view_image(const onnx::NodeProto& n, const View& v);
   bool has_view(const onnx::NodeProto& n, int i) const { return n.input_size() > i && views_.count(n.input(i)); }
   View view_of(const onnx::NodeProto& n, int i);

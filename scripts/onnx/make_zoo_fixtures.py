@@ -25,7 +25,7 @@ import zoo_coverage as zc
 
 SIDE = 32
 IMAGES = 2
-SIDES = {"efficientformer_timm": 56, "visformer_timm": 64, "efficientformerv2_timm": 64}  # fixtures whose architecture fixes another input size
+SIDES = {"efficientformer_timm": 56, "visformer_timm": 64, "efficientformerv2_timm": 64, "shvit_timm": 64}  # fixtures whose architecture fixes another input size
 MAX_BYTES = 600 * 1024  # per fixture (the .onnx and its .onnx.data together)
 SEG_CLASSES = 3  # the segmentation fixtures' classes (their expected files hold 32 x 32 x 3 per image)
 
@@ -471,6 +471,15 @@ def tiny_models():
 
         return timm_net(make)
 
+    def shvit_timm():
+        # timm's SHViT at 64x64: a stem to 4x4, three stages whose single-head attention runs on
+        # the first channels (a Split): Q, K and V one 1x1 Conv's channels, flattened (1, d, H*W),
+        # Q transposed, the output v @ attn^T reshaped into the map and joined with the other
+        # channels (a Concat)
+        from timm.models.shvit import SHViT
+        return timm_net(lambda: SHViT(embed_dim=(16, 24, 32), partial_dim=(8, 8, 8), qk_dim=(4, 4, 4),
+                                      depth=(1, 1, 1), types=("s", "s", "s"), num_classes=10))
+
     def maxvit_tf(head_first):
         # timm's MaxViT in TensorFlow's layout (maxvit_*_tf): channels-last window and grid partitions
         # through (windows, wh, ww, C), Q/K/V unbound along axis 2, the relative position bias an
@@ -870,6 +879,7 @@ def tiny_models():
             "mobilevit": mobilevit, "mobilevitv2_timm": mobilevitv2_timm, "focalnet_timm": focalnet_timm,
             "visformer_timm": visformer_timm, "nextvit_timm": nextvit_timm,
             "mobilenetv4_timm": mobilenetv4_timm, "efficientformerv2_timm": efficientformerv2_timm,
+            "shvit_timm": shvit_timm,
             "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm, "pvt_v2_timm": pvt_v2_timm, "beit_timm": beit_timm,
             "pit_timm": lambda: pit_timm(False), "pit_distilled_timm": lambda: pit_timm(True),

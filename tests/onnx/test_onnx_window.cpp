@@ -220,7 +220,7 @@ TEST_CASE("onnx window: MaxViT graphs edited to break the partition or the atten
 
 TEST_CASE(
     "onnx window: timm's Swin, DeiT III, CaiT, ConViT, EVA-02, MobileViT (v1 and v2), CoAtNet, Visformer, NextViT, "
-    "MobileNetV4, EfficientFormer V2, FastViT, "
+    "MobileNetV4, EfficientFormer V2, SHViT, FastViT, "
     "EfficientFormer, Twins, "
     "DaViT and "
     "PVT v2 "
@@ -423,6 +423,22 @@ TEST_CASE(
     want =
         "node 'node_add_2' (Add): adds a 2x4x4 constant to attention scores [1, 4, 4, 4]; dltrain reads there a "
         "causal mask";
+  }
+  SECTION("SHViT's values times the attention weights not transposed") {
+    p = load("shvit_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_matmul_1") n.set_input(1, "softmax");  // was transpose_1: v @ attn^T
+    want =
+        "node 'node_matmul_1' (MatMul): multiplies [1, 8, 16] by [1, 16, 16], which dltrain does not read as the "
+        "heads of V transposed times the attention weights transposed";
+  }
+  SECTION("SHViT's queries not transposed") {
+    p = load("shvit_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_matmul") n.set_input(0, "view");  // was transpose: q^T @ k
+    want =
+        "node 'node_matmul' (MatMul): multiplies [1, 4, 16] by [1, 4, 16], which dltrain does not read as the "
+        "scores Q K^T";
   }
   SECTION("FastViT's RepMixer subtracting an image of another size") {
     p = load("fastvit_timm-dynamo");
