@@ -434,13 +434,14 @@ def tiny_models():
     def mobilenetv4_timm():
         # timm's MobileNetV4 hybrid: a fused inverted residual, an extra-depthwise inverted residual,
         # then two multi-query attention blocks on the 4x4 map (one head of keys and values for the
-        # two query heads; the first's keys and values from a stride-2 depthwise convolution: 4
-        # tokens), with layer scale, and the 1x1 convolution head
+        # two query heads of 6 channels: a multiple of 3, as CoAtNet's Q/K/V by head; the first's
+        # keys and values from a stride-2 depthwise convolution: 4 tokens), with layer scale, and
+        # the 1x1 convolution head
         from functools import partial
         from timm.models._efficientnet_builder import decode_arch_def
         from timm.models.mobilenetv3 import MobileNetV3
         arch = [["er_r1_k3_s2_e4_c16"], ["uir_r1_a3_k3_s2_e2_c24"],
-                ["mqa_r1_k3_h2_s1_v2_d8_c24", "mqa_r1_k3_h2_s1_d8_c24"], ["cn_r1_k1_s1_c48"]]
+                ["mqa_r1_k3_h2_s1_v2_d6_c24", "mqa_r1_k3_h2_s1_d6_c24"], ["cn_r1_k1_s1_c48"]]
         return timm_net(lambda: MobileNetV3(block_args=decode_arch_def(arch), num_classes=10, stem_size=8,
                                             fix_stem=True, head_bias=False, head_norm=True, num_features=64,
                                             norm_layer=partial(nn.BatchNorm2d), act_layer=nn.ReLU,

@@ -397,15 +397,15 @@ TEST_CASE(
   }
   SECTION("MobileNetV4's query heads of another width than its one head of keys") {
     p = load("mobilenetv4_timm-dynamo");
-    set_ints(initializer(p, "val_102"), {1, 8, 2, -1});  // was (1, heads, d, -1) = (1, 2, 8, -1); both blocks'
+    set_ints(initializer(p, "val_102"), {1, 6, 2, -1});  // was (1, heads, d, -1) = (1, 2, 6, -1); both blocks'
     want =
-        "node 'node_MatMul_174' (MatMul): multiplies [1, 8, 16, 2] by [1, 1, 8, 4], which dltrain does not read "
+        "node 'node_MatMul_174' (MatMul): multiplies [1, 6, 16, 2] by [1, 1, 6, 4], which dltrain does not read "
         "as the scores Q K^T";
   }
   SECTION("MobileNetV4's attention output reshaped into an image of another size") {
     p = load("mobilenetv4_timm-dynamo");
-    set_ints(initializer(p, "val_181"), {1, 2, 8, 16});  // was (1, H, W, C) = (1, 4, 4, 16); both blocks'
-    want = "node 'node_Conv_396' (Conv): reads a [1, 16, 2, 8] value inside an attention";
+    set_ints(initializer(p, "val_181"), {1, 2, 8, 12});  // was (1, H, W, C) = (1, 4, 4, 12); both blocks'
+    want = "node 'node_Conv_396' (Conv): reads a [1, 12, 2, 8] value inside an attention";
   }
   SECTION("EfficientFormer V2's talking heads as a grouped convolution") {
     p = load("efficientformerv2_timm-dynamo");
