@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include "config/config.h"
 #include "util/error.h"
@@ -42,44 +43,47 @@ NetworkSpec config_network_file(const std::string& relative) {
   return network_spec_from_yaml(text.str(), path);
 }
 
-bool feeds_batch_norm(Network& net, size_t i) {
+namespace {
+
+// The layer of learnable i of net.params() and the learnable's index within it; {size, 0}
+// when there is none.
+std::pair<size_t, size_t> layer_of_param(Network& net, size_t i) {
   size_t at = 0;
   for (size_t l = 0; l < net.size(); ++l) {
-    const std::vector<Param>& ps = net.layer(l).params();
-    if (i >= at + ps.size()) {
-      at += ps.size();
-      continue;
-    }
-    const size_t k = i - at;
-    if (ps[k].name != "Bias" || k == 0 || ps[k - 1].name != "Weights") return false;
-    // Read by the next layer, a batchNormalization, and by no other (a layer without Inputs
-    // reads the one before it).
-    const std::string& name = net.layer(l).name();
-    for (size_t r = l + 1; r < net.size(); ++r) {
-      const std::vector<std::string>& in = net.layer(r).spec().inputs;
-      const bool reads = std::find(in.begin(), in.end(), name) != in.end() || (r == l + 1 && in.empty());
-      if (reads && !(r == l + 1 && net.layer(r).type() == "batchNormalization")) return false;
-    }
-    return l + 1 < net.size() && net.layer(l + 1).type() == "batchNormalization";
+    const size_t count = net.layer(l).params().size();
+    if (i < at + count) return {l, i - at};
+    at += count;
   }
-  return false;
+  return {net.size(), 0};
+}
+
+}  // namespace
+
+bool feeds_batch_norm(Network& net, size_t i) {
+  const auto [l, k] = layer_of_param(net, i);
+  if (l == net.size()) return false;
+  const std::vector<Param>& ps = net.layer(l).params();
+  if (ps[k].name != "Bias" || k == 0 || ps[k - 1].name != "Weights") return false;
+  // Read by the next layer, a batchNormalization, and by no other (a layer without Inputs reads
+  // the one before it).
+  const std::string& name = net.layer(l).name();
+  for (size_t r = l + 1; r < net.size(); ++r) {
+    const std::vector<std::string>& in = net.layer(r).spec().inputs;
+    const bool reads = std::find(in.begin(), in.end(), name) != in.end() || (r == l + 1 && in.empty());
+    if (reads && !(r == l + 1 && net.layer(r).type() == "batchNormalization")) return false;
+  }
+  return l + 1 < net.size() && net.layer(l + 1).type() == "batchNormalization";
 }
 
 bool zero_key_bias(Network& net, size_t i) {
-  size_t at = 0;
-  for (size_t l = 0; l < net.size(); ++l) {
-    const std::vector<Param>& ps = net.layer(l).params();
-    if (i >= at + ps.size()) {
-      at += ps.size();
-      continue;
-    }
-    const bool cosine = std::any_of(ps.begin(), ps.end(), [](const Param& p) { return p.name == "LogitScale"; });
-    // A rotary embedding turns the bias by each key's angles: no longer the same for every key.
-    const std::vector<State>& st = net.layer(l).states();
-    const bool rotary = std::any_of(st.begin(), st.end(), [](const State& s) { return s.name == "RotaryCos"; });
-    return ps[i - at].name == "KeyBias" && !cosine && !rotary;
-  }
-  return false;
+  const auto [l, k] = layer_of_param(net, i);
+  if (l == net.size()) return false;
+  const std::vector<Param>& ps = net.layer(l).params();
+  const bool cosine = std::any_of(ps.begin(), ps.end(), [](const Param& p) { return p.name == "LogitScale"; });
+  // A rotary embedding turns the bias by each key's angles: no longer the same for every key.
+  const std::vector<State>& st = net.layer(l).states();
+  const bool rotary = std::any_of(st.begin(), st.end(), [](const State& s) { return s.name == "RotaryCos"; });
+  return ps[k].name == "KeyBias" && !cosine && !rotary;
 }
 
 NetworkPair network_pair(const NetworkSpec& spec, uint64_t seed, const BackendOptions& dev_options) {
