@@ -255,6 +255,9 @@ class Pooling1dLayer final : public Layer {
     k_ = spec_.get_int("PoolSize", 0, 1);
     if (k_ == 0) throw ConfigError(spec.where() + "option PoolSize is required (e.g. PoolSize: 2)");
     stride_ = spec_.get_int("Stride", 1, 1);
+    constexpr int64_t kMax = int64_t{1} << 31;  // no sequence is longer
+    if (k_ > kMax || stride_ > kMax)
+      throw ConfigError(spec.where() + "options PoolSize and Stride must be at most " + std::to_string(kMax));
     if (kind_ == PoolKind::kAverage) exclude_padding_ = spec_.get_choice("PaddingValue", "0", {"0", "mean"}) == "mean";
   }
 
@@ -281,10 +284,10 @@ class Pooling1dLayer final : public Layer {
         right_ = p.size() > 1 ? p[1] : p[0];
       }
     }
+    if (left_ >= k_ || right_ >= k_) shape_error(spec_, "Padding must be smaller than PoolSize");
     if (s_ + left_ + right_ < k_)
       shape_error(spec_, "input has " + std::to_string(s_) + " tokens but PoolSize is " + std::to_string(k_) +
                              " (use a smaller PoolSize or add Padding)");
-    if (left_ >= k_ || right_ >= k_) shape_error(spec_, "Padding must be smaller than PoolSize");
     return Shape{desc(1).out_h(), 1, c_};
   }
 

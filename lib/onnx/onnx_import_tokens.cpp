@@ -285,8 +285,9 @@ bool Importer::pool1d_node(const onnx::NodeProto& n) {
   const std::vector<int64_t> st = attr_ints(n, "strides", {1});
   const std::vector<int64_t> p = attr_ints(n, "pads", {0, 0});
   const int64_t s = in->shape[0] * in->shape[1], c = in->shape[2];
-  if (st.size() != 1 || p.size() != 2 || k < 1 || st[0] < 1 || p[0] < 0 || p[1] < 0 || p[0] >= k || p[1] >= k ||
-      s + p[0] + p[1] < k)
+  // (the kernel and stride at most kMaxInputValues and the pads below the kernel: no overflow below)
+  if (st.size() != 1 || p.size() != 2 || k < 1 || k > kMaxInputValues || st[0] < 1 || st[0] > kMaxInputValues ||
+      p[0] < 0 || p[1] < 0 || p[0] >= k || p[1] >= k || s + p[0] + p[1] < k)
     fail(n, "pools " + std::to_string(s) + " tokens with kernel " + std::to_string(k) + ", strides " + ints_str(st) +
                 " and pads " + ints_str(p) + "; dltrain reads one stride and pads smaller than the kernel");
   if (attr_string(n, "auto_pad", "NOTSET") != "NOTSET") fail(n, "auto_pad is not supported (export explicit pads)");
@@ -322,9 +323,14 @@ bool Importer::image_heads(const onnx::NodeProto& n) {
   std::vector<int64_t> t = ints_ahead(n.input(1));
   const int64_t h = v.shape[0], w = v.shape[1], c = v.shape[2];
   if (t.size() != 4 || !one_image(t[0]) || (t[1] == -1) + (t[2] == -1) + (t[3] == -1) > 1) return false;
+  for (int i = 1; i < 4; ++i)  // -1: the size the others leave (each of them at most the image's)
+    if (t[static_cast<size_t>(i)] < -1 || t[static_cast<size_t>(i)] == 0 || t[static_cast<size_t>(i)] > c * h * w)
+      return false;
   for (int i = 1; i < 4; ++i)
     if (t[static_cast<size_t>(i)] == -1) {
-      const int64_t rest = t[1] * t[2] * t[3] * -1;
+      int64_t rest = 1;
+      for (int j = 1; j < 4; ++j)
+        if (j != i && __builtin_mul_overflow(rest, t[static_cast<size_t>(j)], &rest)) return false;
       if (rest <= 0 || (c * h * w) % rest != 0) return false;
       t[static_cast<size_t>(i)] = c * h * w / rest;
     }

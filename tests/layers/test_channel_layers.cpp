@@ -157,6 +157,10 @@ TEST_CASE("averagePooling1d / maxPooling1d: windows of tokens, padding, an image
                     Catch::Contains("option Padding must be 'same', a number >= 0 or [left right]"));
   CHECK_THROWS_WITH(make_layer(layer_spec("averagePooling1d", {"PoolSize=2", "PaddingValue=max"})),
                     Catch::Contains("PaddingValue"));
+  CHECK_THROWS_WITH(make_layer(layer_spec("maxPooling1d", {"PoolSize=4000000000"})),
+                    Catch::Contains("options PoolSize and Stride must be at most 2147483648"));
+  CHECK_THROWS_WITH(out_shape("maxPooling1d", {"PoolSize=3", "Padding=[9000000000000000000,1]"}, Shape{5, 1, 2}),
+                    Catch::Contains("Padding must be smaller than PoolSize"));
 }
 
 TEST_CASE("flatten: an image or tokens as one vector in memory order; a vector as it is", "[layers]") {

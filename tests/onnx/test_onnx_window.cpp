@@ -379,6 +379,19 @@ TEST_CASE(
         "node 'node_avg_pool1d' (AveragePool): pools 64 tokens with kernel 9, strides [9] and pads [9, 0]; dltrain "
         "reads one stride and pads smaller than the kernel";
   }
+  SECTION("NextViT's pooled keys with a kernel larger than any sequence") {
+    p = load("nextvit_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_avg_pool1d")
+        for (auto& a : *n.mutable_attribute())
+          if (a.name() == "kernel_shape" || a.name() == "pads") {
+            const bool kernel = a.name() == "kernel_shape";
+            a.clear_ints();
+            a.add_ints(kernel ? int64_t{1} << 62 : (int64_t{1} << 62) - 1);
+            if (!kernel) a.add_ints((int64_t{1} << 62) - 1);  // would overflow the sum with the tokens
+          }
+    want = "node 'node_avg_pool1d' (AveragePool): pools 64 tokens with kernel 4611686018427387904";
+  }
   SECTION("NextViT's pooled keys read transposed other than back to tokens") {
     p = load("nextvit_timm-dynamo");
     for (auto& n : *p.mutable_graph()->mutable_node())
@@ -401,6 +414,11 @@ TEST_CASE(
     want =
         "node 'node_MatMul_174' (MatMul): multiplies [1, 6, 16, 2] by [1, 1, 6, 4], which dltrain does not read "
         "as the scores Q K^T";
+  }
+  SECTION("MobileNetV4's queries reshaped into heads of sizes whose product overflows") {
+    p = load("mobilenetv4_timm-dynamo");
+    set_ints(initializer(p, "val_102"), {1, int64_t{1} << 62, 4, -1});  // was (1, 2, 6, -1)
+    want = "node 'node_view_1' (Reshape): reshapes to [1, 4611686018427387904, 4, -1]; supported:";
   }
   SECTION("MobileNetV4's attention output reshaped into an image of another size") {
     p = load("mobilenetv4_timm-dynamo");
