@@ -539,11 +539,12 @@ bool Importer::attention2d_start(const onnx::NodeProto& n) {
   const bool by_part = t.size() == 5 && one_image(t[0]) && t[1] == 3 && t[2] >= 1 && t[3] >= 1 &&
                        3 * t[2] * t[3] == cols && (t[4] == h * w || t[4] == -1);
   if (!by_head && !by_part) return false;
-  // CoAtNet's Q, K and V of each head are cut apart next (Split or Slices along axis 2); a head's
-  // channels transposed instead are one operand's heads (MobileNetV4's queries: image_heads).
+  // CoAtNet's Q, K and V of each head are cut apart next (Split or Slices along axis 2, TorchScript's
+  // Shape for their sizes); a head's channels transposed instead are one operand's heads
+  // (MobileNetV4's queries: image_heads).
   if (by_head)
     for (int k : consumers_of(r.output(0)))
-      if (g_.node(k).op_type() != "Split" && g_.node(k).op_type() != "Slice") return false;
+      if (const std::string& op = g_.node(k).op_type(); op != "Split" && op != "Slice" && op != "Shape") return false;
   WindowBlock b;
   b.in.src = v;
   b.in.full = b.in.count = {h, w};

@@ -218,6 +218,23 @@ TEST_CASE("onnx window: MaxViT graphs edited to break the partition or the atten
   CHECK(e.find('\n') == std::string::npos);
 }
 
+// CoAtNet's Q/K/V by head (1, heads, 3 d, H W) is its window attention only where the split into
+// Q, K and V reads it (TorchScript also takes its Shape); MobileNetV4's query heads of 6 channels
+// (a multiple of 3 too) are transposed instead: an attention layer's operand.
+TEST_CASE("onnx window: CoAtNet's attention is one windowAttention from both exporters, MobileNetV4's not",
+          "[onnx][swin]") {
+  for (const char* e : {"dynamo", "torchscript"}) {
+    INFO(e);
+    const std::string base = std::string(DLT_SOURCE_DIR) + "/tests/data/onnx_zoo/";
+    const ModelData coatnet = import_onnx(base + "coatnet_timm-" + e + ".onnx", {});
+    CHECK(layer_of_type(coatnet, "windowAttention"));
+    CHECK_FALSE(layer_of_type(coatnet, "attention"));
+    const ModelData mnv4 = import_onnx(base + "mobilenetv4_timm-" + e + ".onnx", {});
+    CHECK_FALSE(layer_of_type(mnv4, "windowAttention"));
+    CHECK(layer_of_type(mnv4, "attention"));
+  }
+}
+
 TEST_CASE(
     "onnx window: timm's Swin, DeiT III, CaiT, ConViT, EVA-02, MobileViT (v1 and v2), CoAtNet, Visformer, NextViT, "
     "MobileNetV4, EfficientFormer V2, SHViT, FastViT, "
