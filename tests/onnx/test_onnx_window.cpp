@@ -97,6 +97,19 @@ onnx::TensorProto& initializer(onnx::ModelProto& p, const std::string& name) {
   throw;
 }
 
+// The perm of Transpose node `node` in p.
+void set_perm(onnx::ModelProto& p, const std::string& node, const std::vector<int64_t>& perm) {
+  for (auto& n : *p.mutable_graph()->mutable_node())
+    if (n.name() == node)
+      for (auto& a : *n.mutable_attribute())
+        if (a.name() == "perm") {
+          a.clear_ints();
+          for (int64_t v : perm) a.add_ints(v);
+          return;
+        }
+  FAIL("no Transpose " << node << " with a perm");
+}
+
 // Element i of a float initializer (raw data) plus delta.
 void nudge(onnx::TensorProto& t, size_t i, float delta) {
   std::string raw = t.raw_data();
@@ -352,11 +365,7 @@ TEST_CASE(
   }
   SECTION("MobileViT v2's fold transposed into another pixel order") {
     p = load("mobilevitv2_timm-dynamo");
-    for (auto& n : *p.mutable_graph()->mutable_node())
-      if (n.name() == "node_permute_1") {
-        n.mutable_attribute(0)->clear_ints();
-        for (int64_t v : {0, 1, 4, 3, 5, 2}) n.mutable_attribute(0)->add_ints(v);  // was (0, 1, 4, 2, 5, 3)
-      }
+    set_perm(p, "node_permute_1", {0, 1, 4, 3, 5, 2});  // was (0, 1, 4, 2, 5, 3)
     want = "node 'node_permute_1' (Transpose): reads MobileViT v2's patches on their way out of the unfold";
   }
   SECTION("CoAtNet's heads merged back into an image of another size") {
@@ -367,11 +376,7 @@ TEST_CASE(
   }
   SECTION("Visformer's Q/K/V transposed with each head's channels before its pixels") {
     p = load("visformer_timm-dynamo");
-    for (auto& n : *p.mutable_graph()->mutable_node())
-      if (n.name() == "node_permute") {
-        n.mutable_attribute(0)->clear_ints();
-        for (int64_t v : {1, 0, 2, 3, 4}) n.mutable_attribute(0)->add_ints(v);  // was (1, 0, 2, 4, 3)
-      }
+    set_perm(p, "node_permute", {1, 0, 2, 3, 4});  // was (1, 0, 2, 4, 3)
     want =
         "node 'node_permute' (Transpose): reads a window attention's Q/K/V of an image (1, 3, heads, d, H W), before "
         "their Transpose (1, 0, 2, 4, 3)";
@@ -411,11 +416,7 @@ TEST_CASE(
   }
   SECTION("NextViT's pooled keys read transposed other than back to tokens") {
     p = load("nextvit_timm-dynamo");
-    for (auto& n : *p.mutable_graph()->mutable_node())
-      if (n.name() == "node_transpose_2") {
-        n.mutable_attribute(0)->clear_ints();
-        for (int64_t v : {0, 1, 2}) n.mutable_attribute(0)->add_ints(v);  // was (0, 2, 1)
-      }
+    set_perm(p, "node_transpose_2", {0, 1, 2});  // was (0, 2, 1)
     want =
         "node 'node_transpose_2' (Transpose): input 'getitem_15' is a token sequence transposed to (1, C, S) after a "
         "1-D pooling, which dltrain reads only in BatchNormalization and the Transpose (0, 2, 1) back to (1, S, C)";
@@ -525,11 +526,7 @@ TEST_CASE(
   }
   SECTION("CaiT's talking heads mixing the queries instead of the heads") {
     p = load("cait_timm-dynamo");
-    for (auto& n : *p.mutable_graph()->mutable_node())
-      if (n.name() == "node_permute_1") {  // was (0, 2, 3, 1): the heads last
-        n.mutable_attribute(0)->clear_ints();
-        for (int64_t a : {0, 1, 3, 2}) n.mutable_attribute(0)->add_ints(a);
-      }
+    set_perm(p, "node_permute_1", {0, 1, 3, 2});  // was (0, 2, 3, 1): the heads last
     want =
         "node 'node_MatMul_19' (MatMul): multiplies attention scores [1, 4, 16, 16] by a 4x4 constant; dltrain "
         "reads there talking heads";
