@@ -8,17 +8,18 @@
 
 namespace dlt {
 
+std::array<int64_t, 2> same_padding(int64_t in, int64_t kernel, int64_t stride) {
+  const int64_t out = (in + stride - 1) / stride;
+  const int64_t total = std::max<int64_t>((out - 1) * stride + kernel - in, 0);
+  return {total / 2, total - total / 2};
+}
+
 std::array<int64_t, 4> parse_padding(const LayerSpec& spec, int64_t in_h, int64_t in_w, int64_t k_h, int64_t k_w,
                                      int64_t s_h, int64_t s_w) {
   const SpecValue* v = spec.get("Padding");
   if (!v) return {0, 0, 0, 0};
   if (!v->is_list && v->items.size() == 1 && iequals(v->items[0], "same")) {
-    auto same = [](int64_t in, int64_t k, int64_t s) {
-      int64_t out = (in + s - 1) / s;
-      int64_t total = std::max<int64_t>((out - 1) * s + k - in, 0);
-      return std::array<int64_t, 2>{total / 2, total - total / 2};
-    };
-    auto h = same(in_h, k_h, s_h), w = same(in_w, k_w, s_w);
+    const auto h = same_padding(in_h, k_h, s_h), w = same_padding(in_w, k_w, s_w);
     return {h[0], h[1], w[0], w[1]};
   }
   std::vector<int64_t> p;

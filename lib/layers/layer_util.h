@@ -8,12 +8,14 @@
 
 namespace dlt {
 
+// MATLAB's "same" padding of one dimension: ceil(in / stride) outputs, the total padding split
+// as evenly as it goes, the odd one after ({before, after}).
+std::array<int64_t, 2> same_padding(int64_t in, int64_t kernel, int64_t stride);
 // [top, bottom, left, right] from MATLAB's Padding: a number, [vertical horizontal],
 // [t b l r] or 'same' (output = ceil(input / stride); odd totals put the extra pixel at the
 // bottom / right, as MATLAB does).
 std::array<int64_t, 4> parse_padding(const LayerSpec& spec, int64_t in_h, int64_t in_w, int64_t k_h, int64_t k_w,
                                      int64_t s_h, int64_t s_w);
-// True when Padding is 'same' (the amount then depends on the input size).
 Init parse_initializer(const LayerSpec& spec, const std::string& key, const std::string& def);
 // A learnable declared with MATLAB's <Name>LearnRateFactor and <Name>L2Factor options.
 Param make_param(const LayerSpec& spec, const std::string& name, const Shape& shape, Init init,

@@ -268,9 +268,9 @@ class Pooling1dLayer final : public Layer {
     left_ = right_ = 0;
     if (const SpecValue* v = spec_.get("Padding")) {
       if (!v->is_list && v->items.size() == 1 && iequals(v->items[0], "same")) {
-        const int64_t out = (s_ + stride_ - 1) / stride_, total = std::max<int64_t>((out - 1) * stride_ + k_ - s_, 0);
-        left_ = total / 2;
-        right_ = total - left_;
+        const auto same = same_padding(s_, k_, stride_);
+        left_ = same[0];
+        right_ = same[1];
       } else {
         std::vector<int64_t> p;
         for (const auto& t : v->items) {

@@ -224,12 +224,9 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
       kb = sources_[static_cast<size_t>(b.source)].kind;
       kb == Source::kProbs && (ka == Source::kTokens || ka == Source::kProjection) &&
       !sources_[static_cast<size_t>(b.source)].channel && a.dims.size() >= 2 && b.dims.size() >= 2) {
-    for (View* v : {&a, &b}) {
-      const size_t r = v->dims.size();
-      std::swap(v->dims[r - 1], v->dims[r - 2]);
-      std::swap(v->strides[r - 1], v->strides[r - 2]);
-    }
-    std::swap(a, b);
+    const View at = last_two_swapped(a);
+    a = last_two_swapped(b);
+    b = at;
     transposed_out = true;
   }
   const Source &sa = sources_[static_cast<size_t>(a.source)], &sb = sources_[static_cast<size_t>(b.source)];
@@ -329,10 +326,7 @@ void Importer::view_matmul(const onnx::NodeProto& n) {
     out.dims.push_back(s.rows);
     out.dims.push_back(s.value_dim);
     out.strides = result_strides(lead, s.value_dim, s.cols);
-    if (channel != transposed_out) {
-      std::swap(out.dims[out.dims.size() - 2], out.dims.back());
-      std::swap(out.strides[out.strides.size() - 2], out.strides.back());
-    }
+    if (channel != transposed_out) out = last_two_swapped(out);
     views_[define(n)] = out;
     return;
   }

@@ -230,9 +230,7 @@ bool Importer::pool1d_node(const onnx::NodeProto& n) {
     if (auto tt = transposed_tokens_.find(x); tt != transposed_tokens_.end()) return tt->second;
     auto vw = views_.find(x);
     if (vw == views_.end() || vw->second.dims.size() != 3) return std::nullopt;
-    View t = vw->second;
-    std::swap(t.dims[1], t.dims[2]);  // the tokens the transpose read
-    std::swap(t.strides[1], t.strides[2]);
+    const View t = last_two_swapped(vw->second);  // the tokens the transpose read
     if (!reads_as_tokens(t)) return std::nullopt;
     return tokens_of(n, t);
   };

@@ -437,6 +437,15 @@ class Importer {
     int rot = 0;
     int rotary = -1;
   };
+  // v with its last two axes swapped (a Transpose of them: the matrix read transposed).
+  static View last_two_swapped(View v) {
+    const size_t r = v.dims.size();
+    if (r >= 2) {
+      std::swap(v.dims[r - 1], v.dims[r - 2]);
+      std::swap(v.strides[r - 1], v.strides[r - 2]);
+    }
+    return v;
+  }
   // Mul of a rotary view by a table (tokens, dim), or one per head, not yet added to its partner.
   struct RotaryTerm {
     View v;
