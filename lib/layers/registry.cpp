@@ -64,6 +64,7 @@ const LayerType& attention_layer_type();
 const LayerType& channel_attention_layer_type();
 const LayerType& window_attention_layer_type();
 const LayerType& separable_attention_layer_type();
+const LayerType& linear_attention_layer_type();
 const LayerType& indexing1d_layer_type();
 const LayerType& global_average_pooling1d_layer_type();
 const LayerType& global_max_pooling1d_layer_type();
@@ -129,6 +130,7 @@ const std::vector<const LayerType*>& layer_registry() {
       &channel_attention_layer_type(),
       &window_attention_layer_type(),
       &separable_attention_layer_type(),
+      &linear_attention_layer_type(),
       &indexing1d_layer_type(),
       &global_average_pooling1d_layer_type(),
       &global_max_pooling1d_layer_type(),

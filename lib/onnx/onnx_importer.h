@@ -133,6 +133,11 @@ class Importer {
                   "' is part of MobileViT v2's separable self-attention, which dltrain reads only as timm's "
                   "LinearSelfAttention: Split into [1, C, C] along axis 1, Softmax of the query over the patches, Mul "
                   "of the keys by it, ReduceSum over the patches (keepdims), Relu of the values, Mul by the sum");
+    if (it == values_.end() && linear_.count(n.input(i)))
+      fail(n, "input '" + n.input(i) +
+                  "' is part of EfficientViT's ReLU linear attention, which dltrain reads only as timm's LiteMLA: "
+                  "Relu of the queries and keys, Pad of the values with ones, MatMul (keys^T, values), MatMul "
+                  "(queries, that), Slice of its first d columns and its last, Add of eps to the last, Div");
     if (it == values_.end() && win_.count(n.input(i)))
       fail(n, "input '" + n.input(i) +
                   "' is inside a window attention (from its window partition to the reverse), which dltrain reads "
@@ -184,7 +189,7 @@ class Importer {
     if (values_.count(name) || consts_.count(name) || shuffles_.count(name) || whole_.count(name) ||
         views_.count(name) || flat_images_.count(name) || swapped_images_.count(name) || image_views_.count(name) ||
         win_.count(name) || splits_.count(name) || stacks_.count(name) || patch_steps_.count(name) ||
-        separable_.count(name) || transposed_tokens_.count(name))
+        separable_.count(name) || linear_.count(name) || transposed_tokens_.count(name))
       fail(n, "output '" + name + "' is already defined earlier in the graph (each ONNX value is assigned once)");
     return name;
   }
@@ -294,6 +299,7 @@ class Importer {
     if (op == "Identity") return identity(n);
     if (patch_node(n)) return;
     if (pool1d_node(n)) return;
+    if (linear_node(n)) return;
     if (stack_node(n)) return;
     if (!all_constant(n) && window_node(n)) return;
     if (token_node(n)) return;
@@ -634,6 +640,17 @@ class Importer {
     Value qkv;
     PatchGrid grid;
   };
+  // EfficientViT's ReLU linear attention (onnx_import_linear.cpp), node by node: the queries
+  // and keys through their Relu, the values padded with ones, the keys transposed, the context
+  // keys^T values, the product queries context, its first d columns (top) and its last, that
+  // plus eps (the denominator); the Div of top by it closes it as one linearAttention layer.
+  // source: the image's token source; heads and d: the heads, the channels per head.
+  struct LinearPart {
+    enum Role { kQueries, kKeys, kKeysT, kValues, kContext, kProduct, kTop, kLast, kDenominator } role = kQueries;
+    int source = -1;
+    int64_t heads = 1, d = 1;
+    float eps = 0.f;
+  };
   // An NCHW image on its way into or out of a partition: (1, C, a, b, c, d) (H = a b, W = c d),
   // transposed to (1, a, c, b, d, C) (part), or a partitioned value reshaped to (1, a, c, b, d, C)
   // on its way out (dep).
@@ -691,6 +708,8 @@ class Importer {
   bool patch_node(const onnx::NodeProto& n);
   std::optional<PatchGrid> patch_grid_of_inputs(const onnx::NodeProto& n);
   bool separable_node(const onnx::NodeProto& n);
+  bool linear_node(const onnx::NodeProto& n);
+  int linear_operand(const View& v, LinearPart& part) const;
   bool attention2d_start(const onnx::NodeProto& n);
   WindowBlock& partition_block(const onnx::NodeProto& n, const Value& v, const Partition& part,
                                const std::string& whose, const std::string& into);
@@ -885,6 +904,7 @@ class Importer {
   std::map<std::string, PatchGrid> patch_grids_;  // values in values_ that are unfolded patches
   std::map<std::string, PatchStep> patch_steps_;
   std::map<std::string, SeparablePart> separable_;
+  std::map<std::string, LinearPart> linear_;
   std::map<std::string, Value> flat_nchw_;  // flattened tokens transposed to (1, C, H*W), on the way to the image
   // A token sequence (values_' form, (S, 1, C)) transposed to (1, C, S): a 1-D pooling's output,
   // read by a BatchNormalization or the Transpose back (pool1d_node)

@@ -20,6 +20,7 @@
 #include "backend/attention_op.h"
 #include "backend/depth_to_space_op.h"
 #include "backend/kernel_kinds.h"
+#include "backend/linear_attention_op.h"
 #include "backend/ops.h"
 #include "backend/resize_op.h"
 #include "backend/separable_attention_op.h"
@@ -402,6 +403,22 @@ inline GradientRow separable_attention(std::string name, SeparableAttentionDesc 
           }};
 }
 
+// Queries, keys and values either side of 0 (the ReLUs), none within 0.05 of it (the finite
+// differences' steps stay on one side of the kink).
+inline GradientRow linear_attention(std::string name, LinearAttentionDesc d) {
+  Rng rng(163);
+  Vec x = random_vec(d.x_numel(), rng, -2.0, 2.0);
+  for (double& v : x)
+    if (std::abs(v) < 0.05) v += v < 0 ? -0.05 : 0.05;
+  return {"linear_attention " + name,
+          LinearAttentionDesc::kOp,
+          {x},
+          [d](const std::vector<Vec>& in) { return ref::linear_attention_forward(d, in[0]); },
+          [d](const std::vector<Vec>& in, const Vec& dy) {
+            return std::vector<Vec>{ref::linear_attention_backward(d, in[0], dy)};
+          }};
+}
+
 // Q and K in [-2, 2) (a softmax far from uniform). With d.dropout: one fixed mask; with
 // d.bias_n: the bias in [-1, 1), a fourth input.
 inline GradientRow attention(std::string name, AttentionDesc d) {
@@ -612,6 +629,8 @@ inline std::vector<GradientRow> gradient_rows() {
       rotary("a table per head, 2 sequences of 3 tokens (1 prefix), 2 heads of 4", {2, 3, 2, 4, 1, false, 2}));
   rows.push_back(separable_attention("2 images of 4x6, 2x2 patches, 3 channels", {2, 4, 6, 3, 2, 2}));
   rows.push_back(separable_attention("1 image of 3x4, 1x2 patches, 2 channels", {1, 3, 4, 2, 1, 2}));
+  rows.push_back(linear_attention("2 images of 5 tokens, 2 heads of 3", {2, 5, 2, 3, 1e-5f}));
+  rows.push_back(linear_attention("1 image of 4 tokens, 1 head of 1, eps 0.5", {1, 4, 1, 1, 0.5f}));
   rows.push_back(attention("2 heads, 3 queries over 4 keys, key dim 3 value dim 2", {2, 2, 3, 4, 3, 2, false, 0.f}));
   rows.push_back(attention("causal, 2 heads of 5 tokens", {1, 2, 5, 5, 3, 3, true, 0.f}));
   rows.push_back(attention("causal, 4 queries over 2 keys, scale 0.7", {1, 1, 4, 2, 2, 3, true, 0.7f}));

@@ -13,6 +13,7 @@
 #include "backend/depth_to_space_op.h"
 #include "backend/dropout_hash.h"
 #include "backend/kernel_kinds.h"
+#include "backend/linear_attention_op.h"
 #include "backend/loss_rows.h"
 #include "backend/resize_op.h"
 #include "backend/separable_attention_op.h"
@@ -475,6 +476,27 @@ inline AgreementRow separable_attention_row(std::string name, SeparableAttention
           }};
 }
 
+// ReLU linear attention, forward (its output and denominators) and backward, against the double
+// reference.
+inline AgreementRow linear_attention_row(std::string name, LinearAttentionDesc d) {
+  return {"linear_attention " + name, {LinearAttentionDesc::kOp}, [d](Backend& be, double tol) {
+            Rng rng(67);
+            const Vec x = random_vec(d.x_numel(), rng, -3.0, 3.0), dy = random_vec(d.y_numel(), rng);
+            auto op = be.make(d);
+            const Shape xs{d.n, d.s, 1, d.heads * 3 * d.d}, ys{d.n, d.s, 1, d.heads * d.d};
+            Tensor y(ys, be.device()), kv(Shape{d.n, d.heads, d.d, d.d + 1}, be.device()),
+                den(Shape{d.n, d.heads, d.s}, be.device()), dx(xs, be.device());
+            const Tensor tx = on_device(x, xs, be);
+            op->forward(tx, y, kv, den);
+            const Vec want = ref::linear_attention_forward(d, x);
+            check_close("forward", y, want, tol);
+            // Each denominator is eps plus a sum of products of ReLU outputs: at least eps.
+            for (double v : to_vec(den)) CHECK(v >= d.eps * (1 - 1e-6));
+            op->backward(tx, y, on_device(dy, ys, be), kv, den, dx);
+            check_close("backward", dx, ref::linear_attention_backward(d, x, dy), tol);
+          }};
+}
+
 // A Swin window partition's index: (h, w) pixels padded to whole windows of ws x ws, rolled
 // by -shift, read window by window (-1: a padded pixel).
 inline std::vector<int64_t> window_index(int64_t h, int64_t w, int64_t ws, int64_t shift) {
@@ -579,6 +601,10 @@ inline std::vector<AgreementRow> kernel_rows() {
   rows.push_back(separable_attention_row("1 image of 5x3, 1x3 patches (3 groups of 5), 1 channel", {1, 5, 3, 1, 1, 3}));
   rows.push_back(separable_attention_row("4 images of 28x28, 2x2 patches, 64 channels (mobilevitv2_050's first block)",
                                          {4, 28, 28, 64, 2, 2}));
+  rows.push_back(linear_attention_row("2 images of 6 tokens, 3 heads of 4", {2, 6, 3, 4, 1e-5f}));
+  rows.push_back(linear_attention_row("1 image of 1 token, 1 head of 1, eps 0.5", {1, 1, 1, 1, 0.5f}));
+  rows.push_back(linear_attention_row("4 images of 196 tokens, 8 heads of 16 (efficientvit_b0's third stage)",
+                                      {4, 196, 8, 16, 1e-5f}));
   for (AgreementRow& r : loss_rows()) rows.push_back(std::move(r));
   return rows;
 }

@@ -167,6 +167,12 @@ TEST_CASE("gpu network: MobileViT v2's separable self-attention on its unfolded 
   check_forward_backward(p, 1, 5);
 }
 
+TEST_CASE("gpu network: EfficientViT's ReLU linear attention after its multi-scale aggregation", "[gpu][net]") {
+  NetworkPair p = network_pair(config_network_file("tests/data/vit/efficientvit.yaml"), 6);
+  check_forward_backward(p, 4, 4);
+  check_forward_backward(p, 1, 5);
+}
+
 TEST_CASE("gpu network: PiT's pooling between stages (tokenSlice, concatenation, position table of a map)",
           "[gpu][net]") {
   NetworkPair p = network_pair(config_network_file("tests/data/vit/pit.yaml"), 6);

@@ -154,6 +154,11 @@ TEST_CASE("network gradients: MobileViT v2's separable self-attention (tests/dat
   expect_vit_network_ok("mobilevitv2");
 }
 
+TEST_CASE("network gradients: EfficientViT's ReLU linear attention (tests/data/vit/efficientvit.yaml)",
+          "[net][grad][vit]") {
+  expect_vit_network_ok("efficientvit");
+}
+
 // Swin's window attention on (H, W, C) images: the relative position table's gradient too.
 TEST_CASE("gradients: windowAttention", "[layers][grad]") {
   GradCheckOptions o;

@@ -17,6 +17,7 @@
 #include "backend/backend.h"
 #include "backend/depth_to_space_op.h"
 #include "backend/group_norm_op.h"
+#include "backend/linear_attention_op.h"
 #include "backend/ops.h"
 #include "backend/prelu_op.h"
 #include "backend/resize_op.h"
@@ -184,6 +185,10 @@ Vec rotary(const RotaryDesc& d, const Vec& x, const Vec& cos, const Vec& sin, bo
 // the backward's dx from dy by the chain rule through the same steps.
 Vec separable_attention_forward(const SeparableAttentionDesc& d, const Vec& x);
 Vec separable_attention_backward(const SeparableAttentionDesc& d, const Vec& x, const Vec& dy);
+// ReLU linear attention (backend/linear_attention_op.h), from timm's LiteMLA: per image and head
+// relu(Q) (relu(K)^T [V 1]), the first d columns over the last plus eps; the backward's dx.
+Vec linear_attention_forward(const LinearAttentionDesc& d, const Vec& x);
+Vec linear_attention_backward(const LinearAttentionDesc& d, const Vec& x, const Vec& dy);
 
 // ---- cross-entropy of softmax probabilities (N, C) with integer labels (N) ----
 // Returns the weighted mean sum w[l] * -log(max(p_l, 1e-37)) / sum w[l] over the rows whose

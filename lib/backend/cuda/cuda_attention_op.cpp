@@ -80,7 +80,7 @@ class CudaAttentionOp final : public AttentionOp {
  protected:
   void do_forward(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& o) override {
     const int64_t mixing = d_.talking_heads ? d_.probs_numel() : 0;
-    Carve w(ctx_, {d_.q_numel(), d_.k_numel(), d_.v_numel(), d_.probs_numel(), d_.o_numel(), mixing});
+    WorkspaceCarve w(ctx_, {d_.q_numel(), d_.k_numel(), d_.v_numel(), d_.probs_numel(), d_.o_numel(), mixing});
     float *qh = w[0], *kh = w[1], *vh = w[2], *s = w[3], *oh = w[4];  // s: the scores, then P * M
     float* logits = d_.talking_heads ? w[5] : s;                      // the softmax's input
     split(q, qh, d_.seq_q, d_.key_dim);
@@ -106,8 +106,8 @@ class CudaAttentionOp final : public AttentionOp {
   void do_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, Tensor& dq, Tensor& dk,
                    Tensor& dv, Tensor* dbias, const HeadMixGrads& dmix) override {
     const int64_t per_image_mix = d_.talking_heads ? d_.n * d_.heads * d_.heads : 0;
-    Carve w(ctx_, {d_.q_numel(), d_.k_numel(), d_.v_numel(), d_.o_numel(), d_.probs_numel(), d_.probs_numel(),
-                   d_.q_numel(), d_.k_numel(), d_.v_numel(), per_image_mix});
+    WorkspaceCarve w(ctx_, {d_.q_numel(), d_.k_numel(), d_.v_numel(), d_.o_numel(), d_.probs_numel(), d_.probs_numel(),
+                            d_.q_numel(), d_.k_numel(), d_.v_numel(), per_image_mix});
     float *qh = w[0], *kh = w[1], *vh = w[2], *doh = w[3], *dp = w[4], *ds = w[5], *dqh = w[6], *dkh = w[7],
           *dvh = w[8];  // ds holds P * M until the softmax's backward writes dS
     split(q, qh, d_.seq_q, d_.key_dim);
@@ -180,24 +180,6 @@ class CudaAttentionOp final : public AttentionOp {
     rm_gemm(true, false, heads_, plane_, heads_, 1.f, mix(2 * m).data(), heads_, 0, dy, plane_, block, dx, plane_,
             block, images_);
   }
-
-  // Float buffers of the given sizes carved out of the device's shared workspace.
-  class Carve {
-   public:
-    Carve(CudaContext& ctx, std::initializer_list<int64_t> counts) {
-      size_t bytes = 0;
-      for (int64_t c : counts) bytes += aligned_bytes(static_cast<size_t>(c) * sizeof(float));
-      char* base = static_cast<char*>(ctx.workspace(bytes));
-      for (int64_t c : counts) {
-        ptrs_.push_back(reinterpret_cast<float*>(base));
-        base += aligned_bytes(static_cast<size_t>(c) * sizeof(float));
-      }
-    }
-    float* operator[](size_t i) const { return ptrs_[i]; }
-
-   private:
-    std::vector<float*> ptrs_;
-  };
 
   void split(const Tensor& t, float* to, int64_t seq, int64_t dim) {
     attention_heads(t.data(), to, d_.n, seq, d_.heads, dim, true, ctx_.stream);

@@ -7,7 +7,9 @@
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include <cuda_bf16.h>
 
@@ -111,6 +113,25 @@ inline void require_bf16(const CudaContext& ctx, const std::string& op) {
 
 // Bytes rounded up so that buffers carved out of one workspace stay 256-byte aligned.
 inline size_t aligned_bytes(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// Float buffers of the given sizes carved out of the device's shared workspace (valid until
+// the next workspace() call: within one op call).
+class WorkspaceCarve {
+ public:
+  WorkspaceCarve(CudaContext& ctx, std::initializer_list<int64_t> counts) {
+    size_t bytes = 0;
+    for (int64_t c : counts) bytes += aligned_bytes(static_cast<size_t>(c) * sizeof(float));
+    char* base = static_cast<char*>(ctx.workspace(bytes));
+    for (int64_t c : counts) {
+      ptrs_.push_back(reinterpret_cast<float*>(base));
+      base += aligned_bytes(static_cast<size_t>(c) * sizeof(float));
+    }
+  }
+  float* operator[](size_t i) const { return ptrs_[i]; }
+
+ private:
+  std::vector<float*> ptrs_;
+};
 
 // cuDNN pads symmetrically: it applies ph = min(top, bottom) and pw = min(left, right); the
 // excess (et, eb, el, er) the op pads explicitly into an input of hx x wx.
