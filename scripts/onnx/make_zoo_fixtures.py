@@ -25,7 +25,8 @@ import zoo_coverage as zc
 
 SIDE = 32
 IMAGES = 2
-SIDES = {"efficientformer_timm": 56, "visformer_timm": 64, "efficientformerv2_timm": 64, "shvit_timm": 64}  # fixtures whose architecture fixes another input size
+SIDES = {"efficientformer_timm": 56, "visformer_timm": 64, "efficientformerv2_timm": 64, "shvit_timm": 64,
+         "efficientvit_timm": 64}  # fixtures whose architecture fixes another input size
 MAX_BYTES = 600 * 1024  # per fixture (the .onnx and its .onnx.data together)
 SEG_CLASSES = 3  # the segmentation fixtures' classes (their expected files hold 32 x 32 x 3 per image)
 
@@ -481,6 +482,15 @@ def tiny_models():
         return timm_net(lambda: SHViT(embed_dim=(16, 24, 32), partial_dim=(8, 8, 8), qk_dim=(4, 4, 4),
                                       depth=(1, 1, 1), types=("s", "s", "s"), num_classes=10))
 
+    def efficientvit_timm():
+        # timm's EfficientViT (MIT) at 64x64: a stem, two MBConv stages, two stages of EfficientViT
+        # blocks whose context module is ReLU linear attention (LiteMLA: the joint 1x1 projection
+        # and its multi-scale aggregation concatenated, 8 heads of 8 channels at 4x4 and 2x2
+        # pixels, the queries, keys and values a Reshape, Transpose and Split of the image)
+        from timm.models.efficientvit_mit import EfficientVit
+        return timm_net(lambda: EfficientVit(widths=(8, 8, 16, 32, 32), depths=(1, 1, 1, 1, 1), head_dim=8,
+                                             head_widths=(32, 40), num_classes=10))
+
     def maxvit_tf(head_first):
         # timm's MaxViT in TensorFlow's layout (maxvit_*_tf): channels-last window and grid partitions
         # through (windows, wh, ww, C), Q/K/V unbound along axis 2, the relative position bias an
@@ -880,7 +890,7 @@ def tiny_models():
             "mobilevit": mobilevit, "mobilevitv2_timm": mobilevitv2_timm, "focalnet_timm": focalnet_timm,
             "visformer_timm": visformer_timm, "nextvit_timm": nextvit_timm,
             "mobilenetv4_timm": mobilenetv4_timm, "efficientformerv2_timm": efficientformerv2_timm,
-            "shvit_timm": shvit_timm,
+            "shvit_timm": shvit_timm, "efficientvit_timm": efficientvit_timm,
             "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm, "pvt_v2_timm": pvt_v2_timm, "beit_timm": beit_timm,
             "pit_timm": lambda: pit_timm(False), "pit_distilled_timm": lambda: pit_timm(True),

@@ -250,7 +250,7 @@ TEST_CASE("onnx window: CoAtNet's attention is one windowAttention from both exp
 
 TEST_CASE(
     "onnx window: timm's Swin, DeiT III, CaiT, ConViT, EVA-02, MobileViT (v1 and v2), CoAtNet, Visformer, NextViT, "
-    "MobileNetV4, EfficientFormer V2, SHViT, FastViT, "
+    "MobileNetV4, EfficientFormer V2, SHViT, EfficientViT, FastViT, "
     "EfficientFormer, Twins, "
     "DaViT and "
     "PVT v2 "
@@ -475,6 +475,39 @@ TEST_CASE(
     want =
         "node 'node_matmul' (MatMul): multiplies [1, 4, 16] by [1, 4, 16], which dltrain does not read as the "
         "scores Q K^T";
+  }
+  SECTION("EfficientViT's values padded with zeros") {
+    p = load("efficientvit_timm-dynamo");
+    set_floats(initializer(p, "val_139"), {0.f});  // was 1: the denominator's column of ones
+    want = "node 'node_pad' (Pad): pads a linear attention's values with [0, 0, 0, 0, 0, 0, 0, 1] (value 0.000000)";
+  }
+  SECTION("EfficientViT's column of ones in front of the tokens") {
+    p = load("efficientvit_timm-dynamo");
+    set_ints(initializer(p, "val_138"), {0, 0, 1, 0, 0, 0, 0, 0});  // was after the channels
+    want = "node 'node_pad' (Pad): pads a linear attention's values with [0, 0, 1, 0, 0, 0, 0, 0]";
+  }
+  SECTION("EfficientViT's keys times the context instead of its queries") {
+    p = load("efficientvit_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_matmul_1") n.set_input(0, "relu_1");  // was relu: relu(Q) (relu(K)^T V')
+    want = "node 'node_matmul_1' (MatMul): reads a step of a linear attention out of order";
+  }
+  SECTION("EfficientViT's queries taken from the values' channels") {
+    p = load("efficientvit_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_relu") n.set_input(0, "split_split_2");  // was split_split_0
+    want = "node 'node_relu' (Relu): reads a [1, 8, 16, 8] value inside an attention";
+  }
+  SECTION("EfficientViT's product sliced from its second column") {
+    p = load("efficientvit_timm-dynamo");
+    set_ints(initializer(p, "val_142"), {1});  // was 0: out[..., :-1]
+    want = "node 'node_slice_1' (Slice): slices a linear attention's product (.., 9) other than into its first 8 "
+           "columns and its last";
+  }
+  SECTION("EfficientViT's eps one per channel") {
+    p = load("efficientvit_timm-dynamo");
+    set_floats(initializer(p, "val_7"), std::vector<float>(8, 1e-5f), {8});
+    want = "node 'node_add_1' (Add): adds 8 values to a linear attention's denominator; dltrain reads one number >= 0";
   }
   SECTION("FastViT's RepMixer subtracting an image of another size") {
     p = load("fastvit_timm-dynamo");
