@@ -4,7 +4,8 @@
 # adamw on the generated shapes; validation accuracy well above chance; `dltrain info` shows the
 # token formats; model.bin classifies the validation images with summary.json's accuracy; bad
 # token networks are refused with one line naming the layer; attention dropout trains; so does a
-# rotary embedding, whose tables model.bin keeps; so does MobileViT v2's separable self-attention.
+# rotary embedding, whose tables model.bin keeps; so do MobileViT v2's separable self-attention and
+# EfficientViT's ReLU linear attention.
 source "$(dirname "$0")/common.sh" "$@"
 make_shapes "$TMP/data" 150
 cat > "$TMP/vit.yaml" <<YAML
@@ -120,3 +121,41 @@ acc=$(json_number "$mv2/summary.json" validation_accuracy)
 at_least "$acc" 85 || fail "MobileViT v2 run: validation accuracy $acc% (chance 25%)"
 echo "ok: separableAttention (MobileViT v2) learns the shapes: validation accuracy $acc%"
 classify_matches_summary "$mv2" "$TMP/data/test"
+
+# EfficientViT's block on a stride-4 map (8x8 pixels of 16 channels): the joint 1x1 projection
+# to 4 heads of 4 queries, keys and values, its multi-scale aggregation (5x5 depthwise, 1x1
+# grouped by 12) concatenated (8 heads), linearAttention, the projection with batch norm, the
+# residual, a 1x1 MLP; the ViT's data and training sections at a rate of 0.003 for 30 epochs:
+# seed 1 reaches 98.3% (seeds 1-4: 92.5-98.3%).
+cat > "$TMP/evit.yaml" <<YAML
+layers:
+  - {type: imageInput, Name: input, InputSize: [32, 32, 3], Normalization: zscore}
+  - {type: convolution2d, Name: stem, FilterSize: 3, NumFilters: 16, Stride: 2, Padding: same}
+  - {type: hardSwish, Name: act1}
+  - {type: convolution2d, Name: down, FilterSize: 3, NumFilters: 16, Stride: 2, Padding: same}
+  - {type: hardSwish, Name: act2}
+  - {type: convolution2d, Name: qkv, FilterSize: 1, NumFilters: 48}
+  - {type: groupedConvolution2d, Name: agg_dw, FilterSize: 5, NumFiltersPerGroup: 1, NumGroups: channel-wise, Padding: same}
+  - {type: groupedConvolution2d, Name: agg_pw, FilterSize: 1, NumFiltersPerGroup: 4, NumGroups: 12}
+  - {type: depthConcatenation, Name: multi_scale, Inputs: [qkv, agg_pw]}
+  - {type: linearAttention, Name: attn, NumHeads: 8}
+  - {type: convolution2d, Name: proj, FilterSize: 1, NumFilters: 16}
+  - {type: batchNormalization, Name: proj_bn}
+  - {type: addition, Name: add1, Inputs: [proj_bn, act2]}
+  - {type: convolution2d, Name: fc1, FilterSize: 1, NumFilters: 32}
+  - {type: hardSwish, Name: mlp_act}
+  - {type: convolution2d, Name: fc2, FilterSize: 1, NumFilters: 16}
+  - {type: addition, Name: add2, Inputs: [fc2, add1]}
+  - {type: globalAveragePooling2d, Name: gap}
+  - {type: fullyConnected, Name: fc, OutputSize: 4}
+  - {type: softmax, Name: softmax}
+  - {type: classification, Name: output}
+YAML
+sed -n '/^data:/,$p' "$TMP/vit.yaml" >> "$TMP/evit.yaml"
+evit="$TMP/evit"
+"$DLTRAIN" train "$TMP/evit.yaml" --output-dir "$evit" --set training.InitialLearnRate=0.003 \
+  --set training.MaxEpochs=30 > "$TMP/evit.out"
+acc=$(json_number "$evit/summary.json" validation_accuracy)
+at_least "$acc" 85 || fail "EfficientViT run: validation accuracy $acc% (chance 25%)"
+echo "ok: linearAttention (EfficientViT) learns the shapes: validation accuracy $acc%"
+classify_matches_summary "$evit" "$TMP/data/test"
