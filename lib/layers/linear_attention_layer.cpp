@@ -63,13 +63,8 @@ class LinearAttentionLayer final : public Layer {
     const OnnxValue in = g.image(n, inputs.at(0));
     const int64_t h = d_.heads, d = d_.d;
     auto node = [&](const std::string& op, const std::string& tag, const std::vector<std::string>& ins,
-                    const std::vector<OnnxAttr>& attrs = {}) {
-      g.add_node(op, n + tag, ins, n + tag, attrs);
-      return n + tag;
-    };
-    auto ints = [&](const std::string& tag, const std::vector<int64_t>& v) {
-      return g.add_ints(n + tag, {static_cast<int64_t>(v.size())}, v);
-    };
+                    const std::vector<OnnxAttr>& attrs = {}) { return g.node(op, n + tag, ins, attrs); };
+    auto ints = [&](const std::string& tag, const std::vector<int64_t>& v) { return g.ints(n + tag, v); };
     const OnnxAttr swap("perm", std::vector<int64_t>{0, 1, 3, 2});
     std::string x = node("Reshape", "_heads", {in.name, ints("_heads_shape", {-1, h, 3 * d, d_.s})});
     x = node("Transpose", "_tokens", {x}, {swap});

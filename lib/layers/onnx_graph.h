@@ -80,6 +80,16 @@ class OnnxGraph {
   // The file being written, for errors ("m.onnx").
   virtual const std::string& path() const = 0;
 
+  // node(): one node named after the value it writes (`name`, returned); ints(): a 1-D int64
+  // initializer of the values (its name).
+  std::string node(const std::string& op, const std::string& name, const std::vector<std::string>& inputs,
+                   const std::vector<OnnxAttr>& attrs = {}) {
+    add_node(op, name, inputs, name, attrs);
+    return name;
+  }
+  std::string ints(const std::string& name, const std::vector<int64_t>& values) {
+    return add_ints(name, {static_cast<int64_t>(values.size())}, values);
+  }
   // Helpers on top of the above. flat(): a Flatten to (N, C*H*W) unless already flat (one
   // Flatten per value, however many layers read it flat). image(): a flat (N, C) value reshaped to (N, C, 1, 1); a flat
   // image larger than 1x1 has no ONNX form here (ModelError naming the layer).

@@ -63,13 +63,8 @@ class SeparableAttentionLayer final : public Layer {
     const OnnxValue in = g.image(n, inputs.at(0));
     const int64_t c = d_.c, xc = 1 + 2 * c, nh = d_.h / d_.ph, nw = d_.w / d_.pw;
     auto node = [&](const std::string& op, const std::string& tag, const std::vector<std::string>& ins,
-                    const std::vector<OnnxAttr>& attrs = {}) {
-      g.add_node(op, n + tag, ins, n + tag, attrs);
-      return n + tag;
-    };
-    auto ints = [&](const std::string& tag, const std::vector<int64_t>& v) {
-      return g.add_ints(n + tag, {static_cast<int64_t>(v.size())}, v);
-    };
+                    const std::vector<OnnxAttr>& attrs = {}) { return g.node(op, n + tag, ins, attrs); };
+    auto ints = [&](const std::string& tag, const std::vector<int64_t>& v) { return g.ints(n + tag, v); };
     std::string x = node("Reshape", "_split", {in.name, ints("_split_shape", {-1, xc, nh, d_.ph, nw, d_.pw})});
     x = node("Transpose", "_unfold_t", {x}, {OnnxAttr("perm", std::vector<int64_t>{0, 1, 3, 5, 2, 4})});
     x = node("Reshape", "_unfold", {x, ints("_unfold_shape", {-1, xc, d_.ph * d_.pw, nh * nw})});

@@ -173,10 +173,7 @@ class WindowAttentionLayer final : public Layer {
     const int64_t value = s_.value, dv = value / heads_;
     const int64_t sh = shift(true), sw = shift(false), gh = pad_h_ / win_h_, gw = pad_w_ / win_w_;
     auto node = [&](const std::string& op, const std::string& tag, const std::vector<std::string>& ins,
-                    const std::vector<OnnxAttr>& attrs = {}) {
-      g.add_node(op, n + tag, ins, n + tag, attrs);
-      return n + tag;
-    };
+                    const std::vector<OnnxAttr>& attrs = {}) { return g.node(op, n + tag, ins, attrs); };
     auto reshape = [&](const std::string& x, const std::string& tag, const std::vector<int64_t>& dims) {
       return node("Reshape", tag, {x, g.add_ints(n + tag + "_shape", {static_cast<int64_t>(dims.size())}, dims)});
     };

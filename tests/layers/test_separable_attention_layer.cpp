@@ -27,11 +27,7 @@ Vec run(const std::vector<std::string>& options, const Shape& in, int64_t n, con
   const Shape out = layer->infer({in});
   REQUIRE(out == Shape{in[0], in[1], (in[2] - 1) / 2});
   CHECK(layer->params().empty());
-  layer->setup(n, backend_for(Device::cpu()));
-  const Tensor tx = to_tensor(x, Shape{n, in[0], in[1], in[2]});
-  Tensor y(Shape{n, out[0], out[1], out[2]});
-  layer->forward({&tx}, y, RunContext{false, 0, 0});
-  return to_vec(y);
+  return forward_on_cpu(*layer, in, out, n, x);
 }
 
 }  // namespace

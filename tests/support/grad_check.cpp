@@ -6,6 +6,7 @@
 #include "backend/backend.h"
 #include "layers/layer.h"
 #include "net/network.h"
+#include "support/tensor_utils.h"
 #include "util/rng.h"
 
 namespace dlt::test {
@@ -95,6 +96,15 @@ void cap_skipped(const GradCheckOptions& o, GradCheckReport& rep) {
 std::vector<float> host_vector(const Tensor& t) { return std::vector<float>(t.data(), t.data() + t.numel()); }
 
 }  // namespace
+
+std::vector<double> forward_on_cpu(Layer& layer, const Shape& in, const Shape& out, int64_t n,
+                                   const std::vector<double>& x) {
+  layer.setup(n, backend_for(Device::cpu()));
+  const Tensor tx = to_tensor(x, Shape{n, in[0], in[1], in[2]});
+  Tensor y(Shape{n, out[0], out[1], out[2]});
+  layer.forward({&tx}, y, RunContext{false, 0, 0});
+  return to_vec(y);
+}
 
 GradCheckReport check_layer(const LayerSpec& spec, const std::vector<Shape>& input_shapes, const GradCheckOptions& o,
                             const std::vector<DataFormat>& formats) {

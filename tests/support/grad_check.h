@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "layers/data_format.h"
+#include "layers/layer.h"
 #include "layers/spec.h"
 #include "tensor/shape.h"
 
@@ -33,6 +34,11 @@ struct GradCheckReport {
   double max_error = 0;  // worst |analytic - numeric| / (atol + rtol * max(|a|, |n|))
   std::string worst;     // which tensor and element
 };
+
+// The inference output of `layer` (its output shape `out` already inferred from `in`, both
+// per image) on the CPU for n images x (n * in's values, NHWC).
+std::vector<double> forward_on_cpu(Layer& layer, const Shape& in, const Shape& out, int64_t n,
+                                   const std::vector<double>& x);
 
 // Layer alone: loss = sum(y .* r) for a fixed random r. Checks every input and parameter.
 // formats: the inputs' data formats (default: images, SSCB).
