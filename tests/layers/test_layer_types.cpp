@@ -4,7 +4,10 @@
 // data-parallel code and CUDA graph capture rely on.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <iterator>
 #include <set>
+#include <string>
 
 #include "layers/conv_layer_base.h"
 #include "layers/layer.h"
@@ -29,6 +32,18 @@ TEST_CASE("layer registry: unique names and ONNX operators, each with a reader",
   CHECK(layer_type_for_onnx("Conv")->name == "convolution2d");
   CHECK(layer_type_for_onnx("ConvTranspose")->name == "transposedConv2d");
   CHECK(layer_type_for_onnx("Transpose") == nullptr);
+}
+
+// Every layer type a config can name has its row in docs/config.md's layer table (its name in
+// backquotes), so that a new layer cannot land undocumented.
+TEST_CASE("docs/config.md documents every registered layer type", "[layers][registry]") {
+  std::ifstream in(std::string(DLT_SOURCE_DIR) + "/docs/config.md");
+  REQUIRE(in);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const LayerType* t : layer_registry()) {
+    INFO(t->name);
+    CHECK(text.find("`" + t->name + "`") != std::string::npos);
+  }
 }
 
 TEST_CASE("freeze_layer sets the learn-rate factors of the layer's own learnables", "[layers][registry]") {
