@@ -33,13 +33,11 @@ class CpuLinearAttentionOp final : public LinearAttentionOp, public ImplInfo {
         dv_(plain(d.s, d.d), columns(d.d, d.d, d.d + 1), plain(d.s, d.d), ctx.eng) {
     for (const Product* p : {&kv_, &num_, &dq_, &dkv_, &dk_, &dv_}) pad_.need(p->pd.scratchpad_desc());
     pad_.allocate();
-    const int64_t sd = b_ * d.s * d.d, sd1 = b_ * d.s * (d.d + 1);
+    const int64_t sd = b_ * d.s * d.d, sd1 = b_ * d.s * (d.d + 1);  // the gathered planes
     q_ = host_buffer(static_cast<size_t>(sd) * sizeof(float));
     k_ = host_buffer(static_cast<size_t>(sd) * sizeof(float));
     v_ = host_buffer(static_cast<size_t>(sd1) * sizeof(float));
     num_buf_ = host_buffer(static_cast<size_t>(sd1) * sizeof(float));
-    grad_ = host_buffer(static_cast<size_t>(sd) * sizeof(float));
-    dkv_buf_ = host_buffer(static_cast<size_t>(b_ * d.d * (d.d + 1)) * sizeof(float));
   }
 
   std::string impl_info() const override { return "kv=" + impl_of(kv_.pd) + " num=" + impl_of(num_.pd); }
@@ -151,6 +149,10 @@ class CpuLinearAttentionOp final : public LinearAttentionOp, public ImplInfo {
 
   void do_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& kv, const Tensor& den,
                    Tensor& dx) override {
+    if (!grad_.defined()) {  // the backward's own buffers, made at the first backward (none in inference)
+      grad_ = host_buffer(static_cast<size_t>(b_ * d_.s * d_.d) * sizeof(float));
+      dkv_buf_ = host_buffer(static_cast<size_t>(b_ * d_.d * (d_.d + 1)) * sizeof(float));
+    }
     gather(x.data());
     const int64_t s = d_.s, h = d_.heads, d = d_.d;
     float* g = num_buf_.data();  // the gradient of num, (images * heads, tokens, d + 1)
