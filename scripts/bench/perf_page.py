@@ -261,8 +261,11 @@ def onnx_inference_vit(res, f):
             parts.append(f"{r['network']} import failed: {r.get('dltrain_error', '?')}")
             continue
         load = max(r.get(s + "_load", 0) for s in ("dltrain", "pytorch", "onnxruntime"))
+        # measured in rounds (--rounds): the per-round ratios' range
+        spread = (f" ({r['ratio_min']:.2f}-{r['ratio_max']:.2f} over its rounds)"
+                  if r.get("ratio_max", 0) - r.get("ratio_min", 0) > 1e-9 else "")
         parts.append(f"{r['network']} dltrain {r['dltrain']:.0f} ms, PyTorch {r['pytorch']:.0f} ms, onnxruntime "
-                     f"{r['onnxruntime']:.0f} ms: {min(r['pytorch'], r['onnxruntime']) / r['dltrain']:.2f}x"
+                     f"{r['onnxruntime']:.0f} ms: {min(r['pytorch'], r['onnxruntime']) / r['dltrain']:.2f}x{spread}"
                      + (f" (foreign load up to {load:.1f} cores)" if load >= 0.3 else "")
                      # a row measured by another run of the bench, added to this file
                      + (f" (`{bench_command(r['run_command'])}`, {r['run_date']}, {r['run_machine']}, "
