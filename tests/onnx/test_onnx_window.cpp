@@ -501,8 +501,9 @@ TEST_CASE(
   SECTION("EfficientViT's product sliced from its second column") {
     p = load("efficientvit_timm-dynamo");
     set_ints(initializer(p, "val_142"), {1});  // was 0: out[..., :-1]
-    want = "node 'node_slice_1' (Slice): slices a linear attention's product (.., 9) other than into its first 8 "
-           "columns and its last";
+    want =
+        "node 'node_slice_1' (Slice): slices a linear attention's product (.., 9) other than into its first 8 "
+        "columns and its last";
   }
   SECTION("EfficientViT's eps one per channel") {
     p = load("efficientvit_timm-dynamo");
