@@ -8,7 +8,6 @@
 // projection is the 1x1 convolution after it. ONNX: timm's form both ways (Reshape (N, heads,
 // 3d, H*W), Transpose, Split, Relu, Pad with a column of ones, the two MatMuls, Slice, Add, Div,
 // Transpose and Reshape back; the import reads it in lib/onnx/onnx_import_linear.cpp).
-#include <cmath>
 #include <memory>
 
 #include "backend/linear_attention_op.h"
