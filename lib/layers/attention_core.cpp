@@ -120,7 +120,9 @@ void AttentionCore::add_params(std::vector<Param>& params, const Param& weight, 
     const char* name;
     int64_t rows, cols;
   } proj[] = {{"Query", s.key, s.c}, {"Key", s.key, s.c}, {"Value", s.value, s.c}, {"Output", s.out, s.value}};
-  for (const auto& p : proj) {
+  const size_t first = s.query_input ? 1 : 0;  // no query projection
+  for (size_t i = first; i < 4; ++i) {
+    const auto& p = proj[i];
     Param w = weight;
     w.name = std::string(p.name) + "Weights";
     w.shape = Shape{p.rows, p.cols};
@@ -128,7 +130,8 @@ void AttentionCore::add_params(std::vector<Param>& params, const Param& weight, 
     w.fan_out = p.rows;
     params.push_back(w);
   }
-  for (const auto& p : proj) {
+  for (size_t i = first; i < 4; ++i) {
+    const auto& p = proj[i];
     Param b = bias;
     b.name = std::string(p.name) + "Bias";
     b.shape = Shape{p.rows};
@@ -142,8 +145,9 @@ void AttentionCore::setup(Backend& be, const AttentionSizes& s, int64_t sequence
                           float dropout, int64_t bias_n, bool mixed, bool cosine, const TalkingHeads* talking,
                           const Rotary* rotary) {
   be_ = &be;
+  query_input_ = s.query_input;
   const int64_t rows = sequences * seq;
-  fc_[0] = be.make(FcDesc{rows, s.c, s.key, false, mixed});
+  fc_[0] = query_input_ ? nullptr : be.make(FcDesc{rows, s.c, s.key, false, mixed});
   fc_[1] = be.make(FcDesc{rows, s.c, s.key, false, mixed});
   fc_[2] = be.make(FcDesc{rows, s.c, s.value, false, mixed});
   fc_[3] = be.make(FcDesc{rows, s.value, s.out, false, mixed});
@@ -189,7 +193,7 @@ void AttentionCore::setup(Backend& be, const AttentionSizes& s, int64_t sequence
 
 void AttentionCore::forward(const Tensor& x, Tensor& y, Param* params, bool dropout, uint64_t dropout_key,
                             const Param* logit) {
-  for (int i = 0; i < 3; ++i) fc_[i]->forward(x, params[i].value, params[4 + i].value, act_[i]);
+  for (int i = first(); i < 3; ++i) fc_[i]->forward(x, weight(params, i).value, bias(params, i).value, act_[i]);
   if (rotary_) {  // Q and K rotated in place: the attention's backward reads them so
     DLT_CHECK(rot_cos_ && rot_sin_, "attention: a rotary embedding without its tables (set_rotary)");
     for (int i = 0; i < 2; ++i) rotary_->forward(act_[i], *rot_cos_, *rot_sin_, act_[i]);
@@ -206,13 +210,13 @@ void AttentionCore::forward(const Tensor& x, Tensor& y, Param* params, bool drop
     attention_->forward_dropout(q, k, act_[2], act_[3], dropout_key);
   else
     attention_->forward(q, k, act_[2], act_[3]);
-  fc_[3]->forward(act_[3], params[3].value, params[7].value, y);
+  fc_[3]->forward(act_[3], weight(params, 3).value, bias(params, 3).value, y);
 }
 
 void AttentionCore::backward(const Tensor& x, Tensor& dy, Tensor* dx, Param* params, Tensor* dbias, Param* logit,
                              const HeadMixGrads* dmix) {
   update_grads(3, act_[3], dy, params);
-  fc_[3]->backward_data(dy, params[3].value, grad_[3]);  // over A, read for the last time above
+  fc_[3]->backward_data(dy, weight(params, 3).value, grad_[3]);  // over A, read for the last time above
   if (norm_[0]) {
     // dQ' and dK' of the normalized ones (dK' over K'), then through the normalization.
     attention_->backward(unit_[0], unit_[1], act_[2], grad_[3], grad_[0], unit_[1], grad_[2], dbias, dmix);
@@ -223,19 +227,20 @@ void AttentionCore::backward(const Tensor& x, Tensor& dy, Tensor* dx, Param* par
     if (rotary_)  // the rotated Q's and K's gradients rotated back, in place
       for (int i = 0; i < 2; ++i) rotary_->backward(grad_[i], *rot_cos_, *rot_sin_, grad_[i]);
   }
-  for (int i = 0; i < 3; ++i) update_grads(i, x, grad_[i], params);
+  for (int i = first(); i < 3; ++i) update_grads(i, x, grad_[i], params);
   if (!dx) return;
-  fc_[0]->backward_data(grad_[0], params[0].value, *dx);  // dx = dQ Wq + dK Wk + dV Wv
-  for (int i = 1; i < 3; ++i) {
-    fc_[i]->backward_data(grad_[i], params[i].value, dx_part_);
+  // dx = dQ Wq + dK Wk + dV Wv (without the first term with query_input)
+  fc_[first()]->backward_data(grad_[first()], weight(params, first()).value, *dx);
+  for (int i = first() + 1; i < 3; ++i) {
+    fc_[i]->backward_data(grad_[i], weight(params, i).value, dx_part_);
     be_->axpby(1.f, dx_part_, 1.f, *dx);
   }
 }
 
 // Projection i's weight and bias gradients from its input and its output's gradient.
 void AttentionCore::update_grads(int i, const Tensor& in, const Tensor& g, Param* params) {
-  Param& w = params[i];
-  Param& b = params[4 + i];
+  Param& w = weight(params, i);
+  Param& b = bias(params, i);
   if (!w.frozen() || !b.frozen()) fc_[i]->backward_weights(in, g, w.grad, b.grad);
 }
 

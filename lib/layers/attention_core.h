@@ -13,6 +13,10 @@
 // The layer owns the learnables (Layer::params_): add_params appends the eight in the order
 // QueryWeights, KeyWeights, ValueWeights, OutputWeights, QueryBias .. OutputBias, and the
 // calls below take a pointer to the first.
+// With AttentionSizes::query_input (GC ViT's global query) the queries are not projected: the
+// layer writes them into query() before each forward and reads their gradient from
+// query_grad() after each backward; there is no QueryWeights or QueryBias (six learnables:
+// KeyWeights, ValueWeights, OutputWeights, KeyBias, ValueBias, OutputBias).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -88,19 +92,26 @@ class Rotary {
 
 struct AttentionSizes {
   int64_t heads = 1, key = 1, value = 1, out = 1, c = 1;  // c: the input's channels
+  bool query_input = false;                               // the queries given (query()), not projected from the input
 };
 
 class AttentionCore {
  public:
-  // Appends the eight learnables, copies of the Weight and Bias templates (their initializers
+  // Appends the eight learnables (six with query_input), copies of the Weight and Bias templates (their initializers
   // and factors) with MATLAB's names, shapes and fans.
   static void add_params(std::vector<Param>& params, const Param& weight, const Param& bias, const AttentionSizes& s);
+  // How many add_params appends: 8, or 6 with query_input.
+  static int param_count(const AttentionSizes& s) { return s.query_input ? 6 : 8; }
 
   // `sequences` sequences of `seq` tokens; bias_n as AttentionDesc's (0: none).
   void setup(Backend& be, const AttentionSizes& s, int64_t sequences, int64_t seq, bool causal, float dropout,
              int64_t bias_n, bool mixed, bool cosine = false, const TalkingHeads* talking = nullptr,
              const Rotary* rotary = nullptr);
   AttentionOp& attention() { return *attention_; }
+  // With query_input: the queries (rows, key) the next forward reads, written by the layer, and
+  // after a backward their gradient (rows, key).
+  Tensor& query() { return act_[0]; }
+  const Tensor& query_grad() const { return grad_[0]; }
   // The rotary embedding's tables (a setup with rotary on): read by every forward and backward
   // until set again (the tensors must outlive them).
   void set_rotary(const Tensor& cos, const Tensor& sin) {
@@ -122,8 +133,14 @@ class AttentionCore {
 
  private:
   void update_grads(int i, const Tensor& in, const Tensor& g, Param* params);
+  // Projection i's (0 Q, 1 K, 2 V, 3 output) weights and bias in add_params's order.
+  Param& weight(Param* p, int i) const { return p[query_input_ ? i - 1 : i]; }
+  Param& bias(Param* p, int i) const { return p[query_input_ ? 2 + i : 4 + i]; }
+  // The first projection computed here: K with query_input, else Q.
+  int first() const { return query_input_ ? 1 : 0; }
 
   Backend* be_ = nullptr;
+  bool query_input_ = false;
   std::unique_ptr<FcOp> fc_[4];  // Q, K, V, output projections
   std::unique_ptr<AttentionOp> attention_;
   std::unique_ptr<HeadNormalizeOp> norm_[2];  // cosine: Q (with the logit scale) and K

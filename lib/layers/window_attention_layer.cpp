@@ -18,9 +18,13 @@
 // WindowSize must divide the image, and window (i, j) of the (H / wh) x (W / ww) windows holds
 // the pixels (a H / wh + i, b W / ww + j), token a ww + b (torchvision's PartitionAttentionLayer
 // with partition_type "grid": its partition and axis swap); no padding, no shift.
-// The partition, its reverse and the table's spread to (heads, S, S) are row gathers
-// (backend/token_ops.h); shifted, the spread table is added to each window's constant mask
-// (a batch broadcast), and its gradient sums the windows' shares.
+// GlobalQuery (GC ViT's global attention, timm's WindowAttentionGlobal): a second input, the
+// image's global query, a WindowSize image of NumKeyChannels channels, gives the queries of
+// every window of its image (token t of each window the query's pixel t, row by row), taken as
+// they are: no query projection (no QueryWeights or QueryBias); its gradient sums the windows'.
+// The partition, its reverse, the global query's copies and the table's spread to (heads, S, S)
+// are row gathers (backend/token_ops.h); shifted, the spread table is added to each window's
+// constant mask (a batch broadcast), and its gradient sums the windows' shares.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -53,6 +57,7 @@ class WindowAttentionLayer final : public Layer {
                         std::to_string(shift_w_) + "] must be smaller than WindowSize [" + std::to_string(win_h_) +
                         " " + std::to_string(win_w_) + "] (Swin shifts by half a window)");
     grid_ = spec_.get_choice("Partition", "window", {"window", "grid"}) == "grid";
+    global_ = spec_.get_bool("GlobalQuery", false);
     if (grid_ && (shift_h_ > 0 || shift_w_ > 0))
       throw ConfigError(spec.where() + "option ShiftSize must be 0 with Partition grid (grid windows are not shifted)");
     key_ = auto_int("NumKeyChannels", 0);  // 0: the input's channels
@@ -70,19 +75,29 @@ class WindowAttentionLayer final : public Layer {
     logit_ = make_param(spec_, "LogitScale", Shape{}, Init::kZeros, 0.f);  // init_params: log(10)
   }
 
+  int num_inputs() const override { return global_ ? 2 : 1; }
+
   Shape infer(const std::vector<Shape>& inputs) override {
-    expect_inputs(spec_, inputs, 1);
+    expect_inputs(spec_, inputs, global_ ? 2 : 1);
     h_ = inputs[0][0];
     w_ = inputs[0][1];
     s_.c = inputs[0][2];
     s_.heads = heads_;
-    s_.key = key_ ? key_ : s_.c;
+    s_.query_input = global_;
+    s_.key = key_ ? key_ : global_ ? inputs[1][2] : s_.c;
+    if (global_ && (inputs[1][0] != win_h_ || inputs[1][1] != win_w_ || inputs[1][2] != s_.key))
+      shape_error(spec_, "the global query (input 2) is " + inputs[1].str() +
+                             "; GlobalQuery needs a WindowSize image of " + "NumKeyChannels channels, " +
+                             Shape{win_h_, win_w_, s_.key}.str());
     s_.value = value_ ? value_ : s_.key;
     s_.out = out_ ? out_ : s_.c;
     for (auto [what, n] : {std::pair<const char*, int64_t>{"NumKeyChannels", s_.key}, {"NumValueChannels", s_.value}})
       if (n % heads_ != 0)
         shape_error(spec_, std::string(what) + " (" + std::to_string(n) + ") must be a multiple of NumHeads (" +
                                std::to_string(heads_) + "): it is the total over the heads");
+    if (global_ && s_.value != s_.key)
+      shape_error(spec_, "NumValueChannels (" + std::to_string(s_.value) + ") must equal the global query's " +
+                             std::to_string(s_.key) + " channels with GlobalQuery (GC ViT's keys and values)");
     if (grid_ && (h_ % win_h_ != 0 || w_ % win_w_ != 0))
       shape_error(spec_, "WindowSize [" + std::to_string(win_h_) + " " + std::to_string(win_w_) +
                              "] does not divide the input's " + std::to_string(h_) + "x" + std::to_string(w_) +
@@ -109,6 +124,11 @@ class WindowAttentionLayer final : public Layer {
   void setup(int64_t n, Backend& be) override {
     be_ = &be;
     const int64_t seq = win_h_ * win_w_, windows = windows_per_image();
+    if (global_) {  // window token r reads the global query's pixel r % S
+      std::vector<int64_t> copies(static_cast<size_t>(windows * seq));
+      for (size_t r = 0; r < copies.size(); ++r) copies[r] = static_cast<int64_t>(r) % seq;
+      queries_ = be.make(RowGatherDesc{n, seq, windows * seq, s_.key, copies});
+    }
     const std::vector<int64_t> part = partition_index();
     part_ = be.make(RowGatherDesc{n, h_ * w_, windows * seq, s_.c, part});
     std::vector<int64_t> back(static_cast<size_t>(h_ * w_), -1);
@@ -138,6 +158,7 @@ class WindowAttentionLayer final : public Layer {
 
   void forward(const std::vector<const Tensor*>& x, Tensor& y, const RunContext& ctx) override {
     part_->forward(*x[0], xw_);
+    if (global_) queries_->forward(*x[1], core_.query());
     if (relative_) spread_->forward(table().value, rel_);
     if (relative_ && mask_.defined()) broadcast_->add(mask_, rel_, dense_);
     if (bias_n_ > 0) core_.attention().set_bias(!relative_ ? mask_ : mask_.defined() ? dense_ : rel_);
@@ -157,6 +178,7 @@ class WindowAttentionLayer final : public Layer {
     if (learn_table && mask_.defined()) broadcast_->sum(ddense_, drel_);  // the windows' shares of the table
     if (learn_table) spread_->backward(drel_, table().grad);
     if (dx[0]) part_->backward(dxw_, *dx[0]);
+    if (global_ && dx[1]) queries_->backward(core_.query_grad(), *dx[1]);  // the windows' shares summed
   }
 
   // ONNX: torchvision's shifted_window_attention as PyTorch's dynamo exporter writes it (and
@@ -208,7 +230,28 @@ class WindowAttentionLayer final : public Layer {
     x = reshape(x, "_tokens", {-1, seq, c});
     std::vector<float> w, b;
     std::string part[3];
-    if (key == value) {  // torchvision's: Q, K and V of every head, then their heads
+    if (global_) {  // timm's WindowAttentionGlobal: K and V of every head, then their heads
+      for (size_t p = 0; p < 2; ++p) {
+        const std::vector<float> pw = host_values(params_[p].value), pb = host_values(params_[3 + p].value);
+        w.insert(w.end(), pw.begin(), pw.end());
+        b.insert(b.end(), pb.begin(), pb.end());
+      }
+      x = g.tokens_linear(n + "_kv", x, w, 2 * key, c, b);
+      x = reshape(x, "_kv_heads", {-1, seq, 2, heads_, d});
+      x = transpose(x, "_kv_t", {2, 0, 3, 1, 4});
+      for (int64_t p = 0; p < 2; ++p) {
+        const std::string tag = std::string("_") + "kv"[p];
+        part[p + 1] = node("Gather", tag, {x, g.add_ints(n + tag + "_index", {}, {p})}, {OnnxAttr("axis", int64_t{0})});
+      }
+      // The global query (N, K, wh, ww) channels-last, one copy per window of its image.
+      OnnxValue gq = inputs.at(1);
+      if (gq.flat) gq = g.image(n + "_gq", gq);
+      std::string q = transpose(gq.name, "_gq_hwc", {0, 2, 3, 1});
+      q = node("Unsqueeze", "_gq_one", {q, g.add_ints(n + "_gq_axis", {1}, {1})});
+      q = node("Expand", "_gq_copies", {q, g.add_ints(n + "_gq_windows", {5}, {1, windows, 1, 1, 1})});
+      q = reshape(q, "_gq_heads", {-1, seq, heads_, d});
+      part[0] = transpose(q, "_q", {0, 2, 1, 3});
+    } else if (key == value) {  // torchvision's: Q, K and V of every head, then their heads
       for (size_t p = 0; p < 3; ++p) {
         const std::vector<float> pw = host_values(params_[p].value), pb = host_values(params_[4 + p].value);
         w.insert(w.end(), pw.begin(), pw.end());
@@ -278,7 +321,9 @@ class WindowAttentionLayer final : public Layer {
     x = node("MatMul", "_heads", {x, part[2]});
     x = transpose(x, "_heads_t", {0, 2, 1, 3});
     x = reshape(x, "_merged", {-1, seq, value});
-    x = g.tokens_linear(n + "_proj", x, host_values(params_[3].value), s_.out, value, host_values(params_[7].value));
+    const size_t proj = global_ ? 2 : 3;  // the output projection's weights; its bias 3 (2) later
+    x = g.tokens_linear(n + "_proj", x, host_values(params_[proj].value), s_.out, value,
+                        host_values(params_[proj + (global_ ? 3 : 4)].value));
     if (grid_) {
       x = reshape(x, "_rev_split", {-1, gh, gw, win_h_, win_w_, s_.out});
       x = transpose(x, "_rev_t", {0, 3, 1, 4, 2, 5});
@@ -315,9 +360,9 @@ class WindowAttentionLayer final : public Layer {
     return spec_.get_int(key, def, 1);
   }
   int64_t windows_per_image() const { return (pad_h_ / win_h_) * (pad_w_ / win_w_); }
-  // The relative position table: after the eight projections' learnables.
-  Param& table() { return params_[8]; }
-  const Param& table() const { return params_[8]; }
+  // The relative position table: after the projections' learnables.
+  Param& table() { return params_[static_cast<size_t>(AttentionCore::param_count(s_))]; }
+  const Param& table() const { return params_[static_cast<size_t>(AttentionCore::param_count(s_))]; }
   // The shift of a dimension: none where the padded size is no larger than the window.
   int64_t shift(bool rows) const {
     return rows ? (win_h_ >= pad_h_ ? 0 : shift_h_) : (win_w_ >= pad_w_ ? 0 : shift_w_);
@@ -368,13 +413,13 @@ class WindowAttentionLayer final : public Layer {
 
   int64_t heads_ = 1, win_h_ = 1, win_w_ = 1, shift_h_ = 0, shift_w_ = 0, key_ = 0, value_ = 0, out_ = 0;
   int64_t h_ = 1, w_ = 1, pad_h_ = 1, pad_w_ = 1, bias_n_ = 0;
-  bool relative_ = true, grid_ = false, cosine_ = false;
+  bool relative_ = true, grid_ = false, cosine_ = false, global_ = false;
   double dropout_ = 0;
   AttentionSizes s_;
   Param weight_, bias_, table_, logit_;
   Backend* be_ = nullptr;
   AttentionCore core_;
-  std::unique_ptr<RowGatherOp> part_, reverse_, spread_;
+  std::unique_ptr<RowGatherOp> part_, reverse_, spread_, queries_;  // queries_: the global query's copies
   std::unique_ptr<BatchBroadcastOp> broadcast_;  // the spread table onto each window's mask
   Tensor xw_, yw_, dxw_;                         // the windows' tokens, the attention's output, dX in windows
   Tensor rel_, drel_;                            // the table spread to (1, heads, S, S), and its gradient

@@ -159,6 +159,10 @@ TEST_CASE("network gradients: EfficientViT's ReLU linear attention (tests/data/v
   expect_vit_network_ok("efficientvit");
 }
 
+TEST_CASE("network gradients: GC ViT's global query attention (tests/data/vit/gcvit.yaml)", "[net][grad][vit]") {
+  expect_vit_network_ok("gcvit");
+}
+
 // Swin's window attention on (H, W, C) images: the relative position table's gradient too.
 TEST_CASE("gradients: windowAttention", "[layers][grad]") {
   GradCheckOptions o;
@@ -188,6 +192,17 @@ TEST_CASE("gradients: windowAttention", "[layers][grad]") {
     expect_ok(check_layer(
         layer_spec("windowAttention", {"NumHeads=1", "WindowSize=2", "ShiftSize=1", "DropoutProbability=0.2"}),
         {Shape{4, 4, 2}}, o));
+  }
+  SECTION("GlobalQuery (GC ViT): the 4 windows of a 4x4 image share its 2x2 query, 2 heads") {
+    expect_ok(check_layer(layer_spec("windowAttention", {"NumHeads=2", "WindowSize=2", "GlobalQuery=true",
+                                                         "RelativePositionBiasInitializer=glorot"}),
+                          {Shape{4, 4, 3}, Shape{2, 2, 4}}, o));
+  }
+  SECTION("GlobalQuery over a padded 5x4 image, 3x3 windows shifted by 1, output size of its own") {
+    expect_ok(
+        check_layer(layer_spec("windowAttention", {"NumHeads=1", "WindowSize=3", "ShiftSize=1", "GlobalQuery=true",
+                                                   "OutputSize=3", "RelativePositionBiasInitializer=glorot"}),
+                    {Shape{5, 4, 2}, Shape{3, 3, 2}}, o));
   }
 }
 

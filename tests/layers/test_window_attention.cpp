@@ -79,10 +79,10 @@ Tensor from(const std::vector<double>& v, const Shape& s) {
   return t;
 }
 
-std::string refusal(const std::vector<std::string>& options, const Shape& in) {
+std::string refusal(const std::vector<std::string>& options, const std::vector<Shape>& in) {
   try {
     std::unique_ptr<Layer> l = make_layer(layer_spec("windowAttention", options));
-    l->infer({in});
+    l->infer(in);
   } catch (const Error& e) {
     return e.what();
   }
@@ -182,19 +182,31 @@ TEST_CASE("windowAttention: a frozen layer (freeze_layer) leaves its gradients a
 }
 
 TEST_CASE("windowAttention: options are checked with one line naming the layer", "[layers][swin]") {
-  CHECK_THAT(refusal({"WindowSize=7"}, Shape{7, 7, 6}), Catch::Contains("option NumHeads is required"));
-  CHECK_THAT(refusal({"NumHeads=2"}, Shape{7, 7, 6}), Catch::Contains("option WindowSize is required"));
-  CHECK_THAT(refusal({"NumHeads=2", "WindowSize=4", "ShiftSize=4"}, Shape{8, 8, 6}),
+  CHECK_THAT(refusal({"WindowSize=7"}, {Shape{7, 7, 6}}), Catch::Contains("option NumHeads is required"));
+  CHECK_THAT(refusal({"NumHeads=2"}, {Shape{7, 7, 6}}), Catch::Contains("option WindowSize is required"));
+  CHECK_THAT(refusal({"NumHeads=2", "WindowSize=4", "ShiftSize=4"}, {Shape{8, 8, 6}}),
              Catch::Contains("option ShiftSize [4 4] must be smaller than WindowSize [4 4]"));
-  CHECK_THAT(refusal({"NumHeads=4", "WindowSize=2"}, Shape{4, 4, 6}),
+  CHECK_THAT(refusal({"NumHeads=4", "WindowSize=2"}, {Shape{4, 4, 6}}),
              Catch::Contains("NumKeyChannels (6) must be a multiple of NumHeads (4)"));
-  CHECK_THAT(refusal({"NumHeads=2", "WindowSize=3", "Partition=grid"}, Shape{6, 8, 6}),
+  CHECK_THAT(refusal({"NumHeads=2", "WindowSize=3", "Partition=grid"}, {Shape{6, 8, 6}}),
              Catch::Contains("WindowSize [3 3] does not divide the input's 6x8 pixels, which Partition grid needs"));
-  CHECK_THAT(refusal({"NumHeads=2", "WindowSize=2", "ShiftSize=1", "Partition=grid"}, Shape{4, 4, 6}),
+  CHECK_THAT(refusal({"NumHeads=2", "WindowSize=2", "ShiftSize=1", "Partition=grid"}, {Shape{4, 4, 6}}),
              Catch::Contains("option ShiftSize must be 0 with Partition grid"));
-  CHECK_THAT(refusal({"NumHeads=2", "WindowSize=2", "DropoutProbability=1"}, Shape{4, 4, 6}),
+  CHECK_THAT(refusal({"NumHeads=2", "WindowSize=2", "DropoutProbability=1"}, {Shape{4, 4, 6}}),
              Catch::Contains("DropoutProbability must be in [0, 1)"));
-  CHECK(refusal({"NumHeads=2", "WindowSize=2"}, Shape{4, 4, 6}).empty());
+  CHECK_THAT(refusal({"NumHeads=2", "WindowSize=2", "GlobalQuery=true"}, {Shape{4, 4, 6}, Shape{3, 3, 6}}),
+             Catch::Contains("the global query (input 2) is 3x3x6; GlobalQuery needs a WindowSize image of "
+                             "NumKeyChannels channels, 2x2x6"));
+  CHECK_THAT(
+      refusal({"NumHeads=2", "WindowSize=2", "GlobalQuery=true", "NumKeyChannels=4"}, {Shape{4, 4, 6}, Shape{2, 2, 6}}),
+      Catch::Contains("2x2x4"));
+  CHECK_THAT(refusal({"NumHeads=2", "WindowSize=2", "GlobalQuery=true", "NumValueChannels=2"},
+                     {Shape{4, 4, 6}, Shape{2, 2, 4}}),
+             Catch::Contains("NumValueChannels (2) must equal the global query's 4 channels"));
+  CHECK_THAT(refusal({"NumHeads=2", "WindowSize=2", "GlobalQuery=true"}, {Shape{4, 4, 6}}),
+             Catch::Contains("takes 2 input(s) but is given 1"));
+  CHECK(refusal({"NumHeads=2", "WindowSize=2"}, {Shape{4, 4, 6}}).empty());
+  CHECK(refusal({"NumHeads=2", "WindowSize=2", "GlobalQuery=true"}, {Shape{4, 4, 6}, Shape{2, 2, 4}}).empty());
 }
 
 }  // namespace dlt::test
