@@ -154,9 +154,110 @@ Importer::SliceArgs Importer::slice_args(const onnx::NodeProto& n) {
   return a;
 }
 
+// GC ViT's global query (onnx_importer.h's GlobalQuery), node by node up to the queries; their
+// MatMul by the keys joins a window attention (window_step).
+bool Importer::global_query_node(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  const std::string what = path_ + ": node '" + node_name(n) + "'";
+  auto it = global_q_.find(n.input(0));
+  if (it == global_q_.end()) {
+    // The start: an Unsqueeze of axis 1 of a channels-last image, read only by Expands or Tiles.
+    if (op != "Unsqueeze" || image_views_.count(n.input(0))) return false;
+    auto v = values_.find(n.input(0));
+    if (v == values_.end() || !v->second.channels_last) return false;
+    const std::vector<int64_t> axes =
+        n.input_size() > 1 && !n.input(1).empty() ? ints_of(need_const(n, 1, "axes"), what) : attr_ints(n, "axes", {});
+    const std::vector<int>& readers = consumers_of(n.output(0));
+    if (axes != std::vector<int64_t>{1} || readers.empty() || !std::all_of(readers.begin(), readers.end(), [&](int k) {
+          return g_.node(k).op_type() == "Expand" || g_.node(k).op_type() == "Tile";
+        }))
+      return false;
+    GlobalQuery q;
+    q.image = v->second;
+    global_q_[define(n)] = q;
+    return true;
+  }
+  GlobalQuery q = it->second;
+  if (op == "MatMul" && q.stage == GlobalQuery::kQueries) return false;  // by the keys: window_step's
+  const int64_t wh = q.image.shape[0], ww = q.image.shape[1], c = q.image.shape[2], seq = wh * ww;
+  auto refuse = [&](const std::string& want) {
+    fail(n, "reads GC ViT's global query (a " + q.image.shape.str() + " image copied to the windows); dltrain reads " +
+                want);
+  };
+  if (op == "Shape") {
+    std::vector<int64_t> dims;
+    switch (q.stage) {
+      case GlobalQuery::kUnsqueezed:
+        dims = {1, 1, wh, ww, c};
+        break;
+      case GlobalQuery::kCopies:
+        dims = {1, q.windows, wh, ww, c};
+        break;
+      case GlobalQuery::kWindows:
+        dims = {q.windows, wh, ww, c};
+        break;
+      case GlobalQuery::kHeads:
+        dims = {q.windows, seq, q.heads, q.d};
+        break;
+      case GlobalQuery::kQueries:
+        dims = {q.windows, q.heads, seq, q.d};
+        break;
+    }
+    set_ints(n, shape_slice(dims, attr_int(n, "start", 0), attr_int(n, "end", INT64_MAX)));
+    return true;
+  }
+  switch (q.stage) {
+    case GlobalQuery::kUnsqueezed: {  // Expand (1, windows, 1 or wh, 1 or ww, 1 or C), Tile (1, windows, 1, 1, 1)
+      if (op != "Expand" && op != "Tile") refuse("its copies by Expand or Tile");
+      const std::vector<int64_t> t = ints_of(need_const(n, 1, op == "Expand" ? "shape" : "repeats"), what);
+      bool ok = t.size() == 5 && t[0] == 1 && t[1] >= 1;
+      const int64_t full[3] = {wh, ww, c};
+      for (size_t k = 0; ok && k < 3; ++k) ok = t[2 + k] == 1 || (op == "Expand" && t[2 + k] == full[k]);
+      if (!ok) refuse("one copy per window along axis 1: " + op + " by (1, windows, 1, 1, 1), not " + ints_str(t));
+      q.windows = t[1];
+      q.stage = GlobalQuery::kCopies;
+      break;
+    }
+    case GlobalQuery::kCopies:
+    case GlobalQuery::kWindows: {
+      if (op != "Reshape") refuse("the copies reshaped to (windows, S, heads, d)");
+      std::vector<int64_t> t = ints_of(need_const(n, 1, "shape"), what);
+      const bool windows = t.size() == 4 && (t[0] == q.windows || t[0] == -1);
+      if (windows && q.stage == GlobalQuery::kCopies && t[1] == wh && t[2] == ww && (t[3] == c || t[3] == -1)) {
+        q.stage = GlobalQuery::kWindows;  // TorchScript's (windows, wh, ww, C) first
+        break;
+      }
+      if (windows && t[3] == -1 && t[2] >= 1 && c % t[2] == 0) t[3] = c / t[2];
+      if (!windows || t[1] != seq || t[2] < 1 || !times_is(t[2], t[3], c))
+        refuse("the copies reshaped to (" + std::to_string(q.windows) + ", " + std::to_string(seq) +
+               ", heads, d), not " + ints_str(t));
+      q.heads = t[2];
+      q.d = t[3];
+      q.stage = GlobalQuery::kHeads;
+      break;
+    }
+    case GlobalQuery::kHeads:
+      if (op != "Transpose" || attr_ints(n, "perm", {}) != std::vector<int64_t>{0, 2, 1, 3})
+        refuse("the heads transposed (0, 2, 1, 3)");
+      q.stage = GlobalQuery::kQueries;
+      break;
+    case GlobalQuery::kQueries: {
+      const onnx::TensorProto* t = op == "Mul" && n.input_size() == 2 ? constant(n.input(1)) : nullptr;
+      const std::vector<float> f = t ? floats_of(*t, what) : std::vector<float>{};
+      if (f.size() != 1)
+        refuse("the queries scaled by one constant, then their MatMul by the window's transposed keys");
+      q.scale *= f[0];
+      break;
+    }
+  }
+  global_q_[define(n)] = q;
+  return true;
+}
+
 bool Importer::window_node(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
   if (n.input_size() == 0) return false;
+  if (global_query_node(n)) return true;
   for (int i = 0; i < n.input_size(); ++i) {
     auto it = win_.find(n.input(i));
     if (it == win_.end()) continue;
@@ -1153,9 +1254,26 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
   int vi = -1;
   for (int i = 0; i < n.input_size() && vi < 0; ++i)
     if (win_.count(n.input(i)) && win_.at(n.input(i)).block == w.block) vi = i;
+  if (op == "MatMul" && vi == 1 && global_q_.count(n.input(0))) {  // GC ViT's global queries by the keys
+    const GlobalQuery& g = global_q_.at(n.input(0));
+    if (win_.at(n.input(1)).stage != Stage::kKt || !b.kv_only || g.stage != GlobalQuery::kQueries ||
+        g.windows != b.windows || g.heads != b.heads || g.d != b.head_dim || g.image.shape[0] != b.wh ||
+        g.image.shape[1] != b.ww)
+      fail(n, "multiplies a global query (" + std::to_string(g.windows) + " copies of a " + g.image.shape.str() +
+                  " image, " + std::to_string(g.heads) +
+                  " heads) by keys it does not fit; dltrain reads GC ViT's "
+                  "global query: a WindowSize image of the keys' channels, one copy per window, by the transposed "
+                  "keys of a K/V-only projection (" +
+                  std::to_string(b.windows) + " windows of " + std::to_string(b.wh) + "x" + std::to_string(b.ww) +
+                  ", " + std::to_string(b.heads) + " heads)");
+    b.global_query = g.image;
+    b.scale *= g.scale;
+    return next(Stage::kScores);
+  }
   if (vi < 0 || (vi > 0 && op != "Add" && op != "Mul")) refuse();
   const Stage s = win_.at(n.input(vi)).stage;
   const int64_t qkv_rank = b.twins ? 6 : 5;  // of the transposed Q/K/V heads
+  const int64_t nparts = b.kv_only ? 2 : 3;  // Q, K and V, or (GC ViT) K and V
   if (op == "Shape") {
     const int64_t heads = b.heads, d = b.head_dim, dv = b.vd(), nh = b.in.full[0] / b.wh, nw = b.in.full[1] / b.ww;
     const int64_t width = b.head_first ? b.head_width : 3 * d;
@@ -1165,10 +1283,12 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       case Stage::kWindows: dims = {1, nh, nw, b.wh, b.ww, c}; break;
       case Stage::kTokens: dims = {b.windows, seq, c}; break;
       case Stage::kQkv: dims = {b.windows, seq, b.qkv_cols}; break;
-      case Stage::kQkv5: dims = {b.windows, seq, 3, heads, d}; break;
+      case Stage::kQkv5:
+        dims = {b.windows, seq, nparts, heads, d};
+        break;
       case Stage::kQkvT:
-        dims = b.unbind_axis == 2 ? std::vector<int64_t>{b.windows, heads, 3, seq, d}
-                                  : std::vector<int64_t>{3, b.windows, heads, seq, d};
+        dims = b.unbind_axis == 2 ? std::vector<int64_t>{b.windows, heads, nparts, seq, d}
+                                  : std::vector<int64_t>{nparts, b.windows, heads, seq, d};
         break;
       case Stage::kQ1:
       case Stage::kK1:
@@ -1375,6 +1495,16 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
                       std::to_string(b.windows) + ", " + std::to_string(seq) + ", 3, heads, d)");
         t.erase(t.begin());
       }
+      if (qkv && t.size() == 5 && t[2] == 2) {  // GC ViT's K and V only: (windows, S, 2, heads, d)
+        if (t[4] == -1 && t[3] >= 1 && b.qkv_cols % (2 * t[3]) == 0) t[4] = b.qkv_cols / (2 * t[3]);
+        if ((t[0] != b.windows && t[0] != -1) || t[1] != seq || t[3] < 1 || t[4] < 1 || t[3] * t[4] * 2 != b.qkv_cols)
+          fail(n, "reshapes a K/V projection to " + ints_str(t) + "; dltrain reads (windows, " + std::to_string(seq) +
+                      ", 2, heads, d)");
+        b.kv_only = true;
+        b.heads = t[3];
+        b.head_dim = t[4];
+        return next(Stage::kQkv5);
+      }
       if (qkv) {
         // timm writes the head dimension as -1
         if (t.size() == 5 && t[4] == -1 && t[3] >= 1 && b.qkv_cols % (3 * t[3]) == 0) t[4] = b.qkv_cols / (3 * t[3]);
@@ -1440,27 +1570,32 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         const std::vector<int64_t> sizes = n.input_size() > 1 && !n.input(1).empty()
                                                ? ints_of(need_const(n, 1, "split"), what)
                                                : attr_ints(n, "split", {});
-        if (attr_int(n, "axis", 0) != b.unbind_axis || n.output_size() != 3 ||
-            (!sizes.empty() && sizes != std::vector<int64_t>{1, 1, 1}))
-          fail(n, "splits the Q/K/V heads other than into Q, K and V along axis " + std::to_string(b.unbind_axis));
-        const Stage parts[3] = {Stage::kQ1, Stage::kK1, Stage::kV1};
-        for (int i = 0; i < 3; ++i) win_[define(n, i)] = WinValue{w.block, parts[i]};
+        if (attr_int(n, "axis", 0) != b.unbind_axis || n.output_size() != nparts ||
+            (!sizes.empty() && sizes != std::vector<int64_t>(static_cast<size_t>(nparts), 1)))
+          fail(n, "splits the Q/K/V heads other than into " + std::string(b.kv_only ? "K and V" : "Q, K and V") +
+                      " along axis " + std::to_string(b.unbind_axis));
+        const Stage one[3] = {Stage::kQ1, Stage::kK1, Stage::kV1};
+        for (int i = 0; i < nparts; ++i) win_[define(n, i)] = WinValue{w.block, one[i + 3 - nparts]};
         return;
       }
       if (op == "Slice") {  // timm's unbind(0): a Slice of one along axis 0, then its Squeeze
         const SliceArgs a = slice_args(n);
         const int64_t start = a.starts.size() == 1 ? a.starts[0] : -1;
         if (a.axes.size() != 1 || (a.axes[0] != b.unbind_axis && a.axes[0] != b.unbind_axis - qkv_rank) ||
-            a.steps[0] != 1 || start < 0 || start > 2 || std::min<int64_t>(a.ends[0], 3) != start + 1)
-          fail(n, "slices the Q/K/V heads other than one of Q, K or V along axis " + std::to_string(b.unbind_axis));
-        return next(start == 0 ? Stage::kQ1 : start == 1 ? Stage::kK1 : Stage::kV1);
+            a.steps[0] != 1 || start < 0 || start >= nparts || std::min<int64_t>(a.ends[0], nparts) != start + 1)
+          fail(n, "slices the Q/K/V heads other than one of " + std::string(b.kv_only ? "K or V" : "Q, K or V") +
+                      " along axis " + std::to_string(b.unbind_axis));
+        const Stage one[3] = {Stage::kQ1, Stage::kK1, Stage::kV1};
+        return next(one[start + 3 - nparts]);
       }
       if (op != "Gather" || attr_int(n, "axis", 0) != b.unbind_axis) refuse();
       const onnx::TensorProto& t = need_const(n, 1, "indices");
       const auto idx = ints_of(t, what);
-      if (t.dims_size() != 0 || idx.size() != 1 || idx[0] < 0 || idx[0] > 2)
-        fail(n, "gathers " + ints_str(idx) + " of the Q/K/V heads; dltrain reads one index, 0, 1 or 2, as a scalar");
-      return next(idx[0] == 0 ? Stage::kQ : idx[0] == 1 ? Stage::kK : Stage::kV);
+      if (t.dims_size() != 0 || idx.size() != 1 || idx[0] < 0 || idx[0] >= nparts)
+        fail(n, "gathers " + ints_str(idx) + " of the Q/K/V heads; dltrain reads one index, " +
+                    std::string(b.kv_only ? "0 (K) or 1 (V)" : "0, 1 or 2") + ", as a scalar");
+      const Stage one[3] = {Stage::kQ, Stage::kK, Stage::kV};
+      return next(one[idx[0] + 3 - nparts]);
     }
     case Stage::kQ:
     case Stage::kK:
@@ -1783,6 +1918,12 @@ Value Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
   const int64_t win[2] = {b.wh, b.ww};
   if (b.head_first && (!b.head_dim || 2 * key + value != b.qkv_cols))
     fail(n, "closes a window attention whose head-first Q/K/V was never split into Q, K and V");
+  if (b.kv_only && !b.global_query)
+    fail(n, "closes a window attention whose projection gives K and V only, without a global query for its queries");
+  if (b.kv_only && (b.global_query->shape[2] != key || b.q_unit || b.k_unit))
+    fail(n, "closes a global query attention whose query image " + b.global_query->shape.str() +
+                " does not have the keys' " + std::to_string(key) +
+                " channels, or that normalizes its queries or keys; dltrain reads GC ViT's");
   for (int k = 0; k < 2; ++k) {
     const int64_t r = b.in.roll[k];
     if (r != 0 && (r >= win[k] || b.in.full[k] <= win[k]))
@@ -1859,14 +2000,22 @@ Value Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
     projection_rows(qkv_w, qkv_b, c, b.qkv_cols, col, count, g, wt, bias);
   };
   std::vector<float> qw, qb, kw, kb, vw, vb;
-  take(0, key, f, qw, qb);
-  take(key, key, 1.f, kw, kb);
-  take(2 * key, value, 1.f, vw, vb);
+  if (b.kv_only) {  // the global query as it is: another scale goes into the keys
+    take(0, key, f, kw, kb);
+    take(key, value, 1.f, vw, vb);
+  } else {
+    take(0, key, f, qw, qb);
+    take(key, key, 1.f, kw, kb);
+    take(2 * key, value, 1.f, vw, vb);
+  }
   std::vector<float> ow(static_cast<size_t>(b.out * value));
   for (int64_t o = 0; o < b.out; ++o)
     for (int64_t i = 0; i < value; ++i)
       ow[static_cast<size_t>(o * value + i)] = b.proj_w[static_cast<size_t>(i * b.out + o)];
-  LayerSpec& s = add_layer("windowAttention", unique_name(n), {b.in.src.name});
+  std::vector<std::string> inputs{b.in.src.name};
+  if (b.kv_only) inputs.push_back(b.global_query->name);
+  LayerSpec& s = add_layer("windowAttention", unique_name(n), inputs);
+  if (b.kv_only) s.set("GlobalQuery", "true");
   s.set("NumHeads", std::to_string(b.heads));
   set_list(s, "WindowSize", {b.wh, b.ww});
   if (shifted) set_list(s, "ShiftSize", {b.in.roll[0], b.in.roll[1]});
@@ -1878,11 +2027,11 @@ Value Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
   if (cosine) s.set("CosineAttention", "true");
   const std::string name = s.name;
   last_layer_op_ = n.op_type();
-  add_param(name, "QueryWeights", Shape{key, c}, std::move(qw));
+  if (!b.kv_only) add_param(name, "QueryWeights", Shape{key, c}, std::move(qw));
   add_param(name, "KeyWeights", Shape{key, c}, std::move(kw));
   add_param(name, "ValueWeights", Shape{value, c}, std::move(vw));
   add_param(name, "OutputWeights", Shape{b.out, value}, std::move(ow));
-  add_param(name, "QueryBias", Shape{key}, std::move(qb));
+  if (!b.kv_only) add_param(name, "QueryBias", Shape{key}, std::move(qb));
   add_param(name, "KeyBias", Shape{key}, std::move(kb));
   add_param(name, "ValueBias", Shape{value}, std::move(vb));
   add_param(name, "OutputBias", Shape{b.out}, b.proj_b);

@@ -573,6 +573,11 @@ class Importer {
     // the batch axis kept through the heads, the heads merged back into the image ((1, H, W, C),
     // merged_image, then (1, H*W, C)) before the output projection; ends at its projection
     bool twins = false, merged_image = false;
+    // GC ViT's global attention (timm's WindowAttentionGlobal): the joint projection gives K and V
+    // only ((windows, S, 2, heads, d)); the queries are a global query's (GlobalQuery), set at
+    // the product of the scores
+    bool kv_only = false;
+    std::optional<Value> global_query;  // the channels-last query image (wh, ww, K)
     // Every form but Swin's ends at its output projection (maxvit_close), in its input's layout.
     bool ends_at_projection() const { return maxvit || seq || image2d || flat_tokens || twins; }
     double scale = 1;
@@ -663,6 +668,17 @@ class Importer {
     size_t block = 0;
     WinStage stage = WinStage::kSplit;
   };
+  // GC ViT's global query on its way to a window attention's scores: the channels-last query
+  // image (1, wh, ww, C) unsqueezed to (1, 1, wh, ww, C) (kUnsqueezed), copied to every window
+  // by Expand or Tile to (1, windows, wh, ww, C) (kCopies), TorchScript's Reshape to (windows,
+  // wh, ww, C) (kWindows), reshaped to (windows, S, heads, d) (kHeads), transposed (0, 2, 1, 3):
+  // the queries (kQueries), scaled by a Mul; their MatMul by a kv_only block's K^T joins them.
+  struct GlobalQuery {
+    enum Stage { kUnsqueezed, kCopies, kWindows, kHeads, kQueries } stage = kUnsqueezed;
+    Value image;
+    int64_t windows = 0, heads = 0, d = 0;
+    double scale = 1;
+  };
 
  private:
   bool window_node(const onnx::NodeProto& n);
@@ -687,6 +703,7 @@ class Importer {
   void merged_patches(const onnx::NodeProto& n, const Value& src, const std::vector<int64_t>& perm);
   void window_split(const onnx::NodeProto& n, const ImageView& v);
   void window_step(const onnx::NodeProto& n, const WinValue& w);
+  bool global_query_node(const onnx::NodeProto& n);
   Value window_emit(const onnx::NodeProto& n, const WindowBlock& b);
   const Partition* partition_of_inputs(const onnx::NodeProto& n);
   std::optional<Partition> flat_view_partition(const onnx::NodeProto& n) const;
@@ -896,6 +913,7 @@ class Importer {
   std::map<std::string, ImageView> image_views_;
   std::vector<WindowBlock> blocks_;
   std::map<std::string, WinValue> win_;
+  std::map<std::string, GlobalQuery> global_q_;
   std::map<std::string, Partition> partitions_;  // partitioned tokens (their Value in values_)
   std::map<std::string, ImageSplit> splits_;
   // Flat (N, K) values stacked along a new axis 0, by the stack's name (stack_node).

@@ -491,6 +491,16 @@ def tiny_models():
         return timm_net(lambda: EfficientVit(widths=(8, 8, 16, 32, 32), depths=(1, 1, 1, 1, 1), head_dim=8,
                                              head_widths=(32, 40), num_classes=10))
 
+    def gcvit_timm():
+        # timm's GC ViT at 32x32: a stem to 8x8, two stages of a local window attention block and a
+        # global one (4 windows of 4x4, then of 2x2 after a downsampling): the global block's
+        # queries are the stage's global query, a window-sized image (its FeatureBlock: an MBConv
+        # with squeeze-excitation and a max pooling), copied to every window (Unsqueeze and
+        # Expand, or Tile), its keys and values one K/V projection
+        from timm.models.gcvit import GlobalContextVit
+        return timm_net(lambda: GlobalContextVit(img_size=SIDE, window_size=(4, 2), embed_dim=16, depths=(2, 2),
+                                                 num_heads=(2, 4), mlp_ratio=2.0, num_classes=10))
+
     def maxvit_tf(head_first):
         # timm's MaxViT in TensorFlow's layout (maxvit_*_tf): channels-last window and grid partitions
         # through (windows, wh, ww, C), Q/K/V unbound along axis 2, the relative position bias an
@@ -890,7 +900,7 @@ def tiny_models():
             "mobilevit": mobilevit, "mobilevitv2_timm": mobilevitv2_timm, "focalnet_timm": focalnet_timm,
             "visformer_timm": visformer_timm, "nextvit_timm": nextvit_timm,
             "mobilenetv4_timm": mobilenetv4_timm, "efficientformerv2_timm": efficientformerv2_timm,
-            "shvit_timm": shvit_timm, "efficientvit_timm": efficientvit_timm,
+            "shvit_timm": shvit_timm, "efficientvit_timm": efficientvit_timm, "gcvit_timm": gcvit_timm,
             "maxvit_timm": lambda: maxvit_tf(False), "maxvit_timm_rw": lambda: maxvit_tf(True),
             "coatnet_timm": coatnet_timm, "tinyvit_timm": tinyvit_timm, "pvt_v2_timm": pvt_v2_timm, "beit_timm": beit_timm,
             "pit_timm": lambda: pit_timm(False), "pit_distilled_timm": lambda: pit_timm(True),

@@ -151,6 +151,18 @@ TEST_CASE("onnx window: Swin's window attention exports and reads back as the sa
     CHECK(w->get_ints("ShiftSize", {0, 0}, 2) == std::vector<int64_t>{1, 1});
     CHECK(round_trip(m, back, 5 * 4 * 4) < 1e-5);
   }
+  SECTION("GC ViT's global query (tests/data/vit/gcvit.yaml): K/V only, the query the second input") {
+    std::ifstream f(std::string(DLT_SOURCE_DIR) + "/tests/data/vit/gcvit.yaml");
+    const std::string yaml(std::istreambuf_iterator<char>(f), {});
+    const ModelData m = model_of(yaml.c_str());
+    const ModelData back = exported_back(m);
+    const LayerSpec* g = layer_of_type(back, "windowAttention");
+    REQUIRE(g);
+    CHECK(g->get_bool("GlobalQuery", false));
+    REQUIRE(g->inputs.size() == 2);
+    CHECK(layer_of_type(back, "maxPooling2d")->name == g->inputs[1]);
+    CHECK(round_trip(m, back, 8 * 8 * 3) < 1e-5);
+  }
   SECTION("grid windows (MaxViT)") {
     const ModelData m = model_of(kGrid);
     const ModelData back = exported_back(m);
@@ -250,7 +262,7 @@ TEST_CASE("onnx window: CoAtNet's attention is one windowAttention from both exp
 
 TEST_CASE(
     "onnx window: timm's Swin, DeiT III, CaiT, ConViT, EVA-02, MobileViT (v1 and v2), CoAtNet, Visformer, NextViT, "
-    "MobileNetV4, EfficientFormer V2, SHViT, EfficientViT, FastViT, "
+    "MobileNetV4, EfficientFormer V2, SHViT, EfficientViT, GC ViT, FastViT, "
     "EfficientFormer, Twins, "
     "DaViT and "
     "PVT v2 "
@@ -509,6 +521,28 @@ TEST_CASE(
     p = load("efficientvit_timm-dynamo");
     set_floats(initializer(p, "val_7"), std::vector<float>(8, 1e-5f), {8});
     want = "node 'node_add_1' (Add): adds 8 values to a linear attention's denominator; dltrain reads one number >= 0";
+  }
+  SECTION("GC ViT's global query copied to 2 of the 4 windows") {
+    p = load("gcvit_timm-dynamo");
+    set_ints(initializer(p, "val_180"), {1, 2, 1, 1, 1});  // was (1, 4, 1, 1, 1)
+    want =
+        "node 'node_Reshape_520' (Reshape): reads GC ViT's global query (a 4x4x16 image copied to the windows); "
+        "dltrain reads the copies reshaped to (2, 16, heads, d), not [4, 16, 2, 8]";
+  }
+  SECTION("GC ViT's keys and values in 4 heads, its global query in 2") {
+    p = load("gcvit_timm-dynamo");
+    set_ints(initializer(p, "val_169"), {4, 16, 2, 4, 4});  // was (4, 16, 2, 2, 8)
+    want =
+        "node 'node_matmul_2' (MatMul): multiplies a global query (4 copies of a 4x4x16 image, 2 heads) by keys it "
+        "does not fit";
+  }
+  SECTION("GC ViT's global query the stage's whole image instead of its window-sized one") {
+    p = load("gcvit_timm-dynamo");
+    for (auto& n : *p.mutable_graph()->mutable_node())
+      if (n.name() == "node_Unsqueeze_168") n.set_input(0, "permute_4");  // was permute_5 (4x4)
+    want =
+        "node 'node_Reshape_520' (Reshape): reads GC ViT's global query (a 8x8x16 image copied to the windows); "
+        "dltrain reads the copies reshaped to (4, 64, heads, d), not [4, 16, 2, 8]";
   }
   SECTION("FastViT's RepMixer subtracting an image of another size") {
     p = load("fastvit_timm-dynamo");
