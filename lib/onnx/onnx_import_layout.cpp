@@ -579,6 +579,23 @@ void Importer::channel_scale(const onnx::NodeProto& n, int vi, bool reciprocal, 
       (d == std::vector<int64_t>{1, whole[1] * whole[2], whole[0]} ||
        d == std::vector<int64_t>{whole[1] * whole[2], whole[0]}))
     return add_position_table(n, v, s);
+  // A (1, windows, S, C) table added to an image partitioned into windows (NesT's position
+  // embedding of its blocks): the same table of the image's pixels, in row order.
+  std::vector<int64_t> blocks;  // that table's shape, where v is so partitioned
+  if (auto part = partitions_.find(n.input(vi)); offset && v.channels_last && part != partitions_.end() &&
+                                                 !part->second.flat && !part->second.seq && !part->second.grid) {
+    const int64_t h = v.shape[0], w = v.shape[1], wh = part->second.wh, ww = part->second.ww;
+    blocks = {1, (h / wh) * (w / ww), wh * ww, c};
+    if (d == blocks) {
+      std::vector<float> t(s.size());
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t x = 0; x < w; ++x) {
+          const int64_t window = (y / wh) * (w / ww) + x / ww, token = (y % wh) * ww + x % ww;
+          std::copy_n(s.begin() + (window * wh * ww + token) * c, c, t.begin() + (y * w + x) * c);
+        }
+      return add_position_table(n, v, std::move(t));
+    }
+  }
   bool per_channel = s.size() == 1;
   if (static_cast<int64_t>(s.size()) == c && static_cast<int64_t>(d.size()) > from_end && d.size() <= 4) {
     per_channel = true;
@@ -592,7 +609,8 @@ void Importer::channel_scale(const onnx::NodeProto& n, int vi, bool reciprocal, 
              " with C = " + std::to_string(c) + ")" +
              (offset && from_end == 2 ? ", or a position table of the image's shape (1, " + std::to_string(c) + ", " +
                                             std::to_string(v.shape[0]) + ", " + std::to_string(v.shape[1]) + ")"
-                                      : std::string()));
+                                      : std::string()) +
+             (blocks.empty() ? std::string() : ", or a position table of its blocks " + ints_str(blocks)));
   if (s.size() == 1) s.assign(static_cast<size_t>(c), s[0]);
   Value out = v;
   if (offset) {

@@ -419,6 +419,18 @@ bool Importer::feeds_heads(const std::string& value) {
   return false;
 }
 
+bool Importer::feeds_block_heads(const std::string& value) {
+  for (int k : consumers_of(value)) {
+    const onnx::NodeProto& c = g_.node(k);
+    const bool bias = c.op_type() == "Add" && c.input_size() == 2 && (constant(c.input(0)) || constant(c.input(1)));
+    if (bias && c.output_size() == 1 && feeds_block_heads(c.output(0))) return true;
+    if (c.op_type() != "Reshape" || c.input_size() < 2 || c.input(0) != value) continue;
+    const std::vector<int64_t> d = ints_ahead(c.input(1));
+    if (d.size() == 6 && one_image(d[0]) && d[3] == 3) return true;
+  }
+  return false;
+}
+
 // Whether value (a patch embedding's tokens) is reshaped back into its image, after
 // LayerNormalization at most: (1, h, w, c) (Twins' locally-grouped attention, which splits the
 // image into windows) or, transposed (0, 2, 1), (1, c, h, w) (its global sub-sampled attention's
@@ -707,13 +719,29 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
     const ImageSplit sp = splits_.at(x);
     const int64_t h = sp.image.shape[0], w = sp.image.shape[1], c = sp.image.shape[2];
     if (op == "Shape")
-      return shape_out(sp.stage == ImageSplit::kSplit ? std::vector<int64_t>{one, c, sp.a, sp.b, sp.c, sp.d}
-                                                      : std::vector<int64_t>{one, sp.a, sp.c, sp.b, sp.d, c});
+      return shape_out(sp.stage == ImageSplit::kSplit   ? std::vector<int64_t>{one, c, sp.a, sp.b, sp.c, sp.d}
+                       : sp.stage == ImageSplit::kDepCl ? std::vector<int64_t>{one, sp.a, sp.b, sp.c, sp.d, c}
+                                                        : std::vector<int64_t>{one, sp.a, sp.c, sp.b, sp.d, c});
     if (sp.stage == ImageSplit::kSplit && op == "Transpose" && perm() == std::vector<int64_t>{0, 2, 4, 3, 5, 1}) {
       ImageSplit out = sp;
       out.stage = ImageSplit::kPart;
       splits_[define(n)] = out;
       return true;
+    }
+    if (sp.stage == ImageSplit::kDep && op == "Transpose" && perm() == std::vector<int64_t>{0, 1, 3, 2, 4, 5}) {
+      ImageSplit out = sp;  // NesT's reverse of its blocks: channels-last
+      out.stage = ImageSplit::kDepCl;
+      splits_[define(n)] = out;
+      return true;
+    }
+    if (sp.stage == ImageSplit::kDepCl && op == "Reshape") {
+      const auto t = target();
+      if (t.size() == 4 && one_image(t[0]) && t[1] == h && t[2] == w && (t[3] == c || t[3] == -1)) {
+        Value img = sp.image;
+        img.channels_last = true;
+        set_out(n, img);  // the channels-last image again
+        return true;
+      }
     }
     if (sp.stage == ImageSplit::kDep && op == "Transpose" && perm() == std::vector<int64_t>{0, 5, 1, 3, 2, 4}) {
       ImageSplit out = sp;
@@ -743,9 +771,11 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
         return true;
       }
     }
-    fail(n, "reads a 6-D split of an image; dltrain reads MaxViT's partition (Reshape (1, C, H/p, p, W/p, p), "
-            "Transpose (0, 2, 4, 3, 5, 1), Reshape (1, windows, p*p, C)) and its reverse (Reshape (1, H/p, W/p, p, "
-            "p, C), Transpose (0, 5, 1, 3, 2, 4), Reshape (1, C, H, W))");
+    fail(n,
+         "reads a 6-D split of an image; dltrain reads MaxViT's partition (Reshape (1, C, H/p, p, W/p, p), "
+         "Transpose (0, 2, 4, 3, 5, 1), Reshape (1, windows, p*p, C)) and its reverse (Reshape (1, H/p, W/p, p, "
+         "p, C), Transpose (0, 5, 1, 3, 2, 4), Reshape (1, C, H, W)); NesT's reverse of its blocks (Reshape (1, "
+         "H/p, W/p, p, p, C), Transpose (0, 1, 3, 2, 4, 5), Reshape (1, H, W, C))");
   }
   // A channels-last image flattened to one sequence (1, H*W, C) (timm's Swin, around its MLP):
   // the image itself to the per-token layers, until the Reshape back to (1, H, W, C).
@@ -904,6 +934,10 @@ bool Importer::maxvit_node(const onnx::NodeProto& n) {
   }
   if (op == "MatMul" && n.input_size() == 2 && constant(n.input(1)) && feeds_split(n.output(0))) {
     partition_block(n, v, part, "MaxViT's tokens", "into a Split").maxvit = true;
+    return true;
+  }
+  if (op == "MatMul" && n.input_size() == 2 && constant(n.input(1)) && !part.grid && feeds_block_heads(n.output(0))) {
+    partition_block(n, v, part, "NesT's blocks", "into its heads").nest = true;
     return true;
   }
   return false;
@@ -1272,7 +1306,7 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
   }
   if (vi < 0 || (vi > 0 && op != "Add" && op != "Mul")) refuse();
   const Stage s = win_.at(n.input(vi)).stage;
-  const int64_t qkv_rank = b.twins ? 6 : 5;  // of the transposed Q/K/V heads
+  const int64_t qkv_rank = b.twins || b.nest ? 6 : 5;  // of the transposed Q/K/V heads
   const int64_t nparts = b.kv_only ? 2 : 3;  // Q, K and V, or (GC ViT) K and V
   if (op == "Shape") {
     const int64_t heads = b.heads, d = b.head_dim, dv = b.vd(), nh = b.in.full[0] / b.wh, nw = b.in.full[1] / b.ww;
@@ -1359,6 +1393,48 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         dims = b.merged_image ? std::vector<int64_t>{1, b.in.full[0], b.in.full[1], out}
                               : std::vector<int64_t>{1, hw, out};
     }
+    if (b.nest) {  // the batch axis kept, the heads before the windows
+      switch (s) {
+        case Stage::kQkv:
+          dims = {1, b.windows, seq, b.qkv_cols};
+          break;
+        case Stage::kQkv5:
+          dims = {1, b.windows, seq, 3, heads, d};
+          break;
+        case Stage::kQkvT:
+          dims = {3, 1, heads, b.windows, seq, d};
+          break;
+        case Stage::kQ1:
+        case Stage::kK1:
+        case Stage::kV1:
+          dims = {1, 1, heads, b.windows, seq, d};
+          break;
+        case Stage::kQ:
+        case Stage::kK:
+        case Stage::kV:
+        case Stage::kHeads:
+          dims = {1, heads, b.windows, seq, d};
+          break;
+        case Stage::kKt:
+          dims = {1, heads, b.windows, d, seq};
+          break;
+        case Stage::kScores:
+        case Stage::kProbs:
+          dims = {1, heads, b.windows, seq, seq};
+          break;
+        case Stage::kHeadsT:
+          dims = {1, b.windows, seq, dv, heads};
+          break;
+        case Stage::kMerged:
+          dims = {1, b.windows, seq, heads * dv};
+          break;
+        case Stage::kProj:
+          dims = {1, b.windows, seq, b.out};
+          break;
+        default:
+          break;
+      }
+    }
     return set_ints(n, shape_slice(dims, attr_int(n, "start", 0), attr_int(n, "end", INT64_MAX)));
   }
   // The constant operand of a binary node whose other operand is this stage's value.
@@ -1408,6 +1484,14 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       }
       if (t.size() == 4 && (t[0] == b.windows || t[0] == -1) && t[1] == b.wh && t[2] == b.ww && (t[3] == c || t[3] == -1))
         return next(Stage::kWin4);  // TorchScript's timm: (windows, wh, ww, C) first
+      if (t.size() == 4 && one_image(t[0]) && t[1] == b.windows && (t[2] == seq || t[2] == -1) && t[3] == c &&
+          !b.grid && whole(b.in) && b.in.full == b.in.src_hw()) {
+        // NesT's blocks (1, windows, S, C), the batch axis kept: MaxViT's partition of the image,
+        // read by per-token layers and an attention as MaxViT's (maxvit_node)
+        set_out(n, b.in.src);
+        partitions_[n.output(0)] = Partition{false, b.wh, b.ww};
+        return;
+      }
       if (t.size() != 3 || (t[0] != b.windows && t[0] != -1) || t[1] != seq || (t[2] != c && t[2] != -1)) refuse();
       return next(Stage::kTokens);
     }
@@ -1488,11 +1572,12 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         b.head_dim = t[3] % 3 == 0 ? t[3] / 3 : 0;
         return next(Stage::kQkvH);
       }
-      if (qkv && b.twins) {  // (1, windows, S, 3, heads, d): the batch axis kept
+      if (qkv && (b.twins || b.nest)) {  // (1, windows, S, 3, heads, d): the batch axis kept
         if (t.size() != 6 || !one_image(t[0]) || t[1] != b.windows || t[2] != seq || t[3] != 3 || t[4] < 1 ||
             (t[5] != -1 && !(b.qkv_cols % 3 == 0 && times_is(t[4], t[5], b.qkv_cols / 3))))
-          fail(n, "reshapes Twins' joint Q/K/V projection to " + ints_str(t) + "; dltrain reads (1, " +
-                      std::to_string(b.windows) + ", " + std::to_string(seq) + ", 3, heads, d)");
+          fail(n, "reshapes " + std::string(b.nest ? "NesT's" : "Twins'") + " joint Q/K/V projection to " +
+                      ints_str(t) + "; dltrain reads (1, " + std::to_string(b.windows) + ", " + std::to_string(seq) +
+                      ", 3, heads, d)");
         t.erase(t.begin());
       }
       if (qkv && t.size() == 5 && t[2] == 2) {  // GC ViT's K and V only: (windows, S, 2, heads, d)
@@ -1526,6 +1611,10 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       if (op != "Reshape") refuse();
       return reverse(target());
     case Stage::kQkv5:
+      if (b.nest) {  // (3, 1, heads, windows, S, d)
+        if (!perm_is({3, 0, 4, 1, 2, 5})) refuse();
+        return next(Stage::kQkvT);
+      }
       if (b.twins) {  // (3, 1, windows, heads, S, d)
         if (!perm_is({3, 0, 1, 4, 2, 5})) refuse();
         return next(Stage::kQkvT);
@@ -1634,7 +1723,8 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
             refuse();
           return next(Stage::kKf);
         }
-        if (!perm_is(b.twins ? std::vector<int64_t>{0, 1, 2, 4, 3} : std::vector<int64_t>{0, 1, 3, 2})) refuse();
+        if (!perm_is(b.twins || b.nest ? std::vector<int64_t>{0, 1, 2, 4, 3} : std::vector<int64_t>{0, 1, 3, 2}))
+          refuse();
         return next(Stage::kKt);
       }
       if (op == "Einsum") {  // MaxViT: Q K^T per window and head
@@ -1712,7 +1802,8 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
       }
       if (op == "Softmax" && !by_window) {
         const int64_t axis = attr_int(n, "axis", opset_ >= 13 ? -1 : 1);
-        if (axis != -1 && axis != 3) fail(n, "takes the softmax over axis " + std::to_string(axis) + ", not the keys (-1)");
+        if (axis != -1 && axis != (b.nest || b.twins || b.maxvit ? 4 : 3))
+          fail(n, "takes the softmax over axis " + std::to_string(axis) + ", not the keys (-1)");
         return next(Stage::kProbs);
       }
       return refuse();
@@ -1735,7 +1826,12 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
         if (!perm_is({0, 1, 3, 2})) refuse();
         return next(Stage::kHeadsC);
       }
-      if (!perm_is(b.maxvit || b.twins ? std::vector<int64_t>{0, 1, 3, 2, 4} : std::vector<int64_t>{0, 2, 1, 3}))
+      if (b.nest && !perm_is({0, 2, 3, 4, 1}))
+        fail(n, "transposes NesT's heads' output (1, heads, windows, S, d) by " + ints_str(attr_ints(n, "perm", {})) +
+                    "; dltrain reads (0, 2, 3, 4, 1), each channel's heads side by side as NesT merges them");
+      if (!perm_is(b.nest                ? std::vector<int64_t>{0, 2, 3, 4, 1}
+                   : b.maxvit || b.twins ? std::vector<int64_t>{0, 1, 3, 2, 4}
+                                         : std::vector<int64_t>{0, 2, 1, 3}))
         refuse();
       return next(Stage::kHeadsT);
     case Stage::kHeadsT: {
@@ -1749,7 +1845,7 @@ void Importer::window_step(const onnx::NodeProto& n, const WinValue& w) {
                       std::to_string(b.ww) + ", " + std::to_string(b.heads * b.vd()) + ")");
         return next(Stage::kHeadsRev6);
       }
-      if (b.maxvit) {
+      if (b.maxvit || b.nest) {
         if (t.size() != 4 || !one_image(t[0])) refuse();
         t.erase(t.begin());
       } else if (t.size() == 4 && (t[0] == b.windows || t[0] == -1) && t[1] == b.wh && t[2] == b.ww) {
@@ -2008,10 +2104,12 @@ Value Importer::window_emit(const onnx::NodeProto& n, const WindowBlock& b) {
     take(key, key, 1.f, kw, kb);
     take(2 * key, value, 1.f, vw, vb);
   }
+  // NesT merges the heads channel by channel: its channel i heads + h is head h's channel i.
+  auto merged = [&](int64_t i) { return b.nest ? (i % b.vd()) * b.heads + i / b.vd() : i; };
   std::vector<float> ow(static_cast<size_t>(b.out * value));
   for (int64_t o = 0; o < b.out; ++o)
     for (int64_t i = 0; i < value; ++i)
-      ow[static_cast<size_t>(o * value + i)] = b.proj_w[static_cast<size_t>(i * b.out + o)];
+      ow[static_cast<size_t>(o * value + i)] = b.proj_w[static_cast<size_t>(merged(i) * b.out + o)];
   std::vector<std::string> inputs{b.in.src.name};
   if (b.kv_only) inputs.push_back(b.global_query->name);
   LayerSpec& s = add_layer("windowAttention", unique_name(n), inputs);

@@ -573,13 +573,18 @@ class Importer {
     // the batch axis kept through the heads, the heads merged back into the image ((1, H, W, C),
     // merged_image, then (1, H*W, C)) before the output projection; ends at its projection
     bool twins = false, merged_image = false;
+    // NesT's attention on its blocks (partitioned tokens (1, windows, S, C)): Q/K/V reshaped to (1,
+    // windows, S, 3, heads, d) and transposed (3, 0, 4, 1, 2, 5), the heads before the windows;
+    // the heads' output transposed (0, 2, 3, 4, 1), each channel's heads side by side (d_major:
+    // merged channel i heads + h is head h's channel i); ends at its projection
+    bool nest = false;
     // GC ViT's global attention (timm's WindowAttentionGlobal): the joint projection gives K and V
     // only ((windows, S, 2, heads, d)); the queries are a global query's (GlobalQuery), set at
     // the product of the scores
     bool kv_only = false;
     std::optional<Value> global_query;  // the channels-last query image (wh, ww, K)
     // Every form but Swin's ends at its output projection (maxvit_close), in its input's layout.
-    bool ends_at_projection() const { return maxvit || seq || image2d || flat_tokens || twins; }
+    bool ends_at_projection() const { return maxvit || seq || image2d || flat_tokens || twins || nest; }
     double scale = 1;
     bool q_unit = false, k_unit = false;  // Q, K divided by their norms (cosine attention)
     std::vector<float> logit;             // cosine: the scores' per-head factor
@@ -662,7 +667,9 @@ class Importer {
   struct ImageSplit {
     Value image;  // channels_last false
     int64_t a = 0, b = 0, c = 0, d = 0;
-    enum Stage { kSplit, kPart, kDep } stage = kSplit;
+    // kDepCl: NesT's reverse, a channels-last image: (1, a, b, c, d, C) after the Transpose (0, 1,
+    // 3, 2, 4, 5) of a kDep, before its Reshape to (1, H, W, C)
+    enum Stage { kSplit, kPart, kDep, kDepCl } stage = kSplit;
   };
   struct WinValue {
     size_t block = 0;
@@ -714,6 +721,8 @@ class Importer {
   const std::vector<int>& consumers_of(const std::string& value);  // the nodes reading it, by index
   // through a bias Add into a Reshape to (.., S, 3, heads, d) or, head-first, (.., S, heads, 3 d or -1)
   bool feeds_heads(const std::string& value);
+  // through a bias Add into a Reshape to (1, windows, S, 3, heads, d) (NesT's Q/K/V)
+  bool feeds_block_heads(const std::string& value);
   bool read_as_image(const std::string& value, int64_t h, int64_t w, int64_t c);
   bool channel_heads(const std::string& value);
   std::vector<int64_t> ints_ahead(const std::string& name);

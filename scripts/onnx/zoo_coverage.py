@@ -317,7 +317,7 @@ def one_image(arch):
     return arch.startswith(TIMM) or name.startswith(("vit", "deit", "swin", "maxvit", "mobilevit", "coatnet", "cross",
                                                      "tinyvit", "fastvit", "efficientformer", "poolformer",
                                                      "caformer", "mambaout", "pvt", "segformer", "beit", "pit", "twins", "davit", "xcit", "edgenext", "levit", "cait", "convit", "eva",
-                                                     "visformer", "nextvit", "mobilenetv4", "shvit", "efficientvit", "gcvit", "flatten_max"))
+                                                     "visformer", "nextvit", "mobilenetv4", "shvit", "efficientvit", "gcvit", "nest", "flatten_max"))
 
 
 def export_probs(model, x, path, exporter, threads, single):

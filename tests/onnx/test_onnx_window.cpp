@@ -262,7 +262,7 @@ TEST_CASE("onnx window: CoAtNet's attention is one windowAttention from both exp
 
 TEST_CASE(
     "onnx window: timm's Swin, DeiT III, CaiT, ConViT, EVA-02, MobileViT (v1 and v2), CoAtNet, Visformer, NextViT, "
-    "MobileNetV4, EfficientFormer V2, SHViT, EfficientViT, GC ViT, FastViT, "
+    "MobileNetV4, EfficientFormer V2, SHViT, EfficientViT, GC ViT, NesT, FastViT, "
     "EfficientFormer, Twins, "
     "DaViT and "
     "PVT v2 "
@@ -543,6 +543,27 @@ TEST_CASE(
     want =
         "node 'node_Reshape_520' (Reshape): reads GC ViT's global query (a 8x8x16 image copied to the windows); "
         "dltrain reads the copies reshaped to (4, 64, heads, d), not [4, 16, 2, 8]";
+  }
+  SECTION("NesT's heads merged head by head (its channels are channel by channel)") {
+    p = load("nest_timm-torchscript");
+    set_perm(p, "/net/levels/levels.0/transformer_encoder/transformer_encoder.0/attn/Transpose_2", {0, 2, 3, 1, 4});
+    want =
+        "(Transpose): transposes NesT's heads' output (1, heads, windows, S, d) by [0, 2, 3, 1, 4]; dltrain reads "
+        "(0, 2, 3, 4, 1)";
+  }
+  SECTION("NesT's position table for 4 blocks of 16 tokens") {
+    p = load("nest_timm-torchscript");
+    onnx::TensorProto& t = initializer(p, "net.levels.0.pos_embed");
+    t.set_dims(1, 4);  // was (1, 16, 4, 16)
+    t.set_dims(2, 16);
+    want =
+        "node '/net/levels/levels.0/Add' (Add): adds a constant of shape 1x4x16x16; supported: one value, or one "
+        "per channel (C with C = 16), or a position table of its blocks [1, 16, 4, 16]";
+  }
+  SECTION("NesT's blocks put back through another Transpose") {
+    p = load("nest_timm-torchscript");
+    set_perm(p, "/net/levels/levels.0/Transpose_2", {0, 2, 1, 3, 4, 5});  // was (0, 1, 3, 2, 4, 5)
+    want = "node '/net/levels/levels.0/Transpose_2' (Transpose): reads a 6-D split of an image; dltrain reads";
   }
   SECTION("FastViT's RepMixer subtracting an image of another size") {
     p = load("fastvit_timm-dynamo");
