@@ -128,7 +128,8 @@ class AttentionCore {
                 const HeadMixGrads* dmix = nullptr);
   // Multiply-adds x 2 per sequence of seq tokens.
   static int64_t flops(const AttentionSizes& s, int64_t seq) {
-    return 2 * seq * (s.c * (2 * s.key + s.value) + s.value * s.out) + 2 * seq * seq * (s.key + s.value);
+    const int64_t projected = (s.query_input ? 1 : 2) * s.key + s.value;  // Q (unless given), K, V
+    return 2 * seq * (s.c * projected + s.value * s.out) + 2 * seq * seq * (s.key + s.value);
   }
 
  private:

@@ -87,7 +87,7 @@ class WindowAttentionLayer final : public Layer {
     s_.key = key_ ? key_ : global_ ? inputs[1][2] : s_.c;
     if (global_ && (inputs[1][0] != win_h_ || inputs[1][1] != win_w_ || inputs[1][2] != s_.key))
       shape_error(spec_, "the global query (input 2) is " + inputs[1].str() +
-                             "; GlobalQuery needs a WindowSize image of " + "NumKeyChannels channels, " +
+                             "; GlobalQuery needs a WindowSize image of NumKeyChannels channels, " +
                              Shape{win_h_, win_w_, s_.key}.str());
     s_.value = value_ ? value_ : s_.key;
     s_.out = out_ ? out_ : s_.c;

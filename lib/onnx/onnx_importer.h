@@ -65,6 +65,16 @@ class Importer {
       consts_[t.name()] = p;
     }
     add_input();
+    // Each value assigned once (ONNX's rule), checked before any node is read: the look-ahead
+    // (consumers_of, feeds_heads) follows a value from reader to reader and would not end where a
+    // node defines its own input again.
+    std::set<std::string> defined;
+    for (const auto& t : g_.initializer()) defined.insert(t.name());
+    for (const auto& in : g_.input()) defined.insert(in.name());
+    for (const auto& n : g_.node())
+      for (const auto& out : n.output())
+        if (!out.empty() && !defined.insert(out).second)
+          fail(n, "output '" + out + "' is already defined earlier in the graph (each ONNX value is assigned once)");
     for (const auto& n : g_.node()) node(n);
     finish();
     return std::move(m_);
@@ -189,7 +199,7 @@ class Importer {
     if (values_.count(name) || consts_.count(name) || shuffles_.count(name) || whole_.count(name) ||
         views_.count(name) || flat_images_.count(name) || swapped_images_.count(name) || image_views_.count(name) ||
         win_.count(name) || splits_.count(name) || stacks_.count(name) || patch_steps_.count(name) ||
-        separable_.count(name) || linear_.count(name) || transposed_tokens_.count(name))
+        separable_.count(name) || linear_.count(name) || transposed_tokens_.count(name) || global_q_.count(name))
       fail(n, "output '" + name + "' is already defined earlier in the graph (each ONNX value is assigned once)");
     return name;
   }

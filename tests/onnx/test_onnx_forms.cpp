@@ -124,6 +124,18 @@ TEST_CASE("onnx forms: Identity cycles, self-reference and redefinitions are ref
   twice.node("Flatten", {"r"}, {"f"});
   t.finish(twice, "f");
   CHECK(has(test::import_error(twice), "node 'again' (Identity): output 'r' is already defined"));
+  // A projection's bias Add writing the projection's own output: the look-ahead that asks where
+  // the projection goes (into heads, a Split) would follow it forever; refused before any node.
+  OnnxBuilder loop({1, 4, 4, 4});
+  loop.floats("W", {4, 12}, values(48, 3));
+  loop.floats("B", {12}, values(12, 4));
+  loop.ints("shape", {3}, {1, 16, 4});
+  OnnxBuilder::attr(loop.node("Transpose", {"x"}, {"xt"}, "t"), "perm", std::vector<int64_t>{0, 2, 3, 1});
+  loop.node("Reshape", {"xt", "shape"}, {"flat"}, "r");
+  loop.node("MatMul", {"flat", "W"}, {"y"}, "qkv");
+  loop.node("Add", {"B", "y"}, {"y"}, "bias");
+  loop.node("Flatten", {"y"}, {"f"});
+  CHECK(has(test::import_error(loop), "node 'bias' (Add): output 'y' is already defined"));
 }
 
 TEST_CASE("onnx forms: TorchScript's x.view(x.size(0), -1) folds to a flatten", "[onnx]") {
