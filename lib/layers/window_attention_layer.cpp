@@ -230,19 +230,27 @@ class WindowAttentionLayer final : public Layer {
     x = reshape(x, "_tokens", {-1, seq, c});
     std::vector<float> w, b;
     std::string part[3];
-    if (global_) {  // timm's WindowAttentionGlobal: K and V of every head, then their heads
-      for (size_t p = 0; p < 2; ++p) {
-        const std::vector<float> pw = host_values(params_[p].value), pb = host_values(params_[3 + p].value);
+    // Q, K and V (K and V from `first` 1) of every head from one MatMul, then their heads.
+    auto joint = [&](int64_t first, const std::string& names) {
+      const int64_t parts = 3 - first, biases = AttentionCore::param_count(s_) / 2;
+      for (int64_t p = 0; p < parts; ++p) {
+        const std::vector<float> pw = host_values(params_[static_cast<size_t>(p)].value),
+                                 pb = host_values(params_[static_cast<size_t>(biases + p)].value);
         w.insert(w.end(), pw.begin(), pw.end());
         b.insert(b.end(), pb.begin(), pb.end());
       }
-      x = g.tokens_linear(n + "_kv", x, w, 2 * key, c, b);
-      x = reshape(x, "_kv_heads", {-1, seq, 2, heads_, d});
-      x = transpose(x, "_kv_t", {2, 0, 3, 1, 4});
-      for (int64_t p = 0; p < 2; ++p) {
-        const std::string tag = std::string("_") + "kv"[p];
-        part[p + 1] = node("Gather", tag, {x, g.add_ints(n + tag + "_index", {}, {p})}, {OnnxAttr("axis", int64_t{0})});
+      const std::string joined = "_" + names;
+      x = g.tokens_linear(n + joined, x, w, parts * key, c, b);
+      x = reshape(x, joined + "_heads", {-1, seq, parts, heads_, d});
+      x = transpose(x, joined + "_t", {2, 0, 3, 1, 4});
+      for (int64_t p = 0; p < parts; ++p) {
+        const std::string tag = std::string("_") + names[static_cast<size_t>(p)];
+        part[first + p] =
+            node("Gather", tag, {x, g.add_ints(n + tag + "_index", {}, {p})}, {OnnxAttr("axis", int64_t{0})});
       }
+    };
+    if (global_) {  // timm's WindowAttentionGlobal: K and V of every head, then their heads
+      joint(1, "kv");
       // The global query (N, K, wh, ww) channels-last, one copy per window of its image.
       OnnxValue gq = inputs.at(1);
       if (gq.flat) gq = g.image(n + "_gq", gq);
@@ -252,18 +260,7 @@ class WindowAttentionLayer final : public Layer {
       q = reshape(q, "_gq_heads", {-1, seq, heads_, d});
       part[0] = transpose(q, "_q", {0, 2, 1, 3});
     } else if (key == value) {  // torchvision's: Q, K and V of every head, then their heads
-      for (size_t p = 0; p < 3; ++p) {
-        const std::vector<float> pw = host_values(params_[p].value), pb = host_values(params_[4 + p].value);
-        w.insert(w.end(), pw.begin(), pw.end());
-        b.insert(b.end(), pb.begin(), pb.end());
-      }
-      x = g.tokens_linear(n + "_qkv", x, w, 3 * key, c, b);
-      x = reshape(x, "_qkv_heads", {-1, seq, 3, heads_, d});
-      x = transpose(x, "_qkv_t", {2, 0, 3, 1, 4});
-      for (int64_t p = 0; p < 3; ++p) {
-        const std::string tag = std::string("_") + "qkv"[p];
-        part[p] = node("Gather", tag, {x, g.add_ints(n + tag + "_index", {}, {p})}, {OnnxAttr("axis", int64_t{0})});
-      }
+      joint(0, "qkv");
     } else {  // keys and values of different widths: timm's head-first form (EfficientFormer), head h's Q, K, V side by
               // side
       const std::vector<float> pw[3] = {host_values(params_[0].value), host_values(params_[1].value),

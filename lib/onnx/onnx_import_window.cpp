@@ -399,36 +399,39 @@ bool Importer::feeds_split(const std::string& value) {
   return false;
 }
 
-// Whether value goes (through a bias Add) into a Reshape to (windows, S, 3, heads, d): an
-// attention's joint Q/K/V projection rather than its MLP's (the target a constant, or TorchScript's
-// Concat of five with the constant 3 third).
-bool Importer::feeds_heads(const std::string& value) {
+// Whether value goes, through bias Adds, into a Reshape whose target (its node and the ints it
+// folds to) want accepts.
+template <typename Want>
+bool Importer::reshaped_to(const std::string& value, const Want& want) {
   for (int k : consumers_of(value)) {
     const onnx::NodeProto& c = g_.node(k);
     const bool bias = c.op_type() == "Add" && c.input_size() == 2 && (constant(c.input(0)) || constant(c.input(1)));
-    if (bias && c.output_size() == 1 && feeds_heads(c.output(0))) return true;
-    if (c.op_type() != "Reshape" || c.input_size() < 2 || c.input(0) != value) continue;
-    const std::vector<int64_t> d = ints_ahead(c.input(1));
-    if ((d.size() == 5 && d[2] == 3) || (d.size() == 4 && d[2] >= 1 && (d[3] == -1 || (d[3] > 0 && d[3] % 3 == 0))))
+    if (bias && c.output_size() == 1 && reshaped_to(c.output(0), want)) return true;
+    if (c.op_type() == "Reshape" && c.input_size() >= 2 && c.input(0) == value && want(c, ints_ahead(c.input(1))))
       return true;
-    for (const onnx::NodeProto& p : g_.node())  // TorchScript's target: a Concat of five, the third 3
-      if (p.output_size() == 1 && p.output(0) == c.input(1) && p.op_type() == "Concat" && p.input_size() == 5 &&
-          ints_ahead(p.input(2)) == std::vector<int64_t>{3})
-        return true;
   }
   return false;
 }
 
+// Whether value goes (through a bias Add) into a Reshape to (windows, S, 3, heads, d): an
+// attention's joint Q/K/V projection rather than its MLP's (the target a constant, or TorchScript's
+// Concat of five with the constant 3 third).
+bool Importer::feeds_heads(const std::string& value) {
+  return reshaped_to(value, [&](const onnx::NodeProto& r, const std::vector<int64_t>& d) {
+    if ((d.size() == 5 && d[2] == 3) || (d.size() == 4 && d[2] >= 1 && (d[3] == -1 || (d[3] > 0 && d[3] % 3 == 0))))
+      return true;
+    for (const onnx::NodeProto& p : g_.node())  // TorchScript's target: a Concat of five, the third 3
+      if (p.output_size() == 1 && p.output(0) == r.input(1) && p.op_type() == "Concat" && p.input_size() == 5 &&
+          ints_ahead(p.input(2)) == std::vector<int64_t>{3})
+        return true;
+    return false;
+  });
+}
+
 bool Importer::feeds_block_heads(const std::string& value) {
-  for (int k : consumers_of(value)) {
-    const onnx::NodeProto& c = g_.node(k);
-    const bool bias = c.op_type() == "Add" && c.input_size() == 2 && (constant(c.input(0)) || constant(c.input(1)));
-    if (bias && c.output_size() == 1 && feeds_block_heads(c.output(0))) return true;
-    if (c.op_type() != "Reshape" || c.input_size() < 2 || c.input(0) != value) continue;
-    const std::vector<int64_t> d = ints_ahead(c.input(1));
-    if (d.size() == 6 && one_image(d[0]) && d[3] == 3) return true;
-  }
-  return false;
+  return reshaped_to(value, [](const onnx::NodeProto&, const std::vector<int64_t>& d) {
+    return d.size() == 6 && one_image(d[0]) && d[3] == 3;
+  });
 }
 
 // Whether value (a patch embedding's tokens) is reshaped back into its image, after

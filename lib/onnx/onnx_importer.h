@@ -731,6 +731,8 @@ class Importer {
   const std::vector<int>& consumers_of(const std::string& value);  // the nodes reading it, by index
   // through a bias Add into a Reshape to (.., S, 3, heads, d) or, head-first, (.., S, heads, 3 d or -1)
   bool feeds_heads(const std::string& value);
+  template <typename Want>
+  bool reshaped_to(const std::string& value, const Want& want);
   // through a bias Add into a Reshape to (1, windows, S, 3, heads, d) (NesT's Q/K/V)
   bool feeds_block_heads(const std::string& value);
   bool read_as_image(const std::string& value, int64_t h, int64_t w, int64_t c);
