@@ -125,14 +125,15 @@ class CpuHardActOp final : public ActOp, public ImplInfo {
     if (d_.kind == ActKind::kHardSigmoid) {
 #pragma omp parallel for simd if (n > kParallelMin) schedule(static)
       for (int64_t i = 0; i < n; ++i) {
-        const float v = a * px[i] + b;
-        pdx[i] = v > 0.f && v < 1.f ? a * pdy[i] : 0.f;
+        // every value computed before the choice: the loop vectorizes (selects, no branches)
+        const float v = a * px[i] + b, ag = a * pdy[i];
+        pdx[i] = (v > 0.f) & (v < 1.f) ? ag : 0.f;
       }
     } else {
 #pragma omp parallel for simd if (n > kParallelMin) schedule(static)
       for (int64_t i = 0; i < n; ++i) {
-        const float v = px[i];
-        pdx[i] = v < -3.f ? 0.f : v <= 3.f ? pdy[i] * (v / 3.f + 0.5f) : pdy[i];
+        const float v = px[i], g = pdy[i], middle = g * (v / 3.f + 0.5f);
+        pdx[i] = v < -3.f ? 0.f : v <= 3.f ? middle : g;
       }
     }
   }
