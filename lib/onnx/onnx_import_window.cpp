@@ -162,7 +162,7 @@ bool Importer::global_query_node(const onnx::NodeProto& n) {
   auto it = global_q_.find(n.input(0));
   if (it == global_q_.end()) {
     // The start: an Unsqueeze of axis 1 of a channels-last image, read only by Expands or Tiles.
-    if (op != "Unsqueeze" || image_views_.count(n.input(0))) return false;
+    if (op != "Unsqueeze" || n.output_size() != 1 || image_views_.count(n.input(0))) return false;
     auto v = values_.find(n.input(0));
     if (v == values_.end() || !v->second.channels_last) return false;
     const std::vector<int64_t> axes =

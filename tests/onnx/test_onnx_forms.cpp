@@ -136,6 +136,14 @@ TEST_CASE("onnx forms: Identity cycles, self-reference and redefinitions are ref
   loop.node("Add", {"B", "y"}, {"y"}, "bias");
   loop.node("Flatten", {"y"}, {"f"});
   CHECK(has(test::import_error(loop), "node 'bias' (Add): output 'y' is already defined"));
+  // An Unsqueeze of a channels-last image without an output (the fresh-machine check's fuzz
+  // test found GC ViT's look-ahead reading its missing output): one line naming it.
+  OnnxBuilder none({1, 4, 4, 4});
+  none.ints("axes", {1}, {1});
+  OnnxBuilder::attr(none.node("Transpose", {"x"}, {"xt"}, "t"), "perm", std::vector<int64_t>{0, 2, 3, 1});
+  none.node("Unsqueeze", {"xt", "axes"}, {}, "u");
+  none.node("Flatten", {"xt"}, {"f"});
+  CHECK(has(test::import_error(none), "node 'u' (Unsqueeze):"));
 }
 
 TEST_CASE("onnx forms: TorchScript's x.view(x.size(0), -1) folds to a flatten", "[onnx]") {
